@@ -1,0 +1,178 @@
+package config
+
+import "time"
+
+// Config is the whole gateway configuration: plain data, validated once by Load.
+// Durations are YAML strings such as "30s" or "10m".
+type Config struct {
+	// Server configures the listening HTTP server.
+	Server Server `koanf:"server"`
+	// Log configures structured logging.
+	Log Log `koanf:"log"`
+	// Backends maps a backend name to the upstream it talks to.
+	Backends map[string]Backend `koanf:"backends"`
+	// Models maps a client-facing model name to a route.
+	Models map[string]Model `koanf:"models"`
+	// Keys maps a key name (the label used in logs and metrics) to a client credential.
+	// No keys means open mode: every request is accepted (a warning is logged at start).
+	Keys map[string]Key `koanf:"keys"`
+	// Tools maps a tool source name to a server-side tool source.
+	Tools map[string]ToolSource `koanf:"tools"`
+	// Cache configures the tool result cache.
+	Cache Cache `koanf:"cache"`
+}
+
+// Server configures the HTTP listener.
+type Server struct {
+	// Listen is the TCP address to listen on. Default ":8080".
+	Listen string `koanf:"listen"`
+	// MaxBodyBytes is the largest accepted request body in bytes; larger bodies get 413.
+	// Default 20 MiB (20971520).
+	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// ShutdownTimeout is how long a graceful shutdown waits for in-flight requests and
+	// streams to finish before closing them. Default 30s.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// ReadTimeout bounds reading one client request (headers and body). Default 60s.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// IdleTimeout bounds an idle keep-alive client connection. Default 120s.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is one of debug, info, warn, error. Default info.
+	Level string `koanf:"level"`
+	// Format is json or text. Default json.
+	Format string `koanf:"format"`
+}
+
+// Backend is one upstream provider endpoint.
+type Backend struct {
+	// Type is anthropic, gemini, responses, openai or mock. Required.
+	Type string `koanf:"type"`
+	// BaseURL is the provider root in each provider SDK's convention: anthropic and gemini
+	// without a version path (Agate appends /v1/messages, /v1beta/models/...), responses and
+	// openai including /v1 (Agate appends /responses or /chat/completions). Required except
+	// for mock.
+	BaseURL string `koanf:"base_url"`
+	// APIKey is the upstream credential, usually "${ENV_VAR}". Never logged.
+	APIKey string `koanf:"api_key"`
+	// Headers are extra headers sent on every upstream request.
+	Headers map[string]string `koanf:"headers"`
+	// Timeouts bound the upstream exchange.
+	Timeouts Timeouts `koanf:"timeouts"`
+	// Retries configures retrying failed upstream attempts before any byte reached the client.
+	Retries Retries `koanf:"retries"`
+	// DropUnsupportedParams makes request parameters this upstream cannot honour be dropped
+	// (and counted) instead of rejected with 400. Default false.
+	DropUnsupportedParams bool `koanf:"drop_unsupported_params"`
+	// MaxConns caps pooled connections to this upstream. Default 512.
+	MaxConns int `koanf:"max_conns"`
+	// Store sets store=true on Responses API requests (responses backends only). Default false:
+	// Agate is stateless and carries reasoning state itself.
+	Store bool `koanf:"store"`
+}
+
+// Timeouts bound one upstream attempt. Zero means the default.
+type Timeouts struct {
+	// Connect bounds dialing the upstream. Default 10s.
+	Connect time.Duration `koanf:"connect"`
+	// Header bounds the wait for response headers after the request was sent. Default 120s.
+	Header time.Duration `koanf:"header"`
+	// StreamIdle bounds the silence between two reads of a streamed body. Default 120s.
+	StreamIdle time.Duration `koanf:"stream_idle"`
+}
+
+// Retries configures upstream retries with exponential backoff and full jitter.
+type Retries struct {
+	// Max is the number of retries after the first attempt. Default 2; 0 after explicit
+	// "max: 0" is not distinguishable, so use -1 to disable retries.
+	Max int `koanf:"max"`
+	// BaseDelay is the first backoff delay. Default 250ms.
+	BaseDelay time.Duration `koanf:"base_delay"`
+	// MaxDelay caps one backoff delay, including a Retry-After the upstream asked for;
+	// a longer Retry-After is not retried. Default 10s.
+	MaxDelay time.Duration `koanf:"max_delay"`
+}
+
+// Model routes a client-facing model name.
+type Model struct {
+	// Backend names an entry of Config.Backends. Required.
+	Backend string `koanf:"backend"`
+	// UpstreamModel is the model name sent upstream. Default: the client-facing name.
+	UpstreamModel string `koanf:"upstream_model"`
+	// MaxTokens is the output token limit used when the client sets none and the upstream
+	// requires one (Anthropic). Zero means the backend's default (4096 for Anthropic).
+	MaxTokens int `koanf:"max_tokens"`
+	// PromptCache is "off" (default) or "auto": place prompt-cache breakpoints on the
+	// system prompt, tools and the last turns (Anthropic).
+	PromptCache string `koanf:"prompt_cache"`
+	// Fallbacks are client-facing model names tried in order when this model's upstream
+	// fails retryably after its retries.
+	Fallbacks []string `koanf:"fallbacks"`
+}
+
+// Key is one client credential and its policy.
+type Key struct {
+	// Key is the bearer token in plain text, usually "${ENV_VAR}". Exactly one of Key and
+	// KeySHA256 is required.
+	Key string `koanf:"key"`
+	// KeySHA256 is the lowercase hex SHA-256 of the bearer token.
+	KeySHA256 string `koanf:"key_sha256"`
+	// Models are the client-facing model names (or "<backend>/<model>" names) this key may
+	// use, as path.Match globs. Empty means none; "*" means all.
+	Models []string `koanf:"models"`
+	// Tools names server-side tools this key gets: whole sources ("weather") or single tools
+	// ("everything/echo"). Empty means no server-side tool loop.
+	Tools []string `koanf:"tools"`
+	// MaxToolIterations bounds model turns that call server tools. Default 8.
+	MaxToolIterations int `koanf:"max_tool_iterations"`
+}
+
+// ToolSource is a source of server-side tools.
+type ToolSource struct {
+	// Type is mcp, http or builtin. Required.
+	Type string `koanf:"type"`
+	// Command starts a stdio MCP server (type mcp): program and arguments.
+	Command []string `koanf:"command"`
+	// Env adds environment variables for a stdio MCP server.
+	Env map[string]string `koanf:"env"`
+	// URL is a streamable-HTTP MCP endpoint (type mcp) or a webhook (type http).
+	URL string `koanf:"url"`
+	// Headers are sent with every HTTP request to the source (values may hold ${SECRETS}).
+	Headers map[string]string `koanf:"headers"`
+	// Description is the tool description shown to the model (type http).
+	Description string `koanf:"description"`
+	// Parameters is the JSON Schema of the tool arguments (type http). Default: an empty
+	// object schema.
+	Parameters map[string]any `koanf:"parameters"`
+	// Name is the builtin tool to expose (type builtin).
+	Name string `koanf:"name"`
+	// ReadOnly marks the tool as free of side effects (type http; MCP tools use their
+	// readOnlyHint annotation): read-only calls of one turn run concurrently and are cached.
+	ReadOnly bool `koanf:"read_only"`
+	// Timeout bounds one tool call. Default 30s.
+	Timeout time.Duration `koanf:"timeout"`
+	// Cache forces result caching on or off. Default: on for read-only tools.
+	Cache *bool `koanf:"cache"`
+	// MaxResultBytes truncates a longer result (with a marker). Default 65536.
+	MaxResultBytes int `koanf:"max_result_bytes"`
+	// Overrides set Timeout, Cache and MaxResultBytes for single tools of this source,
+	// by the tool's own name.
+	Overrides map[string]ToolOverride `koanf:"overrides"`
+}
+
+// ToolOverride adjusts one tool of a source; zero fields keep the source's value.
+type ToolOverride struct {
+	Timeout        time.Duration `koanf:"timeout"`
+	Cache          *bool         `koanf:"cache"`
+	MaxResultBytes int           `koanf:"max_result_bytes"`
+}
+
+// Cache configures the tool result cache.
+type Cache struct {
+	// MaxEntries bounds the number of cached results. Default 10000.
+	MaxEntries int `koanf:"max_entries"`
+	// TTL is how long a cached result stays valid. Default 10m.
+	TTL time.Duration `koanf:"ttl"`
+}
