@@ -1,0 +1,158 @@
+package translate
+
+import "strconv"
+
+// Assembler collects a response's events into complete messages, one per choice. It is
+// what non-streaming clients and the tool loop consume. Not safe for concurrent use.
+type Assembler struct {
+	// ID and Model are from EventStart.
+	ID, Model string
+	Choices   []AssembledChoice
+	// Usage is the last usage seen.
+	Usage Usage
+	// Err is the first mid-stream error seen.
+	Err *UpstreamError
+}
+
+// AssembledChoice is one choice's complete output.
+type AssembledChoice struct {
+	Text      []byte
+	Reasoning []byte
+	Refusal   []byte
+	ToolCalls []ToolCall
+	// FinishReason is normalised: tool_calls when calls were made and the upstream said stop.
+	FinishReason string
+	keys         []int
+}
+
+// Add records one event. It copies every string it keeps.
+func (a *Assembler) Add(ev *Event) error {
+	switch ev.Kind {
+	case EventStart:
+		a.ID, a.Model = ev.ID, ev.Model
+		return nil
+	case EventUsage:
+		a.Usage = ev.Usage
+		return nil
+	case EventError:
+		if a.Err == nil {
+			a.Err = ev.Err
+		}
+		return nil
+	}
+	for len(a.Choices) <= ev.Choice {
+		a.Choices = append(a.Choices, AssembledChoice{})
+	}
+	c := &a.Choices[ev.Choice]
+	switch ev.Kind {
+	case EventTextDelta:
+		c.Text = append(c.Text, ev.Text...)
+	case EventReasoningDelta:
+		c.Reasoning = append(c.Reasoning, ev.Text...)
+	case EventRefusalDelta:
+		c.Refusal = append(c.Refusal, ev.Text...)
+	case EventToolCallStart:
+		c.keys = append(c.keys, ev.Index)
+		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: clone(ev.CallID), Name: clone(ev.Name)})
+	case EventToolCallArgsDelta:
+		for i, k := range c.keys {
+			if k == ev.Index {
+				c.ToolCalls[i].Arguments += ev.Text
+				break
+			}
+		}
+	case EventToolCallEnd:
+	case EventFinish:
+		if c.FinishReason == "" {
+			c.FinishReason = ev.FinishReason
+		}
+	}
+	return nil
+}
+
+func clone(s string) string { return string(append([]byte(nil), s...)) }
+
+// Finish normalises the collected choices: every call has arguments ("{}" when none) and
+// every choice a finish reason. Call it once after the last event.
+func (a *Assembler) Finish() {
+	if len(a.Choices) == 0 {
+		a.Choices = append(a.Choices, AssembledChoice{})
+	}
+	for i := range a.Choices {
+		c := &a.Choices[i]
+		for j := range c.ToolCalls {
+			if c.ToolCalls[j].Arguments == "" {
+				c.ToolCalls[j].Arguments = "{}"
+			}
+		}
+		c.FinishReason = finishReason(c.FinishReason, len(c.ToolCalls) > 0)
+	}
+}
+
+// Message returns choice i as an assistant message, as the next request would carry it.
+func (a *Assembler) Message(i int) Message {
+	c := &a.Choices[i]
+	m := Message{Role: RoleAssistant, ToolCalls: c.ToolCalls, Reasoning: string(c.Reasoning), Refusal: string(c.Refusal)}
+	if len(c.Text) > 0 {
+		m.Content = []Part{{Type: PartText, Text: string(c.Text)}}
+	}
+	return m
+}
+
+// AppendCompletion appends the chat.completion JSON for the assembled response, with the
+// client-facing id, model and creation time. Call Finish first.
+func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = AppendString(dst, id)
+	dst = append(dst, `,"object":"chat.completion","created":`...)
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = AppendString(dst, model)
+	dst = append(dst, `,"choices":[`...)
+	for i := range a.Choices {
+		c := &a.Choices[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"index":`...)
+		dst = AppendInt(dst, i)
+		dst = append(dst, `,"message":{"role":"assistant","content":`...)
+		if len(c.Text) == 0 && (len(c.ToolCalls) > 0 || len(c.Refusal) > 0) {
+			dst = append(dst, "null"...)
+		} else {
+			dst = AppendString(dst, string(c.Text))
+		}
+		dst = append(dst, `,"refusal":`...)
+		if len(c.Refusal) == 0 {
+			dst = append(dst, "null"...)
+		} else {
+			dst = AppendString(dst, string(c.Refusal))
+		}
+		if len(c.Reasoning) > 0 {
+			dst = append(dst, `,"reasoning_content":`...)
+			dst = AppendString(dst, string(c.Reasoning))
+		}
+		if len(c.ToolCalls) > 0 {
+			dst = append(dst, `,"tool_calls":[`...)
+			for j, tc := range c.ToolCalls {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `{"id":`...)
+				dst = AppendString(dst, tc.ID)
+				dst = append(dst, `,"type":"function","function":{"name":`...)
+				dst = AppendString(dst, tc.Name)
+				dst = append(dst, `,"arguments":`...)
+				dst = AppendString(dst, tc.Arguments)
+				dst = append(dst, `}}`...)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+		dst = AppendString(dst, c.FinishReason)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"usage":`...)
+	dst = AppendUsage(dst, a.Usage)
+	return append(dst, '}')
+}

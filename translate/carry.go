@@ -1,0 +1,67 @@
+package translate
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"io"
+	"strings"
+)
+
+// carrySep separates an upstream tool call id from the state carried with it. No
+// provider's own ids contain it.
+const carrySep = "~1"
+
+// CarryID returns id with state attached, so that opaque data an upstream needs back on
+// the next turn (thinking signatures, thought signatures, encrypted reasoning) survives a
+// client that keeps only the standard tool call fields. Large state is compressed. The
+// result uses only URL-safe characters besides the separator "~".
+func CarryID(id string, state []byte) string {
+	if len(state) == 0 {
+		return id
+	}
+	kind := byte('r')
+	if len(state) > 96 {
+		var buf bytes.Buffer
+		w, _ := flate.NewWriter(&buf, flate.BestCompression)
+		w.Write(state)
+		w.Close()
+		if buf.Len() < len(state) {
+			kind, state = 'z', buf.Bytes()
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(id) + len(carrySep) + 1 + base64.RawURLEncoding.EncodedLen(len(state)))
+	b.WriteString(id)
+	b.WriteString(carrySep)
+	b.WriteByte(kind)
+	enc := base64.NewEncoder(base64.RawURLEncoding, &b)
+	enc.Write(state)
+	enc.Close()
+	return b.String()
+}
+
+// SplitID undoes CarryID: it returns the upstream id and the carried state, or s itself
+// and nil when s carries nothing (or carries something unreadable, which is then ignored).
+func SplitID(s string) (id string, state []byte) {
+	i := strings.LastIndex(s, carrySep)
+	if i < 0 || i+len(carrySep) >= len(s) {
+		return s, nil
+	}
+	kind, enc := s[i+len(carrySep)], s[i+len(carrySep)+1:]
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return s, nil
+	}
+	switch kind {
+	case 'r':
+		return s[:i], raw
+	case 'z':
+		out, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(raw)), 8<<20))
+		if err != nil {
+			return s, nil
+		}
+		return s[:i], out
+	}
+	return s, nil
+}

@@ -1,0 +1,84 @@
+package translate
+
+// EventKind says which fields of an Event are set.
+type EventKind uint8
+
+// The normalized event vocabulary every upstream dialect decodes into.
+const (
+	// EventStart carries ID and Model. Decoders emit it once, first.
+	EventStart EventKind = iota + 1
+	// EventTextDelta carries Text for Choice.
+	EventTextDelta
+	// EventRefusalDelta carries refusal Text for Choice.
+	EventRefusalDelta
+	// EventReasoningDelta carries reasoning Text for Choice. Opaque data the upstream
+	// needs back travels inside tool call IDs (see Carry), not in events.
+	EventReasoningDelta
+	// EventToolCallStart carries Index, CallID and Name.
+	EventToolCallStart
+	// EventToolCallArgsDelta carries Index and an argument JSON fragment in Text.
+	EventToolCallArgsDelta
+	// EventToolCallEnd carries Index.
+	EventToolCallEnd
+	// EventUsage carries Usage, replacing any earlier usage of the response (decoders emit
+	// the cumulative figures).
+	EventUsage
+	// EventFinish carries FinishReason for Choice.
+	EventFinish
+	// EventError carries Err: an upstream failure that arrived mid-stream.
+	EventError
+)
+
+// Finish reasons, as OpenAI names them.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishToolCalls     = "tool_calls"
+	FinishContentFilter = "content_filter"
+)
+
+// Event is one normalized upstream event. Only the fields of its Kind are meaningful.
+// Strings in an Event may alias the decoder's input buffer: they are valid only during the
+// callback that receives the event, and a consumer that keeps one must copy it.
+type Event struct {
+	Kind EventKind
+	// Choice is the choice (candidate) index; 0 unless the request asked for n > 1.
+	Choice int
+	// ID and Model are the upstream response id and model (EventStart).
+	ID, Model string
+	// Text is the text, reasoning, refusal or argument fragment.
+	Text string
+	// Index identifies a tool call within its choice. It need not be dense: encoders number
+	// calls 0, 1, 2... in order of EventToolCallStart.
+	Index int
+	// CallID and Name identify a tool call (EventToolCallStart).
+	CallID, Name string
+	// Usage is the token usage so far (EventUsage).
+	Usage Usage
+	// FinishReason is an OpenAI finish reason (EventFinish).
+	FinishReason string
+	// Err is the mid-stream upstream failure (EventError).
+	Err *UpstreamError
+}
+
+// Usage is token usage in OpenAI semantics: PromptTokens includes cached and cache-write
+// input tokens; CompletionTokens includes reasoning tokens.
+type Usage struct {
+	PromptTokens        int
+	CompletionTokens    int
+	CachedTokens        int
+	CacheCreationTokens int
+	ReasoningTokens     int
+}
+
+// Add adds u2 to u, field by field.
+func (u *Usage) Add(u2 Usage) {
+	u.PromptTokens += u2.PromptTokens
+	u.CompletionTokens += u2.CompletionTokens
+	u.CachedTokens += u2.CachedTokens
+	u.CacheCreationTokens += u2.CacheCreationTokens
+	u.ReasoningTokens += u2.ReasoningTokens
+}
+
+// Emit receives events. Returning an error stops decoding and is returned by the decoder.
+type Emit func(*Event) error

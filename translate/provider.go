@@ -1,0 +1,66 @@
+package translate
+
+// Provider is one upstream dialect: how to phrase a request for it and how to read its
+// answers. Implementations are stateless and safe for concurrent use; per-response state
+// lives in the StreamDecoder.
+type Provider interface {
+	// Path returns what to append to the backend's base URL (path and query).
+	Path(upstreamModel string, stream bool) string
+	// Headers returns the request headers besides Content-Type, authentication included.
+	Headers(apiKey string, req *Request, opts *Options) []Header
+	// AppendRequest appends the upstream request body for req to dst. Errors are
+	// *ParamError values for requests this upstream cannot honour.
+	AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error)
+	// NewStreamDecoder returns a decoder for one streamed response.
+	NewStreamDecoder(opts *Options) StreamDecoder
+	// DecodeResponse decodes a whole non-streamed response body into events, ending with
+	// EventUsage and EventFinish for every choice.
+	DecodeResponse(body []byte, emit Emit) error
+	// DecodeError maps an upstream error response (status >= 400) to the error the client
+	// sees, keeping the upstream's message.
+	DecodeError(status int, body []byte) *UpstreamError
+}
+
+// StreamDecoder decodes one streamed upstream response, fed one SSE event at a time. It
+// is not safe for concurrent use.
+type StreamDecoder interface {
+	// Event decodes one SSE event: its type ("" when the event had no event: field) and
+	// its data. A malformed event is an error, never silently skipped.
+	Event(typ, data []byte, emit Emit) error
+	// Close ends the stream. It emits the terminal events (usage, finish) exactly once and
+	// returns an error wrapping ErrUpstream if the stream ended before it was complete.
+	Close(emit Emit) error
+}
+
+// Header is one HTTP header.
+type Header struct{ Name, Value string }
+
+// Options are the per-route settings a request encoder needs.
+type Options struct {
+	// UpstreamModel is the model name the upstream knows.
+	UpstreamModel string
+	// Stream asks the upstream for a streamed response.
+	Stream bool
+	// DefaultMaxTokens is used when the client sets no limit and the upstream needs one;
+	// zero means the provider's own default.
+	DefaultMaxTokens int
+	// PromptCache places prompt-cache breakpoints automatically (Anthropic).
+	PromptCache bool
+	// DropUnsupported drops parameters the upstream cannot honour instead of failing.
+	DropUnsupported bool
+	// Dropped is called with each dropped parameter's name; it may be nil.
+	Dropped func(param string)
+	// Store asks a Responses upstream to store the response.
+	Store bool
+}
+
+// Drop reports whether an unsupported param may be dropped, and records it if so.
+func (o *Options) Drop(param string) bool {
+	if o == nil || !o.DropUnsupported {
+		return false
+	}
+	if o.Dropped != nil {
+		o.Dropped(param)
+	}
+	return true
+}

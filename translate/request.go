@@ -1,0 +1,197 @@
+package translate
+
+// Request is a parsed OpenAI chat completions request. Strings alias Body, which the
+// Request owns; a Request is immutable once parsed except by its owner (the tool loop
+// appends messages and tools to its own copy, see Clone).
+type Request struct {
+	// Body is the request body as received.
+	Body string
+
+	Model        string
+	Stream       bool
+	IncludeUsage bool // stream_options.include_usage
+	Messages     []Message
+	Tools        []Tool
+	ToolChoice   ToolChoice
+	// ParallelToolCalls is nil when the client did not say.
+	ParallelToolCalls *bool
+	// MaxTokens is max_completion_tokens, else max_tokens; 0 when unset.
+	MaxTokens int
+	// MaxTokensParam names the field MaxTokens came from, for error messages.
+	MaxTokensParam   string
+	Temperature      *float64
+	TopP             *float64
+	PresencePenalty  *float64
+	FrequencyPenalty *float64
+	Stop             []string
+	// N is the number of choices; 0 when unset (meaning 1).
+	N           int
+	Seed        *int64
+	Logprobs    bool
+	TopLogprobs *int
+	// ResponseFormat is the zero value when unset.
+	ResponseFormat ResponseFormat
+	// ReasoningEffort is "" when unset, else none|minimal|low|medium|high|xhigh.
+	ReasoningEffort string
+	User            string
+	// Metadata is the raw JSON object, "" when unset.
+	Metadata string
+	// Extra holds every other top-level field in order of appearance. The OpenAI
+	// passthrough forwards them; translating backends reject or drop them.
+	Extra []Field
+}
+
+// Field is a raw top-level JSON field.
+type Field struct {
+	Name string
+	Raw  string
+}
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role string
+	Name string
+	// Content is the message content; a string content is one PartText.
+	Content []Part
+	// ToolCalls are an assistant message's tool calls.
+	ToolCalls []ToolCall
+	// ToolCallID is a tool message's call id.
+	ToolCallID string
+	// Reasoning is reasoning_content a client sent back on an assistant message.
+	Reasoning string
+	// ThinkingBlocks are Anthropic thinking blocks a client sent back on an assistant
+	// message (the "thinking_blocks" extension some clients keep).
+	ThinkingBlocks []ThinkingBlock
+	// Refusal is an assistant message's refusal text.
+	Refusal string
+}
+
+// Text returns the concatenated text parts of the message.
+func (m *Message) Text() string {
+	if len(m.Content) == 1 && m.Content[0].Type == PartText {
+		return m.Content[0].Text
+	}
+	n := 0
+	for i := range m.Content {
+		n += len(m.Content[i].Text)
+	}
+	b := make([]byte, 0, n)
+	for i := range m.Content {
+		if m.Content[i].Type == PartText {
+			b = append(b, m.Content[i].Text...)
+		}
+	}
+	return string(b)
+}
+
+// ThinkingBlock is an Anthropic thinking or redacted_thinking block.
+type ThinkingBlock struct {
+	// Type is "thinking" or "redacted_thinking".
+	Type      string
+	Thinking  string
+	Signature string
+	// Data is a redacted_thinking block's opaque data.
+	Data string
+}
+
+// PartType is a content part's kind.
+type PartType uint8
+
+// Content part kinds.
+const (
+	PartText PartType = iota + 1
+	PartImage
+	PartFile
+	PartAudio
+	PartRefusal
+)
+
+// Part is one content part.
+type Part struct {
+	Type PartType
+	// Text of a PartText or PartRefusal.
+	Text string
+	// URL of a PartImage: an https URL or a data: URL.
+	URL string
+	// Detail of a PartImage: auto|low|high or "".
+	Detail string
+	// FileData of a PartFile: a data: URL or bare base64; FileID and Filename as sent.
+	FileData, FileID, Filename string
+	// AudioData (base64) and AudioFormat (wav, mp3...) of a PartAudio.
+	AudioData, AudioFormat string
+}
+
+// ToolCall is an assistant tool call.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON text of the arguments as the model produced them.
+	Arguments string
+}
+
+// Tool is a function tool the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the raw JSON Schema; "" when the tool has none.
+	Parameters string
+	Strict     *bool
+}
+
+// Tool choice modes.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+	ToolChoiceFunction = "function"
+)
+
+// ToolChoice is the client's tool_choice; Mode is "" when unset.
+type ToolChoice struct {
+	Mode string
+	// Name is the forced function when Mode is ToolChoiceFunction.
+	Name string
+}
+
+// Response format types.
+const (
+	FormatText       = "text"
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
+
+// ResponseFormat is the client's response_format; Type is "" when unset.
+type ResponseFormat struct {
+	Type        string
+	Name        string
+	Description string
+	// Schema is the raw JSON Schema of a json_schema format.
+	Schema string
+	Strict *bool
+}
+
+// Clone returns a copy of r whose Messages and Tools slices may be appended to without
+// affecting r.
+func (r *Request) Clone() *Request {
+	c := *r
+	c.Messages = append([]Message(nil), r.Messages...)
+	c.Tools = append([]Tool(nil), r.Tools...)
+	return &c
+}
+
+// Choices returns the number of choices the request asks for (at least 1).
+func (r *Request) Choices() int {
+	if r.N < 1 {
+		return 1
+	}
+	return r.N
+}

@@ -1,0 +1,142 @@
+package sse
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	gosse "github.com/tmaxmax/go-sse"
+)
+
+type ev struct{ Type, Data string }
+
+func collect(t testing.TB, chunks ...string) ([]ev, bool) {
+	t.Helper()
+	var p Parser
+	var got []ev
+	for _, c := range chunks {
+		if err := p.Feed([]byte(c), func(typ, data []byte) error {
+			got = append(got, ev{string(typ), string(data)})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got, p.Pending()
+}
+
+func TestParser(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []ev
+		pending bool
+	}{
+		{"lf", "event: a\ndata: x\n\n", []ev{{"a", "x"}}, false},
+		{"crlf", "data: {\"a\": 1}\r\n\r\n", []ev{{"", `{"a": 1}`}}, false},
+		{"cr", "data: x\r\rdata: y\r\r", []ev{{"", "x"}, {"", "y"}}, false},
+		{"multi-line data joined with LF", "data: a\ndata: b\n\n", []ev{{"", "a\nb"}}, false},
+		{"no space after colon", "data:x\n\n", []ev{{"", "x"}}, false},
+		{"only one leading space removed", "data:  x\n\n", []ev{{"", " x"}}, false},
+		{"comments and unknown fields ignored", ": ping\nid: 3\nretry: 10\nfoo: bar\ndata: x\n\n", []ev{{"", "x"}}, false},
+		{"event without data is not dispatched and resets type", "event: a\n\ndata: x\n\n", []ev{{"", "x"}}, false},
+		{"empty data is dispatched", "data\n\n", []ev{{"", ""}}, false},
+		{"bom stripped", "\xEF\xBB\xBFdata: x\n\n", []ev{{"", "x"}}, false},
+		{"unfinished event is pending", "data: x\n", nil, true},
+		{"unfinished line is pending", "data: x", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, pending := collect(t, tt.in)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if pending != tt.pending {
+				t.Errorf("Pending() = %v, want %v", pending, tt.pending)
+			}
+			// The same input split at every byte offset, and byte by byte, gives the same.
+			for i := 0; i <= len(tt.in); i++ {
+				got, _ := collect(t, tt.in[:i], tt.in[i:])
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Fatalf("split at %d (-want +got):\n%s", i, diff)
+				}
+			}
+			bytewise := strings.Split(tt.in, "")
+			got, _ = collect(t, bytewise...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("byte by byte (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParserMatchesGoSSE checks the parser against go-sse's reader on the recorded
+// provider streams.
+func TestParserMatchesGoSSE(t *testing.T) {
+	files, _ := filepath.Glob("../../../shared/fixtures/*/stream/*.sse")
+	local, _ := filepath.Glob("testdata/*.sse")
+	files = append(files, local...)
+	if len(files) == 0 {
+		t.Fatal("no .sse recordings found")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			got, pending := collect(t, string(b))
+			if pending {
+				t.Errorf("recording left an unfinished event")
+			}
+			want := referenceEvents(t, string(b))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("vs go-sse (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func referenceEvents(t testing.TB, in string) []ev {
+	var out []ev
+	for e, err := range gosse.Read(strings.NewReader(in), nil) {
+		if err != nil {
+			t.Fatalf("go-sse: %v", err)
+		}
+		out = append(out, ev{e.Type, e.Data})
+	}
+	return out
+}
+
+func FuzzParser(f *testing.F) {
+	files, _ := filepath.Glob("../../../shared/fixtures/*/stream/*.sse")
+	for _, fn := range files {
+		b, _ := os.ReadFile(fn)
+		f.Add(b, uint16(len(b)/2))
+	}
+	f.Add([]byte("data: x\r\n\r\n"), uint16(7))
+	f.Fuzz(func(t *testing.T, in []byte, split uint16) {
+		s := int(split) % (len(in) + 1)
+		whole, _ := collect(t, string(in))
+		parts, _ := collect(t, string(in[:s]), string(in[s:]))
+		if diff := cmp.Diff(whole, parts); diff != "" {
+			t.Fatalf("split at %d differs (-whole +split):\n%s", s, diff)
+		}
+	})
+}
+
+func BenchmarkParser(b *testing.B) {
+	in := []byte(`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello there"}}` + "\n\n")
+	var p Parser
+	n := 0
+	fn := func(typ, data []byte) error { n++; return nil }
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if err := p.Feed(in, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
