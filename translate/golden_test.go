@@ -1,0 +1,328 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden sections of testdata/*.txtar")
+
+// Fixed values the golden outputs are encoded with.
+const (
+	goldenID      = "chatcmpl-golden"
+	goldenModel   = "client-model"
+	goldenCreated = 1700000000
+)
+
+// fixturesDir is ../shared/fixtures seen from this package.
+var fixturesDir = filepath.Join("..", "..", "shared", "fixtures")
+
+// streamToOpenAI feeds an upstream SSE body through a fresh decoder in one piece and
+// returns the OpenAI SSE the gateway would send (include_usage on). A decoder error or an
+// EventError ends the output with the in-band error frame, as the proxy does.
+func streamToOpenAI(t testing.TB, newDecoder func() StreamDecoder, upstream []byte) []byte {
+	t.Helper()
+	return streamChunksToOpenAI(t, newDecoder, [][]byte{upstream})
+}
+
+func streamChunksToOpenAI(t testing.TB, newDecoder func() StreamDecoder, chunks [][]byte) []byte {
+	t.Helper()
+	dec := newDecoder()
+	enc := NewChunkEncoder(goldenID, goldenModel, goldenCreated, true)
+	var out []byte
+	var upErr *UpstreamError
+	emit := func(ev *Event) error {
+		if ev.Kind == EventError {
+			upErr = ev.Err
+			return ev.Err
+		}
+		out = enc.Encode(out, ev)
+		return nil
+	}
+	var p sse.Parser
+	var err error
+	for _, c := range chunks {
+		if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = dec.Close(emit)
+	}
+	if err != nil {
+		return appendGoldenError(out, err, upErr)
+	}
+	return enc.Finish(out)
+}
+
+func appendGoldenError(out []byte, err error, upErr *UpstreamError) []byte {
+	if upErr == nil {
+		errors.As(err, &upErr)
+	}
+	if upErr != nil {
+		return AppendErrorEvent(out, upErr.Message, upErr.Type, upErr.Param, upErr.Code)
+	}
+	return AppendErrorEvent(out, err.Error(), "api_error", "", "")
+}
+
+// checkSplits asserts that the stream decodes to want however it is split: at every byte
+// offset into two reads, and byte by byte.
+func checkSplits(t *testing.T, newDecoder func() StreamDecoder, upstream, want []byte) {
+	t.Helper()
+	for i := 1; i < len(upstream); i++ {
+		got := streamChunksToOpenAI(t, newDecoder, [][]byte{upstream[:i], upstream[i:]})
+		if !bytes.Equal(got, want) {
+			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))
+		}
+	}
+	var chunks [][]byte
+	for i := range upstream {
+		chunks = append(chunks, upstream[i:i+1])
+	}
+	if got := streamChunksToOpenAI(t, newDecoder, chunks); !bytes.Equal(got, want) {
+		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(want), string(got)))
+	}
+}
+
+// responseToOpenAI decodes a whole upstream body and returns the chat.completion JSON.
+func responseToOpenAI(t testing.TB, p Provider, body []byte) []byte {
+	t.Helper()
+	var a Assembler
+	if err := p.DecodeResponse(body, a.Add); err != nil {
+		var ue *UpstreamError
+		errors.As(err, &ue)
+		return appendGoldenError(nil, err, ue)
+	}
+	a.Finish()
+	return a.AppendCompletion(nil, goldenID, goldenModel, goldenCreated)
+}
+
+// golden compares got with section name of the txtar archive at path, or rewrites the
+// section under -update. JSON sections are compared after indenting both sides.
+func golden(t *testing.T, path, name string, got []byte) {
+	t.Helper()
+	ar, err := txtar.ParseFile(path)
+	if err != nil && !(*update && os.IsNotExist(err)) {
+		t.Fatalf("reading golden: %v", err)
+	}
+	if ar == nil {
+		ar = &txtar.Archive{}
+	}
+	if strings.HasSuffix(name, ".json") {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, got, "", "  "); err == nil {
+			buf.WriteByte('\n')
+			got = buf.Bytes()
+		}
+	}
+	for i := range ar.Files {
+		if ar.Files[i].Name != name {
+			continue
+		}
+		if *update {
+			ar.Files[i].Data = got
+			writeArchive(t, path, ar)
+			return
+		}
+		if diff := cmp.Diff(string(ar.Files[i].Data), string(got)); diff != "" {
+			t.Errorf("%s: %s differs from golden (-want +got):\n%s", path, name, diff)
+		}
+		return
+	}
+	if !*update {
+		t.Fatalf("%s has no section %q (run go test -update)", path, name)
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: got})
+	writeArchive(t, path, ar)
+}
+
+func writeArchive(t *testing.T, path string, ar *txtar.Archive) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, txtar.Format(ar), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// section returns the named section of a txtar archive, failing the test if absent.
+func section(t testing.TB, ar *txtar.Archive, name string) []byte {
+	t.Helper()
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	t.Fatalf("no section %q", name)
+	return nil
+}
+
+// readFixture returns a file of ../shared/fixtures.
+func readFixture(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixturesDir, rel))
+	if err != nil {
+		t.Fatalf("reading fixture: %v", err)
+	}
+	return b
+}
+
+// reframeChunks rebuilds an SSE stream from a vercel *.chunks.txt file (one data payload a
+// line), as fixtures/README.md says: with an event: line of the payload's "type" for
+// Anthropic and Responses (typed), data-only with CRLF framing for Gemini.
+func reframeChunks(chunks []byte, typed bool) []byte {
+	var out []byte
+	for _, line := range bytes.Split(chunks, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if typed {
+			var head struct{ Type string }
+			_ = json.Unmarshal(line, &head)
+			out = append(out, "event: "+head.Type+"\n"...)
+			out = append(out, "data: "...)
+			out = append(out, line...)
+			out = append(out, "\n\n"...)
+		} else {
+			out = append(out, "data: "...)
+			out = append(out, line...)
+			out = append(out, "\r\n\r\n"...)
+		}
+	}
+	return out
+}
+
+// checkChunkInvariants parses an OpenAI SSE body produced by the gateway and checks what
+// strict clients check (DESIGN 3.3). It tolerates a final in-band error frame.
+func checkChunkInvariants(t testing.TB, body []byte) {
+	t.Helper()
+	type toolDelta struct {
+		Index    *int    `json:"index"`
+		ID       *string `json:"id"`
+		Type     *string `json:"type"`
+		Function *struct {
+			Name      *string `json:"name"`
+			Arguments *string `json:"arguments"`
+		} `json:"function"`
+	}
+	type chunk struct {
+		ID      string  `json:"id"`
+		Object  string  `json:"object"`
+		Created int64   `json:"created"`
+		Model   string  `json:"model"`
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Role      *string     `json:"role"`
+				ToolCalls []toolDelta `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage *json.RawMessage `json:"usage"`
+		Error *json.RawMessage `json:"error"`
+	}
+	var p sse.Parser
+	var chunks []chunk
+	done, failed := false, false
+	err := p.Feed(body, func(_, data []byte) error {
+		if done || failed {
+			t.Errorf("frame after the end: %s", data)
+		}
+		if string(data) == "[DONE]" {
+			done = true
+			return nil
+		}
+		var c chunk
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if err := dec.Decode(&c); err != nil {
+			t.Errorf("chunk is not JSON: %s", data)
+			return nil
+		}
+		if c.Error != nil {
+			failed = true
+			return nil
+		}
+		chunks = append(chunks, c)
+		return nil
+	})
+	if err != nil || p.Pending() {
+		t.Errorf("body is not complete SSE (err %v)", err)
+	}
+	if !done && !failed {
+		t.Errorf("stream ends with neither [DONE] nor an error frame")
+	}
+	finishes := map[int]int{}
+	roles := map[int]bool{}
+	calls := map[[2]int]bool{}
+	for i, c := range chunks {
+		if c.ID != chunks[0].ID || c.Created != chunks[0].Created || c.Model != chunks[0].Model || c.ID == "" || c.Model == "" || c.Created == 0 {
+			t.Errorf("chunk %d: id/created/model %q/%d/%q not constant and set", i, c.ID, c.Created, c.Model)
+		}
+		if c.Object != "chat.completion.chunk" {
+			t.Errorf("chunk %d: object %q", i, c.Object)
+		}
+		if len(c.Choices) == 0 && c.Usage == nil {
+			t.Errorf("chunk %d: no choices and no usage", i)
+		}
+		for _, ch := range c.Choices {
+			if !roles[ch.Index] {
+				if ch.Delta.Role == nil || *ch.Delta.Role != "assistant" {
+					t.Errorf("chunk %d: first delta of choice %d has no role assistant", i, ch.Index)
+				}
+				roles[ch.Index] = true
+			} else if ch.Delta.Role != nil {
+				t.Errorf("chunk %d: role repeated", i)
+			}
+			if ch.FinishReason != nil {
+				finishes[ch.Index]++
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index == nil {
+					t.Errorf("chunk %d: tool call delta without index", i)
+					continue
+				}
+				k := [2]int{ch.Index, *tc.Index}
+				if !calls[k] {
+					if *tc.Index != len(callsOf(calls, ch.Index)) {
+						t.Errorf("chunk %d: tool call index %d not next in sequence", i, *tc.Index)
+					}
+					if tc.ID == nil || *tc.ID == "" || tc.Type == nil || *tc.Type != "function" || tc.Function == nil || tc.Function.Name == nil || tc.Function.Arguments == nil {
+						t.Errorf("chunk %d: first delta of call %d lacks id/type/name/arguments", i, *tc.Index)
+					}
+					calls[k] = true
+				} else if tc.ID != nil || tc.Type != nil || (tc.Function != nil && tc.Function.Name != nil) {
+					t.Errorf("chunk %d: later delta of call %d repeats id/type/name", i, *tc.Index)
+				}
+			}
+		}
+	}
+	if !failed {
+		for ch := range roles {
+			if finishes[ch] != 1 {
+				t.Errorf("choice %d has %d finish_reason chunks, want 1", ch, finishes[ch])
+			}
+		}
+	}
+}
+
+func callsOf(calls map[[2]int]bool, choice int) []int {
+	var out []int
+	for k := range calls {
+		if k[0] == choice {
+			out = append(out, k[1])
+		}
+	}
+	return out
+}
