@@ -2,21 +2,26 @@ package config
 
 import "time"
 
-// Config is the whole gateway configuration: plain data, validated once by Load.
-// Durations are YAML strings such as "30s" or "10m".
+// Config is the whole gateway configuration: plain data, built and validated once by Load
+// (or Parse) and not modified afterwards, so it may be shared between goroutines.
+// Durations are YAML strings with a unit, such as "30s" or "10m"; a bare number is rejected.
+// After Load every default named in the field comments below has been filled in.
 type Config struct {
 	// Server configures the listening HTTP server.
 	Server Server `koanf:"server"`
 	// Log configures structured logging.
 	Log Log `koanf:"log"`
-	// Backends maps a backend name to the upstream it talks to.
+	// Backends maps a backend name to the upstream it talks to. Names must not contain "/":
+	// "<backend>/<upstream model>" also routes a request directly.
 	Backends map[string]Backend `koanf:"backends"`
-	// Models maps a client-facing model name to a route.
+	// Models maps a client-facing model name to a route. Empty means only
+	// "<backend>/<upstream model>" names route.
 	Models map[string]Model `koanf:"models"`
 	// Keys maps a key name (the label used in logs and metrics) to a client credential.
 	// No keys means open mode: every request is accepted (a warning is logged at start).
 	Keys map[string]Key `koanf:"keys"`
-	// Tools maps a tool source name to a server-side tool source.
+	// Tools maps a tool source name to a server-side tool source. Names must not contain "/":
+	// "<source>/<tool>" names one tool of an MCP source.
 	Tools map[string]ToolSource `koanf:"tools"`
 	// Cache configures the tool result cache.
 	Cache Cache `koanf:"cache"`
@@ -24,7 +29,7 @@ type Config struct {
 
 // Server configures the HTTP listener.
 type Server struct {
-	// Listen is the TCP address to listen on. Default ":8080".
+	// Listen is the TCP address to listen on, host:port (host may be empty). Default ":8080".
 	Listen string `koanf:"listen"`
 	// MaxBodyBytes is the largest accepted request body in bytes; larger bodies get 413.
 	// Default 20 MiB (20971520).
@@ -55,11 +60,13 @@ type Backend struct {
 	// openai including /v1 (Agate appends /responses or /chat/completions). Required except
 	// for mock.
 	BaseURL string `koanf:"base_url"`
-	// APIKey is the upstream credential, usually "${ENV_VAR}". Never logged.
+	// APIKey is the upstream credential, usually "${ENV_VAR}". Empty means no credential is
+	// sent (mock backends, local servers). Never logged or included in errors.
 	APIKey string `koanf:"api_key"`
-	// Headers are extra headers sent on every upstream request.
+	// Headers are extra headers sent on every upstream request (values may hold ${SECRETS}
+	// and are never logged).
 	Headers map[string]string `koanf:"headers"`
-	// Timeouts bound the upstream exchange.
+	// Timeouts bound the upstream exchange. Zero fields get their defaults.
 	Timeouts Timeouts `koanf:"timeouts"`
 	// Retries configures retrying failed upstream attempts before any byte reached the client.
 	Retries Retries `koanf:"retries"`
@@ -73,7 +80,7 @@ type Backend struct {
 	Store bool `koanf:"store"`
 }
 
-// Timeouts bound one upstream attempt. Zero means the default.
+// Timeouts bound one upstream attempt. Zero means the default; negative is invalid.
 type Timeouts struct {
 	// Connect bounds dialing the upstream. Default 10s.
 	Connect time.Duration `koanf:"connect"`
@@ -85,8 +92,10 @@ type Timeouts struct {
 
 // Retries configures upstream retries with exponential backoff and full jitter.
 type Retries struct {
-	// Max is the number of retries after the first attempt. Default 2; 0 after explicit
-	// "max: 0" is not distinguishable, so use -1 to disable retries.
+	// Max is the number of retries after the first attempt. In the file (or environment),
+	// leaving it unset means the default 2, and "max: 0" or "max: -1" disables retries.
+	// After Load, Max is final and never negative: 0 means no retries. Validate accepts
+	// -1 in hand-built configs; users of Max should treat any value <= 0 as no retries.
 	Max int `koanf:"max"`
 	// BaseDelay is the first backoff delay. Default 250ms.
 	BaseDelay time.Duration `koanf:"base_delay"`
@@ -105,27 +114,31 @@ type Model struct {
 	// requires one (Anthropic). Zero means the backend's default (4096 for Anthropic).
 	MaxTokens int `koanf:"max_tokens"`
 	// PromptCache is "off" (default) or "auto": place prompt-cache breakpoints on the
-	// system prompt, tools and the last turns (Anthropic).
+	// system prompt, tools and the last turns (Anthropic). Load turns "" into "off";
+	// Validate accepts "" as "off".
 	PromptCache string `koanf:"prompt_cache"`
 	// Fallbacks are client-facing model names tried in order when this model's upstream
-	// fails retryably after its retries.
+	// fails retryably after its retries. Each must name another entry of Config.Models;
+	// a fallback's own fallbacks are not followed.
 	Fallbacks []string `koanf:"fallbacks"`
 }
 
 // Key is one client credential and its policy.
 type Key struct {
 	// Key is the bearer token in plain text, usually "${ENV_VAR}". Exactly one of Key and
-	// KeySHA256 is required.
+	// KeySHA256 is required (an empty value counts as unset). Never logged or included in
+	// errors; two keys with the same token are an error.
 	Key string `koanf:"key"`
-	// KeySHA256 is the lowercase hex SHA-256 of the bearer token.
+	// KeySHA256 is the lowercase hex SHA-256 of the bearer token (64 characters), for
+	// configs that must not hold the token itself.
 	KeySHA256 string `koanf:"key_sha256"`
 	// Models are the client-facing model names (or "<backend>/<model>" names) this key may
 	// use, as path.Match globs. Empty means none; "*" means all.
 	Models []string `koanf:"models"`
 	// Tools names server-side tools this key gets: whole sources ("weather") or single tools
-	// ("everything/echo"). Empty means no server-side tool loop.
+	// ("everything/echo", MCP sources only). Empty means no server-side tool loop.
 	Tools []string `koanf:"tools"`
-	// MaxToolIterations bounds model turns that call server tools. Default 8.
+	// MaxToolIterations bounds model turns that call server tools. Default 8 (also when 0).
 	MaxToolIterations int `koanf:"max_tool_iterations"`
 }
 
@@ -133,20 +146,22 @@ type Key struct {
 type ToolSource struct {
 	// Type is mcp, http or builtin. Required.
 	Type string `koanf:"type"`
-	// Command starts a stdio MCP server (type mcp): program and arguments.
+	// Command starts a stdio MCP server (type mcp): program and arguments. An mcp source has
+	// exactly one of Command and URL.
 	Command []string `koanf:"command"`
-	// Env adds environment variables for a stdio MCP server.
+	// Env adds environment variables for a stdio MCP server (values may hold ${SECRETS}).
 	Env map[string]string `koanf:"env"`
-	// URL is a streamable-HTTP MCP endpoint (type mcp) or a webhook (type http).
+	// URL is a streamable-HTTP MCP endpoint (type mcp) or a webhook (type http, required):
+	// an absolute http or https URL.
 	URL string `koanf:"url"`
 	// Headers are sent with every HTTP request to the source (values may hold ${SECRETS}).
 	Headers map[string]string `koanf:"headers"`
 	// Description is the tool description shown to the model (type http).
 	Description string `koanf:"description"`
-	// Parameters is the JSON Schema of the tool arguments (type http). Default: an empty
-	// object schema.
+	// Parameters is the JSON Schema of the tool arguments (type http). Its "type", when set,
+	// must be "object". Default for http sources: {"type": "object", "properties": {}}.
 	Parameters map[string]any `koanf:"parameters"`
-	// Name is the builtin tool to expose (type builtin).
+	// Name is the builtin tool to expose (type builtin, required).
 	Name string `koanf:"name"`
 	// ReadOnly marks the tool as free of side effects (type http; MCP tools use their
 	// readOnlyHint annotation): read-only calls of one turn run concurrently and are cached.
@@ -155,7 +170,7 @@ type ToolSource struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// Cache forces result caching on or off. Default: on for read-only tools.
 	Cache *bool `koanf:"cache"`
-	// MaxResultBytes truncates a longer result (with a marker). Default 65536.
+	// MaxResultBytes truncates a longer result (with a marker), in bytes. Default 65536.
 	MaxResultBytes int `koanf:"max_result_bytes"`
 	// Overrides set Timeout, Cache and MaxResultBytes for single tools of this source,
 	// by the tool's own name.
@@ -164,15 +179,19 @@ type ToolSource struct {
 
 // ToolOverride adjusts one tool of a source; zero fields keep the source's value.
 type ToolOverride struct {
-	Timeout        time.Duration `koanf:"timeout"`
-	Cache          *bool         `koanf:"cache"`
-	MaxResultBytes int           `koanf:"max_result_bytes"`
+	// Timeout bounds one call of this tool. Zero keeps ToolSource.Timeout.
+	Timeout time.Duration `koanf:"timeout"`
+	// Cache forces result caching of this tool on or off. Nil keeps ToolSource.Cache.
+	Cache *bool `koanf:"cache"`
+	// MaxResultBytes truncates a longer result, in bytes. Zero keeps ToolSource.MaxResultBytes.
+	MaxResultBytes int `koanf:"max_result_bytes"`
 }
 
 // Cache configures the tool result cache.
 type Cache struct {
-	// MaxEntries bounds the number of cached results. Default 10000.
+	// MaxEntries bounds the number of cached results. Default 10000 (also when 0); to keep a
+	// tool out of the cache, set its cache: false.
 	MaxEntries int `koanf:"max_entries"`
-	// TTL is how long a cached result stays valid. Default 10m.
+	// TTL is how long a cached result stays valid. Default 10m (also when 0).
 	TTL time.Duration `koanf:"ttl"`
 }

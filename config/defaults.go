@@ -1,0 +1,98 @@
+package config
+
+import "time"
+
+// The defaults documented on the Config fields.
+const (
+	defaultListen            = ":8080"
+	defaultMaxBodyBytes      = 20 << 20
+	defaultShutdownTimeout   = 30 * time.Second
+	defaultReadTimeout       = 60 * time.Second
+	defaultIdleTimeout       = 120 * time.Second
+	defaultLogLevel          = "info"
+	defaultLogFormat         = "json"
+	defaultConnectTimeout    = 10 * time.Second
+	defaultHeaderTimeout     = 120 * time.Second
+	defaultStreamIdleTimeout = 120 * time.Second
+	defaultRetries           = 2
+	defaultRetryBaseDelay    = 250 * time.Millisecond
+	defaultRetryMaxDelay     = 10 * time.Second
+	defaultMaxConns          = 512
+	defaultPromptCache       = "off"
+	defaultMaxToolIterations = 8
+	defaultToolTimeout       = 30 * time.Second
+	defaultMaxResultBytes    = 64 << 10
+	defaultCacheMaxEntries   = 10000
+	defaultCacheTTL          = 10 * time.Minute
+)
+
+// applyDefaults fills in zero fields. raw is the decoded document, consulted where an
+// explicit zero differs from an absent value (retries.max).
+func (c *Config) applyDefaults(raw map[string]any) {
+	setDefault(&c.Server.Listen, defaultListen)
+	setDefault(&c.Server.MaxBodyBytes, defaultMaxBodyBytes)
+	setDefault(&c.Server.ShutdownTimeout, defaultShutdownTimeout)
+	setDefault(&c.Server.ReadTimeout, defaultReadTimeout)
+	setDefault(&c.Server.IdleTimeout, defaultIdleTimeout)
+	setDefault(&c.Log.Level, defaultLogLevel)
+	setDefault(&c.Log.Format, defaultLogFormat)
+
+	for name, b := range c.Backends {
+		setDefault(&b.Timeouts.Connect, defaultConnectTimeout)
+		setDefault(&b.Timeouts.Header, defaultHeaderTimeout)
+		setDefault(&b.Timeouts.StreamIdle, defaultStreamIdleTimeout)
+		switch {
+		case !hasKey(raw, "backends", name, "retries", "max"):
+			b.Retries.Max = defaultRetries
+		case b.Retries.Max == -1:
+			b.Retries.Max = 0
+		}
+		setDefault(&b.Retries.BaseDelay, defaultRetryBaseDelay)
+		setDefault(&b.Retries.MaxDelay, defaultRetryMaxDelay)
+		setDefault(&b.MaxConns, defaultMaxConns)
+		c.Backends[name] = b
+	}
+	for name, m := range c.Models {
+		setDefault(&m.UpstreamModel, name)
+		setDefault(&m.PromptCache, defaultPromptCache)
+		c.Models[name] = m
+	}
+	for name, k := range c.Keys {
+		setDefault(&k.MaxToolIterations, defaultMaxToolIterations)
+		c.Keys[name] = k
+	}
+	for name, t := range c.Tools {
+		setDefault(&t.Timeout, defaultToolTimeout)
+		setDefault(&t.MaxResultBytes, defaultMaxResultBytes)
+		if t.Type == "http" && t.Parameters == nil {
+			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		c.Tools[name] = t
+	}
+	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
+	setDefault(&c.Cache.TTL, defaultCacheTTL)
+}
+
+func setDefault[T comparable](field *T, value T) {
+	var zero T
+	if *field == zero {
+		*field = value
+	}
+}
+
+// hasKey reports whether the nested map m holds a non-null value at the path keys.
+func hasKey(m map[string]any, keys ...string) bool {
+	for i, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		if i == len(keys)-1 {
+			return v != nil
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return false
+		}
+	}
+	return false
+}
