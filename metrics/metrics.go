@@ -1,0 +1,131 @@
+// Package metrics defines Agate's Prometheus collectors. They are built once by New and
+// passed to whoever records; nothing here is global.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every collector the gateway records into. Labels are bounded: model and
+// backend are configured names, key is the configured key name (never the secret), code is
+// the HTTP status. Safe for concurrent use.
+type Metrics struct {
+	Requests        *prometheus.CounterVec   // model, backend, key, code, stream
+	RequestDuration *prometheus.HistogramVec // model, backend, stream
+	TTFT            *prometheus.HistogramVec // model, backend
+	Upstream        *prometheus.HistogramVec // backend, code
+	Tokens          *prometheus.CounterVec   // model, backend, key, type
+	Inflight        prometheus.Gauge
+	ToolCalls       *prometheus.CounterVec   // tool, outcome
+	ToolDuration    *prometheus.HistogramVec // tool
+	ToolCache       *prometheus.CounterVec   // result: hit, miss, eviction
+	LoopIterations  prometheus.Histogram
+	ConfigReloads   *prometheus.CounterVec // result: success, failure
+	DroppedParams   *prometheus.CounterVec // backend, param
+	UpstreamRetries *prometheus.CounterVec // backend, reason
+}
+
+// New builds the collectors and registers them, with the Go and process collectors, on
+// reg. It panics if a collector is already registered on reg (a wiring bug).
+func New(reg prometheus.Registerer) *Metrics {
+	latency := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_requests_total", Help: "Chat completion requests by outcome.",
+		}, []string{"model", "backend", "key", "code", "stream"}),
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_request_duration_seconds", Help: "Time from request to the last byte of the response.", Buckets: latency,
+		}, []string{"model", "backend", "stream"}),
+		TTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_time_to_first_token_seconds", Help: "Time from request to the first content, reasoning or tool call delta.", Buckets: latency,
+		}, []string{"model", "backend"}),
+		Upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_upstream_duration_seconds", Help: "Upstream attempts: time to response headers, by status (0 for transport errors).", Buckets: latency,
+		}, []string{"backend", "code"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_tokens_total", Help: "Tokens by type, in OpenAI semantics (prompt includes cached; completion includes reasoning).",
+		}, []string{"model", "backend", "key", "type"}),
+		Inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_inflight_requests", Help: "Chat completion requests being served.",
+		}),
+		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_tool_calls_total", Help: "Server-side tool calls by outcome.",
+		}, []string{"tool", "outcome"}),
+		ToolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_tool_duration_seconds", Help: "Server-side tool call duration (cache hits excluded).", Buckets: latency,
+		}, []string{"tool"}),
+		ToolCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_tool_cache_total", Help: "Tool result cache lookups (hit, miss) and evictions.",
+		}, []string{"result"}),
+		LoopIterations: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_loop_iterations", Help: "Model turns per server-side tool loop request.", Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 16, 32},
+		}),
+		ConfigReloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_config_reloads_total", Help: "Configuration reloads by result.",
+		}, []string{"result"}),
+		DroppedParams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_dropped_params_total", Help: "Request parameters dropped because the backend cannot honour them (drop_unsupported_params).",
+		}, []string{"backend", "param"}),
+		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_upstream_retries_total", Help: "Upstream retries and fallbacks by backend and reason.",
+		}, []string{"backend", "reason"}),
+	}
+	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.Inflight,
+		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
+		m.UpstreamRetries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.ConfigReloads.WithLabelValues("success")
+	m.ConfigReloads.WithLabelValues("failure")
+	return m
+}
+
+// TokenCounts are the token figures of one response, by gateway_tokens_total type.
+type TokenCounts struct {
+	Prompt, Completion, Cached, CacheCreation, Reasoning int
+}
+
+// AddTokens adds one response's tokens.
+func (m *Metrics) AddTokens(model, backend, key string, t TokenCounts) {
+	add := func(typ string, n int) {
+		if n > 0 {
+			m.Tokens.WithLabelValues(model, backend, key, typ).Add(float64(n))
+		}
+	}
+	add("prompt", t.Prompt)
+	add("completion", t.Completion)
+	add("cached", t.Cached)
+	add("cache_creation", t.CacheCreation)
+	add("reasoning", t.Reasoning)
+}
+
+// ToolCall records one tool call (it implements tools.Observer).
+func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
+	m.ToolCalls.WithLabelValues(tool, outcome).Inc()
+	if outcome != "cache_hit" {
+		m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
+	}
+}
+
+// CacheLookup records a tool cache hit or miss (tools.Observer).
+func (m *Metrics) CacheLookup(hit bool) {
+	if hit {
+		m.ToolCache.WithLabelValues("hit").Inc()
+	} else {
+		m.ToolCache.WithLabelValues("miss").Inc()
+	}
+}
+
+// CacheEviction records a tool cache eviction (tools.Observer).
+func (m *Metrics) CacheEviction() { m.ToolCache.WithLabelValues("eviction").Inc() }
+
+// ConfigReload records a configuration reload attempt.
+func (m *Metrics) ConfigReload(ok bool) {
+	if ok {
+		m.ConfigReloads.WithLabelValues("success").Inc()
+	} else {
+		m.ConfigReloads.WithLabelValues("failure").Inc()
+	}
+}
