@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +20,7 @@ import (
 // EnvPrefix starts the names of environment variables that override file values:
 // GATEWAY_SERVER__LISTEN=:9090 sets server.listen, GATEWAY_BACKENDS__CLAUDE__API_KEY sets
 // backends.claude.api_key. After the prefix the name is lowercased and "__" separates
-// the levels.
+// the levels, so a map entry whose name has capitals cannot be addressed this way.
 const EnvPrefix = "GATEWAY_"
 
 // envLevelSep separates levels in an override's name after EnvPrefix.
@@ -31,11 +32,17 @@ const envLevelSep = "__"
 // later entry for the same name wins. Load never reads the process environment itself.
 //
 // The error, if any, lists every problem found, one per line, each naming the field by its
-// dotted path (models.fast.backend); it never contains a secret value.
+// dotted path (models.fast.backend); it never contains a secret value. An empty file is an
+// error (Parse accepts an empty document).
 func Load(path string, environ []string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Most likely a file caught halfway through being rewritten; as a configuration it
+		// would silently drop every backend and model.
+		return nil, fmt.Errorf("config: %s is empty", path)
 	}
 	return Parse(data, environ)
 }

@@ -309,7 +309,7 @@ func validateTool(v *validator, p string, t ToolSource) {
 		v.oneOf(p+".type", t.Type, toolTypes)
 	}
 	only := func(field, typ string, set bool) {
-		if set && t.Type != typ && t.Type != "" {
+		if set && t.Type != typ && slices.Contains(toolTypes, t.Type) {
 			v.addf(p+"."+field, "only for %s sources", typ)
 		}
 	}
