@@ -1,0 +1,16 @@
+// Package tools runs the server-side tools that the gateway's tool loop offers to models.
+//
+// A [Registry] is built once from the `tools:` configuration. It connects every source at
+// start (MCP servers over stdio or streamable HTTP, HTTP webhooks, and a few built-ins),
+// validates every tool definition up front, and then serves two things to the loop: the
+// definitions a key may use ([Registry.Resolve]) and the execution of a model's tool call
+// ([Registry.Call]). Every failure of a tool call (unknown tool, arguments that are not JSON
+// or fail the tool's JSON Schema, a tool error, a timeout, an oversize result) comes back as a
+// [Result] marked IsError with a message written for the model; only the caller's context
+// ends a call early. Results of cacheable tools are kept in a [Cache] keyed by the tool name
+// and the canonical JSON of the arguments, and concurrent identical calls of such tools share
+// one execution.
+//
+// The package keeps no package-level mutable state: caches, clients and metrics hooks
+// ([Observer]) are values owned by one Registry.
+package tools

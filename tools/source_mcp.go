@@ -1,0 +1,461 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MCP connection tuning. Reconnection starts after restartBackoffMin and doubles up to
+// restartBackoffMax; a call made while the server is down waits at most reconnectWait (and
+// never past its own timeout) for it to come back.
+const (
+	restartBackoffMin = 100 * time.Millisecond
+	restartBackoffMax = 30 * time.Second
+	reconnectWait     = 2 * time.Second
+	connectTimeout    = 60 * time.Second // npx may download the server first
+	listTimeout       = 30 * time.Second
+	keepAlive         = 30 * time.Second
+	terminateWait     = 2 * time.Second
+)
+
+var errSourceClosed = errors.New("tool source closed")
+
+// mcpSource is a type mcp source: a client session to one MCP server over stdio (a child
+// process it starts, and restarts with backoff when it dies) or streamable HTTP (reconnected
+// the same way when the session ends). It rediscovers the server's tools on tools/list_changed
+// and passes every new list to publish.
+type mcpSource struct {
+	name       string
+	cfg        config.ToolSource
+	logger     *slog.Logger
+	publish    func([]toolSpec)
+	client     *mcp.Client
+	httpClient *http.Client // streamable HTTP only
+	backoffMin time.Duration
+	backoffMax time.Duration
+
+	refresh chan struct{} // a tools/list_changed arrived; buffered 1 so signals coalesce
+	done    chan struct{} // closed by close
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	session *mcp.ClientSession // nil while down
+	up      chan struct{}      // closed when session becomes non-nil; replaced when it drops
+	downErr error              // why session is nil
+	cmd     *exec.Cmd          // the running stdio server, for tests
+	closed  bool
+}
+
+var _ source = (*mcpSource)(nil)
+
+func newMCPSource(name string, cfg config.ToolSource, _ toolSettings, logger *slog.Logger, publish func([]toolSpec)) (*mcpSource, error) {
+	switch {
+	case len(cfg.Command) > 0 && cfg.URL != "":
+		return nil, errors.New("set either command (stdio) or url (streamable HTTP), not both")
+	case len(cfg.Command) == 0 && cfg.URL == "":
+		return nil, errors.New("set command (stdio) or url (streamable HTTP)")
+	case cfg.Command != nil && cfg.Command[0] == "":
+		return nil, errors.New("command: empty program name")
+	}
+	s := &mcpSource{
+		name:       name,
+		cfg:        cfg,
+		logger:     logger,
+		publish:    publish,
+		backoffMin: restartBackoffMin,
+		backoffMax: restartBackoffMax,
+		refresh:    make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		up:         make(chan struct{}),
+		downErr:    errors.New("not connected yet"),
+	}
+	if cfg.URL != "" {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		s.httpClient = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}}
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: "agate", Version: "1"}, &mcp.ClientOptions{
+		Logger:    logger,
+		KeepAlive: keepAlive,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case s.refresh <- struct{}{}:
+			default: // a refresh is already pending
+			}
+		},
+	})
+	return s, nil
+}
+
+// headerTransport adds configured headers (for example an Authorization secret) to every
+// request to a streamable-HTTP MCP server.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+func (s *mcpSource) start(ctx context.Context) ([]toolSpec, error) {
+	cs, specs, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !s.setSession(cs) {
+		return nil, errSourceClosed
+	}
+	s.wg.Add(2)
+	go s.supervise(cs)
+	go s.refreshLoop()
+	return specs, nil
+}
+
+// connect opens a new session and lists the server's tools.
+func (s *mcpSource) connect(ctx context.Context) (*mcp.ClientSession, []toolSpec, error) {
+	var t mcp.Transport
+	if s.cfg.URL != "" {
+		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient}
+	} else {
+		// Not CommandContext: the process must outlive ctx, which only bounds connecting.
+		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
+		cmd.Env = os.Environ()
+		for k, v := range s.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = &stderrLogger{logger: s.logger}
+		s.mu.Lock()
+		s.cmd = cmd
+		s.mu.Unlock()
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateWait}
+	}
+	cs, err := s.client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting: %w", err)
+	}
+	specs, err := s.listTools(ctx, cs)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
+	}
+	return cs, specs, nil
+}
+
+func (s *mcpSource) listTools(ctx context.Context, cs *mcp.ClientSession) ([]toolSpec, error) {
+	var specs []toolSpec
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("listing tools: %w", err)
+		}
+		params, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			s.logger.Error("tool input schema does not marshal; tool left out", "tool", t.Name, "error", err)
+			continue
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		specs = append(specs, toolSpec{
+			Tool:        t.Name,
+			Description: desc,
+			Parameters:  params,
+			ReadOnly:    t.Annotations != nil && t.Annotations.ReadOnlyHint,
+		})
+	}
+	return specs, nil
+}
+
+// setSession makes cs the live session and wakes waiting calls. It reports false (and
+// closes cs) when the source was closed meanwhile.
+func (s *mcpSource) setSession(cs *mcp.ClientSession) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = cs.Close()
+		return false
+	}
+	s.session, s.downErr = cs, nil
+	close(s.up)
+	return true
+}
+
+func (s *mcpSource) markDown(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		s.session = nil
+		s.up = make(chan struct{})
+	}
+	s.downErr = err
+}
+
+// supervise waits for the live session to end and reconnects with exponential backoff,
+// until the source is closed.
+func (s *mcpSource) supervise(cs *mcp.ClientSession) {
+	defer s.wg.Done()
+	for {
+		err := cs.Wait()
+		if s.isClosed() {
+			return
+		}
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		s.markDown(fmt.Errorf("server disconnected (%v); reconnecting", err))
+		s.logger.Warn("mcp server disconnected; reconnecting", "error", err)
+		_ = cs.Close()
+		if cs = s.reconnect(); cs == nil {
+			return
+		}
+	}
+}
+
+// reconnect retries connect with backoff; nil means the source was closed.
+func (s *mcpSource) reconnect() *mcp.ClientSession {
+	delay := s.backoffMin
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-s.done:
+			return nil
+		case <-timer.C:
+		}
+		cs, specs, err := s.connectUntilClosed()
+		if err == nil {
+			if !s.setSession(cs) {
+				return nil
+			}
+			s.logger.Info("mcp server reconnected", "attempt", attempt, "tools", len(specs))
+			s.publish(specs)
+			return cs
+		}
+		delay = min(delay*2, s.backoffMax)
+		s.markDown(fmt.Errorf("reconnecting (attempt %d, next in %v): %w", attempt, delay, err))
+		s.logger.Warn("mcp server reconnect failed", "attempt", attempt, "retry_in", delay, "error", err)
+		timer.Reset(delay)
+	}
+}
+
+// connectUntilClosed connects within connectTimeout, giving up early if the source closes.
+func (s *mcpSource) connectUntilClosed() (*mcp.ClientSession, []toolSpec, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return s.connect(ctx)
+}
+
+// refreshLoop re-lists tools after each tools/list_changed notification.
+func (s *mcpSource) refreshLoop() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.refresh:
+		}
+		s.mu.Lock()
+		cs := s.session
+		s.mu.Unlock()
+		if cs == nil {
+			continue // the reconnect publishes a fresh list
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+		specs, err := s.listTools(ctx, cs)
+		cancel()
+		if err != nil {
+			s.logger.Warn("refreshing tool list", "error", err)
+			continue
+		}
+		s.logger.Info("mcp tool list changed", "tools", len(specs))
+		s.publish(specs)
+	}
+}
+
+func (s *mcpSource) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// liveSession returns the session, waiting up to reconnectWait (and within ctx) for a
+// reconnection when the server is down.
+func (s *mcpSource) liveSession(ctx context.Context) (*mcp.ClientSession, error) {
+	var timer *time.Timer
+	for {
+		s.mu.Lock()
+		cs, up, downErr, closed := s.session, s.up, s.downErr, s.closed
+		s.mu.Unlock()
+		switch {
+		case closed:
+			return nil, errSourceClosed
+		case cs != nil:
+			return cs, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(reconnectWait)
+			defer timer.Stop()
+		}
+		select {
+		case <-up:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.done:
+			return nil, errSourceClosed
+		case <-timer.C:
+			return nil, fmt.Errorf("mcp server %q is unavailable: %v", s.name, downErr)
+		}
+	}
+}
+
+func (s *mcpSource) call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
+	cs, err := s.liveSession(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return Result{}, err
+	}
+	return renderCallResult(res), nil
+}
+
+func (s *mcpSource) ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errSourceClosed
+	case s.session == nil:
+		return s.downErr
+	}
+	return nil
+}
+
+func (s *mcpSource) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cs := s.session
+	s.session = nil
+	close(s.done)
+	s.mu.Unlock()
+	var err error
+	if cs != nil {
+		err = cs.Close()
+	}
+	s.wg.Wait()
+	if s.httpClient != nil {
+		s.httpClient.CloseIdleConnections()
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		err = nil // the server was already gone
+	}
+	return err
+}
+
+// renderCallResult turns an MCP tool result into text for the model: text content as is,
+// other content described in brackets, blocks separated by newlines. A result with only
+// structured content shows that as JSON.
+func renderCallResult(res *mcp.CallToolResult) Result {
+	var b strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[image: %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio: %s, %d bytes]", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(&b, "[resource link: %s %s", c.Name, c.URI)
+			if c.MIMEType != "" {
+				fmt.Fprintf(&b, " (%s)", c.MIMEType)
+			}
+			if c.Description != "" {
+				fmt.Fprintf(&b, ": %s", c.Description)
+			}
+			b.WriteByte(']')
+		case *mcp.EmbeddedResource:
+			renderResource(&b, c.Resource)
+		default:
+			fmt.Fprintf(&b, "[unsupported content %T]", c)
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if js, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(js)
+		}
+	}
+	return Result{Content: b.String(), IsError: res.IsError}
+}
+
+func renderResource(b *strings.Builder, r *mcp.ResourceContents) {
+	switch {
+	case r == nil:
+		b.WriteString("[resource]")
+	case r.Text != "" || r.Blob == nil:
+		fmt.Fprintf(b, "[resource: %s]\n%s", r.URI, r.Text)
+	default:
+		fmt.Fprintf(b, "[resource: %s, %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob))
+	}
+}
+
+// stderrLogger logs a stdio server's stderr line by line. Only the process's stderr copier
+// writes to it.
+type stderrLogger struct {
+	logger *slog.Logger
+	buf    []byte
+}
+
+const maxStderrLine = 4096
+
+func (w *stderrLogger) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			if len(w.buf) > maxStderrLine {
+				w.logger.Info("mcp server stderr", "line", string(w.buf[:maxStderrLine]))
+				w.buf = w.buf[:0]
+			}
+			return len(p), nil
+		}
+		if line := strings.TrimSpace(string(w.buf[:i])); line != "" {
+			w.logger.Info("mcp server stderr", "line", truncateString(line, maxStderrLine))
+		}
+		w.buf = w.buf[i+1:]
+	}
+}
