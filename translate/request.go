@@ -6,6 +6,9 @@ package translate
 type Request struct {
 	// Body is the request body as received.
 	Body string
+	// Edited is set by Clone: Messages, Tools and ToolChoice may no longer match Body,
+	// so encoders that reuse Body must re-encode those.
+	Edited bool
 
 	Model        string
 	Stream       bool
@@ -183,6 +186,7 @@ type ResponseFormat struct {
 // affecting r.
 func (r *Request) Clone() *Request {
 	c := *r
+	c.Edited = true
 	c.Messages = append([]Message(nil), r.Messages...)
 	c.Tools = append([]Tool(nil), r.Tools...)
 	return &c

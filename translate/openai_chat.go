@@ -1,0 +1,375 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// OpenAIChat returns the Provider for OpenAI-compatible chat completions upstreams
+// (OpenAI, vLLM, Ollama, OpenRouter...). Requests keep every field the client sent,
+// unknown ones included; only the model (and, when edited by the tool loop, the messages,
+// tools and tool_choice) are rewritten.
+func OpenAIChat() Provider { return openAIChat{} }
+
+type openAIChat struct{}
+
+var (
+	_ Provider      = openAIChat{}
+	_ StreamDecoder = (*openAIChatStream)(nil)
+)
+
+func (openAIChat) Path(string, bool) string { return "/chat/completions" }
+
+func (openAIChat) Headers(apiKey string, _ *Request, _ *Options) []Header {
+	if apiKey == "" {
+		return nil
+	}
+	return []Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
+}
+
+// AppendRequest appends the client's body with the upstream model, and, for streams,
+// stream_options.include_usage forced on so the gateway can count tokens (the proxy drops
+// the usage chunk if the client did not ask for it).
+func (openAIChat) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+	body := req.Body
+	var err error
+	set := func(path string, v any) {
+		if err == nil {
+			body, err = sjson.Set(body, path, v)
+		}
+	}
+	setRaw := func(path, raw string) {
+		if err == nil {
+			body, err = sjson.SetRaw(body, path, raw)
+		}
+	}
+	set("model", opts.UpstreamModel)
+	if opts.Stream {
+		set("stream", true)
+		set("stream_options.include_usage", true)
+	} else if gjson.Get(body, "stream").Bool() {
+		set("stream", false)
+	}
+	if req.Edited {
+		setRaw("messages", string(AppendOpenAIMessages(nil, req.Messages)))
+		if len(req.Tools) > 0 {
+			setRaw("tools", string(AppendOpenAITools(nil, req.Tools)))
+		}
+		switch req.ToolChoice.Mode {
+		case "":
+		case ToolChoiceFunction:
+			setRaw("tool_choice", `{"type":"function","function":{"name":`+string(AppendString(nil, req.ToolChoice.Name))+`}}`)
+		default:
+			set("tool_choice", req.ToolChoice.Mode)
+		}
+	}
+	if err != nil {
+		return dst, Errorf("", "rewriting the request: %v", err)
+	}
+	return append(dst, body...), nil
+}
+
+// AppendOpenAIMessages appends messages as an OpenAI chat messages array.
+func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
+	dst = append(dst, '[')
+	for i := range msgs {
+		m := &msgs[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":`...)
+		dst = AppendString(dst, m.Role)
+		if m.Name != "" {
+			dst = append(dst, `,"name":`...)
+			dst = AppendString(dst, m.Name)
+		}
+		dst = append(dst, `,"content":`...)
+		switch {
+		case len(m.Content) == 0:
+			if m.Role == RoleAssistant {
+				dst = append(dst, "null"...)
+			} else {
+				dst = append(dst, `""`...)
+			}
+		case len(m.Content) == 1 && m.Content[0].Type == PartText:
+			dst = AppendString(dst, m.Content[0].Text)
+		default:
+			dst = appendOpenAIParts(dst, m.Content)
+		}
+		if m.Refusal != "" {
+			dst = append(dst, `,"refusal":`...)
+			dst = AppendString(dst, m.Refusal)
+		}
+		if m.ToolCallID != "" {
+			dst = append(dst, `,"tool_call_id":`...)
+			dst = AppendString(dst, m.ToolCallID)
+		}
+		if len(m.ToolCalls) > 0 {
+			dst = append(dst, `,"tool_calls":[`...)
+			for j, tc := range m.ToolCalls {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, `{"id":`...)
+				dst = AppendString(dst, tc.ID)
+				dst = append(dst, `,"type":"function","function":{"name":`...)
+				dst = AppendString(dst, tc.Name)
+				dst = append(dst, `,"arguments":`...)
+				dst = AppendString(dst, tc.Arguments)
+				dst = append(dst, `}}`...)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendOpenAIParts(dst []byte, parts []Part) []byte {
+	dst = append(dst, '[')
+	for i, p := range parts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		switch p.Type {
+		case PartText:
+			dst = append(dst, `{"type":"text","text":`...)
+			dst = AppendString(dst, p.Text)
+		case PartRefusal:
+			dst = append(dst, `{"type":"refusal","refusal":`...)
+			dst = AppendString(dst, p.Text)
+		case PartImage:
+			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
+			dst = AppendString(dst, p.URL)
+			if p.Detail != "" {
+				dst = append(dst, `,"detail":`...)
+				dst = AppendString(dst, p.Detail)
+			}
+			dst = append(dst, '}')
+		case PartFile:
+			dst = append(dst, `{"type":"file","file":{`...)
+			sep := ""
+			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
+				if kv[1] != "" {
+					dst = append(dst, sep...)
+					dst = AppendKey(dst, kv[0])
+					dst = AppendString(dst, kv[1])
+					sep = ","
+				}
+			}
+			dst = append(dst, '}')
+		case PartAudio:
+			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
+			dst = AppendString(dst, p.AudioData)
+			dst = append(dst, `,"format":`...)
+			dst = AppendString(dst, p.AudioFormat)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// AppendOpenAITools appends tools as an OpenAI chat tools array.
+func AppendOpenAITools(dst []byte, tools []Tool) []byte {
+	dst = append(dst, '[')
+	for i, t := range tools {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"function","function":{"name":`...)
+		dst = AppendString(dst, t.Name)
+		if t.Description != "" {
+			dst = append(dst, `,"description":`...)
+			dst = AppendString(dst, t.Description)
+		}
+		if t.Parameters != "" {
+			dst = append(dst, `,"parameters":`...)
+			dst = append(dst, t.Parameters...)
+		}
+		if t.Strict != nil {
+			dst = append(dst, `,"strict":`...)
+			dst = AppendBool(dst, *t.Strict)
+		}
+		dst = append(dst, `}}`...)
+	}
+	return append(dst, ']')
+}
+
+func (openAIChat) NewStreamDecoder(*Options) StreamDecoder { return &openAIChatStream{} }
+
+// openAIChatStream decodes chat.completion.chunk events. Not safe for concurrent use.
+type openAIChatStream struct {
+	started bool
+	done    bool // [DONE] seen
+	finish  bool // a finish_reason seen
+}
+
+func (d *openAIChatStream) Event(_, data []byte, emit Emit) error {
+	if d.done {
+		return nil
+	}
+	if string(data) == "[DONE]" {
+		d.done = true
+		return nil
+	}
+	s := unsafeString(data)
+	if !gjson.Valid(s) {
+		return upstreamMalformed("openai", data)
+	}
+	root := gjson.Parse(s)
+	if e := root.Get("error"); e.Exists() {
+		ue := openAIError(500, e)
+		if err := emit(&Event{Kind: EventError, Err: ue}); err != nil {
+			return err
+		}
+		return ue
+	}
+	return decodeOpenAIChunk(root, &d.started, &d.finish, emit)
+}
+
+// decodeOpenAIChunk emits the events of one chunk, or of a whole completion when root is a
+// chat.completion (message instead of delta).
+func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) error {
+	var err error
+	send := func(ev *Event) {
+		if err == nil {
+			err = emit(ev)
+		}
+	}
+	if !*started {
+		*started = true
+		send(&Event{Kind: EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str})
+	}
+	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
+		choice := int(c.Get("index").Int())
+		d := c.Get("delta")
+		if !d.Exists() {
+			d = c.Get("message")
+		}
+		if r := d.Get("reasoning_content"); r.Str != "" {
+			send(&Event{Kind: EventReasoningDelta, Choice: choice, Text: r.Str})
+		} else if r := d.Get("reasoning"); r.Type == gjson.String && r.Str != "" {
+			send(&Event{Kind: EventReasoningDelta, Choice: choice, Text: r.Str})
+		}
+		if t := d.Get("content"); t.Str != "" {
+			send(&Event{Kind: EventTextDelta, Choice: choice, Text: t.Str})
+		}
+		if t := d.Get("refusal"); t.Str != "" {
+			send(&Event{Kind: EventRefusalDelta, Choice: choice, Text: t.Str})
+		}
+		pos := 0
+		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			key := pos
+			if ix := tc.Get("index"); ix.Exists() {
+				key = int(ix.Int())
+			}
+			pos++
+			if id := tc.Get("id"); id.Str != "" {
+				send(&Event{Kind: EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: tc.Get("function.name").Str})
+			}
+			if a := tc.Get("function.arguments"); a.Str != "" {
+				send(&Event{Kind: EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
+			}
+			return err == nil
+		})
+		if f := c.Get("finish_reason"); f.Str != "" {
+			*finished = true
+			send(&Event{Kind: EventFinish, Choice: choice, FinishReason: f.Str})
+		}
+		return err == nil
+	})
+	if u := root.Get("usage"); u.IsObject() {
+		send(&Event{Kind: EventUsage, Usage: openAIUsage(u)})
+	}
+	return err
+}
+
+func openAIUsage(u gjson.Result) Usage {
+	return Usage{
+		PromptTokens:     int(u.Get("prompt_tokens").Int()),
+		CompletionTokens: int(u.Get("completion_tokens").Int()),
+		CachedTokens:     int(u.Get("prompt_tokens_details.cached_tokens").Int()),
+		ReasoningTokens:  int(u.Get("completion_tokens_details.reasoning_tokens").Int()),
+	}
+}
+
+// OpenAIUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
+func OpenAIUsage(raw []byte) (u Usage, ok bool) {
+	r := gjson.ParseBytes(raw)
+	if !r.IsObject() {
+		return Usage{}, false
+	}
+	return openAIUsage(r), true
+}
+
+func (d *openAIChatStream) Close(emit Emit) error {
+	if !d.done && !d.finish {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "the upstream stream ended before it finished"}
+	}
+	return nil
+}
+
+func (openAIChat) DecodeResponse(body []byte, emit Emit) error {
+	s := unsafeString(body)
+	if !gjson.Valid(s) {
+		return upstreamMalformed("openai", body)
+	}
+	started, finished := false, false
+	return decodeOpenAIChunk(gjson.Parse(s), &started, &finished, emit)
+}
+
+func (openAIChat) DecodeError(status int, body []byte) *UpstreamError {
+	e := gjson.GetBytes(body, "error")
+	if !e.IsObject() {
+		return &UpstreamError{Status: status, Type: ErrorType(status), Message: snippet(body, status), Retryable: RetryableStatus(status)}
+	}
+	return openAIError(status, e)
+}
+
+func openAIError(status int, e gjson.Result) *UpstreamError {
+	code := e.Get("code")
+	ue := &UpstreamError{
+		Status:    status,
+		Type:      e.Get("type").Str,
+		Param:     e.Get("param").Str,
+		Message:   e.Get("message").Str,
+		Retryable: RetryableStatus(status),
+	}
+	if code.Type == gjson.String {
+		ue.Code = code.Str
+	} else if code.Type == gjson.Number {
+		ue.Code = code.Raw
+	}
+	if ue.Type == "" {
+		ue.Type = ErrorType(status)
+	}
+	if ue.Message == "" {
+		ue.Message = "upstream returned HTTP " + strconv.Itoa(status)
+	}
+	return ue
+}
+
+// snippet returns a bounded, printable piece of an unparseable upstream body.
+func snippet(body []byte, status int) string {
+	const max = 512
+	b := body
+	if len(b) > max {
+		b = b[:max]
+	}
+	msg := "upstream returned HTTP " + strconv.Itoa(status)
+	if len(b) > 0 {
+		msg += ": " + string(b)
+	}
+	return msg
+}
+
+func upstreamMalformed(provider string, data []byte) *UpstreamError {
+	b := data
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return &UpstreamError{Status: 502, Type: "api_error", Message: "malformed " + provider + " event: " + strconv.Quote(string(b))}
+}
