@@ -1,0 +1,728 @@
+package translate
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"net/url"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// geminiName is the provider name used in error messages.
+const geminiName = "gemini"
+
+// geminiForeignSignature is the thoughtSignature Google documents for function calls the
+// model did not produce itself (history from another model or built by the client): Gemini
+// 3 validates that the first functionCall of each model step carries a signature and
+// accepts this value in place of a real one
+// (https://ai.google.dev/gemini-api/docs/thought-signatures, "FAQs").
+const geminiForeignSignature = "skip_thought_signature_validator"
+
+// Gemini returns the Provider for Google's Gemini API (generateContent and
+// streamGenerateContent?alt=sse on /v1beta).
+func Gemini() Provider { return geminiProvider{} }
+
+type geminiProvider struct{}
+
+var (
+	_ Provider      = geminiProvider{}
+	_ StreamDecoder = (*geminiStream)(nil)
+)
+
+func (geminiProvider) Path(upstreamModel string, stream bool) string {
+	p := "/v1beta/models/" + url.PathEscape(upstreamModel)
+	if stream {
+		return p + ":streamGenerateContent?alt=sse"
+	}
+	return p + ":generateContent"
+}
+
+func (geminiProvider) Headers(apiKey string, _ *Request, _ *Options) []Header {
+	return []Header{{Name: "x-goog-api-key", Value: apiKey}}
+}
+
+// geminiMajor returns the major version of a Gemini model name ("gemini-2.5-flash" -> 2,
+// "models/gemini-3-pro-preview" -> 3), or 0 when the name says none.
+func geminiMajor(model string) int {
+	model = strings.TrimPrefix(model, "models/")
+	i := strings.Index(model, "gemini-")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, c := range []byte(model[i+len("gemini-"):]) {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+		if n > 1000 {
+			break
+		}
+	}
+	return n
+}
+
+// geminiEncoder holds the state of one request encoding.
+type geminiEncoder struct {
+	dst  []byte
+	req  *Request
+	opts *Options
+	// signed: the upstream model validates thought signatures (Gemini 3 and later).
+	signed bool
+	// role is the role of the open content, "" when none is open.
+	role string
+	// firstPart: no part has been written in the open content yet.
+	firstPart bool
+	// callInTurn: the open model content already has a functionCall.
+	callInTurn bool
+}
+
+func (geminiProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	for _, f := range req.Extra {
+		if !opts.Drop(f.Name) {
+			return dst, Unsupported(f.Name, geminiName)
+		}
+	}
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && !opts.Drop("parallel_tool_calls") {
+		// Gemini has no switch to forbid parallel function calls.
+		return dst, Unsupported("parallel_tool_calls", geminiName)
+	}
+	if req.User != "" && !opts.Drop("user") {
+		return dst, Unsupported("user", geminiName)
+	}
+	if req.Metadata != "" && !opts.Drop("metadata") {
+		return dst, Unsupported("metadata", geminiName)
+	}
+	model := opts.UpstreamModel
+	if model == "" {
+		model = req.Model
+	}
+	e := geminiEncoder{dst: dst, req: req, opts: opts, signed: geminiMajor(model) >= 3}
+	e.dst = append(e.dst, `{"contents":[`...)
+	if err := e.messages(); err != nil {
+		return dst, err
+	}
+	e.closeContent()
+	e.dst = append(e.dst, ']')
+	e.system()
+	e.tools()
+	if err := e.generationConfig(model); err != nil {
+		return dst, err
+	}
+	e.dst = append(e.dst, '}')
+	return e.dst, nil
+}
+
+// system appends systemInstruction from the system and developer messages, in order.
+func (e *geminiEncoder) system() {
+	first := true
+	for i := range e.req.Messages {
+		m := &e.req.Messages[i]
+		if m.Role != RoleSystem && m.Role != RoleDeveloper {
+			continue
+		}
+		for j := range m.Content {
+			if m.Content[j].Type != PartText {
+				continue
+			}
+			if first {
+				e.dst = append(e.dst, `,"systemInstruction":{"parts":[`...)
+				first = false
+			} else {
+				e.dst = append(e.dst, ',')
+			}
+			e.dst = append(e.dst, `{"text":`...)
+			e.dst = AppendString(e.dst, m.Content[j].Text)
+			e.dst = append(e.dst, '}')
+		}
+	}
+	if !first {
+		e.dst = append(e.dst, "]}"...)
+	}
+}
+
+// part starts a part in a content of role, opening or continuing the content so that
+// consecutive turns of the same role merge into one.
+func (e *geminiEncoder) part(role string) {
+	if e.role != role {
+		e.closeContent()
+		if len(e.dst) > 0 && e.dst[len(e.dst)-1] == '}' {
+			e.dst = append(e.dst, ',')
+		}
+		e.dst = append(e.dst, `{"role":"`...)
+		e.dst = append(e.dst, role...)
+		e.dst = append(e.dst, `","parts":[`...)
+		e.role, e.firstPart, e.callInTurn = role, true, false
+	}
+	if !e.firstPart {
+		e.dst = append(e.dst, ',')
+	}
+	e.firstPart = false
+}
+
+func (e *geminiEncoder) closeContent() {
+	if e.role != "" {
+		e.dst = append(e.dst, "]}"...)
+		e.role = ""
+	}
+}
+
+func (e *geminiEncoder) messages() error {
+	for i := range e.req.Messages {
+		m := &e.req.Messages[i]
+		var err error
+		switch m.Role {
+		case RoleUser:
+			err = e.userMessage(i, m)
+		case RoleAssistant:
+			err = e.assistantMessage(i, m)
+		case RoleTool:
+			err = e.toolMessage(i, m)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *geminiEncoder) userMessage(i int, m *Message) error {
+	for j := range m.Content {
+		p := &m.Content[j]
+		switch p.Type {
+		case PartText:
+			e.part("user")
+			e.dst = append(e.dst, `{"text":`...)
+			e.dst = AppendString(e.dst, p.Text)
+			e.dst = append(e.dst, '}')
+		case PartImage:
+			if mime, data, ok := geminiDataURL(p.URL); ok {
+				e.part("user")
+				e.inlineData(mime, data)
+				continue
+			}
+			if !strings.HasPrefix(p.URL, "https://") && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "gs://") {
+				return Errorf(idx(idx("messages", i)+".content", j)+".image_url.url", "image URLs must be data: URLs or http(s) URLs")
+			}
+			e.part("user")
+			e.fileData(geminiMIMEFromName(p.URL), p.URL)
+		case PartFile:
+			param := idx(idx("messages", i)+".content", j) + ".file"
+			if p.FileData != "" {
+				mime, data, ok := geminiDataURL(p.FileData)
+				if !ok {
+					mime, data = geminiMIMEFromName(p.Filename), p.FileData
+					if mime == "" {
+						mime = "application/pdf"
+					}
+				}
+				e.part("user")
+				e.inlineData(mime, data)
+				continue
+			}
+			// Only files already uploaded to Google (the Files API or Cloud Storage) can be
+			// referenced; OpenAI file ids mean nothing to Gemini.
+			if !strings.HasPrefix(p.FileID, "https://") && !strings.HasPrefix(p.FileID, "gs://") && !strings.HasPrefix(p.FileID, "files/") {
+				return Errorf(param+".file_id", "the gemini backend can only reference Gemini Files API URIs (files/... or https://...), not %q", p.FileID)
+			}
+			e.part("user")
+			e.fileData(geminiMIMEFromName(p.Filename), p.FileID)
+		case PartAudio:
+			mime := geminiAudioMIME(p.AudioFormat)
+			if mime == "" {
+				return Errorf(idx(idx("messages", i)+".content", j)+".input_audio.format", "unknown audio format %q", p.AudioFormat)
+			}
+			e.part("user")
+			e.inlineData(mime, p.AudioData)
+		}
+	}
+	return nil
+}
+
+func (e *geminiEncoder) inlineData(mime, data string) {
+	e.dst = append(e.dst, `{"inlineData":{"mimeType":`...)
+	e.dst = AppendString(e.dst, mime)
+	e.dst = append(e.dst, `,"data":`...)
+	e.dst = AppendString(e.dst, data)
+	e.dst = append(e.dst, "}}"...)
+}
+
+func (e *geminiEncoder) fileData(mime, uri string) {
+	e.dst = append(e.dst, `{"fileData":{`...)
+	if mime != "" {
+		e.dst = append(e.dst, `"mimeType":`...)
+		e.dst = AppendString(e.dst, mime)
+		e.dst = append(e.dst, ',')
+	}
+	e.dst = append(e.dst, `"fileUri":`...)
+	e.dst = AppendString(e.dst, uri)
+	e.dst = append(e.dst, "}}"...)
+}
+
+func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
+	// The state carried by the first call: the signature of a text part that preceded
+	// the calls goes back on the message's text.
+	var textSig string
+	if len(m.ToolCalls) > 0 {
+		_, st := SplitID(m.ToolCalls[0].ID)
+		textSig = decodeGeminiCarry(st).textSig
+	}
+	wroteText := false
+	for j := range m.Content {
+		p := &m.Content[j]
+		if p.Type != PartText && p.Type != PartRefusal {
+			continue
+		}
+		if p.Text == "" && textSig == "" {
+			continue
+		}
+		e.part("model")
+		e.dst = append(e.dst, `{"text":`...)
+		e.dst = AppendString(e.dst, p.Text)
+		if textSig != "" {
+			e.dst = append(e.dst, `,"thoughtSignature":`...)
+			e.dst = AppendString(e.dst, textSig)
+			textSig = ""
+		}
+		e.dst = append(e.dst, '}')
+		wroteText = true
+	}
+	if !wroteText && m.Refusal != "" {
+		e.part("model")
+		e.dst = append(e.dst, `{"text":`...)
+		e.dst = AppendString(e.dst, m.Refusal)
+		e.dst = append(e.dst, '}')
+	}
+	if textSig != "" {
+		// The signature arrived on an empty text part; send it back as one.
+		e.part("model")
+		e.dst = append(e.dst, `{"text":"","thoughtSignature":`...)
+		e.dst = AppendString(e.dst, textSig)
+		e.dst = append(e.dst, '}')
+	}
+	for j := range m.ToolCalls {
+		tc := &m.ToolCalls[j]
+		args := strings.TrimSpace(tc.Arguments)
+		if args == "" {
+			args = "{}"
+		}
+		if !gjson.Valid(args) || args[0] != '{' {
+			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
+		}
+		id, st := SplitID(tc.ID)
+		carry := decodeGeminiCarry(st)
+		e.part("model")
+		e.dst = append(e.dst, `{"functionCall":{"name":`...)
+		e.dst = AppendString(e.dst, tc.Name)
+		e.dst = append(e.dst, `,"args":`...)
+		e.dst = append(e.dst, args...)
+		if carry.upstreamID {
+			e.dst = append(e.dst, `,"id":`...)
+			e.dst = AppendString(e.dst, id)
+		}
+		e.dst = append(e.dst, '}')
+		sig := carry.callSig
+		if sig == "" && e.signed && !e.callInTurn {
+			sig = geminiForeignSignature
+		}
+		if sig != "" {
+			e.dst = append(e.dst, `,"thoughtSignature":`...)
+			e.dst = AppendString(e.dst, sig)
+		}
+		e.dst = append(e.dst, '}')
+		e.callInTurn = true
+	}
+	return nil
+}
+
+func (e *geminiEncoder) toolMessage(i int, m *Message) error {
+	name, upstreamID, ok := e.callName(i, m.ToolCallID)
+	if !ok {
+		return Errorf(idx("messages", i)+".tool_call_id", "no earlier assistant tool call has id %q", m.ToolCallID)
+	}
+	e.part("user")
+	e.dst = append(e.dst, `{"functionResponse":{"name":`...)
+	e.dst = AppendString(e.dst, name)
+	if upstreamID != "" {
+		e.dst = append(e.dst, `,"id":`...)
+		e.dst = AppendString(e.dst, upstreamID)
+	}
+	// The proto's FunctionResponse.response doc names "output" as the key for a
+	// function's output.
+	e.dst = append(e.dst, `,"response":{"output":`...)
+	e.dst = AppendString(e.dst, m.Text())
+	e.dst = append(e.dst, "}}}"...)
+	return nil
+}
+
+// callName finds the assistant tool call with id before message i and returns its
+// function name and, when Gemini minted the id, the id to send back.
+func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok bool) {
+	plain, _ := SplitID(id)
+	for k := i - 1; k >= 0; k-- {
+		m := &e.req.Messages[k]
+		for j := range m.ToolCalls {
+			tc := &m.ToolCalls[j]
+			if tc.ID == id || geminiPlainID(tc.ID) == plain {
+				cid, st := SplitID(tc.ID)
+				if decodeGeminiCarry(st).upstreamID {
+					upstreamID = cid
+				}
+				return tc.Name, upstreamID, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func geminiPlainID(id string) string {
+	p, _ := SplitID(id)
+	return p
+}
+
+func (e *geminiEncoder) tools() {
+	r := e.req
+	if len(r.Tools) > 0 {
+		e.dst = append(e.dst, `,"tools":[{"functionDeclarations":[`...)
+		for i := range r.Tools {
+			t := &r.Tools[i]
+			if i > 0 {
+				e.dst = append(e.dst, ',')
+			}
+			e.dst = append(e.dst, `{"name":`...)
+			e.dst = AppendString(e.dst, t.Name)
+			if t.Description != "" {
+				e.dst = append(e.dst, `,"description":`...)
+				e.dst = AppendString(e.dst, t.Description)
+			}
+			if t.Parameters != "" {
+				// parametersJsonSchema takes JSON Schema as is; the OpenAPI-subset
+				// `parameters` would need a lossy conversion.
+				e.dst = append(e.dst, `,"parametersJsonSchema":`...)
+				e.dst = append(e.dst, t.Parameters...)
+			}
+			e.dst = append(e.dst, '}')
+		}
+		e.dst = append(e.dst, "]}]"...)
+	}
+	mode := ""
+	switch r.ToolChoice.Mode {
+	case ToolChoiceAuto:
+		mode = "AUTO"
+	case ToolChoiceNone:
+		mode = "NONE"
+	case ToolChoiceRequired, ToolChoiceFunction:
+		mode = "ANY"
+	}
+	if mode == "" {
+		return
+	}
+	e.dst = append(e.dst, `,"toolConfig":{"functionCallingConfig":{"mode":"`...)
+	e.dst = append(e.dst, mode...)
+	e.dst = append(e.dst, '"')
+	if r.ToolChoice.Mode == ToolChoiceFunction {
+		e.dst = append(e.dst, `,"allowedFunctionNames":[`...)
+		e.dst = AppendString(e.dst, r.ToolChoice.Name)
+		e.dst = append(e.dst, ']')
+	}
+	e.dst = append(e.dst, "}}"...)
+}
+
+// generationConfig appends generationConfig when any of its fields is set.
+func (e *geminiEncoder) generationConfig(model string) error {
+	r := e.req
+	start := len(e.dst)
+	e.dst = append(e.dst, `,"generationConfig":{`...)
+	open := len(e.dst)
+	field := func(name string) {
+		if len(e.dst) > open {
+			e.dst = append(e.dst, ',')
+		}
+		e.dst = AppendKey(e.dst, name)
+	}
+	if len(r.Stop) > 0 {
+		field("stopSequences")
+		e.dst = append(e.dst, '[')
+		for i, s := range r.Stop {
+			if i > 0 {
+				e.dst = append(e.dst, ',')
+			}
+			e.dst = AppendString(e.dst, s)
+		}
+		e.dst = append(e.dst, ']')
+	}
+	if r.N > 1 {
+		field("candidateCount")
+		e.dst = AppendInt(e.dst, r.N)
+	}
+	maxTokens := r.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = e.opts.DefaultMaxTokens
+	}
+	if maxTokens > 0 {
+		field("maxOutputTokens")
+		e.dst = AppendInt(e.dst, maxTokens)
+	}
+	if r.Temperature != nil {
+		field("temperature")
+		e.dst = AppendFloat(e.dst, *r.Temperature)
+	}
+	if r.TopP != nil {
+		field("topP")
+		e.dst = AppendFloat(e.dst, *r.TopP)
+	}
+	if r.Seed != nil {
+		field("seed")
+		e.dst = AppendInt(e.dst, int(int32(*r.Seed)))
+	}
+	if r.PresencePenalty != nil {
+		field("presencePenalty")
+		e.dst = AppendFloat(e.dst, *r.PresencePenalty)
+	}
+	if r.FrequencyPenalty != nil {
+		field("frequencyPenalty")
+		e.dst = AppendFloat(e.dst, *r.FrequencyPenalty)
+	}
+	if r.Logprobs {
+		field("responseLogprobs")
+		e.dst = append(e.dst, "true"...)
+		if r.TopLogprobs != nil {
+			field("logprobs")
+			e.dst = AppendInt(e.dst, *r.TopLogprobs)
+		}
+	} else if r.TopLogprobs != nil && !e.opts.Drop("top_logprobs") {
+		return Errorf("top_logprobs", "top_logprobs needs logprobs: true")
+	}
+	switch r.ResponseFormat.Type {
+	case FormatJSONObject:
+		field("responseMimeType")
+		e.dst = append(e.dst, `"application/json"`...)
+	case FormatJSONSchema:
+		field("responseMimeType")
+		e.dst = append(e.dst, `"application/json"`...)
+		if r.ResponseFormat.Schema != "" {
+			// responseJsonSchema takes JSON Schema; responseSchema only the OpenAPI subset.
+			field("responseJsonSchema")
+			e.dst = append(e.dst, r.ResponseFormat.Schema...)
+		}
+	}
+	if r.ReasoningEffort != "" {
+		field("thinkingConfig")
+		e.thinkingConfig(model)
+	}
+	if len(e.dst) == open {
+		e.dst = e.dst[:start]
+		return nil
+	}
+	e.dst = append(e.dst, '}')
+	return nil
+}
+
+// thinkingConfig appends the thinking configuration for reasoning_effort in the form the
+// model family takes: thinkingLevel for Gemini 3 and later, thinkingBudget before.
+func (e *geminiEncoder) thinkingConfig(model string) {
+	effort := e.req.ReasoningEffort
+	e.dst = append(e.dst, `{"includeThoughts":`...)
+	e.dst = AppendBool(e.dst, effort != "none")
+	if geminiMajor(model) >= 3 {
+		// Gemini 3 cannot turn thinking off; "minimal" is its "no thinking" level.
+		level := "high"
+		switch effort {
+		case "none", "minimal":
+			level = "minimal"
+		case "low":
+			level = "low"
+		case "medium":
+			level = "medium"
+		}
+		e.dst = append(e.dst, `,"thinkingLevel":"`...)
+		e.dst = append(e.dst, level...)
+		e.dst = append(e.dst, `"}`...)
+		return
+	}
+	budget := 24576 // the largest budget 2.5 Flash takes
+	switch effort {
+	case "none":
+		budget = 0
+	case "minimal":
+		budget = 512
+	case "low":
+		budget = 1024
+	case "medium":
+		budget = 8192
+	}
+	e.dst = append(e.dst, `,"thinkingBudget":`...)
+	e.dst = AppendInt(e.dst, budget)
+	e.dst = append(e.dst, '}')
+}
+
+// geminiDataURL splits a base64 data: URL into its MIME type and data.
+func geminiDataURL(u string) (mime, data string, ok bool) {
+	if !strings.HasPrefix(u, "data:") {
+		return "", "", false
+	}
+	comma := strings.IndexByte(u, ',')
+	if comma < 0 {
+		return "", "", false
+	}
+	meta := u[len("data:"):comma]
+	if !strings.HasSuffix(meta, ";base64") {
+		return "", "", false
+	}
+	mime = strings.TrimSuffix(meta, ";base64")
+	if i := strings.IndexByte(mime, ';'); i >= 0 {
+		mime = mime[:i]
+	}
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	return mime, u[comma+1:], true
+}
+
+// geminiMIMEFromName guesses a MIME type from a file name or URL extension, "" if unknown.
+func geminiMIMEFromName(name string) string {
+	if i := strings.IndexAny(name, "?#"); i >= 0 {
+		name = name[:i]
+	}
+	dot := strings.LastIndexByte(name, '.')
+	if dot < 0 || strings.IndexByte(name[dot:], '/') >= 0 {
+		return ""
+	}
+	switch strings.ToLower(name[dot+1:]) {
+	case "png":
+		return "image/png"
+	case "jpg", "jpeg":
+		return "image/jpeg"
+	case "webp":
+		return "image/webp"
+	case "gif":
+		return "image/gif"
+	case "heic":
+		return "image/heic"
+	case "pdf":
+		return "application/pdf"
+	case "txt":
+		return "text/plain"
+	case "wav":
+		return "audio/wav"
+	case "mp3":
+		return "audio/mp3"
+	case "mp4":
+		return "video/mp4"
+	}
+	return ""
+}
+
+// geminiAudioMIME returns the MIME type Gemini takes for an OpenAI input_audio format.
+func geminiAudioMIME(format string) string {
+	switch strings.ToLower(format) {
+	case "wav":
+		return "audio/wav"
+	case "mp3", "mpeg":
+		return "audio/mp3"
+	case "aiff":
+		return "audio/aiff"
+	case "aac":
+		return "audio/aac"
+	case "ogg":
+		return "audio/ogg"
+	case "flac":
+		return "audio/flac"
+	case "pcm16", "pcm":
+		return "audio/pcm"
+	case "webm":
+		return "audio/webm"
+	}
+	return ""
+}
+
+// geminiCarry is the state a Gemini tool call id carries to the next turn.
+type geminiCarry struct {
+	// upstreamID: the id is Gemini's own FunctionCall.id, to be sent back.
+	upstreamID bool
+	// callSig is the thoughtSignature of the functionCall part.
+	callSig string
+	// textSig is the thoughtSignature of a non-call part that preceded the call.
+	textSig string
+}
+
+// Flags of the carried state's first byte.
+const (
+	carryUpstreamID = 1 << iota
+	carryCallSigB64 // callSig stored decoded from standard base64
+	carryTextSigB64 // textSig stored decoded from standard base64
+)
+
+// appendGeminiCarry encodes c: a flags byte, the call signature with a uvarint length,
+// then the text signature. Signatures that are standard base64 (they always are) are
+// stored decoded, a quarter smaller.
+func appendGeminiCarry(dst []byte, c geminiCarry) []byte {
+	if !c.upstreamID && c.callSig == "" && c.textSig == "" {
+		return dst
+	}
+	at := len(dst)
+	dst = append(dst, 0)
+	flags := byte(0)
+	if c.upstreamID {
+		flags |= carryUpstreamID
+	}
+	call, ok := decodeStdBase64(c.callSig)
+	if ok {
+		flags |= carryCallSigB64
+	} else {
+		call = []byte(c.callSig)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(call)))
+	dst = append(dst, call...)
+	text, ok := decodeStdBase64(c.textSig)
+	if ok {
+		flags |= carryTextSigB64
+	} else {
+		text = []byte(c.textSig)
+	}
+	dst = append(dst, text...)
+	dst[at] = flags
+	return dst
+}
+
+func decodeStdBase64(s string) ([]byte, bool) {
+	if s == "" {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
+// decodeGeminiCarry undoes appendGeminiCarry; unreadable state yields the zero value.
+func decodeGeminiCarry(st []byte) geminiCarry {
+	var c geminiCarry
+	if len(st) < 2 {
+		return c
+	}
+	flags := st[0]
+	n, k := binary.Uvarint(st[1:])
+	if k <= 0 || n > uint64(len(st)-1-k) {
+		return c
+	}
+	call := st[1+k : 1+k+int(n)]
+	text := st[1+k+int(n):]
+	c.upstreamID = flags&carryUpstreamID != 0
+	if flags&carryCallSigB64 != 0 {
+		c.callSig = base64.StdEncoding.EncodeToString(call)
+	} else {
+		c.callSig = string(call)
+	}
+	if flags&carryTextSigB64 != 0 {
+		c.textSig = base64.StdEncoding.EncodeToString(text)
+	} else {
+		c.textSig = string(text)
+	}
+	return c
+}

@@ -1,0 +1,114 @@
+package translate
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// DecodeError maps a Google error body ({"error":{"code","message","status","details"}},
+// possibly wrapped in a JSON array, possibly served as text/event-stream) to the error the
+// client sees.
+func (geminiProvider) DecodeError(status int, body []byte) *UpstreamError {
+	s := strings.TrimSpace(string(body))
+	if strings.HasPrefix(s, "data:") {
+		// An error framed as one SSE event.
+		s = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(s, "\n", 2)[0], "data:"))
+	}
+	if gjson.Valid(s) {
+		v := gjson.Parse(s)
+		if v.IsArray() {
+			v = v.Get("0")
+		}
+		if e := v.Get("error"); e.IsObject() {
+			return geminiError(status, e)
+		}
+	}
+	if status < 400 {
+		status = 502
+	}
+	msg := "gemini returned HTTP " + strconv.Itoa(status)
+	if sn := geminiSnippet(s); sn != "" {
+		msg += ": " + sn
+	}
+	return &UpstreamError{Status: status, Type: ErrorType(status), Message: msg, Retryable: RetryableStatus(status)}
+}
+
+// geminiError maps the error object e of a Google error body; status is the HTTP status,
+// or 0 to take it from the body (an error inside a stream).
+func geminiError(status int, e gjson.Result) *UpstreamError {
+	code := e.Get("status").Str
+	if status == 0 {
+		status = int(e.Get("code").Int())
+		if status < 400 || status > 599 {
+			status = geminiStatusCode(code)
+		}
+	}
+	ue := &UpstreamError{Status: status, Message: e.Get("message").Str, Code: strings.ToLower(code)}
+	e.Get("details").ForEach(func(_, d gjson.Result) bool {
+		switch d.Get("@type").Str {
+		case "type.googleapis.com/google.rpc.ErrorInfo":
+			if d.Get("reason").Str == "API_KEY_INVALID" {
+				// Google answers a bad key with 400 INVALID_ARGUMENT; it is an
+				// authentication failure.
+				ue.Status, ue.Code = 401, "invalid_api_key"
+			}
+		case "type.googleapis.com/google.rpc.RetryInfo":
+			if delay, err := time.ParseDuration(d.Get("retryDelay").Str); err == nil && delay > 0 {
+				ue.RetryAfter = delay
+			}
+		}
+		return true
+	})
+	if ue.Message == "" {
+		ue.Message = "gemini returned HTTP " + strconv.Itoa(ue.Status)
+		if code != "" {
+			ue.Message += " " + code
+		}
+	}
+	ue.Type = ErrorType(ue.Status)
+	ue.Retryable = RetryableStatus(ue.Status)
+	return ue
+}
+
+// geminiStatusCode maps a google.rpc.Code name to its HTTP status.
+func geminiStatusCode(code string) int {
+	switch code {
+	case "INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE":
+		return 400
+	case "UNAUTHENTICATED":
+		return 401
+	case "PERMISSION_DENIED":
+		return 403
+	case "NOT_FOUND":
+		return 404
+	case "ALREADY_EXISTS", "ABORTED":
+		return 409
+	case "RESOURCE_EXHAUSTED":
+		return 429
+	case "UNIMPLEMENTED":
+		return 501
+	case "UNAVAILABLE":
+		return 503
+	case "DEADLINE_EXCEEDED":
+		return 504
+	}
+	return 500
+}
+
+// geminiSnippet returns at most 200 bytes of s, cut on a rune boundary, for error messages.
+func geminiSnippet(s string) string {
+	const max = 200
+	s = strings.TrimSpace(s)
+	if len(s) <= max {
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "..."
+}

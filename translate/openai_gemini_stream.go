@@ -1,0 +1,530 @@
+package translate
+
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// geminiPhase is where a Gemini response decoder stands.
+type geminiPhase uint8
+
+const (
+	// geminiWaiting: no chunk yet; EventStart not emitted.
+	geminiWaiting geminiPhase = iota
+	// geminiStreaming: chunks are arriving.
+	geminiStreaming
+	// geminiClosed: Close ran (or a mid-stream error ended the response).
+	geminiClosed
+)
+
+// geminiStream decodes one Gemini response: the GenerateContentResponse chunks of a
+// streamGenerateContent?alt=sse stream, one per SSE event, or the single object of a
+// generateContent response. It is not safe for concurrent use.
+type geminiStream struct {
+	phase geminiPhase
+	// whole: the decoder reads a non-streamed response, complete by definition.
+	whole bool
+	// callBase is the unique part of minted tool call ids (the responseId).
+	callBase string
+	cands    []geminiCandidate
+	usage    Usage
+	hasUsage bool
+	// blocked: promptFeedback.blockReason said the prompt was refused.
+	blocked bool
+	ev      Event
+}
+
+// geminiCandidate is the state of one candidate (one OpenAI choice).
+type geminiCandidate struct {
+	seen   bool
+	calls  int    // function calls started so far; the next call's Index
+	finish string // the OpenAI finish reason once the candidate finished
+	// pendingSig is the thoughtSignature of a non-call part, carried by the next call.
+	pendingSig string
+	// A function call whose arguments stream in partialArgs (Vertex AI
+	// streamFunctionCallArguments): open until a functionCall part without willContinue.
+	open    bool
+	openIdx int
+	args    []byte // the arguments object built so far
+	strPath string // path of the string value being streamed
+	str     []byte // that string's text so far
+	inStr   bool
+}
+
+func (geminiProvider) NewStreamDecoder(*Options) StreamDecoder { return &geminiStream{} }
+
+// Event decodes one SSE event: its data is a GenerateContentResponse (or an error object).
+func (d *geminiStream) Event(_, data []byte, emit Emit) error {
+	if d.phase == geminiClosed {
+		return nil
+	}
+	return d.chunk(geminiBytesString(data), emit)
+}
+
+// geminiBytesString views b as a string without copying; the string is valid while b is.
+func geminiBytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func (d *geminiStream) emit(emit Emit, kind EventKind, choice int) error {
+	d.ev.Kind, d.ev.Choice = kind, choice
+	return emit(&d.ev)
+}
+
+func (d *geminiStream) chunk(data string, emit Emit) error {
+	if !gjson.Valid(data) {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
+	}
+	root := gjson.Parse(data)
+	if !root.IsObject() {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
+	}
+	var cands, usage, feedback, respID, model gjson.Result
+	var failed *UpstreamError
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "candidates":
+			cands = v
+		case "usageMetadata":
+			usage = v
+		case "promptFeedback":
+			feedback = v
+		case "responseId":
+			respID = v
+		case "modelVersion":
+			model = v
+		case "error":
+			failed = geminiError(0, v)
+			return false
+		}
+		return true
+	})
+	if failed != nil {
+		d.phase = geminiClosed
+		d.ev = Event{Kind: EventError, Err: failed}
+		if err := emit(&d.ev); err != nil && err != error(failed) {
+			return err
+		}
+		return failed
+	}
+	if d.phase == geminiWaiting {
+		d.phase = geminiStreaming
+		d.callBase = respID.Str
+		if d.callBase == "" || strings.Contains(d.callBase, carrySep) {
+			h := fnv.New64a()
+			h.Write([]byte(data))
+			d.callBase = strconv.FormatUint(h.Sum64(), 36)
+		} else {
+			d.callBase = strings.Clone(d.callBase)
+		}
+		d.ev = Event{ID: respID.Str, Model: model.Str}
+		if err := d.emit(emit, EventStart, 0); err != nil {
+			return err
+		}
+		d.ev.ID, d.ev.Model = "", ""
+	}
+	if cands.Exists() {
+		if !cands.IsArray() {
+			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
+		}
+		pos := 0
+		var err error
+		cands.ForEach(func(_, c gjson.Result) bool {
+			i := pos
+			pos++
+			if ix := c.Get("index"); ix.Type == gjson.Number {
+				i = int(ix.Int())
+			}
+			if i < 0 || i > 64 {
+				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
+				return false
+			}
+			err = d.candidate(i, c, emit)
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if usage.IsObject() {
+		d.hasUsage = true
+		thoughts := int(usage.Get("thoughtsTokenCount").Int())
+		d.usage = Usage{
+			// promptTokenCount already counts the cached content; tool-use prompt
+			// tokens (grounding results fed back) are input too.
+			PromptTokens:     int(usage.Get("promptTokenCount").Int() + usage.Get("toolUsePromptTokenCount").Int()),
+			CompletionTokens: int(usage.Get("candidatesTokenCount").Int()) + thoughts,
+			CachedTokens:     int(usage.Get("cachedContentTokenCount").Int()),
+			ReasoningTokens:  thoughts,
+		}
+	}
+	if br := feedback.Get("blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
+		d.blocked = true
+	}
+	return nil
+}
+
+func (d *geminiStream) cand(i int) *geminiCandidate {
+	for len(d.cands) <= i {
+		d.cands = append(d.cands, geminiCandidate{})
+	}
+	return &d.cands[i]
+}
+
+func (d *geminiStream) candidate(i int, c gjson.Result, emit Emit) error {
+	cs := d.cand(i)
+	cs.seen = true
+	parts := c.Get("content.parts")
+	if parts.Exists() && !parts.IsArray() {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
+	}
+	var err error
+	parts.ForEach(func(_, p gjson.Result) bool {
+		err = d.part(i, cs, p, emit)
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if fr := c.Get("finishReason"); fr.Str != "" {
+		if cs.open {
+			if err := d.endOpenCall(i, cs, emit); err != nil {
+				return err
+			}
+		}
+		cs.finish = geminiFinishReason(fr.Str, cs.calls > 0)
+	}
+	return nil
+}
+
+func (d *geminiStream) part(i int, cs *geminiCandidate, p gjson.Result, emit Emit) error {
+	var text, fc, sig gjson.Result
+	thought := false
+	p.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "text":
+			text = v
+		case "functionCall":
+			fc = v
+		case "thoughtSignature":
+			sig = v
+		case "thought":
+			thought = v.Type == gjson.True
+		}
+		return true
+	})
+	if fc.Exists() {
+		return d.functionCall(i, cs, fc, sig.Str, emit)
+	}
+	if sig.Str != "" {
+		cs.pendingSig = strings.Clone(sig.Str)
+	}
+	if text.Str == "" {
+		return nil
+	}
+	if cs.open {
+		if err := d.endOpenCall(i, cs, emit); err != nil {
+			return err
+		}
+	}
+	d.ev.Text = text.Str
+	kind := EventTextDelta
+	if thought {
+		kind = EventReasoningDelta
+	}
+	err := d.emit(emit, kind, i)
+	d.ev.Text = ""
+	return err
+}
+
+func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc gjson.Result, sig string, emit Emit) error {
+	if !fc.IsObject() {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: functionCall is not an object"}
+	}
+	name := fc.Get("name").Str
+	willContinue := fc.Get("willContinue").Type == gjson.True
+	partial := fc.Get("partialArgs")
+	if name == "" {
+		if !cs.open {
+			return nil // an empty continuation with no call open: nothing to do
+		}
+		d.partialArgs(cs, partial)
+		if !willContinue {
+			return d.endOpenCall(i, cs, emit)
+		}
+		return nil
+	}
+	if cs.open {
+		if err := d.endOpenCall(i, cs, emit); err != nil {
+			return err
+		}
+	}
+	n := cs.calls
+	cs.calls++
+	d.ev.Index = n
+	d.ev.Name = name
+	d.ev.CallID = d.callID(fc.Get("id").Str, sig, cs.pendingSig, i, n)
+	cs.pendingSig = ""
+	if err := d.emit(emit, EventToolCallStart, i); err != nil {
+		return err
+	}
+	d.ev.Name, d.ev.CallID = "", ""
+	if args := fc.Get("args"); args.IsObject() {
+		raw := args.Raw
+		if strings.ContainsAny(raw, "\n\r\t") {
+			raw = args.Get("@ugly").Raw
+		}
+		d.ev.Text = raw
+		err := d.emit(emit, EventToolCallArgsDelta, i)
+		d.ev.Text = ""
+		if err != nil {
+			return err
+		}
+	}
+	if willContinue {
+		cs.open, cs.openIdx = true, n
+		cs.args, cs.str, cs.inStr = cs.args[:0], cs.str[:0], false
+		d.partialArgs(cs, partial)
+		return nil
+	}
+	return d.emit(emit, EventToolCallEnd, i)
+}
+
+// callID mints the OpenAI id of a call: Gemini's own id when it sent one, else call_ +
+// the response id + the call's position, carrying the thought signatures.
+func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) string {
+	carry := geminiCarry{callSig: sig, textSig: textSig}
+	id := upstream
+	if id != "" && !strings.Contains(id, carrySep) {
+		carry.upstreamID = true
+	} else {
+		b := make([]byte, 0, 8+len(d.callBase)+8)
+		b = append(b, "call_"...)
+		b = append(b, d.callBase...)
+		b = append(b, '_')
+		if choice > 0 {
+			b = strconv.AppendInt(b, int64(choice), 10)
+			b = append(b, '_')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+		id = string(b)
+	}
+	var st [0]byte
+	return CarryID(id, appendGeminiCarry(st[:], carry))
+}
+
+// partialArgs applies streamed argument fragments ({jsonPath, stringValue|numberValue|
+// boolValue|nullValue, willContinue}) to the open call's argument object.
+func (d *geminiStream) partialArgs(cs *geminiCandidate, partial gjson.Result) {
+	partial.ForEach(func(_, el gjson.Result) bool {
+		path := geminiSJSONPath(el.Get("jsonPath").Str)
+		if path == "" {
+			return true
+		}
+		if cs.inStr && cs.strPath != path {
+			cs.finishString()
+		}
+		if sv := el.Get("stringValue"); sv.Exists() {
+			if !cs.inStr {
+				cs.inStr, cs.strPath, cs.str = true, path, cs.str[:0]
+			}
+			cs.str = append(cs.str, sv.Str...)
+			if el.Get("willContinue").Type != gjson.True {
+				cs.finishString()
+			}
+			return true
+		}
+		var raw string
+		if v := el.Get("numberValue"); v.Exists() {
+			raw = v.Raw
+		} else if v := el.Get("boolValue"); v.Exists() {
+			raw = v.Raw
+		} else if el.Get("nullValue").Exists() {
+			raw = "null"
+		} else {
+			return true
+		}
+		cs.args, _ = sjson.SetRawBytes(cs.args, path, []byte(raw))
+		return true
+	})
+}
+
+func (cs *geminiCandidate) finishString() {
+	cs.args, _ = sjson.SetRawBytes(cs.args, cs.strPath, AppendString(nil, string(cs.str)))
+	cs.inStr, cs.str = false, cs.str[:0]
+}
+
+// endOpenCall ends the open streamed call, emitting its arguments in one piece.
+func (d *geminiStream) endOpenCall(i int, cs *geminiCandidate, emit Emit) error {
+	if cs.inStr {
+		cs.finishString()
+	}
+	cs.open = false
+	d.ev.Index = cs.openIdx
+	if len(cs.args) > 0 {
+		d.ev.Text = string(cs.args)
+		err := d.emit(emit, EventToolCallArgsDelta, i)
+		d.ev.Text = ""
+		if err != nil {
+			return err
+		}
+	}
+	return d.emit(emit, EventToolCallEnd, i)
+}
+
+// geminiSJSONPath turns a JSONPath such as $.a.b[0] or $['a.b'] into an sjson path.
+func geminiSJSONPath(p string) string {
+	if !strings.HasPrefix(p, "$") {
+		return ""
+	}
+	p = p[1:]
+	var b strings.Builder
+	seg := func(s string, escape bool) {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if escape && (c == '.' || c == '*' || c == '?' || c == '|' || c == '#' || c == '@' || c == '\\' || c == ':' || c == '!' || c == '=') {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
+	}
+	for len(p) > 0 {
+		switch p[0] {
+		case '.':
+			p = p[1:]
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			seg(p[:end], true)
+			p = p[end:]
+		case '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return ""
+			}
+			in := p[1:end]
+			p = p[end+1:]
+			if len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0] {
+				seg(in[1:len(in)-1], true)
+			} else {
+				if _, err := strconv.Atoi(in); err != nil {
+					return ""
+				}
+				seg(in, false)
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
+}
+
+// Close ends the response: it emits the usage and one finish per candidate, or, when the
+// stream stopped before every candidate had a finishReason, returns an error.
+func (d *geminiStream) Close(emit Emit) error {
+	if d.phase == geminiClosed {
+		return nil
+	}
+	started := d.phase == geminiStreaming
+	d.phase = geminiClosed
+	complete := started && (d.blocked || len(d.cands) > 0)
+	for i := range d.cands {
+		cs := &d.cands[i]
+		if cs.seen && cs.finish == "" && !d.whole && !d.blocked {
+			complete = false
+		}
+	}
+	if !complete {
+		msg := "gemini stream ended before its finishReason"
+		switch {
+		case !started:
+			msg = "gemini stream ended before any event"
+		case d.whole:
+			msg = "gemini response has no candidates and no promptFeedback"
+		}
+		return &UpstreamError{Status: 502, Type: "api_error", Message: msg}
+	}
+	for i := range d.cands {
+		if cs := &d.cands[i]; cs.open {
+			if err := d.endOpenCall(i, cs, emit); err != nil {
+				return err
+			}
+		}
+	}
+	d.ev = Event{Usage: d.usage}
+	if err := d.emit(emit, EventUsage, 0); err != nil {
+		return err
+	}
+	d.ev.Usage = Usage{}
+	if len(d.cands) == 0 {
+		// A prompt refused by promptFeedback: no candidates at all.
+		d.ev.FinishReason = FinishContentFilter
+		return d.emit(emit, EventFinish, 0)
+	}
+	for i := range d.cands {
+		cs := &d.cands[i]
+		d.ev.FinishReason = cs.finish
+		if d.ev.FinishReason == "" {
+			d.ev.FinishReason = geminiFinishReason("STOP", cs.calls > 0)
+			if d.blocked {
+				d.ev.FinishReason = FinishContentFilter
+			}
+		}
+		if err := d.emit(emit, EventFinish, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// geminiFinishReason maps a Gemini finishReason to OpenAI's.
+func geminiFinishReason(r string, calledTools bool) string {
+	switch r {
+	case "MAX_TOKENS":
+		return FinishLength
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		return FinishContentFilter
+	}
+	// STOP, and reasons OpenAI has no name for (OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL,
+	// UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS...), end the choice normally.
+	if calledTools {
+		return FinishToolCalls
+	}
+	return FinishStop
+}
+
+// DecodeResponse decodes a generateContent response body. A JSON array of responses (what
+// streamGenerateContent returns without alt=sse) is decoded as the chunks of one response.
+func (geminiProvider) DecodeResponse(body []byte, emit Emit) error {
+	d := geminiStream{whole: true}
+	s := strings.TrimSpace(geminiBytesString(body))
+	if strings.HasPrefix(s, "[") {
+		if !gjson.Valid(s) {
+			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini response: not valid JSON: " + geminiSnippet(s)}
+		}
+		var err error
+		gjson.Parse(s).ForEach(func(_, v gjson.Result) bool {
+			err = d.chunk(v.Raw, emit)
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+	} else if err := d.chunk(s, emit); err != nil {
+		return err
+	}
+	return d.Close(emit)
+}

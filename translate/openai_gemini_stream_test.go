@@ -1,0 +1,382 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+func newGeminiDecoder() StreamDecoder { return Gemini().NewStreamDecoder(&Options{}) }
+
+var geminiStatusLine = regexp.MustCompile(`(?m)^status: (\d+)$`)
+
+// geminiJSONArrayToSSE reframes a streamGenerateContent body without alt=sse (one JSON
+// array of responses) as the alt=sse stream the gateway asks for: each element compacted
+// into one data: event, CRLF framed as Gemini frames them.
+func geminiJSONArrayToSSE(t testing.TB, body []byte) []byte {
+	t.Helper()
+	var elems []json.RawMessage
+	if err := json.Unmarshal(body, &elems); err != nil {
+		t.Fatalf("stream-json-array body: %v", err)
+	}
+	var out []byte
+	for _, e := range elems {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, "data: "...)
+		out = append(out, buf.Bytes()...)
+		out = append(out, "\r\n\r\n"...)
+	}
+	return out
+}
+
+// geminiErrorJSON renders a decoded error for golden comparison: the OpenAI error body
+// plus the status, retryability and Retry-After the proxy acts on.
+func geminiErrorJSON(ue *UpstreamError) []byte {
+	b := []byte(`{"status":`)
+	b = AppendInt(b, ue.Status)
+	b = append(b, `,"retryable":`...)
+	b = AppendBool(b, ue.Retryable)
+	b = append(b, `,"retry_after":`...)
+	b = AppendString(b, ue.RetryAfter.String())
+	b = append(b, `,"body":`...)
+	b = AppendError(b, ue.Message, ue.Type, ue.Param, ue.Code)
+	return append(b, '}')
+}
+
+// TestGeminiGolden runs every recorded Gemini response in testdata/openai_gemini (copied
+// from ../shared/fixtures/gemini with their provenance) through the decoders.
+func TestGeminiGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "openai_gemini", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		if strings.HasPrefix(name, "request-") {
+			continue
+		}
+		n++
+		t.Run(name, func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := 0
+			if m := geminiStatusLine.FindSubmatch(ar.Comment); m != nil {
+				status, _ = strconv.Atoi(string(m[1]))
+			}
+			for _, f := range ar.Files {
+				switch f.Name {
+				case "upstream.sse":
+					geminiGoldenStream(t, path, f.Data)
+				case "upstream.chunks.txt":
+					geminiGoldenStream(t, path, reframeChunks(f.Data, false))
+				case "upstream.json":
+					if status >= 400 {
+						ue := Gemini().DecodeError(status, f.Data)
+						golden(t, path, "want.json", geminiErrorJSON(ue))
+						continue
+					}
+					golden(t, path, "want.json", responseToOpenAI(t, Gemini(), f.Data))
+					if bytes.HasPrefix(bytes.TrimSpace(f.Data), []byte("[")) {
+						geminiGoldenStream(t, path, geminiJSONArrayToSSE(t, f.Data))
+					}
+				}
+			}
+		})
+	}
+	if n < 21 {
+		t.Errorf("found %d recorded gemini transcripts, want all 21 of ../shared/fixtures/gemini", n)
+	}
+}
+
+func geminiGoldenStream(t *testing.T, path string, upstream []byte) {
+	t.Helper()
+	got := streamToOpenAI(t, newGeminiDecoder, upstream)
+	golden(t, path, "want.sse", got)
+	checkChunkInvariants(t, got)
+	checkSplits(t, newGeminiDecoder, upstream, got)
+}
+
+// geminiEvents decodes an SSE body and returns the events, strings copied.
+func geminiEvents(t *testing.T, upstream string) ([]Event, error) {
+	t.Helper()
+	dec := newGeminiDecoder()
+	var evs []Event
+	emit := func(ev *Event) error {
+		c := *ev
+		c.ID, c.Model, c.Text, c.CallID, c.Name = clone(c.ID), clone(c.Model), clone(c.Text), clone(c.CallID), clone(c.Name)
+		evs = append(evs, c)
+		return nil
+	}
+	var p sse.Parser
+	if err := p.Feed([]byte(upstream), func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+		return evs, err
+	}
+	return evs, dec.Close(emit)
+}
+
+func geminiSSE(chunks ...string) string {
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: ")
+		b.WriteString(c)
+		b.WriteString("\r\n\r\n")
+	}
+	return b.String()
+}
+
+// TestGeminiStream_CallsAfterTextAndAcrossChunks pins that every functionCall gets its
+// own index, whether it follows text in the same chunk or arrives in a later chunk, and
+// that STOP becomes tool_calls.
+func TestGeminiStream_CallsAfterTextAndAcrossChunks(t *testing.T) {
+	up := geminiSSE(
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me check."},{"functionCall":{"name":"a","args":{"x":1}}}]},"index":0}],"responseId":"r1","modelVersion":"gemini-2.5-flash"}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"b","args":{}}}]},"index":0}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"c"}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":7}}`,
+	)
+	evs, err := geminiEvents(t, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		Index    int
+		ID, Name string
+		Args     string
+	}
+	var calls []call
+	finish := ""
+	for _, ev := range evs {
+		switch ev.Kind {
+		case EventToolCallStart:
+			calls = append(calls, call{Index: ev.Index, ID: ev.CallID, Name: ev.Name})
+		case EventToolCallArgsDelta:
+			calls[len(calls)-1].Args += ev.Text
+		case EventFinish:
+			finish = ev.FinishReason
+		}
+	}
+	want := []call{
+		{0, "call_r1_0", "a", `{"x":1}`},
+		{1, "call_r1_1", "b", `{}`},
+		{2, "call_r1_2", "c", ``},
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if finish != FinishToolCalls {
+		t.Errorf("finish = %q, want tool_calls", finish)
+	}
+	out := streamToOpenAI(t, newGeminiDecoder, []byte(up))
+	checkChunkInvariants(t, out)
+	if !bytes.Contains(out, []byte(`{"index":2,"function":{"arguments":"{}"}}`)) {
+		t.Errorf("call without args does not end as {}:\n%s", out)
+	}
+}
+
+func TestGeminiStream_Edges(t *testing.T) {
+	tests := []struct {
+		name       string
+		upstream   string
+		wantFinish []string
+		wantUsage  Usage
+		wantErr    string
+	}{
+		{
+			name:       "PromptBlockedNoCandidates",
+			upstream:   geminiSSE(`{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.5-flash","responseId":"b1"}`),
+			wantFinish: []string{FinishContentFilter},
+			wantUsage:  Usage{PromptTokens: 8},
+		},
+		{
+			name:       "MaxTokensCandidateWithoutParts",
+			upstream:   geminiSSE(`{"candidates":[{"content":{"role":"model"},"finishReason":"MAX_TOKENS","index":0}],"usageMetadata":{"promptTokenCount":9,"thoughtsTokenCount":50,"totalTokenCount":59},"responseId":"m1"}`),
+			wantFinish: []string{FinishLength},
+			wantUsage:  Usage{PromptTokens: 9, CompletionTokens: 50, ReasoningTokens: 50},
+		},
+		{
+			name:       "SafetyCandidateEmptyContent",
+			upstream:   geminiSSE(`{"candidates":[{"content":{},"finishReason":"SAFETY","index":0}],"responseId":"s1"}`),
+			wantFinish: []string{FinishContentFilter},
+		},
+		{
+			name:       "CachedTokens",
+			upstream:   geminiSSE(`{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":3,"thoughtsTokenCount":4}}`),
+			wantFinish: []string{FinishStop},
+			wantUsage:  Usage{PromptTokens: 100, CompletionTokens: 7, CachedTokens: 60, ReasoningTokens: 4},
+		},
+		{
+			name: "TwoCandidates",
+			upstream: geminiSSE(
+				`{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0},{"content":{"parts":[{"text":"b"}]},"index":1}]}`,
+				`{"candidates":[{"content":{"parts":[{"text":"!"}]},"finishReason":"STOP","index":0},{"content":{"parts":[{"text":"?"}]},"finishReason":"MAX_TOKENS","index":1}]}`,
+			),
+			wantFinish: []string{FinishStop, FinishLength},
+		},
+		{
+			name:     "TruncatedBeforeFinishReason",
+			upstream: geminiSSE(`{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0}]}`),
+			wantErr:  "upstream 502 api_error: gemini stream ended before its finishReason",
+		},
+		{
+			name:     "EmptyStream",
+			upstream: "",
+			wantErr:  "upstream 502 api_error: gemini stream ended before any event",
+		},
+		{
+			name:     "MalformedEvent",
+			upstream: geminiSSE(`{"candidates":[`),
+			wantErr:  `upstream 502 api_error: decoding gemini event: not valid JSON: {"candidates":[`,
+		},
+		{
+			name:     "MidStreamError",
+			upstream: geminiSSE(`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`, `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`),
+			wantErr:  "upstream 503 api_error: The model is overloaded.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := geminiEvents(t, tt.upstream)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var finishes []string
+			var usage Usage
+			for _, ev := range evs {
+				switch ev.Kind {
+				case EventFinish:
+					finishes = append(finishes, ev.FinishReason)
+				case EventUsage:
+					usage = ev.Usage
+				}
+			}
+			if diff := cmp.Diff(tt.wantFinish, finishes); diff != "" {
+				t.Errorf("finish reasons (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUsage, usage); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+			out := streamToOpenAI(t, newGeminiDecoder, []byte(tt.upstream))
+			checkChunkInvariants(t, out)
+		})
+	}
+}
+
+// TestGeminiStream_MidStreamErrorEvent pins that an error object inside the stream is
+// emitted as EventError and returned as the same error.
+func TestGeminiStream_MidStreamErrorEvent(t *testing.T) {
+	dec := newGeminiDecoder()
+	var got *UpstreamError
+	err := dec.Event(nil, []byte(`{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"2s"}]}}`), func(ev *Event) error {
+		if ev.Kind == EventError {
+			got = ev.Err
+		}
+		return nil
+	})
+	if got == nil || err != error(got) {
+		t.Fatalf("err %v, event error %v: want the same *UpstreamError", err, got)
+	}
+	want := &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "slow down", RetryAfter: 2 * time.Second, Retryable: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if err := dec.Close(func(*Event) error { t.Error("event after close"); return nil }); err != nil {
+		t.Errorf("close after error: %v", err)
+	}
+}
+
+// TestGeminiDecodeResponse_PromptBlocked pins that a non-streamed response refused by
+// promptFeedback is a content_filter completion, not an error or an empty 200.
+func TestGeminiDecodeResponse_PromptBlocked(t *testing.T) {
+	got := responseToOpenAI(t, Gemini(), []byte(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":12,"totalTokenCount":12},"modelVersion":"gemini-2.5-flash","responseId":"x"}`))
+	want := `{"id":"chatcmpl-golden","object":"chat.completion","created":1700000000,"model":"client-model","choices":[{"index":0,"message":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":"content_filter"}],"usage":{"prompt_tokens":12,"completion_tokens":0,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestGeminiDecodeError(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   *UpstreamError
+	}{
+		{"400InvalidArgument", 400, `{"error":{"code":400,"message":"bad field","status":"INVALID_ARGUMENT"}}`,
+			&UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad field"}},
+		{"401Unauthenticated", 401, `{"error":{"code":401,"message":"no creds","status":"UNAUTHENTICATED"}}`,
+			&UpstreamError{Status: 401, Type: "authentication_error", Code: "unauthenticated", Message: "no creds"}},
+		{"403PermissionDenied", 403, `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`,
+			&UpstreamError{Status: 403, Type: "permission_error", Code: "permission_denied", Message: "denied"}},
+		{"404NotFound", 404, `{"error":{"code":404,"message":"no model","status":"NOT_FOUND"}}`,
+			&UpstreamError{Status: 404, Type: "invalid_request_error", Code: "not_found", Message: "no model"}},
+		{"429ResourceExhausted", 429, `{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"13s"}]}}`,
+			&UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "quota", RetryAfter: 13 * time.Second, Retryable: true}},
+		{"500Internal", 500, `{"error":{"code":500,"message":"oops","status":"INTERNAL"}}`,
+			&UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "oops", Retryable: true}},
+		{"503Unavailable", 503, `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`,
+			&UpstreamError{Status: 503, Type: "api_error", Code: "unavailable", Message: "overloaded", Retryable: true}},
+		{"ArrayWrapped", 400, `[{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}]`,
+			&UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad"}},
+		{"SSEFramed", 500, "data: {\"error\":{\"code\":500,\"message\":\"boom\",\"status\":\"INTERNAL\"}}\r\n\r\n",
+			&UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "boom", Retryable: true}},
+		{"Unparseable", 502, `<html>Bad Gateway</html>`,
+			&UpstreamError{Status: 502, Type: "api_error", Message: "gemini returned HTTP 502: <html>Bad Gateway</html>", Retryable: true}},
+		{"UnparseableLong", 503, strings.Repeat("x", 1000),
+			&UpstreamError{Status: 503, Type: "api_error", Message: "gemini returned HTTP 503: " + strings.Repeat("x", 200) + "...", Retryable: true}},
+		{"Empty", 500, ``,
+			&UpstreamError{Status: 500, Type: "api_error", Message: "gemini returned HTTP 500", Retryable: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Gemini().DecodeError(tt.status, []byte(tt.body))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGeminiStream_PartialArgsNested pins the Vertex AI streamFunctionCallArguments
+// decoding for nested paths and non-string values.
+func TestGeminiStream_PartialArgsNested(t *testing.T) {
+	up := geminiSSE(
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","willContinue":true}}]}}],"responseId":"p"}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a.b","stringValue":"he","willContinue":true}],"willContinue":true}}]}}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a.b","stringValue":"llo \""}],"willContinue":true}}]}}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.n","numberValue":3},{"jsonPath":"$.list[0]","boolValue":true},{"jsonPath":"$['x.y']","nullValue":null}],"willContinue":true}}]}}]}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{}}]},"finishReason":"STOP"}]}`,
+	)
+	evs, err := geminiEvents(t, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := ""
+	for _, ev := range evs {
+		if ev.Kind == EventToolCallArgsDelta {
+			args += ev.Text
+		}
+	}
+	if want := `{"a":{"b":"hello \""},"n":3,"list":[true],"x.y":null}`; args != want {
+		t.Errorf("args = %s, want %s", args, want)
+	}
+}
