@@ -1,0 +1,147 @@
+// Command gateway runs Agate, the OpenAI-compatible agentic proxy gateway.
+//
+//	gateway -config config.example.yaml
+//
+// The config path may also come from GATEWAY_CONFIG. SIGHUP or an edit of the file reloads
+// the configuration; SIGTERM or SIGINT shuts down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/tools"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// run is main with its inputs injected. ready, if not nil, receives the listening address
+// once the server accepts connections.
+func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", lookup(environ, "GATEWAY_CONFIG", "config.yaml"), "path of the YAML configuration (env GATEWAY_CONFIG)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "agate", version)
+		return nil
+	}
+	cfg, err := config.Load(*path, environ)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, cfg.Log)
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	var toolSet proxy.ToolSet
+	if len(cfg.Tools) > 0 {
+		registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
+		if err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+		defer registry.Close()
+		toolSet = registry
+	}
+	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return err
+	}
+	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path)
+
+	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) {
+		if err := srv.Apply(c); err != nil {
+			logger.Error("config reload rejected", "error", err.Error())
+			m.ConfigReload(false)
+			return
+		}
+		logger.Info("config reloaded")
+		m.ConfigReload(true)
+	}, logger, func(ok bool) {
+		if !ok {
+			m.ConfigReload(false)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer watcher.Close()
+	go watcher.Run(ctx)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			_ = watcher.Reload()
+		}
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "deadline", cfg.Server.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func lookup(environ []string, name, def string) string {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if len(environ[i]) > len(name) && environ[i][:len(name)+1] == name+"=" {
+			return environ[i][len(name)+1:]
+		}
+	}
+	return def
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

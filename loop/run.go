@@ -1,0 +1,218 @@
+package loop
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/translate"
+)
+
+// Loop runs server-side tool loops for one key's configuration. A Loop value may serve
+// many requests concurrently; per-request state lives in Run.
+type Loop struct {
+	// Model runs model turns (the proxy's upstream call, with retries and fallbacks).
+	Model Model
+	// Tools executes server tool calls.
+	Tools Executor
+	// Definitions are the server tools offered to the model.
+	Definitions []tools.Definition
+	// MaxIterations bounds the turns that may call server tools; the turn after the last
+	// one is made with tool_choice none so the model answers with what it has. Default 8.
+	MaxIterations int
+	// KeepAliveInterval is how often the client is pinged while tools run. Default 10s;
+	// one ping is also sent as each batch of tools starts.
+	KeepAliveInterval time.Duration
+	// Observer records the number of turns per request; may be nil.
+	Observer Observer
+	// Logger may be nil.
+	Logger *slog.Logger
+}
+
+// Run answers req, executing server tool calls between model turns, and writes what the
+// client sees to out: one response whose text and reasoning arrive as they stream, whose
+// tool calls are only the client's, with a single finish reason and the usage of all
+// turns summed. Tool failures go back to the model as error results; Run returns an error
+// only for infrastructure failures (the upstream, or the client going away).
+func (l *Loop) Run(ctx context.Context, req *translate.Request, out Output) error {
+	if req.N > 1 {
+		return translate.Errorf("n", "n > 1 is not supported for keys with server-side tools")
+	}
+	work := req.Clone()
+	server := make(map[string]*tools.Definition, len(l.Definitions))
+	for i := range l.Definitions {
+		d := &l.Definitions[i]
+		server[d.Name] = d
+		work.Tools = append(work.Tools, translate.Tool{Name: d.Name, Description: d.Description, Parameters: string(d.Parameters)})
+	}
+	if work.ToolChoice.Mode == "" {
+		work.ToolChoice.Mode = translate.ToolChoiceAuto
+	}
+	maxIter := l.MaxIterations
+	if maxIter <= 0 {
+		maxIter = 8
+	}
+	r := &run{l: l, out: out, server: server}
+	defer func() {
+		if l.Observer != nil {
+			l.Observer.Iterations(r.turns)
+		}
+	}()
+	for {
+		last := r.turns >= maxIter
+		if last {
+			work.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceNone}
+		}
+		done, err := r.turn(ctx, work, last)
+		if err != nil {
+			return err
+		}
+		if done {
+			if err := out.Event(&translate.Event{Kind: translate.EventUsage, Usage: r.usage}); err != nil {
+				return err
+			}
+			return out.Event(&translate.Event{Kind: translate.EventFinish, FinishReason: r.finish})
+		}
+	}
+}
+
+// run is the state of one Run call.
+type run struct {
+	l       *Loop
+	out     Output
+	server  map[string]*tools.Definition
+	turns   int
+	started bool
+	usage   translate.Usage
+	finish  string
+}
+
+// turn makes one model call and executes the server tools it asked for. It returns done
+// when the response is complete (an answer, client tool calls, or the last turn).
+func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (done bool, err error) {
+	r.turns++
+	var a translate.Assembler
+	var turnUsage translate.Usage
+	serverCall := map[int]bool{}
+	err = r.l.Model.Stream(ctx, work, func(ev *translate.Event) error {
+		if err := a.Add(ev); err != nil {
+			return err
+		}
+		switch ev.Kind {
+		case translate.EventStart:
+			if r.started {
+				return nil
+			}
+			r.started = true
+		case translate.EventUsage:
+			turnUsage = ev.Usage
+			return nil
+		case translate.EventFinish, translate.EventError:
+			return nil
+		case translate.EventToolCallStart:
+			if _, ok := r.server[ev.Name]; ok {
+				serverCall[ev.Index] = true
+				return nil
+			}
+		case translate.EventToolCallArgsDelta, translate.EventToolCallEnd:
+			if serverCall[ev.Index] {
+				return nil
+			}
+		}
+		return r.out.Event(ev)
+	})
+	r.usage.Add(turnUsage)
+	if err != nil {
+		return false, err
+	}
+	if a.Err != nil {
+		return false, a.Err
+	}
+	a.Finish()
+	choice := &a.Choices[0]
+	var calls, clientCalls []translate.ToolCall
+	for _, tc := range choice.ToolCalls {
+		if _, ok := r.server[tc.Name]; ok {
+			calls = append(calls, tc)
+		} else {
+			clientCalls = append(clientCalls, tc)
+		}
+	}
+	r.finish = choice.FinishReason
+	if len(calls) == 0 || last {
+		if len(clientCalls) == 0 && r.finish == translate.FinishToolCalls {
+			r.finish = translate.FinishStop // only server calls, which the client never sees
+		}
+		return true, nil
+	}
+	results, err := r.execute(ctx, calls)
+	if err != nil {
+		return false, err
+	}
+	if len(clientCalls) > 0 {
+		r.finish = translate.FinishToolCalls
+		return true, nil // the client must answer its own calls; server results are cached
+	}
+	msg := a.Message(0)
+	work.Messages = append(work.Messages, msg)
+	for i, tc := range calls {
+		content := results[i].Content
+		if results[i].IsError {
+			content = "Error: " + content
+		}
+		work.Messages = append(work.Messages, translate.Message{
+			Role: translate.RoleTool, ToolCallID: tc.ID, Name: tc.Name,
+			Content: []translate.Part{{Type: translate.PartText, Text: content}},
+		})
+	}
+	return false, nil
+}
+
+// execute runs the calls, concurrently when every one is read-only, else in order,
+// pinging the client while they run.
+func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.Result, error) {
+	if err := r.out.KeepAlive(); err != nil {
+		return nil, err
+	}
+	results := make([]tools.Result, len(calls))
+	parallel := len(calls) > 1
+	for _, c := range calls {
+		if !r.server[c.Name].ReadOnly {
+			parallel = false
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if !parallel {
+			for i, c := range calls {
+				results[i] = r.l.Tools.Call(ctx, c.Name, []byte(c.Arguments))
+			}
+			return
+		}
+		var wg sync.WaitGroup
+		for i, c := range calls {
+			wg.Go(func() { results[i] = r.l.Tools.Call(ctx, c.Name, []byte(c.Arguments)) })
+		}
+		wg.Wait()
+	}()
+	every := r.l.KeepAliveInterval
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return results, ctx.Err()
+		case <-tick.C:
+			if err := r.out.KeepAlive(); err != nil {
+				<-done // the output cancelled ctx; the tools stop
+				return nil, err
+			}
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/sse"
+)
+
+// modelCall runs model turns for one client request against a route and its fallbacks,
+// with retries. It implements the loop's Model interface. Not safe for concurrent use.
+type modelCall struct {
+	rt      *runtime
+	route   *route
+	key     *apiKey
+	metrics *metrics.Metrics
+	logger  *slog.Logger
+	buf     []byte
+	// sent is set once any event reached the emit callback: from then on a failure cannot
+	// be retried, because the client has seen part of an answer.
+	sent bool
+	// Usage sums the usage of every turn.
+	Usage     translate.Usage
+	lastUsage translate.Usage
+}
+
+// errClientGone is returned by emit callbacks when the client disconnected.
+var errClientGone = errors.New("client disconnected")
+
+// Stream runs one model turn for req and passes its events to emit. Failures before any
+// event was emitted are retried (429, 5xx, connection errors) with exponential backoff and
+// jitter, then tried on the fallback models; later failures are returned.
+func (c *modelCall) Stream(ctx context.Context, req *translate.Request, emit translate.Emit) error {
+	return c.run(ctx, req, true, emit)
+}
+
+// Complete runs one non-streamed model turn.
+func (c *modelCall) Complete(ctx context.Context, req *translate.Request, emit translate.Emit) error {
+	return c.run(ctx, req, false, emit)
+}
+
+func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool, emit translate.Emit) error {
+	return c.withRetries(ctx, func(ctx context.Context, r *route) error { return c.once(ctx, r, req, stream, emit) })
+}
+
+// raw runs one turn on OpenAI-compatible routes, handing the accepted exchange to consume.
+func (c *modelCall) raw(ctx context.Context, req *translate.Request, stream bool, consume func(*exchange, *route) error) error {
+	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		b := r.backend
+		c.lastUsage = translate.Usage{}
+		defer c.countUsage(r)
+		opts := c.options(r, stream)
+		var err error
+		c.buf, err = b.provider.AppendRequest(c.buf[:0], req, opts)
+		if err != nil {
+			return err
+		}
+		x, err := c.send(ctx, r, req, opts)
+		if err != nil {
+			return err
+		}
+		defer x.Close()
+		return consume(x, r)
+	})
+}
+
+// withRetries runs attempt on the route, retrying, then on each fallback route.
+func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
+	c.sent = false
+	routes := []*route{c.route}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; ok {
+			routes = append(routes, r)
+		}
+	}
+	var last error
+	for i, r := range routes {
+		if i > 0 {
+			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
+			c.logger.Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", last)
+		}
+		last = c.attempts(ctx, r, attempt)
+		if last == nil || c.sent || !retryable(last) || ctx.Err() != nil {
+			return last
+		}
+	}
+	return last
+}
+
+func retryable(err error) bool {
+	var ue *translate.UpstreamError
+	return errors.As(err, &ue) && ue.Retryable
+}
+
+// attempts tries one route up to 1+retries times.
+func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
+	b := r.backend
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = try(ctx, r)
+		if err == nil || c.sent || !retryable(err) || attempt >= b.retries.Max || ctx.Err() != nil {
+			return err
+		}
+		delay := backoff(b.retries.BaseDelay, b.retries.MaxDelay, attempt)
+		var ue *translate.UpstreamError
+		if errors.As(err, &ue) && ue.RetryAfter > 0 {
+			if ue.RetryAfter > b.retries.MaxDelay {
+				return err // the upstream asks for longer than we may wait
+			}
+			delay = ue.RetryAfter
+		}
+		c.metrics.UpstreamRetries.WithLabelValues(b.name, "retry").Inc()
+		c.logger.Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff returns the full-jitter exponential delay for a retry attempt.
+func backoff(base, max time.Duration, attempt int) time.Duration {
+	d := base << attempt
+	if d > max || d <= 0 {
+		d = max
+	}
+	return time.Duration(rand.Int64N(int64(d)/2+1)) + d/2
+}
+
+// once performs a single upstream attempt on route r.
+func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, stream bool, emit translate.Emit) error {
+	b := r.backend
+	counted := func(ev *translate.Event) error {
+		if ev.Kind == translate.EventUsage {
+			c.lastUsage = ev.Usage
+		}
+		c.sent = true
+		return emit(ev)
+	}
+	c.lastUsage = translate.Usage{}
+	defer c.countUsage(r)
+	if b.provider == nil {
+		return runMock(ctx, req, r.upstreamModel, counted)
+	}
+	opts := c.options(r, stream)
+	var err error
+	c.buf, err = b.provider.AppendRequest(c.buf[:0], req, opts)
+	if err != nil {
+		return err
+	}
+	x, err := c.send(ctx, r, req, opts)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	if !stream {
+		body, err := x.readAll(64 << 20)
+		if err != nil {
+			return readError(ctx, b.name, err)
+		}
+		return b.provider.DecodeResponse(body, counted)
+	}
+	dec := b.provider.NewStreamDecoder(opts)
+	return pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
+		func() error { return dec.Close(counted) })
+}
+
+// send posts c.buf to the route's upstream and times the wait for response headers.
+func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, opts *translate.Options) (*exchange, error) {
+	b := r.backend
+	start := time.Now()
+	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), b.provider.Headers(b.cfg.APIKey, req, opts), c.buf)
+	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	return x, err
+}
+
+// countUsage adds the last attempt's usage to the request total and to the token metrics.
+func (c *modelCall) countUsage(r *route) {
+	c.Usage.Add(c.lastUsage)
+	c.metrics.AddTokens(r.label(), r.backend.name, c.key.name, tokenCounts(c.lastUsage))
+}
+
+func (c *modelCall) options(r *route, stream bool) *translate.Options {
+	b := r.backend
+	return &translate.Options{
+		UpstreamModel:    r.upstreamModel,
+		Stream:           stream,
+		DefaultMaxTokens: r.maxTokens,
+		PromptCache:      r.promptCache,
+		DropUnsupported:  b.cfg.DropUnsupportedParams,
+		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, p).Inc() },
+		Store:            b.cfg.Store,
+	}
+}
+
+// pumpSSE reads an upstream event stream incrementally and hands each event to onEvent,
+// then calls onEnd at a clean end of stream. A stream cut mid-event is an upstream error.
+func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, onEnd func() error) error {
+	var p sse.Parser
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			if p.Pending() {
+				return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream of backend " + backend + " ended the stream mid-event"}
+			}
+			return onEnd()
+		}
+		if err != nil {
+			return readError(ctx, backend, err)
+		}
+	}
+}
+
+func readError(ctx context.Context, backend string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return transportError(backend, err)
+}
+
+func statusLabel(err error) string {
+	if err == nil {
+		return "200"
+	}
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) {
+		return strconv.Itoa(ue.Status)
+	}
+	return "0"
+}
+
+func tokenCounts(u translate.Usage) metrics.TokenCounts {
+	return metrics.TokenCounts{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens,
+		CacheCreation: u.CacheCreationTokens, Reasoning: u.ReasoningTokens}
+}

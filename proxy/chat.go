@@ -1,0 +1,372 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/agate-gateway/agate/loop"
+	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// chatRun is one chat completions request after authentication, parsing and routing.
+type chatRun struct {
+	s      *Server
+	rt     *runtime
+	key    *apiKey
+	route  *route
+	req    *translate.Request
+	rid    string
+	id     string // the client-facing response id
+	start  time.Time
+	call   *modelCall
+	defs   []tools.Definition // server tools of this key; none means no tool loop
+	firstT time.Time
+}
+
+func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
+	rt := s.runtime()
+	start := time.Now()
+	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", "", "")
+		return
+	}
+	req, err := translate.ParseRequest(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", key.name, "")
+		return
+	}
+	stream := strconv.FormatBool(req.Stream)
+	r, err := rt.resolve(req.Model)
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", key.name, stream)
+		return
+	}
+	if !key.allows(req.Model) {
+		s.fail(ctx, rid, errorf(ErrForbidden, "this API key may not use the model %q", req.Model), r.label(), r.backend.name, key.name, stream)
+		return
+	}
+	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("chatcmpl-"), start: start}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	if len(key.tools) > 0 && s.tools != nil {
+		defs, err := s.tools.Resolve(key.tools)
+		if err == nil {
+			err = mergeServerTools(req, defs)
+		}
+		if err != nil {
+			s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
+			return
+		}
+		c.defs = defs
+	}
+	s.metrics.Inflight.Inc()
+	if req.Stream {
+		c.stream(ctx)
+		return
+	}
+	defer s.metrics.Inflight.Dec()
+	c.complete(ctx)
+}
+
+// label is the bounded metric label of the route: its configured name, or
+// "<backend>/*" for direct routes (whose upstream model the client chose).
+func (r *route) label() string {
+	if r.name == r.upstreamModel && r.backend != nil {
+		if _, direct := cutBackend(r.name, r.backend.name); direct {
+			return r.backend.name + "/*"
+		}
+	}
+	return r.name
+}
+
+func cutBackend(model, backend string) (string, bool) {
+	if len(model) > len(backend)+1 && model[:len(backend)] == backend && model[len(backend)] == '/' {
+		return model[len(backend)+1:], true
+	}
+	return model, false
+}
+
+// mergeServerTools rejects client tools whose names clash with server tools. The server
+// definitions themselves are added by the loop.
+func mergeServerTools(req *translate.Request, defs []tools.Definition) error {
+	for i, t := range req.Tools {
+		for _, d := range defs {
+			if t.Name == d.Name {
+				return translate.Errorf("tools["+strconv.Itoa(i)+"].function.name",
+					"the tool name %q is reserved by a server-side tool of this key", t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
+// the route and all its fallbacks are OpenAI-compatible upstreams.
+func (c *chatRun) passthrough() bool {
+	if len(c.defs) > 0 || c.route.backend.typ != "openai" {
+		return false
+	}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != "openai" {
+			return false
+		}
+	}
+	return true
+}
+
+// execute produces the response's events into out: a tool loop, or one model call.
+func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) error {
+	if len(c.defs) > 0 {
+		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
+			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger}
+		return l.Run(ctx, c.req, out)
+	}
+	if stream {
+		return c.call.Stream(ctx, c.req, out.Event)
+	}
+	return c.call.Complete(ctx, c.req, out.Event)
+}
+
+// stream serves a streaming request. The response is produced by a body-stream writer
+// running in its own goroutine; the handler waits until the writer knows whether the
+// upstream accepted (SSE, 200) or failed before the first event (a JSON error with the
+// upstream's status), so retries and fallbacks stay possible until then.
+func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
+	started := make(chan *apiError, 1)
+	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer cancel()
+		defer c.s.metrics.Inflight.Dec()
+		c.writeStream(cctx, cancel, w, started)
+	})
+	if a := <-started; a != nil {
+		ctx.SetStatusCode(a.Status)
+		ctx.SetContentType("application/json")
+		if a.RetryAfter > 0 {
+			ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
+		}
+		return
+	}
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+// sseOut writes events to the client as OpenAI chunks, one flush per event.
+type sseOut struct {
+	c         *chatRun
+	w         *bufio.Writer
+	enc       *translate.ChunkEncoder
+	buf       []byte
+	cancel    context.CancelFunc
+	started   chan<- *apiError
+	committed bool
+	raw       bool // passthrough: chunks are forwarded, not encoded
+}
+
+func (o *sseOut) commit() {
+	if !o.committed {
+		o.committed = true
+		o.started <- nil
+	}
+}
+
+func (o *sseOut) Event(ev *translate.Event) error {
+	if ev.Kind == translate.EventError {
+		return nil // returned by the decoder as its error; written by writeStream
+	}
+	o.commit()
+	if o.c.firstT.IsZero() && isContent(ev.Kind) {
+		o.c.firstT = time.Now()
+	}
+	o.buf = o.enc.Encode(o.buf[:0], ev)
+	return o.flush()
+}
+
+func isContent(k translate.EventKind) bool {
+	switch k {
+	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallStart:
+		return true
+	}
+	return false
+}
+
+func (o *sseOut) KeepAlive() error {
+	o.commit()
+	o.buf = append(o.buf[:0], ": keep-alive\n\n"...)
+	return o.flush()
+}
+
+func (o *sseOut) flush() error {
+	if len(o.buf) == 0 {
+		return nil
+	}
+	_, err := o.w.Write(o.buf)
+	if err == nil {
+		err = o.w.Flush()
+	}
+	if err != nil {
+		o.cancel() // the client left: stop the upstream and any running tools
+		return errClientGone
+	}
+	return nil
+}
+
+func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
+	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
+		enc: translate.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+	var err error
+	if c.passthrough() {
+		o.raw = true
+		err = c.call.forwardStream(ctx, c.req, o)
+	} else {
+		err = c.execute(ctx, o, true)
+	}
+	code := 200
+	switch {
+	case !o.committed:
+		a := c.s.render(c.rid, err)
+		code = a.Status
+		started <- &a
+		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	case err != nil && !errors.Is(err, errClientGone):
+		a := c.s.render(c.rid, err)
+		o.buf = translate.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
+		o.flush()
+	case err == nil && !o.raw:
+		o.buf = o.enc.Finish(o.buf[:0])
+		o.flush()
+	}
+	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
+		code = 499
+	}
+	c.finish(code, true)
+}
+
+// complete serves a non-streaming request.
+func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
+	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	defer cancel()
+	if c.passthrough() {
+		body, err := c.call.forwardComplete(cctx, c.req)
+		if err != nil {
+			c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
+			c.finish(0, false)
+			return
+		}
+		ctx.SetStatusCode(200)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(body)
+		c.finish(200, false)
+		return
+	}
+	var a translate.Assembler
+	err := c.execute(cctx, assemblerOut{&a}, false)
+	if err == nil && a.Err != nil {
+		err = a.Err
+	}
+	if err != nil {
+		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
+		c.finish(0, false)
+		return
+	}
+	a.Finish()
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(a.AppendCompletion(nil, c.id, c.req.Model, time.Now().Unix()))
+	c.finish(200, false)
+}
+
+// assemblerOut collects events for a non-streaming client.
+type assemblerOut struct{ a *translate.Assembler }
+
+func (o assemblerOut) Event(ev *translate.Event) error { return o.a.Add(ev) }
+func (o assemblerOut) KeepAlive() error                { return nil }
+
+// finish records the request's metrics. code 0 means the funnel already counted it.
+func (c *chatRun) finish(code int, stream bool) {
+	st := strconv.FormatBool(stream)
+	label, backend := c.route.label(), c.route.backend.name
+	if code != 0 {
+		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st).Inc()
+	}
+	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st).Observe(time.Since(c.start).Seconds())
+	if !c.firstT.IsZero() {
+		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
+	}
+	c.call.logger.Info("chat completion", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
+		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
+		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
+}
+
+// forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded as
+// they are, with the model renamed to the client-facing name and the usage chunk (which
+// Agate always requests, to count tokens) dropped unless the client asked for it.
+func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
+	clientModel := []byte(`"model":` + string(translate.AppendString(nil, req.Model)))
+	return c.raw(ctx, req, true, func(x *exchange, r *route) error {
+		upstreamModel := []byte(`"model":` + string(translate.AppendString(nil, r.upstreamModel)))
+		return pumpSSE(ctx, x.body(), r.backend.name, func(_, data []byte) error {
+			c.sent = true
+			o.commit()
+			if string(data) == "[DONE]" {
+				o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
+				return o.flush()
+			}
+			if o.c.firstT.IsZero() {
+				o.c.firstT = time.Now()
+			}
+			if i := bytes.Index(data, []byte(`"usage":{`)); i >= 0 {
+				if u, ok := translate.OpenAIUsage(data[i+len(`"usage":`):]); ok {
+					c.lastUsage = u
+				}
+				if !req.IncludeUsage && bytes.Contains(data, []byte(`"choices":[]`)) {
+					return nil
+				}
+			}
+			o.buf = append(o.buf[:0], "data: "...)
+			o.buf = appendRenamed(o.buf, data, upstreamModel, clientModel)
+			o.buf = append(o.buf, "\n\n"...)
+			return o.flush()
+		}, func() error { return nil })
+	})
+}
+
+// forwardComplete is the OpenAI passthrough for non-streaming requests.
+func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request) ([]byte, error) {
+	var out []byte
+	err := c.raw(ctx, req, false, func(x *exchange, r *route) error {
+		body, err := x.readAll(64 << 20)
+		if err != nil {
+			return readError(ctx, r.backend.name, err)
+		}
+		if i := bytes.Index(body, []byte(`"usage":{`)); i >= 0 {
+			if u, ok := translate.OpenAIUsage(body[i+len(`"usage":`):]); ok {
+				c.lastUsage = u
+			}
+		}
+		up := []byte(`"model":` + string(translate.AppendString(nil, r.upstreamModel)))
+		cl := []byte(`"model":` + string(translate.AppendString(nil, req.Model)))
+		out = appendRenamed(nil, body, up, cl)
+		return nil
+	})
+	return out, err
+}
+
+// appendRenamed appends data with its first occurrence of from replaced by to.
+func appendRenamed(dst, data, from, to []byte) []byte {
+	i := bytes.Index(data, from)
+	if i < 0 {
+		return append(dst, data...)
+	}
+	dst = append(dst, data[:i]...)
+	dst = append(dst, to...)
+	return append(dst, data[i+len(from):]...)
+}

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// Sentinel errors of the gateway itself; translate.ErrBadRequest and translate.ErrUpstream
+// cover request and upstream failures.
+var (
+	ErrUnauthorized     = errors.New("unauthorized")
+	ErrForbidden        = errors.New("forbidden")
+	ErrModelNotFound    = errors.New("model not found")
+	ErrNotFound         = errors.New("not found")
+	ErrMethodNotAllowed = errors.New("method not allowed")
+	ErrTooLarge         = errors.New("request too large")
+	ErrUnavailable      = errors.New("unavailable")
+)
+
+// apiError is the rendered form of any error: status plus OpenAI error fields.
+type apiError struct {
+	Status     int
+	Message    string
+	Type       string
+	Param      string
+	Code       string
+	RetryAfter int // seconds; 0 when none
+}
+
+// classify maps err to what the client sees. Unknown errors become a 500 that names the
+// request id; their detail stays in the log.
+func classify(err error, requestID string) apiError {
+	var pe *translate.ParamError
+	if errors.As(err, &pe) {
+		return apiError{Status: 400, Message: pe.Error(), Type: "invalid_request_error", Param: pe.Param, Code: pe.Code}
+	}
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) {
+		a := apiError{Status: ue.Status, Message: ue.Message, Type: ue.Type, Param: ue.Param, Code: ue.Code}
+		if a.Status < 400 || a.Status > 599 {
+			a.Status = http.StatusBadGateway
+		}
+		if a.Type == "" {
+			a.Type = translate.ErrorType(a.Status)
+		}
+		if ue.RetryAfter > 0 {
+			a.RetryAfter = int((ue.RetryAfter + 999_999_999) / 1_000_000_000)
+		}
+		return a
+	}
+	var me *messageError
+	msg := ""
+	if errors.As(err, &me) {
+		msg = me.msg
+	}
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		return apiError{Status: 401, Message: orDefault(msg, "invalid or missing API key: send Authorization: Bearer <key>"), Type: "invalid_request_error", Code: "invalid_api_key"}
+	case errors.Is(err, ErrForbidden):
+		return apiError{Status: 403, Message: orDefault(msg, "this key may not use this model"), Type: "permission_error", Code: "model_not_allowed"}
+	case errors.Is(err, ErrModelNotFound):
+		return apiError{Status: 404, Message: orDefault(msg, "model not found"), Type: "invalid_request_error", Param: "model", Code: "model_not_found"}
+	case errors.Is(err, ErrNotFound):
+		return apiError{Status: 404, Message: orDefault(msg, "no such route"), Type: "invalid_request_error", Code: "not_found"}
+	case errors.Is(err, ErrMethodNotAllowed):
+		return apiError{Status: 405, Message: orDefault(msg, "method not allowed"), Type: "invalid_request_error", Code: "method_not_allowed"}
+	case errors.Is(err, ErrTooLarge):
+		return apiError{Status: 413, Message: orDefault(msg, "request body too large"), Type: "invalid_request_error", Code: "request_too_large"}
+	case errors.Is(err, ErrUnavailable):
+		return apiError{Status: 503, Message: orDefault(msg, "service unavailable"), Type: "api_error", Code: "unavailable"}
+	case errors.Is(err, translate.ErrUpstream):
+		return apiError{Status: 502, Message: "upstream error", Type: "api_error"}
+	}
+	return apiError{Status: 500, Message: "internal error (request id " + requestID + ")", Type: "api_error", Code: "internal_error"}
+}
+
+// messageError attaches a client-facing message to a sentinel.
+type messageError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.sentinel }
+
+// errorf returns sentinel with a client-facing message.
+func errorf(sentinel error, format string, args ...any) error {
+	return &messageError{sentinel: sentinel, msg: fmt.Sprintf(format, args...)}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// writeError renders err as a JSON OpenAI error response.
+func writeError(ctx *fasthttp.RequestCtx, a apiError) {
+	ctx.Response.ResetBody()
+	ctx.SetStatusCode(a.Status)
+	ctx.SetContentType("application/json")
+	if a.RetryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
+	}
+	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+}

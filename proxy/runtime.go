@@ -1,0 +1,178 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/translate"
+)
+
+// runtime is the request-serving state built from one validated config. It is immutable:
+// a reload builds a new runtime and swaps the pointer, so in-flight requests finish on
+// the one they started with.
+type runtime struct {
+	cfg      *config.Config
+	backends map[string]*backend
+	routes   map[string]*route
+	keys     []*apiKey
+	// open is true when no keys are configured: every request is accepted.
+	open bool
+}
+
+// route is a resolved client-facing model.
+type route struct {
+	name          string
+	backend       *backend
+	upstreamModel string
+	maxTokens     int
+	promptCache   bool
+	fallbacks     []string
+}
+
+// apiKey is a configured client key, stored as its SHA-256 digest only.
+type apiKey struct {
+	name          string
+	digest        [sha256.Size]byte
+	models        []string
+	tools         []string
+	maxIterations int
+}
+
+// ProviderFor returns the translate.Provider for a backend type, or nil for mock.
+type ProviderFor func(typ string) translate.Provider
+
+func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
+	rt := &runtime{cfg: cfg, backends: map[string]*backend{}, routes: map[string]*route{}, open: len(cfg.Keys) == 0}
+	for name, bc := range cfg.Backends {
+		if prev != nil {
+			if old, ok := prev.backends[name]; ok && old.sameConfig(bc) {
+				rt.backends[name] = old // keep its warm connection pool
+				continue
+			}
+		}
+		b, err := newBackend(name, bc)
+		if err != nil {
+			return nil, err
+		}
+		rt.backends[name] = b
+	}
+	for name, mc := range cfg.Models {
+		b, ok := rt.backends[mc.Backend]
+		if !ok {
+			return nil, fmt.Errorf("models.%s.backend: unknown backend %q", name, mc.Backend)
+		}
+		um := mc.UpstreamModel
+		if um == "" {
+			um = name
+		}
+		rt.routes[name] = &route{name: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
+			promptCache: mc.PromptCache == "auto", fallbacks: mc.Fallbacks}
+	}
+	names := make([]string, 0, len(cfg.Keys))
+	for n := range cfg.Keys {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		kc := cfg.Keys[n]
+		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations}
+		if kc.KeySHA256 != "" {
+			raw, err := hex.DecodeString(kc.KeySHA256)
+			if err != nil || len(raw) != sha256.Size {
+				return nil, fmt.Errorf("keys.%s.key_sha256: not a hex SHA-256 digest", n)
+			}
+			copy(k.digest[:], raw)
+		} else {
+			k.digest = sha256.Sum256([]byte(kc.Key))
+		}
+		if k.maxIterations <= 0 {
+			k.maxIterations = 8
+		}
+		rt.keys = append(rt.keys, k)
+	}
+	return rt, nil
+}
+
+// authenticate returns the key presented in the Authorization header (or x-api-key). In
+// open mode it returns the anonymous key. Every configured key is compared, in constant
+// time, so timing does not reveal which key nearly matched.
+func (rt *runtime) authenticate(header []byte) (*apiKey, error) {
+	if rt.open {
+		return anonymousKey, nil
+	}
+	token, ok := bearer(header)
+	if !ok {
+		return nil, errorf(ErrUnauthorized, "missing API key: send Authorization: Bearer <key>")
+	}
+	sum := sha256.Sum256(token)
+	var found *apiKey
+	for _, k := range rt.keys {
+		if subtle.ConstantTimeCompare(sum[:], k.digest[:]) == 1 {
+			found = k
+		}
+	}
+	if found == nil {
+		return nil, errorf(ErrUnauthorized, "incorrect API key provided")
+	}
+	return found, nil
+}
+
+var anonymousKey = &apiKey{name: "anonymous", models: []string{"*"}, maxIterations: 8}
+
+func bearer(h []byte) ([]byte, bool) {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(string(h[:len(prefix)]), prefix) {
+		return nil, false
+	}
+	t := h[len(prefix):]
+	for len(t) > 0 && t[0] == ' ' {
+		t = t[1:]
+	}
+	return t, len(t) > 0
+}
+
+// allows reports whether the key may use model (a client-facing or backend/model name).
+func (k *apiKey) allows(model string) bool {
+	for _, p := range k.models {
+		if p == "*" || p == model {
+			return true
+		}
+		if ok, _ := path.Match(p, model); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve finds the route for a requested model name: a configured model, or
+// "<backend>/<upstream model>".
+func (rt *runtime) resolve(model string) (*route, error) {
+	if r, ok := rt.routes[model]; ok {
+		return r, nil
+	}
+	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
+		if b, ok := rt.backends[model[:i]]; ok {
+			return &route{name: model, backend: b, upstreamModel: model[i+1:]}, nil
+		}
+	}
+	return nil, errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", model)
+}
+
+// modelNames returns the models a key may use, sorted.
+func (rt *runtime) modelNames(k *apiKey) []string {
+	var out []string
+	for name := range rt.routes {
+		if k.allows(name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

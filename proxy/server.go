@@ -1,0 +1,298 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/loop"
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// ToolSet is what the server needs from the tool registry.
+type ToolSet interface {
+	loop.Executor
+	Resolve(names []string) ([]tools.Definition, error)
+	Ready() error
+}
+
+// Options are the dependencies of a Server, built by main.
+type Options struct {
+	// Config is the initial, validated configuration.
+	Config *config.Config
+	// Metrics are the collectors to record into; Gatherer serves /metrics.
+	Metrics  *metrics.Metrics
+	Gatherer prometheus.Gatherer
+	// Logger receives structured logs; secrets are never logged.
+	Logger *slog.Logger
+	// Tools runs server-side tools; nil means no key gets a tool loop.
+	Tools ToolSet
+}
+
+// Server is the gateway's HTTP server. Its configuration can be replaced at run time with
+// Apply; requests in flight finish with the configuration they started with.
+type Server struct {
+	rt             atomic.Pointer[runtime]
+	metrics        *metrics.Metrics
+	logger         *slog.Logger
+	tools          ToolSet
+	srv            *fasthttp.Server
+	metricsHandler fasthttp.RequestHandler
+	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
+	baseCtx   context.Context
+	cancelAll context.CancelFunc
+}
+
+// New builds a server for opts.Config.
+func New(opts Options) (*Server, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools}
+	if opts.Tools == nil {
+		s.tools = nil
+	}
+	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
+	rt, err := newRuntime(opts.Config, nil, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkTools(rt); err != nil {
+		return nil, err
+	}
+	s.rt.Store(rt)
+	if rt.open {
+		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
+	}
+	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	cfg := opts.Config.Server
+	s.srv = &fasthttp.Server{
+		Handler:               s.handle,
+		Name:                  "agate",
+		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		ReadTimeout:           orDuration(cfg.ReadTimeout, 60*time.Second),
+		IdleTimeout:           orDuration(cfg.IdleTimeout, 120*time.Second),
+		NoDefaultServerHeader: true,
+		NoDefaultDate:         false,
+		CloseOnShutdown:       true,
+		ErrorHandler:          s.transportError,
+		Logger:                slogPrinter{logger},
+	}
+	return s, nil
+}
+
+// checkTools verifies that every key's server tools resolve.
+func (s *Server) checkTools(rt *runtime) error {
+	for _, k := range rt.keys {
+		if len(k.tools) == 0 {
+			continue
+		}
+		if s.tools == nil {
+			return fmt.Errorf("keys.%s.tools: no tool sources are configured", k.name)
+		}
+		if _, err := s.tools.Resolve(k.tools); err != nil {
+			return fmt.Errorf("keys.%s.tools: %w", k.name, err)
+		}
+	}
+	return nil
+}
+
+// Apply replaces the configuration. On error the running configuration stays.
+func (s *Server) Apply(cfg *config.Config) error {
+	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
+	if err == nil {
+		err = s.checkTools(rt)
+	}
+	if err != nil {
+		return err
+	}
+	s.rt.Store(rt)
+	return nil
+}
+
+func (s *Server) runtime() *runtime { return s.rt.Load() }
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting requests and waits for in-flight ones, streams included, to
+// finish. When ctx ends first, the remaining upstream calls are cancelled (their streams
+// end with an in-band error) and Shutdown waits a little more for them to close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	if err != nil {
+		s.cancelAll()
+		grace, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.srv.ShutdownWithContext(grace)
+	}
+	s.cancelAll()
+	return err
+}
+
+func (s *Server) loopObserver() loop.Observer { return loopMetrics{s.metrics} }
+
+type loopMetrics struct{ m *metrics.Metrics }
+
+func (l loopMetrics) Iterations(n int) { l.m.LoopIterations.Observe(float64(n)) }
+
+// handle routes a request. It also assigns the request id and turns panics into 500s.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	rid := requestID(ctx.Request.Header.Peek("X-Request-Id"))
+	ctx.Response.Header.Set("X-Request-Id", rid)
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("handler panic", "request_id", rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			writeError(ctx, classify(errors.New("panic"), rid))
+		}
+	}()
+	path := string(ctx.Path())
+	method := string(ctx.Method())
+	switch path {
+	case "/v1/chat/completions", "/chat/completions":
+		if method != "POST" {
+			s.methodNotAllowed(ctx, rid, "POST")
+			return
+		}
+		s.handleChat(ctx, rid)
+	case "/v1/models", "/models":
+		if method != "GET" {
+			s.methodNotAllowed(ctx, rid, "GET")
+			return
+		}
+		s.handleModels(ctx, rid)
+	case "/metrics":
+		s.metricsHandler(ctx)
+	case "/healthz":
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"ok"}`)
+	case "/readyz":
+		s.handleReady(ctx)
+	default:
+		writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", method, truncate(path, 100)), rid))
+	}
+}
+
+func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
+	ctx.Response.Header.Set("Allow", allow)
+	writeError(ctx, classify(errorf(ErrMethodNotAllowed, "use %s for %s", allow, ctx.Path()), rid))
+}
+
+func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
+	rt := s.runtime()
+	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	if err != nil {
+		writeError(ctx, classify(err, rid))
+		return
+	}
+	out := []byte(`{"object":"list","data":[`)
+	for i, name := range rt.modelNames(key) {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"id":`...)
+		out = translate.AppendString(out, name)
+		out = append(out, `,"object":"model","created":0,"owned_by":`...)
+		out = translate.AppendString(out, rt.routes[name].backend.name)
+		out = append(out, '}')
+	}
+	out = append(out, "]}"...)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(out)
+}
+
+func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	if s.tools != nil {
+		if err := s.tools.Ready(); err != nil {
+			ctx.SetStatusCode(503)
+			ctx.SetBody(append(append([]byte(`{"status":"not ready","reason":`), translate.AppendString(nil, err.Error())...), '}'))
+			return
+		}
+	}
+	ctx.SetBodyString(`{"status":"ready"}`)
+}
+
+// transportError renders fasthttp's own request errors (oversize body, bad HTTP).
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	rid := requestID(nil)
+	var a apiError
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		a = classify(errorf(ErrTooLarge, "the request body exceeds server.max_body_bytes (%d bytes)", s.srv.MaxRequestBodySize), rid)
+	} else {
+		a = apiError{Status: 400, Message: "malformed HTTP request", Type: "invalid_request_error"}
+	}
+	writeError(ctx, a)
+	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "").Inc()
+}
+
+// render classifies err for the client and logs what the client does not see.
+func (s *Server) render(rid string, err error) apiError {
+	a := classify(err, rid)
+	if a.Status >= 500 {
+		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", err.Error())
+	}
+	return a
+}
+
+// fail writes err as the response and counts the request.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, backend, key, stream string) {
+	a := s.render(rid, err)
+	writeError(ctx, a)
+	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream).Inc()
+	if a.Status < 500 {
+		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", a.Message)
+	}
+}
+
+// requestID returns a valid client-sent id, or a new one.
+func requestID(h []byte) string {
+	if n := len(h); n > 0 && n <= 128 {
+		ok := true
+		for _, c := range h {
+			if c <= ' ' || c > '~' {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return string(h)
+		}
+	}
+	return newID("")
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// slogPrinter adapts fasthttp's logger to slog.
+type slogPrinter struct{ l *slog.Logger }
+
+func (p slogPrinter) Printf(format string, args ...any) {
+	p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
+}

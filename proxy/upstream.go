@@ -1,0 +1,225 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// backend is one configured upstream with its own connection pool.
+type backend struct {
+	name     string
+	typ      string
+	cfg      config.Backend
+	provider translate.Provider // nil for mock
+	client   *fasthttp.Client
+	baseURL  string
+	timeouts config.Timeouts
+	retries  config.Retries
+}
+
+func newBackend(name string, bc config.Backend) (*backend, error) {
+	b := &backend{name: name, typ: bc.Type, cfg: bc, timeouts: bc.Timeouts, retries: bc.Retries}
+	b.timeouts.Connect = orDuration(b.timeouts.Connect, 10*time.Second)
+	b.timeouts.Header = orDuration(b.timeouts.Header, 120*time.Second)
+	b.timeouts.StreamIdle = orDuration(b.timeouts.StreamIdle, 120*time.Second)
+	b.retries.BaseDelay = orDuration(b.retries.BaseDelay, 250*time.Millisecond)
+	b.retries.MaxDelay = orDuration(b.retries.MaxDelay, 10*time.Second)
+	if b.retries.Max < 0 {
+		b.retries.Max = 0
+	}
+	switch bc.Type {
+	case "mock":
+		return b, nil
+	case "anthropic":
+		b.provider = translate.Anthropic()
+	case "gemini":
+		b.provider = translate.Gemini()
+	case "responses":
+		b.provider = translate.Responses()
+	case "openai":
+		b.provider = translate.OpenAIChat()
+	default:
+		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
+	}
+	u, err := url.Parse(bc.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("backends.%s.base_url: not an http(s) URL", name)
+	}
+	b.baseURL = strings.TrimRight(bc.BaseURL, "/")
+	maxConns := bc.MaxConns
+	if maxConns <= 0 {
+		maxConns = 512
+	}
+	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
+	b.client = &fasthttp.Client{
+		Name:                      "agate",
+		MaxConnsPerHost:           maxConns,
+		MaxIdleConnDuration:       90 * time.Second,
+		StreamResponseBody:        true,
+		MaxIdemponentCallAttempts: 1,
+		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		DisablePathNormalizing:    true,
+		ReadBufferSize:            16 << 10,
+		WriteBufferSize:           16 << 10,
+		Dial: func(addr string) (net.Conn, error) {
+			c, err := fasthttp.DialTimeout(addr, connect)
+			if err != nil {
+				return nil, err
+			}
+			return &idleConn{Conn: c, idle: idle}, nil
+		},
+	}
+	return b, nil
+}
+
+func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// idleConn bounds the silence between reads of an upstream connection: the response-header
+// deadline fasthttp sets applies to the first read after it is set, and every later read
+// (the streamed body) gets the stream-idle timeout afresh.
+type idleConn struct {
+	net.Conn
+	idle    time.Duration
+	pending time.Time // a deadline set by the client for the next read
+}
+
+func (c *idleConn) SetReadDeadline(t time.Time) error {
+	c.pending = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *idleConn) SetDeadline(t time.Time) error {
+	c.pending = t
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	if !c.pending.IsZero() {
+		c.pending = time.Time{} // header phase: keep the client's deadline for this read
+	} else {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	}
+	return c.Conn.Read(p)
+}
+
+// exchange is one upstream HTTP exchange whose response headers have arrived with a 2xx
+// status. Its body may still be streaming; Close releases it.
+type exchange struct {
+	resp   *fasthttp.Response
+	stop   func() bool
+	closed chan struct{}
+}
+
+// send performs one attempt: it posts body to the backend and waits for response headers.
+// A non-2xx status is read (bounded) and returned as a *translate.UpstreamError. ctx
+// cancellation interrupts the exchange, including a body being streamed.
+func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte) (*exchange, error) {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI(b.baseURL + path)
+	req.Header.SetContentType("application/json")
+	for _, h := range headers {
+		req.Header.Set(h.Name, h.Value)
+	}
+	for k, v := range b.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	req.SetBodyRaw(body)
+	resp := fasthttp.AcquireResponse()
+	if err := ctx.Err(); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, err
+	}
+	err := b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, transportError(b.name, err)
+	}
+	x := &exchange{resp: resp, closed: make(chan struct{})}
+	x.stop = context.AfterFunc(ctx, func() {
+		resp.CloseBodyStream()
+		close(x.closed)
+	})
+	if code := resp.StatusCode(); code < 200 || code > 299 {
+		raw, _ := x.readAll(1 << 20)
+		ue := b.provider.DecodeError(code, raw)
+		if ue.RetryAfter == 0 {
+			ue.RetryAfter = parseRetryAfter(resp.Header.Peek("Retry-After"))
+		}
+		if code == 529 {
+			ue.Retryable = true
+		}
+		x.Close()
+		return nil, ue
+	}
+	return x, nil
+}
+
+// body returns the streamed response body.
+func (x *exchange) body() io.Reader { return x.resp.BodyStream() }
+
+// readAll reads the whole body, up to limit bytes.
+func (x *exchange) readAll(limit int64) ([]byte, error) {
+	if s := x.resp.BodyStream(); s != nil {
+		return io.ReadAll(io.LimitReader(s, limit))
+	}
+	return x.resp.Body(), nil
+}
+
+// Close releases the exchange. It is safe to call once, after the last read.
+func (x *exchange) Close() {
+	if x.stop() {
+		x.resp.CloseBodyStream()
+	} else {
+		<-x.closed
+	}
+	fasthttp.ReleaseResponse(x.resp)
+}
+
+// transportError wraps a connection-level failure as a retryable 502 (504 on timeout).
+func transportError(backend string, err error) *translate.UpstreamError {
+	status, msg := 502, "could not reach the upstream of backend "+backend
+	var ne net.Error
+	if errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+		status, msg = 504, "the upstream of backend "+backend+" timed out"
+	}
+	return &translate.UpstreamError{Status: status, Type: "api_error", Message: msg, Retryable: true}
+}
+
+func parseRetryAfter(v []byte) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := time.Parse(time.RFC1123, string(v)); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
