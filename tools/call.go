@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,6 +50,10 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 		return r.unknownTool(name)
 	}
 	label = name
+	if ctx.Err() != nil {
+		outcome = OutcomeCancelled
+		return cancelledResult(name, ctx)
+	}
 
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
@@ -96,15 +101,25 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 // cacheKey is the cache key of a call: the model-facing name, a NUL, and the canonical JSON
 // of the arguments. An error means args is not JSON.
 func cacheKey(name string, args []byte) (string, error) {
-	buf := make([]byte, 0, len(name)+1+len(args))
-	buf = append(buf, name...)
+	bp := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(bp)
+	buf := append((*bp)[:0], name...)
 	buf = append(buf, 0)
 	buf, err := appendCanonicalJSON(buf, args)
+	if cap(buf) <= maxPooledKeyBuffer {
+		*bp = buf
+	}
 	if err != nil {
 		return "", err
 	}
 	return string(buf), nil
 }
+
+// keyBuffers recycles cache key buffers; a sync.Pool holds no state visible to callers.
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+
+// maxPooledKeyBuffer keeps one huge argument document from pinning memory in the pool.
+const maxPooledKeyBuffer = 64 << 10
 
 // unknownTool is the result for a name the Registry does not know. It lists no other tools:
 // the registry holds tools of every key, not only the caller's.

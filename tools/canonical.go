@@ -1,10 +1,10 @@
 package tools
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -16,7 +16,8 @@ var errCanonicalDepth = errors.New("exceeded max depth")
 
 // appendCanonicalJSON appends the canonical form of the JSON document src to dst and returns
 // the extended buffer. The canonical form has no insignificant whitespace, object members
-// sorted by key (byte order of the UTF-8 key) and, for duplicate keys, only the last
+// sorted by the bytes of their canonically encoded key (for keys without '"', '\\' or
+// control characters that is the byte order of the UTF-8 key) and, for duplicate keys, only the last
 // member (encoding/json's rule). Strings are re-encoded in one fixed escaping (invalid UTF-8
 // and lone surrogates become U+FFFD, as encoding/json decodes them); numbers are kept exactly
 // as written, so 1 and 1.0 stay distinct. Two documents have the same canonical form if and
@@ -42,16 +43,18 @@ func appendCanonicalJSON(dst, src []byte) ([]byte, error) {
 type canonicalizer struct {
 	src []byte
 	pos int
-	// scratch holds decoded object keys while sorting; reused across objects.
+	// scratch holds a decoded string with escapes; reused across strings.
 	scratch []byte
 }
 
-// member locates one object member in a buffer: the decoded key and the canonical bytes of
-// "key":value.
+// member locates one object member in the output buffer: dst[start:end] is the canonical
+// "key":value and dst[start:keyEnd] the canonical key. Canonical string encoding is
+// injective, so ordering and comparing encoded keys orders and compares the keys.
 type member struct {
-	key        string
-	start, end int
+	start, keyEnd, end int
 }
+
+func (m member) key(buf []byte) []byte { return buf[m.start:m.keyEnd] }
 
 func (c *canonicalizer) errorf(format string, args ...any) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", c.pos, fmt.Sprintf(format, args...))
@@ -79,11 +82,7 @@ func (c *canonicalizer) value(dst []byte, depth int) ([]byte, error) {
 	case ch == '[':
 		return c.array(dst, depth+1)
 	case ch == '"':
-		s, err := c.string()
-		if err != nil {
-			return dst, err
-		}
-		return appendCanonicalString(dst, s), nil
+		return c.appendString(dst)
 	case ch == '-' || (ch >= '0' && ch <= '9'):
 		return c.number(dst)
 	case ch == 't':
@@ -98,7 +97,7 @@ func (c *canonicalizer) value(dst []byte, depth int) ([]byte, error) {
 }
 
 func (c *canonicalizer) literal(dst []byte, lit string) ([]byte, error) {
-	if !strings.HasPrefix(string(c.src[c.pos:]), lit) {
+	if len(c.src)-c.pos < len(lit) || string(c.src[c.pos:c.pos+len(lit)]) != lit {
 		return dst, c.errorf("invalid literal")
 	}
 	c.pos += len(lit)
@@ -210,28 +209,29 @@ func (c *canonicalizer) object(dst []byte, depth int) ([]byte, error) {
 		if c.pos >= len(c.src) || c.src[c.pos] != '"' {
 			return dst[:base], c.errorf("expected object key")
 		}
-		key, err := c.string()
-		if err != nil {
+		if len(members) > 0 {
+			dst = append(dst, ',')
+		}
+		start := len(dst)
+		var err error
+		if dst, err = c.appendString(dst); err != nil {
 			return dst[:base], err
 		}
+		keyEnd := len(dst)
 		c.skipSpace()
 		if c.pos >= len(c.src) || c.src[c.pos] != ':' {
 			return dst[:base], c.errorf("expected ':' after object key")
 		}
 		c.pos++
-		if len(members) > 0 {
-			dst = append(dst, ',')
-		}
-		start := len(dst)
-		dst = appendCanonicalString(dst, key)
 		dst = append(dst, ':')
 		if dst, err = c.value(dst, depth); err != nil {
 			return dst[:base], err
 		}
-		if n := len(members); n > 0 && members[n-1].key >= key {
+		m := member{start: start, keyEnd: keyEnd, end: len(dst)}
+		if n := len(members); n > 0 && bytes.Compare(members[n-1].key(dst), m.key(dst)) >= 0 {
 			sorted = false
 		}
-		members = append(members, member{key: key, start: start, end: len(dst)})
+		members = append(members, m)
 		c.skipSpace()
 		if c.pos >= len(c.src) {
 			return dst[:base], c.errorf("unexpected end of input in object")
@@ -251,34 +251,38 @@ func (c *canonicalizer) object(dst []byte, depth int) ([]byte, error) {
 	}
 	// Stable sort keeps input order among equal keys, so the last of a run is the one
 	// encoding/json keeps.
-	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	out := make([]byte, 0, len(dst)-base+1)
-	out = append(out, '{')
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key(dst), b.key(dst)) })
+	// Write the sorted object after the unsorted one, then move it into place.
+	end := len(dst)
+	dst = append(dst, '{')
 	first := true
 	for i, m := range members {
-		if i+1 < len(members) && members[i+1].key == m.key {
+		if i+1 < len(members) && bytes.Equal(members[i+1].key(dst), m.key(dst)) {
 			continue // a later duplicate wins
 		}
 		if !first {
-			out = append(out, ',')
+			dst = append(dst, ',')
 		}
 		first = false
-		out = append(out, dst[m.start:m.end]...)
+		dst = append(dst, dst[m.start:m.end]...)
 	}
-	out = append(out, '}')
-	return append(dst[:base], out...), nil
+	dst = append(dst, '}')
+	n := copy(dst[base:], dst[end:])
+	return dst[:base+n], nil
 }
 
-// string decodes the JSON string at c.pos. The result aliases no input.
-func (c *canonicalizer) string() (string, error) {
+// appendString decodes the JSON string at c.pos and appends its canonical encoding to dst.
+func (c *canonicalizer) appendString(dst []byte) ([]byte, error) {
 	c.pos++ // opening quote
 	start := c.pos
-	// Fast path: printable ASCII without escapes.
+	// Fast path: printable ASCII without escapes is its own canonical form.
 	for i := start; i < len(c.src); i++ {
 		b := c.src[i]
 		if b == '"' {
 			c.pos = i + 1
-			return string(c.src[start:i]), nil
+			dst = append(dst, '"')
+			dst = append(dst, c.src[start:i]...)
+			return append(dst, '"'), nil
 		}
 		if b == '\\' || b < 0x20 || b >= utf8.RuneSelf {
 			break
@@ -289,21 +293,21 @@ func (c *canonicalizer) string() (string, error) {
 	for {
 		if i >= len(c.src) {
 			c.pos = i
-			return "", c.errorf("unterminated string")
+			return dst, c.errorf("unterminated string")
 		}
 		b := c.src[i]
 		switch {
 		case b == '"':
 			c.pos = i + 1
 			c.scratch = buf
-			return string(buf), nil
+			return appendCanonicalString(dst, buf), nil
 		case b < 0x20:
 			c.pos = i
-			return "", c.errorf("control character in string")
+			return dst, c.errorf("control character in string")
 		case b == '\\':
 			if i+1 >= len(c.src) {
 				c.pos = i
-				return "", c.errorf("unterminated string")
+				return dst, c.errorf("unterminated string")
 			}
 			e := c.src[i+1]
 			i += 2
@@ -324,7 +328,7 @@ func (c *canonicalizer) string() (string, error) {
 				r, ok := hex4(c.src[i:])
 				if !ok {
 					c.pos = i
-					return "", c.errorf("invalid \\u escape")
+					return dst, c.errorf("invalid \\u escape")
 				}
 				i += 4
 				if utf16.IsSurrogate(r) {
@@ -343,7 +347,7 @@ func (c *canonicalizer) string() (string, error) {
 				buf = utf8.AppendRune(buf, r)
 			default:
 				c.pos = i - 1
-				return "", c.errorf("invalid escape %q", e)
+				return dst, c.errorf("invalid escape %q", e)
 			}
 		case b < utf8.RuneSelf:
 			buf = append(buf, b)
@@ -383,7 +387,7 @@ func hex4(b []byte) (rune, bool) {
 
 // appendCanonicalString encodes s (valid UTF-8) as a JSON string: only '"', '\\' and control
 // characters are escaped, control characters other than \b \f \n \r \t as \u00XX.
-func appendCanonicalString(dst []byte, s string) []byte {
+func appendCanonicalString(dst, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0

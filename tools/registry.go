@@ -122,9 +122,9 @@ type Registry struct {
 	obs     Observer
 	cache   Cache
 	flights flightGroup
-	sources map[string]source             // immutable after New
+	sources map[string]source            // immutable after New
 	configs map[string]config.ToolSource // immutable after New
-	order   []string                      // source names, sorted
+	order   []string                     // source names, sorted
 
 	mu       sync.RWMutex
 	byName   map[string]*tool   // model-facing name -> tool
@@ -234,11 +234,9 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 
 func (r *Registry) newSource(name string, cfg config.ToolSource, o options) (source, error) {
 	publish := func(specs []toolSpec) { _ = r.setTools(name, specs, false) }
-	settings := newToolSettings(cfg)
-	logger := r.logger.With("tool_source", name)
 	switch cfg.Type {
 	case "mcp":
-		return newMCPSource(name, cfg, settings, logger, publish)
+		return newMCPSource(name, cfg, r.logger.With("tool_source", name), publish)
 	case "http":
 		return newWebhookSource(name, cfg)
 	case "builtin":

@@ -61,7 +61,7 @@ type mcpSource struct {
 
 var _ source = (*mcpSource)(nil)
 
-func newMCPSource(name string, cfg config.ToolSource, _ toolSettings, logger *slog.Logger, publish func([]toolSpec)) (*mcpSource, error) {
+func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publish func([]toolSpec)) (*mcpSource, error) {
 	switch {
 	case len(cfg.Command) > 0 && cfg.URL != "":
 		return nil, errors.New("set either command (stdio) or url (streamable HTTP), not both")
@@ -377,8 +377,12 @@ func (s *mcpSource) close() error {
 	if s.httpClient != nil {
 		s.httpClient.CloseIdleConnections()
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) {
-		err = nil // the server was already gone
+	var exit *exec.ExitError
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &exit) {
+		// The server was already gone, or exited (perhaps on the SIGTERM that Close sends
+		// when it does not leave after its stdin closes): either way it is stopped.
+		s.logger.Debug("mcp server stopped", "error", err)
+		err = nil
 	}
 	return err
 }
