@@ -1,0 +1,238 @@
+package translate
+
+import (
+	"fmt"
+	"strconv"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// DecodeError maps an OpenAI error body ({"error":{message,type,param,code}}) to the
+// client's error. The upstream speaks OpenAI already, so its status, type, param and code
+// are passed on; quota exhaustion (insufficient_quota) is a 429 that no retry fixes.
+func (responsesProvider) DecodeError(status int, body []byte) *UpstreamError {
+	e := &UpstreamError{Status: status, Type: ErrorType(status), Retryable: RetryableStatus(status)}
+	root := gjson.ParseBytes(body)
+	eo := root.Get("error")
+	if !gjson.ValidBytes(body) || !eo.IsObject() {
+		e.Message = "upstream returned HTTP " + strconv.Itoa(status) + ": " + responsesSnippet(body)
+		if eo.Type == gjson.String && gjson.ValidBytes(body) {
+			e.Message = eo.Str
+		}
+		return e
+	}
+	if m := eo.Get("message").Str; m != "" {
+		e.Message = m
+	} else {
+		e.Message = "upstream returned HTTP " + strconv.Itoa(status)
+	}
+	if t := eo.Get("type").Str; t != "" {
+		e.Type = t
+	}
+	e.Param, e.Code = eo.Get("param").Str, eo.Get("code").Str
+	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
+		e.Retryable = false
+	}
+	return e
+}
+
+// responsesSnippet returns a bounded, printable prefix of an unparseable body.
+func responsesSnippet(b []byte) string {
+	const max = 256
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	if len(b) == 0 {
+		return "(empty body)"
+	}
+	return string(b)
+}
+
+// responsesFailure maps an in-band failure (an error event or a failed response's error
+// object) to an UpstreamError. The Responses API reports codes, not statuses, so the
+// status is chosen from the code.
+func responsesFailure(eo gjson.Result, flat bool, fallback string) *UpstreamError {
+	code, typ := eo.Get("code").Str, eo.Get("type").Str
+	if flat { // the type field is the event's own ("error")
+		typ = ""
+	}
+	msg := eo.Get("message").Str
+	if msg == "" {
+		msg = fallback
+	}
+	status := 502
+	switch code {
+	case "rate_limit_exceeded", "insufficient_quota":
+		status = 429
+	case "server_error", "":
+		status = 502
+	case "invalid_prompt", "context_length_exceeded", "invalid_image", "invalid_image_format",
+		"invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small",
+		"image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+		"image_file_too_large", "unsupported_image_media_type", "empty_image_file",
+		"failed_to_download_image", "image_file_not_found", "vector_store_timeout":
+		status = 400
+	}
+	if typ == "" {
+		typ = ErrorType(status)
+	}
+	return &UpstreamError{
+		Status: status, Type: typ, Code: code, Param: eo.Get("param").Str, Message: msg,
+		Retryable: RetryableStatus(status) && code != "insufficient_quota",
+	}
+}
+
+// responsesUsage reads a Responses usage object. input_tokens already includes cached
+// tokens and output_tokens includes reasoning tokens, as OpenAI chat counts them.
+func responsesUsage(u gjson.Result) Usage {
+	return Usage{
+		PromptTokens:     int(u.Get("input_tokens").Int()),
+		CompletionTokens: int(u.Get("output_tokens").Int()),
+		CachedTokens:     int(u.Get("input_tokens_details.cached_tokens").Int()),
+		ReasoningTokens:  int(u.Get("output_tokens_details.reasoning_tokens").Int()),
+	}
+}
+
+// responsesFinish maps a terminal response's status to an OpenAI finish reason.
+func responsesFinish(resp gjson.Result, calls bool) string {
+	if resp.Get("status").Str == "incomplete" {
+		if resp.Get("incomplete_details.reason").Str == "content_filter" {
+			return FinishContentFilter
+		}
+		return FinishLength // max_output_tokens, and any truncation reason added later
+	}
+	if calls {
+		return FinishToolCalls
+	}
+	return FinishStop
+}
+
+// responsesCarry accumulates the reasoning items that precede a function call, to be
+// carried in the call's id (CarryID) so that a stateless client sends them back. The state
+// is {"id":"fc_...","reasoning":[{"id","summary":[{"text"}],"encrypted_content"}...]}.
+type responsesCarry struct {
+	items []byte // comma-separated reasoning objects
+}
+
+func (c *responsesCarry) addReasoning(item gjson.Result) {
+	if len(c.items) > 0 {
+		c.items = append(c.items, ',')
+	}
+	c.items = append(c.items, `{"id":`...)
+	c.items = AppendString(c.items, item.Get("id").Str)
+	c.items = append(c.items, `,"summary":[`...)
+	k := 0
+	item.Get("summary").ForEach(func(_, s gjson.Result) bool {
+		if k > 0 {
+			c.items = append(c.items, ',')
+		}
+		k++
+		c.items = append(c.items, `{"text":`...)
+		c.items = AppendString(c.items, s.Get("text").Str)
+		c.items = append(c.items, '}')
+		return true
+	})
+	c.items = append(c.items, ']')
+	if enc := item.Get("encrypted_content"); enc.Type == gjson.String {
+		c.items = append(c.items, `,"encrypted_content":`...)
+		c.items = AppendString(c.items, enc.Str)
+	}
+	c.items = append(c.items, '}')
+}
+
+// callID returns the client-facing id for a function call: the plain call_id, or the
+// call_id carrying the pending reasoning (which is then consumed).
+func (c *responsesCarry) callID(callID, itemID string) string {
+	if len(c.items) == 0 {
+		return callID
+	}
+	state := make([]byte, 0, len(c.items)+len(itemID)+32)
+	state = append(state, `{"id":`...)
+	state = AppendString(state, itemID)
+	state = append(state, `,"reasoning":[`...)
+	state = append(state, c.items...)
+	state = append(state, `]}`...)
+	c.items = c.items[:0]
+	return CarryID(callID, state)
+}
+
+// DecodeResponse decodes a whole Responses object into events.
+func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
+	if !gjson.ValidBytes(body) {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not valid JSON: " + responsesSnippet(body)}
+	}
+	resp := gjson.Parse(responsesBytes(body))
+	if !resp.IsObject() {
+		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not a JSON object"}
+	}
+	if err := emit(&Event{Kind: EventStart, ID: resp.Get("id").Str, Model: resp.Get("model").Str}); err != nil {
+		return err
+	}
+	if resp.Get("status").Str == "failed" || resp.Get("error").IsObject() {
+		ue := responsesFailure(resp.Get("error"), false, "the upstream response failed")
+		if err := emit(&Event{Kind: EventError, Err: ue}); err != nil {
+			return err
+		}
+		return ue
+	}
+	var (
+		carry responsesCarry
+		calls int
+		err   error
+	)
+	resp.Get("output").ForEach(func(_, item gjson.Result) bool {
+		switch item.Get("type").Str {
+		case "reasoning":
+			item.Get("summary").ForEach(func(k, s gjson.Result) bool {
+				text := s.Get("text").Str
+				if k.Int() > 0 {
+					text = "\n\n" + text
+				}
+				err = emit(&Event{Kind: EventReasoningDelta, Text: text})
+				return err == nil
+			})
+			carry.addReasoning(item)
+		case "message":
+			item.Get("content").ForEach(func(_, p gjson.Result) bool {
+				switch p.Get("type").Str {
+				case "output_text":
+					err = emit(&Event{Kind: EventTextDelta, Text: p.Get("text").Str})
+				case "refusal":
+					err = emit(&Event{Kind: EventRefusalDelta, Text: p.Get("refusal").Str})
+				}
+				return err == nil
+			})
+		case "function_call":
+			id := carry.callID(item.Get("call_id").Str, item.Get("id").Str)
+			if err = emit(&Event{Kind: EventToolCallStart, Index: calls, CallID: id, Name: item.Get("name").Str}); err != nil {
+				return false
+			}
+			if err = emit(&Event{Kind: EventToolCallArgsDelta, Index: calls, Text: item.Get("arguments").Str}); err != nil {
+				return false
+			}
+			err = emit(&Event{Kind: EventToolCallEnd, Index: calls})
+			calls++
+		}
+		// Built-in tool items (web_search_call, file_search_call...) are the upstream's
+		// own business: never client tool calls.
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if u := resp.Get("usage"); u.IsObject() {
+		if err := emit(&Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+			return err
+		}
+	}
+	return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(resp, calls > 0)})
+}
+
+// responsesBytes views b as a string without copying; the string must not outlive b.
+func responsesBytes(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func responsesTruncated(phase string) *UpstreamError {
+	return &UpstreamError{Status: 502, Type: "api_error",
+		Message: fmt.Sprintf("responses stream ended %s, before response.completed", phase)}
+}

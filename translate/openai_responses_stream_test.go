@@ -1,0 +1,524 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+const responsesTestdata = "testdata/openai_responses"
+
+// responsesFixture is one recording of ../shared/fixtures/responses and its golden.
+type responsesFixture struct {
+	name    string // the txtar file in testdata/openai_responses
+	fixture string // relative to fixturesDir
+	// part selects one response of a vercel chunk file that holds several (1-based; 0
+	// for the whole file).
+	part int
+	// status is the HTTP status of an error body (the vercel files do not record it).
+	status int
+}
+
+var responsesStreamFixtures = []responsesFixture{
+	{name: "stream-text-basic", fixture: "responses/stream/text-basic.mirascope.sse"},
+	{name: "stream-parallel-function-calls", fixture: "responses/stream/parallel-function-calls.mirascope.sse"},
+	{name: "stream-parallel-function-calls-followup", fixture: "responses/stream/parallel-function-calls-followup.mirascope.sse"},
+	{name: "stream-max-output-tokens-incomplete", fixture: "responses/stream/max-output-tokens-incomplete.mirascope.sse"},
+	{name: "stream-reasoning-summary", fixture: "responses/stream/reasoning-summary.mirascope.sse"},
+	{name: "vercel-openai-error", fixture: "responses/vercel-chunks/openai-error.1.chunks.txt"},
+	{name: "vercel-reasoning-encrypted-content-turn1", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 1},
+	{name: "vercel-reasoning-encrypted-content-turn2", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 2},
+	{name: "vercel-reasoning-encrypted-content-turn3", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 3},
+	{name: "vercel-reasoning-encrypted-content-turn4", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 4},
+}
+
+func newResponsesDecoder() StreamDecoder { return Responses().NewStreamDecoder(&Options{}) }
+
+// responsesArchive returns the golden archive of fx, creating it under -update from the
+// recording (upstream bytes plus the provenance line from fixtures/index.json). The
+// upstream section must equal the recording.
+func responsesArchive(t *testing.T, fx responsesFixture, section string) (*txtar.Archive, string) {
+	t.Helper()
+	path := filepath.Join(responsesTestdata, fx.name+".txtar")
+	rec, recErr := os.ReadFile(filepath.Join(fixturesDir, fx.fixture))
+	if recErr == nil {
+		rec = responsesPart(rec, fx.part)
+	}
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		if !*update || recErr != nil {
+			t.Fatalf("reading golden: %v", err)
+		}
+		ar = &txtar.Archive{Comment: []byte(responsesProvenance(t, fx) + "\n"),
+			Files: []txtar.File{{Name: section, Data: rec}}}
+		writeArchive(t, path, ar)
+	}
+	got := section1(ar, section)
+	if got == nil {
+		t.Fatalf("%s has no section %q", path, section)
+	}
+	if recErr == nil && !bytes.Equal(bytes.TrimRight(got, "\n"), bytes.TrimRight(rec, "\n")) {
+		t.Fatalf("%s: section %s is not the recording %s", path, section, fx.fixture)
+	}
+	return ar, path
+}
+
+func section1(ar *txtar.Archive, name string) []byte {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	return nil
+}
+
+// responsesPart returns the part-th response of a vercel chunk file holding several
+// responses back to back (each begins with a response.created line).
+func responsesPart(b []byte, part int) []byte {
+	if part == 0 {
+		return b
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	var out []byte
+	n := 0
+	for _, l := range lines {
+		if bytes.HasPrefix(l, []byte(`{"type":"response.created"`)) {
+			n++
+		}
+		if n == part {
+			out = append(out, l...)
+		}
+	}
+	return out
+}
+
+func responsesProvenance(t *testing.T, fx responsesFixture) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixturesDir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []struct {
+		File         string `json:"file"`
+		SourceRepo   string `json:"source_repo"`
+		SourceCommit string `json:"source_commit"`
+		SourcePath   string `json:"source_path"`
+	}
+	if err := json.Unmarshal(b, &entries); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.File == fx.fixture {
+			line := e.SourceRepo + " @ " + e.SourceCommit[:10] + " : " + e.SourcePath
+			if fx.part > 0 {
+				line += fmt.Sprintf(" (response %d of the file)", fx.part)
+			}
+			return "fixture " + fx.fixture + "\nprovenance " + line
+		}
+	}
+	t.Fatalf("%s is not in fixtures/index.json", fx.fixture)
+	return ""
+}
+
+func TestResponsesStreamGolden(t *testing.T) {
+	for _, fx := range responsesStreamFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			chunks := strings.HasSuffix(fx.fixture, ".chunks.txt")
+			sec := "upstream.sse"
+			if chunks {
+				sec = "upstream.chunks.txt"
+			}
+			ar, path := responsesArchive(t, fx, sec)
+			upstream := section(t, ar, sec)
+			if chunks {
+				upstream = reframeChunks(upstream, true)
+			}
+			got := streamToOpenAI(t, newResponsesDecoder, upstream)
+			golden(t, path, "want.sse", got)
+			checkChunkInvariants(t, got)
+			responsesCheckSplits(t, upstream, got)
+		})
+	}
+}
+
+// responsesCheckSplits runs checkSplits on streams up to 16 KB. Larger recordings (the
+// 99 KB reasoning stream would take minutes under -race at every offset) are split at
+// every offset of their first 4 KB, around every event boundary, at a stride elsewhere,
+// and fed byte by byte: the decoder sees whole events whatever the split, so these cover
+// every way a split can fall relative to the framing.
+func responsesCheckSplits(t *testing.T, upstream, want []byte) {
+	t.Helper()
+	if len(upstream) <= 16<<10 {
+		checkSplits(t, newResponsesDecoder, upstream, want)
+		return
+	}
+	offsets := map[int]bool{}
+	for i := 1; i < 4096; i++ {
+		offsets[i] = true
+	}
+	for i := 1; i < len(upstream); i += 251 {
+		offsets[i] = true
+	}
+	for i := 0; i+1 < len(upstream); i++ {
+		if upstream[i] == '\n' && upstream[i+1] == '\n' {
+			for d := -2; d <= 3; d++ {
+				offsets[i+d] = true
+			}
+		}
+	}
+	for i := range offsets {
+		if i <= 0 || i >= len(upstream) {
+			continue
+		}
+		got := streamChunksToOpenAI(t, newResponsesDecoder, [][]byte{upstream[:i], upstream[i:]})
+		if !bytes.Equal(got, want) {
+			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))
+		}
+	}
+	var chunks [][]byte
+	for i := range upstream {
+		chunks = append(chunks, upstream[i:i+1])
+	}
+	if got := streamChunksToOpenAI(t, newResponsesDecoder, chunks); !bytes.Equal(got, want) {
+		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(want), string(got)))
+	}
+}
+
+// responsesRun decodes an SSE body and returns the events (strings copied) and the error.
+func responsesRun(t *testing.T, body string) ([]Event, error) {
+	t.Helper()
+	dec := newResponsesDecoder()
+	var evs []Event
+	emit := func(ev *Event) error {
+		e := *ev
+		e.ID, e.Model, e.Text, e.CallID, e.Name = clone(e.ID), clone(e.Model), clone(e.Text), clone(e.CallID), clone(e.Name)
+		evs = append(evs, e)
+		if ev.Kind == EventError {
+			return ev.Err
+		}
+		return nil
+	}
+	var p sse.Parser
+	err := p.Feed([]byte(body), func(typ, data []byte) error { return dec.Event(typ, data, emit) })
+	if err == nil {
+		err = dec.Close(emit)
+	}
+	return evs, err
+}
+
+func responsesSSE(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		var head struct{ Type string }
+		_ = json.Unmarshal([]byte(e), &head)
+		b.WriteString("event: " + head.Type + "\ndata: " + e + "\n\n")
+	}
+	return b.String()
+}
+
+const (
+	rsCreated   = `{"type":"response.created","response":{"id":"resp_1","model":"gpt-x","status":"in_progress"}}`
+	rsCompleted = `{"type":"response.completed","response":{"id":"resp_1","status":"completed","usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":3}}}}`
+)
+
+func TestResponsesStream_Quirks(t *testing.T) {
+	start := Event{Kind: EventStart, ID: "resp_1", Model: "gpt-x"}
+	usage := Event{Kind: EventUsage, Usage: Usage{PromptTokens: 10, CompletionTokens: 7, CachedTokens: 4, ReasoningTokens: 3}}
+	tests := []struct {
+		name    string
+		body    string
+		want    []Event
+		wantErr string
+	}{
+		{
+			name: "NoArgumentTool",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"now"}}`,
+				`{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":""}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"now"}}`,
+				rsCompleted),
+			want: []Event{start,
+				{Kind: EventToolCallStart, Index: 0, CallID: "call_1", Name: "now"},
+				{Kind: EventToolCallEnd, Index: 0}, usage,
+				{Kind: EventFinish, FinishReason: FinishToolCalls}},
+		},
+		{
+			name: "ArgumentsOnlyInDone",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"f"}}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"{\"a\":1}","call_id":"call_1","name":"f"}}`,
+				rsCompleted),
+			want: []Event{start,
+				{Kind: EventToolCallStart, Index: 0, CallID: "call_1", Name: "f"},
+				{Kind: EventToolCallArgsDelta, Index: 0, Text: `{"a":1}`},
+				{Kind: EventToolCallEnd, Index: 0}, usage,
+				{Kind: EventFinish, FinishReason: FinishToolCalls}},
+		},
+		{
+			name: "InterleavedArgumentDeltasMappedByItemID",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_a","type":"function_call","arguments":"","call_id":"call_a","name":"f"}}`,
+				`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_b","type":"function_call","arguments":"","call_id":"call_b","name":"g"}}`,
+				`{"type":"response.function_call_arguments.delta","item_id":"fc_b","output_index":1,"delta":"{\"b\""}`,
+				`{"type":"response.function_call_arguments.delta","item_id":"fc_a","output_index":0,"delta":"{}"}`,
+				`{"type":"response.function_call_arguments.delta","item_id":"fc_b","output_index":1,"delta":":2}"}`,
+				rsCompleted),
+			want: []Event{start,
+				{Kind: EventToolCallStart, Index: 0, CallID: "call_a", Name: "f"},
+				{Kind: EventToolCallStart, Index: 1, CallID: "call_b", Name: "g"},
+				{Kind: EventToolCallArgsDelta, Index: 1, Text: `{"b"`},
+				{Kind: EventToolCallArgsDelta, Index: 0, Text: `{}`},
+				{Kind: EventToolCallArgsDelta, Index: 1, Text: `:2}`},
+				usage, {Kind: EventFinish, FinishReason: FinishToolCalls}},
+		},
+		{
+			name: "BuiltInWebSearchIsNotAClientToolCall",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"ws_1","type":"web_search_call","status":"in_progress"}}`,
+				`{"type":"response.web_search_call.searching","output_index":0,"item_id":"ws_1"}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"q"}}}`,
+				`{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}`,
+				`{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"found"}`,
+				rsCompleted),
+			want: []Event{start, {Kind: EventTextDelta, Text: "found"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+		},
+		{
+			name: "RefusalParts",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}`,
+				`{"type":"response.content_part.added","item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"refusal","refusal":""}}`,
+				`{"type":"response.refusal.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"I can't"}`,
+				`{"type":"response.refusal.done","item_id":"msg_1","output_index":0,"content_index":0,"refusal":"I can't"}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"refusal","refusal":"I can't"}]}}`,
+				rsCompleted),
+			want: []Event{start, {Kind: EventRefusalDelta, Text: "I can't"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+		},
+		{
+			name: "IncompleteContentFilter",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.incomplete","response":{"id":"resp_1","status":"incomplete","incomplete_details":{"reason":"content_filter"}}}`),
+			want: []Event{start, {Kind: EventFinish, FinishReason: FinishContentFilter}},
+		},
+		{
+			name: "ErrorThenFailedEmitsOneError",
+			body: responsesSSE(rsCreated,
+				`{"type":"error","sequence_number":2,"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota","param":null}}`,
+				`{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"insufficient_quota","message":"quota"}}}`),
+			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "quota"}}},
+			wantErr: "upstream 429 insufficient_quota: quota",
+		},
+		{
+			name: "FlatErrorEventFromTheSpec",
+			body: responsesSSE(rsCreated, `{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":1}`),
+			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 502, Type: "api_error", Code: "server_error", Message: "boom", Retryable: true}}},
+			wantErr: "upstream 502 api_error: boom",
+		},
+		{
+			name: "FailedWithoutErrorEvent",
+			body: responsesSSE(rsCreated, `{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`),
+			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down", Retryable: true}}},
+			wantErr: "upstream 429 rate_limit_error: slow down",
+		},
+		{
+			name:    "TruncatedStream",
+			body:    responsesSSE(rsCreated, `{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"hi"}`),
+			want:    []Event{start, {Kind: EventTextDelta, Text: "hi"}},
+			wantErr: "upstream 502 api_error: responses stream ended mid-response, before response.completed",
+		},
+		{
+			name:    "EmptyStream",
+			body:    "",
+			wantErr: "upstream 502 api_error: responses stream ended before response.created, before response.completed",
+		},
+		{
+			name:    "MalformedEvent",
+			body:    responsesSSE(rsCreated) + "event: response.output_text.delta\ndata: {\"delta\":\n\n",
+			want:    []Event{start},
+			wantErr: `upstream 502 api_error: decoding responses event "response.output_text.delta": not valid JSON`,
+		},
+		{
+			name:    "DeltaBeforeCreated",
+			body:    responsesSSE(`{"type":"response.output_text.delta","delta":"x"}`),
+			wantErr: `upstream 502 api_error: decoding responses event "response.output_text.delta": before response.created`,
+		},
+		{
+			name:    "ArgumentDeltaForUnknownItem",
+			body:    responsesSSE(rsCreated, `{"type":"response.function_call_arguments.delta","item_id":"fc_x","delta":"{"}`),
+			want:    []Event{start},
+			wantErr: `upstream 502 api_error: decoding responses event "response.function_call_arguments.delta": for an unknown item_id`,
+		},
+		{
+			name: "DataOnlyEventsUseTheTypeField",
+			body: "data: " + rsCreated + "\n\ndata: " + `{"type":"response.output_text.delta","delta":"x"}` + "\n\ndata: " + rsCompleted + "\n\n",
+			want: []Event{start, {Kind: EventTextDelta, Text: "x"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+		},
+		{
+			name: "ReasoningSummaryPartsSeparated",
+			body: responsesSSE(rsCreated,
+				`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}`,
+				`{"type":"response.reasoning_summary_part.added","item_id":"rs_1","summary_index":0,"part":{"type":"summary_text","text":""}}`,
+				`{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":0,"delta":"one"}`,
+				`{"type":"response.reasoning_summary_part.added","item_id":"rs_1","summary_index":1,"part":{"type":"summary_text","text":""}}`,
+				`{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":1,"delta":"two"}`,
+				`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"one"},{"type":"summary_text","text":"two"}]}}`,
+				rsCompleted),
+			want: []Event{start,
+				{Kind: EventReasoningDelta, Text: "one"}, {Kind: EventReasoningDelta, Text: "\n\n"}, {Kind: EventReasoningDelta, Text: "two"},
+				usage, {Kind: EventFinish, FinishReason: FinishStop}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := responsesRun(t, tt.body)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+				if !errors.Is(err, ErrUpstream) {
+					t.Errorf("error %v does not match ErrUpstream", err)
+				}
+			}
+			if gotErr != tt.wantErr {
+				t.Errorf("error = %q, want %q", gotErr, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestResponsesStream_ReasoningCarriedOnFirstCall pins the stateless reasoning round trip
+// on the decoder side: the reasoning item (id, summary, final encrypted_content) that
+// precedes the calls rides on the first call id only.
+func TestResponsesStream_ReasoningCarriedOnFirstCall(t *testing.T) {
+	body := responsesSSE(rsCreated,
+		`{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"early","summary":[]}}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","encrypted_content":"final","summary":[{"type":"summary_text","text":"think"}]}}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"f"}}`,
+		`{"type":"response.output_item.added","output_index":2,"item":{"id":"fc_2","type":"function_call","arguments":"","call_id":"call_2","name":"f"}}`,
+		rsCompleted)
+	evs, err := responsesRun(t, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range evs {
+		if e.Kind == EventToolCallStart {
+			ids = append(ids, e.CallID)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("calls = %q", ids)
+	}
+	id, state := SplitID(ids[0])
+	want := `{"id":"fc_1","reasoning":[{"id":"rs_1","summary":[{"text":"think"}],"encrypted_content":"final"}]}`
+	if id != "call_1" || string(state) != want {
+		t.Errorf("first call = %q, %s; want call_1, %s", id, state, want)
+	}
+	if ids[1] != "call_2" {
+		t.Errorf("second call id = %q, want the plain call_2", ids[1])
+	}
+}
+
+func FuzzResponsesStream(f *testing.F) {
+	for _, fx := range responsesStreamFixtures {
+		b, err := os.ReadFile(filepath.Join(fixturesDir, fx.fixture))
+		if err != nil {
+			continue
+		}
+		b = responsesPart(b, fx.part)
+		if strings.HasSuffix(fx.fixture, ".chunks.txt") {
+			b = reframeChunks(b, true)
+		}
+		if len(b) > 20000 {
+			b = b[:20000]
+		}
+		f.Add(b, uint16(len(b)/2))
+	}
+	f.Add([]byte(responsesSSE(rsCreated, `{"type":"response.output_item.added","item":{"id":"fc","type":"function_call","call_id":"c"}}`, rsCompleted)), uint16(7))
+	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
+		at := int(cut) % (len(body) + 1)
+		dec := newResponsesDecoder()
+		enc := NewChunkEncoder("id", "m", 1, true)
+		var out []byte
+		emit := func(ev *Event) error {
+			if ev.Kind == EventError {
+				return ev.Err
+			}
+			out = enc.Encode(out, ev)
+			return nil
+		}
+		var p sse.Parser
+		h := func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+		err := p.Feed(body[:at], h)
+		if err == nil {
+			err = p.Feed(body[at:], h)
+		}
+		if err == nil {
+			err = dec.Close(emit)
+		}
+		if err == nil {
+			enc.Finish(out)
+		}
+	})
+}
+
+// BenchmarkResponsesStream decodes and encodes a 200-event text stream.
+func BenchmarkResponsesStream(b *testing.B) {
+	var events []string
+	events = append(events, rsCreated, `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"msg_0bee99a5de5b12910068f966a1fb3c819587e157227fc327ff","type":"message","status":"in_progress","content":[],"role":"assistant"}}`)
+	const deltas = 200
+	for i := 0; i < deltas; i++ {
+		events = append(events, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_0bee99a5de5b12910068f966a1fb3c819587e157227fc327ff","output_index":0,"content_index":0,"delta":" word","logprobs":[],"obfuscation":"qYnPZbF2Ds0"}`)
+	}
+	events = append(events, rsCompleted)
+	type ev struct{ typ, data []byte }
+	var parsed []ev
+	for _, e := range events {
+		var head struct{ Type string }
+		_ = json.Unmarshal([]byte(e), &head)
+		parsed = append(parsed, ev{[]byte(head.Type), []byte(e)})
+	}
+	out := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dec := &responsesStream{}
+		enc := NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		out = out[:0]
+		emit := func(e *Event) error { out = enc.Encode(out, e); return nil }
+		for _, e := range parsed {
+			if err := dec.Event(e.typ, e.data, emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := dec.Close(emit); err != nil {
+			b.Fatal(err)
+		}
+		out = enc.Finish(out)
+	}
+	b.StopTimer()
+	per := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(len(parsed))
+	b.ReportMetric(per, "ns/event")
+	allocs := testing.AllocsPerRun(10, func() {
+		dec := &responsesStream{}
+		enc := NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		out = out[:0]
+		emit := func(e *Event) error { out = enc.Encode(out, e); return nil }
+		for _, e := range parsed {
+			_ = dec.Event(e.typ, e.data, emit)
+		}
+		_ = dec.Close(emit)
+		out = enc.Finish(out)
+	})
+	b.ReportMetric(allocs/float64(len(parsed)), "allocs/event")
+}
