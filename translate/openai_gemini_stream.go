@@ -282,7 +282,9 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc gjson.Result,
 		if strings.ContainsAny(raw, "\n\r\t") {
 			raw = args.Get("@ugly").Raw
 		}
-		d.ev.Text = raw
+		// A copy: the core Assembler keeps Arguments with += , which aliases the first
+		// fragment instead of copying it.
+		d.ev.Text = strings.Clone(raw)
 		err := d.emit(emit, EventToolCallArgsDelta, i)
 		d.ev.Text = ""
 		if err != nil {
