@@ -224,7 +224,7 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("starting tool source %q: %w", name, err), r.Close())
 		}
-		if err := r.setTools(name, specs, true); err != nil {
+		if err := r.setTools(name, specs, rejectBadTools); err != nil {
 			return nil, errors.Join(err, r.Close())
 		}
 		warnUnusedOverrides(logger, name, sources[name], specs)
@@ -233,7 +233,7 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 }
 
 func (r *Registry) newSource(name string, cfg config.ToolSource, o options) (source, error) {
-	publish := func(specs []toolSpec) { _ = r.setTools(name, specs, false) }
+	publish := func(specs []toolSpec) { _ = r.setTools(name, specs, skipBadTools) }
 	switch cfg.Type {
 	case "mcp":
 		return newMCPSource(name, cfg, r.logger.With("tool_source", name), publish)
@@ -246,20 +246,17 @@ func (r *Registry) newSource(name string, cfg config.ToolSource, o options) (sou
 	}
 }
 
-// toolSettings resolves per-tool timeout, cache and result bound from a source's config.
-type toolSettings struct{ cfg config.ToolSource }
-
-func newToolSettings(cfg config.ToolSource) toolSettings { return toolSettings{cfg} }
-
-func (s toolSettings) apply(d *Definition, spec toolSpec) {
-	ov := s.cfg.Overrides[spec.Tool]
-	d.Timeout = firstPositive(ov.Timeout, s.cfg.Timeout, DefaultTimeout)
-	d.MaxResultBytes = firstPositive(ov.MaxResultBytes, s.cfg.MaxResultBytes, DefaultMaxResultBytes)
+// applySettings sets a definition's timeout, cache flag and result bound from its source's
+// config: the tool's override first, then the source, then the defaults.
+func applySettings(d *Definition, cfg config.ToolSource, spec toolSpec) {
+	ov := cfg.Overrides[spec.Tool]
+	d.Timeout = firstPositive(ov.Timeout, cfg.Timeout, DefaultTimeout)
+	d.MaxResultBytes = firstPositive(ov.MaxResultBytes, cfg.MaxResultBytes, DefaultMaxResultBytes)
 	switch {
 	case ov.Cache != nil:
 		d.Cacheable = *ov.Cache
-	case s.cfg.Cache != nil:
-		d.Cacheable = *s.cfg.Cache
+	case cfg.Cache != nil:
+		d.Cacheable = *cfg.Cache
 	default:
 		d.Cacheable = spec.ReadOnly && !spec.NoCacheByDefault
 	}
@@ -282,16 +279,23 @@ func warnUnusedOverrides(logger *slog.Logger, source string, cfg config.ToolSour
 	}
 }
 
-// setTools replaces the tools of source with specs. With strict, any bad spec fails the
-// whole update; otherwise bad specs are logged and skipped.
-func (r *Registry) setTools(sourceName string, specs []toolSpec, strict bool) error {
+// updatePolicy says what setTools does with a bad tool.
+type updatePolicy int
+
+const (
+	rejectBadTools updatePolicy = iota // fail the whole update (at start)
+	skipBadTools                       // log it and install the rest (list changes later)
+)
+
+// setTools validates specs and replaces the tools of source with them, following policy.
+func (r *Registry) setTools(sourceName string, specs []toolSpec, policy updatePolicy) error {
 	src := r.sources[sourceName]
-	settings := newToolSettings(r.configs[sourceName])
+	cfg := r.configs[sourceName]
 	built := make([]*tool, 0, len(specs))
 	var errs []error
 	seen := make(map[string]bool, len(specs))
 	for _, spec := range specs {
-		t, err := buildTool(sourceName, spec, settings, src)
+		t, err := buildTool(sourceName, spec, cfg, src)
 		if err == nil && seen[t.def.Name] {
 			err = fmt.Errorf("tool %q of source %q: model-facing name %q is used twice", spec.Tool, sourceName, t.def.Name)
 		}
@@ -316,7 +320,7 @@ func (r *Registry) setTools(sourceName string, specs []toolSpec, strict bool) er
 		kept = append(kept, t)
 	}
 	if err := errors.Join(errs...); err != nil {
-		if strict {
+		if policy == rejectBadTools {
 			return err
 		}
 		r.logger.Error("tool list update: left out bad tools", "tool_source", sourceName, "error", err)
@@ -331,7 +335,7 @@ func (r *Registry) setTools(sourceName string, specs []toolSpec, strict bool) er
 	return nil
 }
 
-func buildTool(sourceName string, spec toolSpec, settings toolSettings, src source) (*tool, error) {
+func buildTool(sourceName string, spec toolSpec, cfg config.ToolSource, src source) (*tool, error) {
 	if spec.Tool == "" {
 		return nil, fmt.Errorf("source %q: a tool has an empty name", sourceName)
 	}
@@ -355,7 +359,7 @@ func buildTool(sourceName string, spec toolSpec, settings toolSettings, src sour
 		Parameters:  params,
 		ReadOnly:    spec.ReadOnly,
 	}
-	settings.apply(&d, spec)
+	applySettings(&d, cfg, spec)
 	return &tool{def: d, schema: sch, src: src}, nil
 }
 
