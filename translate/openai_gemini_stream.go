@@ -37,6 +37,8 @@ type geminiStream struct {
 	// blocked: promptFeedback.blockReason said the prompt was refused.
 	blocked bool
 	ev      Event
+	// text holds the last unescaped text part, reused between events.
+	text []byte
 }
 
 // geminiCandidate is the state of one candidate (one OpenAI choice).
@@ -83,31 +85,30 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	if !gjson.Valid(data) {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
 	}
-	root := gjson.Parse(data)
-	if !root.IsObject() {
+	if data = strings.TrimSpace(data); !strings.HasPrefix(data, "{") {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
 	}
-	var cands, usage, feedback, respID, model gjson.Result
-	var failed *UpstreamError
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	// Fields are read with the raw scanner (geminiFields) rather than gjson's ForEach,
+	// which rescans each level and unescapes every string it passes.
+	var cands, usage, feedback, respID, model, failure string
+	geminiFields(data, func(k, raw string) {
+		switch k {
 		case "candidates":
-			cands = v
+			cands = raw
 		case "usageMetadata":
-			usage = v
+			usage = raw
 		case "promptFeedback":
-			feedback = v
+			feedback = raw
 		case "responseId":
-			respID = v
+			respID = geminiRawString(raw)
 		case "modelVersion":
-			model = v
+			model = geminiRawString(raw)
 		case "error":
-			failed = geminiError(0, v)
-			return false
+			failure = raw
 		}
-		return true
 	})
-	if failed != nil {
+	if failure != "" {
+		failed := geminiError(0, gjson.Parse(failure))
 		d.phase = geminiClosed
 		d.ev = Event{Kind: EventError, Err: failed}
 		if err := emit(&d.ev); err != nil && err != error(failed) {
@@ -117,57 +118,86 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	}
 	if d.phase == geminiWaiting {
 		d.phase = geminiStreaming
-		d.callBase = respID.Str
-		if d.callBase == "" || strings.Contains(d.callBase, carrySep) {
+		if respID == "" || strings.Contains(respID, carrySep) {
 			h := fnv.New64a()
 			h.Write([]byte(data))
 			d.callBase = strconv.FormatUint(h.Sum64(), 36)
 		} else {
-			d.callBase = strings.Clone(d.callBase)
+			d.callBase = strings.Clone(respID)
 		}
-		d.ev = Event{ID: respID.Str, Model: model.Str}
+		d.ev = Event{ID: respID, Model: model}
 		if err := d.emit(emit, EventStart, 0); err != nil {
 			return err
 		}
 		d.ev.ID, d.ev.Model = "", ""
 	}
-	if cands.Exists() {
-		if !cands.IsArray() {
+	if cands != "" && cands != "null" {
+		if cands[0] != '[' {
 			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
 		}
 		pos := 0
 		var err error
-		cands.ForEach(func(_, c gjson.Result) bool {
+		geminiElements(cands, func(c string) bool {
 			i := pos
 			pos++
-			if ix := c.Get("index"); ix.Type == gjson.Number {
-				i = int(ix.Int())
-			}
+			var parts, finish string
+			geminiFields(c, func(k, raw string) {
+				switch k {
+				case "index":
+					if n, err := strconv.Atoi(raw); err == nil {
+						i = n
+					}
+				case "content":
+					geminiFields(raw, func(k, raw string) {
+						if k == "parts" {
+							parts = raw
+						}
+					})
+				case "finishReason":
+					finish = geminiRawString(raw)
+				}
+			})
 			if i < 0 || i > 64 {
 				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
 				return false
 			}
-			err = d.candidate(i, c, emit)
+			err = d.candidate(i, parts, finish, emit)
 			return err == nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	if usage.IsObject() {
+	if strings.HasPrefix(usage, "{") {
 		d.hasUsage = true
-		thoughts := int(usage.Get("thoughtsTokenCount").Int())
+		var prompt, toolPrompt, cands, thoughts, cached int
+		geminiFields(usage, func(k, raw string) {
+			switch k {
+			case "promptTokenCount":
+				prompt, _ = strconv.Atoi(raw)
+			case "toolUsePromptTokenCount":
+				toolPrompt, _ = strconv.Atoi(raw)
+			case "candidatesTokenCount":
+				cands, _ = strconv.Atoi(raw)
+			case "thoughtsTokenCount":
+				thoughts, _ = strconv.Atoi(raw)
+			case "cachedContentTokenCount":
+				cached, _ = strconv.Atoi(raw)
+			}
+		})
 		d.usage = Usage{
 			// promptTokenCount already counts the cached content; tool-use prompt
 			// tokens (grounding results fed back) are input too.
-			PromptTokens:     int(usage.Get("promptTokenCount").Int() + usage.Get("toolUsePromptTokenCount").Int()),
-			CompletionTokens: int(usage.Get("candidatesTokenCount").Int()) + thoughts,
-			CachedTokens:     int(usage.Get("cachedContentTokenCount").Int()),
+			PromptTokens:     prompt + toolPrompt,
+			CompletionTokens: cands + thoughts,
+			CachedTokens:     cached,
 			ReasoningTokens:  thoughts,
 		}
 	}
-	if br := feedback.Get("blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
-		d.blocked = true
+	if feedback != "" {
+		if br := gjson.Get(feedback, "blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
+			d.blocked = true
+		}
 	}
 	return nil
 }
@@ -179,55 +209,62 @@ func (d *geminiStream) cand(i int) *geminiCandidate {
 	return &d.cands[i]
 }
 
-func (d *geminiStream) candidate(i int, c gjson.Result, emit Emit) error {
+func (d *geminiStream) candidate(i int, parts, fr string, emit Emit) error {
 	cs := d.cand(i)
 	cs.seen = true
-	parts := c.Get("content.parts")
-	if parts.Exists() && !parts.IsArray() {
+	if parts != "" && parts != "null" && parts[0] != '[' {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
 	}
 	var err error
-	parts.ForEach(func(_, p gjson.Result) bool {
+	geminiElements(parts, func(p string) bool {
 		err = d.part(i, cs, p, emit)
 		return err == nil
 	})
 	if err != nil {
 		return err
 	}
-	if fr := c.Get("finishReason"); fr.Str != "" {
+	if fr != "" {
 		if cs.open {
 			if err := d.endOpenCall(i, cs, emit); err != nil {
 				return err
 			}
 		}
-		cs.finish = geminiFinishReason(fr.Str, cs.calls > 0)
+		cs.finish = geminiFinishReason(fr, cs.calls > 0)
 	}
 	return nil
 }
 
-func (d *geminiStream) part(i int, cs *geminiCandidate, p gjson.Result, emit Emit) error {
-	var text, fc, sig gjson.Result
+func (d *geminiStream) part(i int, cs *geminiCandidate, p string, emit Emit) error {
+	if !strings.HasPrefix(p, "{") {
+		return nil
+	}
+	// The part's fields are read with a raw scanner: gjson unescapes every string value it
+	// visits, an allocation per text delta.
+	var text, fc, sig string
 	thought := false
-	p.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	geminiFields(p, func(k, raw string) {
+		switch k {
 		case "text":
-			text = v
+			text = raw
 		case "functionCall":
-			fc = v
+			fc = raw
 		case "thoughtSignature":
-			sig = v
+			sig = raw
 		case "thought":
-			thought = v.Type == gjson.True
+			thought = raw == "true"
 		}
-		return true
 	})
-	if fc.Exists() {
-		return d.functionCall(i, cs, fc, sig.Str, emit)
+	sigStr := ""
+	if sig != "" {
+		sigStr = geminiRawString(sig)
 	}
-	if sig.Str != "" {
-		cs.pendingSig = strings.Clone(sig.Str)
+	if fc != "" {
+		return d.functionCall(i, cs, gjson.Parse(fc), sigStr, emit)
 	}
-	if text.Str == "" {
+	if sigStr != "" {
+		cs.pendingSig = strings.Clone(sigStr)
+	}
+	if len(text) <= 2 || text[0] != '"' {
 		return nil
 	}
 	if cs.open {
@@ -235,7 +272,7 @@ func (d *geminiStream) part(i int, cs *geminiCandidate, p gjson.Result, emit Emi
 			return err
 		}
 	}
-	d.ev.Text = text.Str
+	d.ev.Text = d.unquote(text)
 	kind := EventTextDelta
 	if thought {
 		kind = EventReasoningDelta
@@ -243,6 +280,124 @@ func (d *geminiStream) part(i int, cs *geminiCandidate, p gjson.Result, emit Emi
 	err := d.emit(emit, kind, i)
 	d.ev.Text = ""
 	return err
+}
+
+// geminiRawString returns the value of a raw JSON string, "" if raw is not one.
+func geminiRawString(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	return gjson.Parse(raw).Str
+}
+
+// geminiFields calls fn with each key and raw value of the JSON object obj, which must be
+// valid JSON (the decoder validates every event first). Keys are compared unescaped only
+// when they need no unescaping, which Gemini's field names never do.
+func geminiFields(obj string, fn func(key, raw string)) {
+	i := strings.IndexByte(obj, '{')
+	if i < 0 {
+		return
+	}
+	i++
+	for i < len(obj) {
+		i = geminiSkipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		kEnd := geminiStringEnd(obj, i)
+		key := obj[i+1 : kEnd-1]
+		i = geminiSkipSpace(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		i = geminiSkipSpace(obj, i+1)
+		vEnd := geminiValueEnd(obj, i)
+		fn(key, obj[i:vEnd])
+		i = geminiSkipSpace(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// geminiElements calls fn with each raw element of the JSON array arr (valid JSON) until
+// fn returns false.
+func geminiElements(arr string, fn func(raw string) bool) {
+	if !strings.HasPrefix(arr, "[") {
+		return
+	}
+	i := 1
+	for i < len(arr) {
+		i = geminiSkipSpace(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return
+		}
+		end := geminiValueEnd(arr, i)
+		if !fn(arr[i:end]) {
+			return
+		}
+		i = geminiSkipSpace(arr, end)
+		if i >= len(arr) || arr[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+func geminiSkipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// geminiStringEnd returns the index after the string starting at s[i] == '"'.
+func geminiStringEnd(s string, i int) int {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+// geminiValueEnd returns the index after the JSON value starting at s[i].
+func geminiValueEnd(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		return geminiStringEnd(s, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				j = geminiStringEnd(s, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	j := i
+	for j < len(s) && s[j] != ',' && s[j] != '}' && s[j] != ']' && s[j] != ' ' && s[j] != '\n' && s[j] != '\r' && s[j] != '\t' {
+		j++
+	}
+	return j
 }
 
 func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc gjson.Result, sig string, emit Emit) error {
@@ -529,4 +684,43 @@ func (geminiProvider) DecodeResponse(body []byte, emit Emit) error {
 		return err
 	}
 	return d.Close(emit)
+}
+
+// unquote returns the value of the raw JSON string rawQuoted without allocating: the raw text when it
+// has no escapes, else the text unescaped into a buffer the decoder reuses (valid until
+// the next part).
+func (d *geminiStream) unquote(rawQuoted string) string {
+	raw := rawQuoted[1 : len(rawQuoted)-1]
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	b := d.text[:0]
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' || i+1 >= len(raw) {
+			b = append(b, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'n':
+			b = append(b, '\n')
+		case 't':
+			b = append(b, '\t')
+		case 'r':
+			b = append(b, '\r')
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'u':
+			// Rare (non-ASCII is sent as UTF-8): let gjson decode the \u escapes.
+			d.text = b[:0]
+			return gjson.Parse(rawQuoted).Str
+		default: // " \ /
+			b = append(b, raw[i])
+		}
+	}
+	d.text = b
+	return geminiBytesString(b)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,4 +380,81 @@ func TestGeminiStream_PartialArgsNested(t *testing.T) {
 	if want := `{"a":{"b":"hello \""},"n":3,"list":[true],"x.y":null}`; args != want {
 		t.Errorf("args = %s, want %s", args, want)
 	}
+}
+
+func FuzzGeminiStream(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "openai_gemini", "*.txtar"))
+	for _, path := range files {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, s := range ar.Files {
+			switch s.Name {
+			case "upstream.sse":
+				f.Add(s.Data, uint16(len(s.Data)/2))
+			case "upstream.chunks.txt":
+				up := reframeChunks(s.Data, false)
+				f.Add(up, uint16(len(up)/3))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte, split uint16) {
+		at := int(split) % (len(body) + 1)
+		for _, chunks := range [][][]byte{{body}, {body[:at], body[at:]}} {
+			dec := newGeminiDecoder()
+			var p sse.Parser
+			emit := func(*Event) error { return nil }
+			var err error
+			for _, c := range chunks {
+				if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				_ = dec.Close(emit)
+			}
+			_ = Gemini().DecodeResponse(body, emit)
+			_ = Gemini().DecodeError(500, body)
+		}
+	})
+}
+
+// BenchmarkGeminiStream decodes and encodes a 200-event text stream, per event.
+func BenchmarkGeminiStream(b *testing.B) {
+	var events [][]byte
+	for i := 0; i < 200; i++ {
+		ev := `{"candidates": [{"content": {"parts": [{"text": "The quick brown fox jumps over the lazy dog, token ` + strconv.Itoa(i) + `.\n"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 13,"candidatesTokenCount": ` + strconv.Itoa(i) + `,"totalTokenCount": 151,"promptTokensDetails": [{"modality": "TEXT","tokenCount": 13}],"thoughtsTokenCount": 75},"modelVersion": "gemini-2.5-flash","responseId": "VJfyaP7eE_6zmtkP4qLV6Ao"}`
+		if i == 199 {
+			ev = strings.Replace(ev, `"index": 0`, `"finishReason": "STOP","index": 0`, 1)
+		}
+		events = append(events, []byte(ev))
+	}
+	p := Gemini()
+	out := make([]byte, 0, 1<<16)
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		dec := p.NewStreamDecoder(nil)
+		enc := NewChunkEncoder("chatcmpl-x", "fast", 1700000000, true)
+		out = out[:0]
+		emit := func(ev *Event) error {
+			out = enc.Encode(out, ev)
+			return nil
+		}
+		for _, ev := range events {
+			if err := dec.Event(nil, ev, emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := dec.Close(emit); err != nil {
+			b.Fatal(err)
+		}
+		out = enc.Finish(out)
+	}
+	runtime.ReadMemStats(&after)
+	n := float64(b.N * len(events))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/event")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+	"golang.org/x/tools/txtar"
 )
 
 // geminiSig is a thought signature as Gemini sends it (standard base64), from
@@ -452,4 +453,82 @@ func TestGeminiCarry(t *testing.T) {
 	if got := decodeGeminiCarry([]byte{1, 200}); got != (geminiCarry{}) {
 		t.Errorf("garbage decoded to %+v", got)
 	}
+}
+
+func FuzzGeminiRequest(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "openai_gemini", "request-*.txtar"))
+	for _, path := range files {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(section(f, ar, "request.json"))
+	}
+	f.Add([]byte(`{"model":"gemini-3-pro","messages":[{"role":"tool","tool_call_id":"x~1rAAA","content":"y"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := ParseRequest(body)
+		if err != nil {
+			return
+		}
+		for _, drop := range []bool{false, true} {
+			out, err := Gemini().AppendRequest(nil, req, &Options{UpstreamModel: req.Model, DropUnsupported: drop})
+			if err == nil && !json.Valid(out) {
+				t.Fatalf("invalid JSON body for %s:\n%s", body, out)
+			}
+		}
+	})
+}
+
+// BenchmarkGeminiRequest translates a ~4 KB OpenAI request with tools and a tool-calling
+// history into a reused buffer; the /parse variant includes ParseRequest.
+func BenchmarkGeminiRequest(b *testing.B) {
+	body := []byte(geminiBenchRequest(b))
+	req, err := ParseRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := &Options{UpstreamModel: "gemini-2.5-flash"}
+	p := Gemini()
+	buf := make([]byte, 0, 8192)
+	b.Run("translate", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if buf, err = p.AppendRequest(buf[:0], req, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parse+translate", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			r, err := ParseRequest(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if buf, err = p.AppendRequest(buf[:0], r, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func geminiBenchRequest(tb testing.TB) string {
+	tb.Helper()
+	sig := geminiCarriedID(tb, "call_r_0", geminiCarry{callSig: geminiSig[:120]})
+	var sb strings.Builder
+	sb.WriteString(`{"model":"fast","stream":true,"stream_options":{"include_usage":true},"temperature":0.3,"max_completion_tokens":1024,"messages":[`)
+	sb.WriteString(`{"role":"system","content":"You are a careful assistant. Use the tools when they help, answer briefly, and cite the tool results you relied on."},`)
+	for i := 0; i < 3; i++ {
+		sb.WriteString(`{"role":"user","content":"What is the weather in Paris and in London today, and should I take an umbrella for a walk along the river this afternoon?"},`)
+		sb.WriteString(`{"role":"assistant","content":"Let me look both up.","tool_calls":[{"id":"` + sig + `","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":\"celsius\"}"}},{"id":"call_r_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"London\",\"unit\":\"celsius\"}"}}]},`)
+		sb.WriteString(`{"role":"tool","tool_call_id":"` + sig + `","content":"{\"temp\":18,\"sky\":\"cloudy\",\"rain_probability\":0.4}"},`)
+		sb.WriteString(`{"role":"tool","tool_call_id":"call_r_1","content":"{\"temp\":15,\"sky\":\"rain\",\"rain_probability\":0.9}"},`)
+		sb.WriteString(`{"role":"assistant","content":"Paris is 18°C and cloudy with a 40% chance of rain; London is 15°C with rain likely. Take an umbrella in London."},`)
+	}
+	sb.WriteString(`{"role":"user","content":"And tomorrow?"}],"tools":[`)
+	sb.WriteString(`{"type":"function","function":{"name":"get_weather","description":"Current weather for a city.","parameters":{"type":"object","properties":{"city":{"type":"string","description":"City name"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}}},`)
+	sb.WriteString(`{"type":"function","function":{"name":"get_forecast","description":"Forecast for the next days.","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}}}]}`)
+	return sb.String()
 }
