@@ -28,6 +28,13 @@ type responsesStream struct {
 	// deltas, so that its done event only fills in what was never streamed.
 	sawText    bool
 	sawSummary bool
+	// ev is the event handed to emit, reused so that decoding allocates nothing per event.
+	ev Event
+}
+
+func (d *responsesStream) emit(emit Emit, ev Event) error {
+	d.ev = ev
+	return emit(&d.ev)
 }
 
 type responsesCall struct {
@@ -55,7 +62,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 			return d.malformed(typ, "before response.created")
 		}
 		d.sawText = true
-		return emit(&Event{Kind: EventTextDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventTextDelta, Text: gjson.Get(s, "delta").Str})
 	case "response.created", "response.in_progress", "response.queued":
 		if d.phase == responsesWaiting {
 			r := gjson.Get(s, "response")
@@ -63,7 +70,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 				return d.malformed(typ, "no response object")
 			}
 			d.phase = responsesRunning
-			return emit(&Event{Kind: EventStart, ID: r.Get("id").Str, Model: r.Get("model").Str})
+			return d.emit(emit, Event{Kind: EventStart, ID: r.Get("id").Str, Model: r.Get("model").Str})
 		}
 		return nil
 	case "error":
@@ -81,13 +88,13 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 	switch string(typ) {
 	case "response.refusal.delta":
 		d.sawText = true
-		return emit(&Event{Kind: EventRefusalDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventRefusalDelta, Text: gjson.Get(s, "delta").Str})
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		d.sawSummary = true
-		return emit(&Event{Kind: EventReasoningDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventReasoningDelta, Text: gjson.Get(s, "delta").Str})
 	case "response.reasoning_summary_part.added":
 		if gjson.Get(s, "summary_index").Int() > 0 {
-			return emit(&Event{Kind: EventReasoningDelta, Text: "\n\n"})
+			return d.emit(emit, Event{Kind: EventReasoningDelta, Text: "\n\n"})
 		}
 	case "response.function_call_arguments.delta":
 		n := d.find(gjson.Get(s, "item_id").Str)
@@ -99,7 +106,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 			return nil
 		}
 		d.calls[n].hasArgs = true
-		return emit(&Event{Kind: EventToolCallArgsDelta, Index: n, Text: delta})
+		return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: delta})
 	case "response.function_call_arguments.done":
 		return d.callArgs(gjson.Get(s, "item_id").Str, gjson.Get(s, "arguments").Str, emit)
 	case "response.output_item.added":
@@ -113,11 +120,11 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 		}
 		d.phase = responsesDone
 		if u := r.Get("usage"); u.IsObject() {
-			if err := emit(&Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
 				return err
 			}
 		}
-		return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(r, len(d.calls) > 0)})
+		return d.emit(emit, Event{Kind: EventFinish, FinishReason: responsesFinish(r, len(d.calls) > 0)})
 	}
 	// Everything else (content parts, *.done events whose content was streamed, built-in
 	// tool progress such as response.web_search_call.*, annotations) adds nothing.
@@ -131,7 +138,7 @@ func (d *responsesStream) malformed(typ []byte, what string) error {
 
 func (d *responsesStream) fail(emit Emit, ue *UpstreamError) error {
 	d.phase = responsesFailed
-	if err := emit(&Event{Kind: EventError, Err: ue}); err != nil && err != error(ue) {
+	if err := d.emit(emit, Event{Kind: EventError, Err: ue}); err != nil && err != error(ue) {
 		return err
 	}
 	return ue
@@ -160,12 +167,12 @@ func (d *responsesStream) itemAdded(typ []byte, item gjson.Result, emit Emit) er
 		n := len(d.calls)
 		d.calls = append(d.calls, responsesCall{itemID: clone(itemID)})
 		id := d.carry.callID(item.Get("call_id").Str, itemID)
-		if err := emit(&Event{Kind: EventToolCallStart, Index: n, CallID: id, Name: item.Get("name").Str}); err != nil {
+		if err := d.emit(emit, Event{Kind: EventToolCallStart, Index: n, CallID: id, Name: item.Get("name").Str}); err != nil {
 			return err
 		}
 		if args := item.Get("arguments").Str; args != "" {
 			d.calls[n].hasArgs = true
-			return emit(&Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
+			return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
 		}
 	}
 	return nil
@@ -178,7 +185,7 @@ func (d *responsesStream) callArgs(itemID, args string, emit Emit) error {
 		return nil
 	}
 	d.calls[n].hasArgs = true
-	return emit(&Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
+	return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
 }
 
 func (d *responsesStream) itemDone(typ []byte, item gjson.Result, emit Emit) error {
@@ -191,7 +198,7 @@ func (d *responsesStream) itemDone(typ []byte, item gjson.Result, emit Emit) err
 				if k.Int() > 0 {
 					text = "\n\n" + text
 				}
-				err = emit(&Event{Kind: EventReasoningDelta, Text: text})
+				err = d.emit(emit, Event{Kind: EventReasoningDelta, Text: text})
 				return err == nil
 			})
 		}
@@ -201,9 +208,9 @@ func (d *responsesStream) itemDone(typ []byte, item gjson.Result, emit Emit) err
 			item.Get("content").ForEach(func(_, p gjson.Result) bool {
 				switch p.Get("type").Str {
 				case "output_text":
-					err = emit(&Event{Kind: EventTextDelta, Text: p.Get("text").Str})
+					err = d.emit(emit, Event{Kind: EventTextDelta, Text: p.Get("text").Str})
 				case "refusal":
-					err = emit(&Event{Kind: EventRefusalDelta, Text: p.Get("refusal").Str})
+					err = d.emit(emit, Event{Kind: EventRefusalDelta, Text: p.Get("refusal").Str})
 				}
 				return err == nil
 			})
@@ -217,7 +224,7 @@ func (d *responsesStream) itemDone(typ []byte, item gjson.Result, emit Emit) err
 		if err := d.callArgs(itemID, item.Get("arguments").Str, emit); err != nil {
 			return err
 		}
-		return emit(&Event{Kind: EventToolCallEnd, Index: n})
+		return d.emit(emit, Event{Kind: EventToolCallEnd, Index: n})
 	}
 	return err
 }

@@ -152,7 +152,7 @@ func TestResponsesStreamGolden(t *testing.T) {
 
 // responsesCheckSplits runs checkSplits on streams up to 16 KB. Larger recordings (the
 // 99 KB reasoning stream would take minutes under -race at every offset) are split at
-// every offset of their first 4 KB, around every event boundary, at a stride elsewhere,
+// every offset of their first 2 KB, around every event boundary, at a stride elsewhere,
 // and fed byte by byte: the decoder sees whole events whatever the split, so these cover
 // every way a split can fall relative to the framing.
 func responsesCheckSplits(t *testing.T, upstream, want []byte) {
@@ -162,15 +162,15 @@ func responsesCheckSplits(t *testing.T, upstream, want []byte) {
 		return
 	}
 	offsets := map[int]bool{}
-	for i := 1; i < 4096; i++ {
+	for i := 1; i < 2048; i++ {
 		offsets[i] = true
 	}
-	for i := 1; i < len(upstream); i += 251 {
+	for i := 1; i < len(upstream); i += 509 {
 		offsets[i] = true
 	}
 	for i := 0; i+1 < len(upstream); i++ {
 		if upstream[i] == '\n' && upstream[i+1] == '\n' {
-			for d := -2; d <= 3; d++ {
+			for d := -1; d <= 2; d++ {
 				offsets[i+d] = true
 			}
 		}
@@ -313,19 +313,19 @@ func TestResponsesStream_Quirks(t *testing.T) {
 			body: responsesSSE(rsCreated,
 				`{"type":"error","sequence_number":2,"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota","param":null}}`,
 				`{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"insufficient_quota","message":"quota"}}}`),
-			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "quota"}}},
+			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "quota"}}},
 			wantErr: "upstream 429 insufficient_quota: quota",
 		},
 		{
-			name: "FlatErrorEventFromTheSpec",
-			body: responsesSSE(rsCreated, `{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":1}`),
-			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 502, Type: "api_error", Code: "server_error", Message: "boom", Retryable: true}}},
+			name:    "FlatErrorEventFromTheSpec",
+			body:    responsesSSE(rsCreated, `{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":1}`),
+			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 502, Type: "api_error", Code: "server_error", Message: "boom", Retryable: true}}},
 			wantErr: "upstream 502 api_error: boom",
 		},
 		{
-			name: "FailedWithoutErrorEvent",
-			body: responsesSSE(rsCreated, `{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`),
-			want: []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down", Retryable: true}}},
+			name:    "FailedWithoutErrorEvent",
+			body:    responsesSSE(rsCreated, `{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`),
+			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down", Retryable: true}}},
 			wantErr: "upstream 429 rate_limit_error: slow down",
 		},
 		{
@@ -439,8 +439,8 @@ func FuzzResponsesStream(f *testing.F) {
 		if strings.HasSuffix(fx.fixture, ".chunks.txt") {
 			b = reframeChunks(b, true)
 		}
-		if len(b) > 20000 {
-			b = b[:20000]
+		if len(b) > 6000 {
+			b = b[:6000]
 		}
 		f.Add(b, uint16(len(b)/2))
 	}
