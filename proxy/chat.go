@@ -120,11 +120,16 @@ func (c *chatRun) passthrough() bool {
 	return true
 }
 
+// loopKeepAlive is how often a streaming client is pinged (an SSE comment) while server
+// tools run. A ping is also how a departed client is noticed, so it is short.
+const loopKeepAlive = time.Second
+
 // execute produces the response's events into out: a tool loop, or one model call.
 func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) error {
 	if len(c.defs) > 0 {
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
-			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger}
+			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger,
+			KeepAliveInterval: loopKeepAlive}
 		return l.Run(ctx, c.req, out)
 	}
 	if stream {
@@ -310,9 +315,8 @@ func (c *chatRun) finish(code int, stream bool) {
 // they are, with the model renamed to the client-facing name and the usage chunk (which
 // Agate always requests, to count tokens) dropped unless the client asked for it.
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
-	clientModel := []byte(`"model":` + string(translate.AppendString(nil, req.Model)))
+	clientModel := translate.AppendString(nil, req.Model)
 	return c.raw(ctx, req, true, func(x *exchange, r *route) error {
-		upstreamModel := []byte(`"model":` + string(translate.AppendString(nil, r.upstreamModel)))
 		return pumpSSE(ctx, x.body(), r.backend.name, func(_, data []byte) error {
 			c.sent = true
 			o.commit()
@@ -332,7 +336,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				}
 			}
 			o.buf = append(o.buf[:0], "data: "...)
-			o.buf = appendRenamed(o.buf, data, upstreamModel, clientModel)
+			o.buf = appendRenamed(o.buf, data, clientModel)
 			o.buf = append(o.buf, "\n\n"...)
 			return o.flush()
 		}, func() error { return nil })
@@ -352,21 +356,49 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request)
 				c.lastUsage = u
 			}
 		}
-		up := []byte(`"model":` + string(translate.AppendString(nil, r.upstreamModel)))
-		cl := []byte(`"model":` + string(translate.AppendString(nil, req.Model)))
-		out = appendRenamed(nil, body, up, cl)
+		out = appendRenamed(nil, body, translate.AppendString(nil, req.Model))
 		return nil
 	})
 	return out, err
 }
 
-// appendRenamed appends data with its first occurrence of from replaced by to.
-func appendRenamed(dst, data, from, to []byte) []byte {
-	i := bytes.Index(data, from)
+// appendRenamed appends data, an OpenAI chunk or completion, with the value of its first
+// "model" member replaced by model (a JSON string). The upstream's value is not compared
+// with the upstream model the gateway asked for: OpenAI answers with the dated snapshot
+// ("gpt-4o-2024-08-06" for "gpt-4o"), and the client must see its own name either way.
+// OpenAI puts id, object, created and model first, so the first "model" key is the
+// top-level one; inside strings a quote is escaped and cannot match.
+func appendRenamed(dst, data, model []byte) []byte {
+	i := bytes.Index(data, []byte(`"model"`))
 	if i < 0 {
 		return append(dst, data...)
 	}
-	dst = append(dst, data[:i]...)
-	dst = append(dst, to...)
-	return append(dst, data[i+len(from):]...)
+	j := skipSpace(data, i+len(`"model"`))
+	if j >= len(data) || data[j] != ':' {
+		return append(dst, data...)
+	}
+	start := skipSpace(data, j+1)
+	if start >= len(data) || data[start] != '"' {
+		return append(dst, data...)
+	}
+	end := start + 1
+	for end < len(data) && data[end] != '"' {
+		if data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(data) {
+		return append(dst, data...)
+	}
+	dst = append(dst, data[:start]...)
+	dst = append(dst, model...)
+	return append(dst, data[end+1:]...)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
