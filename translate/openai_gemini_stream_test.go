@@ -458,3 +458,27 @@ func BenchmarkGeminiStream(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/event")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/event")
 }
+
+// TestGeminiStream_TextSignatureBeforeCall pins that a signature on a text part before a
+// call travels in that call's id and comes back on the model's text in the next request.
+func TestGeminiStream_TextSignatureBeforeCall(t *testing.T) {
+	up := geminiSSE(
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Looking.","thoughtSignature":"dGV4dHNpZw=="}]}}],"responseId":"t1","modelVersion":"gemini-3-pro-preview"}`,
+		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1},"id":"fc_1"},"thoughtSignature":"Y2FsbHNpZw=="}]},"finishReason":"STOP"}]}`,
+	)
+	var asm Assembler
+	if err := geminiFeed(newGeminiDecoder(), []byte(up), asm.Add); err != nil {
+		t.Fatal(err)
+	}
+	asm.Finish()
+	msg := geminiAssistantJSON(t, asm.Message(0))
+	call := asm.Choices[0].ToolCalls[0].ID
+	body, err := geminiRequest(t, `{"model":"gemini-3-pro-preview","messages":[{"role":"user","content":"go"},`+msg+`,{"role":"tool","tool_call_id":`+string(AppendString(nil, call))+`,"content":"1"}]}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"text":"Looking.","thoughtSignature":"dGV4dHNpZw=="},{"functionCall":{"name":"f","args":{"a":1},"id":"fc_1"},"thoughtSignature":"Y2FsbHNpZw=="}]},{"role":"user","parts":[{"functionResponse":{"name":"f","id":"fc_1","response":{"output":"1"}}}]}]}`
+	if diff := cmp.Diff(want, string(body)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
