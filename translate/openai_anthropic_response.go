@@ -1,0 +1,289 @@
+package translate
+
+import (
+	"strconv"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// anthropicFinish maps a Messages API stop_reason to an OpenAI finish reason. The spec's
+// StopReason enum is end_turn, max_tokens, stop_sequence, tool_use, pause_turn, refusal;
+// model_context_window_exceeded is sent by newer models. pause_turn (a server-tool turn
+// paused) ends the response normally as far as the client can tell.
+func anthropicFinish(reason string) string {
+	switch reason {
+	case "max_tokens", "model_context_window_exceeded":
+		return FinishLength
+	case "tool_use":
+		return FinishToolCalls
+	case "refusal":
+		return FinishContentFilter
+	}
+	return FinishStop // end_turn, stop_sequence, pause_turn, null
+}
+
+// anthropicUsage holds the Messages API token counts seen so far.
+type anthropicUsage struct {
+	input, output, cacheRead, cacheWrite int
+}
+
+// merge takes every count usage carries; message_delta repeats some of message_start's
+// counts and may correct them.
+func (u *anthropicUsage) merge(usage gjson.Result) {
+	if !usage.IsObject() {
+		return
+	}
+	usage.ForEach(func(k, v gjson.Result) bool {
+		if v.Type != gjson.Number {
+			return true
+		}
+		switch k.Str {
+		case "input_tokens":
+			u.input = int(v.Int())
+		case "output_tokens":
+			u.output = int(v.Int())
+		case "cache_read_input_tokens":
+			u.cacheRead = int(v.Int())
+		case "cache_creation_input_tokens":
+			u.cacheWrite = int(v.Int())
+		}
+		return true
+	})
+}
+
+// openai returns the usage in OpenAI semantics: Anthropic's input_tokens excludes cache
+// reads and writes, OpenAI's prompt_tokens includes them. output_tokens already includes
+// thinking; the API does not report thinking tokens apart.
+func (u *anthropicUsage) openai() Usage {
+	return Usage{
+		PromptTokens:        u.input + u.cacheRead + u.cacheWrite,
+		CompletionTokens:    u.output,
+		CachedTokens:        u.cacheRead,
+		CacheCreationTokens: u.cacheWrite,
+	}
+}
+
+// anthropicThinking gathers the thinking and redacted_thinking blocks that precede a
+// tool_use block, as the JSON array AppendRequest restores from the call id.
+type anthropicThinking struct {
+	pending   []byte // blocks gathered since the last tool_use, comma-separated
+	text, sig []byte // the open thinking block
+}
+
+func (t *anthropicThinking) addThinking(text, sig string) {
+	if len(t.pending) > 0 {
+		t.pending = append(t.pending, ',')
+	}
+	t.pending = append(t.pending, `{"type":"thinking","thinking":`...)
+	t.pending = AppendString(t.pending, text)
+	t.pending = append(t.pending, `,"signature":`...)
+	t.pending = AppendString(t.pending, sig)
+	t.pending = append(t.pending, '}')
+}
+
+func (t *anthropicThinking) addRedacted(data string) {
+	if len(t.pending) > 0 {
+		t.pending = append(t.pending, ',')
+	}
+	t.pending = append(t.pending, `{"type":"redacted_thinking","data":`...)
+	t.pending = AppendString(t.pending, data)
+	t.pending = append(t.pending, '}')
+}
+
+// callID returns the id for a tool_use block, carrying the pending blocks if any.
+func (t *anthropicThinking) callID(id string) string {
+	if len(t.pending) == 0 {
+		return id
+	}
+	state := make([]byte, 0, len(t.pending)+2)
+	state = append(state, '[')
+	state = append(state, t.pending...)
+	state = append(state, ']')
+	t.pending = t.pending[:0]
+	return CarryID(id, state)
+}
+
+// anthropicString views b as a string without copying; b must not change while the
+// string is in use.
+func anthropicString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// DecodeResponse decodes a whole Messages API response.
+func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
+	s := anthropicString(body)
+	if !gjson.Valid(s) {
+		return anthropicMalformed("response", body)
+	}
+	root := gjson.Parse(s)
+	if root.Get("type").Str == "error" {
+		return anthropicErrorEvent(root)
+	}
+	ev := Event{Kind: EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str}
+	if err := emit(&ev); err != nil {
+		return err
+	}
+	var th anthropicThinking
+	var err error
+	n := 0
+	root.Get("content").ForEach(func(_, b gjson.Result) bool {
+		ev = Event{}
+		switch b.Get("type").Str {
+		case "text":
+			ev = Event{Kind: EventTextDelta, Text: b.Get("text").Str}
+			err = emit(&ev)
+		case "thinking":
+			th.addThinking(b.Get("thinking").Str, b.Get("signature").Str)
+			ev = Event{Kind: EventReasoningDelta, Text: b.Get("thinking").Str}
+			err = emit(&ev)
+		case "redacted_thinking":
+			th.addRedacted(b.Get("data").Str)
+		case "tool_use":
+			ev = Event{Kind: EventToolCallStart, Index: n, CallID: th.callID(b.Get("id").Str), Name: b.Get("name").Str}
+			if err = emit(&ev); err != nil {
+				return false
+			}
+			args := anthropicCompact(nil, b.Get("input").Raw)
+			if len(args) == 0 {
+				args = append(args, "{}"...)
+			}
+			ev = Event{Kind: EventToolCallArgsDelta, Index: n, Text: anthropicString(args)}
+			if err = emit(&ev); err != nil {
+				return false
+			}
+			ev = Event{Kind: EventToolCallEnd, Index: n}
+			err = emit(&ev)
+			n++
+		default:
+			// server_tool_use, web_search_tool_result and other server-side blocks are
+			// the upstream's own business, never client tool calls.
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	var u anthropicUsage
+	u.merge(root.Get("usage"))
+	ev = Event{Kind: EventUsage, Usage: u.openai()}
+	if err := emit(&ev); err != nil {
+		return err
+	}
+	ev = Event{Kind: EventFinish, FinishReason: anthropicFinish(root.Get("stop_reason").Str)}
+	return emit(&ev)
+}
+
+// anthropicCompact appends raw JSON without insignificant whitespace.
+func anthropicCompact(dst []byte, raw string) []byte {
+	inStr := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inStr {
+			dst = append(dst, c)
+			switch c {
+			case '\\':
+				if i+1 < len(raw) {
+					i++
+					dst = append(dst, raw[i])
+				}
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			inStr = true
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// DecodeError maps an Anthropic error response to the error the client sees: the status
+// is kept except 529 overloaded, which becomes 503; the message is Anthropic's own.
+func (anthropicProvider) DecodeError(status int, body []byte) *UpstreamError {
+	client := status
+	if status == 529 {
+		client = 503
+	}
+	e := &UpstreamError{Status: client, Type: ErrorType(client), Retryable: RetryableStatus(status)}
+	s := anthropicString(body)
+	if gjson.Valid(s) {
+		if msg := gjson.Get(s, "error.message"); msg.Type == gjson.String {
+			e.Message = msg.Str
+			e.Code = gjson.Get(s, "error.type").Str
+			return e
+		}
+	}
+	e.Message = "anthropic returned HTTP " + strconv.Itoa(status) + anthropicSnippet(body)
+	return e
+}
+
+// anthropicSnippet returns ": " and up to 200 bytes of body for an error message.
+func anthropicSnippet(body []byte) string {
+	const max = 200
+	if len(body) == 0 {
+		return " with an empty body"
+	}
+	if len(body) > max {
+		return ": " + string(body[:max]) + "..."
+	}
+	return ": " + string(body)
+}
+
+// anthropicErrorStatus returns the HTTP status that corresponds to an Anthropic error
+// type, for errors that arrive in a 200 response (mid-stream error events).
+func anthropicErrorStatus(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return 400
+	case "authentication_error":
+		return 401
+	case "billing_error":
+		return 402
+	case "permission_error":
+		return 403
+	case "not_found_error":
+		return 404
+	case "request_too_large":
+		return 413
+	case "rate_limit_error":
+		return 429
+	case "api_error":
+		return 500
+	case "overloaded_error":
+		return 503
+	case "timeout_error":
+		return 504
+	}
+	return 502
+}
+
+// anthropicErrorEvent converts an {"type":"error","error":{...}} object.
+func anthropicErrorEvent(root gjson.Result) *UpstreamError {
+	typ := root.Get("error.type").Str
+	status := anthropicErrorStatus(typ)
+	msg := root.Get("error.message").Str
+	if msg == "" {
+		msg = "anthropic reported " + typ
+	}
+	return &UpstreamError{
+		Status: status, Type: ErrorType(status), Code: typ, Message: msg,
+		Retryable: RetryableStatus(status),
+	}
+}
+
+func anthropicMalformed(what string, data []byte) *UpstreamError {
+	return &UpstreamError{
+		Status: 502, Type: "api_error",
+		Message: "decoding anthropic " + what + ": not valid JSON" + anthropicSnippet(data),
+	}
+}
