@@ -29,7 +29,7 @@ type AssembledChoice struct {
 func (a *Assembler) Add(ev *Event) error {
 	switch ev.Kind {
 	case EventStart:
-		a.ID, a.Model = ev.ID, ev.Model
+		a.ID, a.Model = clone(ev.ID), clone(ev.Model)
 		return nil
 	case EventUsage:
 		a.Usage = ev.Usage
@@ -57,14 +57,15 @@ func (a *Assembler) Add(ev *Event) error {
 	case EventToolCallArgsDelta:
 		for i, k := range c.keys {
 			if k == ev.Index {
-				c.ToolCalls[i].Arguments += ev.Text
+				// "" + s would alias s, which belongs to the decoder: always copy.
+				c.ToolCalls[i].Arguments = string(append([]byte(c.ToolCalls[i].Arguments), ev.Text...))
 				break
 			}
 		}
 	case EventToolCallEnd:
 	case EventFinish:
 		if c.FinishReason == "" {
-			c.FinishReason = ev.FinishReason
+			c.FinishReason = clone(ev.FinishReason)
 		}
 	}
 	return nil
