@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -313,19 +314,30 @@ func (c *chatRun) finish(code int, stream bool) {
 
 // forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded as
 // they are, with the model renamed to the client-facing name and the usage chunk (which
-// Agate always requests, to count tokens) dropped unless the client asked for it.
+// Agate always requests, to count tokens) dropped unless the client asked for it. An
+// upstream error event, or a stream that ends before [DONE] or a finish_reason, becomes
+// the returned error, which the caller writes in-band.
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
 	clientModel := translate.AppendString(nil, req.Model)
 	return c.raw(ctx, req, true, func(x *exchange, r *route) error {
+		finished := false
 		return pumpSSE(ctx, x.body(), r.backend.name, func(_, data []byte) error {
 			c.sent = true
-			o.commit()
 			if string(data) == "[DONE]" {
+				finished = true
+				o.commit()
 				o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
 				return o.flush()
 			}
+			if isErrorEvent(data) {
+				return r.backend.provider.DecodeError(http.StatusBadGateway, data)
+			}
+			o.commit()
 			if o.c.firstT.IsZero() {
 				o.c.firstT = time.Now()
+			}
+			if !finished && hasFinishReason(data) {
+				finished = true
 			}
 			if i := bytes.Index(data, []byte(`"usage":{`)); i >= 0 {
 				if u, ok := translate.OpenAIUsage(data[i+len(`"usage":`):]); ok {
@@ -339,8 +351,30 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 			o.buf = appendRenamed(o.buf, data, clientModel)
 			o.buf = append(o.buf, "\n\n"...)
 			return o.flush()
-		}, func() error { return nil })
+		}, func() error {
+			if !finished {
+				return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
+					Message: "the upstream of backend " + r.backend.name + " ended the stream before it finished"}
+			}
+			return nil
+		})
 	})
+}
+
+// isErrorEvent reports whether an SSE data payload is an error object instead of a chunk.
+func isErrorEvent(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return bytes.HasPrefix(data, []byte(`{"error"`))
+}
+
+// hasFinishReason reports whether a chunk carries a non-null finish_reason.
+func hasFinishReason(data []byte) bool {
+	i := bytes.Index(data, []byte(`"finish_reason":`))
+	if i < 0 {
+		return false
+	}
+	j := skipSpace(data, i+len(`"finish_reason":`))
+	return j < len(data) && data[j] == '"'
 }
 
 // forwardComplete is the OpenAI passthrough for non-streaming requests.
