@@ -250,6 +250,9 @@ type upstream struct {
 	handlers []http.HandlerFunc
 }
 
+// bodyKey is the request context key under which upstream handlers find the body.
+type bodyKey struct{}
+
 type recordedRequest struct {
 	Path   string
 	Header http.Header
@@ -266,7 +269,7 @@ func newUpstream(t testing.TB, handlers ...http.HandlerFunc) *upstream {
 		u.requests = append(u.requests, recordedRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		h := u.handlers[min(n, len(u.handlers)-1)]
 		u.mu.Unlock()
-		h(w, r)
+		h(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
 	}))
 	t.Cleanup(u.Close)
 	return u
