@@ -2,6 +2,7 @@ package translate
 
 import (
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -220,6 +221,9 @@ func (anthropicProvider) DecodeError(status int, body []byte) *UpstreamError {
 		if msg := gjson.Get(s, "error.message"); msg.Type == gjson.String {
 			e.Message = msg.Str
 			e.Code = gjson.Get(s, "error.type").Str
+			if e.Code == "not_found_error" && strings.HasPrefix(e.Message, "model:") {
+				e.Code = "model_not_found" // what OpenAI says for an unknown model
+			}
 			return e
 		}
 	}
