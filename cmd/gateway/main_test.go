@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+const baseConfig = `
+server: {listen: "127.0.0.1:0", shutdown_timeout: 5s}
+log: {level: debug}
+backends: {offline: {type: mock}}
+models:
+  demo: {backend: offline}
+`
+
+// writeAtomically replaces the file the way careful editors and config managers do, so the
+// watcher never reads a half-written file.
+func writeAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func post(t *testing.T, addr, model string) int {
+	t.Helper()
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func reloads(t *testing.T, addr, result string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range fams["gateway_config_reloads_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "result" && l.GetValue() == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRun_ReloadAndShutdown runs the binary's main logic on a temporary config file: a
+// valid edit is served, an invalid one is kept out and counted, SIGTERM stops it cleanly.
+func TestRun_ReloadAndShutdown(t *testing.T) {
+	// Catch SIGTERM for the whole test, so that the signal this test sends can never kill
+	// the test binary, even if it arrived after run stopped listening for it.
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGTERM)
+	defer signal.Stop(guard)
+
+	path := filepath.Join(t.TempDir(), "agate.yaml")
+	writeAtomically(t, path, baseConfig)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var stdout, stderr lockedBuffer
+	go func() { done <- run([]string{"-config", path}, nil, &stdout, &stderr, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not become ready")
+	}
+
+	if got := post(t, addr, "demo"); got != 200 {
+		t.Fatalf("demo: %d", got)
+	}
+	if got := post(t, addr, "fresh"); got != 404 {
+		t.Fatalf("fresh before the edit: %d", got)
+	}
+
+	// A valid edit is applied.
+	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline}\n")
+	eventually(t, "the new model to be served", func() bool { return post(t, addr, "fresh") == 200 })
+	if got := reloads(t, addr, "success"); got != 1 {
+		t.Errorf("successful reloads = %v, want 1", got)
+	}
+
+	// An invalid edit (an unknown key) is rejected, counted, and the running config kept.
+	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline, upstream_modle: typo}\n")
+	eventually(t, "the failed reload to be counted", func() bool { return reloads(t, addr, "failure") == 1 })
+	if got := post(t, addr, "fresh"); got != 200 {
+		t.Errorf("after a rejected edit, fresh: %d", got)
+	}
+	if got := reloads(t, addr, "success"); got != 1 {
+		t.Errorf("successful reloads = %v, want still 1", got)
+	}
+	if !strings.Contains(stderr.String(), "upstream_modle") {
+		t.Errorf("the log does not say why the reload failed:\n%s", stderr.String())
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not stop on SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop in the log:\n%s", stderr.String())
+	}
+}
+
+func TestRun_StartupErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(baseConfig+"  typo: {backend: offline, max_tokenz: 5}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		environ []string
+		want    string // in the error, or in stdout when the error is nil
+	}{
+		{name: "version", args: []string{"-version"}, want: "agate"},
+		{name: "unknown field", args: []string{"-config", bad}, want: "max_tokenz"},
+		{name: "missing file", args: []string{"-config", filepath.Join(dir, "nope.yaml")}, want: "nope.yaml"},
+		{name: "GATEWAY_CONFIG", environ: []string{"GATEWAY_CONFIG=" + bad}, want: "max_tokenz"},
+		{name: "unknown flag", args: []string{"-bogus"}, want: "bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr lockedBuffer
+			err := run(tt.args, tt.environ, &stdout, &stderr, nil)
+			got := stdout.String()
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("got %q (err %v), want it to mention %q", got, err, tt.want)
+			}
+		})
+	}
+}

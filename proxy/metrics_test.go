@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scraped is a /metrics scrape parsed with expfmt; it implements prometheus.Gatherer.
+type scraped map[string]*dto.MetricFamily
+
+func (s scraped) Gather() ([]*dto.MetricFamily, error) {
+	out := make([]*dto.MetricFamily, 0, len(s))
+	for _, f := range s {
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+var _ prometheus.Gatherer = scraped(nil)
+
+func (g *gateway) scrape() scraped {
+	g.t.Helper()
+	r := g.do("GET", "/metrics", "", nil)
+	if r.status != 200 {
+		g.t.Fatalf("/metrics: %d", r.status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		g.t.Fatalf("parsing /metrics: %v", err)
+	}
+	return scraped(families)
+}
+
+// TestMetrics sends known traffic and checks the scraped figures exactly.
+func TestMetrics(t *testing.T) {
+	up := newUpstream(t, okUpstream("two words"))
+	g := startGateway(t, `
+backends:
+  offline: {type: mock}
+  up: {type: openai, base_url: "{{UP}}", retries: {max: 0}}
+models:
+  demo: {backend: offline}
+  gpt: {backend: up, upstream_model: up-model}
+keys:
+  alice: {key: sk-alice, models: ["*"]}
+  bob: {key: sk-bob, models: ["gpt"]}
+`, map[string]string{"UP": up.v1()})
+	ctx := context.Background()
+	alice, bob := g.client("sk-alice"), g.client("sk-bob")
+
+	// Two mock completions of 3 and 4 words: prompt 7, completion 7.
+	for _, text := range []string{"one two three", "one two three four"} {
+		if _, err := alice.Chat.Completions.New(ctx, userParams("demo", text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One streamed mock completion of 2 words, with usage.
+	p := userParams("demo", "streamed words")
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := alice.Chat.Completions.NewStreaming(ctx, p)
+	for s.Next() {
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Two passthrough streams without usage (Agate still counts the upstream's usage chunk:
+	// prompt 5, completion 2, cached 3 each) and one non-stream (prompt 5, completion 2).
+	for range 2 {
+		s := bob.Chat.Completions.NewStreaming(ctx, userParams("gpt", "hi"))
+		for s.Next() {
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bob.Chat.Completions.New(ctx, userParams("gpt", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	// Rejections: bob may not use demo (403), an unknown model (404), a bad key (401).
+	bob.Chat.Completions.New(ctx, userParams("demo", "hi"))
+	alice.Chat.Completions.New(ctx, userParams("nope", "hi"))
+	mallory := g.client("sk-mallory")
+	mallory.Chat.Completions.New(ctx, userParams("demo", "hi"))
+
+	m := g.scrape()
+	got := map[string]float64{}
+	want := map[string]float64{}
+	check := func(key string, w float64, name string, labels map[string]string) {
+		want[key] = w
+		got[key] = gatheredValue(t, m, name, labels)
+	}
+	req := "gateway_requests_total"
+	check("requests demo alice 200 non-stream", 2, req, map[string]string{"model": "demo", "backend": "offline", "key": "alice", "code": "200", "stream": "false"})
+	check("requests demo alice 200 stream", 1, req, map[string]string{"model": "demo", "backend": "offline", "key": "alice", "code": "200", "stream": "true"})
+	check("requests gpt bob 200 stream", 2, req, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "code": "200", "stream": "true"})
+	check("requests gpt bob 200 non-stream", 1, req, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "code": "200", "stream": "false"})
+	check("requests demo bob 403", 1, req, map[string]string{"model": "demo", "key": "bob", "code": "403"})
+	check("requests alice 404", 1, req, map[string]string{"key": "alice", "code": "404"})
+	check("requests 401", 1, req, map[string]string{"code": "401"})
+	check("requests total", 9, req, nil)
+	tok := "gateway_tokens_total"
+	check("tokens demo prompt", 3+4+2, tok, map[string]string{"model": "demo", "backend": "offline", "key": "alice", "type": "prompt"})
+	check("tokens demo completion", 3+4+2, tok, map[string]string{"model": "demo", "backend": "offline", "key": "alice", "type": "completion"})
+	check("tokens gpt prompt", 3*5, tok, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "type": "prompt"})
+	check("tokens gpt completion", 3*2, tok, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "type": "completion"})
+	check("tokens gpt cached", 2*3, tok, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "type": "cached"})
+	check("inflight", 0, "gateway_inflight_requests", nil)
+	check("upstream attempts", 3, "gateway_upstream_duration_seconds", map[string]string{"backend": "up", "code": "200"})
+	check("request durations", 6, "gateway_request_duration_seconds", nil)
+	check("time to first token (streams only)", 3, "gateway_time_to_first_token_seconds", nil)
+	check("config reloads", 0, "gateway_config_reloads_total", nil)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "gateway_config_reloads_total"} {
+		if _, ok := m[name]; !ok {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	// No secret in any label.
+	for _, f := range m {
+		for _, mm := range f.GetMetric() {
+			for _, l := range mm.GetLabel() {
+				if v := l.GetValue(); v == "sk-alice" || v == "sk-bob" || v == "sk-mallory" {
+					t.Errorf("%s has a client key in label %s", f.GetName(), l.GetName())
+				}
+			}
+		}
+	}
+}
