@@ -44,6 +44,8 @@ type gatewayOptions struct {
 	tools ToolSet
 	// noCleanupShutdown leaves Shutdown to the test.
 	noCleanupShutdown bool
+	// logOut receives the JSON logs instead of gateway.logs (benchmarks discard them).
+	logOut io.Writer
 }
 
 // startGateway parses yaml (with "{{NAME}}" placeholders replaced from vars) and serves
@@ -63,11 +65,15 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	logs := &syncBuffer{}
+	var logOut io.Writer = logs
+	if o.logOut != nil {
+		logOut = o.logOut
+	}
 	srv, err := New(Options{
 		Config:   cfg,
 		Metrics:  metrics.New(reg),
 		Gatherer: reg,
-		Logger:   slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:   slog.New(slog.NewJSONHandler(logOut, nil)),
 		Tools:    o.tools,
 	})
 	if err != nil {
