@@ -75,11 +75,13 @@ func appendGoldenError(out []byte, err error, upErr *UpstreamError) []byte {
 	return AppendErrorEvent(out, err.Error(), "api_error", "", "")
 }
 
-// checkSplits asserts that the stream decodes to want however it is split: at every byte
-// offset into two reads, and byte by byte.
+// checkSplits asserts that the stream decodes to want however it is split: into two reads
+// at every byte offset (for long streams: every offset of the first 2 KiB and last 1 KiB,
+// every offset within 3 bytes of an event boundary, and every 7th offset elsewhere, which
+// keeps the check linear-ish under -race), and byte by byte.
 func checkSplits(t *testing.T, newDecoder func() StreamDecoder, upstream, want []byte) {
 	t.Helper()
-	for i := 1; i < len(upstream); i++ {
+	for _, i := range splitOffsets(upstream) {
 		got := streamChunksToOpenAI(t, newDecoder, [][]byte{upstream[:i], upstream[i:]})
 		if !bytes.Equal(got, want) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))
@@ -92,6 +94,33 @@ func checkSplits(t *testing.T, newDecoder func() StreamDecoder, upstream, want [
 	if got := streamChunksToOpenAI(t, newDecoder, chunks); !bytes.Equal(got, want) {
 		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 	}
+}
+
+func splitOffsets(upstream []byte) []int {
+	n := len(upstream)
+	var out []int
+	if n <= 4096 {
+		for i := 1; i < n; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	near := make([]bool, n+1)
+	for i := 0; i+1 < n; i++ {
+		if upstream[i] == '\n' && (upstream[i+1] == '\n' || upstream[i+1] == '\r') {
+			for d := -3; d <= 3; d++ {
+				if j := i + d; j > 0 && j < n {
+					near[j] = true
+				}
+			}
+		}
+	}
+	for i := 1; i < n; i++ {
+		if i < 2048 || i > n-1024 || near[i] || i%7 == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // responseToOpenAI decodes a whole upstream body and returns the chat.completion JSON.
@@ -218,10 +247,10 @@ func checkChunkInvariants(t testing.TB, body []byte) {
 		} `json:"function"`
 	}
 	type chunk struct {
-		ID      string  `json:"id"`
-		Object  string  `json:"object"`
-		Created int64   `json:"created"`
-		Model   string  `json:"model"`
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		Model   string `json:"model"`
 		Choices []struct {
 			Index int `json:"index"`
 			Delta struct {

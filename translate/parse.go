@@ -238,25 +238,19 @@ func (p *parser) message(i int, m gjson.Result) bool {
 		return p.fail(idx("messages", i), "each message must be an object")
 	}
 	var msg Message
-	role := m.Get("role")
-	if role.Type != gjson.String {
-		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
-	}
-	switch role.Str {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-		msg.Role = role.Str
-	default:
-		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
-	}
+	var role, content gjson.Result
 	ok := true
 	m.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			role = v
+		case "content":
+			content = v
+		}
 		if v.Type == gjson.Null {
 			return true
 		}
 		switch k.Str {
-		case "role":
-		case "content":
-			ok = p.content(i, &msg, v)
 		case "name":
 			if v.Type != gjson.String {
 				ok = p.fail(idx("messages", i)+".name", "must be a string")
@@ -291,22 +285,33 @@ func (p *parser) message(i int, m gjson.Result) bool {
 	if !ok {
 		return false
 	}
-	base := idx("messages", i)
+	if role.Type != gjson.String {
+		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
+	}
+	switch role.Str {
+	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+		msg.Role = role.Str
+	default:
+		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
+	}
+	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
+		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
+	}
+	if content.Exists() && content.Type != gjson.Null && !p.content(i, &msg, content) {
+		return false
+	}
 	switch msg.Role {
 	case RoleTool:
 		if msg.ToolCallID == "" {
-			return p.fail(base+".tool_call_id", "tool messages need tool_call_id")
+			return p.fail(idx("messages", i)+".tool_call_id", "tool messages need tool_call_id")
 		}
 	case RoleAssistant:
-		if !m.Get("content").Exists() && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
-			return p.fail(base+".content", "assistant messages need content or tool_calls")
+		if !content.Exists() && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
+			return p.fail(idx("messages", i)+".content", "assistant messages need content or tool_calls")
 		}
 	default:
-		if c := m.Get("content"); !c.Exists() || c.Type == gjson.Null {
-			return p.fail(base+".content", "%s messages need content", msg.Role)
-		}
-		if len(msg.ToolCalls) > 0 {
-			return p.fail(base+".tool_calls", "only assistant messages may carry tool_calls")
+		if !content.Exists() || content.Type == gjson.Null {
+			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
 	p.req.Messages = append(p.req.Messages, msg)
@@ -324,10 +329,11 @@ func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
 	j := 0
 	ok := true
 	v.ForEach(func(_, c gjson.Result) bool {
-		param := idx(idx("messages", i)+".content", j)
+		pj := j
+		param := func() string { return idx(idx("messages", i)+".content", pj) }
 		j++
 		if !c.IsObject() {
-			ok = p.fail(param, "each content part must be an object")
+			ok = p.fail(param(), "each content part must be an object")
 			return false
 		}
 		t := c.Get("type").Str
@@ -336,7 +342,7 @@ func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
 		case "text":
 			tx := c.Get("text")
 			if tx.Type != gjson.String {
-				ok = p.fail(param+".text", "text parts need a string text")
+				ok = p.fail(param()+".text", "text parts need a string text")
 				return false
 			}
 			part = Part{Type: PartText, Text: tx.Str}
@@ -347,7 +353,7 @@ func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
 				url = u
 			}
 			if url.Type != gjson.String || url.Str == "" {
-				ok = p.fail(param+".image_url.url", "image_url parts need image_url.url")
+				ok = p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 				return false
 			}
 			part = Part{Type: PartImage, URL: url.Str, Detail: u.Get("detail").Str}
@@ -355,28 +361,28 @@ func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
 			f := c.Get("file")
 			part = Part{Type: PartFile, FileData: f.Get("file_data").Str, FileID: f.Get("file_id").Str, Filename: f.Get("filename").Str}
 			if part.FileData == "" && part.FileID == "" {
-				ok = p.fail(param+".file", "file parts need file.file_data or file.file_id")
+				ok = p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 				return false
 			}
 		case "input_audio":
 			a := c.Get("input_audio")
 			part = Part{Type: PartAudio, AudioData: a.Get("data").Str, AudioFormat: a.Get("format").Str}
 			if part.AudioData == "" {
-				ok = p.fail(param+".input_audio.data", "input_audio parts need input_audio.data")
+				ok = p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 				return false
 			}
 		case "refusal":
 			if msg.Role != RoleAssistant {
-				ok = p.fail(param+".type", "refusal parts are only allowed in assistant messages")
+				ok = p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
 				return false
 			}
 			part = Part{Type: PartRefusal, Text: c.Get("refusal").Str}
 		default:
-			ok = p.fail(param+".type", "unknown content part type %q", t)
+			ok = p.fail(param()+".type", "unknown content part type %q", t)
 			return false
 		}
 		if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
-			ok = p.fail(param+".type", "%s parts are only allowed in user messages", t)
+			ok = p.fail(param()+".type", "%s parts are only allowed in user messages", t)
 			return false
 		}
 		msg.Content = append(msg.Content, part)
@@ -386,34 +392,50 @@ func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
 }
 
 func (p *parser) toolCalls(i int, msg *Message, v gjson.Result) bool {
-	base := idx("messages", i) + ".tool_calls"
+	base := func() string { return idx("messages", i) + ".tool_calls" }
 	if !v.IsArray() {
-		return p.fail(base, "must be an array")
-	}
-	if msg.Role != RoleAssistant {
-		return p.fail(base, "only assistant messages may carry tool_calls")
+		return p.fail(base(), "must be an array")
 	}
 	j := 0
 	ok := true
 	v.ForEach(func(_, c gjson.Result) bool {
-		param := idx(base, j)
+		pj := j
+		param := func() string { return idx(base(), pj) }
 		j++
-		id, fn := c.Get("id"), c.Get("function")
+		var id, typ, name, args gjson.Result
+		c.ForEach(func(k, f gjson.Result) bool {
+			switch k.Str {
+			case "id":
+				id = f
+			case "type":
+				typ = f
+			case "function":
+				f.ForEach(func(fk, fv gjson.Result) bool {
+					switch fk.Str {
+					case "name":
+						name = fv
+					case "arguments":
+						args = fv
+					}
+					return true
+				})
+			}
+			return true
+		})
 		if id.Type != gjson.String || id.Str == "" {
-			ok = p.fail(param+".id", "tool calls need a string id")
+			ok = p.fail(param()+".id", "tool calls need a string id")
 			return false
 		}
-		if t := c.Get("type"); t.Exists() && t.Str != "function" {
-			ok = p.fail(param+".type", "only function tool calls are supported")
+		if typ.Exists() && typ.Str != "function" {
+			ok = p.fail(param()+".type", "only function tool calls are supported")
 			return false
 		}
-		name, args := fn.Get("name"), fn.Get("arguments")
 		if name.Type != gjson.String || name.Str == "" {
-			ok = p.fail(param+".function.name", "tool calls need function.name")
+			ok = p.fail(param()+".function.name", "tool calls need function.name")
 			return false
 		}
 		if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-			ok = p.fail(param+".function.arguments", "must be a string of JSON")
+			ok = p.fail(param()+".function.arguments", "must be a string of JSON")
 			return false
 		}
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
