@@ -436,95 +436,6 @@ func (w *anthropicWriter) text(role, text string) {
 	w.end()
 }
 
-func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
-	switch p.Type {
-	case PartText:
-		w.text(RoleUser, p.Text)
-	case PartImage:
-		param := idx(idx("messages", i)+".content", j) + ".image_url.url"
-		if mt, data, ok := anthropicDataURL(p.URL); ok {
-			if mt == "image/jpg" {
-				mt = "image/jpeg"
-			}
-			switch mt {
-			case "image/jpeg", "image/png", "image/gif", "image/webp":
-			default:
-				return Errorf(param, "image type %q is not supported by the anthropic backend: use jpeg, png, gif or webp", mt)
-			}
-			w.block(RoleUser)
-			w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":"`...)
-			w.dst = append(w.dst, mt...)
-			w.dst = append(w.dst, `","data":`...)
-			w.dst = AppendString(w.dst, data)
-			w.dst = append(w.dst, `}}`...)
-		} else if strings.HasPrefix(p.URL, "https://") || strings.HasPrefix(p.URL, "http://") {
-			w.block(RoleUser)
-			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
-			w.dst = AppendString(w.dst, p.URL)
-			w.dst = append(w.dst, `}}`...)
-		} else {
-			return Errorf(param, "must be an https URL or a base64 data URL")
-		}
-		w.end()
-	case PartFile:
-		base := idx(idx("messages", i)+".content", j) + ".file"
-		if p.FileData == "" {
-			if opts.Drop(base + ".file_id") {
-				return nil
-			}
-			return Unsupported(base+".file_id", anthropicName)
-		}
-		data := p.FileData
-		if mt, d, ok := anthropicDataURL(data); ok {
-			if mt != "application/pdf" {
-				return Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
-			}
-			data = d
-		} else if !strings.HasPrefix(data, "JVBER") { // base64 of "%PDF"
-			return Errorf(base+".file_data", "must be a PDF document, as a data:application/pdf;base64 URL or base64")
-		}
-		w.block(RoleUser)
-		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
-		w.dst = AppendString(w.dst, data)
-		w.dst = append(w.dst, '}')
-		if p.Filename != "" && len(p.Filename) <= 500 {
-			w.dst = append(w.dst, `,"title":`...)
-			w.dst = AppendString(w.dst, p.Filename)
-		}
-		w.dst = append(w.dst, '}')
-		w.end()
-	case PartAudio:
-		param := idx(idx("messages", i)+".content", j)
-		if opts.Drop(param) {
-			return nil
-		}
-		return &ParamError{Param: param, Message: "input_audio parts are not supported by the anthropic backend", Code: "unsupported_parameter"}
-	default:
-		return Errorf(idx(idx("messages", i)+".content", j)+".type", "this content part is not supported in user messages by the anthropic backend")
-	}
-	return nil
-}
-
-// anthropicDataURL splits a base64 data URL into its media type and data.
-func anthropicDataURL(u string) (mediaType, data string, ok bool) {
-	if !strings.HasPrefix(u, "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(u, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := u[len("data:"):comma]
-	if !strings.HasSuffix(meta, ";base64") {
-		return "", "", false
-	}
-	meta = meta[:len(meta)-len(";base64")]
-	if k := strings.IndexByte(meta, ';'); k >= 0 {
-		meta = meta[:k]
-	}
-	return strings.ToLower(meta), u[comma+1:], true
-}
-
 func (w *anthropicWriter) assistant(i int, m *Message) error {
 	// Thinking blocks go first in the turn: the client's own (thinking_blocks), else the
 	// ones Agate carried in the first call's id. Later calls carry the blocks that
@@ -600,21 +511,4 @@ func (w *anthropicWriter) restore(state []byte) {
 		})
 		return true
 	})
-}
-
-// anthropicAppendID appends a tool_use id as a JSON string, replacing the characters the
-// API's id pattern ^[a-zA-Z0-9_-]+$ forbids (ids minted by other providers) with '_'.
-func anthropicAppendID(dst []byte, id string) []byte {
-	dst = append(dst, '"')
-	if id == "" {
-		dst = append(dst, '_')
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			c = '_'
-		}
-		dst = append(dst, c)
-	}
-	return append(dst, '"')
 }
