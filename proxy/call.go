@@ -26,6 +26,9 @@ type modelCall struct {
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
 	sent bool
+	// flush, when set, sends what the output buffered to the client; it is called after
+	// every upstream read (streaming outputs only).
+	flush func() error
 	// Usage sums the usage of every turn.
 	Usage     translate.Usage
 	lastUsage translate.Usage
@@ -150,7 +153,12 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 	c.lastUsage = translate.Usage{}
 	defer c.countUsage(r)
 	if b.provider == nil {
-		return runMock(ctx, req, r.upstreamModel, counted)
+		return runMock(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
+			if err := counted(ev); err != nil || c.flush == nil {
+				return err
+			}
+			return c.flush() // one event at a time, like an upstream stream
+		})
 	}
 	opts := c.options(r, stream)
 	var err error
@@ -172,7 +180,7 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 	}
 	dec := b.provider.NewStreamDecoder(opts)
 	return pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
-		func() error { return dec.Close(counted) })
+		c.flush, func() error { return dec.Close(counted) })
 }
 
 // send posts c.buf to the route's upstream and times the wait for response headers.
@@ -204,8 +212,9 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 }
 
 // pumpSSE reads an upstream event stream incrementally and hands each event to onEvent,
-// then calls onEnd at a clean end of stream. A stream cut mid-event is an upstream error.
-func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, onEnd func() error) error {
+// calls afterRead (if not nil) once the events of each read are handled, and calls onEnd
+// at a clean end of stream. A stream cut mid-event is an upstream error.
+func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	var p sse.Parser
 	buf := make([]byte, 16<<10)
 	for {
@@ -213,6 +222,11 @@ func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Ha
 		if n > 0 {
 			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
 				return ferr
+			}
+			if afterRead != nil {
+				if ferr := afterRead(); ferr != nil {
+					return ferr
+				}
 			}
 		}
 		if err == io.EOF {

@@ -165,7 +165,10 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
 }
 
-// sseOut writes events to the client as OpenAI chunks, one flush per event.
+// sseOut writes events to the client as OpenAI chunks. Events are written as they are
+// decoded and flushed at the end of every upstream read (and at every keep-alive and the
+// end), so nothing ever waits for more upstream data, while events that arrived together
+// share one write to the client.
 type sseOut struct {
 	c         *chatRun
 	w         *bufio.Writer
@@ -193,7 +196,7 @@ func (o *sseOut) Event(ev *translate.Event) error {
 		o.c.firstT = time.Now()
 	}
 	o.buf = o.enc.Encode(o.buf[:0], ev)
-	return o.flush()
+	return o.write()
 }
 
 func isContent(k translate.EventKind) bool {
@@ -210,24 +213,46 @@ func (o *sseOut) KeepAlive() error {
 	return o.flush()
 }
 
-func (o *sseOut) flush() error {
+// write buffers o.buf for the client.
+func (o *sseOut) write() error {
 	if len(o.buf) == 0 {
 		return nil
 	}
-	_, err := o.w.Write(o.buf)
-	if err == nil {
-		err = o.w.Flush()
-	}
-	if err != nil {
-		o.cancel() // the client left: stop the upstream and any running tools
-		return errClientGone
+	if _, err := o.w.Write(o.buf); err != nil {
+		return o.gone()
 	}
 	return nil
+}
+
+// flush writes o.buf and sends everything buffered to the client.
+func (o *sseOut) flush() error {
+	if err := o.write(); err != nil {
+		return err
+	}
+	return o.sync()
+}
+
+// sync sends what is buffered to the client.
+func (o *sseOut) sync() error {
+	if o.w.Buffered() == 0 {
+		return nil
+	}
+	if err := o.w.Flush(); err != nil {
+		return o.gone()
+	}
+	return nil
+}
+
+// gone cancels the upstream and any running tools: the client left.
+func (o *sseOut) gone() error {
+	o.cancel()
+	return errClientGone
 }
 
 func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
 		enc: translate.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+	c.call.flush = o.sync
 	var err error
 	if c.passthrough() {
 		o.raw = true
@@ -327,7 +352,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				finished = true
 				o.commit()
 				o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
-				return o.flush()
+				return o.write()
 			}
 			if isErrorEvent(data) {
 				return r.backend.provider.DecodeError(http.StatusBadGateway, data)
@@ -350,8 +375,8 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 			o.buf = append(o.buf[:0], "data: "...)
 			o.buf = appendRenamed(o.buf, data, clientModel)
 			o.buf = append(o.buf, "\n\n"...)
-			return o.flush()
-		}, func() error {
+			return o.write()
+		}, o.sync, func() error {
 			if !finished {
 				return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
 					Message: "the upstream of backend " + r.backend.name + " ended the stream before it finished"}
