@@ -104,7 +104,7 @@ func (m *Metrics) AddTokens(model, backend, key string, t TokenCounts) {
 // ToolCall records one tool call (it implements tools.Observer).
 func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
 	m.ToolCalls.WithLabelValues(tool, outcome).Inc()
-	if outcome != "cache_hit" {
+	if outcome != "cached" { // tools.OutcomeCached: nothing ran
 		m.ToolDuration.WithLabelValues(tool).Observe(d.Seconds())
 	}
 }

@@ -1,0 +1,93 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.AddTokens("demo", "offline", "alice", TokenCounts{Prompt: 10, Completion: 5, Cached: 4, Reasoning: 2})
+	m.AddTokens("demo", "offline", "alice", TokenCounts{Prompt: 1})
+	m.ToolCall("weather", "ok", 20*time.Millisecond)
+	m.ToolCall("weather", "cached", 0)
+	m.CacheLookup(true)
+	m.CacheLookup(false)
+	m.CacheEviction()
+	m.ConfigReload(true)
+	m.ConfigReload(false)
+	m.ConfigReload(false)
+
+	tests := []struct {
+		name string
+		c    prometheus.Collector
+		want float64
+	}{
+		{"prompt tokens summed", m.Tokens.WithLabelValues("demo", "offline", "alice", "prompt"), 11},
+		{"completion tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "completion"), 5},
+		{"cached tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "cached"), 4},
+		{"reasoning tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "reasoning"), 2},
+		{"tool calls ok", m.ToolCalls.WithLabelValues("weather", "ok"), 1},
+		{"cache hits", m.ToolCache.WithLabelValues("hit"), 1},
+		{"cache misses", m.ToolCache.WithLabelValues("miss"), 1},
+		{"cache evictions", m.ToolCache.WithLabelValues("eviction"), 1},
+		{"reload successes", m.ConfigReloads.WithLabelValues("success"), 1},
+		{"reload failures", m.ConfigReloads.WithLabelValues("failure"), 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := testutil.ToFloat64(tt.c); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// Zero counts create no series: label sets stay as small as the traffic.
+	if n := testutil.CollectAndCount(m.Tokens); n != 4 {
+		t.Errorf("gateway_tokens_total has %d series, want 4 (no cache_creation series)", n)
+	}
+	// Tool durations exclude cache hits: one observation for two calls.
+	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("weather", "cached")); got != 1 {
+		t.Errorf("cached calls = %v", got)
+	}
+	if n := histogramCount(t, reg, "gateway_tool_duration_seconds"); n != 1 {
+		t.Errorf("tool duration observations = %d, want 1 (cache hits excluded)", n)
+	}
+	// The exposition names match DESIGN 3.4.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	all := strings.Join(names, " ")
+	for _, want := range []string{"gateway_tokens_total", "gateway_tool_calls_total",
+		"gateway_tool_duration_seconds", "gateway_tool_cache_total", "gateway_config_reloads_total", "go_goroutines", "process_cpu_seconds_total"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("exposition lacks %s", want)
+		}
+	}
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.Metric {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
