@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -28,6 +30,8 @@ type chatRun struct {
 	call   *modelCall
 	defs   []tools.Definition // server tools of this key; none means no tool loop
 	firstT time.Time
+	// committed is set once the stream writer told the handler how to answer.
+	committed bool
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
@@ -149,6 +153,7 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
+		defer c.recoverStream(w, started)
 		c.writeStream(cctx, cancel, w, started)
 	})
 	if a := <-started; a != nil {
@@ -163,6 +168,25 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+// recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
+// handler's recover) into a 500 before the stream started, or an in-band error after.
+func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	a := classify(errors.New("panic"), c.rid)
+	if !c.committed {
+		c.committed = true
+		started <- &a
+		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	} else { // the client has the SSE headers: end the stream in-band
+		w.Write(translate.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code))
+	}
+	w.Flush()
 }
 
 // sseOut writes events to the client as OpenAI chunks. Events are written as they are
@@ -183,6 +207,7 @@ type sseOut struct {
 func (o *sseOut) commit() {
 	if !o.committed {
 		o.committed = true
+		o.c.committed = true
 		o.started <- nil
 	}
 }
@@ -263,6 +288,7 @@ func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w 
 	code := 200
 	switch {
 	case !o.committed:
+		c.committed = true
 		a := c.s.render(c.rid, err)
 		code = a.Status
 		started <- &a
