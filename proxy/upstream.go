@@ -64,15 +64,20 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	}
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
-		Name:                      "agate",
-		MaxConnsPerHost:           maxConns,
-		MaxIdleConnDuration:       90 * time.Second,
-		StreamResponseBody:        true,
-		MaxIdemponentCallAttempts: 1,
-		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		DisablePathNormalizing:    true,
-		ReadBufferSize:            16 << 10,
-		WriteBufferSize:           16 << 10,
+		Name:                "agate",
+		MaxConnsPerHost:     maxConns,
+		MaxIdleConnDuration: 90 * time.Second,
+		StreamResponseBody:  true,
+		// A pooled keep-alive connection the upstream closed while idle fails before any
+		// response byte; that one case is retried on a fresh connection at once. Every
+		// other failure is left to the gateway's own retries, which back off.
+		MaxIdemponentCallAttempts: 2,
+		RetryIfErr: func(_ *fasthttp.Request, _ int, err error) (bool, bool) {
+			return false, errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)
+		},
+		DisablePathNormalizing: true,
+		ReadBufferSize:         16 << 10,
+		WriteBufferSize:        16 << 10,
 		Dial: func(addr string) (net.Conn, error) {
 			c, err := fasthttp.DialTimeout(addr, connect)
 			if err != nil {

@@ -6,11 +6,19 @@ import (
 	"encoding/base64"
 	"io"
 	"strings"
+	"sync"
 )
 
 // carrySep separates an upstream tool call id from the state carried with it. No
 // provider's own ids contain it.
 const carrySep = "~1"
+
+// flateWriters recycles compressors, which are large to allocate. It is a cache with no
+// observable state, the one exception to "no package-level state".
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
+	return w
+}}
 
 // CarryID returns id with state attached, so that opaque data an upstream needs back on
 // the next turn (thinking signatures, thought signatures, encrypted reasoning) survives a
@@ -23,9 +31,11 @@ func CarryID(id string, state []byte) string {
 	kind := byte('r')
 	if len(state) > 96 {
 		var buf bytes.Buffer
-		w, _ := flate.NewWriter(&buf, flate.BestCompression)
+		w := flateWriters.Get().(*flate.Writer)
+		w.Reset(&buf)
 		w.Write(state)
 		w.Close()
+		flateWriters.Put(w)
 		if buf.Len() < len(state) {
 			kind, state = 'z', buf.Bytes()
 		}
