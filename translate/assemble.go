@@ -134,20 +134,8 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 			dst = AppendString(dst, string(c.Reasoning))
 		}
 		if len(c.ToolCalls) > 0 {
-			dst = append(dst, `,"tool_calls":[`...)
-			for j, tc := range c.ToolCalls {
-				if j > 0 {
-					dst = append(dst, ',')
-				}
-				dst = append(dst, `{"id":`...)
-				dst = AppendString(dst, tc.ID)
-				dst = append(dst, `,"type":"function","function":{"name":`...)
-				dst = AppendString(dst, tc.Name)
-				dst = append(dst, `,"arguments":`...)
-				dst = AppendString(dst, tc.Arguments)
-				dst = append(dst, `}}`...)
-			}
-			dst = append(dst, ']')
+			dst = append(dst, `,"tool_calls":`...)
+			dst = appendToolCalls(dst, c.ToolCalls)
 		}
 		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
 		dst = AppendString(dst, c.FinishReason)

@@ -10,7 +10,7 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 		w.text(RoleUser, p.Text)
 	case PartImage:
 		param := idx(idx("messages", i)+".content", j) + ".image_url.url"
-		if mt, data, ok := anthropicDataURL(p.URL); ok {
+		if mt, data, ok := ParseDataURL(p.URL); ok {
 			if mt == "image/jpg" {
 				mt = "image/jpeg"
 			}
@@ -43,7 +43,7 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 			return Unsupported(base+".file_id", anthropicName)
 		}
 		data := p.FileData
-		if mt, d, ok := anthropicDataURL(data); ok {
+		if mt, d, ok := ParseDataURL(data); ok {
 			if mt != "application/pdf" {
 				return Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
 			}
@@ -71,26 +71,6 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 		return Errorf(idx(idx("messages", i)+".content", j)+".type", "this content part is not supported in user messages by the anthropic backend")
 	}
 	return nil
-}
-
-// anthropicDataURL splits a base64 data URL into its media type and data.
-func anthropicDataURL(u string) (mediaType, data string, ok bool) {
-	if !strings.HasPrefix(u, "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(u, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := u[len("data:"):comma]
-	if !strings.HasSuffix(meta, ";base64") {
-		return "", "", false
-	}
-	meta = meta[:len(meta)-len(";base64")]
-	if k := strings.IndexByte(meta, ';'); k >= 0 {
-		meta = meta[:k]
-	}
-	return strings.ToLower(meta), u[comma+1:], true
 }
 
 // anthropicAppendID appends a tool_use id as a JSON string, replacing the characters the

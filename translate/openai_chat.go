@@ -107,22 +107,28 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 			dst = AppendString(dst, m.ToolCallID)
 		}
 		if len(m.ToolCalls) > 0 {
-			dst = append(dst, `,"tool_calls":[`...)
-			for j, tc := range m.ToolCalls {
-				if j > 0 {
-					dst = append(dst, ',')
-				}
-				dst = append(dst, `{"id":`...)
-				dst = AppendString(dst, tc.ID)
-				dst = append(dst, `,"type":"function","function":{"name":`...)
-				dst = AppendString(dst, tc.Name)
-				dst = append(dst, `,"arguments":`...)
-				dst = AppendString(dst, tc.Arguments)
-				dst = append(dst, `}}`...)
-			}
-			dst = append(dst, ']')
+			dst = append(dst, `,"tool_calls":`...)
+			dst = appendToolCalls(dst, m.ToolCalls)
 		}
 		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendToolCalls appends calls as an OpenAI tool_calls array.
+func appendToolCalls(dst []byte, calls []ToolCall) []byte {
+	dst = append(dst, '[')
+	for j, tc := range calls {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = AppendString(dst, tc.ID)
+		dst = append(dst, `,"type":"function","function":{"name":`...)
+		dst = AppendString(dst, tc.Name)
+		dst = append(dst, `,"arguments":`...)
+		dst = AppendString(dst, tc.Arguments)
+		dst = append(dst, `}}`...)
 	}
 	return append(dst, ']')
 }

@@ -6,27 +6,14 @@ import (
 	"strings"
 )
 
-// geminiDataURL splits a base64 data: URL into its MIME type and data.
+// geminiDataURL splits a base64 data: URL into its MIME type (application/octet-stream
+// when it names none) and data.
 func geminiDataURL(u string) (mime, data string, ok bool) {
-	if !strings.HasPrefix(u, "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(u, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := u[len("data:"):comma]
-	if !strings.HasSuffix(meta, ";base64") {
-		return "", "", false
-	}
-	mime = strings.TrimSuffix(meta, ";base64")
-	if i := strings.IndexByte(mime, ';'); i >= 0 {
-		mime = mime[:i]
-	}
-	if mime == "" {
+	mime, data, ok = ParseDataURL(u)
+	if ok && mime == "" {
 		mime = "application/octet-stream"
 	}
-	return mime, u[comma+1:], true
+	return mime, data, ok
 }
 
 // geminiMIMEFromName guesses a MIME type from a file name or URL extension, "" if unknown.
