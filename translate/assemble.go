@@ -20,6 +20,9 @@ type AssembledChoice struct {
 	Reasoning []byte
 	Refusal   []byte
 	ToolCalls []ToolCall
+	// Logprobs are the content token log probabilities, in order; nil when the upstream
+	// sent none.
+	Logprobs []TokenLogprob
 	// FinishReason is normalised: tool_calls when calls were made and the upstream said stop.
 	FinishReason string
 	keys         []int
@@ -47,6 +50,11 @@ func (a *Assembler) Add(ev *Event) error {
 	switch ev.Kind {
 	case EventTextDelta:
 		c.Text = append(c.Text, ev.Text...)
+		if len(ev.Logprobs) > 0 {
+			c.Logprobs = appendLogprobsCopy(c.Logprobs, ev.Logprobs)
+		}
+	case EventLogprobs:
+		c.Logprobs = appendLogprobsCopy(c.Logprobs, ev.Logprobs)
 	case EventReasoningDelta:
 		c.Reasoning = append(c.Reasoning, ev.Text...)
 	case EventRefusalDelta:
@@ -72,6 +80,28 @@ func (a *Assembler) Add(ev *Event) error {
 }
 
 func clone(s string) string { return string(append([]byte(nil), s...)) }
+
+// appendLogprobsCopy appends deep copies of lp, which may alias a decoder's buffers, to dst.
+func appendLogprobsCopy(dst, lp []TokenLogprob) []TokenLogprob {
+	for _, t := range lp {
+		c := TokenLogprob{Token: clone(t.Token), Logprob: t.Logprob, Bytes: cloneBytes(t.Bytes)}
+		if t.Top != nil {
+			c.Top = make([]TopLogprob, len(t.Top))
+			for i, top := range t.Top {
+				c.Top[i] = TopLogprob{Token: clone(top.Token), Logprob: top.Logprob, Bytes: cloneBytes(top.Bytes)}
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
 
 // Finish normalises the collected choices: every call has arguments ("{}" when none) and
 // every choice a finish reason. Call it once after the last event.
@@ -137,7 +167,9 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 			dst = append(dst, `,"tool_calls":`...)
 			dst = appendToolCalls(dst, c.ToolCalls)
 		}
-		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+		dst = append(dst, `},"logprobs":`...)
+		dst = appendLogprobs(dst, c.Logprobs)
+		dst = append(dst, `,"finish_reason":`...)
 		dst = AppendString(dst, c.FinishReason)
 		dst = append(dst, '}')
 	}

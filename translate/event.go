@@ -7,7 +7,8 @@ type EventKind uint8
 const (
 	// EventStart carries ID and Model. Decoders emit it once, first.
 	EventStart EventKind = iota + 1
-	// EventTextDelta carries Text for Choice.
+	// EventTextDelta carries Text for Choice, and, when the client asked for them and the
+	// upstream sent them, the Logprobs of the tokens of that Text.
 	EventTextDelta
 	// EventRefusalDelta carries refusal Text for Choice.
 	EventRefusalDelta
@@ -27,6 +28,10 @@ const (
 	EventFinish
 	// EventError carries Err: an upstream failure that arrived mid-stream.
 	EventError
+	// EventLogprobs carries Logprobs for Choice: content token log probabilities that
+	// arrived without text to carry them (decoders attach them to the EventTextDelta of
+	// their text when there is one). They belong to the content emitted before them.
+	EventLogprobs
 )
 
 // Finish reasons, as OpenAI names them.
@@ -59,6 +64,31 @@ type Event struct {
 	FinishReason string
 	// Err is the mid-stream upstream failure (EventError).
 	Err *UpstreamError
+	// Logprobs are content token log probabilities (EventTextDelta, EventLogprobs); nil
+	// when there are none. The slice, its Top slices and its strings may alias decoder
+	// buffers, like the strings above: a consumer that keeps them must copy them.
+	Logprobs []TokenLogprob
+}
+
+// TokenLogprob is the log probability of one output token, with the most likely tokens at
+// its position, as OpenAI's ChatCompletionTokenLogprob carries them.
+type TokenLogprob struct {
+	Token   string
+	Logprob float64
+	// Bytes are the token's UTF-8 bytes when they are not Token's own (a token that holds
+	// part of a multi-byte character); nil means the bytes of Token.
+	Bytes []byte
+	// Top are the most likely tokens at this position, most likely first; nil when the
+	// upstream sent none.
+	Top []TopLogprob
+}
+
+// TopLogprob is one of the most likely tokens at a position.
+type TopLogprob struct {
+	Token   string
+	Logprob float64
+	// Bytes are as in TokenLogprob: nil means the bytes of Token.
+	Bytes []byte
 }
 
 // Usage is token usage in OpenAI semantics: PromptTokens includes cached and cache-write

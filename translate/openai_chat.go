@@ -260,8 +260,11 @@ func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) er
 		} else if r := d.Get("reasoning"); r.Type == gjson.String && r.Str != "" {
 			send(&Event{Kind: EventReasoningDelta, Choice: choice, Text: r.Str})
 		}
+		lp := openAILogprobs(c.Get("logprobs.content"))
 		if t := d.Get("content"); t.Str != "" {
-			send(&Event{Kind: EventTextDelta, Choice: choice, Text: t.Str})
+			send(&Event{Kind: EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
+		} else if lp != nil {
+			send(&Event{Kind: EventLogprobs, Choice: choice, Logprobs: lp})
 		}
 		if t := d.Get("refusal"); t.Str != "" {
 			send(&Event{Kind: EventRefusalDelta, Choice: choice, Text: t.Str})
@@ -291,6 +294,52 @@ func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) er
 		send(&Event{Kind: EventUsage, Usage: openAIUsage(u)})
 	}
 	return err
+}
+
+// openAILogprobs decodes a choice's logprobs.content (ChatCompletionTokenLogprob items);
+// nil when there are none.
+func openAILogprobs(content gjson.Result) []TokenLogprob {
+	if !content.IsArray() {
+		return nil
+	}
+	var out []TokenLogprob
+	content.ForEach(func(_, t gjson.Result) bool {
+		tok := t.Get("token").Str
+		lp := TokenLogprob{Token: tok, Logprob: t.Get("logprob").Float(), Bytes: openAITokenBytes(tok, t.Get("bytes"))}
+		t.Get("top_logprobs").ForEach(func(_, top gjson.Result) bool {
+			tok := top.Get("token").Str
+			lp.Top = append(lp.Top, TopLogprob{Token: tok, Logprob: top.Get("logprob").Float(), Bytes: openAITokenBytes(tok, top.Get("bytes"))})
+			return true
+		})
+		out = append(out, lp)
+		return true
+	})
+	return out
+}
+
+// openAITokenBytes returns a token's bytes array when it differs from the token's own
+// UTF-8 bytes (a token holding part of a character), else nil.
+func openAITokenBytes(token string, arr gjson.Result) []byte {
+	if !arr.IsArray() {
+		return nil
+	}
+	same, n := true, 0
+	arr.ForEach(func(_, v gjson.Result) bool {
+		if n >= len(token) || v.Int() != int64(token[n]) {
+			same = false
+		}
+		n++
+		return true
+	})
+	if same && n == len(token) {
+		return nil
+	}
+	out := make([]byte, 0, n)
+	arr.ForEach(func(_, v gjson.Result) bool {
+		out = append(out, byte(v.Int()))
+		return true
+	})
+	return out
 }
 
 func openAIUsage(u gjson.Result) Usage {

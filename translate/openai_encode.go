@@ -1,6 +1,9 @@
 package translate
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // ChunkEncoder turns events into OpenAI chat.completion.chunk SSE frames. It guarantees the
 // invariants strict clients check: the same id, created and model on every chunk; a first
@@ -70,7 +73,8 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 			dst = append(dst, `"content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 		}
 	case EventTextDelta, EventReasoningDelta, EventRefusalDelta:
-		if ev.Text == "" {
+		withLogprobs := ev.Kind == EventTextDelta && len(ev.Logprobs) > 0
+		if ev.Text == "" && !withLogprobs {
 			return dst
 		}
 		dst = e.open(dst, ev.Choice, c)
@@ -83,7 +87,24 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 			dst = append(dst, `"refusal":`...)
 		}
 		dst = AppendString(dst, ev.Text)
+		if withLogprobs {
+			dst = append(dst, `},"logprobs":`...)
+			dst = appendLogprobs(dst, ev.Logprobs)
+			dst = append(dst, `,"finish_reason":null}]}`+"\n\n"...)
+			return dst
+		}
 		dst = append(dst, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	case EventLogprobs:
+		if len(ev.Logprobs) == 0 {
+			return dst
+		}
+		dst = e.open(dst, ev.Choice, c)
+		if dst[len(dst)-1] == ',' { // role only
+			dst = dst[:len(dst)-1]
+		}
+		dst = append(dst, `},"logprobs":`...)
+		dst = appendLogprobs(dst, ev.Logprobs)
+		dst = append(dst, `,"finish_reason":null}]}`+"\n\n"...)
 	case EventToolCallStart:
 		n := len(c.calls)
 		c.calls = append(c.calls, callState{key: ev.Index})
@@ -198,6 +219,61 @@ func finishReason(reason string, calledTools bool) string {
 		return FinishStop
 	}
 	return reason
+}
+
+// appendLogprobs appends a choice's logprobs object, {"content":[...],"refusal":null}, with
+// every ChatCompletionTokenLogprob field OpenAI marks required; null when lp is empty.
+func appendLogprobs(dst []byte, lp []TokenLogprob) []byte {
+	if len(lp) == 0 {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, `{"content":[`...)
+	for i := range lp {
+		t := &lp[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendTokenLogprob(dst, t.Token, t.Logprob, t.Bytes)
+		dst = append(dst, `,"top_logprobs":[`...)
+		for j := range t.Top {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendTokenLogprob(dst, t.Top[j].Token, t.Top[j].Logprob, t.Top[j].Bytes)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, `],"refusal":null}`...)
+}
+
+// appendTokenLogprob appends {"token":...,"logprob":...,"bytes":[...] without the closing
+// brace. raw are the token's bytes, nil for those of token.
+func appendTokenLogprob(dst []byte, token string, logprob float64, raw []byte) []byte {
+	dst = append(dst, `{"token":`...)
+	dst = AppendString(dst, token)
+	dst = append(dst, `,"logprob":`...)
+	if math.IsNaN(logprob) || math.IsInf(logprob, 0) {
+		logprob = -9999 // OpenAI's value for a very unlikely token; JSON has no NaN or Inf
+	}
+	dst = AppendFloat(dst, logprob)
+	dst = append(dst, `,"bytes":[`...)
+	if raw == nil {
+		for i := 0; i < len(token); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendInt(dst, int(token[i]))
+		}
+	} else {
+		for i, b := range raw {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendInt(dst, int(b))
+		}
+	}
+	return append(dst, ']')
 }
 
 // AppendUsage appends an OpenAI usage object.

@@ -39,6 +39,11 @@ type geminiStream struct {
 	ev      Event
 	// text holds the last unescaped text part, reused between events.
 	text []byte
+	// lp and lpTop hold the decoded logprobsResult of the candidate being read, reused
+	// between chunks; lpPart is the index of the part whose text carries lp (-1: none).
+	lp     []TokenLogprob
+	lpTop  []TopLogprob
+	lpPart int
 }
 
 // geminiCandidate is the state of one candidate (one OpenAI choice).
@@ -140,7 +145,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 		geminiElements(cands, func(c string) bool {
 			i := pos
 			pos++
-			var parts, finish string
+			var parts, finish, logprobs string
 			geminiFields(c, func(k, raw string) {
 				switch k {
 				case "index":
@@ -155,13 +160,15 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 					})
 				case "finishReason":
 					finish = geminiRawString(raw)
+				case "logprobsResult":
+					logprobs = raw
 				}
 			})
 			if i < 0 || i > 64 {
 				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
 				return false
 			}
-			err = d.candidate(i, parts, finish, emit)
+			err = d.candidate(i, parts, finish, logprobs, emit)
 			return err == nil
 		})
 		if err != nil {
@@ -209,19 +216,43 @@ func (d *geminiStream) cand(i int) *geminiCandidate {
 	return &d.cands[i]
 }
 
-func (d *geminiStream) candidate(i int, parts, fr string, emit Emit) error {
+func (d *geminiStream) candidate(i int, parts, fr, logprobs string, emit Emit) error {
 	cs := d.cand(i)
 	cs.seen = true
 	if parts != "" && parts != "null" && parts[0] != '[' {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
 	}
+	d.lp, d.lpPart = d.lp[:0], -1
+	if logprobs != "" && logprobs != "null" {
+		if err := d.logprobs(logprobs); err != nil {
+			return err
+		}
+		if len(d.lp) > 0 {
+			d.lpPart = geminiLastTextPart(parts)
+		}
+	}
 	var err error
+	n := 0
 	geminiElements(parts, func(p string) bool {
-		err = d.part(i, cs, p, emit)
+		var lp []TokenLogprob
+		if n == d.lpPart {
+			lp = d.lp
+		}
+		err = d.part(i, cs, p, lp, emit)
+		n++
 		return err == nil
 	})
 	if err != nil {
 		return err
+	}
+	if len(d.lp) > 0 && d.lpPart < 0 {
+		// Logprobs with no answer text in this chunk: they go on a chunk of their own.
+		d.ev.Logprobs = d.lp
+		err := d.emit(emit, EventLogprobs, i)
+		d.ev.Logprobs = nil
+		if err != nil {
+			return err
+		}
 	}
 	if fr != "" {
 		if cs.open {
@@ -234,7 +265,8 @@ func (d *geminiStream) candidate(i int, parts, fr string, emit Emit) error {
 	return nil
 }
 
-func (d *geminiStream) part(i int, cs *geminiCandidate, p string, emit Emit) error {
+// part decodes one part of candidate i; lp are the logprobs its text carries, if any.
+func (d *geminiStream) part(i int, cs *geminiCandidate, p string, lp []TokenLogprob, emit Emit) error {
 	if !strings.HasPrefix(p, "{") {
 		return nil
 	}
@@ -276,9 +308,11 @@ func (d *geminiStream) part(i int, cs *geminiCandidate, p string, emit Emit) err
 	kind := EventTextDelta
 	if thought {
 		kind = EventReasoningDelta
+	} else {
+		d.ev.Logprobs = lp
 	}
 	err := d.emit(emit, kind, i)
-	d.ev.Text = ""
+	d.ev.Text, d.ev.Logprobs = "", nil
 	return err
 }
 
