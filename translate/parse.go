@@ -3,28 +3,36 @@ package translate
 import (
 	"math"
 	"strconv"
-
-	"github.com/tidwall/gjson"
+	"strings"
 )
 
 // ParseRequest parses and validates an OpenAI chat completions request body. Errors are
-// *ParamError values naming the offending field. The body is copied once; the returned
-// Request does not alias the caller's buffer.
+// *ParamError values naming the offending field; a body that is not valid JSON (RFC 8259,
+// except that strings are not checked to be UTF-8) or not a JSON object has Param "". The
+// body is copied once; the returned Request does not alias the caller's buffer.
+//
+// Where a field is given twice, the request is read as gjson read it, which the parser
+// used before: a top-level field is applied each time it appears, in order (so messages,
+// tools and extra fields accumulate and scalars keep the last value); within a message or
+// tool call the last value of a field wins, and within other nested objects the first.
 func ParseRequest(body []byte) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
 	s := string(body)
-	if !gjson.Valid(s) {
-		return nil, &ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
-	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
+	p := parser{sc: jsonScanner{s: s}, req: &Request{Body: s}}
+	if p.sc.peek() != '{' {
+		if !validJSON(s) {
+			return nil, errInvalidJSON()
+		}
 		return nil, &ParamError{Message: "the request body must be a JSON object"}
 	}
-	p := parser{req: &Request{Body: s}}
-	root.ForEach(p.field)
-	if p.err != nil {
+	ok := p.object() && p.sc.atEnd()
+	if !ok {
+		// A syntax error anywhere outranks a field error: find one past the field error.
+		if p.err == nil || !validJSON(s) {
+			return nil, errInvalidJSON()
+		}
 		return nil, p.err
 	}
 	if err := p.req.check(); err != nil {
@@ -33,11 +41,20 @@ func ParseRequest(body []byte) (*Request, error) {
 	return p.req, nil
 }
 
+func errInvalidJSON() *ParamError {
+	return &ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
+}
+
+// parser reads a request in one pass of its scanner. Each method reads the value at the
+// cursor and returns false on a syntax error (sc.err) or a field error (err).
 type parser struct {
-	req     *Request
-	err     *ParamError
-	sawMsgs bool
-	sawOpts bool
+	sc  jsonScanner
+	req *Request
+	err *ParamError
+	// parts and calls hold the messages' content parts and tool calls, a few
+	// allocations for the whole request.
+	parts slab[Part]
+	calls slab[ToolCall]
 }
 
 func (p *parser) fail(param, format string, args ...any) bool {
@@ -45,74 +62,127 @@ func (p *parser) fail(param, format string, args ...any) bool {
 	return false
 }
 
-func (p *parser) field(k, v gjson.Result) bool {
-	r := p.req
-	name := k.Str
-	if v.Type == gjson.Null {
+func (p *parser) object() bool {
+	sc := &p.sc
+	for n := 0; sc.nextField(&n); {
+		if !p.field(sc.key) {
+			return false
+		}
+	}
+	return !sc.err && p.err == nil
+}
+
+// skipAfterError moves past the array at offset at, in which a field error was found, so
+// that the walk of the top-level fields can go on. gjson's parser went on after an error
+// in messages or tools (and only there), so a later field's error replaces it.
+func (p *parser) skipAfterError(at int) bool {
+	if p.sc.err {
+		return false
+	}
+	p.sc.i = at
+	return p.sc.skip()
+}
+
+func (p *parser) field(name string) bool {
+	sc, r := &p.sc, p.req
+	if sc.peek() == 'n' {
 		// OpenAI treats an explicit null as "not set" for optional fields.
 		switch name {
 		case "model", "messages":
 			return p.fail(name, "%s is required", name)
 		}
-		return true
+		return sc.literal("null")
 	}
+	var v jsonValue
 	switch name {
 	case "model":
-		if v.Type != gjson.String {
+		if !sc.value(&v) {
+			return false
+		}
+		if v.kind != jsonString {
 			return p.fail("model", "must be a string")
 		}
-		r.Model = v.Str
+		r.Model = v.str
 	case "messages":
-		if !v.IsArray() {
+		if sc.peek() != '[' {
 			return p.fail("messages", "must be an array of messages")
 		}
-		p.sawMsgs = true
-		i := 0
-		v.ForEach(func(_, m gjson.Result) bool {
-			if !p.message(i, m) {
-				return false
+		if r.Messages == nil {
+			n := p.estimateMessages()
+			r.Messages = make([]Message, 0, n)
+			p.parts.buf = make([]Part, 0, n)
+		}
+		at := sc.i
+		for n := 0; sc.nextElem(&n); {
+			if !p.message(n - 1) {
+				return p.skipAfterError(at)
 			}
-			i++
-			return true
-		})
+		}
+		if sc.err {
+			return false
+		}
 	case "stream":
-		if !isBool(v) {
+		if !sc.value(&v) {
+			return false
+		}
+		if !v.isBool() {
 			return p.fail("stream", "must be a boolean")
 		}
-		r.Stream = v.Bool()
+		r.Stream = v.kind == jsonTrue
 	case "stream_options":
-		if !v.IsObject() {
+		if sc.peek() != '{' {
 			return p.fail("stream_options", "must be an object")
 		}
-		p.sawOpts = true
-		if iu := v.Get("include_usage"); iu.Exists() && iu.Type != gjson.Null {
-			if !isBool(iu) {
-				return p.fail("stream_options.include_usage", "must be a boolean")
+		var iu jsonValue
+		for n := 0; sc.nextField(&n); {
+			ok := false
+			if sc.key == "include_usage" {
+				ok = sc.first(&iu)
+			} else {
+				ok = sc.skip()
 			}
-			r.IncludeUsage = iu.Bool()
-		}
-	case "tools":
-		if !v.IsArray() {
-			return p.fail("tools", "must be an array")
-		}
-		i := 0
-		v.ForEach(func(_, t gjson.Result) bool {
-			if !p.tool(i, t) {
+			if !ok {
 				return false
 			}
-			i++
-			return true
-		})
+		}
+		if sc.err {
+			return false
+		}
+		if iu.kind != jsonMissing && iu.kind != jsonNull {
+			if !iu.isBool() {
+				return p.fail("stream_options.include_usage", "must be a boolean")
+			}
+			r.IncludeUsage = iu.kind == jsonTrue
+		}
+	case "tools":
+		if sc.peek() != '[' {
+			return p.fail("tools", "must be an array")
+		}
+		at := sc.i
+		for n := 0; sc.nextElem(&n); {
+			if !p.tool(n - 1) {
+				return p.skipAfterError(at)
+			}
+		}
+		if sc.err {
+			return false
+		}
 	case "tool_choice":
-		return p.toolChoice(v)
+		return p.toolChoice()
 	case "parallel_tool_calls":
-		if !isBool(v) {
+		if !sc.value(&v) {
+			return false
+		}
+		if !v.isBool() {
 			return p.fail(name, "must be a boolean")
 		}
-		b := v.Bool()
+		b := v.kind == jsonTrue
 		r.ParallelToolCalls = &b
 	case "max_tokens", "max_completion_tokens":
-		n, ok := positiveInt(v)
+		if !sc.value(&v) {
+			return false
+		}
+		n, ok := positiveInt(&v)
 		if !ok {
 			return p.fail(name, "must be an integer of at least 1")
 		}
@@ -120,89 +190,106 @@ func (p *parser) field(k, v gjson.Result) bool {
 			r.MaxTokens, r.MaxTokensParam = n, name
 		}
 	case "temperature":
-		return p.float(name, v, 0, 2, &r.Temperature)
+		return p.float(name, 0, 2, &r.Temperature)
 	case "top_p":
-		return p.float(name, v, 0, 1, &r.TopP)
+		return p.float(name, 0, 1, &r.TopP)
 	case "presence_penalty":
-		return p.float(name, v, -2, 2, &r.PresencePenalty)
+		return p.float(name, -2, 2, &r.PresencePenalty)
 	case "frequency_penalty":
-		return p.float(name, v, -2, 2, &r.FrequencyPenalty)
+		return p.float(name, -2, 2, &r.FrequencyPenalty)
 	case "stop":
-		switch {
-		case v.Type == gjson.String:
-			r.Stop = []string{v.Str}
-		case v.IsArray():
-			ok := true
-			v.ForEach(func(_, s gjson.Result) bool {
-				if s.Type != gjson.String {
-					ok = false
-					return false
-				}
-				r.Stop = append(r.Stop, s.Str)
-				return true
-			})
-			if !ok {
-				return p.fail("stop", "must be a string or an array of strings")
-			}
-		default:
-			return p.fail("stop", "must be a string or an array of strings")
-		}
+		return p.stop()
 	case "n":
-		n, ok := positiveInt(v)
+		if !sc.value(&v) {
+			return false
+		}
+		n, ok := positiveInt(&v)
 		if !ok {
 			return p.fail("n", "must be an integer of at least 1")
 		}
 		r.N = n
 	case "seed":
-		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) {
+		if !sc.value(&v) {
+			return false
+		}
+		f := v.float()
+		if v.kind != jsonNumber || f != math.Trunc(f) {
 			return p.fail("seed", "must be an integer")
 		}
-		s := v.Int()
+		s := jsonInt(v.raw, f)
 		r.Seed = &s
 	case "logprobs":
-		if !isBool(v) {
+		if !sc.value(&v) {
+			return false
+		}
+		if !v.isBool() {
 			return p.fail(name, "must be a boolean")
 		}
-		r.Logprobs = v.Bool()
+		r.Logprobs = v.kind == jsonTrue
 	case "top_logprobs":
-		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < 0 || v.Num > 20 {
+		if !sc.value(&v) {
+			return false
+		}
+		f := v.float()
+		if v.kind != jsonNumber || f != math.Trunc(f) || f < 0 || f > 20 {
 			return p.fail(name, "must be an integer from 0 to 20")
 		}
-		n := int(v.Num)
+		n := int(f)
 		r.TopLogprobs = &n
 	case "response_format":
-		return p.responseFormat(v)
+		return p.responseFormat()
 	case "reasoning_effort":
-		switch v.Str {
+		if !sc.value(&v) {
+			return false
+		}
+		switch v.str {
 		case "none", "minimal", "low", "medium", "high", "xhigh":
-			if v.Type == gjson.String {
-				r.ReasoningEffort = v.Str
-				return true
-			}
+			r.ReasoningEffort = v.str
+			return true
 		}
 		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
 	case "user":
-		if v.Type != gjson.String {
+		if !sc.value(&v) {
+			return false
+		}
+		if v.kind != jsonString {
 			return p.fail(name, "must be a string")
 		}
-		r.User = v.Str
+		r.User = v.str
 	case "metadata":
-		if !v.IsObject() {
+		if sc.peek() != '{' {
 			return p.fail(name, "must be an object of string values")
 		}
-		ok := true
-		v.ForEach(func(_, mv gjson.Result) bool {
-			ok = mv.Type == gjson.String
-			return ok
-		})
-		if !ok {
-			return p.fail(name, "must be an object of string values")
+		at := sc.i
+		for n := 0; sc.nextField(&n); {
+			if sc.peek() != '"' {
+				return p.fail(name, "must be an object of string values")
+			}
+			if !sc.skipString() {
+				return false
+			}
 		}
-		r.Metadata = v.Raw
+		if sc.err {
+			return false
+		}
+		r.Metadata = sc.s[at:sc.i]
 	default:
-		r.Extra = append(r.Extra, Field{Name: name, Raw: v.Raw})
+		at := sc.i
+		if !sc.skip() {
+			return false
+		}
+		r.Extra = append(r.Extra, Field{Name: name, Raw: sc.s[at:sc.i]})
 	}
 	return true
+}
+
+// estimateMessages guesses how many messages the messages array at the cursor holds, to
+// size the slices that hold them: the "role" strings left in the body, but no more than
+// the smallest message ({"role":"user","content":""}, 28 bytes) could fill and no more
+// than 1024, so a body full of "role" strings cannot make it allocate much.
+func (p *parser) estimateMessages() int {
+	rest := p.sc.s[p.sc.i:]
+	return max(1, min(strings.Count(rest, `"role"`), len(rest)/28, 1024))
 }
 
 func (r *Request) check() *ParamError {
@@ -233,71 +320,70 @@ func (r *Request) check() *ParamError {
 	return nil
 }
 
-func (p *parser) message(i int, m gjson.Result) bool {
-	if !m.IsObject() {
+func (p *parser) message(i int) bool {
+	sc := &p.sc
+	if sc.peek() != '{' {
 		return p.fail(idx("messages", i), "each message must be an object")
 	}
 	var msg Message
-	var role, content gjson.Result
-	ok := true
-	m.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "role":
-			role = v
-		case "content":
-			content = v
+	// content is read after the other fields, once the role is known.
+	var role, content jsonValue
+	for n := 0; sc.nextField(&n); {
+		key := sc.key
+		var v jsonValue
+		var ok bool
+		switch {
+		case key == "role":
+			ok = sc.value(&role)
+		case key == "content":
+			ok = sc.value(&content)
+		case sc.peek() == 'n':
+			ok = sc.literal("null")
+		case key == "name":
+			if ok = sc.value(&v); ok && v.kind != jsonString {
+				return p.fail(idx("messages", i)+".name", "must be a string")
+			}
+			msg.Name = v.str
+		case key == "tool_call_id":
+			if ok = sc.value(&v); ok && v.kind != jsonString {
+				return p.fail(idx("messages", i)+".tool_call_id", "must be a string")
+			}
+			msg.ToolCallID = v.str
+		case key == "tool_calls":
+			ok = p.toolCalls(i, &msg)
+		case key == "reasoning_content":
+			if ok = sc.value(&v); v.kind == jsonString {
+				msg.Reasoning = v.str
+			}
+		case key == "thinking_blocks":
+			ok = p.thinkingBlocks(&msg)
+		case key == "refusal":
+			if ok = sc.value(&v); v.kind == jsonString {
+				msg.Refusal = v.str
+			}
+		default:
+			ok = sc.skip()
 		}
-		if v.Type == gjson.Null {
-			return true
+		if !ok {
+			return false
 		}
-		switch k.Str {
-		case "name":
-			if v.Type != gjson.String {
-				ok = p.fail(idx("messages", i)+".name", "must be a string")
-			}
-			msg.Name = v.Str
-		case "tool_call_id":
-			if v.Type != gjson.String {
-				ok = p.fail(idx("messages", i)+".tool_call_id", "must be a string")
-			}
-			msg.ToolCallID = v.Str
-		case "tool_calls":
-			ok = p.toolCalls(i, &msg, v)
-		case "reasoning_content":
-			if v.Type == gjson.String {
-				msg.Reasoning = v.Str
-			}
-		case "thinking_blocks":
-			v.ForEach(func(_, b gjson.Result) bool {
-				msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
-					Type: b.Get("type").Str, Thinking: b.Get("thinking").Str,
-					Signature: b.Get("signature").Str, Data: b.Get("data").Str,
-				})
-				return true
-			})
-		case "refusal":
-			if v.Type == gjson.String {
-				msg.Refusal = v.Str
-			}
-		}
-		return ok
-	})
-	if !ok {
+	}
+	if sc.err {
 		return false
 	}
-	if role.Type != gjson.String {
+	if role.kind != jsonString {
 		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
 	}
-	switch role.Str {
+	switch role.str {
 	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-		msg.Role = role.Str
+		msg.Role = role.str
 	default:
-		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
+		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.str)
 	}
 	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
 		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
-	if content.Exists() && content.Type != gjson.Null && !p.content(i, &msg, content) {
+	if content.kind != jsonMissing && content.kind != jsonNull && !p.content(i, &msg, &content) {
 		return false
 	}
 	switch msg.Role {
@@ -306,11 +392,11 @@ func (p *parser) message(i int, m gjson.Result) bool {
 			return p.fail(idx("messages", i)+".tool_call_id", "tool messages need tool_call_id")
 		}
 	case RoleAssistant:
-		if !content.Exists() && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
+		if content.kind == jsonMissing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
 			return p.fail(idx("messages", i)+".content", "assistant messages need content or tool_calls")
 		}
 	default:
-		if !content.Exists() || content.Type == gjson.Null {
+		if content.kind == jsonMissing || content.kind == jsonNull {
 			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
@@ -318,210 +404,452 @@ func (p *parser) message(i int, m gjson.Result) bool {
 	return true
 }
 
-func (p *parser) content(i int, msg *Message, v gjson.Result) bool {
-	if v.Type == gjson.String {
-		msg.Content = []Part{{Type: PartText, Text: v.Str}}
-		return true
+// thinkingBlocks reads a message's thinking_blocks the way gjson's ForEach walked them:
+// each element of an array, each member of an object, or a single scalar; whatever is not
+// an object yields an empty block.
+func (p *parser) thinkingBlocks(msg *Message) bool {
+	sc := &p.sc
+	switch sc.peek() {
+	case '[':
+		for n := 0; sc.nextElem(&n); {
+			if !p.thinkingBlock(msg) {
+				return false
+			}
+		}
+	case '{':
+		for n := 0; sc.nextField(&n); {
+			if !p.thinkingBlock(msg) {
+				return false
+			}
+		}
+	default:
+		return p.thinkingBlock(msg)
 	}
-	if !v.IsArray() {
-		return p.fail(idx("messages", i)+".content", "must be a string or an array of content parts")
-	}
-	j := 0
-	ok := true
-	v.ForEach(func(_, c gjson.Result) bool {
-		pj := j
-		param := func() string { return idx(idx("messages", i)+".content", pj) }
-		j++
-		if !c.IsObject() {
-			ok = p.fail(param(), "each content part must be an object")
-			return false
-		}
-		t := c.Get("type").Str
-		var part Part
-		switch t {
-		case "text":
-			tx := c.Get("text")
-			if tx.Type != gjson.String {
-				ok = p.fail(param()+".text", "text parts need a string text")
-				return false
-			}
-			part = Part{Type: PartText, Text: tx.Str}
-		case "image_url":
-			u := c.Get("image_url")
-			url := u.Get("url")
-			if u.Type == gjson.String { // a lenient shape some clients send
-				url = u
-			}
-			if url.Type != gjson.String || url.Str == "" {
-				ok = p.fail(param()+".image_url.url", "image_url parts need image_url.url")
-				return false
-			}
-			part = Part{Type: PartImage, URL: url.Str, Detail: u.Get("detail").Str}
-		case "file":
-			f := c.Get("file")
-			part = Part{Type: PartFile, FileData: f.Get("file_data").Str, FileID: f.Get("file_id").Str, Filename: f.Get("filename").Str}
-			if part.FileData == "" && part.FileID == "" {
-				ok = p.fail(param()+".file", "file parts need file.file_data or file.file_id")
-				return false
-			}
-		case "input_audio":
-			a := c.Get("input_audio")
-			part = Part{Type: PartAudio, AudioData: a.Get("data").Str, AudioFormat: a.Get("format").Str}
-			if part.AudioData == "" {
-				ok = p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
-				return false
-			}
-		case "refusal":
-			if msg.Role != RoleAssistant {
-				ok = p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
-				return false
-			}
-			part = Part{Type: PartRefusal, Text: c.Get("refusal").Str}
-		default:
-			ok = p.fail(param()+".type", "unknown content part type %q", t)
-			return false
-		}
-		if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
-			ok = p.fail(param()+".type", "%s parts are only allowed in user messages", t)
-			return false
-		}
-		msg.Content = append(msg.Content, part)
-		return true
-	})
-	return ok
+	return !sc.err
 }
 
-func (p *parser) toolCalls(i int, msg *Message, v gjson.Result) bool {
-	base := func() string { return idx("messages", i) + ".tool_calls" }
-	if !v.IsArray() {
-		return p.fail(base(), "must be an array")
-	}
-	j := 0
-	ok := true
-	v.ForEach(func(_, c gjson.Result) bool {
-		pj := j
-		param := func() string { return idx(base(), pj) }
-		j++
-		var id, typ, name, args gjson.Result
-		c.ForEach(func(k, f gjson.Result) bool {
-			switch k.Str {
-			case "id":
-				id = f
+func (p *parser) thinkingBlock(msg *Message) bool {
+	sc := &p.sc
+	var typ, thinking, signature, data jsonValue
+	if sc.peek() != '{' {
+		if !sc.skip() {
+			return false
+		}
+	} else {
+		for n := 0; sc.nextField(&n); {
+			var ok bool
+			switch sc.key {
 			case "type":
-				typ = f
-			case "function":
-				f.ForEach(func(fk, fv gjson.Result) bool {
-					switch fk.Str {
-					case "name":
-						name = fv
-					case "arguments":
-						args = fv
-					}
-					return true
-				})
+				ok = sc.first(&typ)
+			case "thinking":
+				ok = sc.first(&thinking)
+			case "signature":
+				ok = sc.first(&signature)
+			case "data":
+				ok = sc.first(&data)
+			default:
+				ok = sc.skip()
 			}
-			return true
-		})
-		if id.Type != gjson.String || id.Str == "" {
-			ok = p.fail(param()+".id", "tool calls need a string id")
+			if !ok {
+				return false
+			}
+		}
+		if sc.err {
 			return false
 		}
-		if typ.Exists() && typ.Str != "function" {
-			ok = p.fail(param()+".type", "only function tool calls are supported")
-			return false
-		}
-		if name.Type != gjson.String || name.Str == "" {
-			ok = p.fail(param()+".function.name", "tool calls need function.name")
-			return false
-		}
-		if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-			ok = p.fail(param()+".function.arguments", "must be a string of JSON")
-			return false
-		}
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
-		return true
+	}
+	msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
+		Type: typ.str, Thinking: thinking.str, Signature: signature.str, Data: data.str,
 	})
-	return ok
-}
-
-func (p *parser) tool(i int, t gjson.Result) bool {
-	param := idx("tools", i)
-	if !t.IsObject() {
-		return p.fail(param, "each tool must be an object")
-	}
-	if typ := t.Get("type").Str; typ != "function" {
-		return p.fail(param+".type", "only function tools are supported, got %q", typ)
-	}
-	fn := t.Get("function")
-	name := fn.Get("name")
-	if name.Type != gjson.String || !validToolName(name.Str) {
-		return p.fail(param+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
-	}
-	tool := Tool{Name: name.Str, Description: fn.Get("description").Str}
-	if ps := fn.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
-		if !ps.IsObject() {
-			return p.fail(param+".function.parameters", "must be a JSON Schema object")
-		}
-		tool.Parameters = ps.Raw
-	}
-	if st := fn.Get("strict"); isBool(st) {
-		b := st.Bool()
-		tool.Strict = &b
-	}
-	for k := range p.req.Tools {
-		if p.req.Tools[k].Name == tool.Name {
-			return p.fail(param+".function.name", "duplicate function name %q", tool.Name)
-		}
-	}
-	p.req.Tools = append(p.req.Tools, tool)
 	return true
 }
 
-func (p *parser) toolChoice(v gjson.Result) bool {
+// content reads a message's content, v, after the message's other fields.
+func (p *parser) content(i int, msg *Message, v *jsonValue) bool {
+	if v.kind == jsonString {
+		p.parts.push(Part{Type: PartText, Text: v.str})
+		msg.Content = p.parts.run()
+		return true
+	}
+	if v.kind != jsonArray {
+		return p.fail(idx("messages", i)+".content", "must be a string or an array of content parts")
+	}
+	// Read the array again from its start; the scanner has checked it already.
+	sc := &p.sc
+	resume := sc.i
+	sc.i = v.at
+	for n := 0; sc.nextElem(&n); {
+		if !p.part(i, n-1, msg) {
+			return false
+		}
+	}
+	sc.i = resume
+	msg.Content = p.parts.run()
+	return true
+}
+
+// part reads content part j of message i.
+func (p *parser) part(i, j int, msg *Message) bool {
+	sc := &p.sc
+	param := func() string { return idx(idx("messages", i)+".content", j) }
+	if sc.peek() != '{' {
+		return p.fail(param(), "each content part must be an object")
+	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonValue
+	var sawImage, sawFile, sawAudio bool
+	for n := 0; sc.nextField(&n); {
+		var ok bool
+		switch sc.key {
+		case "type":
+			ok = sc.first(&typ)
+		case "text":
+			ok = sc.first(&text)
+		case "refusal":
+			ok = sc.first(&refusal)
+		case "image_url":
+			switch {
+			case sawImage:
+				ok = sc.skip()
+			case sc.peek() != '{':
+				ok = sc.value(&image)
+			default:
+				ok = p.fields(want{"url", &url}, want{"detail", &detail})
+			}
+			sawImage = true
+		case "file":
+			if sawFile || sc.peek() != '{' {
+				ok = sc.skip()
+			} else {
+				ok = p.fields(want{"file_data", &fileData}, want{"file_id", &fileID}, want{"filename", &filename})
+			}
+			sawFile = true
+		case "input_audio":
+			if sawAudio || sc.peek() != '{' {
+				ok = sc.skip()
+			} else {
+				ok = p.fields(want{"data", &audio}, want{"format", &format})
+			}
+			sawAudio = true
+		default:
+			ok = sc.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.err {
+		return false
+	}
+	var part Part
+	switch typ.str {
+	case "text":
+		if text.kind != jsonString {
+			return p.fail(param()+".text", "text parts need a string text")
+		}
+		part = Part{Type: PartText, Text: text.str}
+	case "image_url":
+		if image.kind == jsonString { // a lenient shape some clients send
+			url = image
+		}
+		if url.kind != jsonString || url.str == "" {
+			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
+		}
+		part = Part{Type: PartImage, URL: url.str, Detail: detail.str}
+	case "file":
+		part = Part{Type: PartFile, FileData: fileData.str, FileID: fileID.str, Filename: filename.str}
+		if part.FileData == "" && part.FileID == "" {
+			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
+		}
+	case "input_audio":
+		part = Part{Type: PartAudio, AudioData: audio.str, AudioFormat: format.str}
+		if part.AudioData == "" {
+			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
+		}
+	case "refusal":
+		if msg.Role != RoleAssistant {
+			return p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
+		}
+		part = Part{Type: PartRefusal, Text: refusal.str}
+	default:
+		return p.fail(param()+".type", "unknown content part type %q", typ.str)
+	}
+	if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
+		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.str)
+	}
+	p.parts.push(part)
+	return true
+}
+
+// want names an object member to read and where to put its value.
+type want struct {
+	key string
+	dst *jsonValue
+}
+
+// fields reads the object at the cursor, putting the first value of each wanted member
+// in its place and skipping the rest.
+func (p *parser) fields(wants ...want) bool {
+	sc := &p.sc
+	for n := 0; sc.nextField(&n); {
+		ok := false
+		for _, w := range wants {
+			if w.key == sc.key {
+				ok = sc.first(w.dst)
+				goto next
+			}
+		}
+		ok = sc.skip()
+	next:
+		if !ok {
+			return false
+		}
+	}
+	return !sc.err
+}
+
+func (p *parser) toolCalls(i int, msg *Message) bool {
+	sc := &p.sc
+	base := func() string { return idx("messages", i) + ".tool_calls" }
+	if sc.peek() != '[' {
+		return p.fail(base(), "must be an array")
+	}
+	for n := 0; sc.nextElem(&n); {
+		if !p.toolCall(i, n-1) {
+			return false
+		}
+	}
+	if sc.err {
+		return false
+	}
+	if calls := p.calls.run(); msg.ToolCalls == nil {
+		msg.ToolCalls = calls
+	} else {
+		msg.ToolCalls = append(msg.ToolCalls, calls...)
+	}
+	return true
+}
+
+// toolCall reads tool call j of message i.
+func (p *parser) toolCall(i, j int) bool {
+	sc := &p.sc
+	param := func() string { return idx(idx("messages", i)+".tool_calls", j) }
+	// The last of duplicate keys wins, as with gjson's ForEach.
+	var id, typ, name, args jsonValue
+	if sc.peek() != '{' {
+		if !sc.skip() {
+			return false
+		}
+	} else {
+		for n := 0; sc.nextField(&n); {
+			var ok bool
+			switch sc.key {
+			case "id":
+				ok = sc.value(&id)
+			case "type":
+				ok = sc.value(&typ)
+			case "function":
+				if sc.peek() != '{' {
+					ok = sc.skip()
+					break
+				}
+				ok = true
+				for k := 0; ok && sc.nextField(&k); {
+					switch sc.key {
+					case "name":
+						ok = sc.value(&name)
+					case "arguments":
+						ok = sc.value(&args)
+					default:
+						ok = sc.skip()
+					}
+				}
+				ok = ok && !sc.err
+			default:
+				ok = sc.skip()
+			}
+			if !ok {
+				return false
+			}
+		}
+		if sc.err {
+			return false
+		}
+	}
+	if id.kind != jsonString || id.str == "" {
+		return p.fail(param()+".id", "tool calls need a string id")
+	}
+	if typ.kind != jsonMissing && typ.str != "function" {
+		return p.fail(param()+".type", "only function tool calls are supported")
+	}
+	if name.kind != jsonString || name.str == "" {
+		return p.fail(param()+".function.name", "tool calls need function.name")
+	}
+	if args.kind != jsonMissing && args.kind != jsonString && args.kind != jsonNull {
+		return p.fail(param()+".function.arguments", "must be a string of JSON")
+	}
+	p.calls.push(ToolCall{ID: id.str, Name: name.str, Arguments: args.str})
+	return true
+}
+
+func (p *parser) tool(i int) bool {
+	sc := &p.sc
+	param := func() string { return idx("tools", i) }
+	if sc.peek() != '{' {
+		return p.fail(param(), "each tool must be an object")
+	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, name, description, parameters, strict jsonValue
+	sawFunction := false
+	for n := 0; sc.nextField(&n); {
+		var ok bool
+		switch sc.key {
+		case "type":
+			ok = sc.first(&typ)
+		case "function":
+			if sawFunction || sc.peek() != '{' {
+				ok = sc.skip()
+			} else {
+				ok = p.fields(want{"name", &name}, want{"description", &description},
+					want{"parameters", &parameters}, want{"strict", &strict})
+			}
+			sawFunction = true
+		default:
+			ok = sc.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.err {
+		return false
+	}
+	if typ.str != "function" {
+		return p.fail(param()+".type", "only function tools are supported, got %q", typ.str)
+	}
+	if name.kind != jsonString || !validToolName(name.str) {
+		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+	}
+	tool := Tool{Name: name.str, Description: description.str}
+	if parameters.kind != jsonMissing && parameters.kind != jsonNull {
+		if parameters.kind != jsonObject {
+			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
+		}
+		tool.Parameters = parameters.raw
+	}
+	if strict.isBool() {
+		b := strict.kind == jsonTrue
+		tool.Strict = &b
+	}
 	r := p.req
-	if v.Type == gjson.String {
-		switch v.Str {
+	for k := range r.Tools {
+		if r.Tools[k].Name == tool.Name {
+			return p.fail(param()+".function.name", "duplicate function name %q", tool.Name)
+		}
+	}
+	if r.Tools == nil {
+		r.Tools = make([]Tool, 0, 4)
+	}
+	r.Tools = append(r.Tools, tool)
+	return true
+}
+
+func (p *parser) toolChoice() bool {
+	sc, r := &p.sc, p.req
+	switch sc.peek() {
+	case '"':
+		var v jsonValue
+		if !sc.value(&v) {
+			return false
+		}
+		switch v.str {
 		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
-			r.ToolChoice.Mode = v.Str
+			r.ToolChoice.Mode = v.str
 			return true
 		}
 		return p.fail("tool_choice", "must be auto, none, required or a named function")
-	}
-	if !v.IsObject() || v.Get("type").Str != "function" {
+	case '{':
+	default:
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	name := v.Get("function.name")
-	if name.Type != gjson.String || name.Str == "" {
+	// gjson's Get("function.name") took the first name in any function object.
+	var typ, name jsonValue
+	for n := 0; sc.nextField(&n); {
+		var ok bool
+		switch {
+		case sc.key == "type":
+			ok = sc.first(&typ)
+		case sc.key == "function" && name.kind == jsonMissing && sc.peek() == '{':
+			ok = p.fields(want{"name", &name})
+		default:
+			ok = sc.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.err {
+		return false
+	}
+	if typ.str != "function" {
+		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
+	}
+	if name.kind != jsonString || name.str == "" {
 		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
 	}
-	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.Str}
+	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.str}
 	return true
 }
 
-func (p *parser) responseFormat(v gjson.Result) bool {
-	if !v.IsObject() {
+func (p *parser) responseFormat() bool {
+	sc := &p.sc
+	if sc.peek() != '{' {
 		return p.fail("response_format", "must be an object")
 	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, name, description, schema, strict jsonValue
+	sawSchema, schemaObject := false, false
+	for n := 0; sc.nextField(&n); {
+		var ok bool
+		switch sc.key {
+		case "type":
+			ok = sc.first(&typ)
+		case "json_schema":
+			if sawSchema || sc.peek() != '{' {
+				ok = sc.skip()
+			} else {
+				schemaObject = true
+				ok = p.fields(want{"name", &name}, want{"description", &description},
+					want{"schema", &schema}, want{"strict", &strict})
+			}
+			sawSchema = true
+		default:
+			ok = sc.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.err {
+		return false
+	}
 	rf := &p.req.ResponseFormat
-	switch t := v.Get("type").Str; t {
+	switch t := typ.str; t {
 	case FormatText, FormatJSONObject:
 		rf.Type = t
 	case FormatJSONSchema:
-		js := v.Get("json_schema")
-		if !js.IsObject() {
+		if !schemaObject {
 			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
 		}
-		name := js.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
+		if name.kind != jsonString || name.str == "" {
 			return p.fail("response_format.json_schema.name", "json_schema.name is required")
 		}
-		schema := js.Get("schema")
-		if schema.Exists() && !schema.IsObject() {
+		if schema.kind != jsonMissing && schema.kind != jsonObject {
 			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
 		}
-		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, js.Get("description").Str, schema.Raw
-		if st := js.Get("strict"); isBool(st) {
-			b := st.Bool()
+		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.str, description.str, schema.raw
+		if strict.isBool() {
+			b := strict.kind == jsonTrue
 			rf.Strict = &b
 		}
 	default:
@@ -530,25 +858,73 @@ func (p *parser) responseFormat(v gjson.Result) bool {
 	return true
 }
 
-func (p *parser) float(name string, v gjson.Result, lo, hi float64, dst **float64) bool {
-	if v.Type != gjson.Number {
+func (p *parser) stop() bool {
+	sc, r := &p.sc, p.req
+	switch sc.peek() {
+	case '"':
+		s, ok := sc.str()
+		if !ok {
+			return false
+		}
+		r.Stop = []string{s}
+		return true
+	case '[':
+		for n := 0; sc.nextElem(&n); {
+			if sc.peek() != '"' {
+				return p.fail("stop", "must be a string or an array of strings")
+			}
+			s, ok := sc.str()
+			if !ok {
+				return false
+			}
+			r.Stop = append(r.Stop, s)
+		}
+		return !sc.err
+	}
+	return p.fail("stop", "must be a string or an array of strings")
+}
+
+func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
+	var v jsonValue
+	if !p.sc.value(&v) {
+		return false
+	}
+	if v.kind != jsonNumber {
 		return p.fail(name, "must be a number")
 	}
-	if v.Num < lo || v.Num > hi {
+	f := v.float()
+	if f < lo || f > hi {
 		return p.fail(name, "must be between %g and %g", lo, hi)
 	}
-	f := v.Num
 	*dst = &f
 	return true
 }
 
-func isBool(v gjson.Result) bool { return v.Type == gjson.True || v.Type == gjson.False }
-
-func positiveInt(v gjson.Result) (int, bool) {
-	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < 1 || v.Num > math.MaxInt32 {
+func positiveInt(v *jsonValue) (int, bool) {
+	if v.kind != jsonNumber {
 		return 0, false
 	}
-	return int(v.Num), true
+	f := v.float()
+	if f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// jsonInt converts the integral number raw, whose value is f, to an int64: exactly when
+// raw is plain digits that fit, else saturating at the int64 range.
+func jsonInt(raw string, f float64) int64 {
+	const maxExact = 1<<53 - 1 // gjson's bound
+	if f >= -maxExact && f <= maxExact {
+		return int64(f)
+	}
+	if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		return n
+	}
+	if f < 0 {
+		return math.MinInt64
+	}
+	return math.MaxInt64
 }
 
 func idx(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
@@ -564,4 +940,32 @@ func validToolName(s string) bool {
 		}
 	}
 	return true
+}
+
+// slab hands out the short slices a request holds many of (a message's content parts, its
+// tool calls) from a few shared allocations. Elements are pushed one run at a time; run
+// ends the current run and returns it with its capacity capped, so appending to it copies.
+type slab[T any] struct {
+	buf   []T
+	start int // where the current run begins in buf
+}
+
+func (s *slab[T]) push(v T) {
+	if len(s.buf) == cap(s.buf) {
+		run := s.buf[s.start:]
+		b := make([]T, len(run), max(2*cap(s.buf), 8, 2*len(run)))
+		copy(b, run)
+		s.buf, s.start = b, 0
+	}
+	s.buf = append(s.buf, v)
+}
+
+// run ends the current run and returns it, nil if it is empty.
+func (s *slab[T]) run() []T {
+	if s.start == len(s.buf) {
+		return nil
+	}
+	r := s.buf[s.start:len(s.buf):len(s.buf)]
+	s.start = len(s.buf)
+	return r
 }
