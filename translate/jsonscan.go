@@ -440,7 +440,7 @@ func hex4(s string) rune {
 // becomes U+FFFD.
 func (sc *jsonScanner) unescape(raw string, bound int) string {
 	if cap(sc.arena)-len(sc.arena) < len(raw) {
-		size := min(max(2*cap(sc.arena), 1024), bound)
+		size := min(max(2*cap(sc.arena), 512), bound)
 		sc.arena = make([]byte, 0, max(size, len(raw)))
 	}
 	buf := sc.arena

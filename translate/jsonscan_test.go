@@ -2,7 +2,128 @@ package translate
 
 import (
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
+
+// validJSONCases are inputs validJSON must judge as RFC 8259 does, except that strings may
+// hold bytes that are not UTF-8.
+var validJSONCases = []struct {
+	name string
+	in   string
+	want bool
+}{
+	{name: "empty", in: ``, want: false},
+	{name: "only space", in: " \t\r\n", want: false},
+	{name: "object", in: `{"a":1}`, want: true},
+	{name: "space around", in: " \t\r\n{ \"a\" : [ 1 , 2 ] }\r\n ", want: true},
+	{name: "scalars at top", in: `"x"`, want: true},
+	{name: "trailing comma in object", in: `{"a":1,}`, want: false},
+	{name: "trailing comma in array", in: `[1,]`, want: false},
+	{name: "leading comma", in: `[,1]`, want: false},
+	{name: "missing comma", in: `[1 2]`, want: false},
+	{name: "missing colon", in: `{"a" 1}`, want: false},
+	{name: "unquoted key", in: `{a:1}`, want: false},
+	{name: "two values", in: `{}{}`, want: false},
+	{name: "unclosed", in: `{"a":[1}`, want: false},
+	{name: "form feed is not space", in: "\f{}", want: false},
+	{name: "leading zero", in: `01`, want: false},
+	{name: "minus zero", in: `-0`, want: true},
+	{name: "bare minus", in: `-`, want: false},
+	{name: "fraction without digits", in: `1.`, want: false},
+	{name: "fraction without int", in: `.5`, want: false},
+	{name: "exponent without digits", in: `1e+`, want: false},
+	{name: "number forms", in: `[0,-1,1.5,1e5,1E-5,-0.0e+0]`, want: true},
+	{name: "plus sign", in: `+1`, want: false},
+	{name: "literals", in: `[true,false,null]`, want: true},
+	{name: "short literal", in: `[tru]`, want: false},
+	{name: "capital literal", in: `True`, want: false},
+	{name: "escapes", in: `"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"`, want: true},
+	{name: "bad escape", in: `"\x"`, want: false},
+	{name: "short unicode escape", in: `"\u12"`, want: false},
+	{name: "non-hex unicode escape", in: `"\u12g4"`, want: false},
+	{name: "lone surrogate", in: `"\ud800"`, want: true},
+	{name: "control character", in: "\"a\tb\"", want: false},
+	{name: "raw DEL", in: "\"\x7f\"", want: true},
+	{name: "invalid UTF-8", in: "\"\xff\xfe\"", want: true},
+	{name: "unterminated string", in: `"abc`, want: false},
+	{name: "escape at end", in: `"abc\`, want: false},
+	{name: "NUL outside strings", in: "{}\x00", want: false},
+	{name: "deep nesting", in: deep(1000), want: true},
+}
+
+func deep(n int) string {
+	b := make([]byte, 0, 4*n+1)
+	for range n {
+		b = append(b, `[{"a":`...)
+	}
+	b = append(b, '1')
+	for range n {
+		b = append(b, "}]"...)
+	}
+	return string(b)
+}
+
+func TestValidJSON(t *testing.T) {
+	for _, tt := range validJSONCases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := validJSON(tt.in); got != tt.want {
+				t.Errorf("validJSON(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+			if ref := gjson.Valid(tt.in); ref != tt.want {
+				t.Errorf("gjson.Valid(%q) = %v, want %v", tt.in, ref, tt.want)
+			}
+		})
+	}
+}
+
+// TestJSONScanner_Strings pins decoding: substrings when there is nothing to decode, and
+// gjson's decoding of escapes (including its handling of unpaired surrogates) otherwise.
+func TestJSONScanner_Strings(t *testing.T) {
+	for _, raw := range []string{
+		`""`, `"plain"`, `"caf` + "\xc3\xa9" + `"`, `"a\nb"`, `"\"\\\/\b\f\n\r\t"`,
+		`"\u00e9\u4e2d\ud83d\ude00"`, `"\ud800"`, `"\ud800x"`, `"\ud800\u0041"`, `"\udc00\ud800"`,
+		`"\ud800\n"`, `"\ud83d\ude00\ud83d"`, `"x\u0000y"`, `"` + "\xff" + `\n"`,
+	} {
+		sc := jsonScanner{s: raw}
+		var v jsonValue
+		if !sc.value(&v) {
+			t.Errorf("%s: not read", raw)
+			continue
+		}
+		if want := gjson.Parse(raw).Str; v.str != want {
+			t.Errorf("%s: decoded %q, gjson %q", raw, v.str, want)
+		}
+		if v.raw != raw || v.kind != jsonString {
+			t.Errorf("%s: raw %q kind %d", raw, v.raw, v.kind)
+		}
+	}
+}
+
+// FuzzValidJSONMatchesGJSON: validJSON agrees with gjson.Valid, and every string the
+// scanner decodes agrees with gjson's decoding.
+func FuzzValidJSONMatchesGJSON(f *testing.F) {
+	for _, tt := range validJSONCases {
+		f.Add([]byte(tt.in))
+	}
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := string(b)
+		if got, want := validJSON(s), gjson.Valid(s); got != want {
+			t.Fatalf("validJSON(%q) = %v, gjson.Valid %v", s, got, want)
+		}
+		if len(s) > 0 && s[0] == '"' {
+			sc := jsonScanner{s: s}
+			if str, ok := sc.str(); ok {
+				if want := gjson.Parse(s[:sc.i]).Str; str != want {
+					t.Fatalf("%q decoded %q, gjson %q", s[:sc.i], str, want)
+				}
+			}
+		}
+	})
+}
 
 // BenchmarkValidJSON is the scanner alone over the ParseRequest benchmark body.
 func BenchmarkValidJSON(b *testing.B) {

@@ -3,7 +3,6 @@ package translate
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // ParseRequest parses and validates an OpenAI chat completions request body. Errors are
@@ -51,10 +50,18 @@ type parser struct {
 	sc  jsonScanner
 	req *Request
 	err *ParamError
-	// parts and calls hold the messages' content parts and tool calls, a few
-	// allocations for the whole request.
-	parts slab[Part]
+	// msgs and parts collect the messages of a messages array and their content parts
+	// until the array ends, when each is copied out in one allocation of the exact size.
+	msgs  stash[pendingMessage]
+	parts stash[Part]
+	// calls holds the messages' tool calls, a few allocations for the whole request.
 	calls slab[ToolCall]
+}
+
+// pendingMessage is a message whose content parts are parts[start:end] of its parser.
+type pendingMessage struct {
+	msg        Message
+	start, end int
 }
 
 func (p *parser) fail(param, format string, args ...any) bool {
@@ -107,12 +114,9 @@ func (p *parser) field(name string) bool {
 		if sc.peek() != '[' {
 			return p.fail("messages", "must be an array of messages")
 		}
-		if r.Messages == nil {
-			n := p.estimateMessages()
-			r.Messages = make([]Message, 0, n)
-			p.parts.buf = make([]Part, 0, n)
-		}
 		at := sc.i
+		p.msgs.reset()
+		p.parts.reset()
 		for n := 0; sc.nextElem(&n); {
 			if !p.message(n - 1) {
 				return p.skipAfterError(at)
@@ -121,6 +125,7 @@ func (p *parser) field(name string) bool {
 		if sc.err {
 			return false
 		}
+		p.flushMessages()
 	case "stream":
 		if !sc.value(&v) {
 			return false
@@ -283,13 +288,26 @@ func (p *parser) field(name string) bool {
 	return true
 }
 
-// estimateMessages guesses how many messages the messages array at the cursor holds, to
-// size the slices that hold them: the "role" strings left in the body, but no more than
-// the smallest message ({"role":"user","content":""}, 28 bytes) could fill and no more
-// than 1024, so a body full of "role" strings cannot make it allocate much.
-func (p *parser) estimateMessages() int {
-	rest := p.sc.s[p.sc.i:]
-	return max(1, min(strings.Count(rest, `"role"`), len(rest)/28, 1024))
+// flushMessages appends the messages collected from a messages array to the request.
+func (p *parser) flushMessages() {
+	var parts []Part
+	if p.parts.n > 0 {
+		parts = make([]Part, p.parts.n)
+		p.parts.copyTo(parts)
+	}
+	msgs := make([]Message, p.msgs.n)
+	for k := range msgs {
+		pm := p.msgs.at(k)
+		msgs[k] = pm.msg
+		if pm.end > pm.start {
+			msgs[k].Content = parts[pm.start:pm.end:pm.end]
+		}
+	}
+	if r := p.req; r.Messages == nil {
+		r.Messages = msgs
+	} else {
+		r.Messages = append(r.Messages, msgs...)
+	}
 }
 
 func (r *Request) check() *ParamError {
@@ -383,6 +401,7 @@ func (p *parser) message(i int) bool {
 	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
 		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
+	start := p.parts.n
 	if content.kind != jsonMissing && content.kind != jsonNull && !p.content(i, &msg, &content) {
 		return false
 	}
@@ -400,7 +419,7 @@ func (p *parser) message(i int) bool {
 			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
-	p.req.Messages = append(p.req.Messages, msg)
+	p.msgs.add(pendingMessage{msg: msg, start: start, end: p.parts.n})
 	return true
 }
 
@@ -467,8 +486,7 @@ func (p *parser) thinkingBlock(msg *Message) bool {
 // content reads a message's content, v, after the message's other fields.
 func (p *parser) content(i int, msg *Message, v *jsonValue) bool {
 	if v.kind == jsonString {
-		p.parts.push(Part{Type: PartText, Text: v.str})
-		msg.Content = p.parts.run()
+		p.parts.add(Part{Type: PartText, Text: v.str})
 		return true
 	}
 	if v.kind != jsonArray {
@@ -484,7 +502,6 @@ func (p *parser) content(i int, msg *Message, v *jsonValue) bool {
 		}
 	}
 	sc.i = resume
-	msg.Content = p.parts.run()
 	return true
 }
 
@@ -577,7 +594,7 @@ func (p *parser) part(i, j int, msg *Message) bool {
 	if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
 		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.str)
 	}
-	p.parts.push(part)
+	p.parts.add(part)
 	return true
 }
 
@@ -940,6 +957,40 @@ func validToolName(s string) bool {
 		}
 	}
 	return true
+}
+
+// stash collects values in a fixed array, then on the heap past its size. Kept in a
+// parser on the stack, it makes collecting a run of values cost no allocation.
+type stash[T any] struct {
+	n     int
+	fixed [32]T
+	spill []T
+}
+
+func (s *stash[T]) reset() {
+	s.n = 0
+	s.spill = s.spill[:0]
+}
+
+func (s *stash[T]) add(v T) {
+	if s.n < len(s.fixed) {
+		s.fixed[s.n] = v
+	} else {
+		s.spill = append(s.spill, v)
+	}
+	s.n++
+}
+
+func (s *stash[T]) at(i int) *T {
+	if i < len(s.fixed) {
+		return &s.fixed[i]
+	}
+	return &s.spill[i-len(s.fixed)]
+}
+
+// copyTo copies the values to dst, which has room for them.
+func (s *stash[T]) copyTo(dst []T) {
+	copy(dst[copy(dst, s.fixed[:min(s.n, len(s.fixed))]):], s.spill)
 }
 
 // slab hands out the short slices a request holds many of (a message's content parts, its

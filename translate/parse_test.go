@@ -551,7 +551,6 @@ func (p *gjsonParser) field(k, v gjson.Result) bool {
 	return true
 }
 
-
 func (p *gjsonParser) message(i int, m gjson.Result) bool {
 	if !m.IsObject() {
 		return p.fail(idx("messages", i), "each message must be an object")
