@@ -82,12 +82,28 @@ func geminiSkipSpace(s string, i int) int {
 
 // geminiStringEnd returns the index after the string starting at s[i] == '"'.
 func geminiStringEnd(s string, i int) int {
-	for j := i + 1; j < len(s); j++ {
+	j := i + 1
+	// Keys and most values are short: look at them a byte at a time, then eight at a time.
+	for n := min(len(s), j+16); j < n; j++ {
 		switch s[j] {
-		case '\\':
-			j++
 		case '"':
 			return j + 1
+		case '\\':
+			j++
+		}
+	}
+	for j < len(s) {
+		j = plainPrefix(s, j)
+		if j >= len(s) {
+			break
+		}
+		switch s[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			j += 2
+		default:
+			j++ // a control character; the event was validated before scanning
 		}
 	}
 	return len(s)

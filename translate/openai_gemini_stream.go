@@ -87,7 +87,7 @@ func (d *geminiStream) emit(emit Emit, kind EventKind, choice int) error {
 }
 
 func (d *geminiStream) chunk(data string, emit Emit) error {
-	if !gjson.Valid(data) {
+	if !validJSON(data) {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
 	}
 	if data = strings.TrimSpace(data); !strings.HasPrefix(data, "{") {
