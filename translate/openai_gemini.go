@@ -74,6 +74,8 @@ type geminiEncoder struct {
 	firstPart bool
 	// callInTurn: the open model content already has a functionCall.
 	callInTurn bool
+	// scratch receives carried state decoded from tool call ids (geminiSplitID).
+	scratch [1024]byte
 }
 
 func (geminiProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
@@ -264,10 +266,12 @@ func (e *geminiEncoder) fileData(mime, uri string) {
 func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 	// The state carried by the first call: the signature of a text part that preceded
 	// the calls goes back on the message's text.
-	var textSig string
+	var textSig []byte
+	textB64 := false
 	if len(m.ToolCalls) > 0 {
-		_, st := SplitID(m.ToolCalls[0].ID)
-		textSig = decodeGeminiCarry(st).textSig
+		_, st := geminiSplitID(m.ToolCalls[0].ID, e.scratch[:])
+		c := viewGeminiCarry(st)
+		textSig, textB64 = c.text, c.textB64
 	}
 	wroteText := false
 	for j := range m.Content {
@@ -275,16 +279,16 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		if p.Type != PartText && p.Type != PartRefusal {
 			continue
 		}
-		if p.Text == "" && textSig == "" {
+		if p.Text == "" && len(textSig) == 0 {
 			continue
 		}
 		e.part("model")
 		e.dst = append(e.dst, `{"text":`...)
 		e.dst = AppendString(e.dst, p.Text)
-		if textSig != "" {
+		if len(textSig) > 0 {
 			e.dst = append(e.dst, `,"thoughtSignature":`...)
-			e.dst = AppendString(e.dst, textSig)
-			textSig = ""
+			e.dst = appendGeminiSig(e.dst, textSig, textB64)
+			textSig = nil
 		}
 		e.dst = append(e.dst, '}')
 		wroteText = true
@@ -295,11 +299,11 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		e.dst = AppendString(e.dst, m.Refusal)
 		e.dst = append(e.dst, '}')
 	}
-	if textSig != "" {
+	if len(textSig) > 0 {
 		// The signature arrived on an empty text part; send it back as one.
 		e.part("model")
 		e.dst = append(e.dst, `{"text":"","thoughtSignature":`...)
-		e.dst = AppendString(e.dst, textSig)
+		e.dst = appendGeminiSig(e.dst, textSig, textB64)
 		e.dst = append(e.dst, '}')
 	}
 	for j := range m.ToolCalls {
@@ -311,8 +315,9 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		if !gjson.Valid(args) || args[0] != '{' {
 			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
 		}
-		id, st := SplitID(tc.ID)
-		carry := decodeGeminiCarry(st)
+		// textSig, which aliases scratch, has been written by now.
+		id, st := geminiSplitID(tc.ID, e.scratch[:])
+		carry := viewGeminiCarry(st)
 		e.part("model")
 		e.dst = append(e.dst, `{"functionCall":{"name":`...)
 		e.dst = AppendString(e.dst, tc.Name)
@@ -323,13 +328,12 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 			e.dst = AppendString(e.dst, id)
 		}
 		e.dst = append(e.dst, '}')
-		sig := carry.callSig
-		if sig == "" && e.signed && !e.callInTurn {
-			sig = geminiForeignSignature
-		}
-		if sig != "" {
+		if len(carry.call) > 0 {
 			e.dst = append(e.dst, `,"thoughtSignature":`...)
-			e.dst = AppendString(e.dst, sig)
+			e.dst = appendGeminiSig(e.dst, carry.call, carry.callB64)
+		} else if e.signed && !e.callInTurn {
+			e.dst = append(e.dst, `,"thoughtSignature":`...)
+			e.dst = AppendString(e.dst, geminiForeignSignature)
 		}
 		e.dst = append(e.dst, '}')
 		e.callInTurn = true
@@ -360,14 +364,14 @@ func (e *geminiEncoder) toolMessage(i int, m *Message) error {
 // callName finds the assistant tool call with id before message i and returns its
 // function name and, when Gemini minted the id, the id to send back.
 func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok bool) {
-	plain, _ := SplitID(id)
+	plain, _ := geminiSplitID(id, e.scratch[:])
 	for k := i - 1; k >= 0; k-- {
 		m := &e.req.Messages[k]
 		for j := range m.ToolCalls {
 			tc := &m.ToolCalls[j]
-			if tc.ID == id || geminiPlainID(tc.ID) == plain {
-				cid, st := SplitID(tc.ID)
-				if decodeGeminiCarry(st).upstreamID {
+			if tc.ID == id || e.plainID(tc.ID) == plain {
+				cid, st := geminiSplitID(tc.ID, e.scratch[:])
+				if viewGeminiCarry(st).upstreamID {
 					upstreamID = cid
 				}
 				return tc.Name, upstreamID, true
@@ -377,8 +381,8 @@ func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok 
 	return "", "", false
 }
 
-func geminiPlainID(id string) string {
-	p, _ := SplitID(id)
+func (e *geminiEncoder) plainID(id string) string {
+	p, _ := geminiSplitID(id, e.scratch[:])
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"strings"
+	"unsafe"
 )
 
 // geminiDataURL splits a base64 data: URL into its MIME type (application/octet-stream
@@ -158,4 +159,65 @@ func decodeGeminiCarry(st []byte) geminiCarry {
 		c.textSig = string(text)
 	}
 	return c
+}
+
+// geminiSplitID is SplitID that decodes uncompressed state into scratch instead of
+// allocating; compressed or larger state falls back to SplitID. The state it returns
+// may alias scratch.
+func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
+	i := strings.LastIndex(s, carrySep)
+	if i < 0 || i+len(carrySep) >= len(s) {
+		return s, nil
+	}
+	kind, enc := s[i+len(carrySep)], s[i+len(carrySep)+1:]
+	if kind != 'r' || base64.RawURLEncoding.DecodedLen(len(enc)) > len(scratch) {
+		return SplitID(s)
+	}
+	var src []byte
+	if len(enc) > 0 {
+		src = unsafe.Slice(unsafe.StringData(enc), len(enc))
+	}
+	n, err := base64.RawURLEncoding.Decode(scratch, src)
+	if err != nil {
+		return s, nil
+	}
+	return s[:i], scratch[:n]
+}
+
+// geminiCarryView is decodeGeminiCarry's result without the string copies: the
+// signatures are views of the state, still base64-decoded when their flag says so.
+type geminiCarryView struct {
+	upstreamID       bool
+	call, text       []byte
+	callB64, textB64 bool
+}
+
+// viewGeminiCarry is decodeGeminiCarry without allocating.
+func viewGeminiCarry(st []byte) geminiCarryView {
+	var c geminiCarryView
+	if len(st) < 2 {
+		return c
+	}
+	flags := st[0]
+	n, k := binary.Uvarint(st[1:])
+	if k <= 0 || n > uint64(len(st)-1-k) {
+		return c
+	}
+	c.call = st[1+k : 1+k+int(n)]
+	c.text = st[1+k+int(n):]
+	c.upstreamID = flags&carryUpstreamID != 0
+	c.callB64 = flags&carryCallSigB64 != 0
+	c.textB64 = flags&carryTextSigB64 != 0
+	return c
+}
+
+// appendGeminiSig appends a signature view as a JSON string: re-encoded in standard
+// base64 when b64 (which needs no escaping), else escaped as is.
+func appendGeminiSig(dst, sig []byte, b64 bool) []byte {
+	if !b64 {
+		return AppendString(dst, unsafeString(sig))
+	}
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, sig)
+	return append(dst, '"')
 }

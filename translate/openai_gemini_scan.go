@@ -3,6 +3,7 @@ package translate
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -229,4 +230,101 @@ func (d *geminiStream) unquote(rawQuoted string) string {
 	}
 	d.text = b
 	return geminiBytesString(b)
+}
+
+// geminiObjectAt walks the JSON object starting at s[i] == '{' (valid JSON) and returns
+// the index after it. fn gets each key and the index of its value, and returns the index
+// after the value, or -1 to have it skipped: callers descend into the values they read
+// instead of finding their ends first, so each byte is scanned once.
+func geminiObjectAt(s string, i int, fn func(key string, v int) int) int {
+	i++
+	for {
+		i = geminiSkipSpace(s, i)
+		if i >= len(s) {
+			return len(s)
+		}
+		if s[i] == '}' {
+			return i + 1
+		}
+		if s[i] != '"' {
+			return len(s)
+		}
+		kEnd := geminiStringEnd(s, i)
+		key := s[i+1 : kEnd-1]
+		i = geminiSkipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			return len(s)
+		}
+		i = geminiSkipSpace(s, i+1)
+		end := fn(key, i)
+		if end < 0 {
+			end = geminiValueEnd(s, i)
+		}
+		i = geminiSkipSpace(s, end)
+		if i >= len(s) {
+			return len(s)
+		}
+		switch s[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1
+		default:
+			return len(s)
+		}
+	}
+}
+
+// geminiArrayAt walks the JSON array starting at s[i] == '[' (valid JSON) and returns the
+// index after it. fn gets the index of each element and returns the index after it, or
+// -1 to have it skipped; ok false stops the walk.
+func geminiArrayAt(s string, i int, fn func(v int) (end int, ok bool)) int {
+	i++
+	for {
+		i = geminiSkipSpace(s, i)
+		if i >= len(s) {
+			return len(s)
+		}
+		if s[i] == ']' {
+			return i + 1
+		}
+		end, ok := fn(i)
+		if !ok {
+			return len(s)
+		}
+		if end < 0 {
+			end = geminiValueEnd(s, i)
+		}
+		i = geminiSkipSpace(s, end)
+		if i >= len(s) {
+			return len(s)
+		}
+		switch s[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1
+		default:
+			return len(s)
+		}
+	}
+}
+
+// geminiFieldsIn walks the value at s[v] as geminiFields walks a raw value: an object
+// directly, anything else (where geminiFields looks for the first '{') through
+// geminiFields. It returns the index after the value.
+func geminiFieldsIn(s string, v int, fn func(key string, v int) int) int {
+	if v < len(s) && s[v] == '{' {
+		return geminiObjectAt(s, v, fn)
+	}
+	end := geminiValueEnd(s, v)
+	base := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	geminiFields(s[v:end], func(k, raw string) {
+		if len(raw) == 0 {
+			return
+		}
+		// raw is a substring of s: its start is its offset in s.
+		fn(k, int(uintptr(unsafe.Pointer(unsafe.StringData(raw)))-base))
+	})
+	return end
 }

@@ -95,13 +95,47 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	}
 	// Fields are read with the raw scanner (geminiFields) rather than gjson's ForEach,
 	// which rescans each level and unescapes every string it passes.
-	var cands, usage, feedback, respID, model, failure string
-	geminiFields(data, func(k, raw string) {
+	// Values are raw slices of data; usageMetadata is read in the same pass.
+	var cands, feedback, respID, model, failure string
+	hasUsage := false
+	var prompt, toolPrompt, candTokens, thoughts, cached int
+	geminiObjectAt(data, 0, func(k string, v int) int {
+		switch k {
+		case "usageMetadata":
+			hasUsage = data[v] == '{'
+			if !hasUsage {
+				return -1
+			}
+			prompt, toolPrompt, candTokens, thoughts, cached = 0, 0, 0, 0, 0
+			return geminiObjectAt(data, v, func(k string, v int) int {
+				var n *int
+				switch k {
+				case "promptTokenCount":
+					n = &prompt
+				case "toolUsePromptTokenCount":
+					n = &toolPrompt
+				case "candidatesTokenCount":
+					n = &candTokens
+				case "thoughtsTokenCount":
+					n = &thoughts
+				case "cachedContentTokenCount":
+					n = &cached
+				default:
+					return -1
+				}
+				end := geminiValueEnd(data, v)
+				*n, _ = strconv.Atoi(data[v:end])
+				return end
+			})
+		case "candidates", "promptFeedback", "responseId", "modelVersion", "error":
+		default:
+			return -1
+		}
+		end := geminiValueEnd(data, v)
+		raw := data[v:end]
 		switch k {
 		case "candidates":
 			cands = raw
-		case "usageMetadata":
-			usage = raw
 		case "promptFeedback":
 			feedback = raw
 		case "responseId":
@@ -111,6 +145,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 		case "error":
 			failure = raw
 		}
+		return end
 	})
 	if failure != "" {
 		failed := geminiError(0, gjson.Parse(failure))
@@ -142,56 +177,53 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 		}
 		pos := 0
 		var err error
-		geminiElements(cands, func(c string) bool {
+		geminiArrayAt(cands, 0, func(v int) (int, bool) {
 			i := pos
 			pos++
 			var parts, finish, logprobs string
-			geminiFields(c, func(k, raw string) {
+			end := geminiFieldsIn(cands, v, func(k string, v int) int {
+				switch k {
+				case "content":
+					return geminiFieldsIn(cands, v, func(k string, v int) int {
+						if k != "parts" {
+							return -1
+						}
+						end := geminiValueEnd(cands, v)
+						parts = cands[v:end]
+						return end
+					})
+				case "index", "finishReason", "logprobsResult":
+				default:
+					return -1
+				}
+				end := geminiValueEnd(cands, v)
+				raw := cands[v:end]
 				switch k {
 				case "index":
 					if n, err := strconv.Atoi(raw); err == nil {
 						i = n
 					}
-				case "content":
-					geminiFields(raw, func(k, raw string) {
-						if k == "parts" {
-							parts = raw
-						}
-					})
 				case "finishReason":
 					finish = geminiRawString(raw)
 				case "logprobsResult":
 					logprobs = raw
 				}
+				return end
 			})
 			if i < 0 || i > 64 {
 				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
-				return false
+				return end, false
 			}
 			err = d.candidate(i, parts, finish, logprobs, emit)
-			return err == nil
+			return end, err == nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	if strings.HasPrefix(usage, "{") {
+	if hasUsage {
 		d.hasUsage = true
-		var prompt, toolPrompt, cands, thoughts, cached int
-		geminiFields(usage, func(k, raw string) {
-			switch k {
-			case "promptTokenCount":
-				prompt, _ = strconv.Atoi(raw)
-			case "toolUsePromptTokenCount":
-				toolPrompt, _ = strconv.Atoi(raw)
-			case "candidatesTokenCount":
-				cands, _ = strconv.Atoi(raw)
-			case "thoughtsTokenCount":
-				thoughts, _ = strconv.Atoi(raw)
-			case "cachedContentTokenCount":
-				cached, _ = strconv.Atoi(raw)
-			}
-		})
+		cands := candTokens
 		d.usage = Usage{
 			// promptTokenCount already counts the cached content; tool-use prompt
 			// tokens (grounding results fed back) are input too.
@@ -233,15 +265,43 @@ func (d *geminiStream) candidate(i int, parts, fr, logprobs string, emit Emit) e
 	}
 	var err error
 	n := 0
-	geminiElements(parts, func(p string) bool {
-		var lp []TokenLogprob
-		if n == d.lpPart {
-			lp = d.lp
-		}
-		err = d.part(i, cs, p, lp, emit)
-		n++
-		return err == nil
-	})
+	if strings.HasPrefix(parts, "[") {
+		geminiArrayAt(parts, 0, func(v int) (int, bool) {
+			k := n
+			n++
+			if parts[v] != '{' {
+				return -1, true
+			}
+			var lp []TokenLogprob
+			if k == d.lpPart {
+				lp = d.lp
+			}
+			var text, fc, sig string
+			thought := false
+			end := geminiObjectAt(parts, v, func(k string, v int) int {
+				switch k {
+				case "text", "functionCall", "thoughtSignature", "thought":
+				default:
+					return -1
+				}
+				end := geminiValueEnd(parts, v)
+				raw := parts[v:end]
+				switch k {
+				case "text":
+					text = raw
+				case "functionCall":
+					fc = raw
+				case "thoughtSignature":
+					sig = raw
+				case "thought":
+					thought = raw == "true"
+				}
+				return end
+			})
+			err = d.partFields(i, cs, text, fc, sig, thought, lp, emit)
+			return end, err == nil
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -265,27 +325,9 @@ func (d *geminiStream) candidate(i int, parts, fr, logprobs string, emit Emit) e
 	return nil
 }
 
-// part decodes one part of candidate i; lp are the logprobs its text carries, if any.
-func (d *geminiStream) part(i int, cs *geminiCandidate, p string, lp []TokenLogprob, emit Emit) error {
-	if !strings.HasPrefix(p, "{") {
-		return nil
-	}
-	// The part's fields are read with a raw scanner: gjson unescapes every string value it
-	// visits, an allocation per text delta.
-	var text, fc, sig string
-	thought := false
-	geminiFields(p, func(k, raw string) {
-		switch k {
-		case "text":
-			text = raw
-		case "functionCall":
-			fc = raw
-		case "thoughtSignature":
-			sig = raw
-		case "thought":
-			thought = raw == "true"
-		}
-	})
+// partFields decodes one part of candidate i from its raw fields; lp are the logprobs
+// its text carries, if any.
+func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc, sig string, thought bool, lp []TokenLogprob, emit Emit) error {
 	sigStr := ""
 	if sig != "" {
 		sigStr = geminiRawString(sig)
