@@ -119,28 +119,8 @@ func (p *parser) thinkingBlock(msg *Message) bool {
 		if !sc.skip() {
 			return false
 		}
-	} else {
-		for n := 0; sc.nextField(&n); {
-			var ok bool
-			switch sc.key {
-			case "type":
-				ok = sc.first(&typ)
-			case "thinking":
-				ok = sc.first(&thinking)
-			case "signature":
-				ok = sc.first(&signature)
-			case "data":
-				ok = sc.first(&data)
-			default:
-				ok = sc.skip()
-			}
-			if !ok {
-				return false
-			}
-		}
-		if sc.err {
-			return false
-		}
+	} else if !p.fields(want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
+		return false
 	}
 	msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
 		Type: typ.str, Thinking: thinking.str, Signature: signature.str, Data: data.str,
