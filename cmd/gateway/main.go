@@ -41,7 +41,7 @@ func main() {
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("config", lookup(environ, "GATEWAY_CONFIG", "config.yaml"), "path of the YAML configuration (env GATEWAY_CONFIG)")
+	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
