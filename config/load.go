@@ -47,6 +47,11 @@ func Load(path string, environ []string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	return loadBytes(path, data, environ)
+}
+
+// loadBytes is Load for the bytes read from the file at path.
+func loadBytes(path string, data []byte, environ []string) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		// Most likely a file caught halfway through being rewritten; as a configuration it
 		// would silently drop every backend and model.
