@@ -150,6 +150,18 @@ func TestDockerfile_StartsAsDocumented(t *testing.T) {
 
 	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"),
 		option.WithMaxRetries(0), option.WithRequestTimeout(waitLimit))
+	// The image's environment holds no upstream keys: only the offline demo model is usable.
+	page, err := client.Models.List(context.Background())
+	if err != nil {
+		t.Fatalf("listing models: %v", err)
+	}
+	var listed []string
+	for _, m := range page.Data {
+		listed = append(listed, m.ID)
+	}
+	if !slices.Equal(listed, []string{"demo"}) {
+		t.Errorf("/v1/models lists %v, want [demo] (no upstream keys are set)", listed)
+	}
 	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model:    "demo",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello from the image")},
