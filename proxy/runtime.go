@@ -221,9 +221,8 @@ func (k *apiKey) allows(model string) bool {
 }
 
 // resolve finds the route for a requested model name: a configured model, or
-// "<backend>/<upstream model>".
-// A model whose backend lacks its credential is not found either, with a message that says
-// why.
+// "<backend>/<upstream model>". A model whose backend lacks its credential is not found
+// either, with a message that says why.
 func (rt *runtime) resolve(model string) (*route, error) {
 	r, ok := rt.routes[model]
 	if !ok {
