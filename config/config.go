@@ -61,7 +61,11 @@ type Backend struct {
 	// for mock.
 	BaseURL string `koanf:"base_url"`
 	// APIKey is the upstream credential, usually "${ENV_VAR}". Empty means no credential is
-	// sent (mock backends, local servers). Never logged or included in errors.
+	// sent (mock backends, local servers). Never logged or included in errors. An
+	// anthropic, gemini or responses backend, or an openai backend on api.openai.com, with
+	// neither an APIKey nor a credential header in Headers (Authorization, x-api-key,
+	// api-key, x-goog-api-key) is unusable: the gateway warns once, leaves its models out
+	// of /v1/models and answers requests for them with 404 model_not_found.
 	APIKey string `koanf:"api_key"`
 	// Headers are extra headers sent on every upstream request (values may hold ${SECRETS}
 	// and are never logged).

@@ -21,7 +21,15 @@ import (
 // GATEWAY_SERVER__LISTEN=:9090 sets server.listen, GATEWAY_BACKENDS__CLAUDE__API_KEY sets
 // backends.claude.api_key. After the prefix the name is lowercased and "__" separates
 // the levels, so a map entry whose name has capitals cannot be addressed this way.
+//
+// Every configurable value sits at least two levels deep, so a name with no "__" after
+// the prefix is not an override and is ignored: EnvConfigPath, and variables that other
+// software sets for a service called "gateway" (Kubernetes' GATEWAY_PORT, say).
 const EnvPrefix = "GATEWAY_"
+
+// EnvConfigPath names the environment variable that holds the configuration file's path
+// (the gateway's -config flag defaults to it). It is not an override.
+const EnvConfigPath = "GATEWAY_CONFIG"
 
 // envLevelSep separates levels in an override's name after EnvPrefix.
 const envLevelSep = "__"
@@ -39,6 +47,11 @@ func Load(path string, environ []string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	return loadBytes(path, data, environ)
+}
+
+// loadBytes is Load for the bytes read from the file at path.
+func loadBytes(path string, data []byte, environ []string) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		// Most likely a file caught halfway through being rewritten; as a configuration it
 		// would silently drop every backend and model.
@@ -53,8 +66,8 @@ func Load(path string, environ []string) (*Config, error) {
 // The steps, in order:
 //
 //  1. The YAML is parsed.
-//  2. Every environ entry named EnvPrefix+... sets the value at its path (see EnvPrefix),
-//     creating map entries as needed. Such values are plain strings converted to the
+//  2. Every environ entry named EnvPrefix+SECTION__KEY... sets the value at its path (see
+//     EnvPrefix), creating map entries as needed; names without "__" are ignored. Such values are plain strings converted to the
 //     field's type; they cannot set a list, and they are taken literally (no ${VAR}).
 //  3. In every string value from the file, ${NAME} is replaced by the value of NAME in
 //     environ and ${NAME:-default} by that value or, when NAME is unset or empty, by
@@ -79,6 +92,9 @@ func Parse(data []byte, environ []string) (*Config, error) {
 		EnvironFunc: func() []string { return environ },
 		TransformFunc: func(name, value string) (string, any) {
 			key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
+			if !strings.Contains(key, envLevelSep) {
+				return "", nil // not an override (GATEWAY_CONFIG, GATEWAY_PORT...)
+			}
 			levels := strings.Split(key, envLevelSep)
 			if slices.Contains(levels, "") {
 				problems = append(problems, fmt.Errorf("config: environment variable %s: empty level in name (levels are separated by %q)", name, envLevelSep))

@@ -228,6 +228,15 @@ func TestParse_EnvOverride(t *testing.T) {
 			get:     func(c *Config) any { return c.Server.Listen },
 			want:    ":8080",
 		},
+		{
+			// The documented config path variable, and what Kubernetes sets for a
+			// service named "gateway": single-level names are not overrides.
+			name: "names without a level separator are not overrides",
+			environ: []string{EnvConfigPath + "=/etc/agate/config.yaml", "GATEWAY_PORT=tcp://10.0.0.1:8080",
+				"GATEWAY_SERVICE_HOST=10.0.0.1", "GATEWAY_=x"},
+			get:  func(c *Config) any { return c.Server.Listen },
+			want: ":8080",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,8 +2,10 @@ package config
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -16,38 +18,50 @@ import (
 const reloadDebounce = 100 * time.Millisecond
 
 // Watcher reloads a configuration file when it changes on disk and when Reload is called
-// (on SIGHUP, say). A reload that loads and validates calls apply with the new Config; one
-// that fails keeps the running configuration: apply is not called and the reason is
-// logged at error level. Every reload attempt is reported to onResult.
+// (on SIGHUP, say). A reload whose file loads and validates calls apply with the new
+// Config; when apply accepts it (returns nil) the reload succeeded. Otherwise the running
+// configuration stays. Every reload attempt logs exactly one line ("config reloaded" at
+// info level, or "config reload failed" with the reason at error level) and is reported
+// once to onResult.
 //
 // The directory holding the file is watched, not the file itself, so editors and tools
 // that replace the file (write a temporary file and rename it, delete and recreate, the
 // ..data symlink swap of a Kubernetes ConfigMap volume) are followed. A config file that
-// is itself a symlink into another directory is only reloaded by Reload.
+// is itself a symlink into another directory is only reloaded by Reload. The several
+// events of one save are coalesced (the file must stay quiet for reloadDebounce), and a
+// change that leaves the file's bytes as they were when last read (a second save, a touch)
+// does not reload it again.
 //
 // A Watcher does not load the file when created: load it once with Load at startup, so a
 // broken file stops the process instead of being kept.
 type Watcher struct {
 	path     string
 	environ  []string
-	apply    func(*Config)
+	apply    func(*Config) error
 	onResult func(ok bool)
 	logger   *slog.Logger
 
 	fsw       *fsnotify.Watcher
 	mu        sync.Mutex // serializes reloads, so apply sees configs in the order loaded
 	closeOnce sync.Once
+
+	// seen is the SHA-256 of the bytes last read by a reload (guarded by mu); hasSeen is
+	// false until a reload read the file, and after one could not.
+	seen    [sha256.Size]byte
+	hasSeen bool
 }
 
 // NewWatcher returns a Watcher for the file at path, resolving ${VAR} references and
 // overrides against environ as Load does. apply is required; it receives each valid new
-// Config and owns it. onResult, if not nil, is told whether each reload succeeded. A nil
-// logger discards logs. apply and onResult are called from the goroutine running Run or
-// calling Reload, never concurrently with each other or themselves.
+// Config, owns it, and returns an error to reject it (the error is logged). onResult, if
+// not nil, is told whether each reload succeeded. A nil logger discards logs. apply and
+// onResult are called from the goroutine running Run or calling Reload, never
+// concurrently with each other or themselves.
 //
-// The directory is watched from the moment NewWatcher returns; changes are acted on once
-// Run is running. Call Close (or cancel Run's context) to release the watch.
-func NewWatcher(path string, environ []string, apply func(*Config), logger *slog.Logger, onResult func(ok bool)) (*Watcher, error) {
+// The first change noticed always reloads (the file may have changed since the caller
+// loaded it). The directory is watched from the moment NewWatcher returns; changes are
+// acted on once Run is running. Call Close (or cancel Run's context) to release the watch.
+func NewWatcher(path string, environ []string, apply func(*Config) error, logger *slog.Logger, onResult func(ok bool)) (*Watcher, error) {
 	if apply == nil {
 		return nil, fmt.Errorf("config: watcher needs an apply function")
 	}
@@ -76,22 +90,46 @@ func NewWatcher(path string, environ []string, apply func(*Config), logger *slog
 	}, nil
 }
 
-// Reload loads the file now and applies it if it is valid. It returns the load error, if
-// any, after logging and reporting it; the running configuration is then unchanged.
-// Reload is safe to call from any goroutine, also when Run is not running.
+// Reload loads the file now, whether or not it changed, and applies it if it is valid. It
+// returns the load or apply error, if any, after logging and reporting it; the running
+// configuration is then unchanged. Reload is safe to call from any goroutine, also when
+// Run is not running.
 func (w *Watcher) Reload() error {
+	return w.reload(true)
+}
+
+// reload is Reload; unless force is set, a file whose bytes are those last read is left
+// alone (logged at debug level only) and nil returned.
+func (w *Watcher) reload(force bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	c, err := Load(w.path, w.environ)
+	data, err := os.ReadFile(w.path)
 	if err != nil {
-		w.logger.Error("config reload failed, keeping the running configuration", "path", w.path, "err", err)
-		w.report(false)
-		return err
+		w.hasSeen = false // whatever comes back is a change
+		return w.fail(fmt.Errorf("config: %w", err))
 	}
-	w.apply(c)
+	sum := sha256.Sum256(data)
+	if !force && w.hasSeen && sum == w.seen {
+		w.logger.Debug("config file unchanged, not reloaded", "path", w.path)
+		return nil
+	}
+	w.seen, w.hasSeen = sum, true
+	c, err := loadBytes(w.path, data, w.environ)
+	if err == nil {
+		err = w.apply(c)
+	}
+	if err != nil {
+		return w.fail(err)
+	}
 	w.logger.Info("config reloaded", "path", w.path)
 	w.report(true)
 	return nil
+}
+
+func (w *Watcher) fail(err error) error {
+	w.logger.Error("config reload failed, keeping the running configuration", "path", w.path, "err", err)
+	w.report(false)
+	return err
 }
 
 func (w *Watcher) report(ok bool) {
@@ -128,7 +166,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.logger.Warn("config watch error", "path", w.path, "err", err)
 			debounce.Reset(reloadDebounce)
 		case <-debounce.C:
-			_ = w.Reload() // logged and reported by Reload
+			_ = w.reload(false) // logged and reported by reload
 		}
 	}
 }

@@ -52,8 +52,8 @@ func (b *syncBuffer) String() string {
 func newTestWatcher(t *testing.T, path string) (*Watcher, *watchRecorder) {
 	t.Helper()
 	rec := &watchRecorder{applied: make(chan *Config, 100), results: make(chan bool, 100)}
-	logger := slog.New(slog.NewTextHandler(&rec.logs, nil))
-	w, err := NewWatcher(path, []string{"UNUSED=1"}, func(c *Config) { rec.applied <- c }, logger, func(ok bool) { rec.results <- ok })
+	logger := slog.New(slog.NewTextHandler(&rec.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	w, err := NewWatcher(path, []string{"UNUSED=1"}, func(c *Config) error { rec.applied <- c; return nil }, logger, func(ok bool) { rec.results <- ok })
 	if err != nil {
 		t.Fatalf("NewWatcher: %v", err)
 	}
@@ -208,6 +208,135 @@ func TestWatcher_KeepsRunningConfigOnInvalidChange(t *testing.T) {
 	waitApplied(t, rec, ":9002")
 }
 
+// TestWatcher_OneEditOneReload: one save, however the editor performs it, logs one reload
+// and reports one result; saving the same bytes again (or touching the file) reloads
+// nothing. A later, different edit is the barrier that proves no reload was pending.
+func TestWatcher_OneEditOneReload(t *testing.T) {
+	tests := []struct {
+		name string
+		save func(t *testing.T, path, data string)
+	}{
+		{name: "write in place", save: writeFile},
+		{name: "write a temporary file and rename it over", save: replaceFile},
+		{
+			// vim's default on Linux: keep the original as a backup, write anew, restore the mode.
+			name: "rename to a backup, write, chmod",
+			save: func(t *testing.T, path, data string) {
+				if err := os.Rename(path, path+"~"); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, path, data)
+				if err := os.Chmod(path, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Remove(path + "~"); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "truncate, then write in two parts",
+			save: func(t *testing.T, path, data string) {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				half := len(data) / 2
+				for _, part := range []string{data[:half], data[half:]} {
+					if _, err := f.WriteString(part); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			writeFile(t, path, configWithListen(":9000"))
+			w, rec := newTestWatcher(t, path)
+			runWatcher(t, w)
+
+			tt.save(t, path, configWithListen(":9001"))
+			results := []bool{waitResult(t, rec)}
+			// The same save again, and a touch: the bytes are those already loaded.
+			tt.save(t, path, configWithListen(":9001"))
+			now := time.Now()
+			if err := os.Chtimes(path, now, now); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, rec, "the unchanged file to be noticed", func() bool {
+				return strings.Contains(rec.logs.String(), "config file unchanged, not reloaded")
+			})
+			writeFile(t, path, configWithListen(":9002"))
+			results = append(results, waitResult(t, rec))
+
+			var applied []string
+			for len(rec.applied) > 0 {
+				applied = append(applied, (<-rec.applied).Server.Listen)
+			}
+			for len(rec.results) > 0 {
+				results = append(results, <-rec.results)
+			}
+			reloadLines := strings.Count(rec.logs.String(), "msg=\"config reloaded\"")
+			want := []any{[]string{":9001", ":9002"}, []bool{true, true}, 2}
+			if diff := cmp.Diff(want, []any{applied, results, reloadLines}); diff != "" {
+				t.Errorf("[applied listens, results, reload log lines] mismatch (-want +got):\n%s\nlogs:\n%s", diff, rec.logs.String())
+			}
+		})
+	}
+}
+
+// TestWatcher_ApplyRejects: a config that loads but that apply refuses is one failed
+// reload, logged once with apply's reason.
+func TestWatcher_ApplyRejects(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, path, configWithListen(":9000"))
+	var logs syncBuffer
+	var results []bool
+	w, err := NewWatcher(path, nil, func(*Config) error { return fmt.Errorf("tools.x: not started") },
+		slog.New(slog.NewTextHandler(&logs, nil)), func(ok bool) { results = append(results, ok) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	writeFile(t, path, configWithListen(":9001"))
+
+	err = w.Reload()
+
+	got := []any{fmt.Sprint(err), results, strings.Count(logs.String(), "\n"), strings.Contains(logs.String(), "tools.x: not started")}
+	if diff := cmp.Diff([]any{"tools.x: not started", []bool{false}, 1, true}, got); diff != "" {
+		t.Errorf("[error, results, log lines, reason logged] mismatch (-want +got):\n%s\nlogs:\n%s", diff, logs.String())
+	}
+}
+
+// waitResult waits for the next reload result.
+func waitResult(t *testing.T, rec *watchRecorder) bool {
+	t.Helper()
+	select {
+	case ok := <-rec.results:
+		return ok
+	case <-time.After(waitLimit):
+		t.Fatalf("no reload result within %v; logs:\n%s", waitLimit, rec.logs.String())
+		return false
+	}
+}
+
+// eventually polls cond until it holds, failing the test after waitLimit.
+func eventually(t *testing.T, rec *watchRecorder, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; logs:\n%s", what, rec.logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestWatcher_Reload(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -287,11 +416,11 @@ func TestNewWatcher_Errors(t *testing.T) {
 	tests := []struct {
 		name  string
 		path  string
-		apply func(*Config)
+		apply func(*Config) error
 		want  string
 	}{
 		{name: "no apply", path: filepath.Join(t.TempDir(), "c.yaml"), want: "config: watcher needs an apply function"},
-		{name: "missing directory", path: filepath.Join(t.TempDir(), "nope", "c.yaml"), apply: func(*Config) {}, want: "config: watching "},
+		{name: "missing directory", path: filepath.Join(t.TempDir(), "nope", "c.yaml"), apply: func(*Config) error { return nil }, want: "config: watching "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

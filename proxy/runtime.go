@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -24,6 +25,10 @@ type runtime struct {
 	keys     []*apiKey
 	// open is true when no keys are configured: every request is accepted.
 	open bool
+	// noCredential holds the backends that need an upstream credential and have none
+	// (see missingCredential): their models are not listed, and requests for them are
+	// refused without reaching the upstream.
+	noCredential map[string]bool
 }
 
 // route is a resolved client-facing model.
@@ -49,8 +54,12 @@ type apiKey struct {
 type ProviderFor func(typ string) translate.Provider
 
 func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
-	rt := &runtime{cfg: cfg, backends: map[string]*backend{}, routes: map[string]*route{}, open: len(cfg.Keys) == 0}
+	rt := &runtime{cfg: cfg, backends: map[string]*backend{}, routes: map[string]*route{}, open: len(cfg.Keys) == 0,
+		noCredential: map[string]bool{}}
 	for name, bc := range cfg.Backends {
+		if missingCredential(bc) {
+			rt.noCredential[name] = true
+		}
 		if prev != nil {
 			if old, ok := prev.backends[name]; ok && old.sameConfig(bc) {
 				rt.backends[name] = old // keep its warm connection pool
@@ -72,8 +81,14 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		if um == "" {
 			um = name
 		}
+		var fallbacks []string
+		for _, fb := range mc.Fallbacks {
+			if !rt.noCredential[cfg.Models[fb].Backend] {
+				fallbacks = append(fallbacks, fb)
+			}
+		}
 		rt.routes[name] = &route{name: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
-			promptCache: mc.PromptCache == "auto", fallbacks: mc.Fallbacks}
+			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks}
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
@@ -97,7 +112,61 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		}
 		rt.keys = append(rt.keys, k)
 	}
+	rt.warnNoCredential(prev, logger)
 	return rt, nil
+}
+
+// missingCredential reports whether the upstream of bc cannot be used because it needs a
+// credential and has none, neither in api_key nor in a credential header of headers.
+// Anthropic, Gemini and the Responses API always need one; an openai backend needs one
+// only on OpenAI's own API, since an OpenAI-compatible server of one's own (vLLM, Ollama,
+// LM Studio) may take none. Mock backends need none.
+func missingCredential(bc config.Backend) bool {
+	switch bc.Type {
+	case "anthropic", "gemini", "responses":
+	case "openai":
+		u, err := url.Parse(bc.BaseURL)
+		if err != nil || !strings.EqualFold(u.Hostname(), "api.openai.com") {
+			return false
+		}
+	default:
+		return false
+	}
+	if strings.TrimSpace(bc.APIKey) != "" {
+		return false
+	}
+	for name, value := range bc.Headers {
+		switch strings.ToLower(name) {
+		case "authorization", "x-api-key", "api-key", "x-goog-api-key":
+			if strings.TrimSpace(value) != "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// warnNoCredential logs one warning per backend without a needed credential, unless prev
+// (the runtime this one replaces) already lacked it, so that each is reported once.
+func (rt *runtime) warnNoCredential(prev *runtime, logger *slog.Logger) {
+	names := make([]string, 0, len(rt.noCredential))
+	for name := range rt.noCredential {
+		if prev == nil || !prev.noCredential[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var models []string
+		for m, r := range rt.routes {
+			if r.backend.name == name {
+				models = append(models, m)
+			}
+		}
+		sort.Strings(models)
+		logger.Warn("backend has no api_key: its models are left out of /v1/models and requests for them are refused",
+			"backend", name, "type", rt.backends[name].typ, "models", models)
+	}
 }
 
 // authenticate returns the key presented in the Authorization header (or x-api-key). In
@@ -152,24 +221,32 @@ func (k *apiKey) allows(model string) bool {
 }
 
 // resolve finds the route for a requested model name: a configured model, or
-// "<backend>/<upstream model>".
+// "<backend>/<upstream model>". A model whose backend lacks its credential is not found
+// either, with a message that says why.
 func (rt *runtime) resolve(model string) (*route, error) {
-	if r, ok := rt.routes[model]; ok {
-		return r, nil
-	}
-	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
-		if b, ok := rt.backends[model[:i]]; ok {
-			return &route{name: model, backend: b, upstreamModel: model[i+1:]}, nil
+	r, ok := rt.routes[model]
+	if !ok {
+		if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
+			if b, ok := rt.backends[model[:i]]; ok {
+				r = &route{name: model, backend: b, upstreamModel: model[i+1:]}
+			}
 		}
 	}
-	return nil, errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", model)
+	if r == nil {
+		return nil, errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", model)
+	}
+	if rt.noCredential[r.backend.name] {
+		return nil, errorf(ErrModelNotFound, "the model %q is not available: the gateway has no api_key for its backend %q", model, r.backend.name)
+	}
+	return r, nil
 }
 
-// modelNames returns the models a key may use, sorted.
+// modelNames returns the models a key may use, sorted, leaving out those whose backend
+// lacks its credential.
 func (rt *runtime) modelNames(k *apiKey) []string {
 	var out []string
-	for name := range rt.routes {
-		if k.allows(name) {
+	for name, r := range rt.routes {
+		if k.allows(name) && !rt.noCredential[r.backend.name] {
 			out = append(out, name)
 		}
 	}

@@ -184,9 +184,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
-		writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", method, truncate(path, 100)), rid))
+		writeError(ctx, classify(errorf(ErrNotFound, "agate does not serve %s %s; it serves %s",
+			method, truncate(path, 100), servedEndpoints), rid))
 	}
 }
+
+// servedEndpoints names, for the 404 of any other route, what handle serves. The
+// chat and models routes are served also without the /v1 prefix.
+const servedEndpoints = "POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)

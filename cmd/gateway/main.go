@@ -41,7 +41,7 @@ func main() {
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("config", lookup(environ, "GATEWAY_CONFIG", "config.yaml"), "path of the YAML configuration (env GATEWAY_CONFIG)")
+	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,23 +81,16 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path)
 
 	running := cfg
-	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) {
+	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
+		if err := srv.Apply(c); err != nil {
+			return err
+		}
 		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server {
 			logger.Warn("config reload: changes to server, tools and cache take effect after a restart")
 		}
-		if err := srv.Apply(c); err != nil {
-			logger.Error("config reload rejected", "error", err.Error())
-			m.ConfigReload(false)
-			return
-		}
 		running = c
-		logger.Info("config reloaded")
-		m.ConfigReload(true)
-	}, logger, func(ok bool) {
-		if !ok {
-			m.ConfigReload(false)
-		}
-	})
+		return nil
+	}, logger, m.ConfigReload)
 	if err != nil {
 		return err
 	}

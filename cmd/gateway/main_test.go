@@ -134,8 +134,10 @@ func TestRun_ReloadAndShutdown(t *testing.T) {
 	// A valid edit is applied.
 	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline}\n")
 	eventually(t, "the new model to be served", func() bool { return post(t, addr, "fresh") == 200 })
-	if got := reloads(t, addr, "success"); got != 1 {
-		t.Errorf("successful reloads = %v, want 1", got)
+	eventually(t, "the reload to be counted", func() bool { return reloads(t, addr, "success") == 1 })
+	// One edit is one reload: one log line, one count (the line is logged before the count).
+	if got := strings.Count(stderr.String(), `"msg":"config reloaded"`); got != 1 {
+		t.Errorf("one edit logged %d reloads, want 1:\n%s", got, stderr.String())
 	}
 
 	// An invalid edit (an unknown key) is rejected, counted, and the running config kept.
@@ -149,6 +151,9 @@ func TestRun_ReloadAndShutdown(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "upstream_modle") {
 		t.Errorf("the log does not say why the reload failed:\n%s", stderr.String())
+	}
+	if got := strings.Count(stderr.String(), `"msg":"config reload failed`); got != 1 {
+		t.Errorf("one invalid edit logged %d failures, want 1:\n%s", got, stderr.String())
 	}
 
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {

@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// TestUnservedEndpoint: an OpenAI (or other provider's) endpoint Agate does not serve is a
+// 404 in OpenAI's error shape whose message names the request and every served endpoint;
+// each endpoint it names is indeed served.
+func TestUnservedEndpoint(t *testing.T) {
+	g := startGateway(t, keysConfig, nil)
+	tests := []struct {
+		name, method, path string
+	}{
+		{name: "responses", method: "POST", path: "/v1/responses"},
+		{name: "responses without v1", method: "POST", path: "/responses"},
+		{name: "embeddings", method: "POST", path: "/v1/embeddings"},
+		{name: "legacy completions", method: "POST", path: "/v1/completions"},
+		{name: "retrieve model", method: "GET", path: "/v1/models/demo"},
+		{name: "images", method: "POST", path: "/v1/images/generations"},
+		{name: "audio", method: "POST", path: "/v1/audio/transcriptions"},
+		{name: "anthropic messages", method: "POST", path: "/v1/messages"},
+		{name: "root", method: "GET", path: "/"},
+		{name: "trailing slash", method: "POST", path: "/v1/chat/completions/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body []byte
+			if tt.method == "POST" {
+				body = []byte(helloDemo)
+			}
+			r := g.do(tt.method, tt.path, "sk-alice", body)
+			got := decodeError(t, r)
+			wantMsg := "agate does not serve " + tt.method + " " + tt.path + "; it serves " + servedEndpoints
+			want := errorView{Status: 404, Type: "invalid_request_error", Code: "not_found", Message: wantMsg}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// Every endpoint the message names is served: none of them is a 404.
+	served := regexp.MustCompile(`(GET|POST) (/[a-z0-9/]*)`).FindAllStringSubmatch(servedEndpoints, -1)
+	if len(served) != 5 {
+		t.Fatalf("servedEndpoints names %d endpoints, want 5: %q", len(served), servedEndpoints)
+	}
+	for _, m := range served {
+		var body []byte
+		if m[1] == "POST" {
+			body = []byte(helloDemo)
+		}
+		if r := g.do(m[1], m[2], "sk-alice", body); r.status == 404 {
+			t.Errorf("%s %s, named as served, answers 404: %s", m[1], m[2], r.body)
+		}
+	}
+}
+
+// TestUnservedEndpoint_SDK: the SDK reports an unserved endpoint as a 404 *openai.Error
+// that tells the user what to use instead.
+func TestUnservedEndpoint_SDK(t *testing.T) {
+	g := startGateway(t, keysConfig, nil)
+	client := g.client("sk-alice")
+	_, respErr := client.Responses.New(context.Background(), responses.ResponseNewParams{
+		Model: "demo",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
+	})
+	_, embErr := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{
+		Model: "demo",
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")},
+	})
+	for _, err := range []error{respErr, embErr} {
+		e := sdkError(t, err)
+		if e.StatusCode != 404 || !strings.Contains(e.Message, "POST /v1/chat/completions") {
+			t.Errorf("status %d, message %q; want 404 naming POST /v1/chat/completions", e.StatusCode, e.Message)
+		}
+	}
+}
