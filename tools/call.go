@@ -201,6 +201,7 @@ func (r *Registry) execute(ctx context.Context, t *tool, args []byte) (res Resul
 	case ctx.Err() != nil:
 		return cancelledResult(t.def.Name, ctx), OutcomeCancelled
 	default:
+		err = redactError(err) // each source redacts too; this funnel covers any that forgets
 		r.logger.Warn("tool call failed", "tool", t.def.Name, "error", err)
 		return errorResult("tool %s failed: %v", t.def.Name, err), OutcomeError
 	}

@@ -70,6 +70,11 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 	case cfg.Command != nil && cfg.Command[0] == "":
 		return nil, errors.New("command: empty program name")
 	}
+	if cfg.URL != "" {
+		// The URL may hold secrets (user information, a token in the query or path), and
+		// the SDK and Go's HTTP client quote it in their errors and log lines.
+		logger = newRedactingLogger(logger)
+	}
 	s := &mcpSource{
 		name:       name,
 		cfg:        cfg,
@@ -150,12 +155,12 @@ func (s *mcpSource) connect(ctx context.Context) (*mcp.ClientSession, []toolSpec
 	}
 	cs, err := s.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting: %w", err)
+		return nil, nil, redactError(fmt.Errorf("connecting: %w", err))
 	}
 	specs, err := s.listTools(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
-		return nil, nil, err
+		return nil, nil, redactError(err)
 	}
 	return cs, specs, nil
 }
@@ -214,7 +219,7 @@ func (s *mcpSource) markDown(err error) {
 func (s *mcpSource) supervise(cs *mcp.ClientSession) {
 	defer s.wg.Done()
 	for {
-		err := cs.Wait()
+		err := redactError(cs.Wait())
 		if s.isClosed() {
 			return
 		}
@@ -341,7 +346,7 @@ func (s *mcpSource) call(ctx context.Context, tool string, args json.RawMessage)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		return Result{}, err
+		return Result{}, redactError(err)
 	}
 	return renderCallResult(res), nil
 }
