@@ -89,7 +89,7 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 	}
 	if cfg.URL != "" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		s.httpClient = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}}
+		s.httpClient = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}, CheckRedirect: sameOriginRedirect}
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "agate", Version: "1"}, &mcp.ClientOptions{
 		Logger:    logger,
@@ -102,6 +102,19 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 		},
 	})
 	return s, nil
+}
+
+// sameOriginRedirect is the redirect policy of streamable-HTTP MCP clients: redirects within
+// the configured URL's scheme and host are followed (a server mounted at "/mcp/" answering
+// "/mcp"), others refused, since headerTransport adds the secret headers to every request.
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	switch {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host:
+		return errors.New("redirect to another scheme or host refused")
+	}
+	return nil
 }
 
 // headerTransport adds configured headers (for example an Authorization secret) to every
