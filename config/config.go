@@ -140,6 +140,13 @@ type Key struct {
 	Tools []string `koanf:"tools"`
 	// MaxToolIterations bounds model turns that call server tools. Default 8 (also when 0).
 	MaxToolIterations int `koanf:"max_tool_iterations"`
+	// MaxToolCallsPerTurn bounds the server tool calls run for one model turn; each call
+	// beyond it is not run and gives the model an error result. Default 32 (also when 0).
+	MaxToolCallsPerTurn int `koanf:"max_tool_calls_per_turn"`
+	// MaxConcurrentToolCalls bounds how many read-only tool calls of one turn run at the
+	// same time (calls of a turn with a mutating tool always run one at a time). Default 8
+	// (also when 0); 1 runs every call in order.
+	MaxConcurrentToolCalls int `koanf:"max_concurrent_tool_calls"`
 }
 
 // ToolSource is a source of server-side tools.

@@ -20,6 +20,8 @@ const (
 	defaultMaxConns          = 512
 	defaultPromptCache       = "off"
 	defaultMaxToolIterations = 8
+	defaultMaxToolCalls      = 32
+	defaultMaxConcurrentCall = 8
 	defaultToolTimeout       = 30 * time.Second
 	defaultMaxResultBytes    = 64 << 10
 	defaultCacheMaxEntries   = 10000
@@ -59,6 +61,8 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	}
 	for name, k := range c.Keys {
 		setDefault(&k.MaxToolIterations, defaultMaxToolIterations)
+		setDefault(&k.MaxToolCallsPerTurn, defaultMaxToolCalls)
+		setDefault(&k.MaxConcurrentToolCalls, defaultMaxConcurrentCall)
 		c.Keys[name] = k
 	}
 	for name, t := range c.Tools {

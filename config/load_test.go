@@ -139,7 +139,8 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 	if diff := cmp.Diff(wantWeather, got.Tools["weather"]); diff != "" {
 		t.Errorf("tools.weather mismatch (-want +got):\n%s", diff)
 	}
-	wantAlice := Key{Key: "alice-secret", Models: []string{"*"}, Tools: []string{"everything", "weather"}, MaxToolIterations: 8}
+	wantAlice := Key{Key: "alice-secret", Models: []string{"*"}, Tools: []string{"everything", "weather"}, MaxToolIterations: 8,
+		MaxToolCallsPerTurn: 32, MaxConcurrentToolCalls: 8}
 	if diff := cmp.Diff(wantAlice, got.Keys["alice"]); diff != "" {
 		t.Errorf("keys.alice mismatch (-want +got):\n%s", diff)
 	}

@@ -272,6 +272,8 @@ func (c *Config) validateKeys(v *validator) {
 			c.validateKeyTool(v, fmt.Sprintf("%s.tools[%d]", p, i), tool)
 		}
 		v.nonNegative(p+".max_tool_iterations", k.MaxToolIterations)
+		v.nonNegative(p+".max_tool_calls_per_turn", k.MaxToolCallsPerTurn)
+		v.nonNegative(p+".max_concurrent_tool_calls", k.MaxConcurrentToolCalls)
 	}
 }
 
