@@ -201,4 +201,9 @@ type Cache struct {
 	MaxEntries int `koanf:"max_entries"`
 	// TTL is how long a cached result stays valid. Default 10m (also when 0).
 	TTL time.Duration `koanf:"ttl"`
+	// Scope is "key" or "global". With key, each API key has its own cache entries (and
+	// shares no in-flight execution with other keys), so one key cannot learn another's
+	// recent arguments from timing or results; with global, every key shares them. Default
+	// key; Load turns "" into "key" and Validate accepts "" as "key".
+	Scope string `koanf:"scope"`
 }

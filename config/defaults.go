@@ -26,6 +26,7 @@ const (
 	defaultMaxResultBytes    = 64 << 10
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
+	defaultCacheScope        = "key"
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -75,6 +76,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	}
 	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
 	setDefault(&c.Cache.TTL, defaultCacheTTL)
+	setDefault(&c.Cache.Scope, defaultCacheScope)
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -88,7 +88,7 @@ func exampleConfig() *Config {
 			"gpt-5":         {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
 			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
 		},
-		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute},
+		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 	}
 }
 
@@ -452,7 +452,7 @@ func TestParse_Empty(t *testing.T) {
 	want := &Config{
 		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second},
 		Log:    Log{Level: "info", Format: "json"},
-		Cache:  Cache{MaxEntries: 10000, TTL: 10 * time.Minute},
+		Cache:  Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

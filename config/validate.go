@@ -58,6 +58,7 @@ var (
 	promptCaches = []string{"", "off", "auto"}
 	logLevels    = []string{"", "debug", "info", "warn", "error"}
 	logFormats   = []string{"", "json", "text"}
+	cacheScopes  = []string{"", "key", "global"}
 )
 
 // validator collects the problems of one Config.
@@ -154,6 +155,7 @@ func (c *Config) problems() []error {
 	}
 	v.nonNegative("cache.max_entries", c.Cache.MaxEntries)
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
+	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
 	return v.problems
 }
 

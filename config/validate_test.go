@@ -368,6 +368,11 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: cache.max_entries: must not be negative",
 		},
 		{
+			name:   "cache scope",
+			mutate: func(c *Config) { c.Cache.Scope = "team" },
+			want:   `config: cache.scope: "team" is not one of key, global`,
+		},
+		{
 			name: "all problems at once, sorted",
 			mutate: func(c *Config) {
 				c.Server.Listen = ""

@@ -536,3 +536,34 @@ func TestLoop_ConcurrencyLimit(t *testing.T) {
 		})
 	}
 }
+
+// callerTools records the caller named by each call's context.
+type callerTools struct {
+	mu      sync.Mutex
+	callers []string
+}
+
+func (c *callerTools) Call(ctx context.Context, _ string, _ []byte) tools.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.callers = append(c.callers, tools.CallerFrom(ctx))
+	return tools.Result{Content: "ok"}
+}
+
+// TestLoop_CallerReachesTools: every tool call's context names the loop's Caller, which the
+// tool cache uses to keep keys apart.
+func TestLoop_CallerReachesTools(t *testing.T) {
+	m := &scriptedModel{turns: [][]translate.Event{
+		turn(call(0, "c1", "weather", `{}`), call(1, "c2", "clock", `{}`), finish("tool_calls", 1, 1)),
+		turn(call(0, "c3", "write", `{}`), finish("tool_calls", 1, 1)),
+		turn(text("ok"), finish("stop", 1, 1)),
+	}}
+	ct := &callerTools{}
+	l := &Loop{Model: m, Tools: ct, Definitions: defs, Caller: "alice"}
+	if err := l.Run(context.Background(), baseRequest(), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice", "alice", "alice"}, ct.callers); diff != "" {
+		t.Errorf("callers seen by the tools (-want +got):\n%s", diff)
+	}
+}

@@ -30,6 +30,10 @@ type Loop struct {
 	// MaxConcurrentCalls bounds how many calls of a turn of read-only calls run at the same
 	// time. Default 8; 1 runs them in order.
 	MaxConcurrentCalls int
+	// Caller identifies the API key the loop runs for (its configured name, never the
+	// credential); tool calls carry it in their context ([tools.WithCaller]) so that a
+	// per-key tool cache keeps keys apart. Empty means no identity.
+	Caller string
 	// KeepAliveInterval is how often the client is pinged while tools run. Default 10s;
 	// one ping is also sent as each batch of tools starts.
 	KeepAliveInterval time.Duration
@@ -192,6 +196,7 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 	if err := r.out.KeepAlive(); err != nil {
 		return nil, err
 	}
+	ctx = tools.WithCaller(ctx, r.l.Caller)
 	results := make([]tools.Result, len(calls))
 	limit := positiveOr(r.l.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
 	if len(calls) > limit {
