@@ -27,8 +27,8 @@ type Loop struct {
 	// MaxCallsPerTurn bounds the server tool calls run for one model turn; the calls after
 	// the first MaxCallsPerTurn are not run and give the model an error result. Default 32.
 	MaxCallsPerTurn int
-	// MaxConcurrentCalls bounds how many calls of a turn of read-only calls run at the same
-	// time. Default 8; 1 runs them in order.
+	// MaxConcurrentCalls bounds how many read-only calls of one turn run at the same time
+	// (a turn with a mutating call runs its calls in order). Default 8; 1 runs them in order.
 	MaxConcurrentCalls int
 	// Caller identifies the API key the loop runs for (its configured name, never the
 	// credential); tool calls carry it in their context ([tools.WithCaller]) so that a
