@@ -144,6 +144,13 @@ type Key struct {
 	Tools []string `koanf:"tools"`
 	// MaxToolIterations bounds model turns that call server tools. Default 8 (also when 0).
 	MaxToolIterations int `koanf:"max_tool_iterations"`
+	// MaxToolCallsPerTurn bounds the server tool calls run for one model turn; each call
+	// beyond it is not run and gives the model an error result. Default 32 (also when 0).
+	MaxToolCallsPerTurn int `koanf:"max_tool_calls_per_turn"`
+	// MaxConcurrentToolCalls bounds how many read-only tool calls of one turn run at the
+	// same time (calls of a turn with a mutating tool always run one at a time). Default 8
+	// (also when 0); 1 runs every call in order.
+	MaxConcurrentToolCalls int `koanf:"max_concurrent_tool_calls"`
 }
 
 // ToolSource is a source of server-side tools.
@@ -198,4 +205,9 @@ type Cache struct {
 	MaxEntries int `koanf:"max_entries"`
 	// TTL is how long a cached result stays valid. Default 10m (also when 0).
 	TTL time.Duration `koanf:"ttl"`
+	// Scope is "key" or "global". With key, each API key has its own cache entries (and
+	// shares no in-flight execution with other keys), so one key cannot learn another's
+	// recent arguments from timing or results; with global, every key shares them. Default
+	// key; Load turns "" into "key" and Validate accepts "" as "key".
+	Scope string `koanf:"scope"`
 }

@@ -20,10 +20,13 @@ const (
 	defaultMaxConns          = 512
 	defaultPromptCache       = "off"
 	defaultMaxToolIterations = 8
+	defaultMaxToolCalls      = 32
+	defaultMaxConcurrentCall = 8
 	defaultToolTimeout       = 30 * time.Second
 	defaultMaxResultBytes    = 64 << 10
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
+	defaultCacheScope        = "key"
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -59,6 +62,8 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	}
 	for name, k := range c.Keys {
 		setDefault(&k.MaxToolIterations, defaultMaxToolIterations)
+		setDefault(&k.MaxToolCallsPerTurn, defaultMaxToolCalls)
+		setDefault(&k.MaxConcurrentToolCalls, defaultMaxConcurrentCall)
 		c.Keys[name] = k
 	}
 	for name, t := range c.Tools {
@@ -71,6 +76,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	}
 	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
 	setDefault(&c.Cache.TTL, defaultCacheTTL)
+	setDefault(&c.Cache.Scope, defaultCacheScope)
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -88,7 +88,7 @@ func exampleConfig() *Config {
 			"gpt-5":         {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
 			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
 		},
-		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute},
+		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 	}
 }
 
@@ -139,7 +139,8 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 	if diff := cmp.Diff(wantWeather, got.Tools["weather"]); diff != "" {
 		t.Errorf("tools.weather mismatch (-want +got):\n%s", diff)
 	}
-	wantAlice := Key{Key: "alice-secret", Models: []string{"*"}, Tools: []string{"everything", "weather"}, MaxToolIterations: 8}
+	wantAlice := Key{Key: "alice-secret", Models: []string{"*"}, Tools: []string{"everything", "weather"}, MaxToolIterations: 8,
+		MaxToolCallsPerTurn: 32, MaxConcurrentToolCalls: 8}
 	if diff := cmp.Diff(wantAlice, got.Keys["alice"]); diff != "" {
 		t.Errorf("keys.alice mismatch (-want +got):\n%s", diff)
 	}
@@ -460,7 +461,7 @@ func TestParse_Empty(t *testing.T) {
 	want := &Config{
 		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second},
 		Log:    Log{Level: "info", Format: "json"},
-		Cache:  Cache{MaxEntries: 10000, TTL: 10 * time.Minute},
+		Cache:  Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

@@ -58,6 +58,7 @@ var (
 	promptCaches = []string{"", "off", "auto"}
 	logLevels    = []string{"", "debug", "info", "warn", "error"}
 	logFormats   = []string{"", "json", "text"}
+	cacheScopes  = []string{"", "key", "global"}
 )
 
 // validator collects the problems of one Config.
@@ -154,6 +155,7 @@ func (c *Config) problems() []error {
 	}
 	v.nonNegative("cache.max_entries", c.Cache.MaxEntries)
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
+	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
 	return v.problems
 }
 
@@ -272,6 +274,8 @@ func (c *Config) validateKeys(v *validator) {
 			c.validateKeyTool(v, fmt.Sprintf("%s.tools[%d]", p, i), tool)
 		}
 		v.nonNegative(p+".max_tool_iterations", k.MaxToolIterations)
+		v.nonNegative(p+".max_tool_calls_per_turn", k.MaxToolCallsPerTurn)
+		v.nonNegative(p+".max_concurrent_tool_calls", k.MaxConcurrentToolCalls)
 	}
 }
 

@@ -272,6 +272,16 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: keys.alice.max_tool_iterations: must not be negative",
 		},
 		{
+			name:   "negative max_tool_calls_per_turn",
+			mutate: func(c *Config) { setKey(c, "alice", func(k *Key) { k.MaxToolCallsPerTurn = -1 }) },
+			want:   "config: keys.alice.max_tool_calls_per_turn: must not be negative",
+		},
+		{
+			name:   "negative max_concurrent_tool_calls",
+			mutate: func(c *Config) { setKey(c, "alice", func(k *Key) { k.MaxConcurrentToolCalls = -1 }) },
+			want:   "config: keys.alice.max_concurrent_tool_calls: must not be negative",
+		},
+		{
 			name:   "tool type",
 			mutate: func(c *Config) { setTool(c, "clock", func(t *ToolSource) { t.Type = "grpc" }) },
 			want:   `config: tools.clock.type: "grpc" is not one of mcp, http, builtin`,
@@ -356,6 +366,11 @@ func TestValidate_NamesTheField(t *testing.T) {
 			name:   "negative cache max_entries",
 			mutate: func(c *Config) { c.Cache.MaxEntries = -1 },
 			want:   "config: cache.max_entries: must not be negative",
+		},
+		{
+			name:   "cache scope",
+			mutate: func(c *Config) { c.Cache.Scope = "team" },
+			want:   `config: cache.scope: "team" is not one of key, global`,
 		},
 		{
 			name: "all problems at once, sorted",

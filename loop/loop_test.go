@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agate-gateway/agate/tools"
@@ -405,3 +406,164 @@ type discard struct{}
 
 func (discard) Event(*translate.Event) error { return nil }
 func (discard) KeepAlive() error             { return nil }
+
+// manyCalls is a model turn calling tool n times, with arguments {"i":0}, {"i":1}, ...
+func manyCalls(tool string, n int) []translate.Event {
+	var parts []any
+	for i := range n {
+		parts = append(parts, call(i, "c"+strconv.Itoa(i), tool, `{"i":`+strconv.Itoa(i)+`}`))
+	}
+	parts = append(parts, finish("tool_calls", 1, 1))
+	return turn(parts...)
+}
+
+// TestLoop_ToolCallsPerTurnLimit: calls of one turn beyond MaxCallsPerTurn are not run; each
+// gives the model an error result naming the limit, in its place among the results.
+func TestLoop_ToolCallsPerTurnLimit(t *testing.T) {
+	tests := []struct {
+		name         string
+		tool         string
+		calls, limit int
+		wantRun      int32
+	}{
+		{name: "default limit of 32, read-only calls", tool: "weather", calls: 40, wantRun: 32},
+		{name: "default limit of 32, mutating calls", tool: "write", calls: 40, wantRun: 32},
+		{name: "configured limit", tool: "weather", calls: 6, limit: 5, wantRun: 5},
+		{name: "at the limit", tool: "weather", calls: 5, limit: 5, wantRun: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &scriptedModel{turns: [][]translate.Event{
+				manyCalls(tt.tool, tt.calls),
+				turn(text("ok"), finish("stop", 1, 1)),
+			}}
+			ft := &fakeTools{results: map[string]tools.Result{"weather": {Content: "w"}, "write": {Content: "x"}}}
+			l := &Loop{Model: m, Tools: ft, Definitions: defs, MaxCallsPerTurn: tt.limit}
+			if err := l.Run(context.Background(), baseRequest(), &recorder{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := ft.calls.Load(); got != tt.wantRun {
+				t.Errorf("tool calls run = %d, want %d", got, tt.wantRun)
+			}
+			limit := tt.limit
+			if limit == 0 {
+				limit = DefaultMaxCallsPerTurn
+			}
+			limitErr := "Error: tool call limit per turn (" + strconv.Itoa(limit) + ") exceeded: this call was not run; make at most " +
+				strconv.Itoa(limit) + " tool calls in one turn"
+			var want, got []string
+			for i, msg := range m.seen[1].Messages[2:] {
+				if msg.ToolCallID != "c"+strconv.Itoa(i) {
+					t.Errorf("result %d answers %q", i, msg.ToolCallID)
+				}
+				w := ft.results[tt.tool].Content + ` {"i":` + strconv.Itoa(i) + `}`
+				if int32(i) >= tt.wantRun {
+					w = limitErr
+				}
+				want, got = append(want, w), append(got, msg.Text())
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("tool results (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// gatedTools is an Executor whose calls each wait to be released; it counts the calls in
+// flight and the most at once.
+type gatedTools struct {
+	release                      chan struct{} // lets one waiting call finish
+	mu                           sync.Mutex
+	inFlight, maxInFlight, calls int
+}
+
+func (g *gatedTools) Call(ctx context.Context, name string, args []byte) tools.Result {
+	g.mu.Lock()
+	g.calls++
+	g.inFlight++
+	g.maxInFlight = max(g.maxInFlight, g.inFlight)
+	g.mu.Unlock()
+	<-g.release
+	g.mu.Lock()
+	g.inFlight--
+	g.mu.Unlock()
+	return tools.Result{Content: "ok"}
+}
+
+// TestLoop_ConcurrencyLimit: read-only calls of one turn run concurrently, never more than
+// MaxConcurrentCalls at once. The calls are released one at a time, each time only after
+// every goroutine of the test's bubble is blocked (synctest.Wait), so the count of calls in
+// flight is exactly how many the loop has started by then.
+func TestLoop_ConcurrencyLimit(t *testing.T) {
+	tests := []struct {
+		name         string
+		calls, limit int
+		want         int
+	}{
+		{name: "default limit of 8", calls: 20, want: DefaultMaxConcurrentCalls},
+		{name: "configured limit", calls: 10, limit: 3, want: 3},
+		{name: "limit 1 runs in order", calls: 4, limit: 1, want: 1},
+		{name: "fewer calls than the limit", calls: 3, limit: 5, want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := &scriptedModel{turns: [][]translate.Event{
+					manyCalls("weather", tt.calls),
+					turn(text("ok"), finish("stop", 1, 1)),
+				}}
+				g := &gatedTools{release: make(chan struct{})}
+				l := &Loop{Model: m, Tools: g, Definitions: defs, MaxConcurrentCalls: tt.limit}
+				errc := make(chan error, 1)
+				go func() { errc <- l.Run(context.Background(), baseRequest(), &recorder{}) }()
+				for released := 0; released < tt.calls; released++ {
+					synctest.Wait()
+					g.mu.Lock()
+					inFlight := g.inFlight
+					g.mu.Unlock()
+					if want := min(tt.want, tt.calls-released); inFlight != want {
+						t.Errorf("after %d calls finished, %d in flight, want %d", released, inFlight, want)
+					}
+					g.release <- struct{}{}
+				}
+				if err := <-errc; err != nil {
+					t.Fatal(err)
+				}
+				if g.calls != tt.calls || g.maxInFlight != tt.want {
+					t.Errorf("calls = %d, most in flight = %d; want %d, %d", g.calls, g.maxInFlight, tt.calls, tt.want)
+				}
+			})
+		})
+	}
+}
+
+// callerTools records the caller named by each call's context.
+type callerTools struct {
+	mu      sync.Mutex
+	callers []string
+}
+
+func (c *callerTools) Call(ctx context.Context, _ string, _ []byte) tools.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.callers = append(c.callers, tools.CallerFrom(ctx))
+	return tools.Result{Content: "ok"}
+}
+
+// TestLoop_CallerReachesTools: every tool call's context names the loop's Caller, which the
+// tool cache uses to keep keys apart.
+func TestLoop_CallerReachesTools(t *testing.T) {
+	m := &scriptedModel{turns: [][]translate.Event{
+		turn(call(0, "c1", "weather", `{}`), call(1, "c2", "clock", `{}`), finish("tool_calls", 1, 1)),
+		turn(call(0, "c3", "write", `{}`), finish("tool_calls", 1, 1)),
+		turn(text("ok"), finish("stop", 1, 1)),
+	}}
+	ct := &callerTools{}
+	l := &Loop{Model: m, Tools: ct, Definitions: defs, Caller: "alice"}
+	if err := l.Run(context.Background(), baseRequest(), &recorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice", "alice", "alice"}, ct.callers); diff != "" {
+		t.Errorf("callers seen by the tools (-want +got):\n%s", diff)
+	}
+}

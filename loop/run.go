@@ -2,8 +2,10 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agate-gateway/agate/tools"
@@ -22,6 +24,16 @@ type Loop struct {
 	// MaxIterations bounds the turns that may call server tools; the turn after the last
 	// one is made with tool_choice none so the model answers with what it has. Default 8.
 	MaxIterations int
+	// MaxCallsPerTurn bounds the server tool calls run for one model turn; the calls after
+	// the first MaxCallsPerTurn are not run and give the model an error result. Default 32.
+	MaxCallsPerTurn int
+	// MaxConcurrentCalls bounds how many read-only calls of one turn run at the same time
+	// (a turn with a mutating call runs its calls in order). Default 8; 1 runs them in order.
+	MaxConcurrentCalls int
+	// Caller identifies the API key the loop runs for (its configured name, never the
+	// credential); tool calls carry it in their context ([tools.WithCaller]) so that a
+	// per-key tool cache keeps keys apart. Empty means no identity.
+	Caller string
 	// KeepAliveInterval is how often the client is pinged while tools run. Default 10s;
 	// one ping is also sent as each batch of tools starts.
 	KeepAliveInterval time.Duration
@@ -170,31 +182,56 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 	return false, nil
 }
 
-// execute runs the calls, concurrently when every one is read-only, else in order,
-// pinging the client while they run.
+// Defaults of the per-turn bounds, used when Loop leaves them zero.
+const (
+	DefaultMaxCallsPerTurn    = 32
+	DefaultMaxConcurrentCalls = 8
+)
+
+// execute runs the calls and returns one result per call, in order: the first
+// MaxCallsPerTurn run, concurrently (at most MaxConcurrentCalls at a time) when every one
+// of them is read-only, else in order; the rest get a limit error. It pings the client while
+// they run.
 func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.Result, error) {
 	if err := r.out.KeepAlive(); err != nil {
 		return nil, err
 	}
+	ctx = tools.WithCaller(ctx, r.l.Caller)
 	results := make([]tools.Result, len(calls))
-	parallel := len(calls) > 1
+	limit := positiveOr(r.l.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
+	if len(calls) > limit {
+		for i := limit; i < len(calls); i++ {
+			results[i] = tools.Result{IsError: true, Content: fmt.Sprintf(
+				"tool call limit per turn (%d) exceeded: this call was not run; make at most %d tool calls in one turn", limit, limit)}
+		}
+		if r.l.Logger != nil {
+			r.l.Logger.Warn("tool calls over the per-turn limit not run", "calls", len(calls), "limit", limit)
+		}
+		calls = calls[:limit]
+	}
+	workers := min(positiveOr(r.l.MaxConcurrentCalls, DefaultMaxConcurrentCalls), len(calls))
 	for _, c := range calls {
 		if !r.server[c.Name].ReadOnly {
-			parallel = false
+			workers = 1
 		}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if !parallel {
+		if workers <= 1 {
 			for i, c := range calls {
 				results[i] = r.l.Tools.Call(ctx, c.Name, []byte(c.Arguments))
 			}
 			return
 		}
+		var next atomic.Int64
 		var wg sync.WaitGroup
-		for i, c := range calls {
-			wg.Go(func() { results[i] = r.l.Tools.Call(ctx, c.Name, []byte(c.Arguments)) })
+		for range workers {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < len(calls); i = int(next.Add(1) - 1) {
+					results[i] = r.l.Tools.Call(ctx, calls[i].Name, []byte(calls[i].Arguments))
+				}
+			})
 		}
 		wg.Wait()
 	}()
@@ -215,4 +252,11 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 			}
 		}
 	}
+}
+
+func positiveOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }

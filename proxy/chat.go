@@ -134,6 +134,7 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 	if len(c.defs) > 0 {
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
 			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger,
+			MaxCallsPerTurn: c.key.maxCallsPerTurn, MaxConcurrentCalls: c.key.maxConcurrentCalls, Caller: c.key.name,
 			KeepAliveInterval: loopKeepAlive}
 		return l.Run(ctx, c.req, out)
 	}

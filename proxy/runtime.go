@@ -48,6 +48,8 @@ type apiKey struct {
 	models        []string
 	tools         []string
 	maxIterations int
+	// Per-turn tool bounds; zero means the loop's defaults.
+	maxCallsPerTurn, maxConcurrentCalls int
 }
 
 // ProviderFor returns the translate.Provider for a backend type, or nil for mock.
@@ -97,7 +99,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	sort.Strings(names)
 	for _, n := range names {
 		kc := cfg.Keys[n]
-		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations}
+		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
+			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls}
 		if kc.KeySHA256 != "" {
 			raw, err := hex.DecodeString(kc.KeySHA256)
 			if err != nil || len(raw) != sha256.Size {

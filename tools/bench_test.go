@@ -21,7 +21,7 @@ func BenchmarkCacheHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	ctx := context.Background()
+	ctx := WithCaller(context.Background(), "alice") // as the loop calls, cache scope key
 	args := []byte(`{"city": "Paris", "days": 3}`)
 	if res := r.Call(ctx, "weather", args); res.IsError {
 		b.Fatal(res.Content)
@@ -40,7 +40,7 @@ func BenchmarkCacheHit(b *testing.B) {
 // BenchmarkLRUCacheGet measures the cache lookup alone.
 func BenchmarkLRUCacheGet(b *testing.B) {
 	c := NewLRUCache(0, 0, nil)
-	key, _ := cacheKey("weather", []byte(`{"city":"Paris","days":3}`))
+	key, _ := cacheKey("alice", "weather", []byte(`{"city":"Paris","days":3}`))
 	c.Add(key, Result{Content: "sunny"})
 	b.ReportAllocs()
 	for b.Loop() {

@@ -9,7 +9,8 @@ import (
 )
 
 // Cache stores successful results of cacheable tools. Keys are opaque strings built by the
-// Registry from the model-facing tool name and the canonical JSON of the arguments; values
+// Registry from the caller (with cache scope key), the model-facing tool name and the
+// canonical JSON of the arguments; values
 // are never error results. Implementations must be safe for concurrent use; Get must not
 // return an expired entry. A shared store (Redis, memcached) can implement Cache and be
 // passed with [WithCache]; the Registry counts hits and misses itself, so implementations

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +69,11 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 		return res
 	}
 
-	key, err := cacheKey(name, args)
+	var caller string
+	if r.cacheByCaller {
+		caller = CallerFrom(ctx)
+	}
+	key, err := cacheKey(caller, name, args)
 	if err != nil {
 		outcome = OutcomeInvalidArguments
 		return invalidJSON(name, err)
@@ -98,12 +103,34 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 	return res
 }
 
-// cacheKey is the cache key of a call: the model-facing name, a NUL, and the canonical JSON
-// of the arguments. An error means args is not JSON.
-func cacheKey(name string, args []byte) (string, error) {
+// callerKey is the context key of the caller identity set by WithCaller.
+type callerKey struct{}
+
+// WithCaller returns a copy of ctx that names the caller of the tool calls made with it: an
+// identity of the API key, such as its configured name (never the credential). With cache
+// scope "key", cached results and shared executions are kept apart per caller; calls whose
+// context names no caller share one scope.
+func WithCaller(ctx context.Context, caller string) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// CallerFrom returns the caller that ctx names (see [WithCaller]), or "".
+func CallerFrom(ctx context.Context) string {
+	s, _ := ctx.Value(callerKey{}).(string)
+	return s
+}
+
+// cacheKey is the cache key of a call: the caller's length in decimal, a colon, the caller
+// (empty with a global cache scope), the model-facing name, a NUL, and the canonical JSON of
+// the arguments. The length prefix keeps a caller from forging another's key. An error
+// means args is not JSON.
+func cacheKey(caller, name string, args []byte) (string, error) {
 	bp := keyBuffers.Get().(*[]byte)
 	defer keyBuffers.Put(bp)
-	buf := append((*bp)[:0], name...)
+	buf := strconv.AppendInt((*bp)[:0], int64(len(caller)), 10)
+	buf = append(buf, ':')
+	buf = append(buf, caller...)
+	buf = append(buf, name...)
 	buf = append(buf, 0)
 	buf, err := appendCanonicalJSON(buf, args)
 	if cap(buf) <= maxPooledKeyBuffer {
@@ -201,6 +228,7 @@ func (r *Registry) execute(ctx context.Context, t *tool, args []byte) (res Resul
 	case ctx.Err() != nil:
 		return cancelledResult(t.def.Name, ctx), OutcomeCancelled
 	default:
+		err = redactError(err) // each source redacts too; this funnel covers any that forgets
 		r.logger.Warn("tool call failed", "tool", t.def.Name, "error", err)
 		return errorResult("tool %s failed: %v", t.def.Name, err), OutcomeError
 	}

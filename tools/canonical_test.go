@@ -66,11 +66,11 @@ func TestCacheKey_EqualForEqualArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ka, err := cacheKey("tool", []byte(tt.a))
+			ka, err := cacheKey("", "tool", []byte(tt.a))
 			if err != nil {
 				t.Fatal(err)
 			}
-			kb, err := cacheKey("tool", []byte(tt.b))
+			kb, err := cacheKey("", "tool", []byte(tt.b))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,8 +79,8 @@ func TestCacheKey_EqualForEqualArguments(t *testing.T) {
 			}
 		})
 	}
-	k1, _ := cacheKey("tool_a", []byte(`{}`))
-	k2, _ := cacheKey("tool_b", []byte(`{}`))
+	k1, _ := cacheKey("", "tool_a", []byte(`{}`))
+	k2, _ := cacheKey("", "tool_b", []byte(`{}`))
 	if k1 == k2 {
 		t.Errorf("different tools share key %q", k1)
 	}
@@ -143,7 +143,7 @@ func BenchmarkCanonicalKey(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(args)))
 	for b.Loop() {
-		if _, err := cacheKey("weather__forecast", args); err != nil {
+		if _, err := cacheKey("", "weather__forecast", args); err != nil {
 			b.Fatal(err)
 		}
 	}

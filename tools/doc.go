@@ -7,9 +7,10 @@
 // ([Registry.Call]). Every failure of a tool call (unknown tool, arguments that are not JSON
 // or fail the tool's JSON Schema, a tool error, a timeout, an oversize result) comes back as a
 // [Result] marked IsError with a message written for the model; only the caller's context
-// ends a call early. Results of cacheable tools are kept in a [Cache] keyed by the tool name
-// and the canonical JSON of the arguments, and concurrent identical calls of such tools share
-// one execution.
+// ends a call early. Results of cacheable tools are kept in a [Cache] keyed by the caller
+// (the API key named by [WithCaller], unless the cache scope is global), the tool name and
+// the canonical JSON of the arguments, and concurrent identical calls of such tools by the
+// same caller share one execution.
 //
 // The package keeps no package-level mutable state: caches, clients and metrics hooks
 // ([Observer]) are values owned by one Registry.

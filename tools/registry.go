@@ -126,6 +126,10 @@ type Registry struct {
 	configs map[string]config.ToolSource // immutable after New
 	order   []string                     // source names, sorted
 
+	// cacheByCaller keeps cache entries and shared executions apart per caller (cache
+	// scope key); immutable after New.
+	cacheByCaller bool
+
 	mu       sync.RWMutex
 	byName   map[string]*tool   // model-facing name -> tool
 	bySource map[string][]*tool // source -> its tools, sorted by Tool
@@ -174,8 +178,10 @@ const emptyObjectSchema = `{"type":"object","properties":{}}`
 // name, a schema that does not compile, or two tools with the same model-facing name. Tools
 // published later by an MCP server's list-changed notification are validated the same way,
 // but a bad one is logged and left out instead. cacheCfg sizes the built-in [LRUCache]
-// unless [WithCache] is given. A nil obs or logger is allowed. When New fails it closes
-// whatever it had started; otherwise the caller must Close the Registry.
+// unless [WithCache] is given; its Scope says whether the callers named by [WithCaller]
+// share cached results ("global") or not ("key", also meant by ""). A nil obs or logger is
+// allowed. When New fails it closes whatever it had started; otherwise the caller must
+// Close the Registry.
 func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg config.Cache, obs Observer, logger *slog.Logger, opts ...Option) (*Registry, error) {
 	var o options
 	for _, opt := range opts {
@@ -199,6 +205,8 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 		byName:   make(map[string]*tool),
 		bySource: make(map[string][]*tool),
 	}
+	// Anything but an explicit "global" keeps keys apart: the safe side.
+	r.cacheByCaller = cacheCfg.Scope != "global"
 	if r.cache == nil {
 		r.cache = NewLRUCache(cacheCfg.MaxEntries, cacheCfg.TTL, obs.CacheEviction)
 	}

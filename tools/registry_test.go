@@ -307,6 +307,62 @@ func TestCache_Policy(t *testing.T) {
 	}
 }
 
+// TestCache_Scope: with cache scope key (the default), a key's call never reuses another
+// key's result (nor learns from its timing that the call was made); with scope global, keys
+// share results. The observer sees every lookup either way.
+func TestCache_Scope(t *testing.T) {
+	tests := []struct {
+		name         string
+		scope        string
+		wantOutcomes []string // of alice, bob, alice
+		wantCalls    int64
+		wantHits     int
+	}{
+		{name: "default is per key", scope: "", wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
+		{name: "key", scope: "key", wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
+		{name: "global", scope: "global", wantOutcomes: []string{OutcomeOK, OutcomeCached, OutcomeCached}, wantCalls: 1, wantHits: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh := newWebhook(t, echoBody)
+			obs := &recordingObserver{}
+			r, err := New(context.Background(), map[string]config.ToolSource{
+				"weather": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
+			}, config.Cache{Scope: tt.scope}, obs, testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var outcomes []string
+			for _, caller := range []string{"alice", "bob", "alice"} {
+				res := r.Call(WithCaller(context.Background(), caller), "weather", []byte(`{"city":"Oslo"}`))
+				if diff := cmp.Diff(Result{Content: `{"city":"Oslo"}`}, res); diff != "" {
+					t.Errorf("%s's call mismatch (-want +got):\n%s", caller, diff)
+				}
+				outcomes = append(outcomes, obs.lastCall().Outcome)
+			}
+			if diff := cmp.Diff(tt.wantOutcomes, outcomes); diff != "" {
+				t.Errorf("outcomes (-want +got):\n%s", diff)
+			}
+			if got := wh.calls.Load(); got != tt.wantCalls {
+				t.Errorf("webhook called %d times, want %d", got, tt.wantCalls)
+			}
+			if hits, misses, _ := obs.counts(); hits != tt.wantHits || misses != 3-tt.wantHits {
+				t.Errorf("cache hits, misses = %d, %d, want %d, %d", hits, misses, tt.wantHits, 3-tt.wantHits)
+			}
+		})
+	}
+}
+
+func TestCacheKey_CallerCannotForgeAnother(t *testing.T) {
+	a, _ := cacheKey("al", "ice", []byte(`{}`))
+	b, _ := cacheKey("ali", "ce", []byte(`{}`))
+	c, _ := cacheKey("", "alice", []byte(`{}`))
+	if a == b || a == c || b == c {
+		t.Errorf("keys collide: %q, %q, %q", a, b, c)
+	}
+}
+
 func TestCall_SingleFlight(t *testing.T) {
 	release := make(chan struct{})
 	wh := newWebhook(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
@@ -331,7 +387,7 @@ func TestCall_SingleFlight(t *testing.T) {
 			results[i] = r.Call(context.Background(), "lookup", []byte(args))
 		})
 	}
-	key, _ := cacheKey("lookup", []byte(`{"q":"x","n":1}`))
+	key, _ := cacheKey("", "lookup", []byte(`{"q":"x","n":1}`))
 	waitFor(t, "all callers to join one flight", 10*time.Second, func() bool {
 		r.flights.mu.Lock()
 		defer r.flights.mu.Unlock()
@@ -362,7 +418,7 @@ func TestCall_SingleFlightSurvivesOneCallerLeaving(t *testing.T) {
 	r := newTestRegistry(t, map[string]config.ToolSource{
 		"lookup": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
 	}, nil)
-	key, _ := cacheKey("lookup", []byte(`{}`))
+	key, _ := cacheKey("", "lookup", []byte(`{}`))
 	waiters := func(want int) func() bool {
 		return func() bool {
 			r.flights.mu.Lock()

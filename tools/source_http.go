@@ -52,9 +52,13 @@ func newWebhookSource(name string, cfg config.ToolSource) (*webhookSource, error
 		name:    name,
 		url:     cfg.URL,
 		headers: h,
-		// No client timeout: each call's context carries the tool's timeout.
-		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
-		spec:   spec,
+		// No client timeout: each call's context carries the tool's timeout. Redirects are
+		// not followed: the body and the secret headers go to the configured URL only.
+		client: &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		spec: spec,
 	}, nil
 }
 
@@ -80,6 +84,11 @@ func (s *webhookSource) call(ctx context.Context, _ string, args json.RawMessage
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWebhookBody))
 	if err != nil {
 		return Result{}, fmt.Errorf("reading webhook response: %w", err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Neither the Location nor the body (which usually repeats it) is quoted: the
+		// redirect target may carry secrets of its own.
+		return Result{Content: fmt.Sprintf("webhook returned HTTP %s; redirects are not followed", resp.Status), IsError: true}, nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("webhook returned HTTP %s", resp.Status)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,4 +84,41 @@ func TestWebhook_Failures(t *testing.T) {
 			t.Errorf("error result leaks the webhook URL: %q", res.Content)
 		}
 	})
+}
+
+// TestWebhook_RedirectNotFollowed: a webhook answering with a redirect is a tool error; the
+// redirect target receives nothing (neither the arguments nor the secret headers), and the
+// result quotes neither its Location nor the body.
+func TestWebhook_RedirectNotFollowed(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			target := newWebhook(t, echoBody)
+			location := target.srv.URL + "/next?token=loc-secret"
+			wh := newWebhook(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				w.Header().Set("Location", location)
+				w.WriteHeader(status)
+				io.WriteString(w, "moved to "+location)
+			})
+			obs := &recordingObserver{}
+			r := newTestRegistry(t, map[string]config.ToolSource{
+				"hook": {Type: "http", URL: wh.srv.URL, Headers: map[string]string{"Authorization": "Bearer hook-secret"}},
+			}, obs)
+			res := r.Call(context.Background(), "hook", []byte(`{"q":1}`))
+			want := Result{IsError: true,
+				Content: "webhook returned HTTP " + strconv.Itoa(status) + " " + http.StatusText(status) + "; redirects are not followed"}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("Call mismatch (-want +got):\n%s", diff)
+			}
+			if got := obs.lastCall().Outcome; got != OutcomeError {
+				t.Errorf("outcome = %q, want %q", got, OutcomeError)
+			}
+			if n := target.calls.Load(); n != 0 {
+				t.Errorf("the redirect target received %d requests, want none", n)
+			}
+			if n := wh.calls.Load(); n != 1 {
+				t.Errorf("the webhook received %d requests, want 1", n)
+			}
+		})
+	}
 }

@@ -70,6 +70,11 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 	case cfg.Command != nil && cfg.Command[0] == "":
 		return nil, errors.New("command: empty program name")
 	}
+	if cfg.URL != "" {
+		// The URL may hold secrets (user information, a token in the query or path), and
+		// the SDK and Go's HTTP client quote it in their errors and log lines.
+		logger = newRedactingLogger(logger)
+	}
 	s := &mcpSource{
 		name:       name,
 		cfg:        cfg,
@@ -84,7 +89,7 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 	}
 	if cfg.URL != "" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		s.httpClient = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}}
+		s.httpClient = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}, CheckRedirect: sameOriginRedirect}
 	}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "agate", Version: "1"}, &mcp.ClientOptions{
 		Logger:    logger,
@@ -97,6 +102,19 @@ func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publi
 		},
 	})
 	return s, nil
+}
+
+// sameOriginRedirect is the redirect policy of streamable-HTTP MCP clients: redirects within
+// the configured URL's scheme and host are followed (a server mounted at "/mcp/" answering
+// "/mcp"), others refused, since headerTransport adds the secret headers to every request.
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	switch {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host:
+		return errors.New("redirect to another scheme or host refused")
+	}
+	return nil
 }
 
 // headerTransport adds configured headers (for example an Authorization secret) to every
@@ -150,12 +168,12 @@ func (s *mcpSource) connect(ctx context.Context) (*mcp.ClientSession, []toolSpec
 	}
 	cs, err := s.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting: %w", err)
+		return nil, nil, redactError(fmt.Errorf("connecting: %w", err))
 	}
 	specs, err := s.listTools(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
-		return nil, nil, err
+		return nil, nil, redactError(err)
 	}
 	return cs, specs, nil
 }
@@ -214,7 +232,7 @@ func (s *mcpSource) markDown(err error) {
 func (s *mcpSource) supervise(cs *mcp.ClientSession) {
 	defer s.wg.Done()
 	for {
-		err := cs.Wait()
+		err := redactError(cs.Wait())
 		if s.isClosed() {
 			return
 		}
@@ -341,7 +359,7 @@ func (s *mcpSource) call(ctx context.Context, tool string, args json.RawMessage)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		return Result{}, err
+		return Result{}, redactError(err)
 	}
 	return renderCallResult(res), nil
 }

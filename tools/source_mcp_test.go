@@ -388,3 +388,60 @@ func TestMCPStdio_Everything(t *testing.T) {
 		t.Errorf("Ready = %v", err)
 	}
 }
+
+// TestMCP_Redirects: a streamable-HTTP MCP server may redirect within its own scheme and
+// host; a redirect elsewhere fails the connection before the target sees a request (the
+// configured headers, often a secret, would go with it).
+func TestMCP_Redirects(t *testing.T) {
+	tests := []struct {
+		name        string
+		crossOrigin bool
+	}{
+		{name: "same origin followed"},
+		{name: "other origin refused", crossOrigin: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := newTestMCPServer()
+			target := ms.httptest(t)
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms.server }, nil)
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/mcp/" {
+					h.ServeHTTP(w, r)
+					return
+				}
+				loc := "/mcp/"
+				if tt.crossOrigin {
+					loc = target.URL + "/mcp/?token=loc-secret"
+				}
+				http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
+			}))
+			defer front.Close()
+			r, err := New(context.Background(), map[string]config.ToolSource{
+				"srv": {Type: "mcp", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+			}, config.Cache{}, nil, nil)
+			if !tt.crossOrigin {
+				if err != nil {
+					t.Fatalf("New = %v", err)
+				}
+				defer r.Close()
+				if diff := cmp.Diff(Result{Content: "definition of x"}, r.Call(context.Background(), "srv__lookup", []byte(`{"q":"x"}`))); diff != "" {
+					t.Errorf("Call mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err == nil {
+				r.Close()
+				t.Fatal("New followed a redirect to another origin")
+			}
+			if strings.Contains(err.Error(), "loc-secret") {
+				t.Errorf("New error leaks the Location: %v", err)
+			}
+			ms.mu.Lock()
+			defer ms.mu.Unlock()
+			if len(ms.authHeaders) != 0 {
+				t.Errorf("the redirect target received %d requests, want none", len(ms.authHeaders))
+			}
+		})
+	}
+}
