@@ -71,7 +71,7 @@ func anthropicUpstream(t *testing.T, path, name, comment string, upstream []byte
 	return got
 }
 
-// anthropicStreamFixtures are every Anthropic stream recording in ../shared/fixtures.
+// anthropicStreamFixtures are every Anthropic stream recording in testdata/fixtures.
 var anthropicStreamFixtures = []struct {
 	name, file string
 	chunks     bool // a vercel *.chunks.txt file to reframe
@@ -101,7 +101,7 @@ func TestAnthropicStreamGolden(t *testing.T) {
 			comment := "Recorded Anthropic stream: " + anthropicProvenance(t, tt.file)
 			if tt.chunks {
 				upstream = reframeChunks(upstream, true)
-				comment += "\n(vercel chunks reframed as event: <type> / data: <line>, see fixtures/README.md)"
+				comment += "\n(vercel chunks reframed as event: <type> / data: <line>, see testdata/fixtures/SOURCES.md)"
 			}
 			upstream = anthropicUpstream(t, path, "upstream.sse", comment, upstream)
 			got := streamToOpenAI(t, newAnthropicStream, upstream)
