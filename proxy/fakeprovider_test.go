@@ -21,7 +21,7 @@ type fakeTurn struct {
 type fakeCall struct{ Name, Args string }
 
 // fakeProvider is a loopback upstream speaking one provider's streaming wire format (the
-// shapes of the recordings in ../shared/fixtures), answering turn i of its script on the
+// shapes of the recordings in ../testdata/fixtures), answering turn i of its script on the
 // i-th request. It records every request body.
 type fakeProvider struct {
 	kind string // anthropic, gemini, responses, openai

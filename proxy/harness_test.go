@@ -290,7 +290,7 @@ func (u *upstream) calls() []recordedRequest {
 	return append([]recordedRequest(nil), u.requests...)
 }
 
-// fixture reads a recording copied from ../shared/fixtures (see testdata/openai-chat/SOURCES.txt).
+// fixture reads a recording of testdata/openai-chat (provenance in its SOURCES.md).
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "openai-chat", name))

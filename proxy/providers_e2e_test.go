@@ -240,7 +240,7 @@ func TestProviderGoldensThroughGateway(t *testing.T) {
 	}
 }
 
-// reframe rebuilds SSE from a vercel chunks file, as fixtures/README.md says.
+// reframe rebuilds SSE from a vercel chunks file, as testdata/fixtures/SOURCES.md says.
 func reframe(chunks []byte, typed bool) []byte {
 	var out bytes.Buffer
 	for _, line := range bytes.Split(chunks, []byte("\n")) {
@@ -307,7 +307,7 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 		Status         int
 		ContentType    string `json:"content_type"`
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "index.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "index.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 		if !ok || e.Status < 400 {
 			continue
 		}
-		body, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", e.File))
+		body, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", e.File))
 		if err != nil {
 			t.Fatal(err)
 		}

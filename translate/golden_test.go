@@ -24,8 +24,9 @@ const (
 	goldenCreated = 1700000000
 )
 
-// fixturesDir is ../shared/fixtures seen from this package.
-var fixturesDir = filepath.Join("..", "..", "shared", "fixtures")
+// fixturesDir is the repository's testdata/fixtures (recorded provider traffic, with its
+// provenance in SOURCES.md) seen from this package.
+var fixturesDir = filepath.Join("..", "testdata", "fixtures")
 
 // streamToOpenAI feeds an upstream SSE body through a fresh decoder in one piece and
 // returns the OpenAI SSE the gateway would send (include_usage on). A decoder error or an
@@ -197,7 +198,8 @@ func section(t testing.TB, ar *txtar.Archive, name string) []byte {
 	return nil
 }
 
-// readFixture returns a file of ../shared/fixtures.
+// readFixture returns a file of fixturesDir; rel is relative to it
+// ("anthropic/stream/text-basic.mirascope.sse").
 func readFixture(t testing.TB, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixturesDir, rel))
@@ -208,7 +210,7 @@ func readFixture(t testing.TB, rel string) []byte {
 }
 
 // reframeChunks rebuilds an SSE stream from a vercel *.chunks.txt file (one data payload a
-// line), as fixtures/README.md says: with an event: line of the payload's "type" for
+// line), as testdata/fixtures/SOURCES.md says: with an event: line of the payload's "type" for
 // Anthropic and Responses (typed), data-only with CRLF framing for Gemini.
 func reframeChunks(chunks []byte, typed bool) []byte {
 	var out []byte

@@ -71,7 +71,7 @@ func anthropicUpstream(t *testing.T, path, name, comment string, upstream []byte
 	return got
 }
 
-// anthropicStreamFixtures are every Anthropic stream recording in ../shared/fixtures.
+// anthropicStreamFixtures are every Anthropic stream recording in testdata/fixtures.
 var anthropicStreamFixtures = []struct {
 	name, file string
 	chunks     bool // a vercel *.chunks.txt file to reframe
@@ -101,7 +101,7 @@ func TestAnthropicStreamGolden(t *testing.T) {
 			comment := "Recorded Anthropic stream: " + anthropicProvenance(t, tt.file)
 			if tt.chunks {
 				upstream = reframeChunks(upstream, true)
-				comment += "\n(vercel chunks reframed as event: <type> / data: <line>, see fixtures/README.md)"
+				comment += "\n(vercel chunks reframed as event: <type> / data: <line>, see testdata/fixtures/SOURCES.md)"
 			}
 			upstream = anthropicUpstream(t, path, "upstream.sse", comment, upstream)
 			got := streamToOpenAI(t, newAnthropicStream, upstream)
@@ -168,7 +168,7 @@ func anthropicCheckSplits(t *testing.T, upstream, want []byte) {
 }
 
 // anthropicOverloaded is the verbatim payload quoted in
-// fixtures/anthropic/errors/observed-stream-error-events.md (anthropic-sdk-go issue #200).
+// testdata/fixtures/anthropic/errors/observed-stream-error-events.md (anthropic-sdk-go issue #200).
 const anthropicOverloaded = `{"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"} }`
 
 // TestAnthropicStream_MidStreamError pins the in-band error: content streamed so far is
@@ -176,13 +176,13 @@ const anthropicOverloaded = `{"type":"error","error":{"details":null,"type":"ove
 func TestAnthropicStream_MidStreamError(t *testing.T) {
 	path := filepath.Join(anthropicTestdata, "stream-error-overloaded.txtar")
 	// The first events of the recorded text stream, then the observed error payload and
-	// the connection closing (no message_delta/message_stop), as the README describes.
+	// the connection closing (no message_delta/message_stop), as observed-stream-error-events.md describes.
 	rec := readFixture(t, "anthropic/stream/text-basic.mirascope.sse")
 	cut := bytes.Index(rec, []byte("event: content_block_stop"))
 	upstream := append(append([]byte(nil), rec[:cut]...), "event: error\ndata: "+anthropicOverloaded+"\n\n"...)
 	upstream = anthropicUpstream(t, path, "upstream.sse",
 		"Constructed: the start of "+anthropicProvenance(t, "anthropic/stream/text-basic.mirascope.sse")+
-			"\nfollowed by the overloaded_error payload quoted in fixtures/anthropic/errors/observed-stream-error-events.md", upstream)
+			"\nfollowed by the overloaded_error payload quoted in testdata/fixtures/anthropic/errors/observed-stream-error-events.md", upstream)
 	got := streamToOpenAI(t, newAnthropicStream, upstream)
 	golden(t, path, "want.sse", got)
 	checkChunkInvariants(t, got)

@@ -57,7 +57,7 @@ func geminiErrorJSON(ue *UpstreamError) []byte {
 }
 
 // TestGeminiGolden runs every recorded Gemini response in testdata/openai_gemini (copied
-// from ../shared/fixtures/gemini with their provenance) through the decoders.
+// from the repository's testdata/fixtures/gemini with their provenance) through the decoders.
 func TestGeminiGolden(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "openai_gemini", "*.txtar"))
 	if err != nil {
@@ -100,7 +100,7 @@ func TestGeminiGolden(t *testing.T) {
 		})
 	}
 	if n < 21 {
-		t.Errorf("found %d recorded gemini transcripts, want all 21 of ../shared/fixtures/gemini", n)
+		t.Errorf("found %d recorded gemini transcripts, want all 21 of testdata/fixtures/gemini", n)
 	}
 }
 

@@ -180,7 +180,7 @@ func normalizeGeminiRequest(t *testing.T, b []byte) map[string]any {
 }
 
 // TestGeminiRequest_MatchesRecorded checks that the OpenAI equivalents of the recorded
-// requests in ../shared/fixtures/gemini translate to what the real API accepted. Tools
+// requests in testdata/fixtures/gemini translate to what the real API accepted. Tools
 // differ only in the schema field: the recordings use the OpenAPI-subset `parameters`,
 // Agate sends the client's JSON Schema as `parametersJsonSchema`.
 func TestGeminiRequest_MatchesRecorded(t *testing.T) {

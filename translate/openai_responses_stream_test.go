@@ -17,7 +17,7 @@ import (
 
 const responsesTestdata = "testdata/openai_responses"
 
-// responsesFixture is one recording of ../shared/fixtures/responses and its golden.
+// responsesFixture is one recording of testdata/fixtures/responses and its golden.
 type responsesFixture struct {
 	name    string // the txtar file in testdata/openai_responses
 	fixture string // relative to fixturesDir

@@ -159,17 +159,20 @@ func TestParseRequest_Valid(t *testing.T) {
 	}
 }
 
-// fuzzSeeds are request bodies recorded from the real APIs: the shared fixtures (when the
-// repository sits beside them) and the copies the proxy tests keep.
+// fuzzSeeds are request bodies recorded from the real APIs: the repository's
+// testdata/fixtures and the copies the proxy tests keep. Each pattern must match.
 func fuzzSeeds(f *testing.F) [][]byte {
 	var out [][]byte
 	for _, pattern := range []string{
-		"../../shared/fixtures/*/*/*.request.json",
+		"../testdata/fixtures/*/*/*.request.json",
 		"../proxy/testdata/openai-chat/*/*.request.json",
 	} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
 			f.Fatal(err)
+		}
+		if len(files) == 0 {
+			f.Fatalf("no fuzz seeds match %s", pattern)
 		}
 		for _, file := range files {
 			b, err := os.ReadFile(file)

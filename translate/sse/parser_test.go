@@ -75,12 +75,12 @@ func TestParser(t *testing.T) {
 // TestParserMatchesGoSSE checks the parser against go-sse's reader on the recorded
 // provider streams.
 func TestParserMatchesGoSSE(t *testing.T) {
-	files, _ := filepath.Glob("../../../shared/fixtures/*/stream/*.sse")
+	files, _ := filepath.Glob(recordedStreams)
+	if len(files) == 0 {
+		t.Fatalf("no recordings match %s", recordedStreams)
+	}
 	local, _ := filepath.Glob("testdata/*.sse")
 	files = append(files, local...)
-	if len(files) == 0 {
-		t.Fatal("no .sse recordings found")
-	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -110,8 +110,14 @@ func referenceEvents(t testing.TB, in string) []ev {
 	return out
 }
 
+// recordedStreams are the provider streams recorded in the repository's testdata/fixtures.
+const recordedStreams = "../../testdata/fixtures/*/stream/*.sse"
+
 func FuzzParser(f *testing.F) {
-	files, _ := filepath.Glob("../../../shared/fixtures/*/stream/*.sse")
+	files, _ := filepath.Glob(recordedStreams)
+	if len(files) == 0 {
+		f.Fatalf("no recordings match %s", recordedStreams)
+	}
 	for _, fn := range files {
 		b, _ := os.ReadFile(fn)
 		f.Add(b, uint16(len(b)/2))

@@ -1,5 +1,6 @@
-// Package spectest validates JSON bodies against the providers' published OpenAPI specs
-// in ../shared/specs, for tests of the request translators.
+// Package spectest validates JSON bodies against the providers' published OpenAPI specs,
+// kept (trimmed to the schemas the tests use) in the repository's testdata/specs, for tests
+// of the request translators. testdata/specs/SOURCES.md names their origin.
 package spectest
 
 import (
@@ -14,11 +15,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// SpecsDir returns the path of the shared specs directory.
+// SpecsDir returns the path of the repository's testdata/specs directory; its sibling
+// testdata/fixtures holds the recorded provider traffic.
 func SpecsDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	// translate/internal/spectest -> repo root -> ../shared/specs
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "specs")
+	// translate/internal/spectest -> repository root -> testdata/specs
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "specs")
 }
 
 // Schema compiles the schema at pointer (for example

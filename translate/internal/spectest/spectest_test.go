@@ -22,6 +22,9 @@ func TestRecordedRequestsValidate(t *testing.T) {
 			s := Schema(t, tt.spec, tt.pointer)
 			MustRejectInvalid(t, s, tt.invalid)
 			files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", tt.glob))
+			if len(files) == 0 {
+				t.Fatalf("no recorded requests match testdata/fixtures/%s", tt.glob)
+			}
 			for _, f := range files {
 				b, err := os.ReadFile(f)
 				if err != nil {
