@@ -26,42 +26,88 @@ func anthropicFinish(reason string) string {
 
 // anthropicUsage holds the Messages API token counts seen so far.
 type anthropicUsage struct {
+	top anthropicCounts
+	// iter is the sum over usage.iterations, valid when hasIter: with server-side
+	// compaction the top-level counts are those of the last sampling iteration only,
+	// and the billed totals are the sums over every iteration (compaction included).
+	iter    anthropicCounts
+	hasIter bool
+}
+
+// anthropicCounts are the four token counts of one Anthropic usage object.
+type anthropicCounts struct {
 	input, output, cacheRead, cacheWrite int
 }
 
-// merge takes every count usage carries; message_delta repeats some of message_start's
-// counts and may correct them.
+// merge takes every count usage carries, replacing those seen before: message_delta's
+// counts are cumulative and supersede message_start's when present.
 func (u *anthropicUsage) merge(usage gjson.Result) {
 	if !usage.IsObject() {
 		return
 	}
 	usage.ForEach(func(k, v gjson.Result) bool {
-		if v.Type != gjson.Number {
+		if k.Str == "iterations" {
+			if v.IsArray() {
+				u.iter, u.hasIter = anthropicCounts{}, false
+				v.ForEach(func(_, it gjson.Result) bool {
+					u.iter.set(it, true)
+					u.hasIter = true
+					return true
+				})
+			}
 			return true
 		}
-		switch k.Str {
-		case "input_tokens":
-			u.input = int(v.Int())
-		case "output_tokens":
-			u.output = int(v.Int())
-		case "cache_read_input_tokens":
-			u.cacheRead = int(v.Int())
-		case "cache_creation_input_tokens":
-			u.cacheWrite = int(v.Int())
-		}
+		u.top.setField(k.Str, v, false)
 		return true
 	})
 }
 
+// set takes the counts of a usage object, adding them to c's when add is set.
+func (c *anthropicCounts) set(usage gjson.Result, add bool) {
+	usage.ForEach(func(k, v gjson.Result) bool {
+		c.setField(k.Str, v, add)
+		return true
+	})
+}
+
+func (c *anthropicCounts) setField(name string, v gjson.Result, add bool) {
+	if v.Type != gjson.Number {
+		return
+	}
+	var n *int
+	switch name {
+	case "input_tokens":
+		n = &c.input
+	case "output_tokens":
+		n = &c.output
+	case "cache_read_input_tokens":
+		n = &c.cacheRead
+	case "cache_creation_input_tokens":
+		n = &c.cacheWrite
+	default:
+		return
+	}
+	if add {
+		*n += int(v.Int())
+	} else {
+		*n = int(v.Int())
+	}
+}
+
 // openai returns the usage in OpenAI semantics: Anthropic's input_tokens excludes cache
 // reads and writes, OpenAI's prompt_tokens includes them. output_tokens already includes
-// thinking; the API does not report thinking tokens apart.
+// thinking; the API does not report thinking tokens apart. When usage.iterations is
+// present its sums are the billed totals.
 func (u *anthropicUsage) openai() Usage {
+	c := u.top
+	if u.hasIter {
+		c = u.iter
+	}
 	return Usage{
-		PromptTokens:        u.input + u.cacheRead + u.cacheWrite,
-		CompletionTokens:    u.output,
-		CachedTokens:        u.cacheRead,
-		CacheCreationTokens: u.cacheWrite,
+		PromptTokens:        c.input + c.cacheRead + c.cacheWrite,
+		CompletionTokens:    c.output,
+		CachedTokens:        c.cacheRead,
+		CacheCreationTokens: c.cacheWrite,
 	}
 }
 
