@@ -354,8 +354,12 @@ func (e *geminiEncoder) toolMessage(i int, m *Message) error {
 		e.dst = AppendString(e.dst, upstreamID)
 	}
 	// The proto's FunctionResponse.response doc names "output" as the key for a
-	// function's output.
-	e.dst = append(e.dst, `,"response":{"output":`...)
+	// function's output, and "error" for the details of a call that failed.
+	if m.ToolError {
+		e.dst = append(e.dst, `,"response":{"error":`...)
+	} else {
+		e.dst = append(e.dst, `,"response":{"output":`...)
+	}
 	e.dst = AppendString(e.dst, m.Text())
 	e.dst = append(e.dst, "}}}"...)
 	return nil
