@@ -143,6 +143,9 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 // once performs a single upstream attempt on route r.
 func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, stream bool, emit translate.Emit) error {
 	b := r.backend
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
+		emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
+	}
 	counted := func(ev *translate.Event) error {
 		if ev.Kind == translate.EventUsage {
 			c.lastUsage = ev.Usage

@@ -87,10 +87,8 @@ func (geminiProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]
 			return dst, Unsupported(f.Name, geminiName)
 		}
 	}
-	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && !opts.Drop("parallel_tool_calls") {
-		// Gemini has no switch to forbid parallel function calls.
-		return dst, Unsupported("parallel_tool_calls", geminiName)
-	}
+	// parallel_tool_calls: false has no Gemini equivalent and is not sent: the caller
+	// passes on only the first call of each turn (FirstToolCallOnly).
 	if req.User != "" && !opts.Drop("user") {
 		return dst, Unsupported("user", geminiName)
 	}
