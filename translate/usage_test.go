@@ -222,3 +222,21 @@ func TestResponsesUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesUsage_Failed pins that a response.failed that reports usage has its tokens
+// counted before the failure ends the stream.
+func TestResponsesUsage_Failed(t *testing.T) {
+	const up = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"model\":\"gpt-5\",\"output\":[]}}\n\n" +
+		"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"failed\",\"model\":\"gpt-5\",\"output\":[]," +
+		"\"error\":{\"code\":\"server_error\",\"message\":\"The model failed.\"},\"usage\":{\"input_tokens\":40,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":12,\"output_tokens_details\":{\"reasoning_tokens\":8},\"total_tokens\":52}}}\n\n"
+	var a Assembler
+	dec := Responses().NewStreamDecoder(&Options{})
+	var p sse.Parser
+	err := p.Feed([]byte(up), func(typ, data []byte) error { return dec.Event(typ, data, a.Add) })
+	if err == nil {
+		t.Fatal("response.failed did not end the stream with an error")
+	}
+	if diff := cmp.Diff(Usage{PromptTokens: 40, CompletionTokens: 12, ReasoningTokens: 8}, a.Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}
