@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestParserEventBound pins the event size bound: an event of exactly MaxEventBytes (its
@@ -65,6 +67,41 @@ func TestParserDefaultBound(t *testing.T) {
 	if fed <= DefaultMaxEventBytes {
 		t.Errorf("error after %d bytes, before the bound %d", fed, DefaultMaxEventBytes)
 	}
+}
+
+// FuzzParserBound checks that the event bound does not depend on how the input is
+// split: fed whole or in two pieces, a parser with a small bound dispatches the same
+// events and fails, or not, the same way.
+func FuzzParserBound(f *testing.F) {
+	f.Add([]byte("data: x\r\n\r\n"), uint16(7), uint8(4))
+	f.Add([]byte(": comment\ndata: abc\ndata: def\n\nevent: e\ndata: 0123456789\r\r"), uint16(20), uint8(12))
+	f.Fuzz(func(t *testing.T, in []byte, split uint16, max uint8) {
+		s := int(split) % (len(in) + 1)
+		run := func(chunks ...[]byte) ([]ev, error) {
+			p := Parser{MaxEventBytes: int(max) + 1}
+			var got []ev
+			for _, c := range chunks {
+				if err := p.Feed(c, func(typ, data []byte) error {
+					got = append(got, ev{string(typ), string(data)})
+					return nil
+				}); err != nil {
+					return got, err
+				}
+			}
+			return got, nil
+		}
+		whole, werr := run(in)
+		parts, perr := run(in[:s], in[s:])
+		if diff := cmp.Diff(whole, parts); diff != "" {
+			t.Fatalf("split at %d differs (-whole +split):\n%s", s, diff)
+		}
+		if (werr == nil) != (perr == nil) {
+			t.Fatalf("split at %d: error %v whole, %v split", s, werr, perr)
+		}
+		if werr != nil && !errors.Is(werr, ErrEventTooLarge) {
+			t.Fatalf("unexpected error %v", werr)
+		}
+	})
 }
 
 // BenchmarkLongLine feeds one 16 MiB data line in 4 KiB reads, as a slow upstream would
