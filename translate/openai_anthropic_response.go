@@ -50,48 +50,36 @@ func (u *anthropicUsage) merge(usage gjson.Result) {
 			if v.IsArray() {
 				u.iter, u.hasIter = anthropicCounts{}, false
 				v.ForEach(func(_, it gjson.Result) bool {
-					u.iter.set(it, true)
+					it.ForEach(func(k, v gjson.Result) bool {
+						if n := u.iter.count(k.Str); n != nil && v.Type == gjson.Number {
+							*n += int(v.Int())
+						}
+						return true
+					})
 					u.hasIter = true
 					return true
 				})
 			}
-			return true
+		} else if n := u.top.count(k.Str); n != nil && v.Type == gjson.Number {
+			*n = int(v.Int())
 		}
-		u.top.setField(k.Str, v, false)
 		return true
 	})
 }
 
-// set takes the counts of a usage object, adding them to c's when add is set.
-func (c *anthropicCounts) set(usage gjson.Result, add bool) {
-	usage.ForEach(func(k, v gjson.Result) bool {
-		c.setField(k.Str, v, add)
-		return true
-	})
-}
-
-func (c *anthropicCounts) setField(name string, v gjson.Result, add bool) {
-	if v.Type != gjson.Number {
-		return
-	}
-	var n *int
-	switch name {
+// count returns the count a usage field names, or nil for other fields.
+func (c *anthropicCounts) count(field string) *int {
+	switch field {
 	case "input_tokens":
-		n = &c.input
+		return &c.input
 	case "output_tokens":
-		n = &c.output
+		return &c.output
 	case "cache_read_input_tokens":
-		n = &c.cacheRead
+		return &c.cacheRead
 	case "cache_creation_input_tokens":
-		n = &c.cacheWrite
-	default:
-		return
+		return &c.cacheWrite
 	}
-	if add {
-		*n += int(v.Int())
-	} else {
-		*n = int(v.Int())
-	}
+	return nil
 }
 
 // openai returns the usage in OpenAI semantics: Anthropic's input_tokens excludes cache
