@@ -270,8 +270,8 @@ func TestLoop_ToolErrorResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := m.seen[1].Messages[2]
-	if got.Role != "tool" || !strings.HasPrefix(got.Text(), "Error: disk full") {
-		t.Errorf("error result sent to the model = %q", got.Text())
+	if got.Role != "tool" || !got.ToolError || !strings.HasPrefix(got.Text(), "disk full") {
+		t.Errorf("error result sent to the model = %+v, want a tool message flagged ToolError with the error text", got)
 	}
 }
 

@@ -170,13 +170,9 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 	msg := a.Message(0)
 	work.Messages = append(work.Messages, msg)
 	for i, tc := range calls {
-		content := results[i].Content
-		if results[i].IsError {
-			content = "Error: " + content
-		}
 		work.Messages = append(work.Messages, translate.Message{
-			Role: translate.RoleTool, ToolCallID: tc.ID, Name: tc.Name,
-			Content: []translate.Part{{Type: translate.PartText, Text: content}},
+			Role: translate.RoleTool, ToolCallID: tc.ID, Name: tc.Name, ToolError: results[i].IsError,
+			Content: []translate.Part{{Type: translate.PartText, Text: results[i].Content}},
 		})
 	}
 	return false, nil

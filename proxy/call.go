@@ -143,6 +143,9 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 // once performs a single upstream attempt on route r.
 func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, stream bool, emit translate.Emit) error {
 	b := r.backend
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
+		emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
+	}
 	counted := func(ev *translate.Event) error {
 		if ev.Kind == translate.EventUsage {
 			c.lastUsage = ev.Usage
@@ -213,14 +216,21 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 
 // pumpSSE reads an upstream event stream incrementally and hands each event to onEvent,
 // calls afterRead (if not nil) once the events of each read are handled, and calls onEnd
-// at a clean end of stream. A stream cut mid-event is an upstream error.
+// at a clean end of stream. A stream cut mid-event, or an event over the parser's size
+// bound, is an upstream error. It stops reading once ctx is done (the client left).
 func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	var p sse.Parser
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := body.Read(buf)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if n > 0 {
 			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
+				if errors.Is(ferr, sse.ErrEventTooLarge) {
+					return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream of backend " + backend + " sent an event over " + strconv.Itoa(sse.DefaultMaxEventBytes) + " bytes"}
+				}
 				return ferr
 			}
 			if afterRead != nil {

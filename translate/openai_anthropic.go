@@ -417,6 +417,9 @@ func (w *anthropicWriter) message(i int, m *Message, opts *Options) error {
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"content":`...)
 		w.dst = AppendString(w.dst, m.Text())
+		if m.ToolError {
+			w.dst = append(w.dst, `,"is_error":true`...)
+		}
 		w.dst = append(w.dst, '}')
 		w.end()
 	case RoleAssistant:

@@ -26,42 +26,76 @@ func anthropicFinish(reason string) string {
 
 // anthropicUsage holds the Messages API token counts seen so far.
 type anthropicUsage struct {
+	top anthropicCounts
+	// iter is the sum over usage.iterations, valid when hasIter: with server-side
+	// compaction the top-level counts are those of the last sampling iteration only,
+	// and the billed totals are the sums over every iteration (compaction included).
+	iter    anthropicCounts
+	hasIter bool
+}
+
+// anthropicCounts are the four token counts of one Anthropic usage object.
+type anthropicCounts struct {
 	input, output, cacheRead, cacheWrite int
 }
 
-// merge takes every count usage carries; message_delta repeats some of message_start's
-// counts and may correct them.
+// merge takes every count usage carries, replacing those seen before: message_delta's
+// counts are cumulative and supersede message_start's when present.
 func (u *anthropicUsage) merge(usage gjson.Result) {
 	if !usage.IsObject() {
 		return
 	}
 	usage.ForEach(func(k, v gjson.Result) bool {
-		if v.Type != gjson.Number {
-			return true
-		}
-		switch k.Str {
-		case "input_tokens":
-			u.input = int(v.Int())
-		case "output_tokens":
-			u.output = int(v.Int())
-		case "cache_read_input_tokens":
-			u.cacheRead = int(v.Int())
-		case "cache_creation_input_tokens":
-			u.cacheWrite = int(v.Int())
+		if k.Str == "iterations" {
+			if v.IsArray() {
+				u.iter, u.hasIter = anthropicCounts{}, false
+				v.ForEach(func(_, it gjson.Result) bool {
+					it.ForEach(func(k, v gjson.Result) bool {
+						if n := u.iter.count(k.Str); n != nil && v.Type == gjson.Number {
+							*n += int(v.Int())
+						}
+						return true
+					})
+					u.hasIter = true
+					return true
+				})
+			}
+		} else if n := u.top.count(k.Str); n != nil && v.Type == gjson.Number {
+			*n = int(v.Int())
 		}
 		return true
 	})
 }
 
+// count returns the count a usage field names, or nil for other fields.
+func (c *anthropicCounts) count(field string) *int {
+	switch field {
+	case "input_tokens":
+		return &c.input
+	case "output_tokens":
+		return &c.output
+	case "cache_read_input_tokens":
+		return &c.cacheRead
+	case "cache_creation_input_tokens":
+		return &c.cacheWrite
+	}
+	return nil
+}
+
 // openai returns the usage in OpenAI semantics: Anthropic's input_tokens excludes cache
 // reads and writes, OpenAI's prompt_tokens includes them. output_tokens already includes
-// thinking; the API does not report thinking tokens apart.
+// thinking; the API does not report thinking tokens apart. When usage.iterations is
+// present its sums are the billed totals.
 func (u *anthropicUsage) openai() Usage {
+	c := u.top
+	if u.hasIter {
+		c = u.iter
+	}
 	return Usage{
-		PromptTokens:        u.input + u.cacheRead + u.cacheWrite,
-		CompletionTokens:    u.output,
-		CachedTokens:        u.cacheRead,
-		CacheCreationTokens: u.cacheWrite,
+		PromptTokens:        c.input + c.cacheRead + c.cacheWrite,
+		CompletionTokens:    c.output,
+		CachedTokens:        c.cacheRead,
+		CacheCreationTokens: c.cacheWrite,
 	}
 }
 

@@ -93,6 +93,8 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 			} else {
 				dst = append(dst, `""`...)
 			}
+		case m.ToolError:
+			dst = AppendString(dst, toolOutputText(m))
 		case len(m.Content) == 1 && m.Content[0].Type == PartText:
 			dst = AppendString(dst, m.Content[0].Text)
 		default:
@@ -113,6 +115,15 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
+}
+
+// toolOutputText returns a tool message's text for upstreams that have no error mark on
+// tool results: a failed call's error text is prefixed with "Error: ".
+func toolOutputText(m *Message) string {
+	if m.ToolError {
+		return "Error: " + m.Text()
+	}
+	return m.Text()
 }
 
 // appendToolCalls appends calls as an OpenAI tool_calls array.

@@ -87,10 +87,8 @@ func (geminiProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]
 			return dst, Unsupported(f.Name, geminiName)
 		}
 	}
-	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls && !opts.Drop("parallel_tool_calls") {
-		// Gemini has no switch to forbid parallel function calls.
-		return dst, Unsupported("parallel_tool_calls", geminiName)
-	}
+	// parallel_tool_calls: false has no Gemini equivalent and is not sent: the caller
+	// passes on only the first call of each turn (FirstToolCallOnly).
 	if req.User != "" && !opts.Drop("user") {
 		return dst, Unsupported("user", geminiName)
 	}
@@ -354,8 +352,12 @@ func (e *geminiEncoder) toolMessage(i int, m *Message) error {
 		e.dst = AppendString(e.dst, upstreamID)
 	}
 	// The proto's FunctionResponse.response doc names "output" as the key for a
-	// function's output.
-	e.dst = append(e.dst, `,"response":{"output":`...)
+	// function's output, and "error" for the details of a call that failed.
+	if m.ToolError {
+		e.dst = append(e.dst, `,"response":{"error":`...)
+	} else {
+		e.dst = append(e.dst, `,"response":{"output":`...)
+	}
 	e.dst = AppendString(e.dst, m.Text())
 	e.dst = append(e.dst, "}}}"...)
 	return nil

@@ -371,8 +371,6 @@ func TestGeminiRequest_Errors(t *testing.T) {
 	}{
 		{"ExtraField", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"modalities":["text"]}`, false, "modalities", nil},
 		{"ExtraFieldDropped", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"modalities":["text"],"service_tier":"auto"}`, true, "", []string{"modalities", "service_tier"}},
-		{"ParallelToolCallsFalse", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}]}`, false, "parallel_tool_calls", nil},
-		{"ParallelToolCallsFalseDropped", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"f"}}]}`, true, "", []string{"parallel_tool_calls"}},
 		{"User", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"user":"u1"}`, false, "user", nil},
 		{"Metadata", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"metadata":{"a":"b"}}`, false, "metadata", nil},
 		{"InvalidArguments", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}]}`, false, "messages[1].tool_calls[1].function.arguments", nil},

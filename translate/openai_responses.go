@@ -268,7 +268,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 		dst = append(dst, `{"type":"function_call_output","call_id":`...)
 		dst = AppendString(dst, id)
 		dst = append(dst, `,"output":`...)
-		dst = AppendString(dst, m.Text())
+		dst = AppendString(dst, toolOutputText(m))
 		dst = append(dst, '}')
 	case RoleAssistant:
 		carried := false

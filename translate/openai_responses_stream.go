@@ -80,6 +80,12 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 		}
 		return d.fail(emit, responsesFailure(eo, flat, "the upstream stream failed"))
 	case "response.failed":
+		if u := gjson.Get(s, "response.usage"); u.IsObject() {
+			// Tokens a failed response consumed are billed: count them.
+			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+				return err
+			}
+		}
 		return d.fail(emit, responsesFailure(gjson.Get(s, "response.error"), false, "the upstream response failed"))
 	}
 	if d.phase != responsesRunning {

@@ -69,6 +69,11 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is a tool message's call id.
 	ToolCallID string
+	// ToolError marks a tool message whose Content is the error of a failed call rather
+	// than its result. The tool loop sets it for server tools; it is never parsed from a
+	// client. Encoders mark it the upstream's way (Anthropic is_error, a Gemini "error"
+	// response) or, where the upstream has no such mark, prefix the text with "Error: ".
+	ToolError bool
 	// Reasoning is reasoning_content a client sent back on an assistant message.
 	Reasoning string
 	// ThinkingBlocks are Anthropic thinking blocks a client sent back on an assistant

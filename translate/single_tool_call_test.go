@@ -1,0 +1,142 @@
+package translate
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+)
+
+// TestFirstToolCallOnly pins the filter on event sequences: per choice, the first tool
+// call's events pass, later calls' start, argument and end events do not, and nothing
+// else is touched.
+func TestFirstToolCallOnly(t *testing.T) {
+	start := func(choice, index int, name string) Event {
+		return Event{Kind: EventToolCallStart, Choice: choice, Index: index, CallID: name, Name: name}
+	}
+	args := func(choice, index int, s string) Event {
+		return Event{Kind: EventToolCallArgsDelta, Choice: choice, Index: index, Text: s}
+	}
+	end := func(choice, index int) Event { return Event{Kind: EventToolCallEnd, Choice: choice, Index: index} }
+	text := Event{Kind: EventTextDelta, Text: "hi"}
+	fin := Event{Kind: EventFinish, FinishReason: FinishToolCalls}
+	tests := []struct {
+		name string
+		in   []Event
+		want []Event
+	}{
+		{"one call passes", []Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin},
+			[]Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin}},
+		{"later calls dropped", []Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), start(0, 1, "b"), args(0, 1, "{}"), end(0, 1), text, fin},
+			[]Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), text, fin}},
+		{"interleaved arguments", []Event{start(0, 3, "a"), start(0, 7, "b"), args(0, 7, "{"), args(0, 3, "{"), end(0, 7), end(0, 3)},
+			[]Event{start(0, 3, "a"), args(0, 3, "{"), end(0, 3)}},
+		{"each choice keeps its first", []Event{start(1, 5, "x"), start(0, 5, "a"), start(0, 6, "b"), start(1, 6, "y"), end(0, 6), end(1, 5)},
+			[]Event{start(1, 5, "x"), start(0, 5, "a"), end(1, 5)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Event
+			emit := FirstToolCallOnly(func(ev *Event) error { got = append(got, *ev); return nil })
+			for i := range tt.in {
+				if err := emit(&tt.in[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGeminiParallelToolCallsFalse serves parallel_tool_calls: false on Gemini with the
+// recorded parallel function calls, streamed and not: the request is accepted (Gemini has
+// no such field, so none is sent), the client gets only the first call, with the turn's
+// thought signature, and the history it sends back yields a valid Gemini request with
+// that one call and its response.
+func TestGeminiParallelToolCallsFalse(t *testing.T) {
+	schema := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
+	const tools = `"tools":[{"type":"function","function":{"name":"secret_retrieval_tool","parameters":{"type":"object","properties":{"password":{"type":"string"}}}}}]`
+	turn1, err := ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Retrieve the secrets for mellon and radiance."}],` + tools + `,"parallel_tool_calls":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := Gemini().AppendRequest(nil, turn1, &Options{UpstreamModel: "gemini-2.5-flash"})
+	if err != nil {
+		t.Fatalf("AppendRequest: %v", err)
+	}
+	if err := spectest.Validate(schema, body); err != nil {
+		t.Errorf("turn 1 body does not satisfy GenerateContentRequest: %v\n%s", err, body)
+	}
+
+	decode := map[string]func(t *testing.T, emit Emit) error{
+		"stream": func(t *testing.T, emit Emit) error {
+			dec := Gemini().NewStreamDecoder(&Options{})
+			var p sse.Parser
+			up := readFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
+			if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+				return err
+			}
+			return dec.Close(emit)
+		},
+		"non-stream": func(t *testing.T, emit Emit) error {
+			return Gemini().DecodeResponse(readFixture(t, "gemini/json/parallel-function-calls.mirascope.json"), emit)
+		},
+	}
+	for name, run := range decode {
+		t.Run(name, func(t *testing.T) {
+			var all, one Assembler
+			if err := run(t, all.Add); err != nil {
+				t.Fatal(err)
+			}
+			if err := run(t, FirstToolCallOnly(one.Add)); err != nil {
+				t.Fatal(err)
+			}
+			all.Finish()
+			one.Finish()
+			if n := len(all.Choices[0].ToolCalls); n != 2 {
+				t.Fatalf("the recording has %d calls, want 2", n)
+			}
+			got := one.Choices[0]
+			if diff := cmp.Diff(all.Choices[0].ToolCalls[:1], got.ToolCalls); diff != "" {
+				t.Errorf("tool calls (-first of all +got):\n%s", diff)
+			}
+			if got.FinishReason != FinishToolCalls {
+				t.Errorf("finish_reason = %q, want tool_calls", got.FinishReason)
+			}
+			if diff := cmp.Diff(all.Usage, one.Usage); diff != "" {
+				t.Errorf("usage changed (-all +one):\n%s", diff)
+			}
+
+			// Turn 2: the history as the client saw it, one call and its result.
+			turn2 := turn1.Clone()
+			turn2.Messages = append(turn2.Messages, one.Message(0), Message{Role: RoleTool,
+				ToolCallID: got.ToolCalls[0].ID, Content: []Part{{Type: PartText, Text: "Welcome!"}}})
+			body, err := Gemini().AppendRequest(nil, turn2, &Options{UpstreamModel: "gemini-2.5-flash"})
+			if err != nil {
+				t.Fatalf("turn 2 AppendRequest: %v", err)
+			}
+			if err := spectest.Validate(schema, body); err != nil {
+				t.Errorf("turn 2 body does not satisfy GenerateContentRequest: %v\n%s", err, body)
+			}
+			model := gjson.GetBytes(body, "contents.1")
+			var parts []map[string]any
+			if err := json.Unmarshal([]byte(model.Get("parts").Raw), &parts); err != nil {
+				t.Fatal(err)
+			}
+			if model.Get("role").Str != "model" || len(parts) != 1 || parts[0]["functionCall"] == nil || parts[0]["thoughtSignature"] == nil {
+				t.Errorf("turn 2 model turn = %s, want the one function call with its thought signature", model.Raw)
+			}
+			if args := model.Get("parts.0.functionCall.args.password").Str; args != "mellon" {
+				t.Errorf("turn 2 call arguments password = %q, want the first call's (mellon)", args)
+			}
+			if n := len(gjson.GetBytes(body, "contents.2.parts").Array()); n != 1 || !gjson.GetBytes(body, "contents.2.parts.0.functionResponse").Exists() {
+				t.Errorf("turn 2 user turn = %s, want one functionResponse", gjson.GetBytes(body, "contents.2").Raw)
+			}
+		})
+	}
+}
