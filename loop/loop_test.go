@@ -449,18 +449,22 @@ func TestLoop_ToolCallsPerTurnLimit(t *testing.T) {
 			if limit == 0 {
 				limit = DefaultMaxCallsPerTurn
 			}
-			limitErr := "Error: tool call limit per turn (" + strconv.Itoa(limit) + ") exceeded: this call was not run; make at most " +
+			limitErr := "error: tool call limit per turn (" + strconv.Itoa(limit) + ") exceeded: this call was not run; make at most " +
 				strconv.Itoa(limit) + " tool calls in one turn"
 			var want, got []string
 			for i, msg := range m.seen[1].Messages[2:] {
 				if msg.ToolCallID != "c"+strconv.Itoa(i) {
 					t.Errorf("result %d answers %q", i, msg.ToolCallID)
 				}
-				w := ft.results[tt.tool].Content + ` {"i":` + strconv.Itoa(i) + `}`
+				w := "ok: " + ft.results[tt.tool].Content + ` {"i":` + strconv.Itoa(i) + `}`
 				if int32(i) >= tt.wantRun {
 					w = limitErr
 				}
-				want, got = append(want, w), append(got, msg.Text())
+				g := "ok: " + msg.Text()
+				if msg.ToolError {
+					g = "error: " + msg.Text()
+				}
+				want, got = append(want, w), append(got, g)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("tool results (-want +got):\n%s", diff)
