@@ -28,7 +28,10 @@ type runtime struct {
 
 // route is a resolved client-facing model.
 type route struct {
-	name          string
+	name string
+	// metricLabel is the bounded metric label: the configured name, or "<backend>/*" for
+	// a direct route, whose upstream model the client chose.
+	metricLabel   string
 	backend       *backend
 	upstreamModel string
 	maxTokens     int
@@ -72,7 +75,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		if um == "" {
 			um = name
 		}
-		rt.routes[name] = &route{name: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
+		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: mc.Fallbacks}
 	}
 	names := make([]string, 0, len(cfg.Keys))
@@ -159,10 +162,31 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			return &route{name: model, backend: b, upstreamModel: model[i+1:]}, nil
+			return &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:]}, nil
 		}
 	}
-	return nil, errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", model)
+	return nil, modelNotFound(model)
+}
+
+// routeFor resolves model for key. A model the key may not use is answered exactly like
+// an unknown one (404 model_not_found, as OpenAI does), so a restricted key cannot probe
+// which models are configured.
+func (rt *runtime) routeFor(k *apiKey, model string) (*route, error) {
+	r, err := rt.resolve(model)
+	if err != nil {
+		return nil, err
+	}
+	if !k.allows(model) {
+		return nil, modelNotFound(model)
+	}
+	return r, nil
+}
+
+// unknownLabel is the metric label of requests whose model did not route.
+const unknownLabel = "unknown"
+
+func modelNotFound(model string) error {
+	return errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", clip(model, maxLoggedString))
 }
 
 // modelNames returns the models a key may use, sorted.

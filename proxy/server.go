@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/loop"
@@ -245,7 +248,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) render(rid string, err error) apiError {
 	a := classify(err, rid)
 	if a.Status >= 500 {
-		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", err.Error())
+		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", clip(err.Error(), maxLoggedMessage))
 	}
 	return a
 }
@@ -256,7 +259,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, ba
 	writeError(ctx, a)
 	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream).Inc()
 	if a.Status < 500 {
-		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", a.Message)
+		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	}
 }
 
@@ -286,6 +289,40 @@ func newID(prefix string) string {
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
+	}
+	return s
+}
+
+const (
+	// maxLoggedString bounds one client-supplied string (a model name) quoted in an error
+	// message, and so in the log.
+	maxLoggedString = 128
+	// maxLoggedMessage bounds an error message in a log line: messages may quote
+	// client-supplied strings.
+	maxLoggedMessage = 512
+)
+
+// clip returns s as valid UTF-8 of at most n bytes plus a marker naming the original
+// length when it had to be cut; invalid UTF-8 is replaced by U+FFFD.
+func clip(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
+		return s
+	}
+	total := len(s)
+	cut := false
+	if len(s) > n {
+		s, cut = s[:n], true
+		// Drop a rune cut in two at the end rather than turn it into U+FFFD.
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+				break
+			}
+			s = s[:len(s)-1]
+		}
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if cut {
+		s += "…[" + strconv.Itoa(total) + " bytes]"
 	}
 	return s
 }
