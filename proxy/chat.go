@@ -37,7 +37,7 @@ type chatRun struct {
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
-	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return

@@ -1,10 +1,16 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -93,6 +99,244 @@ func TestClip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, clip(tt.in, tt.n)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// dialGateway opens a raw TCP connection to the gateway, closed at the end of the test.
+func dialGateway(t *testing.T, g *gateway) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// A guard against a hung test, not a timing assertion.
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return c
+}
+
+// readResponse reads one HTTP response from br and its whole body.
+func readResponse(t *testing.T, br *bufio.Reader) httpResult {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the response body: %v", err)
+	}
+	if resp.Close { // net/http takes "Connection: close" out of the header
+		resp.Header.Set("Connection", "close")
+	}
+	return httpResult{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+const bodyLimitConfig = `
+server: {max_body_bytes: 1048576}
+backends: {offline: {type: mock}}
+models: {demo: {backend: offline}}
+keys: {alice: {key: sk-alice, models: ["*"]}}
+`
+
+// TestRejectedFromHeaders sends requests that declare a 50 MB body and sends only its first
+// 16 KiB: the answer must come from the headers alone (the body is never buffered), as
+// an OpenAI error, and the connection is closed after it.
+func TestRejectedFromHeaders(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	tests := []struct {
+		name    string
+		headers string
+		want    errorView
+	}{
+		{name: "no key", want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
+		{name: "wrong key", headers: "Authorization: Bearer sk-mallory\r\n",
+			want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
+		{name: "wrong x-api-key", headers: "X-Api-Key: sk-mallory\r\n",
+			want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
+		{name: "declared length over the limit", headers: "Authorization: Bearer sk-alice\r\n",
+			want: errorView{Status: 413, Type: "invalid_request_error", Code: "request_too_large"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialGateway(t, g)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n", tt.headers, 50<<20)
+			c.Write(bytes.Repeat([]byte("x"), 16<<10))
+			r := readResponse(t, bufio.NewReader(c))
+			if diff := cmp.Diff(tt.want, decodeError(t, r), cmpopts.IgnoreFields(errorView{}, "Message")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if r.header.Get("Connection") != "close" {
+				t.Errorf("Connection: %q, want close", r.header.Get("Connection"))
+			}
+		})
+	}
+}
+
+// TestRejectedBeforeContinue: a client that asks "Expect: 100-continue" and would be
+// rejected gets the final answer instead of 100 Continue, and never sends its body.
+func TestRejectedBeforeContinue(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	tests := []struct {
+		name    string
+		headers string
+		length  int
+		want    int
+	}{
+		{name: "no key", length: 100, want: 401},
+		{name: "too large", headers: "Authorization: Bearer sk-alice\r\n", length: 50 << 20, want: 413},
+		{name: "accepted", headers: "Authorization: Bearer sk-alice\r\n", length: len(helloDemo), want: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialGateway(t, g)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n%sContent-Length: %d\r\n\r\n", tt.headers, tt.length)
+			br := bufio.NewReader(c)
+			r := readResponse(t, br)
+			if r.status != tt.want {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.want, r.body)
+			}
+			if tt.want == 100 {
+				c.Write([]byte(helloDemo))
+				if r := readResponse(t, br); r.status != 200 {
+					t.Errorf("after 100 Continue: status %d: %s", r.status, r.body)
+				}
+				return
+			}
+			decodeError(t, r)
+		})
+	}
+}
+
+// TestTooLargeWithoutExpect: a body over server.max_body_bytes sent whole, without
+// "Expect: 100-continue" (as Go net/http, Python and Node clients do), gets the 413 JSON
+// error, not a connection reset while the client is still writing.
+func TestTooLargeWithoutExpect(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	big := strings.Repeat("x", 3<<20)
+	t.Run("openai-go", func(t *testing.T) {
+		client := g.client("sk-alice")
+		_, err := client.Chat.Completions.New(context.Background(), userParams("demo", big))
+		e := sdkError(t, err)
+		if diff := cmp.Diff(errorView{Status: 413, Code: "request_too_large"}, errorView{Status: e.StatusCode, Code: e.Code}); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	for _, tt := range []struct {
+		name    string
+		key     string
+		chunked bool
+		want    int
+	}{
+		{name: "net/http, too large", key: "sk-alice", want: 413},
+		{name: "net/http, too large, chunked", key: "sk-alice", chunked: true, want: 413},
+		{name: "net/http, no key", want: 401},
+		{name: "net/http, no key, chunked", chunked: true, want: 401},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(`{"model":"demo","messages":[{"role":"user","content":"` + big + `"}]}`)
+			var r io.Reader = bytes.NewReader(body)
+			if tt.chunked {
+				r = io.MultiReader(r) // unknown length: net/http sends it chunked
+			}
+			req, _ := http.NewRequest("POST", g.base+"/v1/chat/completions", r)
+			if tt.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("the client saw no answer: %v", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if v := decodeError(t, httpResult{status: resp.StatusCode, header: resp.Header, body: b}); v.Status != tt.want {
+				t.Errorf("status %d, want %d: %s", v.Status, tt.want, b)
+			}
+		})
+	}
+	// The gateway still serves.
+	if r := g.chat("sk-alice", helloDemo); r.status != 200 {
+		t.Errorf("afterwards: status %d: %s", r.status, r.body)
+	}
+}
+
+// TestConnectionCaps: connections beyond server.max_connections (503) or
+// server.max_connections_per_ip (429) are answered with an OpenAI error and closed; a
+// freed place is taken again.
+func TestConnectionCaps(t *testing.T) {
+	tests := []struct {
+		name, caps string
+		want       errorView
+	}{
+		{name: "total", caps: "max_connections: 2", want: errorView{Status: 503, Type: "api_error", Code: "too_many_connections"}},
+		{name: "per ip", caps: "max_connections_per_ip: 2", want: errorView{Status: 429, Type: "rate_limit_error", Code: "too_many_connections_per_ip"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGateway(t, "server: {"+tt.caps+"}\nbackends: {offline: {type: mock}}\nmodels: {demo: {backend: offline}}\n", nil)
+			request := "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+			var held []net.Conn
+			for range 2 { // served: each answers, so each is counted
+				c := dialGateway(t, g)
+				io.WriteString(c, request)
+				if r := readResponse(t, bufio.NewReader(c)); r.status != 200 {
+					t.Fatalf("status %d", r.status)
+				}
+				held = append(held, c)
+			}
+			c := dialGateway(t, g)
+			io.WriteString(c, request)
+			r := readResponse(t, bufio.NewReader(c))
+			if diff := cmp.Diff(tt.want, decodeError(t, r), cmpopts.IgnoreFields(errorView{}, "Message")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if r.header.Get("Retry-After") == "" {
+				t.Error("no Retry-After")
+			}
+			held[0].Close()
+			eventually(t, "a freed place", func() bool {
+				c, err := net.Dial("tcp", strings.TrimPrefix(g.base, "http://"))
+				if err != nil {
+					return false
+				}
+				defer c.Close()
+				io.WriteString(c, request)
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				return err == nil && resp.StatusCode == 200
+			})
+		})
+	}
+}
+
+// TestTooLargeWriteThenRead is a client that writes its whole request before it reads
+// (Python http.client does): with the body over the limit but within the drained bound,
+// it must still read the 413 JSON error, not hit a reset while writing or reading.
+func TestTooLargeWriteThenRead(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	tests := []struct {
+		name, headers string
+		want          int
+	}{
+		{name: "too large", headers: "Authorization: Bearer sk-alice\r\n", want: 413},
+		{name: "no key", want: 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialGateway(t, g)
+			c.(*net.TCPConn).SetWriteBuffer(64 << 10)
+			body := bytes.Repeat([]byte("x"), 3<<20)
+			if _, err := fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n", tt.headers, len(body)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(body); err != nil {
+				t.Fatalf("writing the body: %v", err)
+			}
+			r := readResponse(t, bufio.NewReader(c))
+			if v := decodeError(t, r); v.Status != tt.want {
+				t.Errorf("status %d, want %d", v.Status, tt.want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
 )
 
 // runtime is the request-serving state built from one validated config. It is immutable:
@@ -103,9 +104,9 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	return rt, nil
 }
 
-// authenticate returns the key presented in the Authorization header (or x-api-key). In
-// open mode it returns the anonymous key. Every configured key is compared, in constant
-// time, so timing does not reveal which key nearly matched.
+// authenticate returns the key presented as "Authorization: Bearer <key>" (header is the
+// Authorization value). In open mode it returns the anonymous key. Every configured key
+// is compared, in constant time, so timing does not reveal which key nearly matched.
 func (rt *runtime) authenticate(header []byte) (*apiKey, error) {
 	if rt.open {
 		return anonymousKey, nil
@@ -114,6 +115,23 @@ func (rt *runtime) authenticate(header []byte) (*apiKey, error) {
 	if !ok {
 		return nil, errorf(ErrUnauthorized, "missing API key: send Authorization: Bearer <key>")
 	}
+	return rt.keyFor(token)
+}
+
+// authenticateHeader is authenticate for a request's headers: the key is taken from
+// Authorization or, when that is absent, from x-api-key (as Anthropic-style clients send it).
+func (rt *runtime) authenticateHeader(h *fasthttp.RequestHeader) (*apiKey, error) {
+	if auth := h.Peek("Authorization"); len(auth) > 0 || rt.open {
+		return rt.authenticate(auth)
+	}
+	if token := h.Peek("X-Api-Key"); len(token) > 0 {
+		return rt.keyFor(token)
+	}
+	return rt.authenticate(nil)
+}
+
+// keyFor returns the configured key whose token is token.
+func (rt *runtime) keyFor(token []byte) (*apiKey, error) {
 	sum := sha256.Sum256(token)
 	var found *apiKey
 	for _, k := range rt.keys {

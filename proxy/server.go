@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -55,6 +56,10 @@ type Server struct {
 	tools          ToolSet
 	srv            *fasthttp.Server
 	metricsHandler fasthttp.RequestHandler
+	// maxBody is server.max_body_bytes; maxConns and maxConnsPerIP the connection caps.
+	maxBody, maxConns, maxConnsPerIP int
+	// bodies holds scratch buffers for reading request bodies.
+	bodies sync.Pool
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -84,10 +89,18 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	cfg := opts.Config.Server
+	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
+	if s.maxBody <= 0 {
+		s.maxBody = fasthttp.DefaultMaxRequestBodySize
+	}
 	s.srv = &fasthttp.Server{
-		Handler:               s.handle,
-		Name:                  "agate",
-		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		Handler: s.handle,
+		Name:    "agate",
+		// Bodies are read by the handler, after the key was checked from the headers
+		// (readBody); fasthttp reads at most 8 KiB of one before the handler runs.
+		StreamRequestBody:     true,
+		ExpectHandler:         s.expect,
+		MaxRequestBodySize:    s.maxBody,
 		ReadTimeout:           orDuration(cfg.ReadTimeout, 60*time.Second),
 		IdleTimeout:           orDuration(cfg.IdleTimeout, 120*time.Second),
 		NoDefaultServerHeader: true,
@@ -130,8 +143,11 @@ func (s *Server) Apply(cfg *config.Config) error {
 
 func (s *Server) runtime() *runtime { return s.rt.Load() }
 
-// Serve serves on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve serves on ln until Shutdown, within server.max_connections and
+// server.max_connections_per_ip.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(newClientListener(ln, s.maxConns, s.maxConnsPerIP))
+}
 
 // Shutdown stops accepting requests and waits for in-flight ones, streams included, to
 // finish. When ctx ends first, the remaining upstream calls are cancelled (their streams
@@ -164,6 +180,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, classify(errors.New("panic"), rid))
 		}
 	}()
+	if !s.readBody(ctx, rid) {
+		return
+	}
 	path := string(ctx.Path())
 	method := string(ctx.Method())
 	switch path {
@@ -198,7 +217,7 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 
 func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
-	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		writeError(ctx, classify(err, rid))
 		return
