@@ -341,3 +341,45 @@ func TestTooLargeWriteThenRead(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportErrorLogsRedacted: a request fasthttp cannot parse (a control byte in a
+// header value) is logged without its credentials or body.
+func TestTransportErrorLogsRedacted(t *testing.T) {
+	tests := []struct {
+		name    string
+		request string
+	}{
+		{name: "bad byte in the authorization value", request: "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" +
+			"Authorization: Bearer sk-very-secret\x01\r\nContent-Length: 26\r\n\r\n{\"prompt\":\"private words\"}"},
+		{name: "bad byte in another header", request: "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" +
+			"Authorization: Bearer sk-very-secret\r\nX-Bad: a\x01b\r\nContent-Length: 26\r\n\r\n{\"prompt\":\"private words\"}"},
+		{name: "bad request line", request: "POST /v1/chat/completions\x01 HTTP/1.1\r\nHost: x\r\n" +
+			"Authorization: Bearer sk-very-secret\r\nContent-Length: 26\r\n\r\n{\"prompt\":\"private words\"}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGateway(t, bodyLimitConfig, nil)
+			c := dialGateway(t, g)
+			io.WriteString(c, tt.request)
+			if r := readResponse(t, bufio.NewReader(c)); r.status != 400 {
+				t.Errorf("status %d, want 400", r.status)
+			}
+			eventually(t, "the transport error in the log", func() bool { return strings.Contains(g.logs.String(), "fasthttp") })
+			logs := g.logs.String()
+			for _, secret := range []string{"sk-very-secret", "private words"} {
+				if strings.Contains(logs, secret) {
+					t.Errorf("log holds %q:\n%s", secret, logs)
+				}
+			}
+			if !strings.Contains(logs, "error when reading request headers") {
+				t.Errorf("the log lost the error itself:\n%s", logs)
+			}
+		})
+	}
+	// The documented debug option logs them verbatim.
+	g := startGateway(t, "log: {unsafe_transport_errors: true}\n"+bodyLimitConfig, nil)
+	c := dialGateway(t, g)
+	io.WriteString(c, tests[0].request)
+	readResponse(t, bufio.NewReader(c))
+	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logs.String(), "sk-very-secret") })
+}

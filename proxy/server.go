@@ -107,7 +107,9 @@ func New(opts Options) (*Server, error) {
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
 		ErrorHandler:          s.transportError,
-		Logger:                slogPrinter{logger},
+		Logger:                slogPrinter{l: logger, unsafe: opts.Config.Log.UnsafeTransportErrors},
+		// fasthttp's own error texts then leave out the request bytes they would quote.
+		SecureErrorLogMessage: !opts.Config.Log.UnsafeTransportErrors,
 	}
 	return s, nil
 }
@@ -346,9 +348,44 @@ func clip(s string, n int) string {
 	return s
 }
 
-// slogPrinter adapts fasthttp's logger to slog.
-type slogPrinter struct{ l *slog.Logger }
+// slogPrinter adapts fasthttp's logger to slog. fasthttp's messages about requests it
+// could not parse quote the request bytes (headers with credentials, the body); unless
+// unsafe is set (log.unsafe_transport_errors), every quoted or raw part is cut out.
+type slogPrinter struct {
+	l      *slog.Logger
+	unsafe bool
+}
 
 func (p slogPrinter) Printf(format string, args ...any) {
-	p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
+	if p.unsafe {
+		p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
+		return
+	}
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case net.Addr, int, int64, uint64, time.Duration:
+			safe[i] = a
+		case error:
+			safe[i] = redactRequestBytes(a.Error())
+		default:
+			safe[i] = redactRequestBytes(fmt.Sprint(a))
+		}
+	}
+	p.l.Warn("fasthttp", "message", fmt.Sprintf(format, safe...))
+}
+
+// redactRequestBytes keeps the start of a fasthttp message up to the first quoted or
+// dumped request bytes.
+func redactRequestBytes(msg string) string {
+	cut := len(msg)
+	for _, marker := range []string{`"`, "'", "`", "contents:", "buffer size="} {
+		if i := strings.Index(msg, marker); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	if cut == len(msg) {
+		return clip(msg, maxLoggedMessage)
+	}
+	return clip(strings.TrimRight(msg[:cut], " :"), maxLoggedMessage) + " [request bytes not logged; see log.unsafe_transport_errors]"
 }
