@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -42,6 +43,12 @@ func takesBody(ctx *fasthttp.RequestCtx) bool {
 func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 	stream := ctx.RequestBodyStream()
 	cl := ctx.Request.Header.ContentLength()
+	if cl == -1 && hasContentLength(ctx.Request.Header.RawHeaders()) {
+		// Transfer-Encoding framed the body and Content-Length is ignored; such a request
+		// may be an attempt at request smuggling, so the connection is closed after the
+		// answer (RFC 9112 section 6.3).
+		ctx.SetConnectionClose()
+	}
 	if stream == nil || cl == 0 {
 		return true
 	}
@@ -173,4 +180,21 @@ func (s *Server) putBody(b *[]byte) {
 		*b = (*b)[:0]
 		s.bodies.Put(b)
 	}
+}
+
+// hasContentLength reports whether a raw request head has a Content-Length field.
+func hasContentLength(raw []byte) bool {
+	const name = "content-length:"
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			return true
+		}
+	}
+	return false
 }

@@ -383,3 +383,40 @@ func TestTransportErrorLogsRedacted(t *testing.T) {
 	readResponse(t, bufio.NewReader(c))
 	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logs.String(), "sk-very-secret") })
 }
+
+// TestContentLengthWithTransferEncoding: a request with both Content-Length and
+// Transfer-Encoding is answered from its chunked body and its connection closed
+// (RFC 9112 section 6.3); a plain chunked request keeps its connection.
+func TestContentLengthWithTransferEncoding(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(helloDemo), helloDemo)
+	tests := []struct {
+		name      string
+		framing   string
+		wantClose bool
+	}{
+		{name: "content-length first", framing: "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", wantClose: true},
+		{name: "transfer-encoding first", framing: "Transfer-Encoding: chunked\r\ncontent-length: 5\r\n", wantClose: true},
+		{name: "chunked only", framing: "Transfer-Encoding: chunked\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialGateway(t, g)
+			io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-alice\r\n"+tt.framing+"\r\n"+chunked)
+			br := bufio.NewReader(c)
+			r := readResponse(t, br)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			gotClose := r.header.Get("Connection") == "close"
+			if gotClose != tt.wantClose {
+				t.Errorf("Connection: close = %v, want %v", gotClose, tt.wantClose)
+			}
+			if tt.wantClose {
+				if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+					t.Errorf("after the answer: read %d bytes, %v; want the connection closed", n, err)
+				}
+			}
+		})
+	}
+}
