@@ -420,3 +420,83 @@ func TestContentLengthWithTransferEncoding(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsAccess: metrics.bearer guards /metrics with a token; metrics.listen moves it
+// to its own address, off the main one.
+func TestMetricsAccess(t *testing.T) {
+	t.Run("bearer", func(t *testing.T) {
+		g := startGateway(t, "metrics: {bearer: scrape-token}\n"+bodyLimitConfig, nil)
+		tests := []struct {
+			name, auth string
+			want       int
+		}{
+			{name: "no token", want: 401},
+			{name: "wrong token", auth: "Bearer scrape-tokeX", want: 401},
+			{name: "a client key", auth: "Bearer sk-alice", want: 401},
+			{name: "the token", auth: "Bearer scrape-token", want: 200},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				var h []string
+				if tt.auth != "" {
+					h = []string{"Authorization", tt.auth}
+				}
+				r := g.do("GET", "/metrics", "", nil, h...)
+				if r.status != tt.want {
+					t.Fatalf("status %d, want %d: %.200s", r.status, tt.want, r.body)
+				}
+				if tt.want == 200 && !bytes.Contains(r.body, []byte("gateway_inflight_requests")) {
+					t.Errorf("no gateway metrics: %.200s", r.body)
+				}
+				if tt.want != 200 {
+					decodeError(t, r)
+				}
+			})
+		}
+	})
+	t.Run("listen", func(t *testing.T) {
+		g := startGateway(t, "metrics: {listen: \"127.0.0.1:0\"}\n"+bodyLimitConfig, nil)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go g.srv.ServeMetrics(ln) // ended by the gateway's Shutdown at cleanup
+		if r := g.do("GET", "/metrics", "", nil); r.status != 404 {
+			t.Errorf("main listener /metrics: status %d, want 404", r.status)
+		}
+		m := &gateway{t: t, base: "http://" + ln.Addr().String()}
+		if r := m.do("GET", "/metrics", "", nil); r.status != 200 || !bytes.Contains(r.body, []byte("gateway_inflight_requests")) {
+			t.Errorf("metrics listener /metrics: status %d: %.200s", r.status, r.body)
+		}
+		if r := m.do("POST", "/v1/chat/completions", "sk-alice", []byte(helloDemo)); r.status != 404 {
+			t.Errorf("metrics listener chat: status %d, want 404", r.status)
+		}
+	})
+}
+
+// TestXAPIKey: Anthropic-style clients send the key as x-api-key instead of Authorization.
+func TestXAPIKey(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	tests := []struct {
+		name, method, path string
+		headers            []string
+		want               int
+	}{
+		{name: "chat", method: "POST", path: "/v1/chat/completions", headers: []string{"X-Api-Key", "sk-alice"}, want: 200},
+		{name: "models", method: "GET", path: "/v1/models", headers: []string{"x-api-key", "sk-alice"}, want: 200},
+		{name: "wrong key", method: "POST", path: "/v1/chat/completions", headers: []string{"X-Api-Key", "sk-mallory"}, want: 401},
+		{name: "authorization wins", method: "POST", path: "/v1/chat/completions",
+			headers: []string{"X-Api-Key", "sk-alice", "Authorization", "Bearer sk-mallory"}, want: 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body []byte
+			if tt.method == "POST" {
+				body = []byte(helloDemo)
+			}
+			if r := g.do(tt.method, tt.path, "", body, tt.headers...); r.status != tt.want {
+				t.Errorf("status %d, want %d: %s", r.status, tt.want, r.body)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -60,6 +62,12 @@ type Server struct {
 	maxBody, maxConns, maxConnsPerIP int
 	// bodies holds scratch buffers for reading request bodies.
 	bodies sync.Pool
+	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
+	// listener. metricsToken is the SHA-256 of metrics.bearer, hasMetricsToken whether
+	// one is required.
+	metricsSrv      *fasthttp.Server
+	metricsToken    [sha256.Size]byte
+	hasMetricsToken bool
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -88,6 +96,9 @@ func New(opts Options) (*Server, error) {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
 	}
 	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	if mc := opts.Config.Metrics; mc.Bearer != "" {
+		s.metricsToken, s.hasMetricsToken = sha256.Sum256([]byte(mc.Bearer)), true
+	}
 	cfg := opts.Config.Server
 	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
 	if s.maxBody <= 0 {
@@ -110,6 +121,19 @@ func New(opts Options) (*Server, error) {
 		Logger:                slogPrinter{l: logger, unsafe: opts.Config.Log.UnsafeTransportErrors},
 		// fasthttp's own error texts then leave out the request bytes they would quote.
 		SecureErrorLogMessage: !opts.Config.Log.UnsafeTransportErrors,
+	}
+	if opts.Config.Metrics.Listen != "" {
+		s.metricsSrv = &fasthttp.Server{
+			Handler:               s.handleMetricsOnly,
+			Name:                  "agate",
+			ReadTimeout:           s.srv.ReadTimeout,
+			IdleTimeout:           s.srv.IdleTimeout,
+			MaxRequestBodySize:    maxDiscardedBody,
+			NoDefaultServerHeader: true,
+			CloseOnShutdown:       true,
+			Logger:                s.srv.Logger,
+			SecureErrorLogMessage: s.srv.SecureErrorLogMessage,
+		}
 	}
 	return s, nil
 }
@@ -151,10 +175,22 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(newClientListener(ln, s.maxConns, s.maxConnsPerIP))
 }
 
+// ServeMetrics serves /metrics alone on ln (metrics.listen) until Shutdown. It is an
+// error when metrics.listen is not set: /metrics is then served by Serve.
+func (s *Server) ServeMetrics(ln net.Listener) error {
+	if s.metricsSrv == nil {
+		return errors.New("serving metrics: metrics.listen is not set")
+	}
+	return s.metricsSrv.Serve(ln)
+}
+
 // Shutdown stops accepting requests and waits for in-flight ones, streams included, to
 // finish. When ctx ends first, the remaining upstream calls are cancelled (their streams
 // end with an in-band error) and Shutdown waits a little more for them to close.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.metricsSrv != nil {
+		defer s.metricsSrv.ShutdownWithContext(ctx)
+	}
 	err := s.srv.ShutdownWithContext(ctx)
 	if err != nil {
 		s.cancelAll()
@@ -201,7 +237,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.handleModels(ctx, rid)
 	case "/metrics":
-		s.metricsHandler(ctx)
+		if s.metricsSrv != nil { // served on metrics.listen only
+			writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", method, path), rid))
+			return
+		}
+		s.handleMetrics(ctx, rid)
 	case "/healthz":
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"status":"ok"}`)
@@ -238,6 +278,30 @@ func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	out = append(out, "]}"...)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(out)
+}
+
+// handleMetrics serves /metrics to a scraper that presents metrics.bearer, when one is set.
+func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx, rid string) {
+	if s.hasMetricsToken {
+		token, _ := bearer(ctx.Request.Header.Peek("Authorization"))
+		sum := sha256.Sum256(token)
+		if subtle.ConstantTimeCompare(sum[:], s.metricsToken[:]) != 1 {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeError(ctx, classify(errorf(ErrUnauthorized, "/metrics needs the token of metrics.bearer: send Authorization: Bearer <token>"), rid))
+			return
+		}
+	}
+	s.metricsHandler(ctx)
+}
+
+// handleMetricsOnly is the handler of the metrics.listen server.
+func (s *Server) handleMetricsOnly(ctx *fasthttp.RequestCtx) {
+	rid := requestID(nil)
+	if string(ctx.Path()) != "/metrics" {
+		writeError(ctx, classify(errorf(ErrNotFound, "only /metrics is served here"), rid))
+		return
+	}
+	s.handleMetrics(ctx, rid)
 }
 
 func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
