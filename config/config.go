@@ -150,7 +150,8 @@ type Model struct {
 	PromptCache string `koanf:"prompt_cache"`
 	// Fallbacks are client-facing model names tried in order when this model's upstream
 	// fails retryably after its retries. Each must name another entry of Config.Models;
-	// a fallback's own fallbacks are not followed.
+	// a fallback's own fallbacks are not followed. A fallback the requesting key may not
+	// use (Key.Models) is skipped and counted in gateway_fallbacks_skipped_total.
 	Fallbacks []string `koanf:"fallbacks"`
 }
 

@@ -500,3 +500,56 @@ func TestXAPIKey(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbacksFollowTheKeyAllowlist: a fallback the key may not use is skipped (and
+// counted), so a client cannot reach a forbidden model by making the allowed one fail.
+func TestFallbacksFollowTheKeyAllowlist(t *testing.T) {
+	tests := []struct {
+		name        string
+		key         string
+		wantOrder   []string
+		wantStatus  int // 0: success
+		wantSkipped float64
+	}{
+		{name: "key allowed everything", key: "sk-wide", wantOrder: []string{"primary", "second"}},
+		{name: "forbidden fallback skipped", key: "sk-narrow", wantOrder: []string{"primary", "third"}, wantSkipped: 1},
+		{name: "only fallback forbidden", key: "sk-cheap", wantOrder: []string{"primary"}, wantStatus: 503, wantSkipped: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var j journal
+			p := newUpstream(t, j.note("primary", failWith(503, "overloaded")))
+			s := newUpstream(t, j.note("second", okUpstream("expensive answer")))
+			th := newUpstream(t, j.note("third", okUpstream("cheap answer")))
+			g := startGateway(t, `
+backends:
+  primary: {type: openai, base_url: "{{P}}", retries: {max: 0}}
+  second: {type: openai, base_url: "{{S}}", retries: {max: 0}}
+  third: {type: openai, base_url: "{{T}}", retries: {max: 0}}
+models:
+  cheap: {backend: primary, fallbacks: [expensive, cheap-b]}
+  expensive: {backend: second}
+  cheap-b: {backend: third}
+keys:
+  wide: {key: sk-wide, models: ["*"]}
+  narrow: {key: sk-narrow, models: ["cheap*"]}
+  cheap: {key: sk-cheap, models: ["cheap"]}
+`, map[string]string{"P": p.v1(), "S": s.v1(), "T": th.v1()})
+			client := g.client(tt.key)
+			_, err := client.Chat.Completions.New(context.Background(), userParams("cheap", "hi"))
+			if tt.wantStatus != 0 {
+				if e := sdkError(t, err); e.StatusCode != tt.wantStatus {
+					t.Errorf("status %d, want %d", e.StatusCode, tt.wantStatus)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantOrder, j.get()); diff != "" {
+				t.Errorf("upstreams tried (-want +got):\n%s", diff)
+			}
+			if got := g.metricValue("gateway_fallbacks_skipped_total", map[string]string{"model": "cheap"}); got != tt.wantSkipped {
+				t.Errorf("gateway_fallbacks_skipped_total = %v, want %v", got, tt.wantSkipped)
+			}
+		})
+	}
+}
