@@ -553,3 +553,104 @@ keys:
 		})
 	}
 }
+
+// endlessStream answers with an OpenAI stream that never ends, as fast as the gateway
+// takes it, and closes released once the gateway let go of the exchange.
+func endlessStream(released chan<- struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		defer close(released)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		chunk := []byte("data: " + chunkJSON(`{"content":"`+strings.Repeat("y", 8<<10)+`"}`, "null") + "\n\n")
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			if r.Context().Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// TestNonReadingClientReleasesUpstream: a stream whose client stops reading is ended after
+// server.write_timeout and its upstream connection released, so the backend's pool
+// (max_conns: 1) serves the next client.
+func TestNonReadingClientReleasesUpstream(t *testing.T) {
+	released := make(chan struct{})
+	first := true
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if first {
+			first = false
+			endlessStream(released)(w, r)
+			return
+		}
+		okUpstream("next client")(w, r)
+	})
+	g := startGateway(t, `
+server: {write_timeout: 200ms}
+backends:
+  up: {type: openai, base_url: "{{UP}}", max_conns: 1, retries: {max: 0}, timeouts: {pool_wait: 30s}}
+models: {m: {backend: up}}
+`, map[string]string{"UP": up.v1()})
+	c := dialGateway(t, g)
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	// The client never reads. Waiting on the upstream handler, not on a clock:
+	select {
+	case <-released:
+	case <-time.After(20 * time.Second): // a guard against a hung test only
+		t.Fatal("the upstream stream was never released")
+	}
+	client := g.client("")
+	got, err := client.Chat.Completions.New(context.Background(), userParams("m", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "next client" {
+		t.Errorf("content %q", got.Choices[0].Message.Content)
+	}
+}
+
+// TestUpstreamPoolBusy: when every pooled upstream connection stays busy for
+// timeouts.pool_wait, the request fails with 503 and Retry-After instead of waiting on.
+func TestUpstreamPoolBusy(t *testing.T) {
+	hold := make(chan struct{})
+	holding := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.Write([]byte("data: " + chunkJSON(`{"role":"assistant","content":"wait"}`, "null") + "\n\n"))
+		w.(http.Flusher).Flush()
+		close(holding)
+		<-hold
+		w.Write([]byte("data: " + chunkJSON(`{}`, `"stop"`) + "\n\ndata: [DONE]\n\n"))
+	})
+	g := startGateway(t, `
+backends:
+  up: {type: openai, base_url: "{{UP}}", max_conns: 1, retries: {max: 0}, timeouts: {pool_wait: 50ms}}
+models: {m: {backend: up}}
+`, map[string]string{"UP": up.v1()})
+	client := g.client("")
+	s := client.Chat.Completions.NewStreaming(context.Background(), userParams("m", "hi"))
+	if !s.Next() {
+		t.Fatalf("first stream: %v", s.Err())
+	}
+	<-holding
+	r := g.chat("", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	want := errorView{Status: 503, Type: "api_error", Code: "upstream_busy"}
+	if diff := cmp.Diff(want, decodeError(t, r), cmpopts.IgnoreFields(errorView{}, "Message")); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want 1", got)
+	}
+	close(hold)
+	for s.Next() {
+	}
+	if err := s.Err(); err != nil {
+		t.Errorf("first stream: %v", err)
+	}
+}

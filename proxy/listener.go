@@ -18,6 +18,8 @@ import (
 type clientListener struct {
 	net.Listener
 	max, perIP int
+	// writeTimeout bounds each write to a client (server.write_timeout); 0: none.
+	writeTimeout time.Duration
 	// refusals bounds the connections being refused at once: each reads the request
 	// head (so the answer does not race it) for at most refuseTimeout.
 	refusals chan struct{}
@@ -38,8 +40,8 @@ const (
 	drainTimeout = 3 * time.Second
 )
 
-func newClientListener(ln net.Listener, max, perIP int) *clientListener {
-	return &clientListener{Listener: ln, max: max, perIP: perIP, refusals: make(chan struct{}, maxRefusals), byIP: map[string]int{}}
+func newClientListener(ln net.Listener, max, perIP int, writeTimeout time.Duration) *clientListener {
+	return &clientListener{Listener: ln, max: max, perIP: perIP, writeTimeout: writeTimeout, refusals: make(chan struct{}, maxRefusals), byIP: map[string]int{}}
 }
 
 // Accept returns the next connection within the caps; refused ones never reach the caller.
@@ -172,6 +174,18 @@ type clientConn struct {
 // sends (for at most drainTimeout): call it when answering a request whose body is left
 // unread, so the answer reaches a client that is still writing.
 func (c *clientConn) drainOnClose(limit int64) { c.drain.Store(limit) }
+
+// Write writes p, failing when the client has not accepted it within the write timeout:
+// a client that stops reading ends its response (a stream's upstream is then released)
+// instead of holding it forever. The bound is per write, not per response.
+func (c *clientConn) Write(p []byte) (int, error) {
+	if d := c.l.writeTimeout; d > 0 {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Write(p)
+}
 
 // Close closes the connection once, draining it first when asked, and releases its
 // place under the caps.

@@ -60,6 +60,8 @@ type Server struct {
 	metricsHandler fasthttp.RequestHandler
 	// maxBody is server.max_body_bytes; maxConns and maxConnsPerIP the connection caps.
 	maxBody, maxConns, maxConnsPerIP int
+	// writeTimeout bounds each write to a client (server.write_timeout).
+	writeTimeout time.Duration
 	// bodies holds scratch buffers for reading request bodies.
 	bodies sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
@@ -101,6 +103,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config.Server
 	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
+	s.writeTimeout = orDuration(cfg.WriteTimeout, 60*time.Second)
 	if s.maxBody <= 0 {
 		s.maxBody = fasthttp.DefaultMaxRequestBodySize
 	}
@@ -172,7 +175,7 @@ func (s *Server) runtime() *runtime { return s.rt.Load() }
 // Serve serves on ln until Shutdown, within server.max_connections and
 // server.max_connections_per_ip.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.srv.Serve(newClientListener(ln, s.maxConns, s.maxConnsPerIP))
+	return s.srv.Serve(newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout))
 }
 
 // ServeMetrics serves /metrics alone on ln (metrics.listen) until Shutdown. It is an
