@@ -56,7 +56,8 @@ type Server struct {
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// WriteTimeout bounds how long one write to a client may wait for the client to
 	// accept it; a stream whose client stops reading is then ended and its upstream
-	// released. It bounds each write, not the whole response. Default 60s.
+	// released. It bounds each write, not the whole response; a write may wait up to
+	// 1.25 times it. Default 60s.
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 	// MaxConnections caps the client connections open at once; a connection beyond it is
 	// answered 503 and closed. Default 10000 (also when 0).
