@@ -330,6 +330,10 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	writeError(ctx, a)
 	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "").Inc()
+	// fasthttp closes the connection after this answer; let it reach a client still writing.
+	if c, ok := ctx.Conn().(*clientConn); ok {
+		c.drainOnClose(maxDiscardedBody)
+	}
 }
 
 // render classifies err for the client and logs what the client does not see.
