@@ -212,7 +212,7 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 		DefaultMaxTokens: r.maxTokens,
 		PromptCache:      r.promptCache,
 		DropUnsupported:  b.cfg.DropUnsupportedParams,
-		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, p).Inc() },
+		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(p)).Inc() },
 		Store:            b.cfg.Store,
 	}
 }

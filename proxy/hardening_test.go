@@ -654,3 +654,44 @@ models: {m: {backend: up}}
 		t.Errorf("first stream: %v", err)
 	}
 }
+
+// TestDroppedParamLabelsBounded: parameters dropped by drop_unsupported_params are counted
+// under bounded labels, whatever field names and message indices the client sends.
+func TestDroppedParamLabelsBounded(t *testing.T) {
+	up := newUpstream(t, failWith(400, "stop here"))
+	g := startGateway(t, `
+backends:
+  g: {type: gemini, base_url: "{{UP}}", retries: {max: 0}, drop_unsupported_params: true}
+models: {m: {backend: g}}
+`, map[string]string{"UP": up.URL})
+	for i := range 20 {
+		g.chat("", fmt.Sprintf(`{"model":"m","x_field_%d":1,"user":"u","messages":[{"role":"user","content":"hi"}]}`, i))
+	}
+	var got []string
+	for _, mm := range g.scrape()["gateway_dropped_params_total"].GetMetric() {
+		for _, l := range mm.GetLabel() {
+			if l.GetName() == "param" {
+				got = append(got, l.GetValue())
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"other", "user"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("param labels (-want +got):\n%s", diff)
+	}
+}
+
+func TestParamLabel(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "top-level", in: "user", want: "user"},
+		{name: "indices folded", in: "messages[12].content[3].file.file_id", want: "messages[].content[].file.file_id"},
+		{name: "unknown field", in: "x_anything", want: "other"},
+		{name: "unknown path", in: "zz[1].a", want: "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := paramLabel(tt.in); got != tt.want {
+				t.Errorf("paramLabel(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
