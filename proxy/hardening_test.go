@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -694,4 +695,45 @@ func TestParamLabel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzClip checks clip's contract: valid UTF-8, at most n bytes of the input plus a marker.
+func FuzzClip(f *testing.F) {
+	for _, s := range []string{"", "gpt-4o", "ab€€", "a\xffb", strings.Repeat("é", 100)} {
+		f.Add(s, 4)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || n > 1<<10 {
+			return
+		}
+		got := clip(s, n)
+		if !utf8.ValidString(got) {
+			t.Fatalf("clip(%q, %d) = %q: invalid UTF-8", s, n, got)
+		}
+		body, _, cut := strings.Cut(got, "…[")
+		if !cut && len(s) <= n && utf8.ValidString(s) && got != s {
+			t.Fatalf("clip(%q, %d) = %q changed a string that fits", s, n, got)
+		}
+		if cut && len(body) > n+2*n { // U+FFFD may replace single bytes: 3 bytes for 1
+			t.Fatalf("clip(%q, %d) = %q: too long", s, n, got)
+		}
+	})
+}
+
+// FuzzHasContentLength compares hasContentLength with a plain line-by-line reading.
+func FuzzHasContentLength(f *testing.F) {
+	f.Add([]byte("Host: x\r\nContent-Length: 5\r\n"))
+	f.Add([]byte("Transfer-Encoding: chunked\r\ncontent-length: 5\r\n"))
+	f.Add([]byte("X-Content-Length: 5\r\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want := false
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(strings.ToLower(line), "content-length:") {
+				want = true
+			}
+		}
+		if got := hasContentLength(raw); got != want {
+			t.Fatalf("hasContentLength(%q) = %v, want %v", raw, got, want)
+		}
+	})
 }
