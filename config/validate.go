@@ -172,9 +172,9 @@ func (c *Config) validateServer(v *validator) {
 	v.nonNegative("server.max_connections", s.MaxConnections)
 	v.nonNegative("server.max_connections_per_ip", s.MaxConnectionsPerIP)
 	if m := c.Metrics.Listen; m != "" {
-		if _, _, err := net.SplitHostPort(m); err != nil {
+		if _, port, err := net.SplitHostPort(m); err != nil {
 			v.addf("metrics.listen", "invalid address %q (want host:port or :port)", m)
-		} else if m == s.Listen {
+		} else if m == s.Listen && port != "0" {
 			v.addf("metrics.listen", "must differ from server.listen")
 		}
 	}
