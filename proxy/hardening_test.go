@@ -269,11 +269,11 @@ func TestTooLargeWithoutExpect(t *testing.T) {
 // freed place is taken again.
 func TestConnectionCaps(t *testing.T) {
 	tests := []struct {
-		name, caps string
-		want       errorView
+		name, caps, cap string
+		want            errorView
 	}{
-		{name: "total", caps: "max_connections: 2", want: errorView{Status: 503, Type: "api_error", Code: "too_many_connections"}},
-		{name: "per ip", caps: "max_connections_per_ip: 2", want: errorView{Status: 429, Type: "rate_limit_error", Code: "too_many_connections_per_ip"}},
+		{name: "total", caps: "max_connections: 2", cap: "max_connections", want: errorView{Status: 503, Type: "api_error", Code: "too_many_connections"}},
+		{name: "per ip", caps: "max_connections_per_ip: 2", cap: "max_connections_per_ip", want: errorView{Status: 429, Type: "rate_limit_error", Code: "too_many_connections_per_ip"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,6 +296,9 @@ func TestConnectionCaps(t *testing.T) {
 			}
 			if r.header.Get("Retry-After") == "" {
 				t.Error("no Retry-After")
+			}
+			if got := g.metricValue("gateway_connections_refused_total", map[string]string{"cap": tt.cap}); got != 1 {
+				t.Errorf("gateway_connections_refused_total{cap=%q} = %v, want 1", tt.cap, got)
 			}
 			held[0].Close()
 			eventually(t, "a freed place", func() bool {

@@ -20,6 +20,8 @@ type clientListener struct {
 	max, perIP int
 	// writeTimeout bounds each write to a client (server.write_timeout); 0: none.
 	writeTimeout time.Duration
+	// refused, if not nil, is told the status of each refused connection.
+	refused func(status int)
 	// refusals bounds the connections being refused at once: each reads the request
 	// head (so the answer does not race it) for at most refuseTimeout.
 	refusals chan struct{}
@@ -53,6 +55,9 @@ func (l *clientListener) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c)
 		if status := l.acquire(ip); status != 0 {
+			if l.refused != nil {
+				l.refused(status)
+			}
 			l.refuse(c, status)
 			continue
 		}

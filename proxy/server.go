@@ -175,7 +175,15 @@ func (s *Server) runtime() *runtime { return s.rt.Load() }
 // Serve serves on ln until Shutdown, within server.max_connections and
 // server.max_connections_per_ip.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.srv.Serve(newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout))
+	l := newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout)
+	l.refused = func(status int) {
+		limit := "max_connections"
+		if status == 429 {
+			limit = "max_connections_per_ip"
+		}
+		s.metrics.ConnectionsRefused.WithLabelValues(limit).Inc()
+	}
+	return s.srv.Serve(l)
 }
 
 // ServeMetrics serves /metrics alone on ln (metrics.listen) until Shutdown. It is an
