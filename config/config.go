@@ -57,7 +57,7 @@ type Server struct {
 	// WriteTimeout bounds how long one write to a client may wait for the client to
 	// accept it; a stream whose client stops reading is then ended and its upstream
 	// released. It bounds each write, not the whole response; a write may wait up to
-	// 1.25 times it. Default 60s.
+	// 1.25 times it. Default 60s (also when 0).
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 	// MaxConnections caps the client connections open at once; a connection beyond it is
 	// answered 503 and closed. Default 10000 (also when 0).
@@ -118,7 +118,8 @@ type Timeouts struct {
 	// StreamIdle bounds the silence between two reads of a streamed body. Default 120s.
 	StreamIdle time.Duration `koanf:"stream_idle"`
 	// PoolWait bounds the wait for a free connection when all max_conns are busy; the
-	// request then fails with 503 and Retry-After (and may fall back). Default 5s.
+	// request then fails with 503 and Retry-After (and may fall back). Default 5s (also
+	// when 0).
 	PoolWait time.Duration `koanf:"pool_wait"`
 }
 
