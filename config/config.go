@@ -25,6 +25,19 @@ type Config struct {
 	Tools map[string]ToolSource `koanf:"tools"`
 	// Cache configures the tool result cache.
 	Cache Cache `koanf:"cache"`
+	// Metrics configures where /metrics is served and who may read it.
+	Metrics Metrics `koanf:"metrics"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Listen is a separate host:port serving /metrics only. Empty (the default) serves
+	// /metrics on server.listen; when set, the main listener no longer serves it.
+	Listen string `koanf:"listen"`
+	// Bearer, when set, is the token a scraper must send as "Authorization: Bearer
+	// <token>" (usually "${METRICS_TOKEN}"); it is compared in constant time and never
+	// logged. Empty (the default) means /metrics is open to whoever reaches its address.
+	Bearer string `koanf:"bearer"`
 }
 
 // Server configures the HTTP listener.
@@ -41,6 +54,18 @@ type Server struct {
 	ReadTimeout time.Duration `koanf:"read_timeout"`
 	// IdleTimeout bounds an idle keep-alive client connection. Default 120s.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// WriteTimeout bounds how long one write to a client may wait for the client to
+	// accept it; a stream whose client stops reading is then ended and its upstream
+	// released. It bounds each write, not the whole response; a write may wait up to
+	// 1.25 times it. Default 60s (also when 0).
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// MaxConnections caps the client connections open at once; a connection beyond it is
+	// answered 503 and closed. Default 10000 (also when 0).
+	MaxConnections int `koanf:"max_connections"`
+	// MaxConnectionsPerIP caps the client connections open at once from one IP address;
+	// a connection beyond it is answered 429 and closed. Default 0: no per-address cap,
+	// since behind a load balancer every client shares its address.
+	MaxConnectionsPerIP int `koanf:"max_connections_per_ip"`
 }
 
 // Log configures logging.
@@ -49,6 +74,10 @@ type Log struct {
 	Level string `koanf:"level"`
 	// Format is json or text. Default json.
 	Format string `koanf:"format"`
+	// UnsafeTransportErrors logs the HTTP server's request-parsing errors verbatim. They
+	// can hold a client's request headers (credentials) and body, so this is for
+	// debugging only. Default false: such errors are logged without any request bytes.
+	UnsafeTransportErrors bool `koanf:"unsafe_transport_errors"`
 }
 
 // Backend is one upstream provider endpoint.
@@ -92,6 +121,10 @@ type Timeouts struct {
 	Header time.Duration `koanf:"header"`
 	// StreamIdle bounds the silence between two reads of a streamed body. Default 120s.
 	StreamIdle time.Duration `koanf:"stream_idle"`
+	// PoolWait bounds the wait for a free connection when all max_conns are busy; the
+	// request then fails with 503 and Retry-After (and may fall back). Default 5s (also
+	// when 0).
+	PoolWait time.Duration `koanf:"pool_wait"`
 }
 
 // Retries configures upstream retries with exponential backoff and full jitter.
@@ -123,7 +156,8 @@ type Model struct {
 	PromptCache string `koanf:"prompt_cache"`
 	// Fallbacks are client-facing model names tried in order when this model's upstream
 	// fails retryably after its retries. Each must name another entry of Config.Models;
-	// a fallback's own fallbacks are not followed.
+	// a fallback's own fallbacks are not followed. A fallback the requesting key may not
+	// use (Key.Models) is skipped and counted in gateway_fallbacks_skipped_total.
 	Fallbacks []string `koanf:"fallbacks"`
 }
 

@@ -9,6 +9,9 @@ const (
 	defaultShutdownTimeout   = 30 * time.Second
 	defaultReadTimeout       = 60 * time.Second
 	defaultIdleTimeout       = 120 * time.Second
+	defaultWriteTimeout      = 60 * time.Second
+	defaultMaxConnections    = 10000
+	defaultPoolWait          = 5 * time.Second
 	defaultLogLevel          = "info"
 	defaultLogFormat         = "json"
 	defaultConnectTimeout    = 10 * time.Second
@@ -37,6 +40,8 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Server.ShutdownTimeout, defaultShutdownTimeout)
 	setDefault(&c.Server.ReadTimeout, defaultReadTimeout)
 	setDefault(&c.Server.IdleTimeout, defaultIdleTimeout)
+	setDefault(&c.Server.WriteTimeout, defaultWriteTimeout)
+	setDefault(&c.Server.MaxConnections, defaultMaxConnections)
 	setDefault(&c.Log.Level, defaultLogLevel)
 	setDefault(&c.Log.Format, defaultLogFormat)
 
@@ -44,6 +49,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Timeouts.Connect, defaultConnectTimeout)
 		setDefault(&b.Timeouts.Header, defaultHeaderTimeout)
 		setDefault(&b.Timeouts.StreamIdle, defaultStreamIdleTimeout)
+		setDefault(&b.Timeouts.PoolWait, defaultPoolWait)
 		switch {
 		case !hasKey(raw, "backends", name, "retries", "max"):
 			b.Retries.Max = defaultRetries

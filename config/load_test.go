@@ -13,7 +13,7 @@ import (
 const examplePath = "../config.example.yaml"
 
 func defaultTimeouts() Timeouts {
-	return Timeouts{Connect: 10 * time.Second, Header: 120 * time.Second, StreamIdle: 120 * time.Second}
+	return Timeouts{Connect: 10 * time.Second, Header: 120 * time.Second, StreamIdle: 120 * time.Second, PoolWait: 5 * time.Second}
 }
 
 func defaultRetriesValue() Retries {
@@ -70,6 +70,8 @@ func exampleConfig() *Config {
 			Listen:          ":8080",
 			MaxBodyBytes:    20971520,
 			ShutdownTimeout: 30 * time.Second,
+			WriteTimeout:    60 * time.Second,
+			MaxConnections:  10000,
 			ReadTimeout:     60 * time.Second,
 			IdleTimeout:     120 * time.Second,
 		},
@@ -459,9 +461,10 @@ func TestParse_Empty(t *testing.T) {
 		t.Fatalf("Parse(empty): %v", err)
 	}
 	want := &Config{
-		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second},
-		Log:    Log{Level: "info", Format: "json"},
-		Cache:  Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
+		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+			WriteTimeout: 60 * time.Second, MaxConnections: 10000},
+		Log:   Log{Level: "info", Format: "json"},
+		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

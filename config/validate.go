@@ -170,6 +170,16 @@ func (c *Config) validateServer(v *validator) {
 	v.nonNegativeDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.nonNegativeDuration("server.read_timeout", s.ReadTimeout)
 	v.nonNegativeDuration("server.idle_timeout", s.IdleTimeout)
+	v.nonNegativeDuration("server.write_timeout", s.WriteTimeout)
+	v.nonNegative("server.max_connections", s.MaxConnections)
+	v.nonNegative("server.max_connections_per_ip", s.MaxConnectionsPerIP)
+	if m := c.Metrics.Listen; m != "" {
+		if _, port, err := net.SplitHostPort(m); err != nil {
+			v.addf("metrics.listen", "invalid address %q (want host:port or :port)", m)
+		} else if m == s.Listen && port != "0" {
+			v.addf("metrics.listen", "must differ from server.listen")
+		}
+	}
 	v.oneOf("log.level", c.Log.Level, logLevels)
 	v.oneOf("log.format", c.Log.Format, logFormats)
 }
@@ -191,6 +201,7 @@ func validateBackend(v *validator, p string, b Backend) {
 	v.nonNegativeDuration(p+".timeouts.connect", b.Timeouts.Connect)
 	v.nonNegativeDuration(p+".timeouts.header", b.Timeouts.Header)
 	v.nonNegativeDuration(p+".timeouts.stream_idle", b.Timeouts.StreamIdle)
+	v.nonNegativeDuration(p+".timeouts.pool_wait", b.Timeouts.PoolWait)
 	if b.Retries.Max < -1 {
 		v.addf(p+".retries.max", "must be -1 (no retries) or more")
 	}

@@ -68,6 +68,26 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: server.shutdown_timeout: must not be negative",
 		},
 		{
+			name:   "negative max_connections_per_ip",
+			mutate: func(c *Config) { c.Server.MaxConnectionsPerIP = -1 },
+			want:   "config: server.max_connections_per_ip: must not be negative",
+		},
+		{
+			name:   "negative write_timeout",
+			mutate: func(c *Config) { c.Server.WriteTimeout = -1 },
+			want:   "config: server.write_timeout: must not be negative",
+		},
+		{
+			name:   "metrics.listen is server.listen",
+			mutate: func(c *Config) { c.Metrics.Listen = c.Server.Listen },
+			want:   "config: metrics.listen: must differ from server.listen",
+		},
+		{
+			name:   "metrics.listen not an address",
+			mutate: func(c *Config) { c.Metrics.Listen = "9090" },
+			want:   `config: metrics.listen: invalid address "9090" (want host:port or :port)`,
+		},
+		{
 			name:   "log level",
 			mutate: func(c *Config) { c.Log.Level = "verbose" },
 			want:   `config: log.level: "verbose" is not one of debug, info, warn, error`,

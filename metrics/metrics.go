@@ -26,6 +26,10 @@ type Metrics struct {
 	ConfigReloads   *prometheus.CounterVec // result: success, failure
 	DroppedParams   *prometheus.CounterVec // backend, param
 	UpstreamRetries *prometheus.CounterVec // backend, reason
+	// FallbacksSkipped counts fallbacks not tried because the key may not use them.
+	FallbacksSkipped *prometheus.CounterVec // model, fallback, key
+	// ConnectionsRefused counts client connections refused by a connection cap.
+	ConnectionsRefused *prometheus.CounterVec // cap: max_connections, max_connections_per_ip
 }
 
 // New builds the collectors and registers them, with the Go and process collectors, on
@@ -72,10 +76,16 @@ func New(reg prometheus.Registerer) *Metrics {
 		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_upstream_retries_total", Help: "Upstream retries and fallbacks by backend and reason.",
 		}, []string{"backend", "reason"}),
+		FallbacksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_fallbacks_skipped_total", Help: "Fallback models not tried because the request's key may not use them.",
+		}, []string{"model", "fallback", "key"}),
+		ConnectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_connections_refused_total", Help: "Client connections refused by server.max_connections or server.max_connections_per_ip.",
+		}, []string{"cap"}),
 	}
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
-		m.UpstreamRetries,
+		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")

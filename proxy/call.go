@@ -85,6 +85,12 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	}
 	var last error
 	for i, r := range routes {
+		if i > 0 && !c.key.allows(r.name) {
+			// The key's model allowlist holds for fallbacks too.
+			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name).Inc()
+			c.logger.Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			continue
+		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
 			c.logger.Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", last)
@@ -209,7 +215,7 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 		DefaultMaxTokens: r.maxTokens,
 		PromptCache:      r.promptCache,
 		DropUnsupported:  b.cfg.DropUnsupportedParams,
-		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, p).Inc() },
+		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(p)).Inc() },
 		Store:            b.cfg.Store,
 	}
 }

@@ -37,7 +37,7 @@ type chatRun struct {
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
-	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
@@ -48,13 +48,9 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		return
 	}
 	stream := strconv.FormatBool(req.Stream)
-	r, err := rt.resolve(req.Model)
+	r, err := rt.routeFor(key, req.Model)
 	if err != nil {
-		s.fail(ctx, rid, err, "", "", key.name, stream)
-		return
-	}
-	if !key.allows(req.Model) {
-		s.fail(ctx, rid, errorf(ErrForbidden, "this API key may not use the model %q", req.Model), r.label(), r.backend.name, key.name, stream)
+		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("chatcmpl-"), start: start}
@@ -79,23 +75,8 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	c.complete(ctx)
 }
 
-// label is the bounded metric label of the route: its configured name, or
-// "<backend>/*" for direct routes (whose upstream model the client chose).
-func (r *route) label() string {
-	if r.name == r.upstreamModel && r.backend != nil {
-		if _, direct := cutBackend(r.name, r.backend.name); direct {
-			return r.backend.name + "/*"
-		}
-	}
-	return r.name
-}
-
-func cutBackend(model, backend string) (string, bool) {
-	if len(model) > len(backend)+1 && model[:len(backend)] == backend && model[len(backend)] == '/' {
-		return model[len(backend)+1:], true
-	}
-	return model, false
-}
+// label is the bounded metric label of the route (see route.metricLabel).
+func (r *route) label() string { return r.metricLabel }
 
 // mergeServerTools rejects client tools whose names clash with server tools. The server
 // definitions themselves are added by the loop.

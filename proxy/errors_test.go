@@ -80,8 +80,8 @@ func TestErrors(t *testing.T) {
 			want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
 		{name: "key digest is not a key", key: sha256Hex("sk-bob"), body: helloDemo,
 			want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
-		{name: "model not allowed", key: "sk-bob", body: helloDemo,
-			want: errorView{Status: 403, Type: "permission_error", Code: "model_not_allowed"}},
+		{name: "model not allowed is not found", key: "sk-bob", body: helloDemo,
+			want: errorView{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found"}, message: "does not exist or you do not have access to it"},
 		{name: "models with no key", key: "-", method: "GET", path: "/v1/models",
 			want: errorView{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}},
 		{name: "wrong method on chat", method: "GET", path: "/v1/chat/completions",
@@ -144,7 +144,7 @@ func TestErrors_SDK(t *testing.T) {
 		param  string
 	}{
 		{name: "unknown key", key: "sk-mallory", model: "demo", status: 401, code: "invalid_api_key"},
-		{name: "forbidden", key: "sk-alice", model: "secret", status: 403, code: "model_not_allowed"},
+		{name: "forbidden is not found", key: "sk-alice", model: "secret", status: 404, code: "model_not_found", param: "model"},
 		{name: "unknown model", key: "sk-alice", model: "gpt-9", status: 404, code: "model_not_found", param: "model"},
 	}
 	for _, tt := range tests {
@@ -171,9 +171,9 @@ func TestKeys(t *testing.T) {
 		{name: "plaintext key, exact model", key: "sk-alice", model: "demo", status: 200},
 		{name: "plaintext key, glob", key: "sk-alice", model: "claude-x", status: 200},
 		{name: "plaintext key, direct route glob", key: "sk-alice", model: "offline/anything", status: 200},
-		{name: "plaintext key, not allowed", key: "sk-alice", model: "secret", status: 403},
+		{name: "plaintext key, not allowed", key: "sk-alice", model: "secret", status: 404},
 		{name: "sha256 key", key: "sk-bob", model: "secret", status: 200},
-		{name: "sha256 key, not allowed", key: "sk-bob", model: "claude-x", status: 403},
+		{name: "sha256 key, not allowed", key: "sk-bob", model: "claude-x", status: 404},
 		{name: "bearer is case-insensitive", key: "sk-alice", model: "demo", status: 200},
 	}
 	for _, tt := range tests {

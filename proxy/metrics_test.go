@@ -85,7 +85,7 @@ keys:
 	if _, err := bob.Chat.Completions.New(ctx, userParams("gpt", "hi")); err != nil {
 		t.Fatal(err)
 	}
-	// Rejections: bob may not use demo (403), an unknown model (404), a bad key (401).
+	// Rejections: bob may not use demo and an unknown model (both 404), a bad key (401).
 	bob.Chat.Completions.New(ctx, userParams("demo", "hi"))
 	alice.Chat.Completions.New(ctx, userParams("nope", "hi"))
 	mallory := g.client("sk-mallory")
@@ -103,8 +103,8 @@ keys:
 	check("requests demo alice 200 stream", 1, req, map[string]string{"model": "demo", "backend": "offline", "key": "alice", "code": "200", "stream": "true"})
 	check("requests gpt bob 200 stream", 2, req, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "code": "200", "stream": "true"})
 	check("requests gpt bob 200 non-stream", 1, req, map[string]string{"model": "gpt", "backend": "up", "key": "bob", "code": "200", "stream": "false"})
-	check("requests demo bob 403", 1, req, map[string]string{"model": "demo", "key": "bob", "code": "403"})
-	check("requests alice 404", 1, req, map[string]string{"key": "alice", "code": "404"})
+	check("requests forbidden bob 404", 1, req, map[string]string{"model": "unknown", "backend": "", "key": "bob", "code": "404"})
+	check("requests unknown alice 404", 1, req, map[string]string{"model": "unknown", "backend": "", "key": "alice", "code": "404"})
 	check("requests 401", 1, req, map[string]string{"code": "401"})
 	check("requests total", 9, req, nil)
 	tok := "gateway_tokens_total"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
 )
 
 // runtime is the request-serving state built from one validated config. It is immutable:
@@ -33,7 +34,10 @@ type runtime struct {
 
 // route is a resolved client-facing model.
 type route struct {
-	name          string
+	name string
+	// metricLabel is the bounded metric label: the configured name, or "<backend>/*" for
+	// a direct route, whose upstream model the client chose.
+	metricLabel   string
 	backend       *backend
 	upstreamModel string
 	maxTokens     int
@@ -89,7 +93,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 				fallbacks = append(fallbacks, fb)
 			}
 		}
-		rt.routes[name] = &route{name: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
+		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks}
 	}
 	names := make([]string, 0, len(cfg.Keys))
@@ -172,9 +176,9 @@ func (rt *runtime) warnNoCredential(prev *runtime, logger *slog.Logger) {
 	}
 }
 
-// authenticate returns the key presented in the Authorization header (or x-api-key). In
-// open mode it returns the anonymous key. Every configured key is compared, in constant
-// time, so timing does not reveal which key nearly matched.
+// authenticate returns the key presented as "Authorization: Bearer <key>" (header is the
+// Authorization value). In open mode it returns the anonymous key. Every configured key
+// is compared, in constant time, so timing does not reveal which key nearly matched.
 func (rt *runtime) authenticate(header []byte) (*apiKey, error) {
 	if rt.open {
 		return anonymousKey, nil
@@ -183,6 +187,23 @@ func (rt *runtime) authenticate(header []byte) (*apiKey, error) {
 	if !ok {
 		return nil, errorf(ErrUnauthorized, "missing API key: send Authorization: Bearer <key>")
 	}
+	return rt.keyFor(token)
+}
+
+// authenticateHeader is authenticate for a request's headers: the key is taken from
+// Authorization or, when that is absent, from x-api-key (as Anthropic-style clients send it).
+func (rt *runtime) authenticateHeader(h *fasthttp.RequestHeader) (*apiKey, error) {
+	if auth := h.Peek("Authorization"); len(auth) > 0 || rt.open {
+		return rt.authenticate(auth)
+	}
+	if token := h.Peek("X-Api-Key"); len(token) > 0 {
+		return rt.keyFor(token)
+	}
+	return rt.authenticate(nil)
+}
+
+// keyFor returns the configured key whose token is token.
+func (rt *runtime) keyFor(token []byte) (*apiKey, error) {
 	sum := sha256.Sum256(token)
 	var found *apiKey
 	for _, k := range rt.keys {
@@ -227,21 +248,45 @@ func (k *apiKey) allows(model string) bool {
 // "<backend>/<upstream model>". A model whose backend lacks its credential is not found
 // either, with a message that says why.
 func (rt *runtime) resolve(model string) (*route, error) {
-	r, ok := rt.routes[model]
-	if !ok {
-		if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
-			if b, ok := rt.backends[model[:i]]; ok {
-				r = &route{name: model, backend: b, upstreamModel: model[i+1:]}
-			}
+	if r, ok := rt.routes[model]; ok {
+		return rt.usable(model, r)
+	}
+	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
+		if b, ok := rt.backends[model[:i]]; ok {
+			return rt.usable(model, &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:]})
 		}
 	}
-	if r == nil {
-		return nil, errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", model)
-	}
+	return nil, modelNotFound(model)
+}
+
+// usable returns r unless its backend lacks the credential it needs: such a model is
+// refused with a 404 that says why, and the upstream is never contacted.
+func (rt *runtime) usable(model string, r *route) (*route, error) {
 	if rt.noCredential[r.backend.name] {
-		return nil, errorf(ErrModelNotFound, "the model %q is not available: the gateway has no api_key for its backend %q", model, r.backend.name)
+		return nil, errorf(ErrModelNotFound, "the model %q is not available: the gateway has no api_key for its backend %q", clip(model, maxLoggedString), r.backend.name)
 	}
 	return r, nil
+}
+
+// routeFor resolves model for key. A model the key may not use is answered exactly like
+// an unknown one (404 model_not_found, as OpenAI does), so a restricted key cannot probe
+// which models are configured.
+func (rt *runtime) routeFor(k *apiKey, model string) (*route, error) {
+	r, err := rt.resolve(model)
+	if err != nil {
+		return nil, err
+	}
+	if !k.allows(model) {
+		return nil, modelNotFound(model)
+	}
+	return r, nil
+}
+
+// unknownLabel is the metric label of requests whose model did not route.
+const unknownLabel = "unknown"
+
+func modelNotFound(model string) error {
+	return errorf(ErrModelNotFound, "the model %q does not exist or you do not have access to it", clip(model, maxLoggedString))
 }
 
 // modelNames returns the models a key may use, sorted, leaving out those whose backend

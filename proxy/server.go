@@ -3,14 +3,20 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/loop"
@@ -52,6 +58,18 @@ type Server struct {
 	tools          ToolSet
 	srv            *fasthttp.Server
 	metricsHandler fasthttp.RequestHandler
+	// maxBody is server.max_body_bytes; maxConns and maxConnsPerIP the connection caps.
+	maxBody, maxConns, maxConnsPerIP int
+	// writeTimeout bounds each write to a client (server.write_timeout).
+	writeTimeout time.Duration
+	// bodies holds scratch buffers for reading request bodies.
+	bodies sync.Pool
+	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
+	// listener. metricsToken is the SHA-256 of metrics.bearer, hasMetricsToken whether
+	// one is required.
+	metricsSrv      *fasthttp.Server
+	metricsToken    [sha256.Size]byte
+	hasMetricsToken bool
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -80,18 +98,45 @@ func New(opts Options) (*Server, error) {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
 	}
 	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	if mc := opts.Config.Metrics; mc.Bearer != "" {
+		s.metricsToken, s.hasMetricsToken = sha256.Sum256([]byte(mc.Bearer)), true
+	}
 	cfg := opts.Config.Server
+	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
+	s.writeTimeout = orDuration(cfg.WriteTimeout, 60*time.Second)
+	if s.maxBody <= 0 {
+		s.maxBody = fasthttp.DefaultMaxRequestBodySize
+	}
 	s.srv = &fasthttp.Server{
-		Handler:               s.handle,
-		Name:                  "agate",
-		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		Handler: s.handle,
+		Name:    "agate",
+		// Bodies are read by the handler, after the key was checked from the headers
+		// (readBody); fasthttp reads at most 8 KiB of one before the handler runs.
+		StreamRequestBody:     true,
+		ExpectHandler:         s.expect,
+		MaxRequestBodySize:    s.maxBody,
 		ReadTimeout:           orDuration(cfg.ReadTimeout, 60*time.Second),
 		IdleTimeout:           orDuration(cfg.IdleTimeout, 120*time.Second),
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
 		ErrorHandler:          s.transportError,
-		Logger:                slogPrinter{logger},
+		Logger:                slogPrinter{l: logger, unsafe: opts.Config.Log.UnsafeTransportErrors},
+		// fasthttp's own error texts then leave out the request bytes they would quote.
+		SecureErrorLogMessage: !opts.Config.Log.UnsafeTransportErrors,
+	}
+	if opts.Config.Metrics.Listen != "" {
+		s.metricsSrv = &fasthttp.Server{
+			Handler:               s.handleMetricsOnly,
+			Name:                  "agate",
+			ReadTimeout:           s.srv.ReadTimeout,
+			IdleTimeout:           s.srv.IdleTimeout,
+			MaxRequestBodySize:    maxDiscardedBody,
+			NoDefaultServerHeader: true,
+			CloseOnShutdown:       true,
+			Logger:                s.srv.Logger,
+			SecureErrorLogMessage: s.srv.SecureErrorLogMessage,
+		}
 	}
 	return s, nil
 }
@@ -127,13 +172,36 @@ func (s *Server) Apply(cfg *config.Config) error {
 
 func (s *Server) runtime() *runtime { return s.rt.Load() }
 
-// Serve serves on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve serves on ln until Shutdown, within server.max_connections and
+// server.max_connections_per_ip.
+func (s *Server) Serve(ln net.Listener) error {
+	l := newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout)
+	l.refused = func(status int) {
+		limit := "max_connections"
+		if status == 429 {
+			limit = "max_connections_per_ip"
+		}
+		s.metrics.ConnectionsRefused.WithLabelValues(limit).Inc()
+	}
+	return s.srv.Serve(l)
+}
+
+// ServeMetrics serves /metrics alone on ln (metrics.listen) until Shutdown. It is an
+// error when metrics.listen is not set: /metrics is then served by Serve.
+func (s *Server) ServeMetrics(ln net.Listener) error {
+	if s.metricsSrv == nil {
+		return errors.New("serving metrics: metrics.listen is not set")
+	}
+	return s.metricsSrv.Serve(ln)
+}
 
 // Shutdown stops accepting requests and waits for in-flight ones, streams included, to
 // finish. When ctx ends first, the remaining upstream calls are cancelled (their streams
 // end with an in-band error) and Shutdown waits a little more for them to close.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.metricsSrv != nil {
+		defer s.metricsSrv.ShutdownWithContext(ctx)
+	}
 	err := s.srv.ShutdownWithContext(ctx)
 	if err != nil {
 		s.cancelAll()
@@ -161,6 +229,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, classify(errors.New("panic"), rid))
 		}
 	}()
+	if !s.readBody(ctx, rid) {
+		return
+	}
 	path := string(ctx.Path())
 	method := string(ctx.Method())
 	switch path {
@@ -177,7 +248,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.handleModels(ctx, rid)
 	case "/metrics":
-		s.metricsHandler(ctx)
+		if s.metricsSrv != nil { // served on metrics.listen only
+			writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", method, path), rid))
+			return
+		}
+		s.handleMetrics(ctx, rid)
 	case "/healthz":
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"status":"ok"}`)
@@ -200,7 +275,7 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 
 func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
-	key, err := rt.authenticate(ctx.Request.Header.Peek("Authorization"))
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		writeError(ctx, classify(err, rid))
 		return
@@ -219,6 +294,30 @@ func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	out = append(out, "]}"...)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(out)
+}
+
+// handleMetrics serves /metrics to a scraper that presents metrics.bearer, when one is set.
+func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx, rid string) {
+	if s.hasMetricsToken {
+		token, _ := bearer(ctx.Request.Header.Peek("Authorization"))
+		sum := sha256.Sum256(token)
+		if subtle.ConstantTimeCompare(sum[:], s.metricsToken[:]) != 1 {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeError(ctx, classify(errorf(ErrUnauthorized, "/metrics needs the token of metrics.bearer: send Authorization: Bearer <token>"), rid))
+			return
+		}
+	}
+	s.metricsHandler(ctx)
+}
+
+// handleMetricsOnly is the handler of the metrics.listen server.
+func (s *Server) handleMetricsOnly(ctx *fasthttp.RequestCtx) {
+	rid := requestID(nil)
+	if string(ctx.Path()) != "/metrics" {
+		writeError(ctx, classify(errorf(ErrNotFound, "only /metrics is served here"), rid))
+		return
+	}
+	s.handleMetrics(ctx, rid)
 }
 
 func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
@@ -244,13 +343,17 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	writeError(ctx, a)
 	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "").Inc()
+	// fasthttp closes the connection after this answer; let it reach a client still writing.
+	if c, ok := ctx.Conn().(*clientConn); ok {
+		c.drainOnClose(maxDiscardedBody)
+	}
 }
 
 // render classifies err for the client and logs what the client does not see.
 func (s *Server) render(rid string, err error) apiError {
 	a := classify(err, rid)
 	if a.Status >= 500 {
-		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", err.Error())
+		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", clip(err.Error(), maxLoggedMessage))
 	}
 	return a
 }
@@ -261,7 +364,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, ba
 	writeError(ctx, a)
 	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream).Inc()
 	if a.Status < 500 {
-		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", a.Message)
+		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	}
 }
 
@@ -295,9 +398,78 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// slogPrinter adapts fasthttp's logger to slog.
-type slogPrinter struct{ l *slog.Logger }
+const (
+	// maxLoggedString bounds one client-supplied string (a model name) quoted in an error
+	// message, and so in the log.
+	maxLoggedString = 128
+	// maxLoggedMessage bounds an error message in a log line: messages may quote
+	// client-supplied strings.
+	maxLoggedMessage = 512
+)
+
+// clip returns s as valid UTF-8 of at most n bytes plus a marker naming the original
+// length when it had to be cut; invalid UTF-8 is replaced by U+FFFD.
+func clip(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
+		return s
+	}
+	total := len(s)
+	cut := false
+	if len(s) > n {
+		s, cut = s[:n], true
+		// Drop a rune cut in two at the end rather than turn it into U+FFFD.
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+				break
+			}
+			s = s[:len(s)-1]
+		}
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if cut {
+		s += "…[" + strconv.Itoa(total) + " bytes]"
+	}
+	return s
+}
+
+// slogPrinter adapts fasthttp's logger to slog. fasthttp's messages about requests it
+// could not parse quote the request bytes (headers with credentials, the body); unless
+// unsafe is set (log.unsafe_transport_errors), every quoted or raw part is cut out.
+type slogPrinter struct {
+	l      *slog.Logger
+	unsafe bool
+}
 
 func (p slogPrinter) Printf(format string, args ...any) {
-	p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
+	if p.unsafe {
+		p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
+		return
+	}
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case net.Addr, int, int64, uint64, time.Duration:
+			safe[i] = a
+		case error:
+			safe[i] = redactRequestBytes(a.Error())
+		default:
+			safe[i] = redactRequestBytes(fmt.Sprint(a))
+		}
+	}
+	p.l.Warn("fasthttp", "message", fmt.Sprintf(format, safe...))
+}
+
+// redactRequestBytes keeps the start of a fasthttp message up to the first quoted or
+// dumped request bytes.
+func redactRequestBytes(msg string) string {
+	cut := len(msg)
+	for _, marker := range []string{`"`, "'", "`", "contents:", "buffer size="} {
+		if i := strings.Index(msg, marker); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	if cut == len(msg) {
+		return clip(msg, maxLoggedMessage)
+	}
+	return clip(strings.TrimRight(msg[:cut], " :"), maxLoggedMessage) + " [request bytes not logged; see log.unsafe_transport_errors]"
 }

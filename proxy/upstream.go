@@ -34,6 +34,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	b.timeouts.Connect = orDuration(b.timeouts.Connect, 10*time.Second)
 	b.timeouts.Header = orDuration(b.timeouts.Header, 120*time.Second)
 	b.timeouts.StreamIdle = orDuration(b.timeouts.StreamIdle, 120*time.Second)
+	b.timeouts.PoolWait = orDuration(b.timeouts.PoolWait, 5*time.Second)
 	b.retries.BaseDelay = orDuration(b.retries.BaseDelay, 250*time.Millisecond)
 	b.retries.MaxDelay = orDuration(b.retries.MaxDelay, 10*time.Second)
 	if b.retries.Max < 0 {
@@ -64,8 +65,10 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	}
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
-		Name:                "agate",
-		MaxConnsPerHost:     maxConns,
+		Name:            "agate",
+		MaxConnsPerHost: maxConns,
+		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
+		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,
 		StreamResponseBody:  true,
 		// A pooled keep-alive connection the upstream closed while idle fails before any
@@ -204,8 +207,13 @@ func (x *exchange) Close() {
 	fasthttp.ReleaseResponse(x.resp)
 }
 
-// transportError wraps a connection-level failure as a retryable 502 (504 on timeout).
+// transportError wraps a connection-level failure as a retryable 502 (504 on timeout, 503
+// with Retry-After when the pool had no free connection within timeouts.pool_wait).
 func transportError(backend string, err error) *translate.UpstreamError {
+	if errors.Is(err, fasthttp.ErrNoFreeConns) {
+		return &translate.UpstreamError{Status: 503, Type: "api_error", Code: "upstream_busy", Retryable: true, RetryAfter: time.Second,
+			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
+	}
 	status, msg := 502, "could not reach the upstream of backend "+backend
 	var ne net.Error
 	if errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {

@@ -79,14 +79,24 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		return err
 	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path)
+	metricsErr := make(chan error, 1)
+	if cfg.Metrics.Listen != "" {
+		mln, err := net.Listen("tcp", cfg.Metrics.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics.listen: %w", err)
+		}
+		logger.Info("metrics listening", "addr", mln.Addr().String())
+		go func() { metricsErr <- srv.ServeMetrics(mln) }()
+	}
 
 	running := cfg
 	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
 		if err := srv.Apply(c); err != nil {
 			return err
 		}
-		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server {
-			logger.Warn("config reload: changes to server, tools and cache take effect after a restart")
+		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server || running.Metrics != c.Metrics {
+			logger.Warn("config reload: changes to server, metrics, tools and cache take effect after a restart")
 		}
 		running = c
 		return nil
@@ -113,6 +123,8 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	}
 	select {
 	case err := <-serveErr:
+		return err
+	case err := <-metricsErr:
 		return err
 	case <-ctx.Done():
 	}

@@ -204,3 +204,71 @@ func TestRun_StartupErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRun_MetricsListen: with metrics.listen set, /metrics is served on that address,
+// behind metrics.bearer, and no longer on the main one.
+func TestRun_MetricsListen(t *testing.T) {
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGTERM)
+	defer signal.Stop(guard)
+
+	path := filepath.Join(t.TempDir(), "agate.yaml")
+	writeAtomically(t, path, baseConfig+"metrics: {listen: \"127.0.0.1:0\", bearer: scrape-token}\n")
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var stdout, stderr lockedBuffer
+	go func() { done <- run([]string{"-config", path}, nil, &stdout, &stderr, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not become ready")
+	}
+	var metricsAddr string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if _, rest, ok := strings.Cut(line, `"msg":"metrics listening","addr":"`); ok {
+			metricsAddr, _, _ = strings.Cut(rest, `"`)
+		}
+	}
+	if metricsAddr == "" {
+		t.Fatalf("no metrics address in the log:\n%s", stderr.String())
+	}
+	get := func(url, token string) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		url, token string
+		want       int
+	}{
+		{"http://" + metricsAddr + "/metrics", "scrape-token", 200},
+		{"http://" + metricsAddr + "/metrics", "", 401},
+		{"http://" + addr + "/metrics", "scrape-token", 404},
+	} {
+		if got := get(c.url, c.token); got != c.want {
+			t.Errorf("GET %s (token %q): %d, want %d", c.url, c.token, got, c.want)
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not stop on SIGTERM")
+	}
+}

@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strconv"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// Request bodies are streamed (fasthttp.Server.StreamRequestBody): the handler decides
+// from the headers whether a body is read at all. Only an authenticated POST to the chat
+// completions endpoint has its body read, up to server.max_body_bytes; any other body is
+// discarded if small, or else left unread and the connection closed after the answer.
+// A connection closed with a body unread is drained first (bounded), so that a client
+// still writing its request reads the answer instead of a connection reset.
+
+const (
+	// maxDiscardedBody is the most a request that takes no body may carry and still keep
+	// its connection open.
+	maxDiscardedBody = 64 << 10
+	// drainFactor times server.max_body_bytes bounds what is drained from a connection
+	// closed with its request body unread.
+	drainFactor = 4
+)
+
+var errBodyTooLarge = errors.New("request body too large")
+
+// takesBody reports whether the request is one whose body the gateway reads.
+func takesBody(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.IsPost() {
+		return false
+	}
+	p := string(ctx.Path())
+	return p == "/v1/chat/completions" || p == "/chat/completions"
+}
+
+// readBody reads the request body, when the request takes one, into ctx.Request so that
+// ctx.PostBody returns it. It answers the request itself and returns false when the key
+// in the headers is not accepted (401), the body is too large (413) or cannot be read.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
+	stream := ctx.RequestBodyStream()
+	cl := ctx.Request.Header.ContentLength()
+	if cl == -1 && hasContentLength(ctx.Request.Header.RawHeaders()) {
+		// Transfer-Encoding framed the body and Content-Length is ignored; such a request
+		// may be an attempt at request smuggling, so the connection is closed after the
+		// answer (RFC 9112 section 6.3).
+		ctx.SetConnectionClose()
+	}
+	if stream == nil || cl == 0 {
+		return true
+	}
+	if !takesBody(ctx) {
+		if n, err := io.CopyN(io.Discard, stream, maxDiscardedBody+1); n > maxDiscardedBody || err != io.EOF {
+			s.dropConn(ctx)
+		}
+		return true
+	}
+	if a := s.admit(ctx, rid); a != nil {
+		s.reject(ctx, rid, *a)
+		return false
+	}
+	buf, err := s.readLimited(stream, cl)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		s.putBody(buf)
+		s.reject(ctx, rid, s.tooLarge(rid))
+		return false
+	case err != nil:
+		ctx.SetConnectionClose()
+		s.putBody(buf)
+		s.fail(ctx, rid, translate.Errorf("", "the request body could not be read"), "", "", "", "")
+		return false
+	}
+	ctx.Request.SetBody(*buf)
+	s.putBody(buf)
+	return true
+}
+
+// admit checks, from the headers alone, a request that takes a body: its key and its
+// declared length. It returns the error to answer, or nil.
+func (s *Server) admit(ctx *fasthttp.RequestCtx, rid string) *apiError {
+	if _, err := s.runtime().authenticateHeader(&ctx.Request.Header); err != nil {
+		a := classify(err, rid)
+		return &a
+	}
+	if ctx.Request.Header.ContentLength() > s.maxBody {
+		a := s.tooLarge(rid)
+		return &a
+	}
+	return nil
+}
+
+func (s *Server) tooLarge(rid string) apiError {
+	return classify(errorf(ErrTooLarge, "the request body exceeds server.max_body_bytes (%d bytes)", s.maxBody), rid)
+}
+
+// reject answers a request whose body is left unread, counts it, and closes the
+// connection after draining it.
+func (s *Server) reject(ctx *fasthttp.RequestCtx, rid string, a apiError) {
+	writeError(ctx, a)
+	s.metrics.Requests.WithLabelValues("", "", "", strconv.Itoa(a.Status), "").Inc()
+	s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
+	s.dropConn(ctx)
+}
+
+// dropConn closes the connection after the answer, draining what the client still sends.
+func (s *Server) dropConn(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	if c, ok := ctx.Conn().(*clientConn); ok {
+		c.drainOnClose(int64(drainFactor) * int64(s.maxBody))
+	}
+}
+
+// expect answers "Expect: 100-continue" (fasthttp.Server.ExpectHandler): a request the
+// gateway would reject from its headers gets its final answer instead of 100 Continue,
+// so the client never sends the body.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	if !takesBody(ctx) {
+		return fasthttp.StatusContinue
+	}
+	rid := requestID(ctx.Request.Header.Peek("X-Request-Id"))
+	a := s.admit(ctx, rid)
+	if a == nil {
+		return fasthttp.StatusContinue
+	}
+	ctx.Response.Header.Set("X-Request-Id", rid)
+	s.reject(ctx, rid, *a)
+	return a.Status
+}
+
+// readLimited reads a body of declared length cl (-1: chunked) of at most s.maxBody bytes
+// into a scratch buffer, to be returned with putBody.
+func (s *Server) readLimited(r io.Reader, cl int) (*[]byte, error) {
+	buf := s.getBody()
+	b := (*buf)[:0]
+	if cl > 0 {
+		if cap(b) < cl {
+			b = make([]byte, cl)
+		}
+		b = b[:cl]
+		_, err := io.ReadFull(r, b)
+		*buf = b
+		return buf, err
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > s.maxBody {
+			*buf = b
+			return buf, errBodyTooLarge
+		}
+		if err == io.EOF {
+			*buf = b
+			return buf, nil
+		}
+		if err != nil {
+			*buf = b
+			return buf, err
+		}
+	}
+}
+
+func (s *Server) getBody() *[]byte {
+	if b, ok := s.bodies.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 16<<10)
+	return &b
+}
+
+// putBody returns a scratch buffer; large ones are left to the garbage collector.
+func (s *Server) putBody(b *[]byte) {
+	if cap(*b) <= 1<<20 {
+		*b = (*b)[:0]
+		s.bodies.Put(b)
+	}
+}
+
+// hasContentLength reports whether a raw request head has a Content-Length field.
+func hasContentLength(raw []byte) bool {
+	const name = "content-length:"
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(line) >= len(name) && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,218 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// clientListener accepts client connections within the configured caps. A connection
+// beyond a cap is answered with an OpenAI error (503 for the total, 429 for one address)
+// and closed. Connections it returns are *clientConn. Safe for concurrent use.
+type clientListener struct {
+	net.Listener
+	max, perIP int
+	// writeTimeout bounds each write to a client (server.write_timeout); 0: none.
+	writeTimeout time.Duration
+	// refused, if not nil, is told the status of each refused connection.
+	refused func(status int)
+	// refusals bounds the connections being refused at once: each reads the request
+	// head (so the answer does not race it) for at most refuseTimeout.
+	refusals chan struct{}
+
+	mu   sync.Mutex
+	open int
+	byIP map[string]int
+}
+
+const (
+	// refuseTimeout bounds the time spent on a refused connection.
+	refuseTimeout = time.Second
+	// maxRefusals bounds the refused connections answered at once; beyond it a refused
+	// connection is closed at once.
+	maxRefusals = 64
+	// drainTimeout bounds the reading of what a client still sends after its request was
+	// answered with the connection closed (see clientConn.drainOnClose).
+	drainTimeout = 3 * time.Second
+)
+
+func newClientListener(ln net.Listener, max, perIP int, writeTimeout time.Duration) *clientListener {
+	return &clientListener{Listener: ln, max: max, perIP: perIP, writeTimeout: writeTimeout, refusals: make(chan struct{}, maxRefusals), byIP: map[string]int{}}
+}
+
+// Accept returns the next connection within the caps; refused ones never reach the caller.
+func (l *clientListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		if status := l.acquire(ip); status != 0 {
+			if l.refused != nil {
+				l.refused(status)
+			}
+			l.refuse(c, status)
+			continue
+		}
+		return &clientConn{Conn: c, l: l, ip: ip}, nil
+	}
+}
+
+// acquire counts a new connection from ip, or returns the status refusing it.
+func (l *clientListener) acquire(ip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.max > 0 && l.open >= l.max {
+		return 503
+	}
+	if l.perIP > 0 && l.byIP[ip] >= l.perIP {
+		return 429
+	}
+	l.open++
+	if l.perIP > 0 {
+		l.byIP[ip]++
+	}
+	return 0
+}
+
+func (l *clientListener) release(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.perIP > 0 {
+		if l.byIP[ip]--; l.byIP[ip] <= 0 {
+			delete(l.byIP, ip)
+		}
+	}
+}
+
+// refuse answers c with status and closes it, in the background and within
+// refuseTimeout; when too many refusals are under way it closes c at once.
+func (l *clientListener) refuse(c net.Conn, status int) {
+	select {
+	case l.refusals <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.refusals }()
+		_ = c.SetDeadline(time.Now().Add(refuseTimeout))
+		readHead(c, 8<<10)
+		_, _ = c.Write(refusal(status))
+		drainClose(c, 64<<10)
+	}()
+}
+
+// refusal is the whole HTTP response refusing a connection.
+func refusal(status int) []byte {
+	msg, code := "the gateway is serving its maximum number of connections (server.max_connections); retry later", "too_many_connections"
+	if status == 429 {
+		msg, code = "too many connections from your address (server.max_connections_per_ip); retry later", "too_many_connections_per_ip"
+	}
+	body := translate.AppendError(nil, msg, translate.ErrorType(status), "", code)
+	out := []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + statusText(status) + "\r\nContent-Type: application/json\r\n" +
+		"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+	return append(out, body...)
+}
+
+func statusText(status int) string {
+	if status == 429 {
+		return "Too Many Requests"
+	}
+	return "Service Unavailable"
+}
+
+// readHead reads from c until the end of a request head or limit bytes.
+func readHead(c net.Conn, limit int) {
+	buf := make([]byte, 0, 1024)
+	tmp := make([]byte, 1024)
+	for len(buf) < limit {
+		n, err := c.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if bytes.Contains(buf, []byte("\r\n\r\n")) || err != nil {
+			return
+		}
+	}
+}
+
+// drainClose ends the write side of c, so the client receives everything written and a
+// clean end, reads and discards up to limit bytes it still sends (within c's read
+// deadline), and closes c. Closing with unread input would make the kernel reset the
+// connection, and a client still writing its request would then never read the answer.
+func drainClose(c net.Conn, limit int64) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.CopyN(io.Discard, c, limit)
+	return c.Close()
+}
+
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// clientConn is an accepted client connection, counted against the caps until closed.
+type clientConn struct {
+	net.Conn
+	l     *clientListener
+	ip    string
+	drain atomic.Int64 // bytes to read and discard before closing; 0: none
+	once  sync.Once
+	// writeDeadline is the write deadline last set; only Write uses it.
+	writeDeadline time.Time
+}
+
+// drainOnClose makes Close first read and discard up to limit bytes the client still
+// sends (for at most drainTimeout): call it when answering a request whose body is left
+// unread, so the answer reaches a client that is still writing.
+func (c *clientConn) drainOnClose(limit int64) { c.drain.Store(limit) }
+
+// Write writes p, failing when the client has not accepted it within the write timeout:
+// a client that stops reading ends its response (a stream's upstream is then released)
+// instead of holding it forever. The bound is per write, not per response.
+//
+// Setting a deadline costs more than a clock read, so it is moved only when less than the
+// timeout is left, to 1.25 times the timeout ahead: a write may wait between the timeout
+// and 1.25 times it. Write is called by one goroutine at a time (fasthttp's).
+func (c *clientConn) Write(p []byte) (int, error) {
+	if d := c.l.writeTimeout; d > 0 {
+		if now := time.Now(); c.writeDeadline.Sub(now) < d {
+			c.writeDeadline = now.Add(d + d/4)
+			if err := c.Conn.SetWriteDeadline(c.writeDeadline); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// Close closes the connection once, draining it first when asked, and releases its
+// place under the caps.
+func (c *clientConn) Close() error {
+	err := net.ErrClosed
+	c.once.Do(func() {
+		if n := c.drain.Load(); n > 0 {
+			_ = c.Conn.SetDeadline(time.Now().Add(drainTimeout))
+			err = drainClose(c.Conn, n)
+		} else {
+			err = c.Conn.Close()
+		}
+		c.l.release(c.ip)
+	})
+	return err
+}
