@@ -87,3 +87,29 @@ func TestPassthrough_AmbiguousKeysNeverForwarded(t *testing.T) {
 		}
 	})
 }
+
+// TestPassthrough_InvalidUTF8NeverForwarded: a body that is not UTF-8 is a 400 and never
+// reaches the upstream (it used to be forwarded and answered 200).
+func TestPassthrough_InvalidUTF8NeverForwarded(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body string
+	}{
+		{name: "in a message", body: "{\"model\":\"cheap-a\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}"},
+		{name: "in an unknown field", body: "{\"model\":\"cheap-a\",\"user_tag\":\"\xff\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, replayJSON(200, fixture(t, "json/text.mirascope.json")))
+			g := startGateway(t, restrictedPassthroughConfig, map[string]string{"UP": up.v1()})
+			got := decodeError(t, g.chat("sk-restricted", tt.body))
+			got.Message = ""
+			want := errorView{Status: 400, Type: "invalid_request_error", Code: "invalid_utf8"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if n := len(up.calls()); n != 0 {
+				t.Errorf("upstream saw %d requests, want none", n)
+			}
+		})
+	}
+}

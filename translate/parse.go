@@ -3,12 +3,16 @@ package translate
 import (
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
+// CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
+const CodeInvalidUTF8 = "invalid_utf8"
+
 // ParseRequest parses and validates an OpenAI chat completions request body. Errors are
-// *ParamError values naming the offending field; a body that is not valid JSON (RFC 8259,
-// except that strings are not checked to be UTF-8) or not a JSON object has Param "". The
-// body is copied once; the returned Request does not alias the caller's buffer.
+// *ParamError values naming the offending field; a body that is not UTF-8 (Code
+// CodeInvalidUTF8), not valid JSON (RFC 8259) or not a JSON object has Param "". The body
+// is copied once; the returned Request does not alias the caller's buffer.
 //
 // In every object it interprets (the request, its messages, content parts, tools, tool
 // calls, tool_choice, response_format, stream_options, metadata and thinking blocks), a
@@ -18,6 +22,10 @@ import (
 func ParseRequest(body []byte) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
+	}
+	if !utf8.Valid(body) {
+		return nil, &ParamError{Code: CodeInvalidUTF8,
+			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
 	p := parser{sc: jsonScanner{s: s}, req: &Request{Body: s}}

@@ -48,6 +48,7 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 		{name: "tool_choice name in another case", body: `{"model":"m","tool_choice":{"type":"function","function":{"name":"f","NAME":"g"}},` + msgs + `}`, want: fold("tool_choice.function.NAME")},
 		{name: "response_format type twice", body: `{"model":"m","response_format":{"type":"text","type":"json_object"},` + msgs + `}`, want: dup("response_format.type")},
 		{name: "json_schema name in another case", body: `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"n","Name":"o"}},` + msgs + `}`, want: fold("response_format.json_schema.Name")},
+		{name: "unknown field twice among many", body: `{"model":"m","a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"o":1,"p":1,"a":2,` + msgs + `}`, want: dup("a")},
 		{name: "metadata key twice", body: `{"model":"m","metadata":{"a":"b","a":"c"},` + msgs + `}`, want: dup("metadata.a")},
 	}
 	for _, tt := range tests {

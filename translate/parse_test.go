@@ -81,6 +81,9 @@ func TestParseRequest_Errors(t *testing.T) {
 		{name: "reasoning_effort unknown", body: `{"model":"m","reasoning_effort":"max",` + msgs + `}`, wantParam: "reasoning_effort"},
 		{name: "user not a string", body: `{"model":"m","user":5,` + msgs + `}`, wantParam: "user"},
 		{name: "metadata with a number", body: `{"model":"m","metadata":{"a":1},` + msgs + `}`, wantParam: "metadata"},
+		{name: "invalid UTF-8 in a string", body: "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]}", wantParam: ""},
+		{name: "invalid UTF-8 in a key", body: "{\"model\":\"m\",\"\xc3\":1," + msgs + "}", wantParam: ""},
+		{name: "surrogate encoded as UTF-8", body: "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xed\xa0\x80\"}]}", wantParam: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,10 +288,11 @@ func FuzzParseRequestMatchesGJSON(f *testing.F) {
 	})
 }
 
-// ambiguousKey reports whether err rejects a repeated or case-variant member name.
+// ambiguousKey reports whether err rejects a repeated or case-variant member name, or a
+// body that is not UTF-8 (which gjson did not check).
 func ambiguousKey(err error) bool {
 	var pe *ParamError
-	return errors.As(err, &pe) && (pe.Code == CodeDuplicateKey || pe.Code == CodeKeyCase)
+	return errors.As(err, &pe) && (pe.Code == CodeDuplicateKey || pe.Code == CodeKeyCase || pe.Code == CodeInvalidUTF8)
 }
 
 // allowedDifference reports the one place ParseRequest deliberately differs: a seed beyond
