@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -189,6 +190,15 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	start := time.Now()
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), b.provider.Headers(b.cfg.APIKey, req, opts), c.buf)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
+		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
+		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
+		// the 401 on would tell the client its own key is wrong.
+		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", ue.Message)
+		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
+			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+	}
 	return x, err
 }
 

@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/tidwall/gjson"
+)
+
+// The OpenAI passthrough forwards upstream chunks and completions nearly as they are, but
+// only after reading them as JSON: what the client gets keeps the guarantees of the
+// translated backends (DESIGN 3.3), whatever an OpenAI-compatible server sends.
+
+// passthroughChunks normalizes the chunks of one passthrough stream. Every chunk leaves with
+// the same id, created and model and object "chat.completion.chunk": the id and created of
+// the first chunk that has them (OpenAI's own), else the gateway's, so that a leading chunk
+// without them (Azure's prompt_filter_results chunk: id "", created 0, object "") cannot
+// break the stream's identity. Not safe for concurrent use.
+type passthroughChunks struct {
+	backend string
+	// model is the client-facing model as a JSON string.
+	model []byte
+	// fallbackID is the gateway's response id, used when the first chunk has none.
+	fallbackID   string
+	includeUsage bool
+	// head is `"id":…,"object":…,"created":…,"model":…`, fixed by the first chunk.
+	head []byte
+}
+
+// chunk is what the gateway reads of an upstream chunk.
+type chunk struct {
+	root     gjson.Result
+	usage    gjson.Result // the usage object, if any
+	choices  int          // number of choices
+	finished bool         // some choice has a finish_reason
+	err      gjson.Result // an error object instead of a chunk
+}
+
+// read parses one data payload. A payload that is not a JSON object is an upstream error.
+func (p *passthroughChunks) read(data []byte) (chunk, error) {
+	if !gjson.ValidBytes(data) {
+		return chunk{}, notJSON(p.backend, "sent a stream event that is not JSON", data)
+	}
+	ch := chunk{root: gjson.ParseBytes(data)}
+	if !ch.root.IsObject() {
+		return chunk{}, notJSON(p.backend, "sent a stream event that is not a JSON object", data)
+	}
+	ch.root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "usage":
+			if v.IsObject() {
+				ch.usage = v
+			}
+		case "error":
+			ch.err = v
+		case "choices":
+			v.ForEach(func(_, c gjson.Result) bool {
+				ch.choices++
+				if f := c.Get("finish_reason"); f.Type == gjson.String && f.Str != "" {
+					ch.finished = true
+				}
+				return true
+			})
+		}
+		return true
+	})
+	return ch, nil
+}
+
+// appendChunk appends ch as an SSE event for the client.
+func (p *passthroughChunks) appendChunk(dst []byte, ch *chunk, now func() int64) []byte {
+	if p.head == nil {
+		id := ch.root.Get("id")
+		idStr := p.fallbackID
+		if id.Type == gjson.String && id.Str != "" {
+			idStr = id.Str
+		}
+		created := ch.root.Get("created")
+		n := created.Int()
+		if created.Type != gjson.Number || n <= 0 {
+			n = now()
+		}
+		p.head = append(p.head, `"id":`...)
+		p.head = translate.AppendString(p.head, idStr)
+		p.head = append(p.head, `,"object":"chat.completion.chunk","created":`...)
+		p.head = strconv.AppendInt(p.head, n, 10)
+		p.head = append(p.head, `,"model":`...)
+		p.head = append(p.head, p.model...)
+	}
+	dst = append(dst, "data: {"...)
+	dst = append(dst, p.head...)
+	ch.root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id", "object", "created", "model":
+			return true
+		case "usage":
+			if !p.includeUsage {
+				return true // asked for by the gateway, not by the client
+			}
+		}
+		dst = append(dst, ',')
+		dst = append(dst, k.Raw...)
+		dst = append(dst, ':')
+		dst = append(dst, v.Raw...)
+		return true
+	})
+	return append(dst, "}\n\n"...)
+}
+
+// completionBody checks that body, a 200 answer of a passthrough upstream, is a JSON chat
+// completion, and returns it with the client-facing model (a JSON string) and the usage it
+// reports.
+func completionBody(backend string, provider translate.Provider, body, model []byte) ([]byte, translate.Usage, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, translate.Usage{}, notJSON(backend, "answered with a body that is not JSON", body)
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return nil, translate.Usage{}, notJSON(backend, "answered with a body that is not a JSON object", body)
+	}
+	if e := root.Get("error"); e.Exists() {
+		return nil, translate.Usage{}, provider.DecodeError(http.StatusBadGateway, body)
+	}
+	if !root.Get("choices").IsArray() {
+		return nil, translate.Usage{}, notJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
+	}
+	var u translate.Usage
+	if raw := root.Get("usage"); raw.IsObject() {
+		u, _ = translate.OpenAIUsage([]byte(raw.Raw))
+	}
+	out := make([]byte, 0, len(body)+len(model)+16)
+	out = append(out, `{"model":`...)
+	out = append(out, model...)
+	root.ForEach(func(k, v gjson.Result) bool {
+		if k.Str != "model" {
+			out = append(out, ',')
+			out = append(out, k.Raw...)
+			out = append(out, ':')
+			out = append(out, v.Raw...)
+		}
+		return true
+	})
+	return append(out, '}'), u, nil
+}
+
+// notJSON is the 502 for an upstream answer the passthrough cannot read; what names the
+// fault after "the upstream of backend X". The message quotes at most 64 bytes of data.
+func notJSON(backend, what string, data []byte) *translate.UpstreamError {
+	msg := "the upstream of backend " + backend + " " + what
+	if len(data) > 0 {
+		b := data
+		if len(b) > 64 {
+			b = b[:64]
+		}
+		msg += ": " + strconv.Quote(string(b))
+	}
+	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+}
