@@ -180,8 +180,14 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 		return b.provider.DecodeResponse(body, counted)
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	return pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
+	err = pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
 		c.flush, func() error { return dec.Close(counted) })
+	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
+		// The stream ended early (the client left, the upstream failed): count what the
+		// upstream had reported, which Close would have emitted.
+		c.lastUsage = ur.UsageSoFar()
+	}
+	return err
 }
 
 // send posts c.buf to the route's upstream and times the wait for response headers.
