@@ -113,8 +113,8 @@ func TestStream_AbortedCountsReportedUsage(t *testing.T) {
 			want: map[string]float64{"prompt": 25, "completion": 1}},
 		{name: "gemini", kind: "gemini", upstreamModel: "gemini-2.5-flash",
 			first: "data: " + `{"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1,"totalTokenCount":10},"modelVersion":"gemini-2.5-flash"}` + "\r\n\r\n",
-			more: "data: " + `{"candidates":[{"content":{"parts":[{"text":" more"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":2,"totalTokenCount":11},"modelVersion":"gemini-2.5-flash"}` + "\r\n\r\n",
-			want: map[string]float64{"prompt": 9, "completion": 2}},
+			more:  "data: " + `{"candidates":[{"content":{"parts":[{"text":" more"}],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":2,"totalTokenCount":11},"modelVersion":"gemini-2.5-flash"}` + "\r\n\r\n",
+			want:  map[string]float64{"prompt": 9, "completion": 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
