@@ -173,14 +173,18 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 	}
 	defer x.Close()
 	if !stream {
-		body, err := x.readAll(64 << 20)
+		body, err := readBody(ctx, x, b.name)
 		if err != nil {
-			return readError(ctx, b.name, err)
+			return err
 		}
 		return b.provider.DecodeResponse(body, counted)
 	}
+	body, err := decodedBody(x, b.name)
+	if err != nil {
+		return err
+	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
+	err = pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
 		c.flush, func() error { return dec.Close(counted) })
 	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
 		// The stream ended early (the client left, the upstream failed): count what the
@@ -194,7 +198,10 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, opts *translate.Options) (*exchange, error) {
 	b := r.backend
 	start := time.Now()
-	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), b.provider.Headers(b.cfg.APIKey, req, opts), c.buf)
+	// Identity encoding: a compressed body would otherwise need decoding, bounded (see
+	// decodedBody, which still decodes an upstream that ignores this).
+	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {

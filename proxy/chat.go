@@ -372,9 +372,13 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 	clientModel := translate.AppendString(nil, req.Model)
 	now := func() int64 { return time.Now().Unix() }
 	return c.raw(ctx, req, true, func(x *exchange, r *route) error {
+		body, err := decodedBody(x, r.backend.name)
+		if err != nil {
+			return err
+		}
 		finished := false
 		chunks := passthroughChunks{backend: r.backend.name, model: clientModel, fallbackID: o.c.id, includeUsage: req.IncludeUsage}
-		return pumpSSE(ctx, x.body(), r.backend.name, func(_, data []byte) error {
+		return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 			c.sent = true
 			if string(data) == "[DONE]" {
 				finished = true
@@ -417,9 +421,9 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request) ([]byte, error) {
 	var out []byte
 	err := c.raw(ctx, req, false, func(x *exchange, r *route) error {
-		body, err := x.readAll(64 << 20)
+		body, err := readBody(ctx, x, r.backend.name)
 		if err != nil {
-			return readError(ctx, r.backend.name, err)
+			return err
 		}
 		out, c.lastUsage, err = completionBody(r.backend.name, r.backend.provider, body, translate.AppendString(nil, req.Model))
 		return err

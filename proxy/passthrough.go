@@ -1,8 +1,15 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/tidwall/gjson"
@@ -156,4 +163,70 @@ func notJSON(backend, what string, data []byte) *translate.UpstreamError {
 		msg += ": " + strconv.Quote(string(b))
 	}
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+}
+
+// maxResponseBytes bounds a non-streamed upstream body, decoded.
+const maxResponseBytes = 64 << 20
+
+// decodedBody returns the response body of x decoded: the gateway asks upstreams for identity
+// encoding, but one that answers gzip or deflate anyway is decoded as it is read. Any other
+// encoding is a 502.
+func decodedBody(x *exchange, backend string) (io.Reader, error) {
+	var r io.Reader = x.resp.BodyStream()
+	if r == nil {
+		r = bytes.NewReader(x.resp.Body())
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(string(x.resp.Header.ContentEncoding()))); enc {
+	case "", "identity":
+		return r, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, encodingError(backend, enc, err)
+		}
+		return zr, nil
+	case "deflate":
+		zr, err := zlib.NewReader(r)
+		if err != nil {
+			return nil, encodingError(backend, enc, err)
+		}
+		return zr, nil
+	default:
+		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
+			Message: "the upstream of backend " + backend + " answered with the unsupported Content-Encoding " + strconv.Quote(clipString(enc, 40))}
+	}
+}
+
+// readBody reads the whole non-streamed body of x, decoded (see decodedBody). A body over
+// maxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
+func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) {
+	r, err := decodedBody(x, backend)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+	if err != nil {
+		if ctx.Err() == nil && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+			errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			return nil, encodingError(backend, string(x.resp.Header.ContentEncoding()), err)
+		}
+		return nil, readError(ctx, backend, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
+			Message: "the upstream of backend " + backend + " answered with a body over the gateway's bound of " + strconv.Itoa(maxResponseBytes>>20) + " MiB"}
+	}
+	return body, nil
+}
+
+func encodingError(backend, enc string, err error) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
+		Message: "the upstream of backend " + backend + " sent a body that does not decode as " + clipString(enc, 40) + ": " + err.Error()}
+}
+
+func clipString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
