@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/sse"
@@ -208,7 +209,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
 		// the 401 on would tell the client its own key is wrong.
-		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", ue.Message)
+		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
 		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
 			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
 	}
