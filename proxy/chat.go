@@ -386,15 +386,17 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
 				return o.write()
 			}
-			ch, err := chunks.read(data)
+			var ch chunk
+			var err error
+			o.buf, ch, err = chunks.appendChunk(o.buf[:0], data, now)
 			if err != nil {
 				return err
 			}
-			if ch.err.Exists() {
+			if ch.isError {
 				return r.backend.provider.DecodeError(http.StatusBadGateway, data)
 			}
-			if ch.usage.Exists() {
-				c.lastUsage, _ = translate.OpenAIUsage([]byte(ch.usage.Raw))
+			if ch.usage != "" {
+				c.lastUsage, _ = translate.OpenAIUsage([]byte(ch.usage))
 				if !req.IncludeUsage && ch.choices == 0 {
 					return nil
 				}
@@ -404,7 +406,6 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				o.c.firstT = time.Now()
 			}
 			finished = finished || ch.finished
-			o.buf = chunks.appendChunk(o.buf[:0], &ch, now)
 			return o.write()
 		}, o.sync, func() error {
 			if !finished {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/tidwall/gjson"
@@ -37,30 +38,39 @@ type passthroughChunks struct {
 
 // chunk is what the gateway reads of an upstream chunk.
 type chunk struct {
-	root     gjson.Result
-	usage    gjson.Result // the usage object, if any
-	choices  int          // number of choices
-	finished bool         // some choice has a finish_reason
-	err      gjson.Result // an error object instead of a chunk
+	usage    string // the raw usage object, "" if none
+	choices  int    // number of choices
+	finished bool   // some choice has a finish_reason
+	isError  bool   // an error object instead of a chunk
 }
 
-// read parses one data payload. A payload that is not a JSON object is an upstream error.
-func (p *passthroughChunks) read(data []byte) (chunk, error) {
-	if !gjson.ValidBytes(data) {
-		return chunk{}, notJSON(p.backend, "sent a stream event that is not JSON", data)
+// appendChunk appends the upstream chunk data, normalized, as an SSE event for the client
+// to dst, and reports what it read of it. A payload that is not a JSON object is an
+// upstream error. The caller decides whether to send the event (it drops a usage-only chunk
+// the client did not ask for). One pass over data; nothing of it is retained.
+func (p *passthroughChunks) appendChunk(dst, data []byte, now func() int64) ([]byte, chunk, error) {
+	var ch chunk
+	// data lives until the caller returns, and every string read from it is copied into
+	// dst or converted before then.
+	s := unsafe.String(unsafe.SliceData(data), len(data))
+	if !gjson.Valid(s) {
+		return dst, ch, notJSON(p.backend, "sent a stream event that is not JSON", data)
 	}
-	ch := chunk{root: gjson.ParseBytes(data)}
-	if !ch.root.IsObject() {
-		return chunk{}, notJSON(p.backend, "sent a stream event that is not a JSON object", data)
+	root := gjson.Parse(s)
+	if !root.IsObject() {
+		return dst, ch, notJSON(p.backend, "sent a stream event that is not a JSON object", data)
 	}
-	ch.root.ForEach(func(k, v gjson.Result) bool {
+	if p.head == nil {
+		p.setHead(root, now)
+	}
+	dst = append(dst, "data: {"...)
+	dst = append(dst, p.head...)
+	root.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
-		case "usage":
-			if v.IsObject() {
-				ch.usage = v
-			}
+		case "id", "object", "created", "model":
+			return true
 		case "error":
-			ch.err = v
+			ch.isError = true
 		case "choices":
 			v.ForEach(func(_, c gjson.Result) bool {
 				ch.choices++
@@ -69,39 +79,10 @@ func (p *passthroughChunks) read(data []byte) (chunk, error) {
 				}
 				return true
 			})
-		}
-		return true
-	})
-	return ch, nil
-}
-
-// appendChunk appends ch as an SSE event for the client.
-func (p *passthroughChunks) appendChunk(dst []byte, ch *chunk, now func() int64) []byte {
-	if p.head == nil {
-		id := ch.root.Get("id")
-		idStr := p.fallbackID
-		if id.Type == gjson.String && id.Str != "" {
-			idStr = id.Str
-		}
-		created := ch.root.Get("created")
-		n := created.Int()
-		if created.Type != gjson.Number || n <= 0 {
-			n = now()
-		}
-		p.head = append(p.head, `"id":`...)
-		p.head = translate.AppendString(p.head, idStr)
-		p.head = append(p.head, `,"object":"chat.completion.chunk","created":`...)
-		p.head = strconv.AppendInt(p.head, n, 10)
-		p.head = append(p.head, `,"model":`...)
-		p.head = append(p.head, p.model...)
-	}
-	dst = append(dst, "data: {"...)
-	dst = append(dst, p.head...)
-	ch.root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id", "object", "created", "model":
-			return true
 		case "usage":
+			if v.IsObject() {
+				ch.usage = v.Raw
+			}
 			if !p.includeUsage {
 				return true // asked for by the gateway, not by the client
 			}
@@ -112,7 +93,26 @@ func (p *passthroughChunks) appendChunk(dst []byte, ch *chunk, now func() int64)
 		dst = append(dst, v.Raw...)
 		return true
 	})
-	return append(dst, "}\n\n"...)
+	return append(dst, "}\n\n"...), ch, nil
+}
+
+// setHead fixes the stream's id, created and model from its first chunk.
+func (p *passthroughChunks) setHead(root gjson.Result, now func() int64) {
+	idStr := p.fallbackID
+	if id := root.Get("id"); id.Type == gjson.String && id.Str != "" {
+		idStr = id.Str
+	}
+	created := root.Get("created")
+	n := created.Int()
+	if created.Type != gjson.Number || n <= 0 {
+		n = now()
+	}
+	p.head = append(p.head, `"id":`...)
+	p.head = translate.AppendString(p.head, idStr)
+	p.head = append(p.head, `,"object":"chat.completion.chunk","created":`...)
+	p.head = strconv.AppendInt(p.head, n, 10)
+	p.head = append(p.head, `,"model":`...)
+	p.head = append(p.head, p.model...)
 }
 
 // completionBody checks that body, a 200 answer of a passthrough upstream, is a JSON chat
