@@ -206,9 +206,10 @@ func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) 
 	}
 	body, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
 	if err != nil {
-		if ctx.Err() == nil && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+		enc := string(x.resp.Header.ContentEncoding())
+		if ctx.Err() == nil && enc != "" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
 			errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF)) {
-			return nil, encodingError(backend, string(x.resp.Header.ContentEncoding()), err)
+			return nil, encodingError(backend, enc, err)
 		}
 		return nil, readError(ctx, backend, err)
 	}
