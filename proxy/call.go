@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/sse"
@@ -181,23 +183,45 @@ func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, 
 	}
 	defer x.Close()
 	if !stream {
-		body, err := x.readAll(64 << 20)
+		body, err := readBody(ctx, x, b.name)
 		if err != nil {
-			return readError(ctx, b.name, err)
+			return err
 		}
 		return b.provider.DecodeResponse(body, counted)
 	}
+	body, err := decodedBody(x, b.name)
+	if err != nil {
+		return err
+	}
 	dec := b.provider.NewStreamDecoder(opts)
-	return pumpSSE(ctx, x.body(), b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
+	err = pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
 		c.flush, func() error { return dec.Close(counted) })
+	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
+		// The stream ended early (the client left, the upstream failed): count what the
+		// upstream had reported, which Close would have emitted.
+		c.lastUsage = ur.UsageSoFar()
+	}
+	return err
 }
 
 // send posts c.buf to the route's upstream and times the wait for response headers.
 func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, opts *translate.Options) (*exchange, error) {
 	b := r.backend
 	start := time.Now()
-	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), b.provider.Headers(b.cfg.APIKey, req, opts), c.buf)
+	// Identity encoding: a compressed body would otherwise need decoding, bounded (see
+	// decodedBody, which still decodes an upstream that ignores this).
+	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
+		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
+		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
+		// the 401 on would tell the client its own key is wrong.
+		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
+		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
+			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+	}
 	return x, err
 }
 

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -345,16 +344,23 @@ func (c *chatRun) finish(code int, stream bool) {
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
 }
 
-// forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded as
-// they are, with the model renamed to the client-facing name and the usage chunk (which
-// Agate always requests, to count tokens) dropped unless the client asked for it. An
-// upstream error event, or a stream that ends before [DONE] or a finish_reason, becomes
-// the returned error, which the caller writes in-band.
+// forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded with
+// the client-facing model, a constant id and created (see passthroughChunks), and the usage
+// (which Agate always requests, to count tokens) dropped unless the client asked for it.
+// An upstream error event, a payload that is not a JSON object, or a stream that ends
+// before [DONE] or a finish_reason becomes the returned error, which the caller writes
+// in-band.
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
 	clientModel := translate.AppendString(nil, req.Model)
+	now := func() int64 { return time.Now().Unix() }
 	return c.raw(ctx, req, true, func(x *exchange, r *route) error {
+		body, err := decodedBody(x, r.backend.name)
+		if err != nil {
+			return err
+		}
 		finished := false
-		return pumpSSE(ctx, x.body(), r.backend.name, func(_, data []byte) error {
+		chunks := passthroughChunks{backend: r.backend.name, model: clientModel, fallbackID: o.c.id, includeUsage: req.IncludeUsage}
+		return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 			c.sent = true
 			if string(data) == "[DONE]" {
 				finished = true
@@ -362,27 +368,26 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
 				return o.write()
 			}
-			if isErrorEvent(data) {
+			var ch chunk
+			var err error
+			o.buf, ch, err = chunks.appendChunk(o.buf[:0], data, now)
+			if err != nil {
+				return err
+			}
+			if ch.isError {
 				return r.backend.provider.DecodeError(http.StatusBadGateway, data)
+			}
+			if ch.usage != "" {
+				c.lastUsage, _ = translate.OpenAIUsage([]byte(ch.usage))
+				if !req.IncludeUsage && ch.choices == 0 {
+					return nil
+				}
 			}
 			o.commit()
 			if o.c.firstT.IsZero() {
 				o.c.firstT = time.Now()
 			}
-			if !finished && hasFinishReason(data) {
-				finished = true
-			}
-			if i := bytes.Index(data, []byte(`"usage":{`)); i >= 0 {
-				if u, ok := translate.OpenAIUsage(data[i+len(`"usage":`):]); ok {
-					c.lastUsage = u
-				}
-				if !req.IncludeUsage && bytes.Contains(data, []byte(`"choices":[]`)) {
-					return nil
-				}
-			}
-			o.buf = append(o.buf[:0], "data: "...)
-			o.buf = appendRenamed(o.buf, data, clientModel)
-			o.buf = append(o.buf, "\n\n"...)
+			finished = finished || ch.finished
 			return o.write()
 		}, o.sync, func() error {
 			if !finished {
@@ -394,78 +399,17 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 	})
 }
 
-// isErrorEvent reports whether an SSE data payload is an error object instead of a chunk.
-func isErrorEvent(data []byte) bool {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	return bytes.HasPrefix(data, []byte(`{"error"`))
-}
-
-// hasFinishReason reports whether a chunk carries a non-null finish_reason.
-func hasFinishReason(data []byte) bool {
-	i := bytes.Index(data, []byte(`"finish_reason":`))
-	if i < 0 {
-		return false
-	}
-	j := skipSpace(data, i+len(`"finish_reason":`))
-	return j < len(data) && data[j] == '"'
-}
-
-// forwardComplete is the OpenAI passthrough for non-streaming requests.
+// forwardComplete is the OpenAI passthrough for non-streaming requests. A 200 whose body is
+// not a JSON chat completion is a 502 naming the backend.
 func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request) ([]byte, error) {
 	var out []byte
 	err := c.raw(ctx, req, false, func(x *exchange, r *route) error {
-		body, err := x.readAll(64 << 20)
+		body, err := readBody(ctx, x, r.backend.name)
 		if err != nil {
-			return readError(ctx, r.backend.name, err)
+			return err
 		}
-		if i := bytes.Index(body, []byte(`"usage":{`)); i >= 0 {
-			if u, ok := translate.OpenAIUsage(body[i+len(`"usage":`):]); ok {
-				c.lastUsage = u
-			}
-		}
-		out = appendRenamed(nil, body, translate.AppendString(nil, req.Model))
-		return nil
+		out, c.lastUsage, err = completionBody(r.backend.name, r.backend.provider, body, translate.AppendString(nil, req.Model))
+		return err
 	})
 	return out, err
-}
-
-// appendRenamed appends data, an OpenAI chunk or completion, with the value of its first
-// "model" member replaced by model (a JSON string). The upstream's value is not compared
-// with the upstream model the gateway asked for: OpenAI answers with the dated snapshot
-// ("gpt-4o-2024-08-06" for "gpt-4o"), and the client must see its own name either way.
-// OpenAI puts id, object, created and model first, so the first "model" key is the
-// top-level one; inside strings a quote is escaped and cannot match.
-func appendRenamed(dst, data, model []byte) []byte {
-	i := bytes.Index(data, []byte(`"model"`))
-	if i < 0 {
-		return append(dst, data...)
-	}
-	j := skipSpace(data, i+len(`"model"`))
-	if j >= len(data) || data[j] != ':' {
-		return append(dst, data...)
-	}
-	start := skipSpace(data, j+1)
-	if start >= len(data) || data[start] != '"' {
-		return append(dst, data...)
-	}
-	end := start + 1
-	for end < len(data) && data[end] != '"' {
-		if data[end] == '\\' {
-			end++
-		}
-		end++
-	}
-	if end >= len(data) {
-		return append(dst, data...)
-	}
-	dst = append(dst, data[:start]...)
-	dst = append(dst, model...)
-	return append(dst, data[end+1:]...)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
 )
@@ -41,7 +42,8 @@ func classify(err error, requestID string) apiError {
 	}
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) {
-		a := apiError{Status: ue.Status, Message: ue.Message, Type: ue.Type, Param: ue.Param, Code: ue.Code}
+		// Upstreams quote keys back in their messages; none may reach the client.
+		a := apiError{Status: ue.Status, Message: redact.Mask(ue.Message), Type: ue.Type, Param: redact.Mask(ue.Param), Code: redact.Mask(ue.Code)}
 		if a.Status < 400 || a.Status > 599 {
 			a.Status = http.StatusBadGateway
 		}

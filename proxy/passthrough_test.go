@@ -191,14 +191,18 @@ func TestPassthrough_Complete(t *testing.T) {
 }
 
 // TestPassthrough_UpstreamErrors replays the recorded OpenAI errors: the SDK sees the
-// upstream's status, message, type and code, for streams and not.
+// upstream's status, message, type and code, for streams and not, except for a rejected
+// credential, which is the gateway's own: a 502 that says so.
 func TestPassthrough_UpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		fixture string
 		status  int
+		want    *errorView // nil: the upstream's own error
 	}{
-		{name: "401 invalid api key", fixture: "errors/401-auth.mirascope.json", status: 401},
+		{name: "401 invalid api key", fixture: "errors/401-auth.mirascope.json", status: 401,
+			want: &errorView{Status: 502, Type: "api_error", Code: "upstream_auth_failed",
+				Message: "the upstream of backend up rejected the gateway's credential: the gateway operator must check backends.up.api_key"}},
 		{name: "404 model not found", fixture: "errors/404-model-not-found.mirascope.json", status: 404},
 	}
 	for _, tt := range tests {
@@ -232,6 +236,9 @@ func TestPassthrough_UpstreamErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 				wantView := errorView{Status: tt.status, Type: want.Error.Type, Code: *want.Error.Code, Message: want.Error.Message}
+				if tt.want != nil {
+					wantView = *tt.want
+				}
 				gotView := errorView{Status: apiErr.StatusCode, Type: apiErr.Type, Code: apiErr.Code, Param: apiErr.Param, Message: apiErr.Message}
 				if diff := cmp.Diff(wantView, gotView); diff != "" {
 					t.Errorf("SDK error (-want +got):\n%s", diff)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/agate-gateway/agate/internal/redact"
 )
 
 // Sentinel errors classify failures for the HTTP error funnel. Wrap them with %w.
@@ -61,7 +63,8 @@ type UpstreamError struct {
 	Code string
 	// Param names the offending parameter, if the upstream said.
 	Param string
-	// Message is the upstream's own message.
+	// Message is the upstream's own message, as the upstream wrote it: the proxy masks
+	// credential-like tokens in it (internal/redact) before a client or a log sees it.
 	Message string
 	// RetryAfter is how long the upstream asked to wait; zero if it did not say.
 	RetryAfter time.Duration
@@ -69,8 +72,9 @@ type UpstreamError struct {
 	Retryable bool
 }
 
+// Error is the text for logs; credential-like tokens in Message are masked.
 func (e *UpstreamError) Error() string {
-	return "upstream " + strconv.Itoa(e.Status) + " " + e.Type + ": " + e.Message
+	return "upstream " + strconv.Itoa(e.Status) + " " + e.Type + ": " + redact.Mask(e.Message)
 }
 
 // Is reports whether target is ErrUpstream.

@@ -378,13 +378,23 @@ func (d *openAIChatStream) Close(emit Emit) error {
 	return nil
 }
 
+// DecodeResponse decodes a chat completion. A body that is not a JSON object with a
+// choices array (an HTML page from a proxy, an error object sent with status 200) is an
+// upstream error, never an empty answer.
 func (openAIChat) DecodeResponse(body []byte, emit Emit) error {
 	s := unsafeString(body)
 	if !gjson.Valid(s) {
 		return upstreamMalformed("openai", body)
 	}
+	root := gjson.Parse(s)
+	if e := root.Get("error"); e.IsObject() {
+		return openAIError(502, e)
+	}
+	if !root.IsObject() || !root.Get("choices").IsArray() {
+		return upstreamMalformed("openai", body)
+	}
 	started, finished := false, false
-	return decodeOpenAIChunk(gjson.Parse(s), &started, &finished, emit)
+	return decodeOpenAIChunk(root, &started, &finished, emit)
 }
 
 func (openAIChat) DecodeError(status int, body []byte) *UpstreamError {

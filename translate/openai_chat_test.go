@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -90,6 +91,33 @@ func TestOpenAIChatResponse_Logprobs(t *testing.T) {
 			got := gjson.GetBytes(responseToOpenAI(t, OpenAIChat(), []byte(body)), "choices.0.logprobs").Raw
 			if !jsonEqual(t, tt.want, got) {
 				t.Errorf("logprobs = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOpenAIChatResponse_NotACompletion: a 200 body that is not a chat completion is an
+// upstream error (502), never an empty answer.
+func TestOpenAIChatResponse_NotACompletion(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		want       int
+	}{
+		{name: "html", body: "<html>bad gateway</html>", want: 502},
+		{name: "truncated", body: `{"id":"x","choices":[{"message":{"content":"hi"`, want: 502},
+		{name: "array", body: `[{"choices":[]}]`, want: 502},
+		{name: "no choices", body: `{"id":"x","object":"chat.completion"}`, want: 502},
+		{name: "error object", body: `{"error":{"message":"overloaded","type":"server_error"}}`, want: 502},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			events := 0
+			err := OpenAIChat().DecodeResponse([]byte(tt.body), func(*Event) error { events++; return nil })
+			var ue *UpstreamError
+			if !errors.As(err, &ue) || ue.Status != tt.want {
+				t.Fatalf("err = %v, want an UpstreamError with status %d", err, tt.want)
+			}
+			if events != 0 {
+				t.Errorf("%d events emitted before the error", events)
 			}
 		})
 	}

@@ -3,20 +3,29 @@ package translate
 import (
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
+// CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
+const CodeInvalidUTF8 = "invalid_utf8"
+
 // ParseRequest parses and validates an OpenAI chat completions request body. Errors are
-// *ParamError values naming the offending field; a body that is not valid JSON (RFC 8259,
-// except that strings are not checked to be UTF-8) or not a JSON object has Param "". The
-// body is copied once; the returned Request does not alias the caller's buffer.
+// *ParamError values naming the offending field; a body that is not UTF-8 (Code
+// CodeInvalidUTF8), not valid JSON (RFC 8259) or not a JSON object has Param "". The body
+// is copied once; the returned Request does not alias the caller's buffer.
 //
-// Where a field is given twice, the request is read as gjson read it, which the parser
-// used before: a top-level field is applied each time it appears, in order (so messages,
-// tools and extra fields accumulate and scalars keep the last value); within a message or
-// tool call the last value of a field wins, and within other nested objects the first.
+// In every object it interprets (the request, its messages, content parts, tools, tool
+// calls, tool_choice, response_format, stream_options, metadata and thinking blocks), a
+// member name given twice, or a known field's name in another case ("MODEL"), is an error
+// with Code CodeDuplicateKey or CodeKeyCase whose Param names the key: such bodies read
+// differently to different JSON decoders, and the OpenAI passthrough forwards the body.
 func ParseRequest(body []byte) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
+	}
+	if !utf8.Valid(body) {
+		return nil, &ParamError{Code: CodeInvalidUTF8,
+			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
 	p := parser{sc: jsonScanner{s: s}, req: &Request{Body: s}}
@@ -71,8 +80,9 @@ func (p *parser) fail(param, format string, args ...any) bool {
 
 func (p *parser) object() bool {
 	sc := &p.sc
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
-		if !p.field(sc.key) {
+		if !p.member(&seen, noBase, topLevelFields) || !p.field(sc.key) {
 			return false
 		}
 	}
@@ -139,7 +149,11 @@ func (p *parser) field(name string) bool {
 			return p.fail("stream_options", "must be an object")
 		}
 		var iu jsonValue
+		var seen keySet
 		for n := 0; sc.nextField(&n); {
+			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsFields) {
+				return false
+			}
 			ok := false
 			if sc.key == "include_usage" {
 				ok = sc.first(&iu)
@@ -266,7 +280,11 @@ func (p *parser) field(name string) bool {
 			return p.fail(name, "must be an object of string values")
 		}
 		at := sc.i
+		var seen keySet
 		for n := 0; sc.nextField(&n); {
+			if !p.member(&seen, func() string { return "metadata" }, "") {
+				return false
+			}
 			if sc.peek() != '"' {
 				return p.fail(name, "must be an object of string values")
 			}
@@ -347,7 +365,11 @@ func (p *parser) tool(i int) bool {
 	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, name, description, parameters, strict jsonValue
 	sawFunction := false
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
+		if !p.member(&seen, param, toolFields) {
+			return false
+		}
 		var ok bool
 		switch sc.key {
 		case "type":
@@ -356,8 +378,8 @@ func (p *parser) tool(i int) bool {
 			if sawFunction || sc.peek() != '{' {
 				ok = sc.skip()
 			} else {
-				ok = p.fields(want{"name", &name}, want{"description", &description},
-					want{"parameters", &parameters}, want{"strict", &strict})
+				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name},
+					want{"description", &description}, want{"parameters", &parameters}, want{"strict", &strict})
 			}
 			sawFunction = true
 		default:
@@ -420,13 +442,17 @@ func (p *parser) toolChoice() bool {
 	}
 	// gjson's Get("function.name") took the first name in any function object.
 	var typ, name jsonValue
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
+		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceFields) {
+			return false
+		}
 		var ok bool
 		switch {
 		case sc.key == "type":
 			ok = sc.first(&typ)
 		case sc.key == "function" && name.kind == jsonMissing && sc.peek() == '{':
-			ok = p.fields(want{"name", &name})
+			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
 		default:
 			ok = sc.skip()
 		}
@@ -455,7 +481,11 @@ func (p *parser) responseFormat() bool {
 	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, name, description, schema, strict jsonValue
 	sawSchema, schemaObject := false, false
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
+		if !p.member(&seen, func() string { return "response_format" }, responseFormatFields) {
+			return false
+		}
 		var ok bool
 		switch sc.key {
 		case "type":
@@ -465,8 +495,8 @@ func (p *parser) responseFormat() bool {
 				ok = sc.skip()
 			} else {
 				schemaObject = true
-				ok = p.fields(want{"name", &name}, want{"description", &description},
-					want{"schema", &schema}, want{"strict", &strict})
+				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
+					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
 			}
 			sawSchema = true
 		default:

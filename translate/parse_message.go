@@ -11,7 +11,12 @@ func (p *parser) message(i int) bool {
 	var msg Message
 	// content is read after the other fields, once the role is known.
 	var role, content jsonValue
+	var seen keySet
+	base := func() string { return idx("messages", i) }
 	for n := 0; sc.nextField(&n); {
+		if !p.member(&seen, base, messageFields) {
+			return false
+		}
 		key := sc.key
 		var v jsonValue
 		var ok bool
@@ -39,7 +44,7 @@ func (p *parser) message(i int) bool {
 				msg.Reasoning = v.str
 			}
 		case key == "thinking_blocks":
-			ok = p.thinkingBlocks(&msg)
+			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
 		case key == "refusal":
 			if ok = sc.value(&v); v.kind == jsonString {
 				msg.Refusal = v.str
@@ -91,35 +96,37 @@ func (p *parser) message(i int) bool {
 // thinkingBlocks reads a message's thinking_blocks the way gjson's ForEach walked them:
 // each element of an array, each member of an object, or a single scalar; whatever is not
 // an object yields an empty block.
-func (p *parser) thinkingBlocks(msg *Message) bool {
+func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
 	sc := &p.sc
 	switch sc.peek() {
 	case '[':
 		for n := 0; sc.nextElem(&n); {
-			if !p.thinkingBlock(msg) {
+			if !p.thinkingBlock(func() string { return idx(base(), n-1) }, msg) {
 				return false
 			}
 		}
 	case '{':
+		var seen keySet
 		for n := 0; sc.nextField(&n); {
-			if !p.thinkingBlock(msg) {
+			key := sc.key
+			if !p.member(&seen, base, "") || !p.thinkingBlock(func() string { return base() + "." + key }, msg) {
 				return false
 			}
 		}
 	default:
-		return p.thinkingBlock(msg)
+		return p.thinkingBlock(base, msg)
 	}
 	return !sc.err
 }
 
-func (p *parser) thinkingBlock(msg *Message) bool {
+func (p *parser) thinkingBlock(base func() string, msg *Message) bool {
 	sc := &p.sc
 	var typ, thinking, signature, data jsonValue
 	if sc.peek() != '{' {
 		if !sc.skip() {
 			return false
 		}
-	} else if !p.fields(want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
+	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
 		return false
 	}
 	msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
@@ -160,7 +167,11 @@ func (p *parser) part(i, j int, msg *Message) bool {
 	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonValue
 	var sawImage, sawFile, sawAudio bool
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
+		if !p.member(&seen, param, partFields) {
+			return false
+		}
 		var ok bool
 		switch sc.key {
 		case "type":
@@ -176,21 +187,22 @@ func (p *parser) part(i, j int, msg *Message) bool {
 			case sc.peek() != '{':
 				ok = sc.value(&image)
 			default:
-				ok = p.fields(want{"url", &url}, want{"detail", &detail})
+				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
 			}
 			sawImage = true
 		case "file":
 			if sawFile || sc.peek() != '{' {
 				ok = sc.skip()
 			} else {
-				ok = p.fields(want{"file_data", &fileData}, want{"file_id", &fileID}, want{"filename", &filename})
+				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
+					want{"file_id", &fileID}, want{"filename", &filename})
 			}
 			sawFile = true
 		case "input_audio":
 			if sawAudio || sc.peek() != '{' {
 				ok = sc.skip()
 			} else {
-				ok = p.fields(want{"data", &audio}, want{"format", &format})
+				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
 			}
 			sawAudio = true
 		default:
@@ -249,11 +261,16 @@ type want struct {
 	dst *jsonValue
 }
 
-// fields reads the object at the cursor, putting the first value of each wanted member
-// in its place and skipping the rest.
-func (p *parser) fields(wants ...want) bool {
+// fields reads the object at the cursor, whose param path base returns, putting the value
+// of each wanted member in its place and skipping the rest. A repeated member name, or one
+// that equals a wanted name only ignoring case, is an error.
+func (p *parser) fields(base func() string, wants ...want) bool {
 	sc := &p.sc
+	var seen keySet
 	for n := 0; sc.nextField(&n); {
+		if !p.memberOf(&seen, base, wants) {
+			return false
+		}
 		ok := false
 		for _, w := range wants {
 			if w.key == sc.key {
@@ -303,7 +320,11 @@ func (p *parser) toolCall(i, j int) bool {
 			return false
 		}
 	} else {
+		var seen keySet
 		for n := 0; sc.nextField(&n); {
+			if !p.member(&seen, param, toolCallFields) {
+				return false
+			}
 			var ok bool
 			switch sc.key {
 			case "id":
@@ -316,7 +337,12 @@ func (p *parser) toolCall(i, j int) bool {
 					break
 				}
 				ok = true
+				var fseen keySet
+				fbase := func() string { return param() + ".function" }
 				for k := 0; ok && sc.nextField(&k); {
+					if !p.member(&fseen, fbase, toolCallFuncFields) {
+						return false
+					}
 					switch sc.key {
 					case "name":
 						ok = sc.value(&name)

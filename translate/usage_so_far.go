@@ -1,0 +1,21 @@
+package translate
+
+// UsageReporter is implemented by stream decoders whose upstream reports usage before the
+// stream ends (Anthropic's message_start and message_delta, Gemini's usageMetadata on every
+// chunk). UsageSoFar returns the usage reported so far, the zero Usage if none. The proxy
+// counts it when a stream ends before Close emitted the usage (the client left, the
+// upstream failed), so tokens the upstream reported are never lost.
+type UsageReporter interface {
+	UsageSoFar() Usage
+}
+
+var (
+	_ UsageReporter = (*anthropicStream)(nil)
+	_ UsageReporter = (*geminiStream)(nil)
+)
+
+// UsageSoFar returns the usage of message_start, updated by any message_delta since.
+func (d *anthropicStream) UsageSoFar() Usage { return d.usage.openai() }
+
+// UsageSoFar returns the usage of the last chunk that carried usageMetadata.
+func (d *geminiStream) UsageSoFar() Usage { return d.usage }
