@@ -136,9 +136,9 @@ func TestExportedSeries(t *testing.T) {
 // grafanaMacros are the Grafana variables the dashboard may use in place of a duration,
 // with the value used to parse (and, in the end-to-end test, evaluate) an expression.
 var grafanaMacros = map[string]string{
-	"$__rate_interval": "1m",
+	"$__rate_interval": "5m",
 	"$__interval":      "15s",
-	"$__range":         "5m",
+	"$__range":         "15m",
 }
 
 // expandGrafana replaces Grafana's duration macros by durations and the dashboard's

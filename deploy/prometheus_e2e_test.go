@@ -316,8 +316,17 @@ type sample struct {
 
 // query runs an instant query and returns its vector (a scalar becomes one sample).
 func (p *promServer) query(t *testing.T, q string) ([]sample, error) {
+	return p.queryAt(t, q, 0)
+}
+
+// queryAt runs an instant query evaluated at Unix time at (now if 0).
+func (p *promServer) queryAt(t *testing.T, q string, at float64) ([]sample, error) {
 	t.Helper()
-	data, err := p.get(t, "/api/v1/query", url.Values{"query": {q}})
+	params := url.Values{"query": {q}}
+	if at != 0 {
+		params.Set("time", strconv.FormatFloat(at, 'f', 3, 64))
+	}
+	data, err := p.get(t, "/api/v1/query", params)
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +504,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		complete("unknown model", alice, params("nope", "hi"), 404)
 	}
 	round()
-	settled := waitForScrape(t, g, prom, perRound)
+	waitForScrape(t, g, prom, perRound)
 	round()
 
 	// One good and one bad configuration reload.
@@ -516,7 +525,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		t.Fatal("a reload of an unknown key succeeded")
 	}
 
-	settled = waitForScrape(t, g, prom, 2*perRound)
+	settled, scraped := waitForScrape(t, g, prom, 2*perRound)
 
 	t.Run("figures", func(t *testing.T) {
 		got := map[string]map[string]float64{
@@ -623,11 +632,50 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		}
 	})
 
+	t.Run("the alerts the traffic calls for", func(t *testing.T) {
+		// Every request for "broken" and every attempt on backend "down" failed, and one
+		// reload failed: those alerts are pending (their for: has not passed) or firing
+		// (no for:); nothing else is active.
+		want := map[string]string{
+			`AgateHighErrorRatio{model="broken"}`:       "pending",
+			`AgateErrorRatioCritical{model="broken"}`:   "pending",
+			`AgateUpstreamFailures{backend="down"}`:     "pending",
+			`AgateConfigReloadFailed{result="failure"}`: "firing",
+		}
+		var got map[string]string
+		poll(t, "the expected alerts", func() (bool, string) {
+			data, err := prom.get(t, "/api/v1/alerts", nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			var r struct {
+				Alerts []struct {
+					Labels map[string]string `json:"labels"`
+					State  string            `json:"state"`
+				} `json:"alerts"`
+			}
+			if err := json.Unmarshal(data, &r); err != nil {
+				return false, err.Error()
+			}
+			got = map[string]string{}
+			for _, a := range r.Alerts {
+				name := a.Labels["alertname"]
+				for _, l := range []string{"alertname", "severity", "job", "instance"} {
+					delete(a.Labels, l)
+				}
+				got[name+seriesSelector(a.Labels)] = a.State
+			}
+			return cmp.Equal(want, got), cmp.Diff(want, got)
+		})
+	})
+
 	t.Run("every dashboard query runs", func(t *testing.T) {
 		exprs := dashboardExprs(t, loadDashboard(t))
 		var empty []string
 		for _, e := range exprs {
-			samples, err := prom.query(t, e.expr)
+			// At the time of the last scrape, so that the rates see both rounds
+			// however long the steps above took.
+			samples, err := prom.queryAt(t, e.expr, scraped)
 			if err != nil {
 				t.Errorf("%s: %s: %v", e.where, e.expr, err)
 				continue
@@ -654,14 +702,14 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 // waitForScrape waits until the gateway's registry has counted requests requests with
 // none in flight (it records some figures after the client has its response), then until
 // Prometheus has scraped it after that. It returns the time the registry settled, in
-// Unix seconds.
-func waitForScrape(t *testing.T, g *e2eGateway, prom *promServer, requests float64) float64 {
+// Unix seconds, and the time of that scrape.
+func waitForScrape(t *testing.T, g *e2eGateway, prom *promServer, requests float64) (settled, scraped float64) {
 	t.Helper()
 	poll(t, "the gateway's registry to count every request", func() (bool, string) {
 		n, inflight := gathered(t, g.reg, "gateway_requests_total"), gathered(t, g.reg, "gateway_inflight_requests")
 		return n == requests && inflight == 0, fmt.Sprintf("%v requests, %v in flight", n, inflight)
 	})
-	settled := float64(time.Now().UnixMilli()) / 1000
+	settled = float64(time.Now().UnixMilli()) / 1000
 	poll(t, "a scrape after the traffic", func() (bool, string) {
 		// timestamp() of a bare selector is the time of the sample, i.e. of the scrape
 		// (of any other expression, the evaluation time).
@@ -669,9 +717,10 @@ func waitForScrape(t *testing.T, g *e2eGateway, prom *promServer, requests float
 		if err != nil || len(v) != 1 {
 			return false, fmt.Sprintf("%v %v", v, err)
 		}
-		return v[0].Value > settled, fmt.Sprintf("last scrape at %v, traffic settled at %v", v[0].Value, settled)
+		scraped = v[0].Value
+		return scraped > settled, fmt.Sprintf("last scrape at %v, traffic settled at %v", scraped, settled)
 	})
-	return settled
+	return settled, scraped
 }
 
 // gathered sums the counter or gauge values of the named family in reg.
@@ -737,6 +786,20 @@ func registrySeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// seriesSelector renders labels as a PromQL selector body in label order: {a="1",b="2"}.
+func seriesSelector(labels map[string]string) string {
+	names := make([]string, 0, len(labels))
+	for n := range labels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s=%q", n, labels[n]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // seriesKey renders a label set in a canonical order; le values are normalised as
