@@ -149,7 +149,7 @@ func (c *chatRun) limitError() error {
 	d, after := l.adm.Denied, l.adm.RetryAfter
 	a := apiError{Status: 429, Code: "rate_limit_exceeded", Type: "requests",
 		RetryAfter: max(1, int((after+time.Second-1)/time.Second))}
-	wait := "try again in " + formatReset(after)
+	wait := "try again in " + roughly(after)
 	switch d {
 	case limits.KeyRequests:
 		a.Message = fmt.Sprintf("rate limit reached for key %s on requests per minute (limit %d); %s", c.key.name, l.req.KeyRate.RequestsPerMinute, wait)
@@ -171,7 +171,7 @@ func (c *chatRun) limitError() error {
 		if d == limits.BudgetUSD {
 			what = fmt.Sprintf("usd budget (%s USD per %s)", strconv.FormatFloat(float64(l.req.Budget.MicroUSD)/1e6, 'f', -1, 64), l.req.Budget.Period)
 		}
-		a.Message = fmt.Sprintf("key %s exceeded its %s; it renews in %s", c.key.name, what, formatReset(after))
+		a.Message = fmt.Sprintf("key %s exceeded its %s; it renews in %s", c.key.name, what, roughly(after))
 	}
 	return &limitError{a}
 }
@@ -183,6 +183,14 @@ func formatReset(d time.Duration) string {
 		return "0s"
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// roughly renders a wait for a message: to the second from one second on.
+func roughly(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Second).String()
+	}
+	return formatReset(d)
 }
 
 // setRateLimitHeaders sets OpenAI's x-ratelimit-* headers for the key's per-minute limits.
