@@ -76,9 +76,8 @@ func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 			return false
 		}
 	}
-	actx, cancel := context.WithCancel(s.baseCtx)
-	defer cancel()
-	if err := s.limiter.Admit(actx, &l.req, &l.adm); err != nil {
+	// The limiter bounds its own wait (state.timeout); baseCtx ends it at a forced shutdown.
+	if err := s.limiter.Admit(s.baseCtx, &l.req, &l.adm); err != nil {
 		if s.onErrorDeny {
 			s.fail(ctx, c.rid, errorf(ErrUnavailable, "rate limits cannot be checked right now (the state store did not answer); try again"),
 				c.route.label(), c.route.backend.name, c.key.name, strconv.FormatBool(c.req.Stream))
@@ -176,35 +175,48 @@ func (c *chatRun) limitError() error {
 	return &limitError{a}
 }
 
-// formatReset renders a duration as OpenAI's x-ratelimit-reset-* headers do ("1s",
-// "6m0s", "59.5s"), to the millisecond.
-func formatReset(d time.Duration) string {
-	if d < time.Millisecond {
-		return "0s"
-	}
-	return d.Round(time.Millisecond).String()
-}
-
 // roughly renders a wait for a message: to the second from one second on.
 func roughly(d time.Duration) string {
 	if d >= time.Second {
 		return d.Round(time.Second).String()
 	}
-	return formatReset(d)
+	return string(appendReset(nil, d))
 }
 
-// setRateLimitHeaders sets OpenAI's x-ratelimit-* headers for the key's per-minute limits.
+// rateLimitHeaders are OpenAI's x-ratelimit-* names: limit, remaining and reset, for
+// requests and for tokens.
+var rateLimitHeaders = [2][3]string{
+	{"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+	{"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+}
+
+// setRateLimitHeaders sets OpenAI's x-ratelimit-* headers for the key's per-minute limits,
+// without allocating.
 func setRateLimitHeaders(h *fasthttp.ResponseHeader, a *limits.Admission) {
-	set := func(kind string, w limits.WindowState) {
+	var buf [24]byte
+	for i, w := range [2]limits.WindowState{a.Requests, a.Tokens} {
 		if w.Limit == 0 {
-			return
+			continue
 		}
-		h.Set("x-ratelimit-limit-"+kind, strconv.FormatInt(w.Limit, 10))
-		h.Set("x-ratelimit-remaining-"+kind, strconv.FormatInt(w.Remaining, 10))
-		h.Set("x-ratelimit-reset-"+kind, formatReset(w.Reset))
+		names := &rateLimitHeaders[i]
+		h.SetBytesV(names[0], strconv.AppendInt(buf[:0], w.Limit, 10))
+		h.SetBytesV(names[1], strconv.AppendInt(buf[:0], w.Remaining, 10))
+		h.SetBytesV(names[2], appendReset(buf[:0], w.Reset))
 	}
-	set("requests", a.Requests)
-	set("tokens", a.Tokens)
+}
+
+// appendReset appends d as OpenAI's reset headers show it, in seconds to the millisecond
+// ("1s", "59.5s", "0.012s"); time.ParseDuration reads it.
+func appendReset(b []byte, d time.Duration) []byte {
+	ms := max(0, d.Milliseconds())
+	b = strconv.AppendInt(b, ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+	}
+	return append(b, 's')
 }
 
 // stateNotReady writes the readiness of the state store when it cannot be reached and
