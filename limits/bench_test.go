@@ -12,7 +12,7 @@ import (
 
 var benchRequest = &Request{Key: "alice", KeyRate: Rate{RequestsPerMinute: 1 << 50, TokensPerMinute: 1 << 50, Concurrent: 1 << 20},
 	Budget: Budget{Tokens: 1 << 50, MicroUSD: 1 << 50, Period: time.Hour},
-	Model: "claude-sonnet", ModelRate: Rate{RequestsPerMinute: 1 << 50, TokensPerMinute: 1 << 50}}
+	Model:  "claude-sonnet", ModelRate: Rate{RequestsPerMinute: 1 << 50, TokensPerMinute: 1 << 50}}
 
 // BenchmarkMemory_AdmitFinish is one admitted request with every limit set: Admit, then
 // Finish with its usage.
@@ -54,7 +54,6 @@ func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
 }
-
 
 // BenchmarkRedis_AdmitFinish is one admitted request with every limit set against a local
 // redis-server; round-trips/op counts the commands sent (one Admit, one Finish).

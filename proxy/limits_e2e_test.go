@@ -453,7 +453,9 @@ keys:
 				}
 			}
 			var codes []int
-			send := func() { codes = append(codes, rs.replicas[len(codes)%2].chat("alice-key", chatBody("demo", "hi", false)).status) }
+			send := func() {
+				codes = append(codes, rs.replicas[len(codes)%2].chat("alice-key", chatBody("demo", "hi", false)).status)
+			}
 			send()
 			send()
 			apply("4")
@@ -598,8 +600,10 @@ state: {type: redis, url: "{{REDIS}}", timeout: 100ms, on_error: {{ON_ERROR}}}
 				t.Error("no state store error logged")
 			}
 			srv.Restart()
-			eventually(t, "readiness after the restart", func() bool { return g.do("GET", "/readyz", "", nil).status == 200 &&
-				strings.Contains(string(g.do("GET", "/readyz", "", nil).body), `"ready"`) })
+			eventually(t, "readiness after the restart", func() bool {
+				return g.do("GET", "/readyz", "", nil).status == 200 &&
+					strings.Contains(string(g.do("GET", "/readyz", "", nil).body), `"ready"`)
+			})
 			var codes []int
 			for range 3 {
 				codes = append(codes, g.chat("alice-key", chatBody("demo", "hi", false)).status)
