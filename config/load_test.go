@@ -83,7 +83,7 @@ func exampleConfig() *Config {
 		},
 		Models: map[string]Model{
 			"demo":          {Backend: "offline", UpstreamModel: "demo", PromptCache: "off"},
-			"claude-sonnet": {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto", Limits: exampleLimits, Price: examplePrice},
+			"claude-sonnet": {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto", Limits: Limits{RequestsPerMinute: 1000, TokensPerMinute: 2000000}, Price: &Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}},
 			"gemini-flash":  {Backend: "gemini", UpstreamModel: "gemini-2.5-flash", PromptCache: "off", Fallbacks: []string{"claude-sonnet"}},
 			"gpt-5":         {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
 			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
@@ -92,12 +92,6 @@ func exampleConfig() *Config {
 		State: defaultState(),
 	}
 }
-
-// The limits and price of claude-sonnet in config.example.yaml.
-var (
-	exampleLimits = Limits{RequestsPerMinute: 1000, TokensPerMinute: 2000000}
-	examplePrice  = &Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}
-)
 
 func defaultState() State {
 	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
