@@ -94,8 +94,10 @@ func (r *replica) chat(t *testing.T, text string, stream bool) (int, http.Header
 
 // TestReplicas_SharedLimits runs two gateway processes, built from this package, on one
 // real redis-server: one requests_per_minute is enforced exactly across both, a token
-// budget charged by one refuses on the other, and a tool result cached by one is a hit
-// on the other.
+// budget charged by one refuses on the other, a tool result cached by one is a hit on the
+// other, a concurrency cap holds across both with streams, and with Redis killed requests
+// are served (on_error allow) without waiting, /readyz says degraded, and limits hold
+// again after a restart.
 func TestReplicas_SharedLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway binary")
@@ -112,12 +114,46 @@ func TestReplicas_SharedLimits(t *testing.T) {
 	}))
 	defer hook.Close()
 
+	// upstream is an OpenAI-compatible upstream whose streams for prompts containing
+	// "hold" send a chunk every few milliseconds until released; others end at once.
+	var held atomic.Int64
+	release := make(chan struct{})
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		chunk := func(delta, finish string) string {
+			return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunk(`{"role":"assistant","content":"x"}`, "null"))
+		w.(http.Flusher).Flush()
+		if strings.Contains(string(body), "hold") {
+			held.Add(1)
+			defer held.Add(-1)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+		wait:
+			for {
+				select {
+				case <-release:
+					break wait
+				case <-r.Context().Done():
+					return
+				case <-tick.C:
+					io.WriteString(w, chunk(`{"content":"."}`, "null"))
+					w.(http.Flusher).Flush()
+				}
+			}
+		}
+		io.WriteString(w, chunk(`{}`, `"stop"`)+`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer upstream.Close()
+
 	write := func(name, keys string) string {
 		path := filepath.Join(t.TempDir(), name)
 		cfg := fmt.Sprintf(`
 server: {listen: "127.0.0.1:0", shutdown_timeout: 5s}
-backends: {offline: {type: mock}}
-models: {demo: {backend: offline}}
+backends: {offline: {type: mock}, up: {type: openai, base_url: %q}}
+models: {demo: {backend: offline}, up: {backend: up}}
 keys:
   alice:
     key: ${ALICE_KEY}
@@ -128,7 +164,7 @@ tools:
   weather: {type: http, url: %q, read_only: true}
 cache: {scope: global}
 state: {type: redis, url: %q, key_prefix: "%s:", timeout: 200ms}
-`, keys, hook.URL, srv.URL(), name)
+`, upstream.URL+"/v1", keys, hook.URL, srv.URL(), name)
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -185,5 +221,82 @@ state: {type: redis, url: %q, key_prefix: "%s:", timeout: 200ms}
 			t.Errorf("the tool ran %d times across two replicas, want 1", n)
 		}
 		t.Logf("tool ran %d time(s) for two requests on two replicas", toolRuns.Load())
+	})
+
+	t.Run("concurrency cap across two processes with streams", func(t *testing.T) {
+		path := write("conc", "    limits: {concurrent: 2}")
+		a, b := startReplica(t, bin, path), startReplica(t, bin, path)
+		streamDone := make(chan error, 2)
+		for _, r := range []*replica{a, b} {
+			go func() {
+				client := openai.NewClient(option.WithBaseURL(r.base+"/v1/"), option.WithAPIKey("alice-secret"), option.WithMaxRetries(0))
+				s := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+					Model: "up", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hold")}})
+				for s.Next() {
+				}
+				streamDone <- s.Err()
+			}()
+		}
+		eventually(t, "two held streams, one per replica", func() bool { return held.Load() == 2 })
+		for i, r := range []*replica{a, b} {
+			if code, _ := r.chat(t, "hi", true); code != 429 {
+				t.Errorf("replica %c with two streams open: %d, want 429", 'A'+i, code)
+			}
+		}
+		close(release)
+		for range 2 {
+			if err := <-streamDone; err != nil {
+				t.Errorf("held stream: %v", err)
+			}
+		}
+		for i, r := range []*replica{a, b} {
+			if code, _ := r.chat(t, "hi", true); code != 200 {
+				t.Errorf("replica %c after the streams ended: %d, want 200", 'A'+i, code)
+			}
+		}
+		t.Logf("two streams open: third request 429 on both replicas; after they ended: 200")
+	})
+
+	t.Run("redis killed mid-run, on_error allow, recovery after restart", func(t *testing.T) {
+		path := write("down", "    limits: {requests_per_minute: 3}")
+		a, b := startReplica(t, bin, path), startReplica(t, bin, path)
+		if code, _ := a.chat(t, "hi", false); code != 200 {
+			t.Fatalf("before the outage: %d", code)
+		}
+		srv.Kill()
+		for i, r := range []*replica{a, b} {
+			start := time.Now()
+			code, _ := r.chat(t, "hi", true)
+			if took := time.Since(start); code != 200 || took > 2*time.Second {
+				t.Errorf("replica %c with Redis down: %d after %v, want 200 within about the 200ms timeout", 'A'+i, code, took)
+			}
+			resp, err := http.Get(r.base + "/readyz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ready, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(ready), `"degraded"`) {
+				t.Errorf("replica %c /readyz with Redis down: %d %s", 'A'+i, resp.StatusCode, ready)
+			}
+		}
+		srv.Restart()
+		var got []int
+		eventually(t, "limits after the restart", func() bool {
+			code, _ := a.chat(t, "hi", false)
+			return code == 200
+		})
+		for i := range 3 {
+			code, _ := []*replica{a, b}[i%2].chat(t, "hi", false)
+			got = append(got, code)
+		}
+		// Redis came back empty: one request was counted by the poll above, two more pass.
+		if fmt.Sprint(got) != "[200 200 429]" {
+			t.Errorf("after the restart: %v, want [200 200 429]", got)
+		}
+		if !strings.Contains(a.logs.String(), "state store error") {
+			t.Error("replica A logged no state store error")
+		}
+		t.Logf("Redis down: requests served (allow), /readyz degraded; after restart: %v", got)
 	})
 }
