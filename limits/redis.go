@@ -119,6 +119,11 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 		err = fmt.Errorf("admit script returned %d values", len(res))
 	}
 	if err != nil {
+		if req.KeyRate.Concurrent > 0 || req.ModelRate.Concurrent > 0 {
+			// The script may have run and taken slots before the reply was lost: free
+			// them now if Redis answers, rather than when their lease ends.
+			go r.dropSlot(keys[2], keys[4], slot)
+		}
 		return r.fail("admit", err)
 	}
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -178,6 +183,16 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 	a.BudgetTokensLeft = max(0, req.Budget.Tokens-res[0])
 	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-res[1])
 	return nil
+}
+
+// dropSlot removes slot from both slot sets, best effort.
+func (r *Redis) dropSlot(keySet, modelSet, slot string) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	pipe := r.client.Pipeline()
+	pipe.ZRem(ctx, keySet, slot)
+	pipe.ZRem(ctx, modelSet, slot)
+	_, _ = pipe.Exec(ctx)
 }
 
 func flag(b bool) int {
