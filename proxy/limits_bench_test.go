@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
 )
 
@@ -15,9 +16,9 @@ import (
 func BenchmarkLimits_AdmitFinish(b *testing.B) {
 	cfg := parseConfig(b, `
 backends: {offline: {type: mock}}
-models: {demo: {backend: offline, limits: {requests_per_minute: 100000000, tokens_per_minute: 100000000}}}
+models: {demo: {backend: offline, limits: {requests_per_minute: 1000000000000000, tokens_per_minute: 1000000000000000}}}
 keys:
-  alice: {key: alice-key, models: ["*"], limits: {requests_per_minute: 100000000, tokens_per_minute: 100000000, concurrent: 1000}}
+  alice: {key: alice-key, models: ["*"], limits: {requests_per_minute: 1000000000000000, tokens_per_minute: 1000000000000000, concurrent: 1000}}
 state: {type: memory}
 `, nil)
 	g := startGatewayConfig(b, cfg, gatewayOptions{})
@@ -30,7 +31,7 @@ state: {type: memory}
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &chatRun{s: g.srv, rt: rt, key: key, route: route, start: time.Now()}
+	c := &chatRun{s: g.srv, rt: rt, key: key, route: route, start: time.Now(), req: &translate.Request{Model: "demo"}}
 	c.call = &modelCall{rt: rt, route: route, key: key, metrics: g.srv.metrics}
 	c.call.Usage.PromptTokens, c.call.Usage.CompletionTokens = 90, 10
 	var ctx fasthttp.RequestCtx
