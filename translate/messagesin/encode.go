@@ -212,7 +212,9 @@ func AppendUsage(dst []byte, u translate.Usage) []byte {
 }
 
 // AppendPing appends a ping event, sent while the response is slow to come.
-func AppendPing(dst []byte) []byte { return append(dst, "event: ping\ndata: {\"type\":\"ping\"}\n\n"...) }
+func AppendPing(dst []byte) []byte {
+	return append(dst, "event: ping\ndata: {\"type\":\"ping\"}\n\n"...)
+}
 
 // Assembler collects core events into one Message object, for a client that did not
 // stream. It is not safe for concurrent use.
