@@ -121,6 +121,12 @@ func (m *messagesRun) prepare(h *fasthttp.RequestHeader) error {
 		c.s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(f.Name)).Inc()
 	}
 	c.req.Extra = nil
+	// metadata.user_id, which Claude Code always sends, has no Gemini counterpart: dropped
+	// rather than refused.
+	if c.req.User != "" && anyBackend(c, "gemini") {
+		c.s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel("user")).Inc()
+		c.req.User = ""
+	}
 	if c.req.TopK != nil && (b.typ == "openai" || b.typ == "responses") {
 		if !b.cfg.DropUnsupportedParams {
 			return translate.Unsupported("top_k", b.typ)
@@ -143,6 +149,19 @@ func allBackends(c *chatRun, typ string) bool {
 		}
 	}
 	return true
+}
+
+// anyBackend reports whether the route or one of its fallbacks is a backend of type typ.
+func anyBackend(c *chatRun, typ string) bool {
+	if c.route.backend.typ == typ {
+		return true
+	}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; ok && r.backend.typ == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // messagesOut writes events to the client as the Messages event stream; see sseOut, whose

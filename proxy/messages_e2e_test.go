@@ -154,6 +154,7 @@ func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
 			}
 			msg := streamMessage(t, c, anthropic.MessageNewParams{Model: anthropic.Model("m-" + wire), MaxTokens: 100,
 				System:   []anthropic.TextBlockParam{{Text: "be brief"}},
+				Metadata: anthropic.MetadataParam{UserID: anthropic.String("user-1")}, // dropped for gemini
 				Messages: []anthropic.MessageParam{userText(text)}})
 			if len(msg.Content) != 1 || msg.Content[0].Text != text || msg.StopReason != "end_turn" || msg.Model != anthropic.Model("m-"+wire) {
 				t.Errorf("message %s", msg.RawJSON())
