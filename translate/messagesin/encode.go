@@ -2,6 +2,7 @@ package messagesin
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/tidwall/gjson"
@@ -251,7 +252,8 @@ func (a *Assembler) Add(ev *translate.Event) error {
 		a.appendText(blockThinking, ev.Text)
 	case translate.EventToolCallStart:
 		a.calledTools = true
-		a.blocks = append(a.blocks, block{kind: blockToolUse, id: ClientToolID(ev.CallID), name: ev.Name, tool: ev.Index})
+		// Event strings alias the decoder's buffer: kept, they are copied.
+		a.blocks = append(a.blocks, block{kind: blockToolUse, id: strings.Clone(ClientToolID(ev.CallID)), name: strings.Clone(ev.Name), tool: ev.Index})
 	case translate.EventToolCallArgsDelta:
 		for i := len(a.blocks) - 1; i >= 0; i-- {
 			if b := &a.blocks[i]; b.kind == blockToolUse && b.tool == ev.Index {
@@ -299,12 +301,13 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 		case blockText:
 			dst = append(dst, `{"type":"text","text":`...)
 			dst = translate.AppendString(dst, string(b.text))
+			dst = append(dst, `,"citations":null`...)
 		case blockThinking:
 			dst = append(dst, `{"type":"thinking","thinking":`...)
 			dst = translate.AppendString(dst, string(b.text))
 			dst = append(dst, `,"signature":""`...)
 		case blockToolUse:
-			dst = append(dst, `{"type":"tool_use","id":`...)
+			dst = append(dst, `{"type":"tool_use","caller":{"type":"direct"},"id":`...)
 			dst = translate.AppendString(dst, b.id)
 			dst = append(dst, `,"name":`...)
 			dst = translate.AppendString(dst, b.name)
@@ -321,7 +324,9 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 	dst = translate.AppendString(dst, StopReason(a.finish, a.calledTools))
 	dst = append(dst, `,"stop_sequence":null,"stop_details":null,"container":null,"usage":`...)
 	dst = AppendUsage(dst, a.usage)
-	return append(dst, '}')
+	// The Message schema requires these usage members, which Agate cannot know.
+	dst = dst[:len(dst)-1]
+	return append(dst, `,"cache_creation":null,"inference_geo":null,"server_tool_use":null,"service_tier":null}}`...)
 }
 
 // ErrorType returns Anthropic's error type for an HTTP status.
