@@ -261,7 +261,7 @@ func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc
 		started <- &a
 		w.Write(messagesin.AppendError(nil, a.Status, a.Message, c.rid))
 	case errors.Is(err, errReported):
-		o.flush()
+		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
 		a := c.s.render(c.rid, err)
 		o.buf = messagesin.AppendErrorEvent(o.buf[:0], a.Status, a.Message, c.rid)
