@@ -44,6 +44,8 @@ const defaultAnthropicVersion = "2023-06-01"
 // (chatRun: the model call, the tool loop, limits, metrics) with the core request.
 type messagesRun struct {
 	c *chatRun
+	// body is the client's Messages body; c.req.Body is its OpenAI chat equivalent.
+	body []byte
 	// pass is set when the body is forwarded as bytes to anthropic backends.
 	pass bool
 }
@@ -69,7 +71,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	m := &messagesRun{c: c}
+	m := &messagesRun{c: c, body: append([]byte(nil), ctx.PostBody()...)}
 	if err := m.prepare(&ctx.Request.Header); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
@@ -316,7 +318,7 @@ func (o messagesAssembler) KeepAlive() error                { return nil }
 func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 	dst = append(dst, '{')
 	n := 0
-	gjson.Parse(m.c.req.Body).ForEach(func(k, v gjson.Result) bool {
+	gjson.ParseBytes(m.body).ForEach(func(k, v gjson.Result) bool {
 		if n > 0 {
 			dst = append(dst, ',')
 		}

@@ -39,16 +39,16 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	m := &messagesRun{c: c}
+	m := &messagesRun{c: c, body: ctx.PostBody()}
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()
 	var n int
-	switch r.backend.typ {
-	case "anthropic":
-		if err = m.prepare(&ctx.Request.Header); err == nil {
-			n, err = m.countUpstream(cctx, countTokensPath, m.passBody(nil, r), "input_tokens")
-		}
-	case "gemini":
+	err = m.prepare(&ctx.Request.Header)
+	switch {
+	case err != nil:
+	case r.backend.typ == "anthropic":
+		n, err = m.countUpstream(cctx, countTokensPath, m.passBody(nil, r), "input_tokens")
+	case r.backend.typ == "gemini":
 		var body []byte
 		body, err = r.backend.provider.AppendRequest(nil, req, c.call.options(r, false))
 		if err == nil {

@@ -162,6 +162,12 @@ func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
 			if msg.Usage.OutputTokens == 0 {
 				t.Errorf("no output tokens: %s", msg.RawJSON())
 			}
+			if wire == "openai" { // a chat completions body, not the Messages body
+				b := g.fakes[wire].bodies()[0]
+				if gjson.Get(b, "messages.0.role").Str != "system" || gjson.Get(b, "system").Exists() || gjson.Get(b, "metadata").Exists() {
+					t.Errorf("openai upstream body %s", b)
+				}
+			}
 		})
 	}
 }

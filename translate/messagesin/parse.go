@@ -22,7 +22,9 @@ const TopLevelFields = "model messages max_tokens system stream temperature top_
 const dropped = " cache_control container context_management inference_geo service_tier mcp_servers "
 
 // Parse reads a POST /v1/messages body. Errors are *translate.ParamError values whose
-// Param is the offending field's path (messages[1].content[0].type).
+// Param is the offending field's path (messages[1].content[0].type). The Request's Body is
+// an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
+// the Messages body, which the caller keeps for the anthropic passthrough.
 func Parse(body []byte) (*translate.Request, error) { return parse(body, true) }
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
@@ -30,8 +32,8 @@ func Parse(body []byte) (*translate.Request, error) { return parse(body, true) }
 func ParseCountTokens(body []byte) (*translate.Request, error) { return parse(body, false) }
 
 func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
-	req := &translate.Request{Body: string(body), IncludeUsage: true}
-	s := req.Body
+	req := &translate.Request{IncludeUsage: true}
+	s := string(body)
 	if !gjson.Valid(s) {
 		return nil, translate.Errorf("", "the request body is not valid JSON")
 	}
@@ -107,6 +109,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	if len(system) > 0 {
 		req.Messages = append([]translate.Message{{Role: translate.RoleSystem, Content: system}}, req.Messages...)
 	}
+	req.Body = string(appendChatBody(nil, req))
 	return req, nil
 }
 
@@ -520,7 +523,12 @@ func (p *parser) outputConfig(v gjson.Result) {
 			p.fail("output_config.format.type", "must be json_schema, got %q", clip(t))
 			return
 		}
-		p.req.ResponseFormat = translate.ResponseFormat{Type: translate.FormatJSONSchema, Name: "output", Schema: f.Get("schema").Raw}
+		schema := f.Get("schema")
+		if !schema.IsObject() {
+			p.fail("output_config.format.schema", "must be a JSON Schema object")
+			return
+		}
+		p.req.ResponseFormat = translate.ResponseFormat{Type: translate.FormatJSONSchema, Name: "output", Schema: schema.Raw}
 	}
 }
 

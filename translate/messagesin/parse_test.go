@@ -230,3 +230,43 @@ func FuzzParse(f *testing.F) {
 		messagesin.EstimateTokens(req)
 	})
 }
+
+// TestClaudeCodeRequest_UpstreamSpecs: Claude Code's request, translated for each upstream,
+// satisfies that upstream's published request schema. The OpenAI chat provider forwards
+// the core Request's Body, which must therefore be a chat completions body, never the
+// Messages body.
+func TestClaudeCodeRequest_UpstreamSpecs(t *testing.T) {
+	specs := map[string][2]string{
+		"anthropic":   {"anthropic/messages.json", "#/components/schemas/CreateMessageParams"},
+		"gemini":      {"gemini/generate-content.json", "#/components/schemas/GenerateContentRequest"},
+		"openai-chat": {"openai/chat-and-responses.json", "#/components/schemas/CreateChatCompletionRequest"},
+		"responses":   {"openai/chat-and-responses.json", "#/components/schemas/CreateResponse"},
+	}
+	for wire, provider := range wireProviders {
+		t.Run(wire, func(t *testing.T) {
+			req, err := messagesin.Parse([]byte(claudeCodeRequest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the proxy does for these backends (proxy/messages.go prepare).
+			req.Extra = nil
+			if wire == "gemini" {
+				req.User = ""
+			}
+			if wire == "openai-chat" || wire == "responses" {
+				req.TopK = nil
+			}
+			if wire == "responses" {
+				req.Stop = nil // refused unless drop_unsupported_params, as for chat clients
+			}
+			body, err := provider().AppendRequest(nil, req, &translate.Options{UpstreamModel: "up", Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := spectest.Schema(t, specs[wire][0], specs[wire][1])
+			if err := spectest.Validate(s, body); err != nil {
+				t.Errorf("%v\n%s", err, body)
+			}
+		})
+	}
+}
