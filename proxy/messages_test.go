@@ -259,3 +259,30 @@ func runMessagesBench(b *testing.B, addr, body string) benchResult {
 	b.ReportMetric(r.cpuPerOp, "cpu-ns/op")
 	return r
 }
+
+// TestMessagesTranslated_MidStreamFailure: a translated stream whose upstream stops before
+// it finished ends with an Anthropic error event after the blocks already sent, and no
+// message_stop.
+func TestMessagesTranslated_MidStreamFailure(t *testing.T) {
+	cut := []byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n")
+	up := newUpstream(t, replaySSE(cut))
+	g := startGateway(t, `
+backends:
+  oai: {type: openai, base_url: "{{URL}}/v1", retries: {max: 0}}
+models:
+  m-oai: {backend: oai, upstream_model: up}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, map[string]string{"URL": up.URL})
+	r := g.messages(`{"model":"m-oai","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	i := bytes.Index(r.body, []byte("event: error\ndata: "))
+	if i < 0 || !bytes.Contains(r.body[:i], []byte(`"text":"Hel"`)) || bytes.Contains(r.body, []byte("message_stop")) {
+		t.Fatalf("stream %s", r.body)
+	}
+	if typ := gjson.GetBytes(r.body[i+len("event: error\ndata: "):], "error.type").Str; typ != "api_error" {
+		t.Errorf("error type %q", typ)
+	}
+}
