@@ -294,11 +294,12 @@ keys:
 func TestMessages_Errors(t *testing.T) {
 	g := startMessagesGateway(t, "")
 	tests := []struct {
-		name       string
-		key        string
-		body       string
-		wantStatus int
-		wantType   string
+		name         string
+		key          string
+		method, path string
+		body         string
+		wantStatus   int
+		wantType     string
 	}{
 		{name: "no key", body: `{}`, wantStatus: 401, wantType: "authentication_error"},
 		{name: "bad key", key: "nope", body: `{}`, wantStatus: 401, wantType: "authentication_error"},
@@ -307,10 +308,20 @@ func TestMessages_Errors(t *testing.T) {
 		{name: "case variant", key: "client-key", body: `{"model":"m-anthropic","MODEL":"x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, wantStatus: 400, wantType: "invalid_request_error"},
 		{name: "unknown model", key: "client-key", body: `{"model":"nope","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, wantStatus: 404, wantType: "not_found_error"},
 		{name: "not json", key: "client-key", body: `{`, wantStatus: 400, wantType: "invalid_request_error"},
+		{name: "top_k to openai", key: "client-key", body: `{"model":"m-openai","top_k":5,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, wantStatus: 400, wantType: "invalid_request_error"},
+		{name: "count_tokens without messages", key: "client-key", path: "/v1/messages/count_tokens", body: `{"model":"m-mock"}`, wantStatus: 400, wantType: "invalid_request_error"},
+		{name: "GET", key: "client-key", method: "GET", body: ``, wantStatus: 405, wantType: "invalid_request_error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", g.url+"/v1/messages?beta=true", strings.NewReader(tt.body))
+			method, path := "POST", "/v1/messages?beta=true"
+			if tt.method != "" {
+				method = tt.method
+			}
+			if tt.path != "" {
+				path = tt.path
+			}
+			req, _ := http.NewRequest(method, g.url+path, strings.NewReader(tt.body))
 			if tt.key != "" {
 				req.Header.Set("x-api-key", tt.key)
 			}
