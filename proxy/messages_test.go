@@ -57,13 +57,15 @@ func TestMessagesPassthrough_Stream(t *testing.T) {
 		name     string
 		upstream []byte
 		want     func(t *testing.T, got []byte)
+		// wantTokens are the prompt and completion tokens counted (the recording's usage).
+		wantTokens [2]float64
 	}{
 		{name: "recorded thinking stream", upstream: thinking, want: func(t *testing.T, got []byte) {
 			wantStream := bytes.Replace(thinking, []byte(`"model":"claude-haiku-4-5-20251001"`), []byte(`"model":"m-claude"`), 1)
 			if diff := cmp.Diff(string(wantStream), string(got)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
-		}},
+		}, wantTokens: [2]float64{46, 133}},
 		{name: "upstream error event", upstream: overloaded, want: func(t *testing.T, got []byte) {
 			if !bytes.HasSuffix(got, []byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"} }\n\n")) ||
 				bytes.Count(got, []byte("event: error")) != 1 {
@@ -86,6 +88,15 @@ func TestMessagesPassthrough_Stream(t *testing.T) {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			tt.want(t, r.body)
+			if tt.wantTokens != [2]float64{} {
+				got := [2]float64{}
+				for i, typ := range []string{"prompt", "completion"} {
+					got[i] = g.metricValue("gateway_tokens_total", map[string]string{"model": "m-claude", "type": typ})
+				}
+				if got != tt.wantTokens {
+					t.Errorf("tokens counted %v, want %v", got, tt.wantTokens)
+				}
+			}
 		})
 	}
 }
