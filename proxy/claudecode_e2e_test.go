@@ -150,6 +150,14 @@ func TestClaudeCode_Headless(t *testing.T) {
 			}
 		})
 		if wire == "mock" {
+			// The mock calls a tool the prompt names, with arguments {}: Claude Code's Read
+			// answers with an is_error tool_result, which the mock quotes.
+			t.Run("mock/Read tool", func(t *testing.T) {
+				r := runClaude(t, bin, base, "m-mock", dir, "call Read")
+				if !strings.Contains(r.Result, "Tool results:") || r.NumTurns < 2 {
+					t.Errorf("result %+v", r)
+				}
+			})
 			continue
 		}
 		t.Run(wire+"/Read tool", func(t *testing.T) {
