@@ -51,15 +51,6 @@ func providerFor(typ string) (translate.Provider, bool) {
 // config.Parse): its values are used as they are.
 func newBackend(name string, bc config.Backend) (*backend, error) {
 	b := &backend{name: name, typ: bc.Type, cfg: bc, timeouts: bc.Timeouts, retries: bc.Retries}
-	b.timeouts.Connect = orDuration(b.timeouts.Connect, 10*time.Second)
-	b.timeouts.Header = orDuration(b.timeouts.Header, 120*time.Second)
-	b.timeouts.StreamIdle = orDuration(b.timeouts.StreamIdle, 120*time.Second)
-	b.timeouts.PoolWait = orDuration(b.timeouts.PoolWait, 5*time.Second)
-	b.retries.BaseDelay = orDuration(b.retries.BaseDelay, 250*time.Millisecond)
-	b.retries.MaxDelay = orDuration(b.retries.MaxDelay, 10*time.Second)
-	if b.retries.Max < 0 {
-		b.retries.Max = 0
-	}
 	p, ok := providerFor(bc.Type)
 	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
@@ -72,7 +63,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
 		Name:            "agate",
-		MaxConnsPerHost: max(bc.MaxConns, 1),
+		MaxConnsPerHost: bc.MaxConns,
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
 		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,
@@ -96,13 +87,6 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		},
 	}
 	return b, nil
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
