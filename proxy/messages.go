@@ -209,11 +209,7 @@ func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) {
 		m.writeStream(cctx, cancel, w, started)
 	})
 	if a := <-started; a != nil {
-		ctx.SetStatusCode(a.Status)
-		ctx.SetContentType("application/json")
-		if a.RetryAfter > 0 {
-			ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
-		}
+		setErrorHeaders(ctx, *a) // the writer writes the body
 		return
 	}
 	ctx.SetStatusCode(200)
@@ -256,7 +252,7 @@ func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc
 	}
 	code := 200
 	switch {
-	case !o.committed:
+	case !c.committed:
 		c.committed = true
 		a := c.s.render(c.rid, err)
 		code = a.Status
@@ -336,11 +332,10 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 }
 
 // passAttempt sends the client's body to the anthropic route r and hands the accepted
-// exchange to consume; the usage consume reports through c.lastUsage is counted.
+// exchange to consume; the usage consume reports through c.lastUsage is counted by the
+// attempt (modelCall.counted).
 func (m *messagesRun) passAttempt(ctx context.Context, r *route, stream bool, consume func(*exchange) error) error {
 	c := m.c.call
-	c.lastUsage = translate.Usage{}
-	defer c.countUsage(r)
 	c.buf = m.passBody(c.buf[:0], r)
 	x, err := c.send(ctx, r, m.c.req, c.options(r, stream))
 	if err != nil {
@@ -426,7 +421,7 @@ func (m *messagesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 				return err
 			}
 			if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
-				return notJSON(r.backend.name, "answered with a body that is not a JSON object", body)
+				return upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
 			}
 			err = r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
 				if ev.Kind == translate.EventUsage {
