@@ -1,6 +1,8 @@
 package messagesin_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -174,4 +176,41 @@ func BenchmarkReplayPerEvent(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 		})
 	}
+}
+
+// FuzzEncoder: any sequence of core events the encoder accepts makes a stream that keeps
+// the Messages stream invariants, and the assembler's Message of the same events is JSON.
+func FuzzEncoder(f *testing.F) {
+	f.Add([]byte{1, 2, 4, 5, 6, 3, 8, 9})
+	f.Add([]byte{4, 5, 5, 6, 4, 5, 6, 2, 9})
+	f.Add([]byte{3, 2, 3, 2, 7})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		enc := messagesin.NewEncoder("msg_1", "m")
+		var asm messagesin.Assembler
+		var out []byte
+		tool := 0
+		for i, b := range script {
+			ev := translate.Event{Kind: translate.EventKind(b%11 + 1), Text: fmt.Sprintf("t%d\"\n", i), Index: tool,
+				CallID: fmt.Sprintf("c~%d", i), Name: "f", FinishReason: []string{"stop", "length", "tool_calls", "content_filter"}[int(b)%4]}
+			if ev.Kind == translate.EventToolCallStart {
+				tool++
+				ev.Index = tool
+			}
+			if ev.Kind == translate.EventError {
+				continue
+			}
+			asm.Add(&ev)
+			var err error
+			if out, err = enc.Encode(out, &ev); err != nil {
+				return // interleaved arguments: an upstream error, ended by the proxy
+			}
+		}
+		out = enc.Finish(out)
+		if err := checkStream(out); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if msg := asm.AppendMessage(nil, "msg_1", "m"); !json.Valid(msg) {
+			t.Fatalf("message is not JSON: %s", msg)
+		}
+	})
 }
