@@ -189,9 +189,14 @@ func (o *messagesOut) Event(ev *translate.Event) error {
 	return o.write()
 }
 
+// KeepAlive sends a ping, after message_start: a Messages stream opens with it.
 func (o *messagesOut) KeepAlive() error {
 	o.commit()
-	o.buf = messagesin.AppendPing(o.buf[:0])
+	o.buf = o.buf[:0]
+	if !o.menc.Started() {
+		o.buf, _ = o.menc.Encode(o.buf, &translate.Event{Kind: translate.EventStart})
+	}
+	o.buf = messagesin.AppendPing(o.buf)
 	return o.flush()
 }
 
