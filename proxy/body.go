@@ -12,7 +12,7 @@ import (
 
 // Request bodies are streamed (fasthttp.Server.StreamRequestBody): the handler decides
 // from the headers whether a body is read at all. Only an authenticated POST to the chat
-// completions endpoint has its body read, up to server.max_body_bytes; any other body is
+// completions or Messages endpoints has its body read, up to server.max_body_bytes; any other body is
 // discarded if small, or else left unread and the connection closed after the answer.
 // A connection closed with a body unread is drained first (bounded), so that a client
 // still writing its request reads the answer instead of a connection reset.
@@ -34,7 +34,7 @@ func takesBody(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	p := string(ctx.Path())
-	return p == "/v1/chat/completions" || p == "/chat/completions"
+	return p == "/v1/chat/completions" || p == "/chat/completions" || p == messagesPath || p == countTokensPath
 }
 
 // readBody reads the request body, when the request takes one, into ctx.Request so that

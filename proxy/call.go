@@ -35,6 +35,9 @@ type modelCall struct {
 	Usage     translate.Usage
 	lastUsage translate.Usage
 	spend     *limitRun // limits.go: prices each turn for usd budgets; nil means none
+	// headers are sent upstream after the provider's own, replacing any of the same name
+	// (the Messages passthrough's anthropic-version and anthropic-beta); nil means none.
+	headers []translate.Header
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -210,6 +213,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	// Identity encoding: a compressed body would otherwise need decoding, bounded (see
 	// decodedBody, which still decodes an upstream that ignores this).
 	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	headers = append(headers, c.headers...)
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/valyala/fasthttp"
 )
 
@@ -106,10 +107,15 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// writeError renders err as a JSON OpenAI error response.
+// writeError renders err as a JSON OpenAI error response, or in Anthropic's shape on the
+// Messages API's paths.
 func writeError(ctx *fasthttp.RequestCtx, a apiError) {
 	ctx.Response.ResetBody()
 	setErrorHeaders(ctx, a)
+	if isMessagesPath(ctx.Path()) {
+		ctx.SetBody(messagesin.AppendError(nil, a.Status, a.Message, string(ctx.Response.Header.Peek("X-Request-Id"))))
+		return
+	}
 	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 }
 

@@ -26,7 +26,7 @@ func TestUnservedEndpoint(t *testing.T) {
 		{name: "retrieve model", method: "GET", path: "/v1/models/demo"},
 		{name: "images", method: "POST", path: "/v1/images/generations"},
 		{name: "audio", method: "POST", path: "/v1/audio/transcriptions"},
-		{name: "anthropic messages", method: "POST", path: "/v1/messages"},
+		{name: "anthropic messages batches", method: "POST", path: "/v1/messages/batches"},
 		{name: "root", method: "GET", path: "/"},
 		{name: "trailing slash", method: "POST", path: "/v1/chat/completions/"},
 	}
@@ -47,9 +47,9 @@ func TestUnservedEndpoint(t *testing.T) {
 	}
 
 	// Every endpoint the message names is served: none of them is a 404.
-	served := regexp.MustCompile(`(GET|POST) (/[a-z0-9/]*)`).FindAllStringSubmatch(servedEndpoints, -1)
-	if len(served) != 5 {
-		t.Fatalf("servedEndpoints names %d endpoints, want 5: %q", len(served), servedEndpoints)
+	served := regexp.MustCompile(`(GET|POST) (/[a-z0-9/_]*)`).FindAllStringSubmatch(servedEndpoints, -1)
+	if len(served) != 7 {
+		t.Fatalf("servedEndpoints names %d endpoints, want 7: %q", len(served), servedEndpoints)
 	}
 	for _, m := range served {
 		var body []byte

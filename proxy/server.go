@@ -249,6 +249,16 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.handleChat(ctx, rid)
+	case messagesPath, countTokensPath:
+		if method != "POST" {
+			s.methodNotAllowed(ctx, rid, "POST")
+			return
+		}
+		if path == countTokensPath {
+			s.handleCountTokens(ctx, rid)
+			return
+		}
+		s.handleMessages(ctx, rid)
 	case "/v1/models", "/models":
 		if method != "GET" {
 			s.methodNotAllowed(ctx, rid, "GET")
@@ -274,7 +284,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // servedEndpoints names, for the 404 of any other route, what handle serves. The
 // chat and models routes are served also without the /v1 prefix.
-const servedEndpoints = "POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
+const servedEndpoints = "POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)

@@ -251,6 +251,10 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 		w.dst = append(w.dst, `,"top_p":`...)
 		w.dst = AppendFloat(w.dst, *plan.topP)
 	}
+	if req.TopK != nil {
+		w.dst = append(w.dst, `,"top_k":`...)
+		w.dst = AppendInt(w.dst, *req.TopK)
+	}
 	if len(req.Stop) > 0 {
 		w.dst = append(w.dst, `,"stop_sequences":[`...)
 		for i, s := range req.Stop {

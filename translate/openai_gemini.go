@@ -479,6 +479,10 @@ func (e *geminiEncoder) generationConfig(model string) error {
 		field("topP")
 		e.dst = AppendFloat(e.dst, *r.TopP)
 	}
+	if r.TopK != nil {
+		field("topK")
+		e.dst = AppendInt(e.dst, *r.TopK)
+	}
 	if r.Seed != nil {
 		field("seed")
 		e.dst = AppendInt(e.dst, int(int32(*r.Seed)))

@@ -24,6 +24,7 @@ type Request struct {
 	MaxTokensParam   string
 	Temperature      *float64
 	TopP             *float64
+	TopK             *int // Anthropic's top_k, from Messages clients only; nil when unset
 	PresencePenalty  *float64
 	FrequencyPenalty *float64
 	Stop             []string
@@ -70,9 +71,10 @@ type Message struct {
 	// ToolCallID is a tool message's call id.
 	ToolCallID string
 	// ToolError marks a tool message whose Content is the error of a failed call rather
-	// than its result. The tool loop sets it for server tools; it is never parsed from a
-	// client. Encoders mark it the upstream's way (Anthropic is_error, a Gemini "error"
-	// response) or, where the upstream has no such mark, prefix the text with "Error: ".
+	// than its result. The tool loop sets it for server tools, and Messages clients send it
+	// as a tool_result's is_error; the chat parser never sets it. Encoders mark it the
+	// upstream's way (Anthropic is_error, a Gemini "error" response) or, where the upstream
+	// has no such mark, prefix the text with "Error: ".
 	ToolError bool
 	// Reasoning is reasoning_content a client sent back on an assistant message.
 	Reasoning string

@@ -1,0 +1,445 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/valyala/fasthttp"
+)
+
+// POST /v1/messages serves Anthropic's Messages API over every backend, with the keys,
+// allowlists, routing, fallbacks, retries, limits and tool loop of chat completions. To a
+// route whose backends are all of type anthropic (and no server tools) the client's body
+// is forwarded as bytes with the model rewritten, the client's anthropic-version and
+// anthropic-beta headers passed on and the gateway's credential in place of the client's;
+// to any other it is read into the core request (translate/messagesin) and its events
+// encoded as a Message or the Messages event stream. Errors, including those of the
+// shared request path, are rendered in Anthropic's shape (see writeError).
+
+// Paths of the Messages API.
+const (
+	messagesPath    = "/v1/messages"
+	countTokensPath = "/v1/messages/count_tokens"
+)
+
+// isMessagesPath reports whether path is one of the Messages API's, whose errors take
+// Anthropic's shape.
+func isMessagesPath(path []byte) bool {
+	return string(path) == messagesPath || string(path) == countTokensPath
+}
+
+// defaultAnthropicVersion is sent upstream when the client sends no anthropic-version.
+const defaultAnthropicVersion = "2023-06-01"
+
+// messagesRun is one POST /v1/messages request. It reuses the chat request's machinery
+// (chatRun: the model call, the tool loop, limits, metrics) with the core request.
+type messagesRun struct {
+	c *chatRun
+	// body is the client's Messages body; c.req.Body is its OpenAI chat equivalent.
+	body []byte
+	// pass is set when the body is forwarded as bytes to anthropic backends.
+	pass bool
+}
+
+func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
+	rt := s.runtime()
+	start := time.Now()
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", "", "")
+		return
+	}
+	req, err := messagesin.Parse(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", key.name, "")
+		return
+	}
+	stream := strconv.FormatBool(req.Stream)
+	r, err := rt.routeFor(key, req.Model)
+	if err != nil {
+		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
+		return
+	}
+	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	m := &messagesRun{c: c, body: append([]byte(nil), ctx.PostBody()...)}
+	if err := m.prepare(&ctx.Request.Header); err != nil {
+		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
+		return
+	}
+	c.call.spend = &c.limits
+	if !c.admit(ctx) { // limits.go: refused and answered (in Anthropic's shape, see writeError)
+		return
+	}
+	s.metrics.Inflight.Inc()
+	if req.Stream {
+		m.stream(ctx)
+		return
+	}
+	defer s.metrics.Inflight.Dec()
+	defer c.endLimits()
+	m.complete(ctx)
+}
+
+// prepare resolves server tools, picks the path (passthrough or translation) and applies
+// the unsupported-parameter policy of the translated path.
+func (m *messagesRun) prepare(h *fasthttp.RequestHeader) error {
+	c := m.c
+	if len(c.key.tools) > 0 && c.s.tools != nil {
+		defs, err := c.s.tools.Resolve(c.key.tools)
+		if err == nil {
+			err = mergeServerTools(c.req, defs)
+		}
+		if err != nil {
+			return err
+		}
+		c.defs = defs
+	}
+	m.pass = allBackends(c, "anthropic")
+	if m.pass {
+		version := string(h.Peek("Anthropic-Version"))
+		if version == "" {
+			version = defaultAnthropicVersion
+		}
+		c.call.headers = []translate.Header{{Name: "anthropic-version", Value: version}}
+		if beta := h.Peek("Anthropic-Beta"); len(beta) > 0 {
+			c.call.headers = append(c.call.headers, translate.Header{Name: "anthropic-beta", Value: string(beta)})
+		}
+		return nil
+	}
+	b := c.route.backend
+	// Fields the parser did not know: an Anthropic client's newer options, which Claude
+	// Code must not see refused. They are dropped and counted.
+	for _, f := range c.req.Extra {
+		c.s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(f.Name)).Inc()
+	}
+	c.req.Extra = nil
+	// metadata.user_id, which Claude Code always sends, has no Gemini counterpart: dropped
+	// rather than refused.
+	if c.req.User != "" && anyBackend(c, "gemini") {
+		c.s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel("user")).Inc()
+		c.req.User = ""
+	}
+	if c.req.TopK != nil && (b.typ == "openai" || b.typ == "responses") {
+		if !b.cfg.DropUnsupportedParams {
+			return translate.Unsupported("top_k", b.typ)
+		}
+		c.s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel("top_k")).Inc()
+		c.req.TopK = nil
+	}
+	return nil
+}
+
+// allBackends reports whether the route and all its fallbacks are backends of type typ
+// and the request runs no tool loop: the condition of a passthrough.
+func allBackends(c *chatRun, typ string) bool {
+	if len(c.defs) > 0 || c.route.backend.typ != typ {
+		return false
+	}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != typ {
+			return false
+		}
+	}
+	return true
+}
+
+// anyBackend reports whether the route or one of its fallbacks is a backend of type typ.
+func anyBackend(c *chatRun, typ string) bool {
+	if c.route.backend.typ == typ {
+		return true
+	}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; ok && r.backend.typ == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// messagesOut writes events to the client as the Messages event stream; see sseOut, whose
+// buffering and flushing it shares.
+type messagesOut struct {
+	sseOut
+	menc *messagesin.Encoder
+}
+
+func (o *messagesOut) Event(ev *translate.Event) error {
+	if ev.Kind == translate.EventError {
+		return nil // returned by the decoder as its error; written by writeStream
+	}
+	o.commit()
+	if o.c.firstT.IsZero() && isContent(ev.Kind) {
+		o.c.firstT = time.Now()
+	}
+	var err error
+	o.buf, err = o.menc.Encode(o.buf[:0], ev)
+	if err != nil {
+		return err
+	}
+	return o.write()
+}
+
+// KeepAlive sends a ping, after message_start: a Messages stream opens with it.
+func (o *messagesOut) KeepAlive() error {
+	o.commit()
+	o.buf = o.buf[:0]
+	if !o.menc.Started() {
+		o.buf, _ = o.menc.Encode(o.buf, &translate.Event{Kind: translate.EventStart})
+	}
+	o.buf = messagesin.AppendPing(o.buf)
+	return o.flush()
+}
+
+// stream serves a streaming request with chatRun.stream's protocol: the handler waits
+// until the writer knows whether the upstream accepted.
+func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) {
+	c := m.c
+	started := make(chan *apiError, 1)
+	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer c.endLimits()
+		defer cancel()
+		defer c.s.metrics.Inflight.Dec()
+		defer m.recoverStream(w, started)
+		m.writeStream(cctx, cancel, w, started)
+	})
+	if a := <-started; a != nil {
+		setErrorHeaders(ctx, *a) // the writer writes the body
+		return
+	}
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+func (m *messagesRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
+	c := m.c
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	a := classify(errors.New("panic"), c.rid)
+	if !c.committed {
+		c.committed = true
+		started <- &a
+		w.Write(messagesin.AppendError(nil, a.Status, a.Message, c.rid))
+	} else {
+		w.Write(messagesin.AppendErrorEvent(nil, a.Status, a.Message, c.rid))
+	}
+	w.Flush()
+}
+
+// errReported is returned by the passthrough when the upstream's own error event was
+// forwarded: the stream has its error and needs no other.
+var errReported = errors.New("upstream error event forwarded")
+
+func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
+	c := m.c
+	o := &messagesOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, menc: messagesin.NewEncoder(c.id, c.req.Model)}
+	c.call.flush = o.sync
+	var err error
+	if m.pass {
+		err = m.forwardStream(ctx, o)
+	} else {
+		err = c.execute(ctx, o, true)
+	}
+	code := 200
+	switch {
+	case !c.committed:
+		c.committed = true
+		a := c.s.render(c.rid, err)
+		code = a.Status
+		started <- &a
+		w.Write(messagesin.AppendError(nil, a.Status, a.Message, c.rid))
+	case errors.Is(err, errReported):
+		o.sync()
+	case err != nil && !errors.Is(err, errClientGone):
+		a := c.s.render(c.rid, err)
+		o.buf = messagesin.AppendErrorEvent(o.buf[:0], a.Status, a.Message, c.rid)
+		o.flush()
+	case err == nil && !m.pass:
+		o.buf = o.menc.Finish(o.buf[:0])
+		o.flush()
+	}
+	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
+		code = 499
+	}
+	c.finish(code, true)
+}
+
+// complete serves a non-streaming request.
+func (m *messagesRun) complete(ctx *fasthttp.RequestCtx) {
+	c := m.c
+	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	defer cancel()
+	var body []byte
+	var err error
+	if m.pass {
+		body, err = m.forwardComplete(cctx)
+	} else {
+		var a messagesin.Assembler
+		err = c.execute(cctx, messagesAssembler{&a}, false)
+		if err == nil && a.Err != nil {
+			err = a.Err
+		}
+		body = a.AppendMessage(nil, c.id, c.req.Model)
+	}
+	if err != nil {
+		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
+		c.finish(0, false)
+		return
+	}
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+	c.finish(200, false)
+}
+
+// messagesAssembler collects events for a non-streaming client.
+type messagesAssembler struct{ a *messagesin.Assembler }
+
+func (o messagesAssembler) Event(ev *translate.Event) error { return o.a.Add(ev) }
+func (o messagesAssembler) KeepAlive() error                { return nil }
+
+// passBody returns the client's body with the top-level model set to the route's upstream
+// model, its other members as the client sent them. The parser has checked that no member
+// is named twice or in another case, so every decoder reads the same request.
+func (m *messagesRun) passBody(dst []byte, r *route) []byte {
+	dst = append(dst, '{')
+	n := 0
+	gjson.ParseBytes(m.body).ForEach(func(k, v gjson.Result) bool {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = append(dst, k.Raw...)
+		dst = append(dst, ':')
+		if k.Str == "model" {
+			dst = translate.AppendString(dst, r.upstreamModel)
+		} else {
+			dst = append(dst, v.Raw...)
+		}
+		return true
+	})
+	return append(dst, '}')
+}
+
+// passAttempt sends the client's body to the anthropic route r and hands the accepted
+// exchange to consume; the usage consume reports through c.lastUsage is counted by the
+// attempt (modelCall.counted).
+func (m *messagesRun) passAttempt(ctx context.Context, r *route, stream bool, consume func(*exchange) error) error {
+	c := m.c.call
+	c.buf = m.passBody(c.buf[:0], r)
+	x, err := c.send(ctx, r, m.c.req, c.options(r, stream))
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	return consume(x)
+}
+
+// forwardStream is the anthropic passthrough for streams. Every upstream event is read by
+// the anthropic stream decoder, which checks it and keeps the usage, then forwarded as it
+// came, except message_start, whose model becomes the client-facing one. An upstream error
+// event is forwarded and ends the stream; a stream that ends before message_stop ends with
+// an error event.
+func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
+	c := m.c.call
+	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		return m.passAttempt(ctx, r, true, func(x *exchange) error {
+			body, err := decodedBody(x, r.backend.name)
+			if err != nil {
+				return err
+			}
+			dec := r.backend.provider.NewStreamDecoder(nil)
+			keepUsage := func(ev *translate.Event) error {
+				if ev.Kind == translate.EventUsage {
+					c.lastUsage = ev.Usage
+				}
+				return nil
+			}
+			err = pumpSSE(ctx, body, r.backend.name, func(typ, data []byte) error {
+				if err := dec.Event(typ, data, keepUsage); err != nil {
+					if string(typ) != "error" {
+						return err
+					}
+					o.commit()
+					o.buf = appendSSE(o.buf[:0], typ, data)
+					if werr := o.write(); werr != nil {
+						return werr
+					}
+					return fmt.Errorf("%w: %w", errReported, err)
+				}
+				c.sent = true
+				o.commit()
+				if string(typ) == "message_start" {
+					if d, err := sjson.SetBytes(data, "message.model", m.c.req.Model); err == nil {
+						data = d
+					}
+				} else if o.c.firstT.IsZero() && string(typ) == "content_block_delta" {
+					o.c.firstT = time.Now()
+				}
+				o.buf = appendSSE(o.buf[:0], typ, data)
+				return o.write()
+			}, o.sync, func() error { return dec.Close(keepUsage) })
+			if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
+				c.lastUsage = ur.UsageSoFar()
+			}
+			return err
+		})
+	})
+}
+
+// appendSSE appends one SSE event.
+func appendSSE(dst, typ, data []byte) []byte {
+	if len(typ) > 0 {
+		dst = append(dst, "event: "...)
+		dst = append(dst, typ...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, data...)
+	return append(dst, "\n\n"...)
+}
+
+// forwardComplete is the anthropic passthrough for non-streaming requests: the upstream's
+// Message, checked by the anthropic decoder, with the client-facing model.
+func (m *messagesRun) forwardComplete(ctx context.Context) ([]byte, error) {
+	c := m.c.call
+	var out []byte
+	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		return m.passAttempt(ctx, r, false, func(x *exchange) error {
+			body, err := readBody(ctx, x, r.backend.name)
+			if err != nil {
+				return err
+			}
+			if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+				return upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
+			}
+			err = r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
+				if ev.Kind == translate.EventUsage {
+					c.lastUsage = ev.Usage
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			out, err = sjson.SetBytes(body, "model", m.c.req.Model)
+			return err
+		})
+	})
+	return out, err
+}

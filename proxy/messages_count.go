@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fasthttp"
+)
+
+// handleCountTokens serves POST /v1/messages/count_tokens: {"input_tokens": n} for the
+// request's input on its model's route. An anthropic backend counts with its own
+// count_tokens (the body forwarded as for /v1/messages), a gemini backend with
+// countTokens (the translated request); any other backend, or the mock, gets
+// messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
+func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
+	rt := s.runtime()
+	start := time.Now()
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", "", "")
+		return
+	}
+	req, err := messagesin.ParseCountTokens(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", key.name, "")
+		return
+	}
+	r, err := rt.routeFor(key, req.Model)
+	if err != nil {
+		s.fail(ctx, rid, err, unknownLabel, "", key.name, "false")
+		return
+	}
+	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	m := &messagesRun{c: c, body: ctx.PostBody()}
+	cctx, cancel := context.WithCancel(s.baseCtx)
+	defer cancel()
+	var n int
+	err = m.prepare(&ctx.Request.Header)
+	switch {
+	case err != nil:
+	case r.backend.typ == "anthropic":
+		n, err = m.countUpstream(cctx, countTokensPath, m.passBody(nil, r), "input_tokens")
+	case r.backend.typ == "gemini":
+		var body []byte
+		body, err = r.backend.provider.AppendRequest(nil, req, c.call.options(r, false))
+		if err == nil {
+			wrapped := append([]byte(`{"generateContentRequest":{"model":`), translate.AppendString(nil, "models/"+r.upstreamModel)...)
+			wrapped = append(wrapped, ',')
+			wrapped = append(append(wrapped, body[1:]...), '}')
+			n, err = m.countUpstream(cctx, "/v1beta/models/"+url.PathEscape(r.upstreamModel)+":countTokens", wrapped, "totalTokens")
+		}
+	default:
+		n = messagesin.EstimateTokens(req)
+	}
+	if err != nil {
+		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, "false")
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(strconv.AppendInt([]byte(`{"input_tokens":`), int64(n), 10))
+	ctx.Response.AppendBodyString("}")
+	s.metrics.Requests.WithLabelValues(r.label(), r.backend.name, key.name, "200", "false").Inc()
+}
+
+// countUpstream posts body to path on the route's backend and returns the integer member
+// field of its JSON answer.
+func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byte, field string) (int, error) {
+	c, r := m.c.call, m.c.route
+	b := r.backend
+	opts := c.options(r, false)
+	headers := append(b.provider.Headers(b.cfg.APIKey, m.c.req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	headers = append(headers, c.headers...)
+	start := time.Now()
+	x, err := b.send(ctx, path, headers, body)
+	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send
+		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
+			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer x.Close()
+	raw, err := readBody(ctx, x, b.name)
+	if err != nil {
+		return 0, err
+	}
+	v := gjson.GetBytes(raw, field)
+	if !gjson.ValidBytes(raw) || v.Type != gjson.Number {
+		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
+			Message: "the upstream of backend " + b.name + " answered the token count without " + field}
+	}
+	return int(v.Int()), nil
+}

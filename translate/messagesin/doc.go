@@ -1,0 +1,17 @@
+// Package messagesin is Anthropic's Messages API as a client dialect: it reads a
+// POST /v1/messages (or /v1/messages/count_tokens) body into the core translate.Request,
+// and writes the core translate.Events back as an Anthropic Message object or as the
+// Messages event stream (message_start, content_block_start/delta/stop, message_delta,
+// message_stop, ping, error). It also renders errors in Anthropic's shape.
+//
+// Like the rest of translate it is pure: bytes or structs in, bytes or structs out. It
+// imports only the core translate package and JSON libraries.
+//
+// What has no counterpart in the core is dropped, never an error, so that the requests
+// Claude Code sends are served on every backend: cache_control hints, context_management,
+// container, service_tier, inference_geo, metadata other than user_id, Anthropic-defined
+// tools (web_search, bash, text_editor, tool search...) and server-tool blocks in the
+// history. Deferred tools (defer_loading) are offered to the model like any other tool.
+// A role "system" message in the middle of messages becomes a core system message at that
+// position.
+package messagesin
