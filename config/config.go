@@ -27,6 +27,26 @@ type Config struct {
 	Cache Cache `koanf:"cache"`
 	// Metrics configures where /metrics is served and who may read it.
 	Metrics Metrics `koanf:"metrics"`
+	// Responses configures the stored responses of POST /v1/responses.
+	Responses Responses `koanf:"responses"`
+}
+
+// Responses configures where POST /v1/responses keeps the responses a client asked to store
+// (store: true, OpenAI's default), for previous_response_id and GET/DELETE
+// /v1/responses/{id}. Stored responses belong to the key that created them.
+type Responses struct {
+	// Store is "memory" (the default; an in-process LRU, lost at restart and not shared
+	// between replicas) or "off" (nothing is stored: previous_response_id and GET are then
+	// refused, store: true is ignored).
+	Store string `koanf:"store"`
+	// TTL is how long a stored response is kept. Default 24h (also when 0).
+	TTL time.Duration `koanf:"ttl"`
+	// MaxEntries bounds the number of stored responses; the least recently used go first.
+	// Default 10000 (also when 0).
+	MaxEntries int `koanf:"max_entries"`
+	// MaxBytes bounds the total size of the stored responses in bytes (their JSON). Default
+	// 64 MiB (67108864; also when 0).
+	MaxBytes int64 `koanf:"max_bytes"`
 }
 
 // Metrics configures the Prometheus endpoint.

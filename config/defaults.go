@@ -30,6 +30,10 @@ const (
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
 	defaultCacheScope        = "key"
+	defaultResponsesStore    = "memory"
+	defaultResponsesTTL      = 24 * time.Hour
+	defaultResponsesEntries  = 10000
+	defaultResponsesBytes    = 64 << 20
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -83,6 +87,10 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
 	setDefault(&c.Cache.TTL, defaultCacheTTL)
 	setDefault(&c.Cache.Scope, defaultCacheScope)
+	setDefault(&c.Responses.Store, defaultResponsesStore)
+	setDefault(&c.Responses.TTL, defaultResponsesTTL)
+	setDefault(&c.Responses.MaxEntries, defaultResponsesEntries)
+	setDefault(&c.Responses.MaxBytes, int64(defaultResponsesBytes))
 }
 
 func setDefault[T comparable](field *T, value T) {

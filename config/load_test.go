@@ -91,6 +91,7 @@ func exampleConfig() *Config {
 			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
 		},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
 	}
 }
 
@@ -465,6 +466,8 @@ func TestParse_Empty(t *testing.T) {
 			WriteTimeout: 60 * time.Second, MaxConnections: 10000},
 		Log:   Log{Level: "info", Format: "json"},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
+		// responses.* defaults: an in-memory store of 10000 responses, 64 MiB, for 24h.
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

@@ -56,6 +56,9 @@ var (
 	backendTypes = []string{"anthropic", "gemini", "responses", "openai", "mock"}
 	toolTypes    = []string{"mcp", "http", "builtin"}
 	promptCaches = []string{"", "off", "auto"}
+	// responseStores are the responses.store modes; "redis" comes with the shared state of
+	// the limits work.
+	responseStores = []string{"", "memory", "off"}
 	logLevels    = []string{"", "debug", "info", "warn", "error"}
 	logFormats   = []string{"", "json", "text"}
 	cacheScopes  = []string{"", "key", "global"}
@@ -156,6 +159,12 @@ func (c *Config) problems() []error {
 	v.nonNegative("cache.max_entries", c.Cache.MaxEntries)
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
 	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
+	v.oneOf("responses.store", c.Responses.Store, responseStores)
+	v.nonNegative("responses.max_entries", c.Responses.MaxEntries)
+	v.nonNegativeDuration("responses.ttl", c.Responses.TTL)
+	if c.Responses.MaxBytes < 0 {
+		v.addf("responses.max_bytes", "must not be negative")
+	}
 	return v.problems
 }
 

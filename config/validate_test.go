@@ -393,6 +393,16 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   `config: cache.scope: "team" is not one of key, global`,
 		},
 		{
+			name:   "responses store mode",
+			mutate: func(c *Config) { c.Responses.Store = "redis" },
+			want:   `config: responses.store: "redis" is not one of memory, off`,
+		},
+		{
+			name:   "negative responses max_bytes",
+			mutate: func(c *Config) { c.Responses.MaxBytes = -1 },
+			want:   "config: responses.max_bytes: must not be negative",
+		},
+		{
 			name: "all problems at once, sorted",
 			mutate: func(c *Config) {
 				c.Server.Listen = ""
