@@ -56,13 +56,14 @@ var (
 	backendTypes = []string{"anthropic", "gemini", "responses", "openai", "mock"}
 	toolTypes    = []string{"mcp", "http", "builtin"}
 	promptCaches = []string{"", "off", "auto"}
-	// responseStores are the responses.store modes; "redis" comes with the shared state of
-	// the limits work.
-	responseStores = []string{"", "memory", "off"}
 	logLevels    = []string{"", "debug", "info", "warn", "error"}
 	logFormats   = []string{"", "json", "text"}
 	cacheScopes  = []string{"", "key", "global"}
 )
+
+// responseStores are the responses.store modes; "redis" comes with the shared state of the
+// limits work.
+var responseStores = []string{"", "memory", "off"}
 
 // validator collects the problems of one Config.
 type validator struct {
