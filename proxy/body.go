@@ -34,7 +34,7 @@ func takesBody(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	p := string(ctx.Path())
-	return p == "/v1/chat/completions" || p == "/chat/completions"
+	return p == "/v1/chat/completions" || p == "/chat/completions" || p == "/v1/responses" || p == "/responses"
 }
 
 // readBody reads the request body, when the request takes one, into ctx.Request so that

@@ -21,6 +21,7 @@ import (
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,9 @@ type Server struct {
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
+	// responses keeps the stored responses of /v1/responses; nil when responses.store is
+	// off. It is built once: a reload does not change it.
+	responses responsestore.Store
 }
 
 // New builds a server for opts.Config.
@@ -81,7 +85,7 @@ func New(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools}
+	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, responses: newResponseStore(opts.Config.Responses)}
 	if opts.Tools == nil {
 		s.tools = nil
 	}
@@ -241,6 +245,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.handleChat(ctx, rid)
+	case "/v1/responses", "/responses":
+		if method != "POST" {
+			s.methodNotAllowed(ctx, rid, "POST")
+			return
+		}
+		s.handleResponses(ctx, rid)
 	case "/v1/models", "/models":
 		if method != "GET" {
 			s.methodNotAllowed(ctx, rid, "GET")
@@ -259,6 +269,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
+		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {
+			s.handleStoredResponse(ctx, rid, method, id)
+			return
+		}
 		writeError(ctx, classify(errorf(ErrNotFound, "agate does not serve %s %s; it serves %s",
 			method, truncate(path, 100), servedEndpoints), rid))
 	}
@@ -266,7 +280,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // servedEndpoints names, for the 404 of any other route, what handle serves. The
 // chat and models routes are served also without the /v1 prefix.
-const servedEndpoints = "POST /v1/chat/completions, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
+const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)

@@ -1,0 +1,519 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// The end-to-end tests of POST /v1/responses: the official openai-go Responses client
+// against the gateway, over the mock backend and a fake upstream of every wire.
+
+// responsesGateway serves model "m" from one backend of kind (mock, anthropic, gemini,
+// openai, responses), for keys alice and bob.
+type responsesGateway struct {
+	url  string
+	fake *fakeProvider // nil for mock
+}
+
+func startResponsesGateway(t *testing.T, kind string, extra string) *responsesGateway {
+	g := &responsesGateway{}
+	backend := "{type: mock}"
+	if kind != "mock" {
+		g.fake = newFakeJSONProvider(t, kind)
+		backend = fmt.Sprintf("{type: %s, base_url: %q, api_key: up-secret, retries: {max: 0}}", kind, g.fake.baseURL())
+	}
+	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: %s
+models:
+  m: {backend: up, upstream_model: up-model}
+keys:
+  alice: {key: alice-key, models: ["*"]}
+  bob: {key: bob-key, models: ["*"]}
+%s`, backend, extra)
+	cfg, err := config.Parse([]byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.url = serveConfig(t, cfg)
+	return g
+}
+
+func (g *responsesGateway) client(key string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(key), option.WithMaxRetries(0))
+}
+
+// script sets the fake upstream's turns; the mock backend needs none (it echoes).
+func (g *responsesGateway) script(turns ...fakeTurn) {
+	if g.fake != nil {
+		g.fake.setScript(turns...)
+	}
+}
+
+func (g *responsesGateway) upstreamBodies() []string {
+	if g.fake == nil {
+		return nil
+	}
+	return g.fake.bodies()
+}
+
+var responsesKinds = []string{"mock", "anthropic", "gemini", "openai", "responses"}
+
+func textInput(s string) responses.ResponseNewParamsInputUnion {
+	return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)}
+}
+
+// TestResponses_New: a non-streamed response on every backend: text, status, usage and
+// the client-facing model.
+func TestResponses_New(t *testing.T) {
+	for _, kind := range responsesKinds {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Text: "hello back"})
+			want := "hello back"
+			if kind == "mock" {
+				want = "hello there"
+			}
+			c := g.client("alice-key")
+			resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{
+				Model: "m", Input: textInput("hello there"), Instructions: openai.String("be brief")})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			got := fmt.Sprintf("%s %s %q usage>0=%v", resp.Status, resp.Model, resp.OutputText(), resp.Usage.TotalTokens > 0)
+			if w := fmt.Sprintf("completed m %q usage>0=true", want); got != w {
+				t.Errorf("got %s, want %s", got, w)
+			}
+			if !strings.HasPrefix(resp.ID, "resp_") {
+				t.Errorf("id %q", resp.ID)
+			}
+			if kind != "mock" && kind != "responses" {
+				if b := g.upstreamBodies(); len(b) != 1 || !strings.Contains(b[0], "be brief") || (kind != "gemini" && !strings.Contains(b[0], "up-model")) {
+					t.Errorf("upstream request lacks the instructions or the upstream model: %v", b)
+				}
+			}
+			if kind == "responses" {
+				b := g.upstreamBodies()
+				if len(b) != 1 || !strings.Contains(b[0], `"model":"up-model"`) || !strings.Contains(b[0], `"instructions":"be brief"`) {
+					t.Errorf("passthrough body: %v", b)
+				}
+			}
+		})
+	}
+}
+
+// streamed collects a Responses stream: the raw events, and the SDK's accumulator's
+// reconstruction of the response.
+type streamed struct {
+	events []map[string]any
+	final  *responses.Response
+	err    error
+}
+
+func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewParams) streamed {
+	t.Helper()
+	s := c.Responses.NewStreaming(context.Background(), params)
+	var out streamed
+	var acc responses.ResponseAccumulator
+	for s.Next() {
+		ev := s.Current()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &m); err != nil {
+			t.Fatalf("event is not JSON: %v", err)
+		}
+		out.events = append(out.events, m)
+		var se responses.ResponsesServerEventUnion
+		if err := json.Unmarshal([]byte(ev.RawJSON()), &se); err != nil {
+			t.Fatalf("event does not decode as a server event: %v", err)
+		}
+		if err := acc.AddEvent(se); err != nil {
+			t.Fatalf("accumulator rejected %s: %v", ev.Type, err)
+		}
+	}
+	out.err = s.Err()
+	if out.err == nil {
+		r, err := acc.ReconstructedResponse()
+		if err != nil {
+			t.Fatalf("accumulator: %v", err)
+		}
+		out.final = r
+	}
+	return out
+}
+
+// TestResponses_Streaming: a streamed response on every backend, checked by the SDK's
+// accumulator, with increasing sequence numbers and one terminal event.
+func TestResponses_Streaming(t *testing.T) {
+	for _, kind := range responsesKinds {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Text: "streamed words here"})
+			want := "streamed words here"
+			if kind == "mock" {
+				want = "please stream this"
+			}
+			s := streamResponse(t, g.client("alice-key"), responses.ResponseNewParams{Model: "m", Input: textInput("please stream this")})
+			if s.err != nil {
+				t.Fatalf("stream: %v", s.err)
+			}
+			if got := s.final.OutputText(); got != want {
+				t.Errorf("accumulated text %q, want %q", got, want)
+			}
+			if s.final.Usage.TotalTokens == 0 {
+				t.Errorf("no usage in the final response")
+			}
+			terminals := 0
+			for i, ev := range s.events {
+				if seq, _ := ev["sequence_number"].(float64); int(seq) != i {
+					t.Errorf("event %d (%v) has sequence_number %v", i, ev["type"], ev["sequence_number"])
+				}
+				switch ev["type"] {
+				case "response.completed", "response.incomplete", "response.failed", "error":
+					terminals++
+				}
+			}
+			if terminals != 1 || s.events[len(s.events)-1]["type"] != "response.completed" {
+				t.Errorf("%d terminal events, last %v", terminals, s.events[len(s.events)-1]["type"])
+			}
+		})
+	}
+}
+
+// TestResponses_FunctionCallRoundTrip: the model calls a client function; the client
+// sends the call and its output back as items (store: false, stateless) and gets the
+// answer. On translated backends the upstream sees the tool result.
+func TestResponses_FunctionCallRoundTrip(t *testing.T) {
+	tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "get_weather", Strict: openai.Bool(false),
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
+	for _, kind := range responsesKinds {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Calls: []fakeCall{{Name: "get_weather", Args: `{"city":"Paris"}`}}}, fakeTurn{Text: "It is sunny in Paris."})
+			c := g.client("alice-key")
+			ctx := context.Background()
+			first := "please call get_weather for Paris"
+			resp, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput(first),
+				Tools: []responses.ToolUnionParam{tool}, Store: openai.Bool(false)})
+			if err != nil {
+				t.Fatalf("turn 1: %v", err)
+			}
+			var call *responses.ResponseFunctionToolCall
+			for _, item := range resp.Output {
+				if item.Type == "function_call" {
+					fc := item.AsFunctionCall()
+					call = &fc
+				}
+			}
+			if call == nil || call.Name != "get_weather" || call.CallID == "" {
+				t.Fatalf("turn 1 output has no get_weather call: %s", resp.RawJSON())
+			}
+			input := responses.ResponseInputParam{
+				responses.ResponseInputItemParamOfMessage(first, responses.EasyInputMessageRoleUser),
+				responses.ResponseInputItemParamOfFunctionCall(call.Arguments, call.CallID, call.Name),
+				responses.ResponseInputItemParamOfFunctionCallOutput("sunny, 21C"),
+			}
+			input[2].OfFunctionCallOutput.CallID = openai.String(call.CallID)
+			resp2, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m",
+				Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}, Tools: []responses.ToolUnionParam{tool}, Store: openai.Bool(false)})
+			if err != nil {
+				t.Fatalf("turn 2: %v", err)
+			}
+			want := "It is sunny in Paris."
+			if kind == "mock" {
+				want = "Tool results: sunny, 21C"
+			}
+			if got := resp2.OutputText(); got != want {
+				t.Errorf("turn 2 text %q, want %q", got, want)
+			}
+			if b := g.upstreamBodies(); kind != "mock" && (len(b) != 2 || !strings.Contains(b[1], "sunny, 21C")) {
+				t.Errorf("upstream turn 2 lacks the tool output: %v", b)
+			}
+		})
+	}
+}
+
+// TestResponses_PreviousResponseID: a stored response continues with
+// previous_response_id (the earlier turns reach a translated upstream; a responses
+// upstream gets the id), can be read back with GET by its key only, and deleted.
+func TestResponses_PreviousResponseID(t *testing.T) {
+	for _, kind := range responsesKinds {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Text: "noted"}, fakeTurn{Text: "kiwi"})
+			alice, bob := g.client("alice-key"), g.client("bob-key")
+			ctx := context.Background()
+			first, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember the word kiwi")})
+			if err != nil {
+				t.Fatalf("turn 1: %v", err)
+			}
+			second, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("which word?"),
+				PreviousResponseID: openai.String(first.ID)})
+			if err != nil {
+				t.Fatalf("turn 2: %v", err)
+			}
+			// The passthrough answers what the upstream said (the fake echoes no settings).
+			if kind != "responses" && second.PreviousResponseID != first.ID {
+				t.Errorf("previous_response_id echoed %q, want %q", second.PreviousResponseID, first.ID)
+			}
+			if b := g.upstreamBodies(); kind == "responses" {
+				if len(b) != 2 || !strings.Contains(b[1], `"previous_response_id":"`+first.ID+`"`) {
+					t.Errorf("passthrough turn 2 lacks the previous_response_id: %v", b)
+				}
+			} else if kind != "mock" && (len(b) != 2 || !strings.Contains(b[1], "remember the word kiwi") || !strings.Contains(b[1], "noted")) {
+				t.Errorf("upstream turn 2 lacks the earlier turn: %v", b)
+			}
+			// A stranger's continuation is refused like an unknown id.
+			_, err = bob.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("x"), PreviousResponseID: openai.String(first.ID)})
+			if e := respSDKError(t, err); e.StatusCode != 404 {
+				t.Errorf("bob continuing alice's response: status %d", e.StatusCode)
+			}
+			got, err := alice.Responses.Get(ctx, second.ID, responses.ResponseGetParams{})
+			if err != nil {
+				t.Fatalf("GET: %v", err)
+			}
+			if diff := cmp.Diff(second.OutputText(), got.OutputText()); diff != "" || got.ID != second.ID {
+				t.Errorf("GET returned another response (-want +got):\n%s", diff)
+			}
+			if _, err := bob.Responses.Get(ctx, second.ID, responses.ResponseGetParams{}); err == nil || respSDKError(t, err).StatusCode != 404 {
+				t.Errorf("bob read alice's response: %v", err)
+			}
+			if err := bob.Responses.Delete(ctx, second.ID); err == nil {
+				t.Errorf("bob deleted alice's response")
+			}
+			if err := alice.Responses.Delete(ctx, second.ID); err != nil {
+				t.Fatalf("DELETE: %v", err)
+			}
+			if _, err := alice.Responses.Get(ctx, second.ID, responses.ResponseGetParams{}); err == nil || respSDKError(t, err).StatusCode != 404 {
+				t.Errorf("GET after DELETE: %v", err)
+			}
+		})
+	}
+}
+
+// TestResponses_StoreFalse: store: false keeps nothing; continuing it is a 404.
+func TestResponses_StoreFalse(t *testing.T) {
+	g := startResponsesGateway(t, "mock", "")
+	c := g.client("alice-key")
+	ctx := context.Background()
+	resp, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("hi"), Store: openai.Bool(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Responses.Get(ctx, resp.ID, responses.ResponseGetParams{})
+	if e := respSDKError(t, err); e.StatusCode != 404 {
+		t.Errorf("GET of an unstored response: status %d", e.StatusCode)
+	}
+}
+
+// TestResponses_Errors: requests refused before any upstream call, with the OpenAI error
+// shape and the param naming the field.
+func TestResponses_Errors(t *testing.T) {
+	tests := []struct {
+		name, kind, body string
+		want             respError
+	}{
+		{name: "not JSON", kind: "mock", body: `{"model":`,
+			want: respError{Status: 400, Type: "invalid_request_error"}},
+		{name: "no input", kind: "mock", body: `{"model":"m"}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "input"}},
+		{name: "duplicate model key", kind: "responses", body: `{"model":"m","input":"hi","model":"other"}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "model", Code: "duplicate_key"}},
+		{name: "model key in another case", kind: "responses", body: `{"model":"m","input":"hi","MODEL":"other"}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "MODEL", Code: "key_case_mismatch"}},
+		{name: "bad item type in a message part", kind: "anthropic", body: `{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"x"}]}]}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "input[0].content[0].type"}},
+		{name: "built-in tool on a translated backend", kind: "anthropic", body: `{"model":"m","input":"hi","tools":[{"type":"web_search"}]}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "tools[0].type"}},
+		{name: "unsupported parameter on a translated backend", kind: "gemini", body: `{"model":"m","input":"hi","prompt_cache_key":"k"}`,
+			want: respError{Status: 400, Type: "invalid_request_error", Param: "prompt_cache_key", Code: "unsupported_parameter"}},
+		{name: "unknown previous_response_id", kind: "mock", body: `{"model":"m","input":"hi","previous_response_id":"resp_nope"}`,
+			want: respError{Status: 404, Type: "invalid_request_error", Code: "not_found"}},
+		{name: "unknown model", kind: "mock", body: `{"model":"nope","input":"hi"}`,
+			want: respError{Status: 404, Type: "invalid_request_error", Param: "model", Code: "model_not_found"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startResponsesGateway(t, tt.kind, "")
+			r := postJSON(t, g.url+"/responses", "alice-key", tt.body)
+			if diff := cmp.Diff(tt.want, decodeRespError(t, r), cmpErrorView); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if b := g.upstreamBodies(); len(b) != 0 {
+				t.Errorf("the upstream was called: %v", b)
+			}
+		})
+	}
+}
+
+// TestResponses_StoreOff: with responses.store: off nothing is kept; previous_response_id
+// is a 400 that says why.
+func TestResponses_StoreOff(t *testing.T) {
+	g := startResponsesGateway(t, "mock", "responses: {store: off}\n")
+	r := postJSON(t, g.url+"/responses", "alice-key", `{"model":"m","input":"hi","previous_response_id":"resp_1"}`)
+	if diff := cmp.Diff(respError{Status: 400, Type: "invalid_request_error", Param: "previous_response_id"}, decodeRespError(t, r), cmpErrorView); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// respError is what the tests compare of an error answer.
+type respError struct {
+	Status            int
+	Type, Param, Code string
+	Message           string // ignored by cmpErrorView
+}
+
+type respResult struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// decodeRespError checks that r is exactly OpenAI's error shape and returns its fields.
+func decodeRespError(t *testing.T, r respResult) respError {
+	t.Helper()
+	var e struct {
+		Error *struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil || e.Error.Message == "" {
+		t.Fatalf("not an OpenAI error body (%v): %s", err, r.body)
+	}
+	v := respError{Status: r.status, Type: e.Error.Type, Message: e.Error.Message}
+	if e.Error.Param != nil {
+		v.Param = *e.Error.Param
+	}
+	if e.Error.Code != nil {
+		v.Code = *e.Error.Code
+	}
+	return v
+}
+
+func respSDKError(t *testing.T, err error) *openai.Error {
+	t.Helper()
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("error %v (%T) is not an *openai.Error", err, err)
+	}
+	return apiErr
+}
+
+var cmpErrorView = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Message" }, cmp.Ignore())
+
+func postJSON(t *testing.T, url, key, body string) respResult {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return respResult{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// newFakeJSONProvider is a fakeProvider that also answers non-streamed requests, with the
+// JSON body of its wire.
+func newFakeJSONProvider(t *testing.T, kind string) *fakeProvider {
+	f := &fakeProvider{kind: kind}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"stream":true`) || strings.Contains(r.URL.Path, "streamGenerateContent") {
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			f.serve(w, r)
+			return
+		}
+		f.mu.Lock()
+		n := len(f.requests)
+		f.requests = append(f.requests, string(body))
+		ok := n < len(f.script)
+		var turn fakeTurn
+		if ok {
+			turn = f.script[n]
+		}
+		f.mu.Unlock()
+		if !ok {
+			http.Error(w, `{"error":{"message":"script exhausted","type":"invalid_request_error"}}`, 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, renderJSON(kind, turn, n))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// renderJSON is the non-streamed answer of turn n in the wire of kind.
+func renderJSON(kind string, t fakeTurn, n int) string {
+	var parts []string
+	switch kind {
+	case "anthropic":
+		if t.Text != "" {
+			parts = append(parts, `{"type":"text","text":`+js(t.Text)+`}`)
+		}
+		for k, c := range t.Calls {
+			parts = append(parts, fmt.Sprintf(`{"type":"tool_use","id":"toolu_%d_%d","name":%s,"input":%s}`, n, k, js(c.Name), c.Args))
+		}
+		stop := "end_turn"
+		if len(t.Calls) > 0 {
+			stop = "tool_use"
+		}
+		return fmt.Sprintf(`{"id":"msg_%d","type":"message","role":"assistant","model":"claude-fake","content":[%s],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
+			n, strings.Join(parts, ","), stop)
+	case "gemini":
+		if t.Text != "" {
+			parts = append(parts, `{"text":`+js(t.Text)+`}`)
+		}
+		for _, c := range t.Calls {
+			parts = append(parts, fmt.Sprintf(`{"functionCall":{"name":%s,"args":%s}}`, js(c.Name), c.Args))
+		}
+		return fmt.Sprintf(`{"candidates":[{"content":{"parts":[%s],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15},"modelVersion":"gemini-fake","responseId":"resp%d"}`,
+			strings.Join(parts, ","), n)
+	case "openai":
+		content, finish := "null", "stop"
+		if t.Text != "" {
+			content = js(t.Text)
+		}
+		for k, c := range t.Calls {
+			parts = append(parts, fmt.Sprintf(`{"id":"call_%d_%d","type":"function","function":{"name":%s,"arguments":%s}}`, n, k, js(c.Name), js(c.Args)))
+			finish = "tool_calls"
+		}
+		calls := ""
+		if len(parts) > 0 {
+			calls = `,"tool_calls":[` + strings.Join(parts, ",") + `]`
+		}
+		return fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":%s%s},"finish_reason":%q}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
+			n, content, calls, finish)
+	default: // responses: the Response object of the streamed rendering's terminal event
+		var w strings.Builder
+		renderResponses(&w, t, n)
+		events := strings.Split(strings.TrimSpace(w.String()), "\n\n")
+		_, data, _ := strings.Cut(events[len(events)-1], "data: ")
+		var ev struct {
+			Response json.RawMessage `json:"response"`
+		}
+		json.Unmarshal([]byte(data), &ev)
+		return string(ev.Response)
+	}
+}
