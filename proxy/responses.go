@@ -133,8 +133,8 @@ func (x *responsesRun) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	if req.Untranslatable != nil {
-		return req.Untranslatable
+	if err := req.Translatable(); err != nil {
+		return err
 	}
 	b := c.route.backend
 	for _, f := range req.Core.Extra {

@@ -81,7 +81,7 @@ func Parse(body []byte) (*Request, error) {
 	if err := translate.CheckMemberNames(root, "", topLevelFields); err != nil {
 		return nil, err
 	}
-	r := &Request{Body: s, Store: true, Core: &translate.Request{IncludeUsage: true}}
+	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
 	p := parser{r: r}
 	var err error
 	root.ForEach(func(k, v gjson.Result) bool {
@@ -97,9 +97,33 @@ func Parse(body []byte) (*Request, error) {
 	if !p.hasInput {
 		return nil, translate.Errorf("input", "input is required")
 	}
+	if err := p.checkToolChoice(); err != nil {
+		return nil, err
+	}
+	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(nil)
 	r.build()
 	return r, nil
+}
+
+// checkToolChoice applies the chat parser's rules: a named function is one of the tools,
+// and required needs a tool.
+func (p *parser) checkToolChoice() error {
+	c := p.r.Core
+	switch c.ToolChoice.Mode {
+	case translate.ToolChoiceFunction:
+		for i := range c.Tools {
+			if c.Tools[i].Name == c.ToolChoice.Name {
+				return nil
+			}
+		}
+		return translate.Errorf("tool_choice", "tool_choice names function %q, which is not in tools", clip(c.ToolChoice.Name))
+	case translate.ToolChoiceRequired:
+		if !gjson.Get(p.tools, "0").Exists() {
+			return translate.Errorf("tool_choice", "tool_choice is required but no tools were given")
+		}
+	}
+	return nil
 }
 
 // Prepend puts the items of earlier responses (a JSON array: the stored input and output
@@ -113,6 +137,21 @@ func (r *Request) Prepend(items string) error {
 	r.history = msgs
 	r.build()
 	return nil
+}
+
+// Translatable returns nil when Core can be served by a translating backend: the request
+// uses nothing only a responses backend serves (Untranslatable), and the conversation
+// (earlier items included, see Prepend) has a message.
+func (r *Request) Translatable() error {
+	if r.Untranslatable != nil {
+		return r.Untranslatable
+	}
+	for _, m := range r.Core.Messages {
+		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
+			return nil
+		}
+	}
+	return translate.Errorf("input", "input has no message to answer: send at least one message or function_call_output item")
 }
 
 // build sets Core.Messages and Core.Body from the parts read.
@@ -281,7 +320,9 @@ func (p *parser) field(name string, v gjson.Result) error {
 		if !v.IsObject() {
 			return translate.Errorf("metadata", "must be an object of strings")
 		}
-		p.metadata, c.Metadata = v.Raw, v.Raw
+		// The Response object echoes metadata and the gateway stores it; it is never sent
+		// upstream (on chat completions it would mean something else).
+		p.metadata = v.Raw
 	case "user", "safety_identifier":
 		if v.Type != gjson.String {
 			return translate.Errorf(name, "must be a string")
