@@ -6,16 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The end-to-end tests of POST /v1/responses: the official openai-go Responses client
@@ -516,4 +523,104 @@ func renderJSON(kind string, t fakeTurn, n int) string {
 		json.Unmarshal([]byte(data), &ev)
 		return string(ev.Response)
 	}
+}
+
+// TestResponses_ToolLoop: a key with server tools gets one response from /v1/responses,
+// the server calls hidden, the text of both turns in it and the usage of both summed, on
+// every backend, streamed and not (a responses backend then goes through the core too).
+func TestResponses_ToolLoop(t *testing.T) {
+	g := startResponsesLoopGateway(t)
+	for _, kind := range backendKinds {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", kind, stream), func(t *testing.T) {
+				fake := g.fakes[kind]
+				fake.setScript(
+					fakeTurn{Text: "Let me look. ", Calls: []fakeCall{{"loop__lookup", `{"key":"k1"}`}}},
+					fakeTurn{Text: "Found it."},
+				)
+				c := g.client()
+				params := responses.ResponseNewParams{Model: "m-" + kind, Input: textInput("look k1 up")}
+				var resp *responses.Response
+				if stream {
+					s := streamResponse(t, c, params)
+					if s.err != nil {
+						t.Fatalf("stream: %v", s.err)
+					}
+					resp = s.final
+				} else {
+					var err error
+					if resp, err = c.Responses.New(context.Background(), params); err != nil {
+						t.Fatalf("New: %v", err)
+					}
+				}
+				if got := resp.OutputText(); got != "Let me look. Found it." {
+					t.Errorf("text %q", got)
+				}
+				for _, item := range resp.Output {
+					if item.Type != "message" {
+						t.Errorf("the client sees a %s item", item.Type)
+					}
+				}
+				if resp.Usage.InputTokens != 20 || resp.Usage.OutputTokens != 10 {
+					t.Errorf("usage %d/%d, want both turns summed (20/10)", resp.Usage.InputTokens, resp.Usage.OutputTokens)
+				}
+				if b := fake.bodies(); len(b) != 2 || !strings.Contains(b[1], "value-of-k1") {
+					t.Errorf("the tool result did not reach turn 2: %v", b)
+				}
+			})
+		}
+	}
+}
+
+// startResponsesLoopGateway is startLoopGateway with the in-process MCP server only (no
+// stdio server to install).
+func startResponsesLoopGateway(t *testing.T) *loopGateway {
+	g := &loopGateway{fakes: map[string]*fakeProvider{}}
+	var mcpURL string
+	g.mcp, mcpURL = startLoopMCP(t)
+	var y strings.Builder
+	y.WriteString("server: {listen: \"127.0.0.1:0\"}\nbackends:\n")
+	for _, k := range backendKinds {
+		g.fakes[k] = newFakeProvider(t, k)
+		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, g.fakes[k].baseURL())
+	}
+	y.WriteString("models:\n")
+	for _, k := range backendKinds {
+		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
+	}
+	fmt.Fprintf(&y, `keys:
+  agent: {key: agent-key, models: ["*"], tools: [loop], max_tool_iterations: 3}
+tools:
+  loop: {type: mcp, url: %q, timeout: 20s}
+`, mcpURL)
+	cfg, err := config.Parse([]byte(y.String()), nil)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, y.String())
+	}
+	g.reg = prometheus.NewRegistry()
+	m := metrics.New(g.reg)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	reg, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: g.reg, Logger: logger, Tools: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		srv.Shutdown(sctx)
+	})
+	g.url = "http://" + ln.Addr().String() + "/v1"
+	return g
 }
