@@ -624,3 +624,77 @@ tools:
 	g.url = "http://" + ln.Addr().String() + "/v1"
 	return g
 }
+
+// twoTurnResponses is twoTurn for a Responses client: turn 1 streamed, its function calls
+// sent back as function_call items (the standard fields only, store: false) with their
+// outputs. It returns the body the upstream received on turn 2.
+func twoTurnResponses(t *testing.T, kind string, turn1 []byte) string {
+	g := startGatewayFor(t, kind)
+	g.up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", turn1})
+	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "tool", Strict: openai.Bool(false),
+		Parameters: map[string]any{"type": "object"}}}
+	params := responses.ResponseNewParams{Model: "client-model", Input: textInput("use the tool"), Store: openai.Bool(false),
+		Reasoning: responses.ReasoningParam{Effort: responses.ReasoningEffortHigh}, Tools: []responses.ToolUnionParam{tool}}
+	s := streamResponse(t, c, params)
+	if s.err != nil {
+		t.Fatalf("turn 1: %v", s.err)
+	}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("use the tool", responses.EasyInputMessageRoleUser)}
+	calls := 0
+	for _, item := range s.final.Output {
+		switch item.Type {
+		case "reasoning":
+			r := item.AsReasoning()
+			var summary []responses.ResponseReasoningItemSummaryParam
+			for _, p := range r.Summary {
+				summary = append(summary, responses.ResponseReasoningItemSummaryParam{Text: p.Text})
+			}
+			input = append(input, responses.ResponseInputItemParamOfReasoning(r.ID, summary))
+		case "function_call":
+			fc := item.AsFunctionCall()
+			input = append(input, responses.ResponseInputItemParamOfFunctionCall(fc.Arguments, fc.CallID, fc.Name))
+			out := responses.ResponseInputItemParamOfFunctionCallOutput("result for " + fc.Name)
+			out.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
+			input = append(input, out)
+			calls++
+		}
+	}
+	if calls == 0 {
+		t.Fatalf("turn 1 has no function calls: %v", s.events)
+	}
+	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: input}
+	s2 := c.Responses.NewStreaming(context.Background(), params)
+	for s2.Next() {
+	}
+	seen := g.up.seen()
+	if len(seen) != 2 {
+		t.Fatalf("upstream saw %d requests, want 2", len(seen))
+	}
+	return seen[1].body
+}
+
+// TestResponsesTwoTurn_AnthropicThinkingSignatures: Claude's thinking blocks (with
+// signatures) of a tool-use turn reach the next turn through a stateless Responses client
+// that sends back only the standard fields of its function calls.
+func TestResponsesTwoTurn_AnthropicThinkingSignatures(t *testing.T) {
+	turn1 := goldenSection(t, "anthropic", "stream-thinking-tool-use.txtar", "upstream.sse")
+	body := twoTurnResponses(t, "anthropic", turn1)
+	for _, want := range []string{`"type":"thinking"`, `"signature":"EuYDCmMIDBgCKkC05Zda4P+Cdk/LQK`, `"type":"redacted_thinking"`, `"type":"tool_result"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("turn 2 body lacks %s:\n%.1500s", want, body)
+		}
+	}
+}
+
+// TestResponsesTwoTurn_GeminiThoughtSignatures: Gemini 3's thought signature survives the
+// round trip through a stateless Responses client.
+func TestResponsesTwoTurn_GeminiThoughtSignatures(t *testing.T) {
+	turn1 := goldenSection(t, "gemini", "vercel-chunks-google-tool-call-gemini3.txtar", "upstream.chunks.txt")
+	body := twoTurnResponses(t, "gemini", turn1)
+	for _, want := range []string{`"thoughtSignature":"EpEgCo4gAb4+9vvWwdN+NkNiCCwrqv`, `"functionResponse"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("turn 2 body lacks %s:\n%.1500s", want, body)
+		}
+	}
+}
