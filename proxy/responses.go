@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/responsestore"
@@ -482,6 +483,16 @@ func withResponseModel(dst, data []byte, path string, model []byte) []byte {
 	return append(dst, data[m.Index+len(m.Raw):]...)
 }
 
+// carriesResponse reports whether a stream event of type typ carries the Response object.
+func carriesResponse(typ string) bool {
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued", "response.completed",
+		"response.incomplete", "response.failed":
+		return true
+	}
+	return false
+}
+
 // responsesUsage reads a Response object's usage.
 func responsesUsage(u gjson.Result) translate.Usage {
 	return translate.Usage{
@@ -507,11 +518,13 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 		terminal := false
 		return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 			c.sent = true
-			if !gjson.ValidBytes(data) || data[0] != '{' {
+			// A view of data, which lives until this returns; what is kept is copied.
+			v := unsafe.String(unsafe.SliceData(data), len(data))
+			if !gjson.Valid(v) || data[0] != '{' {
 				return notJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
 			}
-			typ := gjson.GetBytes(data, "type").Str
-			if seq := gjson.GetBytes(data, "sequence_number"); seq.Type == gjson.Number {
+			typ := gjson.Get(v, "type").Str
+			if seq := gjson.Get(v, "sequence_number"); seq.Type == gjson.Number {
 				x.lastSeq = int(seq.Int())
 			}
 			o.commit()
@@ -522,7 +535,11 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			o.buf = append(o.buf, typ...)
 			o.buf = append(o.buf, "\ndata: "...)
 			start := len(o.buf)
-			o.buf = withResponseModel(o.buf, data, "response", model)
+			if carriesResponse(typ) {
+				o.buf = withResponseModel(o.buf, data, "response", model)
+			} else {
+				o.buf = append(o.buf, data...)
+			}
 			switch typ {
 			case "response.completed", "response.incomplete", "response.failed":
 				terminal = true
