@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +130,8 @@ type streamed struct {
 	events []map[string]any
 	final  *responses.Response
 	err    error
+	// sawError is set when the stream ended with an error event.
+	sawError bool
 }
 
 func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewParams) streamed {
@@ -142,6 +146,10 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 			t.Fatalf("event is not JSON: %v", err)
 		}
 		out.events = append(out.events, m)
+		if ev.Type == "error" {
+			out.sawError = true
+			continue // the SDK passes Responses error events on as events
+		}
 		var se responses.ResponsesServerEventUnion
 		if err := json.Unmarshal([]byte(ev.RawJSON()), &se); err != nil {
 			t.Fatalf("event does not decode as a server event: %v", err)
@@ -151,7 +159,7 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 		}
 	}
 	out.err = s.Err()
-	if out.err == nil {
+	if out.err == nil && !out.sawError {
 		r, err := acc.ReconstructedResponse()
 		if err != nil {
 			t.Fatalf("accumulator: %v", err)
@@ -179,8 +187,8 @@ func TestResponses_Streaming(t *testing.T) {
 			if got := s.final.OutputText(); got != want {
 				t.Errorf("accumulated text %q, want %q", got, want)
 			}
-			if s.final.Usage.TotalTokens == 0 {
-				t.Errorf("no usage in the final response")
+			if s.final.Usage.TotalTokens == 0 || s.final.Model != "m" {
+				t.Errorf("final response: usage %d, model %q (want m)", s.final.Usage.TotalTokens, s.final.Model)
 			}
 			terminals := 0
 			for i, ev := range s.events {
@@ -696,5 +704,86 @@ func TestResponsesTwoTurn_GeminiThoughtSignatures(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("turn 2 body lacks %s:\n%.1500s", want, body)
 		}
+	}
+}
+
+// TestResponses_RecordingsThroughGateway: every recorded upstream stream, served by a fake
+// upstream of its wire, reaches a Responses client through /v1/responses as a stream the
+// SDK's accumulator accepts: sequence numbers from 0, one terminal event, last, and the
+// client-facing model. (translate/responsesin replays the same recordings split at byte
+// offsets and checks each event against the published schema.)
+func TestResponses_RecordingsThroughGateway(t *testing.T) {
+	for _, w := range []struct{ kind, dir string }{
+		{"anthropic", "anthropic"}, {"gemini", "gemini"}, {"openai", "openai-chat"}, {"responses", "responses"},
+	} {
+		files, _ := filepath.Glob(filepath.Join("..", "testdata", "fixtures", w.dir, "stream", "*.sse"))
+		if len(files) == 0 {
+			t.Fatalf("no recordings for %s", w.dir)
+		}
+		for _, file := range files {
+			t.Run(w.dir+"/"+filepath.Base(file), func(t *testing.T) {
+				recording, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := startGatewayFor(t, w.kind)
+				g.up.push(replay{200, "text/event-stream", recording})
+				s := streamResponse(t, g.client(), responses.ResponseNewParams{Model: "client-model", Input: textInput("hi")})
+				if s.err != nil {
+					t.Fatalf("stream: %v", s.err)
+				}
+				terminals := 0
+				for i, ev := range s.events {
+					if seq, _ := ev["sequence_number"].(float64); int(seq) != i {
+						t.Fatalf("event %d (%v) has sequence_number %v", i, ev["type"], ev["sequence_number"])
+					}
+					switch ev["type"] {
+					case "response.completed", "response.incomplete", "response.failed", "error":
+						terminals++
+					}
+				}
+				if terminals != 1 {
+					t.Errorf("%d terminal events", terminals)
+				}
+				if s.final.Model != "client-model" {
+					t.Errorf("model %q, want the client-facing name", s.final.Model)
+				}
+				if s.final.Usage.TotalTokens == 0 {
+					t.Errorf("no usage")
+				}
+			})
+		}
+	}
+}
+
+// TestResponses_StreamCutMidway: an upstream stream that ends before its terminal event
+// ends the client's stream with one error event, numbered after the last event, on the
+// translated path and the passthrough alike.
+func TestResponses_StreamCutMidway(t *testing.T) {
+	for _, w := range []struct{ kind, file string }{
+		{"anthropic", "anthropic/stream/text-basic.mirascope.sse"},
+		{"responses", "responses/stream/text-basic.mirascope.sse"},
+	} {
+		t.Run(w.kind, func(t *testing.T) {
+			recording, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", w.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := strings.SplitAfter(string(recording), "\n\n")
+			cut := strings.Join(events[:len(events)/2], "")
+			g := startGatewayFor(t, w.kind)
+			g.up.push(replay{200, "text/event-stream", []byte(cut)})
+			s := streamResponse(t, g.client(), responses.ResponseNewParams{Model: "client-model", Input: textInput("hi")})
+			if s.err != nil || !s.sawError {
+				t.Fatalf("the stream did not end with an error event (err %v)", s.err)
+			}
+			last := s.events[len(s.events)-1]
+			if last["type"] != "error" || !strings.Contains(fmt.Sprint(last["message"]), "stream ended before") && !strings.Contains(fmt.Sprint(last["message"]), "ended the stream before") {
+				t.Errorf("last event %v", last)
+			}
+			if seq, _ := last["sequence_number"].(float64); int(seq) != len(s.events)-1 {
+				t.Errorf("error event numbered %v after %d events", last["sequence_number"], len(s.events)-1)
+			}
+		})
 	}
 }
