@@ -787,3 +787,90 @@ func TestResponses_StreamCutMidway(t *testing.T) {
 		})
 	}
 }
+
+// TestResponses_PreviousResponseIDWithToolOutput: the Agents SDK's default flow with
+// store: true: turn 1 ends in a function call, turn 2 sends only previous_response_id and
+// the call's output; a translated upstream gets the whole conversation.
+func TestResponses_PreviousResponseIDWithToolOutput(t *testing.T) {
+	for _, kind := range []string{"anthropic", "gemini", "openai"} {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Calls: []fakeCall{{Name: "lookup", Args: `{"q":"x"}`}}}, fakeTurn{Text: "done"})
+			c := g.client("alice-key")
+			ctx := context.Background()
+			tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "lookup", Strict: openai.Bool(false),
+				Parameters: map[string]any{"type": "object"}}}
+			first, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("look x up"), Tools: []responses.ToolUnionParam{tool}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var callID string
+			for _, item := range first.Output {
+				if item.Type == "function_call" {
+					callID = item.AsFunctionCall().CallID
+				}
+			}
+			out := responses.ResponseInputItemParamOfFunctionCallOutput("found: 42")
+			out.OfFunctionCallOutput.CallID = openai.String(callID)
+			second, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", PreviousResponseID: openai.String(first.ID),
+				Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{out}}, Tools: []responses.ToolUnionParam{tool}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if second.OutputText() != "done" {
+				t.Errorf("text %q", second.OutputText())
+			}
+			b := g.upstreamBodies()
+			if len(b) != 2 || !strings.Contains(b[1], "look x up") || !strings.Contains(b[1], "found: 42") || !strings.Contains(b[1], `lookup`) {
+				t.Errorf("upstream turn 2 lacks the conversation: %v", b)
+			}
+		})
+	}
+}
+
+// TestResponses_ContinueOnAnotherBackend: a response a responses backend stored upstream
+// cannot be continued on another backend (a 400 naming previous_response_id), and one the
+// gateway generated cannot be forwarded to a responses upstream as an id it never saw: it
+// is translated with the stored conversation instead.
+func TestResponses_ContinueOnAnotherBackend(t *testing.T) {
+	resp := newFakeJSONProvider(t, "responses")
+	anth := newFakeJSONProvider(t, "anthropic")
+	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  r: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
+  a: {type: anthropic, base_url: %q, api_key: k, retries: {max: 0}}
+models:
+  gpt: {backend: r, upstream_model: gpt-5}
+  claude: {backend: a, upstream_model: claude}
+`, resp.baseURL(), anth.baseURL())
+	cfg, err := config.Parse([]byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveConfig(t, cfg)
+	c := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	resp.setScript(fakeTurn{Text: "from gpt"}, fakeTurn{Text: "gpt again"})
+	anth.setScript(fakeTurn{Text: "from claude"}, fakeTurn{Text: "claude again"})
+
+	fromGPT, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt", Input: textInput("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "claude", Input: textInput("more"), PreviousResponseID: openai.String(fromGPT.ID)})
+	if e := respSDKError(t, err); e.StatusCode != 400 || e.Param != "previous_response_id" {
+		t.Errorf("continuing a gpt response on claude: %d %q", e.StatusCode, e.Param)
+	}
+
+	fromClaude, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "claude", Input: textInput("hello claude")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt", Input: textInput("more"), PreviousResponseID: openai.String(fromClaude.ID)}); err != nil {
+		t.Fatalf("continuing a claude response on gpt: %v", err)
+	}
+	b := resp.bodies()
+	if len(b) != 2 || strings.Contains(b[1], "previous_response_id") || !strings.Contains(b[1], "hello claude") || !strings.Contains(b[1], "from claude") {
+		t.Errorf("the responses upstream did not get the stored conversation: %v", b)
+	}
+}
