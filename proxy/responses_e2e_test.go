@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -872,5 +873,51 @@ models:
 	b := resp.bodies()
 	if len(b) != 2 || strings.Contains(b[1], "previous_response_id") || !strings.Contains(b[1], "hello claude") || !strings.Contains(b[1], "from claude") {
 		t.Errorf("the responses upstream did not get the stored conversation: %v", b)
+	}
+}
+
+// TestResponses_NodeSDK runs testdata/node/responses.mjs, the Node openai SDK's
+// responses.create, responses.stream with finalResponse(), a function call continued
+// with previous_response_id, retrieve and delete, against the mock backend. It needs node
+// and the openai npm package: OPENAI_MODULE names the package directory, else
+// ../.ci/npm/node_modules/openai (.ci/run installs it there); without them it skips, and
+// fails under CI=true.
+func TestResponses_NodeSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	module := os.Getenv("OPENAI_MODULE")
+	if module == "" {
+		module, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", "openai"))
+	}
+	if _, serr := os.Stat(filepath.Join(module, "index.mjs")); err != nil || serr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node or the openai npm package is missing (%v, %v); .ci/run installs them", err, serr)
+		}
+		t.Skip("node or the openai npm package is not installed (set OPENAI_MODULE)")
+	}
+	g := startResponsesGateway(t, "mock", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", "responses.mjs"))
+	cmd.Env = append(os.Environ(), "AGATE_URL="+g.url, "OPENAI_MODULE="+module)
+	outBytes, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("node: %v", err)
+	}
+	var got map[string]map[string]any
+	if err := json.Unmarshal(outBytes, &got); err != nil {
+		t.Fatalf("node output: %v\n%s", err, outBytes)
+	}
+	want := map[string]map[string]any{
+		"create": {"status": "completed", "text": "hello from node", "model": "m"},
+		"stream": {"text": "stream from node", "first": "response.created", "last": "response.completed", "deltas": float64(3)},
+		"tools":  {"call": "get_weather", "text": "Tool results: sunny"},
+		"stored": {"same": true, "afterDelete": "404"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
