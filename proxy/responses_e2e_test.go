@@ -50,6 +50,8 @@ backends:
   up: %s
 models:
   m: {backend: up, upstream_model: up-model}
+  # The default model of the OpenAI Agents SDK 0.20.0 (testdata/node/agents.mjs).
+  gpt-5.6-luna: {backend: up, upstream_model: up-model}
 keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"]}
@@ -876,48 +878,70 @@ models:
 	}
 }
 
-// TestResponses_NodeSDK runs testdata/node/responses.mjs, the Node openai SDK's
-// responses.create, responses.stream with finalResponse(), a function call continued
-// with previous_response_id, retrieve and delete, against the mock backend. It needs node
-// and the openai npm package: OPENAI_MODULE names the package directory, else
-// ../.ci/npm/node_modules/openai (.ci/run installs it there); without them it skips, and
-// fails under CI=true.
+// TestResponses_NodeSDK runs the scripts of testdata/node against the mock backend: the
+// Node openai SDK (responses.mjs: responses.create, responses.stream with finalResponse(),
+// a function call continued with previous_response_id, retrieve, delete) and the Vercel AI
+// SDK's default OpenAI provider (vercel.mjs: generateText, streamText, a tool loop) and
+// the OpenAI Agents SDK with its default model (agents.mjs: an agent with a function tool,
+// run plain and streamed). It
+// needs node and the npm packages in AGATE_NODE_MODULES, else ../.ci/npm/node_modules
+// (.ci/run installs them there); without them it skips, and fails under CI=true.
 func TestResponses_NodeSDK(t *testing.T) {
 	node, err := exec.LookPath("node")
-	module := os.Getenv("OPENAI_MODULE")
-	if module == "" {
-		module, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules", "openai"))
+	modules := os.Getenv("AGATE_NODE_MODULES")
+	if modules == "" {
+		modules, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules"))
 	}
-	if _, serr := os.Stat(filepath.Join(module, "index.mjs")); err != nil || serr != nil {
+	_, serr := os.Stat(filepath.Join(modules, "@ai-sdk", "openai", "package.json"))
+	if err != nil || serr != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the openai npm package is missing (%v, %v); .ci/run installs them", err, serr)
+			t.Fatalf("node or the npm packages are missing (%v, %v); .ci/run installs them", err, serr)
 		}
-		t.Skip("node or the openai npm package is not installed (set OPENAI_MODULE)")
+		t.Skip("node or the npm packages (openai, ai, @ai-sdk/openai) are not installed (set AGATE_NODE_MODULES)")
 	}
-	g := startResponsesGateway(t, "mock", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", "responses.mjs"))
-	cmd.Env = append(os.Environ(), "AGATE_URL="+g.url, "OPENAI_MODULE="+module)
-	outBytes, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("node: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("node: %v", err)
+	tests := []struct {
+		script string
+		want   map[string]map[string]any
+	}{
+		{"responses.mjs", map[string]map[string]any{
+			"create": {"status": "completed", "text": "hello from node", "model": "m"},
+			"stream": {"text": "stream from node", "first": "response.created", "last": "response.completed", "deltas": float64(3)},
+			"tools":  {"call": "get_weather", "text": "Tool results: sunny"},
+			"stored": {"same": true, "afterDelete": "404"},
+		}},
+		{"vercel.mjs", map[string]map[string]any{
+			"generate": {"text": "hello from vercel", "finish": "stop", "usage": true},
+			"stream":   {"text": "stream from vercel", "finish": "stop"},
+			"tools":    {"text": "Tool results: sunny", "steps": float64(2), "finish": "stop"},
+		}},
+		{"agents.mjs", map[string]map[string]any{
+			"run":    {"output": "Tool results: sunny", "items": "tool_call_item,tool_call_output_item,message_output_item"},
+			"stream": {"output": "hello agents", "text": "hello agents"},
+		}},
 	}
-	var got map[string]map[string]any
-	if err := json.Unmarshal(outBytes, &got); err != nil {
-		t.Fatalf("node output: %v\n%s", err, outBytes)
-	}
-	want := map[string]map[string]any{
-		"create": {"status": "completed", "text": "hello from node", "model": "m"},
-		"stream": {"text": "stream from node", "first": "response.created", "last": "response.completed", "deltas": float64(3)},
-		"tools":  {"call": "get_weather", "text": "Tool results: sunny"},
-		"stored": {"same": true, "afterDelete": "404"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			g := startResponsesGateway(t, "mock", "")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", tt.script))
+			cmd.Env = append(os.Environ(), "AGATE_URL="+g.url, "AGATE_NODE_MODULES="+modules,
+				"OPENAI_MODULE="+filepath.Join(modules, "openai"))
+			outBytes, err := cmd.Output()
+			if err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					t.Fatalf("node: %v\n%s", err, ee.Stderr)
+				}
+				t.Fatalf("node: %v", err)
+			}
+			var got map[string]map[string]any
+			if err := json.Unmarshal(outBytes, &got); err != nil {
+				t.Fatalf("node output: %v\n%s", err, outBytes)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
