@@ -945,3 +945,33 @@ func TestResponses_NodeSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestResponses_PassthroughUpstreamErrors: a responses upstream's refusal reaches the
+// client with its status and message; a 200 that is not a Response object is a 502.
+func TestResponses_PassthroughUpstreamErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		upstream   replay
+		wantStatus int
+		wantInMsg  string
+	}{
+		{name: "rate limited", wantStatus: 429, wantInMsg: "Rate limit reached",
+			upstream: replay{429, "application/json", []byte(`{"error":{"message":"Rate limit reached for gpt-5","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)}},
+		{name: "bad request", wantStatus: 400, wantInMsg: "Unsupported parameter",
+			upstream: replay{400, "application/json", []byte(`{"error":{"message":"Unsupported parameter: 'temperature'","type":"invalid_request_error","param":"temperature","code":"unsupported_parameter"}}`)}},
+		{name: "not a Response", wantStatus: 502, wantInMsg: "not a Response object",
+			upstream: replay{200, "application/json", []byte(`{"object":"list","data":[]}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGatewayFor(t, "responses")
+			g.up.push(tt.upstream)
+			c := g.client()
+			_, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "client-model", Input: textInput("hi")})
+			e := respSDKError(t, err)
+			if e.StatusCode != tt.wantStatus || !strings.Contains(e.Message, tt.wantInMsg) {
+				t.Errorf("status %d, message %q; want %d with %q", e.StatusCode, e.Message, tt.wantStatus, tt.wantInMsg)
+			}
+		})
+	}
+}
