@@ -240,6 +240,7 @@ func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {
 		code = a.Type
 	}
 	if x.enc != nil && !x.pass {
+		dst = x.enc.Start(dst) // a stream committed by a keep-alive has not started yet
 		return x.enc.AppendError(dst, a.Message, code, a.Param)
 	}
 	x.lastSeq++

@@ -175,10 +175,9 @@ type parser struct {
 	tools, toolChoice, text, reasoning, metadata, truncation string
 	user, safetyID                                           string
 	parallel                                                 *bool
-	untranslatable                                           error
 }
 
-// untranslatable records the first part of the request a translating backend cannot serve.
+// untranslatableErr records the first part of the request a translating backend cannot serve.
 func (p *parser) untranslatableErr(param, format string, args ...any) {
 	if p.r.Untranslatable == nil {
 		p.r.Untranslatable = translate.Errorf(param, format, args...)
@@ -203,8 +202,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		p.hasInput = true
 		switch {
 		case v.Type == gjson.String:
-			c := []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
-			r.current = c
+			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
 			r.Input = string(append(translate.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
 		case v.IsArray():
 			msgs, err := p.items(v, "input")
@@ -565,6 +563,7 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 				return false
 			}
 			msgs = append(msgs, m)
+			open = -1 // a tool result ends the assistant's turn
 		case "reasoning":
 			s := it.Get("summary")
 			if s.Exists() && !s.IsArray() {

@@ -60,6 +60,19 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "calls of successive turns stay in their turns",
+			body: `{"model":"m","input":[{"role":"user","content":"go"},
+				{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r1"},
+				{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c2","output":"r2"}]}`,
+			want: translate.Request{Model: "m", Messages: []translate.Message{
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "go"}}},
+				{Role: "assistant", ToolCalls: []translate.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}},
+				{Role: "tool", ToolCallID: "c1", Content: []translate.Part{{Type: translate.PartText, Text: "r1"}}},
+				{Role: "assistant", ToolCalls: []translate.ToolCall{{ID: "c2", Name: "f", Arguments: "{}"}}},
+				{Role: "tool", ToolCallID: "c2", Content: []translate.Part{{Type: translate.PartText, Text: "r2"}}},
+			}},
+		},
+		{
 			name: "settings",
 			body: `{"model":"m","input":"x","stream":true,"max_output_tokens":100,"temperature":0.5,"top_p":0.9,
 				"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true}],
