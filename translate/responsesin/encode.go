@@ -141,6 +141,12 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 	}
 	dst = e.Start(dst)
 	switch ev.Kind {
+	case translate.EventReasoningDelta, translate.EventTextDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
+		if ev.Text == "" {
+			return dst // some decoders emit empty deltas (an Anthropic signature); OpenAI sends none
+		}
+	}
+	switch ev.Kind {
 	case translate.EventReasoningDelta:
 		it := e.current(&dst, itemReasoning)
 		it.text = append(it.text, ev.Text...)

@@ -3,6 +3,7 @@ package responsesin
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
+
+var update = flag.Bool("update", false, "rewrite the want files of the goldens")
+
+// golden compares got with the file want, or rewrites the file under -update.
+func golden(t *testing.T, want string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(want, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(b), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", want, diff)
+	}
+}
 
 // fixturesDir holds the recorded upstream traffic (provenance in its SOURCES.md).
 var fixturesDir = filepath.Join("..", "..", "testdata", "fixtures")
@@ -284,13 +308,19 @@ func TestStreamGoldens(t *testing.T) {
 				stream := readFixture(t, filepath.Join(u.dir, filepath.Base(file)))
 				whole := replay(t, u.provider, stream)
 				checkStream(t, whole)
+				if len(stream) <= 20<<10 {
+					golden(t, filepath.Join("testdata", "stream", strings.ReplaceAll(u.dir, "/stream", "")+"_"+strings.TrimSuffix(filepath.Base(file), ".sse")+".want.sse"), whole)
+				}
 				for i, f := range frames(t, whole) {
 					if err := eventSchema.validate(f.data); err != nil {
 						t.Errorf("event %d (%s) does not satisfy ResponseStreamEvent: %v\n%s", i, f.typ, err, f.data)
 					}
 				}
-				// Every byte offset for short recordings; about 200 offsets for long ones.
-				step := max(1, len(stream)/200)
+				// Every byte offset for recordings up to 8 KiB; about 200 offsets for longer ones.
+				step := 1
+				if len(stream) > 8<<10 {
+					step = len(stream) / 200
+				}
 				for k := 1; k < len(stream); k += step {
 					if got := replay(t, u.provider, stream, k); !bytes.Equal(got, whole) {
 						t.Fatalf("split at byte %d: output differs from the whole stream's", k)
