@@ -95,8 +95,9 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		if err := srv.Apply(c); err != nil {
 			return err
 		}
-		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server || running.Metrics != c.Metrics {
-			logger.Warn("config reload: changes to server, metrics, tools and cache take effect after a restart")
+		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server || running.Metrics != c.Metrics ||
+			running.Responses != c.Responses {
+			logger.Warn("config reload: changes to server, metrics, tools, cache and responses take effect after a restart")
 		}
 		running = c
 		return nil
