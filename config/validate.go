@@ -166,6 +166,7 @@ func (c *Config) problems() []error {
 	if c.Responses.MaxBytes < 0 {
 		v.addf("responses.max_bytes", "must not be negative")
 	}
+	c.validateLimits(&v)
 	return v.problems
 }
 

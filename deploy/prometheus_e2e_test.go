@@ -688,6 +688,9 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 			`panel "Fallbacks skipped by key allowlist" A`, // every key may use every fallback
 			`panel "Tool cache hit ratio" A`,               // time_now is not cached: no lookups
 			`panel "Connections refused" A`,                // no connection cap is reached
+			`panel "Rate-limit rejections" A`,              // no key or model has limits here
+			`panel "Budget remaining" A`,                   // no key has a budget
+			`panel "Shared state errors" A`,                // state is in memory
 		}
 		if diff := cmp.Diff(want, empty); diff != "" {
 			t.Errorf("dashboard queries without data (-want +got):\n%s", diff)

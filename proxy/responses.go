@@ -81,12 +81,17 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
 	}
+	c.call.spend = &c.limits
+	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
+		return
+	}
 	s.metrics.Inflight.Inc()
 	if req.Core.Stream {
 		x.stream(ctx)
 		return
 	}
 	defer s.metrics.Inflight.Dec()
+	defer c.endLimits() // limits.go: charge the usage, release the slots
 	x.complete(ctx)
 }
 
@@ -189,23 +194,21 @@ func joinArrays(arrays ...string) string {
 }
 
 // stream serves a streaming request, with chatRun.stream's protocol: the handler waits
-// until the writer knows whether the upstream accepted.
+// until the writer knows whether the upstream accepted. Limits are charged and released
+// when the writer ends, as for chat.
 func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) {
 	c := x.c
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.s.baseCtx)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
 		defer x.recoverStream(w, started)
 		x.writeStream(cctx, cancel, w, started)
 	})
 	if a := <-started; a != nil {
-		ctx.SetStatusCode(a.Status)
-		ctx.SetContentType("application/json")
-		if a.RetryAfter > 0 {
-			ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
-		}
+		setErrorHeaders(ctx, *a) // the writer writes the body
 		return
 	}
 	ctx.SetStatusCode(200)
@@ -484,6 +487,18 @@ func withResponseModel(dst, data []byte, path string, model []byte) []byte {
 	return append(dst, data[m.Index+len(m.Raw):]...)
 }
 
+// notResponseJSON is the 502 for a passthrough answer the gateway cannot read, quoting at
+// most 64 bytes of it.
+func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError {
+	if len(data) > 64 {
+		data = data[:64]
+	}
+	if len(data) > 0 {
+		what += ": " + strconv.Quote(string(data))
+	}
+	return upstreamFault(backend, what)
+}
+
 // carriesResponse reports whether a stream event of type typ carries the Response object.
 func carriesResponse(typ string) bool {
 	switch typ {
@@ -522,7 +537,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			// A view of data, which lives until this returns; what is kept is copied.
 			v := unsafe.String(unsafe.SliceData(data), len(data))
 			if !gjson.Valid(v) || data[0] != '{' {
-				return notJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
+				return notResponseJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
 			}
 			typ := gjson.Get(v, "type").Str
 			if seq := gjson.Get(v, "sequence_number"); seq.Type == gjson.Number {
@@ -555,8 +570,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			return o.write()
 		}, o.sync, func() error {
 			if !terminal {
-				return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
-					Message: "the upstream of backend " + r.backend.name + " ended the stream before it finished"}
+				return upstreamFault(r.backend.name, "ended the stream before it finished")
 			}
 			return nil
 		})
@@ -575,14 +589,14 @@ func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 			return err
 		}
 		if !gjson.ValidBytes(body) {
-			return notJSON(r.backend.name, "answered with a body that is not JSON", body)
+			return notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
 		}
 		root := gjson.ParseBytes(body)
 		if !root.IsObject() || root.Get("object").Str != "response" {
 			if e := root.Get("error"); e.IsObject() {
 				return r.backend.provider.DecodeError(http.StatusBadGateway, body)
 			}
-			return notJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
+			return notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
 		}
 		c.lastUsage = responsesUsage(root.Get("usage"))
 		out = withResponseModel(nil, body, "", model)

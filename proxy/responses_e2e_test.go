@@ -975,3 +975,28 @@ func TestResponses_PassthroughUpstreamErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestResponses_Limits: /v1/responses is admitted against the key's limits like chat: the
+// request over requests_per_minute is a 429 with Retry-After, before any upstream call.
+func TestResponses_Limits(t *testing.T) {
+	cfg, err := config.Parse([]byte(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: mock}
+models:
+  m: {backend: up}
+keys:
+  alice: {key: alice-key, models: ["*"], limits: {requests_per_minute: 1}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveConfig(t, cfg)
+	body := `{"model":"m","input":"hi"}`
+	if r := postJSON(t, url+"/responses", "alice-key", body); r.status != 200 {
+		t.Fatalf("first request: %d %s", r.status, r.body)
+	}
+	r := postJSON(t, url+"/responses", "alice-key", body)
+	if got := decodeRespError(t, r); got.Status != 429 || got.Code != "rate_limit_exceeded" || r.header.Get("Retry-After") == "" {
+		t.Errorf("second request: %+v, Retry-After %q", got, r.header.Get("Retry-After"))
+	}
+}

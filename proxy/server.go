@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/responsestore"
@@ -48,6 +49,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Tools runs server-side tools; nil means no key gets a tool loop.
 	Tools ToolSet
+	// Limiter keeps rate limits, budgets and concurrency slots; the caller closes it. Nil
+	// means one built from Config.State, which the server closes at Shutdown.
+	Limiter limits.Limiter
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -74,6 +78,11 @@ type Server struct {
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
+	// limiter admits and charges requests (limits.go); it outlives reloads, so usage
+	// counted stays counted. ownLimiter: opened by New, closed by Shutdown.
+	limiter     limits.Limiter
+	ownLimiter  bool
+	onErrorDeny bool // state.on_error deny, fixed at start like the rest of state
 	// responses keeps the stored responses of /v1/responses; nil when responses.store is
 	// off. It is built once: a reload does not change it.
 	responses responsestore.Store
@@ -86,15 +95,16 @@ func New(opts Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, responses: newResponseStore(opts.Config.Responses)}
-	if opts.Tools == nil {
-		s.tools = nil
-	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	rt, err := newRuntime(opts.Config, nil, logger)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.checkTools(rt); err != nil {
+		return nil, err
+	}
+	s.onErrorDeny = opts.Config.State.OnError == "deny"
+	if err := s.openLimiter(opts); err != nil {
 		return nil, err
 	}
 	s.rt.Store(rt)
@@ -107,10 +117,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config.Server
 	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
-	s.writeTimeout = orDuration(cfg.WriteTimeout, 60*time.Second)
-	if s.maxBody <= 0 {
-		s.maxBody = fasthttp.DefaultMaxRequestBodySize
-	}
+	s.writeTimeout = cfg.WriteTimeout
 	s.srv = &fasthttp.Server{
 		Handler: s.handle,
 		Name:    "agate",
@@ -119,8 +126,8 @@ func New(opts Options) (*Server, error) {
 		StreamRequestBody:     true,
 		ExpectHandler:         s.expect,
 		MaxRequestBodySize:    s.maxBody,
-		ReadTimeout:           orDuration(cfg.ReadTimeout, 60*time.Second),
-		IdleTimeout:           orDuration(cfg.IdleTimeout, 120*time.Second),
+		ReadTimeout:           cfg.ReadTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
@@ -214,6 +221,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = s.srv.ShutdownWithContext(grace)
 	}
 	s.cancelAll()
+	s.closeLimiter()
 	return err
 }
 
@@ -342,6 +350,9 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 			ctx.SetBody(append(append([]byte(`{"status":"not ready","reason":`), translate.AppendString(nil, err.Error())...), '}'))
 			return
 		}
+	}
+	if s.stateNotReady(ctx) { // limits.go: Redis unreachable, degraded or not ready
+		return
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
 }
