@@ -40,8 +40,10 @@ type Config struct {
 // /v1/responses/{id}. Stored responses belong to the key that created them.
 type Responses struct {
 	// Store is "memory" (the default; an in-process LRU, lost at restart and not shared
-	// between replicas) or "off" (nothing is stored: previous_response_id and GET are then
-	// refused, store: true is ignored).
+	// between replicas), "redis" (in the Redis of state, which must be of type redis, shared
+	// by every replica; records expire after TTL, and Redis's memory policy bounds the
+	// total: MaxEntries and MaxBytes apply to memory only) or "off" (nothing is stored:
+	// previous_response_id and GET are then refused, store: true is ignored).
 	Store string `koanf:"store"`
 	// TTL is how long a stored response is kept. Default 24h (also when 0).
 	TTL time.Duration `koanf:"ttl"`

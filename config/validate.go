@@ -61,9 +61,8 @@ var (
 	cacheScopes  = []string{"", "key", "global"}
 )
 
-// responseStores are the responses.store modes; "redis" comes with the shared state of the
-// limits work.
-var responseStores = []string{"", "memory", "off"}
+// responseStores are the responses.store modes; redis needs state.type redis.
+var responseStores = []string{"", "memory", "redis", "off"}
 
 // validator collects the problems of one Config.
 type validator struct {
@@ -161,6 +160,9 @@ func (c *Config) problems() []error {
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
 	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
 	v.oneOf("responses.store", c.Responses.Store, responseStores)
+	if c.Responses.Store == "redis" && c.State.Type != "redis" {
+		v.addf("responses.store", "redis needs state.type: redis (the Redis the replicas share)")
+	}
 	v.nonNegative("responses.max_entries", c.Responses.MaxEntries)
 	v.nonNegativeDuration("responses.ttl", c.Responses.TTL)
 	if c.Responses.MaxBytes < 0 {

@@ -394,8 +394,13 @@ func TestValidate_NamesTheField(t *testing.T) {
 		},
 		{
 			name:   "responses store mode",
+			mutate: func(c *Config) { c.Responses.Store = "disk" },
+			want:   `config: responses.store: "disk" is not one of memory, redis, off`,
+		},
+		{
+			name:   "responses store redis without redis state",
 			mutate: func(c *Config) { c.Responses.Store = "redis" },
-			want:   `config: responses.store: "redis" is not one of memory, off`,
+			want:   `config: responses.store: redis needs state.type: redis (the Redis the replicas share)`,
 		},
 		{
 			name:   "negative responses max_bytes",

@@ -16,6 +16,7 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/responsesin"
+	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 )
@@ -27,12 +28,22 @@ import (
 // Responses output (translate/responsesin). Responses asked to be stored are kept in the
 // server's responsestore.Store, scoped to the key.
 
-// newResponseStore builds the store of responses.store; nil when it is off.
-func newResponseStore(c config.Responses) responsestore.Store {
-	if c.Store == "off" {
-		return nil
+// newResponseStore builds the store of responses.store: nil when it is off; with redis, on
+// the limiter's Redis client (state.type redis), shared by every replica.
+func (s *Server) newResponseStore(cfg *config.Config) (responsestore.Store, error) {
+	c := cfg.Responses
+	switch c.Store {
+	case "off":
+		return nil, nil
+	case "redis":
+		r, ok := s.limiter.(interface{ Client() *redis.Client })
+		if !ok {
+			return nil, errors.New("responses.store: redis needs state.type: redis")
+		}
+		return &responsestore.Redis{Client: r.Client(), Prefix: cfg.State.KeyPrefix, TTL: c.TTL,
+			Timeout: max(cfg.State.Timeout, time.Second)}, nil
 	}
-	return responsestore.NewMemory(responsestore.MemoryOptions{TTL: c.TTL, MaxEntries: c.MaxEntries, MaxBytes: c.MaxBytes})
+	return responsestore.NewMemory(responsestore.MemoryOptions{TTL: c.TTL, MaxEntries: c.MaxEntries, MaxBytes: c.MaxBytes}), nil
 }
 
 // responsesRun is one POST /v1/responses request after authentication, parsing and

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/tools"
@@ -998,5 +999,52 @@ keys:
 	r := postJSON(t, url+"/responses", "alice-key", body)
 	if got := decodeRespError(t, r); got.Status != 429 || got.Code != "rate_limit_exceeded" || r.header.Get("Retry-After") == "" {
 		t.Errorf("second request: %+v, Retry-After %q", got, r.header.Get("Retry-After"))
+	}
+}
+
+// TestResponses_RedisStoreSharedByReplicas: with responses.store: redis two gateways on
+// one redis-server share stored responses: one replica's response is continued and read on
+// the other, for its key only.
+func TestResponses_RedisStoreSharedByReplicas(t *testing.T) {
+	rs := redistest.Start(t)
+	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: mock}
+models:
+  m: {backend: up}
+keys:
+  alice: {key: alice-key, models: ["*"]}
+  bob: {key: bob-key, models: ["*"]}
+state: {type: redis, url: %q}
+responses: {store: redis}
+`, rs.URL())
+	var urls [2]string
+	for i := range urls {
+		cfg, err := config.Parse([]byte(y), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = serveConfig(t, cfg)
+	}
+	client := func(url, key string) openai.Client {
+		return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(key), option.WithMaxRetries(0))
+	}
+	ctx := context.Background()
+	a, b := client(urls[0], "alice-key"), client(urls[1], "alice-key")
+	first, err := a.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember kiwi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("next"), PreviousResponseID: openai.String(first.ID)})
+	if err != nil {
+		t.Fatalf("continuing on the other replica: %v", err)
+	}
+	got, err := a.Responses.Get(ctx, second.ID, responses.ResponseGetParams{})
+	if err != nil || got.OutputText() != second.OutputText() {
+		t.Fatalf("GET on the first replica: %v", err)
+	}
+	bob := client(urls[1], "bob-key")
+	if _, err := bob.Responses.Get(ctx, second.ID, responses.ResponseGetParams{}); err == nil || respSDKError(t, err).StatusCode != 404 {
+		t.Errorf("bob read alice's response: %v", err)
 	}
 }

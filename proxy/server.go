@@ -94,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, responses: newResponseStore(opts.Config.Responses)}
+	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	rt, err := newRuntime(opts.Config, nil, logger)
 	if err != nil {
@@ -105,6 +105,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.onErrorDeny = opts.Config.State.OnError == "deny"
 	if err := s.openLimiter(opts); err != nil {
+		return nil, err
+	}
+	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
 		return nil, err
 	}
 	s.rt.Store(rt)
