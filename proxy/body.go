@@ -101,7 +101,7 @@ func (s *Server) tooLarge(rid string) apiError {
 // connection after draining it.
 func (s *Server) reject(ctx *fasthttp.RequestCtx, rid string, a apiError) {
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues("", "", "", strconv.Itoa(a.Status), "").Inc()
+	s.metrics.Requests.WithLabelValues("", "", "", strconv.Itoa(a.Status), "", apiLabel(ctx.Path())).Inc()
 	s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	s.dropConn(ctx)
 }

@@ -40,3 +40,24 @@ func paramLabel(param string) string {
 	}
 	return clip(b.String(), maxLoggedString)
 }
+
+// The api label of the request metrics: which OpenAI API the request used.
+const (
+	apiChat      = "chat"
+	apiResponses = "responses"
+)
+
+// apiLabel is the api label of a request to path: chat or responses, "" for any other
+// route.
+func apiLabel(path []byte) string {
+	switch string(path) {
+	case "/v1/chat/completions", "/chat/completions":
+		return apiChat
+	case "/v1/responses", "/responses":
+		return apiResponses
+	}
+	if strings.HasPrefix(string(path), responsesPathPrefix) {
+		return apiResponses
+	}
+	return ""
+}

@@ -441,9 +441,9 @@ func (x *responsesRun) finish(code int, stream bool) {
 	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
 	if code != 0 {
-		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st).Inc()
+		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st, apiResponses).Inc()
 	}
-	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st).Observe(time.Since(c.start).Seconds())
+	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, apiResponses).Observe(time.Since(c.start).Seconds())
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}

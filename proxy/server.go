@@ -370,7 +370,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		a = apiError{Status: 400, Message: "malformed HTTP request", Type: "invalid_request_error"}
 	}
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "").Inc()
+	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "", apiLabel(ctx.Path())).Inc()
 	// fasthttp closes the connection after this answer; let it reach a client still writing.
 	if c, ok := ctx.Conn().(*clientConn); ok {
 		c.drainOnClose(maxDiscardedBody)
@@ -390,7 +390,7 @@ func (s *Server) render(rid string, err error) apiError {
 func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, backend, key, stream string) {
 	a := s.render(rid, err)
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream).Inc()
+	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
 	if a.Status < 500 {
 		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	}
