@@ -537,3 +537,49 @@ func BenchmarkReplayRecording(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }
+
+// FuzzEncoder drives the encoder with arbitrary event sequences (each input byte picks an
+// event) and checks the stream invariants: whatever the upstream decoded, the client gets
+// a well-formed Responses stream.
+func FuzzEncoder(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 2, 3, 4, 5, 6, 7})
+	f.Add([]byte{4, 4, 5, 5, 6, 6, 2, 3, 0})
+	f.Add([]byte{6, 5, 2, 1, 4, 8, 9})
+	req := mustParse(f, `{"model":"m","input":"hi","stream":true}`)
+	f.Fuzz(func(t *testing.T, script []byte) {
+		enc := NewEncoder(req, EncoderOptions{ID: "resp_f", Model: "m", Created: 1, Stream: true})
+		var out []byte
+		for i, b := range script {
+			var ev translate.Event
+			text := string(rune('a' + i%26))
+			switch b % 10 {
+			case 0:
+				ev = translate.Event{Kind: translate.EventStart}
+			case 1:
+				ev = translate.Event{Kind: translate.EventReasoningDelta, Text: text}
+			case 2:
+				ev = translate.Event{Kind: translate.EventTextDelta, Text: text}
+			case 3:
+				ev = translate.Event{Kind: translate.EventRefusalDelta, Text: text}
+			case 4:
+				ev = translate.Event{Kind: translate.EventToolCallStart, Index: int(b/10) % 3, CallID: "c" + text, Name: "f"}
+			case 5:
+				ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: int(b/10) % 3, Text: "{" + text}
+			case 6:
+				ev = translate.Event{Kind: translate.EventToolCallEnd, Index: int(b/10) % 3}
+			case 7:
+				ev = translate.Event{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 1, CompletionTokens: i}}
+			case 8:
+				ev = translate.Event{Kind: translate.EventFinish, FinishReason: []string{"stop", "length", "tool_calls", "content_filter"}[int(b/10)%4]}
+			case 9:
+				ev = translate.Event{Kind: translate.EventTextDelta, Text: text, Choice: 1}
+			}
+			out = enc.Encode(out, &ev)
+		}
+		out = enc.Finish(out, 2)
+		checkStream(t, out)
+		if !json.Valid(enc.AppendResponse(nil)) {
+			t.Fatalf("Response is not JSON")
+		}
+	})
+}
