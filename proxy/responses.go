@@ -118,8 +118,11 @@ func (x *responsesRun) prepare(ctx context.Context) error {
 		switch {
 		case errors.Is(err, responsestore.ErrExpired):
 			return errorf(ErrNotFound, "the response %q has expired from the gateway's store: send the conversation's items in input", clip(id, maxLoggedString))
-		case err != nil:
+		case errors.Is(err, responsestore.ErrNotFound):
 			return errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString))
+		case err != nil:
+			c.call.logger.Error("reading the response store", "error", err)
+			return errorf(ErrUnavailable, "the gateway's response store cannot be read right now; try again")
 		}
 		x.prev = rec
 	}
@@ -638,8 +641,14 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 		return
 	}
 	if method == "DELETE" {
-		if err := s.responses.Delete(ctx, key.name, id); err != nil {
+		err := s.responses.Delete(ctx, key.name, id)
+		switch {
+		case errors.Is(err, responsestore.ErrNotFound):
 			writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString)), rid))
+			return
+		case err != nil:
+			s.logger.Error("deleting from the response store", "request_id", rid, "error", err)
+			writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
 			return
 		}
 		ctx.SetContentType("application/json")
@@ -651,8 +660,12 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 	case errors.Is(err, responsestore.ErrExpired):
 		writeError(ctx, classify(errorf(ErrNotFound, "the response %q has expired from the gateway's store", clip(id, maxLoggedString)), rid))
 		return
-	case err != nil:
+	case errors.Is(err, responsestore.ErrNotFound):
 		writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString)), rid))
+		return
+	case err != nil:
+		s.logger.Error("reading the response store", "request_id", rid, "error", err)
+		writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
 		return
 	}
 	ctx.SetContentType("application/json")

@@ -1047,4 +1047,14 @@ responses: {store: redis}
 	if _, err := bob.Responses.Get(ctx, second.ID, responses.ResponseGetParams{}); err == nil || respSDKError(t, err).StatusCode != 404 {
 		t.Errorf("bob read alice's response: %v", err)
 	}
+
+	// With Redis gone, a stored response is unavailable (503), not unknown (404).
+	rs.Kill()
+	if _, err := a.Responses.Get(ctx, second.ID, responses.ResponseGetParams{}); err == nil || respSDKError(t, err).StatusCode != 503 {
+		t.Errorf("GET with Redis down: %v", err)
+	}
+	_, err = a.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("again"), PreviousResponseID: openai.String(second.ID)})
+	if err == nil || respSDKError(t, err).StatusCode != 503 {
+		t.Errorf("continuing with Redis down: %v", err)
+	}
 }
