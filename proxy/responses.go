@@ -131,6 +131,10 @@ func (x *responsesRun) prepare(ctx context.Context) error {
 		if err == nil {
 			err = mergeServerTools(req.Core, defs)
 		}
+		var pe *translate.ParamError
+		if errors.As(err, &pe) { // a Responses function tool has its name at tools[i].name
+			pe.Param = strings.Replace(pe.Param, ".function.name", ".name", 1)
+		}
 		if err != nil {
 			return err
 		}

@@ -1058,3 +1058,13 @@ responses: {store: redis}
 		t.Errorf("continuing with Redis down: %v", err)
 	}
 }
+
+// TestResponses_ClientToolNamedLikeServerTool: a client function tool that takes a server
+// tool's name is a 400 naming tools[i].name.
+func TestResponses_ClientToolNamedLikeServerTool(t *testing.T) {
+	g := startResponsesLoopGateway(t)
+	r := postJSON(t, g.url+"/responses", "agent-key", `{"model":"m-openai","input":"hi","tools":[{"type":"function","name":"loop__lookup"}]}`)
+	if got := decodeRespError(t, r); got.Status != 400 || got.Param != "tools[0].name" {
+		t.Errorf("%+v", got)
+	}
+}
