@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // Member names in the objects the parser reads. A JSON object that names a member twice, or
@@ -152,26 +150,3 @@ func clip(s string, n int) string {
 
 // noBase is the param path of the top-level object.
 func noBase() string { return "" }
-
-// CheckMemberNames applies the parser's member-name rule to obj, a JSON object read by
-// another client dialect's parser (gjson): it returns a *ParamError with Code
-// CodeDuplicateKey when a member is named twice, or CodeKeyCase when a member's name equals
-// one of known (a space-separated list of lower-case ASCII names) only when case is
-// ignored. base is the object's param path, "" at the top level. A value that is not an
-// object passes.
-func CheckMemberNames(obj gjson.Result, base, known string) error {
-	if !obj.IsObject() {
-		return nil
-	}
-	p := parser{}
-	var seen keySet
-	baseFn := func() string { return base }
-	obj.ForEach(func(k, _ gjson.Result) bool {
-		p.sc.key = k.Str
-		return p.member(&seen, baseFn, known)
-	})
-	if p.err != nil {
-		return p.err
-	}
-	return nil
-}

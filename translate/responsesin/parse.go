@@ -12,8 +12,9 @@ import (
 // Request is a parsed POST /v1/responses request.
 type Request struct {
 	// Core is the request in the gateway's own model, for translating backends. Its Body
-	// is an equivalent chat completions body (for the OpenAI chat provider, which forwards
-	// the body it is given); Core.Extra holds the top-level fields no translating backend
+	// is a chat completions body of its settings, Edited set (for the OpenAI chat provider,
+	// which forwards the body it is given and writes messages, tools and tool_choice from
+	// the core when Edited is set); Core.Extra holds the top-level fields no translating backend
 	// can honour, for the caller's unsupported-parameter policy.
 	Core *translate.Request
 	// Body is the request body as received.
@@ -38,7 +39,7 @@ type Request struct {
 	echo         []byte // the request settings the Response object echoes, see appendEcho
 }
 
-// Member names of the objects Parse interprets; see translate.CheckMemberNames.
+// Member names of the objects Parse interprets; see checkMembers.
 const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
@@ -59,7 +60,7 @@ const (
 // Parse parses and validates a Responses request body. Errors are *translate.ParamError
 // values naming the offending field with OpenAI's param paths ("input[2].content[0].type").
 // In every object it interprets a member named twice, or a known field's name in another
-// case, is an error (translate.CheckMemberNames): the body may be forwarded as it is to a
+// case, is an error (checkMembers): the body may be forwarded as it is to a
 // responses backend, and must read the same to every decoder. The returned Request does
 // not alias body.
 func Parse(body []byte) (*Request, error) {
@@ -67,7 +68,7 @@ func Parse(body []byte) (*Request, error) {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and input"}
 	}
 	if !utf8.Valid(body) {
-		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
+		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
@@ -78,7 +79,7 @@ func Parse(body []byte) (*Request, error) {
 	if !root.IsObject() {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
-	if err := translate.CheckMemberNames(root, "", topLevelFields); err != nil {
+	if err := checkMembers(root, "", topLevelFields); err != nil {
 		return nil, err
 	}
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
@@ -164,7 +165,7 @@ func (r *Request) build() {
 	}
 	c.Messages = append(c.Messages, r.history...)
 	c.Messages = append(c.Messages, r.current...)
-	c.Body = string(appendChatBody(nil, c))
+	c.Body, c.Edited = string(appendChatBody(nil, c)), true
 }
 
 // parser reads the fields of one request.
@@ -268,7 +269,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		}
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
-		if err := translate.CheckMemberNames(v, "text", textFields); err != nil {
+		if err := checkMembers(v, "text", textFields); err != nil {
 			return err
 		}
 		if !v.IsObject() {
@@ -277,7 +278,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		p.text = v.Raw
 		return p.format(v.Get("format"))
 	case "reasoning":
-		if err := translate.CheckMemberNames(v, "reasoning", reasonFields); err != nil {
+		if err := checkMembers(v, "reasoning", reasonFields); err != nil {
 			return err
 		}
 		if !v.IsObject() {
@@ -374,7 +375,7 @@ func (p *parser) toolList(v gjson.Result) error {
 	var err error
 	v.ForEach(func(i, t gjson.Result) bool {
 		param := index("tools", int(i.Int()))
-		if err = translate.CheckMemberNames(t, param, toolFields); err != nil {
+		if err = checkMembers(t, param, toolFields); err != nil {
 			return false
 		}
 		if !t.IsObject() {
@@ -423,7 +424,7 @@ func (p *parser) choice(v gjson.Result) error {
 		}
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
-	if err := translate.CheckMemberNames(v, "tool_choice", choiceFields); err != nil {
+	if err := checkMembers(v, "tool_choice", choiceFields); err != nil {
 		return err
 	}
 	if !v.IsObject() {
@@ -448,7 +449,7 @@ func (p *parser) format(f gjson.Result) error {
 	if !f.Exists() || f.Type == gjson.Null {
 		return nil
 	}
-	if err := translate.CheckMemberNames(f, "text.format", formatFields); err != nil {
+	if err := checkMembers(f, "text.format", formatFields); err != nil {
 		return err
 	}
 	rf := &p.r.Core.ResponseFormat
@@ -503,7 +504,7 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 	}
 	arr.ForEach(func(i, it gjson.Result) bool {
 		param := index(base, int(i.Int()))
-		if err = translate.CheckMemberNames(it, param, itemFields); err != nil {
+		if err = checkMembers(it, param, itemFields); err != nil {
 			return false
 		}
 		if !it.IsObject() {
@@ -572,7 +573,7 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 			}
 			s.ForEach(func(j, part gjson.Result) bool {
 				pp := index(param+".summary", int(j.Int()))
-				if err = translate.CheckMemberNames(part, pp, summaryFields); err != nil {
+				if err = checkMembers(part, pp, summaryFields); err != nil {
 					return false
 				}
 				if t := part.Get("text"); t.Type == gjson.String {
@@ -636,7 +637,7 @@ func (p *parser) parts(arr gjson.Result, base, role string) ([]translate.Part, e
 	var err error
 	arr.ForEach(func(i, v gjson.Result) bool {
 		param := index(base, int(i.Int()))
-		if err = translate.CheckMemberNames(v, param, partFields); err != nil {
+		if err = checkMembers(v, param, partFields); err != nil {
 			return false
 		}
 		typ := v.Get("type").Str
@@ -792,27 +793,13 @@ func appendStringOrNull(dst []byte, s string) []byte {
 	return translate.AppendString(dst, s)
 }
 
-// appendChatBody appends a chat completions body equivalent to c, for the OpenAI chat
-// provider, which forwards the body of the request it is given.
+// appendChatBody appends the settings of c as a chat completions body without messages,
+// tools and tool_choice, for the OpenAI chat provider: it forwards the body of the request
+// it is given, and writes those three from the core request when Edited is set (build
+// sets it).
 func appendChatBody(dst []byte, c *translate.Request) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = translate.AppendString(dst, c.Model)
-	dst = append(dst, `,"messages":`...)
-	dst = translate.AppendOpenAIMessages(dst, c.Messages)
-	if len(c.Tools) > 0 {
-		dst = append(dst, `,"tools":`...)
-		dst = translate.AppendOpenAITools(dst, c.Tools)
-	}
-	switch c.ToolChoice.Mode {
-	case "":
-	case translate.ToolChoiceFunction:
-		dst = append(dst, `,"tool_choice":{"type":"function","function":{"name":`...)
-		dst = translate.AppendString(dst, c.ToolChoice.Name)
-		dst = append(dst, `}}`...)
-	default:
-		dst = append(dst, `,"tool_choice":`...)
-		dst = translate.AppendString(dst, c.ToolChoice.Mode)
-	}
 	if c.ParallelToolCalls != nil && len(c.Tools) > 0 {
 		dst = append(dst, `,"parallel_tool_calls":`...)
 		dst = translate.AppendBool(dst, *c.ParallelToolCalls)

@@ -112,6 +112,10 @@ func TestParse(t *testing.T) {
 			}
 			got := *r.Core
 			got.Body = ""
+			if !got.Edited {
+				t.Errorf("Edited is not set: the chat provider would not write the messages")
+			}
+			got.Edited = false
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("core request (-want +got):\n%s", diff)
 			}
@@ -122,8 +126,9 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestParse_ChatBody: the core request's Body is a valid chat completions request, for the
-// OpenAI chat provider, which forwards the body it is given.
+// TestParse_ChatBody: what the OpenAI chat provider sends upstream for a Responses request
+// (the core's Body with its messages, tools and tool_choice) is a valid chat completions
+// request.
 func TestParse_ChatBody(t *testing.T) {
 	s := spectest.Schema(t, "openai/chat-and-responses.json", "#/components/schemas/CreateChatCompletionRequest")
 	spectest.MustRejectInvalid(t, s, `{"model":"m"}`)
@@ -133,11 +138,17 @@ func TestParse_ChatBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := spectest.Validate(s, []byte(r.Core.Body)); err != nil {
-		t.Errorf("chat body does not satisfy the schema: %v\n%s", err, r.Core.Body)
+	body, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up", Stream: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := translate.ParseRequest([]byte(r.Core.Body)); err != nil {
-		t.Errorf("chat body does not parse as a chat request: %v", err)
+	if err := spectest.Validate(s, body); err != nil {
+		t.Errorf("chat body does not satisfy the schema: %v\n%s", err, body)
+	}
+	for _, want := range []string{`"role":"tool"`, `"tool_calls":[`, `"tool_choice":"required"`, `"max_completion_tokens":9`, `"sys"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("chat body lacks %s: %s", want, body)
+		}
 	}
 }
 
@@ -149,16 +160,16 @@ func TestParse_Errors(t *testing.T) {
 		{name: "empty", body: ``},
 		{name: "not JSON", body: `{"model":`},
 		{name: "not an object", body: `[]`},
-		{name: "invalid UTF-8", body: "{\"model\":\"m\xff\",\"input\":\"x\"}", code: translate.CodeInvalidUTF8},
+		{name: "invalid UTF-8", body: "{\"model\":\"m\xff\",\"input\":\"x\"}", code: CodeInvalidUTF8},
 		{name: "no model", body: `{"input":"x"}`, param: "model"},
 		{name: "null model", body: `{"model":null,"input":"x"}`, param: "model"},
 		{name: "no input", body: `{"model":"m"}`, param: "input"},
 		{name: "input a number", body: `{"model":"m","input":1}`, param: "input"},
-		{name: "duplicate key", body: `{"model":"m","input":"x","input":"y"}`, param: "input", code: translate.CodeDuplicateKey},
-		{name: "key case", body: `{"model":"m","input":"x","Stream":true}`, param: "Stream", code: translate.CodeKeyCase},
-		{name: "duplicate key in an item", body: `{"model":"m","input":[{"role":"user","role":"system","content":"x"}]}`, param: "input[0].role", code: translate.CodeDuplicateKey},
-		{name: "duplicate key in a part", body: `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}]}`, param: "input[0].content[0].text", code: translate.CodeDuplicateKey},
-		{name: "duplicate key in a tool", body: `{"model":"m","input":"x","tools":[{"type":"function","name":"a","name":"b"}]}`, param: "tools[0].name", code: translate.CodeDuplicateKey},
+		{name: "duplicate key", body: `{"model":"m","input":"x","input":"y"}`, param: "input", code: CodeDuplicateKey},
+		{name: "key case", body: `{"model":"m","input":"x","Stream":true}`, param: "Stream", code: CodeKeyCase},
+		{name: "duplicate key in an item", body: `{"model":"m","input":[{"role":"user","role":"system","content":"x"}]}`, param: "input[0].role", code: CodeDuplicateKey},
+		{name: "duplicate key in a part", body: `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}]}`, param: "input[0].content[0].text", code: CodeDuplicateKey},
+		{name: "duplicate key in a tool", body: `{"model":"m","input":"x","tools":[{"type":"function","name":"a","name":"b"}]}`, param: "tools[0].name", code: CodeDuplicateKey},
 		{name: "bad role", body: `{"model":"m","input":[{"role":"robot","content":"x"}]}`, param: "input[0].role"},
 		{name: "output_text from the user", body: `{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"x"}]}]}`, param: "input[0].content[0].type"},
 		{name: "function call without call_id", body: `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, param: "input[0].call_id"},
@@ -207,8 +218,9 @@ func TestPrepend(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(r.Core.Body, `"answer"`) {
-		t.Errorf("chat body lacks the earlier turn: %s", r.Core.Body)
+	chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+	if err != nil || !strings.Contains(string(chat), `"answer"`) {
+		t.Errorf("chat body lacks the earlier turn (%v): %s", err, chat)
 	}
 }
 
@@ -233,8 +245,15 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if _, err := translate.ParseRequest([]byte(r.Core.Body)); err != nil && r.Translatable() == nil {
-			t.Fatalf("accepted %s, but its chat body does not parse: %v\n%s", body, err, r.Core.Body)
+		if r.Translatable() != nil {
+			return
+		}
+		chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+		if err != nil {
+			t.Fatalf("accepted %s, but the chat provider refuses it: %v", body, err)
+		}
+		if _, err := translate.ParseRequest(chat); err != nil {
+			t.Fatalf("accepted %s, but its chat body does not parse: %v\n%s", body, err, chat)
 		}
 	})
 }
