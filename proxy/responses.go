@@ -88,7 +88,7 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req.Core, rid: rid, id: newID("resp_"), start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
 	x := &responsesRun{c: c, req: req}
-	if err := x.prepare(ctx); err != nil {
+	if err := x.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
 	}
@@ -108,8 +108,11 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 
 // prepare resolves previous_response_id and server tools, picks the path (passthrough or
 // translation) and applies the unsupported-parameter policy of the translated path.
-func (x *responsesRun) prepare(ctx context.Context) error {
+func (x *responsesRun) prepare() error {
 	c, req, s := x.c, x.req, x.c.s
+	// Not the fasthttp RequestCtx: its Done is for server shutdown only, and a context
+	// derived from it races with Shutdown.
+	ctx := s.baseCtx
 	if id := req.PreviousResponseID; id != "" {
 		if s.responses == nil {
 			return translate.Errorf("previous_response_id", "this gateway stores no responses (responses.store: off): send the conversation's items in input")
@@ -645,7 +648,7 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 		return
 	}
 	if method == "DELETE" {
-		err := s.responses.Delete(ctx, key.name, id)
+		err := s.responses.Delete(s.baseCtx, key.name, id)
 		switch {
 		case errors.Is(err, responsestore.ErrNotFound):
 			writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString)), rid))
@@ -659,7 +662,7 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 		ctx.SetBody(append(append([]byte(`{"id":`), translate.AppendString(nil, id)...), `,"object":"response","deleted":true}`...))
 		return
 	}
-	rec, err := s.responses.Get(ctx, key.name, id)
+	rec, err := s.responses.Get(s.baseCtx, key.name, id)
 	switch {
 	case errors.Is(err, responsestore.ErrExpired):
 		writeError(ctx, classify(errorf(ErrNotFound, "the response %q has expired from the gateway's store", clip(id, maxLoggedString)), rid))
