@@ -31,6 +31,28 @@ type Config struct {
 	// State says where rate-limit counters, budgets, concurrency slots and the second
 	// level of the tool result cache live: in this process, or in Redis shared by replicas.
 	State State `koanf:"state"`
+	// Responses configures the stored responses of POST /v1/responses.
+	Responses Responses `koanf:"responses"`
+}
+
+// Responses configures where POST /v1/responses keeps the responses a client asked to store
+// (store: true, OpenAI's default), for previous_response_id and GET/DELETE
+// /v1/responses/{id}. Stored responses belong to the key that created them.
+type Responses struct {
+	// Store is "memory" (the default; an in-process LRU, lost at restart and not shared
+	// between replicas), "redis" (in the Redis of state, which must be of type redis, shared
+	// by every replica; records expire after TTL, and Redis's memory policy bounds the
+	// total: MaxEntries and MaxBytes apply to memory only) or "off" (nothing is stored:
+	// previous_response_id and GET are then refused, store: true is ignored).
+	Store string `koanf:"store"`
+	// TTL is how long a stored response is kept. Default 24h (also when 0).
+	TTL time.Duration `koanf:"ttl"`
+	// MaxEntries bounds the number of stored responses; the least recently used go first.
+	// Default 10000 (also when 0).
+	MaxEntries int `koanf:"max_entries"`
+	// MaxBytes bounds the total size of the stored responses in bytes (their JSON). Default
+	// 64 MiB (67108864; also when 0).
+	MaxBytes int64 `koanf:"max_bytes"`
 }
 
 // Metrics configures the Prometheus endpoint.

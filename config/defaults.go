@@ -25,6 +25,10 @@ const (
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
 	defaultCacheScope        = "key"
+	defaultResponsesStore    = "memory"
+	defaultResponsesTTL      = 24 * time.Hour
+	defaultResponsesEntries  = 10000
+	defaultResponsesBytes    = 64 << 20
 	defaultBudgetPeriod      = 720 * time.Hour
 	defaultStateType         = "memory"
 	defaultStateKeyPrefix    = "agate:"
@@ -94,6 +98,10 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
 	setDefault(&c.Cache.TTL, defaultCacheTTL)
 	setDefault(&c.Cache.Scope, defaultCacheScope)
+	setDefault(&c.Responses.Store, defaultResponsesStore)
+	setDefault(&c.Responses.TTL, defaultResponsesTTL)
+	setDefault(&c.Responses.MaxEntries, defaultResponsesEntries)
+	setDefault(&c.Responses.MaxBytes, int64(defaultResponsesBytes))
 	setDefault(&c.State.Type, defaultStateType)
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)

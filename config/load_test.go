@@ -92,6 +92,8 @@ func exampleConfig() *Config {
 		},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
+
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
 	}
 }
 
@@ -477,6 +479,8 @@ func TestParse_Empty(t *testing.T) {
 		Log:   Log{Level: "info", Format: "json"},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
+		// responses.* defaults: an in-memory store of 10000 responses, 64 MiB, for 24h.
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

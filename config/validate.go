@@ -61,6 +61,9 @@ var (
 	cacheScopes  = []string{"", "key", "global"}
 )
 
+// responseStores are the responses.store modes; redis needs state.type redis.
+var responseStores = []string{"", "memory", "redis", "off"}
+
 // validator collects the problems of one Config.
 type validator struct {
 	problems []error
@@ -156,6 +159,15 @@ func (c *Config) problems() []error {
 	v.nonNegative("cache.max_entries", c.Cache.MaxEntries)
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
 	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
+	v.oneOf("responses.store", c.Responses.Store, responseStores)
+	if c.Responses.Store == "redis" && c.State.Type != "redis" {
+		v.addf("responses.store", "redis needs state.type: redis (the Redis the replicas share)")
+	}
+	v.nonNegative("responses.max_entries", c.Responses.MaxEntries)
+	v.nonNegativeDuration("responses.ttl", c.Responses.TTL)
+	if c.Responses.MaxBytes < 0 {
+		v.addf("responses.max_bytes", "must not be negative")
+	}
 	c.validateLimits(&v)
 	return v.problems
 }

@@ -393,6 +393,21 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   `config: cache.scope: "team" is not one of key, global`,
 		},
 		{
+			name:   "responses store mode",
+			mutate: func(c *Config) { c.Responses.Store = "disk" },
+			want:   `config: responses.store: "disk" is not one of memory, redis, off`,
+		},
+		{
+			name:   "responses store redis without redis state",
+			mutate: func(c *Config) { c.Responses.Store = "redis" },
+			want:   `config: responses.store: redis needs state.type: redis (the Redis the replicas share)`,
+		},
+		{
+			name:   "negative responses max_bytes",
+			mutate: func(c *Config) { c.Responses.MaxBytes = -1 },
+			want:   "config: responses.max_bytes: must not be negative",
+		},
+		{
 			name: "all problems at once, sorted",
 			mutate: func(c *Config) {
 				c.Server.Listen = ""

@@ -116,7 +116,7 @@ func TestExportedSeries(t *testing.T) {
 		series string
 		want   []string
 	}{
-		{name: "counter vector", series: "gateway_requests_total", want: []string{"backend", "code", "key", "model", "stream"}},
+		{name: "counter vector", series: "gateway_requests_total", want: []string{"api", "backend", "code", "key", "model", "stream"}},
 		{name: "histogram buckets", series: "gateway_time_to_first_token_seconds_bucket", want: []string{"backend", "le", "model"}},
 		{name: "histogram count", series: "gateway_upstream_duration_seconds_count", want: []string{"backend", "code"}},
 		{name: "plain gauge", series: "gateway_inflight_requests", want: []string{}},

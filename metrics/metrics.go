@@ -13,8 +13,8 @@ import (
 // backend are configured names, key is the configured key name (never the secret), code is
 // the HTTP status. Safe for concurrent use.
 type Metrics struct {
-	Requests        *prometheus.CounterVec   // model, backend, key, code, stream
-	RequestDuration *prometheus.HistogramVec // model, backend, stream
+	Requests        *prometheus.CounterVec   // model, backend, key, code, stream, api
+	RequestDuration *prometheus.HistogramVec // model, backend, stream, api
 	TTFT            *prometheus.HistogramVec // model, backend
 	Upstream        *prometheus.HistogramVec // backend, code
 	Tokens          *prometheus.CounterVec   // model, backend, key, type
@@ -44,11 +44,11 @@ func New(reg prometheus.Registerer) *Metrics {
 	latency := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_requests_total", Help: "Chat completion requests by outcome.",
-		}, []string{"model", "backend", "key", "code", "stream"}),
+			Name: "gateway_requests_total", Help: "Requests by outcome; api is chat (/v1/chat/completions), responses (/v1/responses) or empty (any other route).",
+		}, []string{"model", "backend", "key", "code", "stream", "api"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "gateway_request_duration_seconds", Help: "Time from request to the last byte of the response.", Buckets: latency,
-		}, []string{"model", "backend", "stream"}),
+		}, []string{"model", "backend", "stream", "api"}),
 		TTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "gateway_time_to_first_token_seconds", Help: "Time from request to the first content, reasoning or tool call delta.", Buckets: latency,
 		}, []string{"model", "backend"}),

@@ -34,7 +34,8 @@ func takesBody(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	p := string(ctx.Path())
-	return p == "/v1/chat/completions" || p == "/chat/completions" || p == messagesPath || p == countTokensPath
+	return p == "/v1/chat/completions" || p == "/chat/completions" || p == "/v1/responses" || p == "/responses" ||
+		p == messagesPath || p == countTokensPath
 }
 
 // readBody reads the request body, when the request takes one, into ctx.Request so that
@@ -101,7 +102,7 @@ func (s *Server) tooLarge(rid string) apiError {
 // connection after draining it.
 func (s *Server) reject(ctx *fasthttp.RequestCtx, rid string, a apiError) {
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues("", "", "", strconv.Itoa(a.Status), "").Inc()
+	s.metrics.Requests.WithLabelValues("", "", "", strconv.Itoa(a.Status), "", apiLabel(ctx.Path())).Inc()
 	s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	s.dropConn(ctx)
 }

@@ -27,6 +27,8 @@ type chatRun struct {
 	// committed is set once the stream writer told the handler how to answer.
 	committed bool
 	limits    limitRun // limits.go
+	// api is the api label of the request metrics; empty means apiChat.
+	api string
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
@@ -169,10 +171,14 @@ func (o assemblerOut) KeepAlive() error                { return nil }
 func (c *chatRun) finish(code int, stream bool) {
 	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
-	if code != 0 {
-		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st).Inc()
+	api := c.api
+	if api == "" {
+		api = apiChat
 	}
-	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st).Observe(time.Since(c.start).Seconds())
+	if code != 0 {
+		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st, api).Inc()
+	}
+	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, api).Observe(time.Since(c.start).Seconds())
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}

@@ -40,3 +40,27 @@ func paramLabel(param string) string {
 	}
 	return clip(b.String(), maxLoggedString)
 }
+
+// The api label of the request metrics: which OpenAI API the request used.
+const (
+	apiChat      = "chat"
+	apiResponses = "responses"
+	apiMessages  = "messages"
+)
+
+// apiLabel is the api label of a request to path: chat, responses or messages, "" for
+// any other route.
+func apiLabel(path []byte) string {
+	switch string(path) {
+	case "/v1/chat/completions", "/chat/completions":
+		return apiChat
+	case "/v1/responses", "/responses":
+		return apiResponses
+	case messagesPath, countTokensPath:
+		return apiMessages
+	}
+	if strings.HasPrefix(string(path), responsesPathPrefix) {
+		return apiResponses
+	}
+	return ""
+}

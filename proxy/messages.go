@@ -69,7 +69,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
 		return
 	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start}
+	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start, api: apiMessages}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
 	m := &messagesRun{c: c, body: append([]byte(nil), ctx.PostBody()...)}
 	if err := m.prepare(&ctx.Request.Header); err != nil {

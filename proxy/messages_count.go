@@ -67,7 +67,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	ctx.SetContentType("application/json")
 	ctx.SetBody(strconv.AppendInt([]byte(`{"input_tokens":`), int64(n), 10))
 	ctx.Response.AppendBodyString("}")
-	s.metrics.Requests.WithLabelValues(r.label(), r.backend.name, key.name, "200", "false").Inc()
+	s.metrics.Requests.WithLabelValues(r.label(), r.backend.name, key.name, "200", "false", apiMessages).Inc()
 }
 
 // countUpstream posts body to path on the route's backend and returns the integer member

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/responses"
 )
 
 // TestUnservedEndpoint: an OpenAI (or other provider's) endpoint Agate does not serve is a
@@ -19,8 +18,7 @@ func TestUnservedEndpoint(t *testing.T) {
 	tests := []struct {
 		name, method, path string
 	}{
-		{name: "responses", method: "POST", path: "/v1/responses"},
-		{name: "responses without v1", method: "POST", path: "/responses"},
+		{name: "responses item list", method: "GET", path: "/v1/responses/resp_1/input_items"},
 		{name: "embeddings", method: "POST", path: "/v1/embeddings"},
 		{name: "legacy completions", method: "POST", path: "/v1/completions"},
 		{name: "retrieve model", method: "GET", path: "/v1/models/demo"},
@@ -48,8 +46,8 @@ func TestUnservedEndpoint(t *testing.T) {
 
 	// Every endpoint the message names is served: none of them is a 404.
 	served := regexp.MustCompile(`(GET|POST) (/[a-z0-9/_]*)`).FindAllStringSubmatch(servedEndpoints, -1)
-	if len(served) != 7 {
-		t.Fatalf("servedEndpoints names %d endpoints, want 7: %q", len(served), servedEndpoints)
+	if len(served) != 8 {
+		t.Fatalf("servedEndpoints names %d endpoints, want 8: %q", len(served), servedEndpoints)
 	}
 	for _, m := range served {
 		var body []byte
@@ -67,15 +65,11 @@ func TestUnservedEndpoint(t *testing.T) {
 func TestUnservedEndpoint_SDK(t *testing.T) {
 	g := startGateway(t, keysConfig, nil)
 	client := g.client("sk-alice")
-	_, respErr := client.Responses.New(context.Background(), responses.ResponseNewParams{
-		Model: "demo",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")},
-	})
 	_, embErr := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{
 		Model: "demo",
 		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")},
 	})
-	for _, err := range []error{respErr, embErr} {
+	for _, err := range []error{embErr} {
 		e := sdkError(t, err)
 		if e.StatusCode != 404 || !strings.Contains(e.Message, "POST /v1/chat/completions") {
 			t.Errorf("status %d, message %q; want 404 naming POST /v1/chat/completions", e.StatusCode, e.Message)

@@ -22,6 +22,7 @@ import (
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +83,9 @@ type Server struct {
 	limiter     limits.Limiter
 	ownLimiter  bool
 	onErrorDeny bool // state.on_error deny, fixed at start like the rest of state
+	// responses keeps the stored responses of /v1/responses; nil when responses.store is
+	// off. It is built once: a reload does not change it.
+	responses responsestore.Store
 }
 
 // New builds a server for opts.Config.
@@ -101,6 +105,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.onErrorDeny = opts.Config.State.OnError == "deny"
 	if err := s.openLimiter(opts); err != nil {
+		return nil, err
+	}
+	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
 		return nil, err
 	}
 	s.rt.Store(rt)
@@ -249,6 +256,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.handleChat(ctx, rid)
+	case "/v1/responses", "/responses":
+		if method != "POST" {
+			s.methodNotAllowed(ctx, rid, "POST")
+			return
+		}
+		s.handleResponses(ctx, rid)
 	case messagesPath, countTokensPath:
 		if method != "POST" {
 			s.methodNotAllowed(ctx, rid, "POST")
@@ -277,6 +290,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
+		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {
+			s.handleStoredResponse(ctx, rid, method, id)
+			return
+		}
 		writeError(ctx, classify(errorf(ErrNotFound, "agate does not serve %s %s; it serves %s",
 			method, truncate(path, 100), servedEndpoints), rid))
 	}
@@ -284,7 +301,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // servedEndpoints names, for the 404 of any other route, what handle serves. The
 // chat and models routes are served also without the /v1 prefix.
-const servedEndpoints = "POST /v1/chat/completions, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
+const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)
@@ -363,7 +380,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		a = apiError{Status: 400, Message: "malformed HTTP request", Type: "invalid_request_error"}
 	}
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "").Inc()
+	s.metrics.Requests.WithLabelValues("", "", "", fmt.Sprint(a.Status), "", apiLabel(ctx.Path())).Inc()
 	// fasthttp closes the connection after this answer; let it reach a client still writing.
 	if c, ok := ctx.Conn().(*clientConn); ok {
 		c.drainOnClose(maxDiscardedBody)
@@ -383,7 +400,7 @@ func (s *Server) render(rid string, err error) apiError {
 func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, backend, key, stream string) {
 	a := s.render(rid, err)
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream).Inc()
+	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
 	if a.Status < 500 {
 		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
 	}

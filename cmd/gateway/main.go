@@ -109,8 +109,8 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 			return err
 		}
 		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server ||
-			running.Metrics != c.Metrics || running.State != c.State {
-			logger.Warn("config reload: changes to server, metrics, tools, cache and state take effect after a restart")
+			running.Metrics != c.Metrics || running.State != c.State || running.Responses != c.Responses {
+			logger.Warn("config reload: changes to server, metrics, tools, cache, state and responses take effect after a restart")
 		}
 		running = c
 		return nil

@@ -1,0 +1,550 @@
+package responsesin
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// Response statuses.
+const (
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+	StatusIncomplete = "incomplete"
+	StatusFailed     = "failed"
+)
+
+// Encoder turns the core events of one response into Responses output: for a streaming
+// client the server-sent events (response.created, response.output_item.added, ...,
+// response.completed) numbered by sequence_number, and for every client the Response
+// object (AppendResponse). It keeps the output items as they grow, so a streamed
+// response's terminal event and a stored response carry the whole output.
+//
+// Output items: reasoning deltas make a reasoning item with one summary part; text and
+// refusal deltas make an assistant message item (one output_text or refusal content part
+// per run of either); each tool call makes a function_call item. A new item closes the
+// reasoning or message item before it; function calls close at their EventToolCallEnd or
+// at the end.
+//
+// An Encoder is not safe for concurrent use.
+type Encoder struct {
+	id, model string
+	created   int64
+	// stream selects whether Encode writes events; the Response object is kept either way.
+	stream bool
+	echo   []byte
+	// idBase is id without its "resp_" prefix; item ids are a prefix, idBase and a number.
+	idBase  string
+	seq     int
+	started bool
+	items   []item
+	// open is the index of the reasoning or message item deltas go to, -1 when none.
+	open   int
+	usage  translate.Usage
+	finish string
+	// Completed is the completion time of Finish, 0 before.
+	completed int64
+	status    string
+}
+
+type itemKind uint8
+
+const (
+	itemReasoning itemKind = iota + 1
+	itemMessage
+	itemFunctionCall
+)
+
+// item is one output item. text holds a reasoning item's summary, a function call's
+// arguments; a message's text is in its parts.
+type item struct {
+	kind         itemKind
+	id           string
+	done         bool
+	text         []byte
+	parts        []part
+	callID, name string
+	index        int // the tool call's Event.Index
+}
+
+type part struct {
+	refusal bool
+	text    []byte
+}
+
+// EncoderOptions configure an Encoder.
+type EncoderOptions struct {
+	// ID is the response id ("resp_..."); Model the model named to the client; Created
+	// the creation time (Unix seconds).
+	ID, Model string
+	Created   int64
+	// Stream makes Encode write server-sent events.
+	Stream bool
+}
+
+// NewEncoder returns an encoder for the response to req.
+func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
+	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: req.echo,
+		open: -1, status: StatusInProgress}
+	e.idBase = opts.ID
+	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {
+		e.idBase = e.idBase[5:]
+	}
+	return e
+}
+
+// Started reports whether response.created was written.
+func (e *Encoder) Started() bool { return e.started }
+
+// Usage returns the usage the events reported.
+func (e *Encoder) Usage() translate.Usage { return e.usage }
+
+// Start appends response.created and response.in_progress, once.
+func (e *Encoder) Start(dst []byte) []byte {
+	if e.started {
+		return dst
+	}
+	e.started = true
+	if !e.stream {
+		return dst
+	}
+	for _, typ := range [...]string{"response.created", "response.in_progress"} {
+		dst = e.beginEvent(dst, typ)
+		dst = append(dst, `"response":`...)
+		dst = e.AppendResponse(dst)
+		dst = e.endEvent(dst)
+	}
+	return dst
+}
+
+// open_ starts an SSE event of type typ, through `{"type":…,"sequence_number":n,`.
+func (e *Encoder) beginEvent(dst []byte, typ string) []byte {
+	dst = append(dst, "event: "...)
+	dst = append(dst, typ...)
+	dst = append(dst, "\ndata: {\"type\":\""...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","sequence_number":`...)
+	dst = strconv.AppendInt(dst, int64(e.seq), 10)
+	e.seq++
+	return append(dst, ',')
+}
+
+func (e *Encoder) endEvent(dst []byte) []byte { return append(dst, "}\n\n"...) }
+
+// Encode appends the events ev makes for a streaming client to dst (nothing for a
+// non-streaming one) and records its content. EventError is not encoded: the caller ends
+// the stream with AppendError.
+func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
+	if ev.Choice != 0 {
+		return dst // the Responses API has one output; n > 1 is refused by Parse
+	}
+	dst = e.Start(dst)
+	switch ev.Kind {
+	case translate.EventReasoningDelta, translate.EventTextDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
+		if ev.Text == "" {
+			return dst // some decoders emit empty deltas (an Anthropic signature); OpenAI sends none
+		}
+	}
+	switch ev.Kind {
+	case translate.EventReasoningDelta:
+		it := e.current(&dst, itemReasoning)
+		it.text = append(it.text, ev.Text...)
+		if e.stream {
+			dst = e.itemEvent(dst, "response.reasoning_summary_text.delta", it)
+			dst = append(dst, `"summary_index":0,"delta":`...)
+			dst = translate.AppendString(dst, ev.Text)
+			dst = e.endEvent(dst)
+		}
+	case translate.EventTextDelta, translate.EventRefusalDelta:
+		refusal := ev.Kind == translate.EventRefusalDelta
+		it := e.current(&dst, itemMessage)
+		if n := len(it.parts); n == 0 || it.parts[n-1].refusal != refusal {
+			if n > 0 {
+				dst = e.partDone(dst, it, n-1)
+			}
+			it.parts = append(it.parts, part{refusal: refusal})
+			if e.stream {
+				dst = e.itemEvent(dst, "response.content_part.added", it)
+				dst = append(dst, `"content_index":`...)
+				dst = strconv.AppendInt(dst, int64(len(it.parts)-1), 10)
+				dst = append(dst, `,"part":`...)
+				dst = appendPart(dst, &it.parts[len(it.parts)-1])
+				dst = e.endEvent(dst)
+			}
+		}
+		p := &it.parts[len(it.parts)-1]
+		p.text = append(p.text, ev.Text...)
+		if e.stream {
+			typ := "response.output_text.delta"
+			if refusal {
+				typ = "response.refusal.delta"
+			}
+			dst = e.itemEvent(dst, typ, it)
+			dst = append(dst, `"content_index":`...)
+			dst = strconv.AppendInt(dst, int64(len(it.parts)-1), 10)
+			dst = append(dst, `,"delta":`...)
+			dst = translate.AppendString(dst, ev.Text)
+			if !refusal {
+				dst = append(dst, `,"logprobs":[]`...)
+			}
+			dst = e.endEvent(dst)
+		}
+	case translate.EventToolCallStart:
+		dst = e.closeOpen(dst)
+		e.items = append(e.items, item{kind: itemFunctionCall, id: e.itemID("fc_"), callID: strings.Clone(ev.CallID),
+			name: strings.Clone(ev.Name), index: ev.Index}) // event strings alias the decoder's buffer
+		dst = e.itemAdded(dst, len(e.items)-1)
+	case translate.EventToolCallArgsDelta:
+		i := e.call(ev.Index)
+		if i < 0 {
+			return dst
+		}
+		it := &e.items[i]
+		it.text = append(it.text, ev.Text...)
+		if e.stream {
+			dst = e.itemEventAt(dst, "response.function_call_arguments.delta", it, i)
+			dst = append(dst, `"delta":`...)
+			dst = translate.AppendString(dst, ev.Text)
+			dst = e.endEvent(dst)
+		}
+	case translate.EventToolCallEnd:
+		if i := e.call(ev.Index); i >= 0 {
+			dst = e.itemDone(dst, i)
+		}
+	case translate.EventUsage:
+		e.usage = ev.Usage
+	case translate.EventFinish:
+		e.finish = ev.FinishReason
+	}
+	return dst
+}
+
+// call returns the index of the open function call item of tool call index, or -1.
+func (e *Encoder) call(index int) int {
+	for i := len(e.items) - 1; i >= 0; i-- {
+		if it := &e.items[i]; it.kind == itemFunctionCall && it.index == index && !it.done {
+			return i
+		}
+	}
+	return -1
+}
+
+func (e *Encoder) itemID(prefix string) string {
+	return prefix + e.idBase + "_" + strconv.Itoa(len(e.items))
+}
+
+// current returns the open item of kind, opening one (and closing another) if needed.
+func (e *Encoder) current(dst *[]byte, kind itemKind) *item {
+	if e.open >= 0 && e.items[e.open].kind == kind {
+		return &e.items[e.open]
+	}
+	*dst = e.closeOpen(*dst)
+	prefix := "msg_"
+	if kind == itemReasoning {
+		prefix = "rs_"
+	}
+	e.items = append(e.items, item{kind: kind, id: e.itemID(prefix)})
+	e.open = len(e.items) - 1
+	*dst = e.itemAdded(*dst, e.open)
+	it := &e.items[e.open]
+	if kind == itemReasoning && e.stream {
+		*dst = e.itemEvent(*dst, "response.reasoning_summary_part.added", it)
+		*dst = append(*dst, `"summary_index":0,"part":{"type":"summary_text","text":""}`...)
+		*dst = e.endEvent(*dst)
+	}
+	return it
+}
+
+// closeOpen closes the open reasoning or message item.
+func (e *Encoder) closeOpen(dst []byte) []byte {
+	if e.open < 0 {
+		return dst
+	}
+	i := e.open
+	e.open = -1
+	return e.itemDone(dst, i)
+}
+
+// itemEvent starts an event about item it, the latest item.
+func (e *Encoder) itemEvent(dst []byte, typ string, it *item) []byte {
+	return e.itemEventAt(dst, typ, it, e.indexOf(it))
+}
+
+func (e *Encoder) indexOf(it *item) int {
+	for i := len(e.items) - 1; i >= 0; i-- {
+		if &e.items[i] == it {
+			return i
+		}
+	}
+	return 0
+}
+
+func (e *Encoder) itemEventAt(dst []byte, typ string, it *item, i int) []byte {
+	dst = e.beginEvent(dst, typ)
+	dst = append(dst, `"item_id":`...)
+	dst = translate.AppendString(dst, it.id)
+	dst = append(dst, `,"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	return append(dst, ',')
+}
+
+func (e *Encoder) itemAdded(dst []byte, i int) []byte {
+	if !e.stream {
+		return dst
+	}
+	dst = e.beginEvent(dst, "response.output_item.added")
+	dst = append(dst, `"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	dst = append(dst, `,"item":`...)
+	dst = e.appendItem(dst, &e.items[i])
+	return e.endEvent(dst)
+}
+
+// partDone closes content part j of message item it.
+func (e *Encoder) partDone(dst []byte, it *item, j int) []byte {
+	if !e.stream {
+		return dst
+	}
+	p := &it.parts[j]
+	if p.refusal {
+		dst = e.itemEvent(dst, "response.refusal.done", it)
+		dst = append(dst, `"content_index":`...)
+		dst = strconv.AppendInt(dst, int64(j), 10)
+		dst = append(dst, `,"refusal":`...)
+		dst = translate.AppendString(dst, string(p.text))
+	} else {
+		dst = e.itemEvent(dst, "response.output_text.done", it)
+		dst = append(dst, `"content_index":`...)
+		dst = strconv.AppendInt(dst, int64(j), 10)
+		dst = append(dst, `,"text":`...)
+		dst = translate.AppendString(dst, string(p.text))
+		dst = append(dst, `,"logprobs":[]`...)
+	}
+	dst = e.endEvent(dst)
+	dst = e.itemEvent(dst, "response.content_part.done", it)
+	dst = append(dst, `"content_index":`...)
+	dst = strconv.AppendInt(dst, int64(j), 10)
+	dst = append(dst, `,"part":`...)
+	dst = appendPart(dst, p)
+	return e.endEvent(dst)
+}
+
+// itemDone closes item i: its closing events, then response.output_item.done.
+func (e *Encoder) itemDone(dst []byte, i int) []byte {
+	it := &e.items[i]
+	if it.done {
+		return dst
+	}
+	if e.stream {
+		switch it.kind {
+		case itemReasoning:
+			dst = e.itemEventAt(dst, "response.reasoning_summary_text.done", it, i)
+			dst = append(dst, `"summary_index":0,"text":`...)
+			dst = translate.AppendString(dst, string(it.text))
+			dst = e.endEvent(dst)
+			dst = e.itemEventAt(dst, "response.reasoning_summary_part.done", it, i)
+			dst = append(dst, `"summary_index":0,"part":{"type":"summary_text","text":`...)
+			dst = translate.AppendString(dst, string(it.text))
+			dst = append(dst, '}')
+			dst = e.endEvent(dst)
+		case itemMessage:
+			if n := len(it.parts); n > 0 {
+				dst = e.partDone(dst, it, n-1)
+			}
+		case itemFunctionCall:
+			dst = e.itemEventAt(dst, "response.function_call_arguments.done", it, i)
+			dst = append(dst, `"name":`...)
+			dst = translate.AppendString(dst, it.name)
+			dst = append(dst, `,"arguments":`...)
+			dst = translate.AppendString(dst, string(it.text))
+			dst = e.endEvent(dst)
+		}
+	}
+	it.done = true
+	if !e.stream {
+		return dst
+	}
+	dst = e.beginEvent(dst, "response.output_item.done")
+	dst = append(dst, `"output_index":`...)
+	dst = strconv.AppendInt(dst, int64(i), 10)
+	dst = append(dst, `,"item":`...)
+	dst = e.appendItem(dst, it)
+	return e.endEvent(dst)
+}
+
+// Finish closes every open item and appends the terminal event (response.completed, or
+// response.incomplete when the output was cut by max_output_tokens or a content filter).
+// completedAt is the completion time (Unix seconds). For a non-streaming client it only
+// sets the final status for AppendResponse.
+func (e *Encoder) Finish(dst []byte, completedAt int64) []byte {
+	dst = e.Start(dst)
+	dst = e.closeOpen(dst)
+	for i := range e.items {
+		dst = e.itemDone(dst, i)
+	}
+	e.completed = completedAt
+	typ := "response.completed"
+	e.status = StatusCompleted
+	if e.finish == translate.FinishLength || e.finish == translate.FinishContentFilter {
+		typ, e.status = "response.incomplete", StatusIncomplete
+	}
+	if !e.stream {
+		return dst
+	}
+	dst = e.beginEvent(dst, typ)
+	dst = append(dst, `"response":`...)
+	dst = e.AppendResponse(dst)
+	return e.endEvent(dst)
+}
+
+// AppendError appends the error event that ends a stream which failed after it started.
+// code is OpenAI's error code (or type) and param the offending parameter; "" for none.
+func (e *Encoder) AppendError(dst []byte, message, code, param string) []byte {
+	e.status = StatusFailed
+	dst = AppendErrorEvent(dst, e.seq, message, code, param)
+	e.seq++
+	return dst
+}
+
+// AppendErrorEvent appends an error event with sequence number seq: how a stream ends when
+// it fails after it started.
+func AppendErrorEvent(dst []byte, seq int, message, code, param string) []byte {
+	dst = append(dst, "event: error\ndata: {\"type\":\"error\",\"sequence_number\":"...)
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, `,"code":`...)
+	dst = appendStringOrNull(dst, code)
+	dst = append(dst, `,"message":`...)
+	dst = translate.AppendString(dst, message)
+	dst = append(dst, `,"param":`...)
+	dst = appendStringOrNull(dst, param)
+	return append(dst, "}\n\n"...)
+}
+
+// Status returns the response's status: in_progress until Finish or AppendError.
+func (e *Encoder) Status() string { return e.status }
+
+// AppendResponse appends the Response object in its current state.
+func (e *Encoder) AppendResponse(dst []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = translate.AppendString(dst, e.id)
+	dst = append(dst, `,"object":"response","created_at":`...)
+	dst = strconv.AppendInt(dst, e.created, 10)
+	dst = append(dst, `,"status":`...)
+	dst = translate.AppendString(dst, e.status)
+	dst = append(dst, `,"background":false,"completed_at":`...)
+	if e.status == StatusCompleted {
+		dst = strconv.AppendInt(dst, e.completed, 10)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"error":null,"incomplete_details":`...)
+	switch {
+	case e.status != StatusIncomplete:
+		dst = append(dst, "null"...)
+	case e.finish == translate.FinishContentFilter:
+		dst = append(dst, `{"reason":"content_filter"}`...)
+	default:
+		dst = append(dst, `{"reason":"max_output_tokens"}`...)
+	}
+	dst = append(dst, `,"model":`...)
+	dst = translate.AppendString(dst, e.model)
+	dst = append(dst, `,"output":`...)
+	dst = e.AppendOutput(dst)
+	dst = append(dst, ',')
+	dst = append(dst, e.echo...)
+	if e.status != StatusInProgress {
+		dst = append(dst, `,"usage":`...)
+		dst = appendUsage(dst, e.usage)
+	}
+	return append(dst, '}')
+}
+
+// AppendOutput appends the output items as a JSON array: the items done so far in full,
+// for storing and for continuing with previous_response_id.
+func (e *Encoder) AppendOutput(dst []byte) []byte {
+	if e.status == StatusInProgress {
+		return append(dst, "[]"...)
+	}
+	dst = append(dst, '[')
+	for i := range e.items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = e.appendItem(dst, &e.items[i])
+	}
+	return append(dst, ']')
+}
+
+func (e *Encoder) appendItem(dst []byte, it *item) []byte {
+	status := `"in_progress"`
+	if it.done {
+		status = `"completed"`
+	}
+	dst = append(dst, `{"id":`...)
+	dst = translate.AppendString(dst, it.id)
+	switch it.kind {
+	case itemReasoning:
+		dst = append(dst, `,"type":"reasoning","summary":[`...)
+		if it.done {
+			dst = append(dst, `{"type":"summary_text","text":`...)
+			dst = translate.AppendString(dst, string(it.text))
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	case itemMessage:
+		dst = append(dst, `,"type":"message","status":`...)
+		dst = append(dst, status...)
+		dst = append(dst, `,"content":[`...)
+		if it.done {
+			for j := range it.parts {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendPart(dst, &it.parts[j])
+			}
+		}
+		dst = append(dst, `],"role":"assistant"`...)
+	case itemFunctionCall:
+		dst = append(dst, `,"type":"function_call","status":`...)
+		dst = append(dst, status...)
+		dst = append(dst, `,"arguments":`...)
+		if it.done {
+			dst = translate.AppendString(dst, string(it.text))
+		} else {
+			dst = append(dst, `""`...)
+		}
+		dst = append(dst, `,"call_id":`...)
+		dst = translate.AppendString(dst, it.callID)
+		dst = append(dst, `,"name":`...)
+		dst = translate.AppendString(dst, it.name)
+	}
+	return append(dst, '}')
+}
+
+func appendPart(dst []byte, p *part) []byte {
+	if p.refusal {
+		dst = append(dst, `{"type":"refusal","refusal":`...)
+		dst = translate.AppendString(dst, string(p.text))
+		return append(dst, '}')
+	}
+	dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
+	dst = translate.AppendString(dst, string(p.text))
+	return append(dst, '}')
+}
+
+func appendUsage(dst []byte, u translate.Usage) []byte {
+	dst = append(dst, `{"input_tokens":`...)
+	dst = translate.AppendInt(dst, u.PromptTokens)
+	dst = append(dst, `,"input_tokens_details":{"cached_tokens":`...)
+	dst = translate.AppendInt(dst, u.CachedTokens)
+	dst = append(dst, `,"cache_write_tokens":`...)
+	dst = translate.AppendInt(dst, u.CacheCreationTokens)
+	dst = append(dst, `},"output_tokens":`...)
+	dst = translate.AppendInt(dst, u.CompletionTokens)
+	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":`...)
+	dst = translate.AppendInt(dst, u.ReasoningTokens)
+	dst = append(dst, `},"total_tokens":`...)
+	dst = translate.AppendInt(dst, u.PromptTokens+u.CompletionTokens)
+	return append(dst, '}')
+}

@@ -1,0 +1,259 @@
+package responsesin
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestParse: what each Responses request shape becomes in the core request.
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want translate.Request
+		// check inspects the Request beyond the core fields.
+		check func(t *testing.T, r *Request)
+	}{
+		{
+			name: "string input with instructions",
+			body: `{"model":"m","input":"hi","instructions":"be brief"}`,
+			want: translate.Request{Model: "m", Messages: []translate.Message{
+				{Role: "system", Content: []translate.Part{{Type: translate.PartText, Text: "be brief"}}},
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "hi"}}},
+			}},
+			check: func(t *testing.T, r *Request) {
+				if !r.Store || r.Input != `[{"type":"message","role":"user","content":"hi"}]` {
+					t.Errorf("store %v, input %s", r.Store, r.Input)
+				}
+			},
+		},
+		{
+			name: "a function call round trip with reasoning, as a stateless client sends it back",
+			body: `{"model":"m","store":false,"input":[
+				{"role":"user","content":[{"type":"input_text","text":"weather?"},{"type":"input_image","image_url":"https://x/y.png","detail":"low"}]},
+				{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"think"}],"encrypted_content":"opaque"},
+				{"type":"message","role":"assistant","id":"msg_1","status":"completed","content":[{"type":"output_text","text":"Let me check.","annotations":[]}]},
+				{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},
+				{"type":"function_call","call_id":"call_2","name":"get_time","arguments":"{}"},
+				{"type":"function_call_output","call_id":"call_1","output":"sunny"},
+				{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"}]}
+			]}`,
+			want: translate.Request{Model: "m", Messages: []translate.Message{
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "weather?"}, {Type: translate.PartImage, URL: "https://x/y.png", Detail: "low"}}},
+				{Role: "assistant", Reasoning: "think", Content: []translate.Part{{Type: translate.PartText, Text: "Let me check."}},
+					ToolCalls: []translate.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, {ID: "call_2", Name: "get_time", Arguments: "{}"}}},
+				{Role: "tool", ToolCallID: "call_1", Content: []translate.Part{{Type: translate.PartText, Text: "sunny"}}},
+				{Role: "tool", ToolCallID: "call_2", Content: []translate.Part{{Type: translate.PartText, Text: "noon"}}},
+			}},
+			check: func(t *testing.T, r *Request) {
+				if r.Store || r.Untranslatable != nil {
+					t.Errorf("store %v, untranslatable %v", r.Store, r.Untranslatable)
+				}
+			},
+		},
+		{
+			name: "calls of successive turns stay in their turns",
+			body: `{"model":"m","input":[{"role":"user","content":"go"},
+				{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"r1"},
+				{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c2","output":"r2"}]}`,
+			want: translate.Request{Model: "m", Messages: []translate.Message{
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "go"}}},
+				{Role: "assistant", ToolCalls: []translate.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}},
+				{Role: "tool", ToolCallID: "c1", Content: []translate.Part{{Type: translate.PartText, Text: "r1"}}},
+				{Role: "assistant", ToolCalls: []translate.ToolCall{{ID: "c2", Name: "f", Arguments: "{}"}}},
+				{Role: "tool", ToolCallID: "c2", Content: []translate.Part{{Type: translate.PartText, Text: "r2"}}},
+			}},
+		},
+		{
+			name: "settings",
+			body: `{"model":"m","input":"x","stream":true,"max_output_tokens":100,"temperature":0.5,"top_p":0.9,
+				"tools":[{"type":"function","name":"f","description":"d","parameters":{"type":"object"},"strict":true}],
+				"tool_choice":{"type":"function","name":"f"},"parallel_tool_calls":false,
+				"text":{"format":{"type":"json_schema","name":"s","schema":{"type":"object"},"strict":true}},
+				"reasoning":{"effort":"low","summary":"auto"},"safety_identifier":"u1","metadata":{"a":"b"},
+				"include":["reasoning.encrypted_content"],"previous_response_id":"resp_1"}`,
+			want: translate.Request{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 100, MaxTokensParam: "max_output_tokens",
+				Temperature: ptr(0.5), TopP: ptr(0.9), ParallelToolCalls: ptr(false), ReasoningEffort: "low", User: "u1",
+				Tools:          []translate.Tool{{Name: "f", Description: "d", Parameters: `{"type":"object"}`, Strict: ptr(true)}},
+				ToolChoice:     translate.ToolChoice{Mode: "function", Name: "f"},
+				ResponseFormat: translate.ResponseFormat{Type: "json_schema", Name: "s", Schema: `{"type":"object"}`, Strict: ptr(true)},
+				Messages:       []translate.Message{{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "x"}}}}},
+			check: func(t *testing.T, r *Request) {
+				if !r.EncryptedReasoning || r.PreviousResponseID != "resp_1" {
+					t.Errorf("include %v, previous %q", r.EncryptedReasoning, r.PreviousResponseID)
+				}
+			},
+		},
+		{
+			name: "built-in tools and unknown items are left to a responses backend",
+			body: `{"model":"m","input":[{"type":"item_reference","id":"x"}],"tools":[{"type":"web_search"}],"prompt_cache_key":"k"}`,
+			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_key", Raw: `"k"`}}},
+			check: func(t *testing.T, r *Request) {
+				var pe *translate.ParamError
+				if !errors.As(r.Untranslatable, &pe) || pe.Param != "input[0].type" {
+					t.Errorf("untranslatable %v", r.Untranslatable)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse([]byte(tt.body))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			got := *r.Core
+			got.Body = ""
+			if !got.Edited {
+				t.Errorf("Edited is not set: the chat provider would not write the messages")
+			}
+			got.Edited = false
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("core request (-want +got):\n%s", diff)
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+}
+
+// TestParse_ChatBody: what the OpenAI chat provider sends upstream for a Responses request
+// (the core's Body with its messages, tools and tool_choice) is a valid chat completions
+// request.
+func TestParse_ChatBody(t *testing.T) {
+	s := spectest.Schema(t, "openai/chat-and-responses.json", "#/components/schemas/CreateChatCompletionRequest")
+	spectest.MustRejectInvalid(t, s, `{"model":"m"}`)
+	r, err := Parse([]byte(`{"model":"m","input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
+		{"type":"function_call_output","call_id":"c","output":"r"}],"instructions":"sys","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],
+		"tool_choice":"required","text":{"format":{"type":"json_object"}},"max_output_tokens":9,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up", Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spectest.Validate(s, body); err != nil {
+		t.Errorf("chat body does not satisfy the schema: %v\n%s", err, body)
+	}
+	for _, want := range []string{`"role":"tool"`, `"tool_calls":[`, `"tool_choice":"required"`, `"max_completion_tokens":9`, `"sys"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("chat body lacks %s: %s", want, body)
+		}
+	}
+}
+
+// TestParse_Errors: each malformed request is a 400 whose param names the field.
+func TestParse_Errors(t *testing.T) {
+	tests := []struct {
+		name, body, param, code string
+	}{
+		{name: "empty", body: ``},
+		{name: "not JSON", body: `{"model":`},
+		{name: "not an object", body: `[]`},
+		{name: "invalid UTF-8", body: "{\"model\":\"m\xff\",\"input\":\"x\"}", code: CodeInvalidUTF8},
+		{name: "no model", body: `{"input":"x"}`, param: "model"},
+		{name: "null model", body: `{"model":null,"input":"x"}`, param: "model"},
+		{name: "no input", body: `{"model":"m"}`, param: "input"},
+		{name: "input a number", body: `{"model":"m","input":1}`, param: "input"},
+		{name: "duplicate key", body: `{"model":"m","input":"x","input":"y"}`, param: "input", code: CodeDuplicateKey},
+		{name: "key case", body: `{"model":"m","input":"x","Stream":true}`, param: "Stream", code: CodeKeyCase},
+		{name: "duplicate key in an item", body: `{"model":"m","input":[{"role":"user","role":"system","content":"x"}]}`, param: "input[0].role", code: CodeDuplicateKey},
+		{name: "duplicate key in a part", body: `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}]}`, param: "input[0].content[0].text", code: CodeDuplicateKey},
+		{name: "duplicate key in a tool", body: `{"model":"m","input":"x","tools":[{"type":"function","name":"a","name":"b"}]}`, param: "tools[0].name", code: CodeDuplicateKey},
+		{name: "bad role", body: `{"model":"m","input":[{"role":"robot","content":"x"}]}`, param: "input[0].role"},
+		{name: "output_text from the user", body: `{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"x"}]}]}`, param: "input[0].content[0].type"},
+		{name: "function call without call_id", body: `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, param: "input[0].call_id"},
+		{name: "function call output without output", body: `{"model":"m","input":[{"type":"function_call_output","call_id":"c"}]}`, param: "input[0].output"},
+		{name: "item without type", body: `{"model":"m","input":[{"content":"x"}]}`, param: "input[0].type"},
+		{name: "tool without name", body: `{"model":"m","input":"x","tools":[{"type":"function"}]}`, param: "tools[0].name"},
+		{name: "tool_choice names no tool", body: `{"model":"m","input":"x","tool_choice":{"type":"function","name":"f"}}`, param: "tool_choice"},
+		{name: "tool_choice required without tools", body: `{"model":"m","input":"x","tool_choice":"required"}`, param: "tool_choice"},
+		{name: "bad tool_choice", body: `{"model":"m","input":"x","tool_choice":"sometimes"}`, param: "tool_choice"},
+		{name: "json_schema without schema", body: `{"model":"m","input":"x","text":{"format":{"type":"json_schema","name":"s"}}}`, param: "text.format.schema"},
+		{name: "bad effort", body: `{"model":"m","input":"x","reasoning":{"effort":"max"}}`, param: "reasoning.effort"},
+		{name: "fractional max_output_tokens", body: `{"model":"m","input":"x","max_output_tokens":1.5}`, param: "max_output_tokens"},
+		{name: "temperature out of range", body: `{"model":"m","input":"x","temperature":3}`, param: "temperature"},
+		{name: "store not a boolean", body: `{"model":"m","input":"x","store":"yes"}`, param: "store"},
+		{name: "include not strings", body: `{"model":"m","input":"x","include":[1]}`, param: "include[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.body))
+			var pe *translate.ParamError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *translate.ParamError", err)
+			}
+			if pe.Param != tt.param || pe.Code != tt.code || pe.Message == "" {
+				t.Errorf("param %q code %q (%s), want param %q code %q", pe.Param, pe.Code, pe.Message, tt.param, tt.code)
+			}
+		})
+	}
+}
+
+// TestPrepend: a continuation puts the stored items between the instructions and the new
+// input.
+func TestPrepend(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","input":"second","instructions":"sys","previous_response_id":"resp_1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Prepend(`[{"type":"message","role":"user","content":"first"},{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"answer"}]}]`); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range r.Core.Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	want := []string{"system:sys", "user:first", "assistant:answer", "user:second"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+	if err != nil || !strings.Contains(string(chat), `"answer"`) {
+		t.Errorf("chat body lacks the earlier turn (%v): %s", err, chat)
+	}
+}
+
+// FuzzParse: the parser never panics, and what it accepts has a core request whose chat
+// body is a valid chat completions request.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","input":"hi"}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}]}`,
+		`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`,
+		`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}],"text":{"format":{"type":"json_schema","name":"s","schema":{}}}}`,
+		`{"model":"m","input":"x","MODEL":"y"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := Parse(body)
+		if err != nil {
+			var pe *translate.ParamError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *translate.ParamError", err)
+			}
+			return
+		}
+		if r.Translatable() != nil {
+			return
+		}
+		chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+		if err != nil {
+			t.Fatalf("accepted %s, but the chat provider refuses it: %v", body, err)
+		}
+		if _, err := translate.ParseRequest(chat); err != nil {
+			t.Fatalf("accepted %s, but its chat body does not parse: %v\n%s", body, err, chat)
+		}
+	})
+}
