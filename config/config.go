@@ -31,6 +31,25 @@ type Config struct {
 	// State says where rate-limit counters, budgets, concurrency slots and the second
 	// level of the tool result cache live: in this process, or in Redis shared by replicas.
 	State State `koanf:"state"`
+
+	// Telemetry configures OpenTelemetry traces. Off by default.
+	Telemetry Telemetry `koanf:"telemetry"`
+}
+
+// Telemetry configures OpenTelemetry tracing. Where spans go, the service name and the
+// sampler are not configured here: the OpenTelemetry SDK reads the standard variables
+// (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)
+// from the process environment. It takes effect at start; a reload does not change it.
+type Telemetry struct {
+	// Traces turns tracing on: a server span per request, a client span per upstream
+	// attempt and a span per server tool call, exported over OTLP. Default false: no
+	// tracer is built and nothing is recorded or propagated.
+	Traces bool `koanf:"traces"`
+	// CaptureContent records prompts, completions, tool arguments and tool results in
+	// span attributes (gen_ai.input.messages, gen_ai.output.messages,
+	// gen_ai.tool.call.arguments, gen_ai.tool.call.result). Default false: spans carry
+	// no content, only names, ids, counts and parameters.
+	CaptureContent bool `koanf:"capture_content"`
 }
 
 // Metrics configures the Prometheus endpoint.
