@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -187,7 +188,8 @@ type tracedGateway struct {
 
 const tracedPrompt = "zebra-prompt-7431"
 
-func startTracedGateway(t *testing.T, capture bool, primaryStatus int) *tracedGateway {
+// telemetryYAML is the config's telemetry section.
+func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 	g := &tracedGateway{recv: newOTLPReceiver(t)}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", g.recv.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
@@ -205,7 +207,7 @@ func startTracedGateway(t *testing.T, capture bool, primaryStatus int) *tracedGa
 			g.mu.Unlock()
 			if fail {
 				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(primaryStatus)
+				w.WriteHeader(http.StatusServiceUnavailable)
 				io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"secret-upstream-detail"}}`)
 				return
 			}
@@ -233,8 +235,8 @@ keys:
   agent: {key: agent-key, models: ["*"], tools: [hook]}
 tools:
   hook: {type: http, url: %q, description: "Looks things up.", parameters: {type: object, properties: {q: {type: string}}}}
-telemetry: {traces: true, capture_content: %v}
-`, front(g.primary, true), front(g.backup, false), hook.URL+"/hook?token=hook-secret", capture)
+telemetry: %s
+`, front(g.primary, true), front(g.backup, false), hook.URL+"/hook?token=hook-secret", telemetryYAML)
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -268,6 +270,20 @@ telemetry: {traces: true, capture_content: %v}
 	})
 	g.url = "http://" + ln.Addr().String()
 	return g
+}
+
+// metrics returns /metrics as the gateway serves it for accept.
+func (g *tracedGateway) metrics(t *testing.T, accept string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", g.url+"/metrics", nil)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
 
 // ask streams one request with the W3C trace context of a client span.
@@ -360,7 +376,7 @@ func TestTraces_SpanTree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startTracedGateway(t, false, 503)
+			g := startTracedGateway(t, "{traces: true}")
 			g.fail = tt.fail
 			g.primary.setScript(tt.primary...)
 			g.backup.setScript(tt.backup...)
@@ -458,6 +474,129 @@ func TestTraces_SpanTree(t *testing.T) {
 			}
 			if g.recv.service != "agate-under-test" {
 				t.Errorf("service.name %q, want OTEL_SERVICE_NAME's", g.recv.service)
+			}
+		})
+	}
+}
+
+// TestTraces_CaptureContent: with capture_content the prompt, the completion and the tool
+// payloads are in the GenAI content attributes, never the credentials. The request is not
+// streamed: its server span is ended by the handler.
+func TestTraces_CaptureContent(t *testing.T) {
+	g := startTracedGateway(t, "{traces: true, capture_content: true}")
+	g.primary.setScript(fakeTurn{Calls: []fakeCall{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}, fakeTurn{Text: "completion-text-58"})
+	c := openai.NewClient(option.WithBaseURL(g.url+"/v1"), option.WithAPIKey("agent-key"), option.WithMaxRetries(0))
+	resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "m",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be-brief-instruction"), openai.UserMessage(tracedPrompt)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].Message.Content; got != "completion-text-58" {
+		t.Fatalf("answer %q", got)
+	}
+	spans := g.recv.waitSpans(t, g.tracer)
+	chats := spansNamed(spans, "chat claude-fake")
+	tool := spansNamed(spans, "execute_tool hook")
+	if len(chats) != 2 || len(tool) != 1 {
+		t.Fatalf("span tree %v", tree(spans))
+	}
+	tests := []struct {
+		name string
+		span *tracepb.Span
+		key  string
+		want []string // substrings of the attribute
+	}{
+		{"first turn input", chats[0], "gen_ai.input.messages", []string{`"role":"user"`, tracedPrompt}},
+		{"instructions", chats[0], "gen_ai.system_instructions", []string{"be-brief-instruction"}},
+		{"first turn output", chats[0], "gen_ai.output.messages", []string{`"type":"tool_call"`, `"name":"hook"`, "tool-args-text-42", `"finish_reason":"tool_calls"`}},
+		{"second turn input", chats[1], "gen_ai.input.messages", []string{`"type":"tool_call_response"`, "tool-result-text-99"}},
+		{"second turn output", chats[1], "gen_ai.output.messages", []string{"completion-text-58", `"finish_reason":"stop"`}},
+		{"tool arguments", tool[0], "gen_ai.tool.call.arguments", []string{"tool-args-text-42"}},
+		{"tool result", tool[0], "gen_ai.tool.call.result", []string{"tool-result-text-99"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := attrs(tt.span)[tt.key]
+			if !ok {
+				t.Fatalf("%s has no %s", tt.span.Name, tt.key)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s = %s, want it to hold %q", tt.key, got, w)
+				}
+			}
+		})
+	}
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			if got := attrs(s)["http.response.status_code"]; got != "200" {
+				t.Errorf("server span status %q, want 200", got)
+			}
+			if got := attrs(s)["agate.stream"]; got != "false" {
+				t.Errorf("server span agate.stream %q, want false", got)
+			}
+		}
+		for k, v := range attrs(s) {
+			for _, secret := range []string{"upstream-secret-xyz", "agent-key", "hook-secret"} {
+				if strings.Contains(v, secret) {
+					t.Errorf("span %s attribute %s holds %q", s.Name, k, secret)
+				}
+			}
+		}
+	}
+}
+
+// TestTraces_Exemplars: with tracing on, the duration histograms carry the request's trace
+// id as an exemplar in the OpenMetrics format, asked for by Accept; with tracing off there
+// are none and nothing is propagated upstream.
+func TestTraces_Exemplars(t *testing.T) {
+	const openMetrics = "application/openmetrics-text;version=1.0.0"
+	tests := []struct {
+		name      string
+		telemetry string
+		accept    string
+		want      []string // patterns /metrics matches
+		notWant   []string
+		propagate bool
+	}{
+		{name: "on, OpenMetrics", telemetry: "{traces: true}", accept: openMetrics, propagate: true,
+			want: []string{
+				`gateway_request_duration_seconds_bucket\{backend="primary",model="m",stream="true",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\} [0-9.e-]+ [0-9.]+`,
+				`gateway_time_to_first_token_seconds_bucket\{backend="primary",model="m",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\}`,
+				`gateway_upstream_duration_seconds_bucket\{backend="primary",code="200",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\}`,
+				`(?m)^# EOF$`,
+			}},
+		{name: "on, Prometheus text", telemetry: "{traces: true}", accept: "text/plain", propagate: true,
+			notWant: []string{"trace_id", "# EOF"}},
+		{name: "off", telemetry: "{traces: false}", accept: openMetrics,
+			notWant: []string{"trace_id", "# EOF"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startTracedGateway(t, tt.telemetry)
+			g.primary.setScript(fakeTurn{Text: "completion-text-58"})
+			g.ask(t, "plain-key", clientParent)
+			if g.tracer != nil {
+				g.recv.waitSpans(t, g.tracer) // the stream's metrics are recorded as its span ends
+			}
+			body := g.metrics(t, tt.accept)
+			for _, w := range tt.want {
+				if !regexp.MustCompile(w).MatchString(body) {
+					t.Errorf("/metrics does not match %s", w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(body, w) {
+					t.Errorf("/metrics holds %q", w)
+				}
+			}
+			g.mu.Lock()
+			tp := g.upstream[0].Get("traceparent")
+			g.mu.Unlock()
+			if got := tp != ""; got != tt.propagate {
+				t.Errorf("upstream traceparent %q, want one: %v", tp, tt.propagate)
 			}
 		})
 	}
