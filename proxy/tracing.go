@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/agate-gateway/agate/telemetry"
@@ -74,8 +73,15 @@ func (c *modelCall) traceHeaders(ctx context.Context, headers []translate.Header
 	if c.tracer == nil {
 		return headers
 	}
-	carrier := upstreamHeaders{&headers}
-	telemetry.Inject(ctx, carrier)
+	// The values are appended here rather than by a carrier holding &headers: with that,
+	// the headers would escape to the heap, tracing on or off.
+	parent, state := telemetry.TraceHeaders(ctx)
+	if parent != "" {
+		headers = append(headers, translate.Header{Name: "traceparent", Value: parent})
+	}
+	if state != "" {
+		headers = append(headers, translate.Header{Name: "tracestate", Value: state})
+	}
 	return headers
 }
 
@@ -94,27 +100,3 @@ type requestHeaders struct{ h *fasthttp.RequestHeader }
 func (r requestHeaders) Get(key string) string { return string(r.h.Peek(key)) }
 func (r requestHeaders) Set(string, string)    {}
 func (r requestHeaders) Keys() []string        { return []string{"traceparent", "tracestate"} }
-
-// upstreamHeaders writes the trace context to an upstream request's headers.
-type upstreamHeaders struct{ h *[]translate.Header }
-
-func (u upstreamHeaders) Get(key string) string {
-	for _, h := range *u.h {
-		if strings.EqualFold(h.Name, key) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
-func (u upstreamHeaders) Set(key, value string) {
-	*u.h = append(*u.h, translate.Header{Name: key, Value: value})
-}
-
-func (u upstreamHeaders) Keys() []string {
-	keys := make([]string, len(*u.h))
-	for i, h := range *u.h {
-		keys[i] = h.Name
-	}
-	return keys
-}

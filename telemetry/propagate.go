@@ -19,6 +19,17 @@ func Inject(ctx context.Context, carrier propagation.TextMapCarrier) {
 	propagation.TraceContext{}.Inject(ctx, carrier)
 }
 
+// TraceHeaders returns the traceparent and tracestate header values of the span in ctx;
+// both are empty when ctx holds no valid span.
+func TraceHeaders(ctx context.Context) (traceparent, tracestate string) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return "", ""
+	}
+	m := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, m)
+	return m["traceparent"], m["tracestate"]
+}
+
 // Observe records v into o, with the trace id of the sampled span in ctx as an exemplar
 // (label trace_id) when there is one and o keeps exemplars.
 func Observe(ctx context.Context, o prometheus.Observer, v float64) {
