@@ -22,6 +22,7 @@ import (
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
@@ -184,6 +185,7 @@ type tracedGateway struct {
 	fail     int
 	upstream []http.Header // headers of every request to the primary and backup, in order
 	webhook  []http.Header
+	mcpCalls []http.Header // headers of the MCP server's tools/call requests
 }
 
 const tracedPrompt = "zebra-prompt-7431"
@@ -223,6 +225,25 @@ func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 		io.WriteString(w, `{"answer":"tool-result-text-99"}`)
 	}))
 	t.Cleanup(hook.Close)
+	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "kb", Version: "1"}, nil)
+	mcp.AddTool(mcpServer, &mcp.Tool{Name: "lookup", Description: "Look a key up."},
+		func(context.Context, *mcp.CallToolRequest, struct {
+			Q string `json:"q"`
+		}) (*mcp.CallToolResult, any, error) {
+			return text("tool-result-text-99"), nil, nil
+		})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
+	kb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"tools/call"`) {
+			g.mu.Lock()
+			g.mcpCalls = append(g.mcpCalls, r.Header.Clone())
+			g.mu.Unlock()
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(kb.Close)
 	yaml := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   primary: {type: anthropic, base_url: %q, api_key: upstream-secret-xyz, retries: {max: 1, base_delay: 1ms, max_delay: 5ms}}
@@ -233,10 +254,12 @@ models:
 keys:
   plain: {key: plain-key, models: ["*"]}
   agent: {key: agent-key, models: ["*"], tools: [hook]}
+  mcp-agent: {key: mcp-key, models: ["*"], tools: [kb]}
 tools:
   hook: {type: http, url: %q, description: "Looks things up.", parameters: {type: object, properties: {q: {type: string}}}}
+  kb: {type: mcp, url: %q}
 telemetry: %s
-`, front(g.primary, true), front(g.backup, false), hook.URL+"/hook?token=hook-secret", telemetryYAML)
+`, front(g.primary, true), front(g.backup, false), hook.URL+"/hook?token=hook-secret", kb.URL, telemetryYAML)
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -317,6 +340,7 @@ const (
 
 func TestTraces_SpanTree(t *testing.T) {
 	hookCall := fakeTurn{Calls: []fakeCall{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}
+	mcpCall := fakeTurn{Calls: []fakeCall{{Name: "kb__lookup", Args: `{"q":"tool-args-text-42"}`}}}
 	answer := fakeTurn{Text: "completion-text-58"}
 	tests := []struct {
 		name     string
@@ -327,6 +351,7 @@ func TestTraces_SpanTree(t *testing.T) {
 		want     []string
 		chats    []map[string]string // attributes of the chat spans, in order
 		tool     map[string]string   // attributes of the execute_tool span, if any
+		toolSpan string              // its name
 		upstream int                 // upstream requests
 	}{
 		{
@@ -371,7 +396,17 @@ func TestTraces_SpanTree(t *testing.T) {
 			tool: map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "hook",
 				"gen_ai.tool.call.id": "toolu_0_0", "agate.tool.outcome": "ok", "agate.tool.cache_hit": "false",
 				"error.type": "<absent>", "gen_ai.tool.call.arguments": "<absent>", "gen_ai.tool.call.result": "<absent>"},
-			upstream: 2,
+			toolSpan: "execute_tool hook", upstream: 2,
+		},
+		{
+			name: "mcp tool loop", key: "mcp-key", primary: []fakeTurn{mcpCall, answer},
+			want: []string{"POST /v1/chat/completions", "  chat claude-fake", "  execute_tool kb__lookup", "  chat claude-fake"},
+			chats: []map[string]string{
+				{"gen_ai.response.finish_reasons": "[tool_calls]"},
+				{"gen_ai.response.finish_reasons": "[stop]"},
+			},
+			tool:     map[string]string{"gen_ai.tool.name": "kb__lookup", "gen_ai.tool.call.id": "toolu_0_0", "agate.tool.outcome": "ok"},
+			toolSpan: "execute_tool kb__lookup", upstream: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -434,7 +469,10 @@ func TestTraces_SpanTree(t *testing.T) {
 			}
 			// Each upstream request carries the trace context of its own attempt's span.
 			g.mu.Lock()
-			upstream, webhook := g.upstream, g.webhook
+			upstream, toolCalls := g.upstream, g.webhook
+			if tt.key == "mcp-key" {
+				toolCalls = g.mcpCalls
+			}
 			g.mu.Unlock()
 			if len(upstream) != tt.upstream {
 				t.Fatalf("%d upstream requests, want %d", len(upstream), tt.upstream)
@@ -449,23 +487,23 @@ func TestTraces_SpanTree(t *testing.T) {
 				}
 			}
 			if tt.tool != nil {
-				tool := spansNamed(spans, "execute_tool hook")[0]
+				tool := spansNamed(spans, tt.toolSpan)[0]
 				if diff := cmp.Diff(tt.tool, subset(tt.tool, attrs(tool))); diff != "" {
 					t.Errorf("execute_tool attributes (-want +got):\n%s", diff)
 				}
-				if len(webhook) != 1 {
-					t.Fatalf("%d webhook calls, want 1", len(webhook))
+				if len(toolCalls) != 1 {
+					t.Fatalf("%d tool calls, want 1", len(toolCalls))
 				}
 				want := "00-" + clientTraceID + "-" + hex.EncodeToString(tool.SpanId) + "-01"
-				if got := webhook[0].Get("traceparent"); got != want {
-					t.Errorf("webhook traceparent %q, want %q", got, want)
+				if got := toolCalls[0].Get("traceparent"); got != want {
+					t.Errorf("tool request traceparent %q, want %q", got, want)
 				}
 			}
 			// No content, no secret in any attribute or status.
 			for _, s := range spans {
 				for k, v := range attrs(s) {
 					for _, secret := range []string{tracedPrompt, "completion-text-58", "tool-args-text-42", "tool-result-text-99",
-						"upstream-secret-xyz", "plain-key", "agent-key", "hook-secret", "secret-upstream-detail"} {
+						"upstream-secret-xyz", "plain-key", "agent-key", "mcp-key", "hook-secret", "secret-upstream-detail"} {
 						if strings.Contains(v, secret) {
 							t.Errorf("span %s attribute %s holds %q: %q", s.Name, k, secret, v)
 						}
