@@ -74,6 +74,7 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 			return emit(ev)
 		}
 		if lp, ok := r.backend.provider.(localProvider); ok {
+			c.chat.Request(req, stream, r.maxTokens) // tracing.go (roundTrip records the others)
 			return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
 				if err := counted(ev); err != nil || c.flush == nil {
 					return err

@@ -181,6 +181,7 @@ type tracedGateway struct {
 	recv     *otlpReceiver
 	primary  *fakeProvider
 	backup   *fakeProvider
+	openai   *fakeProvider // behind the passthrough route m-openai
 	mu       sync.Mutex
 	fail     int
 	upstream []http.Header // headers of every request to the primary and backup, in order
@@ -198,6 +199,7 @@ func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 	t.Setenv("OTEL_SERVICE_NAME", "agate-under-test")
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 	g.primary, g.backup = newFakeProvider(t, "anthropic"), newFakeProvider(t, "anthropic")
+	g.openai = newFakeProvider(t, "openai")
 	front := func(f *fakeProvider, failing bool) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			g.mu.Lock()
@@ -248,9 +250,11 @@ func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 backends:
   primary: {type: anthropic, base_url: %q, api_key: upstream-secret-xyz, retries: {max: 1, base_delay: 1ms, max_delay: 5ms}}
   backup: {type: anthropic, base_url: %q, api_key: upstream-secret-xyz, retries: {max: 0}}
+  oa: {type: openai, base_url: %q, api_key: upstream-secret-xyz, retries: {max: 0}}
 models:
   m: {backend: primary, upstream_model: claude-fake, fallbacks: [m-backup]}
   m-backup: {backend: backup, upstream_model: claude-backup}
+  m-openai: {backend: oa, upstream_model: gpt-fake}
 keys:
   plain: {key: plain-key, models: ["*"]}
   agent: {key: agent-key, models: ["*"], tools: [hook]}
@@ -259,7 +263,7 @@ tools:
   hook: {type: http, url: %q, description: "Looks things up.", parameters: {type: object, properties: {q: {type: string}}}}
   kb: {type: mcp, url: %q}
 telemetry: %s
-`, front(g.primary, true), front(g.backup, false), hook.URL+"/hook?token=hook-secret", kb.URL, telemetryYAML)
+`, front(g.primary, true), front(g.backup, false), front(g.openai, false)+"/v1", hook.URL+"/hook?token=hook-secret", kb.URL, telemetryYAML)
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -309,13 +313,17 @@ func (g *tracedGateway) metrics(t *testing.T, accept string) string {
 	return string(body)
 }
 
-// ask streams one request with the W3C trace context of a client span.
+// ask streams one request for model m with the W3C trace context of a client span.
 func (g *tracedGateway) ask(t *testing.T, key, traceparent string) string {
+	return g.askModel(t, "m", key, traceparent)
+}
+
+func (g *tracedGateway) askModel(t *testing.T, model, key, traceparent string) string {
 	t.Helper()
 	c := openai.NewClient(option.WithBaseURL(g.url+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0),
 		option.WithHeader("traceparent", traceparent), option.WithHeader("tracestate", "vendor=opaque"))
 	s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
-		Model:       "m",
+		Model:       model,
 		Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage(tracedPrompt)},
 		Temperature: openai.Float(0.25),
 		MaxTokens:   openai.Int(64),
@@ -637,5 +645,40 @@ func TestTraces_Exemplars(t *testing.T) {
 				t.Errorf("upstream traceparent %q, want one: %v", tp, tt.propagate)
 			}
 		})
+	}
+}
+
+// TestTraces_Passthrough: an OpenAI-compatible upstream's chunks are forwarded, not decoded;
+// its attempt span still has the request, the usage, the time to the first chunk, and
+// sends the trace context upstream.
+func TestTraces_Passthrough(t *testing.T) {
+	g := startTracedGateway(t, "{traces: true}")
+	g.openai.setScript(fakeTurn{Text: "completion-text-58"})
+	if got := g.askModel(t, "m-openai", "plain-key", clientParent); got != "completion-text-58" {
+		t.Fatalf("answer %q", got)
+	}
+	spans := g.recv.waitSpans(t, g.tracer)
+	if diff := cmp.Diff([]string{"POST /v1/chat/completions", "  chat gpt-fake"}, tree(spans)); diff != "" {
+		t.Fatalf("span tree (-want +got):\n%s", diff)
+	}
+	chat := spansNamed(spans, "chat gpt-fake")[0]
+	want := map[string]string{"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-fake", "agate.backend": "oa",
+		"gen_ai.request.temperature": "0.25", "gen_ai.request.max_tokens": "64",
+		"gen_ai.usage.input_tokens": "10", "gen_ai.usage.output_tokens": "5", "error.type": "<absent>"}
+	got := attrs(chat)
+	if diff := cmp.Diff(want, subset(want, got)); diff != "" {
+		t.Errorf("chat span attributes (-want +got):\n%s", diff)
+	}
+	if _, ok := got["gen_ai.response.time_to_first_chunk"]; !ok {
+		t.Error("chat span has no gen_ai.response.time_to_first_chunk")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.upstream) != 1 {
+		t.Fatalf("%d upstream requests, want 1", len(g.upstream))
+	}
+	wantParent := "00-" + clientTraceID + "-" + hex.EncodeToString(chat.SpanId) + "-01"
+	if got := g.upstream[0].Get("traceparent"); got != wantParent {
+		t.Errorf("upstream traceparent %q, want %q", got, wantParent)
 	}
 }

@@ -258,14 +258,22 @@ func (c *Chat) Event(ev *translate.Event) {
 	case translate.EventFinish:
 		c.finish = append(c.finish, ev.FinishReason) // a constant of translate
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallStart:
-		if !c.first {
-			c.first = true
-			c.span.SetAttributes(attrTimeToFirst.Float64(time.Since(c.start).Seconds()))
-		}
+		c.FirstChunk()
 	}
 	if c.out != nil {
 		c.out.add(ev)
 	}
+}
+
+// FirstChunk records the time to the first content of the answer, once; later calls do
+// nothing. Event calls it; a caller that does not decode events (the OpenAI passthrough)
+// calls it at its first content chunk.
+func (c *Chat) FirstChunk() {
+	if c == nil || c.first {
+		return
+	}
+	c.first = true
+	c.span.SetAttributes(attrTimeToFirst.Float64(time.Since(c.start).Seconds()))
 }
 
 // End ends the span with the attempt's usage and its error (nil: success).
