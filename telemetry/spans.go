@@ -152,7 +152,7 @@ type Attempt struct {
 	Type string
 	// Backend and Route are the configured backend and route names.
 	Backend, Route string
-	// Model is the upstream model asked for.
+	// Model is the upstream model asked for; empty means Route (a local backend).
 	Model string
 	// Number counts the attempts on this route, from 1; Fallback marks a fallback route.
 	Number   int
@@ -178,6 +178,9 @@ type Chat struct {
 func (t *Tracer) StartChat(ctx context.Context, a Attempt) (context.Context, *Chat) {
 	if t == nil {
 		return ctx, nil
+	}
+	if a.Model == "" {
+		a.Model = a.Route
 	}
 	attrs := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(ProviderName(a.Type)),
 		attrRequestModel.String(a.Model), attrBackend.String(a.Backend), attrRoute.String(a.Route),
