@@ -33,6 +33,9 @@ type Config struct {
 	State State `koanf:"state"`
 	// Responses configures the stored responses of POST /v1/responses.
 	Responses Responses `koanf:"responses"`
+
+	// Telemetry configures OpenTelemetry traces. Off by default.
+	Telemetry Telemetry `koanf:"telemetry"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store
@@ -53,6 +56,22 @@ type Responses struct {
 	// MaxBytes bounds the total size of the stored responses in bytes (their JSON). Default
 	// 64 MiB (67108864; also when 0).
 	MaxBytes int64 `koanf:"max_bytes"`
+}
+
+// Telemetry configures OpenTelemetry tracing. Where spans go, the service name and the
+// sampler are not configured here: the OpenTelemetry SDK reads the standard variables
+// (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)
+// from the process environment. It takes effect at start; a reload does not change it.
+type Telemetry struct {
+	// Traces turns tracing on: a server span per request, a client span per upstream
+	// attempt and a span per server tool call, exported over OTLP. Default false: no
+	// tracer is built and nothing is recorded or propagated.
+	Traces bool `koanf:"traces"`
+	// CaptureContent records prompts, completions, tool arguments and tool results in
+	// span attributes (gen_ai.input.messages, gen_ai.output.messages,
+	// gen_ai.tool.call.arguments, gen_ai.tool.call.result). Default false: spans carry
+	// no content, only names, ids, counts and parameters.
+	CaptureContent bool `koanf:"capture_content"`
 }
 
 // Metrics configures the Prometheus endpoint.

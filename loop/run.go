@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 )
@@ -45,6 +46,8 @@ type Loop struct {
 	Observer Observer
 	// Logger may be nil.
 	Logger *slog.Logger
+	// Tracer gives each server tool call a span (trace.go); nil means none.
+	Tracer *telemetry.Tracer
 }
 
 // Run answers req, executing server tool calls between model turns, and writes what the
@@ -218,7 +221,7 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 		defer close(done)
 		if workers <= 1 {
 			for i, c := range calls {
-				results[i] = r.l.Tools.Call(ctx, c.Name, []byte(c.Arguments))
+				results[i] = r.callTool(ctx, c) // trace.go: Tools.Call in a span
 			}
 			return
 		}
@@ -227,7 +230,7 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 		for range workers {
 			wg.Go(func() {
 				for i := int(next.Add(1) - 1); i < len(calls); i = int(next.Add(1) - 1) {
-					results[i] = r.l.Tools.Call(ctx, calls[i].Name, []byte(calls[i].Arguments))
+					results[i] = r.callTool(ctx, calls[i]) // trace.go: Tools.Call in a span
 				}
 			})
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/sse"
 )
@@ -38,6 +39,10 @@ type modelCall struct {
 	// headers are sent upstream after the provider's own, replacing any of the same name
 	// (the Messages passthrough's anthropic-version and anthropic-beta); nil means none.
 	headers []translate.Header
+
+	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
+	tracer *telemetry.Tracer
+	chat   *telemetry.Chat
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -68,9 +73,11 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 				c.lastUsage = ev.Usage
 			}
 			c.sent = true
+			c.chat.Event(ev) // tracing.go
 			return emit(ev)
 		}
 		if lp, ok := r.backend.provider.(localProvider); ok {
+			c.chat.Request(req, stream, r.maxTokens) // tracing.go (roundTrip records the others)
 			return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
 				if err := counted(ev); err != nil || c.flush == nil {
 					return err
@@ -90,6 +97,7 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Request, stream bool,
 	consume func(*exchange, *translate.Options) error) error {
 	opts := c.options(r, stream)
+	c.chat.Request(req, stream, opts.DefaultMaxTokens) // tracing.go
 	var err error
 	c.buf, err = r.backend.provider.AppendRequest(c.buf[:0], req, opts)
 	if err != nil {
@@ -142,7 +150,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 	b := r.backend
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = c.counted(ctx, r, try)
+		err = c.tracedAttempt(ctx, r, attempt, try) // tracing.go: c.counted in a client span
 		if err == nil || c.sent || !retryable(err) || attempt >= b.retries.Max || ctx.Err() != nil {
 			return err
 		}
@@ -214,8 +222,9 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	// decodedBody, which still decodes an upstream that ignores this).
 	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
 	headers = append(headers, c.headers...)
+	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
-	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	c.observe(ctx, c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/loop"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
@@ -29,11 +30,20 @@ type chatRun struct {
 	limits    limitRun // limits.go
 	// api is the api label of the request metrics; empty means apiChat.
 	api string
+
+	// span is the server span (tracing.go); nil when tracing is off.
+	span *telemetry.Request
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
+	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
+	defer func() {
+		if !streaming { // a stream's writer ends it
+			span.End(ctx.Response.StatusCode())
+		}
+	}()
 	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
@@ -52,6 +62,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("chatcmpl-"), start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.startTracing(span) // tracing.go
 	if len(key.tools) > 0 && s.tools != nil {
 		defs, err := s.tools.Resolve(key.tools)
 		if err == nil {
@@ -69,6 +80,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	s.metrics.Inflight.Inc()
 	if req.Stream {
+		streaming = true
 		c.stream(ctx)
 		return
 	}
@@ -118,7 +130,7 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
 			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger,
 			MaxCallsPerTurn: c.key.maxCallsPerTurn, MaxConcurrentCalls: c.key.maxConcurrentCalls, Caller: c.key.name,
-			KeepAliveInterval: loopKeepAlive}
+			KeepAliveInterval: loopKeepAlive, Tracer: c.s.tracer}
 		return l.Run(ctx, c.req, out)
 	}
 	if stream {
@@ -129,7 +141,7 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 
 // complete serves a non-streaming request.
 func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	defer cancel()
 	if c.passthrough() {
 		body, err := c.call.forwardComplete(cctx, c.req)
@@ -178,10 +190,11 @@ func (c *chatRun) finish(code int, stream bool) {
 	if code != 0 {
 		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st, api).Inc()
 	}
-	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, api).Observe(time.Since(c.start).Seconds())
+	c.span.Observe(c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, api), time.Since(c.start).Seconds()) // with exemplar
 	if !c.firstT.IsZero() {
-		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
+		c.span.Observe(c.s.metrics.TTFT.WithLabelValues(label, backend), c.firstT.Sub(c.start).Seconds())
 	}
+	c.traceFinish(code, stream) // tracing.go
 	c.call.logger.Info("chat completion", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)

@@ -21,6 +21,7 @@ import (
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,8 @@ type gatewayOptions struct {
 	logOut io.Writer
 	// limiter replaces the one the server would open from the config's state section.
 	limiter limits.Limiter
+	// tracer records spans; nil is tracing off.
+	tracer *telemetry.Tracer
 }
 
 // startGateway parses yaml (with "{{NAME}}" placeholders replaced from vars) and serves
@@ -79,6 +82,7 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 		Logger:   slog.New(slog.NewJSONHandler(logOut, nil)),
 		Tools:    o.tools,
 		Limiter:  o.limiter,
+		Tracer:   o.tracer,
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

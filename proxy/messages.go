@@ -53,6 +53,12 @@ type messagesRun struct {
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
+	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
+	defer func() {
+		if !streaming { // a stream's writer ends it
+			span.End(ctx.Response.StatusCode())
+		}
+	}()
 	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
@@ -71,6 +77,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start, api: apiMessages}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.startTracing(span) // tracing.go
 	m := &messagesRun{c: c, body: append([]byte(nil), ctx.PostBody()...)}
 	if err := m.prepare(&ctx.Request.Header); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
@@ -82,6 +89,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	s.metrics.Inflight.Inc()
 	if req.Stream {
+		streaming = true
 		m.stream(ctx)
 		return
 	}
@@ -205,7 +213,7 @@ func (o *messagesOut) KeepAlive() error {
 func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) {
 	c := m.c
 	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer c.endLimits()
 		defer cancel()
@@ -282,7 +290,7 @@ func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc
 // complete serves a non-streaming request.
 func (m *messagesRun) complete(ctx *fasthttp.RequestCtx) {
 	c := m.c
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	defer cancel()
 	var body []byte
 	var err error

@@ -60,6 +60,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				if o.c.firstT.IsZero() {
 					o.c.firstT = time.Now()
 				}
+				c.chat.FirstChunk() // tracing.go
 				finished = finished || ch.Finished
 				return o.write()
 			}, o.sync, func() error {

@@ -69,6 +69,12 @@ const responsesPathPrefix = "/v1/responses/"
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
+	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
+	defer func() {
+		if !streaming { // a stream's writer ends it
+			span.End(ctx.Response.StatusCode())
+		}
+	}()
 	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
@@ -87,6 +93,7 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req.Core, rid: rid, id: newID("resp_"), start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.startTracing(span) // tracing.go
 	x := &responsesRun{c: c, req: req}
 	if err := x.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
@@ -98,6 +105,7 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	s.metrics.Inflight.Inc()
 	if req.Core.Stream {
+		streaming = true
 		x.stream(ctx)
 		return
 	}
@@ -220,7 +228,7 @@ func joinArrays(arrays ...string) string {
 func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) {
 	c := x.c
 	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()
@@ -391,7 +399,7 @@ func (o encoderOut) KeepAlive() error { return nil }
 // complete serves a non-streaming request.
 func (x *responsesRun) complete(ctx *fasthttp.RequestCtx) {
 	c := x.c
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	defer cancel()
 	var body []byte
 	var err error
@@ -457,6 +465,7 @@ func (x *responsesRun) finish(code int, stream bool) {
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
+	c.traceFinish(code, stream) // tracing.go
 	c.call.logger.Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)

@@ -23,6 +23,7 @@ import (
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/responsestore"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +53,8 @@ type Options struct {
 	// Limiter keeps rate limits, budgets and concurrency slots; the caller closes it. Nil
 	// means one built from Config.State, which the server closes at Shutdown.
 	Limiter limits.Limiter
+	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
+	Tracer *telemetry.Tracer
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -86,6 +89,9 @@ type Server struct {
 	// responses keeps the stored responses of /v1/responses; nil when responses.store is
 	// off. It is built once: a reload does not change it.
 	responses responsestore.Store
+
+	// tracer records spans (tracing.go); nil when tracing is off.
+	tracer *telemetry.Tracer
 }
 
 // New builds a server for opts.Config.
@@ -94,7 +100,7 @@ func New(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools}
+	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	rt, err := newRuntime(opts.Config, nil, logger)
 	if err != nil {
@@ -114,7 +120,8 @@ func New(opts Options) (*Server, error) {
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
 	}
-	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	s.metricsHandler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer,
+		promhttp.HandlerOpts{EnableOpenMetrics: opts.Tracer != nil})) // exemplars need OpenMetrics (asked for by Accept)
 	if mc := opts.Config.Metrics; mc.Bearer != "" {
 		s.metricsToken, s.hasMetricsToken = sha256.Sum256([]byte(mc.Bearer)), true
 	}

@@ -21,7 +21,7 @@ import (
 // upstream's status), so retries and fallbacks stay possible until then.
 func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -37,6 +38,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 			res, outcome = errorResult("tool %s failed: internal error", name), OutcomeError
 		}
 		r.obs.ToolCall(label, outcome, time.Since(start))
+		telemetry.ToolOutcome(ctx, outcome, res.IsError) // on the caller's execute_tool span, if any
 	}()
 
 	r.mu.RLock()

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/telemetry"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // maxWebhookBody bounds how much of a webhook response is read; the Registry truncates
@@ -72,6 +74,7 @@ func (s *webhookSource) call(ctx context.Context, _ string, args json.RawMessage
 		return Result{}, err
 	}
 	req.Header = s.headers.Clone()
+	telemetry.Inject(ctx, propagation.HeaderCarrier(req.Header)) // traceparent of the tool's span, when tracing
 	resp, err := s.client.Do(req)
 	if err != nil {
 		var uerr *url.Error

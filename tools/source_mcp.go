@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MCP connection tuning. Reconnection starts after restartBackoffMin and doubles up to
@@ -125,11 +128,13 @@ type headerTransport struct {
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	traced := trace.SpanContextFromContext(req.Context()).IsValid() // a tool call's span (tracing on)
+	if len(t.headers) > 0 || traced {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
+		telemetry.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 	}
 	return t.base.RoundTrip(req)
 }

@@ -18,11 +18,13 @@ import (
 	"os/signal"
 	"reflect"
 	"syscall"
+	"time"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -74,6 +76,19 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		toolOpts = append(toolOpts, tools.WithCache(c))
 	}
 
+	// Traces (telemetry.traces): the SDK reads OTEL_* from the process environment.
+	tracer, err := telemetry.New(ctx, cfg.Telemetry)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			logger.Warn("flushing the last spans", "error", err)
+		}
+	}()
+
 	var toolSet proxy.ToolSet
 	if len(cfg.Tools) > 0 {
 		registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger, toolOpts...)
@@ -83,7 +98,7 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		defer registry.Close()
 		toolSet = registry
 	}
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet, Limiter: limiter})
+	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet, Limiter: limiter, Tracer: tracer})
 	if err != nil {
 		return err
 	}
@@ -109,8 +124,8 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 			return err
 		}
 		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server ||
-			running.Metrics != c.Metrics || running.State != c.State || running.Responses != c.Responses {
-			logger.Warn("config reload: changes to server, metrics, tools, cache, state and responses take effect after a restart")
+			running.Metrics != c.Metrics || running.State != c.State || running.Responses != c.Responses || running.Telemetry != c.Telemetry {
+			logger.Warn("config reload: changes to server, metrics, tools, cache, state, responses and telemetry take effect after a restart")
 		}
 		running = c
 		return nil

@@ -1,0 +1,131 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agate-gateway/agate/config"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultServiceName is the service.name of Agate's spans unless OTEL_SERVICE_NAME or
+// OTEL_RESOURCE_ATTRIBUTES names another.
+const DefaultServiceName = "agate"
+
+// instrumentationName names the tracer (the instrumentation scope) of every Agate span.
+const instrumentationName = "github.com/agate-gateway/agate"
+
+// Tracer makes Agate's spans. A nil *Tracer records nothing. Safe for concurrent use.
+type Tracer struct {
+	provider *sdktrace.TracerProvider
+	tracer   trace.Tracer
+	// capture is telemetry.capture_content: prompts, completions and tool payloads are
+	// recorded only when it is set.
+	capture bool
+	// prop reads and writes the W3C trace context headers.
+	prop propagation.TraceContext
+}
+
+// Option adjusts New.
+type Option func(*options)
+
+type options struct {
+	exporter sdktrace.SpanExporter
+	sync     bool
+}
+
+// WithExporter replaces the OTLP exporter New would build from the environment (tests and
+// benchmarks). With sync set, spans are exported as they end instead of in batches.
+func WithExporter(exp sdktrace.SpanExporter, sync bool) Option {
+	return func(o *options) { o.exporter, o.sync = exp, sync }
+}
+
+// New builds the tracer of cfg, or returns nil (tracing off) when cfg.Traces is false.
+// The exporter is OTLP over HTTP/protobuf, or over gRPC when OTEL_EXPORTER_OTLP_PROTOCOL
+// (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, which wins) is "grpc"; the exporters, the
+// resource and the sampler read the rest of the standard OTEL_* variables from the
+// process environment. The caller calls Shutdown to flush the last spans.
+func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, error) {
+	if !cfg.Traces {
+		return nil, nil
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.exporter == nil {
+		exp, err := newExporter(ctx, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		o.exporter = exp
+	}
+	// Later sources win: the default name, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", DefaultServiceName)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	processor := sdktrace.WithBatcher(o.exporter)
+	if o.sync {
+		processor = sdktrace.WithSyncer(o.exporter)
+	}
+	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, and
+	// without them samples parent-based, always on.
+	tp := sdktrace.NewTracerProvider(processor, sdktrace.WithResource(res))
+	return &Tracer{provider: tp, tracer: tp.Tracer(instrumentationName), capture: cfg.CaptureContent}, nil
+}
+
+// newExporter builds the OTLP exporter named by the protocol variables of getenv.
+func newExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
+	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	switch strings.TrimSpace(protocol) {
+	case "", "http/protobuf":
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: otlp http exporter: %w", err)
+		}
+		return exp, nil
+	case "grpc":
+		exp, err := otlptracegrpc.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: otlp grpc exporter: %w", err)
+		}
+		return exp, nil
+	default:
+		return nil, fmt.Errorf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", protocol)
+	}
+}
+
+// ForceFlush exports the spans that ended and are still buffered.
+func (t *Tracer) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// Shutdown flushes the buffered spans and stops the exporter; later spans are dropped.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
+}
+
+// CaptureContent reports whether prompts and completions may be recorded.
+func (t *Tracer) CaptureContent() bool { return t != nil && t.capture }
