@@ -1,6 +1,9 @@
 package translate
 
-import "strconv"
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"strconv"
+)
 
 // Assembler collects a response's events into complete messages, one per choice. It is
 // what non-streaming clients and the tool loop consume. Not safe for concurrent use.
@@ -134,11 +137,11 @@ func (a *Assembler) Message(i int) Message {
 // client-facing id, model and creation time. Call Finish first.
 func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = AppendString(dst, id)
+	dst = jsonx.AppendString(dst, id)
 	dst = append(dst, `,"object":"chat.completion","created":`...)
 	dst = strconv.AppendInt(dst, created, 10)
 	dst = append(dst, `,"model":`...)
-	dst = AppendString(dst, model)
+	dst = jsonx.AppendString(dst, model)
 	dst = append(dst, `,"choices":[`...)
 	for i := range a.Choices {
 		c := &a.Choices[i]
@@ -146,22 +149,22 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"index":`...)
-		dst = AppendInt(dst, i)
+		dst = jsonx.AppendInt(dst, i)
 		dst = append(dst, `,"message":{"role":"assistant","content":`...)
 		if len(c.Text) == 0 && (len(c.ToolCalls) > 0 || len(c.Refusal) > 0) {
 			dst = append(dst, "null"...)
 		} else {
-			dst = AppendString(dst, string(c.Text))
+			dst = jsonx.AppendString(dst, string(c.Text))
 		}
 		dst = append(dst, `,"refusal":`...)
 		if len(c.Refusal) == 0 {
 			dst = append(dst, "null"...)
 		} else {
-			dst = AppendString(dst, string(c.Refusal))
+			dst = jsonx.AppendString(dst, string(c.Refusal))
 		}
 		if len(c.Reasoning) > 0 {
 			dst = append(dst, `,"reasoning_content":`...)
-			dst = AppendString(dst, string(c.Reasoning))
+			dst = jsonx.AppendString(dst, string(c.Reasoning))
 		}
 		if len(c.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
@@ -170,7 +173,7 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 		dst = append(dst, `},"logprobs":`...)
 		dst = appendLogprobs(dst, c.Logprobs)
 		dst = append(dst, `,"finish_reason":`...)
-		dst = AppendString(dst, c.FinishReason)
+		dst = jsonx.AppendString(dst, c.FinishReason)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"usage":`...)

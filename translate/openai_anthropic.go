@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -175,9 +176,9 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 		model = req.Model
 	}
 	w.dst = append(w.dst, `{"model":`...)
-	w.dst = AppendString(w.dst, model)
+	w.dst = jsonx.AppendString(w.dst, model)
 	w.dst = append(w.dst, `,"max_tokens":`...)
-	w.dst = AppendInt(w.dst, plan.maxTokens)
+	w.dst = jsonx.AppendInt(w.dst, plan.maxTokens)
 
 	// System and developer messages, in order, become the top-level system blocks.
 	nsys := 0
@@ -240,16 +241,16 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	}
 	if plan.budget > 0 {
 		w.dst = append(w.dst, `,"thinking":{"type":"enabled","budget_tokens":`...)
-		w.dst = AppendInt(w.dst, plan.budget)
+		w.dst = jsonx.AppendInt(w.dst, plan.budget)
 		w.dst = append(w.dst, '}')
 	}
 	if plan.temperature != nil {
 		w.dst = append(w.dst, `,"temperature":`...)
-		w.dst = AppendFloat(w.dst, *plan.temperature)
+		w.dst = jsonx.AppendFloat(w.dst, *plan.temperature)
 	}
 	if plan.topP != nil {
 		w.dst = append(w.dst, `,"top_p":`...)
-		w.dst = AppendFloat(w.dst, *plan.topP)
+		w.dst = jsonx.AppendFloat(w.dst, *plan.topP)
 	}
 	if len(req.Stop) > 0 {
 		w.dst = append(w.dst, `,"stop_sequences":[`...)
@@ -257,13 +258,13 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 			if i > 0 {
 				w.dst = append(w.dst, ',')
 			}
-			w.dst = AppendString(w.dst, s)
+			w.dst = jsonx.AppendString(w.dst, s)
 		}
 		w.dst = append(w.dst, ']')
 	}
 	if req.User != "" && len(req.User) <= 512 {
 		w.dst = append(w.dst, `,"metadata":{"user_id":`...)
-		w.dst = AppendString(w.dst, req.User)
+		w.dst = jsonx.AppendString(w.dst, req.User)
 		w.dst = append(w.dst, '}')
 	}
 	if req.ResponseFormat.Type == FormatJSONSchema {
@@ -293,7 +294,7 @@ func anthropicSystemBlock(dst []byte, n int, text string) []byte {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `{"type":"text","text":`...)
-	dst = AppendString(dst, text)
+	dst = jsonx.AppendString(dst, text)
 	return append(dst, '}')
 }
 
@@ -308,10 +309,10 @@ func anthropicInsert(dst []byte, pos int, s string) []byte {
 
 func anthropicTool(dst []byte, t *Tool) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = AppendString(dst, t.Name)
+	dst = jsonx.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
-		dst = AppendString(dst, t.Description)
+		dst = jsonx.AppendString(dst, t.Description)
 	}
 	dst = append(dst, `,"input_schema":`...)
 	switch ps := strings.TrimSpace(t.Parameters); {
@@ -344,7 +345,7 @@ func anthropicToolChoice(dst []byte, req *Request) []byte {
 		dst = append(dst, `,"tool_choice":{"type":"any"`...)
 	case ToolChoiceFunction:
 		dst = append(dst, `,"tool_choice":{"type":"tool","name":`...)
-		dst = AppendString(dst, req.ToolChoice.Name)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
 	case ToolChoiceAuto:
 		dst = append(dst, `,"tool_choice":{"type":"auto"`...)
 	default:
@@ -416,7 +417,7 @@ func (w *anthropicWriter) message(i int, m *Message, opts *Options) error {
 		id, _ := SplitID(m.ToolCallID)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"content":`...)
-		w.dst = AppendString(w.dst, m.Text())
+		w.dst = jsonx.AppendString(w.dst, m.Text())
 		if m.ToolError {
 			w.dst = append(w.dst, `,"is_error":true`...)
 		}
@@ -434,7 +435,7 @@ func (w *anthropicWriter) text(role, text string) {
 	}
 	w.block(role)
 	w.dst = append(w.dst, `{"type":"text","text":`...)
-	w.dst = AppendString(w.dst, text)
+	w.dst = jsonx.AppendString(w.dst, text)
 	w.dst = append(w.dst, '}')
 	w.end()
 }
@@ -473,7 +474,7 @@ func (w *anthropicWriter) assistant(i int, m *Message) error {
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"name":`...)
-		w.dst = AppendString(w.dst, tc.Name)
+		w.dst = jsonx.AppendString(w.dst, tc.Name)
 		w.dst = append(w.dst, `,"input":`...)
 		w.dst = append(w.dst, args...)
 		w.dst = append(w.dst, '}')
@@ -487,13 +488,13 @@ func (w *anthropicWriter) thinkingBlock(b *ThinkingBlock) {
 	case b.Type == "redacted_thinking" && b.Data != "":
 		w.block(RoleAssistant)
 		w.dst = append(w.dst, `{"type":"redacted_thinking","data":`...)
-		w.dst = AppendString(w.dst, b.Data)
+		w.dst = jsonx.AppendString(w.dst, b.Data)
 	case b.Type == "thinking" && b.Signature != "":
 		w.block(RoleAssistant)
 		w.dst = append(w.dst, `{"type":"thinking","thinking":`...)
-		w.dst = AppendString(w.dst, b.Thinking)
+		w.dst = jsonx.AppendString(w.dst, b.Thinking)
 		w.dst = append(w.dst, `,"signature":`...)
-		w.dst = AppendString(w.dst, b.Signature)
+		w.dst = jsonx.AppendString(w.dst, b.Signature)
 	default:
 		return // without a signature Claude would reject the block
 	}

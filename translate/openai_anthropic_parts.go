@@ -1,6 +1,9 @@
 package translate
 
-import "strings"
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"strings"
+)
 
 // Content parts of user messages, and tool ids, as the Messages API takes them.
 
@@ -23,12 +26,12 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":"`...)
 			w.dst = append(w.dst, mt...)
 			w.dst = append(w.dst, `","data":`...)
-			w.dst = AppendString(w.dst, data)
+			w.dst = jsonx.AppendString(w.dst, data)
 			w.dst = append(w.dst, `}}`...)
 		} else if strings.HasPrefix(p.URL, "https://") || strings.HasPrefix(p.URL, "http://") {
 			w.block(RoleUser)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
-			w.dst = AppendString(w.dst, p.URL)
+			w.dst = jsonx.AppendString(w.dst, p.URL)
 			w.dst = append(w.dst, `}}`...)
 		} else {
 			return Errorf(param, "must be an https URL or a base64 data URL")
@@ -53,11 +56,11 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 		}
 		w.block(RoleUser)
 		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
-		w.dst = AppendString(w.dst, data)
+		w.dst = jsonx.AppendString(w.dst, data)
 		w.dst = append(w.dst, '}')
 		if p.Filename != "" && len(p.Filename) <= 500 {
 			w.dst = append(w.dst, `,"title":`...)
-			w.dst = AppendString(w.dst, p.Filename)
+			w.dst = jsonx.AppendString(w.dst, p.Filename)
 		}
 		w.dst = append(w.dst, '}')
 		w.end()

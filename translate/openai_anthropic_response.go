@@ -1,9 +1,9 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -111,9 +111,9 @@ func (t *anthropicThinking) addThinking(text, sig string) {
 		t.pending = append(t.pending, ',')
 	}
 	t.pending = append(t.pending, `{"type":"thinking","thinking":`...)
-	t.pending = AppendString(t.pending, text)
+	t.pending = jsonx.AppendString(t.pending, text)
 	t.pending = append(t.pending, `,"signature":`...)
-	t.pending = AppendString(t.pending, sig)
+	t.pending = jsonx.AppendString(t.pending, sig)
 	t.pending = append(t.pending, '}')
 }
 
@@ -122,7 +122,7 @@ func (t *anthropicThinking) addRedacted(data string) {
 		t.pending = append(t.pending, ',')
 	}
 	t.pending = append(t.pending, `{"type":"redacted_thinking","data":`...)
-	t.pending = AppendString(t.pending, data)
+	t.pending = jsonx.AppendString(t.pending, data)
 	t.pending = append(t.pending, '}')
 }
 
@@ -139,18 +139,9 @@ func (t *anthropicThinking) callID(id string) string {
 	return CarryID(id, state)
 }
 
-// anthropicString views b as a string without copying; b must not change while the
-// string is in use.
-func anthropicString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
 // DecodeResponse decodes a whole Messages API response.
 func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
-	s := anthropicString(body)
+	s := jsonx.View(body)
 	if !gjson.Valid(s) {
 		return anthropicMalformed("response", body)
 	}
@@ -186,7 +177,7 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 			if len(args) == 0 {
 				args = append(args, "{}"...)
 			}
-			ev = Event{Kind: EventToolCallArgsDelta, Index: n, Text: anthropicString(args)}
+			ev = Event{Kind: EventToolCallArgsDelta, Index: n, Text: jsonx.View(args)}
 			if err = emit(&ev); err != nil {
 				return false
 			}
@@ -250,7 +241,7 @@ func (anthropicProvider) DecodeError(status int, body []byte) *UpstreamError {
 		client = 503
 	}
 	e := &UpstreamError{Status: client, Type: ErrorType(client), Retryable: RetryableStatus(status)}
-	s := anthropicString(body)
+	s := jsonx.View(body)
 	if gjson.Valid(s) {
 		if msg := gjson.Get(s, "error.message"); msg.Type == gjson.String {
 			e.Message = msg.Str

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -51,7 +52,7 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	case anthropicStopped, anthropicClosed:
 		return nil // nothing follows message_stop; a stray ping is harmless
 	}
-	s := anthropicString(data)
+	s := jsonx.View(data)
 	if !gjson.Valid(s) {
 		return d.fail(anthropicMalformed("event", data))
 	}
@@ -187,7 +188,7 @@ func (d *anthropicStream) blockStop(_ string, data []byte, emit Emit) error {
 	d.block = anthropicNoBlock
 	switch kind {
 	case anthropicThinkingBlock:
-		d.thinking.addThinking(anthropicString(d.thinking.text), anthropicString(d.thinking.sig))
+		d.thinking.addThinking(jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig))
 	case anthropicToolUse:
 		d.ev = Event{Kind: EventToolCallEnd, Index: d.blockIndex}
 		return emit(&d.ev)

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -60,7 +61,7 @@ func (openAIChat) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte
 		switch req.ToolChoice.Mode {
 		case "":
 		case ToolChoiceFunction:
-			setRaw("tool_choice", `{"type":"function","function":{"name":`+string(AppendString(nil, req.ToolChoice.Name))+`}}`)
+			setRaw("tool_choice", `{"type":"function","function":{"name":`+string(jsonx.AppendString(nil, req.ToolChoice.Name))+`}}`)
 		default:
 			set("tool_choice", req.ToolChoice.Mode)
 		}
@@ -80,10 +81,10 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"role":`...)
-		dst = AppendString(dst, m.Role)
+		dst = jsonx.AppendString(dst, m.Role)
 		if m.Name != "" {
 			dst = append(dst, `,"name":`...)
-			dst = AppendString(dst, m.Name)
+			dst = jsonx.AppendString(dst, m.Name)
 		}
 		dst = append(dst, `,"content":`...)
 		switch {
@@ -94,19 +95,19 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 				dst = append(dst, `""`...)
 			}
 		case m.ToolError:
-			dst = AppendString(dst, toolOutputText(m))
+			dst = jsonx.AppendString(dst, toolOutputText(m))
 		case len(m.Content) == 1 && m.Content[0].Type == PartText:
-			dst = AppendString(dst, m.Content[0].Text)
+			dst = jsonx.AppendString(dst, m.Content[0].Text)
 		default:
 			dst = appendOpenAIParts(dst, m.Content)
 		}
 		if m.Refusal != "" {
 			dst = append(dst, `,"refusal":`...)
-			dst = AppendString(dst, m.Refusal)
+			dst = jsonx.AppendString(dst, m.Refusal)
 		}
 		if m.ToolCallID != "" {
 			dst = append(dst, `,"tool_call_id":`...)
-			dst = AppendString(dst, m.ToolCallID)
+			dst = jsonx.AppendString(dst, m.ToolCallID)
 		}
 		if len(m.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
@@ -134,11 +135,11 @@ func appendToolCalls(dst []byte, calls []ToolCall) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"id":`...)
-		dst = AppendString(dst, tc.ID)
+		dst = jsonx.AppendString(dst, tc.ID)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = AppendString(dst, tc.Name)
+		dst = jsonx.AppendString(dst, tc.Name)
 		dst = append(dst, `,"arguments":`...)
-		dst = AppendString(dst, tc.Arguments)
+		dst = jsonx.AppendString(dst, tc.Arguments)
 		dst = append(dst, `}}`...)
 	}
 	return append(dst, ']')
@@ -153,16 +154,16 @@ func appendOpenAIParts(dst []byte, parts []Part) []byte {
 		switch p.Type {
 		case PartText:
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = AppendString(dst, p.Text)
+			dst = jsonx.AppendString(dst, p.Text)
 		case PartRefusal:
 			dst = append(dst, `{"type":"refusal","refusal":`...)
-			dst = AppendString(dst, p.Text)
+			dst = jsonx.AppendString(dst, p.Text)
 		case PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
-			dst = AppendString(dst, p.URL)
+			dst = jsonx.AppendString(dst, p.URL)
 			if p.Detail != "" {
 				dst = append(dst, `,"detail":`...)
-				dst = AppendString(dst, p.Detail)
+				dst = jsonx.AppendString(dst, p.Detail)
 			}
 			dst = append(dst, '}')
 		case PartFile:
@@ -171,17 +172,17 @@ func appendOpenAIParts(dst []byte, parts []Part) []byte {
 			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
 				if kv[1] != "" {
 					dst = append(dst, sep...)
-					dst = AppendKey(dst, kv[0])
-					dst = AppendString(dst, kv[1])
+					dst = jsonx.AppendKey(dst, kv[0])
+					dst = jsonx.AppendString(dst, kv[1])
 					sep = ","
 				}
 			}
 			dst = append(dst, '}')
 		case PartAudio:
 			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
-			dst = AppendString(dst, p.AudioData)
+			dst = jsonx.AppendString(dst, p.AudioData)
 			dst = append(dst, `,"format":`...)
-			dst = AppendString(dst, p.AudioFormat)
+			dst = jsonx.AppendString(dst, p.AudioFormat)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, '}')
@@ -197,10 +198,10 @@ func AppendOpenAITools(dst []byte, tools []Tool) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"function","function":{"name":`...)
-		dst = AppendString(dst, t.Name)
+		dst = jsonx.AppendString(dst, t.Name)
 		if t.Description != "" {
 			dst = append(dst, `,"description":`...)
-			dst = AppendString(dst, t.Description)
+			dst = jsonx.AppendString(dst, t.Description)
 		}
 		if t.Parameters != "" {
 			dst = append(dst, `,"parameters":`...)
@@ -208,7 +209,7 @@ func AppendOpenAITools(dst []byte, tools []Tool) []byte {
 		}
 		if t.Strict != nil {
 			dst = append(dst, `,"strict":`...)
-			dst = AppendBool(dst, *t.Strict)
+			dst = jsonx.AppendBool(dst, *t.Strict)
 		}
 		dst = append(dst, `}}`...)
 	}
@@ -232,7 +233,7 @@ func (d *openAIChatStream) Event(_, data []byte, emit Emit) error {
 		d.done = true
 		return nil
 	}
-	s := unsafeString(data)
+	s := jsonx.View(data)
 	if !gjson.Valid(s) {
 		return upstreamMalformed("openai", data)
 	}
@@ -382,7 +383,7 @@ func (d *openAIChatStream) Close(emit Emit) error {
 // choices array (an HTML page from a proxy, an error object sent with status 200) is an
 // upstream error, never an empty answer.
 func (openAIChat) DecodeResponse(body []byte, emit Emit) error {
-	s := unsafeString(body)
+	s := jsonx.View(body)
 	if !gjson.Valid(s) {
 		return upstreamMalformed("openai", body)
 	}

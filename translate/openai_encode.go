@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"strconv"
 )
@@ -38,11 +39,11 @@ type callState struct {
 func NewChunkEncoder(id, model string, created int64, includeUsage bool) *ChunkEncoder {
 	head := make([]byte, 0, 128+len(id)+len(model))
 	head = append(head, `data: {"id":`...)
-	head = AppendString(head, id)
+	head = jsonx.AppendString(head, id)
 	head = append(head, `,"object":"chat.completion.chunk","created":`...)
 	head = strconv.AppendInt(head, created, 10)
 	head = append(head, `,"model":`...)
-	head = AppendString(head, model)
+	head = jsonx.AppendString(head, model)
 	e := &ChunkEncoder{includeUsage: includeUsage, choices: make([]choiceState, 1, 1)}
 	e.prefix = append(append([]byte(nil), head...), `,"choices":[`...)
 	e.usagePrefix = append(append([]byte(nil), head...), `,"choices":[],"usage":`...)
@@ -86,7 +87,7 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 		default:
 			dst = append(dst, `"refusal":`...)
 		}
-		dst = AppendString(dst, ev.Text)
+		dst = jsonx.AppendString(dst, ev.Text)
 		if withLogprobs {
 			dst = append(dst, `},"logprobs":`...)
 			dst = appendLogprobs(dst, ev.Logprobs)
@@ -110,11 +111,11 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 		c.calls = append(c.calls, callState{key: ev.Index})
 		dst = e.open(dst, ev.Choice, c)
 		dst = append(dst, `"tool_calls":[{"index":`...)
-		dst = AppendInt(dst, n)
+		dst = jsonx.AppendInt(dst, n)
 		dst = append(dst, `,"id":`...)
-		dst = AppendString(dst, ev.CallID)
+		dst = jsonx.AppendString(dst, ev.CallID)
 		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = AppendString(dst, ev.Name)
+		dst = jsonx.AppendString(dst, ev.Name)
 		dst = append(dst, `,"arguments":""}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	case EventToolCallArgsDelta:
 		n := c.find(ev.Index)
@@ -157,7 +158,7 @@ func (c *choiceState) find(key int) int {
 func (e *ChunkEncoder) open(dst []byte, choice int, c *choiceState) []byte {
 	dst = append(dst, e.prefix...)
 	dst = append(dst, `{"index":`...)
-	dst = AppendInt(dst, choice)
+	dst = jsonx.AppendInt(dst, choice)
 	dst = append(dst, `,"delta":{`...)
 	if !c.started {
 		c.started = true
@@ -169,9 +170,9 @@ func (e *ChunkEncoder) open(dst []byte, choice int, c *choiceState) []byte {
 func (e *ChunkEncoder) args(dst []byte, choice int, c *choiceState, n int, frag string) []byte {
 	dst = e.open(dst, choice, c)
 	dst = append(dst, `"tool_calls":[{"index":`...)
-	dst = AppendInt(dst, n)
+	dst = jsonx.AppendInt(dst, n)
 	dst = append(dst, `,"function":{"arguments":`...)
-	dst = AppendString(dst, frag)
+	dst = jsonx.AppendString(dst, frag)
 	return append(dst, `}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 }
 
@@ -194,7 +195,7 @@ func (e *ChunkEncoder) Finish(dst []byte) []byte {
 			dst = dst[:len(dst)-1]
 		}
 		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
-		dst = AppendString(dst, finishReason(c.finish, len(c.calls) > 0))
+		dst = jsonx.AppendString(dst, finishReason(c.finish, len(c.calls) > 0))
 		dst = append(dst, "}]}\n\n"...)
 	}
 	if e.includeUsage {
@@ -251,26 +252,26 @@ func appendLogprobs(dst []byte, lp []TokenLogprob) []byte {
 // brace. raw are the token's bytes, nil for those of token.
 func appendTokenLogprob(dst []byte, token string, logprob float64, raw []byte) []byte {
 	dst = append(dst, `{"token":`...)
-	dst = AppendString(dst, token)
+	dst = jsonx.AppendString(dst, token)
 	dst = append(dst, `,"logprob":`...)
 	if math.IsNaN(logprob) || math.IsInf(logprob, 0) {
 		logprob = -9999 // OpenAI's value for a very unlikely token; JSON has no NaN or Inf
 	}
-	dst = AppendFloat(dst, logprob)
+	dst = jsonx.AppendFloat(dst, logprob)
 	dst = append(dst, `,"bytes":[`...)
 	if raw == nil {
 		for i := 0; i < len(token); i++ {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendInt(dst, int(token[i]))
+			dst = jsonx.AppendInt(dst, int(token[i]))
 		}
 	} else {
 		for i, b := range raw {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendInt(dst, int(b))
+			dst = jsonx.AppendInt(dst, int(b))
 		}
 	}
 	return append(dst, ']')
@@ -279,35 +280,35 @@ func appendTokenLogprob(dst []byte, token string, logprob float64, raw []byte) [
 // AppendUsage appends an OpenAI usage object.
 func AppendUsage(dst []byte, u Usage) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = AppendInt(dst, u.PromptTokens)
+	dst = jsonx.AppendInt(dst, u.PromptTokens)
 	dst = append(dst, `,"completion_tokens":`...)
-	dst = AppendInt(dst, u.CompletionTokens)
+	dst = jsonx.AppendInt(dst, u.CompletionTokens)
 	dst = append(dst, `,"total_tokens":`...)
-	dst = AppendInt(dst, u.PromptTokens+u.CompletionTokens)
+	dst = jsonx.AppendInt(dst, u.PromptTokens+u.CompletionTokens)
 	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-	dst = AppendInt(dst, u.CachedTokens)
+	dst = jsonx.AppendInt(dst, u.CachedTokens)
 	dst = append(dst, `},"completion_tokens_details":{"reasoning_tokens":`...)
-	dst = AppendInt(dst, u.ReasoningTokens)
+	dst = jsonx.AppendInt(dst, u.ReasoningTokens)
 	return append(dst, `}}`...)
 }
 
 // AppendError appends an OpenAI error object {"error":{...}}.
 func AppendError(dst []byte, message, typ, param, code string) []byte {
 	dst = append(dst, `{"error":{"message":`...)
-	dst = AppendString(dst, message)
+	dst = jsonx.AppendString(dst, message)
 	dst = append(dst, `,"type":`...)
-	dst = AppendString(dst, typ)
+	dst = jsonx.AppendString(dst, typ)
 	dst = append(dst, `,"param":`...)
 	if param == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendString(dst, param)
+		dst = jsonx.AppendString(dst, param)
 	}
 	dst = append(dst, `,"code":`...)
 	if code == "" {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendString(dst, code)
+		dst = jsonx.AppendString(dst, code)
 	}
 	return append(dst, `}}`...)
 }

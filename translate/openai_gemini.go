@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"net/url"
 	"strings"
 
@@ -134,7 +135,7 @@ func (e *geminiEncoder) system() {
 				e.dst = append(e.dst, ',')
 			}
 			e.dst = append(e.dst, `{"text":`...)
-			e.dst = AppendString(e.dst, m.Content[j].Text)
+			e.dst = jsonx.AppendString(e.dst, m.Content[j].Text)
 			e.dst = append(e.dst, '}')
 		}
 	}
@@ -195,7 +196,7 @@ func (e *geminiEncoder) userMessage(i int, m *Message) error {
 		case PartText:
 			e.part("user")
 			e.dst = append(e.dst, `{"text":`...)
-			e.dst = AppendString(e.dst, p.Text)
+			e.dst = jsonx.AppendString(e.dst, p.Text)
 			e.dst = append(e.dst, '}')
 		case PartImage:
 			if mime, data, ok := geminiDataURL(p.URL); ok {
@@ -243,9 +244,9 @@ func (e *geminiEncoder) userMessage(i int, m *Message) error {
 
 func (e *geminiEncoder) inlineData(mime, data string) {
 	e.dst = append(e.dst, `{"inlineData":{"mimeType":`...)
-	e.dst = AppendString(e.dst, mime)
+	e.dst = jsonx.AppendString(e.dst, mime)
 	e.dst = append(e.dst, `,"data":`...)
-	e.dst = AppendString(e.dst, data)
+	e.dst = jsonx.AppendString(e.dst, data)
 	e.dst = append(e.dst, "}}"...)
 }
 
@@ -253,11 +254,11 @@ func (e *geminiEncoder) fileData(mime, uri string) {
 	e.dst = append(e.dst, `{"fileData":{`...)
 	if mime != "" {
 		e.dst = append(e.dst, `"mimeType":`...)
-		e.dst = AppendString(e.dst, mime)
+		e.dst = jsonx.AppendString(e.dst, mime)
 		e.dst = append(e.dst, ',')
 	}
 	e.dst = append(e.dst, `"fileUri":`...)
-	e.dst = AppendString(e.dst, uri)
+	e.dst = jsonx.AppendString(e.dst, uri)
 	e.dst = append(e.dst, "}}"...)
 }
 
@@ -282,7 +283,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		}
 		e.part("model")
 		e.dst = append(e.dst, `{"text":`...)
-		e.dst = AppendString(e.dst, p.Text)
+		e.dst = jsonx.AppendString(e.dst, p.Text)
 		if len(textSig) > 0 {
 			e.dst = append(e.dst, `,"thoughtSignature":`...)
 			e.dst = appendGeminiSig(e.dst, textSig, textB64)
@@ -294,7 +295,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 	if !wroteText && m.Refusal != "" {
 		e.part("model")
 		e.dst = append(e.dst, `{"text":`...)
-		e.dst = AppendString(e.dst, m.Refusal)
+		e.dst = jsonx.AppendString(e.dst, m.Refusal)
 		e.dst = append(e.dst, '}')
 	}
 	if len(textSig) > 0 {
@@ -318,12 +319,12 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		carry := viewGeminiCarry(st)
 		e.part("model")
 		e.dst = append(e.dst, `{"functionCall":{"name":`...)
-		e.dst = AppendString(e.dst, tc.Name)
+		e.dst = jsonx.AppendString(e.dst, tc.Name)
 		e.dst = append(e.dst, `,"args":`...)
 		e.dst = append(e.dst, args...)
 		if carry.upstreamID {
 			e.dst = append(e.dst, `,"id":`...)
-			e.dst = AppendString(e.dst, id)
+			e.dst = jsonx.AppendString(e.dst, id)
 		}
 		e.dst = append(e.dst, '}')
 		if len(carry.call) > 0 {
@@ -331,7 +332,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 			e.dst = appendGeminiSig(e.dst, carry.call, carry.callB64)
 		} else if e.signed && !e.callInTurn {
 			e.dst = append(e.dst, `,"thoughtSignature":`...)
-			e.dst = AppendString(e.dst, geminiForeignSignature)
+			e.dst = jsonx.AppendString(e.dst, geminiForeignSignature)
 		}
 		e.dst = append(e.dst, '}')
 		e.callInTurn = true
@@ -346,10 +347,10 @@ func (e *geminiEncoder) toolMessage(i int, m *Message) error {
 	}
 	e.part("user")
 	e.dst = append(e.dst, `{"functionResponse":{"name":`...)
-	e.dst = AppendString(e.dst, name)
+	e.dst = jsonx.AppendString(e.dst, name)
 	if upstreamID != "" {
 		e.dst = append(e.dst, `,"id":`...)
-		e.dst = AppendString(e.dst, upstreamID)
+		e.dst = jsonx.AppendString(e.dst, upstreamID)
 	}
 	// The proto's FunctionResponse.response doc names "output" as the key for a
 	// function's output, and "error" for the details of a call that failed.
@@ -358,7 +359,7 @@ func (e *geminiEncoder) toolMessage(i int, m *Message) error {
 	} else {
 		e.dst = append(e.dst, `,"response":{"output":`...)
 	}
-	e.dst = AppendString(e.dst, m.Text())
+	e.dst = jsonx.AppendString(e.dst, m.Text())
 	e.dst = append(e.dst, "}}}"...)
 	return nil
 }
@@ -398,10 +399,10 @@ func (e *geminiEncoder) tools() {
 				e.dst = append(e.dst, ',')
 			}
 			e.dst = append(e.dst, `{"name":`...)
-			e.dst = AppendString(e.dst, t.Name)
+			e.dst = jsonx.AppendString(e.dst, t.Name)
 			if t.Description != "" {
 				e.dst = append(e.dst, `,"description":`...)
-				e.dst = AppendString(e.dst, t.Description)
+				e.dst = jsonx.AppendString(e.dst, t.Description)
 			}
 			if t.Parameters != "" {
 				// parametersJsonSchema takes JSON Schema as is; the OpenAPI-subset
@@ -430,7 +431,7 @@ func (e *geminiEncoder) tools() {
 	e.dst = append(e.dst, '"')
 	if r.ToolChoice.Mode == ToolChoiceFunction {
 		e.dst = append(e.dst, `,"allowedFunctionNames":[`...)
-		e.dst = AppendString(e.dst, r.ToolChoice.Name)
+		e.dst = jsonx.AppendString(e.dst, r.ToolChoice.Name)
 		e.dst = append(e.dst, ']')
 	}
 	e.dst = append(e.dst, "}}"...)
@@ -446,7 +447,7 @@ func (e *geminiEncoder) generationConfig(model string) error {
 		if len(e.dst) > open {
 			e.dst = append(e.dst, ',')
 		}
-		e.dst = AppendKey(e.dst, name)
+		e.dst = jsonx.AppendKey(e.dst, name)
 	}
 	if len(r.Stop) > 0 {
 		field("stopSequences")
@@ -455,13 +456,13 @@ func (e *geminiEncoder) generationConfig(model string) error {
 			if i > 0 {
 				e.dst = append(e.dst, ',')
 			}
-			e.dst = AppendString(e.dst, s)
+			e.dst = jsonx.AppendString(e.dst, s)
 		}
 		e.dst = append(e.dst, ']')
 	}
 	if r.N > 1 {
 		field("candidateCount")
-		e.dst = AppendInt(e.dst, r.N)
+		e.dst = jsonx.AppendInt(e.dst, r.N)
 	}
 	maxTokens := r.MaxTokens
 	if maxTokens == 0 {
@@ -469,34 +470,34 @@ func (e *geminiEncoder) generationConfig(model string) error {
 	}
 	if maxTokens > 0 {
 		field("maxOutputTokens")
-		e.dst = AppendInt(e.dst, maxTokens)
+		e.dst = jsonx.AppendInt(e.dst, maxTokens)
 	}
 	if r.Temperature != nil {
 		field("temperature")
-		e.dst = AppendFloat(e.dst, *r.Temperature)
+		e.dst = jsonx.AppendFloat(e.dst, *r.Temperature)
 	}
 	if r.TopP != nil {
 		field("topP")
-		e.dst = AppendFloat(e.dst, *r.TopP)
+		e.dst = jsonx.AppendFloat(e.dst, *r.TopP)
 	}
 	if r.Seed != nil {
 		field("seed")
-		e.dst = AppendInt(e.dst, int(int32(*r.Seed)))
+		e.dst = jsonx.AppendInt(e.dst, int(int32(*r.Seed)))
 	}
 	if r.PresencePenalty != nil {
 		field("presencePenalty")
-		e.dst = AppendFloat(e.dst, *r.PresencePenalty)
+		e.dst = jsonx.AppendFloat(e.dst, *r.PresencePenalty)
 	}
 	if r.FrequencyPenalty != nil {
 		field("frequencyPenalty")
-		e.dst = AppendFloat(e.dst, *r.FrequencyPenalty)
+		e.dst = jsonx.AppendFloat(e.dst, *r.FrequencyPenalty)
 	}
 	if r.Logprobs {
 		field("responseLogprobs")
 		e.dst = append(e.dst, "true"...)
 		if r.TopLogprobs != nil {
 			field("logprobs")
-			e.dst = AppendInt(e.dst, *r.TopLogprobs)
+			e.dst = jsonx.AppendInt(e.dst, *r.TopLogprobs)
 		}
 	} else if r.TopLogprobs != nil && !e.opts.Drop("top_logprobs") {
 		return Errorf("top_logprobs", "top_logprobs needs logprobs: true")
@@ -531,7 +532,7 @@ func (e *geminiEncoder) generationConfig(model string) error {
 func (e *geminiEncoder) thinkingConfig(model string) {
 	effort := e.req.ReasoningEffort
 	e.dst = append(e.dst, `{"includeThoughts":`...)
-	e.dst = AppendBool(e.dst, effort != "none")
+	e.dst = jsonx.AppendBool(e.dst, effort != "none")
 	if geminiMajor(model) >= 3 {
 		// Gemini 3 cannot turn thinking off; "minimal" is its "no thinking" level.
 		level := "high"
@@ -560,6 +561,6 @@ func (e *geminiEncoder) thinkingConfig(model string) {
 		budget = 8192
 	}
 	e.dst = append(e.dst, `,"thinkingBudget":`...)
-	e.dst = AppendInt(e.dst, budget)
+	e.dst = jsonx.AppendInt(e.dst, budget)
 	e.dst = append(e.dst, '}')
 }

@@ -3,8 +3,8 @@ package translate
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strings"
-	"unsafe"
 )
 
 // geminiDataURL splits a base64 data: URL into its MIME type (application/octet-stream
@@ -134,33 +134,6 @@ func decodeStdBase64(s string) ([]byte, bool) {
 	return b, true
 }
 
-// decodeGeminiCarry undoes appendGeminiCarry; unreadable state yields the zero value.
-func decodeGeminiCarry(st []byte) geminiCarry {
-	var c geminiCarry
-	if len(st) < 2 {
-		return c
-	}
-	flags := st[0]
-	n, k := binary.Uvarint(st[1:])
-	if k <= 0 || n > uint64(len(st)-1-k) {
-		return c
-	}
-	call := st[1+k : 1+k+int(n)]
-	text := st[1+k+int(n):]
-	c.upstreamID = flags&carryUpstreamID != 0
-	if flags&carryCallSigB64 != 0 {
-		c.callSig = base64.StdEncoding.EncodeToString(call)
-	} else {
-		c.callSig = string(call)
-	}
-	if flags&carryTextSigB64 != 0 {
-		c.textSig = base64.StdEncoding.EncodeToString(text)
-	} else {
-		c.textSig = string(text)
-	}
-	return c
-}
-
 // geminiSplitID is SplitID that decodes uncompressed state into scratch instead of
 // allocating; compressed or larger state falls back to SplitID. The state it returns
 // may alias scratch.
@@ -175,7 +148,7 @@ func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
 	}
 	var src []byte
 	if len(enc) > 0 {
-		src = unsafe.Slice(unsafe.StringData(enc), len(enc))
+		src = jsonx.Bytes(enc)
 	}
 	n, err := base64.RawURLEncoding.Decode(scratch, src)
 	if err != nil {
@@ -184,7 +157,7 @@ func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
 	return s[:i], scratch[:n]
 }
 
-// geminiCarryView is decodeGeminiCarry's result without the string copies: the
+// geminiCarryView is what appendGeminiCarry encoded, without string copies: the
 // signatures are views of the state, still base64-decoded when their flag says so.
 type geminiCarryView struct {
 	upstreamID       bool
@@ -192,7 +165,8 @@ type geminiCarryView struct {
 	callB64, textB64 bool
 }
 
-// viewGeminiCarry is decodeGeminiCarry without allocating.
+// viewGeminiCarry undoes appendGeminiCarry without allocating; unreadable state yields
+// the zero value.
 func viewGeminiCarry(st []byte) geminiCarryView {
 	var c geminiCarryView
 	if len(st) < 2 {
@@ -215,7 +189,7 @@ func viewGeminiCarry(st []byte) geminiCarryView {
 // base64 when b64 (which needs no escaping), else escaped as is.
 func appendGeminiSig(dst, sig []byte, b64 bool) []byte {
 	if !b64 {
-		return AppendString(dst, unsafeString(sig))
+		return jsonx.AppendString(dst, jsonx.View(sig))
 	}
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, sig)

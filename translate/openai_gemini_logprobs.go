@@ -2,6 +2,7 @@ package translate
 
 import (
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 	"strings"
 )
@@ -10,66 +11,73 @@ import (
 // logProbability}], topCandidates: [{candidates: [...]}]}, one entry per decoding step)
 // into d.lp, reusing the decoder's buffers. Top alternatives beyond the chosen tokens are
 // ignored; a step without topCandidates has no Top.
-func (d *geminiStream) logprobs(raw string) error {
-	if raw[0] != '{' {
+func (d *geminiStream) logprobs(v jsonx.Value) error {
+	if v.Kind != jsonx.Object {
 		return geminiLogprobsError("logprobsResult is not an object")
 	}
-	var chosen, top string
-	geminiFields(raw, func(k, v string) {
+	sc := &d.sc
+	var chosen, top jsonx.Value
+	walkObject(sc, v.At, func(k string) bool {
 		switch k {
 		case "chosenCandidates":
-			chosen = v
+			return sc.Value(&chosen)
 		case "topCandidates":
-			top = v
+			return sc.Value(&top)
 		}
+		return sc.Skip()
 	})
 	if !geminiArrayOrAbsent(chosen) || !geminiArrayOrAbsent(top) {
 		return geminiLogprobsError("logprobsResult candidates are not arrays")
 	}
 	var err error
-	geminiElements(chosen, func(c string) bool {
-		var t TopLogprob
-		if t, err = geminiLogprobCandidate(c); err != nil {
-			return false
-		}
-		d.lp = append(d.lp, TokenLogprob{Token: t.Token, Logprob: t.Logprob})
-		return true
-	})
-	if err != nil || top == "" || top == "null" {
+	if chosen.Kind == jsonx.Array {
+		walkArray(sc, chosen.At, func(int) bool {
+			var t TopLogprob
+			if t, err = d.logprobCandidate(); err != nil {
+				return false
+			}
+			d.lp = append(d.lp, TokenLogprob{Token: t.Token, Logprob: t.Logprob})
+			return true
+		})
+	}
+	if err != nil || top.Kind != jsonx.Array {
 		return err
 	}
 	// The Top slices are cut from d.lpTop once it is complete, so that a growing
 	// d.lpTop never leaves an earlier step pointing at a stale array.
 	d.lpTop = d.lpTop[:0]
 	var bounds []int
-	step := 0
-	geminiElements(top, func(s string) bool {
+	walkArray(sc, top.At, func(step int) bool {
 		if step >= len(d.lp) {
 			return false
 		}
-		step++
-		if !strings.HasPrefix(s, "{") {
+		if sc.Peek() != '{' {
 			err = geminiLogprobsError("topCandidates entry is not an object")
 			return false
 		}
-		var cands string
-		geminiFields(s, func(k, v string) {
+		var cands jsonx.Value
+		walkObject(sc, sc.Pos(), func(k string) bool {
 			if k == "candidates" {
-				cands = v
+				return sc.Value(&cands)
 			}
+			return sc.Skip()
 		})
 		if !geminiArrayOrAbsent(cands) {
 			err = geminiLogprobsError("topCandidates.candidates is not an array")
 			return false
 		}
-		geminiElements(cands, func(c string) bool {
-			var t TopLogprob
-			if t, err = geminiLogprobCandidate(c); err != nil {
-				return false
-			}
-			d.lpTop = append(d.lpTop, t)
-			return true
-		})
+		if cands.Kind == jsonx.Array {
+			resume := sc.Pos()
+			walkArray(sc, cands.At, func(int) bool {
+				var t TopLogprob
+				if t, err = d.logprobCandidate(); err != nil {
+					return false
+				}
+				d.lpTop = append(d.lpTop, t)
+				return true
+			})
+			sc.Seek(resume)
+		}
 		bounds = append(bounds, len(d.lpTop))
 		return err == nil
 	})
@@ -84,28 +92,35 @@ func (d *geminiStream) logprobs(raw string) error {
 	return nil
 }
 
-// geminiLogprobCandidate decodes one LogprobsResult.Candidate. A missing logProbability is
-// 0, the proto default; a missing token is "".
-func geminiLogprobCandidate(c string) (TopLogprob, error) {
-	if !strings.HasPrefix(c, "{") {
+// logprobCandidate decodes the LogprobsResult.Candidate at the cursor. A missing
+// logProbability is 0, the proto default; a missing token is "".
+func (d *geminiStream) logprobCandidate() (TopLogprob, error) {
+	sc := &d.sc
+	if sc.Peek() != '{' {
 		return TopLogprob{}, geminiLogprobsError("logprobs candidate is not an object")
 	}
 	var t TopLogprob
 	var err error
-	geminiFields(c, func(k, v string) {
+	walkObject(sc, sc.Pos(), func(k string) bool {
+		var v jsonx.Value
 		switch k {
 		case "token":
-			t.Token = geminiRawString(v)
+			ok := sc.Value(&v)
+			t.Token = sc.Unquote(v.Raw)
+			return ok
 		case "logProbability":
+			ok := sc.Value(&v)
 			// proto3 JSON may quote a float ("-Infinity", "NaN"); the encoder writes
 			// non-finite values as OpenAI's -9999.
 			// An out-of-range value parses as ±Inf, which is what it means.
-			if t.Logprob, err = strconv.ParseFloat(strings.Trim(v, `"`), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
-				err = geminiLogprobsError("logProbability " + geminiSnippet(v) + " is not a number")
+			if t.Logprob, err = strconv.ParseFloat(strings.Trim(v.Raw, `"`), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+				err = geminiLogprobsError("logProbability " + geminiSnippet(v.Raw) + " is not a number")
 			} else {
 				err = nil
 			}
+			return ok
 		}
+		return sc.Skip()
 	})
 	return t, err
 }
@@ -114,31 +129,36 @@ func geminiLogprobsError(msg string) *UpstreamError {
 	return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: " + msg}
 }
 
-func geminiArrayOrAbsent(raw string) bool {
-	return raw == "" || raw == "null" || raw[0] == '['
+func geminiArrayOrAbsent(v jsonx.Value) bool {
+	return v.Kind == jsonx.Missing || v.Kind == jsonx.Null || v.Kind == jsonx.Array
 }
 
-// geminiLastTextPart returns the index of the last part of parts with answer text (not a
-// thought, not a call), which carries the candidate's logprobs in its chunk; -1 if none.
-func geminiLastTextPart(parts string) int {
-	last, n := -1, 0
-	geminiElements(parts, func(p string) bool {
-		var text string
-		other := false
-		geminiFields(p, func(k, raw string) {
+// lastTextPart returns the index of the last of parts with answer text (not a thought,
+// not a call), which carries the candidate's logprobs in its chunk; -1 if none.
+func (d *geminiStream) lastTextPart(parts jsonx.Value) int {
+	if parts.Kind != jsonx.Array {
+		return -1
+	}
+	sc := &d.sc
+	last := -1
+	walkArray(sc, parts.At, func(n int) bool {
+		text, other := false, false
+		walkObject(sc, sc.Pos(), func(k string) bool {
+			var v jsonx.Value
+			ok := sc.Value(&v)
 			switch k {
 			case "text":
-				text = raw
+				text = v.Kind == jsonx.String && len(v.Raw) > 2
 			case "functionCall":
 				other = true
 			case "thought":
-				other = other || raw == "true"
+				other = other || v.Kind == jsonx.True
 			}
+			return ok
 		})
-		if !other && len(text) > 2 && text[0] == '"' {
+		if !other && text {
 			last = n
 		}
-		n++
 		return true
 	})
 	return last

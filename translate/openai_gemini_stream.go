@@ -1,10 +1,10 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"hash/fnv"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -37,8 +37,8 @@ type geminiStream struct {
 	// blocked: promptFeedback.blockReason said the prompt was refused.
 	blocked bool
 	ev      Event
-	// text holds the last unescaped text part, reused between events.
-	text []byte
+	// sc reads the current chunk; its arena holds the chunk's decoded strings.
+	sc jsonx.Scanner
 	// lp and lpTop hold the decoded logprobsResult of the candidate being read, reused
 	// between chunks; lpPart is the index of the part whose text carries lp (-1: none).
 	lp     []TokenLogprob
@@ -70,15 +70,7 @@ func (d *geminiStream) Event(_, data []byte, emit Emit) error {
 	if d.phase == geminiClosed {
 		return nil
 	}
-	return d.chunk(geminiBytesString(data), emit)
-}
-
-// geminiBytesString views b as a string without copying; the string is valid while b is.
-func geminiBytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
+	return d.chunk(jsonx.View(data), emit)
 }
 
 func (d *geminiStream) emit(emit Emit, kind EventKind, choice int) error {
@@ -87,27 +79,25 @@ func (d *geminiStream) emit(emit Emit, kind EventKind, choice int) error {
 }
 
 func (d *geminiStream) chunk(data string, emit Emit) error {
-	if !validJSON(data) {
+	if !jsonx.Valid(data) {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
 	}
 	if data = strings.TrimSpace(data); !strings.HasPrefix(data, "{") {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
 	}
-	// Fields are read with the raw scanner (geminiFields) rather than gjson's ForEach,
-	// which rescans each level and unescapes every string it passes.
-	// Values are raw slices of data; usageMetadata is read in the same pass.
-	var cands, feedback, respID, model, failure string
+	// One scanner walks the chunk, descending into the values it reads; usageMetadata is
+	// read in the same pass. Decoded strings live in its arena until the next chunk.
+	sc := &d.sc
+	sc.Reset(data)
+	var cands, feedback, respID, model, failure jsonx.Value
 	hasUsage := false
 	var prompt, toolPrompt, candTokens, thoughts, cached int
-	geminiObjectAt(data, 0, func(k string, v int) int {
+	walkObject(sc, 0, func(k string) bool {
 		switch k {
 		case "usageMetadata":
-			hasUsage = data[v] == '{'
-			if !hasUsage {
-				return -1
-			}
+			hasUsage = sc.Peek() == '{'
 			prompt, toolPrompt, candTokens, thoughts, cached = 0, 0, 0, 0, 0
-			return geminiObjectAt(data, v, func(k string, v int) int {
+			return walkObject(sc, sc.Pos(), func(k string) bool {
 				var n *int
 				switch k {
 				case "promptTokenCount":
@@ -121,34 +111,28 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 				case "cachedContentTokenCount":
 					n = &cached
 				default:
-					return -1
+					return sc.Skip()
 				}
-				end := geminiValueEnd(data, v)
-				*n, _ = strconv.Atoi(data[v:end])
-				return end
+				var v jsonx.Value
+				ok := sc.Value(&v)
+				*n, _ = strconv.Atoi(v.Raw)
+				return ok
 			})
-		case "candidates", "promptFeedback", "responseId", "modelVersion", "error":
-		default:
-			return -1
-		}
-		end := geminiValueEnd(data, v)
-		raw := data[v:end]
-		switch k {
 		case "candidates":
-			cands = raw
+			return sc.Value(&cands)
 		case "promptFeedback":
-			feedback = raw
+			return sc.Value(&feedback)
 		case "responseId":
-			respID = geminiRawString(raw)
+			return sc.Value(&respID)
 		case "modelVersion":
-			model = geminiRawString(raw)
+			return sc.Value(&model)
 		case "error":
-			failure = raw
+			return sc.Value(&failure)
 		}
-		return end
+		return sc.Skip()
 	})
-	if failure != "" {
-		failed := geminiError(0, gjson.Parse(failure))
+	if failure.Kind != jsonx.Missing {
+		failed := geminiError(0, gjson.Parse(failure.Raw))
 		d.phase = geminiClosed
 		d.ev = Event{Kind: EventError, Err: failed}
 		if err := emit(&d.ev); err != nil && err != error(failed) {
@@ -158,64 +142,57 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	}
 	if d.phase == geminiWaiting {
 		d.phase = geminiStreaming
-		if respID == "" || strings.Contains(respID, carrySep) {
+		id := sc.Unquote(respID.Raw)
+		if id == "" || strings.Contains(id, carrySep) {
 			h := fnv.New64a()
-			h.Write([]byte(data))
+			h.Write(jsonx.Bytes(data))
 			d.callBase = strconv.FormatUint(h.Sum64(), 36)
 		} else {
-			d.callBase = strings.Clone(respID)
+			d.callBase = strings.Clone(id)
 		}
-		d.ev = Event{ID: respID, Model: model}
+		d.ev = Event{ID: id, Model: sc.Unquote(model.Raw)}
 		if err := d.emit(emit, EventStart, 0); err != nil {
 			return err
 		}
 		d.ev.ID, d.ev.Model = "", ""
 	}
-	if cands != "" && cands != "null" {
-		if cands[0] != '[' {
+	if cands.Kind != jsonx.Missing && cands.Kind != jsonx.Null {
+		if cands.Kind != jsonx.Array {
 			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
 		}
-		pos := 0
 		var err error
-		geminiArrayAt(cands, 0, func(v int) (int, bool) {
+		walkArray(sc, cands.At, func(pos int) bool {
 			i := pos
-			pos++
-			var parts, finish, logprobs string
-			end := geminiFieldsIn(cands, v, func(k string, v int) int {
+			var parts, finish, logprobs, index jsonx.Value
+			walkObject(sc, sc.Pos(), func(k string) bool {
 				switch k {
 				case "content":
-					return geminiFieldsIn(cands, v, func(k string, v int) int {
+					return walkObject(sc, sc.Pos(), func(k string) bool {
 						if k != "parts" {
-							return -1
+							return sc.Skip()
 						}
-						end := geminiValueEnd(cands, v)
-						parts = cands[v:end]
-						return end
+						return sc.Value(&parts)
 					})
-				case "index", "finishReason", "logprobsResult":
-				default:
-					return -1
-				}
-				end := geminiValueEnd(cands, v)
-				raw := cands[v:end]
-				switch k {
 				case "index":
-					if n, err := strconv.Atoi(raw); err == nil {
-						i = n
-					}
+					return sc.Value(&index)
 				case "finishReason":
-					finish = geminiRawString(raw)
+					return sc.Value(&finish)
 				case "logprobsResult":
-					logprobs = raw
+					return sc.Value(&logprobs)
 				}
-				return end
+				return sc.Skip()
 			})
+			if n, err := strconv.Atoi(index.Raw); err == nil {
+				i = n
+			}
 			if i < 0 || i > 64 {
 				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
-				return end, false
+				return false
 			}
-			err = d.candidate(i, parts, finish, logprobs, emit)
-			return end, err == nil
+			resume := sc.Pos()
+			err = d.candidate(i, parts, sc.Unquote(finish.Raw), logprobs, emit)
+			sc.Seek(resume)
+			return err == nil
 		})
 		if err != nil {
 			return err
@@ -223,22 +200,52 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	}
 	if hasUsage {
 		d.hasUsage = true
-		cands := candTokens
 		d.usage = Usage{
 			// promptTokenCount already counts the cached content; tool-use prompt
 			// tokens (grounding results fed back) are input too.
 			PromptTokens:     prompt + toolPrompt,
-			CompletionTokens: cands + thoughts,
+			CompletionTokens: candTokens + thoughts,
 			CachedTokens:     cached,
 			ReasoningTokens:  thoughts,
 		}
 	}
-	if feedback != "" {
-		if br := gjson.Get(feedback, "blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
+	if feedback.Kind == jsonx.Object {
+		if br := gjson.Get(feedback.Raw, "blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
 			d.blocked = true
 		}
 	}
 	return nil
+}
+
+// walkObject moves the scanner to offset at and calls fn with the name of each member of
+// the object there, the cursor at the member's value, which fn must read (Value, Skip or
+// a nested walk); fn returns false to stop. A value that is not an object is skipped: it
+// has no members. The input must have been checked (jsonx.Valid) first.
+func walkObject(sc *jsonx.Scanner, at int, fn func(key string) bool) bool {
+	sc.Seek(at)
+	if sc.Peek() != '{' {
+		return sc.Skip()
+	}
+	for n := 0; sc.NextField(&n); {
+		if !fn(sc.Key()) {
+			return false
+		}
+	}
+	return !sc.Failed()
+}
+
+// walkArray is walkObject for arrays: fn gets each element's position in the array.
+func walkArray(sc *jsonx.Scanner, at int, fn func(i int) bool) bool {
+	sc.Seek(at)
+	if sc.Peek() != '[' {
+		return sc.Skip()
+	}
+	for n := 0; sc.NextElem(&n); {
+		if !fn(n - 1) {
+			return false
+		}
+	}
+	return !sc.Failed()
 }
 
 func (d *geminiStream) cand(i int) *geminiCandidate {
@@ -248,58 +255,48 @@ func (d *geminiStream) cand(i int) *geminiCandidate {
 	return &d.cands[i]
 }
 
-func (d *geminiStream) candidate(i int, parts, fr, logprobs string, emit Emit) error {
+func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs jsonx.Value, emit Emit) error {
 	cs := d.cand(i)
 	cs.seen = true
-	if parts != "" && parts != "null" && parts[0] != '[' {
+	if parts.Kind != jsonx.Missing && parts.Kind != jsonx.Null && parts.Kind != jsonx.Array {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
 	}
 	d.lp, d.lpPart = d.lp[:0], -1
-	if logprobs != "" && logprobs != "null" {
+	if logprobs.Kind != jsonx.Missing && logprobs.Kind != jsonx.Null {
 		if err := d.logprobs(logprobs); err != nil {
 			return err
 		}
 		if len(d.lp) > 0 {
-			d.lpPart = geminiLastTextPart(parts)
+			d.lpPart = d.lastTextPart(parts)
 		}
 	}
 	var err error
-	n := 0
-	if strings.HasPrefix(parts, "[") {
-		geminiArrayAt(parts, 0, func(v int) (int, bool) {
-			k := n
-			n++
-			if parts[v] != '{' {
-				return -1, true
+	if parts.Kind == jsonx.Array {
+		sc := &d.sc
+		walkArray(sc, parts.At, func(k int) bool {
+			if sc.Peek() != '{' {
+				return sc.Skip()
 			}
 			var lp []TokenLogprob
 			if k == d.lpPart {
 				lp = d.lp
 			}
-			var text, fc, sig string
-			thought := false
-			end := geminiObjectAt(parts, v, func(k string, v int) int {
-				switch k {
-				case "text", "functionCall", "thoughtSignature", "thought":
-				default:
-					return -1
-				}
-				end := geminiValueEnd(parts, v)
-				raw := parts[v:end]
+			var text, fc, sig, thought jsonx.Value
+			walkObject(sc, sc.Pos(), func(k string) bool {
 				switch k {
 				case "text":
-					text = raw
+					return sc.Value(&text)
 				case "functionCall":
-					fc = raw
+					return sc.Value(&fc)
 				case "thoughtSignature":
-					sig = raw
+					return sc.Value(&sig)
 				case "thought":
-					thought = raw == "true"
+					return sc.Value(&thought)
 				}
-				return end
+				return sc.Skip()
 			})
-			err = d.partFields(i, cs, text, fc, sig, thought, lp, emit)
-			return end, err == nil
+			err = d.partFields(i, cs, text, fc, sc.Unquote(sig.Raw), thought.Kind == jsonx.True, lp, emit)
+			return err == nil
 		})
 	}
 	if err != nil {
@@ -325,20 +322,16 @@ func (d *geminiStream) candidate(i int, parts, fr, logprobs string, emit Emit) e
 	return nil
 }
 
-// partFields decodes one part of candidate i from its raw fields; lp are the logprobs
-// its text carries, if any.
-func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc, sig string, thought bool, lp []TokenLogprob, emit Emit) error {
-	sigStr := ""
+// partFields decodes one part of candidate i from its fields; sig is its decoded
+// thoughtSignature and lp are the logprobs its text carries, if any.
+func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Value, sig string, thought bool, lp []TokenLogprob, emit Emit) error {
+	if fc.Kind != jsonx.Missing {
+		return d.functionCall(i, cs, gjson.Parse(fc.Raw), sig, emit)
+	}
 	if sig != "" {
-		sigStr = geminiRawString(sig)
+		cs.pendingSig = strings.Clone(sig)
 	}
-	if fc != "" {
-		return d.functionCall(i, cs, gjson.Parse(fc), sigStr, emit)
-	}
-	if sigStr != "" {
-		cs.pendingSig = strings.Clone(sigStr)
-	}
-	if len(text) <= 2 || text[0] != '"' {
+	if len(text.Raw) <= 2 || text.Kind != jsonx.String {
 		return nil
 	}
 	if cs.open {
@@ -346,7 +339,7 @@ func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc, sig stri
 			return err
 		}
 	}
-	d.ev.Text = d.unquote(text)
+	d.ev.Text = d.sc.Unquote(text.Raw)
 	kind := EventTextDelta
 	if thought {
 		kind = EventReasoningDelta
@@ -473,7 +466,7 @@ func (d *geminiStream) partialArgs(cs *geminiCandidate, partial gjson.Result) {
 }
 
 func (cs *geminiCandidate) finishString() {
-	cs.args, _ = sjson.SetRawBytes(cs.args, cs.strPath, AppendString(nil, string(cs.str)))
+	cs.args, _ = sjson.SetRawBytes(cs.args, cs.strPath, jsonx.AppendString(nil, string(cs.str)))
 	cs.inStr, cs.str = false, cs.str[:0]
 }
 
@@ -574,21 +567,72 @@ func geminiFinishReason(r string, calledTools bool) string {
 // streamGenerateContent returns without alt=sse) is decoded as the chunks of one response.
 func (geminiProvider) DecodeResponse(body []byte, emit Emit) error {
 	d := geminiStream{whole: true}
-	s := strings.TrimSpace(geminiBytesString(body))
+	s := strings.TrimSpace(jsonx.View(body))
 	if strings.HasPrefix(s, "[") {
-		if !gjson.Valid(s) {
+		if !jsonx.Valid(s) {
 			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini response: not valid JSON: " + geminiSnippet(s)}
 		}
-		var err error
-		gjson.Parse(s).ForEach(func(_, v gjson.Result) bool {
-			err = d.chunk(v.Raw, emit)
-			return err == nil
-		})
-		if err != nil {
-			return err
+		arr := jsonx.NewScanner(s)
+		for n := 0; arr.NextElem(&n); {
+			var v jsonx.Value
+			arr.Value(&v)
+			if err := d.chunk(v.Raw, emit); err != nil {
+				return err
+			}
 		}
 	} else if err := d.chunk(s, emit); err != nil {
 		return err
 	}
 	return d.Close(emit)
+}
+
+// geminiSJSONPath turns a JSONPath such as $.a.b[0] or $['a.b'] into an sjson path.
+func geminiSJSONPath(p string) string {
+	if !strings.HasPrefix(p, "$") {
+		return ""
+	}
+	p = p[1:]
+	var b strings.Builder
+	seg := func(s string, escape bool) {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if escape && (c == '.' || c == '*' || c == '?' || c == '|' || c == '#' || c == '@' || c == '\\' || c == ':' || c == '!' || c == '=') {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
+	}
+	for len(p) > 0 {
+		switch p[0] {
+		case '.':
+			p = p[1:]
+			end := strings.IndexAny(p, ".[")
+			if end < 0 {
+				end = len(p)
+			}
+			seg(p[:end], true)
+			p = p[end:]
+		case '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				return ""
+			}
+			in := p[1:end]
+			p = p[end+1:]
+			if len(in) >= 2 && (in[0] == '\'' || in[0] == '"') && in[len(in)-1] == in[0] {
+				seg(in[1:len(in)-1], true)
+			} else {
+				if _, err := strconv.Atoi(in); err != nil {
+					return ""
+				}
+				seg(in, false)
+			}
+		default:
+			return ""
+		}
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -46,11 +47,11 @@ func geminiJSONArrayToSSE(t testing.TB, body []byte) []byte {
 // plus the status, retryability and Retry-After the proxy acts on.
 func geminiErrorJSON(ue *UpstreamError) []byte {
 	b := []byte(`{"status":`)
-	b = AppendInt(b, ue.Status)
+	b = jsonx.AppendInt(b, ue.Status)
 	b = append(b, `,"retryable":`...)
-	b = AppendBool(b, ue.Retryable)
+	b = jsonx.AppendBool(b, ue.Retryable)
 	b = append(b, `,"retry_after":`...)
-	b = AppendString(b, ue.RetryAfter.String())
+	b = jsonx.AppendString(b, ue.RetryAfter.String())
 	b = append(b, `,"body":`...)
 	b = AppendError(b, ue.Message, ue.Type, ue.Param, ue.Code)
 	return append(b, '}')
@@ -473,7 +474,7 @@ func TestGeminiStream_TextSignatureBeforeCall(t *testing.T) {
 	asm.Finish()
 	msg := geminiAssistantJSON(t, asm.Message(0))
 	call := asm.Choices[0].ToolCalls[0].ID
-	body, err := geminiRequest(t, `{"model":"gemini-3-pro-preview","messages":[{"role":"user","content":"go"},`+msg+`,{"role":"tool","tool_call_id":`+string(AppendString(nil, call))+`,"content":"1"}]}`, nil)
+	body, err := geminiRequest(t, `{"model":"gemini-3-pro-preview","messages":[{"role":"user","content":"go"},`+msg+`,{"role":"tool","tool_call_id":`+string(jsonx.AppendString(nil, call))+`,"content":"1"}]}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

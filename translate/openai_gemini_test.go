@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -330,7 +331,7 @@ func TestGeminiRoundTrip_ThoughtSignatures(t *testing.T) {
 			}
 			msgs := `[{"role":"user","content":"go"},` + geminiAssistantJSON(t, asm.Message(0))
 			for _, tc := range asm.Choices[0].ToolCalls {
-				msgs += `,{"role":"tool","tool_call_id":` + string(AppendString(nil, tc.ID)) + `,"content":"ok"}`
+				msgs += `,{"role":"tool","tool_call_id":` + string(jsonx.AppendString(nil, tc.ID)) + `,"content":"ok"}`
 			}
 			msgs += "]"
 			body, err := geminiRequest(t, `{"model":"`+tt.model+`","messages":`+msgs+`}`, nil)
@@ -345,14 +346,14 @@ func TestGeminiRoundTrip_ThoughtSignatures(t *testing.T) {
 				t.Errorf("first functionCall signature = %.40q..., want %.40q...", got, wantSig)
 			}
 			for i, tc := range asm.Choices[0].ToolCalls {
-				fc := model.Get("parts." + string(AppendInt(nil, i)) + ".functionCall")
+				fc := model.Get("parts." + string(jsonx.AppendInt(nil, i)) + ".functionCall")
 				if fc.Get("name").Str != tc.Name || gjson.Get(tc.Arguments, "@ugly").Raw != fc.Get("args.@ugly").Raw {
 					t.Errorf("call %d: %s, want name %s args %s", i, fc.Raw, tc.Name, tc.Arguments)
 				}
-				if i > 0 && model.Get("parts."+string(AppendInt(nil, i))+".thoughtSignature").Exists() {
+				if i > 0 && model.Get("parts."+string(jsonx.AppendInt(nil, i))+".thoughtSignature").Exists() {
 					t.Errorf("call %d got a signature it did not have", i)
 				}
-				fr := gjson.GetBytes(body, "contents.2.parts."+string(AppendInt(nil, i))+".functionResponse")
+				fr := gjson.GetBytes(body, "contents.2.parts."+string(jsonx.AppendInt(nil, i))+".functionResponse")
 				if fr.Get("name").Str != tc.Name {
 					t.Errorf("functionResponse %d name %q, want %q", i, fr.Get("name").Str, tc.Name)
 				}
@@ -443,14 +444,25 @@ func TestGeminiCarry(t *testing.T) {
 			if plain != "call_x" {
 				t.Errorf("plain id %q", plain)
 			}
-			if diff := cmp.Diff(tt.c, decodeGeminiCarry(st), cmp.AllowUnexported(geminiCarry{})); diff != "" {
+			if diff := cmp.Diff(tt.c, carryOfView(viewGeminiCarry(st)), cmp.AllowUnexported(geminiCarry{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
-	if got := decodeGeminiCarry([]byte{1, 200}); got != (geminiCarry{}) {
+	if got := carryOfView(viewGeminiCarry([]byte{1, 200})); got != (geminiCarry{}) {
 		t.Errorf("garbage decoded to %+v", got)
 	}
+}
+
+// carryOfView turns a carry view back into the geminiCarry appendGeminiCarry encoded.
+func carryOfView(v geminiCarryView) geminiCarry {
+	sig := func(b []byte, b64 bool) string {
+		if b64 {
+			return base64.StdEncoding.EncodeToString(b)
+		}
+		return string(b)
+	}
+	return geminiCarry{upstreamID: v.upstreamID, callSig: sig(v.call, v.callB64), textSig: sig(v.text, v.textB64)}
 }
 
 func FuzzGeminiRequest(f *testing.F) {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -45,7 +46,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 		model = req.Model
 	}
 	dst = append(dst, `{"model":`...)
-	dst = AppendString(dst, model)
+	dst = jsonx.AppendString(dst, model)
 
 	// Leading system messages become instructions; a system message later in the
 	// conversation stays in place as a system input item.
@@ -56,7 +57,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	if first > 0 {
 		dst = append(dst, `,"instructions":`...)
 		if first == 1 {
-			dst = AppendString(dst, req.Messages[0].Text())
+			dst = jsonx.AppendString(dst, req.Messages[0].Text())
 		} else {
 			var sb strings.Builder
 			for i := 0; i < first; i++ {
@@ -65,7 +66,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 				}
 				sb.WriteString(req.Messages[i].Text())
 			}
-			dst = AppendString(dst, sb.String())
+			dst = jsonx.AppendString(dst, sb.String())
 		}
 	}
 
@@ -91,16 +92,16 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"type":"function","name":`...)
-			dst = AppendString(dst, t.Name)
+			dst = jsonx.AppendString(dst, t.Name)
 			if t.Description != "" {
 				dst = append(dst, `,"description":`...)
-				dst = AppendString(dst, t.Description)
+				dst = jsonx.AppendString(dst, t.Description)
 			}
 			dst = append(dst, `,"parameters":`...)
-			dst = AppendRawOr(dst, t.Parameters, `{"type":"object","properties":{}}`)
+			dst = jsonx.AppendRawOr(dst, t.Parameters, `{"type":"object","properties":{}}`)
 			// Responses defaults strict to true; chat completions to false.
 			dst = append(dst, `,"strict":`...)
-			dst = AppendBool(dst, t.Strict != nil && *t.Strict)
+			dst = jsonx.AppendBool(dst, t.Strict != nil && *t.Strict)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -109,31 +110,31 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	case "":
 	case ToolChoiceFunction:
 		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
-		dst = AppendString(dst, req.ToolChoice.Name)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
 		dst = append(dst, '}')
 	default:
 		dst = append(dst, `,"tool_choice":`...)
-		dst = AppendString(dst, req.ToolChoice.Mode)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Mode)
 	}
 	if req.ParallelToolCalls != nil {
 		dst = append(dst, `,"parallel_tool_calls":`...)
-		dst = AppendBool(dst, *req.ParallelToolCalls)
+		dst = jsonx.AppendBool(dst, *req.ParallelToolCalls)
 	}
 	if req.MaxTokens > 0 {
 		dst = append(dst, `,"max_output_tokens":`...)
-		dst = AppendInt(dst, req.MaxTokens)
+		dst = jsonx.AppendInt(dst, req.MaxTokens)
 	}
 	if req.Temperature != nil {
 		dst = append(dst, `,"temperature":`...)
-		dst = AppendFloat(dst, *req.Temperature)
+		dst = jsonx.AppendFloat(dst, *req.Temperature)
 	}
 	if req.TopP != nil {
 		dst = append(dst, `,"top_p":`...)
-		dst = AppendFloat(dst, *req.TopP)
+		dst = jsonx.AppendFloat(dst, *req.TopP)
 	}
 	if req.User != "" {
 		dst = append(dst, `,"user":`...)
-		dst = AppendString(dst, req.User)
+		dst = jsonx.AppendString(dst, req.User)
 	}
 	if req.Metadata != "" {
 		dst = append(dst, `,"metadata":`...)
@@ -141,26 +142,26 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	}
 	if rf := &req.ResponseFormat; rf.Type != "" {
 		dst = append(dst, `,"text":{"format":{"type":`...)
-		dst = AppendString(dst, rf.Type)
+		dst = jsonx.AppendString(dst, rf.Type)
 		if rf.Type == FormatJSONSchema {
 			dst = append(dst, `,"name":`...)
-			dst = AppendString(dst, rf.Name)
+			dst = jsonx.AppendString(dst, rf.Name)
 			if rf.Description != "" {
 				dst = append(dst, `,"description":`...)
-				dst = AppendString(dst, rf.Description)
+				dst = jsonx.AppendString(dst, rf.Description)
 			}
 			dst = append(dst, `,"schema":`...)
-			dst = AppendRawOr(dst, rf.Schema, `{}`)
+			dst = jsonx.AppendRawOr(dst, rf.Schema, `{}`)
 			if rf.Strict != nil {
 				dst = append(dst, `,"strict":`...)
-				dst = AppendBool(dst, *rf.Strict)
+				dst = jsonx.AppendBool(dst, *rf.Strict)
 			}
 		}
 		dst = append(dst, `}}`...)
 	}
 	if e := req.ReasoningEffort; e != "" {
 		dst = append(dst, `,"reasoning":{"effort":`...)
-		dst = AppendString(dst, e)
+		dst = jsonx.AppendString(dst, e)
 		if e != "none" {
 			dst = append(dst, `,"summary":"auto"`...)
 		}
@@ -170,7 +171,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 		dst = append(dst, `,"include":["reasoning.encrypted_content"]`...)
 	}
 	dst = append(dst, `,"store":`...)
-	dst = AppendBool(dst, opts.Store)
+	dst = jsonx.AppendBool(dst, opts.Store)
 	if opts.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}
@@ -251,10 +252,10 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 	case RoleSystem, RoleDeveloper, RoleUser:
 		sep()
 		dst = append(dst, `{"role":`...)
-		dst = AppendString(dst, m.Role)
+		dst = jsonx.AppendString(dst, m.Role)
 		dst = append(dst, `,"content":`...)
 		if len(m.Content) == 1 && m.Content[0].Type == PartText || m.Role != RoleUser {
-			dst = AppendString(dst, m.Text())
+			dst = jsonx.AppendString(dst, m.Text())
 		} else {
 			var err error
 			if dst, err = appendResponsesParts(dst, i, m.Content, opts); err != nil {
@@ -266,9 +267,9 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 		sep()
 		id, _ := SplitID(m.ToolCallID)
 		dst = append(dst, `{"type":"function_call_output","call_id":`...)
-		dst = AppendString(dst, id)
+		dst = jsonx.AppendString(dst, id)
 		dst = append(dst, `,"output":`...)
-		dst = AppendString(dst, toolOutputText(m))
+		dst = jsonx.AppendString(dst, toolOutputText(m))
 		dst = append(dst, '}')
 	case RoleAssistant:
 		carried := false
@@ -297,7 +298,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 				sep()
 				carried = true
 				dst = append(dst, `{"type":"reasoning","id":`...)
-				dst = AppendString(dst, rid)
+				dst = jsonx.AppendString(dst, rid)
 				dst = append(dst, `,"summary":[`...)
 				k := 0
 				r.Get("summary").ForEach(func(_, s gjson.Result) bool {
@@ -306,14 +307,14 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 					}
 					k++
 					dst = append(dst, `{"type":"summary_text","text":`...)
-					dst = AppendString(dst, s.Get("text").Str)
+					dst = jsonx.AppendString(dst, s.Get("text").Str)
 					dst = append(dst, '}')
 					return true
 				})
 				dst = append(dst, ']')
 				if enc != "" {
 					dst = append(dst, `,"encrypted_content":`...)
-					dst = AppendString(dst, enc)
+					dst = jsonx.AppendString(dst, enc)
 				}
 				dst = append(dst, '}')
 				return true
@@ -331,7 +332,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 		if text != "" {
 			sep()
 			dst = append(dst, `{"role":"assistant","content":`...)
-			dst = AppendString(dst, text)
+			dst = jsonx.AppendString(dst, text)
 			dst = append(dst, '}')
 		}
 		for j := range m.ToolCalls {
@@ -345,14 +346,14 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			id, _ := SplitID(tc.ID)
 			sep()
 			dst = append(dst, `{"type":"function_call","call_id":`...)
-			dst = AppendString(dst, id)
+			dst = jsonx.AppendString(dst, id)
 			dst = append(dst, `,"name":`...)
-			dst = AppendString(dst, tc.Name)
+			dst = jsonx.AppendString(dst, tc.Name)
 			dst = append(dst, `,"arguments":`...)
-			dst = AppendString(dst, args)
+			dst = jsonx.AppendString(dst, args)
 			if fcIDs != nil && fcIDs[j] != "" {
 				dst = append(dst, `,"id":`...)
-				dst = AppendString(dst, fcIDs[j])
+				dst = jsonx.AppendString(dst, fcIDs[j])
 			}
 			dst = append(dst, '}')
 		}
@@ -380,33 +381,33 @@ func appendResponsesParts(dst []byte, i int, parts []Part, opts *Options) ([]byt
 		switch p.Type {
 		case PartText, PartRefusal:
 			dst = append(dst, `{"type":"input_text","text":`...)
-			dst = AppendString(dst, p.Text)
+			dst = jsonx.AppendString(dst, p.Text)
 		case PartImage:
 			dst = append(dst, `{"type":"input_image","image_url":`...)
-			dst = AppendString(dst, p.URL)
+			dst = jsonx.AppendString(dst, p.URL)
 			detail := p.Detail
 			if detail == "" {
 				detail = "auto"
 			}
 			dst = append(dst, `,"detail":`...)
-			dst = AppendString(dst, detail)
+			dst = jsonx.AppendString(dst, detail)
 		case PartFile:
 			dst = append(dst, `{"type":"input_file"`...)
 			if p.FileID != "" {
 				dst = append(dst, `,"file_id":`...)
-				dst = AppendString(dst, p.FileID)
+				dst = jsonx.AppendString(dst, p.FileID)
 			}
 			if p.FileData != "" {
 				dst = append(dst, `,"file_data":`...)
 				if strings.HasPrefix(p.FileData, "data:") {
-					dst = AppendString(dst, p.FileData)
+					dst = jsonx.AppendString(dst, p.FileData)
 				} else { // bare base64, as some chat clients send: PDF is what chat accepts
-					dst = AppendString(dst, "data:application/pdf;base64,"+p.FileData)
+					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.FileData)
 				}
 			}
 			if p.Filename != "" {
 				dst = append(dst, `,"filename":`...)
-				dst = AppendString(dst, p.Filename)
+				dst = jsonx.AppendString(dst, p.Filename)
 			}
 		}
 		dst = append(dst, '}')

@@ -2,8 +2,8 @@ package translate
 
 import (
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
@@ -120,7 +120,7 @@ func (c *responsesCarry) addReasoning(item gjson.Result) {
 		c.items = append(c.items, ',')
 	}
 	c.items = append(c.items, `{"id":`...)
-	c.items = AppendString(c.items, item.Get("id").Str)
+	c.items = jsonx.AppendString(c.items, item.Get("id").Str)
 	c.items = append(c.items, `,"summary":[`...)
 	k := 0
 	item.Get("summary").ForEach(func(_, s gjson.Result) bool {
@@ -129,14 +129,14 @@ func (c *responsesCarry) addReasoning(item gjson.Result) {
 		}
 		k++
 		c.items = append(c.items, `{"text":`...)
-		c.items = AppendString(c.items, s.Get("text").Str)
+		c.items = jsonx.AppendString(c.items, s.Get("text").Str)
 		c.items = append(c.items, '}')
 		return true
 	})
 	c.items = append(c.items, ']')
 	if enc := item.Get("encrypted_content"); enc.Type == gjson.String {
 		c.items = append(c.items, `,"encrypted_content":`...)
-		c.items = AppendString(c.items, enc.Str)
+		c.items = jsonx.AppendString(c.items, enc.Str)
 	}
 	c.items = append(c.items, '}')
 }
@@ -149,7 +149,7 @@ func (c *responsesCarry) callID(callID, itemID string) string {
 	}
 	state := make([]byte, 0, len(c.items)+len(itemID)+32)
 	state = append(state, `{"id":`...)
-	state = AppendString(state, itemID)
+	state = jsonx.AppendString(state, itemID)
 	state = append(state, `,"reasoning":[`...)
 	state = append(state, c.items...)
 	state = append(state, `]}`...)
@@ -162,7 +162,7 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 	if !gjson.ValidBytes(body) {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not valid JSON: " + responsesSnippet(body)}
 	}
-	resp := gjson.Parse(responsesBytes(body))
+	resp := gjson.Parse(jsonx.View(body))
 	if !resp.IsObject() {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not a JSON object"}
 	}
@@ -228,9 +228,6 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 	}
 	return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(resp, calls > 0)})
 }
-
-// responsesBytes views b as a string without copying; the string must not outlive b.
-func responsesBytes(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func responsesTruncated(phase string) *UpstreamError {
 	return &UpstreamError{Status: 502, Type: "api_error",

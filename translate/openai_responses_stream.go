@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 
 	"github.com/tidwall/gjson"
 )
@@ -49,7 +50,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 		// event, or anything after the end, adds nothing.
 		return nil
 	}
-	s := responsesBytes(data)
+	s := jsonx.View(data)
 	if !gjson.Valid(s) {
 		return d.malformed(typ, "not valid JSON")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,9 +41,9 @@ var responsesErrorFixtures = []responsesFixture{
 // responsesErrorJSON renders a decoded error with its status and retry facts.
 func responsesErrorJSON(e *UpstreamError) []byte {
 	b := []byte(`{"status":`)
-	b = AppendInt(b, e.Status)
+	b = jsonx.AppendInt(b, e.Status)
 	b = append(b, `,"retryable":`...)
-	b = AppendBool(b, e.Retryable)
+	b = jsonx.AppendBool(b, e.Retryable)
 	b = append(b, `,"body":`...)
 	b = AppendError(b, e.Message, e.Type, e.Param, e.Code)
 	return append(b, '}')

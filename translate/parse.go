@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -28,17 +29,17 @@ func ParseRequest(body []byte) (*Request, error) {
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
-	p := parser{sc: jsonScanner{s: s}, req: &Request{Body: s}}
-	if p.sc.peek() != '{' {
-		if !validJSON(s) {
+	p := parser{sc: jsonx.NewScanner(s), req: &Request{Body: s}}
+	if p.sc.Peek() != '{' {
+		if !jsonx.Valid(s) {
 			return nil, errInvalidJSON()
 		}
 		return nil, &ParamError{Message: "the request body must be a JSON object"}
 	}
-	ok := p.object() && p.sc.atEnd()
+	ok := p.object() && p.sc.AtEnd()
 	if !ok {
 		// A syntax error anywhere outranks a field error: find one past the field error.
-		if p.err == nil || !validJSON(s) {
+		if p.err == nil || !jsonx.Valid(s) {
 			return nil, errInvalidJSON()
 		}
 		return nil, p.err
@@ -54,9 +55,9 @@ func errInvalidJSON() *ParamError {
 }
 
 // parser reads a request in one pass of its scanner. Each method reads the value at the
-// cursor and returns false on a syntax error (sc.err) or a field error (err).
+// cursor and returns false on a syntax error (sc.Failed()) or a field error (err).
 type parser struct {
-	sc  jsonScanner
+	sc  jsonx.Scanner
 	req *Request
 	err *ParamError
 	// msgs and parts collect the messages of a messages array and their content parts
@@ -81,124 +82,124 @@ func (p *parser) fail(param, format string, args ...any) bool {
 func (p *parser) object() bool {
 	sc := &p.sc
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
-		if !p.member(&seen, noBase, topLevelFields) || !p.field(sc.key) {
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, noBase, topLevelFields) || !p.field(sc.Key()) {
 			return false
 		}
 	}
-	return !sc.err && p.err == nil
+	return !sc.Failed() && p.err == nil
 }
 
 // skipAfterError moves past the array at offset at, in which a field error was found, so
 // that the walk of the top-level fields can go on. gjson's parser went on after an error
 // in messages or tools (and only there), so a later field's error replaces it.
 func (p *parser) skipAfterError(at int) bool {
-	if p.sc.err {
+	if p.sc.Failed() {
 		return false
 	}
-	p.sc.i = at
-	return p.sc.skip()
+	p.sc.Seek(at)
+	return p.sc.Skip()
 }
 
 func (p *parser) field(name string) bool {
 	sc, r := &p.sc, p.req
-	if sc.peek() == 'n' {
+	if sc.Peek() == 'n' {
 		// OpenAI treats an explicit null as "not set" for optional fields.
 		switch name {
 		case "model", "messages":
 			return p.fail(name, "%s is required", name)
 		}
-		return sc.literal("null")
+		return sc.Literal("null")
 	}
-	var v jsonValue
+	var v jsonx.Value
 	switch name {
 	case "model":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		if v.kind != jsonString {
+		if v.Kind != jsonx.String {
 			return p.fail("model", "must be a string")
 		}
-		r.Model = v.str
+		r.Model = v.Str
 	case "messages":
-		if sc.peek() != '[' {
+		if sc.Peek() != '[' {
 			return p.fail("messages", "must be an array of messages")
 		}
-		at := sc.i
+		at := sc.Pos()
 		p.msgs.reset()
 		p.parts.reset()
-		for n := 0; sc.nextElem(&n); {
+		for n := 0; sc.NextElem(&n); {
 			if !p.message(n - 1) {
 				return p.skipAfterError(at)
 			}
 		}
-		if sc.err {
+		if sc.Failed() {
 			return false
 		}
 		p.flushMessages()
 	case "stream":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		if !v.isBool() {
+		if !v.IsBool() {
 			return p.fail("stream", "must be a boolean")
 		}
-		r.Stream = v.kind == jsonTrue
+		r.Stream = v.Kind == jsonx.True
 	case "stream_options":
-		if sc.peek() != '{' {
+		if sc.Peek() != '{' {
 			return p.fail("stream_options", "must be an object")
 		}
-		var iu jsonValue
+		var iu jsonx.Value
 		var seen keySet
-		for n := 0; sc.nextField(&n); {
+		for n := 0; sc.NextField(&n); {
 			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsFields) {
 				return false
 			}
 			ok := false
-			if sc.key == "include_usage" {
-				ok = sc.first(&iu)
+			if sc.Key() == "include_usage" {
+				ok = sc.First(&iu)
 			} else {
-				ok = sc.skip()
+				ok = sc.Skip()
 			}
 			if !ok {
 				return false
 			}
 		}
-		if sc.err {
+		if sc.Failed() {
 			return false
 		}
-		if iu.kind != jsonMissing && iu.kind != jsonNull {
-			if !iu.isBool() {
+		if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
+			if !iu.IsBool() {
 				return p.fail("stream_options.include_usage", "must be a boolean")
 			}
-			r.IncludeUsage = iu.kind == jsonTrue
+			r.IncludeUsage = iu.Kind == jsonx.True
 		}
 	case "tools":
-		if sc.peek() != '[' {
+		if sc.Peek() != '[' {
 			return p.fail("tools", "must be an array")
 		}
-		at := sc.i
-		for n := 0; sc.nextElem(&n); {
+		at := sc.Pos()
+		for n := 0; sc.NextElem(&n); {
 			if !p.tool(n - 1) {
 				return p.skipAfterError(at)
 			}
 		}
-		if sc.err {
+		if sc.Failed() {
 			return false
 		}
 	case "tool_choice":
 		return p.toolChoice()
 	case "parallel_tool_calls":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		if !v.isBool() {
+		if !v.IsBool() {
 			return p.fail(name, "must be a boolean")
 		}
-		b := v.kind == jsonTrue
+		b := v.Kind == jsonx.True
 		r.ParallelToolCalls = &b
 	case "max_tokens", "max_completion_tokens":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
 		n, ok := positiveInt(&v)
@@ -219,7 +220,7 @@ func (p *parser) field(name string) bool {
 	case "stop":
 		return p.stop()
 	case "n":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
 		n, ok := positiveInt(&v)
@@ -228,29 +229,29 @@ func (p *parser) field(name string) bool {
 		}
 		r.N = n
 	case "seed":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		f := v.float()
-		if v.kind != jsonNumber || f != math.Trunc(f) {
+		f := v.Float()
+		if v.Kind != jsonx.Number || f != math.Trunc(f) {
 			return p.fail("seed", "must be an integer")
 		}
-		s := jsonInt(v.raw, f)
+		s := jsonInt(v.Raw, f)
 		r.Seed = &s
 	case "logprobs":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		if !v.isBool() {
+		if !v.IsBool() {
 			return p.fail(name, "must be a boolean")
 		}
-		r.Logprobs = v.kind == jsonTrue
+		r.Logprobs = v.Kind == jsonx.True
 	case "top_logprobs":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		f := v.float()
-		if v.kind != jsonNumber || f != math.Trunc(f) || f < 0 || f > 20 {
+		f := v.Float()
+		if v.Kind != jsonx.Number || f != math.Trunc(f) || f < 0 || f > 20 {
 			return p.fail(name, "must be an integer from 0 to 20")
 		}
 		n := int(f)
@@ -258,50 +259,50 @@ func (p *parser) field(name string) bool {
 	case "response_format":
 		return p.responseFormat()
 	case "reasoning_effort":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		switch v.str {
+		switch v.Str {
 		case "none", "minimal", "low", "medium", "high", "xhigh":
-			r.ReasoningEffort = v.str
+			r.ReasoningEffort = v.Str
 			return true
 		}
 		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
 	case "user":
-		if !sc.value(&v) {
+		if !sc.Value(&v) {
 			return false
 		}
-		if v.kind != jsonString {
+		if v.Kind != jsonx.String {
 			return p.fail(name, "must be a string")
 		}
-		r.User = v.str
+		r.User = v.Str
 	case "metadata":
-		if sc.peek() != '{' {
+		if sc.Peek() != '{' {
 			return p.fail(name, "must be an object of string values")
 		}
-		at := sc.i
+		at := sc.Pos()
 		var seen keySet
-		for n := 0; sc.nextField(&n); {
+		for n := 0; sc.NextField(&n); {
 			if !p.member(&seen, func() string { return "metadata" }, "") {
 				return false
 			}
-			if sc.peek() != '"' {
+			if sc.Peek() != '"' {
 				return p.fail(name, "must be an object of string values")
 			}
-			if !sc.skipString() {
+			if !sc.SkipString() {
 				return false
 			}
 		}
-		if sc.err {
+		if sc.Failed() {
 			return false
 		}
-		r.Metadata = sc.s[at:sc.i]
+		r.Metadata = sc.Input()[at:sc.Pos()]
 	default:
-		at := sc.i
-		if !sc.skip() {
+		at := sc.Pos()
+		if !sc.Skip() {
 			return false
 		}
-		r.Extra = append(r.Extra, Field{Name: name, Raw: sc.s[at:sc.i]})
+		r.Extra = append(r.Extra, Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
 	}
 	return true
 }
@@ -359,54 +360,54 @@ func (r *Request) check() *ParamError {
 func (p *parser) tool(i int) bool {
 	sc := &p.sc
 	param := func() string { return idx("tools", i) }
-	if sc.peek() != '{' {
+	if sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
 	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, name, description, parameters, strict jsonValue
+	var typ, name, description, parameters, strict jsonx.Value
 	sawFunction := false
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, param, toolFields) {
 			return false
 		}
 		var ok bool
-		switch sc.key {
+		switch sc.Key() {
 		case "type":
-			ok = sc.first(&typ)
+			ok = sc.First(&typ)
 		case "function":
-			if sawFunction || sc.peek() != '{' {
-				ok = sc.skip()
+			if sawFunction || sc.Peek() != '{' {
+				ok = sc.Skip()
 			} else {
 				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name},
 					want{"description", &description}, want{"parameters", &parameters}, want{"strict", &strict})
 			}
 			sawFunction = true
 		default:
-			ok = sc.skip()
+			ok = sc.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
-	if typ.str != "function" {
-		return p.fail(param()+".type", "only function tools are supported, got %q", typ.str)
+	if typ.Str != "function" {
+		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
 	}
-	if name.kind != jsonString || !validToolName(name.str) {
+	if name.Kind != jsonx.String || !validToolName(name.Str) {
 		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
 	}
-	tool := Tool{Name: name.str, Description: description.str}
-	if parameters.kind != jsonMissing && parameters.kind != jsonNull {
-		if parameters.kind != jsonObject {
+	tool := Tool{Name: name.Str, Description: description.Str}
+	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
+		if parameters.Kind != jsonx.Object {
 			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
 		}
-		tool.Parameters = parameters.raw
+		tool.Parameters = parameters.Raw
 	}
-	if strict.isBool() {
-		b := strict.kind == jsonTrue
+	if strict.IsBool() {
+		b := strict.Kind == jsonx.True
 		tool.Strict = &b
 	}
 	r := p.req
@@ -424,15 +425,15 @@ func (p *parser) tool(i int) bool {
 
 func (p *parser) toolChoice() bool {
 	sc, r := &p.sc, p.req
-	switch sc.peek() {
+	switch sc.Peek() {
 	case '"':
-		var v jsonValue
-		if !sc.value(&v) {
+		var v jsonx.Value
+		if !sc.Value(&v) {
 			return false
 		}
-		switch v.str {
+		switch v.Str {
 		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
-			r.ToolChoice.Mode = v.str
+			r.ToolChoice.Mode = v.Str
 			return true
 		}
 		return p.fail("tool_choice", "must be auto, none, required or a named function")
@@ -441,58 +442,58 @@ func (p *parser) toolChoice() bool {
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
 	// gjson's Get("function.name") took the first name in any function object.
-	var typ, name jsonValue
+	var typ, name jsonx.Value
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceFields) {
 			return false
 		}
 		var ok bool
 		switch {
-		case sc.key == "type":
-			ok = sc.first(&typ)
-		case sc.key == "function" && name.kind == jsonMissing && sc.peek() == '{':
+		case sc.Key() == "type":
+			ok = sc.First(&typ)
+		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
 			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
 		default:
-			ok = sc.skip()
+			ok = sc.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
-	if typ.str != "function" {
+	if typ.Str != "function" {
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	if name.kind != jsonString || name.str == "" {
+	if name.Kind != jsonx.String || name.Str == "" {
 		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
 	}
-	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.str}
+	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.Str}
 	return true
 }
 
 func (p *parser) responseFormat() bool {
 	sc := &p.sc
-	if sc.peek() != '{' {
+	if sc.Peek() != '{' {
 		return p.fail("response_format", "must be an object")
 	}
 	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, name, description, schema, strict jsonValue
+	var typ, name, description, schema, strict jsonx.Value
 	sawSchema, schemaObject := false, false
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, func() string { return "response_format" }, responseFormatFields) {
 			return false
 		}
 		var ok bool
-		switch sc.key {
+		switch sc.Key() {
 		case "type":
-			ok = sc.first(&typ)
+			ok = sc.First(&typ)
 		case "json_schema":
-			if sawSchema || sc.peek() != '{' {
-				ok = sc.skip()
+			if sawSchema || sc.Peek() != '{' {
+				ok = sc.Skip()
 			} else {
 				schemaObject = true
 				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
@@ -500,32 +501,32 @@ func (p *parser) responseFormat() bool {
 			}
 			sawSchema = true
 		default:
-			ok = sc.skip()
+			ok = sc.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
 	rf := &p.req.ResponseFormat
-	switch t := typ.str; t {
+	switch t := typ.Str; t {
 	case FormatText, FormatJSONObject:
 		rf.Type = t
 	case FormatJSONSchema:
 		if !schemaObject {
 			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
 		}
-		if name.kind != jsonString || name.str == "" {
+		if name.Kind != jsonx.String || name.Str == "" {
 			return p.fail("response_format.json_schema.name", "json_schema.name is required")
 		}
-		if schema.kind != jsonMissing && schema.kind != jsonObject {
+		if schema.Kind != jsonx.Missing && schema.Kind != jsonx.Object {
 			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
 		}
-		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.str, description.str, schema.raw
-		if strict.isBool() {
-			b := strict.kind == jsonTrue
+		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, description.Str, schema.Raw
+		if strict.IsBool() {
+			b := strict.Kind == jsonx.True
 			rf.Strict = &b
 		}
 	default:
@@ -536,39 +537,39 @@ func (p *parser) responseFormat() bool {
 
 func (p *parser) stop() bool {
 	sc, r := &p.sc, p.req
-	switch sc.peek() {
+	switch sc.Peek() {
 	case '"':
-		s, ok := sc.str()
+		s, ok := sc.Str()
 		if !ok {
 			return false
 		}
 		r.Stop = []string{s}
 		return true
 	case '[':
-		for n := 0; sc.nextElem(&n); {
-			if sc.peek() != '"' {
+		for n := 0; sc.NextElem(&n); {
+			if sc.Peek() != '"' {
 				return p.fail("stop", "must be a string or an array of strings")
 			}
-			s, ok := sc.str()
+			s, ok := sc.Str()
 			if !ok {
 				return false
 			}
 			r.Stop = append(r.Stop, s)
 		}
-		return !sc.err
+		return !sc.Failed()
 	}
 	return p.fail("stop", "must be a string or an array of strings")
 }
 
 func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
-	var v jsonValue
-	if !p.sc.value(&v) {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
 		return false
 	}
-	if v.kind != jsonNumber {
+	if v.Kind != jsonx.Number {
 		return p.fail(name, "must be a number")
 	}
-	f := v.float()
+	f := v.Float()
 	if f < lo || f > hi {
 		return p.fail(name, "must be between %g and %g", lo, hi)
 	}
@@ -576,11 +577,11 @@ func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
 	return true
 }
 
-func positiveInt(v *jsonValue) (int, bool) {
-	if v.kind != jsonNumber {
+func positiveInt(v *jsonx.Value) (int, bool) {
+	if v.Kind != jsonx.Number {
 		return 0, false
 	}
-	f := v.float()
+	f := v.Float()
 	if f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
 		return 0, false
 	}

@@ -70,11 +70,11 @@ func (s *keySet) add(k string) bool {
 	return true
 }
 
-// member checks the name of the object member the scanner is at (sc.key): it fails when
+// member checks the name of the object member the scanner is at (sc.Key()): it fails when
 // the name was already seen in this object, or equals one of known (a space-separated list)
 // only when case is ignored. base returns the object's param path, "" at the top level.
 func (p *parser) member(seen *keySet, base func() string, known string) bool {
-	k := p.sc.key
+	k := p.sc.Key()
 	if !seen.add(k) {
 		return p.keyError(base, k, CodeDuplicateKey, "")
 	}
@@ -93,7 +93,7 @@ func (p *parser) member(seen *keySet, base func() string, known string) bool {
 
 // memberOf is member for an object read with fields: the known names are the wanted ones.
 func (p *parser) memberOf(seen *keySet, base func() string, wants []want) bool {
-	k := p.sc.key
+	k := p.sc.Key()
 	if !seen.add(k) {
 		return p.keyError(base, k, CodeDuplicateKey, "")
 	}

@@ -1,78 +1,80 @@
 package translate
 
+import "github.com/agate-gateway/agate/internal/jsonx"
+
 // The message half of ParseRequest: messages, their content parts, tool calls and thinking
 // blocks. See parse.go for the request as a whole.
 
 func (p *parser) message(i int) bool {
 	sc := &p.sc
-	if sc.peek() != '{' {
+	if sc.Peek() != '{' {
 		return p.fail(idx("messages", i), "each message must be an object")
 	}
 	var msg Message
 	// content is read after the other fields, once the role is known.
-	var role, content jsonValue
+	var role, content jsonx.Value
 	var seen keySet
 	base := func() string { return idx("messages", i) }
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, base, messageFields) {
 			return false
 		}
-		key := sc.key
-		var v jsonValue
+		key := sc.Key()
+		var v jsonx.Value
 		var ok bool
 		switch {
 		case key == "role":
-			ok = sc.value(&role)
+			ok = sc.Value(&role)
 		case key == "content":
-			ok = sc.value(&content)
-		case sc.peek() == 'n':
-			ok = sc.literal("null")
+			ok = sc.Value(&content)
+		case sc.Peek() == 'n':
+			ok = sc.Literal("null")
 		case key == "name":
-			if ok = sc.value(&v); ok && v.kind != jsonString {
+			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
 				return p.fail(idx("messages", i)+".name", "must be a string")
 			}
-			msg.Name = v.str
+			msg.Name = v.Str
 		case key == "tool_call_id":
-			if ok = sc.value(&v); ok && v.kind != jsonString {
+			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
 				return p.fail(idx("messages", i)+".tool_call_id", "must be a string")
 			}
-			msg.ToolCallID = v.str
+			msg.ToolCallID = v.Str
 		case key == "tool_calls":
 			ok = p.toolCalls(i, &msg)
 		case key == "reasoning_content":
-			if ok = sc.value(&v); v.kind == jsonString {
-				msg.Reasoning = v.str
+			if ok = sc.Value(&v); v.Kind == jsonx.String {
+				msg.Reasoning = v.Str
 			}
 		case key == "thinking_blocks":
 			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
 		case key == "refusal":
-			if ok = sc.value(&v); v.kind == jsonString {
-				msg.Refusal = v.str
+			if ok = sc.Value(&v); v.Kind == jsonx.String {
+				msg.Refusal = v.Str
 			}
 		default:
-			ok = sc.skip()
+			ok = sc.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
-	if role.kind != jsonString {
+	if role.Kind != jsonx.String {
 		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
 	}
-	switch role.str {
+	switch role.Str {
 	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-		msg.Role = role.str
+		msg.Role = role.Str
 	default:
-		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.str)
+		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
 	}
 	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
 		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
 	start := p.parts.n
-	if content.kind != jsonMissing && content.kind != jsonNull && !p.content(i, &msg, &content) {
+	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, &msg, &content) {
 		return false
 	}
 	switch msg.Role {
@@ -81,11 +83,11 @@ func (p *parser) message(i int) bool {
 			return p.fail(idx("messages", i)+".tool_call_id", "tool messages need tool_call_id")
 		}
 	case RoleAssistant:
-		if content.kind == jsonMissing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
+		if content.Kind == jsonx.Missing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
 			return p.fail(idx("messages", i)+".content", "assistant messages need content or tool_calls")
 		}
 	default:
-		if content.kind == jsonMissing || content.kind == jsonNull {
+		if content.Kind == jsonx.Missing || content.Kind == jsonx.Null {
 			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
@@ -98,17 +100,17 @@ func (p *parser) message(i int) bool {
 // an object yields an empty block.
 func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
 	sc := &p.sc
-	switch sc.peek() {
+	switch sc.Peek() {
 	case '[':
-		for n := 0; sc.nextElem(&n); {
+		for n := 0; sc.NextElem(&n); {
 			if !p.thinkingBlock(func() string { return idx(base(), n-1) }, msg) {
 				return false
 			}
 		}
 	case '{':
 		var seen keySet
-		for n := 0; sc.nextField(&n); {
-			key := sc.key
+		for n := 0; sc.NextField(&n); {
+			key := sc.Key()
 			if !p.member(&seen, base, "") || !p.thinkingBlock(func() string { return base() + "." + key }, msg) {
 				return false
 			}
@@ -116,44 +118,44 @@ func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
 	default:
 		return p.thinkingBlock(base, msg)
 	}
-	return !sc.err
+	return !sc.Failed()
 }
 
 func (p *parser) thinkingBlock(base func() string, msg *Message) bool {
 	sc := &p.sc
-	var typ, thinking, signature, data jsonValue
-	if sc.peek() != '{' {
-		if !sc.skip() {
+	var typ, thinking, signature, data jsonx.Value
+	if sc.Peek() != '{' {
+		if !sc.Skip() {
 			return false
 		}
 	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
 		return false
 	}
 	msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
-		Type: typ.str, Thinking: thinking.str, Signature: signature.str, Data: data.str,
+		Type: typ.Str, Thinking: thinking.Str, Signature: signature.Str, Data: data.Str,
 	})
 	return true
 }
 
 // content reads a message's content, v, after the message's other fields.
-func (p *parser) content(i int, msg *Message, v *jsonValue) bool {
-	if v.kind == jsonString {
-		p.parts.add(Part{Type: PartText, Text: v.str})
+func (p *parser) content(i int, msg *Message, v *jsonx.Value) bool {
+	if v.Kind == jsonx.String {
+		p.parts.add(Part{Type: PartText, Text: v.Str})
 		return true
 	}
-	if v.kind != jsonArray {
+	if v.Kind != jsonx.Array {
 		return p.fail(idx("messages", i)+".content", "must be a string or an array of content parts")
 	}
 	// Read the array again from its start; the scanner has checked it already.
 	sc := &p.sc
-	resume := sc.i
-	sc.i = v.at
-	for n := 0; sc.nextElem(&n); {
+	resume := sc.Pos()
+	sc.Seek(v.At)
+	for n := 0; sc.NextElem(&n); {
 		if !p.part(i, n-1, msg) {
 			return false
 		}
 	}
-	sc.i = resume
+	sc.Seek(resume)
 	return true
 }
 
@@ -161,82 +163,82 @@ func (p *parser) content(i int, msg *Message, v *jsonValue) bool {
 func (p *parser) part(i, j int, msg *Message) bool {
 	sc := &p.sc
 	param := func() string { return idx(idx("messages", i)+".content", j) }
-	if sc.peek() != '{' {
+	if sc.Peek() != '{' {
 		return p.fail(param(), "each content part must be an object")
 	}
 	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonValue
+	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonx.Value
 	var sawImage, sawFile, sawAudio bool
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, param, partFields) {
 			return false
 		}
 		var ok bool
-		switch sc.key {
+		switch sc.Key() {
 		case "type":
-			ok = sc.first(&typ)
+			ok = sc.First(&typ)
 		case "text":
-			ok = sc.first(&text)
+			ok = sc.First(&text)
 		case "refusal":
-			ok = sc.first(&refusal)
+			ok = sc.First(&refusal)
 		case "image_url":
 			switch {
 			case sawImage:
-				ok = sc.skip()
-			case sc.peek() != '{':
-				ok = sc.value(&image)
+				ok = sc.Skip()
+			case sc.Peek() != '{':
+				ok = sc.Value(&image)
 			default:
 				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
 			}
 			sawImage = true
 		case "file":
-			if sawFile || sc.peek() != '{' {
-				ok = sc.skip()
+			if sawFile || sc.Peek() != '{' {
+				ok = sc.Skip()
 			} else {
 				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
 					want{"file_id", &fileID}, want{"filename", &filename})
 			}
 			sawFile = true
 		case "input_audio":
-			if sawAudio || sc.peek() != '{' {
-				ok = sc.skip()
+			if sawAudio || sc.Peek() != '{' {
+				ok = sc.Skip()
 			} else {
 				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
 			}
 			sawAudio = true
 		default:
-			ok = sc.skip()
+			ok = sc.Skip()
 		}
 		if !ok {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
 	var part Part
-	switch typ.str {
+	switch typ.Str {
 	case "text":
-		if text.kind != jsonString {
+		if text.Kind != jsonx.String {
 			return p.fail(param()+".text", "text parts need a string text")
 		}
-		part = Part{Type: PartText, Text: text.str}
+		part = Part{Type: PartText, Text: text.Str}
 	case "image_url":
-		if image.kind == jsonString { // a lenient shape some clients send
+		if image.Kind == jsonx.String { // a lenient shape some clients send
 			url = image
 		}
-		if url.kind != jsonString || url.str == "" {
+		if url.Kind != jsonx.String || url.Str == "" {
 			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 		}
-		part = Part{Type: PartImage, URL: url.str, Detail: detail.str}
+		part = Part{Type: PartImage, URL: url.Str, Detail: detail.Str}
 	case "file":
-		part = Part{Type: PartFile, FileData: fileData.str, FileID: fileID.str, Filename: filename.str}
+		part = Part{Type: PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
 		if part.FileData == "" && part.FileID == "" {
 			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 		}
 	case "input_audio":
-		part = Part{Type: PartAudio, AudioData: audio.str, AudioFormat: format.str}
+		part = Part{Type: PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
 		if part.AudioData == "" {
 			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 		}
@@ -244,12 +246,12 @@ func (p *parser) part(i, j int, msg *Message) bool {
 		if msg.Role != RoleAssistant {
 			return p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
 		}
-		part = Part{Type: PartRefusal, Text: refusal.str}
+		part = Part{Type: PartRefusal, Text: refusal.Str}
 	default:
-		return p.fail(param()+".type", "unknown content part type %q", typ.str)
+		return p.fail(param()+".type", "unknown content part type %q", typ.Str)
 	}
 	if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
-		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.str)
+		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.Str)
 	}
 	p.parts.add(part)
 	return true
@@ -258,7 +260,7 @@ func (p *parser) part(i, j int, msg *Message) bool {
 // want names an object member to read and where to put its value.
 type want struct {
 	key string
-	dst *jsonValue
+	dst *jsonx.Value
 }
 
 // fields reads the object at the cursor, whose param path base returns, putting the value
@@ -267,38 +269,38 @@ type want struct {
 func (p *parser) fields(base func() string, wants ...want) bool {
 	sc := &p.sc
 	var seen keySet
-	for n := 0; sc.nextField(&n); {
+	for n := 0; sc.NextField(&n); {
 		if !p.memberOf(&seen, base, wants) {
 			return false
 		}
 		ok := false
 		for _, w := range wants {
-			if w.key == sc.key {
-				ok = sc.first(w.dst)
+			if w.key == sc.Key() {
+				ok = sc.First(w.dst)
 				goto next
 			}
 		}
-		ok = sc.skip()
+		ok = sc.Skip()
 	next:
 		if !ok {
 			return false
 		}
 	}
-	return !sc.err
+	return !sc.Failed()
 }
 
 func (p *parser) toolCalls(i int, msg *Message) bool {
 	sc := &p.sc
 	base := func() string { return idx("messages", i) + ".tool_calls" }
-	if sc.peek() != '[' {
+	if sc.Peek() != '[' {
 		return p.fail(base(), "must be an array")
 	}
-	for n := 0; sc.nextElem(&n); {
+	for n := 0; sc.NextElem(&n); {
 		if !p.toolCall(i, n-1) {
 			return false
 		}
 	}
-	if sc.err {
+	if sc.Failed() {
 		return false
 	}
 	if calls := p.calls.run(); msg.ToolCalls == nil {
@@ -314,68 +316,68 @@ func (p *parser) toolCall(i, j int) bool {
 	sc := &p.sc
 	param := func() string { return idx(idx("messages", i)+".tool_calls", j) }
 	// The last of duplicate keys wins, as with gjson's ForEach.
-	var id, typ, name, args jsonValue
-	if sc.peek() != '{' {
-		if !sc.skip() {
+	var id, typ, name, args jsonx.Value
+	if sc.Peek() != '{' {
+		if !sc.Skip() {
 			return false
 		}
 	} else {
 		var seen keySet
-		for n := 0; sc.nextField(&n); {
+		for n := 0; sc.NextField(&n); {
 			if !p.member(&seen, param, toolCallFields) {
 				return false
 			}
 			var ok bool
-			switch sc.key {
+			switch sc.Key() {
 			case "id":
-				ok = sc.value(&id)
+				ok = sc.Value(&id)
 			case "type":
-				ok = sc.value(&typ)
+				ok = sc.Value(&typ)
 			case "function":
-				if sc.peek() != '{' {
-					ok = sc.skip()
+				if sc.Peek() != '{' {
+					ok = sc.Skip()
 					break
 				}
 				ok = true
 				var fseen keySet
 				fbase := func() string { return param() + ".function" }
-				for k := 0; ok && sc.nextField(&k); {
+				for k := 0; ok && sc.NextField(&k); {
 					if !p.member(&fseen, fbase, toolCallFuncFields) {
 						return false
 					}
-					switch sc.key {
+					switch sc.Key() {
 					case "name":
-						ok = sc.value(&name)
+						ok = sc.Value(&name)
 					case "arguments":
-						ok = sc.value(&args)
+						ok = sc.Value(&args)
 					default:
-						ok = sc.skip()
+						ok = sc.Skip()
 					}
 				}
-				ok = ok && !sc.err
+				ok = ok && !sc.Failed()
 			default:
-				ok = sc.skip()
+				ok = sc.Skip()
 			}
 			if !ok {
 				return false
 			}
 		}
-		if sc.err {
+		if sc.Failed() {
 			return false
 		}
 	}
-	if id.kind != jsonString || id.str == "" {
+	if id.Kind != jsonx.String || id.Str == "" {
 		return p.fail(param()+".id", "tool calls need a string id")
 	}
-	if typ.kind != jsonMissing && typ.str != "function" {
+	if typ.Kind != jsonx.Missing && typ.Str != "function" {
 		return p.fail(param()+".type", "only function tool calls are supported")
 	}
-	if name.kind != jsonString || name.str == "" {
+	if name.Kind != jsonx.String || name.Str == "" {
 		return p.fail(param()+".function.name", "tool calls need function.name")
 	}
-	if args.kind != jsonMissing && args.kind != jsonString && args.kind != jsonNull {
+	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
-	p.calls.push(ToolCall{ID: id.str, Name: name.str, Arguments: args.str})
+	p.calls.push(ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true
 }

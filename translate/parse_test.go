@@ -2,6 +2,7 @@ package translate
 
 import (
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"os"
 	"path/filepath"
@@ -888,4 +889,16 @@ func gjsonPositiveInt(v gjson.Result) (int, bool) {
 		return 0, false
 	}
 	return int(v.Num), true
+}
+
+// BenchmarkValidJSON is the JSON scanner (jsonx.Valid) alone over the ParseRequest benchmark body.
+func BenchmarkValidJSON(b *testing.B) {
+	body := geminiBenchRequest(b)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if !jsonx.Valid(body) {
+			b.Fatal("invalid")
+		}
+	}
 }

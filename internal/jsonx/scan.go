@@ -1,4 +1,4 @@
-package translate
+package jsonx
 
 import (
 	"math/bits"
@@ -8,65 +8,94 @@ import (
 	"unicode/utf8"
 )
 
-// jsonKind is the type of a scanned JSON value.
-type jsonKind uint8
+// Kind is the type of a scanned JSON value.
+type Kind uint8
 
 const (
-	jsonMissing jsonKind = iota // no value: the key was absent
-	jsonNull
-	jsonFalse
-	jsonTrue
-	jsonNumber
-	jsonString
-	jsonObject
-	jsonArray
+	Missing Kind = iota // no value: the key was absent
+	Null
+	False
+	True
+	Number
+	String
+	Object
+	Array
 )
 
-// jsonValue is one JSON value read by a jsonScanner. Its zero value is jsonMissing.
-type jsonValue struct {
-	kind jsonKind
-	// raw is the value's JSON text, the substring of the scanned input at offset at.
-	raw string
-	at  int
-	// str is the decoded value of a string and "" for every other kind.
-	str string
+// Value is one JSON value read by a Scanner. Its zero value is Missing.
+type Value struct {
+	Kind Kind
+	// Raw is the value's JSON text, the substring of the scanned input at offset At.
+	Raw string
+	At  int
+	// Str is the decoded value of a string and "" for every other kind.
+	Str string
 }
 
-// float returns a number's value; a number too large for a float64 is ±Inf.
-func (v *jsonValue) float() float64 {
-	f, _ := strconv.ParseFloat(v.raw, 64) // the scanner checked the grammar
+// Float returns a number's value; a number too large for a float64 is ±Inf.
+func (v *Value) Float() float64 {
+	f, _ := strconv.ParseFloat(v.Raw, 64) // the scanner checked the grammar
 	return f
 }
 
-func (v *jsonValue) isBool() bool { return v.kind == jsonTrue || v.kind == jsonFalse }
+// IsBool reports whether v is true or false.
+func (v *Value) IsBool() bool { return v.Kind == True || v.Kind == False }
 
-// jsonScanner reads JSON from a string in one pass, checking the syntax against RFC 8259
-// as it goes. Like gjson.Valid, which the request parser used before, it does not check
-// that the bytes inside strings are UTF-8, and escaped UTF-16 surrogates need not pair up
-// (they decode to U+FFFD).
+// Scanner reads JSON from a string in one pass, checking the syntax against RFC 8259
+// as it goes. It is the gateway's one JSON reader: the request parser and the upstream
+// decoders walk their input with it. Like gjson.Valid, it does not check that the bytes
+// inside strings are UTF-8 (the request parser checks the whole body first), and escaped
+// UTF-16 surrogates need not pair up (they decode to U+FFFD).
 //
 // Strings without escapes are returned as substrings of the input. Strings with escapes
-// are decoded into an arena: chunks of memory the scanner only ever appends to, so every
-// string it returns stays valid and unchanged for as long as it is referenced.
+// are decoded into an arena: memory the scanner only ever appends to until the next
+// Reset, so every string it returns stays valid and unchanged until then.
 //
-// A method that fails sets err and returns false; the position is then unspecified. The
-// zero position is the start of the input. A jsonScanner is not safe for concurrent use.
-type jsonScanner struct {
+// A method that fails marks the scanner failed (Failed) and returns false; the position
+// is then unspecified. A Scanner is not safe for concurrent use.
+type Scanner struct {
 	s   string
 	i   int
 	err bool
-	// key is the name of the object member nextField moved to.
+	// key is the name of the object member NextField moved to.
 	key   string
 	arena []byte
 }
 
-func (sc *jsonScanner) fail() bool {
+// NewScanner returns a scanner at the start of s.
+func NewScanner(s string) Scanner { return Scanner{s: s} }
+
+// Reset moves the scanner to the start of s and clears its failure. It keeps the arena's
+// memory, so strings decoded before the Reset may change: a stream decoder resets one
+// scanner per event, and an Event's strings live for one event.
+func (sc *Scanner) Reset(s string) {
+	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
+	sc.arena = sc.arena[:0]
+}
+
+// Input returns the text being scanned.
+func (sc *Scanner) Input() string { return sc.s }
+
+// Pos returns the cursor's offset in the input.
+func (sc *Scanner) Pos() int { return sc.i }
+
+// Seek moves the cursor to offset i, which must be the start of a value the scanner has
+// already checked (a Value's At) or a position Pos returned.
+func (sc *Scanner) Seek(i int) { sc.i = i }
+
+// Failed reports whether a syntax error was found.
+func (sc *Scanner) Failed() bool { return sc.err }
+
+// Key returns the name of the object member NextField moved to.
+func (sc *Scanner) Key() string { return sc.key }
+
+func (sc *Scanner) fail() bool {
 	sc.err = true
 	return false
 }
 
-// peek skips whitespace and returns the next byte, or 0 at the end of the input.
-func (sc *jsonScanner) peek() byte {
+// Peek skips whitespace and returns the next byte, or 0 at the end of the input.
+func (sc *Scanner) Peek() byte {
 	for sc.i < len(sc.s) {
 		switch c := sc.s[sc.i]; c {
 		case ' ', '\t', '\n', '\r':
@@ -78,24 +107,24 @@ func (sc *jsonScanner) peek() byte {
 	return 0
 }
 
-// atEnd reports whether only whitespace is left.
-func (sc *jsonScanner) atEnd() bool {
-	sc.peek()
+// AtEnd reports whether only whitespace is left.
+func (sc *Scanner) AtEnd() bool {
+	sc.Peek()
 	return sc.i == len(sc.s)
 }
 
-// nextField moves to the next member of the object at the cursor. With *n == 0 it reads
+// NextField moves to the next member of the object at the cursor. With *n == 0 it reads
 // the opening '{', later the ',' or the closing '}'; it counts members in *n. It returns
-// false after the closing '}' or on a syntax error. Otherwise key holds the member's name
+// false after the closing '}' or on a syntax error. Otherwise Key returns the member's name
 // and the cursor is at its value, which the caller must read before the next call.
-func (sc *jsonScanner) nextField(n *int) bool {
-	c := sc.peek()
+func (sc *Scanner) NextField(n *int) bool {
+	c := sc.Peek()
 	if *n == 0 {
 		if c != '{' {
 			return sc.fail()
 		}
 		sc.i++
-		if c = sc.peek(); c == '}' {
+		if c = sc.Peek(); c == '}' {
 			sc.i++
 			return false
 		}
@@ -108,17 +137,17 @@ func (sc *jsonScanner) nextField(n *int) bool {
 			return sc.fail()
 		}
 		sc.i++
-		c = sc.peek()
+		c = sc.Peek()
 	}
 	*n++
 	if c != '"' {
 		return sc.fail()
 	}
-	k, ok := sc.str()
+	k, ok := sc.Str()
 	if !ok {
 		return false
 	}
-	if sc.peek() != ':' {
+	if sc.Peek() != ':' {
 		return sc.fail()
 	}
 	sc.i++
@@ -126,15 +155,15 @@ func (sc *jsonScanner) nextField(n *int) bool {
 	return true
 }
 
-// nextElem is nextField for arrays: it returns true with the cursor at element *n-1.
-func (sc *jsonScanner) nextElem(n *int) bool {
-	c := sc.peek()
+// NextElem is NextField for arrays: it returns true with the cursor at element *n-1.
+func (sc *Scanner) NextElem(n *int) bool {
+	c := sc.Peek()
 	if *n == 0 {
 		if c != '[' {
 			return sc.fail()
 		}
 		sc.i++
-		if sc.peek() == ']' {
+		if sc.Peek() == ']' {
 			sc.i++
 			return false
 		}
@@ -152,62 +181,62 @@ func (sc *jsonScanner) nextElem(n *int) bool {
 	return true
 }
 
-// value reads the value at the cursor into v; objects and arrays are checked and
-// skipped, their text left in v.raw.
-func (sc *jsonScanner) value(v *jsonValue) bool {
-	c := sc.peek()
+// Value reads the value at the cursor into v; objects and arrays are checked and
+// skipped, their text left in v.Raw.
+func (sc *Scanner) Value(v *Value) bool {
+	c := sc.Peek()
 	at := sc.i
-	var kind jsonKind
+	var kind Kind
 	var ok bool
 	switch c {
 	case '"':
-		str, ok := sc.str()
+		str, ok := sc.Str()
 		if !ok {
 			return false
 		}
-		*v = jsonValue{kind: jsonString, raw: sc.s[at:sc.i], at: at, str: str}
+		*v = Value{Kind: String, Raw: sc.s[at:sc.i], At: at, Str: str}
 		return true
 	case '{', '[':
-		kind, ok = jsonObject, sc.skip()
+		kind, ok = Object, sc.Skip()
 		if c == '[' {
-			kind = jsonArray
+			kind = Array
 		}
 	case 't':
-		kind, ok = jsonTrue, sc.literal("true")
+		kind, ok = True, sc.Literal("true")
 	case 'f':
-		kind, ok = jsonFalse, sc.literal("false")
+		kind, ok = False, sc.Literal("false")
 	case 'n':
-		kind, ok = jsonNull, sc.literal("null")
+		kind, ok = Null, sc.Literal("null")
 	default:
-		kind, ok = jsonNumber, sc.number()
+		kind, ok = Number, sc.number()
 	}
 	if !ok {
 		return false
 	}
-	*v = jsonValue{kind: kind, raw: sc.s[at:sc.i], at: at}
+	*v = Value{Kind: kind, Raw: sc.s[at:sc.i], At: at}
 	return true
 }
 
-// first reads the value at the cursor into v unless v already holds one, in which case
+// First reads the value at the cursor into v unless v already holds one, in which case
 // it skips it: gjson's Get semantics, where the first of duplicate keys wins.
-func (sc *jsonScanner) first(v *jsonValue) bool {
-	if v.kind != jsonMissing {
-		return sc.skip()
+func (sc *Scanner) First(v *Value) bool {
+	if v.Kind != Missing {
+		return sc.Skip()
 	}
-	return sc.value(v)
+	return sc.Value(v)
 }
 
-// skip reads past the value at the cursor, checking its syntax. It does not recurse, so
+// Skip reads past the value at the cursor, checking its syntax. It does not recurse, so
 // deep nesting costs heap for the stack of open brackets, not goroutine stack.
-func (sc *jsonScanner) skip() bool {
+func (sc *Scanner) Skip() bool {
 	var buf [32]byte
 	open := buf[:0] // the closing bracket of each open container
 	for {
 		// A value is expected.
-		switch sc.peek() {
+		switch sc.Peek() {
 		case '{':
 			sc.i++
-			if sc.peek() == '}' {
+			if sc.Peek() == '}' {
 				sc.i++
 				break
 			}
@@ -218,7 +247,7 @@ func (sc *jsonScanner) skip() bool {
 			continue
 		case '[':
 			sc.i++
-			if sc.peek() == ']' {
+			if sc.Peek() == ']' {
 				sc.i++
 				break
 			}
@@ -234,7 +263,7 @@ func (sc *jsonScanner) skip() bool {
 			if len(open) == 0 {
 				return true
 			}
-			c, end := sc.peek(), open[len(open)-1]
+			c, end := sc.Peek(), open[len(open)-1]
 			if c == ',' {
 				sc.i++
 				if end == '}' && !sc.skipKey() {
@@ -252,11 +281,11 @@ func (sc *jsonScanner) skip() bool {
 }
 
 // skipKey reads an object member's name and the colon after it.
-func (sc *jsonScanner) skipKey() bool {
-	if sc.peek() != '"' || !sc.skipString() {
+func (sc *Scanner) skipKey() bool {
+	if sc.Peek() != '"' || !sc.SkipString() {
 		return sc.fail()
 	}
-	if sc.peek() != ':' {
+	if sc.Peek() != ':' {
 		return sc.fail()
 	}
 	sc.i++
@@ -264,21 +293,22 @@ func (sc *jsonScanner) skipKey() bool {
 }
 
 // scalar reads past a string, number or literal.
-func (sc *jsonScanner) scalar() bool {
-	switch sc.peek() {
+func (sc *Scanner) scalar() bool {
+	switch sc.Peek() {
 	case '"':
-		return sc.skipString()
+		return sc.SkipString()
 	case 't':
-		return sc.literal("true")
+		return sc.Literal("true")
 	case 'f':
-		return sc.literal("false")
+		return sc.Literal("false")
 	case 'n':
-		return sc.literal("null")
+		return sc.Literal("null")
 	}
 	return sc.number()
 }
 
-func (sc *jsonScanner) literal(word string) bool {
+// Literal reads past word (true, false or null) at the cursor.
+func (sc *Scanner) Literal(word string) bool {
 	if !strings.HasPrefix(sc.s[sc.i:], word) {
 		return sc.fail()
 	}
@@ -287,7 +317,7 @@ func (sc *jsonScanner) literal(word string) bool {
 }
 
 // number reads past a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (sc *jsonScanner) number() bool {
+func (sc *Scanner) number() bool {
 	s, i := sc.s, sc.i
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -329,9 +359,9 @@ func skipDigits(s string, i int) int {
 	return i
 }
 
-// str reads the string at the cursor, which is at its opening quote, and returns its
+// Str reads the string at the cursor, which is at its opening quote, and returns its
 // decoded value.
-func (sc *jsonScanner) str() (string, bool) {
+func (sc *Scanner) Str() (string, bool) {
 	start := sc.i + 1
 	end, esc := sc.stringEnd(start)
 	if end < 0 {
@@ -344,8 +374,8 @@ func (sc *jsonScanner) str() (string, bool) {
 	return sc.unescape(sc.s[start:end], len(sc.s)-start), true
 }
 
-// skipString reads past the string at the cursor, which is at its opening quote.
-func (sc *jsonScanner) skipString() bool {
+// SkipString reads past the string at the cursor, which is at its opening quote.
+func (sc *Scanner) SkipString() bool {
 	end, _ := sc.stringEnd(sc.i + 1)
 	if end < 0 {
 		return sc.fail()
@@ -356,7 +386,7 @@ func (sc *jsonScanner) skipString() bool {
 
 // stringEnd returns the offset of the closing quote of the string whose contents start
 // at i, or -1 if the string is malformed, and whether it contains escapes.
-func (sc *jsonScanner) stringEnd(i int) (end int, esc bool) {
+func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 	s := sc.s
 	for {
 		i = plainPrefix(s, i)
@@ -438,7 +468,7 @@ func hex4(s string) rune {
 // sized once for a whole request. It decodes exactly as gjson does: an escaped surrogate
 // followed by another \u escape takes that escape as its pair, and an unpaired one
 // becomes U+FFFD.
-func (sc *jsonScanner) unescape(raw string, bound int) string {
+func (sc *Scanner) unescape(raw string, bound int) string {
 	if cap(sc.arena)-len(sc.arena) < len(raw) {
 		size := min(max(2*cap(sc.arena), 512), bound)
 		sc.arena = make([]byte, 0, max(size, len(raw)))
@@ -476,11 +506,26 @@ func (sc *jsonScanner) unescape(raw string, bound int) string {
 		}
 	}
 	sc.arena = buf
-	return unsafeString(buf[start:])
+	return View(buf[start:])
 }
 
-// validJSON reports whether s is one JSON value with optional whitespace around it.
-func validJSON(s string) bool {
-	sc := jsonScanner{s: s}
-	return sc.skip() && sc.atEnd()
+// Valid reports whether s is one JSON value with optional whitespace around it.
+func Valid(s string) bool {
+	sc := Scanner{s: s}
+	return sc.Skip() && sc.AtEnd()
+}
+
+// Unquote returns the value of the JSON string literal raw, which a Scanner has checked
+// (a Value's Raw),
+// "" if raw is not one. A string without escapes is returned as a substring of raw;
+// one with escapes is decoded into the scanner's arena, like Str.
+func (sc *Scanner) Unquote(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return ""
+	}
+	s := raw[1 : len(raw)-1]
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	return sc.unescape(s, len(s))
 }
