@@ -3,8 +3,6 @@ package translate
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // Anthropic returns the provider for Anthropic's Messages API (POST /v1/messages). It is
@@ -318,7 +316,7 @@ func anthropicTool(dst []byte, t *Tool) []byte {
 	switch ps := strings.TrimSpace(t.Parameters); {
 	case ps == "":
 		dst = append(dst, `{"type":"object","properties":{}}`...)
-	case !gjson.Get(ps, "type").Exists():
+	case !hasMember(ps, "type"):
 		// input_schema must say type object; OpenAI accepts a schema without it.
 		dst = append(dst, `{"type":"object"`...)
 		if rest := strings.TrimSpace(ps[1:]); rest != "}" {
@@ -467,7 +465,7 @@ func (w *anthropicWriter) assistant(i int, m *Message) error {
 		args := strings.TrimSpace(tc.Arguments)
 		if args == "" {
 			args = "{}"
-		} else if args[0] != '{' || !gjson.Valid(args) {
+		} else if args[0] != '{' || !jsonx.Valid(args) {
 			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
 		}
 		w.block(RoleAssistant)
@@ -505,14 +503,23 @@ func (w *anthropicWriter) thinkingBlock(b *ThinkingBlock) {
 // restore writes the thinking blocks carried in a tool call id (see anthropicThinking).
 // State that does not parse is ignored: the id came from the client.
 func (w *anthropicWriter) restore(state []byte) {
-	if len(state) == 0 || !gjson.ValidBytes(state) {
+	sc := jsonx.NewScanner(jsonx.View(state))
+	root, ok := sc.Root()
+	if !ok {
 		return
 	}
-	gjson.ParseBytes(state).ForEach(func(_, b gjson.Result) bool {
+	sc.Each(root, func(_ string, b jsonx.Value) bool {
 		w.thinkingBlock(&ThinkingBlock{
-			Type: b.Get("type").Str, Thinking: b.Get("thinking").Str,
-			Signature: b.Get("signature").Str, Data: b.Get("data").Str,
+			Type: sc.Get(b, "type").Str, Thinking: sc.Get(b, "thinking").Str,
+			Signature: sc.Get(b, "signature").Str, Data: sc.Get(b, "data").Str,
 		})
 		return true
 	})
+}
+
+// hasMember reports whether the JSON object obj has a member named key.
+func hasMember(obj, key string) bool {
+	sc := jsonx.NewScanner(obj)
+	root, ok := sc.Root()
+	return ok && sc.Get(root, key).Exists()
 }

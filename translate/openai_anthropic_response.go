@@ -4,8 +4,6 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // anthropicFinish maps a Messages API stop_reason to an OpenAI finish reason. The spec's
@@ -41,17 +39,14 @@ type anthropicCounts struct {
 
 // merge takes every count usage carries, replacing those seen before: message_delta's
 // counts are cumulative and supersede message_start's when present.
-func (u *anthropicUsage) merge(usage gjson.Result) {
-	if !usage.IsObject() {
-		return
-	}
-	usage.ForEach(func(k, v gjson.Result) bool {
-		if k.Str == "iterations" {
-			if v.IsArray() {
+func (u *anthropicUsage) merge(sc *jsonx.Scanner, usage jsonx.Value) {
+	sc.Each(usage, func(k string, v jsonx.Value) bool {
+		if k == "iterations" {
+			if v.Kind == jsonx.Array {
 				u.iter, u.hasIter = anthropicCounts{}, false
-				v.ForEach(func(_, it gjson.Result) bool {
-					it.ForEach(func(k, v gjson.Result) bool {
-						if n := u.iter.count(k.Str); n != nil && v.Type == gjson.Number {
+				sc.Each(v, func(_ string, it jsonx.Value) bool {
+					sc.Each(it, func(k string, v jsonx.Value) bool {
+						if n := u.iter.count(k); n != nil && v.Kind == jsonx.Number {
 							*n += int(v.Int())
 						}
 						return true
@@ -60,7 +55,7 @@ func (u *anthropicUsage) merge(usage gjson.Result) {
 					return true
 				})
 			}
-		} else if n := u.top.count(k.Str); n != nil && v.Type == gjson.Number {
+		} else if n := u.top.count(k); n != nil && v.Kind == jsonx.Number {
 			*n = int(v.Int())
 		}
 		return true
@@ -141,39 +136,39 @@ func (t *anthropicThinking) callID(id string) string {
 
 // DecodeResponse decodes a whole Messages API response.
 func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
-	s := jsonx.View(body)
-	if !gjson.Valid(s) {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	root, ok := sc.Root()
+	if !ok {
 		return anthropicMalformed("response", body)
 	}
-	root := gjson.Parse(s)
-	if root.Get("type").Str == "error" {
-		return anthropicErrorEvent(root)
+	if sc.Get(root, "type").Str == "error" {
+		return anthropicErrorEvent(&sc, root)
 	}
-	ev := Event{Kind: EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str}
+	ev := Event{Kind: EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str}
 	if err := emit(&ev); err != nil {
 		return err
 	}
 	var th anthropicThinking
 	var err error
 	n := 0
-	root.Get("content").ForEach(func(_, b gjson.Result) bool {
+	sc.Each(sc.Get(root, "content"), func(_ string, b jsonx.Value) bool {
 		ev = Event{}
-		switch b.Get("type").Str {
+		switch sc.Get(b, "type").Str {
 		case "text":
-			ev = Event{Kind: EventTextDelta, Text: b.Get("text").Str}
+			ev = Event{Kind: EventTextDelta, Text: sc.Get(b, "text").Str}
 			err = emit(&ev)
 		case "thinking":
-			th.addThinking(b.Get("thinking").Str, b.Get("signature").Str)
-			ev = Event{Kind: EventReasoningDelta, Text: b.Get("thinking").Str}
+			th.addThinking(sc.Get(b, "thinking").Str, sc.Get(b, "signature").Str)
+			ev = Event{Kind: EventReasoningDelta, Text: sc.Get(b, "thinking").Str}
 			err = emit(&ev)
 		case "redacted_thinking":
-			th.addRedacted(b.Get("data").Str)
+			th.addRedacted(sc.Get(b, "data").Str)
 		case "tool_use":
-			ev = Event{Kind: EventToolCallStart, Index: n, CallID: th.callID(b.Get("id").Str), Name: b.Get("name").Str}
+			ev = Event{Kind: EventToolCallStart, Index: n, CallID: th.callID(sc.Get(b, "id").Str), Name: sc.Get(b, "name").Str}
 			if err = emit(&ev); err != nil {
 				return false
 			}
-			args := anthropicCompact(nil, b.Get("input").Raw)
+			args := jsonx.AppendCompact(nil, sc.Get(b, "input").Raw)
 			if len(args) == 0 {
 				args = append(args, "{}"...)
 			}
@@ -194,43 +189,13 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 		return err
 	}
 	var u anthropicUsage
-	u.merge(root.Get("usage"))
+	u.merge(&sc, sc.Get(root, "usage"))
 	ev = Event{Kind: EventUsage, Usage: u.openai()}
 	if err := emit(&ev); err != nil {
 		return err
 	}
-	ev = Event{Kind: EventFinish, FinishReason: anthropicFinish(root.Get("stop_reason").Str)}
+	ev = Event{Kind: EventFinish, FinishReason: anthropicFinish(sc.Get(root, "stop_reason").Str)}
 	return emit(&ev)
-}
-
-// anthropicCompact appends raw JSON without insignificant whitespace.
-func anthropicCompact(dst []byte, raw string) []byte {
-	inStr := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inStr {
-			dst = append(dst, c)
-			switch c {
-			case '\\':
-				if i+1 < len(raw) {
-					i++
-					dst = append(dst, raw[i])
-				}
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		case '"':
-			inStr = true
-			dst = append(dst, c)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
 }
 
 // DecodeError maps an Anthropic error response to the error the client sees: the status
@@ -241,11 +206,11 @@ func (anthropicProvider) DecodeError(status int, body []byte) *UpstreamError {
 		client = 503
 	}
 	e := &UpstreamError{Status: client, Type: ErrorType(client), Retryable: RetryableStatus(status)}
-	s := jsonx.View(body)
-	if gjson.Valid(s) {
-		if msg := gjson.Get(s, "error.message"); msg.Type == gjson.String {
-			e.Message = msg.Str
-			e.Code = gjson.Get(s, "error.type").Str
+	sc := jsonx.NewScanner(jsonx.View(body))
+	if root, ok := sc.Root(); ok {
+		if msg := sc.Path(root, "error", "message"); msg.Kind == jsonx.String {
+			e.Message = strings.Clone(msg.Str)
+			e.Code = strings.Clone(sc.Path(root, "error", "type").Str)
 			if e.Code == "not_found_error" && strings.HasPrefix(e.Message, "model:") {
 				e.Code = "model_not_found" // what OpenAI says for an unknown model
 			}
@@ -297,10 +262,10 @@ func anthropicErrorStatus(typ string) int {
 }
 
 // anthropicErrorEvent converts an {"type":"error","error":{...}} object.
-func anthropicErrorEvent(root gjson.Result) *UpstreamError {
-	typ := root.Get("error.type").Str
+func anthropicErrorEvent(sc *jsonx.Scanner, root jsonx.Value) *UpstreamError {
+	typ := strings.Clone(sc.Path(root, "error", "type").Str)
 	status := anthropicErrorStatus(typ)
-	msg := root.Get("error.message").Str
+	msg := strings.Clone(sc.Path(root, "error", "message").Str)
 	if msg == "" {
 		msg = "anthropic reported " + typ
 	}

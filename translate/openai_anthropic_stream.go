@@ -3,8 +3,6 @@ package translate
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
-
-	"github.com/tidwall/gjson"
 )
 
 // anthropicPhase is where an Anthropic stream is.
@@ -41,7 +39,13 @@ type anthropicStream struct {
 	thinking   anthropicThinking
 	err        *UpstreamError
 	ev         Event // reused for every emit
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc jsonx.Scanner
 }
+
+// anthropicMembers are the members of an event the decoder reads: type, index, delta,
+// content_block, message and usage.
+type anthropicMembers [6]jsonx.Value
 
 // Event decodes one SSE event. The event's JSON "type" decides; the SSE event name is the
 // same by the API's contract and is not needed.
@@ -52,12 +56,16 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	case anthropicStopped, anthropicClosed:
 		return nil // nothing follows message_stop; a stray ping is harmless
 	}
-	s := jsonx.View(data)
-	if !gjson.Valid(s) {
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	// One pass checks the event and reads the members any event type needs.
+	var m anthropicMembers
+	root, ok := sc.RootMembers([]string{"type", "index", "delta", "content_block", "message", "usage"}, m[:])
+	if !ok {
 		return d.fail(anthropicMalformed("event", data))
 	}
-	typ := gjson.Get(s, "type")
-	if typ.Type != gjson.String {
+	typ := m[0]
+	if typ.Kind != jsonx.String {
 		return d.fail(d.malformed("an event without a type", data))
 	}
 	if d.phase == anthropicAwaitStart && typ.Str != "message_start" && typ.Str != "ping" && typ.Str != "error" {
@@ -67,7 +75,7 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	case "ping":
 		return nil
 	case "error":
-		err := anthropicErrorEvent(gjson.Parse(s))
+		err := anthropicErrorEvent(sc, root)
 		d.phase, d.err = anthropicFailed, err
 		d.ev = Event{Kind: EventError, Err: err}
 		emit(&d.ev)
@@ -77,21 +85,21 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 			return d.fail(d.malformed("a second message_start", data))
 		}
 		d.phase = anthropicInMessage
-		msg := gjson.Get(s, "message")
-		d.usage.merge(msg.Get("usage"))
-		d.ev = Event{Kind: EventStart, ID: msg.Get("id").Str, Model: msg.Get("model").Str}
+		msg := m[4]
+		d.usage.merge(sc, sc.Get(msg, "usage"))
+		d.ev = Event{Kind: EventStart, ID: sc.Get(msg, "id").Str, Model: sc.Get(msg, "model").Str}
 		return emit(&d.ev)
 	case "content_block_start":
-		return d.blockStart(s, data, emit)
+		return d.blockStart(m[1], m[3], data, emit)
 	case "content_block_delta":
-		return d.blockDelta(s, data, emit)
+		return d.blockDelta(m[2], data, emit)
 	case "content_block_stop":
-		return d.blockStop(s, data, emit)
+		return d.blockStop(data, emit)
 	case "message_delta":
-		if r := gjson.Get(s, "delta.stop_reason"); r.Type == gjson.String {
+		if r := sc.Get(m[2], "stop_reason"); r.Kind == jsonx.String {
 			d.finish = anthropicFinish(r.Str)
 		}
-		d.usage.merge(gjson.Get(s, "usage"))
+		d.usage.merge(sc, m[5])
 		return nil
 	case "message_stop":
 		if d.block != anthropicNoBlock {
@@ -103,41 +111,40 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	return nil // event types added to the API later carry nothing a client needs yet
 }
 
-func (d *anthropicStream) blockStart(s string, data []byte, emit Emit) error {
+func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Emit) error {
+	sc := &d.sc
 	if d.block != anthropicNoBlock {
 		return d.fail(d.malformed("content_block_start while block "+strconv.Itoa(d.blockIndex)+" is open", data))
 	}
-	index := gjson.Get(s, "index")
-	if index.Type != gjson.Number {
+	if index.Kind != jsonx.Number {
 		return d.fail(d.malformed("content_block_start without an index", data))
 	}
 	d.blockIndex = int(index.Int())
-	cb := gjson.Get(s, "content_block")
-	switch cb.Get("type").Str {
+	switch sc.Get(cb, "type").Str {
 	case "text":
 		d.block = anthropicText
-		d.ev = Event{Kind: EventTextDelta, Text: cb.Get("text").Str}
+		d.ev = Event{Kind: EventTextDelta, Text: sc.Get(cb, "text").Str}
 		if d.ev.Text != "" {
 			return emit(&d.ev)
 		}
 	case "thinking":
 		d.block = anthropicThinkingBlock
-		d.thinking.text = append(d.thinking.text[:0], cb.Get("thinking").Str...)
-		d.thinking.sig = append(d.thinking.sig[:0], cb.Get("signature").Str...)
-		d.ev = Event{Kind: EventReasoningDelta, Text: cb.Get("thinking").Str}
+		d.thinking.text = append(d.thinking.text[:0], sc.Get(cb, "thinking").Str...)
+		d.thinking.sig = append(d.thinking.sig[:0], sc.Get(cb, "signature").Str...)
+		d.ev = Event{Kind: EventReasoningDelta, Text: sc.Get(cb, "thinking").Str}
 		if d.ev.Text != "" {
 			return emit(&d.ev)
 		}
 	case "redacted_thinking":
 		d.block = anthropicServerBlock // nothing to show; kept for the next turn
-		d.thinking.addRedacted(cb.Get("data").Str)
+		d.thinking.addRedacted(sc.Get(cb, "data").Str)
 	case "tool_use":
 		d.block = anthropicToolUse
-		id := cb.Get("id").Str
+		id := sc.Get(cb, "id").Str
 		if id == "" {
 			return d.fail(d.malformed("tool_use without an id", data))
 		}
-		d.ev = Event{Kind: EventToolCallStart, Index: d.blockIndex, CallID: d.thinking.callID(id), Name: cb.Get("name").Str}
+		d.ev = Event{Kind: EventToolCallStart, Index: d.blockIndex, CallID: d.thinking.callID(id), Name: sc.Get(cb, "name").Str}
 		return emit(&d.ev)
 	default:
 		d.block = anthropicServerBlock
@@ -145,31 +152,31 @@ func (d *anthropicStream) blockStart(s string, data []byte, emit Emit) error {
 	return nil
 }
 
-func (d *anthropicStream) blockDelta(s string, data []byte, emit Emit) error {
+func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit Emit) error {
+	sc := &d.sc
 	if d.block == anthropicNoBlock {
 		return d.fail(d.malformed("content_block_delta outside a content block", data))
 	}
-	delta := gjson.Get(s, "delta")
-	switch delta.Get("type").Str {
+	switch sc.Get(delta, "type").Str {
 	case "text_delta":
 		if d.block == anthropicText {
-			d.ev = Event{Kind: EventTextDelta, Text: delta.Get("text").Str}
+			d.ev = Event{Kind: EventTextDelta, Text: sc.Get(delta, "text").Str}
 			return emit(&d.ev)
 		}
 	case "thinking_delta":
 		if d.block == anthropicThinkingBlock {
-			t := delta.Get("thinking").Str
+			t := sc.Get(delta, "thinking").Str
 			d.thinking.text = append(d.thinking.text, t...)
 			d.ev = Event{Kind: EventReasoningDelta, Text: t}
 			return emit(&d.ev)
 		}
 	case "signature_delta":
 		if d.block == anthropicThinkingBlock {
-			d.thinking.sig = append(d.thinking.sig, delta.Get("signature").Str...)
+			d.thinking.sig = append(d.thinking.sig, sc.Get(delta, "signature").Str...)
 		}
 	case "input_json_delta":
 		if d.block == anthropicToolUse {
-			d.ev = Event{Kind: EventToolCallArgsDelta, Index: d.blockIndex, Text: delta.Get("partial_json").Str}
+			d.ev = Event{Kind: EventToolCallArgsDelta, Index: d.blockIndex, Text: sc.Get(delta, "partial_json").Str}
 			if d.ev.Text == "" {
 				return nil // the first fragment is always ""
 			}
@@ -180,7 +187,7 @@ func (d *anthropicStream) blockDelta(s string, data []byte, emit Emit) error {
 	return nil // citations_delta and newer delta types have no OpenAI counterpart
 }
 
-func (d *anthropicStream) blockStop(_ string, data []byte, emit Emit) error {
+func (d *anthropicStream) blockStop(data []byte, emit Emit) error {
 	kind := d.block
 	if kind == anthropicNoBlock {
 		return d.fail(d.malformed("content_block_stop outside a content block", data))

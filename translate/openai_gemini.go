@@ -4,8 +4,6 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"net/url"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // geminiName is the provider name used in error messages.
@@ -311,7 +309,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 		if args == "" {
 			args = "{}"
 		}
-		if !gjson.Valid(args) || args[0] != '{' {
+		if !jsonx.Valid(args) || args[0] != '{' {
 			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
 		}
 		// textSig, which aliases scratch, has been written by now.

@@ -1,12 +1,11 @@
 package translate
 
 import (
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // DecodeError maps a Google error body ({"error":{"code","message","status","details"}},
@@ -18,13 +17,16 @@ func (geminiProvider) DecodeError(status int, body []byte) *UpstreamError {
 		// An error framed as one SSE event.
 		s = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(s, "\n", 2)[0], "data:"))
 	}
-	if gjson.Valid(s) {
-		v := gjson.Parse(s)
-		if v.IsArray() {
-			v = v.Get("0")
+	sc := jsonx.NewScanner(s)
+	if v, ok := sc.Root(); ok {
+		if v.Kind == jsonx.Array {
+			sc.Each(v, func(_ string, el jsonx.Value) bool {
+				v = el
+				return false
+			})
 		}
-		if e := v.Get("error"); e.IsObject() {
-			return geminiError(status, e)
+		if e := sc.Get(v, "error"); e.Kind == jsonx.Object {
+			return geminiError(&sc, status, e)
 		}
 	}
 	if status < 400 {
@@ -39,25 +41,25 @@ func (geminiProvider) DecodeError(status int, body []byte) *UpstreamError {
 
 // geminiError maps the error object e of a Google error body; status is the HTTP status,
 // or 0 to take it from the body (an error inside a stream).
-func geminiError(status int, e gjson.Result) *UpstreamError {
-	code := e.Get("status").Str
+func geminiError(sc *jsonx.Scanner, status int, e jsonx.Value) *UpstreamError {
+	code := strings.Clone(sc.Get(e, "status").Str)
 	if status == 0 {
-		status = int(e.Get("code").Int())
+		status = int(sc.Get(e, "code").Int())
 		if status < 400 || status > 599 {
 			status = geminiStatusCode(code)
 		}
 	}
-	ue := &UpstreamError{Status: status, Message: e.Get("message").Str, Code: strings.ToLower(code)}
-	e.Get("details").ForEach(func(_, d gjson.Result) bool {
-		switch d.Get("@type").Str {
+	ue := &UpstreamError{Status: status, Message: strings.Clone(sc.Get(e, "message").Str), Code: strings.ToLower(code)}
+	sc.Each(sc.Get(e, "details"), func(_ string, d jsonx.Value) bool {
+		switch sc.Get(d, "@type").Str {
 		case "type.googleapis.com/google.rpc.ErrorInfo":
-			if d.Get("reason").Str == "API_KEY_INVALID" {
+			if sc.Get(d, "reason").Str == "API_KEY_INVALID" {
 				// Google answers a bad key with 400 INVALID_ARGUMENT; it is an
 				// authentication failure.
 				ue.Status, ue.Code = 401, "invalid_api_key"
 			}
 		case "type.googleapis.com/google.rpc.RetryInfo":
-			if delay, err := time.ParseDuration(d.Get("retryDelay").Str); err == nil && delay > 0 {
+			if delay, err := time.ParseDuration(sc.Get(d, "retryDelay").Str); err == nil && delay > 0 {
 				ue.RetryAfter = delay
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -132,7 +131,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 		return sc.Skip()
 	})
 	if failure.Kind != jsonx.Missing {
-		failed := geminiError(0, gjson.Parse(failure.Raw))
+		failed := geminiError(sc, 0, failure)
 		d.phase = geminiClosed
 		d.ev = Event{Kind: EventError, Err: failed}
 		if err := emit(&d.ev); err != nil && err != error(failed) {
@@ -210,7 +209,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 		}
 	}
 	if feedback.Kind == jsonx.Object {
-		if br := gjson.Get(feedback.Raw, "blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
+		if br := sc.Get(feedback, "blockReason"); br.Str != "" && br.Str != "BLOCK_REASON_UNSPECIFIED" {
 			d.blocked = true
 		}
 	}
@@ -295,7 +294,9 @@ func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs j
 				}
 				return sc.Skip()
 			})
+			resume := sc.Pos() // a function call walks its fields with sc
 			err = d.partFields(i, cs, text, fc, sc.Unquote(sig.Raw), thought.Kind == jsonx.True, lp, emit)
+			sc.Seek(resume)
 			return err == nil
 		})
 	}
@@ -326,7 +327,7 @@ func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs j
 // thoughtSignature and lp are the logprobs its text carries, if any.
 func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Value, sig string, thought bool, lp []TokenLogprob, emit Emit) error {
 	if fc.Kind != jsonx.Missing {
-		return d.functionCall(i, cs, gjson.Parse(fc.Raw), sig, emit)
+		return d.functionCall(i, cs, fc, sig, emit)
 	}
 	if sig != "" {
 		cs.pendingSig = strings.Clone(sig)
@@ -351,13 +352,14 @@ func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Val
 	return err
 }
 
-func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc gjson.Result, sig string, emit Emit) error {
-	if !fc.IsObject() {
+func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, sig string, emit Emit) error {
+	sc := &d.sc
+	if fc.Kind != jsonx.Object {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: functionCall is not an object"}
 	}
-	name := fc.Get("name").Str
-	willContinue := fc.Get("willContinue").Type == gjson.True
-	partial := fc.Get("partialArgs")
+	name := sc.Get(fc, "name").Str
+	willContinue := sc.Get(fc, "willContinue").Kind == jsonx.True
+	partial := sc.Get(fc, "partialArgs")
 	if name == "" {
 		if !cs.open {
 			return nil // an empty continuation with no call open: nothing to do
@@ -377,20 +379,19 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc gjson.Result,
 	cs.calls++
 	d.ev.Index = n
 	d.ev.Name = name
-	d.ev.CallID = d.callID(fc.Get("id").Str, sig, cs.pendingSig, i, n)
+	d.ev.CallID = d.callID(sc.Get(fc, "id").Str, sig, cs.pendingSig, i, n)
 	cs.pendingSig = ""
 	if err := d.emit(emit, EventToolCallStart, i); err != nil {
 		return err
 	}
 	d.ev.Name, d.ev.CallID = "", ""
-	if args := fc.Get("args"); args.IsObject() {
-		raw := args.Raw
-		if strings.ContainsAny(raw, "\n\r\t") {
-			raw = args.Get("@ugly").Raw
-		}
+	if args := sc.Get(fc, "args"); args.Kind == jsonx.Object {
 		// A copy: the core Assembler keeps Arguments with += , which aliases the first
 		// fragment instead of copying it.
-		d.ev.Text = strings.Clone(raw)
+		d.ev.Text = strings.Clone(args.Raw)
+		if strings.ContainsAny(args.Raw, "\n\r\t") {
+			d.ev.Text = string(jsonx.AppendCompact(make([]byte, 0, len(args.Raw)), args.Raw))
+		}
 		err := d.emit(emit, EventToolCallArgsDelta, i)
 		d.ev.Text = ""
 		if err != nil {
@@ -431,31 +432,32 @@ func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) stri
 
 // partialArgs applies streamed argument fragments ({jsonPath, stringValue|numberValue|
 // boolValue|nullValue, willContinue}) to the open call's argument object.
-func (d *geminiStream) partialArgs(cs *geminiCandidate, partial gjson.Result) {
-	partial.ForEach(func(_, el gjson.Result) bool {
-		path := geminiSJSONPath(el.Get("jsonPath").Str)
+func (d *geminiStream) partialArgs(cs *geminiCandidate, partial jsonx.Value) {
+	sc := &d.sc
+	sc.Each(partial, func(_ string, el jsonx.Value) bool {
+		path := geminiSJSONPath(sc.Get(el, "jsonPath").Str)
 		if path == "" {
 			return true
 		}
 		if cs.inStr && cs.strPath != path {
 			cs.finishString()
 		}
-		if sv := el.Get("stringValue"); sv.Exists() {
+		if sv := sc.Get(el, "stringValue"); sv.Exists() {
 			if !cs.inStr {
 				cs.inStr, cs.strPath, cs.str = true, path, cs.str[:0]
 			}
 			cs.str = append(cs.str, sv.Str...)
-			if el.Get("willContinue").Type != gjson.True {
+			if sc.Get(el, "willContinue").Kind != jsonx.True {
 				cs.finishString()
 			}
 			return true
 		}
 		var raw string
-		if v := el.Get("numberValue"); v.Exists() {
+		if v := sc.Get(el, "numberValue"); v.Exists() {
 			raw = v.Raw
-		} else if v := el.Get("boolValue"); v.Exists() {
+		} else if v := sc.Get(el, "boolValue"); v.Exists() {
 			raw = v.Raw
-		} else if el.Get("nullValue").Exists() {
+		} else if sc.Get(el, "nullValue").Exists() {
 			raw = "null"
 		} else {
 			return true

@@ -3,8 +3,6 @@ package translate
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // Responses returns the provider for OpenAI's Responses API (POST {base_url}/responses),
@@ -281,17 +279,18 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			if state == nil {
 				continue
 			}
-			st := gjson.ParseBytes(state)
-			if !st.IsObject() {
+			sc := jsonx.NewScanner(jsonx.View(state))
+			st, ok := sc.Root()
+			if !ok || st.Kind != jsonx.Object {
 				continue
 			}
 			if fcIDs == nil {
 				fcIDs = make([]string, len(m.ToolCalls))
 			}
-			fcIDs[j] = st.Get("id").Str
-			st.Get("reasoning").ForEach(func(_, r gjson.Result) bool {
-				enc := r.Get("encrypted_content").Str
-				rid := r.Get("id").Str
+			fcIDs[j] = sc.Get(st, "id").Str
+			sc.Each(sc.Get(st, "reasoning"), func(_ string, r jsonx.Value) bool {
+				enc := sc.Get(r, "encrypted_content").Str
+				rid := sc.Get(r, "id").Str
 				if rid == "" || (enc == "" && !opts.Store) {
 					return true // an item the upstream could not resolve statelessly
 				}
@@ -301,13 +300,13 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 				dst = jsonx.AppendString(dst, rid)
 				dst = append(dst, `,"summary":[`...)
 				k := 0
-				r.Get("summary").ForEach(func(_, s gjson.Result) bool {
+				sc.Each(sc.Get(r, "summary"), func(_ string, s jsonx.Value) bool {
 					if k > 0 {
 						dst = append(dst, ',')
 					}
 					k++
 					dst = append(dst, `{"type":"summary_text","text":`...)
-					dst = jsonx.AppendString(dst, s.Get("text").Str)
+					dst = jsonx.AppendString(dst, sc.Get(s, "text").Str)
 					dst = append(dst, '}')
 					return true
 				})
@@ -340,7 +339,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			args := tc.Arguments
 			if strings.TrimSpace(args) == "" {
 				args = "{}"
-			} else if !gjson.Valid(args) {
+			} else if !jsonx.Valid(args) {
 				return dst, n, false, Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
 			}
 			id, _ := SplitID(tc.ID)

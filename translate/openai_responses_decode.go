@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
-
-	"github.com/tidwall/gjson"
 )
 
 // DecodeError maps an OpenAI error body ({"error":{message,type,param,code}}) to the
@@ -13,24 +11,25 @@ import (
 // are passed on; quota exhaustion (insufficient_quota) is a 429 that no retry fixes.
 func (responsesProvider) DecodeError(status int, body []byte) *UpstreamError {
 	e := &UpstreamError{Status: status, Type: ErrorType(status), Retryable: RetryableStatus(status)}
-	root := gjson.ParseBytes(body)
-	eo := root.Get("error")
-	if !gjson.ValidBytes(body) || !eo.IsObject() {
+	sc := jsonx.NewScanner(string(body)) // a copy: the error outlives body
+	root, ok := sc.Root()
+	eo := sc.Get(root, "error")
+	if !ok || eo.Kind != jsonx.Object {
 		e.Message = "upstream returned HTTP " + strconv.Itoa(status) + ": " + responsesSnippet(body)
-		if eo.Type == gjson.String && gjson.ValidBytes(body) {
+		if eo.Kind == jsonx.String {
 			e.Message = eo.Str
 		}
 		return e
 	}
-	if m := eo.Get("message").Str; m != "" {
+	if m := sc.Get(eo, "message").Str; m != "" {
 		e.Message = m
 	} else {
 		e.Message = "upstream returned HTTP " + strconv.Itoa(status)
 	}
-	if t := eo.Get("type").Str; t != "" {
+	if t := sc.Get(eo, "type").Str; t != "" {
 		e.Type = t
 	}
-	e.Param, e.Code = eo.Get("param").Str, eo.Get("code").Str
+	e.Param, e.Code = sc.Get(eo, "param").Str, sc.Get(eo, "code").Str
 	if e.Code == "insufficient_quota" || e.Type == "insufficient_quota" {
 		e.Retryable = false
 	}
@@ -52,12 +51,12 @@ func responsesSnippet(b []byte) string {
 // responsesFailure maps an in-band failure (an error event or a failed response's error
 // object) to an UpstreamError. The Responses API reports codes, not statuses, so the
 // status is chosen from the code.
-func responsesFailure(eo gjson.Result, flat bool, fallback string) *UpstreamError {
-	code, typ := eo.Get("code").Str, eo.Get("type").Str
+func responsesFailure(sc *jsonx.Scanner, eo jsonx.Value, flat bool, fallback string) *UpstreamError {
+	code, typ := clone(sc.Get(eo, "code").Str), clone(sc.Get(eo, "type").Str)
 	if flat { // the type field is the event's own ("error")
 		typ = ""
 	}
-	msg := eo.Get("message").Str
+	msg := clone(sc.Get(eo, "message").Str)
 	if msg == "" {
 		msg = fallback
 	}
@@ -78,26 +77,26 @@ func responsesFailure(eo gjson.Result, flat bool, fallback string) *UpstreamErro
 		typ = ErrorType(status)
 	}
 	return &UpstreamError{
-		Status: status, Type: typ, Code: code, Param: eo.Get("param").Str, Message: msg,
+		Status: status, Type: typ, Code: code, Param: clone(sc.Get(eo, "param").Str), Message: msg,
 		Retryable: RetryableStatus(status) && code != "insufficient_quota",
 	}
 }
 
 // responsesUsage reads a Responses usage object. input_tokens already includes cached
 // tokens and output_tokens includes reasoning tokens, as OpenAI chat counts them.
-func responsesUsage(u gjson.Result) Usage {
+func responsesUsage(sc *jsonx.Scanner, u jsonx.Value) Usage {
 	return Usage{
-		PromptTokens:     int(u.Get("input_tokens").Int()),
-		CompletionTokens: int(u.Get("output_tokens").Int()),
-		CachedTokens:     int(u.Get("input_tokens_details.cached_tokens").Int()),
-		ReasoningTokens:  int(u.Get("output_tokens_details.reasoning_tokens").Int()),
+		PromptTokens:     int(sc.Get(u, "input_tokens").Int()),
+		CompletionTokens: int(sc.Get(u, "output_tokens").Int()),
+		CachedTokens:     int(sc.Path(u, "input_tokens_details", "cached_tokens").Int()),
+		ReasoningTokens:  int(sc.Path(u, "output_tokens_details", "reasoning_tokens").Int()),
 	}
 }
 
 // responsesFinish maps a terminal response's status to an OpenAI finish reason.
-func responsesFinish(resp gjson.Result, calls bool) string {
-	if resp.Get("status").Str == "incomplete" {
-		if resp.Get("incomplete_details.reason").Str == "content_filter" {
+func responsesFinish(sc *jsonx.Scanner, resp jsonx.Value, calls bool) string {
+	if sc.Get(resp, "status").Str == "incomplete" {
+		if sc.Path(resp, "incomplete_details", "reason").Str == "content_filter" {
 			return FinishContentFilter
 		}
 		return FinishLength // max_output_tokens, and any truncation reason added later
@@ -115,26 +114,26 @@ type responsesCarry struct {
 	items []byte // comma-separated reasoning objects
 }
 
-func (c *responsesCarry) addReasoning(item gjson.Result) {
+func (c *responsesCarry) addReasoning(sc *jsonx.Scanner, item jsonx.Value) {
 	if len(c.items) > 0 {
 		c.items = append(c.items, ',')
 	}
 	c.items = append(c.items, `{"id":`...)
-	c.items = jsonx.AppendString(c.items, item.Get("id").Str)
+	c.items = jsonx.AppendString(c.items, sc.Get(item, "id").Str)
 	c.items = append(c.items, `,"summary":[`...)
 	k := 0
-	item.Get("summary").ForEach(func(_, s gjson.Result) bool {
+	sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
 		if k > 0 {
 			c.items = append(c.items, ',')
 		}
 		k++
 		c.items = append(c.items, `{"text":`...)
-		c.items = jsonx.AppendString(c.items, s.Get("text").Str)
+		c.items = jsonx.AppendString(c.items, sc.Get(s, "text").Str)
 		c.items = append(c.items, '}')
 		return true
 	})
 	c.items = append(c.items, ']')
-	if enc := item.Get("encrypted_content"); enc.Type == gjson.String {
+	if enc := sc.Get(item, "encrypted_content"); enc.Kind == jsonx.String {
 		c.items = append(c.items, `,"encrypted_content":`...)
 		c.items = jsonx.AppendString(c.items, enc.Str)
 	}
@@ -159,18 +158,19 @@ func (c *responsesCarry) callID(callID, itemID string) string {
 
 // DecodeResponse decodes a whole Responses object into events.
 func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
-	if !gjson.ValidBytes(body) {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	resp, ok := sc.Root()
+	if !ok {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not valid JSON: " + responsesSnippet(body)}
 	}
-	resp := gjson.Parse(jsonx.View(body))
-	if !resp.IsObject() {
+	if resp.Kind != jsonx.Object {
 		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not a JSON object"}
 	}
-	if err := emit(&Event{Kind: EventStart, ID: resp.Get("id").Str, Model: resp.Get("model").Str}); err != nil {
+	if err := emit(&Event{Kind: EventStart, ID: sc.Get(resp, "id").Str, Model: sc.Get(resp, "model").Str}); err != nil {
 		return err
 	}
-	if resp.Get("status").Str == "failed" || resp.Get("error").IsObject() {
-		ue := responsesFailure(resp.Get("error"), false, "the upstream response failed")
+	if sc.Get(resp, "status").Str == "failed" || sc.Get(resp, "error").Kind == jsonx.Object {
+		ue := responsesFailure(&sc, sc.Get(resp, "error"), false, "the upstream response failed")
 		if err := emit(&Event{Kind: EventError, Err: ue}); err != nil {
 			return err
 		}
@@ -181,34 +181,36 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 		calls int
 		err   error
 	)
-	resp.Get("output").ForEach(func(_, item gjson.Result) bool {
-		switch item.Get("type").Str {
+	sc.Each(sc.Get(resp, "output"), func(_ string, item jsonx.Value) bool {
+		switch sc.Get(item, "type").Str {
 		case "reasoning":
-			item.Get("summary").ForEach(func(k, s gjson.Result) bool {
-				text := s.Get("text").Str
-				if k.Int() > 0 {
+			k := 0
+			sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
+				text := sc.Get(s, "text").Str
+				if k > 0 {
 					text = "\n\n" + text
 				}
+				k++
 				err = emit(&Event{Kind: EventReasoningDelta, Text: text})
 				return err == nil
 			})
-			carry.addReasoning(item)
+			carry.addReasoning(&sc, item)
 		case "message":
-			item.Get("content").ForEach(func(_, p gjson.Result) bool {
-				switch p.Get("type").Str {
+			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
+				switch sc.Get(p, "type").Str {
 				case "output_text":
-					err = emit(&Event{Kind: EventTextDelta, Text: p.Get("text").Str})
+					err = emit(&Event{Kind: EventTextDelta, Text: sc.Get(p, "text").Str})
 				case "refusal":
-					err = emit(&Event{Kind: EventRefusalDelta, Text: p.Get("refusal").Str})
+					err = emit(&Event{Kind: EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
 				}
 				return err == nil
 			})
 		case "function_call":
-			id := carry.callID(item.Get("call_id").Str, item.Get("id").Str)
-			if err = emit(&Event{Kind: EventToolCallStart, Index: calls, CallID: id, Name: item.Get("name").Str}); err != nil {
+			id := carry.callID(sc.Get(item, "call_id").Str, sc.Get(item, "id").Str)
+			if err = emit(&Event{Kind: EventToolCallStart, Index: calls, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
 				return false
 			}
-			if err = emit(&Event{Kind: EventToolCallArgsDelta, Index: calls, Text: item.Get("arguments").Str}); err != nil {
+			if err = emit(&Event{Kind: EventToolCallArgsDelta, Index: calls, Text: sc.Get(item, "arguments").Str}); err != nil {
 				return false
 			}
 			err = emit(&Event{Kind: EventToolCallEnd, Index: calls})
@@ -221,12 +223,12 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 	if err != nil {
 		return err
 	}
-	if u := resp.Get("usage"); u.IsObject() {
-		if err := emit(&Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+	if u := sc.Get(resp, "usage"); u.Kind == jsonx.Object {
+		if err := emit(&Event{Kind: EventUsage, Usage: responsesUsage(&sc, u)}); err != nil {
 			return err
 		}
 	}
-	return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(resp, calls > 0)})
+	return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(&sc, resp, calls > 0)})
 }
 
 func responsesTruncated(phase string) *UpstreamError {

@@ -3,8 +3,6 @@ package translate
 import (
 	"fmt"
 	"github.com/agate-gateway/agate/internal/jsonx"
-
-	"github.com/tidwall/gjson"
 )
 
 // responsesPhase is where a Responses stream is.
@@ -22,6 +20,8 @@ const (
 type responsesStream struct {
 	phase responsesPhase
 	carry responsesCarry
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc jsonx.Scanner
 	// calls are the function call items seen, in order; a call's position is its
 	// Event.Index.
 	calls []responsesCall
@@ -43,6 +43,10 @@ type responsesCall struct {
 	hasArgs bool
 }
 
+// responsesMembers are the members of an event the decoder reads: type, delta,
+// response, error, item, item_id, arguments and summary_index.
+type responsesMembers [8]jsonx.Value
+
 // Event decodes one SSE event.
 func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 	if d.phase == responsesFailed || d.phase == responsesDone {
@@ -50,12 +54,16 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 		// event, or anything after the end, adds nothing.
 		return nil
 	}
-	s := jsonx.View(data)
-	if !gjson.Valid(s) {
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	// One pass checks the event and reads the members any event type needs.
+	var m responsesMembers
+	root, ok := sc.RootMembers([]string{"type", "delta", "response", "error", "item", "item_id", "arguments", "summary_index"}, m[:])
+	if !ok {
 		return d.malformed(typ, "not valid JSON")
 	}
 	if len(typ) == 0 {
-		typ = []byte(gjson.Get(s, "type").Str)
+		typ = jsonx.Bytes(m[0].Str)
 	}
 	switch string(typ) {
 	case "response.output_text.delta":
@@ -63,31 +71,31 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 			return d.malformed(typ, "before response.created")
 		}
 		d.sawText = true
-		return d.emit(emit, Event{Kind: EventTextDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventTextDelta, Text: m[1].Str})
 	case "response.created", "response.in_progress", "response.queued":
 		if d.phase == responsesWaiting {
-			r := gjson.Get(s, "response")
-			if !r.IsObject() {
+			r := m[2]
+			if r.Kind != jsonx.Object {
 				return d.malformed(typ, "no response object")
 			}
 			d.phase = responsesRunning
-			return d.emit(emit, Event{Kind: EventStart, ID: r.Get("id").Str, Model: r.Get("model").Str})
+			return d.emit(emit, Event{Kind: EventStart, ID: sc.Get(r, "id").Str, Model: sc.Get(r, "model").Str})
 		}
 		return nil
 	case "error":
-		eo, flat := gjson.Get(s, "error"), false
-		if !eo.IsObject() { // the spec's flat shape: code, message, param at the top
-			eo, flat = gjson.Parse(s), true
+		eo, flat := m[3], false
+		if eo.Kind != jsonx.Object { // the spec's flat shape: code, message, param at the top
+			eo, flat = root, true
 		}
-		return d.fail(emit, responsesFailure(eo, flat, "the upstream stream failed"))
+		return d.fail(emit, responsesFailure(sc, eo, flat, "the upstream stream failed"))
 	case "response.failed":
-		if u := gjson.Get(s, "response.usage"); u.IsObject() {
+		if u := sc.Get(m[2], "usage"); u.Kind == jsonx.Object {
 			// Tokens a failed response consumed are billed: count them.
-			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
 				return err
 			}
 		}
-		return d.fail(emit, responsesFailure(gjson.Get(s, "response.error"), false, "the upstream response failed"))
+		return d.fail(emit, responsesFailure(sc, sc.Get(m[2], "error"), false, "the upstream response failed"))
 	}
 	if d.phase != responsesRunning {
 		return d.malformed(typ, "before response.created")
@@ -95,43 +103,43 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 	switch string(typ) {
 	case "response.refusal.delta":
 		d.sawText = true
-		return d.emit(emit, Event{Kind: EventRefusalDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventRefusalDelta, Text: m[1].Str})
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		d.sawSummary = true
-		return d.emit(emit, Event{Kind: EventReasoningDelta, Text: gjson.Get(s, "delta").Str})
+		return d.emit(emit, Event{Kind: EventReasoningDelta, Text: m[1].Str})
 	case "response.reasoning_summary_part.added":
-		if gjson.Get(s, "summary_index").Int() > 0 {
+		if m[7].Int() > 0 {
 			return d.emit(emit, Event{Kind: EventReasoningDelta, Text: "\n\n"})
 		}
 	case "response.function_call_arguments.delta":
-		n := d.find(gjson.Get(s, "item_id").Str)
+		n := d.find(m[5].Str)
 		if n < 0 {
 			return d.malformed(typ, "for an unknown item_id")
 		}
-		delta := gjson.Get(s, "delta").Str
+		delta := m[1].Str
 		if delta == "" {
 			return nil
 		}
 		d.calls[n].hasArgs = true
 		return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: delta})
 	case "response.function_call_arguments.done":
-		return d.callArgs(gjson.Get(s, "item_id").Str, gjson.Get(s, "arguments").Str, emit)
+		return d.callArgs(m[5].Str, m[6].Str, emit)
 	case "response.output_item.added":
-		return d.itemAdded(typ, gjson.Get(s, "item"), emit)
+		return d.itemAdded(typ, m[4], emit)
 	case "response.output_item.done":
-		return d.itemDone(typ, gjson.Get(s, "item"), emit)
+		return d.itemDone(typ, m[4], emit)
 	case "response.completed", "response.incomplete":
-		r := gjson.Get(s, "response")
-		if !r.IsObject() {
+		r := m[2]
+		if r.Kind != jsonx.Object {
 			return d.malformed(typ, "no response object")
 		}
 		d.phase = responsesDone
-		if u := r.Get("usage"); u.IsObject() {
-			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(u)}); err != nil {
+		if u := sc.Get(r, "usage"); u.Kind == jsonx.Object {
+			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
 				return err
 			}
 		}
-		return d.emit(emit, Event{Kind: EventFinish, FinishReason: responsesFinish(r, len(d.calls) > 0)})
+		return d.emit(emit, Event{Kind: EventFinish, FinishReason: responsesFinish(sc, r, len(d.calls) > 0)})
 	}
 	// Everything else (content parts, *.done events whose content was streamed, built-in
 	// tool progress such as response.web_search_call.*, annotations) adds nothing.
@@ -160,24 +168,25 @@ func (d *responsesStream) find(itemID string) int {
 	return -1
 }
 
-func (d *responsesStream) itemAdded(typ []byte, item gjson.Result, emit Emit) error {
-	switch item.Get("type").Str {
+func (d *responsesStream) itemAdded(typ []byte, item jsonx.Value, emit Emit) error {
+	sc := &d.sc
+	switch sc.Get(item, "type").Str {
 	case "message":
 		d.sawText = false
 	case "reasoning":
 		d.sawSummary = false
 	case "function_call":
-		itemID := item.Get("id").Str
+		itemID := sc.Get(item, "id").Str
 		if itemID == "" || d.find(itemID) >= 0 {
 			return d.malformed(typ, "function_call item without a unique id")
 		}
 		n := len(d.calls)
 		d.calls = append(d.calls, responsesCall{itemID: clone(itemID)})
-		id := d.carry.callID(item.Get("call_id").Str, itemID)
-		if err := d.emit(emit, Event{Kind: EventToolCallStart, Index: n, CallID: id, Name: item.Get("name").Str}); err != nil {
+		id := d.carry.callID(sc.Get(item, "call_id").Str, itemID)
+		if err := d.emit(emit, Event{Kind: EventToolCallStart, Index: n, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
 			return err
 		}
-		if args := item.Get("arguments").Str; args != "" {
+		if args := sc.Get(item, "arguments").Str; args != "" {
 			d.calls[n].hasArgs = true
 			return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
 		}
@@ -195,40 +204,43 @@ func (d *responsesStream) callArgs(itemID, args string, emit Emit) error {
 	return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
 }
 
-func (d *responsesStream) itemDone(typ []byte, item gjson.Result, emit Emit) error {
+func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit Emit) error {
+	sc := &d.sc
 	var err error
-	switch item.Get("type").Str {
+	switch sc.Get(item, "type").Str {
 	case "reasoning":
 		if !d.sawSummary {
-			item.Get("summary").ForEach(func(k, s gjson.Result) bool {
-				text := s.Get("text").Str
-				if k.Int() > 0 {
+			k := 0
+			sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
+				text := sc.Get(s, "text").Str
+				if k > 0 {
 					text = "\n\n" + text
 				}
+				k++
 				err = d.emit(emit, Event{Kind: EventReasoningDelta, Text: text})
 				return err == nil
 			})
 		}
-		d.carry.addReasoning(item)
+		d.carry.addReasoning(sc, item)
 	case "message":
 		if !d.sawText {
-			item.Get("content").ForEach(func(_, p gjson.Result) bool {
-				switch p.Get("type").Str {
+			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
+				switch sc.Get(p, "type").Str {
 				case "output_text":
-					err = d.emit(emit, Event{Kind: EventTextDelta, Text: p.Get("text").Str})
+					err = d.emit(emit, Event{Kind: EventTextDelta, Text: sc.Get(p, "text").Str})
 				case "refusal":
-					err = d.emit(emit, Event{Kind: EventRefusalDelta, Text: p.Get("refusal").Str})
+					err = d.emit(emit, Event{Kind: EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
 				}
 				return err == nil
 			})
 		}
 	case "function_call":
-		itemID := item.Get("id").Str
+		itemID := sc.Get(item, "id").Str
 		n := d.find(itemID)
 		if n < 0 {
 			return d.malformed(typ, "for a function_call never added")
 		}
-		if err := d.callArgs(itemID, item.Get("arguments").Str, emit); err != nil {
+		if err := d.callArgs(itemID, sc.Get(item, "arguments").Str, emit); err != nil {
 			return err
 		}
 		return d.emit(emit, Event{Kind: EventToolCallEnd, Index: n})

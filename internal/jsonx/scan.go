@@ -33,13 +33,13 @@ type Value struct {
 }
 
 // Float returns a number's value; a number too large for a float64 is ±Inf.
-func (v *Value) Float() float64 {
+func (v Value) Float() float64 {
 	f, _ := strconv.ParseFloat(v.Raw, 64) // the scanner checked the grammar
 	return f
 }
 
 // IsBool reports whether v is true or false.
-func (v *Value) IsBool() bool { return v.Kind == True || v.Kind == False }
+func (v Value) IsBool() bool { return v.Kind == True || v.Kind == False }
 
 // Scanner reads JSON from a string in one pass, checking the syntax against RFC 8259
 // as it goes. It is the gateway's one JSON reader: the request parser and the upstream
@@ -529,3 +529,141 @@ func (sc *Scanner) Unquote(raw string) string {
 	}
 	return sc.unescape(s, len(s))
 }
+
+// Root reads the whole input as one JSON value, checking its syntax, and returns it;
+// ok is false when the input is not exactly one JSON value (Valid). Get, Path and Each
+// then walk into it.
+func (sc *Scanner) Root() (v Value, ok bool) {
+	sc.i, sc.err = 0, false
+	if !sc.Value(&v) || !sc.AtEnd() {
+		return Value{}, false
+	}
+	return v, true
+}
+
+// RootMembers is Root for a stream event: in the same single pass that checks the
+// input it reads the members named in keys, the first of each name, into vals at the
+// key's index (the others stay Missing); a scalar or an array has no members. ok is false
+// when the input is not exactly one JSON value.
+func (sc *Scanner) RootMembers(keys []string, vals []Value) (root Value, ok bool) {
+	sc.i, sc.err = 0, false
+	c := sc.Peek()
+	if c != '{' {
+		return sc.Root()
+	}
+	at := sc.i
+	if !sc.members(keys, vals) || !sc.AtEnd() {
+		return Value{}, false
+	}
+	return Value{Kind: Object, Raw: sc.s[at:sc.i], At: at}, true
+}
+
+// Members reads the members of obj named in keys as RootMembers does. obj must come from
+// this scanner; Members moves the cursor.
+func (sc *Scanner) Members(obj Value, keys []string, vals []Value) {
+	if obj.Kind == Object {
+		sc.i = obj.At
+		sc.members(keys, vals)
+	}
+}
+
+func (sc *Scanner) members(keys []string, vals []Value) bool {
+	for n := 0; sc.NextField(&n); {
+		j := 0
+		for j < len(keys) && keys[j] != sc.key {
+			j++
+		}
+		var ok bool
+		if j < len(keys) {
+			ok = sc.First(&vals[j])
+		} else {
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.err
+}
+
+// Get returns the value of member key of obj, the first such member when the key repeats
+// (gjson's rule), or a Missing value; a value that is not an object has no members. A
+// string's Str is decoded into the arena. obj must come from this scanner (Root, Get,
+// Each); Get moves the cursor.
+func (sc *Scanner) Get(obj Value, key string) Value {
+	var v Value
+	if obj.Kind != Object {
+		return v
+	}
+	sc.i = obj.At
+	for n := 0; sc.NextField(&n); {
+		if sc.key == key {
+			sc.Value(&v)
+			return v
+		}
+		if !sc.Skip() {
+			break
+		}
+	}
+	return v
+}
+
+// Path is Get through nested objects: Path(v, "delta", "type") is the member type of the
+// member delta of v.
+func (sc *Scanner) Path(v Value, keys ...string) Value {
+	for _, k := range keys {
+		if v = sc.Get(v, k); v.Kind == Missing {
+			break
+		}
+	}
+	return v
+}
+
+// Each calls fn with each member of the object v, or each element (key "") of the array
+// v, until fn returns false. fn may walk into the value it gets (Get, Each); Each keeps
+// its own place. A scalar has no members. v must come from this scanner.
+func (sc *Scanner) Each(v Value, fn func(key string, v Value) bool) {
+	var el Value
+	switch v.Kind {
+	case Object:
+		sc.i = v.At
+		for n := 0; sc.NextField(&n); {
+			k := sc.key
+			if !sc.Value(&el) {
+				return
+			}
+			resume := sc.i
+			if !fn(k, el) {
+				return
+			}
+			sc.i = resume
+		}
+	case Array:
+		sc.i = v.At
+		for n := 0; sc.NextElem(&n); {
+			if !sc.Value(&el) {
+				return
+			}
+			resume := sc.i
+			if !fn("", el) {
+				return
+			}
+			sc.i = resume
+		}
+	}
+}
+
+// Int returns a number's value truncated to an int64, 0 for any other kind or a number
+// out of range (gjson's Int without the float fallback for huge values).
+func (v Value) Int() int64 {
+	if v.Kind != Number {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+		return n
+	}
+	return int64(v.Float())
+}
+
+// Exists reports whether the value was present.
+func (v Value) Exists() bool { return v.Kind != Missing }

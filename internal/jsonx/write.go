@@ -80,3 +80,34 @@ func AppendRawOr(dst []byte, raw, def string) []byte {
 	}
 	return append(dst, raw...)
 }
+
+// AppendCompact appends the JSON text raw, which a Scanner has checked, without
+// insignificant whitespace.
+func AppendCompact(dst []byte, raw string) []byte {
+	inStr := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inStr {
+			dst = append(dst, c)
+			switch c {
+			case '\\':
+				if i+1 < len(raw) {
+					i++
+					dst = append(dst, raw[i])
+				}
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			inStr = true
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
