@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,125 +236,9 @@ func reframeChunks(chunks []byte, typed bool) []byte {
 	return out
 }
 
-// checkChunkInvariants parses an OpenAI SSE body produced by the gateway and checks what
-// strict clients check (DESIGN 3.3). It tolerates a final in-band error frame.
+// checkChunkInvariants checks an OpenAI SSE body the translate tests produce (include_usage
+// on) against the chunk contract; it tolerates a final in-band error frame.
 func checkChunkInvariants(t testing.TB, body []byte) {
 	t.Helper()
-	type toolDelta struct {
-		Index    *int    `json:"index"`
-		ID       *string `json:"id"`
-		Type     *string `json:"type"`
-		Function *struct {
-			Name      *string `json:"name"`
-			Arguments *string `json:"arguments"`
-		} `json:"function"`
-	}
-	type chunk struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Index int `json:"index"`
-			Delta struct {
-				Role      *string     `json:"role"`
-				ToolCalls []toolDelta `json:"tool_calls"`
-			} `json:"delta"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage *json.RawMessage `json:"usage"`
-		Error *json.RawMessage `json:"error"`
-	}
-	var p sse.Parser
-	var chunks []chunk
-	done, failed := false, false
-	err := p.Feed(body, func(_, data []byte) error {
-		if done || failed {
-			t.Errorf("frame after the end: %s", data)
-		}
-		if string(data) == "[DONE]" {
-			done = true
-			return nil
-		}
-		var c chunk
-		dec := json.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&c); err != nil {
-			t.Errorf("chunk is not JSON: %s", data)
-			return nil
-		}
-		if c.Error != nil {
-			failed = true
-			return nil
-		}
-		chunks = append(chunks, c)
-		return nil
-	})
-	if err != nil || p.Pending() {
-		t.Errorf("body is not complete SSE (err %v)", err)
-	}
-	if !done && !failed {
-		t.Errorf("stream ends with neither [DONE] nor an error frame")
-	}
-	finishes := map[int]int{}
-	roles := map[int]bool{}
-	calls := map[[2]int]bool{}
-	for i, c := range chunks {
-		if c.ID != chunks[0].ID || c.Created != chunks[0].Created || c.Model != chunks[0].Model || c.ID == "" || c.Model == "" || c.Created == 0 {
-			t.Errorf("chunk %d: id/created/model %q/%d/%q not constant and set", i, c.ID, c.Created, c.Model)
-		}
-		if c.Object != "chat.completion.chunk" {
-			t.Errorf("chunk %d: object %q", i, c.Object)
-		}
-		if len(c.Choices) == 0 && c.Usage == nil {
-			t.Errorf("chunk %d: no choices and no usage", i)
-		}
-		for _, ch := range c.Choices {
-			if !roles[ch.Index] {
-				if ch.Delta.Role == nil || *ch.Delta.Role != "assistant" {
-					t.Errorf("chunk %d: first delta of choice %d has no role assistant", i, ch.Index)
-				}
-				roles[ch.Index] = true
-			} else if ch.Delta.Role != nil {
-				t.Errorf("chunk %d: role repeated", i)
-			}
-			if ch.FinishReason != nil {
-				finishes[ch.Index]++
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				if tc.Index == nil {
-					t.Errorf("chunk %d: tool call delta without index", i)
-					continue
-				}
-				k := [2]int{ch.Index, *tc.Index}
-				if !calls[k] {
-					if *tc.Index != len(callsOf(calls, ch.Index)) {
-						t.Errorf("chunk %d: tool call index %d not next in sequence", i, *tc.Index)
-					}
-					if tc.ID == nil || *tc.ID == "" || tc.Type == nil || *tc.Type != "function" || tc.Function == nil || tc.Function.Name == nil || tc.Function.Arguments == nil {
-						t.Errorf("chunk %d: first delta of call %d lacks id/type/name/arguments", i, *tc.Index)
-					}
-					calls[k] = true
-				} else if tc.ID != nil || tc.Type != nil || (tc.Function != nil && tc.Function.Name != nil) {
-					t.Errorf("chunk %d: later delta of call %d repeats id/type/name", i, *tc.Index)
-				}
-			}
-		}
-	}
-	if !failed {
-		for ch := range roles {
-			if finishes[ch] != 1 {
-				t.Errorf("choice %d has %d finish_reason chunks, want 1", ch, finishes[ch])
-			}
-		}
-	}
-}
-
-func callsOf(calls map[[2]int]bool, choice int) []int {
-	var out []int
-	for k := range calls {
-		if k[0] == choice {
-			out = append(out, k[1])
-		}
-	}
-	return out
+	openaitest.CheckChunks(t, body, openaitest.Want{ErrorEnd: true})
 }
