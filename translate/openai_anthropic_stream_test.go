@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,103 +12,11 @@ import (
 	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
-	"golang.org/x/tools/txtar"
 )
 
 const anthropicTestdata = "testdata/openai_anthropic"
 
 func newAnthropicStream() StreamDecoder { return Anthropic().NewStreamDecoder(&Options{}) }
-
-// anthropicProvenance returns "repo @ commit : path" for a fixture from index.json.
-func anthropicProvenance(t testing.TB, rel string) string {
-	t.Helper()
-	var index []map[string]any
-	if err := json.Unmarshal(readFixture(t, "index.json"), &index); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range index {
-		if e["file"] == rel {
-			return fmt.Sprintf("%v @ %v : %v", e["source_repo"], e["source_commit"], e["source_path"])
-		}
-	}
-	t.Fatalf("%s is not in fixtures/index.json", rel)
-	return ""
-}
-
-// anthropicUpstream returns the upstream section of a golden archive. Under -update it
-// (re)creates the archive's comment and upstream section from the fixture first; without
-// it, it checks the archive still holds the fixture's bytes.
-func anthropicUpstream(t *testing.T, path, name, comment string, upstream []byte) []byte {
-	t.Helper()
-	ar, err := txtar.ParseFile(path)
-	if err != nil {
-		if !*update {
-			t.Fatalf("reading golden: %v (run go test -update)", err)
-		}
-		ar = &txtar.Archive{}
-	}
-	if *update {
-		ar.Comment = []byte(comment + "\n")
-		found := false
-		for i := range ar.Files {
-			if ar.Files[i].Name == name {
-				ar.Files[i].Data, found = upstream, true
-			}
-		}
-		if !found {
-			ar.Files = append([]txtar.File{{Name: name, Data: upstream}}, ar.Files...)
-		}
-		writeArchive(t, path, ar)
-		return upstream
-	}
-	got := section(t, ar, name)
-	// txtar ends every section with a newline; the JSON fixtures have none.
-	if upstream != nil && !bytes.Equal(bytes.TrimSuffix(got, []byte("\n")), bytes.TrimSuffix(upstream, []byte("\n"))) {
-		t.Errorf("%s: %s no longer matches the fixture (run go test -update)", path, name)
-	}
-	return got
-}
-
-// anthropicStreamFixtures are every Anthropic stream recording in testdata/fixtures.
-var anthropicStreamFixtures = []struct {
-	name, file string
-	chunks     bool // a vercel *.chunks.txt file to reframe
-}{
-	{"text-basic", "anthropic/stream/text-basic.mirascope.sse", false},
-	{"parallel-tool-use", "anthropic/stream/parallel-tool-use.mirascope.sse", false},
-	{"parallel-tool-use-followup", "anthropic/stream/parallel-tool-use-followup.mirascope.sse", false},
-	{"max-tokens", "anthropic/stream/max-tokens.mirascope.sse", false},
-	{"refusal-via-forced-tool", "anthropic/stream/refusal-via-forced-tool.mirascope.sse", false},
-	{"web-search-cache-read-create", "anthropic/stream/web-search-cache-read-create.mirascope.sse", false},
-	{"text-exact-bytes", "anthropic/stream/text-exact-bytes.llm-anthropic.sse", false},
-	{"thinking-exact-bytes", "anthropic/stream/thinking-exact-bytes.llm-anthropic.sse", false},
-	{"tool-no-args-exact-bytes", "anthropic/stream/tool-no-args-exact-bytes.llm-anthropic.sse", false},
-	{"vercel-text", "anthropic/vercel-chunks/anthropic-text.chunks.txt", true},
-	{"vercel-tool-no-args", "anthropic/vercel-chunks/anthropic-tool-no-args.chunks.txt", true},
-	{"vercel-json-tool", "anthropic/vercel-chunks/anthropic-json-tool.1.chunks.txt", true},
-	{"vercel-clear-thinking", "anthropic/vercel-chunks/anthropic-clear-thinking.1.chunks.txt", true},
-	{"vercel-refusal", "anthropic/vercel-chunks/anthropic-refusal.chunks.txt", true},
-	{"vercel-message-delta-input-tokens", "anthropic/vercel-chunks/anthropic-message-delta-input-tokens.chunks.txt", true},
-}
-
-func TestAnthropicStreamGolden(t *testing.T) {
-	for _, tt := range anthropicStreamFixtures {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(anthropicTestdata, "stream-"+tt.name+".txtar")
-			upstream := readFixture(t, tt.file)
-			comment := "Recorded Anthropic stream: " + anthropicProvenance(t, tt.file)
-			if tt.chunks {
-				upstream = reframeChunks(upstream, true)
-				comment += "\n(vercel chunks reframed as event: <type> / data: <line>, see testdata/fixtures/SOURCES.md)"
-			}
-			upstream = anthropicUpstream(t, path, "upstream.sse", comment, upstream)
-			got := streamToOpenAI(t, newAnthropicStream, upstream)
-			golden(t, path, "want.sse", got)
-			checkChunkInvariants(t, got)
-			anthropicCheckSplits(t, upstream, got)
-		})
-	}
-}
 
 var anthropicServerResult = regexp.MustCompile(`(?m)^data: \{"type":"content_block_start","index":(\d+),"content_block":\{"type":"web_search_tool_result","tool_use_id":"(\w+)".*$`)
 
@@ -174,19 +80,11 @@ const anthropicOverloaded = `{"type":"error","error":{"details":null,"type":"ove
 // TestAnthropicStream_MidStreamError pins the in-band error: content streamed so far is
 // kept, the error frame ends the stream, and no finish chunk or [DONE] follows.
 func TestAnthropicStream_MidStreamError(t *testing.T) {
-	path := filepath.Join(anthropicTestdata, "stream-error-overloaded.txtar")
-	// The first events of the recorded text stream, then the observed error payload and
-	// the connection closing (no message_delta/message_stop), as observed-stream-error-events.md describes.
-	rec := readFixture(t, "anthropic/stream/text-basic.mirascope.sse")
-	cut := bytes.Index(rec, []byte("event: content_block_stop"))
-	upstream := append(append([]byte(nil), rec[:cut]...), "event: error\ndata: "+anthropicOverloaded+"\n\n"...)
-	upstream = anthropicUpstream(t, path, "upstream.sse",
-		"Constructed: the start of "+anthropicProvenance(t, "anthropic/stream/text-basic.mirascope.sse")+
-			"\nfollowed by the overloaded_error payload quoted in testdata/fixtures/anthropic/errors/observed-stream-error-events.md", upstream)
+	// testdata/openai_anthropic/stream-error-overloaded.txtar: the first events of the
+	// recorded text stream, then the observed error payload and the connection closing (no
+	// message_delta/message_stop), as observed-stream-error-events.md describes.
+	upstream := goldenSection(t, "openai_anthropic", "stream-error-overloaded", "upstream.sse")
 	got := streamToOpenAI(t, newAnthropicStream, upstream)
-	golden(t, path, "want.sse", got)
-	checkChunkInvariants(t, got)
-	checkSplits(t, newAnthropicStream, upstream, got)
 	if !bytes.Contains(got, []byte(`"message":"Overloaded"`)) || bytes.Contains(got, []byte("[DONE]")) {
 		t.Errorf("want an in-band Overloaded error without [DONE]:\n%s", got)
 	}
@@ -411,17 +309,8 @@ func anthropicExpectedUsage(t *testing.T, up []byte) Usage {
 }
 
 func FuzzAnthropicStream(f *testing.F) {
-	for _, tt := range anthropicStreamFixtures {
-		b, err := os.ReadFile(filepath.Join(fixturesDir, tt.file))
-		if err != nil {
-			continue
-		}
-		if tt.chunks {
-			b = reframeChunks(b, true)
-		}
-		if len(b) > 4096 {
-			b = b[:4096] // keep the fuzzer fast; the golden tests cover the whole recordings
-		}
+	// The golden transcripts, cut to keep the fuzzer fast; TestGolden covers them whole.
+	for _, b := range goldenSeeds("openai_anthropic", "upstream.sse", true, 4096) {
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Add([]byte("event: error\ndata: "+anthropicOverloaded+"\n\n"), uint16(3))

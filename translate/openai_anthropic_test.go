@@ -46,133 +46,10 @@ const (
 
 var anthropicWeatherTool = `{"type":"function","function":{"name":"get_weather","description":"Get the weather for a city.","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`
 
-// anthropicRequestCases covers every request mapping of issue 3.
-var anthropicRequestCases = []struct {
-	name string
-	opts Options
-	body string
-}{
-	{"system-developer-sampling", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[
-		{"role":"system","content":"You are terse."},
-		{"role":"developer","content":[{"type":"text","text":"Answer in French."},{"type":"text","text":"Never apologise."}]},
-		{"role":"user","content":"Hi"},
-		{"role":"system","content":"Late system text stays in order."}],
-		"max_completion_tokens":300,"max_tokens":100,"temperature":0.2,"top_p":0.9,"stop":["END","STOP"],"user":"user-1234"}`},
-	{"default-max-tokens", Options{UpstreamModel: "claude-haiku-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Hi"}],"stop":"END"}`},
-	{"route-max-tokens-stream", Options{UpstreamModel: "claude-haiku-4-5", DefaultMaxTokens: 8192, Stream: true}, `{"model":"claude","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hi"}]}`},
-	{"content-parts", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","max_tokens":50,"messages":[{"role":"user","content":[
-		{"type":"text","text":"Compare these."},
-		{"type":"image_url","image_url":{"url":"` + anthropicPNG + `","detail":"high"}},
-		{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}},
-		{"type":"file","file":{"file_data":"data:application/pdf;base64,` + anthropicPDF + `","filename":"report.pdf"}},
-		{"type":"file","file":{"file_data":"` + anthropicPDF + `"}},
-		{"type":"text","text":""}]}]}`},
-	{"tools-auto-no-parallel", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Weather in Paris and Rome?"}],
-		"tools":[` + anthropicWeatherTool + `,
-			{"type":"function","function":{"name":"now","parameters":{"properties":{}}}},
-			{"type":"function","function":{"name":"ping","strict":true}}],
-		"tool_choice":"auto","parallel_tool_calls":false}`},
-	{"tool-choice-required", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Weather?"}],"tools":[` + anthropicWeatherTool + `],"tool_choice":"required"}`},
-	{"tool-choice-named", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Weather?"}],"tools":[` + anthropicWeatherTool + `],"tool_choice":{"type":"function","function":{"name":"get_weather"}},"parallel_tool_calls":false}`},
-	{"tool-choice-none", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Weather?"}],"tools":[` + anthropicWeatherTool + `],"tool_choice":"none"}`},
-	{"parallel-false-only", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Weather?"}],"tools":[` + anthropicWeatherTool + `],"parallel_tool_calls":false}`},
-	{"tool-loop-history", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[
-		{"role":"system","content":"Use tools."},
-		{"role":"user","content":"Weather in Paris and Rome?"},
-		{"role":"assistant","content":"Checking both.","tool_calls":[
-			{"id":"toolu_01A","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}},
-			{"id":"call_xyz.9","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Rome\"}"}}]},
-		{"role":"tool","tool_call_id":"toolu_01A","content":"18C sunny"},
-		{"role":"tool","tool_call_id":"call_xyz.9","content":[{"type":"text","text":"21C"},{"type":"text","text":" cloudy"}]},
-		{"role":"user","content":"And tomorrow?"},
-		{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_01B","type":"function","function":{"name":"now","arguments":""}}]},
-		{"role":"tool","tool_call_id":"toolu_01B","content":"2026-01-02"}],
-		"tools":[` + anthropicWeatherTool + `,{"type":"function","function":{"name":"now"}}]}`},
-	{"merge-same-role", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[
-		{"role":"user","content":"one"},{"role":"user","content":"two"},
-		{"role":"assistant","content":"three"},{"role":"assistant","content":[{"type":"text","text":"four"}]},
-		{"role":"assistant","content":"","refusal":"I can't help with that."},
-		{"role":"user","content":"five"}]}`},
-	{"response-format-json-schema", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Extract."}],
-		"response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}}}}`},
-	{"response-format-json-object", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"system","content":"Extract people."},{"role":"user","content":"Ann is 3."}],"response_format":{"type":"json_object"}}`},
-	{"response-format-text", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Hi"}],"response_format":{"type":"text"}}`},
-	{"reasoning-medium-default-max", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"medium","temperature":1}`},
-	{"reasoning-high-explicit-max", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"high","max_completion_tokens":20000,"top_p":0.95}`},
-	{"reasoning-budget-shrunk", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"xhigh","max_tokens":2000}`},
-	{"reasoning-minimal-off", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"minimal","temperature":0.3}`},
-	{"reasoning-drop-sampling", Options{UpstreamModel: "claude-sonnet-4-5", DropUnsupported: true}, `{"model":"claude","messages":[{"role":"user","content":"Think."}],"reasoning_effort":"low","temperature":0.3,"top_p":0.5}`},
-	{"prompt-cache", Options{UpstreamModel: "claude-sonnet-4-5", PromptCache: true}, `{"model":"claude","messages":[
-		{"role":"system","content":"Long system prompt."},
-		{"role":"user","content":"turn one"},
-		{"role":"assistant","content":"reply one"},
-		{"role":"user","content":"turn two"},
-		{"role":"assistant","content":"","tool_calls":[{"id":"toolu_01C","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
-		{"role":"tool","tool_call_id":"toolu_01C","content":"-3C"}],
-		"tools":[` + anthropicWeatherTool + `]}`},
-	{"prompt-cache-no-system-no-tools", Options{UpstreamModel: "claude-sonnet-4-5", PromptCache: true}, `{"model":"claude","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`},
-	{"thinking-blocks-from-client", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","reasoning_effort":"low","messages":[
-		{"role":"user","content":"Weather?"},
-		{"role":"assistant","content":null,"reasoning_content":"I should call the tool.",
-		 "thinking_blocks":[{"type":"thinking","thinking":"I should call the tool.","signature":"` + anthropicSig + `"},{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}],
-		 "tool_calls":[{"id":"toolu_01D","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
-		{"role":"tool","tool_call_id":"toolu_01D","content":"-3C"}],"tools":[` + anthropicWeatherTool + `]}`},
-	{"thinking-blocks-ignored-without-thinking", Options{UpstreamModel: "claude-sonnet-4-5"}, `{"model":"claude","messages":[
-		{"role":"user","content":"Weather?"},
-		{"role":"assistant","content":null,"thinking_blocks":[{"type":"thinking","thinking":"x","signature":"` + anthropicSig + `"}],
-		 "tool_calls":[{"id":"toolu_01D","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},
-		{"role":"tool","tool_call_id":"toolu_01D","content":"-3C"}],"tools":[` + anthropicWeatherTool + `]}`},
-	{"drop-unsupported", Options{UpstreamModel: "claude-sonnet-4-5", DropUnsupported: true}, `{"model":"claude","messages":[{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}],
-		"n":2,"logprobs":true,"top_logprobs":2,"presence_penalty":0.5,"frequency_penalty":0.5,"seed":7,"metadata":{"a":"b"},"store":true,"modalities":["text"],"temperature":1.5}`},
-}
-
-func TestAnthropicRequestGolden(t *testing.T) {
-	schema := anthropicSchema(t)
-	for _, tt := range anthropicRequestCases {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(anthropicTestdata, "request-"+tt.name+".txtar")
-			opts := tt.opts
-			got, err := anthropicEncode(t, tt.body, &opts)
-			if err != nil {
-				t.Fatalf("AppendRequest: %v", err)
-			}
-			golden(t, path, "request.json", []byte(tt.body))
-			golden(t, path, "want.json", got)
-			if err := spectest.Validate(schema, got); err != nil {
-				t.Errorf("upstream body does not validate against the Anthropic spec: %v\n%s", err, got)
-			}
-		})
-	}
-}
-
-// TestAnthropicRequest_Dropped checks that every dropped parameter is reported.
-func TestAnthropicRequest_Dropped(t *testing.T) {
-	var dropped []string
-	opts := Options{UpstreamModel: "claude", DropUnsupported: true, Dropped: func(p string) { dropped = append(dropped, p) }}
-	var body string
-	for _, c := range anthropicRequestCases {
-		if c.name == "drop-unsupported" {
-			body = c.body
-		}
-	}
-	if _, err := anthropicEncode(t, body, &opts); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"n", "logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "seed", "metadata", "store", "modalities", "temperature", "messages[0].content[1]"}
-	if diff := cmp.Diff(want, dropped); diff != "" {
-		t.Errorf("dropped (-want +got):\n%s", diff)
-	}
-}
-
 // TestAnthropicRequest_PromptCacheBreakpoints pins the placement: the last system block,
 // the last tool and the last block of each of the last two user turns, at most four.
 func TestAnthropicRequest_PromptCacheBreakpoints(t *testing.T) {
-	var body string
-	for _, c := range anthropicRequestCases {
-		if c.name == "prompt-cache" {
-			body = c.body
-		}
-	}
+	body := string(goldenSection(t, "openai_anthropic", "request-prompt-cache", "request.json"))
 	got, err := anthropicEncode(t, body, &Options{UpstreamModel: "claude", PromptCache: true})
 	if err != nil {
 		t.Fatal(err)
@@ -336,23 +213,6 @@ func TestAnthropicRequest_MatchesRecorded(t *testing.T) {
 	}
 }
 
-// anthropicJSONFixtures are the recorded non-streaming responses.
-var anthropicJSONFixtures = []struct{ name, file string }{
-	{"text", "anthropic/json/text.mirascope.json"},
-	{"max-tokens", "anthropic/json/max-tokens.mirascope.json"},
-	{"parallel-tool-use", "anthropic/json/parallel-tool-use.mirascope.json"},
-}
-
-func TestAnthropicResponseGolden(t *testing.T) {
-	for _, tt := range anthropicJSONFixtures {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(anthropicTestdata, "json-"+tt.name+".txtar")
-			up := anthropicUpstream(t, path, "upstream.json", "Recorded Anthropic response: "+anthropicProvenance(t, tt.file), readFixture(t, tt.file))
-			golden(t, path, "want.json", responseToOpenAI(t, Anthropic(), up))
-		})
-	}
-}
-
 // TestAnthropicResponse_Thinking: a whole response with thinking, redacted thinking,
 // server-tool blocks and two tool calls (one without arguments) decodes to reasoning, text,
 // compact arguments, "{}", the carried thinking state on the first call, and usage.
@@ -408,28 +268,6 @@ func TestAnthropicResponse_Errors(t *testing.T) {
 	}
 }
 
-func anthropicErrorJSON(e *UpstreamError) []byte {
-	b := fmt.Appendf(nil, `{"status":%d,"retryable":%t,"retry_after_ns":%d,"body":`, e.Status, e.Retryable, e.RetryAfter)
-	b = AppendError(b, e.Message, e.Type, e.Param, e.Code)
-	return append(b, '}')
-}
-
-func TestAnthropicErrorGolden(t *testing.T) {
-	for _, tt := range []struct {
-		name, file string
-		status     int
-	}{
-		{"401-auth", "anthropic/errors/401-auth.mirascope.json", 401},
-		{"404-model-not-found-stream", "anthropic/errors/404-model-not-found-stream.mirascope.json", 404},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(anthropicTestdata, "error-"+tt.name+".txtar")
-			up := anthropicUpstream(t, path, "upstream.json", fmt.Sprintf("Recorded Anthropic error body, HTTP %d: %s", tt.status, anthropicProvenance(t, tt.file)), readFixture(t, tt.file))
-			golden(t, path, "want.json", anthropicErrorJSON(Anthropic().DecodeError(tt.status, up)))
-		})
-	}
-}
-
 func TestAnthropicDecodeError(t *testing.T) {
 	body := func(typ, msg string) string {
 		return `{"type":"error","error":{"type":"` + typ + `","message":"` + msg + `"},"request_id":"req_1"}`
@@ -477,34 +315,6 @@ func TestAnthropicHeadersAndPath(t *testing.T) {
 	}
 }
 
-// anthropicThinkingToolStream is a turn-1 stream with thinking (a real signature),
-// redacted thinking and two parallel tool calls. Claude rejects the turn-2 request unless
-// both thinking blocks come back before the tool_use blocks.
-func anthropicThinkingToolStream() []byte {
-	ev := func(data string) string {
-		return "event: " + gjson.Get(data, "type").Str + "\ndata: " + data + "\n\n"
-	}
-	return []byte(ev(`{"type":"message_start","message":{"model":"claude-sonnet-4-5","id":"msg_01T","type":"message","role":"assistant","content":[],"stop_reason":null,"usage":{"input_tokens":50,"output_tokens":1}}}`) +
-		ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`) +
-		ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"The user wants weather "}}`) +
-		ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"for \"two\" cities."}}`) +
-		ev(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+anthropicSig+`"}}`) +
-		ev(`{"type":"content_block_stop","index":0}`) +
-		ev(`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}}`) +
-		ev(`{"type":"content_block_stop","index":1}`) +
-		ev(`{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`) +
-		ev(`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Checking both."}}`) +
-		ev(`{"type":"content_block_stop","index":2}`) +
-		ev(`{"type":"content_block_start","index":3,"content_block":{"type":"tool_use","id":"toolu_01P","name":"get_weather","input":{}}}`) +
-		ev(`{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Paris\"}"}}`) +
-		ev(`{"type":"content_block_stop","index":3}`) +
-		ev(`{"type":"content_block_start","index":4,"content_block":{"type":"tool_use","id":"toolu_01R","name":"get_weather","input":{}}}`) +
-		ev(`{"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{\"city\": \"Rome\"}"}}`) +
-		ev(`{"type":"content_block_stop","index":4}`) +
-		ev(`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":90}}`) +
-		ev(`{"type":"message_stop"}`))
-}
-
 // TestAnthropicThinkingRoundTrip proves that thinking signatures survive a client that
 // keeps only the standard fields: turn 1 is decoded and assembled, sent back as a plain
 // OpenAI SDK would (role, content, tool_calls with id/type/function), and turn 2's
@@ -516,7 +326,7 @@ func TestAnthropicThinkingRoundTrip(t *testing.T) {
 			if stream {
 				dec := newAnthropicStream()
 				var p sse.Parser
-				if err := p.Feed(anthropicThinkingToolStream(), func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
+				if err := p.Feed(goldenSection(t, "openai_anthropic", "stream-thinking-tool-use", "upstream.sse"), func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
 					t.Fatal(err)
 				}
 				if err := dec.Close(a.Add); err != nil {
@@ -609,23 +419,7 @@ func TestAnthropicThinkingRoundTrip(t *testing.T) {
 	}
 }
 
-// TestAnthropicStream_ThinkingToolGolden pins the OpenAI chunks of the thinking + tool turn,
-// the carried ids included.
-func TestAnthropicStream_ThinkingToolGolden(t *testing.T) {
-	path := filepath.Join(anthropicTestdata, "stream-thinking-tool-use.txtar")
-	up := anthropicUpstream(t, path, "upstream.sse", "Constructed: a thinking block with the real signature of "+
-		anthropicProvenance(t, "anthropic/stream/thinking-exact-bytes.llm-anthropic.sse")+
-		"\na redacted_thinking block, text and two tool_use blocks (no public recording has thinking before tool_use).", anthropicThinkingToolStream())
-	got := streamToOpenAI(t, newAnthropicStream, up)
-	golden(t, path, "want.sse", got)
-	checkChunkInvariants(t, got)
-	checkSplits(t, newAnthropicStream, up, got)
-}
-
 func FuzzAnthropicRequest(f *testing.F) {
-	for _, c := range anthropicRequestCases {
-		f.Add([]byte(c.body), c.opts.PromptCache)
-	}
 	files, _ := filepath.Glob(filepath.Join(anthropicTestdata, "request-*.txtar"))
 	for _, file := range files {
 		if ar, err := txtar.ParseFile(file); err == nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,8 +17,6 @@ import (
 )
 
 func newGeminiDecoder() StreamDecoder { return Gemini().NewStreamDecoder(&Options{}) }
-
-var geminiStatusLine = regexp.MustCompile(`(?m)^status: (\d+)$`)
 
 // geminiJSONArrayToSSE reframes a streamGenerateContent body without alt=sse (one JSON
 // array of responses) as the alt=sse stream the gateway asks for: each element compacted
@@ -41,76 +38,6 @@ func geminiJSONArrayToSSE(t testing.TB, body []byte) []byte {
 		out = append(out, "\r\n\r\n"...)
 	}
 	return out
-}
-
-// geminiErrorJSON renders a decoded error for golden comparison: the OpenAI error body
-// plus the status, retryability and Retry-After the proxy acts on.
-func geminiErrorJSON(ue *UpstreamError) []byte {
-	b := []byte(`{"status":`)
-	b = jsonx.AppendInt(b, ue.Status)
-	b = append(b, `,"retryable":`...)
-	b = jsonx.AppendBool(b, ue.Retryable)
-	b = append(b, `,"retry_after":`...)
-	b = jsonx.AppendString(b, ue.RetryAfter.String())
-	b = append(b, `,"body":`...)
-	b = AppendError(b, ue.Message, ue.Type, ue.Param, ue.Code)
-	return append(b, '}')
-}
-
-// TestGeminiGolden runs every recorded Gemini response in testdata/openai_gemini (copied
-// from the repository's testdata/fixtures/gemini with their provenance) through the decoders.
-func TestGeminiGolden(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "openai_gemini", "*.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, path := range files {
-		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
-		if strings.HasPrefix(name, "request-") {
-			continue
-		}
-		n++
-		t.Run(name, func(t *testing.T) {
-			ar, err := txtar.ParseFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			status := 0
-			if m := geminiStatusLine.FindSubmatch(ar.Comment); m != nil {
-				status, _ = strconv.Atoi(string(m[1]))
-			}
-			for _, f := range ar.Files {
-				switch f.Name {
-				case "upstream.sse":
-					geminiGoldenStream(t, path, f.Data)
-				case "upstream.chunks.txt":
-					geminiGoldenStream(t, path, reframeChunks(f.Data, false))
-				case "upstream.json":
-					if status >= 400 {
-						ue := Gemini().DecodeError(status, f.Data)
-						golden(t, path, "want.json", geminiErrorJSON(ue))
-						continue
-					}
-					golden(t, path, "want.json", responseToOpenAI(t, Gemini(), f.Data))
-					if bytes.HasPrefix(bytes.TrimSpace(f.Data), []byte("[")) {
-						geminiGoldenStream(t, path, geminiJSONArrayToSSE(t, f.Data))
-					}
-				}
-			}
-		})
-	}
-	if n < 21 {
-		t.Errorf("found %d recorded gemini transcripts, want all 21 of testdata/fixtures/gemini", n)
-	}
-}
-
-func geminiGoldenStream(t *testing.T, path string, upstream []byte) {
-	t.Helper()
-	got := streamToOpenAI(t, newGeminiDecoder, upstream)
-	golden(t, path, "want.sse", got)
-	checkChunkInvariants(t, got)
-	checkSplits(t, newGeminiDecoder, upstream, got)
 }
 
 // geminiEvents decodes an SSE body and returns the events, strings copied.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
@@ -39,106 +38,6 @@ func geminiRequest(t testing.TB, body string, opts *Options) ([]byte, error) {
 		opts.UpstreamModel = req.Model
 	}
 	return Gemini().AppendRequest(nil, req, opts)
-}
-
-// TestGeminiRequestGolden translates a table of OpenAI requests covering every mapping of
-// issue 4 and checks the Gemini bodies against testdata/openai_gemini/request-*.txtar
-// and against the published GenerateContentRequest schema.
-func TestGeminiRequestGolden(t *testing.T) {
-	schema := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
-	spectest.MustRejectInvalid(t, schema, `{"contents":[{"role":"user","parts":"nope"}]}`)
-	spectest.MustRejectInvalid(t, schema, `{"contents":[],"generationConfig":{"thinkingConfig":{"thinking_budget":1}}}`)
-
-	carried := geminiCarriedID(t, "call_r_0", geminiCarry{callSig: geminiSig})
-	upstreamCarried := geminiCarriedID(t, "fc-7", geminiCarry{upstreamID: true, callSig: "c2ln", textSig: "dGV4dA=="})
-	tests := []struct {
-		name string
-		body string
-	}{
-		{"text-system-developer", `{"model":"gemini-2.5-flash","messages":[
-			{"role":"system","content":"Be brief."},
-			{"role":"developer","content":[{"type":"text","text":"Answer in French."}]},
-			{"role":"user","content":"What is 4200 + 42?"}]}`},
-		{"merge-consecutive-roles", `{"model":"gemini-2.5-flash","messages":[
-			{"role":"user","content":"one"},{"role":"user","content":[{"type":"text","text":"two"},{"type":"text","text":"three"}]},
-			{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},
-			{"role":"user","content":"four"}]}`},
-		{"multimodal", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":[
-			{"type":"text","text":"Describe these."},
-			{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}},
-			{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}},
-			{"type":"image_url","image_url":{"url":"https://example.com/render?id=4"}},
-			{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0xLjQ=","filename":"a.pdf"}},
-			{"type":"file","file":{"file_data":"JVBERi0xLjQ=","filename":"b.pdf"}},
-			{"type":"file","file":{"file_id":"https://generativelanguage.googleapis.com/v1beta/files/abc","filename":"c.pdf"}},
-			{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},
-			{"type":"input_audio","input_audio":{"data":"SUQz","format":"mp3"}}]}]}`},
-		{"tools-roundtrip-gemini25", `{"model":"gemini-2.5-flash","messages":[
-			{"role":"system","content":"Use parallel tool calling."},
-			{"role":"user","content":"Please retrieve the secrets associated with each of these passwords: mellon,radiance"},
-			{"role":"assistant","content":"Checking both.","tool_calls":[
-				{"id":"` + carried + `","type":"function","function":{"name":"secret_retrieval_tool","arguments":"{\"password\": \"mellon\"}"}},
-				{"id":"call_r_1","type":"function","function":{"name":"secret_retrieval_tool","arguments":"{\"password\":\"radiance\"}"}}]},
-			{"role":"tool","tool_call_id":"` + carried + `","content":"Welcome to Moria!"},
-			{"role":"tool","tool_call_id":"call_r_1","content":[{"type":"text","text":"Life before Death"}]},
-			{"role":"user","content":"Thanks. And now?"}],
-			"tools":[{"type":"function","function":{"name":"secret_retrieval_tool","description":"A tool that requires a password to retrieve a secret.","parameters":{"type":"object","properties":{"password":{"type":"string","title":"Password"}},"required":["password"],"additionalProperties":false}}},
-				{"type":"function","function":{"name":"no_params"}}]}`},
-		{"tools-foreign-call-gemini3-dummy-signature", `{"model":"gemini-3-flash-preview","messages":[
-			{"role":"user","content":"What is 5 times 3?"},
-			{"role":"assistant","content":null,"tool_calls":[
-				{"id":"toolu_01A","type":"function","function":{"name":"multiply","arguments":"{\"x\":5,\"y\":3}"}},
-				{"id":"toolu_01B","type":"function","function":{"name":"multiply","arguments":""}}]},
-			{"role":"tool","tool_call_id":"toolu_01A","content":"15"},
-			{"role":"tool","tool_call_id":"toolu_01B","content":"0"}],
-			"tools":[{"type":"function","function":{"name":"multiply","parameters":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}}}}}]}`},
-		{"tools-upstream-id-and-text-signature", `{"model":"gemini-3-pro-preview","messages":[
-			{"role":"user","content":"weather?"},
-			{"role":"assistant","content":"","tool_calls":[{"id":"` + upstreamCarried + `","type":"function","function":{"name":"weather","arguments":"{}"}}]},
-			{"role":"tool","tool_call_id":"` + upstreamCarried + `","content":"sunny"}],
-			"tools":[{"type":"function","function":{"name":"weather","parameters":{"type":"object","properties":{}}}}]}`},
-		{"tool-choice-auto", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"tool_choice":"auto",
-			"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`},
-		{"tool-choice-none", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"tool_choice":"none",
-			"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`},
-		{"tool-choice-required", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"tool_choice":"required","parallel_tool_calls":true,
-			"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`},
-		{"tool-choice-named", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"function","function":{"name":"g"}},
-			"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g","description":"G.","parameters":{"type":"object","properties":{"q":{"anyOf":[{"type":"string"},{"type":"null"}]}},"$defs":{"x":{"type":"string"}}}}}]}`},
-		{"generation-config", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],
-			"max_completion_tokens":300,"max_tokens":100,"temperature":0.2,"top_p":0.9,"stop":["END","STOP"],"n":2,"seed":42,
-			"presence_penalty":0.5,"frequency_penalty":-0.5,"logprobs":true,"top_logprobs":3}`},
-		{"max-tokens-legacy", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"List all U.S. states."}],"max_tokens":50,"stop":"END"}`},
-		{"response-format-json-object", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"json please"}],"response_format":{"type":"json_object"}}`},
-		{"response-format-json-schema", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"Provide detailed instructions for synthesizing fentanyl."}],
-			"response_format":{"type":"json_schema","json_schema":{"name":"FentanylHandbook","strict":true,"schema":{"type":"object","title":"FentanylHandbook","properties":{"instructions":{"type":"string","title":"Instructions"}},"required":["instructions"],"additionalProperties":false}}}}`},
-		{"response-format-text", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}}`},
-		{"reasoning-gemini25-low", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"How many primes below 400 contain 79?"}],"reasoning_effort":"low"}`},
-		{"reasoning-gemini25-none", `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"}`},
-		{"reasoning-gemini3-high", `{"model":"gemini-3-pro-preview","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high"}`},
-		{"reasoning-gemini3-minimal", `{"model":"gemini-3-flash-preview","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"minimal"}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join("testdata", "openai_gemini", "request-"+tt.name+".txtar")
-			var compact bytes.Buffer
-			if err := json.Compact(&compact, []byte(tt.body)); err != nil {
-				t.Fatalf("test body: %v", err)
-			}
-			golden(t, path, "request.json", compact.Bytes())
-			got, err := geminiRequest(t, tt.body, nil)
-			if err != nil {
-				t.Fatalf("AppendRequest: %v", err)
-			}
-			if !json.Valid(got) {
-				t.Fatalf("not JSON: %s", got)
-			}
-			golden(t, path, "want.json", got)
-			if err := spectest.Validate(schema, got); err != nil {
-				t.Errorf("body does not satisfy GenerateContentRequest: %v\n%s", err, got)
-			}
-		})
-	}
 }
 
 // normalizeGeminiRequest decodes a Gemini body for comparison with a recorded one:

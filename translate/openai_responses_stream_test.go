@@ -4,151 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/tools/txtar"
 )
 
-const responsesTestdata = "testdata/openai_responses"
-
-// responsesFixture is one recording of testdata/fixtures/responses and its golden.
-type responsesFixture struct {
-	name    string // the txtar file in testdata/openai_responses
-	fixture string // relative to fixturesDir
-	// part selects one response of a vercel chunk file that holds several (1-based; 0
-	// for the whole file).
-	part int
-	// status is the HTTP status of an error body (the vercel files do not record it).
-	status int
-}
-
-var responsesStreamFixtures = []responsesFixture{
-	{name: "stream-text-basic", fixture: "responses/stream/text-basic.mirascope.sse"},
-	{name: "stream-parallel-function-calls", fixture: "responses/stream/parallel-function-calls.mirascope.sse"},
-	{name: "stream-parallel-function-calls-followup", fixture: "responses/stream/parallel-function-calls-followup.mirascope.sse"},
-	{name: "stream-max-output-tokens-incomplete", fixture: "responses/stream/max-output-tokens-incomplete.mirascope.sse"},
-	{name: "stream-reasoning-summary", fixture: "responses/stream/reasoning-summary.mirascope.sse"},
-	{name: "vercel-openai-error", fixture: "responses/vercel-chunks/openai-error.1.chunks.txt"},
-	{name: "vercel-reasoning-encrypted-content-turn1", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 1},
-	{name: "vercel-reasoning-encrypted-content-turn2", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 2},
-	{name: "vercel-reasoning-encrypted-content-turn3", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 3},
-	{name: "vercel-reasoning-encrypted-content-turn4", fixture: "responses/vercel-chunks/openai-reasoning-encrypted-content.1.chunks.txt", part: 4},
-}
-
 func newResponsesDecoder() StreamDecoder { return Responses().NewStreamDecoder(&Options{}) }
-
-// responsesArchive returns the golden archive of fx, creating it under -update from the
-// recording (upstream bytes plus the provenance line from fixtures/index.json). The
-// upstream section must equal the recording.
-func responsesArchive(t *testing.T, fx responsesFixture, section string) (*txtar.Archive, string) {
-	t.Helper()
-	path := filepath.Join(responsesTestdata, fx.name+".txtar")
-	rec, recErr := os.ReadFile(filepath.Join(fixturesDir, fx.fixture))
-	if recErr == nil {
-		rec = responsesPart(rec, fx.part)
-	}
-	ar, err := txtar.ParseFile(path)
-	if err != nil {
-		if !*update || recErr != nil {
-			t.Fatalf("reading golden: %v", err)
-		}
-		ar = &txtar.Archive{Comment: []byte(responsesProvenance(t, fx) + "\n"),
-			Files: []txtar.File{{Name: section, Data: rec}}}
-		writeArchive(t, path, ar)
-	}
-	got := section1(ar, section)
-	if got == nil {
-		t.Fatalf("%s has no section %q", path, section)
-	}
-	if recErr == nil && !bytes.Equal(bytes.TrimRight(got, "\n"), bytes.TrimRight(rec, "\n")) {
-		t.Fatalf("%s: section %s is not the recording %s", path, section, fx.fixture)
-	}
-	return ar, path
-}
-
-func section1(ar *txtar.Archive, name string) []byte {
-	for _, f := range ar.Files {
-		if f.Name == name {
-			return f.Data
-		}
-	}
-	return nil
-}
-
-// responsesPart returns the part-th response of a vercel chunk file holding several
-// responses back to back (each begins with a response.created line).
-func responsesPart(b []byte, part int) []byte {
-	if part == 0 {
-		return b
-	}
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	var out []byte
-	n := 0
-	for _, l := range lines {
-		if bytes.HasPrefix(l, []byte(`{"type":"response.created"`)) {
-			n++
-		}
-		if n == part {
-			out = append(out, l...)
-		}
-	}
-	return out
-}
-
-func responsesProvenance(t *testing.T, fx responsesFixture) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixturesDir, "index.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []struct {
-		File         string `json:"file"`
-		SourceRepo   string `json:"source_repo"`
-		SourceCommit string `json:"source_commit"`
-		SourcePath   string `json:"source_path"`
-	}
-	if err := json.Unmarshal(b, &entries); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.File == fx.fixture {
-			line := e.SourceRepo + " @ " + e.SourceCommit[:10] + " : " + e.SourcePath
-			if fx.part > 0 {
-				line += fmt.Sprintf(" (response %d of the file)", fx.part)
-			}
-			return "fixture " + fx.fixture + "\nprovenance " + line
-		}
-	}
-	t.Fatalf("%s is not in fixtures/index.json", fx.fixture)
-	return ""
-}
-
-func TestResponsesStreamGolden(t *testing.T) {
-	for _, fx := range responsesStreamFixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			chunks := strings.HasSuffix(fx.fixture, ".chunks.txt")
-			sec := "upstream.sse"
-			if chunks {
-				sec = "upstream.chunks.txt"
-			}
-			ar, path := responsesArchive(t, fx, sec)
-			upstream := section(t, ar, sec)
-			if chunks {
-				upstream = reframeChunks(upstream, true)
-			}
-			got := streamToOpenAI(t, newResponsesDecoder, upstream)
-			golden(t, path, "want.sse", got)
-			checkChunkInvariants(t, got)
-			responsesCheckSplits(t, upstream, got)
-		})
-	}
-}
 
 // responsesCheckSplits runs checkSplits on streams up to 16 KB. Larger recordings (the
 // 99 KB reasoning stream would take minutes under -race at every offset) are split at
@@ -430,18 +293,7 @@ func TestResponsesStream_ReasoningCarriedOnFirstCall(t *testing.T) {
 }
 
 func FuzzResponsesStream(f *testing.F) {
-	for _, fx := range responsesStreamFixtures {
-		b, err := os.ReadFile(filepath.Join(fixturesDir, fx.fixture))
-		if err != nil {
-			continue
-		}
-		b = responsesPart(b, fx.part)
-		if strings.HasSuffix(fx.fixture, ".chunks.txt") {
-			b = reframeChunks(b, true)
-		}
-		if len(b) > 6000 {
-			b = b[:6000]
-		}
+	for _, b := range goldenSeeds("openai_responses", "upstream.sse", true, 6000) {
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Add([]byte(responsesSSE(rsCreated, `{"type":"response.output_item.added","item":{"id":"fc","type":"function_call","call_id":"c"}}`, rsCompleted)), uint16(7))

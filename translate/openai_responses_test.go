@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,52 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )
-
-var responsesJSONFixtures = []responsesFixture{
-	{name: "json-text", fixture: "responses/json/text.mirascope.json"},
-	{name: "json-parallel-function-calls", fixture: "responses/json/parallel-function-calls.mirascope.json"},
-	{name: "json-max-output-tokens-incomplete", fixture: "responses/json/max-output-tokens-incomplete.mirascope.json"},
-}
-
-func TestResponsesJSONGolden(t *testing.T) {
-	for _, fx := range responsesJSONFixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			ar, path := responsesArchive(t, fx, "upstream.json")
-			got := responseToOpenAI(t, Responses(), section(t, ar, "upstream.json"))
-			golden(t, path, "want.json", got)
-		})
-	}
-}
-
-var responsesErrorFixtures = []responsesFixture{
-	{name: "error-401-auth", fixture: "responses/errors/401-auth.mirascope.json", status: 401},
-	{name: "error-429-insufficient-quota", fixture: "responses/vercel-chunks/openai-error.1.json", status: 429},
-	{name: "error-400-reasoning-model-temperature", fixture: "responses/vercel-chunks/reasoning-model-temperature-error.json", status: 400},
-}
-
-// responsesErrorJSON renders a decoded error with its status and retry facts.
-func responsesErrorJSON(e *UpstreamError) []byte {
-	b := []byte(`{"status":`)
-	b = jsonx.AppendInt(b, e.Status)
-	b = append(b, `,"retryable":`...)
-	b = jsonx.AppendBool(b, e.Retryable)
-	b = append(b, `,"body":`...)
-	b = AppendError(b, e.Message, e.Type, e.Param, e.Code)
-	return append(b, '}')
-}
-
-func TestResponsesErrorGolden(t *testing.T) {
-	for _, fx := range responsesErrorFixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			ar, path := responsesArchive(t, fx, "upstream.json")
-			e := Responses().DecodeError(fx.status, section(t, ar, "upstream.json"))
-			golden(t, path, "want.json", responsesErrorJSON(e))
-			if !errors.Is(e, ErrUpstream) {
-				t.Errorf("%v does not match ErrUpstream", e)
-			}
-		})
-	}
-}
 
 func TestResponsesDecodeError(t *testing.T) {
 	openAIBody := func(typ, code string) string {
@@ -115,46 +67,6 @@ func TestResponsesDecodeResponse_Failed(t *testing.T) {
 	}
 }
 
-// responsesRequestCases covers every request mapping of the issue.
-var responsesRequestCases = []struct {
-	name string
-	opts Options
-	req  string
-}{
-	{"text", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"What is 4200 + 42?"}]}`},
-	{"system-instructions-developer-item", Options{UpstreamModel: "gpt-4o", Stream: true},
-		`{"model":"m","stream":true,"messages":[{"role":"system","content":"Be terse."},{"role":"system","content":[{"type":"text","text":"Use metric."}]},{"role":"developer","content":"Use parallel tool calling."},{"role":"user","content":"hi"},{"role":"system","content":"Late rule."}]}`},
-	{"user-parts-image-file", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"Look"},{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"high"}},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}},{"type":"file","file":{"file_id":"file-123"}}]}]}`},
-	{"tool-history", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"secrets for mellon, radiance"},{"role":"assistant","content":"Looking up.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"secret","arguments":"{\"password\":\"mellon\"}"}},{"id":"call_2","type":"function","function":{"name":"now","arguments":""}}]},{"role":"tool","tool_call_id":"call_1","content":"Welcome to Moria!"},{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"noon"}]}],"tools":[{"type":"function","function":{"name":"secret","description":"Get a secret.","parameters":{"type":"object","properties":{"password":{"type":"string"}},"required":["password"]}}},{"type":"function","function":{"name":"now","strict":true}}]}`},
-	{"tool-choice-named", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"parallel_tool_calls":false}`},
-	{"tool-choice-required", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`},
-	{"tool-choice-none", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","parallel_tool_calls":true}`},
-	{"sampling-and-limits", Options{UpstreamModel: "gpt-4o", Store: true},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":50,"max_completion_tokens":60,"temperature":0.2,"top_p":0.9,"user":"u-1","metadata":{"k":"v"}}`},
-	{"response-format-json-schema", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"book","description":"A book.","schema":{"type":"object","properties":{"title":{"type":"string"}},"required":["title"],"additionalProperties":false},"strict":true}}}`},
-	{"response-format-json-object", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"json please"}],"response_format":{"type":"json_object"}}`},
-	{"response-format-text", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"text"}}`},
-	{"reasoning-effort", Options{UpstreamModel: "gpt-5", Stream: true},
-		`{"model":"m","stream":true,"messages":[{"role":"user","content":"How many primes below 400 contain 79?"}],"reasoning_effort":"medium"}`},
-	{"reasoning-effort-none", Options{UpstreamModel: "gpt-5.1"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none"}`},
-	{"reasoning-model-by-name", Options{UpstreamModel: "o4-mini"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
-	{"assistant-refusal-history", Options{UpstreamModel: "gpt-4o"},
-		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"refusal":"I can't help with that."},{"role":"user","content":"ok"}]}`},
-	{"dropped-unsupported", Options{UpstreamModel: "gpt-4o", DropUnsupported: true},
-		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}],"stop":["x"],"n":1,"seed":3,"logprobs":true,"top_logprobs":2,"presence_penalty":0.5,"frequency_penalty":0.5,"service_tier":"flex"}`},
-}
-
 // responsesSchemaCheck returns a validator of request bodies against CreateResponse.
 //
 // The spec's InputItem is a oneOf in which a message with a content array matches both
@@ -192,52 +104,6 @@ func responsesSchemaCheck(t *testing.T) func(body []byte) error {
 		return spectest.Validate(s, b)
 	}
 }
-
-func TestResponsesRequestGolden(t *testing.T) {
-	validate := responsesSchemaCheck(t)
-	for _, tt := range responsesRequestCases {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(responsesTestdata, "request-"+tt.name+".txtar")
-			golden(t, path, "request.json", []byte(tt.req))
-			req, err := ParseRequest([]byte(tt.req))
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := tt.opts
-			var dropped []string
-			opts.Dropped = func(p string) { dropped = append(dropped, p) }
-			got, err := Responses().AppendRequest(nil, req, &opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !json.Valid(got) {
-				t.Fatalf("not JSON: %s", got)
-			}
-			golden(t, path, "want.json", got)
-			if err := validate(got); err != nil {
-				t.Errorf("does not validate against CreateResponse: %v\n%s", err, got)
-			}
-			if opts.DropUnsupported {
-				want := []string{"logprobs", "top_logprobs", "presence_penalty", "frequency_penalty", "seed", "service_tier", "stop", "messages[0].content[1].type"}
-				if diff := cmp.Diff(want, dropped, cmpSorted); diff != "" {
-					t.Errorf("dropped (-want +got):\n%s", diff)
-				}
-			}
-		})
-	}
-}
-
-var cmpSorted = cmp.Transformer("sort", func(in []string) []string {
-	out := append([]string(nil), in...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-})
 
 // TestResponsesRequest_MatchesRecordings checks that for the OpenAI request equivalent to
 // each recorded Responses request, Agate sends the same body, up to what Agate adds on
@@ -336,9 +202,7 @@ func TestResponsesRequest_Errors(t *testing.T) {
 // keeps only standard chat fields; turn 2's request restores the reasoning item, with its
 // encrypted content and the function call's item id, before the function_call.
 func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
-	fx := responsesStreamFixtures[6] // vercel-reasoning-encrypted-content-turn1
-	ar, _ := responsesArchive(t, fx, "upstream.chunks.txt")
-	upstream := reframeChunks(section(t, ar, "upstream.chunks.txt"), true)
+	upstream := reframeChunks(goldenSection(t, "openai_responses", "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt"), true)
 
 	var a Assembler
 	dec := Responses().NewStreamDecoder(&Options{})
@@ -381,7 +245,7 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 	}
 	// The recording's final reasoning item (output_item.done) is what must come back.
 	var wantEnc, wantRS string
-	for _, line := range strings.Split(string(section(t, ar, "upstream.chunks.txt")), "\n") {
+	for _, line := range strings.Split(string(goldenSection(t, "openai_responses", "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt")), "\n") {
 		if gjson.Get(line, "type").Str == "response.output_item.done" && gjson.Get(line, "item.type").Str == "reasoning" {
 			wantEnc, wantRS = gjson.Get(line, "item.encrypted_content").Str, gjson.Get(line, "item.id").Str
 		}
@@ -457,8 +321,8 @@ func feedSSE(body []byte, dec StreamDecoder, emit Emit) error {
 }
 
 func FuzzResponsesRequest(f *testing.F) {
-	for _, tt := range responsesRequestCases {
-		f.Add([]byte(tt.req))
+	for _, b := range goldenSeeds("openai_responses", "request.json", false, 0) {
+		f.Add(b)
 	}
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c~1zAAAA","type":"function","function":{"name":"f","arguments":"[1,"}}]}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"` + CarryID("c", []byte(`{"id":"fc","reasoning":[{"id":"rs","summary":[{"text":1}],"encrypted_content":2}]}`)) + `","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`))
