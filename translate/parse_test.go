@@ -1,15 +1,17 @@
 package translate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
 )
 
 // TestParseRequest_Errors pins the parameter each invalid request is blamed on.
@@ -255,12 +257,12 @@ var quirkSeeds = []string{
 	`[{"model":"m"}]`, `"x"`, `1`, `nul`, `{`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`, `{"a":tru}`,
 }
 
-// FuzzParseRequestMatchesGJSON: ParseRequest agrees with parseRequestGJSON, the gjson-based
-// parser it replaced, on every input: both accept or both reject; accepted requests are
-// equal, and rejections blame the same param with the same message. The differences
-// allowed: ParseRequest rejects repeated and case-variant member names, which gjson read
-// first-wins (ambiguousKey), and the seed range in allowedDifference.
-func FuzzParseRequestMatchesGJSON(f *testing.F) {
+// FuzzParseRequestOracle is the request parser's differential oracle: encoding/json. Both
+// judge the body's JSON alike (ParseRequest also rejects a body that is not UTF-8 or has
+// repeated or case-variant member names, which encoding/json would read last-wins and
+// case-insensitively), and what ParseRequest accepts, encoding/json reads the same:
+// oracleCheck compares every field both read.
+func FuzzParseRequestOracle(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
@@ -269,62 +271,143 @@ func FuzzParseRequestMatchesGJSON(f *testing.F) {
 	}
 	f.Add([]byte(geminiBenchRequest(f)))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, gotErr := ParseRequest(body)
-		want, wantErr := parseRequestGJSON(body)
-		if ambiguousKey(gotErr) {
-			return
-		}
-		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("ParseRequest error %v, gjson error %v, body %q", gotErr, wantErr, body)
-		}
-		if gotErr != nil {
-			if diff := cmp.Diff(wantErr, gotErr); diff != "" {
-				t.Fatalf("error (-gjson +ParseRequest):\n%s\nbody %q", diff, body)
-			}
-			return
-		}
-		if allowedDifference(want, got) {
-			want.Seed = got.Seed
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("request (-gjson +ParseRequest):\n%s\nbody %q", diff, body)
-		}
+		oracleCheck(t, body)
 	})
 }
 
+// TestParseRequest_Quirks runs the quirk seeds through the oracle (the fuzz target does
+// too, but only with -fuzz or on its seed corpus).
+func TestParseRequest_Quirks(t *testing.T) {
+	for _, body := range quirkSeeds {
+		t.Run(body, func(t *testing.T) { oracleCheck(t, []byte(body)) })
+	}
+}
+
 // ambiguousKey reports whether err rejects a repeated or case-variant member name, or a
-// body that is not UTF-8 (which gjson did not check).
+// body that is not UTF-8: inputs encoding/json reads differently.
 func ambiguousKey(err error) bool {
 	var pe *ParamError
 	return errors.As(err, &pe) && (pe.Code == CodeDuplicateKey || pe.Code == CodeKeyCase || pe.Code == CodeInvalidUTF8)
 }
 
-// allowedDifference reports the one place ParseRequest deliberately differs: a seed beyond
-// the int64 range written as plain digits saturates, where gjson's overflow check could
-// miss and wrap (25000000000000000000 became 6553255926290448384).
-func allowedDifference(want, got *Request) bool {
-	return want.Seed != nil && got.Seed != nil && *want.Seed != *got.Seed &&
-		(*got.Seed == math.MaxInt64 || *got.Seed == math.MinInt64)
+// oracleCheck parses body with ParseRequest and with encoding/json and compares them.
+func oracleCheck(t *testing.T, body []byte) {
+	t.Helper()
+	req, err := ParseRequest(body)
+	if ambiguousKey(err) {
+		return
+	}
+	if !json.Valid(body) {
+		var pe *ParamError
+		if err == nil || !errors.As(err, &pe) || !strings.Contains(pe.Message, "not valid JSON") && !strings.Contains(pe.Message, "empty") {
+			t.Fatalf("encoding/json rejects %q; ParseRequest: %v", body, err)
+		}
+		return
+	}
+	if err != nil {
+		return // a field error: the oracle knows no OpenAI rules
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("encoding/json cannot decode an accepted request: %v", err)
+	}
+	got := oracleView(req)
+	if diff := cmp.Diff(oracleRead(m), got); diff != "" {
+		t.Fatalf("request (-encoding/json +ParseRequest):\n%s\nbody %q", diff, body)
+	}
 }
 
-// TestParseRequest_Quirks runs the quirk seeds through both parsers (the fuzz target does
-// too, but only with -fuzz or on its seed corpus). Seeds with repeated keys are rejected
-// now (TestParseRequest_AmbiguousKeys); they stay as fuzz seeds.
-func TestParseRequest_Quirks(t *testing.T) {
-	for _, body := range quirkSeeds {
-		got, gotErr := ParseRequest([]byte(body))
-		want, wantErr := parseRequestGJSON([]byte(body))
-		if ambiguousKey(gotErr) {
-			continue
+// oracleRequest is what the oracle compares of a request.
+type oracleRequest struct {
+	Model                 string
+	Stream, IncludeUsage  bool
+	MaxTokens, N          int
+	Temperature, TopP     *float64
+	User, ReasoningEffort string
+	Messages              []oracleMessage
+	Tools                 []string // name: description
+}
+
+type oracleMessage struct {
+	Role, Name, ToolCallID, Text string
+	ToolCalls                    []string // id name arguments
+}
+
+func oracleView(r *Request) oracleRequest {
+	o := oracleRequest{Model: r.Model, Stream: r.Stream, IncludeUsage: r.IncludeUsage, MaxTokens: r.MaxTokens,
+		N: r.N, Temperature: r.Temperature, TopP: r.TopP, User: r.User, ReasoningEffort: r.ReasoningEffort}
+	for _, m := range r.Messages {
+		om := oracleMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, Text: m.Text()}
+		for _, tc := range m.ToolCalls {
+			om.ToolCalls = append(om.ToolCalls, tc.ID+" "+tc.Name+" "+tc.Arguments)
 		}
-		if diff := cmp.Diff(wantErr, gotErr); diff != "" {
-			t.Errorf("%s: error (-gjson +ParseRequest):\n%s", body, diff)
-			continue
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: request (-gjson +ParseRequest):\n%s", body, diff)
-		}
+		o.Messages = append(o.Messages, om)
 	}
+	for _, tl := range r.Tools {
+		o.Tools = append(o.Tools, tl.Name+": "+tl.Description)
+	}
+	return o
+}
+
+// oracleRead reads an accepted request as encoding/json decoded it, by the documented
+// OpenAI shapes: max_completion_tokens outranks max_tokens; content is a string or an
+// array of parts whose text parts make the text; null means absent.
+func oracleRead(m map[string]any) oracleRequest {
+	str := func(v any) string { s, _ := v.(string); return s }
+	num := func(v any) *float64 {
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil
+		}
+		f, _ := n.Float64()
+		return &f
+	}
+	integer := func(v any) int {
+		if f := num(v); f != nil {
+			return int(*f)
+		}
+		return 0
+	}
+	o := oracleRequest{Model: str(m["model"]), Stream: m["stream"] == true, N: integer(m["n"]),
+		Temperature: num(m["temperature"]), TopP: num(m["top_p"]), User: str(m["user"]), ReasoningEffort: str(m["reasoning_effort"])}
+	if so, ok := m["stream_options"].(map[string]any); ok {
+		o.IncludeUsage = so["include_usage"] == true
+	}
+	o.MaxTokens = integer(m["max_tokens"])
+	if n := integer(m["max_completion_tokens"]); n != 0 {
+		o.MaxTokens = n
+	}
+	msgs, _ := m["messages"].([]any)
+	for _, v := range msgs {
+		msg, _ := v.(map[string]any)
+		om := oracleMessage{Role: str(msg["role"]), Name: str(msg["name"]), ToolCallID: str(msg["tool_call_id"])}
+		switch c := msg["content"].(type) {
+		case string:
+			om.Text = c
+		case []any:
+			for _, p := range c {
+				if part, _ := p.(map[string]any); part["type"] == "text" {
+					om.Text += str(part["text"])
+				}
+			}
+		}
+		calls, _ := msg["tool_calls"].([]any)
+		for _, c := range calls {
+			call, _ := c.(map[string]any)
+			fn, _ := call["function"].(map[string]any)
+			om.ToolCalls = append(om.ToolCalls, str(call["id"])+" "+str(fn["name"])+" "+str(fn["arguments"]))
+		}
+		o.Messages = append(o.Messages, om)
+	}
+	tools, _ := m["tools"].([]any)
+	for _, v := range tools {
+		tl, _ := v.(map[string]any)
+		fn, _ := tl["function"].(map[string]any)
+		o.Tools = append(o.Tools, str(fn["name"])+": "+str(fn["description"]))
+	}
+	return o
 }
 
 // TestParseRequest_SeedSaturates pins the allowed difference from gjson: seeds beyond
@@ -358,12 +441,6 @@ func BenchmarkParseRequest(b *testing.B) {
 	benchmarkParse(b, ParseRequest)
 }
 
-// BenchmarkParseRequestGJSON is BenchmarkParseRequest for the gjson-based reference, to
-// compare the two on the same machine at the same time.
-func BenchmarkParseRequestGJSON(b *testing.B) {
-	benchmarkParse(b, parseRequestGJSON)
-}
-
 func benchmarkParse(b *testing.B, parse func([]byte) (*Request, error)) {
 	body := []byte(geminiBenchRequest(b))
 	b.ReportAllocs()
@@ -373,522 +450,6 @@ func benchmarkParse(b *testing.B, parse func([]byte) (*Request, error)) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// parseRequestGJSON is ParseRequest as it was before the single-pass scanner: gjson.Valid,
-// then nested ForEach and Get calls. It is kept, unchanged but for names, as the reference
-// FuzzParseRequestMatchesGJSON compares ParseRequest with.
-func parseRequestGJSON(body []byte) (*Request, error) {
-	if len(body) == 0 {
-		return nil, &ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
-	}
-	s := string(body)
-	if !gjson.Valid(s) {
-		return nil, &ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
-	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
-		return nil, &ParamError{Message: "the request body must be a JSON object"}
-	}
-	p := gjsonParser{req: &Request{Body: s}}
-	root.ForEach(p.field)
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := p.req.check(); err != nil {
-		return nil, err
-	}
-	return p.req, nil
-}
-
-type gjsonParser struct {
-	req     *Request
-	err     *ParamError
-	sawMsgs bool
-	sawOpts bool
-}
-
-func (p *gjsonParser) fail(param, format string, args ...any) bool {
-	p.err = Errorf(param, format, args...)
-	return false
-}
-
-func (p *gjsonParser) field(k, v gjson.Result) bool {
-	r := p.req
-	name := k.Str
-	if v.Type == gjson.Null {
-		// OpenAI treats an explicit null as "not set" for optional fields.
-		switch name {
-		case "model", "messages":
-			return p.fail(name, "%s is required", name)
-		}
-		return true
-	}
-	switch name {
-	case "model":
-		if v.Type != gjson.String {
-			return p.fail("model", "must be a string")
-		}
-		r.Model = v.Str
-	case "messages":
-		if !v.IsArray() {
-			return p.fail("messages", "must be an array of messages")
-		}
-		p.sawMsgs = true
-		i := 0
-		v.ForEach(func(_, m gjson.Result) bool {
-			if !p.message(i, m) {
-				return false
-			}
-			i++
-			return true
-		})
-	case "stream":
-		if !gjsonIsBool(v) {
-			return p.fail("stream", "must be a boolean")
-		}
-		r.Stream = v.Bool()
-	case "stream_options":
-		if !v.IsObject() {
-			return p.fail("stream_options", "must be an object")
-		}
-		p.sawOpts = true
-		if iu := v.Get("include_usage"); iu.Exists() && iu.Type != gjson.Null {
-			if !gjsonIsBool(iu) {
-				return p.fail("stream_options.include_usage", "must be a boolean")
-			}
-			r.IncludeUsage = iu.Bool()
-		}
-	case "tools":
-		if !v.IsArray() {
-			return p.fail("tools", "must be an array")
-		}
-		i := 0
-		v.ForEach(func(_, t gjson.Result) bool {
-			if !p.tool(i, t) {
-				return false
-			}
-			i++
-			return true
-		})
-	case "tool_choice":
-		return p.toolChoice(v)
-	case "parallel_tool_calls":
-		if !gjsonIsBool(v) {
-			return p.fail(name, "must be a boolean")
-		}
-		b := v.Bool()
-		r.ParallelToolCalls = &b
-	case "max_tokens", "max_completion_tokens":
-		n, ok := gjsonPositiveInt(v)
-		if !ok {
-			return p.fail(name, "must be an integer of at least 1")
-		}
-		if name == "max_completion_tokens" || r.MaxTokens == 0 {
-			r.MaxTokens, r.MaxTokensParam = n, name
-		}
-	case "temperature":
-		return p.float(name, v, 0, 2, &r.Temperature)
-	case "top_p":
-		return p.float(name, v, 0, 1, &r.TopP)
-	case "presence_penalty":
-		return p.float(name, v, -2, 2, &r.PresencePenalty)
-	case "frequency_penalty":
-		return p.float(name, v, -2, 2, &r.FrequencyPenalty)
-	case "stop":
-		switch {
-		case v.Type == gjson.String:
-			r.Stop = []string{v.Str}
-		case v.IsArray():
-			ok := true
-			v.ForEach(func(_, s gjson.Result) bool {
-				if s.Type != gjson.String {
-					ok = false
-					return false
-				}
-				r.Stop = append(r.Stop, s.Str)
-				return true
-			})
-			if !ok {
-				return p.fail("stop", "must be a string or an array of strings")
-			}
-		default:
-			return p.fail("stop", "must be a string or an array of strings")
-		}
-	case "n":
-		n, ok := gjsonPositiveInt(v)
-		if !ok {
-			return p.fail("n", "must be an integer of at least 1")
-		}
-		r.N = n
-	case "seed":
-		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) {
-			return p.fail("seed", "must be an integer")
-		}
-		s := v.Int()
-		r.Seed = &s
-	case "logprobs":
-		if !gjsonIsBool(v) {
-			return p.fail(name, "must be a boolean")
-		}
-		r.Logprobs = v.Bool()
-	case "top_logprobs":
-		if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < 0 || v.Num > 20 {
-			return p.fail(name, "must be an integer from 0 to 20")
-		}
-		n := int(v.Num)
-		r.TopLogprobs = &n
-	case "response_format":
-		return p.responseFormat(v)
-	case "reasoning_effort":
-		switch v.Str {
-		case "none", "minimal", "low", "medium", "high", "xhigh":
-			if v.Type == gjson.String {
-				r.ReasoningEffort = v.Str
-				return true
-			}
-		}
-		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
-	case "user":
-		if v.Type != gjson.String {
-			return p.fail(name, "must be a string")
-		}
-		r.User = v.Str
-	case "metadata":
-		if !v.IsObject() {
-			return p.fail(name, "must be an object of string values")
-		}
-		ok := true
-		v.ForEach(func(_, mv gjson.Result) bool {
-			ok = mv.Type == gjson.String
-			return ok
-		})
-		if !ok {
-			return p.fail(name, "must be an object of string values")
-		}
-		r.Metadata = v.Raw
-	default:
-		r.Extra = append(r.Extra, Field{Name: name, Raw: v.Raw})
-	}
-	return true
-}
-
-func (p *gjsonParser) message(i int, m gjson.Result) bool {
-	if !m.IsObject() {
-		return p.fail(idx("messages", i), "each message must be an object")
-	}
-	var msg Message
-	var role, content gjson.Result
-	ok := true
-	m.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "role":
-			role = v
-		case "content":
-			content = v
-		}
-		if v.Type == gjson.Null {
-			return true
-		}
-		switch k.Str {
-		case "name":
-			if v.Type != gjson.String {
-				ok = p.fail(idx("messages", i)+".name", "must be a string")
-			}
-			msg.Name = v.Str
-		case "tool_call_id":
-			if v.Type != gjson.String {
-				ok = p.fail(idx("messages", i)+".tool_call_id", "must be a string")
-			}
-			msg.ToolCallID = v.Str
-		case "tool_calls":
-			ok = p.toolCalls(i, &msg, v)
-		case "reasoning_content":
-			if v.Type == gjson.String {
-				msg.Reasoning = v.Str
-			}
-		case "thinking_blocks":
-			v.ForEach(func(_, b gjson.Result) bool {
-				msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
-					Type: b.Get("type").Str, Thinking: b.Get("thinking").Str,
-					Signature: b.Get("signature").Str, Data: b.Get("data").Str,
-				})
-				return true
-			})
-		case "refusal":
-			if v.Type == gjson.String {
-				msg.Refusal = v.Str
-			}
-		}
-		return ok
-	})
-	if !ok {
-		return false
-	}
-	if role.Type != gjson.String {
-		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
-	}
-	switch role.Str {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-		msg.Role = role.Str
-	default:
-		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
-	}
-	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
-		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
-	}
-	if content.Exists() && content.Type != gjson.Null && !p.content(i, &msg, content) {
-		return false
-	}
-	switch msg.Role {
-	case RoleTool:
-		if msg.ToolCallID == "" {
-			return p.fail(idx("messages", i)+".tool_call_id", "tool messages need tool_call_id")
-		}
-	case RoleAssistant:
-		if !content.Exists() && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
-			return p.fail(idx("messages", i)+".content", "assistant messages need content or tool_calls")
-		}
-	default:
-		if !content.Exists() || content.Type == gjson.Null {
-			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
-		}
-	}
-	p.req.Messages = append(p.req.Messages, msg)
-	return true
-}
-
-func (p *gjsonParser) content(i int, msg *Message, v gjson.Result) bool {
-	if v.Type == gjson.String {
-		msg.Content = []Part{{Type: PartText, Text: v.Str}}
-		return true
-	}
-	if !v.IsArray() {
-		return p.fail(idx("messages", i)+".content", "must be a string or an array of content parts")
-	}
-	j := 0
-	ok := true
-	v.ForEach(func(_, c gjson.Result) bool {
-		pj := j
-		param := func() string { return idx(idx("messages", i)+".content", pj) }
-		j++
-		if !c.IsObject() {
-			ok = p.fail(param(), "each content part must be an object")
-			return false
-		}
-		t := c.Get("type").Str
-		var part Part
-		switch t {
-		case "text":
-			tx := c.Get("text")
-			if tx.Type != gjson.String {
-				ok = p.fail(param()+".text", "text parts need a string text")
-				return false
-			}
-			part = Part{Type: PartText, Text: tx.Str}
-		case "image_url":
-			u := c.Get("image_url")
-			url := u.Get("url")
-			if u.Type == gjson.String { // a lenient shape some clients send
-				url = u
-			}
-			if url.Type != gjson.String || url.Str == "" {
-				ok = p.fail(param()+".image_url.url", "image_url parts need image_url.url")
-				return false
-			}
-			part = Part{Type: PartImage, URL: url.Str, Detail: u.Get("detail").Str}
-		case "file":
-			f := c.Get("file")
-			part = Part{Type: PartFile, FileData: f.Get("file_data").Str, FileID: f.Get("file_id").Str, Filename: f.Get("filename").Str}
-			if part.FileData == "" && part.FileID == "" {
-				ok = p.fail(param()+".file", "file parts need file.file_data or file.file_id")
-				return false
-			}
-		case "input_audio":
-			a := c.Get("input_audio")
-			part = Part{Type: PartAudio, AudioData: a.Get("data").Str, AudioFormat: a.Get("format").Str}
-			if part.AudioData == "" {
-				ok = p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
-				return false
-			}
-		case "refusal":
-			if msg.Role != RoleAssistant {
-				ok = p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
-				return false
-			}
-			part = Part{Type: PartRefusal, Text: c.Get("refusal").Str}
-		default:
-			ok = p.fail(param()+".type", "unknown content part type %q", t)
-			return false
-		}
-		if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
-			ok = p.fail(param()+".type", "%s parts are only allowed in user messages", t)
-			return false
-		}
-		msg.Content = append(msg.Content, part)
-		return true
-	})
-	return ok
-}
-
-func (p *gjsonParser) toolCalls(i int, msg *Message, v gjson.Result) bool {
-	base := func() string { return idx("messages", i) + ".tool_calls" }
-	if !v.IsArray() {
-		return p.fail(base(), "must be an array")
-	}
-	j := 0
-	ok := true
-	v.ForEach(func(_, c gjson.Result) bool {
-		pj := j
-		param := func() string { return idx(base(), pj) }
-		j++
-		var id, typ, name, args gjson.Result
-		c.ForEach(func(k, f gjson.Result) bool {
-			switch k.Str {
-			case "id":
-				id = f
-			case "type":
-				typ = f
-			case "function":
-				f.ForEach(func(fk, fv gjson.Result) bool {
-					switch fk.Str {
-					case "name":
-						name = fv
-					case "arguments":
-						args = fv
-					}
-					return true
-				})
-			}
-			return true
-		})
-		if id.Type != gjson.String || id.Str == "" {
-			ok = p.fail(param()+".id", "tool calls need a string id")
-			return false
-		}
-		if typ.Exists() && typ.Str != "function" {
-			ok = p.fail(param()+".type", "only function tool calls are supported")
-			return false
-		}
-		if name.Type != gjson.String || name.Str == "" {
-			ok = p.fail(param()+".function.name", "tool calls need function.name")
-			return false
-		}
-		if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-			ok = p.fail(param()+".function.arguments", "must be a string of JSON")
-			return false
-		}
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
-		return true
-	})
-	return ok
-}
-
-func (p *gjsonParser) tool(i int, t gjson.Result) bool {
-	param := idx("tools", i)
-	if !t.IsObject() {
-		return p.fail(param, "each tool must be an object")
-	}
-	if typ := t.Get("type").Str; typ != "function" {
-		return p.fail(param+".type", "only function tools are supported, got %q", typ)
-	}
-	fn := t.Get("function")
-	name := fn.Get("name")
-	if name.Type != gjson.String || !validToolName(name.Str) {
-		return p.fail(param+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
-	}
-	tool := Tool{Name: name.Str, Description: fn.Get("description").Str}
-	if ps := fn.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
-		if !ps.IsObject() {
-			return p.fail(param+".function.parameters", "must be a JSON Schema object")
-		}
-		tool.Parameters = ps.Raw
-	}
-	if st := fn.Get("strict"); gjsonIsBool(st) {
-		b := st.Bool()
-		tool.Strict = &b
-	}
-	for k := range p.req.Tools {
-		if p.req.Tools[k].Name == tool.Name {
-			return p.fail(param+".function.name", "duplicate function name %q", tool.Name)
-		}
-	}
-	p.req.Tools = append(p.req.Tools, tool)
-	return true
-}
-
-func (p *gjsonParser) toolChoice(v gjson.Result) bool {
-	r := p.req
-	if v.Type == gjson.String {
-		switch v.Str {
-		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
-			r.ToolChoice.Mode = v.Str
-			return true
-		}
-		return p.fail("tool_choice", "must be auto, none, required or a named function")
-	}
-	if !v.IsObject() || v.Get("type").Str != "function" {
-		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
-	}
-	name := v.Get("function.name")
-	if name.Type != gjson.String || name.Str == "" {
-		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
-	}
-	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.Str}
-	return true
-}
-
-func (p *gjsonParser) responseFormat(v gjson.Result) bool {
-	if !v.IsObject() {
-		return p.fail("response_format", "must be an object")
-	}
-	rf := &p.req.ResponseFormat
-	switch t := v.Get("type").Str; t {
-	case FormatText, FormatJSONObject:
-		rf.Type = t
-	case FormatJSONSchema:
-		js := v.Get("json_schema")
-		if !js.IsObject() {
-			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
-		}
-		name := js.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			return p.fail("response_format.json_schema.name", "json_schema.name is required")
-		}
-		schema := js.Get("schema")
-		if schema.Exists() && !schema.IsObject() {
-			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
-		}
-		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, js.Get("description").Str, schema.Raw
-		if st := js.Get("strict"); gjsonIsBool(st) {
-			b := st.Bool()
-			rf.Strict = &b
-		}
-	default:
-		return p.fail("response_format.type", "must be text, json_object or json_schema")
-	}
-	return true
-}
-
-func (p *gjsonParser) float(name string, v gjson.Result, lo, hi float64, dst **float64) bool {
-	if v.Type != gjson.Number {
-		return p.fail(name, "must be a number")
-	}
-	if v.Num < lo || v.Num > hi {
-		return p.fail(name, "must be between %g and %g", lo, hi)
-	}
-	f := v.Num
-	*dst = &f
-	return true
-}
-
-func gjsonIsBool(v gjson.Result) bool { return v.Type == gjson.True || v.Type == gjson.False }
-
-func gjsonPositiveInt(v gjson.Result) (int, bool) {
-	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || v.Num < 1 || v.Num > math.MaxInt32 {
-		return 0, false
-	}
-	return int(v.Num), true
 }
 
 // BenchmarkValidJSON is the JSON scanner (jsonx.Valid) alone over the ParseRequest benchmark body.

@@ -45,7 +45,7 @@ func (v Value) IsBool() bool { return v.Kind == True || v.Kind == False }
 // as it goes. It is the gateway's one JSON reader: the request parser and the upstream
 // decoders walk their input with it. Like gjson.Valid, it does not check that the bytes
 // inside strings are UTF-8 (the request parser checks the whole body first), and escaped
-// UTF-16 surrogates need not pair up (they decode to U+FFFD).
+// UTF-16 surrogates need not pair up (they decode to U+FFFD, as with encoding/json).
 //
 // Strings without escapes are returned as substrings of the input. Strings with escapes
 // are decoded into an arena: memory the scanner only ever appends to until the next
@@ -465,9 +465,10 @@ func hex4(s string) rune {
 
 // unescape decodes raw, the checked contents of a string with escapes, into the arena.
 // bound is an upper bound on the bytes the rest of the scan will decode, so the arena is
-// sized once for a whole request. It decodes exactly as gjson does: an escaped surrogate
-// followed by another \u escape takes that escape as its pair, and an unpaired one
-// becomes U+FFFD.
+// sized once for a whole request. It decodes as encoding/json does: an escaped high
+// surrogate followed by an escaped low one is one character, any other surrogate is U+FFFD
+// (gjson, which the parser used before, took any following \u escape as the pair and so
+// lost the character after a lone surrogate).
 func (sc *Scanner) unescape(raw string, bound int) string {
 	if cap(sc.arena)-len(sc.arena) < len(raw) {
 		size := min(max(2*cap(sc.arena), 512), bound)
@@ -496,9 +497,18 @@ func (sc *Scanner) unescape(raw string, bound int) string {
 		case 'u':
 			r := hex4(raw[i+1:])
 			i += 4
-			if utf16.IsSurrogate(r) && len(raw)-i > 6 && raw[i+1] == '\\' && raw[i+2] == 'u' {
-				r = utf16.DecodeRune(r, hex4(raw[i+3:]))
-				i += 6
+			if utf16.IsSurrogate(r) {
+				// A surrogate pairs only with a following escaped low surrogate; alone it
+				// is U+FFFD, and whatever follows is decoded on its own.
+				next := rune(-1)
+				if len(raw)-i > 6 && raw[i+1] == '\\' && raw[i+2] == 'u' {
+					next = hex4(raw[i+3:])
+				}
+				if d := utf16.DecodeRune(r, next); d != utf8.RuneError {
+					r, i = d, i+6
+				} else {
+					r = utf8.RuneError
+				}
 			}
 			buf = utf8.AppendRune(buf, r)
 		default: // '"', '\\' or '/'

@@ -1,7 +1,10 @@
 package jsonx
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -78,7 +81,8 @@ func TestValidJSON(t *testing.T) {
 }
 
 // TestJSONScanner_Strings pins decoding: substrings when there is nothing to decode, and
-// gjson's decoding of escapes (including its handling of unpaired surrogates) otherwise.
+// encoding/json's decoding of escapes (an unpaired surrogate is U+FFFD, and the escape
+// after it is its own character) otherwise. Bytes that are not UTF-8 are kept as they are.
 func TestJSONScanner_Strings(t *testing.T) {
 	for _, raw := range []string{
 		`""`, `"plain"`, `"caf` + "\xc3\xa9" + `"`, `"a\nb"`, `"\"\\\/\b\f\n\r\t"`,
@@ -91,8 +95,8 @@ func TestJSONScanner_Strings(t *testing.T) {
 			t.Errorf("%s: not read", raw)
 			continue
 		}
-		if want := gjson.Parse(raw).Str; v.Str != want {
-			t.Errorf("%s: decoded %q, gjson %q", raw, v.Str, want)
+		if want := decodeString(raw); v.Str != want {
+			t.Errorf("%s: decoded %q, encoding/json %q", raw, v.Str, want)
 		}
 		if v.Raw != raw || v.Kind != String {
 			t.Errorf("%s: raw %q kind %d", raw, v.Raw, v.Kind)
@@ -101,7 +105,7 @@ func TestJSONScanner_Strings(t *testing.T) {
 }
 
 // FuzzValidJSONMatchesGJSON: Valid agrees with gjson.Valid, and every string the
-// scanner decodes agrees with gjson's decoding.
+// scanner decodes agrees with encoding/json's decoding.
 func FuzzValidJSONMatchesGJSON(f *testing.F) {
 	for _, tt := range validJSONCases {
 		f.Add([]byte(tt.in))
@@ -115,10 +119,47 @@ func FuzzValidJSONMatchesGJSON(f *testing.F) {
 		if len(s) > 0 && s[0] == '"' {
 			sc := Scanner{s: s}
 			if str, ok := sc.Str(); ok {
-				if want := gjson.Parse(s[:sc.i]).Str; str != want {
-					t.Fatalf("%q decoded %q, gjson %q", s[:sc.i], str, want)
+				if want := decodeString(s[:sc.i]); str != want {
+					t.Fatalf("%q decoded %q, encoding/json %q", s[:sc.i], str, want)
 				}
 			}
 		}
 	})
+}
+
+// decodeString is encoding/json's value of the string literal raw, except that bytes that
+// are not UTF-8 stay as they are (the scanner does not check them; encoding/json would
+// make each U+FFFD).
+func decodeString(raw string) string {
+	if !utf8.ValidString(raw) {
+		// Decode with a placeholder for each invalid byte, then put the bytes back.
+		var b strings.Builder
+		var bad []byte
+		for i := 0; i < len(raw); {
+			r, n := utf8.DecodeRuneInString(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				bad = append(bad, raw[i])
+				b.WriteString(`\u0000`)
+			} else {
+				b.WriteString(raw[i : i+n])
+			}
+			i += n
+		}
+		s := decodeString(b.String())
+		var out strings.Builder
+		for _, r := range s {
+			if r == 0 && len(bad) > 0 {
+				out.WriteByte(bad[0])
+				bad = bad[1:]
+				continue
+			}
+			out.WriteRune(r)
+		}
+		return out.String()
+	}
+	var s string
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return "<invalid: " + err.Error() + ">"
+	}
+	return s
 }
