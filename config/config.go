@@ -27,6 +27,10 @@ type Config struct {
 	Cache Cache `koanf:"cache"`
 	// Metrics configures where /metrics is served and who may read it.
 	Metrics Metrics `koanf:"metrics"`
+
+	// State says where rate-limit counters, budgets, concurrency slots and the second
+	// level of the tool result cache live: in this process, or in Redis shared by replicas.
+	State State `koanf:"state"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -159,6 +163,55 @@ type Model struct {
 	// a fallback's own fallbacks are not followed. A fallback the requesting key may not
 	// use (Key.Models) is skipped and counted in gateway_fallbacks_skipped_total.
 	Fallbacks []string `koanf:"fallbacks"`
+	// Limits bound the requests to this model from all keys together. Zero fields mean
+	// no limit.
+	Limits Limits `koanf:"limits"`
+	// Price is what this model's tokens cost, for usd budgets. Nil means no price: keys
+	// with a usd budget must not be able to reach the model.
+	Price *Price `koanf:"price"`
+}
+
+// Limits bound a key's or a model's traffic. Zero (or absent) fields mean no limit;
+// negative is invalid. Minute windows start with the first request counted in them and
+// last one minute.
+type Limits struct {
+	// RequestsPerMinute is how many requests are admitted per minute window.
+	RequestsPerMinute int `koanf:"requests_per_minute"`
+	// TokensPerMinute is how many tokens (prompt plus completion, every tool loop turn
+	// counted) are charged per minute window; a request is admitted while the window's
+	// charged tokens are below it, and charged with its real usage when it ends.
+	TokensPerMinute int `koanf:"tokens_per_minute"`
+	// Concurrent is how many requests (streams until they end or the client leaves) may
+	// be in flight at once.
+	Concurrent int `koanf:"concurrent"`
+}
+
+// Budget bounds what a key may spend in a fixed window: a request is admitted while both
+// amounts are below their caps, and charged with its real usage when it ends. Zero fields
+// mean no cap; negative is invalid.
+type Budget struct {
+	// Tokens caps the tokens (prompt plus completion) charged in one period.
+	Tokens int `koanf:"tokens"`
+	// USD caps the cost in US dollars charged in one period, priced by each serving model's
+	// Price. Every configured model the key's models globs match (and their fallbacks) must
+	// have a price; "<backend>/<model>" names have none and are refused for such a key.
+	USD float64 `koanf:"usd"`
+	// Period is the window length: it starts with the first charge and lasts Period, then
+	// the next one starts. Default 720h (30 days).
+	Period time.Duration `koanf:"period"`
+}
+
+// Price is a model's cost in US dollars per million tokens. Zero fields cost nothing;
+// negative is invalid.
+type Price struct {
+	// Input prices prompt tokens that are neither cache reads nor cache writes.
+	Input float64 `koanf:"input"`
+	// Output prices completion tokens (reasoning included).
+	Output float64 `koanf:"output"`
+	// CachedInput prices prompt tokens read from the provider's prompt cache.
+	CachedInput float64 `koanf:"cached_input"`
+	// CacheWrite prices prompt tokens written to the provider's prompt cache.
+	CacheWrite float64 `koanf:"cache_write"`
 }
 
 // Key is one client credential and its policy.
@@ -185,6 +238,11 @@ type Key struct {
 	// same time (calls of a turn with a mutating tool always run one at a time). Default 8
 	// (also when 0); 1 runs every call in order.
 	MaxConcurrentToolCalls int `koanf:"max_concurrent_tool_calls"`
+	// Limits bound this key's requests, tokens and concurrent requests. Zero fields mean
+	// no limit.
+	Limits Limits `koanf:"limits"`
+	// Budget caps this key's tokens and spend per period. Zero fields mean no cap.
+	Budget Budget `koanf:"budget"`
 }
 
 // ToolSource is a source of server-side tools.
@@ -244,4 +302,23 @@ type Cache struct {
 	// recent arguments from timing or results; with global, every key shares them. Default
 	// key; Load turns "" into "key" and Validate accepts "" as "key".
 	Scope string `koanf:"scope"`
+}
+
+// State configures where limits, budgets and the shared tool cache keep their state.
+// Changes take effect after a restart.
+type State struct {
+	// Type is memory (this process only; the default, also when "") or redis (shared by
+	// every replica using the same URL and KeyPrefix).
+	Type string `koanf:"type"`
+	// URL is the Redis URL (type redis, required): redis://[user:password@]host:port/db,
+	// or rediss:// for TLS. Never logged or included in errors.
+	URL string `koanf:"url"`
+	// KeyPrefix starts every Redis key Agate writes. Default "agate:".
+	KeyPrefix string `koanf:"key_prefix"`
+	// Timeout bounds one Redis round trip; a request never waits longer for its limits.
+	// Default 50ms.
+	Timeout time.Duration `koanf:"timeout"`
+	// OnError is what a request gets when Redis does not answer in time: allow (admitted
+	// without limits; the default, also when "") or deny (503).
+	OnError string `koanf:"on_error"`
 }

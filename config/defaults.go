@@ -30,6 +30,11 @@ const (
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
 	defaultCacheScope        = "key"
+	defaultBudgetPeriod      = 720 * time.Hour
+	defaultStateType         = "memory"
+	defaultStateKeyPrefix    = "agate:"
+	defaultStateTimeout      = 50 * time.Millisecond
+	defaultStateOnError      = "allow"
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -70,6 +75,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&k.MaxToolIterations, defaultMaxToolIterations)
 		setDefault(&k.MaxToolCallsPerTurn, defaultMaxToolCalls)
 		setDefault(&k.MaxConcurrentToolCalls, defaultMaxConcurrentCall)
+		setDefault(&k.Budget.Period, defaultBudgetPeriod)
 		c.Keys[name] = k
 	}
 	for name, t := range c.Tools {
@@ -83,6 +89,10 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Cache.MaxEntries, defaultCacheMaxEntries)
 	setDefault(&c.Cache.TTL, defaultCacheTTL)
 	setDefault(&c.Cache.Scope, defaultCacheScope)
+	setDefault(&c.State.Type, defaultStateType)
+	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
+	setDefault(&c.State.Timeout, defaultStateTimeout)
+	setDefault(&c.State.OnError, defaultStateOnError)
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -162,6 +162,7 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 			MatchName:        func(mapKey, fieldName string) bool { return mapKey == fieldName },
 		},
 	})
+	rootName := reflect.TypeOf(*c).String()
 	var problems []*fieldError
 	var walk func(error)
 	walk = func(err error) {
@@ -181,6 +182,9 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 			return
 		}
 		parent, msg := dottedPath(de.Name()), de.Unwrap().Error()
+		if parent == rootName {
+			parent = "" // mapstructure ≥ v2.5 names the root by its type
+		}
 		// ErrorUnused reports the unknown keys of one map as `has invalid keys: a, b`;
 		// name each by its full path. Any other wording is kept as it is.
 		if keys, ok := strings.CutPrefix(msg, unusedPrefix); ok {

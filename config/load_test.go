@@ -85,13 +85,18 @@ func exampleConfig() *Config {
 		},
 		Models: map[string]Model{
 			"demo":          {Backend: "offline", UpstreamModel: "demo", PromptCache: "off"},
-			"claude-sonnet": {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto"},
+			"claude-sonnet": {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto", Limits: Limits{RequestsPerMinute: 1000, TokensPerMinute: 2000000}, Price: &Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}},
 			"gemini-flash":  {Backend: "gemini", UpstreamModel: "gemini-2.5-flash", PromptCache: "off", Fallbacks: []string{"claude-sonnet"}},
 			"gpt-5":         {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
 			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
 		},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
+		State: defaultState(),
 	}
+}
+
+func defaultState() State {
+	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
 }
 
 // TestLoad_ExampleCommentedSections uncomments the keys and tools examples of
@@ -105,7 +110,7 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 	inBlock := false
 	for line := range strings.SplitSeq(string(data), "\n") {
 		switch {
-		case line == "# keys:" || line == "# tools:":
+		case line == "# keys:" || line == "# tools:" || line == "# state:":
 			inBlock = true
 		case !strings.HasPrefix(line, "#  "):
 			inBlock = false
@@ -142,9 +147,15 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 		t.Errorf("tools.weather mismatch (-want +got):\n%s", diff)
 	}
 	wantAlice := Key{Key: "alice-secret", Models: []string{"*"}, Tools: []string{"everything", "weather"}, MaxToolIterations: 8,
-		MaxToolCallsPerTurn: 32, MaxConcurrentToolCalls: 8}
+		MaxToolCallsPerTurn: 32, MaxConcurrentToolCalls: 8,
+		Limits: Limits{RequestsPerMinute: 60, TokensPerMinute: 100000, Concurrent: 8},
+		Budget: Budget{Tokens: 5000000, Period: 720 * time.Hour}}
 	if diff := cmp.Diff(wantAlice, got.Keys["alice"]); diff != "" {
 		t.Errorf("keys.alice mismatch (-want +got):\n%s", diff)
+	}
+	wantState := State{Type: "redis", URL: "redis://127.0.0.1:6379/0", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
+	if diff := cmp.Diff(wantState, got.State); diff != "" {
+		t.Errorf("state mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -465,6 +476,7 @@ func TestParse_Empty(t *testing.T) {
 			WriteTimeout: 60 * time.Second, MaxConnections: 10000},
 		Log:   Log{Level: "info", Format: "json"},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
+		State: defaultState(),
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

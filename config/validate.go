@@ -156,6 +156,7 @@ func (c *Config) problems() []error {
 	v.nonNegative("cache.max_entries", c.Cache.MaxEntries)
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
 	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
+	c.validateLimits(&v)
 	return v.problems
 }
 

@@ -30,6 +30,12 @@ type Metrics struct {
 	FallbacksSkipped *prometheus.CounterVec // model, fallback, key
 	// ConnectionsRefused counts client connections refused by a connection cap.
 	ConnectionsRefused *prometheus.CounterVec // cap: max_connections, max_connections_per_ip
+	// RateLimitRejections counts requests refused by a limit or budget; limit is the
+	// limits.Limit label (requests, tokens, concurrent, budget_tokens, budget_usd,
+	// model_requests, model_tokens, model_concurrent).
+	RateLimitRejections *prometheus.CounterVec // key, model, limit
+	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
+	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
 }
 
 // New builds the collectors and registers them, with the Go and process collectors, on
@@ -82,10 +88,19 @@ func New(reg prometheus.Registerer) *Metrics {
 		ConnectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_connections_refused_total", Help: "Client connections refused by server.max_connections or server.max_connections_per_ip.",
 		}, []string{"cap"}),
+		RateLimitRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_ratelimit_rejections_total", Help: "Requests refused with 429 by a key or model limit or a key budget.",
+		}, []string{"key", "model", "limit"}),
+		BudgetRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_budget_remaining", Help: "What is left of a key's budget in the current period, as last seen by this replica (unit tokens or usd).",
+		}, []string{"key", "unit"}),
+		StateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_state_errors_total", Help: "Failed or timed-out round trips to the shared state (Redis), by operation.",
+		}, []string{"op"}),
 	}
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
-		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused,
+		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
@@ -139,3 +154,7 @@ func (m *Metrics) ConfigReload(ok bool) {
 		m.ConfigReloads.WithLabelValues("failure").Inc()
 	}
 }
+
+// StateError counts one failed round trip to the shared state (limits.ErrorObserver
+// without the error, which the caller logs).
+func (m *Metrics) StateError(op string) { m.StateErrors.WithLabelValues(op).Inc() }

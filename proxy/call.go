@@ -34,6 +34,7 @@ type modelCall struct {
 	// Usage sums the usage of every turn.
 	Usage     translate.Usage
 	lastUsage translate.Usage
+	spend     *limitRun // limits.go: prices each turn for usd budgets; nil means none
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -228,6 +229,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 // countUsage adds the last attempt's usage to the request total and to the token metrics.
 func (c *modelCall) countUsage(r *route) {
 	c.Usage.Add(c.lastUsage)
+	c.spend.addCost(c.rt, r, c.lastUsage)
 	c.metrics.AddTokens(r.label(), r.backend.name, c.key.name, tokenCounts(c.lastUsage))
 }
 

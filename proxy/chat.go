@@ -31,6 +31,7 @@ type chatRun struct {
 	firstT time.Time
 	// committed is set once the stream writer told the handler how to answer.
 	committed bool
+	limits    limitRun // limits.go
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
@@ -65,12 +66,17 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		}
 		c.defs = defs
 	}
+	c.call.spend = &c.limits
+	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
+		return
+	}
 	s.metrics.Inflight.Inc()
 	if req.Stream {
 		c.stream(ctx)
 		return
 	}
 	defer s.metrics.Inflight.Dec()
+	defer c.endLimits() // limits.go: charge the usage, release the slots
 	c.complete(ctx)
 }
 
@@ -132,6 +138,7 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.s.baseCtx)
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
 		defer c.recoverStream(w, started)

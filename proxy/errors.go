@@ -36,6 +36,10 @@ type apiError struct {
 // classify maps err to what the client sees. Unknown errors become a 500 that names the
 // request id; their detail stays in the log.
 func classify(err error, requestID string) apiError {
+	var le *limitError // limits.go: a 429 already shaped as OpenAI's
+	if errors.As(err, &le) {
+		return le.a
+	}
 	var pe *translate.ParamError
 	if errors.As(err, &pe) {
 		return apiError{Status: 400, Message: pe.Error(), Type: "invalid_request_error", Param: pe.Param, Code: pe.Code}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -46,6 +47,8 @@ type gatewayOptions struct {
 	noCleanupShutdown bool
 	// logOut receives the JSON logs instead of gateway.logs (benchmarks discard them).
 	logOut io.Writer
+	// limiter replaces the one the server would open from the config's state section.
+	limiter limits.Limiter
 }
 
 // startGateway parses yaml (with "{{NAME}}" placeholders replaced from vars) and serves
@@ -75,6 +78,7 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 		Gatherer: reg,
 		Logger:   slog.New(slog.NewJSONHandler(logOut, nil)),
 		Tools:    o.tools,
+		Limiter:  o.limiter,
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

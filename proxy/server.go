@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/tools"
@@ -47,6 +48,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Tools runs server-side tools; nil means no key gets a tool loop.
 	Tools ToolSet
+	// Limiter keeps rate limits, budgets and concurrency slots; the caller closes it. Nil
+	// means one built from Config.State, which the server closes at Shutdown.
+	Limiter limits.Limiter
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -73,6 +77,11 @@ type Server struct {
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
+	// limiter admits and charges requests (limits.go); it outlives reloads, so usage
+	// counted stays counted. ownLimiter: opened by New, closed by Shutdown.
+	limiter     limits.Limiter
+	ownLimiter  bool
+	onErrorDeny bool // state.on_error deny, fixed at start like the rest of state
 }
 
 // New builds a server for opts.Config.
@@ -91,6 +100,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.checkTools(rt); err != nil {
+		return nil, err
+	}
+	s.onErrorDeny = opts.Config.State.OnError == "deny"
+	if err := s.openLimiter(opts); err != nil {
 		return nil, err
 	}
 	s.rt.Store(rt)
@@ -210,6 +223,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = s.srv.ShutdownWithContext(grace)
 	}
 	s.cancelAll()
+	s.closeLimiter()
 	return err
 }
 
@@ -328,6 +342,9 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 			ctx.SetBody(append(append([]byte(`{"status":"not ready","reason":`), translate.AppendString(nil, err.Error())...), '}'))
 			return
 		}
+	}
+	if s.stateNotReady(ctx) { // limits.go: Redis unreachable, degraded or not ready
+		return
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
 }

@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/tools"
@@ -61,16 +62,28 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	// The limiter and the second level of the tool cache share one Redis client (state: redis).
+	stateErrs := &limits.ErrorLog{Logger: logger, Count: m.StateError}
+	limiter, err := limits.Open(cfg.State, stateErrs)
+	if err != nil {
+		return err
+	}
+	defer limiter.Close()
+	var toolOpts []tools.Option
+	if c := limits.SharedToolCache(limiter, cfg.Cache, cfg.State, m.CacheEviction, stateErrs); c != nil {
+		toolOpts = append(toolOpts, tools.WithCache(c))
+	}
+
 	var toolSet proxy.ToolSet
 	if len(cfg.Tools) > 0 {
-		registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
+		registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger, toolOpts...)
 		if err != nil {
 			return fmt.Errorf("tools: %w", err)
 		}
 		defer registry.Close()
 		toolSet = registry
 	}
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet})
+	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet, Limiter: limiter})
 	if err != nil {
 		return err
 	}
@@ -95,8 +108,9 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		if err := srv.Apply(c); err != nil {
 			return err
 		}
-		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server || running.Metrics != c.Metrics {
-			logger.Warn("config reload: changes to server, metrics, tools and cache take effect after a restart")
+		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server ||
+			running.Metrics != c.Metrics || running.State != c.State {
+			logger.Warn("config reload: changes to server, metrics, tools, cache and state take effect after a restart")
 		}
 		running = c
 		return nil

@@ -1,0 +1,13 @@
+// Package limits admits and charges chat requests against per-key and per-model rate
+// limits (requests and tokens per minute, concurrent requests) and per-key budgets (tokens
+// and US dollars per fixed period).
+//
+// A [Limiter] keeps the counters: [Memory] in this process, [Redis] in a Redis server
+// shared by every gateway replica, where each admission and each charge is one atomic
+// Lua script, so limits hold exactly across replicas. [ToolCache] is the tool result cache
+// of a replica with Redis as its second level, so a result one replica cached is a hit on
+// the others.
+//
+// The package knows nothing of HTTP: callers describe a request with a [Request], get an
+// [Admission] back and render it themselves.
+package limits

@@ -1,0 +1,170 @@
+package limits
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Memory is a [Limiter] whose counters live in this process. The zero value is not usable;
+// call NewMemory.
+type Memory struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	keys   map[string]*counters
+	models map[string]*counters
+}
+
+var _ Limiter = (*Memory)(nil)
+
+// counters are one subject's windows; times are Unix nanoseconds, zero before the first use.
+type counters struct {
+	windowEnd        int64
+	requests, tokens int64
+	concurrent       int64
+	budgetEnd        int64
+	budgetTokens     int64
+	budgetMicroUSD   int64
+}
+
+// NewMemory returns an in-process limiter; now, if not nil, replaces time.Now.
+func NewMemory(now func() time.Time) *Memory {
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{now: now, keys: map[string]*counters{}, models: map[string]*counters{}}
+}
+
+func (m *Memory) subject(set map[string]*counters, name string) *counters {
+	c, ok := set[name]
+	if !ok {
+		c = &counters{}
+		set[name] = c
+	}
+	return c
+}
+
+// window returns c's rate window as of now, starting a new one when the last has ended.
+func (c *counters) window(now int64) {
+	if now >= c.windowEnd {
+		c.windowEnd, c.requests, c.tokens = now+int64(Window), 0, 0
+	}
+}
+
+func (c *counters) budget(now int64, b Budget) {
+	if now >= c.budgetEnd {
+		c.budgetEnd, c.budgetTokens, c.budgetMicroUSD = now+int64(b.period()), 0, 0
+	}
+}
+
+// Admit implements [Limiter].
+func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
+	*a = Admission{}
+	if !r.Limited() {
+		return nil
+	}
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.subject(m.keys, r.Key)
+	k.window(now)
+	var mc *counters
+	if !r.ModelRate.zero() {
+		mc = m.subject(m.models, r.Model)
+		mc.window(now)
+	}
+	if !r.Budget.zero() && now >= k.budgetEnd {
+		k.budgetTokens, k.budgetMicroUSD = 0, 0 // the period ended; the next starts with a charge
+	}
+	left := time.Duration(k.windowEnd - now)
+	switch {
+	case over(r.KeyRate.RequestsPerMinute, k.requests):
+		a.Denied, a.RetryAfter = KeyRequests, left
+	case over(r.KeyRate.TokensPerMinute, k.tokens):
+		a.Denied, a.RetryAfter = KeyTokens, left
+	case over(r.KeyRate.Concurrent, k.concurrent):
+		a.Denied, a.RetryAfter = KeyConcurrent, time.Second
+	case over(r.Budget.Tokens, k.budgetTokens):
+		a.Denied, a.RetryAfter = BudgetTokens, time.Duration(k.budgetEnd-now)
+	case over(r.Budget.MicroUSD, k.budgetMicroUSD):
+		a.Denied, a.RetryAfter = BudgetUSD, time.Duration(k.budgetEnd-now)
+	case mc != nil && over(r.ModelRate.RequestsPerMinute, mc.requests):
+		a.Denied, a.RetryAfter = ModelRequests, time.Duration(mc.windowEnd-now)
+	case mc != nil && over(r.ModelRate.TokensPerMinute, mc.tokens):
+		a.Denied, a.RetryAfter = ModelTokens, time.Duration(mc.windowEnd-now)
+	case mc != nil && over(r.ModelRate.Concurrent, mc.concurrent):
+		a.Denied, a.RetryAfter = ModelConcurrent, time.Second
+	default:
+		k.requests++
+		if mc != nil {
+			mc.requests++
+		}
+		if r.KeyRate.Concurrent > 0 || r.ModelRate.Concurrent > 0 {
+			k.concurrent++
+			if mc != nil {
+				mc.concurrent++
+			}
+			a.held = true
+		}
+	}
+	a.Requests = windowState(r.KeyRate.RequestsPerMinute, k.requests, left)
+	a.Tokens = windowState(r.KeyRate.TokensPerMinute, k.tokens, left)
+	a.BudgetTokensLeft = max(0, r.Budget.Tokens-k.budgetTokens)
+	a.BudgetMicroUSDLeft = max(0, r.Budget.MicroUSD-k.budgetMicroUSD)
+	return nil
+}
+
+// over reports whether a limit (zero: none) leaves nothing for another request.
+func over(limit, used int64) bool { return limit > 0 && used >= limit }
+
+func windowState(limit, used int64, reset time.Duration) WindowState {
+	if limit <= 0 {
+		return WindowState{}
+	}
+	return WindowState{Limit: limit, Remaining: max(0, limit-used), Reset: reset}
+}
+
+// Finish implements [Limiter].
+func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) error {
+	if !r.Limited() {
+		return nil
+	}
+	now := m.now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.subject(m.keys, r.Key)
+	var mc *counters
+	if !r.ModelRate.zero() {
+		mc = m.subject(m.models, r.Model)
+	}
+	if a.held {
+		a.held = false
+		k.concurrent--
+		if mc != nil {
+			mc.concurrent--
+		}
+	}
+	if u.Tokens > 0 {
+		k.window(now)
+		k.tokens += u.Tokens
+		if mc != nil {
+			mc.window(now)
+			mc.tokens += u.Tokens
+		}
+	}
+	if !r.Budget.zero() && (u.Tokens > 0 || u.MicroUSD > 0) {
+		k.budget(now, r.Budget)
+		k.budgetTokens += u.Tokens
+		k.budgetMicroUSD += u.MicroUSD
+	}
+	a.BudgetTokensLeft = max(0, r.Budget.Tokens-k.budgetTokens)
+	a.BudgetMicroUSDLeft = max(0, r.Budget.MicroUSD-k.budgetMicroUSD)
+	return nil
+}
+
+// Ready implements [Limiter]; memory is always ready.
+func (m *Memory) Ready(context.Context) error { return nil }
+
+// Close implements [Limiter].
+func (m *Memory) Close() error { return nil }

@@ -1,0 +1,249 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// This file connects the chat handler to the limiter: admission before any upstream call,
+// the charge and the release of concurrency slots when the response ends.
+
+// limitRun is one request's limits: what it is checked against and what it holds.
+type limitRun struct {
+	req      limits.Request
+	adm      limits.Admission
+	admitted bool // Finish is due
+	// microUSD sums the cost of every upstream turn, priced by the route that served it.
+	microUSD float64
+}
+
+// openLimiter returns opts.Limiter, or one built from the config's state section that
+// the server then owns and closes at Shutdown.
+func (s *Server) openLimiter(opts Options) error {
+	if opts.Limiter != nil {
+		s.limiter = opts.Limiter
+		return nil
+	}
+	l, err := limits.Open(opts.Config.State, &limits.ErrorLog{Logger: s.logger, Count: s.metrics.StateError})
+	if err != nil {
+		return err
+	}
+	s.limiter, s.ownLimiter = l, true
+	return nil
+}
+
+// limitRequest describes a request of key for route r to the limiter.
+func (rt *runtime) limitRequest(key *apiKey, r *route) limits.Request {
+	var req limits.Request
+	if kc, ok := rt.cfg.Keys[key.name]; ok && key != anonymousKey {
+		req.Key = key.name
+		req.KeyRate = rate(kc.Limits)
+		req.Budget = limits.Budget{Tokens: int64(kc.Budget.Tokens), MicroUSD: int64(math.Round(kc.Budget.USD * 1e6)), Period: kc.Budget.Period}
+	}
+	if mc, ok := rt.cfg.Models[r.name]; ok {
+		req.Model = r.name
+		req.ModelRate = rate(mc.Limits)
+	}
+	return req
+}
+
+func rate(l config.Limits) limits.Rate {
+	return limits.Rate{RequestsPerMinute: int64(l.RequestsPerMinute), TokensPerMinute: int64(l.TokensPerMinute), Concurrent: int64(l.Concurrent)}
+}
+
+// admit checks the request against its limits before any upstream call. It reports false
+// when the request was refused and answered: 429 over a limit or budget, 503 when the
+// state store cannot answer and state.on_error is deny.
+func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
+	s, l := c.s, &c.limits
+	l.req = c.rt.limitRequest(c.key, c.route)
+	if !l.req.Limited() {
+		return true
+	}
+	if l.req.Budget.MicroUSD > 0 {
+		if mc, ok := c.rt.cfg.Models[c.route.name]; !ok || mc.Price == nil {
+			s.fail(ctx, c.rid, errorf(ErrForbidden, "this API key has a usd budget and may use configured models only; %q has no price", c.req.Model),
+				c.route.label(), c.route.backend.name, c.key.name, strconv.FormatBool(c.req.Stream))
+			return false
+		}
+	}
+	// The limiter bounds its own wait (state.timeout); baseCtx ends it at a forced shutdown.
+	if err := s.limiter.Admit(s.baseCtx, &l.req, &l.adm); err != nil {
+		if s.onErrorDeny {
+			s.fail(ctx, c.rid, errorf(ErrUnavailable, "rate limits cannot be checked right now (the state store did not answer); try again"),
+				c.route.label(), c.route.backend.name, c.key.name, strconv.FormatBool(c.req.Stream))
+			return false
+		}
+		return true // on_error allow: admitted unlimited, nothing held
+	}
+	c.setBudgetGauges()
+	setRateLimitHeaders(&ctx.Response.Header, &l.adm)
+	if d := l.adm.Denied; d != limits.NoLimit {
+		s.metrics.RateLimitRejections.WithLabelValues(c.key.name, c.route.label(), d.String()).Inc()
+		s.fail(ctx, c.rid, c.limitError(), c.route.label(), c.route.backend.name, c.key.name, strconv.FormatBool(c.req.Stream))
+		return false
+	}
+	l.admitted = true
+	return true
+}
+
+// endLimits charges the request's usage (every turn) and releases its slots, once. It
+// runs when the response has ended, whether completed, failed or left by the client.
+func (c *chatRun) endLimits() {
+	l := &c.limits
+	if !l.admitted {
+		return
+	}
+	l.admitted = false
+	u := c.call.Usage
+	usage := limits.Usage{Tokens: int64(u.PromptTokens + u.CompletionTokens), MicroUSD: int64(math.Round(l.microUSD))}
+	if err := c.s.limiter.Finish(context.Background(), &l.req, &l.adm, usage); err == nil {
+		c.setBudgetGauges()
+	}
+}
+
+func (c *chatRun) setBudgetGauges() {
+	l := &c.limits
+	if l.req.Budget.Tokens > 0 {
+		c.s.metrics.BudgetRemaining.WithLabelValues(c.key.name, "tokens").Set(float64(l.adm.BudgetTokensLeft))
+	}
+	if l.req.Budget.MicroUSD > 0 {
+		c.s.metrics.BudgetRemaining.WithLabelValues(c.key.name, "usd").Set(float64(l.adm.BudgetMicroUSDLeft) / 1e6)
+	}
+}
+
+// addCost adds the cost of one upstream turn served by route r, priced by its model.
+func (l *limitRun) addCost(rt *runtime, r *route, u translate.Usage) {
+	if l == nil {
+		return
+	}
+	mc, ok := rt.cfg.Models[r.name]
+	if !ok || mc.Price == nil || l.req.Budget.MicroUSD == 0 {
+		return
+	}
+	p := mc.Price
+	// Prompt tokens include cache reads and writes (OpenAI semantics).
+	plain := max(0, u.PromptTokens-u.CachedTokens-u.CacheCreationTokens)
+	// Prices are USD per million tokens, so tokens times price is micro-USD.
+	l.microUSD += float64(plain)*p.Input + float64(u.CachedTokens)*p.CachedInput +
+		float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output
+}
+
+// limitError is a refusal by a limit or budget, rendered by classify as OpenAI does.
+type limitError struct{ a apiError }
+
+func (e *limitError) Error() string { return e.a.Message }
+
+func (c *chatRun) limitError() error {
+	l := &c.limits
+	d, after := l.adm.Denied, l.adm.RetryAfter
+	a := apiError{Status: 429, Code: "rate_limit_exceeded", Type: "requests",
+		RetryAfter: max(1, int((after+time.Second-1)/time.Second))}
+	wait := "try again in " + roughly(after)
+	switch d {
+	case limits.KeyRequests:
+		a.Message = fmt.Sprintf("rate limit reached for key %s on requests per minute (limit %d); %s", c.key.name, l.req.KeyRate.RequestsPerMinute, wait)
+	case limits.KeyTokens:
+		a.Type = "tokens"
+		a.Message = fmt.Sprintf("rate limit reached for key %s on tokens per minute (limit %d); %s", c.key.name, l.req.KeyRate.TokensPerMinute, wait)
+	case limits.KeyConcurrent:
+		a.Message = fmt.Sprintf("rate limit reached for key %s on concurrent requests (limit %d); try again when one of them ends", c.key.name, l.req.KeyRate.Concurrent)
+	case limits.ModelRequests:
+		a.Message = fmt.Sprintf("rate limit reached for model %s on requests per minute for all keys (limit %d); %s", c.route.name, l.req.ModelRate.RequestsPerMinute, wait)
+	case limits.ModelTokens:
+		a.Type = "tokens"
+		a.Message = fmt.Sprintf("rate limit reached for model %s on tokens per minute for all keys (limit %d); %s", c.route.name, l.req.ModelRate.TokensPerMinute, wait)
+	case limits.ModelConcurrent:
+		a.Message = fmt.Sprintf("rate limit reached for model %s on concurrent requests for all keys (limit %d); try again when one of them ends", c.route.name, l.req.ModelRate.Concurrent)
+	case limits.BudgetTokens, limits.BudgetUSD:
+		a.Type, a.Code = "insufficient_quota", "insufficient_quota"
+		what := fmt.Sprintf("tokens budget (%d tokens per %s)", l.req.Budget.Tokens, l.req.Budget.Period)
+		if d == limits.BudgetUSD {
+			what = fmt.Sprintf("usd budget (%s USD per %s)", strconv.FormatFloat(float64(l.req.Budget.MicroUSD)/1e6, 'f', -1, 64), l.req.Budget.Period)
+		}
+		a.Message = fmt.Sprintf("key %s exceeded its %s; it renews in %s", c.key.name, what, roughly(after))
+	}
+	return &limitError{a}
+}
+
+// roughly renders a wait for a message: to the second from one second on.
+func roughly(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Second).String()
+	}
+	return string(appendReset(nil, d))
+}
+
+// rateLimitHeaders are OpenAI's x-ratelimit-* names: limit, remaining and reset, for
+// requests and for tokens.
+var rateLimitHeaders = [2][3]string{
+	{"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"},
+	{"x-ratelimit-limit-tokens", "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"},
+}
+
+// setRateLimitHeaders sets OpenAI's x-ratelimit-* headers for the key's per-minute limits,
+// without allocating.
+func setRateLimitHeaders(h *fasthttp.ResponseHeader, a *limits.Admission) {
+	var buf [24]byte
+	for i, w := range [2]limits.WindowState{a.Requests, a.Tokens} {
+		if w.Limit == 0 {
+			continue
+		}
+		names := &rateLimitHeaders[i]
+		h.SetBytesV(names[0], strconv.AppendInt(buf[:0], w.Limit, 10))
+		h.SetBytesV(names[1], strconv.AppendInt(buf[:0], w.Remaining, 10))
+		h.SetBytesV(names[2], appendReset(buf[:0], w.Reset))
+	}
+}
+
+// appendReset appends d as OpenAI's reset headers show it, in seconds to the millisecond
+// ("1s", "59.5s", "0.012s"); time.ParseDuration reads it.
+func appendReset(b []byte, d time.Duration) []byte {
+	ms := max(0, d.Milliseconds())
+	b = strconv.AppendInt(b, ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+	}
+	return append(b, 's')
+}
+
+// stateNotReady writes the readiness of the state store when it cannot be reached and
+// reports whether it did: degraded (200) with on_error allow, since requests are still
+// served; not ready (503) with deny.
+func (s *Server) stateNotReady(ctx *fasthttp.RequestCtx) bool {
+	rctx, cancel := context.WithCancel(s.baseCtx)
+	defer cancel()
+	err := s.limiter.Ready(rctx)
+	if err == nil {
+		return false
+	}
+	status := "degraded"
+	if s.onErrorDeny {
+		status = "not ready"
+		ctx.SetStatusCode(503)
+	}
+	reason := "state store unreachable: " + err.Error()
+	ctx.SetBody(append(append([]byte(`{"status":"`+status+`","reason":`), translate.AppendString(nil, reason)...), '}'))
+	return true
+}
+
+// closeLimiter closes a limiter the server opened itself.
+func (s *Server) closeLimiter() {
+	if s.ownLimiter {
+		if err := s.limiter.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			s.logger.Warn("closing the state store", "error", err.Error())
+		}
+	}
+}
