@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/responses"
 	"io"
 	"net"
 	"net/url"
@@ -44,11 +47,11 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	case "mock":
 		return b, nil
 	case "anthropic":
-		b.provider = translate.Anthropic()
+		b.provider = anthropic.New()
 	case "gemini":
-		b.provider = translate.Gemini()
+		b.provider = gemini.New()
 	case "responses":
-		b.provider = translate.Responses()
+		b.provider = responses.New()
 	case "openai":
 		b.provider = translate.OpenAIChat()
 	default:

@@ -3,6 +3,7 @@ package translate
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"strconv"
+	"strings"
 )
 
 // Assembler collects a response's events into complete messages, one per choice. It is
@@ -35,7 +36,7 @@ type AssembledChoice struct {
 func (a *Assembler) Add(ev *Event) error {
 	switch ev.Kind {
 	case EventStart:
-		a.ID, a.Model = clone(ev.ID), clone(ev.Model)
+		a.ID, a.Model = strings.Clone(ev.ID), strings.Clone(ev.Model)
 		return nil
 	case EventUsage:
 		a.Usage = ev.Usage
@@ -64,7 +65,7 @@ func (a *Assembler) Add(ev *Event) error {
 		c.Refusal = append(c.Refusal, ev.Text...)
 	case EventToolCallStart:
 		c.keys = append(c.keys, ev.Index)
-		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: clone(ev.CallID), Name: clone(ev.Name)})
+		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: strings.Clone(ev.CallID), Name: strings.Clone(ev.Name)})
 	case EventToolCallArgsDelta:
 		for i, k := range c.keys {
 			if k == ev.Index {
@@ -76,22 +77,20 @@ func (a *Assembler) Add(ev *Event) error {
 	case EventToolCallEnd:
 	case EventFinish:
 		if c.FinishReason == "" {
-			c.FinishReason = clone(ev.FinishReason)
+			c.FinishReason = strings.Clone(ev.FinishReason)
 		}
 	}
 	return nil
 }
 
-func clone(s string) string { return string(append([]byte(nil), s...)) }
-
 // appendLogprobsCopy appends deep copies of lp, which may alias a decoder's buffers, to dst.
 func appendLogprobsCopy(dst, lp []TokenLogprob) []TokenLogprob {
 	for _, t := range lp {
-		c := TokenLogprob{Token: clone(t.Token), Logprob: t.Logprob, Bytes: cloneBytes(t.Bytes)}
+		c := TokenLogprob{Token: strings.Clone(t.Token), Logprob: t.Logprob, Bytes: cloneBytes(t.Bytes)}
 		if t.Top != nil {
 			c.Top = make([]TopLogprob, len(t.Top))
 			for i, top := range t.Top {
-				c.Top[i] = TopLogprob{Token: clone(top.Token), Logprob: top.Logprob, Bytes: cloneBytes(top.Bytes)}
+				c.Top[i] = TopLogprob{Token: strings.Clone(top.Token), Logprob: top.Logprob, Bytes: cloneBytes(top.Bytes)}
 			}
 		}
 		dst = append(dst, c)

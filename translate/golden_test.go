@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
-	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +16,12 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden sections of testdata/*.txtar")
+// update reports whether -update was given (the flag is goldentest's, which the external
+// tests of this package import).
+func update() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // Fixed values the golden outputs are encoded with.
 const (
@@ -147,7 +148,7 @@ func responseToOpenAI(t testing.TB, p Provider, body []byte) []byte {
 func golden(t *testing.T, path, name string, got []byte) {
 	t.Helper()
 	ar, err := txtar.ParseFile(path)
-	if err != nil && !(*update && os.IsNotExist(err)) {
+	if err != nil && !(update() && os.IsNotExist(err)) {
 		t.Fatalf("reading golden: %v", err)
 	}
 	if ar == nil {
@@ -164,7 +165,7 @@ func golden(t *testing.T, path, name string, got []byte) {
 		if ar.Files[i].Name != name {
 			continue
 		}
-		if *update {
+		if update() {
 			ar.Files[i].Data = got
 			writeArchive(t, path, ar)
 			return
@@ -174,7 +175,7 @@ func golden(t *testing.T, path, name string, got []byte) {
 		}
 		return
 	}
-	if !*update {
+	if !update() {
 		t.Fatalf("%s has no section %q (run go test -update)", path, name)
 	}
 	ar.Files = append(ar.Files, txtar.File{Name: name, Data: got})
@@ -255,180 +256,6 @@ func reframeChunks(chunks []byte, typed bool) []byte {
 func checkChunkInvariants(t testing.TB, body []byte) {
 	t.Helper()
 	openaitest.CheckChunks(t, body, openaitest.Want{ErrorEnd: true})
-}
-
-// goldenDialect is one upstream dialect whose transcripts live in testdata/<dir>: every
-// *.txtar there is a golden case, so adding a recording is adding a file. The sections
-// say what the case is:
-//
-//   - request.json (+ options.json): the OpenAI request and the route Options; want.json
-//     is the upstream body, dropped.txt the parameters dropped (one a line), and the body
-//     must satisfy the dialect's published schema.
-//   - upstream.sse, or upstream.chunks.txt (one data payload a line, reframed): a stream;
-//     want.sse is the OpenAI SSE the client gets. It must keep the chunk contract and
-//     decode the same however the bytes are split.
-//   - upstream.json: a whole response, want.json the chat.completion; with a "status: N"
-//     line (N >= 400) in the comment, an error body, want.json the client's error.
-type goldenDialect struct {
-	dir        string
-	provider   Provider
-	newDecoder func() StreamDecoder
-	// typed: reframed chunks get an event: line (Anthropic, Responses).
-	typed bool
-	// splits checks a stream's splits; nil is checkSplits.
-	splits func(t *testing.T, upstream, want []byte)
-	// schema returns the check of an upstream request body against the published spec.
-	schema func(t *testing.T) func(body []byte) error
-	// arrayStream: an upstream.json that is a JSON array is also a stream, one chunk an
-	// element (Gemini's streamGenerateContent without alt=sse).
-	arrayStream bool
-}
-
-func goldenDialects() []goldenDialect {
-	return []goldenDialect{
-		{dir: "openai_anthropic", provider: Anthropic(), newDecoder: newAnthropicStream, typed: true,
-			splits: anthropicCheckSplits,
-			schema: func(t *testing.T) func([]byte) error {
-				s := anthropicSchema(t)
-				return func(b []byte) error { return spectest.Validate(s, b) }
-			}},
-		{dir: "openai_gemini", provider: Gemini(), newDecoder: newGeminiDecoder, arrayStream: true,
-			schema: func(t *testing.T) func([]byte) error {
-				s := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
-				return func(b []byte) error { return spectest.Validate(s, b) }
-			}},
-		{dir: "openai_responses", provider: Responses(), newDecoder: newResponsesDecoder, typed: true,
-			splits: responsesCheckSplits, schema: responsesSchemaCheck},
-	}
-}
-
-// goldenOptions is the options.json section: the Options a request case is encoded with.
-// Without upstream_model the request's model is the upstream's.
-type goldenOptions struct {
-	UpstreamModel    string `json:"upstream_model,omitempty"`
-	Stream           bool   `json:"stream,omitempty"`
-	DefaultMaxTokens int    `json:"default_max_tokens,omitempty"`
-	PromptCache      bool   `json:"prompt_cache,omitempty"`
-	DropUnsupported  bool   `json:"drop_unsupported,omitempty"`
-	Store            bool   `json:"store,omitempty"`
-}
-
-var goldenStatus = regexp.MustCompile(`(?m)^status: (\d+)$`)
-
-// TestGolden runs every transcript of every dialect (see goldenDialect).
-func TestGolden(t *testing.T) {
-	for _, d := range goldenDialects() {
-		t.Run(d.dir, func(t *testing.T) {
-			files, err := filepath.Glob(filepath.Join("testdata", d.dir, "*.txtar"))
-			if err != nil || len(files) == 0 {
-				t.Fatalf("no transcripts in testdata/%s (%v)", d.dir, err)
-			}
-			var validate func([]byte) error
-			for _, path := range files {
-				t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-					ar, err := txtar.ParseFile(path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if req := section1(ar, "request.json"); req != nil {
-						if validate == nil {
-							validate = d.schema(t)
-						}
-						goldenRequest(t, d, path, ar, req, validate)
-						return
-					}
-					d.run(t, path, ar)
-				})
-			}
-		})
-	}
-}
-
-func (d goldenDialect) run(t *testing.T, path string, ar *txtar.Archive) {
-	status := 0
-	if m := goldenStatus.FindSubmatch(ar.Comment); m != nil {
-		status, _ = strconv.Atoi(string(m[1]))
-	}
-	ran := false
-	for _, f := range ar.Files {
-		switch f.Name {
-		case "upstream.sse":
-			d.stream(t, path, f.Data)
-		case "upstream.chunks.txt":
-			d.stream(t, path, reframeChunks(f.Data, d.typed))
-		case "upstream.json":
-			if status >= 400 {
-				golden(t, path, "want.json", goldenErrorJSON(d.provider.DecodeError(status, f.Data)))
-				break
-			}
-			golden(t, path, "want.json", responseToOpenAI(t, d.provider, f.Data))
-			if d.arrayStream && bytes.HasPrefix(bytes.TrimSpace(f.Data), []byte("[")) {
-				d.stream(t, path, geminiJSONArrayToSSE(t, f.Data))
-			}
-		default:
-			continue
-		}
-		ran = true
-	}
-	if !ran {
-		t.Fatalf("%s has no request.json, upstream.sse, upstream.chunks.txt or upstream.json", path)
-	}
-}
-
-func (d goldenDialect) stream(t *testing.T, path string, upstream []byte) {
-	t.Helper()
-	got := streamToOpenAI(t, d.newDecoder, upstream)
-	golden(t, path, "want.sse", got)
-	checkChunkInvariants(t, got)
-	if d.splits != nil {
-		d.splits(t, upstream, got)
-	} else {
-		checkSplits(t, d.newDecoder, upstream, got)
-	}
-}
-
-func goldenRequest(t *testing.T, d goldenDialect, path string, ar *txtar.Archive, body []byte, validate func([]byte) error) {
-	var o goldenOptions
-	if raw := section1(ar, "options.json"); raw != nil {
-		if err := json.Unmarshal(raw, &o); err != nil {
-			t.Fatalf("options.json: %v", err)
-		}
-	}
-	req, err := ParseRequest(body)
-	if err != nil {
-		t.Fatalf("ParseRequest: %v", err)
-	}
-	opts := Options{UpstreamModel: o.UpstreamModel, Stream: o.Stream, DefaultMaxTokens: o.DefaultMaxTokens,
-		PromptCache: o.PromptCache, DropUnsupported: o.DropUnsupported, Store: o.Store}
-	if opts.UpstreamModel == "" {
-		opts.UpstreamModel = req.Model
-	}
-	var dropped []byte
-	opts.Dropped = func(p string) { dropped = append(append(dropped, p...), '\n') }
-	got, err := d.provider.AppendRequest(nil, req, &opts)
-	if err != nil {
-		t.Fatalf("AppendRequest: %v", err)
-	}
-	golden(t, path, "want.json", got)
-	if dropped != nil || section1(ar, "dropped.txt") != nil {
-		golden(t, path, "dropped.txt", dropped)
-	}
-	if err := validate(got); err != nil {
-		t.Errorf("the upstream body does not satisfy the dialect's spec: %v\n%s", err, got)
-	}
-}
-
-// goldenErrorJSON renders a decoded upstream error with its status and retry facts.
-func goldenErrorJSON(e *UpstreamError) []byte {
-	b := []byte(`{"status":`)
-	b = jsonx.AppendInt(b, e.Status)
-	b = append(b, `,"retryable":`...)
-	b = jsonx.AppendBool(b, e.Retryable)
-	b = append(b, `,"retry_after":`...)
-	b = jsonx.AppendString(b, e.RetryAfter.String())
-	b = append(b, `,"body":`...)
-	b = AppendError(b, e.Message, e.Type, e.Param, e.Code)
-	return append(b, '}')
 }
 
 // goldenSection returns section sec of the transcript testdata/<dir>/<name>.txtar.

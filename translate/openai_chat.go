@@ -95,7 +95,7 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 				dst = append(dst, `""`...)
 			}
 		case m.ToolError:
-			dst = jsonx.AppendString(dst, toolOutputText(m))
+			dst = jsonx.AppendString(dst, m.ToolOutput())
 		case len(m.Content) == 1 && m.Content[0].Type == PartText:
 			dst = jsonx.AppendString(dst, m.Content[0].Text)
 		default:
@@ -116,15 +116,6 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
-}
-
-// toolOutputText returns a tool message's text for upstreams that have no error mark on
-// tool results: a failed call's error text is prefixed with "Error: ".
-func toolOutputText(m *Message) string {
-	if m.ToolError {
-		return "Error: " + m.Text()
-	}
-	return m.Text()
 }
 
 // appendToolCalls appends calls as an OpenAI tool_calls array.

@@ -359,7 +359,7 @@ func (r *Request) check() *ParamError {
 
 func (p *parser) tool(i int) bool {
 	sc := &p.sc
-	param := func() string { return idx("tools", i) }
+	param := func() string { return ParamIndex("tools", i) }
 	if sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
@@ -604,7 +604,8 @@ func jsonInt(raw string, f float64) int64 {
 	return math.MaxInt64
 }
 
-func idx(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+// ParamIndex names element i of the array parameter base as error params do: messages[3].
+func ParamIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
 func validToolName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {

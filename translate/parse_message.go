@@ -8,13 +8,13 @@ import "github.com/agate-gateway/agate/internal/jsonx"
 func (p *parser) message(i int) bool {
 	sc := &p.sc
 	if sc.Peek() != '{' {
-		return p.fail(idx("messages", i), "each message must be an object")
+		return p.fail(ParamIndex("messages", i), "each message must be an object")
 	}
 	var msg Message
 	// content is read after the other fields, once the role is known.
 	var role, content jsonx.Value
 	var seen keySet
-	base := func() string { return idx("messages", i) }
+	base := func() string { return ParamIndex("messages", i) }
 	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, base, messageFields) {
 			return false
@@ -31,12 +31,12 @@ func (p *parser) message(i int) bool {
 			ok = sc.Literal("null")
 		case key == "name":
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(idx("messages", i)+".name", "must be a string")
+				return p.fail(ParamIndex("messages", i)+".name", "must be a string")
 			}
 			msg.Name = v.Str
 		case key == "tool_call_id":
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(idx("messages", i)+".tool_call_id", "must be a string")
+				return p.fail(ParamIndex("messages", i)+".tool_call_id", "must be a string")
 			}
 			msg.ToolCallID = v.Str
 		case key == "tool_calls":
@@ -62,16 +62,16 @@ func (p *parser) message(i int) bool {
 		return false
 	}
 	if role.Kind != jsonx.String {
-		return p.fail(idx("messages", i)+".role", "role is required and must be a string")
+		return p.fail(ParamIndex("messages", i)+".role", "role is required and must be a string")
 	}
 	switch role.Str {
 	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
 		msg.Role = role.Str
 	default:
-		return p.fail(idx("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
+		return p.fail(ParamIndex("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
 	}
 	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
-		return p.fail(idx("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
+		return p.fail(ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
 	start := p.parts.n
 	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, &msg, &content) {
@@ -80,15 +80,15 @@ func (p *parser) message(i int) bool {
 	switch msg.Role {
 	case RoleTool:
 		if msg.ToolCallID == "" {
-			return p.fail(idx("messages", i)+".tool_call_id", "tool messages need tool_call_id")
+			return p.fail(ParamIndex("messages", i)+".tool_call_id", "tool messages need tool_call_id")
 		}
 	case RoleAssistant:
 		if content.Kind == jsonx.Missing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
-			return p.fail(idx("messages", i)+".content", "assistant messages need content or tool_calls")
+			return p.fail(ParamIndex("messages", i)+".content", "assistant messages need content or tool_calls")
 		}
 	default:
 		if content.Kind == jsonx.Missing || content.Kind == jsonx.Null {
-			return p.fail(idx("messages", i)+".content", "%s messages need content", msg.Role)
+			return p.fail(ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
 	p.msgs.add(pendingMessage{msg: msg, start: start, end: p.parts.n})
@@ -103,7 +103,7 @@ func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
 	switch sc.Peek() {
 	case '[':
 		for n := 0; sc.NextElem(&n); {
-			if !p.thinkingBlock(func() string { return idx(base(), n-1) }, msg) {
+			if !p.thinkingBlock(func() string { return ParamIndex(base(), n-1) }, msg) {
 				return false
 			}
 		}
@@ -144,7 +144,7 @@ func (p *parser) content(i int, msg *Message, v *jsonx.Value) bool {
 		return true
 	}
 	if v.Kind != jsonx.Array {
-		return p.fail(idx("messages", i)+".content", "must be a string or an array of content parts")
+		return p.fail(ParamIndex("messages", i)+".content", "must be a string or an array of content parts")
 	}
 	// Read the array again from its start; the scanner has checked it already.
 	sc := &p.sc
@@ -162,7 +162,7 @@ func (p *parser) content(i int, msg *Message, v *jsonx.Value) bool {
 // part reads content part j of message i.
 func (p *parser) part(i, j int, msg *Message) bool {
 	sc := &p.sc
-	param := func() string { return idx(idx("messages", i)+".content", j) }
+	param := func() string { return ParamIndex(ParamIndex("messages", i)+".content", j) }
 	if sc.Peek() != '{' {
 		return p.fail(param(), "each content part must be an object")
 	}
@@ -291,7 +291,7 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 
 func (p *parser) toolCalls(i int, msg *Message) bool {
 	sc := &p.sc
-	base := func() string { return idx("messages", i) + ".tool_calls" }
+	base := func() string { return ParamIndex("messages", i) + ".tool_calls" }
 	if sc.Peek() != '[' {
 		return p.fail(base(), "must be an array")
 	}
@@ -314,7 +314,7 @@ func (p *parser) toolCalls(i int, msg *Message) bool {
 // toolCall reads tool call j of message i.
 func (p *parser) toolCall(i, j int) bool {
 	sc := &p.sc
-	param := func() string { return idx(idx("messages", i)+".tool_calls", j) }
+	param := func() string { return ParamIndex(ParamIndex("messages", i)+".tool_calls", j) }
 	// The last of duplicate keys wins, as with gjson's ForEach.
 	var id, typ, name, args jsonx.Value
 	if sc.Peek() != '{' {

@@ -204,3 +204,12 @@ func (r *Request) Choices() int {
 	}
 	return r.N
 }
+
+// ToolOutput returns a tool message's text for upstreams that have no error mark on tool
+// results: a failed call's error text is prefixed with "Error: ".
+func (m *Message) ToolOutput() string {
+	if m.ToolError {
+		return "Error: " + m.Text()
+	}
+	return m.Text()
+}

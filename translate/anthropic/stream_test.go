@@ -1,6 +1,8 @@
-package translate
+package anthropic
 
 import (
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,9 +16,9 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-const anthropicTestdata = "testdata/openai_anthropic"
+const anthropicTestdata = "testdata"
 
-func newAnthropicStream() StreamDecoder { return Anthropic().NewStreamDecoder(&Options{}) }
+func newAnthropicStream() translate.StreamDecoder { return New().NewStreamDecoder(&translate.Options{}) }
 
 var anthropicServerResult = regexp.MustCompile(`(?m)^data: \{"type":"content_block_start","index":(\d+),"content_block":\{"type":"web_search_tool_result","tool_use_id":"(\w+)".*$`)
 
@@ -33,7 +35,7 @@ func anthropicCheckSplits(t *testing.T, upstream, want []byte) {
 	const window = 4 << 10
 	upstream = anthropicServerResult.ReplaceAll(upstream, []byte(`data: {"type":"content_block_start","index":$1,"content_block":{"type":"web_search_tool_result","tool_use_id":"$2","content":[]}}`))
 	if len(upstream) <= 2*window {
-		checkSplits(t, newAnthropicStream, upstream, want)
+		goldentest.CheckSplits(t, newAnthropicStream, upstream, want)
 		return
 	}
 	events := bytes.SplitAfter(upstream, []byte("\n\n"))
@@ -67,9 +69,9 @@ func anthropicCheckSplits(t *testing.T, upstream, want []byte) {
 			w = append(w, fmt.Sprintf("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":%d}\n\n", idx)...)
 		}
 		w = append(w, tail...)
-		got := streamToOpenAI(t, newAnthropicStream, w)
-		checkChunkInvariants(t, got)
-		checkSplits(t, newAnthropicStream, w, got)
+		got := goldentest.Stream(t, newAnthropicStream, w)
+		goldentest.CheckChunks(t, got)
+		goldentest.CheckSplits(t, newAnthropicStream, w, got)
 	}
 }
 
@@ -83,33 +85,33 @@ func TestAnthropicStream_MidStreamError(t *testing.T) {
 	// testdata/openai_anthropic/stream-error-overloaded.txtar: the first events of the
 	// recorded text stream, then the observed error payload and the connection closing (no
 	// message_delta/message_stop), as observed-stream-error-events.md describes.
-	upstream := goldenSection(t, "openai_anthropic", "stream-error-overloaded", "upstream.sse")
-	got := streamToOpenAI(t, newAnthropicStream, upstream)
+	upstream := goldentest.Transcript(t, "stream-error-overloaded", "upstream.sse")
+	got := goldentest.Stream(t, newAnthropicStream, upstream)
 	if !bytes.Contains(got, []byte(`"message":"Overloaded"`)) || bytes.Contains(got, []byte("[DONE]")) {
 		t.Errorf("want an in-band Overloaded error without [DONE]:\n%s", got)
 	}
 
 	// The decoder itself: EventError then the same *UpstreamError, 503 and retryable.
 	dec := newAnthropicStream()
-	var evErr *UpstreamError
+	var evErr *translate.UpstreamError
 	var p sse.Parser
 	err := p.Feed(upstream, func(typ, data []byte) error {
-		return dec.Event(typ, data, func(ev *Event) error {
-			if ev.Kind == EventError {
+		return dec.Event(typ, data, func(ev *translate.Event) error {
+			if ev.Kind == translate.EventError {
 				evErr = ev.Err
 			}
 			return nil
 		})
 	})
-	var ue *UpstreamError
+	var ue *translate.UpstreamError
 	if !errors.As(err, &ue) || ue != evErr {
 		t.Fatalf("Event returned %v, want the emitted EventError %v", err, evErr)
 	}
-	want := &UpstreamError{Status: 503, Type: "api_error", Code: "overloaded_error", Message: "Overloaded", Retryable: true}
+	want := &translate.UpstreamError{Status: 503, Type: "api_error", Code: "overloaded_error", Message: "Overloaded", Retryable: true}
 	if diff := cmp.Diff(want, ue); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
-	if !errors.Is(err, ErrUpstream) {
+	if !errors.Is(err, translate.ErrUpstream) {
 		t.Errorf("error does not match ErrUpstream")
 	}
 }
@@ -117,7 +119,7 @@ func TestAnthropicStream_MidStreamError(t *testing.T) {
 // TestAnthropicStream_Truncated: a stream that ends before message_stop is a 502, and
 // Close emits nothing and reports once.
 func TestAnthropicStream_Truncated(t *testing.T) {
-	rec := readFixture(t, "anthropic/stream/text-basic.mirascope.sse")
+	rec := goldentest.ReadFixture(t, "anthropic/stream/text-basic.mirascope.sse")
 	tests := []struct {
 		name, upstream, wantMsg string
 	}{
@@ -128,16 +130,16 @@ func TestAnthropicStream_Truncated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dec := newAnthropicStream()
-			var kinds []EventKind
-			emit := func(ev *Event) error { kinds = append(kinds, ev.Kind); return nil }
+			var kinds []translate.EventKind
+			emit := func(ev *translate.Event) error { kinds = append(kinds, ev.Kind); return nil }
 			var p sse.Parser
 			if err := p.Feed([]byte(tt.upstream), func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
 				t.Fatal(err)
 			}
 			n := len(kinds)
 			err := dec.Close(emit)
-			want := &UpstreamError{Status: 502, Type: "api_error", Message: tt.wantMsg}
-			var ue *UpstreamError
+			want := &translate.UpstreamError{Status: 502, Type: "api_error", Message: tt.wantMsg}
+			var ue *translate.UpstreamError
 			if !errors.As(err, &ue) {
 				t.Fatalf("Close = %v, want an *UpstreamError", err)
 			}
@@ -176,11 +178,11 @@ func TestAnthropicStream_Malformed(t *testing.T) {
 			dec := newAnthropicStream()
 			var err error
 			for _, e := range tt.events {
-				if err = dec.Event(nil, []byte(e), func(*Event) error { return nil }); err != nil {
+				if err = dec.Event(nil, []byte(e), func(*translate.Event) error { return nil }); err != nil {
 					break
 				}
 			}
-			var ue *UpstreamError
+			var ue *translate.UpstreamError
 			if !errors.As(err, &ue) || !strings.Contains(ue.Message, tt.want) || ue.Status != 502 {
 				t.Fatalf("got %v, want a 502 containing %q", err, tt.want)
 			}
@@ -191,8 +193,8 @@ func TestAnthropicStream_Malformed(t *testing.T) {
 // TestAnthropicStream_ParallelToolIndexes pins one OpenAI index per tool_use block in
 // order (0, 1) with id and name on the first delta only, and the arguments reassembled.
 func TestAnthropicStream_ParallelToolIndexes(t *testing.T) {
-	up := readFixture(t, "anthropic/stream/parallel-tool-use.mirascope.sse")
-	var a Assembler
+	up := goldentest.ReadFixture(t, "anthropic/stream/parallel-tool-use.mirascope.sse")
+	var a translate.Assembler
 	dec := newAnthropicStream()
 	var p sse.Parser
 	if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
@@ -202,18 +204,18 @@ func TestAnthropicStream_ParallelToolIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Finish()
-	var got []ToolCall
+	var got []translate.ToolCall
 	for _, c := range a.Choices[0].ToolCalls {
-		got = append(got, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		got = append(got, translate.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	want := []ToolCall{
+	want := []translate.ToolCall{
 		{ID: "toolu_015cUijgET79LXjgeYQerN2h", Name: "secret_retrieval_tool", Arguments: `{"password": "mellon"}`},
 		{ID: "toolu_01XZTimPexA7h3EVKesnKt5T", Name: "secret_retrieval_tool", Arguments: `{"password": "radiance"}`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tool calls (-want +got):\n%s", diff)
 	}
-	if a.Choices[0].FinishReason != FinishToolCalls {
+	if a.Choices[0].FinishReason != translate.FinishToolCalls {
 		t.Errorf("finish %q", a.Choices[0].FinishReason)
 	}
 }
@@ -221,7 +223,7 @@ func TestAnthropicStream_ParallelToolIndexes(t *testing.T) {
 // TestAnthropicStream_NoArgumentTool: a tool_use with input {} and only an empty
 // partial_json ends as "{}".
 func TestAnthropicStream_NoArgumentTool(t *testing.T) {
-	got := streamToOpenAI(t, newAnthropicStream, readFixture(t, "anthropic/stream/tool-no-args-exact-bytes.llm-anthropic.sse"))
+	got := goldentest.Stream(t, newAnthropicStream, goldentest.ReadFixture(t, "anthropic/stream/tool-no-args-exact-bytes.llm-anthropic.sse"))
 	if !bytes.Contains(got, []byte(`"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]`)) {
 		t.Errorf("no-argument call does not end as {}:\n%s", got)
 	}
@@ -230,7 +232,7 @@ func TestAnthropicStream_NoArgumentTool(t *testing.T) {
 // TestAnthropicStream_ServerToolsAreNotToolCalls: server_tool_use and
 // web_search_tool_result blocks never become client tool calls.
 func TestAnthropicStream_ServerToolsAreNotToolCalls(t *testing.T) {
-	got := streamToOpenAI(t, newAnthropicStream, readFixture(t, "anthropic/stream/web-search-cache-read-create.mirascope.sse"))
+	got := goldentest.Stream(t, newAnthropicStream, goldentest.ReadFixture(t, "anthropic/stream/web-search-cache-read-create.mirascope.sse"))
 	if bytes.Contains(got, []byte(`tool_calls`)) || bytes.Contains(got, []byte(`srvtoolu_`)) {
 		t.Errorf("server tool blocks leaked as tool calls")
 	}
@@ -245,20 +247,20 @@ func TestAnthropicStream_Usage(t *testing.T) {
 	tests := []struct {
 		name, file string
 		chunks     bool
-		want       Usage
+		want       translate.Usage
 	}{
-		{"cache read and write", "anthropic/stream/web-search-cache-read-create.mirascope.sse", false, Usage{}},
+		{"cache read and write", "anthropic/stream/web-search-cache-read-create.mirascope.sse", false, translate.Usage{}},
 		{"message_delta corrects input_tokens", "anthropic/vercel-chunks/anthropic-message-delta-input-tokens.chunks.txt", true,
-			Usage{PromptTokens: 61, CompletionTokens: 2}},
-		{"text", "anthropic/stream/text-basic.mirascope.sse", false, Usage{}},
+			translate.Usage{PromptTokens: 61, CompletionTokens: 2}},
+		{"text", "anthropic/stream/text-basic.mirascope.sse", false, translate.Usage{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			up := readFixture(t, tt.file)
+			up := goldentest.ReadFixture(t, tt.file)
 			if tt.chunks {
-				up = reframeChunks(up, true)
+				up = goldentest.ReframeChunks(up, true)
 			}
-			var a Assembler
+			var a translate.Assembler
 			dec := newAnthropicStream()
 			var p sse.Parser
 			if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
@@ -268,7 +270,7 @@ func TestAnthropicStream_Usage(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := tt.want
-			if want == (Usage{}) {
+			if want == (translate.Usage{}) {
 				want = anthropicExpectedUsage(t, up)
 			}
 			if diff := cmp.Diff(want, a.Usage); diff != "" {
@@ -280,7 +282,7 @@ func TestAnthropicStream_Usage(t *testing.T) {
 
 // anthropicExpectedUsage computes the usage independently with encoding/json: the
 // message_delta usage fields override message_start's.
-func anthropicExpectedUsage(t *testing.T, up []byte) Usage {
+func anthropicExpectedUsage(t *testing.T, up []byte) translate.Usage {
 	t.Helper()
 	counts := map[string]int{}
 	var p sse.Parser
@@ -305,12 +307,12 @@ func anthropicExpectedUsage(t *testing.T, up []byte) Usage {
 		return nil
 	})
 	in, cr, cw := counts["input_tokens"], counts["cache_read_input_tokens"], counts["cache_creation_input_tokens"]
-	return Usage{PromptTokens: in + cr + cw, CompletionTokens: counts["output_tokens"], CachedTokens: cr, CacheCreationTokens: cw}
+	return translate.Usage{PromptTokens: in + cr + cw, CompletionTokens: counts["output_tokens"], CachedTokens: cr, CacheCreationTokens: cw}
 }
 
 func FuzzAnthropicStream(f *testing.F) {
 	// The golden transcripts, cut to keep the fuzzer fast; TestGolden covers them whole.
-	for _, b := range goldenSeeds("openai_anthropic", "upstream.sse", true, 4096) {
+	for _, b := range goldentest.Seeds("upstream.sse", true, 4096) {
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Add([]byte("event: error\ndata: "+anthropicOverloaded+"\n\n"), uint16(3))
@@ -319,10 +321,10 @@ func FuzzAnthropicStream(f *testing.F) {
 		if at > len(b) {
 			at = len(b)
 		}
-		enc := NewChunkEncoder("id", "m", 1, true)
+		enc := translate.NewChunkEncoder("id", "m", 1, true)
 		var out []byte
 		dec := newAnthropicStream()
-		emit := func(ev *Event) error {
+		emit := func(ev *translate.Event) error {
 			out = enc.Encode(out, ev)
 			return nil
 		}
@@ -367,9 +369,9 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p = sse.Parser{}
 		dec := &anthropicStream{}
-		enc := NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
+		enc := translate.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
 		out = out[:0]
-		emit := func(ev *Event) error {
+		emit := func(ev *translate.Event) error {
 			out = enc.Encode(out, ev)
 			return nil
 		}
@@ -387,9 +389,9 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	res := testing.AllocsPerRun(20, func() {
 		p = sse.Parser{}
 		dec := &anthropicStream{}
-		enc := NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
+		enc := translate.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
 		out = out[:0]
-		emit := func(ev *Event) error { out = enc.Encode(out, ev); return nil }
+		emit := func(ev *translate.Event) error { out = enc.Encode(out, ev); return nil }
 		p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, emit) })
 		dec.Close(emit)
 		out = enc.Finish(out)

@@ -1,9 +1,11 @@
-package translate
+package responses
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"strings"
 	"testing"
 
@@ -11,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func newResponsesDecoder() StreamDecoder { return Responses().NewStreamDecoder(&Options{}) }
+func newResponsesDecoder() translate.StreamDecoder {
+	return New().NewStreamDecoder(&translate.Options{})
+}
 
 // responsesCheckSplits runs checkSplits on streams up to 16 KB. Larger recordings (the
 // 99 KB reasoning stream would take minutes under -race at every offset) are split at
@@ -21,7 +25,7 @@ func newResponsesDecoder() StreamDecoder { return Responses().NewStreamDecoder(&
 func responsesCheckSplits(t *testing.T, upstream, want []byte) {
 	t.Helper()
 	if len(upstream) <= 16<<10 {
-		checkSplits(t, newResponsesDecoder, upstream, want)
+		goldentest.CheckSplits(t, newResponsesDecoder, upstream, want)
 		return
 	}
 	offsets := map[int]bool{}
@@ -42,7 +46,7 @@ func responsesCheckSplits(t *testing.T, upstream, want []byte) {
 		if i <= 0 || i >= len(upstream) {
 			continue
 		}
-		got := streamChunksToOpenAI(t, newResponsesDecoder, [][]byte{upstream[:i], upstream[i:]})
+		got := goldentest.StreamChunks(t, newResponsesDecoder, [][]byte{upstream[:i], upstream[i:]})
 		if !bytes.Equal(got, want) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))
 		}
@@ -51,21 +55,21 @@ func responsesCheckSplits(t *testing.T, upstream, want []byte) {
 	for i := range upstream {
 		chunks = append(chunks, upstream[i:i+1])
 	}
-	if got := streamChunksToOpenAI(t, newResponsesDecoder, chunks); !bytes.Equal(got, want) {
+	if got := goldentest.StreamChunks(t, newResponsesDecoder, chunks); !bytes.Equal(got, want) {
 		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 	}
 }
 
 // responsesRun decodes an SSE body and returns the events (strings copied) and the error.
-func responsesRun(t *testing.T, body string) ([]Event, error) {
+func responsesRun(t *testing.T, body string) ([]translate.Event, error) {
 	t.Helper()
 	dec := newResponsesDecoder()
-	var evs []Event
-	emit := func(ev *Event) error {
+	var evs []translate.Event
+	emit := func(ev *translate.Event) error {
 		e := *ev
-		e.ID, e.Model, e.Text, e.CallID, e.Name = clone(e.ID), clone(e.Model), clone(e.Text), clone(e.CallID), clone(e.Name)
+		e.ID, e.Model, e.Text, e.CallID, e.Name = strings.Clone(e.ID), strings.Clone(e.Model), strings.Clone(e.Text), strings.Clone(e.CallID), strings.Clone(e.Name)
 		evs = append(evs, e)
-		if ev.Kind == EventError {
+		if ev.Kind == translate.EventError {
 			return ev.Err
 		}
 		return nil
@@ -94,12 +98,12 @@ const (
 )
 
 func TestResponsesStream_Quirks(t *testing.T) {
-	start := Event{Kind: EventStart, ID: "resp_1", Model: "gpt-x"}
-	usage := Event{Kind: EventUsage, Usage: Usage{PromptTokens: 10, CompletionTokens: 7, CachedTokens: 4, ReasoningTokens: 3}}
+	start := translate.Event{Kind: translate.EventStart, ID: "resp_1", Model: "gpt-x"}
+	usage := translate.Event{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 10, CompletionTokens: 7, CachedTokens: 4, ReasoningTokens: 3}}
 	tests := []struct {
 		name    string
 		body    string
-		want    []Event
+		want    []translate.Event
 		wantErr string
 	}{
 		{
@@ -109,10 +113,10 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":""}`,
 				`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"now"}}`,
 				rsCompleted),
-			want: []Event{start,
-				{Kind: EventToolCallStart, Index: 0, CallID: "call_1", Name: "now"},
-				{Kind: EventToolCallEnd, Index: 0}, usage,
-				{Kind: EventFinish, FinishReason: FinishToolCalls}},
+			want: []translate.Event{start,
+				{Kind: translate.EventToolCallStart, Index: 0, CallID: "call_1", Name: "now"},
+				{Kind: translate.EventToolCallEnd, Index: 0}, usage,
+				{Kind: translate.EventFinish, FinishReason: translate.FinishToolCalls}},
 		},
 		{
 			name: "ArgumentsOnlyInDone",
@@ -120,11 +124,11 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"","call_id":"call_1","name":"f"}}`,
 				`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","arguments":"{\"a\":1}","call_id":"call_1","name":"f"}}`,
 				rsCompleted),
-			want: []Event{start,
-				{Kind: EventToolCallStart, Index: 0, CallID: "call_1", Name: "f"},
-				{Kind: EventToolCallArgsDelta, Index: 0, Text: `{"a":1}`},
-				{Kind: EventToolCallEnd, Index: 0}, usage,
-				{Kind: EventFinish, FinishReason: FinishToolCalls}},
+			want: []translate.Event{start,
+				{Kind: translate.EventToolCallStart, Index: 0, CallID: "call_1", Name: "f"},
+				{Kind: translate.EventToolCallArgsDelta, Index: 0, Text: `{"a":1}`},
+				{Kind: translate.EventToolCallEnd, Index: 0}, usage,
+				{Kind: translate.EventFinish, FinishReason: translate.FinishToolCalls}},
 		},
 		{
 			name: "InterleavedArgumentDeltasMappedByItemID",
@@ -135,13 +139,13 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.function_call_arguments.delta","item_id":"fc_a","output_index":0,"delta":"{}"}`,
 				`{"type":"response.function_call_arguments.delta","item_id":"fc_b","output_index":1,"delta":":2}"}`,
 				rsCompleted),
-			want: []Event{start,
-				{Kind: EventToolCallStart, Index: 0, CallID: "call_a", Name: "f"},
-				{Kind: EventToolCallStart, Index: 1, CallID: "call_b", Name: "g"},
-				{Kind: EventToolCallArgsDelta, Index: 1, Text: `{"b"`},
-				{Kind: EventToolCallArgsDelta, Index: 0, Text: `{}`},
-				{Kind: EventToolCallArgsDelta, Index: 1, Text: `:2}`},
-				usage, {Kind: EventFinish, FinishReason: FinishToolCalls}},
+			want: []translate.Event{start,
+				{Kind: translate.EventToolCallStart, Index: 0, CallID: "call_a", Name: "f"},
+				{Kind: translate.EventToolCallStart, Index: 1, CallID: "call_b", Name: "g"},
+				{Kind: translate.EventToolCallArgsDelta, Index: 1, Text: `{"b"`},
+				{Kind: translate.EventToolCallArgsDelta, Index: 0, Text: `{}`},
+				{Kind: translate.EventToolCallArgsDelta, Index: 1, Text: `:2}`},
+				usage, {Kind: translate.EventFinish, FinishReason: translate.FinishToolCalls}},
 		},
 		{
 			name: "BuiltInWebSearchIsNotAClientToolCall",
@@ -152,7 +156,7 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}`,
 				`{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"found"}`,
 				rsCompleted),
-			want: []Event{start, {Kind: EventTextDelta, Text: "found"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+			want: []translate.Event{start, {Kind: translate.EventTextDelta, Text: "found"}, usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 		{
 			name: "RefusalParts",
@@ -163,38 +167,38 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.refusal.done","item_id":"msg_1","output_index":0,"content_index":0,"refusal":"I can't"}`,
 				`{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"refusal","refusal":"I can't"}]}}`,
 				rsCompleted),
-			want: []Event{start, {Kind: EventRefusalDelta, Text: "I can't"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+			want: []translate.Event{start, {Kind: translate.EventRefusalDelta, Text: "I can't"}, usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 		{
 			name: "IncompleteContentFilter",
 			body: responsesSSE(rsCreated,
 				`{"type":"response.incomplete","response":{"id":"resp_1","status":"incomplete","incomplete_details":{"reason":"content_filter"}}}`),
-			want: []Event{start, {Kind: EventFinish, FinishReason: FinishContentFilter}},
+			want: []translate.Event{start, {Kind: translate.EventFinish, FinishReason: translate.FinishContentFilter}},
 		},
 		{
 			name: "ErrorThenFailedEmitsOneError",
 			body: responsesSSE(rsCreated,
 				`{"type":"error","sequence_number":2,"error":{"type":"insufficient_quota","code":"insufficient_quota","message":"quota","param":null}}`,
 				`{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"insufficient_quota","message":"quota"}}}`),
-			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "quota"}}},
+			want:    []translate.Event{start, {Kind: translate.EventError, Err: &translate.UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "quota"}}},
 			wantErr: "upstream 429 insufficient_quota: quota",
 		},
 		{
 			name:    "FlatErrorEventFromTheSpec",
 			body:    responsesSSE(rsCreated, `{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":1}`),
-			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 502, Type: "api_error", Code: "server_error", Message: "boom", Retryable: true}}},
+			want:    []translate.Event{start, {Kind: translate.EventError, Err: &translate.UpstreamError{Status: 502, Type: "api_error", Code: "server_error", Message: "boom", Retryable: true}}},
 			wantErr: "upstream 502 api_error: boom",
 		},
 		{
 			name:    "FailedWithoutErrorEvent",
 			body:    responsesSSE(rsCreated, `{"type":"response.failed","response":{"id":"resp_1","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`),
-			want:    []Event{start, {Kind: EventError, Err: &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down", Retryable: true}}},
+			want:    []translate.Event{start, {Kind: translate.EventError, Err: &translate.UpstreamError{Status: 429, Type: "rate_limit_error", Code: "rate_limit_exceeded", Message: "slow down", Retryable: true}}},
 			wantErr: "upstream 429 rate_limit_error: slow down",
 		},
 		{
 			name:    "TruncatedStream",
 			body:    responsesSSE(rsCreated, `{"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0,"delta":"hi"}`),
-			want:    []Event{start, {Kind: EventTextDelta, Text: "hi"}},
+			want:    []translate.Event{start, {Kind: translate.EventTextDelta, Text: "hi"}},
 			wantErr: "upstream 502 api_error: responses stream ended mid-response, before response.completed",
 		},
 		{
@@ -205,7 +209,7 @@ func TestResponsesStream_Quirks(t *testing.T) {
 		{
 			name:    "MalformedEvent",
 			body:    responsesSSE(rsCreated) + "event: response.output_text.delta\ndata: {\"delta\":\n\n",
-			want:    []Event{start},
+			want:    []translate.Event{start},
 			wantErr: `upstream 502 api_error: decoding responses event "response.output_text.delta": not valid JSON`,
 		},
 		{
@@ -216,13 +220,13 @@ func TestResponsesStream_Quirks(t *testing.T) {
 		{
 			name:    "ArgumentDeltaForUnknownItem",
 			body:    responsesSSE(rsCreated, `{"type":"response.function_call_arguments.delta","item_id":"fc_x","delta":"{"}`),
-			want:    []Event{start},
+			want:    []translate.Event{start},
 			wantErr: `upstream 502 api_error: decoding responses event "response.function_call_arguments.delta": for an unknown item_id`,
 		},
 		{
 			name: "DataOnlyEventsUseTheTypeField",
 			body: "data: " + rsCreated + "\n\ndata: " + `{"type":"response.output_text.delta","delta":"x"}` + "\n\ndata: " + rsCompleted + "\n\n",
-			want: []Event{start, {Kind: EventTextDelta, Text: "x"}, usage, {Kind: EventFinish, FinishReason: FinishStop}},
+			want: []translate.Event{start, {Kind: translate.EventTextDelta, Text: "x"}, usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 		{
 			name: "ReasoningSummaryPartsSeparated",
@@ -234,9 +238,9 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":1,"delta":"two"}`,
 				`{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"one"},{"type":"summary_text","text":"two"}]}}`,
 				rsCompleted),
-			want: []Event{start,
-				{Kind: EventReasoningDelta, Text: "one"}, {Kind: EventReasoningDelta, Text: "\n\n"}, {Kind: EventReasoningDelta, Text: "two"},
-				usage, {Kind: EventFinish, FinishReason: FinishStop}},
+			want: []translate.Event{start,
+				{Kind: translate.EventReasoningDelta, Text: "one"}, {Kind: translate.EventReasoningDelta, Text: "\n\n"}, {Kind: translate.EventReasoningDelta, Text: "two"},
+				usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 	}
 	for _, tt := range tests {
@@ -245,7 +249,7 @@ func TestResponsesStream_Quirks(t *testing.T) {
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()
-				if !errors.Is(err, ErrUpstream) {
+				if !errors.Is(err, translate.ErrUpstream) {
 					t.Errorf("error %v does not match ErrUpstream", err)
 				}
 			}
@@ -275,14 +279,14 @@ func TestResponsesStream_ReasoningCarriedOnFirstCall(t *testing.T) {
 	}
 	var ids []string
 	for _, e := range evs {
-		if e.Kind == EventToolCallStart {
+		if e.Kind == translate.EventToolCallStart {
 			ids = append(ids, e.CallID)
 		}
 	}
 	if len(ids) != 2 {
 		t.Fatalf("calls = %q", ids)
 	}
-	id, state := SplitID(ids[0])
+	id, state := translate.SplitID(ids[0])
 	want := `{"id":"fc_1","reasoning":[{"id":"rs_1","summary":[{"text":"think"}],"encrypted_content":"final"}]}`
 	if id != "call_1" || string(state) != want {
 		t.Errorf("first call = %q, %s; want call_1, %s", id, state, want)
@@ -293,17 +297,17 @@ func TestResponsesStream_ReasoningCarriedOnFirstCall(t *testing.T) {
 }
 
 func FuzzResponsesStream(f *testing.F) {
-	for _, b := range goldenSeeds("openai_responses", "upstream.sse", true, 6000) {
+	for _, b := range goldentest.Seeds("upstream.sse", true, 6000) {
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Add([]byte(responsesSSE(rsCreated, `{"type":"response.output_item.added","item":{"id":"fc","type":"function_call","call_id":"c"}}`, rsCompleted)), uint16(7))
 	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
 		at := int(cut) % (len(body) + 1)
 		dec := newResponsesDecoder()
-		enc := NewChunkEncoder("id", "m", 1, true)
+		enc := translate.NewChunkEncoder("id", "m", 1, true)
 		var out []byte
-		emit := func(ev *Event) error {
-			if ev.Kind == EventError {
+		emit := func(ev *translate.Event) error {
+			if ev.Kind == translate.EventError {
 				return ev.Err
 			}
 			out = enc.Encode(out, ev)
@@ -345,9 +349,9 @@ func BenchmarkResponsesStream(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dec := &responsesStream{}
-		enc := NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		enc := translate.NewChunkEncoder("chatcmpl-1", "m", 1, true)
 		out = out[:0]
-		emit := func(e *Event) error { out = enc.Encode(out, e); return nil }
+		emit := func(e *translate.Event) error { out = enc.Encode(out, e); return nil }
 		for _, e := range parsed {
 			if err := dec.Event(e.typ, e.data, emit); err != nil {
 				b.Fatal(err)
@@ -363,9 +367,9 @@ func BenchmarkResponsesStream(b *testing.B) {
 	b.ReportMetric(per, "ns/event")
 	allocs := testing.AllocsPerRun(10, func() {
 		dec := &responsesStream{}
-		enc := NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		enc := translate.NewChunkEncoder("chatcmpl-1", "m", 1, true)
 		out = out[:0]
-		emit := func(e *Event) error { out = enc.Encode(out, e); return nil }
+		emit := func(e *translate.Event) error { out = enc.Encode(out, e); return nil }
 		for _, e := range parsed {
 			_ = dec.Event(e.typ, e.data, emit)
 		}

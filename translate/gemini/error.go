@@ -1,7 +1,8 @@
-package translate
+package gemini
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 	"time"
@@ -11,7 +12,7 @@ import (
 // DecodeError maps a Google error body ({"error":{"code","message","status","details"}},
 // possibly wrapped in a JSON array, possibly served as text/event-stream) to the error the
 // client sees.
-func (geminiProvider) DecodeError(status int, body []byte) *UpstreamError {
+func (geminiProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
 	s := strings.TrimSpace(string(body))
 	if strings.HasPrefix(s, "data:") {
 		// An error framed as one SSE event.
@@ -36,12 +37,12 @@ func (geminiProvider) DecodeError(status int, body []byte) *UpstreamError {
 	if sn := geminiSnippet(s); sn != "" {
 		msg += ": " + sn
 	}
-	return &UpstreamError{Status: status, Type: ErrorType(status), Message: msg, Retryable: RetryableStatus(status)}
+	return &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Message: msg, Retryable: translate.RetryableStatus(status)}
 }
 
 // geminiError maps the error object e of a Google error body; status is the HTTP status,
 // or 0 to take it from the body (an error inside a stream).
-func geminiError(sc *jsonx.Scanner, status int, e jsonx.Value) *UpstreamError {
+func geminiError(sc *jsonx.Scanner, status int, e jsonx.Value) *translate.UpstreamError {
 	code := strings.Clone(sc.Get(e, "status").Str)
 	if status == 0 {
 		status = int(sc.Get(e, "code").Int())
@@ -49,7 +50,7 @@ func geminiError(sc *jsonx.Scanner, status int, e jsonx.Value) *UpstreamError {
 			status = geminiStatusCode(code)
 		}
 	}
-	ue := &UpstreamError{Status: status, Message: strings.Clone(sc.Get(e, "message").Str), Code: strings.ToLower(code)}
+	ue := &translate.UpstreamError{Status: status, Message: strings.Clone(sc.Get(e, "message").Str), Code: strings.ToLower(code)}
 	sc.Each(sc.Get(e, "details"), func(_ string, d jsonx.Value) bool {
 		switch sc.Get(d, "@type").Str {
 		case "type.googleapis.com/google.rpc.ErrorInfo":
@@ -71,8 +72,8 @@ func geminiError(sc *jsonx.Scanner, status int, e jsonx.Value) *UpstreamError {
 			ue.Message += " " + code
 		}
 	}
-	ue.Type = ErrorType(ue.Status)
-	ue.Retryable = RetryableStatus(ue.Status)
+	ue.Type = translate.ErrorType(ue.Status)
+	ue.Retryable = translate.RetryableStatus(ue.Status)
 	return ue
 }
 

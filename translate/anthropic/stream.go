@@ -1,7 +1,8 @@
-package translate
+package anthropic
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 )
 
@@ -37,8 +38,8 @@ type anthropicStream struct {
 	usage      anthropicUsage
 	finish     string
 	thinking   anthropicThinking
-	err        *UpstreamError
-	ev         Event // reused for every emit
+	err        *translate.UpstreamError
+	ev         translate.Event // reused for every emit
 	// sc reads the current event; its arena holds the event's decoded strings.
 	sc jsonx.Scanner
 }
@@ -49,7 +50,7 @@ type anthropicMembers [6]jsonx.Value
 
 // Event decodes one SSE event. The event's JSON "type" decides; the SSE event name is the
 // same by the API's contract and is not needed.
-func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
+func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
 	switch d.phase {
 	case anthropicFailed:
 		return d.err
@@ -77,7 +78,7 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	case "error":
 		err := anthropicErrorEvent(sc, root)
 		d.phase, d.err = anthropicFailed, err
-		d.ev = Event{Kind: EventError, Err: err}
+		d.ev = translate.Event{Kind: translate.EventError, Err: err}
 		emit(&d.ev)
 		return err
 	case "message_start":
@@ -87,7 +88,7 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 		d.phase = anthropicInMessage
 		msg := m[4]
 		d.usage.merge(sc, sc.Get(msg, "usage"))
-		d.ev = Event{Kind: EventStart, ID: sc.Get(msg, "id").Str, Model: sc.Get(msg, "model").Str}
+		d.ev = translate.Event{Kind: translate.EventStart, ID: sc.Get(msg, "id").Str, Model: sc.Get(msg, "model").Str}
 		return emit(&d.ev)
 	case "content_block_start":
 		return d.blockStart(m[1], m[3], data, emit)
@@ -111,7 +112,7 @@ func (d *anthropicStream) Event(_, data []byte, emit Emit) error {
 	return nil // event types added to the API later carry nothing a client needs yet
 }
 
-func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Emit) error {
+func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit translate.Emit) error {
 	sc := &d.sc
 	if d.block != anthropicNoBlock {
 		return d.fail(d.malformed("content_block_start while block "+strconv.Itoa(d.blockIndex)+" is open", data))
@@ -123,7 +124,7 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Em
 	switch sc.Get(cb, "type").Str {
 	case "text":
 		d.block = anthropicText
-		d.ev = Event{Kind: EventTextDelta, Text: sc.Get(cb, "text").Str}
+		d.ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(cb, "text").Str}
 		if d.ev.Text != "" {
 			return emit(&d.ev)
 		}
@@ -131,7 +132,7 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Em
 		d.block = anthropicThinkingBlock
 		d.thinking.text = append(d.thinking.text[:0], sc.Get(cb, "thinking").Str...)
 		d.thinking.sig = append(d.thinking.sig[:0], sc.Get(cb, "signature").Str...)
-		d.ev = Event{Kind: EventReasoningDelta, Text: sc.Get(cb, "thinking").Str}
+		d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: sc.Get(cb, "thinking").Str}
 		if d.ev.Text != "" {
 			return emit(&d.ev)
 		}
@@ -144,7 +145,7 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Em
 		if id == "" {
 			return d.fail(d.malformed("tool_use without an id", data))
 		}
-		d.ev = Event{Kind: EventToolCallStart, Index: d.blockIndex, CallID: d.thinking.callID(id), Name: sc.Get(cb, "name").Str}
+		d.ev = translate.Event{Kind: translate.EventToolCallStart, Index: d.blockIndex, CallID: d.thinking.callID(id), Name: sc.Get(cb, "name").Str}
 		return emit(&d.ev)
 	default:
 		d.block = anthropicServerBlock
@@ -152,7 +153,7 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit Em
 	return nil
 }
 
-func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit Emit) error {
+func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit translate.Emit) error {
 	sc := &d.sc
 	if d.block == anthropicNoBlock {
 		return d.fail(d.malformed("content_block_delta outside a content block", data))
@@ -160,14 +161,14 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit Emit) 
 	switch sc.Get(delta, "type").Str {
 	case "text_delta":
 		if d.block == anthropicText {
-			d.ev = Event{Kind: EventTextDelta, Text: sc.Get(delta, "text").Str}
+			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(delta, "text").Str}
 			return emit(&d.ev)
 		}
 	case "thinking_delta":
 		if d.block == anthropicThinkingBlock {
 			t := sc.Get(delta, "thinking").Str
 			d.thinking.text = append(d.thinking.text, t...)
-			d.ev = Event{Kind: EventReasoningDelta, Text: t}
+			d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: t}
 			return emit(&d.ev)
 		}
 	case "signature_delta":
@@ -176,7 +177,7 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit Emit) 
 		}
 	case "input_json_delta":
 		if d.block == anthropicToolUse {
-			d.ev = Event{Kind: EventToolCallArgsDelta, Index: d.blockIndex, Text: sc.Get(delta, "partial_json").Str}
+			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: sc.Get(delta, "partial_json").Str}
 			if d.ev.Text == "" {
 				return nil // the first fragment is always ""
 			}
@@ -187,7 +188,7 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit Emit) 
 	return nil // citations_delta and newer delta types have no OpenAI counterpart
 }
 
-func (d *anthropicStream) blockStop(data []byte, emit Emit) error {
+func (d *anthropicStream) blockStop(data []byte, emit translate.Emit) error {
 	kind := d.block
 	if kind == anthropicNoBlock {
 		return d.fail(d.malformed("content_block_stop outside a content block", data))
@@ -197,7 +198,7 @@ func (d *anthropicStream) blockStop(data []byte, emit Emit) error {
 	case anthropicThinkingBlock:
 		d.thinking.addThinking(jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig))
 	case anthropicToolUse:
-		d.ev = Event{Kind: EventToolCallEnd, Index: d.blockIndex}
+		d.ev = translate.Event{Kind: translate.EventToolCallEnd, Index: d.blockIndex}
 		return emit(&d.ev)
 	}
 	return nil
@@ -205,7 +206,7 @@ func (d *anthropicStream) blockStop(data []byte, emit Emit) error {
 
 // Close emits usage and the finish reason once message_stop has arrived; a stream that
 // ended before it is an error.
-func (d *anthropicStream) Close(emit Emit) error {
+func (d *anthropicStream) Close(emit translate.Emit) error {
 	switch d.phase {
 	case anthropicClosed:
 		return nil
@@ -214,13 +215,13 @@ func (d *anthropicStream) Close(emit Emit) error {
 		return d.err
 	case anthropicStopped:
 		d.phase = anthropicClosed
-		d.ev = Event{Kind: EventUsage, Usage: d.usage.openai()}
+		d.ev = translate.Event{Kind: translate.EventUsage, Usage: d.usage.openai()}
 		if err := emit(&d.ev); err != nil {
 			return err
 		}
-		d.ev = Event{Kind: EventFinish, FinishReason: d.finish}
+		d.ev = translate.Event{Kind: translate.EventFinish, FinishReason: d.finish}
 		if d.ev.FinishReason == "" {
-			d.ev.FinishReason = FinishStop
+			d.ev.FinishReason = translate.FinishStop
 		}
 		return emit(&d.ev)
 	}
@@ -229,14 +230,19 @@ func (d *anthropicStream) Close(emit Emit) error {
 		where = "before message_stop"
 	}
 	d.phase = anthropicClosed
-	return &UpstreamError{Status: 502, Type: "api_error", Message: "the anthropic stream ended " + where}
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the anthropic stream ended " + where}
 }
 
-func (d *anthropicStream) fail(err *UpstreamError) error {
+func (d *anthropicStream) fail(err *translate.UpstreamError) error {
 	d.phase, d.err = anthropicFailed, err
 	return err
 }
 
-func (d *anthropicStream) malformed(what string, data []byte) *UpstreamError {
-	return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding anthropic event: " + what + anthropicSnippet(data)}
+func (d *anthropicStream) malformed(what string, data []byte) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding anthropic event: " + what + anthropicSnippet(data)}
 }
+
+var _ translate.UsageReporter = (*anthropicStream)(nil)
+
+// UsageSoFar returns the usage of message_start, updated by any message_delta since.
+func (d *anthropicStream) UsageSoFar() translate.Usage { return d.usage.openai() }

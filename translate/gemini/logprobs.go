@@ -1,8 +1,9 @@
-package translate
+package gemini
 
 import (
 	"errors"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 )
@@ -32,11 +33,11 @@ func (d *geminiStream) logprobs(v jsonx.Value) error {
 	var err error
 	if chosen.Kind == jsonx.Array {
 		walkArray(sc, chosen.At, func(int) bool {
-			var t TopLogprob
+			var t translate.TopLogprob
 			if t, err = d.logprobCandidate(); err != nil {
 				return false
 			}
-			d.lp = append(d.lp, TokenLogprob{Token: t.Token, Logprob: t.Logprob})
+			d.lp = append(d.lp, translate.TokenLogprob{Token: t.Token, Logprob: t.Logprob})
 			return true
 		})
 	}
@@ -69,7 +70,7 @@ func (d *geminiStream) logprobs(v jsonx.Value) error {
 		if cands.Kind == jsonx.Array {
 			resume := sc.Pos()
 			walkArray(sc, cands.At, func(int) bool {
-				var t TopLogprob
+				var t translate.TopLogprob
 				if t, err = d.logprobCandidate(); err != nil {
 					return false
 				}
@@ -94,12 +95,12 @@ func (d *geminiStream) logprobs(v jsonx.Value) error {
 
 // logprobCandidate decodes the LogprobsResult.Candidate at the cursor. A missing
 // logProbability is 0, the proto default; a missing token is "".
-func (d *geminiStream) logprobCandidate() (TopLogprob, error) {
+func (d *geminiStream) logprobCandidate() (translate.TopLogprob, error) {
 	sc := &d.sc
 	if sc.Peek() != '{' {
-		return TopLogprob{}, geminiLogprobsError("logprobs candidate is not an object")
+		return translate.TopLogprob{}, geminiLogprobsError("logprobs candidate is not an object")
 	}
-	var t TopLogprob
+	var t translate.TopLogprob
 	var err error
 	walkObject(sc, sc.Pos(), func(k string) bool {
 		var v jsonx.Value
@@ -125,8 +126,8 @@ func (d *geminiStream) logprobCandidate() (TopLogprob, error) {
 	return t, err
 }
 
-func geminiLogprobsError(msg string) *UpstreamError {
-	return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: " + msg}
+func geminiLogprobsError(msg string) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: " + msg}
 }
 
 func geminiArrayOrAbsent(v jsonx.Value) bool {

@@ -1,7 +1,8 @@
-package translate
+package anthropic
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strings"
 )
 
@@ -12,14 +13,14 @@ import (
 // attach the thinking and redacted_thinking blocks that precede a tool_use block to that
 // call's id (CarryID), and AppendRequest restores them in front of the tool_use blocks
 // when the history comes back.
-func Anthropic() Provider { return anthropicProvider{} }
+func New() translate.Provider { return anthropicProvider{} }
 
 type anthropicProvider struct{}
 
 // Interface guards.
 var (
-	_ Provider      = anthropicProvider{}
-	_ StreamDecoder = (*anthropicStream)(nil)
+	_ translate.Provider      = anthropicProvider{}
+	_ translate.StreamDecoder = (*anthropicStream)(nil)
 )
 
 const (
@@ -42,11 +43,13 @@ func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
 // Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
 // anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
 // prompt caching are generally available.
-func (anthropicProvider) Headers(apiKey string, _ *Request, _ *Options) []Header {
-	return []Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
+func (anthropicProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
 }
 
-func (anthropicProvider) NewStreamDecoder(*Options) StreamDecoder { return &anthropicStream{} }
+func (anthropicProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &anthropicStream{}
+}
 
 // anthropicBudget returns the thinking budget for an OpenAI reasoning_effort; 0 means no
 // thinking.
@@ -72,10 +75,10 @@ type anthropicPlan struct {
 	topP        *float64
 }
 
-func anthropicCheck(req *Request, opts *Options) (anthropicPlan, error) {
+func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicPlan, error) {
 	unsupported := func(param string, set bool) error {
 		if set && !opts.Drop(param) {
-			return Unsupported(param, anthropicName)
+			return translate.Unsupported(param, anthropicName)
 		}
 		return nil
 	}
@@ -101,32 +104,32 @@ func anthropicCheck(req *Request, opts *Options) (anthropicPlan, error) {
 		}
 	}
 	if len(req.User) > 512 && !opts.Drop("user") {
-		return anthropicPlan{}, Errorf("user", "must be at most 512 characters for the anthropic backend (metadata.user_id)")
+		return anthropicPlan{}, translate.Errorf("user", "must be at most 512 characters for the anthropic backend (metadata.user_id)")
 	}
 
 	p := anthropicPlan{temperature: req.Temperature, topP: req.TopP, budget: anthropicBudget(req.ReasoningEffort)}
 	if t := p.temperature; t != nil && *t > 1 {
 		if !opts.Drop("temperature") {
-			return p, Errorf("temperature", "must be between 0 and 1 for the anthropic backend, got %g", *t)
+			return p, translate.Errorf("temperature", "must be between 0 and 1 for the anthropic backend, got %g", *t)
 		}
 		p.temperature = nil
 	}
-	if p.budget > 0 && (req.ToolChoice.Mode == ToolChoiceRequired || req.ToolChoice.Mode == ToolChoiceFunction) {
+	if p.budget > 0 && (req.ToolChoice.Mode == translate.ToolChoiceRequired || req.ToolChoice.Mode == translate.ToolChoiceFunction) {
 		if !opts.Drop("reasoning_effort") {
-			return p, Errorf("tool_choice", "tool_choice %q cannot be combined with reasoning_effort on the anthropic backend: extended thinking allows only auto or none", req.ToolChoice.Mode)
+			return p, translate.Errorf("tool_choice", "tool_choice %q cannot be combined with reasoning_effort on the anthropic backend: extended thinking allows only auto or none", req.ToolChoice.Mode)
 		}
 		p.budget = 0
 	}
 	if p.budget > 0 {
 		if t := p.temperature; t != nil && *t != 1 {
 			if !opts.Drop("temperature") {
-				return p, Errorf("temperature", "must be unset or 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
+				return p, translate.Errorf("temperature", "must be unset or 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
 			}
 			p.temperature = nil
 		}
 		if t := p.topP; t != nil && *t < 0.95 {
 			if !opts.Drop("top_p") {
-				return p, Errorf("top_p", "must be unset or between 0.95 and 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
+				return p, translate.Errorf("top_p", "must be unset or between 0.95 and 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
 			}
 			p.topP = nil
 		}
@@ -141,7 +144,7 @@ func anthropicCheck(req *Request, opts *Options) (anthropicPlan, error) {
 			p.budget = p.maxTokens * 3 / 4
 		}
 		if p.budget < anthropicMinBudget {
-			return p, Errorf(req.MaxTokensParam, "%s %d is too small for reasoning_effort %q on the anthropic backend: extended thinking needs at least %d budget tokens below max_tokens, so use at least 1366 or reasoning_effort minimal",
+			return p, translate.Errorf(req.MaxTokensParam, "%s %d is too small for reasoning_effort %q on the anthropic backend: extended thinking needs at least %d budget tokens below max_tokens, so use at least 1366 or reasoning_effort minimal",
 				req.MaxTokensParam, p.maxTokens, req.ReasoningEffort, anthropicMinBudget)
 		}
 	case p.maxTokens == 0:
@@ -157,9 +160,9 @@ func anthropicCheck(req *Request, opts *Options) (anthropicPlan, error) {
 }
 
 // AppendRequest appends the Messages API body for req.
-func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
-		opts = &Options{}
+		opts = &translate.Options{}
 	}
 	plan, err := anthropicCheck(req, opts)
 	if err != nil {
@@ -182,7 +185,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	nsys := 0
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		if m.Role != RoleSystem && m.Role != RoleDeveloper {
+		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
 			continue
 		}
 		for j := range m.Content {
@@ -193,7 +196,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 			nsys++
 		}
 	}
-	if req.ResponseFormat.Type == FormatJSONObject {
+	if req.ResponseFormat.Type == translate.FormatJSONObject {
 		w.dst = anthropicSystemBlock(w.dst, nsys, anthropicJSONInstruction)
 		nsys++
 	}
@@ -265,9 +268,9 @@ func (anthropicProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 		w.dst = jsonx.AppendString(w.dst, req.User)
 		w.dst = append(w.dst, '}')
 	}
-	if req.ResponseFormat.Type == FormatJSONSchema {
+	if req.ResponseFormat.Type == translate.FormatJSONSchema {
 		if req.ResponseFormat.Schema == "" {
-			return dst, Errorf("response_format.json_schema.schema", "the anthropic backend needs a schema for json_schema output")
+			return dst, translate.Errorf("response_format.json_schema.schema", "the anthropic backend needs a schema for json_schema output")
 		}
 		w.dst = append(w.dst, `,"output_config":{"format":{"type":"json_schema","schema":`...)
 		w.dst = append(w.dst, req.ResponseFormat.Schema...)
@@ -305,7 +308,7 @@ func anthropicInsert(dst []byte, pos int, s string) []byte {
 	return dst
 }
 
-func anthropicTool(dst []byte, t *Tool) []byte {
+func anthropicTool(dst []byte, t *translate.Tool) []byte {
 	dst = append(dst, `{"name":`...)
 	dst = jsonx.AppendString(dst, t.Name)
 	if t.Description != "" {
@@ -334,17 +337,17 @@ func anthropicTool(dst []byte, t *Tool) []byte {
 	return append(dst, '}')
 }
 
-func anthropicToolChoice(dst []byte, req *Request) []byte {
+func anthropicToolChoice(dst []byte, req *translate.Request) []byte {
 	noParallel := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
 	switch req.ToolChoice.Mode {
-	case ToolChoiceNone:
+	case translate.ToolChoiceNone:
 		return append(dst, `,"tool_choice":{"type":"none"}`...)
-	case ToolChoiceRequired:
+	case translate.ToolChoiceRequired:
 		dst = append(dst, `,"tool_choice":{"type":"any"`...)
-	case ToolChoiceFunction:
+	case translate.ToolChoiceFunction:
 		dst = append(dst, `,"tool_choice":{"type":"tool","name":`...)
 		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
-	case ToolChoiceAuto:
+	case translate.ToolChoiceAuto:
 		dst = append(dst, `,"tool_choice":{"type":"auto"`...)
 	default:
 		if !noParallel {
@@ -394,25 +397,25 @@ func (w *anthropicWriter) closeTurn() {
 	if !w.open {
 		return
 	}
-	if w.role == RoleUser {
+	if w.role == translate.RoleUser {
 		w.userEnds[0], w.userEnds[1] = w.userEnds[1], w.blockEnd
 	}
 	w.dst = append(w.dst, "]}"...)
 	w.open = false
 }
 
-func (w *anthropicWriter) message(i int, m *Message, opts *Options) error {
+func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.Options) error {
 	switch m.Role {
-	case RoleUser:
+	case translate.RoleUser:
 		for j := range m.Content {
 			if err := w.userPart(i, j, &m.Content[j], opts); err != nil {
 				return err
 			}
 		}
-	case RoleTool:
-		w.block(RoleUser)
+	case translate.RoleTool:
+		w.block(translate.RoleUser)
 		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
-		id, _ := SplitID(m.ToolCallID)
+		id, _ := translate.SplitID(m.ToolCallID)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"content":`...)
 		w.dst = jsonx.AppendString(w.dst, m.Text())
@@ -421,7 +424,7 @@ func (w *anthropicWriter) message(i int, m *Message, opts *Options) error {
 		}
 		w.dst = append(w.dst, '}')
 		w.end()
-	case RoleAssistant:
+	case translate.RoleAssistant:
 		return w.assistant(i, m)
 	}
 	return nil
@@ -438,7 +441,7 @@ func (w *anthropicWriter) text(role, text string) {
 	w.end()
 }
 
-func (w *anthropicWriter) assistant(i int, m *Message) error {
+func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 	// Thinking blocks go first in the turn: the client's own (thinking_blocks), else the
 	// ones Agate carried in the first call's id. Later calls carry the blocks that
 	// preceded them (interleaved thinking).
@@ -449,16 +452,16 @@ func (w *anthropicWriter) assistant(i int, m *Message) error {
 			w.thinkingBlock(&m.ThinkingBlocks[k])
 		}
 	} else if w.thinking && len(m.ToolCalls) > 0 {
-		_, first = SplitID(m.ToolCalls[0].ID)
+		_, first = translate.SplitID(m.ToolCalls[0].ID)
 		w.restore(first)
 	}
 	for j := range m.Content {
-		w.text(RoleAssistant, m.Content[j].Text)
+		w.text(translate.RoleAssistant, m.Content[j].Text)
 	}
-	w.text(RoleAssistant, m.Refusal)
+	w.text(translate.RoleAssistant, m.Refusal)
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
-		id, state := SplitID(tc.ID)
+		id, state := translate.SplitID(tc.ID)
 		if j > 0 && w.thinking && !explicit {
 			w.restore(state)
 		}
@@ -466,9 +469,9 @@ func (w *anthropicWriter) assistant(i int, m *Message) error {
 		if args == "" {
 			args = "{}"
 		} else if args[0] != '{' || !jsonx.Valid(args) {
-			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
 		}
-		w.block(RoleAssistant)
+		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"name":`...)
@@ -481,14 +484,14 @@ func (w *anthropicWriter) assistant(i int, m *Message) error {
 	return nil
 }
 
-func (w *anthropicWriter) thinkingBlock(b *ThinkingBlock) {
+func (w *anthropicWriter) thinkingBlock(b *translate.ThinkingBlock) {
 	switch {
 	case b.Type == "redacted_thinking" && b.Data != "":
-		w.block(RoleAssistant)
+		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"redacted_thinking","data":`...)
 		w.dst = jsonx.AppendString(w.dst, b.Data)
 	case b.Type == "thinking" && b.Signature != "":
-		w.block(RoleAssistant)
+		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"thinking","thinking":`...)
 		w.dst = jsonx.AppendString(w.dst, b.Thinking)
 		w.dst = append(w.dst, `,"signature":`...)
@@ -509,7 +512,7 @@ func (w *anthropicWriter) restore(state []byte) {
 		return
 	}
 	sc.Each(root, func(_ string, b jsonx.Value) bool {
-		w.thinkingBlock(&ThinkingBlock{
+		w.thinkingBlock(&translate.ThinkingBlock{
 			Type: sc.Get(b, "type").Str, Thinking: sc.Get(b, "thinking").Str,
 			Signature: sc.Get(b, "signature").Str, Data: sc.Get(b, "data").Str,
 		})

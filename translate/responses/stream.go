@@ -1,8 +1,10 @@
-package translate
+package responses
 
 import (
 	"fmt"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strings"
 )
 
 // responsesPhase is where a Responses stream is.
@@ -30,10 +32,10 @@ type responsesStream struct {
 	sawText    bool
 	sawSummary bool
 	// ev is the event handed to emit, reused so that decoding allocates nothing per event.
-	ev Event
+	ev translate.Event
 }
 
-func (d *responsesStream) emit(emit Emit, ev Event) error {
+func (d *responsesStream) emit(emit translate.Emit, ev translate.Event) error {
 	d.ev = ev
 	return emit(&d.ev)
 }
@@ -48,7 +50,7 @@ type responsesCall struct {
 type responsesMembers [8]jsonx.Value
 
 // Event decodes one SSE event.
-func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
+func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 	if d.phase == responsesFailed || d.phase == responsesDone {
 		// The failure or the end was reported once; a response.failed after an error
 		// event, or anything after the end, adds nothing.
@@ -71,7 +73,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 			return d.malformed(typ, "before response.created")
 		}
 		d.sawText = true
-		return d.emit(emit, Event{Kind: EventTextDelta, Text: m[1].Str})
+		return d.emit(emit, translate.Event{Kind: translate.EventTextDelta, Text: m[1].Str})
 	case "response.created", "response.in_progress", "response.queued":
 		if d.phase == responsesWaiting {
 			r := m[2]
@@ -79,7 +81,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 				return d.malformed(typ, "no response object")
 			}
 			d.phase = responsesRunning
-			return d.emit(emit, Event{Kind: EventStart, ID: sc.Get(r, "id").Str, Model: sc.Get(r, "model").Str})
+			return d.emit(emit, translate.Event{Kind: translate.EventStart, ID: sc.Get(r, "id").Str, Model: sc.Get(r, "model").Str})
 		}
 		return nil
 	case "error":
@@ -91,7 +93,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 	case "response.failed":
 		if u := sc.Get(m[2], "usage"); u.Kind == jsonx.Object {
 			// Tokens a failed response consumed are billed: count them.
-			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
+			if err := d.emit(emit, translate.Event{Kind: translate.EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
 				return err
 			}
 		}
@@ -103,13 +105,13 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 	switch string(typ) {
 	case "response.refusal.delta":
 		d.sawText = true
-		return d.emit(emit, Event{Kind: EventRefusalDelta, Text: m[1].Str})
+		return d.emit(emit, translate.Event{Kind: translate.EventRefusalDelta, Text: m[1].Str})
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		d.sawSummary = true
-		return d.emit(emit, Event{Kind: EventReasoningDelta, Text: m[1].Str})
+		return d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: m[1].Str})
 	case "response.reasoning_summary_part.added":
 		if m[7].Int() > 0 {
-			return d.emit(emit, Event{Kind: EventReasoningDelta, Text: "\n\n"})
+			return d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: "\n\n"})
 		}
 	case "response.function_call_arguments.delta":
 		n := d.find(m[5].Str)
@@ -121,7 +123,7 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 			return nil
 		}
 		d.calls[n].hasArgs = true
-		return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: delta})
+		return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: delta})
 	case "response.function_call_arguments.done":
 		return d.callArgs(m[5].Str, m[6].Str, emit)
 	case "response.output_item.added":
@@ -135,11 +137,11 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 		}
 		d.phase = responsesDone
 		if u := sc.Get(r, "usage"); u.Kind == jsonx.Object {
-			if err := d.emit(emit, Event{Kind: EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
+			if err := d.emit(emit, translate.Event{Kind: translate.EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
 				return err
 			}
 		}
-		return d.emit(emit, Event{Kind: EventFinish, FinishReason: responsesFinish(sc, r, len(d.calls) > 0)})
+		return d.emit(emit, translate.Event{Kind: translate.EventFinish, FinishReason: responsesFinish(sc, r, len(d.calls) > 0)})
 	}
 	// Everything else (content parts, *.done events whose content was streamed, built-in
 	// tool progress such as response.web_search_call.*, annotations) adds nothing.
@@ -147,13 +149,13 @@ func (d *responsesStream) Event(typ, data []byte, emit Emit) error {
 }
 
 func (d *responsesStream) malformed(typ []byte, what string) error {
-	return &UpstreamError{Status: 502, Type: "api_error",
+	return &translate.UpstreamError{Status: 502, Type: "api_error",
 		Message: fmt.Sprintf("decoding responses event %q: %s", typ, what)}
 }
 
-func (d *responsesStream) fail(emit Emit, ue *UpstreamError) error {
+func (d *responsesStream) fail(emit translate.Emit, ue *translate.UpstreamError) error {
 	d.phase = responsesFailed
-	if err := d.emit(emit, Event{Kind: EventError, Err: ue}); err != nil && err != error(ue) {
+	if err := d.emit(emit, translate.Event{Kind: translate.EventError, Err: ue}); err != nil && err != error(ue) {
 		return err
 	}
 	return ue
@@ -168,7 +170,7 @@ func (d *responsesStream) find(itemID string) int {
 	return -1
 }
 
-func (d *responsesStream) itemAdded(typ []byte, item jsonx.Value, emit Emit) error {
+func (d *responsesStream) itemAdded(typ []byte, item jsonx.Value, emit translate.Emit) error {
 	sc := &d.sc
 	switch sc.Get(item, "type").Str {
 	case "message":
@@ -181,30 +183,30 @@ func (d *responsesStream) itemAdded(typ []byte, item jsonx.Value, emit Emit) err
 			return d.malformed(typ, "function_call item without a unique id")
 		}
 		n := len(d.calls)
-		d.calls = append(d.calls, responsesCall{itemID: clone(itemID)})
+		d.calls = append(d.calls, responsesCall{itemID: strings.Clone(itemID)})
 		id := d.carry.callID(sc.Get(item, "call_id").Str, itemID)
-		if err := d.emit(emit, Event{Kind: EventToolCallStart, Index: n, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
+		if err := d.emit(emit, translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
 			return err
 		}
 		if args := sc.Get(item, "arguments").Str; args != "" {
 			d.calls[n].hasArgs = true
-			return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
+			return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: args})
 		}
 	}
 	return nil
 }
 
 // callArgs emits a call's whole arguments if none were streamed.
-func (d *responsesStream) callArgs(itemID, args string, emit Emit) error {
+func (d *responsesStream) callArgs(itemID, args string, emit translate.Emit) error {
 	n := d.find(itemID)
 	if n < 0 || d.calls[n].hasArgs || args == "" {
 		return nil
 	}
 	d.calls[n].hasArgs = true
-	return d.emit(emit, Event{Kind: EventToolCallArgsDelta, Index: n, Text: args})
+	return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: args})
 }
 
-func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit Emit) error {
+func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit translate.Emit) error {
 	sc := &d.sc
 	var err error
 	switch sc.Get(item, "type").Str {
@@ -217,7 +219,7 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit Emit) erro
 					text = "\n\n" + text
 				}
 				k++
-				err = d.emit(emit, Event{Kind: EventReasoningDelta, Text: text})
+				err = d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: text})
 				return err == nil
 			})
 		}
@@ -227,9 +229,9 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit Emit) erro
 			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
 				switch sc.Get(p, "type").Str {
 				case "output_text":
-					err = d.emit(emit, Event{Kind: EventTextDelta, Text: sc.Get(p, "text").Str})
+					err = d.emit(emit, translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(p, "text").Str})
 				case "refusal":
-					err = d.emit(emit, Event{Kind: EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
+					err = d.emit(emit, translate.Event{Kind: translate.EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
 				}
 				return err == nil
 			})
@@ -243,13 +245,13 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit Emit) erro
 		if err := d.callArgs(itemID, sc.Get(item, "arguments").Str, emit); err != nil {
 			return err
 		}
-		return d.emit(emit, Event{Kind: EventToolCallEnd, Index: n})
+		return d.emit(emit, translate.Event{Kind: translate.EventToolCallEnd, Index: n})
 	}
 	return err
 }
 
 // Close ends the stream: a stream that stopped before its terminal event is an error.
-func (d *responsesStream) Close(emit Emit) error {
+func (d *responsesStream) Close(emit translate.Emit) error {
 	switch d.phase {
 	case responsesWaiting:
 		d.phase = responsesFailed

@@ -1,9 +1,11 @@
-package translate
+package gemini
 
 import (
 	"bytes"
 	"encoding/json"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -16,7 +18,7 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-func newGeminiDecoder() StreamDecoder { return Gemini().NewStreamDecoder(&Options{}) }
+func newGeminiDecoder() translate.StreamDecoder { return New().NewStreamDecoder(&translate.Options{}) }
 
 // geminiJSONArrayToSSE reframes a streamGenerateContent body without alt=sse (one JSON
 // array of responses) as the alt=sse stream the gateway asks for: each element compacted
@@ -41,13 +43,13 @@ func geminiJSONArrayToSSE(t testing.TB, body []byte) []byte {
 }
 
 // geminiEvents decodes an SSE body and returns the events, strings copied.
-func geminiEvents(t *testing.T, upstream string) ([]Event, error) {
+func geminiEvents(t *testing.T, upstream string) ([]translate.Event, error) {
 	t.Helper()
 	dec := newGeminiDecoder()
-	var evs []Event
-	emit := func(ev *Event) error {
+	var evs []translate.Event
+	emit := func(ev *translate.Event) error {
 		c := *ev
-		c.ID, c.Model, c.Text, c.CallID, c.Name = clone(c.ID), clone(c.Model), clone(c.Text), clone(c.CallID), clone(c.Name)
+		c.ID, c.Model, c.Text, c.CallID, c.Name = strings.Clone(c.ID), strings.Clone(c.Model), strings.Clone(c.Text), strings.Clone(c.CallID), strings.Clone(c.Name)
 		evs = append(evs, c)
 		return nil
 	}
@@ -90,11 +92,11 @@ func TestGeminiStream_CallsAfterTextAndAcrossChunks(t *testing.T) {
 	finish := ""
 	for _, ev := range evs {
 		switch ev.Kind {
-		case EventToolCallStart:
+		case translate.EventToolCallStart:
 			calls = append(calls, call{Index: ev.Index, ID: ev.CallID, Name: ev.Name})
-		case EventToolCallArgsDelta:
+		case translate.EventToolCallArgsDelta:
 			calls[len(calls)-1].Args += ev.Text
-		case EventFinish:
+		case translate.EventFinish:
 			finish = ev.FinishReason
 		}
 	}
@@ -106,11 +108,11 @@ func TestGeminiStream_CallsAfterTextAndAcrossChunks(t *testing.T) {
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if finish != FinishToolCalls {
+	if finish != translate.FinishToolCalls {
 		t.Errorf("finish = %q, want tool_calls", finish)
 	}
-	out := streamToOpenAI(t, newGeminiDecoder, []byte(up))
-	checkChunkInvariants(t, out)
+	out := goldentest.Stream(t, newGeminiDecoder, []byte(up))
+	goldentest.CheckChunks(t, out)
 	if !bytes.Contains(out, []byte(`{"index":2,"function":{"arguments":"{}"}}`)) {
 		t.Errorf("call without args does not end as {}:\n%s", out)
 	}
@@ -121,31 +123,31 @@ func TestGeminiStream_Edges(t *testing.T) {
 		name       string
 		upstream   string
 		wantFinish []string
-		wantUsage  Usage
+		wantUsage  translate.Usage
 		wantErr    string
 	}{
 		{
 			name:       "PromptBlockedNoCandidates",
 			upstream:   geminiSSE(`{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.5-flash","responseId":"b1"}`),
-			wantFinish: []string{FinishContentFilter},
-			wantUsage:  Usage{PromptTokens: 8},
+			wantFinish: []string{translate.FinishContentFilter},
+			wantUsage:  translate.Usage{PromptTokens: 8},
 		},
 		{
 			name:       "MaxTokensCandidateWithoutParts",
 			upstream:   geminiSSE(`{"candidates":[{"content":{"role":"model"},"finishReason":"MAX_TOKENS","index":0}],"usageMetadata":{"promptTokenCount":9,"thoughtsTokenCount":50,"totalTokenCount":59},"responseId":"m1"}`),
-			wantFinish: []string{FinishLength},
-			wantUsage:  Usage{PromptTokens: 9, CompletionTokens: 50, ReasoningTokens: 50},
+			wantFinish: []string{translate.FinishLength},
+			wantUsage:  translate.Usage{PromptTokens: 9, CompletionTokens: 50, ReasoningTokens: 50},
 		},
 		{
 			name:       "SafetyCandidateEmptyContent",
 			upstream:   geminiSSE(`{"candidates":[{"content":{},"finishReason":"SAFETY","index":0}],"responseId":"s1"}`),
-			wantFinish: []string{FinishContentFilter},
+			wantFinish: []string{translate.FinishContentFilter},
 		},
 		{
 			name:       "CachedTokens",
 			upstream:   geminiSSE(`{"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":100,"cachedContentTokenCount":60,"candidatesTokenCount":3,"thoughtsTokenCount":4}}`),
-			wantFinish: []string{FinishStop},
-			wantUsage:  Usage{PromptTokens: 100, CompletionTokens: 7, CachedTokens: 60, ReasoningTokens: 4},
+			wantFinish: []string{translate.FinishStop},
+			wantUsage:  translate.Usage{PromptTokens: 100, CompletionTokens: 7, CachedTokens: 60, ReasoningTokens: 4},
 		},
 		{
 			name: "TwoCandidates",
@@ -153,7 +155,7 @@ func TestGeminiStream_Edges(t *testing.T) {
 				`{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0},{"content":{"parts":[{"text":"b"}]},"index":1}]}`,
 				`{"candidates":[{"content":{"parts":[{"text":"!"}]},"finishReason":"STOP","index":0},{"content":{"parts":[{"text":"?"}]},"finishReason":"MAX_TOKENS","index":1}]}`,
 			),
-			wantFinish: []string{FinishStop, FinishLength},
+			wantFinish: []string{translate.FinishStop, translate.FinishLength},
 		},
 		{
 			name:     "TruncatedBeforeFinishReason",
@@ -189,12 +191,12 @@ func TestGeminiStream_Edges(t *testing.T) {
 				t.Fatal(err)
 			}
 			var finishes []string
-			var usage Usage
+			var usage translate.Usage
 			for _, ev := range evs {
 				switch ev.Kind {
-				case EventFinish:
+				case translate.EventFinish:
 					finishes = append(finishes, ev.FinishReason)
-				case EventUsage:
+				case translate.EventUsage:
 					usage = ev.Usage
 				}
 			}
@@ -204,8 +206,8 @@ func TestGeminiStream_Edges(t *testing.T) {
 			if diff := cmp.Diff(tt.wantUsage, usage); diff != "" {
 				t.Errorf("usage (-want +got):\n%s", diff)
 			}
-			out := streamToOpenAI(t, newGeminiDecoder, []byte(tt.upstream))
-			checkChunkInvariants(t, out)
+			out := goldentest.Stream(t, newGeminiDecoder, []byte(tt.upstream))
+			goldentest.CheckChunks(t, out)
 		})
 	}
 }
@@ -214,9 +216,9 @@ func TestGeminiStream_Edges(t *testing.T) {
 // emitted as EventError and returned as the same error.
 func TestGeminiStream_MidStreamErrorEvent(t *testing.T) {
 	dec := newGeminiDecoder()
-	var got *UpstreamError
-	err := dec.Event(nil, []byte(`{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"2s"}]}}`), func(ev *Event) error {
-		if ev.Kind == EventError {
+	var got *translate.UpstreamError
+	err := dec.Event(nil, []byte(`{"error":{"code":429,"message":"slow down","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"2s"}]}}`), func(ev *translate.Event) error {
+		if ev.Kind == translate.EventError {
 			got = ev.Err
 		}
 		return nil
@@ -224,11 +226,11 @@ func TestGeminiStream_MidStreamErrorEvent(t *testing.T) {
 	if got == nil || err != error(got) {
 		t.Fatalf("err %v, event error %v: want the same *UpstreamError", err, got)
 	}
-	want := &UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "slow down", RetryAfter: 2 * time.Second, Retryable: true}
+	want := &translate.UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "slow down", RetryAfter: 2 * time.Second, Retryable: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if err := dec.Close(func(*Event) error { t.Error("event after close"); return nil }); err != nil {
+	if err := dec.Close(func(*translate.Event) error { t.Error("event after close"); return nil }); err != nil {
 		t.Errorf("close after error: %v", err)
 	}
 }
@@ -236,7 +238,7 @@ func TestGeminiStream_MidStreamErrorEvent(t *testing.T) {
 // TestGeminiDecodeResponse_PromptBlocked pins that a non-streamed response refused by
 // promptFeedback is a content_filter completion, not an error or an empty 200.
 func TestGeminiDecodeResponse_PromptBlocked(t *testing.T) {
-	got := responseToOpenAI(t, Gemini(), []byte(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":12,"totalTokenCount":12},"modelVersion":"gemini-2.5-flash","responseId":"x"}`))
+	got := goldentest.Response(t, New(), []byte(`{"promptFeedback":{"blockReason":"PROHIBITED_CONTENT"},"usageMetadata":{"promptTokenCount":12,"totalTokenCount":12},"modelVersion":"gemini-2.5-flash","responseId":"x"}`))
 	want := `{"id":"chatcmpl-golden","object":"chat.completion","created":1700000000,"model":"client-model","choices":[{"index":0,"message":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":"content_filter"}],"usage":{"prompt_tokens":12,"completion_tokens":0,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -248,36 +250,36 @@ func TestGeminiDecodeError(t *testing.T) {
 		name   string
 		status int
 		body   string
-		want   *UpstreamError
+		want   *translate.UpstreamError
 	}{
 		{"400InvalidArgument", 400, `{"error":{"code":400,"message":"bad field","status":"INVALID_ARGUMENT"}}`,
-			&UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad field"}},
+			&translate.UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad field"}},
 		{"401Unauthenticated", 401, `{"error":{"code":401,"message":"no creds","status":"UNAUTHENTICATED"}}`,
-			&UpstreamError{Status: 401, Type: "authentication_error", Code: "unauthenticated", Message: "no creds"}},
+			&translate.UpstreamError{Status: 401, Type: "authentication_error", Code: "unauthenticated", Message: "no creds"}},
 		{"403PermissionDenied", 403, `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`,
-			&UpstreamError{Status: 403, Type: "permission_error", Code: "permission_denied", Message: "denied"}},
+			&translate.UpstreamError{Status: 403, Type: "permission_error", Code: "permission_denied", Message: "denied"}},
 		{"404NotFound", 404, `{"error":{"code":404,"message":"no model","status":"NOT_FOUND"}}`,
-			&UpstreamError{Status: 404, Type: "invalid_request_error", Code: "not_found", Message: "no model"}},
+			&translate.UpstreamError{Status: 404, Type: "invalid_request_error", Code: "not_found", Message: "no model"}},
 		{"429ResourceExhausted", 429, `{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"13s"}]}}`,
-			&UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "quota", RetryAfter: 13 * time.Second, Retryable: true}},
+			&translate.UpstreamError{Status: 429, Type: "rate_limit_error", Code: "resource_exhausted", Message: "quota", RetryAfter: 13 * time.Second, Retryable: true}},
 		{"500Internal", 500, `{"error":{"code":500,"message":"oops","status":"INTERNAL"}}`,
-			&UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "oops", Retryable: true}},
+			&translate.UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "oops", Retryable: true}},
 		{"503Unavailable", 503, `{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`,
-			&UpstreamError{Status: 503, Type: "api_error", Code: "unavailable", Message: "overloaded", Retryable: true}},
+			&translate.UpstreamError{Status: 503, Type: "api_error", Code: "unavailable", Message: "overloaded", Retryable: true}},
 		{"ArrayWrapped", 400, `[{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}]`,
-			&UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad"}},
+			&translate.UpstreamError{Status: 400, Type: "invalid_request_error", Code: "invalid_argument", Message: "bad"}},
 		{"SSEFramed", 500, "data: {\"error\":{\"code\":500,\"message\":\"boom\",\"status\":\"INTERNAL\"}}\r\n\r\n",
-			&UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "boom", Retryable: true}},
+			&translate.UpstreamError{Status: 500, Type: "api_error", Code: "internal", Message: "boom", Retryable: true}},
 		{"Unparseable", 502, `<html>Bad Gateway</html>`,
-			&UpstreamError{Status: 502, Type: "api_error", Message: "gemini returned HTTP 502: <html>Bad Gateway</html>", Retryable: true}},
+			&translate.UpstreamError{Status: 502, Type: "api_error", Message: "gemini returned HTTP 502: <html>Bad Gateway</html>", Retryable: true}},
 		{"UnparseableLong", 503, strings.Repeat("x", 1000),
-			&UpstreamError{Status: 503, Type: "api_error", Message: "gemini returned HTTP 503: " + strings.Repeat("x", 200) + "...", Retryable: true}},
+			&translate.UpstreamError{Status: 503, Type: "api_error", Message: "gemini returned HTTP 503: " + strings.Repeat("x", 200) + "...", Retryable: true}},
 		{"Empty", 500, ``,
-			&UpstreamError{Status: 500, Type: "api_error", Message: "gemini returned HTTP 500", Retryable: true}},
+			&translate.UpstreamError{Status: 500, Type: "api_error", Message: "gemini returned HTTP 500", Retryable: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Gemini().DecodeError(tt.status, []byte(tt.body))
+			got := New().DecodeError(tt.status, []byte(tt.body))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -301,7 +303,7 @@ func TestGeminiStream_PartialArgsNested(t *testing.T) {
 	}
 	args := ""
 	for _, ev := range evs {
-		if ev.Kind == EventToolCallArgsDelta {
+		if ev.Kind == translate.EventToolCallArgsDelta {
 			args += ev.Text
 		}
 	}
@@ -311,7 +313,7 @@ func TestGeminiStream_PartialArgsNested(t *testing.T) {
 }
 
 func FuzzGeminiStream(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "openai_gemini", "*.txtar"))
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
 	for _, path := range files {
 		ar, err := txtar.ParseFile(path)
 		if err != nil {
@@ -322,7 +324,7 @@ func FuzzGeminiStream(f *testing.F) {
 			case "upstream.sse":
 				f.Add(s.Data, uint16(len(s.Data)/2))
 			case "upstream.chunks.txt":
-				up := reframeChunks(s.Data, false)
+				up := goldentest.ReframeChunks(s.Data, false)
 				f.Add(up, uint16(len(up)/3))
 			}
 		}
@@ -332,7 +334,7 @@ func FuzzGeminiStream(f *testing.F) {
 		for _, chunks := range [][][]byte{{body}, {body[:at], body[at:]}} {
 			dec := newGeminiDecoder()
 			var p sse.Parser
-			emit := func(*Event) error { return nil }
+			emit := func(*translate.Event) error { return nil }
 			var err error
 			for _, c := range chunks {
 				if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
@@ -342,8 +344,8 @@ func FuzzGeminiStream(f *testing.F) {
 			if err == nil {
 				_ = dec.Close(emit)
 			}
-			_ = Gemini().DecodeResponse(body, emit)
-			_ = Gemini().DecodeError(500, body)
+			_ = New().DecodeResponse(body, emit)
+			_ = New().DecodeError(500, body)
 		}
 	})
 }
@@ -358,16 +360,16 @@ func BenchmarkGeminiStream(b *testing.B) {
 		}
 		events = append(events, []byte(ev))
 	}
-	p := Gemini()
+	p := New()
 	out := make([]byte, 0, 1<<16)
 	b.ReportAllocs()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		dec := p.NewStreamDecoder(nil)
-		enc := NewChunkEncoder("chatcmpl-x", "fast", 1700000000, true)
+		enc := translate.NewChunkEncoder("chatcmpl-x", "fast", 1700000000, true)
 		out = out[:0]
-		emit := func(ev *Event) error {
+		emit := func(ev *translate.Event) error {
 			out = enc.Encode(out, ev)
 			return nil
 		}
@@ -394,7 +396,7 @@ func TestGeminiStream_TextSignatureBeforeCall(t *testing.T) {
 		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Looking.","thoughtSignature":"dGV4dHNpZw=="}]}}],"responseId":"t1","modelVersion":"gemini-3-pro-preview"}`,
 		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1},"id":"fc_1"},"thoughtSignature":"Y2FsbHNpZw=="}]},"finishReason":"STOP"}]}`,
 	)
-	var asm Assembler
+	var asm translate.Assembler
 	if err := geminiFeed(newGeminiDecoder(), []byte(up), asm.Add); err != nil {
 		t.Fatal(err)
 	}

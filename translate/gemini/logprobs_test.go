@@ -1,7 +1,9 @@
-package translate
+package gemini
 
 import (
 	"bytes"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +22,7 @@ import (
 // token by token: the stream schema marks nulls with OpenAPI 3.0's nullable, which a JSON
 // Schema validator does not honour.
 func TestGeminiLogprobs_GoldenFollowsSpecs(t *testing.T) {
-	ar, err := txtar.ParseFile(filepath.Join("testdata", "openai_gemini", "logprobs.constructed.txtar"))
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "logprobs.constructed.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func TestGeminiLogprobs_GoldenFollowsSpecs(t *testing.T) {
 
 	var p sse.Parser
 	events := 0
-	if err := p.Feed(section(t, ar, "upstream.sse"), func(_, data []byte) error {
+	if err := p.Feed(goldentest.Section(t, ar, "upstream.sse"), func(_, data []byte) error {
 		events++
 		if err := spectest.Validate(gemini, data); err != nil {
 			t.Errorf("upstream event %d is not a GenerateContentResponse: %v", events, err)
@@ -43,12 +45,12 @@ func TestGeminiLogprobs_GoldenFollowsSpecs(t *testing.T) {
 	}); err != nil || events == 0 {
 		t.Fatalf("upstream.sse: %d events, err %v", events, err)
 	}
-	if err := spectest.Validate(gemini, section(t, ar, "upstream.json")); err != nil {
+	if err := spectest.Validate(gemini, goldentest.Section(t, ar, "upstream.json")); err != nil {
 		t.Errorf("upstream.json is not a GenerateContentResponse: %v", err)
 	}
 
 	withLogprobs := 0
-	if err := p.Feed(section(t, ar, "want.sse"), func(_, data []byte) error {
+	if err := p.Feed(goldentest.Section(t, ar, "want.sse"), func(_, data []byte) error {
 		if string(data) == "[DONE]" {
 			return nil
 		}
@@ -73,14 +75,14 @@ func TestGeminiLogprobs_GoldenFollowsSpecs(t *testing.T) {
 	if withLogprobs != 2 {
 		t.Errorf("%d chunks carry logprobs, want 2", withLogprobs)
 	}
-	if err := spectest.Validate(completion, section(t, ar, "want.json")); err != nil {
+	if err := spectest.Validate(completion, goldentest.Section(t, ar, "want.json")); err != nil {
 		t.Errorf("want.json is not a CreateChatCompletionResponse: %v", err)
 	}
 }
 
 // lpEvent is an event reduced to what logprobs alignment is about.
 type lpEvent struct {
-	Kind   EventKind
+	Kind   translate.EventKind
 	Choice int
 	Text   string
 	Tokens []string
@@ -90,13 +92,13 @@ type lpEvent struct {
 func geminiLogprobEvents(t *testing.T, upstream string) ([]lpEvent, error) {
 	t.Helper()
 	var out []lpEvent
-	err := geminiFeed(newGeminiDecoder(), []byte(upstream), func(ev *Event) error {
-		if ev.Kind == EventStart || ev.Kind == EventUsage || ev.Kind == EventFinish {
+	err := geminiFeed(newGeminiDecoder(), []byte(upstream), func(ev *translate.Event) error {
+		if ev.Kind == translate.EventStart || ev.Kind == translate.EventUsage || ev.Kind == translate.EventFinish {
 			return nil
 		}
-		e := lpEvent{Kind: ev.Kind, Choice: ev.Choice, Text: clone(ev.Text)}
+		e := lpEvent{Kind: ev.Kind, Choice: ev.Choice, Text: strings.Clone(ev.Text)}
 		for _, lp := range ev.Logprobs {
-			e.Tokens = append(e.Tokens, clone(lp.Token))
+			e.Tokens = append(e.Tokens, strings.Clone(lp.Token))
 			e.Tops = append(e.Tops, len(lp.Top))
 		}
 		out = append(out, e)
@@ -119,26 +121,26 @@ func TestGeminiStream_LogprobsAlignment(t *testing.T) {
 			name:     "ThoughtThenText",
 			upstream: geminiSSE(`{"candidates":[{"content":{"role":"model","parts":[{"text":"hm","thought":true},{"text":"a\"b\n"}]},"finishReason":"STOP",` + ab + `}]}`),
 			want: []lpEvent{
-				{Kind: EventReasoningDelta, Text: "hm"},
-				{Kind: EventTextDelta, Text: "a\"b\n", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
+				{Kind: translate.EventReasoningDelta, Text: "hm"},
+				{Kind: translate.EventTextDelta, Text: "a\"b\n", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
 			},
 		},
 		{
 			name:     "LastOfTwoTextParts",
 			upstream: geminiSSE(`{"candidates":[{"content":{"role":"model","parts":[{"text":"a"},{"text":"\"b\n"},{"text":""}]},"finishReason":"STOP",` + ab + `}]}`),
 			want: []lpEvent{
-				{Kind: EventTextDelta, Text: "a"},
-				{Kind: EventTextDelta, Text: "\"b\n", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
+				{Kind: translate.EventTextDelta, Text: "a"},
+				{Kind: translate.EventTextDelta, Text: "\"b\n", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
 			},
 		},
 		{
 			name:     "NoTextOwnEvent",
 			upstream: geminiSSE(`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},"finishReason":"STOP",` + ab + `}]}`),
 			want: []lpEvent{
-				{Kind: EventToolCallStart},
-				{Kind: EventToolCallArgsDelta, Text: "{}"},
-				{Kind: EventToolCallEnd},
-				{Kind: EventLogprobs, Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
+				{Kind: translate.EventToolCallStart},
+				{Kind: translate.EventToolCallArgsDelta, Text: "{}"},
+				{Kind: translate.EventToolCallEnd},
+				{Kind: translate.EventLogprobs, Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
 			},
 		},
 		{
@@ -148,17 +150,17 @@ func TestGeminiStream_LogprobsAlignment(t *testing.T) {
 				`{"candidates":[{"content":{"role":"model","parts":[{"text":"z"}]},"index":0,"finishReason":"STOP","logprobsResult":{"chosenCandidates":[{"token":"z"}]}},{"content":{"role":"model","parts":[]},"index":1,"finishReason":"STOP"}]}`,
 			),
 			want: []lpEvent{
-				{Kind: EventTextDelta, Text: "x"},
-				{Kind: EventTextDelta, Choice: 1, Text: "y", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
-				{Kind: EventTextDelta, Text: "z", Tokens: []string{"z"}, Tops: []int{0}},
+				{Kind: translate.EventTextDelta, Text: "x"},
+				{Kind: translate.EventTextDelta, Choice: 1, Text: "y", Tokens: []string{"a", "\"b\n"}, Tops: []int{2, 1}},
+				{Kind: translate.EventTextDelta, Text: "z", Tokens: []string{"z"}, Tops: []int{0}},
 			},
 		},
 		{
 			name:     "TopBeyondChosenIgnoredAndEmptyResult",
 			upstream: geminiSSE(`{"candidates":[{"content":{"role":"model","parts":[{"text":"a"}]},"logprobsResult":{"chosenCandidates":[{"token":"a","logProbability":-1}],"topCandidates":[{"candidates":[]},{"candidates":[{"token":"q"}]}]}}]}`, `{"candidates":[{"content":{"role":"model","parts":[{"text":"b"}]},"finishReason":"STOP","logprobsResult":{}}]}`),
 			want: []lpEvent{
-				{Kind: EventTextDelta, Text: "a", Tokens: []string{"a"}, Tops: []int{0}},
-				{Kind: EventTextDelta, Text: "b"},
+				{Kind: translate.EventTextDelta, Text: "a", Tokens: []string{"a"}, Tops: []int{0}},
+				{Kind: translate.EventTextDelta, Text: "b"},
 			},
 		},
 	}
@@ -171,7 +173,7 @@ func TestGeminiStream_LogprobsAlignment(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			checkChunkInvariants(t, streamToOpenAI(t, newGeminiDecoder, []byte(tt.upstream)))
+			goldentest.CheckChunks(t, goldentest.Stream(t, newGeminiDecoder, []byte(tt.upstream)))
 		})
 	}
 }
@@ -180,10 +182,10 @@ func TestGeminiStream_LogprobsAlignment(t *testing.T) {
 // out-of-range floats, and a missing logProbability (the proto's 0).
 func TestGeminiStream_LogprobsValues(t *testing.T) {
 	up := geminiSSE(`{"candidates":[{"content":{"role":"model","parts":[{"text":"ab"}]},"finishReason":"STOP","logprobsResult":{"chosenCandidates":[{"token":"\u0061"},{"token":"b","logProbability":"-Infinity"},{"token":"c","logProbability":-1e999},{"token":"d","logProbability":-1.5e-7}]}}]}`)
-	var got []TokenLogprob
-	err := geminiFeed(newGeminiDecoder(), []byte(up), func(ev *Event) error {
+	var got []translate.TokenLogprob
+	err := geminiFeed(newGeminiDecoder(), []byte(up), func(ev *translate.Event) error {
 		for _, lp := range ev.Logprobs {
-			got = append(got, TokenLogprob{Token: clone(lp.Token), Logprob: lp.Logprob})
+			got = append(got, translate.TokenLogprob{Token: strings.Clone(lp.Token), Logprob: lp.Logprob})
 		}
 		return nil
 	})
@@ -193,7 +195,7 @@ func TestGeminiStream_LogprobsValues(t *testing.T) {
 	if len(got) != 4 || got[0].Token != "a" || got[0].Logprob != 0 || got[1].Logprob > -1e308 || got[2].Logprob > -1e308 || got[3].Logprob != -1.5e-7 {
 		t.Errorf("decoded %+v", got)
 	}
-	out := streamToOpenAI(t, newGeminiDecoder, []byte(up))
+	out := goldentest.Stream(t, newGeminiDecoder, []byte(up))
 	if !bytes.Contains(out, []byte(`{"token":"b","logprob":-9999,`)) {
 		t.Errorf("-Infinity not written as -9999:\n%s", out)
 	}

@@ -1,16 +1,17 @@
-package translate
+package gemini
 
 import (
 	"encoding/base64"
 	"encoding/binary"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strings"
 )
 
 // geminiDataURL splits a base64 data: URL into its MIME type (application/octet-stream
 // when it names none) and data.
 func geminiDataURL(u string) (mime, data string, ok bool) {
-	mime, data, ok = ParseDataURL(u)
+	mime, data, ok = translate.ParseDataURL(u)
 	if ok && mime == "" {
 		mime = "application/octet-stream"
 	}
@@ -138,13 +139,13 @@ func decodeStdBase64(s string) ([]byte, bool) {
 // allocating; compressed or larger state falls back to SplitID. The state it returns
 // may alias scratch.
 func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
-	i := strings.LastIndex(s, carrySep)
-	if i < 0 || i+len(carrySep) >= len(s) {
+	i := strings.LastIndex(s, translate.CarrySep)
+	if i < 0 || i+len(translate.CarrySep) >= len(s) {
 		return s, nil
 	}
-	kind, enc := s[i+len(carrySep)], s[i+len(carrySep)+1:]
+	kind, enc := s[i+len(translate.CarrySep)], s[i+len(translate.CarrySep)+1:]
 	if kind != 'r' || base64.RawURLEncoding.DecodedLen(len(enc)) > len(scratch) {
-		return SplitID(s)
+		return translate.SplitID(s)
 	}
 	var src []byte
 	if len(enc) > 0 {

@@ -1,60 +1,61 @@
-package translate
+package anthropic
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strings"
 )
 
 // Content parts of user messages, and tool ids, as the Messages API takes them.
 
-func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
+func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.Options) error {
 	switch p.Type {
-	case PartText:
-		w.text(RoleUser, p.Text)
-	case PartImage:
-		param := idx(idx("messages", i)+".content", j) + ".image_url.url"
-		if mt, data, ok := ParseDataURL(p.URL); ok {
+	case translate.PartText:
+		w.text(translate.RoleUser, p.Text)
+	case translate.PartImage:
+		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
+		if mt, data, ok := translate.ParseDataURL(p.URL); ok {
 			if mt == "image/jpg" {
 				mt = "image/jpeg"
 			}
 			switch mt {
 			case "image/jpeg", "image/png", "image/gif", "image/webp":
 			default:
-				return Errorf(param, "image type %q is not supported by the anthropic backend: use jpeg, png, gif or webp", mt)
+				return translate.Errorf(param, "image type %q is not supported by the anthropic backend: use jpeg, png, gif or webp", mt)
 			}
-			w.block(RoleUser)
+			w.block(translate.RoleUser)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":"`...)
 			w.dst = append(w.dst, mt...)
 			w.dst = append(w.dst, `","data":`...)
 			w.dst = jsonx.AppendString(w.dst, data)
 			w.dst = append(w.dst, `}}`...)
 		} else if strings.HasPrefix(p.URL, "https://") || strings.HasPrefix(p.URL, "http://") {
-			w.block(RoleUser)
+			w.block(translate.RoleUser)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
 			w.dst = jsonx.AppendString(w.dst, p.URL)
 			w.dst = append(w.dst, `}}`...)
 		} else {
-			return Errorf(param, "must be an https URL or a base64 data URL")
+			return translate.Errorf(param, "must be an https URL or a base64 data URL")
 		}
 		w.end()
-	case PartFile:
-		base := idx(idx("messages", i)+".content", j) + ".file"
+	case translate.PartFile:
+		base := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
 		if p.FileData == "" {
 			if opts.Drop(base + ".file_id") {
 				return nil
 			}
-			return Unsupported(base+".file_id", anthropicName)
+			return translate.Unsupported(base+".file_id", anthropicName)
 		}
 		data := p.FileData
-		if mt, d, ok := ParseDataURL(data); ok {
+		if mt, d, ok := translate.ParseDataURL(data); ok {
 			if mt != "application/pdf" {
-				return Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
+				return translate.Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
 			}
 			data = d
 		} else if !strings.HasPrefix(data, "JVBER") { // base64 of "%PDF"
-			return Errorf(base+".file_data", "must be a PDF document, as a data:application/pdf;base64 URL or base64")
+			return translate.Errorf(base+".file_data", "must be a PDF document, as a data:application/pdf;base64 URL or base64")
 		}
-		w.block(RoleUser)
+		w.block(translate.RoleUser)
 		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
 		w.dst = jsonx.AppendString(w.dst, data)
 		w.dst = append(w.dst, '}')
@@ -64,14 +65,14 @@ func (w *anthropicWriter) userPart(i, j int, p *Part, opts *Options) error {
 		}
 		w.dst = append(w.dst, '}')
 		w.end()
-	case PartAudio:
-		param := idx(idx("messages", i)+".content", j)
+	case translate.PartAudio:
+		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)
 		if opts.Drop(param) {
 			return nil
 		}
-		return &ParamError{Param: param, Message: "input_audio parts are not supported by the anthropic backend", Code: "unsupported_parameter"}
+		return &translate.ParamError{Param: param, Message: "input_audio parts are not supported by the anthropic backend", Code: "unsupported_parameter"}
 	default:
-		return Errorf(idx(idx("messages", i)+".content", j)+".type", "this content part is not supported in user messages by the anthropic backend")
+		return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".type", "this content part is not supported in user messages by the anthropic backend")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
-package translate
+package gemini
 
 import (
+	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"hash/fnv"
 	"strconv"
@@ -31,17 +32,17 @@ type geminiStream struct {
 	// callBase is the unique part of minted tool call ids (the responseId).
 	callBase string
 	cands    []geminiCandidate
-	usage    Usage
+	usage    translate.Usage
 	hasUsage bool
 	// blocked: promptFeedback.blockReason said the prompt was refused.
 	blocked bool
-	ev      Event
+	ev      translate.Event
 	// sc reads the current chunk; its arena holds the chunk's decoded strings.
 	sc jsonx.Scanner
 	// lp and lpTop hold the decoded logprobsResult of the candidate being read, reused
 	// between chunks; lpPart is the index of the part whose text carries lp (-1: none).
-	lp     []TokenLogprob
-	lpTop  []TopLogprob
+	lp     []translate.TokenLogprob
+	lpTop  []translate.TopLogprob
 	lpPart int
 }
 
@@ -62,27 +63,27 @@ type geminiCandidate struct {
 	inStr   bool
 }
 
-func (geminiProvider) NewStreamDecoder(*Options) StreamDecoder { return &geminiStream{} }
+func (geminiProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder { return &geminiStream{} }
 
 // Event decodes one SSE event: its data is a GenerateContentResponse (or an error object).
-func (d *geminiStream) Event(_, data []byte, emit Emit) error {
+func (d *geminiStream) Event(_, data []byte, emit translate.Emit) error {
 	if d.phase == geminiClosed {
 		return nil
 	}
 	return d.chunk(jsonx.View(data), emit)
 }
 
-func (d *geminiStream) emit(emit Emit, kind EventKind, choice int) error {
+func (d *geminiStream) emit(emit translate.Emit, kind translate.EventKind, choice int) error {
 	d.ev.Kind, d.ev.Choice = kind, choice
 	return emit(&d.ev)
 }
 
-func (d *geminiStream) chunk(data string, emit Emit) error {
+func (d *geminiStream) chunk(data string, emit translate.Emit) error {
 	if !jsonx.Valid(data) {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
 	}
 	if data = strings.TrimSpace(data); !strings.HasPrefix(data, "{") {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
 	}
 	// One scanner walks the chunk, descending into the values it reads; usageMetadata is
 	// read in the same pass. Decoded strings live in its arena until the next chunk.
@@ -133,7 +134,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	if failure.Kind != jsonx.Missing {
 		failed := geminiError(sc, 0, failure)
 		d.phase = geminiClosed
-		d.ev = Event{Kind: EventError, Err: failed}
+		d.ev = translate.Event{Kind: translate.EventError, Err: failed}
 		if err := emit(&d.ev); err != nil && err != error(failed) {
 			return err
 		}
@@ -142,22 +143,22 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	if d.phase == geminiWaiting {
 		d.phase = geminiStreaming
 		id := sc.Unquote(respID.Raw)
-		if id == "" || strings.Contains(id, carrySep) {
+		if id == "" || strings.Contains(id, translate.CarrySep) {
 			h := fnv.New64a()
 			h.Write(jsonx.Bytes(data))
 			d.callBase = strconv.FormatUint(h.Sum64(), 36)
 		} else {
 			d.callBase = strings.Clone(id)
 		}
-		d.ev = Event{ID: id, Model: sc.Unquote(model.Raw)}
-		if err := d.emit(emit, EventStart, 0); err != nil {
+		d.ev = translate.Event{ID: id, Model: sc.Unquote(model.Raw)}
+		if err := d.emit(emit, translate.EventStart, 0); err != nil {
 			return err
 		}
 		d.ev.ID, d.ev.Model = "", ""
 	}
 	if cands.Kind != jsonx.Missing && cands.Kind != jsonx.Null {
 		if cands.Kind != jsonx.Array {
-			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
+			return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
 		}
 		var err error
 		walkArray(sc, cands.At, func(pos int) bool {
@@ -185,7 +186,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 				i = n
 			}
 			if i < 0 || i > 64 {
-				err = &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
+				err = &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidate index " + strconv.Itoa(i) + " out of range"}
 				return false
 			}
 			resume := sc.Pos()
@@ -199,7 +200,7 @@ func (d *geminiStream) chunk(data string, emit Emit) error {
 	}
 	if hasUsage {
 		d.hasUsage = true
-		d.usage = Usage{
+		d.usage = translate.Usage{
 			// promptTokenCount already counts the cached content; tool-use prompt
 			// tokens (grounding results fed back) are input too.
 			PromptTokens:     prompt + toolPrompt,
@@ -254,11 +255,11 @@ func (d *geminiStream) cand(i int) *geminiCandidate {
 	return &d.cands[i]
 }
 
-func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs jsonx.Value, emit Emit) error {
+func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs jsonx.Value, emit translate.Emit) error {
 	cs := d.cand(i)
 	cs.seen = true
 	if parts.Kind != jsonx.Missing && parts.Kind != jsonx.Null && parts.Kind != jsonx.Array {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: content.parts is not an array"}
 	}
 	d.lp, d.lpPart = d.lp[:0], -1
 	if logprobs.Kind != jsonx.Missing && logprobs.Kind != jsonx.Null {
@@ -276,7 +277,7 @@ func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs j
 			if sc.Peek() != '{' {
 				return sc.Skip()
 			}
-			var lp []TokenLogprob
+			var lp []translate.TokenLogprob
 			if k == d.lpPart {
 				lp = d.lp
 			}
@@ -306,7 +307,7 @@ func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs j
 	if len(d.lp) > 0 && d.lpPart < 0 {
 		// Logprobs with no answer text in this chunk: they go on a chunk of their own.
 		d.ev.Logprobs = d.lp
-		err := d.emit(emit, EventLogprobs, i)
+		err := d.emit(emit, translate.EventLogprobs, i)
 		d.ev.Logprobs = nil
 		if err != nil {
 			return err
@@ -325,7 +326,7 @@ func (d *geminiStream) candidate(i int, parts jsonx.Value, fr string, logprobs j
 
 // partFields decodes one part of candidate i from its fields; sig is its decoded
 // thoughtSignature and lp are the logprobs its text carries, if any.
-func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Value, sig string, thought bool, lp []TokenLogprob, emit Emit) error {
+func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Value, sig string, thought bool, lp []translate.TokenLogprob, emit translate.Emit) error {
 	if fc.Kind != jsonx.Missing {
 		return d.functionCall(i, cs, fc, sig, emit)
 	}
@@ -341,9 +342,9 @@ func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Val
 		}
 	}
 	d.ev.Text = d.sc.Unquote(text.Raw)
-	kind := EventTextDelta
+	kind := translate.EventTextDelta
 	if thought {
-		kind = EventReasoningDelta
+		kind = translate.EventReasoningDelta
 	} else {
 		d.ev.Logprobs = lp
 	}
@@ -352,10 +353,10 @@ func (d *geminiStream) partFields(i int, cs *geminiCandidate, text, fc jsonx.Val
 	return err
 }
 
-func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, sig string, emit Emit) error {
+func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, sig string, emit translate.Emit) error {
 	sc := &d.sc
 	if fc.Kind != jsonx.Object {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: functionCall is not an object"}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: functionCall is not an object"}
 	}
 	name := sc.Get(fc, "name").Str
 	willContinue := sc.Get(fc, "willContinue").Kind == jsonx.True
@@ -381,7 +382,7 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 	d.ev.Name = name
 	d.ev.CallID = d.callID(sc.Get(fc, "id").Str, sig, cs.pendingSig, i, n)
 	cs.pendingSig = ""
-	if err := d.emit(emit, EventToolCallStart, i); err != nil {
+	if err := d.emit(emit, translate.EventToolCallStart, i); err != nil {
 		return err
 	}
 	d.ev.Name, d.ev.CallID = "", ""
@@ -392,7 +393,7 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 		if strings.ContainsAny(args.Raw, "\n\r\t") {
 			d.ev.Text = string(jsonx.AppendCompact(make([]byte, 0, len(args.Raw)), args.Raw))
 		}
-		err := d.emit(emit, EventToolCallArgsDelta, i)
+		err := d.emit(emit, translate.EventToolCallArgsDelta, i)
 		d.ev.Text = ""
 		if err != nil {
 			return err
@@ -404,7 +405,7 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 		d.partialArgs(cs, partial)
 		return nil
 	}
-	return d.emit(emit, EventToolCallEnd, i)
+	return d.emit(emit, translate.EventToolCallEnd, i)
 }
 
 // callID mints the OpenAI id of a call: Gemini's own id when it sent one, else call_ +
@@ -412,7 +413,7 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) string {
 	carry := geminiCarry{callSig: sig, textSig: textSig}
 	id := upstream
-	if id != "" && !strings.Contains(id, carrySep) {
+	if id != "" && !strings.Contains(id, translate.CarrySep) {
 		carry.upstreamID = true
 	} else {
 		b := make([]byte, 0, 8+len(d.callBase)+8)
@@ -427,7 +428,7 @@ func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) stri
 		id = string(b)
 	}
 	var st [0]byte
-	return CarryID(id, appendGeminiCarry(st[:], carry))
+	return translate.CarryID(id, appendGeminiCarry(st[:], carry))
 }
 
 // partialArgs applies streamed argument fragments ({jsonPath, stringValue|numberValue|
@@ -473,7 +474,7 @@ func (cs *geminiCandidate) finishString() {
 }
 
 // endOpenCall ends the open streamed call, emitting its arguments in one piece.
-func (d *geminiStream) endOpenCall(i int, cs *geminiCandidate, emit Emit) error {
+func (d *geminiStream) endOpenCall(i int, cs *geminiCandidate, emit translate.Emit) error {
 	if cs.inStr {
 		cs.finishString()
 	}
@@ -481,18 +482,18 @@ func (d *geminiStream) endOpenCall(i int, cs *geminiCandidate, emit Emit) error 
 	d.ev.Index = cs.openIdx
 	if len(cs.args) > 0 {
 		d.ev.Text = string(cs.args)
-		err := d.emit(emit, EventToolCallArgsDelta, i)
+		err := d.emit(emit, translate.EventToolCallArgsDelta, i)
 		d.ev.Text = ""
 		if err != nil {
 			return err
 		}
 	}
-	return d.emit(emit, EventToolCallEnd, i)
+	return d.emit(emit, translate.EventToolCallEnd, i)
 }
 
 // Close ends the response: it emits the usage and one finish per candidate, or, when the
 // stream stopped before every candidate had a finishReason, returns an error.
-func (d *geminiStream) Close(emit Emit) error {
+func (d *geminiStream) Close(emit translate.Emit) error {
 	if d.phase == geminiClosed {
 		return nil
 	}
@@ -513,7 +514,7 @@ func (d *geminiStream) Close(emit Emit) error {
 		case d.whole:
 			msg = "gemini response has no candidates and no promptFeedback"
 		}
-		return &UpstreamError{Status: 502, Type: "api_error", Message: msg}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: msg}
 	}
 	for i := range d.cands {
 		if cs := &d.cands[i]; cs.open {
@@ -522,15 +523,15 @@ func (d *geminiStream) Close(emit Emit) error {
 			}
 		}
 	}
-	d.ev = Event{Usage: d.usage}
-	if err := d.emit(emit, EventUsage, 0); err != nil {
+	d.ev = translate.Event{Usage: d.usage}
+	if err := d.emit(emit, translate.EventUsage, 0); err != nil {
 		return err
 	}
-	d.ev.Usage = Usage{}
+	d.ev.Usage = translate.Usage{}
 	if len(d.cands) == 0 {
 		// A prompt refused by promptFeedback: no candidates at all.
-		d.ev.FinishReason = FinishContentFilter
-		return d.emit(emit, EventFinish, 0)
+		d.ev.FinishReason = translate.FinishContentFilter
+		return d.emit(emit, translate.EventFinish, 0)
 	}
 	for i := range d.cands {
 		cs := &d.cands[i]
@@ -538,10 +539,10 @@ func (d *geminiStream) Close(emit Emit) error {
 		if d.ev.FinishReason == "" {
 			d.ev.FinishReason = geminiFinishReason("STOP", cs.calls > 0)
 			if d.blocked {
-				d.ev.FinishReason = FinishContentFilter
+				d.ev.FinishReason = translate.FinishContentFilter
 			}
 		}
-		if err := d.emit(emit, EventFinish, i); err != nil {
+		if err := d.emit(emit, translate.EventFinish, i); err != nil {
 			return err
 		}
 	}
@@ -552,27 +553,27 @@ func (d *geminiStream) Close(emit Emit) error {
 func geminiFinishReason(r string, calledTools bool) string {
 	switch r {
 	case "MAX_TOKENS":
-		return FinishLength
+		return translate.FinishLength
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
 		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
-		return FinishContentFilter
+		return translate.FinishContentFilter
 	}
 	// STOP, and reasons OpenAI has no name for (OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL,
 	// UNEXPECTED_TOOL_CALL, TOO_MANY_TOOL_CALLS...), end the choice normally.
 	if calledTools {
-		return FinishToolCalls
+		return translate.FinishToolCalls
 	}
-	return FinishStop
+	return translate.FinishStop
 }
 
 // DecodeResponse decodes a generateContent response body. A JSON array of responses (what
 // streamGenerateContent returns without alt=sse) is decoded as the chunks of one response.
-func (geminiProvider) DecodeResponse(body []byte, emit Emit) error {
+func (geminiProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	d := geminiStream{whole: true}
 	s := strings.TrimSpace(jsonx.View(body))
 	if strings.HasPrefix(s, "[") {
 		if !jsonx.Valid(s) {
-			return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini response: not valid JSON: " + geminiSnippet(s)}
+			return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini response: not valid JSON: " + geminiSnippet(s)}
 		}
 		arr := jsonx.NewScanner(s)
 		for n := 0; arr.NextElem(&n); {
@@ -638,3 +639,8 @@ func geminiSJSONPath(p string) string {
 	}
 	return b.String()
 }
+
+var _ translate.UsageReporter = (*geminiStream)(nil)
+
+// UsageSoFar returns the usage of the last chunk that carried usageMetadata.
+func (d *geminiStream) UsageSoFar() translate.Usage { return d.usage }

@@ -1,16 +1,18 @@
-package translate
+package responses
 
 import (
 	"fmt"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
+	"strings"
 )
 
 // DecodeError maps an OpenAI error body ({"error":{message,type,param,code}}) to the
 // client's error. The upstream speaks OpenAI already, so its status, type, param and code
 // are passed on; quota exhaustion (insufficient_quota) is a 429 that no retry fixes.
-func (responsesProvider) DecodeError(status int, body []byte) *UpstreamError {
-	e := &UpstreamError{Status: status, Type: ErrorType(status), Retryable: RetryableStatus(status)}
+func (responsesProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
+	e := &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Retryable: translate.RetryableStatus(status)}
 	sc := jsonx.NewScanner(string(body)) // a copy: the error outlives body
 	root, ok := sc.Root()
 	eo := sc.Get(root, "error")
@@ -51,12 +53,12 @@ func responsesSnippet(b []byte) string {
 // responsesFailure maps an in-band failure (an error event or a failed response's error
 // object) to an UpstreamError. The Responses API reports codes, not statuses, so the
 // status is chosen from the code.
-func responsesFailure(sc *jsonx.Scanner, eo jsonx.Value, flat bool, fallback string) *UpstreamError {
-	code, typ := clone(sc.Get(eo, "code").Str), clone(sc.Get(eo, "type").Str)
+func responsesFailure(sc *jsonx.Scanner, eo jsonx.Value, flat bool, fallback string) *translate.UpstreamError {
+	code, typ := strings.Clone(sc.Get(eo, "code").Str), strings.Clone(sc.Get(eo, "type").Str)
 	if flat { // the type field is the event's own ("error")
 		typ = ""
 	}
-	msg := clone(sc.Get(eo, "message").Str)
+	msg := strings.Clone(sc.Get(eo, "message").Str)
 	if msg == "" {
 		msg = fallback
 	}
@@ -74,18 +76,18 @@ func responsesFailure(sc *jsonx.Scanner, eo jsonx.Value, flat bool, fallback str
 		status = 400
 	}
 	if typ == "" {
-		typ = ErrorType(status)
+		typ = translate.ErrorType(status)
 	}
-	return &UpstreamError{
-		Status: status, Type: typ, Code: code, Param: clone(sc.Get(eo, "param").Str), Message: msg,
-		Retryable: RetryableStatus(status) && code != "insufficient_quota",
+	return &translate.UpstreamError{
+		Status: status, Type: typ, Code: code, Param: strings.Clone(sc.Get(eo, "param").Str), Message: msg,
+		Retryable: translate.RetryableStatus(status) && code != "insufficient_quota",
 	}
 }
 
 // responsesUsage reads a Responses usage object. input_tokens already includes cached
 // tokens and output_tokens includes reasoning tokens, as OpenAI chat counts them.
-func responsesUsage(sc *jsonx.Scanner, u jsonx.Value) Usage {
-	return Usage{
+func responsesUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
+	return translate.Usage{
 		PromptTokens:     int(sc.Get(u, "input_tokens").Int()),
 		CompletionTokens: int(sc.Get(u, "output_tokens").Int()),
 		CachedTokens:     int(sc.Path(u, "input_tokens_details", "cached_tokens").Int()),
@@ -97,14 +99,14 @@ func responsesUsage(sc *jsonx.Scanner, u jsonx.Value) Usage {
 func responsesFinish(sc *jsonx.Scanner, resp jsonx.Value, calls bool) string {
 	if sc.Get(resp, "status").Str == "incomplete" {
 		if sc.Path(resp, "incomplete_details", "reason").Str == "content_filter" {
-			return FinishContentFilter
+			return translate.FinishContentFilter
 		}
-		return FinishLength // max_output_tokens, and any truncation reason added later
+		return translate.FinishLength // max_output_tokens, and any truncation reason added later
 	}
 	if calls {
-		return FinishToolCalls
+		return translate.FinishToolCalls
 	}
-	return FinishStop
+	return translate.FinishStop
 }
 
 // responsesCarry accumulates the reasoning items that precede a function call, to be
@@ -153,25 +155,25 @@ func (c *responsesCarry) callID(callID, itemID string) string {
 	state = append(state, c.items...)
 	state = append(state, `]}`...)
 	c.items = c.items[:0]
-	return CarryID(callID, state)
+	return translate.CarryID(callID, state)
 }
 
 // DecodeResponse decodes a whole Responses object into events.
-func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
+func (responsesProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	resp, ok := sc.Root()
 	if !ok {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not valid JSON: " + responsesSnippet(body)}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not valid JSON: " + responsesSnippet(body)}
 	}
 	if resp.Kind != jsonx.Object {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not a JSON object"}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding responses body: not a JSON object"}
 	}
-	if err := emit(&Event{Kind: EventStart, ID: sc.Get(resp, "id").Str, Model: sc.Get(resp, "model").Str}); err != nil {
+	if err := emit(&translate.Event{Kind: translate.EventStart, ID: sc.Get(resp, "id").Str, Model: sc.Get(resp, "model").Str}); err != nil {
 		return err
 	}
 	if sc.Get(resp, "status").Str == "failed" || sc.Get(resp, "error").Kind == jsonx.Object {
 		ue := responsesFailure(&sc, sc.Get(resp, "error"), false, "the upstream response failed")
-		if err := emit(&Event{Kind: EventError, Err: ue}); err != nil {
+		if err := emit(&translate.Event{Kind: translate.EventError, Err: ue}); err != nil {
 			return err
 		}
 		return ue
@@ -191,7 +193,7 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 					text = "\n\n" + text
 				}
 				k++
-				err = emit(&Event{Kind: EventReasoningDelta, Text: text})
+				err = emit(&translate.Event{Kind: translate.EventReasoningDelta, Text: text})
 				return err == nil
 			})
 			carry.addReasoning(&sc, item)
@@ -199,21 +201,21 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
 				switch sc.Get(p, "type").Str {
 				case "output_text":
-					err = emit(&Event{Kind: EventTextDelta, Text: sc.Get(p, "text").Str})
+					err = emit(&translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(p, "text").Str})
 				case "refusal":
-					err = emit(&Event{Kind: EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
+					err = emit(&translate.Event{Kind: translate.EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
 				}
 				return err == nil
 			})
 		case "function_call":
 			id := carry.callID(sc.Get(item, "call_id").Str, sc.Get(item, "id").Str)
-			if err = emit(&Event{Kind: EventToolCallStart, Index: calls, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
+			if err = emit(&translate.Event{Kind: translate.EventToolCallStart, Index: calls, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
 				return false
 			}
-			if err = emit(&Event{Kind: EventToolCallArgsDelta, Index: calls, Text: sc.Get(item, "arguments").Str}); err != nil {
+			if err = emit(&translate.Event{Kind: translate.EventToolCallArgsDelta, Index: calls, Text: sc.Get(item, "arguments").Str}); err != nil {
 				return false
 			}
-			err = emit(&Event{Kind: EventToolCallEnd, Index: calls})
+			err = emit(&translate.Event{Kind: translate.EventToolCallEnd, Index: calls})
 			calls++
 		}
 		// Built-in tool items (web_search_call, file_search_call...) are the upstream's
@@ -224,14 +226,14 @@ func (responsesProvider) DecodeResponse(body []byte, emit Emit) error {
 		return err
 	}
 	if u := sc.Get(resp, "usage"); u.Kind == jsonx.Object {
-		if err := emit(&Event{Kind: EventUsage, Usage: responsesUsage(&sc, u)}); err != nil {
+		if err := emit(&translate.Event{Kind: translate.EventUsage, Usage: responsesUsage(&sc, u)}); err != nil {
 			return err
 		}
 	}
-	return emit(&Event{Kind: EventFinish, FinishReason: responsesFinish(&sc, resp, calls > 0)})
+	return emit(&translate.Event{Kind: translate.EventFinish, FinishReason: responsesFinish(&sc, resp, calls > 0)})
 }
 
-func responsesTruncated(phase string) *UpstreamError {
-	return &UpstreamError{Status: 502, Type: "api_error",
+func responsesTruncated(phase string) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: 502, Type: "api_error",
 		Message: fmt.Sprintf("responses stream ended %s, before response.completed", phase)}
 }

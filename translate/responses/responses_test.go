@@ -1,9 +1,10 @@
-package translate
+package responses
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"strings"
 	"testing"
 	"time"
@@ -23,30 +24,30 @@ func TestResponsesDecodeError(t *testing.T) {
 		name   string
 		status int
 		body   string
-		want   *UpstreamError
+		want   *translate.UpstreamError
 	}{
 		{"RateLimitRetryable", 429, openAIBody("requests", "rate_limit_exceeded"),
-			&UpstreamError{Status: 429, Type: "requests", Code: "rate_limit_exceeded", Message: "m", Retryable: true}},
+			&translate.UpstreamError{Status: 429, Type: "requests", Code: "rate_limit_exceeded", Message: "m", Retryable: true}},
 		{"InsufficientQuotaNotRetryable", 429, openAIBody("insufficient_quota", "insufficient_quota"),
-			&UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "m"}},
+			&translate.UpstreamError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota", Message: "m"}},
 		{"ServerError500", 500, openAIBody("server_error", ""),
-			&UpstreamError{Status: 500, Type: "server_error", Message: "m", Retryable: true}},
+			&translate.UpstreamError{Status: 500, Type: "server_error", Message: "m", Retryable: true}},
 		{"Overloaded503", 503, openAIBody("", ""),
-			&UpstreamError{Status: 503, Type: "api_error", Message: "m", Retryable: true}},
+			&translate.UpstreamError{Status: 503, Type: "api_error", Message: "m", Retryable: true}},
 		{"NotFound404", 404, openAIBody("invalid_request_error", "model_not_found"),
-			&UpstreamError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Message: "m"}},
+			&translate.UpstreamError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Message: "m"}},
 		{"HTMLGateway502", 502, "<html>bad gateway</html>",
-			&UpstreamError{Status: 502, Type: "api_error", Message: "upstream returned HTTP 502: <html>bad gateway</html>", Retryable: true}},
+			&translate.UpstreamError{Status: 502, Type: "api_error", Message: "upstream returned HTTP 502: <html>bad gateway</html>", Retryable: true}},
 		{"LongGarbageBounded", 500, long,
-			&UpstreamError{Status: 500, Type: "api_error", Message: "upstream returned HTTP 500: " + long[:256] + "...", Retryable: true}},
+			&translate.UpstreamError{Status: 500, Type: "api_error", Message: "upstream returned HTTP 500: " + long[:256] + "...", Retryable: true}},
 		{"EmptyBody", 503, "",
-			&UpstreamError{Status: 503, Type: "api_error", Message: "upstream returned HTTP 503: (empty body)", Retryable: true}},
+			&translate.UpstreamError{Status: 503, Type: "api_error", Message: "upstream returned HTTP 503: (empty body)", Retryable: true}},
 		{"StringError", 400, `{"error":"bad thing"}`,
-			&UpstreamError{Status: 400, Type: "invalid_request_error", Message: "bad thing"}},
+			&translate.UpstreamError{Status: 400, Type: "invalid_request_error", Message: "bad thing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Responses().DecodeError(tt.status, []byte(tt.body))
+			got := New().DecodeError(tt.status, []byte(tt.body))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -59,9 +60,9 @@ func TestResponsesDecodeError(t *testing.T) {
 
 func TestResponsesDecodeResponse_Failed(t *testing.T) {
 	body := `{"id":"resp_1","model":"gpt-x","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}`
-	var a Assembler
-	err := Responses().DecodeResponse([]byte(body), a.Add)
-	var ue *UpstreamError
+	var a translate.Assembler
+	err := New().DecodeResponse([]byte(body), a.Add)
+	var ue *translate.UpstreamError
 	if !errors.As(err, &ue) || ue.Message != "boom" || ue.Status != 502 || a.Err != ue {
 		t.Fatalf("err = %v, assembler err = %v", err, a.Err)
 	}
@@ -73,37 +74,6 @@ func TestResponsesDecodeResponse_Failed(t *testing.T) {
 // EasyInputMessage and InputMessage (neither excludes the other's shape), so no such body
 // can pass as a whole. Such items are validated alone against EasyInputMessage, then the
 // body is validated with their content replaced by a string.
-func responsesSchemaCheck(t *testing.T) func(body []byte) error {
-	t.Helper()
-	const spec = "openai/chat-and-responses.json"
-	s := spectest.Schema(t, spec, "#/components/schemas/CreateResponse")
-	msg := spectest.Schema(t, spec, "#/components/schemas/EasyInputMessage")
-	spectest.MustRejectInvalid(t, s, `{"model":"gpt-4o","input":[{"type":"no_such_item"}],"temperature":"hot"}`)
-	// Bodies shaped like ours but broken where we take care (tools, tool_choice, images).
-	spectest.MustRejectInvalid(t, s, `{"model":"gpt-4o","input":"hi","tools":[{"type":"function","name":"f"}]}`)
-	spectest.MustRejectInvalid(t, s, `{"model":"gpt-4o","input":"hi","tool_choice":{"type":"function","function":{"name":"f"}}}`)
-	spectest.MustRejectInvalid(t, msg, `{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png"}]}`)
-	return func(body []byte) error {
-		var v map[string]any
-		if err := json.Unmarshal(body, &v); err != nil {
-			return err
-		}
-		in, _ := v["input"].([]any)
-		for i, it := range in {
-			m, _ := it.(map[string]any)
-			if _, list := m["content"].([]any); !list || m["role"] == nil {
-				continue
-			}
-			b, _ := json.Marshal(m)
-			if err := spectest.Validate(msg, b); err != nil {
-				return fmt.Errorf("input[%d]: %w", i, err)
-			}
-			m["content"] = ""
-		}
-		b, _ := json.Marshal(v)
-		return spectest.Validate(s, b)
-	}
-}
 
 // TestResponsesRequest_MatchesRecordings checks that for the OpenAI request equivalent to
 // each recorded Responses request, Agate sends the same body, up to what Agate adds on
@@ -147,15 +117,15 @@ func TestResponsesRequest_MatchesRecordings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := ParseRequest([]byte(tt.req))
+			req, err := translate.ParseRequest([]byte(tt.req))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Responses().AppendRequest(nil, req, &Options{UpstreamModel: req.Model, Stream: tt.stream})
+			got, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: req.Model, Stream: tt.stream})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(normalize(readFixture(t, tt.recorded)), normalize(got)); diff != "" {
+			if diff := cmp.Diff(normalize(goldentest.ReadFixture(t, tt.recorded)), normalize(got)); diff != "" {
 				t.Errorf("(-recorded +agate):\n%s", diff)
 			}
 		})
@@ -184,13 +154,13 @@ func TestResponsesRequest_Errors(t *testing.T) {
 				body += `,"messages":[{"role":"user","content":"hi"}]`
 			}
 			body += "}"
-			req, err := ParseRequest([]byte(body))
+			req, err := translate.ParseRequest([]byte(body))
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Responses().AppendRequest(nil, req, &Options{UpstreamModel: "gpt-4o"})
-			var pe *ParamError
-			if !errors.As(err, &pe) || pe.Param != tt.param || !errors.Is(err, ErrBadRequest) {
+			_, err = New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "gpt-4o"})
+			var pe *translate.ParamError
+			if !errors.As(err, &pe) || pe.Param != tt.param || !errors.Is(err, translate.ErrBadRequest) {
 				t.Fatalf("err = %v, want a ParamError for %s", err, tt.param)
 			}
 		})
@@ -202,10 +172,10 @@ func TestResponsesRequest_Errors(t *testing.T) {
 // keeps only standard chat fields; turn 2's request restores the reasoning item, with its
 // encrypted content and the function call's item id, before the function_call.
 func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
-	upstream := reframeChunks(goldenSection(t, "openai_responses", "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt"), true)
+	upstream := goldentest.ReframeChunks(goldentest.Transcript(t, "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt"), true)
 
-	var a Assembler
-	dec := Responses().NewStreamDecoder(&Options{})
+	var a translate.Assembler
+	dec := New().NewStreamDecoder(&translate.Options{})
 	emit := a.Add
 	if err := feedSSE(upstream, dec, emit); err != nil {
 		t.Fatal(err)
@@ -232,20 +202,20 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 		map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "19"},
 	})
 	body := `{"model":"codex","messages":` + string(history) + `,"tools":[{"type":"function","function":{"name":"calculator","parameters":{"type":"object"}}}]}`
-	req, err := ParseRequest([]byte(body))
+	req, err := translate.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Responses().AppendRequest(nil, req, &Options{UpstreamModel: "gpt-5.1-codex-max"})
+	got, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "gpt-5.1-codex-max"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := responsesSchemaCheck(t)(got); err != nil {
+	if err := spectest.ResponsesRequest(t)(got); err != nil {
 		t.Errorf("turn 2 does not validate: %v", err)
 	}
 	// The recording's final reasoning item (output_item.done) is what must come back.
 	var wantEnc, wantRS string
-	for _, line := range strings.Split(string(goldenSection(t, "openai_responses", "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt")), "\n") {
+	for _, line := range strings.Split(string(goldentest.Transcript(t, "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt")), "\n") {
 		if gjson.Get(line, "type").Str == "response.output_item.done" && gjson.Get(line, "item.type").Str == "reasoning" {
 			wantEnc, wantRS = gjson.Get(line, "item.encrypted_content").Str, gjson.Get(line, "item.id").Str
 		}
@@ -276,13 +246,13 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 	}
 
 	// The same through the non-streamed path: a JSON response with the same items.
-	var b Assembler
+	var b translate.Assembler
 	jsonResp := `{"id":"resp_1","model":"gpt-5.1","status":"completed","output":[{"id":"rs_9","type":"reasoning","encrypted_content":"ENC","summary":[{"type":"summary_text","text":"why"}]},{"id":"fc_9","type":"function_call","call_id":"call_9","name":"calculator","arguments":"{}"}]}`
-	if err := Responses().DecodeResponse([]byte(jsonResp), b.Add); err != nil {
+	if err := New().DecodeResponse([]byte(jsonResp), b.Add); err != nil {
 		t.Fatal(err)
 	}
 	b.Finish()
-	id, state := SplitID(b.Choices[0].ToolCalls[0].ID)
+	id, state := translate.SplitID(b.Choices[0].ToolCalls[0].ID)
 	if id != "call_9" || string(state) != `{"id":"fc_9","reasoning":[{"id":"rs_9","summary":[{"text":"why"}],"encrypted_content":"ENC"}]}` {
 		t.Errorf("json carry = %q %s", id, state)
 	}
@@ -294,14 +264,14 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 // TestResponsesRequest_CarriedReasoningWithoutEncryptedContent: an item with no encrypted
 // content can only be resolved by a storing upstream, so it is sent only with store on.
 func TestResponsesRequest_CarriedReasoningWithoutEncryptedContent(t *testing.T) {
-	id := CarryID("call_1", []byte(`{"id":"fc_1","reasoning":[{"id":"rs_1","summary":[]}]}`))
+	id := translate.CarryID("call_1", []byte(`{"id":"fc_1","reasoning":[{"id":"rs_1","summary":[]}]}`))
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"` + id + `","content":"ok"}]}`
-	req, err := ParseRequest([]byte(body))
+	req, err := translate.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, store := range []bool{false, true} {
-		got, err := Responses().AppendRequest(nil, req, &Options{UpstreamModel: "gpt-4o", Store: store})
+		got, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "gpt-4o", Store: store})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +282,7 @@ func TestResponsesRequest_CarriedReasoningWithoutEncryptedContent(t *testing.T) 
 	}
 }
 
-func feedSSE(body []byte, dec StreamDecoder, emit Emit) error {
+func feedSSE(body []byte, dec translate.StreamDecoder, emit translate.Emit) error {
 	var p sse.Parser
 	if err := p.Feed(body, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
 		return err
@@ -321,19 +291,19 @@ func feedSSE(body []byte, dec StreamDecoder, emit Emit) error {
 }
 
 func FuzzResponsesRequest(f *testing.F) {
-	for _, b := range goldenSeeds("openai_responses", "request.json", false, 0) {
+	for _, b := range goldentest.Seeds("request.json", false, 0) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c~1zAAAA","type":"function","function":{"name":"f","arguments":"[1,"}}]}]}`))
-	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"` + CarryID("c", []byte(`{"id":"fc","reasoning":[{"id":"rs","summary":[{"text":1}],"encrypted_content":2}]}`)) + `","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`))
-	p := Responses()
+	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"` + translate.CarryID("c", []byte(`{"id":"fc","reasoning":[{"id":"rs","summary":[{"text":1}],"encrypted_content":2}]}`)) + `","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`))
+	p := New()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := ParseRequest(body)
+		req, err := translate.ParseRequest(body)
 		if err != nil {
 			return
 		}
 		for _, drop := range []bool{false, true} {
-			out, err := p.AppendRequest(nil, req, &Options{UpstreamModel: "gpt-5", DropUnsupported: drop})
+			out, err := p.AppendRequest(nil, req, &translate.Options{UpstreamModel: "gpt-5", DropUnsupported: drop})
 			if err == nil && !json.Valid(out) {
 				t.Fatalf("invalid JSON out: %s", out)
 			}
@@ -356,10 +326,10 @@ func responsesBenchRequest() []byte {
 
 func BenchmarkResponsesRequest(b *testing.B) {
 	body := responsesBenchRequest()
-	opts := &Options{UpstreamModel: "gpt-4o", Stream: true}
-	p := Responses()
+	opts := &translate.Options{UpstreamModel: "gpt-4o", Stream: true}
+	p := New()
 	b.Run("AppendRequest", func(b *testing.B) {
-		req, err := ParseRequest(body)
+		req, err := translate.ParseRequest(body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -377,7 +347,7 @@ func BenchmarkResponsesRequest(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			req, err := ParseRequest(body)
+			req, err := translate.ParseRequest(body)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,8 @@
-package translate
+package gemini
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"net/url"
 	"strings"
 )
@@ -18,13 +19,13 @@ const geminiForeignSignature = "skip_thought_signature_validator"
 
 // Gemini returns the Provider for Google's Gemini API (generateContent and
 // streamGenerateContent?alt=sse on /v1beta).
-func Gemini() Provider { return geminiProvider{} }
+func New() translate.Provider { return geminiProvider{} }
 
 type geminiProvider struct{}
 
 var (
-	_ Provider      = geminiProvider{}
-	_ StreamDecoder = (*geminiStream)(nil)
+	_ translate.Provider      = geminiProvider{}
+	_ translate.StreamDecoder = (*geminiStream)(nil)
 )
 
 func (geminiProvider) Path(upstreamModel string, stream bool) string {
@@ -35,8 +36,8 @@ func (geminiProvider) Path(upstreamModel string, stream bool) string {
 	return p + ":generateContent"
 }
 
-func (geminiProvider) Headers(apiKey string, _ *Request, _ *Options) []Header {
-	return []Header{{Name: "x-goog-api-key", Value: apiKey}}
+func (geminiProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	return []translate.Header{{Name: "x-goog-api-key", Value: apiKey}}
 }
 
 // geminiMajor returns the major version of a Gemini model name ("gemini-2.5-flash" -> 2,
@@ -63,8 +64,8 @@ func geminiMajor(model string) int {
 // geminiEncoder holds the state of one request encoding.
 type geminiEncoder struct {
 	dst  []byte
-	req  *Request
-	opts *Options
+	req  *translate.Request
+	opts *translate.Options
 	// signed: the upstream model validates thought signatures (Gemini 3 and later).
 	signed bool
 	// role is the role of the open content, "" when none is open.
@@ -77,22 +78,22 @@ type geminiEncoder struct {
 	scratch [1024]byte
 }
 
-func (geminiProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+func (geminiProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
-		opts = &Options{}
+		opts = &translate.Options{}
 	}
 	for _, f := range req.Extra {
 		if !opts.Drop(f.Name) {
-			return dst, Unsupported(f.Name, geminiName)
+			return dst, translate.Unsupported(f.Name, geminiName)
 		}
 	}
 	// parallel_tool_calls: false has no Gemini equivalent and is not sent: the caller
 	// passes on only the first call of each turn (FirstToolCallOnly).
 	if req.User != "" && !opts.Drop("user") {
-		return dst, Unsupported("user", geminiName)
+		return dst, translate.Unsupported("user", geminiName)
 	}
 	if req.Metadata != "" && !opts.Drop("metadata") {
-		return dst, Unsupported("metadata", geminiName)
+		return dst, translate.Unsupported("metadata", geminiName)
 	}
 	model := opts.UpstreamModel
 	if model == "" {
@@ -119,11 +120,11 @@ func (e *geminiEncoder) system() {
 	first := true
 	for i := range e.req.Messages {
 		m := &e.req.Messages[i]
-		if m.Role != RoleSystem && m.Role != RoleDeveloper {
+		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
 			continue
 		}
 		for j := range m.Content {
-			if m.Content[j].Type != PartText {
+			if m.Content[j].Type != translate.PartText {
 				continue
 			}
 			if first {
@@ -173,11 +174,11 @@ func (e *geminiEncoder) messages() error {
 		m := &e.req.Messages[i]
 		var err error
 		switch m.Role {
-		case RoleUser:
+		case translate.RoleUser:
 			err = e.userMessage(i, m)
-		case RoleAssistant:
+		case translate.RoleAssistant:
 			err = e.assistantMessage(i, m)
-		case RoleTool:
+		case translate.RoleTool:
 			err = e.toolMessage(i, m)
 		}
 		if err != nil {
@@ -187,28 +188,28 @@ func (e *geminiEncoder) messages() error {
 	return nil
 }
 
-func (e *geminiEncoder) userMessage(i int, m *Message) error {
+func (e *geminiEncoder) userMessage(i int, m *translate.Message) error {
 	for j := range m.Content {
 		p := &m.Content[j]
 		switch p.Type {
-		case PartText:
+		case translate.PartText:
 			e.part("user")
 			e.dst = append(e.dst, `{"text":`...)
 			e.dst = jsonx.AppendString(e.dst, p.Text)
 			e.dst = append(e.dst, '}')
-		case PartImage:
+		case translate.PartImage:
 			if mime, data, ok := geminiDataURL(p.URL); ok {
 				e.part("user")
 				e.inlineData(mime, data)
 				continue
 			}
 			if !strings.HasPrefix(p.URL, "https://") && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "gs://") {
-				return Errorf(idx(idx("messages", i)+".content", j)+".image_url.url", "image URLs must be data: URLs or http(s) URLs")
+				return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".image_url.url", "image URLs must be data: URLs or http(s) URLs")
 			}
 			e.part("user")
 			e.fileData(geminiMIMEFromName(p.URL), p.URL)
-		case PartFile:
-			param := idx(idx("messages", i)+".content", j) + ".file"
+		case translate.PartFile:
+			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
 			if p.FileData != "" {
 				mime, data, ok := geminiDataURL(p.FileData)
 				if !ok {
@@ -224,14 +225,14 @@ func (e *geminiEncoder) userMessage(i int, m *Message) error {
 			// Only files already uploaded to Google (the Files API or Cloud Storage) can be
 			// referenced; OpenAI file ids mean nothing to Gemini.
 			if !strings.HasPrefix(p.FileID, "https://") && !strings.HasPrefix(p.FileID, "gs://") && !strings.HasPrefix(p.FileID, "files/") {
-				return Errorf(param+".file_id", "the gemini backend can only reference Gemini Files API URIs (files/... or https://...), not %q", p.FileID)
+				return translate.Errorf(param+".file_id", "the gemini backend can only reference Gemini Files API URIs (files/... or https://...), not %q", p.FileID)
 			}
 			e.part("user")
 			e.fileData(geminiMIMEFromName(p.Filename), p.FileID)
-		case PartAudio:
+		case translate.PartAudio:
 			mime := geminiAudioMIME(p.AudioFormat)
 			if mime == "" {
-				return Errorf(idx(idx("messages", i)+".content", j)+".input_audio.format", "unknown audio format %q", p.AudioFormat)
+				return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".input_audio.format", "unknown audio format %q", p.AudioFormat)
 			}
 			e.part("user")
 			e.inlineData(mime, p.AudioData)
@@ -260,7 +261,7 @@ func (e *geminiEncoder) fileData(mime, uri string) {
 	e.dst = append(e.dst, "}}"...)
 }
 
-func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
+func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 	// The state carried by the first call: the signature of a text part that preceded
 	// the calls goes back on the message's text.
 	var textSig []byte
@@ -273,7 +274,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 	wroteText := false
 	for j := range m.Content {
 		p := &m.Content[j]
-		if p.Type != PartText && p.Type != PartRefusal {
+		if p.Type != translate.PartText && p.Type != translate.PartRefusal {
 			continue
 		}
 		if p.Text == "" && len(textSig) == 0 {
@@ -310,7 +311,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 			args = "{}"
 		}
 		if !jsonx.Valid(args) || args[0] != '{' {
-			return Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
 		}
 		// textSig, which aliases scratch, has been written by now.
 		id, st := geminiSplitID(tc.ID, e.scratch[:])
@@ -338,10 +339,10 @@ func (e *geminiEncoder) assistantMessage(i int, m *Message) error {
 	return nil
 }
 
-func (e *geminiEncoder) toolMessage(i int, m *Message) error {
+func (e *geminiEncoder) toolMessage(i int, m *translate.Message) error {
 	name, upstreamID, ok := e.callName(i, m.ToolCallID)
 	if !ok {
-		return Errorf(idx("messages", i)+".tool_call_id", "no earlier assistant tool call has id %q", m.ToolCallID)
+		return translate.Errorf(translate.ParamIndex("messages", i)+".tool_call_id", "no earlier assistant tool call has id %q", m.ToolCallID)
 	}
 	e.part("user")
 	e.dst = append(e.dst, `{"functionResponse":{"name":`...)
@@ -414,11 +415,11 @@ func (e *geminiEncoder) tools() {
 	}
 	mode := ""
 	switch r.ToolChoice.Mode {
-	case ToolChoiceAuto:
+	case translate.ToolChoiceAuto:
 		mode = "AUTO"
-	case ToolChoiceNone:
+	case translate.ToolChoiceNone:
 		mode = "NONE"
-	case ToolChoiceRequired, ToolChoiceFunction:
+	case translate.ToolChoiceRequired, translate.ToolChoiceFunction:
 		mode = "ANY"
 	}
 	if mode == "" {
@@ -427,7 +428,7 @@ func (e *geminiEncoder) tools() {
 	e.dst = append(e.dst, `,"toolConfig":{"functionCallingConfig":{"mode":"`...)
 	e.dst = append(e.dst, mode...)
 	e.dst = append(e.dst, '"')
-	if r.ToolChoice.Mode == ToolChoiceFunction {
+	if r.ToolChoice.Mode == translate.ToolChoiceFunction {
 		e.dst = append(e.dst, `,"allowedFunctionNames":[`...)
 		e.dst = jsonx.AppendString(e.dst, r.ToolChoice.Name)
 		e.dst = append(e.dst, ']')
@@ -498,13 +499,13 @@ func (e *geminiEncoder) generationConfig(model string) error {
 			e.dst = jsonx.AppendInt(e.dst, *r.TopLogprobs)
 		}
 	} else if r.TopLogprobs != nil && !e.opts.Drop("top_logprobs") {
-		return Errorf("top_logprobs", "top_logprobs needs logprobs: true")
+		return translate.Errorf("top_logprobs", "top_logprobs needs logprobs: true")
 	}
 	switch r.ResponseFormat.Type {
-	case FormatJSONObject:
+	case translate.FormatJSONObject:
 		field("responseMimeType")
 		e.dst = append(e.dst, `"application/json"`...)
-	case FormatJSONSchema:
+	case translate.FormatJSONSchema:
 		field("responseMimeType")
 		e.dst = append(e.dst, `"application/json"`...)
 		if r.ResponseFormat.Schema != "" {

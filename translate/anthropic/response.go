@@ -1,7 +1,8 @@
-package translate
+package anthropic
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 )
@@ -13,13 +14,13 @@ import (
 func anthropicFinish(reason string) string {
 	switch reason {
 	case "max_tokens", "model_context_window_exceeded":
-		return FinishLength
+		return translate.FinishLength
 	case "tool_use":
-		return FinishToolCalls
+		return translate.FinishToolCalls
 	case "refusal":
-		return FinishContentFilter
+		return translate.FinishContentFilter
 	}
-	return FinishStop // end_turn, stop_sequence, pause_turn, null
+	return translate.FinishStop // end_turn, stop_sequence, pause_turn, null
 }
 
 // anthropicUsage holds the Messages API token counts seen so far.
@@ -81,12 +82,12 @@ func (c *anthropicCounts) count(field string) *int {
 // reads and writes, OpenAI's prompt_tokens includes them. output_tokens already includes
 // thinking; the API does not report thinking tokens apart. When usage.iterations is
 // present its sums are the billed totals.
-func (u *anthropicUsage) openai() Usage {
+func (u *anthropicUsage) openai() translate.Usage {
 	c := u.top
 	if u.hasIter {
 		c = u.iter
 	}
-	return Usage{
+	return translate.Usage{
 		PromptTokens:        c.input + c.cacheRead + c.cacheWrite,
 		CompletionTokens:    c.output,
 		CachedTokens:        c.cacheRead,
@@ -131,11 +132,11 @@ func (t *anthropicThinking) callID(id string) string {
 	state = append(state, t.pending...)
 	state = append(state, ']')
 	t.pending = t.pending[:0]
-	return CarryID(id, state)
+	return translate.CarryID(id, state)
 }
 
 // DecodeResponse decodes a whole Messages API response.
-func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
+func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	root, ok := sc.Root()
 	if !ok {
@@ -144,7 +145,7 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 	if sc.Get(root, "type").Str == "error" {
 		return anthropicErrorEvent(&sc, root)
 	}
-	ev := Event{Kind: EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str}
+	ev := translate.Event{Kind: translate.EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str}
 	if err := emit(&ev); err != nil {
 		return err
 	}
@@ -152,19 +153,19 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 	var err error
 	n := 0
 	sc.Each(sc.Get(root, "content"), func(_ string, b jsonx.Value) bool {
-		ev = Event{}
+		ev = translate.Event{}
 		switch sc.Get(b, "type").Str {
 		case "text":
-			ev = Event{Kind: EventTextDelta, Text: sc.Get(b, "text").Str}
+			ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(b, "text").Str}
 			err = emit(&ev)
 		case "thinking":
 			th.addThinking(sc.Get(b, "thinking").Str, sc.Get(b, "signature").Str)
-			ev = Event{Kind: EventReasoningDelta, Text: sc.Get(b, "thinking").Str}
+			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: sc.Get(b, "thinking").Str}
 			err = emit(&ev)
 		case "redacted_thinking":
 			th.addRedacted(sc.Get(b, "data").Str)
 		case "tool_use":
-			ev = Event{Kind: EventToolCallStart, Index: n, CallID: th.callID(sc.Get(b, "id").Str), Name: sc.Get(b, "name").Str}
+			ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(sc.Get(b, "id").Str), Name: sc.Get(b, "name").Str}
 			if err = emit(&ev); err != nil {
 				return false
 			}
@@ -172,11 +173,11 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 			if len(args) == 0 {
 				args = append(args, "{}"...)
 			}
-			ev = Event{Kind: EventToolCallArgsDelta, Index: n, Text: jsonx.View(args)}
+			ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: jsonx.View(args)}
 			if err = emit(&ev); err != nil {
 				return false
 			}
-			ev = Event{Kind: EventToolCallEnd, Index: n}
+			ev = translate.Event{Kind: translate.EventToolCallEnd, Index: n}
 			err = emit(&ev)
 			n++
 		default:
@@ -190,22 +191,22 @@ func (anthropicProvider) DecodeResponse(body []byte, emit Emit) error {
 	}
 	var u anthropicUsage
 	u.merge(&sc, sc.Get(root, "usage"))
-	ev = Event{Kind: EventUsage, Usage: u.openai()}
+	ev = translate.Event{Kind: translate.EventUsage, Usage: u.openai()}
 	if err := emit(&ev); err != nil {
 		return err
 	}
-	ev = Event{Kind: EventFinish, FinishReason: anthropicFinish(sc.Get(root, "stop_reason").Str)}
+	ev = translate.Event{Kind: translate.EventFinish, FinishReason: anthropicFinish(sc.Get(root, "stop_reason").Str)}
 	return emit(&ev)
 }
 
 // DecodeError maps an Anthropic error response to the error the client sees: the status
 // is kept except 529 overloaded, which becomes 503; the message is Anthropic's own.
-func (anthropicProvider) DecodeError(status int, body []byte) *UpstreamError {
+func (anthropicProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
 	client := status
 	if status == 529 {
 		client = 503
 	}
-	e := &UpstreamError{Status: client, Type: ErrorType(client), Retryable: RetryableStatus(status)}
+	e := &translate.UpstreamError{Status: client, Type: translate.ErrorType(client), Retryable: translate.RetryableStatus(status)}
 	sc := jsonx.NewScanner(jsonx.View(body))
 	if root, ok := sc.Root(); ok {
 		if msg := sc.Path(root, "error", "message"); msg.Kind == jsonx.String {
@@ -262,21 +263,21 @@ func anthropicErrorStatus(typ string) int {
 }
 
 // anthropicErrorEvent converts an {"type":"error","error":{...}} object.
-func anthropicErrorEvent(sc *jsonx.Scanner, root jsonx.Value) *UpstreamError {
+func anthropicErrorEvent(sc *jsonx.Scanner, root jsonx.Value) *translate.UpstreamError {
 	typ := strings.Clone(sc.Path(root, "error", "type").Str)
 	status := anthropicErrorStatus(typ)
 	msg := strings.Clone(sc.Path(root, "error", "message").Str)
 	if msg == "" {
 		msg = "anthropic reported " + typ
 	}
-	return &UpstreamError{
-		Status: status, Type: ErrorType(status), Code: typ, Message: msg,
-		Retryable: RetryableStatus(status),
+	return &translate.UpstreamError{
+		Status: status, Type: translate.ErrorType(status), Code: typ, Message: msg,
+		Retryable: translate.RetryableStatus(status),
 	}
 }
 
-func anthropicMalformed(what string, data []byte) *UpstreamError {
-	return &UpstreamError{
+func anthropicMalformed(what string, data []byte) *translate.UpstreamError {
+	return &translate.UpstreamError{
 		Status: 502, Type: "api_error",
 		Message: "decoding anthropic " + what + ": not valid JSON" + anthropicSnippet(data),
 	}

@@ -1,4 +1,4 @@
-package translate
+package gemini
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,22 +24,22 @@ const geminiSig = "CtICAdHtim9BiyFrJTR8wDY7/ya4zvN0E7f/NCDBmJdBIPp4X8GlhEBD1aYLP
 
 func geminiCarriedID(t testing.TB, id string, c geminiCarry) string {
 	t.Helper()
-	return CarryID(id, appendGeminiCarry(nil, c))
+	return translate.CarryID(id, appendGeminiCarry(nil, c))
 }
 
-func geminiRequest(t testing.TB, body string, opts *Options) ([]byte, error) {
+func geminiRequest(t testing.TB, body string, opts *translate.Options) ([]byte, error) {
 	t.Helper()
-	req, err := ParseRequest([]byte(body))
+	req, err := translate.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseRequest: %v", err)
 	}
 	if opts == nil {
-		opts = &Options{}
+		opts = &translate.Options{}
 	}
 	if opts.UpstreamModel == "" {
 		opts.UpstreamModel = req.Model
 	}
-	return Gemini().AppendRequest(nil, req, opts)
+	return New().AppendRequest(nil, req, opts)
 }
 
 // normalizeGeminiRequest decodes a Gemini body for comparison with a recorded one:
@@ -84,8 +86,8 @@ func normalizeGeminiRequest(t *testing.T, b []byte) map[string]any {
 // differ only in the schema field: the recordings use the OpenAPI-subset `parameters`,
 // Agate sends the client's JSON Schema as `parametersJsonSchema`.
 func TestGeminiRequest_MatchesRecorded(t *testing.T) {
-	stream := readFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
-	var asm Assembler
+	stream := goldentest.ReadFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
+	var asm translate.Assembler
 	if err := geminiFeed(newGeminiDecoder(), stream, asm.Add); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestGeminiRequest_MatchesRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := normalizeGeminiRequest(t, readFixture(t, tt.fixture))
+			want := normalizeGeminiRequest(t, goldentest.ReadFixture(t, tt.fixture))
 			// The recorded tool schema is the OpenAPI subset; compare ours after mapping
 			// parametersJsonSchema back to its field name and types to upper case.
 			gotV := normalizeGeminiRequest(t, got)
@@ -153,7 +155,7 @@ func geminiUpperTypes(v any) any {
 }
 
 // geminiFeed decodes a whole SSE body with dec into emit.
-func geminiFeed(dec StreamDecoder, body []byte, emit Emit) error {
+func geminiFeed(dec translate.StreamDecoder, body []byte, emit translate.Emit) error {
 	var p sse.Parser
 	if err := p.Feed(body, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
 		return err
@@ -163,7 +165,7 @@ func geminiFeed(dec StreamDecoder, body []byte, emit Emit) error {
 
 // geminiAssistantJSON renders an assembled message as a plain OpenAI client sends it back:
 // only role, content and tool_calls with id, type and function name and arguments.
-func geminiAssistantJSON(t testing.TB, m Message) string {
+func geminiAssistantJSON(t testing.TB, m translate.Message) string {
 	t.Helper()
 	type fn struct {
 		Name      string `json:"name"`
@@ -203,24 +205,24 @@ func TestGeminiRoundTrip_ThoughtSignatures(t *testing.T) {
 		wantSig     string
 	}{
 		{"gemini-2.5-stream", "gemini-2.5-flash", func(t *testing.T) []byte {
-			return readFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
+			return goldentest.ReadFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
 		}, "CikB0e2Kbw5tJ9dwYB9m1I9W28H1Pvbhg7iFnlQJMZT9ndxhy/OJBT3V9QptAdHtim+b6IrcZhtF6O6xQkkPMDhjrvwL3icXkpwLLWkm7JJ3R234Bd2U3pZ5l5u4roaEWO893S7XXaCgzKHLjxhFjN2sHgLLE/Hsi8UryVlawsmJhHEry727TP6p3fXGfoHF4P3+NwX0aRVDaQrOAQHR7YpvcZTnUyY/7cZcudNT4WukK1q1cnMx8pjpKbBWrByVhsOkQ9acocfYVirn1/iCK2QINNmt6lwFfDqQOr4KVY1cj1YwDRUeRN6QawgKKk0+IfpgCintbyvglLQVvA0K+FrW8l7OEqDU/ROKkwMm4g4uEHsoA2BgR0CAHd9Tnx1SsmdXOdPvXOM1FdrZGq1JQpE8r7fSBCEbhN2wHHHjAHR11O2iex12if4qjFmaxk0WD6e32VVE/ocsvy+BTeSxsfFo6v4VRanbbnKg"},
 		{"gemini-3-json-array", "gemini-3-flash-preview", func(t *testing.T) []byte {
-			return geminiJSONArrayToSSE(t, readFixture(t, "gemini/stream-json-array/function-call-thought-signatures-gemini3.llm-gemini.json"))
+			return geminiJSONArrayToSSE(t, goldentest.ReadFixture(t, "gemini/stream-json-array/function-call-thought-signatures-gemini3.llm-gemini.json"))
 		}, "Et0BCtoBAXLI2nwMB4momyXTj+K3OPELPDi5Mq6bA5ZHuiKVF9m94gyxd+zdlC+s73nWxHx1ImnA9wPRG1sKMAvENS5i0Bef0VxMS31QE4PbbJw81tSto0OCC+AJdHF0i7x3uHqBuj91gBPwmy3rhAQM+8kxmaF4FeJ0rvICgjIIjG7rBgCE8vOD9Glt/sy3WPKo//jOukERM0rVGAPpMogXNtQbJWUQ8469alaZN67hbYJNaL5XSNcsbsu4ub04B2aFPc6NJld2EWK/enYFPnarMNwobDsSstlzuMygTHQ="},
 		{"gemini-3-vercel-stream", "gemini-3-pro-preview", func(t *testing.T) []byte {
-			return reframeChunks(readFixture(t, "gemini/vercel-chunks/google-tool-call-gemini3.chunks.txt"), false)
+			return goldentest.ReframeChunks(goldentest.ReadFixture(t, "gemini/vercel-chunks/google-tool-call-gemini3.chunks.txt"), false)
 		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := tt.turn1(t)
-			var asm Assembler
+			var asm translate.Assembler
 			if err := geminiFeed(newGeminiDecoder(), up, asm.Add); err != nil {
 				t.Fatal(err)
 			}
 			asm.Finish()
-			if asm.Choices[0].FinishReason != FinishToolCalls {
+			if asm.Choices[0].FinishReason != translate.FinishToolCalls {
 				t.Fatalf("turn 1 finish %q", asm.Choices[0].FinishReason)
 			}
 			wantSig := tt.wantSig
@@ -284,7 +286,7 @@ func TestGeminiRequest_Errors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var dropped []string
-			opts := &Options{DropUnsupported: tt.drop, Dropped: func(p string) { dropped = append(dropped, p) }}
+			opts := &translate.Options{DropUnsupported: tt.drop, Dropped: func(p string) { dropped = append(dropped, p) }}
 			body, err := geminiRequest(t, tt.body, opts)
 			if tt.wantParam == "" {
 				if err != nil {
@@ -298,14 +300,14 @@ func TestGeminiRequest_Errors(t *testing.T) {
 				}
 				return
 			}
-			var pe *ParamError
+			var pe *translate.ParamError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err = %v, want a *ParamError", err)
 			}
 			if pe.Param != tt.wantParam {
 				t.Errorf("param = %q, want %q (%v)", pe.Param, tt.wantParam, pe)
 			}
-			if !errors.Is(err, ErrBadRequest) {
+			if !errors.Is(err, translate.ErrBadRequest) {
 				t.Errorf("error does not match ErrBadRequest")
 			}
 		})
@@ -313,14 +315,14 @@ func TestGeminiRequest_Errors(t *testing.T) {
 }
 
 func TestGeminiPathAndHeaders(t *testing.T) {
-	p := Gemini()
+	p := New()
 	if got := p.Path("gemini-2.5-flash", false); got != "/v1beta/models/gemini-2.5-flash:generateContent" {
 		t.Errorf("path = %s", got)
 	}
 	if got := p.Path("gemini-2.5-flash", true); got != "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse" {
 		t.Errorf("stream path = %s", got)
 	}
-	want := []Header{{Name: "x-goog-api-key", Value: "k"}}
+	want := []translate.Header{{Name: "x-goog-api-key", Value: "k"}}
 	if diff := cmp.Diff(want, p.Headers("k", nil, nil)); diff != "" {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
@@ -338,8 +340,8 @@ func TestGeminiCarry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := CarryID("call_x", appendGeminiCarry(nil, tt.c))
-			plain, st := SplitID(id)
+			id := translate.CarryID("call_x", appendGeminiCarry(nil, tt.c))
+			plain, st := translate.SplitID(id)
 			if plain != "call_x" {
 				t.Errorf("plain id %q", plain)
 			}
@@ -365,22 +367,22 @@ func carryOfView(v geminiCarryView) geminiCarry {
 }
 
 func FuzzGeminiRequest(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "openai_gemini", "request-*.txtar"))
+	files, _ := filepath.Glob(filepath.Join("testdata", "request-*.txtar"))
 	for _, path := range files {
 		ar, err := txtar.ParseFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(section(f, ar, "request.json"))
+		f.Add(goldentest.Section(f, ar, "request.json"))
 	}
 	f.Add([]byte(`{"model":"gemini-3-pro","messages":[{"role":"tool","tool_call_id":"x~1rAAA","content":"y"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := ParseRequest(body)
+		req, err := translate.ParseRequest(body)
 		if err != nil {
 			return
 		}
 		for _, drop := range []bool{false, true} {
-			out, err := Gemini().AppendRequest(nil, req, &Options{UpstreamModel: req.Model, DropUnsupported: drop})
+			out, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: req.Model, DropUnsupported: drop})
 			if err == nil && !json.Valid(out) {
 				t.Fatalf("invalid JSON body for %s:\n%s", body, out)
 			}
@@ -392,12 +394,12 @@ func FuzzGeminiRequest(f *testing.F) {
 // history into a reused buffer; the /parse variant includes ParseRequest.
 func BenchmarkGeminiRequest(b *testing.B) {
 	body := []byte(geminiBenchRequest(b))
-	req, err := ParseRequest(body)
+	req, err := translate.ParseRequest(body)
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := &Options{UpstreamModel: "gemini-2.5-flash"}
-	p := Gemini()
+	opts := &translate.Options{UpstreamModel: "gemini-2.5-flash"}
+	p := New()
 	buf := make([]byte, 0, 8192)
 	b.Run("translate", func(b *testing.B) {
 		b.ReportAllocs()
@@ -412,7 +414,7 @@ func BenchmarkGeminiRequest(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			r, err := ParseRequest(body)
+			r, err := translate.ParseRequest(body)
 			if err != nil {
 				b.Fatal(err)
 			}

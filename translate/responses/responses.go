@@ -1,7 +1,8 @@
-package translate
+package responses
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strings"
 )
 
@@ -11,30 +12,32 @@ import (
 // Encrypted reasoning survives a stateless (store: false) client round trip inside the
 // first tool call id of a turn: the decoders mint it with CarryID and AppendRequest
 // restores the reasoning input items from it (see responsesCarry).
-func Responses() Provider { return responsesProvider{} }
+func New() translate.Provider { return responsesProvider{} }
 
 type responsesProvider struct{}
 
 var (
-	_ Provider      = responsesProvider{}
-	_ StreamDecoder = (*responsesStream)(nil)
+	_ translate.Provider      = responsesProvider{}
+	_ translate.StreamDecoder = (*responsesStream)(nil)
 )
 
 const responsesName = "responses"
 
 func (responsesProvider) Path(string, bool) string { return "/responses" }
 
-func (responsesProvider) Headers(apiKey string, _ *Request, _ *Options) []Header {
-	return []Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
+func (responsesProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	return []translate.Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
 }
 
 // NewStreamDecoder returns a decoder for one streamed response.
-func (responsesProvider) NewStreamDecoder(*Options) StreamDecoder { return &responsesStream{} }
+func (responsesProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &responsesStream{}
+}
 
 // AppendRequest appends the Responses request body for req to dst.
-func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
-		opts = &Options{}
+		opts = &translate.Options{}
 	}
 	if err := responsesCheck(req, opts); err != nil {
 		return dst, err
@@ -49,7 +52,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	// Leading system messages become instructions; a system message later in the
 	// conversation stays in place as a system input item.
 	first := 0
-	for first < len(req.Messages) && req.Messages[first].Role == RoleSystem {
+	for first < len(req.Messages) && req.Messages[first].Role == translate.RoleSystem {
 		first++
 	}
 	if first > 0 {
@@ -106,7 +109,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	}
 	switch req.ToolChoice.Mode {
 	case "":
-	case ToolChoiceFunction:
+	case translate.ToolChoiceFunction:
 		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
 		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
 		dst = append(dst, '}')
@@ -141,7 +144,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 	if rf := &req.ResponseFormat; rf.Type != "" {
 		dst = append(dst, `,"text":{"format":{"type":`...)
 		dst = jsonx.AppendString(dst, rf.Type)
-		if rf.Type == FormatJSONSchema {
+		if rf.Type == translate.FormatJSONSchema {
 			dst = append(dst, `,"name":`...)
 			dst = jsonx.AppendString(dst, rf.Name)
 			if rf.Description != "" {
@@ -178,10 +181,10 @@ func (responsesProvider) AppendRequest(dst []byte, req *Request, opts *Options) 
 
 // responsesCheck rejects what the Responses API cannot honour, unless the operator lets
 // such parameters be dropped.
-func responsesCheck(req *Request, opts *Options) error {
+func responsesCheck(req *translate.Request, opts *translate.Options) error {
 	unsupported := func(param string, set bool) error {
 		if set && !opts.Drop(param) {
-			return Unsupported(param, responsesName)
+			return translate.Unsupported(param, responsesName)
 		}
 		return nil
 	}
@@ -215,7 +218,7 @@ func responsesCheck(req *Request, opts *Options) error {
 // asked for reasoning, when the history carries reasoning state (so the model reasons),
 // or when the upstream model is a reasoning model by name (reasoning is on by default
 // there, and without the encrypted items a stateless next turn loses it).
-func responsesWantsEncrypted(req *Request, model string, carried bool) bool {
+func responsesWantsEncrypted(req *translate.Request, model string, carried bool) bool {
 	if req.ReasoningEffort == "none" {
 		return carried
 	}
@@ -239,7 +242,7 @@ func responsesReasoningModel(model string) bool {
 
 // appendResponsesMessage appends the input items for message i. It returns the new item
 // count and whether reasoning state was restored.
-func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]byte, int, bool, error) {
+func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *translate.Options) ([]byte, int, bool, error) {
 	sep := func() {
 		if n > 0 {
 			dst = append(dst, ',')
@@ -247,12 +250,12 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 		n++
 	}
 	switch m.Role {
-	case RoleSystem, RoleDeveloper, RoleUser:
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
 		sep()
 		dst = append(dst, `{"role":`...)
 		dst = jsonx.AppendString(dst, m.Role)
 		dst = append(dst, `,"content":`...)
-		if len(m.Content) == 1 && m.Content[0].Type == PartText || m.Role != RoleUser {
+		if len(m.Content) == 1 && m.Content[0].Type == translate.PartText || m.Role != translate.RoleUser {
 			dst = jsonx.AppendString(dst, m.Text())
 		} else {
 			var err error
@@ -261,21 +264,21 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			}
 		}
 		dst = append(dst, '}')
-	case RoleTool:
+	case translate.RoleTool:
 		sep()
-		id, _ := SplitID(m.ToolCallID)
+		id, _ := translate.SplitID(m.ToolCallID)
 		dst = append(dst, `{"type":"function_call_output","call_id":`...)
 		dst = jsonx.AppendString(dst, id)
 		dst = append(dst, `,"output":`...)
-		dst = jsonx.AppendString(dst, toolOutputText(m))
+		dst = jsonx.AppendString(dst, m.ToolOutput())
 		dst = append(dst, '}')
-	case RoleAssistant:
+	case translate.RoleAssistant:
 		carried := false
 		// Reasoning items restored from call ids go first: the upstream produced them
 		// before the message and its calls.
 		var fcIDs []string
 		for j := range m.ToolCalls {
-			_, state := SplitID(m.ToolCalls[j].ID)
+			_, state := translate.SplitID(m.ToolCalls[j].ID)
 			if state == nil {
 				continue
 			}
@@ -324,7 +327,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			text += m.Refusal
 		}
 		for _, p := range m.Content {
-			if p.Type == PartRefusal {
+			if p.Type == translate.PartRefusal {
 				text += p.Text
 			}
 		}
@@ -340,9 +343,9 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 			if strings.TrimSpace(args) == "" {
 				args = "{}"
 			} else if !jsonx.Valid(args) {
-				return dst, n, false, Errorf(idx(idx("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
+				return dst, n, false, translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
 			}
-			id, _ := SplitID(tc.ID)
+			id, _ := translate.SplitID(tc.ID)
 			sep()
 			dst = append(dst, `{"type":"function_call","call_id":`...)
 			dst = jsonx.AppendString(dst, id)
@@ -361,15 +364,15 @@ func appendResponsesMessage(dst []byte, n, i int, m *Message, opts *Options) ([]
 	return dst, n, false, nil
 }
 
-func appendResponsesParts(dst []byte, i int, parts []Part, opts *Options) ([]byte, error) {
+func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *translate.Options) ([]byte, error) {
 	dst = append(dst, '[')
 	n := 0
 	for j := range parts {
 		p := &parts[j]
-		if p.Type == PartAudio {
-			param := idx(idx("messages", i)+".content", j) + ".type"
+		if p.Type == translate.PartAudio {
+			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".type"
 			if !opts.Drop(param) {
-				return dst, Unsupported(param, responsesName)
+				return dst, translate.Unsupported(param, responsesName)
 			}
 			continue
 		}
@@ -378,10 +381,10 @@ func appendResponsesParts(dst []byte, i int, parts []Part, opts *Options) ([]byt
 		}
 		n++
 		switch p.Type {
-		case PartText, PartRefusal:
+		case translate.PartText, translate.PartRefusal:
 			dst = append(dst, `{"type":"input_text","text":`...)
 			dst = jsonx.AppendString(dst, p.Text)
-		case PartImage:
+		case translate.PartImage:
 			dst = append(dst, `{"type":"input_image","image_url":`...)
 			dst = jsonx.AppendString(dst, p.URL)
 			detail := p.Detail
@@ -390,7 +393,7 @@ func appendResponsesParts(dst []byte, i int, parts []Part, opts *Options) ([]byt
 			}
 			dst = append(dst, `,"detail":`...)
 			dst = jsonx.AppendString(dst, detail)
-		case PartFile:
+		case translate.PartFile:
 			dst = append(dst, `{"type":"input_file"`...)
 			if p.FileID != "" {
 				dst = append(dst, `,"file_id":`...)
