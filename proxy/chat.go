@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/openai"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -385,7 +386,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				return r.backend.provider.DecodeError(http.StatusBadGateway, data)
 			}
 			if ch.usage != "" {
-				c.lastUsage, _ = translate.OpenAIUsage([]byte(ch.usage))
+				c.lastUsage, _ = openai.ParseUsage([]byte(ch.usage))
 				if !req.IncludeUsage && ch.choices == 0 {
 					return nil
 				}

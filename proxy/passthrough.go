@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"context"
 	"errors"
+	"github.com/agate-gateway/agate/translate/openai"
 	"io"
 	"net/http"
 	"strconv"
@@ -134,7 +135,7 @@ func completionBody(backend string, provider translate.Provider, body, model []b
 	}
 	var u translate.Usage
 	if raw := root.Get("usage"); raw.IsObject() {
-		u, _ = translate.OpenAIUsage([]byte(raw.Raw))
+		u, _ = openai.ParseUsage([]byte(raw.Raw))
 	}
 	out := make([]byte, 0, len(body)+len(model)+16)
 	out = append(out, `{"model":`...)

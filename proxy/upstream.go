@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
 	"io"
 	"net"
@@ -53,7 +54,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	case "responses":
 		b.provider = responses.New()
 	case "openai":
-		b.provider = translate.OpenAIChat()
+		b.provider = openai.New()
 	default:
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
 	}

@@ -167,7 +167,7 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 		}
 		if len(c.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
-			dst = appendToolCalls(dst, c.ToolCalls)
+			dst = AppendToolCalls(dst, c.ToolCalls)
 		}
 		dst = append(dst, `},"logprobs":`...)
 		dst = appendLogprobs(dst, c.Logprobs)
@@ -178,4 +178,22 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 	dst = append(dst, `],"usage":`...)
 	dst = AppendUsage(dst, a.Usage)
 	return append(dst, '}')
+}
+
+// AppendToolCalls appends calls as an OpenAI tool_calls array.
+func AppendToolCalls(dst []byte, calls []ToolCall) []byte {
+	dst = append(dst, '[')
+	for j, tc := range calls {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = jsonx.AppendString(dst, tc.ID)
+		dst = append(dst, `,"type":"function","function":{"name":`...)
+		dst = jsonx.AppendString(dst, tc.Name)
+		dst = append(dst, `,"arguments":`...)
+		dst = jsonx.AppendString(dst, tc.Arguments)
+		dst = append(dst, `}}`...)
+	}
+	return append(dst, ']')
 }

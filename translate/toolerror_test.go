@@ -7,6 +7,7 @@ import (
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
 	"path/filepath"
 	"testing"
@@ -50,7 +51,7 @@ func TestToolErrorRequest(t *testing.T) {
 			"input.#(type==\"function_call_output\")",
 			`{"type":"function_call_output","call_id":"call_1","output":"Error: disk full"}`,
 			`{"type":"function_call_output","call_id":"call_1","output":"disk full"}`},
-		{"openai-chat", translate.OpenAIChat(), spectest.ChatRequest(t),
+		{"openai-chat", openai.New(), spectest.ChatRequest(t),
 			"messages.2",
 			`{"role":"tool","content":"Error: disk full","tool_call_id":"call_1"}`,
 			`{"role":"tool","content":"disk full","tool_call_id":"call_1"}`},

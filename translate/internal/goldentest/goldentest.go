@@ -465,3 +465,30 @@ func Seeds(sec string, typed bool, max int) [][]byte {
 	}
 	return out
 }
+
+// RequestSeeds returns the chat request bodies recorded from the real APIs (the
+// repository's testdata/fixtures/*/*/*.request.json and proxy/testdata/openai-chat), as
+// fuzz seeds.
+func RequestSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	root := filepath.Dir(fixturesDir())
+	root = filepath.Dir(root)
+	var out [][]byte
+	for _, pattern := range []string{
+		filepath.Join(root, "testdata", "fixtures", "*", "*", "*.request.json"),
+		filepath.Join(root, "proxy", "testdata", "openai-chat", "*", "*.request.json"),
+	} {
+		files, _ := filepath.Glob(pattern)
+		if len(files) == 0 {
+			tb.Fatalf("no fuzz seeds match %s", pattern)
+		}
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}

@@ -1,8 +1,10 @@
-package translate
+package openai
 
 import (
 	"encoding/json"
 	"errors"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"strings"
 	"testing"
 
@@ -51,8 +53,8 @@ func TestOpenAIChatStream_Logprobs(t *testing.T) {
 		up.WriteString("data: " + f + "\n\n")
 	}
 	up.WriteString("data: [DONE]\n\n")
-	out := streamToOpenAI(t, func() StreamDecoder { return OpenAIChat().NewStreamDecoder(&Options{}) }, []byte(up.String()))
-	checkChunkInvariants(t, out)
+	out := goldentest.Stream(t, func() translate.StreamDecoder { return New().NewStreamDecoder(&translate.Options{}) }, []byte(up.String()))
+	goldentest.CheckChunks(t, out)
 
 	type chunk struct{ Content, Logprobs string }
 	var got []chunk
@@ -88,7 +90,7 @@ func TestOpenAIChatResponse_Logprobs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := `{"id":"chatcmpl-up","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"你\"\n","refusal":null},"logprobs":` + tt.logprobs + `,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":3,"total_tokens":4}}`
-			got := gjson.GetBytes(responseToOpenAI(t, OpenAIChat(), []byte(body)), "choices.0.logprobs").Raw
+			got := gjson.GetBytes(goldentest.Response(t, New(), []byte(body)), "choices.0.logprobs").Raw
 			if !jsonEqual(t, tt.want, got) {
 				t.Errorf("logprobs = %s, want %s", got, tt.want)
 			}
@@ -111,8 +113,8 @@ func TestOpenAIChatResponse_NotACompletion(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			events := 0
-			err := OpenAIChat().DecodeResponse([]byte(tt.body), func(*Event) error { events++; return nil })
-			var ue *UpstreamError
+			err := New().DecodeResponse([]byte(tt.body), func(*translate.Event) error { events++; return nil })
+			var ue *translate.UpstreamError
 			if !errors.As(err, &ue) || ue.Status != tt.want {
 				t.Fatalf("err = %v, want an UpstreamError with status %d", err, tt.want)
 			}

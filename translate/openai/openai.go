@@ -1,39 +1,40 @@
-package translate
+package openai
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
-// OpenAIChat returns the Provider for OpenAI-compatible chat completions upstreams
+// New returns the Provider for OpenAI-compatible chat completions upstreams
 // (OpenAI, vLLM, Ollama, OpenRouter...). Requests keep every field the client sent,
 // unknown ones included; only the model (and, when edited by the tool loop, the messages,
 // tools and tool_choice) are rewritten.
-func OpenAIChat() Provider { return openAIChat{} }
+func New() translate.Provider { return openAIChat{} }
 
 type openAIChat struct{}
 
 var (
-	_ Provider      = openAIChat{}
-	_ StreamDecoder = (*openAIChatStream)(nil)
+	_ translate.Provider      = openAIChat{}
+	_ translate.StreamDecoder = (*openAIChatStream)(nil)
 )
 
 func (openAIChat) Path(string, bool) string { return "/chat/completions" }
 
-func (openAIChat) Headers(apiKey string, _ *Request, _ *Options) []Header {
+func (openAIChat) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
 	if apiKey == "" {
 		return nil
 	}
-	return []Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
+	return []translate.Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
 }
 
 // AppendRequest appends the client's body with the upstream model, and, for streams,
 // stream_options.include_usage forced on so the gateway can count tokens (the proxy drops
 // the usage chunk if the client did not ask for it).
-func (openAIChat) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error) {
+func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	body := req.Body
 	var err error
 	set := func(path string, v any) {
@@ -54,26 +55,26 @@ func (openAIChat) AppendRequest(dst []byte, req *Request, opts *Options) ([]byte
 		set("stream", false)
 	}
 	if req.Edited {
-		setRaw("messages", string(AppendOpenAIMessages(nil, req.Messages)))
+		setRaw("messages", string(appendMessages(nil, req.Messages)))
 		if len(req.Tools) > 0 {
-			setRaw("tools", string(AppendOpenAITools(nil, req.Tools)))
+			setRaw("tools", string(appendTools(nil, req.Tools)))
 		}
 		switch req.ToolChoice.Mode {
 		case "":
-		case ToolChoiceFunction:
+		case translate.ToolChoiceFunction:
 			setRaw("tool_choice", `{"type":"function","function":{"name":`+string(jsonx.AppendString(nil, req.ToolChoice.Name))+`}}`)
 		default:
 			set("tool_choice", req.ToolChoice.Mode)
 		}
 	}
 	if err != nil {
-		return dst, Errorf("", "rewriting the request: %v", err)
+		return dst, translate.Errorf("", "rewriting the request: %v", err)
 	}
 	return append(dst, body...), nil
 }
 
-// AppendOpenAIMessages appends messages as an OpenAI chat messages array.
-func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
+// appendMessages appends messages as an OpenAI chat messages array.
+func appendMessages(dst []byte, msgs []translate.Message) []byte {
 	dst = append(dst, '[')
 	for i := range msgs {
 		m := &msgs[i]
@@ -89,14 +90,14 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 		dst = append(dst, `,"content":`...)
 		switch {
 		case len(m.Content) == 0:
-			if m.Role == RoleAssistant {
+			if m.Role == translate.RoleAssistant {
 				dst = append(dst, "null"...)
 			} else {
 				dst = append(dst, `""`...)
 			}
 		case m.ToolError:
 			dst = jsonx.AppendString(dst, m.ToolOutput())
-		case len(m.Content) == 1 && m.Content[0].Type == PartText:
+		case len(m.Content) == 1 && m.Content[0].Type == translate.PartText:
 			dst = jsonx.AppendString(dst, m.Content[0].Text)
 		default:
 			dst = appendOpenAIParts(dst, m.Content)
@@ -111,45 +112,27 @@ func AppendOpenAIMessages(dst []byte, msgs []Message) []byte {
 		}
 		if len(m.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
-			dst = appendToolCalls(dst, m.ToolCalls)
+			dst = translate.AppendToolCalls(dst, m.ToolCalls)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
 }
 
-// appendToolCalls appends calls as an OpenAI tool_calls array.
-func appendToolCalls(dst []byte, calls []ToolCall) []byte {
-	dst = append(dst, '[')
-	for j, tc := range calls {
-		if j > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"id":`...)
-		dst = jsonx.AppendString(dst, tc.ID)
-		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = jsonx.AppendString(dst, tc.Name)
-		dst = append(dst, `,"arguments":`...)
-		dst = jsonx.AppendString(dst, tc.Arguments)
-		dst = append(dst, `}}`...)
-	}
-	return append(dst, ']')
-}
-
-func appendOpenAIParts(dst []byte, parts []Part) []byte {
+func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 	dst = append(dst, '[')
 	for i, p := range parts {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		switch p.Type {
-		case PartText:
+		case translate.PartText:
 			dst = append(dst, `{"type":"text","text":`...)
 			dst = jsonx.AppendString(dst, p.Text)
-		case PartRefusal:
+		case translate.PartRefusal:
 			dst = append(dst, `{"type":"refusal","refusal":`...)
 			dst = jsonx.AppendString(dst, p.Text)
-		case PartImage:
+		case translate.PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
 			dst = jsonx.AppendString(dst, p.URL)
 			if p.Detail != "" {
@@ -157,7 +140,7 @@ func appendOpenAIParts(dst []byte, parts []Part) []byte {
 				dst = jsonx.AppendString(dst, p.Detail)
 			}
 			dst = append(dst, '}')
-		case PartFile:
+		case translate.PartFile:
 			dst = append(dst, `{"type":"file","file":{`...)
 			sep := ""
 			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
@@ -169,7 +152,7 @@ func appendOpenAIParts(dst []byte, parts []Part) []byte {
 				}
 			}
 			dst = append(dst, '}')
-		case PartAudio:
+		case translate.PartAudio:
 			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
 			dst = jsonx.AppendString(dst, p.AudioData)
 			dst = append(dst, `,"format":`...)
@@ -181,8 +164,8 @@ func appendOpenAIParts(dst []byte, parts []Part) []byte {
 	return append(dst, ']')
 }
 
-// AppendOpenAITools appends tools as an OpenAI chat tools array.
-func AppendOpenAITools(dst []byte, tools []Tool) []byte {
+// appendTools appends tools as an OpenAI chat tools array.
+func appendTools(dst []byte, tools []translate.Tool) []byte {
 	dst = append(dst, '[')
 	for i, t := range tools {
 		if i > 0 {
@@ -207,7 +190,9 @@ func AppendOpenAITools(dst []byte, tools []Tool) []byte {
 	return append(dst, ']')
 }
 
-func (openAIChat) NewStreamDecoder(*Options) StreamDecoder { return &openAIChatStream{} }
+func (openAIChat) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &openAIChatStream{}
+}
 
 // openAIChatStream decodes chat.completion.chunk events. Not safe for concurrent use.
 type openAIChatStream struct {
@@ -216,7 +201,7 @@ type openAIChatStream struct {
 	finish  bool // a finish_reason seen
 }
 
-func (d *openAIChatStream) Event(_, data []byte, emit Emit) error {
+func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
 	if d.done {
 		return nil
 	}
@@ -231,7 +216,7 @@ func (d *openAIChatStream) Event(_, data []byte, emit Emit) error {
 	root := gjson.Parse(s)
 	if e := root.Get("error"); e.Exists() {
 		ue := openAIError(500, e)
-		if err := emit(&Event{Kind: EventError, Err: ue}); err != nil {
+		if err := emit(&translate.Event{Kind: translate.EventError, Err: ue}); err != nil {
 			return err
 		}
 		return ue
@@ -241,16 +226,16 @@ func (d *openAIChatStream) Event(_, data []byte, emit Emit) error {
 
 // decodeOpenAIChunk emits the events of one chunk, or of a whole completion when root is a
 // chat.completion (message instead of delta).
-func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) error {
+func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit translate.Emit) error {
 	var err error
-	send := func(ev *Event) {
+	send := func(ev *translate.Event) {
 		if err == nil {
 			err = emit(ev)
 		}
 	}
 	if !*started {
 		*started = true
-		send(&Event{Kind: EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str})
+		send(&translate.Event{Kind: translate.EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str})
 	}
 	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
 		choice := int(c.Get("index").Int())
@@ -259,18 +244,18 @@ func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) er
 			d = c.Get("message")
 		}
 		if r := d.Get("reasoning_content"); r.Str != "" {
-			send(&Event{Kind: EventReasoningDelta, Choice: choice, Text: r.Str})
+			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
 		} else if r := d.Get("reasoning"); r.Type == gjson.String && r.Str != "" {
-			send(&Event{Kind: EventReasoningDelta, Choice: choice, Text: r.Str})
+			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
 		}
 		lp := openAILogprobs(c.Get("logprobs.content"))
 		if t := d.Get("content"); t.Str != "" {
-			send(&Event{Kind: EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
+			send(&translate.Event{Kind: translate.EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
 		} else if lp != nil {
-			send(&Event{Kind: EventLogprobs, Choice: choice, Logprobs: lp})
+			send(&translate.Event{Kind: translate.EventLogprobs, Choice: choice, Logprobs: lp})
 		}
 		if t := d.Get("refusal"); t.Str != "" {
-			send(&Event{Kind: EventRefusalDelta, Choice: choice, Text: t.Str})
+			send(&translate.Event{Kind: translate.EventRefusalDelta, Choice: choice, Text: t.Str})
 		}
 		pos := 0
 		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
@@ -280,38 +265,38 @@ func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit Emit) er
 			}
 			pos++
 			if id := tc.Get("id"); id.Str != "" {
-				send(&Event{Kind: EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: tc.Get("function.name").Str})
+				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: tc.Get("function.name").Str})
 			}
 			if a := tc.Get("function.arguments"); a.Str != "" {
-				send(&Event{Kind: EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
+				send(&translate.Event{Kind: translate.EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
 			}
 			return err == nil
 		})
 		if f := c.Get("finish_reason"); f.Str != "" {
 			*finished = true
-			send(&Event{Kind: EventFinish, Choice: choice, FinishReason: f.Str})
+			send(&translate.Event{Kind: translate.EventFinish, Choice: choice, FinishReason: f.Str})
 		}
 		return err == nil
 	})
 	if u := root.Get("usage"); u.IsObject() {
-		send(&Event{Kind: EventUsage, Usage: openAIUsage(u)})
+		send(&translate.Event{Kind: translate.EventUsage, Usage: openAIUsage(u)})
 	}
 	return err
 }
 
 // openAILogprobs decodes a choice's logprobs.content (ChatCompletionTokenLogprob items);
 // nil when there are none.
-func openAILogprobs(content gjson.Result) []TokenLogprob {
+func openAILogprobs(content gjson.Result) []translate.TokenLogprob {
 	if !content.IsArray() {
 		return nil
 	}
-	var out []TokenLogprob
+	var out []translate.TokenLogprob
 	content.ForEach(func(_, t gjson.Result) bool {
 		tok := t.Get("token").Str
-		lp := TokenLogprob{Token: tok, Logprob: t.Get("logprob").Float(), Bytes: openAITokenBytes(tok, t.Get("bytes"))}
+		lp := translate.TokenLogprob{Token: tok, Logprob: t.Get("logprob").Float(), Bytes: openAITokenBytes(tok, t.Get("bytes"))}
 		t.Get("top_logprobs").ForEach(func(_, top gjson.Result) bool {
 			tok := top.Get("token").Str
-			lp.Top = append(lp.Top, TopLogprob{Token: tok, Logprob: top.Get("logprob").Float(), Bytes: openAITokenBytes(tok, top.Get("bytes"))})
+			lp.Top = append(lp.Top, translate.TopLogprob{Token: tok, Logprob: top.Get("logprob").Float(), Bytes: openAITokenBytes(tok, top.Get("bytes"))})
 			return true
 		})
 		out = append(out, lp)
@@ -345,8 +330,8 @@ func openAITokenBytes(token string, arr gjson.Result) []byte {
 	return out
 }
 
-func openAIUsage(u gjson.Result) Usage {
-	return Usage{
+func openAIUsage(u gjson.Result) translate.Usage {
+	return translate.Usage{
 		PromptTokens:     int(u.Get("prompt_tokens").Int()),
 		CompletionTokens: int(u.Get("completion_tokens").Int()),
 		CachedTokens:     int(u.Get("prompt_tokens_details.cached_tokens").Int()),
@@ -354,18 +339,18 @@ func openAIUsage(u gjson.Result) Usage {
 	}
 }
 
-// OpenAIUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
-func OpenAIUsage(raw []byte) (u Usage, ok bool) {
+// ParseUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
+func ParseUsage(raw []byte) (u translate.Usage, ok bool) {
 	r := gjson.ParseBytes(raw)
 	if !r.IsObject() {
-		return Usage{}, false
+		return translate.Usage{}, false
 	}
 	return openAIUsage(r), true
 }
 
-func (d *openAIChatStream) Close(emit Emit) error {
+func (d *openAIChatStream) Close(emit translate.Emit) error {
 	if !d.done && !d.finish {
-		return &UpstreamError{Status: 502, Type: "api_error", Message: "the upstream stream ended before it finished"}
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream stream ended before it finished"}
 	}
 	return nil
 }
@@ -373,7 +358,7 @@ func (d *openAIChatStream) Close(emit Emit) error {
 // DecodeResponse decodes a chat completion. A body that is not a JSON object with a
 // choices array (an HTML page from a proxy, an error object sent with status 200) is an
 // upstream error, never an empty answer.
-func (openAIChat) DecodeResponse(body []byte, emit Emit) error {
+func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
 	s := jsonx.View(body)
 	if !gjson.Valid(s) {
 		return upstreamMalformed("openai", body)
@@ -389,22 +374,22 @@ func (openAIChat) DecodeResponse(body []byte, emit Emit) error {
 	return decodeOpenAIChunk(root, &started, &finished, emit)
 }
 
-func (openAIChat) DecodeError(status int, body []byte) *UpstreamError {
+func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {
 	e := gjson.GetBytes(body, "error")
 	if !e.IsObject() {
-		return &UpstreamError{Status: status, Type: ErrorType(status), Message: snippet(body, status), Retryable: RetryableStatus(status)}
+		return &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Message: snippet(body, status), Retryable: translate.RetryableStatus(status)}
 	}
 	return openAIError(status, e)
 }
 
-func openAIError(status int, e gjson.Result) *UpstreamError {
+func openAIError(status int, e gjson.Result) *translate.UpstreamError {
 	code := e.Get("code")
-	ue := &UpstreamError{
+	ue := &translate.UpstreamError{
 		Status:    status,
 		Type:      e.Get("type").Str,
 		Param:     e.Get("param").Str,
 		Message:   e.Get("message").Str,
-		Retryable: RetryableStatus(status),
+		Retryable: translate.RetryableStatus(status),
 	}
 	if code.Type == gjson.String {
 		ue.Code = code.Str
@@ -412,7 +397,7 @@ func openAIError(status int, e gjson.Result) *UpstreamError {
 		ue.Code = code.Raw
 	}
 	if ue.Type == "" {
-		ue.Type = ErrorType(status)
+		ue.Type = translate.ErrorType(status)
 	}
 	if ue.Message == "" {
 		ue.Message = "upstream returned HTTP " + strconv.Itoa(status)
@@ -434,10 +419,10 @@ func snippet(body []byte, status int) string {
 	return msg
 }
 
-func upstreamMalformed(provider string, data []byte) *UpstreamError {
+func upstreamMalformed(provider string, data []byte) *translate.UpstreamError {
 	b := data
 	if len(b) > 200 {
 		b = b[:200]
 	}
-	return &UpstreamError{Status: 502, Type: "api_error", Message: "malformed " + provider + " event: " + strconv.Quote(string(b))}
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "malformed " + provider + " event: " + strconv.Quote(string(b))}
 }

@@ -1,8 +1,10 @@
-package translate
+package openai
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"strings"
 	"testing"
 )
@@ -31,22 +33,19 @@ var passthroughAttacks = []string{
 // reading of repeated names an upstream may use: first wins or last wins, names matched
 // exactly or ignoring case, and Go's encoding/json itself.
 func FuzzPassthroughForwardsAuthorized(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
+	for _, s := range goldentest.RequestSeeds(f) {
 		f.Add(s)
 	}
 	for _, s := range passthroughAttacks {
 		f.Add([]byte(s))
 	}
-	for _, s := range quirkSeeds {
-		f.Add([]byte(s))
-	}
 	const upstreamModel = "upstream-model"
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := ParseRequest(body)
+		req, err := translate.ParseRequest(body)
 		if err != nil {
 			return
 		}
-		out, err := OpenAIChat().AppendRequest(nil, req, &Options{UpstreamModel: upstreamModel, Stream: req.Stream})
+		out, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: upstreamModel, Stream: req.Stream})
 		if err != nil {
 			t.Fatalf("AppendRequest: %v\nbody %q", err, body)
 		}
