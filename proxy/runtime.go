@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
 )
 
@@ -55,9 +54,6 @@ type apiKey struct {
 	// Per-turn tool bounds; zero means the loop's defaults.
 	maxCallsPerTurn, maxConcurrentCalls int
 }
-
-// ProviderFor returns the translate.Provider for a backend type, or nil for mock.
-type ProviderFor func(typ string) translate.Provider
 
 func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
 	rt := &runtime{cfg: cfg, backends: map[string]*backend{}, routes: map[string]*route{}, open: len(cfg.Keys) == 0,

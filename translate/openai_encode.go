@@ -57,9 +57,6 @@ func (e *ChunkEncoder) choice(i int) *choiceState {
 	return &e.choices[i]
 }
 
-// Started reports whether any chunk has been produced.
-func (e *ChunkEncoder) Started() bool { return e.choices[0].started }
-
 // Encode appends the frames for ev to dst. EventError is not encoded here (see
 // AppendErrorEvent); EventFinish and EventUsage are held until Finish.
 func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {

@@ -568,15 +568,6 @@ func (sc *Scanner) RootMembers(keys []string, vals []Value) (root Value, ok bool
 	return Value{Kind: Object, Raw: sc.s[at:sc.i], At: at}, true
 }
 
-// Members reads the members of obj named in keys as RootMembers does. obj must come from
-// this scanner; Members moves the cursor.
-func (sc *Scanner) Members(obj Value, keys []string, vals []Value) {
-	if obj.Kind == Object {
-		sc.i = obj.At
-		sc.members(keys, vals)
-	}
-}
-
 func (sc *Scanner) members(keys []string, vals []Value) bool {
 	for n := 0; sc.NextField(&n); {
 		j := 0

@@ -159,11 +159,18 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 			ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(b, "text").Str}
 			err = emit(&ev)
 		case "thinking":
-			th.addThinking(sc.Get(b, "thinking").Str, sc.Get(b, "signature").Str)
-			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: sc.Get(b, "thinking").Str}
-			err = emit(&ev)
+			block := translate.ThinkingBlock{Type: "thinking", Thinking: sc.Get(b, "thinking").Str, Signature: sc.Get(b, "signature").Str}
+			th.addThinking(block.Thinking, block.Signature)
+			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: block.Thinking}
+			if err = emit(&ev); err == nil {
+				ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
+				err = emit(&ev)
+			}
 		case "redacted_thinking":
-			th.addRedacted(sc.Get(b, "data").Str)
+			block := translate.ThinkingBlock{Type: "redacted_thinking", Data: sc.Get(b, "data").Str}
+			th.addRedacted(block.Data)
+			ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
+			err = emit(&ev)
 		case "tool_use":
 			ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(sc.Get(b, "id").Str), Name: sc.Get(b, "name").Str}
 			if err = emit(&ev); err != nil {

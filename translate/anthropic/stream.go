@@ -138,7 +138,10 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit tr
 		}
 	case "redacted_thinking":
 		d.block = anthropicServerBlock // nothing to show; kept for the next turn
-		d.thinking.addRedacted(sc.Get(cb, "data").Str)
+		data := sc.Get(cb, "data").Str
+		d.thinking.addRedacted(data)
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "redacted_thinking", Data: data}}
+		return emit(&d.ev)
 	case "tool_use":
 		d.block = anthropicToolUse
 		id := sc.Get(cb, "id").Str
@@ -196,7 +199,10 @@ func (d *anthropicStream) blockStop(data []byte, emit translate.Emit) error {
 	d.block = anthropicNoBlock
 	switch kind {
 	case anthropicThinkingBlock:
-		d.thinking.addThinking(jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig))
+		text, sig := jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig)
+		d.thinking.addThinking(text, sig)
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "thinking", Thinking: text, Signature: sig}}
+		return emit(&d.ev)
 	case anthropicToolUse:
 		d.ev = translate.Event{Kind: translate.EventToolCallEnd, Index: d.blockIndex}
 		return emit(&d.ev)

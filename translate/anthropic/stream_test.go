@@ -398,3 +398,38 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	})
 	b.ReportMetric(res/events, "allocs/event")
 }
+
+// TestAnthropicStream_ReasoningBlocks: every thinking and redacted_thinking block of a
+// stream is also an EventReasoningBlock, its signature or data whole, for client dialects
+// that can carry them (the OpenAI chat encoders ignore the event).
+func TestAnthropicStream_ReasoningBlocks(t *testing.T) {
+	up := goldentest.Transcript(t, "stream-thinking-tool-use", "upstream.sse")
+	dec := newAnthropicStream()
+	var got []translate.ThinkingBlock
+	var text strings.Builder
+	emit := func(ev *translate.Event) error {
+		if ev.Kind == translate.EventReasoningDelta {
+			text.WriteString(ev.Text)
+		}
+		if ev.Kind == translate.EventReasoningBlock {
+			b := *ev.Block
+			b.Thinking, b.Signature, b.Data = strings.Clone(b.Thinking), strings.Clone(b.Signature), strings.Clone(b.Data)
+			got = append(got, b)
+		}
+		return nil
+	}
+	var p sse.Parser
+	if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Close(emit); err != nil {
+		t.Fatal(err)
+	}
+	want := []translate.ThinkingBlock{
+		{Type: "thinking", Thinking: text.String(), Signature: anthropicSig},
+		{Type: "redacted_thinking", Data: "EmwKAhgBEgy3va3pzix"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasoning blocks (-want +got):\n%s", diff)
+	}
+}

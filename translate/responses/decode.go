@@ -197,6 +197,9 @@ func (responsesProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 				return err == nil
 			})
 			carry.addReasoning(&sc, item)
+			if err == nil {
+				err = emit(&translate.Event{Kind: translate.EventReasoningBlock, Block: reasoningBlock(&sc, item)})
+			}
 		case "message":
 			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
 				switch sc.Get(p, "type").Str {
@@ -236,4 +239,23 @@ func (responsesProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 func responsesTruncated(phase string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: 502, Type: "api_error",
 		Message: fmt.Sprintf("responses stream ended %s, before response.completed", phase)}
+}
+
+// reasoningBlock returns a reasoning item as the core's reasoning block: its id, its
+// summary parts joined by blank lines, its encrypted content.
+func reasoningBlock(sc *jsonx.Scanner, item jsonx.Value) *translate.ThinkingBlock {
+	b := &translate.ThinkingBlock{Type: "reasoning", ID: sc.Get(item, "id").Str}
+	k := 0
+	sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
+		if k > 0 {
+			b.Thinking += "\n\n"
+		}
+		k++
+		b.Thinking += sc.Get(s, "text").Str
+		return true
+	})
+	if enc := sc.Get(item, "encrypted_content"); enc.Kind == jsonx.String {
+		b.Data = enc.Str
+	}
+	return b
 }

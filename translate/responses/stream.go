@@ -224,6 +224,9 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit translate.
 			})
 		}
 		d.carry.addReasoning(sc, item)
+		if err == nil {
+			err = d.emit(emit, translate.Event{Kind: translate.EventReasoningBlock, Block: reasoningBlock(sc, item)})
+		}
 	case "message":
 		if !d.sawText {
 			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {

@@ -68,6 +68,10 @@ func responsesRun(t *testing.T, body string) ([]translate.Event, error) {
 	emit := func(ev *translate.Event) error {
 		e := *ev
 		e.ID, e.Model, e.Text, e.CallID, e.Name = strings.Clone(e.ID), strings.Clone(e.Model), strings.Clone(e.Text), strings.Clone(e.CallID), strings.Clone(e.Name)
+		if b := e.Block; b != nil {
+			e.Block = &translate.ThinkingBlock{Type: strings.Clone(b.Type), Thinking: strings.Clone(b.Thinking),
+				Signature: strings.Clone(b.Signature), Data: strings.Clone(b.Data), ID: strings.Clone(b.ID)}
+		}
 		evs = append(evs, e)
 		if ev.Kind == translate.EventError {
 			return ev.Err
@@ -240,6 +244,7 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				rsCompleted),
 			want: []translate.Event{start,
 				{Kind: translate.EventReasoningDelta, Text: "one"}, {Kind: translate.EventReasoningDelta, Text: "\n\n"}, {Kind: translate.EventReasoningDelta, Text: "two"},
+				{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "reasoning", Thinking: "one\n\ntwo", ID: "rs_1"}},
 				usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 	}
