@@ -44,7 +44,7 @@ type Request struct {
 	// TopK samples from the K most likely tokens (Anthropic top_k, Gemini topK); nil
 	// when unset. OpenAI chat has no such field.
 	TopK *int
-	User            string
+	User string
 	// Metadata is the raw JSON object, "" when unset.
 	Metadata string
 	// Extra holds every other top-level field in order of appearance. The OpenAI

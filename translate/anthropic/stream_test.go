@@ -1,12 +1,12 @@
 package anthropic
 
 import (
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,7 +18,9 @@ import (
 
 const anthropicTestdata = "testdata"
 
-func newAnthropicStream() translate.StreamDecoder { return New().NewStreamDecoder(&translate.Options{}) }
+func newAnthropicStream() translate.StreamDecoder {
+	return New().NewStreamDecoder(&translate.Options{})
+}
 
 var anthropicServerResult = regexp.MustCompile(`(?m)^data: \{"type":"content_block_start","index":(\d+),"content_block":\{"type":"web_search_tool_result","tool_use_id":"(\w+)".*$`)
 

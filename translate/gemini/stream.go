@@ -1,8 +1,8 @@
 package gemini
 
 import (
-	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -63,7 +63,9 @@ type geminiCandidate struct {
 	inStr   bool
 }
 
-func (geminiProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder { return &geminiStream{} }
+func (geminiProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &geminiStream{}
+}
 
 // Event decodes one SSE event: its data is a GenerateContentResponse (or an error object).
 func (d *geminiStream) Event(_, data []byte, emit translate.Emit) error {
