@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"

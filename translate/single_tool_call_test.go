@@ -7,8 +7,8 @@ import (
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 // Usage says what a checked stream must do about usage.

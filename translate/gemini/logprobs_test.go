@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 )

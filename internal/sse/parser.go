@@ -1,6 +1,8 @@
 // Package sse splits a text/event-stream into events, as the WHATWG HTML specification
 // defines the format: lines end in LF, CRLF or CR; "data" lines of one event are joined
 // with LF; a blank line dispatches the event; comments and unknown fields are ignored.
+// The proxy reads upstream streams with it (and the tests read the gateway's own); it is
+// transport framing, not translation, and imports nothing of the module.
 package sse
 
 import "errors"
