@@ -19,7 +19,7 @@ import (
 
 // The OpenAI passthrough forwards upstream chunks and completions nearly as they are, but
 // only after reading them as JSON: what the client gets keeps the guarantees of the
-// translated backends (DESIGN 3.3), whatever an OpenAI-compatible server sends.
+// translated backends (the chunk contract in ARCHITECTURE.md), whatever an OpenAI-compatible server sends.
 
 // passthroughChunks normalizes the chunks of one passthrough stream. Every chunk leaves with
 // the same id, created and model and object "chat.completion.chunk": the id and created of
