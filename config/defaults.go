@@ -22,11 +22,6 @@ const (
 	defaultRetryMaxDelay     = 10 * time.Second
 	defaultMaxConns          = 512
 	defaultPromptCache       = "off"
-	defaultMaxToolIterations = 8
-	defaultMaxToolCalls      = 32
-	defaultMaxConcurrentCall = 8
-	defaultToolTimeout       = 30 * time.Second
-	defaultMaxResultBytes    = 64 << 10
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
 	defaultCacheScope        = "key"
@@ -35,6 +30,16 @@ const (
 	defaultStateKeyPrefix    = "agate:"
 	defaultStateTimeout      = 50 * time.Millisecond
 	defaultStateOnError      = "allow"
+)
+
+// The defaults that packages taking these values directly (loop.Loop, tools.Definition)
+// also apply, exported so that each default has one owner.
+const (
+	DefaultMaxToolIterations      = 8
+	DefaultMaxToolCallsPerTurn    = 32
+	DefaultMaxConcurrentToolCalls = 8
+	DefaultToolTimeout            = 30 * time.Second
+	DefaultMaxResultBytes         = 64 << 10
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -72,15 +77,15 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		c.Models[name] = m
 	}
 	for name, k := range c.Keys {
-		setDefault(&k.MaxToolIterations, defaultMaxToolIterations)
-		setDefault(&k.MaxToolCallsPerTurn, defaultMaxToolCalls)
-		setDefault(&k.MaxConcurrentToolCalls, defaultMaxConcurrentCall)
+		setDefault(&k.MaxToolIterations, DefaultMaxToolIterations)
+		setDefault(&k.MaxToolCallsPerTurn, DefaultMaxToolCallsPerTurn)
+		setDefault(&k.MaxConcurrentToolCalls, DefaultMaxConcurrentToolCalls)
 		setDefault(&k.Budget.Period, defaultBudgetPeriod)
 		c.Keys[name] = k
 	}
 	for name, t := range c.Tools {
-		setDefault(&t.Timeout, defaultToolTimeout)
-		setDefault(&t.MaxResultBytes, defaultMaxResultBytes)
+		setDefault(&t.Timeout, DefaultToolTimeout)
+		setDefault(&t.MaxResultBytes, DefaultMaxResultBytes)
 		if t.Type == "http" && t.Parameters == nil {
 			t.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
 		}

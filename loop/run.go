@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"fmt"
+	"github.com/agate-gateway/agate/config"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -22,13 +23,16 @@ type Loop struct {
 	// Definitions are the server tools offered to the model.
 	Definitions []tools.Definition
 	// MaxIterations bounds the turns that may call server tools; the turn after the last
-	// one is made with tool_choice none so the model answers with what it has. Default 8.
+	// one is made with tool_choice none so the model answers with what it has. Default
+	// config.DefaultMaxToolIterations.
 	MaxIterations int
 	// MaxCallsPerTurn bounds the server tool calls run for one model turn; the calls after
-	// the first MaxCallsPerTurn are not run and give the model an error result. Default 32.
+	// the first MaxCallsPerTurn are not run and give the model an error result. Default
+	// DefaultMaxCallsPerTurn.
 	MaxCallsPerTurn int
 	// MaxConcurrentCalls bounds how many read-only calls of one turn run at the same time
-	// (a turn with a mutating call runs its calls in order). Default 8; 1 runs them in order.
+	// (a turn with a mutating call runs its calls in order). Default DefaultMaxConcurrentCalls;
+	// 1 runs them in order.
 	MaxConcurrentCalls int
 	// Caller identifies the API key the loop runs for (its configured name, never the
 	// credential); tool calls carry it in their context ([tools.WithCaller]) so that a
@@ -62,10 +66,7 @@ func (l *Loop) Run(ctx context.Context, req *translate.Request, out Output) erro
 	if work.ToolChoice.Mode == "" {
 		work.ToolChoice.Mode = translate.ToolChoiceAuto
 	}
-	maxIter := l.MaxIterations
-	if maxIter <= 0 {
-		maxIter = 8
-	}
+	maxIter := positiveOr(l.MaxIterations, config.DefaultMaxToolIterations)
 	r := &run{l: l, out: out, server: server}
 	defer func() {
 		if l.Observer != nil {
@@ -178,10 +179,11 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 	return false, nil
 }
 
-// Defaults of the per-turn bounds, used when Loop leaves them zero.
+// Defaults of the per-turn bounds, used when Loop leaves them zero: config's, which owns
+// every default.
 const (
-	DefaultMaxCallsPerTurn    = 32
-	DefaultMaxConcurrentCalls = 8
+	DefaultMaxCallsPerTurn    = config.DefaultMaxToolCallsPerTurn
+	DefaultMaxConcurrentCalls = config.DefaultMaxConcurrentToolCalls
 )
 
 // execute runs the calls and returns one result per call, in order: the first

@@ -52,29 +52,52 @@ func (c *modelCall) Complete(ctx context.Context, req *translate.Request, emit t
 	return c.run(ctx, req, false, emit)
 }
 
+// run runs one translated turn: the route's provider phrases the request and decodes the
+// answer into events for emit.
 func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool, emit translate.Emit) error {
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error { return c.once(ctx, r, req, stream, emit) })
+	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		emit := emit
+		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
+			emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
+		}
+		counted := func(ev *translate.Event) error {
+			if ev.Kind == translate.EventUsage {
+				c.lastUsage = ev.Usage
+			}
+			c.sent = true
+			return emit(ev)
+		}
+		if lp, ok := r.backend.provider.(localProvider); ok {
+			return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
+				if err := counted(ev); err != nil || c.flush == nil {
+					return err
+				}
+				return c.flush() // one event at a time, like an upstream stream
+			})
+		}
+		return c.roundTrip(ctx, r, req, stream, func(x *exchange, opts *translate.Options) error {
+			return c.decode(ctx, x, r.backend, opts, counted)
+		})
+	})
 }
 
-// raw runs one turn on OpenAI-compatible routes, handing the accepted exchange to consume.
-func (c *modelCall) raw(ctx context.Context, req *translate.Request, stream bool, consume func(*exchange, *route) error) error {
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		b := r.backend
-		c.lastUsage = translate.Usage{}
-		defer c.countUsage(r)
-		opts := c.options(r, stream)
-		var err error
-		c.buf, err = b.provider.AppendRequest(c.buf[:0], req, opts)
-		if err != nil {
-			return err
-		}
-		x, err := c.send(ctx, r, req, opts)
-		if err != nil {
-			return err
-		}
-		defer x.Close()
-		return consume(x, r)
-	})
+// roundTrip performs one upstream exchange on route r: it phrases req for the route's
+// provider, sends it, and hands the accepted (2xx) exchange to consume. Both the
+// translated path (run) and the passthrough use it.
+func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Request, stream bool,
+	consume func(*exchange, *translate.Options) error) error {
+	opts := c.options(r, stream)
+	var err error
+	c.buf, err = r.backend.provider.AppendRequest(c.buf[:0], req, opts)
+	if err != nil {
+		return err
+	}
+	x, err := c.send(ctx, r, req, opts)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	return consume(x, opts)
 }
 
 // withRetries runs attempt on the route, retrying, then on each fallback route.
@@ -116,7 +139,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 	b := r.backend
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = try(ctx, r)
+		err = c.counted(ctx, r, try)
 		if err == nil || c.sent || !retryable(err) || attempt >= b.retries.Max || ctx.Err() != nil {
 			return err
 		}
@@ -140,6 +163,13 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 	}
 }
 
+// counted runs one attempt and adds the usage it reported to the request's.
+func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
+	c.lastUsage = translate.Usage{}
+	defer c.countUsage(r)
+	return try(ctx, r)
+}
+
 // backoff returns the full-jitter exponential delay for a retry attempt.
 func backoff(base, max time.Duration, attempt int) time.Duration {
 	d := base << attempt
@@ -149,54 +179,22 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d)/2+1)) + d/2
 }
 
-// once performs a single upstream attempt on route r.
-func (c *modelCall) once(ctx context.Context, r *route, req *translate.Request, stream bool, emit translate.Emit) error {
-	b := r.backend
-	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
-		emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
-	}
-	counted := func(ev *translate.Event) error {
-		if ev.Kind == translate.EventUsage {
-			c.lastUsage = ev.Usage
-		}
-		c.sent = true
-		return emit(ev)
-	}
-	c.lastUsage = translate.Usage{}
-	defer c.countUsage(r)
-	if b.provider == nil {
-		return runMock(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
-			if err := counted(ev); err != nil || c.flush == nil {
-				return err
-			}
-			return c.flush() // one event at a time, like an upstream stream
-		})
-	}
-	opts := c.options(r, stream)
-	var err error
-	c.buf, err = b.provider.AppendRequest(c.buf[:0], req, opts)
-	if err != nil {
-		return err
-	}
-	x, err := c.send(ctx, r, req, opts)
-	if err != nil {
-		return err
-	}
-	defer x.Close()
-	if !stream {
+// decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
+func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *translate.Options, emit translate.Emit) error {
+	if !opts.Stream {
 		body, err := readBody(ctx, x, b.name)
 		if err != nil {
 			return err
 		}
-		return b.provider.DecodeResponse(body, counted)
+		return b.provider.DecodeResponse(body, emit)
 	}
 	body, err := decodedBody(x, b.name)
 	if err != nil {
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, counted) },
-		c.flush, func() error { return dec.Close(counted) })
+	err = pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+		c.flush, func() error { return dec.Close(emit) })
 	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
 		// The stream ended early (the client left, the upstream failed): count what the
 		// upstream had reported, which Close would have emitted.
@@ -220,8 +218,9 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
 		// the 401 on would tell the client its own key is wrong.
 		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
-		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
-			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+		fault := upstreamFault(b.name, "rejected the gateway's credential: the gateway operator must check backends."+b.name+".api_key")
+		fault.Code = "upstream_auth_failed"
+		return nil, fault
 	}
 	return x, err
 }
@@ -261,7 +260,7 @@ func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Ha
 		if n > 0 {
 			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
 				if errors.Is(ferr, sse.ErrEventTooLarge) {
-					return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream of backend " + backend + " sent an event over " + strconv.Itoa(sse.DefaultMaxEventBytes) + " bytes"}
+					return upstreamFault(backend, "sent an event over "+strconv.Itoa(sse.DefaultMaxEventBytes)+" bytes")
 				}
 				return ferr
 			}
@@ -273,7 +272,7 @@ func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Ha
 		}
 		if err == io.EOF {
 			if p.Pending() {
-				return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream of backend " + backend + " ended the stream mid-event"}
+				return upstreamFault(backend, "ended the stream mid-event")
 			}
 			return onEnd()
 		}

@@ -68,7 +68,7 @@ func classify(err error, requestID string) apiError {
 	case errors.Is(err, ErrUnauthorized):
 		return apiError{Status: 401, Message: orDefault(msg, "invalid or missing API key: send Authorization: Bearer <key>"), Type: "invalid_request_error", Code: "invalid_api_key"}
 	case errors.Is(err, ErrForbidden):
-		return apiError{Status: 403, Message: orDefault(msg, "this key may not use this model"), Type: "permission_error", Code: "model_not_allowed"}
+		return apiError{Status: 403, Message: orDefault(msg, "this key may not do this"), Type: "permission_error", Code: "permission_denied"}
 	case errors.Is(err, ErrModelNotFound):
 		return apiError{Status: 404, Message: orDefault(msg, "model not found"), Type: "invalid_request_error", Param: "model", Code: "model_not_found"}
 	case errors.Is(err, ErrNotFound):
@@ -109,10 +109,22 @@ func orDefault(s, def string) string {
 // writeError renders err as a JSON OpenAI error response.
 func writeError(ctx *fasthttp.RequestCtx, a apiError) {
 	ctx.Response.ResetBody()
+	setErrorHeaders(ctx, a)
+	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+}
+
+// setErrorHeaders sets the status and headers of the JSON error response for a: the one
+// place that writes Retry-After.
+func setErrorHeaders(ctx *fasthttp.RequestCtx, a apiError) {
 	ctx.SetStatusCode(a.Status)
 	ctx.SetContentType("application/json")
 	if a.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
 	}
-	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+}
+
+// upstreamFault is the 502 for an upstream that misbehaved: what names the fault after
+// "the upstream of backend X". It is not retried.
+func upstreamFault(backend, what string) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
 }

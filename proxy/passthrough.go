@@ -8,162 +8,86 @@ import (
 	"errors"
 	"github.com/agate-gateway/agate/translate/openai"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
-	"unsafe"
+	"time"
 
 	"github.com/agate-gateway/agate/translate"
-	"github.com/tidwall/gjson"
 )
 
-// The OpenAI passthrough forwards upstream chunks and completions nearly as they are, but
-// only after reading them as JSON: what the client gets keeps the guarantees of the
-// translated backends (the chunk contract in ARCHITECTURE.md), whatever an OpenAI-compatible server sends.
+// The OpenAI passthrough forwards upstream chunks and completions nearly as they are; what
+// it reads of them and how it rewrites them is translate's (openai.ChunkRewriter,
+// openai.RewriteCompletion). This file is the transport: retries, bodies, encodings.
 
-// passthroughChunks normalizes the chunks of one passthrough stream. Every chunk leaves with
-// the same id, created and model and object "chat.completion.chunk": the id and created of
-// the first chunk that has them (OpenAI's own), else the gateway's, so that a leading chunk
-// without them (Azure's prompt_filter_results chunk: id "", created 0, object "") cannot
-// break the stream's identity. Not safe for concurrent use.
-type passthroughChunks struct {
-	backend string
-	// model is the client-facing model as a JSON string.
-	model []byte
-	// fallbackID is the gateway's response id, used when the first chunk has none.
-	fallbackID   string
-	includeUsage bool
-	// head is `"id":…,"object":…,"created":…,"model":…`, fixed by the first chunk.
-	head []byte
-}
-
-// chunk is what the gateway reads of an upstream chunk.
-type chunk struct {
-	usage    string // the raw usage object, "" if none
-	choices  int    // number of choices
-	finished bool   // some choice has a finish_reason
-	isError  bool   // an error object instead of a chunk
-}
-
-// appendChunk appends the upstream chunk data, normalized, as an SSE event for the client
-// to dst, and reports what it read of it. A payload that is not a JSON object is an
-// upstream error. The caller decides whether to send the event (it drops a usage-only chunk
-// the client did not ask for). One pass over data; nothing of it is retained.
-func (p *passthroughChunks) appendChunk(dst, data []byte, now func() int64) ([]byte, chunk, error) {
-	var ch chunk
-	// data lives until the caller returns, and every string read from it is copied into
-	// dst or converted before then.
-	s := unsafe.String(unsafe.SliceData(data), len(data))
-	if !gjson.Valid(s) {
-		return dst, ch, notJSON(p.backend, "sent a stream event that is not JSON", data)
-	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
-		return dst, ch, notJSON(p.backend, "sent a stream event that is not a JSON object", data)
-	}
-	if p.head == nil {
-		p.setHead(root, now)
-	}
-	dst = append(dst, "data: {"...)
-	dst = append(dst, p.head...)
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id", "object", "created", "model":
-			return true
-		case "error":
-			ch.isError = true
-		case "choices":
-			v.ForEach(func(_, c gjson.Result) bool {
-				ch.choices++
-				if f := c.Get("finish_reason"); f.Type == gjson.String && f.Str != "" {
-					ch.finished = true
+// forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded with
+// the client-facing model, a constant id and created (see openai.ChunkRewriter), and the usage
+// (which Agate always requests, to count tokens) dropped unless the client asked for it.
+// An upstream error event, a payload that is not a JSON object, or a stream that ends
+// before [DONE] or a finish_reason becomes the returned error, which the caller writes
+// in-band.
+func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
+	clientModel := translate.AppendString(nil, req.Model)
+	now := func() int64 { return time.Now().Unix() }
+	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		return c.roundTrip(ctx, r, req, true, func(x *exchange, _ *translate.Options) error {
+			body, err := decodedBody(x, r.backend.name)
+			if err != nil {
+				return err
+			}
+			finished := false
+			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
+				IncludeUsage: req.IncludeUsage, Now: now}
+			return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
+				c.sent = true
+				if string(data) == "[DONE]" {
+					finished = true
+					o.commit()
+					o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
+					return o.write()
 				}
-				return true
+				var ch openai.Chunk
+				var err error
+				o.buf, ch, err = chunks.AppendChunk(o.buf[:0], data)
+				if err != nil {
+					return err
+				}
+				if ch.HasUsage {
+					c.lastUsage = ch.Usage
+					if !req.IncludeUsage && ch.Choices == 0 {
+						return nil // asked for by the gateway, not by the client
+					}
+				}
+				o.commit()
+				if o.c.firstT.IsZero() {
+					o.c.firstT = time.Now()
+				}
+				finished = finished || ch.Finished
+				return o.write()
+			}, o.sync, func() error {
+				if !finished {
+					return upstreamFault(r.backend.name, "ended the stream before it finished")
+				}
+				return nil
 			})
-		case "usage":
-			if v.IsObject() {
-				ch.usage = v.Raw
-			}
-			if !p.includeUsage {
-				return true // asked for by the gateway, not by the client
-			}
-		}
-		dst = append(dst, ',')
-		dst = append(dst, k.Raw...)
-		dst = append(dst, ':')
-		dst = append(dst, v.Raw...)
-		return true
+		})
 	})
-	return append(dst, "}\n\n"...), ch, nil
 }
 
-// setHead fixes the stream's id, created and model from its first chunk.
-func (p *passthroughChunks) setHead(root gjson.Result, now func() int64) {
-	idStr := p.fallbackID
-	if id := root.Get("id"); id.Type == gjson.String && id.Str != "" {
-		idStr = id.Str
-	}
-	created := root.Get("created")
-	n := created.Int()
-	if created.Type != gjson.Number || n <= 0 {
-		n = now()
-	}
-	p.head = append(p.head, `"id":`...)
-	p.head = translate.AppendString(p.head, idStr)
-	p.head = append(p.head, `,"object":"chat.completion.chunk","created":`...)
-	p.head = strconv.AppendInt(p.head, n, 10)
-	p.head = append(p.head, `,"model":`...)
-	p.head = append(p.head, p.model...)
-}
-
-// completionBody checks that body, a 200 answer of a passthrough upstream, is a JSON chat
-// completion, and returns it with the client-facing model (a JSON string) and the usage it
-// reports.
-func completionBody(backend string, provider translate.Provider, body, model []byte) ([]byte, translate.Usage, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, translate.Usage{}, notJSON(backend, "answered with a body that is not JSON", body)
-	}
-	root := gjson.ParseBytes(body)
-	if !root.IsObject() {
-		return nil, translate.Usage{}, notJSON(backend, "answered with a body that is not a JSON object", body)
-	}
-	if e := root.Get("error"); e.Exists() {
-		return nil, translate.Usage{}, provider.DecodeError(http.StatusBadGateway, body)
-	}
-	if !root.Get("choices").IsArray() {
-		return nil, translate.Usage{}, notJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
-	}
-	var u translate.Usage
-	if raw := root.Get("usage"); raw.IsObject() {
-		u, _ = openai.ParseUsage([]byte(raw.Raw))
-	}
-	out := make([]byte, 0, len(body)+len(model)+16)
-	out = append(out, `{"model":`...)
-	out = append(out, model...)
-	root.ForEach(func(k, v gjson.Result) bool {
-		if k.Str != "model" {
-			out = append(out, ',')
-			out = append(out, k.Raw...)
-			out = append(out, ':')
-			out = append(out, v.Raw...)
-		}
-		return true
+// forwardComplete is the OpenAI passthrough for non-streaming requests. A 200 whose body is
+// not a JSON chat completion is a 502 naming the backend.
+func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request) ([]byte, error) {
+	var out []byte
+	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
+		return c.roundTrip(ctx, r, req, false, func(x *exchange, _ *translate.Options) error {
+			body, err := readBody(ctx, x, r.backend.name)
+			if err != nil {
+				return err
+			}
+			out, c.lastUsage, err = openai.RewriteCompletion(r.backend.name, body, translate.AppendString(nil, req.Model))
+			return err
+		})
 	})
-	return append(out, '}'), u, nil
-}
-
-// notJSON is the 502 for an upstream answer the passthrough cannot read; what names the
-// fault after "the upstream of backend X". The message quotes at most 64 bytes of data.
-func notJSON(backend, what string, data []byte) *translate.UpstreamError {
-	msg := "the upstream of backend " + backend + " " + what
-	if len(data) > 0 {
-		b := data
-		if len(b) > 64 {
-			b = b[:64]
-		}
-		msg += ": " + strconv.Quote(string(b))
-	}
-	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+	return out, err
 }
 
 // maxResponseBytes bounds a non-streamed upstream body, decoded.
@@ -193,8 +117,7 @@ func decodedBody(x *exchange, backend string) (io.Reader, error) {
 		}
 		return zr, nil
 	default:
-		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
-			Message: "the upstream of backend " + backend + " answered with the unsupported Content-Encoding " + strconv.Quote(clipString(enc, 40))}
+		return nil, upstreamFault(backend, "answered with the unsupported Content-Encoding "+strconv.Quote(clipString(enc, 40)))
 	}
 }
 
@@ -215,15 +138,13 @@ func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) 
 		return nil, readError(ctx, backend, err)
 	}
 	if len(body) > maxResponseBytes {
-		return nil, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
-			Message: "the upstream of backend " + backend + " answered with a body over the gateway's bound of " + strconv.Itoa(maxResponseBytes>>20) + " MiB"}
+		return nil, upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
 	}
 	return body, nil
 }
 
 func encodingError(backend, enc string, err error) *translate.UpstreamError {
-	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
-		Message: "the upstream of backend " + backend + " sent a body that does not decode as " + clipString(enc, 40) + ": " + err.Error()}
+	return upstreamFault(backend, "sent a body that does not decode as "+clipString(enc, 40)+": "+err.Error())
 }
 
 func clipString(s string, n int) string {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"path"
@@ -51,11 +50,17 @@ type apiKey struct {
 	models        []string
 	tools         []string
 	maxIterations int
-	// Per-turn tool bounds; zero means the loop's defaults.
+	// Per-turn tool bounds (config defaults them).
 	maxCallsPerTurn, maxConcurrentCalls int
 }
 
+// newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
+// valid. It runs config's Validate again, so that a config edited in code cannot bypass
+// config's rules; nothing here restates them.
 func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	rt := &runtime{cfg: cfg, backends: map[string]*backend{}, routes: map[string]*route{}, open: len(cfg.Keys) == 0,
 		noCredential: map[string]bool{}}
 	for name, bc := range cfg.Backends {
@@ -75,21 +80,14 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		rt.backends[name] = b
 	}
 	for name, mc := range cfg.Models {
-		b, ok := rt.backends[mc.Backend]
-		if !ok {
-			return nil, fmt.Errorf("models.%s.backend: unknown backend %q", name, mc.Backend)
-		}
-		um := mc.UpstreamModel
-		if um == "" {
-			um = name
-		}
+		b := rt.backends[mc.Backend] // config validated that it exists
 		var fallbacks []string
 		for _, fb := range mc.Fallbacks {
 			if !rt.noCredential[cfg.Models[fb].Backend] {
 				fallbacks = append(fallbacks, fb)
 			}
 		}
-		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: um, maxTokens: mc.MaxTokens,
+		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks}
 	}
 	names := make([]string, 0, len(cfg.Keys))
@@ -102,16 +100,9 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
 			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls}
 		if kc.KeySHA256 != "" {
-			raw, err := hex.DecodeString(kc.KeySHA256)
-			if err != nil || len(raw) != sha256.Size {
-				return nil, fmt.Errorf("keys.%s.key_sha256: not a hex SHA-256 digest", n)
-			}
-			copy(k.digest[:], raw)
+			hex.Decode(k.digest[:], []byte(kc.KeySHA256)) // 64 hex digits: config validated it
 		} else {
 			k.digest = sha256.Sum256([]byte(kc.Key))
-		}
-		if k.maxIterations <= 0 {
-			k.maxIterations = 8
 		}
 		rt.keys = append(rt.keys, k)
 	}
@@ -213,7 +204,9 @@ func (rt *runtime) keyFor(token []byte) (*apiKey, error) {
 	return found, nil
 }
 
-var anonymousKey = &apiKey{name: "anonymous", models: []string{"*"}, maxIterations: 8}
+// anonymousKey is the key of open mode (no keys configured), with config's defaults.
+var anonymousKey = &apiKey{name: "anonymous", models: []string{"*"}, maxIterations: config.DefaultMaxToolIterations,
+	maxCallsPerTurn: config.DefaultMaxToolCallsPerTurn, maxConcurrentCalls: config.DefaultMaxConcurrentToolCalls}
 
 func bearer(h []byte) ([]byte, bool) {
 	const prefix = "bearer "

@@ -91,9 +91,6 @@ func New(opts Options) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools}
-	if opts.Tools == nil {
-		s.tools = nil
-	}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	rt, err := newRuntime(opts.Config, nil, logger)
 	if err != nil {
@@ -116,10 +113,7 @@ func New(opts Options) (*Server, error) {
 	}
 	cfg := opts.Config.Server
 	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
-	s.writeTimeout = orDuration(cfg.WriteTimeout, 60*time.Second)
-	if s.maxBody <= 0 {
-		s.maxBody = fasthttp.DefaultMaxRequestBodySize
-	}
+	s.writeTimeout = cfg.WriteTimeout
 	s.srv = &fasthttp.Server{
 		Handler: s.handle,
 		Name:    "agate",
@@ -128,8 +122,8 @@ func New(opts Options) (*Server, error) {
 		StreamRequestBody:     true,
 		ExpectHandler:         s.expect,
 		MaxRequestBodySize:    s.maxBody,
-		ReadTimeout:           orDuration(cfg.ReadTimeout, 60*time.Second),
-		IdleTimeout:           orDuration(cfg.IdleTimeout, 120*time.Second),
+		ReadTimeout:           cfg.ReadTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,

@@ -10,7 +10,6 @@ import (
 	"github.com/agate-gateway/agate/translate/responses"
 	"io"
 	"net"
-	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -26,51 +25,49 @@ type backend struct {
 	name     string
 	typ      string
 	cfg      config.Backend
-	provider translate.Provider // nil for mock
-	client   *fasthttp.Client
+	provider translate.Provider
+	client   *fasthttp.Client // nil for a localProvider
 	baseURL  string
 	timeouts config.Timeouts
 	retries  config.Retries
 }
 
+// providerFor returns the provider of a backend type (config.Backend.Type, validated by
+// config): the one table from type to provider. Adding a backend type is a row here and
+// its name in config's list.
+func providerFor(typ string) (translate.Provider, bool) {
+	switch typ {
+	case "anthropic":
+		return anthropic.New(), true
+	case "gemini":
+		return gemini.New(), true
+	case "responses":
+		return responses.New(), true
+	case "openai":
+		return openai.New(), true
+	case "mock":
+		return mockProvider{}, true
+	}
+	return nil, false
+}
+
+// newBackend builds the backend of bc, a backend of a validated, defaulted config (see
+// config.Parse): its values are used as they are.
 func newBackend(name string, bc config.Backend) (*backend, error) {
 	b := &backend{name: name, typ: bc.Type, cfg: bc, timeouts: bc.Timeouts, retries: bc.Retries}
-	b.timeouts.Connect = orDuration(b.timeouts.Connect, 10*time.Second)
-	b.timeouts.Header = orDuration(b.timeouts.Header, 120*time.Second)
-	b.timeouts.StreamIdle = orDuration(b.timeouts.StreamIdle, 120*time.Second)
-	b.timeouts.PoolWait = orDuration(b.timeouts.PoolWait, 5*time.Second)
-	b.retries.BaseDelay = orDuration(b.retries.BaseDelay, 250*time.Millisecond)
-	b.retries.MaxDelay = orDuration(b.retries.MaxDelay, 10*time.Second)
-	if b.retries.Max < 0 {
-		b.retries.Max = 0
-	}
-	switch bc.Type {
-	case "mock":
-		return b, nil
-	case "anthropic":
-		b.provider = anthropic.New()
-	case "gemini":
-		b.provider = gemini.New()
-	case "responses":
-		b.provider = responses.New()
-	case "openai":
-		b.provider = openai.New()
-	default:
+	p, ok := providerFor(bc.Type)
+	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
 	}
-	u, err := url.Parse(bc.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("backends.%s.base_url: not an http(s) URL", name)
+	b.provider = p
+	if _, local := p.(localProvider); local {
+		return b, nil
 	}
 	b.baseURL = strings.TrimRight(bc.BaseURL, "/")
-	maxConns := bc.MaxConns
-	if maxConns <= 0 {
-		maxConns = 512
-	}
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
 		Name:            "agate",
-		MaxConnsPerHost: maxConns,
+		MaxConnsPerHost: bc.MaxConns,
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
 		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,
@@ -97,13 +94,6 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 }
 
 func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
 
 // idleConn bounds the silence between reads of an upstream connection: the response-header
 // deadline fasthttp sets applies to the first read after it is set, and every later read

@@ -18,8 +18,8 @@ import (
 
 // Per-tool defaults, used when neither the source nor an override sets a value.
 const (
-	DefaultTimeout        = 30 * time.Second
-	DefaultMaxResultBytes = 65536
+	DefaultTimeout        = config.DefaultToolTimeout
+	DefaultMaxResultBytes = config.DefaultMaxResultBytes
 )
 
 // ErrUnknownTool is wrapped by [Registry.Resolve] errors for names that match no source or

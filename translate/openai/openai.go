@@ -4,8 +4,8 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"strconv"
+	"strings"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
 
@@ -51,7 +51,7 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	if opts.Stream {
 		set("stream", true)
 		set("stream_options.include_usage", true)
-	} else if gjson.Get(body, "stream").Bool() {
+	} else if sc := jsonx.NewScanner(body); streamFlag(&sc) {
 		set("stream", false)
 	}
 	if req.Edited {
@@ -196,6 +196,8 @@ func (openAIChat) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
 
 // openAIChatStream decodes chat.completion.chunk events. Not safe for concurrent use.
 type openAIChatStream struct {
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc      jsonx.Scanner
 	started bool
 	done    bool // [DONE] seen
 	finish  bool // a finish_reason seen
@@ -209,24 +211,25 @@ func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
 		d.done = true
 		return nil
 	}
-	s := jsonx.View(data)
-	if !gjson.Valid(s) {
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	root, ok := sc.Root()
+	if !ok {
 		return upstreamMalformed("openai", data)
 	}
-	root := gjson.Parse(s)
-	if e := root.Get("error"); e.Exists() {
-		ue := openAIError(500, e)
+	if e := sc.Get(root, "error"); e.Exists() {
+		ue := openAIError(sc, 500, e)
 		if err := emit(&translate.Event{Kind: translate.EventError, Err: ue}); err != nil {
 			return err
 		}
 		return ue
 	}
-	return decodeOpenAIChunk(root, &d.started, &d.finish, emit)
+	return decodeOpenAIChunk(sc, root, &d.started, &d.finish, emit)
 }
 
 // decodeOpenAIChunk emits the events of one chunk, or of a whole completion when root is a
 // chat.completion (message instead of delta).
-func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit translate.Emit) error {
+func decodeOpenAIChunk(sc *jsonx.Scanner, root jsonx.Value, started, finished *bool, emit translate.Emit) error {
 	var err error
 	send := func(ev *translate.Event) {
 		if err == nil {
@@ -235,68 +238,68 @@ func decodeOpenAIChunk(root gjson.Result, started, finished *bool, emit translat
 	}
 	if !*started {
 		*started = true
-		send(&translate.Event{Kind: translate.EventStart, ID: root.Get("id").Str, Model: root.Get("model").Str})
+		send(&translate.Event{Kind: translate.EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str})
 	}
-	root.Get("choices").ForEach(func(_, c gjson.Result) bool {
-		choice := int(c.Get("index").Int())
-		d := c.Get("delta")
+	sc.Each(sc.Get(root, "choices"), func(_ string, c jsonx.Value) bool {
+		choice := int(sc.Get(c, "index").Int())
+		d := sc.Get(c, "delta")
 		if !d.Exists() {
-			d = c.Get("message")
+			d = sc.Get(c, "message")
 		}
-		if r := d.Get("reasoning_content"); r.Str != "" {
+		if r := sc.Get(d, "reasoning_content"); r.Str != "" {
 			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
-		} else if r := d.Get("reasoning"); r.Type == gjson.String && r.Str != "" {
+		} else if r := sc.Get(d, "reasoning"); r.Kind == jsonx.String && r.Str != "" {
 			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
 		}
-		lp := openAILogprobs(c.Get("logprobs.content"))
-		if t := d.Get("content"); t.Str != "" {
+		lp := openAILogprobs(sc, sc.Path(c, "logprobs", "content"))
+		if t := sc.Get(d, "content"); t.Str != "" {
 			send(&translate.Event{Kind: translate.EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
 		} else if lp != nil {
 			send(&translate.Event{Kind: translate.EventLogprobs, Choice: choice, Logprobs: lp})
 		}
-		if t := d.Get("refusal"); t.Str != "" {
+		if t := sc.Get(d, "refusal"); t.Str != "" {
 			send(&translate.Event{Kind: translate.EventRefusalDelta, Choice: choice, Text: t.Str})
 		}
 		pos := 0
-		d.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		sc.Each(sc.Get(d, "tool_calls"), func(_ string, tc jsonx.Value) bool {
 			key := pos
-			if ix := tc.Get("index"); ix.Exists() {
+			if ix := sc.Get(tc, "index"); ix.Exists() {
 				key = int(ix.Int())
 			}
 			pos++
-			if id := tc.Get("id"); id.Str != "" {
-				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: tc.Get("function.name").Str})
+			if id := sc.Get(tc, "id"); id.Str != "" {
+				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: sc.Path(tc, "function", "name").Str})
 			}
-			if a := tc.Get("function.arguments"); a.Str != "" {
+			if a := sc.Path(tc, "function", "arguments"); a.Str != "" {
 				send(&translate.Event{Kind: translate.EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
 			}
 			return err == nil
 		})
-		if f := c.Get("finish_reason"); f.Str != "" {
+		if f := sc.Get(c, "finish_reason"); f.Str != "" {
 			*finished = true
 			send(&translate.Event{Kind: translate.EventFinish, Choice: choice, FinishReason: f.Str})
 		}
 		return err == nil
 	})
-	if u := root.Get("usage"); u.IsObject() {
-		send(&translate.Event{Kind: translate.EventUsage, Usage: openAIUsage(u)})
+	if u := sc.Get(root, "usage"); u.Kind == jsonx.Object {
+		send(&translate.Event{Kind: translate.EventUsage, Usage: openAIUsage(sc, u)})
 	}
 	return err
 }
 
 // openAILogprobs decodes a choice's logprobs.content (ChatCompletionTokenLogprob items);
 // nil when there are none.
-func openAILogprobs(content gjson.Result) []translate.TokenLogprob {
-	if !content.IsArray() {
+func openAILogprobs(sc *jsonx.Scanner, content jsonx.Value) []translate.TokenLogprob {
+	if content.Kind != jsonx.Array {
 		return nil
 	}
 	var out []translate.TokenLogprob
-	content.ForEach(func(_, t gjson.Result) bool {
-		tok := t.Get("token").Str
-		lp := translate.TokenLogprob{Token: tok, Logprob: t.Get("logprob").Float(), Bytes: openAITokenBytes(tok, t.Get("bytes"))}
-		t.Get("top_logprobs").ForEach(func(_, top gjson.Result) bool {
-			tok := top.Get("token").Str
-			lp.Top = append(lp.Top, translate.TopLogprob{Token: tok, Logprob: top.Get("logprob").Float(), Bytes: openAITokenBytes(tok, top.Get("bytes"))})
+	sc.Each(content, func(_ string, t jsonx.Value) bool {
+		tok := sc.Get(t, "token").Str
+		lp := translate.TokenLogprob{Token: tok, Logprob: sc.Get(t, "logprob").Float(), Bytes: openAITokenBytes(sc, tok, sc.Get(t, "bytes"))}
+		sc.Each(sc.Get(t, "top_logprobs"), func(_ string, top jsonx.Value) bool {
+			tok := sc.Get(top, "token").Str
+			lp.Top = append(lp.Top, translate.TopLogprob{Token: tok, Logprob: sc.Get(top, "logprob").Float(), Bytes: openAITokenBytes(sc, tok, sc.Get(top, "bytes"))})
 			return true
 		})
 		out = append(out, lp)
@@ -307,12 +310,12 @@ func openAILogprobs(content gjson.Result) []translate.TokenLogprob {
 
 // openAITokenBytes returns a token's bytes array when it differs from the token's own
 // UTF-8 bytes (a token holding part of a character), else nil.
-func openAITokenBytes(token string, arr gjson.Result) []byte {
-	if !arr.IsArray() {
+func openAITokenBytes(sc *jsonx.Scanner, token string, arr jsonx.Value) []byte {
+	if arr.Kind != jsonx.Array {
 		return nil
 	}
 	same, n := true, 0
-	arr.ForEach(func(_, v gjson.Result) bool {
+	sc.Each(arr, func(_ string, v jsonx.Value) bool {
 		if n >= len(token) || v.Int() != int64(token[n]) {
 			same = false
 		}
@@ -323,29 +326,30 @@ func openAITokenBytes(token string, arr gjson.Result) []byte {
 		return nil
 	}
 	out := make([]byte, 0, n)
-	arr.ForEach(func(_, v gjson.Result) bool {
+	sc.Each(arr, func(_ string, v jsonx.Value) bool {
 		out = append(out, byte(v.Int()))
 		return true
 	})
 	return out
 }
 
-func openAIUsage(u gjson.Result) translate.Usage {
+func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
 	return translate.Usage{
-		PromptTokens:     int(u.Get("prompt_tokens").Int()),
-		CompletionTokens: int(u.Get("completion_tokens").Int()),
-		CachedTokens:     int(u.Get("prompt_tokens_details.cached_tokens").Int()),
-		ReasoningTokens:  int(u.Get("completion_tokens_details.reasoning_tokens").Int()),
+		PromptTokens:     int(sc.Get(u, "prompt_tokens").Int()),
+		CompletionTokens: int(sc.Get(u, "completion_tokens").Int()),
+		CachedTokens:     int(sc.Path(u, "prompt_tokens_details", "cached_tokens").Int()),
+		ReasoningTokens:  int(sc.Path(u, "completion_tokens_details", "reasoning_tokens").Int()),
 	}
 }
 
 // ParseUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
 func ParseUsage(raw []byte) (u translate.Usage, ok bool) {
-	r := gjson.ParseBytes(raw)
-	if !r.IsObject() {
+	sc := jsonx.NewScanner(jsonx.View(raw))
+	r, ok := sc.Root()
+	if !ok || r.Kind != jsonx.Object {
 		return translate.Usage{}, false
 	}
-	return openAIUsage(r), true
+	return openAIUsage(&sc, r), true
 }
 
 func (d *openAIChatStream) Close(emit translate.Emit) error {
@@ -359,42 +363,44 @@ func (d *openAIChatStream) Close(emit translate.Emit) error {
 // choices array (an HTML page from a proxy, an error object sent with status 200) is an
 // upstream error, never an empty answer.
 func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
-	s := jsonx.View(body)
-	if !gjson.Valid(s) {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	root, ok := sc.Root()
+	if !ok {
 		return upstreamMalformed("openai", body)
 	}
-	root := gjson.Parse(s)
-	if e := root.Get("error"); e.IsObject() {
-		return openAIError(502, e)
+	if e := sc.Get(root, "error"); e.Kind == jsonx.Object {
+		return openAIError(&sc, 502, e)
 	}
-	if !root.IsObject() || !root.Get("choices").IsArray() {
+	if root.Kind != jsonx.Object || sc.Get(root, "choices").Kind != jsonx.Array {
 		return upstreamMalformed("openai", body)
 	}
 	started, finished := false, false
-	return decodeOpenAIChunk(root, &started, &finished, emit)
+	return decodeOpenAIChunk(&sc, root, &started, &finished, emit)
 }
 
 func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {
-	e := gjson.GetBytes(body, "error")
-	if !e.IsObject() {
+	sc := jsonx.NewScanner(string(body)) // a copy: the error outlives body
+	root, _ := sc.Root()
+	e := sc.Get(root, "error")
+	if e.Kind != jsonx.Object {
 		return &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Message: snippet(body, status), Retryable: translate.RetryableStatus(status)}
 	}
-	return openAIError(status, e)
+	return openAIError(&sc, status, e)
 }
 
-func openAIError(status int, e gjson.Result) *translate.UpstreamError {
-	code := e.Get("code")
+func openAIError(sc *jsonx.Scanner, status int, e jsonx.Value) *translate.UpstreamError {
+	code := sc.Get(e, "code")
 	ue := &translate.UpstreamError{
 		Status:    status,
-		Type:      e.Get("type").Str,
-		Param:     e.Get("param").Str,
-		Message:   e.Get("message").Str,
+		Type:      strings.Clone(sc.Get(e, "type").Str),
+		Param:     strings.Clone(sc.Get(e, "param").Str),
+		Message:   strings.Clone(sc.Get(e, "message").Str),
 		Retryable: translate.RetryableStatus(status),
 	}
-	if code.Type == gjson.String {
-		ue.Code = code.Str
-	} else if code.Type == gjson.Number {
-		ue.Code = code.Raw
+	if code.Kind == jsonx.String {
+		ue.Code = strings.Clone(code.Str)
+	} else if code.Kind == jsonx.Number {
+		ue.Code = strings.Clone(code.Raw)
 	}
 	if ue.Type == "" {
 		ue.Type = translate.ErrorType(status)
@@ -425,4 +431,11 @@ func upstreamMalformed(provider string, data []byte) *translate.UpstreamError {
 		b = b[:200]
 	}
 	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "malformed " + provider + " event: " + strconv.Quote(string(b))}
+}
+
+// streamFlag reports whether the request body sc reads has "stream": true (the first
+// such member, as the request parser reads it).
+func streamFlag(sc *jsonx.Scanner) bool {
+	root, _ := sc.Root()
+	return sc.Get(root, "stream").Kind == jsonx.True
 }

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/valyala/fasthttp"
+)
+
+// The streaming response: a body-stream writer that turns events (or, for the
+// passthrough, forwarded chunks) into SSE for the client.
+
+// stream serves a streaming request. The response is produced by a body-stream writer
+// running in its own goroutine; the handler waits until the writer knows whether the
+// upstream accepted (SSE, 200) or failed before the first event (a JSON error with the
+// upstream's status), so retries and fallbacks stay possible until then.
+func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
+	started := make(chan *apiError, 1)
+	cctx, cancel := context.WithCancel(c.s.baseCtx)
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer c.endLimits() // limits.go: charge the usage, release the slots
+		defer cancel()
+		defer c.s.metrics.Inflight.Dec()
+		defer c.recoverStream(w, started)
+		c.writeStream(cctx, cancel, w, started)
+	})
+	if a := <-started; a != nil {
+		setErrorHeaders(ctx, *a) // the writer writes the body
+		return
+	}
+	ctx.SetStatusCode(200)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+// recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
+// handler's recover) into a 500 before the stream started, or an in-band error after.
+func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	a := classify(errors.New("panic"), c.rid)
+	if !c.committed {
+		c.committed = true
+		started <- &a
+		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	} else { // the client has the SSE headers: end the stream in-band
+		w.Write(translate.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code))
+	}
+	w.Flush()
+}
+
+// sseOut writes events to the client as OpenAI chunks. Events are written as they are
+// decoded and flushed at the end of every upstream read (and at every keep-alive and the
+// end), so nothing ever waits for more upstream data, while events that arrived together
+// share one write to the client.
+type sseOut struct {
+	c       *chatRun
+	w       *bufio.Writer
+	enc     *translate.ChunkEncoder
+	buf     []byte
+	cancel  context.CancelFunc
+	started chan<- *apiError
+}
+
+// commit tells the handler to answer 200 with an event stream, once.
+func (o *sseOut) commit() {
+	if !o.c.committed {
+		o.c.committed = true
+		o.started <- nil
+	}
+}
+
+func (o *sseOut) Event(ev *translate.Event) error {
+	if ev.Kind == translate.EventError {
+		return nil // returned by the decoder as its error; written by writeStream
+	}
+	o.commit()
+	if o.c.firstT.IsZero() && isContent(ev.Kind) {
+		o.c.firstT = time.Now()
+	}
+	o.buf = o.enc.Encode(o.buf[:0], ev)
+	return o.write()
+}
+
+func isContent(k translate.EventKind) bool {
+	switch k {
+	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallStart:
+		return true
+	}
+	return false
+}
+
+func (o *sseOut) KeepAlive() error {
+	o.commit()
+	o.buf = append(o.buf[:0], ": keep-alive\n\n"...)
+	return o.flush()
+}
+
+// write buffers o.buf for the client.
+func (o *sseOut) write() error {
+	if len(o.buf) == 0 {
+		return nil
+	}
+	if _, err := o.w.Write(o.buf); err != nil {
+		return o.gone()
+	}
+	return nil
+}
+
+// flush writes o.buf and sends everything buffered to the client.
+func (o *sseOut) flush() error {
+	if err := o.write(); err != nil {
+		return err
+	}
+	return o.sync()
+}
+
+// sync sends what is buffered to the client.
+func (o *sseOut) sync() error {
+	if o.w.Buffered() == 0 {
+		return nil
+	}
+	if err := o.w.Flush(); err != nil {
+		return o.gone()
+	}
+	return nil
+}
+
+// gone cancels the upstream and any running tools: the client left.
+func (o *sseOut) gone() error {
+	o.cancel()
+	return errClientGone
+}
+
+func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
+	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
+		enc: translate.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+	c.call.flush = o.sync
+	var err error
+	passthrough := c.passthrough()
+	if passthrough {
+		err = c.call.forwardStream(ctx, c.req, o)
+	} else {
+		err = c.execute(ctx, o, true)
+	}
+	code := 200
+	switch {
+	case !c.committed:
+		c.committed = true
+		a := c.s.render(c.rid, err)
+		code = a.Status
+		started <- &a
+		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	case err != nil && !errors.Is(err, errClientGone):
+		a := c.s.render(c.rid, err)
+		o.buf = translate.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
+		o.flush()
+	case err == nil && !passthrough: // a passthrough forwarded the upstream's [DONE]
+		o.buf = o.enc.Finish(o.buf[:0])
+		o.flush()
+	}
+	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
+		code = 499
+	}
+	c.finish(code, true)
+}
