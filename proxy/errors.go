@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"net/http"
 	"strconv"
 
@@ -110,7 +111,7 @@ func orDefault(s, def string) string {
 func writeError(ctx *fasthttp.RequestCtx, a apiError) {
 	ctx.Response.ResetBody()
 	setErrorHeaders(ctx, a)
-	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	ctx.SetBody(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 }
 
 // setErrorHeaders sets the status and headers of the JSON error response for a: the one

@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"context"
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate/openai"
 	"io"
 	"strconv"
@@ -26,7 +27,7 @@ import (
 // before [DONE] or a finish_reason becomes the returned error, which the caller writes
 // in-band.
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
-	clientModel := translate.AppendString(nil, req.Model)
+	clientModel := jsonx.AppendString(nil, req.Model)
 	now := func() int64 { return time.Now().Unix() }
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, true, func(x *exchange, _ *translate.Options) error {
@@ -83,7 +84,7 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request)
 			if err != nil {
 				return err
 			}
-			out, c.lastUsage, err = openai.RewriteCompletion(r.backend.name, body, translate.AppendString(nil, req.Model))
+			out, c.lastUsage, err = openai.RewriteCompletion(r.backend.name, body, jsonx.AppendString(nil, req.Model))
 			return err
 		})
 	})

@@ -7,11 +7,11 @@
 // carry ids (CarryID, SplitID: state an upstream needs back, riding in a tool call id),
 // and the Provider and StreamDecoder interfaces an upstream dialect implements.
 //
-// It also holds, for now, the one client dialect the gateway serves, OpenAI chat
-// completions: ParseRequest reads a request, ChunkEncoder writes events as
-// chat.completion.chunk SSE frames, Assembler writes them as one chat.completion.
+// Client dialects (translate/openaichat today) parse their wire into a Request and encode
+// Events back; upstream dialects (translate/anthropic, gemini, responses, openai) encode a
+// Request for their upstream and decode its answers into Events.
 //
 // It is pure: bytes or structs in, bytes or structs out, no network, no clock and no
-// randomness a test cannot inject. It must not import an upstream dialect
-// (translate/anthropic, gemini, responses, openai), the proxy, the loop or any server.
+// randomness a test cannot inject. It must not import a dialect package, the proxy, the
+// loop or any server.
 package translate

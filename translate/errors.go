@@ -102,3 +102,6 @@ func ErrorType(status int) string {
 func RetryableStatus(status int) bool {
 	return status == 408 || status == 409 || status == 429 || status >= 500
 }
+
+// ParamIndex names element i of the array parameter base as error params do: messages[3].
+func ParamIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }

@@ -5,6 +5,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/sse"
@@ -66,7 +67,7 @@ func TestFirstToolCallOnly(t *testing.T) {
 func TestGeminiParallelToolCallsFalse(t *testing.T) {
 	schema := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
 	const tools = `"tools":[{"type":"function","function":{"name":"secret_retrieval_tool","parameters":{"type":"object","properties":{"password":{"type":"string"}}}}}]`
-	turn1, err := translate.ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Retrieve the secrets for mellon and radiance."}],` + tools + `,"parallel_tool_calls":false}`))
+	turn1, err := openaichat.ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Retrieve the secrets for mellon and radiance."}],` + tools + `,"parallel_tool_calls":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestGeminiParallelToolCallsFalse(t *testing.T) {
 	}
 	for name, run := range decode {
 		t.Run(name, func(t *testing.T) {
-			var all, one translate.Assembler
+			var all, one openaichat.Assembler
 			if err := run(t, all.Add); err != nil {
 				t.Fatal(err)
 			}

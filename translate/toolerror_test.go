@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responses"
 	"path/filepath"
 	"testing"
@@ -58,7 +59,7 @@ func TestToolErrorRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			parsed, err := translate.ParseRequest([]byte(toolErrorRequest))
+			parsed, err := openaichat.ParseRequest([]byte(toolErrorRequest))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responses"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // response as the client sees it.
 func streamUsage(t *testing.T, p translate.Provider, upstream []byte) translate.Usage {
 	t.Helper()
-	var a translate.Assembler
+	var a openaichat.Assembler
 	dec := p.NewStreamDecoder(&translate.Options{})
 	var ps sse.Parser
 	if err := ps.Feed(upstream, func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
@@ -31,7 +32,7 @@ func streamUsage(t *testing.T, p translate.Provider, upstream []byte) translate.
 // responseUsage decodes a non-streamed body and returns its usage.
 func responseUsage(t *testing.T, p translate.Provider, body []byte) translate.Usage {
 	t.Helper()
-	var a translate.Assembler
+	var a openaichat.Assembler
 	if err := p.DecodeResponse(body, a.Add); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestResponsesUsage_Failed(t *testing.T) {
 	const up = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"model\":\"gpt-5\",\"output\":[]}}\n\n" +
 		"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"failed\",\"model\":\"gpt-5\",\"output\":[]," +
 		"\"error\":{\"code\":\"server_error\",\"message\":\"The model failed.\"},\"usage\":{\"input_tokens\":40,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":12,\"output_tokens_details\":{\"reasoning_tokens\":8},\"total_tokens\":52}}}\n\n"
-	var a translate.Assembler
+	var a openaichat.Assembler
 	dec := responses.New().NewStreamDecoder(&translate.Options{})
 	var p sse.Parser
 	err := p.Feed([]byte(up), func(typ, data []byte) error { return dec.Event(typ, data, a.Add) })

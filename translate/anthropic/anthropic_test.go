@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ import (
 
 func anthropicEncode(t testing.TB, body string, opts *translate.Options) ([]byte, error) {
 	t.Helper()
-	req, err := translate.ParseRequest([]byte(body))
+	req, err := openaichat.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseRequest: %v", err)
 	}
@@ -220,7 +221,7 @@ func TestAnthropicResponse_Thinking(t *testing.T) {
 		{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{ "city" : "Oslo" }},
 		{"type":"tool_use","id":"toolu_2","name":"now","input":{}}],
 		"stop_reason":"tool_use","usage":{"input_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":5,"output_tokens":50}}`
-	var a translate.Assembler
+	var a openaichat.Assembler
 	if err := New().DecodeResponse([]byte(body), a.Add); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestAnthropicHeadersAndPath(t *testing.T) {
 func TestAnthropicThinkingRoundTrip(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream=%t", stream), func(t *testing.T) {
-			var a translate.Assembler
+			var a openaichat.Assembler
 			if stream {
 				dec := newAnthropicStream()
 				var p sse.Parser
@@ -425,7 +426,7 @@ func FuzzAnthropicRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, cache bool) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			return
 		}
@@ -465,7 +466,7 @@ func BenchmarkAnthropicRequest(b *testing.B) {
 	body := anthropicBenchRequest()
 	opts := &translate.Options{UpstreamModel: "claude-sonnet-4-5", Stream: true, PromptCache: true}
 	b.Run("AppendRequest", func(b *testing.B) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -483,7 +484,7 @@ func BenchmarkAnthropicRequest(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			req, err := translate.ParseRequest(body)
+			req, err := openaichat.ParseRequest(body)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"regexp"
 	"strings"
 	"testing"
@@ -196,7 +197,7 @@ func TestAnthropicStream_Malformed(t *testing.T) {
 // order (0, 1) with id and name on the first delta only, and the arguments reassembled.
 func TestAnthropicStream_ParallelToolIndexes(t *testing.T) {
 	up := goldentest.ReadFixture(t, "anthropic/stream/parallel-tool-use.mirascope.sse")
-	var a translate.Assembler
+	var a openaichat.Assembler
 	dec := newAnthropicStream()
 	var p sse.Parser
 	if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
@@ -262,7 +263,7 @@ func TestAnthropicStream_Usage(t *testing.T) {
 			if tt.chunks {
 				up = goldentest.ReframeChunks(up, true)
 			}
-			var a translate.Assembler
+			var a openaichat.Assembler
 			dec := newAnthropicStream()
 			var p sse.Parser
 			if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, a.Add) }); err != nil {
@@ -323,7 +324,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		if at > len(b) {
 			at = len(b)
 		}
-		enc := translate.NewChunkEncoder("id", "m", 1, true)
+		enc := openaichat.NewChunkEncoder("id", "m", 1, true)
 		var out []byte
 		dec := newAnthropicStream()
 		emit := func(ev *translate.Event) error {
@@ -371,7 +372,7 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p = sse.Parser{}
 		dec := &anthropicStream{}
-		enc := translate.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
+		enc := openaichat.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
 		out = out[:0]
 		emit := func(ev *translate.Event) error {
 			out = enc.Encode(out, ev)
@@ -391,7 +392,7 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	res := testing.AllocsPerRun(20, func() {
 		p = sse.Parser{}
 		dec := &anthropicStream{}
-		enc := translate.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
+		enc := openaichat.NewChunkEncoder("chatcmpl-1", "claude", 1700000000, true)
 		out = out[:0]
 		emit := func(ev *translate.Event) error { out = enc.Encode(out, ev); return nil }
 		p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, emit) })

@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func geminiCarriedID(t testing.TB, id string, c geminiCarry) string {
 
 func geminiRequest(t testing.TB, body string, opts *translate.Options) ([]byte, error) {
 	t.Helper()
-	req, err := translate.ParseRequest([]byte(body))
+	req, err := openaichat.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatalf("ParseRequest: %v", err)
 	}
@@ -87,7 +88,7 @@ func normalizeGeminiRequest(t *testing.T, b []byte) map[string]any {
 // Agate sends the client's JSON Schema as `parametersJsonSchema`.
 func TestGeminiRequest_MatchesRecorded(t *testing.T) {
 	stream := goldentest.ReadFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
-	var asm translate.Assembler
+	var asm openaichat.Assembler
 	if err := geminiFeed(newGeminiDecoder(), stream, asm.Add); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestGeminiRoundTrip_ThoughtSignatures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := tt.turn1(t)
-			var asm translate.Assembler
+			var asm openaichat.Assembler
 			if err := geminiFeed(newGeminiDecoder(), up, asm.Add); err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +378,7 @@ func FuzzGeminiRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"model":"gemini-3-pro","messages":[{"role":"tool","tool_call_id":"x~1rAAA","content":"y"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			return
 		}
@@ -394,7 +395,7 @@ func FuzzGeminiRequest(f *testing.F) {
 // history into a reused buffer; the /parse variant includes ParseRequest.
 func BenchmarkGeminiRequest(b *testing.B) {
 	body := []byte(geminiBenchRequest(b))
-	req, err := translate.ParseRequest(body)
+	req, err := openaichat.ParseRequest(body)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func BenchmarkGeminiRequest(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			r, err := translate.ParseRequest(body)
+			r, err := openaichat.ParseRequest(body)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -367,7 +368,7 @@ func BenchmarkGeminiStream(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		dec := p.NewStreamDecoder(nil)
-		enc := translate.NewChunkEncoder("chatcmpl-x", "fast", 1700000000, true)
+		enc := openaichat.NewChunkEncoder("chatcmpl-x", "fast", 1700000000, true)
 		out = out[:0]
 		emit := func(ev *translate.Event) error {
 			out = enc.Encode(out, ev)
@@ -396,7 +397,7 @@ func TestGeminiStream_TextSignatureBeforeCall(t *testing.T) {
 		`{"candidates":[{"content":{"role":"model","parts":[{"text":"Looking.","thoughtSignature":"dGV4dHNpZw=="}]}}],"responseId":"t1","modelVersion":"gemini-3-pro-preview"}`,
 		`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1},"id":"fc_1"},"thoughtSignature":"Y2FsbHNpZw=="}]},"finishReason":"STOP"}]}`,
 	)
-	var asm translate.Assembler
+	var asm openaichat.Assembler
 	if err := geminiFeed(newGeminiDecoder(), []byte(up), asm.Add); err != nil {
 		t.Fatal(err)
 	}

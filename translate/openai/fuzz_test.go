@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,7 @@ func FuzzPassthroughForwardsAuthorized(f *testing.F) {
 	}
 	const upstreamModel = "upstream-model"
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			return
 		}

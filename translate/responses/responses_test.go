@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestResponsesDecodeError(t *testing.T) {
 
 func TestResponsesDecodeResponse_Failed(t *testing.T) {
 	body := `{"id":"resp_1","model":"gpt-x","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}`
-	var a translate.Assembler
+	var a openaichat.Assembler
 	err := New().DecodeResponse([]byte(body), a.Add)
 	var ue *translate.UpstreamError
 	if !errors.As(err, &ue) || ue.Message != "boom" || ue.Status != 502 || a.Err != ue {
@@ -117,7 +118,7 @@ func TestResponsesRequest_MatchesRecordings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := translate.ParseRequest([]byte(tt.req))
+			req, err := openaichat.ParseRequest([]byte(tt.req))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestResponsesRequest_Errors(t *testing.T) {
 				body += `,"messages":[{"role":"user","content":"hi"}]`
 			}
 			body += "}"
-			req, err := translate.ParseRequest([]byte(body))
+			req, err := openaichat.ParseRequest([]byte(body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +175,7 @@ func TestResponsesRequest_Errors(t *testing.T) {
 func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 	upstream := goldentest.ReframeChunks(goldentest.Transcript(t, "vercel-reasoning-encrypted-content-turn1", "upstream.chunks.txt"), true)
 
-	var a translate.Assembler
+	var a openaichat.Assembler
 	dec := New().NewStreamDecoder(&translate.Options{})
 	emit := a.Add
 	if err := feedSSE(upstream, dec, emit); err != nil {
@@ -202,7 +203,7 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 		map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "19"},
 	})
 	body := `{"model":"codex","messages":` + string(history) + `,"tools":[{"type":"function","function":{"name":"calculator","parameters":{"type":"object"}}}]}`
-	req, err := translate.ParseRequest([]byte(body))
+	req, err := openaichat.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 	}
 
 	// The same through the non-streamed path: a JSON response with the same items.
-	var b translate.Assembler
+	var b openaichat.Assembler
 	jsonResp := `{"id":"resp_1","model":"gpt-5.1","status":"completed","output":[{"id":"rs_9","type":"reasoning","encrypted_content":"ENC","summary":[{"type":"summary_text","text":"why"}]},{"id":"fc_9","type":"function_call","call_id":"call_9","name":"calculator","arguments":"{}"}]}`
 	if err := New().DecodeResponse([]byte(jsonResp), b.Add); err != nil {
 		t.Fatal(err)
@@ -266,7 +267,7 @@ func TestResponsesRoundTrip_EncryptedReasoning(t *testing.T) {
 func TestResponsesRequest_CarriedReasoningWithoutEncryptedContent(t *testing.T) {
 	id := translate.CarryID("call_1", []byte(`{"id":"fc_1","reasoning":[{"id":"rs_1","summary":[]}]}`))
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"` + id + `","content":"ok"}]}`
-	req, err := translate.ParseRequest([]byte(body))
+	req, err := openaichat.ParseRequest([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func FuzzResponsesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"` + translate.CarryID("c", []byte(`{"id":"fc","reasoning":[{"id":"rs","summary":[{"text":1}],"encrypted_content":2}]}`)) + `","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`))
 	p := New()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			return
 		}
@@ -329,7 +330,7 @@ func BenchmarkResponsesRequest(b *testing.B) {
 	opts := &translate.Options{UpstreamModel: "gpt-4o", Stream: true}
 	p := New()
 	b.Run("AppendRequest", func(b *testing.B) {
-		req, err := translate.ParseRequest(body)
+		req, err := openaichat.ParseRequest(body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -347,7 +348,7 @@ func BenchmarkResponsesRequest(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			req, err := translate.ParseRequest(body)
+			req, err := openaichat.ParseRequest(body)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"strings"
 	"testing"
 
@@ -309,7 +310,7 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, cut uint16) {
 		at := int(cut) % (len(body) + 1)
 		dec := newResponsesDecoder()
-		enc := translate.NewChunkEncoder("id", "m", 1, true)
+		enc := openaichat.NewChunkEncoder("id", "m", 1, true)
 		var out []byte
 		emit := func(ev *translate.Event) error {
 			if ev.Kind == translate.EventError {
@@ -354,7 +355,7 @@ func BenchmarkResponsesStream(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dec := &responsesStream{}
-		enc := translate.NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		enc := openaichat.NewChunkEncoder("chatcmpl-1", "m", 1, true)
 		out = out[:0]
 		emit := func(e *translate.Event) error { out = enc.Encode(out, e); return nil }
 		for _, e := range parsed {
@@ -372,7 +373,7 @@ func BenchmarkResponsesStream(b *testing.B) {
 	b.ReportMetric(per, "ns/event")
 	allocs := testing.AllocsPerRun(10, func() {
 		dec := &responsesStream{}
-		enc := translate.NewChunkEncoder("chatcmpl-1", "m", 1, true)
+		enc := openaichat.NewChunkEncoder("chatcmpl-1", "m", 1, true)
 		out = out[:0]
 		emit := func(e *translate.Event) error { out = enc.Encode(out, e); return nil }
 		for _, e := range parsed {

@@ -1,8 +1,9 @@
 // Package goldentest runs the golden transcripts of the upstream dialects (Run) and holds
 // the helpers their tests share: an upstream stream or body through a decoder to the
 // OpenAI chat output, every split of a stream, the chunk contract, txtar sections. It is
-// for tests only (it imports testing) and imports translate, translate/sse and the test
-// helpers of internal/openaitest, never a dialect.
+// for tests only (it imports testing); it imports translate, the openaichat client
+// dialect (the OpenAI side of every golden) and internal test helpers, never an upstream
+// dialect.
 package goldentest
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,7 +64,7 @@ func Stream(t testing.TB, newDecoder func() translate.StreamDecoder, upstream []
 func StreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
 	dec := newDecoder()
-	enc := translate.NewChunkEncoder(ID, Model, Created, true)
+	enc := openaichat.NewChunkEncoder(ID, Model, Created, true)
 	var out []byte
 	var upErr *translate.UpstreamError
 	emit := func(ev *translate.Event) error {
@@ -94,9 +96,9 @@ func appendError(out []byte, err error, upErr *translate.UpstreamError) []byte {
 		errors.As(err, &upErr)
 	}
 	if upErr != nil {
-		return translate.AppendErrorEvent(out, upErr.Message, upErr.Type, upErr.Param, upErr.Code)
+		return openaichat.AppendErrorEvent(out, upErr.Message, upErr.Type, upErr.Param, upErr.Code)
 	}
-	return translate.AppendErrorEvent(out, err.Error(), "api_error", "", "")
+	return openaichat.AppendErrorEvent(out, err.Error(), "api_error", "", "")
 }
 
 // CheckSplits asserts that the stream decodes to want however it is split: into two reads
@@ -150,7 +152,7 @@ func splitOffsets(upstream []byte) []int {
 // Response decodes a whole upstream body and returns the chat.completion JSON.
 func Response(t testing.TB, p translate.Provider, body []byte) []byte {
 	t.Helper()
-	var a translate.Assembler
+	var a openaichat.Assembler
 	if err := p.DecodeResponse(body, a.Add); err != nil {
 		var ue *translate.UpstreamError
 		errors.As(err, &ue)
@@ -391,7 +393,7 @@ func request(t *testing.T, d Dialect, path string, ar *txtar.Archive, body []byt
 			t.Fatalf("options.json: %v", err)
 		}
 	}
-	req, err := translate.ParseRequest(body)
+	req, err := openaichat.ParseRequest(body)
 	if err != nil {
 		t.Fatalf("ParseRequest: %v", err)
 	}
@@ -424,7 +426,7 @@ func ErrorJSON(e *translate.UpstreamError) []byte {
 	b = append(b, `,"retry_after":`...)
 	b = jsonx.AppendString(b, e.RetryAfter.String())
 	b = append(b, `,"body":`...)
-	b = translate.AppendError(b, e.Message, e.Type, e.Param, e.Code)
+	b = openaichat.AppendError(b, e.Message, e.Type, e.Param, e.Code)
 	return append(b, '}')
 }
 

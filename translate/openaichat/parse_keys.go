@@ -1,6 +1,7 @@
-package translate
+package openaichat
 
 import (
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -115,10 +116,10 @@ func (p *parser) keyError(base func() string, k, code, field string) bool {
 		param = b + "." + k
 	}
 	if code == CodeDuplicateKey {
-		p.err = &ParamError{Param: param, Code: code,
+		p.err = &translate.ParamError{Param: param, Code: code,
 			Message: "the key " + strconv.Quote(k) + " appears more than once in the same object: send each field once"}
 	} else {
-		p.err = &ParamError{Param: param, Code: code,
+		p.err = &translate.ParamError{Param: param, Code: code,
 			Message: "the key " + strconv.Quote(k) + " differs from the field " + strconv.Quote(field) + " only in case: field names are case-sensitive"}
 	}
 	return false

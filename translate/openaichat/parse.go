@@ -1,7 +1,8 @@
-package translate
+package openaichat
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -20,21 +21,21 @@ const CodeInvalidUTF8 = "invalid_utf8"
 // member name given twice, or a known field's name in another case ("MODEL"), is an error
 // with Code CodeDuplicateKey or CodeKeyCase whose Param names the key: such bodies read
 // differently to different JSON decoders, and the OpenAI passthrough forwards the body.
-func ParseRequest(body []byte) (*Request, error) {
+func ParseRequest(body []byte) (*translate.Request, error) {
 	if len(body) == 0 {
-		return nil, &ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
+		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
 	if !utf8.Valid(body) {
-		return nil, &ParamError{Code: CodeInvalidUTF8,
+		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
-	p := parser{sc: jsonx.NewScanner(s), req: &Request{Body: s}}
+	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}}
 	if p.sc.Peek() != '{' {
 		if !jsonx.Valid(s) {
 			return nil, errInvalidJSON()
 		}
-		return nil, &ParamError{Message: "the request body must be a JSON object"}
+		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
 	ok := p.object() && p.sc.AtEnd()
 	if !ok {
@@ -44,38 +45,38 @@ func ParseRequest(body []byte) (*Request, error) {
 		}
 		return nil, p.err
 	}
-	if err := p.req.check(); err != nil {
+	if err := check(p.req); err != nil {
 		return nil, err
 	}
 	return p.req, nil
 }
 
-func errInvalidJSON() *ParamError {
-	return &ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
+func errInvalidJSON() *translate.ParamError {
+	return &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
 }
 
 // parser reads a request in one pass of its scanner. Each method reads the value at the
 // cursor and returns false on a syntax error (sc.Failed()) or a field error (err).
 type parser struct {
 	sc  jsonx.Scanner
-	req *Request
-	err *ParamError
+	req *translate.Request
+	err *translate.ParamError
 	// msgs and parts collect the messages of a messages array and their content parts
 	// until the array ends, when each is copied out in one allocation of the exact size.
 	msgs  stash[pendingMessage]
-	parts stash[Part]
+	parts stash[translate.Part]
 	// calls holds the messages' tool calls, a few allocations for the whole request.
-	calls slab[ToolCall]
+	calls slab[translate.ToolCall]
 }
 
 // pendingMessage is a message whose content parts are parts[start:end] of its parser.
 type pendingMessage struct {
-	msg        Message
+	msg        translate.Message
 	start, end int
 }
 
 func (p *parser) fail(param, format string, args ...any) bool {
-	p.err = Errorf(param, format, args...)
+	p.err = translate.Errorf(param, format, args...)
 	return false
 }
 
@@ -302,19 +303,19 @@ func (p *parser) field(name string) bool {
 		if !sc.Skip() {
 			return false
 		}
-		r.Extra = append(r.Extra, Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
+		r.Extra = append(r.Extra, translate.Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
 	}
 	return true
 }
 
 // flushMessages appends the messages collected from a messages array to the request.
 func (p *parser) flushMessages() {
-	var parts []Part
+	var parts []translate.Part
 	if p.parts.n > 0 {
-		parts = make([]Part, p.parts.n)
+		parts = make([]translate.Part, p.parts.n)
 		p.parts.copyTo(parts)
 	}
-	msgs := make([]Message, p.msgs.n)
+	msgs := make([]translate.Message, p.msgs.n)
 	for k := range msgs {
 		pm := p.msgs.at(k)
 		msgs[k] = pm.msg
@@ -329,17 +330,17 @@ func (p *parser) flushMessages() {
 	}
 }
 
-func (r *Request) check() *ParamError {
+func check(r *translate.Request) *translate.ParamError {
 	if r.Model == "" {
-		return Errorf("model", "model is required")
+		return translate.Errorf("model", "model is required")
 	}
 	if len(r.Messages) == 0 {
-		return Errorf("messages", "messages must be a non-empty array")
+		return translate.Errorf("messages", "messages must be a non-empty array")
 	}
 	if !r.Stream && r.IncludeUsage {
-		return Errorf("stream_options", "stream_options is only allowed when stream is true")
+		return translate.Errorf("stream_options", "stream_options is only allowed when stream is true")
 	}
-	if r.ToolChoice.Mode == ToolChoiceFunction {
+	if r.ToolChoice.Mode == translate.ToolChoiceFunction {
 		found := false
 		for i := range r.Tools {
 			if r.Tools[i].Name == r.ToolChoice.Name {
@@ -348,18 +349,18 @@ func (r *Request) check() *ParamError {
 			}
 		}
 		if !found {
-			return Errorf("tool_choice", "tool_choice names function %q, which is not in tools", r.ToolChoice.Name)
+			return translate.Errorf("tool_choice", "tool_choice names function %q, which is not in tools", r.ToolChoice.Name)
 		}
 	}
-	if r.ToolChoice.Mode == ToolChoiceRequired && len(r.Tools) == 0 {
-		return Errorf("tool_choice", "tool_choice is required but no tools were given")
+	if r.ToolChoice.Mode == translate.ToolChoiceRequired && len(r.Tools) == 0 {
+		return translate.Errorf("tool_choice", "tool_choice is required but no tools were given")
 	}
 	return nil
 }
 
 func (p *parser) tool(i int) bool {
 	sc := &p.sc
-	param := func() string { return ParamIndex("tools", i) }
+	param := func() string { return translate.ParamIndex("tools", i) }
 	if sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
@@ -399,7 +400,7 @@ func (p *parser) tool(i int) bool {
 	if name.Kind != jsonx.String || !validToolName(name.Str) {
 		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
 	}
-	tool := Tool{Name: name.Str, Description: description.Str}
+	tool := translate.Tool{Name: name.Str, Description: description.Str}
 	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
 		if parameters.Kind != jsonx.Object {
 			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
@@ -417,7 +418,7 @@ func (p *parser) tool(i int) bool {
 		}
 	}
 	if r.Tools == nil {
-		r.Tools = make([]Tool, 0, 4)
+		r.Tools = make([]translate.Tool, 0, 4)
 	}
 	r.Tools = append(r.Tools, tool)
 	return true
@@ -432,7 +433,7 @@ func (p *parser) toolChoice() bool {
 			return false
 		}
 		switch v.Str {
-		case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+		case translate.ToolChoiceAuto, translate.ToolChoiceNone, translate.ToolChoiceRequired:
 			r.ToolChoice.Mode = v.Str
 			return true
 		}
@@ -470,7 +471,7 @@ func (p *parser) toolChoice() bool {
 	if name.Kind != jsonx.String || name.Str == "" {
 		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
 	}
-	r.ToolChoice = ToolChoice{Mode: ToolChoiceFunction, Name: name.Str}
+	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: name.Str}
 	return true
 }
 
@@ -512,9 +513,9 @@ func (p *parser) responseFormat() bool {
 	}
 	rf := &p.req.ResponseFormat
 	switch t := typ.Str; t {
-	case FormatText, FormatJSONObject:
+	case translate.FormatText, translate.FormatJSONObject:
 		rf.Type = t
-	case FormatJSONSchema:
+	case translate.FormatJSONSchema:
 		if !schemaObject {
 			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
 		}
@@ -603,9 +604,6 @@ func jsonInt(raw string, f float64) int64 {
 	}
 	return math.MaxInt64
 }
-
-// ParamIndex names element i of the array parameter base as error params do: messages[3].
-func ParamIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
 func validToolName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {

@@ -1,7 +1,8 @@
-package translate
+package openaichat
 
 import (
 	"errors"
+	"github.com/agate-gateway/agate/translate"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,8 +58,8 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 			if err == nil {
 				t.Fatalf("ParseRequest accepted it: model %q", req.Model)
 			}
-			var pe *ParamError
-			if !errors.As(err, &pe) || !errors.Is(err, ErrBadRequest) {
+			var pe *translate.ParamError
+			if !errors.As(err, &pe) || !errors.Is(err, translate.ErrBadRequest) {
 				t.Fatalf("error %v (%T) is not a bad-request *ParamError", err, err)
 			}
 			if diff := cmp.Diff(tt.want, result{pe.Param, pe.Code}); diff != "" {

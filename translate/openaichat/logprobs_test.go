@@ -1,6 +1,7 @@
-package translate
+package openaichat
 
 import (
+	"github.com/agate-gateway/agate/translate"
 	"math"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 const chunkHead = `data: {"id":"chatcmpl-golden","object":"chat.completion.chunk","created":1700000000,"model":"client-model","choices":[`
 
 var (
-	lpHello = []TokenLogprob{{Token: "Hello", Logprob: -0.5, Top: []TopLogprob{{Token: "Hello", Logprob: -0.5}, {Token: "Hi", Logprob: -1.25}}}}
+	lpHello = []translate.TokenLogprob{{Token: "Hello", Logprob: -0.5, Top: []translate.TopLogprob{{Token: "Hello", Logprob: -0.5}, {Token: "Hi", Logprob: -1.25}}}}
 	// lpHelloJSON is lpHello as a choice's logprobs object.
 	lpHelloJSON = `{"content":[{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111],"top_logprobs":[{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111]},{"token":"Hi","logprob":-1.25,"bytes":[72,105]}]}],"refusal":null}`
 )
@@ -23,12 +24,12 @@ var (
 func TestChunkEncoder_Logprobs(t *testing.T) {
 	tests := []struct {
 		name   string
-		events []Event
+		events []translate.Event
 		want   []string // the chunks Encode writes, after chunkHead
 	}{
 		{
 			name:   "OnTheContentChunk",
-			events: []Event{{Kind: EventStart}, {Kind: EventTextDelta, Text: "Hello", Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventStart}, {Kind: translate.EventTextDelta, Text: "Hello", Logprobs: lpHello}},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
 				`{"index":0,"delta":{"content":"Hello"},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`,
@@ -36,12 +37,12 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name:   "FirstChunkCarriesRole",
-			events: []Event{{Kind: EventTextDelta, Text: "Hello", Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventTextDelta, Text: "Hello", Logprobs: lpHello}},
 			want:   []string{`{"index":0,"delta":{"role":"assistant","content":"Hello"},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`},
 		},
 		{
 			name:   "OwnChunkWithEmptyDelta",
-			events: []Event{{Kind: EventStart}, {Kind: EventLogprobs, Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventStart}, {Kind: translate.EventLogprobs, Logprobs: lpHello}},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
 				`{"index":0,"delta":{},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`,
@@ -49,12 +50,12 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name:   "OwnChunkFirstCarriesRole",
-			events: []Event{{Kind: EventLogprobs, Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventLogprobs, Logprobs: lpHello}},
 			want:   []string{`{"index":0,"delta":{"role":"assistant"},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`},
 		},
 		{
 			name:   "EmptyTextWithLogprobs",
-			events: []Event{{Kind: EventStart}, {Kind: EventTextDelta, Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventStart}, {Kind: translate.EventTextDelta, Logprobs: lpHello}},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
 				`{"index":0,"delta":{"content":""},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`,
@@ -62,9 +63,9 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name: "EmptyLogprobsAreNone",
-			events: []Event{
-				{Kind: EventStart}, {Kind: EventTextDelta, Text: "a", Logprobs: []TokenLogprob{}},
-				{Kind: EventLogprobs}, {Kind: EventLogprobs, Logprobs: []TokenLogprob{}},
+			events: []translate.Event{
+				{Kind: translate.EventStart}, {Kind: translate.EventTextDelta, Text: "a", Logprobs: []translate.TokenLogprob{}},
+				{Kind: translate.EventLogprobs}, {Kind: translate.EventLogprobs, Logprobs: []translate.TokenLogprob{}},
 			},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
@@ -73,7 +74,7 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name:   "OnlyContentCarriesThem",
-			events: []Event{{Kind: EventStart}, {Kind: EventReasoningDelta, Text: "hm", Logprobs: lpHello}, {Kind: EventRefusalDelta, Text: "no", Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventStart}, {Kind: translate.EventReasoningDelta, Text: "hm", Logprobs: lpHello}, {Kind: translate.EventRefusalDelta, Text: "no", Logprobs: lpHello}},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
 				`{"index":0,"delta":{"reasoning_content":"hm"},"logprobs":null,"finish_reason":null}]}`,
@@ -82,7 +83,7 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name:   "SecondChoice",
-			events: []Event{{Kind: EventStart}, {Kind: EventTextDelta, Choice: 1, Text: "Hello", Logprobs: lpHello}},
+			events: []translate.Event{{Kind: translate.EventStart}, {Kind: translate.EventTextDelta, Choice: 1, Text: "Hello", Logprobs: lpHello}},
 			want: []string{
 				`{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
 				`{"index":1,"delta":{"role":"assistant","content":"Hello"},"logprobs":` + lpHelloJSON + `,"finish_reason":null}]}`,
@@ -90,9 +91,9 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 		},
 		{
 			name: "BytesEscapesAndNonFinite",
-			events: []Event{{Kind: EventTextDelta, Text: "\"é", Logprobs: []TokenLogprob{
+			events: []translate.Event{{Kind: translate.EventTextDelta, Text: "\"é", Logprobs: []translate.TokenLogprob{
 				{Token: `"`, Logprob: math.Inf(-1)},
-				{Token: "bytes:\\xc3", Logprob: -2e-7, Bytes: []byte{0xc3}, Top: []TopLogprob{{Token: "bytes:\\xc3", Logprob: math.NaN(), Bytes: []byte{0xc3}}}},
+				{Token: "bytes:\\xc3", Logprob: -2e-7, Bytes: []byte{0xc3}, Top: []translate.TopLogprob{{Token: "bytes:\\xc3", Logprob: math.NaN(), Bytes: []byte{0xc3}}}},
 				{Token: "", Logprob: 0, Bytes: []byte{0xa9}},
 			}}},
 			want: []string{`{"index":0,"delta":{"role":"assistant","content":"\"é"},"logprobs":{"content":[` +
@@ -129,23 +130,23 @@ func TestChunkEncoder_Logprobs(t *testing.T) {
 }
 
 func TestAssembler_Logprobs(t *testing.T) {
-	world := []TokenLogprob{{Token: " world", Logprob: -1, Bytes: []byte(" world")}}
+	world := []translate.TokenLogprob{{Token: " world", Logprob: -1, Bytes: []byte(" world")}}
 	tests := []struct {
 		name   string
-		events []Event
+		events []translate.Event
 		want   []string // choices[i].logprobs of the completion
 	}{
 		{
 			name:   "NoneIsNull",
-			events: []Event{{Kind: EventTextDelta, Text: "Hello"}},
+			events: []translate.Event{{Kind: translate.EventTextDelta, Text: "Hello"}},
 			want:   []string{`null`},
 		},
 		{
 			name: "CollectedInOrder",
-			events: []Event{
-				{Kind: EventTextDelta, Text: "Hello", Logprobs: lpHello},
-				{Kind: EventTextDelta, Text: " world"},
-				{Kind: EventLogprobs, Logprobs: world},
+			events: []translate.Event{
+				{Kind: translate.EventTextDelta, Text: "Hello", Logprobs: lpHello},
+				{Kind: translate.EventTextDelta, Text: " world"},
+				{Kind: translate.EventLogprobs, Logprobs: world},
 			},
 			want: []string{`{"content":[` +
 				`{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111],"top_logprobs":[{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111]},{"token":"Hi","logprob":-1.25,"bytes":[72,105]}]},` +
@@ -153,15 +154,15 @@ func TestAssembler_Logprobs(t *testing.T) {
 		},
 		{
 			name: "PerChoice",
-			events: []Event{
-				{Kind: EventTextDelta, Text: "a"},
-				{Kind: EventTextDelta, Choice: 1, Text: "Hello", Logprobs: lpHello},
+			events: []translate.Event{
+				{Kind: translate.EventTextDelta, Text: "a"},
+				{Kind: translate.EventTextDelta, Choice: 1, Text: "Hello", Logprobs: lpHello},
 			},
 			want: []string{`null`, lpHelloJSON},
 		},
 		{
 			name:   "ReasoningIgnored",
-			events: []Event{{Kind: EventReasoningDelta, Text: "hm", Logprobs: lpHello}, {Kind: EventTextDelta, Text: "a", Logprobs: []TokenLogprob{}}},
+			events: []translate.Event{{Kind: translate.EventReasoningDelta, Text: "hm", Logprobs: lpHello}, {Kind: translate.EventTextDelta, Text: "a", Logprobs: []translate.TokenLogprob{}}},
 			want:   []string{`null`},
 		},
 	}
@@ -196,15 +197,15 @@ func TestAssembler_LogprobsCopyDecoderBuffers(t *testing.T) {
 	buf := []byte("Hello")
 	tok := unsafe.String(&buf[0], len(buf))
 	raw := []byte{1, 2}
-	lp := []TokenLogprob{{Token: tok, Logprob: -1, Bytes: raw, Top: []TopLogprob{{Token: tok, Logprob: -1, Bytes: raw}}}}
+	lp := []translate.TokenLogprob{{Token: tok, Logprob: -1, Bytes: raw, Top: []translate.TopLogprob{{Token: tok, Logprob: -1, Bytes: raw}}}}
 	var a Assembler
-	if err := a.Add(&Event{Kind: EventTextDelta, Text: tok, Logprobs: lp}); err != nil {
+	if err := a.Add(&translate.Event{Kind: translate.EventTextDelta, Text: tok, Logprobs: lp}); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "XXXXX")
 	raw[0] = 9
 	lp[0].Top[0].Logprob = 0
-	want := []TokenLogprob{{Token: "Hello", Logprob: -1, Bytes: []byte{1, 2}, Top: []TopLogprob{{Token: "Hello", Logprob: -1, Bytes: []byte{1, 2}}}}}
+	want := []translate.TokenLogprob{{Token: "Hello", Logprob: -1, Bytes: []byte{1, 2}, Top: []translate.TopLogprob{{Token: "Hello", Logprob: -1, Bytes: []byte{1, 2}}}}}
 	if diff := cmp.Diff(want, a.Choices[0].Logprobs); diff != "" {
 		t.Errorf("kept logprobs changed with the decoder's buffer (-want +got):\n%s", diff)
 	}

@@ -1,4 +1,6 @@
-package translate
+package openaichat
+
+import "github.com/agate-gateway/agate/translate"
 
 import "github.com/agate-gateway/agate/internal/jsonx"
 
@@ -8,13 +10,13 @@ import "github.com/agate-gateway/agate/internal/jsonx"
 func (p *parser) message(i int) bool {
 	sc := &p.sc
 	if sc.Peek() != '{' {
-		return p.fail(ParamIndex("messages", i), "each message must be an object")
+		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
-	var msg Message
+	var msg translate.Message
 	// content is read after the other fields, once the role is known.
 	var role, content jsonx.Value
 	var seen keySet
-	base := func() string { return ParamIndex("messages", i) }
+	base := func() string { return translate.ParamIndex("messages", i) }
 	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, base, messageFields) {
 			return false
@@ -31,12 +33,12 @@ func (p *parser) message(i int) bool {
 			ok = sc.Literal("null")
 		case key == "name":
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(ParamIndex("messages", i)+".name", "must be a string")
+				return p.fail(translate.ParamIndex("messages", i)+".name", "must be a string")
 			}
 			msg.Name = v.Str
 		case key == "tool_call_id":
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(ParamIndex("messages", i)+".tool_call_id", "must be a string")
+				return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "must be a string")
 			}
 			msg.ToolCallID = v.Str
 		case key == "tool_calls":
@@ -62,33 +64,33 @@ func (p *parser) message(i int) bool {
 		return false
 	}
 	if role.Kind != jsonx.String {
-		return p.fail(ParamIndex("messages", i)+".role", "role is required and must be a string")
+		return p.fail(translate.ParamIndex("messages", i)+".role", "role is required and must be a string")
 	}
 	switch role.Str {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser, translate.RoleAssistant, translate.RoleTool:
 		msg.Role = role.Str
 	default:
-		return p.fail(ParamIndex("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
+		return p.fail(translate.ParamIndex("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
 	}
-	if len(msg.ToolCalls) > 0 && msg.Role != RoleAssistant {
-		return p.fail(ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
+	if len(msg.ToolCalls) > 0 && msg.Role != translate.RoleAssistant {
+		return p.fail(translate.ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
 	start := p.parts.n
 	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, &msg, &content) {
 		return false
 	}
 	switch msg.Role {
-	case RoleTool:
+	case translate.RoleTool:
 		if msg.ToolCallID == "" {
-			return p.fail(ParamIndex("messages", i)+".tool_call_id", "tool messages need tool_call_id")
+			return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "tool messages need tool_call_id")
 		}
-	case RoleAssistant:
+	case translate.RoleAssistant:
 		if content.Kind == jsonx.Missing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
-			return p.fail(ParamIndex("messages", i)+".content", "assistant messages need content or tool_calls")
+			return p.fail(translate.ParamIndex("messages", i)+".content", "assistant messages need content or tool_calls")
 		}
 	default:
 		if content.Kind == jsonx.Missing || content.Kind == jsonx.Null {
-			return p.fail(ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
+			return p.fail(translate.ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
 	p.msgs.add(pendingMessage{msg: msg, start: start, end: p.parts.n})
@@ -98,12 +100,12 @@ func (p *parser) message(i int) bool {
 // thinkingBlocks reads a message's thinking_blocks the way gjson's ForEach walked them:
 // each element of an array, each member of an object, or a single scalar; whatever is not
 // an object yields an empty block.
-func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
+func (p *parser) thinkingBlocks(base func() string, msg *translate.Message) bool {
 	sc := &p.sc
 	switch sc.Peek() {
 	case '[':
 		for n := 0; sc.NextElem(&n); {
-			if !p.thinkingBlock(func() string { return ParamIndex(base(), n-1) }, msg) {
+			if !p.thinkingBlock(func() string { return translate.ParamIndex(base(), n-1) }, msg) {
 				return false
 			}
 		}
@@ -121,7 +123,7 @@ func (p *parser) thinkingBlocks(base func() string, msg *Message) bool {
 	return !sc.Failed()
 }
 
-func (p *parser) thinkingBlock(base func() string, msg *Message) bool {
+func (p *parser) thinkingBlock(base func() string, msg *translate.Message) bool {
 	sc := &p.sc
 	var typ, thinking, signature, data jsonx.Value
 	if sc.Peek() != '{' {
@@ -131,20 +133,20 @@ func (p *parser) thinkingBlock(base func() string, msg *Message) bool {
 	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
 		return false
 	}
-	msg.ThinkingBlocks = append(msg.ThinkingBlocks, ThinkingBlock{
+	msg.ThinkingBlocks = append(msg.ThinkingBlocks, translate.ThinkingBlock{
 		Type: typ.Str, Thinking: thinking.Str, Signature: signature.Str, Data: data.Str,
 	})
 	return true
 }
 
 // content reads a message's content, v, after the message's other fields.
-func (p *parser) content(i int, msg *Message, v *jsonx.Value) bool {
+func (p *parser) content(i int, msg *translate.Message, v *jsonx.Value) bool {
 	if v.Kind == jsonx.String {
-		p.parts.add(Part{Type: PartText, Text: v.Str})
+		p.parts.add(translate.Part{Type: translate.PartText, Text: v.Str})
 		return true
 	}
 	if v.Kind != jsonx.Array {
-		return p.fail(ParamIndex("messages", i)+".content", "must be a string or an array of content parts")
+		return p.fail(translate.ParamIndex("messages", i)+".content", "must be a string or an array of content parts")
 	}
 	// Read the array again from its start; the scanner has checked it already.
 	sc := &p.sc
@@ -160,9 +162,9 @@ func (p *parser) content(i int, msg *Message, v *jsonx.Value) bool {
 }
 
 // part reads content part j of message i.
-func (p *parser) part(i, j int, msg *Message) bool {
+func (p *parser) part(i, j int, msg *translate.Message) bool {
 	sc := &p.sc
-	param := func() string { return ParamIndex(ParamIndex("messages", i)+".content", j) }
+	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) }
 	if sc.Peek() != '{' {
 		return p.fail(param(), "each content part must be an object")
 	}
@@ -217,13 +219,13 @@ func (p *parser) part(i, j int, msg *Message) bool {
 	if sc.Failed() {
 		return false
 	}
-	var part Part
+	var part translate.Part
 	switch typ.Str {
 	case "text":
 		if text.Kind != jsonx.String {
 			return p.fail(param()+".text", "text parts need a string text")
 		}
-		part = Part{Type: PartText, Text: text.Str}
+		part = translate.Part{Type: translate.PartText, Text: text.Str}
 	case "image_url":
 		if image.Kind == jsonx.String { // a lenient shape some clients send
 			url = image
@@ -231,26 +233,26 @@ func (p *parser) part(i, j int, msg *Message) bool {
 		if url.Kind != jsonx.String || url.Str == "" {
 			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 		}
-		part = Part{Type: PartImage, URL: url.Str, Detail: detail.Str}
+		part = translate.Part{Type: translate.PartImage, URL: url.Str, Detail: detail.Str}
 	case "file":
-		part = Part{Type: PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
+		part = translate.Part{Type: translate.PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
 		if part.FileData == "" && part.FileID == "" {
 			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 		}
 	case "input_audio":
-		part = Part{Type: PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
+		part = translate.Part{Type: translate.PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
 		if part.AudioData == "" {
 			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 		}
 	case "refusal":
-		if msg.Role != RoleAssistant {
+		if msg.Role != translate.RoleAssistant {
 			return p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
 		}
-		part = Part{Type: PartRefusal, Text: refusal.Str}
+		part = translate.Part{Type: translate.PartRefusal, Text: refusal.Str}
 	default:
 		return p.fail(param()+".type", "unknown content part type %q", typ.Str)
 	}
-	if part.Type != PartText && part.Type != PartRefusal && msg.Role != RoleUser {
+	if part.Type != translate.PartText && part.Type != translate.PartRefusal && msg.Role != translate.RoleUser {
 		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.Str)
 	}
 	p.parts.add(part)
@@ -289,9 +291,9 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 	return !sc.Failed()
 }
 
-func (p *parser) toolCalls(i int, msg *Message) bool {
+func (p *parser) toolCalls(i int, msg *translate.Message) bool {
 	sc := &p.sc
-	base := func() string { return ParamIndex("messages", i) + ".tool_calls" }
+	base := func() string { return translate.ParamIndex("messages", i) + ".tool_calls" }
 	if sc.Peek() != '[' {
 		return p.fail(base(), "must be an array")
 	}
@@ -314,7 +316,7 @@ func (p *parser) toolCalls(i int, msg *Message) bool {
 // toolCall reads tool call j of message i.
 func (p *parser) toolCall(i, j int) bool {
 	sc := &p.sc
-	param := func() string { return ParamIndex(ParamIndex("messages", i)+".tool_calls", j) }
+	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j) }
 	// The last of duplicate keys wins, as with gjson's ForEach.
 	var id, typ, name, args jsonx.Value
 	if sc.Peek() != '{' {
@@ -378,6 +380,6 @@ func (p *parser) toolCall(i, j int) bool {
 	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
-	p.calls.push(ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
+	p.calls.push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true
 }

@@ -1,10 +1,11 @@
-package translate
+package openaichat
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,11 +95,11 @@ func TestParseRequest_Errors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("ParseRequest accepted it: %+v", req)
 			}
-			var pe *ParamError
+			var pe *translate.ParamError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v (%T) is not a *ParamError", err, err)
 			}
-			if !errors.Is(err, ErrBadRequest) {
+			if !errors.Is(err, translate.ErrBadRequest) {
 				t.Errorf("error does not match ErrBadRequest")
 			}
 			if pe.Param != tt.wantParam {
@@ -132,13 +133,13 @@ func TestParseRequest_Valid(t *testing.T) {
 		Stop                                   []string
 		Seed                                   int64
 		Parallel                               bool
-		ToolChoice                             ToolChoice
+		ToolChoice                             translate.ToolChoice
 		Tools                                  []string
 		Roles                                  []string
 		Parts                                  int
-		Calls                                  []ToolCall
+		Calls                                  []translate.ToolCall
 		ToolCallID                             string
-		Extra                                  []Field
+		Extra                                  []translate.Field
 	}
 	got := view{Model: req.Model, ReasoningEffort: req.ReasoningEffort, User: req.User, Metadata: req.Metadata,
 		Stream: req.Stream, IncludeUsage: req.IncludeUsage, MaxTokens: req.MaxTokens, MaxTokensParam: req.MaxTokensParam,
@@ -153,10 +154,10 @@ func TestParseRequest_Valid(t *testing.T) {
 	}
 	want := view{Model: "gpt", ReasoningEffort: "low", User: "u", Metadata: `{"a":"b"}`, Stream: true, IncludeUsage: true,
 		MaxTokens: 20, MaxTokensParam: "max_completion_tokens", Temperature: 0.5, Stop: []string{"END"}, Seed: 7,
-		ToolChoice: ToolChoice{Mode: ToolChoiceAuto}, Tools: []string{"get_weather"},
+		ToolChoice: translate.ToolChoice{Mode: translate.ToolChoiceAuto}, Tools: []string{"get_weather"},
 		Roles: []string{"system", "user", "assistant", "tool"}, Parts: 2,
-		Calls:      []ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{}"}},
-		ToolCallID: "call_1", Extra: []Field{{Name: "store", Raw: "true"}}}
+		Calls:      []translate.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: "{}"}},
+		ToolCallID: "call_1", Extra: []translate.Field{{Name: "store", Raw: "true"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parsed request (-want +got):\n%s", diff)
 	}
@@ -170,8 +171,8 @@ func TestParseRequest_Valid(t *testing.T) {
 func fuzzSeeds(f *testing.F) [][]byte {
 	var out [][]byte
 	for _, pattern := range []string{
-		"../testdata/fixtures/*/*/*.request.json",
-		"../proxy/testdata/openai-chat/*/*.request.json",
+		"../../testdata/fixtures/*/*/*.request.json",
+		"../../proxy/testdata/openai-chat/*/*.request.json",
 	} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
@@ -209,7 +210,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := ParseRequest(body)
 		if err != nil {
-			var pe *ParamError
+			var pe *translate.ParamError
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v (%T) is not a *ParamError", err, err)
 			}
@@ -286,7 +287,7 @@ func TestParseRequest_Quirks(t *testing.T) {
 // ambiguousKey reports whether err rejects a repeated or case-variant member name, or a
 // body that is not UTF-8: inputs encoding/json reads differently.
 func ambiguousKey(err error) bool {
-	var pe *ParamError
+	var pe *translate.ParamError
 	return errors.As(err, &pe) && (pe.Code == CodeDuplicateKey || pe.Code == CodeKeyCase || pe.Code == CodeInvalidUTF8)
 }
 
@@ -298,7 +299,7 @@ func oracleCheck(t *testing.T, body []byte) {
 		return
 	}
 	if !json.Valid(body) {
-		var pe *ParamError
+		var pe *translate.ParamError
 		if err == nil || !errors.As(err, &pe) || !strings.Contains(pe.Message, "not valid JSON") && !strings.Contains(pe.Message, "empty") {
 			t.Fatalf("encoding/json rejects %q; ParseRequest: %v", body, err)
 		}
@@ -335,7 +336,7 @@ type oracleMessage struct {
 	ToolCalls                    []string // id name arguments
 }
 
-func oracleView(r *Request) oracleRequest {
+func oracleView(r *translate.Request) oracleRequest {
 	o := oracleRequest{Model: r.Model, Stream: r.Stream, IncludeUsage: r.IncludeUsage, MaxTokens: r.MaxTokens,
 		N: r.N, Temperature: r.Temperature, TopP: r.TopP, User: r.User, ReasoningEffort: r.ReasoningEffort}
 	for _, m := range r.Messages {
@@ -441,7 +442,7 @@ func BenchmarkParseRequest(b *testing.B) {
 	benchmarkParse(b, ParseRequest)
 }
 
-func benchmarkParse(b *testing.B, parse func([]byte) (*Request, error)) {
+func benchmarkParse(b *testing.B, parse func([]byte) (*translate.Request, error)) {
 	body := benchRequest(b)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))

@@ -1,7 +1,8 @@
-package translate
+package openaichat
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"math"
 	"strconv"
 )
@@ -18,7 +19,7 @@ type ChunkEncoder struct {
 	usagePrefix  []byte // `data: {"id":...,"choices":[],"usage":`
 	includeUsage bool
 	choices      []choiceState
-	usage        Usage
+	usage        translate.Usage
 	done         bool
 }
 
@@ -59,27 +60,27 @@ func (e *ChunkEncoder) choice(i int) *choiceState {
 
 // Encode appends the frames for ev to dst. EventError is not encoded here (see
 // AppendErrorEvent); EventFinish and EventUsage are held until Finish.
-func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
+func (e *ChunkEncoder) Encode(dst []byte, ev *translate.Event) []byte {
 	if e.done {
 		return dst
 	}
 	c := e.choice(ev.Choice)
 	switch ev.Kind {
-	case EventStart:
+	case translate.EventStart:
 		if !c.started {
 			dst = e.open(dst, ev.Choice, c)
 			dst = append(dst, `"content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 		}
-	case EventTextDelta, EventReasoningDelta, EventRefusalDelta:
-		withLogprobs := ev.Kind == EventTextDelta && len(ev.Logprobs) > 0
+	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta:
+		withLogprobs := ev.Kind == translate.EventTextDelta && len(ev.Logprobs) > 0
 		if ev.Text == "" && !withLogprobs {
 			return dst
 		}
 		dst = e.open(dst, ev.Choice, c)
 		switch ev.Kind {
-		case EventTextDelta:
+		case translate.EventTextDelta:
 			dst = append(dst, `"content":`...)
-		case EventReasoningDelta:
+		case translate.EventReasoningDelta:
 			dst = append(dst, `"reasoning_content":`...)
 		default:
 			dst = append(dst, `"refusal":`...)
@@ -92,7 +93,7 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 			return dst
 		}
 		dst = append(dst, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
-	case EventLogprobs:
+	case translate.EventLogprobs:
 		if len(ev.Logprobs) == 0 {
 			return dst
 		}
@@ -103,7 +104,7 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 		dst = append(dst, `},"logprobs":`...)
 		dst = appendLogprobs(dst, ev.Logprobs)
 		dst = append(dst, `,"finish_reason":null}]}`+"\n\n"...)
-	case EventToolCallStart:
+	case translate.EventToolCallStart:
 		n := len(c.calls)
 		c.calls = append(c.calls, callState{key: ev.Index})
 		dst = e.open(dst, ev.Choice, c)
@@ -114,14 +115,14 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 		dst = append(dst, `,"type":"function","function":{"name":`...)
 		dst = jsonx.AppendString(dst, ev.Name)
 		dst = append(dst, `,"arguments":""}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
-	case EventToolCallArgsDelta:
+	case translate.EventToolCallArgsDelta:
 		n := c.find(ev.Index)
 		if n < 0 || ev.Text == "" {
 			return dst
 		}
 		c.calls[n].hasArgs = true
 		dst = e.args(dst, ev.Choice, c, n, ev.Text)
-	case EventToolCallEnd:
+	case translate.EventToolCallEnd:
 		n := c.find(ev.Index)
 		if n < 0 || c.calls[n].ended {
 			return dst
@@ -131,9 +132,9 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *Event) []byte {
 			c.calls[n].hasArgs = true
 			dst = e.args(dst, ev.Choice, c, n, "{}")
 		}
-	case EventUsage:
+	case translate.EventUsage:
 		e.usage = ev.Usage
-	case EventFinish:
+	case translate.EventFinish:
 		if c.finish == "" {
 			c.finish = ev.FinishReason
 		}
@@ -205,23 +206,23 @@ func (e *ChunkEncoder) Finish(dst []byte) []byte {
 }
 
 // Usage returns the last usage the encoder saw.
-func (e *ChunkEncoder) Usage() Usage { return e.usage }
+func (e *ChunkEncoder) Usage() translate.Usage { return e.usage }
 
 // finishReason normalises a choice's finish reason: a choice that called tools and
 // stopped normally finished with tool_calls; a missing reason is stop.
 func finishReason(reason string, calledTools bool) string {
 	switch {
-	case reason == "" && calledTools, reason == FinishStop && calledTools:
-		return FinishToolCalls
+	case reason == "" && calledTools, reason == translate.FinishStop && calledTools:
+		return translate.FinishToolCalls
 	case reason == "":
-		return FinishStop
+		return translate.FinishStop
 	}
 	return reason
 }
 
 // appendLogprobs appends a choice's logprobs object, {"content":[...],"refusal":null}, with
 // every ChatCompletionTokenLogprob field OpenAI marks required; null when lp is empty.
-func appendLogprobs(dst []byte, lp []TokenLogprob) []byte {
+func appendLogprobs(dst []byte, lp []translate.TokenLogprob) []byte {
 	if len(lp) == 0 {
 		return append(dst, "null"...)
 	}
@@ -275,7 +276,7 @@ func appendTokenLogprob(dst []byte, token string, logprob float64, raw []byte) [
 }
 
 // AppendUsage appends an OpenAI usage object.
-func AppendUsage(dst []byte, u Usage) []byte {
+func AppendUsage(dst []byte, u translate.Usage) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
 	dst = jsonx.AppendInt(dst, u.PromptTokens)
 	dst = append(dst, `,"completion_tokens":`...)

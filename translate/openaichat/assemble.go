@@ -1,7 +1,8 @@
-package translate
+package openaichat
 
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 )
@@ -13,9 +14,9 @@ type Assembler struct {
 	ID, Model string
 	Choices   []AssembledChoice
 	// Usage is the last usage seen.
-	Usage Usage
+	Usage translate.Usage
 	// Err is the first mid-stream error seen.
-	Err *UpstreamError
+	Err *translate.UpstreamError
 }
 
 // AssembledChoice is one choice's complete output.
@@ -23,25 +24,25 @@ type AssembledChoice struct {
 	Text      []byte
 	Reasoning []byte
 	Refusal   []byte
-	ToolCalls []ToolCall
+	ToolCalls []translate.ToolCall
 	// Logprobs are the content token log probabilities, in order; nil when the upstream
 	// sent none.
-	Logprobs []TokenLogprob
+	Logprobs []translate.TokenLogprob
 	// FinishReason is normalised: tool_calls when calls were made and the upstream said stop.
 	FinishReason string
 	keys         []int
 }
 
 // Add records one event. It copies every string it keeps.
-func (a *Assembler) Add(ev *Event) error {
+func (a *Assembler) Add(ev *translate.Event) error {
 	switch ev.Kind {
-	case EventStart:
+	case translate.EventStart:
 		a.ID, a.Model = strings.Clone(ev.ID), strings.Clone(ev.Model)
 		return nil
-	case EventUsage:
+	case translate.EventUsage:
 		a.Usage = ev.Usage
 		return nil
-	case EventError:
+	case translate.EventError:
 		if a.Err == nil {
 			a.Err = ev.Err
 		}
@@ -52,21 +53,21 @@ func (a *Assembler) Add(ev *Event) error {
 	}
 	c := &a.Choices[ev.Choice]
 	switch ev.Kind {
-	case EventTextDelta:
+	case translate.EventTextDelta:
 		c.Text = append(c.Text, ev.Text...)
 		if len(ev.Logprobs) > 0 {
 			c.Logprobs = appendLogprobsCopy(c.Logprobs, ev.Logprobs)
 		}
-	case EventLogprobs:
+	case translate.EventLogprobs:
 		c.Logprobs = appendLogprobsCopy(c.Logprobs, ev.Logprobs)
-	case EventReasoningDelta:
+	case translate.EventReasoningDelta:
 		c.Reasoning = append(c.Reasoning, ev.Text...)
-	case EventRefusalDelta:
+	case translate.EventRefusalDelta:
 		c.Refusal = append(c.Refusal, ev.Text...)
-	case EventToolCallStart:
+	case translate.EventToolCallStart:
 		c.keys = append(c.keys, ev.Index)
-		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: strings.Clone(ev.CallID), Name: strings.Clone(ev.Name)})
-	case EventToolCallArgsDelta:
+		c.ToolCalls = append(c.ToolCalls, translate.ToolCall{ID: strings.Clone(ev.CallID), Name: strings.Clone(ev.Name)})
+	case translate.EventToolCallArgsDelta:
 		for i, k := range c.keys {
 			if k == ev.Index {
 				// "" + s would alias s, which belongs to the decoder: always copy.
@@ -74,8 +75,8 @@ func (a *Assembler) Add(ev *Event) error {
 				break
 			}
 		}
-	case EventToolCallEnd:
-	case EventFinish:
+	case translate.EventToolCallEnd:
+	case translate.EventFinish:
 		if c.FinishReason == "" {
 			c.FinishReason = strings.Clone(ev.FinishReason)
 		}
@@ -84,13 +85,13 @@ func (a *Assembler) Add(ev *Event) error {
 }
 
 // appendLogprobsCopy appends deep copies of lp, which may alias a decoder's buffers, to dst.
-func appendLogprobsCopy(dst, lp []TokenLogprob) []TokenLogprob {
+func appendLogprobsCopy(dst, lp []translate.TokenLogprob) []translate.TokenLogprob {
 	for _, t := range lp {
-		c := TokenLogprob{Token: strings.Clone(t.Token), Logprob: t.Logprob, Bytes: cloneBytes(t.Bytes)}
+		c := translate.TokenLogprob{Token: strings.Clone(t.Token), Logprob: t.Logprob, Bytes: cloneBytes(t.Bytes)}
 		if t.Top != nil {
-			c.Top = make([]TopLogprob, len(t.Top))
+			c.Top = make([]translate.TopLogprob, len(t.Top))
 			for i, top := range t.Top {
-				c.Top[i] = TopLogprob{Token: strings.Clone(top.Token), Logprob: top.Logprob, Bytes: cloneBytes(top.Bytes)}
+				c.Top[i] = translate.TopLogprob{Token: strings.Clone(top.Token), Logprob: top.Logprob, Bytes: cloneBytes(top.Bytes)}
 			}
 		}
 		dst = append(dst, c)
@@ -123,11 +124,11 @@ func (a *Assembler) Finish() {
 }
 
 // Message returns choice i as an assistant message, as the next request would carry it.
-func (a *Assembler) Message(i int) Message {
+func (a *Assembler) Message(i int) translate.Message {
 	c := &a.Choices[i]
-	m := Message{Role: RoleAssistant, ToolCalls: c.ToolCalls, Reasoning: string(c.Reasoning), Refusal: string(c.Refusal)}
+	m := translate.Message{Role: translate.RoleAssistant, ToolCalls: c.ToolCalls, Reasoning: string(c.Reasoning), Refusal: string(c.Refusal)}
 	if len(c.Text) > 0 {
-		m.Content = []Part{{Type: PartText, Text: string(c.Text)}}
+		m.Content = []translate.Part{{Type: translate.PartText, Text: string(c.Text)}}
 	}
 	return m
 }
@@ -167,7 +168,7 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 		}
 		if len(c.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
-			dst = AppendToolCalls(dst, c.ToolCalls)
+			dst = translate.AppendToolCalls(dst, c.ToolCalls)
 		}
 		dst = append(dst, `},"logprobs":`...)
 		dst = appendLogprobs(dst, c.Logprobs)
@@ -178,22 +179,4 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 	dst = append(dst, `],"usage":`...)
 	dst = AppendUsage(dst, a.Usage)
 	return append(dst, '}')
-}
-
-// AppendToolCalls appends calls as an OpenAI tool_calls array.
-func AppendToolCalls(dst []byte, calls []ToolCall) []byte {
-	dst = append(dst, '[')
-	for j, tc := range calls {
-		if j > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"id":`...)
-		dst = jsonx.AppendString(dst, tc.ID)
-		dst = append(dst, `,"type":"function","function":{"name":`...)
-		dst = jsonx.AppendString(dst, tc.Name)
-		dst = append(dst, `,"arguments":`...)
-		dst = jsonx.AppendString(dst, tc.Arguments)
-		dst = append(dst, `}}`...)
-	}
-	return append(dst, ']')
 }
