@@ -156,8 +156,8 @@ type Part struct {
 	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
 	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
 	CacheControl string
-	// Item is a PartItem's upstream item.
-	Item Item
+	// Item is a PartItem's upstream item; nil for every other type.
+	Item *Item
 }
 
 // Item is a conversation item the core keeps opaque: a built-in (server-side) tool call
@@ -190,10 +190,10 @@ type Tool struct {
 	Strict     *bool
 	// CacheControl is a prompt-cache breakpoint after this tool, raw JSON; "" for none.
 	CacheControl string
-	// Builtin, when its Dialect is set, makes this a built-in (server-side) tool such as
-	// web_search, defined by Builtin.Raw in that dialect's terms; Name, Description and
-	// Parameters are then unused.
-	Builtin Item
+	// Builtin, when set, makes this a built-in (server-side) tool such as web_search,
+	// defined by Builtin.Raw in that dialect's terms; Name, Description and Parameters are
+	// then unused.
+	Builtin *Item
 }
 
 // Tool choice modes.
