@@ -520,9 +520,17 @@ func (w *anthropicWriter) restore(state []byte) {
 	})
 }
 
-// hasMember reports whether the JSON object obj has a member named key.
+// hasMember reports whether the JSON object obj, which the request parser checked, has
+// a member named key. It stops at that member: a tool's "type" comes first in most schemas.
 func hasMember(obj, key string) bool {
 	sc := jsonx.NewScanner(obj)
-	root, ok := sc.Root()
-	return ok && sc.Get(root, key).Exists()
+	for n := 0; sc.NextField(&n); {
+		if sc.Key() == key {
+			return true
+		}
+		if !sc.Skip() {
+			return false
+		}
+	}
+	return false
 }
