@@ -5,6 +5,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // The OpenAI passthrough forwards the chunks and completions of an OpenAI-compatible
@@ -75,9 +76,12 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	dst = append(dst, "data: {"...)
 	dst = append(dst, p.head...)
 	sc.Each(root, func(k string, v jsonx.Value) bool {
-		switch k {
-		case "id", "object", "created", "model":
+		if shadows(k, "id", "object", "created", "model") || k != "choices" && k != "usage" && shadows(k, "choices", "usage") {
+			// The head is the gateway's; and a member a client's JSON decoder could take
+			// for one of these (encoding/json matches names ignoring case) is dropped.
 			return true
+		}
+		switch k {
 		case "choices":
 			sc.Each(v, func(_ string, c jsonx.Value) bool {
 				ch.Choices++
@@ -150,7 +154,7 @@ func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Us
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	sc.Each(root, func(k string, v jsonx.Value) bool {
-		if k != "model" {
+		if !shadows(k, "model") {
 			out = append(out, ',')
 			out = jsonx.AppendString(out, k)
 			out = append(out, ':')
@@ -174,4 +178,15 @@ func passthroughNotJSON(backend, what string, data []byte) *translate.UpstreamEr
 		msg += ": " + strconv.Quote(string(b))
 	}
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+}
+
+// shadows reports whether the member name k is one of names as a case-insensitive
+// decoder (encoding/json, with its Unicode folding) reads it.
+func shadows(k string, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(k, n) {
+			return true
+		}
+	}
+	return false
 }
