@@ -1,4 +1,7 @@
 // Package loop runs server-side tool loops: it calls the model, executes the server tools
 // the model asks for, feeds the results back, and repeats until the model answers, while
-// the client sees one seamless response (DESIGN section 5).
+// the client sees one seamless response: one id, server tool calls never shown as
+// tool_calls, one finish reason at the end, usage summed over the turns. A tool failure
+// goes back to the model as an error result; only infrastructure failures (the upstream,
+// the client leaving) end the request. ARCHITECTURE.md places it among the packages.
 package loop

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -109,7 +110,7 @@ type run struct {
 // when the response is complete (an answer, client tool calls, or the last turn).
 func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (done bool, err error) {
 	r.turns++
-	var a translate.Assembler
+	var a openaichat.Assembler
 	var turnUsage translate.Usage
 	serverCall := map[int]bool{}
 	err = r.l.Model.Stream(ctx, work, func(ev *translate.Event) error {

@@ -57,7 +57,7 @@ func TestMetrics(t *testing.T) {
 	if n := histogramCount(t, reg, "gateway_tool_duration_seconds"); n != 1 {
 		t.Errorf("tool duration observations = %d, want 1 (cache hits excluded)", n)
 	}
-	// The exposition names match DESIGN 3.4.
+	// The exposition names are the documented ones (README, metrics section).
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

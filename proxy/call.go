@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/internal/redact"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/sse"
 )
 
 // modelCall runs model turns for one client request against a route and its fallbacks,

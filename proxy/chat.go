@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"strconv"
 	"time"
 
@@ -49,7 +50,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
 	}
-	req, err := translate.ParseRequest(ctx.PostBody())
+	req, err := openaichat.ParseRequest(ctx.PostBody())
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", key.name, "")
 		return
@@ -156,7 +157,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 		c.finish(200, false)
 		return
 	}
-	var a translate.Assembler
+	var a openaichat.Assembler
 	err := c.execute(cctx, assemblerOut{&a}, false)
 	if err == nil && a.Err != nil {
 		err = a.Err
@@ -174,7 +175,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 }
 
 // assemblerOut collects events for a non-streaming client.
-type assemblerOut struct{ a *translate.Assembler }
+type assemblerOut struct{ a *openaichat.Assembler }
 
 func (o assemblerOut) Event(ev *translate.Event) error { return o.a.Add(ev) }
 func (o assemblerOut) KeepAlive() error                { return nil }

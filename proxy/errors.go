@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"net/http"
 	"strconv"
 
@@ -116,7 +117,7 @@ func writeError(ctx *fasthttp.RequestCtx, a apiError) {
 		ctx.SetBody(messagesin.AppendError(nil, a.Status, a.Message, string(ctx.Response.Header.Peek("X-Request-Id"))))
 		return
 	}
-	ctx.SetBody(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+	ctx.SetBody(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 }
 
 // setErrorHeaders sets the status and headers of the JSON error response for a: the one

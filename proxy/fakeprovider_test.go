@@ -2,14 +2,13 @@ package proxy_test
 
 import (
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/agate-gateway/agate/translate"
 )
 
 // fakeTurn is what a scripted fake model says in one turn.
@@ -90,7 +89,7 @@ func (f *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, out.String())
 }
 
-func js(s string) string { return string(translate.AppendString(nil, s)) }
+func js(s string) string { return string(jsonx.AppendString(nil, s)) }
 
 func renderAnthropic(w *strings.Builder, t fakeTurn, n int) {
 	ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }

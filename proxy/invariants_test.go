@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"strings"
 	"testing"
 
@@ -85,112 +86,17 @@ func viewCompletion(c *openai.ChatCompletion) completionView {
 	return v
 }
 
-// checkChunkInvariants checks a raw gateway SSE body against DESIGN 3.3: every chunk has
-// the same id, created and model (the client-facing name); the first delta carries the
-// assistant role; a tool call's first delta carries index, id, type, name and arguments,
-// later ones only index and arguments; indexes are 0,1,2...; exactly one chunk carries a
-// finish_reason; with include_usage a last chunk has choices [] and usage, without it no
-// chunk carries usage; the stream ends with [DONE].
+// checkChunkInvariants checks a raw gateway SSE body against the chunk contract
+// (openaitest.CheckChunks): every chunk names model, and with includeUsage a last chunk
+// has choices [] and usage, without it no chunk carries usage; no error frame; chunks
+// without choices (Azure's prompt filter results) pass.
 func checkChunkInvariants(t testing.TB, body []byte, model string, includeUsage bool) {
 	t.Helper()
-	data := sseData(t, body)
-	if len(data) < 2 {
-		t.Fatalf("stream has %d events:\n%s", len(data), body)
+	usage := openaitest.UsageNone
+	if includeUsage {
+		usage = openaitest.UsageRequired
 	}
-	if data[len(data)-1] != "[DONE]" {
-		t.Errorf("stream does not end with data: [DONE]:\n%s", body)
-	}
-	chunks := data[:len(data)-1]
-	var id string
-	var created int64
-	finishes, usageChunks := 0, 0
-	seenCalls := map[int]bool{}
-	for i, d := range chunks {
-		var c struct {
-			ID      string            `json:"id"`
-			Object  string            `json:"object"`
-			Created int64             `json:"created"`
-			Model   string            `json:"model"`
-			Choices []json.RawMessage `json:"choices"`
-			Usage   json.RawMessage   `json:"usage"`
-			Error   json.RawMessage   `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(d), &c); err != nil {
-			t.Fatalf("chunk %d is not JSON: %v: %s", i, err, d)
-		}
-		if c.Error != nil {
-			t.Errorf("chunk %d is an error: %s", i, d)
-			continue
-		}
-		if i == 0 {
-			id, created = c.ID, c.Created
-			if id == "" || created == 0 {
-				t.Errorf("first chunk has id %q created %d", id, created)
-			}
-		}
-		if c.ID != id || c.Created != created || c.Model != model || c.Object != "chat.completion.chunk" {
-			t.Errorf("chunk %d: id %q created %d model %q object %q, want %q %d %q chat.completion.chunk", i, c.ID, c.Created, c.Model, c.Object, id, created, model)
-		}
-		hasUsage := len(c.Usage) > 0 && string(c.Usage) != "null"
-		if hasUsage {
-			usageChunks++
-			if !includeUsage {
-				t.Errorf("chunk %d carries usage although the client did not ask: %s", i, d)
-			}
-			if len(c.Choices) != 0 || i != len(chunks)-1 {
-				t.Errorf("usage chunk %d is not the last chunk with choices []: %s", i, d)
-			}
-		}
-		for _, raw := range c.Choices {
-			var ch struct {
-				Delta struct {
-					Role      *string `json:"role"`
-					ToolCalls []map[string]json.RawMessage
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			}
-			if err := json.Unmarshal(raw, &ch); err != nil {
-				t.Fatalf("chunk %d choice: %v", i, err)
-			}
-			if i == 0 && (ch.Delta.Role == nil || *ch.Delta.Role != "assistant") {
-				t.Errorf("first chunk's delta lacks role assistant: %s", d)
-			}
-			if ch.FinishReason != nil {
-				finishes++
-				switch *ch.FinishReason {
-				case "stop", "length", "tool_calls", "content_filter":
-				default:
-					t.Errorf("chunk %d: finish_reason %q", i, *ch.FinishReason)
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				var index int
-				if err := json.Unmarshal(tc["index"], &index); err != nil {
-					t.Errorf("chunk %d: tool call without index: %s", i, d)
-					continue
-				}
-				fn := map[string]json.RawMessage{}
-				_ = json.Unmarshal(tc["function"], &fn)
-				if !seenCalls[index] {
-					if index != len(seenCalls) {
-						t.Errorf("chunk %d: tool call index %d, want %d", i, index, len(seenCalls))
-					}
-					seenCalls[index] = true
-					if tc["id"] == nil || string(tc["type"]) != `"function"` || fn["name"] == nil || fn["arguments"] == nil {
-						t.Errorf("chunk %d: first delta of tool call %d lacks id, type, name or arguments: %s", i, index, d)
-					}
-				} else if tc["id"] != nil || fn["name"] != nil {
-					t.Errorf("chunk %d: later delta of tool call %d repeats id or name: %s", i, index, d)
-				}
-			}
-		}
-	}
-	if finishes != 1 {
-		t.Errorf("%d chunks carry a finish_reason, want 1", finishes)
-	}
-	if includeUsage && usageChunks != 1 {
-		t.Errorf("%d usage chunks, want 1", usageChunks)
-	}
+	openaitest.CheckChunks(t, body, openaitest.Want{Model: model, Usage: usage, EmptyChunks: true})
 }
 
 // upstreamChunks returns the recorded chunks as the SDK would read them, renamed to

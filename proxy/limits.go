@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"strconv"
 	"time"
@@ -235,7 +236,7 @@ func (s *Server) stateNotReady(ctx *fasthttp.RequestCtx) bool {
 		ctx.SetStatusCode(503)
 	}
 	reason := "state store unreachable: " + err.Error()
-	ctx.SetBody(append(append([]byte(`{"status":"`+status+`","reason":`), translate.AppendString(nil, reason)...), '}'))
+	ctx.SetBody(append(append([]byte(`{"status":"`+status+`","reason":`), jsonx.AppendString(nil, reason)...), '}'))
 	return true
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"io"
 	"net"
 	"strconv"
@@ -117,7 +118,7 @@ func refusal(status int) []byte {
 	if status == 429 {
 		msg, code = "too many connections from your address (server.max_connections_per_ip); retry later", "too_many_connections_per_ip"
 	}
-	body := translate.AppendError(nil, msg, translate.ErrorType(status), "", code)
+	body := openaichat.AppendError(nil, msg, translate.ErrorType(status), "", code)
 	out := []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + statusText(status) + "\r\nContent-Type: application/json\r\n" +
 		"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
 	return append(out, body...)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/tidwall/gjson"
@@ -335,7 +336,7 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 		dst = append(dst, k.Raw...)
 		dst = append(dst, ':')
 		if k.Str == "model" {
-			dst = translate.AppendString(dst, r.upstreamModel)
+			dst = jsonx.AppendString(dst, r.upstreamModel)
 		} else {
 			dst = append(dst, v.Raw...)
 		}

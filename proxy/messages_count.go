@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/tidwall/gjson"
@@ -52,7 +53,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		var body []byte
 		body, err = r.backend.provider.AppendRequest(nil, req, c.call.options(r, false))
 		if err == nil {
-			wrapped := append([]byte(`{"generateContentRequest":{"model":`), translate.AppendString(nil, "models/"+r.upstreamModel)...)
+			wrapped := append([]byte(`{"generateContentRequest":{"model":`), jsonx.AppendString(nil, "models/"+r.upstreamModel)...)
 			wrapped = append(wrapped, ',')
 			wrapped = append(append(wrapped, body[1:]...), '}')
 			n, err = m.countUpstream(cctx, "/v1beta/models/"+url.PathEscape(r.upstreamModel)+":countTokens", wrapped, "totalTokens")

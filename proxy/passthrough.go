@@ -6,6 +6,8 @@ import (
 	"compress/zlib"
 	"context"
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate/openai"
 	"io"
 	"strconv"
 	"strings"
@@ -15,17 +17,17 @@ import (
 )
 
 // The OpenAI passthrough forwards upstream chunks and completions nearly as they are; what
-// it reads of them and how it rewrites them is translate's (OpenAIChunkRewriter,
-// RewriteOpenAICompletion). This file is the transport: retries, bodies, encodings.
+// it reads of them and how it rewrites them is translate's (openai.ChunkRewriter,
+// openai.RewriteCompletion). This file is the transport: retries, bodies, encodings.
 
 // forwardStream is the OpenAI passthrough for streams: upstream chunks are forwarded with
-// the client-facing model, a constant id and created (see translate.OpenAIChunkRewriter), and the usage
+// the client-facing model, a constant id and created (see openai.ChunkRewriter), and the usage
 // (which Agate always requests, to count tokens) dropped unless the client asked for it.
 // An upstream error event, a payload that is not a JSON object, or a stream that ends
 // before [DONE] or a finish_reason becomes the returned error, which the caller writes
 // in-band.
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
-	clientModel := translate.AppendString(nil, req.Model)
+	clientModel := jsonx.AppendString(nil, req.Model)
 	now := func() int64 { return time.Now().Unix() }
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, true, func(x *exchange, _ *translate.Options) error {
@@ -34,7 +36,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				return err
 			}
 			finished := false
-			chunks := translate.OpenAIChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
+			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
 				IncludeUsage: req.IncludeUsage, Now: now}
 			return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 				c.sent = true
@@ -44,7 +46,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 					o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
 					return o.write()
 				}
-				var ch translate.OpenAIChunk
+				var ch openai.Chunk
 				var err error
 				o.buf, ch, err = chunks.AppendChunk(o.buf[:0], data)
 				if err != nil {
@@ -83,7 +85,7 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request)
 			if err != nil {
 				return err
 			}
-			out, c.lastUsage, err = translate.RewriteOpenAICompletion(r.backend.name, body, translate.AppendString(nil, req.Model))
+			out, c.lastUsage, err = openai.RewriteCompletion(r.backend.name, body, jsonx.AppendString(nil, req.Model))
 			return err
 		})
 	})

@@ -149,7 +149,7 @@ func TestPassthrough_AzurePromptFilterChunk(t *testing.T) {
 // the gateway's credential was rejected; the client's own key is not in question.
 func TestUpstreamCredentialRejected(t *testing.T) {
 	golden := func(path string) (int, []byte) {
-		ar, err := txtar.ParseFile(filepath.Join("..", "translate", "testdata", path))
+		ar, err := txtar.ParseFile(filepath.Join("..", "translate", path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,9 +177,9 @@ func TestUpstreamCredentialRejected(t *testing.T) {
 		{name: "openai 401", kind: "openai", upstreamModel: "gpt-4o", status: 401, body: openAI401},
 	}
 	for _, g := range []struct{ name, kind, model, path string }{
-		{"anthropic 401", "anthropic", "claude-sonnet-4-0", "openai_anthropic/error-401-auth.txtar"},
-		{"gemini 400 API_KEY_INVALID", "gemini", "gemini-2.5-flash", "openai_gemini/errors-400-api-key-invalid.mirascope.txtar"},
-		{"responses 401", "responses", "gpt-5", "openai_responses/error-401-auth.txtar"},
+		{"anthropic 401", "anthropic", "claude-sonnet-4-0", "anthropic/testdata/error-401-auth.txtar"},
+		{"gemini 400 API_KEY_INVALID", "gemini", "gemini-2.5-flash", "gemini/testdata/errors-400-api-key-invalid.mirascope.txtar"},
+		{"responses 401", "responses", "gpt-5", "responses/testdata/error-401-auth.txtar"},
 	} {
 		status, body := golden(g.path)
 		tests = append(tests, struct {

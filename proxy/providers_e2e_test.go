@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/responses"
 	"io"
 	"log/slog"
 	"net"
@@ -19,10 +22,10 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -207,7 +210,7 @@ func wantFrames(t *testing.T, want []byte) (chunks []string, errMsg string) {
 func TestProviderGoldensThroughGateway(t *testing.T) {
 	for _, kind := range []string{"anthropic", "gemini", "responses"} {
 		g := startGatewayFor(t, kind)
-		files, _ := filepath.Glob(filepath.Join("..", "translate", "testdata", "openai_"+kind, "*.txtar"))
+		files, _ := filepath.Glob(filepath.Join("..", "translate", kind, "testdata", "*.txtar"))
 		if len(files) == 0 {
 			t.Fatalf("no goldens for %s", kind)
 		}
@@ -314,7 +317,7 @@ func TestProviderErrorsThroughGateway(t *testing.T) {
 	if err := json.Unmarshal(raw, &index); err != nil {
 		t.Fatal(err)
 	}
-	providers := map[string]translate.Provider{"anthropic": translate.Anthropic(), "gemini": translate.Gemini(), "responses": translate.Responses()}
+	providers := map[string]translate.Provider{"anthropic": anthropic.New(), "gemini": gemini.New(), "responses": responses.New()}
 	gateways := map[string]*providerGateway{}
 	n := 0
 	for _, e := range index {
@@ -406,7 +409,7 @@ func twoTurn(t *testing.T, kind string, turn1 []byte, contentType string) string
 }
 
 func goldenSection(t *testing.T, kind, file, name string) []byte {
-	ar, err := txtar.ParseFile(filepath.Join("..", "translate", "testdata", "openai_"+kind, file))
+	ar, err := txtar.ParseFile(filepath.Join("..", "translate", kind, "testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}

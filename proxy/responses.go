@@ -13,8 +13,10 @@ import (
 	"unsafe"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responsesin"
 	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
@@ -258,7 +260,7 @@ func (x *responsesRun) recoverStream(w *bufio.Writer, started chan<- *apiError) 
 	if !c.committed {
 		c.committed = true
 		started <- &a
-		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 	} else {
 		w.Write(x.errorEvent(nil, a))
 	}
@@ -367,7 +369,7 @@ func (x *responsesRun) writeStream(ctx context.Context, cancel context.CancelFun
 		a := c.s.render(c.rid, err)
 		code = a.Status
 		started <- &a
-		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 	case err != nil && !errors.Is(err, errClientGone):
 		o.buf = x.errorEvent(o.buf[:0], c.s.render(c.rid, err))
 		o.flush()
@@ -496,7 +498,7 @@ func withModel(dst []byte, body, model string) []byte {
 		return append(dst, body...) // not reached: Parse requires a model
 	}
 	dst = append(dst, body[:m.Index]...)
-	dst = translate.AppendString(dst, model)
+	dst = jsonx.AppendString(dst, model)
 	return append(dst, body[m.Index+len(m.Raw):]...)
 }
 
@@ -555,7 +557,7 @@ func responsesUsage(u gjson.Result) translate.Usage {
 // .failed or error), is an upstream error the caller writes in-band.
 func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 	c := x.c.call
-	model := translate.AppendString(nil, x.req.Core.Model)
+	model := jsonx.AppendString(nil, x.req.Core.Model)
 	return x.forward(ctx, true, func(xch *exchange, r *route) error {
 		body, err := decodedBody(xch, r.backend.name)
 		if err != nil {
@@ -611,7 +613,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 // a JSON Response object is a 502 naming the backend.
 func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 	c := x.c.call
-	model := translate.AppendString(nil, x.req.Core.Model)
+	model := jsonx.AppendString(nil, x.req.Core.Model)
 	var out []byte
 	err := x.forward(ctx, false, func(xch *exchange, r *route) error {
 		body, err := readBody(ctx, xch, r.backend.name)
@@ -668,7 +670,7 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 			return
 		}
 		ctx.SetContentType("application/json")
-		ctx.SetBody(append(append([]byte(`{"id":`), translate.AppendString(nil, id)...), `,"object":"response","deleted":true}`...))
+		ctx.SetBody(append(append([]byte(`{"id":`), jsonx.AppendString(nil, id)...), `,"object":"response","deleted":true}`...))
 		return
 	}
 	rec, err := s.responses.Get(s.baseCtx, key.name, id)

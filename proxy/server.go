@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -25,7 +26,6 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -328,9 +328,9 @@ func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 			out = append(out, ',')
 		}
 		out = append(out, `{"id":`...)
-		out = translate.AppendString(out, name)
+		out = jsonx.AppendString(out, name)
 		out = append(out, `,"object":"model","created":0,"owned_by":`...)
-		out = translate.AppendString(out, rt.routes[name].backend.name)
+		out = jsonx.AppendString(out, rt.routes[name].backend.name)
 		out = append(out, '}')
 	}
 	out = append(out, "]}"...)
@@ -367,7 +367,7 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 	if s.tools != nil {
 		if err := s.tools.Ready(); err != nil {
 			ctx.SetStatusCode(503)
-			ctx.SetBody(append(append([]byte(`{"status":"not ready","reason":`), translate.AppendString(nil, err.Error())...), '}'))
+			ctx.SetBody(append(append([]byte(`{"status":"not ready","reason":`), jsonx.AppendString(nil, err.Error())...), '}'))
 			return
 		}
 	}

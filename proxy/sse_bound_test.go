@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 // TestStream_UpstreamEventTooLarge: an upstream event past the SSE parser's bound (here

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"runtime/debug"
 	"time"
 
@@ -51,9 +52,9 @@ func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
 	if !c.committed {
 		c.committed = true
 		started <- &a
-		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 	} else { // the client has the SSE headers: end the stream in-band
-		w.Write(translate.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(openaichat.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code))
 	}
 	w.Flush()
 }
@@ -65,7 +66,7 @@ func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
 type sseOut struct {
 	c       *chatRun
 	w       *bufio.Writer
-	enc     *translate.ChunkEncoder
+	enc     *openaichat.ChunkEncoder
 	buf     []byte
 	cancel  context.CancelFunc
 	started chan<- *apiError
@@ -143,7 +144,7 @@ func (o *sseOut) gone() error {
 
 func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
-		enc: translate.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+		enc: openaichat.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
 	c.call.flush = o.sync
 	var err error
 	passthrough := c.passthrough()
@@ -159,10 +160,10 @@ func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w 
 		a := c.s.render(c.rid, err)
 		code = a.Status
 		started <- &a
-		w.Write(translate.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
 	case err != nil && !errors.Is(err, errClientGone):
 		a := c.s.render(c.rid, err)
-		o.buf = translate.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
+		o.buf = openaichat.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
 		o.flush()
 	case err == nil && !passthrough: // a passthrough forwarded the upstream's [DONE]
 		o.buf = o.enc.Finish(o.buf[:0])

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/responses"
 	"io"
 	"net"
 	"reflect"
@@ -34,13 +38,13 @@ type backend struct {
 func providerFor(typ string) (translate.Provider, bool) {
 	switch typ {
 	case "anthropic":
-		return translate.Anthropic(), true
+		return anthropic.New(), true
 	case "gemini":
-		return translate.Gemini(), true
+		return gemini.New(), true
 	case "responses":
-		return translate.Responses(), true
+		return responses.New(), true
 	case "openai":
-		return translate.OpenAIChat(), true
+		return openai.New(), true
 	case "mock":
 		return mockProvider{}, true
 	}

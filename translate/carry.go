@@ -9,9 +9,9 @@ import (
 	"sync"
 )
 
-// carrySep separates an upstream tool call id from the state carried with it. No
+// CarrySep separates an upstream tool call id from the state carried with it. No
 // provider's own ids contain it.
-const carrySep = "~1"
+const CarrySep = "~1"
 
 // flateWriters recycles compressors, which are large to allocate. It is a cache with no
 // observable state, the one exception to "no package-level state".
@@ -41,9 +41,9 @@ func CarryID(id string, state []byte) string {
 		}
 	}
 	var b strings.Builder
-	b.Grow(len(id) + len(carrySep) + 1 + base64.RawURLEncoding.EncodedLen(len(state)))
+	b.Grow(len(id) + len(CarrySep) + 1 + base64.RawURLEncoding.EncodedLen(len(state)))
 	b.WriteString(id)
-	b.WriteString(carrySep)
+	b.WriteString(CarrySep)
 	b.WriteByte(kind)
 	enc := base64.NewEncoder(base64.RawURLEncoding, &b)
 	enc.Write(state)
@@ -54,11 +54,11 @@ func CarryID(id string, state []byte) string {
 // SplitID undoes CarryID: it returns the upstream id and the carried state, or s itself
 // and nil when s carries nothing (or carries something unreadable, which is then ignored).
 func SplitID(s string) (id string, state []byte) {
-	i := strings.LastIndex(s, carrySep)
-	if i < 0 || i+len(carrySep) >= len(s) {
+	i := strings.LastIndex(s, CarrySep)
+	if i < 0 || i+len(CarrySep) >= len(s) {
 		return s, nil
 	}
-	kind, enc := s[i+len(carrySep)], s[i+len(carrySep)+1:]
+	kind, enc := s[i+len(CarrySep)], s[i+len(CarrySep)+1:]
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {
 		return s, nil

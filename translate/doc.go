@@ -1,10 +1,17 @@
-// Package translate converts between the OpenAI chat completions API, which Agate serves,
-// and the upstream dialects it speaks (Anthropic Messages, Gemini generateContent, OpenAI
-// Responses, OpenAI chat). It is pure: bytes or structs in, bytes or structs out, no network,
-// no clock and no randomness a test cannot inject.
+// Package translate is the gateway's own model of a completion and the contract between
+// client dialects and upstream dialects (ARCHITECTURE.md has the picture).
 //
-// Every upstream response, streamed or not, is decoded into the same small vocabulary of
-// Events. One ChunkEncoder turns events into OpenAI chat.completion.chunk SSE frames, and one
-// Assembler turns them into a complete chat.completion. Each provider contributes a Provider:
-// a request encoder, a stream decoder, a whole-response decoder and an error decoder.
+// It owns the Request (what a client asked for: messages, tools, sampling, reasoning and
+// cache settings), the Event vocabulary every upstream answer decodes into, Usage, the
+// error types and their OpenAI mapping (UpstreamError, ParamError, ErrBadRequest...),
+// carry ids (CarryID, SplitID: state an upstream needs back, riding in a tool call id),
+// and the Provider and StreamDecoder interfaces an upstream dialect implements.
+//
+// Client dialects (translate/openaichat today) parse their wire into a Request and encode
+// Events back; upstream dialects (translate/anthropic, gemini, responses, openai) encode a
+// Request for their upstream and decode its answers into Events.
+//
+// It is pure: bytes or structs in, bytes or structs out, no network, no clock and no
+// randomness a test cannot inject. It must not import a dialect package, the proxy, the
+// loop or any server.
 package translate

@@ -102,3 +102,14 @@ func ErrorType(status int) string {
 func RetryableStatus(status int) bool {
 	return status == 408 || status == 409 || status == 429 || status >= 500
 }
+
+// ParamIndex names element i of the array parameter base as error params do: messages[3].
+func ParamIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+
+// Codes of the ParamErrors every client dialect's parser gives for a body that is not
+// UTF-8 and for ambiguous member names (a name given twice, a known field in another case).
+const (
+	CodeInvalidUTF8  = "invalid_utf8"
+	CodeDuplicateKey = "duplicate_key"
+	CodeKeyCase      = "key_case_mismatch"
+)

@@ -12,8 +12,7 @@ const (
 	EventTextDelta
 	// EventRefusalDelta carries refusal Text for Choice.
 	EventRefusalDelta
-	// EventReasoningDelta carries reasoning Text for Choice. Opaque data the upstream
-	// needs back travels inside tool call IDs (see Carry), not in events.
+	// EventReasoningDelta carries reasoning Text for Choice.
 	EventReasoningDelta
 	// EventToolCallStart carries Index, CallID and Name.
 	EventToolCallStart
@@ -32,6 +31,17 @@ const (
 	// arrived without text to carry them (decoders attach them to the EventTextDelta of
 	// their text when there is one). They belong to the content emitted before them.
 	EventLogprobs
+	// EventReasoningBlock carries Block for Choice: one complete reasoning block the
+	// upstream needs back on the next turn (an Anthropic thinking block and its
+	// signature, a redacted_thinking block, a Responses reasoning item with its
+	// encrypted content), emitted when the block ends, after the EventReasoningDelta of
+	// its text. The OpenAI chat encoders ignore it: that wire has no place for it, so
+	// decoders also carry the blocks in the next tool call's id (CarryID). Client
+	// dialects that have a place for it (OpenAI Responses, Anthropic Messages) encode it.
+	EventReasoningBlock
+	// EventBuiltinItem carries Item for Choice: a built-in (server-side) tool call or
+	// result the upstream ran itself. The OpenAI chat encoders ignore it.
+	EventBuiltinItem
 )
 
 // Finish reasons, as OpenAI names them.
@@ -68,6 +78,10 @@ type Event struct {
 	// when there are none. The slice, its Top slices and its strings may alias decoder
 	// buffers, like the strings above: a consumer that keeps them must copy them.
 	Logprobs []TokenLogprob
+	// Block is the reasoning block (EventReasoningBlock); its strings alias like Text.
+	Block *ThinkingBlock
+	// Item is the built-in tool item (EventBuiltinItem); its strings alias like Text.
+	Item *Item
 }
 
 // TokenLogprob is the log probability of one output token, with the most likely tokens at

@@ -1,7 +1,12 @@
 package translate
 
-// Request is a parsed OpenAI chat completions request. Strings alias Body, which the
-// Request owns; a Request is immutable once parsed except by its owner (the tool loop
+// Request is the gateway's model of a request for a completion: what a client dialect
+// parses into (OpenAI chat completions today, ParseRequest; OpenAI Responses and Anthropic
+// Messages are planned, issues 14 and 16) and what every upstream dialect encodes from. It
+// is not any one wire's shape: fields that only some dialects have (TopK, thinking
+// blocks, cache_control, built-in tool items) are plain optional fields, the zero value
+// meaning absent, and an upstream that cannot honour one rejects or drops it
+// (Options.Drop). Strings alias Body, which the Request owns; a Request is immutable once parsed except by its owner (the tool loop
 // appends messages and tools to its own copy, see Clone).
 type Request struct {
 	// Body is the request body as received.
@@ -24,7 +29,6 @@ type Request struct {
 	MaxTokensParam   string
 	Temperature      *float64
 	TopP             *float64
-	TopK             *int // Anthropic's top_k, from Messages clients only; nil when unset
 	PresencePenalty  *float64
 	FrequencyPenalty *float64
 	Stop             []string
@@ -37,7 +41,10 @@ type Request struct {
 	ResponseFormat ResponseFormat
 	// ReasoningEffort is "" when unset, else none|minimal|low|medium|high|xhigh.
 	ReasoningEffort string
-	User            string
+	// TopK samples from the K most likely tokens (Anthropic top_k, Gemini topK); nil
+	// when unset. OpenAI chat has no such field.
+	TopK *int
+	User string
 	// Metadata is the raw JSON object, "" when unset.
 	Metadata string
 	// Extra holds every other top-level field in order of appearance. The OpenAI
@@ -105,12 +112,19 @@ func (m *Message) Text() string {
 
 // ThinkingBlock is an Anthropic thinking or redacted_thinking block.
 type ThinkingBlock struct {
-	// Type is "thinking" or "redacted_thinking".
-	Type      string
-	Thinking  string
+	// Type is "thinking" or "redacted_thinking" (Anthropic), or "reasoning" (an OpenAI
+	// Responses reasoning item).
+	Type string
+	// Thinking is the readable reasoning: a thinking block's text, a reasoning item's
+	// summary parts joined by blank lines.
+	Thinking string
+	// Signature is a thinking block's signature.
 	Signature string
-	// Data is a redacted_thinking block's opaque data.
+	// Data is the opaque part: a redacted_thinking block's data, a reasoning item's
+	// encrypted_content.
 	Data string
+	// ID is a reasoning item's id; "" for Anthropic blocks.
+	ID string
 }
 
 // PartType is a content part's kind.
@@ -123,6 +137,8 @@ const (
 	PartFile
 	PartAudio
 	PartRefusal
+	// PartItem is an opaque upstream item (Part.Item): a built-in tool call or result.
+	PartItem
 )
 
 // Part is one content part.
@@ -138,6 +154,24 @@ type Part struct {
 	FileData, FileID, Filename string
 	// AudioData (base64) and AudioFormat (wav, mp3...) of a PartAudio.
 	AudioData, AudioFormat string
+	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
+	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
+	CacheControl string
+	// Item is a PartItem's upstream item; nil for every other type.
+	Item *Item
+}
+
+// Item is a conversation item the core keeps opaque: a built-in (server-side) tool call
+// or result the upstream ran itself, such as Anthropic's server_tool_use and
+// web_search_tool_result blocks or a Responses web_search_call. An upstream of Dialect
+// gets Raw back as it is; the others drop the item.
+type Item struct {
+	// Dialect is the upstream dialect the item came from: anthropic, gemini, responses.
+	Dialect string
+	// Type is the item's type as that dialect names it (web_search_tool_result...).
+	Type string
+	// Raw is the item's JSON as that dialect spells it.
+	Raw string
 }
 
 // ToolCall is an assistant tool call.
@@ -155,6 +189,12 @@ type Tool struct {
 	// Parameters is the raw JSON Schema; "" when the tool has none.
 	Parameters string
 	Strict     *bool
+	// CacheControl is a prompt-cache breakpoint after this tool, raw JSON; "" for none.
+	CacheControl string
+	// Builtin, when set, makes this a built-in (server-side) tool such as web_search,
+	// defined by Builtin.Raw in that dialect's terms; Name, Description and Parameters are
+	// then unused.
+	Builtin *Item
 }
 
 // Tool choice modes.
@@ -205,4 +245,13 @@ func (r *Request) Choices() int {
 		return 1
 	}
 	return r.N
+}
+
+// ToolOutput returns a tool message's text for upstreams that have no error mark on tool
+// results: a failed call's error text is prefixed with "Error: ".
+func (m *Message) ToolOutput() string {
+	if m.ToolError {
+		return "Error: " + m.Text()
+	}
+	return m.Text()
 }

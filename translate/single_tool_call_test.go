@@ -1,11 +1,15 @@
-package translate
+package translate_test
 
 import (
 	"encoding/json"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/sse"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )
@@ -14,33 +18,35 @@ import (
 // call's events pass, later calls' start, argument and end events do not, and nothing
 // else is touched.
 func TestFirstToolCallOnly(t *testing.T) {
-	start := func(choice, index int, name string) Event {
-		return Event{Kind: EventToolCallStart, Choice: choice, Index: index, CallID: name, Name: name}
+	start := func(choice, index int, name string) translate.Event {
+		return translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: index, CallID: name, Name: name}
 	}
-	args := func(choice, index int, s string) Event {
-		return Event{Kind: EventToolCallArgsDelta, Choice: choice, Index: index, Text: s}
+	args := func(choice, index int, s string) translate.Event {
+		return translate.Event{Kind: translate.EventToolCallArgsDelta, Choice: choice, Index: index, Text: s}
 	}
-	end := func(choice, index int) Event { return Event{Kind: EventToolCallEnd, Choice: choice, Index: index} }
-	text := Event{Kind: EventTextDelta, Text: "hi"}
-	fin := Event{Kind: EventFinish, FinishReason: FinishToolCalls}
+	end := func(choice, index int) translate.Event {
+		return translate.Event{Kind: translate.EventToolCallEnd, Choice: choice, Index: index}
+	}
+	text := translate.Event{Kind: translate.EventTextDelta, Text: "hi"}
+	fin := translate.Event{Kind: translate.EventFinish, FinishReason: translate.FinishToolCalls}
 	tests := []struct {
 		name string
-		in   []Event
-		want []Event
+		in   []translate.Event
+		want []translate.Event
 	}{
-		{"one call passes", []Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin},
-			[]Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin}},
-		{"later calls dropped", []Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), start(0, 1, "b"), args(0, 1, "{}"), end(0, 1), text, fin},
-			[]Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), text, fin}},
-		{"interleaved arguments", []Event{start(0, 3, "a"), start(0, 7, "b"), args(0, 7, "{"), args(0, 3, "{"), end(0, 7), end(0, 3)},
-			[]Event{start(0, 3, "a"), args(0, 3, "{"), end(0, 3)}},
-		{"each choice keeps its first", []Event{start(1, 5, "x"), start(0, 5, "a"), start(0, 6, "b"), start(1, 6, "y"), end(0, 6), end(1, 5)},
-			[]Event{start(1, 5, "x"), start(0, 5, "a"), end(1, 5)}},
+		{"one call passes", []translate.Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin},
+			[]translate.Event{text, start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), fin}},
+		{"later calls dropped", []translate.Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), start(0, 1, "b"), args(0, 1, "{}"), end(0, 1), text, fin},
+			[]translate.Event{start(0, 0, "a"), args(0, 0, "{}"), end(0, 0), text, fin}},
+		{"interleaved arguments", []translate.Event{start(0, 3, "a"), start(0, 7, "b"), args(0, 7, "{"), args(0, 3, "{"), end(0, 7), end(0, 3)},
+			[]translate.Event{start(0, 3, "a"), args(0, 3, "{"), end(0, 3)}},
+		{"each choice keeps its first", []translate.Event{start(1, 5, "x"), start(0, 5, "a"), start(0, 6, "b"), start(1, 6, "y"), end(0, 6), end(1, 5)},
+			[]translate.Event{start(1, 5, "x"), start(0, 5, "a"), end(1, 5)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []Event
-			emit := FirstToolCallOnly(func(ev *Event) error { got = append(got, *ev); return nil })
+			var got []translate.Event
+			emit := translate.FirstToolCallOnly(func(ev *translate.Event) error { got = append(got, *ev); return nil })
 			for i := range tt.in {
 				if err := emit(&tt.in[i]); err != nil {
 					t.Fatal(err)
@@ -61,11 +67,11 @@ func TestFirstToolCallOnly(t *testing.T) {
 func TestGeminiParallelToolCallsFalse(t *testing.T) {
 	schema := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
 	const tools = `"tools":[{"type":"function","function":{"name":"secret_retrieval_tool","parameters":{"type":"object","properties":{"password":{"type":"string"}}}}}]`
-	turn1, err := ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Retrieve the secrets for mellon and radiance."}],` + tools + `,"parallel_tool_calls":false}`))
+	turn1, err := openaichat.ParseRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"Retrieve the secrets for mellon and radiance."}],` + tools + `,"parallel_tool_calls":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := Gemini().AppendRequest(nil, turn1, &Options{UpstreamModel: "gemini-2.5-flash"})
+	body, err := gemini.New().AppendRequest(nil, turn1, &translate.Options{UpstreamModel: "gemini-2.5-flash"})
 	if err != nil {
 		t.Fatalf("AppendRequest: %v", err)
 	}
@@ -73,27 +79,27 @@ func TestGeminiParallelToolCallsFalse(t *testing.T) {
 		t.Errorf("turn 1 body does not satisfy GenerateContentRequest: %v\n%s", err, body)
 	}
 
-	decode := map[string]func(t *testing.T, emit Emit) error{
-		"stream": func(t *testing.T, emit Emit) error {
-			dec := Gemini().NewStreamDecoder(&Options{})
+	decode := map[string]func(t *testing.T, emit translate.Emit) error{
+		"stream": func(t *testing.T, emit translate.Emit) error {
+			dec := gemini.New().NewStreamDecoder(&translate.Options{})
 			var p sse.Parser
-			up := readFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
+			up := goldentest.ReadFixture(t, "gemini/stream/parallel-function-calls.mirascope.sse")
 			if err := p.Feed(up, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
 				return err
 			}
 			return dec.Close(emit)
 		},
-		"non-stream": func(t *testing.T, emit Emit) error {
-			return Gemini().DecodeResponse(readFixture(t, "gemini/json/parallel-function-calls.mirascope.json"), emit)
+		"non-stream": func(t *testing.T, emit translate.Emit) error {
+			return gemini.New().DecodeResponse(goldentest.ReadFixture(t, "gemini/json/parallel-function-calls.mirascope.json"), emit)
 		},
 	}
 	for name, run := range decode {
 		t.Run(name, func(t *testing.T) {
-			var all, one Assembler
+			var all, one openaichat.Assembler
 			if err := run(t, all.Add); err != nil {
 				t.Fatal(err)
 			}
-			if err := run(t, FirstToolCallOnly(one.Add)); err != nil {
+			if err := run(t, translate.FirstToolCallOnly(one.Add)); err != nil {
 				t.Fatal(err)
 			}
 			all.Finish()
@@ -105,7 +111,7 @@ func TestGeminiParallelToolCallsFalse(t *testing.T) {
 			if diff := cmp.Diff(all.Choices[0].ToolCalls[:1], got.ToolCalls); diff != "" {
 				t.Errorf("tool calls (-first of all +got):\n%s", diff)
 			}
-			if got.FinishReason != FinishToolCalls {
+			if got.FinishReason != translate.FinishToolCalls {
 				t.Errorf("finish_reason = %q, want tool_calls", got.FinishReason)
 			}
 			if diff := cmp.Diff(all.Usage, one.Usage); diff != "" {
@@ -114,9 +120,9 @@ func TestGeminiParallelToolCallsFalse(t *testing.T) {
 
 			// Turn 2: the history as the client saw it, one call and its result.
 			turn2 := turn1.Clone()
-			turn2.Messages = append(turn2.Messages, one.Message(0), Message{Role: RoleTool,
-				ToolCallID: got.ToolCalls[0].ID, Content: []Part{{Type: PartText, Text: "Welcome!"}}})
-			body, err := Gemini().AppendRequest(nil, turn2, &Options{UpstreamModel: "gemini-2.5-flash"})
+			turn2.Messages = append(turn2.Messages, one.Message(0), translate.Message{Role: translate.RoleTool,
+				ToolCallID: got.ToolCalls[0].ID, Content: []translate.Part{{Type: translate.PartText, Text: "Welcome!"}}})
+			body, err := gemini.New().AppendRequest(nil, turn2, &translate.Options{UpstreamModel: "gemini-2.5-flash"})
 			if err != nil {
 				t.Fatalf("turn 2 AppendRequest: %v", err)
 			}

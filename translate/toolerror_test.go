@@ -1,8 +1,15 @@
-package translate
+package translate_test
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/openaichat"
+	"github.com/agate-gateway/agate/translate/responses"
 	"path/filepath"
 	"testing"
 
@@ -25,42 +32,38 @@ const toolErrorRequest = `{"model":"m","messages":[` +
 // checked against its golden (testdata/tool_error/<upstream>.txtar) and its published
 // request schema; an unflagged result keeps the plain encoding.
 func TestToolErrorRequest(t *testing.T) {
-	anthropic := anthropicSchema(t)
-	gemini := spectest.Schema(t, "gemini/generate-content.json", "#/components/schemas/GenerateContentRequest")
-	responses := responsesSchemaCheck(t)
-	chat := spectest.Schema(t, "openai/chat-and-responses.json", "#/components/schemas/CreateChatCompletionRequest")
 	tests := []struct {
 		name     string
-		provider Provider
+		provider translate.Provider
 		validate func([]byte) error
 		// path is where the tool result lands in the upstream body; flagged and plain are
 		// its JSON with and without ToolError.
 		path, flagged, plain string
 	}{
-		{"anthropic", Anthropic(), func(b []byte) error { return spectest.Validate(anthropic, b) },
+		{"anthropic", anthropic.New(), spectest.AnthropicRequest(t),
 			"messages.2.content.0",
 			`{"type":"tool_result","tool_use_id":"call_1","content":"disk full","is_error":true}`,
 			`{"type":"tool_result","tool_use_id":"call_1","content":"disk full"}`},
-		{"gemini", Gemini(), func(b []byte) error { return spectest.Validate(gemini, b) },
+		{"gemini", gemini.New(), spectest.GeminiRequest(t),
 			"contents.2.parts.0.functionResponse.response",
 			`{"error":"disk full"}`,
 			`{"output":"disk full"}`},
-		{"responses", Responses(), responses,
+		{"responses", responses.New(), spectest.ResponsesRequest(t),
 			"input.#(type==\"function_call_output\")",
 			`{"type":"function_call_output","call_id":"call_1","output":"Error: disk full"}`,
 			`{"type":"function_call_output","call_id":"call_1","output":"disk full"}`},
-		{"openai-chat", OpenAIChat(), func(b []byte) error { return spectest.Validate(chat, b) },
+		{"openai-chat", openai.New(), spectest.ChatRequest(t),
 			"messages.2",
 			`{"role":"tool","content":"Error: disk full","tool_call_id":"call_1"}`,
 			`{"role":"tool","content":"disk full","tool_call_id":"call_1"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			parsed, err := ParseRequest([]byte(toolErrorRequest))
+			parsed, err := openaichat.ParseRequest([]byte(toolErrorRequest))
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := &Options{UpstreamModel: "upstream-model"}
+			opts := &translate.Options{UpstreamModel: "upstream-model"}
 			for _, flag := range []bool{true, false} {
 				req := parsed.Clone() // as the tool loop does before appending results
 				req.Messages[2].ToolError = flag
@@ -75,8 +78,8 @@ func TestToolErrorRequest(t *testing.T) {
 				if flag {
 					want = tt.flagged
 					path := filepath.Join("testdata", "tool_error", tt.name+".txtar")
-					golden(t, path, "request.json", []byte(toolErrorRequest))
-					golden(t, path, "want.json", got)
+					goldentest.Golden(t, path, "request.json", []byte(toolErrorRequest))
+					goldentest.Golden(t, path, "want.json", got)
 				}
 				r := gjson.GetBytes(got, tt.path)
 				if !r.Exists() {

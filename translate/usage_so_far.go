@@ -8,14 +8,3 @@ package translate
 type UsageReporter interface {
 	UsageSoFar() Usage
 }
-
-var (
-	_ UsageReporter = (*anthropicStream)(nil)
-	_ UsageReporter = (*geminiStream)(nil)
-)
-
-// UsageSoFar returns the usage of message_start, updated by any message_delta since.
-func (d *anthropicStream) UsageSoFar() Usage { return d.usage.openai() }
-
-// UsageSoFar returns the usage of the last chunk that carried usageMetadata.
-func (d *geminiStream) UsageSoFar() Usage { return d.usage }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/tidwall/gjson"
 )
@@ -104,9 +105,9 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) ([]byte, error) {
 		dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
 		dst = strconv.AppendInt(dst, int64(e.index), 10)
 		dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
-		dst = translate.AppendString(dst, ClientToolID(ev.CallID))
+		dst = jsonx.AppendString(dst, ClientToolID(ev.CallID))
 		dst = append(dst, `,"name":`...)
-		dst = translate.AppendString(dst, ev.Name)
+		dst = jsonx.AppendString(dst, ev.Name)
 		dst = append(dst, ",\"input\":{}}}\n\n"...)
 	case translate.EventToolCallArgsDelta:
 		if e.block != blockToolUse || e.tool != ev.Index {
@@ -134,9 +135,9 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) ([]byte, error) {
 func (e *Encoder) start(dst []byte) []byte {
 	e.started = true
 	dst = append(dst, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":"...)
-	dst = translate.AppendString(dst, e.id)
+	dst = jsonx.AppendString(dst, e.id)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = translate.AppendString(dst, e.model)
+	dst = jsonx.AppendString(dst, e.model)
 	dst = append(dst, `,"content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"usage":{"input_tokens":0,"output_tokens":0}}}`+"\n\n"...)
 	return dst
 }
@@ -166,7 +167,7 @@ func (e *Encoder) delta(dst []byte, head, text string) []byte {
 	dst = strconv.AppendInt(dst, int64(e.index), 10)
 	dst = append(dst, `,"delta":`...)
 	dst = append(dst, head...)
-	dst = translate.AppendString(dst, text)
+	dst = jsonx.AppendString(dst, text)
 	return append(dst, "}}\n\n"...)
 }
 
@@ -188,7 +189,7 @@ func (e *Encoder) Finish(dst []byte) []byte {
 	}
 	dst = e.close(dst)
 	dst = append(dst, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"...)
-	dst = translate.AppendString(dst, StopReason(e.finish, e.calledTools))
+	dst = jsonx.AppendString(dst, StopReason(e.finish, e.calledTools))
 	dst = append(dst, `,"stop_sequence":null,"stop_details":null},"usage":`...)
 	dst = AppendUsage(dst, e.usage)
 	return append(dst, "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
@@ -288,9 +289,9 @@ func (a *Assembler) Usage() translate.Usage { return a.usage }
 // AppendMessage appends the Message object with the client-facing id and model.
 func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = translate.AppendString(dst, id)
+	dst = jsonx.AppendString(dst, id)
 	dst = append(dst, `,"type":"message","role":"assistant","model":`...)
-	dst = translate.AppendString(dst, model)
+	dst = jsonx.AppendString(dst, model)
 	dst = append(dst, `,"content":[`...)
 	for i := range a.blocks {
 		if i > 0 {
@@ -300,17 +301,17 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 		switch b.kind {
 		case blockText:
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = translate.AppendString(dst, string(b.text))
+			dst = jsonx.AppendString(dst, string(b.text))
 			dst = append(dst, `,"citations":null`...)
 		case blockThinking:
 			dst = append(dst, `{"type":"thinking","thinking":`...)
-			dst = translate.AppendString(dst, string(b.text))
+			dst = jsonx.AppendString(dst, string(b.text))
 			dst = append(dst, `,"signature":""`...)
 		case blockToolUse:
 			dst = append(dst, `{"type":"tool_use","caller":{"type":"direct"},"id":`...)
-			dst = translate.AppendString(dst, b.id)
+			dst = jsonx.AppendString(dst, b.id)
 			dst = append(dst, `,"name":`...)
-			dst = translate.AppendString(dst, b.name)
+			dst = jsonx.AppendString(dst, b.name)
 			dst = append(dst, `,"input":`...)
 			if r := gjson.ParseBytes(b.text); gjson.ValidBytes(b.text) && r.IsObject() {
 				dst = append(dst, b.text...)
@@ -321,7 +322,7 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"stop_reason":`...)
-	dst = translate.AppendString(dst, StopReason(a.finish, a.calledTools))
+	dst = jsonx.AppendString(dst, StopReason(a.finish, a.calledTools))
 	dst = append(dst, `,"stop_sequence":null,"stop_details":null,"container":null,"usage":`...)
 	dst = AppendUsage(dst, a.usage)
 	// The Message schema requires these usage members, which Agate cannot know.
@@ -359,11 +360,11 @@ func ErrorType(status int) string {
 // "message"},"request_id"}.
 func AppendError(dst []byte, status int, message, requestID string) []byte {
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = translate.AppendString(dst, ErrorType(status))
+	dst = jsonx.AppendString(dst, ErrorType(status))
 	dst = append(dst, `,"message":`...)
-	dst = translate.AppendString(dst, message)
+	dst = jsonx.AppendString(dst, message)
 	dst = append(dst, `},"request_id":`...)
-	dst = translate.AppendString(dst, requestID)
+	dst = jsonx.AppendString(dst, requestID)
 	return append(dst, '}')
 }
 

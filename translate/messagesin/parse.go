@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 	"github.com/tidwall/gjson"
 )
 
@@ -41,7 +42,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	if !root.IsObject() {
 		return nil, translate.Errorf("", "the request body must be a JSON object")
 	}
-	if err := translate.CheckMemberNames(root, "", TopLevelFields); err != nil {
+	if err := members.Check(root, "", TopLevelFields); err != nil {
 		return nil, err
 	}
 	p := parser{req: req}
@@ -109,7 +110,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	if len(system) > 0 {
 		req.Messages = append([]translate.Message{{Role: translate.RoleSystem, Content: system}}, req.Messages...)
 	}
-	req.Body = string(appendChatBody(nil, req))
+	req.Body, req.Edited = string(appendChatBody(nil, req)), true
 	return req, nil
 }
 

@@ -10,10 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/responses"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
@@ -33,10 +37,10 @@ const (
 // wireProviders are the upstream dialects whose recorded streams are replayed, by fixture
 // folder.
 var wireProviders = map[string]func() translate.Provider{
-	"anthropic":   translate.Anthropic,
-	"gemini":      translate.Gemini,
-	"openai-chat": translate.OpenAIChat,
-	"responses":   translate.Responses,
+	"anthropic":   anthropic.New,
+	"gemini":      gemini.New,
+	"openai-chat": openai.New,
+	"responses":   responses.New,
 }
 
 // replay feeds an upstream SSE body, in the given reads, through the wire's decoder and

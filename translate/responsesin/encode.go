@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -153,7 +154,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 		if e.stream {
 			dst = e.itemEvent(dst, "response.reasoning_summary_text.delta", it)
 			dst = append(dst, `"summary_index":0,"delta":`...)
-			dst = translate.AppendString(dst, ev.Text)
+			dst = jsonx.AppendString(dst, ev.Text)
 			dst = e.endEvent(dst)
 		}
 	case translate.EventTextDelta, translate.EventRefusalDelta:
@@ -184,7 +185,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 			dst = append(dst, `"content_index":`...)
 			dst = strconv.AppendInt(dst, int64(len(it.parts)-1), 10)
 			dst = append(dst, `,"delta":`...)
-			dst = translate.AppendString(dst, ev.Text)
+			dst = jsonx.AppendString(dst, ev.Text)
 			if !refusal {
 				dst = append(dst, `,"logprobs":[]`...)
 			}
@@ -205,7 +206,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 		if e.stream {
 			dst = e.itemEventAt(dst, "response.function_call_arguments.delta", it, i)
 			dst = append(dst, `"delta":`...)
-			dst = translate.AppendString(dst, ev.Text)
+			dst = jsonx.AppendString(dst, ev.Text)
 			dst = e.endEvent(dst)
 		}
 	case translate.EventToolCallEnd:
@@ -283,7 +284,7 @@ func (e *Encoder) indexOf(it *item) int {
 func (e *Encoder) itemEventAt(dst []byte, typ string, it *item, i int) []byte {
 	dst = e.beginEvent(dst, typ)
 	dst = append(dst, `"item_id":`...)
-	dst = translate.AppendString(dst, it.id)
+	dst = jsonx.AppendString(dst, it.id)
 	dst = append(dst, `,"output_index":`...)
 	dst = strconv.AppendInt(dst, int64(i), 10)
 	return append(dst, ',')
@@ -312,13 +313,13 @@ func (e *Encoder) partDone(dst []byte, it *item, j int) []byte {
 		dst = append(dst, `"content_index":`...)
 		dst = strconv.AppendInt(dst, int64(j), 10)
 		dst = append(dst, `,"refusal":`...)
-		dst = translate.AppendString(dst, string(p.text))
+		dst = jsonx.AppendString(dst, string(p.text))
 	} else {
 		dst = e.itemEvent(dst, "response.output_text.done", it)
 		dst = append(dst, `"content_index":`...)
 		dst = strconv.AppendInt(dst, int64(j), 10)
 		dst = append(dst, `,"text":`...)
-		dst = translate.AppendString(dst, string(p.text))
+		dst = jsonx.AppendString(dst, string(p.text))
 		dst = append(dst, `,"logprobs":[]`...)
 	}
 	dst = e.endEvent(dst)
@@ -341,11 +342,11 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 		case itemReasoning:
 			dst = e.itemEventAt(dst, "response.reasoning_summary_text.done", it, i)
 			dst = append(dst, `"summary_index":0,"text":`...)
-			dst = translate.AppendString(dst, string(it.text))
+			dst = jsonx.AppendString(dst, string(it.text))
 			dst = e.endEvent(dst)
 			dst = e.itemEventAt(dst, "response.reasoning_summary_part.done", it, i)
 			dst = append(dst, `"summary_index":0,"part":{"type":"summary_text","text":`...)
-			dst = translate.AppendString(dst, string(it.text))
+			dst = jsonx.AppendString(dst, string(it.text))
 			dst = append(dst, '}')
 			dst = e.endEvent(dst)
 		case itemMessage:
@@ -355,9 +356,9 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 		case itemFunctionCall:
 			dst = e.itemEventAt(dst, "response.function_call_arguments.done", it, i)
 			dst = append(dst, `"name":`...)
-			dst = translate.AppendString(dst, it.name)
+			dst = jsonx.AppendString(dst, it.name)
 			dst = append(dst, `,"arguments":`...)
-			dst = translate.AppendString(dst, string(it.text))
+			dst = jsonx.AppendString(dst, string(it.text))
 			dst = e.endEvent(dst)
 		}
 	}
@@ -415,7 +416,7 @@ func AppendErrorEvent(dst []byte, seq int, message, code, param string) []byte {
 	dst = append(dst, `,"code":`...)
 	dst = appendStringOrNull(dst, code)
 	dst = append(dst, `,"message":`...)
-	dst = translate.AppendString(dst, message)
+	dst = jsonx.AppendString(dst, message)
 	dst = append(dst, `,"param":`...)
 	dst = appendStringOrNull(dst, param)
 	return append(dst, "}\n\n"...)
@@ -427,11 +428,11 @@ func (e *Encoder) Status() string { return e.status }
 // AppendResponse appends the Response object in its current state.
 func (e *Encoder) AppendResponse(dst []byte) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = translate.AppendString(dst, e.id)
+	dst = jsonx.AppendString(dst, e.id)
 	dst = append(dst, `,"object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, e.created, 10)
 	dst = append(dst, `,"status":`...)
-	dst = translate.AppendString(dst, e.status)
+	dst = jsonx.AppendString(dst, e.status)
 	dst = append(dst, `,"background":false,"completed_at":`...)
 	if e.status == StatusCompleted {
 		dst = strconv.AppendInt(dst, e.completed, 10)
@@ -448,7 +449,7 @@ func (e *Encoder) AppendResponse(dst []byte) []byte {
 		dst = append(dst, `{"reason":"max_output_tokens"}`...)
 	}
 	dst = append(dst, `,"model":`...)
-	dst = translate.AppendString(dst, e.model)
+	dst = jsonx.AppendString(dst, e.model)
 	dst = append(dst, `,"output":`...)
 	dst = e.AppendOutput(dst)
 	dst = append(dst, ',')
@@ -482,13 +483,13 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 		status = `"completed"`
 	}
 	dst = append(dst, `{"id":`...)
-	dst = translate.AppendString(dst, it.id)
+	dst = jsonx.AppendString(dst, it.id)
 	switch it.kind {
 	case itemReasoning:
 		dst = append(dst, `,"type":"reasoning","summary":[`...)
 		if it.done {
 			dst = append(dst, `{"type":"summary_text","text":`...)
-			dst = translate.AppendString(dst, string(it.text))
+			dst = jsonx.AppendString(dst, string(it.text))
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -510,14 +511,14 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 		dst = append(dst, status...)
 		dst = append(dst, `,"arguments":`...)
 		if it.done {
-			dst = translate.AppendString(dst, string(it.text))
+			dst = jsonx.AppendString(dst, string(it.text))
 		} else {
 			dst = append(dst, `""`...)
 		}
 		dst = append(dst, `,"call_id":`...)
-		dst = translate.AppendString(dst, it.callID)
+		dst = jsonx.AppendString(dst, it.callID)
 		dst = append(dst, `,"name":`...)
-		dst = translate.AppendString(dst, it.name)
+		dst = jsonx.AppendString(dst, it.name)
 	}
 	return append(dst, '}')
 }
@@ -525,26 +526,26 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 func appendPart(dst []byte, p *part) []byte {
 	if p.refusal {
 		dst = append(dst, `{"type":"refusal","refusal":`...)
-		dst = translate.AppendString(dst, string(p.text))
+		dst = jsonx.AppendString(dst, string(p.text))
 		return append(dst, '}')
 	}
 	dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	dst = translate.AppendString(dst, string(p.text))
+	dst = jsonx.AppendString(dst, string(p.text))
 	return append(dst, '}')
 }
 
 func appendUsage(dst []byte, u translate.Usage) []byte {
 	dst = append(dst, `{"input_tokens":`...)
-	dst = translate.AppendInt(dst, u.PromptTokens)
+	dst = jsonx.AppendInt(dst, u.PromptTokens)
 	dst = append(dst, `,"input_tokens_details":{"cached_tokens":`...)
-	dst = translate.AppendInt(dst, u.CachedTokens)
+	dst = jsonx.AppendInt(dst, u.CachedTokens)
 	dst = append(dst, `,"cache_write_tokens":`...)
-	dst = translate.AppendInt(dst, u.CacheCreationTokens)
+	dst = jsonx.AppendInt(dst, u.CacheCreationTokens)
 	dst = append(dst, `},"output_tokens":`...)
-	dst = translate.AppendInt(dst, u.CompletionTokens)
+	dst = jsonx.AppendInt(dst, u.CompletionTokens)
 	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":`...)
-	dst = translate.AppendInt(dst, u.ReasoningTokens)
+	dst = jsonx.AppendInt(dst, u.ReasoningTokens)
 	dst = append(dst, `},"total_tokens":`...)
-	dst = translate.AppendInt(dst, u.PromptTokens+u.CompletionTokens)
+	dst = jsonx.AppendInt(dst, u.PromptTokens+u.CompletionTokens)
 	return append(dst, '}')
 }

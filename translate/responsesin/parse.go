@@ -5,7 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 	"github.com/tidwall/gjson"
 )
 
@@ -79,7 +81,7 @@ func Parse(body []byte) (*Request, error) {
 	if !root.IsObject() {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
-	if err := checkMembers(root, "", topLevelFields); err != nil {
+	if err := members.Check(root, "", topLevelFields); err != nil {
 		return nil, err
 	}
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
@@ -204,7 +206,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		switch {
 		case v.Type == gjson.String:
 			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
-			r.Input = string(append(translate.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
+			r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
 		case v.IsArray():
 			msgs, err := p.items(v, "input")
 			if err != nil {
@@ -269,7 +271,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		}
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
-		if err := checkMembers(v, "text", textFields); err != nil {
+		if err := members.Check(v, "text", textFields); err != nil {
 			return err
 		}
 		if !v.IsObject() {
@@ -278,7 +280,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 		p.text = v.Raw
 		return p.format(v.Get("format"))
 	case "reasoning":
-		if err := checkMembers(v, "reasoning", reasonFields); err != nil {
+		if err := members.Check(v, "reasoning", reasonFields); err != nil {
 			return err
 		}
 		if !v.IsObject() {
@@ -375,7 +377,7 @@ func (p *parser) toolList(v gjson.Result) error {
 	var err error
 	v.ForEach(func(i, t gjson.Result) bool {
 		param := index("tools", int(i.Int()))
-		if err = checkMembers(t, param, toolFields); err != nil {
+		if err = members.Check(t, param, toolFields); err != nil {
 			return false
 		}
 		if !t.IsObject() {
@@ -424,7 +426,7 @@ func (p *parser) choice(v gjson.Result) error {
 		}
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
-	if err := checkMembers(v, "tool_choice", choiceFields); err != nil {
+	if err := members.Check(v, "tool_choice", choiceFields); err != nil {
 		return err
 	}
 	if !v.IsObject() {
@@ -449,7 +451,7 @@ func (p *parser) format(f gjson.Result) error {
 	if !f.Exists() || f.Type == gjson.Null {
 		return nil
 	}
-	if err := checkMembers(f, "text.format", formatFields); err != nil {
+	if err := members.Check(f, "text.format", formatFields); err != nil {
 		return err
 	}
 	rf := &p.r.Core.ResponseFormat
@@ -504,7 +506,7 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 	}
 	arr.ForEach(func(i, it gjson.Result) bool {
 		param := index(base, int(i.Int()))
-		if err = checkMembers(it, param, itemFields); err != nil {
+		if err = members.Check(it, param, itemFields); err != nil {
 			return false
 		}
 		if !it.IsObject() {
@@ -573,7 +575,7 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 			}
 			s.ForEach(func(j, part gjson.Result) bool {
 				pp := index(param+".summary", int(j.Int()))
-				if err = checkMembers(part, pp, summaryFields); err != nil {
+				if err = members.Check(part, pp, summaryFields); err != nil {
 					return false
 				}
 				if t := part.Get("text"); t.Type == gjson.String {
@@ -637,7 +639,7 @@ func (p *parser) parts(arr gjson.Result, base, role string) ([]translate.Part, e
 	var err error
 	arr.ForEach(func(i, v gjson.Result) bool {
 		param := index(base, int(i.Int()))
-		if err = checkMembers(v, param, partFields); err != nil {
+		if err = members.Check(v, param, partFields); err != nil {
 			return false
 		}
 		typ := v.Get("type").Str
@@ -700,57 +702,57 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	r, c := p.r, p.r.Core
 	dst = append(dst, `"instructions":`...)
 	if r.instructions != "" {
-		dst = translate.AppendString(dst, r.instructions)
+		dst = jsonx.AppendString(dst, r.instructions)
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"max_output_tokens":`...)
 	if c.MaxTokens > 0 {
-		dst = translate.AppendInt(dst, c.MaxTokens)
+		dst = jsonx.AppendInt(dst, c.MaxTokens)
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"metadata":`...)
-	dst = translate.AppendRawOr(dst, p.metadata, "{}")
+	dst = jsonx.AppendRawOr(dst, p.metadata, "{}")
 	dst = append(dst, `,"parallel_tool_calls":`...)
-	dst = translate.AppendBool(dst, p.parallel == nil || *p.parallel)
+	dst = jsonx.AppendBool(dst, p.parallel == nil || *p.parallel)
 	dst = append(dst, `,"previous_response_id":`...)
 	if r.PreviousResponseID != "" {
-		dst = translate.AppendString(dst, r.PreviousResponseID)
+		dst = jsonx.AppendString(dst, r.PreviousResponseID)
 	} else {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, `,"reasoning":`...)
-	dst = translate.AppendRawOr(dst, p.reasoning, "null")
+	dst = jsonx.AppendRawOr(dst, p.reasoning, "null")
 	if p.safetyID != "" {
 		dst = append(dst, `,"safety_identifier":`...)
-		dst = translate.AppendString(dst, p.safetyID)
+		dst = jsonx.AppendString(dst, p.safetyID)
 	}
 	dst = append(dst, `,"store":`...)
-	dst = translate.AppendBool(dst, r.Store)
+	dst = jsonx.AppendBool(dst, r.Store)
 	dst = append(dst, `,"temperature":`...)
 	if c.Temperature != nil {
-		dst = translate.AppendFloat(dst, *c.Temperature)
+		dst = jsonx.AppendFloat(dst, *c.Temperature)
 	} else {
 		dst = append(dst, "1"...)
 	}
 	dst = append(dst, `,"text":`...)
-	dst = translate.AppendRawOr(dst, p.text, `{"format":{"type":"text"}}`)
+	dst = jsonx.AppendRawOr(dst, p.text, `{"format":{"type":"text"}}`)
 	dst = append(dst, `,"tool_choice":`...)
-	dst = translate.AppendRawOr(dst, p.toolChoice, `"auto"`)
+	dst = jsonx.AppendRawOr(dst, p.toolChoice, `"auto"`)
 	dst = append(dst, `,"tools":`...)
 	dst = p.appendTools(dst)
 	dst = append(dst, `,"top_p":`...)
 	if c.TopP != nil {
-		dst = translate.AppendFloat(dst, *c.TopP)
+		dst = jsonx.AppendFloat(dst, *c.TopP)
 	} else {
 		dst = append(dst, "1"...)
 	}
 	dst = append(dst, `,"truncation":`...)
-	dst = translate.AppendRawOr(dst, p.truncation, `"disabled"`)
+	dst = jsonx.AppendRawOr(dst, p.truncation, `"disabled"`)
 	if p.user != "" {
 		dst = append(dst, `,"user":`...)
-		dst = translate.AppendString(dst, p.user)
+		dst = jsonx.AppendString(dst, p.user)
 	}
 	return dst
 }
@@ -773,13 +775,13 @@ func (p *parser) appendTools(dst []byte) []byte {
 		tool := &p.r.Core.Tools[fn]
 		fn++
 		dst = append(dst, `{"type":"function","name":`...)
-		dst = translate.AppendString(dst, tool.Name)
+		dst = jsonx.AppendString(dst, tool.Name)
 		dst = append(dst, `,"description":`...)
 		dst = appendStringOrNull(dst, tool.Description)
 		dst = append(dst, `,"parameters":`...)
-		dst = translate.AppendRawOr(dst, tool.Parameters, "null")
+		dst = jsonx.AppendRawOr(dst, tool.Parameters, "null")
 		dst = append(dst, `,"strict":`...)
-		dst = translate.AppendBool(dst, tool.Strict == nil || *tool.Strict)
+		dst = jsonx.AppendBool(dst, tool.Strict == nil || *tool.Strict)
 		dst = append(dst, '}')
 		return true
 	})
@@ -790,7 +792,7 @@ func appendStringOrNull(dst []byte, s string) []byte {
 	if s == "" {
 		return append(dst, "null"...)
 	}
-	return translate.AppendString(dst, s)
+	return jsonx.AppendString(dst, s)
 }
 
 // appendChatBody appends the settings of c as a chat completions body without messages,
@@ -799,38 +801,38 @@ func appendStringOrNull(dst []byte, s string) []byte {
 // sets it).
 func appendChatBody(dst []byte, c *translate.Request) []byte {
 	dst = append(dst, `{"model":`...)
-	dst = translate.AppendString(dst, c.Model)
+	dst = jsonx.AppendString(dst, c.Model)
 	if c.ParallelToolCalls != nil && len(c.Tools) > 0 {
 		dst = append(dst, `,"parallel_tool_calls":`...)
-		dst = translate.AppendBool(dst, *c.ParallelToolCalls)
+		dst = jsonx.AppendBool(dst, *c.ParallelToolCalls)
 	}
 	if c.MaxTokens > 0 {
 		dst = append(dst, `,"max_completion_tokens":`...)
-		dst = translate.AppendInt(dst, c.MaxTokens)
+		dst = jsonx.AppendInt(dst, c.MaxTokens)
 	}
 	if c.Temperature != nil {
 		dst = append(dst, `,"temperature":`...)
-		dst = translate.AppendFloat(dst, *c.Temperature)
+		dst = jsonx.AppendFloat(dst, *c.Temperature)
 	}
 	if c.TopP != nil {
 		dst = append(dst, `,"top_p":`...)
-		dst = translate.AppendFloat(dst, *c.TopP)
+		dst = jsonx.AppendFloat(dst, *c.TopP)
 	}
 	if rf := &c.ResponseFormat; rf.Type != "" {
 		dst = append(dst, `,"response_format":{"type":`...)
-		dst = translate.AppendString(dst, rf.Type)
+		dst = jsonx.AppendString(dst, rf.Type)
 		if rf.Type == translate.FormatJSONSchema {
 			dst = append(dst, `,"json_schema":{"name":`...)
-			dst = translate.AppendString(dst, rf.Name)
+			dst = jsonx.AppendString(dst, rf.Name)
 			if rf.Description != "" {
 				dst = append(dst, `,"description":`...)
-				dst = translate.AppendString(dst, rf.Description)
+				dst = jsonx.AppendString(dst, rf.Description)
 			}
 			dst = append(dst, `,"schema":`...)
-			dst = translate.AppendRawOr(dst, rf.Schema, "{}")
+			dst = jsonx.AppendRawOr(dst, rf.Schema, "{}")
 			if rf.Strict != nil {
 				dst = append(dst, `,"strict":`...)
-				dst = translate.AppendBool(dst, *rf.Strict)
+				dst = jsonx.AppendBool(dst, *rf.Strict)
 			}
 			dst = append(dst, '}')
 		}
@@ -838,11 +840,11 @@ func appendChatBody(dst []byte, c *translate.Request) []byte {
 	}
 	if c.ReasoningEffort != "" {
 		dst = append(dst, `,"reasoning_effort":`...)
-		dst = translate.AppendString(dst, c.ReasoningEffort)
+		dst = jsonx.AppendString(dst, c.ReasoningEffort)
 	}
 	if c.User != "" {
 		dst = append(dst, `,"user":`...)
-		dst = translate.AppendString(dst, c.User)
+		dst = jsonx.AppendString(dst, c.User)
 	}
 	if c.Stream {
 		dst = append(dst, `,"stream":true`...)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -138,7 +140,7 @@ func TestParse_ChatBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up", Stream: true})
+	body, err := openai.New().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up", Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestPrepend(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+	chat, err := openai.New().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
 	if err != nil || !strings.Contains(string(chat), `"answer"`) {
 		t.Errorf("chat body lacks the earlier turn (%v): %s", err, chat)
 	}
@@ -248,11 +250,11 @@ func FuzzParse(f *testing.F) {
 		if r.Translatable() != nil {
 			return
 		}
-		chat, err := translate.OpenAIChat().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
+		chat, err := openai.New().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})
 		if err != nil {
 			t.Fatalf("accepted %s, but the chat provider refuses it: %v", body, err)
 		}
-		if _, err := translate.ParseRequest(chat); err != nil {
+		if _, err := openaichat.ParseRequest(chat); err != nil {
 			t.Fatalf("accepted %s, but its chat body does not parse: %v\n%s", body, err, chat)
 		}
 	})

@@ -10,9 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/sse"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/responses"
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -58,10 +62,10 @@ var upstreams = []struct {
 	dir      string
 	provider translate.Provider
 }{
-	{"anthropic/stream", translate.Anthropic()},
-	{"gemini/stream", translate.Gemini()},
-	{"openai-chat/stream", translate.OpenAIChat()},
-	{"responses/stream", translate.Responses()},
+	{"anthropic/stream", anthropic.New()},
+	{"gemini/stream", gemini.New()},
+	{"openai-chat/stream", openai.New()},
+	{"responses/stream", responses.New()},
 }
 
 func mustParse(t testing.TB, body string) *Request {
@@ -347,10 +351,10 @@ func TestCompleteGoldens(t *testing.T) {
 		dir      string
 		provider translate.Provider
 	}{
-		{"anthropic/json", translate.Anthropic()},
-		{"gemini/json", translate.Gemini()},
-		{"openai-chat/json", translate.OpenAIChat()},
-		{"responses/json", translate.Responses()},
+		{"anthropic/json", anthropic.New()},
+		{"gemini/json", gemini.New()},
+		{"openai-chat/json", openai.New()},
+		{"responses/json", responses.New()},
 	}
 	for _, d := range dirs {
 		files, _ := filepath.Glob(filepath.Join(fixturesDir, d.dir, "*.json"))
@@ -515,7 +519,7 @@ func BenchmarkReplayRecording(b *testing.B) {
 	stream := readFixture(b, "anthropic/stream/parallel-tool-use.mirascope.sse")
 	events := bytes.Count(stream, []byte("\n\n"))
 	req := mustParse(b, `{"model":"client-model","input":"hi","stream":true}`)
-	p := translate.Anthropic()
+	p := anthropic.New()
 	var out []byte
 	b.ReportAllocs()
 	b.ResetTimer()

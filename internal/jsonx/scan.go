@@ -1,0 +1,670 @@
+package jsonx
+
+import (
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Kind is the type of a scanned JSON value.
+type Kind uint8
+
+const (
+	Missing Kind = iota // no value: the key was absent
+	Null
+	False
+	True
+	Number
+	String
+	Object
+	Array
+)
+
+// Value is one JSON value read by a Scanner. Its zero value is Missing.
+type Value struct {
+	Kind Kind
+	// Raw is the value's JSON text, the substring of the scanned input at offset At.
+	Raw string
+	At  int
+	// Str is the decoded value of a string and "" for every other kind.
+	Str string
+}
+
+// Float returns a number's value; a number too large for a float64 is ±Inf.
+func (v Value) Float() float64 {
+	f, _ := strconv.ParseFloat(v.Raw, 64) // the scanner checked the grammar
+	return f
+}
+
+// IsBool reports whether v is true or false.
+func (v Value) IsBool() bool { return v.Kind == True || v.Kind == False }
+
+// Scanner reads JSON from a string in one pass, checking the syntax against RFC 8259
+// as it goes. It is the gateway's one JSON reader: the request parser and the upstream
+// decoders walk their input with it. Like gjson.Valid, it does not check that the bytes
+// inside strings are UTF-8 (the request parser checks the whole body first), and escaped
+// UTF-16 surrogates need not pair up (they decode to U+FFFD, as with encoding/json).
+//
+// Strings without escapes are returned as substrings of the input. Strings with escapes
+// are decoded into an arena: memory the scanner only ever appends to until the next
+// Reset, so every string it returns stays valid and unchanged until then.
+//
+// A method that fails marks the scanner failed (Failed) and returns false; the position
+// is then unspecified. A Scanner is not safe for concurrent use.
+type Scanner struct {
+	s   string
+	i   int
+	err bool
+	// key is the name of the object member NextField moved to.
+	key   string
+	arena []byte
+}
+
+// NewScanner returns a scanner at the start of s.
+func NewScanner(s string) Scanner { return Scanner{s: s} }
+
+// Reset moves the scanner to the start of s and clears its failure. It keeps the arena's
+// memory, so strings decoded before the Reset may change: a stream decoder resets one
+// scanner per event, and an Event's strings live for one event.
+func (sc *Scanner) Reset(s string) {
+	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
+	sc.arena = sc.arena[:0]
+}
+
+// Input returns the text being scanned.
+func (sc *Scanner) Input() string { return sc.s }
+
+// Pos returns the cursor's offset in the input.
+func (sc *Scanner) Pos() int { return sc.i }
+
+// Seek moves the cursor to offset i, which must be the start of a value the scanner has
+// already checked (a Value's At) or a position Pos returned.
+func (sc *Scanner) Seek(i int) { sc.i = i }
+
+// Failed reports whether a syntax error was found.
+func (sc *Scanner) Failed() bool { return sc.err }
+
+// Key returns the name of the object member NextField moved to.
+func (sc *Scanner) Key() string { return sc.key }
+
+func (sc *Scanner) fail() bool {
+	sc.err = true
+	return false
+}
+
+// Peek skips whitespace and returns the next byte, or 0 at the end of the input.
+func (sc *Scanner) Peek() byte {
+	for sc.i < len(sc.s) {
+		switch c := sc.s[sc.i]; c {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// AtEnd reports whether only whitespace is left.
+func (sc *Scanner) AtEnd() bool {
+	sc.Peek()
+	return sc.i == len(sc.s)
+}
+
+// NextField moves to the next member of the object at the cursor. With *n == 0 it reads
+// the opening '{', later the ',' or the closing '}'; it counts members in *n. It returns
+// false after the closing '}' or on a syntax error. Otherwise Key returns the member's name
+// and the cursor is at its value, which the caller must read before the next call.
+func (sc *Scanner) NextField(n *int) bool {
+	c := sc.Peek()
+	if *n == 0 {
+		if c != '{' {
+			return sc.fail()
+		}
+		sc.i++
+		if c = sc.Peek(); c == '}' {
+			sc.i++
+			return false
+		}
+	} else {
+		if c == '}' {
+			sc.i++
+			return false
+		}
+		if c != ',' {
+			return sc.fail()
+		}
+		sc.i++
+		c = sc.Peek()
+	}
+	*n++
+	if c != '"' {
+		return sc.fail()
+	}
+	k, ok := sc.Str()
+	if !ok {
+		return false
+	}
+	if sc.Peek() != ':' {
+		return sc.fail()
+	}
+	sc.i++
+	sc.key = k
+	return true
+}
+
+// NextElem is NextField for arrays: it returns true with the cursor at element *n-1.
+func (sc *Scanner) NextElem(n *int) bool {
+	c := sc.Peek()
+	if *n == 0 {
+		if c != '[' {
+			return sc.fail()
+		}
+		sc.i++
+		if sc.Peek() == ']' {
+			sc.i++
+			return false
+		}
+	} else {
+		if c == ']' {
+			sc.i++
+			return false
+		}
+		if c != ',' {
+			return sc.fail()
+		}
+		sc.i++
+	}
+	*n++
+	return true
+}
+
+// Value reads the value at the cursor into v; objects and arrays are checked and
+// skipped, their text left in v.Raw.
+func (sc *Scanner) Value(v *Value) bool {
+	c := sc.Peek()
+	at := sc.i
+	var kind Kind
+	var ok bool
+	switch c {
+	case '"':
+		str, ok := sc.Str()
+		if !ok {
+			return false
+		}
+		*v = Value{Kind: String, Raw: sc.s[at:sc.i], At: at, Str: str}
+		return true
+	case '{', '[':
+		kind, ok = Object, sc.Skip()
+		if c == '[' {
+			kind = Array
+		}
+	case 't':
+		kind, ok = True, sc.Literal("true")
+	case 'f':
+		kind, ok = False, sc.Literal("false")
+	case 'n':
+		kind, ok = Null, sc.Literal("null")
+	default:
+		kind, ok = Number, sc.number()
+	}
+	if !ok {
+		return false
+	}
+	*v = Value{Kind: kind, Raw: sc.s[at:sc.i], At: at}
+	return true
+}
+
+// First reads the value at the cursor into v unless v already holds one, in which case
+// it skips it: gjson's Get semantics, where the first of duplicate keys wins.
+func (sc *Scanner) First(v *Value) bool {
+	if v.Kind != Missing {
+		return sc.Skip()
+	}
+	return sc.Value(v)
+}
+
+// Skip reads past the value at the cursor, checking its syntax. It does not recurse, so
+// deep nesting costs heap for the stack of open brackets, not goroutine stack.
+func (sc *Scanner) Skip() bool {
+	var buf [32]byte
+	open := buf[:0] // the closing bracket of each open container
+	for {
+		// A value is expected.
+		switch sc.Peek() {
+		case '{':
+			sc.i++
+			if sc.Peek() == '}' {
+				sc.i++
+				break
+			}
+			if !sc.skipKey() {
+				return false
+			}
+			open = append(open, '}')
+			continue
+		case '[':
+			sc.i++
+			if sc.Peek() == ']' {
+				sc.i++
+				break
+			}
+			open = append(open, ']')
+			continue
+		default:
+			if !sc.scalar() {
+				return false
+			}
+		}
+		// A value ended: close containers until one continues with a comma.
+		for {
+			if len(open) == 0 {
+				return true
+			}
+			c, end := sc.Peek(), open[len(open)-1]
+			if c == ',' {
+				sc.i++
+				if end == '}' && !sc.skipKey() {
+					return false
+				}
+				break
+			}
+			if c != end {
+				return sc.fail()
+			}
+			sc.i++
+			open = open[:len(open)-1]
+		}
+	}
+}
+
+// skipKey reads an object member's name and the colon after it.
+func (sc *Scanner) skipKey() bool {
+	if sc.Peek() != '"' || !sc.SkipString() {
+		return sc.fail()
+	}
+	if sc.Peek() != ':' {
+		return sc.fail()
+	}
+	sc.i++
+	return true
+}
+
+// scalar reads past a string, number or literal.
+func (sc *Scanner) scalar() bool {
+	switch sc.Peek() {
+	case '"':
+		return sc.SkipString()
+	case 't':
+		return sc.Literal("true")
+	case 'f':
+		return sc.Literal("false")
+	case 'n':
+		return sc.Literal("null")
+	}
+	return sc.number()
+}
+
+// Literal reads past word (true, false or null) at the cursor.
+func (sc *Scanner) Literal(word string) bool {
+	if !strings.HasPrefix(sc.s[sc.i:], word) {
+		return sc.fail()
+	}
+	sc.i += len(word)
+	return true
+}
+
+// number reads past a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (sc *Scanner) number() bool {
+	s, i := sc.s, sc.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i+1)
+	default:
+		return sc.fail()
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return sc.fail()
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return sc.fail()
+		}
+		i = j
+	}
+	sc.i = i
+	return true
+}
+
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// Str reads the string at the cursor, which is at its opening quote, and returns its
+// decoded value.
+func (sc *Scanner) Str() (string, bool) {
+	start := sc.i + 1
+	end, esc := sc.stringEnd(start)
+	if end < 0 {
+		return "", sc.fail()
+	}
+	sc.i = end + 1
+	if !esc {
+		return sc.s[start:end], true
+	}
+	return sc.unescape(sc.s[start:end], len(sc.s)-start), true
+}
+
+// SkipString reads past the string at the cursor, which is at its opening quote.
+func (sc *Scanner) SkipString() bool {
+	end, _ := sc.stringEnd(sc.i + 1)
+	if end < 0 {
+		return sc.fail()
+	}
+	sc.i = end + 1
+	return true
+}
+
+// stringEnd returns the offset of the closing quote of the string whose contents start
+// at i, or -1 if the string is malformed, and whether it contains escapes.
+func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
+	s := sc.s
+	for {
+		i = plainPrefix(s, i)
+		if i >= len(s) {
+			return -1, esc
+		}
+		switch c := s[i]; {
+		case c == '"':
+			return i, esc
+		case c == '\\':
+			esc = true
+			if i+1 >= len(s) {
+				return -1, esc
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+					return -1, esc
+				}
+				i += 6
+			default:
+				return -1, esc
+			}
+		default: // a control character
+			return -1, esc
+		}
+	}
+}
+
+// plainPrefix returns the offset of the first byte at or after i that is a quote, a
+// backslash or a control character, or len(s). It looks at eight bytes at a time.
+func plainPrefix(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q := w ^ (ones * '"')
+		b := w ^ (ones * '\\')
+		// A byte's high bit is set in the first term if that byte is '"', in the second
+		// if '\\', in the third if below 0x20; &^ w drops bytes at or above 0x80. A borrow
+		// can set bits above a match but never below one, so the lowest bit is exact.
+		if m := ((q - ones) | (b - ones) | (w - ones*0x20)) &^ w & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func hex4(s string) rune {
+	var r rune
+	for i := range 4 {
+		c := s[i]
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// unescape decodes raw, the checked contents of a string with escapes, into the arena.
+// bound is an upper bound on the bytes the rest of the scan will decode, so the arena is
+// sized once for a whole request. It decodes as encoding/json does: an escaped high
+// surrogate followed by an escaped low one is one character, any other surrogate is U+FFFD
+// (gjson, which the parser used before, took any following \u escape as the pair and so
+// lost the character after a lone surrogate).
+func (sc *Scanner) unescape(raw string, bound int) string {
+	if cap(sc.arena)-len(sc.arena) < len(raw) {
+		size := min(max(2*cap(sc.arena), 512), bound)
+		sc.arena = make([]byte, 0, max(size, len(raw)))
+	}
+	buf := sc.arena
+	start := len(buf)
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			buf = append(buf, c)
+			continue
+		}
+		i++
+		switch c = raw[i]; c {
+		case 'b':
+			buf = append(buf, '\b')
+		case 'f':
+			buf = append(buf, '\f')
+		case 'n':
+			buf = append(buf, '\n')
+		case 'r':
+			buf = append(buf, '\r')
+		case 't':
+			buf = append(buf, '\t')
+		case 'u':
+			r := hex4(raw[i+1:])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				// A surrogate pairs only with a following escaped low surrogate; alone it
+				// is U+FFFD, and whatever follows is decoded on its own.
+				next := rune(-1)
+				if len(raw)-i > 6 && raw[i+1] == '\\' && raw[i+2] == 'u' {
+					next = hex4(raw[i+3:])
+				}
+				if d := utf16.DecodeRune(r, next); d != utf8.RuneError {
+					r, i = d, i+6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		default: // '"', '\\' or '/'
+			buf = append(buf, c)
+		}
+	}
+	sc.arena = buf
+	return View(buf[start:])
+}
+
+// Valid reports whether s is one JSON value with optional whitespace around it.
+func Valid(s string) bool {
+	sc := Scanner{s: s}
+	return sc.Skip() && sc.AtEnd()
+}
+
+// Unquote returns the value of the JSON string literal raw, which a Scanner has checked
+// (a Value's Raw),
+// "" if raw is not one. A string without escapes is returned as a substring of raw;
+// one with escapes is decoded into the scanner's arena, like Str.
+func (sc *Scanner) Unquote(raw string) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return ""
+	}
+	s := raw[1 : len(raw)-1]
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	return sc.unescape(s, len(s))
+}
+
+// Root reads the whole input as one JSON value, checking its syntax, and returns it;
+// ok is false when the input is not exactly one JSON value (Valid). Get, Path and Each
+// then walk into it.
+func (sc *Scanner) Root() (v Value, ok bool) {
+	sc.i, sc.err = 0, false
+	if !sc.Value(&v) || !sc.AtEnd() {
+		return Value{}, false
+	}
+	return v, true
+}
+
+// RootMembers is Root for a stream event: in the same single pass that checks the
+// input it reads the members named in keys, the first of each name, into vals at the
+// key's index (the others stay Missing); a scalar or an array has no members. ok is false
+// when the input is not exactly one JSON value.
+func (sc *Scanner) RootMembers(keys []string, vals []Value) (root Value, ok bool) {
+	sc.i, sc.err = 0, false
+	c := sc.Peek()
+	if c != '{' {
+		return sc.Root()
+	}
+	at := sc.i
+	if !sc.members(keys, vals) || !sc.AtEnd() {
+		return Value{}, false
+	}
+	return Value{Kind: Object, Raw: sc.s[at:sc.i], At: at}, true
+}
+
+func (sc *Scanner) members(keys []string, vals []Value) bool {
+	for n := 0; sc.NextField(&n); {
+		j := 0
+		for j < len(keys) && keys[j] != sc.key {
+			j++
+		}
+		var ok bool
+		if j < len(keys) {
+			ok = sc.First(&vals[j])
+		} else {
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.err
+}
+
+// Get returns the value of member key of obj, the first such member when the key repeats
+// (gjson's rule), or a Missing value; a value that is not an object has no members. A
+// string's Str is decoded into the arena. obj must come from this scanner (Root, Get,
+// Each); Get moves the cursor.
+func (sc *Scanner) Get(obj Value, key string) Value {
+	var v Value
+	if obj.Kind != Object {
+		return v
+	}
+	sc.i = obj.At
+	for n := 0; sc.NextField(&n); {
+		if sc.key == key {
+			sc.Value(&v)
+			return v
+		}
+		if !sc.Skip() {
+			break
+		}
+	}
+	return v
+}
+
+// Path is Get through nested objects: Path(v, "delta", "type") is the member type of the
+// member delta of v.
+func (sc *Scanner) Path(v Value, keys ...string) Value {
+	for _, k := range keys {
+		if v = sc.Get(v, k); v.Kind == Missing {
+			break
+		}
+	}
+	return v
+}
+
+// Each calls fn with each member of the object v, or each element (key "") of the array
+// v, until fn returns false. fn may walk into the value it gets (Get, Each); Each keeps
+// its own place. A scalar has no members. v must come from this scanner.
+func (sc *Scanner) Each(v Value, fn func(key string, v Value) bool) {
+	var el Value
+	switch v.Kind {
+	case Object:
+		sc.i = v.At
+		for n := 0; sc.NextField(&n); {
+			k := sc.key
+			if !sc.Value(&el) {
+				return
+			}
+			resume := sc.i
+			if !fn(k, el) {
+				return
+			}
+			sc.i = resume
+		}
+	case Array:
+		sc.i = v.At
+		for n := 0; sc.NextElem(&n); {
+			if !sc.Value(&el) {
+				return
+			}
+			resume := sc.i
+			if !fn("", el) {
+				return
+			}
+			sc.i = resume
+		}
+	}
+}
+
+// Int returns a number's value truncated to an int64, 0 for any other kind or a number
+// out of range (gjson's Int without the float fallback for huge values).
+func (v Value) Int() int64 {
+	if v.Kind != Number {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
+		return n
+	}
+	return int64(v.Float())
+}
+
+// Exists reports whether the value was present.
+func (v Value) Exists() bool { return v.Kind != Missing }

@@ -1,0 +1,165 @@
+package jsonx
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// validJSONCases are inputs validJSON must judge as RFC 8259 does, except that strings may
+// hold bytes that are not UTF-8.
+var validJSONCases = []struct {
+	name string
+	in   string
+	want bool
+}{
+	{name: "empty", in: ``, want: false},
+	{name: "only space", in: " \t\r\n", want: false},
+	{name: "object", in: `{"a":1}`, want: true},
+	{name: "space around", in: " \t\r\n{ \"a\" : [ 1 , 2 ] }\r\n ", want: true},
+	{name: "scalars at top", in: `"x"`, want: true},
+	{name: "trailing comma in object", in: `{"a":1,}`, want: false},
+	{name: "trailing comma in array", in: `[1,]`, want: false},
+	{name: "leading comma", in: `[,1]`, want: false},
+	{name: "missing comma", in: `[1 2]`, want: false},
+	{name: "missing colon", in: `{"a" 1}`, want: false},
+	{name: "unquoted key", in: `{a:1}`, want: false},
+	{name: "two values", in: `{}{}`, want: false},
+	{name: "unclosed", in: `{"a":[1}`, want: false},
+	{name: "form feed is not space", in: "\f{}", want: false},
+	{name: "leading zero", in: `01`, want: false},
+	{name: "minus zero", in: `-0`, want: true},
+	{name: "bare minus", in: `-`, want: false},
+	{name: "fraction without digits", in: `1.`, want: false},
+	{name: "fraction without int", in: `.5`, want: false},
+	{name: "exponent without digits", in: `1e+`, want: false},
+	{name: "number forms", in: `[0,-1,1.5,1e5,1E-5,-0.0e+0]`, want: true},
+	{name: "plus sign", in: `+1`, want: false},
+	{name: "literals", in: `[true,false,null]`, want: true},
+	{name: "short literal", in: `[tru]`, want: false},
+	{name: "capital literal", in: `True`, want: false},
+	{name: "escapes", in: `"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"`, want: true},
+	{name: "bad escape", in: `"\x"`, want: false},
+	{name: "short unicode escape", in: `"\u12"`, want: false},
+	{name: "non-hex unicode escape", in: `"\u12g4"`, want: false},
+	{name: "lone surrogate", in: `"\ud800"`, want: true},
+	{name: "control character", in: "\"a\tb\"", want: false},
+	{name: "raw DEL", in: "\"\x7f\"", want: true},
+	{name: "invalid UTF-8", in: "\"\xff\xfe\"", want: true},
+	{name: "unterminated string", in: `"abc`, want: false},
+	{name: "escape at end", in: `"abc\`, want: false},
+	{name: "NUL outside strings", in: "{}\x00", want: false},
+	{name: "deep nesting", in: deep(1000), want: true},
+}
+
+func deep(n int) string {
+	b := make([]byte, 0, 4*n+1)
+	for range n {
+		b = append(b, `[{"a":`...)
+	}
+	b = append(b, '1')
+	for range n {
+		b = append(b, "}]"...)
+	}
+	return string(b)
+}
+
+func TestValidJSON(t *testing.T) {
+	for _, tt := range validJSONCases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Valid(tt.in); got != tt.want {
+				t.Errorf("Valid(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+			if ref := gjson.Valid(tt.in); ref != tt.want {
+				t.Errorf("gjson.Valid(%q) = %v, want %v", tt.in, ref, tt.want)
+			}
+		})
+	}
+}
+
+// TestJSONScanner_Strings pins decoding: substrings when there is nothing to decode, and
+// encoding/json's decoding of escapes (an unpaired surrogate is U+FFFD, and the escape
+// after it is its own character) otherwise. Bytes that are not UTF-8 are kept as they are.
+func TestJSONScanner_Strings(t *testing.T) {
+	for _, raw := range []string{
+		`""`, `"plain"`, `"caf` + "\xc3\xa9" + `"`, `"a\nb"`, `"\"\\\/\b\f\n\r\t"`,
+		`"\u00e9\u4e2d\ud83d\ude00"`, `"\ud800"`, `"\ud800x"`, `"\ud800\u0041"`, `"\udc00\ud800"`,
+		`"\ud800\n"`, `"\ud83d\ude00\ud83d"`, `"x\u0000y"`, `"` + "\xff" + `\n"`,
+	} {
+		sc := Scanner{s: raw}
+		var v Value
+		if !sc.Value(&v) {
+			t.Errorf("%s: not read", raw)
+			continue
+		}
+		if want := decodeString(raw); v.Str != want {
+			t.Errorf("%s: decoded %q, encoding/json %q", raw, v.Str, want)
+		}
+		if v.Raw != raw || v.Kind != String {
+			t.Errorf("%s: raw %q kind %d", raw, v.Raw, v.Kind)
+		}
+	}
+}
+
+// FuzzValidJSONMatchesGJSON: Valid agrees with gjson.Valid, and every string the
+// scanner decodes agrees with encoding/json's decoding.
+func FuzzValidJSONMatchesGJSON(f *testing.F) {
+	for _, tt := range validJSONCases {
+		f.Add([]byte(tt.in))
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \ud83d\ude00\n"}],"stream":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := string(b)
+		if got, want := Valid(s), gjson.Valid(s); got != want {
+			t.Fatalf("Valid(%q) = %v, gjson.Valid %v", s, got, want)
+		}
+		if len(s) > 0 && s[0] == '"' {
+			sc := Scanner{s: s}
+			if str, ok := sc.Str(); ok {
+				if want := decodeString(s[:sc.i]); str != want {
+					t.Fatalf("%q decoded %q, encoding/json %q", s[:sc.i], str, want)
+				}
+			}
+		}
+	})
+}
+
+// decodeString is encoding/json's value of the string literal raw, except that bytes that
+// are not UTF-8 stay as they are (the scanner does not check them; encoding/json would
+// make each U+FFFD).
+func decodeString(raw string) string {
+	if !utf8.ValidString(raw) {
+		// Decode with a placeholder for each invalid byte, then put the bytes back.
+		var b strings.Builder
+		var bad []byte
+		for i := 0; i < len(raw); {
+			r, n := utf8.DecodeRuneInString(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				bad = append(bad, raw[i])
+				b.WriteString(`\u0000`)
+			} else {
+				b.WriteString(raw[i : i+n])
+			}
+			i += n
+		}
+		s := decodeString(b.String())
+		var out strings.Builder
+		for _, r := range s {
+			if r == 0 && len(bad) > 0 {
+				out.WriteByte(bad[0])
+				bad = bad[1:]
+				continue
+			}
+			out.WriteRune(r)
+		}
+		return out.String()
+	}
+	var s string
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return "<invalid: " + err.Error() + ">"
+	}
+	return s
+}

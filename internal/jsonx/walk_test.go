@@ -1,0 +1,134 @@
+package jsonx
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+)
+
+func TestScanner_GetPathEach(t *testing.T) {
+	const doc = ` {"a":{"b":"x\ny","n":-12},"a":{"b":"second"},"arr":[1,{"k":"v"},"s"],"esc\u0041":true} `
+	sc := NewScanner(doc)
+	root, ok := sc.Root()
+	if !ok {
+		t.Fatal("Root: not valid")
+	}
+	tests := []struct {
+		name string
+		path []string
+		want Value
+	}{
+		{name: "first of duplicate keys wins", path: []string{"a", "b"}, want: Value{Kind: String, Raw: `"x\ny"`, Str: "x\ny"}},
+		{name: "number", path: []string{"a", "n"}, want: Value{Kind: Number, Raw: "-12"}},
+		{name: "escaped key", path: []string{"escA"}, want: Value{Kind: True, Raw: "true"}},
+		{name: "missing", path: []string{"nope"}, want: Value{}},
+		{name: "through a non-object", path: []string{"arr", "k"}, want: Value{}},
+		{name: "through a missing member", path: []string{"nope", "b"}, want: Value{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sc.Path(root, tt.path...)
+			got.At = 0
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Path(%q) (-want +got):\n%s", tt.path, diff)
+			}
+		})
+	}
+	var keys []string
+	sc.Each(root, func(k string, v Value) bool {
+		keys = append(keys, k)
+		if k == "arr" {
+			sc.Each(v, func(_ string, el Value) bool {
+				keys = append(keys, el.Raw)
+				sc.Get(el, "k") // a nested walk must not lose Each's place
+				return true
+			})
+		}
+		return true
+	})
+	if diff := cmp.Diff([]string{"a", "a", "arr", "1", `{"k":"v"}`, `"s"`, "escA"}, keys); diff != "" {
+		t.Errorf("Each (-want +got):\n%s", diff)
+	}
+	if got := sc.Get(root, "a").Int(); got != 0 {
+		t.Errorf("Int of an object = %d, want 0", got)
+	}
+	if got := sc.Path(root, "a", "n").Int(); got != -12 {
+		t.Errorf("Int = %d, want -12", got)
+	}
+}
+
+func TestAppendCompact(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "whitespace outside strings", in: "{ \"a\" :\n [1, 2]\t}", want: `{"a":[1,2]}`},
+		{name: "whitespace inside strings kept", in: `{"a b": " x\" y "}`, want: `{"a b":" x\" y "}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(AppendCompact(nil, tt.in)); got != tt.want {
+				t.Errorf("AppendCompact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzGetMatchesGJSON: for a valid document, Get of each top-level key finds what
+// gjson's Get finds (the first member of that name), and Unquote decodes as encoding/json
+// does.
+func FuzzGetMatchesGJSON(f *testing.F) {
+	f.Add(`{"a":1,"b":"x\u00e9\ud83d\ude00","a":2}`, "a")
+	f.Add(`{"k":{"n":[1,2]},"s":"\"q\""}`, "s")
+	f.Fuzz(func(t *testing.T, doc, key string) {
+		sc := NewScanner(doc)
+		root, ok := sc.Root()
+		if ok != gjson.Valid(doc) {
+			t.Fatalf("Root ok = %v, gjson.Valid %v", ok, !ok)
+		}
+		if !ok || root.Kind != Object || key == "" {
+			return
+		}
+		for _, c := range key {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+				return // the rest is gjson path syntax
+			}
+		}
+		got, want := sc.Get(root, key), gjson.Get(doc, key)
+		if got.Raw != want.Raw {
+			t.Fatalf("Get(%q) raw %q, gjson %q", key, got.Raw, want.Raw)
+		}
+		if got.Kind == String && sc.Unquote(got.Raw) != decodeString(got.Raw) {
+			t.Fatalf("Unquote(%q) = %q, encoding/json %q", got.Raw, sc.Unquote(got.Raw), decodeString(got.Raw))
+		}
+	})
+}
+
+func TestScanner_RootMembers(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		wantOK bool
+		want   []string // Raw of type and delta
+	}{
+		{name: "reads the named members", in: `{"type":"t","x":[1,{}],"delta":{"a":1}}`, wantOK: true, want: []string{`"t"`, `{"a":1}`}},
+		{name: "first of duplicates wins", in: `{"type":"a","type":"b"}`, wantOK: true, want: []string{`"a"`, ""}},
+		{name: "not an object has no members", in: ` [1] `, wantOK: true, want: []string{"", ""}},
+		{name: "syntax error after the members", in: `{"type":"t","delta":1,}`, wantOK: false, want: []string{"", ""}},
+		{name: "trailing data", in: `{"type":"t"} {}`, wantOK: false, want: []string{"", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := NewScanner(tt.in)
+			var m [2]Value
+			_, ok := sc.RootMembers([]string{"type", "delta"}, m[:])
+			if ok != tt.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if diff := cmp.Diff(tt.want, []string{m[0].Raw, m[1].Raw}); diff != "" {
+				t.Errorf("members (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

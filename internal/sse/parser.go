@@ -1,0 +1,190 @@
+// Package sse splits a text/event-stream into events, as the WHATWG HTML specification
+// defines the format: lines end in LF, CRLF or CR; "data" lines of one event are joined
+// with LF; a blank line dispatches the event; comments and unknown fields are ignored.
+// The proxy reads upstream streams with it (and the tests read the gateway's own); it is
+// transport framing, not translation, and imports nothing of the module.
+package sse
+
+import "errors"
+
+// DefaultMaxEventBytes is the event size bound of a Parser whose MaxEventBytes is zero.
+const DefaultMaxEventBytes = 8 << 20
+
+// ErrEventTooLarge is returned by Feed when an event grows past the parser's bound.
+var ErrEventTooLarge = errors.New("sse: event exceeds the size bound")
+
+// Parser is an incremental event-stream parser. Feed it bytes as they arrive, split
+// anywhere; each byte is scanned once, however a line is split. It is not safe for
+// concurrent use; the zero value is ready.
+type Parser struct {
+	// MaxEventBytes bounds one event as received, in bytes: the lines up to the blank
+	// line that ends it (comments and field names included, line ends not). Zero means
+	// DefaultMaxEventBytes. Set it before the first Feed.
+	MaxEventBytes int
+
+	buf        []byte // unconsumed bytes: an incomplete line, holding no line end
+	typ        []byte
+	data       []byte
+	hasData    bool
+	size       int  // bytes of the complete lines of the current event
+	skipLF     bool // the last byte seen was CR, so a leading LF ends nothing
+	bomChecked bool
+}
+
+// Handler receives one event: its type (empty when no event field was given) and its
+// data. Both slices are valid only during the call.
+type Handler func(typ, data []byte) error
+
+// Feed parses p, calling fn for each complete event. An error from fn stops parsing and
+// is returned, as is ErrEventTooLarge when an event grows past MaxEventBytes;
+// the parser must not be used after an error.
+func (ps *Parser) Feed(p []byte, fn Handler) error {
+	if !ps.bomChecked {
+		ps.buf = append(ps.buf, p...)
+		if len(ps.buf) < len(bom) && string(ps.buf) == bom[:len(ps.buf)] {
+			return nil // maybe a BOM still arriving
+		}
+		ps.bomChecked = true
+		p = ps.buf
+		if len(p) >= len(bom) && string(p[:len(bom)]) == bom {
+			p = p[len(bom):]
+		}
+		ps.buf = nil // p keeps the bytes; the remainder is copied to a new buffer below
+	} else if len(ps.buf) > 0 {
+		// The buffered bytes hold no line end: only p needs scanning for one.
+		i := lineEnd(p)
+		if i < 0 {
+			ps.buf = append(ps.buf, p...)
+			return ps.checkLine()
+		}
+		ps.buf = append(ps.buf, p[:i]...)
+		if err := ps.checkLine(); err != nil {
+			return err
+		}
+		err := ps.line(ps.buf, fn)
+		ps.buf = ps.buf[:0]
+		if err != nil {
+			return err
+		}
+		if p[i] == '\r' {
+			if i+1 == len(p) {
+				ps.skipLF = true
+			} else if p[i+1] == '\n' {
+				i++
+			}
+		}
+		p = p[i+1:]
+	}
+	rest, err := ps.lines(p, fn)
+	if err != nil {
+		return err
+	}
+	ps.buf = append(ps.buf[:0], rest...)
+	return ps.checkLine()
+}
+
+// lineEnd returns the index of the first CR or LF in p, or -1.
+func lineEnd(p []byte) int {
+	for i, c := range p {
+		if c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+func (ps *Parser) max() int {
+	if ps.MaxEventBytes > 0 {
+		return ps.MaxEventBytes
+	}
+	return DefaultMaxEventBytes
+}
+
+// checkLine bounds the event with its buffered incomplete line.
+func (ps *Parser) checkLine() error {
+	if ps.size+len(ps.buf) > ps.max() {
+		return ErrEventTooLarge
+	}
+	return nil
+}
+
+const bom = "\xEF\xBB\xBF"
+
+// lines consumes the complete lines of p and returns the incomplete remainder.
+func (ps *Parser) lines(p []byte, fn Handler) ([]byte, error) {
+	start := 0
+	if ps.skipLF && len(p) > 0 {
+		ps.skipLF = false
+		if p[0] == '\n' {
+			start = 1
+		}
+	}
+	for i := start; i < len(p); i++ {
+		c := p[i]
+		if c != '\n' && c != '\r' {
+			continue
+		}
+		if err := ps.line(p[start:i], fn); err != nil {
+			return nil, err
+		}
+		if c == '\r' {
+			if i+1 == len(p) {
+				ps.skipLF = true
+			} else if p[i+1] == '\n' {
+				i++
+			}
+		}
+		start = i + 1
+	}
+	return p[start:], nil
+}
+
+func (ps *Parser) line(l []byte, fn Handler) error {
+	if len(l) == 0 {
+		ps.size = 0
+		return ps.dispatch(fn)
+	}
+	if ps.size += len(l); ps.size > ps.max() {
+		return ErrEventTooLarge
+	}
+	if l[0] == ':' {
+		return nil
+	}
+	name, value := l, l[len(l):]
+	for i, c := range l {
+		if c == ':' {
+			name, value = l[:i], l[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+			break
+		}
+	}
+	switch string(name) {
+	case "data":
+		if ps.hasData {
+			ps.data = append(ps.data, '\n')
+		}
+		ps.data = append(ps.data, value...)
+		ps.hasData = true
+	case "event":
+		ps.typ = append(ps.typ[:0], value...)
+	}
+	return nil
+}
+
+func (ps *Parser) dispatch(fn Handler) error {
+	if !ps.hasData {
+		ps.typ = ps.typ[:0]
+		return nil
+	}
+	err := fn(ps.typ, ps.data)
+	ps.typ, ps.data, ps.hasData = ps.typ[:0], ps.data[:0], false
+	return err
+}
+
+// Pending reports whether bytes of an unfinished event are buffered. At the end of a
+// stream that means the upstream stopped mid-event.
+func (ps *Parser) Pending() bool {
+	return ps.hasData || len(ps.buf) > 0
+}

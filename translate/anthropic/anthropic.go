@@ -1,0 +1,540 @@
+package anthropic
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strings"
+)
+
+// Anthropic returns the provider for Anthropic's Messages API (POST /v1/messages). It is
+// stateless and safe for concurrent use.
+//
+// Thinking signatures survive a client that keeps only standard fields: the decoders
+// attach the thinking and redacted_thinking blocks that precede a tool_use block to that
+// call's id (CarryID), and AppendRequest restores them in front of the tool_use blocks
+// when the history comes back.
+func New() translate.Provider { return anthropicProvider{} }
+
+type anthropicProvider struct{}
+
+// Interface guards.
+var (
+	_ translate.Provider      = anthropicProvider{}
+	_ translate.StreamDecoder = (*anthropicStream)(nil)
+)
+
+const (
+	anthropicName    = "anthropic"
+	anthropicVersion = "2023-06-01"
+	// anthropicDefaultMaxTokens is max_tokens when neither the client nor the route says:
+	// the API requires the field.
+	anthropicDefaultMaxTokens = 4096
+	// anthropicMinBudget is the smallest thinking budget the API accepts.
+	anthropicMinBudget = 1024
+	// anthropicJSONInstruction is appended to the system prompt for response_format
+	// json_object: Anthropic's structured outputs need a schema with closed objects, which
+	// json_object does not give.
+	anthropicJSONInstruction = "Respond with a single valid JSON object and nothing else: no prose, no code fences."
+	anthropicCacheControl    = `,"cache_control":{"type":"ephemeral"}`
+)
+
+func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
+
+// Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
+// anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
+// prompt caching are generally available.
+func (anthropicProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
+}
+
+func (anthropicProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &anthropicStream{}
+}
+
+// anthropicBudget returns the thinking budget for an OpenAI reasoning_effort; 0 means no
+// thinking.
+func anthropicBudget(effort string) int {
+	switch effort {
+	case "low":
+		return 1024
+	case "medium":
+		return 4096
+	case "high":
+		return 12288
+	case "xhigh":
+		return 24576
+	}
+	return 0 // "", none, minimal
+}
+
+// anthropicPlan is what AppendRequest decided before writing anything.
+type anthropicPlan struct {
+	maxTokens   int
+	budget      int // thinking budget_tokens; 0 = thinking off
+	temperature *float64
+	topP        *float64
+}
+
+func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicPlan, error) {
+	unsupported := func(param string, set bool) error {
+		if set && !opts.Drop(param) {
+			return translate.Unsupported(param, anthropicName)
+		}
+		return nil
+	}
+	for _, u := range [...]struct {
+		param string
+		set   bool
+	}{
+		{"n", req.N > 1},
+		{"logprobs", req.Logprobs},
+		{"top_logprobs", req.TopLogprobs != nil},
+		{"presence_penalty", req.PresencePenalty != nil},
+		{"frequency_penalty", req.FrequencyPenalty != nil},
+		{"seed", req.Seed != nil},
+		{"metadata", req.Metadata != ""},
+	} {
+		if err := unsupported(u.param, u.set); err != nil {
+			return anthropicPlan{}, err
+		}
+	}
+	for _, f := range req.Extra {
+		if err := unsupported(f.Name, true); err != nil {
+			return anthropicPlan{}, err
+		}
+	}
+	if len(req.User) > 512 && !opts.Drop("user") {
+		return anthropicPlan{}, translate.Errorf("user", "must be at most 512 characters for the anthropic backend (metadata.user_id)")
+	}
+
+	p := anthropicPlan{temperature: req.Temperature, topP: req.TopP, budget: anthropicBudget(req.ReasoningEffort)}
+	if t := p.temperature; t != nil && *t > 1 {
+		if !opts.Drop("temperature") {
+			return p, translate.Errorf("temperature", "must be between 0 and 1 for the anthropic backend, got %g", *t)
+		}
+		p.temperature = nil
+	}
+	if p.budget > 0 && (req.ToolChoice.Mode == translate.ToolChoiceRequired || req.ToolChoice.Mode == translate.ToolChoiceFunction) {
+		if !opts.Drop("reasoning_effort") {
+			return p, translate.Errorf("tool_choice", "tool_choice %q cannot be combined with reasoning_effort on the anthropic backend: extended thinking allows only auto or none", req.ToolChoice.Mode)
+		}
+		p.budget = 0
+	}
+	if p.budget > 0 {
+		if t := p.temperature; t != nil && *t != 1 {
+			if !opts.Drop("temperature") {
+				return p, translate.Errorf("temperature", "must be unset or 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
+			}
+			p.temperature = nil
+		}
+		if t := p.topP; t != nil && *t < 0.95 {
+			if !opts.Drop("top_p") {
+				return p, translate.Errorf("top_p", "must be unset or between 0.95 and 1 when reasoning_effort enables extended thinking on the anthropic backend, got %g", *t)
+			}
+			p.topP = nil
+		}
+	}
+
+	p.maxTokens = req.MaxTokens
+	switch {
+	case p.maxTokens > 0 && p.budget > 0:
+		// The client's limit covers thinking and answer, as max_completion_tokens covers
+		// reasoning: shrink the budget to leave a quarter for the answer.
+		if p.budget >= p.maxTokens {
+			p.budget = p.maxTokens * 3 / 4
+		}
+		if p.budget < anthropicMinBudget {
+			return p, translate.Errorf(req.MaxTokensParam, "%s %d is too small for reasoning_effort %q on the anthropic backend: extended thinking needs at least %d budget tokens below max_tokens, so use at least 1366 or reasoning_effort minimal",
+				req.MaxTokensParam, p.maxTokens, req.ReasoningEffort, anthropicMinBudget)
+		}
+	case p.maxTokens == 0:
+		p.maxTokens = opts.DefaultMaxTokens
+		if p.maxTokens <= 0 {
+			p.maxTokens = anthropicDefaultMaxTokens
+		}
+		if p.budget >= p.maxTokens {
+			p.maxTokens += p.budget // the default is for the answer; thinking comes on top
+		}
+	}
+	return p, nil
+}
+
+// AppendRequest appends the Messages API body for req.
+func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	if opts == nil {
+		opts = &translate.Options{}
+	}
+	plan, err := anthropicCheck(req, opts)
+	if err != nil {
+		return dst, err
+	}
+	w := anthropicWriter{dst: dst, thinking: plan.budget > 0}
+	var breakpoints [4]int
+	nbp := 0
+
+	model := opts.UpstreamModel
+	if model == "" {
+		model = req.Model
+	}
+	w.dst = append(w.dst, `{"model":`...)
+	w.dst = jsonx.AppendString(w.dst, model)
+	w.dst = append(w.dst, `,"max_tokens":`...)
+	w.dst = jsonx.AppendInt(w.dst, plan.maxTokens)
+
+	// System and developer messages, in order, become the top-level system blocks.
+	nsys := 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
+			continue
+		}
+		for j := range m.Content {
+			if m.Content[j].Text == "" {
+				continue
+			}
+			w.dst = anthropicSystemBlock(w.dst, nsys, m.Content[j].Text)
+			nsys++
+		}
+	}
+	if req.ResponseFormat.Type == translate.FormatJSONObject {
+		w.dst = anthropicSystemBlock(w.dst, nsys, anthropicJSONInstruction)
+		nsys++
+	}
+	if nsys > 0 {
+		if opts.PromptCache {
+			breakpoints[nbp] = len(w.dst) - 1
+			nbp++
+		}
+		w.dst = append(w.dst, ']')
+	}
+
+	w.dst = append(w.dst, `,"messages":[`...)
+	for i := range req.Messages {
+		if err := w.message(i, &req.Messages[i], opts); err != nil {
+			return dst, err
+		}
+	}
+	w.closeTurn()
+	w.dst = append(w.dst, ']')
+	if opts.PromptCache {
+		for _, end := range w.userEnds {
+			if end > 0 {
+				breakpoints[nbp] = end
+				nbp++
+			}
+		}
+	}
+
+	if len(req.Tools) > 0 {
+		w.dst = append(w.dst, `,"tools":[`...)
+		for i := range req.Tools {
+			if i > 0 {
+				w.dst = append(w.dst, ',')
+			}
+			w.dst = anthropicTool(w.dst, &req.Tools[i])
+		}
+		if opts.PromptCache {
+			breakpoints[nbp] = len(w.dst) - 1
+			nbp++
+		}
+		w.dst = append(w.dst, ']')
+		w.dst = anthropicToolChoice(w.dst, req)
+	}
+	if plan.budget > 0 {
+		w.dst = append(w.dst, `,"thinking":{"type":"enabled","budget_tokens":`...)
+		w.dst = jsonx.AppendInt(w.dst, plan.budget)
+		w.dst = append(w.dst, '}')
+	}
+	if plan.temperature != nil {
+		w.dst = append(w.dst, `,"temperature":`...)
+		w.dst = jsonx.AppendFloat(w.dst, *plan.temperature)
+	}
+	if plan.topP != nil {
+		w.dst = append(w.dst, `,"top_p":`...)
+		w.dst = jsonx.AppendFloat(w.dst, *plan.topP)
+	}
+	if req.TopK != nil {
+		w.dst = append(w.dst, `,"top_k":`...)
+		w.dst = jsonx.AppendInt(w.dst, *req.TopK)
+	}
+	if len(req.Stop) > 0 {
+		w.dst = append(w.dst, `,"stop_sequences":[`...)
+		for i, s := range req.Stop {
+			if i > 0 {
+				w.dst = append(w.dst, ',')
+			}
+			w.dst = jsonx.AppendString(w.dst, s)
+		}
+		w.dst = append(w.dst, ']')
+	}
+	if req.User != "" && len(req.User) <= 512 {
+		w.dst = append(w.dst, `,"metadata":{"user_id":`...)
+		w.dst = jsonx.AppendString(w.dst, req.User)
+		w.dst = append(w.dst, '}')
+	}
+	if req.ResponseFormat.Type == translate.FormatJSONSchema {
+		if req.ResponseFormat.Schema == "" {
+			return dst, translate.Errorf("response_format.json_schema.schema", "the anthropic backend needs a schema for json_schema output")
+		}
+		w.dst = append(w.dst, `,"output_config":{"format":{"type":"json_schema","schema":`...)
+		w.dst = append(w.dst, req.ResponseFormat.Schema...)
+		w.dst = append(w.dst, `}}`...)
+	}
+	if opts.Stream {
+		w.dst = append(w.dst, `,"stream":true`...)
+	}
+	w.dst = append(w.dst, '}')
+
+	// Insert the cache breakpoints back to front so earlier offsets stay valid.
+	for k := nbp - 1; k >= 0; k-- {
+		w.dst = anthropicInsert(w.dst, breakpoints[k], anthropicCacheControl)
+	}
+	return w.dst, nil
+}
+
+func anthropicSystemBlock(dst []byte, n int, text string) []byte {
+	if n == 0 {
+		dst = append(dst, `,"system":[`...)
+	} else {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `{"type":"text","text":`...)
+	dst = jsonx.AppendString(dst, text)
+	return append(dst, '}')
+}
+
+// anthropicInsert inserts s into dst before offset pos.
+func anthropicInsert(dst []byte, pos int, s string) []byte {
+	n := len(dst)
+	dst = append(dst, s...)
+	copy(dst[pos+len(s):], dst[pos:n])
+	copy(dst[pos:], s)
+	return dst
+}
+
+func anthropicTool(dst []byte, t *translate.Tool) []byte {
+	dst = append(dst, `{"name":`...)
+	dst = jsonx.AppendString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = jsonx.AppendString(dst, t.Description)
+	}
+	dst = append(dst, `,"input_schema":`...)
+	switch ps := strings.TrimSpace(t.Parameters); {
+	case ps == "":
+		dst = append(dst, `{"type":"object","properties":{}}`...)
+	case !hasMember(ps, "type"):
+		// input_schema must say type object; OpenAI accepts a schema without it.
+		dst = append(dst, `{"type":"object"`...)
+		if rest := strings.TrimSpace(ps[1:]); rest != "}" {
+			dst = append(dst, ',')
+			dst = append(dst, rest...)
+		} else {
+			dst = append(dst, '}')
+		}
+	default:
+		dst = append(dst, ps...)
+	}
+	if t.Strict != nil && *t.Strict {
+		dst = append(dst, `,"strict":true`...)
+	}
+	return append(dst, '}')
+}
+
+func anthropicToolChoice(dst []byte, req *translate.Request) []byte {
+	noParallel := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+	switch req.ToolChoice.Mode {
+	case translate.ToolChoiceNone:
+		return append(dst, `,"tool_choice":{"type":"none"}`...)
+	case translate.ToolChoiceRequired:
+		dst = append(dst, `,"tool_choice":{"type":"any"`...)
+	case translate.ToolChoiceFunction:
+		dst = append(dst, `,"tool_choice":{"type":"tool","name":`...)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
+	case translate.ToolChoiceAuto:
+		dst = append(dst, `,"tool_choice":{"type":"auto"`...)
+	default:
+		if !noParallel {
+			return dst
+		}
+		dst = append(dst, `,"tool_choice":{"type":"auto"`...)
+	}
+	if noParallel {
+		dst = append(dst, `,"disable_parallel_tool_use":true`...)
+	}
+	return append(dst, '}')
+}
+
+// anthropicWriter writes the messages array, merging consecutive messages of one role
+// into one turn (tool results and the user message after them share a user turn).
+type anthropicWriter struct {
+	dst      []byte
+	thinking bool // the request enables thinking, so thinking blocks are restored
+	role     string
+	open     bool
+	turns    int
+	blockEnd int    // offset of the closing brace of the last block written
+	userEnds [2]int // closing braces of the last blocks of the last two user turns
+}
+
+// block starts a content block of a role's turn, opening the turn if needed.
+func (w *anthropicWriter) block(role string) {
+	if w.open && w.role == role {
+		w.dst = append(w.dst, ',')
+		return
+	}
+	w.closeTurn()
+	if w.turns > 0 {
+		w.dst = append(w.dst, ',')
+	}
+	w.turns++
+	w.dst = append(w.dst, `{"role":"`...)
+	w.dst = append(w.dst, role...)
+	w.dst = append(w.dst, `","content":[`...)
+	w.role, w.open = role, true
+}
+
+// end records the block just written.
+func (w *anthropicWriter) end() { w.blockEnd = len(w.dst) - 1 }
+
+func (w *anthropicWriter) closeTurn() {
+	if !w.open {
+		return
+	}
+	if w.role == translate.RoleUser {
+		w.userEnds[0], w.userEnds[1] = w.userEnds[1], w.blockEnd
+	}
+	w.dst = append(w.dst, "]}"...)
+	w.open = false
+}
+
+func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.Options) error {
+	switch m.Role {
+	case translate.RoleUser:
+		for j := range m.Content {
+			if err := w.userPart(i, j, &m.Content[j], opts); err != nil {
+				return err
+			}
+		}
+	case translate.RoleTool:
+		w.block(translate.RoleUser)
+		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
+		id, _ := translate.SplitID(m.ToolCallID)
+		w.dst = anthropicAppendID(w.dst, id)
+		w.dst = append(w.dst, `,"content":`...)
+		w.dst = jsonx.AppendString(w.dst, m.Text())
+		if m.ToolError {
+			w.dst = append(w.dst, `,"is_error":true`...)
+		}
+		w.dst = append(w.dst, '}')
+		w.end()
+	case translate.RoleAssistant:
+		return w.assistant(i, m)
+	}
+	return nil
+}
+
+func (w *anthropicWriter) text(role, text string) {
+	if text == "" {
+		return // text blocks must not be empty
+	}
+	w.block(role)
+	w.dst = append(w.dst, `{"type":"text","text":`...)
+	w.dst = jsonx.AppendString(w.dst, text)
+	w.dst = append(w.dst, '}')
+	w.end()
+}
+
+func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
+	// Thinking blocks go first in the turn: the client's own (thinking_blocks), else the
+	// ones Agate carried in the first call's id. Later calls carry the blocks that
+	// preceded them (interleaved thinking).
+	explicit := w.thinking && len(m.ThinkingBlocks) > 0
+	var first []byte
+	if explicit {
+		for k := range m.ThinkingBlocks {
+			w.thinkingBlock(&m.ThinkingBlocks[k])
+		}
+	} else if w.thinking && len(m.ToolCalls) > 0 {
+		_, first = translate.SplitID(m.ToolCalls[0].ID)
+		w.restore(first)
+	}
+	for j := range m.Content {
+		w.text(translate.RoleAssistant, m.Content[j].Text)
+	}
+	w.text(translate.RoleAssistant, m.Refusal)
+	for j := range m.ToolCalls {
+		tc := &m.ToolCalls[j]
+		id, state := translate.SplitID(tc.ID)
+		if j > 0 && w.thinking && !explicit {
+			w.restore(state)
+		}
+		args := strings.TrimSpace(tc.Arguments)
+		if args == "" {
+			args = "{}"
+		} else if args[0] != '{' || !jsonx.Valid(args) {
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
+		}
+		w.block(translate.RoleAssistant)
+		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
+		w.dst = anthropicAppendID(w.dst, id)
+		w.dst = append(w.dst, `,"name":`...)
+		w.dst = jsonx.AppendString(w.dst, tc.Name)
+		w.dst = append(w.dst, `,"input":`...)
+		w.dst = append(w.dst, args...)
+		w.dst = append(w.dst, '}')
+		w.end()
+	}
+	return nil
+}
+
+func (w *anthropicWriter) thinkingBlock(b *translate.ThinkingBlock) {
+	switch {
+	case b.Type == "redacted_thinking" && b.Data != "":
+		w.block(translate.RoleAssistant)
+		w.dst = append(w.dst, `{"type":"redacted_thinking","data":`...)
+		w.dst = jsonx.AppendString(w.dst, b.Data)
+	case b.Type == "thinking" && b.Signature != "":
+		w.block(translate.RoleAssistant)
+		w.dst = append(w.dst, `{"type":"thinking","thinking":`...)
+		w.dst = jsonx.AppendString(w.dst, b.Thinking)
+		w.dst = append(w.dst, `,"signature":`...)
+		w.dst = jsonx.AppendString(w.dst, b.Signature)
+	default:
+		return // without a signature Claude would reject the block
+	}
+	w.dst = append(w.dst, '}')
+	w.end()
+}
+
+// restore writes the thinking blocks carried in a tool call id (see anthropicThinking).
+// State that does not parse is ignored: the id came from the client.
+func (w *anthropicWriter) restore(state []byte) {
+	sc := jsonx.NewScanner(jsonx.View(state))
+	root, ok := sc.Root()
+	if !ok {
+		return
+	}
+	sc.Each(root, func(_ string, b jsonx.Value) bool {
+		w.thinkingBlock(&translate.ThinkingBlock{
+			Type: sc.Get(b, "type").Str, Thinking: sc.Get(b, "thinking").Str,
+			Signature: sc.Get(b, "signature").Str, Data: sc.Get(b, "data").Str,
+		})
+		return true
+	})
+}
+
+// hasMember reports whether the JSON object obj, which the request parser checked, has
+// a member named key. It stops at that member: a tool's "type" comes first in most schemas.
+func hasMember(obj, key string) bool {
+	sc := jsonx.NewScanner(obj)
+	for n := 0; sc.NextField(&n); {
+		if sc.Key() == key {
+			return true
+		}
+		if !sc.Skip() {
+			return false
+		}
+	}
+	return false
+}

@@ -1,0 +1,95 @@
+package anthropic
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strings"
+)
+
+// Content parts of user messages, and tool ids, as the Messages API takes them.
+
+func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.Options) error {
+	switch p.Type {
+	case translate.PartText:
+		w.text(translate.RoleUser, p.Text)
+	case translate.PartImage:
+		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
+		if mt, data, ok := translate.ParseDataURL(p.URL); ok {
+			if mt == "image/jpg" {
+				mt = "image/jpeg"
+			}
+			switch mt {
+			case "image/jpeg", "image/png", "image/gif", "image/webp":
+			default:
+				return translate.Errorf(param, "image type %q is not supported by the anthropic backend: use jpeg, png, gif or webp", mt)
+			}
+			w.block(translate.RoleUser)
+			w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":"`...)
+			w.dst = append(w.dst, mt...)
+			w.dst = append(w.dst, `","data":`...)
+			w.dst = jsonx.AppendString(w.dst, data)
+			w.dst = append(w.dst, `}}`...)
+		} else if strings.HasPrefix(p.URL, "https://") || strings.HasPrefix(p.URL, "http://") {
+			w.block(translate.RoleUser)
+			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
+			w.dst = jsonx.AppendString(w.dst, p.URL)
+			w.dst = append(w.dst, `}}`...)
+		} else {
+			return translate.Errorf(param, "must be an https URL or a base64 data URL")
+		}
+		w.end()
+	case translate.PartFile:
+		base := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
+		if p.FileData == "" {
+			if opts.Drop(base + ".file_id") {
+				return nil
+			}
+			return translate.Unsupported(base+".file_id", anthropicName)
+		}
+		data := p.FileData
+		if mt, d, ok := translate.ParseDataURL(data); ok {
+			if mt != "application/pdf" {
+				return translate.Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
+			}
+			data = d
+		} else if !strings.HasPrefix(data, "JVBER") { // base64 of "%PDF"
+			return translate.Errorf(base+".file_data", "must be a PDF document, as a data:application/pdf;base64 URL or base64")
+		}
+		w.block(translate.RoleUser)
+		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
+		w.dst = jsonx.AppendString(w.dst, data)
+		w.dst = append(w.dst, '}')
+		if p.Filename != "" && len(p.Filename) <= 500 {
+			w.dst = append(w.dst, `,"title":`...)
+			w.dst = jsonx.AppendString(w.dst, p.Filename)
+		}
+		w.dst = append(w.dst, '}')
+		w.end()
+	case translate.PartAudio:
+		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)
+		if opts.Drop(param) {
+			return nil
+		}
+		return &translate.ParamError{Param: param, Message: "input_audio parts are not supported by the anthropic backend", Code: "unsupported_parameter"}
+	default:
+		return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".type", "this content part is not supported in user messages by the anthropic backend")
+	}
+	return nil
+}
+
+// anthropicAppendID appends a tool_use id as a JSON string, replacing the characters the
+// API's id pattern ^[a-zA-Z0-9_-]+$ forbids (ids minted by other providers) with '_'.
+func anthropicAppendID(dst []byte, id string) []byte {
+	dst = append(dst, '"')
+	if id == "" {
+		dst = append(dst, '_')
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			c = '_'
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,254 @@
+package anthropic
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strconv"
+)
+
+// anthropicPhase is where an Anthropic stream is.
+type anthropicPhase uint8
+
+const (
+	anthropicAwaitStart anthropicPhase = iota // before message_start
+	anthropicInMessage                        // between message_start and message_stop
+	anthropicStopped                          // message_stop seen
+	anthropicFailed                           // an error event or a malformed event
+	anthropicClosed                           // Close has run
+)
+
+// anthropicBlock is the kind of the open content block.
+type anthropicBlock uint8
+
+const (
+	anthropicNoBlock anthropicBlock = iota
+	anthropicText
+	anthropicThinkingBlock
+	anthropicToolUse
+	anthropicServerBlock // server_tool_use, web_search_tool_result and unknown blocks: not shown
+)
+
+// anthropicStream decodes one streamed Messages API response (message_start,
+// content_block_start/delta/stop, message_delta, message_stop, ping, error). It is not
+// safe for concurrent use.
+type anthropicStream struct {
+	phase      anthropicPhase
+	block      anthropicBlock
+	blockIndex int
+	usage      anthropicUsage
+	finish     string
+	thinking   anthropicThinking
+	err        *translate.UpstreamError
+	ev         translate.Event // reused for every emit
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc jsonx.Scanner
+}
+
+// anthropicMembers are the members of an event the decoder reads: type, index, delta,
+// content_block, message and usage.
+type anthropicMembers [6]jsonx.Value
+
+// Event decodes one SSE event. The event's JSON "type" decides; the SSE event name is the
+// same by the API's contract and is not needed.
+func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
+	switch d.phase {
+	case anthropicFailed:
+		return d.err
+	case anthropicStopped, anthropicClosed:
+		return nil // nothing follows message_stop; a stray ping is harmless
+	}
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	// One pass checks the event and reads the members any event type needs.
+	var m anthropicMembers
+	root, ok := sc.RootMembers([]string{"type", "index", "delta", "content_block", "message", "usage"}, m[:])
+	if !ok {
+		return d.fail(anthropicMalformed("event", data))
+	}
+	typ := m[0]
+	if typ.Kind != jsonx.String {
+		return d.fail(d.malformed("an event without a type", data))
+	}
+	if d.phase == anthropicAwaitStart && typ.Str != "message_start" && typ.Str != "ping" && typ.Str != "error" {
+		return d.fail(d.malformed(typ.Str+" before message_start", data))
+	}
+	switch typ.Str {
+	case "ping":
+		return nil
+	case "error":
+		err := anthropicErrorEvent(sc, root)
+		d.phase, d.err = anthropicFailed, err
+		d.ev = translate.Event{Kind: translate.EventError, Err: err}
+		emit(&d.ev)
+		return err
+	case "message_start":
+		if d.phase != anthropicAwaitStart {
+			return d.fail(d.malformed("a second message_start", data))
+		}
+		d.phase = anthropicInMessage
+		msg := m[4]
+		d.usage.merge(sc, sc.Get(msg, "usage"))
+		d.ev = translate.Event{Kind: translate.EventStart, ID: sc.Get(msg, "id").Str, Model: sc.Get(msg, "model").Str}
+		return emit(&d.ev)
+	case "content_block_start":
+		return d.blockStart(m[1], m[3], data, emit)
+	case "content_block_delta":
+		return d.blockDelta(m[2], data, emit)
+	case "content_block_stop":
+		return d.blockStop(data, emit)
+	case "message_delta":
+		if r := sc.Get(m[2], "stop_reason"); r.Kind == jsonx.String {
+			d.finish = anthropicFinish(r.Str)
+		}
+		d.usage.merge(sc, m[5])
+		return nil
+	case "message_stop":
+		if d.block != anthropicNoBlock {
+			return d.fail(d.malformed("message_stop inside content block "+strconv.Itoa(d.blockIndex), data))
+		}
+		d.phase = anthropicStopped
+		return nil
+	}
+	return nil // event types added to the API later carry nothing a client needs yet
+}
+
+func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit translate.Emit) error {
+	sc := &d.sc
+	if d.block != anthropicNoBlock {
+		return d.fail(d.malformed("content_block_start while block "+strconv.Itoa(d.blockIndex)+" is open", data))
+	}
+	if index.Kind != jsonx.Number {
+		return d.fail(d.malformed("content_block_start without an index", data))
+	}
+	d.blockIndex = int(index.Int())
+	switch sc.Get(cb, "type").Str {
+	case "text":
+		d.block = anthropicText
+		d.ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(cb, "text").Str}
+		if d.ev.Text != "" {
+			return emit(&d.ev)
+		}
+	case "thinking":
+		d.block = anthropicThinkingBlock
+		d.thinking.text = append(d.thinking.text[:0], sc.Get(cb, "thinking").Str...)
+		d.thinking.sig = append(d.thinking.sig[:0], sc.Get(cb, "signature").Str...)
+		d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: sc.Get(cb, "thinking").Str}
+		if d.ev.Text != "" {
+			return emit(&d.ev)
+		}
+	case "redacted_thinking":
+		d.block = anthropicServerBlock // nothing to show; kept for the next turn
+		data := sc.Get(cb, "data").Str
+		d.thinking.addRedacted(data)
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "redacted_thinking", Data: data}}
+		return emit(&d.ev)
+	case "tool_use":
+		d.block = anthropicToolUse
+		id := sc.Get(cb, "id").Str
+		if id == "" {
+			return d.fail(d.malformed("tool_use without an id", data))
+		}
+		d.ev = translate.Event{Kind: translate.EventToolCallStart, Index: d.blockIndex, CallID: d.thinking.callID(id), Name: sc.Get(cb, "name").Str}
+		return emit(&d.ev)
+	default:
+		d.block = anthropicServerBlock
+	}
+	return nil
+}
+
+func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit translate.Emit) error {
+	sc := &d.sc
+	if d.block == anthropicNoBlock {
+		return d.fail(d.malformed("content_block_delta outside a content block", data))
+	}
+	switch sc.Get(delta, "type").Str {
+	case "text_delta":
+		if d.block == anthropicText {
+			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(delta, "text").Str}
+			return emit(&d.ev)
+		}
+	case "thinking_delta":
+		if d.block == anthropicThinkingBlock {
+			t := sc.Get(delta, "thinking").Str
+			d.thinking.text = append(d.thinking.text, t...)
+			d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: t}
+			return emit(&d.ev)
+		}
+	case "signature_delta":
+		if d.block == anthropicThinkingBlock {
+			d.thinking.sig = append(d.thinking.sig, sc.Get(delta, "signature").Str...)
+		}
+	case "input_json_delta":
+		if d.block == anthropicToolUse {
+			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: sc.Get(delta, "partial_json").Str}
+			if d.ev.Text == "" {
+				return nil // the first fragment is always ""
+			}
+			return emit(&d.ev)
+		}
+		// a server_tool_use block's input: the upstream runs that tool itself
+	}
+	return nil // citations_delta and newer delta types have no OpenAI counterpart
+}
+
+func (d *anthropicStream) blockStop(data []byte, emit translate.Emit) error {
+	kind := d.block
+	if kind == anthropicNoBlock {
+		return d.fail(d.malformed("content_block_stop outside a content block", data))
+	}
+	d.block = anthropicNoBlock
+	switch kind {
+	case anthropicThinkingBlock:
+		text, sig := jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig)
+		d.thinking.addThinking(text, sig)
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "thinking", Thinking: text, Signature: sig}}
+		return emit(&d.ev)
+	case anthropicToolUse:
+		d.ev = translate.Event{Kind: translate.EventToolCallEnd, Index: d.blockIndex}
+		return emit(&d.ev)
+	}
+	return nil
+}
+
+// Close emits usage and the finish reason once message_stop has arrived; a stream that
+// ended before it is an error.
+func (d *anthropicStream) Close(emit translate.Emit) error {
+	switch d.phase {
+	case anthropicClosed:
+		return nil
+	case anthropicFailed:
+		d.phase = anthropicClosed
+		return d.err
+	case anthropicStopped:
+		d.phase = anthropicClosed
+		d.ev = translate.Event{Kind: translate.EventUsage, Usage: d.usage.openai()}
+		if err := emit(&d.ev); err != nil {
+			return err
+		}
+		d.ev = translate.Event{Kind: translate.EventFinish, FinishReason: d.finish}
+		if d.ev.FinishReason == "" {
+			d.ev.FinishReason = translate.FinishStop
+		}
+		return emit(&d.ev)
+	}
+	where := "before message_start"
+	if d.phase == anthropicInMessage {
+		where = "before message_stop"
+	}
+	d.phase = anthropicClosed
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the anthropic stream ended " + where}
+}
+
+func (d *anthropicStream) fail(err *translate.UpstreamError) error {
+	d.phase, d.err = anthropicFailed, err
+	return err
+}
+
+func (d *anthropicStream) malformed(what string, data []byte) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding anthropic event: " + what + anthropicSnippet(data)}
+}
+
+var _ translate.UsageReporter = (*anthropicStream)(nil)
+
+// UsageSoFar returns the usage of message_start, updated by any message_delta since.
+func (d *anthropicStream) UsageSoFar() translate.Usage { return d.usage.openai() }

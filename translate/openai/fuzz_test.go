@@ -1,0 +1,159 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+	"strings"
+	"testing"
+)
+
+// passthroughAttacks are bodies that once reached an upstream as another request than the
+// one the gateway authorized: a case-variant or repeated model, repeated stream options.
+var passthroughAttacks = []string{
+	`{"model":"cheap-a","MODEL":"gpt-4o","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"X","model":"cheap-a","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"stream_options":{"include_usage":true},"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"stream_options":{"include_usage":true,"INCLUDE_USAGE":false},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"Stream":false,"messages":[{"role":"user","content":"x"}]}`,
+	`{"mod\u0065l":"cheap-a","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"stream_options":null,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"stream_options":{},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":null,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":false,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","stream":true,"stream_options":{"include_usage":true,"x":{"include_usage":false}},"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","ſtream":false,"stream":true,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"cheap-a","x":{"model":"gpt-4o"},"messages":[{"role":"user","content":"x","model":"gpt-4o"}]}`,
+}
+
+// FuzzPassthroughForwardsAuthorized is the differential check of the OpenAI passthrough:
+// whenever ParseRequest accepts a body, the bytes AppendRequest forwards decode to the
+// upstream model the gateway chose and to the stream settings it metered, under every
+// reading of repeated names an upstream may use: first wins or last wins, names matched
+// exactly or ignoring case, and Go's encoding/json itself.
+func FuzzPassthroughForwardsAuthorized(f *testing.F) {
+	for _, s := range goldentest.RequestSeeds(f) {
+		f.Add(s)
+	}
+	for _, s := range passthroughAttacks {
+		f.Add([]byte(s))
+	}
+	const upstreamModel = "upstream-model"
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := openaichat.ParseRequest(body)
+		if err != nil {
+			return
+		}
+		out, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: upstreamModel, Stream: req.Stream})
+		if err != nil {
+			t.Fatalf("AppendRequest: %v\nbody %q", err, body)
+		}
+		top, ok := jsonMembers(out)
+		if !ok {
+			t.Fatalf("forwarded body is not a JSON object: %q\nfrom %q", out, body)
+		}
+		for _, d := range memberDecoders {
+			model, _ := d.get(top, "model")
+			if s, ok := jsonStr(model); !ok || s != upstreamModel {
+				t.Fatalf("%s decoder reads model %s, want %q\nforwarded %q\nfrom %q", d.name, model, upstreamModel, out, body)
+			}
+			stream, _ := d.get(top, "stream")
+			if got := string(stream) == "true"; got != req.Stream {
+				t.Fatalf("%s decoder reads stream %s, want %t\nforwarded %q", d.name, stream, req.Stream, out)
+			}
+			usage := false
+			if so, ok := d.get(top, "stream_options"); ok && string(so) != "null" {
+				inner, ok := jsonMembers(so)
+				if !ok {
+					t.Fatalf("%s decoder reads stream_options %s\nforwarded %q", d.name, so, out)
+				}
+				iu, _ := d.get(inner, "include_usage")
+				usage = string(iu) == "true"
+			}
+			if usage != req.Stream { // streams always ask for usage, to count tokens
+				t.Fatalf("%s decoder reads include_usage %t for stream %t\nforwarded %q", d.name, usage, req.Stream, out)
+			}
+		}
+		var goView struct {
+			Model         string `json:"model"`
+			Stream        bool   `json:"stream"`
+			StreamOptions *struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}
+		if err := json.Unmarshal(out, &goView); err != nil {
+			t.Fatalf("encoding/json: %v\nforwarded %q", err, out)
+		}
+		usage := goView.StreamOptions != nil && goView.StreamOptions.IncludeUsage
+		if goView.Model != upstreamModel || goView.Stream != req.Stream || usage != req.Stream {
+			t.Fatalf("encoding/json reads %+v (include_usage %t), want model %q stream %t\nforwarded %q", goView, usage, upstreamModel, req.Stream, out)
+		}
+	})
+}
+
+// jsonMember is one member of a JSON object, its name decoded and its value raw.
+type jsonMember struct {
+	name  string
+	value json.RawMessage
+}
+
+// jsonMembers returns the members of the JSON object data in order, repeats included, as
+// encoding/json's tokenizer reads them; ok is false if data is not one JSON object.
+func jsonMembers(data []byte) (ms []jsonMember, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		ms = append(ms, jsonMember{name: tok.(string), value: v})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false
+	}
+	_, err := dec.Token()
+	return ms, err != nil // nothing may follow
+}
+
+// memberDecoder is one way a JSON library picks the value of a name among an object's
+// members.
+type memberDecoder struct {
+	name       string
+	last, fold bool
+}
+
+var memberDecoders = []memberDecoder{
+	{name: "first-wins"},
+	{name: "last-wins", last: true},
+	{name: "first-wins case-insensitive", fold: true},
+	{name: "last-wins case-insensitive", last: true, fold: true},
+}
+
+func (d memberDecoder) get(ms []jsonMember, name string) (json.RawMessage, bool) {
+	var v json.RawMessage
+	found := false
+	for _, m := range ms {
+		if m.name == name || d.fold && strings.EqualFold(m.name, name) {
+			if !found || d.last {
+				v = m.value
+			}
+			found = true
+		}
+	}
+	return v, found
+}
+
+func jsonStr(raw json.RawMessage) (string, bool) {
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
+}

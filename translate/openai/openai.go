@@ -1,0 +1,441 @@
+package openai
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/sjson"
+)
+
+// New returns the Provider for OpenAI-compatible chat completions upstreams
+// (OpenAI, vLLM, Ollama, OpenRouter...). Requests keep every field the client sent,
+// unknown ones included; only the model (and, when edited by the tool loop, the messages,
+// tools and tool_choice) are rewritten.
+func New() translate.Provider { return openAIChat{} }
+
+type openAIChat struct{}
+
+var (
+	_ translate.Provider      = openAIChat{}
+	_ translate.StreamDecoder = (*openAIChatStream)(nil)
+)
+
+func (openAIChat) Path(string, bool) string { return "/chat/completions" }
+
+func (openAIChat) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	if apiKey == "" {
+		return nil
+	}
+	return []translate.Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
+}
+
+// AppendRequest appends the client's body with the upstream model, and, for streams,
+// stream_options.include_usage forced on so the gateway can count tokens (the proxy drops
+// the usage chunk if the client did not ask for it).
+func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	body := req.Body
+	var err error
+	set := func(path string, v any) {
+		if err == nil {
+			body, err = sjson.Set(body, path, v)
+		}
+	}
+	setRaw := func(path, raw string) {
+		if err == nil {
+			body, err = sjson.SetRaw(body, path, raw)
+		}
+	}
+	set("model", opts.UpstreamModel)
+	if opts.Stream {
+		set("stream", true)
+		set("stream_options.include_usage", true)
+	} else if sc := jsonx.NewScanner(body); streamFlag(&sc) {
+		set("stream", false)
+	}
+	if req.Edited {
+		setRaw("messages", string(appendMessages(nil, req.Messages)))
+		if len(req.Tools) > 0 {
+			setRaw("tools", string(appendTools(nil, req.Tools)))
+		}
+		switch req.ToolChoice.Mode {
+		case "":
+		case translate.ToolChoiceFunction:
+			setRaw("tool_choice", `{"type":"function","function":{"name":`+string(jsonx.AppendString(nil, req.ToolChoice.Name))+`}}`)
+		default:
+			set("tool_choice", req.ToolChoice.Mode)
+		}
+	}
+	if err != nil {
+		return dst, translate.Errorf("", "rewriting the request: %v", err)
+	}
+	return append(dst, body...), nil
+}
+
+// appendMessages appends messages as an OpenAI chat messages array.
+func appendMessages(dst []byte, msgs []translate.Message) []byte {
+	dst = append(dst, '[')
+	for i := range msgs {
+		m := &msgs[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":`...)
+		dst = jsonx.AppendString(dst, m.Role)
+		if m.Name != "" {
+			dst = append(dst, `,"name":`...)
+			dst = jsonx.AppendString(dst, m.Name)
+		}
+		dst = append(dst, `,"content":`...)
+		switch {
+		case len(m.Content) == 0:
+			if m.Role == translate.RoleAssistant {
+				dst = append(dst, "null"...)
+			} else {
+				dst = append(dst, `""`...)
+			}
+		case m.ToolError:
+			dst = jsonx.AppendString(dst, m.ToolOutput())
+		case len(m.Content) == 1 && m.Content[0].Type == translate.PartText:
+			dst = jsonx.AppendString(dst, m.Content[0].Text)
+		default:
+			dst = appendOpenAIParts(dst, m.Content)
+		}
+		if m.Refusal != "" {
+			dst = append(dst, `,"refusal":`...)
+			dst = jsonx.AppendString(dst, m.Refusal)
+		}
+		if m.ToolCallID != "" {
+			dst = append(dst, `,"tool_call_id":`...)
+			dst = jsonx.AppendString(dst, m.ToolCallID)
+		}
+		if len(m.ToolCalls) > 0 {
+			dst = append(dst, `,"tool_calls":`...)
+			dst = translate.AppendToolCalls(dst, m.ToolCalls)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
+	dst = append(dst, '[')
+	for i, p := range parts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		switch p.Type {
+		case translate.PartText:
+			dst = append(dst, `{"type":"text","text":`...)
+			dst = jsonx.AppendString(dst, p.Text)
+		case translate.PartRefusal:
+			dst = append(dst, `{"type":"refusal","refusal":`...)
+			dst = jsonx.AppendString(dst, p.Text)
+		case translate.PartImage:
+			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
+			dst = jsonx.AppendString(dst, p.URL)
+			if p.Detail != "" {
+				dst = append(dst, `,"detail":`...)
+				dst = jsonx.AppendString(dst, p.Detail)
+			}
+			dst = append(dst, '}')
+		case translate.PartFile:
+			dst = append(dst, `{"type":"file","file":{`...)
+			sep := ""
+			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
+				if kv[1] != "" {
+					dst = append(dst, sep...)
+					dst = jsonx.AppendKey(dst, kv[0])
+					dst = jsonx.AppendString(dst, kv[1])
+					sep = ","
+				}
+			}
+			dst = append(dst, '}')
+		case translate.PartAudio:
+			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
+			dst = jsonx.AppendString(dst, p.AudioData)
+			dst = append(dst, `,"format":`...)
+			dst = jsonx.AppendString(dst, p.AudioFormat)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendTools appends tools as an OpenAI chat tools array.
+func appendTools(dst []byte, tools []translate.Tool) []byte {
+	dst = append(dst, '[')
+	for i, t := range tools {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"function","function":{"name":`...)
+		dst = jsonx.AppendString(dst, t.Name)
+		if t.Description != "" {
+			dst = append(dst, `,"description":`...)
+			dst = jsonx.AppendString(dst, t.Description)
+		}
+		if t.Parameters != "" {
+			dst = append(dst, `,"parameters":`...)
+			dst = append(dst, t.Parameters...)
+		}
+		if t.Strict != nil {
+			dst = append(dst, `,"strict":`...)
+			dst = jsonx.AppendBool(dst, *t.Strict)
+		}
+		dst = append(dst, `}}`...)
+	}
+	return append(dst, ']')
+}
+
+func (openAIChat) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &openAIChatStream{}
+}
+
+// openAIChatStream decodes chat.completion.chunk events. Not safe for concurrent use.
+type openAIChatStream struct {
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc      jsonx.Scanner
+	started bool
+	done    bool // [DONE] seen
+	finish  bool // a finish_reason seen
+}
+
+func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
+	if d.done {
+		return nil
+	}
+	if string(data) == "[DONE]" {
+		d.done = true
+		return nil
+	}
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	root, ok := sc.Root()
+	if !ok {
+		return upstreamMalformed("openai", data)
+	}
+	if e := sc.Get(root, "error"); e.Exists() {
+		ue := openAIError(sc, 500, e)
+		if err := emit(&translate.Event{Kind: translate.EventError, Err: ue}); err != nil {
+			return err
+		}
+		return ue
+	}
+	return decodeOpenAIChunk(sc, root, &d.started, &d.finish, emit)
+}
+
+// decodeOpenAIChunk emits the events of one chunk, or of a whole completion when root is a
+// chat.completion (message instead of delta).
+func decodeOpenAIChunk(sc *jsonx.Scanner, root jsonx.Value, started, finished *bool, emit translate.Emit) error {
+	var err error
+	send := func(ev *translate.Event) {
+		if err == nil {
+			err = emit(ev)
+		}
+	}
+	if !*started {
+		*started = true
+		send(&translate.Event{Kind: translate.EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str})
+	}
+	sc.Each(sc.Get(root, "choices"), func(_ string, c jsonx.Value) bool {
+		choice := int(sc.Get(c, "index").Int())
+		d := sc.Get(c, "delta")
+		if !d.Exists() {
+			d = sc.Get(c, "message")
+		}
+		if r := sc.Get(d, "reasoning_content"); r.Str != "" {
+			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
+		} else if r := sc.Get(d, "reasoning"); r.Kind == jsonx.String && r.Str != "" {
+			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
+		}
+		lp := openAILogprobs(sc, sc.Path(c, "logprobs", "content"))
+		if t := sc.Get(d, "content"); t.Str != "" {
+			send(&translate.Event{Kind: translate.EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
+		} else if lp != nil {
+			send(&translate.Event{Kind: translate.EventLogprobs, Choice: choice, Logprobs: lp})
+		}
+		if t := sc.Get(d, "refusal"); t.Str != "" {
+			send(&translate.Event{Kind: translate.EventRefusalDelta, Choice: choice, Text: t.Str})
+		}
+		pos := 0
+		sc.Each(sc.Get(d, "tool_calls"), func(_ string, tc jsonx.Value) bool {
+			key := pos
+			if ix := sc.Get(tc, "index"); ix.Exists() {
+				key = int(ix.Int())
+			}
+			pos++
+			if id := sc.Get(tc, "id"); id.Str != "" {
+				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: sc.Path(tc, "function", "name").Str})
+			}
+			if a := sc.Path(tc, "function", "arguments"); a.Str != "" {
+				send(&translate.Event{Kind: translate.EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
+			}
+			return err == nil
+		})
+		if f := sc.Get(c, "finish_reason"); f.Str != "" {
+			*finished = true
+			send(&translate.Event{Kind: translate.EventFinish, Choice: choice, FinishReason: f.Str})
+		}
+		return err == nil
+	})
+	if u := sc.Get(root, "usage"); u.Kind == jsonx.Object {
+		send(&translate.Event{Kind: translate.EventUsage, Usage: openAIUsage(sc, u)})
+	}
+	return err
+}
+
+// openAILogprobs decodes a choice's logprobs.content (ChatCompletionTokenLogprob items);
+// nil when there are none.
+func openAILogprobs(sc *jsonx.Scanner, content jsonx.Value) []translate.TokenLogprob {
+	if content.Kind != jsonx.Array {
+		return nil
+	}
+	var out []translate.TokenLogprob
+	sc.Each(content, func(_ string, t jsonx.Value) bool {
+		tok := sc.Get(t, "token").Str
+		lp := translate.TokenLogprob{Token: tok, Logprob: sc.Get(t, "logprob").Float(), Bytes: openAITokenBytes(sc, tok, sc.Get(t, "bytes"))}
+		sc.Each(sc.Get(t, "top_logprobs"), func(_ string, top jsonx.Value) bool {
+			tok := sc.Get(top, "token").Str
+			lp.Top = append(lp.Top, translate.TopLogprob{Token: tok, Logprob: sc.Get(top, "logprob").Float(), Bytes: openAITokenBytes(sc, tok, sc.Get(top, "bytes"))})
+			return true
+		})
+		out = append(out, lp)
+		return true
+	})
+	return out
+}
+
+// openAITokenBytes returns a token's bytes array when it differs from the token's own
+// UTF-8 bytes (a token holding part of a character), else nil.
+func openAITokenBytes(sc *jsonx.Scanner, token string, arr jsonx.Value) []byte {
+	if arr.Kind != jsonx.Array {
+		return nil
+	}
+	same, n := true, 0
+	sc.Each(arr, func(_ string, v jsonx.Value) bool {
+		if n >= len(token) || v.Int() != int64(token[n]) {
+			same = false
+		}
+		n++
+		return true
+	})
+	if same && n == len(token) {
+		return nil
+	}
+	out := make([]byte, 0, n)
+	sc.Each(arr, func(_ string, v jsonx.Value) bool {
+		out = append(out, byte(v.Int()))
+		return true
+	})
+	return out
+}
+
+func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
+	return translate.Usage{
+		PromptTokens:     int(sc.Get(u, "prompt_tokens").Int()),
+		CompletionTokens: int(sc.Get(u, "completion_tokens").Int()),
+		CachedTokens:     int(sc.Path(u, "prompt_tokens_details", "cached_tokens").Int()),
+		ReasoningTokens:  int(sc.Path(u, "completion_tokens_details", "reasoning_tokens").Int()),
+	}
+}
+
+// ParseUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
+func ParseUsage(raw []byte) (u translate.Usage, ok bool) {
+	sc := jsonx.NewScanner(jsonx.View(raw))
+	r, ok := sc.Root()
+	if !ok || r.Kind != jsonx.Object {
+		return translate.Usage{}, false
+	}
+	return openAIUsage(&sc, r), true
+}
+
+func (d *openAIChatStream) Close(emit translate.Emit) error {
+	if !d.done && !d.finish {
+		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "the upstream stream ended before it finished"}
+	}
+	return nil
+}
+
+// DecodeResponse decodes a chat completion. A body that is not a JSON object with a
+// choices array (an HTML page from a proxy, an error object sent with status 200) is an
+// upstream error, never an empty answer.
+func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	root, ok := sc.Root()
+	if !ok {
+		return upstreamMalformed("openai", body)
+	}
+	if e := sc.Get(root, "error"); e.Kind == jsonx.Object {
+		return openAIError(&sc, 502, e)
+	}
+	if root.Kind != jsonx.Object || sc.Get(root, "choices").Kind != jsonx.Array {
+		return upstreamMalformed("openai", body)
+	}
+	started, finished := false, false
+	return decodeOpenAIChunk(&sc, root, &started, &finished, emit)
+}
+
+func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {
+	sc := jsonx.NewScanner(string(body)) // a copy: the error outlives body
+	root, _ := sc.Root()
+	e := sc.Get(root, "error")
+	if e.Kind != jsonx.Object {
+		return &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Message: snippet(body, status), Retryable: translate.RetryableStatus(status)}
+	}
+	return openAIError(&sc, status, e)
+}
+
+func openAIError(sc *jsonx.Scanner, status int, e jsonx.Value) *translate.UpstreamError {
+	code := sc.Get(e, "code")
+	ue := &translate.UpstreamError{
+		Status:    status,
+		Type:      strings.Clone(sc.Get(e, "type").Str),
+		Param:     strings.Clone(sc.Get(e, "param").Str),
+		Message:   strings.Clone(sc.Get(e, "message").Str),
+		Retryable: translate.RetryableStatus(status),
+	}
+	if code.Kind == jsonx.String {
+		ue.Code = strings.Clone(code.Str)
+	} else if code.Kind == jsonx.Number {
+		ue.Code = strings.Clone(code.Raw)
+	}
+	if ue.Type == "" {
+		ue.Type = translate.ErrorType(status)
+	}
+	if ue.Message == "" {
+		ue.Message = "upstream returned HTTP " + strconv.Itoa(status)
+	}
+	return ue
+}
+
+// snippet returns a bounded, printable piece of an unparseable upstream body.
+func snippet(body []byte, status int) string {
+	const max = 512
+	b := body
+	if len(b) > max {
+		b = b[:max]
+	}
+	msg := "upstream returned HTTP " + strconv.Itoa(status)
+	if len(b) > 0 {
+		msg += ": " + string(b)
+	}
+	return msg
+}
+
+func upstreamMalformed(provider string, data []byte) *translate.UpstreamError {
+	b := data
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "malformed " + provider + " event: " + strconv.Quote(string(b))}
+}
+
+// streamFlag reports whether the request body sc reads has "stream": true (the first
+// such member, as the request parser reads it).
+func streamFlag(sc *jsonx.Scanner) bool {
+	root, _ := sc.Root()
+	return sc.Get(root, "stream").Kind == jsonx.True
+}

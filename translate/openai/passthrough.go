@@ -1,0 +1,192 @@
+package openai
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The OpenAI passthrough forwards the chunks and completions of an OpenAI-compatible
+// upstream nearly as they are, but only after reading them as JSON: what the client gets
+// keeps the guarantees of the translated backends (the chunk contract in ARCHITECTURE.md),
+// whatever an OpenAI-compatible server sends. The reading lives here, next to the decoder
+// whose helpers (openAIUsage, the error decoder) it shares; the proxy only moves the bytes.
+
+// ChunkRewriter normalizes the chunks of one passthrough stream. Every chunk leaves
+// with the same id, created and model and object "chat.completion.chunk": the id and
+// created of the first chunk that has them (OpenAI's own), else FallbackID and the clock's,
+// so that a leading chunk without them (Azure's prompt_filter_results chunk: id "",
+// created 0, object "") cannot break the stream's identity. The zero value is not usable:
+// set the exported fields. Not safe for concurrent use.
+type ChunkRewriter struct {
+	// Backend names the upstream in error messages.
+	Backend string
+	// Model is the client-facing model as a JSON string (see jsonx.AppendString).
+	Model []byte
+	// FallbackID is the gateway's response id, used when the first chunk has none.
+	FallbackID string
+	// IncludeUsage keeps the usage in the chunks; the gateway always asks the upstream
+	// for it, to count tokens, and drops it when the client did not ask.
+	IncludeUsage bool
+	// Now returns the Unix time used when the first chunk has no created.
+	Now func() int64
+	// head is `"id":…,"object":…,"created":…,"model":…`, fixed by the first chunk.
+	head []byte
+	// sc reads the current chunk.
+	sc jsonx.Scanner
+}
+
+// Chunk is what the passthrough reads of an upstream chunk.
+type Chunk struct {
+	// Usage is the chunk's usage; HasUsage tells whether it had a usage object.
+	Usage    translate.Usage
+	HasUsage bool
+	// Choices is the number of choices in the chunk.
+	Choices int
+	// Finished is set when some choice has a finish_reason.
+	Finished bool
+}
+
+// AppendChunk appends the upstream chunk data, normalized, as an SSE event for the client
+// to dst, and reports what it read of it. A payload that is not a JSON object is an
+// upstream error naming the backend; an error object in place of a chunk is the upstream's
+// error (status 502). The caller decides whether to send the event (it drops a usage-only
+// chunk the client did not ask for). One pass over data; nothing of it is retained.
+func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
+	var ch Chunk
+	// data lives until AppendChunk returns, and every string read from it is copied into
+	// dst or converted before then.
+	sc := &p.sc
+	sc.Reset(jsonx.View(data))
+	root, ok := sc.Root()
+	if !ok {
+		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+	}
+	if root.Kind != jsonx.Object {
+		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not a JSON object", data)
+	}
+	if sc.Get(root, "error").Exists() {
+		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+	}
+	if p.head == nil {
+		p.setHead(sc, root)
+	}
+	dst = append(dst, "data: {"...)
+	dst = append(dst, p.head...)
+	sc.Each(root, func(k string, v jsonx.Value) bool {
+		if shadows(k, "id", "object", "created", "model") || k != "choices" && k != "usage" && shadows(k, "choices", "usage") {
+			// The head is the gateway's; and a member a client's JSON decoder could take
+			// for one of these (encoding/json matches names ignoring case) is dropped.
+			return true
+		}
+		switch k {
+		case "choices":
+			sc.Each(v, func(_ string, c jsonx.Value) bool {
+				ch.Choices++
+				if f := sc.Get(c, "finish_reason"); f.Kind == jsonx.String && f.Str != "" {
+					ch.Finished = true
+				}
+				return true
+			})
+		case "usage":
+			if v.Kind == jsonx.Object {
+				ch.Usage, ch.HasUsage = openAIUsage(sc, v), true
+			}
+			if !p.IncludeUsage {
+				return true
+			}
+		}
+		dst = append(dst, ',')
+		dst = jsonx.AppendString(dst, k)
+		dst = append(dst, ':')
+		dst = append(dst, v.Raw...)
+		return true
+	})
+	return append(dst, "}\n\n"...), ch, nil
+}
+
+// setHead fixes the stream's id, created and model from its first chunk.
+func (p *ChunkRewriter) setHead(sc *jsonx.Scanner, root jsonx.Value) {
+	idStr := p.FallbackID
+	if id := sc.Get(root, "id"); id.Kind == jsonx.String && id.Str != "" {
+		idStr = id.Str
+	}
+	created := sc.Get(root, "created")
+	n := created.Int()
+	if created.Kind != jsonx.Number || n <= 0 {
+		n = p.Now()
+	}
+	p.head = append(p.head, `"id":`...)
+	p.head = jsonx.AppendString(p.head, idStr)
+	p.head = append(p.head, `,"object":"chat.completion.chunk","created":`...)
+	p.head = strconv.AppendInt(p.head, n, 10)
+	p.head = append(p.head, `,"model":`...)
+	p.head = append(p.head, p.Model...)
+}
+
+// RewriteCompletion checks that body, a 200 answer of an OpenAI-compatible upstream
+// of the named backend, is a JSON chat completion, and returns it with the client-facing
+// model (a JSON string) in place of the upstream's, with the usage it reports. A body that
+// is not a JSON object with a choices array is an upstream error naming the backend; an
+// error object is the upstream's error (status 502).
+func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Usage, error) {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	root, ok := sc.Root()
+	if !ok {
+		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not JSON", body)
+	}
+	if root.Kind != jsonx.Object {
+		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not a JSON object", body)
+	}
+	if sc.Get(root, "error").Exists() {
+		return nil, translate.Usage{}, New().DecodeError(http.StatusBadGateway, body)
+	}
+	if sc.Get(root, "choices").Kind != jsonx.Array {
+		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
+	}
+	var u translate.Usage
+	if raw := sc.Get(root, "usage"); raw.Kind == jsonx.Object {
+		u = openAIUsage(&sc, raw)
+	}
+	out := make([]byte, 0, len(body)+len(model)+16)
+	out = append(out, `{"model":`...)
+	out = append(out, model...)
+	sc.Each(root, func(k string, v jsonx.Value) bool {
+		if !shadows(k, "model") {
+			out = append(out, ',')
+			out = jsonx.AppendString(out, k)
+			out = append(out, ':')
+			out = append(out, v.Raw...)
+		}
+		return true
+	})
+	return append(out, '}'), u, nil
+}
+
+// passthroughNotJSON is the 502 for an upstream answer the passthrough cannot read; what
+// names the fault after "the upstream of backend X". The message quotes at most 64 bytes
+// of data.
+func passthroughNotJSON(backend, what string, data []byte) *translate.UpstreamError {
+	msg := "the upstream of backend " + backend + " " + what
+	if len(data) > 0 {
+		b := data
+		if len(b) > 64 {
+			b = b[:64]
+		}
+		msg += ": " + strconv.Quote(string(b))
+	}
+	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+}
+
+// shadows reports whether the member name k is one of names as a case-insensitive
+// decoder (encoding/json, with its Unicode folding) reads it.
+func shadows(k string, names ...string) bool {
+	for _, n := range names {
+		if strings.EqualFold(k, n) {
+			return true
+		}
+	}
+	return false
+}

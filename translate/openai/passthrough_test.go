@@ -1,0 +1,201 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"github.com/agate-gateway/agate/translate"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func passthroughSeed(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestOpenAIChunkRewriter pins what the passthrough reads of a chunk and how it rewrites
+// it: the first chunk fixes id and created, every chunk gets the client's model, usage
+// leaves only when the client asked for it, and what is not a chunk is an error.
+func TestOpenAIChunkRewriter(t *testing.T) {
+	tests := []struct {
+		name         string
+		includeUsage bool
+		chunks       []string
+		want         []string
+		wantChunk    []Chunk
+		wantErr      string
+	}{
+		{
+			name:   "id and created of the first chunk",
+			chunks: []string{`{"id":"up-1","object":"x","created":7,"model":"gpt-up","choices":[{"index":0,"delta":{"content":"a"}}]}`, `{"id":"up-2","created":9,"choices":[{"index":0,"finish_reason":"stop"}]}`},
+			want: []string{
+				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}\n\n",
+			},
+			wantChunk: []Chunk{{Choices: 1}, {Choices: 1, Finished: true}},
+		},
+		{
+			name:      "azure prompt filter chunk gets the gateway's id and clock",
+			chunks:    []string{`{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[]}`},
+			want:      []string{"data: {\"id\":\"chatcmpl-gw\",\"object\":\"chat.completion.chunk\",\"created\":42,\"model\":\"gpt\",\"choices\":[],\"prompt_filter_results\":[]}\n\n"},
+			wantChunk: []Chunk{{}},
+		},
+		{
+			name:      "usage read and dropped",
+			chunks:    []string{`{"id":"a","created":1,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":1}}}`},
+			want:      []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[]}\n\n"},
+			wantChunk: []Chunk{{Usage: translate.Usage{PromptTokens: 3, CompletionTokens: 4, CachedTokens: 1}, HasUsage: true}},
+		},
+		{
+			name:         "usage kept when asked",
+			includeUsage: true,
+			chunks:       []string{`{"id":"a","created":1,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}`},
+			want:         []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}\n\n"},
+			wantChunk:    []Chunk{{Usage: translate.Usage{PromptTokens: 3, CompletionTokens: 4}, HasUsage: true}},
+		},
+		{name: "not JSON", chunks: []string{`<html>`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "<html>"`},
+		{name: "not an object", chunks: []string{`[1]`}, wantErr: `the upstream of backend up sent a stream event that is not a JSON object: "[1]"`},
+		{name: "error object", chunks: []string{`{"error":{"message":"overloaded","type":"server_error"}}`}, wantErr: "overloaded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", IncludeUsage: tt.includeUsage,
+				Now: func() int64 { return 42 }}
+			var got []string
+			var gotChunk []Chunk
+			for _, c := range tt.chunks {
+				out, ch, err := p.AppendChunk(nil, []byte(c))
+				if err != nil {
+					var ue *translate.UpstreamError
+					if !errors.As(err, &ue) || ue.Status != 502 || ue.Message != tt.wantErr {
+						t.Fatalf("error %v, want a 502 with message %q", err, tt.wantErr)
+					}
+					return
+				}
+				got, gotChunk = append(got, string(out)), append(gotChunk, ch)
+			}
+			if tt.wantErr != "" {
+				t.Fatalf("no error, want %q", tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("chunks (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantChunk, gotChunk); diff != "" {
+				t.Errorf("read (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRewriteOpenAICompletion(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		want      string
+		wantUsage translate.Usage
+		wantErr   string
+	}{
+		{
+			name:      "model replaced, usage read",
+			body:      `{"id":"c","model":"gpt-up","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+			want:      `{"model":"gpt","id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+			wantUsage: translate.Usage{PromptTokens: 1, CompletionTokens: 2},
+		},
+		{name: "not JSON", body: `oops`, wantErr: `the upstream of backend up answered with a body that is not JSON: "oops"`},
+		{name: "not an object", body: `"x"`, wantErr: `the upstream of backend up answered with a body that is not a JSON object: "\"x\""`},
+		{name: "no choices", body: `{"id":"c"}`, wantErr: "the upstream of backend up answered with a JSON object that is not a chat completion (no choices)"},
+		{name: "error object", body: `{"error":{"message":"nope"}}`, wantErr: "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, u, err := RewriteCompletion("up", []byte(tt.body), []byte(`"gpt"`))
+			gotErr := ""
+			if ue := (*translate.UpstreamError)(nil); errors.As(err, &ue) && ue.Status == 502 {
+				gotErr = ue.Message
+			} else if err != nil {
+				gotErr = "not a 502: " + err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Fatalf("error %q, want %q", gotErr, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantUsage, u); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzOpenAIChunkRewriter: whatever an upstream sends as a chunk, the rewriter either
+// rejects it or returns one JSON object whose id, object, created and model are the
+// stream's (each exactly once), without usage unless the client asked for it.
+func FuzzOpenAIChunkRewriter(f *testing.F) {
+	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				f.Add([]byte(strings.TrimPrefix(d, " ")), false)
+			}
+		}
+	}
+	for _, line := range bytes.Split(passthroughSeed(f, "azure-model-router.vercel.chunks.txt"), []byte("\n")) {
+		f.Add(line, true)
+	}
+	f.Add([]byte(`{"id":1,"id":"a","created":"x","usage":{},"usage":null,"\u0069d":"b"}`), false)
+	f.Add([]byte(`[1]`), false)
+	f.Add([]byte(`{"choices":[{"finish_reason":"stop"}],"error":{"message":"x"}}`), true)
+	f.Fuzz(func(t *testing.T, data []byte, includeUsage bool) {
+		p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", IncludeUsage: includeUsage,
+			Now: func() int64 { return 42 }}
+		for range 2 { // the first chunk fixes the head; the second must keep it
+			out, _, err := p.AppendChunk(nil, data)
+			if err != nil {
+				var ue *translate.UpstreamError
+				if !errors.As(err, &ue) || ue.Status != 502 {
+					t.Fatalf("error %v is not a 502", err)
+				}
+				return
+			}
+			payload, ok := bytes.CutPrefix(out, []byte("data: "))
+			if !ok || !bytes.HasSuffix(payload, []byte("\n\n")) {
+				t.Fatalf("not one SSE event: %q", out)
+			}
+			top, ok := jsonMembers(payload[:len(payload)-2])
+			if !ok {
+				t.Fatalf("not a JSON object: %q\nfrom %q", out, data)
+			}
+			count := map[string]int{}
+			for _, m := range top {
+				count[m.name]++
+			}
+			for _, k := range []string{"id", "object", "created", "model"} {
+				if count[k] != 1 {
+					t.Fatalf("%s appears %d times: %q", k, count[k], out)
+				}
+			}
+			if !includeUsage && count["usage"] > 0 {
+				t.Fatalf("usage forwarded unasked: %q", out)
+			}
+			var head struct {
+				Object string `json:"object"`
+				Model  string `json:"model"`
+			}
+			if err := json.Unmarshal(payload, &head); err != nil || head.Object != "chat.completion.chunk" || head.Model != "gpt" {
+				t.Fatalf("head %+v (%v): %q", head, err, out)
+			}
+		}
+	})
+}

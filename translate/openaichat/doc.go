@@ -1,0 +1,11 @@
+// Package openaichat is the client dialect the gateway serves today, OpenAI chat
+// completions (/v1/chat/completions): ParseRequest reads a request into a
+// translate.Request (validating JSON, UTF-8 and member names, blaming the param of each
+// error), ChunkEncoder writes translate Events as chat.completion.chunk SSE frames,
+// Assembler collects them into one chat.completion, and AppendError/AppendErrorEvent write
+// OpenAI error bodies.
+//
+// It imports translate and internal/jsonx only; it must not import an upstream dialect,
+// the proxy or anything that does I/O. The other client dialects (OpenAI Responses,
+// Anthropic Messages; issues 14 and 16) will be packages beside it.
+package openaichat

@@ -1,0 +1,681 @@
+package openaichat
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
+const CodeInvalidUTF8 = translate.CodeInvalidUTF8
+
+// ParseRequest parses and validates an OpenAI chat completions request body. Errors are
+// *ParamError values naming the offending field; a body that is not UTF-8 (Code
+// CodeInvalidUTF8), not valid JSON (RFC 8259) or not a JSON object has Param "". The body
+// is copied once; the returned Request does not alias the caller's buffer.
+//
+// In every object it interprets (the request, its messages, content parts, tools, tool
+// calls, tool_choice, response_format, stream_options, metadata and thinking blocks), a
+// member name given twice, or a known field's name in another case ("MODEL"), is an error
+// with Code CodeDuplicateKey or CodeKeyCase whose Param names the key: such bodies read
+// differently to different JSON decoders, and the OpenAI passthrough forwards the body.
+func ParseRequest(body []byte) (*translate.Request, error) {
+	if len(body) == 0 {
+		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
+	}
+	if !utf8.Valid(body) {
+		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
+			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
+	}
+	s := string(body)
+	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}}
+	if p.sc.Peek() != '{' {
+		if !jsonx.Valid(s) {
+			return nil, errInvalidJSON()
+		}
+		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
+	}
+	ok := p.object() && p.sc.AtEnd()
+	if !ok {
+		// A syntax error anywhere outranks a field error: find one past the field error.
+		if p.err == nil || !jsonx.Valid(s) {
+			return nil, errInvalidJSON()
+		}
+		return nil, p.err
+	}
+	if err := check(p.req); err != nil {
+		return nil, err
+	}
+	return p.req, nil
+}
+
+func errInvalidJSON() *translate.ParamError {
+	return &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
+}
+
+// parser reads a request in one pass of its scanner. Each method reads the value at the
+// cursor and returns false on a syntax error (sc.Failed()) or a field error (err).
+type parser struct {
+	sc  jsonx.Scanner
+	req *translate.Request
+	err *translate.ParamError
+	// msgs and parts collect the messages of a messages array and their content parts
+	// until the array ends, when each is copied out in one allocation of the exact size.
+	msgs  stash[pendingMessage]
+	parts stash[translate.Part]
+	// calls holds the messages' tool calls, a few allocations for the whole request.
+	calls slab[translate.ToolCall]
+}
+
+// pendingMessage is a message whose content parts are parts[start:end] of its parser.
+type pendingMessage struct {
+	msg        translate.Message
+	start, end int
+}
+
+func (p *parser) fail(param, format string, args ...any) bool {
+	p.err = translate.Errorf(param, format, args...)
+	return false
+}
+
+func (p *parser) object() bool {
+	sc := &p.sc
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, noBase, topLevelFields) || !p.field(sc.Key()) {
+			return false
+		}
+	}
+	return !sc.Failed() && p.err == nil
+}
+
+// skipAfterError moves past the array at offset at, in which a field error was found, so
+// that the walk of the top-level fields can go on. gjson's parser went on after an error
+// in messages or tools (and only there), so a later field's error replaces it.
+func (p *parser) skipAfterError(at int) bool {
+	if p.sc.Failed() {
+		return false
+	}
+	p.sc.Seek(at)
+	return p.sc.Skip()
+}
+
+func (p *parser) field(name string) bool {
+	sc, r := &p.sc, p.req
+	if sc.Peek() == 'n' {
+		// OpenAI treats an explicit null as "not set" for optional fields.
+		switch name {
+		case "model", "messages":
+			return p.fail(name, "%s is required", name)
+		}
+		return sc.Literal("null")
+	}
+	var v jsonx.Value
+	switch name {
+	case "model":
+		if !sc.Value(&v) {
+			return false
+		}
+		if v.Kind != jsonx.String {
+			return p.fail("model", "must be a string")
+		}
+		r.Model = v.Str
+	case "messages":
+		if sc.Peek() != '[' {
+			return p.fail("messages", "must be an array of messages")
+		}
+		at := sc.Pos()
+		p.msgs.reset()
+		p.parts.reset()
+		for n := 0; sc.NextElem(&n); {
+			if !p.message(n - 1) {
+				return p.skipAfterError(at)
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+		p.flushMessages()
+	case "stream":
+		if !sc.Value(&v) {
+			return false
+		}
+		if !v.IsBool() {
+			return p.fail("stream", "must be a boolean")
+		}
+		r.Stream = v.Kind == jsonx.True
+	case "stream_options":
+		if sc.Peek() != '{' {
+			return p.fail("stream_options", "must be an object")
+		}
+		var iu jsonx.Value
+		var seen keySet
+		for n := 0; sc.NextField(&n); {
+			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsFields) {
+				return false
+			}
+			ok := false
+			if sc.Key() == "include_usage" {
+				ok = sc.First(&iu)
+			} else {
+				ok = sc.Skip()
+			}
+			if !ok {
+				return false
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+		if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
+			if !iu.IsBool() {
+				return p.fail("stream_options.include_usage", "must be a boolean")
+			}
+			r.IncludeUsage = iu.Kind == jsonx.True
+		}
+	case "tools":
+		if sc.Peek() != '[' {
+			return p.fail("tools", "must be an array")
+		}
+		at := sc.Pos()
+		for n := 0; sc.NextElem(&n); {
+			if !p.tool(n - 1) {
+				return p.skipAfterError(at)
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+	case "tool_choice":
+		return p.toolChoice()
+	case "parallel_tool_calls":
+		if !sc.Value(&v) {
+			return false
+		}
+		if !v.IsBool() {
+			return p.fail(name, "must be a boolean")
+		}
+		b := v.Kind == jsonx.True
+		r.ParallelToolCalls = &b
+	case "max_tokens", "max_completion_tokens":
+		if !sc.Value(&v) {
+			return false
+		}
+		n, ok := positiveInt(&v)
+		if !ok {
+			return p.fail(name, "must be an integer of at least 1")
+		}
+		if name == "max_completion_tokens" || r.MaxTokens == 0 {
+			r.MaxTokens, r.MaxTokensParam = n, name
+		}
+	case "temperature":
+		return p.float(name, 0, 2, &r.Temperature)
+	case "top_p":
+		return p.float(name, 0, 1, &r.TopP)
+	case "presence_penalty":
+		return p.float(name, -2, 2, &r.PresencePenalty)
+	case "frequency_penalty":
+		return p.float(name, -2, 2, &r.FrequencyPenalty)
+	case "stop":
+		return p.stop()
+	case "n":
+		if !sc.Value(&v) {
+			return false
+		}
+		n, ok := positiveInt(&v)
+		if !ok {
+			return p.fail("n", "must be an integer of at least 1")
+		}
+		r.N = n
+	case "seed":
+		if !sc.Value(&v) {
+			return false
+		}
+		f := v.Float()
+		if v.Kind != jsonx.Number || f != math.Trunc(f) {
+			return p.fail("seed", "must be an integer")
+		}
+		s := jsonInt(v.Raw, f)
+		r.Seed = &s
+	case "logprobs":
+		if !sc.Value(&v) {
+			return false
+		}
+		if !v.IsBool() {
+			return p.fail(name, "must be a boolean")
+		}
+		r.Logprobs = v.Kind == jsonx.True
+	case "top_logprobs":
+		if !sc.Value(&v) {
+			return false
+		}
+		f := v.Float()
+		if v.Kind != jsonx.Number || f != math.Trunc(f) || f < 0 || f > 20 {
+			return p.fail(name, "must be an integer from 0 to 20")
+		}
+		n := int(f)
+		r.TopLogprobs = &n
+	case "response_format":
+		return p.responseFormat()
+	case "reasoning_effort":
+		if !sc.Value(&v) {
+			return false
+		}
+		switch v.Str {
+		case "none", "minimal", "low", "medium", "high", "xhigh":
+			r.ReasoningEffort = v.Str
+			return true
+		}
+		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
+	case "user":
+		if !sc.Value(&v) {
+			return false
+		}
+		if v.Kind != jsonx.String {
+			return p.fail(name, "must be a string")
+		}
+		r.User = v.Str
+	case "metadata":
+		if sc.Peek() != '{' {
+			return p.fail(name, "must be an object of string values")
+		}
+		at := sc.Pos()
+		var seen keySet
+		for n := 0; sc.NextField(&n); {
+			if !p.member(&seen, func() string { return "metadata" }, "") {
+				return false
+			}
+			if sc.Peek() != '"' {
+				return p.fail(name, "must be an object of string values")
+			}
+			if !sc.SkipString() {
+				return false
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+		r.Metadata = sc.Input()[at:sc.Pos()]
+	default:
+		at := sc.Pos()
+		if !sc.Skip() {
+			return false
+		}
+		r.Extra = append(r.Extra, translate.Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
+	}
+	return true
+}
+
+// flushMessages appends the messages collected from a messages array to the request.
+func (p *parser) flushMessages() {
+	var parts []translate.Part
+	if p.parts.n > 0 {
+		parts = make([]translate.Part, p.parts.n)
+		p.parts.copyTo(parts)
+	}
+	msgs := make([]translate.Message, p.msgs.n)
+	for k := range msgs {
+		pm := p.msgs.at(k)
+		msgs[k] = pm.msg
+		if pm.end > pm.start {
+			msgs[k].Content = parts[pm.start:pm.end:pm.end]
+		}
+	}
+	if r := p.req; r.Messages == nil {
+		r.Messages = msgs
+	} else {
+		r.Messages = append(r.Messages, msgs...)
+	}
+}
+
+func check(r *translate.Request) *translate.ParamError {
+	if r.Model == "" {
+		return translate.Errorf("model", "model is required")
+	}
+	if len(r.Messages) == 0 {
+		return translate.Errorf("messages", "messages must be a non-empty array")
+	}
+	if !r.Stream && r.IncludeUsage {
+		return translate.Errorf("stream_options", "stream_options is only allowed when stream is true")
+	}
+	if r.ToolChoice.Mode == translate.ToolChoiceFunction {
+		found := false
+		for i := range r.Tools {
+			if r.Tools[i].Name == r.ToolChoice.Name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return translate.Errorf("tool_choice", "tool_choice names function %q, which is not in tools", r.ToolChoice.Name)
+		}
+	}
+	if r.ToolChoice.Mode == translate.ToolChoiceRequired && len(r.Tools) == 0 {
+		return translate.Errorf("tool_choice", "tool_choice is required but no tools were given")
+	}
+	return nil
+}
+
+func (p *parser) tool(i int) bool {
+	sc := &p.sc
+	param := func() string { return translate.ParamIndex("tools", i) }
+	if sc.Peek() != '{' {
+		return p.fail(param(), "each tool must be an object")
+	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, name, description, parameters, strict jsonx.Value
+	sawFunction := false
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, param, toolFields) {
+			return false
+		}
+		var ok bool
+		switch sc.Key() {
+		case "type":
+			ok = sc.First(&typ)
+		case "function":
+			if sawFunction || sc.Peek() != '{' {
+				ok = sc.Skip()
+			} else {
+				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name},
+					want{"description", &description}, want{"parameters", &parameters}, want{"strict", &strict})
+			}
+			sawFunction = true
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	if typ.Str != "function" {
+		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
+	}
+	if name.Kind != jsonx.String || !validToolName(name.Str) {
+		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+	}
+	tool := translate.Tool{Name: name.Str, Description: description.Str}
+	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
+		if parameters.Kind != jsonx.Object {
+			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
+		}
+		tool.Parameters = parameters.Raw
+	}
+	if strict.IsBool() {
+		b := strict.Kind == jsonx.True
+		tool.Strict = &b
+	}
+	r := p.req
+	for k := range r.Tools {
+		if r.Tools[k].Name == tool.Name {
+			return p.fail(param()+".function.name", "duplicate function name %q", tool.Name)
+		}
+	}
+	if r.Tools == nil {
+		r.Tools = make([]translate.Tool, 0, 4)
+	}
+	r.Tools = append(r.Tools, tool)
+	return true
+}
+
+func (p *parser) toolChoice() bool {
+	sc, r := &p.sc, p.req
+	switch sc.Peek() {
+	case '"':
+		var v jsonx.Value
+		if !sc.Value(&v) {
+			return false
+		}
+		switch v.Str {
+		case translate.ToolChoiceAuto, translate.ToolChoiceNone, translate.ToolChoiceRequired:
+			r.ToolChoice.Mode = v.Str
+			return true
+		}
+		return p.fail("tool_choice", "must be auto, none, required or a named function")
+	case '{':
+	default:
+		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
+	}
+	// gjson's Get("function.name") took the first name in any function object.
+	var typ, name jsonx.Value
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceFields) {
+			return false
+		}
+		var ok bool
+		switch {
+		case sc.Key() == "type":
+			ok = sc.First(&typ)
+		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
+			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	if typ.Str != "function" {
+		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
+	}
+	if name.Kind != jsonx.String || name.Str == "" {
+		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
+	}
+	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: name.Str}
+	return true
+}
+
+func (p *parser) responseFormat() bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return p.fail("response_format", "must be an object")
+	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, name, description, schema, strict jsonx.Value
+	sawSchema, schemaObject := false, false
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, func() string { return "response_format" }, responseFormatFields) {
+			return false
+		}
+		var ok bool
+		switch sc.Key() {
+		case "type":
+			ok = sc.First(&typ)
+		case "json_schema":
+			if sawSchema || sc.Peek() != '{' {
+				ok = sc.Skip()
+			} else {
+				schemaObject = true
+				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
+					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
+			}
+			sawSchema = true
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	rf := &p.req.ResponseFormat
+	switch t := typ.Str; t {
+	case translate.FormatText, translate.FormatJSONObject:
+		rf.Type = t
+	case translate.FormatJSONSchema:
+		if !schemaObject {
+			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
+		}
+		if name.Kind != jsonx.String || name.Str == "" {
+			return p.fail("response_format.json_schema.name", "json_schema.name is required")
+		}
+		if schema.Kind != jsonx.Missing && schema.Kind != jsonx.Object {
+			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
+		}
+		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, description.Str, schema.Raw
+		if strict.IsBool() {
+			b := strict.Kind == jsonx.True
+			rf.Strict = &b
+		}
+	default:
+		return p.fail("response_format.type", "must be text, json_object or json_schema")
+	}
+	return true
+}
+
+func (p *parser) stop() bool {
+	sc, r := &p.sc, p.req
+	switch sc.Peek() {
+	case '"':
+		s, ok := sc.Str()
+		if !ok {
+			return false
+		}
+		r.Stop = []string{s}
+		return true
+	case '[':
+		for n := 0; sc.NextElem(&n); {
+			if sc.Peek() != '"' {
+				return p.fail("stop", "must be a string or an array of strings")
+			}
+			s, ok := sc.Str()
+			if !ok {
+				return false
+			}
+			r.Stop = append(r.Stop, s)
+		}
+		return !sc.Failed()
+	}
+	return p.fail("stop", "must be a string or an array of strings")
+}
+
+func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
+		return false
+	}
+	if v.Kind != jsonx.Number {
+		return p.fail(name, "must be a number")
+	}
+	f := v.Float()
+	if f < lo || f > hi {
+		return p.fail(name, "must be between %g and %g", lo, hi)
+	}
+	*dst = &f
+	return true
+}
+
+func positiveInt(v *jsonx.Value) (int, bool) {
+	if v.Kind != jsonx.Number {
+		return 0, false
+	}
+	f := v.Float()
+	if f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// jsonInt converts the integral number raw, whose value is f, to an int64: exactly when
+// raw is plain digits that fit, else saturating at the int64 range.
+func jsonInt(raw string, f float64) int64 {
+	const maxExact = 1<<53 - 1 // gjson's bound
+	if f >= -maxExact && f <= maxExact {
+		return int64(f)
+	}
+	if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		return n
+	}
+	if f < 0 {
+		return math.MinInt64
+	}
+	return math.MaxInt64
+}
+
+func validToolName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// stash collects values in a fixed array, then on the heap past its size. Kept in a
+// parser on the stack, it makes collecting a run of values cost no allocation.
+type stash[T any] struct {
+	n     int
+	fixed [32]T
+	spill []T
+}
+
+func (s *stash[T]) reset() {
+	s.n = 0
+	s.spill = s.spill[:0]
+}
+
+func (s *stash[T]) add(v T) {
+	if s.n < len(s.fixed) {
+		s.fixed[s.n] = v
+	} else {
+		s.spill = append(s.spill, v)
+	}
+	s.n++
+}
+
+func (s *stash[T]) at(i int) *T {
+	if i < len(s.fixed) {
+		return &s.fixed[i]
+	}
+	return &s.spill[i-len(s.fixed)]
+}
+
+// copyTo copies the values to dst, which has room for them.
+func (s *stash[T]) copyTo(dst []T) {
+	copy(dst[copy(dst, s.fixed[:min(s.n, len(s.fixed))]):], s.spill)
+}
+
+// slab hands out the short slices a request holds many of (a message's content parts, its
+// tool calls) from a few shared allocations. Elements are pushed one run at a time; run
+// ends the current run and returns it with its capacity capped, so appending to it copies.
+type slab[T any] struct {
+	buf   []T
+	start int // where the current run begins in buf
+}
+
+func (s *slab[T]) push(v T) {
+	if len(s.buf) == cap(s.buf) {
+		run := s.buf[s.start:]
+		b := make([]T, len(run), max(2*cap(s.buf), 8, 2*len(run)))
+		copy(b, run)
+		s.buf, s.start = b, 0
+	}
+	s.buf = append(s.buf, v)
+}
+
+// run ends the current run and returns it, nil if it is empty.
+func (s *slab[T]) run() []T {
+	if s.start == len(s.buf) {
+		return nil
+	}
+	r := s.buf[s.start:len(s.buf):len(s.buf)]
+	s.start = len(s.buf)
+	return r
+}

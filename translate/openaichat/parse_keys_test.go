@@ -1,0 +1,90 @@
+package openaichat
+
+import (
+	"errors"
+	"github.com/agate-gateway/agate/translate"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseRequest_AmbiguousKeys pins the rejection of member names that decoders read
+// differently: a repeated name (first-wins vs last-wins) and a known field in another case
+// (Go's encoding/json matches names ignoring case). Each is a 400 naming the key.
+func TestParseRequest_AmbiguousKeys(t *testing.T) {
+	const msgs = `"messages":[{"role":"user","content":"hi"}]`
+	type result struct {
+		Param, Code string
+	}
+	dup := func(param string) result { return result{param, CodeDuplicateKey} }
+	fold := func(param string) result { return result{param, CodeKeyCase} }
+	tests := []struct {
+		name string
+		body string
+		want result
+	}{
+		{name: "model in upper case", body: `{"model":"cheap-a","MODEL":"gpt-4o",` + msgs + `}`, want: fold("MODEL")},
+		{name: "model in upper case first", body: `{"Model":"gpt-4o","model":"cheap-a",` + msgs + `}`, want: fold("Model")},
+		{name: "model twice", body: `{"model":"X","model":"cheap-a",` + msgs + `}`, want: dup("model")},
+		{name: "model twice, second escaped", body: `{"model":"X","mod\u0065l":"cheap-a",` + msgs + `}`, want: dup("model")},
+		{name: "stream_options twice", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"stream_options":{"include_usage":false},` + msgs + `}`, want: dup("stream_options")},
+		{name: "include_usage twice", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true,"include_usage":false},` + msgs + `}`, want: dup("stream_options.include_usage")},
+		{name: "include_usage in another case", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true,"Include_Usage":false},` + msgs + `}`, want: fold("stream_options.Include_Usage")},
+		{name: "stream_options with a long s", body: `{"model":"m","stream":true,"stream_options":{"include_usage":true},"ſtream_options":{"include_usage":false},` + msgs + `}`, want: fold("ſtream_options")},
+		{name: "max_tokens with a kelvin sign", body: `{"model":"m","max_tokens":5,"max_to\u212aens":50000,` + msgs + `}`, want: fold("max_to\u212aens")},
+		{name: "stream in upper case", body: `{"model":"m","STREAM":true,` + msgs + `}`, want: fold("STREAM")},
+		{name: "messages twice", body: `{"model":"m",` + msgs + `,` + msgs + `}`, want: dup("messages")},
+		{name: "unknown field twice", body: `{"model":"m","store":true,"store":false,` + msgs + `}`, want: dup("store")},
+		{name: "role twice", body: `{"model":"m","messages":[{"role":"user","role":"system","content":"hi"}]}`, want: dup("messages[0].role")},
+		{name: "content in another case", body: `{"model":"m","messages":[{"role":"user","content":"hi","Content":"bye"}]}`, want: fold("messages[0].Content")},
+		{name: "content part type twice", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","type":"image_url"}]}]}`, want: dup("messages[0].content[0].type")},
+		{name: "image url twice", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a","url":"b"}}]}]}`, want: dup("messages[0].content[0].image_url.url")},
+		{name: "image url in upper case", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a","URL":"b"}}]}]}`, want: fold("messages[0].content[0].image_url.URL")},
+		{name: "tool call id twice", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"f"}}]}]}`, want: dup("messages[0].tool_calls[0].id")},
+		{name: "tool call name in another case", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","Name":"g"}}]}]}`, want: fold("messages[0].tool_calls[0].function.Name")},
+		{name: "thinking block type twice", body: `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[{"type":"thinking","type":"x"}]}]}`, want: dup("messages[0].thinking_blocks[0].type")},
+		{name: "tool function name twice", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","name":"g"}}],` + msgs + `}`, want: dup("tools[0].function.name")},
+		{name: "tool type in upper case", body: `{"model":"m","tools":[{"type":"function","TYPE":"web_search","function":{"name":"f"}}],` + msgs + `}`, want: fold("tools[0].TYPE")},
+		{name: "tool_choice function twice", body: `{"model":"m","tool_choice":{"type":"function","function":{"name":"f"},"function":{"name":"g"}},` + msgs + `}`, want: dup("tool_choice.function")},
+		{name: "tool_choice name in another case", body: `{"model":"m","tool_choice":{"type":"function","function":{"name":"f","NAME":"g"}},` + msgs + `}`, want: fold("tool_choice.function.NAME")},
+		{name: "response_format type twice", body: `{"model":"m","response_format":{"type":"text","type":"json_object"},` + msgs + `}`, want: dup("response_format.type")},
+		{name: "json_schema name in another case", body: `{"model":"m","response_format":{"type":"json_schema","json_schema":{"name":"n","Name":"o"}},` + msgs + `}`, want: fold("response_format.json_schema.Name")},
+		{name: "unknown field twice among many", body: `{"model":"m","a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"o":1,"p":1,"a":2,` + msgs + `}`, want: dup("a")},
+		{name: "metadata key twice", body: `{"model":"m","metadata":{"a":"b","a":"c"},` + msgs + `}`, want: dup("metadata.a")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := ParseRequest([]byte(tt.body))
+			if err == nil {
+				t.Fatalf("ParseRequest accepted it: model %q", req.Model)
+			}
+			var pe *translate.ParamError
+			if !errors.As(err, &pe) || !errors.Is(err, translate.ErrBadRequest) {
+				t.Fatalf("error %v (%T) is not a bad-request *ParamError", err, err)
+			}
+			if diff := cmp.Diff(tt.want, result{pe.Param, pe.Code}); diff != "" {
+				t.Errorf("rejection (-want +got):\n%s\nmessage %q", diff, pe.Message)
+			}
+		})
+	}
+}
+
+// TestParseRequest_KeysThatStayAccepted: names that no decoder confuses with a field the
+// gateway reads stay accepted, whatever their case.
+func TestParseRequest_KeysThatStayAccepted(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		body string
+	}{
+		{name: "unknown fields differing in case", body: `{"model":"m","Foo":1,"foo":2,"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "metadata keys differing in case", body: `{"model":"m","metadata":{"A":"1","a":"2"},"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "schema with repeated names in nested objects", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":{},"A":{}}}}}],"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "many top-level fields", body: `{"model":"m","a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"o":1,"p":1,"q":1,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := ParseRequest([]byte(tt.body)); err != nil {
+				t.Fatalf("ParseRequest: %v", err)
+			}
+		})
+	}
+}

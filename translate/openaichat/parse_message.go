@@ -1,0 +1,385 @@
+package openaichat
+
+import "github.com/agate-gateway/agate/translate"
+
+import "github.com/agate-gateway/agate/internal/jsonx"
+
+// The message half of ParseRequest: messages, their content parts, tool calls and thinking
+// blocks. See parse.go for the request as a whole.
+
+func (p *parser) message(i int) bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
+	}
+	var msg translate.Message
+	// content is read after the other fields, once the role is known.
+	var role, content jsonx.Value
+	var seen keySet
+	base := func() string { return translate.ParamIndex("messages", i) }
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, base, messageFields) {
+			return false
+		}
+		key := sc.Key()
+		var v jsonx.Value
+		var ok bool
+		switch {
+		case key == "role":
+			ok = sc.Value(&role)
+		case key == "content":
+			ok = sc.Value(&content)
+		case sc.Peek() == 'n':
+			ok = sc.Literal("null")
+		case key == "name":
+			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
+				return p.fail(translate.ParamIndex("messages", i)+".name", "must be a string")
+			}
+			msg.Name = v.Str
+		case key == "tool_call_id":
+			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
+				return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "must be a string")
+			}
+			msg.ToolCallID = v.Str
+		case key == "tool_calls":
+			ok = p.toolCalls(i, &msg)
+		case key == "reasoning_content":
+			if ok = sc.Value(&v); v.Kind == jsonx.String {
+				msg.Reasoning = v.Str
+			}
+		case key == "thinking_blocks":
+			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
+		case key == "refusal":
+			if ok = sc.Value(&v); v.Kind == jsonx.String {
+				msg.Refusal = v.Str
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	if role.Kind != jsonx.String {
+		return p.fail(translate.ParamIndex("messages", i)+".role", "role is required and must be a string")
+	}
+	switch role.Str {
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser, translate.RoleAssistant, translate.RoleTool:
+		msg.Role = role.Str
+	default:
+		return p.fail(translate.ParamIndex("messages", i)+".role", "unknown role %q: use system, developer, user, assistant or tool", role.Str)
+	}
+	if len(msg.ToolCalls) > 0 && msg.Role != translate.RoleAssistant {
+		return p.fail(translate.ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
+	}
+	start := p.parts.n
+	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, &msg, &content) {
+		return false
+	}
+	switch msg.Role {
+	case translate.RoleTool:
+		if msg.ToolCallID == "" {
+			return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "tool messages need tool_call_id")
+		}
+	case translate.RoleAssistant:
+		if content.Kind == jsonx.Missing && len(msg.ToolCalls) == 0 && msg.Refusal == "" {
+			return p.fail(translate.ParamIndex("messages", i)+".content", "assistant messages need content or tool_calls")
+		}
+	default:
+		if content.Kind == jsonx.Missing || content.Kind == jsonx.Null {
+			return p.fail(translate.ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
+		}
+	}
+	p.msgs.add(pendingMessage{msg: msg, start: start, end: p.parts.n})
+	return true
+}
+
+// thinkingBlocks reads a message's thinking_blocks the way gjson's ForEach walked them:
+// each element of an array, each member of an object, or a single scalar; whatever is not
+// an object yields an empty block.
+func (p *parser) thinkingBlocks(base func() string, msg *translate.Message) bool {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '[':
+		for n := 0; sc.NextElem(&n); {
+			if !p.thinkingBlock(func() string { return translate.ParamIndex(base(), n-1) }, msg) {
+				return false
+			}
+		}
+	case '{':
+		var seen keySet
+		for n := 0; sc.NextField(&n); {
+			key := sc.Key()
+			if !p.member(&seen, base, "") || !p.thinkingBlock(func() string { return base() + "." + key }, msg) {
+				return false
+			}
+		}
+	default:
+		return p.thinkingBlock(base, msg)
+	}
+	return !sc.Failed()
+}
+
+func (p *parser) thinkingBlock(base func() string, msg *translate.Message) bool {
+	sc := &p.sc
+	var typ, thinking, signature, data jsonx.Value
+	if sc.Peek() != '{' {
+		if !sc.Skip() {
+			return false
+		}
+	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
+		return false
+	}
+	msg.ThinkingBlocks = append(msg.ThinkingBlocks, translate.ThinkingBlock{
+		Type: typ.Str, Thinking: thinking.Str, Signature: signature.Str, Data: data.Str,
+	})
+	return true
+}
+
+// content reads a message's content, v, after the message's other fields.
+func (p *parser) content(i int, msg *translate.Message, v *jsonx.Value) bool {
+	if v.Kind == jsonx.String {
+		p.parts.add(translate.Part{Type: translate.PartText, Text: v.Str})
+		return true
+	}
+	if v.Kind != jsonx.Array {
+		return p.fail(translate.ParamIndex("messages", i)+".content", "must be a string or an array of content parts")
+	}
+	// Read the array again from its start; the scanner has checked it already.
+	sc := &p.sc
+	resume := sc.Pos()
+	sc.Seek(v.At)
+	for n := 0; sc.NextElem(&n); {
+		if !p.part(i, n-1, msg) {
+			return false
+		}
+	}
+	sc.Seek(resume)
+	return true
+}
+
+// part reads content part j of message i.
+func (p *parser) part(i, j int, msg *translate.Message) bool {
+	sc := &p.sc
+	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) }
+	if sc.Peek() != '{' {
+		return p.fail(param(), "each content part must be an object")
+	}
+	// The first of duplicate keys wins, as with gjson's Get.
+	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonx.Value
+	var sawImage, sawFile, sawAudio bool
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, param, partFields) {
+			return false
+		}
+		var ok bool
+		switch sc.Key() {
+		case "type":
+			ok = sc.First(&typ)
+		case "text":
+			ok = sc.First(&text)
+		case "refusal":
+			ok = sc.First(&refusal)
+		case "image_url":
+			switch {
+			case sawImage:
+				ok = sc.Skip()
+			case sc.Peek() != '{':
+				ok = sc.Value(&image)
+			default:
+				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
+			}
+			sawImage = true
+		case "file":
+			if sawFile || sc.Peek() != '{' {
+				ok = sc.Skip()
+			} else {
+				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
+					want{"file_id", &fileID}, want{"filename", &filename})
+			}
+			sawFile = true
+		case "input_audio":
+			if sawAudio || sc.Peek() != '{' {
+				ok = sc.Skip()
+			} else {
+				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
+			}
+			sawAudio = true
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	var part translate.Part
+	switch typ.Str {
+	case "text":
+		if text.Kind != jsonx.String {
+			return p.fail(param()+".text", "text parts need a string text")
+		}
+		part = translate.Part{Type: translate.PartText, Text: text.Str}
+	case "image_url":
+		if image.Kind == jsonx.String { // a lenient shape some clients send
+			url = image
+		}
+		if url.Kind != jsonx.String || url.Str == "" {
+			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
+		}
+		part = translate.Part{Type: translate.PartImage, URL: url.Str, Detail: detail.Str}
+	case "file":
+		part = translate.Part{Type: translate.PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
+		if part.FileData == "" && part.FileID == "" {
+			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
+		}
+	case "input_audio":
+		part = translate.Part{Type: translate.PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
+		if part.AudioData == "" {
+			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
+		}
+	case "refusal":
+		if msg.Role != translate.RoleAssistant {
+			return p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
+		}
+		part = translate.Part{Type: translate.PartRefusal, Text: refusal.Str}
+	default:
+		return p.fail(param()+".type", "unknown content part type %q", typ.Str)
+	}
+	if part.Type != translate.PartText && part.Type != translate.PartRefusal && msg.Role != translate.RoleUser {
+		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.Str)
+	}
+	p.parts.add(part)
+	return true
+}
+
+// want names an object member to read and where to put its value.
+type want struct {
+	key string
+	dst *jsonx.Value
+}
+
+// fields reads the object at the cursor, whose param path base returns, putting the value
+// of each wanted member in its place and skipping the rest. A repeated member name, or one
+// that equals a wanted name only ignoring case, is an error.
+func (p *parser) fields(base func() string, wants ...want) bool {
+	sc := &p.sc
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.memberOf(&seen, base, wants) {
+			return false
+		}
+		ok := false
+		for _, w := range wants {
+			if w.key == sc.Key() {
+				ok = sc.First(w.dst)
+				goto next
+			}
+		}
+		ok = sc.Skip()
+	next:
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
+}
+
+func (p *parser) toolCalls(i int, msg *translate.Message) bool {
+	sc := &p.sc
+	base := func() string { return translate.ParamIndex("messages", i) + ".tool_calls" }
+	if sc.Peek() != '[' {
+		return p.fail(base(), "must be an array")
+	}
+	for n := 0; sc.NextElem(&n); {
+		if !p.toolCall(i, n-1) {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	if calls := p.calls.run(); msg.ToolCalls == nil {
+		msg.ToolCalls = calls
+	} else {
+		msg.ToolCalls = append(msg.ToolCalls, calls...)
+	}
+	return true
+}
+
+// toolCall reads tool call j of message i.
+func (p *parser) toolCall(i, j int) bool {
+	sc := &p.sc
+	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j) }
+	// The last of duplicate keys wins, as with gjson's ForEach.
+	var id, typ, name, args jsonx.Value
+	if sc.Peek() != '{' {
+		if !sc.Skip() {
+			return false
+		}
+	} else {
+		var seen keySet
+		for n := 0; sc.NextField(&n); {
+			if !p.member(&seen, param, toolCallFields) {
+				return false
+			}
+			var ok bool
+			switch sc.Key() {
+			case "id":
+				ok = sc.Value(&id)
+			case "type":
+				ok = sc.Value(&typ)
+			case "function":
+				if sc.Peek() != '{' {
+					ok = sc.Skip()
+					break
+				}
+				ok = true
+				var fseen keySet
+				fbase := func() string { return param() + ".function" }
+				for k := 0; ok && sc.NextField(&k); {
+					if !p.member(&fseen, fbase, toolCallFuncFields) {
+						return false
+					}
+					switch sc.Key() {
+					case "name":
+						ok = sc.Value(&name)
+					case "arguments":
+						ok = sc.Value(&args)
+					default:
+						ok = sc.Skip()
+					}
+				}
+				ok = ok && !sc.Failed()
+			default:
+				ok = sc.Skip()
+			}
+			if !ok {
+				return false
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+	}
+	if id.Kind != jsonx.String || id.Str == "" {
+		return p.fail(param()+".id", "tool calls need a string id")
+	}
+	if typ.Kind != jsonx.Missing && typ.Str != "function" {
+		return p.fail(param()+".type", "only function tool calls are supported")
+	}
+	if name.Kind != jsonx.String || name.Str == "" {
+		return p.fail(param()+".function.name", "tool calls need function.name")
+	}
+	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
+		return p.fail(param()+".function.arguments", "must be a string of JSON")
+	}
+	p.calls.push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
+	return true
+}

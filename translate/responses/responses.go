@@ -1,0 +1,418 @@
+package responses
+
+import (
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strings"
+)
+
+// Responses returns the provider for OpenAI's Responses API (POST {base_url}/responses),
+// serving chat completions from it. It is stateless and safe for concurrent use.
+//
+// Encrypted reasoning survives a stateless (store: false) client round trip inside the
+// first tool call id of a turn: the decoders mint it with CarryID and AppendRequest
+// restores the reasoning input items from it (see responsesCarry).
+func New() translate.Provider { return responsesProvider{} }
+
+type responsesProvider struct{}
+
+var (
+	_ translate.Provider      = responsesProvider{}
+	_ translate.StreamDecoder = (*responsesStream)(nil)
+)
+
+const responsesName = "responses"
+
+func (responsesProvider) Path(string, bool) string { return "/responses" }
+
+func (responsesProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+	return []translate.Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
+}
+
+// NewStreamDecoder returns a decoder for one streamed response.
+func (responsesProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder {
+	return &responsesStream{}
+}
+
+// AppendRequest appends the Responses request body for req to dst.
+func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	if opts == nil {
+		opts = &translate.Options{}
+	}
+	if err := responsesCheck(req, opts); err != nil {
+		return dst, err
+	}
+	model := opts.UpstreamModel
+	if model == "" {
+		model = req.Model
+	}
+	dst = append(dst, `{"model":`...)
+	dst = jsonx.AppendString(dst, model)
+
+	// Leading system messages become instructions; a system message later in the
+	// conversation stays in place as a system input item.
+	first := 0
+	for first < len(req.Messages) && req.Messages[first].Role == translate.RoleSystem {
+		first++
+	}
+	if first > 0 {
+		dst = append(dst, `,"instructions":`...)
+		if first == 1 {
+			dst = jsonx.AppendString(dst, req.Messages[0].Text())
+		} else {
+			var sb strings.Builder
+			for i := 0; i < first; i++ {
+				if i > 0 {
+					sb.WriteString("\n\n")
+				}
+				sb.WriteString(req.Messages[i].Text())
+			}
+			dst = jsonx.AppendString(dst, sb.String())
+		}
+	}
+
+	dst = append(dst, `,"input":[`...)
+	carried := false
+	n := 0 // items written
+	var err error
+	for i := first; i < len(req.Messages); i++ {
+		var c bool
+		dst, n, c, err = appendResponsesMessage(dst, n, i, &req.Messages[i], opts)
+		if err != nil {
+			return dst, err
+		}
+		carried = carried || c
+	}
+	dst = append(dst, ']')
+
+	if len(req.Tools) > 0 {
+		dst = append(dst, `,"tools":[`...)
+		for i := range req.Tools {
+			t := &req.Tools[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"type":"function","name":`...)
+			dst = jsonx.AppendString(dst, t.Name)
+			if t.Description != "" {
+				dst = append(dst, `,"description":`...)
+				dst = jsonx.AppendString(dst, t.Description)
+			}
+			dst = append(dst, `,"parameters":`...)
+			dst = jsonx.AppendRawOr(dst, t.Parameters, `{"type":"object","properties":{}}`)
+			// Responses defaults strict to true; chat completions to false.
+			dst = append(dst, `,"strict":`...)
+			dst = jsonx.AppendBool(dst, t.Strict != nil && *t.Strict)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	switch req.ToolChoice.Mode {
+	case "":
+	case translate.ToolChoiceFunction:
+		dst = append(dst, `,"tool_choice":{"type":"function","name":`...)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Name)
+		dst = append(dst, '}')
+	default:
+		dst = append(dst, `,"tool_choice":`...)
+		dst = jsonx.AppendString(dst, req.ToolChoice.Mode)
+	}
+	if req.ParallelToolCalls != nil {
+		dst = append(dst, `,"parallel_tool_calls":`...)
+		dst = jsonx.AppendBool(dst, *req.ParallelToolCalls)
+	}
+	if req.MaxTokens > 0 {
+		dst = append(dst, `,"max_output_tokens":`...)
+		dst = jsonx.AppendInt(dst, req.MaxTokens)
+	}
+	if req.Temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = jsonx.AppendFloat(dst, *req.Temperature)
+	}
+	if req.TopP != nil {
+		dst = append(dst, `,"top_p":`...)
+		dst = jsonx.AppendFloat(dst, *req.TopP)
+	}
+	if req.User != "" {
+		dst = append(dst, `,"user":`...)
+		dst = jsonx.AppendString(dst, req.User)
+	}
+	if req.Metadata != "" {
+		dst = append(dst, `,"metadata":`...)
+		dst = append(dst, req.Metadata...)
+	}
+	if rf := &req.ResponseFormat; rf.Type != "" {
+		dst = append(dst, `,"text":{"format":{"type":`...)
+		dst = jsonx.AppendString(dst, rf.Type)
+		if rf.Type == translate.FormatJSONSchema {
+			dst = append(dst, `,"name":`...)
+			dst = jsonx.AppendString(dst, rf.Name)
+			if rf.Description != "" {
+				dst = append(dst, `,"description":`...)
+				dst = jsonx.AppendString(dst, rf.Description)
+			}
+			dst = append(dst, `,"schema":`...)
+			dst = jsonx.AppendRawOr(dst, rf.Schema, `{}`)
+			if rf.Strict != nil {
+				dst = append(dst, `,"strict":`...)
+				dst = jsonx.AppendBool(dst, *rf.Strict)
+			}
+		}
+		dst = append(dst, `}}`...)
+	}
+	if e := req.ReasoningEffort; e != "" {
+		dst = append(dst, `,"reasoning":{"effort":`...)
+		dst = jsonx.AppendString(dst, e)
+		if e != "none" {
+			dst = append(dst, `,"summary":"auto"`...)
+		}
+		dst = append(dst, '}')
+	}
+	if responsesWantsEncrypted(req, model, carried) {
+		dst = append(dst, `,"include":["reasoning.encrypted_content"]`...)
+	}
+	dst = append(dst, `,"store":`...)
+	dst = jsonx.AppendBool(dst, opts.Store)
+	if opts.Stream {
+		dst = append(dst, `,"stream":true`...)
+	}
+	return append(dst, '}'), nil
+}
+
+// responsesCheck rejects what the Responses API cannot honour, unless the operator lets
+// such parameters be dropped.
+func responsesCheck(req *translate.Request, opts *translate.Options) error {
+	unsupported := func(param string, set bool) error {
+		if set && !opts.Drop(param) {
+			return translate.Unsupported(param, responsesName)
+		}
+		return nil
+	}
+	checks := []struct {
+		param string
+		set   bool
+	}{
+		{"stop", len(req.Stop) > 0},
+		{"n", req.N > 1},
+		// Responses can return logprobs, but Agate has no chat-shaped way to pass them on.
+		{"logprobs", req.Logprobs},
+		{"top_logprobs", req.TopLogprobs != nil},
+		{"presence_penalty", req.PresencePenalty != nil},
+		{"frequency_penalty", req.FrequencyPenalty != nil},
+		{"seed", req.Seed != nil},
+	}
+	for _, c := range checks {
+		if err := unsupported(c.param, c.set); err != nil {
+			return err
+		}
+	}
+	for i := range req.Extra {
+		if err := unsupported(req.Extra[i].Name, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// responsesWantsEncrypted reports whether to ask for encrypted reasoning: when the client
+// asked for reasoning, when the history carries reasoning state (so the model reasons),
+// or when the upstream model is a reasoning model by name (reasoning is on by default
+// there, and without the encrypted items a stateless next turn loses it).
+func responsesWantsEncrypted(req *translate.Request, model string, carried bool) bool {
+	if req.ReasoningEffort == "none" {
+		return carried
+	}
+	return req.ReasoningEffort != "" || carried || responsesReasoningModel(model)
+}
+
+func responsesReasoningModel(model string) bool {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	switch {
+	case strings.HasPrefix(model, "gpt-5"):
+		return !strings.Contains(model, "-chat")
+	case len(model) >= 2 && model[0] == 'o' && model[1] >= '1' && model[1] <= '9':
+		return true
+	case strings.Contains(model, "codex"):
+		return true
+	}
+	return false
+}
+
+// appendResponsesMessage appends the input items for message i. It returns the new item
+// count and whether reasoning state was restored.
+func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *translate.Options) ([]byte, int, bool, error) {
+	sep := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+	}
+	switch m.Role {
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		sep()
+		dst = append(dst, `{"role":`...)
+		dst = jsonx.AppendString(dst, m.Role)
+		dst = append(dst, `,"content":`...)
+		if len(m.Content) == 1 && m.Content[0].Type == translate.PartText || m.Role != translate.RoleUser {
+			dst = jsonx.AppendString(dst, m.Text())
+		} else {
+			var err error
+			if dst, err = appendResponsesParts(dst, i, m.Content, opts); err != nil {
+				return dst, n, false, err
+			}
+		}
+		dst = append(dst, '}')
+	case translate.RoleTool:
+		sep()
+		id, _ := translate.SplitID(m.ToolCallID)
+		dst = append(dst, `{"type":"function_call_output","call_id":`...)
+		dst = jsonx.AppendString(dst, id)
+		dst = append(dst, `,"output":`...)
+		dst = jsonx.AppendString(dst, m.ToolOutput())
+		dst = append(dst, '}')
+	case translate.RoleAssistant:
+		carried := false
+		// Reasoning items restored from call ids go first: the upstream produced them
+		// before the message and its calls.
+		var fcIDs []string
+		for j := range m.ToolCalls {
+			_, state := translate.SplitID(m.ToolCalls[j].ID)
+			if state == nil {
+				continue
+			}
+			sc := jsonx.NewScanner(jsonx.View(state))
+			st, ok := sc.Root()
+			if !ok || st.Kind != jsonx.Object {
+				continue
+			}
+			if fcIDs == nil {
+				fcIDs = make([]string, len(m.ToolCalls))
+			}
+			fcIDs[j] = sc.Get(st, "id").Str
+			sc.Each(sc.Get(st, "reasoning"), func(_ string, r jsonx.Value) bool {
+				enc := sc.Get(r, "encrypted_content").Str
+				rid := sc.Get(r, "id").Str
+				if rid == "" || (enc == "" && !opts.Store) {
+					return true // an item the upstream could not resolve statelessly
+				}
+				sep()
+				carried = true
+				dst = append(dst, `{"type":"reasoning","id":`...)
+				dst = jsonx.AppendString(dst, rid)
+				dst = append(dst, `,"summary":[`...)
+				k := 0
+				sc.Each(sc.Get(r, "summary"), func(_ string, s jsonx.Value) bool {
+					if k > 0 {
+						dst = append(dst, ',')
+					}
+					k++
+					dst = append(dst, `{"type":"summary_text","text":`...)
+					dst = jsonx.AppendString(dst, sc.Get(s, "text").Str)
+					dst = append(dst, '}')
+					return true
+				})
+				dst = append(dst, ']')
+				if enc != "" {
+					dst = append(dst, `,"encrypted_content":`...)
+					dst = jsonx.AppendString(dst, enc)
+				}
+				dst = append(dst, '}')
+				return true
+			})
+		}
+		text := m.Text()
+		if m.Refusal != "" {
+			text += m.Refusal
+		}
+		for _, p := range m.Content {
+			if p.Type == translate.PartRefusal {
+				text += p.Text
+			}
+		}
+		if text != "" {
+			sep()
+			dst = append(dst, `{"role":"assistant","content":`...)
+			dst = jsonx.AppendString(dst, text)
+			dst = append(dst, '}')
+		}
+		for j := range m.ToolCalls {
+			tc := &m.ToolCalls[j]
+			args := tc.Arguments
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			} else if !jsonx.Valid(args) {
+				return dst, n, false, translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
+			}
+			id, _ := translate.SplitID(tc.ID)
+			sep()
+			dst = append(dst, `{"type":"function_call","call_id":`...)
+			dst = jsonx.AppendString(dst, id)
+			dst = append(dst, `,"name":`...)
+			dst = jsonx.AppendString(dst, tc.Name)
+			dst = append(dst, `,"arguments":`...)
+			dst = jsonx.AppendString(dst, args)
+			if fcIDs != nil && fcIDs[j] != "" {
+				dst = append(dst, `,"id":`...)
+				dst = jsonx.AppendString(dst, fcIDs[j])
+			}
+			dst = append(dst, '}')
+		}
+		return dst, n, carried, nil
+	}
+	return dst, n, false, nil
+}
+
+func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *translate.Options) ([]byte, error) {
+	dst = append(dst, '[')
+	n := 0
+	for j := range parts {
+		p := &parts[j]
+		if p.Type == translate.PartAudio {
+			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".type"
+			if !opts.Drop(param) {
+				return dst, translate.Unsupported(param, responsesName)
+			}
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		switch p.Type {
+		case translate.PartText, translate.PartRefusal:
+			dst = append(dst, `{"type":"input_text","text":`...)
+			dst = jsonx.AppendString(dst, p.Text)
+		case translate.PartImage:
+			dst = append(dst, `{"type":"input_image","image_url":`...)
+			dst = jsonx.AppendString(dst, p.URL)
+			detail := p.Detail
+			if detail == "" {
+				detail = "auto"
+			}
+			dst = append(dst, `,"detail":`...)
+			dst = jsonx.AppendString(dst, detail)
+		case translate.PartFile:
+			dst = append(dst, `{"type":"input_file"`...)
+			if p.FileID != "" {
+				dst = append(dst, `,"file_id":`...)
+				dst = jsonx.AppendString(dst, p.FileID)
+			}
+			if p.FileData != "" {
+				dst = append(dst, `,"file_data":`...)
+				if strings.HasPrefix(p.FileData, "data:") {
+					dst = jsonx.AppendString(dst, p.FileData)
+				} else { // bare base64, as some chat clients send: PDF is what chat accepts
+					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.FileData)
+				}
+			}
+			if p.Filename != "" {
+				dst = append(dst, `,"filename":`...)
+				dst = jsonx.AppendString(dst, p.Filename)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}

@@ -1,0 +1,267 @@
+package responses
+
+import (
+	"fmt"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"strings"
+)
+
+// responsesPhase is where a Responses stream is.
+type responsesPhase uint8
+
+const (
+	responsesWaiting responsesPhase = iota // before response.created
+	responsesRunning                       // between response.created and the end
+	responsesDone                          // after response.completed / incomplete
+	responsesFailed                        // after an error event or response.failed
+)
+
+// responsesStream decodes one streamed Responses answer. It is not safe for concurrent
+// use.
+type responsesStream struct {
+	phase responsesPhase
+	carry responsesCarry
+	// sc reads the current event; its arena holds the event's decoded strings.
+	sc jsonx.Scanner
+	// calls are the function call items seen, in order; a call's position is its
+	// Event.Index.
+	calls []responsesCall
+	// sawText / sawSummary record whether the current message / reasoning item streamed
+	// deltas, so that its done event only fills in what was never streamed.
+	sawText    bool
+	sawSummary bool
+	// ev is the event handed to emit, reused so that decoding allocates nothing per event.
+	ev translate.Event
+}
+
+func (d *responsesStream) emit(emit translate.Emit, ev translate.Event) error {
+	d.ev = ev
+	return emit(&d.ev)
+}
+
+type responsesCall struct {
+	itemID  string
+	hasArgs bool
+}
+
+// responsesMembers are the members of an event the decoder reads: type, delta,
+// response, error, item, item_id, arguments and summary_index.
+type responsesMembers [8]jsonx.Value
+
+// Event decodes one SSE event.
+func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
+	if d.phase == responsesFailed || d.phase == responsesDone {
+		// The failure or the end was reported once; a response.failed after an error
+		// event, or anything after the end, adds nothing.
+		return nil
+	}
+	sc := &d.sc
+	sc.Reset(jsonx.View(data))
+	// One pass checks the event and reads the members any event type needs.
+	var m responsesMembers
+	root, ok := sc.RootMembers([]string{"type", "delta", "response", "error", "item", "item_id", "arguments", "summary_index"}, m[:])
+	if !ok {
+		return d.malformed(typ, "not valid JSON")
+	}
+	if len(typ) == 0 {
+		typ = jsonx.Bytes(m[0].Str)
+	}
+	switch string(typ) {
+	case "response.output_text.delta":
+		if d.phase != responsesRunning {
+			return d.malformed(typ, "before response.created")
+		}
+		d.sawText = true
+		return d.emit(emit, translate.Event{Kind: translate.EventTextDelta, Text: m[1].Str})
+	case "response.created", "response.in_progress", "response.queued":
+		if d.phase == responsesWaiting {
+			r := m[2]
+			if r.Kind != jsonx.Object {
+				return d.malformed(typ, "no response object")
+			}
+			d.phase = responsesRunning
+			return d.emit(emit, translate.Event{Kind: translate.EventStart, ID: sc.Get(r, "id").Str, Model: sc.Get(r, "model").Str})
+		}
+		return nil
+	case "error":
+		eo, flat := m[3], false
+		if eo.Kind != jsonx.Object { // the spec's flat shape: code, message, param at the top
+			eo, flat = root, true
+		}
+		return d.fail(emit, responsesFailure(sc, eo, flat, "the upstream stream failed"))
+	case "response.failed":
+		if u := sc.Get(m[2], "usage"); u.Kind == jsonx.Object {
+			// Tokens a failed response consumed are billed: count them.
+			if err := d.emit(emit, translate.Event{Kind: translate.EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
+				return err
+			}
+		}
+		return d.fail(emit, responsesFailure(sc, sc.Get(m[2], "error"), false, "the upstream response failed"))
+	}
+	if d.phase != responsesRunning {
+		return d.malformed(typ, "before response.created")
+	}
+	switch string(typ) {
+	case "response.refusal.delta":
+		d.sawText = true
+		return d.emit(emit, translate.Event{Kind: translate.EventRefusalDelta, Text: m[1].Str})
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		d.sawSummary = true
+		return d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: m[1].Str})
+	case "response.reasoning_summary_part.added":
+		if m[7].Int() > 0 {
+			return d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: "\n\n"})
+		}
+	case "response.function_call_arguments.delta":
+		n := d.find(m[5].Str)
+		if n < 0 {
+			return d.malformed(typ, "for an unknown item_id")
+		}
+		delta := m[1].Str
+		if delta == "" {
+			return nil
+		}
+		d.calls[n].hasArgs = true
+		return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: delta})
+	case "response.function_call_arguments.done":
+		return d.callArgs(m[5].Str, m[6].Str, emit)
+	case "response.output_item.added":
+		return d.itemAdded(typ, m[4], emit)
+	case "response.output_item.done":
+		return d.itemDone(typ, m[4], emit)
+	case "response.completed", "response.incomplete":
+		r := m[2]
+		if r.Kind != jsonx.Object {
+			return d.malformed(typ, "no response object")
+		}
+		d.phase = responsesDone
+		if u := sc.Get(r, "usage"); u.Kind == jsonx.Object {
+			if err := d.emit(emit, translate.Event{Kind: translate.EventUsage, Usage: responsesUsage(sc, u)}); err != nil {
+				return err
+			}
+		}
+		return d.emit(emit, translate.Event{Kind: translate.EventFinish, FinishReason: responsesFinish(sc, r, len(d.calls) > 0)})
+	}
+	// Everything else (content parts, *.done events whose content was streamed, built-in
+	// tool progress such as response.web_search_call.*, annotations) adds nothing.
+	return nil
+}
+
+func (d *responsesStream) malformed(typ []byte, what string) error {
+	return &translate.UpstreamError{Status: 502, Type: "api_error",
+		Message: fmt.Sprintf("decoding responses event %q: %s", typ, what)}
+}
+
+func (d *responsesStream) fail(emit translate.Emit, ue *translate.UpstreamError) error {
+	d.phase = responsesFailed
+	if err := d.emit(emit, translate.Event{Kind: translate.EventError, Err: ue}); err != nil && err != error(ue) {
+		return err
+	}
+	return ue
+}
+
+func (d *responsesStream) find(itemID string) int {
+	for i := range d.calls {
+		if d.calls[i].itemID == itemID {
+			return i
+		}
+	}
+	return -1
+}
+
+func (d *responsesStream) itemAdded(typ []byte, item jsonx.Value, emit translate.Emit) error {
+	sc := &d.sc
+	switch sc.Get(item, "type").Str {
+	case "message":
+		d.sawText = false
+	case "reasoning":
+		d.sawSummary = false
+	case "function_call":
+		itemID := sc.Get(item, "id").Str
+		if itemID == "" || d.find(itemID) >= 0 {
+			return d.malformed(typ, "function_call item without a unique id")
+		}
+		n := len(d.calls)
+		d.calls = append(d.calls, responsesCall{itemID: strings.Clone(itemID)})
+		id := d.carry.callID(sc.Get(item, "call_id").Str, itemID)
+		if err := d.emit(emit, translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: id, Name: sc.Get(item, "name").Str}); err != nil {
+			return err
+		}
+		if args := sc.Get(item, "arguments").Str; args != "" {
+			d.calls[n].hasArgs = true
+			return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: args})
+		}
+	}
+	return nil
+}
+
+// callArgs emits a call's whole arguments if none were streamed.
+func (d *responsesStream) callArgs(itemID, args string, emit translate.Emit) error {
+	n := d.find(itemID)
+	if n < 0 || d.calls[n].hasArgs || args == "" {
+		return nil
+	}
+	d.calls[n].hasArgs = true
+	return d.emit(emit, translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: args})
+}
+
+func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit translate.Emit) error {
+	sc := &d.sc
+	var err error
+	switch sc.Get(item, "type").Str {
+	case "reasoning":
+		if !d.sawSummary {
+			k := 0
+			sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
+				text := sc.Get(s, "text").Str
+				if k > 0 {
+					text = "\n\n" + text
+				}
+				k++
+				err = d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: text})
+				return err == nil
+			})
+		}
+		d.carry.addReasoning(sc, item)
+		if err == nil {
+			err = d.emit(emit, translate.Event{Kind: translate.EventReasoningBlock, Block: reasoningBlock(sc, item)})
+		}
+	case "message":
+		if !d.sawText {
+			sc.Each(sc.Get(item, "content"), func(_ string, p jsonx.Value) bool {
+				switch sc.Get(p, "type").Str {
+				case "output_text":
+					err = d.emit(emit, translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(p, "text").Str})
+				case "refusal":
+					err = d.emit(emit, translate.Event{Kind: translate.EventRefusalDelta, Text: sc.Get(p, "refusal").Str})
+				}
+				return err == nil
+			})
+		}
+	case "function_call":
+		itemID := sc.Get(item, "id").Str
+		n := d.find(itemID)
+		if n < 0 {
+			return d.malformed(typ, "for a function_call never added")
+		}
+		if err := d.callArgs(itemID, sc.Get(item, "arguments").Str, emit); err != nil {
+			return err
+		}
+		return d.emit(emit, translate.Event{Kind: translate.EventToolCallEnd, Index: n})
+	}
+	return err
+}
+
+// Close ends the stream: a stream that stopped before its terminal event is an error.
+func (d *responsesStream) Close(emit translate.Emit) error {
+	switch d.phase {
+	case responsesWaiting:
+		d.phase = responsesFailed
+		return responsesTruncated("before response.created")
+	case responsesRunning:
+		d.phase = responsesFailed
+		return responsesTruncated("mid-response")
+	}
+	return nil
+}
