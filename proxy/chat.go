@@ -37,57 +37,27 @@ type chatRun struct {
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
-	rt := s.runtime()
-	start := time.Now()
-	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
-	defer func() {
-		if !streaming { // a stream's writer ends it
-			span.End(ctx.Response.StatusCode())
-		}
-	}()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+		req, err := openaichat.ParseRequest(body)
+		return req, func(c *chatRun) endpointRun { return c }, err
+	})
+}
+
+// prepare merges the key's server tools, if any, into the request (a client tool named
+// like one is an error).
+func (c *chatRun) prepare() error {
+	if len(c.key.tools) == 0 || c.s.tools == nil {
+		return nil
+	}
+	defs, err := c.s.tools.Resolve(c.key.tools)
+	if err == nil {
+		err = mergeServerTools(c.req, defs)
+	}
 	if err != nil {
-		s.fail(ctx, rid, err, "", "", "", "")
-		return
+		return err
 	}
-	req, err := openaichat.ParseRequest(ctx.PostBody())
-	if err != nil {
-		s.fail(ctx, rid, err, "", "", key.name, "")
-		return
-	}
-	stream := strconv.FormatBool(req.Stream)
-	r, err := rt.routeFor(key, req.Model)
-	if err != nil {
-		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
-		return
-	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("chatcmpl-"), start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	c.startTracing(span) // tracing.go
-	if len(key.tools) > 0 && s.tools != nil {
-		defs, err := s.tools.Resolve(key.tools)
-		if err == nil {
-			err = mergeServerTools(req, defs)
-		}
-		if err != nil {
-			s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
-			return
-		}
-		c.defs = defs
-	}
-	c.call.spend = &c.limits
-	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
-		return
-	}
-	s.metrics.Inflight.Inc()
-	if req.Stream {
-		streaming = true
-		c.stream(ctx)
-		return
-	}
-	defer s.metrics.Inflight.Dec()
-	defer c.endLimits() // limits.go: charge the usage, release the slots
-	c.complete(ctx)
+	c.defs = defs
+	return nil
 }
 
 // label is the bounded metric label of the route (see route.metricLabel).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -49,60 +48,23 @@ type messagesRun struct {
 	body []byte
 	// pass is set when the body is forwarded as bytes to anthropic backends.
 	pass bool
+	// header is the client request's header (anthropic-version, anthropic-beta).
+	header *fasthttp.RequestHeader
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
-	rt := s.runtime()
-	start := time.Now()
-	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
-	defer func() {
-		if !streaming { // a stream's writer ends it
-			span.End(ctx.Response.StatusCode())
-		}
-	}()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
-	if err != nil {
-		s.fail(ctx, rid, err, "", "", "", "")
-		return
-	}
-	req, err := messagesin.Parse(ctx.PostBody())
-	if err != nil {
-		s.fail(ctx, rid, err, "", "", key.name, "")
-		return
-	}
-	stream := strconv.FormatBool(req.Stream)
-	r, err := rt.routeFor(key, req.Model)
-	if err != nil {
-		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
-		return
-	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("msg_"), start: start, api: apiMessages}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	c.startTracing(span) // tracing.go
-	m := &messagesRun{c: c, body: append([]byte(nil), ctx.PostBody()...)}
-	if err := m.prepare(&ctx.Request.Header); err != nil {
-		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
-		return
-	}
-	c.call.spend = &c.limits
-	if !c.admit(ctx) { // limits.go: refused and answered (in Anthropic's shape, see writeError)
-		return
-	}
-	s.metrics.Inflight.Inc()
-	if req.Stream {
-		streaming = true
-		m.stream(ctx)
-		return
-	}
-	defer s.metrics.Inflight.Dec()
-	defer c.endLimits()
-	m.complete(ctx)
+	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+		req, err := messagesin.Parse(body)
+		return req, func(c *chatRun) endpointRun {
+			return &messagesRun{c: c, body: append([]byte(nil), body...), header: &ctx.Request.Header}
+		}, err
+	})
 }
 
 // prepare resolves server tools, picks the path (passthrough or translation) and applies
 // the unsupported-parameter policy of the translated path.
-func (m *messagesRun) prepare(h *fasthttp.RequestHeader) error {
-	c := m.c
+func (m *messagesRun) prepare() error {
+	c, h := m.c, m.header
 	if len(c.key.tools) > 0 && c.s.tools != nil {
 		defs, err := c.s.tools.Resolve(c.key.tools)
 		if err == nil {

@@ -40,11 +40,11 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	m := &messagesRun{c: c, body: ctx.PostBody()}
+	m := &messagesRun{c: c, body: ctx.PostBody(), header: &ctx.Request.Header}
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()
 	var n int
-	err = m.prepare(&ctx.Request.Header)
+	err = m.prepare()
 	switch {
 	case err != nil:
 	case r.backend.typ == "anthropic":

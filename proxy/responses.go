@@ -69,51 +69,13 @@ type responsesRun struct {
 const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
-	rt := s.runtime()
-	start := time.Now()
-	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
-	defer func() {
-		if !streaming { // a stream's writer ends it
-			span.End(ctx.Response.StatusCode())
+	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+		req, err := responsesin.Parse(body)
+		if err != nil {
+			return nil, nil, err
 		}
-	}()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
-	if err != nil {
-		s.fail(ctx, rid, err, "", "", "", "")
-		return
-	}
-	req, err := responsesin.Parse(ctx.PostBody())
-	if err != nil {
-		s.fail(ctx, rid, err, "", "", key.name, "")
-		return
-	}
-	stream := strconv.FormatBool(req.Core.Stream)
-	r, err := rt.routeFor(key, req.Core.Model)
-	if err != nil {
-		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
-		return
-	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req.Core, rid: rid, id: newID("resp_"), start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
-	c.startTracing(span) // tracing.go
-	x := &responsesRun{c: c, req: req}
-	if err := x.prepare(); err != nil {
-		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
-		return
-	}
-	c.call.spend = &c.limits
-	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
-		return
-	}
-	s.metrics.Inflight.Inc()
-	if req.Core.Stream {
-		streaming = true
-		x.stream(ctx)
-		return
-	}
-	defer s.metrics.Inflight.Dec()
-	defer c.endLimits() // limits.go: charge the usage, release the slots
-	x.complete(ctx)
+		return req.Core, func(c *chatRun) endpointRun { return &responsesRun{c: c, req: req} }, nil
+	})
 }
 
 // prepare resolves previous_response_id and server tools, picks the path (passthrough or

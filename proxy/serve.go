@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// endpointRun answers one routed request of a client API (chat completions, Responses,
+// Messages) once serve has authenticated, parsed and routed it. Each run owns its
+// chatRun's model call, tool loop, limits and metrics through that chatRun.
+type endpointRun interface {
+	// prepare resolves what the run needs before limits are checked (server tools, the
+	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
+	// answered as the request's error.
+	prepare() error
+	// stream answers a streaming request; the run's writer ends the server span.
+	stream(ctx *fasthttp.RequestCtx)
+	// complete answers a non-streaming request.
+	complete(ctx *fasthttp.RequestCtx)
+}
+
+// parseFunc parses a client API's body into the core request and returns the constructor
+// of the run that answers it.
+type parseFunc func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error)
+
+// serve is the request path every client API shares: the server span, the key from the
+// headers, the body parsed by parse, the route and the key's allowlist, the run's
+// preparation, limits, the in-flight gauge, and the answer, streamed or not. idPrefix
+// starts the client-facing response id; api is the api label of the request metrics.
+func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, parse parseFunc) {
+	rt := s.runtime()
+	start := time.Now()
+	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
+	defer func() {
+		if !streaming { // a stream's writer ends it
+			span.End(ctx.Response.StatusCode())
+		}
+	}()
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", "", "")
+		return
+	}
+	req, newRun, err := parse(ctx.PostBody())
+	if err != nil {
+		s.fail(ctx, rid, err, "", "", key.name, "")
+		return
+	}
+	stream := strconv.FormatBool(req.Stream)
+	r, err := rt.routeFor(key, req.Model)
+	if err != nil {
+		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
+		return
+	}
+	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.startTracing(span) // tracing.go
+	run := newRun(c)
+	if err := run.prepare(); err != nil {
+		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
+		return
+	}
+	c.call.spend = &c.limits
+	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
+		return
+	}
+	s.metrics.Inflight.Inc()
+	if req.Stream {
+		streaming = true
+		run.stream(ctx)
+		return
+	}
+	defer s.metrics.Inflight.Dec()
+	defer c.endLimits() // limits.go: charge the usage, release the slots
+	run.complete(ctx)
+}
