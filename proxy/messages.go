@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -171,45 +170,15 @@ func (o *messagesOut) KeepAlive() error {
 	return o.flush()
 }
 
-// stream serves a streaming request with chatRun.stream's protocol: the handler waits
-// until the writer knows whether the upstream accepted.
-func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) {
-	c := m.c
-	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer c.endLimits()
-		defer cancel()
-		defer c.s.metrics.Inflight.Dec()
-		defer m.recoverStream(w, started)
-		m.writeStream(cctx, cancel, w, started)
-	})
-	if a := <-started; a != nil {
-		setErrorHeaders(ctx, *a) // the writer writes the body
-		return
-	}
-	ctx.SetStatusCode(200)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+// stream serves a streaming request (chatRun.runStream).
+func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) { m.c.runStream(ctx, m) }
+
+func (m *messagesRun) errorBody(a apiError) []byte {
+	return messagesin.AppendError(nil, a.Status, a.Message, m.c.rid)
 }
 
-func (m *messagesRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
-	c := m.c
-	p := recover()
-	if p == nil {
-		return
-	}
-	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	a := classify(errors.New("panic"), c.rid)
-	if !c.committed {
-		c.committed = true
-		started <- &a
-		w.Write(messagesin.AppendError(nil, a.Status, a.Message, c.rid))
-	} else {
-		w.Write(messagesin.AppendErrorEvent(nil, a.Status, a.Message, c.rid))
-	}
-	w.Flush()
+func (m *messagesRun) errorEventBody(a apiError) []byte {
+	return messagesin.AppendErrorEvent(nil, a.Status, a.Message, m.c.rid)
 }
 
 // errReported is returned by the passthrough when the upstream's own error event was

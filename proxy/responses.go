@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -186,48 +184,14 @@ func joinArrays(arrays ...string) string {
 	return b.String()
 }
 
-// stream serves a streaming request, with chatRun.stream's protocol: the handler waits
-// until the writer knows whether the upstream accepted. Limits are charged and released
-// when the writer ends, as for chat.
-func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) {
-	c := x.c
-	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer c.endLimits() // limits.go: charge the usage, release the slots
-		defer cancel()
-		defer c.s.metrics.Inflight.Dec()
-		defer x.recoverStream(w, started)
-		x.writeStream(cctx, cancel, w, started)
-	})
-	if a := <-started; a != nil {
-		setErrorHeaders(ctx, *a) // the writer writes the body
-		return
-	}
-	ctx.SetStatusCode(200)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+// stream serves a streaming request (chatRun.runStream).
+func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) { x.c.runStream(ctx, x) }
+
+func (x *responsesRun) errorBody(a apiError) []byte {
+	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
 }
 
-// recoverStream is chatRun.recoverStream with a Responses error event.
-func (x *responsesRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
-	p := recover()
-	if p == nil {
-		return
-	}
-	c := x.c
-	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	a := classify(errors.New("panic"), c.rid)
-	if !c.committed {
-		c.committed = true
-		started <- &a
-		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
-	} else {
-		w.Write(x.errorEvent(nil, a))
-	}
-	w.Flush()
-}
+func (x *responsesRun) errorEventBody(a apiError) []byte { return x.errorEvent(nil, a) }
 
 // errorEvent appends the in-band error that ends a started stream.
 func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {

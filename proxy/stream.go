@@ -16,19 +16,35 @@ import (
 // The streaming response: a body-stream writer that turns events (or, for the
 // passthrough, forwarded chunks) into SSE for the client.
 
-// stream serves a streaming request. The response is produced by a body-stream writer
+// streamAnswer is what a client API's streaming run supplies to runStream: its writer and
+// its two shapes of error.
+type streamAnswer interface {
+	// writeStream produces the response body in the body-stream writer's goroutine: it
+	// sends on started exactly once, nil when the stream starts (SSE, 200), else the error
+	// the handler answers with (the writer then writes errorBody's body).
+	writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError)
+	// errorBody is the JSON error body of a failure before the stream started.
+	errorBody(a apiError) []byte
+	// errorEventBody is the in-band error that ends a started stream.
+	errorEventBody(a apiError) []byte
+}
+
+// stream serves a streaming chat completions request.
+func (c *chatRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
+
+// runStream serves a streaming request. The response is produced by a body-stream writer
 // running in its own goroutine; the handler waits until the writer knows whether the
 // upstream accepted (SSE, 200) or failed before the first event (a JSON error with the
 // upstream's status), so retries and fallbacks stay possible until then.
-func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
+func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
-		defer c.recoverStream(w, started)
-		c.writeStream(cctx, cancel, w, started)
+		defer c.recoverStream(w, started, sa)
+		sa.writeStream(cctx, cancel, w, started)
 	})
 	if a := <-started; a != nil {
 		setErrorHeaders(ctx, *a) // the writer writes the body
@@ -42,7 +58,7 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) {
 
 // recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
 // handler's recover) into a 500 before the stream started, or an in-band error after.
-func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
+func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa streamAnswer) {
 	p := recover()
 	if p == nil {
 		return
@@ -52,11 +68,19 @@ func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError) {
 	if !c.committed {
 		c.committed = true
 		started <- &a
-		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(sa.errorBody(a))
 	} else { // the client has the SSE headers: end the stream in-band
-		w.Write(openaichat.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code))
+		w.Write(sa.errorEventBody(a))
 	}
 	w.Flush()
+}
+
+func (c *chatRun) errorBody(a apiError) []byte {
+	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
+}
+
+func (c *chatRun) errorEventBody(a apiError) []byte {
+	return openaichat.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code)
 }
 
 // sseOut writes events to the client as OpenAI chunks. Events are written as they are
