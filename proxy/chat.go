@@ -49,7 +49,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID("chatcmpl-"), start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: requestLogger(s.logger, rid)}
 	if len(key.tools) > 0 && s.tools != nil {
 		defs, err := s.tools.Resolve(key.tools)
 		if err == nil {
@@ -127,8 +127,15 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 
 // complete serves a non-streaming request.
 func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
-	cctx, cancel := context.WithCancel(c.s.baseCtx)
-	defer cancel()
+	// One model call runs in this goroutine and is over when complete returns: it needs
+	// no context of its own. A tool loop may leave tool calls running; its context ends
+	// them.
+	cctx := c.s.baseCtx
+	if len(c.defs) > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithCancel(cctx)
+		defer cancel()
+	}
 	if c.passthrough() {
 		body, err := c.call.forwardComplete(cctx, c.req)
 		if err != nil {
@@ -176,7 +183,7 @@ func (c *chatRun) finish(code int, stream bool) {
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
-	c.call.logger.Info("chat completion", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
+	c.s.logger.Info("chat completion", "request_id", c.rid, "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
 }
