@@ -38,6 +38,8 @@ type Metrics struct {
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
+
+	series seriesCaches // series.go
 }
 
 // New builds the collectors and registers them, with the Go and process collectors, on
@@ -122,7 +124,9 @@ type TokenCounts struct {
 func (m *Metrics) AddTokens(model, backend, key string, t TokenCounts) {
 	add := func(typ string, n int) {
 		if n > 0 {
-			m.Tokens.WithLabelValues(model, backend, key, typ).Add(float64(n))
+			m.series.tokens.get(tokenKey{model, backend, key, typ}, func() prometheus.Counter {
+				return m.Tokens.WithLabelValues(model, backend, key, typ)
+			}).Add(float64(n))
 		}
 	}
 	add("prompt", t.Prompt)

@@ -211,7 +211,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	// decodedBody, which still decodes an upstream that ignores this).
 	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
-	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	c.metrics.ObserveUpstream(b.name, statusLabel(err), time.Since(start))
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400

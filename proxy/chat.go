@@ -174,14 +174,13 @@ func (o assemblerOut) KeepAlive() error                { return nil }
 
 // finish records the request's metrics. code 0 means the funnel already counted it.
 func (c *chatRun) finish(code int, stream bool) {
-	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
 	if code != 0 {
-		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st).Inc()
+		c.s.metrics.CountRequest(label, backend, c.key.name, code, stream)
 	}
-	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st).Observe(time.Since(c.start).Seconds())
+	c.s.metrics.ObserveRequest(label, backend, stream, time.Since(c.start))
 	if !c.firstT.IsZero() {
-		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
+		c.s.metrics.ObserveTTFT(label, backend, c.firstT.Sub(c.start))
 	}
 	c.s.logger.Info("chat completion", "request_id", c.rid, "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
