@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,4 +65,29 @@ func BenchmarkAccessLogLine(b *testing.B) {
 			line(base, "request_id", rid)
 		}
 	})
+}
+
+func TestNewID(t *testing.T) {
+	tests := []struct{ name, prefix string }{
+		{name: "request id", prefix: ""},
+		{name: "completion id", prefix: "chatcmpl-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := newID(tt.prefix), newID(tt.prefix)
+			if a == b {
+				t.Errorf("two ids are equal: %q", a)
+			}
+			if len(a) != len(tt.prefix)+24 || a[:len(tt.prefix)] != tt.prefix || strings.Trim(a[len(tt.prefix):], "0123456789abcdef") != "" {
+				t.Errorf("newID(%q) = %q, want the prefix and 24 hex digits", tt.prefix, a)
+			}
+		})
+	}
+}
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = newID("chatcmpl-")
+	}
 }

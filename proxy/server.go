@@ -399,10 +399,17 @@ func requestID(h []byte) string {
 	return newID("")
 }
 
+// newID returns prefix followed by 24 random hex digits, built in one allocation.
 func newID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	var raw [12]byte
+	_, _ = rand.Read(raw[:])
+	var digits [2 * len(raw)]byte
+	hex.Encode(digits[:], raw[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(digits))
+	b.WriteString(prefix)
+	b.Write(digits[:])
+	return b.String()
 }
 
 func truncate(s string, n int) string {
