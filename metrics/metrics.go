@@ -36,6 +36,10 @@ type Metrics struct {
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
+	// LogLinesDropped counts log lines dropped because the log output fell behind.
+	LogLinesDropped prometheus.Counter
+
+	series seriesCaches // series.go
 }
 
 // New builds the collectors and registers them, with the Go and process collectors, on
@@ -97,10 +101,14 @@ func New(reg prometheus.Registerer) *Metrics {
 		StateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_state_errors_total", Help: "Failed or timed-out round trips to the shared state (Redis), by operation.",
 		}, []string{"op"}),
+		LogLinesDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_log_lines_dropped_total", Help: "Log lines dropped because the log output (stderr) fell behind by more than the gateway buffers.",
+		}),
 	}
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
+		m.LogLinesDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
@@ -116,7 +124,9 @@ type TokenCounts struct {
 func (m *Metrics) AddTokens(model, backend, key string, t TokenCounts) {
 	add := func(typ string, n int) {
 		if n > 0 {
-			m.Tokens.WithLabelValues(model, backend, key, typ).Add(float64(n))
+			m.series.tokens.get(tokenKey{model, backend, key, typ}, func() prometheus.Counter {
+				return m.Tokens.WithLabelValues(model, backend, key, typ)
+			}).Add(float64(n))
 		}
 	}
 	add("prompt", t.Prompt)

@@ -224,7 +224,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	headers = append(headers, c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
-	c.observe(ctx, c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
+	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400

@@ -112,8 +112,15 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 
 // complete serves a non-streaming request.
 func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	defer cancel()
+	// One model call runs in this goroutine and is over when complete returns: it needs
+	// no context of its own. A tool loop may leave tool calls running; its context ends
+	// them.
+	cctx := c.traced(c.s.baseCtx) // tracing.go
+	if len(c.defs) > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithCancel(cctx)
+		defer cancel()
+	}
 	if c.passthrough() {
 		body, err := c.call.forwardComplete(cctx, c.req)
 		if err != nil {
@@ -152,21 +159,20 @@ func (o assemblerOut) KeepAlive() error                { return nil }
 
 // finish records the request's metrics. code 0 means the funnel already counted it.
 func (c *chatRun) finish(code int, stream bool) {
-	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
 	api := c.api
 	if api == "" {
 		api = apiChat
 	}
 	if code != 0 {
-		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st, api).Inc()
+		c.s.metrics.CountRequest(label, backend, c.key.name, code, stream, api)
 	}
-	c.span.Observe(c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, api), time.Since(c.start).Seconds()) // with exemplar
+	c.span.Observe(c.s.metrics.RequestDurationOf(label, backend, stream, api), time.Since(c.start).Seconds()) // with exemplar
 	if !c.firstT.IsZero() {
-		c.span.Observe(c.s.metrics.TTFT.WithLabelValues(label, backend), c.firstT.Sub(c.start).Seconds())
+		c.span.Observe(c.s.metrics.TTFTOf(label, backend), c.firstT.Sub(c.start).Seconds())
 	}
 	c.traceFinish(code, stream) // tracing.go
-	c.call.logger.Info("chat completion", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
+	c.s.logger.Info("chat completion", "request_id", c.rid, "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
 }

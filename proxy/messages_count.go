@@ -39,7 +39,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: s.logger.With("request_id", rid)}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: requestLogger(s.logger, rid)}
 	m := &messagesRun{c: c, body: ctx.PostBody(), header: &ctx.Request.Header}
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()

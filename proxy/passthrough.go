@@ -130,7 +130,15 @@ func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+	var body []byte
+	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= maxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
+		// The common case: the length is known, so the body is read into one buffer of
+		// its size rather than grown from 512 bytes.
+		body = make([]byte, cl)
+		_, err = io.ReadFull(r, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+	}
 	if err != nil {
 		enc := string(x.resp.Header.ContentEncoding())
 		if ctx.Err() == nil && enc != "" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||

@@ -133,7 +133,10 @@ func New(opts Options) (*Server, error) {
 		Name:    "agate",
 		// Bodies are read by the handler, after the key was checked from the headers
 		// (readBody); fasthttp reads at most 8 KiB of one before the handler runs.
-		StreamRequestBody:     true,
+		StreamRequestBody: true,
+		// A request of up to 16 KiB, head and body, is read with one system call.
+		// (This also bounds a request head, as fasthttp's 4 KiB default did.)
+		ReadBufferSize:        16 << 10,
 		ExpectHandler:         s.expect,
 		MaxRequestBodySize:    s.maxBody,
 		ReadTimeout:           cfg.ReadTimeout,
@@ -430,10 +433,17 @@ func requestID(h []byte) string {
 	return newID("")
 }
 
+// newID returns prefix followed by 24 random hex digits, built in one allocation.
 func newID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	var raw [12]byte
+	_, _ = rand.Read(raw[:])
+	var digits [2 * len(raw)]byte
+	hex.Encode(digits[:], raw[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(digits))
+	b.WriteString(prefix)
+	b.Write(digits[:])
+	return b.String()
 }
 
 func truncate(s string, n int) string {

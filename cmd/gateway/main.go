@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/asynclog"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
@@ -57,9 +58,13 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.Log)
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
+	// Log lines are written in batches, so that a request's log line costs it no system
+	// call. Closed last (deferred first), after every other closer had its say.
+	logOut := asynclog.New(stderr, asynclog.Options{OnDrop: m.LogLinesDropped.Inc})
+	defer logOut.Close()
+	logger := newLogger(logOut, cfg.Log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

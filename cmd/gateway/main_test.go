@@ -135,7 +135,9 @@ func TestRun_ReloadAndShutdown(t *testing.T) {
 	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline}\n")
 	eventually(t, "the new model to be served", func() bool { return post(t, addr, "fresh") == 200 })
 	eventually(t, "the reload to be counted", func() bool { return reloads(t, addr, "success") == 1 })
-	// One edit is one reload: one log line, one count (the line is logged before the count).
+	// One edit is one reload: one log line, one count. Log lines are written in batches, a
+	// moment after they are logged.
+	eventually(t, "the reload in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"config reloaded"`) })
 	if got := strings.Count(stderr.String(), `"msg":"config reloaded"`); got != 1 {
 		t.Errorf("one edit logged %d reloads, want 1:\n%s", got, stderr.String())
 	}
@@ -149,6 +151,7 @@ func TestRun_ReloadAndShutdown(t *testing.T) {
 	if got := reloads(t, addr, "success"); got != 1 {
 		t.Errorf("successful reloads = %v, want still 1", got)
 	}
+	eventually(t, "the failed reload in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"config reload failed`) })
 	if !strings.Contains(stderr.String(), "upstream_modle") {
 		t.Errorf("the log does not say why the reload failed:\n%s", stderr.String())
 	}
@@ -226,6 +229,7 @@ func TestRun_MetricsListen(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not become ready")
 	}
+	eventually(t, "the metrics address in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"metrics listening"`) })
 	var metricsAddr string
 	for _, line := range strings.Split(stderr.String(), "\n") {
 		if _, rest, ok := strings.Cut(line, `"msg":"metrics listening","addr":"`); ok {

@@ -1,0 +1,42 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+)
+
+// requestLogger returns a logger whose records carry request_id first, as
+// l.With("request_id", rid) would, but costs nothing until a record is logged: With
+// formats its attributes at once, and most requests log no line through it (the access
+// line is logged by chatRun.finish with the id as an explicit attribute).
+func requestLogger(l *slog.Logger, rid string) *slog.Logger {
+	return slog.New(&requestHandler{next: l.Handler(), rid: rid})
+}
+
+// requestHandler adds request_id before a record's own attributes.
+type requestHandler struct {
+	next slog.Handler
+	rid  string
+}
+
+func (h *requestHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h *requestHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	out.AddAttrs(slog.String("request_id", h.rid))
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(a)
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *requestHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return h.next.WithAttrs(append([]slog.Attr{slog.String("request_id", h.rid)}, attrs...))
+}
+
+func (h *requestHandler) WithGroup(name string) slog.Handler {
+	return h.next.WithAttrs([]slog.Attr{slog.String("request_id", h.rid)}).WithGroup(name)
+}

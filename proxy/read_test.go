@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// memConn is a client connection whose whole input is already there: each Read returns
+// as much as asked, as a socket does with the data in its buffer. It counts the Reads
+// that returned data.
+type memConn struct {
+	in    *bytes.Reader
+	mu    sync.Mutex
+	out   bytes.Buffer
+	reads int
+}
+
+func (c *memConn) Read(p []byte) (int, error) {
+	n, err := c.in.Read(p)
+	if n > 0 {
+		c.reads++
+	}
+	return n, err
+}
+
+func (c *memConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Write(p)
+}
+
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080} }
+func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000} }
+func (c *memConn) SetDeadline(time.Time) error      { return nil }
+func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TestRequestReadInOneCall: a chat request of up to 16 KiB, head and body, that has fully
+// arrived is read from the connection with one read (fasthttp's default 4 KiB buffer took
+// three for 10 KB).
+func TestRequestReadInOneCall(t *testing.T) {
+	// A Server of its own, never served: its fasthttp server serves the test's
+	// connections alone.
+	reg := prometheus.NewRegistry()
+	srv, err := New(Options{Config: parseConfig(t, `
+backends:
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+keys:
+  alice: {key: sk-alice, models: ["*"]}
+`, nil), Metrics: metrics.New(reg), Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.closeLimiter)
+	tests := []struct {
+		name    string
+		padding int
+	}{
+		{name: "small", padding: 10},
+		{name: "10 KB history", padding: 10 << 10},
+		{name: "15 KB", padding: 15 << 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"model":"demo","messages":[{"role":"user","content":"hi %s"}]}`, strings.Repeat("x", tt.padding))
+			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: agate\r\nAuthorization: Bearer sk-alice\r\n" +
+				"Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
+			c := &memConn{in: bytes.NewReader([]byte(req))}
+			if err := srv.srv.ServeConn(c); err != nil && err != io.EOF {
+				t.Fatalf("ServeConn: %v", err)
+			}
+			if !strings.HasPrefix(c.out.String(), "HTTP/1.1 200") {
+				t.Fatalf("response:\n%s", c.out.String())
+			}
+			if c.reads != 1 {
+				t.Errorf("the request took %d reads, want 1", c.reads)
+			}
+		})
+	}
+}
