@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
@@ -91,7 +92,13 @@ keys:
 	mallory := g.client("sk-mallory")
 	mallory.Chat.Completions.New(ctx, userParams("demo", "hi"))
 
+	// A stream's writer records its metrics and leaves the in-flight gauge after the
+	// client has read the last byte: wait for the gauge to come back to 0 (bounded).
 	m := g.scrape()
+	for deadline := time.Now().Add(5 * time.Second); gatheredValue(t, m, "gateway_inflight_requests", nil) != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // poll
+		m = g.scrape()
+	}
 	got := map[string]float64{}
 	want := map[string]float64{}
 	check := func(key string, w float64, name string, labels map[string]string) {
