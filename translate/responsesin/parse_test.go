@@ -259,3 +259,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestFieldPositions: the position constants name the fields of their lists, where
+// members.Read stores the values.
+func TestFieldPositions(t *testing.T) {
+	for _, tt := range []struct {
+		name, list string
+		at         map[string]int
+	}{
+		{"item", itemFields, map[string]int{"type": itemType, "id": itemID, "role": itemRole, "content": itemContent,
+			"status": itemStatus, "call_id": itemCallID, "name": itemName, "arguments": itemArguments, "output": itemOutput,
+			"summary": itemSummary, "encrypted_content": itemEncrypted}},
+		{"part", partFields, map[string]int{"type": partType, "text": partText, "refusal": partRefusal, "image_url": partImageURL,
+			"file_id": partFileID, "detail": partDetail, "file_data": partFileData, "filename": partFilename,
+			"file_url": partFileURL, "annotations": partAnnotations, "logprobs": partLogprobs}},
+		{"tool", toolFields, map[string]int{"type": toolType, "name": toolName, "description": toolDescription,
+			"parameters": toolParameters, "strict": toolStrict}},
+		{"format", formatFields, map[string]int{"type": toolType, "name": toolName, "description": toolDescription,
+			"schema": toolParameters, "strict": toolStrict}},
+		{"text", textFields, map[string]int{"format": textFormat}},
+		{"reasoning", reasonFields, map[string]int{"effort": reasonEffort}},
+		{"choice", choiceFields, map[string]int{"type": choiceType, "name": choiceName}},
+		{"summary", summaryFields, map[string]int{"text": summaryText}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			names := strings.Fields(tt.list)
+			for name, at := range tt.at {
+				if at >= len(names) || names[at] != name {
+					t.Errorf("position %d of %q is not %q", at, tt.list, name)
+				}
+			}
+		})
+	}
+	if len(strings.Fields(itemFields)) != itemN || len(strings.Fields(partFields)) != partN || len(strings.Fields(toolFields)) != toolN {
+		t.Error("a position list does not cover its field list")
+	}
+}
