@@ -209,7 +209,7 @@ func (p *parser) checkToolChoice() error {
 func (r *Request) Prepend(items string) error {
 	p := parser{r: r, sc: jsonx.NewScanner(items)}
 	arr, _ := p.sc.Root() // not an array when not JSON: items reports it
-	msgs, err := p.items(arr, "previous_response_id")
+	msgs, err := p.items(arr, func() string { return "previous_response_id" })
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
 			r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
 		case jsonx.Array:
-			msgs, err := p.items(v, "input")
+			msgs, err := p.items(v, func() string { return "input" })
 			if err != nil {
 				return err
 			}
@@ -353,7 +353,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
 		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, "text", textFields, f[:]); err != nil {
+		if err := members.Read(&p.sc, v, func() string { return "text" }, textFields, f[:]); err != nil {
 			return err
 		}
 		if v.Kind != jsonx.Object {
@@ -363,7 +363,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		return p.format(f[textFormat])
 	case "reasoning":
 		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, "reasoning", reasonFields, f[:]); err != nil {
+		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonFields, f[:]); err != nil {
 			return err
 		}
 		if v.Kind != jsonx.Object {
@@ -460,7 +460,8 @@ func (p *parser) toolList(v jsonx.Value) error {
 	var err error
 	i := 0
 	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
-		param := index("tools", i)
+		at := i
+		param := func() string { return index("tools", at) }
 		i++
 		p.nTools = i
 		var f [toolN]jsonx.Value
@@ -468,29 +469,29 @@ func (p *parser) toolList(v jsonx.Value) error {
 			return false
 		}
 		if t.Kind != jsonx.Object {
-			err = translate.Errorf(param, "must be an object")
+			err = translate.Errorf(param(), "must be an object")
 			return false
 		}
 		typ := f[toolType]
 		if typ.Kind != jsonx.String {
-			err = translate.Errorf(param+".type", "is required")
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		}
 		if typ.Str != "function" {
-			p.untranslatableErr(param+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+			p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
 				clip(typ.Str))
 			return true
 		}
 		name := f[toolName]
 		if name.Kind != jsonx.String || name.Str == "" {
-			err = translate.Errorf(param+".name", "is required")
+			err = translate.Errorf(param()+".name", "is required")
 			return false
 		}
 		tool := translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
 		if ps := f[toolParameters]; ps.Kind == jsonx.Object {
 			tool.Parameters = ps.Raw
 		} else if ps.Exists() && ps.Kind != jsonx.Null {
-			err = translate.Errorf(param+".parameters", "must be a JSON Schema object")
+			err = translate.Errorf(param()+".parameters", "must be a JSON Schema object")
 			return false
 		}
 		if st := f[toolStrict]; st.IsBool() {
@@ -514,7 +515,7 @@ func (p *parser) choice(v jsonx.Value) error {
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
 	var f [twoFieldsN]jsonx.Value
-	if err := members.Read(&p.sc, v, "tool_choice", choiceFields, f[:]); err != nil {
+	if err := members.Read(&p.sc, v, func() string { return "tool_choice" }, choiceFields, f[:]); err != nil {
 		return err
 	}
 	if v.Kind != jsonx.Object {
@@ -540,7 +541,7 @@ func (p *parser) format(v jsonx.Value) error {
 		return nil
 	}
 	var f [toolN]jsonx.Value
-	if err := members.Read(&p.sc, v, "text.format", formatFields, f[:]); err != nil {
+	if err := members.Read(&p.sc, v, func() string { return "text.format" }, formatFields, f[:]); err != nil {
 		return err
 	}
 	rf := &p.r.Core.ResponseFormat
@@ -572,9 +573,9 @@ func (p *parser) format(v jsonx.Value) error {
 // items reads an array of input items into core messages. Reasoning items' summaries go to
 // the next assistant message's Reasoning; function calls join the assistant message before
 // them.
-func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error) {
+func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message, error) {
 	if arr.Kind != jsonx.Array {
-		return nil, translate.Errorf(base, "must be an array of items")
+		return nil, translate.Errorf(base(), "must be an array of items")
 	}
 	var msgs []translate.Message
 	var reasoning strings.Builder
@@ -595,14 +596,15 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 	}
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
-		param := index(base, i)
+		at := i
+		param := func() string { return index(base(), at) }
 		i++
 		var f [itemN]jsonx.Value
 		if err = members.Read(&p.sc, it, param, itemFields, f[:]); err != nil {
 			return false
 		}
 		if it.Kind != jsonx.Object {
-			err = translate.Errorf(param, "must be an object")
+			err = translate.Errorf(param(), "must be an object")
 			return false
 		}
 		typ := f[itemType].Str
@@ -632,7 +634,7 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 			}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
 				v := f[g.at]
 				if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
-					err = translate.Errorf(param+"."+g.name, "must be a non-empty string")
+					err = translate.Errorf(param()+"."+g.name, "must be a non-empty string")
 					return false
 				}
 				*g.dst = v.Str
@@ -642,7 +644,7 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 		case "function_call_output":
 			id := f[itemCallID]
 			if id.Kind != jsonx.String || id.Str == "" {
-				err = translate.Errorf(param+".call_id", "must be a non-empty string")
+				err = translate.Errorf(param()+".call_id", "must be a non-empty string")
 				return false
 			}
 			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
@@ -650,11 +652,11 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 			case jsonx.String:
 				m.Content = []translate.Part{{Type: translate.PartText, Text: out.Str}}
 			case jsonx.Array:
-				if m.Content, err = p.parts(out, param+".output", translate.RoleTool); err != nil {
+				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
 					return false
 				}
 			default:
-				err = translate.Errorf(param+".output", "must be a string or an array of content parts")
+				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
 				return false
 			}
 			msgs = append(msgs, m)
@@ -662,12 +664,13 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 		case "reasoning":
 			s := f[itemSummary]
 			if s.Exists() && s.Kind != jsonx.Array {
-				err = translate.Errorf(param+".summary", "must be an array")
+				err = translate.Errorf(param()+".summary", "must be an array")
 				return false
 			}
 			j := 0
 			p.sc.Each(s, func(_ string, part jsonx.Value) bool {
-				pp := index(param+".summary", j)
+				sat := j
+				pp := func() string { return index(param()+".summary", sat) }
 				j++
 				var sf [twoFieldsN]jsonx.Value
 				if err = members.Read(&p.sc, part, pp, summaryFields, sf[:]); err != nil {
@@ -686,10 +689,10 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 			}
 			open = -1 // the reasoning belongs to the assistant turn that follows
 		case "":
-			err = translate.Errorf(param+".type", "is required")
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		default:
-			p.untranslatableErr(param+".type", "the input item type %q is served only by a responses backend", clip(typ))
+			p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
 		}
 		return true
 	})
@@ -697,22 +700,23 @@ func (p *parser) items(arr jsonx.Value, base string) ([]translate.Message, error
 }
 
 // message reads a message item, given its members.
-func (p *parser) message(f *[itemN]jsonx.Value, param string) (translate.Message, error) {
+func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.Message, error) {
 	var m translate.Message
 	switch role := f[itemRole].Str; role {
 	case "user", "assistant", "system", "developer":
 		m.Role = role
 	default:
-		return m, translate.Errorf(param+".role", "must be user, assistant, system or developer")
+		return m, translate.Errorf(param()+".role", "must be user, assistant, system or developer")
 	}
 	switch content := f[itemContent]; content.Kind {
 	case jsonx.String:
 		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
 	case jsonx.Array:
-		parts, err := p.parts(content, param+".content", m.Role)
+		parts, err := p.parts(content, func() string { return param() + ".content" }, m.Role)
 		if err != nil {
 			return m, err
 		}
+		m.Content = parts[:0] // parts is this message's own: filter it in place
 		for _, pt := range parts {
 			if pt.Type == translate.PartRefusal {
 				m.Refusal += pt.Text
@@ -720,19 +724,23 @@ func (p *parser) message(f *[itemN]jsonx.Value, param string) (translate.Message
 				m.Content = append(m.Content, pt)
 			}
 		}
+		if len(m.Content) == 0 {
+			m.Content = nil
+		}
 	default:
-		return m, translate.Errorf(param+".content", "must be a string or an array of content parts")
+		return m, translate.Errorf(param()+".content", "must be a string or an array of content parts")
 	}
 	return m, nil
 }
 
 // parts reads content parts; role says which part types are allowed.
-func (p *parser) parts(arr jsonx.Value, base, role string) ([]translate.Part, error) {
+func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]translate.Part, error) {
 	var out []translate.Part
 	var err error
 	i := 0
 	p.sc.Each(arr, func(_ string, v jsonx.Value) bool {
-		param := index(base, i)
+		at := i
+		param := func() string { return index(base(), at) }
 		i++
 		var f [partN]jsonx.Value
 		if err = members.Read(&p.sc, v, param, partFields, f[:]); err != nil {
@@ -744,7 +752,7 @@ func (p *parser) parts(arr jsonx.Value, base, role string) ([]translate.Part, er
 		case typ == "output_text" && assistant, typ == "input_text" && !assistant:
 			t := f[partText]
 			if t.Kind != jsonx.String {
-				err = translate.Errorf(param+".text", "must be a string")
+				err = translate.Errorf(param()+".text", "must be a string")
 				return false
 			}
 			out = append(out, translate.Part{Type: translate.PartText, Text: t.Str})
@@ -753,27 +761,27 @@ func (p *parser) parts(arr jsonx.Value, base, role string) ([]translate.Part, er
 		case typ == "input_image" && !assistant:
 			u := f[partImageURL]
 			if u.Kind != jsonx.String || u.Str == "" {
-				p.untranslatableErr(param, "an input_image without image_url (a file_id) is served only by a responses backend")
+				p.untranslatableErr(param(), "an input_image without image_url (a file_id) is served only by a responses backend")
 				return true
 			}
 			out = append(out, translate.Part{Type: translate.PartImage, URL: u.Str, Detail: f[partDetail].Str})
 		case typ == "input_file" && !assistant:
 			if f[partFileURL].Exists() {
-				p.untranslatableErr(param+".file_url", "an input_file given by file_url is served only by a responses backend")
+				p.untranslatableErr(param()+".file_url", "an input_file given by file_url is served only by a responses backend")
 				return true
 			}
 			part := translate.Part{Type: translate.PartFile, FileData: f[partFileData].Str, FileID: f[partFileID].Str,
 				Filename: f[partFilename].Str}
 			if part.FileData == "" && part.FileID == "" {
-				err = translate.Errorf(param, "an input_file needs file_data or file_id")
+				err = translate.Errorf(param(), "an input_file needs file_data or file_id")
 				return false
 			}
 			out = append(out, part)
 		case typ == "":
-			err = translate.Errorf(param+".type", "is required")
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		default:
-			err = translate.Errorf(param+".type", "the content part type %q is not allowed in a %s message", clip(typ), role)
+			err = translate.Errorf(param()+".type", "the content part type %q is not allowed in a %s message", clip(typ), role)
 			return false
 		}
 		return true

@@ -82,9 +82,10 @@ func Check(seen *Set, base, k, known string) error {
 
 // Read walks the object obj once, applying Check to every member name, and stores the
 // value of each name of known (space-separated, lower-case ASCII) in vals at the name's
-// position in known; vals must be that long. A value that is not an object has no members
-// and passes. obj must come from sc; Read moves its cursor.
-func Read(sc *jsonx.Scanner, obj jsonx.Value, base, known string, vals []jsonx.Value) error {
+// position in known; vals must be that long. base returns the object's param path; it is
+// called only for an error, so a path is built only for a refused body. A value that is
+// not an object has no members and passes. obj must come from sc; Read moves its cursor.
+func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known string, vals []jsonx.Value) error {
 	if obj.Kind != jsonx.Object {
 		return nil
 	}
@@ -93,7 +94,7 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base, known string, vals []jsonx.V
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if !seen.Add(k) {
-			return Error(base, k, translate.CodeDuplicateKey, "")
+			return Error(base(), k, translate.CodeDuplicateKey, "")
 		}
 		j, plain := -1, PlainLower(k)
 		for i, names := 0, known; names != ""; i++ {
@@ -103,7 +104,7 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base, known string, vals []jsonx.V
 				break
 			}
 			if !plain && strings.EqualFold(k, field) {
-				return Error(base, k, translate.CodeKeyCase, field)
+				return Error(base(), k, translate.CodeKeyCase, field)
 			}
 			names = rest
 		}
