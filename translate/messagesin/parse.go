@@ -55,7 +55,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 		k, v := f.name, f.v
 		switch k {
 		case "model":
-			req.Model = p.str(v, "model")
+			req.Model = p.str(v, func() string { return "model" })
 		case "messages":
 			hasMessages = true
 			p.messages(v)
@@ -63,7 +63,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 			hasMaxTokens = true
 			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
 		case "system":
-			system = p.text(v, "system")
+			system = p.text(v, func() string { return "system" })
 		case "stream":
 			req.Stream = p.bool(v, "stream")
 		case "temperature":
@@ -162,9 +162,9 @@ func (p *parser) fail(param, format string, args ...any) {
 	}
 }
 
-func (p *parser) str(v jsonx.Value, param string) string {
+func (p *parser) str(v jsonx.Value, param func() string) string {
 	if v.Kind != jsonx.String {
-		p.fail(param, "must be a string")
+		p.fail(param(), "must be a string")
 	}
 	return v.Str
 }
@@ -215,14 +215,15 @@ func (p *parser) stops(v jsonx.Value) {
 	}
 	i := 0
 	p.sc.Each(v, func(_ string, s jsonx.Value) bool {
-		p.req.Stop = append(p.req.Stop, p.str(s, "stop_sequences["+strconv.Itoa(i)+"]"))
+		k := i
+		p.req.Stop = append(p.req.Stop, p.str(s, func() string { return "stop_sequences[" + strconv.Itoa(k) + "]" }))
 		i++
 		return p.err == nil
 	})
 }
 
 // text reads a string or an array of text blocks (system, a tool_result's content).
-func (p *parser) text(v jsonx.Value, param string) []translate.Part {
+func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
 	switch {
 	case v.Kind == jsonx.String:
 		if v.Str == "" {
@@ -233,24 +234,25 @@ func (p *parser) text(v jsonx.Value, param string) []translate.Part {
 		var parts []translate.Part
 		i := 0
 		p.sc.Each(v, func(_ string, b jsonx.Value) bool {
-			at := param + "[" + strconv.Itoa(i) + "]"
+			k := i
+			at := func() string { return param() + "[" + strconv.Itoa(k) + "]" }
 			i++
 			if b.Kind != jsonx.Object {
-				p.fail(at, "must be a content block object")
+				p.fail(at(), "must be a content block object")
 				return false
 			}
 			if t := p.sc.Get(b, "type").Str; t != "text" {
-				p.fail(at+".type", "must be \"text\", got %q", clip(t))
+				p.fail(at()+".type", "must be \"text\", got %q", clip(t))
 				return false
 			}
-			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), at+".text")})
+			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 			return p.err == nil
 		})
 		return parts
 	case v.Kind == jsonx.Null:
 		return nil
 	}
-	p.fail(param, "must be a string or an array of text blocks")
+	p.fail(param(), "must be a string or an array of text blocks")
 	return nil
 }
 
@@ -261,57 +263,59 @@ func (p *parser) messages(v jsonx.Value) {
 	}
 	i := 0
 	p.sc.Each(v, func(_ string, m jsonx.Value) bool {
-		p.message(m, "messages["+strconv.Itoa(i)+"]")
+		k := i
+		p.message(m, func() string { return "messages[" + strconv.Itoa(k) + "]" })
 		i++
 		return p.err == nil
 	})
 }
 
-func (p *parser) message(m jsonx.Value, at string) {
+func (p *parser) message(m jsonx.Value, at func() string) {
 	if m.Kind != jsonx.Object {
-		p.fail(at, "must be an object")
+		p.fail(at(), "must be an object")
 		return
 	}
 	role := p.sc.Get(m, "role")
 	content := p.sc.Get(m, "content")
 	if !content.Exists() {
-		p.fail(at+".content", "is required")
+		p.fail(at()+".content", "is required")
 		return
 	}
 	switch role.Str {
 	case "system": // Claude Code sends these mid-conversation
-		parts := p.text(content, at+".content")
+		parts := p.text(content, func() string { return at() + ".content" })
 		if len(parts) > 0 {
 			p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleSystem, Content: parts})
 		}
 	case "user":
-		p.user(content, at+".content")
+		p.user(content, func() string { return at() + ".content" })
 	case "assistant":
-		p.assistant(content, at+".content")
+		p.assistant(content, func() string { return at() + ".content" })
 	default:
-		p.fail(at+".role", "must be \"user\" or \"assistant\", got %q", clip(role.Raw))
+		p.fail(at()+".role", "must be \"user\" or \"assistant\", got %q", clip(role.Raw))
 	}
 }
 
 // user reads a user message. Its tool_result blocks become core tool messages, in order,
 // ahead of a user message with the other blocks.
-func (p *parser) user(content jsonx.Value, at string) {
+func (p *parser) user(content jsonx.Value, at func() string) {
 	if content.Kind == jsonx.String {
 		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser,
 			Content: []translate.Part{{Type: translate.PartText, Text: content.Str}}})
 		return
 	}
 	if content.Kind != jsonx.Array {
-		p.fail(at, "must be a string or an array of content blocks")
+		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
 	var parts []translate.Part
 	i := 0
 	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
-		bat := at + "[" + strconv.Itoa(i) + "]"
+		k := i
+		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
 		if b.Kind != jsonx.Object {
-			p.fail(bat, "must be a content block object")
+			p.fail(bat(), "must be a content block object")
 			return false
 		}
 		if p.sc.Get(b, "type").Str == "tool_result" {
@@ -327,10 +331,10 @@ func (p *parser) user(content jsonx.Value, at string) {
 }
 
 // part appends the core part of a user content block; blocks without one are dropped.
-func (p *parser) part(parts []translate.Part, b jsonx.Value, at string) []translate.Part {
+func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) []translate.Part {
 	switch t := p.sc.Get(b, "type").Str; t {
 	case "text":
-		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), at+".text")})
+		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 	case "image":
 		src := p.sc.Get(b, "source")
 		switch p.sc.Get(src, "type").Str {
@@ -338,9 +342,9 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at string) []transl
 			return append(parts, translate.Part{Type: translate.PartImage,
 				URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
 		case "url":
-			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(p.sc.Get(src, "url"), at+".source.url")})
+			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })})
 		}
-		p.fail(at+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
+		p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
 	case "document":
 		src := p.sc.Get(b, "source")
 		switch p.sc.Get(src, "type").Str {
@@ -350,9 +354,9 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at string) []transl
 		case "text":
 			return append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
 		case "content":
-			return append(parts, p.text(p.sc.Get(src, "content"), at+".source.content")...)
+			return append(parts, p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" })...)
 		}
-		p.fail(at+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(p.sc.Get(src, "type").Str))
+		p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(p.sc.Get(src, "type").Str))
 	case "search_result":
 		// An object stands for an array holding it, as it always has here.
 		one := func(_ string, c jsonx.Value) bool {
@@ -368,13 +372,13 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at string) []transl
 		}
 		return parts
 	case "":
-		p.fail(at+".type", "is required")
+		p.fail(at()+".type", "is required")
 	}
 	return parts // thinking, tool_use and server-tool blocks have no user-side counterpart
 }
 
-func (p *parser) toolResult(b jsonx.Value, at string) {
-	id := p.str(p.sc.Get(b, "tool_use_id"), at+".tool_use_id")
+func (p *parser) toolResult(b jsonx.Value, at func() string) {
+	id := p.str(p.sc.Get(b, "tool_use_id"), func() string { return at() + ".tool_use_id" })
 	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: p.sc.Get(b, "is_error").Kind == jsonx.True}
 	c := p.sc.Get(b, "content")
 	switch {
@@ -383,12 +387,13 @@ func (p *parser) toolResult(b jsonx.Value, at string) {
 	case c.Kind == jsonx.Array:
 		i := 0
 		p.sc.Each(c, func(_ string, cb jsonx.Value) bool {
-			m.Content = p.part(m.Content, cb, at+".content["+strconv.Itoa(i)+"]")
+			k := i
+			m.Content = p.part(m.Content, cb, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
 			i++
 			return p.err == nil
 		})
 	case c.Exists() && c.Kind != jsonx.Null:
-		p.fail(at+".content", "must be a string or an array of content blocks")
+		p.fail(at()+".content", "must be a string or an array of content blocks")
 	}
 	if len(m.Content) == 0 {
 		m.Content = []translate.Part{{Type: translate.PartText, Text: ""}}
@@ -396,7 +401,7 @@ func (p *parser) toolResult(b jsonx.Value, at string) {
 	p.req.Messages = append(p.req.Messages, m)
 }
 
-func (p *parser) assistant(content jsonx.Value, at string) {
+func (p *parser) assistant(content jsonx.Value, at func() string) {
 	m := translate.Message{Role: translate.RoleAssistant}
 	if content.Kind == jsonx.String {
 		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
@@ -404,25 +409,26 @@ func (p *parser) assistant(content jsonx.Value, at string) {
 		return
 	}
 	if content.Kind != jsonx.Array {
-		p.fail(at, "must be a string or an array of content blocks")
+		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
 	var reasoning []string
 	i := 0
 	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
-		bat := at + "[" + strconv.Itoa(i) + "]"
+		k := i
+		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
 		switch p.sc.Get(b, "type").Str {
 		case "text":
-			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), bat+".text")})
+			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return bat() + ".text" })})
 		case "tool_use":
 			input := p.sc.Get(b, "input")
 			args := "{}"
 			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(p.sc.Get(b, "id"), bat+".id")),
-				Name: p.str(p.sc.Get(b, "name"), bat+".name"), Arguments: args})
+			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(p.sc.Get(b, "id"), func() string { return bat() + ".id" })),
+				Name: p.str(p.sc.Get(b, "name"), func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
 			t := p.sc.Get(b, "thinking").Str
 			reasoning = append(reasoning, t)
@@ -430,7 +436,7 @@ func (p *parser) assistant(content jsonx.Value, at string) {
 		case "redacted_thinking":
 			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.sc.Get(b, "data").Str})
 		case "":
-			p.fail(bat+".type", "is required")
+			p.fail(bat()+".type", "is required")
 		}
 		return p.err == nil // server_tool_use and its results are the upstream's own business
 	})
@@ -450,20 +456,21 @@ func (p *parser) tools(v jsonx.Value) {
 	}
 	i := 0
 	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
-		at := "tools[" + strconv.Itoa(i) + "]"
+		k := i
+		at := func() string { return "tools[" + strconv.Itoa(k) + "]" }
 		i++
 		if t.Kind != jsonx.Object {
-			p.fail(at, "must be an object")
+			p.fail(at(), "must be an object")
 			return false
 		}
 		if typ := p.sc.Get(t, "type"); typ.Exists() && typ.Str != "custom" {
 			return true // an Anthropic-defined tool (web_search_*, bash_*, tool_search_*...)
 		}
-		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), at+".name"), Description: p.sc.Get(t, "description").Str}
+		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
 		} else if s.Exists() && s.Kind != jsonx.Null {
-			p.fail(at+".input_schema", "must be a JSON Schema object")
+			p.fail(at()+".input_schema", "must be a JSON Schema object")
 		}
 		if s := p.sc.Get(t, "strict"); s.IsBool() {
 			b := s.Kind == jsonx.True
@@ -489,7 +496,7 @@ func (p *parser) toolChoice(v jsonx.Value) {
 	case "any":
 		tc.Mode = translate.ToolChoiceRequired
 	case "tool":
-		tc.Mode, tc.Name = translate.ToolChoiceFunction, p.str(p.sc.Get(v, "name"), "tool_choice.name")
+		tc.Mode, tc.Name = translate.ToolChoiceFunction, p.str(p.sc.Get(v, "name"), func() string { return "tool_choice.name" })
 	case "none":
 		tc.Mode = translate.ToolChoiceNone
 	default:
