@@ -275,8 +275,9 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 		p.fail(at(), "must be an object")
 		return
 	}
-	role := p.sc.Get(m, "role")
-	content := p.sc.Get(m, "content")
+	var f [2]jsonx.Value
+	p.sc.Members(m, []string{"role", "content"}, f[:])
+	role, content := f[0], f[1]
 	if !content.Exists() {
 		p.fail(at()+".content", "is required")
 		return
@@ -378,9 +379,11 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) [
 }
 
 func (p *parser) toolResult(b jsonx.Value, at func() string) {
-	id := p.str(p.sc.Get(b, "tool_use_id"), func() string { return at() + ".tool_use_id" })
-	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: p.sc.Get(b, "is_error").Kind == jsonx.True}
-	c := p.sc.Get(b, "content")
+	var f [3]jsonx.Value // one pass over the block
+	p.sc.Members(b, []string{"tool_use_id", "is_error", "content"}, f[:])
+	id := p.str(f[0], func() string { return at() + ".tool_use_id" })
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[1].Kind == jsonx.True}
+	c := f[2]
 	switch {
 	case c.Kind == jsonx.String:
 		m.Content = []translate.Part{{Type: translate.PartText, Text: c.Str}}
@@ -418,23 +421,25 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		k := i
 		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
-		switch p.sc.Get(b, "type").Str {
+		var f [8]jsonx.Value // one pass over the block
+		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data"}, f[:])
+		switch f[0].Str {
 		case "text":
-			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return bat() + ".text" })})
+			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
 		case "tool_use":
-			input := p.sc.Get(b, "input")
+			input := f[2]
 			args := "{}"
 			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(p.sc.Get(b, "id"), func() string { return bat() + ".id" })),
-				Name: p.str(p.sc.Get(b, "name"), func() string { return bat() + ".name" }), Arguments: args})
+			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
+				Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
-			t := p.sc.Get(b, "thinking").Str
+			t := f[5].Str
 			reasoning = append(reasoning, t)
-			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.sc.Get(b, "signature").Str})
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: f[6].Str})
 		case "redacted_thinking":
-			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.sc.Get(b, "data").Str})
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: f[7].Str})
 		case "":
 			p.fail(bat()+".type", "is required")
 		}
