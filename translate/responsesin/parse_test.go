@@ -226,8 +226,9 @@ func TestPrepend(t *testing.T) {
 	}
 }
 
-// FuzzParse: the parser never panics, and what it accepts has a core request whose chat
-// body is a valid chat completions request.
+// FuzzParse: the parser never panics, what it accepts has a core request whose chat
+// body is a valid chat completions request, and its forwarded body (AppendBody) parses to
+// the same request for another model.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hi"}`,
@@ -246,6 +247,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error %v is not a *translate.ParamError", err)
 			}
 			return
+		}
+		if again, err := Parse(r.AppendBody(nil, "up")); err != nil || again.Core.Model != "up" || again.Input != r.Input {
+			t.Fatalf("the forwarded body of %s reads differently (%v)", body, err)
 		}
 		if r.Translatable() != nil {
 			return
