@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/valyala/fasthttp"
 )
@@ -257,23 +255,7 @@ func (o messagesAssembler) KeepAlive() error                { return nil }
 // model, its other members as the client sent them. The parser has checked that no member
 // is named twice or in another case, so every decoder reads the same request.
 func (m *messagesRun) passBody(dst []byte, r *route) []byte {
-	dst = append(dst, '{')
-	n := 0
-	gjson.ParseBytes(m.body).ForEach(func(k, v gjson.Result) bool {
-		if n > 0 {
-			dst = append(dst, ',')
-		}
-		n++
-		dst = append(dst, k.Raw...)
-		dst = append(dst, ':')
-		if k.Str == "model" {
-			dst = jsonx.AppendString(dst, r.upstreamModel)
-		} else {
-			dst = append(dst, v.Raw...)
-		}
-		return true
-	})
-	return append(dst, '}')
+	return messagesin.AppendPassBody(dst, m.body, r.upstreamModel)
 }
 
 // passAttempt sends the client's body to the anthropic route r and hands the accepted
@@ -365,7 +347,7 @@ func (m *messagesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 			if err != nil {
 				return err
 			}
-			if !gjson.ValidBytes(body) || !gjson.ParseBytes(body).IsObject() {
+			if !messagesin.IsObject(body) {
 				return upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
 			}
 			err = r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {

@@ -11,7 +11,6 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 )
 
@@ -95,10 +94,10 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	if err != nil {
 		return 0, err
 	}
-	v := gjson.GetBytes(raw, field)
-	if !gjson.ValidBytes(raw) || v.Type != gjson.Number {
+	n, ok := messagesin.ReadTokenCount(raw, field)
+	if !ok {
 		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error",
 			Message: "the upstream of backend " + b.name + " answered the token count without " + field}
 	}
-	return int(v.Int()), nil
+	return n, nil
 }

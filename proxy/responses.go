@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -17,7 +16,6 @@ import (
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responsesin"
 	"github.com/redis/go-redis/v9"
-	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
 )
 
@@ -365,7 +363,7 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	if x.pass {
 		rec.Upstream = x.c.route.backend.name
 		rec.Input = []byte(x.req.Input)
-		id = gjson.GetBytes(response, "id").Str
+		id = responsesin.ResponseID(response)
 		if id == "" {
 			return
 		}
@@ -406,7 +404,7 @@ func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*e
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		c.lastUsage = translate.Usage{}
 		defer c.countUsage(r)
-		c.buf = withModel(c.buf[:0], x.req.Body, r.upstreamModel)
+		c.buf = x.req.AppendBody(c.buf[:0], r.upstreamModel)
 		xch, err := c.send(ctx, r, x.req.Core, c.options(r, stream))
 		if err != nil {
 			return err
@@ -414,35 +412,6 @@ func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*e
 		defer xch.Close()
 		return consume(xch, r)
 	})
-}
-
-// withModel appends body with its top-level model replaced by model. Parse rejected bodies
-// that name model twice, so there is exactly one.
-func withModel(dst []byte, body, model string) []byte {
-	m := gjson.Get(body, "model")
-	if m.Index <= 0 {
-		return append(dst, body...) // not reached: Parse requires a model
-	}
-	dst = append(dst, body[:m.Index]...)
-	dst = jsonx.AppendString(dst, model)
-	return append(dst, body[m.Index+len(m.Raw):]...)
-}
-
-// withResponseModel returns data with the model of its Response object (at path, "" for
-// the top level) set to model (a JSON string); data itself when it has none.
-func withResponseModel(dst, data []byte, path string, model []byte) []byte {
-	var m gjson.Result
-	if path == "" {
-		m = gjson.GetBytes(data, "model")
-	} else {
-		m = gjson.GetBytes(data, path+".model")
-	}
-	if m.Index <= 0 || m.Type != gjson.String {
-		return append(dst, data...)
-	}
-	dst = append(dst, data[:m.Index]...)
-	dst = append(dst, model...)
-	return append(dst, data[m.Index+len(m.Raw):]...)
 }
 
 // notResponseJSON is the 502 for a passthrough answer the gateway cannot read, quoting at
@@ -467,16 +436,6 @@ func carriesResponse(typ string) bool {
 	return false
 }
 
-// responsesUsage reads a Response object's usage.
-func responsesUsage(u gjson.Result) translate.Usage {
-	return translate.Usage{
-		PromptTokens:     int(u.Get("input_tokens").Int()),
-		CompletionTokens: int(u.Get("output_tokens").Int()),
-		CachedTokens:     int(u.Get("input_tokens_details.cached_tokens").Int()),
-		ReasoningTokens:  int(u.Get("output_tokens_details.reasoning_tokens").Int()),
-	}
-}
-
 // forwardStream is the passthrough for streams: every upstream event is forwarded with
 // the client-facing model in its Response object. A payload that is not a JSON object,
 // or a stream that ends without a terminal event (response.completed, .incomplete,
@@ -493,13 +452,13 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 		return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 			c.sent = true
 			// A view of data, which lives until this returns; what is kept is copied.
-			v := unsafe.String(unsafe.SliceData(data), len(data))
-			if !gjson.Valid(v) || data[0] != '{' {
+			ev, ok := responsesin.ReadStreamEvent(data)
+			if !ok {
 				return notResponseJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
 			}
-			typ := gjson.Get(v, "type").Str
-			if seq := gjson.Get(v, "sequence_number"); seq.Type == gjson.Number {
-				x.lastSeq = int(seq.Int())
+			typ := ev.Type
+			if ev.HasSeq {
+				x.lastSeq = ev.Seq
 			}
 			o.commit()
 			if x.c.firstT.IsZero() {
@@ -510,17 +469,17 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			o.buf = append(o.buf, "\ndata: "...)
 			start := len(o.buf)
 			if carriesResponse(typ) {
-				o.buf = withResponseModel(o.buf, data, "response", model)
+				o.buf = responsesin.AppendWithModel(o.buf, data, true, model)
 			} else {
 				o.buf = append(o.buf, data...)
 			}
 			switch typ {
 			case "response.completed", "response.incomplete", "response.failed":
 				terminal = true
-				resp := gjson.GetBytes(o.buf[start:], "response")
-				x.final = []byte(resp.Raw)
-				x.output = []byte(resp.Get("output").Raw)
-				c.lastUsage = responsesUsage(resp.Get("usage"))
+				resp := responsesin.ReadEventResponse(o.buf[start:])
+				x.final = []byte(resp.Response)
+				x.output = []byte(resp.Output)
+				c.lastUsage = resp.Usage
 			case "error":
 				terminal = true
 			}
@@ -546,19 +505,18 @@ func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		if !gjson.ValidBytes(body) {
+		resp, kind := responsesin.ReadResponse(body)
+		switch kind {
+		case responsesin.BodyNotJSON:
 			return notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
-		}
-		root := gjson.ParseBytes(body)
-		if !root.IsObject() || root.Get("object").Str != "response" {
-			if e := root.Get("error"); e.IsObject() {
-				return r.backend.provider.DecodeError(http.StatusBadGateway, body)
-			}
+		case responsesin.BodyError:
+			return r.backend.provider.DecodeError(http.StatusBadGateway, body)
+		case responsesin.BodyOther:
 			return notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
 		}
-		c.lastUsage = responsesUsage(root.Get("usage"))
-		out = withResponseModel(nil, body, "", model)
-		x.final, x.output = out, []byte(root.Get("output").Raw)
+		c.lastUsage = resp.Usage
+		out = responsesin.AppendWithModel(nil, body, false, model)
+		x.final, x.output = out, []byte(resp.Output)
 		return nil
 	})
 	if err == nil {

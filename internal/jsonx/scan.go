@@ -587,6 +587,18 @@ func (sc *Scanner) members(keys []string, vals []Value) bool {
 	return !sc.err
 }
 
+// Members reads the members of obj named in keys, the first of each name, into vals at
+// the key's index, in one pass (the others stay Missing); a value that is not an object
+// has no members. It is Get for several keys. obj must come from this scanner; Members
+// moves the cursor.
+func (sc *Scanner) Members(obj Value, keys []string, vals []Value) {
+	if obj.Kind != Object {
+		return
+	}
+	sc.i = obj.At
+	sc.members(keys, vals)
+}
+
 // Get returns the value of member key of obj, the first such member when the key repeats
 // (gjson's rule), or a Missing value; a value that is not an object has no members. A
 // string's Str is decoded into the arena. obj must come from this scanner (Root, Get,

@@ -132,3 +132,31 @@ func TestScanner_RootMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestScanner_Members: Members reads several members of an object in one pass, the first
+// of a repeated name, and nothing of a value that is not an object.
+func TestScanner_Members(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		want     [2]string // Raw of a and b
+	}{
+		{name: "both", in: `{"b":[1,{"a":2}],"x":{"a":3},"a":"s"}`, want: [2]string{`"s"`, `[1,{"a":2}]`}},
+		{name: "first of a repeat", in: `{"a":1,"a":2}`, want: [2]string{"1", ""}},
+		{name: "missing", in: `{"c":1}`},
+		{name: "array", in: `[{"a":1}]`},
+		{name: "scalar", in: `"a"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := NewScanner(tt.in)
+			root, ok := sc.Root()
+			if !ok {
+				t.Fatal("invalid")
+			}
+			var vals [2]Value
+			sc.Members(root, []string{"a", "b"}, vals[:])
+			if got := [2]string{vals[0].Raw, vals[1].Raw}; got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/tidwall/gjson"
 )
 
 // blockKind is the kind of a content block.
@@ -313,7 +312,8 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 			dst = append(dst, `,"name":`...)
 			dst = jsonx.AppendString(dst, b.name)
 			dst = append(dst, `,"input":`...)
-			if r := gjson.ParseBytes(b.text); gjson.ValidBytes(b.text) && r.IsObject() {
+			sc := jsonx.NewScanner(jsonx.View(b.text))
+			if r, ok := sc.Root(); ok && r.Kind == jsonx.Object {
 				dst = append(dst, b.text...)
 			} else {
 				dst = append(dst, "{}"...)

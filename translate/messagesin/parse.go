@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
-	"github.com/tidwall/gjson"
 )
 
 // TopLevelFields are the top-level members of a Messages request that the parser reads or
@@ -35,28 +35,35 @@ func ParseCountTokens(body []byte) (*translate.Request, error) { return parse(bo
 func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	req := &translate.Request{IncludeUsage: true}
 	s := string(body)
-	if !gjson.Valid(s) {
+	p := parser{req: req, sc: jsonx.NewScanner(s)}
+	root, ok := p.sc.Root()
+	if !ok {
 		return nil, translate.Errorf("", "the request body is not valid JSON")
 	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
+	if root.Kind != jsonx.Object {
 		return nil, translate.Errorf("", "the request body must be a JSON object")
 	}
-	if err := members.Check(root, "", TopLevelFields); err != nil {
+	// The names are checked before any value is read, so a duplicate is reported first.
+	var buf [24]member
+	fields, err := p.topLevel(root, buf[:0])
+	if err != nil {
 		return nil, err
 	}
-	p := parser{req: req}
 	var system []translate.Part
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
+	var hasMessages, hasMaxTokens bool
+	for _, f := range fields {
+		k, v := f.name, f.v
+		switch k {
 		case "model":
-			req.Model = p.str(v, "model")
+			req.Model = p.str(v, func() string { return "model" })
 		case "messages":
+			hasMessages = true
 			p.messages(v)
 		case "max_tokens":
+			hasMaxTokens = true
 			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
 		case "system":
-			system = p.text(v, "system")
+			system = p.text(v, func() string { return "system" })
 		case "stream":
 			req.Stream = p.bool(v, "stream")
 		case "temperature":
@@ -64,16 +71,16 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 		case "top_p":
 			req.TopP = p.float(v, "top_p")
 		case "top_k":
-			if v.Type != gjson.Null {
+			if v.Kind != jsonx.Null {
 				n := p.positiveInt(v, "top_k")
 				req.TopK = &n
 			}
 		case "stop_sequences":
 			p.stops(v)
 		case "metadata":
-			if v.IsObject() {
-				req.User = v.Get("user_id").Str
-			} else if v.Type != gjson.Null {
+			if v.Kind == jsonx.Object {
+				req.User = p.sc.Get(v, "user_id").Str
+			} else if v.Kind != jsonx.Null {
 				p.fail("metadata", "must be an object")
 			}
 		case "tool_choice":
@@ -85,12 +92,14 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 		case "output_config":
 			p.outputConfig(v)
 		default:
-			if !strings.Contains(dropped, " "+k.Str+" ") {
-				req.Extra = append(req.Extra, translate.Field{Name: k.Str, Raw: v.Raw})
+			if !strings.Contains(dropped, " "+k+" ") {
+				req.Extra = append(req.Extra, translate.Field{Name: k, Raw: v.Raw})
 			}
 		}
-		return p.err == nil
-	})
+		if p.err != nil {
+			break
+		}
+	}
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -100,9 +109,9 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	switch {
 	case req.Model == "":
 		return nil, translate.Errorf("model", "is required")
-	case !root.Get("messages").Exists():
+	case !hasMessages:
 		return nil, translate.Errorf("messages", "is required")
-	case needMaxTokens && !root.Get("max_tokens").Exists():
+	case needMaxTokens && !hasMaxTokens:
 		return nil, translate.Errorf("max_tokens", "is required")
 	case len(req.Messages) == 0:
 		return nil, translate.Errorf("messages", "must hold at least one message")
@@ -114,9 +123,33 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	return req, nil
 }
 
+// member is one top-level member of the request.
+type member struct {
+	name string
+	v    jsonx.Value
+}
+
+// topLevel checks the names of the top-level members (members.Check) and returns the
+// members, appended to dst, in one pass.
+func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
+	var seen members.Set
+	sc := &p.sc
+	sc.Seek(root.At)
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if err := members.Check(&seen, "", k, TopLevelFields); err != nil {
+			return nil, err
+		}
+		dst = append(dst, member{name: k})
+		sc.Value(&dst[len(dst)-1].v)
+	}
+	return dst, nil
+}
+
 // parser holds the first error; every method is a no-op once it is set.
 type parser struct {
 	req          *translate.Request
+	sc           jsonx.Scanner
 	err          *translate.ParamError
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
@@ -129,29 +162,29 @@ func (p *parser) fail(param, format string, args ...any) {
 	}
 }
 
-func (p *parser) str(v gjson.Result, param string) string {
-	if v.Type != gjson.String {
-		p.fail(param, "must be a string")
+func (p *parser) str(v jsonx.Value, param func() string) string {
+	if v.Kind != jsonx.String {
+		p.fail(param(), "must be a string")
 	}
 	return v.Str
 }
 
-func (p *parser) bool(v gjson.Result, param string) bool {
-	switch v.Type {
-	case gjson.True:
+func (p *parser) bool(v jsonx.Value, param string) bool {
+	switch v.Kind {
+	case jsonx.True:
 		return true
-	case gjson.False, gjson.Null:
+	case jsonx.False, jsonx.Null:
 		return false
 	}
 	p.fail(param, "must be a boolean")
 	return false
 }
 
-func (p *parser) float(v gjson.Result, param string) *float64 {
-	switch v.Type {
-	case gjson.Null:
+func (p *parser) float(v jsonx.Value, param string) *float64 {
+	switch v.Kind {
+	case jsonx.Null:
 		return nil
-	case gjson.Number:
+	case jsonx.Number:
 		f := v.Float()
 		return &f
 	}
@@ -159,8 +192,8 @@ func (p *parser) float(v gjson.Result, param string) *float64 {
 	return nil
 }
 
-func (p *parser) positiveInt(v gjson.Result, param string) int {
-	if v.Type != gjson.Number {
+func (p *parser) positiveInt(v jsonx.Value, param string) int {
+	if v.Kind != jsonx.Number {
 		p.fail(param, "must be an integer")
 		return 0
 	}
@@ -172,116 +205,121 @@ func (p *parser) positiveInt(v gjson.Result, param string) int {
 	return int(n)
 }
 
-func (p *parser) stops(v gjson.Result) {
-	if v.Type == gjson.Null {
+func (p *parser) stops(v jsonx.Value) {
+	if v.Kind == jsonx.Null {
 		return
 	}
-	if !v.IsArray() {
+	if v.Kind != jsonx.Array {
 		p.fail("stop_sequences", "must be an array of strings")
 		return
 	}
 	i := 0
-	v.ForEach(func(_, s gjson.Result) bool {
-		p.req.Stop = append(p.req.Stop, p.str(s, "stop_sequences["+strconv.Itoa(i)+"]"))
+	p.sc.Each(v, func(_ string, s jsonx.Value) bool {
+		k := i
+		p.req.Stop = append(p.req.Stop, p.str(s, func() string { return "stop_sequences[" + strconv.Itoa(k) + "]" }))
 		i++
 		return p.err == nil
 	})
 }
 
 // text reads a string or an array of text blocks (system, a tool_result's content).
-func (p *parser) text(v gjson.Result, param string) []translate.Part {
+func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
 	switch {
-	case v.Type == gjson.String:
+	case v.Kind == jsonx.String:
 		if v.Str == "" {
 			return nil
 		}
 		return []translate.Part{{Type: translate.PartText, Text: v.Str}}
-	case v.IsArray():
+	case v.Kind == jsonx.Array:
 		var parts []translate.Part
 		i := 0
-		v.ForEach(func(_, b gjson.Result) bool {
-			at := param + "[" + strconv.Itoa(i) + "]"
+		p.sc.Each(v, func(_ string, b jsonx.Value) bool {
+			k := i
+			at := func() string { return param() + "[" + strconv.Itoa(k) + "]" }
 			i++
-			if !b.IsObject() {
-				p.fail(at, "must be a content block object")
+			if b.Kind != jsonx.Object {
+				p.fail(at(), "must be a content block object")
 				return false
 			}
-			if t := b.Get("type").Str; t != "text" {
-				p.fail(at+".type", "must be \"text\", got %q", clip(t))
+			if t := p.sc.Get(b, "type").Str; t != "text" {
+				p.fail(at()+".type", "must be \"text\", got %q", clip(t))
 				return false
 			}
-			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(b.Get("text"), at+".text")})
+			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 			return p.err == nil
 		})
 		return parts
-	case v.Type == gjson.Null:
+	case v.Kind == jsonx.Null:
 		return nil
 	}
-	p.fail(param, "must be a string or an array of text blocks")
+	p.fail(param(), "must be a string or an array of text blocks")
 	return nil
 }
 
-func (p *parser) messages(v gjson.Result) {
-	if !v.IsArray() {
+func (p *parser) messages(v jsonx.Value) {
+	if v.Kind != jsonx.Array {
 		p.fail("messages", "must be an array")
 		return
 	}
 	i := 0
-	v.ForEach(func(_, m gjson.Result) bool {
-		p.message(m, "messages["+strconv.Itoa(i)+"]")
+	p.sc.Each(v, func(_ string, m jsonx.Value) bool {
+		k := i
+		p.message(m, func() string { return "messages[" + strconv.Itoa(k) + "]" })
 		i++
 		return p.err == nil
 	})
 }
 
-func (p *parser) message(m gjson.Result, at string) {
-	if !m.IsObject() {
-		p.fail(at, "must be an object")
+func (p *parser) message(m jsonx.Value, at func() string) {
+	if m.Kind != jsonx.Object {
+		p.fail(at(), "must be an object")
 		return
 	}
-	role := m.Get("role")
-	content := m.Get("content")
+	var f [2]jsonx.Value
+	p.sc.Members(m, []string{"role", "content"}, f[:])
+	role, content := f[0], f[1]
 	if !content.Exists() {
-		p.fail(at+".content", "is required")
+		p.fail(at()+".content", "is required")
 		return
 	}
 	switch role.Str {
 	case "system": // Claude Code sends these mid-conversation
-		parts := p.text(content, at+".content")
+		parts := p.text(content, func() string { return at() + ".content" })
 		if len(parts) > 0 {
 			p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleSystem, Content: parts})
 		}
 	case "user":
-		p.user(content, at+".content")
+		p.user(content, func() string { return at() + ".content" })
 	case "assistant":
-		p.assistant(content, at+".content")
+		p.assistant(content, func() string { return at() + ".content" })
 	default:
-		p.fail(at+".role", "must be \"user\" or \"assistant\", got %q", clip(role.Raw))
+		p.fail(at()+".role", "must be \"user\" or \"assistant\", got %q", clip(role.Raw))
 	}
 }
 
 // user reads a user message. Its tool_result blocks become core tool messages, in order,
 // ahead of a user message with the other blocks.
-func (p *parser) user(content gjson.Result, at string) {
-	if content.Type == gjson.String {
+func (p *parser) user(content jsonx.Value, at func() string) {
+	if content.Kind == jsonx.String {
 		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser,
 			Content: []translate.Part{{Type: translate.PartText, Text: content.Str}}})
 		return
 	}
-	if !content.IsArray() {
-		p.fail(at, "must be a string or an array of content blocks")
+	if content.Kind != jsonx.Array {
+		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
 	var parts []translate.Part
 	i := 0
-	content.ForEach(func(_, b gjson.Result) bool {
-		bat := at + "[" + strconv.Itoa(i) + "]"
+	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
+		k := i
+		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
-		if !b.IsObject() {
-			p.fail(bat, "must be a content block object")
+		if b.Kind != jsonx.Object {
+			p.fail(bat(), "must be a content block object")
 			return false
 		}
-		if b.Get("type").Str == "tool_result" {
+		if p.sc.Get(b, "type").Str == "tool_result" {
 			p.toolResult(b, bat)
 			return p.err == nil
 		}
@@ -294,61 +332,71 @@ func (p *parser) user(content gjson.Result, at string) {
 }
 
 // part appends the core part of a user content block; blocks without one are dropped.
-func (p *parser) part(parts []translate.Part, b gjson.Result, at string) []translate.Part {
-	switch t := b.Get("type").Str; t {
+func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) []translate.Part {
+	switch t := p.sc.Get(b, "type").Str; t {
 	case "text":
-		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(b.Get("text"), at+".text")})
+		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 	case "image":
-		src := b.Get("source")
-		switch src.Get("type").Str {
+		src := p.sc.Get(b, "source")
+		switch p.sc.Get(src, "type").Str {
 		case "base64":
 			return append(parts, translate.Part{Type: translate.PartImage,
-				URL: "data:" + src.Get("media_type").Str + ";base64," + src.Get("data").Str})
+				URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
 		case "url":
-			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(src.Get("url"), at+".source.url")})
+			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })})
 		}
-		p.fail(at+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(src.Get("type").Str))
+		p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
 	case "document":
-		src := b.Get("source")
-		switch src.Get("type").Str {
+		src := p.sc.Get(b, "source")
+		switch p.sc.Get(src, "type").Str {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartFile, Filename: b.Get("title").Str,
-				FileData: "data:" + src.Get("media_type").Str + ";base64," + src.Get("data").Str})
+			return append(parts, translate.Part{Type: translate.PartFile, Filename: p.sc.Get(b, "title").Str,
+				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
 		case "text":
-			return append(parts, translate.Part{Type: translate.PartText, Text: src.Get("data").Str})
+			return append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
 		case "content":
-			return append(parts, p.text(src.Get("content"), at+".source.content")...)
+			return append(parts, p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" })...)
 		}
-		p.fail(at+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(src.Get("type").Str))
+		p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(p.sc.Get(src, "type").Str))
 	case "search_result":
-		for _, c := range b.Get("content").Array() {
-			if c.Get("type").Str == "text" {
-				parts = append(parts, translate.Part{Type: translate.PartText, Text: c.Get("text").Str})
+		// An object stands for an array holding it, as it always has here.
+		one := func(_ string, c jsonx.Value) bool {
+			if p.sc.Get(c, "type").Str == "text" {
+				parts = append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(c, "text").Str})
 			}
+			return true
+		}
+		if c := p.sc.Get(b, "content"); c.Kind == jsonx.Object {
+			one("", c)
+		} else {
+			p.sc.Each(c, one)
 		}
 		return parts
 	case "":
-		p.fail(at+".type", "is required")
+		p.fail(at()+".type", "is required")
 	}
 	return parts // thinking, tool_use and server-tool blocks have no user-side counterpart
 }
 
-func (p *parser) toolResult(b gjson.Result, at string) {
-	id := p.str(b.Get("tool_use_id"), at+".tool_use_id")
-	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: b.Get("is_error").Type == gjson.True}
-	c := b.Get("content")
+func (p *parser) toolResult(b jsonx.Value, at func() string) {
+	var f [3]jsonx.Value // one pass over the block
+	p.sc.Members(b, []string{"tool_use_id", "is_error", "content"}, f[:])
+	id := p.str(f[0], func() string { return at() + ".tool_use_id" })
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[1].Kind == jsonx.True}
+	c := f[2]
 	switch {
-	case c.Type == gjson.String:
+	case c.Kind == jsonx.String:
 		m.Content = []translate.Part{{Type: translate.PartText, Text: c.Str}}
-	case c.IsArray():
+	case c.Kind == jsonx.Array:
 		i := 0
-		c.ForEach(func(_, cb gjson.Result) bool {
-			m.Content = p.part(m.Content, cb, at+".content["+strconv.Itoa(i)+"]")
+		p.sc.Each(c, func(_ string, cb jsonx.Value) bool {
+			k := i
+			m.Content = p.part(m.Content, cb, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
 			i++
 			return p.err == nil
 		})
-	case c.Exists() && c.Type != gjson.Null:
-		p.fail(at+".content", "must be a string or an array of content blocks")
+	case c.Exists() && c.Kind != jsonx.Null:
+		p.fail(at()+".content", "must be a string or an array of content blocks")
 	}
 	if len(m.Content) == 0 {
 		m.Content = []translate.Part{{Type: translate.PartText, Text: ""}}
@@ -356,41 +404,44 @@ func (p *parser) toolResult(b gjson.Result, at string) {
 	p.req.Messages = append(p.req.Messages, m)
 }
 
-func (p *parser) assistant(content gjson.Result, at string) {
+func (p *parser) assistant(content jsonx.Value, at func() string) {
 	m := translate.Message{Role: translate.RoleAssistant}
-	if content.Type == gjson.String {
+	if content.Kind == jsonx.String {
 		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
 		p.req.Messages = append(p.req.Messages, m)
 		return
 	}
-	if !content.IsArray() {
-		p.fail(at, "must be a string or an array of content blocks")
+	if content.Kind != jsonx.Array {
+		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
 	var reasoning []string
 	i := 0
-	content.ForEach(func(_, b gjson.Result) bool {
-		bat := at + "[" + strconv.Itoa(i) + "]"
+	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
+		k := i
+		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
-		switch b.Get("type").Str {
+		var f [8]jsonx.Value // one pass over the block
+		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data"}, f[:])
+		switch f[0].Str {
 		case "text":
-			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(b.Get("text"), bat+".text")})
+			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
 		case "tool_use":
-			input := b.Get("input")
+			input := f[2]
 			args := "{}"
-			if input.IsObject() {
+			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(b.Get("id"), bat+".id")),
-				Name: p.str(b.Get("name"), bat+".name"), Arguments: args})
+			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
+				Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
-			t := b.Get("thinking").Str
+			t := f[5].Str
 			reasoning = append(reasoning, t)
-			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: b.Get("signature").Str})
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: f[6].Str})
 		case "redacted_thinking":
-			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: b.Get("data").Str})
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: f[7].Str})
 		case "":
-			p.fail(bat+".type", "is required")
+			p.fail(bat()+".type", "is required")
 		}
 		return p.err == nil // server_tool_use and its results are the upstream's own business
 	})
@@ -400,33 +451,34 @@ func (p *parser) assistant(content gjson.Result, at string) {
 	}
 }
 
-func (p *parser) tools(v gjson.Result) {
-	if v.Type == gjson.Null {
+func (p *parser) tools(v jsonx.Value) {
+	if v.Kind == jsonx.Null {
 		return
 	}
-	if !v.IsArray() {
+	if v.Kind != jsonx.Array {
 		p.fail("tools", "must be an array")
 		return
 	}
 	i := 0
-	v.ForEach(func(_, t gjson.Result) bool {
-		at := "tools[" + strconv.Itoa(i) + "]"
+	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
+		k := i
+		at := func() string { return "tools[" + strconv.Itoa(k) + "]" }
 		i++
-		if !t.IsObject() {
-			p.fail(at, "must be an object")
+		if t.Kind != jsonx.Object {
+			p.fail(at(), "must be an object")
 			return false
 		}
-		if typ := t.Get("type"); typ.Exists() && typ.Str != "custom" {
+		if typ := p.sc.Get(t, "type"); typ.Exists() && typ.Str != "custom" {
 			return true // an Anthropic-defined tool (web_search_*, bash_*, tool_search_*...)
 		}
-		tool := translate.Tool{Name: p.str(t.Get("name"), at+".name"), Description: t.Get("description").Str}
-		if s := t.Get("input_schema"); s.IsObject() {
+		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str}
+		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
-		} else if s.Exists() && s.Type != gjson.Null {
-			p.fail(at+".input_schema", "must be a JSON Schema object")
+		} else if s.Exists() && s.Kind != jsonx.Null {
+			p.fail(at()+".input_schema", "must be a JSON Schema object")
 		}
-		if s := t.Get("strict"); s.IsBool() {
-			b := s.Bool()
+		if s := p.sc.Get(t, "strict"); s.IsBool() {
+			b := s.Kind == jsonx.True
 			tool.Strict = &b
 		}
 		p.req.Tools = append(p.req.Tools, tool)
@@ -434,28 +486,28 @@ func (p *parser) tools(v gjson.Result) {
 	})
 }
 
-func (p *parser) toolChoice(v gjson.Result) {
-	if v.Type == gjson.Null {
+func (p *parser) toolChoice(v jsonx.Value) {
+	if v.Kind == jsonx.Null {
 		return
 	}
-	if !v.IsObject() {
+	if v.Kind != jsonx.Object {
 		p.fail("tool_choice", "must be an object")
 		return
 	}
 	tc := &p.req.ToolChoice
-	switch t := v.Get("type").Str; t {
+	switch t := p.sc.Get(v, "type").Str; t {
 	case "auto":
 		tc.Mode = translate.ToolChoiceAuto
 	case "any":
 		tc.Mode = translate.ToolChoiceRequired
 	case "tool":
-		tc.Mode, tc.Name = translate.ToolChoiceFunction, p.str(v.Get("name"), "tool_choice.name")
+		tc.Mode, tc.Name = translate.ToolChoiceFunction, p.str(p.sc.Get(v, "name"), func() string { return "tool_choice.name" })
 	case "none":
 		tc.Mode = translate.ToolChoiceNone
 	default:
 		p.fail("tool_choice.type", "must be auto, any, tool or none, got %q", clip(t))
 	}
-	if v.Get("disable_parallel_tool_use").Type == gjson.True {
+	if p.sc.Get(v, "disable_parallel_tool_use").Kind == jsonx.True {
 		f := false
 		p.req.ParallelToolCalls = &f
 	}
@@ -464,18 +516,18 @@ func (p *parser) toolChoice(v gjson.Result) {
 // thinking maps the thinking configuration to a reasoning effort: a budget of under 4,096
 // tokens is low, under 16,384 medium, else high; adaptive is medium unless
 // output_config.effort says otherwise.
-func (p *parser) thinking(v gjson.Result) {
-	if v.Type == gjson.Null {
+func (p *parser) thinking(v jsonx.Value) {
+	if v.Kind == jsonx.Null {
 		return
 	}
-	if !v.IsObject() {
+	if v.Kind != jsonx.Object {
 		p.fail("thinking", "must be an object")
 		return
 	}
-	p.thinkingType = v.Get("type").Str
+	p.thinkingType = p.sc.Get(v, "type").Str
 	switch p.thinkingType {
 	case "enabled":
-		budget := v.Get("budget_tokens").Int()
+		budget := looseInt(p.sc.Get(v, "budget_tokens"))
 		switch {
 		case budget < 4096:
 			p.setEffort("low", false)
@@ -492,6 +544,25 @@ func (p *parser) thinking(v gjson.Result) {
 	}
 }
 
+// looseInt reads a number, or a string of decimal digits, as an integer; anything else is
+// 0, true 1 (how budget_tokens has always been read).
+func looseInt(v jsonx.Value) int64 {
+	switch v.Kind {
+	case jsonx.True:
+		return 1
+	case jsonx.String:
+		if v.Str == "" || v.Str[0] == '+' {
+			return 0
+		}
+		n, err := strconv.ParseInt(v.Str, 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	return v.Int()
+}
+
 // setEffort records an effort; an explicit one (output_config.effort) wins over one
 // derived from thinking.
 func (p *parser) setEffort(e string, explicit bool) {
@@ -500,15 +571,15 @@ func (p *parser) setEffort(e string, explicit bool) {
 	}
 }
 
-func (p *parser) outputConfig(v gjson.Result) {
-	if v.Type == gjson.Null {
+func (p *parser) outputConfig(v jsonx.Value) {
+	if v.Kind == jsonx.Null {
 		return
 	}
-	if !v.IsObject() {
+	if v.Kind != jsonx.Object {
 		p.fail("output_config", "must be an object")
 		return
 	}
-	if e := v.Get("effort"); e.Exists() && e.Type != gjson.Null {
+	if e := p.sc.Get(v, "effort"); e.Exists() && e.Kind != jsonx.Null {
 		switch e.Str {
 		case "low", "medium", "high", "xhigh":
 			p.setEffort(e.Str, true)
@@ -519,13 +590,13 @@ func (p *parser) outputConfig(v gjson.Result) {
 			return
 		}
 	}
-	if f := v.Get("format"); f.IsObject() {
-		if t := f.Get("type").Str; t != "json_schema" {
+	if f := p.sc.Get(v, "format"); f.Kind == jsonx.Object {
+		if t := p.sc.Get(f, "type").Str; t != "json_schema" {
 			p.fail("output_config.format.type", "must be json_schema, got %q", clip(t))
 			return
 		}
-		schema := f.Get("schema")
-		if !schema.IsObject() {
+		schema := p.sc.Get(f, "schema")
+		if schema.Kind != jsonx.Object {
 			p.fail("output_config.format.schema", "must be a JSON Schema object")
 			return
 		}

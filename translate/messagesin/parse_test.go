@@ -214,6 +214,8 @@ func TestToolIDs(t *testing.T) {
 	}
 }
 
+// FuzzParse: the parser never panics, errors are ParamErrors, what it accepts is complete,
+// and its passthrough body (AppendPassBody) parses to the same request for another model.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(claudeCodeRequest))
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
@@ -231,6 +233,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted an incomplete request: %+v", req)
 		}
 		messagesin.EstimateTokens(req)
+		// The passthrough body is the same request for another model.
+		pass := messagesin.AppendPassBody(nil, body, "up")
+		again, err := messagesin.Parse(pass)
+		if err != nil || again.Model != "up" || len(again.Messages) != len(req.Messages) {
+			t.Fatalf("the passthrough body %s of %s reads differently (%v)", pass, body, err)
+		}
 	})
 }
 

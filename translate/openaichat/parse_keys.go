@@ -1,10 +1,10 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/translate"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 )
 
 // Member names in the objects the parser reads. A JSON object that names a member twice, or
@@ -37,57 +37,20 @@ const (
 	CodeKeyCase      = translate.CodeKeyCase
 )
 
-// keySet holds the member names seen so far in one JSON object. The zero value is empty.
-type keySet struct {
-	n    int
-	few  [12]string
-	many map[string]struct{} // past len(few) names
-}
-
-// add records k and reports whether it is new.
-func (s *keySet) add(k string) bool {
-	if s.many != nil {
-		if _, dup := s.many[k]; dup {
-			return false
-		}
-		s.many[k] = struct{}{}
-		return true
-	}
-	for _, v := range s.few[:s.n] {
-		if v == k {
-			return false
-		}
-	}
-	if s.n < len(s.few) {
-		s.few[s.n] = k
-		s.n++
-		return true
-	}
-	s.many = make(map[string]struct{}, 4*len(s.few))
-	for _, v := range s.few {
-		s.many[v] = struct{}{}
-	}
-	s.many[k] = struct{}{}
-	return true
-}
+// keySet holds the member names seen so far in one JSON object: the member-name rule is
+// the one of translate/internal/members, shared with the Responses and Messages parsers.
+type keySet = members.Set
 
 // member checks the name of the object member the scanner is at (sc.Key()): it fails when
 // the name was already seen in this object, or equals one of known (a space-separated list)
 // only when case is ignored. base returns the object's param path, "" at the top level.
 func (p *parser) member(seen *keySet, base func() string, known string) bool {
 	k := p.sc.Key()
-	if !seen.add(k) {
+	if !seen.Add(k) {
 		return p.keyError(base, k, CodeDuplicateKey, "")
 	}
-	if plainLower(k) {
-		return true
-	}
-	for names := known; names != ""; {
-		name, rest, _ := strings.Cut(names, " ")
-		if strings.EqualFold(k, name) {
-			return p.keyError(base, k, CodeKeyCase, name)
-		}
-		names = rest
+	if field := members.Fold(k, known); field != "" {
+		return p.keyError(base, k, CodeKeyCase, field)
 	}
 	return true
 }
@@ -95,10 +58,10 @@ func (p *parser) member(seen *keySet, base func() string, known string) bool {
 // memberOf is member for an object read with fields: the known names are the wanted ones.
 func (p *parser) memberOf(seen *keySet, base func() string, wants []want) bool {
 	k := p.sc.Key()
-	if !seen.add(k) {
+	if !seen.Add(k) {
 		return p.keyError(base, k, CodeDuplicateKey, "")
 	}
-	if plainLower(k) {
+	if members.PlainLower(k) {
 		return true
 	}
 	for _, w := range wants {
@@ -109,44 +72,11 @@ func (p *parser) memberOf(seen *keySet, base func() string, wants []want) bool {
 	return true
 }
 
+// keyError records the members.Error for k; base is called only now, so the param path
+// is built only for a refused body.
 func (p *parser) keyError(base func() string, k, code, field string) bool {
-	k = clip(k, 64)
-	param := k
-	if b := base(); b != "" {
-		param = b + "." + k
-	}
-	if code == CodeDuplicateKey {
-		p.err = &translate.ParamError{Param: param, Code: code,
-			Message: "the key " + strconv.Quote(k) + " appears more than once in the same object: send each field once"}
-	} else {
-		p.err = &translate.ParamError{Param: param, Code: code,
-			Message: "the key " + strconv.Quote(k) + " differs from the field " + strconv.Quote(field) + " only in case: field names are case-sensitive"}
-	}
+	p.err = members.Error(base(), k, code, field)
 	return false
-}
-
-// plainLower reports whether s is ASCII without upper-case letters. Such a name equals a
-// known (lower-case ASCII) field name ignoring case only if it equals it exactly: Unicode
-// case folding maps no other rune to a lower-case ASCII letter except from outside ASCII
-// (U+017F to s, U+212A to k).
-func plainLower(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || c >= 'A' && c <= 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
-// clip cuts s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // noBase is the param path of the top-level object.

@@ -8,7 +8,6 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
-	"github.com/tidwall/gjson"
 )
 
 // Request is a parsed POST /v1/responses request.
@@ -41,7 +40,8 @@ type Request struct {
 	echo         []byte // the request settings the Response object echoes, see appendEcho
 }
 
-// Member names of the objects Parse interprets; see checkMembers.
+// Member names of the objects Parse interprets; see members.Read. The i* constants are
+// the positions of the names in their list, where members.Read stores their values.
 const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
@@ -59,10 +59,62 @@ const (
 	maxParamLength = 64
 )
 
+// Positions in itemFields.
+const (
+	itemType = iota
+	itemID
+	itemRole
+	itemContent
+	itemStatus
+	itemCallID
+	itemName
+	itemArguments
+	itemOutput
+	itemSummary
+	itemEncrypted
+	itemN
+)
+
+// Positions in partFields.
+const (
+	partType = iota
+	partText
+	partRefusal
+	partImageURL
+	partFileID
+	partDetail
+	partFileData
+	partFilename
+	partFileURL
+	partAnnotations
+	partLogprobs
+	partN
+)
+
+// Positions in toolFields and formatFields (which share their first three names).
+const (
+	toolType = iota
+	toolName
+	toolDescription
+	toolParameters // schema in formatFields
+	toolStrict
+	toolN
+)
+
+// Positions in textFields, reasonFields, choiceFields and summaryFields.
+const (
+	textFormat   = 0
+	reasonEffort = 0
+	choiceType   = 0
+	choiceName   = 1
+	summaryText  = 1
+	twoFieldsN   = 2
+)
+
 // Parse parses and validates a Responses request body. Errors are *translate.ParamError
 // values naming the offending field with OpenAI's param paths ("input[2].content[0].type").
 // In every object it interprets a member named twice, or a known field's name in another
-// case, is an error (checkMembers): the body may be forwarded as it is to a
+// case, is an error (members.Read): the body may be forwarded as it is to a
 // responses backend, and must read the same to every decoder. The returned Request does
 // not alias body.
 func Parse(body []byte) (*Request, error) {
@@ -74,25 +126,25 @@ func Parse(body []byte) (*Request, error) {
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
-	if !gjson.Valid(s) {
+	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
+	p := parser{r: r, sc: jsonx.NewScanner(s)}
+	root, ok := p.sc.Root()
+	if !ok {
 		return nil, &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
 	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
+	if root.Kind != jsonx.Object {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
-	if err := members.Check(root, "", topLevelFields); err != nil {
-		return nil, err
-	}
-	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
-	p := parser{r: r}
-	var err error
-	root.ForEach(func(k, v gjson.Result) bool {
-		err = p.field(k.Str, v)
-		return err == nil
-	})
+	// The names are checked before any value is read, so a duplicate is reported first.
+	var buf [24]member
+	fields, err := p.topLevel(root, buf[:0])
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range fields {
+		if err := p.field(f.name, f.v); err != nil {
+			return nil, err
+		}
 	}
 	if r.Core.Model == "" {
 		return nil, translate.Errorf("model", "model is required")
@@ -109,6 +161,29 @@ func Parse(body []byte) (*Request, error) {
 	return r, nil
 }
 
+// member is one top-level member of the request.
+type member struct {
+	name string
+	v    jsonx.Value
+}
+
+// topLevel checks the names of the top-level members (members.Check) and returns the
+// members, appended to dst, in one pass.
+func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
+	var seen members.Set
+	sc := &p.sc
+	sc.Seek(root.At)
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if err := members.Check(&seen, "", k, topLevelFields); err != nil {
+			return nil, err
+		}
+		dst = append(dst, member{name: k})
+		sc.Value(&dst[len(dst)-1].v)
+	}
+	return dst, nil
+}
+
 // checkToolChoice applies the chat parser's rules: a named function is one of the tools,
 // and required needs a tool.
 func (p *parser) checkToolChoice() error {
@@ -122,7 +197,7 @@ func (p *parser) checkToolChoice() error {
 		}
 		return translate.Errorf("tool_choice", "tool_choice names function %q, which is not in tools", clip(c.ToolChoice.Name))
 	case translate.ToolChoiceRequired:
-		if !gjson.Get(p.tools, "0").Exists() {
+		if p.nTools == 0 {
 			return translate.Errorf("tool_choice", "tool_choice is required but no tools were given")
 		}
 	}
@@ -132,8 +207,9 @@ func (p *parser) checkToolChoice() error {
 // Prepend puts the items of earlier responses (a JSON array: the stored input and output
 // items of the response named by previous_response_id) before this request's input.
 func (r *Request) Prepend(items string) error {
-	p := parser{r: r}
-	msgs, err := p.items(gjson.Parse(items), "previous_response_id")
+	p := parser{r: r, sc: jsonx.NewScanner(items)}
+	arr, _ := p.sc.Root() // not an array when not JSON: items reports it
+	msgs, err := p.items(arr, func() string { return "previous_response_id" })
 	if err != nil {
 		return err
 	}
@@ -173,11 +249,14 @@ func (r *Request) build() {
 // parser reads the fields of one request.
 type parser struct {
 	r        *Request
+	sc       jsonx.Scanner
 	hasInput bool
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
 	user, safetyID                                           string
 	parallel                                                 *bool
+	toolsV                                                   jsonx.Value // tools, for the echo
+	nTools                                                   int         // elements of tools
 }
 
 // untranslatableErr records the first part of the request a translating backend cannot serve.
@@ -187,9 +266,9 @@ func (p *parser) untranslatableErr(param, format string, args ...any) {
 	}
 }
 
-func (p *parser) field(name string, v gjson.Result) error {
+func (p *parser) field(name string, v jsonx.Value) error {
 	r, c := p.r, p.r.Core
-	if v.Type == gjson.Null {
+	if v.Kind == jsonx.Null {
 		if name == "model" || name == "input" {
 			return translate.Errorf(name, "%s is required", name)
 		}
@@ -197,18 +276,18 @@ func (p *parser) field(name string, v gjson.Result) error {
 	}
 	switch name {
 	case "model":
-		if v.Type != gjson.String || v.Str == "" {
+		if v.Kind != jsonx.String || v.Str == "" {
 			return translate.Errorf("model", "must be a non-empty string")
 		}
 		c.Model = v.Str
 	case "input":
 		p.hasInput = true
-		switch {
-		case v.Type == gjson.String:
+		switch v.Kind {
+		case jsonx.String:
 			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
 			r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
-		case v.IsArray():
-			msgs, err := p.items(v, "input")
+		case jsonx.Array:
+			msgs, err := p.items(v, func() string { return "input" })
 			if err != nil {
 				return err
 			}
@@ -218,7 +297,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 			return translate.Errorf("input", "must be a string or an array of input items")
 		}
 	case "instructions":
-		if v.Type != gjson.String {
+		if v.Kind != jsonx.String {
 			return translate.Errorf("instructions", "must be a string")
 		}
 		r.instructions = v.Str
@@ -235,31 +314,33 @@ func (p *parser) field(name string, v gjson.Result) error {
 		}
 		r.Store = b
 	case "previous_response_id":
-		if v.Type != gjson.String || v.Str == "" {
+		if v.Kind != jsonx.String || v.Str == "" {
 			return translate.Errorf("previous_response_id", "must be a non-empty string")
 		}
 		r.PreviousResponseID = v.Str
 	case "include":
-		if !v.IsArray() {
+		if v.Kind != jsonx.Array {
 			return translate.Errorf("include", "must be an array of strings")
 		}
 		var err error
-		v.ForEach(func(i, e gjson.Result) bool {
-			if e.Type != gjson.String {
-				err = translate.Errorf(index("include", int(i.Int())), "must be a string")
+		i := 0
+		p.sc.Each(v, func(_ string, e jsonx.Value) bool {
+			if e.Kind != jsonx.String {
+				err = translate.Errorf(index("include", i), "must be a string")
 				return false
 			}
 			if e.Str == encryptedIncl {
 				r.EncryptedReasoning = true
 			}
+			i++
 			return true
 		})
 		return err
 	case "tools":
-		if !v.IsArray() {
+		if v.Kind != jsonx.Array {
 			return translate.Errorf("tools", "must be an array")
 		}
-		p.tools = v.Raw
+		p.tools, p.toolsV = v.Raw, v
 		return p.toolList(v)
 	case "tool_choice":
 		p.toolChoice = v.Raw
@@ -271,23 +352,25 @@ func (p *parser) field(name string, v gjson.Result) error {
 		}
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
-		if err := members.Check(v, "text", textFields); err != nil {
+		var f [twoFieldsN]jsonx.Value
+		if err := members.Read(&p.sc, v, func() string { return "text" }, textFields, f[:]); err != nil {
 			return err
 		}
-		if !v.IsObject() {
+		if v.Kind != jsonx.Object {
 			return translate.Errorf("text", "must be an object")
 		}
 		p.text = v.Raw
-		return p.format(v.Get("format"))
+		return p.format(f[textFormat])
 	case "reasoning":
-		if err := members.Check(v, "reasoning", reasonFields); err != nil {
+		var f [twoFieldsN]jsonx.Value
+		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonFields, f[:]); err != nil {
 			return err
 		}
-		if !v.IsObject() {
+		if v.Kind != jsonx.Object {
 			return translate.Errorf("reasoning", "must be an object")
 		}
 		p.reasoning = v.Raw
-		if e := v.Get("effort"); e.Exists() && e.Type != gjson.Null {
+		if e := f[reasonEffort]; e.Exists() && e.Kind != jsonx.Null {
 			switch e.Str {
 			case "none", "minimal", "low", "medium", "high", "xhigh":
 				c.ReasoningEffort = e.Str
@@ -297,15 +380,15 @@ func (p *parser) field(name string, v gjson.Result) error {
 		}
 	case "max_output_tokens":
 		n := v.Int()
-		if v.Type != gjson.Number || float64(n) != v.Num || n < 1 || n > 1<<31 {
+		if v.Kind != jsonx.Number || float64(n) != v.Float() || n < 1 || n > 1<<31 {
 			return translate.Errorf(name, "must be a positive integer")
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
 	case "temperature", "top_p":
-		if v.Type != gjson.Number {
+		if v.Kind != jsonx.Number {
 			return translate.Errorf(name, "must be a number")
 		}
-		f := v.Num
+		f := v.Float()
 		if name == "temperature" {
 			if f < 0 || f > 2 {
 				return translate.Errorf(name, "must be between 0 and 2")
@@ -318,14 +401,14 @@ func (p *parser) field(name string, v gjson.Result) error {
 			c.TopP = &f
 		}
 	case "metadata":
-		if !v.IsObject() {
+		if v.Kind != jsonx.Object {
 			return translate.Errorf("metadata", "must be an object of strings")
 		}
 		// The Response object echoes metadata and the gateway stores it; it is never sent
 		// upstream (on chat completions it would mean something else).
 		p.metadata = v.Raw
 	case "user", "safety_identifier":
-		if v.Type != gjson.String {
+		if v.Kind != jsonx.String {
 			return translate.Errorf(name, "must be a string")
 		}
 		if name == "user" {
@@ -337,7 +420,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 			c.User = v.Str
 		}
 	case "truncation":
-		if v.Type != gjson.String || (v.Str != "auto" && v.Str != "disabled") {
+		if v.Kind != jsonx.String || (v.Str != "auto" && v.Str != "disabled") {
 			return translate.Errorf(name, "must be auto or disabled")
 		}
 		p.truncation = v.Raw
@@ -353,7 +436,7 @@ func (p *parser) field(name string, v gjson.Result) error {
 			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
 		}
 	case "stream_options":
-		if !v.IsObject() {
+		if v.Kind != jsonx.Object {
 			return translate.Errorf(name, "must be an object")
 		}
 	default:
@@ -362,52 +445,57 @@ func (p *parser) field(name string, v gjson.Result) error {
 	return nil
 }
 
-func boolean(v gjson.Result, param string) (bool, error) {
-	if v.Type != gjson.True && v.Type != gjson.False {
+func boolean(v jsonx.Value, param string) (bool, error) {
+	if !v.IsBool() {
 		return false, translate.Errorf(param, "must be a boolean")
 	}
-	return v.Type == gjson.True, nil
+	return v.Kind == jsonx.True, nil
 }
 
 func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
 // toolList reads tools: function tools into Core.Tools; a built-in tool is served by a
 // responses backend only.
-func (p *parser) toolList(v gjson.Result) error {
+func (p *parser) toolList(v jsonx.Value) error {
 	var err error
-	v.ForEach(func(i, t gjson.Result) bool {
-		param := index("tools", int(i.Int()))
-		if err = members.Check(t, param, toolFields); err != nil {
+	i := 0
+	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
+		at := i
+		param := func() string { return index("tools", at) }
+		i++
+		p.nTools = i
+		var f [toolN]jsonx.Value
+		if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
 			return false
 		}
-		if !t.IsObject() {
-			err = translate.Errorf(param, "must be an object")
+		if t.Kind != jsonx.Object {
+			err = translate.Errorf(param(), "must be an object")
 			return false
 		}
-		typ := t.Get("type")
-		if typ.Type != gjson.String {
-			err = translate.Errorf(param+".type", "is required")
+		typ := f[toolType]
+		if typ.Kind != jsonx.String {
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		}
 		if typ.Str != "function" {
-			p.untranslatableErr(param+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+			p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
 				clip(typ.Str))
 			return true
 		}
-		name := t.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			err = translate.Errorf(param+".name", "is required")
+		name := f[toolName]
+		if name.Kind != jsonx.String || name.Str == "" {
+			err = translate.Errorf(param()+".name", "is required")
 			return false
 		}
-		tool := translate.Tool{Name: name.Str, Description: t.Get("description").Str}
-		if ps := t.Get("parameters"); ps.IsObject() {
+		tool := translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
+		if ps := f[toolParameters]; ps.Kind == jsonx.Object {
 			tool.Parameters = ps.Raw
-		} else if ps.Exists() && ps.Type != gjson.Null {
-			err = translate.Errorf(param+".parameters", "must be a JSON Schema object")
+		} else if ps.Exists() && ps.Kind != jsonx.Null {
+			err = translate.Errorf(param()+".parameters", "must be a JSON Schema object")
 			return false
 		}
-		if st := t.Get("strict"); st.Type == gjson.True || st.Type == gjson.False {
-			b := st.Type == gjson.True
+		if st := f[toolStrict]; st.IsBool() {
+			b := st.Kind == jsonx.True
 			tool.Strict = &b
 		}
 		p.r.Core.Tools = append(p.r.Core.Tools, tool)
@@ -416,9 +504,9 @@ func (p *parser) toolList(v gjson.Result) error {
 	return err
 }
 
-func (p *parser) choice(v gjson.Result) error {
+func (p *parser) choice(v jsonx.Value) error {
 	c := p.r.Core
-	if v.Type == gjson.String {
+	if v.Kind == jsonx.String {
 		switch v.Str {
 		case "auto", "none", "required":
 			c.ToolChoice.Mode = v.Str
@@ -426,16 +514,17 @@ func (p *parser) choice(v gjson.Result) error {
 		}
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
-	if err := members.Check(v, "tool_choice", choiceFields); err != nil {
+	var f [twoFieldsN]jsonx.Value
+	if err := members.Read(&p.sc, v, func() string { return "tool_choice" }, choiceFields, f[:]); err != nil {
 		return err
 	}
-	if !v.IsObject() {
+	if v.Kind != jsonx.Object {
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
-	switch typ := v.Get("type").Str; typ {
+	switch typ := f[choiceType].Str; typ {
 	case "function":
-		name := v.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
+		name := f[choiceName]
+		if name.Kind != jsonx.String || name.Str == "" {
 			return translate.Errorf("tool_choice.name", "is required")
 		}
 		c.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: name.Str}
@@ -447,31 +536,32 @@ func (p *parser) choice(v gjson.Result) error {
 	return nil
 }
 
-func (p *parser) format(f gjson.Result) error {
-	if !f.Exists() || f.Type == gjson.Null {
+func (p *parser) format(v jsonx.Value) error {
+	if !v.Exists() || v.Kind == jsonx.Null {
 		return nil
 	}
-	if err := members.Check(f, "text.format", formatFields); err != nil {
+	var f [toolN]jsonx.Value
+	if err := members.Read(&p.sc, v, func() string { return "text.format" }, formatFields, f[:]); err != nil {
 		return err
 	}
 	rf := &p.r.Core.ResponseFormat
-	switch typ := f.Get("type").Str; typ {
+	switch typ := f[toolType].Str; typ {
 	case "text", "json_object":
 		rf.Type = typ
 	case "json_schema":
 		rf.Type = typ
-		name := f.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
+		name := f[toolName]
+		if name.Kind != jsonx.String || name.Str == "" {
 			return translate.Errorf("text.format.name", "is required")
 		}
-		rf.Name, rf.Description = name.Str, f.Get("description").Str
-		s := f.Get("schema")
-		if !s.IsObject() {
+		rf.Name, rf.Description = name.Str, f[toolDescription].Str
+		s := f[toolParameters]
+		if s.Kind != jsonx.Object {
 			return translate.Errorf("text.format.schema", "must be a JSON Schema object")
 		}
 		rf.Schema = s.Raw
-		if st := f.Get("strict"); st.Type == gjson.True || st.Type == gjson.False {
-			b := st.Type == gjson.True
+		if st := f[toolStrict]; st.IsBool() {
+			b := st.Kind == jsonx.True
 			rf.Strict = &b
 		}
 	default:
@@ -483,9 +573,9 @@ func (p *parser) format(f gjson.Result) error {
 // items reads an array of input items into core messages. Reasoning items' summaries go to
 // the next assistant message's Reasoning; function calls join the assistant message before
 // them.
-func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, error) {
-	if !arr.IsArray() {
-		return nil, translate.Errorf(base, "must be an array of items")
+func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message, error) {
+	if arr.Kind != jsonx.Array {
+		return nil, translate.Errorf(base(), "must be an array of items")
 	}
 	var msgs []translate.Message
 	var reasoning strings.Builder
@@ -504,23 +594,27 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 		}
 		return m
 	}
-	arr.ForEach(func(i, it gjson.Result) bool {
-		param := index(base, int(i.Int()))
-		if err = members.Check(it, param, itemFields); err != nil {
+	i := 0
+	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
+		at := i
+		param := func() string { return index(base(), at) }
+		i++
+		var f [itemN]jsonx.Value
+		if err = members.Read(&p.sc, it, param, itemFields, f[:]); err != nil {
 			return false
 		}
-		if !it.IsObject() {
-			err = translate.Errorf(param, "must be an object")
+		if it.Kind != jsonx.Object {
+			err = translate.Errorf(param(), "must be an object")
 			return false
 		}
-		typ := it.Get("type").Str
-		if typ == "" && it.Get("role").Exists() {
+		typ := f[itemType].Str
+		if typ == "" && f[itemRole].Exists() {
 			typ = "message"
 		}
 		switch typ {
 		case "message":
 			var m translate.Message
-			if m, err = p.message(it, param); err != nil {
+			if m, err = p.message(&f, param); err != nil {
 				return false
 			}
 			if m.Role == translate.RoleAssistant {
@@ -533,52 +627,56 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 			}
 		case "function_call":
 			call := translate.ToolCall{}
-			for _, f := range []struct {
+			for _, g := range [...]struct {
 				name string
+				at   int
 				dst  *string
-			}{{"call_id", &call.ID}, {"name", &call.Name}, {"arguments", &call.Arguments}} {
-				v := it.Get(f.name)
-				if v.Type != gjson.String || (v.Str == "" && f.name != "arguments") {
-					err = translate.Errorf(param+"."+f.name, "must be a non-empty string")
+			}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
+				v := f[g.at]
+				if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
+					err = translate.Errorf(param()+"."+g.name, "must be a non-empty string")
 					return false
 				}
-				*f.dst = v.Str
+				*g.dst = v.Str
 			}
 			a := assistant()
 			a.ToolCalls = append(a.ToolCalls, call)
 		case "function_call_output":
-			id := it.Get("call_id")
-			if id.Type != gjson.String || id.Str == "" {
-				err = translate.Errorf(param+".call_id", "must be a non-empty string")
+			id := f[itemCallID]
+			if id.Kind != jsonx.String || id.Str == "" {
+				err = translate.Errorf(param()+".call_id", "must be a non-empty string")
 				return false
 			}
 			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
-			out := it.Get("output")
-			switch {
-			case out.Type == gjson.String:
+			switch out := f[itemOutput]; out.Kind {
+			case jsonx.String:
 				m.Content = []translate.Part{{Type: translate.PartText, Text: out.Str}}
-			case out.IsArray():
-				if m.Content, err = p.parts(out, param+".output", translate.RoleTool); err != nil {
+			case jsonx.Array:
+				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
 					return false
 				}
 			default:
-				err = translate.Errorf(param+".output", "must be a string or an array of content parts")
+				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
 				return false
 			}
 			msgs = append(msgs, m)
 			open = -1 // a tool result ends the assistant's turn
 		case "reasoning":
-			s := it.Get("summary")
-			if s.Exists() && !s.IsArray() {
-				err = translate.Errorf(param+".summary", "must be an array")
+			s := f[itemSummary]
+			if s.Exists() && s.Kind != jsonx.Array {
+				err = translate.Errorf(param()+".summary", "must be an array")
 				return false
 			}
-			s.ForEach(func(j, part gjson.Result) bool {
-				pp := index(param+".summary", int(j.Int()))
-				if err = members.Check(part, pp, summaryFields); err != nil {
+			j := 0
+			p.sc.Each(s, func(_ string, part jsonx.Value) bool {
+				sat := j
+				pp := func() string { return index(param()+".summary", sat) }
+				j++
+				var sf [twoFieldsN]jsonx.Value
+				if err = members.Read(&p.sc, part, pp, summaryFields, sf[:]); err != nil {
 					return false
 				}
-				if t := part.Get("text"); t.Type == gjson.String {
+				if t := sf[summaryText]; t.Kind == jsonx.String {
 					if reasoning.Len() > 0 {
 						reasoning.WriteString("\n\n")
 					}
@@ -591,35 +689,34 @@ func (p *parser) items(arr gjson.Result, base string) ([]translate.Message, erro
 			}
 			open = -1 // the reasoning belongs to the assistant turn that follows
 		case "":
-			err = translate.Errorf(param+".type", "is required")
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		default:
-			p.untranslatableErr(param+".type", "the input item type %q is served only by a responses backend", clip(typ))
+			p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
 		}
 		return true
 	})
 	return msgs, err
 }
 
-// message reads a message item.
-func (p *parser) message(it gjson.Result, param string) (translate.Message, error) {
+// message reads a message item, given its members.
+func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.Message, error) {
 	var m translate.Message
-	role := it.Get("role")
-	switch role.Str {
+	switch role := f[itemRole].Str; role {
 	case "user", "assistant", "system", "developer":
-		m.Role = role.Str
+		m.Role = role
 	default:
-		return m, translate.Errorf(param+".role", "must be user, assistant, system or developer")
+		return m, translate.Errorf(param()+".role", "must be user, assistant, system or developer")
 	}
-	content := it.Get("content")
-	switch {
-	case content.Type == gjson.String:
+	switch content := f[itemContent]; content.Kind {
+	case jsonx.String:
 		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
-	case content.IsArray():
-		parts, err := p.parts(content, param+".content", m.Role)
+	case jsonx.Array:
+		parts, err := p.parts(content, func() string { return param() + ".content" }, m.Role)
 		if err != nil {
 			return m, err
 		}
+		m.Content = parts[:0] // parts is this message's own: filter it in place
 		for _, pt := range parts {
 			if pt.Type == translate.PartRefusal {
 				m.Refusal += pt.Text
@@ -627,57 +724,64 @@ func (p *parser) message(it gjson.Result, param string) (translate.Message, erro
 				m.Content = append(m.Content, pt)
 			}
 		}
+		if len(m.Content) == 0 {
+			m.Content = nil
+		}
 	default:
-		return m, translate.Errorf(param+".content", "must be a string or an array of content parts")
+		return m, translate.Errorf(param()+".content", "must be a string or an array of content parts")
 	}
 	return m, nil
 }
 
 // parts reads content parts; role says which part types are allowed.
-func (p *parser) parts(arr gjson.Result, base, role string) ([]translate.Part, error) {
+func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]translate.Part, error) {
 	var out []translate.Part
 	var err error
-	arr.ForEach(func(i, v gjson.Result) bool {
-		param := index(base, int(i.Int()))
-		if err = members.Check(v, param, partFields); err != nil {
+	i := 0
+	p.sc.Each(arr, func(_ string, v jsonx.Value) bool {
+		at := i
+		param := func() string { return index(base(), at) }
+		i++
+		var f [partN]jsonx.Value
+		if err = members.Read(&p.sc, v, param, partFields, f[:]); err != nil {
 			return false
 		}
-		typ := v.Get("type").Str
+		typ := f[partType].Str
 		assistant := role == translate.RoleAssistant
 		switch {
 		case typ == "output_text" && assistant, typ == "input_text" && !assistant:
-			t := v.Get("text")
-			if t.Type != gjson.String {
-				err = translate.Errorf(param+".text", "must be a string")
+			t := f[partText]
+			if t.Kind != jsonx.String {
+				err = translate.Errorf(param()+".text", "must be a string")
 				return false
 			}
 			out = append(out, translate.Part{Type: translate.PartText, Text: t.Str})
 		case typ == "refusal" && assistant:
-			out = append(out, translate.Part{Type: translate.PartRefusal, Text: v.Get("refusal").Str})
+			out = append(out, translate.Part{Type: translate.PartRefusal, Text: f[partRefusal].Str})
 		case typ == "input_image" && !assistant:
-			u := v.Get("image_url")
-			if u.Type != gjson.String || u.Str == "" {
-				p.untranslatableErr(param, "an input_image without image_url (a file_id) is served only by a responses backend")
+			u := f[partImageURL]
+			if u.Kind != jsonx.String || u.Str == "" {
+				p.untranslatableErr(param(), "an input_image without image_url (a file_id) is served only by a responses backend")
 				return true
 			}
-			out = append(out, translate.Part{Type: translate.PartImage, URL: u.Str, Detail: v.Get("detail").Str})
+			out = append(out, translate.Part{Type: translate.PartImage, URL: u.Str, Detail: f[partDetail].Str})
 		case typ == "input_file" && !assistant:
-			if v.Get("file_url").Exists() {
-				p.untranslatableErr(param+".file_url", "an input_file given by file_url is served only by a responses backend")
+			if f[partFileURL].Exists() {
+				p.untranslatableErr(param()+".file_url", "an input_file given by file_url is served only by a responses backend")
 				return true
 			}
-			part := translate.Part{Type: translate.PartFile, FileData: v.Get("file_data").Str, FileID: v.Get("file_id").Str,
-				Filename: v.Get("filename").Str}
+			part := translate.Part{Type: translate.PartFile, FileData: f[partFileData].Str, FileID: f[partFileID].Str,
+				Filename: f[partFilename].Str}
 			if part.FileData == "" && part.FileID == "" {
-				err = translate.Errorf(param, "an input_file needs file_data or file_id")
+				err = translate.Errorf(param(), "an input_file needs file_data or file_id")
 				return false
 			}
 			out = append(out, part)
 		case typ == "":
-			err = translate.Errorf(param+".type", "is required")
+			err = translate.Errorf(param()+".type", "is required")
 			return false
 		default:
-			err = translate.Errorf(param+".type", "the content part type %q is not allowed in a %s message", clip(typ), role)
+			err = translate.Errorf(param()+".type", "the content part type %q is not allowed in a %s message", clip(typ), role)
 			return false
 		}
 		return true
@@ -763,12 +867,12 @@ func (p *parser) appendTools(dst []byte) []byte {
 	dst = append(dst, '[')
 	fn := 0
 	i := 0
-	gjson.Parse(p.tools).ForEach(func(_, t gjson.Result) bool {
+	p.sc.Each(p.toolsV, func(_ string, t jsonx.Value) bool {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		i++
-		if t.Get("type").Str != "function" {
+		if p.sc.Get(t, "type").Str != "function" {
 			dst = append(dst, t.Raw...)
 			return true
 		}

@@ -226,8 +226,9 @@ func TestPrepend(t *testing.T) {
 	}
 }
 
-// FuzzParse: the parser never panics, and what it accepts has a core request whose chat
-// body is a valid chat completions request.
+// FuzzParse: the parser never panics, what it accepts has a core request whose chat
+// body is a valid chat completions request, and its forwarded body (AppendBody) parses to
+// the same request for another model.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hi"}`,
@@ -247,6 +248,9 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		if again, err := Parse(r.AppendBody(nil, "up")); err != nil || again.Core.Model != "up" || again.Input != r.Input {
+			t.Fatalf("the forwarded body of %s reads differently (%v)", body, err)
+		}
 		if r.Translatable() != nil {
 			return
 		}
@@ -258,4 +262,40 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted %s, but its chat body does not parse: %v\n%s", body, err, chat)
 		}
 	})
+}
+
+// TestFieldPositions: the position constants name the fields of their lists, where
+// members.Read stores the values.
+func TestFieldPositions(t *testing.T) {
+	for _, tt := range []struct {
+		name, list string
+		at         map[string]int
+	}{
+		{"item", itemFields, map[string]int{"type": itemType, "id": itemID, "role": itemRole, "content": itemContent,
+			"status": itemStatus, "call_id": itemCallID, "name": itemName, "arguments": itemArguments, "output": itemOutput,
+			"summary": itemSummary, "encrypted_content": itemEncrypted}},
+		{"part", partFields, map[string]int{"type": partType, "text": partText, "refusal": partRefusal, "image_url": partImageURL,
+			"file_id": partFileID, "detail": partDetail, "file_data": partFileData, "filename": partFilename,
+			"file_url": partFileURL, "annotations": partAnnotations, "logprobs": partLogprobs}},
+		{"tool", toolFields, map[string]int{"type": toolType, "name": toolName, "description": toolDescription,
+			"parameters": toolParameters, "strict": toolStrict}},
+		{"format", formatFields, map[string]int{"type": toolType, "name": toolName, "description": toolDescription,
+			"schema": toolParameters, "strict": toolStrict}},
+		{"text", textFields, map[string]int{"format": textFormat}},
+		{"reasoning", reasonFields, map[string]int{"effort": reasonEffort}},
+		{"choice", choiceFields, map[string]int{"type": choiceType, "name": choiceName}},
+		{"summary", summaryFields, map[string]int{"text": summaryText}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			names := strings.Fields(tt.list)
+			for name, at := range tt.at {
+				if at >= len(names) || names[at] != name {
+					t.Errorf("position %d of %q is not %q", at, tt.list, name)
+				}
+			}
+		})
+	}
+	if len(strings.Fields(itemFields)) != itemN || len(strings.Fields(partFields)) != partN || len(strings.Fields(toolFields)) != toolN {
+		t.Error("a position list does not cover its field list")
+	}
 }

@@ -1,8 +1,8 @@
-// Package members checks the member names of JSON objects that client dialects read with
-// gjson (the Responses and Messages parsers): a name given twice, or a known field's name in
-// another case, is refused, because such a body reads differently to different JSON
-// decoders and may be forwarded upstream as it is. It imports only the core translate
-// package and gjson.
+// Package members holds the gateway's one member-name rule for the JSON objects the client
+// dialects interpret (the chat, Responses and Messages parsers): a name given twice, or a
+// known field's name in another case, is refused, because such a body reads differently to
+// different JSON decoders and may be forwarded upstream as it is. It works on the names an
+// internal/jsonx Scanner reads and imports only the core translate package and jsonx.
 package members
 
 import (
@@ -10,48 +10,117 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/tidwall/gjson"
 )
 
-// Check applies the chat parser's member-name rule to obj: an object that names a
-// member twice, or names one of known (a space-separated list of lower-case ASCII names)
-// in another case ("MODEL"), reads differently to different JSON decoders (gjson and the
-// gateway take the first, most libraries the last, Go's encoding/json any case), and the
-// body may be forwarded as it is to a responses backend, so what reaches the upstream
-// must be what the gateway authorized. base is the object's param path, "" at the top
-// level. A value that is not an object passes.
-func Check(obj gjson.Result, base, known string) error {
-	if !obj.IsObject() {
-		return nil
-	}
-	var err error
-	seen := make(map[string]struct{}, 8)
-	obj.ForEach(func(k, _ gjson.Result) bool {
-		name := k.Str
-		if _, dup := seen[name]; dup {
-			err = keyError(base, name, translate.CodeDuplicateKey, "")
+// Set holds the member names seen so far in one JSON object. The zero value is empty; a
+// Set is not safe for concurrent use.
+type Set struct {
+	n    int
+	few  [12]string
+	many map[string]struct{} // past len(few) names
+}
+
+// Add records k and reports whether it is new.
+func (s *Set) Add(k string) bool {
+	if s.many != nil {
+		if _, dup := s.many[k]; dup {
 			return false
 		}
-		seen[name] = struct{}{}
-		if plainLower(name) {
-			return true
+		s.many[k] = struct{}{}
+		return true
+	}
+	for _, v := range s.few[:s.n] {
+		if v == k {
+			return false
 		}
-		for names := known; names != ""; {
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = k
+		s.n++
+		return true
+	}
+	s.many = make(map[string]struct{}, 4*len(s.few))
+	for _, v := range s.few {
+		s.many[v] = struct{}{}
+	}
+	s.many[k] = struct{}{}
+	return true
+}
+
+// Fold returns the field of known (a space-separated list of lower-case ASCII names) that
+// the member name k equals only when case is ignored ("MODEL" for model), or "".
+func Fold(k, known string) string {
+	if PlainLower(k) {
+		return ""
+	}
+	for names := known; names != ""; {
+		field, rest, _ := strings.Cut(names, " ")
+		if strings.EqualFold(k, field) {
+			return field
+		}
+		names = rest
+	}
+	return ""
+}
+
+// Check applies the rule to the member name k of an object whose names so far are in seen,
+// and adds k to seen: an object that names a member twice, or names one of known in
+// another case, reads differently to different JSON decoders (gjson and the gateway take
+// the first, most libraries the last, Go's encoding/json any case). base is the object's
+// param path, "" at the top level. The error is a *translate.ParamError.
+func Check(seen *Set, base, k, known string) error {
+	if !seen.Add(k) {
+		return Error(base, k, translate.CodeDuplicateKey, "")
+	}
+	if f := Fold(k, known); f != "" {
+		return Error(base, k, translate.CodeKeyCase, f)
+	}
+	return nil
+}
+
+// Read walks the object obj once, applying Check to every member name, and stores the
+// value of each name of known (space-separated, lower-case ASCII) in vals at the name's
+// position in known; vals must be that long. base returns the object's param path; it is
+// called only for an error, so a path is built only for a refused body. A value that is
+// not an object has no members and passes. obj must come from sc; Read moves its cursor.
+func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known string, vals []jsonx.Value) error {
+	if obj.Kind != jsonx.Object {
+		return nil
+	}
+	var seen Set
+	sc.Seek(obj.At)
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if !seen.Add(k) {
+			return Error(base(), k, translate.CodeDuplicateKey, "")
+		}
+		j, plain := -1, PlainLower(k)
+		for i, names := 0, known; names != ""; i++ {
 			field, rest, _ := strings.Cut(names, " ")
-			if strings.EqualFold(name, field) {
-				err = keyError(base, name, translate.CodeKeyCase, field)
-				return false
+			if k == field {
+				j = i
+				break
+			}
+			if !plain && strings.EqualFold(k, field) {
+				return Error(base(), k, translate.CodeKeyCase, field)
 			}
 			names = rest
 		}
-		return true
-	})
-	return err
+		if j >= 0 {
+			sc.Value(&vals[j])
+		} else {
+			sc.Skip()
+		}
+	}
+	return nil
 }
 
-func keyError(base, k, code, field string) error {
-	k = clip(k)
+// Error returns the ParamError for the member name k that Check refused with code
+// (translate.CodeDuplicateKey, or translate.CodeKeyCase with the field it folds to).
+func Error(base, k, code, field string) *translate.ParamError {
+	k = Clip(k)
 	param := k
 	if base != "" {
 		param = base + "." + k
@@ -64,10 +133,10 @@ func keyError(base, k, code, field string) error {
 		Message: "the key " + strconv.Quote(k) + " differs from the field " + strconv.Quote(field) + " only in case: field names are case-sensitive"}
 }
 
-// plainLower reports whether s is ASCII without upper-case letters: such a name equals a
+// PlainLower reports whether s is ASCII without upper-case letters: such a name equals a
 // lower-case ASCII field name ignoring case only if it equals it exactly (Unicode folds no
 // other ASCII rune onto one, only U+017F and U+212A from outside ASCII).
-func plainLower(s string) bool {
+func PlainLower(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= utf8.RuneSelf || c >= 'A' && c <= 'Z' {
 			return false
@@ -76,8 +145,8 @@ func plainLower(s string) bool {
 	return true
 }
 
-// clip cuts a client-supplied name to 64 bytes (at a rune start) for error messages.
-func clip(s string) string {
+// Clip cuts a client-supplied name to 64 bytes (at a rune start) for error messages.
+func Clip(s string) string {
 	const max = 64
 	if len(s) <= max {
 		return s

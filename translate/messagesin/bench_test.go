@@ -1,0 +1,40 @@
+package messagesin_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate/messagesin"
+)
+
+// benchRequest is a ~4 KB Messages request: a system prompt, a tool and a conversation with
+// a tool_use round trip.
+var benchRequest = func() string {
+	var b strings.Builder
+	b.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":true,` +
+		`"system":[{"type":"text","text":"You are a careful assistant. Answer briefly."}],` +
+		`"tools":[{"name":"get_weather","description":"Weather for a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}],` +
+		`"thinking":{"type":"enabled","budget_tokens":2048},"metadata":{"user_id":"u1"},"messages":[`)
+	for i := 0; i < 8; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"role":"user","content":[{"type":"text","text":"` + strings.Repeat("Tell me about the weather in Paris. ", 6) + `"}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny, 21 \u00b0C"}]}`)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}()
+
+// BenchmarkParse parses a ~4 KB request (budget: 20 µs, 40 allocs).
+func BenchmarkParse(b *testing.B) {
+	body := []byte(benchRequest)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := messagesin.Parse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package responsesin
+
+import (
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAppendBody: the forwarded body is the client's with only the model's value replaced.
+func TestAppendBody(t *testing.T) {
+	r, err := Parse([]byte(`{ "input" : "hi",  "model" : "a" , "x":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{ "input" : "hi",  "model" : "up" , "x":1}`, string(r.AppendBody(nil, "up"))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestAppendWithModel: the Response's model is replaced, at the top or in the member
+// response of an event; data without a string model passes as it is.
+func TestAppendWithModel(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		inner    bool
+		want     string
+	}{
+		{name: "top", in: `{"id":"r","model":"m-up","x":{"model":"k"}}`, want: `{"id":"r","model":"m","x":{"model":"k"}}`},
+		{name: "event", in: `{"type":"response.created","response":{"model":"m-up"}}`, inner: true,
+			want: `{"type":"response.created","response":{"model":"m"}}`},
+		{name: "no model", in: `{"type":"x","response":{}}`, inner: true, want: `{"type":"x","response":{}}`},
+		{name: "model not a string", in: `{"model":1}`, want: `{"model":1}`},
+		{name: "not JSON", in: `{"model":"a"`, want: `{"model":"a"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(AppendWithModel(nil, []byte(tt.in), tt.inner, []byte(`"m"`)))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReadUpstream: what the passthrough reads of stream events and whole answers.
+func TestReadUpstream(t *testing.T) {
+	ev, ok := ReadStreamEvent([]byte(`{"type":"response.output_text.delta","sequence_number":7}`))
+	if diff := cmp.Diff(StreamEvent{Type: "response.output_text.delta", Seq: 7, HasSeq: true}, ev); !ok || diff != "" {
+		t.Errorf("event (-want +got):\n%s", diff)
+	}
+	for _, in := range []string{`[1]`, ` {"type":"x"}`, `{"type":`, `"x"`} {
+		if _, ok := ReadStreamEvent([]byte(in)); ok {
+			t.Errorf("ReadStreamEvent(%s) accepted", in)
+		}
+	}
+	resp := `{"id":"resp_1","object":"response","output":[{"type":"message"}],"usage":{"input_tokens":5,"output_tokens":7,` +
+		`"input_tokens_details":{"cached_tokens":2},"output_tokens_details":{"reasoning_tokens":3}}}`
+	want := Upstream{Response: resp, Output: `[{"type":"message"}]`, ID: "resp_1",
+		Usage: translate.Usage{PromptTokens: 5, CompletionTokens: 7, CachedTokens: 2, ReasoningTokens: 3}}
+	for _, tt := range []struct {
+		name, in string
+		want     Upstream
+		kind     Body
+	}{
+		{name: "response", in: resp, want: want},
+		{name: "error", in: `{"error":{"message":"x"}}`, kind: BodyError},
+		{name: "other object", in: `{"object":"list"}`, kind: BodyOther},
+		{name: "array", in: `[{"error":{}}]`, kind: BodyOther},
+		{name: "not JSON", in: `{"object":`, kind: BodyNotJSON},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, kind := ReadResponse([]byte(tt.in))
+			if diff := cmp.Diff(tt.want, got); kind != tt.kind || diff != "" {
+				t.Errorf("kind %d, want %d; (-want +got):\n%s", kind, tt.kind, diff)
+			}
+		})
+	}
+	if diff := cmp.Diff(want, ReadEventResponse([]byte(`{"type":"response.completed","response":`+resp+`}`))); diff != "" {
+		t.Errorf("event response (-want +got):\n%s", diff)
+	}
+	if got := ResponseID([]byte(resp)); got != "resp_1" {
+		t.Errorf("ResponseID = %q", got)
+	}
+}
