@@ -454,3 +454,24 @@ func TestGeminiStream_EventFullyValidated(t *testing.T) {
 		})
 	}
 }
+
+// FuzzGeminiEventValidation checks the decoder against jsonx.Valid: an event that is not
+// valid JSON fails with "not valid JSON" and emits nothing, and a valid one never does.
+func FuzzGeminiEventValidation(f *testing.F) {
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0}],"usageMetadata":{"promptTokenCount":1}}`))
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]} x`))
+	f.Add([]byte(`{"error":{"code":429,"message":"slow"}}`))
+	f.Add([]byte(` [1] `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid := jsonx.Valid(string(data))
+		emitted := 0
+		err := newGeminiDecoder().Event(nil, data, func(*translate.Event) error { emitted++; return nil })
+		notJSON := err != nil && strings.Contains(err.Error(), "decoding gemini event: not valid JSON")
+		if notJSON == valid {
+			t.Fatalf("jsonx.Valid = %v, err = %v", valid, err)
+		}
+		if !valid && emitted != 0 {
+			t.Fatalf("%d events emitted from invalid JSON", emitted)
+		}
+	})
+}
