@@ -80,11 +80,15 @@ func (d *geminiStream) emit(emit translate.Emit, kind translate.EventKind, choic
 	return emit(&d.ev)
 }
 
-func (d *geminiStream) chunk(data string, emit translate.Emit) error {
-	if !jsonx.Valid(data) {
-		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
-	}
-	if data = strings.TrimSpace(data); !strings.HasPrefix(data, "{") {
+func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
+	// The top-level walk below checks the whole chunk's syntax as it reads it (every
+	// member is read with Value or Skip), so it is the validation: nothing is emitted
+	// until it has reached the end of the chunk without a syntax error.
+	data := strings.Trim(raw, " \t\n\r")
+	if !strings.HasPrefix(data, "{") {
+		if !jsonx.Valid(raw) {
+			return geminiNotJSON(raw)
+		}
 		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
 	}
 	// One scanner walks the chunk, descending into the values it reads; usageMetadata is
@@ -94,7 +98,7 @@ func (d *geminiStream) chunk(data string, emit translate.Emit) error {
 	var cands, feedback, respID, model, failure jsonx.Value
 	hasUsage := false
 	var prompt, toolPrompt, candTokens, thoughts, cached int
-	walkObject(sc, 0, func(k string) bool {
+	valid := walkObject(sc, 0, func(k string) bool {
 		switch k {
 		case "usageMetadata":
 			hasUsage = sc.Peek() == '{'
@@ -132,7 +136,10 @@ func (d *geminiStream) chunk(data string, emit translate.Emit) error {
 			return sc.Value(&failure)
 		}
 		return sc.Skip()
-	})
+	}) && sc.AtEnd()
+	if !valid {
+		return geminiNotJSON(raw)
+	}
 	if failure.Kind != jsonx.Missing {
 		failed := geminiError(sc, 0, failure)
 		d.phase = geminiClosed
@@ -219,10 +226,14 @@ func (d *geminiStream) chunk(data string, emit translate.Emit) error {
 	return nil
 }
 
+func geminiNotJSON(data string) error {
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
+}
+
 // walkObject moves the scanner to offset at and calls fn with the name of each member of
 // the object there, the cursor at the member's value, which fn must read (Value, Skip or
 // a nested walk); fn returns false to stop. A value that is not an object is skipped: it
-// has no members. The input must have been checked (jsonx.Valid) first.
+// has no members. It returns false if fn stopped it or on a syntax error.
 func walkObject(sc *jsonx.Scanner, at int, fn func(key string) bool) bool {
 	sc.Seek(at)
 	if sc.Peek() != '{' {

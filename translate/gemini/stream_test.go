@@ -413,3 +413,65 @@ func TestGeminiStream_TextSignatureBeforeCall(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestGeminiStream_EventFullyValidated pins that a chunk is checked whole before any of it
+// is used: a syntax error anywhere (in a member the decoder ignores, inside usageMetadata,
+// after the object) fails the event with nothing emitted from it, and a valid chunk that is
+// not an object is told apart from text that is not JSON.
+func TestGeminiStream_EventFullyValidated(t *testing.T) {
+	const good = `{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0}],"responseId":"r1"}`
+	notJSON := "upstream 502 api_error: decoding gemini event: not valid JSON: "
+	tests := []struct {
+		name    string
+		event   string
+		wantErr string
+	}{
+		{name: "TrailingGarbage", event: good + `x`, wantErr: notJSON + good + `x`},
+		{name: "SecondValue", event: good + ` {}`, wantErr: notJSON + good + ` {}`},
+		{name: "TrailingVerticalTab", event: good + "\v", wantErr: notJSON + good},
+		{name: "BadNumberInUsage", event: `{"usageMetadata":{"promptTokenCount":01},"candidates":[]}`, wantErr: notJSON + `{"usageMetadata":{"promptTokenCount":01},"candidates":[]}`},
+		{name: "BadIgnoredMember", event: `{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"extra":[1,}`, wantErr: notJSON + `{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"extra":[1,}`},
+		{name: "BadEscapeInCandidate", event: `{"candidates":[{"content":{"parts":[{"text":"\q"}]}}]}`, wantErr: notJSON + `{"candidates":[{"content":{"parts":[{"text":"\q"}]}}]}`},
+		{name: "ControlCharInKey", event: "{\"a\x01\":1}", wantErr: notJSON + "{\"a\x01\":1}"},
+		{name: "MissingColon", event: `{"responseId" "r1"}`, wantErr: notJSON + `{"responseId" "r1"}`},
+		{name: "NotJSON", event: `data`, wantErr: notJSON + `data`},
+		{name: "ArrayNotObject", event: ` [1] `, wantErr: "upstream 502 api_error: decoding gemini event: not a JSON object: [1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dec := newGeminiDecoder()
+			var got []translate.EventKind
+			err := dec.Event(nil, []byte(tt.event), func(ev *translate.Event) error {
+				got = append(got, ev.Kind)
+				return nil
+			})
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("err = %v, want %s", err, tt.wantErr)
+			}
+			if diff := cmp.Diff([]translate.EventKind(nil), got); diff != "" {
+				t.Errorf("events emitted from a malformed chunk (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzGeminiEventValidation checks the decoder against jsonx.Valid: an event that is not
+// valid JSON fails with "not valid JSON" and emits nothing, and a valid one never does.
+func FuzzGeminiEventValidation(f *testing.F) {
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0}],"usageMetadata":{"promptTokenCount":1}}`))
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]} x`))
+	f.Add([]byte(`{"error":{"code":429,"message":"slow"}}`))
+	f.Add([]byte(` [1] `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid := jsonx.Valid(string(data))
+		emitted := 0
+		err := newGeminiDecoder().Event(nil, data, func(*translate.Event) error { emitted++; return nil })
+		notJSON := err != nil && strings.Contains(err.Error(), "decoding gemini event: not valid JSON")
+		if notJSON == valid {
+			t.Fatalf("jsonx.Valid = %v, err = %v", valid, err)
+		}
+		if !valid && emitted != 0 {
+			t.Fatalf("%d events emitted from invalid JSON", emitted)
+		}
+	})
+}
