@@ -15,14 +15,14 @@ func TestSeries(t *testing.T) {
 	m := New(reg)
 	for range 3 {
 		m.CountRequest("gpt", "oai", "alice", 200, false, "chat")
-		m.RequestDurationOf("gpt", "oai", false, "chat").Observe((10*time.Millisecond).Seconds())
-		m.UpstreamOf("oai", "200").Observe((5*time.Millisecond).Seconds())
+		m.RequestDurationOf("gpt", "oai", false, "chat").Observe((10 * time.Millisecond).Seconds())
+		m.UpstreamOf("oai", "200").Observe((5 * time.Millisecond).Seconds())
 	}
 	m.CountRequest("gpt", "oai", "alice", 502, false, "chat")
 	m.CountRequest("gpt", "oai", "alice", 200, true, "chat")
 	m.CountRequest("gpt", "oai", "bob", 200, false, "chat")
 	m.RequestDurationOf("gpt", "oai", true, "chat").Observe((time.Second).Seconds())
-	m.TTFTOf("gpt", "oai").Observe((100*time.Millisecond).Seconds())
+	m.TTFTOf("gpt", "oai").Observe((100 * time.Millisecond).Seconds())
 	m.UpstreamOf("oai", "0").Observe((time.Second).Seconds())
 
 	counts := []struct {
@@ -70,8 +70,8 @@ func BenchmarkCountRequest(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			m.CountRequest("claude-bench", "anth", "bench", 200, false, "chat")
-			m.RequestDurationOf("claude-bench", "anth", false, "chat").Observe((50*time.Millisecond).Seconds())
-			m.UpstreamOf("anth", "200").Observe((50*time.Millisecond).Seconds())
+			m.RequestDurationOf("claude-bench", "anth", false, "chat").Observe((50 * time.Millisecond).Seconds())
+			m.UpstreamOf("anth", "200").Observe((50 * time.Millisecond).Seconds())
 		}
 	})
 }
