@@ -205,22 +205,11 @@ func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {
 	return responsesin.AppendErrorEvent(dst, x.lastSeq, a.Message, code, a.Param)
 }
 
-// respOut writes a response's events to a streaming client (loop.Output).
+// respOut writes a response's events to a streaming client (loop.Output): sseOut's
+// framing, commit and keep-alives with the Responses encoder.
 type respOut struct {
-	x         *responsesRun
-	w         *bufio.Writer
-	buf       []byte
-	cancel    context.CancelFunc
-	started   chan<- *apiError
-	committed bool
-}
-
-func (o *respOut) commit() {
-	if !o.committed {
-		o.committed = true
-		o.x.c.committed = true
-		o.started <- nil
-	}
+	sseOut
+	x *responsesRun
 }
 
 func (o *respOut) Event(ev *translate.Event) error {
@@ -235,41 +224,6 @@ func (o *respOut) Event(ev *translate.Event) error {
 	return o.write()
 }
 
-func (o *respOut) KeepAlive() error {
-	o.commit()
-	o.buf = append(o.buf[:0], ": keep-alive\n\n"...)
-	return o.flush()
-}
-
-func (o *respOut) write() error {
-	if len(o.buf) == 0 {
-		return nil
-	}
-	if _, err := o.w.Write(o.buf); err != nil {
-		o.cancel()
-		return errClientGone
-	}
-	return nil
-}
-
-func (o *respOut) flush() error {
-	if err := o.write(); err != nil {
-		return err
-	}
-	return o.sync()
-}
-
-func (o *respOut) sync() error {
-	if o.w.Buffered() == 0 {
-		return nil
-	}
-	if err := o.w.Flush(); err != nil {
-		o.cancel()
-		return errClientGone
-	}
-	return nil
-}
-
 func (x *responsesRun) newEncoder(stream bool) {
 	x.enc = responsesin.NewEncoder(x.req, responsesin.EncoderOptions{ID: x.c.id, Model: x.req.Core.Model,
 		Created: x.c.start.Unix(), Stream: stream})
@@ -277,7 +231,7 @@ func (x *responsesRun) newEncoder(stream bool) {
 
 func (x *responsesRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	c := x.c
-	o := &respOut{x: x, w: w, cancel: cancel, started: started}
+	o := &respOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, x: x}
 	c.call.flush = o.sync
 	x.newEncoder(true)
 	var err error
@@ -288,7 +242,7 @@ func (x *responsesRun) writeStream(ctx context.Context, cancel context.CancelFun
 	}
 	code := 200
 	switch {
-	case !o.committed:
+	case !c.committed:
 		c.committed = true
 		a := c.s.render(c.rid, err)
 		code = a.Status
