@@ -14,6 +14,9 @@ type Request struct {
 	// Edited is set by Clone: Messages, Tools and ToolChoice may no longer match Body,
 	// so encoders that reuse Body must re-encode those.
 	Edited bool
+	// Spans locate in Body the members an encoder that reuses Body rewrites in place
+	// (the OpenAI chat passthrough): set by the chat parser, zero otherwise.
+	Spans BodySpans
 
 	Model        string
 	Stream       bool
@@ -50,6 +53,16 @@ type Request struct {
 	// Extra holds every other top-level field in order of appearance. The OpenAI
 	// passthrough forwards them; translating backends reject or drop them.
 	Extra []Field
+}
+
+// Span is the byte range [Start, End) of a JSON value in Request.Body; End == 0 means
+// the member is absent.
+type Span struct{ Start, End int }
+
+// BodySpans are the values, in Body, of the top-level members the OpenAI passthrough
+// rewrites: model, stream and stream_options (an explicit null included).
+type BodySpans struct {
+	Model, Stream, StreamOptions Span
 }
 
 // Field is a raw top-level JSON field.

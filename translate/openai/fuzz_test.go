@@ -6,6 +6,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -156,4 +157,45 @@ func jsonStr(raw json.RawMessage) (string, bool) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err == nil
+}
+
+// FuzzSplicedMatchesRewritten checks the one-pass rewrite of a parsed body (Request.Spans)
+// against the member-by-member rewrite it replaced: for every body ParseRequest accepts,
+// stream or not, both forward the same JSON value.
+func FuzzSplicedMatchesRewritten(f *testing.F) {
+	for _, s := range goldentest.RequestSeeds(f) {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	for _, s := range passthroughAttacks {
+		f.Add([]byte(s), true)
+	}
+	f.Add([]byte("{\"model\" : \"m\" ,\n \"stream\" : true , \"stream_options\" : { \"include_usage\" : false , \"x\" : 1 } ,\"messages\":[]}\n"), true)
+	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
+		req, err := openaichat.ParseRequest(body)
+		if err != nil || req.Spans.Model.End == 0 {
+			return
+		}
+		opts := &translate.Options{UpstreamModel: "up\"model", Stream: stream}
+		spliced, err := New().AppendRequest(nil, req, opts)
+		if err != nil {
+			t.Fatalf("spliced: %v\nbody %q", err, body)
+		}
+		unlocated := *req
+		unlocated.Spans = translate.BodySpans{}
+		rewritten, err := New().AppendRequest(nil, &unlocated, opts)
+		if err != nil {
+			t.Fatalf("rewritten: %v\nbody %q", err, body)
+		}
+		var a, b any
+		if err := json.Unmarshal(spliced, &a); err != nil {
+			t.Fatalf("spliced body is not JSON: %v\n%q\nfrom %q", err, spliced, body)
+		}
+		if err := json.Unmarshal(rewritten, &b); err != nil {
+			t.Fatalf("rewritten body is not JSON: %v\n%q", err, rewritten)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("spliced and rewritten bodies differ\nspliced   %s\nrewritten %s\nfrom %q", spliced, rewritten, body)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,13 @@ func (openAIChat) Headers(apiKey string, _ *translate.Request, _ *translate.Opti
 // AppendRequest appends the client's body with the upstream model, and, for streams,
 // stream_options.include_usage forced on so the gateway can count tokens (the proxy drops
 // the usage chunk if the client did not ask for it).
+//
+// A body the chat parser located (Request.Spans) and no one edited is rewritten in one
+// copy, splicing the new values in; any other body goes through sjson.
 func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	if !req.Edited && req.Spans.Model.End > 0 {
+		return appendSpliced(dst, req, opts)
+	}
 	body := req.Body
 	var err error
 	set := func(path string, v any) {
@@ -71,6 +78,62 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 		return dst, translate.Errorf("", "rewriting the request: %v", err)
 	}
 	return append(dst, body...), nil
+}
+
+// appendSpliced appends req.Body with the edits AppendRequest makes, in one pass: the
+// model's value replaced; for a stream, stream set to true and
+// stream_options.include_usage to true (each added at the end when absent); otherwise
+// a stream member that is true set to false.
+func appendSpliced(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	body, sp := req.Body, &req.Spans
+	// edits are in body order: the parser saw each member once (duplicates are errors).
+	type edit struct {
+		at   translate.Span
+		with string // "" for the model's value
+	}
+	var buf [3]edit
+	edits := append(buf[:0], edit{at: sp.Model})
+	var tail string // members added before the closing brace
+	if opts.Stream {
+		if sp.Stream.End == 0 {
+			tail = `,"stream":true`
+		} else if body[sp.Stream.Start:sp.Stream.End] != "true" {
+			edits = append(edits, edit{sp.Stream, "true"})
+		}
+		if sp.StreamOptions.End == 0 {
+			tail += `,"stream_options":{"include_usage":true}`
+		} else if v := body[sp.StreamOptions.Start:sp.StreamOptions.End]; v == "null" {
+			edits = append(edits, edit{sp.StreamOptions, `{"include_usage":true}`})
+		} else if !req.IncludeUsage {
+			so, err := sjson.Set(v, "include_usage", true)
+			if err != nil {
+				return dst, translate.Errorf("", "rewriting the request: %v", err)
+			}
+			edits = append(edits, edit{sp.StreamOptions, so})
+		}
+	} else if sp.Stream.End > 0 && body[sp.Stream.Start:sp.Stream.End] == "true" {
+		edits = append(edits, edit{sp.Stream, "false"})
+	}
+	slices.SortFunc(edits, func(a, b edit) int { return a.at.Start - b.at.Start }) // a few, in body order
+	at := 0
+	for _, e := range edits {
+		dst = append(dst, body[at:e.at.Start]...)
+		if e.with == "" {
+			dst = jsonx.AppendString(dst, opts.UpstreamModel)
+		}
+		dst = append(dst, e.with...)
+		at = e.at.End
+	}
+	if tail == "" {
+		return append(dst, body[at:]...), nil
+	}
+	end := strings.LastIndexByte(body, '}')
+	if end < at {
+		return dst, translate.Errorf("", "rewriting the request: the body is not a JSON object")
+	}
+	dst = append(dst, body[at:end]...)
+	dst = append(dst, tail...)
+	return append(dst, body[end:]...), nil
 }
 
 // appendMessages appends messages as an OpenAI chat messages array.

@@ -3,8 +3,11 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+	"os"
 	"strings"
 	"testing"
 
@@ -122,5 +125,39 @@ func TestOpenAIChatResponse_NotACompletion(t *testing.T) {
 				t.Errorf("%d events emitted before the error", events)
 			}
 		})
+	}
+}
+
+// BenchmarkPassthroughRequest is the OpenAI passthrough's request rewrite of the ~4 KB chat
+// request (testdata/bench-request.json, a copy of openaichat's): "spliced" is the one-pass
+// rewrite of a parsed body, "rewritten" the sjson path an edited request takes.
+func BenchmarkPassthroughRequest(b *testing.B) {
+	body, err := os.ReadFile("testdata/bench-request.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := openaichat.ParseRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	unlocated := *req
+	unlocated.Spans = translate.BodySpans{}
+	for _, bc := range []struct {
+		name string
+		req  *translate.Request
+	}{{"spliced", req}, {"rewritten", &unlocated}} {
+		for _, stream := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/stream=%t", bc.name, stream), func(b *testing.B) {
+				opts := &translate.Options{UpstreamModel: "gpt-4o-2024-08-06", Stream: stream}
+				var dst []byte
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					if dst, err = New().AppendRequest(dst[:0], bc.req, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

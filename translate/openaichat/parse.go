@@ -51,6 +51,11 @@ func ParseRequest(body []byte) (*translate.Request, error) {
 	return p.req, nil
 }
 
+// span is v's byte range in the parsed body.
+func span(v *jsonx.Value) translate.Span {
+	return translate.Span{Start: v.At, End: v.At + len(v.Raw)}
+}
+
 func errInvalidJSON() *translate.ParamError {
 	return &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
 }
@@ -109,6 +114,10 @@ func (p *parser) field(name string) bool {
 		switch name {
 		case "model", "messages":
 			return p.fail(name, "%s is required", name)
+		case "stream":
+			r.Spans.Stream = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
+		case "stream_options":
+			r.Spans.StreamOptions = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
 		}
 		return sc.Literal("null")
 	}
@@ -122,6 +131,7 @@ func (p *parser) field(name string) bool {
 			return p.fail("model", "must be a string")
 		}
 		r.Model = v.Str
+		r.Spans.Model = span(&v)
 	case "messages":
 		if sc.Peek() != '[' {
 			return p.fail("messages", "must be an array of messages")
@@ -146,12 +156,14 @@ func (p *parser) field(name string) bool {
 			return p.fail("stream", "must be a boolean")
 		}
 		r.Stream = v.Kind == jsonx.True
+		r.Spans.Stream = span(&v)
 	case "stream_options":
 		if sc.Peek() != '{' {
 			return p.fail("stream_options", "must be an object")
 		}
 		var iu jsonx.Value
 		var seen keySet
+		start := sc.Pos()
 		for n := 0; sc.NextField(&n); {
 			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsFields) {
 				return false
@@ -169,6 +181,7 @@ func (p *parser) field(name string) bool {
 		if sc.Failed() {
 			return false
 		}
+		r.Spans.StreamOptions = translate.Span{Start: start, End: sc.Pos()}
 		if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
 			if !iu.IsBool() {
 				return p.fail("stream_options.include_usage", "must be a boolean")
