@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	goruntime "runtime"
 	"strings"
 	"syscall"
@@ -21,6 +22,9 @@ import (
 //   - raw: a byte-copy fasthttp reverse proxy written here, the floor;
 //   - passthrough: Agate's openai backend;
 //   - mock: Agate's mock backend (no upstream at all).
+//
+// "history" is a non-streaming ~4 KB request with tools and a tool-call history (raw and
+// passthrough only), the per-byte cost of the passthrough.
 //
 // The client is a fasthttp client reading whole responses. Client, proxy and upstream
 // share the process, so ns/op and allocs/op include all three; the "agate-" metrics
@@ -156,9 +160,15 @@ keys:
 		words[i] = fmt.Sprintf("w%d", i)
 	}
 	echo200 := strings.Join(words, " ")
+	history, err := os.ReadFile("testdata/bench/history.json")
+	if err != nil {
+		b.Fatal(err)
+	}
 	bodies := map[string]string{
 		"nonstream": `{"model":"%s","messages":[{"role":"user","content":"%s"}]}`,
 		"stream200": `{"model":"%s","stream":true,"messages":[{"role":"user","content":"%s"}]}`,
+		// history is a ~4 KB request with tools and a tool-call history, non-streaming.
+		"history": strings.Replace(strings.ReplaceAll(string(history), "%", "%%"), `"model":"fast"`, `"model":"%s"`, 1) + "%.0s",
 	}
 	floor := map[string]benchResult{}
 	for _, target := range []struct{ name, addr, model, prompt string }{
@@ -166,7 +176,10 @@ keys:
 		{"passthrough", agate, "gpt", "hi"},
 		{"mock", agate, "demo", echo200},
 	} {
-		for _, kind := range []string{"nonstream", "stream200"} {
+		for _, kind := range []string{"nonstream", "stream200", "history"} {
+			if kind == "history" && target.name == "mock" {
+				continue
+			}
 			prompt := target.prompt
 			if target.name == "mock" && kind == "nonstream" {
 				prompt = "Hello there, this is a short answer."
