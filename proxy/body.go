@@ -175,9 +175,12 @@ func (s *Server) getBody() *[]byte {
 	return &b
 }
 
+// maxPooledBody is the largest body buffer kept for reuse.
+const maxPooledBody = 1 << 20
+
 // putBody returns a scratch buffer; large ones are left to the garbage collector.
 func (s *Server) putBody(b *[]byte) {
-	if cap(*b) <= 1<<20 {
+	if cap(*b) <= maxPooledBody {
 		*b = (*b)[:0]
 		s.bodies.Put(b)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agate-gateway/agate/internal/redact"
@@ -25,7 +26,11 @@ type modelCall struct {
 	key     *apiKey
 	metrics *metrics.Metrics
 	logger  *slog.Logger
-	buf     []byte
+	// buf holds the upstream request body from its encoding until send returns (the
+	// request is then written), taken from and returned to bufs (the Server's pool of
+	// body buffers; nil means none).
+	buf  []byte
+	bufs *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
 	sent bool
@@ -43,6 +48,26 @@ type modelCall struct {
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
 	chat   *telemetry.Chat
+}
+
+// takeBuf returns an empty buffer for the next upstream request body.
+func (c *modelCall) takeBuf() []byte {
+	if c.buf == nil && c.bufs != nil {
+		if b, ok := c.bufs.Get().(*[]byte); ok {
+			c.buf = *b
+		}
+	}
+	return c.buf[:0]
+}
+
+// releaseBuf returns c.buf to the pool once the request it held was written; large ones
+// are left to the garbage collector.
+func (c *modelCall) releaseBuf() {
+	if c.bufs != nil && c.buf != nil && cap(c.buf) <= maxPooledBody {
+		b := c.buf[:0]
+		c.bufs.Put(&b)
+	}
+	c.buf = nil
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -99,7 +124,7 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Requ
 	opts := c.options(r, stream)
 	c.chat.Request(req, stream, opts.DefaultMaxTokens) // tracing.go
 	var err error
-	c.buf, err = r.backend.provider.AppendRequest(c.buf[:0], req, opts)
+	c.buf, err = r.backend.provider.AppendRequest(c.takeBuf(), req, opts)
 	if err != nil {
 		return err
 	}
@@ -224,6 +249,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	headers = append(headers, c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
+	c.releaseBuf()
 	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {

@@ -358,7 +358,7 @@ func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*e
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		c.lastUsage = translate.Usage{}
 		defer c.countUsage(r)
-		c.buf = x.req.AppendBody(c.buf[:0], r.upstreamModel)
+		c.buf = x.req.AppendBody(c.takeBuf(), r.upstreamModel)
 		xch, err := c.send(ctx, r, x.req.Core, c.options(r, stream))
 		if err != nil {
 			return err

@@ -57,7 +57,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: requestLogger(s.logger, rid)}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, logger: requestLogger(s.logger, rid), bufs: &s.bodies}
 	c.startTracing(span) // tracing.go
 	run := newRun(c)
 	if err := run.prepare(); err != nil {
