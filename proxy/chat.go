@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"strconv"
 	"time"
@@ -172,7 +173,9 @@ func (c *chatRun) finish(code int, stream bool) {
 		c.span.Observe(c.s.metrics.TTFTOf(label, backend), c.firstT.Sub(c.start).Seconds())
 	}
 	c.traceFinish(code, stream) // tracing.go
-	c.s.logger.Info("chat completion", "request_id", c.rid, "model", label, "backend", backend, "key", c.key.name, "stream", stream,
-		"status", code, "duration_ms", time.Since(c.start).Milliseconds(),
-		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
+	// LogAttrs: typed attributes are not boxed into interfaces, one allocation fewer per field.
+	c.s.logger.LogAttrs(context.Background(), slog.LevelInfo, "chat completion", slog.String("request_id", c.rid),
+		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
+		slog.Int("status", code), slog.Int64("duration_ms", time.Since(c.start).Milliseconds()),
+		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
 }
