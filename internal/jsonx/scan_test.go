@@ -163,3 +163,23 @@ func decodeString(raw string) string {
 	}
 	return s
 }
+
+// BenchmarkUnescape decodes a JSON tool result sent as a string (escaped quotes every few
+// bytes, as chat histories carry them) and a prose string with a few escapes.
+func BenchmarkUnescape(b *testing.B) {
+	for _, bc := range []struct{ name, s string }{
+		{"json-in-string", `"[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\",\"rentals\":455},{\"day\":\"2025-06-05\",\"rentals\":501}]"`},
+		{"prose", `"Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday.\nThe forecast is dry and warm on Friday and Saturday (23 and 25 \u00b0C), with some rain on Sunday,\nso the promotion should run Friday to Saturday."`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.s)))
+			for b.Loop() {
+				sc := NewScanner(bc.s)
+				if _, ok := sc.Str(); !ok {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}

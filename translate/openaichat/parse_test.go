@@ -476,3 +476,19 @@ func benchRequest(tb testing.TB) []byte {
 	}
 	return b
 }
+
+// BenchmarkParseRequest10K parses testdata/history-10k.json, the ~10 KB request of the
+// end-to-end benchmark's scenario d (tools, parallel tool calls, JSON tool results).
+func BenchmarkParseRequest10K(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := ParseRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
