@@ -135,24 +135,39 @@ func (t *anthropicThinking) callID(id string) string {
 	return translate.CarryID(id, state)
 }
 
+// responseMembers are the top-level members of a Message that DecodeResponse reads, at
+// the indexes named below.
+var responseMembers = [...]string{"type", "id", "model", "content", "usage", "stop_reason"}
+
+const (
+	respType = iota
+	respID
+	respModel
+	respContent
+	respUsage
+	respStopReason
+)
+
 // DecodeResponse decodes a whole Messages API response.
 func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
-	root, ok := sc.Root()
+	// One pass checks the body and finds the members read below.
+	var m [len(responseMembers)]jsonx.Value
+	root, ok := sc.RootMembers(responseMembers[:], m[:])
 	if !ok {
 		return anthropicMalformed("response", body)
 	}
-	if sc.Get(root, "type").Str == "error" {
+	if m[respType].Str == "error" {
 		return anthropicErrorEvent(&sc, root)
 	}
-	ev := translate.Event{Kind: translate.EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str}
+	ev := translate.Event{Kind: translate.EventStart, ID: m[respID].Str, Model: m[respModel].Str}
 	if err := emit(&ev); err != nil {
 		return err
 	}
 	var th anthropicThinking
 	var err error
 	n := 0
-	sc.Each(sc.Get(root, "content"), func(_ string, b jsonx.Value) bool {
+	sc.Each(m[respContent], func(_ string, b jsonx.Value) bool {
 		ev = translate.Event{}
 		switch sc.Get(b, "type").Str {
 		case "text":
@@ -197,12 +212,12 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 		return err
 	}
 	var u anthropicUsage
-	u.merge(&sc, sc.Get(root, "usage"))
+	u.merge(&sc, m[respUsage])
 	ev = translate.Event{Kind: translate.EventUsage, Usage: u.openai()}
 	if err := emit(&ev); err != nil {
 		return err
 	}
-	ev = translate.Event{Kind: translate.EventFinish, FinishReason: anthropicFinish(sc.Get(root, "stop_reason").Str)}
+	ev = translate.Event{Kind: translate.EventFinish, FinishReason: anthropicFinish(m[respStopReason].Str)}
 	return emit(&ev)
 }
 

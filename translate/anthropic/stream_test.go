@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -434,5 +435,30 @@ func TestAnthropicStream_ReasoningBlocks(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reasoning blocks (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkAnthropicResponse decodes recorded non-streaming Messages responses (a text
+// answer, parallel tool calls) into events and assembles the chat completion, as the proxy
+// does for a non-streaming client.
+func BenchmarkAnthropicResponse(b *testing.B) {
+	for _, name := range []string{"text", "parallel-tool-use"} {
+		body, err := os.ReadFile("../../testdata/fixtures/anthropic/json/" + name + ".mirascope.json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			var out []byte
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				var a openaichat.Assembler
+				if err := New().DecodeResponse(body, a.Add); err != nil {
+					b.Fatal(err)
+				}
+				a.Finish()
+				out = a.AppendCompletion(out[:0], "chatcmpl-1", "claude", 1700000000)
+			}
+		})
 	}
 }
