@@ -140,20 +140,21 @@ func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Us
 	if root.Kind != jsonx.Object {
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not a JSON object", body)
 	}
-	if sc.Get(root, "error").Exists() {
-		return nil, translate.Usage{}, New().DecodeError(http.StatusBadGateway, body)
-	}
-	if sc.Get(root, "choices").Kind != jsonx.Array {
-		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
-	}
-	var u translate.Usage
-	if raw := sc.Get(root, "usage"); raw.Kind == jsonx.Object {
-		u = openAIUsage(&sc, raw)
-	}
+	// One walk of the checked body finds error, choices and usage (the first of each
+	// name, as Get would) and writes the rewritten completion.
+	var errv, choices, usage jsonx.Value
 	out := make([]byte, 0, len(body)+len(model)+16)
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	sc.Each(root, func(k string, v jsonx.Value) bool {
+		switch {
+		case k == "error" && errv.Kind == jsonx.Missing:
+			errv = v
+		case k == "choices" && choices.Kind == jsonx.Missing:
+			choices = v
+		case k == "usage" && usage.Kind == jsonx.Missing:
+			usage = v
+		}
 		if !shadows(k, "model") {
 			out = append(out, ',')
 			out = jsonx.AppendString(out, k)
@@ -162,6 +163,16 @@ func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Us
 		}
 		return true
 	})
+	if errv.Exists() {
+		return nil, translate.Usage{}, New().DecodeError(http.StatusBadGateway, body)
+	}
+	if choices.Kind != jsonx.Array {
+		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
+	}
+	var u translate.Usage
+	if usage.Kind == jsonx.Object {
+		u = openAIUsage(&sc, usage)
+	}
 	return append(out, '}'), u, nil
 }
 

@@ -199,3 +199,19 @@ func FuzzOpenAIChunkRewriter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRewriteCompletion is the passthrough's check and model rewrite of a recorded
+// non-streaming chat completion with parallel tool calls.
+func BenchmarkRewriteCompletion(b *testing.B) {
+	body, err := os.ReadFile("../../testdata/fixtures/openai-chat/json/parallel-tool-calls.mirascope.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, _, err := RewriteCompletion("up", body, []byte(`"gpt"`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
