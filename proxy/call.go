@@ -25,11 +25,15 @@ type modelCall struct {
 	route   *route
 	key     *apiKey
 	metrics *metrics.Metrics
-	logger  *slog.Logger
+	// base and rid make the request's logger on first use (log).
+	base   *slog.Logger
+	rid    string
+	logger *slog.Logger
 	// buf holds the upstream request body from its encoding until send returns (the
 	// request is then written), taken from and returned to bufs (the Server's pool of
 	// body buffers; nil means none).
 	buf  []byte
+	bufp *[]byte // the pooled slice header buf came from
 	bufs *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
@@ -50,11 +54,20 @@ type modelCall struct {
 	chat   *telemetry.Chat
 }
 
+// log returns the request's logger (request_id first), made on first use: most
+// requests log nothing through it.
+func (c *modelCall) log() *slog.Logger {
+	if c.logger == nil {
+		c.logger = requestLogger(c.base, c.rid)
+	}
+	return c.logger
+}
+
 // takeBuf returns an empty buffer for the next upstream request body.
 func (c *modelCall) takeBuf() []byte {
 	if c.buf == nil && c.bufs != nil {
 		if b, ok := c.bufs.Get().(*[]byte); ok {
-			c.buf = *b
+			c.buf, c.bufp = *b, b
 		}
 	}
 	return c.buf[:0]
@@ -64,10 +77,14 @@ func (c *modelCall) takeBuf() []byte {
 // are left to the garbage collector.
 func (c *modelCall) releaseBuf() {
 	if c.bufs != nil && c.buf != nil && cap(c.buf) <= maxPooledBody {
-		b := c.buf[:0]
-		c.bufs.Put(&b)
+		b := c.bufp
+		if b == nil {
+			b = new([]byte)
+		}
+		*b = c.buf[:0]
+		c.bufs.Put(b)
 	}
-	c.buf = nil
+	c.buf, c.bufp = nil, nil
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -150,12 +167,12 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
 			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name).Inc()
-			c.logger.Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
 			continue
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.logger.Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", last)
+			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", last)
 		}
 		last = c.attempts(ctx, r, attempt)
 		if last == nil || c.sent || !retryable(last) || ctx.Err() != nil {
@@ -163,6 +180,18 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 	}
 	return last
+}
+
+// upstreamError returns err as an *UpstreamError, or nil; a nil err costs nothing.
+func upstreamError(err error) *translate.UpstreamError {
+	if err == nil {
+		return nil
+	}
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return nil
 }
 
 func retryable(err error) bool {
@@ -188,7 +217,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 			delay = ue.RetryAfter
 		}
 		c.metrics.UpstreamRetries.WithLabelValues(b.name, "retry").Inc()
-		c.logger.Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", err)
+		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", err)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -251,12 +280,11 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
 	c.releaseBuf()
 	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
-	var ue *translate.UpstreamError
-	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
+	if ue := upstreamError(err); ue != nil && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
 		// the 401 on would tell the client its own key is wrong.
-		c.logger.Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
+		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
 		fault := upstreamFault(b.name, "rejected the gateway's credential: the gateway operator must check backends."+b.name+".api_key")
 		fault.Code = "upstream_auth_failed"
 		return nil, fault

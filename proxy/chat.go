@@ -2,8 +2,8 @@ package proxy
 
 import (
 	"context"
-	"log/slog"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -16,17 +16,19 @@ import (
 
 // chatRun is one chat completions request after authentication, parsing and routing.
 type chatRun struct {
-	s      *Server
-	rt     *runtime
-	key    *apiKey
-	route  *route
-	req    *translate.Request
-	rid    string
-	id     string // the client-facing response id
-	start  time.Time
-	call   *modelCall
-	defs   []tools.Definition // server tools of this key; none means no tool loop
-	firstT time.Time
+	s     *Server
+	rt    *runtime
+	key   *apiKey
+	route *route
+	req   *translate.Request
+	rid   string
+	id    string // the client-facing response id
+	start time.Time
+	call  *modelCall
+	// ownCall is where call points (one allocation for both).
+	ownCall modelCall
+	defs    []tools.Definition // server tools of this key; none means no tool loop
+	firstT  time.Time
 	// committed is set once the stream writer told the handler how to answer.
 	committed bool
 	limits    limitRun // limits.go
@@ -100,7 +102,7 @@ const loopKeepAlive = time.Second
 func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) error {
 	if len(c.defs) > 0 {
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
-			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.logger,
+			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.log(),
 			MaxCallsPerTurn: c.key.maxCallsPerTurn, MaxConcurrentCalls: c.key.maxConcurrentCalls, Caller: c.key.name,
 			KeepAliveInterval: loopKeepAlive, Tracer: c.s.tracer}
 		return l.Run(ctx, c.req, out)
@@ -173,8 +175,8 @@ func (c *chatRun) finish(code int, stream bool) {
 		c.span.Observe(c.s.metrics.TTFTOf(label, backend), c.firstT.Sub(c.start).Seconds())
 	}
 	c.traceFinish(code, stream) // tracing.go
-	// LogAttrs: typed attributes are not boxed into interfaces, one allocation fewer per field.
-	c.s.logger.LogAttrs(context.Background(), slog.LevelInfo, "chat completion", slog.String("request_id", c.rid),
+	// Typed attributes are not boxed into interfaces, one allocation fewer per field.
+	logInfo(c.s.logger, "chat completion", slog.String("request_id", c.rid),
 		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
 		slog.Int("status", code), slog.Int64("duration_ms", time.Since(c.start).Milliseconds()),
 		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))

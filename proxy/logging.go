@@ -3,7 +3,21 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"time"
 )
+
+// logInfo logs an info record of typed attributes, as Logger.LogAttrs does but without
+// looking up the caller: slog's Logger methods call runtime.Callers for a source location
+// the gateway's handlers never print, a measurable cost on the per-request access line.
+func logInfo(l *slog.Logger, msg string, attrs ...slog.Attr) {
+	ctx := context.Background()
+	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = l.Handler().Handle(ctx, r)
+}
 
 // requestLogger returns a logger whose records carry request_id first, as
 // l.With("request_id", rid) would, but costs nothing until a record is logged: With

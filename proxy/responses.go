@@ -92,7 +92,7 @@ func (x *responsesRun) prepare() error {
 		case errors.Is(err, responsestore.ErrNotFound):
 			return errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString))
 		case err != nil:
-			c.call.logger.Error("reading the response store", "error", err)
+			c.call.log().Error("reading the response store", "error", err)
 			return errorf(ErrUnavailable, "the gateway's response store cannot be read right now; try again")
 		}
 		x.prev = rec
@@ -329,7 +329,7 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 		rec.Input = []byte(joinArrays(prev, x.req.Input))
 	}
 	if err := s.responses.Put(ctx, id, rec); err != nil {
-		x.c.call.logger.Warn("storing the response failed", "error", err)
+		x.c.call.log().Warn("storing the response failed", "error", err)
 	}
 }
 
@@ -346,7 +346,7 @@ func (x *responsesRun) finish(code int, stream bool) {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
 	c.traceFinish(code, stream) // tracing.go
-	c.call.logger.Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
+	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
 }

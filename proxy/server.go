@@ -257,40 +257,39 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if !s.readBody(ctx, rid) {
 		return
 	}
-	path := string(ctx.Path())
-	method := string(ctx.Method())
-	switch path {
+	// string(ctx.Path()) in a switch does not allocate; path is made only where kept.
+	switch string(ctx.Path()) {
 	case "/v1/chat/completions", "/chat/completions":
-		if method != "POST" {
+		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
 			return
 		}
 		s.handleChat(ctx, rid)
 	case "/v1/responses", "/responses":
-		if method != "POST" {
+		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
 			return
 		}
 		s.handleResponses(ctx, rid)
 	case messagesPath, countTokensPath:
-		if method != "POST" {
+		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
 			return
 		}
-		if path == countTokensPath {
+		if string(ctx.Path()) == countTokensPath {
 			s.handleCountTokens(ctx, rid)
 			return
 		}
 		s.handleMessages(ctx, rid)
 	case "/v1/models", "/models":
-		if method != "GET" {
+		if !ctx.IsGet() {
 			s.methodNotAllowed(ctx, rid, "GET")
 			return
 		}
 		s.handleModels(ctx, rid)
 	case "/metrics":
 		if s.metricsSrv != nil { // served on metrics.listen only
-			writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", method, path), rid))
+			writeError(ctx, classify(errorf(ErrNotFound, "no route for %s %s", ctx.Method(), ctx.Path()), rid))
 			return
 		}
 		s.handleMetrics(ctx, rid)
@@ -300,6 +299,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
+		path, method := string(ctx.Path()), string(ctx.Method())
 		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {
 			s.handleStoredResponse(ctx, rid, method, id)
 			return

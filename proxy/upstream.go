@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agate-gateway/agate/config"
@@ -126,9 +127,10 @@ func (c *idleConn) Read(p []byte) (int, error) {
 // exchange is one upstream HTTP exchange whose response headers have arrived with a 2xx
 // status. Its body may still be streaming; Close releases it.
 type exchange struct {
-	resp   *fasthttp.Response
-	stop   func() bool
-	closed chan struct{}
+	resp *fasthttp.Response
+	stop func() bool
+	// closing is done once the cancellation callback (stop's) has closed the body.
+	closing sync.WaitGroup
 }
 
 // send performs one attempt: it posts body to the backend and waits for response headers.
@@ -160,10 +162,11 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 		}
 		return nil, transportError(b.name, err)
 	}
-	x := &exchange{resp: resp, closed: make(chan struct{})}
+	x := &exchange{resp: resp}
+	x.closing.Add(1)
 	x.stop = context.AfterFunc(ctx, func() {
 		resp.CloseBodyStream()
-		close(x.closed)
+		x.closing.Done()
 	})
 	if code := resp.StatusCode(); code < 200 || code > 299 {
 		raw, _ := x.readAll(1 << 20)
@@ -196,7 +199,7 @@ func (x *exchange) Close() {
 	if x.stop() {
 		x.resp.CloseBodyStream()
 	} else {
-		<-x.closed
+		x.closing.Wait()
 	}
 	fasthttp.ReleaseResponse(x.resp)
 }
