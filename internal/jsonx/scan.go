@@ -423,8 +423,9 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 func plainPrefix(s string, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		t := s[i : i+8] // one bounds check for the eight loads, merged into one
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
 		q := w ^ (ones * '"')
 		b := w ^ (ones * '\\')
 		// A byte's high bit is set in the first term if that byte is '"', in the second
