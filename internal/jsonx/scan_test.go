@@ -183,3 +183,39 @@ func BenchmarkUnescape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendString escapes the strings encoders write most: a JSON tool result
+// (quotes every few bytes), English prose with a newline, and prose with non-ASCII text.
+func BenchmarkAppendString(b *testing.B) {
+	for _, bc := range []struct{ name, s string }{
+		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
+		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
+		{"non-ascii", "Les locations à Paris ont atteint 3 723 la semaine dernière, avec un pic de 702 samedi — prévisions : sec et chaud vendredi et samedi (23 et 25 °C)."},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			dst := make([]byte, 0, 1024)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.s)))
+			for b.Loop() {
+				dst = AppendString(dst[:0], bc.s)
+			}
+		})
+	}
+}
+
+// FuzzAppendStringMatchesEncodingJSON holds AppendString to its contract: the bytes
+// encoding/json's Marshal writes for the same string.
+func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{"", "plain", `q"b\s`, "<a>&b", "\u2028\u2029", "\x00\x1f\x7f", "é—€😀", "\xff\xfe", "0123456789abcdef\"", "abcdefg\xe2\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

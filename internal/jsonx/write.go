@@ -1,9 +1,36 @@
 package jsonx
 
 import (
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
+
+// safePrefix returns the offset of the first byte at or after i that AppendString cannot
+// copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
+// character), or len(s). It looks at eight bytes at a time, as plainPrefix does.
+func safePrefix(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		t := s[i : i+8]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		// A byte's high bit is set in the first term if it is one of the five characters
+		// or below 0x20 (exact for the lowest such byte, see plainPrefix), in the second if
+		// it is 0x80 or above.
+		m := (((w^(ones*'"'))-ones)|((w^(ones*'\\'))-ones)|((w^(ones*'<'))-ones)|
+			((w^(ones*'>'))-ones)|((w^(ones*'&'))-ones)|(w-ones*0x20))&^w | w
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return i
+		}
+	}
+	return i
+}
 
 // AppendString appends s to dst as a JSON string literal, escaping as encoding/json does
 // (including <, >, & and U+2028/U+2029, and replacing invalid UTF-8 with U+FFFD).
@@ -11,6 +38,9 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i = safePrefix(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
@@ -27,6 +57,10 @@ func AppendString(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'r')
 			case '\t':
 				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
