@@ -91,12 +91,16 @@ func TestResponses_EncryptedReasoningRoundTrip(t *testing.T) {
 			turn1: func(t *testing.T) []byte {
 				return goldenSection(t, "anthropic", "stream-thinking-tool-use.txtar", "upstream.sse")
 			},
-			check: func(t *testing.T, turn1 []byte, body string) { checkAnthropicBlocks(t, anthropicBlocks(t, turn1, true), body) }},
+			check: func(t *testing.T, turn1 []byte, body string) {
+				checkAnthropicBlocks(t, anthropicBlocks(t, turn1, true), body)
+			}},
 		{name: "anthropic recorded body, thinking before tool_use", kind: "anthropic", contentType: "application/json",
 			turn1: func(t *testing.T) []byte {
 				return recordedFixture(t, "anthropic/vercel-chunks/issue-13430-thinking-tool-call.json")
 			},
-			check: func(t *testing.T, turn1 []byte, body string) { checkAnthropicBlocks(t, anthropicBlocks(t, turn1, false), body) }},
+			check: func(t *testing.T, turn1 []byte, body string) {
+				checkAnthropicBlocks(t, anthropicBlocks(t, turn1, false), body)
+			}},
 		{name: "gemini 3 recorded stream, thought signature on the call", kind: "gemini", stream: true, contentType: "text/event-stream",
 			turn1: func(t *testing.T) []byte {
 				return reframe(recordedFixture(t, "gemini/vercel-chunks/google-tool-call-gemini3.chunks.txt"), false)
