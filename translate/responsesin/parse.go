@@ -55,6 +55,7 @@ const (
 	choiceFields   = "type name"
 	summaryFields  = "type text"
 	encryptedIncl  = "reasoning.encrypted_content"
+	logprobsIncl   = "message.output_text.logprobs"
 	dialect        = "responses"
 	maxParamLength = 64
 )
@@ -329,8 +330,13 @@ func (p *parser) field(name string, v jsonx.Value) error {
 				err = translate.Errorf(index("include", i), "must be a string")
 				return false
 			}
-			if e.Str == encryptedIncl {
+			switch e.Str {
+			case encryptedIncl:
 				r.EncryptedReasoning = true
+			case logprobsIncl:
+				// No translating backend serves logprobs to a Responses client: the
+				// caller's unsupported-parameter policy applies, naming the element.
+				c.Extra = append(c.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
 			}
 			i++
 			return true
