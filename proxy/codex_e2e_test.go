@@ -14,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/tidwall/gjson"
 )
 
 // Codex CLI (`codex exec`, OpenAI's coding agent, which speaks the Responses API with
@@ -48,7 +51,7 @@ wire_api = "responses"
 // CODEX_HOME and HOME there too), and returns the agent's last message. Codex 0.169 also
 // offers a "namespace" tool (multi-agent) and the built-in web_search, which only a
 // responses backend serves: they are switched off, as a user of a translated backend must.
-func runCodex(t *testing.T, bin, base, model, dir, prompt string) string {
+func runCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...string) string {
 	t.Helper()
 	home := filepath.Join(dir, "codex-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
@@ -65,7 +68,8 @@ func runCodex(t *testing.T, bin, base, model, dir, prompt string) string {
 	// a file in dir) and bubblewrap needs user namespaces a container may not have.
 	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--ephemeral", "-m", model,
 		"--disable", "multi_agent", "-c", `web_search="disabled"`, "--dangerously-bypass-approvals-and-sandbox",
-		"-o", last, prompt)
+		"-o", last)
+	cmd.Args = append(append(cmd.Args, extra...), prompt)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH"), "AGATE_KEY=client-key"}
 	out, err := cmd.CombinedOutput()
@@ -169,6 +173,72 @@ func TestCodex_Exec(t *testing.T) {
 			// The call, then the answer to its output: two upstream requests.
 			if n := len(u.bodies) - before; !strings.Contains(got, "the note says "+noteContent) || n != 2 {
 				t.Errorf("last message %q after %d upstream requests, want the note quoted after 2", got, n)
+			}
+		})
+	}
+}
+
+// TestCodex_ReasoningRoundTrip: Codex keeps no state on the server (store: false) and asks
+// for reasoning.encrypted_content; through the gateway, the recorded thinking blocks of
+// Claude and thought signature of Gemini 3 reach the upstream again on Codex's next
+// request, exactly, from the reasoning items Codex sent back.
+func TestCodex_ReasoningRoundTrip(t *testing.T) {
+	bin := codexBinary(t)
+	tests := []struct {
+		kind  string
+		turn1 func(t *testing.T) []byte
+		check func(t *testing.T, turn1 []byte, body string)
+	}{
+		{"anthropic", func(t *testing.T) []byte {
+			return goldenSection(t, "anthropic", "stream-thinking-tool-use.txtar", "upstream.sse")
+		}, func(t *testing.T, turn1 []byte, body string) {
+			checkAnthropicBlocks(t, anthropicBlocks(t, turn1, true), body)
+		}},
+		{"gemini", func(t *testing.T) []byte {
+			return reframe(recordedFixture(t, "gemini/vercel-chunks/google-tool-call-gemini3.chunks.txt"), false)
+		}, func(t *testing.T, turn1 []byte, body string) {
+			first, _, _ := strings.Cut(string(turn1), "\r\n")
+			want := gjson.Get(strings.TrimPrefix(first, "data: "), "candidates.0.content.parts.0.thoughtSignature").Str
+			var got []string
+			gjson.Get(body, "contents.#.parts.#.thoughtSignature").ForEach(func(_, v gjson.Result) bool {
+				v.ForEach(func(_, s gjson.Result) bool { got = append(got, s.Str); return true })
+				return true
+			})
+			if want == "" || len(got) != 1 || got[0] != want {
+				t.Errorf("thoughtSignatures sent %.60q, want the recorded %.40q...", got, want)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			up := newReplayUpstream(t)
+			turn1 := tt.turn1(t)
+			var answer strings.Builder
+			switch tt.kind {
+			case "anthropic":
+				renderAnthropic(&answer, fakeTurn{Text: "done"}, 1)
+			case "gemini":
+				renderGemini(&answer, fakeTurn{Text: "done"}, 1)
+			}
+			up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", []byte(answer.String())})
+			base := serveGateway(t, fmt.Sprintf(`backends:
+  up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}, drop_unsupported_params: true}
+models:
+  m: {backend: up, upstream_model: %s}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]))
+			dir := t.TempDir()
+			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", "-c", `model_reasoning_effort="high"`); !strings.Contains(got, "done") {
+				t.Errorf("last message %q", got)
+			}
+			seen := up.seen()
+			if len(seen) != 2 {
+				t.Fatalf("upstream saw %d requests, want 2", len(seen))
+			}
+			tt.check(t, turn1, seen[1].body)
+			if strings.Contains(seen[1].body, translate.SealedPrefix) || strings.Contains(seen[1].body, translate.CarrySep) {
+				t.Errorf("turn 2 leaks the gateway's encoding upstream:\n%.1500s", seen[1].body)
 			}
 		})
 	}
