@@ -143,11 +143,14 @@ func (x *responsesRun) prepare() error {
 }
 
 // passthrough reports whether the body can be forwarded as it is: no tool loop, the route
-// and all its fallbacks are responses backends, and any previous response is one such a
-// backend stored.
+// and all its fallbacks are responses backends, any previous response is one such a
+// backend stored, and no input item holds state Agate sealed for another backend type
+// (translated, the request goes without it; unless it uses what only the passthrough
+// serves).
 func (x *responsesRun) passthrough() bool {
 	c := x.c
-	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") {
+	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") ||
+		(x.req.Sealed && x.req.Untranslatable == nil) {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {

@@ -238,3 +238,52 @@ func checkAnthropicBlocks(t *testing.T, want []map[string]string, body string) {
 	}
 	t.Errorf("turn 2 has no assistant message:\n%.1500s", body)
 }
+
+// TestResponses_SealedItemsToResponsesBackend: a conversation begun on an Anthropic model
+// with encrypted content included goes on on a responses-backend model: the reasoning
+// items Agate sealed for Claude, which OpenAI could not read, are not forwarded (the
+// request is translated instead of passed through), and the rest of the conversation is.
+func TestResponses_SealedItemsToResponsesBackend(t *testing.T) {
+	g := startProviderGateway(t)
+	turn1 := recordedFixture(t, "anthropic/vercel-chunks/issue-13430-thinking-tool-call.json")
+	var answer strings.Builder
+	renderResponses(&answer, fakeTurn{Text: "done"}, 1)
+	g.up.push(replay{200, "application/json", turn1})
+	c := g.client()
+	include := []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+	resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "client-model", Input: textInput("check"),
+		Store: openai.Bool(false), Include: include, Reasoning: responses.ReasoningParam{Effort: responses.ReasoningEffortHigh}})
+	if err != nil {
+		t.Fatalf("turn 1: %v", err)
+	}
+	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("check", responses.EasyInputMessageRoleUser)}
+	for _, item := range resp.Output {
+		switch item.Type {
+		case "reasoning":
+			r := item.AsReasoning()
+			in := responses.ResponseInputItemParamOfReasoning(r.ID, nil)
+			in.OfReasoning.EncryptedContent = openai.String(r.EncryptedContent)
+			input = append(input, in)
+		case "function_call":
+			fc := item.AsFunctionCall()
+			input = append(input, responses.ResponseInputItemParamOfFunctionCall(fc.Arguments, fc.CallID, fc.Name))
+			out := responses.ResponseInputItemParamOfFunctionCallOutput("no errors")
+			out.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
+			input = append(input, out)
+		}
+	}
+	g.up.push(replay{200, "text/event-stream", []byte(answer.String())})
+	s := streamResponse(t, c, responses.ResponseNewParams{Model: "responses-model", Store: openai.Bool(false), Include: include,
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}})
+	if s.err != nil || s.final == nil || s.final.OutputText() != "done" {
+		t.Fatalf("turn 2 on the responses backend: %v %+v", s.err, s.final)
+	}
+	seen := g.up.seen()
+	if len(seen) != 1 {
+		t.Fatalf("upstream saw %d requests, want 1", len(seen))
+	}
+	body := seen[0].body
+	if strings.Contains(body, translate.SealedPrefix) || !strings.Contains(body, `"function_call_output"`) || !strings.Contains(body, "toolu_017R7ACrx7NF7sLDDtvdQ1u9") {
+		t.Errorf("turn 2 upstream body:\n%.1500s", body)
+	}
+}

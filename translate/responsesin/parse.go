@@ -26,6 +26,10 @@ type Request struct {
 	PreviousResponseID string
 	// EncryptedReasoning is set when include names reasoning.encrypted_content.
 	EncryptedReasoning bool
+	// Sealed is set when an input item holds state Agate sealed for a translating backend
+	// (a reasoning item's encrypted_content, see Encoder): OpenAI cannot read it, so the
+	// body must not be forwarded as it is to a responses backend.
+	Sealed bool
 	// Input is this request's input items as a JSON array (a string input becomes one
 	// user message item), for storing with the response.
 	Input string
@@ -715,6 +719,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			case jsonx.String:
 				if b, ok := translate.OpenBlock(enc.Str); ok {
 					blocks = append(blocks, b)
+					p.r.Sealed = true
 				}
 			case jsonx.Missing, jsonx.Null:
 			default:
