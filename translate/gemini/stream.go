@@ -44,8 +44,6 @@ type geminiStream struct {
 	lp     []translate.TokenLogprob
 	lpTop  []translate.TopLogprob
 	lpPart int
-	// block is the EventReasoningBlock being emitted.
-	block translate.ThinkingBlock
 }
 
 // geminiCandidate is the state of one candidate (one OpenAI choice).
@@ -399,10 +397,9 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 	cs.pendingSig = ""
 	if len(state) > 0 {
 		// The carried state, also as a block for client dialects that return blocks.
-		d.block = translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock, CallID: id, Data: string(state)}
-		d.ev.Block = &d.block
+		d.ev.Block = &translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock, CallID: id, Data: string(state)}
 		err := d.emit(emit, translate.EventReasoningBlock, i)
-		d.ev.Block, d.block = nil, translate.ThinkingBlock{}
+		d.ev.Block = nil
 		if err != nil {
 			return err
 		}
@@ -553,9 +550,8 @@ func (d *geminiStream) Close(emit translate.Emit) error {
 		// A signature no call took (a turn without calls): the turn's own, for client
 		// dialects that return blocks; chat clients have no place for it.
 		if cs := &d.cands[i]; cs.pendingSig != "" {
-			d.block = translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock,
-				Data: string(appendGeminiCarry(nil, geminiCarry{textSig: cs.pendingSig}))}
-			d.ev = translate.Event{Block: &d.block}
+			d.ev = translate.Event{Block: &translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock,
+				Data: string(appendGeminiCarry(nil, geminiCarry{textSig: cs.pendingSig}))}}
 			if err := d.emit(emit, translate.EventReasoningBlock, i); err != nil {
 				return err
 			}
