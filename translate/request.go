@@ -126,8 +126,9 @@ type ThinkingBlock struct {
 	// ID is a reasoning item's id; "" for Anthropic blocks.
 	ID string
 	// Dialect is the upstream dialect whose opaque state the block holds (anthropic,
-	// gemini); an upstream encoder uses only its own dialect's blocks, and "" (a block a
-	// client sent in Anthropic's or the Responses API's own terms) by Type.
+	// gemini); an upstream encoder uses only its own dialect's blocks. "" is a block a
+	// client sent in a wire's own terms (thinking_blocks, a Messages thinking block),
+	// known by its Type.
 	Dialect string
 	// CallID is, for state that belongs to one tool call (Gemini thought signatures), the
 	// id of that call in the message's ToolCalls; "" for state of the whole turn.
