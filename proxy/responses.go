@@ -143,11 +143,14 @@ func (x *responsesRun) prepare() error {
 }
 
 // passthrough reports whether the body can be forwarded as it is: no tool loop, the route
-// and all its fallbacks are responses backends, and any previous response is one such a
-// backend stored.
+// and all its fallbacks are responses backends, any previous response is one such a
+// backend stored, and no input item holds state Agate sealed for another backend type
+// (translated, the request goes without it; unless it uses what only the passthrough
+// serves).
 func (x *responsesRun) passthrough() bool {
 	c := x.c
-	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") {
+	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") ||
+		(x.req.Sealed && x.req.Untranslatable == nil) {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {
@@ -511,19 +514,66 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 		ctx.SetBody(append(append([]byte(`{"id":`), jsonx.AppendString(nil, id)...), `,"object":"response","deleted":true}`...))
 		return
 	}
-	rec, err := s.responses.Get(s.baseCtx, key.name, id)
-	switch {
-	case errors.Is(err, responsestore.ErrExpired):
-		writeError(ctx, classify(errorf(ErrNotFound, "the response %q has expired from the gateway's store", clip(id, maxLoggedString)), rid))
-		return
-	case errors.Is(err, responsestore.ErrNotFound):
-		writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString)), rid))
-		return
-	case err != nil:
-		s.logger.Error("reading the response store", "request_id", rid, "error", err)
-		writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
+	rec := s.storedRecord(ctx, rid, key.name, id)
+	if rec == nil {
 		return
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
+}
+
+// storedRecord returns the stored response id of key, or writes the error (404, or 503
+// when the store cannot be read) and returns nil.
+func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *responsestore.Record {
+	rec, err := s.responses.Get(s.baseCtx, key, id)
+	switch {
+	case errors.Is(err, responsestore.ErrExpired):
+		writeError(ctx, classify(errorf(ErrNotFound, "the response %q has expired from the gateway's store", clip(id, maxLoggedString)), rid))
+		return nil
+	case errors.Is(err, responsestore.ErrNotFound):
+		writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found", clip(id, maxLoggedString)), rid))
+		return nil
+	case err != nil:
+		s.logger.Error("reading the response store", "request_id", rid, "error", err)
+		writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
+		return nil
+	}
+	return rec
+}
+
+// handleInputItems serves GET /v1/responses/{id}/input_items for the key's stored
+// responses: the items the response was generated from (those of earlier responses of its
+// previous_response_id chain included), paged by limit, order and after as OpenAI pages them.
+func (s *Server) handleInputItems(ctx *fasthttp.RequestCtx, rid, method, id string) {
+	rt := s.runtime()
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
+		writeError(ctx, classify(err, rid))
+		return
+	}
+	if method != "GET" {
+		s.methodNotAllowed(ctx, rid, "GET")
+		return
+	}
+	args := ctx.QueryArgs()
+	q, err := responsesin.ParseListQuery(string(args.Peek("limit")), string(args.Peek("order")), string(args.Peek("after")))
+	if err != nil {
+		writeError(ctx, classify(err, rid))
+		return
+	}
+	if s.responses == nil {
+		writeError(ctx, classify(errorf(ErrNotFound, "no response with id %q was found: this gateway stores no responses (responses.store: off)", clip(id, maxLoggedString)), rid))
+		return
+	}
+	rec := s.storedRecord(ctx, rid, key.name, id)
+	if rec == nil {
+		return
+	}
+	body, err := responsesin.AppendInputItems(nil, id, rec.Input, q)
+	if err != nil {
+		writeError(ctx, classify(err, rid))
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
 }

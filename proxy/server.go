@@ -304,6 +304,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			s.handleStoredResponse(ctx, rid, method, id)
 			return
 		}
+		if rest, ok := strings.CutPrefix(path, responsesPathPrefix); ok {
+			if id, ok := strings.CutSuffix(rest, "/input_items"); ok && id != "" && !strings.Contains(id, "/") {
+				s.handleInputItems(ctx, rid, method, id)
+				return
+			}
+		}
 		writeError(ctx, classify(errorf(ErrNotFound, "agate does not serve %s %s; it serves %s",
 			method, truncate(path, 100), servedEndpoints), rid))
 	}
@@ -311,7 +317,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // servedEndpoints names, for the 404 of any other route, what handle serves. The
 // chat and models routes are served also without the /v1 prefix.
-const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
+const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)

@@ -5,6 +5,8 @@
 // cache settings), the Event vocabulary every upstream answer decodes into, Usage, the
 // error types and their OpenAI mapping (UpstreamError, ParamError, ErrBadRequest...),
 // carry ids (CarryID, SplitID: state an upstream needs back, riding in a tool call id),
+// sealed blocks (SealBlock, OpenBlock: the same state as a dialect-tagged string for client
+// wires that have a place for it),
 // and the Provider and StreamDecoder interfaces an upstream dialect implements.
 //
 // Client dialects (translate/openaichat today) parse their wire into a Request and encode

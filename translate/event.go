@@ -38,6 +38,10 @@ const (
 	// its text. The OpenAI chat encoders ignore it: that wire has no place for it, so
 	// decoders also carry the blocks in the next tool call's id (CarryID). Client
 	// dialects that have a place for it (OpenAI Responses, Anthropic Messages) encode it.
+	// A decoder that sets Block.Dialect emits, before each EventToolCallStart whose
+	// CallID carries state, blocks holding all of that state (Gemini: one block with the
+	// call's CallID), so a client dialect that returns the blocks (SealBlock) may send
+	// the call's plain id (SplitID) instead.
 	EventReasoningBlock
 	// EventBuiltinItem carries Item for Choice: a built-in (server-side) tool call or
 	// result the upstream ran itself. The OpenAI chat encoders ignore it.

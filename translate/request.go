@@ -138,6 +138,14 @@ type ThinkingBlock struct {
 	Data string
 	// ID is a reasoning item's id; "" for Anthropic blocks.
 	ID string
+	// Dialect is the upstream dialect whose opaque state the block holds (anthropic,
+	// gemini); an upstream encoder uses only its own dialect's blocks. "" is a block a
+	// client sent in a wire's own terms (thinking_blocks, a Messages thinking block),
+	// known by its Type.
+	Dialect string
+	// CallID is, for state that belongs to one tool call (Gemini thought signatures), the
+	// id of that call in the message's ToolCalls; "" for state of the whole turn.
+	CallID string
 }
 
 // PartType is a content part's kind.

@@ -449,11 +449,13 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 	// Thinking blocks go first in the turn: the client's own (thinking_blocks), else the
 	// ones Agate carried in the first call's id. Later calls carry the blocks that
 	// preceded them (interleaved thinking).
-	explicit := w.thinking && len(m.ThinkingBlocks) > 0
+	explicit := w.thinking && anthropicHasBlocks(m.ThinkingBlocks)
 	var first []byte
 	if explicit {
 		for k := range m.ThinkingBlocks {
-			w.thinkingBlock(&m.ThinkingBlocks[k])
+			if b := &m.ThinkingBlocks[k]; b.Dialect == "" || b.Dialect == anthropicName {
+				w.thinkingBlock(b)
+			}
 		}
 	} else if w.thinking && len(m.ToolCalls) > 0 {
 		_, first = translate.SplitID(m.ToolCalls[0].ID)
@@ -486,6 +488,17 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		w.end()
 	}
 	return nil
+}
+
+// anthropicHasBlocks reports whether blocks holds a block of Anthropic's (another
+// dialect's state is not sent to Claude).
+func anthropicHasBlocks(blocks []translate.ThinkingBlock) bool {
+	for k := range blocks {
+		if d := blocks[k].Dialect; d == "" || d == anthropicName {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *anthropicWriter) thinkingBlock(b *translate.ThinkingBlock) {

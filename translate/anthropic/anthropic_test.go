@@ -504,3 +504,49 @@ func TestAnthropicBenchRequestSize(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnthropicRequest_BlocksByDialect: an assistant message's thinking blocks of
+// Anthropic (a Responses client's reasoning items, sealed by Agate) are sent first in the
+// turn; another dialect's blocks are never sent and do not stop the blocks carried in the
+// call id from being restored.
+func TestAnthropicRequest_BlocksByDialect(t *testing.T) {
+	thinking := translate.ThinkingBlock{Dialect: "anthropic", Type: "thinking", Thinking: "hmm", Signature: "sig1"}
+	gem := translate.ThinkingBlock{Dialect: "gemini", Type: "thought_signature", CallID: "toolu_1", Data: "\x01\x02"}
+	carried := translate.CarryID("toolu_1", []byte(`[{"type":"thinking","thinking":"carried","signature":"sig2"}]`))
+	const want = `{"type":"thinking","thinking":"hmm","signature":"sig1"}`
+	const wantCarried = `{"type":"thinking","thinking":"carried","signature":"sig2"}`
+	tests := []struct {
+		name         string
+		callID       string
+		blocks       []translate.ThinkingBlock
+		want, absent []string
+	}{
+		{"anthropic blocks, plain id", "toolu_1", []translate.ThinkingBlock{thinking}, []string{want + `,{"type":"tool_use","id":"toolu_1"`}, nil},
+		{"blocks with no dialect are anthropic's", "toolu_1", []translate.ThinkingBlock{{Type: "thinking", Thinking: "hmm", Signature: "sig1"}}, []string{want}, nil},
+		{"gemini block ignored, carried id restored", carried, []translate.ThinkingBlock{gem}, []string{wantCarried + `,{"type":"tool_use","id":"toolu_1"`}, []string{"thought_signature"}},
+		{"gemini block only", "toolu_1", []translate.ThinkingBlock{gem}, []string{`[{"type":"tool_use","id":"toolu_1"`}, []string{`"type":"thinking"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &translate.Request{Model: "m", ReasoningEffort: "high", Messages: []translate.Message{
+				{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: "go"}}},
+				{Role: translate.RoleAssistant, ThinkingBlocks: tt.blocks, ToolCalls: []translate.ToolCall{{ID: tt.callID, Name: "f", Arguments: "{}"}}},
+				{Role: translate.RoleTool, ToolCallID: tt.callID, Content: []translate.Part{{Type: translate.PartText, Text: "1"}}},
+			}}
+			body, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "claude-sonnet-4-5"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(body), w) {
+					t.Errorf("body lacks %s:\n%s", w, body)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(string(body), a) {
+					t.Errorf("body has %s:\n%s", a, body)
+				}
+			}
+		})
+	}
+}

@@ -174,7 +174,7 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 			ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(b, "text").Str}
 			err = emit(&ev)
 		case "thinking":
-			block := translate.ThinkingBlock{Type: "thinking", Thinking: sc.Get(b, "thinking").Str, Signature: sc.Get(b, "signature").Str}
+			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "thinking", Thinking: sc.Get(b, "thinking").Str, Signature: sc.Get(b, "signature").Str}
 			th.addThinking(block.Thinking, block.Signature)
 			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: block.Thinking}
 			if err = emit(&ev); err == nil {
@@ -182,7 +182,7 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 				err = emit(&ev)
 			}
 		case "redacted_thinking":
-			block := translate.ThinkingBlock{Type: "redacted_thinking", Data: sc.Get(b, "data").Str}
+			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "redacted_thinking", Data: sc.Get(b, "data").Str}
 			th.addRedacted(block.Data)
 			ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
 			err = emit(&ev)

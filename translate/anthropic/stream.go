@@ -140,7 +140,7 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit tr
 		d.block = anthropicServerBlock // nothing to show; kept for the next turn
 		data := sc.Get(cb, "data").Str
 		d.thinking.addRedacted(data)
-		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "redacted_thinking", Data: data}}
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Dialect: anthropicName, Type: "redacted_thinking", Data: data}}
 		return emit(&d.ev)
 	case "tool_use":
 		d.block = anthropicToolUse
@@ -201,7 +201,7 @@ func (d *anthropicStream) blockStop(data []byte, emit translate.Emit) error {
 	case anthropicThinkingBlock:
 		text, sig := jsonx.View(d.thinking.text), jsonx.View(d.thinking.sig)
 		d.thinking.addThinking(text, sig)
-		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Type: "thinking", Thinking: text, Signature: sig}}
+		d.ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Dialect: anthropicName, Type: "thinking", Thinking: text, Signature: sig}}
 		return emit(&d.ev)
 	case anthropicToolUse:
 		d.ev = translate.Event{Kind: translate.EventToolCallEnd, Index: d.blockIndex}

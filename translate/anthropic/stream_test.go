@@ -430,8 +430,8 @@ func TestAnthropicStream_ReasoningBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []translate.ThinkingBlock{
-		{Type: "thinking", Thinking: text.String(), Signature: anthropicSig},
-		{Type: "redacted_thinking", Data: "EmwKAhgBEgy3va3pzix"},
+		{Dialect: "anthropic", Type: "thinking", Thinking: text.String(), Signature: anthropicSig},
+		{Dialect: "anthropic", Type: "redacted_thinking", Data: "EmwKAhgBEgy3va3pzix"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reasoning blocks (-want +got):\n%s", diff)

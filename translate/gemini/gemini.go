@@ -10,6 +10,11 @@ import (
 // geminiName is the provider name used in error messages.
 const geminiName = "gemini"
 
+// geminiSignatureBlock is the Type of the reasoning blocks the decoders emit for the
+// thought signatures a call id carries: Data is the carried state (appendGeminiCarry) and
+// CallID the plain id of the call.
+const geminiSignatureBlock = "thought_signature"
+
 // geminiForeignSignature is the thoughtSignature Google documents for function calls the
 // model did not produce itself (history from another model or built by the client): Gemini
 // 3 validates that the first functionCall of each model step carries a signature and
@@ -267,7 +272,10 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 	var textSig []byte
 	textB64 := false
 	if len(m.ToolCalls) > 0 {
-		_, st := geminiSplitID(m.ToolCalls[0].ID, e.scratch[:])
+		_, st := e.callState(m, 0)
+		c := viewGeminiCarry(st)
+		textSig, textB64 = c.text, c.textB64
+	} else if st := geminiBlockState(m, ""); st != nil {
 		c := viewGeminiCarry(st)
 		textSig, textB64 = c.text, c.textB64
 	}
@@ -314,7 +322,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
 		}
 		// textSig, which aliases scratch, has been written by now.
-		id, st := geminiSplitID(tc.ID, e.scratch[:])
+		id, st := e.callState(m, j)
 		carry := viewGeminiCarry(st)
 		e.part("model")
 		e.dst = append(e.dst, `{"functionCall":{"name":`...)
@@ -372,7 +380,7 @@ func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok 
 		for j := range m.ToolCalls {
 			tc := &m.ToolCalls[j]
 			if tc.ID == id || e.plainID(tc.ID) == plain {
-				cid, st := geminiSplitID(tc.ID, e.scratch[:])
+				cid, st := e.callState(m, j)
 				if viewGeminiCarry(st).upstreamID {
 					upstreamID = cid
 				}
@@ -381,6 +389,28 @@ func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok 
 		}
 	}
 	return "", "", false
+}
+
+// callState returns the plain id of tool call j of m and the state carried for it: in its
+// id (CarryID, a chat client's history), else in the message's Gemini block for that id
+// (a Responses client's reasoning item). The state may alias scratch or the block.
+func (e *geminiEncoder) callState(m *translate.Message, j int) (id string, state []byte) {
+	id, state = geminiSplitID(m.ToolCalls[j].ID, e.scratch[:])
+	if state == nil {
+		state = geminiBlockState(m, id)
+	}
+	return id, state
+}
+
+// geminiBlockState returns the carried state of m's Gemini block for call id ("": the
+// turn's own, a signature on its text), nil when there is none.
+func geminiBlockState(m *translate.Message, id string) []byte {
+	for k := range m.ThinkingBlocks {
+		if b := &m.ThinkingBlocks[k]; b.Dialect == geminiName && b.Type == geminiSignatureBlock && b.CallID == id && b.Data != "" {
+			return jsonx.Bytes(b.Data)
+		}
+	}
+	return nil
 }
 
 func (e *geminiEncoder) plainID(id string) string {

@@ -444,3 +444,95 @@ func geminiBenchRequest(tb testing.TB) string {
 	sb.WriteString(`{"type":"function","function":{"name":"get_forecast","description":"Forecast for the next days.","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city","days"]}}}]}`)
 	return sb.String()
 }
+
+// TestGeminiSignatureBlocks: the thought signatures a call id carries are also emitted as
+// a reasoning block (Dialect gemini, the call's plain id) before the call, and a signature
+// no call took as one of the turn; a request whose assistant message has those blocks and
+// the plain ids (a Responses client's reasoning items) is the request the carried ids
+// make, and another dialect's blocks are ignored.
+func TestGeminiSignatureBlocks(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+	}{
+		{"gemini's own call id, text signature before it", []string{
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Looking.","thoughtSignature":"dGV4dHNpZw=="}]}}],"responseId":"t1","modelVersion":"gemini-3-pro-preview"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1},"id":"fc_1"},"thoughtSignature":"Y2FsbHNpZw=="}]},"finishReason":"STOP"}]}`}},
+		{"minted ids, parallel calls", []string{
+			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"Y2FsbHNpZw=="},{"functionCall":{"name":"g","args":{}}}]},"finishReason":"STOP"}],"responseId":"t2"}`}},
+		{"text-only turn", []string{
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Three."},{"text":"","thoughtSignature":"dGV4dHNpZw=="}]},"finishReason":"STOP"}],"responseId":"t3"}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var asm openaichat.Assembler
+			var blocks []translate.ThinkingBlock
+			var starts []string
+			emit := func(ev *translate.Event) error {
+				switch ev.Kind {
+				case translate.EventReasoningBlock:
+					b := *ev.Block
+					b.CallID, b.Data = strings.Clone(b.CallID), strings.Clone(b.Data)
+					blocks = append(blocks, b)
+				case translate.EventToolCallStart:
+					starts = append(starts, strings.Clone(ev.CallID))
+				}
+				return asm.Add(ev)
+			}
+			if err := geminiFeed(newGeminiDecoder(), []byte(geminiSSE(tt.chunks...)), emit); err != nil {
+				t.Fatal(err)
+			}
+			asm.Finish()
+			carried := asm.Message(0)
+			plain := carried
+			plain.ToolCalls = nil
+			wantBlocks := 0
+			for _, id := range starts {
+				pid, state := translate.SplitID(id)
+				plain.ToolCalls = append(plain.ToolCalls, translate.ToolCall{ID: pid, Name: carried.ToolCalls[len(plain.ToolCalls)].Name,
+					Arguments: carried.ToolCalls[len(plain.ToolCalls)].Arguments})
+				if state != nil {
+					wantBlocks++
+				}
+			}
+			if len(starts) == 0 {
+				wantBlocks = 1 // the turn's own signature
+			}
+			if len(blocks) != wantBlocks {
+				t.Fatalf("%d blocks, want %d: %+v", len(blocks), wantBlocks, blocks)
+			}
+			for _, b := range blocks {
+				if b.Dialect != "gemini" || b.Type != geminiSignatureBlock {
+					t.Errorf("block %+v is not a gemini signature block", b)
+				}
+			}
+			plain.ThinkingBlocks = blocks
+			foreign := plain
+			foreign.ThinkingBlocks = []translate.ThinkingBlock{{Dialect: "anthropic", Type: "thinking", Thinking: "x", Signature: "s"}}
+			bare := plain
+			bare.ThinkingBlocks = nil
+			body := func(m translate.Message) string {
+				req := &translate.Request{Model: "m", Messages: []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: "go"}}}, m}}
+				for _, tc := range m.ToolCalls {
+					req.Messages = append(req.Messages, translate.Message{Role: translate.RoleTool, ToolCallID: tc.ID, Content: []translate.Part{{Type: translate.PartText, Text: "1"}}})
+				}
+				b, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "gemini-2.5-flash"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+			want := body(carried)
+			if len(starts) == 0 {
+				// A chat client has no place for a text-only turn's signature; the blocks do.
+				want = strings.Replace(body(bare), `{"text":"Three."}`, `{"text":"Three.","thoughtSignature":"dGV4dHNpZw=="}`, 1)
+			}
+			if diff := cmp.Diff(want, body(plain)); diff != "" {
+				t.Errorf("request from blocks differs from the one from carried ids (-carried +blocks):\n%s", diff)
+			}
+			if got := body(foreign); strings.Contains(got, "thoughtSignature") || got != body(bare) {
+				t.Errorf("another dialect's block changed the request:\n%s", got)
+			}
+		})
+	}
+}

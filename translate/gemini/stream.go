@@ -393,8 +393,18 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 	cs.calls++
 	d.ev.Index = n
 	d.ev.Name = name
-	d.ev.CallID = d.callID(sc.Get(fc, "id").Str, sig, cs.pendingSig, i, n)
+	id, state := d.callID(sc.Get(fc, "id").Str, sig, cs.pendingSig, i, n)
 	cs.pendingSig = ""
+	if len(state) > 0 {
+		// The carried state, also as a block for client dialects that return blocks.
+		d.ev.Block = &translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock, CallID: id, Data: string(state)}
+		err := d.emit(emit, translate.EventReasoningBlock, i)
+		d.ev.Block = nil
+		if err != nil {
+			return err
+		}
+	}
+	d.ev.CallID = translate.CarryID(id, state)
 	if err := d.emit(emit, translate.EventToolCallStart, i); err != nil {
 		return err
 	}
@@ -422,8 +432,9 @@ func (d *geminiStream) functionCall(i int, cs *geminiCandidate, fc jsonx.Value, 
 }
 
 // callID mints the OpenAI id of a call: Gemini's own id when it sent one, else call_ +
-// the response id + the call's position, carrying the thought signatures.
-func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) string {
+// the response id + the call's position; and the state its id carries (the thought
+// signatures, appendGeminiCarry), nil when none.
+func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) (string, []byte) {
 	carry := geminiCarry{callSig: sig, textSig: textSig}
 	id := upstream
 	if id != "" && !strings.Contains(id, translate.CarrySep) {
@@ -440,8 +451,7 @@ func (d *geminiStream) callID(upstream, sig, textSig string, choice, n int) stri
 		b = strconv.AppendInt(b, int64(n), 10)
 		id = string(b)
 	}
-	var st [0]byte
-	return translate.CarryID(id, appendGeminiCarry(st[:], carry))
+	return id, appendGeminiCarry(nil, carry)
 }
 
 // partialArgs applies streamed argument fragments ({jsonPath, stringValue|numberValue|
@@ -532,6 +542,17 @@ func (d *geminiStream) Close(emit translate.Emit) error {
 	for i := range d.cands {
 		if cs := &d.cands[i]; cs.open {
 			if err := d.endOpenCall(i, cs, emit); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range d.cands {
+		// A signature no call took (a turn without calls): the turn's own, for client
+		// dialects that return blocks; chat clients have no place for it.
+		if cs := &d.cands[i]; cs.pendingSig != "" {
+			d.ev = translate.Event{Block: &translate.ThinkingBlock{Dialect: geminiName, Type: geminiSignatureBlock,
+				Data: string(appendGeminiCarry(nil, geminiCarry{textSig: cs.pendingSig}))}}
+			if err := d.emit(emit, translate.EventReasoningBlock, i); err != nil {
 				return err
 			}
 		}

@@ -28,6 +28,14 @@ const (
 // reasoning or message item before it; function calls close at their EventToolCallEnd or
 // at the end.
 //
+// When the request includes reasoning.encrypted_content, each reasoning block an upstream
+// decoder emits with its dialect (EventReasoningBlock: an Anthropic thinking block and its
+// signature, a Gemini thought signature) is sealed (translate.SealBlock) into the
+// encrypted_content of a reasoning item (the one its text went to, else one of its own),
+// and the function calls whose state those blocks hold get their plain call ids; Parse
+// turns the items back into the blocks. Without it the state stays in the call ids
+// (translate.CarryID), as for chat clients.
+//
 // An Encoder is not safe for concurrent use.
 type Encoder struct {
 	id, model string
@@ -44,6 +52,10 @@ type Encoder struct {
 	open   int
 	usage  translate.Usage
 	finish string
+	// encrypted: the client asked for reasoning.encrypted_content.
+	encrypted bool
+	// sealed counts the reasoning blocks sealed since the last function call.
+	sealed int
 	// Completed is the completion time of Finish, 0 before.
 	completed int64
 	status    string
@@ -63,6 +75,8 @@ type item struct {
 	kind         itemKind
 	id           string
 	done         bool
+	summary      bool   // a reasoning item has its one summary part (reasoning deltas opened it)
+	encrypted    string // a reasoning item's encrypted_content, "" for none
 	text         []byte
 	parts        []part
 	callID, name string
@@ -87,7 +101,7 @@ type EncoderOptions struct {
 // NewEncoder returns an encoder for the response to req.
 func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
 	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: req.echo,
-		open: -1, status: StatusInProgress}
+		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning}
 	e.idBase = opts.ID
 	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {
 		e.idBase = e.idBase[5:]
@@ -191,9 +205,19 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 			}
 			dst = e.endEvent(dst)
 		}
+	case translate.EventReasoningBlock:
+		if e.encrypted && ev.Block != nil && ev.Block.Dialect != "" {
+			dst = e.seal(dst, ev.Block)
+		}
 	case translate.EventToolCallStart:
 		dst = e.closeOpen(dst)
-		e.items = append(e.items, item{kind: itemFunctionCall, id: e.itemID("fc_"), callID: strings.Clone(ev.CallID),
+		callID := ev.CallID
+		if e.sealed > 0 {
+			// The blocks sealed since the last call hold the state the id carries.
+			callID, _ = translate.SplitID(callID)
+			e.sealed = 0
+		}
+		e.items = append(e.items, item{kind: itemFunctionCall, id: e.itemID("fc_"), callID: strings.Clone(callID),
 			name: strings.Clone(ev.Name), index: ev.Index}) // event strings alias the decoder's buffer
 		dst = e.itemAdded(dst, len(e.items)-1)
 	case translate.EventToolCallArgsDelta:
@@ -219,6 +243,21 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 		e.finish = ev.FinishReason
 	}
 	return dst
+}
+
+// seal puts reasoning block b into the encrypted_content of the open reasoning item (the
+// one b's text went to) or of a new one, and closes that item.
+func (e *Encoder) seal(dst []byte, b *translate.ThinkingBlock) []byte {
+	sealed := translate.SealBlock(b)
+	e.sealed++
+	if e.open >= 0 && e.items[e.open].kind == itemReasoning && e.items[e.open].encrypted == "" {
+		e.items[e.open].encrypted = sealed
+		return e.closeOpen(dst)
+	}
+	dst = e.closeOpen(dst)
+	e.items = append(e.items, item{kind: itemReasoning, id: e.itemID("rs_"), encrypted: sealed})
+	dst = e.itemAdded(dst, len(e.items)-1)
+	return e.itemDone(dst, len(e.items)-1)
 }
 
 // call returns the index of the open function call item of tool call index, or -1.
@@ -249,6 +288,7 @@ func (e *Encoder) current(dst *[]byte, kind itemKind) *item {
 	e.open = len(e.items) - 1
 	*dst = e.itemAdded(*dst, e.open)
 	it := &e.items[e.open]
+	it.summary = kind == itemReasoning
 	if kind == itemReasoning && e.stream {
 		*dst = e.itemEvent(*dst, "response.reasoning_summary_part.added", it)
 		*dst = append(*dst, `"summary_index":0,"part":{"type":"summary_text","text":""}`...)
@@ -340,6 +380,9 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 	if e.stream {
 		switch it.kind {
 		case itemReasoning:
+			if !it.summary {
+				break
+			}
 			dst = e.itemEventAt(dst, "response.reasoning_summary_text.done", it, i)
 			dst = append(dst, `"summary_index":0,"text":`...)
 			dst = jsonx.AppendString(dst, string(it.text))
@@ -487,12 +530,16 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 	switch it.kind {
 	case itemReasoning:
 		dst = append(dst, `,"type":"reasoning","summary":[`...)
-		if it.done {
+		if it.done && it.summary {
 			dst = append(dst, `{"type":"summary_text","text":`...)
 			dst = jsonx.AppendString(dst, string(it.text))
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
+		if it.encrypted != "" {
+			dst = append(dst, `,"encrypted_content":`...)
+			dst = jsonx.AppendString(dst, it.encrypted)
+		}
 	case itemMessage:
 		dst = append(dst, `,"type":"message","status":`...)
 		dst = append(dst, status...)

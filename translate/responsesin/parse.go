@@ -26,6 +26,10 @@ type Request struct {
 	PreviousResponseID string
 	// EncryptedReasoning is set when include names reasoning.encrypted_content.
 	EncryptedReasoning bool
+	// Sealed is set when an input item holds state Agate sealed for a translating backend
+	// (a reasoning item's encrypted_content, see Encoder): OpenAI cannot read it, so the
+	// body must not be forwarded as it is to a responses backend.
+	Sealed bool
 	// Input is this request's input items as a JSON array (a string input becomes one
 	// user message item), for storing with the response.
 	Input string
@@ -55,6 +59,7 @@ const (
 	choiceFields   = "type name"
 	summaryFields  = "type text"
 	encryptedIncl  = "reasoning.encrypted_content"
+	logprobsIncl   = "message.output_text.logprobs"
 	dialect        = "responses"
 	maxParamLength = 64
 )
@@ -329,8 +334,13 @@ func (p *parser) field(name string, v jsonx.Value) error {
 				err = translate.Errorf(index("include", i), "must be a string")
 				return false
 			}
-			if e.Str == encryptedIncl {
+			switch e.Str {
+			case encryptedIncl:
 				r.EncryptedReasoning = true
+			case logprobsIncl:
+				// No translating backend serves logprobs to a Responses client: the
+				// caller's unsupported-parameter policy applies, naming the element.
+				c.Extra = append(c.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
 			}
 			i++
 			return true
@@ -571,28 +581,44 @@ func (p *parser) format(v jsonx.Value) error {
 }
 
 // items reads an array of input items into core messages. Reasoning items' summaries go to
-// the next assistant message's Reasoning; function calls join the assistant message before
-// them.
+// the next assistant message's Reasoning, and the blocks Agate sealed in their
+// encrypted_content (see Encoder) to its ThinkingBlocks, where each upstream encoder
+// takes its own dialect's (blocks with no assistant item after them, such as the state of a
+// Gemini turn without calls, which comes after its message, go to the assistant message
+// before them); other encrypted content (another server's) is ignored. Function calls
+// join the assistant message before them.
 func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message, error) {
 	if arr.Kind != jsonx.Array {
 		return nil, translate.Errorf(base(), "must be an array of items")
 	}
 	var msgs []translate.Message
 	var reasoning strings.Builder
+	var blocks []translate.ThinkingBlock
 	var err error
-	// open is the index in msgs of the assistant message function calls join, or -1.
-	open := -1
+	// open is the index in msgs of the assistant message function calls join, or -1; last
+	// is the latest assistant message's, -1 once another message follows it.
+	open, last := -1, -1
 	assistant := func() *translate.Message {
 		if open < 0 {
 			msgs = append(msgs, translate.Message{Role: translate.RoleAssistant})
 			open = len(msgs) - 1
 		}
+		last = open
 		m := &msgs[open]
 		if reasoning.Len() > 0 {
 			m.Reasoning += reasoning.String()
 			reasoning.Reset()
 		}
+		m.ThinkingBlocks = append(m.ThinkingBlocks, blocks...)
+		blocks = blocks[:0]
 		return m
+	}
+	// endTurn gives blocks no assistant item took to the assistant message before them.
+	endTurn := func() {
+		if len(blocks) > 0 && last >= 0 {
+			msgs[last].ThinkingBlocks = append(msgs[last].ThinkingBlocks, blocks...)
+		}
+		blocks, last = blocks[:0], -1
 	}
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
@@ -622,6 +648,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				a := assistant()
 				a.Content, a.Refusal = m.Content, m.Refusal
 			} else {
+				endTurn()
 				msgs = append(msgs, m)
 				open = -1
 			}
@@ -647,6 +674,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				err = translate.Errorf(param()+".call_id", "must be a non-empty string")
 				return false
 			}
+			endTurn()
 			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
 			switch out := f[itemOutput]; out.Kind {
 			case jsonx.String:
@@ -687,6 +715,17 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			if err != nil {
 				return false
 			}
+			switch enc := f[itemEncrypted]; enc.Kind {
+			case jsonx.String:
+				if b, ok := translate.OpenBlock(enc.Str); ok {
+					blocks = append(blocks, b)
+					p.r.Sealed = true
+				}
+			case jsonx.Missing, jsonx.Null:
+			default:
+				err = translate.Errorf(param()+".encrypted_content", "must be a string")
+				return false
+			}
 			open = -1 // the reasoning belongs to the assistant turn that follows
 		case "":
 			err = translate.Errorf(param()+".type", "is required")
@@ -696,6 +735,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 		}
 		return true
 	})
+	endTurn()
 	return msgs, err
 }
 

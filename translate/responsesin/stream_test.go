@@ -549,14 +549,21 @@ func FuzzEncoder(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 3, 4, 5, 6, 7})
 	f.Add([]byte{4, 4, 5, 5, 6, 6, 2, 3, 0})
 	f.Add([]byte{6, 5, 2, 1, 4, 8, 9})
+	f.Add([]byte{1, 1, 10, 14, 11, 4, 5, 6, 8})
 	req := mustParse(f, `{"model":"m","input":"hi","stream":true}`)
+	// With reasoning.encrypted_content included, reasoning blocks become items of their own.
+	withEncrypted := mustParse(f, `{"model":"m","input":"hi","stream":true,"include":["reasoning.encrypted_content"]}`)
 	f.Fuzz(func(t *testing.T, script []byte) {
-		enc := NewEncoder(req, EncoderOptions{ID: "resp_f", Model: "m", Created: 1, Stream: true})
+		r := req
+		if len(script)%2 == 1 {
+			r = withEncrypted
+		}
+		enc := NewEncoder(r, EncoderOptions{ID: "resp_f", Model: "m", Created: 1, Stream: true})
 		var out []byte
 		for i, b := range script {
 			var ev translate.Event
 			text := string(rune('a' + i%26))
-			switch b % 10 {
+			switch b % 12 {
 			case 0:
 				ev = translate.Event{Kind: translate.EventStart}
 			case 1:
@@ -566,7 +573,7 @@ func FuzzEncoder(f *testing.F) {
 			case 3:
 				ev = translate.Event{Kind: translate.EventRefusalDelta, Text: text}
 			case 4:
-				ev = translate.Event{Kind: translate.EventToolCallStart, Index: int(b/10) % 3, CallID: "c" + text, Name: "f"}
+				ev = translate.Event{Kind: translate.EventToolCallStart, Index: int(b/10) % 3, CallID: translate.CarryID("c"+text, []byte(text)), Name: "f"}
 			case 5:
 				ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: int(b/10) % 3, Text: "{" + text}
 			case 6:
@@ -577,6 +584,10 @@ func FuzzEncoder(f *testing.F) {
 				ev = translate.Event{Kind: translate.EventFinish, FinishReason: []string{"stop", "length", "tool_calls", "content_filter"}[int(b/10)%4]}
 			case 9:
 				ev = translate.Event{Kind: translate.EventTextDelta, Text: text, Choice: 1}
+			case 10:
+				ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Dialect: "anthropic", Type: "thinking", Thinking: text, Signature: "s"}}
+			case 11:
+				ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &translate.ThinkingBlock{Dialect: "gemini", Type: "thought_signature", CallID: "c" + text, Data: text}}
 			}
 			out = enc.Encode(out, &ev)
 		}

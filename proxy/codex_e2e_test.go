@@ -1,0 +1,245 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/tidwall/gjson"
+)
+
+// Codex CLI (`codex exec`, OpenAI's coding agent, which speaks the Responses API with
+// store: false and include reasoning.encrypted_content) pointed at the gateway as a custom
+// model provider: a one-turn answer from the mock backend, and on fake upstreams of every
+// wire a turn in which the model calls Codex's own exec_command tool and quotes its output.
+
+// codexBinary returns the codex executable: skipped when missing, fatal under CI=true
+// (.ci/run installs @openai/codex, whose platform package ships the binary).
+func codexBinary(t *testing.T) string {
+	if p, err := exec.LookPath("codex"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("codex is not on PATH; .ci/run installs @openai/codex")
+	}
+	t.Skip("codex not installed (npm install -g @openai/codex@0.169.0)")
+	return ""
+}
+
+// codexConfig is Codex's config.toml for the gateway at base (its /v1 URL).
+const codexConfig = `model_provider = "agate"
+
+[model_providers.agate]
+name = "Agate"
+base_url = %q
+env_key = "AGATE_KEY"
+wire_api = "responses"
+`
+
+// runCodex runs `codex exec prompt` against the gateway at base with model, in dir (its
+// CODEX_HOME and HOME there too), and returns the agent's last message. Codex 0.169 also
+// offers a "namespace" tool (multi-agent) and the built-in web_search, which only a
+// responses backend serves: they are switched off, as a user of a translated backend must.
+func runCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...string) string {
+	t.Helper()
+	home := filepath.Join(dir, "codex-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(codexConfig, base+"/v1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	last := filepath.Join(dir, "last-message.txt")
+	os.Remove(last)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The sandbox is bypassed because the commands run are the fake upstream's own (cat of
+	// a file in dir) and bubblewrap needs user namespaces a container may not have.
+	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--ephemeral", "-m", model,
+		"--disable", "multi_agent", "-c", `web_search="disabled"`, "--dangerously-bypass-approvals-and-sandbox",
+		"-o", last)
+	cmd.Args = append(append(cmd.Args, extra...), prompt)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + dir, "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH"), "AGATE_KEY=client-key"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("codex: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatalf("codex wrote no last message: %v\n%s", err, out)
+	}
+	return string(b)
+}
+
+// codexUpstream is a fake upstream of one wire that answers by what the request holds:
+// after the note's content came back from exec_command, it quotes it; asked to read the
+// note, it calls exec_command; otherwise it greets. It records the request bodies.
+type codexUpstream struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	n      int
+	bodies []string
+}
+
+func newCodexUpstream(t *testing.T, kind string) *codexUpstream {
+	u := &codexUpstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		n := u.n
+		u.n++
+		u.bodies = append(u.bodies, string(body))
+		u.mu.Unlock()
+		var turn fakeTurn
+		switch {
+		case strings.Contains(string(body), noteContent):
+			turn.Text = "the note says " + noteContent
+		case strings.Contains(string(body), "read the note"):
+			args, _ := json.Marshal(map[string]string{"cmd": "cat note.txt"})
+			turn.Calls = []fakeCall{{Name: "exec_command", Args: string(args)}}
+		default:
+			turn.Text = "hi from " + kind
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		var out strings.Builder
+		switch kind {
+		case "anthropic":
+			renderAnthropic(&out, turn, n)
+		case "gemini":
+			renderGemini(&out, turn, n)
+		case "responses":
+			renderResponses(&out, turn, n)
+		case "openai":
+			renderOpenAI(&out, turn, n)
+		}
+		io.WriteString(w, out.String())
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func TestCodex_Exec(t *testing.T) {
+	bin := codexBinary(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Codex sends prompt_cache_key and client_metadata, which translated backends drop
+	// only when told to.
+	var y strings.Builder
+	y.WriteString("backends:\n  offline: {type: mock, drop_unsupported_params: true}\n")
+	ups := map[string]*codexUpstream{}
+	for _, k := range backendKinds {
+		u := newCodexUpstream(t, k)
+		ups[k] = u
+		base := u.srv.URL
+		if k == "responses" || k == "openai" {
+			base += "/v1"
+		}
+		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}, drop_unsupported_params: true}\n", k, k, base)
+	}
+	y.WriteString("models:\n  m-mock: {backend: offline}\n")
+	for _, k := range backendKinds {
+		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
+	}
+	y.WriteString("keys:\n  client: {key: client-key, models: [\"*\"]}\n")
+	base := serveGateway(t, y.String())
+	t.Run("mock/one turn", func(t *testing.T) {
+		if got := runCodex(t, bin, base, "m-mock", dir, "say hello"); !strings.Contains(got, "say hello") {
+			t.Errorf("last message %q, want the mock's echo of the prompt", got)
+		}
+	})
+	for _, k := range backendKinds {
+		t.Run(k+"/exec_command", func(t *testing.T) {
+			u := ups[k]
+			u.mu.Lock()
+			before := len(u.bodies)
+			u.mu.Unlock()
+			got := runCodex(t, bin, base, "m-"+k, dir, "read the note")
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			// The call, then the answer to its output: two upstream requests.
+			if n := len(u.bodies) - before; !strings.Contains(got, "the note says "+noteContent) || n != 2 {
+				t.Errorf("last message %q after %d upstream requests, want the note quoted after 2", got, n)
+			}
+		})
+	}
+}
+
+// TestCodex_ReasoningRoundTrip: Codex keeps no state on the server (store: false) and asks
+// for reasoning.encrypted_content; through the gateway, the recorded thinking blocks of
+// Claude and thought signature of Gemini 3 reach the upstream again on Codex's next
+// request, exactly, from the reasoning items Codex sent back.
+func TestCodex_ReasoningRoundTrip(t *testing.T) {
+	bin := codexBinary(t)
+	tests := []struct {
+		kind  string
+		turn1 func(t *testing.T) []byte
+		check func(t *testing.T, turn1 []byte, body string)
+	}{
+		{"anthropic", func(t *testing.T) []byte {
+			return goldenSection(t, "anthropic", "stream-thinking-tool-use.txtar", "upstream.sse")
+		}, func(t *testing.T, turn1 []byte, body string) {
+			checkAnthropicBlocks(t, anthropicBlocks(t, turn1, true), body)
+		}},
+		{"gemini", func(t *testing.T) []byte {
+			return reframe(recordedFixture(t, "gemini/vercel-chunks/google-tool-call-gemini3.chunks.txt"), false)
+		}, func(t *testing.T, turn1 []byte, body string) {
+			first, _, _ := strings.Cut(string(turn1), "\r\n")
+			want := gjson.Get(strings.TrimPrefix(first, "data: "), "candidates.0.content.parts.0.thoughtSignature").Str
+			var got []string
+			gjson.Get(body, "contents.#.parts.#.thoughtSignature").ForEach(func(_, v gjson.Result) bool {
+				v.ForEach(func(_, s gjson.Result) bool { got = append(got, s.Str); return true })
+				return true
+			})
+			if want == "" || len(got) != 1 || got[0] != want {
+				t.Errorf("thoughtSignatures sent %.60q, want the recorded %.40q...", got, want)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			up := newReplayUpstream(t)
+			turn1 := tt.turn1(t)
+			var answer strings.Builder
+			switch tt.kind {
+			case "anthropic":
+				renderAnthropic(&answer, fakeTurn{Text: "done"}, 1)
+			case "gemini":
+				renderGemini(&answer, fakeTurn{Text: "done"}, 1)
+			}
+			up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", []byte(answer.String())})
+			base := serveGateway(t, fmt.Sprintf(`backends:
+  up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}, drop_unsupported_params: true}
+models:
+  m: {backend: up, upstream_model: %s}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]))
+			dir := t.TempDir()
+			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", "-c", `model_reasoning_effort="high"`); !strings.Contains(got, "done") {
+				t.Errorf("last message %q", got)
+			}
+			seen := up.seen()
+			if len(seen) != 2 {
+				t.Fatalf("upstream saw %d requests, want 2", len(seen))
+			}
+			tt.check(t, turn1, seen[1].body)
+			if strings.Contains(seen[1].body, translate.SealedPrefix) || strings.Contains(seen[1].body, translate.CarrySep) {
+				t.Errorf("turn 2 leaks the gateway's encoding upstream:\n%.1500s", seen[1].body)
+			}
+		})
+	}
+}
