@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"io"
+	"iter"
 	"runtime/debug"
 	"time"
 
@@ -32,21 +34,44 @@ type streamAnswer interface {
 // stream serves a streaming chat completions request.
 func (c *chatRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 
-// runStream serves a streaming request. The response is produced by a body-stream writer
-// running in its own goroutine; the handler waits until the writer knows whether the
-// upstream accepted (SSE, 200) or failed before the first event (a JSON error with the
-// upstream's status), so retries and fallbacks stay possible until then.
+// runStream serves a streaming request. The response body is produced by the run's
+// writeStream as a coroutine (iter.Pull) of the connection's own goroutine: the handler
+// runs it until it knows whether the upstream accepted (SSE, 200) or failed before the
+// first event (a JSON error with the upstream's status), so retries and fallbacks stay
+// possible until then; fasthttp then pulls the rest while writing the response
+// (pullBody), each flush of the writer one chunk on the wire. No goroutine or pipe stands
+// between the writer and the client's connection.
 func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+	next, stop := iter.Pull(func(yield func([]byte) bool) {
+		w := bufio.NewWriterSize(yieldWriter(yield), streamBufferSize)
+		defer w.Flush() // what the writer left buffered, as fasthttp's stream writer did
 		defer c.endLimits() // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
 		defer c.recoverStream(w, started, sa)
 		sa.writeStream(cctx, cancel, w, started)
 	})
-	if a := <-started; a != nil {
+	// Run the writer until it has decided; whatever it flushed before deciding (nothing,
+	// as the writers commit before they write) is kept for the body.
+	body := &pullBody{next: next, stop: stop}
+	var a *apiError
+	for decided := false; !decided; {
+		select {
+		case a = <-started:
+			decided = true
+		default:
+			p, ok := next()
+			if !ok {
+				a, decided = <-started, true // a writer always sends before it returns
+				break
+			}
+			body.pending = append(body.pending, p...)
+		}
+	}
+	ctx.SetBodyStream(body, -1)
+	if a != nil {
 		setErrorHeaders(ctx, *a) // the writer writes the body
 		return
 	}
@@ -54,6 +79,78 @@ func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+// streamBufferSize is the stream writer's buffer: events that arrive together are written
+// together, up to this many bytes a write.
+const streamBufferSize = 4 << 10
+
+// yieldWriter hands each write to the coroutine's consumer (pullBody), which writes it to
+// the client before the coroutine goes on, so p is not copied. A consumer that stopped
+// (the client left) makes it fail.
+type yieldWriter func([]byte) bool
+
+func (y yieldWriter) Write(p []byte) (int, error) {
+	if !y(p) {
+		return 0, errClientGone
+	}
+	return len(p), nil
+}
+
+// pullBody is a streaming response body that fasthttp writes with WriteTo (each write a
+// chunk, flushed), pulling it from the stream writer's coroutine. Close, which fasthttp
+// calls when it is done with the response, ends the coroutine if it has not ended.
+type pullBody struct {
+	pending []byte // written before the first pull
+	next    func() ([]byte, bool)
+	stop    func()
+	rest    []byte // Read's unread part of the last pull
+}
+
+// SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read (fasthttp.BodyWriterTo).
+func (b *pullBody) SupportsBodyWriteTo() bool { return true }
+
+func (b *pullBody) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	p, ok := b.pending, len(b.pending) > 0
+	b.pending = nil
+	for {
+		if !ok {
+			if p, ok = b.next(); !ok {
+				return n, nil
+			}
+		}
+		k, err := w.Write(p)
+		n += int64(k)
+		if err != nil {
+			b.stop() // the writer's next write fails: it cancels the upstream and returns
+			return n, err
+		}
+		ok = false
+	}
+}
+
+// Read is the io.Reader fasthttp falls back on where it does not use WriteTo.
+func (b *pullBody) Read(p []byte) (int, error) {
+	for len(b.rest) == 0 {
+		if len(b.pending) > 0 {
+			b.rest, b.pending = b.pending, nil
+			break
+		}
+		next, ok := b.next()
+		if !ok {
+			return 0, io.EOF
+		}
+		b.rest = next
+	}
+	n := copy(p, b.rest)
+	b.rest = b.rest[n:]
+	return n, nil
+}
+
+func (b *pullBody) Close() error {
+	b.stop()
+	return nil
 }
 
 // recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
