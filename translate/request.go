@@ -141,11 +141,25 @@ const (
 	PartItem
 )
 
-// Part is one content part.
+// Part is one content part. It is small (Type, Text and three words) because a request
+// holds many and most are text: the data of the rarer kinds sits behind Media.
 type Part struct {
 	Type PartType
 	// Text of a PartText or PartRefusal.
 	Text string
+	// Media is the data of a PartImage, PartFile or PartAudio, never nil for those (the
+	// parsers set it); nil for the other types.
+	Media *Media
+	// Item is a PartItem's upstream item; nil for every other type.
+	Item *Item
+	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
+	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
+	CacheControl string
+}
+
+// Media is the data of an image, file or audio part; only the fields of the part's Type
+// are set.
+type Media struct {
 	// URL of a PartImage: an https URL or a data: URL.
 	URL string
 	// Detail of a PartImage: auto|low|high or "".
@@ -154,11 +168,6 @@ type Part struct {
 	FileData, FileID, Filename string
 	// AudioData (base64) and AudioFormat (wav, mp3...) of a PartAudio.
 	AudioData, AudioFormat string
-	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
-	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
-	CacheControl string
-	// Item is a PartItem's upstream item; nil for every other type.
-	Item *Item
 }
 
 // Item is a conversation item the core keeps opaque: a built-in (server-side) tool call

@@ -341,17 +341,17 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) [
 		switch p.sc.Get(src, "type").Str {
 		case "base64":
 			return append(parts, translate.Part{Type: translate.PartImage,
-				URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
+				Media: &translate.Media{URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "url":
-			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })})
+			return append(parts, translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })}})
 		}
 		p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
 	case "document":
 		src := p.sc.Get(b, "source")
 		switch p.sc.Get(src, "type").Str {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartFile, Filename: p.sc.Get(b, "title").Str,
-				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
+			return append(parts, translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: p.sc.Get(b, "title").Str,
+				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "text":
 			return append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
 		case "content":

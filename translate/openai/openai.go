@@ -134,16 +134,16 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 			dst = jsonx.AppendString(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
-			dst = jsonx.AppendString(dst, p.URL)
-			if p.Detail != "" {
+			dst = jsonx.AppendString(dst, p.Media.URL)
+			if p.Media.Detail != "" {
 				dst = append(dst, `,"detail":`...)
-				dst = jsonx.AppendString(dst, p.Detail)
+				dst = jsonx.AppendString(dst, p.Media.Detail)
 			}
 			dst = append(dst, '}')
 		case translate.PartFile:
 			dst = append(dst, `{"type":"file","file":{`...)
 			sep := ""
-			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
+			for _, kv := range [...][2]string{{"file_data", p.Media.FileData}, {"file_id", p.Media.FileID}, {"filename", p.Media.Filename}} {
 				if kv[1] != "" {
 					dst = append(dst, sep...)
 					dst = jsonx.AppendKey(dst, kv[0])
@@ -154,9 +154,9 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 			dst = append(dst, '}')
 		case translate.PartAudio:
 			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
-			dst = jsonx.AppendString(dst, p.AudioData)
+			dst = jsonx.AppendString(dst, p.Media.AudioData)
 			dst = append(dst, `,"format":`...)
-			dst = jsonx.AppendString(dst, p.AudioFormat)
+			dst = jsonx.AppendString(dst, p.Media.AudioFormat)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, '}')

@@ -233,15 +233,15 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 		if url.Kind != jsonx.String || url.Str == "" {
 			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 		}
-		part = translate.Part{Type: translate.PartImage, URL: url.Str, Detail: detail.Str}
+		part = translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: url.Str, Detail: detail.Str}}
 	case "file":
-		part = translate.Part{Type: translate.PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
-		if part.FileData == "" && part.FileID == "" {
+		part = translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}}
+		if part.Media.FileData == "" && part.Media.FileID == "" {
 			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 		}
 	case "input_audio":
-		part = translate.Part{Type: translate.PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
-		if part.AudioData == "" {
+		part = translate.Part{Type: translate.PartAudio, Media: &translate.Media{AudioData: audio.Str, AudioFormat: format.Str}}
+		if part.Media.AudioData == "" {
 			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 		}
 	case "refusal":

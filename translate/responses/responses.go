@@ -386,8 +386,8 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 			dst = jsonx.AppendString(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"input_image","image_url":`...)
-			dst = jsonx.AppendString(dst, p.URL)
-			detail := p.Detail
+			dst = jsonx.AppendString(dst, p.Media.URL)
+			detail := p.Media.Detail
 			if detail == "" {
 				detail = "auto"
 			}
@@ -395,21 +395,21 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 			dst = jsonx.AppendString(dst, detail)
 		case translate.PartFile:
 			dst = append(dst, `{"type":"input_file"`...)
-			if p.FileID != "" {
+			if p.Media.FileID != "" {
 				dst = append(dst, `,"file_id":`...)
-				dst = jsonx.AppendString(dst, p.FileID)
+				dst = jsonx.AppendString(dst, p.Media.FileID)
 			}
-			if p.FileData != "" {
+			if p.Media.FileData != "" {
 				dst = append(dst, `,"file_data":`...)
-				if strings.HasPrefix(p.FileData, "data:") {
-					dst = jsonx.AppendString(dst, p.FileData)
+				if strings.HasPrefix(p.Media.FileData, "data:") {
+					dst = jsonx.AppendString(dst, p.Media.FileData)
 				} else { // bare base64, as some chat clients send: PDF is what chat accepts
-					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.FileData)
+					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.Media.FileData)
 				}
 			}
-			if p.Filename != "" {
+			if p.Media.Filename != "" {
 				dst = append(dst, `,"filename":`...)
-				dst = jsonx.AppendString(dst, p.Filename)
+				dst = jsonx.AppendString(dst, p.Media.Filename)
 			}
 		}
 		dst = append(dst, '}')

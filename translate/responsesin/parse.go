@@ -764,15 +764,15 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 				p.untranslatableErr(param(), "an input_image without image_url (a file_id) is served only by a responses backend")
 				return true
 			}
-			out = append(out, translate.Part{Type: translate.PartImage, URL: u.Str, Detail: f[partDetail].Str})
+			out = append(out, translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: u.Str, Detail: f[partDetail].Str}})
 		case typ == "input_file" && !assistant:
 			if f[partFileURL].Exists() {
 				p.untranslatableErr(param()+".file_url", "an input_file given by file_url is served only by a responses backend")
 				return true
 			}
-			part := translate.Part{Type: translate.PartFile, FileData: f[partFileData].Str, FileID: f[partFileID].Str,
-				Filename: f[partFilename].Str}
-			if part.FileData == "" && part.FileID == "" {
+			part := translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: f[partFileData].Str, FileID: f[partFileID].Str,
+				Filename: f[partFilename].Str}}
+			if part.Media.FileData == "" && part.Media.FileID == "" {
 				err = translate.Errorf(param(), "an input_file needs file_data or file_id")
 				return false
 			}

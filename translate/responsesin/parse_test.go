@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 				{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"}]}
 			]}`,
 			want: translate.Request{Model: "m", Messages: []translate.Message{
-				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "weather?"}, {Type: translate.PartImage, URL: "https://x/y.png", Detail: "low"}}},
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "weather?"}, {Type: translate.PartImage, Media: &translate.Media{URL: "https://x/y.png", Detail: "low"}}}},
 				{Role: "assistant", Reasoning: "think", Content: []translate.Part{{Type: translate.PartText, Text: "Let me check."}},
 					ToolCalls: []translate.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, {ID: "call_2", Name: "get_time", Arguments: "{}"}}},
 				{Role: "tool", ToolCallID: "call_1", Content: []translate.Part{{Type: translate.PartText, Text: "sunny"}}},
