@@ -5,7 +5,7 @@
 // message_stop, ping, error). It also renders errors in Anthropic's shape.
 //
 // Like the rest of translate it is pure: bytes or structs in, bytes or structs out. It
-// imports only the core translate package, internal/jsonx and translate/internal/members.
+// imports only the core translate package, internal/jsonx, translate/internal/members and translate/internal/slab.
 //
 // What has no counterpart in the core is dropped, never an error, so that the requests
 // Claude Code sends are served on every backend: cache_control hints, context_management,

@@ -7,6 +7,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // TopLevelFields are the top-level members of a Messages request that the parser reads or
@@ -36,7 +37,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	req := &translate.Request{IncludeUsage: true}
 	s := string(body)
 	p := parser{req: req, sc: jsonx.NewScanner(s)}
-	root, ok := p.sc.Root()
+	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, translate.Errorf("", "the request body is not valid JSON")
 	}
@@ -63,7 +64,8 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 			hasMaxTokens = true
 			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
 		case "system":
-			system = p.text(v, func() string { return "system" })
+			p.text(v, func() string { return "system" }, &p.parts)
+			system = p.parts.Run()
 		case "stream":
 			req.Stream = p.bool(v, "stream")
 		case "temperature":
@@ -117,9 +119,13 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 		return nil, translate.Errorf("messages", "must hold at least one message")
 	}
 	if len(system) > 0 {
-		req.Messages = append([]translate.Message{{Role: translate.RoleSystem, Content: system}}, req.Messages...)
+		// messages left room for it at the front
+		req.Messages = append(req.Messages, translate.Message{})
+		copy(req.Messages[1:], req.Messages)
+		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: system}
 	}
-	req.Body, req.Edited = string(appendChatBody(nil, req)), true
+	// The body is written once and never changed: a view of it is its string.
+	req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
 	return req, nil
 }
 
@@ -148,8 +154,13 @@ func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
 
 // parser holds the first error; every method is a no-op once it is set.
 type parser struct {
-	req          *translate.Request
-	sc           jsonx.Scanner
+	req *translate.Request
+	sc  jsonx.Scanner
+	// parts and calls hold the content parts and tool calls of the messages, a few
+	// allocations for the whole request; inner holds the content of tool_result blocks,
+	// which are read while a user message's parts are being collected in parts.
+	parts, inner slab.Slab[translate.Part]
+	calls        slab.Slab[translate.ToolCall]
 	err          *translate.ParamError
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
@@ -222,16 +233,16 @@ func (p *parser) stops(v jsonx.Value) {
 	})
 }
 
-// text reads a string or an array of text blocks (system, a tool_result's content).
-func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
+// text reads a string or an array of text blocks (system, a document's content) into
+// the current run of s.
+func (p *parser) text(v jsonx.Value, param func() string, s *slab.Slab[translate.Part]) {
 	switch {
 	case v.Kind == jsonx.String:
-		if v.Str == "" {
-			return nil
+		if v.Str != "" {
+			s.Push(translate.Part{Type: translate.PartText, Text: v.Str})
 		}
-		return []translate.Part{{Type: translate.PartText, Text: v.Str}}
+		return
 	case v.Kind == jsonx.Array:
-		var parts []translate.Part
 		i := 0
 		p.sc.Each(v, func(_ string, b jsonx.Value) bool {
 			k := i
@@ -245,15 +256,14 @@ func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
 				p.fail(at()+".type", "must be \"text\", got %q", clip(t))
 				return false
 			}
-			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+			s.Push(translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 			return p.err == nil
 		})
-		return parts
+		return
 	case v.Kind == jsonx.Null:
-		return nil
+		return
 	}
 	p.fail(param(), "must be a string or an array of text blocks")
-	return nil
 }
 
 func (p *parser) messages(v jsonx.Value) {
@@ -261,6 +271,10 @@ func (p *parser) messages(v jsonx.Value) {
 		p.fail("messages", "must be an array")
 		return
 	}
+	// Most messages are one core message each; the system prompt goes in front.
+	n := 1
+	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
+	p.req.Messages = make([]translate.Message, 0, n)
 	i := 0
 	p.sc.Each(v, func(_ string, m jsonx.Value) bool {
 		k := i
@@ -284,8 +298,8 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 	}
 	switch role.Str {
 	case "system": // Claude Code sends these mid-conversation
-		parts := p.text(content, func() string { return at() + ".content" })
-		if len(parts) > 0 {
+		p.text(content, func() string { return at() + ".content" }, &p.parts)
+		if parts := p.parts.Run(); len(parts) > 0 {
 			p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleSystem, Content: parts})
 		}
 	case "user":
@@ -301,15 +315,14 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 // ahead of a user message with the other blocks.
 func (p *parser) user(content jsonx.Value, at func() string) {
 	if content.Kind == jsonx.String {
-		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser,
-			Content: []translate.Part{{Type: translate.PartText, Text: content.Str}}})
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
 		return
 	}
 	if content.Kind != jsonx.Array {
 		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
-	var parts []translate.Part
 	i := 0
 	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
 		k := i
@@ -319,50 +332,53 @@ func (p *parser) user(content jsonx.Value, at func() string) {
 			p.fail(bat(), "must be a content block object")
 			return false
 		}
-		if p.sc.Get(b, "type").Str == "tool_result" {
+		if t := p.sc.Get(b, "type").Str; t == "tool_result" {
 			p.toolResult(b, bat)
-			return p.err == nil
+		} else {
+			p.part(&p.parts, b, t, bat)
 		}
-		parts = p.part(parts, b, bat)
 		return p.err == nil
 	})
-	if len(parts) > 0 {
+	if parts := p.parts.Run(); len(parts) > 0 {
 		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser, Content: parts})
 	}
 }
 
-// part appends the core part of a user content block; blocks without one are dropped.
-func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) []translate.Part {
-	switch t := p.sc.Get(b, "type").Str; t {
+// part pushes the core part of a user content block of type t to s; blocks without one
+// are dropped.
+func (p *parser) part(s *slab.Slab[translate.Part], b jsonx.Value, t string, at func() string) {
+	switch t {
 	case "text":
-		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+		s.Push(translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
 	case "image":
 		src := p.sc.Get(b, "source")
-		switch p.sc.Get(src, "type").Str {
+		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartImage,
+			s.Push(translate.Part{Type: translate.PartImage,
 				Media: &translate.Media{URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "url":
-			return append(parts, translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })}})
+			s.Push(translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })}})
+		default:
+			p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(st))
 		}
-		p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
 	case "document":
 		src := p.sc.Get(b, "source")
-		switch p.sc.Get(src, "type").Str {
+		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: p.sc.Get(b, "title").Str,
+			s.Push(translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: p.sc.Get(b, "title").Str,
 				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "text":
-			return append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
+			s.Push(translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
 		case "content":
-			return append(parts, p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" })...)
+			p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" }, s)
+		default:
+			p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(st))
 		}
-		p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(p.sc.Get(src, "type").Str))
 	case "search_result":
 		// An object stands for an array holding it, as it always has here.
 		one := func(_ string, c jsonx.Value) bool {
 			if p.sc.Get(c, "type").Str == "text" {
-				parts = append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(c, "text").Str})
+				s.Push(translate.Part{Type: translate.PartText, Text: p.sc.Get(c, "text").Str})
 			}
 			return true
 		}
@@ -371,11 +387,10 @@ func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) [
 		} else {
 			p.sc.Each(c, one)
 		}
-		return parts
 	case "":
 		p.fail(at()+".type", "is required")
 	}
-	return parts // thinking, tool_use and server-tool blocks have no user-side counterpart
+	// thinking, tool_use and server-tool blocks have no user-side counterpart
 }
 
 func (p *parser) toolResult(b jsonx.Value, at func() string) {
@@ -386,28 +401,30 @@ func (p *parser) toolResult(b jsonx.Value, at func() string) {
 	c := f[2]
 	switch {
 	case c.Kind == jsonx.String:
-		m.Content = []translate.Part{{Type: translate.PartText, Text: c.Str}}
+		p.inner.Push(translate.Part{Type: translate.PartText, Text: c.Str})
 	case c.Kind == jsonx.Array:
 		i := 0
 		p.sc.Each(c, func(_ string, cb jsonx.Value) bool {
 			k := i
-			m.Content = p.part(m.Content, cb, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
+			p.part(&p.inner, cb, p.sc.Get(cb, "type").Str, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
 			i++
 			return p.err == nil
 		})
 	case c.Exists() && c.Kind != jsonx.Null:
 		p.fail(at()+".content", "must be a string or an array of content blocks")
 	}
-	if len(m.Content) == 0 {
-		m.Content = []translate.Part{{Type: translate.PartText, Text: ""}}
+	if p.inner.Len() == 0 {
+		p.inner.Push(translate.Part{Type: translate.PartText, Text: ""})
 	}
+	m.Content = p.inner.Run()
 	p.req.Messages = append(p.req.Messages, m)
 }
 
 func (p *parser) assistant(content jsonx.Value, at func() string) {
 	m := translate.Message{Role: translate.RoleAssistant}
 	if content.Kind == jsonx.String {
-		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		m.Content = p.parts.Run()
 		p.req.Messages = append(p.req.Messages, m)
 		return
 	}
@@ -425,14 +442,14 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data"}, f[:])
 		switch f[0].Str {
 		case "text":
-			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
 		case "tool_use":
 			input := f[2]
 			args := "{}"
 			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
+			p.calls.Push(translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
 				Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
 			t := f[5].Str
@@ -445,6 +462,7 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		}
 		return p.err == nil // server_tool_use and its results are the upstream's own business
 	})
+	m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
 	m.Reasoning = strings.Join(reasoning, "")
 	if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
 		p.req.Messages = append(p.req.Messages, m)

@@ -305,7 +305,7 @@ func (p *parser) toolCalls(i int, msg *translate.Message) bool {
 	if sc.Failed() {
 		return false
 	}
-	if calls := p.calls.run(); msg.ToolCalls == nil {
+	if calls := p.calls.Run(); msg.ToolCalls == nil {
 		msg.ToolCalls = calls
 	} else {
 		msg.ToolCalls = append(msg.ToolCalls, calls...)
@@ -380,6 +380,6 @@ func (p *parser) toolCall(i, j int) bool {
 	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
-	p.calls.push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
+	p.calls.Push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true
 }

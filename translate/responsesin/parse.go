@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // Request is a parsed POST /v1/responses request.
@@ -128,7 +129,7 @@ func Parse(body []byte) (*Request, error) {
 	s := string(body)
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
 	p := parser{r: r, sc: jsonx.NewScanner(s)}
-	root, ok := p.sc.Root()
+	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
 	}
@@ -156,7 +157,7 @@ func Parse(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r.Core.IncludeUsage = r.Core.Stream
-	r.echo = p.appendEcho(nil)
+	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build()
 	return r, nil
 }
@@ -208,7 +209,7 @@ func (p *parser) checkToolChoice() error {
 // items of the response named by previous_response_id) before this request's input.
 func (r *Request) Prepend(items string) error {
 	p := parser{r: r, sc: jsonx.NewScanner(items)}
-	arr, _ := p.sc.Root() // not an array when not JSON: items reports it
+	arr, _ := p.sc.IndexRoot() // not an array when not JSON: items reports it
 	msgs, err := p.items(arr, func() string { return "previous_response_id" })
 	if err != nil {
 		return err
@@ -236,20 +237,25 @@ func (r *Request) Translatable() error {
 // build sets Core.Messages and Core.Body from the parts read.
 func (r *Request) build() {
 	c := r.Core
-	c.Messages = c.Messages[:0]
+	c.Messages = make([]translate.Message, 0, 1+len(r.history)+len(r.current))
 	if r.instructions != "" {
 		c.Messages = append(c.Messages, translate.Message{Role: translate.RoleSystem,
 			Content: []translate.Part{{Type: translate.PartText, Text: r.instructions}}})
 	}
 	c.Messages = append(c.Messages, r.history...)
 	c.Messages = append(c.Messages, r.current...)
-	c.Body, c.Edited = string(appendChatBody(nil, c)), true
+	// The body is written once and never changed: a view of it is its string.
+	c.Body, c.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), c)), true
 }
 
 // parser reads the fields of one request.
 type parser struct {
-	r        *Request
-	sc       jsonx.Scanner
+	r  *Request
+	sc jsonx.Scanner
+	// partSlab and calls hold the messages' content parts and tool calls, a few allocations
+	// for the whole request.
+	partSlab slab.Slab[translate.Part]
+	calls    slab.Slab[translate.ToolCall]
 	hasInput bool
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
@@ -457,6 +463,9 @@ func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]
 // toolList reads tools: function tools into Core.Tools; a built-in tool is served by a
 // responses backend only.
 func (p *parser) toolList(v jsonx.Value) error {
+	n := 0
+	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
+	p.r.Core.Tools = make([]translate.Tool, 0, n)
 	var err error
 	i := 0
 	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
@@ -577,11 +586,20 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 	if arr.Kind != jsonx.Array {
 		return nil, translate.Errorf(base(), "must be an array of items")
 	}
-	var msgs []translate.Message
+	n := 0
+	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
+	msgs := make([]translate.Message, 0, n)
 	var reasoning strings.Builder
 	var err error
-	// open is the index in msgs of the assistant message function calls join, or -1.
+	// open is the index in msgs of the assistant message function calls join, or -1; its
+	// calls are the current run of p.calls until endTurn.
 	open := -1
+	endTurn := func() {
+		if calls := p.calls.Run(); open >= 0 && calls != nil {
+			msgs[open].ToolCalls = calls
+		}
+		open = -1
+	}
 	assistant := func() *translate.Message {
 		if open < 0 {
 			msgs = append(msgs, translate.Message{Role: translate.RoleAssistant})
@@ -617,13 +635,12 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			if m, err = p.message(&f, param); err != nil {
 				return false
 			}
+			endTurn()
 			if m.Role == translate.RoleAssistant {
-				open = -1
 				a := assistant()
 				a.Content, a.Refusal = m.Content, m.Refusal
 			} else {
 				msgs = append(msgs, m)
-				open = -1
 			}
 		case "function_call":
 			call := translate.ToolCall{}
@@ -639,8 +656,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				}
 				*g.dst = v.Str
 			}
-			a := assistant()
-			a.ToolCalls = append(a.ToolCalls, call)
+			assistant()
+			p.calls.Push(call)
 		case "function_call_output":
 			id := f[itemCallID]
 			if id.Kind != jsonx.String || id.Str == "" {
@@ -650,7 +667,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
 			switch out := f[itemOutput]; out.Kind {
 			case jsonx.String:
-				m.Content = []translate.Part{{Type: translate.PartText, Text: out.Str}}
+				p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
+				m.Content = p.partSlab.Run()
 			case jsonx.Array:
 				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
 					return false
@@ -659,8 +677,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
 				return false
 			}
+			endTurn() // a tool result ends the assistant's turn
 			msgs = append(msgs, m)
-			open = -1 // a tool result ends the assistant's turn
 		case "reasoning":
 			s := f[itemSummary]
 			if s.Exists() && s.Kind != jsonx.Array {
@@ -687,7 +705,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			if err != nil {
 				return false
 			}
-			open = -1 // the reasoning belongs to the assistant turn that follows
+			endTurn() // the reasoning belongs to the assistant turn that follows
 		case "":
 			err = translate.Errorf(param()+".type", "is required")
 			return false
@@ -696,6 +714,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 		}
 		return true
 	})
+	endTurn()
 	return msgs, err
 }
 
@@ -710,7 +729,8 @@ func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.
 	}
 	switch content := f[itemContent]; content.Kind {
 	case jsonx.String:
-		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
+		p.partSlab.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		m.Content = p.partSlab.Run()
 	case jsonx.Array:
 		parts, err := p.parts(content, func() string { return param() + ".content" }, m.Role)
 		if err != nil {
@@ -735,7 +755,6 @@ func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.
 
 // parts reads content parts; role says which part types are allowed.
 func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]translate.Part, error) {
-	var out []translate.Part
 	var err error
 	i := 0
 	p.sc.Each(arr, func(_ string, v jsonx.Value) bool {
@@ -755,16 +774,16 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 				err = translate.Errorf(param()+".text", "must be a string")
 				return false
 			}
-			out = append(out, translate.Part{Type: translate.PartText, Text: t.Str})
+			p.partSlab.Push(translate.Part{Type: translate.PartText, Text: t.Str})
 		case typ == "refusal" && assistant:
-			out = append(out, translate.Part{Type: translate.PartRefusal, Text: f[partRefusal].Str})
+			p.partSlab.Push(translate.Part{Type: translate.PartRefusal, Text: f[partRefusal].Str})
 		case typ == "input_image" && !assistant:
 			u := f[partImageURL]
 			if u.Kind != jsonx.String || u.Str == "" {
 				p.untranslatableErr(param(), "an input_image without image_url (a file_id) is served only by a responses backend")
 				return true
 			}
-			out = append(out, translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: u.Str, Detail: f[partDetail].Str}})
+			p.partSlab.Push(translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: u.Str, Detail: f[partDetail].Str}})
 		case typ == "input_file" && !assistant:
 			if f[partFileURL].Exists() {
 				p.untranslatableErr(param()+".file_url", "an input_file given by file_url is served only by a responses backend")
@@ -776,7 +795,7 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 				err = translate.Errorf(param(), "an input_file needs file_data or file_id")
 				return false
 			}
-			out = append(out, part)
+			p.partSlab.Push(part)
 		case typ == "":
 			err = translate.Errorf(param()+".type", "is required")
 			return false
@@ -786,7 +805,11 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 		}
 		return true
 	})
-	return out, err
+	out := p.partSlab.Run()
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func clip(s string) string {
@@ -798,6 +821,12 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n] + "..."
+}
+
+// echoSize is about the length of what appendEcho writes, so that it allocates once.
+func (p *parser) echoSize() int {
+	return 400 + 2*len(p.r.instructions) + len(p.metadata) + len(p.reasoning) + len(p.text) +
+		len(p.toolChoice) + 2*len(p.tools) + len(p.user) + len(p.safetyID)
 }
 
 // appendEcho appends the request settings the Response object repeats, as the members of
