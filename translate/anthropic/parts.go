@@ -11,7 +11,7 @@ import (
 func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.Options) error {
 	switch p.Type {
 	case translate.PartText:
-		w.text(translate.RoleUser, p.Text)
+		w.text(translate.RoleUser, p.Text, p.CacheControl)
 	case translate.PartImage:
 		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
 		if mt, data, ok := translate.ParseDataURL(p.Media.URL); ok {
@@ -28,15 +28,17 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 			w.dst = append(w.dst, mt...)
 			w.dst = append(w.dst, `","data":`...)
 			w.dst = jsonx.AppendString(w.dst, data)
-			w.dst = append(w.dst, `}}`...)
+			w.dst = append(w.dst, '}')
 		} else if strings.HasPrefix(p.Media.URL, "https://") || strings.HasPrefix(p.Media.URL, "http://") {
 			w.block(translate.RoleUser)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
 			w.dst = jsonx.AppendString(w.dst, p.Media.URL)
-			w.dst = append(w.dst, `}}`...)
+			w.dst = append(w.dst, '}')
 		} else {
 			return translate.Errorf(param, "must be an https URL or a base64 data URL")
 		}
+		w.cacheControl(p.CacheControl)
+		w.dst = append(w.dst, '}')
 		w.end()
 	case translate.PartFile:
 		base := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
@@ -63,6 +65,7 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 			w.dst = append(w.dst, `,"title":`...)
 			w.dst = jsonx.AppendString(w.dst, p.Media.Filename)
 		}
+		w.cacheControl(p.CacheControl)
 		w.dst = append(w.dst, '}')
 		w.end()
 	case translate.PartAudio:

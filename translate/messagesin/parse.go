@@ -252,11 +252,14 @@ func (p *parser) text(v jsonx.Value, param func() string, s *slab.Slab[translate
 				p.fail(at(), "must be a content block object")
 				return false
 			}
-			if t := p.sc.Get(b, "type").Str; t != "text" {
+			var f [cbN]jsonx.Value
+			p.block(b, &f)
+			if t := f[cbType].Str; t != "text" {
 				p.fail(at()+".type", "must be \"text\", got %q", clip(t))
 				return false
 			}
-			s.Push(translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+			s.Push(translate.Part{Type: translate.PartText, Text: p.str(f[cbText], func() string { return at() + ".text" }),
+				CacheControl: p.cacheControl(f[cbCache], at)})
 			return p.err == nil
 		})
 		return
@@ -264,6 +267,36 @@ func (p *parser) text(v jsonx.Value, param func() string, s *slab.Slab[translate
 		return
 	}
 	p.fail(param(), "must be a string or an array of text blocks")
+}
+
+// Members of a content block, read in one pass (block), at these positions.
+const (
+	cbType = iota
+	cbText
+	cbSource
+	cbTitle
+	cbContent
+	cbCache
+	cbToolUseID
+	cbIsError
+	cbN
+)
+
+// block reads the members of the content block b that the parser interprets.
+func (p *parser) block(b jsonx.Value, f *[cbN]jsonx.Value) {
+	p.sc.Members(b, []string{"type", "text", "source", "title", "content", "cache_control", "tool_use_id", "is_error"}, f[:])
+}
+
+// cacheControl returns a block's cache_control as raw JSON, "" when absent or null.
+func (p *parser) cacheControl(v jsonx.Value, at func() string) string {
+	switch v.Kind {
+	case jsonx.Object:
+		return v.Raw
+	case jsonx.Missing, jsonx.Null:
+		return ""
+	}
+	p.fail(at()+".cache_control", "must be an object")
+	return ""
 }
 
 func (p *parser) messages(v jsonx.Value) {
@@ -332,10 +365,12 @@ func (p *parser) user(content jsonx.Value, at func() string) {
 			p.fail(bat(), "must be a content block object")
 			return false
 		}
-		if t := p.sc.Get(b, "type").Str; t == "tool_result" {
-			p.toolResult(b, bat)
+		var f [cbN]jsonx.Value
+		p.block(b, &f)
+		if f[cbType].Str == "tool_result" {
+			p.toolResult(&f, bat)
 		} else {
-			p.part(&p.parts, b, t, bat)
+			p.part(&p.parts, &f, bat)
 		}
 		return p.err == nil
 	})
@@ -344,14 +379,15 @@ func (p *parser) user(content jsonx.Value, at func() string) {
 	}
 }
 
-// part pushes the core part of a user content block of type t to s; blocks without one
-// are dropped.
-func (p *parser) part(s *slab.Slab[translate.Part], b jsonx.Value, t string, at func() string) {
-	switch t {
+// part pushes the core parts of a user content block, whose members are f, to s; blocks
+// without one are dropped. The block's cache_control goes on the last part it pushed.
+func (p *parser) part(s *slab.Slab[translate.Part], f *[cbN]jsonx.Value, at func() string) {
+	n := s.Len()
+	switch f[cbType].Str {
 	case "text":
-		s.Push(translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+		s.Push(translate.Part{Type: translate.PartText, Text: p.str(f[cbText], func() string { return at() + ".text" })})
 	case "image":
-		src := p.sc.Get(b, "source")
+		src := f[cbSource]
 		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
 			s.Push(translate.Part{Type: translate.PartImage,
@@ -362,10 +398,10 @@ func (p *parser) part(s *slab.Slab[translate.Part], b jsonx.Value, t string, at 
 			p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(st))
 		}
 	case "document":
-		src := p.sc.Get(b, "source")
+		src := f[cbSource]
 		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
-			s.Push(translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: p.sc.Get(b, "title").Str,
+			s.Push(translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: f[cbTitle].Str,
 				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "text":
 			s.Push(translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
@@ -382,7 +418,7 @@ func (p *parser) part(s *slab.Slab[translate.Part], b jsonx.Value, t string, at 
 			}
 			return true
 		}
-		if c := p.sc.Get(b, "content"); c.Kind == jsonx.Object {
+		if c := f[cbContent]; c.Kind == jsonx.Object {
 			one("", c)
 		} else {
 			p.sc.Each(c, one)
@@ -391,14 +427,17 @@ func (p *parser) part(s *slab.Slab[translate.Part], b jsonx.Value, t string, at 
 		p.fail(at()+".type", "is required")
 	}
 	// thinking, tool_use and server-tool blocks have no user-side counterpart
+	if cc := p.cacheControl(f[cbCache], at); cc != "" && s.Len() > n {
+		s.Last().CacheControl = cc
+	}
 }
 
-func (p *parser) toolResult(b jsonx.Value, at func() string) {
-	var f [3]jsonx.Value // one pass over the block
-	p.sc.Members(b, []string{"tool_use_id", "is_error", "content"}, f[:])
-	id := p.str(f[0], func() string { return at() + ".tool_use_id" })
-	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[1].Kind == jsonx.True}
-	c := f[2]
+// toolResult reads a tool_result block, whose members are f, as a core tool message. Its
+// cache_control goes on the message's last part.
+func (p *parser) toolResult(f *[cbN]jsonx.Value, at func() string) {
+	id := p.str(f[cbToolUseID], func() string { return at() + ".tool_use_id" })
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[cbIsError].Kind == jsonx.True}
+	c := f[cbContent]
 	switch {
 	case c.Kind == jsonx.String:
 		p.inner.Push(translate.Part{Type: translate.PartText, Text: c.Str})
@@ -406,7 +445,9 @@ func (p *parser) toolResult(b jsonx.Value, at func() string) {
 		i := 0
 		p.sc.Each(c, func(_ string, cb jsonx.Value) bool {
 			k := i
-			p.part(&p.inner, cb, p.sc.Get(cb, "type").Str, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
+			var cf [cbN]jsonx.Value
+			p.block(cb, &cf)
+			p.part(&p.inner, &cf, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
 			i++
 			return p.err == nil
 		})
@@ -415,6 +456,9 @@ func (p *parser) toolResult(b jsonx.Value, at func() string) {
 	}
 	if p.inner.Len() == 0 {
 		p.inner.Push(translate.Part{Type: translate.PartText, Text: ""})
+	}
+	if cc := p.cacheControl(f[cbCache], at); cc != "" {
+		p.inner.Last().CacheControl = cc
 	}
 	m.Content = p.inner.Run()
 	p.req.Messages = append(p.req.Messages, m)
@@ -438,11 +482,12 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		k := i
 		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
-		var f [8]jsonx.Value // one pass over the block
-		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data"}, f[:])
+		var f [9]jsonx.Value // one pass over the block
+		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data", "cache_control"}, f[:])
 		switch f[0].Str {
 		case "text":
-			p.parts.Push(translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" }),
+				CacheControl: p.cacheControl(f[8], bat)})
 		case "tool_use":
 			input := f[2]
 			args := "{}"
@@ -489,7 +534,8 @@ func (p *parser) tools(v jsonx.Value) {
 		if typ := p.sc.Get(t, "type"); typ.Exists() && typ.Str != "custom" {
 			return true // an Anthropic-defined tool (web_search_*, bash_*, tool_search_*...)
 		}
-		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str}
+		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str,
+			CacheControl: p.cacheControl(p.sc.Get(t, "cache_control"), at)}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
 		} else if s.Exists() && s.Kind != jsonx.Null {

@@ -36,3 +36,11 @@ func (s *Slab[T]) Run() []T {
 
 // Len returns the length of the current run.
 func (s *Slab[T]) Len() int { return len(s.buf) - s.start }
+
+// Last returns the last value of the current run, nil if the run is empty.
+func (s *Slab[T]) Last() *T {
+	if s.Len() == 0 {
+		return nil
+	}
+	return &s.buf[len(s.buf)-1]
+}
