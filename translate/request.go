@@ -173,15 +173,24 @@ type Media struct {
 // Item is a conversation item the core keeps opaque: a built-in (server-side) tool call
 // or result the upstream ran itself, such as Anthropic's server_tool_use and
 // web_search_tool_result blocks or a Responses web_search_call. An upstream of Dialect
-// gets Raw back as it is; the others drop the item.
+// gets Raw back as it is, and a client dialect of the same wire (an Anthropic Messages
+// client for DialectAnthropic, a Responses client for DialectResponses) shows it as it
+// is; the others drop the item.
 type Item struct {
-	// Dialect is the upstream dialect the item came from: anthropic, gemini, responses.
+	// Dialect is the upstream dialect the item came from: DialectAnthropic or
+	// DialectResponses.
 	Dialect string
 	// Type is the item's type as that dialect names it (web_search_tool_result...).
 	Type string
 	// Raw is the item's JSON as that dialect spells it.
 	Raw string
 }
+
+// Item dialects: the wire an Item's Raw is spelled in.
+const (
+	DialectAnthropic = "anthropic" // a Messages API content block
+	DialectResponses = "responses" // a Responses API output item
+)
 
 // ToolCall is an assistant tool call.
 type ToolCall struct {
