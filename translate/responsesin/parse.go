@@ -706,6 +706,10 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				return false
 			}
 			endTurn() // the reasoning belongs to the assistant turn that follows
+		case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
+			// A built-in tool's call the upstream ran itself (an output item of an
+			// earlier response, as the Encoder passes them on): the answer after it
+			// says what it found, so a translating backend does without it.
 		case "":
 			err = translate.Errorf(param()+".type", "is required")
 			return false

@@ -226,6 +226,32 @@ func TestPrepend(t *testing.T) {
 	}
 }
 
+// TestPrepend_BuiltinItems: a stored response whose output holds the built-in tool items a
+// responses upstream ran (as the Encoder passes them on) continues on the translated path:
+// the items are left out, the rest of the turn is kept.
+func TestPrepend_BuiltinItems(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","input":"and now?","previous_response_id":"resp_1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Prepend(`[{"type":"message","role":"user","content":"news?"},` +
+		`{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"news"}},` +
+		`{"id":"ci_1","type":"code_interpreter_call","status":"completed","code":"1+1","container_id":"c","outputs":null},` +
+		`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"quiet day"}]}]`); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Translatable(); err != nil {
+		t.Fatalf("Translatable: %v", err)
+	}
+	var got []string
+	for _, m := range r.Core.Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	if diff := cmp.Diff([]string{"user:news?", "assistant:quiet day", "user:and now?"}, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
 // FuzzParse: the parser never panics, what it accepts has a core request whose chat
 // body is a valid chat completions request, and its forwarded body (AppendBody) parses to
 // the same request for another model.
