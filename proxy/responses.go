@@ -128,7 +128,7 @@ func (x *responsesRun) prepare() error {
 			return err
 		}
 	}
-	if err := req.Translatable(); err != nil {
+	if err := req.Translatable(x.responsesOnly()); err != nil {
 		return err
 	}
 	b := c.route.backend
@@ -146,8 +146,17 @@ func (x *responsesRun) prepare() error {
 // and all its fallbacks are responses backends, and any previous response is one such a
 // backend stored.
 func (x *responsesRun) passthrough() bool {
+	if len(x.c.defs) > 0 || (x.prev != nil && x.prev.Upstream == "") {
+		return false
+	}
+	return x.responsesOnly()
+}
+
+// responsesOnly reports whether the route and all its fallbacks are responses backends,
+// which serve the client's built-in tools on the translated path too.
+func (x *responsesRun) responsesOnly() bool {
 	c := x.c
-	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") {
+	if c.route.backend.typ != "responses" {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {

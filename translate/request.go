@@ -211,8 +211,21 @@ type Tool struct {
 	CacheControl string
 	// Builtin, when set, makes this a built-in (server-side) tool such as web_search,
 	// defined by Builtin.Raw in that dialect's terms; Name, Description and Parameters are
-	// then unused.
+	// then unused. An upstream of Builtin.Dialect gets Raw as it is; the others leave the
+	// tool out (Functions).
 	Builtin *Item
+}
+
+// Functions returns the number of function tools of the request, its tools less the
+// built-in ones.
+func (r *Request) Functions() int {
+	n := 0
+	for i := range r.Tools {
+		if r.Tools[i].Builtin == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Tool choice modes.

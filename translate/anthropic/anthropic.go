@@ -225,13 +225,23 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 		}
 	}
 
-	if len(req.Tools) > 0 {
+	if n := anthropicTools(req); n > 0 {
 		w.dst = append(w.dst, `,"tools":[`...)
+		k := 0
 		for i := range req.Tools {
-			if i > 0 {
+			t := &req.Tools[i]
+			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectAnthropic {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				w.dst = append(w.dst, ',')
 			}
-			w.dst = w.tool(&req.Tools[i])
+			k++
+			if t.Builtin != nil {
+				w.dst = append(w.dst, t.Builtin.Raw...) // web_search_20250305...: as the client defined it
+				continue
+			}
+			w.dst = w.tool(t)
 		}
 		if opts.PromptCache {
 			breakpoints[nbp] = len(w.dst) - 1
@@ -329,6 +339,18 @@ func anthropicInsert(dst []byte, pos int, s string) []byte {
 	copy(dst[pos+len(s):], dst[pos:n])
 	copy(dst[pos:], s)
 	return dst
+}
+
+// anthropicTools returns the number of tools the Messages API gets: the function tools and
+// its own built-in ones.
+func anthropicTools(req *translate.Request) int {
+	n := 0
+	for i := range req.Tools {
+		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectAnthropic {
+			n++
+		}
+	}
+	return n
 }
 
 func (w *anthropicWriter) tool(t *translate.Tool) []byte {

@@ -390,13 +390,18 @@ func (e *geminiEncoder) plainID(id string) string {
 
 func (e *geminiEncoder) tools() {
 	r := e.req
-	if len(r.Tools) > 0 {
+	if r.Functions() > 0 {
 		e.dst = append(e.dst, `,"tools":[{"functionDeclarations":[`...)
+		k := 0
 		for i := range r.Tools {
 			t := &r.Tools[i]
-			if i > 0 {
+			if t.Builtin != nil {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				e.dst = append(e.dst, ',')
 			}
+			k++
 			e.dst = append(e.dst, `{"name":`...)
 			e.dst = jsonx.AppendString(e.dst, t.Name)
 			if t.Description != "" {

@@ -532,7 +532,10 @@ func (p *parser) tools(v jsonx.Value) {
 			return false
 		}
 		if typ := p.sc.Get(t, "type"); typ.Exists() && typ.Str != "custom" {
-			return true // an Anthropic-defined tool (web_search_*, bash_*, tool_search_*...)
+			// An Anthropic-defined tool (web_search_*, bash_*, tool_search_*...): an
+			// anthropic upstream gets it as it is, the others leave it out.
+			p.req.Tools = append(p.req.Tools, translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectAnthropic, Type: typ.Str, Raw: t.Raw}})
+			return true
 		}
 		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str,
 			CacheControl: p.cacheControl(p.sc.Get(t, "cache_control"), at)}

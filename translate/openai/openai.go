@@ -56,7 +56,7 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	}
 	if req.Edited {
 		setRaw("messages", string(appendMessages(nil, req.Messages)))
-		if len(req.Tools) > 0 {
+		if req.Functions() > 0 {
 			setRaw("tools", string(appendTools(nil, req.Tools)))
 		}
 		switch req.ToolChoice.Mode {
@@ -167,10 +167,15 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 // appendTools appends tools as an OpenAI chat tools array.
 func appendTools(dst []byte, tools []translate.Tool) []byte {
 	dst = append(dst, '[')
-	for i, t := range tools {
-		if i > 0 {
+	k := 0
+	for _, t := range tools {
+		if t.Builtin != nil {
+			continue // another API's built-in tool
+		}
+		if k > 0 {
 			dst = append(dst, ',')
 		}
+		k++
 		dst = append(dst, `{"type":"function","function":{"name":`...)
 		dst = jsonx.AppendString(dst, t.Name)
 		if t.Description != "" {

@@ -85,12 +85,21 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	}
 	dst = append(dst, ']')
 
-	if len(req.Tools) > 0 {
+	if n := responsesTools(req); n > 0 {
 		dst = append(dst, `,"tools":[`...)
+		k := 0
 		for i := range req.Tools {
 			t := &req.Tools[i]
-			if i > 0 {
+			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectResponses {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				dst = append(dst, ',')
+			}
+			k++
+			if t.Builtin != nil {
+				dst = append(dst, t.Builtin.Raw...) // web_search, file_search...: as the client defined it
+				continue
 			}
 			dst = append(dst, `{"type":"function","name":`...)
 			dst = jsonx.AppendString(dst, t.Name)
@@ -415,4 +424,16 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// responsesTools returns the number of tools the Responses API gets: the function tools
+// and its own built-in ones.
+func responsesTools(req *translate.Request) int {
+	n := 0
+	for i := range req.Tools {
+		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectResponses {
+			n++
+		}
+	}
+	return n
 }

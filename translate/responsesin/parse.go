@@ -34,6 +34,11 @@ type Request struct {
 	// (a built-in tool, an input item type the core has no equivalent for), as the
 	// *translate.ParamError a translating backend answers; nil when there is none.
 	Untranslatable error
+	// BuiltinTool is the first built-in tool of tools (web_search, file_search...) as the
+	// *translate.ParamError a backend other than responses answers; nil when there is none.
+	// The tools are in Core.Tools (translate.Tool.Builtin), which a responses upstream gets
+	// and the others leave out.
+	BuiltinTool error
 
 	instructions string // "" when unset
 	history      []translate.Message
@@ -219,12 +224,16 @@ func (r *Request) Prepend(items string) error {
 	return nil
 }
 
-// Translatable returns nil when Core can be served by a translating backend: the request
-// uses nothing only a responses backend serves (Untranslatable), and the conversation
-// (earlier items included, see Prepend) has a message.
-func (r *Request) Translatable() error {
+// Translatable returns nil when Core can be served on the translated path: the request
+// uses nothing only a responses backend serves (Untranslatable; BuiltinTool unless every
+// backend that may serve it is one, responsesOnly), and the conversation (earlier items
+// included, see Prepend) has a message.
+func (r *Request) Translatable(responsesOnly bool) error {
 	if r.Untranslatable != nil {
 		return r.Untranslatable
+	}
+	if r.BuiltinTool != nil && !responsesOnly {
+		return r.BuiltinTool
 	}
 	for _, m := range r.Core.Messages {
 		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
@@ -487,8 +496,11 @@ func (p *parser) toolList(v jsonx.Value) error {
 			return false
 		}
 		if typ.Str != "function" {
-			p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
-				clip(typ.Str))
+			if p.r.BuiltinTool == nil {
+				p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+					clip(typ.Str))
+			}
+			p.r.Core.Tools = append(p.r.Core.Tools, translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: typ.Str, Raw: t.Raw}})
 			return true
 		}
 		name := f[toolName]
@@ -905,12 +917,12 @@ func (p *parser) appendTools(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		i++
-		if p.sc.Get(t, "type").Str != "function" {
+		tool := &p.r.Core.Tools[fn] // one core tool per element, in order
+		fn++
+		if tool.Builtin != nil {
 			dst = append(dst, t.Raw...)
 			return true
 		}
-		tool := &p.r.Core.Tools[fn]
-		fn++
 		dst = append(dst, `{"type":"function","name":`...)
 		dst = jsonx.AppendString(dst, tool.Name)
 		dst = append(dst, `,"description":`...)
@@ -939,7 +951,7 @@ func appendStringOrNull(dst []byte, s string) []byte {
 func appendChatBody(dst []byte, c *translate.Request) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = jsonx.AppendString(dst, c.Model)
-	if c.ParallelToolCalls != nil && len(c.Tools) > 0 {
+	if c.ParallelToolCalls != nil && c.Functions() > 0 {
 		dst = append(dst, `,"parallel_tool_calls":`...)
 		dst = jsonx.AppendBool(dst, *c.ParallelToolCalls)
 	}
