@@ -453,3 +453,52 @@ keys:
 		t.Errorf("upstream calls (-want +got)\n%s", diff)
 	}
 }
+
+// TestMessages_CacheControlReachesAnthropic: on the translated path (the route has a
+// fallback of another type, so the body is not forwarded as it came) an Anthropic SDK
+// client's prompt-cache breakpoints reach the anthropic upstream on the same blocks.
+func TestMessages_CacheControlReachesAnthropic(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":3,"cache_read_input_tokens":0,"output_tokens":1}}`)
+	}))
+	t.Cleanup(up.Close)
+	url := serveGateway(t, fmt.Sprintf(`backends:
+  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+  m-claude: {backend: claude, upstream_model: claude-x, fallbacks: [demo]}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, up.URL))
+	cached := anthropic.TextBlockParam{Text: "Long instructions.", CacheControl: anthropic.NewCacheControlEphemeralParam()}
+	p := anthropic.MessageNewParams{Model: "m-claude", MaxTokens: 100,
+		System: []anthropic.TextBlockParam{{Text: "Be terse."}, cached},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.ContentBlockParamUnion{OfText: &anthropic.TextBlockParam{
+			Text: "A long document.", CacheControl: anthropic.NewCacheControlEphemeralParam()}})}}
+	c := anthropicClient(url)
+	msg, err := c.Messages.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Content[0].Text != "ok" {
+		t.Fatalf("answer %s", msg.RawJSON())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("%d upstream calls", len(bodies))
+	}
+	got := []string{gjson.Get(bodies[0], "system.0.cache_control").Raw, gjson.Get(bodies[0], "system.1.cache_control").Raw,
+		gjson.Get(bodies[0], "messages.0.content.0.cache_control").Raw}
+	if diff := cmp.Diff([]string{"", `{"type":"ephemeral"}`, `{"type":"ephemeral"}`}, got); diff != "" {
+		t.Errorf("cache_control upstream (-want +got):\n%s\nbody: %s", diff, bodies[0])
+	}
+}

@@ -111,7 +111,7 @@ func lastUserText(req *translate.Request) string {
 // mentionedTool returns the first tool (in request order) whose name appears in text.
 func mentionedTool(req *translate.Request, text string) string {
 	for _, t := range req.Tools {
-		if strings.Contains(text, t.Name) {
+		if t.Builtin == nil && strings.Contains(text, t.Name) {
 			return t.Name
 		}
 	}

@@ -128,7 +128,7 @@ func (x *responsesRun) prepare() error {
 			return err
 		}
 	}
-	if err := req.Translatable(); err != nil {
+	if err := req.Translatable(x.responsesOnly()); err != nil {
 		return err
 	}
 	b := c.route.backend
@@ -148,9 +148,17 @@ func (x *responsesRun) prepare() error {
 // (translated, the request goes without it; unless it uses what only the passthrough
 // serves).
 func (x *responsesRun) passthrough() bool {
+	if len(x.c.defs) > 0 || (x.prev != nil && x.prev.Upstream == "") || (x.req.Sealed && x.req.Untranslatable == nil) {
+		return false
+	}
+	return x.responsesOnly()
+}
+
+// responsesOnly reports whether the route and all its fallbacks are responses backends,
+// which serve the client's built-in tools on the translated path too.
+func (x *responsesRun) responsesOnly() bool {
 	c := x.c
-	if len(c.defs) > 0 || c.route.backend.typ != "responses" || (x.prev != nil && x.prev.Upstream == "") ||
-		(x.req.Sealed && x.req.Untranslatable == nil) {
+	if c.route.backend.typ != "responses" {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {

@@ -44,7 +44,10 @@ const (
 	// the call's plain id (SplitID) instead.
 	EventReasoningBlock
 	// EventBuiltinItem carries Item for Choice: a built-in (server-side) tool call or
-	// result the upstream ran itself. The OpenAI chat encoders ignore it.
+	// result the upstream ran itself (a Responses web_search_call, an Anthropic
+	// server_tool_use or web_search_tool_result block), emitted whole when it is done. The
+	// client dialect of the item's wire shows it (responsesin, messagesin); the others,
+	// the OpenAI chat encoders among them, ignore it.
 	EventBuiltinItem
 )
 

@@ -162,11 +162,25 @@ const (
 	PartItem
 )
 
-// Part is one content part.
+// Part is one content part. It is small (Type, Text and three words) because a request
+// holds many and most are text: the data of the rarer kinds sits behind Media.
 type Part struct {
 	Type PartType
 	// Text of a PartText or PartRefusal.
 	Text string
+	// Media is the data of a PartImage, PartFile or PartAudio, never nil for those (the
+	// parsers set it); nil for the other types.
+	Media *Media
+	// Item is a PartItem's upstream item; nil for every other type.
+	Item *Item
+	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
+	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
+	CacheControl string
+}
+
+// Media is the data of an image, file or audio part; only the fields of the part's Type
+// are set.
+type Media struct {
 	// URL of a PartImage: an https URL or a data: URL.
 	URL string
 	// Detail of a PartImage: auto|low|high or "".
@@ -175,25 +189,29 @@ type Part struct {
 	FileData, FileID, Filename string
 	// AudioData (base64) and AudioFormat (wav, mp3...) of a PartAudio.
 	AudioData, AudioFormat string
-	// CacheControl is the part's prompt-cache breakpoint as raw JSON (Anthropic
-	// cache_control, {"type":"ephemeral"} and its ttl); "" for none.
-	CacheControl string
-	// Item is a PartItem's upstream item; nil for every other type.
-	Item *Item
 }
 
 // Item is a conversation item the core keeps opaque: a built-in (server-side) tool call
 // or result the upstream ran itself, such as Anthropic's server_tool_use and
 // web_search_tool_result blocks or a Responses web_search_call. An upstream of Dialect
-// gets Raw back as it is; the others drop the item.
+// gets Raw back as it is, and a client dialect of the same wire (an Anthropic Messages
+// client for DialectAnthropic, a Responses client for DialectResponses) shows it as it
+// is; the others drop the item.
 type Item struct {
-	// Dialect is the upstream dialect the item came from: anthropic, gemini, responses.
+	// Dialect is the upstream dialect the item came from: DialectAnthropic or
+	// DialectResponses.
 	Dialect string
 	// Type is the item's type as that dialect names it (web_search_tool_result...).
 	Type string
 	// Raw is the item's JSON as that dialect spells it.
 	Raw string
 }
+
+// Item dialects: the wire an Item's Raw is spelled in.
+const (
+	DialectAnthropic = "anthropic" // a Messages API content block
+	DialectResponses = "responses" // a Responses API output item
+)
 
 // ToolCall is an assistant tool call.
 type ToolCall struct {
@@ -214,8 +232,21 @@ type Tool struct {
 	CacheControl string
 	// Builtin, when set, makes this a built-in (server-side) tool such as web_search,
 	// defined by Builtin.Raw in that dialect's terms; Name, Description and Parameters are
-	// then unused.
+	// then unused. An upstream of Builtin.Dialect gets Raw as it is; the others leave the
+	// tool out (Functions).
 	Builtin *Item
+}
+
+// Functions returns the number of function tools of the request, its tools less the
+// built-in ones.
+func (r *Request) Functions() int {
+	n := 0
+	for i := range r.Tools {
+		if r.Tools[i].Builtin == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Tool choice modes.

@@ -60,7 +60,15 @@ type Scanner struct {
 	// key is the name of the object member NextField moved to.
 	key   string
 	arena []byte
+	// spans, once IndexRoot has checked the input, holds where each of its objects and
+	// arrays starts and ends, in order of start, so that Skip jumps over a container
+	// instead of reading it again; nil otherwise. building is set while IndexRoot records.
+	spans    []span
+	building bool
 }
+
+// span is one container of an indexed input: s[start:end] is its text.
+type span struct{ start, end int }
 
 // NewScanner returns a scanner at the start of s.
 func NewScanner(s string) Scanner { return Scanner{s: s} }
@@ -71,6 +79,7 @@ func NewScanner(s string) Scanner { return Scanner{s: s} }
 func (sc *Scanner) Reset(s string) {
 	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
 	sc.arena = sc.arena[:0]
+	sc.spans, sc.building = nil, false
 }
 
 // Input returns the text being scanned.
@@ -229,29 +238,43 @@ func (sc *Scanner) First(v *Value) bool {
 // Skip reads past the value at the cursor, checking its syntax. It does not recurse, so
 // deep nesting costs heap for the stack of open brackets, not goroutine stack.
 func (sc *Scanner) Skip() bool {
+	if sc.spans != nil && !sc.building {
+		if c := sc.Peek(); c == '{' || c == '[' {
+			if end, ok := sc.spanEnd(sc.i); ok {
+				sc.i = end
+				return true
+			}
+		}
+	}
 	var buf [32]byte
 	open := buf[:0] // the closing bracket of each open container
+	var nbuf [32]int
+	nested := nbuf[:0] // while building, the span index of each open container
 	for {
 		// A value is expected.
-		switch sc.Peek() {
-		case '{':
+		switch c := sc.Peek(); c {
+		case '{', '[':
+			if sc.building {
+				nested = append(nested, len(sc.spans))
+				sc.spans = append(sc.spans, span{start: sc.i})
+			}
 			sc.i++
-			if sc.Peek() == '}' {
+			end := byte(']')
+			if c == '{' {
+				end = '}'
+			}
+			if sc.Peek() == end {
 				sc.i++
+				if sc.building {
+					sc.spans[nested[len(nested)-1]].end = sc.i
+					nested = nested[:len(nested)-1]
+				}
 				break
 			}
-			if !sc.skipKey() {
+			if c == '{' && !sc.skipKey() {
 				return false
 			}
-			open = append(open, '}')
-			continue
-		case '[':
-			sc.i++
-			if sc.Peek() == ']' {
-				sc.i++
-				break
-			}
-			open = append(open, ']')
+			open = append(open, end)
 			continue
 		default:
 			if !sc.scalar() {
@@ -276,8 +299,29 @@ func (sc *Scanner) Skip() bool {
 			}
 			sc.i++
 			open = open[:len(open)-1]
+			if sc.building {
+				sc.spans[nested[len(nested)-1]].end = sc.i
+				nested = nested[:len(nested)-1]
+			}
 		}
 	}
+}
+
+// spanEnd returns the end of the indexed container that starts at offset i.
+func (sc *Scanner) spanEnd(i int) (int, bool) {
+	lo, hi := 0, len(sc.spans)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if sc.spans[m].start < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(sc.spans) && sc.spans[lo].start == i {
+		return sc.spans[lo].end, true
+	}
+	return 0, false
 }
 
 // skipKey reads an object member's name and the colon after it.
@@ -550,6 +594,23 @@ func (sc *Scanner) Root() (v Value, ok bool) {
 		return Value{}, false
 	}
 	return v, true
+}
+
+// IndexRoot is Root for a parser that walks the input more than once (Get, Each and
+// Members over the same objects): in its one checking pass it also records where every
+// object and array ends, so that later reads skip a container in O(log n) instead of
+// reading it again. The index costs one allocation and lasts until Reset.
+func (sc *Scanner) IndexRoot() (v Value, ok bool) {
+	sc.i, sc.err = 0, false
+	// Every container starts with a bracket, so the brackets bound their number.
+	sc.spans = make([]span, 0, strings.Count(sc.s, "{")+strings.Count(sc.s, "["))
+	sc.building = true
+	v, ok = sc.Root()
+	sc.building = false
+	if !ok {
+		sc.spans = nil
+	}
+	return v, ok
 }
 
 // RootMembers is Root for a stream event: in the same single pass that checks the

@@ -160,3 +160,70 @@ func TestScanner_Members(t *testing.T) {
 		})
 	}
 }
+
+// walkAll returns every value a full Each walk of v reaches, depth first, with the
+// members Get finds on the way, so that an indexed and a plain scanner can be compared.
+func walkAll(sc *Scanner, v Value, out []string) []string {
+	out = append(out, v.Raw)
+	if v.Kind == Object {
+		out = append(out, "get:"+sc.Get(v, "a").Raw)
+	}
+	sc.Each(v, func(k string, el Value) bool {
+		out = append(out, "key:"+k)
+		out = walkAll(sc, el, out)
+		return true
+	})
+	return out
+}
+
+func TestScanner_IndexRoot(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{name: "nested", doc: ` {"a":[{"a":{}},[],[[1,{"b":"}"}]]],"b":{"a":"x","a":[]}} `, ok: true},
+		{name: "empty containers", doc: `[{},[],{"a":[]}]`, ok: true},
+		{name: "scalar", doc: `"s"`, ok: true},
+		{name: "brackets in strings", doc: `{"a":"{[","b":["]}"]}`, ok: true},
+		{name: "invalid", doc: `{"a":[1,}`},
+		{name: "trailing", doc: `{} {}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plain, indexed := NewScanner(tt.doc), NewScanner(tt.doc)
+			proot, _ := plain.Root()
+			iroot, ok := indexed.IndexRoot()
+			if ok != tt.ok {
+				t.Fatalf("IndexRoot ok = %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if diff := cmp.Diff(walkAll(&plain, proot, nil), walkAll(&indexed, iroot, nil)); diff != "" {
+				t.Errorf("indexed walk (-plain +indexed):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzIndexRoot checks that IndexRoot accepts exactly what Root accepts and that every
+// walk over an indexed input reads what it reads over a plain one.
+func FuzzIndexRoot(f *testing.F) {
+	f.Add(`{"a":[{"a":{}},[],[[1,{"b":"}"}]]],"b":{"a":"x"}}`)
+	f.Add(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		plain, indexed := NewScanner(doc), NewScanner(doc)
+		proot, pok := plain.Root()
+		iroot, iok := indexed.IndexRoot()
+		if pok != iok {
+			t.Fatalf("IndexRoot ok = %v, Root %v", iok, pok)
+		}
+		if !pok {
+			return
+		}
+		if diff := cmp.Diff(walkAll(&plain, proot, nil), walkAll(&indexed, iroot, nil)); diff != "" {
+			t.Fatalf("indexed walk (-plain +indexed):\n%s", diff)
+		}
+	})
+}

@@ -192,12 +192,12 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 			if m.Content[j].Text == "" {
 				continue
 			}
-			w.dst = anthropicSystemBlock(w.dst, nsys, m.Content[j].Text)
+			w.dst = w.systemBlock(nsys, m.Content[j].Text, m.Content[j].CacheControl)
 			nsys++
 		}
 	}
 	if req.ResponseFormat.Type == translate.FormatJSONObject {
-		w.dst = anthropicSystemBlock(w.dst, nsys, anthropicJSONInstruction)
+		w.dst = w.systemBlock(nsys, anthropicJSONInstruction, "")
 		nsys++
 	}
 	if nsys > 0 {
@@ -225,13 +225,23 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 		}
 	}
 
-	if len(req.Tools) > 0 {
+	if n := anthropicTools(req); n > 0 {
 		w.dst = append(w.dst, `,"tools":[`...)
+		k := 0
 		for i := range req.Tools {
-			if i > 0 {
+			t := &req.Tools[i]
+			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectAnthropic {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				w.dst = append(w.dst, ',')
 			}
-			w.dst = anthropicTool(w.dst, &req.Tools[i])
+			k++
+			if t.Builtin != nil {
+				w.dst = append(w.dst, t.Builtin.Raw...) // web_search_20250305...: as the client defined it
+				continue
+			}
+			w.dst = w.tool(t)
 		}
 		if opts.PromptCache {
 			breakpoints[nbp] = len(w.dst) - 1
@@ -285,14 +295,20 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	}
 	w.dst = append(w.dst, '}')
 
-	// Insert the cache breakpoints back to front so earlier offsets stay valid.
+	// Insert the cache breakpoints back to front so earlier offsets stay valid. A client
+	// that placed its own (an Anthropic Messages client's cache_control) manages its cache:
+	// automatic ones would add to its count, which the API limits to four.
+	if w.clientCache {
+		nbp = 0
+	}
 	for k := nbp - 1; k >= 0; k-- {
 		w.dst = anthropicInsert(w.dst, breakpoints[k], anthropicCacheControl)
 	}
 	return w.dst, nil
 }
 
-func anthropicSystemBlock(dst []byte, n int, text string) []byte {
+func (w *anthropicWriter) systemBlock(n int, text, cacheControl string) []byte {
+	dst := w.dst
 	if n == 0 {
 		dst = append(dst, `,"system":[`...)
 	} else {
@@ -300,7 +316,20 @@ func anthropicSystemBlock(dst []byte, n int, text string) []byte {
 	}
 	dst = append(dst, `{"type":"text","text":`...)
 	dst = jsonx.AppendString(dst, text)
-	return append(dst, '}')
+	w.dst = dst
+	w.cacheControl(cacheControl)
+	return append(w.dst, '}')
+}
+
+// cacheControl writes a block's cache_control member, raw JSON the client parser checked
+// is an object, unless it is "".
+func (w *anthropicWriter) cacheControl(raw string) {
+	if raw == "" {
+		return
+	}
+	w.clientCache = true
+	w.dst = append(w.dst, `,"cache_control":`...)
+	w.dst = append(w.dst, raw...)
 }
 
 // anthropicInsert inserts s into dst before offset pos.
@@ -312,8 +341,20 @@ func anthropicInsert(dst []byte, pos int, s string) []byte {
 	return dst
 }
 
-func anthropicTool(dst []byte, t *translate.Tool) []byte {
-	dst = append(dst, `{"name":`...)
+// anthropicTools returns the number of tools the Messages API gets: the function tools and
+// its own built-in ones.
+func anthropicTools(req *translate.Request) int {
+	n := 0
+	for i := range req.Tools {
+		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectAnthropic {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *anthropicWriter) tool(t *translate.Tool) []byte {
+	dst := append(w.dst, `{"name":`...)
 	dst = jsonx.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)
@@ -338,7 +379,9 @@ func anthropicTool(dst []byte, t *translate.Tool) []byte {
 	if t.Strict != nil && *t.Strict {
 		dst = append(dst, `,"strict":true`...)
 	}
-	return append(dst, '}')
+	w.dst = dst
+	w.cacheControl(t.CacheControl)
+	return append(w.dst, '}')
 }
 
 func anthropicToolChoice(dst []byte, req *translate.Request) []byte {
@@ -375,6 +418,8 @@ type anthropicWriter struct {
 	turns    int
 	blockEnd int    // offset of the closing brace of the last block written
 	userEnds [2]int // closing braces of the last blocks of the last two user turns
+	// clientCache is set once a cache_control of the request's own is written.
+	clientCache bool
 }
 
 // block starts a content block of a role's turn, opening the turn if needed.
@@ -426,6 +471,13 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 		if m.ToolError {
 			w.dst = append(w.dst, `,"is_error":true`...)
 		}
+		// The content goes as one string, so a breakpoint on any part marks the block.
+		for j := len(m.Content) - 1; j >= 0; j-- {
+			if cc := m.Content[j].CacheControl; cc != "" {
+				w.cacheControl(cc)
+				break
+			}
+		}
 		w.dst = append(w.dst, '}')
 		w.end()
 	case translate.RoleAssistant:
@@ -434,13 +486,14 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 	return nil
 }
 
-func (w *anthropicWriter) text(role, text string) {
+func (w *anthropicWriter) text(role, text, cacheControl string) {
 	if text == "" {
 		return // text blocks must not be empty
 	}
 	w.block(role)
 	w.dst = append(w.dst, `{"type":"text","text":`...)
 	w.dst = jsonx.AppendString(w.dst, text)
+	w.cacheControl(cacheControl)
 	w.dst = append(w.dst, '}')
 	w.end()
 }
@@ -462,9 +515,9 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		w.restore(first)
 	}
 	for j := range m.Content {
-		w.text(translate.RoleAssistant, m.Content[j].Text)
+		w.text(translate.RoleAssistant, m.Content[j].Text, m.Content[j].CacheControl)
 	}
-	w.text(translate.RoleAssistant, m.Refusal)
+	w.text(translate.RoleAssistant, m.Refusal, "")
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
 		id, state := translate.SplitID(tc.ID)

@@ -11,10 +11,10 @@ import (
 func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.Options) error {
 	switch p.Type {
 	case translate.PartText:
-		w.text(translate.RoleUser, p.Text)
+		w.text(translate.RoleUser, p.Text, p.CacheControl)
 	case translate.PartImage:
 		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
-		if mt, data, ok := translate.ParseDataURL(p.URL); ok {
+		if mt, data, ok := translate.ParseDataURL(p.Media.URL); ok {
 			if mt == "image/jpg" {
 				mt = "image/jpeg"
 			}
@@ -28,25 +28,27 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 			w.dst = append(w.dst, mt...)
 			w.dst = append(w.dst, `","data":`...)
 			w.dst = jsonx.AppendString(w.dst, data)
-			w.dst = append(w.dst, `}}`...)
-		} else if strings.HasPrefix(p.URL, "https://") || strings.HasPrefix(p.URL, "http://") {
+			w.dst = append(w.dst, '}')
+		} else if strings.HasPrefix(p.Media.URL, "https://") || strings.HasPrefix(p.Media.URL, "http://") {
 			w.block(translate.RoleUser)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
-			w.dst = jsonx.AppendString(w.dst, p.URL)
-			w.dst = append(w.dst, `}}`...)
+			w.dst = jsonx.AppendString(w.dst, p.Media.URL)
+			w.dst = append(w.dst, '}')
 		} else {
 			return translate.Errorf(param, "must be an https URL or a base64 data URL")
 		}
+		w.cacheControl(p.CacheControl)
+		w.dst = append(w.dst, '}')
 		w.end()
 	case translate.PartFile:
 		base := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
-		if p.FileData == "" {
+		if p.Media.FileData == "" {
 			if opts.Drop(base + ".file_id") {
 				return nil
 			}
 			return translate.Unsupported(base+".file_id", anthropicName)
 		}
-		data := p.FileData
+		data := p.Media.FileData
 		if mt, d, ok := translate.ParseDataURL(data); ok {
 			if mt != "application/pdf" {
 				return translate.Errorf(base+".file_data", "file type %q is not supported by the anthropic backend: only PDF documents are", mt)
@@ -59,10 +61,11 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
 		w.dst = jsonx.AppendString(w.dst, data)
 		w.dst = append(w.dst, '}')
-		if p.Filename != "" && len(p.Filename) <= 500 {
+		if p.Media.Filename != "" && len(p.Media.Filename) <= 500 {
 			w.dst = append(w.dst, `,"title":`...)
-			w.dst = jsonx.AppendString(w.dst, p.Filename)
+			w.dst = jsonx.AppendString(w.dst, p.Media.Filename)
 		}
+		w.cacheControl(p.CacheControl)
 		w.dst = append(w.dst, '}')
 		w.end()
 	case translate.PartAudio:

@@ -204,7 +204,13 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 			n++
 		default:
 			// server_tool_use, web_search_tool_result and other server-side blocks are
-			// the upstream's own business, never client tool calls.
+			// the upstream's own calls, never client tool calls: passed on whole for
+			// clients of this wire.
+			if typ := sc.Get(b, "type").Str; isBuiltinBlock(typ) {
+				ev = translate.Event{Kind: translate.EventBuiltinItem,
+					Item: &translate.Item{Dialect: translate.DialectAnthropic, Type: typ, Raw: b.Raw}}
+				err = emit(&ev)
+			}
 		}
 		return err == nil
 	})

@@ -4,6 +4,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"strconv"
+	"strings"
 )
 
 // anthropicPhase is where an Anthropic stream is.
@@ -25,7 +26,8 @@ const (
 	anthropicText
 	anthropicThinkingBlock
 	anthropicToolUse
-	anthropicServerBlock // server_tool_use, web_search_tool_result and unknown blocks: not shown
+	anthropicServerBlock  // redacted_thinking and unknown blocks: not shown
+	anthropicBuiltinBlock // server_tool_use, web_search_tool_result...: an EventBuiltinItem at its stop
 )
 
 // anthropicStream decodes one streamed Messages API response (message_start,
@@ -42,6 +44,39 @@ type anthropicStream struct {
 	ev         translate.Event // reused for every emit
 	// sc reads the current event; its arena holds the event's decoded strings.
 	sc jsonx.Scanner
+	// builtin is the open built-in tool block: its content_block as it started, where its
+	// input value is in it, and the input_json_delta fragments since.
+	builtin builtinBlock
+}
+
+// builtinBlock collects a built-in tool block (server_tool_use, *_tool_result) across its
+// events.
+type builtinBlock struct {
+	typ               string
+	raw, input        []byte
+	inputAt, inputEnd int // raw[inputAt:inputEnd] is the input value; inputAt < 0 if none
+}
+
+// block returns the block with its streamed input in place of the one it started with.
+func (b *builtinBlock) block() []byte {
+	if len(b.input) == 0 || b.inputAt < 0 {
+		return b.raw
+	}
+	out := make([]byte, 0, len(b.raw)+len(b.input))
+	out = append(out, b.raw[:b.inputAt]...)
+	out = append(out, b.input...)
+	out = append(out, b.raw[b.inputEnd:]...)
+	if !jsonx.Valid(jsonx.View(out)) {
+		return b.raw // a malformed input never reaches a client; the block as it started does
+	}
+	return out
+}
+
+// isBuiltinBlock reports whether a content block type is a built-in (server) tool's call
+// or result, which the upstream runs itself: server_tool_use, web_search_tool_result,
+// web_fetch_tool_result, code_execution_tool_result and the other *_tool_result blocks.
+func isBuiltinBlock(typ string) bool {
+	return typ == "server_tool_use" || typ != "tool_result" && strings.HasSuffix(typ, "_tool_result")
 }
 
 // anthropicMembers are the members of an event the decoder reads: type, index, delta,
@@ -152,6 +187,18 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit tr
 		return emit(&d.ev)
 	default:
 		d.block = anthropicServerBlock
+		if typ := sc.Get(cb, "type").Str; isBuiltinBlock(typ) {
+			d.block = anthropicBuiltinBlock
+			b := &d.builtin
+			b.typ = strings.Clone(typ) // it outlives this event
+			b.raw = append(b.raw[:0], cb.Raw...)
+			b.input = b.input[:0]
+			b.inputAt = -1
+			if in := sc.Get(cb, "input"); in.Exists() {
+				b.inputAt = in.At - cb.At
+				b.inputEnd = b.inputAt + len(in.Raw)
+			}
+		}
 	}
 	return nil
 }
@@ -186,7 +233,9 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit transl
 			}
 			return emit(&d.ev)
 		}
-		// a server_tool_use block's input: the upstream runs that tool itself
+		if d.block == anthropicBuiltinBlock { // a server_tool_use block's input
+			d.builtin.input = append(d.builtin.input, sc.Get(delta, "partial_json").Str...)
+		}
 	}
 	return nil // citations_delta and newer delta types have no OpenAI counterpart
 }
@@ -205,6 +254,10 @@ func (d *anthropicStream) blockStop(data []byte, emit translate.Emit) error {
 		return emit(&d.ev)
 	case anthropicToolUse:
 		d.ev = translate.Event{Kind: translate.EventToolCallEnd, Index: d.blockIndex}
+		return emit(&d.ev)
+	case anthropicBuiltinBlock:
+		d.ev = translate.Event{Kind: translate.EventBuiltinItem,
+			Item: &translate.Item{Dialect: translate.DialectAnthropic, Type: d.builtin.typ, Raw: jsonx.View(d.builtin.block())}}
 		return emit(&d.ev)
 	}
 	return nil

@@ -203,22 +203,22 @@ func (e *geminiEncoder) userMessage(i int, m *translate.Message) error {
 			e.dst = jsonx.AppendString(e.dst, p.Text)
 			e.dst = append(e.dst, '}')
 		case translate.PartImage:
-			if mime, data, ok := geminiDataURL(p.URL); ok {
+			if mime, data, ok := geminiDataURL(p.Media.URL); ok {
 				e.part("user")
 				e.inlineData(mime, data)
 				continue
 			}
-			if !strings.HasPrefix(p.URL, "https://") && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "gs://") {
+			if !strings.HasPrefix(p.Media.URL, "https://") && !strings.HasPrefix(p.Media.URL, "http://") && !strings.HasPrefix(p.Media.URL, "gs://") {
 				return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".image_url.url", "image URLs must be data: URLs or http(s) URLs")
 			}
 			e.part("user")
-			e.fileData(geminiMIMEFromName(p.URL), p.URL)
+			e.fileData(geminiMIMEFromName(p.Media.URL), p.Media.URL)
 		case translate.PartFile:
 			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file"
-			if p.FileData != "" {
-				mime, data, ok := geminiDataURL(p.FileData)
+			if p.Media.FileData != "" {
+				mime, data, ok := geminiDataURL(p.Media.FileData)
 				if !ok {
-					mime, data = geminiMIMEFromName(p.Filename), p.FileData
+					mime, data = geminiMIMEFromName(p.Media.Filename), p.Media.FileData
 					if mime == "" {
 						mime = "application/pdf"
 					}
@@ -229,18 +229,18 @@ func (e *geminiEncoder) userMessage(i int, m *translate.Message) error {
 			}
 			// Only files already uploaded to Google (the Files API or Cloud Storage) can be
 			// referenced; OpenAI file ids mean nothing to Gemini.
-			if !strings.HasPrefix(p.FileID, "https://") && !strings.HasPrefix(p.FileID, "gs://") && !strings.HasPrefix(p.FileID, "files/") {
-				return translate.Errorf(param+".file_id", "the gemini backend can only reference Gemini Files API URIs (files/... or https://...), not %q", p.FileID)
+			if !strings.HasPrefix(p.Media.FileID, "https://") && !strings.HasPrefix(p.Media.FileID, "gs://") && !strings.HasPrefix(p.Media.FileID, "files/") {
+				return translate.Errorf(param+".file_id", "the gemini backend can only reference Gemini Files API URIs (files/... or https://...), not %q", p.Media.FileID)
 			}
 			e.part("user")
-			e.fileData(geminiMIMEFromName(p.Filename), p.FileID)
+			e.fileData(geminiMIMEFromName(p.Media.Filename), p.Media.FileID)
 		case translate.PartAudio:
-			mime := geminiAudioMIME(p.AudioFormat)
+			mime := geminiAudioMIME(p.Media.AudioFormat)
 			if mime == "" {
-				return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".input_audio.format", "unknown audio format %q", p.AudioFormat)
+				return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j)+".input_audio.format", "unknown audio format %q", p.Media.AudioFormat)
 			}
 			e.part("user")
-			e.inlineData(mime, p.AudioData)
+			e.inlineData(mime, p.Media.AudioData)
 		}
 	}
 	return nil
@@ -420,13 +420,18 @@ func (e *geminiEncoder) plainID(id string) string {
 
 func (e *geminiEncoder) tools() {
 	r := e.req
-	if len(r.Tools) > 0 {
+	if r.Functions() > 0 {
 		e.dst = append(e.dst, `,"tools":[{"functionDeclarations":[`...)
+		k := 0
 		for i := range r.Tools {
 			t := &r.Tools[i]
-			if i > 0 {
+			if t.Builtin != nil {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				e.dst = append(e.dst, ',')
 			}
+			k++
 			e.dst = append(e.dst, `{"name":`...)
 			e.dst = jsonx.AppendString(e.dst, t.Name)
 			if t.Description != "" {

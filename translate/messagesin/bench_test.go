@@ -38,3 +38,16 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// TestParse_AllocBudget keeps parsing the ~4 KB benchmark request within the parse budget's
+// allocations (40; the time budget, 20 µs, is BenchmarkParse's).
+func TestParse_AllocBudget(t *testing.T) {
+	body := []byte(benchRequest)
+	if n := testing.AllocsPerRun(20, func() {
+		if _, err := messagesin.Parse(body); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 40 {
+		t.Errorf("Parse of a %d-byte request: %.0f allocations, budget 40", len(body), n)
+	}
+}

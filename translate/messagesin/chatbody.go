@@ -20,7 +20,7 @@ func appendChatBody(dst []byte, r *translate.Request) []byte {
 	if r.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}
-	if len(r.Tools) > 0 && r.ParallelToolCalls != nil {
+	if r.Functions() > 0 && r.ParallelToolCalls != nil {
 		dst = append(dst, `,"parallel_tool_calls":false`...)
 	}
 	if r.Temperature != nil {

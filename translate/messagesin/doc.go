@@ -5,10 +5,15 @@
 // message_stop, ping, error). It also renders errors in Anthropic's shape.
 //
 // Like the rest of translate it is pure: bytes or structs in, bytes or structs out. It
-// imports only the core translate package, internal/jsonx and translate/internal/members.
+// imports only the core translate package, internal/jsonx, translate/internal/members and translate/internal/slab.
+//
+// A block's cache_control (on system, text, image and document blocks, tool_result blocks
+// and tools) goes into the core (Part.CacheControl, Tool.CacheControl), which an Anthropic
+// upstream gets back and the others drop; it must be an object.
 //
 // What has no counterpart in the core is dropped, never an error, so that the requests
-// Claude Code sends are served on every backend: cache_control hints, context_management,
+// Claude Code sends are served on every backend: the top-level and tool_use blocks'
+// cache_control, context_management,
 // container, service_tier, inference_geo, metadata other than user_id, Anthropic-defined
 // tools (web_search, bash, text_editor, tool search...) and server-tool blocks in the
 // history. Deferred tools (defer_loading) are offered to the model like any other tool.

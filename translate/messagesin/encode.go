@@ -16,6 +16,7 @@ const (
 	blockText
 	blockThinking
 	blockToolUse
+	blockBuiltin // a built-in tool's block as an Anthropic upstream wrote it
 )
 
 // Anthropic stop reasons.
@@ -46,7 +47,11 @@ func StopReason(finish string, calledTools bool) string {
 // content block as content_block_start, its deltas and content_block_stop, with dense
 // indexes from 0, then (Finish) message_delta with the stop reason and the cumulative
 // usage, and message_stop. A block stays open until content of another kind (or another
-// tool call) arrives. It is not safe for concurrent use.
+// tool call) arrives. A built-in tool block an Anthropic upstream ran (EventBuiltinItem of
+// translate.DialectAnthropic: server_tool_use, web_search_tool_result...) is one
+// content_block_start holding the whole block, input included, and its
+// content_block_stop; the built-in items of other dialects are dropped. It is not safe for
+// concurrent use.
 type Encoder struct {
 	id, model   string
 	started     bool
@@ -121,6 +126,19 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) ([]byte, error) {
 		if e.block == blockToolUse && e.tool == ev.Index {
 			dst = e.close(dst)
 		}
+	case translate.EventBuiltinItem:
+		if ev.Item == nil || ev.Item.Dialect != translate.DialectAnthropic {
+			return dst, nil
+		}
+		dst = e.close(dst)
+		e.block, e.index = blockBuiltin, e.count
+		e.count++
+		dst = append(dst, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":"...)
+		dst = strconv.AppendInt(dst, int64(e.index), 10)
+		dst = append(dst, `,"content_block":`...)
+		dst = appendBuiltin(dst, ev.Item.Raw)
+		dst = append(dst, "}\n\n"...)
+		dst = e.close(dst)
 	case translate.EventUsage:
 		e.usage = ev.Usage
 	case translate.EventFinish:
@@ -194,6 +212,21 @@ func (e *Encoder) Finish(dst []byte) []byte {
 	return append(dst, "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 }
 
+// appendBuiltin appends a built-in tool block as the upstream wrote it, with the caller
+// the Message schema requires and upstreams before it left out ({"type":"direct"}, its
+// default) when it has none.
+func appendBuiltin(dst []byte, raw string) []byte {
+	sc := jsonx.NewScanner(raw)
+	root, ok := sc.Root()
+	if !ok || root.Kind != jsonx.Object || sc.Get(root, "caller").Exists() {
+		return append(dst, raw...)
+	}
+	open := strings.IndexByte(raw, '{') + 1
+	dst = append(dst, raw[:open]...)
+	dst = append(dst, `"caller":{"type":"direct"},`...)
+	return append(dst, raw[open:]...)
+}
+
 // AppendUsage appends usage as an Anthropic usage object: input_tokens excludes the
 // cached and cache-write tokens, which have fields of their own.
 func AppendUsage(dst []byte, u translate.Usage) []byte {
@@ -261,6 +294,10 @@ func (a *Assembler) Add(ev *translate.Event) error {
 				break
 			}
 		}
+	case translate.EventBuiltinItem:
+		if ev.Item != nil && ev.Item.Dialect == translate.DialectAnthropic {
+			a.blocks = append(a.blocks, block{kind: blockBuiltin, text: []byte(ev.Item.Raw)})
+		}
 	case translate.EventUsage:
 		a.usage = ev.Usage
 	case translate.EventFinish:
@@ -298,6 +335,9 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 		}
 		b := &a.blocks[i]
 		switch b.kind {
+		case blockBuiltin:
+			dst = appendBuiltin(dst, jsonx.View(b.text))
+			continue
 		case blockText:
 			dst = append(dst, `{"type":"text","text":`...)
 			dst = jsonx.AppendString(dst, string(b.text))

@@ -7,6 +7,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // TopLevelFields are the top-level members of a Messages request that the parser reads or
@@ -36,7 +37,7 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 	req := &translate.Request{IncludeUsage: true}
 	s := string(body)
 	p := parser{req: req, sc: jsonx.NewScanner(s)}
-	root, ok := p.sc.Root()
+	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, translate.Errorf("", "the request body is not valid JSON")
 	}
@@ -63,7 +64,8 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 			hasMaxTokens = true
 			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
 		case "system":
-			system = p.text(v, func() string { return "system" })
+			p.text(v, func() string { return "system" }, &p.parts)
+			system = p.parts.Run()
 		case "stream":
 			req.Stream = p.bool(v, "stream")
 		case "temperature":
@@ -117,9 +119,13 @@ func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
 		return nil, translate.Errorf("messages", "must hold at least one message")
 	}
 	if len(system) > 0 {
-		req.Messages = append([]translate.Message{{Role: translate.RoleSystem, Content: system}}, req.Messages...)
+		// messages left room for it at the front
+		req.Messages = append(req.Messages, translate.Message{})
+		copy(req.Messages[1:], req.Messages)
+		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: system}
 	}
-	req.Body, req.Edited = string(appendChatBody(nil, req)), true
+	// The body is written once and never changed: a view of it is its string.
+	req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
 	return req, nil
 }
 
@@ -148,8 +154,13 @@ func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
 
 // parser holds the first error; every method is a no-op once it is set.
 type parser struct {
-	req          *translate.Request
-	sc           jsonx.Scanner
+	req *translate.Request
+	sc  jsonx.Scanner
+	// parts and calls hold the content parts and tool calls of the messages, a few
+	// allocations for the whole request; inner holds the content of tool_result blocks,
+	// which are read while a user message's parts are being collected in parts.
+	parts, inner slab.Slab[translate.Part]
+	calls        slab.Slab[translate.ToolCall]
 	err          *translate.ParamError
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
@@ -222,16 +233,16 @@ func (p *parser) stops(v jsonx.Value) {
 	})
 }
 
-// text reads a string or an array of text blocks (system, a tool_result's content).
-func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
+// text reads a string or an array of text blocks (system, a document's content) into
+// the current run of s.
+func (p *parser) text(v jsonx.Value, param func() string, s *slab.Slab[translate.Part]) {
 	switch {
 	case v.Kind == jsonx.String:
-		if v.Str == "" {
-			return nil
+		if v.Str != "" {
+			s.Push(translate.Part{Type: translate.PartText, Text: v.Str})
 		}
-		return []translate.Part{{Type: translate.PartText, Text: v.Str}}
+		return
 	case v.Kind == jsonx.Array:
-		var parts []translate.Part
 		i := 0
 		p.sc.Each(v, func(_ string, b jsonx.Value) bool {
 			k := i
@@ -241,19 +252,51 @@ func (p *parser) text(v jsonx.Value, param func() string) []translate.Part {
 				p.fail(at(), "must be a content block object")
 				return false
 			}
-			if t := p.sc.Get(b, "type").Str; t != "text" {
+			var f [cbN]jsonx.Value
+			p.block(b, &f)
+			if t := f[cbType].Str; t != "text" {
 				p.fail(at()+".type", "must be \"text\", got %q", clip(t))
 				return false
 			}
-			parts = append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+			s.Push(translate.Part{Type: translate.PartText, Text: p.str(f[cbText], func() string { return at() + ".text" }),
+				CacheControl: p.cacheControl(f[cbCache], at)})
 			return p.err == nil
 		})
-		return parts
+		return
 	case v.Kind == jsonx.Null:
-		return nil
+		return
 	}
 	p.fail(param(), "must be a string or an array of text blocks")
-	return nil
+}
+
+// Members of a content block, read in one pass (block), at these positions.
+const (
+	cbType = iota
+	cbText
+	cbSource
+	cbTitle
+	cbContent
+	cbCache
+	cbToolUseID
+	cbIsError
+	cbN
+)
+
+// block reads the members of the content block b that the parser interprets.
+func (p *parser) block(b jsonx.Value, f *[cbN]jsonx.Value) {
+	p.sc.Members(b, []string{"type", "text", "source", "title", "content", "cache_control", "tool_use_id", "is_error"}, f[:])
+}
+
+// cacheControl returns a block's cache_control as raw JSON, "" when absent or null.
+func (p *parser) cacheControl(v jsonx.Value, at func() string) string {
+	switch v.Kind {
+	case jsonx.Object:
+		return v.Raw
+	case jsonx.Missing, jsonx.Null:
+		return ""
+	}
+	p.fail(at()+".cache_control", "must be an object")
+	return ""
 }
 
 func (p *parser) messages(v jsonx.Value) {
@@ -261,6 +304,10 @@ func (p *parser) messages(v jsonx.Value) {
 		p.fail("messages", "must be an array")
 		return
 	}
+	// Most messages are one core message each; the system prompt goes in front.
+	n := 1
+	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
+	p.req.Messages = make([]translate.Message, 0, n)
 	i := 0
 	p.sc.Each(v, func(_ string, m jsonx.Value) bool {
 		k := i
@@ -284,8 +331,8 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 	}
 	switch role.Str {
 	case "system": // Claude Code sends these mid-conversation
-		parts := p.text(content, func() string { return at() + ".content" })
-		if len(parts) > 0 {
+		p.text(content, func() string { return at() + ".content" }, &p.parts)
+		if parts := p.parts.Run(); len(parts) > 0 {
 			p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleSystem, Content: parts})
 		}
 	case "user":
@@ -301,15 +348,14 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 // ahead of a user message with the other blocks.
 func (p *parser) user(content jsonx.Value, at func() string) {
 	if content.Kind == jsonx.String {
-		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser,
-			Content: []translate.Part{{Type: translate.PartText, Text: content.Str}}})
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
 		return
 	}
 	if content.Kind != jsonx.Array {
 		p.fail(at(), "must be a string or an array of content blocks")
 		return
 	}
-	var parts []translate.Part
 	i := 0
 	p.sc.Each(content, func(_ string, b jsonx.Value) bool {
 		k := i
@@ -319,95 +365,110 @@ func (p *parser) user(content jsonx.Value, at func() string) {
 			p.fail(bat(), "must be a content block object")
 			return false
 		}
-		if p.sc.Get(b, "type").Str == "tool_result" {
-			p.toolResult(b, bat)
-			return p.err == nil
+		var f [cbN]jsonx.Value
+		p.block(b, &f)
+		if f[cbType].Str == "tool_result" {
+			p.toolResult(&f, bat)
+		} else {
+			p.part(&p.parts, &f, bat)
 		}
-		parts = p.part(parts, b, bat)
 		return p.err == nil
 	})
-	if len(parts) > 0 {
+	if parts := p.parts.Run(); len(parts) > 0 {
 		p.req.Messages = append(p.req.Messages, translate.Message{Role: translate.RoleUser, Content: parts})
 	}
 }
 
-// part appends the core part of a user content block; blocks without one are dropped.
-func (p *parser) part(parts []translate.Part, b jsonx.Value, at func() string) []translate.Part {
-	switch t := p.sc.Get(b, "type").Str; t {
+// part pushes the core parts of a user content block, whose members are f, to s; blocks
+// without one are dropped. The block's cache_control goes on the last part it pushed.
+func (p *parser) part(s *slab.Slab[translate.Part], f *[cbN]jsonx.Value, at func() string) {
+	n := s.Len()
+	switch f[cbType].Str {
 	case "text":
-		return append(parts, translate.Part{Type: translate.PartText, Text: p.str(p.sc.Get(b, "text"), func() string { return at() + ".text" })})
+		s.Push(translate.Part{Type: translate.PartText, Text: p.str(f[cbText], func() string { return at() + ".text" })})
 	case "image":
-		src := p.sc.Get(b, "source")
-		switch p.sc.Get(src, "type").Str {
+		src := f[cbSource]
+		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartImage,
-				URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
+			s.Push(translate.Part{Type: translate.PartImage,
+				Media: &translate.Media{URL: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "url":
-			return append(parts, translate.Part{Type: translate.PartImage, URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })})
+			s.Push(translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: p.str(p.sc.Get(src, "url"), func() string { return at() + ".source.url" })}})
+		default:
+			p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(st))
 		}
-		p.fail(at()+".source.type", "image sources of type %q cannot be sent to this backend: use base64 or url", clip(p.sc.Get(src, "type").Str))
 	case "document":
-		src := p.sc.Get(b, "source")
-		switch p.sc.Get(src, "type").Str {
+		src := f[cbSource]
+		switch st := p.sc.Get(src, "type").Str; st {
 		case "base64":
-			return append(parts, translate.Part{Type: translate.PartFile, Filename: p.sc.Get(b, "title").Str,
-				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str})
+			s.Push(translate.Part{Type: translate.PartFile, Media: &translate.Media{Filename: f[cbTitle].Str,
+				FileData: "data:" + p.sc.Get(src, "media_type").Str + ";base64," + p.sc.Get(src, "data").Str}})
 		case "text":
-			return append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
+			s.Push(translate.Part{Type: translate.PartText, Text: p.sc.Get(src, "data").Str})
 		case "content":
-			return append(parts, p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" })...)
+			p.text(p.sc.Get(src, "content"), func() string { return at() + ".source.content" }, s)
+		default:
+			p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(st))
 		}
-		p.fail(at()+".source.type", "document sources of type %q cannot be sent to this backend: use base64, text or content", clip(p.sc.Get(src, "type").Str))
 	case "search_result":
 		// An object stands for an array holding it, as it always has here.
 		one := func(_ string, c jsonx.Value) bool {
 			if p.sc.Get(c, "type").Str == "text" {
-				parts = append(parts, translate.Part{Type: translate.PartText, Text: p.sc.Get(c, "text").Str})
+				s.Push(translate.Part{Type: translate.PartText, Text: p.sc.Get(c, "text").Str})
 			}
 			return true
 		}
-		if c := p.sc.Get(b, "content"); c.Kind == jsonx.Object {
+		if c := f[cbContent]; c.Kind == jsonx.Object {
 			one("", c)
 		} else {
 			p.sc.Each(c, one)
 		}
-		return parts
 	case "":
 		p.fail(at()+".type", "is required")
 	}
-	return parts // thinking, tool_use and server-tool blocks have no user-side counterpart
+	// thinking, tool_use and server-tool blocks have no user-side counterpart
+	if cc := p.cacheControl(f[cbCache], at); cc != "" && s.Len() > n {
+		s.Last().CacheControl = cc
+	}
 }
 
-func (p *parser) toolResult(b jsonx.Value, at func() string) {
-	var f [3]jsonx.Value // one pass over the block
-	p.sc.Members(b, []string{"tool_use_id", "is_error", "content"}, f[:])
-	id := p.str(f[0], func() string { return at() + ".tool_use_id" })
-	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[1].Kind == jsonx.True}
-	c := f[2]
+// toolResult reads a tool_result block, whose members are f, as a core tool message. Its
+// cache_control goes on the message's last part.
+func (p *parser) toolResult(f *[cbN]jsonx.Value, at func() string) {
+	id := p.str(f[cbToolUseID], func() string { return at() + ".tool_use_id" })
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(id), ToolError: f[cbIsError].Kind == jsonx.True}
+	c := f[cbContent]
 	switch {
 	case c.Kind == jsonx.String:
-		m.Content = []translate.Part{{Type: translate.PartText, Text: c.Str}}
+		p.inner.Push(translate.Part{Type: translate.PartText, Text: c.Str})
 	case c.Kind == jsonx.Array:
 		i := 0
 		p.sc.Each(c, func(_ string, cb jsonx.Value) bool {
 			k := i
-			m.Content = p.part(m.Content, cb, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
+			var cf [cbN]jsonx.Value
+			p.block(cb, &cf)
+			p.part(&p.inner, &cf, func() string { return at() + ".content[" + strconv.Itoa(k) + "]" })
 			i++
 			return p.err == nil
 		})
 	case c.Exists() && c.Kind != jsonx.Null:
 		p.fail(at()+".content", "must be a string or an array of content blocks")
 	}
-	if len(m.Content) == 0 {
-		m.Content = []translate.Part{{Type: translate.PartText, Text: ""}}
+	if p.inner.Len() == 0 {
+		p.inner.Push(translate.Part{Type: translate.PartText, Text: ""})
 	}
+	if cc := p.cacheControl(f[cbCache], at); cc != "" {
+		p.inner.Last().CacheControl = cc
+	}
+	m.Content = p.inner.Run()
 	p.req.Messages = append(p.req.Messages, m)
 }
 
 func (p *parser) assistant(content jsonx.Value, at func() string) {
 	m := translate.Message{Role: translate.RoleAssistant}
 	if content.Kind == jsonx.String {
-		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		m.Content = p.parts.Run()
 		p.req.Messages = append(p.req.Messages, m)
 		return
 	}
@@ -421,18 +482,19 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		k := i
 		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
-		var f [8]jsonx.Value // one pass over the block
-		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data"}, f[:])
+		var f [9]jsonx.Value // one pass over the block
+		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data", "cache_control"}, f[:])
 		switch f[0].Str {
 		case "text":
-			m.Content = append(m.Content, translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" })})
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" }),
+				CacheControl: p.cacheControl(f[8], bat)})
 		case "tool_use":
 			input := f[2]
 			args := "{}"
 			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			m.ToolCalls = append(m.ToolCalls, translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
+			p.calls.Push(translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
 				Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
 			t := f[5].Str
@@ -445,6 +507,7 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		}
 		return p.err == nil // server_tool_use and its results are the upstream's own business
 	})
+	m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
 	m.Reasoning = strings.Join(reasoning, "")
 	if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
 		p.req.Messages = append(p.req.Messages, m)
@@ -469,9 +532,13 @@ func (p *parser) tools(v jsonx.Value) {
 			return false
 		}
 		if typ := p.sc.Get(t, "type"); typ.Exists() && typ.Str != "custom" {
-			return true // an Anthropic-defined tool (web_search_*, bash_*, tool_search_*...)
+			// An Anthropic-defined tool (web_search_*, bash_*, tool_search_*...): an
+			// anthropic upstream gets it as it is, the others leave it out.
+			p.req.Tools = append(p.req.Tools, translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectAnthropic, Type: typ.Str, Raw: t.Raw}})
+			return true
 		}
-		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str}
+		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str,
+			CacheControl: p.cacheControl(p.sc.Get(t, "cache_control"), at)}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
 		} else if s.Exists() && s.Kind != jsonx.Null {

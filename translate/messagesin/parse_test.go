@@ -93,6 +93,10 @@ func view(r *translate.Request) coreView {
 		v.Messages = append(v.Messages, s)
 	}
 	for _, t := range r.Tools {
+		if t.Builtin != nil {
+			v.Tools = append(v.Tools, t.Builtin.Dialect+":"+t.Builtin.Type)
+			continue
+		}
 		v.Tools = append(v.Tools, t.Name)
 	}
 	for _, f := range r.Extra {
@@ -117,7 +121,7 @@ func TestParse_ClaudeCodeRequest(t *testing.T) {
 			"system:The user switched to plan mode.",
 			"user:go on",
 		},
-		Tools: []string{"Bash", "NotebookEdit"},
+		Tools: []string{"Bash", "NotebookEdit", "anthropic:tool_search_tool_regex_20251119", "anthropic:web_search_20250305"},
 		Extra: []string{"future_option"},
 	}
 	if diff := cmp.Diff(want, view(req)); diff != "" {

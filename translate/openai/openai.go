@@ -63,7 +63,7 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	}
 	if req.Edited {
 		setRaw("messages", string(appendMessages(nil, req.Messages)))
-		if len(req.Tools) > 0 {
+		if req.Functions() > 0 {
 			setRaw("tools", string(appendTools(nil, req.Tools)))
 		}
 		switch req.ToolChoice.Mode {
@@ -197,16 +197,16 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 			dst = jsonx.AppendString(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
-			dst = jsonx.AppendString(dst, p.URL)
-			if p.Detail != "" {
+			dst = jsonx.AppendString(dst, p.Media.URL)
+			if p.Media.Detail != "" {
 				dst = append(dst, `,"detail":`...)
-				dst = jsonx.AppendString(dst, p.Detail)
+				dst = jsonx.AppendString(dst, p.Media.Detail)
 			}
 			dst = append(dst, '}')
 		case translate.PartFile:
 			dst = append(dst, `{"type":"file","file":{`...)
 			sep := ""
-			for _, kv := range [...][2]string{{"file_data", p.FileData}, {"file_id", p.FileID}, {"filename", p.Filename}} {
+			for _, kv := range [...][2]string{{"file_data", p.Media.FileData}, {"file_id", p.Media.FileID}, {"filename", p.Media.Filename}} {
 				if kv[1] != "" {
 					dst = append(dst, sep...)
 					dst = jsonx.AppendKey(dst, kv[0])
@@ -217,9 +217,9 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 			dst = append(dst, '}')
 		case translate.PartAudio:
 			dst = append(dst, `{"type":"input_audio","input_audio":{"data":`...)
-			dst = jsonx.AppendString(dst, p.AudioData)
+			dst = jsonx.AppendString(dst, p.Media.AudioData)
 			dst = append(dst, `,"format":`...)
-			dst = jsonx.AppendString(dst, p.AudioFormat)
+			dst = jsonx.AppendString(dst, p.Media.AudioFormat)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, '}')
@@ -230,10 +230,15 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 // appendTools appends tools as an OpenAI chat tools array.
 func appendTools(dst []byte, tools []translate.Tool) []byte {
 	dst = append(dst, '[')
-	for i, t := range tools {
-		if i > 0 {
+	k := 0
+	for _, t := range tools {
+		if t.Builtin != nil {
+			continue // another API's built-in tool
+		}
+		if k > 0 {
 			dst = append(dst, ',')
 		}
+		k++
 		dst = append(dst, `{"type":"function","function":{"name":`...)
 		dst = jsonx.AppendString(dst, t.Name)
 		if t.Description != "" {

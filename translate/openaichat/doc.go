@@ -5,7 +5,7 @@
 // Assembler collects them into one chat.completion, and AppendError/AppendErrorEvent write
 // OpenAI error bodies.
 //
-// It imports translate and internal/jsonx only; it must not import an upstream dialect,
+// It imports translate, internal/jsonx, translate/internal/members and translate/internal/slab only; it must not import an upstream dialect,
 // the proxy or anything that does I/O. The other client dialects (OpenAI Responses,
 // Anthropic Messages; issues 14 and 16) will be packages beside it.
 package openaichat

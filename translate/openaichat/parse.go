@@ -3,6 +3,7 @@ package openaichat
 import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -71,7 +72,7 @@ type parser struct {
 	msgs  stash[pendingMessage]
 	parts stash[translate.Part]
 	// calls holds the messages' tool calls, a few allocations for the whole request.
-	calls slab[translate.ToolCall]
+	calls slab.Slab[translate.ToolCall]
 }
 
 // pendingMessage is a message whose content parts are parts[start:end] of its parser.
@@ -663,32 +664,4 @@ func (s *stash[T]) at(i int) *T {
 // copyTo copies the values to dst, which has room for them.
 func (s *stash[T]) copyTo(dst []T) {
 	copy(dst[copy(dst, s.fixed[:min(s.n, len(s.fixed))]):], s.spill)
-}
-
-// slab hands out the short slices a request holds many of (a message's content parts, its
-// tool calls) from a few shared allocations. Elements are pushed one run at a time; run
-// ends the current run and returns it with its capacity capped, so appending to it copies.
-type slab[T any] struct {
-	buf   []T
-	start int // where the current run begins in buf
-}
-
-func (s *slab[T]) push(v T) {
-	if len(s.buf) == cap(s.buf) {
-		run := s.buf[s.start:]
-		b := make([]T, len(run), max(2*cap(s.buf), 8, 2*len(run)))
-		copy(b, run)
-		s.buf, s.start = b, 0
-	}
-	s.buf = append(s.buf, v)
-}
-
-// run ends the current run and returns it, nil if it is empty.
-func (s *slab[T]) run() []T {
-	if s.start == len(s.buf) {
-		return nil
-	}
-	r := s.buf[s.start:len(s.buf):len(s.buf)]
-	s.start = len(s.buf)
-	return r
 }

@@ -233,15 +233,15 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 		if url.Kind != jsonx.String || url.Str == "" {
 			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 		}
-		part = translate.Part{Type: translate.PartImage, URL: url.Str, Detail: detail.Str}
+		part = translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: url.Str, Detail: detail.Str}}
 	case "file":
-		part = translate.Part{Type: translate.PartFile, FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}
-		if part.FileData == "" && part.FileID == "" {
+		part = translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}}
+		if part.Media.FileData == "" && part.Media.FileID == "" {
 			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 		}
 	case "input_audio":
-		part = translate.Part{Type: translate.PartAudio, AudioData: audio.Str, AudioFormat: format.Str}
-		if part.AudioData == "" {
+		part = translate.Part{Type: translate.PartAudio, Media: &translate.Media{AudioData: audio.Str, AudioFormat: format.Str}}
+		if part.Media.AudioData == "" {
 			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 		}
 	case "refusal":
@@ -305,7 +305,7 @@ func (p *parser) toolCalls(i int, msg *translate.Message) bool {
 	if sc.Failed() {
 		return false
 	}
-	if calls := p.calls.run(); msg.ToolCalls == nil {
+	if calls := p.calls.Run(); msg.ToolCalls == nil {
 		msg.ToolCalls = calls
 	} else {
 		msg.ToolCalls = append(msg.ToolCalls, calls...)
@@ -380,6 +380,6 @@ func (p *parser) toolCall(i, j int) bool {
 	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
-	p.calls.push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
+	p.calls.Push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true
 }

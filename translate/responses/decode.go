@@ -220,9 +220,14 @@ func (responsesProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 			}
 			err = emit(&translate.Event{Kind: translate.EventToolCallEnd, Index: calls})
 			calls++
+		default:
+			// A built-in tool's item (web_search_call...) is the upstream's own call,
+			// never a client tool call: passed on whole for clients of this wire.
+			if typ := sc.Get(item, "type").Str; builtinItem(typ) {
+				err = emit(&translate.Event{Kind: translate.EventBuiltinItem,
+					Item: &translate.Item{Dialect: translate.DialectResponses, Type: typ, Raw: item.Raw}})
+			}
 		}
-		// Built-in tool items (web_search_call, file_search_call...) are the upstream's
-		// own business: never client tool calls.
 		return err == nil
 	})
 	if err != nil {

@@ -85,12 +85,21 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	}
 	dst = append(dst, ']')
 
-	if len(req.Tools) > 0 {
+	if n := responsesTools(req); n > 0 {
 		dst = append(dst, `,"tools":[`...)
+		k := 0
 		for i := range req.Tools {
 			t := &req.Tools[i]
-			if i > 0 {
+			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectResponses {
+				continue // another API's built-in tool
+			}
+			if k > 0 {
 				dst = append(dst, ',')
+			}
+			k++
+			if t.Builtin != nil {
+				dst = append(dst, t.Builtin.Raw...) // web_search, file_search...: as the client defined it
+				continue
 			}
 			dst = append(dst, `{"type":"function","name":`...)
 			dst = jsonx.AppendString(dst, t.Name)
@@ -386,8 +395,8 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 			dst = jsonx.AppendString(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"input_image","image_url":`...)
-			dst = jsonx.AppendString(dst, p.URL)
-			detail := p.Detail
+			dst = jsonx.AppendString(dst, p.Media.URL)
+			detail := p.Media.Detail
 			if detail == "" {
 				detail = "auto"
 			}
@@ -395,24 +404,36 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 			dst = jsonx.AppendString(dst, detail)
 		case translate.PartFile:
 			dst = append(dst, `{"type":"input_file"`...)
-			if p.FileID != "" {
+			if p.Media.FileID != "" {
 				dst = append(dst, `,"file_id":`...)
-				dst = jsonx.AppendString(dst, p.FileID)
+				dst = jsonx.AppendString(dst, p.Media.FileID)
 			}
-			if p.FileData != "" {
+			if p.Media.FileData != "" {
 				dst = append(dst, `,"file_data":`...)
-				if strings.HasPrefix(p.FileData, "data:") {
-					dst = jsonx.AppendString(dst, p.FileData)
+				if strings.HasPrefix(p.Media.FileData, "data:") {
+					dst = jsonx.AppendString(dst, p.Media.FileData)
 				} else { // bare base64, as some chat clients send: PDF is what chat accepts
-					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.FileData)
+					dst = jsonx.AppendString(dst, "data:application/pdf;base64,"+p.Media.FileData)
 				}
 			}
-			if p.Filename != "" {
+			if p.Media.Filename != "" {
 				dst = append(dst, `,"filename":`...)
-				dst = jsonx.AppendString(dst, p.Filename)
+				dst = jsonx.AppendString(dst, p.Media.Filename)
 			}
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// responsesTools returns the number of tools the Responses API gets: the function tools
+// and its own built-in ones.
+func responsesTools(req *translate.Request) int {
+	n := 0
+	for i := range req.Tools {
+		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectResponses {
+			n++
+		}
+	}
+	return n
 }

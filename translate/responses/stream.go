@@ -144,7 +144,8 @@ func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 		return d.emit(emit, translate.Event{Kind: translate.EventFinish, FinishReason: responsesFinish(sc, r, len(d.calls) > 0)})
 	}
 	// Everything else (content parts, *.done events whose content was streamed, built-in
-	// tool progress such as response.web_search_call.*, annotations) adds nothing.
+	// tool progress such as response.web_search_call.*, annotations) adds nothing: a
+	// built-in tool's item is emitted whole at its output_item.done.
 	return nil
 }
 
@@ -249,8 +250,24 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit translate.
 			return err
 		}
 		return d.emit(emit, translate.Event{Kind: translate.EventToolCallEnd, Index: n})
+	default:
+		if typ := sc.Get(item, "type").Str; builtinItem(typ) {
+			return d.emit(emit, translate.Event{Kind: translate.EventBuiltinItem,
+				Item: &translate.Item{Dialect: translate.DialectResponses, Type: typ, Raw: item.Raw}})
+		}
 	}
 	return err
+}
+
+// builtinItem reports whether an output item type is a call of a built-in tool the
+// upstream ran itself (web search, file search, code interpreter, image generation, a
+// remote MCP server): one the client sees but never answers.
+func builtinItem(typ string) bool {
+	switch typ {
+	case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
+		return true
+	}
+	return false
 }
 
 // Close ends the stream: a stream that stopped before its terminal event is an error.

@@ -73,6 +73,9 @@ func responsesRun(t *testing.T, body string) ([]translate.Event, error) {
 			e.Block = &translate.ThinkingBlock{Type: strings.Clone(b.Type), Thinking: strings.Clone(b.Thinking),
 				Signature: strings.Clone(b.Signature), Data: strings.Clone(b.Data), ID: strings.Clone(b.ID)}
 		}
+		if it := e.Item; it != nil {
+			e.Item = &translate.Item{Dialect: it.Dialect, Type: strings.Clone(it.Type), Raw: strings.Clone(it.Raw)}
+		}
 		evs = append(evs, e)
 		if ev.Kind == translate.EventError {
 			return ev.Err
@@ -153,7 +156,7 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				usage, {Kind: translate.EventFinish, FinishReason: translate.FinishToolCalls}},
 		},
 		{
-			name: "BuiltInWebSearchIsNotAClientToolCall",
+			name: "BuiltInWebSearchIsABuiltinItemNotAClientToolCall",
 			body: responsesSSE(rsCreated,
 				`{"type":"response.output_item.added","output_index":0,"item":{"id":"ws_1","type":"web_search_call","status":"in_progress"}}`,
 				`{"type":"response.web_search_call.searching","output_index":0,"item_id":"ws_1"}`,
@@ -161,7 +164,10 @@ func TestResponsesStream_Quirks(t *testing.T) {
 				`{"type":"response.output_item.added","output_index":1,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}`,
 				`{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"content_index":0,"delta":"found"}`,
 				rsCompleted),
-			want: []translate.Event{start, {Kind: translate.EventTextDelta, Text: "found"}, usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
+			want: []translate.Event{start,
+				{Kind: translate.EventBuiltinItem, Item: &translate.Item{Dialect: translate.DialectResponses, Type: "web_search_call",
+					Raw: `{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"q"}}`}},
+				{Kind: translate.EventTextDelta, Text: "found"}, usage, {Kind: translate.EventFinish, FinishReason: translate.FinishStop}},
 		},
 		{
 			name: "RefusalParts",

@@ -6,7 +6,7 @@
 // server-sent event sequence. passthrough.go reads what the proxy needs of the bodies it
 // forwards to a responses backend and of that backend's answers.
 //
-// It imports only the core translate package, internal/jsonx and translate/internal/members; it must not import a
+// It imports only the core translate package, internal/jsonx, translate/internal/members and translate/internal/slab; it must not import a
 // provider dialect, the proxy or anything that does I/O. It is pure: ids and clocks come
 // from the caller.
 package responsesin

@@ -26,7 +26,9 @@ const (
 // refusal deltas make an assistant message item (one output_text or refusal content part
 // per run of either); each tool call makes a function_call item. A new item closes the
 // reasoning or message item before it; function calls close at their EventToolCallEnd or
-// at the end.
+// at the end. A built-in tool item a Responses upstream ran (EventBuiltinItem of
+// translate.DialectResponses: web_search_call...) is an output item as the upstream wrote
+// it; the built-in items of other dialects are dropped.
 //
 // When the request includes reasoning.encrypted_content, each reasoning block an upstream
 // decoder emits with its dialect (EventReasoningBlock: an Anthropic thinking block and its
@@ -67,6 +69,7 @@ const (
 	itemReasoning itemKind = iota + 1
 	itemMessage
 	itemFunctionCall
+	itemBuiltin // text is the upstream's item, written as it is
 )
 
 // item is one output item. text holds a reasoning item's summary, a function call's
@@ -236,6 +239,22 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 	case translate.EventToolCallEnd:
 		if i := e.call(ev.Index); i >= 0 {
 			dst = e.itemDone(dst, i)
+		}
+	case translate.EventBuiltinItem:
+		if ev.Item == nil || ev.Item.Dialect != translate.DialectResponses {
+			return dst
+		}
+		dst = e.closeOpen(dst)
+		e.items = append(e.items, item{kind: itemBuiltin, text: []byte(ev.Item.Raw), done: true})
+		i := len(e.items) - 1
+		dst = e.itemAdded(dst, i)
+		if e.stream {
+			dst = e.beginEvent(dst, "response.output_item.done")
+			dst = append(dst, `"output_index":`...)
+			dst = strconv.AppendInt(dst, int64(i), 10)
+			dst = append(dst, `,"item":`...)
+			dst = e.appendItem(dst, &e.items[i])
+			dst = e.endEvent(dst)
 		}
 	case translate.EventUsage:
 		e.usage = ev.Usage
@@ -521,6 +540,9 @@ func (e *Encoder) AppendOutput(dst []byte) []byte {
 }
 
 func (e *Encoder) appendItem(dst []byte, it *item) []byte {
+	if it.kind == itemBuiltin {
+		return append(dst, it.text...)
+	}
 	status := `"in_progress"`
 	if it.done {
 		status = `"completed"`

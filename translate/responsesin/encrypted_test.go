@@ -204,7 +204,7 @@ func TestEncryptedReasoning_RoundTrip(t *testing.T) {
 			}
 
 			next := mustParse(t, requestBody(input, true))
-			if err := next.Translatable(); err != nil {
+			if err := next.Translatable(false); err != nil {
 				t.Fatal(err)
 			}
 			body, err := u.provider.AppendRequest(nil, next.Core, &translate.Options{UpstreamModel: u.model})

@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // Request is a parsed POST /v1/responses request.
@@ -37,6 +38,11 @@ type Request struct {
 	// (a built-in tool, an input item type the core has no equivalent for), as the
 	// *translate.ParamError a translating backend answers; nil when there is none.
 	Untranslatable error
+	// BuiltinTool is the first built-in tool of tools (web_search, file_search...) as the
+	// *translate.ParamError a backend other than responses answers; nil when there is none.
+	// The tools are in Core.Tools (translate.Tool.Builtin), which a responses upstream gets
+	// and the others leave out.
+	BuiltinTool error
 
 	instructions string // "" when unset
 	history      []translate.Message
@@ -133,7 +139,7 @@ func Parse(body []byte) (*Request, error) {
 	s := string(body)
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
 	p := parser{r: r, sc: jsonx.NewScanner(s)}
-	root, ok := p.sc.Root()
+	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
 	}
@@ -161,7 +167,7 @@ func Parse(body []byte) (*Request, error) {
 		return nil, err
 	}
 	r.Core.IncludeUsage = r.Core.Stream
-	r.echo = p.appendEcho(nil)
+	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build()
 	return r, nil
 }
@@ -213,7 +219,7 @@ func (p *parser) checkToolChoice() error {
 // items of the response named by previous_response_id) before this request's input.
 func (r *Request) Prepend(items string) error {
 	p := parser{r: r, sc: jsonx.NewScanner(items)}
-	arr, _ := p.sc.Root() // not an array when not JSON: items reports it
+	arr, _ := p.sc.IndexRoot() // not an array when not JSON: items reports it
 	msgs, err := p.items(arr, func() string { return "previous_response_id" })
 	if err != nil {
 		return err
@@ -223,12 +229,16 @@ func (r *Request) Prepend(items string) error {
 	return nil
 }
 
-// Translatable returns nil when Core can be served by a translating backend: the request
-// uses nothing only a responses backend serves (Untranslatable), and the conversation
-// (earlier items included, see Prepend) has a message.
-func (r *Request) Translatable() error {
+// Translatable returns nil when Core can be served on the translated path: the request
+// uses nothing only a responses backend serves (Untranslatable; BuiltinTool unless every
+// backend that may serve it is one, responsesOnly), and the conversation (earlier items
+// included, see Prepend) has a message.
+func (r *Request) Translatable(responsesOnly bool) error {
 	if r.Untranslatable != nil {
 		return r.Untranslatable
+	}
+	if r.BuiltinTool != nil && !responsesOnly {
+		return r.BuiltinTool
 	}
 	for _, m := range r.Core.Messages {
 		if m.Role != translate.RoleSystem && m.Role != translate.RoleDeveloper {
@@ -241,20 +251,25 @@ func (r *Request) Translatable() error {
 // build sets Core.Messages and Core.Body from the parts read.
 func (r *Request) build() {
 	c := r.Core
-	c.Messages = c.Messages[:0]
+	c.Messages = make([]translate.Message, 0, 1+len(r.history)+len(r.current))
 	if r.instructions != "" {
 		c.Messages = append(c.Messages, translate.Message{Role: translate.RoleSystem,
 			Content: []translate.Part{{Type: translate.PartText, Text: r.instructions}}})
 	}
 	c.Messages = append(c.Messages, r.history...)
 	c.Messages = append(c.Messages, r.current...)
-	c.Body, c.Edited = string(appendChatBody(nil, c)), true
+	// The body is written once and never changed: a view of it is its string.
+	c.Body, c.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), c)), true
 }
 
 // parser reads the fields of one request.
 type parser struct {
-	r        *Request
-	sc       jsonx.Scanner
+	r  *Request
+	sc jsonx.Scanner
+	// partSlab and calls hold the messages' content parts and tool calls, a few allocations
+	// for the whole request.
+	partSlab slab.Slab[translate.Part]
+	calls    slab.Slab[translate.ToolCall]
 	hasInput bool
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
@@ -467,6 +482,9 @@ func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]
 // toolList reads tools: function tools into Core.Tools; a built-in tool is served by a
 // responses backend only.
 func (p *parser) toolList(v jsonx.Value) error {
+	n := 0
+	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
+	p.r.Core.Tools = make([]translate.Tool, 0, n)
 	var err error
 	i := 0
 	p.sc.Each(v, func(_ string, t jsonx.Value) bool {
@@ -488,8 +506,11 @@ func (p *parser) toolList(v jsonx.Value) error {
 			return false
 		}
 		if typ.Str != "function" {
-			p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
-				clip(typ.Str))
+			if p.r.BuiltinTool == nil {
+				p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+					clip(typ.Str))
+			}
+			p.r.Core.Tools = append(p.r.Core.Tools, translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: typ.Str, Raw: t.Raw}})
 			return true
 		}
 		name := f[toolName]
@@ -591,13 +612,22 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 	if arr.Kind != jsonx.Array {
 		return nil, translate.Errorf(base(), "must be an array of items")
 	}
-	var msgs []translate.Message
+	n := 0
+	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
+	msgs := make([]translate.Message, 0, n)
 	var reasoning strings.Builder
 	var blocks []translate.ThinkingBlock
 	var err error
-	// open is the index in msgs of the assistant message function calls join, or -1; last
-	// is the latest assistant message's, -1 once another message follows it.
+	// open is the index in msgs of the assistant message function calls join, or -1; its
+	// calls are the current run of p.calls until closeCalls. last is the latest assistant
+	// message's index, -1 once another message follows it.
 	open, last := -1, -1
+	closeCalls := func() {
+		if calls := p.calls.Run(); open >= 0 && calls != nil {
+			msgs[open].ToolCalls = calls
+		}
+		open = -1
+	}
 	assistant := func() *translate.Message {
 		if open < 0 {
 			msgs = append(msgs, translate.Message{Role: translate.RoleAssistant})
@@ -643,14 +673,13 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			if m, err = p.message(&f, param); err != nil {
 				return false
 			}
+			closeCalls()
 			if m.Role == translate.RoleAssistant {
-				open = -1
 				a := assistant()
 				a.Content, a.Refusal = m.Content, m.Refusal
 			} else {
 				endTurn()
 				msgs = append(msgs, m)
-				open = -1
 			}
 		case "function_call":
 			call := translate.ToolCall{}
@@ -666,8 +695,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				}
 				*g.dst = v.Str
 			}
-			a := assistant()
-			a.ToolCalls = append(a.ToolCalls, call)
+			assistant()
+			p.calls.Push(call)
 		case "function_call_output":
 			id := f[itemCallID]
 			if id.Kind != jsonx.String || id.Str == "" {
@@ -678,7 +707,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
 			switch out := f[itemOutput]; out.Kind {
 			case jsonx.String:
-				m.Content = []translate.Part{{Type: translate.PartText, Text: out.Str}}
+				p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
+				m.Content = p.partSlab.Run()
 			case jsonx.Array:
 				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
 					return false
@@ -687,8 +717,8 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
 				return false
 			}
+			closeCalls() // a tool result ends the assistant's turn
 			msgs = append(msgs, m)
-			open = -1 // a tool result ends the assistant's turn
 		case "reasoning":
 			s := f[itemSummary]
 			if s.Exists() && s.Kind != jsonx.Array {
@@ -726,7 +756,11 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				err = translate.Errorf(param()+".encrypted_content", "must be a string")
 				return false
 			}
-			open = -1 // the reasoning belongs to the assistant turn that follows
+			closeCalls() // the reasoning belongs to the assistant turn that follows
+		case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
+			// A built-in tool's call the upstream ran itself (an output item of an
+			// earlier response, as the Encoder passes them on): the answer after it
+			// says what it found, so a translating backend does without it.
 		case "":
 			err = translate.Errorf(param()+".type", "is required")
 			return false
@@ -735,6 +769,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 		}
 		return true
 	})
+	closeCalls()
 	endTurn()
 	return msgs, err
 }
@@ -750,7 +785,8 @@ func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.
 	}
 	switch content := f[itemContent]; content.Kind {
 	case jsonx.String:
-		m.Content = []translate.Part{{Type: translate.PartText, Text: content.Str}}
+		p.partSlab.Push(translate.Part{Type: translate.PartText, Text: content.Str})
+		m.Content = p.partSlab.Run()
 	case jsonx.Array:
 		parts, err := p.parts(content, func() string { return param() + ".content" }, m.Role)
 		if err != nil {
@@ -775,7 +811,6 @@ func (p *parser) message(f *[itemN]jsonx.Value, param func() string) (translate.
 
 // parts reads content parts; role says which part types are allowed.
 func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]translate.Part, error) {
-	var out []translate.Part
 	var err error
 	i := 0
 	p.sc.Each(arr, func(_ string, v jsonx.Value) bool {
@@ -795,28 +830,28 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 				err = translate.Errorf(param()+".text", "must be a string")
 				return false
 			}
-			out = append(out, translate.Part{Type: translate.PartText, Text: t.Str})
+			p.partSlab.Push(translate.Part{Type: translate.PartText, Text: t.Str})
 		case typ == "refusal" && assistant:
-			out = append(out, translate.Part{Type: translate.PartRefusal, Text: f[partRefusal].Str})
+			p.partSlab.Push(translate.Part{Type: translate.PartRefusal, Text: f[partRefusal].Str})
 		case typ == "input_image" && !assistant:
 			u := f[partImageURL]
 			if u.Kind != jsonx.String || u.Str == "" {
 				p.untranslatableErr(param(), "an input_image without image_url (a file_id) is served only by a responses backend")
 				return true
 			}
-			out = append(out, translate.Part{Type: translate.PartImage, URL: u.Str, Detail: f[partDetail].Str})
+			p.partSlab.Push(translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: u.Str, Detail: f[partDetail].Str}})
 		case typ == "input_file" && !assistant:
 			if f[partFileURL].Exists() {
 				p.untranslatableErr(param()+".file_url", "an input_file given by file_url is served only by a responses backend")
 				return true
 			}
-			part := translate.Part{Type: translate.PartFile, FileData: f[partFileData].Str, FileID: f[partFileID].Str,
-				Filename: f[partFilename].Str}
-			if part.FileData == "" && part.FileID == "" {
+			part := translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: f[partFileData].Str, FileID: f[partFileID].Str,
+				Filename: f[partFilename].Str}}
+			if part.Media.FileData == "" && part.Media.FileID == "" {
 				err = translate.Errorf(param(), "an input_file needs file_data or file_id")
 				return false
 			}
-			out = append(out, part)
+			p.partSlab.Push(part)
 		case typ == "":
 			err = translate.Errorf(param()+".type", "is required")
 			return false
@@ -826,7 +861,11 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 		}
 		return true
 	})
-	return out, err
+	out := p.partSlab.Run()
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func clip(s string) string {
@@ -838,6 +877,12 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n] + "..."
+}
+
+// echoSize is about the length of what appendEcho writes, so that it allocates once.
+func (p *parser) echoSize() int {
+	return 400 + 2*len(p.r.instructions) + len(p.metadata) + len(p.reasoning) + len(p.text) +
+		len(p.toolChoice) + 2*len(p.tools) + len(p.user) + len(p.safetyID)
 }
 
 // appendEcho appends the request settings the Response object repeats, as the members of
@@ -912,12 +957,12 @@ func (p *parser) appendTools(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		i++
-		if p.sc.Get(t, "type").Str != "function" {
+		tool := &p.r.Core.Tools[fn] // one core tool per element, in order
+		fn++
+		if tool.Builtin != nil {
 			dst = append(dst, t.Raw...)
 			return true
 		}
-		tool := &p.r.Core.Tools[fn]
-		fn++
 		dst = append(dst, `{"type":"function","name":`...)
 		dst = jsonx.AppendString(dst, tool.Name)
 		dst = append(dst, `,"description":`...)
@@ -946,7 +991,7 @@ func appendStringOrNull(dst []byte, s string) []byte {
 func appendChatBody(dst []byte, c *translate.Request) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = jsonx.AppendString(dst, c.Model)
-	if c.ParallelToolCalls != nil && len(c.Tools) > 0 {
+	if c.ParallelToolCalls != nil && c.Functions() > 0 {
 		dst = append(dst, `,"parallel_tool_calls":`...)
 		dst = jsonx.AppendBool(dst, *c.ParallelToolCalls)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/tidwall/gjson"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -49,7 +50,7 @@ func TestParse(t *testing.T) {
 				{"type":"function_call_output","call_id":"call_2","output":[{"type":"input_text","text":"noon"}]}
 			]}`,
 			want: translate.Request{Model: "m", Messages: []translate.Message{
-				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "weather?"}, {Type: translate.PartImage, URL: "https://x/y.png", Detail: "low"}}},
+				{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "weather?"}, {Type: translate.PartImage, Media: &translate.Media{URL: "https://x/y.png", Detail: "low"}}}},
 				{Role: "assistant", Reasoning: "think", Content: []translate.Part{{Type: translate.PartText, Text: "Let me check."}},
 					ToolCalls: []translate.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, {ID: "call_2", Name: "get_time", Arguments: "{}"}}},
 				{Role: "tool", ToolCallID: "call_1", Content: []translate.Part{{Type: translate.PartText, Text: "sunny"}}},
@@ -97,11 +98,31 @@ func TestParse(t *testing.T) {
 		{
 			name: "built-in tools and unknown items are left to a responses backend",
 			body: `{"model":"m","input":[{"type":"item_reference","id":"x"}],"tools":[{"type":"web_search"}],"prompt_cache_key":"k"}`,
-			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_key", Raw: `"k"`}}},
+			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_key", Raw: `"k"`}},
+				Tools: []translate.Tool{{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: "web_search", Raw: `{"type":"web_search"}`}}}},
 			check: func(t *testing.T, r *Request) {
 				var pe *translate.ParamError
 				if !errors.As(r.Untranslatable, &pe) || pe.Param != "input[0].type" {
 					t.Errorf("untranslatable %v", r.Untranslatable)
+				}
+			},
+		},
+		{
+			name: "built-in tools go to a responses backend on the translated path, not to others",
+			body: `{"model":"m","input":"news?","tools":[{"type":"function","name":"f"},{"type":"web_search","search_context_size":"low"}]}`,
+			want: translate.Request{Model: "m", Messages: []translate.Message{{Role: "user", Content: []translate.Part{{Type: translate.PartText, Text: "news?"}}}},
+				Tools: []translate.Tool{{Name: "f"}, {Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: "web_search", Raw: `{"type":"web_search","search_context_size":"low"}`}}}},
+			check: func(t *testing.T, r *Request) {
+				if err := r.Translatable(true); err != nil {
+					t.Errorf("Translatable(responses only) = %v", err)
+				}
+				var pe *translate.ParamError
+				if err := r.Translatable(false); !errors.As(err, &pe) || pe.Param != "tools[1].type" {
+					t.Errorf("Translatable(other backends) = %v, want the built-in tool named", err)
+				}
+				// The echo keeps the client's tools in order.
+				if got := gjson.Get("{"+string(r.echo)+"}", "tools.#.type").Raw; got != `["function","web_search"]` {
+					t.Errorf("echoed tool types %s", got)
 				}
 			},
 		},
@@ -226,6 +247,32 @@ func TestPrepend(t *testing.T) {
 	}
 }
 
+// TestPrepend_BuiltinItems: a stored response whose output holds the built-in tool items a
+// responses upstream ran (as the Encoder passes them on) continues on the translated path:
+// the items are left out, the rest of the turn is kept.
+func TestPrepend_BuiltinItems(t *testing.T) {
+	r, err := Parse([]byte(`{"model":"m","input":"and now?","previous_response_id":"resp_1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Prepend(`[{"type":"message","role":"user","content":"news?"},` +
+		`{"id":"ws_1","type":"web_search_call","status":"completed","action":{"type":"search","query":"news"}},` +
+		`{"id":"ci_1","type":"code_interpreter_call","status":"completed","code":"1+1","container_id":"c","outputs":null},` +
+		`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"quiet day"}]}]`); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Translatable(false); err != nil {
+		t.Fatalf("Translatable: %v", err)
+	}
+	var got []string
+	for _, m := range r.Core.Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	if diff := cmp.Diff([]string{"user:news?", "assistant:quiet day", "user:and now?"}, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+}
+
 // FuzzParse: the parser never panics, what it accepts has a core request whose chat
 // body is a valid chat completions request, and its forwarded body (AppendBody) parses to
 // the same request for another model.
@@ -251,7 +298,7 @@ func FuzzParse(f *testing.F) {
 		if again, err := Parse(r.AppendBody(nil, "up")); err != nil || again.Core.Model != "up" || again.Input != r.Input {
 			t.Fatalf("the forwarded body of %s reads differently (%v)", body, err)
 		}
-		if r.Translatable() != nil {
+		if r.Translatable(false) != nil {
 			return
 		}
 		chat, err := openai.New().AppendRequest(nil, r.Core, &translate.Options{UpstreamModel: "up"})

@@ -281,9 +281,11 @@ func CheckChunks(t testing.TB, body []byte) {
 // *.txtar there is a golden case, so adding a recording is adding a file. The sections
 // say what the case is:
 //
-//   - request.json (+ options.json): the OpenAI request and the route Options; want.json
-//     is the upstream body, dropped.txt the parameters dropped (one a line), and the body
-//     must satisfy the dialect's published schema.
+//   - request.json (+ options.json): the OpenAI request and the route Options (and
+//     tool_errors, the indexes of the tool messages to flag as failed calls, as the tool
+//     loop flags a failed server tool); want.json is the upstream body, dropped.txt the
+//     parameters dropped (one a line), and the body must satisfy the dialect's published
+//     schema.
 //   - upstream.sse, or upstream.chunks.txt (one data payload a line, reframed): a stream;
 //     want.sse is the OpenAI SSE the client gets. It must keep the chunk contract and
 //     decode the same however the bytes are split.
@@ -313,6 +315,8 @@ type goldenOptions struct {
 	PromptCache      bool   `json:"prompt_cache,omitempty"`
 	DropUnsupported  bool   `json:"drop_unsupported,omitempty"`
 	Store            bool   `json:"store,omitempty"`
+	// ToolErrors are indexes of tool messages to mark ToolError.
+	ToolErrors []int `json:"tool_errors,omitempty"`
 }
 
 var statusLine = regexp.MustCompile(`(?m)^status: (\d+)$`)
@@ -396,6 +400,15 @@ func request(t *testing.T, d Dialect, path string, ar *txtar.Archive, body []byt
 	req, err := openaichat.ParseRequest(body)
 	if err != nil {
 		t.Fatalf("ParseRequest: %v", err)
+	}
+	if len(o.ToolErrors) > 0 {
+		req = req.Clone() // as the tool loop does before appending results
+		for _, i := range o.ToolErrors {
+			if i < 0 || i >= len(req.Messages) || req.Messages[i].Role != translate.RoleTool {
+				t.Fatalf("options.json: tool_errors names message %d, which is not a tool message", i)
+			}
+			req.Messages[i].ToolError = true
+		}
 	}
 	opts := translate.Options{UpstreamModel: o.UpstreamModel, Stream: o.Stream, DefaultMaxTokens: o.DefaultMaxTokens,
 		PromptCache: o.PromptCache, DropUnsupported: o.DropUnsupported, Store: o.Store}
