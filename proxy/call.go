@@ -87,6 +87,25 @@ func (c *modelCall) releaseBuf() {
 	c.buf, c.bufp = nil, nil
 }
 
+// scratch returns a pooled buffer of at least 16 KiB, for putScratch.
+func (c *modelCall) scratch() *[]byte {
+	if c.bufs != nil {
+		if b, ok := c.bufs.Get().(*[]byte); ok && cap(*b) >= 16<<10 {
+			return b
+		}
+	}
+	b := make([]byte, 0, 16<<10)
+	return &b
+}
+
+// putScratch returns a buffer scratch gave.
+func (c *modelCall) putScratch(b *[]byte) {
+	if c.bufs != nil && cap(*b) <= maxPooledBody {
+		*b = (*b)[:0]
+		c.bufs.Put(b)
+	}
+}
+
 // errClientGone is returned by emit callbacks when the client disconnected.
 var errClientGone = errors.New("client disconnected")
 
@@ -258,7 +277,7 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+	err = c.pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
 		c.flush, func() error { return dec.Close(emit) })
 	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
 		// The stream ended early (the client left, the upstream failed): count what the
@@ -316,9 +335,12 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 // calls afterRead (if not nil) once the events of each read are handled, and calls onEnd
 // at a clean end of stream. A stream cut mid-event, or an event over the parser's size
 // bound, is an upstream error. It stops reading once ctx is done (the client left).
-func pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
+// Its read buffer comes from the model call's pool.
+func (c *modelCall) pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	var p sse.Parser
-	buf := make([]byte, 16<<10)
+	bp := c.scratch()
+	defer c.putScratch(bp)
+	buf := (*bp)[:cap(*bp)]
 	for {
 		n, err := body.Read(buf)
 		if ctx.Err() != nil {

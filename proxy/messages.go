@@ -292,7 +292,7 @@ func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
 				}
 				return nil
 			}
-			err = pumpSSE(ctx, body, r.backend.name, func(typ, data []byte) error {
+			err = c.pumpSSE(ctx, body, r.backend.name, func(typ, data []byte) error {
 				if err := dec.Event(typ, data, keepUsage); err != nil {
 					if string(typ) != "error" {
 						return err

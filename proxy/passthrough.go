@@ -38,7 +38,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 			finished := false
 			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
 				IncludeUsage: req.IncludeUsage, Now: now}
-			return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
+			return c.pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 				c.sent = true
 				if string(data) == "[DONE]" {
 					finished = true

@@ -414,7 +414,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			return err
 		}
 		terminal := false
-		return pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
+		return c.pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 			c.sent = true
 			// A view of data, which lives until this returns; what is kept is copied.
 			ev, ok := responsesin.ReadStreamEvent(data)
