@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -199,5 +200,79 @@ func TestStream_GracefulShutdown(t *testing.T) {
 	}
 	if err := <-g.done; err != nil {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestStream_EventsReachClientAsProduced: every event is written to the client as soon as
+// the upstream sends it, not when the stream ends: the fake upstream holds the rest of its
+// answer until the client has read the first content chunk through the gateway, for a
+// passthrough and a translated (Anthropic-wire) backend. A gateway that buffered would
+// leave the client waiting until its deadline.
+func TestStream_EventsReachClientAsProduced(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	sse := func(w http.ResponseWriter, events ...string) {
+		for _, e := range events {
+			w.Write([]byte(e))
+		}
+		w.(http.Flusher).Flush()
+	}
+	openaiUp := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "data: "+chunkJSON(`{"role":"assistant","content":"first"}`, "null")+"\n\n")
+		<-release
+		sse(w, "data: "+chunkJSON(`{"content":" second"}`, `"stop"`)+"\n\n", "data: [DONE]\n\n")
+	})
+	anthropicUp := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"first\"}}\n\n")
+		<-release
+		sse(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" second\"}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	})
+	g := startGateway(t, `
+backends:
+  oai: {type: openai, base_url: "{{OAI}}", retries: {max: 0}}
+  anth: {type: anthropic, base_url: "{{ANTH}}", api_key: k, retries: {max: 0}}
+models:
+  gpt: {backend: oai, upstream_model: up-model}
+  claude: {backend: anth, upstream_model: claude}
+`, map[string]string{"OAI": openaiUp.v1(), "ANTH": anthropicUp.URL})
+	// Registered after the gateway's, so it runs before the gateway shuts down: a failed
+	// subtest must not leave the upstream holding its stream open.
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	for _, model := range []string{"gpt", "claude"} {
+		t.Run(model, func(t *testing.T) {
+			release = make(chan struct{})
+			once = sync.Once{}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			defer once.Do(func() { close(release) })
+			client := g.client("")
+			s := client.Chat.Completions.NewStreaming(ctx, userParams(model, "hi"))
+			defer s.Close()
+			var text string
+			for text == "" && s.Next() {
+				if ch := s.Current(); len(ch.Choices) > 0 {
+					text = ch.Choices[0].Delta.Content
+				}
+			}
+			if text != "first" {
+				t.Fatalf("first content = %q (err %v), want \"first\" before the upstream goes on", text, s.Err())
+			}
+			once.Do(func() { close(release) })
+			for s.Next() {
+				if ch := s.Current(); len(ch.Choices) > 0 {
+					text += ch.Choices[0].Delta.Content
+				}
+			}
+			if err := s.Err(); err != nil || text != "first second" {
+				t.Fatalf("stream = %q, %v; want \"first second\"", text, err)
+			}
+		})
 	}
 }
