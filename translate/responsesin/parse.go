@@ -39,6 +39,7 @@ type Request struct {
 	Untranslatable error
 
 	instructions string // "" when unset
+	flat         flatTools
 	history      []translate.Message
 	current      []translate.Message
 	echo         []byte // the request settings the Response object echoes, see appendEcho
@@ -50,7 +51,7 @@ const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
 		"previous_response_id truncation stream_options background"
-	itemFields     = "type id role content status call_id name arguments output summary encrypted_content"
+	itemFields     = "type id role content status call_id name arguments output summary encrypted_content namespace"
 	partFields     = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
 	toolFields     = "type name description parameters strict"
 	formatFields   = "type name description schema strict"
@@ -77,6 +78,7 @@ const (
 	itemOutput
 	itemSummary
 	itemEncrypted
+	itemNamespace
 	itemN
 )
 
@@ -146,7 +148,19 @@ func Parse(body []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	// tools first: a function_call input item of a namespace tool's function takes the
+	// name the tools give it upstream (see flatten).
 	for _, f := range fields {
+		if f.name == "tools" {
+			if err := p.field(f.name, f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range fields {
+		if f.name == "tools" {
+			continue
+		}
 		if err := p.field(f.name, f.v); err != nil {
 			return nil, err
 		}
@@ -262,6 +276,7 @@ type parser struct {
 	parallel                                                 *bool
 	toolsV                                                   jsonx.Value // tools, for the echo
 	nTools                                                   int         // elements of tools
+	pending                                                  []pendingTool
 }
 
 // untranslatableErr records the first part of the request a translating backend cannot serve.
@@ -464,8 +479,9 @@ func boolean(v jsonx.Value, param string) (bool, error) {
 
 func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
-// toolList reads tools: function tools into Core.Tools; a built-in tool is served by a
-// responses backend only.
+// toolList reads tools: function tools into Core.Tools, the functions of namespace tools
+// too under their flat names (see flatten); a built-in tool is served by a responses
+// backend only.
 func (p *parser) toolList(v jsonx.Value) error {
 	var err error
 	i := 0
@@ -474,44 +490,57 @@ func (p *parser) toolList(v jsonx.Value) error {
 		param := func() string { return index("tools", at) }
 		i++
 		p.nTools = i
-		var f [toolN]jsonx.Value
-		if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
-			return false
+		if t.Kind == jsonx.Object && p.sc.Get(t, "type").Str == "namespace" {
+			err = p.namespace(t, param)
+			return err == nil
 		}
-		if t.Kind != jsonx.Object {
-			err = translate.Errorf(param(), "must be an object")
-			return false
+		var tool translate.Tool
+		var ok bool
+		if tool, ok, err = p.functionTool(t, param); ok {
+			p.r.Core.Tools = append(p.r.Core.Tools, tool)
 		}
-		typ := f[toolType]
-		if typ.Kind != jsonx.String {
-			err = translate.Errorf(param()+".type", "is required")
-			return false
-		}
-		if typ.Str != "function" {
-			p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
-				clip(typ.Str))
-			return true
-		}
-		name := f[toolName]
-		if name.Kind != jsonx.String || name.Str == "" {
-			err = translate.Errorf(param()+".name", "is required")
-			return false
-		}
-		tool := translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
-		if ps := f[toolParameters]; ps.Kind == jsonx.Object {
-			tool.Parameters = ps.Raw
-		} else if ps.Exists() && ps.Kind != jsonx.Null {
-			err = translate.Errorf(param()+".parameters", "must be a JSON Schema object")
-			return false
-		}
-		if st := f[toolStrict]; st.IsBool() {
-			b := st.Kind == jsonx.True
-			tool.Strict = &b
-		}
-		p.r.Core.Tools = append(p.r.Core.Tools, tool)
-		return true
+		return err == nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return p.flatten()
+}
+
+// functionTool reads the tool t (at param): ok is false for a built-in tool, which is
+// recorded as untranslatable.
+func (p *parser) functionTool(t jsonx.Value, param func() string) (tool translate.Tool, ok bool, err error) {
+	var f [toolN]jsonx.Value
+	if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
+		return tool, false, err
+	}
+	if t.Kind != jsonx.Object {
+		return tool, false, translate.Errorf(param(), "must be an object")
+	}
+	typ := f[toolType]
+	if typ.Kind != jsonx.String {
+		return tool, false, translate.Errorf(param()+".type", "is required")
+	}
+	if typ.Str != "function" {
+		p.untranslatableErr(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+			clip(typ.Str))
+		return tool, false, nil
+	}
+	name := f[toolName]
+	if name.Kind != jsonx.String || name.Str == "" {
+		return tool, false, translate.Errorf(param()+".name", "is required")
+	}
+	tool = translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
+	if ps := f[toolParameters]; ps.Kind == jsonx.Object {
+		tool.Parameters = ps.Raw
+	} else if ps.Exists() && ps.Kind != jsonx.Null {
+		return tool, false, translate.Errorf(param()+".parameters", "must be a JSON Schema object")
+	}
+	if st := f[toolStrict]; st.IsBool() {
+		b := st.Kind == jsonx.True
+		tool.Strict = &b
+	}
+	return tool, true, nil
 }
 
 func (p *parser) choice(v jsonx.Value) error {
@@ -665,6 +694,18 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 					return false
 				}
 				*g.dst = v.Str
+			}
+			switch ns := f[itemNamespace]; ns.Kind {
+			case jsonx.String:
+				if ns.Str == "" {
+					err = translate.Errorf(param()+".namespace", "must be a non-empty string")
+					return false
+				}
+				call.Name = p.r.flat.flatName(ns.Str, call.Name)
+			case jsonx.Missing, jsonx.Null:
+			default:
+				err = translate.Errorf(param()+".namespace", "must be a string")
+				return false
 			}
 			a := assistant()
 			a.ToolCalls = append(a.ToolCalls, call)

@@ -100,7 +100,8 @@ func TestParse(t *testing.T) {
 			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_key", Raw: `"k"`}}},
 			check: func(t *testing.T, r *Request) {
 				var pe *translate.ParamError
-				if !errors.As(r.Untranslatable, &pe) || pe.Param != "input[0].type" {
+				// tools are read first (see Parse), so the built-in tool is named.
+				if !errors.As(r.Untranslatable, &pe) || pe.Param != "tools[0].type" {
 					t.Errorf("untranslatable %v", r.Untranslatable)
 				}
 			},
@@ -236,6 +237,7 @@ func FuzzParse(f *testing.F) {
 		`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`,
 		`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}],"text":{"format":{"type":"json_schema","name":"s","schema":{}}}}`,
 		`{"model":"m","input":"x","MODEL":"y"}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":"ns","arguments":"{}"}],"tools":[{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f"}]},{"type":"function","name":"ns__f"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
