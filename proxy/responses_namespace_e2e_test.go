@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -72,6 +73,37 @@ func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
 			}
 			if n := strings.Count(b[1], `"`+flat+`"`); n < 2 || !strings.Contains(b[1], "spawned agent-7") {
 				t.Errorf("turn 2 upstream body names %s %d times (want 2 or more) or lacks the output:\n%s", flat, n, b[1])
+			}
+		})
+	}
+}
+
+// TestResponses_CodexCacheKeyAndClientMetadata: Codex CLI's prompt_cache_key and
+// client_metadata are no 400 on a translated backend without drop_unsupported_params: the
+// cache key reaches an OpenAI chat upstream (same field) and is echoed; client_metadata
+// reaches no translated upstream.
+func TestResponses_CodexCacheKeyAndClientMetadata(t *testing.T) {
+	for _, kind := range []string{"anthropic", "gemini", "openai"} {
+		t.Run(kind, func(t *testing.T) {
+			g := startResponsesGateway(t, kind, "")
+			g.script(fakeTurn{Text: "hello"})
+			c := g.client("alice-key")
+			resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "m", Input: textInput("hi"),
+				PromptCacheKey: openai.String("session-01a2")},
+				option.WithJSONSet("client_metadata", map[string]string{"x-codex-installation-id": "install-2d22", "session_id": "session-01a2"}))
+			if err != nil {
+				t.Fatalf("responses.create: %v", err)
+			}
+			if resp.OutputText() != "hello" || resp.PromptCacheKey != "session-01a2" {
+				t.Errorf("text %q, prompt_cache_key %q echoed", resp.OutputText(), resp.PromptCacheKey)
+			}
+			b := g.upstreamBodies()
+			if len(b) != 1 {
+				t.Fatalf("upstream saw %d requests", len(b))
+			}
+			wantKey := kind == "openai"
+			if strings.Contains(b[0], `"prompt_cache_key":"session-01a2"`) != wantKey || strings.Contains(b[0], "install-2d22") {
+				t.Errorf("upstream body (prompt_cache_key wanted: %v, client_metadata never):\n%s", wantKey, b[0])
 			}
 		})
 	}

@@ -39,7 +39,11 @@ type Request struct {
 	Untranslatable error
 
 	instructions string // "" when unset
-	flat         flatTools
+	// promptCacheKey is prompt_cache_key, "" when unset: a caching hint, echoed, passed
+	// to an OpenAI chat upstream (whose API has the same field) and dropped for the
+	// others, which cache by prompt prefix without a key.
+	promptCacheKey string
+	flat           flatTools
 	history      []translate.Message
 	current      []translate.Message
 	echo         []byte // the request settings the Response object echoes, see appendEcho
@@ -50,7 +54,7 @@ type Request struct {
 const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
-		"previous_response_id truncation stream_options background"
+		"previous_response_id truncation stream_options background prompt_cache_key client_metadata"
 	itemFields     = "type id role content status call_id name arguments output summary encrypted_content namespace"
 	partFields     = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
 	toolFields     = "type name description parameters strict"
@@ -262,7 +266,7 @@ func (r *Request) build() {
 	}
 	c.Messages = append(c.Messages, r.history...)
 	c.Messages = append(c.Messages, r.current...)
-	c.Body, c.Edited = string(appendChatBody(nil, c)), true
+	c.Body, c.Edited = string(appendChatBody(nil, c, r.promptCacheKey)), true
 }
 
 // parser reads the fields of one request.
@@ -461,6 +465,19 @@ func (p *parser) field(name string, v jsonx.Value) error {
 			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
 		}
 	case "stream_options":
+		if v.Kind != jsonx.Object {
+			return translate.Errorf(name, "must be an object")
+		}
+	case "prompt_cache_key":
+		if v.Kind != jsonx.String {
+			return translate.Errorf(name, "must be a string")
+		}
+		r.promptCacheKey = v.Str
+	case "client_metadata":
+		// Codex CLI's (not in OpenAI's published API): ids of its installation, session
+		// and turn for OpenAI's side. Like metadata it is the client's bookkeeping, never
+		// sent to a translated upstream; it is not echoed (OpenAI's Response has no such
+		// field).
 		if v.Kind != jsonx.Object {
 			return translate.Errorf(name, "must be an object")
 		}
@@ -907,6 +924,10 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	} else {
 		dst = append(dst, "null"...)
 	}
+	if r.promptCacheKey != "" {
+		dst = append(dst, `,"prompt_cache_key":`...)
+		dst = jsonx.AppendString(dst, r.promptCacheKey)
+	}
 	dst = append(dst, `,"reasoning":`...)
 	dst = jsonx.AppendRawOr(dst, p.reasoning, "null")
 	if p.safetyID != "" {
@@ -983,8 +1004,8 @@ func appendStringOrNull(dst []byte, s string) []byte {
 // appendChatBody appends the settings of c as a chat completions body without messages,
 // tools and tool_choice, for the OpenAI chat provider: it forwards the body of the request
 // it is given, and writes those three from the core request when Edited is set (build
-// sets it).
-func appendChatBody(dst []byte, c *translate.Request) []byte {
+// sets it). cacheKey is the prompt_cache_key, "" for none.
+func appendChatBody(dst []byte, c *translate.Request, cacheKey string) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = jsonx.AppendString(dst, c.Model)
 	if c.ParallelToolCalls != nil && len(c.Tools) > 0 {
@@ -1030,6 +1051,10 @@ func appendChatBody(dst []byte, c *translate.Request) []byte {
 	if c.User != "" {
 		dst = append(dst, `,"user":`...)
 		dst = jsonx.AppendString(dst, c.User)
+	}
+	if cacheKey != "" {
+		dst = append(dst, `,"prompt_cache_key":`...)
+		dst = jsonx.AppendString(dst, cacheKey)
 	}
 	if c.Stream {
 		dst = append(dst, `,"stream":true`...)
