@@ -23,6 +23,10 @@ import (
 // store: false and include reasoning.encrypted_content) pointed at the gateway as a custom
 // model provider: a one-turn answer from the mock backend, and on fake upstreams of every
 // wire a turn in which the model calls Codex's own exec_command tool and quotes its output.
+// Codex 0.169 sends by default, besides its function tools, a "namespace" tool
+// (multi_agent_v1, its multi-agent functions), the built-in web_search
+// ({"type":"web_search","external_web_access":false} under its default sandbox, true with
+// full access), prompt_cache_key and client_metadata.
 
 // codexBinary returns the codex executable: skipped when missing, fatal under CI=true
 // (.ci/run installs @openai/codex, whose platform package ships the binary).
@@ -47,11 +51,24 @@ env_key = "AGATE_KEY"
 wire_api = "responses"
 `
 
+// codexNoWebSearch is the one setting a user of a translated backend adds to Codex's
+// defaults: its built-in web_search is served only by a responses backend.
+var codexNoWebSearch = []string{"-c", `web_search="disabled"`}
+
 // runCodex runs `codex exec prompt` against the gateway at base with model, in dir (its
-// CODEX_HOME and HOME there too), and returns the agent's last message. Codex 0.169 also
-// offers a "namespace" tool (multi-agent) and the built-in web_search, which only a
-// responses backend serves: they are switched off, as a user of a translated backend must.
+// CODEX_HOME and HOME there too), with Codex's defaults and the provider config only, plus
+// extra flags; it returns the agent's last message.
 func runCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...string) string {
+	t.Helper()
+	got, out, err := execCodex(t, bin, base, model, dir, prompt, extra...)
+	if err != nil {
+		t.Fatalf("codex: %v\n%s", err, out)
+	}
+	return got
+}
+
+// execCodex is runCodex returning codex's failure and output instead of failing t.
+func execCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...string) (last string, out []byte, err error) {
 	t.Helper()
 	home := filepath.Join(dir, "codex-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
@@ -60,38 +77,43 @@ func runCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...strin
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf(codexConfig, base+"/v1")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	last := filepath.Join(dir, "last-message.txt")
-	os.Remove(last)
+	lastFile := filepath.Join(dir, "last-message.txt")
+	os.Remove(lastFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The sandbox is bypassed because the commands run are the fake upstream's own (cat of
 	// a file in dir) and bubblewrap needs user namespaces a container may not have.
 	cmd := exec.CommandContext(ctx, bin, "exec", "--skip-git-repo-check", "--ephemeral", "-m", model,
-		"--disable", "multi_agent", "-c", `web_search="disabled"`, "--dangerously-bypass-approvals-and-sandbox",
-		"-o", last)
+		"--dangerously-bypass-approvals-and-sandbox", "-o", lastFile)
 	cmd.Args = append(append(cmd.Args, extra...), prompt)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH"), "AGATE_KEY=client-key"}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("codex: %v\n%s", err, out)
+	cmd.WaitDelay = 5 * time.Second // a killed codex's helpers may hold its output open
+	if out, err = cmd.CombinedOutput(); err != nil {
+		return "", out, err
 	}
-	b, err := os.ReadFile(last)
+	b, err := os.ReadFile(lastFile)
 	if err != nil {
-		t.Fatalf("codex wrote no last message: %v\n%s", err, out)
+		return "", out, fmt.Errorf("codex wrote no last message: %w", err)
 	}
-	return string(b)
+	return string(b), out, nil
 }
 
 // codexUpstream is a fake upstream of one wire that answers by what the request holds:
 // after the note's content came back from exec_command, it quotes it; asked to read the
-// note, it calls exec_command; otherwise it greets. It records the request bodies.
+// note, it calls exec_command; asked to close an agent, it calls the close_agent function
+// of Codex's multi_agent_v1 namespace tool by the flat name the gateway gives it, and
+// once that call is in the history (the name's second occurrence) it answers; otherwise it
+// greets. It records the request bodies.
 type codexUpstream struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	n      int
 	bodies []string
 }
+
+// codexFlatClose is the upstream name of Codex's multi_agent_v1 close_agent function.
+const codexFlatClose = "multi_agent_v1__close_agent"
 
 func newCodexUpstream(t *testing.T, kind string) *codexUpstream {
 	u := &codexUpstream{}
@@ -104,6 +126,13 @@ func newCodexUpstream(t *testing.T, kind string) *codexUpstream {
 		u.mu.Unlock()
 		var turn fakeTurn
 		switch {
+		case strings.Contains(string(body), "unsupported call"):
+			// Codex did not route the call to its function: end the turn (it would retry).
+			turn.Text = "codex did not know the call"
+		case strings.Contains(string(body), "close the agent") && strings.Count(string(body), `"`+codexFlatClose+`"`) >= 2:
+			turn.Text = "agent closed"
+		case strings.Contains(string(body), "close the agent"):
+			turn.Calls = []fakeCall{{Name: codexFlatClose, Args: `{"target":"agent-7"}`}}
 		case strings.Contains(string(body), noteContent):
 			turn.Text = "the note says " + noteContent
 		case strings.Contains(string(body), "read the note"):
@@ -130,16 +159,20 @@ func newCodexUpstream(t *testing.T, kind string) *codexUpstream {
 	return u
 }
 
+// TestCodex_Exec: Codex with its defaults and the provider config only: on a responses
+// backend as it is; on a translated backend (mock, anthropic, gemini, openai chat) with
+// -c web_search="disabled" only, since its default web_search is a 400 there (a subtest
+// pins that Codex shows that error). Its namespace tool, prompt_cache_key and
+// client_metadata need no flag and no drop_unsupported_params; a call of a namespaced
+// function makes the round trip on every translated wire.
 func TestCodex_Exec(t *testing.T) {
 	bin := codexBinary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Codex sends prompt_cache_key and client_metadata, which translated backends drop
-	// only when told to.
 	var y strings.Builder
-	y.WriteString("backends:\n  offline: {type: mock, drop_unsupported_params: true}\n")
+	y.WriteString("backends:\n  offline: {type: mock}\n")
 	ups := map[string]*codexUpstream{}
 	for _, k := range backendKinds {
 		u := newCodexUpstream(t, k)
@@ -148,7 +181,7 @@ func TestCodex_Exec(t *testing.T) {
 		if k == "responses" || k == "openai" {
 			base += "/v1"
 		}
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}, drop_unsupported_params: true}\n", k, k, base)
+		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, base)
 	}
 	y.WriteString("models:\n  m-mock: {backend: offline}\n")
 	for _, k := range backendKinds {
@@ -156,26 +189,75 @@ func TestCodex_Exec(t *testing.T) {
 	}
 	y.WriteString("keys:\n  client: {key: client-key, models: [\"*\"]}\n")
 	base := serveGateway(t, y.String())
+	// flags is what a user adds to Codex's defaults for a backend kind.
+	flags := func(kind string) []string {
+		if kind == "responses" {
+			return nil
+		}
+		return codexNoWebSearch
+	}
+	// since returns the bodies u received after the first n.
+	since := func(u *codexUpstream, n int) []string {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return append([]string(nil), u.bodies[n:]...)
+	}
+	count := func(u *codexUpstream) int {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return len(u.bodies)
+	}
 	t.Run("mock/one turn", func(t *testing.T) {
-		if got := runCodex(t, bin, base, "m-mock", dir, "say hello"); !strings.Contains(got, "say hello") {
+		if got := runCodex(t, bin, base, "m-mock", dir, "say hello", flags("mock")...); !strings.Contains(got, "say hello") {
 			t.Errorf("last message %q, want the mock's echo of the prompt", got)
 		}
 	})
 	for _, k := range backendKinds {
 		t.Run(k+"/exec_command", func(t *testing.T) {
 			u := ups[k]
-			u.mu.Lock()
-			before := len(u.bodies)
-			u.mu.Unlock()
-			got := runCodex(t, bin, base, "m-"+k, dir, "read the note")
-			u.mu.Lock()
-			defer u.mu.Unlock()
+			before := count(u)
+			got := runCodex(t, bin, base, "m-"+k, dir, "read the note", flags(k)...)
+			bodies := since(u, before)
 			// The call, then the answer to its output: two upstream requests.
-			if n := len(u.bodies) - before; !strings.Contains(got, "the note says "+noteContent) || n != 2 {
+			if n := len(bodies); !strings.Contains(got, "the note says "+noteContent) || n != 2 {
 				t.Errorf("last message %q after %d upstream requests, want the note quoted after 2", got, n)
+			}
+			if k == "responses" {
+				return
+			}
+			// What a translated upstream gets of Codex's defaults: the namespace's functions
+			// under their flat names, the cache key only where the API has it, never
+			// client_metadata.
+			for _, b := range bodies {
+				if !strings.Contains(b, `"`+codexFlatClose+`"`) || strings.Contains(b, "x-codex-installation-id") ||
+					strings.Contains(b, `"prompt_cache_key"`) != (k == "openai") {
+					t.Errorf("upstream body:\n%.3000s", b)
+				}
 			}
 		})
 	}
+	for _, k := range []string{"anthropic", "gemini", "openai"} {
+		t.Run(k+"/namespace call", func(t *testing.T) {
+			u := ups[k]
+			before := count(u)
+			got := runCodex(t, bin, base, "m-"+k, dir, "close the agent", flags(k)...)
+			if n := len(since(u, before)); !strings.Contains(got, "agent closed") || n != 2 {
+				t.Errorf("last message %q after %d upstream requests, want the answer after the close_agent call's output", got, n)
+			}
+		})
+	}
+	// Codex's default web_search, on a translated backend: a 400 naming it, which Codex shows.
+	t.Run("anthropic/web_search by default", func(t *testing.T) {
+		u := ups["anthropic"]
+		before := count(u)
+		_, out, err := execCodex(t, bin, base, "m-anthropic", dir, "read the note")
+		if err == nil || !strings.Contains(string(out), `the built-in tool \"web_search\" is served only by a responses backend`) {
+			t.Errorf("codex %v, want it to fail with the gateway's 400 naming web_search:\n%s", err, out)
+		}
+		if n := len(since(u, before)); n != 0 {
+			t.Errorf("the upstream got %d requests", n)
+		}
+	})
 }
 
 // TestCodex_ReasoningRoundTrip: Codex keeps no state on the server (store: false) and asks
@@ -222,14 +304,14 @@ func TestCodex_ReasoningRoundTrip(t *testing.T) {
 			}
 			up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", []byte(answer.String())})
 			base := serveGateway(t, fmt.Sprintf(`backends:
-  up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}, drop_unsupported_params: true}
+  up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
 models:
   m: {backend: up, upstream_model: %s}
 keys:
   client: {key: client-key, models: ["*"]}
 `, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]))
 			dir := t.TempDir()
-			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", "-c", `model_reasoning_effort="high"`); !strings.Contains(got, "done") {
+			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", append([]string{"-c", `model_reasoning_effort="high"`}, codexNoWebSearch...)...); !strings.Contains(got, "done") {
 				t.Errorf("last message %q", got)
 			}
 			seen := up.seen()

@@ -24,7 +24,9 @@ const (
 //
 // Output items: reasoning deltas make a reasoning item with one summary part; text and
 // refusal deltas make an assistant message item (one output_text or refusal content part
-// per run of either); each tool call makes a function_call item. A new item closes the
+// per run of either); each tool call makes a function_call item (a call of a namespace
+// tool's function under its flat name gets the function's name and namespace, see
+// FlatName). A new item closes the
 // reasoning or message item before it; function calls close at their EventToolCallEnd or
 // at the end. A built-in tool item a Responses upstream ran (EventBuiltinItem of
 // translate.DialectResponses: web_search_call...) is an output item as the upstream wrote
@@ -58,6 +60,8 @@ type Encoder struct {
 	encrypted bool
 	// sealed counts the reasoning blocks sealed since the last function call.
 	sealed int
+	// flat names the functions of the request's namespace tools.
+	flat flatTools
 	// Completed is the completion time of Finish, 0 before.
 	completed int64
 	status    string
@@ -83,7 +87,8 @@ type item struct {
 	text         []byte
 	parts        []part
 	callID, name string
-	index        int // the tool call's Event.Index
+	namespace    string // a function_call's namespace, "" for none
+	index        int    // the tool call's Event.Index
 }
 
 type part struct {
@@ -104,7 +109,7 @@ type EncoderOptions struct {
 // NewEncoder returns an encoder for the response to req.
 func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
 	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: req.echo,
-		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning}
+		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning, flat: req.flat}
 	e.idBase = opts.ID
 	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {
 		e.idBase = e.idBase[5:]
@@ -220,8 +225,12 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 			callID, _ = translate.SplitID(callID)
 			e.sealed = 0
 		}
+		ns, name := e.flat.clientName(ev.Name)
+		if ns == "" {
+			name = strings.Clone(name) // event strings alias the decoder's buffer
+		}
 		e.items = append(e.items, item{kind: itemFunctionCall, id: e.itemID("fc_"), callID: strings.Clone(callID),
-			name: strings.Clone(ev.Name), index: ev.Index}) // event strings alias the decoder's buffer
+			name: name, namespace: ns, index: ev.Index})
 		dst = e.itemAdded(dst, len(e.items)-1)
 	case translate.EventToolCallArgsDelta:
 		i := e.call(ev.Index)
@@ -588,6 +597,10 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 		dst = jsonx.AppendString(dst, it.callID)
 		dst = append(dst, `,"name":`...)
 		dst = jsonx.AppendString(dst, it.name)
+		if it.namespace != "" {
+			dst = append(dst, `,"namespace":`...)
+			dst = jsonx.AppendString(dst, it.namespace)
+		}
 	}
 	return append(dst, '}')
 }

@@ -45,6 +45,11 @@ type Request struct {
 	BuiltinTool error
 
 	instructions string // "" when unset
+	// promptCacheKey is prompt_cache_key, "" when unset: a caching hint, echoed, passed
+	// to an OpenAI chat upstream (whose API has the same field) and dropped for the
+	// others, which cache by prompt prefix without a key.
+	promptCacheKey string
+	flat           flatTools
 	history      []translate.Message
 	current      []translate.Message
 	echo         []byte // the request settings the Response object echoes, see appendEcho
@@ -55,8 +60,8 @@ type Request struct {
 const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
-		"previous_response_id truncation stream_options background"
-	itemFields     = "type id role content status call_id name arguments output summary encrypted_content"
+		"previous_response_id truncation stream_options background prompt_cache_key client_metadata"
+	itemFields     = "type id role content status call_id name arguments output summary encrypted_content namespace"
 	partFields     = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
 	toolFields     = "type name description parameters strict"
 	formatFields   = "type name description schema strict"
@@ -83,6 +88,7 @@ const (
 	itemOutput
 	itemSummary
 	itemEncrypted
+	itemNamespace
 	itemN
 )
 
@@ -152,7 +158,19 @@ func Parse(body []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	// tools first: a function_call input item of a namespace tool's function takes the
+	// name the tools give it upstream (see flatten).
 	for _, f := range fields {
+		if f.name == "tools" {
+			if err := p.field(f.name, f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range fields {
+		if f.name == "tools" {
+			continue
+		}
 		if err := p.field(f.name, f.v); err != nil {
 			return nil, err
 		}
@@ -259,7 +277,7 @@ func (r *Request) build() {
 	c.Messages = append(c.Messages, r.history...)
 	c.Messages = append(c.Messages, r.current...)
 	// The body is written once and never changed: a view of it is its string.
-	c.Body, c.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), c)), true
+	c.Body, c.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), c, r.promptCacheKey)), true
 }
 
 // parser reads the fields of one request.
@@ -277,6 +295,7 @@ type parser struct {
 	parallel                                                 *bool
 	toolsV                                                   jsonx.Value // tools, for the echo
 	nTools                                                   int         // elements of tools
+	pending                                                  []pendingTool
 }
 
 // untranslatableErr records the first part of the request a translating backend cannot serve.
@@ -464,6 +483,19 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		if v.Kind != jsonx.Object {
 			return translate.Errorf(name, "must be an object")
 		}
+	case "prompt_cache_key":
+		if v.Kind != jsonx.String {
+			return translate.Errorf(name, "must be a string")
+		}
+		r.promptCacheKey = v.Str
+	case "client_metadata":
+		// Codex CLI's (not in OpenAI's published API): ids of its installation, session
+		// and turn for OpenAI's side. Like metadata it is the client's bookkeeping, never
+		// sent to a translated upstream; it is not echoed (OpenAI's Response has no such
+		// field).
+		if v.Kind != jsonx.Object {
+			return translate.Errorf(name, "must be an object")
+		}
 	default:
 		c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
 	}
@@ -479,8 +511,9 @@ func boolean(v jsonx.Value, param string) (bool, error) {
 
 func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
-// toolList reads tools: function tools into Core.Tools; a built-in tool is served by a
-// responses backend only.
+// toolList reads tools: function tools into Core.Tools, the functions of namespace tools
+// too under their flat names (see flatten); a built-in tool is served by a responses
+// backend only.
 func (p *parser) toolList(v jsonx.Value) error {
 	n := 0
 	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
@@ -492,47 +525,60 @@ func (p *parser) toolList(v jsonx.Value) error {
 		param := func() string { return index("tools", at) }
 		i++
 		p.nTools = i
-		var f [toolN]jsonx.Value
-		if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
+		if t.Kind == jsonx.Object && p.sc.Get(t, "type").Str == "namespace" {
+			err = p.namespace(t, param)
+			return err == nil
+		}
+		var tool translate.Tool
+		var ok bool
+		if tool, ok, err = p.functionTool(t, param); err != nil {
 			return false
 		}
-		if t.Kind != jsonx.Object {
-			err = translate.Errorf(param(), "must be an object")
-			return false
-		}
-		typ := f[toolType]
-		if typ.Kind != jsonx.String {
-			err = translate.Errorf(param()+".type", "is required")
-			return false
-		}
-		if typ.Str != "function" {
-			if p.r.BuiltinTool == nil {
-				p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
-					clip(typ.Str))
-			}
-			p.r.Core.Tools = append(p.r.Core.Tools, translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: typ.Str, Raw: t.Raw}})
-			return true
-		}
-		name := f[toolName]
-		if name.Kind != jsonx.String || name.Str == "" {
-			err = translate.Errorf(param()+".name", "is required")
-			return false
-		}
-		tool := translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
-		if ps := f[toolParameters]; ps.Kind == jsonx.Object {
-			tool.Parameters = ps.Raw
-		} else if ps.Exists() && ps.Kind != jsonx.Null {
-			err = translate.Errorf(param()+".parameters", "must be a JSON Schema object")
-			return false
-		}
-		if st := f[toolStrict]; st.IsBool() {
-			b := st.Kind == jsonx.True
-			tool.Strict = &b
+		if !ok && p.r.BuiltinTool == nil {
+			p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
+				clip(tool.Builtin.Type))
 		}
 		p.r.Core.Tools = append(p.r.Core.Tools, tool)
 		return true
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return p.flatten()
+}
+
+// functionTool reads the tool t (at param): ok is false for a tool of another type (a
+// built-in tool), returned as Tool.Builtin for the caller to place.
+func (p *parser) functionTool(t jsonx.Value, param func() string) (tool translate.Tool, ok bool, err error) {
+	var f [toolN]jsonx.Value
+	if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
+		return tool, false, err
+	}
+	if t.Kind != jsonx.Object {
+		return tool, false, translate.Errorf(param(), "must be an object")
+	}
+	typ := f[toolType]
+	if typ.Kind != jsonx.String {
+		return tool, false, translate.Errorf(param()+".type", "is required")
+	}
+	if typ.Str != "function" {
+		return translate.Tool{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: typ.Str, Raw: t.Raw}}, false, nil
+	}
+	name := f[toolName]
+	if name.Kind != jsonx.String || name.Str == "" {
+		return tool, false, translate.Errorf(param()+".name", "is required")
+	}
+	tool = translate.Tool{Name: name.Str, Description: f[toolDescription].Str}
+	if ps := f[toolParameters]; ps.Kind == jsonx.Object {
+		tool.Parameters = ps.Raw
+	} else if ps.Exists() && ps.Kind != jsonx.Null {
+		return tool, false, translate.Errorf(param()+".parameters", "must be a JSON Schema object")
+	}
+	if st := f[toolStrict]; st.IsBool() {
+		b := st.Kind == jsonx.True
+		tool.Strict = &b
+	}
+	return tool, true, nil
 }
 
 func (p *parser) choice(v jsonx.Value) error {
@@ -694,6 +740,18 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 					return false
 				}
 				*g.dst = v.Str
+			}
+			switch ns := f[itemNamespace]; ns.Kind {
+			case jsonx.String:
+				if ns.Str == "" {
+					err = translate.Errorf(param()+".namespace", "must be a non-empty string")
+					return false
+				}
+				call.Name = p.r.flat.flatName(ns.Str, call.Name)
+			case jsonx.Missing, jsonx.Null:
+			default:
+				err = translate.Errorf(param()+".namespace", "must be a string")
+				return false
 			}
 			assistant()
 			p.calls.Push(call)
@@ -911,6 +969,10 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	} else {
 		dst = append(dst, "null"...)
 	}
+	if r.promptCacheKey != "" {
+		dst = append(dst, `,"prompt_cache_key":`...)
+		dst = jsonx.AppendString(dst, r.promptCacheKey)
+	}
 	dst = append(dst, `,"reasoning":`...)
 	dst = jsonx.AppendRawOr(dst, p.reasoning, "null")
 	if p.safetyID != "" {
@@ -957,7 +1019,12 @@ func (p *parser) appendTools(dst []byte) []byte {
 			dst = append(dst, ',')
 		}
 		i++
-		tool := &p.r.Core.Tools[fn] // one core tool per element, in order
+		if p.sc.Get(t, "type").Str == "namespace" {
+			// Its functions follow the other tools in Core.Tools (see flatten).
+			dst = append(dst, t.Raw...)
+			return true
+		}
+		tool := &p.r.Core.Tools[fn] // one core tool per other element, in order
 		fn++
 		if tool.Builtin != nil {
 			dst = append(dst, t.Raw...)
@@ -987,8 +1054,8 @@ func appendStringOrNull(dst []byte, s string) []byte {
 // appendChatBody appends the settings of c as a chat completions body without messages,
 // tools and tool_choice, for the OpenAI chat provider: it forwards the body of the request
 // it is given, and writes those three from the core request when Edited is set (build
-// sets it).
-func appendChatBody(dst []byte, c *translate.Request) []byte {
+// sets it). cacheKey is the prompt_cache_key, "" for none.
+func appendChatBody(dst []byte, c *translate.Request, cacheKey string) []byte {
 	dst = append(dst, `{"model":`...)
 	dst = jsonx.AppendString(dst, c.Model)
 	if c.ParallelToolCalls != nil && c.Functions() > 0 {
@@ -1034,6 +1101,10 @@ func appendChatBody(dst []byte, c *translate.Request) []byte {
 	if c.User != "" {
 		dst = append(dst, `,"user":`...)
 		dst = jsonx.AppendString(dst, c.User)
+	}
+	if cacheKey != "" {
+		dst = append(dst, `,"prompt_cache_key":`...)
+		dst = jsonx.AppendString(dst, cacheKey)
 	}
 	if c.Stream {
 		dst = append(dst, `,"stream":true`...)

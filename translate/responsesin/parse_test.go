@@ -97,13 +97,16 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "built-in tools and unknown items are left to a responses backend",
-			body: `{"model":"m","input":[{"type":"item_reference","id":"x"}],"tools":[{"type":"web_search"}],"prompt_cache_key":"k"}`,
-			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_key", Raw: `"k"`}},
+			body: `{"model":"m","input":[{"type":"item_reference","id":"x"}],"tools":[{"type":"web_search"}],"prompt_cache_retention":"24h"}`,
+			want: translate.Request{Model: "m", Extra: []translate.Field{{Name: "prompt_cache_retention", Raw: `"24h"`}},
 				Tools: []translate.Tool{{Builtin: &translate.Item{Dialect: translate.DialectResponses, Type: "web_search", Raw: `{"type":"web_search"}`}}}},
 			check: func(t *testing.T, r *Request) {
 				var pe *translate.ParamError
 				if !errors.As(r.Untranslatable, &pe) || pe.Param != "input[0].type" {
 					t.Errorf("untranslatable %v", r.Untranslatable)
+				}
+				if !errors.As(r.BuiltinTool, &pe) || pe.Param != "tools[0].type" {
+					t.Errorf("built-in tool %v", r.BuiltinTool)
 				}
 			},
 		},
@@ -157,7 +160,7 @@ func TestParse_ChatBody(t *testing.T) {
 	spectest.MustRejectInvalid(t, s, `{"model":"m"}`)
 	r, err := Parse([]byte(`{"model":"m","input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
 		{"type":"function_call_output","call_id":"c","output":"r"}],"instructions":"sys","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],
-		"tool_choice":"required","text":{"format":{"type":"json_object"}},"max_output_tokens":9,"stream":true}`))
+		"tool_choice":"required","text":{"format":{"type":"json_object"}},"max_output_tokens":9,"stream":true,"prompt_cache_key":"pk"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +171,45 @@ func TestParse_ChatBody(t *testing.T) {
 	if err := spectest.Validate(s, body); err != nil {
 		t.Errorf("chat body does not satisfy the schema: %v\n%s", err, body)
 	}
-	for _, want := range []string{`"role":"tool"`, `"tool_calls":[`, `"tool_choice":"required"`, `"max_completion_tokens":9`, `"sys"`} {
+	for _, want := range []string{`"role":"tool"`, `"tool_calls":[`, `"tool_choice":"required"`, `"max_completion_tokens":9`, `"sys"`, `"prompt_cache_key":"pk"`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("chat body lacks %s: %s", want, body)
 		}
+	}
+}
+
+// TestParse_CodexFields: prompt_cache_key is a caching hint, echoed and passed to an
+// OpenAI chat upstream only; client_metadata (Codex CLI's ids) is the client's own and goes
+// nowhere. Neither is an unsupported parameter (Extra), which would be a 400 without
+// drop_unsupported_params.
+func TestParse_CodexFields(t *testing.T) {
+	tests := []struct {
+		name, body string
+		// echo and chat are what the Response echo and the chat body hold, "" for nothing.
+		echo, chat string
+	}{
+		{name: "prompt_cache_key", body: `{"model":"m","input":"x","prompt_cache_key":"01a2-session"}`,
+			echo: `"prompt_cache_key":"01a2-session"`, chat: `"prompt_cache_key":"01a2-session"`},
+		{name: "prompt_cache_key null", body: `{"model":"m","input":"x","prompt_cache_key":null}`},
+		{name: "client_metadata", body: `{"model":"m","input":"x","client_metadata":{"x-codex-installation-id":"2d22","session_id":"01a2"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := mustParse(t, tt.body)
+			if len(r.Core.Extra) != 0 {
+				t.Errorf("Extra %v, want none", r.Core.Extra)
+			}
+			for _, c := range []struct{ what, got, want string }{{"echo", string(r.echo), tt.echo}, {"chat body", r.Core.Body, tt.chat}} {
+				for _, field := range []string{"prompt_cache_key", "client_metadata", "2d22"} {
+					if strings.Contains(c.got, field) != (c.want != "" && strings.Contains(c.want, field)) {
+						t.Errorf("%s %s, want %q in it", c.what, c.got, c.want)
+					}
+				}
+				if c.want != "" && !strings.Contains(c.got, c.want) {
+					t.Errorf("%s %s lacks %s", c.what, c.got, c.want)
+				}
+			}
+		})
 	}
 }
 
@@ -208,6 +246,8 @@ func TestParse_Errors(t *testing.T) {
 		{name: "temperature out of range", body: `{"model":"m","input":"x","temperature":3}`, param: "temperature"},
 		{name: "store not a boolean", body: `{"model":"m","input":"x","store":"yes"}`, param: "store"},
 		{name: "include not strings", body: `{"model":"m","input":"x","include":[1]}`, param: "include[0]"},
+		{name: "prompt_cache_key not a string", body: `{"model":"m","input":"x","prompt_cache_key":1}`, param: "prompt_cache_key"},
+		{name: "client_metadata not an object", body: `{"model":"m","input":"x","client_metadata":"x"}`, param: "client_metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,6 +323,7 @@ func FuzzParse(f *testing.F) {
 		`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"f"}}`,
 		`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}],"text":{"format":{"type":"json_schema","name":"s","schema":{}}}}`,
 		`{"model":"m","input":"x","MODEL":"y"}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":"ns","arguments":"{}"}],"tools":[{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f"}]},{"type":"function","name":"ns__f"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
