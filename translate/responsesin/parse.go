@@ -50,9 +50,9 @@ type Request struct {
 	// others, which cache by prompt prefix without a key.
 	promptCacheKey string
 	flat           flatTools
-	history      []translate.Message
-	current      []translate.Message
-	echo         []byte // the request settings the Response object echoes, see appendEcho
+	history        []translate.Message
+	current        []translate.Message
+	echo           []byte // the request settings the Response object echoes, see appendEcho
 }
 
 // Member names of the objects Parse interprets; see members.Read. The i* constants are
