@@ -133,7 +133,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 		}
 		ctx.SetStatusCode(200)
 		ctx.SetContentType("application/json")
-		ctx.SetBody(body)
+		ctx.Response.SetBodyRaw(body) // RewriteCompletion's, never changed: not copied
 		c.finish(200, false)
 		return
 	}
@@ -150,7 +150,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 	a.Finish()
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(a.AppendCompletion(nil, c.id, c.req.Model, time.Now().Unix()))
+	ctx.Response.SetBodyRaw(a.AppendCompletion(nil, c.id, c.req.Model, time.Now().Unix())) // ours, never changed: not copied
 	c.finish(200, false)
 }
 

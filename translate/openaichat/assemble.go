@@ -133,9 +133,26 @@ func (a *Assembler) Message(i int) translate.Message {
 	return m
 }
 
+// sizeHint is about the length of the completion AppendCompletion writes, so that a
+// fresh buffer is allocated once: the choices' text and arguments plus the fixed members.
+func (a *Assembler) sizeHint() int {
+	n := 512
+	for i := range a.Choices {
+		c := &a.Choices[i]
+		n += 256 + len(c.Text) + len(c.Refusal) + len(c.Reasoning)
+		for _, tc := range c.ToolCalls {
+			n += 96 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	return n + n/8 // escapes
+}
+
 // AppendCompletion appends the chat.completion JSON for the assembled response, with the
 // client-facing id, model and creation time. Call Finish first.
 func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, a.sizeHint())
+	}
 	dst = append(dst, `{"id":`...)
 	dst = jsonx.AppendString(dst, id)
 	dst = append(dst, `,"object":"chat.completion","created":`...)
@@ -154,17 +171,17 @@ func (a *Assembler) AppendCompletion(dst []byte, id, model string, created int64
 		if len(c.Text) == 0 && (len(c.ToolCalls) > 0 || len(c.Refusal) > 0) {
 			dst = append(dst, "null"...)
 		} else {
-			dst = jsonx.AppendString(dst, string(c.Text))
+			dst = jsonx.AppendString(dst, jsonx.View(c.Text))
 		}
 		dst = append(dst, `,"refusal":`...)
 		if len(c.Refusal) == 0 {
 			dst = append(dst, "null"...)
 		} else {
-			dst = jsonx.AppendString(dst, string(c.Refusal))
+			dst = jsonx.AppendString(dst, jsonx.View(c.Refusal))
 		}
 		if len(c.Reasoning) > 0 {
 			dst = append(dst, `,"reasoning_content":`...)
-			dst = jsonx.AppendString(dst, string(c.Reasoning))
+			dst = jsonx.AppendString(dst, jsonx.View(c.Reasoning))
 		}
 		if len(c.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
