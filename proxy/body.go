@@ -83,10 +83,14 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 // admit checks, from the headers alone, a request that takes a body: its key and its
 // declared length. It returns the error to answer, or nil.
 func (s *Server) admit(ctx *fasthttp.RequestCtx, rid string) *apiError {
-	if _, err := s.runtime().authenticateHeader(&ctx.Request.Header); err != nil {
+	rt := s.runtime()
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
 		a := classify(err, rid)
 		return &a
 	}
+	ctx.SetUserValue(admittedRuntime, rt) // requestKey: the handler does not hash the key again
+	ctx.SetUserValue(admittedKey, key)
 	if ctx.Request.Header.ContentLength() > s.maxBody {
 		a := s.tooLarge(rid)
 		return &a
@@ -96,6 +100,24 @@ func (s *Server) admit(ctx *fasthttp.RequestCtx, rid string) *apiError {
 
 func (s *Server) tooLarge(rid string) apiError {
 	return classify(errorf(ErrTooLarge, "the request body exceeds server.max_body_bytes (%d bytes)", s.maxBody), rid)
+}
+
+// User values of a request admit checked (see requestKey).
+const (
+	admittedRuntime = "agate.admitted.runtime"
+	admittedKey     = "agate.admitted.key"
+)
+
+// requestKey returns the key of the request's headers under rt: the one admit found when
+// it checked them under the same runtime (a reload in between authenticates again), else
+// rt.authenticateHeader's.
+func requestKey(ctx *fasthttp.RequestCtx, rt *runtime) (*apiKey, error) {
+	if r, _ := ctx.UserValue(admittedRuntime).(*runtime); r == rt {
+		if k, _ := ctx.UserValue(admittedKey).(*apiKey); k != nil {
+			return k, nil
+		}
+	}
+	return rt.authenticateHeader(&ctx.Request.Header)
 }
 
 // reject answers a request whose body is left unread, counts it, and closes the

@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
+	"github.com/valyala/fasthttp"
 )
 
 // TestUnservedEndpoint: an OpenAI (or other provider's) endpoint Agate does not serve is a
@@ -77,5 +80,41 @@ func TestUnservedEndpoint_SDK(t *testing.T) {
 		if e.StatusCode != 404 || !strings.Contains(e.Message, "POST /v1/chat/completions") {
 			t.Errorf("status %d, message %q; want 404 naming POST /v1/chat/completions", e.StatusCode, e.Message)
 		}
+	}
+}
+
+// TestRequestKey: the handler reuses the key admit found only under the runtime admit
+// used; after a reload that removed the key, the request is authenticated again and
+// refused.
+func TestRequestKey(t *testing.T) {
+	const cfg = `
+backends:
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+keys:
+%s
+`
+	before, err := newRuntime(parseConfig(t, fmt.Sprintf(cfg, "  a: {key: sk-a, models: [\"*\"]}"), nil), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := newRuntime(parseConfig(t, fmt.Sprintf(cfg, "  b: {key: sk-b, models: [\"*\"]}"), nil), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.Set("Authorization", "Bearer sk-a")
+	admitted, err := before.authenticateHeader(&ctx.Request.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx.SetUserValue(admittedRuntime, before)
+	ctx.SetUserValue(admittedKey, admitted)
+	if k, err := requestKey(&ctx, before); err != nil || k != admitted {
+		t.Errorf("same runtime: key %v, %v; want the admitted key", k, err)
+	}
+	if k, err := requestKey(&ctx, after); err == nil {
+		t.Errorf("after a reload without the key: key %v, want unauthorized", k.name)
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 			span.End(ctx.Response.StatusCode())
 		}
 	}()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	key, err := requestKey(ctx, rt)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
