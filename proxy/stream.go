@@ -63,8 +63,14 @@ func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 			decided = true
 		default:
 			p, ok := next()
-			if !ok {
-				a, decided = <-started, true // a writer always sends before it returns
+			if !ok { // the writer returned; it sends before it returns
+				select {
+				case a = <-started:
+				default: // a broken writer must not hang the connection
+					e := classify(errors.New("the stream writer ended without an answer"), c.rid)
+					a = &e
+				}
+				decided = true
 				break
 			}
 			body.pending = append(body.pending, p...)
