@@ -196,11 +196,7 @@ func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc
 	code := 200
 	switch {
 	case !c.committed:
-		c.committed = true
-		a := c.s.render(c.rid, err)
-		code = a.Status
-		started <- &a
-		w.Write(messagesin.AppendError(nil, a.Status, a.Message, c.rid))
+		code = c.refuse(err, started, w, m)
 	case errors.Is(err, errReported):
 		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):

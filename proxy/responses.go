@@ -254,11 +254,7 @@ func (x *responsesRun) writeStream(ctx context.Context, cancel context.CancelFun
 	code := 200
 	switch {
 	case !c.committed:
-		c.committed = true
-		a := c.s.render(c.rid, err)
-		code = a.Status
-		started <- &a
-		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		code = c.refuse(err, started, w, x)
 	case err != nil && !errors.Is(err, errClientGone):
 		o.buf = x.errorEvent(o.buf[:0], c.s.render(c.rid, err))
 		o.flush()

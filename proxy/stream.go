@@ -178,6 +178,16 @@ func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa st
 	w.Flush()
 }
 
+// refuse answers a stream that failed before it started, once: err's status, sent to the
+// handler on started, and sa's error body. It returns the status.
+func (c *chatRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, sa streamAnswer) int {
+	c.committed = true
+	a := c.s.render(c.rid, err)
+	started <- &a
+	w.Write(sa.errorBody(a))
+	return a.Status
+}
+
 func (c *chatRun) errorBody(a apiError) []byte {
 	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
 }
@@ -283,11 +293,7 @@ func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w 
 	code := 200
 	switch {
 	case !c.committed:
-		c.committed = true
-		a := c.s.render(c.rid, err)
-		code = a.Status
-		started <- &a
-		w.Write(openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code))
+		code = c.refuse(err, started, w, c)
 	case err != nil && !errors.Is(err, errClientGone):
 		a := c.s.render(c.rid, err)
 		o.buf = openaichat.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
