@@ -9,10 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
@@ -251,24 +249,7 @@ func runMessagesBench(b *testing.B, addr, body string) benchResult {
 	if err := client.Do(req, resp); err != nil || resp.StatusCode() != 200 || bytes.Count(resp.Body(), []byte("text_delta")) < benchEvents {
 		b.Fatalf("warm-up: %v %d %s", err, resp.StatusCode(), resp.Body())
 	}
-	var ms0, ms1 goruntime.MemStats
-	goruntime.ReadMemStats(&ms0)
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		if err := client.Do(req, resp); err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	cpu := cpuTime() - cpu0
-	goruntime.ReadMemStats(&ms1)
-	r := benchResult{nsPerOp: float64(elapsed.Nanoseconds()) / float64(b.N), cpuPerOp: float64(cpu.Nanoseconds()) / float64(b.N),
-		allocsPerOp: float64(ms1.Mallocs-ms0.Mallocs) / float64(b.N)}
-	b.ReportMetric(r.cpuPerOp, "cpu-ns/op")
-	return r
+	return measure(b, client, req, resp)
 }
 
 // TestMessagesTranslated_MidStreamFailure: a translated stream whose upstream stops before

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	goruntime "runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -143,26 +141,7 @@ func runResponsesBench(b *testing.B, addr, body string, stream bool) benchResult
 			b.Fatalf("stream has %d deltas:\n%.2000s", n/2, resp.Body())
 		}
 	}
-	var ms0, ms1 goruntime.MemStats
-	goruntime.ReadMemStats(&ms0)
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	start := time.Now()
-	for range b.N {
-		if err := client.Do(req, resp); err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	cpu := cpuTime() - cpu0
-	goruntime.ReadMemStats(&ms1)
-	r := benchResult{
-		nsPerOp:     float64(elapsed.Nanoseconds()) / float64(b.N),
-		cpuPerOp:    float64(cpu.Nanoseconds()) / float64(b.N),
-		allocsPerOp: float64(ms1.Mallocs-ms0.Mallocs) / float64(b.N),
-	}
-	b.ReportMetric(r.cpuPerOp, "cpu-ns/op")
+	r := measure(b, client, req, resp)
 	if stream {
 		b.ReportMetric(r.nsPerOp/benchEvents, "ns/event")
 		b.ReportMetric(r.allocsPerOp/benchEvents, "allocs/event")
