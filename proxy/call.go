@@ -35,6 +35,8 @@ type modelCall struct {
 	buf  []byte
 	bufp *[]byte // the pooled slice header buf came from
 	bufs *sync.Pool
+	// reads holds the read buffers of upstream streams (readBuf); nil means none.
+	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
 	sent bool
@@ -87,22 +89,26 @@ func (c *modelCall) releaseBuf() {
 	c.buf, c.bufp = nil, nil
 }
 
-// scratch returns a pooled buffer of at least 16 KiB, for putScratch.
-func (c *modelCall) scratch() *[]byte {
-	if c.bufs != nil {
-		if b, ok := c.bufs.Get().(*[]byte); ok && cap(*b) >= 16<<10 {
+// streamReadSize is the size of an upstream stream's read buffer. Upstream events are a
+// few hundred bytes; a larger burst takes more copies out of the connection's own read
+// buffer, not more system calls. It is held for a stream's whole life, so it is small.
+const streamReadSize = 4 << 10
+
+// readBuf returns a pooled stream read buffer of streamReadSize bytes, for putReadBuf.
+func (c *modelCall) readBuf() *[]byte {
+	if c.reads != nil {
+		if b, ok := c.reads.Get().(*[]byte); ok {
 			return b
 		}
 	}
-	b := make([]byte, 0, 16<<10)
+	b := make([]byte, streamReadSize)
 	return &b
 }
 
-// putScratch returns a buffer scratch gave.
-func (c *modelCall) putScratch(b *[]byte) {
-	if c.bufs != nil && cap(*b) <= maxPooledBody {
-		*b = (*b)[:0]
-		c.bufs.Put(b)
+// putReadBuf returns a buffer readBuf gave.
+func (c *modelCall) putReadBuf(b *[]byte) {
+	if c.reads != nil {
+		c.reads.Put(b)
 	}
 }
 
@@ -335,12 +341,12 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 // calls afterRead (if not nil) once the events of each read are handled, and calls onEnd
 // at a clean end of stream. A stream cut mid-event, or an event over the parser's size
 // bound, is an upstream error. It stops reading once ctx is done (the client left).
-// Its read buffer comes from the model call's pool.
+// Its read buffer (streamReadSize) comes from the model call's pool.
 func (c *modelCall) pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	var p sse.Parser
-	bp := c.scratch()
-	defer c.putScratch(bp)
-	buf := (*bp)[:cap(*bp)]
+	bp := c.readBuf()
+	defer c.putReadBuf(bp)
+	buf := *bp
 	for {
 		n, err := body.Read(buf)
 		if ctx.Err() != nil {

@@ -38,7 +38,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
 	m := &messagesRun{c: c, body: ctx.PostBody(), header: &ctx.Request.Header}
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()

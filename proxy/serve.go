@@ -57,7 +57,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		return
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
-	c.ownCall = modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies}
+	c.ownCall = modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
 	c.call = &c.ownCall
 	c.startTracing(span) // tracing.go
 	run := newRun(c)

@@ -81,8 +81,12 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 			return false, errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)
 		},
 		DisablePathNormalizing: true,
-		ReadBufferSize:         16 << 10,
-		WriteBufferSize:        16 << 10,
+		// The read buffer bounds the response head (providers send 1-2 KiB) and is held
+		// for a stream's whole life, so it is 8 KiB, not more; a body is read through it.
+		// The write buffer is taken only while a request is written: a request body of up
+		// to 16 KiB goes out with one system call.
+		ReadBufferSize:  8 << 10,
+		WriteBufferSize: 16 << 10,
 		Dial: func(addr string) (net.Conn, error) {
 			c, err := fasthttp.DialTimeout(addr, connect)
 			if err != nil {
@@ -99,27 +103,35 @@ func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(
 // idleConn bounds the silence between reads of an upstream connection: the response-header
 // deadline fasthttp sets applies to the first read after it is set, and every later read
 // (the streamed body) gets the stream-idle timeout afresh.
+//
+// Moving a deadline costs a timer update in the runtime's poller, once per read of a
+// stream. So a read moves it only when the last move is more than idle/16 old: the
+// deadline then lies between 15/16 of idle and idle after the last read, never later.
 type idleConn struct {
 	net.Conn
 	idle    time.Duration
 	pending time.Time // a deadline set by the client for the next read
+	// moved is when the idle deadline was last set; zero means it is not in force (the
+	// client's deadline is, or none).
+	moved time.Time
 }
 
 func (c *idleConn) SetReadDeadline(t time.Time) error {
-	c.pending = t
+	c.pending, c.moved = t, time.Time{}
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *idleConn) SetDeadline(t time.Time) error {
-	c.pending = t
+	c.pending, c.moved = t, time.Time{}
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
 	if !c.pending.IsZero() {
 		c.pending = time.Time{} // header phase: keep the client's deadline for this read
-	} else {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	} else if now := time.Now(); c.moved.IsZero() || now.Sub(c.moved) > c.idle/16 {
+		_ = c.Conn.SetReadDeadline(now.Add(c.idle))
+		c.moved = now
 	}
 	return c.Conn.Read(p)
 }

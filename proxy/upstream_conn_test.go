@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// deadlineConn records the read deadlines set on it; reads return at once.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
+func (c *deadlineConn) SetDeadline(t time.Time) error     { c.set = append(c.set, t); return nil }
+func (c *deadlineConn) Read(p []byte) (int, error)        { return len(p), nil }
+
+func TestIdleConn_Deadlines(t *testing.T) {
+	read := func(c *idleConn) { _, _ = c.Read(make([]byte, 1)) }
+	t.Run("the client's deadline holds for the read after it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: time.Hour}
+		header := time.Now().Add(time.Minute)
+		_ = c.SetReadDeadline(header)
+		read(c)
+		if len(d.set) != 1 || !d.set[0].Equal(header) {
+			t.Fatalf("deadlines = %v, want only the client's %v", d.set, header)
+		}
+	})
+	t.Run("the first body read sets the idle deadline, later reads within idle/16 leave it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Hour}
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		read(c) // header phase
+		before := time.Now()
+		for range 100 {
+			read(c)
+		}
+		if len(d.set) != 2 {
+			t.Fatalf("%d deadlines set, want 2 (the client's, then one idle deadline for 100 quick reads)", len(d.set))
+		}
+		if got := d.set[1]; got.Before(before.Add(16*time.Hour)) || got.After(time.Now().Add(16*time.Hour)) {
+			t.Errorf("idle deadline %v is not idle after the read", got)
+		}
+	})
+	t.Run("a read more than idle/16 after the last move moves it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Millisecond}
+		read(c)
+		time.Sleep(5 * time.Millisecond) // well past idle/16 = 1ms
+		read(c)
+		if len(d.set) != 2 {
+			t.Fatalf("%d deadlines set, want 2", len(d.set))
+		}
+	})
+	t.Run("a new client deadline puts the idle deadline out of force", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Hour}
+		read(c) // idle deadline set
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		read(c) // the next request's header read
+		read(c) // its body: the idle deadline must be set again, not left to the client's
+		if len(d.set) != 3 || !d.set[2].After(time.Now().Add(15*time.Hour)) {
+			t.Fatalf("deadlines = %v, want idle, client's, idle", d.set)
+		}
+	})
+}
+
+// TestStream_UpstreamSilenceEndsStream: an upstream that stops sending mid-stream for
+// longer than timeouts.stream_idle ends the client's stream with an in-band error, after
+// the content that came before the silence.
+func TestStream_UpstreamSilenceEndsStream(t *testing.T) {
+	release := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: " + chunkJSON(`{"role":"assistant","content":"first"}`, "null") + "\n\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	g := startGateway(t, `
+backends:
+  oai: {type: openai, base_url: "{{UP}}", retries: {max: 0}, timeouts: {stream_idle: 200ms}}
+models:
+  gpt: {backend: oai, upstream_model: up-model}
+`, map[string]string{"UP": up.v1()})
+	t.Cleanup(func() { close(release) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := g.client("")
+	s := client.Chat.Completions.NewStreaming(ctx, userParams("gpt", "hi"))
+	defer s.Close()
+	var text string
+	for s.Next() {
+		if ch := s.Current(); len(ch.Choices) > 0 {
+			text += ch.Choices[0].Delta.Content
+		}
+	}
+	if text != "first" {
+		t.Errorf("content = %q, want \"first\" (what came before the silence)", text)
+	}
+	if s.Err() == nil || ctx.Err() != nil {
+		t.Fatalf("stream error = %v (context %v), want the gateway's in-band error for the silent upstream", s.Err(), ctx.Err())
+	}
+	if msg := s.Err().Error(); !strings.Contains(msg, "timed out") && !strings.Contains(msg, "oai") {
+		t.Errorf("stream error %q does not say the upstream of backend oai timed out", msg)
+	}
+}
+
+// TestUpstream_LargeResponseHead: a response head of several KiB (rate-limit headers,
+// cookies) fits the upstream read buffer, streamed or not.
+func TestUpstream_LargeResponseHead(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		for i := range 60 {
+			w.Header().Set("X-Padding-"+strings.Repeat("p", 2)+string(rune('a'+i%26))+strings.Repeat("q", i%7), strings.Repeat("v", 90))
+		}
+		if strings.Contains(string(r.Context().Value(bodyKey{}).([]byte)), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: " + chunkJSON(`{"role":"assistant","content":"hello"}`, `"stop"`) + "\n\ndata: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(completionJSON("up-model", "hello"))
+	})
+	g := startGateway(t, `
+backends:
+  oai: {type: openai, base_url: "{{UP}}", retries: {max: 0}}
+models:
+  gpt: {backend: oai, upstream_model: up-model}
+`, map[string]string{"UP": up.v1()})
+	ctx := context.Background()
+	client := g.client("")
+	r, err := client.Chat.Completions.New(ctx, userParams("gpt", "hi"))
+	if err != nil || r.Choices[0].Message.Content != "hello" {
+		t.Fatalf("non-stream: %v, %+v", err, r)
+	}
+	s := client.Chat.Completions.NewStreaming(ctx, userParams("gpt", "hi"))
+	defer s.Close()
+	var text string
+	for s.Next() {
+		if ch := s.Current(); len(ch.Choices) > 0 {
+			text += ch.Choices[0].Delta.Content
+		}
+	}
+	if s.Err() != nil || text != "hello" {
+		t.Fatalf("stream: %q, %v", text, s.Err())
+	}
+}
