@@ -41,25 +41,31 @@ type chatRun struct {
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
-		req, err := openaichat.ParseRequest(body)
+		// Lazily: a passthrough forwards the body and never reads the message strings,
+		// so their escapes are decoded only for a request that does (prepare).
+		req, err := openaichat.ParseRequestLazy(body)
 		return req, func(c *chatRun) endpointRun { return c }, err
 	})
 }
 
 // prepare merges the key's server tools, if any, into the request (a client tool named
-// like one is an error).
+// like one is an error), then decodes the message strings the lazy parse left escaped
+// unless the request is forwarded as it is and nothing reads them: a translated request
+// and the tool loop read them, and so does tracing (content capture).
 func (c *chatRun) prepare() error {
-	if len(c.key.tools) == 0 || c.s.tools == nil {
-		return nil
+	if len(c.key.tools) > 0 && c.s.tools != nil {
+		defs, err := c.s.tools.Resolve(c.key.tools)
+		if err == nil {
+			err = mergeServerTools(c.req, defs)
+		}
+		if err != nil {
+			return err
+		}
+		c.defs = defs
 	}
-	defs, err := c.s.tools.Resolve(c.key.tools)
-	if err == nil {
-		err = mergeServerTools(c.req, defs)
+	if !c.passthrough() || c.s.tracer != nil {
+		openaichat.Decode(c.req)
 	}
-	if err != nil {
-		return err
-	}
-	c.defs = defs
 	return nil
 }
 

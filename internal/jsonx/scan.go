@@ -227,6 +227,35 @@ func (sc *Scanner) Value(v *Value) bool {
 	return true
 }
 
+// ValueRaw is Value, except that a string's escapes are left as written: its Str is the
+// literal's contents (Raw without the quotes), a substring of the input that needs
+// DecodeRaw when it holds a backslash. A parser uses it for strings it only passes on.
+func (sc *Scanner) ValueRaw(v *Value) bool {
+	if sc.Peek() != '"' {
+		return sc.Value(v)
+	}
+	at := sc.i
+	if !sc.SkipString() {
+		return false
+	}
+	*v = Value{Kind: String, Raw: sc.s[at:sc.i], At: at, Str: sc.s[at+1 : sc.i-1]}
+	return true
+}
+
+// DecodeRaw returns the value of raw, the contents of a string literal a Scanner has
+// checked (a Str that ValueRaw left as written), decoded into the arena like Str's.
+// bound is an upper bound on the bytes this scanner will decode from here on, raw's
+// included, so that decoding several strings takes one arena.
+func (sc *Scanner) DecodeRaw(raw string, bound int) string {
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	if cap(sc.arena)-len(sc.arena) < len(raw) {
+		sc.arena = make([]byte, 0, max(bound, len(raw)))
+	}
+	return sc.unescape(raw, len(raw))
+}
+
 // First reads the value at the cursor into v unless v already holds one, in which case
 // it skips it: gjson's Get semantics, where the first of duplicate keys wins.
 func (sc *Scanner) First(v *Value) bool {

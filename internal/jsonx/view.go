@@ -21,3 +21,13 @@ func Bytes(s string) []byte {
 	}
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
+
+// Within reports whether the bytes of s lie inside the memory of in (s is a substring
+// of in, not merely equal to one). An empty s is within nothing.
+func Within(s, in string) bool {
+	if len(s) == 0 || len(in) == 0 {
+		return false
+	}
+	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(in)))
+	return p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(in))
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/agate-gateway/agate/translate/internal/slab"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,6 +24,62 @@ const CodeInvalidUTF8 = translate.CodeInvalidUTF8
 // with Code CodeDuplicateKey or CodeKeyCase whose Param names the key: such bodies read
 // differently to different JSON decoders, and the OpenAI passthrough forwards the body.
 func ParseRequest(body []byte) (*translate.Request, error) {
+	return parseRequest(body, false)
+}
+
+// ParseRequestLazy is ParseRequest, with the same validation and the same errors for
+// every body, except that the message strings no check reads (text content, refusals,
+// reasoning_content and tool call arguments) keep their JSON escapes: a string with a
+// backslash in one of those fields is its literal's contents as written. That is all a
+// caller forwarding the body as it is (the OpenAI passthrough) needs, and it skips their
+// decoding. A caller that reads those strings must call Decode first.
+func ParseRequestLazy(body []byte) (*translate.Request, error) {
+	return parseRequest(body, true)
+}
+
+// Decode decodes, in place, the strings ParseRequestLazy left escaped in req, which then
+// equals what ParseRequest returns for the same body. A string left escaped is one that
+// lies in req.Body's memory and holds a backslash: a decoded string with a backslash
+// lives elsewhere (in the scanner's arena), and a string without escapes is the same
+// either way. So Decode is idempotent, and cheap on a request ParseRequest returned.
+func Decode(req *translate.Request) {
+	escaped := func(s string) bool { return jsonx.Within(s, req.Body) && strings.IndexByte(s, '\\') >= 0 }
+	total := 0
+	payloadStrings(req, func(s *string) {
+		if escaped(*s) {
+			total += len(*s)
+		}
+	})
+	if total == 0 {
+		return
+	}
+	var sc jsonx.Scanner
+	payloadStrings(req, func(s *string) {
+		if escaped(*s) {
+			*s = sc.DecodeRaw(*s, total) // one arena for all of them
+		}
+	})
+}
+
+// payloadStrings calls fn with each string of req that ParseRequestLazy may leave
+// escaped.
+func payloadStrings(req *translate.Request, fn func(*string)) {
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		fn(&m.Reasoning)
+		fn(&m.Refusal)
+		for j := range m.Content {
+			if t := m.Content[j].Type; t == translate.PartText || t == translate.PartRefusal {
+				fn(&m.Content[j].Text)
+			}
+		}
+		for j := range m.ToolCalls {
+			fn(&m.ToolCalls[j].Arguments)
+		}
+	}
+}
+
+func parseRequest(body []byte, lazy bool) (*translate.Request, error) {
 	if len(body) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
@@ -31,7 +88,7 @@ func ParseRequest(body []byte) (*translate.Request, error) {
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
-	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}}
+	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}, lazy: lazy}
 	if p.sc.Peek() != '{' {
 		if !jsonx.Valid(s) {
 			return nil, errInvalidJSON()
@@ -73,6 +130,25 @@ type parser struct {
 	parts stash[translate.Part]
 	// calls holds the messages' tool calls, a few allocations for the whole request.
 	calls slab.Slab[translate.ToolCall]
+	// lazy leaves the escapes of the strings payload reads (ParseRequestLazy).
+	lazy bool
+}
+
+// payload reads the value at the cursor into v: a string that no check reads and that
+// a lazy parse leaves as written (jsonx.Scanner.ValueRaw).
+func (p *parser) payload(v *jsonx.Value) bool {
+	if p.lazy {
+		return p.sc.ValueRaw(v)
+	}
+	return p.sc.Value(v)
+}
+
+// firstPayload is payload with First's rule: a value already read is kept.
+func (p *parser) firstPayload(v *jsonx.Value) bool {
+	if v.Kind != jsonx.Missing {
+		return p.sc.Skip()
+	}
+	return p.payload(v)
 }
 
 // pendingMessage is a message whose content parts are parts[start:end] of its parser.

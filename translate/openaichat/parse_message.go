@@ -28,7 +28,7 @@ func (p *parser) message(i int) bool {
 		case key == "role":
 			ok = sc.Value(&role)
 		case key == "content":
-			ok = sc.Value(&content)
+			ok = p.payload(&content)
 		case sc.Peek() == 'n':
 			ok = sc.Literal("null")
 		case key == "name":
@@ -44,13 +44,13 @@ func (p *parser) message(i int) bool {
 		case key == "tool_calls":
 			ok = p.toolCalls(i, &msg)
 		case key == "reasoning_content":
-			if ok = sc.Value(&v); v.Kind == jsonx.String {
+			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Reasoning = v.Str
 			}
 		case key == "thinking_blocks":
 			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
 		case key == "refusal":
-			if ok = sc.Value(&v); v.Kind == jsonx.String {
+			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Refusal = v.Str
 			}
 		default:
@@ -181,9 +181,9 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 		case "type":
 			ok = sc.First(&typ)
 		case "text":
-			ok = sc.First(&text)
+			ok = p.firstPayload(&text)
 		case "refusal":
-			ok = sc.First(&refusal)
+			ok = p.firstPayload(&refusal)
 		case "image_url":
 			switch {
 			case sawImage:
@@ -351,7 +351,7 @@ func (p *parser) toolCall(i, j int) bool {
 					case "name":
 						ok = sc.Value(&name)
 					case "arguments":
-						ok = sc.Value(&args)
+						ok = p.payload(&args)
 					default:
 						ok = sc.Skip()
 					}

@@ -1,0 +1,168 @@
+package openaichat
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// lazyCases have escapes in every string ParseRequestLazy leaves as written, and in
+// strings it must decode because a check reads them.
+var lazyCases = []struct {
+	name, body string
+	// raw are the strings the lazy parse leaves escaped, as they appear in the body.
+	raw []string
+}{
+	{
+		name: "string content",
+		body: `{"model":"m","messages":[{"role":"user","content":"line one\nline \"two\" \u00e9"}]}`,
+		raw:  []string{`line one\nline \"two\" \u00e9`},
+	},
+	{
+		name: "text and refusal parts",
+		body: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a\tb"}]},` +
+			`{"role":"assistant","content":[{"type":"refusal","refusal":"no\/way"}]}]}`,
+		raw: []string{`a\tb`, `no\/way`},
+	},
+	{
+		name: "tool call arguments, reasoning and refusal",
+		body: `{"model":"m","messages":[{"role":"assistant","reasoning_content":"think\u2028more","refusal":"r\\s",` +
+			`"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"city\":\"Paris\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"[{\"day\":\"Fri\",\"high_c\":23}]"}]}`,
+		raw: []string{`think\u2028more`, `r\\s`, `{\"city\":\"Paris\"}`, `[{\"day\":\"Fri\",\"high_c\":23}]`},
+	},
+	{
+		name: "surrogate pairs and a lone surrogate",
+		body: `{"model":"m","messages":[{"role":"user","content":"\ud83d\ude00 and \ud800 alone"}]}`,
+		raw:  []string{`\ud83d\ude00 and \ud800 alone`},
+	},
+	{
+		name: "escaped role, model and ids are decoded for their checks",
+		body: `{"model":"gpt\u002d4","messages":[{"role":"\u0075ser","content":"hi"},` +
+			`{"role":"assistant","tool_calls":[{"id":"c\u0031","function":{"name":"\u0066","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"c\u0031","content":"ok"}]}`,
+	},
+}
+
+func TestParseRequestLazy(t *testing.T) {
+	for _, tt := range lazyCases {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := ParseRequest([]byte(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lazy, err := ParseRequestLazy([]byte(tt.body))
+			if err != nil {
+				t.Fatalf("lazy: %v", err)
+			}
+			if got := escapedStrings(lazy); !reflect.DeepEqual(got, tt.raw) {
+				t.Errorf("strings left escaped = %q, want %q", got, tt.raw)
+			}
+			if lazy.Model != want.Model || lazy.Messages[0].Role != want.Messages[0].Role {
+				t.Errorf("model %q role %q, want them decoded: %q %q", lazy.Model, lazy.Messages[0].Role, want.Model, want.Messages[0].Role)
+			}
+			Decode(lazy)
+			if !reflect.DeepEqual(lazy, want) {
+				t.Errorf("after Decode:\n%+v\nwant ParseRequest's\n%+v", lazy, want)
+			}
+			Decode(lazy) // idempotent: a decoded string with a backslash is not decoded again
+			if !reflect.DeepEqual(lazy, want) {
+				t.Errorf("a second Decode changed the request:\n%+v", lazy)
+			}
+			Decode(want) // a no-op on what ParseRequest returns
+			if again, _ := ParseRequest([]byte(tt.body)); !reflect.DeepEqual(want, again) {
+				t.Errorf("Decode changed ParseRequest's request:\n%+v", want)
+			}
+		})
+	}
+}
+
+// escapedStrings lists the payload strings of req that still hold a backslash and lie
+// in its body.
+func escapedStrings(req *translate.Request) []string {
+	var out []string
+	add := func(s string) {
+		if strings.Contains(s, `\`) && strings.Contains(req.Body, s) {
+			out = append(out, s)
+		}
+	}
+	for _, m := range req.Messages {
+		add(m.Reasoning)
+		add(m.Refusal)
+		for _, p := range m.Content {
+			add(p.Text)
+		}
+		for _, c := range m.ToolCalls {
+			add(c.Arguments)
+		}
+	}
+	return out
+}
+
+// FuzzLazyMatchesParse: for every body, the lazy parse fails exactly as ParseRequest does,
+// and once decoded its request is ParseRequest's.
+func FuzzLazyMatchesParse(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	for _, s := range quirkSeeds {
+		f.Add([]byte(s))
+	}
+	for _, tt := range lazyCases {
+		f.Add([]byte(tt.body))
+	}
+	f.Add(benchRequest(f))
+	if b, err := os.ReadFile("testdata/history-10k.json"); err == nil {
+		f.Add(b)
+	} else {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want, werr := ParseRequest(body)
+		got, gerr := ParseRequestLazy(body)
+		if !reflect.DeepEqual(gerr, werr) {
+			t.Fatalf("lazy error %v, ParseRequest's %v", gerr, werr)
+		}
+		if werr != nil {
+			return
+		}
+		Decode(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decoded lazy request differs:\n%+v\nwant\n%+v", got, want)
+		}
+		Decode(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("a second Decode changed the request")
+		}
+	})
+}
+
+// BenchmarkParseRequest10KLazy is BenchmarkParseRequest10K's body parsed lazily, as the
+// passthrough does, and lazily then decoded, as a translated request is.
+func BenchmarkParseRequest10KLazy(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		decode bool
+	}{{"lazy", false}, {"lazy+decode", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				req, err := ParseRequestLazy(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if bc.decode {
+					Decode(req)
+				}
+			}
+		})
+	}
+}
