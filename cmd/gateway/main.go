@@ -22,6 +22,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/asynclog"
+	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/proxy"
@@ -188,5 +189,7 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	if c.Format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	// logjson writes the stock JSON handler's bytes; the per-request access line costs
+	// about half as much through it.
+	return slog.New(logjson.New(w, opts))
 }

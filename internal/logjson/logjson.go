@@ -1,0 +1,221 @@
+// Package logjson is a slog.Handler that writes, byte for byte, what slog.NewJSONHandler
+// writes, at a fraction of its cost for the records a server logs on every request: a
+// message and attributes of string, integer, boolean and duration values. Such a record
+// is formatted into one pooled buffer with no allocation; any other record (a float, an
+// error or other Any value, a group, an empty key, a LogValuer, a time outside years
+// 0-9999) and every record under HandlerOptions.ReplaceAttr or AddSource is formatted by
+// the stock handler, which the Handler keeps beside it with the same attributes and groups.
+// Like the stock handler it writes each record with one Write call, under a lock.
+package logjson
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Handler is the fast JSON handler. Its zero value is not usable; see New.
+type Handler struct {
+	w     io.Writer
+	mu    *sync.Mutex // shared by a Handler and those derived from it, and by std's writes
+	level slog.Leveler
+	std   slog.Handler // the stock handler, with this Handler's attributes and groups
+	// pre holds the WithAttrs attributes, formatted, each starting with a comma.
+	pre []byte
+	// slow sends every record to std: a group is open, an option the fast path does not
+	// implement is set, or a WithAttrs attribute is not one it formats.
+	slow bool
+	bufs *sync.Pool
+}
+
+// New returns a Handler writing to w with opts (nil means the defaults), as
+// slog.NewJSONHandler(w, opts) would.
+func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
+	if opts == nil {
+		opts = &slog.HandlerOptions{}
+	}
+	mu := new(sync.Mutex)
+	h := &Handler{w: w, mu: mu, level: opts.Level, bufs: &sync.Pool{}}
+	h.std = slog.NewJSONHandler(lockedWriter{w: w, mu: mu}, opts)
+	h.slow = opts.ReplaceAttr != nil || opts.AddSource
+	if h.level == nil {
+		h.level = slog.LevelInfo
+	}
+	return h
+}
+
+// lockedWriter gives the stock handler's writes the Handler's lock, so that the two never
+// interleave on a writer that is not safe for concurrent use.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Enabled reports whether level is at least the handler's level.
+func (h *Handler) Enabled(_ context.Context, level slog.Level) bool {
+	return level >= h.level.Level()
+}
+
+// fast reports whether the fast path formats a as the stock handler would.
+func fast(a slog.Attr) bool {
+	if a.Key == "" {
+		return false
+	}
+	switch a.Value.Kind() {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
+		return true
+	}
+	return false
+}
+
+// Handle writes r as one JSON line.
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	if h.slow || (!r.Time.IsZero() && (r.Time.Year() < 0 || r.Time.Year() >= 10000)) {
+		return h.std.Handle(ctx, r)
+	}
+	simple := true
+	r.Attrs(func(a slog.Attr) bool {
+		simple = fast(a)
+		return simple
+	})
+	if !simple {
+		return h.std.Handle(ctx, r)
+	}
+	bp, _ := h.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := append((*bp)[:0], '{')
+	if !r.Time.IsZero() {
+		b = append(b, `"time":"`...)
+		b = r.Time.Round(0).AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
+	b = appendString(b, r.Level.String())
+	b = append(b, `,"msg":`...)
+	b = appendString(b, r.Message)
+	b = append(b, h.pre...)
+	r.Attrs(func(a slog.Attr) bool {
+		b = appendAttr(b, a)
+		return true
+	})
+	b = append(b, "}\n"...)
+	h.mu.Lock()
+	_, err := h.w.Write(b)
+	h.mu.Unlock()
+	if cap(b) <= 16<<10 {
+		*bp = b
+		h.bufs.Put(bp)
+	}
+	return err
+}
+
+// appendAttr appends ,"key":value for an attribute fast accepted.
+func appendAttr(b []byte, a slog.Attr) []byte {
+	b = append(b, ',')
+	b = appendString(b, a.Key)
+	b = append(b, ':')
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		b = appendString(b, v.String())
+	case slog.KindInt64:
+		b = strconv.AppendInt(b, v.Int64(), 10)
+	case slog.KindUint64:
+		b = strconv.AppendUint(b, v.Uint64(), 10)
+	case slog.KindBool:
+		b = strconv.AppendBool(b, v.Bool())
+	case slog.KindDuration:
+		b = strconv.AppendInt(b, int64(v.Duration()), 10) // nanoseconds, as json.Marshal
+	}
+	return b
+}
+
+// WithAttrs returns a handler whose records carry attrs after their built-in fields.
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h2 := *h
+	h2.std = h.std.WithAttrs(attrs)
+	if h.slow {
+		return &h2
+	}
+	pre := append([]byte(nil), h.pre...)
+	for _, a := range attrs {
+		if !fast(a) {
+			h2.slow = true
+			return &h2
+		}
+		pre = appendAttr(pre, a)
+	}
+	h2.pre = pre
+	return &h2
+}
+
+// WithGroup returns a handler that qualifies later attributes with name; its records
+// are formatted by the stock handler.
+func (h *Handler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	h2 := *h
+	h2.std, h2.slow = h.std.WithGroup(name), true
+	return &h2
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string the way slog's JSON handler escapes it: ", \
+// and control characters escaped (\n, \r, \t by name), HTML characters left as they are,
+// each invalid UTF-8 byte as \ufffd, and U+2028 and U+2029 escaped.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,156 @@
+package logjson
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// record is one logging call: a level, a message and attributes, made on a handler
+// derived with with (WithAttrs) and group (WithGroup) first.
+type record struct {
+	level slog.Level
+	msg   string
+	time  time.Time
+	attrs []slog.Attr
+	with  []slog.Attr
+	group string
+}
+
+// both formats rec with the stock JSON handler and with New, with the same options.
+func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string) {
+	t.Helper()
+	var g, w bytes.Buffer
+	for _, x := range []struct {
+		buf *bytes.Buffer
+		h   slog.Handler
+	}{{&g, New(&g, opts)}, {&w, slog.NewJSONHandler(&w, opts)}} {
+		h := x.h
+		if len(rec.with) > 0 {
+			h = h.WithAttrs(rec.with)
+		}
+		if rec.group != "" {
+			h = h.WithGroup(rec.group).WithAttrs([]slog.Attr{slog.Int("n", 1)})
+		}
+		if !h.Enabled(context.Background(), rec.level) {
+			continue
+		}
+		r := slog.NewRecord(rec.time, rec.level, rec.msg, 0)
+		r.AddAttrs(rec.attrs...)
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g.String(), w.String()
+}
+
+var at = time.Date(2026, 11, 24, 21, 36, 9, 123456789, time.UTC)
+
+func TestHandler_MatchesStock(t *testing.T) {
+	access := []slog.Attr{slog.String("request_id", "0123456789abcdef01234567"), slog.String("model", "claude-bench"),
+		slog.String("backend", "anth"), slog.String("key", "bench"), slog.Bool("stream", false), slog.Int("status", 200),
+		slog.Int64("duration_ms", 50), slog.Int("prompt_tokens", 12), slog.Int("completion_tokens", 9)}
+	tests := []struct {
+		name string
+		rec  record
+		opts *slog.HandlerOptions
+	}{
+		{"access line", record{level: slog.LevelInfo, msg: "chat completion", time: at, attrs: access}, nil},
+		{"escapes", record{level: slog.LevelWarn, msg: "q\"b\\s\n\r\t\x00\x1f\x7f<>&\u2028\u2029é\xff\xc3", time: at,
+			attrs: []slog.Attr{slog.String("k\"ey\n", "v\x01\xfe"), slog.String("", "empty key")}}, nil},
+		{"kinds", record{level: slog.LevelError + 2, msg: "m", time: at, attrs: []slog.Attr{slog.Uint64("u", 1<<63),
+			slog.Int("neg", -5), slog.Duration("d", 1500*time.Millisecond), slog.Bool("t", true)}}, nil},
+		{"slow kinds go to the stock handler", record{level: slog.LevelInfo, msg: "m", time: at, attrs: []slog.Attr{
+			slog.Float64("f", 1e21), slog.Any("err", errors.New("boom")), slog.Time("at", at),
+			slog.Group("g", slog.String("a", "b")), slog.Group("empty"), {}}}, nil},
+		{"zero time is left out", record{level: slog.LevelDebug - 1, msg: "m", attrs: access[:2]},
+			&slog.HandlerOptions{Level: slog.LevelDebug - 3}},
+		{"below the level: nothing", record{level: slog.LevelDebug, msg: "m", time: at}, nil},
+		{"time outside years 0-9999", record{level: slog.LevelInfo, msg: "m", time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil},
+		{"with attrs", record{level: slog.LevelInfo, msg: "m", time: at, with: []slog.Attr{slog.String("request_id", "r1")}, attrs: access[1:3]}, nil},
+		{"with an attr the fast path does not format", record{level: slog.LevelInfo, msg: "m", time: at,
+			with: []slog.Attr{slog.Any("e", errors.New("x"))}, attrs: access[1:3]}, nil},
+		{"group", record{level: slog.LevelInfo, msg: "m", time: at, group: "g", attrs: access[1:3]}, nil},
+		{"replace attr", record{level: slog.LevelInfo, msg: "m", time: at, attrs: access[1:3]},
+			&slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{}
+				}
+				return a
+			}}},
+		{"add source", record{level: slog.LevelInfo, msg: "m", time: at}, &slog.HandlerOptions{AddSource: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, want := both(t, tt.rec, tt.opts)
+			if got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// FuzzHandlerMatchesStock: for any message, keys and values, level and attributes derived
+// with WithAttrs, the handler writes the stock JSON handler's bytes.
+func FuzzHandlerMatchesStock(f *testing.F) {
+	f.Add("chat completion", "request_id", "0123", int64(200), uint8(3), false, int8(0), true)
+	f.Add("q\"\\\n\x00<>&\u2028\xff", "k\x01\"", "v\xc3(", int64(-1), uint8(0), true, int8(4), false)
+	f.Fuzz(func(t *testing.T, msg, key, val string, n int64, kinds uint8, with bool, level int8, zeroTime bool) {
+		var attrs []slog.Attr
+		for i := range 5 {
+			k := key + strings.Repeat("_", i)
+			switch (kinds >> i) & 7 {
+			case 0:
+				attrs = append(attrs, slog.String(k, val))
+			case 1:
+				attrs = append(attrs, slog.Int64(k, n))
+			case 2:
+				attrs = append(attrs, slog.Uint64(k, uint64(n)))
+			case 3:
+				attrs = append(attrs, slog.Bool(k, n%2 == 0))
+			case 4:
+				attrs = append(attrs, slog.Duration(k, time.Duration(n)))
+			case 5:
+				attrs = append(attrs, slog.Float64(k, float64(n)/3))
+			case 6:
+				attrs = append(attrs, slog.Any(k, val))
+			}
+		}
+		rec := record{level: slog.Level(level), msg: msg, time: at.Add(time.Duration(n)), attrs: attrs}
+		if zeroTime {
+			rec.time = time.Time{}
+		}
+		if with && len(attrs) > 0 {
+			rec.with, rec.attrs = attrs[:1], attrs[1:]
+		}
+		got, want := both(t, rec, &slog.HandlerOptions{Level: slog.LevelDebug})
+		if got != want {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
+// BenchmarkAccessLine: the per-request access line through the stock JSON handler and
+// through this one (both into io.Discard).
+func BenchmarkAccessLine(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		h    slog.Handler
+	}{{"stock", slog.NewJSONHandler(io.Discard, nil)}, {"logjson", New(io.Discard, nil)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := slog.NewRecord(time.Now(), slog.LevelInfo, "chat completion", 0)
+				r.AddAttrs(slog.String("request_id", "0123456789abcdef01234567"), slog.String("model", "claude-bench"),
+					slog.String("backend", "anth"), slog.String("key", "bench"), slog.Bool("stream", false), slog.Int("status", 200),
+					slog.Int64("duration_ms", 50), slog.Int("prompt_tokens", 12), slog.Int("completion_tokens", 9))
+				_ = bc.h.Handle(context.Background(), r)
+			}
+		})
+	}
+}
