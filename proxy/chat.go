@@ -53,19 +53,29 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 // unless the request is forwarded as it is and nothing reads them: a translated request
 // and the tool loop read them, and so does tracing (content capture).
 func (c *chatRun) prepare() error {
-	if len(c.key.tools) > 0 && c.s.tools != nil {
-		defs, err := c.s.tools.Resolve(c.key.tools)
-		if err == nil {
-			err = mergeServerTools(c.req, defs)
-		}
-		if err != nil {
-			return err
-		}
-		c.defs = defs
+	if err := c.serverTools(); err != nil {
+		return err
 	}
 	if !c.passthrough() || c.s.tracer != nil {
 		openaichat.Decode(c.req)
 	}
+	return nil
+}
+
+// serverTools resolves the key's server tools, if any, into c.defs and rejects client
+// tools named like one of them.
+func (c *chatRun) serverTools() error {
+	if len(c.key.tools) == 0 || c.s.tools == nil {
+		return nil
+	}
+	defs, err := c.s.tools.Resolve(c.key.tools)
+	if err == nil {
+		err = mergeServerTools(c.req, defs)
+	}
+	if err != nil {
+		return err
+	}
+	c.defs = defs
 	return nil
 }
 

@@ -62,15 +62,8 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 // the unsupported-parameter policy of the translated path.
 func (m *messagesRun) prepare() error {
 	c, h := m.c, m.header
-	if len(c.key.tools) > 0 && c.s.tools != nil {
-		defs, err := c.s.tools.Resolve(c.key.tools)
-		if err == nil {
-			err = mergeServerTools(c.req, defs)
-		}
-		if err != nil {
-			return err
-		}
-		c.defs = defs
+	if err := c.serverTools(); err != nil {
+		return err
 	}
 	m.pass = allBackends(c, "anthropic")
 	if m.pass {

@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"context"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"net"
 	"net/http"
 	"strings"
@@ -96,12 +99,7 @@ models:
 	client := g.client("")
 	s := client.Chat.Completions.NewStreaming(ctx, userParams("gpt", "hi"))
 	defer s.Close()
-	var text string
-	for s.Next() {
-		if ch := s.Current(); len(ch.Choices) > 0 {
-			text += ch.Choices[0].Delta.Content
-		}
-	}
+	text := streamedText(s)
 	if text != "first" {
 		t.Errorf("content = %q, want \"first\" (what came before the silence)", text)
 	}
@@ -142,13 +140,19 @@ models:
 	}
 	s := client.Chat.Completions.NewStreaming(ctx, userParams("gpt", "hi"))
 	defer s.Close()
+	text := streamedText(s)
+	if s.Err() != nil || text != "hello" {
+		t.Fatalf("stream: %q, %v", text, s.Err())
+	}
+}
+
+// streamedText reads a chat completion stream to its end and returns its content.
+func streamedText(s *ssestream.Stream[openai.ChatCompletionChunk]) string {
 	var text string
 	for s.Next() {
 		if ch := s.Current(); len(ch.Choices) > 0 {
 			text += ch.Choices[0].Delta.Content
 		}
 	}
-	if s.Err() != nil || text != "hello" {
-		t.Fatalf("stream: %q, %v", text, s.Err())
-	}
+	return text
 }
