@@ -21,6 +21,7 @@ import (
 //
 //   - raw: a byte-copy fasthttp reverse proxy written here, the floor;
 //   - passthrough: Agate's openai backend;
+//   - anthropic: Agate's anthropic backend (translated both ways; non-stream only);
 //   - mock: Agate's mock backend (no upstream at all).
 //
 // "history" is a non-streaming ~4 KB request with tools and a tool-call history (raw and
@@ -41,6 +42,7 @@ type benchUpstream struct {
 	stream []byte   // 200 content chunks between a role chunk and finish, usage, [DONE]
 	events [][]byte // stream split into events
 	json   []byte
+	anth   []byte // a recorded Anthropic Messages response (testdata/bench/anthropic-message.json)
 }
 
 func newBenchUpstream(b *testing.B) *benchUpstream {
@@ -51,12 +53,21 @@ func newBenchUpstream(b *testing.B) *benchUpstream {
 	}
 	u.stream = streamSSE(words...)
 	u.events = splitEvents(u.stream)
+	var err error
+	if u.anth, err = os.ReadFile("testdata/bench/anthropic-message.json"); err != nil {
+		b.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	u.addr = ln.Addr().String()
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) == "/v1/messages" {
+			ctx.SetContentType("application/json")
+			ctx.SetBody(u.anth)
+			return
+		}
 		if bytes.Contains(ctx.PostBody(), []byte(`"stream":true`)) {
 			// One write and flush per event, as a model streams its tokens.
 			ctx.SetContentType("text/event-stream")
@@ -146,9 +157,11 @@ func BenchmarkProxy(b *testing.B) {
 	g := startGatewayWith(b, `
 backends:
   up: {type: openai, base_url: "http://{{UP}}/v1", retries: {max: 0}}
+  anth: {type: anthropic, base_url: "http://{{UP}}", api_key: test, retries: {max: 0}}
   offline: {type: mock}
 models:
   gpt: {backend: up, upstream_model: up-model}
+  claude: {backend: anth, upstream_model: claude-up}
   demo: {backend: offline}
 keys:
   bench: {key: sk-bench, models: ["*"]}
@@ -174,10 +187,11 @@ keys:
 	for _, target := range []struct{ name, addr, model, prompt string }{
 		{"raw", raw, "up-model", "hi"},
 		{"passthrough", agate, "gpt", "hi"},
+		{"anthropic", agate, "claude", "hi"},
 		{"mock", agate, "demo", echo200},
 	} {
 		for _, kind := range []string{"nonstream", "stream200", "history"} {
-			if kind == "history" && target.name == "mock" {
+			if kind == "history" && target.name == "mock" || kind == "stream200" && target.name == "anthropic" {
 				continue
 			}
 			prompt := target.prompt
