@@ -89,6 +89,24 @@ func (c *modelCall) releaseBuf() {
 	c.buf, c.bufp = nil, nil
 }
 
+// dropBuf forgets c.buf without pooling it: something may still refer to its bytes.
+func (c *modelCall) dropBuf() { c.buf, c.bufp = nil, nil }
+
+// readPooled reads x's whole body (readBody) into c.buf, a pooled buffer. The caller
+// returns it with releaseBuf once nothing refers to the body, or drops it (dropBuf) when
+// something may; a read error has already released it.
+func (c *modelCall) readPooled(ctx context.Context, x *exchange, backend string) ([]byte, error) {
+	body, err := readBody(ctx, x, backend, c.takeBuf())
+	if err != nil {
+		c.releaseBuf()
+		return nil, err
+	}
+	if cap(body) > cap(c.buf) {
+		c.buf = body[:0] // a larger body's buffer goes to the pool in its stead
+	}
+	return body, nil
+}
+
 // streamReadSize is the size of an upstream stream's read buffer. Upstream events are a
 // few hundred bytes; a larger burst takes more copies out of the connection's own read
 // buffer, not more system calls. It is held for a stream's whole life, so it is small.
@@ -272,11 +290,16 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
 func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *translate.Options, emit translate.Emit) error {
 	if !opts.Stream {
-		body, err := readBody(ctx, x, b.name)
+		body, err := c.readPooled(ctx, x, b.name)
 		if err != nil {
 			return err
 		}
-		return b.provider.DecodeResponse(body, emit)
+		if err := b.provider.DecodeResponse(body, emit); err != nil {
+			c.dropBuf() // the error may quote the body
+			return err
+		}
+		c.releaseBuf() // events alias the body only while emit runs (translate.Event)
+		return nil
 	}
 	body, err := decodedBody(x, b.name)
 	if err != nil {

@@ -2,16 +2,18 @@ package proxy
 
 import (
 	"context"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/valyala/fasthttp"
+	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
 // chatRun is one chat completions request after authentication, parsing and routing.
@@ -141,7 +143,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 		defer cancel()
 	}
 	if c.passthrough() {
-		body, err := c.call.forwardComplete(cctx, c.req)
+		body, err := c.call.forwardComplete(cctx, c.req, ctx.Response.SwapBody(nil))
 		if err != nil {
 			c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
 			c.finish(0, false)
@@ -149,12 +151,13 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 		}
 		ctx.SetStatusCode(200)
 		ctx.SetContentType("application/json")
-		ctx.Response.SetBodyRaw(body) // RewriteCompletion's, never changed: not copied
+		ctx.Response.SwapBody(body) // written into the response's own pooled buffer
 		c.finish(200, false)
 		return
 	}
-	var a openaichat.Assembler
-	err := c.execute(cctx, assemblerOut{&a}, false)
+	a := c.s.assemblers.get()
+	defer c.s.assemblers.put(a)
+	err := c.execute(cctx, assemblerOut{a}, false)
 	if err == nil && a.Err != nil {
 		err = a.Err
 	}
@@ -166,7 +169,8 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 	a.Finish()
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
-	ctx.Response.SetBodyRaw(a.AppendCompletion(nil, c.id, c.req.Model, time.Now().Unix())) // ours, never changed: not copied
+	// Written into the response's own pooled buffer.
+	ctx.Response.SwapBody(a.AppendCompletion(ctx.Response.SwapBody(nil)[:0], c.id, c.req.Model, time.Now().Unix()))
 	c.finish(200, false)
 }
 
@@ -196,4 +200,20 @@ func (c *chatRun) finish(code int, stream bool) {
 		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
 		slog.Int("status", code), slog.Int64("duration_ms", time.Since(c.start).Milliseconds()),
 		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
+}
+
+// assemblerPool recycles Assemblers, and with them their text buffers.
+type assemblerPool struct{ p sync.Pool }
+
+func (p *assemblerPool) get() *openaichat.Assembler {
+	if a, ok := p.p.Get().(*openaichat.Assembler); ok {
+		return a
+	}
+	return new(openaichat.Assembler)
+}
+
+// put resets a (openaichat.Assembler.Reset) and keeps it; a must not be used after.
+func (p *assemblerPool) put(a *openaichat.Assembler) {
+	a.Reset()
+	p.p.Put(a)
 }

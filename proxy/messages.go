@@ -332,7 +332,7 @@ func (m *messagesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 	var out []byte
 	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return m.passAttempt(ctx, r, false, func(x *exchange) error {
-			body, err := readBody(ctx, x, r.backend.name)
+			body, err := readBody(ctx, x, r.backend.name, nil)
 			if err != nil {
 				return err
 			}

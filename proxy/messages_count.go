@@ -90,7 +90,7 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 		return 0, err
 	}
 	defer x.Close()
-	raw, err := readBody(ctx, x, b.name)
+	raw, err := readBody(ctx, x, b.name, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -75,18 +75,24 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 	})
 }
 
-// forwardComplete is the OpenAI passthrough for non-streaming requests. A 200 whose body is
-// not a JSON chat completion is a 502 naming the backend.
-func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request) ([]byte, error) {
+// forwardComplete is the OpenAI passthrough for non-streaming requests: it appends the
+// rewritten completion to dst. A 200 whose body is not a JSON chat completion is a 502
+// naming the backend.
+func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request, dst []byte) ([]byte, error) {
 	var out []byte
 	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, false, func(x *exchange, _ *translate.Options) error {
-			body, err := readBody(ctx, x, r.backend.name)
+			body, err := c.readPooled(ctx, x, r.backend.name)
 			if err != nil {
 				return err
 			}
-			out, c.lastUsage, err = openai.RewriteCompletion(r.backend.name, body, jsonx.AppendString(nil, req.Model))
-			return err
+			out, c.lastUsage, err = openai.RewriteCompletion(dst[:0], r.backend.name, body, req.Model)
+			if err != nil {
+				c.dropBuf() // the error may quote the body
+				return err
+			}
+			c.releaseBuf() // out is a copy
+			return nil
 		})
 	})
 	return out, err
@@ -123,9 +129,10 @@ func decodedBody(x *exchange, backend string) (io.Reader, error) {
 	}
 }
 
-// readBody reads the whole non-streamed body of x, decoded (see decodedBody). A body over
+// readBody reads the whole non-streamed body of x, decoded (see decodedBody), into dst's
+// memory when it has room (a pooled buffer), else into a fresh one. A body over
 // maxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
-func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) {
+func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
 	r, err := decodedBody(x, backend)
 	if err != nil {
 		return nil, err
@@ -134,10 +141,14 @@ func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) 
 	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= maxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
 		// The common case: the length is known, so the body is read into one buffer of
 		// its size rather than grown from 512 bytes.
-		body = make([]byte, cl)
+		if cap(dst) >= cl {
+			body = dst[:cl]
+		} else {
+			body = make([]byte, cl)
+		}
 		_, err = io.ReadFull(r, body)
 	} else {
-		body, err = io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+		body, err = readAllInto(dst[:0], io.LimitReader(r, maxResponseBytes+1))
 	}
 	if err != nil {
 		enc := string(x.resp.Header.ContentEncoding())
@@ -151,6 +162,23 @@ func readBody(ctx context.Context, x *exchange, backend string) ([]byte, error) 
 		return nil, upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
 	}
 	return body, nil
+}
+
+// readAllInto is io.ReadAll appending to dst.
+func readAllInto(dst []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
 }
 
 func encodingError(backend, enc string, err error) *translate.UpstreamError {

@@ -462,7 +462,7 @@ func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 	model := jsonx.AppendString(nil, x.req.Core.Model)
 	var out []byte
 	err := x.forward(ctx, false, func(xch *exchange, r *route) error {
-		body, err := readBody(ctx, xch, r.backend.name)
+		body, err := readBody(ctx, xch, r.backend.name, nil)
 		if err != nil {
 			return err
 		}

@@ -72,6 +72,8 @@ type Server struct {
 	writeTimeout time.Duration
 	// bodies holds scratch buffers for reading request bodies.
 	bodies sync.Pool
+	// assemblers recycles the Assemblers of non-streamed answers (chatRun.complete).
+	assemblers assemblerPool
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main

@@ -4,6 +4,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -127,11 +128,12 @@ func (p *ChunkRewriter) setHead(sc *jsonx.Scanner, root jsonx.Value) {
 }
 
 // RewriteCompletion checks that body, a 200 answer of an OpenAI-compatible upstream
-// of the named backend, is a JSON chat completion, and returns it with the client-facing
-// model (a JSON string) in place of the upstream's, with the usage it reports. A body that
-// is not a JSON object with a choices array is an upstream error naming the backend; an
-// error object is the upstream's error (status 502).
-func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Usage, error) {
+// of the named backend, is a JSON chat completion, and appends it to dst with the
+// client-facing model in place of the upstream's; it returns the extended dst and the
+// usage the body reports. The result never aliases body. A body that is not a JSON object
+// with a choices array is an upstream error naming the backend; an error object is the
+// upstream's error (status 502).
+func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([]byte, translate.Usage, error) {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	root, ok := sc.Root()
 	if !ok {
@@ -143,9 +145,9 @@ func RewriteCompletion(backend string, body, model []byte) ([]byte, translate.Us
 	// One walk of the checked body finds error, choices and usage (the first of each
 	// name, as Get would) and writes the rewritten completion.
 	var errv, choices, usage jsonx.Value
-	out := make([]byte, 0, len(body)+len(model)+16)
+	out := slices.Grow(dst, len(body)+len(model)+24)
 	out = append(out, `{"model":`...)
-	out = append(out, model...)
+	out = jsonx.AppendString(out, model)
 	sc.Each(root, func(k string, v jsonx.Value) bool {
 		switch {
 		case k == "error" && errv.Kind == jsonx.Missing:

@@ -118,7 +118,7 @@ func TestRewriteOpenAICompletion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, u, err := RewriteCompletion("up", []byte(tt.body), []byte(`"gpt"`))
+			got, u, err := RewriteCompletion(nil, "up", []byte(tt.body), "gpt")
 			gotErr := ""
 			if ue := (*translate.UpstreamError)(nil); errors.As(err, &ue) && ue.Status == 502 {
 				gotErr = ue.Message
@@ -200,8 +200,30 @@ func FuzzOpenAIChunkRewriter(f *testing.F) {
 	})
 }
 
+// TestRewriteCompletion_AppendsAndCopies pins the buffer contract the gateway relies on to
+// pool both sides: the completion is appended to dst, and it never aliases body, which is
+// overwritten after the call.
+func TestRewriteCompletion_AppendsAndCopies(t *testing.T) {
+	body := []byte(`{"id":"c","model":"gpt-up","choices":[{"message":{"content":"hi"}}]}`)
+	dst := append(make([]byte, 0, 256), "kept:"...)
+	got, _, err := RewriteCompletion(dst, "up", body, `a "quoted" model`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range body {
+		body[i] = 'X'
+	}
+	want := `kept:{"model":"a \"quoted\" model","id":"c","choices":[{"message":{"content":"hi"}}]}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if &got[0] != &dst[:1][0] {
+		t.Error("the completion was not appended in dst's memory, which had room")
+	}
+}
+
 // BenchmarkRewriteCompletion is the passthrough's check and model rewrite of a recorded
-// non-streaming chat completion with parallel tool calls.
+// non-streaming chat completion with parallel tool calls, into a reused buffer.
 func BenchmarkRewriteCompletion(b *testing.B) {
 	body, err := os.ReadFile("../../testdata/fixtures/openai-chat/json/parallel-tool-calls.mirascope.json")
 	if err != nil {
@@ -209,8 +231,9 @@ func BenchmarkRewriteCompletion(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
+	var buf []byte // reused, as the gateway appends to a pooled response body
 	for b.Loop() {
-		if _, _, err := RewriteCompletion("up", body, []byte(`"gpt"`)); err != nil {
+		if buf, _, err = RewriteCompletion(buf[:0], "up", body, "gpt"); err != nil {
 			b.Fatal(err)
 		}
 	}

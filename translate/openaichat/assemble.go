@@ -49,7 +49,11 @@ func (a *Assembler) Add(ev *translate.Event) error {
 		return nil
 	}
 	for len(a.Choices) <= ev.Choice {
-		a.Choices = append(a.Choices, AssembledChoice{})
+		if len(a.Choices) < cap(a.Choices) {
+			a.Choices = a.Choices[:len(a.Choices)+1] // emptied by Reset, buffers kept
+		} else {
+			a.Choices = append(a.Choices, AssembledChoice{})
+		}
 	}
 	c := &a.Choices[ev.Choice]
 	switch ev.Kind {
@@ -82,6 +86,27 @@ func (a *Assembler) Add(ev *translate.Event) error {
 		}
 	}
 	return nil
+}
+
+// maxKeptBuffer bounds a text buffer Reset keeps for reuse.
+const maxKeptBuffer = 64 << 10
+
+// Reset empties a for reuse: the next response is assembled into the text, reasoning and
+// refusal buffers of this one (each kept up to 64 KiB), so nothing Message or the
+// Choices returned may be used after Reset. Everything else is dropped.
+func (a *Assembler) Reset() {
+	keep := func(b []byte) []byte {
+		if cap(b) > maxKeptBuffer {
+			return nil
+		}
+		return b[:0]
+	}
+	chs := a.Choices[:cap(a.Choices)]
+	for i := range chs {
+		c := &chs[i]
+		*c = AssembledChoice{Text: keep(c.Text), Reasoning: keep(c.Reasoning), Refusal: keep(c.Refusal)}
+	}
+	*a = Assembler{Choices: chs[:0]}
 }
 
 // appendLogprobsCopy appends deep copies of lp, which may alias a decoder's buffers, to dst.
