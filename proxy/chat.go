@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
@@ -45,6 +46,15 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
 		// Lazily: a passthrough forwards the body and never reads the message strings,
 		// so their escapes are decoded only for a request that does (prepare).
+		//
+		// Without a copy when no tracer runs: fasthttp leaves the request's body buffer
+		// unchanged until the response, a stream's included, is written, and nothing of
+		// a chat request outlives its response but the attributes of its spans, which a
+		// tracer exports later.
+		if s.tracer == nil {
+			req, err := openaichat.ParseRequestLazyString(jsonx.View(body))
+			return req, func(c *chatRun) endpointRun { return c }, err
+		}
 		req, err := openaichat.ParseRequestLazy(body)
 		return req, func(c *chatRun) endpointRun { return c }, err
 	})

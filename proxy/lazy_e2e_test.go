@@ -1,11 +1,18 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 // TestChat_EscapedStringsReachEveryUpstream: message strings with JSON escapes (a JSON
@@ -92,4 +99,96 @@ func jsonStrings(t *testing.T, s string) map[string]bool {
 	}
 	walk(v)
 	return out
+}
+
+// TestChat_RequestStringsLiveUntilTheResponseIsWritten pins the lifetime the zero-copy
+// parse relies on (handleChat): a chat request's strings alias fasthttp's request body
+// buffer, which must stay unchanged until the response is written, however many requests
+// pass through the gateway meanwhile. A tool loop reads its request again after a slow
+// server tool: the second upstream request must carry the client's messages exactly,
+// while requests of the same sizes run on other connections all along.
+func TestChat_RequestStringsLiveUntilTheResponseIsWritten(t *testing.T) {
+	// The tool loop streams from the upstream; the first turn calls secret_retrieval_tool.
+	loopUp := newUpstream(t, replaySSE(fixtureJSON(t, "anthropic/stream/parallel-tool-use.mirascope.sse")),
+		replaySSE(fixtureJSON(t, "anthropic/stream/text-basic.mirascope.sse")))
+	otherUp := newUpstream(t, replayJSON(200, fixtureJSON(t, "anthropic/json/text.mirascope.json")))
+	g := startGatewayWith(t, `
+backends:
+  loop: {type: anthropic, base_url: "{{LOOP}}", api_key: k, retries: {max: 0}}
+  other: {type: anthropic, base_url: "{{OTHER}}", api_key: k, retries: {max: 0}}
+models:
+  m: {backend: loop, upstream_model: up-model}
+  n: {backend: other, upstream_model: up-model}
+keys:
+  agent: {key: agent-key, models: [m], tools: [secret]}
+  plain: {key: plain-key, models: [n]}
+tools:
+  secret: {type: builtin, name: time_now}
+`, map[string]string{"LOOP": loopUp.URL, "OTHER": otherUp.URL}, gatewayOptions{tools: slowSecretTools{}})
+	const system, user = "You keep secrets for the user.", "Retrieve the secrets for the passwords mellon and radiance."
+	done := make(chan struct{})
+	var others sync.WaitGroup
+	for range 4 {
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				r := g.chat("plain-key", `{"model":"n","messages":[{"role":"system","content":"`+strings.Repeat("x", len(system))+
+					`"},{"role":"user","content":"`+strings.Repeat("y", len(user))+`"}]}`)
+				if r.status != 200 {
+					t.Errorf("other request: status %d: %s", r.status, r.body)
+					return
+				}
+			}
+		}()
+	}
+	r := g.chat("agent-key", `{"model":"m","messages":[{"role":"system","content":"`+system+`"},{"role":"user","content":"`+user+`"}]}`)
+	close(done)
+	others.Wait()
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	calls := loopUp.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d upstream requests for the tool loop, want 2", len(calls))
+	}
+	if n := len(otherUp.calls()); n < 4 {
+		t.Fatalf("only %d other requests ran while the tool ran", n)
+	}
+	second := calls[1].Body
+	if got := gjson.GetBytes(second, "system").String(); !strings.Contains(got, system) {
+		t.Errorf("second turn's system is %q, want %q", got, system)
+	}
+	if got := gjson.GetBytes(second, "messages.0.content").String(); !strings.Contains(got, user) {
+		t.Errorf("second turn's first message is %s, want the user's %q", got, user)
+	}
+}
+
+// slowSecretTools serves the recorded call of secret_retrieval_tool, slowly, so that other
+// requests pass through the gateway while it runs.
+type slowSecretTools struct{}
+
+func (slowSecretTools) Call(context.Context, string, []byte) tools.Result {
+	time.Sleep(300 * time.Millisecond)
+	return tools.Result{Content: "the secret"}
+}
+func (slowSecretTools) Resolve([]string) ([]tools.Definition, error) {
+	return []tools.Definition{{Name: "secret_retrieval_tool", Source: "secret", Tool: "secret", Description: "retrieves a secret",
+		Parameters: []byte(`{"type":"object","properties":{"password":{"type":"string"}}}`)}}, nil
+}
+func (slowSecretTools) Ready() error { return nil }
+
+// fixtureJSON reads a recording of testdata/fixtures (provenance in its SOURCES.md).
+func fixtureJSON(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

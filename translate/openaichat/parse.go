@@ -24,7 +24,7 @@ const CodeInvalidUTF8 = translate.CodeInvalidUTF8
 // with Code CodeDuplicateKey or CodeKeyCase whose Param names the key: such bodies read
 // differently to different JSON decoders, and the OpenAI passthrough forwards the body.
 func ParseRequest(body []byte) (*translate.Request, error) {
-	return parseRequest(body, false)
+	return parseRequest(string(body), false)
 }
 
 // ParseRequestLazy is ParseRequest, with the same validation and the same errors for
@@ -34,6 +34,13 @@ func ParseRequest(body []byte) (*translate.Request, error) {
 // caller forwarding the body as it is (the OpenAI passthrough) needs, and it skips their
 // decoding. A caller that reads those strings must call Decode first.
 func ParseRequestLazy(body []byte) (*translate.Request, error) {
+	return parseRequest(string(body), true)
+}
+
+// ParseRequestLazyString is ParseRequestLazy for a body held as a string, which it does
+// not copy: the request's strings alias body. A caller passing a view of a buffer
+// (jsonx.View) must leave the buffer unchanged for as long as anything uses the request.
+func ParseRequestLazyString(body string) (*translate.Request, error) {
 	return parseRequest(body, true)
 }
 
@@ -79,15 +86,14 @@ func payloadStrings(req *translate.Request, fn func(*string)) {
 	}
 }
 
-func parseRequest(body []byte, lazy bool) (*translate.Request, error) {
-	if len(body) == 0 {
+func parseRequest(s string, lazy bool) (*translate.Request, error) {
+	if len(s) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
-	if !utf8.Valid(body) {
+	if !utf8.ValidString(s) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	s := string(body)
 	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}, lazy: lazy}
 	if p.sc.Peek() != '{' {
 		if !jsonx.Valid(s) {
