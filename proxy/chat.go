@@ -37,6 +37,9 @@ type chatRun struct {
 	limits    limitRun // limits.go
 	// api is the api label of the request metrics; empty means apiChat.
 	api string
+	// scratch holds req's memory when the chat endpoint parsed it into one; released
+	// when the run is over (releaseScratch).
+	scratch *openaichat.Scratch
 
 	// span is the server span (tracing.go); nil when tracing is off.
 	span *telemetry.Request
@@ -51,9 +54,16 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// unchanged until the response, a stream's included, is written, and nothing of
 		// a chat request outlives its response but the attributes of its spans, which a
 		// tracer exports later.
+		// The request and its message arrays are built in a recycled Scratch, which the
+		// run gives back when it is over (chatRun.releaseScratch).
 		if s.tracer == nil {
-			req, err := openaichat.ParseRequestLazyString(jsonx.View(body))
-			return req, func(c *chatRun) endpointRun { return c }, err
+			sc := s.scratches.get()
+			req, err := openaichat.ParseRequestLazyString(jsonx.View(body), sc)
+			if err != nil {
+				s.scratches.put(sc)
+				return nil, nil, err
+			}
+			return req, func(c *chatRun) endpointRun { c.scratch = sc; return c }, nil
 		}
 		req, err := openaichat.ParseRequestLazy(body)
 		return req, func(c *chatRun) endpointRun { return c }, err
@@ -210,6 +220,32 @@ func (c *chatRun) finish(code int, stream bool) {
 		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
 		slog.Int("status", code), slog.Int64("duration_ms", time.Since(c.start).Milliseconds()),
 		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
+}
+
+// releaseScratch gives the memory c.req was parsed into back for another request: only
+// once the run is over, when nothing reads c.req any more (serve, or the stream writer's
+// end). A run whose request is not in a Scratch has nothing to give back.
+func (c *chatRun) releaseScratch() {
+	if c.scratch != nil {
+		c.s.scratches.put(c.scratch)
+		c.scratch = nil
+	}
+}
+
+// scratchPool recycles the memory chat requests are parsed into (openaichat.Scratch).
+type scratchPool struct{ p sync.Pool }
+
+func (p *scratchPool) get() *openaichat.Scratch {
+	if sc, ok := p.p.Get().(*openaichat.Scratch); ok {
+		return sc
+	}
+	return new(openaichat.Scratch)
+}
+
+// put resets sc (openaichat.Scratch.Reset) and keeps it; nothing may use its request after.
+func (p *scratchPool) put(sc *openaichat.Scratch) {
+	sc.Reset()
+	p.p.Put(sc)
 }
 
 // assemblerPool recycles Assemblers, and with them their text buffers.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -103,11 +104,22 @@ func jsonStrings(t *testing.T, s string) map[string]bool {
 
 // TestChat_RequestStringsLiveUntilTheResponseIsWritten pins the lifetime the zero-copy
 // parse relies on (handleChat): a chat request's strings alias fasthttp's request body
-// buffer, which must stay unchanged until the response is written, however many requests
+// buffer, which must stay unchanged until the response is written, and the request itself
+// lives in a recycled Scratch, which must not be given back before; however many requests
 // pass through the gateway meanwhile. A tool loop reads its request again after a slow
 // server tool: the second upstream request must carry the client's messages exactly,
 // while requests of the same sizes run on other connections all along.
 func TestChat_RequestStringsLiveUntilTheResponseIsWritten(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "complete", true: "stream"}[stream], func(t *testing.T) {
+			testRequestLifetime(t, stream)
+		})
+	}
+}
+
+// testRequestLifetime is TestChat_RequestStringsLiveUntilTheResponseIsWritten for one
+// shape of answer: a stream's tool loop runs on after the handler returned.
+func testRequestLifetime(t *testing.T, stream bool) {
 	// The tool loop streams from the upstream; the first turn calls secret_retrieval_tool.
 	loopUp := newUpstream(t, replaySSE(fixtureJSON(t, "anthropic/stream/parallel-tool-use.mirascope.sse")),
 		replaySSE(fixtureJSON(t, "anthropic/stream/text-basic.mirascope.sse")))
@@ -147,7 +159,7 @@ tools:
 			}
 		}()
 	}
-	r := g.chat("agent-key", `{"model":"m","messages":[{"role":"system","content":"`+system+`"},{"role":"user","content":"`+user+`"}]}`)
+	r := g.chat("agent-key", `{"model":"m","stream":`+strconv.FormatBool(stream)+`,"messages":[{"role":"system","content":"`+system+`"},{"role":"user","content":"`+user+`"}]}`)
 	close(done)
 	others.Wait()
 	if r.status != 200 {

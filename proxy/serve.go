@@ -59,6 +59,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
 	c.ownCall = modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
 	c.call = &c.ownCall
+	defer func() {
+		if !streaming { // a stream's writer gives it back when it ends
+			c.releaseScratch()
+		}
+	}()
 	c.startTracing(span) // tracing.go
 	run := newRun(c)
 	if err := run.prepare(); err != nil {

@@ -74,6 +74,8 @@ type Server struct {
 	bodies sync.Pool
 	// assemblers recycles the Assemblers of non-streamed answers (chatRun.complete).
 	assemblers assemblerPool
+	// scratches recycles the memory chat requests are parsed into (handleChat).
+	scratches scratchPool
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main

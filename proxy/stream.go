@@ -46,8 +46,9 @@ func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		w := bufio.NewWriterSize(yieldWriter(yield), streamBufferSize)
-		defer w.Flush()     // what the writer left buffered, as fasthttp's stream writer did
-		defer c.endLimits() // limits.go: charge the usage, release the slots
+		defer c.releaseScratch() // last: nothing reads the request any more
+		defer w.Flush()          // what the writer left buffered, as fasthttp's stream writer did
+		defer c.endLimits()      // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
 		defer c.recoverStream(w, started, sa)

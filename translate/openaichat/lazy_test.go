@@ -120,14 +120,23 @@ func FuzzLazyMatchesParse(f *testing.F) {
 	} else {
 		f.Fatal(err)
 	}
+	scratch := new(Scratch) // reused across inputs, as the gateway reuses one
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want, werr := ParseRequest(body)
 		got, gerr := ParseRequestLazy(body)
 		if !reflect.DeepEqual(gerr, werr) {
 			t.Fatalf("lazy error %v, ParseRequest's %v", gerr, werr)
 		}
+		scratch.Reset()
+		inScratch, serr := ParseRequestLazyString(string(body), scratch)
+		if !reflect.DeepEqual(serr, werr) {
+			t.Fatalf("error parsing into a scratch %v, ParseRequest's %v", serr, werr)
+		}
 		if werr != nil {
 			return
+		}
+		if Decode(inScratch); !reflect.DeepEqual(inScratch, want) {
+			t.Fatalf("decoded request parsed into a scratch differs:\n%+v\nwant\n%+v", inScratch, want)
 		}
 		Decode(got)
 		if !reflect.DeepEqual(got, want) {
@@ -164,5 +173,46 @@ func BenchmarkParseRequest10KLazy(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestScratch_ReuseMatchesFreshParse: requests parsed one after another into one Scratch,
+// Reset in between, each equal a fresh parse of their body, and a request no larger than
+// the one before is built in the same memory.
+func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
+	history, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{string(history), string(benchRequest(t))}
+	for _, tt := range lazyCases {
+		bodies = append(bodies, tt.body)
+	}
+	bodies = append(bodies, string(history))
+	var sc Scratch
+	var first *translate.Message
+	for i, body := range bodies {
+		sc.Reset()
+		got, err := ParseRequestLazyString(body, &sc)
+		if err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		want, err := ParseRequestLazy([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("body %d parsed into a reused scratch:\n%+v\nwant\n%+v", i, got, want)
+		}
+		if i == 0 {
+			first = &got.Messages[0]
+		}
+		if i == len(bodies)-1 && &got.Messages[0] != first {
+			t.Error("the last request's messages are not in the scratch's memory")
+		}
+	}
+	sc.Reset()
+	if sc.req.Body != "" || len(sc.msgs) != 0 || cap(sc.msgs) == 0 || sc.msgs[:cap(sc.msgs)][0].Role != "" {
+		t.Errorf("after Reset the scratch still refers to the last request, or dropped its memory")
 	}
 }

@@ -40,8 +40,38 @@ func ParseRequestLazy(body []byte) (*translate.Request, error) {
 // ParseRequestLazyString is ParseRequestLazy for a body held as a string, which it does
 // not copy: the request's strings alias body. A caller passing a view of a buffer
 // (jsonx.View) must leave the buffer unchanged for as long as anything uses the request.
-func ParseRequestLazyString(body string) (*translate.Request, error) {
-	return parseRequest(body, true)
+// With a non-nil scratch the request and its message and part arrays are built in the
+// scratch's memory (see Scratch).
+func ParseRequestLazyString(body string, scratch *Scratch) (*translate.Request, error) {
+	return parseRequestInto(body, true, scratch)
+}
+
+// Scratch is memory a parse reuses from one request to the next: the Request itself and
+// its message and content-part arrays. A request parsed into a Scratch lives in it, so
+// Reset it only once nothing uses that request (nor a message or part of it) any more.
+// Not safe for concurrent use.
+type Scratch struct {
+	req   translate.Request
+	msgs  []translate.Message
+	parts []translate.Part
+}
+
+// maxKeptMessages bounds the message and part arrays a Scratch keeps for reuse.
+const maxKeptMessages = 1024
+
+// Reset drops every reference the last request left, keeping the arrays' memory (up to
+// maxKeptMessages entries each) for the next.
+func (sc *Scratch) Reset() {
+	sc.req = translate.Request{}
+	clear(sc.msgs) // the entries the last request used (take)
+	clear(sc.parts)
+	if cap(sc.msgs) > maxKeptMessages {
+		sc.msgs = nil
+	}
+	if cap(sc.parts) > maxKeptMessages {
+		sc.parts = nil
+	}
+	sc.msgs, sc.parts = sc.msgs[:0], sc.parts[:0]
 }
 
 // Decode decodes, in place, the strings ParseRequestLazy left escaped in req, which then
@@ -87,6 +117,10 @@ func payloadStrings(req *translate.Request, fn func(*string)) {
 }
 
 func parseRequest(s string, lazy bool) (*translate.Request, error) {
+	return parseRequestInto(s, lazy, nil)
+}
+
+func parseRequestInto(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
 	if len(s) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
@@ -94,7 +128,13 @@ func parseRequest(s string, lazy bool) (*translate.Request, error) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	p := parser{sc: jsonx.NewScanner(s), req: &translate.Request{Body: s}, lazy: lazy}
+	p := parser{sc: jsonx.NewScanner(s), lazy: lazy, scratch: scratch}
+	if scratch != nil {
+		scratch.req = translate.Request{Body: s}
+		p.req = &scratch.req
+	} else {
+		p.req = &translate.Request{Body: s}
+	}
 	if p.sc.Peek() != '{' {
 		if !jsonx.Valid(s) {
 			return nil, errInvalidJSON()
@@ -138,6 +178,8 @@ type parser struct {
 	calls slab.Slab[translate.ToolCall]
 	// lazy leaves the escapes of the strings payload reads (ParseRequestLazy).
 	lazy bool
+	// scratch, if not nil, holds the memory the message and part arrays are built in.
+	scratch *Scratch
 }
 
 // payload reads the value at the cursor into v: a string that no check reads and that
@@ -406,12 +448,25 @@ func (p *parser) field(name string) bool {
 
 // flushMessages appends the messages collected from a messages array to the request.
 func (p *parser) flushMessages() {
+	sc := p.scratch
+	if p.req.Messages != nil {
+		sc = nil // the scratch's arrays hold this request's first messages
+	}
 	var parts []translate.Part
 	if p.parts.n > 0 {
-		parts = make([]translate.Part, p.parts.n)
+		if sc != nil {
+			parts = take(&sc.parts, p.parts.n)
+		} else {
+			parts = make([]translate.Part, p.parts.n)
+		}
 		p.parts.copyTo(parts)
 	}
-	msgs := make([]translate.Message, p.msgs.n)
+	var msgs []translate.Message
+	if sc != nil {
+		msgs = take(&sc.msgs, p.msgs.n)
+	} else {
+		msgs = make([]translate.Message, p.msgs.n)
+	}
 	for k := range msgs {
 		pm := p.msgs.at(k)
 		msgs[k] = pm.msg
@@ -424,6 +479,17 @@ func (p *parser) flushMessages() {
 	} else {
 		r.Messages = append(r.Messages, msgs...)
 	}
+}
+
+// take returns n entries of *kept's memory, growing it if it has fewer, for the caller
+// to fill; *kept's length becomes n (what Scratch.Reset clears). The capacity of what it
+// returns ends at n, so an append by a user of the request copies.
+func take[T any](kept *[]T, n int) []T {
+	if cap(*kept) < n {
+		*kept = make([]T, n)
+	}
+	*kept = (*kept)[:n]
+	return (*kept)[:n:n]
 }
 
 func check(r *translate.Request) *translate.ParamError {
