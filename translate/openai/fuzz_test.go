@@ -3,12 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
 // passthroughAttacks are bodies that once reached an upstream as another request than the
@@ -196,6 +198,44 @@ func FuzzSplicedMatchesRewritten(f *testing.F) {
 		}
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("spliced and rewritten bodies differ\nspliced   %s\nrewritten %s\nfrom %q", spliced, rewritten, body)
+		}
+	})
+}
+
+// FuzzRewriteCompletion holds openai.RewriteCompletion, the passthrough's reader of an
+// upstream's non-streamed answer, to its contract on any body: it never panics; what it
+// accepts is a JSON object whose first member is the client's model, with the usage it
+// reports, appended after dst's bytes; and the result never aliases body, which the
+// gateway reuses for the next answer. Seeded from the recorded completions.
+func FuzzRewriteCompletion(f *testing.F) {
+	for _, name := range []string{"text", "parallel-tool-calls", "max-tokens-length"} {
+		b, err := os.ReadFile("../../testdata/fixtures/openai-chat/json/" + name + ".mirascope.json")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"error":{"message":"nope"}}`))
+	f.Add([]byte(`{"choices":[],"MODEL":"x","usage":{"prompt_tokens":1}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		dst := append(make([]byte, 0, 64), "kept"...)
+		out, _, err := RewriteCompletion(dst, "up", body, "client-model")
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(out, []byte(`kept{"model":"client-model"`)) {
+			t.Fatalf("the completion does not follow dst with the client's model first: %.200s", out)
+		}
+		got := append([]byte(nil), out...)
+		for i := range body {
+			body[i] = '#'
+		}
+		if !bytes.Equal(out, got) {
+			t.Fatal("the completion changed when body was overwritten: it aliases body")
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out[len("kept"):], &v); err != nil {
+			t.Fatalf("the completion is not a JSON object: %v: %.200s", err, out)
 		}
 	})
 }
