@@ -79,7 +79,7 @@ func (c *chatRun) prepare() error {
 		return err
 	}
 	if !c.passthrough() || c.s.tracer != nil {
-		openaichat.Decode(c.req)
+		openaichat.DecodeInto(c.req, c.scratch) // c.scratch is nil unless the request is in it
 	}
 	return nil
 }

@@ -137,7 +137,9 @@ keys:
 tools:
   secret: {type: builtin, name: time_now}
 `, map[string]string{"LOOP": loopUp.URL, "OTHER": otherUp.URL}, gatewayOptions{tools: slowSecretTools{}})
-	const system, user = "You keep secrets for the user.", "Retrieve the secrets for the passwords mellon and radiance."
+	// The user's text has escapes: a translated request decodes it into the scratch too.
+	const system, user = "You keep secrets for the user.", `Retrieve the secrets for the passwords \"mellon\" and \"radiance\".`
+	decodedUser := strings.ReplaceAll(user, `\"`, `"`)
 	done := make(chan struct{})
 	var others sync.WaitGroup
 	for range 4 {
@@ -151,7 +153,7 @@ tools:
 				default:
 				}
 				r := g.chat("plain-key", `{"model":"n","messages":[{"role":"system","content":"`+strings.Repeat("x", len(system))+
-					`"},{"role":"user","content":"`+strings.Repeat("y", len(user))+`"}]}`)
+					`"},{"role":"user","content":"`+strings.Repeat(`\"yyy\"`, len(user)/7)+`"}]}`)
 				if r.status != 200 {
 					t.Errorf("other request: status %d: %s", r.status, r.body)
 					return
@@ -176,8 +178,8 @@ tools:
 	if got := gjson.GetBytes(second, "system").String(); !strings.Contains(got, system) {
 		t.Errorf("second turn's system is %q, want %q", got, system)
 	}
-	if got := gjson.GetBytes(second, "messages.0.content").String(); !strings.Contains(got, user) {
-		t.Errorf("second turn's first message is %s, want the user's %q", got, user)
+	if got := gjson.GetBytes(second, "messages.0.content.0.text").String(); got != decodedUser {
+		t.Errorf("second turn's first message is %s, want the user's %q", got, decodedUser)
 	}
 }
 

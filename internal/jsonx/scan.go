@@ -83,6 +83,10 @@ func (sc *Scanner) Reset(s string) {
 	sc.spans, sc.building = nil, false
 }
 
+// ArenaCap returns the capacity of the memory the scanner decodes strings into, for a
+// caller that keeps a scanner and bounds what it keeps.
+func (sc *Scanner) ArenaCap() int { return cap(sc.arena) }
+
 // Input returns the text being scanned.
 func (sc *Scanner) Input() string { return sc.s }
 

@@ -135,7 +135,7 @@ func FuzzLazyMatchesParse(f *testing.F) {
 		if werr != nil {
 			return
 		}
-		if Decode(inScratch); !reflect.DeepEqual(inScratch, want) {
+		if DecodeInto(inScratch, scratch); !reflect.DeepEqual(inScratch, want) {
 			t.Fatalf("decoded request parsed into a scratch differs:\n%+v\nwant\n%+v", inScratch, want)
 		}
 		Decode(got)
@@ -178,7 +178,9 @@ func BenchmarkParseRequest10KLazy(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if bc.decode {
+				if bc.decode && bc.scratch {
+					DecodeInto(req, &sc)
+				} else if bc.decode {
 					Decode(req)
 				}
 			}
@@ -187,8 +189,9 @@ func BenchmarkParseRequest10KLazy(b *testing.B) {
 }
 
 // TestScratch_ReuseMatchesFreshParse: requests parsed one after another into one Scratch,
-// Reset in between, each equal a fresh parse of their body, and a request no larger than
-// the one before is built in the same memory.
+// Reset in between, each equal a fresh parse of their body, decoded into it (DecodeInto)
+// they equal ParseRequest's, and a request no larger than the one before is built in the
+// same memory.
 func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
 	history, err := os.ReadFile("testdata/history-10k.json")
 	if err != nil {
@@ -213,6 +216,13 @@ func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("body %d parsed into a reused scratch:\n%+v\nwant\n%+v", i, got, want)
+		}
+		decoded, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if DecodeInto(got, &sc); !reflect.DeepEqual(got, decoded) {
+			t.Fatalf("body %d decoded into a reused scratch:\n%+v\nwant\n%+v", i, got, decoded)
 		}
 		if i == 0 {
 			first = &got.Messages[0]

@@ -54,10 +54,16 @@ type Scratch struct {
 	req   translate.Request
 	msgs  []translate.Message
 	parts []translate.Part
+	// decoded's arena holds the strings DecodeInto decoded.
+	decoded jsonx.Scanner
 }
 
-// maxKeptMessages bounds the message and part arrays a Scratch keeps for reuse.
-const maxKeptMessages = 1024
+// maxKeptMessages bounds the message and part arrays a Scratch keeps for reuse, and
+// maxKeptDecoded the memory of its decoded strings.
+const (
+	maxKeptMessages = 1024
+	maxKeptDecoded  = 256 << 10
+)
 
 // Reset drops every reference the last request left, keeping the arrays' memory (up to
 // maxKeptMessages entries each) for the next.
@@ -72,6 +78,10 @@ func (sc *Scratch) Reset() {
 		sc.parts = nil
 	}
 	sc.msgs, sc.parts = sc.msgs[:0], sc.parts[:0]
+	if sc.decoded.ArenaCap() > maxKeptDecoded {
+		sc.decoded = jsonx.Scanner{}
+	}
+	sc.decoded.Reset("") // its strings are the last request's, no longer used
 }
 
 // Decode decodes, in place, the strings ParseRequestLazy left escaped in req, which then
@@ -79,7 +89,12 @@ func (sc *Scratch) Reset() {
 // lies in req.Body's memory and holds a backslash: a decoded string with a backslash
 // lives elsewhere (in the scanner's arena), and a string without escapes is the same
 // either way. So Decode is idempotent, and cheap on a request ParseRequest returned.
-func Decode(req *translate.Request) {
+func Decode(req *translate.Request) { DecodeInto(req, nil) }
+
+// DecodeInto is Decode with the decoded strings written in scratch's memory, which then
+// holds them under the same rule as the request it parsed (see Scratch); a nil scratch
+// means fresh memory.
+func DecodeInto(req *translate.Request, scratch *Scratch) {
 	escaped := func(s string) bool { return jsonx.Within(s, req.Body) && strings.IndexByte(s, '\\') >= 0 }
 	total := 0
 	payloadStrings(req, func(s *string) {
@@ -90,7 +105,10 @@ func Decode(req *translate.Request) {
 	if total == 0 {
 		return
 	}
-	var sc jsonx.Scanner
+	sc := new(jsonx.Scanner)
+	if scratch != nil {
+		sc = &scratch.decoded
+	}
 	payloadStrings(req, func(s *string) {
 		if escaped(*s) {
 			*s = sc.DecodeRaw(*s, total) // one arena for all of them
