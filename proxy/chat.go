@@ -232,34 +232,22 @@ func (c *chatRun) releaseScratch() {
 	}
 }
 
-// scratchPool recycles the memory chat requests are parsed into (openaichat.Scratch).
-type scratchPool struct{ p sync.Pool }
+// recycler is a pool of values reset when put back: the Assemblers of non-streamed
+// answers and the Scratches chat requests are parsed into.
+type recycler[T any, P interface {
+	*T
+	Reset()
+}] struct{ p sync.Pool }
 
-func (p *scratchPool) get() *openaichat.Scratch {
-	if sc, ok := p.p.Get().(*openaichat.Scratch); ok {
-		return sc
+func (r *recycler[T, P]) get() P {
+	if v, ok := r.p.Get().(P); ok {
+		return v
 	}
-	return new(openaichat.Scratch)
+	return P(new(T))
 }
 
-// put resets sc (openaichat.Scratch.Reset) and keeps it; nothing may use its request after.
-func (p *scratchPool) put(sc *openaichat.Scratch) {
-	sc.Reset()
-	p.p.Put(sc)
-}
-
-// assemblerPool recycles Assemblers, and with them their text buffers.
-type assemblerPool struct{ p sync.Pool }
-
-func (p *assemblerPool) get() *openaichat.Assembler {
-	if a, ok := p.p.Get().(*openaichat.Assembler); ok {
-		return a
-	}
-	return new(openaichat.Assembler)
-}
-
-// put resets a (openaichat.Assembler.Reset) and keeps it; a must not be used after.
-func (p *assemblerPool) put(a *openaichat.Assembler) {
-	a.Reset()
-	p.p.Put(a)
+// put resets v and keeps it; nothing may use v, or what it held, after.
+func (r *recycler[T, P]) put(v P) {
+	v.Reset()
+	r.p.Put(v)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -73,9 +74,9 @@ type Server struct {
 	// bodies holds scratch buffers for reading request bodies.
 	bodies sync.Pool
 	// assemblers recycles the Assemblers of non-streamed answers (chatRun.complete).
-	assemblers assemblerPool
+	assemblers recycler[openaichat.Assembler, *openaichat.Assembler]
 	// scratches recycles the memory chat requests are parsed into (handleChat).
-	scratches scratchPool
+	scratches recycler[openaichat.Scratch, *openaichat.Scratch]
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
