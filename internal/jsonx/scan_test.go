@@ -216,3 +216,67 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendLiteralMatchesDecodeThenAppend holds AppendLiteral to its contract: for
+// every checked string literal, the bytes AppendString writes for its decoded value.
+func FuzzAppendLiteralMatchesDecodeThenAppend(f *testing.F) {
+	for _, s := range []string{`""`, `"plain"`, `"q\"b\\s\/x"`, `"<a>&b"`, `"\u2028\u2029 \u003c\u0000\u001f"`,
+		`"\n\r\t\b\f"`, `"é—€😀 \u00e9\ud83d\ude00"`, `"lone \ud800 and \udc00 and \ud800\u0041"`,
+		`"{\"day\":\"2025-06-02\",\"rentals\":412}"`, "\"\u2028 raw\"", `"0123456789abcdef0123\"<"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		sc := NewScanner(raw)
+		var v Value
+		if !sc.ValueRaw(&v) || v.Kind != String || !sc.AtEnd() || !utf8.ValidString(raw) {
+			return // the contract covers checked literals of a UTF-8 body
+		}
+		var dec Scanner
+		want := AppendString([]byte("x"), dec.DecodeRaw(v.Str, len(v.Str)))
+		if got := AppendLiteral([]byte("x"), v.Str); string(got) != string(want) {
+			t.Fatalf("AppendLiteral(%s) = %s, want %s", raw, got, want)
+		}
+	})
+}
+
+func TestAppendLiteral(t *testing.T) {
+	for _, tc := range []struct{ lit, want string }{
+		{``, `""`},
+		{`{\"a\":\"b\\\\c\"}\n`, `"{\"a\":\"b\\\\c\"}\n"`}, // written as they came
+		{`a\/b`, `"a/b"`},
+		{`\u00e9\u003c<>&`, `"é\u003c\u003c\u003e\u0026"`},
+		{`\ud83d\ude00 \ud800x \u0000`, `"😀 ` + "\ufffd" + `x \u0000"`},
+		{"\u2028 é", `"\u2028 é"`},
+	} {
+		if got := string(AppendLiteral(nil, tc.lit)); got != tc.want {
+			t.Errorf("AppendLiteral(%s) = %s, want %s", tc.lit, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkAppendLiteral writes the escaped literals of BenchmarkUnescape as an encoder
+// does: decoded then escaped again (decode+append), or transcoded in one pass (literal).
+func BenchmarkAppendLiteral(b *testing.B) {
+	for _, bc := range []struct{ name, lit string }{
+		{"json-in-string", `[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\",\"rentals\":455},{\"day\":\"2025-06-05\",\"rentals\":501}]`},
+		{"prose", `Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday.\nThe forecast is dry and warm on Friday and Saturday (23 and 25 \u00b0C), with some rain on Sunday,\nso the promotion should run Friday to Saturday.`},
+	} {
+		dst := make([]byte, 0, 1024)
+		b.Run(bc.name+"/decode+append", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.lit)))
+			var sc Scanner
+			for b.Loop() {
+				sc.Reset("")
+				dst = AppendString(dst[:0], sc.DecodeRaw(bc.lit, len(bc.lit)))
+			}
+		})
+		b.Run(bc.name+"/literal", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.lit)))
+			for b.Loop() {
+				dst = AppendLiteral(dst[:0], bc.lit)
+			}
+		})
+	}
+}

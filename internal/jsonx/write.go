@@ -3,6 +3,7 @@ package jsonx
 import (
 	"math/bits"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -43,7 +44,94 @@ func safePrefix(s string, i int) int {
 // AppendString appends s to dst as a JSON string literal, escaping as encoding/json does
 // (including <, >, & and U+2028/U+2029, and replacing invalid UTF-8 with U+FFFD).
 func AppendString(dst []byte, s string) []byte {
+	dst = appendEscaped(append(dst, '"'), s)
+	return append(dst, '"')
+}
+
+// AppendLiteral appends, as AppendString would write it, the value of lit: the contents
+// of a JSON string literal a Scanner has checked, escapes as written (a Str that
+// ValueRaw or a lazy parse left undecoded). The bytes equal AppendString(dst, v) where v
+// is lit decoded (Scanner.DecodeRaw), but lit is read once and not decoded: the escapes
+// AppendString writes the same way (\", \\, \n, \r, \t, \b, \f) are copied as they
+// are, so a JSON text sent as a string goes out in a few copies.
+func AppendLiteral(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(lit); {
+		// As in appendEscaped: short runs through the table, long ones eight bytes at a time.
+		for i < len(lit) && safeASCII[lit[i]] {
+			i++
+			if i+16 <= len(lit) && safeASCII[lit[i]] && safeASCII[lit[i+1]] && safeASCII[lit[i+2]] && safeASCII[lit[i+3]] {
+				i = safePrefix(lit, i+4)
+				break
+			}
+		}
+		if i >= len(lit) {
+			break
+		}
+		if lit[i] != '\\' {
+			// <, >, &, or a multi-byte character: escaped, if at all, as AppendString does.
+			size := 1
+			if lit[i] >= utf8.RuneSelf {
+				var r rune
+				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
+					i += size
+					continue
+				}
+			}
+			dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
+			i += size
+			start = i
+			continue
+		}
+		if i+1 >= len(lit) {
+			break // not a checked literal: the rest goes as it is
+		}
+		switch lit[i+1] {
+		case '"', '\\', 'n', 'r', 't', 'b', 'f':
+			i += 2 // AppendString writes this character with this very escape
+			continue
+		case '/':
+			dst = append(append(dst, lit[start:i]...), '/')
+			i += 2
+		case 'u':
+			if i+6 > len(lit) {
+				i = len(lit)
+				continue
+			}
+			r, n := decodeEscapedRune(lit[i:])
+			var buf [utf8.UTFMax]byte
+			dst = appendEscaped(append(dst, lit[start:i]...), string(utf8.AppendRune(buf[:0], r)))
+			i += n
+		default:
+			i += 2 // not a checked literal
+			continue
+		}
+		start = i
+	}
+	dst = append(dst, lit[start:]...)
+	return append(dst, '"')
+}
+
+// decodeEscapedRune decodes the \u escape at the start of s, which has at least six
+// bytes, as unescape does: a high surrogate followed by an escaped low one is one
+// character (n is 12), any other surrogate is U+FFFD. It returns the rune and the bytes
+// read.
+func decodeEscapedRune(s string) (r rune, n int) {
+	r = hex4(s[2:])
+	if !utf16.IsSurrogate(r) {
+		return r, 6
+	}
+	if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+		if d := utf16.DecodeRune(r, hex4(s[8:])); d != utf8.RuneError {
+			return d, 12
+		}
+	}
+	return utf8.RuneError, 6
+}
+
+// appendEscaped appends s as AppendString writes it, without the quotes.
+func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper
@@ -102,8 +190,7 @@ func AppendString(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }
 
 const hexDigits = "0123456789abcdef"
