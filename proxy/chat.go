@@ -72,16 +72,37 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 
 // prepare merges the key's server tools, if any, into the request (a client tool named
 // like one is an error), then decodes the message strings the lazy parse left escaped
-// unless the request is forwarded as it is and nothing reads them: a translated request
-// and the tool loop read them, and so does tracing (content capture).
+// unless nothing reads them decoded: the passthrough forwards them as they are, and an
+// encoder that is a translate.LiteralReader writes them from their escapes. The tool
+// loop reads them, and so does tracing (content capture).
 func (c *chatRun) prepare() error {
 	if err := c.serverTools(); err != nil {
 		return err
 	}
-	if !c.passthrough() || c.s.tracer != nil {
+	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) {
 		openaichat.DecodeInto(c.req, c.scratch) // c.scratch is nil unless the request is in it
 	}
 	return nil
+}
+
+// readsLiterals reports whether, without server tools, every backend the run may call
+// (the route's, then its fallbacks') encodes the request's strings as the lazy parse
+// leaves them (translate.LiteralReader).
+func (c *chatRun) readsLiterals() bool {
+	if len(c.defs) > 0 || !readsLiterals(c.route.backend) {
+		return false
+	}
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; !ok || !readsLiterals(r.backend) {
+			return false
+		}
+	}
+	return true
+}
+
+func readsLiterals(b *backend) bool {
+	_, ok := b.provider.(translate.LiteralReader)
+	return ok
 }
 
 // serverTools resolves the key's server tools, if any, into c.defs and rejects client

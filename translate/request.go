@@ -11,6 +11,11 @@ package translate
 type Request struct {
 	// Body is the request body as received.
 	Body string
+	// Literals, when set, is memory (a lazy parse's body, see openaichat.ParseRequestLazy)
+	// in which every string of the request is the contents of a JSON string literal as
+	// written, escapes kept. A string lying elsewhere is a decoded value. Encoders read
+	// strings through AppendText and Decoded, which tell the two apart.
+	Literals string
 	// Edited is set by Clone: Messages, Tools and ToolChoice may no longer match Body,
 	// so encoders that reuse Body must re-encode those.
 	Edited bool

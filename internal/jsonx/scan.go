@@ -3,6 +3,7 @@ package jsonx
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -258,6 +259,17 @@ func (sc *Scanner) DecodeRaw(raw string, bound int) string {
 		sc.arena = make([]byte, 0, max(bound, len(raw)))
 	}
 	return sc.unescape(raw, len(raw))
+}
+
+// AppendDecoded appends to dst the value of lit, the contents of a string literal a
+// Scanner has checked.
+func AppendDecoded(dst []byte, lit string) []byte {
+	if strings.IndexByte(lit, '\\') < 0 {
+		return append(dst, lit...)
+	}
+	sc := Scanner{arena: slices.Grow(dst, len(lit))} // the value is never longer
+	sc.unescape(lit, len(lit))
+	return sc.arena
 }
 
 // First reads the value at the cursor into v unless v already holds one, in which case

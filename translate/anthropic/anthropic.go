@@ -168,7 +168,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	if err != nil {
 		return dst, err
 	}
-	w := anthropicWriter{dst: dst, thinking: plan.budget > 0}
+	w := anthropicWriter{dst: dst, thinking: plan.budget > 0, req: req}
 	var breakpoints [4]int
 	nbp := 0
 
@@ -315,7 +315,7 @@ func (w *anthropicWriter) systemBlock(n int, text, cacheControl string) []byte {
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `{"type":"text","text":`...)
-	dst = jsonx.AppendString(dst, text)
+	dst = w.req.AppendText(dst, text)
 	w.dst = dst
 	w.cacheControl(cacheControl)
 	return append(w.dst, '}')
@@ -411,7 +411,10 @@ func anthropicToolChoice(dst []byte, req *translate.Request) []byte {
 // anthropicWriter writes the messages array, merging consecutive messages of one role
 // into one turn (tool results and the user message after them share a user turn).
 type anthropicWriter struct {
-	dst      []byte
+	dst []byte
+	// req is the request written; its message strings are read through its
+	// AppendText, AppendMessageText and AppendDecoded (translate.LiteralReader).
+	req      *translate.Request
 	thinking bool // the request enables thinking, so thinking blocks are restored
 	role     string
 	open     bool
@@ -467,7 +470,7 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 		id, _ := translate.SplitID(m.ToolCallID)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"content":`...)
-		w.dst = jsonx.AppendString(w.dst, m.Text())
+		w.dst = w.req.AppendMessageText(w.dst, m)
 		if m.ToolError {
 			w.dst = append(w.dst, `,"is_error":true`...)
 		}
@@ -492,7 +495,7 @@ func (w *anthropicWriter) text(role, text, cacheControl string) {
 	}
 	w.block(role)
 	w.dst = append(w.dst, `{"type":"text","text":`...)
-	w.dst = jsonx.AppendString(w.dst, text)
+	w.dst = w.req.AppendText(w.dst, text)
 	w.cacheControl(cacheControl)
 	w.dst = append(w.dst, '}')
 	w.end()
@@ -524,19 +527,22 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		if j > 0 && w.thinking && !explicit {
 			w.restore(state)
 		}
-		args := strings.TrimSpace(tc.Arguments)
-		if args == "" {
-			args = "{}"
-		} else if args[0] != '{' || !jsonx.Valid(args) {
-			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
-		}
+		// The arguments, decoded, are the input object as the client wrote it.
 		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"name":`...)
 		w.dst = jsonx.AppendString(w.dst, tc.Name)
 		w.dst = append(w.dst, `,"input":`...)
-		w.dst = append(w.dst, args...)
+		at := len(w.dst)
+		w.dst = w.req.AppendDecoded(w.dst, tc.Arguments)
+		args := strings.TrimSpace(jsonx.View(w.dst[at:]))
+		if args == "" {
+			args = "{}"
+		} else if args[0] != '{' || !jsonx.Valid(args) {
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
+		}
+		w.dst = append(w.dst[:at], args...) // args lies at or after at: copy moves it down
 		w.dst = append(w.dst, '}')
 		w.end()
 	}
@@ -604,3 +610,8 @@ func hasMember(obj, key string) bool {
 	}
 	return false
 }
+
+// ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads
+// message strings only through the request's AppendText, AppendMessageText and
+// AppendDecoded.
+func (anthropicProvider) ReadsLiterals() {}

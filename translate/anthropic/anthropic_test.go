@@ -430,7 +430,18 @@ func FuzzAnthropicRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "claude", PromptCache: cache})
+		opts := &translate.Options{UpstreamModel: "claude", PromptCache: cache}
+		out, err := New().AppendRequest(nil, req, opts)
+		// The encoder is a LiteralReader: from the lazy parse's request, strings still
+		// escaped, it writes the same bytes or fails the same way.
+		lazy, lerr := openaichat.ParseRequestLazy(body)
+		if lerr != nil {
+			t.Fatalf("ParseRequest accepted what ParseRequestLazy rejects: %v", lerr)
+		}
+		lout, lerr := New().AppendRequest(nil, lazy, opts)
+		if string(lout) != string(out) || (lerr == nil) != (err == nil) || (err != nil && lerr.Error() != err.Error()) {
+			t.Fatalf("lazy request encodes as\n%s (%v)\nstrict as\n%s (%v)", lout, lerr, out, err)
+		}
 		if err != nil {
 			var pe *translate.ParamError
 			if !errors.As(err, &pe) {
@@ -493,6 +504,31 @@ func BenchmarkAnthropicRequest(b *testing.B) {
 			}
 		}
 	})
+	// What the gateway does: a lazy parse, then the strings decoded before encoding
+	// (every encoder before LiteralReader), or encoded from their escapes.
+	for _, decode := range []bool{true, false} {
+		name := "ParseRequestLazy+AppendRequest"
+		if decode {
+			name = "ParseRequestLazy+Decode+AppendRequest"
+		}
+		b.Run(name, func(b *testing.B) {
+			dst := make([]byte, 0, 8<<10)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				req, err := openaichat.ParseRequestLazy(body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if decode {
+					openaichat.Decode(req)
+				}
+				if dst, err = New().AppendRequest(dst[:0], req, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // TestAnthropicBenchRequestSize keeps the benchmark request at about 4 KB.

@@ -95,6 +95,7 @@ func Decode(req *translate.Request) { DecodeInto(req, nil) }
 // holds them under the same rule as the request it parsed (see Scratch); a nil scratch
 // means fresh memory.
 func DecodeInto(req *translate.Request, scratch *Scratch) {
+	req.Literals = "" // no string is left escaped
 	escaped := func(s string) bool { return jsonx.Within(s, req.Body) && strings.IndexByte(s, '\\') >= 0 }
 	total := 0
 	payloadStrings(req, func(s *string) {
@@ -152,6 +153,9 @@ func parseRequestInto(s string, lazy bool, scratch *Scratch) (*translate.Request
 		p.req = &scratch.req
 	} else {
 		p.req = &translate.Request{Body: s}
+	}
+	if lazy {
+		p.req.Literals = s // the payload strings it leaves escaped lie in s
 	}
 	if p.sc.Peek() != '{' {
 		if !jsonx.Valid(s) {

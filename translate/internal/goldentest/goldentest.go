@@ -422,6 +422,26 @@ func request(t *testing.T, d Dialect, path string, ar *txtar.Archive, body []byt
 		t.Fatalf("AppendRequest: %v", err)
 	}
 	Golden(t, path, "want.json", got)
+	if _, ok := d.Provider.(translate.LiteralReader); ok {
+		// Such an encoder is given the request as the lazy parse leaves it (strings
+		// escaped as written): it must write the very same bytes.
+		lazy, err := openaichat.ParseRequestLazy(body)
+		if err != nil {
+			t.Fatalf("ParseRequestLazy: %v", err)
+		}
+		if len(o.ToolErrors) > 0 {
+			lazy = lazy.Clone()
+			for _, i := range o.ToolErrors {
+				lazy.Messages[i].ToolError = true
+			}
+		}
+		lopts := opts
+		lopts.Dropped = func(string) {}
+		fromLiterals, err := d.Provider.AppendRequest(nil, lazy, &lopts)
+		if err != nil || string(fromLiterals) != string(got) {
+			t.Errorf("from the lazily parsed request (a LiteralReader) the encoder wrote\n%s (err %v)\nnot\n%s", fromLiterals, err, got)
+		}
+	}
 	if dropped != nil || Lookup(ar, "dropped.txt") != nil {
 		Golden(t, path, "dropped.txt", dropped)
 	}
