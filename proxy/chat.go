@@ -57,8 +57,9 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// The request and its message arrays are built in a recycled Scratch, which the
 		// run gives back when it is over (chatRun.releaseScratch).
 		if s.tracer == nil {
-			sc := s.scratches.get()
-			req, err := openaichat.ParseRequestLazyString(jsonx.View(body), sc)
+			sc, st := s.scratches.get(), s.stages.get()
+			req, err := openaichat.ParseRequestLazyString(jsonx.View(body), sc, st)
+			s.stages.put(st) // a stage is needed only while the parse runs
 			if err != nil {
 				s.scratches.put(sc)
 				return nil, nil, err
@@ -254,7 +255,8 @@ func (c *chatRun) releaseScratch() {
 }
 
 // recycler is a pool of values reset when put back: the Assemblers of non-streamed
-// answers and the Scratches chat requests are parsed into.
+// answers, the Scratches chat requests are parsed into and the Stages they are parsed
+// with.
 type recycler[T any, P interface {
 	*T
 	Reset()

@@ -77,6 +77,8 @@ type Server struct {
 	assemblers recycler[openaichat.Assembler, *openaichat.Assembler]
 	// scratches recycles the memory chat requests are parsed into (handleChat).
 	scratches recycler[openaichat.Scratch, *openaichat.Scratch]
+	// stages recycles the memory a chat request's parse works in, off the stack.
+	stages recycler[openaichat.Stage, *openaichat.Stage]
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main

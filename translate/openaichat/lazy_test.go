@@ -120,7 +120,7 @@ func FuzzLazyMatchesParse(f *testing.F) {
 	} else {
 		f.Fatal(err)
 	}
-	scratch := new(Scratch) // reused across inputs, as the gateway reuses one
+	scratch, stage := new(Scratch), new(Stage) // reused across inputs, as the gateway reuses them
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want, werr := ParseRequest(body)
 		got, gerr := ParseRequestLazy(body)
@@ -128,7 +128,8 @@ func FuzzLazyMatchesParse(f *testing.F) {
 			t.Fatalf("lazy error %v, ParseRequest's %v", gerr, werr)
 		}
 		scratch.Reset()
-		inScratch, serr := ParseRequestLazyString(string(body), scratch)
+		stage.Reset()
+		inScratch, serr := ParseRequestLazyString(string(body), scratch, stage)
 		if !reflect.DeepEqual(serr, werr) {
 			t.Fatalf("error parsing into a scratch %v, ParseRequest's %v", serr, werr)
 		}
@@ -166,12 +167,14 @@ func BenchmarkParseRequest10KLazy(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			var sc Scratch
+			var st Stage
 			for b.Loop() {
 				var req *translate.Request
 				var err error
 				if bc.scratch { // as the gateway parses: a view of its buffer, into a recycled Scratch
 					sc.Reset()
-					req, err = ParseRequestLazyString(view, &sc)
+					st.Reset()
+					req, err = ParseRequestLazyString(view, &sc, &st)
 				} else {
 					req, err = ParseRequestLazy(body)
 				}
@@ -203,10 +206,12 @@ func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
 	}
 	bodies = append(bodies, string(history))
 	var sc Scratch
+	var st Stage
 	var first *translate.Message
 	for i, body := range bodies {
 		sc.Reset()
-		got, err := ParseRequestLazyString(body, &sc)
+		st.Reset()
+		got, err := ParseRequestLazyString(body, &sc, &st)
 		if err != nil {
 			t.Fatalf("body %d: %v", i, err)
 		}

@@ -41,9 +41,28 @@ func ParseRequestLazy(body []byte) (*translate.Request, error) {
 // not copy: the request's strings alias body. A caller passing a view of a buffer
 // (jsonx.View) must leave the buffer unchanged for as long as anything uses the request.
 // With a non-nil scratch the request and its message and part arrays are built in the
-// scratch's memory (see Scratch).
-func ParseRequestLazyString(body string, scratch *Scratch) (*translate.Request, error) {
-	return parseRequestInto(body, true, scratch)
+// scratch's memory (see Scratch); with a non-nil stage the parse works in the stage's
+// memory, not on its goroutine's stack (see Stage).
+func ParseRequestLazyString(body string, scratch *Scratch, stage *Stage) (*translate.Request, error) {
+	if stage == nil {
+		return parseFresh(body, true, scratch)
+	}
+	return stage.p.parse(body, true, scratch)
+}
+
+// Stage is the memory a parse works in and needs only while it runs: some 15 KB of
+// staging arrays, which a parse without one takes on its goroutine's stack. A server's
+// connection goroutine keeps its stack as large as the deepest call it made for as long
+// as it runs (a stream's whole life), so a server parses with a Stage, which it can use
+// for the next parse as soon as this one returns. Not safe for concurrent use.
+type Stage struct{ p parser }
+
+// Reset drops what a Stage holds beyond its staging arrays' own size. Their entries may
+// keep the last parse's strings alive until the next parse writes over them.
+func (st *Stage) Reset() {
+	if cap(st.p.msgs.spill) > maxKeptMessages || cap(st.p.parts.spill) > maxKeptMessages {
+		*st = Stage{}
+	}
 }
 
 // Scratch is memory a parse reuses from one request to the next: the Request itself and
@@ -136,10 +155,26 @@ func payloadStrings(req *translate.Request, fn func(*string)) {
 }
 
 func parseRequest(s string, lazy bool) (*translate.Request, error) {
-	return parseRequestInto(s, lazy, nil)
+	return parseFresh(s, lazy, nil)
 }
 
-func parseRequestInto(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
+// parseFresh parses with a parser on its own stack.
+//
+//go:noinline
+func parseFresh(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
+	var p parser
+	return p.parse(s, lazy, scratch)
+}
+
+// parse starts p afresh and parses s with it.
+func (p *parser) parse(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
+	// Each field is set on its own: a composite literal would be built on the stack.
+	p.sc = jsonx.NewScanner(s)
+	p.err = nil
+	p.msgs.reset()
+	p.parts.reset()
+	p.calls = slab.Slab[translate.ToolCall]{}
+	p.lazy, p.scratch = lazy, scratch
 	if len(s) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
@@ -147,7 +182,6 @@ func parseRequestInto(s string, lazy bool, scratch *Scratch) (*translate.Request
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	p := parser{sc: jsonx.NewScanner(s), lazy: lazy, scratch: scratch}
 	if scratch != nil {
 		scratch.req = translate.Request{Body: s}
 		p.req = &scratch.req
