@@ -232,15 +232,17 @@ func (c *chatRun) finish(code int, stream bool) {
 	if code != 0 {
 		c.s.metrics.CountRequest(label, backend, c.key.name, code, stream, api)
 	}
-	c.span.Observe(c.s.metrics.RequestDurationOf(label, backend, stream, api), time.Since(c.start).Seconds()) // with exemplar
+	now := time.Now() // one reading for the histogram, the log line and its time
+	took := now.Sub(c.start)
+	c.span.Observe(c.s.metrics.RequestDurationOf(label, backend, stream, api), took.Seconds()) // with exemplar
 	if !c.firstT.IsZero() {
 		c.span.Observe(c.s.metrics.TTFTOf(label, backend), c.firstT.Sub(c.start).Seconds())
 	}
 	c.traceFinish(code, stream) // tracing.go
 	// Typed attributes are not boxed into interfaces, one allocation fewer per field.
-	logInfo(c.s.logger, "chat completion", slog.String("request_id", c.rid),
+	logInfoAt(c.s.logger, now, "chat completion", slog.String("request_id", c.rid),
 		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
-		slog.Int("status", code), slog.Int64("duration_ms", time.Since(c.start).Milliseconds()),
+		slog.Int("status", code), slog.Int64("duration_ms", took.Milliseconds()),
 		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
 }
 

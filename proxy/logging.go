@@ -10,11 +10,16 @@ import (
 // looking up the caller: slog's Logger methods call runtime.Callers for a source location
 // the gateway's handlers never print, a measurable cost on the per-request access line.
 func logInfo(l *slog.Logger, msg string, attrs ...slog.Attr) {
+	logInfoAt(l, time.Now(), msg, attrs...)
+}
+
+// logInfoAt is logInfo for a record of time t, a reading the caller has already taken.
+func logInfoAt(l *slog.Logger, t time.Time, msg string, attrs ...slog.Attr) {
 	ctx := context.Background()
 	if !l.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r := slog.NewRecord(t, slog.LevelInfo, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = l.Handler().Handle(ctx, r)
 }
