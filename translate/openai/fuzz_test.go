@@ -217,11 +217,15 @@ func FuzzRewriteCompletion(f *testing.F) {
 	}
 	f.Add([]byte(`{"error":{"message":"nope"}}`))
 	f.Add([]byte(`{"choices":[],"MODEL":"x","usage":{"prompt_tokens":1}}`))
+	f.Add([]byte(`{"choices":[]`)) // unterminated: read in one pass, it must still fail
 	f.Fuzz(func(t *testing.T, body []byte) {
 		dst := append(make([]byte, 0, 64), "kept"...)
 		out, _, err := RewriteCompletion(dst, "up", body, "client-model")
 		if err != nil {
 			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("a body that is not JSON was accepted: %.200q", body)
 		}
 		if !bytes.HasPrefix(out, []byte(`kept{"model":"client-model"`)) {
 			t.Fatalf("the completion does not follow dst with the client's model first: %.200s", out)

@@ -134,21 +134,24 @@ func (p *ChunkRewriter) setHead(sc *jsonx.Scanner, root jsonx.Value) {
 // with a choices array is an upstream error naming the backend; an error object is the
 // upstream's error (status 502).
 func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([]byte, translate.Usage, error) {
+	// One pass over the body checks it, finds error, choices and usage (the first of
+	// each name, as Get would) and writes the rewritten completion.
 	sc := jsonx.NewScanner(jsonx.View(body))
-	root, ok := sc.Root()
-	if !ok {
-		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not JSON", body)
-	}
-	if root.Kind != jsonx.Object {
+	if sc.Peek() != '{' {
+		if !jsonx.Valid(jsonx.View(body)) {
+			return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not JSON", body)
+		}
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not a JSON object", body)
 	}
-	// One walk of the checked body finds error, choices and usage (the first of each
-	// name, as Get would) and writes the rewritten completion.
-	var errv, choices, usage jsonx.Value
+	var errv, choices, usage, v jsonx.Value
 	out := slices.Grow(dst, len(body)+len(model)+24)
 	out = append(out, `{"model":`...)
 	out = jsonx.AppendString(out, model)
-	sc.Each(root, func(k string, v jsonx.Value) bool {
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if !sc.ValueRaw(&v) { // a string's escapes stay as written: only its Raw is copied
+			break
+		}
 		switch {
 		case k == "error" && errv.Kind == jsonx.Missing:
 			errv = v
@@ -163,8 +166,10 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 			out = append(out, ':')
 			out = append(out, v.Raw...)
 		}
-		return true
-	})
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not JSON", body)
+	}
 	if errv.Exists() {
 		return nil, translate.Usage{}, New().DecodeError(http.StatusBadGateway, body)
 	}
