@@ -139,7 +139,7 @@ func (e *geminiEncoder) system() {
 				e.dst = append(e.dst, ',')
 			}
 			e.dst = append(e.dst, `{"text":`...)
-			e.dst = jsonx.AppendString(e.dst, m.Content[j].Text)
+			e.dst = e.req.AppendText(e.dst, m.Content[j].Text)
 			e.dst = append(e.dst, '}')
 		}
 	}
@@ -200,7 +200,7 @@ func (e *geminiEncoder) userMessage(i int, m *translate.Message) error {
 		case translate.PartText:
 			e.part("user")
 			e.dst = append(e.dst, `{"text":`...)
-			e.dst = jsonx.AppendString(e.dst, p.Text)
+			e.dst = e.req.AppendText(e.dst, p.Text)
 			e.dst = append(e.dst, '}')
 		case translate.PartImage:
 			if mime, data, ok := geminiDataURL(p.Media.URL); ok {
@@ -290,7 +290,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 		}
 		e.part("model")
 		e.dst = append(e.dst, `{"text":`...)
-		e.dst = jsonx.AppendString(e.dst, p.Text)
+		e.dst = e.req.AppendText(e.dst, p.Text)
 		if len(textSig) > 0 {
 			e.dst = append(e.dst, `,"thoughtSignature":`...)
 			e.dst = appendGeminiSig(e.dst, textSig, textB64)
@@ -302,7 +302,7 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 	if !wroteText && m.Refusal != "" {
 		e.part("model")
 		e.dst = append(e.dst, `{"text":`...)
-		e.dst = jsonx.AppendString(e.dst, m.Refusal)
+		e.dst = e.req.AppendText(e.dst, m.Refusal)
 		e.dst = append(e.dst, '}')
 	}
 	if len(textSig) > 0 {
@@ -314,13 +314,6 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 	}
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
-		args := strings.TrimSpace(tc.Arguments)
-		if args == "" {
-			args = "{}"
-		}
-		if !jsonx.Valid(args) || args[0] != '{' {
-			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
-		}
 		// textSig, which aliases scratch, has been written by now.
 		id, st := e.callState(m, j)
 		carry := viewGeminiCarry(st)
@@ -328,7 +321,17 @@ func (e *geminiEncoder) assistantMessage(i int, m *translate.Message) error {
 		e.dst = append(e.dst, `{"functionCall":{"name":`...)
 		e.dst = jsonx.AppendString(e.dst, tc.Name)
 		e.dst = append(e.dst, `,"args":`...)
-		e.dst = append(e.dst, args...)
+		// The arguments, decoded, are the args object as the client wrote it.
+		at := len(e.dst)
+		e.dst = e.req.AppendDecoded(e.dst, tc.Arguments)
+		args := strings.TrimSpace(jsonx.View(e.dst[at:]))
+		if args == "" {
+			args = "{}"
+		}
+		if !jsonx.Valid(args) || args[0] != '{' {
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object (Gemini function call args are an object)")
+		}
+		e.dst = append(e.dst[:at], args...) // args lies at or after at: copy moves it down
 		if carry.upstreamID {
 			e.dst = append(e.dst, `,"id":`...)
 			e.dst = jsonx.AppendString(e.dst, id)
@@ -366,7 +369,7 @@ func (e *geminiEncoder) toolMessage(i int, m *translate.Message) error {
 	} else {
 		e.dst = append(e.dst, `,"response":{"output":`...)
 	}
-	e.dst = jsonx.AppendString(e.dst, m.Text())
+	e.dst = e.req.AppendMessageText(e.dst, m)
 	e.dst = append(e.dst, "}}}"...)
 	return nil
 }
@@ -602,3 +605,8 @@ func (e *geminiEncoder) thinkingConfig(model string) {
 	e.dst = jsonx.AppendInt(e.dst, budget)
 	e.dst = append(e.dst, '}')
 }
+
+// ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads
+// message strings only through the request's AppendText, AppendMessageText and
+// AppendDecoded.
+func (geminiProvider) ReadsLiterals() {}
