@@ -3,8 +3,9 @@ package translate
 import "github.com/agate-gateway/agate/internal/jsonx"
 
 // LiteralReader is implemented by a Provider whose AppendRequest reads the request's
-// message strings only through Request.AppendText, AppendMessageText and AppendDecoded, so
-// that it takes them as a lazy parse leaves them: the caller need not decode them first
+// message strings only through the Request methods of this file (AppendText,
+// AppendMessageText, AppendToolOutput, AppendDecodedText, AppendDecoded), so that it
+// takes them as a lazy parse leaves them: the caller need not decode them first
 // (openaichat.Decode).
 type LiteralReader interface {
 	ReadsLiterals()
@@ -35,11 +36,25 @@ func (r *Request) AppendMessageText(dst []byte, m *Message) []byte {
 	if len(m.Content) == 1 && m.Content[0].Type == PartText {
 		return r.AppendText(dst, m.Content[0].Text)
 	}
-	var b []byte
+	return jsonx.AppendString(dst, jsonx.View(r.AppendDecodedText(nil, m)))
+}
+
+// AppendDecodedText appends the value of m.Text() to dst, each part read as
+// AppendDecoded reads it.
+func (r *Request) AppendDecodedText(dst []byte, m *Message) []byte {
 	for i := range m.Content {
 		if m.Content[i].Type == PartText {
-			b = r.AppendDecoded(b, m.Content[i].Text)
+			dst = r.AppendDecoded(dst, m.Content[i].Text)
 		}
 	}
-	return jsonx.AppendString(dst, jsonx.View(b))
+	return dst
+}
+
+// AppendToolOutput appends m.ToolOutput() as a JSON string literal, each part read as
+// AppendText reads it.
+func (r *Request) AppendToolOutput(dst []byte, m *Message) []byte {
+	if !m.ToolError {
+		return r.AppendMessageText(dst, m)
+	}
+	return jsonx.AppendString(dst, jsonx.View(r.AppendDecodedText([]byte("Error: "), m)))
 }

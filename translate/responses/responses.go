@@ -58,16 +58,16 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	if first > 0 {
 		dst = append(dst, `,"instructions":`...)
 		if first == 1 {
-			dst = jsonx.AppendString(dst, req.Messages[0].Text())
+			dst = req.AppendMessageText(dst, &req.Messages[0])
 		} else {
-			var sb strings.Builder
+			var b []byte
 			for i := 0; i < first; i++ {
 				if i > 0 {
-					sb.WriteString("\n\n")
+					b = append(b, "\n\n"...)
 				}
-				sb.WriteString(req.Messages[i].Text())
+				b = req.AppendDecodedText(b, &req.Messages[i])
 			}
-			dst = jsonx.AppendString(dst, sb.String())
+			dst = jsonx.AppendString(dst, jsonx.View(b))
 		}
 	}
 
@@ -77,7 +77,7 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	var err error
 	for i := first; i < len(req.Messages); i++ {
 		var c bool
-		dst, n, c, err = appendResponsesMessage(dst, n, i, &req.Messages[i], opts)
+		dst, n, c, err = appendResponsesMessage(dst, n, i, req, &req.Messages[i], opts)
 		if err != nil {
 			return dst, err
 		}
@@ -251,7 +251,7 @@ func responsesReasoningModel(model string) bool {
 
 // appendResponsesMessage appends the input items for message i. It returns the new item
 // count and whether reasoning state was restored.
-func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *translate.Options) ([]byte, int, bool, error) {
+func appendResponsesMessage(dst []byte, n, i int, req *translate.Request, m *translate.Message, opts *translate.Options) ([]byte, int, bool, error) {
 	sep := func() {
 		if n > 0 {
 			dst = append(dst, ',')
@@ -265,10 +265,10 @@ func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *tr
 		dst = jsonx.AppendString(dst, m.Role)
 		dst = append(dst, `,"content":`...)
 		if len(m.Content) == 1 && m.Content[0].Type == translate.PartText || m.Role != translate.RoleUser {
-			dst = jsonx.AppendString(dst, m.Text())
+			dst = req.AppendMessageText(dst, m)
 		} else {
 			var err error
-			if dst, err = appendResponsesParts(dst, i, m.Content, opts); err != nil {
+			if dst, err = appendResponsesParts(dst, i, req, m.Content, opts); err != nil {
 				return dst, n, false, err
 			}
 		}
@@ -279,7 +279,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *tr
 		dst = append(dst, `{"type":"function_call_output","call_id":`...)
 		dst = jsonx.AppendString(dst, id)
 		dst = append(dst, `,"output":`...)
-		dst = jsonx.AppendString(dst, m.ToolOutput())
+		dst = req.AppendToolOutput(dst, m)
 		dst = append(dst, '}')
 	case translate.RoleAssistant:
 		carried := false
@@ -331,27 +331,40 @@ func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *tr
 				return true
 			})
 		}
-		text := m.Text()
-		if m.Refusal != "" {
-			text += m.Refusal
-		}
+		// The text, then the refusal, then refusal parts: one assistant message.
+		refusals := m.Refusal != ""
 		for _, p := range m.Content {
-			if p.Type == translate.PartRefusal {
-				text += p.Text
+			refusals = refusals || p.Type == translate.PartRefusal
+		}
+		if !refusals && len(m.Content) == 1 && m.Content[0].Type == translate.PartText {
+			if m.Content[0].Text != "" {
+				sep()
+				dst = append(dst, `{"role":"assistant","content":`...)
+				dst = req.AppendText(dst, m.Content[0].Text)
+				dst = append(dst, '}')
+			}
+		} else {
+			text := req.AppendDecoded(req.AppendDecodedText(nil, m), m.Refusal)
+			for _, p := range m.Content {
+				if p.Type == translate.PartRefusal {
+					text = req.AppendDecoded(text, p.Text)
+				}
+			}
+			if len(text) > 0 {
+				sep()
+				dst = append(dst, `{"role":"assistant","content":`...)
+				dst = jsonx.AppendString(dst, jsonx.View(text))
+				dst = append(dst, '}')
 			}
 		}
-		if text != "" {
-			sep()
-			dst = append(dst, `{"role":"assistant","content":`...)
-			dst = jsonx.AppendString(dst, text)
-			dst = append(dst, '}')
-		}
+		var decoded []byte // a tool call's arguments, decoded to be checked
 		for j := range m.ToolCalls {
 			tc := &m.ToolCalls[j]
-			args := tc.Arguments
-			if strings.TrimSpace(args) == "" {
+			decoded = req.AppendDecoded(decoded[:0], tc.Arguments)
+			args := tc.Arguments // written as AppendText writes it
+			if strings.TrimSpace(jsonx.View(decoded)) == "" {
 				args = "{}"
-			} else if !jsonx.Valid(args) {
+			} else if !jsonx.Valid(jsonx.View(decoded)) {
 				return dst, n, false, translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
 			}
 			id, _ := translate.SplitID(tc.ID)
@@ -361,7 +374,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *tr
 			dst = append(dst, `,"name":`...)
 			dst = jsonx.AppendString(dst, tc.Name)
 			dst = append(dst, `,"arguments":`...)
-			dst = jsonx.AppendString(dst, args)
+			dst = req.AppendText(dst, args)
 			if fcIDs != nil && fcIDs[j] != "" {
 				dst = append(dst, `,"id":`...)
 				dst = jsonx.AppendString(dst, fcIDs[j])
@@ -373,7 +386,7 @@ func appendResponsesMessage(dst []byte, n, i int, m *translate.Message, opts *tr
 	return dst, n, false, nil
 }
 
-func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *translate.Options) ([]byte, error) {
+func appendResponsesParts(dst []byte, i int, req *translate.Request, parts []translate.Part, opts *translate.Options) ([]byte, error) {
 	dst = append(dst, '[')
 	n := 0
 	for j := range parts {
@@ -392,7 +405,7 @@ func appendResponsesParts(dst []byte, i int, parts []translate.Part, opts *trans
 		switch p.Type {
 		case translate.PartText, translate.PartRefusal:
 			dst = append(dst, `{"type":"input_text","text":`...)
-			dst = jsonx.AppendString(dst, p.Text)
+			dst = req.AppendText(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"input_image","image_url":`...)
 			dst = jsonx.AppendString(dst, p.Media.URL)
@@ -437,3 +450,7 @@ func responsesTools(req *translate.Request) int {
 	}
 	return n
 }
+
+// ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads
+// message strings only through the request's Append* text methods.
+func (responsesProvider) ReadsLiterals() {}
