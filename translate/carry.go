@@ -13,6 +13,16 @@ import (
 // provider's own ids contain it.
 const CarrySep = "~1"
 
+// lastCarrySep is strings.LastIndex(s, CarrySep), which hashes every byte of s. Most ids
+// carry nothing and have no '~': one byte search settles them.
+func lastCarrySep(s string) int {
+	i := strings.LastIndexByte(s, CarrySep[0])
+	for i >= 0 && (i+1 >= len(s) || s[i+1] != CarrySep[1]) {
+		i = strings.LastIndexByte(s[:i], CarrySep[0])
+	}
+	return i
+}
+
 // flateWriters recycles compressors, which are large to allocate. It is a cache with no
 // observable state, the one exception to "no package-level state".
 var flateWriters = sync.Pool{New: func() any {
@@ -54,7 +64,7 @@ func CarryID(id string, state []byte) string {
 // SplitID undoes CarryID: it returns the upstream id and the carried state, or s itself
 // and nil when s carries nothing (or carries something unreadable, which is then ignored).
 func SplitID(s string) (id string, state []byte) {
-	i := strings.LastIndex(s, CarrySep)
+	i := lastCarrySep(s)
 	if i < 0 || i+len(CarrySep) >= len(s) {
 		return s, nil
 	}

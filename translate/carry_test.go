@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,26 @@ func FuzzSplitID(f *testing.F) {
 			t.Fatal("empty re-carry")
 		}
 	})
+}
+
+// FuzzLastCarrySep holds lastCarrySep to strings.LastIndex.
+func FuzzLastCarrySep(f *testing.F) {
+	for _, s := range []string{"", "~", "~1", "a~1b~", "a~1b~2", "~1~1", "toolu_01ABC", "x~~1", "~1~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := lastCarrySep(s), strings.LastIndex(s, CarrySep); got != want {
+			t.Fatalf("lastCarrySep(%q) = %d, want %d", s, got, want)
+		}
+	})
+}
+
+func BenchmarkSplitID(b *testing.B) {
+	for _, id := range []string{"toolu_01ABCDEFGHIJKLMNOPQRSTU", "call_05A7Hc9WbQm2", CarryID("toolu_01ABCDEF", []byte(`{"t":1}`))} {
+		b.Run(fmt.Sprint(len(id)), func(b *testing.B) {
+			for b.Loop() {
+				SplitID(id)
+			}
+		})
+	}
 }
