@@ -135,7 +135,8 @@ func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper
-		// byte by byte through a table; long ones eight bytes at a time.
+		// byte by byte through a table; long ones eight bytes at a time. AppendLiteral has
+		// the same loop: as a shared function its call per run cost some 15%.
 		for i < len(s) && safeASCII[s[i]] {
 			i++
 			if i+16 <= len(s) && safeASCII[s[i]] && safeASCII[s[i+1]] && safeASCII[s[i+2]] && safeASCII[s[i+3]] {
