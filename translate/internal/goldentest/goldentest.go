@@ -527,3 +527,18 @@ func RequestSeeds(tb testing.TB) [][]byte {
 	}
 	return out
 }
+
+// SameFromLiterals fails t unless p, a translate.LiteralReader, encodes body as the lazy
+// parse leaves it (strings still escaped) into the same bytes, or the same error, as
+// out and err, its encoding of the strict parse's request with opts.
+func SameFromLiterals(t testing.TB, p translate.Provider, body []byte, opts *translate.Options, out []byte, err error) {
+	t.Helper()
+	lazy, lerr := openaichat.ParseRequestLazy(body)
+	if lerr != nil {
+		t.Fatalf("ParseRequest accepted what ParseRequestLazy rejects: %v", lerr)
+	}
+	lout, lerr := p.AppendRequest(nil, lazy, opts)
+	if string(lout) != string(out) || (lerr == nil) != (err == nil) || (err != nil && lerr.Error() != err.Error()) {
+		t.Fatalf("lazy request encodes as\n%s (%v)\nstrict as\n%s (%v)", lout, lerr, out, err)
+	}
+}
