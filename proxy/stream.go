@@ -38,14 +38,17 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 // writeStream as a coroutine (iter.Pull) of the connection's own goroutine: the handler
 // runs it until it knows whether the upstream accepted (SSE, 200) or failed before the
 // first event (a JSON error with the upstream's status), so retries and fallbacks stay
-// possible until then; fasthttp then pulls the rest while writing the response
-// (pullBody), each flush of the writer one chunk on the wire. No goroutine or pipe stands
-// between the writer and the client's connection.
+// possible until then; fasthttp then resumes it once while writing the response
+// (pullBody.WriteTo), and from there the writer writes to the client's connection itself,
+// each flush of the writer one chunk on the wire. No goroutine or pipe stands between the
+// writer and the client's connection, and no coroutine switch between two events.
 func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
+	sink := &streamSink{}
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
-		w := bufio.NewWriterSize(yieldWriter(yield), streamBufferSize)
+		sink.yield = yield
+		w := bufio.NewWriterSize(sink, streamBufferSize)
 		defer c.releaseScratch() // last: nothing reads the request any more
 		defer w.Flush()          // what the writer left buffered, as fasthttp's stream writer did
 		defer c.endLimits()      // limits.go: charge the usage, release the slots
@@ -56,7 +59,7 @@ func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	})
 	// Run the writer until it has decided; whatever it flushed before deciding (nothing,
 	// as the writers commit before they write) is kept for the body.
-	body := &pullBody{next: next, stop: stop}
+	body := &pullBody{next: next, stop: stop, sink: sink}
 	var a *apiError
 	for decided := false; !decided; {
 		select {
@@ -92,48 +95,75 @@ func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 // together, up to this many bytes a write.
 const streamBufferSize = 4 << 10
 
-// yieldWriter hands each write to the coroutine's consumer (pullBody), which writes it to
-// the client before the coroutine goes on, so p is not copied. A consumer that stopped
-// (the client left) makes it fail.
-type yieldWriter func([]byte) bool
+// streamSink is where the stream writer's flushes go. Until the client's writer is known
+// each is handed to the coroutine's consumer (yield), which writes it before the
+// coroutine goes on, so p is not copied; once pullBody.WriteTo has set w, each is written
+// to w directly, from inside the coroutine, which runs only while WriteTo waits for it.
+// A consumer that stopped, or a failed write (the client left), makes it fail.
+type streamSink struct {
+	yield func([]byte) bool
+	w     io.Writer // set by WriteTo
+	n     int64     // bytes written to w
+	err   error     // the first error from w; every later write fails at once
+}
 
-func (y yieldWriter) Write(p []byte) (int, error) {
-	if !y(p) {
+func (s *streamSink) Write(p []byte) (int, error) {
+	if s.w == nil {
+		if !s.yield(p) {
+			return 0, errClientGone
+		}
+		return len(p), nil
+	}
+	if s.err != nil {
 		return 0, errClientGone
+	}
+	k, err := s.w.Write(p)
+	s.n += int64(k)
+	if err != nil {
+		s.err = err
+		return k, errClientGone
 	}
 	return len(p), nil
 }
 
 // pullBody is a streaming response body that fasthttp writes with WriteTo (each write a
-// chunk, flushed), pulling it from the stream writer's coroutine. Close, which fasthttp
-// calls when it is done with the response, ends the coroutine if it has not ended.
+// chunk, flushed), resuming the stream writer's coroutine to write it. Close, which
+// fasthttp calls when it is done with the response, ends the coroutine if it has not
+// ended.
 type pullBody struct {
 	pending []byte // written before the first pull
 	next    func() ([]byte, bool)
 	stop    func()
+	sink    *streamSink
 	rest    []byte // Read's unread part of the last pull
 }
 
 // SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read (fasthttp.BodyWriterTo).
 func (b *pullBody) SupportsBodyWriteTo() bool { return true }
 
+// WriteTo writes what was flushed before the stream was decided, then gives the writer w
+// and resumes it: it runs to its end, writing to w itself. It returns w's first error.
 func (b *pullBody) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	p, ok := b.pending, len(b.pending) > 0
-	b.pending = nil
-	for {
-		if !ok {
-			if p, ok = b.next(); !ok {
-				return n, nil
-			}
-		}
-		k, err := w.Write(p)
-		n += int64(k)
+	if len(b.pending) > 0 {
+		k, err := w.Write(b.pending)
+		b.pending = nil
 		if err != nil {
 			b.stop() // the writer's next write fails: it cancels the upstream and returns
-			return n, err
+			return int64(k), err
 		}
-		ok = false
+		b.sink.n += int64(k)
+	}
+	b.sink.w = w
+	for {
+		p, ok := b.next()
+		if !ok {
+			return b.sink.n, b.sink.err
+		}
+		// The writer yields only before w is set; this is a write it had begun then.
+		if _, err := b.sink.Write(p); err != nil {
+			b.stop()
+			return b.sink.n, b.sink.err
+		}
 	}
 }
 
