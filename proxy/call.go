@@ -325,7 +325,7 @@ func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, 
 	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
 	headers = append(headers, c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
-	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf)
+	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream)
 	c.releaseBuf()
 	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
 	if ue := upstreamError(err); ue != nil && ue.Status == http.StatusUnauthorized {

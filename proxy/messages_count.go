@@ -79,7 +79,7 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	headers := append(b.provider.Headers(b.cfg.APIKey, m.c.req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
 	headers = append(headers, c.headers...)
 	start := time.Now()
-	x, err := b.send(ctx, path, headers, body)
+	x, err := b.send(ctx, path, headers, body, false)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send

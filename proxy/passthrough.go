@@ -133,6 +133,10 @@ func decodedBody(x *exchange, backend string) (io.Reader, error) {
 // memory when it has room (a pooled buffer), else into a fresh one. A body over
 // maxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
 func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
+	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
+		// Read whole by fasthttp (send), within maxResponseBytes.
+		return append(dst[:0], x.resp.Body()...), nil
+	}
 	r, err := decodedBody(x, backend)
 	if err != nil {
 		return nil, err
@@ -159,9 +163,14 @@ func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]b
 		return nil, readError(ctx, backend, err)
 	}
 	if len(body) > maxResponseBytes {
-		return nil, upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
+		return nil, tooLargeAnswer(backend)
 	}
 	return body, nil
+}
+
+// tooLargeAnswer is the error for an upstream body over maxResponseBytes.
+func tooLargeAnswer(backend string) *translate.UpstreamError {
+	return upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
 }
 
 // readAllInto is io.ReadAll appending to dst.

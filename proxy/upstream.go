@@ -72,7 +72,10 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
 		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,
-		StreamResponseBody:  true,
+		// A streamed answer is read as it arrives (send sets Response.StreamBody); any
+		// other body is read whole by fasthttp, up to the gateway's bound, before send
+		// returns: no body stream and no cancellation hook to set up and tear down.
+		MaxResponseBodySize: maxResponseBytes,
 		// A pooled keep-alive connection the upstream closed while idle fails before any
 		// response byte; that one case is retried on a fresh connection at once. Every
 		// other failure is left to the gateway's own retries, which back off.
@@ -145,10 +148,11 @@ type exchange struct {
 	closing sync.WaitGroup
 }
 
-// send performs one attempt: it posts body to the backend and waits for response headers.
-// A non-2xx status is read (bounded) and returned as a *translate.UpstreamError. ctx
-// cancellation interrupts the exchange, including a body being streamed.
-func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte) (*exchange, error) {
+// send performs one attempt: it posts body to the backend and waits for response headers,
+// and unless stream is set for the whole response body. A non-2xx status is read (bounded)
+// and returned as a *translate.UpstreamError. ctx cancellation interrupts a body being
+// streamed.
+func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool) (*exchange, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetMethod("POST")
@@ -162,6 +166,7 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 	}
 	req.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
+	resp.StreamBody = stream
 	if err := ctx.Err(); err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return nil, err
@@ -172,16 +177,21 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return nil, tooLargeAnswer(b.name)
+		}
 		return nil, transportError(b.name, err)
 	}
-	x := &exchange{resp: resp}
-	x.closing.Add(1)
-	x.stop = context.AfterFunc(ctx, func() {
-		resp.CloseBodyStream()
-		x.closing.Done()
-	})
+	x := &exchange{resp: resp, stop: bodyRead}
+	if stream {
+		x.closing.Add(1)
+		x.stop = context.AfterFunc(ctx, func() {
+			resp.CloseBodyStream()
+			x.closing.Done()
+		})
+	}
 	if code := resp.StatusCode(); code < 200 || code > 299 {
-		raw, _ := x.readAll(1 << 20)
+		raw, _ := x.readAll(maxErrorBody)
 		ue := b.provider.DecodeError(code, raw)
 		if ue.RetryAfter == 0 {
 			ue.RetryAfter = parseRetryAfter(resp.Header.Peek("Retry-After"))
@@ -198,12 +208,19 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 // body returns the streamed response body.
 func (x *exchange) body() io.Reader { return x.resp.BodyStream() }
 
+// maxErrorBody bounds the part of an error answer's body that is read and decoded.
+const maxErrorBody = 1 << 20
+
+// bodyRead is the stop of an exchange whose body was read whole: there is no
+// cancellation hook to remove.
+func bodyRead() bool { return true }
+
 // readAll reads the whole body, up to limit bytes.
 func (x *exchange) readAll(limit int64) ([]byte, error) {
 	if s := x.resp.BodyStream(); s != nil {
 		return io.ReadAll(io.LimitReader(s, limit))
 	}
-	return x.resp.Body(), nil
+	return x.resp.Body()[:min(int64(len(x.resp.Body())), limit)], nil
 }
 
 // Close releases the exchange. It is safe to call once, after the last read.
