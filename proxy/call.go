@@ -50,6 +50,8 @@ type modelCall struct {
 	// headers are sent upstream after the provider's own, replacing any of the same name
 	// (the Messages passthrough's anthropic-version and anthropic-beta); nil means none.
 	headers []translate.Header
+	// hdrs is the room for the headers of one upstream request (send).
+	hdrs [8]translate.Header
 
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
@@ -188,7 +190,7 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Requ
 	if err != nil {
 		return err
 	}
-	x, err := c.send(ctx, r, req, opts)
+	x, err := c.send(ctx, r, opts)
 	if err != nil {
 		return err
 	}
@@ -317,12 +319,10 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 }
 
 // send posts c.buf to the route's upstream and times the wait for response headers.
-func (c *modelCall) send(ctx context.Context, r *route, req *translate.Request, opts *translate.Options) (*exchange, error) {
+func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*exchange, error) {
 	b := r.backend
 	start := time.Now()
-	// Identity encoding: a compressed body would otherwise need decoding, bounded (see
-	// decodedBody, which still decodes an upstream that ignores this).
-	headers := append(b.provider.Headers(b.cfg.APIKey, req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	headers := append(c.hdrs[:0], b.headers...)
 	headers = append(headers, c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream)

@@ -253,7 +253,7 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 func (m *messagesRun) passAttempt(ctx context.Context, r *route, stream bool, consume func(*exchange) error) error {
 	c := m.c.call
 	c.buf = m.passBody(c.takeBuf(), r)
-	x, err := c.send(ctx, r, m.c.req, c.options(r, stream))
+	x, err := c.send(ctx, r, c.options(r, stream))
 	if err != nil {
 		return err
 	}

@@ -75,9 +75,8 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byte, field string) (int, error) {
 	c, r := m.c.call, m.c.route
 	b := r.backend
-	opts := c.options(r, false)
-	headers := append(b.provider.Headers(b.cfg.APIKey, m.c.req, opts), translate.Header{Name: "Accept-Encoding", Value: "identity"})
-	headers = append(headers, c.headers...)
+	// b.headers is shared: the full slice expression makes append copy it.
+	headers := append(b.headers[:len(b.headers):len(b.headers)], c.headers...)
 	start := time.Now()
 	x, err := b.send(ctx, path, headers, body, false)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())

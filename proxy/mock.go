@@ -25,7 +25,7 @@ type mockProvider struct{}
 var _ localProvider = mockProvider{}
 
 func (mockProvider) Path(string, bool) string { return "" }
-func (mockProvider) Headers(string, *translate.Request, *translate.Options) []translate.Header {
+func (mockProvider) Headers(string) []translate.Header {
 	return nil
 }
 func (mockProvider) AppendRequest(dst []byte, _ *translate.Request, _ *translate.Options) ([]byte, error) {

@@ -366,7 +366,7 @@ func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*e
 		c.lastUsage = translate.Usage{}
 		defer c.countUsage(r)
 		c.buf = x.req.AppendBody(c.takeBuf(), r.upstreamModel)
-		xch, err := c.send(ctx, r, x.req.Core, c.options(r, stream))
+		xch, err := c.send(ctx, r, c.options(r, stream))
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,10 @@ type backend struct {
 	baseURL  string
 	timeouts config.Timeouts
 	retries  config.Retries
+	// headers go upstream with every request: the provider's (its Headers, asked once)
+	// and Accept-Encoding: identity (a compressed body would otherwise need decoding,
+	// bounded: see decodedBody, which still decodes an upstream that ignores it).
+	headers []translate.Header
 }
 
 // providerFor returns the provider of a backend type (config.Backend.Type, validated by
@@ -65,6 +69,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		return b, nil
 	}
 	b.baseURL = strings.TrimRight(bc.BaseURL, "/")
+	b.headers = append(p.Headers(bc.APIKey), translate.Header{Name: "Accept-Encoding", Value: "identity"})
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
 		Name:            "agate",
@@ -156,7 +161,8 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.SetMethod("POST")
-	req.SetRequestURI(b.baseURL + path)
+	var uri [256]byte // on the stack: SetRequestURIBytes copies it
+	req.SetRequestURIBytes(append(append(uri[:0], b.baseURL...), path...))
 	req.Header.SetContentType("application/json")
 	for _, h := range headers {
 		req.Header.Set(h.Name, h.Value)

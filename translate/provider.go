@@ -7,7 +7,8 @@ type Provider interface {
 	// Path returns what to append to the backend's base URL (path and query).
 	Path(upstreamModel string, stream bool) string
 	// Headers returns the request headers besides Content-Type, authentication included.
-	Headers(apiKey string, req *Request, opts *Options) []Header
+	// They are the same for every request: a backend asks once and keeps them.
+	Headers(apiKey string) []Header
 	// AppendRequest appends the upstream request body for req to dst. Errors are
 	// *ParamError values for requests this upstream cannot honour.
 	AppendRequest(dst []byte, req *Request, opts *Options) ([]byte, error)

@@ -43,7 +43,7 @@ func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
 // Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
 // anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
 // prompt caching are generally available.
-func (anthropicProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+func (anthropicProvider) Headers(apiKey string) []translate.Header {
 	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
 }
 

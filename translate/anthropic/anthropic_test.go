@@ -305,7 +305,7 @@ func TestAnthropicHeadersAndPath(t *testing.T) {
 		t.Errorf("path %q", got)
 	}
 	want := []translate.Header{{Name: "x-api-key", Value: "sk-test"}, {Name: "anthropic-version", Value: "2023-06-01"}}
-	if diff := cmp.Diff(want, p.Headers("sk-test", &translate.Request{}, &translate.Options{})); diff != "" {
+	if diff := cmp.Diff(want, p.Headers("sk-test")); diff != "" {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
 }

@@ -41,7 +41,7 @@ func (geminiProvider) Path(upstreamModel string, stream bool) string {
 	return p + ":generateContent"
 }
 
-func (geminiProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+func (geminiProvider) Headers(apiKey string) []translate.Header {
 	return []translate.Header{{Name: "x-goog-api-key", Value: apiKey}}
 }
 

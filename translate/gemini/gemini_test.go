@@ -324,7 +324,7 @@ func TestGeminiPathAndHeaders(t *testing.T) {
 		t.Errorf("stream path = %s", got)
 	}
 	want := []translate.Header{{Name: "x-goog-api-key", Value: "k"}}
-	if diff := cmp.Diff(want, p.Headers("k", nil, nil)); diff != "" {
+	if diff := cmp.Diff(want, p.Headers("k")); diff != "" {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
 }

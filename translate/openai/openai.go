@@ -25,7 +25,7 @@ var (
 
 func (openAIChat) Path(string, bool) string { return "/chat/completions" }
 
-func (openAIChat) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+func (openAIChat) Headers(apiKey string) []translate.Header {
 	if apiKey == "" {
 		return nil
 	}

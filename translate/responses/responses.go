@@ -25,7 +25,7 @@ const responsesName = "responses"
 
 func (responsesProvider) Path(string, bool) string { return "/responses" }
 
-func (responsesProvider) Headers(apiKey string, _ *translate.Request, _ *translate.Options) []translate.Header {
+func (responsesProvider) Headers(apiKey string) []translate.Header {
 	return []translate.Header{{Name: "Authorization", Value: "Bearer " + apiKey}}
 }
 
