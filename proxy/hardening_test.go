@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -386,6 +387,47 @@ func TestTransportErrorLogsRedacted(t *testing.T) {
 	io.WriteString(c, tests[0].request)
 	readResponse(t, bufio.NewReader(c))
 	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logs.String(), "sk-very-secret") })
+}
+
+// TestRequestHeadBound: a request head up to 8 KiB (the server's read buffer) is served,
+// with a body read after it; a longer one is a 431 in the OpenAI error shape, naming the
+// bound.
+func TestRequestHeadBound(t *testing.T) {
+	g := startGateway(t, bodyLimitConfig, nil)
+	// The head without the padding header: request line, Host, Authorization,
+	// Content-Length, and the blank line.
+	head := func(pad int) string {
+		return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-alice\r\n" +
+			"X-Pad: " + strings.Repeat("p", pad) + "\r\n" +
+			"Content-Length: " + strconv.Itoa(len(helloDemo)) + "\r\n\r\n"
+	}
+	base := len(head(0))
+	tests := []struct {
+		name       string
+		headBytes  int
+		wantStatus int
+	}{
+		{name: "a short head", headBytes: base + 100, wantStatus: 200},
+		{name: "a head just under the bound", headBytes: maxRequestHead - 64, wantStatus: 200},
+		{name: "a head over the bound", headBytes: maxRequestHead + 512, wantStatus: 431},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialGateway(t, g)
+			io.WriteString(c, head(tt.headBytes-base)+helloDemo)
+			r := readResponse(t, bufio.NewReader(c))
+			if tt.wantStatus == 200 {
+				if r.status != 200 {
+					t.Fatalf("status %d, want 200: %s", r.status, r.body)
+				}
+				return
+			}
+			got := decodeError(t, r)
+			if got.Status != tt.wantStatus || got.Code != "request_header_too_large" || !strings.Contains(got.Message, "8192 bytes") {
+				t.Errorf("got %+v, want a %d request_header_too_large naming 8192 bytes", got, tt.wantStatus)
+			}
+		})
+	}
 }
 
 // TestContentLengthWithTransferEncoding: a request with both Content-Length and

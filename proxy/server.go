@@ -144,9 +144,12 @@ func New(opts Options) (*Server, error) {
 		// Bodies are read by the handler, after the key was checked from the headers
 		// (readBody); fasthttp reads at most 8 KiB of one before the handler runs.
 		StreamRequestBody: true,
-		// A request of up to 16 KiB, head and body, is read with one system call.
-		// (This also bounds a request head, as fasthttp's 4 KiB default did.)
-		ReadBufferSize:        16 << 10,
+		// The read buffer is held for as long as the connection is open, a stream's whole
+		// life and an idle keep-alive wait included, so it is 8 KiB (maxRequestHead): a
+		// request of up to 8 KiB, head and body, is read with one system call, a larger
+		// one with more (the rest of a body is read straight into the body buffer).
+		// It also bounds the request head (transportError: 431).
+		ReadBufferSize:        maxRequestHead,
 		ExpectHandler:         s.expect,
 		MaxRequestBodySize:    s.maxBody,
 		ReadTimeout:           cfg.ReadTimeout,
@@ -396,13 +399,21 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 	ctx.SetBodyString(`{"status":"ready"}`)
 }
 
+// maxRequestHead bounds a client's request head: it is the server's read buffer size.
+const maxRequestHead = 8 << 10
+
 // transportError renders fasthttp's own request errors (oversize body, bad HTTP).
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	rid := requestID(nil)
 	var a apiError
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		a = classify(errorf(ErrTooLarge, "the request body exceeds server.max_body_bytes (%d bytes)", s.srv.MaxRequestBodySize), rid)
-	} else {
+	case errors.As(err, &small):
+		a = apiError{Status: 431, Message: fmt.Sprintf("the request head (request line and headers) exceeds %d bytes", maxRequestHead),
+			Type: "invalid_request_error", Code: "request_header_too_large"}
+	default:
 		a = apiError{Status: 400, Message: "malformed HTTP request", Type: "invalid_request_error"}
 	}
 	writeError(ctx, a)
