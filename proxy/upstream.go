@@ -81,13 +81,9 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		// other body is read whole by fasthttp, up to the gateway's bound, before send
 		// returns: no body stream and no cancellation hook to set up and tear down.
 		MaxResponseBodySize: maxResponseBytes,
-		// A pooled keep-alive connection the upstream closed while idle fails before any
-		// response byte; that one case is retried on a fresh connection at once. Every
-		// other failure is left to the gateway's own retries, which back off.
-		MaxIdemponentCallAttempts: 2,
-		RetryIfErr: func(_ *fasthttp.Request, _ int, err error) (bool, bool) {
-			return false, errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)
-		},
+		// fasthttp retries nothing itself (see send: it cannot tell a connection that
+		// failed before the answer from a body cut short).
+		MaxIdemponentCallAttempts: 1,
 		DisablePathNormalizing: true,
 		// The read buffer bounds the response head (providers send 1-2 KiB) and is held
 		// for a stream's whole life, so it is 8 KiB, not more; a body is read through it.
@@ -178,6 +174,14 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 		return nil, err
 	}
 	err := b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {
+		// A pooled keep-alive connection the upstream closed while idle fails before any
+		// response byte; that one case is retried on a fresh connection at once. Every
+		// other failure is left to the gateway's own retries, which back off.
+		resp.Reset()
+		resp.StreamBody = stream
+		err = b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
 		if ctx.Err() != nil {
@@ -209,6 +213,15 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 		return nil, ue
 	}
 	return x, nil
+}
+
+// beforeAnswer reports whether a failed exchange failed before the upstream answered: the
+// connection ended (fasthttp reports an end at the first byte as ErrConnectionClosed or
+// io.EOF) and no response head announcing a body was read. A body read whole and cut at a
+// chunk boundary also ends in io.EOF; its head was read, and the upstream may have done
+// the work, so it is not sent again.
+func beforeAnswer(err error, resp *fasthttp.Response) bool {
+	return (errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)) && resp.Header.ContentLength() == 0
 }
 
 // body returns the streamed response body.

@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +159,97 @@ func streamedText(s *ssestream.Stream[openai.ChatCompletionChunk]) string {
 		}
 	}
 	return text
+}
+
+// rawUpstream is an HTTP/1.1 upstream written by hand, for the connection faults a
+// net/http server will not commit: answer(n, w) writes the raw response to the n-th
+// request (from 1), and the connection is closed after it when it returns true. It
+// counts the requests it read.
+type rawUpstream struct {
+	url      string
+	requests atomic.Int32
+}
+
+func newRawUpstream(t *testing.T, answer func(n int, w io.Writer) (closeConn bool)) *rawUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &rawUpstream{url: "http://" + ln.Addr().String() + "/v1"}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if answer(int(u.requests.Add(1)), c) {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return u
+}
+
+const rawPassthroughConfig = `
+backends:
+  oai: {type: openai, base_url: "{{UP}}", retries: {max: 0}}
+models:
+  gpt: {backend: oai, upstream_model: up-model}
+`
+
+// TestUpstream_IdleConnectionClosedIsRetried: a pooled keep-alive connection that the
+// upstream closed while it sat idle fails before any answer; the request is sent again
+// on a fresh connection at once, with the backend's own retries off.
+func TestUpstream_IdleConnectionClosedIsRetried(t *testing.T) {
+	body := completionJSON("up-model", "hello")
+	up := newRawUpstream(t, func(_ int, w io.Writer) bool {
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		return true // closed without saying so: the gateway keeps it in its pool
+	})
+	g := startGateway(t, rawPassthroughConfig, map[string]string{"UP": up.url})
+	client := g.client("")
+	for i := range 3 {
+		r, err := client.Chat.Completions.New(context.Background(), userParams("gpt", "hi"))
+		if err != nil || r.Choices[0].Message.Content != "hello" {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the upstream's close reaches the pooled connection
+	}
+	if n := up.requests.Load(); n != 3 {
+		t.Errorf("the upstream answered %d requests, want 3", n)
+	}
+}
+
+// TestUpstream_BodyCutShortIsNotSentAgain: a non-streamed answer whose chunked body ends
+// early, at a chunk boundary, is a 502; the upstream had answered, so the request is not
+// sent to it again.
+func TestUpstream_BodyCutShortIsNotSentAgain(t *testing.T) {
+	up := newRawUpstream(t, func(_ int, w io.Writer) bool {
+		part := `{"id":"chatcmpl-1","object":"chat.completion",`
+		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(part), part)
+		return true
+	})
+	g := startGateway(t, rawPassthroughConfig, map[string]string{"UP": up.url})
+	client := g.client("")
+	_, err := client.Chat.Completions.New(context.Background(), userParams("gpt", "hi"))
+	if e := sdkError(t, err); e.StatusCode != 502 {
+		t.Errorf("status %d, want 502", e.StatusCode)
+	}
+	time.Sleep(50 * time.Millisecond) // a second send, if any, would have arrived
+	if n := up.requests.Load(); n != 1 {
+		t.Errorf("the upstream was sent the request %d times, want 1", n)
+	}
 }
