@@ -84,7 +84,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		// fasthttp retries nothing itself (see send: it cannot tell a connection that
 		// failed before the answer from a body cut short).
 		MaxIdemponentCallAttempts: 1,
-		DisablePathNormalizing: true,
+		DisablePathNormalizing:    true,
 		// The read buffer bounds the response head (providers send 1-2 KiB) and is held
 		// for a stream's whole life, so it is 8 KiB, not more; a body is read through it.
 		// The write buffer is taken only while a request is written: a request body of up

@@ -203,13 +203,6 @@ func newRawUpstream(t *testing.T, answer func(n int, w io.Writer) (closeConn boo
 	return u
 }
 
-const rawPassthroughConfig = `
-backends:
-  oai: {type: openai, base_url: "{{UP}}", retries: {max: 0}}
-models:
-  gpt: {backend: oai, upstream_model: up-model}
-`
-
 // TestUpstream_IdleConnectionClosedIsRetried: a pooled keep-alive connection that the
 // upstream closed while it sat idle fails before any answer; the request is sent again
 // on a fresh connection at once, with the backend's own retries off.
@@ -219,7 +212,7 @@ func TestUpstream_IdleConnectionClosedIsRetried(t *testing.T) {
 		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return true // closed without saying so: the gateway keeps it in its pool
 	})
-	g := startGateway(t, rawPassthroughConfig, map[string]string{"UP": up.url})
+	g := startGateway(t, streamConfig, map[string]string{"UP": up.url})
 	client := g.client("")
 	for i := range 3 {
 		r, err := client.Chat.Completions.New(context.Background(), userParams("gpt", "hi"))
@@ -242,7 +235,7 @@ func TestUpstream_BodyCutShortIsNotSentAgain(t *testing.T) {
 		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(part), part)
 		return true
 	})
-	g := startGateway(t, rawPassthroughConfig, map[string]string{"UP": up.url})
+	g := startGateway(t, streamConfig, map[string]string{"UP": up.url})
 	client := g.client("")
 	_, err := client.Chat.Completions.New(context.Background(), userParams("gpt", "hi"))
 	if e := sdkError(t, err); e.StatusCode != 502 {
