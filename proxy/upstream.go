@@ -141,11 +141,14 @@ func (c *idleConn) Read(p []byte) (int, error) {
 }
 
 // exchange is one upstream HTTP exchange whose response headers have arrived with a 2xx
-// status. Its body may still be streaming; Close releases it.
+// status. A streamed body may still be arriving, any other was read whole; Close
+// releases it.
 type exchange struct {
 	resp *fasthttp.Response
+	// stop removes the hook that closes a streamed body when the context ends; it
+	// reports true if the hook had not run (bodyRead for a body read whole: no hook).
 	stop func() bool
-	// closing is done once the cancellation callback (stop's) has closed the body.
+	// closing is done once that hook has closed the body.
 	closing sync.WaitGroup
 }
 
@@ -168,19 +171,21 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 	}
 	req.SetBodyRaw(body)
 	resp := fasthttp.AcquireResponse()
-	resp.StreamBody = stream
 	if err := ctx.Err(); err != nil {
 		fasthttp.ReleaseResponse(resp)
 		return nil, err
 	}
-	err := b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+	do := func() error {
+		resp.StreamBody = stream
+		return b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+	}
+	err := do()
 	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {
 		// A pooled keep-alive connection the upstream closed while idle fails before any
 		// response byte; that one case is retried on a fresh connection at once. Every
 		// other failure is left to the gateway's own retries, which back off.
 		resp.Reset()
-		resp.StreamBody = stream
-		err = b.client.DoTimeout(req, resp, b.timeouts.Connect+b.timeouts.Header)
+		err = do()
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
