@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/telemetry/otlp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -51,9 +49,10 @@ func WithExporter(exp sdktrace.SpanExporter, sync bool) Option {
 
 // New builds the tracer of cfg, or returns nil (tracing off) when cfg.Traces is false.
 // The exporter is OTLP over HTTP/protobuf, or over gRPC when OTEL_EXPORTER_OTLP_PROTOCOL
-// (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, which wins) is "grpc"; the exporters, the
-// resource and the sampler read the rest of the standard OTEL_* variables from the
-// process environment. The caller calls Shutdown to flush the last spans.
+// (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, which wins) is "grpc"; the exporter
+// (otlp.FromEnv), the resource and the sampler read the rest of the standard OTEL_*
+// variables from the process environment, and a variable set to an invalid value is an
+// error. The caller calls Shutdown to flush the last spans.
 func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, error) {
 	if !cfg.Traces {
 		return nil, nil
@@ -63,7 +62,7 @@ func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, er
 		opt(&o)
 	}
 	if o.exporter == nil {
-		exp, err := newExporter(ctx, os.Getenv)
+		exp, err := newExporter(os.Getenv)
 		if err != nil {
 			return nil, err
 		}
@@ -87,28 +86,14 @@ func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, er
 	return &Tracer{provider: tp, tracer: tp.Tracer(instrumentationName), capture: cfg.CaptureContent}, nil
 }
 
-// newExporter builds the OTLP exporter named by the protocol variables of getenv.
-func newExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
-	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+// newExporter builds the OTLP exporter the OTEL_EXPORTER_OTLP_* variables of getenv
+// describe (see otlp.FromEnv).
+func newExporter(getenv func(string) string) (sdktrace.SpanExporter, error) {
+	cfg, err := otlp.FromEnv(getenv, os.ReadFile)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	switch strings.TrimSpace(protocol) {
-	case "", "http/protobuf":
-		exp, err := otlptracehttp.New(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: otlp http exporter: %w", err)
-		}
-		return exp, nil
-	case "grpc":
-		exp, err := otlptracegrpc.New(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("telemetry: otlp grpc exporter: %w", err)
-		}
-		return exp, nil
-	default:
-		return nil, fmt.Errorf("telemetry: OTEL_EXPORTER_OTLP_PROTOCOL %q: want http/protobuf or grpc", protocol)
-	}
+	return otlp.New(cfg), nil
 }
 
 // ForceFlush exports the spans that ended and are still buffered.
