@@ -167,3 +167,6 @@ func BenchmarkAppendRequest(b *testing.B) {
 		buf = otlp.AppendRequest(buf[:0], spans)
 	}
 }
+
+// protocmpTransform compares protos by content.
+var protocmpTransform = protocmp.Transform()
