@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"reflect"
 	goruntime "runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -52,12 +53,27 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	fs.SetOutput(stderr)
 	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/default.pgo is made (ARCHITECTURE.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *showVersion {
 		fmt.Fprintln(stdout, "agate", version)
 		return nil
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	cfg, err := config.Load(*path, environ)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"os"
@@ -274,5 +275,59 @@ func TestRun_MetricsListen(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop on SIGTERM")
+	}
+}
+
+// TestRun_CPUProfile: -cpuprofile writes a CPU profile of the run when it stops (the
+// input of default.pgo); a file that cannot be created stops the start.
+func TestRun_CPUProfile(t *testing.T) {
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, syscall.SIGTERM)
+	defer signal.Stop(guard)
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agate.yaml")
+	writeAtomically(t, path, baseConfig)
+	if err := run([]string{"-config", path, "-cpuprofile", filepath.Join(dir, "absent", "cpu.pprof")}, nil, io.Discard, io.Discard, nil); err == nil || !strings.HasPrefix(err.Error(), "-cpuprofile: ") {
+		t.Fatalf("an uncreatable profile: %v, want a -cpuprofile error", err)
+	}
+
+	profile := filepath.Join(dir, "cpu.pprof")
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var stdout, stderr lockedBuffer
+	go func() { done <- run([]string{"-config", path, "-cpuprofile", profile}, nil, &stdout, &stderr, ready) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not become ready")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not stop on SIGTERM")
+	}
+	// A pprof profile is a gzipped profile.proto message whose first field, sample_type,
+	// names the CPU profile's values.
+	f, err := os.Open(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil || !bytes.Contains(b, []byte("nanoseconds")) || !bytes.Contains(b, []byte("cpu")) {
+		t.Fatalf("the profile (%d bytes, %v) does not name the CPU samples", len(b), err)
 	}
 }
