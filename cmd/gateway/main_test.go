@@ -101,78 +101,95 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestRun_ReloadAndShutdown runs the binary's main logic on a temporary config file: a
-// valid edit is served, an invalid one is kept out and counted, SIGTERM stops it cleanly.
-func TestRun_ReloadAndShutdown(t *testing.T) {
-	// Catch SIGTERM for the whole test, so that the signal this test sends can never kill
-	// the test binary, even if it arrived after run stopped listening for it.
+// runningGateway is a run of the gateway that startRun began.
+type runningGateway struct {
+	addr           string // where it serves
+	stdout, stderr *lockedBuffer
+	done           chan error
+}
+
+// startRun runs the gateway with args and environ and waits until it serves. SIGTERM is
+// caught for the whole test, so that the signal stop sends can never kill the test
+// binary, even if it arrived after run stopped listening for it.
+func startRun(t *testing.T, args, environ []string) *runningGateway {
+	t.Helper()
 	guard := make(chan os.Signal, 1)
 	signal.Notify(guard, syscall.SIGTERM)
-	defer signal.Stop(guard)
-
-	path := filepath.Join(t.TempDir(), "agate.yaml")
-	writeAtomically(t, path, baseConfig)
+	t.Cleanup(func() { signal.Stop(guard) })
+	g := &runningGateway{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	var stdout, stderr lockedBuffer
-	go func() { done <- run([]string{"-config", path}, nil, &stdout, &stderr, ready) }()
-	var addr string
+	go func() { g.done <- run(args, environ, g.stdout, g.stderr, ready) }()
 	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
+	case g.addr = <-ready:
+	case err := <-g.done:
+		t.Fatalf("run returned before serving: %v\n%s", err, g.stderr.String())
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not become ready")
 	}
+	return g
+}
 
-	if got := post(t, addr, "demo"); got != 200 {
-		t.Fatalf("demo: %d", got)
-	}
-	if got := post(t, addr, "fresh"); got != 404 {
-		t.Fatalf("fresh before the edit: %d", got)
-	}
-
-	// A valid edit is applied.
-	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline}\n")
-	eventually(t, "the new model to be served", func() bool { return post(t, addr, "fresh") == 200 })
-	eventually(t, "the reload to be counted", func() bool { return reloads(t, addr, "success") == 1 })
-	// One edit is one reload: one log line, one count. Log lines are written in batches, a
-	// moment after they are logged.
-	eventually(t, "the reload in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"config reloaded"`) })
-	if got := strings.Count(stderr.String(), `"msg":"config reloaded"`); got != 1 {
-		t.Errorf("one edit logged %d reloads, want 1:\n%s", got, stderr.String())
-	}
-
-	// An invalid edit (an unknown key) is rejected, counted, and the running config kept.
-	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline, upstream_modle: typo}\n")
-	eventually(t, "the failed reload to be counted", func() bool { return reloads(t, addr, "failure") == 1 })
-	if got := post(t, addr, "fresh"); got != 200 {
-		t.Errorf("after a rejected edit, fresh: %d", got)
-	}
-	if got := reloads(t, addr, "success"); got != 1 {
-		t.Errorf("successful reloads = %v, want still 1", got)
-	}
-	eventually(t, "the failed reload in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"config reload failed`) })
-	if !strings.Contains(stderr.String(), "upstream_modle") {
-		t.Errorf("the log does not say why the reload failed:\n%s", stderr.String())
-	}
-	if got := strings.Count(stderr.String(), `"msg":"config reload failed`); got != 1 {
-		t.Errorf("one invalid edit logged %d failures, want 1:\n%s", got, stderr.String())
-	}
-
+// stop sends SIGTERM and waits for run to return, without an error.
+func (g *runningGateway) stop(t *testing.T) {
+	t.Helper()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
+	case err := <-g.done:
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop on SIGTERM")
 	}
-	if !strings.Contains(stderr.String(), `"msg":"stopped"`) {
-		t.Errorf("no clean stop in the log:\n%s", stderr.String())
+}
+
+// TestRun_ReloadAndShutdown runs the binary's main logic on a temporary config file: a
+// valid edit is served, an invalid one is kept out and counted, SIGTERM stops it cleanly.
+func TestRun_ReloadAndShutdown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agate.yaml")
+	writeAtomically(t, path, baseConfig)
+	g := startRun(t, []string{"-config", path}, nil)
+
+	if got := post(t, g.addr, "demo"); got != 200 {
+		t.Fatalf("demo: %d", got)
+	}
+	if got := post(t, g.addr, "fresh"); got != 404 {
+		t.Fatalf("fresh before the edit: %d", got)
+	}
+
+	// A valid edit is applied.
+	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline}\n")
+	eventually(t, "the new model to be served", func() bool { return post(t, g.addr, "fresh") == 200 })
+	eventually(t, "the reload to be counted", func() bool { return reloads(t, g.addr, "success") == 1 })
+	// One edit is one reload: one log line, one count. Log lines are written in batches, a
+	// moment after they are logged.
+	eventually(t, "the reload in the log", func() bool { return strings.Contains(g.stderr.String(), `"msg":"config reloaded"`) })
+	if got := strings.Count(g.stderr.String(), `"msg":"config reloaded"`); got != 1 {
+		t.Errorf("one edit logged %d reloads, want 1:\n%s", got, g.stderr.String())
+	}
+
+	// An invalid edit (an unknown key) is rejected, counted, and the running config kept.
+	writeAtomically(t, path, baseConfig+"  fresh: {backend: offline, upstream_modle: typo}\n")
+	eventually(t, "the failed reload to be counted", func() bool { return reloads(t, g.addr, "failure") == 1 })
+	if got := post(t, g.addr, "fresh"); got != 200 {
+		t.Errorf("after a rejected edit, fresh: %d", got)
+	}
+	if got := reloads(t, g.addr, "success"); got != 1 {
+		t.Errorf("successful reloads = %v, want still 1", got)
+	}
+	eventually(t, "the failed reload in the log", func() bool { return strings.Contains(g.stderr.String(), `"msg":"config reload failed`) })
+	if !strings.Contains(g.stderr.String(), "upstream_modle") {
+		t.Errorf("the log does not say why the reload failed:\n%s", g.stderr.String())
+	}
+	if got := strings.Count(g.stderr.String(), `"msg":"config reload failed`); got != 1 {
+		t.Errorf("one invalid edit logged %d failures, want 1:\n%s", got, g.stderr.String())
+	}
+
+	g.stop(t)
+	if !strings.Contains(g.stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop in the log:\n%s", g.stderr.String())
 	}
 }
 
@@ -212,33 +229,18 @@ func TestRun_StartupErrors(t *testing.T) {
 // TestRun_MetricsListen: with metrics.listen set, /metrics is served on that address,
 // behind metrics.bearer, and no longer on the main one.
 func TestRun_MetricsListen(t *testing.T) {
-	guard := make(chan os.Signal, 1)
-	signal.Notify(guard, syscall.SIGTERM)
-	defer signal.Stop(guard)
-
 	path := filepath.Join(t.TempDir(), "agate.yaml")
 	writeAtomically(t, path, baseConfig+"metrics: {listen: \"127.0.0.1:0\", bearer: scrape-token}\n")
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	var stdout, stderr lockedBuffer
-	go func() { done <- run([]string{"-config", path}, nil, &stdout, &stderr, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not become ready")
-	}
-	eventually(t, "the metrics address in the log", func() bool { return strings.Contains(stderr.String(), `"msg":"metrics listening"`) })
+	g := startRun(t, []string{"-config", path}, nil)
+	eventually(t, "the metrics address in the log", func() bool { return strings.Contains(g.stderr.String(), `"msg":"metrics listening"`) })
 	var metricsAddr string
-	for _, line := range strings.Split(stderr.String(), "\n") {
+	for _, line := range strings.Split(g.stderr.String(), "\n") {
 		if _, rest, ok := strings.Cut(line, `"msg":"metrics listening","addr":"`); ok {
 			metricsAddr, _, _ = strings.Cut(rest, `"`)
 		}
 	}
 	if metricsAddr == "" {
-		t.Fatalf("no metrics address in the log:\n%s", stderr.String())
+		t.Fatalf("no metrics address in the log:\n%s", g.stderr.String())
 	}
 	get := func(url, token string) int {
 		req, _ := http.NewRequest("GET", url, nil)
@@ -259,32 +261,18 @@ func TestRun_MetricsListen(t *testing.T) {
 	}{
 		{"http://" + metricsAddr + "/metrics", "scrape-token", 200},
 		{"http://" + metricsAddr + "/metrics", "", 401},
-		{"http://" + addr + "/metrics", "scrape-token", 404},
+		{"http://" + g.addr + "/metrics", "scrape-token", 404},
 	} {
 		if got := get(c.url, c.token); got != c.want {
 			t.Errorf("GET %s (token %q): %d, want %d", c.url, c.token, got, c.want)
 		}
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not stop on SIGTERM")
-	}
+	g.stop(t)
 }
 
 // TestRun_CPUProfile: -cpuprofile writes a CPU profile of the run when it stops (the
 // input of default.pgo); a file that cannot be created stops the start.
 func TestRun_CPUProfile(t *testing.T) {
-	guard := make(chan os.Signal, 1)
-	signal.Notify(guard, syscall.SIGTERM)
-	defer signal.Stop(guard)
-
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agate.yaml")
 	writeAtomically(t, path, baseConfig)
@@ -293,28 +281,8 @@ func TestRun_CPUProfile(t *testing.T) {
 	}
 
 	profile := filepath.Join(dir, "cpu.pprof")
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	var stdout, stderr lockedBuffer
-	go func() { done <- run([]string{"-config", path, "-cpuprofile", profile}, nil, &stdout, &stderr, ready) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not become ready")
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not stop on SIGTERM")
-	}
+	g := startRun(t, []string{"-config", path, "-cpuprofile", profile}, nil)
+	g.stop(t)
 	// A pprof profile is a gzipped profile.proto message whose first field, sample_type,
 	// names the CPU profile's values.
 	f, err := os.Open(profile)

@@ -4,14 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -21,10 +17,6 @@ import (
 // TestRun_Traces: telemetry.traces (here from its GATEWAY_ override) builds the tracer
 // from the OTEL_* environment, the server records into it, and shutdown flushes the spans.
 func TestRun_Traces(t *testing.T) {
-	guard := make(chan os.Signal, 1)
-	signal.Notify(guard, syscall.SIGTERM)
-	defer signal.Stop(guard)
-
 	var mu sync.Mutex
 	var names []string
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,34 +42,11 @@ func TestRun_Traces(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "agate.yaml")
 	writeAtomically(t, path, baseConfig)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	var stdout, stderr lockedBuffer
-	go func() {
-		done <- run([]string{"-config", path}, []string{"GATEWAY_TELEMETRY__TRACES=true"}, &stdout, &stderr, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("run returned before serving: %v\n%s", err, stderr.String())
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not become ready")
-	}
-	if code := post(t, addr, "demo"); code != 200 {
+	g := startRun(t, []string{"-config", path}, []string{"GATEWAY_TELEMETRY__TRACES=true"})
+	if code := post(t, g.addr, "demo"); code != 200 {
 		t.Fatalf("POST: %d", code)
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not stop on SIGTERM")
-	}
+	g.stop(t)
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Strings(names)
