@@ -324,29 +324,13 @@ func (e *encoder) value(n protowire.Number, v attribute.Value) {
 	case attribute.BYTESLICE:
 		e.bytes(anyBytes, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		a := e.open(anyArray)
-		for _, x := range v.AsBoolSlice() {
-			e.element(func() { e.anyBool(x) })
-		}
-		e.close(a)
+		array(e, v.AsBoolSlice(), e.anyBool)
 	case attribute.INT64SLICE:
-		a := e.open(anyArray)
-		for _, x := range v.AsInt64Slice() {
-			e.element(func() { e.anyInt(x) })
-		}
-		e.close(a)
+		array(e, v.AsInt64Slice(), e.anyInt)
 	case attribute.FLOAT64SLICE:
-		a := e.open(anyArray)
-		for _, x := range v.AsFloat64Slice() {
-			e.element(func() { e.anyDouble(x) })
-		}
-		e.close(a)
+		array(e, v.AsFloat64Slice(), e.anyDouble)
 	case attribute.STRINGSLICE:
-		a := e.open(anyArray)
-		for _, x := range v.AsStringSlice() {
-			e.element(func() { e.anyString(x) })
-		}
-		e.close(a)
+		array(e, v.AsStringSlice(), e.anyString)
 	case attribute.SLICE:
 		a := e.open(anyArray)
 		for _, x := range v.AsSlice() {
@@ -366,11 +350,16 @@ func (e *encoder) value(n protowire.Number, v attribute.Value) {
 	e.close(m)
 }
 
-// element writes one AnyValue of an ArrayValue, its member written by member.
-func (e *encoder) element(member func()) {
-	m := e.open(listValues)
-	member()
-	e.close(m)
+// array writes xs as an ArrayValue in AnyValue's array member, each element an AnyValue
+// whose member write writes.
+func array[T any](e *encoder, xs []T, write func(T)) {
+	a := e.open(anyArray)
+	for _, x := range xs {
+		m := e.open(listValues)
+		write(x)
+		e.close(m)
+	}
+	e.close(a)
 }
 
 func (e *encoder) anyBool(x bool) {

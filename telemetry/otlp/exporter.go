@@ -131,18 +131,14 @@ type failure struct {
 func (e *Exporter) httpAttempt(ctx context.Context, body []byte) failure {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return failure{err: fmt.Errorf("otlp http export: %w", err)}
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	if e.cfg.Gzip {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	e.setHeaders(req)
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return failure{err: fmt.Errorf("otlp http export: %w", redactURL(err)), retryable: true}
+	resp, f := e.post(ctx, "otlp http export", body, func(h http.Header) {
+		h.Set("Content-Type", "application/x-protobuf")
+		if e.cfg.Gzip {
+			h.Set("Content-Encoding", "gzip")
+		}
+	})
+	if resp == nil {
+		return f
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -167,21 +163,17 @@ func (e *Exporter) httpAttempt(ctx context.Context, body []byte) failure {
 func (e *Exporter) grpcAttempt(ctx context.Context, body []byte) failure {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return failure{err: fmt.Errorf("otlp grpc export: %w", err)}
-	}
-	req.Header.Set("Content-Type", "application/grpc")
-	req.Header.Set("Te", "trailers")
-	req.Header.Set("Grpc-Timeout", strconv.FormatInt(e.cfg.Timeout.Milliseconds(), 10)+"m")
-	req.Header.Set("Grpc-Accept-Encoding", "gzip")
-	if e.cfg.Gzip {
-		req.Header.Set("Grpc-Encoding", "gzip")
-	}
-	e.setHeaders(req)
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return failure{err: fmt.Errorf("otlp grpc export: %w", redactURL(err)), retryable: true}
+	resp, f := e.post(ctx, "otlp grpc export", body, func(h http.Header) {
+		h.Set("Content-Type", "application/grpc")
+		h.Set("Te", "trailers")
+		h.Set("Grpc-Timeout", strconv.FormatInt(e.cfg.Timeout.Milliseconds(), 10)+"m")
+		h.Set("Grpc-Accept-Encoding", "gzip")
+		if e.cfg.Gzip {
+			h.Set("Grpc-Encoding", "gzip")
+		}
+	})
+	if resp == nil {
+		return f
 	}
 	defer resp.Body.Close()
 	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
@@ -216,12 +208,24 @@ func (e *Exporter) grpcAttempt(ctx context.Context, body []byte) failure {
 	return failure{err: partialSuccess("otlp grpc export", msg)}
 }
 
-// setHeaders adds the configured headers and the exporter's User-Agent.
-func (e *Exporter) setHeaders(req *http.Request) {
+// post sends body to the configured URL with the headers protocol sets, then the
+// configured ones. Without a response it returns the failure (a transport error is
+// retryable); what names the export in errors.
+func (e *Exporter) post(ctx context.Context, what string, body []byte, protocol func(http.Header)) (*http.Response, failure) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err))}
+	}
+	protocol(req.Header)
 	req.Header.Set("User-Agent", "agate-otlp-exporter")
 	for _, h := range e.cfg.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err)), retryable: true}
+	}
+	return resp, failure{}
 }
 
 // grpcMessage returns the message of a gRPC answer's body: one length-prefixed frame,
