@@ -52,6 +52,8 @@ type modelCall struct {
 	headers []translate.Header
 	// hdrs is the room for the headers of one upstream request (send).
 	hdrs [8]translate.Header
+	// opts is the room for the encoder options of one upstream call (options).
+	opts translate.Options
 
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
@@ -347,17 +349,23 @@ func (c *modelCall) countUsage(r *route) {
 	c.metrics.AddTokens(r.label(), r.backend.name, c.key.name, tokenCounts(c.lastUsage))
 }
 
+// options returns the encoder options for route r. They live in c (no allocation per
+// call): a request's upstream calls run one at a time, each done with its options
+// before the next asks for them.
 func (c *modelCall) options(r *route, stream bool) *translate.Options {
 	b := r.backend
-	return &translate.Options{
+	c.opts = translate.Options{
 		UpstreamModel:    r.upstreamModel,
 		Stream:           stream,
 		DefaultMaxTokens: r.maxTokens,
 		PromptCache:      r.promptCache,
 		DropUnsupported:  b.cfg.DropUnsupportedParams,
-		Dropped:          func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(p)).Inc() },
 		Store:            b.cfg.Store,
 	}
+	if b.cfg.DropUnsupportedParams { // Dropped is called only then (Options.Drop)
+		c.opts.Dropped = func(p string) { c.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(p)).Inc() }
+	}
+	return &c.opts
 }
 
 // pumpSSE reads an upstream event stream incrementally and hands each event to onEvent,

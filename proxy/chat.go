@@ -246,6 +246,10 @@ func (c *chatRun) finish(code int, stream bool) {
 		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
 }
 
+// Reset empties c for its next request (Server.runs): nothing of the request it served
+// stays reachable through it.
+func (c *chatRun) Reset() { *c = chatRun{} }
+
 // releaseScratch gives the memory c.req was parsed into back for another request: only
 // once the run is over, when nothing reads c.req any more (serve, or the stream writer's
 // end). A run whose request is not in a Scratch has nothing to give back.

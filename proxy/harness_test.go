@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
@@ -79,7 +80,7 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 		Config:   cfg,
 		Metrics:  metrics.New(reg),
 		Gatherer: reg,
-		Logger:   slog.New(slog.NewJSONHandler(logOut, nil)),
+		Logger:   slog.New(logjson.New(logOut, nil)), // the gateway's handler (cmd/gateway)
 		Tools:    o.tools,
 		Limiter:  o.limiter,
 		Tracer:   o.tracer,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/agate-gateway/agate/internal/logjson"
 )
 
 // logInfo logs an info record of typed attributes, as Logger.LogAttrs does but without
@@ -17,6 +19,10 @@ func logInfo(l *slog.Logger, msg string, attrs ...slog.Attr) {
 func logInfoAt(l *slog.Logger, t time.Time, msg string, attrs ...slog.Attr) {
 	ctx := context.Background()
 	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	if h, ok := l.Handler().(*logjson.Handler); ok { // the gateway's: no Record to build
+		_ = h.LogAttrs(ctx, t, slog.LevelInfo, msg, attrs...)
 		return
 	}
 	r := slog.NewRecord(t, slog.LevelInfo, msg, 0)

@@ -56,12 +56,17 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
 		return
 	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
+	// The run comes from a pool (some 900 bytes, a third of what a request allocated) and
+	// goes back when the handler is done with it, unless it streams: a stream's writer
+	// outlives the handler and ends with the run's scratch given back and the run to the GC.
+	c := s.runs.get()
+	*c = chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
 	c.ownCall = modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
 	c.call = &c.ownCall
 	defer func() {
-		if !streaming { // a stream's writer gives it back when it ends
+		if !streaming { // a stream's writer gives the scratch back when it ends
 			c.releaseScratch()
+			s.runs.put(c)
 		}
 	}()
 	c.startTracing(span) // tracing.go

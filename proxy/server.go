@@ -80,6 +80,9 @@ type Server struct {
 	scratches recycler[openaichat.Scratch, *openaichat.Scratch]
 	// stages recycles the memory a chat request's parse works in, off the stack.
 	stages recycler[openaichat.Stage, *openaichat.Stage]
+	// runs recycles the chatRuns of non-streamed answers (serve); a stream's run is left
+	// to the GC, its writer outliving the handler.
+	runs recycler[chatRun, *chatRun]
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main

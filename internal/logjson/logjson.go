@@ -80,36 +80,70 @@ func fast(a slog.Attr) bool {
 
 // Handle writes r as one JSON line.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if h.slow || (!r.Time.IsZero() && (r.Time.Year() < 0 || r.Time.Year() >= 10000)) {
-		return h.std.Handle(ctx, r)
-	}
-	simple := true
+	simple := h.fastTime(r.Time)
 	r.Attrs(func(a slog.Attr) bool {
-		simple = fast(a)
+		simple = simple && fast(a)
 		return simple
 	})
 	if !simple {
 		return h.std.Handle(ctx, r)
 	}
+	return h.write(r.Time, r.Level, r.Message, func(b []byte) []byte {
+		r.Attrs(func(a slog.Attr) bool {
+			b = appendAttr(b, a)
+			return true
+		})
+		return b
+	})
+}
+
+// LogAttrs writes the record of msg and attrs at level and time t exactly as Handle
+// writes a slog.Record holding them, without building that Record: one holds five
+// attributes, and each further one costs an allocation. Like Handle it leaves the level
+// check to the caller (Enabled); ctx goes to the stock handler when it writes the record.
+func (h *Handler) LogAttrs(ctx context.Context, t time.Time, level slog.Level, msg string, attrs ...slog.Attr) error {
+	simple := h.fastTime(t)
+	for _, a := range attrs {
+		simple = simple && fast(a)
+	}
+	if !simple {
+		r := slog.NewRecord(t, level, msg, 0)
+		r.AddAttrs(attrs...)
+		return h.std.Handle(ctx, r)
+	}
+	return h.write(t, level, msg, func(b []byte) []byte {
+		for _, a := range attrs {
+			b = appendAttr(b, a)
+		}
+		return b
+	})
+}
+
+// fastTime reports whether the fast path may format a record at t: no option it does
+// not implement is set and t is zero or within years 0-9999.
+func (h *Handler) fastTime(t time.Time) bool {
+	return !h.slow && (t.IsZero() || t.Year() >= 0 && t.Year() < 10000)
+}
+
+// write formats a record whose attributes the fast path formats (attrs appends them)
+// into a pooled buffer and writes it with one Write call.
+func (h *Handler) write(t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) error {
 	bp, _ := h.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	b := append((*bp)[:0], '{')
-	if !r.Time.IsZero() {
+	if !t.IsZero() {
 		b = append(b, `"time":"`...)
-		b = r.Time.Round(0).AppendFormat(b, time.RFC3339Nano)
+		b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendString(b, r.Level.String())
+	b = appendString(b, level.String())
 	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
+	b = appendString(b, msg)
 	b = append(b, h.pre...)
-	r.Attrs(func(a slog.Attr) bool {
-		b = appendAttr(b, a)
-		return true
-	})
+	b = attrs(b)
 	b = append(b, "}\n"...)
 	h.mu.Lock()
 	_, err := h.w.Write(b)

@@ -25,18 +25,21 @@ type record struct {
 // both formats rec with the stock JSON handler and with New, with the same options.
 func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string) {
 	t.Helper()
-	var g, w bytes.Buffer
-	for _, x := range []struct {
-		buf *bytes.Buffer
-		h   slog.Handler
-	}{{&g, New(&g, opts)}, {&w, slog.NewJSONHandler(&w, opts)}} {
-		h := x.h
+	var g, w, l bytes.Buffer
+	derive := func(h slog.Handler) slog.Handler {
 		if len(rec.with) > 0 {
 			h = h.WithAttrs(rec.with)
 		}
 		if rec.group != "" {
 			h = h.WithGroup(rec.group).WithAttrs([]slog.Attr{slog.Int("n", 1)})
 		}
+		return h
+	}
+	for _, x := range []struct {
+		buf *bytes.Buffer
+		h   slog.Handler
+	}{{&g, New(&g, opts)}, {&w, slog.NewJSONHandler(&w, opts)}} {
+		h := derive(x.h)
 		if !h.Enabled(context.Background(), rec.level) {
 			continue
 		}
@@ -44,6 +47,15 @@ func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string
 		r.AddAttrs(rec.attrs...)
 		if err := h.Handle(context.Background(), r); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if lh, ok := derive(New(&l, opts)).(*Handler); ok && lh.Enabled(context.Background(), rec.level) {
+		// LogAttrs, the Record-less form, writes the same line.
+		if err := lh.LogAttrs(context.Background(), rec.time, rec.level, rec.msg, rec.attrs...); err != nil {
+			t.Fatal(err)
+		}
+		if l.String() != g.String() {
+			t.Errorf("LogAttrs wrote\n%s\nHandle wrote\n%s", l.String(), g.String())
 		}
 	}
 	return g.String(), w.String()

@@ -208,6 +208,16 @@ func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
 	var sc Scratch
 	var st Stage
 	var first *translate.Message
+	var firstTool *translate.Tool
+	call := func(r *translate.Request) *translate.ToolCall {
+		for k := range r.Messages {
+			if len(r.Messages[k].ToolCalls) > 0 {
+				return &r.Messages[k].ToolCalls[0]
+			}
+		}
+		t.Fatal("the history has no tool calls")
+		return nil
+	}
 	for i, body := range bodies {
 		sc.Reset()
 		st.Reset()
@@ -230,14 +240,20 @@ func TestScratch_ReuseMatchesFreshParse(t *testing.T) {
 			t.Fatalf("body %d decoded into a reused scratch:\n%+v\nwant\n%+v", i, got, decoded)
 		}
 		if i == 0 {
-			first = &got.Messages[0]
+			first, firstTool = &got.Messages[0], &got.Tools[0]
+			call(got)
 		}
-		if i == len(bodies)-1 && &got.Messages[0] != first {
-			t.Error("the last request's messages are not in the scratch's memory")
+		if i == len(bodies)-1 {
+			// The first request's tool calls outgrew the first arrays the scratch had;
+			// the same body again fits the last one it kept.
+			if &got.Messages[0] != first || &got.Tools[0] != firstTool || call(got) != &sc.calls[:1][0] {
+				t.Error("the last request's messages, tools or tool calls are not in the scratch's memory")
+			}
 		}
 	}
 	sc.Reset()
-	if sc.req.Body != "" || len(sc.msgs) != 0 || cap(sc.msgs) == 0 || sc.msgs[:cap(sc.msgs)][0].Role != "" {
+	if sc.req.Body != "" || len(sc.msgs) != 0 || cap(sc.msgs) == 0 || sc.msgs[:cap(sc.msgs)][0].Role != "" ||
+		cap(sc.tools) == 0 || sc.tools[:cap(sc.tools)][0].Name != "" || cap(sc.calls) == 0 || sc.calls[:cap(sc.calls)][0].ID != "" {
 		t.Errorf("after Reset the scratch still refers to the last request, or dropped its memory")
 	}
 }

@@ -75,6 +75,10 @@ type Scratch struct {
 	parts []translate.Part
 	// decoded's arena holds the strings DecodeInto decoded.
 	decoded jsonx.Scanner
+	// calls is the memory of the messages' tool calls (parser.calls), tools that of the
+	// request's tool list: reused by the next request when the Scratch is Reset.
+	calls []translate.ToolCall
+	tools []translate.Tool
 }
 
 // maxKeptMessages bounds the message and part arrays a Scratch keeps for reuse, and
@@ -97,6 +101,16 @@ func (sc *Scratch) Reset() {
 		sc.parts = nil
 	}
 	sc.msgs, sc.parts = sc.msgs[:0], sc.parts[:0]
+	// The whole capacity: the request's owner may have appended to its tool list.
+	clear(sc.calls[:cap(sc.calls)])
+	clear(sc.tools[:cap(sc.tools)])
+	if cap(sc.calls) > maxKeptMessages {
+		sc.calls = nil
+	}
+	if cap(sc.tools) > maxKeptMessages {
+		sc.tools = nil
+	}
+	sc.calls, sc.tools = sc.calls[:0], sc.tools[:0]
 	if sc.decoded.ArenaCap() > maxKeptDecoded {
 		sc.decoded = jsonx.Scanner{}
 	}
@@ -175,6 +189,10 @@ func (p *parser) parse(s string, lazy bool, scratch *Scratch) (*translate.Reques
 	p.parts.reset()
 	p.calls = slab.Slab[translate.ToolCall]{}
 	p.lazy, p.scratch = lazy, scratch
+	if scratch != nil {
+		p.calls.Reuse(scratch.calls)
+		defer func() { scratch.calls = p.calls.Mem() }() // kept, grown or not, for the next
+	}
 	if len(s) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
@@ -636,9 +654,16 @@ func (p *parser) tool(i int) bool {
 		}
 	}
 	if r.Tools == nil {
-		r.Tools = make([]translate.Tool, 0, 4)
+		if sc := p.scratch; sc != nil && cap(sc.tools) > 0 {
+			r.Tools = sc.tools[:0]
+		} else {
+			r.Tools = make([]translate.Tool, 0, 4)
+		}
 	}
 	r.Tools = append(r.Tools, tool)
+	if sc := p.scratch; sc != nil && cap(r.Tools) > cap(sc.tools) {
+		sc.tools = r.Tools[:0] // the larger array, for the next request
+	}
 	return true
 }
 

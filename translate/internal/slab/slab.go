@@ -12,6 +12,17 @@ type Slab[T any] struct {
 	start int // where the current run begins in buf
 }
 
+// Reuse empties s and makes it fill buf's memory (from its start, up to its capacity)
+// before it allocates: for a caller that keeps the memory of an earlier request whose
+// runs are no longer used.
+func (s *Slab[T]) Reuse(buf []T) {
+	s.buf, s.start = buf[:0], 0
+}
+
+// Mem returns the buffer s fills now, up to its last value: the memory to give Reuse
+// later (earlier buffers, filled before s moved to a larger one, are left to the GC).
+func (s *Slab[T]) Mem() []T { return s.buf }
+
 // Push appends v to the current run. When the buffer is full the current run moves to a
 // new, larger one; the runs already returned stay where they are.
 func (s *Slab[T]) Push(v T) {
