@@ -389,7 +389,7 @@ func TestTransportErrorLogsRedacted(t *testing.T) {
 	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logs.String(), "sk-very-secret") })
 }
 
-// TestRequestHeadBound: a request head up to 8 KiB (the server's read buffer) is served,
+// TestRequestHeadBound: a request head up to 16 KiB (the server's read buffer) is served,
 // with a body read after it; a longer one is a 431 in the OpenAI error shape, naming the
 // bound.
 func TestRequestHeadBound(t *testing.T) {
@@ -423,8 +423,8 @@ func TestRequestHeadBound(t *testing.T) {
 				return
 			}
 			got := decodeError(t, r)
-			if got.Status != tt.wantStatus || got.Code != "request_header_too_large" || !strings.Contains(got.Message, "8192 bytes") {
-				t.Errorf("got %+v, want a %d request_header_too_large naming 8192 bytes", got, tt.wantStatus)
+			if got.Status != tt.wantStatus || got.Code != "request_header_too_large" || !strings.Contains(got.Message, "16384 bytes") {
+				t.Errorf("got %+v, want a %d request_header_too_large naming 16384 bytes", got, tt.wantStatus)
 			}
 		})
 	}
