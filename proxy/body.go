@@ -75,7 +75,10 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 		s.fail(ctx, rid, translate.Errorf("", "the request body could not be read"), "", "", "", "")
 		return false
 	}
-	ctx.Request.SetBody(*buf)
+	// The buffer read into becomes the request's body, not copied into it: the request's
+	// own buffer comes back for the pool.
+	_ = ctx.Request.CloseBodyStream() // read to its end: nothing is left to copy from it
+	*buf = ctx.Request.SwapBody(*buf)
 	s.putBody(buf)
 	return true
 }
