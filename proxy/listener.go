@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -168,6 +170,15 @@ func remoteIP(c net.Conn) string {
 }
 
 // clientConn is an accepted client connection, counted against the caps until closed.
+//
+// Its read deadline is set lazily. fasthttp moves it twice a request (the idle timeout
+// before it waits for the next one, the read timeout once that starts), each move a timer
+// update in the runtime's poller. A deadline no earlier than the one armed on the
+// connection is only recorded (want); the armed one stays until it passes, when Read
+// arms want and reads on. So a Read fails with a timeout exactly when it would have with
+// every deadline set (once want has passed), and a busy connection arms a deadline about
+// once per timeout instead of twice per request. SetReadDeadline and Read are called by
+// one goroutine at a time (the connection's, in fasthttp).
 type clientConn struct {
 	net.Conn
 	l     *clientListener
@@ -176,6 +187,46 @@ type clientConn struct {
 	once  sync.Once
 	// writeDeadline is the write deadline last set; only Write uses it.
 	writeDeadline time.Time
+	// armed is the read deadline set on the connection, want the one last asked for;
+	// zero: none.
+	armed, want time.Time
+}
+
+// SetReadDeadline asks for t as the read deadline; see clientConn for when it is set.
+func (c *clientConn) SetReadDeadline(t time.Time) error {
+	c.want = t
+	if c.armed.IsZero() && t.IsZero() || !c.armed.IsZero() && (t.IsZero() || !t.Before(c.armed)) {
+		return nil // none, or no earlier than the armed one: Read extends it when it passes
+	}
+	c.armed = t
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline sets both deadlines at once, the read one armed as asked.
+func (c *clientConn) SetDeadline(t time.Time) error {
+	c.armed, c.want, c.writeDeadline = t, t, t
+	return c.Conn.SetDeadline(t)
+}
+
+// Read reads from the connection; when the armed read deadline passes before the one
+// asked for, it arms that one and reads on.
+func (c *clientConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if err == nil || c.armed.Equal(c.want) || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if !c.want.IsZero() && !time.Now().Before(c.want) {
+			return n, err // the deadline asked for has passed too
+		}
+		c.armed = c.want
+		if err := c.Conn.SetReadDeadline(c.want); err != nil {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
 }
 
 // drainOnClose makes Close first read and discard up to limit bytes the client still

@@ -1,0 +1,161 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clockConn is a connection whose reads time out when its read deadline (set, recorded
+// in armed) has passed on its clock (now), and otherwise return one byte.
+type clockConn struct {
+	net.Conn
+	now   time.Time
+	dl    time.Time
+	armed []time.Time
+}
+
+func (c *clockConn) SetReadDeadline(t time.Time) error {
+	c.dl = t
+	c.armed = append(c.armed, t)
+	return nil
+}
+
+func (c *clockConn) Read(p []byte) (int, error) {
+	if !c.dl.IsZero() && !c.now.Before(c.dl) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	return 1, nil
+}
+
+// TestClientConn_LazyReadDeadline: a read deadline no earlier than the one armed is only
+// recorded; a read past the armed one but before the one asked for arms that and goes on;
+// a read past the one asked for times out; an earlier deadline is armed at once. The
+// reads here run on the real clock (the deadlines are far from it) except where a row
+// moves the fake connection's clock past the armed deadline.
+func TestClientConn_LazyReadDeadline(t *testing.T) {
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	type step struct {
+		set     *time.Time    // SetReadDeadline(*set); nil: none
+		connNow time.Duration // the connection's clock for the read after it
+		wantErr bool          // the read times out
+	}
+	deadline := func(d time.Duration) *time.Time { t := at(d); return &t }
+	zero := &time.Time{}
+	tests := []struct {
+		name      string
+		steps     []step
+		wantArmed []time.Time
+	}{
+		{name: "the first deadline is armed",
+			steps:     []step{{set: deadline(time.Hour)}},
+			wantArmed: []time.Time{at(time.Hour)}},
+		{name: "later ones are recorded, not armed (idle, then read, then idle)",
+			steps:     []step{{set: deadline(time.Hour)}, {set: deadline(2 * time.Hour)}, {set: deadline(time.Hour + time.Second)}, {set: deadline(3 * time.Hour)}},
+			wantArmed: []time.Time{at(time.Hour)}},
+		{name: "an earlier one is armed at once",
+			steps:     []step{{set: deadline(time.Hour)}, {set: deadline(time.Hour - time.Millisecond)}},
+			wantArmed: []time.Time{at(time.Hour), at(time.Hour - time.Millisecond)}},
+		{name: "a read past the armed deadline arms the one asked for and reads on",
+			steps:     []step{{set: deadline(time.Hour)}, {set: deadline(2 * time.Hour), connNow: time.Hour + time.Minute}},
+			wantArmed: []time.Time{at(time.Hour), at(2 * time.Hour)}},
+		{name: "no deadline asked for: the armed one is cleared when it passes",
+			steps:     []step{{set: deadline(time.Hour)}, {set: zero, connNow: time.Hour + time.Minute}},
+			wantArmed: []time.Time{at(time.Hour), {}}},
+		{name: "no deadline at all: nothing is armed",
+			steps: []step{{set: zero}, {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := &clockConn{now: t0}
+			c := &clientConn{Conn: fc}
+			for i, st := range tt.steps {
+				if st.set != nil {
+					if err := c.SetReadDeadline(*st.set); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fc.now = at(st.connNow)
+				_, err := c.Read(make([]byte, 1))
+				if gotErr := err != nil; gotErr != st.wantErr {
+					t.Fatalf("step %d: read error %v, want error %v", i, err, st.wantErr)
+				}
+			}
+			if fmt.Sprint(fc.armed) != fmt.Sprint(tt.wantArmed) {
+				t.Errorf("armed %v, want %v", fc.armed, tt.wantArmed)
+			}
+		})
+	}
+	t.Run("a read past the deadline asked for times out", func(t *testing.T) {
+		fc := &clockConn{now: t0}
+		c := &clientConn{Conn: fc}
+		_ = c.SetReadDeadline(time.Now().Add(-time.Second)) // already passed, on both clocks
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read error %v, want a timeout", err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(-time.Millisecond)) // later, so only recorded
+		fc.now = time.Now()
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read error %v, want a timeout: the deadline asked for has passed", err)
+		}
+	})
+}
+
+// TestClientTimeouts: through the gateway, server.idle_timeout bounds the wait between
+// two requests of a connection and server.read_timeout the reading of one, each on its
+// own (the read deadline is set lazily, see clientConn). The bounds are far apart so
+// that a loaded machine cannot blur them; the test waits only for what it asserts.
+func TestClientTimeouts(t *testing.T) {
+	const readTimeout, idleTimeout = 700 * time.Millisecond, 2500 * time.Millisecond
+	g := startGateway(t, fmt.Sprintf("server: {read_timeout: %s, idle_timeout: %s}\n", readTimeout, idleTimeout)+`
+backends: {offline: {type: mock}}
+models: {demo: {backend: offline}}
+keys: {alice: {key: sk-alice, models: ["*"]}}
+`, nil)
+	request := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-alice\r\n" +
+		"Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(helloDemo)) + "\r\n\r\n" + helloDemo
+
+	t.Run("a keep-alive connection idle past read_timeout but within idle_timeout serves its next request", func(t *testing.T) {
+		c := dialGateway(t, g)
+		br := bufio.NewReader(c)
+		for i := range 3 {
+			io.WriteString(c, request)
+			if r := readResponse(t, br); r.status != 200 {
+				t.Fatalf("request %d: status %d", i, r.status)
+			}
+			time.Sleep(2 * readTimeout) // past the read deadline armed for this request
+		}
+	})
+	t.Run("a connection idle past idle_timeout is closed", func(t *testing.T) {
+		c := dialGateway(t, g)
+		br := bufio.NewReader(c)
+		io.WriteString(c, request)
+		readResponse(t, br)
+		start := time.Now()
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("read %v, want the server to close the connection", err)
+		}
+		if waited := time.Since(start); waited < idleTimeout-100*time.Millisecond {
+			t.Errorf("closed after %v idle, before idle_timeout %v", waited, idleTimeout)
+		}
+	})
+	t.Run("a request still arriving after read_timeout is cut off", func(t *testing.T) {
+		c := dialGateway(t, g)
+		io.WriteString(c, request[:len(request)-10]) // all but the body's last bytes
+		start := time.Now()
+		out, _ := io.ReadAll(c) // the server answers (408) or just closes
+		if waited := time.Since(start); waited < readTimeout-100*time.Millisecond || waited > idleTimeout {
+			t.Errorf("cut off after %v, want about read_timeout %v", waited, readTimeout)
+		}
+		if len(out) > 0 && !strings.HasPrefix(string(out), "HTTP/1.1 4") {
+			t.Errorf("answer %q, want a 4xx or none", out)
+		}
+	})
+}
