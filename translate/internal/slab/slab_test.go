@@ -32,3 +32,35 @@ func TestSlab_RunsStayPut(t *testing.T) {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
 }
+
+// TestSlab_Reuse: a slab given the memory an earlier one filled (Mem) fills it from its
+// start, runs included, and allocates only past its capacity.
+func TestSlab_Reuse(t *testing.T) {
+	var first Slab[int]
+	for k := range 20 {
+		first.Push(k)
+	}
+	first.Run()
+	mem := first.Mem()
+	if len(mem) != 20 {
+		t.Fatalf("Mem has %d values, want the 20 pushed", len(mem))
+	}
+	var s Slab[int]
+	s.Reuse(mem)
+	if s.Len() != 0 {
+		t.Fatalf("a reused slab starts with %d values, want none", s.Len())
+	}
+	s.Push(7)
+	s.Push(8)
+	if r := s.Run(); &r[0] != &mem[:1][0] || r[0] != 7 || r[1] != 8 {
+		t.Errorf("run %v is not at the start of the reused memory", r)
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		s.Reuse(mem)
+		for k := range cap(mem) {
+			s.Push(k)
+		}
+	}); allocs != 0 {
+		t.Errorf("filling the reused memory to its capacity allocated %v times, want 0", allocs)
+	}
+}
