@@ -195,7 +195,7 @@ type clientConn struct {
 // SetReadDeadline asks for t as the read deadline; see clientConn for when it is set.
 func (c *clientConn) SetReadDeadline(t time.Time) error {
 	c.want = t
-	if c.armed.IsZero() && t.IsZero() || !c.armed.IsZero() && (t.IsZero() || !t.Before(c.armed)) {
+	if t.IsZero() || !c.armed.IsZero() && !t.Before(c.armed) {
 		return nil // none, or no earlier than the armed one: Read extends it when it passes
 	}
 	c.armed = t
