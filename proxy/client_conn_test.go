@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -158,4 +159,52 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 			t.Errorf("answer %q, want a 4xx or none", out)
 		}
 	})
+}
+
+// TestShutdown_SilentConnections: a connection that has sent nothing does not hold a
+// graceful shutdown until server.read_timeout; it is closed once it is silentAge old. A
+// client that connected before the shutdown and sends its request within silentAge is
+// still answered. read_timeout is far beyond silentAge so that the two cannot be confused.
+func TestShutdown_SilentConnections(t *testing.T) {
+	g := startGatewayWith(t, `server: {read_timeout: 10m}
+backends: {offline: {type: mock}}
+models: {demo: {backend: offline}}
+keys: {alice: {key: sk-alice, models: ["*"]}}
+`, nil, gatewayOptions{noCleanupShutdown: true})
+	silent, late := dialGateway(t, g), dialGateway(t, g)
+	eventually(t, "the gateway to accept both connections", func() bool {
+		g.srv.listenersMu.Lock()
+		defer g.srv.listenersMu.Unlock()
+		l := g.srv.listeners[0]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.open == 2
+	})
+
+	start := time.Now()
+	shutdown := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shutdown <- g.srv.Shutdown(ctx)
+	}()
+	time.Sleep(silentAge / 5)
+	io.WriteString(late, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-alice\r\n"+
+		"Content-Type: application/json\r\nContent-Length: "+fmt.Sprint(len(helloDemo))+"\r\n\r\n"+helloDemo)
+	if r := readResponse(t, bufio.NewReader(late)); r.status != 200 {
+		t.Errorf("the request sent after the shutdown started: status %d, want 200", r.status)
+	}
+
+	if err := <-shutdown; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if took := time.Since(start); took > silentAge+5*time.Second {
+		t.Errorf("Shutdown took %v; the silent connection should have been closed after about %v", took, silentAge)
+	}
+	if n, err := silent.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the silent connection: read %d, %v; want it closed by the gateway", n, err)
+	}
+	if err := <-g.done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
 }

@@ -97,8 +97,8 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 	if !o.noCleanupShutdown {
 		t.Cleanup(func() {
 			// The test client's spare connections go first: one the client dialed but
-			// never sent a request on would hold Shutdown until server.read_timeout
-			// (fasthttp counts a connection idle only after its first request).
+			// never sent a request on would hold Shutdown for silentAge (see
+			// clientListener.closeSilent).
 			http.DefaultClient.CloseIdleConnections()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

@@ -32,6 +32,8 @@ type clientListener struct {
 	mu   sync.Mutex
 	open int
 	byIP map[string]int
+	// conns holds the open connections, for closeSilent.
+	conns map[*clientConn]struct{}
 }
 
 const (
@@ -43,10 +45,15 @@ const (
 	// drainTimeout bounds the reading of what a client still sends after its request was
 	// answered with the connection closed (see clientConn.drainOnClose).
 	drainTimeout = 3 * time.Second
+	// silentAge is how long a connection that has sent nothing lives on once a shutdown
+	// starts (closeSilent): a client that just connected has that long to send its request.
+	// net/http waits as long for its connections in StateNew.
+	silentAge = 5 * time.Second
 )
 
 func newClientListener(ln net.Listener, max, perIP int, writeTimeout time.Duration) *clientListener {
-	return &clientListener{Listener: ln, max: max, perIP: perIP, writeTimeout: writeTimeout, refusals: make(chan struct{}, maxRefusals), byIP: map[string]int{}}
+	return &clientListener{Listener: ln, max: max, perIP: perIP, writeTimeout: writeTimeout,
+		refusals: make(chan struct{}, maxRefusals), byIP: map[string]int{}, conns: map[*clientConn]struct{}{}}
 }
 
 // Accept returns the next connection within the caps; refused ones never reach the caller.
@@ -56,43 +63,63 @@ func (l *clientListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip := remoteIP(c)
-		if status := l.acquire(ip); status != 0 {
+		cc := &clientConn{Conn: c, l: l, ip: remoteIP(c), accepted: time.Now()}
+		if status := l.acquire(cc); status != 0 {
 			if l.refused != nil {
 				l.refused(status)
 			}
 			l.refuse(c, status)
 			continue
 		}
-		return &clientConn{Conn: c, l: l, ip: ip}, nil
+		return cc, nil
 	}
 }
 
-// acquire counts a new connection from ip, or returns the status refusing it.
-func (l *clientListener) acquire(ip string) int {
+// acquire counts c, or returns the status refusing it.
+func (l *clientListener) acquire(c *clientConn) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.max > 0 && l.open >= l.max {
 		return 503
 	}
-	if l.perIP > 0 && l.byIP[ip] >= l.perIP {
+	if l.perIP > 0 && l.byIP[c.ip] >= l.perIP {
 		return 429
 	}
 	l.open++
 	if l.perIP > 0 {
-		l.byIP[ip]++
+		l.byIP[c.ip]++
 	}
+	l.conns[c] = struct{}{}
 	return 0
 }
 
-func (l *clientListener) release(ip string) {
+func (l *clientListener) release(c *clientConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.open--
 	if l.perIP > 0 {
-		if l.byIP[ip]--; l.byIP[ip] <= 0 {
-			delete(l.byIP, ip)
+		if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
+			delete(l.byIP, c.ip)
 		}
+	}
+	delete(l.conns, c)
+}
+
+// closeSilent closes the connections that were accepted before cutoff and have sent
+// nothing. A shutdown calls it: fasthttp waits for such a connection's first request
+// until server.read_timeout, so one spare connection a client opened and never used
+// would otherwise hold the shutdown that long.
+func (l *clientListener) closeSilent(cutoff time.Time) {
+	var silent []*clientConn
+	l.mu.Lock()
+	for c := range l.conns {
+		if !c.spoke.Load() && c.accepted.Before(cutoff) {
+			silent = append(silent, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range silent {
+		_ = c.Close() // outside mu: Close releases c under it
 	}
 }
 
@@ -181,8 +208,12 @@ func remoteIP(c net.Conn) string {
 // one goroutine at a time (the connection's, in fasthttp).
 type clientConn struct {
 	net.Conn
-	l     *clientListener
-	ip    string
+	l  *clientListener
+	ip string
+	// accepted is when the connection was accepted; spoke is set once a byte was read
+	// from it (see closeSilent).
+	accepted time.Time
+	spoke    atomic.Bool
 	drain atomic.Int64 // bytes to read and discard before closing; 0: none
 	once  sync.Once
 	// writeDeadline is the write deadline last set; only Write uses it.
@@ -213,6 +244,9 @@ func (c *clientConn) SetDeadline(t time.Time) error {
 func (c *clientConn) Read(p []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(p)
+		if n > 0 && !c.spoke.Load() {
+			c.spoke.Store(true)
+		}
 		if err == nil || c.armed.Equal(c.want) || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err
 		}
@@ -264,7 +298,7 @@ func (c *clientConn) Close() error {
 		} else {
 			err = c.Conn.Close()
 		}
-		c.l.release(c.ip)
+		c.l.release(c)
 	})
 	return err
 }

@@ -91,6 +91,9 @@ type Server struct {
 	metricsSrv      *fasthttp.Server
 	metricsToken    [sha256.Size]byte
 	hasMetricsToken bool
+	// listeners are the client listeners Serve runs, for Shutdown's closeSilent.
+	listenersMu sync.Mutex
+	listeners   []*clientListener
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -225,6 +228,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		s.metrics.ConnectionsRefused.WithLabelValues(limit).Inc()
 	}
+	s.listenersMu.Lock()
+	s.listeners = append(s.listeners, l)
+	s.listenersMu.Unlock()
 	return s.srv.Serve(l)
 }
 
@@ -238,12 +244,17 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 }
 
 // Shutdown stops accepting requests and waits for in-flight ones, streams included, to
-// finish. When ctx ends first, the remaining upstream calls are cancelled (their streams
-// end with an in-band error) and Shutdown waits a little more for them to close.
+// finish. Idle keep-alive connections are closed at once, and a connection that has sent
+// nothing once it is silentAge old. When ctx ends first, the remaining upstream calls are
+// cancelled (their streams end with an in-band error) and Shutdown waits a little more
+// for them to close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.metricsSrv != nil {
 		defer s.metricsSrv.ShutdownWithContext(ctx)
 	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.closeSilent(stop)
 	err := s.srv.ShutdownWithContext(ctx)
 	if err != nil {
 		s.cancelAll()
@@ -254,6 +265,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.closeLimiter()
 	return err
+}
+
+// closeSilent closes, until stop closes, the client connections that have sent nothing
+// for silentAge (clientListener.closeSilent), checking as often as fasthttp's shutdown
+// checks for idle ones.
+func (s *Server) closeSilent(stop <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.listenersMu.Lock()
+		for _, l := range s.listeners {
+			l.closeSilent(time.Now().Add(-silentAge))
+		}
+		s.listenersMu.Unlock()
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (s *Server) loopObserver() loop.Observer { return loopMetrics{s.metrics} }
