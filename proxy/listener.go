@@ -214,8 +214,8 @@ type clientConn struct {
 	// from it (see closeSilent).
 	accepted time.Time
 	spoke    atomic.Bool
-	drain atomic.Int64 // bytes to read and discard before closing; 0: none
-	once  sync.Once
+	drain    atomic.Int64 // bytes to read and discard before closing; 0: none
+	once     sync.Once
 	// writeDeadline is the write deadline last set; only Write uses it.
 	writeDeadline time.Time
 	// armed is the read deadline set on the connection, want the one last asked for;
