@@ -23,12 +23,16 @@ func lastCarrySep(s string) int {
 	return i
 }
 
-// flateWriters recycles compressors, which are large to allocate. It is a cache with no
-// observable state, the one exception to "no package-level state".
-var flateWriters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
-	return w
-}}
+// flateWriters and flateReaders recycle compressors and decompressors, which are large to
+// allocate. They are caches with no observable state, the one exception to "no
+// package-level state".
+var (
+	flateWriters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.DefaultCompression)
+		return w
+	}}
+	flateReaders sync.Pool // of flate.NewReader's io.ReadCloser, a flate.Resetter
+)
 
 // CarryID returns id with state attached, so that opaque data an upstream needs back on
 // the next turn (thinking signatures, thought signatures, encrypted reasoning) survives a
@@ -62,26 +66,83 @@ func CarryID(id string, state []byte) string {
 }
 
 // SplitID undoes CarryID: it returns the upstream id and the carried state, or s itself
-// and nil when s carries nothing (or carries something unreadable, which is then ignored).
+// and nil when s carries nothing. An id carries state when it ends in CarrySep, a kind
+// (r: raw, z: compressed) and unpadded URL-safe base64; compressed state that does not
+// inflate is ignored (nil), the id is still the part before CarrySep, as CarriedID says.
 func SplitID(s string) (id string, state []byte) {
-	i := lastCarrySep(s)
-	if i < 0 || i+len(CarrySep) >= len(s) {
+	i, kind, enc := carried(s)
+	if i < 0 {
 		return s, nil
 	}
-	kind, enc := s[i+len(CarrySep)], s[i+len(CarrySep)+1:]
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil {
+	if err != nil { // carried checked enc: not reached
 		return s, nil
 	}
-	switch kind {
-	case 'r':
-		return s[:i], raw
-	case 'z':
-		out, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(raw)), 8<<20))
-		if err != nil {
-			return s, nil
-		}
-		return s[:i], out
+	if kind == 'z' {
+		raw = inflate(raw)
 	}
-	return s, nil
+	if len(raw) == 0 { // nothing carried (CarryID writes no empty state)
+		return s[:i], nil
+	}
+	return s[:i], raw
+}
+
+// CarriedID returns the id SplitID returns for s, without decoding the state: a caller
+// that drops the state pays for neither its base64 nor its inflation.
+func CarriedID(s string) string {
+	if i, _, _ := carried(s); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// carried returns where the state s carries starts (the offset of CarrySep), its kind and
+// its encoding, or -1 when s carries none.
+func carried(s string) (i int, kind byte, enc string) {
+	i = lastCarrySep(s)
+	if i < 0 || i+len(CarrySep) >= len(s) {
+		return -1, 0, ""
+	}
+	kind, enc = s[i+len(CarrySep)], s[i+len(CarrySep)+1:]
+	if kind != 'r' && kind != 'z' || !rawURLBase64(enc) {
+		return -1, 0, ""
+	}
+	return i, kind, enc
+}
+
+// rawURLBase64 reports whether base64.RawURLEncoding decodes enc: URL-safe characters
+// only, and not one character beyond whole groups of four. (The decoder would also skip
+// line breaks; CarryID writes none, and an id with one carries nothing.)
+func rawURLBase64(enc string) bool {
+	if len(enc)%4 == 1 {
+		return false
+	}
+	for i := 0; i < len(enc); i++ {
+		if c := enc[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxInflated bounds the state inflate returns.
+const maxInflated = 8 << 20
+
+// inflate returns raw decompressed, or nil when it is not a whole DEFLATE stream or
+// inflates beyond maxInflated. Its decompressors are recycled: each is ~40 KB to allocate.
+func inflate(raw []byte) []byte {
+	r, _ := flateReaders.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(bytes.NewReader(raw))
+	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(raw), nil); err != nil {
+		return nil
+	}
+	defer flateReaders.Put(r)
+	var out bytes.Buffer
+	out.Grow(3 * len(raw))
+	n, err := out.ReadFrom(io.LimitReader(r, maxInflated+1))
+	if err != nil || n > maxInflated {
+		return nil
+	}
+	return out.Bytes()
 }

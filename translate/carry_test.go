@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,9 +38,25 @@ func TestCarryID(t *testing.T) {
 }
 
 func TestSplitID_Foreign(t *testing.T) {
-	for _, s := range []string{"call_abc", "call.abc~", "toolu_x~1", "id~1z!!!", "a~1qAAAA"} {
+	for _, s := range []string{"call_abc", "call.abc~", "toolu_x~1", "id~1z!!!", "a~1qAAAA", "a~1rAAAAA", "a~1rAA\nAA", "a~1rAA=="} {
 		if id, state := SplitID(s); id != s || state != nil {
 			t.Errorf("SplitID(%q) = %q, %q; want it unchanged with no state", s, id, state)
+		}
+		if id := CarriedID(s); id != s {
+			t.Errorf("CarriedID(%q) = %q, want it unchanged", s, id)
+		}
+	}
+}
+
+// TestSplitID_Unreadable: compressed state that does not inflate is dropped, and the id is
+// still the part before the separator, as CarriedID (which does not inflate) says.
+func TestSplitID_Unreadable(t *testing.T) {
+	for _, s := range []string{"call_x~1zAAAA", "call_x~1z", "call_x~1z" + strings.Repeat("_", 40)} {
+		if id, state := SplitID(s); id != "call_x" || state != nil {
+			t.Errorf("SplitID(%q) = %q, %q; want call_x and no state", s, id, state)
+		}
+		if id := CarriedID(s); id != "call_x" {
+			t.Errorf("CarriedID(%q) = %q, want call_x", s, id)
 		}
 	}
 }
@@ -51,6 +68,26 @@ func FuzzSplitID(f *testing.F) {
 		id, state := SplitID(s)
 		if state != nil && CarryID(id, state) == "" {
 			t.Fatal("empty re-carry")
+		}
+		if c := CarriedID(s); c != id {
+			t.Fatalf("CarriedID(%q) = %q, SplitID's id %q", s, c, id)
+		}
+	})
+}
+
+// FuzzRawURLBase64 holds rawURLBase64 to the decoder it stands for, on text without the
+// line breaks the decoder skips.
+func FuzzRawURLBase64(f *testing.F) {
+	for _, s := range []string{"", "A", "AA", "AAA", "AAAA", "AAAAA", "a-_9", "AA==", "A+/B", "zz!z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, enc string) {
+		if strings.ContainsAny(enc, "\r\n") {
+			return
+		}
+		_, err := base64.RawURLEncoding.DecodeString(enc)
+		if got := rawURLBase64(enc); got != (err == nil) {
+			t.Fatalf("rawURLBase64(%q) = %v, decoder error %v", enc, got, err)
 		}
 	})
 }
@@ -67,11 +104,28 @@ func FuzzLastCarrySep(f *testing.F) {
 	})
 }
 
+// BenchmarkSplitID splits plain ids, one carrying small raw state, and one carrying an
+// Anthropic thinking block (~1 KB of thinking text and a ~1.2 KB signature, compressed);
+// CarriedID is the same split for a caller that drops the state.
 func BenchmarkSplitID(b *testing.B) {
-	for _, id := range []string{"toolu_01ABCDEFGHIJKLMNOPQRSTU", "call_05A7Hc9WbQm2", CarryID("toolu_01ABCDEF", []byte(`{"t":1}`))} {
-		b.Run(fmt.Sprint(len(id)), func(b *testing.B) {
+	sig := make([]byte, 900)
+	for i := range sig {
+		sig[i] = byte(i * 131 % 251) // incompressible enough, like a real signature
+	}
+	thinking := CarryID("toolu_01ABCDEF", []byte(`[{"type":"thinking","thinking":"`+
+		strings.Repeat("The user wants the weather in Paris, so I should call the weather tool and then summarise. ", 12)+
+		`","signature":"`+base64.StdEncoding.EncodeToString(sig)+`"}]`))
+	for _, id := range []string{"toolu_01ABCDEFGHIJKLMNOPQRSTU", "call_05A7Hc9WbQm2", CarryID("toolu_01ABCDEF", []byte(`{"t":1}`)), thinking} {
+		b.Run(fmt.Sprintf("split/%d", len(id)), func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				SplitID(id)
+			}
+		})
+		b.Run(fmt.Sprintf("carried-id/%d", len(id)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				CarriedID(id)
 			}
 		})
 	}

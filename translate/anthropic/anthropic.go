@@ -467,8 +467,7 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 	case translate.RoleTool:
 		w.block(translate.RoleUser)
 		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
-		id, _ := translate.SplitID(m.ToolCallID)
-		w.dst = anthropicAppendID(w.dst, id)
+		w.dst = anthropicAppendID(w.dst, translate.CarriedID(m.ToolCallID))
 		w.dst = append(w.dst, `,"content":`...)
 		w.dst = w.req.AppendMessageText(w.dst, m)
 		if m.ToolError {
@@ -523,10 +522,11 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 	w.text(translate.RoleAssistant, m.Refusal, "")
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
-		id, state := translate.SplitID(tc.ID)
 		if j > 0 && w.thinking && !explicit {
+			_, state := translate.SplitID(tc.ID)
 			w.restore(state)
 		}
+		id := translate.CarriedID(tc.ID) // the state, read only to be restored above
 		// The arguments, decoded, are the input object as the client wrote it.
 		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -572,6 +573,65 @@ func TestAnthropicRequest_BlocksByDialect(t *testing.T) {
 			for _, a := range tt.absent {
 				if strings.Contains(string(body), a) {
 					t.Errorf("body has %s:\n%s", a, body)
+				}
+			}
+		})
+	}
+}
+
+// anthropicCarriedRequest is a chat history of turns tool-calling turns whose tool call
+// ids carry a thinking block each (translate.CarryID, as the gateway answers a chat
+// client: ~1 KB of thinking and a signature, compressed), with reasoning_effort when
+// effort is set.
+func anthropicCarriedRequest(turns int, effort string) []byte {
+	sig := make([]byte, 900)
+	for i := range sig {
+		sig[i] = byte(i * 131 % 251)
+	}
+	state := []byte(`[{"type":"thinking","thinking":"` +
+		strings.Repeat("The user wants the weather in this city, so I should call the weather tool and then summarise. ", 10) +
+		`","signature":"` + base64.StdEncoding.EncodeToString(sig) + `"}]`)
+	var b strings.Builder
+	b.WriteString(`{"model":"claude","max_tokens":8192,`)
+	if effort != "" {
+		b.WriteString(`"reasoning_effort":"` + effort + `",`)
+	}
+	b.WriteString(`"messages":[`)
+	for i := range turns {
+		id1 := translate.CarryID(fmt.Sprintf("toolu_01ABCDEFGHIJKLMNOP%d", i), state)
+		id2 := fmt.Sprintf("toolu_01QRSTUVWXYZ%d", i)
+		fmt.Fprintf(&b, `{"role":"user","content":"What is the weather in city number %d today?"},`, i)
+		fmt.Fprintf(&b, `{"role":"assistant","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"City %d\"}"}},{"id":%q,"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},`, id1, i, id2)
+		fmt.Fprintf(&b, `{"role":"tool","tool_call_id":%q,"content":"{\"temperature\":18}"},`, id1)
+		fmt.Fprintf(&b, `{"role":"tool","tool_call_id":%q,"content":"{\"temperature\":21}"},`, id2)
+		b.WriteString(`{"role":"assistant","content":"It is 18C there and 21C in Paris."},`)
+	}
+	b.WriteString(`{"role":"user","content":"Thanks!"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkAnthropicRequest_CarriedThinking encodes a 10-turn history whose tool call ids
+// carry thinking blocks: with reasoning on, each turn's blocks are restored (decoded);
+// with it off, and for every tool result, the state is dropped unread.
+func BenchmarkAnthropicRequest_CarriedThinking(b *testing.B) {
+	for _, effort := range []string{"low", ""} {
+		name := "thinking"
+		if effort == "" {
+			name = "no-thinking"
+		}
+		b.Run(name, func(b *testing.B) {
+			body := anthropicCarriedRequest(10, effort)
+			req, err := openaichat.ParseRequest(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts := &translate.Options{UpstreamModel: "claude-sonnet-4-5"}
+			dst := make([]byte, 0, 64<<10)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if dst, err = New().AppendRequest(dst[:0], req, opts); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

@@ -139,23 +139,21 @@ func decodeStdBase64(s string) ([]byte, bool) {
 // allocating; compressed or larger state falls back to SplitID. The state it returns
 // may alias scratch.
 func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
-	i := strings.LastIndex(s, translate.CarrySep)
-	if i < 0 || i+len(translate.CarrySep) >= len(s) {
+	id = translate.CarriedID(s)
+	if id == s {
 		return s, nil
 	}
+	// s is id, CarrySep, the kind and the state's unpadded URL-safe base64.
+	i := len(id)
 	kind, enc := s[i+len(translate.CarrySep)], s[i+len(translate.CarrySep)+1:]
-	if kind != 'r' || base64.RawURLEncoding.DecodedLen(len(enc)) > len(scratch) {
+	if kind != 'r' || len(enc) == 0 || base64.RawURLEncoding.DecodedLen(len(enc)) > len(scratch) {
 		return translate.SplitID(s)
 	}
-	var src []byte
-	if len(enc) > 0 {
-		src = jsonx.Bytes(enc)
-	}
-	n, err := base64.RawURLEncoding.Decode(scratch, src)
-	if err != nil {
+	n, err := base64.RawURLEncoding.Decode(scratch, jsonx.Bytes(enc))
+	if err != nil { // CarriedID checked enc: not reached
 		return s, nil
 	}
-	return s[:i], scratch[:n]
+	return id, scratch[:n]
 }
 
 // geminiCarryView is what appendGeminiCarry encoded, without string copies: the

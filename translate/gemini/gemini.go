@@ -377,7 +377,7 @@ func (e *geminiEncoder) toolMessage(i int, m *translate.Message) error {
 // callName finds the assistant tool call with id before message i and returns its
 // function name and, when Gemini minted the id, the id to send back.
 func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok bool) {
-	plain, _ := geminiSplitID(id, e.scratch[:])
+	plain := translate.CarriedID(id)
 	for k := i - 1; k >= 0; k-- {
 		m := &e.req.Messages[k]
 		for j := range m.ToolCalls {
@@ -416,10 +416,7 @@ func geminiBlockState(m *translate.Message, id string) []byte {
 	return nil
 }
 
-func (e *geminiEncoder) plainID(id string) string {
-	p, _ := geminiSplitID(id, e.scratch[:])
-	return p
-}
+func (e *geminiEncoder) plainID(id string) string { return translate.CarriedID(id) }
 
 func (e *geminiEncoder) tools() {
 	r := e.req

@@ -222,7 +222,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 		callID := ev.CallID
 		if e.sealed > 0 {
 			// The blocks sealed since the last call hold the state the id carries.
-			callID, _ = translate.SplitID(callID)
+			callID = translate.CarriedID(callID)
 			e.sealed = 0
 		}
 		ns, name := e.flat.clientName(ev.Name)
