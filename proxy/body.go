@@ -26,6 +26,10 @@ const (
 	drainFactor = 4
 )
 
+// prefetched is how much of a body of known length fasthttp reads with the request head,
+// before the handler runs, when it streams request bodies (its readBodyWithStreaming).
+const prefetched = 8 << 10
+
 var errBodyTooLarge = errors.New("request body too large")
 
 // takesBody reports whether the request is one whose body the gateway reads.
@@ -61,6 +65,17 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 	}
 	if a := s.admit(ctx, rid); a != nil {
 		s.reject(ctx, rid, *a)
+		return false
+	}
+	if cl > 0 && cl <= prefetched {
+		// fasthttp has read this body with the head, into the request's own buffer, which
+		// holds it, not copied again, once the stream is closed.
+		_ = ctx.Request.CloseBodyStream()
+		if len(ctx.Request.Body()) == cl {
+			return true
+		}
+		ctx.SetConnectionClose() // not reached with fasthttp's prefetch as it is (TestRequestReads)
+		s.fail(ctx, rid, translate.Errorf("", "the request body could not be read"), "", "", "", "")
 		return false
 	}
 	buf, err := s.readLimited(stream, cl)

@@ -45,6 +45,9 @@ func (c *memConn) SetDeadline(time.Time) error      { return nil }
 func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
 
+// emptyBody is TestRequestReads's request with no padding: its message is "hi ".
+const emptyBody = `{"model":"demo","messages":[{"role":"user","content":"hi "}]}`
+
 // TestRequestReads: a chat request that has fully arrived is read from the connection with
 // one read when it fits the server's 16 KiB read buffer, head and body (an agent's 10 KB
 // history), and with two beyond, whatever the size: the rest of the body goes straight
@@ -74,6 +77,11 @@ keys:
 	}{
 		{name: "small", padding: 10, wantReads: 1},
 		{name: "7 KB", padding: 7 << 10, wantReads: 1},
+		// Around fasthttp's prefetch: a body it read whole with the head is used where it
+		// lies; one byte more is read on through the stream.
+		{name: "8 KiB less 1", padding: prefetched - 1 - len(emptyBody), wantReads: 1},
+		{name: "8 KiB", padding: prefetched - len(emptyBody), wantReads: 1},
+		{name: "8 KiB and 1", padding: prefetched + 1 - len(emptyBody), wantReads: 1},
 		{name: "10 KB history", padding: 10 << 10, wantReads: 1},
 		{name: "15 KB", padding: 15<<10 - 512, wantReads: 1},
 		{name: "17 KB", padding: 17 << 10, wantReads: 2},
@@ -81,7 +89,7 @@ keys:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := fmt.Sprintf(`{"model":"demo","messages":[{"role":"user","content":"hi %s"}]}`, strings.Repeat("x", tt.padding))
+			body := fmt.Sprintf(emptyBody[:len(emptyBody)-4]+`%s"}]}`, strings.Repeat("x", tt.padding))
 			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: agate\r\nAuthorization: Bearer sk-alice\r\n" +
 				"Content-Type: application/json\r\nConnection: close\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
 			c := &memConn{in: bytes.NewReader([]byte(req))}
@@ -90,6 +98,9 @@ keys:
 			}
 			if !strings.HasPrefix(c.out.String(), "HTTP/1.1 200") {
 				t.Fatalf("response:\n%s", c.out.String())
+			}
+			if echo := "hi " + strings.Repeat("x", tt.padding); !strings.Contains(c.out.String(), echo) {
+				t.Errorf("the answer does not echo the whole %d-byte body's message:\n%.400s", len(body), c.out.String())
 			}
 			if c.reads != tt.wantReads {
 				t.Errorf("the request took %d reads, want %d", c.reads, tt.wantReads)
