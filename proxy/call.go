@@ -324,8 +324,7 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*exchange, error) {
 	b := r.backend
 	start := time.Now()
-	headers := append(c.hdrs[:0], b.headers...)
-	headers = append(headers, c.headers...)
+	headers := append(c.hdrs[:0], c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream)
 	c.releaseBuf()

@@ -75,10 +75,8 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byte, field string) (int, error) {
 	c, r := m.c.call, m.c.route
 	b := r.backend
-	// b.headers is shared: the full slice expression makes append copy it.
-	headers := append(b.headers[:len(b.headers):len(b.headers)], c.headers...)
 	start := time.Now()
-	x, err := b.send(ctx, path, headers, body, false)
+	x, err := b.send(ctx, path, c.headers, body, false)
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send

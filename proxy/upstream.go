@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,10 +32,28 @@ type backend struct {
 	baseURL  string
 	timeouts config.Timeouts
 	retries  config.Retries
-	// headers go upstream with every request: the provider's (its Headers, asked once)
-	// and Accept-Encoding: identity (a compressed body would otherwise need decoding,
-	// bounded: see decodedBody, which still decodes an upstream that ignores it).
-	headers []translate.Header
+	// uri is baseURL parsed once; each request's URI starts as a copy of it (newRequest),
+	// its path basePath (without a trailing slash) followed by the provider's.
+	uri      fasthttp.URI
+	basePath string
+	// first go upstream with every request before the request's own headers: the
+	// provider's (its Headers, asked once) and Accept-Encoding: identity (a compressed
+	// body would otherwise need decoding, bounded: see decodedBody, which still decodes
+	// an upstream that ignores it). last, backends.<name>.headers in name order, go after
+	// them and override them. Their names are in canonical form.
+	first, last []canonicalHeader
+}
+
+// canonicalHeader is a header whose name is in fasthttp's canonical form.
+type canonicalHeader struct{ name, value []byte }
+
+// canonicalHeaders returns hs with their names in canonical form.
+func canonicalHeaders(hs []translate.Header) []canonicalHeader {
+	out := make([]canonicalHeader, len(hs))
+	for i, h := range hs {
+		out[i] = canonicalHeader{fasthttp.AppendNormalizedHeaderKey(nil, h.Name), []byte(h.Value)}
+	}
+	return out
 }
 
 // providerFor returns the provider of a backend type (config.Backend.Type, validated by
@@ -69,7 +88,18 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		return b, nil
 	}
 	b.baseURL = strings.TrimRight(bc.BaseURL, "/")
-	b.headers = append(p.Headers(bc.APIKey), translate.Header{Name: "Accept-Encoding", Value: "identity"})
+	if err := b.uri.Parse(nil, []byte(b.baseURL)); err != nil {
+		return nil, fmt.Errorf("backends.%s.base_url: %w", name, err)
+	}
+	b.uri.DisablePathNormalizing = true // the provider's paths go as they are written
+	b.basePath = strings.TrimRight(string(b.uri.PathOriginal()), "/")
+	b.first = canonicalHeaders(append(p.Headers(bc.APIKey), translate.Header{Name: "Accept-Encoding", Value: "identity"}))
+	last := make([]translate.Header, 0, len(bc.Headers))
+	for k, v := range bc.Headers {
+		last = append(last, translate.Header{Name: k, Value: v})
+	}
+	slices.SortFunc(last, func(a, b translate.Header) int { return strings.Compare(a.Name, b.Name) })
+	b.last = canonicalHeaders(last)
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	b.client = &fasthttp.Client{
 		Name:            "agate",
@@ -178,24 +208,45 @@ type exchange struct {
 	closing sync.WaitGroup
 }
 
-// send performs one attempt: it posts body to the backend and waits for response headers,
-// and unless stream is set for the whole response body. A non-2xx status is read (bounded)
-// and returned as a *translate.UpstreamError. ctx cancellation interrupts a body being
-// streamed.
-func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool) (*exchange, error) {
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
+// newRequest writes into req, a reset request, the POST of body to path (which may carry
+// a query, added to the base URL's) on the backend, with the backend's headers around headers (see first and last).
+// It parses nothing: the URI is a copy of the parsed base URL, and the backend's header
+// names were made canonical once.
+func (b *backend) newRequest(req *fasthttp.Request, path string, headers []translate.Header, body []byte) {
 	req.Header.SetMethod("POST")
-	var uri [256]byte // on the stack: SetRequestURIBytes copies it
-	req.SetRequestURIBytes(append(append(uri[:0], b.baseURL...), path...))
+	u := req.URI()
+	b.uri.CopyTo(u)
+	var room [256]byte // on the stack: the setters copy it
+	p, query, _ := strings.Cut(path, "?")
+	u.SetPathBytes(append(append(room[:0], b.basePath...), p...))
+	if query != "" { // after the base URL's own query, if it has one
+		q := u.QueryString()
+		if len(q) > 0 {
+			q = append(q, '&')
+		}
+		u.SetQueryStringBytes(append(append(room[:0], q...), query...))
+	}
 	req.Header.SetContentType("application/json")
+	for _, h := range b.first {
+		req.Header.SetCanonical(h.name, h.value)
+	}
 	for _, h := range headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	for k, v := range b.cfg.Headers {
-		req.Header.Set(k, v)
+	for _, h := range b.last {
+		req.Header.SetCanonical(h.name, h.value)
 	}
 	req.SetBodyRaw(body)
+}
+
+// send performs one attempt: it posts body to the backend with headers (newRequest) and
+// waits for response headers, and unless stream is set for the whole response body. A
+// non-2xx status is read (bounded) and returned as a *translate.UpstreamError. ctx
+// cancellation interrupts a body being streamed.
+func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool) (*exchange, error) {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	b.newRequest(req, path, headers, body)
 	resp := fasthttp.AcquireResponse()
 	if err := ctx.Err(); err != nil {
 		fasthttp.ReleaseResponse(resp)
