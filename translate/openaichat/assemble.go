@@ -9,10 +9,9 @@ import (
 
 // Assembler collects a response's events into complete messages, one per choice. It is
 // what non-streaming clients and the tool loop consume. Not safe for concurrent use.
+// The response's id and model are not kept: the client's answer carries the gateway's.
 type Assembler struct {
-	// ID and Model are from EventStart.
-	ID, Model string
-	Choices   []AssembledChoice
+	Choices []AssembledChoice
 	// Usage is the last usage seen.
 	Usage translate.Usage
 	// Err is the first mid-stream error seen.
@@ -37,7 +36,6 @@ type AssembledChoice struct {
 func (a *Assembler) Add(ev *translate.Event) error {
 	switch ev.Kind {
 	case translate.EventStart:
-		a.ID, a.Model = strings.Clone(ev.ID), strings.Clone(ev.Model)
 		return nil
 	case translate.EventUsage:
 		a.Usage = ev.Usage
@@ -82,10 +80,21 @@ func (a *Assembler) Add(ev *translate.Event) error {
 	case translate.EventToolCallEnd:
 	case translate.EventFinish:
 		if c.FinishReason == "" {
-			c.FinishReason = strings.Clone(ev.FinishReason)
+			c.FinishReason = ownedReason(ev.FinishReason)
 		}
 	}
 	return nil
+}
+
+// ownedReason returns a copy of r, which the decoder owns: a constant for the reasons
+// the decoders emit, so the common case allocates nothing.
+func ownedReason(r string) string {
+	for _, known := range [...]string{"stop", "length", "tool_calls", "content_filter", "function_call"} {
+		if r == known {
+			return known
+		}
+	}
+	return strings.Clone(r)
 }
 
 // maxKeptBuffer bounds a text buffer Reset keeps for reuse.

@@ -55,7 +55,7 @@ func TestAssembler_ResetReuse(t *testing.T) {
 		}
 		kept := reused.Choices[:cap(reused.Choices)]
 		reused.Reset()
-		if len(reused.Choices) != 0 || reused.ID != "" || reused.Usage != (translate.Usage{}) || reused.Err != nil {
+		if len(reused.Choices) != 0 || reused.Usage != (translate.Usage{}) || reused.Err != nil {
 			t.Fatalf("after Reset: %+v", reused)
 		}
 		for j, c := range reused.Choices[:cap(reused.Choices)] {
