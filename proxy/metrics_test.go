@@ -93,12 +93,16 @@ keys:
 	mallory.Chat.Completions.New(ctx, userParams("demo", "hi"))
 
 	// A stream's writer records its metrics and leaves the in-flight gauge after the
-	// client has read the last byte: wait for the gauge to come back to 0 (bounded).
+	// client has read the last byte: wait for the gauge to come back to 0 (bounded), then
+	// scrape again. A scrape is no snapshot (it reads one family after another), so the
+	// one that saw the gauge at 0 may have read the duration histogram before a writer's
+	// last observation; one begun after it has everything the writers recorded.
 	m := g.scrape()
 	for deadline := time.Now().Add(5 * time.Second); gatheredValue(t, m, "gateway_inflight_requests", nil) != 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond) // poll
 		m = g.scrape()
 	}
+	m = g.scrape()
 	got := map[string]float64{}
 	want := map[string]float64{}
 	check := func(key string, w float64, name string, labels map[string]string) {
