@@ -119,7 +119,8 @@ func (l *clientListener) closeSilent(cutoff time.Time) {
 	}
 	l.mu.Unlock()
 	for _, c := range silent {
-		_ = c.Close() // outside mu: Close releases c under it
+		c.silenced.Store(true) // its pending read ends as a client's close would
+		_ = c.Close()          // outside mu: Close releases c under it
 	}
 }
 
@@ -214,6 +215,9 @@ type clientConn struct {
 	// from it (see closeSilent).
 	accepted time.Time
 	spoke    atomic.Bool
+	// silenced is set when closeSilent closes the connection: a read it ends reports
+	// io.EOF, which fasthttp takes for a client that went away, not an error to log.
+	silenced atomic.Bool
 	drain    atomic.Int64 // bytes to read and discard before closing; 0: none
 	once     sync.Once
 	// writeDeadline is the write deadline last set; only Write uses it.
@@ -246,6 +250,9 @@ func (c *clientConn) Read(p []byte) (int, error) {
 		n, err := c.Conn.Read(p)
 		if n > 0 && !c.spoke.Load() {
 			c.spoke.Store(true)
+		}
+		if err != nil && c.silenced.Load() {
+			return n, io.EOF
 		}
 		if err == nil || c.armed.Equal(c.want) || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err
