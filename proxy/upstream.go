@@ -209,9 +209,9 @@ type exchange struct {
 }
 
 // newRequest writes into req, a reset request, the POST of body to path (which may carry
-// a query, added to the base URL's) on the backend, with the backend's headers around headers (see first and last).
-// It parses nothing: the URI is a copy of the parsed base URL, and the backend's header
-// names were made canonical once.
+// a query, added after the base URL's) on the backend, with the backend's headers around
+// headers (see first and last). It parses nothing: the URI is a copy of the parsed base
+// URL, and the backend's header names were made canonical once.
 func (b *backend) newRequest(req *fasthttp.Request, path string, headers []translate.Header, body []byte) {
 	req.Header.SetMethod("POST")
 	u := req.URI()
@@ -220,11 +220,11 @@ func (b *backend) newRequest(req *fasthttp.Request, path string, headers []trans
 	p, query, _ := strings.Cut(path, "?")
 	u.SetPathBytes(append(append(room[:0], b.basePath...), p...))
 	if query != "" { // after the base URL's own query, if it has one
-		q := u.QueryString()
+		q := append(room[:0], u.QueryString()...)
 		if len(q) > 0 {
 			q = append(q, '&')
 		}
-		u.SetQueryStringBytes(append(append(room[:0], q...), query...))
+		u.SetQueryStringBytes(append(q, query...))
 	}
 	req.Header.SetContentType("application/json")
 	for _, h := range b.first {

@@ -382,7 +382,7 @@ func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok 
 		m := &e.req.Messages[k]
 		for j := range m.ToolCalls {
 			tc := &m.ToolCalls[j]
-			if tc.ID == id || e.plainID(tc.ID) == plain {
+			if tc.ID == id || translate.CarriedID(tc.ID) == plain {
 				cid, st := e.callState(m, j)
 				if viewGeminiCarry(st).upstreamID {
 					upstreamID = cid
@@ -415,8 +415,6 @@ func geminiBlockState(m *translate.Message, id string) []byte {
 	}
 	return nil
 }
-
-func (e *geminiEncoder) plainID(id string) string { return translate.CarriedID(id) }
 
 func (e *geminiEncoder) tools() {
 	r := e.req
