@@ -67,6 +67,9 @@ type Scanner struct {
 	// instead of reading it again; nil otherwise. building is set while IndexRoot records.
 	spans    []span
 	building bool
+	// mask is specialMask of the block starting at blk1-1; blk1 is 0 when none is kept.
+	mask uint64
+	blk1 int
 }
 
 // span is one container of an indexed input: s[start:end] is its text.
@@ -82,6 +85,7 @@ func (sc *Scanner) Reset(s string) {
 	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
 	sc.arena = sc.arena[:0]
 	sc.spans, sc.building = nil, false
+	sc.blk1 = 0
 }
 
 // ArenaCap returns the capacity of the memory the scanner decodes strings into, for a
@@ -472,65 +476,6 @@ func (sc *Scanner) SkipString() bool {
 	}
 	sc.i = end + 1
 	return true
-}
-
-// stringEnd returns the offset of the closing quote of the string whose contents start
-// at i, or -1 if the string is malformed, and whether it contains escapes.
-func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
-	s := sc.s
-	for {
-		i = plainPrefix(s, i)
-		if i >= len(s) {
-			return -1, esc
-		}
-		switch c := s[i]; {
-		case c == '"':
-			return i, esc
-		case c == '\\':
-			esc = true
-			if i+1 >= len(s) {
-				return -1, esc
-			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
-					return -1, esc
-				}
-				i += 6
-			default:
-				return -1, esc
-			}
-		default: // a control character
-			return -1, esc
-		}
-	}
-}
-
-// plainPrefix returns the offset of the first byte at or after i that is a quote, a
-// backslash or a control character, or len(s). It looks at eight bytes at a time.
-func plainPrefix(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(s); i += 8 {
-		t := s[i : i+8] // one bounds check for the eight loads, merged into one
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		q := w ^ (ones * '"')
-		b := w ^ (ones * '\\')
-		// A byte's high bit is set in the first term if that byte is '"', in the second
-		// if '\\', in the third if below 0x20; &^ w drops bytes at or above 0x80. A borrow
-		// can set bits above a match but never below one, so the lowest bit is exact.
-		if m := ((q - ones) | (b - ones) | (w - ones*0x20)) &^ w & highs; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
-		}
-	}
-	return i
 }
 
 func isHex(c byte) bool {

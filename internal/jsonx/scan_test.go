@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -278,5 +279,22 @@ func BenchmarkAppendLiteral(b *testing.B) {
 				dst = AppendLiteral(dst[:0], bc.lit)
 			}
 		})
+	}
+}
+
+// BenchmarkValid is the scanner alone over testdata/history-10k.json, the ~10 KB request
+// of the end-to-end benchmark's scenario d (a copy of translate/openaichat's), whose
+// tool arguments and results are escape-dense strings.
+func BenchmarkValid(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(body)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if !Valid(s) {
+			b.Fatal("invalid")
+		}
 	}
 }

@@ -17,7 +17,7 @@ var safeASCII = func() (t [256]bool) {
 
 // safePrefix returns the offset of the first byte at or after i that AppendString cannot
 // copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
-// character), or len(s). It looks at eight bytes at a time, as plainPrefix does.
+// character), or len(s). It looks at eight bytes at a time.
 func safePrefix(s string, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(s); i += 8 {
@@ -25,8 +25,8 @@ func safePrefix(s string, i int) int {
 		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
 		// A byte's high bit is set in the first term if it is one of the five characters
-		// or below 0x20 (exact for the lowest such byte, see plainPrefix), in the second if
-		// it is 0x80 or above.
+		// or below 0x20, in the second if it is 0x80 or above. A borrow can set bits above a
+		// match but never below one, so the lowest set bit is exact.
 		m := (((w^(ones*'"'))-ones)|((w^(ones*'\\'))-ones)|((w^(ones*'<'))-ones)|
 			((w^(ones*'>'))-ones)|((w^(ones*'&'))-ones)|(w-ones*0x20))&^w | w
 		if m &= highs; m != 0 {

@@ -1,0 +1,104 @@
+package jsonx
+
+import "math/bits"
+
+// A string's contents are scanned a block of 64 bytes at a time: specialMask marks the
+// bytes of a block that stop a string scan (a quote, a backslash, a control character),
+// and stringEnd walks the marks. The block's mask is kept in the Scanner, so the many
+// short strings of a block (member names, ids) are found from one mask, and an
+// escape-dense string costs a bit test per escape instead of a search from each one.
+
+// blockSize is the size of a block; blocks start at multiples of it in the input.
+const blockSize = 64
+
+// specialMask returns the mask of the block of s starting at blk: bit k is set if
+// s[blk+k] is '"', '\\' or below 0x20. Bits of offsets at or beyond len(s) are clear.
+func specialMask(s string, blk int) uint64 {
+	if blk+blockSize <= len(s) {
+		return blockMask(s[blk : blk+blockSize])
+	}
+	var m uint64
+	for k := 0; blk+k < len(s); k++ {
+		if c := s[blk+k]; c == '"' || c == '\\' || c < 0x20 {
+			m |= 1 << k
+		}
+	}
+	return m
+}
+
+// blockMaskGo is blockMask in portable Go: eight bytes at a time, each byte's test exact
+// (no borrow between bytes), the eight high bits gathered into a byte.
+func blockMaskGo(b string) uint64 {
+	const ones, lows, highs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	// zero sets the high bit of each byte of x that is zero, and no other bit.
+	zero := func(x uint64) uint64 { return ^((x&lows + lows) | x) & highs }
+	var m uint64
+	for k := 0; k < blockSize; k += 8 {
+		t := b[k : k+8]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		h := zero(w^(ones*'"')) | zero(w^(ones*'\\')) | zero(w&(ones*0xe0))
+		// Bit 8j+7 of h moves to bit 56+j of the product; no two terms collide.
+		m |= ((h >> 7) * 0x0102040810204080 >> 56) << k
+	}
+	return m
+}
+
+// stringEnd returns the offset of the closing quote of the string whose contents start
+// at i, or -1 if the string is malformed, and whether it contains escapes.
+func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
+	s := sc.s
+	blk := i &^ (blockSize - 1)
+	m := sc.mask
+	if blk+1 != sc.blk1 {
+		if i >= len(s) {
+			return -1, false
+		}
+		m = specialMask(s, blk)
+		sc.mask, sc.blk1 = m, blk+1
+	}
+	for {
+		// blk <= i < blk+blockSize, and m is the mask of the block at blk.
+		// The & tells the compiler that the shift is below 64 (no test for a larger one).
+		r := m >> ((i - blk) & (blockSize - 1))
+		if r == 0 { // no stop in the rest of the block
+			if blk += blockSize; blk >= len(s) {
+				return -1, esc
+			}
+			i = blk
+			m = specialMask(s, blk)
+			sc.mask, sc.blk1 = m, blk+1
+			continue
+		}
+		i += bits.TrailingZeros64(r)
+		switch s[i] {
+		case '"':
+			return i, esc
+		case '\\':
+		default: // a control character
+			return -1, esc
+		}
+		esc = true
+		if i+1 >= len(s) {
+			return -1, esc
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+				return -1, esc
+			}
+			i += 6
+		default:
+			return -1, esc
+		}
+		if i-blk >= blockSize { // the escape ended past the block
+			if blk = i &^ (blockSize - 1); blk >= len(s) {
+				return -1, esc
+			}
+			m = specialMask(s, blk)
+			sc.mask, sc.blk1 = m, blk+1
+		}
+	}
+}

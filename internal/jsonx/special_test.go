@@ -1,0 +1,137 @@
+package jsonx
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// naiveMask is specialMask's definition, one byte at a time.
+func naiveMask(s string, blk int) uint64 {
+	var m uint64
+	for k := 0; k < blockSize && blk+k < len(s); k++ {
+		if c := s[blk+k]; c == '"' || c == '\\' || c < 0x20 {
+			m |= 1 << k
+		}
+	}
+	return m
+}
+
+// TestBlockMask: the block mask, as this machine computes it and in portable Go, marks
+// exactly the quotes, backslashes and control characters, whatever the other bytes are
+// (each byte value at each position, and random blocks).
+func TestBlockMask(t *testing.T) {
+	check := func(b string) {
+		t.Helper()
+		want := naiveMask(b, 0)
+		if got := blockMask(b); got != want {
+			t.Fatalf("blockMask(%q) = %064b, want %064b", b, got, want)
+		}
+		if got := blockMaskGo(b); got != want {
+			t.Fatalf("blockMaskGo(%q) = %064b, want %064b", b, got, want)
+		}
+	}
+	for c := range 256 {
+		for pos := range blockSize {
+			b := []byte(strings.Repeat("a", blockSize))
+			b[pos] = byte(c)
+			check(string(b))
+			for k := range b { // the byte among quotes, backslashes and high bytes
+				if k != pos {
+					b[k] = "\"\\\x80\xff"[k%4]
+				}
+			}
+			check(string(b))
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, blockSize)
+	for range 10000 {
+		for k := range b {
+			b[k] = byte(r.IntN(256))
+		}
+		check(string(b))
+	}
+}
+
+// TestStringEnd_AcrossBlocks: a string read from any offset, so that its escapes, its
+// closing quote or its fault fall on either side of a block boundary, and two strings
+// read from one kept block, are judged as gjson judges them.
+func TestStringEnd_AcrossBlocks(t *testing.T) {
+	bodies := []string{
+		`"plain text that is long enough to cross one block boundary or two, at least 64 bytes"`,
+		`"[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388}]"`,
+		`"\u00e9\u4e2d\ud83d\ude00\\\"\/\b\f\n\r\t\\\\\"x"`,
+		`"ends on a backslash \"`,
+		`"bad \x escape"`,
+		`"short \u12 escape"`,
+		"\"a control \x01 char\"",
+		"\"a newline \n inside\"",
+		`"unterminated`,
+		`"\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\\"`,
+		`"\u0041\u0042\u0043\u0044\u0045\u0046\u0047\u0048\u0049\u004a\u004b\u004c\u004d\u004e"`,
+		`"\u004`,
+	}
+	for _, body := range bodies {
+		for pad := range 2*blockSize + 2 {
+			for _, doc := range []string{
+				"[" + strings.Repeat(" ", pad) + body + "]",
+				"[" + strings.Repeat(" ", pad) + body + "," + body + "]",
+				`{"k":` + strings.Repeat(" ", pad) + body + `,"key2":"v"}`,
+				"[" + strings.Repeat(" ", pad) + body, // the input ends in the string
+			} {
+				if got, want := Valid(doc), gjson.Valid(doc); got != want {
+					t.Fatalf("Valid(%q) = %v, gjson.Valid %v", doc, got, want)
+				}
+			}
+			s := strings.Repeat(" ", pad) + body
+			sc := Scanner{s: s}
+			sc.i = pad
+			if str, ok := sc.Str(); ok {
+				if want := decodeString(s[pad:sc.i]); str != want {
+					t.Fatalf("%q decoded %q, encoding/json %q", s[pad:sc.i], str, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzStringAtOffset: a fuzzed string placed at a fuzzed offset (so that block
+// boundaries fall anywhere in it) is judged as gjson judges it and decoded as
+// encoding/json decodes it.
+func FuzzStringAtOffset(f *testing.F) {
+	f.Add(uint8(60), []byte(`ab\"cd\u00e9\\x`))
+	f.Add(uint8(62), []byte(`\u0041`))
+	f.Add(uint8(63), []byte(`\`))
+	f.Add(uint8(0), []byte(`[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\"}]`))
+	f.Fuzz(func(t *testing.T, pad uint8, b []byte) {
+		s := strings.Repeat(" ", int(pad)) + `"` + string(b) + `"`
+		doc := "[" + s + "]"
+		if got, want := Valid(doc), gjson.Valid(doc); got != want {
+			t.Fatalf("Valid(%q) = %v, gjson.Valid %v", doc, got, want)
+		}
+		sc := Scanner{s: s}
+		sc.i = int(pad)
+		if str, ok := sc.Str(); ok {
+			if want := decodeString(s[pad:sc.i]); str != want {
+				t.Fatalf("%q decoded %q, encoding/json %q", s[pad:sc.i], str, want)
+			}
+		}
+	})
+}
+
+// TestScanner_ResetForgetsBlock: a scanner Reset to another input does not read its
+// strings with the block mask of the input before.
+func TestScanner_ResetForgetsBlock(t *testing.T) {
+	var sc Scanner
+	sc.Reset(`"abcdefgh"`)
+	if s, ok := sc.Str(); !ok || s != "abcdefgh" {
+		t.Fatalf("first input: %q, %v", s, ok)
+	}
+	sc.Reset(`"abc"defgh"`)
+	if s, ok := sc.Str(); !ok || s != "abc" {
+		t.Fatalf("after Reset: %q, %v, want \"abc\"", s, ok)
+	}
+}
