@@ -1,6 +1,9 @@
 package jsonx
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // A string's contents are scanned a block of 64 bytes at a time: specialMask marks the
 // bytes of a block that stop a string scan (a quote, a backslash, a control character),
@@ -14,8 +17,16 @@ const blockSize = 64
 // specialMask returns the mask of the block of s starting at blk: bit k is set if
 // s[blk+k] is '"', '\\' or below 0x20. Bits of offsets at or beyond len(s) are clear.
 func specialMask(s string, blk int) uint64 {
+	if blk+blockSize <= len(s) && hasAVX2() { // small enough to be inlined
+		return blockMaskAVX2(unsafe.StringData(s[blk:]))
+	}
+	return specialMaskGo(s, blk)
+}
+
+// specialMaskGo is specialMask without AVX2.
+func specialMaskGo(s string, blk int) uint64 {
 	if blk+blockSize <= len(s) {
-		return blockMask(s[blk : blk+blockSize])
+		return blockMaskGo(s[blk : blk+blockSize])
 	}
 	var m uint64
 	for k := 0; blk+k < len(s); k++ {
@@ -26,7 +37,7 @@ func specialMask(s string, blk int) uint64 {
 	return m
 }
 
-// blockMaskGo is blockMask in portable Go: eight bytes at a time, each byte's test exact
+// blockMaskGo is the mask of b, blockSize bytes (see specialMask), in portable Go: eight bytes at a time, each byte's test exact
 // (no borrow between bytes), the eight high bits gathered into a byte.
 func blockMaskGo(b string) uint64 {
 	const ones, lows, highs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080

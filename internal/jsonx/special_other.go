@@ -2,6 +2,8 @@
 
 package jsonx
 
-// blockMask returns the mask of b, blockSize bytes: bit k is set if b[k] is '"', '\\' or
-// below 0x20 (see specialMask).
-func blockMask(b string) uint64 { return blockMaskGo(b) }
+// hasAVX2 reports whether blockMaskAVX2 may run: only on amd64.
+func hasAVX2() bool { return false }
+
+// blockMaskAVX2 is never called where hasAVX2 is false.
+func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
