@@ -17,24 +17,27 @@ const blockSize = 64
 // specialMask returns the mask of the block of s starting at blk: bit k is set if
 // s[blk+k] is '"', '\\' or below 0x20. Bits of offsets at or beyond len(s) are clear.
 func specialMask(s string, blk int) uint64 {
-	if blk+blockSize <= len(s) && hasAVX2() { // small enough to be inlined
-		return blockMaskAVX2(unsafe.StringData(s[blk:]))
-	}
-	return specialMaskGo(s, blk)
-}
-
-// specialMaskGo is specialMask without AVX2.
-func specialMaskGo(s string, blk int) uint64 {
 	if blk+blockSize <= len(s) {
+		if hasAVX2() {
+			return blockMaskAVX2(unsafe.StringData(s[blk:]))
+		}
 		return blockMaskGo(s[blk : blk+blockSize])
 	}
+	return tailMask(s[blk:])
+}
+
+// tailMask is the mask of t, shorter than a block: t is copied into a block whose other
+// bytes are zero, and their bits cleared.
+func tailMask(t string) uint64 {
+	var b [blockSize]byte
+	copy(b[:], t)
 	var m uint64
-	for k := 0; blk+k < len(s); k++ {
-		if c := s[blk+k]; c == '"' || c == '\\' || c < 0x20 {
-			m |= 1 << k
-		}
+	if hasAVX2() {
+		m = blockMaskAVX2(&b[0])
+	} else {
+		m = blockMaskGo(unsafe.String(&b[0], blockSize))
 	}
-	return m
+	return m & (1<<len(t) - 1)
 }
 
 // blockMaskGo is the mask of b, blockSize bytes (see specialMask), in portable Go: eight bytes at a time, each byte's test exact
