@@ -10,3 +10,10 @@ func hasAVX2() bool { return cpu.X86.HasAVX2 }
 //
 //go:noescape
 func blockMaskAVX2(p *byte) uint64
+
+// unsafeMaskAVX2 returns the mask of the 32 bytes at p that AppendString cannot copy as
+// they are: bit k is set if p[k] is below 0x20 or at or above 0x80, or is '"', '\\', '<',
+// '>' or '&' (see safePrefix). It needs AVX2.
+//
+//go:noescape
+func unsafeMaskAVX2(p *byte) uint32

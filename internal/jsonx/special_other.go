@@ -7,3 +7,6 @@ func hasAVX2() bool { return false }
 
 // blockMaskAVX2 is never called where hasAVX2 is false.
 func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
+
+// unsafeMaskAVX2 is never called where hasAVX2 is false.
+func unsafeMaskAVX2(*byte) uint32 { panic("jsonx: unsafeMaskAVX2 without AVX2") }

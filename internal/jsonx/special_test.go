@@ -136,3 +136,27 @@ func TestScanner_ResetForgetsBlock(t *testing.T) {
 		t.Fatalf("after Reset: %q, %v, want \"abc\"", s, ok)
 	}
 }
+
+// TestSafePrefix: safePrefix stops at exactly the first byte AppendString cannot copy,
+// for each byte value at each offset of runs that span the 32-byte and 8-byte steps.
+func TestSafePrefix(t *testing.T) {
+	unsafe := func(c byte) bool { return c < 0x20 || c >= 0x80 || strings.IndexByte(`"\<>&`, c) >= 0 }
+	for n := 1; n < 100; n++ {
+		for c := range 256 {
+			for _, pos := range []int{0, n / 3, n - 1} {
+				if pos < 0 {
+					continue
+				}
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				want := n
+				if unsafe(byte(c)) {
+					want = pos
+				}
+				if got := safePrefix(string(b), 0); got != want {
+					t.Fatalf("safePrefix(%q, 0) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}

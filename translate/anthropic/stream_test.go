@@ -442,8 +442,12 @@ func TestAnthropicStream_ReasoningBlocks(t *testing.T) {
 // answer, parallel tool calls) into events and assembles the chat completion, as the proxy
 // does for a non-streaming client.
 func BenchmarkAnthropicResponse(b *testing.B) {
-	for _, name := range []string{"text", "parallel-tool-use"} {
-		body, err := os.ReadFile("../../testdata/fixtures/anthropic/json/" + name + ".mirascope.json")
+	for _, name := range []string{"text", "parallel-tool-use", "bench"} {
+		path := "../../testdata/fixtures/anthropic/json/" + name + ".mirascope.json"
+		if name == "bench" {
+			path = "testdata/bench-response.json" // ../shared/bench's mock answer (scenarios a, b)
+		}
+		body, err := os.ReadFile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
