@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"math/bits"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -115,4 +116,82 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 			sc.mask, sc.blk1 = m, blk+1
 		}
 	}
+}
+
+// appendLiteralMasked is AppendLiteral from masks of the bytes AppendString cannot copy
+// as they are (unsafeMask), a block at a time: in a JSON text sent as a string the
+// escapes that go out as they are (\" above all) come every few bytes, and each costs a
+// bit test here instead of a search from it. It needs AVX2.
+func appendLiteralMasked(dst []byte, lit string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	base, m := 0, literalMask(lit, 0)
+	for i := 0; i < len(lit); {
+		// m is the mask of lit[base:base+blockSize], and base <= i.
+		if i-base >= blockSize {
+			base, m = i, literalMask(lit, i)
+		}
+		r := m >> ((i - base) & (blockSize - 1))
+		if r == 0 {
+			i = base + blockSize
+			continue // the next block, if any
+		}
+		i += bits.TrailingZeros64(r)
+		c := lit[i]
+		if c != '\\' {
+			// <, >, &, or a multi-byte character: escaped, if at all, as AppendString does.
+			size := 1
+			if c >= utf8.RuneSelf {
+				var r rune
+				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
+					i += size
+					continue
+				}
+			}
+			dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
+			i += size
+			start = i
+			continue
+		}
+		if i+1 >= len(lit) {
+			break // not a checked literal: the rest goes as it is
+		}
+		switch lit[i+1] {
+		case '"', '\\', 'n', 'r', 't', 'b', 'f':
+			i += 2 // AppendString writes this character with this very escape
+			continue
+		case '/':
+			dst = append(append(dst, lit[start:i]...), '/')
+			i += 2
+		case 'u':
+			if i+6 > len(lit) {
+				i = len(lit)
+				continue
+			}
+			r, n := decodeEscapedRune(lit[i:])
+			var buf [utf8.UTFMax]byte
+			dst = appendEscaped(append(dst, lit[start:i]...), string(utf8.AppendRune(buf[:0], r)))
+			i += n
+		default:
+			i += 2 // not a checked literal
+			continue
+		}
+		start = i
+	}
+	dst = append(dst, lit[start:]...)
+	return append(dst, '"')
+}
+
+// literalMask returns the mask of the bytes of lit[base:base+blockSize] that AppendString
+// cannot copy as they are (see safePrefix); bits past the end of lit are clear. It needs
+// AVX2.
+func literalMask(lit string, base int) uint64 {
+	if base+blockSize <= len(lit) {
+		p := unsafe.StringData(lit[base:])
+		return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
+	}
+	var b [blockSize]byte
+	n := copy(b[:], lit[base:])
+	m := uint64(unsafeMaskAVX2(&b[0])) | uint64(unsafeMaskAVX2(&b[32]))<<32
+	return m & (1<<n - 1)
 }

@@ -160,3 +160,49 @@ func TestSafePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLiteral_MaskedMatchesBytes: the masked AppendLiteral writes what the
+// byte-at-a-time one writes, for each escape and character that stops it placed at each
+// offset of literals of one to three blocks (so that it falls on, before and after block
+// boundaries), and for the same placed twice.
+func TestAppendLiteral_MaskedMatchesBytes(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("the masked AppendLiteral runs only with AVX2, which this CPU lacks")
+	}
+	stops := []string{`\"`, `\\`, `\/`, `\n`, `\u00e9`, `\u003c`, `\ud83d\ude00`, `\ud800`, `\u2028`,
+		"<", ">", "&", "é", "\u2028", "\u2029", "😀", "\xff", "\x01", `"`, `\`, `\u00`, `\x`}
+	for _, n := range []int{64, 65, 100, 127, 128, 131, 192} {
+		for _, stop := range stops {
+			for at := 0; at+len(stop) <= n; at++ {
+				for _, twice := range []bool{false, true} {
+					b := []byte(strings.Repeat("abcdefg ", n/8+1)[:n])
+					copy(b[at:], stop)
+					if twice && n-len(stop) > at+3 {
+						copy(b[n-len(stop):], stop)
+					}
+					lit := string(b)
+					got, want := appendLiteralMasked(nil, lit), appendLiteralBytes(nil, lit)
+					if string(got) != string(want) {
+						t.Fatalf("literal %q:\nmasked %s\nbytes  %s", lit, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendLiteralMasked: the masked AppendLiteral writes what the byte-at-a-time one
+// writes, whatever the input (a checked literal or not).
+func FuzzAppendLiteralMasked(f *testing.F) {
+	if !hasAVX2() {
+		f.Skip("the masked AppendLiteral runs only with AVX2, which this CPU lacks")
+	}
+	f.Add(`[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\"}]`)
+	f.Add(strings.Repeat("a", 62) + `\u00e9\ud83d\ude00` + strings.Repeat("b", 60) + `\`)
+	f.Add(strings.Repeat("é<&>\u2028", 20))
+	f.Fuzz(func(t *testing.T, lit string) {
+		if got, want := appendLiteralMasked(nil, lit), appendLiteralBytes(nil, lit); string(got) != string(want) {
+			t.Fatalf("literal %q:\nmasked %s\nbytes  %s", lit, got, want)
+		}
+	})
+}

@@ -64,7 +64,18 @@ func AppendString(dst []byte, s string) []byte {
 // is lit decoded (Scanner.DecodeRaw), but lit is read once and not decoded: the escapes
 // AppendString writes the same way (\", \\, \n, \r, \t, \b, \f) are copied as they
 // are, so a JSON text sent as a string goes out in a few copies.
+//
+// A literal of a block or more is read from masks of the bytes to look at (see
+// literalMasked) where the CPU has AVX2; a shorter one byte by byte (appendLiteralBytes).
 func AppendLiteral(dst []byte, lit string) []byte {
+	if len(lit) >= blockSize && hasAVX2() {
+		return appendLiteralMasked(dst, lit)
+	}
+	return appendLiteralBytes(dst, lit)
+}
+
+// appendLiteralBytes is AppendLiteral a byte at a time, long runs eight bytes at a time.
+func appendLiteralBytes(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(lit); {
