@@ -516,13 +516,10 @@ func (sc *Scanner) unescape(raw string, bound int) string {
 	// store (bytes past the backslash are written over by what comes next).
 	start := len(sc.arena)
 	out := sc.arena[start : start+len(raw)]
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i, j := 0, 0
 	for i < len(raw) {
 		if i+8 <= len(raw) {
-			t := raw[i : i+8]
-			w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+			w := load8(raw[i : i+8])
 			binary.LittleEndian.PutUint64(out[j:j+8], w) // j <= i, so j+8 <= len(out)
 			x := w ^ (ones * '\\')
 			m := (x - ones) &^ x & highs // the lowest set bit marks the first backslash

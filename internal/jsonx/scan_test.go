@@ -261,6 +261,8 @@ func BenchmarkAppendLiteral(b *testing.B) {
 	for _, bc := range []struct{ name, lit string }{
 		{"json-in-string", `[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\",\"rentals\":455},{\"day\":\"2025-06-05\",\"rentals\":501}]`},
 		{"prose", `Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday.\nThe forecast is dry and warm on Friday and Saturday (23 and 25 \u00b0C), with some rain on Sunday,\nso the promotion should run Friday to Saturday.`},
+		{"id", `call_00A7Hc9WbQm2`}, // short literals: ids, names, roles
+		{"sentence", `How many bikes were rented in Paris last week?`},
 	} {
 		dst := make([]byte, 0, 1024)
 		b.Run(bc.name+"/decode+append", func(b *testing.B) {

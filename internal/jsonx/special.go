@@ -2,7 +2,6 @@ package jsonx
 
 import (
 	"math/bits"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -41,20 +40,14 @@ func tailMask(t string) uint64 {
 	return m & (1<<len(t) - 1)
 }
 
-// blockMaskGo is the mask of b, blockSize bytes (see specialMask), in portable Go: eight bytes at a time, each byte's test exact
-// (no borrow between bytes), the eight high bits gathered into a byte.
+// blockMaskGo is the mask of b, blockSize bytes (see specialMask), in portable Go: eight
+// bytes at a time, each byte's test exact.
 func blockMaskGo(b string) uint64 {
-	const ones, lows, highs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	// zero sets the high bit of each byte of x that is zero, and no other bit.
-	zero := func(x uint64) uint64 { return ^((x&lows + lows) | x) & highs }
 	var m uint64
 	for k := 0; k < blockSize; k += 8 {
-		t := b[k : k+8]
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		h := zero(w^(ones*'"')) | zero(w^(ones*'\\')) | zero(w&(ones*0xe0))
-		// Bit 8j+7 of h moves to bit 56+j of the product; no two terms collide.
-		m |= ((h >> 7) * 0x0102040810204080 >> 56) << k
+		w := load8(b[k : k+8])
+		h := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\')) | zeroBytes(w&(ones*0xe0))
+		m |= gather8(h) << k
 	}
 	return m
 }
@@ -118,80 +111,59 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 	}
 }
 
-// appendLiteralMasked is AppendLiteral from masks of the bytes AppendString cannot copy
-// as they are (unsafeMask), a block at a time: in a JSON text sent as a string the
-// escapes that go out as they are (\" above all) come every few bytes, and each costs a
-// bit test here instead of a search from it. It needs AVX2.
-func appendLiteralMasked(dst []byte, lit string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	base, m := 0, literalMask(lit, 0)
-	for i := 0; i < len(lit); {
-		// m is the mask of lit[base:base+blockSize], and base <= i.
-		if i-base >= blockSize {
-			base, m = i, literalMask(lit, i)
-		}
-		r := m >> ((i - base) & (blockSize - 1))
-		if r == 0 {
-			i = base + blockSize
-			continue // the next block, if any
-		}
-		i += bits.TrailingZeros64(r)
-		c := lit[i]
-		if c != '\\' {
-			// <, >, &, or a multi-byte character: escaped, if at all, as AppendString does.
-			size := 1
-			if c >= utf8.RuneSelf {
-				var r rune
-				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
-					i += size
-					continue
-				}
-			}
-			dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
-			i += size
-			start = i
-			continue
-		}
-		if i+1 >= len(lit) {
-			break // not a checked literal: the rest goes as it is
-		}
-		switch lit[i+1] {
-		case '"', '\\', 'n', 'r', 't', 'b', 'f':
-			i += 2 // AppendString writes this character with this very escape
-			continue
-		case '/':
-			dst = append(append(dst, lit[start:i]...), '/')
-			i += 2
-		case 'u':
-			if i+6 > len(lit) {
-				i = len(lit)
-				continue
-			}
-			r, n := decodeEscapedRune(lit[i:])
-			var buf [utf8.UTFMax]byte
-			dst = appendEscaped(append(dst, lit[start:i]...), string(utf8.AppendRune(buf[:0], r)))
-			i += n
-		default:
-			i += 2 // not a checked literal
-			continue
-		}
-		start = i
-	}
-	dst = append(dst, lit[start:]...)
-	return append(dst, '"')
-}
-
 // literalMask returns the mask of the bytes of lit[base:base+blockSize] that AppendString
-// cannot copy as they are (see safePrefix); bits past the end of lit are clear. It needs
-// AVX2.
+// cannot copy as they are (see safePrefix); bits past the end of lit are clear.
 func literalMask(lit string, base int) uint64 {
 	if base+blockSize <= len(lit) {
-		p := unsafe.StringData(lit[base:])
-		return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
+		if hasAVX2() {
+			p := unsafe.StringData(lit[base:])
+			return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
+		}
+		return unsafeMaskGo(lit[base : base+blockSize])
+	}
+	n := len(lit) - base
+	if n <= 32 && hasAVX2() { // a short literal: one half block
+		var b [32]byte // the rest of lit, then zeros, whose bits are cleared
+		copy(b[:], lit[base:])
+		return uint64(unsafeMaskAVX2(&b[0])) & (1<<n - 1)
 	}
 	var b [blockSize]byte
-	n := copy(b[:], lit[base:])
-	m := uint64(unsafeMaskAVX2(&b[0])) | uint64(unsafeMaskAVX2(&b[32]))<<32
+	copy(b[:], lit[base:])
+	var m uint64
+	if hasAVX2() {
+		m = uint64(unsafeMaskAVX2(&b[0])) | uint64(unsafeMaskAVX2(&b[32]))<<32
+	} else {
+		m = unsafeMaskGo(unsafe.String(&b[0], blockSize))
+	}
 	return m & (1<<n - 1)
 }
+
+// unsafeMaskGo is the mask of b, blockSize bytes, of the bytes AppendString cannot copy
+// as they are, in portable Go (see blockMaskGo).
+func unsafeMaskGo(b string) uint64 {
+	var m uint64
+	for k := 0; k < blockSize; k += 8 {
+		w := load8(b[k : k+8])
+		h := zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\')) | zeroBytes(w^(ones*'<')) |
+			zeroBytes(w^(ones*'>')) | zeroBytes(w^(ones*'&')) | zeroBytes(w&(ones*0xe0)) | w&highs
+		m |= gather8(h) << k
+	}
+	return m
+}
+
+const ones, lows, highs = 0x0101010101010101, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+
+// load8 returns the eight bytes of t as a little-endian word.
+func load8(t string) uint64 {
+	_ = t[7] // one bounds check for the eight loads, merged into one
+	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+}
+
+// zeroBytes sets the high bit of each byte of x that is zero, and no other bit: exact for
+// every byte, no borrow between them.
+func zeroBytes(x uint64) uint64 { return ^((x&lows + lows) | x) & highs }
+
+// gather8 moves the high bit of byte j of h (its only bits) to bit j of the result: bit
+// 8j+7 goes to bit 56+j of the product, and no two terms collide.
+func gather8(h uint64) uint64 { return (h >> 7) * 0x0102040810204080 >> 56 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -161,17 +162,65 @@ func TestSafePrefix(t *testing.T) {
 	}
 }
 
-// TestAppendLiteral_MaskedMatchesBytes: the masked AppendLiteral writes what the
-// byte-at-a-time one writes, for each escape and character that stops it placed at each
-// offset of literals of one to three blocks (so that it falls on, before and after block
-// boundaries), and for the same placed twice.
-func TestAppendLiteral_MaskedMatchesBytes(t *testing.T) {
-	if !hasAVX2() {
-		t.Skip("the masked AppendLiteral runs only with AVX2, which this CPU lacks")
+// appendLiteralRef is AppendLiteral's contract written plainly, a byte at a time (the
+// implementation before the masks): the escapes AppendString writes the same way are
+// copied, \/ becomes /, a \u escape and <, >, &, U+2028, U+2029 and bytes that are not
+// UTF-8 are written as AppendString writes them.
+func appendLiteralRef(dst []byte, lit string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(lit); {
+		if safeASCII[lit[i]] {
+			i++
+			continue
+		}
+		if lit[i] != '\\' {
+			size := 1
+			if lit[i] >= utf8.RuneSelf {
+				var r rune
+				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
+					i += size
+					continue
+				}
+			}
+			dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
+			i += size
+			start = i
+			continue
+		}
+		if i+1 >= len(lit) {
+			break
+		}
+		switch lit[i+1] {
+		case '/':
+			dst = append(append(dst, lit[start:i]...), '/')
+			i += 2
+		case 'u':
+			if i+6 > len(lit) {
+				i = len(lit)
+				continue
+			}
+			r, n := decodeEscapedRune(lit[i:])
+			dst = appendEscaped(append(dst, lit[start:i]...), string(r))
+			i += n
+		default:
+			i += 2
+			continue
+		}
+		start = i
 	}
+	dst = append(dst, lit[start:]...)
+	return append(dst, '"')
+}
+
+// TestAppendLiteral_MatchesReference: AppendLiteral writes what appendLiteralRef writes,
+// for each escape and character that stops it placed at each offset of literals from
+// under one block to three blocks (so that it falls on, before and after block
+// boundaries), and for the same placed twice.
+func TestAppendLiteral_MatchesReference(t *testing.T) {
 	stops := []string{`\"`, `\\`, `\/`, `\n`, `\u00e9`, `\u003c`, `\ud83d\ude00`, `\ud800`, `\u2028`,
 		"<", ">", "&", "é", "\u2028", "\u2029", "😀", "\xff", "\x01", `"`, `\`, `\u00`, `\x`}
-	for _, n := range []int{64, 65, 100, 127, 128, 131, 192} {
+	for _, n := range []int{8, 31, 32, 33, 63, 64, 65, 100, 127, 128, 131, 192} {
 		for _, stop := range stops {
 			for at := 0; at+len(stop) <= n; at++ {
 				for _, twice := range []bool{false, true} {
@@ -181,9 +230,8 @@ func TestAppendLiteral_MaskedMatchesBytes(t *testing.T) {
 						copy(b[n-len(stop):], stop)
 					}
 					lit := string(b)
-					got, want := appendLiteralMasked(nil, lit), appendLiteralBytes(nil, lit)
-					if string(got) != string(want) {
-						t.Fatalf("literal %q:\nmasked %s\nbytes  %s", lit, got, want)
+					if got, want := AppendLiteral(nil, lit), appendLiteralRef(nil, lit); string(got) != string(want) {
+						t.Fatalf("literal %q:\ngot  %s\nwant %s", lit, got, want)
 					}
 				}
 			}
@@ -191,18 +239,48 @@ func TestAppendLiteral_MaskedMatchesBytes(t *testing.T) {
 	}
 }
 
-// FuzzAppendLiteralMasked: the masked AppendLiteral writes what the byte-at-a-time one
-// writes, whatever the input (a checked literal or not).
-func FuzzAppendLiteralMasked(f *testing.F) {
-	if !hasAVX2() {
-		f.Skip("the masked AppendLiteral runs only with AVX2, which this CPU lacks")
+// TestLiteralMask: the literal mask, with AVX2 if the CPU has it and in portable Go,
+// marks exactly the bytes AppendString cannot copy as they are, for each byte value at
+// each position of whole blocks and of the last, partial block.
+func TestLiteralMask(t *testing.T) {
+	unsafe := func(c byte) bool { return c < 0x20 || c >= 0x80 || strings.IndexByte(`"\<>&`, c) >= 0 }
+	naive := func(s string, base int) uint64 {
+		var m uint64
+		for k := 0; k < blockSize && base+k < len(s); k++ {
+			if unsafe(s[base+k]) {
+				m |= 1 << k
+			}
+		}
+		return m
 	}
+	for _, n := range []int{1, 31, 32, 33, 63, 64, 100} {
+		for c := range 256 {
+			for pos := range min(n, blockSize) {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				s := string(b)
+				if got, want := literalMask(s, 0), naive(s, 0); got != want {
+					t.Fatalf("literalMask(%q, 0) = %064b, want %064b", s, got, want)
+				}
+				if n >= blockSize {
+					if got, want := unsafeMaskGo(s[:blockSize]), naive(s, 0); got != want {
+						t.Fatalf("unsafeMaskGo(%q) = %064b, want %064b", s[:blockSize], got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzAppendLiteral: AppendLiteral writes what appendLiteralRef writes, whatever the
+// input (a checked literal or not).
+func FuzzAppendLiteral(f *testing.F) {
 	f.Add(`[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\"}]`)
 	f.Add(strings.Repeat("a", 62) + `\u00e9\ud83d\ude00` + strings.Repeat("b", 60) + `\`)
 	f.Add(strings.Repeat("é<&>\u2028", 20))
 	f.Fuzz(func(t *testing.T, lit string) {
-		if got, want := appendLiteralMasked(nil, lit), appendLiteralBytes(nil, lit); string(got) != string(want) {
-			t.Fatalf("literal %q:\nmasked %s\nbytes  %s", lit, got, want)
+		if got, want := AppendLiteral(nil, lit), appendLiteralRef(nil, lit); string(got) != string(want) {
+			t.Fatalf("literal %q:\ngot  %s\nwant %s", lit, got, want)
 		}
 	})
 }

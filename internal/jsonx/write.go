@@ -22,11 +22,8 @@ var safeASCII = func() (t [256]bool) {
 // at 32 at a time with AVX2: most runs in a JSON text sent as a string are short, and
 // they end before the vector step would pay for its call.
 func safePrefix(s string, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for words := 0; i+8 <= len(s); i += 8 {
-		t := s[i : i+8] // one bounds check for the eight loads, merged into one
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		w := load8(s[i : i+8])
 		// A byte's high bit is set in the first term if it is one of the five characters
 		// or below 0x20, in the second if it is 0x80 or above. A borrow can set bits above a
 		// match but never below one, so the lowest set bit is exact.
@@ -65,35 +62,30 @@ func AppendString(dst []byte, s string) []byte {
 // AppendString writes the same way (\", \\, \n, \r, \t, \b, \f) are copied as they
 // are, so a JSON text sent as a string goes out in a few copies.
 //
-// A literal of a block or more is read from masks of the bytes to look at (see
-// literalMasked) where the CPU has AVX2; a shorter one byte by byte (appendLiteralBytes).
+// It reads lit from masks of the bytes AppendString cannot copy as they are (literalMask),
+// a block at a time: in a JSON text sent as a string the escapes that go out as they are
+// (\" above all) come every few bytes, and each costs a bit test instead of a search from
+// it.
 func AppendLiteral(dst []byte, lit string) []byte {
-	if len(lit) >= blockSize && hasAVX2() {
-		return appendLiteralMasked(dst, lit)
-	}
-	return appendLiteralBytes(dst, lit)
-}
-
-// appendLiteralBytes is AppendLiteral a byte at a time, long runs eight bytes at a time.
-func appendLiteralBytes(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
 	start := 0
+	base, m := 0, literalMask(lit, 0)
 	for i := 0; i < len(lit); {
-		// As in appendEscaped: short runs through the table, long ones eight bytes at a time.
-		for i < len(lit) && safeASCII[lit[i]] {
-			i++
-			if i+16 <= len(lit) && safeASCII[lit[i]] && safeASCII[lit[i+1]] && safeASCII[lit[i+2]] && safeASCII[lit[i+3]] {
-				i = safePrefix(lit, i+4)
-				break
-			}
+		// m is the mask of lit[base:base+blockSize], and base <= i.
+		if i-base >= blockSize {
+			base, m = i, literalMask(lit, i)
 		}
-		if i >= len(lit) {
-			break
+		r := m >> ((i - base) & (blockSize - 1))
+		if r == 0 {
+			i = base + blockSize
+			continue // the next block, if any
 		}
-		if lit[i] != '\\' {
+		i += bits.TrailingZeros64(r)
+		c := lit[i]
+		if c != '\\' {
 			// <, >, &, or a multi-byte character: escaped, if at all, as AppendString does.
 			size := 1
-			if lit[i] >= utf8.RuneSelf {
+			if c >= utf8.RuneSelf {
 				var r rune
 				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
 					i += size
@@ -156,8 +148,7 @@ func appendEscaped(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper
-		// byte by byte through a table; long ones eight bytes at a time. AppendLiteral has
-		// the same loop: as a shared function its call per run cost some 15%.
+		// byte by byte through a table; long ones eight bytes at a time.
 		for i < len(s) && safeASCII[s[i]] {
 			i++
 			if i+16 <= len(s) && safeASCII[s[i]] && safeASCII[s[i+1]] && safeASCII[s[i+2]] && safeASCII[s[i+3]] {
