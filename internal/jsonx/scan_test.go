@@ -223,10 +223,16 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 func FuzzAppendLiteralMatchesDecodeThenAppend(f *testing.F) {
 	for _, s := range []string{`""`, `"plain"`, `"q\"b\\s\/x"`, `"<a>&b"`, `"\u2028\u2029 \u003c\u0000\u001f"`,
 		`"\n\r\t\b\f"`, `"é—€😀 \u00e9\ud83d\ude00"`, `"lone \ud800 and \udc00 and \ud800\u0041"`,
-		`"{\"day\":\"2025-06-02\",\"rentals\":412}"`, "\"\u2028 raw\"", `"0123456789abcdef0123\"<"`} {
+		`"{\"day\":\"2025-06-02\",\"rentals\":412}"`, "\"\u2028 raw\"", `"0123456789abcdef0123\"<"`,
+		// Literals of more than a block (read from masks a block at a time).
+		`"[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\",\"rentals\":388},{\"day\":\"2025-06-04\",\"rentals\":455}]"`,
+		`"` + strings.Repeat("a", 62) + `\u00e9\ud83d\ude00` + strings.Repeat("b", 60) + `é<&>\u2028\/"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		if len(raw) >= 2 {
+			AppendLiteral(nil, raw[1:len(raw)-1]) // outside the contract: must only not fail
+		}
 		sc := NewScanner(raw)
 		var v Value
 		if !sc.ValueRaw(&v) || v.Kind != String || !sc.AtEnd() || !utf8.ValidString(raw) {

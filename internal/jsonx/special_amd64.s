@@ -1,30 +1,18 @@
 #include "textflag.h"
 
-// Each constant is one byte repeated over 32 bytes.
-DATA consts<>+0x00(SB)/8, $0x2222222222222222 // '"'
-DATA consts<>+0x08(SB)/8, $0x2222222222222222
-DATA consts<>+0x10(SB)/8, $0x2222222222222222
-DATA consts<>+0x18(SB)/8, $0x2222222222222222
-DATA consts<>+0x20(SB)/8, $0x5c5c5c5c5c5c5c5c // '\\'
-DATA consts<>+0x28(SB)/8, $0x5c5c5c5c5c5c5c5c
-DATA consts<>+0x30(SB)/8, $0x5c5c5c5c5c5c5c5c
-DATA consts<>+0x38(SB)/8, $0x5c5c5c5c5c5c5c5c
-DATA consts<>+0x40(SB)/8, $0x2020202020202020 // 0x20
-DATA consts<>+0x48(SB)/8, $0x2020202020202020
-DATA consts<>+0x50(SB)/8, $0x2020202020202020
-DATA consts<>+0x58(SB)/8, $0x2020202020202020
-DATA consts<>+0x60(SB)/8, $0x3c3c3c3c3c3c3c3c // '<'
-DATA consts<>+0x68(SB)/8, $0x3c3c3c3c3c3c3c3c
-DATA consts<>+0x70(SB)/8, $0x3c3c3c3c3c3c3c3c
-DATA consts<>+0x78(SB)/8, $0x3c3c3c3c3c3c3c3c
-DATA consts<>+0x80(SB)/8, $0x3e3e3e3e3e3e3e3e // '>'
-DATA consts<>+0x88(SB)/8, $0x3e3e3e3e3e3e3e3e
-DATA consts<>+0x90(SB)/8, $0x3e3e3e3e3e3e3e3e
-DATA consts<>+0x98(SB)/8, $0x3e3e3e3e3e3e3e3e
-DATA consts<>+0xa0(SB)/8, $0x2626262626262626 // '&'
-DATA consts<>+0xa8(SB)/8, $0x2626262626262626
-DATA consts<>+0xb0(SB)/8, $0x2626262626262626
-DATA consts<>+0xb8(SB)/8, $0x2626262626262626
+// Each constant is one byte repeated over 32 bytes: REPEAT32 writes v at off four times.
+#define REPEAT32(off, v) \
+	DATA consts<>+(off)(SB)/8, v; \
+	DATA consts<>+(off+8)(SB)/8, v; \
+	DATA consts<>+(off+16)(SB)/8, v; \
+	DATA consts<>+(off+24)(SB)/8, v
+
+REPEAT32(0x00, $0x2222222222222222) // '"'
+REPEAT32(0x20, $0x5c5c5c5c5c5c5c5c) // '\\'
+REPEAT32(0x40, $0x2020202020202020) // 0x20
+REPEAT32(0x60, $0x3c3c3c3c3c3c3c3c) // '<'
+REPEAT32(0x80, $0x3e3e3e3e3e3e3e3e) // '>'
+REPEAT32(0xa0, $0x2626262626262626) // '&'
 GLOBL consts<>(SB), RODATA|NOPTR, $0xc0
 
 // func blockMaskAVX2(p *byte) uint64
