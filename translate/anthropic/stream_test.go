@@ -445,7 +445,7 @@ func BenchmarkAnthropicResponse(b *testing.B) {
 	for _, name := range []string{"text", "parallel-tool-use", "bench"} {
 		path := "../../testdata/fixtures/anthropic/json/" + name + ".mirascope.json"
 		if name == "bench" {
-			path = "testdata/bench-response.json" // ../shared/bench's mock answer (scenarios a, b)
+			path = "testdata/bench-response.json" // the end-to-end bench's mock answer (scenarios a, b)
 		}
 		body, err := os.ReadFile(path)
 		if err != nil {
