@@ -15,29 +15,26 @@ import (
 const blockSize = 64
 
 // specialMask returns the mask of the block of s starting at blk: bit k is set if
-// s[blk+k] is '"', '\\' or below 0x20. Bits of offsets at or beyond len(s) are clear.
+// s[blk+k] is '"', '\\' or below 0x20. Bits of offsets at or beyond len(s) are clear. The
+// last, partial block is masked from a copy whose other bytes are zero.
 func specialMask(s string, blk int) uint64 {
-	if blk+blockSize <= len(s) {
+	if blk+blockSize <= len(s) { // the common case, without specialBlock's call
 		if hasAVX2() {
 			return blockMaskAVX2(unsafe.StringData(s[blk:]))
 		}
 		return blockMaskGo(s[blk : blk+blockSize])
 	}
-	return tailMask(s[blk:])
+	var b [blockSize]byte
+	n := copy(b[:], s[blk:])
+	return specialBlock(&b[0]) & (1<<n - 1)
 }
 
-// tailMask is the mask of t, shorter than a block: t is copied into a block whose other
-// bytes are zero, and their bits cleared.
-func tailMask(t string) uint64 {
-	var b [blockSize]byte
-	copy(b[:], t)
-	var m uint64
+// specialBlock is specialMask of the blockSize bytes at p: blockMaskAVX2, or blockMaskGo.
+func specialBlock(p *byte) uint64 {
 	if hasAVX2() {
-		m = blockMaskAVX2(&b[0])
-	} else {
-		m = blockMaskGo(unsafe.String(&b[0], blockSize))
+		return blockMaskAVX2(p)
 	}
-	return m & (1<<len(t) - 1)
+	return blockMaskGo(unsafe.String(p, blockSize))
 }
 
 // blockMaskGo is the mask of b, blockSize bytes (see specialMask), in portable Go: eight
@@ -115,11 +112,7 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 // cannot copy as they are (see safePrefix); bits past the end of lit are clear.
 func literalMask(lit string, base int) uint64 {
 	if base+blockSize <= len(lit) {
-		if hasAVX2() {
-			p := unsafe.StringData(lit[base:])
-			return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
-		}
-		return unsafeMaskGo(lit[base : base+blockSize])
+		return unsafeBlock(unsafe.StringData(lit[base:]))
 	}
 	n := len(lit) - base
 	if n <= 32 && hasAVX2() { // a short literal: one half block
@@ -129,13 +122,16 @@ func literalMask(lit string, base int) uint64 {
 	}
 	var b [blockSize]byte
 	copy(b[:], lit[base:])
-	var m uint64
+	return unsafeBlock(&b[0]) & (1<<n - 1)
+}
+
+// unsafeBlock is the mask of the blockSize bytes at p that AppendString cannot copy as
+// they are: two AVX2 halves, or unsafeMaskGo.
+func unsafeBlock(p *byte) uint64 {
 	if hasAVX2() {
-		m = uint64(unsafeMaskAVX2(&b[0])) | uint64(unsafeMaskAVX2(&b[32]))<<32
-	} else {
-		m = unsafeMaskGo(unsafe.String(&b[0], blockSize))
+		return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
 	}
-	return m & (1<<n - 1)
+	return unsafeMaskGo(unsafe.String(p, blockSize))
 }
 
 // unsafeMaskGo is the mask of b, blockSize bytes, of the bytes AppendString cannot copy
