@@ -401,12 +401,16 @@ func openAITokenBytes(sc *jsonx.Scanner, token string, arr jsonx.Value) []byte {
 	return out
 }
 
+// openAIUsage reads the usage object u in one pass (the first member of each name, as Get
+// would), then the one member it needs of each details object.
 func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
+	var m [4]jsonx.Value
+	sc.Members(u, []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details", "completion_tokens_details"}, m[:])
 	return translate.Usage{
-		PromptTokens:     int(sc.Get(u, "prompt_tokens").Int()),
-		CompletionTokens: int(sc.Get(u, "completion_tokens").Int()),
-		CachedTokens:     int(sc.Path(u, "prompt_tokens_details", "cached_tokens").Int()),
-		ReasoningTokens:  int(sc.Path(u, "completion_tokens_details", "reasoning_tokens").Int()),
+		PromptTokens:     int(m[0].Int()),
+		CompletionTokens: int(m[1].Int()),
+		CachedTokens:     int(sc.Get(m[2], "cached_tokens").Int()),
+		ReasoningTokens:  int(sc.Get(m[3], "reasoning_tokens").Int()),
 	}
 }
 

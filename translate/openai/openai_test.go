@@ -161,3 +161,37 @@ func BenchmarkPassthroughRequest(b *testing.B) {
 		}
 	}
 }
+
+// TestParseUsage: the usage reader (ParseUsage, and the passthrough and decoders through
+// it) takes the first member of each name, as gjson's Get does, reads the two details
+// objects, and ignores members it does not know and details that are not objects.
+func TestParseUsage(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		want      translate.Usage
+		ok        bool
+	}{
+		{"counts and details",
+			`{"prompt_tokens":412,"completion_tokens":187,"total_tokens":599,"prompt_tokens_details":{"cached_tokens":12,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":64,"audio_tokens":0}}`,
+			translate.Usage{PromptTokens: 412, CompletionTokens: 187, CachedTokens: 12, ReasoningTokens: 64}, true},
+		{"details first", `{"completion_tokens_details":{"reasoning_tokens":3},"prompt_tokens_details":{"cached_tokens":2},"completion_tokens":5,"prompt_tokens":7}`,
+			translate.Usage{PromptTokens: 7, CompletionTokens: 5, CachedTokens: 2, ReasoningTokens: 3}, true},
+		{"a repeated name: the first counts", `{"prompt_tokens":1,"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":9}}`,
+			translate.Usage{PromptTokens: 1, CachedTokens: 1}, true},
+		{"details null", `{"prompt_tokens":4,"prompt_tokens_details":null,"completion_tokens_details":[1]}`,
+			translate.Usage{PromptTokens: 4}, true},
+		{"a member named like a nested one", `{"cached_tokens":5,"reasoning_tokens":6,"completion_tokens":1}`,
+			translate.Usage{CompletionTokens: 1}, true},
+		{"empty", `{}`, translate.Usage{}, true},
+		{"not an object", `[1]`, translate.Usage{}, false},
+		{"not JSON", `{"prompt_tokens":`, translate.Usage{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseUsage([]byte(tt.raw))
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ParseUsage(%s) = %+v, %v; want %+v, %v", tt.raw, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
