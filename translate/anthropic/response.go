@@ -148,6 +148,21 @@ const (
 	respStopReason
 )
 
+// blockMembers are the members of a content block DecodeResponse reads (in one pass per
+// block), at the indexes named below.
+var blockMembers = [...]string{"type", "text", "thinking", "signature", "data", "id", "name", "input"}
+
+const (
+	blockType = iota
+	blockText
+	blockThinking
+	blockSignature
+	blockData
+	blockID
+	blockName
+	blockInput
+)
+
 // DecodeResponse decodes a whole Messages API response.
 func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
@@ -169,12 +184,14 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	n := 0
 	sc.Each(m[respContent], func(_ string, b jsonx.Value) bool {
 		ev = translate.Event{}
-		switch sc.Get(b, "type").Str {
+		var f [len(blockMembers)]jsonx.Value
+		sc.Members(b, blockMembers[:], f[:])
+		switch typ := f[blockType].Str; typ {
 		case "text":
-			ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(b, "text").Str}
+			ev = translate.Event{Kind: translate.EventTextDelta, Text: f[blockText].Str}
 			err = emit(&ev)
 		case "thinking":
-			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "thinking", Thinking: sc.Get(b, "thinking").Str, Signature: sc.Get(b, "signature").Str}
+			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "thinking", Thinking: f[blockThinking].Str, Signature: f[blockSignature].Str}
 			th.addThinking(block.Thinking, block.Signature)
 			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: block.Thinking}
 			if err = emit(&ev); err == nil {
@@ -182,16 +199,16 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 				err = emit(&ev)
 			}
 		case "redacted_thinking":
-			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "redacted_thinking", Data: sc.Get(b, "data").Str}
+			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "redacted_thinking", Data: f[blockData].Str}
 			th.addRedacted(block.Data)
 			ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
 			err = emit(&ev)
 		case "tool_use":
-			ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(sc.Get(b, "id").Str), Name: sc.Get(b, "name").Str}
+			ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(f[blockID].Str), Name: f[blockName].Str}
 			if err = emit(&ev); err != nil {
 				return false
 			}
-			args := jsonx.AppendCompact(nil, sc.Get(b, "input").Raw)
+			args := jsonx.AppendCompact(nil, f[blockInput].Raw)
 			if len(args) == 0 {
 				args = append(args, "{}"...)
 			}
@@ -206,7 +223,7 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 			// server_tool_use, web_search_tool_result and other server-side blocks are
 			// the upstream's own calls, never client tool calls: passed on whole for
 			// clients of this wire.
-			if typ := sc.Get(b, "type").Str; isBuiltinBlock(typ) {
+			if isBuiltinBlock(typ) {
 				ev = translate.Event{Kind: translate.EventBuiltinItem,
 					Item: &translate.Item{Dialect: translate.DialectAnthropic, Type: typ, Raw: b.Raw}}
 				err = emit(&ev)
