@@ -54,58 +54,90 @@ type Chunk struct {
 // to dst, and reports what it read of it. A payload that is not a JSON object is an
 // upstream error naming the backend; an error object in place of a chunk is the upstream's
 // error (status 502). The caller decides whether to send the event (it drops a usage-only
-// chunk the client did not ask for). One pass over data; nothing of it is retained.
+// chunk the client did not ask for). Of a repeated member name, the first is the one read
+// (gjson's rule); every member that is not dropped is sent. Nothing of data is retained.
+//
+// After the stream's first chunk (which fixes the head, see setHead) a chunk is read in
+// one pass that checks it and writes it out, and its choices once more for what it
+// reports: the strings it copies keep their escapes as written.
 func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	var ch Chunk
 	// data lives until AppendChunk returns, and every string read from it is copied into
 	// dst or converted before then.
 	sc := &p.sc
 	sc.Reset(jsonx.View(data))
-	root, ok := sc.Root()
-	if !ok {
-		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
-	}
-	if root.Kind != jsonx.Object {
+	if sc.Peek() != '{' {
+		if !jsonx.Valid(jsonx.View(data)) {
+			return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+		}
 		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not a JSON object", data)
 	}
-	if sc.Get(root, "error").Exists() {
-		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
-	}
 	if p.head == nil {
+		root, ok := sc.Root()
+		if !ok {
+			return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+		}
+		if sc.Get(root, "error").Exists() {
+			return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+		}
 		p.setHead(sc, root)
+		sc.Seek(root.At)
 	}
-	dst = append(dst, "data: {"...)
-	dst = append(dst, p.head...)
-	sc.Each(root, func(k string, v jsonx.Value) bool {
-		if shadows(k, "id", "object", "created", "model") || k != "choices" && k != "usage" && shadows(k, "choices", "usage") {
-			// The head is the gateway's; and a member a client's JSON decoder could take
-			// for one of these (encoding/json matches names ignoring case) is dropped.
-			return true
+	out := append(dst, "data: {"...)
+	out = append(out, p.head...)
+	var v, errv, choices, usage jsonx.Value
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if !sc.ValueRaw(&v) {
+			break
 		}
 		switch k {
+		case "error":
+			if errv.Kind == jsonx.Missing {
+				errv = v
+			}
+			continue // an error chunk is refused below
 		case "choices":
-			sc.Each(v, func(_ string, c jsonx.Value) bool {
-				ch.Choices++
-				if f := sc.Get(c, "finish_reason"); f.Kind == jsonx.String && f.Str != "" {
-					ch.Finished = true
-				}
-				return true
-			})
+			if choices.Kind == jsonx.Missing {
+				choices = v
+			}
 		case "usage":
-			if v.Kind == jsonx.Object {
-				ch.Usage, ch.HasUsage = openAIUsage(sc, v), true
+			if usage.Kind == jsonx.Missing {
+				usage = v
 			}
 			if !p.IncludeUsage {
-				return true
+				continue
+			}
+		default:
+			if shadows(k, "id", "object", "created", "model", "choices", "usage") {
+				// The head is the gateway's; and a member a client's JSON decoder could take
+				// for one of these (encoding/json matches names ignoring case) is dropped.
+				continue
 			}
 		}
-		dst = append(dst, ',')
-		dst = jsonx.AppendString(dst, k)
-		dst = append(dst, ':')
-		dst = append(dst, v.Raw...)
+		out = append(out, ',')
+		out = jsonx.AppendString(out, k)
+		out = append(out, ':')
+		out = append(out, v.Raw...)
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+	}
+	if errv.Exists() {
+		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+	}
+	sc.Each(choices, func(_ string, c jsonx.Value) bool {
+		ch.Choices++
+		var f [1]jsonx.Value
+		if sc.Members(c, []string{"finish_reason"}, f[:]); f[0].Kind == jsonx.String && f[0].Str != "" {
+			ch.Finished = true
+		}
 		return true
 	})
-	return append(dst, "}\n\n"...), ch, nil
+	if usage.Kind == jsonx.Object {
+		ch.Usage, ch.HasUsage = openAIUsage(sc, usage), true
+	}
+	return append(out, "}\n\n"...), ch, nil
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.

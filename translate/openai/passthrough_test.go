@@ -63,9 +63,17 @@ func TestOpenAIChunkRewriter(t *testing.T) {
 			want:         []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}\n\n"},
 			wantChunk:    []Chunk{{Usage: translate.Usage{PromptTokens: 3, CompletionTokens: 4}, HasUsage: true}},
 		},
+		{
+			name:      "a repeated name: the first is read, each is sent; a name a decoder could take for the head's is dropped",
+			chunks:    []string{`{"id":"a","created":1,"choices":[{"index":0,"finish_reason":"stop"}],"choices":[{},{}],"Usage":{"prompt_tokens":9},"Model":"x","extra":true}`},
+			want:      []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}],\"choices\":[{},{}],\"extra\":true}\n\n"},
+			wantChunk: []Chunk{{Choices: 1, Finished: true}},
+		},
 		{name: "not JSON", chunks: []string{`<html>`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "<html>"`},
 		{name: "not an object", chunks: []string{`[1]`}, wantErr: `the upstream of backend up sent a stream event that is not a JSON object: "[1]"`},
 		{name: "error object", chunks: []string{`{"error":{"message":"overloaded","type":"server_error"}}`}, wantErr: "overloaded"},
+		{name: "error object after a chunk", chunks: []string{`{"id":"a","created":1,"choices":[]}`, `{"choices":[],"error":{"message":"overloaded","type":"server_error"}}`}, wantErr: "overloaded"},
+		{name: "not JSON after a chunk", chunks: []string{`{"id":"a","created":1,"choices":[]}`, `{"choices":[]} x`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "{\"choices\":[]} x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,5 +244,35 @@ func BenchmarkRewriteCompletion(b *testing.B) {
 		if buf, _, err = RewriteCompletion(buf[:0], "up", body, "gpt"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAppendChunk is the passthrough's check and rewrite of each chunk of a recorded
+// stream (a short text answer with its usage chunk, and parallel tool calls), per chunk,
+// into a reused buffer.
+func BenchmarkAppendChunk(b *testing.B) {
+	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+		var chunks [][]byte
+		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(b, name)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(d) != "[DONE]" {
+				chunks = append(chunks, []byte(strings.TrimPrefix(d, " ")))
+			}
+		}
+		b.Run(strings.TrimSuffix(name, ".mirascope.sse"), func(b *testing.B) {
+			b.ReportAllocs()
+			p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", Now: func() int64 { return 42 }}
+			var buf []byte
+			for b.Loop() {
+				for _, c := range chunks {
+					var err error
+					if buf, _, err = p.AppendChunk(buf[:0], c); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(chunks)), "ns/chunk")
+		})
 	}
 }
