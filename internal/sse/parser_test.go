@@ -146,3 +146,31 @@ func BenchmarkParser(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParser_LineEnds: a 64 KiB read of short events whose lines end in LF, CRLF or
+// CR alone, per read. The CR-only stream must cost about what the others do: a parser
+// that looked for the next LF from every line start would scan the rest of the read once
+// per line.
+func BenchmarkParser_LineEnds(b *testing.B) {
+	for _, end := range []struct{ name, eol string }{{"lf", "\n"}, {"crlf", "\r\n"}, {"cr", "\r"}} {
+		var in []byte
+		for len(in) < 64<<10 {
+			in = append(in, "event: content_block_delta"+end.eol+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`+end.eol+end.eol...)
+		}
+		b.Run(end.name, func(b *testing.B) {
+			var p Parser
+			events := 0
+			fn := func(typ, data []byte) error { events++; return nil }
+			b.ReportAllocs()
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if err := p.Feed(in, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if events == 0 {
+				b.Fatal("no event")
+			}
+		})
+	}
+}
