@@ -18,8 +18,7 @@ var ErrEventTooLarge = errors.New("sse: event exceeds the size bound")
 
 // Parser is an incremental event-stream parser. Feed it bytes as they arrive, split
 // anywhere; each byte is searched at most twice (for LF, then for CR before it), however a
-// line is split. It is not safe for
-// concurrent use; the zero value is ready.
+// line is split. It is not safe for concurrent use; the zero value is ready.
 type Parser struct {
 	// MaxEventBytes bounds one event as received, in bytes: the lines up to the blank
 	// line that ends it (comments and field names included, line ends not). Zero means
