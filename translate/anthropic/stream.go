@@ -203,38 +203,52 @@ func (d *anthropicStream) blockStart(index, cb jsonx.Value, data []byte, emit tr
 	return nil
 }
 
+// deltaMembers are the members of a content_block_delta's delta that blockDelta reads
+// (in one pass), at the indexes named below.
+var deltaMembers = [...]string{"type", "text", "thinking", "signature", "partial_json"}
+
+const (
+	deltaType = iota
+	deltaText
+	deltaThinking
+	deltaSignature
+	deltaPartialJSON
+)
+
 func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit translate.Emit) error {
 	sc := &d.sc
 	if d.block == anthropicNoBlock {
 		return d.fail(d.malformed("content_block_delta outside a content block", data))
 	}
-	switch sc.Get(delta, "type").Str {
+	var f [len(deltaMembers)]jsonx.Value
+	sc.Members(delta, deltaMembers[:], f[:])
+	switch f[deltaType].Str {
 	case "text_delta":
 		if d.block == anthropicText {
-			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: sc.Get(delta, "text").Str}
+			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: f[deltaText].Str}
 			return emit(&d.ev)
 		}
 	case "thinking_delta":
 		if d.block == anthropicThinkingBlock {
-			t := sc.Get(delta, "thinking").Str
+			t := f[deltaThinking].Str
 			d.thinking.text = append(d.thinking.text, t...)
 			d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: t}
 			return emit(&d.ev)
 		}
 	case "signature_delta":
 		if d.block == anthropicThinkingBlock {
-			d.thinking.sig = append(d.thinking.sig, sc.Get(delta, "signature").Str...)
+			d.thinking.sig = append(d.thinking.sig, f[deltaSignature].Str...)
 		}
 	case "input_json_delta":
 		if d.block == anthropicToolUse {
-			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: sc.Get(delta, "partial_json").Str}
+			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: f[deltaPartialJSON].Str}
 			if d.ev.Text == "" {
 				return nil // the first fragment is always ""
 			}
 			return emit(&d.ev)
 		}
 		if d.block == anthropicBuiltinBlock { // a server_tool_use block's input
-			d.builtin.input = append(d.builtin.input, sc.Get(delta, "partial_json").Str...)
+			d.builtin.input = append(d.builtin.input, f[deltaPartialJSON].Str...)
 		}
 	}
 	return nil // citations_delta and newer delta types have no OpenAI counterpart
