@@ -466,3 +466,46 @@ func BenchmarkAnthropicResponse(b *testing.B) {
 		})
 	}
 }
+
+// FuzzAnthropicResponse: whatever an upstream sends as a whole Messages answer,
+// DecodeResponse refuses it with an *translate.UpstreamError or emits events an Assembler
+// turns into one JSON completion whose content is the text of the text blocks, in order,
+// as gjson (whose first-of-a-repeated-name rule the decoder shares) reads the body.
+func FuzzAnthropicResponse(f *testing.F) {
+	for _, b := range goldentest.Seeds("upstream.json", false, 4096) {
+		f.Add(b)
+	}
+	bench, err := os.ReadFile("testdata/bench-response.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bench)
+	f.Add([]byte(`{"type":"message","content":[{"type":"text","text":"a\u00e9"},{"type":"thinking","thinking":"t"},{"text":"x","type":"text"},{"type":"text","type":"image","text":"y"}],"content":[]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var a openaichat.Assembler
+		if err := New().DecodeResponse(body, a.Add); err != nil {
+			var ue *translate.UpstreamError
+			if !errors.As(err, &ue) || ue.Message == "" {
+				t.Fatalf("error %v (%T) is not an upstream error with a message", err, err)
+			}
+			return
+		}
+		a.Finish()
+		out := a.AppendCompletion(nil, "chatcmpl-1", "claude", 1)
+		if !json.Valid(out) {
+			t.Fatalf("completion is not JSON: %s\nfrom %q", out, body)
+		}
+		var want strings.Builder
+		for _, b := range gjson.GetBytes(body, "content").Array() {
+			if typ := b.Get("type"); typ.Type == gjson.String && typ.Str == "text" {
+				if text := b.Get("text"); text.Type == gjson.String {
+					want.WriteString(text.Str)
+				}
+			}
+		}
+		// A byte that is not UTF-8 goes out as U+FFFD, as encoding/json writes it.
+		if got, w := gjson.GetBytes(out, "choices.0.message.content").Str, string([]rune(want.String())); got != w {
+			t.Fatalf("content %q, want %q\nfrom %q", got, w, body)
+		}
+	})
+}
