@@ -28,7 +28,8 @@ type backend struct {
 	typ      string
 	cfg      config.Backend
 	provider translate.Provider
-	client   *fasthttp.Client // nil for a localProvider
+	// client holds the connections to the one host of baseURL; nil for a localProvider.
+	client   *fasthttp.HostClient
 	baseURL  string
 	timeouts config.Timeouts
 	retries  config.Retries
@@ -101,9 +102,14 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	slices.SortFunc(last, func(a, b translate.Header) int { return strings.Compare(a.Name, b.Name) })
 	b.last = canonicalHeaders(last)
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
-	b.client = &fasthttp.Client{
-		Name:            "agate",
-		MaxConnsPerHost: bc.MaxConns,
+	// A backend has one host, so its client is a HostClient: a Client would look the
+	// host up in its map on every request to find the same one.
+	tls := string(b.uri.Scheme()) == "https" // the scheme is lower-cased, http or https (config)
+	b.client = &fasthttp.HostClient{
+		Addr:     fasthttp.AddMissingPort(string(b.uri.Host()), tls),
+		IsTLS:    tls,
+		Name:     "agate",
+		MaxConns: bc.MaxConns,
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
 		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,

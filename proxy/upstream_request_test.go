@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agate-gateway/agate/config"
@@ -11,39 +12,47 @@ import (
 // TestBackend_NewRequest: the upstream request is the POST of the body to the base URL's
 // path followed by the provider's, the queries of both kept, with the provider's headers,
 // then the request's own, then backends.<name>.headers, each later one overriding an
-// earlier one of the same name whatever its case.
+// earlier one of the same name whatever its case. The connections go to the base URL's
+// host, at its port or the scheme's (wantAddr), over TLS for https.
 func TestBackend_NewRequest(t *testing.T) {
 	tests := []struct {
 		name, typ, baseURL, path string
 		cfgHeaders               map[string]string
 		headers                  []translate.Header
-		wantURI                  string
+		wantURI, wantAddr        string
 		wantHeaders              map[string]string
 	}{
 		{name: "openai with a version path", typ: "openai", baseURL: "http://127.0.0.1:9/v1/", path: "/chat/completions",
-			wantURI:     "http://127.0.0.1:9/v1/chat/completions",
+			wantURI: "http://127.0.0.1:9/v1/chat/completions", wantAddr: "127.0.0.1:9",
 			wantHeaders: map[string]string{"Authorization": "Bearer sk-up", "Accept-Encoding": "identity", "Content-Type": "application/json"}},
 		{name: "anthropic at the root, a request header overriding the provider's", typ: "anthropic", baseURL: "https://api.anthropic.com", path: "/v1/messages",
-			headers:     []translate.Header{{Name: "anthropic-version", Value: "2099-01-01"}, {Name: "anthropic-beta", Value: "x"}},
-			wantURI:     "https://api.anthropic.com/v1/messages",
+			headers: []translate.Header{{Name: "anthropic-version", Value: "2099-01-01"}, {Name: "anthropic-beta", Value: "x"}},
+			wantURI: "https://api.anthropic.com/v1/messages", wantAddr: "api.anthropic.com:443",
 			wantHeaders: map[string]string{"X-Api-Key": "sk-up", "Anthropic-Version": "2099-01-01", "Anthropic-Beta": "x"}},
 		{name: "gemini: an escaped model and the path's query", typ: "gemini", baseURL: "https://generativelanguage.googleapis.com", path: "/v1beta/models/a%2Fb:streamGenerateContent?alt=sse",
-			wantURI: "https://generativelanguage.googleapis.com/v1beta/models/a%2Fb:streamGenerateContent?alt=sse"},
+			wantURI: "https://generativelanguage.googleapis.com/v1beta/models/a%2Fb:streamGenerateContent?alt=sse", wantAddr: "generativelanguage.googleapis.com:443"},
 		{name: "a base URL with a query keeps it", typ: "openai", baseURL: "https://x.example/openai?api-version=2024-10-21", path: "/chat/completions",
-			wantURI: "https://x.example/openai/chat/completions?api-version=2024-10-21"},
+			wantURI: "https://x.example/openai/chat/completions?api-version=2024-10-21", wantAddr: "x.example:443"},
 		{name: "both queries", typ: "gemini", baseURL: "https://x.example?tenant=a", path: "/v1beta/models/m:streamGenerateContent?alt=sse",
-			wantURI: "https://x.example/v1beta/models/m:streamGenerateContent?tenant=a&alt=sse"},
+			wantURI: "https://x.example/v1beta/models/m:streamGenerateContent?tenant=a&alt=sse", wantAddr: "x.example:443"},
 		{name: "configured headers come last and override, in any case", typ: "openai", baseURL: "http://h:1/v1", path: "/chat/completions",
-			cfgHeaders:  map[string]string{"authorization": "Bearer from-config", "x-team": "blue", "accept-encoding": "gzip"},
-			headers:     []translate.Header{{Name: "X-Team", Value: "red"}},
-			wantURI:     "http://h:1/v1/chat/completions",
+			cfgHeaders: map[string]string{"authorization": "Bearer from-config", "x-team": "blue", "accept-encoding": "gzip"},
+			headers:    []translate.Header{{Name: "X-Team", Value: "red"}},
+			wantURI:    "http://h:1/v1/chat/completions", wantAddr: "h:1",
 			wantHeaders: map[string]string{"Authorization": "Bearer from-config", "X-Team": "blue", "Accept-Encoding": "gzip"}},
+		{name: "http without a port, IPv6", typ: "openai", baseURL: "http://[::1]/v1", path: "/chat/completions",
+			wantURI: "http://[::1]/v1/chat/completions", wantAddr: "[::1]:80"},
+		{name: "IPv6 with a port, upper-case scheme", typ: "openai", baseURL: "HTTPS://[::1]:8443/v1", path: "/chat/completions",
+			wantURI: "https://[::1]:8443/v1/chat/completions", wantAddr: "[::1]:8443"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := newBackend("up", config.Backend{Type: tt.typ, BaseURL: tt.baseURL, APIKey: "sk-up", Headers: tt.cfgHeaders})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if b.client.Addr != tt.wantAddr || b.client.IsTLS != strings.HasPrefix(tt.wantURI, "https:") {
+				t.Errorf("client for %s, TLS %v; want %s for %s", b.client.Addr, b.client.IsTLS, tt.wantAddr, tt.wantURI)
 			}
 			req := fasthttp.AcquireRequest()
 			defer fasthttp.ReleaseRequest(req)
