@@ -492,3 +492,21 @@ func BenchmarkParseRequest10K(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseRequestSmall parses the end-to-end benchmark's ~230-byte request (scenarios
+// a and b: a system and a user message, max_tokens, temperature) as the server does: lazily,
+// into a Scratch, with a Stage.
+func BenchmarkParseRequestSmall(b *testing.B) {
+	body := `{"max_tokens":1024,"messages":[{"role":"system","content":"You are a helpful assistant. Answer concisely and accurately."},{"role":"user","content":"Write a short paragraph about the history of the bicycle."}],"model":"claude-bench","temperature":0.7}`
+	var sc Scratch
+	var st Stage
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := ParseRequestLazyString(body, &sc, &st); err != nil {
+			b.Fatal(err)
+		}
+		sc.Reset()
+		st.Reset()
+	}
+}
