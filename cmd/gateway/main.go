@@ -24,7 +24,6 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/asynclog"
-	"github.com/agate-gateway/agate/internal/hugetext"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
@@ -41,51 +40,15 @@ func main() {
 	// The gateway serves no heap profile: sampling allocations for one would cost a
 	// stack walk per sample and a bucket table of about 1.4 MB.
 	goruntime.MemProfileRate = 0
-	code := placeCode(os.Getenv(envHugeText))
-	if err := run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil, code); err != nil {
+	if err := run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
 }
 
-// envHugeText set to "off" keeps the gateway's code on the 4 KiB pages it was loaded on.
-const envHugeText = "AGATE_HUGE_TEXT"
-
-// codePlacement is what main did with the gateway's code before run, which logs it.
-type codePlacement struct {
-	moved  bool // hugetext.Remap was called
-	report hugetext.Report
-	err    error
-}
-
-// placeCode moves the gateway's code onto huge pages (hugetext), unless setting (the value
-// of AGATE_HUGE_TEXT) is "off": every request runs through some 8 MB of code, which costs
-// a CPU four TLB entries instead of hundreds of page translations (README "Performance").
-// It runs first thing in main, not in run: tests call run in processes of their own.
-func placeCode(setting string) codePlacement {
-	if setting == "off" {
-		return codePlacement{}
-	}
-	r, err := hugetext.Remap()
-	return codePlacement{moved: true, report: r, err: err}
-}
-
-// log reports the placement once the logger exists.
-func (c codePlacement) log(l *slog.Logger) {
-	switch {
-	case !c.moved:
-	case errors.Is(c.err, hugetext.ErrUnavailable):
-		l.Info("code on small pages: transparent huge pages are not available")
-	case c.err != nil:
-		l.Warn("code on small pages", "error", c.err.Error())
-	default:
-		l.Info("code on huge pages", "code_bytes", int64(c.report.End-c.report.Start), "huge_page_bytes", c.report.HugeBytes)
-	}
-}
-
 // run is main with its inputs injected. ready, if not nil, receives the listening address
-// once the server accepts connections; code is what main did with the code, logged.
-func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string, code codePlacement) error {
+// once the server accepts connections.
+func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
@@ -123,7 +86,6 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string, 
 	logOut := asynclog.New(stderr, asynclog.Options{OnDrop: m.LogLinesDropped.Inc})
 	defer logOut.Close()
 	logger := newLogger(logOut, cfg.Log)
-	code.log(logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

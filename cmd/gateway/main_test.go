@@ -118,7 +118,7 @@ func startRun(t *testing.T, args, environ []string) *runningGateway {
 	t.Cleanup(func() { signal.Stop(guard) })
 	g := &runningGateway{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
 	ready := make(chan string, 1)
-	go func() { g.done <- run(args, environ, g.stdout, g.stderr, ready, codePlacement{}) }()
+	go func() { g.done <- run(args, environ, g.stdout, g.stderr, ready) }()
 	select {
 	case g.addr = <-ready:
 	case err := <-g.done:
@@ -214,7 +214,7 @@ func TestRun_StartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr lockedBuffer
-			err := run(tt.args, tt.environ, &stdout, &stderr, nil, codePlacement{})
+			err := run(tt.args, tt.environ, &stdout, &stderr, nil)
 			got := stdout.String()
 			if err != nil {
 				got = err.Error()
@@ -276,7 +276,7 @@ func TestRun_CPUProfile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agate.yaml")
 	writeAtomically(t, path, baseConfig)
-	if err := run([]string{"-config", path, "-cpuprofile", filepath.Join(dir, "absent", "cpu.pprof")}, nil, io.Discard, io.Discard, nil, codePlacement{}); err == nil || !strings.HasPrefix(err.Error(), "-cpuprofile: ") {
+	if err := run([]string{"-config", path, "-cpuprofile", filepath.Join(dir, "absent", "cpu.pprof")}, nil, io.Discard, io.Discard, nil); err == nil || !strings.HasPrefix(err.Error(), "-cpuprofile: ") {
 		t.Fatalf("an uncreatable profile: %v, want a -cpuprofile error", err)
 	}
 
