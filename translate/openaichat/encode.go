@@ -15,12 +15,16 @@ import (
 //
 // A ChunkEncoder serves one response and is not safe for concurrent use.
 type ChunkEncoder struct {
-	prefix       []byte // `data: {"id":...,"choices":[`
+	// What every chunk reads comes first, in one cache line: a stream's encoder is cold
+	// memory by the time its next event arrives.
+	done    bool
+	prefix  []byte        // `data: {"id":...,"choices":[`
+	choices []choiceState // first, until a second choice
+	first   [1]choiceState
+
 	usagePrefix  []byte // `data: {"id":...,"choices":[],"usage":`
 	includeUsage bool
-	choices      []choiceState
 	usage        translate.Usage
-	done         bool
 }
 
 type choiceState struct {
@@ -38,16 +42,22 @@ type callState struct {
 // NewChunkEncoder returns an encoder for the response id, the client-facing model name and
 // the creation time in unix seconds. With includeUsage the stream ends with a usage chunk.
 func NewChunkEncoder(id, model string, created int64, includeUsage bool) *ChunkEncoder {
-	head := make([]byte, 0, 128+len(id)+len(model))
-	head = append(head, `data: {"id":`...)
-	head = jsonx.AppendString(head, id)
-	head = append(head, `,"object":"chat.completion.chunk","created":`...)
-	head = strconv.AppendInt(head, created, 10)
-	head = append(head, `,"model":`...)
-	head = jsonx.AppendString(head, model)
-	e := &ChunkEncoder{includeUsage: includeUsage, choices: make([]choiceState, 1, 1)}
-	e.prefix = append(append([]byte(nil), head...), `,"choices":[`...)
-	e.usagePrefix = append(append([]byte(nil), head...), `,"choices":[],"usage":`...)
+	// Both prefixes share one allocation: the head, then its copy in usagePrefix.
+	const choices, usage = `,"choices":[`, `,"choices":[],"usage":`
+	b := make([]byte, 0, 2*(96+len(id)+len(model))+len(choices)+len(usage))
+	b = append(b, `data: {"id":`...)
+	b = jsonx.AppendString(b, id)
+	b = append(b, `,"object":"chat.completion.chunk","created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = jsonx.AppendString(b, model)
+	head := len(b)
+	b = append(b, choices...)
+	e := &ChunkEncoder{includeUsage: includeUsage}
+	e.choices = e.first[:]
+	e.prefix = b[:len(b):len(b)]
+	b = append(b, b[:head]...)
+	e.usagePrefix = append(b, usage...)[len(e.prefix):]
 	return e
 }
 
