@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The OpenAI passthrough forwards the chunks and completions of an OpenAI-compatible
@@ -85,10 +86,18 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	}
 	out := append(dst, "data: {"...)
 	out = append(out, p.head...)
-	var v, errv, choices, usage jsonx.Value
+	var v, errv, usage jsonx.Value
+	seenChoices := false
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if !sc.ValueRaw(&v) {
+		if k == "choices" && !seenChoices && sc.Peek() == '[' {
+			// The first choices are read as they are checked: their number, and whether
+			// one has a finish_reason.
+			seenChoices = true
+			if !p.readChoices(&v, &ch) {
+				break
+			}
+		} else if !sc.ValueRaw(&v) {
 			break
 		}
 		switch k {
@@ -98,9 +107,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 			}
 			continue // an error chunk is refused below
 		case "choices":
-			if choices.Kind == jsonx.Missing {
-				choices = v
-			}
+			seenChoices = true
 		case "usage":
 			if usage.Kind == jsonx.Missing {
 				usage = v
@@ -126,18 +133,51 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	if errv.Exists() {
 		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
 	}
-	sc.Each(choices, func(_ string, c jsonx.Value) bool {
-		ch.Choices++
-		var f [1]jsonx.Value
-		if sc.Members(c, []string{"finish_reason"}, f[:]); f[0].Kind == jsonx.String && f[0].Str != "" {
-			ch.Finished = true
-		}
-		return true
-	})
 	if usage.Kind == jsonx.Object {
 		ch.Usage, ch.HasUsage = openAIUsage(sc, usage), true
 	}
 	return append(out, "}\n\n"...), ch, nil
+}
+
+// readChoices reads the choices array at the cursor into v (its text, as ValueRaw would),
+// counting its elements into ch.Choices and setting ch.Finished when an element is an
+// object whose finish_reason (the first of that name) is a non-empty string. It reports
+// false on a syntax error.
+func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
+	sc := &p.sc
+	at := sc.Pos()
+	for n := 0; sc.NextElem(&n); {
+		ch.Choices++
+		if sc.Peek() != '{' {
+			if !sc.Skip() {
+				return false
+			}
+			continue
+		}
+		seen := false
+		var f jsonx.Value
+		for m := 0; sc.NextField(&m); {
+			if !seen && sc.Key() == "finish_reason" {
+				seen = true
+				if !sc.ValueRaw(&f) {
+					return false
+				}
+				if f.Kind == jsonx.String && f.Str != "" {
+					ch.Finished = true
+				}
+			} else if !sc.Skip() {
+				return false
+			}
+		}
+		if sc.Failed() {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	*v = jsonx.Value{Kind: jsonx.Array, Raw: sc.Input()[at:sc.Pos()], At: at}
+	return true
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.
@@ -233,8 +273,14 @@ func passthroughNotJSON(backend, what string, data []byte) *translate.UpstreamEr
 // shadows reports whether the member name k is one of names as a case-insensitive
 // decoder (encoding/json, with its Unicode folding) reads it.
 func shadows(k string, names ...string) bool {
+	ascii := true
+	for i := 0; i < len(k) && ascii; i++ {
+		ascii = k[i] < utf8.RuneSelf
+	}
 	for _, n := range names {
-		if strings.EqualFold(k, n) {
+		// An ASCII name folds only to a name of its length; a key with other bytes may
+		// fold to a shorter one (U+017F to s).
+		if (!ascii || len(n) == len(k)) && strings.EqualFold(k, n) {
 			return true
 		}
 	}

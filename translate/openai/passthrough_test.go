@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"os"
 	"path/filepath"
@@ -69,6 +70,31 @@ func TestOpenAIChunkRewriter(t *testing.T) {
 			want:      []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}],\"choices\":[{},{}],\"extra\":true}\n\n"},
 			wantChunk: []Chunk{{Choices: 1, Finished: true}},
 		},
+		{
+			name: "choices: each counted; the first finish_reason of a choice read, a nested or empty one not",
+			chunks: []string{`{"id":"a","created":1,"choices":[{"index":0,"delta":{"finish_reason":"stop"},"finish_reason":null},` +
+				`{"index":1,"finish_reason":""},1,{"finish_reason":null,"finish_reason":"stop"}]}`,
+				`{"choices" : [ {"index":0 , "finish_reason" : "length"} ] }`},
+			want: []string{
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"finish_reason\":\"stop\"},\"finish_reason\":null},{\"index\":1,\"finish_reason\":\"\"},1,{\"finish_reason\":null,\"finish_reason\":\"stop\"}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[ {\"index\":0 , \"finish_reason\" : \"length\"} ]}\n\n",
+			},
+			wantChunk: []Chunk{{Choices: 4}, {Choices: 1, Finished: true}},
+		},
+		{
+			name:      "choices that are not an array, then an array: nothing read",
+			chunks:    []string{`{"id":"a","created":1,"choices":null,"choices":[{"finish_reason":"stop"}]}`},
+			want:      []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":null,\"choices\":[{\"finish_reason\":\"stop\"}]}\n\n"},
+			wantChunk: []Chunk{{}},
+		},
+		{
+			name:      "a name that folds to a head name through a non-ASCII letter is dropped (U+017F, U+212A)",
+			chunks:    []string{`{"id":"a","created":1,"choice\u017f":1,"choiceſ":2,"Usage":3,"\u212aey":4,"mode":5,"choices":[]}`},
+			want:      []string{"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"\u212aey\":4,\"mode\":5,\"choices\":[]}\n\n"},
+			wantChunk: []Chunk{{}},
+		},
+		{name: "a choice cut short", chunks: []string{`{"id":"a","created":1,"choices":[{"index":0,}]}`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "{\"id\":\"a\",\"created\":1,\"choices\":[{\"index\":0,}]}"`},
+		{name: "choices cut short", chunks: []string{`{"id":"a","created":1,"choices":[{"index":0}`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "{\"id\":\"a\",\"created\":1,\"choices\":[{\"index\":0}"`},
 		{name: "not JSON", chunks: []string{`<html>`}, wantErr: `the upstream of backend up sent a stream event that is not JSON: "<html>"`},
 		{name: "not an object", chunks: []string{`[1]`}, wantErr: `the upstream of backend up sent a stream event that is not a JSON object: "[1]"`},
 		{name: "error object", chunks: []string{`{"error":{"message":"overloaded","type":"server_error"}}`}, wantErr: "overloaded"},
@@ -169,7 +195,7 @@ func FuzzOpenAIChunkRewriter(f *testing.F) {
 		p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", IncludeUsage: includeUsage,
 			Now: func() int64 { return 42 }}
 		for range 2 { // the first chunk fixes the head; the second must keep it
-			out, _, err := p.AppendChunk(nil, data)
+			out, ch, err := p.AppendChunk(nil, data)
 			if err != nil {
 				var ue *translate.UpstreamError
 				if !errors.As(err, &ue) || ue.Status != 502 {
@@ -204,8 +230,33 @@ func FuzzOpenAIChunkRewriter(f *testing.F) {
 			if err := json.Unmarshal(payload, &head); err != nil || head.Object != "chat.completion.chunk" || head.Model != "gpt" {
 				t.Fatalf("head %+v (%v): %q", head, err, out)
 			}
+			if want := choicesRead(data); ch.Choices != want.Choices || ch.Finished != want.Finished {
+				t.Fatalf("read %d choices, finished %t; want %d, %t: %q", ch.Choices, ch.Finished, want.Choices, want.Finished, data)
+			}
 		}
 	})
+}
+
+// choicesRead is what AppendChunk must report of a valid chunk's choices, read the slow
+// way, one lookup after another: the first choices member, if an array, has so many
+// elements, and is finished if the first finish_reason of an element is a non-empty string.
+func choicesRead(data []byte) Chunk {
+	var ch Chunk
+	sc := jsonx.NewScanner(string(data))
+	root, ok := sc.Root()
+	if !ok {
+		return ch
+	}
+	if choices := sc.Get(root, "choices"); choices.Kind == jsonx.Array {
+		sc.Each(choices, func(_ string, c jsonx.Value) bool {
+			ch.Choices++
+			if f := sc.Get(c, "finish_reason"); f.Kind == jsonx.String && f.Str != "" {
+				ch.Finished = true
+			}
+			return true
+		})
+	}
+	return ch
 }
 
 // TestRewriteCompletion_AppendsAndCopies pins the buffer contract the gateway relies on to
