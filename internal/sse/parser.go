@@ -25,16 +25,9 @@ type Parser struct {
 	// DefaultMaxEventBytes. Set it before the first Feed.
 	MaxEventBytes int
 
-	buf []byte // unconsumed bytes: an incomplete line, holding no line end
-	// typ and data are the current event's type and data. While Feed reads the bytes it
-	// was given they may be those bytes (lent: an event whose lines all came in one Feed
-	// reaches the handler without a copy); otherwise, and whenever Feed returns, they are
-	// the parser's own memory, kept in typBuf and dataBuf while lent.
-	typ, data         []byte
-	typBuf, dataBuf   []byte
-	typLent, dataLent bool
-	// lend is set while the lines being read are the bytes given to Feed.
-	lend       bool
+	buf        []byte // unconsumed bytes: an incomplete line, holding no line end
+	typ        []byte
+	data       []byte
 	hasData    bool
 	size       int  // bytes of the complete lines of the current event
 	skipLF     bool // the last byte seen was CR, so a leading LF ends nothing
@@ -85,25 +78,12 @@ func (ps *Parser) Feed(p []byte, fn Handler) error {
 		}
 		p = p[i+1:]
 	}
-	ps.lend = true
 	rest, err := ps.lines(p, fn)
-	ps.lend = false
 	if err != nil {
 		return err
 	}
-	ps.keep() // the caller may reuse p once Feed returns
 	ps.buf = append(ps.buf[:0], rest...)
 	return ps.checkLine()
-}
-
-// keep copies into the parser's own memory what of the current event is lent.
-func (ps *Parser) keep() {
-	if ps.typLent {
-		ps.typ, ps.typLent = append(ps.typBuf[:0], ps.typ...), false
-	}
-	if ps.dataLent {
-		ps.data, ps.dataLent = append(ps.dataBuf[:0], ps.data...), false
-	}
 }
 
 // lineEnd returns the index of the first CR or LF in p, or -1. Streams end their lines
@@ -206,48 +186,23 @@ func (ps *Parser) line(l []byte, fn Handler) error {
 	}
 	switch string(name) {
 	case "data":
-		switch {
-		case !ps.hasData && ps.lend:
-			if !ps.dataLent {
-				ps.dataBuf = ps.data[:0]
-			}
-			ps.data, ps.dataLent = value, true
-		case ps.hasData:
-			if ps.dataLent { // a second data line: the event's data is joined in own memory
-				ps.data, ps.dataLent = append(ps.dataBuf[:0], ps.data...), false
-			}
-			ps.data = append(append(ps.data, '\n'), value...)
-		default:
-			ps.data = append(ps.data[:0], value...)
+		if ps.hasData {
+			ps.data = append(ps.data, '\n')
 		}
+		ps.data = append(ps.data, value...)
 		ps.hasData = true
 	case "event":
-		if ps.lend {
-			if !ps.typLent {
-				ps.typBuf = ps.typ[:0]
-			}
-			ps.typ, ps.typLent = value, true
-		} else {
-			if ps.typLent {
-				ps.typ, ps.typLent = ps.typBuf, false
-			}
-			ps.typ = append(ps.typ[:0], value...)
-		}
+		ps.typ = append(ps.typ[:0], value...)
 	}
 	return nil
 }
 
 func (ps *Parser) dispatch(fn Handler) error {
-	var err error
-	if ps.hasData {
-		err = fn(ps.typ, ps.data)
+	if !ps.hasData {
+		ps.typ = ps.typ[:0]
+		return nil
 	}
-	if ps.typLent {
-		ps.typ, ps.typLent = ps.typBuf, false
-	}
-	if ps.dataLent {
-		ps.data, ps.dataLent = ps.dataBuf, false
-	}
+	err := fn(ps.typ, ps.data)
 	ps.typ, ps.data, ps.hasData = ps.typ[:0], ps.data[:0], false
 	return err
 }
