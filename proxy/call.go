@@ -157,15 +157,12 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
 			emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
 		}
-		// chat is read here, once an attempt, not from c at every event: an event of a
-		// stream finds c's memory cold, and a load from it waits for the line.
-		chat := c.chat
 		counted := func(ev *translate.Event) error {
 			if ev.Kind == translate.EventUsage {
 				c.lastUsage = ev.Usage
 			}
 			c.sent = true
-			chat.Event(ev) // tracing.go
+			c.chat.Event(ev) // tracing.go
 			return emit(ev)
 		}
 		if lp, ok := r.backend.provider.(localProvider); ok {

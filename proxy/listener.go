@@ -63,7 +63,7 @@ func (l *clientListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc := &clientConn{Conn: c, l: l, ip: remoteIP(c), accepted: time.Now(), writeTimeout: l.writeTimeout}
+		cc := &clientConn{Conn: c, l: l, ip: remoteIP(c), accepted: time.Now()}
 		if status := l.acquire(cc); status != 0 {
 			if l.refused != nil {
 				l.refused(status)
@@ -220,10 +220,8 @@ type clientConn struct {
 	silenced atomic.Bool
 	drain    atomic.Int64 // bytes to read and discard before closing; 0: none
 	once     sync.Once
-	// writeDeadline is the write deadline last set, writeTimeout the listener's (kept
-	// here beside it, for Write); only Write uses them.
+	// writeDeadline is the write deadline last set; only Write uses it.
 	writeDeadline time.Time
-	writeTimeout  time.Duration
 	// armed is the read deadline set on the connection, want the one last asked for;
 	// zero: none.
 	armed, want time.Time
@@ -285,7 +283,7 @@ func (c *clientConn) drainOnClose(limit int64) { c.drain.Store(limit) }
 // timeout is left, to 1.25 times the timeout ahead: a write may wait between the timeout
 // and 1.25 times it. Write is called by one goroutine at a time (fasthttp's).
 func (c *clientConn) Write(p []byte) (int, error) {
-	if d := c.writeTimeout; d > 0 {
+	if d := c.l.writeTimeout; d > 0 {
 		if now := time.Now(); c.writeDeadline.Sub(now) < d {
 			c.writeDeadline = now.Add(d + d/4)
 			if err := c.Conn.SetWriteDeadline(c.writeDeadline); err != nil {

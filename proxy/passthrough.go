@@ -36,7 +36,6 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				return err
 			}
 			finished := false
-			chat := c.chat // read once: c's memory is cold at each chunk (see run)
 			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
 				IncludeUsage: req.IncludeUsage, Now: now}
 			return c.pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
@@ -47,8 +46,9 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 					o.buf = append(o.buf[:0], "data: [DONE]\n\n"...)
 					return o.write()
 				}
-				dst, direct := o.dst()
-				b, ch, err := chunks.AppendChunk(dst, data)
+				var ch openai.Chunk
+				var err error
+				o.buf, ch, err = chunks.AppendChunk(o.buf[:0], data)
 				if err != nil {
 					return err
 				}
@@ -62,9 +62,9 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				if o.c.firstT.IsZero() {
 					o.c.firstT = time.Now()
 				}
-				chat.FirstChunk() // tracing.go
+				c.chat.FirstChunk() // tracing.go
 				finished = finished || ch.Finished
-				return o.put(b, direct)
+				return o.write()
 			}, o.sync, func() error {
 				if !finished {
 					return upstreamFault(r.backend.name, "ended the stream before it finished")

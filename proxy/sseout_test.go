@@ -10,11 +10,10 @@ import (
 	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
-// TestSSEOut_ChunkMemory: whatever the writer's free space, sseOut writes every chunk as
-// the encoder makes it, in order, whether it appends the chunk to the writer's free space
-// or to its own buffer: chunks smaller than the free space, one larger than the whole
-// buffer, chunks arriving while the buffer is nearly full, and small ones after a large
-// one (o.buf keeps the large one's memory).
+// TestSSEOut_ChunkMemory: whatever the stream writer holds when a chunk comes, the
+// client gets every chunk as the encoder makes it, in order: chunks smaller than the free
+// space, one larger than the whole buffer, chunks arriving while the buffer is nearly full,
+// small ones after a large one, a tool call's.
 func TestSSEOut_ChunkMemory(t *testing.T) {
 	text := func(n int) *translate.Event {
 		return &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat("x", n)}
@@ -72,9 +71,7 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 }
 
 // TestSSEOut_NoAllocations: once a stream's largest chunk has been seen, no chunk costs an
-// allocation, small or large, however full the writer is when it comes: the memory a chunk
-// that outgrew the writer's free space was appended to is kept (o.buf) and used for the
-// next chunk that may not fit.
+// allocation, small or large, however full the writer is when it comes.
 func TestSSEOut_NoAllocations(t *testing.T) {
 	var sink bytes.Buffer
 	sink.Grow(1 << 20)

@@ -238,8 +238,6 @@ type sseOut struct {
 	buf     []byte
 	cancel  context.CancelFunc
 	started chan<- *apiError
-	// largest is the length of the longest chunk put so far (see dst).
-	largest int
 }
 
 // commit tells the handler to answer 200 with an event stream, once.
@@ -258,41 +256,9 @@ func (o *sseOut) Event(ev *translate.Event) error {
 	if o.c.firstT.IsZero() && isContent(ev.Kind) {
 		o.c.firstT = time.Now()
 	}
-	dst, direct := o.dst()
-	return o.put(o.enc.Encode(dst, ev), direct)
+	o.buf = o.enc.Encode(o.buf[:0], ev)
+	return o.write()
 }
-
-// dst returns the memory to append the next chunk to: the writer's free space when that
-// has room for the largest chunk seen so far (and half the buffer at least), so that the
-// chunk reaches the writer without passing through o.buf, whose memory an event of a
-// stream finds cold; else o.buf. direct tells which; hand the chunk to put.
-func (o *sseOut) dst() (dst []byte, direct bool) {
-	if o.w.Available() >= max(minDirectRoom, o.largest) {
-		return o.w.AvailableBuffer(), true
-	}
-	return o.buf[:0], false
-}
-
-// put buffers b, a chunk appended to what dst returned, for the client. A chunk that
-// outgrew the writer's free space was appended to new memory, which o.buf then keeps: a
-// stream allocates for a chunk only when it is its largest yet.
-func (o *sseOut) put(b []byte, direct bool) error {
-	o.largest = max(o.largest, len(b))
-	if !direct || len(b) > o.w.Available() {
-		o.buf = b
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	if _, err := o.w.Write(b); err != nil {
-		return o.gone()
-	}
-	return nil
-}
-
-// minDirectRoom is the free space of the stream writer below which sseOut appends a chunk
-// to its own buffer.
-const minDirectRoom = streamBufferSize / 2
 
 func isContent(k translate.EventKind) bool {
 	switch k {
