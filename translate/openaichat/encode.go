@@ -15,8 +15,8 @@ import (
 //
 // A ChunkEncoder serves one response and is not safe for concurrent use.
 type ChunkEncoder struct {
-	// What every chunk reads comes first, in one cache line: a stream's encoder is cold
-	// memory by the time its next event arrives.
+	// The first choice's state is held inline (most responses have one choice), so an
+	// encoder is two allocations: itself and its prefixes (see NewChunkEncoder).
 	done    bool
 	prefix  []byte        // `data: {"id":...,"choices":[`
 	choices []choiceState // first, until a second choice
