@@ -59,8 +59,8 @@ type Chunk struct {
 // (gjson's rule); every member that is not dropped is sent. Nothing of data is retained.
 //
 // After the stream's first chunk (which fixes the head, see setHead) a chunk is read in
-// one pass that checks it and writes it out, and its choices once more for what it
-// reports: the strings it copies keep their escapes as written.
+// one pass that checks it, writes it out and reads what it reports of the choices (the
+// usage object is read once more): the strings it copies keep their escapes as written.
 func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	var ch Chunk
 	// data lives until AppendChunk returns, and every string read from it is copied into
