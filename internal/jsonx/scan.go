@@ -740,6 +740,38 @@ func (sc *Scanner) Each(v Value, fn func(key string, v Value) bool) {
 	}
 }
 
+// EachMembers calls fn with each element of the array v after reading the members of it
+// named in keys, the first of each name, into vals (Members for every element), in the
+// one pass that reads past the element: its bytes are read once, not once by Each and
+// again by Members. An element that is not an object has no members (vals all Missing).
+// It stops when fn returns false. fn may walk into the values it gets; EachMembers keeps
+// its own place. A value that is not an array has no elements. v must come from this
+// scanner.
+func (sc *Scanner) EachMembers(v Value, keys []string, vals []Value, fn func(el Value) bool) {
+	if v.Kind != Array {
+		return
+	}
+	sc.i = v.At
+	for n := 0; sc.NextElem(&n); {
+		clear(vals)
+		var el Value
+		if sc.Peek() == '{' {
+			at := sc.i
+			if !sc.members(keys, vals) {
+				return
+			}
+			el = Value{Kind: Object, Raw: sc.s[at:sc.i], At: at}
+		} else if !sc.Value(&el) {
+			return
+		}
+		resume := sc.i
+		if !fn(el) {
+			return
+		}
+		sc.i = resume
+	}
+}
+
 // Int returns a number's value truncated to an int64, 0 for any other kind or a number
 // out of range (gjson's Int without the float fallback for huge values).
 func (v Value) Int() int64 {

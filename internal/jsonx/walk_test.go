@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -159,6 +160,96 @@ func TestScanner_Members(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eachMembersSlow is EachMembers the way it replaces: Each, then Members on each element
+// (of an array: an object has no elements).
+func eachMembersSlow(sc *Scanner, v Value, keys []string) []string {
+	var out []string
+	if v.Kind != Array {
+		return out
+	}
+	sc.Each(v, func(_ string, el Value) bool {
+		vals := make([]Value, len(keys))
+		sc.Members(el, keys, vals)
+		out = append(out, "el:"+el.Raw)
+		for _, m := range vals {
+			out = append(out, m.Raw, m.Str)
+		}
+		return true
+	})
+	return out
+}
+
+func TestScanner_EachMembers(t *testing.T) {
+	keys := []string{"type", "text"}
+	for _, tt := range []struct{ name, in string }{
+		{"blocks", `[{"type":"text","text":"hi"},{"type":"tool_use","id":"x","input":{"text":1}}]`},
+		{"first of a repeat, escapes decoded", `[{"text":"a\u0041","text":"b","type":null}]`},
+		{"elements that are not objects", `[1,"s",[{"type":"x"}],null,{}]`},
+		{"whitespace", ` [ { "type" : "t" , "text" : "u" } , { } ] `},
+		{"empty", `[]`},
+		{"an object, not an array", `{"type":"text"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := NewScanner(tt.in)
+			root, ok := sc.Root()
+			if !ok {
+				t.Fatal("invalid")
+			}
+			var got []string
+			vals := make([]Value, len(keys))
+			sc.EachMembers(root, keys, vals, func(el Value) bool {
+				got = append(got, "el:"+el.Raw)
+				for _, m := range vals {
+					got = append(got, m.Raw, m.Str)
+				}
+				// fn may walk into what it gets: EachMembers keeps its place.
+				sc.Each(el, func(string, Value) bool { return true })
+				return true
+			})
+			want := eachMembersSlow(&sc, root, keys)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("EachMembers differs from Each with Members (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("stops when fn returns false", func(t *testing.T) {
+		sc := NewScanner(`[{"type":"a"},{"type":"b"}]`)
+		root, _ := sc.Root()
+		calls := 0
+		sc.EachMembers(root, keys, make([]Value, 2), func(Value) bool { calls++; return false })
+		if calls != 1 {
+			t.Errorf("fn called %d times, want 1", calls)
+		}
+	})
+}
+
+// FuzzEachMembersMatchesEachThenMembers: on any array, EachMembers reads what Each with
+// Members on each element reads, element by element.
+func FuzzEachMembersMatchesEachThenMembers(f *testing.F) {
+	f.Add(`[{"type":"text","text":"hi"},{"type":"tool_use","input":{"type":1}},3]`, "type", "text")
+	f.Add(`[{"a":"\u00e9","a":2},[],{"b":{"a":1}}]`, "a", "b")
+	f.Fuzz(func(t *testing.T, doc, k1, k2 string) {
+		sc := NewScanner(doc)
+		root, ok := sc.Root()
+		if !ok {
+			return
+		}
+		keys := []string{k1, k2}
+		var got []string
+		vals := make([]Value, len(keys))
+		sc.EachMembers(root, keys, vals, func(el Value) bool {
+			got = append(got, "el:"+el.Raw)
+			for _, m := range vals {
+				got = append(got, m.Raw, m.Str)
+			}
+			return true
+		})
+		if want := eachMembersSlow(&sc, root, keys); !slices.Equal(got, want) {
+			t.Fatalf("EachMembers %q, Each with Members %q", got, want)
+		}
+	})
 }
 
 // walkAll returns every value a full Each walk of v reaches, depth first, with the

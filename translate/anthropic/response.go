@@ -182,10 +182,9 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	var th anthropicThinking
 	var err error
 	n := 0
-	sc.Each(m[respContent], func(_ string, b jsonx.Value) bool {
+	var f [len(blockMembers)]jsonx.Value
+	sc.EachMembers(m[respContent], blockMembers[:], f[:], func(b jsonx.Value) bool {
 		ev = translate.Event{}
-		var f [len(blockMembers)]jsonx.Value
-		sc.Members(b, blockMembers[:], f[:])
 		switch typ := f[blockType].Str; typ {
 		case "text":
 			ev = translate.Event{Kind: translate.EventTextDelta, Text: f[blockText].Str}
