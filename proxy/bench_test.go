@@ -151,9 +151,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func BenchmarkProxy(b *testing.B) {
-	up := newBenchUpstream(b)
-	raw := startRawProxy(b, up.addr)
+// startBenchGateway starts the gateway the benchmarks measure, in front of the upstream
+// at upAddr, and returns its address: model gpt is its OpenAI passthrough, claude its
+// Anthropic translation, demo its mock backend; key sk-bench may use them all.
+func startBenchGateway(b *testing.B, upAddr string) string {
 	g := startGatewayWith(b, `
 backends:
   up: {type: openai, base_url: "http://{{UP}}/v1", retries: {max: 0}}
@@ -165,8 +166,14 @@ models:
   demo: {backend: offline}
 keys:
   bench: {key: sk-bench, models: ["*"]}
-`, map[string]string{"UP": up.addr}, gatewayOptions{logOut: io.Discard})
-	agate := strings.TrimPrefix(g.base, "http://")
+`, map[string]string{"UP": upAddr}, gatewayOptions{logOut: io.Discard})
+	return strings.TrimPrefix(g.base, "http://")
+}
+
+func BenchmarkProxy(b *testing.B) {
+	up := newBenchUpstream(b)
+	raw := startRawProxy(b, up.addr)
+	agate := startBenchGateway(b, up.addr)
 
 	words := make([]string, benchEvents)
 	for i := range words {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -25,17 +24,7 @@ import (
 func BenchmarkProxyCold(b *testing.B) {
 	up := newBenchUpstream(b)
 	raw := startRawProxy(b, up.addr)
-	g := startGatewayWith(b, `
-backends:
-  up: {type: openai, base_url: "http://{{UP}}/v1", retries: {max: 0}}
-  anth: {type: anthropic, base_url: "http://{{UP}}", api_key: test, retries: {max: 0}}
-models:
-  gpt: {backend: up, upstream_model: up-model}
-  claude: {backend: anth, upstream_model: claude-up}
-keys:
-  bench: {key: sk-bench, models: ["*"]}
-`, map[string]string{"UP": up.addr}, gatewayOptions{logOut: io.Discard})
-	agate := strings.TrimPrefix(g.base, "http://")
+	agate := startBenchGateway(b, up.addr)
 	history, err := os.ReadFile("testdata/bench/history.json")
 	if err != nil {
 		b.Fatal(err)

@@ -181,6 +181,24 @@ func eachMembersSlow(sc *Scanner, v Value, keys []string) []string {
 	return out
 }
 
+// eachMembersRead is what EachMembers reads of v, in eachMembersSlow's form; with walk, fn
+// also walks into each element, which EachMembers must survive.
+func eachMembersRead(sc *Scanner, v Value, keys []string, walk bool) []string {
+	var out []string
+	vals := make([]Value, len(keys))
+	sc.EachMembers(v, keys, vals, func(el Value) bool {
+		out = append(out, "el:"+el.Raw)
+		for _, m := range vals {
+			out = append(out, m.Raw, m.Str)
+		}
+		if walk {
+			sc.Each(el, func(string, Value) bool { return true })
+		}
+		return true
+	})
+	return out
+}
+
 func TestScanner_EachMembers(t *testing.T) {
 	keys := []string{"type", "text"}
 	for _, tt := range []struct{ name, in string }{
@@ -197,17 +215,7 @@ func TestScanner_EachMembers(t *testing.T) {
 			if !ok {
 				t.Fatal("invalid")
 			}
-			var got []string
-			vals := make([]Value, len(keys))
-			sc.EachMembers(root, keys, vals, func(el Value) bool {
-				got = append(got, "el:"+el.Raw)
-				for _, m := range vals {
-					got = append(got, m.Raw, m.Str)
-				}
-				// fn may walk into what it gets: EachMembers keeps its place.
-				sc.Each(el, func(string, Value) bool { return true })
-				return true
-			})
+			got := eachMembersRead(&sc, root, keys, true) // fn may walk into what it gets
 			want := eachMembersSlow(&sc, root, keys)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("EachMembers differs from Each with Members (-want +got):\n%s", diff)
@@ -237,15 +245,7 @@ func FuzzEachMembersMatchesEachThenMembers(f *testing.F) {
 			return
 		}
 		keys := []string{k1, k2}
-		var got []string
-		vals := make([]Value, len(keys))
-		sc.EachMembers(root, keys, vals, func(el Value) bool {
-			got = append(got, "el:"+el.Raw)
-			for _, m := range vals {
-				got = append(got, m.Raw, m.Str)
-			}
-			return true
-		})
+		got := eachMembersRead(&sc, root, keys, false)
 		if want := eachMembersSlow(&sc, root, keys); !slices.Equal(got, want) {
 			t.Fatalf("EachMembers %q, Each with Members %q", got, want)
 		}
