@@ -752,24 +752,38 @@ func (sc *Scanner) EachMembers(v Value, keys []string, vals []Value, fn func(el 
 		return
 	}
 	sc.i = v.At
+	sc.ArrayMembers(keys, vals, fn)
+}
+
+// ArrayMembers is EachMembers for the array at the cursor, which it reads and checks as
+// Value would: it returns the array (its text in Raw) and true, or false on a syntax
+// error or when fn stopped it. A caller that reads an input once uses it to look into an
+// array's elements as it passes them.
+func (sc *Scanner) ArrayMembers(keys []string, vals []Value, fn func(el Value) bool) (Value, bool) {
+	sc.Peek()
+	at := sc.i
 	for n := 0; sc.NextElem(&n); {
 		clear(vals)
 		var el Value
 		if sc.Peek() == '{' {
-			at := sc.i
+			elAt := sc.i
 			if !sc.members(keys, vals) {
-				return
+				return Value{}, false
 			}
-			el = Value{Kind: Object, Raw: sc.s[at:sc.i], At: at}
+			el = Value{Kind: Object, Raw: sc.s[elAt:sc.i], At: elAt}
 		} else if !sc.Value(&el) {
-			return
+			return Value{}, false
 		}
 		resume := sc.i
 		if !fn(el) {
-			return
+			return Value{}, false
 		}
 		sc.i = resume
 	}
+	if sc.err {
+		return Value{}, false
+	}
+	return Value{Kind: Array, Raw: sc.s[at:sc.i], At: at}, true
 }
 
 // Int returns a number's value truncated to an int64, 0 for any other kind or a number

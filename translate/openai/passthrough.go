@@ -144,40 +144,16 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 // object whose finish_reason (the first of that name) is a non-empty string. It reports
 // false on a syntax error.
 func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
-	sc := &p.sc
-	at := sc.Pos()
-	for n := 0; sc.NextElem(&n); {
+	var f [1]jsonx.Value
+	arr, ok := p.sc.ArrayMembers([]string{"finish_reason"}, f[:], func(jsonx.Value) bool {
 		ch.Choices++
-		if sc.Peek() != '{' {
-			if !sc.Skip() {
-				return false
-			}
-			continue
+		if f[0].Kind == jsonx.String && f[0].Str != "" {
+			ch.Finished = true
 		}
-		seen := false
-		var f jsonx.Value
-		for m := 0; sc.NextField(&m); {
-			if !seen && sc.Key() == "finish_reason" {
-				seen = true
-				if !sc.ValueRaw(&f) {
-					return false
-				}
-				if f.Kind == jsonx.String && f.Str != "" {
-					ch.Finished = true
-				}
-			} else if !sc.Skip() {
-				return false
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-	}
-	if sc.Failed() {
-		return false
-	}
-	*v = jsonx.Value{Kind: jsonx.Array, Raw: sc.Input()[at:sc.Pos()], At: at}
-	return true
+		return true
+	})
+	*v = arr
+	return ok
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.
