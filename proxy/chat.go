@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -188,13 +187,13 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 		body, err := c.call.forwardComplete(cctx, c.req, ctx.Response.SwapBody(nil))
 		if err != nil {
 			c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-			c.finish(0, false)
+			c.finish(ctx, 0, false)
 			return
 		}
 		ctx.SetStatusCode(200)
 		ctx.SetContentType("application/json")
 		ctx.Response.SwapBody(body) // written into the response's own pooled buffer
-		c.finish(200, false)
+		c.finish(ctx, 200, false)
 		return
 	}
 	a := c.s.assemblers.get()
@@ -205,7 +204,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 	}
 	if err != nil {
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		c.finish(0, false)
+		c.finish(ctx, 0, false)
 		return
 	}
 	a.Finish()
@@ -213,7 +212,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("application/json")
 	// Written into the response's own pooled buffer.
 	ctx.Response.SwapBody(a.AppendCompletion(ctx.Response.SwapBody(nil)[:0], c.id, c.req.Model, time.Now().Unix()))
-	c.finish(200, false)
+	c.finish(ctx, 200, false)
 }
 
 // assemblerOut collects events for a non-streaming client.
@@ -222,28 +221,39 @@ type assemblerOut struct{ a *openaichat.Assembler }
 func (o assemblerOut) Event(ev *translate.Event) error { return o.a.Add(ev) }
 func (o assemblerOut) KeepAlive() error                { return nil }
 
-// finish records the request's metrics. code 0 means the funnel already counted it.
-func (c *chatRun) finish(code int, stream bool) {
-	label, backend := c.route.label(), c.route.backend.name
+// finish records the request's metrics and access line (requestDone). code 0 means the
+// funnel already counted it. ctx is the request's when its answer is not streamed and not
+// yet written, nil otherwise: the record is then left to the connection, to be made once
+// the answer is written, unless tracing is on (the server span ends with the handler).
+func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	api := c.api
 	if api == "" {
 		api = apiChat
 	}
-	if code != 0 {
-		c.s.metrics.CountRequest(label, backend, c.key.name, code, stream, api)
-	}
 	now := time.Now() // one reading for the histogram, the log line and its time
-	took := now.Sub(c.start)
-	c.span.Observe(c.s.metrics.RequestDurationOf(label, backend, stream, api), took.Seconds()) // with exemplar
+	d := requestDone{m: c.s.metrics, logger: c.s.logger, span: c.span, rid: c.rid,
+		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: api,
+		code: code, stream: stream, at: now, took: now.Sub(c.start),
+		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens}
 	if !c.firstT.IsZero() {
-		c.span.Observe(c.s.metrics.TTFTOf(label, backend), c.firstT.Sub(c.start).Seconds())
+		d.ttft = c.firstT.Sub(c.start)
 	}
 	c.traceFinish(code, stream) // tracing.go
-	// Typed attributes are not boxed into interfaces, one allocation fewer per field.
-	logInfoAt(c.s.logger, now, "chat completion", slog.String("request_id", c.rid),
-		slog.String("model", label), slog.String("backend", backend), slog.String("key", c.key.name), slog.Bool("stream", stream),
-		slog.Int("status", code), slog.Int64("duration_ms", took.Milliseconds()),
-		slog.Int("prompt_tokens", c.call.Usage.PromptTokens), slog.Int("completion_tokens", c.call.Usage.CompletionTokens))
+	if conn, ok := answerConn(ctx); ok && c.span == nil {
+		conn.done.leave(d)
+		return
+	}
+	d.record()
+}
+
+// answerConn returns the client connection of ctx, when the gateway's listener accepted
+// it; ctx may be nil.
+func answerConn(ctx *fasthttp.RequestCtx) (*clientConn, bool) {
+	if ctx == nil {
+		return nil, false
+	}
+	conn, ok := ctx.Conn().(*clientConn)
+	return conn, ok
 }
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served

@@ -207,7 +207,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 	if err := <-g.done; err != nil {
 		t.Errorf("Serve: %v", err)
 	}
-	if logs := g.logs.String(); strings.Contains(logs, "error when serving connection") {
+	if logs := g.logText(); strings.Contains(logs, "error when serving connection") {
 		t.Errorf("closing the silent connection was logged as an error:\n%s", logs)
 	}
 }

@@ -119,7 +119,7 @@ func TestNoCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	for line := range strings.SplitSeq(g.logs.String(), "\n") {
+	for line := range strings.SplitSeq(g.logText(), "\n") {
 		if strings.Contains(line, "backend has no api_key") {
 			i := strings.Index(line, `"backend":`)
 			warnings = append(warnings, line[i:])
@@ -130,9 +130,9 @@ func TestNoCredential(t *testing.T) {
 		`"backend":"oai","type":"openai","models":["gpt-4o"]}`,
 	}
 	if diff := cmp.Diff(want, warnings); diff != "" {
-		t.Errorf("warnings (-want +got):\n%s\nlogs:\n%s", diff, g.logs.String())
+		t.Errorf("warnings (-want +got):\n%s\nlogs:\n%s", diff, g.logText())
 	}
-	if strings.Contains(g.logs.String(), "gem-secret-value") {
-		t.Errorf("the logs contain an upstream key:\n%s", g.logs.String())
+	if strings.Contains(g.logText(), "gem-secret-value") {
+		t.Errorf("the logs contain an upstream key:\n%s", g.logText())
 	}
 }

@@ -127,7 +127,7 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if logs := g.logs.String(); strings.Contains(logs, "sk-alice") || strings.Contains(logs, "sk-bob") || strings.Contains(logs, "sk-mallory") {
+	if logs := g.logText(); strings.Contains(logs, "sk-alice") || strings.Contains(logs, "sk-bob") || strings.Contains(logs, "sk-mallory") {
 		t.Errorf("logs contain a client key:\n%s", logs)
 	}
 }
@@ -201,8 +201,8 @@ models: {demo: {backend: offline}}
 			t.Errorf("key %q: status %d: %s", key, r.status, r.body)
 		}
 	}
-	if !strings.Contains(g.logs.String(), "open") {
-		t.Errorf("no open-mode warning in the logs:\n%s", g.logs.String())
+	if !strings.Contains(g.logText(), "open") {
+		t.Errorf("no open-mode warning in the logs:\n%s", g.logText())
 	}
 	client := g.client("")
 	page, err := client.Models.List(context.Background())
@@ -258,8 +258,8 @@ func TestRequestID(t *testing.T) {
 	if got := r.header.Get("X-Request-Id"); got != "req-from-client-42" {
 		t.Errorf("X-Request-Id = %q, want the client's", got)
 	}
-	if !strings.Contains(g.logs.String(), `"request_id":"req-from-client-42"`) {
-		t.Errorf("the request id is not in the logs:\n%s", g.logs.String())
+	if !strings.Contains(g.logText(), `"request_id":"req-from-client-42"`) {
+		t.Errorf("the request id is not in the logs:\n%s", g.logText())
 	}
 	r = g.chat("sk-alice", helloDemo)
 	if got := r.header.Get("X-Request-Id"); len(got) < 16 {
@@ -294,7 +294,7 @@ func TestPanicBecomes500(t *testing.T) {
 	if strings.Contains(got.Message, "boom") {
 		t.Errorf("panic detail leaked to the client: %q", got.Message)
 	}
-	if !strings.Contains(g.logs.String(), "boom") {
+	if !strings.Contains(g.logText(), "boom") {
 		t.Error("the panic is not logged")
 	}
 	// The server lives on.

@@ -71,7 +71,7 @@ keys:
 	if r := g.do("GET", "/metrics", "", nil); len(r.body) > 256<<10 {
 		t.Errorf("/metrics is %d bytes", len(r.body))
 	}
-	for _, line := range strings.Split(g.logs.String(), "\n") {
+	for _, line := range strings.Split(g.logText(), "\n") {
 		if len(line) > 2048 {
 			t.Errorf("%d-byte log line: %.300s", len(line), line)
 		}
@@ -369,8 +369,8 @@ func TestTransportErrorLogsRedacted(t *testing.T) {
 			if r := readResponse(t, bufio.NewReader(c)); r.status != 400 {
 				t.Errorf("status %d, want 400", r.status)
 			}
-			eventually(t, "the transport error in the log", func() bool { return strings.Contains(g.logs.String(), "fasthttp") })
-			logs := g.logs.String()
+			eventually(t, "the transport error in the log", func() bool { return strings.Contains(g.logText(), "fasthttp") })
+			logs := g.logText()
 			for _, secret := range []string{"sk-very-secret", "private words"} {
 				if strings.Contains(logs, secret) {
 					t.Errorf("log holds %q:\n%s", secret, logs)
@@ -386,7 +386,7 @@ func TestTransportErrorLogsRedacted(t *testing.T) {
 	c := dialGateway(t, g)
 	io.WriteString(c, tests[0].request)
 	readResponse(t, bufio.NewReader(c))
-	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logs.String(), "sk-very-secret") })
+	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logText(), "sk-very-secret") })
 }
 
 // TestRequestHeadBound: a request head up to 16 KiB (the server's read buffer) is served,

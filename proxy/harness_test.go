@@ -173,6 +173,13 @@ func (g *gateway) do(method, path, key string, body []byte, headers ...string) h
 	return httpResult{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// logText returns the gateway's logs, with the access lines of every request answered so
+// far (Server.Settle).
+func (g *gateway) logText() string {
+	g.srv.Settle()
+	return g.logs.String()
+}
+
 // chat posts a chat completions body.
 func (g *gateway) chat(key, body string, headers ...string) httpResult {
 	g.t.Helper()
@@ -183,6 +190,7 @@ func (g *gateway) chat(key, body string, headers ...string) httpResult {
 // named name whose labels include labels; 0 if there is none.
 func (g *gateway) metricValue(name string, labels map[string]string) float64 {
 	g.t.Helper()
+	g.srv.Settle() // the answers' records, made after they are written
 	return gatheredValue(g.t, g.reg, name, labels)
 }
 

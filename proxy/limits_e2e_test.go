@@ -598,7 +598,7 @@ state: {type: redis, url: "{{REDIS}}", timeout: 100ms, on_error: {{ON_ERROR}}}
 			if n := g.metricValue("gateway_state_errors_total", map[string]string{"op": "admit"}); n < 4 {
 				t.Errorf("gateway_state_errors_total{op=admit} = %v, want at least 4", n)
 			}
-			if !strings.Contains(g.logs.String(), "state store error") {
+			if !strings.Contains(g.logText(), "state store error") {
 				t.Error("no state store error logged")
 			}
 			srv.Restart()

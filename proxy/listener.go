@@ -105,6 +105,21 @@ func (l *clientListener) release(c *clientConn) {
 	delete(l.conns, c)
 }
 
+// settle records what the answers on its connections left (clientConn.done).
+func (l *clientListener) settle() {
+	l.mu.Lock()
+	conns := make([]*clientConn, 0, len(l.conns))
+	for c := range l.conns {
+		if c.done.pending.Load() {
+			conns = append(conns, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range conns { // outside mu: a record may log
+		c.done.flush()
+	}
+}
+
 // closeSilent closes the connections that were accepted before cutoff and have sent
 // nothing. A shutdown calls it: fasthttp waits for such a connection's first request
 // until server.read_timeout, so one spare connection a client opened and never used
@@ -225,6 +240,9 @@ type clientConn struct {
 	// armed is the read deadline set on the connection, want the one last asked for;
 	// zero: none.
 	armed, want time.Time
+	// done is the record the last non-streamed answer left (chatRun.finish), made by the
+	// next Read, once the answer is written, or by Close or Server.Settle.
+	done doneSlot
 }
 
 // SetReadDeadline asks for t as the read deadline; see clientConn for when it is set.
@@ -246,6 +264,9 @@ func (c *clientConn) SetDeadline(t time.Time) error {
 // Read reads from the connection; when the armed read deadline passes before the one
 // asked for, it arms that one and reads on.
 func (c *clientConn) Read(p []byte) (int, error) {
+	// fasthttp reads again only once the last answer is written (to wait for the next
+	// request): what that answer left is recorded now, before the wait.
+	c.done.flush()
 	for {
 		n, err := c.Conn.Read(p)
 		if n > 0 && !c.spoke.Load() {
@@ -297,6 +318,7 @@ func (c *clientConn) Write(p []byte) (int, error) {
 // Close closes the connection once, draining it first when asked, and releases its
 // place under the caps.
 func (c *clientConn) Close() error {
+	c.done.flush()
 	err := net.ErrClosed
 	c.once.Do(func() {
 		if n := c.drain.Load(); n > 0 {

@@ -203,7 +203,7 @@ func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
 		code = 499
 	}
-	c.finish(code, true)
+	c.finish(nil, code, true)
 }
 
 // complete serves a non-streaming request.
@@ -225,13 +225,13 @@ func (m *messagesRun) complete(ctx *fasthttp.RequestCtx) {
 	}
 	if err != nil {
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		c.finish(0, false)
+		c.finish(ctx, 0, false)
 		return
 	}
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(body)
-	c.finish(200, false)
+	c.finish(ctx, 200, false)
 }
 
 // messagesAssembler collects events for a non-streaming client.

@@ -213,8 +213,8 @@ keys:
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("error (-want +got):\n%s", diff)
 				}
-				if strings.Contains(g.logs.String(), "gateway-secret") {
-					t.Errorf("the log holds the gateway's key:\n%s", g.logs.String())
+				if strings.Contains(g.logText(), "gateway-secret") {
+					t.Errorf("the log holds the gateway's key:\n%s", g.logText())
 				}
 			})
 		}

@@ -47,7 +47,7 @@ func scrapeTokens(t *testing.T, g *gateway, model string) map[string]float64 {
 // accessLog returns the "chat completion" log record of the gateway's logs.
 func accessLog(t *testing.T, g *gateway) map[string]any {
 	t.Helper()
-	for _, line := range strings.Split(g.logs.String(), "\n") {
+	for _, line := range strings.Split(g.logText(), "\n") {
 		var rec map[string]any
 		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "chat completion" {
 			return rec

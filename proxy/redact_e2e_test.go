@@ -31,7 +31,7 @@ func TestUpstreamErrorMasked(t *testing.T) {
 				if diff := cmp.Diff(want, got.Message); diff != "" {
 					t.Errorf("client message (-want +got):\n%s", diff)
 				}
-				logs := g.logs.String()
+				logs := g.logText()
 				for _, secret := range []string{key, google, bearer} {
 					if strings.Contains(logs, secret) {
 						t.Errorf("the log holds %q:\n%s", secret, logs)

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,6 +264,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = s.srv.ShutdownWithContext(grace)
 	}
 	s.cancelAll()
+	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
 	return err
 }
@@ -396,6 +398,20 @@ func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	ctx.SetBody(out)
 }
 
+// Settle records, before it returns, the metrics and access lines of every request
+// answered so far. A non-streamed answer leaves them to its connection, which records
+// them once the answer is written (requestDone): a scrape of /metrics settles first, and
+// so must a reader of Options.Gatherer or of the log that needs the requests it has just
+// seen answered.
+func (s *Server) Settle() {
+	s.listenersMu.Lock()
+	ls := slices.Clone(s.listeners)
+	s.listenersMu.Unlock()
+	for _, l := range ls {
+		l.settle()
+	}
+}
+
 // handleMetrics serves /metrics to a scraper that presents metrics.bearer, when one is set.
 func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx, rid string) {
 	if s.hasMetricsToken {
@@ -407,6 +423,7 @@ func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx, rid string) {
 			return
 		}
 	}
+	s.Settle()
 	s.metricsHandler(ctx)
 }
 

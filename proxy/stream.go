@@ -336,5 +336,5 @@ func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w 
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
 		code = 499
 	}
-	c.finish(code, true)
+	c.finish(nil, code, true)
 }

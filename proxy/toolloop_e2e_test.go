@@ -110,6 +110,7 @@ func everythingCommand(t *testing.T) []string {
 // loopGateway is a running gateway with one backend of each kind and server tools.
 type loopGateway struct {
 	url   string
+	srv   *proxy.Server
 	reg   *prometheus.Registry
 	fakes map[string]*fakeProvider
 	mcp   *loopMCP
@@ -168,6 +169,7 @@ cache: {max_entries: 100, ttl: 1m}
 		defer c()
 		srv.Shutdown(sctx)
 	})
+	g.srv = srv
 	g.url = "http://" + ln.Addr().String() + "/v1"
 	return g
 }
@@ -213,6 +215,7 @@ func (g *loopGateway) ask(t *testing.T, model, prompt string, stream bool, clien
 
 func (g *loopGateway) counter(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
+	g.srv.Settle() // the answers' records, made after they are written
 	mfs, err := g.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

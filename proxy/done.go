@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agate-gateway/agate/metrics"
+	"github.com/agate-gateway/agate/telemetry"
+)
+
+// requestDone is what a chat request records once it is over: its request count and
+// duration, its time to first token, and its access line. It holds values only, nothing
+// of the run, which is reused once the handler returns.
+//
+// A non-streamed answer leaves its record to its connection (clientConn.leave), which
+// records it once the answer is written: the client does not wait for a log line and a
+// histogram to be formatted and updated, as an access log is written after the response
+// in other servers too. Whatever reads the metrics or the log sees every answered request
+// once Server.Settle has returned (the /metrics handler calls it).
+type requestDone struct {
+	m      *metrics.Metrics
+	logger *slog.Logger
+	// span is the server span for exemplars; nil when tracing is off.
+	span *telemetry.Request
+
+	rid, label, backend, key, api string
+	// code is the answer's status; 0 when the funnel already counted the request.
+	code   int
+	stream bool
+	// at is when the request was over, took how long it had taken by then, ttft the
+	// time to its first token (0: none).
+	at                 time.Time
+	took, ttft         time.Duration
+	prompt, completion int
+}
+
+// record counts, observes and logs d.
+func (d *requestDone) record() {
+	if d.code != 0 {
+		d.m.CountRequest(d.label, d.backend, d.key, d.code, d.stream, d.api)
+	}
+	d.span.Observe(d.m.RequestDurationOf(d.label, d.backend, d.stream, d.api), d.took.Seconds()) // with exemplar
+	if d.ttft > 0 {
+		d.span.Observe(d.m.TTFTOf(d.label, d.backend), d.ttft.Seconds())
+	}
+	// Typed attributes are not boxed into interfaces, one allocation fewer per field.
+	logInfoAt(d.logger, d.at, "chat completion", slog.String("request_id", d.rid),
+		slog.String("model", d.label), slog.String("backend", d.backend), slog.String("key", d.key), slog.Bool("stream", d.stream),
+		slog.Int("status", d.code), slog.Int64("duration_ms", d.took.Milliseconds()),
+		slog.Int("prompt_tokens", d.prompt), slog.Int("completion_tokens", d.completion))
+}
+
+// doneSlot is a connection's record left by its last answer (requestDone), kept until
+// the answer is written. Safe for concurrent use: the connection's goroutine leaves and
+// takes it, Server.Settle may take it from any goroutine.
+type doneSlot struct {
+	mu      sync.Mutex
+	d       requestDone // guarded by mu
+	// pending is set while d is kept or being recorded; written under mu.
+	pending atomic.Bool
+}
+
+// leave keeps d to be recorded later; a record still kept (a pipelined request answered
+// before the last answer was written) is recorded first.
+func (s *doneSlot) leave(d requestDone) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending.Load() {
+		s.d.record()
+	}
+	s.d = d
+	s.pending.Store(true)
+}
+
+// flush records the kept record, if any. A flush that finds the record being recorded by
+// another returns once it is.
+func (s *doneSlot) flush() {
+	if !s.pending.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending.Load() {
+		s.d.record()
+		s.d = requestDone{} // holds no strings of a request that is over
+		s.pending.Store(false) // only now: a flush meanwhile waits for the record (mu)
+	}
+}
