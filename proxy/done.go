@@ -56,8 +56,8 @@ func (d *requestDone) record() {
 // the answer is written. Safe for concurrent use: the connection's goroutine leaves and
 // takes it, Server.Settle may take it from any goroutine.
 type doneSlot struct {
-	mu      sync.Mutex
-	d       requestDone // guarded by mu
+	mu sync.Mutex
+	d  requestDone // guarded by mu
 	// pending is set while d is kept or being recorded; written under mu.
 	pending atomic.Bool
 }
@@ -84,7 +84,7 @@ func (s *doneSlot) flush() {
 	defer s.mu.Unlock()
 	if s.pending.Load() {
 		s.d.record()
-		s.d = requestDone{} // holds no strings of a request that is over
+		s.d = requestDone{}    // holds no strings of a request that is over
 		s.pending.Store(false) // only now: a flush meanwhile waits for the record (mu)
 	}
 }
