@@ -96,6 +96,27 @@ func (c *modelCall) releaseBuf() {
 // dropBuf forgets c.buf without pooling it: something may still refer to its bytes.
 func (c *modelCall) dropBuf() { c.buf, c.bufp = nil, nil }
 
+// answerBody returns x's whole body, to be read while x is open. A body fasthttp read
+// whole (send: not streamed, not encoded) is the response's own buffer, used where it is
+// rather than copied; any other is read into c.buf (readPooled). Once nothing refers to
+// the body the caller calls releaseBuf, or dropAnswer when something still may.
+func (c *modelCall) answerBody(ctx context.Context, x *exchange, backend string) ([]byte, error) {
+	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
+		return x.resp.Body(), nil
+	}
+	return c.readPooled(ctx, x, backend)
+}
+
+// dropAnswer leaves the body answerBody returned to whatever still refers to it: a pooled
+// buffer is forgotten (dropBuf), the response's own buffer is taken out of the response,
+// which fasthttp would otherwise reuse once x is closed.
+func (c *modelCall) dropAnswer(x *exchange) {
+	if c.buf == nil {
+		x.resp.SwapBody(nil)
+	}
+	c.dropBuf()
+}
+
 // readPooled reads x's whole body (readBody) into c.buf, a pooled buffer. The caller
 // returns it with releaseBuf once nothing refers to the body, or drops it (dropBuf) when
 // something may; a read error has already released it.
@@ -294,12 +315,12 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
 func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *translate.Options, emit translate.Emit) error {
 	if !opts.Stream {
-		body, err := c.readPooled(ctx, x, b.name)
+		body, err := c.answerBody(ctx, x, b.name)
 		if err != nil {
 			return err
 		}
 		if err := b.provider.DecodeResponse(body, emit); err != nil {
-			c.dropBuf() // the error may quote the body
+			c.dropAnswer(x) // the error may quote the body
 			return err
 		}
 		c.releaseBuf() // events alias the body only while emit runs (translate.Event)

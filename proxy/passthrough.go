@@ -82,13 +82,13 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request,
 	var out []byte
 	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, false, func(x *exchange, _ *translate.Options) error {
-			body, err := c.readPooled(ctx, x, r.backend.name)
+			body, err := c.answerBody(ctx, x, r.backend.name)
 			if err != nil {
 				return err
 			}
 			out, c.lastUsage, err = openai.RewriteCompletion(dst[:0], r.backend.name, body, req.Model)
 			if err != nil {
-				c.dropBuf() // the error may quote the body
+				c.dropAnswer(x) // the error may quote the body
 				return err
 			}
 			c.releaseBuf() // out is a copy
