@@ -9,19 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-const doneConfig = `
-backends:
-  offline: {type: mock}
-models:
-  demo: {backend: offline}
-keys:
-  alice: {key: sk-alice, models: ["*"]}
-`
 
 // rawChat is one chat completions request as a client writes it on its connection.
 func rawChat(extraHeader string) string {
@@ -45,8 +35,7 @@ func accessLines(t *testing.T, logs string) []map[string]any {
 
 // heldLog is a log output whose writes of the access line wait until release is closed.
 type heldLog struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
+	syncBuffer
 	release chan struct{}
 }
 
@@ -54,15 +43,7 @@ func (h *heldLog) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(`"chat completion"`)) {
 		<-h.release
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.buf.Write(p)
-}
-
-func (h *heldLog) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.buf.String()
+	return h.syncBuffer.Write(p)
 }
 
 // TestAnswerRecord_AfterTheAnswer: a non-streamed answer reaches the client before its
@@ -70,7 +51,7 @@ func (h *heldLog) String() string {
 // line follows once the output is released.
 func TestAnswerRecord_AfterTheAnswer(t *testing.T) {
 	out := &heldLog{release: make(chan struct{})}
-	g := startGatewayWith(t, doneConfig, nil, gatewayOptions{logOut: out})
+	g := startGatewayWith(t, demoConfig, nil, gatewayOptions{logOut: out})
 	answered := make(chan httpResult, 1)
 	go func() { answered <- g.chat("sk-alice", `{"model":"demo","messages":[{"role":"user","content":"hi"}]}`) }()
 	select {
@@ -110,7 +91,7 @@ func TestAnswerRecord_EveryAnswerRecorded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGateway(t, doneConfig, nil)
+			g := startGateway(t, demoConfig, nil)
 			conn, err := net.Dial("tcp", strings.TrimPrefix(g.base, "http://"))
 			if err != nil {
 				t.Fatal(err)

@@ -42,6 +42,16 @@ type gateway struct {
 	done chan error // Serve's result
 }
 
+// demoConfig is a gateway with the offline mock backend as model demo, for key sk-alice.
+const demoConfig = `
+backends:
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+keys:
+  alice: {key: sk-alice, models: ["*"]}
+`
+
 // gatewayOptions adjust startGateway.
 type gatewayOptions struct {
 	tools ToolSet

@@ -47,11 +47,8 @@ func scrapeTokens(t *testing.T, g *gateway, model string) map[string]float64 {
 // accessLog returns the "chat completion" log record of the gateway's logs.
 func accessLog(t *testing.T, g *gateway) map[string]any {
 	t.Helper()
-	for _, line := range strings.Split(g.logText(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "chat completion" {
-			return rec
-		}
+	if lines := accessLines(t, g.logText()); len(lines) > 0 {
+		return lines[0]
 	}
 	return nil
 }

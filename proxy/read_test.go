@@ -58,14 +58,7 @@ func TestRequestReads(t *testing.T) {
 	// A Server of its own, never served: its fasthttp server serves the test's
 	// connections alone.
 	reg := prometheus.NewRegistry()
-	srv, err := New(Options{Config: parseConfig(t, `
-backends:
-  offline: {type: mock}
-models:
-  demo: {backend: offline}
-keys:
-  alice: {key: sk-alice, models: ["*"]}
-`, nil), Metrics: metrics.New(reg), Gatherer: reg})
+	srv, err := New(Options{Config: parseConfig(t, demoConfig, nil), Metrics: metrics.New(reg), Gatherer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,7 @@ import "testing"
 // TestResponsesMetrics: requests are counted with api="responses" on /v1/responses and
 // api="chat" on chat completions, failures and successes alike.
 func TestResponsesMetrics(t *testing.T) {
-	g := startGateway(t, `
-backends:
-  offline: {type: mock}
-models:
-  demo: {backend: offline}
-keys:
-  alice: {key: sk-alice, models: ["*"]}
-`, nil)
+	g := startGateway(t, demoConfig, nil)
 	for _, r := range []struct{ path, body string }{
 		{"/v1/responses", `{"model":"demo","input":"hi"}`},
 		{"/v1/responses", `{"model":"demo","input":"hi","stream":true}`},
