@@ -50,7 +50,9 @@ func blockMaskGo(b string) uint64 {
 }
 
 // stringEnd returns the offset of the closing quote of the string whose contents start
-// at i, or -1 if the string is malformed, and whether it contains escapes.
+// at i, or -1 if the string is malformed, and whether it contains escapes. A string
+// without escapes is read from the special masks alone; from its first backslash on,
+// escapedEnd reads it a block at a time.
 func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 	s := sc.s
 	blk := i &^ (blockSize - 1)
@@ -68,7 +70,7 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 		r := m >> ((i - blk) & (blockSize - 1))
 		if r == 0 { // no stop in the rest of the block
 			if blk += blockSize; blk >= len(s) {
-				return -1, esc
+				return -1, false
 			}
 			i = blk
 			m = specialMask(s, blk)
@@ -78,34 +80,105 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 		i += bits.TrailingZeros64(r)
 		switch s[i] {
 		case '"':
-			return i, esc
+			return i, false
 		case '\\':
-		default: // a control character
-			return -1, esc
+			return sc.escapedEnd(i, blk, m), true
 		}
-		esc = true
-		if i+1 >= len(s) {
-			return -1, esc
-		}
-		switch s[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
-				return -1, esc
-			}
-			i += 6
-		default:
-			return -1, esc
-		}
-		if i-blk >= blockSize { // the escape ended past the block
-			if blk = i &^ (blockSize - 1); blk >= len(s) {
-				return -1, esc
-			}
-			m = specialMask(s, blk)
-			sc.mask, sc.blk1 = m, blk+1
-		}
+		return -1, false // a control character
 	}
+}
+
+// escapedEnd is stringEnd from the backslash at i on; blk is the start of i's block and m
+// its special mask. Each block's escapes are found at once, as bit masks: the bytes that
+// follow an odd run of backslashes are the escaped ones (a quote among them does not end
+// the string), each must be one JSON allows after a backslash, and each u must be
+// followed by four hex digits, which are checked one escape at a time.
+func (sc *Scanner) escapedEnd(i, blk int, m uint64) int {
+	s := sc.s
+	window := ^uint64(0) << ((i - blk) & (blockSize - 1)) // the bytes from i on
+	var carry uint64                                        // 1 if the block's first byte is escaped
+	for {
+		bs, bad, u := escapeMask(s, blk)
+		escaped, next := escapedBytes(bs&window, carry)
+		// Stops: the quotes and control characters not escaped (an escaped control
+		// character is a bad escape, and so caught below).
+		stops := m &^ bs & window &^ escaped
+		check := window
+		if stops != 0 {
+			check &= 1<<bits.TrailingZeros64(stops) - 1 // the bytes before the first stop
+		}
+		if escaped&bad&check != 0 {
+			return -1
+		}
+		for us := escaped & u & check; us != 0; us &= us - 1 {
+			k := blk + bits.TrailingZeros64(us)
+			if k+5 > len(s) || !isHex(s[k+1]) || !isHex(s[k+2]) || !isHex(s[k+3]) || !isHex(s[k+4]) {
+				return -1
+			}
+		}
+		if stops != 0 {
+			end := blk + bits.TrailingZeros64(stops)
+			sc.mask, sc.blk1 = m, blk+1
+			if s[end] != '"' {
+				return -1 // a control character
+			}
+			return end
+		}
+		if blk += blockSize; blk >= len(s) {
+			return -1
+		}
+		m, window, carry = specialMask(s, blk), ^uint64(0), next
+	}
+}
+
+// escapedBytes returns the mask of the bytes escaped by a backslash in a block whose
+// backslashes are bs (those before the string's start cleared), given whether the block's
+// first byte is escaped by the block before (carry, 0 or 1); and the same carry for the
+// next block. A run of backslashes escapes its every second byte and, if the run is odd
+// in length, the byte after it: the runs starting at an odd offset are made to end, by
+// an addition's carry, at the opposite parity of those starting at an even one.
+func escapedBytes(bs, carry uint64) (escaped, next uint64) {
+	const even = 0x5555555555555555
+	bs &^= carry // an escaped backslash starts no escape
+	follows := bs<<1 | carry
+	oddStarts := bs &^ even &^ follows
+	sum, next := bits.Add64(oddStarts, bs, 0)
+	return (even ^ sum<<1) & follows, next
+}
+
+// escapeMask returns, for the block of s at blk, the masks of its backslashes (bs), of
+// the bytes JSON does not allow after a backslash (bad: all but " \\ / b f n r t u) and of
+// its u bytes. Bits of offsets at or beyond len(s) are clear in bs and u (set in bad).
+func escapeMask(s string, blk int) (bs, bad, u uint64) {
+	if blk+blockSize <= len(s) {
+		if hasAVX2() {
+			return escapeMaskAVX2(unsafe.StringData(s[blk:]))
+		}
+		return escapeMaskGo(s[blk : blk+blockSize])
+	}
+	var b [blockSize]byte
+	n := copy(b[:], s[blk:])
+	if hasAVX2() {
+		bs, bad, u = escapeMaskAVX2(&b[0])
+	} else {
+		bs, bad, u = escapeMaskGo(string(b[:]))
+	}
+	return bs & (1<<n - 1), bad, u & (1<<n - 1)
+}
+
+// escapeMaskGo is escapeMask of b, blockSize bytes, in portable Go.
+func escapeMaskGo(b string) (bs, bad, u uint64) {
+	for k := 0; k < blockSize; k += 8 {
+		w := load8(b[k : k+8])
+		hb := zeroBytes(w ^ (ones * '\\'))
+		hu := zeroBytes(w ^ (ones * 'u'))
+		ok := hb | hu | zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'/')) | zeroBytes(w^(ones*'b')) |
+			zeroBytes(w^(ones*'f')) | zeroBytes(w^(ones*'n')) | zeroBytes(w^(ones*'r')) | zeroBytes(w^(ones*'t'))
+		bs |= gather8(hb) << k
+		u |= gather8(hu) << k
+		bad |= gather8(ok^highs) << k
+	}
+	return bs, bad, u
 }
 
 // literalMask returns the mask of the bytes of lit[base:base+blockSize] that AppendString

@@ -17,3 +17,9 @@ func blockMaskAVX2(p *byte) uint64
 //
 //go:noescape
 func unsafeMaskAVX2(p *byte) uint32
+
+// escapeMaskAVX2 returns, for the blockSize bytes at p, the masks escapeBlock returns
+// (see there). It needs AVX2.
+//
+//go:noescape
+func escapeMaskAVX2(p *byte) (bs, bad, u uint64)

@@ -13,7 +13,14 @@ REPEAT32(0x40, $0x2020202020202020) // 0x20
 REPEAT32(0x60, $0x3c3c3c3c3c3c3c3c) // '<'
 REPEAT32(0x80, $0x3e3e3e3e3e3e3e3e) // '>'
 REPEAT32(0xa0, $0x2626262626262626) // '&'
-GLOBL consts<>(SB), RODATA|NOPTR, $0xc0
+REPEAT32(0xc0, $0x2f2f2f2f2f2f2f2f) // '/'
+REPEAT32(0xe0, $0x6262626262626262) // 'b'
+REPEAT32(0x100, $0x6666666666666666) // 'f'
+REPEAT32(0x120, $0x6e6e6e6e6e6e6e6e) // 'n'
+REPEAT32(0x140, $0x7272727272727272) // 'r'
+REPEAT32(0x160, $0x7474747474747474) // 't'
+REPEAT32(0x180, $0x7575757575757575) // 'u'
+GLOBL consts<>(SB), RODATA|NOPTR, $0x1a0
 
 // func blockMaskAVX2(p *byte) uint64
 TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
@@ -63,4 +70,65 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	VPMOVMSKB Y2, AX
 	VZEROUPPER
 	MOVL AX, ret+8(FP)
+	RET
+
+// func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
+TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	VMOVDQU 0(SI), Y0
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1  // Y1 = b == '\\'
+	VPCMPEQB consts<>+0x180(SB), Y0, Y2 // Y2 = b == 'u'
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3  // the other bytes that may follow a backslash
+	VPOR Y1, Y3, Y3
+	VPOR Y2, Y3, Y3
+	VPCMPEQB consts<>+0xc0(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0xe0(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x100(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x120(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x140(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x160(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPMOVMSKB Y1, R8
+	VPMOVMSKB Y2, R9
+	VPMOVMSKB Y3, R10
+	MOVQ R8, AX
+	MOVQ R9, CX
+	MOVQ R10, DX
+	VMOVDQU 32(SI), Y0
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1  // Y1 = b == '\\'
+	VPCMPEQB consts<>+0x180(SB), Y0, Y2 // Y2 = b == 'u'
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3  // the other bytes that may follow a backslash
+	VPOR Y1, Y3, Y3
+	VPOR Y2, Y3, Y3
+	VPCMPEQB consts<>+0xc0(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0xe0(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x100(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x120(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x140(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPCMPEQB consts<>+0x160(SB), Y0, Y4
+	VPOR Y4, Y3, Y3
+	VPMOVMSKB Y1, R8
+	VPMOVMSKB Y2, R9
+	VPMOVMSKB Y3, R10
+	SHLQ $32, R8
+	ORQ R8, AX
+	SHLQ $32, R9
+	ORQ R9, CX
+	SHLQ $32, R10
+	ORQ R10, DX
+	NOTQ DX
+	VZEROUPPER
+	MOVQ AX, bs+8(FP)
+	MOVQ DX, bad+16(FP)
+	MOVQ CX, u+24(FP)
 	RET

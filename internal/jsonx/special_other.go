@@ -10,3 +10,6 @@ func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
 
 // unsafeMaskAVX2 is never called where hasAVX2 is false.
 func unsafeMaskAVX2(*byte) uint32 { panic("jsonx: unsafeMaskAVX2 without AVX2") }
+
+// escapeMaskAVX2 is never called where hasAVX2 is false.
+func escapeMaskAVX2(*byte) (bs, bad, u uint64) { panic("jsonx: escapeMaskAVX2 without AVX2") }

@@ -229,3 +229,130 @@ func TestLiteralMask(t *testing.T) {
 		}
 	}
 }
+
+// naiveStringEnd is stringEnd's definition, one byte at a time: the offset of the quote
+// closing the string whose contents start at i, or -1 if it is malformed.
+func naiveStringEnd(s string, i int) int {
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(s) {
+				return -1
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+					return -1
+				}
+				i += 5
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// naiveEscapeMask is escapeMask's definition, one byte at a time.
+func naiveEscapeMask(s string, blk int) (bs, bad, u uint64) {
+	for k := range blockSize {
+		c := byte(0)
+		if blk+k < len(s) {
+			c = s[blk+k]
+		}
+		if !strings.ContainsRune(`"\/bfnrtu`, rune(c)) || blk+k >= len(s) {
+			bad |= 1 << k
+		}
+		if blk+k < len(s) && c == '\\' {
+			bs |= 1 << k
+		}
+		if blk+k < len(s) && c == 'u' {
+			u |= 1 << k
+		}
+	}
+	return bs, bad, u
+}
+
+// TestEscapeMask: the escape masks, as this machine computes them and in portable Go,
+// mark exactly the backslashes, the bytes not allowed after one, and the u bytes, for
+// every byte value at every position, random blocks and a last, partial block.
+func TestEscapeMask(t *testing.T) {
+	check := func(s string, blk int) {
+		t.Helper()
+		wbs, wbad, wu := naiveEscapeMask(s, blk)
+		if bs, bad, u := escapeMask(s, blk); bs != wbs || bad != wbad || u != wu {
+			t.Fatalf("escapeMask(%q, %d) = %064b %064b %064b, want %064b %064b %064b", s, blk, bs, bad, u, wbs, wbad, wu)
+		}
+		if blk+blockSize <= len(s) {
+			if bs, bad, u := escapeMaskGo(s[blk : blk+blockSize]); bs != wbs || bad != wbad || u != wu {
+				t.Fatalf("escapeMaskGo(%q) = %064b %064b %064b, want %064b %064b %064b", s[blk:blk+blockSize], bs, bad, u, wbs, wbad, wu)
+			}
+		}
+	}
+	for c := range 256 {
+		for pos := range blockSize {
+			b := []byte(strings.Repeat("a", blockSize))
+			b[pos] = byte(c)
+			check(string(b), 0)
+			check(string(b[:pos+1]), 0) // the byte last in a partial block
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, 2*blockSize)
+	for range 10000 {
+		for k := range b {
+			b[k] = `\\\"u/bfx0a`[r.IntN(10)]
+			if r.IntN(20) == 0 {
+				b[k] = byte(r.IntN(256))
+			}
+		}
+		check(string(b), 0)
+		check(string(b[:blockSize+r.IntN(blockSize)]), blockSize)
+	}
+}
+
+// TestStringEnd_MatchesNaive: strings made of the bytes that matter to escapes (runs of
+// backslashes of every length, quotes, u escapes with good and bad hex, bad escapes,
+// control characters), read from every offset of two blocks, end where the byte-at-a-time
+// definition ends them, and are refused where it refuses them.
+func TestStringEnd_MatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{`\`, `\\`, `\"`, `"`, `a`, `u`, `\u00e9`, `\u12`, `\uzzzz`, `\x`, `\/`, `\n`, "\x01", `\` + "\x01", strings.Repeat(`\`, 63), strings.Repeat("b", 40)}
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(40) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		body := b.String()
+		pad := r.IntN(2 * blockSize)
+		s := strings.Repeat(" ", pad) + body
+		sc := Scanner{s: s}
+		got, _ := sc.stringEnd(pad)
+		if want := naiveStringEnd(s, pad); got != want {
+			t.Fatalf("stringEnd(%q, %d) = %d, want %d", s, pad, got, want)
+		}
+	}
+}
+
+// FuzzStringEndMatchesNaive: stringEnd agrees with its byte-at-a-time definition on any
+// bytes read from any offset.
+func FuzzStringEndMatchesNaive(f *testing.F) {
+	f.Add(uint8(60), []byte(`ab\"cd\u00e9\\x"`))
+	f.Add(uint8(62), []byte(`\\\\\\\"\u0041"`))
+	f.Add(uint8(63), []byte(`\`))
+	f.Add(uint8(0), []byte(`[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\"}]"`))
+	f.Fuzz(func(t *testing.T, pad uint8, b []byte) {
+		s := strings.Repeat(" ", int(pad)) + string(b)
+		sc := Scanner{s: s}
+		got, _ := sc.stringEnd(int(pad))
+		if want := naiveStringEnd(s, int(pad)); got != want {
+			t.Fatalf("stringEnd(%q, %d) = %d, want %d", s, pad, got, want)
+		}
+	})
+}
