@@ -637,3 +637,64 @@ func BenchmarkAnthropicRequest_CarriedThinking(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAnthropicRequest10K is the end-to-end benchmark's scenario d as the gateway
+// translates it: the ~10 KB chat history (../openaichat/testdata/history-10k.json) parsed
+// lazily into a reused Scratch, then encoded from its escapes as written (LiteralReader).
+// "encode" is AppendRequest alone; "parse+encode" adds the parse.
+func BenchmarkAnthropicRequest10K(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("..", "openaichat", "testdata", "history-10k.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	view := string(body)
+	opts := &translate.Options{UpstreamModel: "claude-bench"}
+	var sc openaichat.Scratch
+	var st openaichat.Stage
+	dst := make([]byte, 0, 16<<10)
+	parse := func() *translate.Request {
+		sc.Reset()
+		st.Reset()
+		req, err := openaichat.ParseRequestLazyString(view, &sc, &st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return req
+	}
+	b.Run("encode", func(b *testing.B) {
+		req := parse()
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if dst, err = New().AppendRequest(dst[:0], req, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parse+encode", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if dst, err = New().AppendRequest(dst[:0], parse(), opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestAnthropicAppendID: a tool_use id goes out as a JSON string matching the API's
+// pattern ^[a-zA-Z0-9_-]+$, each other byte replaced with '_', after what dst held.
+func TestAnthropicAppendID(t *testing.T) {
+	for _, tt := range []struct{ id, want string }{
+		{"", `"_"`},
+		{"call_00A7Hc9WbQm2", `"call_00A7Hc9WbQm2"`},
+		{"toolu-01_AZaz09", `"toolu-01_AZaz09"`},
+		{"fc.123/x y", `"fc_123_x_y"`},
+		{`a"b\c`, `"a_b_c"`},
+		{"idé", `"id__"`}, // each byte of a multi-byte character
+	} {
+		if got := string(anthropicAppendID([]byte("x:"), tt.id)); got != "x:"+tt.want {
+			t.Errorf("anthropicAppendID(%q) = %s, want x:%s", tt.id, got, tt.want)
+		}
+	}
+}

@@ -83,16 +83,17 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 // anthropicAppendID appends a tool_use id as a JSON string, replacing the characters the
 // API's id pattern ^[a-zA-Z0-9_-]+$ forbids (ids minted by other providers) with '_'.
 func anthropicAppendID(dst []byte, id string) []byte {
-	dst = append(dst, '"')
 	if id == "" {
-		dst = append(dst, '_')
+		return append(dst, `"_"`...)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
+	// Copied whole, then mended in place: most ids need no change, and a byte-wise append
+	// costs a capacity check per byte.
+	dst = append(append(dst, '"'), id...)
+	out := dst[len(dst)-len(id):]
+	for i, c := range out {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			c = '_'
+			out[i] = '_'
 		}
-		dst = append(dst, c)
 	}
 	return append(dst, '"')
 }
