@@ -96,7 +96,7 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 func (sc *Scanner) escapedEnd(i, blk int, m uint64) int {
 	s := sc.s
 	window := ^uint64(0) << ((i - blk) & (blockSize - 1)) // the bytes from i on
-	var carry uint64                                        // 1 if the block's first byte is escaped
+	var carry uint64                                      // 1 if the block's first byte is escaped
 	for {
 		bs, bad, u := escapeMask(s, blk)
 		escaped, next := escapedBytes(bs&window, carry)
