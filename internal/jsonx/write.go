@@ -16,6 +16,12 @@ var safeASCII = func() (t [256]bool) {
 	return t
 }()
 
+// PlainPrefix returns the length of the longest prefix of s made of the bytes every JSON
+// string writer copies as they are: printable ASCII other than '"', '\\', '<', '>' and
+// '&'. A writer with other escaping rules (no HTML escapes, say) may copy that prefix
+// whole and go on byte by byte from there.
+func PlainPrefix(s string) int { return safePrefix(s, 0) }
+
 // safePrefix returns the offset of the first byte at or after i that AppendString cannot
 // copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
 // character), or len(s). It looks at eight bytes at a time and, once 16 bytes were safe,

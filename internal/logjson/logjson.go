@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
 )
 
 // Handler is the fast JSON handler. Its zero value is not usable; see New.
@@ -212,8 +214,10 @@ const hex = "0123456789abcdef"
 // each invalid UTF-8 byte as \ufffd, and U+2028 and U+2029 escaped.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
+	// Most strings of a log line (keys, ids, names) are plain ASCII throughout: found
+	// eight bytes at a time, and copied in one append.
+	start, i := 0, jsonx.PlainPrefix(s)
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

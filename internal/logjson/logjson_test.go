@@ -165,4 +165,15 @@ func BenchmarkAccessLine(b *testing.B) {
 			}
 		})
 	}
+	// The gateway's own path: LogAttrs, with no Record built.
+	b.Run("logjson-LogAttrs", func(b *testing.B) {
+		h := New(io.Discard, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = h.LogAttrs(context.Background(), time.Now(), slog.LevelInfo, "chat completion",
+				slog.String("request_id", "0123456789abcdef01234567"), slog.String("model", "claude-bench"),
+				slog.String("backend", "anth"), slog.String("key", "bench"), slog.Bool("stream", false), slog.Int("status", 200),
+				slog.Int64("duration_ms", 50), slog.Int("prompt_tokens", 12), slog.Int("completion_tokens", 9))
+		}
+	})
 }
