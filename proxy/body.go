@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"errors"
 	"io"
 	"strconv"
@@ -101,14 +102,10 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 // admit checks, from the headers alone, a request that takes a body: its key and its
 // declared length. It returns the error to answer, or nil.
 func (s *Server) admit(ctx *fasthttp.RequestCtx, rid string) *apiError {
-	rt := s.runtime()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
-	if err != nil {
+	if _, err := requestKey(ctx, s.runtime()); err != nil {
 		a := classify(err, rid)
 		return &a
 	}
-	ctx.SetUserValue(admittedRuntime, rt) // requestKey: the handler does not hash the key again
-	ctx.SetUserValue(admittedKey, key)
 	if ctx.Request.Header.ContentLength() > s.maxBody {
 		a := s.tooLarge(rid)
 		return &a
@@ -120,22 +117,70 @@ func (s *Server) tooLarge(rid string) apiError {
 	return classify(errorf(ErrTooLarge, "the request body exceeds server.max_body_bytes (%d bytes)", s.maxBody), rid)
 }
 
-// User values of a request admit checked (see requestKey).
-const (
-	admittedRuntime = "agate.admitted.runtime"
-	admittedKey     = "agate.admitted.key"
-)
-
-// requestKey returns the key of the request's headers under rt: the one admit found when
-// it checked them under the same runtime (a reload in between authenticates again), else
-// rt.authenticateHeader's.
+// requestKey returns the key of the request's headers under rt (rt.authenticateHeader).
+// A connection remembers the credential header it last had accepted (connCredential):
+// a later request on it that presents the very same header under the same runtime gets
+// the same key without the digest and the comparison over all keys. So admit and the
+// handler check a request once between them, and a keep-alive client once per
+// connection; a reload, which makes a new runtime, checks again.
 func requestKey(ctx *fasthttp.RequestCtx, rt *runtime) (*apiKey, error) {
-	if r, _ := ctx.UserValue(admittedRuntime).(*runtime); r == rt {
-		if k, _ := ctx.UserValue(admittedKey).(*apiKey); k != nil {
-			return k, nil
-		}
+	c, ok := ctx.Conn().(*clientConn)
+	if !ok || rt.open {
+		return rt.authenticateHeader(&ctx.Request.Header)
 	}
-	return rt.authenticateHeader(&ctx.Request.Header)
+	which, value := credentialHeader(&ctx.Request.Header)
+	if k := c.cred.lookup(rt, which, value); k != nil {
+		return k, nil
+	}
+	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	if err == nil {
+		c.cred.keep(rt, which, value, key)
+	}
+	return key, err
+}
+
+// credentialHeader returns the header rt.authenticateHeader takes the key from, as a
+// letter ('a' for Authorization, 'x' for X-Api-Key; 0 for none), and its value.
+func credentialHeader(h *fasthttp.RequestHeader) (byte, []byte) {
+	if v := h.Peek("Authorization"); len(v) > 0 {
+		return 'a', v
+	}
+	if v := h.Peek("X-Api-Key"); len(v) > 0 {
+		return 'x', v
+	}
+	return 0, nil
+}
+
+// connCredential is the credential header a connection last had accepted and the key
+// it named under rt. It is used by the connection's own goroutine only.
+type connCredential struct {
+	rt    *runtime
+	which byte
+	value []byte
+	key   *apiKey
+}
+
+// maxKeptCredential bounds the header value a connection keeps.
+const maxKeptCredential = 512
+
+// lookup returns the kept key if the header which has value under rt, else nil. The
+// value is compared in constant time: a hit only ever returns the key the full check
+// returned for the same bytes.
+func (c *connCredential) lookup(rt *runtime, which byte, value []byte) *apiKey {
+	if c.key == nil || c.rt != rt || c.which != which || which == 0 ||
+		subtle.ConstantTimeCompare(value, c.value) != 1 {
+		return nil
+	}
+	return c.key
+}
+
+// keep remembers that the header which, with value, named key under rt.
+func (c *connCredential) keep(rt *runtime, which byte, value []byte, key *apiKey) {
+	if which == 0 || len(value) > maxKeptCredential {
+		*c = connCredential{value: c.value[:0]}
+		return
+	}
+	*c = connCredential{rt: rt, which: which, value: append(c.value[:0], value...), key: key}
 }
 
 // reject answers a request whose body is left unread, counts it, and closes the

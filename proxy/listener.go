@@ -243,6 +243,8 @@ type clientConn struct {
 	// done is the record the last non-streamed answer left (chatRun.finish), made by the
 	// next Read, once the answer is written, or by Close or Server.Settle.
 	done doneSlot
+	// cred is the credential header the connection last had accepted (requestKey).
+	cred connCredential
 }
 
 // SetReadDeadline asks for t as the read deadline; see clientConn for when it is set.

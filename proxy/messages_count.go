@@ -22,7 +22,7 @@ import (
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	key, err := requestKey(ctx, rt)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return

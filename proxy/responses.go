@@ -490,7 +490,7 @@ func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
 // responses.
 func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id string) {
 	rt := s.runtime()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	key, err := requestKey(ctx, rt)
 	if err != nil {
 		writeError(ctx, classify(err, rid))
 		return
@@ -550,7 +550,7 @@ func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *re
 // previous_response_id chain included), paged by limit, order and after as OpenAI pages them.
 func (s *Server) handleInputItems(ctx *fasthttp.RequestCtx, rid, method, id string) {
 	rt := s.runtime()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	key, err := requestKey(ctx, rt)
 	if err != nil {
 		writeError(ctx, classify(err, rid))
 		return

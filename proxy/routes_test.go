@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -83,9 +84,10 @@ func TestUnservedEndpoint_SDK(t *testing.T) {
 	}
 }
 
-// TestRequestKey: the handler reuses the key admit found only under the runtime admit
-// used; after a reload that removed the key, the request is authenticated again and
-// refused.
+// TestRequestKey: a connection keeps the credential header it last had accepted, and a
+// request on it presenting the very same header under the same runtime gets the same
+// key without the full check; any other header, the other credential header with the
+// same bytes, or a reload is checked in full.
 func TestRequestKey(t *testing.T) {
 	const cfg = `
 backends:
@@ -95,26 +97,96 @@ models:
 keys:
 %s
 `
-	before, err := newRuntime(parseConfig(t, fmt.Sprintf(cfg, "  a: {key: sk-a, models: [\"*\"]}"), nil), nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
+	newRT := func(keys string) *runtime {
+		rt, err := newRuntime(parseConfig(t, fmt.Sprintf(cfg, keys), nil), nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
 	}
-	after, err := newRuntime(parseConfig(t, fmt.Sprintf(cfg, "  b: {key: sk-b, models: [\"*\"]}"), nil), nil, slog.New(slog.DiscardHandler))
+	before := newRT(`  a: {key: sk-a, models: ["*"]}` + "\n" + `  c: {key: sk-c, models: ["*"]}`)
+	after := newRT(`  b: {key: sk-b, models: ["*"]}`)
+	conn := &clientConn{Conn: &net.TCPConn{}}
+	request := func(rt *runtime, header, value string) (string, error) {
+		t.Helper()
+		var ctx fasthttp.RequestCtx
+		ctx.Init2(conn, nil, false)
+		ctx.Request.Header.Set(header, value)
+		k, err := requestKey(&ctx, rt)
+		if err != nil {
+			return "", err
+		}
+		return k.name, nil
+	}
+	steps := []struct {
+		name          string
+		rt            *runtime
+		header, value string
+		forget        bool // empty the runtime's keys first: only the connection's kept key can answer
+		want          string
+	}{
+		{"first request: checked in full and kept", before, "Authorization", "Bearer sk-a", false, "a"},
+		{"same header: the kept key", before, "Authorization", "Bearer sk-a", true, "a"},
+		{"another header value: checked in full", before, "Authorization", "Bearer sk-c", true, ""},
+		{"after a failed check the kept key stands", before, "Authorization", "Bearer sk-a", true, "a"},
+		{"same bytes in the other header: checked in full", before, "X-Api-Key", "Bearer sk-a", true, ""},
+		{"another key: checked in full and kept", before, "Authorization", "Bearer sk-c", false, "c"},
+		{"x-api-key: checked in full and kept", before, "X-Api-Key", "sk-a", false, "a"},
+		{"x-api-key again: the kept key", before, "X-Api-Key", "sk-a", true, "a"},
+		{"after a reload that removed the key: refused", after, "X-Api-Key", "sk-a", false, ""},
+		{"after a reload, the new runtime's key", after, "Authorization", "Bearer sk-b", false, "b"},
+	}
+	keys := before.keys
+	for _, st := range steps {
+		before.keys = keys
+		if st.forget {
+			before.keys = nil
+		}
+		got, err := request(st.rt, st.header, st.value)
+		if st.want == "" {
+			if err == nil {
+				t.Errorf("%s: key %q, want unauthorized", st.name, got)
+			}
+			continue
+		}
+		if err != nil || got != st.want {
+			t.Errorf("%s: key %q, %v; want %q", st.name, got, err, st.want)
+		}
+	}
+}
+
+// BenchmarkRequestKey: a request's key found by the full check (the digest and the
+// comparison over all keys, as every request did before connections kept their
+// credential) and from the connection's kept credential.
+func BenchmarkRequestKey(b *testing.B) {
+	rt, err := newRuntime(parseConfig(b, `
+backends:
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+keys:
+  bench: {key: sk-bench-0123456789abcdef, models: ["*"]}
+`, nil), nil, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	var ctx fasthttp.RequestCtx
-	ctx.Request.Header.Set("Authorization", "Bearer sk-a")
-	admitted, err := before.authenticateHeader(&ctx.Request.Header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx.SetUserValue(admittedRuntime, before)
-	ctx.SetUserValue(admittedKey, admitted)
-	if k, err := requestKey(&ctx, before); err != nil || k != admitted {
-		t.Errorf("same runtime: key %v, %v; want the admitted key", k, err)
-	}
-	if k, err := requestKey(&ctx, after); err == nil {
-		t.Errorf("after a reload without the key: key %v, want unauthorized", k.name)
-	}
+	ctx.Init2(&clientConn{Conn: &net.TCPConn{}}, nil, false)
+	ctx.Request.Header.Set("Authorization", "Bearer sk-bench-0123456789abcdef")
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := rt.authenticateHeader(&ctx.Request.Header); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := requestKey(&ctx, rt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -377,7 +377,7 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 
 func (s *Server) handleModels(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
-	key, err := rt.authenticateHeader(&ctx.Request.Header)
+	key, err := requestKey(ctx, rt)
 	if err != nil {
 		writeError(ctx, classify(err, rid))
 		return
