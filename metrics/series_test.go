@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +76,49 @@ func BenchmarkCountRequest(b *testing.B) {
 			m.UpstreamOf("anth", "200").Observe((50 * time.Millisecond).Seconds())
 		}
 	})
+	// The lookups alone, from every core at once, as a gateway under load makes them.
+	b.Run("lookups-parallel", func(b *testing.B) {
+		m.CountRequest("claude-bench", "anth", "bench", 200, false, "chat") // the child, made
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				m.series.requests.get(requestKey{"claude-bench", "anth", "bench", "chat", 200, false}, nil)
+				m.RequestDurationOf("claude-bench", "anth", false, "chat")
+				m.UpstreamOf("anth", "200")
+			}
+		})
+	})
+}
+
+// TestLabelCache_Concurrent: goroutines asking for the same keys at once all get one
+// child per key, made once, while other keys are added.
+func TestLabelCache_Concurrent(t *testing.T) {
+	var c labelCache[int, *int]
+	var made [64]atomic.Int32
+	var wg sync.WaitGroup
+	got := make([][64]*int, 8)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 64 {
+				k := (i + 8*g) % 64 // each goroutine starts elsewhere
+				got[g][k] = c.get(k, func() *int {
+					made[k].Add(1)
+					return new(int)
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range 64 {
+		if n := made[k].Load(); n != 1 {
+			t.Errorf("key %d: child made %d times, want once", k, n)
+		}
+		for g := range got {
+			if got[g][k] != got[0][k] {
+				t.Errorf("key %d: goroutines %d and 0 got different children", k, g)
+			}
+		}
+	}
 }
