@@ -42,19 +42,22 @@ func (s *Server) openLimiter(opts Options) error {
 	return nil
 }
 
-// limitRequest describes a request of key for route r to the limiter.
-func (rt *runtime) limitRequest(key *apiKey, r *route) limits.Request {
+// limitRequest describes a request of key for route r to the limiter, from the limits
+// the runtime resolved when it was built.
+func limitRequest(key *apiKey, r *route) limits.Request {
 	var req limits.Request
-	if kc, ok := rt.cfg.Keys[key.name]; ok && key != anonymousKey {
-		req.Key = key.name
-		req.KeyRate = rate(kc.Limits)
-		req.Budget = limits.Budget{Tokens: int64(kc.Budget.Tokens), MicroUSD: int64(math.Round(kc.Budget.USD * 1e6)), Period: kc.Budget.Period}
+	if key.limited {
+		req.Key, req.KeyRate, req.Budget = key.name, key.rate, key.budget
 	}
-	if mc, ok := rt.cfg.Models[r.name]; ok {
-		req.Model = r.name
-		req.ModelRate = rate(mc.Limits)
+	if r.limited {
+		req.Model, req.ModelRate = r.name, r.rate
 	}
 	return req
+}
+
+// budget is the limits.Budget of a key's configured budget.
+func budget(b config.Budget) limits.Budget {
+	return limits.Budget{Tokens: int64(b.Tokens), MicroUSD: int64(math.Round(b.USD * 1e6)), Period: b.Period}
 }
 
 func rate(l config.Limits) limits.Rate {
@@ -66,7 +69,7 @@ func rate(l config.Limits) limits.Rate {
 // state store cannot answer and state.on_error is deny.
 func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
-	l.req = c.rt.limitRequest(c.key, c.route)
+	l.req = limitRequest(c.key, c.route)
 	if !l.req.Limited() {
 		return true
 	}

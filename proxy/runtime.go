@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/limits"
 	"github.com/valyala/fasthttp"
 )
 
@@ -41,6 +42,10 @@ type route struct {
 	maxTokens     int
 	promptCache   bool
 	fallbacks     []string
+	// limited is set when the route is a configured model, whose limits are rate
+	// (limitRequest).
+	limited bool
+	rate    limits.Rate
 }
 
 // apiKey is a configured client key, stored as its SHA-256 digest only.
@@ -52,6 +57,11 @@ type apiKey struct {
 	maxIterations int
 	// Per-turn tool bounds (config defaults them).
 	maxCallsPerTurn, maxConcurrentCalls int
+	// limited is set for a configured key, whose limits are rate and budget
+	// (limitRequest); not for anonymousKey.
+	limited bool
+	rate    limits.Rate
+	budget  limits.Budget
 }
 
 // newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
@@ -88,7 +98,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 			}
 		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
-			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks}
+			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits)}
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
@@ -98,7 +108,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	for _, n := range names {
 		kc := cfg.Keys[n]
 		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
-			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls}
+			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls,
+			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget)}
 		if kc.KeySHA256 != "" {
 			hex.Decode(k.digest[:], []byte(kc.KeySHA256)) // 64 hex digits: config validated it
 		} else {
@@ -242,7 +253,11 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			return rt.usable(model, &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:]})
+			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:]}
+			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
+				r.limited, r.rate = true, rate(mc.Limits)
+			}
+			return rt.usable(model, r)
 		}
 	}
 	return nil, modelNotFound(model)
