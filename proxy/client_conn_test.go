@@ -175,6 +175,9 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 	eventually(t, "the gateway to accept both connections", func() bool {
 		g.srv.listenersMu.Lock()
 		defer g.srv.listenersMu.Unlock()
+		if len(g.srv.listeners) == 0 { // Serve, started in a goroutine, has not registered it yet
+			return false
+		}
 		l := g.srv.listeners[0]
 		l.mu.Lock()
 		defer l.mu.Unlock()
