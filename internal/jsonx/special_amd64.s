@@ -72,61 +72,47 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	MOVL AX, ret+8(FP)
 	RET
 
+// ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
+// that of the u bytes and R10 to that of the bytes JSON allows after a backslash
+// (" \\ / b f n r t u).
+#define ESCAPE32(off) \
+	VMOVDQU off(SI), Y0; \
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	VPCMPEQB consts<>+0x180(SB), Y0, Y2; \
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
+	VPOR Y1, Y3, Y3; \
+	VPOR Y2, Y3, Y3; \
+	VPCMPEQB consts<>+0xc0(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPCMPEQB consts<>+0xe0(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPCMPEQB consts<>+0x100(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPCMPEQB consts<>+0x120(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPCMPEQB consts<>+0x140(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPCMPEQB consts<>+0x160(SB), Y0, Y4; \
+	VPOR Y4, Y3, Y3; \
+	VPMOVMSKB Y1, R8; \
+	VPMOVMSKB Y2, R9; \
+	VPMOVMSKB Y3, R10
+
 // func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
 TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
-	VMOVDQU 0(SI), Y0
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1  // Y1 = b == '\\'
-	VPCMPEQB consts<>+0x180(SB), Y0, Y2 // Y2 = b == 'u'
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3  // the other bytes that may follow a backslash
-	VPOR Y1, Y3, Y3
-	VPOR Y2, Y3, Y3
-	VPCMPEQB consts<>+0xc0(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0xe0(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x100(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x120(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x140(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x160(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPMOVMSKB Y1, R8
-	VPMOVMSKB Y2, R9
-	VPMOVMSKB Y3, R10
+	ESCAPE32(0)
 	MOVQ R8, AX
 	MOVQ R9, CX
 	MOVQ R10, DX
-	VMOVDQU 32(SI), Y0
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1  // Y1 = b == '\\'
-	VPCMPEQB consts<>+0x180(SB), Y0, Y2 // Y2 = b == 'u'
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3  // the other bytes that may follow a backslash
-	VPOR Y1, Y3, Y3
-	VPOR Y2, Y3, Y3
-	VPCMPEQB consts<>+0xc0(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0xe0(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x100(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x120(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x140(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPCMPEQB consts<>+0x160(SB), Y0, Y4
-	VPOR Y4, Y3, Y3
-	VPMOVMSKB Y1, R8
-	VPMOVMSKB Y2, R9
-	VPMOVMSKB Y3, R10
+	ESCAPE32(32)
 	SHLQ $32, R8
 	ORQ R8, AX
 	SHLQ $32, R9
 	ORQ R9, CX
 	SHLQ $32, R10
 	ORQ R10, DX
-	NOTQ DX
+	NOTQ DX // the bytes not allowed after a backslash
 	VZEROUPPER
 	MOVQ AX, bs+8(FP)
 	MOVQ DX, bad+16(FP)
