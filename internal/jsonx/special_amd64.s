@@ -72,6 +72,9 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	MOVL AX, ret+8(FP)
 	RET
 
+// ALLOW adds to Y3 the bytes of Y0 equal to the constant at consts<>+c.
+#define ALLOW(c) VPCMPEQB consts<>+c(SB), Y0, Y4; VPOR Y4, Y3, Y3
+
 // ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
 // that of the u bytes and R10 to that of the bytes JSON allows after a backslash
 // (" \\ / b f n r t u).
@@ -82,18 +85,12 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
 	VPOR Y1, Y3, Y3; \
 	VPOR Y2, Y3, Y3; \
-	VPCMPEQB consts<>+0xc0(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
-	VPCMPEQB consts<>+0xe0(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
-	VPCMPEQB consts<>+0x100(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
-	VPCMPEQB consts<>+0x120(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
-	VPCMPEQB consts<>+0x140(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
-	VPCMPEQB consts<>+0x160(SB), Y0, Y4; \
-	VPOR Y4, Y3, Y3; \
+	ALLOW(0xc0); \
+	ALLOW(0xe0); \
+	ALLOW(0x100); \
+	ALLOW(0x120); \
+	ALLOW(0x140); \
+	ALLOW(0x160); \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y2, R9; \
 	VPMOVMSKB Y3, R10
