@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openaichat"
@@ -240,6 +241,61 @@ func FuzzRewriteCompletion(f *testing.F) {
 		var v map[string]any
 		if err := json.Unmarshal(out[len("kept"):], &v); err != nil {
 			t.Fatalf("the completion is not a JSON object: %v: %.200s", err, out)
+		}
+	})
+}
+
+// usageSeeds are usage objects that test the first-member rule and the kinds usageAt
+// must read as openAIUsage does.
+var usageSeeds = []string{
+	`{"prompt_tokens":412,"completion_tokens":187,"total_tokens":599,"prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":9}}`,
+	`{"prompt_tokens":1,"prompt_tokens":2,"completion_tokens":"3","prompt_tokens_details":{"cached_tokens":4,"cached_tokens":5},"prompt_tokens_details":{"cached_tokens":6}}`,
+	`{"prompt_tokens_details":null,"completion_tokens_details":[{"reasoning_tokens":1}],"completion_tokens":1e3}`,
+	`{"completion_tokens_details":{"x":{"reasoning_tokens":7},"reasoning_tokens":-2.5}}`,
+	`{"prompt_tokens":12345678901234567890,"prompt_tokens_details":{"cached_tokens":1,}}`,
+	`{"prompt_tokens":1`, `[1,2]`, `"usage"`, `null`, `{}`, ` {"prompt_tokens" : 7 } `,
+}
+
+// FuzzUsageAtMatchesTwoPass holds usageAt, the passthrough's one-pass reader of a usage
+// object, to the two passes it replaces: ValueRaw to check and keep the value, then
+// openAIUsage over what it kept. On any input both accept or refuse alike, keep the same
+// value and report the same usage.
+func FuzzUsageAtMatchesTwoPass(f *testing.F) {
+	for _, s := range usageSeeds {
+		f.Add([]byte(s))
+	}
+	for _, name := range []string{"text", "parallel-tool-calls", "max-tokens-length"} {
+		b, err := os.ReadFile("../../testdata/fixtures/openai-chat/json/" + name + ".mirascope.json")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b) // the whole completion, an object with a usage member among others
+		if i := bytes.Index(b, []byte(`"usage":`)); i >= 0 {
+			f.Add(b[i+len(`"usage":`):]) // from its usage object to the end
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		one := jsonx.NewScanner(string(data))
+		var v1 jsonx.Value
+		u1, ok1 := usageAt(&one, &v1)
+
+		two := jsonx.NewScanner(string(data))
+		var v2 jsonx.Value
+		ok2 := two.ValueRaw(&v2)
+		var u2 translate.Usage
+		if ok2 && v2.Kind == jsonx.Object {
+			end := two.Pos()
+			u2 = openAIUsage(&two, v2)
+			two.Seek(end)
+		}
+		if ok1 != ok2 {
+			t.Fatalf("usageAt ok=%v, ValueRaw ok=%v on %q", ok1, ok2, data)
+		}
+		if !ok1 {
+			return
+		}
+		if v1 != v2 || u1 != u2 || one.Pos() != two.Pos() {
+			t.Fatalf("on %q\nusageAt   %+v %+v at %d\ntwo passes %+v %+v at %d", data, v1, u1, one.Pos(), v2, u2, two.Pos())
 		}
 	})
 }

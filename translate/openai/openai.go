@@ -414,6 +414,70 @@ func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
 	}
 }
 
+// usageAt reads the value at the cursor into v, as ValueRaw would, and when it is an
+// object also the usage it reports, in the same pass: what openAIUsage reads of it (the
+// first member of each name), without a second scan of the object. It reports false on a
+// syntax error; a value that is not an object reports no usage.
+func usageAt(sc *jsonx.Scanner, v *jsonx.Value) (translate.Usage, bool) {
+	var u translate.Usage
+	if sc.Peek() != '{' {
+		return u, sc.ValueRaw(v)
+	}
+	at := sc.Pos()
+	var seen [4]bool
+	var x jsonx.Value
+	for n := 0; sc.NextField(&n); {
+		var ok bool
+		switch k := sc.Key(); {
+		case k == "prompt_tokens" && !seen[0]:
+			seen[0], ok = true, sc.ValueRaw(&x)
+			u.PromptTokens = int(x.Int())
+		case k == "completion_tokens" && !seen[1]:
+			seen[1], ok = true, sc.ValueRaw(&x)
+			u.CompletionTokens = int(x.Int())
+		case k == "prompt_tokens_details" && !seen[2]:
+			seen[2] = true
+			u.CachedTokens, ok = memberIntAt(sc, "cached_tokens")
+		case k == "completion_tokens_details" && !seen[3]:
+			seen[3] = true
+			u.ReasoningTokens, ok = memberIntAt(sc, "reasoning_tokens")
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return translate.Usage{}, false
+		}
+	}
+	if sc.Failed() {
+		return translate.Usage{}, false
+	}
+	*v = jsonx.Value{Kind: jsonx.Object, Raw: sc.Input()[at:sc.Pos()], At: at}
+	return u, true
+}
+
+// memberIntAt reads past the value at the cursor, checking it, and returns the integer
+// of its first member named key when it is an object (0 when that is missing or not a
+// number, as Get(...).Int() reads it). It reports false on a syntax error.
+func memberIntAt(sc *jsonx.Scanner, key string) (int, bool) {
+	if sc.Peek() != '{' {
+		return 0, sc.Skip()
+	}
+	var x jsonx.Value
+	found := false
+	for n := 0; sc.NextField(&n); {
+		ok := false
+		if !found && sc.Key() == key {
+			found, ok = true, sc.ValueRaw(&x)
+		} else {
+			ok = sc.Skip()
+		}
+		if !ok {
+			return 0, false
+		}
+	}
+	return int(x.Int()), !sc.Failed()
+}
+
 // ParseUsage reads an OpenAI usage object (raw JSON); ok is false when there is none.
 func ParseUsage(raw []byte) (u translate.Usage, ok bool) {
 	sc := jsonx.NewScanner(jsonx.View(raw))

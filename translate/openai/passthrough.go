@@ -59,8 +59,8 @@ type Chunk struct {
 // (gjson's rule); every member that is not dropped is sent. Nothing of data is retained.
 //
 // After the stream's first chunk (which fixes the head, see setHead) a chunk is read in
-// one pass that checks it, writes it out and reads what it reports of the choices (the
-// usage object is read once more): the strings it copies keep their escapes as written.
+// one pass that checks it, writes it out and reads what it reports of the choices and
+// the usage: the strings it copies keep their escapes as written.
 func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	var ch Chunk
 	// data lives until AppendChunk returns, and every string read from it is copied into
@@ -95,6 +95,12 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 			// one has a finish_reason.
 			seenChoices = true
 			if !p.readChoices(&v, &ch) {
+				break
+			}
+		} else if k == "usage" && usage.Kind == jsonx.Missing {
+			// The first usage is read as it is checked.
+			var ok bool
+			if ch.Usage, ok = usageAt(sc, &v); !ok {
 				break
 			}
 		} else if !sc.ValueRaw(&v) {
@@ -133,9 +139,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	if errv.Exists() {
 		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
 	}
-	if usage.Kind == jsonx.Object {
-		ch.Usage, ch.HasUsage = openAIUsage(sc, usage), true
-	}
+	ch.HasUsage = usage.Kind == jsonx.Object
 	return append(out, "}\n\n"...), ch, nil
 }
 
@@ -192,12 +196,20 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a body that is not a JSON object", body)
 	}
 	var errv, choices, usage, v jsonx.Value
+	var u translate.Usage
 	out := slices.Grow(dst, len(body)+len(model)+24)
 	out = append(out, `{"model":`...)
 	out = jsonx.AppendString(out, model)
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if !sc.ValueRaw(&v) { // a string's escapes stay as written: only its Raw is copied
+		var ok bool
+		if k == "usage" && usage.Kind == jsonx.Missing {
+			u, ok = usageAt(&sc, &v) // read as it is checked
+			usage = v
+		} else {
+			ok = sc.ValueRaw(&v) // a string's escapes stay as written: only its Raw is copied
+		}
+		if !ok {
 			break
 		}
 		switch {
@@ -205,8 +217,6 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 			errv = v
 		case k == "choices" && choices.Kind == jsonx.Missing:
 			choices = v
-		case k == "usage" && usage.Kind == jsonx.Missing:
-			usage = v
 		}
 		if !shadows(k, "model") {
 			out = append(out, ',')
@@ -223,10 +233,6 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 	}
 	if choices.Kind != jsonx.Array {
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
-	}
-	var u translate.Usage
-	if usage.Kind == jsonx.Object {
-		u = openAIUsage(&sc, usage)
 	}
 	return append(out, '}'), u, nil
 }

@@ -281,20 +281,28 @@ func TestRewriteCompletion_AppendsAndCopies(t *testing.T) {
 	}
 }
 
-// BenchmarkRewriteCompletion is the passthrough's check and model rewrite of a recorded
-// non-streaming chat completion with parallel tool calls, into a reused buffer.
+// BenchmarkRewriteCompletion is the passthrough's check and model rewrite of a
+// non-streaming chat completion, into a reused buffer: a recorded one with parallel tool
+// calls, and the end-to-end benchmark's answer (a ~700-byte text and a full usage object).
 func BenchmarkRewriteCompletion(b *testing.B) {
-	body, err := os.ReadFile("../../testdata/fixtures/openai-chat/json/parallel-tool-calls.mirascope.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	var buf []byte // reused, as the gateway appends to a pooled response body
-	for b.Loop() {
-		if buf, _, err = RewriteCompletion(buf[:0], "up", body, "gpt"); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct{ name, path string }{
+		{"parallel-tool-calls", "../../testdata/fixtures/openai-chat/json/parallel-tool-calls.mirascope.json"},
+		{"bench-answer", "testdata/bench-answer.json"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			body, err := os.ReadFile(c.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			var buf []byte // reused, as the gateway appends to a pooled response body
+			for b.Loop() {
+				if buf, _, err = RewriteCompletion(buf[:0], "up", body, "gpt"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
