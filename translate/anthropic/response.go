@@ -63,6 +63,67 @@ func (u *anthropicUsage) merge(sc *jsonx.Scanner, usage jsonx.Value) {
 	})
 }
 
+// mergeAt is merge for the value at the cursor, read as it is checked: the scanner moves
+// past the value, checking it, and the counts it carries are taken as merge takes them
+// (every member, a later one of a name replacing an earlier). A value that is not an
+// object carries none. It reports false on a syntax error.
+func (u *anthropicUsage) mergeAt(sc *jsonx.Scanner) bool {
+	if sc.Peek() != '{' {
+		return sc.Skip()
+	}
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		var ok bool
+		switch {
+		case k == "iterations" && sc.Peek() == '[':
+			u.iter, u.hasIter = anthropicCounts{}, false
+			for e := 0; sc.NextElem(&e); {
+				if !u.iter.addAt(sc) {
+					return false
+				}
+				u.hasIter = true
+			}
+			ok = !sc.Failed()
+		case k != "iterations" && u.top.count(k) != nil:
+			var v jsonx.Value
+			if ok = sc.ValueRaw(&v); ok && v.Kind == jsonx.Number {
+				*u.top.count(k) = int(v.Int())
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
+}
+
+// addAt adds the counts of the value at the cursor, one of usage.iterations, as merge
+// does (an object's counts that are numbers; nothing for another value), checking it.
+func (c *anthropicCounts) addAt(sc *jsonx.Scanner) bool {
+	if sc.Peek() != '{' {
+		return sc.Skip()
+	}
+	var v jsonx.Value
+	for n := 0; sc.NextField(&n); {
+		p := c.count(sc.Key())
+		if p == nil {
+			if !sc.Skip() {
+				return false
+			}
+			continue
+		}
+		if !sc.ValueRaw(&v) {
+			return false
+		}
+		if v.Kind == jsonx.Number {
+			*p += int(v.Int())
+		}
+	}
+	return !sc.Failed()
+}
+
 // count returns the count a usage field names, or nil for other fields.
 func (c *anthropicCounts) count(field string) *int {
 	switch field {
@@ -163,12 +224,46 @@ const (
 	blockInput
 )
 
+// responseRoot is RootMembers(responseMembers, m) for a whole Messages response, except
+// that the first usage member is merged into u as it is checked instead of being read
+// again afterwards (m[respUsage] stays Missing).
+func responseRoot(sc *jsonx.Scanner, m []jsonx.Value, u *anthropicUsage) (jsonx.Value, bool) {
+	if sc.Peek() != '{' {
+		return sc.Root()
+	}
+	at := sc.Pos()
+	usage := false
+	for n := 0; sc.NextField(&n); {
+		j := 0
+		for j < len(responseMembers) && responseMembers[j] != sc.Key() {
+			j++
+		}
+		var ok bool
+		switch {
+		case j == respUsage && !usage:
+			usage, ok = true, u.mergeAt(sc)
+		case j < len(responseMembers) && j != respUsage:
+			ok = sc.First(&m[j])
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return jsonx.Value{}, false
+		}
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return jsonx.Value{}, false
+	}
+	return jsonx.Value{Kind: jsonx.Object, Raw: sc.Input()[at:sc.Pos()], At: at}, true
+}
+
 // DecodeResponse decodes a whole Messages API response.
 func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
-	// One pass checks the body and finds the members read below.
+	// One pass checks the body, finds the members read below and reads the usage.
 	var m [len(responseMembers)]jsonx.Value
-	root, ok := sc.RootMembers(responseMembers[:], m[:])
+	var u anthropicUsage
+	root, ok := responseRoot(&sc, m[:], &u)
 	if !ok {
 		return anthropicMalformed("response", body)
 	}
@@ -233,8 +328,6 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	if err != nil {
 		return err
 	}
-	var u anthropicUsage
-	u.merge(&sc, m[respUsage])
 	ev = translate.Event{Kind: translate.EventUsage, Usage: u.openai()}
 	if err := emit(&ev); err != nil {
 		return err
