@@ -36,8 +36,52 @@ type Value struct {
 
 // Float returns a number's value; a number too large for a float64 is ±Inf.
 func (v Value) Float() float64 {
+	if f, ok := exactFloat(v.Raw); ok {
+		return f
+	}
 	f, _ := strconv.ParseFloat(v.Raw, 64) // the scanner checked the grammar
 	return f
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// exactFloat converts the common numbers of a request (max_tokens 1024, temperature 0.7)
+// without strconv's general reader: an optional minus, at most 15 digits with at most one
+// '.' among them, and no exponent. Such a number is m / 10^k with m and 10^k both exact in a
+// float64, so one IEEE division rounds it correctly, as ParseFloat does. ok is false for
+// anything else, which the caller hands to ParseFloat.
+func exactFloat(s string) (f float64, ok bool) {
+	i, neg := 0, false
+	if i < len(s) && s[i] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 || dot && frac == 0 {
+		return 0, false
+	}
+	f = float64(m) / pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 // IsBool reports whether v is true or false.

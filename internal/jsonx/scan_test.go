@@ -2,7 +2,9 @@ package jsonx
 
 import (
 	"encoding/json"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -305,4 +307,53 @@ func BenchmarkValid(b *testing.B) {
 			b.Fatal("invalid")
 		}
 	}
+}
+
+// floatCases are numbers exactFloat takes (the first ones) and leaves to ParseFloat.
+var floatCases = []string{
+	"0", "-0", "0.7", "1024", "-2", "2.0", "0.1", "0.30000000000000004"[:17], "123456789012345",
+	"12345678.9012345", "-0.000000000000001", ".5", "999999999999999",
+	"1234567890123456", "1e3", "1.5E-2", "1.", "-", "", ".", "1..2", "1.2.3", "+1", "0x10", "Inf",
+	"179769313486231570000000000000000000000", "1_000",
+}
+
+// TestExactFloat holds exactFloat to strconv.ParseFloat bit for bit wherever it answers,
+// and checks that it does answer for the numbers a request carries.
+func TestExactFloat(t *testing.T) {
+	for _, s := range floatCases {
+		checkExactFloat(t, s)
+	}
+	for _, s := range []string{"0.7", "1024", "-2", "0", "0.000001", "123456789012345"} {
+		if _, ok := exactFloat(s); !ok {
+			t.Errorf("exactFloat(%q) declined a plain decimal", s)
+		}
+	}
+	for _, s := range []string{"1e3", "1234567890123456", "1.", "", "-", ".", "+1"} {
+		if _, ok := exactFloat(s); ok {
+			t.Errorf("exactFloat(%q) answered; it must leave it to ParseFloat", s)
+		}
+	}
+}
+
+func checkExactFloat(t *testing.T, s string) {
+	t.Helper()
+	f, ok := exactFloat(s)
+	if !ok {
+		return
+	}
+	want, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("exactFloat(%q) = %v, but ParseFloat refuses it: %v", s, f, err)
+	}
+	if math.Float64bits(f) != math.Float64bits(want) {
+		t.Fatalf("exactFloat(%q) = %v (%#x), ParseFloat %v (%#x)", s, f, math.Float64bits(f), want, math.Float64bits(want))
+	}
+}
+
+// FuzzExactFloat: on any string, exactFloat either declines or gives ParseFloat's bits.
+func FuzzExactFloat(f *testing.F) {
+	for _, s := range floatCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkExactFloat(t, s) })
 }
