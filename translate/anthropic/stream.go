@@ -94,6 +94,15 @@ func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
 	}
 	sc := &d.sc
 	sc.Reset(jsonx.View(data))
+	if d.phase == anthropicInMessage && d.block != anthropicNoBlock {
+		// Nearly every event of a stream is a text or argument delta in the API's own
+		// layout: read as that, in one pass, when it is exactly that.
+		var f [len(deltaMembers)]jsonx.Value
+		if fastDelta(sc, &f) {
+			return d.delta(&f, emit)
+		}
+		sc.Reset(jsonx.View(data))
+	}
 	// One pass checks the event and reads the members any event type needs.
 	var m anthropicMembers
 	root, ok := sc.RootMembers([]string{"type", "index", "delta", "content_block", "message", "usage"}, m[:])
@@ -222,6 +231,75 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit transl
 	}
 	var f [len(deltaMembers)]jsonx.Value
 	sc.Members(delta, deltaMembers[:], f[:])
+	return d.delta(&f, emit)
+}
+
+// Text and argument deltas in the layout the API sends: the prefix, the index digits, one
+// of the delta heads, the string, and the two closing braces (the API pads some events
+// with spaces before the last). The members come in this order and no others.
+const (
+	deltaPrefix   = `{"type":"content_block_delta","index":`
+	textDelta     = `,"delta":{"type":"text_delta","text":`
+	argumentDelta = `,"delta":{"type":"input_json_delta","partial_json":`
+)
+
+// fastDelta reads the event in sc, just reset, when it is a content_block_delta whose
+// delta is a text_delta or input_json_delta in exactly the API's layout (deltaPrefix); it
+// fills f as blockDelta's Members would and reports true. For anything else it reports
+// false, leaving the event to the general reader: what it accepts is valid JSON that the
+// general reader reads the same (FuzzFastDeltaMatchesMembers).
+func fastDelta(sc *jsonx.Scanner, f *[len(deltaMembers)]jsonx.Value) bool {
+	s := sc.Input()
+	if !strings.HasPrefix(s, deltaPrefix) {
+		return false
+	}
+	i := len(deltaPrefix)
+	j := i
+	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || s[i] == '0' && j > i+1 { // no digits, or a leading zero
+		return false
+	}
+	typ, member := "text_delta", deltaText
+	switch {
+	case strings.HasPrefix(s[j:], textDelta):
+		j += len(textDelta)
+	case strings.HasPrefix(s[j:], argumentDelta):
+		typ, member = "input_json_delta", deltaPartialJSON
+		j += len(argumentDelta)
+	default:
+		return false
+	}
+	sc.Seek(j)
+	if sc.Peek() != '"' {
+		return false
+	}
+	at := sc.Pos()
+	str, ok := sc.Str()
+	if !ok {
+		return false
+	}
+	end := sc.Pos()
+	if sc.Peek() != '}' {
+		return false
+	}
+	sc.Seek(sc.Pos() + 1)
+	if sc.Peek() != '}' { // the API pads some events with spaces before this brace
+		return false
+	}
+	sc.Seek(sc.Pos() + 1)
+	if !sc.AtEnd() {
+		return false
+	}
+	f[deltaType] = jsonx.Value{Kind: jsonx.String, Str: typ}
+	f[member] = jsonx.Value{Kind: jsonx.String, Raw: s[at:end], At: at, Str: str}
+	return true
+}
+
+// delta applies a content_block_delta's delta, read into f (deltaMembers), to the open
+// block.
+func (d *anthropicStream) delta(f *[len(deltaMembers)]jsonx.Value, emit translate.Emit) error {
 	switch f[deltaType].Str {
 	case "text_delta":
 		if d.block == anthropicText {

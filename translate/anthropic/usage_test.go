@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -89,4 +90,95 @@ func FuzzResponseRootMatchesRootMembers(f *testing.F) {
 			t.Fatalf("on %q\nresponseRoot %+v %+v %+v\nRootMembers  %+v %+v %+v", data, root1, m1, u1, root2, m2, u2)
 		}
 	})
+}
+
+// FuzzFastDeltaMatchesMembers holds fastDelta, the stream decoder's reader of a text or
+// argument delta in the API's layout, to the general reader it stands in for: whatever
+// it accepts is one JSON value that RootMembers reads as a content_block_delta with a
+// numeric index, whose delta Members reads to the same type and string. Seeded with every
+// event of the recorded streams and with near misses.
+func FuzzFastDeltaMatchesMembers(f *testing.F) {
+	dir := "../../testdata/fixtures/anthropic/stream/"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(dir + e.Name())
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				f.Add([]byte(d))
+			}
+		}
+	}
+	for _, s := range []string{
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":12,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}   `,
+		`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","text":"y"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"},"delta":{}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text": "\u00e9\ud83d\ude00"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x\"}}`,
+		`{"type":"content_block_delta","index":1234567890,"delta":{"type":"text_delta","text":"x"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast := jsonx.NewScanner(string(data))
+		var got [len(deltaMembers)]jsonx.Value
+		if !fastDelta(&fast, &got) {
+			return
+		}
+		sc := jsonx.NewScanner(string(data))
+		var m anthropicMembers
+		if _, ok := sc.RootMembers([]string{"type", "index", "delta", "content_block", "message", "usage"}, m[:]); !ok {
+			t.Fatalf("fastDelta accepted what is not one JSON value: %q", data)
+		}
+		if m[0].Str != "content_block_delta" || m[1].Kind != jsonx.Number || m[2].Kind != jsonx.Object {
+			t.Fatalf("fastDelta accepted %q, which reads as type %q, index %v, delta %v", data, m[0].Str, m[1].Kind, m[2].Kind)
+		}
+		var want [len(deltaMembers)]jsonx.Value
+		sc.Members(m[2], deltaMembers[:], want[:])
+		for i := range want {
+			if got[i].Kind != want[i].Kind || got[i].Str != want[i].Str {
+				t.Fatalf("on %q, delta member %s: fastDelta %v %q, Members %v %q", data, deltaMembers[i], got[i].Kind, got[i].Str, want[i].Kind, want[i].Str)
+			}
+		}
+	})
+}
+
+// TestFastDelta_TakesTheAPILayout: every text and argument delta of the recorded streams
+// is read by fastDelta, padding and all, so the general reader is left the rest only.
+func TestFastDelta_TakesTheAPILayout(t *testing.T) {
+	dir := "../../testdata/fixtures/anthropic/stream/"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(dir + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			d, ok := strings.CutPrefix(line, "data: ")
+			if !ok || !strings.Contains(d, `"text_delta"`) && !strings.Contains(d, `"input_json_delta"`) {
+				continue
+			}
+			n++
+			sc := jsonx.NewScanner(d)
+			var f [len(deltaMembers)]jsonx.Value
+			if !fastDelta(&sc, &f) {
+				t.Errorf("%s: fastDelta declined %q", e.Name(), d)
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d recorded deltas found", n)
+	}
 }
