@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"net/http"
@@ -36,6 +37,14 @@ type ChunkRewriter struct {
 	Now func() int64
 	// head is `"id":…,"object":…,"created":…,"model":…`, fixed by the first chunk.
 	head []byte
+	// lead is a copy of the last chunk read whole up to the end of the member before its
+	// choices, when it has members there and none is an error, a usage or a choices;
+	// leadOut is what those members wrote, and leadN their number. A chunk that starts
+	// with the same bytes followed by ',' is in the same state there (JSON is read left to
+	// right, and the ',' ends the last value as it did), so it is read from that point.
+	// OpenAI repeats the same id, object, created, model and fingerprint in every chunk.
+	lead, leadOut []byte
+	leadN         int
 	// sc reads the current chunk.
 	sc jsonx.Scanner
 }
@@ -56,7 +65,8 @@ type Chunk struct {
 // upstream error naming the backend; an error object in place of a chunk is the upstream's
 // error (status 502). The caller decides whether to send the event (it drops a usage-only
 // chunk the client did not ask for). Of a repeated member name, the first is the one read
-// (gjson's rule); every member that is not dropped is sent. Nothing of data is retained.
+// (gjson's rule); every member that is not dropped is sent. Nothing of data is retained
+// but a copy of its start (lead).
 //
 // After the stream's first chunk (which fixes the head, see setHead) a chunk is read in
 // one pass that checks it, writes it out and reads what it reports of the choices and
@@ -88,9 +98,22 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	out = append(out, p.head...)
 	var v, errv, usage jsonx.Value
 	seenChoices := false
-	for n := 0; sc.NextField(&n); {
+	n, mark, end := 0, len(out), 0 // end: where the last member's value ended
+	// plain holds while every member so far is neither an error, a usage nor choices.
+	plain, reused := true, false
+	if l := len(p.lead); l > 0 && len(data) > l && data[l] == ',' && bytes.Equal(data[:l], p.lead) {
+		out = append(out, p.leadOut...)
+		sc.Seek(l)
+		n, end, reused = p.leadN, l, true
+	}
+	for ; sc.NextField(&n); end = sc.Pos() {
 		k := sc.Key()
 		if k == "choices" && !seenChoices && sc.Peek() == '[' {
+			if plain && n > 1 && !reused {
+				p.lead = append(p.lead[:0], data[:end]...)
+				p.leadOut = append(p.leadOut[:0], out[mark:]...)
+				p.leadN = n - 1
+			}
 			// The first choices are read as they are checked: their number, and whether
 			// one has a finish_reason.
 			seenChoices = true
@@ -108,13 +131,16 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 		}
 		switch k {
 		case "error":
+			plain = false
 			if errv.Kind == jsonx.Missing {
 				errv = v
 			}
 			continue // an error chunk is refused below
 		case "choices":
+			plain = false
 			seenChoices = true
 		case "usage":
+			plain = false
 			if usage.Kind == jsonx.Missing {
 				usage = v
 			}

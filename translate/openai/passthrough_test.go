@@ -335,3 +335,94 @@ func BenchmarkAppendChunk(b *testing.B) {
 		})
 	}
 }
+
+// FuzzChunkLeadMatchesWholeRead holds the reuse of a chunk's lead (the members before its
+// choices, as the last chunk had them) to reading the chunk whole: after the same first
+// chunk, a second chunk gives the same event, the same Chunk and the same error whether
+// or not the rewriter kept the first chunk's lead. Seeded with consecutive recorded
+// chunks and with pairs that share a lead up to the byte where they part.
+func FuzzChunkLeadMatchesWholeRead(f *testing.F) {
+	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+		var prev []byte
+		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			d, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || d == "[DONE]" {
+				continue
+			}
+			if prev != nil {
+				f.Add(prev, []byte(d), true)
+			}
+			prev = []byte(d)
+		}
+	}
+	const lead = `{"id":"c1","object":"chat.completion.chunk","created":17,"model":"m"`
+	for _, second := range []string{
+		lead + `,"choices":[]}`,
+		lead + `}`,
+		lead + `7,"choices":[]}`,
+		lead + `,"choices":[{"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`,
+		lead + `,"error":{"message":"x"}}`,
+		lead + `,"choices":[],"choices":[{"x":1}]}`,
+		lead + `,"choices":[]`,
+		lead + ` ,"choices":[]}`,
+	} {
+		f.Add([]byte(lead+`,"choices":[{"delta":{"content":"a"}}]}`), []byte(second), false)
+	}
+	f.Add([]byte(`{"id":"c1","created":1,"choices":[]}`), []byte(`{"id":"c1","created":12,"choices":[]}`), true)
+	f.Add([]byte(`{"usage":null,"id":"c","choices":[]}`), []byte(`{"usage":null,"id":"c","choices":[]}`), true)
+	f.Fuzz(func(t *testing.T, first, second []byte, includeUsage bool) {
+		newRewriter := func() *ChunkRewriter {
+			return &ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", IncludeUsage: includeUsage,
+				Now: func() int64 { return 42 }}
+		}
+		kept, whole := newRewriter(), newRewriter()
+		kept.AppendChunk(nil, first)
+		whole.AppendChunk(nil, first)
+		whole.lead, whole.leadOut, whole.leadN = nil, nil, 0
+		out1, ch1, err1 := kept.AppendChunk(nil, second)
+		out2, ch2, err2 := whole.AppendChunk(nil, second)
+		if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+			t.Fatalf("errors differ: with the lead %v, read whole %v\nfirst %q\nsecond %q", err1, err2, first, second)
+		}
+		if !bytes.Equal(out1, out2) || ch1 != ch2 {
+			t.Fatalf("with the lead %q %+v\nread whole    %q %+v\nfirst %q\nsecond %q", out1, ch1, out2, ch2, first, second)
+		}
+	})
+}
+
+// TestChunkLead_IsReused checks that the lead of a recorded OpenAI stream is in fact
+// reused from its second chunk on (the members before choices repeat), so that the fuzz
+// target above compares two different paths: what the kept lead wrote is replaced by a
+// marker after the first chunk, and every later chunk must carry the marker.
+func TestChunkLead_IsReused(t *testing.T) {
+	p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", Now: func() int64 { return 42 }}
+	sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(t, "text-include-usage.mirascope.sse")))
+	sc.Buffer(nil, 1<<20)
+	const marker = `,"marker":1`
+	chunks := 0
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		out, _, err := p.AppendChunk(nil, []byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chunks++; chunks == 1 {
+			if len(p.lead) == 0 {
+				t.Fatal("the first chunk left no lead")
+			}
+			p.leadOut = []byte(marker)
+			continue
+		}
+		if !bytes.Contains(out, []byte(marker)) {
+			t.Fatalf("chunk %d was read whole, not from the kept lead: %q", chunks, out)
+		}
+	}
+	if chunks < 3 {
+		t.Fatalf("only %d chunks", chunks)
+	}
+}
