@@ -18,6 +18,9 @@ const TopLevelFields = "model messages max_tokens system stream temperature top_
 	"metadata tool_choice tools thinking output_config cache_control container context_management " +
 	"inference_geo service_tier mcp_servers"
 
+// topLevelNames is TopLevelFields for members.Check.
+var topLevelNames = members.NewNames(TopLevelFields)
+
 // dropped are the known top-level fields with no counterpart on translated routes; they
 // are ignored without a trace (see the package doc). Any other unknown field is reported
 // in Request.Extra, for the proxy to count as dropped.
@@ -143,7 +146,7 @@ func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
 	sc.Seek(root.At)
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if err := members.Check(&seen, "", k, TopLevelFields); err != nil {
+		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
 			return nil, err
 		}
 		dst = append(dst, member{name: k})

@@ -288,7 +288,7 @@ func (p *parser) object() bool {
 	sc := &p.sc
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, noBase, topLevelFields) || !p.field(sc.Key()) {
+		if !p.member(&seen, noBase, topLevelNames) || !p.field(sc.Key()) {
 			return false
 		}
 	}
@@ -364,7 +364,7 @@ func (p *parser) field(name string) bool {
 		var seen keySet
 		start := sc.Pos()
 		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsFields) {
+			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsNames) {
 				return false
 			}
 			ok := false
@@ -496,7 +496,7 @@ func (p *parser) field(name string) bool {
 		at := sc.Pos()
 		var seen keySet
 		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "metadata" }, "") {
+			if !p.member(&seen, func() string { return "metadata" }, noNames) {
 				return false
 			}
 			if sc.Peek() != '"' {
@@ -605,7 +605,7 @@ func (p *parser) tool(i int) bool {
 	sawFunction := false
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, param, toolFields) {
+		if !p.member(&seen, param, toolNames) {
 			return false
 		}
 		var ok bool
@@ -689,7 +689,7 @@ func (p *parser) toolChoice() bool {
 	var typ, name jsonx.Value
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceFields) {
+		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceNames) {
 			return false
 		}
 		var ok bool
@@ -728,7 +728,7 @@ func (p *parser) responseFormat() bool {
 	sawSchema, schemaObject := false, false
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "response_format" }, responseFormatFields) {
+		if !p.member(&seen, func() string { return "response_format" }, responseFormatNames) {
 			return false
 		}
 		var ok bool

@@ -31,6 +31,21 @@ const (
 	responseFormatFields = "type json_schema"
 )
 
+// The lists above as members.Names, for member; noNames is the list of an object whose
+// member names the parser does not interpret (metadata, a thinking block).
+var (
+	topLevelNames       = members.NewNames(topLevelFields)
+	streamOptionsNames  = members.NewNames(streamOptionsFields)
+	messageNames        = members.NewNames(messageFields)
+	partNames           = members.NewNames(partFields)
+	toolCallNames       = members.NewNames(toolCallFields)
+	toolCallFuncNames   = members.NewNames(toolCallFuncFields)
+	toolNames           = members.NewNames(toolFields)
+	toolChoiceNames     = members.NewNames(toolChoiceFields)
+	responseFormatNames = members.NewNames(responseFormatFields)
+	noNames             members.Names
+)
+
 // Codes of the ParamErrors for ambiguous member names.
 const (
 	CodeDuplicateKey = translate.CodeDuplicateKey
@@ -42,15 +57,12 @@ const (
 type keySet = members.Set
 
 // member checks the name of the object member the scanner is at (sc.Key()): it fails when
-// the name was already seen in this object, or equals one of known (a space-separated list)
-// only when case is ignored. base returns the object's param path, "" at the top level.
-func (p *parser) member(seen *keySet, base func() string, known string) bool {
+// the name was already seen in this object, or equals one of known only when case is
+// ignored (members.Set.Member). base returns the object's param path, "" at the top level.
+func (p *parser) member(seen *keySet, base func() string, known members.Names) bool {
 	k := p.sc.Key()
-	if !seen.Add(k) {
-		return p.keyError(base, k, CodeDuplicateKey, "")
-	}
-	if field := members.Fold(k, known); field != "" {
-		return p.keyError(base, k, CodeKeyCase, field)
+	if _, code, field := seen.Member(k, known); code != "" {
+		return p.keyError(base, k, code, field)
 	}
 	return true
 }

@@ -18,7 +18,7 @@ func (p *parser) message(i int) bool {
 	var seen keySet
 	base := func() string { return translate.ParamIndex("messages", i) }
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, base, messageFields) {
+		if !p.member(&seen, base, messageNames) {
 			return false
 		}
 		key := sc.Key()
@@ -113,7 +113,7 @@ func (p *parser) thinkingBlocks(base func() string, msg *translate.Message) bool
 		var seen keySet
 		for n := 0; sc.NextField(&n); {
 			key := sc.Key()
-			if !p.member(&seen, base, "") || !p.thinkingBlock(func() string { return base() + "." + key }, msg) {
+			if !p.member(&seen, base, noNames) || !p.thinkingBlock(func() string { return base() + "." + key }, msg) {
 				return false
 			}
 		}
@@ -173,7 +173,7 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	var sawImage, sawFile, sawAudio bool
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, param, partFields) {
+		if !p.member(&seen, param, partNames) {
 			return false
 		}
 		var ok bool
@@ -326,7 +326,7 @@ func (p *parser) toolCall(i, j int) bool {
 	} else {
 		var seen keySet
 		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, param, toolCallFields) {
+			if !p.member(&seen, param, toolCallNames) {
 				return false
 			}
 			var ok bool
@@ -344,7 +344,7 @@ func (p *parser) toolCall(i, j int) bool {
 				var fseen keySet
 				fbase := func() string { return param() + ".function" }
 				for k := 0; ok && sc.NextField(&k); {
-					if !p.member(&fseen, fbase, toolCallFuncFields) {
+					if !p.member(&fseen, fbase, toolCallFuncNames) {
 						return false
 					}
 					switch sc.Key() {

@@ -109,6 +109,8 @@ func (t *flatTools) clientName(name string) (ns, fn string) {
 // namespaceFields are the members of a namespace tool Parse reads.
 const namespaceFields = "type name description tools"
 
+var namespaceNames = members.NewNames(namespaceFields)
+
 const (
 	nsName  = 1
 	nsTools = 3
@@ -126,7 +128,7 @@ type pendingTool struct {
 // namespace reads the namespace tool t (at param) into p.pending.
 func (p *parser) namespace(t jsonx.Value, param func() string) error {
 	var f [nsN]jsonx.Value
-	if err := members.Read(&p.sc, t, param, namespaceFields, f[:]); err != nil {
+	if err := members.Read(&p.sc, t, param, namespaceNames, f[:]); err != nil {
 		return err
 	}
 	ns := f[nsName]

@@ -75,6 +75,19 @@ const (
 	maxParamLength = 64
 )
 
+// The lists above as members.Names, for members.Check and members.Read.
+var (
+	topLevelNames = members.NewNames(topLevelFields)
+	itemNames     = members.NewNames(itemFields)
+	partNames     = members.NewNames(partFields)
+	toolNames     = members.NewNames(toolFields)
+	formatNames   = members.NewNames(formatFields)
+	textNames     = members.NewNames(textFields)
+	reasonNames   = members.NewNames(reasonFields)
+	choiceNames   = members.NewNames(choiceFields)
+	summaryNames  = members.NewNames(summaryFields)
+)
+
 // Positions in itemFields.
 const (
 	itemType = iota
@@ -204,7 +217,7 @@ func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
 	sc.Seek(root.At)
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if err := members.Check(&seen, "", k, topLevelFields); err != nil {
+		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
 			return nil, err
 		}
 		dst = append(dst, member{name: k})
@@ -397,7 +410,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
 		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "text" }, textFields, f[:]); err != nil {
+		if err := members.Read(&p.sc, v, func() string { return "text" }, textNames, f[:]); err != nil {
 			return err
 		}
 		if v.Kind != jsonx.Object {
@@ -407,7 +420,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		return p.format(f[textFormat])
 	case "reasoning":
 		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonFields, f[:]); err != nil {
+		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonNames, f[:]); err != nil {
 			return err
 		}
 		if v.Kind != jsonx.Object {
@@ -551,7 +564,7 @@ func (p *parser) toolList(v jsonx.Value) error {
 // built-in tool), returned as Tool.Builtin for the caller to place.
 func (p *parser) functionTool(t jsonx.Value, param func() string) (tool translate.Tool, ok bool, err error) {
 	var f [toolN]jsonx.Value
-	if err = members.Read(&p.sc, t, param, toolFields, f[:]); err != nil {
+	if err = members.Read(&p.sc, t, param, toolNames, f[:]); err != nil {
 		return tool, false, err
 	}
 	if t.Kind != jsonx.Object {
@@ -592,7 +605,7 @@ func (p *parser) choice(v jsonx.Value) error {
 		return translate.Errorf("tool_choice", "must be auto, none, required or an object")
 	}
 	var f [twoFieldsN]jsonx.Value
-	if err := members.Read(&p.sc, v, func() string { return "tool_choice" }, choiceFields, f[:]); err != nil {
+	if err := members.Read(&p.sc, v, func() string { return "tool_choice" }, choiceNames, f[:]); err != nil {
 		return err
 	}
 	if v.Kind != jsonx.Object {
@@ -618,7 +631,7 @@ func (p *parser) format(v jsonx.Value) error {
 		return nil
 	}
 	var f [toolN]jsonx.Value
-	if err := members.Read(&p.sc, v, func() string { return "text.format" }, formatFields, f[:]); err != nil {
+	if err := members.Read(&p.sc, v, func() string { return "text.format" }, formatNames, f[:]); err != nil {
 		return err
 	}
 	rf := &p.r.Core.ResponseFormat
@@ -702,7 +715,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 		param := func() string { return index(base(), at) }
 		i++
 		var f [itemN]jsonx.Value
-		if err = members.Read(&p.sc, it, param, itemFields, f[:]); err != nil {
+		if err = members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
 			return false
 		}
 		if it.Kind != jsonx.Object {
@@ -789,7 +802,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				pp := func() string { return index(param()+".summary", sat) }
 				j++
 				var sf [twoFieldsN]jsonx.Value
-				if err = members.Read(&p.sc, part, pp, summaryFields, sf[:]); err != nil {
+				if err = members.Read(&p.sc, part, pp, summaryNames, sf[:]); err != nil {
 					return false
 				}
 				if t := sf[summaryText]; t.Kind == jsonx.String {
@@ -876,7 +889,7 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 		param := func() string { return index(base(), at) }
 		i++
 		var f [partN]jsonx.Value
-		if err = members.Read(&p.sc, v, param, partFields, f[:]); err != nil {
+		if err = members.Read(&p.sc, v, param, partNames, f[:]); err != nil {
 			return false
 		}
 		typ := f[partType].Str

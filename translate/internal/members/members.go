@@ -17,9 +17,12 @@ import (
 // Set holds the member names seen so far in one JSON object. The zero value is empty; a
 // Set is not safe for concurrent use.
 type Set struct {
-	n    int
-	few  [12]string
-	many map[string]struct{} // past len(few) names
+	// known has bit i set once the name at position i of the object's Names was seen
+	// (Member); other names are in few, then many.
+	known uint64
+	n     int
+	few   [12]string
+	many  map[string]struct{} // past len(few) names
 }
 
 // Add records k and reports whether it is new.
@@ -49,20 +52,68 @@ func (s *Set) Add(k string) bool {
 	return true
 }
 
-// Fold returns the field of known (a space-separated list of lower-case ASCII names) that
-// the member name k equals only when case is ignored ("MODEL" for model), or "".
-func Fold(k, known string) string {
-	if PlainLower(k) {
-		return ""
+// Names is the list of the member names an object's reader knows, all lower-case ASCII and
+// at most 64 of them (a parser's constant list, made once with NewNames). Set.Member finds
+// a name of it with a few length compares and records it in one bit: the names a body
+// usually sends cost neither a string list nor a case check.
+type Names struct{ list []string }
+
+// maxNames is how many names a Names holds: one bit of Set.known each.
+const maxNames = 64
+
+// NewNames returns the Names of list, a space-separated list of lower-case ASCII names. It
+// panics when list breaks that rule or has more than 64 names: the lists are the parsers'
+// constants, and the panic is a test failure, not a request's.
+func NewNames(list string) Names {
+	n := Names{list: strings.Fields(list)}
+	if len(n.list) > maxNames {
+		panic("members: more than 64 names in " + strconv.Quote(list))
 	}
-	for names := known; names != ""; {
-		field, rest, _ := strings.Cut(names, " ")
-		if strings.EqualFold(k, field) {
-			return field
+	for _, f := range n.list {
+		if !PlainLower(f) {
+			panic("members: " + strconv.Quote(f) + " is not lower-case ASCII")
 		}
-		names = rest
 	}
-	return ""
+	return n
+}
+
+// Index returns the position of k in n, or -1 when k is not one of its names.
+func (n Names) Index(k string) int {
+	for i, f := range n.list {
+		if f == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Member applies the rule to k, the name of the next member of the object whose names so
+// far s holds, and adds k to s. It returns k's position in names (-1 when k is none of
+// them) and, when k breaks the rule, the code of its ParamError (see Error):
+// translate.CodeDuplicateKey when k was seen before in the object, translate.CodeKeyCase
+// with field, the name of names k equals only when case is ignored ("MODEL" for model);
+// code is "" when k passes. An object's names must all go through Member with the same
+// names, or all through Add.
+func (s *Set) Member(k string, names Names) (i int, code, field string) {
+	if i = names.Index(k); i >= 0 {
+		bit := uint64(1) << i
+		if s.known&bit != 0 {
+			return i, translate.CodeDuplicateKey, ""
+		}
+		s.known |= bit
+		return i, "", ""
+	}
+	if !s.Add(k) {
+		return -1, translate.CodeDuplicateKey, ""
+	}
+	if !PlainLower(k) { // a plain name equals a name of names ignoring case only if it equals it
+		for _, f := range names.list {
+			if strings.EqualFold(k, f) {
+				return -1, translate.CodeKeyCase, f
+			}
+		}
+	}
+	return -1, "", ""
 }
 
 // Check applies the rule to the member name k of an object whose names so far are in seen,
@@ -70,22 +121,19 @@ func Fold(k, known string) string {
 // another case, reads differently to different JSON decoders (gjson and the gateway take
 // the first, most libraries the last, Go's encoding/json any case). base is the object's
 // param path, "" at the top level. The error is a *translate.ParamError.
-func Check(seen *Set, base, k, known string) error {
-	if !seen.Add(k) {
-		return Error(base, k, translate.CodeDuplicateKey, "")
-	}
-	if f := Fold(k, known); f != "" {
-		return Error(base, k, translate.CodeKeyCase, f)
+func Check(seen *Set, base, k string, known Names) error {
+	if _, code, field := seen.Member(k, known); code != "" {
+		return Error(base, k, code, field)
 	}
 	return nil
 }
 
 // Read walks the object obj once, applying Check to every member name, and stores the
-// value of each name of known (space-separated, lower-case ASCII) in vals at the name's
-// position in known; vals must be that long. base returns the object's param path; it is
+// value of each name of known in vals at the name's position in known; vals must be that
+// long. base returns the object's param path; it is
 // called only for an error, so a path is built only for a refused body. A value that is
 // not an object has no members and passes. obj must come from sc; Read moves its cursor.
-func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known string, vals []jsonx.Value) error {
+func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, vals []jsonx.Value) error {
 	if obj.Kind != jsonx.Object {
 		return nil
 	}
@@ -93,20 +141,9 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known string, 
 	sc.Seek(obj.At)
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if !seen.Add(k) {
-			return Error(base(), k, translate.CodeDuplicateKey, "")
-		}
-		j, plain := -1, PlainLower(k)
-		for i, names := 0, known; names != ""; i++ {
-			field, rest, _ := strings.Cut(names, " ")
-			if k == field {
-				j = i
-				break
-			}
-			if !plain && strings.EqualFold(k, field) {
-				return Error(base(), k, translate.CodeKeyCase, field)
-			}
-			names = rest
+		j, code, field := seen.Member(k, known)
+		if code != "" {
+			return Error(base(), k, code, field)
 		}
 		if j >= 0 {
 			sc.Value(&vals[j])
