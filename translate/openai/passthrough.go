@@ -174,8 +174,17 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 // object whose finish_reason (the first of that name) is a non-empty string. It reports
 // false on a syntax error.
 func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
+	if matched, ok := fastChoices(&p.sc, v); matched {
+		ch.Choices++ // one choice, its finish_reason null
+		return ok
+	}
+	return readChoicesGeneral(&p.sc, v, ch)
+}
+
+// readChoicesGeneral is readChoices for any layout.
+func readChoicesGeneral(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) bool {
 	var f [1]jsonx.Value
-	arr, ok := p.sc.ArrayMembers([]string{"finish_reason"}, f[:], func(jsonx.Value) bool {
+	arr, ok := sc.ArrayMembers([]string{"finish_reason"}, f[:], func(jsonx.Value) bool {
 		ch.Choices++
 		if f[0].Kind == jsonx.String && f[0].Str != "" {
 			ch.Finished = true
@@ -184,6 +193,56 @@ func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
 	})
 	*v = arr
 	return ok
+}
+
+// The choices of a text chunk in the layout OpenAI sends: one choice, whose members are
+// its index, a delta with only content, and null logprobs and finish_reason, in this
+// order, without whitespace.
+const (
+	choicesPrefix = `[{"index":`
+	choicesDelta  = `,"delta":{"content":`
+	choicesTail   = `},"logprobs":null,"finish_reason":null}]`
+)
+
+// fastChoices reads the choices array at the cursor, which is at its '[', when it is in
+// exactly OpenAI's text-chunk layout (choicesPrefix): it sets v to the array, as
+// readChoices would, and reports matched, with ok false when the content string is not
+// valid JSON. For anything else it reports matched false with the cursor where it was,
+// leaving the array to readChoices' general reader: what it accepts is valid JSON that
+// the general reader reads the same (FuzzFastChoicesMatchesGeneral). Nearly every chunk
+// of a text answer is one of these; the scanner still checks the string.
+func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
+	s, at := sc.Input(), sc.Pos()
+	if !strings.HasPrefix(s[at:], choicesPrefix) {
+		return false, false
+	}
+	i := at + len(choicesPrefix)
+	j := i
+	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || s[i] == '0' && j > i+1 { // no digits, or a leading zero
+		return false, false
+	}
+	if !strings.HasPrefix(s[j:], choicesDelta) {
+		return false, false
+	}
+	j += len(choicesDelta)
+	if j >= len(s) || s[j] != '"' {
+		return false, false
+	}
+	sc.Seek(j)
+	if !sc.SkipString() {
+		return true, false // the array is not JSON, whichever reader reads it
+	}
+	if k := sc.Pos(); !strings.HasPrefix(s[k:], choicesTail) {
+		sc.Seek(at)
+		return false, false
+	}
+	end := sc.Pos() + len(choicesTail)
+	sc.Seek(end)
+	*v = jsonx.Value{Kind: jsonx.Array, Raw: s[at:end], At: at}
+	return true, true
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.

@@ -426,3 +426,86 @@ func TestChunkLead_IsReused(t *testing.T) {
 		t.Fatalf("only %d chunks", chunks)
 	}
 }
+
+// FuzzFastChoicesMatchesGeneral holds fastChoices to the general reader of a choices
+// array: on any input at a '[', whatever it accepts the general reader accepts too, with
+// the same array, the same count and finish, and the cursor at the same place; what it
+// refuses (a bad content string) the general reader refuses as well. Seeds: the choices of
+// every recorded chunk, and near misses of the layout.
+func FuzzFastChoicesMatchesGeneral(f *testing.F) {
+	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if _, c, ok := strings.Cut(sc.Text(), `"choices":`); ok {
+				f.Add(c)
+			}
+		}
+	}
+	for _, s := range []string{
+		`[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":00,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":12,"delta":{"content":"a\"b\u00e9"},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		`[{"index":0,"delta":{"content":"a\x"},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"content":"a` + "\x01" + `"},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":"stop"}]`,
+		`[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null},{"index":1}]`,
+		`[{"index":0,"delta":{"content":"a"} ,"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}`,
+		`[{"index":1e2,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"content":"unterminated`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !strings.HasPrefix(s, "[") {
+			return
+		}
+		var fast, general jsonx.Scanner
+		fast.Reset(s)
+		general.Reset(s)
+		var v1, v2 jsonx.Value
+		matched, ok1 := fastChoices(&fast, &v1)
+		if !matched {
+			if fast.Pos() != 0 || fast.Failed() {
+				t.Fatalf("a miss moved the cursor to %d (failed %v)", fast.Pos(), fast.Failed())
+			}
+			return
+		}
+		var ch Chunk
+		ok2 := readChoicesGeneral(&general, &v2, &ch)
+		if ok1 != ok2 {
+			t.Fatalf("fast ok %v, general ok %v on %q", ok1, ok2, s)
+		}
+		if !ok1 {
+			return
+		}
+		if v1 != v2 || fast.Pos() != general.Pos() || ch != (Chunk{Choices: 1}) {
+			t.Fatalf("fast %+v at %d, general %+v at %d %+v, on %q", v1, fast.Pos(), v2, general.Pos(), ch, s)
+		}
+	})
+}
+
+// TestFastChoices_TakesOpenAILayout: every text delta chunk of the recorded stream takes
+// the fast path, so the fuzz target above compares two different readers.
+func TestFastChoices_TakesOpenAILayout(t *testing.T) {
+	sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(t, "text-include-usage.mirascope.sse")))
+	sc.Buffer(nil, 1<<20)
+	deltas := 0
+	for sc.Scan() {
+		_, c, ok := strings.Cut(sc.Text(), `"choices":`)
+		if !ok || !strings.HasPrefix(c, `[{"index":0,"delta":{"content":`) {
+			continue
+		}
+		deltas++
+		var s jsonx.Scanner
+		s.Reset(c)
+		var v jsonx.Value
+		if matched, ok := fastChoices(&s, &v); !matched || !ok {
+			t.Fatalf("text delta %d took the general reader: %.120q", deltas, c)
+		}
+	}
+	if deltas < 5 {
+		t.Fatalf("only %d text deltas", deltas)
+	}
+}
