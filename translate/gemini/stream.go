@@ -44,6 +44,9 @@ type geminiStream struct {
 	lp     []translate.TokenLogprob
 	lpTop  []translate.TopLogprob
 	lpPart int
+	// general makes every candidates array take the general reader (tests compare the
+	// two readers with it).
+	general bool
 }
 
 // geminiCandidate is the state of one candidate (one OpenAI choice).
@@ -95,7 +98,7 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 	// read in the same pass. Decoded strings live in its arena until the next chunk.
 	sc := &d.sc
 	sc.Reset(data)
-	var cands, feedback, respID, model, failure jsonx.Value
+	var cands, text, feedback, respID, model, failure jsonx.Value // text: see fastTextCandidates
 	hasUsage := false
 	var prompt, toolPrompt, candTokens, thoughts, cached int
 	valid := walkObject(sc, 0, func(k string) bool {
@@ -125,6 +128,12 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 				return ok
 			})
 		case "candidates":
+			text = jsonx.Value{} // of duplicate members the last is read, as cands is
+			if !d.general {
+				if matched, ok := fastTextCandidates(sc, &cands, &text); matched {
+					return ok
+				}
+			}
 			return sc.Value(&cands)
 		case "promptFeedback":
 			return sc.Value(&feedback)
@@ -165,7 +174,15 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 		}
 		d.ev.ID, d.ev.Model = "", ""
 	}
-	if cands.Kind != jsonx.Missing && cands.Kind != jsonx.Null {
+	if text.Kind == jsonx.String {
+		// One text part of candidate 0, read as the general reader below reads it.
+		cs := d.cand(0)
+		cs.seen = true
+		d.lp, d.lpPart = d.lp[:0], -1
+		if err := d.partFields(0, cs, text, jsonx.Value{}, "", false, nil, emit); err != nil {
+			return err
+		}
+	} else if cands.Kind != jsonx.Missing && cands.Kind != jsonx.Null {
 		if cands.Kind != jsonx.Array {
 			return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: candidates is not an array"}
 		}
@@ -224,6 +241,46 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 		}
 	}
 	return nil
+}
+
+// The candidates of a text chunk in the layout the API sends (alt=sse): one candidate,
+// index 0, whose content is one text part and the role "model", and nothing else; the API
+// writes a space after each colon.
+const (
+	textCandidatesHead = `[{"content": {"parts": [{"text": `
+	textCandidatesTail = `}],"role": "model"},"index": 0}]`
+)
+
+// fastTextCandidates reads the candidates array at the cursor when it is in exactly the
+// layout of a text chunk (textCandidatesHead, the text string, textCandidatesTail): it sets
+// cands to the array and text to the part's text as the general reader would read them,
+// moves past the array and reports matched, with ok false when the string is not valid
+// JSON. For anything else it reports matched false with the cursor at the array (past
+// any whitespace before it), leaving the array to the general reader: what it accepts, the general reader reads the same
+// (FuzzFastTextCandidatesMatchesGeneral). Nearly every chunk of a text answer is one of
+// these; the general reader walks the array three times (to check it, for the candidate's
+// members, for the part's), this reads the text once and the rest as bytes.
+func fastTextCandidates(sc *jsonx.Scanner, cands, text *jsonx.Value) (matched, ok bool) {
+	sc.Peek() // the API writes a space after the member's colon
+	s, at := sc.Input(), sc.Pos()
+	j := at + len(textCandidatesHead)
+	if !strings.HasPrefix(s[at:], textCandidatesHead) || j >= len(s) || s[j] != '"' {
+		return false, false
+	}
+	sc.Seek(j)
+	if !sc.SkipString() {
+		return true, false // not JSON, whichever reader reads it
+	}
+	k := sc.Pos()
+	if !strings.HasPrefix(s[k:], textCandidatesTail) {
+		sc.Seek(at)
+		return false, false
+	}
+	end := k + len(textCandidatesTail)
+	sc.Seek(end)
+	*cands = jsonx.Value{Kind: jsonx.Array, Raw: s[at:end], At: at}
+	*text = jsonx.Value{Kind: jsonx.String, Raw: s[j:k], At: j}
+	return true, true
 }
 
 func geminiNotJSON(data string) error {
