@@ -47,7 +47,107 @@ type responsesCall struct {
 
 // responsesMembers are the members of an event the decoder reads: type, delta,
 // response, error, item, item_id, arguments and summary_index.
-type responsesMembers [8]jsonx.Value
+type responsesMembers [len(responsesMemberNames)]jsonx.Value
+
+// responsesMemberNames are the members Event reads, at their index in responsesMembers.
+var responsesMemberNames = [...]string{"type", "delta", "response", "error", "item", "item_id", "arguments", "summary_index"}
+
+// The members of a text delta in the layout the API sends, in this order and without
+// whitespace; obfuscation is left out when the request turned it off.
+const (
+	textDeltaHead        = `{"type":"response.output_text.delta","sequence_number":`
+	textDeltaItemID      = `,"item_id":`
+	textDeltaOutput      = `,"output_index":`
+	textDeltaContent     = `,"content_index":`
+	textDeltaDelta       = `,"delta":`
+	textDeltaLogprobs    = `,"logprobs":[]`
+	textDeltaObfuscation = `,"obfuscation":`
+)
+
+// fastTextDelta reads the event in sc, just reset, when it is a response.output_text.delta
+// in exactly the API's layout (textDeltaHead): it fills the type, delta and item_id of m
+// as RootMembers would (the others stay Missing) and reports true. For anything else it
+// reports false, and the event goes to RootMembers, which starts over: what it accepts is
+// valid JSON that RootMembers reads the same (FuzzFastTextDeltaMatchesRootMembers). Nearly
+// every event of a text answer is one of these; the scanner still checks and decodes the
+// strings, and the rest is matched as bytes instead of member by member.
+func fastTextDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
+	s := sc.Input()
+	if !strings.HasPrefix(s, textDeltaHead) {
+		return false
+	}
+	i, ok := skipIndex(s, len(textDeltaHead))
+	if !ok || !strings.HasPrefix(s[i:], textDeltaItemID) {
+		return false
+	}
+	id, ok := stringAt(sc, i+len(textDeltaItemID))
+	if !ok {
+		return false
+	}
+	if i = sc.Pos(); !strings.HasPrefix(s[i:], textDeltaOutput) {
+		return false
+	}
+	if i, ok = skipIndex(s, i+len(textDeltaOutput)); !ok || !strings.HasPrefix(s[i:], textDeltaContent) {
+		return false
+	}
+	if i, ok = skipIndex(s, i+len(textDeltaContent)); !ok || !strings.HasPrefix(s[i:], textDeltaDelta) {
+		return false
+	}
+	delta, ok := stringAt(sc, i+len(textDeltaDelta))
+	if !ok {
+		return false
+	}
+	i = sc.Pos()
+	if !strings.HasPrefix(s[i:], textDeltaLogprobs) {
+		return false
+	}
+	i += len(textDeltaLogprobs)
+	if strings.HasPrefix(s[i:], textDeltaObfuscation) {
+		if _, ok := stringAt(sc, i+len(textDeltaObfuscation)); !ok {
+			return false
+		}
+		i = sc.Pos()
+	}
+	if i >= len(s) || s[i] != '}' {
+		return false
+	}
+	sc.Seek(i + 1)
+	if !sc.AtEnd() {
+		return false
+	}
+	m[0] = jsonx.Value{Kind: jsonx.String, Raw: s[len(`{"type":`) : len(textDeltaHead)-len(`,"sequence_number":`)],
+		At: len(`{"type":`), Str: "response.output_text.delta"}
+	m[1], m[5] = delta, id
+	return true
+}
+
+// skipIndex returns the offset past the non-negative integer at s[i:] (digits, no leading
+// zero, at most nine), and false when there is none.
+func skipIndex(s string, i int) (int, bool) {
+	j := i
+	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || s[i] == '0' && j > i+1 {
+		return i, false
+	}
+	return j, true
+}
+
+// stringAt reads the string literal at s[i:] with sc, which it leaves past it, as a
+// Value like RootMembers'; false when there is none or it is not valid JSON.
+func stringAt(sc *jsonx.Scanner, i int) (jsonx.Value, bool) {
+	s := sc.Input()
+	if i >= len(s) || s[i] != '"' {
+		return jsonx.Value{}, false
+	}
+	sc.Seek(i)
+	str, ok := sc.Str()
+	if !ok {
+		return jsonx.Value{}, false
+	}
+	return jsonx.Value{Kind: jsonx.String, Raw: s[i:sc.Pos()], At: i, Str: str}, true
+}
 
 // Event decodes one SSE event.
 func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
@@ -58,11 +158,15 @@ func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 	}
 	sc := &d.sc
 	sc.Reset(jsonx.View(data))
-	// One pass checks the event and reads the members any event type needs.
+	// One pass checks the event and reads the members any event type needs: a text delta
+	// in the API's own layout by fastTextDelta, anything else by RootMembers.
 	var m responsesMembers
-	root, ok := sc.RootMembers([]string{"type", "delta", "response", "error", "item", "item_id", "arguments", "summary_index"}, m[:])
-	if !ok {
-		return d.malformed(typ, "not valid JSON")
+	var root jsonx.Value
+	if !fastTextDelta(sc, &m) {
+		var ok bool
+		if root, ok = sc.RootMembers(responsesMemberNames[:], m[:]); !ok {
+			return d.malformed(typ, "not valid JSON")
+		}
 	}
 	if len(typ) == 0 {
 		typ = jsonx.Bytes(m[0].Str)
