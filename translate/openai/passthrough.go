@@ -195,39 +195,47 @@ func readChoicesGeneral(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) bool {
 	return ok
 }
 
-// The choices of a text chunk in the layout OpenAI sends: one choice, whose members are
-// its index, a delta with only content, and null logprobs and finish_reason, in this
-// order, without whitespace.
+// The choices of a text or argument chunk in the layout OpenAI sends: one choice, whose
+// members are its index, a delta with only content (or only one tool call's index and
+// argument fragment), and null logprobs and finish_reason, in this order, without
+// whitespace.
 const (
-	choicesPrefix = `[{"index":`
-	choicesDelta  = `,"delta":{"content":`
-	choicesTail   = `},"logprobs":null,"finish_reason":null}]`
+	choicesPrefix    = `[{"index":`
+	choicesContent   = `,"delta":{"content":`
+	choicesToolCall  = `,"delta":{"tool_calls":[{"index":`
+	choicesArguments = `,"function":{"arguments":`
+	choicesTail      = `,"logprobs":null,"finish_reason":null}]`
 )
 
 // fastChoices reads the choices array at the cursor, which is at its '[', when it is in
-// exactly OpenAI's text-chunk layout (choicesPrefix): it sets v to the array, as
-// readChoices would, and reports matched, with ok false when the content string is not
+// exactly OpenAI's layout of a text or argument chunk (choicesPrefix): it sets v to the
+// array, as readChoices would, and reports matched, with ok false when the string is not
 // valid JSON. For anything else it reports matched false with the cursor where it was,
 // leaving the array to readChoices' general reader: what it accepts is valid JSON that
 // the general reader reads the same (FuzzFastChoicesMatchesGeneral). Nearly every chunk
-// of a text answer is one of these; the scanner still checks the string.
+// of an answer is one of these; the scanner still checks the string.
 func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	s, at := sc.Input(), sc.Pos()
 	if !strings.HasPrefix(s[at:], choicesPrefix) {
 		return false, false
 	}
-	i := at + len(choicesPrefix)
-	j := i
-	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
-		j++
-	}
-	if j == i || s[i] == '0' && j > i+1 { // no digits, or a leading zero
+	j, ok := skipIndex(s, at+len(choicesPrefix))
+	if !ok {
 		return false, false
 	}
-	if !strings.HasPrefix(s[j:], choicesDelta) {
+	closing := "}" // the delta's
+	switch {
+	case strings.HasPrefix(s[j:], choicesContent):
+		j += len(choicesContent)
+	case strings.HasPrefix(s[j:], choicesToolCall):
+		if j, ok = skipIndex(s, j+len(choicesToolCall)); !ok || !strings.HasPrefix(s[j:], choicesArguments) {
+			return false, false
+		}
+		j += len(choicesArguments)
+		closing = "}}]}" // the function's, the call's, the array's, the delta's
+	default:
 		return false, false
 	}
-	j += len(choicesDelta)
 	if j >= len(s) || s[j] != '"' {
 		return false, false
 	}
@@ -235,14 +243,28 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	if !sc.SkipString() {
 		return true, false // the array is not JSON, whichever reader reads it
 	}
-	if k := sc.Pos(); !strings.HasPrefix(s[k:], choicesTail) {
+	k := sc.Pos()
+	if !strings.HasPrefix(s[k:], closing) || !strings.HasPrefix(s[k+len(closing):], choicesTail) {
 		sc.Seek(at)
 		return false, false
 	}
-	end := sc.Pos() + len(choicesTail)
+	end := k + len(closing) + len(choicesTail)
 	sc.Seek(end)
 	*v = jsonx.Value{Kind: jsonx.Array, Raw: s[at:end], At: at}
 	return true, true
+}
+
+// skipIndex returns the offset past the non-negative integer at s[i:] (digits, no
+// leading zero, at most nine), and false when there is none.
+func skipIndex(s string, i int) (int, bool) {
+	j := i
+	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || s[i] == '0' && j > i+1 {
+		return i, false
+	}
+	return j, true
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.

@@ -454,6 +454,13 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 		`[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}`,
 		`[{"index":1e2,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`,
 		`[{"index":0,"delta":{"content":"unterminated`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"a\": 1"}}]},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":01,"function":{"arguments":"x"}}]},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"x"}}]},"logprobs":null,"finish_reason":"tool_calls"}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"x"}},{"index":2}]},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"x"}}]}],"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"x"}}}]},"logprobs":null,"finish_reason":null}]`,
+		`[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"\q"}}]},"logprobs":null,"finish_reason":null}]`,
 	} {
 		f.Add(s)
 	}
@@ -486,16 +493,24 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 	})
 }
 
-// TestFastChoices_TakesOpenAILayout: every text delta chunk of the recorded stream takes
-// the fast path, so the fuzz target above compares two different readers.
+// TestFastChoices_TakesOpenAILayout: every text and argument delta chunk of the recorded
+// streams takes the fast path, so the fuzz target above compares two different readers.
 func TestFastChoices_TakesOpenAILayout(t *testing.T) {
-	sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(t, "text-include-usage.mirascope.sse")))
+	var all []byte
+	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+		all = append(all, passthroughSeed(t, name)...)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(all))
 	sc.Buffer(nil, 1<<20)
-	deltas := 0
+	deltas, args := 0, 0
 	for sc.Scan() {
 		_, c, ok := strings.Cut(sc.Text(), `"choices":`)
-		if !ok || !strings.HasPrefix(c, `[{"index":0,"delta":{"content":`) {
+		arg := strings.HasPrefix(c, `[{"index":0,"delta":{"tool_calls":[{"index":`) && !strings.Contains(c, `"id":`)
+		if !ok || !strings.HasPrefix(c, `[{"index":0,"delta":{"content":`) && !arg {
 			continue
+		}
+		if arg {
+			args++
 		}
 		deltas++
 		var s jsonx.Scanner
@@ -505,7 +520,7 @@ func TestFastChoices_TakesOpenAILayout(t *testing.T) {
 			t.Fatalf("text delta %d took the general reader: %.120q", deltas, c)
 		}
 	}
-	if deltas < 5 {
-		t.Fatalf("only %d text deltas", deltas)
+	if deltas < 5 || args < 5 {
+		t.Fatalf("only %d deltas, %d of them arguments", deltas, args)
 	}
 }
