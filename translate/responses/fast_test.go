@@ -24,10 +24,10 @@ func recordedEvents(t testing.TB) []string {
 	return out
 }
 
-// FuzzFastTextDeltaMatchesRootMembers holds fastTextDelta to RootMembers: whatever event
+// FuzzFastDeltaMatchesRootMembers holds fastDelta to RootMembers: whatever event
 // it accepts, RootMembers accepts too and reads the same type, delta and item_id, and
 // nothing else Event reads. Seeds: every recorded event, and near misses of the layout.
-func FuzzFastTextDeltaMatchesRootMembers(f *testing.F) {
+func FuzzFastDeltaMatchesRootMembers(f *testing.F) {
 	for _, ev := range recordedEvents(f) {
 		f.Add(ev)
 	}
@@ -46,6 +46,12 @@ func FuzzFastTextDeltaMatchesRootMembers(f *testing.F) {
 		`{"type":"response.output_text.delta","sequence_number":4,"item_id":"m","output_index":00,"content_index":0,"delta":"a","logprobs":[]}`,
 		`{"type":"response.output_text.delta","sequence_number":4,"item_id":"m","output_index":0,"content_index":1e1,"delta":"a","logprobs":[]}`,
 		`{"type":"response.output_text.delta","sequence_number":4,"item_id":7,"output_index":0,"content_index":0,"delta":"a","logprobs":[]}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"{\"a","obfuscation":"e"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"{"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"content_index":0,"delta":"{","logprobs":[]}`,
+		`{"type":"response.output_text.delta","sequence_number":3,"item_id":"m","output_index":0,"delta":"a"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"{","logprobs":[]}`,
+		`{"type":"response.function_call_arguments.delt","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"{"}`,
 	} {
 		f.Add(ev)
 	}
@@ -54,37 +60,41 @@ func FuzzFastTextDeltaMatchesRootMembers(f *testing.F) {
 		fast.Reset(data)
 		general.Reset(data)
 		var mf, mg responsesMembers
-		if !fastTextDelta(&fast, &mf) {
+		if !fastDelta(&fast, &mf) {
 			return
 		}
 		if _, ok := general.RootMembers(responsesMemberNames[:], mg[:]); !ok {
-			t.Fatalf("fastTextDelta accepted what RootMembers refuses: %q", data)
+			t.Fatalf("fastDelta accepted what RootMembers refuses: %q", data)
 		}
 		if mf != mg {
-			t.Fatalf("fastTextDelta read\n%+v\nRootMembers\n%+v\nfrom %q", mf, mg, data)
+			t.Fatalf("fastDelta read\n%+v\nRootMembers\n%+v\nfrom %q", mf, mg, data)
 		}
 	})
 }
 
-// TestFastTextDelta_TakesTheAPILayout: every recorded response.output_text.delta event in
-// the wire's member order (type, then sequence_number; the recordings made through a
-// client library that re-serialized the events sort their members) takes the fast path,
-// so the fuzz target above compares two different readers.
-func TestFastTextDelta_TakesTheAPILayout(t *testing.T) {
-	taken := 0
+// TestFastDelta_TakesTheAPILayout: every recorded text and argument delta event in the
+// wire's member order (type, then sequence_number; the recordings made through a client
+// library that re-serialized the events sort their members) takes the fast path, so the
+// fuzz target above compares two different readers.
+func TestFastDelta_TakesTheAPILayout(t *testing.T) {
+	taken, args := 0, 0
 	for _, ev := range recordedEvents(t) {
-		if !strings.HasPrefix(ev, `{"type":"response.output_text.delta","sequence_number":`) {
+		arg := strings.HasPrefix(ev, `{"type":"response.function_call_arguments.delta","sequence_number":`)
+		if !strings.HasPrefix(ev, `{"type":"response.output_text.delta","sequence_number":`) && !arg {
 			continue
+		}
+		if arg {
+			args++
 		}
 		var sc jsonx.Scanner
 		sc.Reset(ev)
 		var m responsesMembers
-		if !fastTextDelta(&sc, &m) {
+		if !fastDelta(&sc, &m) {
 			t.Fatalf("a recorded text delta took the general reader: %q", ev)
 		}
 		taken++
 	}
-	if taken < 5 {
-		t.Fatalf("only %d recorded text deltas", taken)
+	if taken < 5 || args < 5 {
+		t.Fatalf("only %d recorded deltas, %d of them arguments", taken, args)
 	}
 }

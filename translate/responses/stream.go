@@ -52,58 +52,83 @@ type responsesMembers [len(responsesMemberNames)]jsonx.Value
 // responsesMemberNames are the members Event reads, at their index in responsesMembers.
 var responsesMemberNames = [...]string{"type", "delta", "response", "error", "item", "item_id", "arguments", "summary_index"}
 
-// The members of a text delta in the layout the API sends, in this order and without
-// whitespace; obfuscation is left out when the request turned it off.
+// The members of a text or argument delta in the layout the API sends, in this order and
+// without whitespace: type, sequence_number, item_id, output_index, then for text
+// content_index, delta and logprobs, for arguments delta; obfuscation is left out when
+// the request turned it off.
 const (
-	textDeltaHead        = `{"type":"response.output_text.delta","sequence_number":`
-	textDeltaItemID      = `,"item_id":`
-	textDeltaOutput      = `,"output_index":`
-	textDeltaContent     = `,"content_index":`
-	textDeltaDelta       = `,"delta":`
-	textDeltaLogprobs    = `,"logprobs":[]`
-	textDeltaObfuscation = `,"obfuscation":`
+	deltaTypeHead    = `{"type":"`
+	textDeltaType    = "response.output_text.delta"
+	argsDeltaType    = "response.function_call_arguments.delta"
+	deltaSequence    = `","sequence_number":`
+	deltaItemID      = `,"item_id":`
+	deltaOutput      = `,"output_index":`
+	deltaContent     = `,"content_index":`
+	deltaDelta       = `,"delta":`
+	deltaLogprobs    = `,"logprobs":[]`
+	deltaObfuscation = `,"obfuscation":`
 )
 
-// fastTextDelta reads the event in sc, just reset, when it is a response.output_text.delta
-// in exactly the API's layout (textDeltaHead): it fills the type, delta and item_id of m
-// as RootMembers would (the others stay Missing) and reports true. For anything else it
-// reports false, and the event goes to RootMembers, which starts over: what it accepts is
-// valid JSON that RootMembers reads the same (FuzzFastTextDeltaMatchesRootMembers). Nearly
-// every event of a text answer is one of these; the scanner still checks and decodes the
-// strings, and the rest is matched as bytes instead of member by member.
-func fastTextDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
+// fastDelta reads the event in sc, just reset, when it is a response.output_text.delta or
+// response.function_call_arguments.delta in exactly the API's layout (see deltaTypeHead):
+// it fills the type, delta and item_id of m as RootMembers would (the others stay
+// Missing) and reports true. For anything else it reports false, and the event goes to
+// RootMembers, which starts over: what it accepts is valid JSON that RootMembers reads the
+// same (FuzzFastDeltaMatchesRootMembers). Nearly every event of an answer is one of
+// these; the scanner still checks and decodes the strings, and the rest is matched as
+// bytes instead of member by member.
+func fastDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
 	s := sc.Input()
-	if !strings.HasPrefix(s, textDeltaHead) {
+	if !strings.HasPrefix(s, deltaTypeHead) {
 		return false
 	}
-	i, ok := skipIndex(s, len(textDeltaHead))
-	if !ok || !strings.HasPrefix(s[i:], textDeltaItemID) {
+	rest := s[len(deltaTypeHead):]
+	text := strings.HasPrefix(rest, textDeltaType+deltaSequence)
+	if !text && !strings.HasPrefix(rest, argsDeltaType+deltaSequence) {
 		return false
 	}
-	id, ok := stringAt(sc, i+len(textDeltaItemID))
+	typ := argsDeltaType
+	if text {
+		typ = textDeltaType
+	}
+	i, ok := skipIndex(s, len(deltaTypeHead)+len(typ)+len(deltaSequence))
+	if !ok || !strings.HasPrefix(s[i:], deltaItemID) {
+		return false
+	}
+	id, ok := stringAt(sc, i+len(deltaItemID))
 	if !ok {
 		return false
 	}
-	if i = sc.Pos(); !strings.HasPrefix(s[i:], textDeltaOutput) {
+	if i = sc.Pos(); !strings.HasPrefix(s[i:], deltaOutput) {
 		return false
 	}
-	if i, ok = skipIndex(s, i+len(textDeltaOutput)); !ok || !strings.HasPrefix(s[i:], textDeltaContent) {
+	if i, ok = skipIndex(s, i+len(deltaOutput)); !ok {
 		return false
 	}
-	if i, ok = skipIndex(s, i+len(textDeltaContent)); !ok || !strings.HasPrefix(s[i:], textDeltaDelta) {
+	if text {
+		if !strings.HasPrefix(s[i:], deltaContent) {
+			return false
+		}
+		if i, ok = skipIndex(s, i+len(deltaContent)); !ok {
+			return false
+		}
+	}
+	if !strings.HasPrefix(s[i:], deltaDelta) {
 		return false
 	}
-	delta, ok := stringAt(sc, i+len(textDeltaDelta))
+	delta, ok := stringAt(sc, i+len(deltaDelta))
 	if !ok {
 		return false
 	}
 	i = sc.Pos()
-	if !strings.HasPrefix(s[i:], textDeltaLogprobs) {
-		return false
+	if text {
+		if !strings.HasPrefix(s[i:], deltaLogprobs) {
+			return false
+		}
+		i += len(deltaLogprobs)
 	}
-	i += len(textDeltaLogprobs)
-	if strings.HasPrefix(s[i:], textDeltaObfuscation) {
-		if _, ok := stringAt(sc, i+len(textDeltaObfuscation)); !ok {
+	if strings.HasPrefix(s[i:], deltaObfuscation) {
+		if _, ok := stringAt(sc, i+len(deltaObfuscation)); !ok {
 			return false
 		}
 		i = sc.Pos()
@@ -115,8 +140,8 @@ func fastTextDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
 	if !sc.AtEnd() {
 		return false
 	}
-	m[0] = jsonx.Value{Kind: jsonx.String, Raw: s[len(`{"type":`) : len(textDeltaHead)-len(`,"sequence_number":`)],
-		At: len(`{"type":`), Str: "response.output_text.delta"}
+	at := len(deltaTypeHead) - 1 // the type's opening quote
+	m[0] = jsonx.Value{Kind: jsonx.String, Raw: s[at : at+len(typ)+2], At: at, Str: typ}
 	m[1], m[5] = delta, id
 	return true
 }
@@ -158,11 +183,11 @@ func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 	}
 	sc := &d.sc
 	sc.Reset(jsonx.View(data))
-	// One pass checks the event and reads the members any event type needs: a text delta
-	// in the API's own layout by fastTextDelta, anything else by RootMembers.
+	// One pass checks the event and reads the members any event type needs: a text or
+	// argument delta in the API's own layout by fastDelta, anything else by RootMembers.
 	var m responsesMembers
 	var root jsonx.Value
-	if !fastTextDelta(sc, &m) {
+	if !fastDelta(sc, &m) {
 		var ok bool
 		if root, ok = sc.RootMembers(responsesMemberNames[:], m[:]); !ok {
 			return d.malformed(typ, "not valid JSON")

@@ -349,6 +349,24 @@ func BenchmarkResponsesStream(b *testing.B) {
 		events = append(events, `{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_0bee99a5de5b12910068f966a1fb3c819587e157227fc327ff","output_index":0,"content_index":0,"delta":" word","logprobs":[],"obfuscation":"qYnPZbF2Ds0"}`)
 	}
 	events = append(events, rsCompleted)
+	benchmarkResponsesEvents(b, events)
+}
+
+// BenchmarkResponsesStreamArguments decodes and encodes one function call whose
+// arguments stream in 200 deltas, in the layout of the recordings.
+func BenchmarkResponsesStreamArguments(b *testing.B) {
+	const id = "fc_0c3b09d20eedf2d30068f966bad8b88190af96d232f504ef1f"
+	events := []string{rsCreated, `{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"` + id +
+		`","type":"function_call","status":"in_progress","arguments":"","call_id":"call_x","name":"secret_retrieval_tool"}}`}
+	for i := 0; i < 200; i++ {
+		events = append(events, `{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"`+id+`","output_index":0,"delta":"\"pass","obfuscation":"E0RUrpZ"}`)
+	}
+	events = append(events, rsCompleted)
+	benchmarkResponsesEvents(b, events)
+}
+
+// benchmarkResponsesEvents decodes and encodes the events as one stream, per event.
+func benchmarkResponsesEvents(b *testing.B, events []string) {
 	type ev struct{ typ, data []byte }
 	var parsed []ev
 	for _, e := range events {
