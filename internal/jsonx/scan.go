@@ -490,6 +490,22 @@ func (sc *Scanner) number() bool {
 	return true
 }
 
+// IndexEnd returns the end of the integer at s[i:] when it is one a provider writes for an
+// index or a counter: digits in JSON's form (no leading zero), at most nine of them, so
+// that it fits an int anywhere. ok is false when there is no such integer at i; the
+// caller still checks what follows (a '.' or an 'e' would make it another number). The
+// fast paths that match a provider's event layout use it between their fixed bytes.
+func IndexEnd(s string, i int) (end int, ok bool) {
+	j := i
+	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i || s[i] == '0' && j > i+1 {
+		return i, false
+	}
+	return j, true
+}
+
 func skipDigits(s string, i int) int {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++

@@ -357,3 +357,30 @@ func FuzzExactFloat(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkExactFloat(t, s) })
 }
+
+func TestIndexEnd(t *testing.T) {
+	tests := []struct {
+		in     string
+		at     int
+		end    int
+		wantOK bool
+	}{
+		{in: `0,`, end: 1, wantOK: true},
+		{in: `"index":12}`, at: 8, end: 10, wantOK: true},
+		{in: `123456789`, end: 9, wantOK: true},
+		{in: `1234567890`, end: 9, wantOK: true}, // nine digits read; the caller sees a digit next
+		{in: `01`, end: 0},
+		{in: `00`, end: 0},
+		{in: `-1`, end: 0},
+		{in: `,`, end: 0},
+		{in: ``, end: 0},
+		{in: `7`, end: 1, wantOK: true},
+		{in: `1.5`, end: 1, wantOK: true}, // the caller checks what follows
+	}
+	for _, tt := range tests {
+		end, ok := IndexEnd(tt.in, tt.at)
+		if ok != tt.wantOK || ok && end != tt.end || !ok && end != tt.at {
+			t.Errorf("IndexEnd(%q, %d) = %d, %v; want %d, %v", tt.in, tt.at, end, ok, tt.end, tt.wantOK)
+		}
+	}
+}

@@ -253,12 +253,8 @@ func fastDelta(sc *jsonx.Scanner, f *[len(deltaMembers)]jsonx.Value) bool {
 	if !strings.HasPrefix(s, deltaPrefix) {
 		return false
 	}
-	i := len(deltaPrefix)
-	j := i
-	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
-		j++
-	}
-	if j == i || s[i] == '0' && j > i+1 { // no digits, or a leading zero
+	j, ok := jsonx.IndexEnd(s, len(deltaPrefix))
+	if !ok {
 		return false
 	}
 	typ, member := "text_delta", deltaText

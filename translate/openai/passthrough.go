@@ -219,7 +219,7 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	if !strings.HasPrefix(s[at:], choicesPrefix) {
 		return false, false
 	}
-	j, ok := skipIndex(s, at+len(choicesPrefix))
+	j, ok := jsonx.IndexEnd(s, at+len(choicesPrefix))
 	if !ok {
 		return false, false
 	}
@@ -228,7 +228,7 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	case strings.HasPrefix(s[j:], choicesContent):
 		j += len(choicesContent)
 	case strings.HasPrefix(s[j:], choicesToolCall):
-		if j, ok = skipIndex(s, j+len(choicesToolCall)); !ok || !strings.HasPrefix(s[j:], choicesArguments) {
+		if j, ok = jsonx.IndexEnd(s, j+len(choicesToolCall)); !ok || !strings.HasPrefix(s[j:], choicesArguments) {
 			return false, false
 		}
 		j += len(choicesArguments)
@@ -252,19 +252,6 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	sc.Seek(end)
 	*v = jsonx.Value{Kind: jsonx.Array, Raw: s[at:end], At: at}
 	return true, true
-}
-
-// skipIndex returns the offset past the non-negative integer at s[i:] (digits, no
-// leading zero, at most nine), and false when there is none.
-func skipIndex(s string, i int) (int, bool) {
-	j := i
-	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
-		j++
-	}
-	if j == i || s[i] == '0' && j > i+1 {
-		return i, false
-	}
-	return j, true
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.

@@ -91,7 +91,7 @@ func fastDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
 	if text {
 		typ = textDeltaType
 	}
-	i, ok := skipIndex(s, len(deltaTypeHead)+len(typ)+len(deltaSequence))
+	i, ok := jsonx.IndexEnd(s, len(deltaTypeHead)+len(typ)+len(deltaSequence))
 	if !ok || !strings.HasPrefix(s[i:], deltaItemID) {
 		return false
 	}
@@ -102,14 +102,14 @@ func fastDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
 	if i = sc.Pos(); !strings.HasPrefix(s[i:], deltaOutput) {
 		return false
 	}
-	if i, ok = skipIndex(s, i+len(deltaOutput)); !ok {
+	if i, ok = jsonx.IndexEnd(s, i+len(deltaOutput)); !ok {
 		return false
 	}
 	if text {
 		if !strings.HasPrefix(s[i:], deltaContent) {
 			return false
 		}
-		if i, ok = skipIndex(s, i+len(deltaContent)); !ok {
+		if i, ok = jsonx.IndexEnd(s, i+len(deltaContent)); !ok {
 			return false
 		}
 	}
@@ -144,19 +144,6 @@ func fastDelta(sc *jsonx.Scanner, m *responsesMembers) bool {
 	m[0] = jsonx.Value{Kind: jsonx.String, Raw: s[at : at+len(typ)+2], At: at, Str: typ}
 	m[1], m[5] = delta, id
 	return true
-}
-
-// skipIndex returns the offset past the non-negative integer at s[i:] (digits, no leading
-// zero, at most nine), and false when there is none.
-func skipIndex(s string, i int) (int, bool) {
-	j := i
-	for j < len(s) && j-i < 9 && s[j] >= '0' && s[j] <= '9' {
-		j++
-	}
-	if j == i || s[i] == '0' && j > i+1 {
-		return i, false
-	}
-	return j, true
 }
 
 // stringAt reads the string literal at s[i:] with sc, which it leaves past it, as a
