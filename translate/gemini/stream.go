@@ -255,11 +255,12 @@ const (
 // layout of a text chunk (textCandidatesHead, the text string, textCandidatesTail): it sets
 // cands to the array and text to the part's text as the general reader would read them,
 // moves past the array and reports matched, with ok false when the string is not valid
-// JSON. For anything else it reports matched false with the cursor at the array (past
-// any whitespace before it), leaving the array to the general reader: what it accepts, the general reader reads the same
-// (FuzzFastTextCandidatesMatchesGeneral). Nearly every chunk of a text answer is one of
-// these; the general reader walks the array three times (to check it, for the candidate's
-// members, for the part's), this reads the text once and the rest as bytes.
+// JSON. For anything else it reports matched false with the cursor at the array (past any
+// whitespace before it), leaving the array to the general reader: what it accepts, the
+// general reader reads the same (FuzzFastTextCandidatesMatchesGeneral). Nearly every
+// chunk of a text answer is one of these; the general reader walks the array three times
+// (to check it, for the candidate's members, for the part's), this reads the text once
+// and the rest as bytes.
 func fastTextCandidates(sc *jsonx.Scanner, cands, text *jsonx.Value) (matched, ok bool) {
 	sc.Peek() // the API writes a space after the member's colon
 	s, at := sc.Input(), sc.Pos()
