@@ -24,6 +24,24 @@ func passthroughSeed(t testing.TB, name string) []byte {
 	return b
 }
 
+// recordedStreams are the recorded OpenAI streams in testdata.
+var recordedStreams = []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"}
+
+// recordedLines returns the lines of the named recordings in testdata, in order, without
+// their line ends.
+func recordedLines(t testing.TB, names ...string) []string {
+	t.Helper()
+	var lines []string
+	for _, name := range names {
+		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(t, name)))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+	}
+	return lines
+}
+
 // TestOpenAIChunkRewriter pins what the passthrough reads of a chunk and how it rewrites
 // it: the first chunk fixes id and created, every chunk gets the client's model, usage
 // leaves only when the client asked for it, and what is not a chunk is an error.
@@ -176,11 +194,9 @@ func TestRewriteOpenAICompletion(t *testing.T) {
 // rejects it or returns one JSON object whose id, object, created and model are the
 // stream's (each exactly once), without usage unless the client asked for it.
 func FuzzOpenAIChunkRewriter(f *testing.F) {
-	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
-		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+	for _, name := range recordedStreams {
+		for _, line := range recordedLines(f, name) {
+			if d, ok := strings.CutPrefix(line, "data:"); ok {
 				f.Add([]byte(strings.TrimPrefix(d, " ")), false)
 			}
 		}
@@ -310,12 +326,10 @@ func BenchmarkRewriteCompletion(b *testing.B) {
 // stream (a short text answer with its usage chunk, and parallel tool calls), per chunk,
 // into a reused buffer.
 func BenchmarkAppendChunk(b *testing.B) {
-	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+	for _, name := range recordedStreams {
 		var chunks [][]byte
-		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(b, name)))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(d) != "[DONE]" {
+		for _, line := range recordedLines(b, name) {
+			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "[DONE]" {
 				chunks = append(chunks, []byte(strings.TrimPrefix(d, " ")))
 			}
 		}
@@ -342,12 +356,10 @@ func BenchmarkAppendChunk(b *testing.B) {
 // or not the rewriter kept the first chunk's lead. Seeded with consecutive recorded
 // chunks and with pairs that share a lead up to the byte where they part.
 func FuzzChunkLeadMatchesWholeRead(f *testing.F) {
-	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
+	for _, name := range recordedStreams {
 		var prev []byte
-		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		for _, line := range recordedLines(f, name) {
+			d, ok := strings.CutPrefix(line, "data: ")
 			if !ok || d == "[DONE]" {
 				continue
 			}
@@ -398,12 +410,10 @@ func FuzzChunkLeadMatchesWholeRead(f *testing.F) {
 // marker after the first chunk, and every later chunk must carry the marker.
 func TestChunkLead_IsReused(t *testing.T) {
 	p := ChunkRewriter{Backend: "up", Model: []byte(`"gpt"`), FallbackID: "chatcmpl-gw", Now: func() int64 { return 42 }}
-	sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(t, "text-include-usage.mirascope.sse")))
-	sc.Buffer(nil, 1<<20)
 	const marker = `,"marker":1`
 	chunks := 0
-	for sc.Scan() {
-		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+	for _, line := range recordedLines(t, "text-include-usage.mirascope.sse") {
+		d, ok := strings.CutPrefix(line, "data: ")
 		if !ok || d == "[DONE]" {
 			continue
 		}
@@ -433,11 +443,9 @@ func TestChunkLead_IsReused(t *testing.T) {
 // refuses (a bad content string) the general reader refuses as well. Seeds: the choices of
 // every recorded chunk, and near misses of the layout.
 func FuzzFastChoicesMatchesGeneral(f *testing.F) {
-	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
-		sc := bufio.NewScanner(bytes.NewReader(passthroughSeed(f, name)))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if _, c, ok := strings.Cut(sc.Text(), `"choices":`); ok {
+	for _, name := range recordedStreams {
+		for _, line := range recordedLines(f, name) {
+			if _, c, ok := strings.Cut(line, `"choices":`); ok {
 				f.Add(c)
 			}
 		}
@@ -496,15 +504,9 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 // TestFastChoices_TakesOpenAILayout: every text and argument delta chunk of the recorded
 // streams takes the fast path, so the fuzz target above compares two different readers.
 func TestFastChoices_TakesOpenAILayout(t *testing.T) {
-	var all []byte
-	for _, name := range []string{"text-include-usage.mirascope.sse", "parallel-tool-calls-include-usage.mirascope.sse"} {
-		all = append(all, passthroughSeed(t, name)...)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(all))
-	sc.Buffer(nil, 1<<20)
 	deltas, args := 0, 0
-	for sc.Scan() {
-		_, c, ok := strings.Cut(sc.Text(), `"choices":`)
+	for _, line := range recordedLines(t, recordedStreams...) {
+		_, c, ok := strings.Cut(line, `"choices":`)
 		arg := strings.HasPrefix(c, `[{"index":0,"delta":{"tool_calls":[{"index":`) && !strings.Contains(c, `"id":`)
 		if !ok || !strings.HasPrefix(c, `[{"index":0,"delta":{"content":`) && !arg {
 			continue
