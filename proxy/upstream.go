@@ -43,6 +43,9 @@ type backend struct {
 	// an upstream that ignores it). last, backends.<name>.headers in name order, go after
 	// them and override them. Their names are in canonical form.
 	first, last []canonicalHeader
+	// head is the head every request starts from (newRequest copies it): the method,
+	// Content-Type, first and then last. Built once by newBackend and only read after.
+	head *fasthttp.RequestHeader
 }
 
 // canonicalHeader is a header whose name is in fasthttp's canonical form.
@@ -101,6 +104,12 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	}
 	slices.SortFunc(last, func(a, b translate.Header) int { return strings.Compare(a.Name, b.Name) })
 	b.last = canonicalHeaders(last)
+	b.head = &fasthttp.RequestHeader{}
+	b.head.SetMethod("POST")
+	b.head.SetContentType("application/json")
+	for _, h := range slices.Concat(b.first, b.last) {
+		b.head.SetCanonical(h.name, h.value)
+	}
 	connect, idle := b.timeouts.Connect, b.timeouts.StreamIdle
 	// A backend has one host, so its client is a HostClient: a Client would look the
 	// host up in its map on every request to find the same one.
@@ -217,11 +226,12 @@ type exchange struct {
 // newRequest writes into req, a reset request, the POST of body to path (which may carry
 // a query, added after the base URL's) on the backend, with the backend's headers around
 // headers (see first and last). It parses nothing: the URI is a copy of the parsed base
-// URL, and the backend's header names were made canonical once.
+// URL and the head a copy of the backend's (head), whose header names were made
+// canonical once.
 func (b *backend) newRequest(req *fasthttp.Request, path string, headers []translate.Header, body []byte) {
-	req.Header.SetMethod("POST")
+	b.head.CopyTo(&req.Header) // copied, not set one by one: nothing to normalize or check
+	req.SetURI(&b.uri)         // a copy, taken as parsed: the request has no URI of its own to parse
 	u := req.URI()
-	b.uri.CopyTo(u)
 	var room [256]byte // on the stack: the setters copy it
 	p, query, _ := strings.Cut(path, "?")
 	u.SetPathBytes(append(append(room[:0], b.basePath...), p...))
@@ -232,15 +242,13 @@ func (b *backend) newRequest(req *fasthttp.Request, path string, headers []trans
 		}
 		u.SetQueryStringBytes(append(q, query...))
 	}
-	req.Header.SetContentType("application/json")
-	for _, h := range b.first {
-		req.Header.SetCanonical(h.name, h.value)
-	}
-	for _, h := range headers {
-		req.Header.Set(h.Name, h.Value)
-	}
-	for _, h := range b.last {
-		req.Header.SetCanonical(h.name, h.value)
+	if len(headers) > 0 {
+		for _, h := range headers {
+			req.Header.Set(h.Name, h.Value)
+		}
+		for _, h := range b.last { // set again: they override the request's own
+			req.Header.SetCanonical(h.name, h.value)
+		}
 	}
 	req.SetBodyRaw(body)
 }
