@@ -59,10 +59,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	// The run comes from a pool (some 900 bytes, a third of what a request allocated) and
 	// goes back when the handler is done with it, unless it streams: a stream's writer
 	// outlives the handler and ends with the run's scratch given back and the run to the GC.
+	//
+	// A run from the pool is zero (put resets it), so its fields are set one by one: a
+	// composite literal would be built whole (a kilobyte) on the stack and copied.
 	c := s.runs.get()
-	*c = chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, id: newID(idPrefix), start: start, api: api}
-	c.ownCall = modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
-	c.call = &c.ownCall
+	c.s, c.rt, c.key, c.route, c.req, c.rid, c.id, c.start, c.api = s, rt, key, r, req, rid, newID(idPrefix), start, api
+	call := &c.ownCall
+	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
+	call.bufs, call.reads = &s.bodies, &s.streamReads
+	c.call = call
 	defer func() {
 		if !streaming { // a stream's writer gives the scratch back when it ends
 			c.releaseScratch()
