@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
 )
@@ -45,11 +47,32 @@ func (d *requestDone) record() {
 	if d.ttft > 0 {
 		d.span.Observe(d.m.TTFTOf(d.label, d.backend), d.ttft.Seconds())
 	}
-	// Typed attributes are not boxed into interfaces, one allocation fewer per field.
-	logInfoAt(d.logger, d.at, "chat completion", slog.String("request_id", d.rid),
+	logLineAt(d.logger, d.at, accessLine, d.appendMembers, d.attrs)
+}
+
+// accessLine is the message of the access line.
+const accessLine = "chat completion"
+
+// attrs are the attributes of d's access line.
+func (d *requestDone) attrs() []slog.Attr {
+	return []slog.Attr{slog.String("request_id", d.rid),
 		slog.String("model", d.label), slog.String("backend", d.backend), slog.String("key", d.key), slog.Bool("stream", d.stream),
 		slog.Int("status", d.code), slog.Int64("duration_ms", d.took.Milliseconds()),
-		slog.Int("prompt_tokens", d.prompt), slog.Int("completion_tokens", d.completion))
+		slog.Int("prompt_tokens", d.prompt), slog.Int("completion_tokens", d.completion)}
+}
+
+// appendMembers appends the JSON members the gateway's log handler writes for attrs
+// (TestAccessLine_MembersMatchAttrs): the keys are written once, here.
+func (d *requestDone) appendMembers(b []byte) []byte {
+	b = logjson.AppendString(append(b, `,"request_id":`...), d.rid)
+	b = logjson.AppendString(append(b, `,"model":`...), d.label)
+	b = logjson.AppendString(append(b, `,"backend":`...), d.backend)
+	b = logjson.AppendString(append(b, `,"key":`...), d.key)
+	b = strconv.AppendBool(append(b, `,"stream":`...), d.stream)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(d.code), 10)
+	b = strconv.AppendInt(append(b, `,"duration_ms":`...), d.took.Milliseconds(), 10)
+	b = strconv.AppendInt(append(b, `,"prompt_tokens":`...), int64(d.prompt), 10)
+	return strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(d.completion), 10)
 }
 
 // doneSlot is a connection's record left by its last answer (requestDone), kept until

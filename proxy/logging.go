@@ -30,6 +30,24 @@ func logInfoAt(l *slog.Logger, t time.Time, msg string, attrs ...slog.Attr) {
 	_ = l.Handler().Handle(ctx, r)
 }
 
+// logLineAt logs an info record of time t whose attributes are those attrs returns. The
+// gateway's handler writes them with members instead, which must write what it would
+// write for them (logjson.Handler.LogFunc): a line logged on every request then builds
+// no attribute.
+func logLineAt(l *slog.Logger, t time.Time, msg string, members func([]byte) []byte, attrs func() []slog.Attr) {
+	ctx := context.Background()
+	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	if h, ok := l.Handler().(*logjson.Handler); ok {
+		_ = h.LogFunc(ctx, t, slog.LevelInfo, msg, members, attrs)
+		return
+	}
+	r := slog.NewRecord(t, slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs()...)
+	_ = l.Handler().Handle(ctx, r)
+}
+
 // requestLogger returns a logger whose records carry request_id first, as
 // l.With("request_id", rid) would, but costs nothing until a record is logged: With
 // formats its attributes at once, and most requests log no line through it (the access

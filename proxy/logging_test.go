@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/logjson"
 )
 
 // TestRequestLogger: a request's logger writes the same lines as With("request_id", rid).
@@ -63,6 +67,65 @@ func BenchmarkAccessLogLine(b *testing.B) {
 		for b.Loop() {
 			_ = requestLogger(base, rid)
 			line(base, "request_id", rid)
+		}
+	})
+}
+
+// TestAccessLine_MembersMatchAttrs: the access line the gateway's handler writes from
+// appendMembers is the line the stock JSON handler writes from attrs, for names and ids
+// that need escaping too; a handler that is not the gateway's writes attrs.
+func TestAccessLine_MembersMatchAttrs(t *testing.T) {
+	at := time.Date(2026, 11, 28, 1, 2, 3, 450000000, time.UTC)
+	tests := []struct {
+		name string
+		d    requestDone
+	}{
+		{"non-streamed answer", requestDone{rid: "0123456789abcdef01234567", label: "claude-bench", backend: "anth",
+			key: "bench", api: apiChat, code: 200, at: at, took: 51 * time.Millisecond, prompt: 12, completion: 9}},
+		{"streamed, refused before a route", requestDone{rid: "r", label: unknownLabel, key: "k", code: 429, stream: true, at: at}},
+		{"escapes", requestDone{rid: "a\"b\\c\n\x00<>&\u2028\xff", label: "m\u00e9", backend: "b\t", key: "k\"",
+			code: 502, at: at, took: -time.Millisecond, prompt: -1, completion: 1 << 40}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want, got, text, textWant bytes.Buffer
+			r := slog.NewRecord(at, slog.LevelInfo, accessLine, 0)
+			r.AddAttrs(tt.d.attrs()...)
+			_ = slog.NewJSONHandler(&want, nil).Handle(context.Background(), r)
+			logLineAt(slog.New(logjson.New(&got, nil)), at, accessLine, tt.d.appendMembers, tt.d.attrs)
+			if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+				t.Errorf("access line (-stock +gateway's):\n%s", diff)
+			}
+			_ = slog.NewTextHandler(&textWant, nil).Handle(context.Background(), r)
+			logLineAt(slog.New(slog.NewTextHandler(&text, nil)), at, accessLine, tt.d.appendMembers, tt.d.attrs)
+			if diff := cmp.Diff(textWant.String(), text.String()); diff != "" {
+				t.Errorf("text access line (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// BenchmarkAccessLine: the access line of one request (requestDone.record's logging)
+// through the gateway's handler, into io.Discard.
+func BenchmarkAccessLine(b *testing.B) {
+	l := slog.New(logjson.New(io.Discard, nil))
+	d := requestDone{rid: "0123456789abcdef01234567", label: "claude-bench", backend: "anth", key: "bench",
+		code: 200, took: 50 * time.Millisecond, prompt: 12, completion: 9}
+	b.Run("attrs", func(b *testing.B) { // the way before appendMembers
+		b.ReportAllocs()
+		for b.Loop() {
+			d.at = time.Now()
+			logInfoAt(l, d.at, accessLine, slog.String("request_id", d.rid),
+				slog.String("model", d.label), slog.String("backend", d.backend), slog.String("key", d.key), slog.Bool("stream", d.stream),
+				slog.Int("status", d.code), slog.Int64("duration_ms", d.took.Milliseconds()),
+				slog.Int("prompt_tokens", d.prompt), slog.Int("completion_tokens", d.completion))
+		}
+	})
+	b.Run("members", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d.at = time.Now()
+			logLineAt(l, d.at, accessLine, d.appendMembers, d.attrs)
 		}
 	})
 }

@@ -101,6 +101,10 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// KeepsWritesWhole marks the Writer as a logjson.LineWriter: each Write is taken, written
+// and dropped whole, under the Writer's lock.
+func (w *Writer) KeepsWritesWhole() {}
+
 // Dropped returns how many lines were dropped because the output fell behind.
 func (w *Writer) Dropped() uint64 {
 	w.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/logjson"
 )
 
 // lockedBuffer is an output that records every Write call.
@@ -180,3 +182,7 @@ func BenchmarkWriter(b *testing.B) {
 		}
 	})
 }
+
+// The JSON log handler writes to a Writer without a lock of its own: each Write is kept
+// whole (see Write and Close).
+var _ logjson.LineWriter = (*Writer)(nil)

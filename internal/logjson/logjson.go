@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -22,8 +23,10 @@ import (
 
 // Handler is the fast JSON handler. Its zero value is not usable; see New.
 type Handler struct {
-	w     io.Writer
-	mu    *sync.Mutex // shared by a Handler and those derived from it, and by std's writes
+	w io.Writer
+	// mu is shared by a Handler and those derived from it, and by std's writes; nil when
+	// w is a LineWriter, which keeps each Write whole by itself.
+	mu    *sync.Mutex
 	level slog.Leveler
 	std   slog.Handler // the stock handler, with this Handler's attributes and groups
 	// pre holds the WithAttrs attributes, formatted, each starting with a comma.
@@ -32,6 +35,17 @@ type Handler struct {
 	// implement is set, or a WithAttrs attribute is not one it formats.
 	slow bool
 	bufs *sync.Pool
+	// clock is the last second formatted, shared with the handlers derived from this one.
+	clock *atomic.Pointer[second]
+}
+
+// LineWriter is a writer safe for concurrent use that keeps every Write whole, never
+// interleaved with another (asynclog.Writer). The Handler writes to one without a lock of
+// its own: two locks a line would pass two cache lines between cores instead of one.
+type LineWriter interface {
+	io.Writer
+	// KeepsWritesWhole marks the contract; it does nothing.
+	KeepsWritesWhole()
 }
 
 // New returns a Handler writing to w with opts (nil means the defaults), as
@@ -40,8 +54,11 @@ func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
 	if opts == nil {
 		opts = &slog.HandlerOptions{}
 	}
-	mu := new(sync.Mutex)
-	h := &Handler{w: w, mu: mu, level: opts.Level, bufs: &sync.Pool{}}
+	var mu *sync.Mutex
+	if _, whole := w.(LineWriter); !whole {
+		mu = new(sync.Mutex)
+	}
+	h := &Handler{w: w, mu: mu, level: opts.Level, bufs: &sync.Pool{}, clock: new(atomic.Pointer[second])}
 	h.std = slog.NewJSONHandler(lockedWriter{w: w, mu: mu}, opts)
 	h.slow = opts.ReplaceAttr != nil || opts.AddSource
 	if h.level == nil {
@@ -51,13 +68,17 @@ func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
 }
 
 // lockedWriter gives the stock handler's writes the Handler's lock, so that the two never
-// interleave on a writer that is not safe for concurrent use.
+// interleave on a writer that is not safe for concurrent use. A nil mu means none is
+// needed (LineWriter).
 type lockedWriter struct {
 	w  io.Writer
 	mu *sync.Mutex
 }
 
 func (l lockedWriter) Write(p []byte) (int, error) {
+	if l.mu == nil {
+		return l.w.Write(p)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
@@ -121,10 +142,70 @@ func (h *Handler) LogAttrs(ctx context.Context, t time.Time, level slog.Level, m
 	})
 }
 
+// LogFunc writes the record of msg at level and time t whose attributes are those attrs
+// returns, as LogAttrs would, with the attributes built only when the stock handler
+// formats the record. Otherwise members writes them: for each attribute, in order, a
+// comma and the JSON member the stock handler writes for it (AppendString writes a
+// string its way). It is for a line logged on every request, whose keys are constants:
+// nothing is built, boxed or checked per attribute, and members must not retain its
+// argument. Like LogAttrs it leaves the level check to the caller.
+func (h *Handler) LogFunc(ctx context.Context, t time.Time, level slog.Level, msg string, members func([]byte) []byte, attrs func() []slog.Attr) error {
+	if !h.fastTime(t) {
+		r := slog.NewRecord(t, level, msg, 0)
+		r.AddAttrs(attrs()...)
+		return h.std.Handle(ctx, r)
+	}
+	return h.write(t, level, msg, members)
+}
+
 // fastTime reports whether the fast path may format a record at t: no option it does
 // not implement is set and t is zero or within years 0-9999.
 func (h *Handler) fastTime(t time.Time) bool {
-	return !h.slow && (t.IsZero() || t.Year() >= 0 && t.Year() < 10000)
+	if h.slow {
+		return false
+	}
+	if t.IsZero() {
+		return true
+	}
+	y := t.Year()
+	return y >= 0 && y < 10000
+}
+
+// second is one second of wall time in one location, formatted as RFC 3339 writes it: the
+// date and time of day to the second, and the zone ("Z" or "±hh:mm").
+type second struct {
+	unix  int64
+	loc   *time.Location
+	clock []byte
+	zone  []byte
+}
+
+// appendTime appends t as t.AppendFormat(b, time.RFC3339Nano) does. The text of its
+// second is formatted once and kept (most lines of a busy server fall in the second of
+// the line before); only the fraction is written per line.
+func (h *Handler) appendTime(b []byte, t time.Time) []byte {
+	unix, loc := t.Unix(), t.Location()
+	s := h.clock.Load()
+	if s == nil || s.unix != unix || s.loc != loc {
+		s = &second{unix: unix, loc: loc, clock: t.AppendFormat(nil, "2006-01-02T15:04:05"),
+			zone: t.AppendFormat(nil, "Z07:00")}
+		h.clock.Store(s)
+	}
+	b = append(b, s.clock...)
+	if ns := t.Nanosecond(); ns != 0 { // as .999999999 does: trailing zeros left out
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, s.zone...)
 }
 
 // write formats a record whose attributes the fast path formats (attrs appends them)
@@ -137,19 +218,24 @@ func (h *Handler) write(t time.Time, level slog.Level, msg string, attrs func([]
 	b := append((*bp)[:0], '{')
 	if !t.IsZero() {
 		b = append(b, `"time":"`...)
-		b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
+		b = h.appendTime(b, t)
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendString(b, level.String())
+	b = AppendString(b, level.String())
 	b = append(b, `,"msg":`...)
-	b = appendString(b, msg)
+	b = AppendString(b, msg)
 	b = append(b, h.pre...)
 	b = attrs(b)
 	b = append(b, "}\n"...)
-	h.mu.Lock()
-	_, err := h.w.Write(b)
-	h.mu.Unlock()
+	var err error
+	if h.mu == nil {
+		_, err = h.w.Write(b)
+	} else {
+		h.mu.Lock()
+		_, err = h.w.Write(b)
+		h.mu.Unlock()
+	}
 	if cap(b) <= 16<<10 {
 		*bp = b
 		h.bufs.Put(bp)
@@ -160,11 +246,11 @@ func (h *Handler) write(t time.Time, level slog.Level, msg string, attrs func([]
 // appendAttr appends ,"key":value for an attribute fast accepted.
 func appendAttr(b []byte, a slog.Attr) []byte {
 	b = append(b, ',')
-	b = appendString(b, a.Key)
+	b = AppendString(b, a.Key)
 	b = append(b, ':')
 	switch v := a.Value; v.Kind() {
 	case slog.KindString:
-		b = appendString(b, v.String())
+		b = AppendString(b, v.String())
 	case slog.KindInt64:
 		b = strconv.AppendInt(b, v.Int64(), 10)
 	case slog.KindUint64:
@@ -209,10 +295,10 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 
 const hex = "0123456789abcdef"
 
-// appendString appends s as a JSON string the way slog's JSON handler escapes it: ", \
+// AppendString appends s as a JSON string the way slog's JSON handler escapes it: ", \
 // and control characters escaped (\n, \r, \t by name), HTML characters left as they are,
 // each invalid UTF-8 byte as \ufffd, and U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	// Most strings of a log line (keys, ids, names) are plain ASCII throughout: found
 	// eight bytes at a time, and copied in one append.

@@ -57,6 +57,26 @@ func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string
 		if l.String() != g.String() {
 			t.Errorf("LogAttrs wrote\n%s\nHandle wrote\n%s", l.String(), g.String())
 		}
+		// So does LogFunc, given the members the fast path writes for fast attributes.
+		allFast := true
+		for _, a := range rec.attrs {
+			allFast = allFast && fast(a)
+		}
+		if allFast {
+			l.Reset()
+			members := func(b []byte) []byte {
+				for _, a := range rec.attrs {
+					b = appendAttr(b, a)
+				}
+				return b
+			}
+			if err := lh.LogFunc(context.Background(), rec.time, rec.level, rec.msg, members, func() []slog.Attr { return rec.attrs }); err != nil {
+				t.Fatal(err)
+			}
+			if l.String() != g.String() {
+				t.Errorf("LogFunc wrote\n%s\nHandle wrote\n%s", l.String(), g.String())
+			}
+		}
 	}
 	return g.String(), w.String()
 }
@@ -106,6 +126,103 @@ func TestHandler_MatchesStock(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendTime: the time of a line is RFC 3339 with nanoseconds, as AppendFormat writes
+// it, whether its second's text is kept from the line before or not.
+func TestAppendTime(t *testing.T) {
+	east, west := time.FixedZone("E", 5*3600+30*60), time.FixedZone("W", -8*3600)
+	odd := time.FixedZone("LMT", -75) // an offset with seconds: RFC 3339 drops them
+	h := New(io.Discard, nil)
+	for _, tm := range []time.Time{
+		at, at, // the second kept
+		at.Add(time.Second), at.Truncate(time.Second), at.Truncate(time.Millisecond),
+		at.Truncate(time.Microsecond), at.Add(-time.Nanosecond * 123456788), // .000000001
+		at.In(east), at.In(west), at.In(west), at.In(odd), at.In(time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, east),
+		time.Date(999, 3, 4, 5, 6, 7, 100, time.UTC), time.Unix(0, 0).UTC(),
+		time.Now(), time.Now().In(west), // with a monotonic reading, which RFC 3339 leaves out
+	} {
+		if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
+
+// FuzzAppendTimeMatchesFormat: any instant in years 0-9999, in any whole-minute or odd
+// offset, is written as AppendFormat writes it, after any instant before it.
+func FuzzAppendTimeMatchesFormat(f *testing.F) {
+	f.Add(at.Unix(), int64(at.Nanosecond()), int32(0), int64(1))
+	f.Add(int64(-62167219200), int64(1), int32(19800), int64(-1))
+	h := New(io.Discard, nil)
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int32, step int64) {
+		zone := time.FixedZone("Z", int(offset%(18*3600)))
+		for _, tm := range []time.Time{time.Unix(sec, nsec).In(zone), time.Unix(sec, nsec).In(zone).Add(time.Duration(step))} {
+			if y := tm.Year(); y < 0 || y >= 10000 {
+				continue
+			}
+			if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+				t.Fatalf("appendTime(%v) = %s, want %s", tm, got, want)
+			}
+		}
+	})
+}
+
+// TestHandler_LineWriterIsNotLocked: a writer that keeps each Write whole gets the lines
+// of concurrent records as they come, with no lock of the Handler's around its Write; any
+// other writer gets one Write at a time.
+func TestHandler_LineWriterIsNotLocked(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		lineWriter bool
+		want       int // writes in progress at once
+	}{{"LineWriter", true, 2}, {"plain writer", false, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &gate{entered: make(chan struct{}, 2), release: make(chan struct{})}
+			var out io.Writer = w
+			if tt.lineWriter {
+				out = lineGate{w}
+			}
+			h := New(out, nil)
+			done := make(chan struct{})
+			for range 2 {
+				go func() {
+					_ = h.LogAttrs(context.Background(), at, slog.LevelInfo, "m", slog.Int("n", 1))
+					done <- struct{}{}
+				}()
+			}
+			<-w.entered
+			if tt.want == 2 { // generous: only a Handler lock keeps the second out this long
+				select {
+				case <-w.entered:
+				case <-time.After(10 * time.Second):
+					t.Error("the second Write waited for the first: the Handler held a lock around it")
+				}
+			} else { // a lock the Handler forgot would let the second in within this
+				select {
+				case <-w.entered:
+					t.Error("a second Write began before the first returned")
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			close(w.release)
+			<-done
+			<-done
+		})
+	}
+}
+
+// gate is a writer whose Writes announce themselves and wait to be released.
+type gate struct{ entered, release chan struct{} }
+
+func (g *gate) Write(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return len(p), nil
+}
+
+type lineGate struct{ *gate }
+
+func (lineGate) KeepsWritesWhole() {}
 
 // FuzzHandlerMatchesStock: for any message, keys and values, level and attributes derived
 // with WithAttrs, the handler writes the stock JSON handler's bytes.
