@@ -24,7 +24,8 @@ type chatRun struct {
 	route *route
 	req   *translate.Request
 	rid   string
-	id    string // the client-facing response id
+	// id is the client-facing response id (responseID), idPrefix its prefix.
+	id, idPrefix string
 	start time.Time
 	call  *modelCall
 	// ownCall is where call points (one allocation for both).
@@ -211,7 +212,7 @@ func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
 	// Written into the response's own pooled buffer.
-	ctx.Response.SwapBody(a.AppendCompletion(ctx.Response.SwapBody(nil)[:0], c.id, c.req.Model, time.Now().Unix()))
+	ctx.Response.SwapBody(a.AppendCompletion(ctx.Response.SwapBody(nil)[:0], c.responseID(), c.req.Model, time.Now().Unix()))
 	c.finish(ctx, 200, false)
 }
 
@@ -254,6 +255,16 @@ func answerConn(ctx *fasthttp.RequestCtx) (*clientConn, bool) {
 	}
 	conn, ok := ctx.Conn().(*clientConn)
 	return conn, ok
+}
+
+// responseID returns the client-facing response id, made on first use: the answer of a
+// non-streamed passthrough keeps the upstream's and needs none. A streamed request's is
+// made before its goroutines start (serve), so that they only read it.
+func (c *chatRun) responseID() string {
+	if c.id == "" {
+		c.id = newID(c.idPrefix)
+	}
+	return c.id
 }
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served

@@ -178,7 +178,7 @@ var errReported = errors.New("upstream error event forwarded")
 
 func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	c := m.c
-	o := &messagesOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, menc: messagesin.NewEncoder(c.id, c.req.Model)}
+	o := &messagesOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, menc: messagesin.NewEncoder(c.responseID(), c.req.Model)}
 	c.call.flush = o.sync
 	var err error
 	if m.pass {
@@ -221,7 +221,7 @@ func (m *messagesRun) complete(ctx *fasthttp.RequestCtx) {
 		if err == nil && a.Err != nil {
 			err = a.Err
 		}
-		body = a.AppendMessage(nil, c.id, c.req.Model)
+		body = a.AppendMessage(nil, c.responseID(), c.req.Model)
 	}
 	if err != nil {
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")

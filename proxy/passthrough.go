@@ -36,7 +36,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				return err
 			}
 			finished := false
-			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.id,
+			chunks := openai.ChunkRewriter{Backend: r.backend.name, Model: clientModel, FallbackID: o.c.responseID(),
 				IncludeUsage: req.IncludeUsage, Now: now}
 			return c.pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
 				c.sent = true

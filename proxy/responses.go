@@ -236,7 +236,7 @@ func (o *respOut) Event(ev *translate.Event) error {
 }
 
 func (x *responsesRun) newEncoder(stream bool) {
-	x.enc = responsesin.NewEncoder(x.req, responsesin.EncoderOptions{ID: x.c.id, Model: x.req.Core.Model,
+	x.enc = responsesin.NewEncoder(x.req, responsesin.EncoderOptions{ID: x.c.responseID(), Model: x.req.Core.Model,
 		Created: x.c.start.Unix(), Stream: stream})
 }
 
@@ -320,7 +320,7 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 		return
 	}
 	rec := &responsestore.Record{Key: x.c.key.name, Response: response, Output: output}
-	id := x.c.id
+	id := x.c.responseID()
 	if x.pass {
 		rec.Upstream = x.c.route.backend.name
 		rec.Input = []byte(x.req.Input)

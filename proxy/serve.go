@@ -63,7 +63,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	// A run from the pool is zero (put resets it), so its fields are set one by one: a
 	// composite literal would be built whole (a kilobyte) on the stack and copied.
 	c := s.runs.get()
-	c.s, c.rt, c.key, c.route, c.req, c.rid, c.id, c.start, c.api = s, rt, key, r, req, rid, newID(idPrefix), start, api
+	c.s, c.rt, c.key, c.route, c.req, c.rid, c.idPrefix, c.start, c.api = s, rt, key, r, req, rid, idPrefix, start, api
+	if req.Stream {
+		c.id = newID(idPrefix) // now: a stream's goroutines may ask for it (responseID)
+	}
 	call := &c.ownCall
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
 	call.bufs, call.reads = &s.bodies, &s.streamReads

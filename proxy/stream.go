@@ -312,7 +312,7 @@ func (o *sseOut) gone() error {
 
 func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
-		enc: openaichat.NewChunkEncoder(c.id, c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+		enc: openaichat.NewChunkEncoder(c.responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
 	c.call.flush = o.sync
 	var err error
 	passthrough := c.passthrough()
