@@ -26,8 +26,8 @@ type chatRun struct {
 	rid   string
 	// id is the client-facing response id (responseID), idPrefix its prefix.
 	id, idPrefix string
-	start time.Time
-	call  *modelCall
+	start        time.Time
+	call         *modelCall
 	// ownCall is where call points (one allocation for both).
 	ownCall modelCall
 	defs    []tools.Definition // server tools of this key; none means no tool loop
