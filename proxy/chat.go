@@ -46,7 +46,7 @@ type chatRun struct {
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
 		// Lazily: a passthrough forwards the body and never reads the message strings,
 		// so their escapes are decoded only for a request that does (prepare).
 		//
@@ -55,7 +55,8 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// a chat request outlives its response but the attributes of its spans, which a
 		// tracer exports later.
 		// The request and its message arrays are built in a recycled Scratch, which the
-		// run gives back when it is over (chatRun.releaseScratch).
+		// run gives back when it is over (chatRun.releaseScratch): kept in c, not in a
+		// closure, which would be allocated.
 		if s.tracer == nil {
 			sc, st := s.scratches.get(), s.stages.get()
 			req, err := openaichat.ParseRequestLazyString(jsonx.View(body), sc, st)
@@ -64,10 +65,11 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 				s.scratches.put(sc)
 				return nil, nil, err
 			}
-			return req, func(c *chatRun) endpointRun { c.scratch = sc; return c }, nil
+			c.scratch = sc
+			return req, c, nil
 		}
 		req, err := openaichat.ParseRequestLazy(body)
-		return req, func(c *chatRun) endpointRun { return c }, err
+		return req, c, err
 	})
 }
 

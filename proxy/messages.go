@@ -50,11 +50,12 @@ type messagesRun struct {
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
 		req, err := messagesin.Parse(body)
-		return req, func(c *chatRun) endpointRun {
-			return &messagesRun{c: c, body: append([]byte(nil), body...), header: &ctx.Request.Header}
-		}, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return req, &messagesRun{c: c, body: append([]byte(nil), body...), header: &ctx.Request.Header}, nil
 	})
 }
 

@@ -65,12 +65,12 @@ type responsesRun struct {
 const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error) {
+	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
 		req, err := responsesin.Parse(body)
 		if err != nil {
 			return nil, nil, err
 		}
-		return req.Core, func(c *chatRun) endpointRun { return &responsesRun{c: c, req: req} }, nil
+		return req.Core, &responsesRun{c: c, req: req}, nil
 	})
 }
 

@@ -23,9 +23,11 @@ type endpointRun interface {
 	complete(ctx *fasthttp.RequestCtx)
 }
 
-// parseFunc parses a client API's body into the core request and returns the constructor
-// of the run that answers it.
-type parseFunc func(body []byte) (*translate.Request, func(*chatRun) endpointRun, error)
+// parseFunc parses a client API's body into the core request and returns the run that
+// answers it, built around c (whose fields serve sets once the request is routed). It
+// may keep in c the memory the request was parsed into (chatRun.scratch), which serve
+// gives back with c.
+type parseFunc func(body []byte, c *chatRun) (*translate.Request, endpointRun, error)
 
 // serve is the request path every client API shares: the server span, the key from the
 // headers, the body parsed by parse, the route and the key's allowlist, the run's
@@ -45,7 +47,18 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
 	}
-	req, newRun, err := parse(ctx.PostBody())
+	// The run comes from a pool (some 900 bytes, a third of what a request allocated) and
+	// goes back when the handler is done with it, unless it streams: a stream's writer
+	// outlives the handler and ends with the run's scratch given back and the run to the GC.
+	c := s.runs.get()
+	c.s = s // releaseScratch gives the scratch back to s
+	defer func() {
+		if !streaming { // a stream's writer gives the scratch back when it ends
+			c.releaseScratch()
+			s.runs.put(c)
+		}
+	}()
+	req, run, err := parse(ctx.PostBody(), c)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", key.name, "")
 		return
@@ -56,14 +69,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
 		return
 	}
-	// The run comes from a pool (some 900 bytes, a third of what a request allocated) and
-	// goes back when the handler is done with it, unless it streams: a stream's writer
-	// outlives the handler and ends with the run's scratch given back and the run to the GC.
-	//
 	// A run from the pool is zero (put resets it), so its fields are set one by one: a
 	// composite literal would be built whole (a kilobyte) on the stack and copied.
-	c := s.runs.get()
-	c.s, c.rt, c.key, c.route, c.req, c.rid, c.idPrefix, c.start, c.api = s, rt, key, r, req, rid, idPrefix, start, api
+	c.rt, c.key, c.route, c.req, c.rid, c.idPrefix, c.start, c.api = rt, key, r, req, rid, idPrefix, start, api
 	if req.Stream {
 		c.id = newID(idPrefix) // now: a stream's goroutines may ask for it (responseID)
 	}
@@ -71,14 +79,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
 	call.bufs, call.reads = &s.bodies, &s.streamReads
 	c.call = call
-	defer func() {
-		if !streaming { // a stream's writer gives the scratch back when it ends
-			c.releaseScratch()
-			s.runs.put(c)
-		}
-	}()
 	c.startTracing(span) // tracing.go
-	run := newRun(c)
 	if err := run.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
