@@ -55,6 +55,9 @@ type modelCall struct {
 	// opts is the room for the encoder options of one upstream call (options).
 	opts translate.Options
 
+	// x is the memory of the upstream exchange in progress (send).
+	x exchange
+
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
 	chat   *telemetry.Chat
@@ -347,7 +350,9 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	start := time.Now()
 	headers := append(c.hdrs[:0], c.headers...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
-	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream)
+	// A model call makes one exchange at a time and closes it before the next (roundTrip
+	// and the endpoints' attempts defer Close): each is made in the call's own.
+	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream, &c.x)
 	c.releaseBuf()
 	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
 	if ue := upstreamError(err); ue != nil && ue.Status == http.StatusUnauthorized {

@@ -256,8 +256,9 @@ func (b *backend) newRequest(req *fasthttp.Request, path string, headers []trans
 // send performs one attempt: it posts body to the backend with headers (newRequest) and
 // waits for response headers, and unless stream is set for the whole response body. A
 // non-2xx status is read (bounded) and returned as a *translate.UpstreamError. ctx
-// cancellation interrupts a body being streamed.
-func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool) (*exchange, error) {
+// cancellation interrupts a body being streamed. The exchange is x, which the caller
+// provides (no allocation) and must have closed if it held one before.
+func (b *backend) send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool, x *exchange) (*exchange, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	b.newRequest(req, path, headers, body)
@@ -288,7 +289,7 @@ func (b *backend) send(ctx context.Context, path string, headers []translate.Hea
 		}
 		return nil, transportError(b.name, err)
 	}
-	x := &exchange{resp: resp, stop: bodyRead}
+	*x = exchange{resp: resp, stop: bodyRead}
 	if stream {
 		x.closing.Add(1)
 		x.stop = context.AfterFunc(ctx, func() {
