@@ -159,6 +159,9 @@ func (sc *Scanner) fail() bool {
 
 // Peek skips whitespace and returns the next byte, or 0 at the end of the input.
 func (sc *Scanner) Peek() byte {
+	if i := sc.i; i < len(sc.s) && sc.s[i] > ' ' { // no whitespace: the common case
+		return sc.s[i]
+	}
 	for sc.i < len(sc.s) {
 		switch c := sc.s[sc.i]; c {
 		case ' ', '\t', '\n', '\r':
@@ -517,6 +520,10 @@ func skipDigits(s string, i int) int {
 // decoded value.
 func (sc *Scanner) Str() (string, bool) {
 	start := sc.i + 1
+	if end := sc.quickEnd(start); end >= 0 {
+		sc.i = end + 1
+		return sc.s[start:end], true
+	}
 	end, esc := sc.stringEnd(start)
 	if end < 0 {
 		return "", sc.fail()
@@ -530,6 +537,10 @@ func (sc *Scanner) Str() (string, bool) {
 
 // SkipString reads past the string at the cursor, which is at its opening quote.
 func (sc *Scanner) SkipString() bool {
+	if end := sc.quickEnd(sc.i + 1); end >= 0 {
+		sc.i = end + 1
+		return true
+	}
 	end, _ := sc.stringEnd(sc.i + 1)
 	if end < 0 {
 		return sc.fail()

@@ -49,6 +49,20 @@ func blockMaskGo(b string) uint64 {
 	return m
 }
 
+// quickEnd is stringEnd's common case, small enough to be inlined into its callers: the
+// string starting at i ends in the block whose mask is kept, at its first stop, a quote.
+// It returns -1 when that is not so, and stringEnd must be asked.
+func (sc *Scanner) quickEnd(i int) int {
+	if i&^(blockSize-1)+1 == sc.blk1 {
+		if r := sc.mask >> (i & (blockSize - 1)); r != 0 {
+			if e := i + bits.TrailingZeros64(r); e < len(sc.s) && sc.s[e] == '"' {
+				return e
+			}
+		}
+	}
+	return -1
+}
+
 // stringEnd returns the offset of the closing quote of the string whose contents start
 // at i, or -1 if the string is malformed, and whether it contains escapes. A string
 // without escapes is read from the special masks alone; from its first backslash on,
