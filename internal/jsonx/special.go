@@ -195,30 +195,43 @@ func escapeMaskGo(b string) (bs, bad, u uint64) {
 	return bs, bad, u
 }
 
-// literalMask returns the mask of the bytes of lit[base:base+blockSize] that AppendString
-// cannot copy as they are (see safePrefix); bits past the end of lit are clear.
-func literalMask(lit string, base int) uint64 {
+// literalMasks returns, for lit[base:base+blockSize], the masks AppendLiteral reads:
+// unsafe, the bytes AppendString cannot copy as they are (see safePrefix); bs, the
+// backslashes; chg, the bytes '/' and 'u', which AppendString does not write with the
+// escapes that may precede them. Bits past the end of lit are clear in all three.
+func literalMasks(lit string, base int) (unsafe_, bs, chg uint64) {
 	if base+blockSize <= len(lit) {
-		return unsafeBlock(unsafe.StringData(lit[base:]))
+		if hasAVX2() {
+			return literalMaskAVX2(unsafe.StringData(lit[base:]))
+		}
+		return literalMaskGo(lit[base : base+blockSize])
 	}
 	n := len(lit) - base
-	if n <= 32 && hasAVX2() { // a short literal: one half block
+	keep := uint64(1)<<n - 1
+	if n <= 32 && hasAVX2() { // a short literal (an id, a name): one half block
 		var b [32]byte // the rest of lit, then zeros, whose bits are cleared
 		copy(b[:], lit[base:])
-		return uint64(unsafeMaskAVX2(&b[0])) & (1<<n - 1)
+		unsafe_, bs, chg = literalHalfAVX2(&b[0])
+		return unsafe_ & keep, bs & keep, chg & keep
 	}
 	var b [blockSize]byte
 	copy(b[:], lit[base:])
-	return unsafeBlock(&b[0]) & (1<<n - 1)
+	if hasAVX2() {
+		unsafe_, bs, chg = literalMaskAVX2(&b[0])
+	} else {
+		unsafe_, bs, chg = literalMaskGo(string(b[:]))
+	}
+	return unsafe_ & keep, bs & keep, chg & keep
 }
 
-// unsafeBlock is the mask of the blockSize bytes at p that AppendString cannot copy as
-// they are: two AVX2 halves, or unsafeMaskGo.
-func unsafeBlock(p *byte) uint64 {
-	if hasAVX2() {
-		return uint64(unsafeMaskAVX2(p)) | uint64(unsafeMaskAVX2((*byte)(unsafe.Add(unsafe.Pointer(p), 32))))<<32
+// literalMaskGo is literalMasks of b, blockSize bytes, in portable Go.
+func literalMaskGo(b string) (unsafe_, bs, chg uint64) {
+	for k := 0; k < blockSize; k += 8 {
+		w := load8(b[k : k+8])
+		bs |= gather8(zeroBytes(w^(ones*'\\'))) << k
+		chg |= gather8(zeroBytes(w^(ones*'/'))|zeroBytes(w^(ones*'u'))) << k
 	}
-	return unsafeMaskGo(unsafe.String(p, blockSize))
+	return unsafeMaskGo(b), bs, chg
 }
 
 // unsafeMaskGo is the mask of b, blockSize bytes, of the bytes AppendString cannot copy

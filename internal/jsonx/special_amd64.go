@@ -23,3 +23,15 @@ func unsafeMaskAVX2(p *byte) uint32
 //
 //go:noescape
 func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
+
+// literalMaskAVX2 returns, for the blockSize bytes at p, the masks literalMasks returns
+// (see there). It needs AVX2.
+//
+//go:noescape
+func literalMaskAVX2(p *byte) (unsafe, bs, chg uint64)
+
+// literalHalfAVX2 is literalMaskAVX2 for the 32 bytes at p (the masks' upper halves are
+// clear). It needs AVX2.
+//
+//go:noescape
+func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)

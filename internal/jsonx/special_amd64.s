@@ -115,3 +115,58 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
 	MOVQ DX, bad+16(FP)
 	MOVQ CX, u+24(FP)
 	RET
+
+// LITERAL32 sets, for the 32 bytes at off(SI), R8 to the mask of the bytes AppendString
+// cannot copy as they are (as unsafeMaskAVX2), R9 to that of the backslashes and R10 to
+// that of the bytes '/' and 'u' (the escapes AppendString writes otherwise).
+#define LITERAL32(off) \
+	VMOVDQU off(SI), Y0; \
+	VPCMPGTB Y0, Y1, Y2; \
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
+	VPOR Y3, Y2, Y2; \
+	VPCMPEQB consts<>+0x20(SB), Y0, Y5; \
+	VPOR Y5, Y2, Y2; \
+	VPCMPEQB consts<>+0x60(SB), Y0, Y3; \
+	VPOR Y3, Y2, Y2; \
+	VPCMPEQB consts<>+0x80(SB), Y0, Y3; \
+	VPOR Y3, Y2, Y2; \
+	VPCMPEQB consts<>+0xa0(SB), Y0, Y3; \
+	VPOR Y3, Y2, Y2; \
+	VPCMPEQB consts<>+0xc0(SB), Y0, Y6; \
+	VPCMPEQB consts<>+0x180(SB), Y0, Y3; \
+	VPOR Y3, Y6, Y6; \
+	VPMOVMSKB Y2, R8; \
+	VPMOVMSKB Y5, R9; \
+	VPMOVMSKB Y6, R10
+
+// func literalMaskAVX2(p *byte) (unsafe, bs, chg uint64)
+TEXT ·literalMaskAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+	LITERAL32(0)
+	MOVQ R8, AX
+	MOVQ R9, CX
+	MOVQ R10, DX
+	LITERAL32(32)
+	SHLQ $32, R8
+	ORQ R8, AX
+	SHLQ $32, R9
+	ORQ R9, CX
+	SHLQ $32, R10
+	ORQ R10, DX
+	VZEROUPPER
+	MOVQ AX, unsafe+8(FP)
+	MOVQ CX, bs+16(FP)
+	MOVQ DX, chg+24(FP)
+	RET
+
+// func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)
+TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+	LITERAL32(0)
+	VZEROUPPER
+	MOVQ R8, unsafe+8(FP)
+	MOVQ R9, bs+16(FP)
+	MOVQ R10, chg+24(FP)
+	RET

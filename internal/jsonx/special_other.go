@@ -13,3 +13,9 @@ func unsafeMaskAVX2(*byte) uint32 { panic("jsonx: unsafeMaskAVX2 without AVX2") 
 
 // escapeMaskAVX2 is never called where hasAVX2 is false.
 func escapeMaskAVX2(*byte) (bs, bad, u uint64) { panic("jsonx: escapeMaskAVX2 without AVX2") }
+
+// literalMaskAVX2 is never called where hasAVX2 is false.
+func literalMaskAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalMaskAVX2 without AVX2") }
+
+// literalHalfAVX2 is never called where hasAVX2 is false.
+func literalHalfAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalHalfAVX2 without AVX2") }

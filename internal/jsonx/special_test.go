@@ -197,19 +197,26 @@ func TestAppendLiteral_AcrossBlocks(t *testing.T) {
 	}
 }
 
-// TestLiteralMask: the literal mask, with AVX2 if the CPU has it and in portable Go,
-// marks exactly the bytes AppendString cannot copy as they are, for each byte value at
-// each position of whole blocks and of the last, partial block.
-func TestLiteralMask(t *testing.T) {
+// TestLiteralMasks: the literal masks, with AVX2 if the CPU has it and in portable Go,
+// mark exactly the bytes AppendString cannot copy as they are, the backslashes, and the
+// bytes '/' and 'u', for each byte value at each position of whole blocks and of the
+// last, partial block (a half block or more).
+func TestLiteralMasks(t *testing.T) {
 	unsafe := func(c byte) bool { return c < 0x20 || c >= 0x80 || strings.IndexByte(`"\<>&`, c) >= 0 }
-	naive := func(s string, base int) uint64 {
-		var m uint64
+	naive := func(s string, base int) (u, bs, chg uint64) {
 		for k := 0; k < blockSize && base+k < len(s); k++ {
-			if unsafe(s[base+k]) {
-				m |= 1 << k
+			c := s[base+k]
+			if unsafe(c) {
+				u |= 1 << k
+			}
+			if c == '\\' {
+				bs |= 1 << k
+			}
+			if c == '/' || c == 'u' {
+				chg |= 1 << k
 			}
 		}
-		return m
+		return u, bs, chg
 	}
 	for _, n := range []int{1, 31, 32, 33, 63, 64, 100} {
 		for c := range 256 {
@@ -217,12 +224,13 @@ func TestLiteralMask(t *testing.T) {
 				b := []byte(strings.Repeat("a", n))
 				b[pos] = byte(c)
 				s := string(b)
-				if got, want := literalMask(s, 0), naive(s, 0); got != want {
-					t.Fatalf("literalMask(%q, 0) = %064b, want %064b", s, got, want)
+				wu, wbs, wchg := naive(s, 0)
+				if u, bs, chg := literalMasks(s, 0); u != wu || bs != wbs || chg != wchg {
+					t.Fatalf("literalMasks(%q, 0) = %064b %064b %064b, want %064b %064b %064b", s, u, bs, chg, wu, wbs, wchg)
 				}
 				if n >= blockSize {
-					if got, want := unsafeMaskGo(s[:blockSize]), naive(s, 0); got != want {
-						t.Fatalf("unsafeMaskGo(%q) = %064b, want %064b", s[:blockSize], got, want)
+					if u, bs, chg := literalMaskGo(s[:blockSize]); u != wu || bs != wbs || chg != wchg {
+						t.Fatalf("literalMaskGo(%q) = %064b %064b %064b, want %064b %064b %064b", s[:blockSize], u, bs, chg, wu, wbs, wchg)
 					}
 				}
 			}

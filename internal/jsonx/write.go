@@ -68,65 +68,69 @@ func AppendString(dst []byte, s string) []byte {
 // AppendString writes the same way (\", \\, \n, \r, \t, \b, \f) are copied as they
 // are, so a JSON text sent as a string goes out in a few copies.
 //
-// It reads lit from masks of the bytes AppendString cannot copy as they are (literalMask),
-// a block at a time: in a JSON text sent as a string the escapes that go out as they are
-// (\" above all) come every few bytes, and each costs a bit test instead of a search from
-// it.
+// It reads lit a block at a time from masks (literalMasks) of the places where it must
+// stop: the bytes AppendString cannot copy as they are, less the backslashes and the
+// bytes escaped (found as the scanner finds them, escapedBytes), plus the escaped '/'
+// and 'u'. In a JSON text sent as a string the escapes that go out as they are (\" above
+// all) come every few bytes; none of them stops the copy.
 func AppendLiteral(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
-	start := 0
-	base, m := 0, literalMask(lit, 0)
-	for i := 0; i < len(lit); {
-		// m is the mask of lit[base:base+blockSize], and base <= i.
-		if i-base >= blockSize {
-			base, m = i, literalMask(lit, i)
+	start, i := 0, 0 // lit[start:i] is still to copy; i is where the reading has got to
+	var carry uint64 // 1 if the block's first byte is escaped
+	for base := 0; base < len(lit); base += blockSize {
+		unsafe_, bs, chg := literalMasks(lit, base)
+		if unsafe_|carry == 0 {
+			continue // nothing to stop at, and no escape running into the next block
 		}
-		r := m >> ((i - base) & (blockSize - 1))
-		if r == 0 {
-			i = base + blockSize
-			continue // the next block, if any
-		}
-		i += bits.TrailingZeros64(r)
-		c := lit[i]
-		if c != '\\' {
-			// <, >, &, or a multi-byte character: escaped, if at all, as AppendString does.
-			size := 1
-			if c >= utf8.RuneSelf {
-				var r rune
-				if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
-					i += size
+		var escaped uint64
+		escaped, carry = escapedBytes(bs, carry)
+		m := unsafe_&^bs&^escaped | escaped&chg
+		for {
+			if d := i - base; d >= blockSize {
+				break // an escape or a character read past this block
+			} else if d > 0 {
+				m &^= 1<<d - 1 // stops inside what was read already
+			}
+			if m == 0 {
+				break
+			}
+			i = base + bits.TrailingZeros64(m)
+			m &= m - 1
+			switch c := lit[i]; {
+			case (c == '/' || c == 'u') && i == start:
+				// Its backslash went with a malformed \u escape before it: not a checked
+				// literal, and it goes as it is.
+				i++
+				continue
+			case c == '/': // escaped: AppendString writes it as it is
+				dst = append(append(dst, lit[start:i-1]...), '/')
+				i++
+			case c == 'u': // escaped: \uXXXX, or a surrogate pair of two
+				at := i - 1
+				if at+6 > len(lit) {
+					i = len(lit) // not a checked literal: the rest goes as it is
 					continue
 				}
+				r, n := decodeEscapedRune(lit[at:])
+				var buf [utf8.UTFMax]byte
+				dst = appendEscaped(append(dst, lit[start:at]...), string(utf8.AppendRune(buf[:0], r)))
+				i = at + n
+			default:
+				// <, >, &, or a multi-byte character: escaped, if at all, as AppendString
+				// does (a quote or a control character: not a checked literal).
+				size := 1
+				if c >= utf8.RuneSelf {
+					var r rune
+					if r, size = utf8.DecodeRuneInString(lit[i:]); r != utf8.RuneError && r != '\u2028' && r != '\u2029' {
+						i += size
+						continue
+					}
+				}
+				dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
+				i += size
 			}
-			dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
-			i += size
 			start = i
-			continue
 		}
-		if i+1 >= len(lit) {
-			break // not a checked literal: the rest goes as it is
-		}
-		switch lit[i+1] {
-		case '"', '\\', 'n', 'r', 't', 'b', 'f':
-			i += 2 // AppendString writes this character with this very escape
-			continue
-		case '/':
-			dst = append(append(dst, lit[start:i]...), '/')
-			i += 2
-		case 'u':
-			if i+6 > len(lit) {
-				i = len(lit)
-				continue
-			}
-			r, n := decodeEscapedRune(lit[i:])
-			var buf [utf8.UTFMax]byte
-			dst = appendEscaped(append(dst, lit[start:i]...), string(utf8.AppendRune(buf[:0], r)))
-			i += n
-		default:
-			i += 2 // not a checked literal
-			continue
-		}
-		start = i
 	}
 	dst = append(dst, lit[start:]...)
 	return append(dst, '"')
