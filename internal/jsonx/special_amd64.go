@@ -35,3 +35,10 @@ func literalMaskAVX2(p *byte) (unsafe, bs, chg uint64)
 //
 //go:noescape
 func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)
+
+// asciiBlocksAVX2 returns the length of the longest prefix of the n bytes at p made of
+// whole 128-byte blocks of ASCII: 0 if the first block has a byte at or above 0x80, and
+// at most n rounded down to 128. It needs AVX2.
+//
+//go:noescape
+func asciiBlocksAVX2(p *byte, n int) int

@@ -170,3 +170,28 @@ TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
 	MOVQ R9, bs+16(FP)
 	MOVQ R10, chg+24(FP)
 	RET
+
+// func asciiBlocksAVX2(p *byte, n int) int
+TEXT ·asciiBlocksAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	XORQ AX, AX
+
+ascii_loop:
+	LEAQ 128(AX), DX
+	CMPQ DX, CX
+	JA   ascii_done
+	VMOVDQU (SI)(AX*1), Y0
+	VPOR    32(SI)(AX*1), Y0, Y0
+	VPOR    64(SI)(AX*1), Y0, Y0
+	VPOR    96(SI)(AX*1), Y0, Y0
+	VPMOVMSKB Y0, BX
+	TESTL BX, BX
+	JNZ  ascii_done
+	MOVQ DX, AX
+	JMP  ascii_loop
+
+ascii_done:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET

@@ -19,3 +19,6 @@ func literalMaskAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalMask
 
 // literalHalfAVX2 is never called where hasAVX2 is false.
 func literalHalfAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalHalfAVX2 without AVX2") }
+
+// asciiBlocksAVX2 is never called where hasAVX2 is false.
+func asciiBlocksAVX2(*byte, int) int { panic("jsonx: asciiBlocksAVX2 without AVX2") }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
@@ -196,7 +195,7 @@ func (p *parser) parse(s string, lazy bool, scratch *Scratch) (*translate.Reques
 	if len(s) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and messages"}
 	}
-	if !utf8.ValidString(s) {
+	if !jsonx.ValidUTF8(s) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}

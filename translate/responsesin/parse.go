@@ -151,7 +151,7 @@ func Parse(body []byte) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and input"}
 	}
-	if !utf8.Valid(body) {
+	if !jsonx.ValidUTF8(jsonx.View(body)) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
