@@ -95,20 +95,21 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	VPMOVMSKB Y2, R9; \
 	VPMOVMSKB Y3, R10
 
+// KEEP3 keeps the three masks of a block's first half (R8, R9, R10) in AX, CX and DX;
+// JOIN3 puts those of its second half above them.
+#define KEEP3 MOVQ R8, AX; MOVQ R9, CX; MOVQ R10, DX
+#define JOIN3 \
+	SHLQ $32, R8; ORQ R8, AX; \
+	SHLQ $32, R9; ORQ R9, CX; \
+	SHLQ $32, R10; ORQ R10, DX
+
 // func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
 TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	ESCAPE32(0)
-	MOVQ R8, AX
-	MOVQ R9, CX
-	MOVQ R10, DX
+	KEEP3
 	ESCAPE32(32)
-	SHLQ $32, R8
-	ORQ R8, AX
-	SHLQ $32, R9
-	ORQ R9, CX
-	SHLQ $32, R10
-	ORQ R10, DX
+	JOIN3
 	NOTQ DX // the bytes not allowed after a backslash
 	VZEROUPPER
 	MOVQ AX, bs+8(FP)
@@ -116,25 +117,23 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
 	MOVQ CX, u+24(FP)
 	RET
 
+// ADDEQ adds to acc the bytes of Y0 equal to the constant at consts<>+c (Y3 is scratch).
+#define ADDEQ(c, acc) VPCMPEQB consts<>+c(SB), Y0, Y3; VPOR Y3, acc, acc
+
 // LITERAL32 sets, for the 32 bytes at off(SI), R8 to the mask of the bytes AppendString
 // cannot copy as they are (as unsafeMaskAVX2), R9 to that of the backslashes and R10 to
 // that of the bytes '/' and 'u' (the escapes AppendString writes otherwise).
 #define LITERAL32(off) \
 	VMOVDQU off(SI), Y0; \
 	VPCMPGTB Y0, Y1, Y2; \
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
-	VPOR Y3, Y2, Y2; \
 	VPCMPEQB consts<>+0x20(SB), Y0, Y5; \
 	VPOR Y5, Y2, Y2; \
-	VPCMPEQB consts<>+0x60(SB), Y0, Y3; \
-	VPOR Y3, Y2, Y2; \
-	VPCMPEQB consts<>+0x80(SB), Y0, Y3; \
-	VPOR Y3, Y2, Y2; \
-	VPCMPEQB consts<>+0xa0(SB), Y0, Y3; \
-	VPOR Y3, Y2, Y2; \
+	ADDEQ(0x00, Y2); \
+	ADDEQ(0x60, Y2); \
+	ADDEQ(0x80, Y2); \
+	ADDEQ(0xa0, Y2); \
 	VPCMPEQB consts<>+0xc0(SB), Y0, Y6; \
-	VPCMPEQB consts<>+0x180(SB), Y0, Y3; \
-	VPOR Y3, Y6, Y6; \
+	ADDEQ(0x180, Y6); \
 	VPMOVMSKB Y2, R8; \
 	VPMOVMSKB Y5, R9; \
 	VPMOVMSKB Y6, R10
@@ -144,16 +143,9 @@ TEXT ·literalMaskAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
 	LITERAL32(0)
-	MOVQ R8, AX
-	MOVQ R9, CX
-	MOVQ R10, DX
+	KEEP3
 	LITERAL32(32)
-	SHLQ $32, R8
-	ORQ R8, AX
-	SHLQ $32, R9
-	ORQ R9, CX
-	SHLQ $32, R10
-	ORQ R10, DX
+	JOIN3
 	VZEROUPPER
 	MOVQ AX, unsafe+8(FP)
 	MOVQ CX, bs+16(FP)
