@@ -122,11 +122,6 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
 		MaxConnWaitTimeout:  b.timeouts.PoolWait,
 		MaxIdleConnDuration: 90 * time.Second,
-		// The connection used last is taken first: its buffers and state are the ones
-		// still in the CPU's caches, and it is the least likely to have been closed by
-		// the upstream while idle. FIFO, fasthttp's default, cycles through every
-		// idle connection (and shifts the idle list on each take).
-		ConnPoolStrategy: fasthttp.LIFO,
 		// A streamed answer is read as it arrives (send sets Response.StreamBody); any
 		// other body is read whole by fasthttp, up to the gateway's bound, before send
 		// returns: no body stream and no cancellation hook to set up and tear down.
