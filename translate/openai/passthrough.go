@@ -154,10 +154,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 				continue
 			}
 		}
-		out = append(out, ',')
-		out = jsonx.AppendString(out, k)
-		out = append(out, ':')
-		out = append(out, v.Raw...)
+		out = appendMember(out, sc.Input()[end:], k, v.Raw)
 	}
 	if sc.Failed() || !sc.AtEnd() {
 		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
@@ -294,7 +291,7 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 	out := slices.Grow(dst, len(body)+len(model)+24)
 	out = append(out, `{"model":`...)
 	out = jsonx.AppendString(out, model)
-	for n := 0; sc.NextField(&n); {
+	for n, end := 0, 0; sc.NextField(&n); end = sc.Pos() {
 		k := sc.Key()
 		var ok bool
 		if k == "usage" && usage.Kind == jsonx.Missing {
@@ -313,10 +310,7 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 			choices = v
 		}
 		if !shadows(k, "model") {
-			out = append(out, ',')
-			out = jsonx.AppendString(out, k)
-			out = append(out, ':')
-			out = append(out, v.Raw...)
+			out = appendMember(out, sc.Input()[end:], k, v.Raw)
 		}
 	}
 	if sc.Failed() || !sc.AtEnd() {
@@ -329,6 +323,25 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
 	}
 	return append(out, '}'), u, nil
+}
+
+// appendMember appends the member named k (the name a Scanner's NextField read) with the
+// value raw, after a comma. from is the input from the end of the member before (or the
+// object's start) on. When it starts with a delimiter, then k quoted and a colon, as an
+// upstream writes most names, those bytes are copied; else the name is written from k.
+// The copy is exact: the bytes between the quotes equal k, so they hold no backslash
+// (an escape reads as other bytes) and no quote (it would have ended the name).
+func appendMember(out []byte, from, k, raw string) []byte {
+	if lit := len(k) + 2; len(from) > lit+1 && from[1] == '"' && from[lit] == '"' && from[lit+1] == ':' &&
+		from[2:lit] == k {
+		out = append(out, from[:lit+2]...)
+		out[len(out)-lit-2] = ','
+		return append(out, raw...)
+	}
+	out = append(out, ',')
+	out = jsonx.AppendString(out, k)
+	out = append(out, ':')
+	return append(out, raw...)
 }
 
 // passthroughNotJSON is the 502 for an upstream answer the passthrough cannot read; what
@@ -346,18 +359,33 @@ func passthroughNotJSON(backend, what string, data []byte) *translate.UpstreamEr
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
 }
 
-// shadows reports whether the member name k is one of names as a case-insensitive
-// decoder (encoding/json, with its Unicode folding) reads it.
+// shadows reports whether the member name k is one of names, lower-case ASCII, as a
+// case-insensitive decoder (encoding/json, with its Unicode folding) reads it. Each
+// character of k folds to one of a name, and a name's characters are one byte each: so k
+// is at least as long as a name it folds to, and longer only if it has a byte beyond
+// ASCII (U+017F folds to s, U+212A to k).
 func shadows(k string, names ...string) bool {
-	ascii := true
-	for i := 0; i < len(k) && ascii; i++ {
-		ascii = k[i] < utf8.RuneSelf
-	}
+	ascii := -1 // unknown until a shorter name asks
 	for _, n := range names {
-		// An ASCII name folds only to a name of its length; a key with other bytes may
-		// fold to a shorter one (U+017F to s).
-		if (!ascii || len(n) == len(k)) && strings.EqualFold(k, n) {
-			return true
+		switch {
+		case len(k) < len(n):
+		case len(k) == len(n):
+			if strings.EqualFold(k, n) {
+				return true
+			}
+		default:
+			if ascii < 0 {
+				ascii = 1
+				for i := 0; i < len(k); i++ {
+					if k[i] >= utf8.RuneSelf {
+						ascii = 0
+						break
+					}
+				}
+			}
+			if ascii == 0 && strings.EqualFold(k, n) {
+				return true
+			}
 		}
 	}
 	return false

@@ -526,3 +526,45 @@ func TestFastChoices_TakesOpenAILayout(t *testing.T) {
 		t.Fatalf("only %d deltas, %d of them arguments", deltas, args)
 	}
 }
+
+// TestShadows: shadows is strings.EqualFold against each name, for names of every
+// length around k's, ASCII keys in any case and keys that fold to a name through
+// U+017F and U+212A.
+func TestShadows(t *testing.T) {
+	names := []string{"id", "object", "created", "model", "choices", "usage", "s", "k"}
+	for _, k := range []string{"", "id", "ID", "Id", "model", "MODEL", "Model", "mode", "models", "usage",
+		"uſage", "choiceſ", "ſ", "\u212a", "i\u212a", "\u212aey", "object", "OBJECT", "objects", "x", "created_at",
+		"system_fingerprint", "mod\xffl", "\xff"} {
+		want := false
+		for _, n := range names {
+			want = want || strings.EqualFold(k, n)
+		}
+		if got := shadows(k, names...); got != want {
+			t.Errorf("shadows(%q) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestRewriteCompletion_MemberNames: a member name is written as the upstream wrote it
+// when it has no escape and no whitespace around it, and from its value otherwise; an
+// escaped name whose bytes happen to end in `\":` is not cut there.
+func TestRewriteCompletion_MemberNames(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"id":"x","choices":[],"model":"up"}`, `{"model":"gpt","id":"x","choices":[]}`},
+		{`{ "id" : "x" ,"choices":[]}`, `{"model":"gpt","id":"x","choices":[]}`},
+		{`{"a\u0062":1,"choices":[]}`, `{"model":"gpt","ab":1,"choices":[]}`},
+		{`{"\\\":":1,"choices":[]}`, `{"model":"gpt","\\\":":1,"choices":[]}`},
+		{`{"a<b":1,"choices":[]}`, `{"model":"gpt","a<b":1,"choices":[]}`},
+	} {
+		got, _, err := RewriteCompletion(nil, "up", []byte(tc.body), "gpt")
+		if err != nil {
+			t.Fatalf("RewriteCompletion(%s): %v", tc.body, err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("RewriteCompletion(%s) = %s, want %s", tc.body, got, tc.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("RewriteCompletion(%s) = %s, not JSON", tc.body, got)
+		}
+	}
+}
