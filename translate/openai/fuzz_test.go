@@ -219,7 +219,8 @@ func FuzzRewriteCompletion(f *testing.F) {
 	f.Add([]byte(`{"error":{"message":"nope"}}`))
 	f.Add([]byte(`{"choices":[],"MODEL":"x","usage":{"prompt_tokens":1}}`))
 	f.Add([]byte(`{"choices":[]`)) // unterminated: read in one pass, it must still fail
-	f.Add([]byte(`{"\\\":":1,"a\u0062":2, "c" :3,"choices":[]}`)) // names copied or rewritten
+	// Names copied as written, written from an escape, and with whitespace around them.
+	f.Add([]byte(`{"\\\":":1,"a\u0062":2, "c" :3,"choices":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		dst := append(make([]byte, 0, 64), "kept"...)
 		out, _, err := RewriteCompletion(dst, "up", body, "client-model")
