@@ -96,23 +96,24 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 		case '"':
 			return i, false
 		case '\\':
-			return sc.escapedEnd(i, blk, m), true
+			return sc.escapedEnd(i, blk), true
 		}
 		return -1, false // a control character
 	}
 }
 
-// escapedEnd is stringEnd from the backslash at i on; blk is the start of i's block and m
-// its special mask. Each block's escapes are found at once, as bit masks: the bytes that
-// follow an odd run of backslashes are the escaped ones (a quote among them does not end
-// the string), each must be one JSON allows after a backslash, and each u must be
-// followed by four hex digits, which are checked one escape at a time.
-func (sc *Scanner) escapedEnd(i, blk int, m uint64) int {
+// escapedEnd is stringEnd from the backslash at i on; blk is the start of i's block. Each
+// block's special mask and escapes are found at once, in one pass over it (escapeMask),
+// as bit masks: the bytes that follow an odd run of backslashes are the escaped ones (a
+// quote among them does not end the string), each must be one JSON allows after a
+// backslash, and each u must be followed by four hex digits, which are checked one
+// escape at a time.
+func (sc *Scanner) escapedEnd(i, blk int) int {
 	s := sc.s
 	window := ^uint64(0) << ((i - blk) & (blockSize - 1)) // the bytes from i on
 	var carry uint64                                      // 1 if the block's first byte is escaped
 	for {
-		bs, bad, u := escapeMask(s, blk)
+		m, bs, bad, u := escapeMask(s, blk)
 		escaped, next := escapedBytes(bs&window, carry)
 		// Stops: the quotes and control characters not escaped (an escaped control
 		// character is a bad escape, and so caught below).
@@ -141,7 +142,7 @@ func (sc *Scanner) escapedEnd(i, blk int, m uint64) int {
 		if blk += blockSize; blk >= len(s) {
 			return -1
 		}
-		m, window, carry = specialMask(s, blk), ^uint64(0), next
+		window, carry = ^uint64(0), next
 	}
 }
 
@@ -160,10 +161,12 @@ func escapedBytes(bs, carry uint64) (escaped, next uint64) {
 	return (even ^ sum<<1) & follows, next
 }
 
-// escapeMask returns, for the block of s at blk, the masks of its backslashes (bs), of
-// the bytes JSON does not allow after a backslash (bad: all but " \\ / b f n r t u) and of
-// its u bytes. Bits of offsets at or beyond len(s) are clear in bs and u (set in bad).
-func escapeMask(s string, blk int) (bs, bad, u uint64) {
+// escapeMask returns, for the block of s at blk, its special mask (specialMask's) and the
+// masks of its backslashes (bs), of the bytes JSON does not allow after a backslash (bad:
+// all but " \\ / b f n r t u) and of its u bytes: what escapedEnd reads of a block, from
+// one pass over it. Bits of offsets at or beyond len(s) are clear in special, bs and u
+// (set in bad).
+func escapeMask(s string, blk int) (special, bs, bad, u uint64) {
 	if blk+blockSize <= len(s) {
 		if hasAVX2() {
 			return escapeMaskAVX2(unsafe.StringData(s[blk:]))
@@ -173,26 +176,29 @@ func escapeMask(s string, blk int) (bs, bad, u uint64) {
 	var b [blockSize]byte
 	n := copy(b[:], s[blk:])
 	if hasAVX2() {
-		bs, bad, u = escapeMaskAVX2(&b[0])
+		special, bs, bad, u = escapeMaskAVX2(&b[0])
 	} else {
-		bs, bad, u = escapeMaskGo(string(b[:]))
+		special, bs, bad, u = escapeMaskGo(string(b[:]))
 	}
-	return bs & (1<<n - 1), bad, u & (1<<n - 1)
+	keep := uint64(1)<<n - 1
+	return special & keep, bs & keep, bad, u & keep
 }
 
 // escapeMaskGo is escapeMask of b, blockSize bytes, in portable Go.
-func escapeMaskGo(b string) (bs, bad, u uint64) {
+func escapeMaskGo(b string) (special, bs, bad, u uint64) {
 	for k := 0; k < blockSize; k += 8 {
 		w := load8(b[k : k+8])
 		hb := zeroBytes(w ^ (ones * '\\'))
 		hu := zeroBytes(w ^ (ones * 'u'))
-		ok := hb | hu | zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'/')) | zeroBytes(w^(ones*'b')) |
+		hq := zeroBytes(w ^ (ones * '"'))
+		ok := hb | hu | hq | zeroBytes(w^(ones*'/')) | zeroBytes(w^(ones*'b')) |
 			zeroBytes(w^(ones*'f')) | zeroBytes(w^(ones*'n')) | zeroBytes(w^(ones*'r')) | zeroBytes(w^(ones*'t'))
+		special |= gather8(hq|hb|zeroBytes(w&(ones*0xe0))) << k
 		bs |= gather8(hb) << k
 		u |= gather8(hu) << k
 		bad |= gather8(ok^highs) << k
 	}
-	return bs, bad, u
+	return special, bs, bad, u
 }
 
 // literalMasks returns, for lit[base:base+blockSize], the masks AppendLiteral reads:

@@ -18,11 +18,11 @@ func blockMaskAVX2(p *byte) uint64
 //go:noescape
 func unsafeMaskAVX2(p *byte) uint32
 
-// escapeMaskAVX2 returns, for the blockSize bytes at p, the masks escapeBlock returns
+// escapeMaskAVX2 returns, for the blockSize bytes at p, the masks escapeMask returns
 // (see there). It needs AVX2.
 //
 //go:noescape
-func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
+func escapeMaskAVX2(p *byte) (special, bs, bad, u uint64)
 
 // literalMaskAVX2 returns, for the blockSize bytes at p, the masks literalMasks returns
 // (see there). It needs AVX2.

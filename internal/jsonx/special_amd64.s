@@ -76,14 +76,18 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 #define ALLOW(c) VPCMPEQB consts<>+c(SB), Y0, Y4; VPOR Y4, Y3, Y3
 
 // ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
-// that of the u bytes and R10 to that of the bytes JSON allows after a backslash
-// (" \\ / b f n r t u).
+// that of the u bytes, R10 to that of the bytes JSON allows after a backslash
+// (" \\ / b f n r t u) and R11 to the special mask (as blockMaskAVX2: quotes,
+// backslashes, bytes below 0x20). Y5 must hold 0x20 in each byte.
 #define ESCAPE32(off) \
 	VMOVDQU off(SI), Y0; \
 	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
 	VPCMPEQB consts<>+0x180(SB), Y0, Y2; \
 	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
 	VPOR Y1, Y3, Y3; \
+	VPCMPGTB Y0, Y5, Y6; \
+	VPANDN Y6, Y0, Y6; \
+	VPOR Y3, Y6, Y6; \
 	VPOR Y2, Y3, Y3; \
 	ALLOW(0xc0); \
 	ALLOW(0xe0); \
@@ -93,7 +97,8 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	ALLOW(0x160); \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y2, R9; \
-	VPMOVMSKB Y3, R10
+	VPMOVMSKB Y3, R10; \
+	VPMOVMSKB Y6, R11
 
 // KEEP3 keeps the three masks of a block's first half (R8, R9, R10) in AX, CX and DX;
 // JOIN3 puts those of its second half above them.
@@ -103,18 +108,23 @@ TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
 	SHLQ $32, R9; ORQ R9, CX; \
 	SHLQ $32, R10; ORQ R10, DX
 
-// func escapeMaskAVX2(p *byte) (bs, bad, u uint64)
-TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-32
+// func escapeMaskAVX2(p *byte) (special, bs, bad, u uint64)
+TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
+	VMOVDQU consts<>+0x40(SB), Y5 // 0x20
 	ESCAPE32(0)
 	KEEP3
+	MOVQ R11, BX
 	ESCAPE32(32)
 	JOIN3
+	SHLQ $32, R11
+	ORQ R11, BX
 	NOTQ DX // the bytes not allowed after a backslash
 	VZEROUPPER
-	MOVQ AX, bs+8(FP)
-	MOVQ DX, bad+16(FP)
-	MOVQ CX, u+24(FP)
+	MOVQ BX, special+8(FP)
+	MOVQ AX, bs+16(FP)
+	MOVQ DX, bad+24(FP)
+	MOVQ CX, u+32(FP)
 	RET
 
 // ADDEQ adds to acc the bytes of Y0 equal to the constant at consts<>+c (Y3 is scratch).

@@ -12,7 +12,9 @@ func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
 func unsafeMaskAVX2(*byte) uint32 { panic("jsonx: unsafeMaskAVX2 without AVX2") }
 
 // escapeMaskAVX2 is never called where hasAVX2 is false.
-func escapeMaskAVX2(*byte) (bs, bad, u uint64) { panic("jsonx: escapeMaskAVX2 without AVX2") }
+func escapeMaskAVX2(*byte) (special, bs, bad, u uint64) {
+	panic("jsonx: escapeMaskAVX2 without AVX2")
+}
 
 // literalMaskAVX2 is never called where hasAVX2 is false.
 func literalMaskAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalMaskAVX2 without AVX2") }

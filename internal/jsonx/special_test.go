@@ -288,18 +288,20 @@ func naiveEscapeMask(s string, blk int) (bs, bad, u uint64) {
 }
 
 // TestEscapeMask: the escape masks, as this machine computes them and in portable Go,
-// mark exactly the backslashes, the bytes not allowed after one, and the u bytes, for
+// mark exactly the special bytes (naiveMask), the backslashes, the bytes not allowed after
+// one, and the u bytes, for
 // every byte value at every position, random blocks and a last, partial block.
 func TestEscapeMask(t *testing.T) {
 	check := func(s string, blk int) {
 		t.Helper()
 		wbs, wbad, wu := naiveEscapeMask(s, blk)
-		if bs, bad, u := escapeMask(s, blk); bs != wbs || bad != wbad || u != wu {
-			t.Fatalf("escapeMask(%q, %d) = %064b %064b %064b, want %064b %064b %064b", s, blk, bs, bad, u, wbs, wbad, wu)
+		wm := naiveMask(s, blk)
+		if m, bs, bad, u := escapeMask(s, blk); m != wm || bs != wbs || bad != wbad || u != wu {
+			t.Fatalf("escapeMask(%q, %d) = %064b %064b %064b %064b, want %064b %064b %064b %064b", s, blk, m, bs, bad, u, wm, wbs, wbad, wu)
 		}
 		if blk+blockSize <= len(s) {
-			if bs, bad, u := escapeMaskGo(s[blk : blk+blockSize]); bs != wbs || bad != wbad || u != wu {
-				t.Fatalf("escapeMaskGo(%q) = %064b %064b %064b, want %064b %064b %064b", s[blk:blk+blockSize], bs, bad, u, wbs, wbad, wu)
+			if m, bs, bad, u := escapeMaskGo(s[blk : blk+blockSize]); m != wm || bs != wbs || bad != wbad || u != wu {
+				t.Fatalf("escapeMaskGo(%q) = %064b %064b %064b %064b, want %064b %064b %064b %064b", s[blk:blk+blockSize], m, bs, bad, u, wm, wbs, wbad, wu)
 			}
 		}
 	}
