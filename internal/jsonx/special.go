@@ -214,11 +214,26 @@ func literalMasks(lit string, base int) (unsafe_, bs, chg uint64) {
 	}
 	n := len(lit) - base
 	keep := uint64(1)<<n - 1
-	if n <= 32 && hasAVX2() { // a short literal (an id, a name): one half block
-		var b [32]byte // the rest of lit, then zeros, whose bits are cleared
-		copy(b[:], lit[base:])
-		unsafe_, bs, chg = literalHalfAVX2(&b[0])
-		return unsafe_ & keep, bs & keep, chg & keep
+	if hasAVX2() {
+		// The last, partial block of a literal, which every literal has but those of a
+		// whole number of blocks: when the bytes after it up to the block's end lie in the
+		// same memory page, they can be loaded without a fault, and their bits are cleared.
+		// Otherwise the rest of lit is copied into zeros.
+		p := unsafe.StringData(lit[base:])
+		if n <= 32 { // a short literal (an id, a name): one half block
+			if samePage(p, 32) {
+				unsafe_, bs, chg = literalHalfAVX2(p)
+				return unsafe_ & keep, bs & keep, chg & keep
+			}
+			var b [32]byte
+			copy(b[:], lit[base:])
+			unsafe_, bs, chg = literalHalfAVX2(&b[0])
+			return unsafe_ & keep, bs & keep, chg & keep
+		}
+		if samePage(p, blockSize) {
+			unsafe_, bs, chg = literalMaskAVX2(p)
+			return unsafe_ & keep, bs & keep, chg & keep
+		}
 	}
 	var b [blockSize]byte
 	copy(b[:], lit[base:])
@@ -228,6 +243,12 @@ func literalMasks(lit string, base int) (unsafe_, bs, chg uint64) {
 		unsafe_, bs, chg = literalMaskGo(string(b[:]))
 	}
 	return unsafe_ & keep, bs & keep, chg & keep
+}
+
+// samePage reports whether the n bytes from p lie in one 4 KiB page (the smallest page
+// size): loading them cannot fault where loading p cannot, whatever object holds p.
+func samePage(p *byte, n int) bool {
+	return uintptr(unsafe.Pointer(p))&(4096-1) <= 4096-uintptr(n)
 }
 
 // literalMaskGo is literalMasks of b, blockSize bytes, in portable Go.

@@ -197,27 +197,29 @@ func TestAppendLiteral_AcrossBlocks(t *testing.T) {
 	}
 }
 
+// naiveLiteralMasks is literalMasks' definition, one byte at a time.
+func naiveLiteralMasks(s string, base int) (u, bs, chg uint64) {
+	for k := 0; k < blockSize && base+k < len(s); k++ {
+		c := s[base+k]
+		if c < 0x20 || c >= 0x80 || strings.IndexByte(`"\<>&`, c) >= 0 {
+			u |= 1 << k
+		}
+		if c == '\\' {
+			bs |= 1 << k
+		}
+		if c == '/' || c == 'u' {
+			chg |= 1 << k
+		}
+	}
+	return u, bs, chg
+}
+
 // TestLiteralMasks: the literal masks, with AVX2 if the CPU has it and in portable Go,
 // mark exactly the bytes AppendString cannot copy as they are, the backslashes, and the
 // bytes '/' and 'u', for each byte value at each position of whole blocks and of the
 // last, partial block (a half block or more).
 func TestLiteralMasks(t *testing.T) {
-	unsafe := func(c byte) bool { return c < 0x20 || c >= 0x80 || strings.IndexByte(`"\<>&`, c) >= 0 }
-	naive := func(s string, base int) (u, bs, chg uint64) {
-		for k := 0; k < blockSize && base+k < len(s); k++ {
-			c := s[base+k]
-			if unsafe(c) {
-				u |= 1 << k
-			}
-			if c == '\\' {
-				bs |= 1 << k
-			}
-			if c == '/' || c == 'u' {
-				chg |= 1 << k
-			}
-		}
-		return u, bs, chg
-	}
+	naive := naiveLiteralMasks
 	for _, n := range []int{1, 31, 32, 33, 63, 64, 100} {
 		for c := range 256 {
 			for pos := range min(n, blockSize) {

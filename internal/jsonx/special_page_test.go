@@ -1,0 +1,43 @@
+//go:build linux
+
+package jsonx
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// TestLiteralMasks_PageEnd: a literal that ends where readable memory ends (the page
+// after it is mapped without access) is read without a fault and as a copy of it is,
+// for every length up to two blocks; and one that ends inside a page is read in place.
+func TestLiteralMasks_PageEnd(t *testing.T) {
+	page := syscall.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever follows a literal in its page is read and must leave no mark: the page is
+	// filled with bytes that all would.
+	copy(mem[:page], strings.Repeat(`"\<u/`+"\x01\xff", page/7+1))
+	text := strings.Repeat(`ab\"c<\u00e9/\\é`, 20)
+	for n := 1; n <= 2*blockSize; n++ {
+		for _, end := range []int{page, page - 7} { // at the guard page, and before it
+			lit := mem[end-n : end]
+			copy(lit, text[:n])
+			s := unsafe.String(&lit[0], n)
+			for base := 0; base < n; base += blockSize {
+				wu, wbs, wchg := naiveLiteralMasks(text[:n], base)
+				if u, bs, chg := literalMasks(s, base); u != wu || bs != wbs || chg != wchg {
+					t.Fatalf("literalMasks(%q, %d) at page end-%d = %064b %064b %064b, want %064b %064b %064b",
+						s, base, page-end, u, bs, chg, wu, wbs, wchg)
+				}
+			}
+		}
+	}
+}
