@@ -34,6 +34,14 @@ type Value struct {
 	Str string
 }
 
+// set sets every field of v. It writes them one by one: v = Value{...} builds the value
+// on the stack first and copies it in 16-byte moves, which read the narrower stores just
+// made and wait for them (a store-forwarding stall, most of the cost of a short string's
+// Value).
+func (v *Value) set(kind Kind, raw string, at int, str string) {
+	v.Kind, v.Raw, v.At, v.Str = kind, raw, at, str
+}
+
 // Float returns a number's value; a number too large for a float64 is ±Inf.
 func (v Value) Float() float64 {
 	if f, ok := exactFloat(v.Raw); ok {
@@ -260,7 +268,7 @@ func (sc *Scanner) Value(v *Value) bool {
 		if !ok {
 			return false
 		}
-		*v = Value{Kind: String, Raw: sc.s[at:sc.i], At: at, Str: str}
+		v.set(String, sc.s[at:sc.i], at, str)
 		return true
 	case '{', '[':
 		kind, ok = Object, sc.Skip()
@@ -279,7 +287,7 @@ func (sc *Scanner) Value(v *Value) bool {
 	if !ok {
 		return false
 	}
-	*v = Value{Kind: kind, Raw: sc.s[at:sc.i], At: at}
+	v.set(kind, sc.s[at:sc.i], at, "")
 	return true
 }
 
@@ -294,7 +302,7 @@ func (sc *Scanner) ValueRaw(v *Value) bool {
 	if !sc.SkipString() {
 		return false
 	}
-	*v = Value{Kind: String, Raw: sc.s[at:sc.i], At: at, Str: sc.s[at+1 : sc.i-1]}
+	v.set(String, sc.s[at:sc.i], at, sc.s[at+1:sc.i-1])
 	return true
 }
 

@@ -384,3 +384,19 @@ func TestIndexEnd(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkValue_ShortStrings reads an array of 512 short strings element by element
+// with Value, the step the request parsers take for most members' values.
+func BenchmarkValue_ShortStrings(b *testing.B) {
+	s := "[" + strings.TrimSuffix(strings.Repeat(`"user",`, 512), ",") + "]"
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		sc := NewScanner(s)
+		var v Value
+		for n := 0; sc.NextElem(&n); {
+			if !sc.Value(&v) {
+				b.Fatal("invalid")
+			}
+		}
+	}
+}
