@@ -185,9 +185,11 @@ func BenchmarkUnescape(b *testing.B) {
 }
 
 // BenchmarkAppendString escapes the strings encoders write most: a JSON tool result
-// (quotes every few bytes), English prose with a newline, and prose with non-ASCII text.
+// (quotes every few bytes), English prose with a newline, prose with non-ASCII text, and
+// a streamed token's text (a few bytes, the delta of each chunk).
 func BenchmarkAppendString(b *testing.B) {
 	for _, bc := range []struct{ name, s string }{
+		{"token", " wheels"},
 		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
 		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
 		{"non-ascii", "Les locations à Paris ont atteint 3 723 la semaine dernière, avec un pic de 702 samedi — prévisions : sec et chaud vendredi et samedi (23 et 25 °C)."},

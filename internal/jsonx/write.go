@@ -46,8 +46,10 @@ func safePrefix(s string, i int) int {
 			}
 		}
 	}
+	// The last seven bytes or fewer (all of a short token's text): one table load each,
+	// not seven compares.
 	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !safeASCII[s[i]] {
 			return i
 		}
 	}
