@@ -13,9 +13,25 @@ import (
 // provider's own ids contain it.
 const CarrySep = "~1"
 
-// lastCarrySep is strings.LastIndex(s, CarrySep), which hashes every byte of s. Most ids
-// carry nothing and have no '~': one byte search settles them.
+// lastCarrySep is strings.LastIndex(s, CarrySep), which hashes every byte of s. It
+// searches forward, with the vector byte search: most ids carry nothing and have no '~',
+// and one that carries state has its separator near its start, then base64 without one
+// (strings.LastIndexByte goes a byte at a time). An id with many '~' falls back to the
+// backward search after a few.
 func lastCarrySep(s string) int {
+	last := -1
+	for at, tries := 0, 0; ; tries++ {
+		j := strings.IndexByte(s[at:], CarrySep[0])
+		if j < 0 {
+			return last
+		}
+		if at += j; at+1 < len(s) && s[at+1] == CarrySep[1] {
+			last = at
+		}
+		if at++; tries == 3 {
+			break
+		}
+	}
 	i := strings.LastIndexByte(s, CarrySep[0])
 	for i >= 0 && (i+1 >= len(s) || s[i+1] != CarrySep[1]) {
 		i = strings.LastIndexByte(s[:i], CarrySep[0])

@@ -94,7 +94,7 @@ func FuzzRawURLBase64(f *testing.F) {
 
 // FuzzLastCarrySep holds lastCarrySep to strings.LastIndex.
 func FuzzLastCarrySep(f *testing.F) {
-	for _, s := range []string{"", "~", "~1", "a~1b~", "a~1b~2", "~1~1", "toolu_01ABC", "x~~1", "~1~"} {
+	for _, s := range []string{"", "~", "~1", "a~1b~", "a~1b~2", "~1~1", "toolu_01ABC", "x~~1", "~1~", "~~~~1~1", "a~1~1~1~1~1b", "call_r_0~1rAloK0gIB0e2Kb0GLIWsl"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
