@@ -34,11 +34,11 @@ type Value struct {
 	Str string
 }
 
-// set sets every field of v. It writes them one by one: v = Value{...} builds the value
+// Set sets every field of v. It writes them one by one: *v = Value{...} builds the value
 // on the stack first and copies it in 16-byte moves, which read the narrower stores just
 // made and wait for them (a store-forwarding stall, most of the cost of a short string's
-// Value).
-func (v *Value) set(kind Kind, raw string, at int, str string) {
+// Value). Readers that fill a Value through a pointer use it for the same reason.
+func (v *Value) Set(kind Kind, raw string, at int, str string) {
 	v.Kind, v.Raw, v.At, v.Str = kind, raw, at, str
 }
 
@@ -268,7 +268,7 @@ func (sc *Scanner) Value(v *Value) bool {
 		if !ok {
 			return false
 		}
-		v.set(String, sc.s[at:sc.i], at, str)
+		v.Set(String, sc.s[at:sc.i], at, str)
 		return true
 	case '{', '[':
 		kind, ok = Object, sc.Skip()
@@ -287,7 +287,7 @@ func (sc *Scanner) Value(v *Value) bool {
 	if !ok {
 		return false
 	}
-	v.set(kind, sc.s[at:sc.i], at, "")
+	v.Set(kind, sc.s[at:sc.i], at, "")
 	return true
 }
 
@@ -302,7 +302,7 @@ func (sc *Scanner) ValueRaw(v *Value) bool {
 	if !sc.SkipString() {
 		return false
 	}
-	v.set(String, sc.s[at:sc.i], at, sc.s[at+1:sc.i-1])
+	v.Set(String, sc.s[at:sc.i], at, sc.s[at+1:sc.i-1])
 	return true
 }
 

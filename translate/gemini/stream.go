@@ -279,8 +279,8 @@ func fastTextCandidates(sc *jsonx.Scanner, cands, text *jsonx.Value) (matched, o
 	}
 	end := k + len(textCandidatesTail)
 	sc.Seek(end)
-	cands.Kind, cands.Raw, cands.At, cands.Str = jsonx.Array, s[at:end], at, "" // field by field: see jsonx.Value.set
-	text.Kind, text.Raw, text.At, text.Str = jsonx.String, s[j:k], j, ""
+	cands.Set(jsonx.Array, s[at:end], at, "")
+	text.Set(jsonx.String, s[j:k], j, "")
 	return true, true
 }
 

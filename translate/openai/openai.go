@@ -451,7 +451,7 @@ func usageAt(sc *jsonx.Scanner, v *jsonx.Value) (translate.Usage, bool) {
 	if sc.Failed() {
 		return translate.Usage{}, false
 	}
-	v.Kind, v.Raw, v.At, v.Str = jsonx.Object, sc.Input()[at:sc.Pos()], at, "" // field by field: see jsonx.Value.set
+	v.Set(jsonx.Object, sc.Input()[at:sc.Pos()], at, "")
 	return u, true
 }
 

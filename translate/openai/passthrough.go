@@ -247,7 +247,7 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 	}
 	end := k + len(closing) + len(choicesTail)
 	sc.Seek(end)
-	v.Kind, v.Raw, v.At, v.Str = jsonx.Array, s[at:end], at, "" // field by field: see jsonx.Value.set
+	v.Set(jsonx.Array, s[at:end], at, "")
 	return true, true
 }
 
