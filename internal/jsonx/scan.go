@@ -871,10 +871,39 @@ func (v Value) Int() int64 {
 	if v.Kind != Number {
 		return 0
 	}
+	if n, ok := smallInt(v.Raw); ok {
+		return n
+	}
 	if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
 		return n
 	}
 	return int64(v.Float())
+}
+
+// smallInt converts the integers answers carry (token counts, indices, timestamps)
+// without strconv's general reader: an optional minus and 1 to 18 digits, which always
+// fit an int64. ok is false for anything else (a fraction, an exponent, 19 digits or
+// more), which the caller hands to ParseInt. Leading zeros, which the scanner refuses in
+// JSON, read as ParseInt reads them.
+func smallInt(s string) (n int64, ok bool) {
+	d := s
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if len(d) < len(s) {
+		n = -n
+	}
+	return n, true
 }
 
 // Exists reports whether the value was present.

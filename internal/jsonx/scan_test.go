@@ -360,6 +360,63 @@ func FuzzExactFloat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) { checkExactFloat(t, s) })
 }
 
+var intCases = []string{"0", "7", "-7", "412", "1760728905", "-0", "007", "123456789012345678",
+	"-123456789012345678", "1234567890123456789", "9223372036854775807", "-9223372036854775808",
+	"9223372036854775808", "1.5", "1e3", "", "-", "+1", "12a", " 1"}
+
+// TestSmallInt: smallInt answers plain integers of up to 18 digits as ParseInt does and
+// leaves everything else to it.
+func TestSmallInt(t *testing.T) {
+	for _, s := range intCases {
+		checkSmallInt(t, s)
+	}
+	for _, s := range []string{"0", "412", "-1", "123456789012345678", "-123456789012345678"} {
+		if _, ok := smallInt(s); !ok {
+			t.Errorf("smallInt(%q) declined a plain integer", s)
+		}
+	}
+	for _, s := range []string{"1234567890123456789", "1.5", "1e3", "", "-", "+1"} {
+		if _, ok := smallInt(s); ok {
+			t.Errorf("smallInt(%q) answered; it must leave it to ParseInt", s)
+		}
+	}
+}
+
+func checkSmallInt(t *testing.T, s string) {
+	t.Helper()
+	n, ok := smallInt(s)
+	if !ok {
+		return
+	}
+	want, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n != want {
+		t.Fatalf("smallInt(%q) = %d; ParseInt %d, %v", s, n, want, err)
+	}
+}
+
+// FuzzSmallInt: on any string, smallInt either declines or gives ParseInt's value.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range intCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) { checkSmallInt(t, s) })
+}
+
+// BenchmarkValue_Int converts the token counts of an answer's usage.
+func BenchmarkValue_Int(b *testing.B) {
+	vs := []Value{{Kind: Number, Raw: "412"}, {Kind: Number, Raw: "187"}, {Kind: Number, Raw: "0"},
+		{Kind: Number, Raw: "1760728905"}}
+	var sum int64
+	for b.Loop() {
+		for _, v := range vs {
+			sum += v.Int()
+		}
+	}
+	if sum == 0 {
+		b.Fatal("no sum")
+	}
+}
+
 func TestIndexEnd(t *testing.T) {
 	tests := []struct {
 		in     string
