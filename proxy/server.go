@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -20,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
@@ -516,18 +515,22 @@ func requestID(h []byte) string {
 // newID returns prefix followed by 24 random hex digits, built in one allocation. The
 // digits come from the runtime's ChaCha8 generator (math/rand/v2), seeded by the system:
 // an id names a request or completion and guards nothing (BenchmarkNewID: 131 ns with
-// crypto/rand, 90 ns).
+// crypto/rand, 81 ns so, most of it the allocation). Two draws give 96 random bits, each
+// nibble a digit.
 func newID(prefix string) string {
-	var raw [16]byte
-	binary.LittleEndian.PutUint64(raw[:8], rand.Uint64())
-	binary.LittleEndian.PutUint32(raw[8:12], rand.Uint32())
-	var digits [24]byte
-	hex.Encode(digits[:], raw[:12])
-	var b strings.Builder
-	b.Grow(len(prefix) + len(digits))
-	b.WriteString(prefix)
-	b.Write(digits[:])
-	return b.String()
+	const hexDigits = "0123456789abcdef"
+	b := make([]byte, len(prefix)+24)
+	d := b[copy(b, prefix):]
+	x, y := rand.Uint64(), rand.Uint64()
+	for i := range 16 {
+		d[i] = hexDigits[x&15]
+		x >>= 4
+	}
+	for i := 16; i < 24; i++ {
+		d[i] = hexDigits[y&15]
+		y >>= 4
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func truncate(s string, n int) string {

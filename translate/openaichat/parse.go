@@ -78,6 +78,9 @@ type Scratch struct {
 	// request's tool list: reused by the next request when the Scratch is Reset.
 	calls []translate.ToolCall
 	tools []translate.Tool
+	// floats holds the request's sampling parameters (parser.float), so that reading one
+	// allocates nothing.
+	floats [4]float64
 }
 
 // maxKeptMessages bounds the message and part arrays a Scratch keeps for reuse, and
@@ -422,13 +425,13 @@ func (p *parser) field(name string) bool {
 			r.MaxTokens, r.MaxTokensParam = n, name
 		}
 	case "temperature":
-		return p.float(name, 0, 2, &r.Temperature)
+		return p.float(name, 0, 2, &r.Temperature, 0)
 	case "top_p":
-		return p.float(name, 0, 1, &r.TopP)
+		return p.float(name, 0, 1, &r.TopP, 1)
 	case "presence_penalty":
-		return p.float(name, -2, 2, &r.PresencePenalty)
+		return p.float(name, -2, 2, &r.PresencePenalty, 2)
 	case "frequency_penalty":
-		return p.float(name, -2, 2, &r.FrequencyPenalty)
+		return p.float(name, -2, 2, &r.FrequencyPenalty, 3)
 	case "stop":
 		return p.stop()
 	case "n":
@@ -804,7 +807,9 @@ func (p *parser) stop() bool {
 	return p.fail("stop", "must be a string or an array of strings")
 }
 
-func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
+// float reads a number between lo and hi into *dst. With a scratch it is kept in the
+// scratch's slot, whose place it shares with the request; else in a new allocation.
+func (p *parser) float(name string, lo, hi float64, dst **float64, slot int) bool {
 	var v jsonx.Value
 	if !p.sc.Value(&v) {
 		return false
@@ -816,7 +821,14 @@ func (p *parser) float(name string, lo, hi float64, dst **float64) bool {
 	if f < lo || f > hi {
 		return p.fail(name, "must be between %g and %g", lo, hi)
 	}
-	*dst = &f
+	if p.scratch != nil {
+		p.scratch.floats[slot] = f
+		*dst = &p.scratch.floats[slot]
+		return true
+	}
+	q := new(float64)
+	*q = f
+	*dst = q
 	return true
 }
 

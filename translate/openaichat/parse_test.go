@@ -510,3 +510,49 @@ func BenchmarkParseRequestSmall(b *testing.B) {
 		st.Reset()
 	}
 }
+
+// TestParseRequest_ScratchSamplingParams: a request parsed into a Scratch keeps its
+// sampling parameters in the scratch, so a typical request allocates nothing, and the
+// next request parsed into it sees none of them unless it sends them.
+func TestParseRequest_ScratchSamplingParams(t *testing.T) {
+	var sc Scratch
+	var st Stage
+	withAll := `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":0.7,"top_p":0.9,"presence_penalty":-1.5,"frequency_penalty":2}`
+	r, err := ParseRequestLazyString(withAll, &sc, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []*float64{r.Temperature, r.TopP, r.PresencePenalty, r.FrequencyPenalty}
+	for i, want := range []float64{0.7, 0.9, -1.5, 2} {
+		if got[i] == nil || *got[i] != want {
+			t.Fatalf("parameter %d: got %v, want %v", i, got[i], want)
+		}
+	}
+	sc.Reset()
+	st.Reset()
+	r, err = ParseRequestLazyString(`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_p":1}`, &sc, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Temperature != nil || r.PresencePenalty != nil || r.FrequencyPenalty != nil || r.TopP == nil || *r.TopP != 1 {
+		t.Errorf("second request: temperature %v, top_p %v, presence %v, frequency %v; want only top_p 1",
+			r.Temperature, r.TopP, r.PresencePenalty, r.FrequencyPenalty)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		sc.Reset()
+		st.Reset()
+		if _, err := ParseRequestLazyString(withAll, &sc, &st); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a parse into a warm Scratch allocated %v times, want 0", allocs)
+	}
+	fresh, err := ParseRequestLazyString(withAll, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Temperature == nil || *fresh.Temperature != 0.7 || fresh.Temperature == r.Temperature {
+		t.Errorf("a parse without a scratch: temperature %v", fresh.Temperature)
+	}
+}
