@@ -192,6 +192,7 @@ func BenchmarkAppendString(b *testing.B) {
 		{"token", " wheels"},
 		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
 		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
+		{"answer", strings.Repeat("The safety bicycle of the 1880s, with two wheels of equal size and a chain driving the rear wheel, made cycling practical for almost everyone. ", 5)},
 		{"non-ascii", "Les locations à Paris ont atteint 3 723 la semaine dernière, avec un pic de 702 samedi — prévisions : sec et chaud vendredi et samedi (23 et 25 °C)."},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -11,12 +11,14 @@ func hasAVX2() bool { return cpu.X86.HasAVX2 }
 //go:noescape
 func blockMaskAVX2(p *byte) uint64
 
-// unsafeMaskAVX2 returns the mask of the 32 bytes at p that AppendString cannot copy as
-// they are: bit k is set if p[k] is below 0x20 or at or above 0x80, or is '"', '\\', '<',
-// '>' or '&' (see safePrefix). It needs AVX2.
+// safeBlocksAVX2 reads the n bytes at p in 32-byte blocks, as long as a whole block is
+// left, for a byte AppendString cannot copy as it is: one below 0x20 or at or above 0x80,
+// or '"', '\\', '<', '>' or '&' (see safePrefix). It returns the offset of the first such
+// byte, or, if the blocks it read held none, where it stopped: n rounded down to 32. It
+// needs AVX2.
 //
 //go:noescape
-func unsafeMaskAVX2(p *byte) uint32
+func safeBlocksAVX2(p *byte, n int) int
 
 // escapeMaskAVX2 returns, for the blockSize bytes at p, the masks escapeMask returns
 // (see there). It needs AVX2.

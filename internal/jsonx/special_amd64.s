@@ -51,25 +51,47 @@ TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
 	MOVQ AX, ret+8(FP)
 	RET
 
-// func unsafeMaskAVX2(p *byte) uint32
-TEXT ·unsafeMaskAVX2(SB), NOSPLIT, $0-12
+// func safeBlocksAVX2(p *byte, n int) int
+TEXT ·safeBlocksAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
-	VMOVDQU (SI), Y0
-	VMOVDQU consts<>+0x40(SB), Y1
-	VPCMPGTB Y0, Y1, Y2                // Y2 = 0x20 > b, signed: below 0x20 or at or above 0x80
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3 // '"'
+	MOVQ n+8(FP), CX
+	XORQ AX, AX
+	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+	VMOVDQU consts<>+0x00(SB), Y5 // '"'
+	VMOVDQU consts<>+0x20(SB), Y6 // '\\'
+	VMOVDQU consts<>+0x60(SB), Y7 // '<'
+	VMOVDQU consts<>+0x80(SB), Y8 // '>'
+	VMOVDQU consts<>+0xa0(SB), Y9 // '&'
+
+safe_loop:
+	LEAQ 32(AX), DX
+	CMPQ DX, CX
+	JA   safe_done
+	VMOVDQU (SI)(AX*1), Y0
+	VPCMPGTB Y0, Y1, Y2 // Y2 = 0x20 > b, signed: below 0x20 or at or above 0x80
+	VPCMPEQB Y5, Y0, Y3
 	VPOR Y3, Y2, Y2
-	VPCMPEQB consts<>+0x20(SB), Y0, Y3 // '\\'
+	VPCMPEQB Y6, Y0, Y3
 	VPOR Y3, Y2, Y2
-	VPCMPEQB consts<>+0x60(SB), Y0, Y3 // '<'
+	VPCMPEQB Y7, Y0, Y3
 	VPOR Y3, Y2, Y2
-	VPCMPEQB consts<>+0x80(SB), Y0, Y3 // '>'
+	VPCMPEQB Y8, Y0, Y3
 	VPOR Y3, Y2, Y2
-	VPCMPEQB consts<>+0xa0(SB), Y0, Y3 // '&'
+	VPCMPEQB Y9, Y0, Y3
 	VPOR Y3, Y2, Y2
-	VPMOVMSKB Y2, AX
+	VPMOVMSKB Y2, BX
+	TESTL BX, BX
+	JNZ  safe_found
+	MOVQ DX, AX
+	JMP  safe_loop
+
+safe_found:
+	TZCNTL BX, BX
+	ADDQ BX, AX
+
+safe_done:
 	VZEROUPPER
-	MOVL AX, ret+8(FP)
+	MOVQ AX, ret+16(FP)
 	RET
 
 // ALLOW adds to Y3 the bytes of Y0 equal to the constant at consts<>+c.

@@ -8,8 +8,8 @@ func hasAVX2() bool { return false }
 // blockMaskAVX2 is never called where hasAVX2 is false.
 func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
 
-// unsafeMaskAVX2 is never called where hasAVX2 is false.
-func unsafeMaskAVX2(*byte) uint32 { panic("jsonx: unsafeMaskAVX2 without AVX2") }
+// safeBlocksAVX2 is never called where hasAVX2 is false.
+func safeBlocksAVX2(*byte, int) int { panic("jsonx: safeBlocksAVX2 without AVX2") }
 
 // escapeMaskAVX2 is never called where hasAVX2 is false.
 func escapeMaskAVX2(*byte) (special, bs, bad, u uint64) {

@@ -162,6 +162,43 @@ func TestSafePrefix(t *testing.T) {
 	}
 }
 
+// TestSafePrefix_EveryOffset: from each start, safePrefix stops at the first byte
+// AppendString cannot copy wherever it lies in runs of up to seven 32-byte blocks: in the
+// first words, in a block the vector step reads, or in the bytes after the last whole
+// block; and at the end of a run that has none.
+func TestSafePrefix_EveryOffset(t *testing.T) {
+	stops := []byte{'"', '\\', '<', '>', '&', 0x00, 0x1f, 0x80, 0xff}
+	for n := 0; n <= 230; n++ {
+		b := []byte(strings.Repeat("a~ 0", n/4+1)[:n]) // 0x7e and 0x20: the edges of safe
+		for _, start := range []int{0, 1, 5, 17} {
+			if start > n {
+				continue
+			}
+			if got := safePrefix(string(b), start); got != n {
+				t.Fatalf("safePrefix(%d safe bytes, %d) = %d, want %d", n, start, got, n)
+			}
+			for pos := start; pos < n; pos++ {
+				for _, c := range stops {
+					keep := b[pos]
+					b[pos] = c
+					got := safePrefix(string(b), start)
+					blocks := -1
+					if hasAVX2() && start == 0 {
+						blocks = safeBlocksAVX2(&b[0], n)
+					}
+					b[pos] = keep
+					if got != pos {
+						t.Fatalf("safePrefix(%d bytes with %#x at %d, %d) = %d", n, c, pos, start, got)
+					}
+					if want := min(pos, n&^31); blocks >= 0 && blocks != want {
+						t.Fatalf("safeBlocksAVX2(%d bytes with %#x at %d) = %d, want %d", n, c, pos, blocks, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestAppendLiteral_AcrossBlocks: AppendLiteral keeps its contract (the bytes
 // AppendString writes for the literal's value) for each escape and character that stops
 // it placed at each offset of literals from under one block to three blocks (so that it

@@ -25,8 +25,8 @@ func PlainPrefix(s string) int { return safePrefix(s, 0) }
 // safePrefix returns the offset of the first byte at or after i that AppendString cannot
 // copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
 // character), or len(s). It looks at eight bytes at a time and, once 16 bytes were safe,
-// at 32 at a time with AVX2: most runs in a JSON text sent as a string are short, and
-// they end before the vector step would pay for its call.
+// at 32 at a time with AVX2, all of them in one call: most runs in a JSON text sent as a
+// string are short, and they end before the vector step would pay for its call.
 func safePrefix(s string, i int) int {
 	for words := 0; i+8 <= len(s); i += 8 {
 		w := load8(s[i : i+8])
@@ -38,12 +38,15 @@ func safePrefix(s string, i int) int {
 		if m &= highs; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
-		if words++; words == 2 && hasAVX2() {
-			for ; i+8+32 <= len(s); i += 32 {
-				if m := unsafeMaskAVX2(unsafe.StringData(s[i+8:])); m != 0 {
-					return i + 8 + bits.TrailingZeros32(m)
-				}
+		if words++; words == 2 && hasAVX2() && i+8+32 <= len(s) {
+			// The blocks from i+8 in one call: it stops at the byte it found, or short of
+			// the whole blocks' end when there is none; the words go on from there.
+			n := len(s) - i - 8
+			k := safeBlocksAVX2(unsafe.StringData(s[i+8:]), n)
+			if k < n&^31 {
+				return i + 8 + k
 			}
+			i += k
 		}
 	}
 	// The last seven bytes or fewer (all of a short token's text): one table load each,
