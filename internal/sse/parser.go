@@ -25,13 +25,19 @@ type Parser struct {
 	// DefaultMaxEventBytes. Set it before the first Feed.
 	MaxEventBytes int
 
-	buf        []byte // unconsumed bytes: an incomplete line, holding no line end
-	typ        []byte
-	data       []byte
-	hasData    bool
-	size       int  // bytes of the complete lines of the current event
-	skipLF     bool // the last byte seen was CR, so a leading LF ends nothing
-	bomChecked bool
+	buf []byte // unconsumed bytes: an incomplete line, holding no line end
+	// typ and data are the current event's type and data. Each is either a view of the
+	// bytes being fed (lent: the first data line, the event line, of an event whose lines
+	// came in one Feed) or the parser's own copy in typBuf or dataBuf; Feed copies a
+	// view before it returns.
+	typ, data       []byte
+	typBuf, dataBuf []byte
+	typLent         bool
+	dataLent        bool
+	hasData         bool
+	size            int  // bytes of the complete lines of the current event
+	skipLF          bool // the last byte seen was CR, so a leading LF ends nothing
+	bomChecked      bool
 }
 
 // Handler receives one event: its type (empty when no event field was given) and its
@@ -64,7 +70,7 @@ func (ps *Parser) Feed(p []byte, fn Handler) error {
 		if err := ps.checkLine(); err != nil {
 			return err
 		}
-		err := ps.line(ps.buf, fn)
+		err := ps.line(ps.buf, fn, false)
 		ps.buf = ps.buf[:0]
 		if err != nil {
 			return err
@@ -82,8 +88,22 @@ func (ps *Parser) Feed(p []byte, fn Handler) error {
 	if err != nil {
 		return err
 	}
+	ps.keep()
 	ps.buf = append(ps.buf[:0], rest...)
 	return ps.checkLine()
+}
+
+// keep copies the current event's type and data into the parser's own memory if they
+// are views of the bytes being fed, which the caller may reuse once Feed returns.
+func (ps *Parser) keep() {
+	if ps.typLent {
+		ps.typBuf = append(ps.typBuf[:0], ps.typ...)
+		ps.typ, ps.typLent = ps.typBuf, false
+	}
+	if ps.dataLent {
+		ps.dataBuf = append(ps.dataBuf[:0], ps.data...)
+		ps.data, ps.dataLent = ps.dataBuf, false
+	}
 }
 
 // lineEnd returns the index of the first CR or LF in p, or -1. Streams end their lines
@@ -129,6 +149,19 @@ func (ps *Parser) lines(p []byte, fn Handler) ([]byte, error) {
 			start = 1
 		}
 	}
+	if bytes.IndexByte(p[start:], '\r') < 0 {
+		// Every line ends in LF (how providers write their streams): one search a line.
+		for {
+			nl := bytes.IndexByte(p[start:], '\n')
+			if nl < 0 {
+				return p[start:], nil
+			}
+			if err := ps.line(p[start:start+nl], fn, true); err != nil {
+				return nil, err
+			}
+			start += nl + 1
+		}
+	}
 	// nl is the next LF at or after start once searched for (len(p) when there is none),
 	// kept across lines that end in CR, so that each byte is searched a bounded number
 	// of times whatever the line ends.
@@ -148,7 +181,7 @@ func (ps *Parser) lines(p []byte, fn Handler) ([]byte, error) {
 		if i == len(p) {
 			break
 		}
-		if err := ps.line(p[start:i], fn); err != nil {
+		if err := ps.line(p[start:i], fn, true); err != nil {
 			return nil, err
 		}
 		if p[i] == '\r' {
@@ -163,7 +196,10 @@ func (ps *Parser) lines(p []byte, fn Handler) ([]byte, error) {
 	return p[start:], nil
 }
 
-func (ps *Parser) line(l []byte, fn Handler) error {
+// line takes one complete line, without its end. lent means l is a view of the bytes
+// being fed (which stay put until Feed returns), not of the parser's own buffer: the
+// first data line and the event line are then kept as views, not copied.
+func (ps *Parser) line(l []byte, fn Handler, lent bool) error {
 	if len(l) == 0 {
 		ps.size = 0
 		return ps.dispatch(fn)
@@ -175,35 +211,58 @@ func (ps *Parser) line(l []byte, fn Handler) error {
 		return nil
 	}
 	name, value := l, l[len(l):]
-	for i, c := range l {
-		if c == ':' {
-			name, value = l[:i], l[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-			break
+	colon := -1
+	switch { // the two fields read, without a search for their colon
+	case len(l) >= 5 && string(l[:5]) == "data:":
+		colon = 4
+	case len(l) >= 6 && string(l[:6]) == "event:":
+		colon = 5
+	default:
+		colon = bytes.IndexByte(l, ':')
+	}
+	if colon >= 0 {
+		name, value = l[:colon], l[colon+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
 		}
 	}
 	switch string(name) {
 	case "data":
-		if ps.hasData {
-			ps.data = append(ps.data, '\n')
+		switch {
+		case !ps.hasData && lent:
+			ps.data, ps.dataLent = value, true
+		case !ps.hasData:
+			ps.dataBuf = append(ps.dataBuf[:0], value...)
+			ps.data = ps.dataBuf
+		default: // a further line: joined in the parser's own memory
+			if ps.dataLent {
+				ps.dataBuf = append(ps.dataBuf[:0], ps.data...)
+				ps.dataLent = false
+			} else {
+				ps.dataBuf = ps.data
+			}
+			ps.dataBuf = append(append(ps.dataBuf, '\n'), value...)
+			ps.data = ps.dataBuf
 		}
-		ps.data = append(ps.data, value...)
 		ps.hasData = true
 	case "event":
-		ps.typ = append(ps.typ[:0], value...)
+		if lent {
+			ps.typ, ps.typLent = value, true
+		} else {
+			ps.typBuf = append(ps.typBuf[:0], value...)
+			ps.typ, ps.typLent = ps.typBuf, false
+		}
 	}
 	return nil
 }
 
 func (ps *Parser) dispatch(fn Handler) error {
-	if !ps.hasData {
-		ps.typ = ps.typ[:0]
-		return nil
+	var err error
+	if ps.hasData {
+		err = fn(ps.typ, ps.data)
 	}
-	err := fn(ps.typ, ps.data)
-	ps.typ, ps.data, ps.hasData = ps.typ[:0], ps.data[:0], false
+	ps.typ, ps.data, ps.hasData = ps.typBuf[:0], ps.dataBuf[:0], false
+	ps.typLent, ps.dataLent = false, false
 	return err
 }
 
