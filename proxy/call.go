@@ -61,6 +61,12 @@ type modelCall struct {
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
 	chat   *telemetry.Chat
+
+	// emit is where the running attempt's events go (run). countFn is countEvent as a
+	// func value, made on first use and kept by a recycled chatRun (Reset): a method value
+	// handed to a provider is allocated, and this way once per modelCall, not per turn.
+	emit    translate.Emit
+	countFn translate.Emit
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -176,18 +182,14 @@ func (c *modelCall) Complete(ctx context.Context, req *translate.Request, emit t
 // run runs one translated turn: the route's provider phrases the request and decodes the
 // answer into events for emit.
 func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool, emit translate.Emit) error {
+	if c.countFn == nil {
+		c.countFn = c.countEvent
+	}
+	counted := c.countFn
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		emit := emit
+		c.emit = emit
 		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
-			emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
-		}
-		counted := func(ev *translate.Event) error {
-			if ev.Kind == translate.EventUsage {
-				c.lastUsage = ev.Usage
-			}
-			c.sent = true
-			c.chat.Event(ev) // tracing.go
-			return emit(ev)
+			c.emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
 		}
 		if lp, ok := r.backend.provider.(localProvider); ok {
 			c.chat.Request(req, stream, r.maxTokens) // tracing.go (roundTrip records the others)
@@ -202,6 +204,17 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 			return c.decode(ctx, x, r.backend, opts, counted)
 		})
 	})
+}
+
+// countEvent passes ev on to the attempt's emit (run), noting the usage it reports and
+// that the client has now seen part of an answer.
+func (c *modelCall) countEvent(ev *translate.Event) error {
+	if ev.Kind == translate.EventUsage {
+		c.lastUsage = ev.Usage
+	}
+	c.sent = true
+	c.chat.Event(ev) // tracing.go
+	return c.emit(ev)
 }
 
 // roundTrip performs one upstream exchange on route r: it phrases req for the route's

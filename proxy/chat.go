@@ -30,8 +30,12 @@ type chatRun struct {
 	call         *modelCall
 	// ownCall is where call points (one allocation for both).
 	ownCall modelCall
-	defs    []tools.Definition // server tools of this key; none means no tool loop
-	firstT  time.Time
+	// out is where execute sends the events of the model call, through toOut (outEvent
+	// as a func value, made once per chatRun).
+	out    loop.Output
+	toOut  translate.Emit
+	defs   []tools.Definition // server tools of this key; none means no tool loop
+	firstT time.Time
 	// committed is set once the stream writer told the handler how to answer.
 	committed bool
 	limits    limitRun // limits.go
@@ -169,11 +173,19 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 			KeepAliveInterval: loopKeepAlive, Tracer: c.s.tracer}
 		return l.Run(ctx, c.req, out)
 	}
-	if stream {
-		return c.call.Stream(ctx, c.req, out.Event)
+	// out.Event as a func value would be allocated on each request: c.toOut, made once
+	// per chatRun (Reset keeps it), reads c.out instead.
+	c.out = out
+	if c.toOut == nil {
+		c.toOut = c.outEvent
 	}
-	return c.call.Complete(ctx, c.req, out.Event)
+	if stream {
+		return c.call.Stream(ctx, c.req, c.toOut)
+	}
+	return c.call.Complete(ctx, c.req, c.toOut)
 }
+
+func (c *chatRun) outEvent(ev *translate.Event) error { return c.out.Event(ev) }
 
 // complete serves a non-streaming request.
 func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
@@ -271,7 +283,12 @@ func (c *chatRun) responseID() string {
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served
 // stays reachable through it.
-func (c *chatRun) Reset() { *c = chatRun{} }
+func (c *chatRun) Reset() {
+	// The two func values close over c itself, so they stay right for its next request.
+	toOut, countFn := c.toOut, c.ownCall.countFn
+	*c = chatRun{}
+	c.toOut, c.ownCall.countFn = toOut, countFn
+}
 
 // releaseScratch gives the memory c.req was parsed into back for another request: only
 // once the run is over, when nothing reads c.req any more (serve, or the stream writer's
