@@ -37,6 +37,7 @@ import (
 var version = "dev"
 
 func main() {
+	reexecTuned() // sysmon.go: the runtime's system monitor ticks instead of parking
 	// The gateway serves no heap profile: sampling allocations for one would cost a
 	// stack walk per sample and a bucket table of about 1.4 MB.
 	goruntime.MemProfileRate = 0
