@@ -326,14 +326,23 @@ func TestExactFloat(t *testing.T) {
 	for _, s := range floatCases {
 		checkExactFloat(t, s)
 	}
-	for _, s := range []string{"0.7", "1024", "-2", "0", "0.000001", "123456789012345"} {
-		if _, ok := exactFloat(s); !ok {
-			t.Errorf("exactFloat(%q) declined a plain decimal", s)
+	checkFastPath(t, "exactFloat", func(s string) bool { _, ok := exactFloat(s); return ok },
+		[]string{"0.7", "1024", "-2", "0", "0.000001", "123456789012345"},
+		[]string{"1e3", "1234567890123456", "1.", "", "-", ".", "+1"})
+}
+
+// checkFastPath checks that the fast reader named name answers each of plain and leaves
+// each of other to strconv.
+func checkFastPath(t *testing.T, name string, answers func(string) bool, plain, other []string) {
+	t.Helper()
+	for _, s := range plain {
+		if !answers(s) {
+			t.Errorf("%s(%q) declined a plain number", name, s)
 		}
 	}
-	for _, s := range []string{"1e3", "1234567890123456", "1.", "", "-", ".", "+1"} {
-		if _, ok := exactFloat(s); ok {
-			t.Errorf("exactFloat(%q) answered; it must leave it to ParseFloat", s)
+	for _, s := range other {
+		if answers(s) {
+			t.Errorf("%s(%q) answered; it must leave it to strconv", name, s)
 		}
 	}
 }
@@ -371,16 +380,9 @@ func TestSmallInt(t *testing.T) {
 	for _, s := range intCases {
 		checkSmallInt(t, s)
 	}
-	for _, s := range []string{"0", "412", "-1", "123456789012345678", "-123456789012345678"} {
-		if _, ok := smallInt(s); !ok {
-			t.Errorf("smallInt(%q) declined a plain integer", s)
-		}
-	}
-	for _, s := range []string{"1234567890123456789", "1.5", "1e3", "", "-", "+1"} {
-		if _, ok := smallInt(s); ok {
-			t.Errorf("smallInt(%q) answered; it must leave it to ParseInt", s)
-		}
-	}
+	checkFastPath(t, "smallInt", func(s string) bool { _, ok := smallInt(s); return ok },
+		[]string{"0", "412", "-1", "123456789012345678", "-123456789012345678"},
+		[]string{"1234567890123456789", "1.5", "1e3", "", "-", "+1"})
 }
 
 func checkSmallInt(t *testing.T, s string) {
