@@ -153,7 +153,7 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 #define ADDEQ(c, acc) VPCMPEQB consts<>+c(SB), Y0, Y3; VPOR Y3, acc, acc
 
 // LITERAL32 sets, for the 32 bytes at off(SI), R8 to the mask of the bytes AppendString
-// cannot copy as they are (as unsafeMaskAVX2), R9 to that of the backslashes and R10 to
+// cannot copy as they are (as safeBlocksAVX2 tests them), R9 to that of the backslashes and R10 to
 // that of the bytes '/' and 'u' (the escapes AppendString writes otherwise).
 #define LITERAL32(off) \
 	VMOVDQU off(SI), Y0; \

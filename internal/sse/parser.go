@@ -211,7 +211,7 @@ func (ps *Parser) line(l []byte, fn Handler, lent bool) error {
 		return nil
 	}
 	name, value := l, l[len(l):]
-	colon := -1
+	var colon int
 	switch { // the two fields read, without a search for their colon
 	case len(l) >= 5 && string(l[:5]) == "data:":
 		colon = 4
