@@ -107,36 +107,36 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 // as bit masks: the bytes that follow an odd run of backslashes are the escaped ones (a
 // quote among them does not end the string), each must be one JSON allows after a
 // backslash, and each u must be followed by four hex digits, which are checked one
-// escape at a time.
+// escape at a time. With AVX2, the whole blocks are read in one call of a loop
+// (escapedBlocksAVX2) that hands back only a block with a \u escape and the input's last,
+// partial block: a JSON text sent as a string (tool arguments, tool results) has an
+// escape every few bytes, and a call per block cost more than the block's reading.
 func (sc *Scanner) escapedEnd(i, blk int) int {
 	s := sc.s
 	window := ^uint64(0) << ((i - blk) & (blockSize - 1)) // the bytes from i on
 	var carry uint64                                      // 1 if the block's first byte is escaped
 	for {
-		m, bs, bad, u := escapeMask(s, blk)
-		escaped, next := escapedBytes(bs&window, carry)
-		// Stops: the quotes and control characters not escaped (an escaped control
-		// character is a bad escape, and so caught below).
-		stops := m &^ bs & window &^ escaped
-		check := window
-		if stops != 0 {
-			check &= 1<<bits.TrailingZeros64(stops) - 1 // the bytes before the first stop
-		}
-		if escaped&bad&check != 0 {
-			return -1
-		}
-		for us := escaped & u & check; us != 0; us &= us - 1 {
-			k := blk + bits.TrailingZeros64(us)
-			if k+5 > len(s) || !isHex(s[k+1]) || !isHex(s[k+2]) || !isHex(s[k+3]) || !isHex(s[k+4]) {
+		if whole := (len(s) - blk) &^ (blockSize - 1); whole > 0 && hasAVX2() {
+			k, end, m, next, status := escapedBlocksAVX2(unsafe.StringData(s[blk:]), whole, window, carry)
+			switch status {
+			case ebFound:
+				sc.mask, sc.blk1 = m, blk+k+1
+				if end += blk; s[end] != '"' {
+					return -1 // a control character
+				}
+				return end
+			case ebBad:
+				return -1
+			}
+			if k > 0 {
+				window = ^uint64(0)
+			}
+			if blk, carry = blk+k, next; blk >= len(s) {
 				return -1
 			}
 		}
-		if stops != 0 {
-			end := blk + bits.TrailingZeros64(stops)
-			sc.mask, sc.blk1 = m, blk+1
-			if s[end] != '"' {
-				return -1 // a control character
-			}
+		end, next, done := sc.escapedBlock(blk, window, carry)
+		if done {
 			return end
 		}
 		if blk += blockSize; blk >= len(s) {
@@ -144,6 +144,49 @@ func (sc *Scanner) escapedEnd(i, blk int) int {
 		}
 		window, carry = ^uint64(0), next
 	}
+}
+
+// Statuses of escapedBlocksAVX2.
+const (
+	ebMore = iota
+	ebFound
+	ebBad
+	ebSlow
+)
+
+// escapedBlock reads the block at blk of a string with escapes, from the bytes in window
+// on, given the carry into the block (see escapedBytes). done reports whether the string
+// ends in it or is malformed there (end is then its closing quote, or -1); if not, next is
+// the carry into the block after.
+func (sc *Scanner) escapedBlock(blk int, window, carry uint64) (end int, next uint64, done bool) {
+	s := sc.s
+	m, bs, bad, u := escapeMask(s, blk)
+	escaped, next := escapedBytes(bs&window, carry)
+	// Stops: the quotes and control characters not escaped (an escaped control
+	// character is a bad escape, and so caught below).
+	stops := m &^ bs & window &^ escaped
+	check := window
+	if stops != 0 {
+		check &= 1<<bits.TrailingZeros64(stops) - 1 // the bytes before the first stop
+	}
+	if escaped&bad&check != 0 {
+		return -1, 0, true
+	}
+	for us := escaped & u & check; us != 0; us &= us - 1 {
+		k := blk + bits.TrailingZeros64(us)
+		if k+5 > len(s) || !isHex(s[k+1]) || !isHex(s[k+2]) || !isHex(s[k+3]) || !isHex(s[k+4]) {
+			return -1, 0, true
+		}
+	}
+	if stops != 0 {
+		end := blk + bits.TrailingZeros64(stops)
+		sc.mask, sc.blk1 = m, blk+1
+		if s[end] != '"' {
+			return -1, 0, true // a control character
+		}
+		return end, 0, true
+	}
+	return 0, next, false
 }
 
 // escapedBytes returns the mask of the bytes escaped by a backslash in a block whose

@@ -44,3 +44,16 @@ func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)
 //
 //go:noescape
 func asciiBlocksAVX2(p *byte, n int) int
+
+// escapedBlocksAVX2 is escapedEnd's loop over the whole blocks of n bytes (a multiple of
+// blockSize) at p, starting with the given window and carry for the first block (see
+// escapedEnd), for as long as no block needs more than its masks. It returns the offset k
+// of the block it stopped at and a status: ebFound, the string ends at end (offset from
+// p) in that block, whose special mask is special (the stop is a quote or a control
+// character: the caller looks); ebBad, a byte not allowed after a backslash comes before
+// the string's end; ebSlow, the block has a \u escape before the string's end, to be read
+// by escapedEnd with carry next (the carry into it); ebMore, k is n and next is the carry
+// into the block at n. It needs AVX2.
+//
+//go:noescape
+func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)

@@ -219,3 +219,114 @@ ascii_done:
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
+
+// func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
+//
+// Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
+// block; per block AX the backslashes, BX the special mask, CX the u bytes, DX the bytes
+// not allowed after a backslash, R10 the escaped bytes, R11 the carry out, R8 the stops,
+// R9 the bytes checked.
+TEXT ·escapedBlocksAVX2(SB), NOSPLIT, $0-72
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), R14
+	MOVQ window+16(FP), R12
+	MOVQ carry+24(FP), R13
+	XORQ DI, DI
+	VMOVDQU consts<>+0x40(SB), Y5 // 0x20
+
+eb_loop:
+	CMPQ DI, R14
+	JAE  eb_more
+	ESCAPE32(0)
+	KEEP3
+	MOVQ R11, BX
+	ESCAPE32(32)
+	JOIN3
+	SHLQ $32, R11
+	ORQ  R11, BX
+	NOTQ DX
+
+	// escapedBytes(bs & window, carry), as in special.go.
+	MOVQ AX, R8
+	ANDQ R12, R8
+	MOVQ R13, R9
+	NOTQ R9
+	ANDQ R9, R8 // R8 = bs &^ carry
+	MOVQ R8, R9
+	SHLQ $1, R9
+	ORQ  R13, R9 // R9 = follows
+	MOVQ $0xaaaaaaaaaaaaaaaa, R10
+	ANDQ R8, R10
+	MOVQ R9, R11
+	NOTQ R11
+	ANDQ R11, R10 // R10 = oddStarts
+	MOVQ $0, R11  // MOVQ leaves the flags alone
+	ADDQ R8, R10
+	ADCQ $0, R11 // R11 = next
+	SHLQ $1, R10
+	MOVQ $0x5555555555555555, R8
+	XORQ R8, R10
+	ANDQ R9, R10 // R10 = escaped
+
+	// stops = special &^ bs & window &^ escaped
+	MOVQ AX, R8
+	NOTQ R8
+	ANDQ BX, R8
+	ANDQ R12, R8
+	MOVQ R10, R9
+	NOTQ R9
+	ANDQ R9, R8
+
+	// check = window, less the bytes from the first stop on
+	MOVQ  R12, R9
+	TESTQ R8, R8
+	JZ    eb_checks
+	MOVQ  R8, AX
+	NEGQ  AX
+	ANDQ  R8, AX
+	DECQ  AX
+	ANDQ  AX, R9
+
+eb_checks:
+	MOVQ  R10, AX
+	ANDQ  DX, AX
+	TESTQ R9, AX
+	JNZ   eb_bad
+	MOVQ  R10, AX
+	ANDQ  CX, AX
+	TESTQ R9, AX
+	JNZ   eb_slow
+	TESTQ R8, R8
+	JNZ   eb_found
+	MOVQ  R11, R13
+	MOVQ  $-1, R12
+	ADDQ  $64, SI
+	ADDQ  $64, DI
+	JMP   eb_loop
+
+eb_found:
+	BSFQ R8, AX
+	ADDQ DI, AX
+	MOVQ AX, end+40(FP)
+	MOVQ BX, special+48(FP)
+	MOVQ R11, next+56(FP)
+	MOVQ $1, status+64(FP)
+	JMP  eb_ret
+
+eb_bad:
+	MOVQ $2, status+64(FP)
+	JMP  eb_ret
+
+eb_slow:
+	MOVQ R13, next+56(FP) // the carry into this block, which Go reads again
+	MOVQ $3, status+64(FP)
+	JMP  eb_ret
+
+eb_more:
+	MOVQ R13, next+56(FP)
+	MOVQ $0, status+64(FP)
+
+eb_ret:
+	VZEROUPPER
+	MOVQ DI, k+32(FP)
+	RET

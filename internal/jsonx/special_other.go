@@ -24,3 +24,8 @@ func literalHalfAVX2(*byte) (unsafe, bs, chg uint64) { panic("jsonx: literalHalf
 
 // asciiBlocksAVX2 is never called where hasAVX2 is false.
 func asciiBlocksAVX2(*byte, int) int { panic("jsonx: asciiBlocksAVX2 without AVX2") }
+
+// escapedBlocksAVX2 is never called where hasAVX2 is false.
+func escapedBlocksAVX2(*byte, int, uint64, uint64) (k, end int, special, next uint64, status int) {
+	panic("jsonx: escapedBlocksAVX2 without AVX2")
+}
