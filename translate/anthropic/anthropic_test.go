@@ -697,4 +697,13 @@ func TestAnthropicAppendID(t *testing.T) {
 			t.Errorf("anthropicAppendID(%q) = %s, want x:%s", tt.id, got, tt.want)
 		}
 	}
+	for c := range 256 { // every byte, against the pattern's definition
+		want := byte('_')
+		if b := byte(c); b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-' {
+			want = b
+		}
+		if got := anthropicAppendID(nil, string([]byte{byte(c)})); got[1] != want {
+			t.Errorf("byte %#x goes out as %q, want %q", c, got[1], want)
+		}
+	}
 }
