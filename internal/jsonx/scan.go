@@ -192,6 +192,16 @@ func (sc *Scanner) AtEnd() bool {
 // false after the closing '}' or on a syntax error. Otherwise Key returns the member's name
 // and the cursor is at its value, which the caller must read before the next call.
 func (sc *Scanner) NextField(n *int) bool {
+	// The compact form first, as most encoders write a member after the first: a comma,
+	// the name (whose end the block mask kept from the name before tells, see quickEnd)
+	// and a colon, without whitespace.
+	if s, i := sc.s, sc.i; *n > 0 && i+2 < len(s) && s[i] == ',' && s[i+1] == '"' {
+		if end := sc.quickEnd(i + 2); end >= 0 && end+1 < len(s) && s[end+1] == ':' {
+			sc.key, sc.i = s[i+2:end], end+2
+			*n++
+			return true
+		}
+	}
 	c := sc.Peek()
 	if *n == 0 {
 		if c != '{' {

@@ -107,6 +107,50 @@ func TestJSONScanner_Strings(t *testing.T) {
 	}
 }
 
+// TestNextField_CompactAndSpaced: NextField reads the same names and values from an
+// object written compactly (its fast path: comma, name, colon) as from the same object
+// with whitespace around every token, from names with escapes (which the fast path
+// leaves to the general one), from names that cross a block boundary, and it refuses
+// the same faults.
+func TestNextField_CompactAndSpaced(t *testing.T) {
+	long := strings.Repeat("n", 70)
+	for _, c := range []struct {
+		compact string
+		ok      bool
+	}{
+		{`{"a":1,"b":"x","c":[1,2],"d":{"e":null}}`, true},
+		{`{"a":1,"b\"q":2,"c\u0041":3}`, true},
+		{`{"a":1,"` + long + `":2,"z":3}`, true},
+		{`{"a":"` + long + `","b":2}`, true},
+		{`{"a":1,"b"2}`, false},
+		{`{"a":1,"b`, false},
+		{`{"a":1,"b":`, false},
+		{`{"a":1,}`, false},
+		{`{"a":1,"\x":2}`, false},
+	} {
+		spaced := strings.NewReplacer(",", " ,\n ", ":", " :\t", "{", "{ ").Replace(c.compact)
+		if strings.Contains(c.compact, `\`) || strings.Contains(c.compact, long) {
+			spaced = strings.ReplaceAll(c.compact, `,"`, ` , "`) // the strings' own bytes stay
+		}
+		read := func(s string) (names []string, ok bool) {
+			sc := NewScanner(s)
+			for n := 0; sc.NextField(&n); {
+				var v Value
+				if !sc.Value(&v) {
+					return names, false
+				}
+				names = append(names, sc.Key()+"="+strconv.Itoa(int(v.Kind))+v.Str) // Raw holds the spaces
+			}
+			return names, !sc.Failed()
+		}
+		got, ok := read(c.compact)
+		want, wantOK := read(spaced)
+		if ok != c.ok || wantOK != c.ok || strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: read %q (ok %v), spaced %s read %q (ok %v), want ok %v", c.compact, got, ok, spaced, want, wantOK, c.ok)
+		}
+	}
+}
+
 // FuzzValidJSONMatchesGJSON: Valid agrees with gjson.Valid, and every string the
 // scanner decodes agrees with encoding/json's decoding.
 func FuzzValidJSONMatchesGJSON(f *testing.F) {
