@@ -57,3 +57,11 @@ func asciiBlocksAVX2(p *byte, n int) int
 //
 //go:noescape
 func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
+
+// literalBlocksAVX2 is AppendLiteral's reading of the whole blocks of n bytes (a multiple
+// of blockSize) at p, given the carry into the first (see escapedBytes), for as long as
+// no block has a byte to stop at: it returns the offset k of the first block that has
+// one, or n, and the carry into that block. It needs AVX2.
+//
+//go:noescape
+func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next uint64)

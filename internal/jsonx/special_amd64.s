@@ -330,3 +330,70 @@ eb_ret:
 	VZEROUPPER
 	MOVQ DI, k+32(FP)
 	RET
+
+// func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next uint64)
+//
+// Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
+// block AX the unsafe bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the
+// escaped bytes, R11 the carry out, R8 the stops.
+TEXT ·literalBlocksAVX2(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), R14
+	MOVQ carry+16(FP), R13
+	XORQ DI, DI
+	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+
+lb_loop:
+	CMPQ DI, R14
+	JAE  lb_done
+	LITERAL32(0)
+	KEEP3
+	LITERAL32(32)
+	JOIN3
+	MOVQ AX, R8
+	ORQ  R13, R8
+	JZ   lb_next // nothing to stop at, and no escape running into the block
+
+	// escapedBytes(bs, carry), as in special.go.
+	MOVQ CX, R8
+	MOVQ R13, R9
+	NOTQ R9
+	ANDQ R9, R8 // R8 = bs &^ carry
+	MOVQ R8, R9
+	SHLQ $1, R9
+	ORQ  R13, R9 // R9 = follows
+	MOVQ $0xaaaaaaaaaaaaaaaa, R10
+	ANDQ R8, R10
+	MOVQ R9, R11
+	NOTQ R11
+	ANDQ R11, R10 // R10 = oddStarts
+	MOVQ $0, R11  // MOVQ leaves the flags alone
+	ADDQ R8, R10
+	ADCQ $0, R11 // R11 = next
+	SHLQ $1, R10
+	MOVQ $0x5555555555555555, R8
+	XORQ R8, R10
+	ANDQ R9, R10 // R10 = escaped
+
+	// stops = unsafe &^ bs &^ escaped | escaped & chg
+	MOVQ CX, R8
+	NOTQ R8
+	ANDQ AX, R8
+	MOVQ R10, R9
+	NOTQ R9
+	ANDQ R9, R8
+	ANDQ DX, R10
+	ORQ  R10, R8
+	JNZ  lb_done // AppendLiteral reads this block, with the carry into it
+	MOVQ R11, R13
+
+lb_next:
+	ADDQ $64, SI
+	ADDQ $64, DI
+	JMP  lb_loop
+
+lb_done:
+	VZEROUPPER
+	MOVQ DI, k+24(FP)
+	MOVQ R13, next+32(FP)
+	RET

@@ -29,3 +29,8 @@ func asciiBlocksAVX2(*byte, int) int { panic("jsonx: asciiBlocksAVX2 without AVX
 func escapedBlocksAVX2(*byte, int, uint64, uint64) (k, end int, special, next uint64, status int) {
 	panic("jsonx: escapedBlocksAVX2 without AVX2")
 }
+
+// literalBlocksAVX2 is never called where hasAVX2 is false.
+func literalBlocksAVX2(*byte, int, uint64) (k int, next uint64) {
+	panic("jsonx: literalBlocksAVX2 without AVX2")
+}

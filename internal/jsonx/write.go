@@ -77,12 +77,20 @@ func AppendString(dst []byte, s string) []byte {
 // stop: the bytes AppendString cannot copy as they are, less the backslashes and the
 // bytes escaped (found as the scanner finds them, escapedBytes), plus the escaped '/'
 // and 'u'. In a JSON text sent as a string the escapes that go out as they are (\" above
-// all) come every few bytes; none of them stops the copy.
+// all) come every few bytes; none of them stops the copy. With AVX2 the whole blocks
+// without a stop are passed over in one call (literalBlocksAVX2).
 func AppendLiteral(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0 // lit[start:i] is still to copy; i is where the reading has got to
 	var carry uint64 // 1 if the block's first byte is escaped
 	for base := 0; base < len(lit); base += blockSize {
+		if whole := (len(lit) - base) &^ (blockSize - 1); whole > 0 && hasAVX2() {
+			// The blocks without a stop, passed over in one call.
+			k, next := literalBlocksAVX2(unsafe.StringData(lit[base:]), whole, carry)
+			if base, carry = base+k, next; base >= len(lit) {
+				break
+			}
+		}
 		unsafe_, bs, chg := literalMasks(lit, base)
 		if unsafe_|carry == 0 {
 			continue // nothing to stop at, and no escape running into the next block
