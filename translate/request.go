@@ -232,7 +232,10 @@ type Tool struct {
 	Description string
 	// Parameters is the raw JSON Schema; "" when the tool has none.
 	Parameters string
-	Strict     *bool
+	// ParametersTyped is set by a parser that found a member named type at the top of
+	// Parameters. Clear, it says nothing: an encoder that needs to know reads Parameters.
+	ParametersTyped bool
+	Strict          *bool
 	// CacheControl is a prompt-cache breakpoint after this tool, raw JSON; "" for none.
 	CacheControl string
 	// Builtin, when set, makes this a built-in (server-side) tool such as web_search,

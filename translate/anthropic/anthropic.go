@@ -364,7 +364,7 @@ func (w *anthropicWriter) tool(t *translate.Tool) []byte {
 	switch ps := strings.TrimSpace(t.Parameters); {
 	case ps == "":
 		dst = append(dst, `{"type":"object","properties":{}}`...)
-	case !hasMember(ps, "type"):
+	case !t.ParametersTyped && !hasMember(ps, "type"):
 		// input_schema must say type object; OpenAI accepts a schema without it.
 		dst = append(dst, `{"type":"object"`...)
 		if rest := strings.TrimSpace(ps[1:]); rest != "}" {

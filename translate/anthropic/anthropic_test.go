@@ -707,3 +707,35 @@ func TestAnthropicAppendID(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicToolSchemaType: input_schema says type object whether or not the client's
+// schema did, and a parsed tool's ParametersTyped, which spares reading the schema again,
+// gives the bytes the schema's own reading gives.
+func TestAnthropicToolSchemaType(t *testing.T) {
+	for _, c := range []struct{ params, want string }{
+		{`{"properties":{"city":{"type":"string"}},"type":"object"}`, `{"properties":{"city":{"type":"string"}},"type":"object"}`},
+		{`{"properties":{"type":{"type":"string"}}}`, `{"type":"object","properties":{"type":{"type":"string"}}}`},
+		{`{}`, `{"type":"object"}`},
+	} {
+		body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":` + c.params + `}}]}`
+		req, err := openaichat.ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := gjson.GetBytes(parsed, "tools.0.input_schema").Raw; got != c.want {
+			t.Errorf("%s: input_schema %s, want %s", c.params, got, c.want)
+		}
+		req.Tools[0].ParametersTyped = false // as a tool built by other code leaves it
+		read, err := New().AppendRequest(nil, req, &translate.Options{UpstreamModel: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(parsed, read) {
+			t.Errorf("%s: with ParametersTyped %s, without %s", c.params, parsed, read)
+		}
+	}
+}

@@ -604,7 +604,7 @@ func (p *parser) tool(i int) bool {
 	}
 	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, name, description, parameters, strict jsonx.Value
-	sawFunction := false
+	sawFunction, typed := false, false
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
 		if !p.member(&seen, param, toolNames) {
@@ -618,8 +618,8 @@ func (p *parser) tool(i int) bool {
 			if sawFunction || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name},
-					want{"description", &description}, want{"parameters", &parameters}, want{"strict", &strict})
+				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name, nil},
+					want{"description", &description, nil}, want{"parameters", &parameters, &typed}, want{"strict", &strict, nil})
 			}
 			sawFunction = true
 		default:
@@ -643,7 +643,7 @@ func (p *parser) tool(i int) bool {
 		if parameters.Kind != jsonx.Object {
 			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
 		}
-		tool.Parameters = parameters.Raw
+		tool.Parameters, tool.ParametersTyped = parameters.Raw, typed
 	}
 	if strict.IsBool() {
 		b := strict.Kind == jsonx.True
@@ -699,7 +699,7 @@ func (p *parser) toolChoice() bool {
 		case sc.Key() == "type":
 			ok = sc.First(&typ)
 		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
-			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
+			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name, nil})
 		default:
 			ok = sc.Skip()
 		}
@@ -742,8 +742,8 @@ func (p *parser) responseFormat() bool {
 				ok = sc.Skip()
 			} else {
 				schemaObject = true
-				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
-					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
+				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name, nil},
+					want{"description", &description, nil}, want{"schema", &schema, nil}, want{"strict", &strict, nil})
 			}
 			sawSchema = true
 		default:

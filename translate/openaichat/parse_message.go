@@ -130,7 +130,7 @@ func (p *parser) thinkingBlock(base func() string, msg *translate.Message) bool 
 		if !sc.Skip() {
 			return false
 		}
-	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
+	} else if !p.fields(base, want{"type", &typ, nil}, want{"thinking", &thinking, nil}, want{"signature", &signature, nil}, want{"data", &data, nil}) {
 		return false
 	}
 	msg.ThinkingBlocks = append(msg.ThinkingBlocks, translate.ThinkingBlock{
@@ -191,22 +191,22 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 			case sc.Peek() != '{':
 				ok = sc.Value(&image)
 			default:
-				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
+				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url, nil}, want{"detail", &detail, nil})
 			}
 			sawImage = true
 		case "file":
 			if sawFile || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
-					want{"file_id", &fileID}, want{"filename", &filename})
+				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData, nil},
+					want{"file_id", &fileID, nil}, want{"filename", &filename, nil})
 			}
 			sawFile = true
 		case "input_audio":
 			if sawAudio || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
+				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio, nil}, want{"format", &format, nil})
 			}
 			sawAudio = true
 		default:
@@ -259,10 +259,12 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	return true
 }
 
-// want names an object member to read and where to put its value.
+// want names an object member to read and where to put its value. With typed set, an
+// object value is read by schema, which sets *typed when it has a member named type.
 type want struct {
-	key string
-	dst *jsonx.Value
+	key   string
+	dst   *jsonx.Value
+	typed *bool
 }
 
 // fields reads the object at the cursor, whose param path base returns, putting the value
@@ -278,7 +280,11 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		ok := false
 		for _, w := range wants {
 			if w.key == sc.Key() {
-				ok = sc.First(w.dst)
+				if w.typed != nil && w.dst.Kind == jsonx.Missing && sc.Peek() == '{' {
+					ok = p.schema(w.dst, w.typed)
+				} else {
+					ok = sc.First(w.dst)
+				}
 				goto next
 			}
 		}
@@ -289,6 +295,27 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		}
 	}
 	return !sc.Failed()
+}
+
+// schema reads the JSON Schema object at the cursor into v, as Value reads it, and sets
+// *typed when the object has a member named type (translate.Tool.ParametersTyped): the
+// same walk over its members as Value's, which notes their names on the way.
+func (p *parser) schema(v *jsonx.Value, typed *bool) bool {
+	sc := &p.sc
+	at := sc.Pos()
+	for n := 0; sc.NextField(&n); {
+		if sc.Key() == "type" {
+			*typed = true
+		}
+		if !sc.Skip() {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	v.Set(jsonx.Object, sc.Input()[at:sc.Pos()], at, "")
+	return true
 }
 
 func (p *parser) toolCalls(i int, msg *translate.Message) bool {

@@ -556,3 +556,33 @@ func TestParseRequest_ScratchSamplingParams(t *testing.T) {
 		t.Errorf("a parse without a scratch: temperature %v", fresh.Temperature)
 	}
 }
+
+// TestParseRequest_ParametersTyped: a tool's ParametersTyped says whether its parameters
+// object has a member named type at its top, its name read decoded; a type only inside
+// a property, or parameters that are not an object, leave it clear.
+func TestParseRequest_ParametersTyped(t *testing.T) {
+	for _, c := range []struct {
+		params string
+		want   bool
+	}{
+		{`{"type":"object","properties":{}}`, true},
+		{`{"properties":{"type":{"type":"string"}},"required":["type"],"type":"object"}`, true},
+		{`{"properties":{"type":{"type":"string"}},"required":["type"]}`, false},
+		{` { "properties" : {} , "typ\u0065" : "object" } `, true},
+		{`{"a":"type"}`, false},
+		{`{}`, false},
+		{`null`, false},
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":` + c.params + `}}]}`
+		req, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", c.params, err)
+		}
+		if got := req.Tools[0].ParametersTyped; got != c.want {
+			t.Errorf("%s: ParametersTyped %v, want %v", c.params, got, c.want)
+		}
+		if c.params != "null" && req.Tools[0].Parameters != strings.TrimSpace(c.params) {
+			t.Errorf("%s: Parameters %q", c.params, req.Tools[0].Parameters)
+		}
+	}
+}
