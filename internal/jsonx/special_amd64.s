@@ -220,6 +220,17 @@ ascii_done:
 	MOVQ AX, ret+16(FP)
 	RET
 
+// ESCAPED is escapedBytes (special.go) in registers: given a block's backslashes in R8
+// and the carry into it (0 or 1) in R13, it sets R10 to the escaped bytes and R11 to the
+// carry out; it clobbers R8 and R9. MOVQ $0 before the ADDQ leaves the flags alone, so
+// ADCQ takes the addition's carry.
+#define ESCAPED \
+	MOVQ R13, R9; NOTQ R9; ANDQ R9, R8; \
+	MOVQ R8, R9; SHLQ $1, R9; ORQ R13, R9; \
+	MOVQ $0xaaaaaaaaaaaaaaaa, R10; ANDQ R8, R10; MOVQ R9, R11; NOTQ R11; ANDQ R11, R10; \
+	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
+	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
+
 // func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
@@ -246,27 +257,9 @@ eb_loop:
 	ORQ  R11, BX
 	NOTQ DX
 
-	// escapedBytes(bs & window, carry), as in special.go.
 	MOVQ AX, R8
-	ANDQ R12, R8
-	MOVQ R13, R9
-	NOTQ R9
-	ANDQ R9, R8 // R8 = bs &^ carry
-	MOVQ R8, R9
-	SHLQ $1, R9
-	ORQ  R13, R9 // R9 = follows
-	MOVQ $0xaaaaaaaaaaaaaaaa, R10
-	ANDQ R8, R10
-	MOVQ R9, R11
-	NOTQ R11
-	ANDQ R11, R10 // R10 = oddStarts
-	MOVQ $0, R11  // MOVQ leaves the flags alone
-	ADDQ R8, R10
-	ADCQ $0, R11 // R11 = next
-	SHLQ $1, R10
-	MOVQ $0x5555555555555555, R8
-	XORQ R8, R10
-	ANDQ R9, R10 // R10 = escaped
+	ANDQ R12, R8 // the backslashes in the window
+	ESCAPED
 
 	// stops = special &^ bs & window &^ escaped
 	MOVQ AX, R8
@@ -354,26 +347,8 @@ lb_loop:
 	ORQ  R13, R8
 	JZ   lb_next // nothing to stop at, and no escape running into the block
 
-	// escapedBytes(bs, carry), as in special.go.
 	MOVQ CX, R8
-	MOVQ R13, R9
-	NOTQ R9
-	ANDQ R9, R8 // R8 = bs &^ carry
-	MOVQ R8, R9
-	SHLQ $1, R9
-	ORQ  R13, R9 // R9 = follows
-	MOVQ $0xaaaaaaaaaaaaaaaa, R10
-	ANDQ R8, R10
-	MOVQ R9, R11
-	NOTQ R11
-	ANDQ R11, R10 // R10 = oddStarts
-	MOVQ $0, R11  // MOVQ leaves the flags alone
-	ADDQ R8, R10
-	ADCQ $0, R11 // R11 = next
-	SHLQ $1, R10
-	MOVQ $0x5555555555555555, R8
-	XORQ R8, R10
-	ANDQ R9, R10 // R10 = escaped
+	ESCAPED
 
 	// stops = unsafe &^ bs &^ escaped | escaped & chg
 	MOVQ CX, R8
