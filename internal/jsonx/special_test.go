@@ -389,6 +389,38 @@ func TestStringEnd_MatchesNaive(t *testing.T) {
 	}
 }
 
+// TestEscapedBlock_MatchesNaive: escapedBlock read block after block, as escapedEnd reads
+// a string where AVX2 is missing, ends strings with escapes where the byte-at-a-time
+// definition does (on this machine escapedEnd itself hands it only some blocks).
+func TestEscapedBlock_MatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{`\`, `\\`, `\"`, `"`, `a`, `u`, `\u00e9`, `\u12`, `\x`, `\/`, `\n`, "\x01", strings.Repeat(`\`, 63), strings.Repeat("b", 40)}
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString(`\"`) // the string has an escape from its start, as escapedEnd's do
+		for range r.IntN(40) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		pad := r.IntN(2 * blockSize)
+		s := strings.Repeat(" ", pad) + b.String()
+		sc := Scanner{s: s}
+		got := -1
+		blk := pad &^ (blockSize - 1)
+		window, carry := ^uint64(0)<<(pad-blk), uint64(0)
+		for blk < len(s) {
+			end, next, done := sc.escapedBlock(blk, window, carry)
+			if done {
+				got = end
+				break
+			}
+			blk, window, carry = blk+blockSize, ^uint64(0), next
+		}
+		if want := naiveStringEnd(s, pad); got != want {
+			t.Fatalf("escapedBlock's loop over %q from %d: %d, want %d", s, pad, got, want)
+		}
+	}
+}
+
 // FuzzStringEndMatchesNaive: stringEnd agrees with its byte-at-a-time definition on any
 // bytes read from any offset.
 func FuzzStringEndMatchesNaive(f *testing.F) {
