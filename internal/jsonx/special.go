@@ -128,6 +128,8 @@ func (sc *Scanner) escapedEnd(i, blk int) int {
 			case ebBad:
 				return -1
 			}
+			// ebSlow or ebMore: the block at blk+k, one with a \u escape or the input's
+			// last, partial one, is read below.
 			if k > 0 {
 				window = ^uint64(0)
 			}
