@@ -46,6 +46,108 @@ var (
 	noNames             members.Names
 )
 
+// The positions of the names of messageFields, toolCallFields, toolCallFuncFields and
+// partFields in their lists, as the field functions below return them: the parser reads
+// the objects it meets most often (a history's messages and tool calls) by these, so a
+// member's name is compared once, by the compiler's switch, and checked by a bit test
+// (members.Set.Known). TestFieldSwitchesMatchNames holds each function to its list.
+const (
+	mRole = iota
+	mContent
+	mName
+	mToolCallID
+	mToolCalls
+	mReasoningContent
+	mThinkingBlocks
+	mRefusal
+)
+
+const (
+	tcID = iota
+	tcType
+	tcFunction
+)
+
+const (
+	fnName = iota
+	fnArguments
+)
+
+const (
+	ptType = iota
+	ptText
+	ptRefusal
+	ptImageURL
+	ptFile
+	ptInputAudio
+)
+
+// messageField returns k's position in messageFields, -1 when it is none of them.
+func messageField(k string) int {
+	switch k {
+	case "role":
+		return mRole
+	case "content":
+		return mContent
+	case "name":
+		return mName
+	case "tool_call_id":
+		return mToolCallID
+	case "tool_calls":
+		return mToolCalls
+	case "reasoning_content":
+		return mReasoningContent
+	case "thinking_blocks":
+		return mThinkingBlocks
+	case "refusal":
+		return mRefusal
+	}
+	return -1
+}
+
+// toolCallField returns k's position in toolCallFields, -1 when it is none of them.
+func toolCallField(k string) int {
+	switch k {
+	case "id":
+		return tcID
+	case "type":
+		return tcType
+	case "function":
+		return tcFunction
+	}
+	return -1
+}
+
+// toolCallFuncField returns k's position in toolCallFuncFields, -1 when it is none of them.
+func toolCallFuncField(k string) int {
+	switch k {
+	case "name":
+		return fnName
+	case "arguments":
+		return fnArguments
+	}
+	return -1
+}
+
+// partField returns k's position in partFields, -1 when it is none of them.
+func partField(k string) int {
+	switch k {
+	case "type":
+		return ptType
+	case "text":
+		return ptText
+	case "refusal":
+		return ptRefusal
+	case "image_url":
+		return ptImageURL
+	case "file":
+		return ptFile
+	case "input_audio":
+		return ptInputAudio
+	}
+	return -1
+}
+
 // Codes of the ParamErrors for ambiguous member names.
 const (
 	CodeDuplicateKey = translate.CodeDuplicateKey
@@ -62,6 +164,21 @@ type keySet = members.Set
 func (p *parser) member(seen *keySet, base func() string, known members.Names) bool {
 	k := p.sc.Key()
 	if _, code, field := seen.Member(k, known); code != "" {
+		return p.keyError(base, k, code, field)
+	}
+	return true
+}
+
+// otherMember is member for a name the caller's field function (messageField, ...) found
+// at position i of known and seen already holds, or for a name known does not hold (i is
+// -1). The caller tests a known name's bit itself (members.Set.Known): a call, and this
+// function's work, for every member is what the field functions save.
+func (p *parser) otherMember(seen *keySet, i int, base func() string, known members.Names) bool {
+	k := p.sc.Key()
+	if i >= 0 {
+		return p.keyError(base, k, CodeDuplicateKey, "")
+	}
+	if code, field := seen.Other(k, known); code != "" {
 		return p.keyError(base, k, code, field)
 	}
 	return true

@@ -2,8 +2,11 @@ package openaichat
 
 import (
 	"errors"
-	"github.com/agate-gateway/agate/translate"
+	"strings"
 	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -42,6 +45,14 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 		{name: "image url in upper case", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a","URL":"b"}}]}]}`, want: fold("messages[0].content[0].image_url.URL")},
 		{name: "tool call id twice", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"f"}}]}]}`, want: dup("messages[0].tool_calls[0].id")},
 		{name: "tool call name in another case", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","Name":"g"}}]}]}`, want: fold("messages[0].tool_calls[0].function.Name")},
+		{name: "tool_call_id twice", body: `{"model":"m","messages":[{"role":"tool","tool_call_id":"a","content":"x","tool_call_id":"b"}]}`, want: dup("messages[0].tool_call_id")},
+		{name: "refusal twice after unknown names", body: `{"model":"m","messages":[{"role":"assistant","x":1,"refusal":"a","y":2,"refusal":"b"}]}`, want: dup("messages[0].refusal")},
+		{name: "tool_calls in another case", body: `{"model":"m","messages":[{"role":"assistant","content":"x","Tool_Calls":[]}]}`, want: fold("messages[0].Tool_Calls")},
+		{name: "tool call function twice", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"},"function":{"name":"g"}}]}]}`, want: dup("messages[0].tool_calls[0].function")},
+		{name: "tool call type in upper case", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","TYPE":"x","function":{"name":"f"}}]}]}`, want: fold("messages[0].tool_calls[0].TYPE")},
+		{name: "tool call arguments twice", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}","arguments":"{\"x\":1}"}}]}]}`, want: dup("messages[0].tool_calls[0].function.arguments")},
+		{name: "content part text in another case", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","TEXT":"b"}]}]}`, want: fold("messages[0].content[0].TEXT")},
+		{name: "content part input_audio twice", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"a","format":"wav"},"input_audio":{"data":"b","format":"wav"}}]}]}`, want: dup("messages[0].content[0].input_audio")},
 		{name: "thinking block type twice", body: `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[{"type":"thinking","type":"x"}]}]}`, want: dup("messages[0].thinking_blocks[0].type")},
 		{name: "tool function name twice", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","name":"g"}}],` + msgs + `}`, want: dup("tools[0].function.name")},
 		{name: "tool type in upper case", body: `{"model":"m","tools":[{"type":"function","TYPE":"web_search","function":{"name":"f"}}],` + msgs + `}`, want: fold("tools[0].TYPE")},
@@ -67,6 +78,53 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fieldSwitches pairs each field function the parser reads members by with the list of
+// names its positions index.
+var fieldSwitches = []struct {
+	name  string
+	list  string
+	names members.Names
+	field func(string) int
+}{
+	{"messageField", messageFields, messageNames, messageField},
+	{"toolCallField", toolCallFields, toolCallNames, toolCallField},
+	{"toolCallFuncField", toolCallFuncFields, toolCallFuncNames, toolCallFuncField},
+	{"partField", partFields, partNames, partField},
+}
+
+// TestFieldSwitchesMatchNames: each field function returns a name's position in its list,
+// and -1 for any other name, so that the bit members.Set.Known tests is the name's.
+func TestFieldSwitchesMatchNames(t *testing.T) {
+	for _, fs := range fieldSwitches {
+		list := strings.Fields(fs.list)
+		for i, k := range list {
+			if got := fs.field(k); got != i {
+				t.Errorf("%s(%q) = %d, want %d (its position in the list)", fs.name, k, got, i)
+			}
+			for _, other := range []string{strings.ToUpper(k), k + "s", k[1:], ""} {
+				if got, want := fs.field(other), fs.names.Index(other); got != want {
+					t.Errorf("%s(%q) = %d, want %d", fs.name, other, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzFieldSwitchesMatchNames(f *testing.F) {
+	for _, fs := range fieldSwitches {
+		for _, k := range strings.Fields(fs.list) {
+			f.Add(k)
+		}
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		for _, fs := range fieldSwitches {
+			if got, want := fs.field(k), fs.names.Index(k); got != want {
+				t.Fatalf("%s(%q) = %d, want %d", fs.name, k, got, want)
+			}
+		}
+	})
 }
 
 // TestParseRequest_KeysThatStayAccepted: names that no decoder confuses with a field the

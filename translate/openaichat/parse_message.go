@@ -18,38 +18,38 @@ func (p *parser) message(i int) bool {
 	var seen keySet
 	base := func() string { return translate.ParamIndex("messages", i) }
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, base, messageNames) {
+		f := messageField(sc.Key())
+		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, messageNames) {
 			return false
 		}
-		key := sc.Key()
 		var v jsonx.Value
 		var ok bool
 		switch {
-		case key == "role":
+		case f == mRole:
 			ok = sc.Value(&role)
-		case key == "content":
+		case f == mContent:
 			ok = p.payload(&content)
 		case sc.Peek() == 'n':
 			ok = sc.Literal("null")
-		case key == "name":
+		case f == mName:
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
 				return p.fail(translate.ParamIndex("messages", i)+".name", "must be a string")
 			}
 			msg.Name = v.Str
-		case key == "tool_call_id":
+		case f == mToolCallID:
 			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
 				return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "must be a string")
 			}
 			msg.ToolCallID = v.Str
-		case key == "tool_calls":
+		case f == mToolCalls:
 			ok = p.toolCalls(i, &msg)
-		case key == "reasoning_content":
+		case f == mReasoningContent:
 			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Reasoning = v.Str
 			}
-		case key == "thinking_blocks":
+		case f == mThinkingBlocks:
 			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
-		case key == "refusal":
+		case f == mRefusal:
 			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Refusal = v.Str
 			}
@@ -173,18 +173,19 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	var sawImage, sawFile, sawAudio bool
 	var seen keySet
 	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, param, partNames) {
+		f := partField(sc.Key())
+		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, partNames) {
 			return false
 		}
 		var ok bool
-		switch sc.Key() {
-		case "type":
+		switch f {
+		case ptType:
 			ok = sc.First(&typ)
-		case "text":
+		case ptText:
 			ok = p.firstPayload(&text)
-		case "refusal":
+		case ptRefusal:
 			ok = p.firstPayload(&refusal)
-		case "image_url":
+		case ptImageURL:
 			switch {
 			case sawImage:
 				ok = sc.Skip()
@@ -194,7 +195,7 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url, nil}, want{"detail", &detail, nil})
 			}
 			sawImage = true
-		case "file":
+		case ptFile:
 			if sawFile || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
@@ -202,7 +203,7 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 					want{"file_id", &fileID, nil}, want{"filename", &filename, nil})
 			}
 			sawFile = true
-		case "input_audio":
+		case ptInputAudio:
 			if sawAudio || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
@@ -353,16 +354,17 @@ func (p *parser) toolCall(i, j int) bool {
 	} else {
 		var seen keySet
 		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, param, toolCallNames) {
+			f := toolCallField(sc.Key())
+			if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolCallNames) {
 				return false
 			}
 			var ok bool
-			switch sc.Key() {
-			case "id":
+			switch f {
+			case tcID:
 				ok = sc.Value(&id)
-			case "type":
+			case tcType:
 				ok = sc.Value(&typ)
-			case "function":
+			case tcFunction:
 				if sc.Peek() != '{' {
 					ok = sc.Skip()
 					break
@@ -371,13 +373,14 @@ func (p *parser) toolCall(i, j int) bool {
 				var fseen keySet
 				fbase := func() string { return param() + ".function" }
 				for k := 0; ok && sc.NextField(&k); {
-					if !p.member(&fseen, fbase, toolCallFuncNames) {
+					g := toolCallFuncField(sc.Key())
+					if (g < 0 || !fseen.Known(g)) && !p.otherMember(&fseen, g, fbase, toolCallFuncNames) {
 						return false
 					}
-					switch sc.Key() {
-					case "name":
+					switch g {
+					case fnName:
 						ok = sc.Value(&name)
-					case "arguments":
+					case fnArguments:
 						ok = p.payload(&args)
 					default:
 						ok = sc.Skip()

@@ -96,24 +96,42 @@ func (n Names) Index(k string) int {
 // names, or all through Add.
 func (s *Set) Member(k string, names Names) (i int, code, field string) {
 	if i = names.Index(k); i >= 0 {
-		bit := uint64(1) << i
-		if s.known&bit != 0 {
+		if !s.Known(i) {
 			return i, translate.CodeDuplicateKey, ""
 		}
-		s.known |= bit
 		return i, "", ""
 	}
+	code, field = s.Other(k, names)
+	return -1, code, field
+}
+
+// Known is Member for the name at position i of the object's Names, found by the caller
+// (a parser's switch over the names it reads, held to Names.Index by its tests): it
+// records the name and reports whether it is new. It costs a bit test, where Member's
+// search of the list costs a string compare a name.
+func (s *Set) Known(i int) bool {
+	bit := uint64(1) << i
+	if s.known&bit != 0 {
+		return false
+	}
+	s.known |= bit
+	return true
+}
+
+// Other is Member for a name k that is none of names: it adds k to s and returns the code
+// and field Member returns for it.
+func (s *Set) Other(k string, names Names) (code, field string) {
 	if !s.Add(k) {
-		return -1, translate.CodeDuplicateKey, ""
+		return translate.CodeDuplicateKey, ""
 	}
 	if !PlainLower(k) { // a plain name equals a name of names ignoring case only if it equals it
 		for _, f := range names.list {
 			if strings.EqualFold(k, f) {
-				return -1, translate.CodeKeyCase, f
+				return translate.CodeKeyCase, f
 			}
 		}
 	}
-	return -1, "", ""
+	return "", ""
 }
 
 // Check applies the rule to the member name k of an object whose names so far are in seen,
