@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -146,6 +148,27 @@ func TestNewID(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHex8(t *testing.T) {
+	for _, v := range []uint32{0, 1, 9, 10, 15, 16, 0x12345678, 0x9abcdef0, 0xa0b0c0d0, 0xffffffff, 0x0f0f0f0f} {
+		var got [8]byte
+		binary.LittleEndian.PutUint64(got[:], hex8(v))
+		if want := fmt.Sprintf("%08x", v); string(got[:]) != want {
+			t.Errorf("hex8(%#x) = %q, want %q", v, got[:], want)
+		}
+	}
+}
+
+func FuzzHex8(f *testing.F) {
+	f.Add(uint32(0x12345678))
+	f.Fuzz(func(t *testing.T, v uint32) {
+		var got [8]byte
+		binary.LittleEndian.PutUint64(got[:], hex8(v))
+		if want := fmt.Sprintf("%08x", v); string(got[:]) != want {
+			t.Fatalf("hex8(%#x) = %q, want %q", v, got[:], want)
+		}
+	})
 }
 
 func BenchmarkNewID(b *testing.B) {
