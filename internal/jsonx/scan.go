@@ -266,8 +266,22 @@ func (sc *Scanner) NextElem(n *int) bool {
 }
 
 // Value reads the value at the cursor into v; objects and arrays are checked and
-// skipped, their text left in v.Raw.
+// skipped, their text left in v.Raw. A string without whitespace before it that ends
+// at the kept mask's next stop (quickEnd: most of a body's short strings, a role, an id)
+// is read here; value reads the rest.
 func (sc *Scanner) Value(v *Value) bool {
+	if at := sc.i; at < len(sc.s) && sc.s[at] == '"' {
+		if end := sc.quickEnd(at + 1); end >= 0 {
+			sc.i = end + 1
+			v.Set(String, sc.s[at:end+1], at, sc.s[at+1:end])
+			return true
+		}
+	}
+	return sc.value(v)
+}
+
+// value is Value's general case.
+func (sc *Scanner) value(v *Value) bool {
 	c := sc.Peek()
 	at := sc.i
 	var kind Kind
