@@ -14,13 +14,25 @@ REPEAT32(0x60, $0x3c3c3c3c3c3c3c3c) // '<'
 REPEAT32(0x80, $0x3e3e3e3e3e3e3e3e) // '>'
 REPEAT32(0xa0, $0x2626262626262626) // '&'
 REPEAT32(0xc0, $0x2f2f2f2f2f2f2f2f) // '/'
-REPEAT32(0xe0, $0x6262626262626262) // 'b'
-REPEAT32(0x100, $0x6666666666666666) // 'f'
-REPEAT32(0x120, $0x6e6e6e6e6e6e6e6e) // 'n'
-REPEAT32(0x140, $0x7272727272727272) // 'r'
-REPEAT32(0x160, $0x7474747474747474) // 't'
-REPEAT32(0x180, $0x7575757575757575) // 'u'
-GLOBL consts<>(SB), RODATA|NOPTR, $0x1a0
+REPEAT32(0xe0, $0x7575757575757575) // 'u'
+REPEAT32(0x100, $0x0f0f0f0f0f0f0f0f) // the low nibble
+
+// The two halves of a nibble lookup of the bytes JSON allows after a backslash
+// (" / \ b f n r t u): a byte is allowed when escHigh[its high nibble] &
+// escLow[its low nibble] is not zero. Each high nibble that has allowed bytes has a bit
+// (2: 1, 5: 2, 6: 4, 7: 8); escLow sets, for each low nibble, the bits of the high
+// nibbles it makes an allowed byte with: 2 with 2, 6 and 7 (" b r), 4 and 5 with 7 (t u),
+// 6 and E with 6 (f n), C with 5 (\), F with 2 (/). VPSHUFB looks up each 128-bit lane
+// apart, so each table is written twice.
+DATA consts<>+0x120(SB)/8, $0x0804020000010000 // escHigh: nibbles 7..0
+DATA consts<>+0x128(SB)/8, $0x0000000000000000 // escHigh: nibbles F..8
+DATA consts<>+0x130(SB)/8, $0x0804020000010000
+DATA consts<>+0x138(SB)/8, $0x0000000000000000
+DATA consts<>+0x140(SB)/8, $0x00040808000d0000 // escLow: nibbles 7..0
+DATA consts<>+0x148(SB)/8, $0x0104000200000000 // escLow: nibbles F..8
+DATA consts<>+0x150(SB)/8, $0x00040808000d0000
+DATA consts<>+0x158(SB)/8, $0x0104000200000000
+GLOBL consts<>(SB), RODATA|NOPTR, $0x160
 
 // func blockMaskAVX2(p *byte) uint64
 TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
@@ -94,33 +106,39 @@ safe_done:
 	MOVQ AX, ret+16(FP)
 	RET
 
-// ALLOW adds to Y3 the bytes of Y0 equal to the constant at consts<>+c.
-#define ALLOW(c) VPCMPEQB consts<>+c(SB), Y0, Y4; VPOR Y4, Y3, Y3
-
 // ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
-// that of the u bytes, R10 to that of the bytes JSON allows after a backslash
-// (" \\ / b f n r t u) and R11 to the special mask (as blockMaskAVX2: quotes,
-// backslashes, bytes below 0x20). Y5 must hold 0x20 in each byte.
+// that of the u bytes, R10 to that of the bytes JSON does not allow after a backslash
+// (all but " \\ / b f n r t u, found by the nibble lookup of escHigh and escLow) and R11
+// to the special mask (as blockMaskAVX2: quotes, backslashes, bytes below 0x20). Y5 must
+// hold 0x20 in each byte, Y8 0x0f, Y9 escHigh, Y10 escLow and Y11 zero (ESCCONSTS).
 #define ESCAPE32(off) \
 	VMOVDQU off(SI), Y0; \
 	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
-	VPCMPEQB consts<>+0x180(SB), Y0, Y2; \
+	VPCMPEQB consts<>+0xe0(SB), Y0, Y2; \
 	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
 	VPOR Y1, Y3, Y3; \
 	VPCMPGTB Y0, Y5, Y6; \
 	VPANDN Y6, Y0, Y6; \
 	VPOR Y3, Y6, Y6; \
-	VPOR Y2, Y3, Y3; \
-	ALLOW(0xc0); \
-	ALLOW(0xe0); \
-	ALLOW(0x100); \
-	ALLOW(0x120); \
-	ALLOW(0x140); \
-	ALLOW(0x160); \
+	VPSRLW $4, Y0, Y7; \
+	VPAND Y8, Y7, Y7; \
+	VPAND Y8, Y0, Y4; \
+	VPSHUFB Y7, Y9, Y7; \
+	VPSHUFB Y4, Y10, Y4; \
+	VPAND Y7, Y4, Y4; \
+	VPCMPEQB Y11, Y4, Y4; \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y2, R9; \
-	VPMOVMSKB Y3, R10; \
+	VPMOVMSKB Y4, R10; \
 	VPMOVMSKB Y6, R11
+
+// ESCCONSTS loads the constants ESCAPE32 reads from registers.
+#define ESCCONSTS \
+	VMOVDQU consts<>+0x40(SB), Y5; \
+	VMOVDQU consts<>+0x100(SB), Y8; \
+	VMOVDQU consts<>+0x120(SB), Y9; \
+	VMOVDQU consts<>+0x140(SB), Y10; \
+	VPXOR Y11, Y11, Y11
 
 // KEEP3 keeps the three masks of a block's first half (R8, R9, R10) in AX, CX and DX;
 // JOIN3 puts those of its second half above them.
@@ -133,7 +151,7 @@ safe_done:
 // func escapeMaskAVX2(p *byte) (special, bs, bad, u uint64)
 TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
-	VMOVDQU consts<>+0x40(SB), Y5 // 0x20
+	ESCCONSTS
 	ESCAPE32(0)
 	KEEP3
 	MOVQ R11, BX
@@ -141,7 +159,6 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	JOIN3
 	SHLQ $32, R11
 	ORQ R11, BX
-	NOTQ DX // the bytes not allowed after a backslash
 	VZEROUPPER
 	MOVQ BX, special+8(FP)
 	MOVQ AX, bs+16(FP)
@@ -165,7 +182,7 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	ADDEQ(0x80, Y2); \
 	ADDEQ(0xa0, Y2); \
 	VPCMPEQB consts<>+0xc0(SB), Y0, Y6; \
-	ADDEQ(0x180, Y6); \
+	ADDEQ(0xe0, Y6); \
 	VPMOVMSKB Y2, R8; \
 	VPMOVMSKB Y5, R9; \
 	VPMOVMSKB Y6, R10
@@ -243,7 +260,7 @@ TEXT ·escapedBlocksAVX2(SB), NOSPLIT, $0-72
 	MOVQ window+16(FP), R12
 	MOVQ carry+24(FP), R13
 	XORQ DI, DI
-	VMOVDQU consts<>+0x40(SB), Y5 // 0x20
+	ESCCONSTS
 
 eb_loop:
 	CMPQ DI, R14
@@ -255,7 +272,6 @@ eb_loop:
 	JOIN3
 	SHLQ $32, R11
 	ORQ  R11, BX
-	NOTQ DX
 
 	MOVQ AX, R8
 	ANDQ R12, R8 // the backslashes in the window
