@@ -86,6 +86,19 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 			if blk += blockSize; blk >= len(s) {
 				return -1, false
 			}
+			if whole := (len(s) - blk) &^ (blockSize - 1); whole > 0 && hasAVX2() {
+				// The whole blocks from blk on, in one call that stops at the first with a
+				// stop: a long string's blocks cost neither a call nor this loop each.
+				k, bm := stopBlocksAVX2(unsafe.StringData(s[blk:]), whole)
+				if blk += k; k < whole {
+					i, m = blk, bm
+					sc.mask, sc.blk1 = m, blk+1
+					continue
+				}
+				if blk >= len(s) {
+					return -1, false
+				}
+			}
 			i = blk
 			m = specialMask(s, blk)
 			sc.mask, sc.blk1 = m, blk+1

@@ -11,6 +11,13 @@ func hasAVX2() bool { return cpu.X86.HasAVX2 }
 //go:noescape
 func blockMaskAVX2(p *byte) uint64
 
+// stopBlocksAVX2 reads the whole blocks of n bytes (a multiple of blockSize) at p, block
+// after block, for one whose mask (see specialMask) is not zero: it returns that block's
+// offset k and its mask, or n and 0 when none has a stop. It needs AVX2.
+//
+//go:noescape
+func stopBlocksAVX2(p *byte, n int) (k int, mask uint64)
+
 // safeBlocksAVX2 reads the n bytes at p in 32-byte blocks, as long as a whole block is
 // left, for a byte AppendString cannot copy as it is: one below 0x20 or at or above 0x80,
 // or '"', '\\', '<', '>' or '&' (see safePrefix). It returns the offset of the first such

@@ -8,6 +8,9 @@ func hasAVX2() bool { return false }
 // blockMaskAVX2 is never called where hasAVX2 is false.
 func blockMaskAVX2(*byte) uint64 { panic("jsonx: blockMaskAVX2 without AVX2") }
 
+// stopBlocksAVX2 is never called where hasAVX2 is false.
+func stopBlocksAVX2(*byte, int) (k int, mask uint64) { panic("jsonx: stopBlocksAVX2 without AVX2") }
+
 // safeBlocksAVX2 is never called where hasAVX2 is false.
 func safeBlocksAVX2(*byte, int) int { panic("jsonx: safeBlocksAVX2 without AVX2") }
 

@@ -389,6 +389,27 @@ func TestStringEnd_MatchesNaive(t *testing.T) {
 	}
 }
 
+// TestStringEnd_LongPlainRuns: a string whose first stop (its closing quote, a
+// backslash, a control character, or the input's end) comes after a long run of plain
+// bytes, from every offset in a block, ends where the byte-at-a-time definition says:
+// stringEnd passes over the run's whole blocks in one call (stopBlocksAVX2), which must
+// hand back the right block, and the last, partial one to specialMask.
+func TestStringEnd_LongPlainRuns(t *testing.T) {
+	for _, stop := range []string{`"`, `\"x"`, `\x"`, "\x01\"", ""} {
+		for n := 0; n <= 5*blockSize; n += 7 {
+			body := strings.Repeat("p", n) + stop
+			for pad := range blockSize + 2 {
+				s := strings.Repeat(" ", pad) + body
+				sc := Scanner{s: s}
+				got, _ := sc.stringEnd(pad)
+				if want := naiveStringEnd(s, pad); got != want {
+					t.Fatalf("stringEnd of %d plain bytes then %q from %d = %d, want %d", n, stop, pad, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestEscapedBlock_MatchesNaive: escapedBlock read block after block, as escapedEnd reads
 // a string where AVX2 is missing, ends strings with escapes where the byte-at-a-time
 // definition does (on this machine escapedEnd itself hands it only some blocks).
