@@ -34,29 +34,28 @@ DATA consts<>+0x150(SB)/8, $0x00040808000d0000
 DATA consts<>+0x158(SB)/8, $0x0104000200000000
 GLOBL consts<>(SB), RODATA|NOPTR, $0x160
 
+// SPECIAL32 sets m to the special bytes of the 32 bytes in x (quotes, backslashes, bytes
+// below 0x20), given the quote and the backslash constants in q and b (registers or
+// memory) and 0x20 in Y4; it clobbers t. VPCMPGTB is signed: the bytes below 0x20 and
+// those at or above 0x80 compare below 0x20, and the VPANDN clears the latter's high bit.
+#define SPECIAL32(x, q, b, m, t) \
+	VPCMPEQB q, x, m; \
+	VPCMPEQB b, x, t; \
+	VPOR m, t, m; \
+	VPCMPGTB x, Y4, t; \
+	VPANDN t, x, t; \
+	VPOR m, t, m
+
 // func blockMaskAVX2(p *byte) uint64
 TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI
 	VMOVDQU consts<>+0x40(SB), Y4 // 0x20
-
 	VMOVDQU (SI), Y0
-	VPCMPEQB consts<>+0x00(SB), Y0, Y5 // Y5 = b == '"'
-	VPCMPEQB consts<>+0x20(SB), Y0, Y6 // Y6 = b == '\\'
-	VPOR Y5, Y6, Y5
-	VPCMPGTB Y0, Y4, Y6 // Y6 = 0x20 > b, signed: below 0x20 or at or above 0x80
-	VPANDN Y6, Y0, Y6   // Y6 = Y6 &^ b: the high bit cleared for bytes at or above 0x80
-	VPOR Y5, Y6, Y5
+	SPECIAL32(Y0, consts<>+0x00(SB), consts<>+0x20(SB), Y5, Y6)
 	VPMOVMSKB Y5, AX
-
 	VMOVDQU 32(SI), Y1
-	VPCMPEQB consts<>+0x00(SB), Y1, Y5
-	VPCMPEQB consts<>+0x20(SB), Y1, Y6
-	VPOR Y5, Y6, Y5
-	VPCMPGTB Y1, Y4, Y6
-	VPANDN Y6, Y1, Y6
-	VPOR Y5, Y6, Y5
+	SPECIAL32(Y1, consts<>+0x00(SB), consts<>+0x20(SB), Y5, Y6)
 	VPMOVMSKB Y5, BX
-
 	SHLQ $32, BX
 	ORQ BX, AX
 	VZEROUPPER
@@ -81,19 +80,9 @@ sb_loop:
 	CMPQ DI, CX
 	JAE  sb_none
 	VMOVDQU (SI)(DI*1), Y0
-	VPCMPEQB Y7, Y0, Y5
-	VPCMPEQB Y8, Y0, Y6
-	VPOR Y5, Y6, Y5
-	VPCMPGTB Y0, Y4, Y6 // 0x20 > b, signed: below 0x20 or at or above 0x80
-	VPANDN Y6, Y0, Y6   // the high bit cleared for bytes at or above 0x80
-	VPOR Y5, Y6, Y5
+	SPECIAL32(Y0, Y7, Y8, Y5, Y6)
 	VMOVDQU 32(SI)(DI*1), Y1
-	VPCMPEQB Y7, Y1, Y2
-	VPCMPEQB Y8, Y1, Y3
-	VPOR Y2, Y3, Y2
-	VPCMPGTB Y1, Y4, Y3
-	VPANDN Y3, Y1, Y3
-	VPOR Y2, Y3, Y2
+	SPECIAL32(Y1, Y7, Y8, Y2, Y3)
 	VPOR Y5, Y2, Y3
 	VPMOVMSKB Y3, AX
 	TESTL AX, AX
