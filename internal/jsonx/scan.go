@@ -367,7 +367,10 @@ func (sc *Scanner) First(v *Value) bool {
 // Skip reads past the value at the cursor, checking its syntax. It does not recurse, so
 // deep nesting costs heap for the stack of open brackets, not goroutine stack.
 func (sc *Scanner) Skip() bool {
-	if sc.spans != nil && !sc.building {
+	if sc.spans != nil {
+		if sc.building {
+			return sc.skipIndexing()
+		}
 		if c := sc.Peek(); c == '{' || c == '[' {
 			if end, ok := sc.spanEnd(sc.i); ok {
 				sc.i = end
@@ -375,18 +378,148 @@ func (sc *Scanner) Skip() bool {
 			}
 		}
 	}
+	return sc.skip()
+}
+
+// skip is Skip's walk: one loop over the value's tokens with the cursor in a local
+// variable, each token's syntax checked in line (a string's end from the kept block mask
+// when it is there, see quickEnd), so that a token costs no call but stringEnd's.
+func (sc *Scanner) skip() bool {
+	s, i := sc.s, sc.i
+	var buf [32]byte
+	open := buf[:0] // the closing bracket of each open container
+	for {
+		// A value is expected.
+		var c byte
+		switch i, c = nextByte(s, i); c {
+		case '"':
+			e := sc.quickEnd(i + 1)
+			if e < 0 {
+				if e, _ = sc.stringEnd(i + 1); e < 0 {
+					return sc.fail()
+				}
+			}
+			i = e + 1
+		case '{', '[':
+			end := c + 2 // '}' follows '{' by two, ']' '[' likewise
+			var d byte
+			if i, d = nextByte(s, i+1); d == end {
+				i++
+				break
+			}
+			if c == '{' {
+				if i = sc.memberName(i); i < 0 {
+					return false
+				}
+			}
+			open = append(open, end)
+			continue
+		case 't':
+			if !strings.HasPrefix(s[i:], "true") {
+				return sc.fail()
+			}
+			i += len("true")
+		case 'f':
+			if !strings.HasPrefix(s[i:], "false") {
+				return sc.fail()
+			}
+			i += len("false")
+		case 'n':
+			if !strings.HasPrefix(s[i:], "null") {
+				return sc.fail()
+			}
+			i += len("null")
+		default:
+			if i = numberEnd(s, i); i < 0 {
+				return sc.fail()
+			}
+		}
+		// A value ended: close containers until one continues with a comma.
+		for {
+			if len(open) == 0 {
+				sc.i = i
+				return true
+			}
+			var c byte
+			i, c = nextByte(s, i)
+			end := open[len(open)-1]
+			if c == ',' {
+				if end == '}' {
+					if i = sc.memberName(i + 1); i < 0 {
+						return false
+					}
+				} else {
+					i++
+				}
+				break
+			}
+			if c != end {
+				return sc.fail()
+			}
+			i++
+			open = open[:len(open)-1]
+		}
+	}
+}
+
+// memberName reads, from i on, the name of an object member and the colon after it, and
+// returns the offset after the colon; on a syntax error it marks the scanner failed and
+// returns -1.
+func (sc *Scanner) memberName(i int) int {
+	s := sc.s
+	var c byte
+	if i, c = nextByte(s, i); c != '"' {
+		sc.err = true
+		return -1
+	}
+	e := sc.quickEnd(i + 1)
+	if e < 0 {
+		if e, _ = sc.stringEnd(i + 1); e < 0 {
+			sc.err = true
+			return -1
+		}
+	}
+	if i, c = nextByte(s, e+1); c != ':' {
+		sc.err = true
+		return -1
+	}
+	return i + 1
+}
+
+// nextByte returns the offset of the first byte at or after i that is not JSON
+// whitespace and that byte, or len(s) and 0 at the end of s. Its common case, no
+// whitespace at i, is small enough to be inlined.
+func nextByte(s string, i int) (int, byte) {
+	if i < len(s) && s[i] > ' ' {
+		return i, s[i]
+	}
+	return spaceByte(s, i)
+}
+
+// spaceByte is nextByte past whitespace.
+func spaceByte(s string, i int) (int, byte) {
+	for ; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return i, c
+		}
+	}
+	return i, 0
+}
+
+// skipIndexing is Skip while IndexRoot records the spans of the containers it passes.
+func (sc *Scanner) skipIndexing() bool {
 	var buf [32]byte
 	open := buf[:0] // the closing bracket of each open container
 	var nbuf [32]int
-	nested := nbuf[:0] // while building, the span index of each open container
+	nested := nbuf[:0] // the span index of each open container
 	for {
 		// A value is expected.
 		switch c := sc.Peek(); c {
 		case '{', '[':
-			if sc.building {
-				nested = append(nested, len(sc.spans))
-				sc.spans = append(sc.spans, span{start: sc.i})
-			}
+			nested = append(nested, len(sc.spans))
+			sc.spans = append(sc.spans, span{start: sc.i})
 			sc.i++
 			end := byte(']')
 			if c == '{' {
@@ -394,10 +527,8 @@ func (sc *Scanner) Skip() bool {
 			}
 			if sc.Peek() == end {
 				sc.i++
-				if sc.building {
-					sc.spans[nested[len(nested)-1]].end = sc.i
-					nested = nested[:len(nested)-1]
-				}
+				sc.spans[nested[len(nested)-1]].end = sc.i
+				nested = nested[:len(nested)-1]
 				break
 			}
 			if c == '{' && !sc.skipKey() {
@@ -428,10 +559,8 @@ func (sc *Scanner) Skip() bool {
 			}
 			sc.i++
 			open = open[:len(open)-1]
-			if sc.building {
-				sc.spans[nested[len(nested)-1]].end = sc.i
-				nested = nested[:len(nested)-1]
-			}
+			sc.spans[nested[len(nested)-1]].end = sc.i
+			nested = nested[:len(nested)-1]
 		}
 	}
 }
@@ -489,9 +618,19 @@ func (sc *Scanner) Literal(word string) bool {
 	return true
 }
 
-// number reads past a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+// number reads past a number (numberEnd).
 func (sc *Scanner) number() bool {
-	s, i := sc.s, sc.i
+	i := numberEnd(sc.s, sc.i)
+	if i < 0 {
+		return sc.fail()
+	}
+	sc.i = i
+	return true
+}
+
+// numberEnd returns the end of the number at s[i:], -1 if there is none:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func numberEnd(s string, i int) int {
 	if i < len(s) && s[i] == '-' {
 		i++
 	}
@@ -501,12 +640,12 @@ func (sc *Scanner) number() bool {
 	case i < len(s) && s[i] >= '1' && s[i] <= '9':
 		i = skipDigits(s, i+1)
 	default:
-		return sc.fail()
+		return -1
 	}
 	if i < len(s) && s[i] == '.' {
 		j := skipDigits(s, i+1)
 		if j == i+1 {
-			return sc.fail()
+			return -1
 		}
 		i = j
 	}
@@ -517,12 +656,11 @@ func (sc *Scanner) number() bool {
 		}
 		j := skipDigits(s, i)
 		if j == i {
-			return sc.fail()
+			return -1
 		}
 		i = j
 	}
-	sc.i = i
-	return true
+	return i
 }
 
 // IndexEnd returns the end of the integer at s[i:] when it is one a provider writes for an

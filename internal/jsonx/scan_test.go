@@ -56,6 +56,13 @@ var validJSONCases = []struct {
 	{name: "escape at end", in: `"abc\`, want: false},
 	{name: "NUL outside strings", in: "{}\x00", want: false},
 	{name: "deep nesting", in: deep(1000), want: true},
+	{name: "empty containers with space", in: "[ { } , [\n] ,{},[]]", want: true},
+	{name: "array closed as object", in: `[1}`, want: false},
+	{name: "object closed as array", in: `{"a":1]`, want: false},
+	{name: "escaped key", in: `{"a\"b":{"c\\":[]}}`, want: true},
+	{name: "missing value", in: `{"a":}`, want: false},
+	{name: "NUL as a value", in: "[\x00]", want: false},
+	{name: "key not a string", in: `{"a":1,2:3}`, want: false},
 }
 
 func deep(n int) string {
