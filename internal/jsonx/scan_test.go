@@ -114,6 +114,26 @@ func TestJSONScanner_Strings(t *testing.T) {
 	}
 }
 
+// TestJSONScanner_StringsAtEveryOffset: unescape moves plain bytes eight at a time and
+// writes past a run's end; each escape (the two-byte ones, \u escapes, a surrogate pair,
+// an escaped backslash before a quote) decodes as encoding/json has it at every offset
+// over two blocks, with short and long runs after it.
+func TestJSONScanner_StringsAtEveryOffset(t *testing.T) {
+	escapes := []string{`\"`, `\\`, `\/`, `\n`, `\t`, `\b`, `\f`, `\r`, `\u00e9`, `\u4e2d`, `\ud83d\ude00`, `\ud800`, `\\\"`, `\\u0041`}
+	for _, esc := range escapes {
+		for at := 0; at < 140; at++ {
+			for _, tail := range []int{0, 3, 70} {
+				raw := `"` + strings.Repeat("a", at) + esc + strings.Repeat("b", tail) + `\n"`
+				sc := Scanner{s: raw}
+				got, ok := sc.Str()
+				if want := decodeString(raw); !ok || got != want {
+					t.Fatalf("%s at %d, %d after: decoded %q (ok %v), encoding/json %q", esc, at, tail, got, ok, want)
+				}
+			}
+		}
+	}
+}
+
 // TestNextField_CompactAndSpaced: NextField reads the same names and values from an
 // object written compactly (its fast path: comma, name, colon) as from the same object
 // with whitespace around every token, from names with escapes (which the fast path
@@ -170,6 +190,7 @@ func FuzzValidJSONMatchesGJSON(f *testing.F) {
 	f.Add([]byte(`"[{\"day\":\"2025-06-02\",\"rentals\":412},{\"day\":\"2025-06-03\"}]"`))
 	f.Add([]byte(`"abcdefg\u00e9abcdefgh\ud83d\ude00abcdefghi\n\t\"\\\/\b\fxyz12345678\ud800abcdefgh"`))
 	f.Add([]byte(`"12345678\\12345678\\1234567\"1234567890abcdef"`))
+	f.Add([]byte(`"{\"sql\":\"SELECT day, count(*) AS rentals FROM rentals WHERE city = 'Paris' AND day \u003e= current_date - 7\",\"timeout_s\":10}\ud83d\ude00"`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := string(b)
 		if got, want := Valid(s), gjson.Valid(s); got != want {
