@@ -202,40 +202,47 @@ func (sc *Scanner) NextField(n *int) bool {
 			return true
 		}
 	}
-	c := sc.Peek()
+	// The general case, with the cursor in a local until the name's colon is read.
+	s, i := sc.s, sc.i
+	var c byte
+	i, c = nextByte(s, i)
 	if *n == 0 {
 		if c != '{' {
 			return sc.fail()
 		}
-		sc.i++
-		if c = sc.Peek(); c == '}' {
-			sc.i++
+		if i, c = nextByte(s, i+1); c == '}' {
+			sc.i = i + 1
 			return false
 		}
 	} else {
 		if c == '}' {
-			sc.i++
+			sc.i = i + 1
 			return false
 		}
 		if c != ',' {
 			return sc.fail()
 		}
-		sc.i++
-		c = sc.Peek()
+		i, c = nextByte(s, i+1)
 	}
 	*n++
 	if c != '"' {
 		return sc.fail()
 	}
-	k, ok := sc.Str()
-	if !ok {
-		return false
+	var k string
+	if e := sc.quickEnd(i + 1); e >= 0 {
+		k, i = s[i+1:e], e+1
+	} else {
+		sc.i = i
+		var ok bool
+		if k, ok = sc.Str(); !ok {
+			return false
+		}
+		i = sc.i
 	}
-	if sc.Peek() != ':' {
+	if i, c = nextByte(s, i); c != ':' {
 		return sc.fail()
 	}
-	sc.i++
-	sc.key = k
+	sc.i, sc.key = i+1, k
 	return true
 }
 
