@@ -739,3 +739,23 @@ func TestAnthropicToolSchemaType(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseMemberMatchesNames: responseMember finds each name of responseMembers at
+// its index, and no other key: a case variant, a prefix, an extension, the empty name.
+func TestResponseMemberMatchesNames(t *testing.T) {
+	for j, name := range responseMembers {
+		if got := responseMember(name); got != j {
+			t.Errorf("responseMember(%q) = %d, want %d", name, got, j)
+		}
+		for _, other := range []string{strings.ToUpper(name), name[:len(name)-1], name + "s", " " + name} {
+			if got := responseMember(other); got != -1 {
+				t.Errorf("responseMember(%q) = %d, want -1", other, got)
+			}
+		}
+	}
+	for _, other := range []string{"", "role", "stop_sequence", "Usage"} {
+		if got := responseMember(other); got != -1 {
+			t.Errorf("responseMember(%q) = %d, want -1", other, got)
+		}
+	}
+}

@@ -209,6 +209,27 @@ const (
 	respStopReason
 )
 
+// responseMember returns the index of key in responseMembers, or -1: a switch the
+// compiler builds over the names, where a search of the list compared key with each name
+// before it. TestResponseMemberMatchesNames holds it to the list.
+func responseMember(key string) int {
+	switch key {
+	case "type":
+		return respType
+	case "id":
+		return respID
+	case "model":
+		return respModel
+	case "content":
+		return respContent
+	case "usage":
+		return respUsage
+	case "stop_reason":
+		return respStopReason
+	}
+	return -1
+}
+
 // blockMembers are the members of a content block DecodeResponse reads (in one pass per
 // block), at the indexes named below.
 var blockMembers = [...]string{"type", "text", "thinking", "signature", "data", "id", "name", "input"}
@@ -234,15 +255,12 @@ func responseRoot(sc *jsonx.Scanner, m []jsonx.Value, u *anthropicUsage) (jsonx.
 	at := sc.Pos()
 	usage := false
 	for n := 0; sc.NextField(&n); {
-		j := 0
-		for j < len(responseMembers) && responseMembers[j] != sc.Key() {
-			j++
-		}
+		j := responseMember(sc.Key())
 		var ok bool
 		switch {
 		case j == respUsage && !usage:
 			usage, ok = true, u.mergeAt(sc)
-		case j < len(responseMembers) && j != respUsage:
+		case j >= 0 && j != respUsage:
 			ok = sc.First(&m[j])
 		default:
 			ok = sc.Skip()
