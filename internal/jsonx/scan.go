@@ -170,15 +170,9 @@ func (sc *Scanner) Peek() byte {
 	if i := sc.i; i < len(sc.s) && sc.s[i] > ' ' { // no whitespace: the common case
 		return sc.s[i]
 	}
-	for sc.i < len(sc.s) {
-		switch c := sc.s[sc.i]; c {
-		case ' ', '\t', '\n', '\r':
-			sc.i++
-		default:
-			return c
-		}
-	}
-	return 0
+	i, c := spaceByte(sc.s, sc.i)
+	sc.i = i
+	return c
 }
 
 // AtEnd reports whether only whitespace is left.
@@ -591,13 +585,11 @@ func (sc *Scanner) spanEnd(i int) (int, bool) {
 
 // skipKey reads an object member's name and the colon after it.
 func (sc *Scanner) skipKey() bool {
-	if sc.Peek() != '"' || !sc.SkipString() {
-		return sc.fail()
+	i := sc.memberName(sc.i)
+	if i < 0 {
+		return false
 	}
-	if sc.Peek() != ':' {
-		return sc.fail()
-	}
-	sc.i++
+	sc.i = i
 	return true
 }
 
