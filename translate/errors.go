@@ -29,6 +29,7 @@ type ParamError struct {
 }
 
 // Errorf returns a ParamError for param with a formatted message.
+//
 //go:noinline
 func Errorf(param, format string, args ...any) *ParamError {
 	return &ParamError{Param: param, Message: fmt.Sprintf(format, args...)}
@@ -105,6 +106,7 @@ func RetryableStatus(status int) bool {
 }
 
 // ParamIndex names element i of the array parameter base as error params do: messages[3].
+//
 //go:noinline
 func ParamIndex(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 

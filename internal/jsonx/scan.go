@@ -240,6 +240,30 @@ func (sc *Scanner) NextField(n *int) bool {
 	return true
 }
 
+// MemberIs is NextField's fastest case, for a caller that knows which member usually
+// comes next: when the input at the cursor is want, a member's name and its colon written
+// compactly after the comma that ends the member before (`,"content":`) or, for an
+// object's first member, after its opening brace (`{"role":`), it moves past them and
+// returns true. The caller knows the name, which Key does not return, and counts the
+// member itself: the brace form is NextField's first call (*n = 1 after it); the comma
+// form leaves *n above 0. Otherwise it moves nothing and returns false, and the caller
+// asks NextField.
+//
+// want must be one of the two forms, 8 to 16 bytes long, with a name that needs no
+// escapes, and the caller must ask for the brace form only before an object's first
+// member and for the comma form only after one: nothing here checks either (a brace
+// form after a member would pass a brace there). Given as a constant, want is compared
+// as two constant words.
+func (sc *Scanner) MemberIs(want string) bool {
+	i := sc.i
+	if len(sc.s)-i < len(want) ||
+		wordAt(sc.s, i) != wordAt(want, 0) || wordAt(sc.s, i+len(want)-8) != wordAt(want, len(want)-8) {
+		return false
+	}
+	sc.i = i + len(want)
+	return true
+}
+
 // NextElem is NextField for arrays: it returns true with the cursor at element *n-1.
 func (sc *Scanner) NextElem(n *int) bool {
 	c := sc.Peek()

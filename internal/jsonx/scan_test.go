@@ -178,6 +178,51 @@ func TestNextField_CompactAndSpaced(t *testing.T) {
 	}
 }
 
+// TestMemberIs: MemberIs moves past want exactly when the input at the cursor starts with
+// it, never reading past the input's end, and otherwise leaves the cursor where it was.
+func TestMemberIs(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`,"content":"hi"}`, `,"content":`, true},
+		{`,"content":`, `,"content":`, true}, // want is all that is left
+		{`{"role":"user"}`, `{"role":`, true},
+		{`,"tool_call_id":"c"}`, `,"tool_call_id":`, true}, // sixteen bytes: two whole words
+		{`,"tool_calls":[]}`, `,"tool_call_id":`, false},
+		{`,"tool_call_id":"c"}`, `,"tool_calls":`, false},
+		{`,"content" :"hi"}`, `,"content":`, false}, // whitespace is NextField's
+		{`, "content":"hi"}`, `,"content":`, false},
+		{`,"Content":"hi"}`, `,"content":`, false}, // another case is NextField's, to refuse
+		{`,"conten\u0074":1}`, `,"content":`, false}, // an escape in the name is NextField's
+		{`,"contents":"hi"}`, `,"content":`, false},
+		{`,"content`, `,"content":`, false}, // shorter than want
+		{`}`, `,"role":`, false},
+		{``, `,"role":`, false},
+		{`,"role":`, `,"role":`, true},
+		{`,"rolE":`, `,"role":`, false},
+		{`X"role":`, `,"role":`, false},
+		{`,"role";`, `,"role":`, false},
+	} {
+		in := c.in
+		sc := NewScanner(in)
+		got := sc.MemberIs(c.want)
+		wantPos := 0
+		if c.ok {
+			wantPos = len(c.want)
+		}
+		if got != c.ok || sc.Pos() != wantPos {
+			t.Errorf("MemberIs(%q) at %q = %v at %d, want %v at %d", c.want, c.in, got, sc.Pos(), c.ok, wantPos)
+		}
+		// The same input further into a body: the cursor is where it starts.
+		sc = NewScanner(`{"a":1` + in)
+		sc.Seek(6)
+		if got := sc.MemberIs(c.want); got != c.ok || sc.Pos() != 6+wantPos {
+			t.Errorf("MemberIs(%q) at offset 6 of %q = %v at %d, want %v at %d", c.want, `{"a":1`+c.in, got, sc.Pos(), c.ok, 6+wantPos)
+		}
+	}
+}
+
 // FuzzValidJSONMatchesGJSON: Valid agrees with gjson.Valid, and every string the
 // scanner decodes agrees with encoding/json's decoding.
 func FuzzValidJSONMatchesGJSON(f *testing.F) {

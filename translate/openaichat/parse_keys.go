@@ -173,11 +173,14 @@ func (p *parser) member(seen *keySet, base func() string, known members.Names) b
 // at position i of known and seen already holds, or for a name known does not hold (i is
 // -1). The caller tests a known name's bit itself (members.Set.Known): a call, and this
 // function's work, for every member is what the field functions save.
+//
+// A name at position i is known's name as written (the field functions match exactly),
+// taken from known: a member read with jsonx.Scanner.MemberIs leaves no Key.
 func (p *parser) otherMember(seen *keySet, i int, base func() string, known members.Names) bool {
-	k := p.sc.Key()
 	if i >= 0 {
-		return p.keyError(base, k, CodeDuplicateKey, "")
+		return p.keyError(base, known.Name(i), CodeDuplicateKey, "")
 	}
+	k := p.sc.Key()
 	if code, field := seen.Other(k, known); code != "" {
 		return p.keyError(base, k, code, field)
 	}

@@ -54,6 +54,15 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 		{name: "content part text in another case", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","TEXT":"b"}]}]}`, want: fold("messages[0].content[0].TEXT")},
 		{name: "content part input_audio twice", body: `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"a","format":"wav"},"input_audio":{"data":"b","format":"wav"}}]}]}`, want: dup("messages[0].content[0].input_audio")},
 		{name: "thinking block type twice", body: `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[{"type":"thinking","type":"x"}]}]}`, want: dup("messages[0].thinking_blocks[0].type")},
+		// Members read in the orders the parser tries first (jsonx.Scanner.MemberIs).
+		{name: "content twice around role", body: `{"model":"m","messages":[{"content":"a","role":"user","content":"b"}]}`, want: dup("messages[0].content")},
+		{name: "role twice around content", body: `{"model":"m","messages":[{"role":"user","content":"a","role":"system"}]}`, want: dup("messages[0].role")},
+		{name: "role twice after tool_call_id", body: `{"model":"m","messages":[{"role":"tool","content":"x","tool_call_id":"a","role":"tool"}]}`, want: dup("messages[0].role")},
+		{name: "role twice after tool_calls", body: `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[],"role":"assistant"}]}`, want: dup("messages[0].role")},
+		{name: "tool call type twice around function", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f"},"type":"function"}]}]}`, want: dup("messages[0].tool_calls[0].type")},
+		{name: "tool call function twice around type", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"},"type":"function","function":{"name":"g"}}]}]}`, want: dup("messages[0].tool_calls[0].function")},
+		{name: "tool call name twice around arguments", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}","name":"g"}}]}]}`, want: dup("messages[0].tool_calls[0].function.name")},
+		{name: "tool call arguments twice around name", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}","name":"f","arguments":"{}"}}]}]}`, want: dup("messages[0].tool_calls[0].function.arguments")},
 		{name: "tool function name twice", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","name":"g"}}],` + msgs + `}`, want: dup("tools[0].function.name")},
 		{name: "tool type in upper case", body: `{"model":"m","tools":[{"type":"function","TYPE":"web_search","function":{"name":"f"}}],` + msgs + `}`, want: fold("tools[0].TYPE")},
 		{name: "tool_choice function twice", body: `{"model":"m","tool_choice":{"type":"function","function":{"name":"f"},"function":{"name":"g"}},` + msgs + `}`, want: dup("tool_choice.function")},
@@ -144,5 +153,40 @@ func TestParseRequest_KeysThatStayAccepted(t *testing.T) {
 				t.Fatalf("ParseRequest: %v", err)
 			}
 		})
+	}
+}
+
+// TestParseRequest_MemberOrders: the member orders the parser reads first (role and
+// content either way round, then tool_calls or tool_call_id; a tool call's type and
+// function either way round; a function's name and arguments either way round) give the
+// request that the same body gives with a space after each comma, which NextField reads,
+// and that encoding/json gives (oracleCheck).
+func TestParseRequest_MemberOrders(t *testing.T) {
+	const call = `{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}`
+	const callGo = `{"id":"c2","function":{"arguments":"{\"b\":2}","name":"g"},"type":"function"}`
+	for _, msgs := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"content":"hi","role":"user"}`,
+		`{"role":"assistant","content":null,"tool_calls":[` + call + `,` + callGo + `]},{"role":"tool","content":"r1","tool_call_id":"c1"},{"content":"r2","tool_call_id":"c2","role":"tool"}`,
+		`{"content":null,"tool_calls":[` + callGo + `],"role":"assistant"},{"role":"tool","tool_call_id":"c2","content":"r2"}`,
+		`{"role":"user","name":"ann","content":"hi"}`,
+		`{"role":"assistant","content":"a","refusal":null,"tool_calls":[{"id":"c3","function":{"name":"h"}}]}`,
+		`{"role":"assistant","content":"x","tool_calls":[{"type":"function","id":"c4","function":{"name":"h","arguments":""}}]}`,
+	} {
+		body := `{"model":"m","messages":[` + msgs + `]}`
+		spaced := strings.ReplaceAll(body, `,"`, `, "`)
+		req, err := ParseRequest([]byte(body))
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		want, err := ParseRequest([]byte(spaced))
+		if err != nil {
+			t.Fatalf("%s: %v", spaced, err)
+		}
+		if diff := cmp.Diff(oracleView(want), oracleView(req)); diff != "" {
+			t.Errorf("%s (-spaced +compact):\n%s", body, diff)
+		}
+		oracleCheck(t, []byte(body))
 	}
 }

@@ -17,8 +17,30 @@ func (p *parser) message(i int) bool {
 	var role, content jsonx.Value
 	var seen keySet
 	base := func() string { return translate.ParamIndex("messages", i) }
-	for n := 0; sc.NextField(&n); {
-		f := messageField(sc.Key())
+	for n, f := 0, -1; ; {
+		// The orders the SDKs write a message's members in are tried first (MemberIs): role
+		// and content, in either order, then tool_calls or tool_call_id (openai-go writes
+		// role last). Any other member, whitespace or order takes NextField.
+		switch {
+		case n == 0 && sc.MemberIs(`{"role":`):
+			n, f = 1, mRole
+		case n == 0 && sc.MemberIs(`{"content":`):
+			n, f = 1, mContent
+		case f == mRole && sc.MemberIs(`,"content":`):
+			f = mContent
+		case f == mContent && sc.MemberIs(`,"role":`):
+			f = mRole
+		case f == mContent && sc.MemberIs(`,"tool_calls":`):
+			f = mToolCalls
+		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
+			f = mToolCallID
+		case (f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
+			f = mRole
+		case sc.NextField(&n):
+			f = messageField(sc.Key())
+		default:
+			goto end
+		}
 		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, messageNames) {
 			return false
 		}
@@ -60,6 +82,7 @@ func (p *parser) message(i int) bool {
 			return false
 		}
 	}
+end:
 	if sc.Failed() {
 		return false
 	}
@@ -353,8 +376,19 @@ func (p *parser) toolCall(i, j int) bool {
 		}
 	} else {
 		var seen keySet
-		for n := 0; sc.NextField(&n); {
-			f := toolCallField(sc.Key())
+		for n, f := 0, -1; ; {
+			// id, then type and function in either order (openai-go writes function
+			// first), tried first as in message.
+			switch {
+			case f == tcID && sc.MemberIs(`,"type":`), f == tcFunction && sc.MemberIs(`,"type":`):
+				f = tcType
+			case f == tcID && sc.MemberIs(`,"function":`), f == tcType && sc.MemberIs(`,"function":`):
+				f = tcFunction
+			case sc.NextField(&n):
+				f = toolCallField(sc.Key())
+			default:
+				goto end
+			}
 			if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolCallNames) {
 				return false
 			}
@@ -372,8 +406,22 @@ func (p *parser) toolCall(i, j int) bool {
 				ok = true
 				var fseen keySet
 				fbase := func() string { return param() + ".function" }
-				for k := 0; ok && sc.NextField(&k); {
-					g := toolCallFuncField(sc.Key())
+				for k, g := 0, -1; ok; {
+					// name and arguments, in either order (openai-go: arguments first).
+					switch {
+					case k == 0 && sc.MemberIs(`{"name":`):
+						k, g = 1, fnName
+					case k == 0 && sc.MemberIs(`{"arguments":`):
+						k, g = 1, fnArguments
+					case g == fnName && sc.MemberIs(`,"arguments":`):
+						g = fnArguments
+					case g == fnArguments && sc.MemberIs(`,"name":`):
+						g = fnName
+					case sc.NextField(&k):
+						g = toolCallFuncField(sc.Key())
+					default:
+						goto fend
+					}
 					if (g < 0 || !fseen.Known(g)) && !p.otherMember(&fseen, g, fbase, toolCallFuncNames) {
 						return false
 					}
@@ -386,6 +434,7 @@ func (p *parser) toolCall(i, j int) bool {
 						ok = sc.Skip()
 					}
 				}
+			fend:
 				ok = ok && !sc.Failed()
 			default:
 				ok = sc.Skip()
@@ -394,6 +443,7 @@ func (p *parser) toolCall(i, j int) bool {
 				return false
 			}
 		}
+	end:
 		if sc.Failed() {
 			return false
 		}

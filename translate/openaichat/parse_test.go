@@ -226,6 +226,12 @@ func FuzzParseRequest(f *testing.F) {
 // quirkSeeds are requests that pin how gjson read odd shapes: duplicate keys, escaped keys
 // and strings, surrogates, and values of unexpected kinds in nested objects.
 var quirkSeeds = []string{
+	// The member orders read first (MemberIs), and braces where a comma belongs after them.
+	`{"model":"m","messages":[{"content":"x","role":"user"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"arguments":"{}","name":"f"},"type":"function"}]},{"content":"r","tool_call_id":"c","role":"tool"}]}`,
+	`{"model":"m","messages":[{"role":"user"{"content":"x"}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"{"role":"user"}]}`,
+	`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function"{"function":{"name":"f"}}]}]}`,
+	`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f"{"arguments":"{}"}}]}]}`,
 	`{"model":"a","model":"b","messages":[{"role":"user","content":"x"}],"messages":[{"role":"user","content":"y"}]}`,
 	`{"model":"m","messages":[{"role":"user","role":"assistant","content":"x","content":null}]}`,
 	`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","id":"b","function":{"name":"f"},"function":{"arguments":"{}"}}],"tool_calls":[{"id":"c","function":{"name":"g"}}]}]}`,

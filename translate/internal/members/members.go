@@ -87,6 +87,9 @@ func (n Names) Index(k string) int {
 	return -1
 }
 
+// Name returns the name at position i of n.
+func (n Names) Name(i int) string { return n.list[i] }
+
 // Member applies the rule to k, the name of the next member of the object whose names so
 // far s holds, and adds k to s. It returns k's position in names (-1 when k is none of
 // them) and, when k breaks the rule, the code of its ParamError (see Error):
