@@ -602,26 +602,39 @@ func (p *parser) tool(i int) bool {
 	if sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
-	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, name, description, parameters, strict jsonx.Value
-	sawFunction, typed := false, false
+	typed := false
 	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, param, toolNames) {
+	for n, f := 0, -1; ; {
+		// type and function either way round (openai-go writes function first), tried
+		// first as in message.
+		switch {
+		case n == 0 && sc.MemberIs(`{"type":`):
+			n, f = 1, tlType
+		case n == 0 && sc.MemberIs(`{"function":`):
+			n, f = 1, tlFunction
+		case f == tlType && sc.MemberIs(`,"function":`):
+			f = tlFunction
+		case f == tlFunction && sc.MemberIs(`,"type":`):
+			f = tlType
+		case sc.NextField(&n):
+			f = toolField(sc.Key())
+		default:
+			goto end
+		}
+		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolNames) {
 			return false
 		}
 		var ok bool
-		switch sc.Key() {
-		case "type":
-			ok = sc.First(&typ)
-		case "function":
-			if sawFunction || sc.Peek() != '{' {
+		switch f {
+		case tlType:
+			ok = sc.Value(&typ)
+		case tlFunction:
+			if sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".function" }, want{"name", &name, nil},
-					want{"description", &description, nil}, want{"parameters", &parameters, &typed}, want{"strict", &strict, nil})
+				ok = p.toolFunction(param, &name, &description, &parameters, &strict, &typed)
 			}
-			sawFunction = true
 		default:
 			ok = sc.Skip()
 		}
@@ -629,6 +642,7 @@ func (p *parser) tool(i int) bool {
 			return false
 		}
 	}
+end:
 	if sc.Failed() {
 		return false
 	}
@@ -669,6 +683,62 @@ func (p *parser) tool(i int) bool {
 	return true
 }
 
+// toolFunction reads a tool's function object: its name, description, parameters (a
+// JSON Schema object, whose top-level type member sets *typed) and strict.
+func (p *parser) toolFunction(param func() string, name, description, parameters, strict *jsonx.Value, typed *bool) bool {
+	sc := &p.sc
+	base := func() string { return param() + ".function" }
+	var seen keySet
+	for n, f := 0, -1; ; {
+		// The orders the SDKs write: name, description, parameters (the API reference),
+		// description first (sorted keys), openai-go's name, strict, description,
+		// parameters.
+		switch {
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, tfName
+		case n == 0 && sc.MemberIs(`{"description":`):
+			n, f = 1, tfDescription
+		case (f == tfName || f == tfStrict) && sc.MemberIs(`,"description":`):
+			f = tfDescription
+		case f == tfName && sc.MemberIs(`,"strict":`):
+			f = tfStrict
+		case (f == tfDescription || f == tfName || f == tfStrict) && sc.MemberIs(`,"parameters":`):
+			f = tfParameters
+		case f == tfDescription && sc.MemberIs(`,"name":`):
+			f = tfName
+		case f == tfParameters && sc.MemberIs(`,"strict":`):
+			f = tfStrict
+		case sc.NextField(&n):
+			f = toolFuncField(sc.Key())
+		default:
+			return !sc.Failed()
+		}
+		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, toolFuncNames) {
+			return false
+		}
+		var ok bool
+		switch f {
+		case tfName:
+			ok = sc.Value(name)
+		case tfDescription:
+			ok = sc.Value(description)
+		case tfParameters:
+			if sc.Peek() == '{' {
+				ok = p.schema(parameters, typed)
+			} else {
+				ok = sc.Value(parameters)
+			}
+		case tfStrict:
+			ok = sc.Value(strict)
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
 func (p *parser) toolChoice() bool {
 	sc, r := &p.sc, p.req
 	switch sc.Peek() {
@@ -699,7 +769,7 @@ func (p *parser) toolChoice() bool {
 		case sc.Key() == "type":
 			ok = sc.First(&typ)
 		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
-			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name, nil})
+			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
 		default:
 			ok = sc.Skip()
 		}
@@ -742,8 +812,8 @@ func (p *parser) responseFormat() bool {
 				ok = sc.Skip()
 			} else {
 				schemaObject = true
-				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name, nil},
-					want{"description", &description, nil}, want{"schema", &schema, nil}, want{"strict", &strict, nil})
+				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
+					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
 			}
 			sawSchema = true
 		default:

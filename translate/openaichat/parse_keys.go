@@ -27,6 +27,7 @@ const (
 	toolCallFields       = "id type function"
 	toolCallFuncFields   = "name arguments"
 	toolFields           = "type function"
+	toolFuncFields       = "name description parameters strict"
 	toolChoiceFields     = "type function"
 	responseFormatFields = "type json_schema"
 )
@@ -41,6 +42,7 @@ var (
 	toolCallNames       = members.NewNames(toolCallFields)
 	toolCallFuncNames   = members.NewNames(toolCallFuncFields)
 	toolNames           = members.NewNames(toolFields)
+	toolFuncNames       = members.NewNames(toolFuncFields)
 	toolChoiceNames     = members.NewNames(toolChoiceFields)
 	responseFormatNames = members.NewNames(responseFormatFields)
 	noNames             members.Names
@@ -71,6 +73,18 @@ const (
 const (
 	fnName = iota
 	fnArguments
+)
+
+const (
+	tlType = iota
+	tlFunction
+)
+
+const (
+	tfName = iota
+	tfDescription
+	tfParameters
+	tfStrict
 )
 
 const (
@@ -125,6 +139,32 @@ func toolCallFuncField(k string) int {
 		return fnName
 	case "arguments":
 		return fnArguments
+	}
+	return -1
+}
+
+// toolField returns k's position in toolFields, -1 when it is none of them.
+func toolField(k string) int {
+	switch k {
+	case "type":
+		return tlType
+	case "function":
+		return tlFunction
+	}
+	return -1
+}
+
+// toolFuncField returns k's position in toolFuncFields, -1 when it is none of them.
+func toolFuncField(k string) int {
+	switch k {
+	case "name":
+		return tfName
+	case "description":
+		return tfDescription
+	case "parameters":
+		return tfParameters
+	case "strict":
+		return tfStrict
 	}
 	return -1
 }

@@ -63,6 +63,12 @@ func TestParseRequest_AmbiguousKeys(t *testing.T) {
 		{name: "tool call function twice around type", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f"},"type":"function","function":{"name":"g"}}]}]}`, want: dup("messages[0].tool_calls[0].function")},
 		{name: "tool call name twice around arguments", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}","name":"g"}}]}]}`, want: dup("messages[0].tool_calls[0].function.name")},
 		{name: "tool call arguments twice around name", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}","name":"f","arguments":"{}"}}]}]}`, want: dup("messages[0].tool_calls[0].function.arguments")},
+		{name: "tool type twice around function", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f"},"type":"function"}],` + msgs + `}`, want: dup("tools[0].type")},
+		{name: "tool function twice around type", body: `{"model":"m","tools":[{"function":{"name":"f"},"type":"function","function":{"name":"g"}}],` + msgs + `}`, want: dup("tools[0].function")},
+		{name: "tool function description twice around name", body: `{"model":"m","tools":[{"type":"function","function":{"description":"a","name":"f","description":"b"}}],` + msgs + `}`, want: dup("tools[0].function.description")},
+		{name: "tool function parameters twice around strict", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{},"strict":true,"parameters":{}}}],` + msgs + `}`, want: dup("tools[0].function.parameters")},
+		{name: "tool function strict twice", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","strict":true,"description":"d","strict":false}}],` + msgs + `}`, want: dup("tools[0].function.strict")},
+		{name: "tool function parameters in upper case", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","PARAMETERS":{}}}],` + msgs + `}`, want: fold("tools[0].function.PARAMETERS")},
 		{name: "tool function name twice", body: `{"model":"m","tools":[{"type":"function","function":{"name":"f","name":"g"}}],` + msgs + `}`, want: dup("tools[0].function.name")},
 		{name: "tool type in upper case", body: `{"model":"m","tools":[{"type":"function","TYPE":"web_search","function":{"name":"f"}}],` + msgs + `}`, want: fold("tools[0].TYPE")},
 		{name: "tool_choice function twice", body: `{"model":"m","tool_choice":{"type":"function","function":{"name":"f"},"function":{"name":"g"}},` + msgs + `}`, want: dup("tool_choice.function")},
@@ -100,6 +106,8 @@ var fieldSwitches = []struct {
 	{"messageField", messageFields, messageNames, messageField},
 	{"toolCallField", toolCallFields, toolCallNames, toolCallField},
 	{"toolCallFuncField", toolCallFuncFields, toolCallFuncNames, toolCallFuncField},
+	{"toolField", toolFields, toolNames, toolField},
+	{"toolFuncField", toolFuncFields, toolFuncNames, toolFuncField},
 	{"partField", partFields, partNames, partField},
 }
 
@@ -160,10 +168,16 @@ func TestParseRequest_KeysThatStayAccepted(t *testing.T) {
 // content either way round, then tool_calls or tool_call_id; a tool call's type and
 // function either way round; a function's name and arguments either way round) give the
 // request that the same body gives with a space after each comma, which NextField reads,
-// and that encoding/json gives (oracleCheck).
+// and that encoding/json gives (oracleCheck); so do a tool's type and function and its
+// function's name, description, parameters and strict in the orders tried first.
 func TestParseRequest_MemberOrders(t *testing.T) {
 	const call = `{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}`
 	const callGo = `{"id":"c2","function":{"arguments":"{\"b\":2}","name":"g"},"type":"function"}`
+	// Tools in the orders of the API reference, of sorted keys and of openai-go, and others.
+	const tools = `{"type":"function","function":{"name":"t1","description":"d","parameters":{"type":"object"}}},` +
+		`{"function":{"description":"d","name":"t2","parameters":{"properties":{}},"strict":true},"type":"function"},` +
+		`{"function":{"name":"t3","strict":false,"description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}}}},"type":"function"},` +
+		`{"type":"function","function":{"parameters":{},"name":"t4"}},{"type":"function","function":{"name":"t5","parameters":null,"strict":true}}`
 	for _, msgs := range []string{
 		`{"role":"user","content":"hi"}`,
 		`{"content":"hi","role":"user"}`,
@@ -173,7 +187,7 @@ func TestParseRequest_MemberOrders(t *testing.T) {
 		`{"role":"assistant","content":"a","refusal":null,"tool_calls":[{"id":"c3","function":{"name":"h"}}]}`,
 		`{"role":"assistant","content":"x","tool_calls":[{"type":"function","id":"c4","function":{"name":"h","arguments":""}}]}`,
 	} {
-		body := `{"model":"m","messages":[` + msgs + `]}`
+		body := `{"model":"m","messages":[` + msgs + `],"tools":[` + tools + `]}`
 		spaced := strings.ReplaceAll(body, `,"`, `, "`)
 		req, err := ParseRequest([]byte(body))
 		if err != nil {
@@ -186,6 +200,16 @@ func TestParseRequest_MemberOrders(t *testing.T) {
 		}
 		if diff := cmp.Diff(oracleView(want), oracleView(req)); diff != "" {
 			t.Errorf("%s (-spaced +compact):\n%s", body, diff)
+		}
+		wantTools := append([]translate.Tool(nil), want.Tools...)
+		for k := range wantTools {
+			wantTools[k].Parameters = strings.ReplaceAll(wantTools[k].Parameters, `, "`, `,"`)
+		}
+		if diff := cmp.Diff(wantTools, req.Tools); diff != "" {
+			t.Errorf("%s: tools (-spaced +compact):\n%s", body, diff)
+		}
+		if len(req.Tools) != 5 || !req.Tools[0].ParametersTyped || req.Tools[1].ParametersTyped || req.Tools[1].Strict == nil || !*req.Tools[1].Strict {
+			t.Errorf("%s: tools %+v", body, req.Tools)
 		}
 		oracleCheck(t, []byte(body))
 	}

@@ -153,7 +153,7 @@ func (p *parser) thinkingBlock(base func() string, msg *translate.Message) bool 
 		if !sc.Skip() {
 			return false
 		}
-	} else if !p.fields(base, want{"type", &typ, nil}, want{"thinking", &thinking, nil}, want{"signature", &signature, nil}, want{"data", &data, nil}) {
+	} else if !p.fields(base, want{"type", &typ}, want{"thinking", &thinking}, want{"signature", &signature}, want{"data", &data}) {
 		return false
 	}
 	msg.ThinkingBlocks = append(msg.ThinkingBlocks, translate.ThinkingBlock{
@@ -215,22 +215,22 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 			case sc.Peek() != '{':
 				ok = sc.Value(&image)
 			default:
-				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url, nil}, want{"detail", &detail, nil})
+				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
 			}
 			sawImage = true
 		case ptFile:
 			if sawFile || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData, nil},
-					want{"file_id", &fileID, nil}, want{"filename", &filename, nil})
+				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
+					want{"file_id", &fileID}, want{"filename", &filename})
 			}
 			sawFile = true
 		case ptInputAudio:
 			if sawAudio || sc.Peek() != '{' {
 				ok = sc.Skip()
 			} else {
-				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio, nil}, want{"format", &format, nil})
+				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
 			}
 			sawAudio = true
 		default:
@@ -283,12 +283,10 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	return true
 }
 
-// want names an object member to read and where to put its value. With typed set, an
-// object value is read by schema, which sets *typed when it has a member named type.
+// want names an object member to read and where to put its value.
 type want struct {
-	key   string
-	dst   *jsonx.Value
-	typed *bool
+	key string
+	dst *jsonx.Value
 }
 
 // fields reads the object at the cursor, whose param path base returns, putting the value
@@ -304,11 +302,7 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		ok := false
 		for _, w := range wants {
 			if w.key == sc.Key() {
-				if w.typed != nil && w.dst.Kind == jsonx.Missing && sc.Peek() == '{' {
-					ok = p.schema(w.dst, w.typed)
-				} else {
-					ok = sc.First(w.dst)
-				}
+				ok = sc.First(w.dst)
 				goto next
 			}
 		}

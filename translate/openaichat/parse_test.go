@@ -226,6 +226,9 @@ func FuzzParseRequest(f *testing.F) {
 // quirkSeeds are requests that pin how gjson read odd shapes: duplicate keys, escaped keys
 // and strings, surrogates, and values of unexpected kinds in nested objects.
 var quirkSeeds = []string{
+	`{"model":"m","tools":[{"function":{"name":"f","strict":true,"description":"d","parameters":{"type":"object"}},"type":"function"},{"type":"function","function":{"description":"d","name":"g","parameters":{}}}],"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","tools":[{"type":"function"{"function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","tools":[{"type":"function","function":{"name":"f"{"parameters":{}}}],"messages":[{"role":"user","content":"x"}]}`,
 	// The member orders read first (MemberIs), and braces where a comma belongs after them.
 	`{"model":"m","messages":[{"content":"x","role":"user"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"arguments":"{}","name":"f"},"type":"function"}]},{"content":"r","tool_call_id":"c","role":"tool"}]}`,
 	`{"model":"m","messages":[{"role":"user"{"content":"x"}]}`,
