@@ -193,7 +193,7 @@ func TestMemberIs(t *testing.T) {
 		{`,"tool_call_id":"c"}`, `,"tool_calls":`, false},
 		{`,"content" :"hi"}`, `,"content":`, false}, // whitespace is NextField's
 		{`, "content":"hi"}`, `,"content":`, false},
-		{`,"Content":"hi"}`, `,"content":`, false}, // another case is NextField's, to refuse
+		{`,"Content":"hi"}`, `,"content":`, false},   // another case is NextField's, to refuse
 		{`,"conten\u0074":1}`, `,"content":`, false}, // an escape in the name is NextField's
 		{`,"contents":"hi"}`, `,"content":`, false},
 		{`,"content`, `,"content":`, false}, // shorter than want
