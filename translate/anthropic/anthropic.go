@@ -536,13 +536,14 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		w.dst = append(w.dst, `,"input":`...)
 		at := len(w.dst)
 		w.dst = w.req.AppendDecoded(w.dst, tc.Arguments)
-		args := strings.TrimSpace(jsonx.View(w.dst[at:]))
-		if args == "" {
-			args = "{}"
-		} else if args[0] != '{' || !jsonx.Valid(args) {
+		switch args := strings.TrimSpace(jsonx.View(w.dst[at:])); {
+		case args == "":
+			w.dst = append(w.dst[:at], "{}"...)
+		case args[0] != '{' || !jsonx.Valid(args):
 			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a JSON object, as the anthropic backend sends it as the tool_use input")
+		case len(args) != len(w.dst)-at: // trimmed: args lies at or after at, and moves down
+			w.dst = append(w.dst[:at], args...)
 		}
-		w.dst = append(w.dst[:at], args...) // args lies at or after at: copy moves it down
 		w.dst = append(w.dst, '}')
 		w.end()
 	}

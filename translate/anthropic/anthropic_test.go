@@ -759,3 +759,32 @@ func TestResponseMemberMatchesNames(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicToolUseInput: a tool call's arguments go out as the tool_use input object
+// as the client wrote it, without the whitespace around it; empty or blank arguments are
+// the empty object.
+func TestAnthropicToolUseInput(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{`{\"city\":\"Paris\"}`, `{"city":"Paris"}`},
+		{`  {\"city\": \"Paris\"} \n`, `{"city": "Paris"}`},
+		{`{\"a\":1}\t`, `{"a":1}`},
+		{`\n{}`, `{}`},
+		{``, `{}`},
+		{`  `, `{}`},
+		{`\t\n`, `{}`},
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"` + tt.args + `"}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"sunny"}],"tools":[` + anthropicWeatherTool + `]}`
+		out, err := anthropicEncode(t, body, nil)
+		if err != nil {
+			t.Fatalf("arguments %q: %v", tt.args, err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("arguments %q: the body is not JSON: %s", tt.args, out)
+		}
+		if got := gjson.GetBytes(out, "messages.1.content.0.input").Raw; got != tt.want {
+			t.Errorf("arguments %q: input %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
