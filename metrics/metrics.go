@@ -120,22 +120,6 @@ type TokenCounts struct {
 	Prompt, Completion, Cached, CacheCreation, Reasoning int
 }
 
-// AddTokens adds one response's tokens.
-func (m *Metrics) AddTokens(model, backend, key string, t TokenCounts) {
-	add := func(typ string, n int) {
-		if n > 0 {
-			m.series.tokens.get(tokenKey{model, backend, key, typ}, func() prometheus.Counter {
-				return m.Tokens.WithLabelValues(model, backend, key, typ)
-			}).Add(float64(n))
-		}
-	}
-	add("prompt", t.Prompt)
-	add("completion", t.Completion)
-	add("cached", t.Cached)
-	add("cache_creation", t.CacheCreation)
-	add("reasoning", t.Reasoning)
-}
-
 // ToolCall records one tool call (it implements tools.Observer).
 func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
 	m.ToolCalls.WithLabelValues(tool, outcome).Inc()

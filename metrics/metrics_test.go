@@ -12,8 +12,9 @@ import (
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
-	m.AddTokens("demo", "offline", "alice", TokenCounts{Prompt: 10, Completion: 5, Cached: 4, Reasoning: 2})
-	m.AddTokens("demo", "offline", "alice", TokenCounts{Prompt: 1})
+	m.SeriesOf("demo", "offline", "alice").AddTokens(TokenCounts{Prompt: 10, Completion: 5, Cached: 4, Reasoning: 2})
+	m.SeriesOf("demo", "offline", "alice").AddTokens(TokenCounts{Prompt: 1})
+	m.SeriesOf("demo", "offline", "bob").AddTokens(TokenCounts{CacheCreation: 3})
 	m.ToolCall("weather", "ok", 20*time.Millisecond)
 	m.ToolCall("weather", "cached", 0)
 	m.CacheLookup(true)
@@ -32,6 +33,7 @@ func TestMetrics(t *testing.T) {
 		{"completion tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "completion"), 5},
 		{"cached tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "cached"), 4},
 		{"reasoning tokens", m.Tokens.WithLabelValues("demo", "offline", "alice", "reasoning"), 2},
+		{"another key's tokens", m.Tokens.WithLabelValues("demo", "offline", "bob", "cache_creation"), 3},
 		{"tool calls ok", m.ToolCalls.WithLabelValues("weather", "ok"), 1},
 		{"cache hits", m.ToolCache.WithLabelValues("hit"), 1},
 		{"cache misses", m.ToolCache.WithLabelValues("miss"), 1},
@@ -47,8 +49,8 @@ func TestMetrics(t *testing.T) {
 		})
 	}
 	// Zero counts create no series: label sets stay as small as the traffic.
-	if n := testutil.CollectAndCount(m.Tokens); n != 4 {
-		t.Errorf("gateway_tokens_total has %d series, want 4 (no cache_creation series)", n)
+	if n := testutil.CollectAndCount(m.Tokens); n != 5 {
+		t.Errorf("gateway_tokens_total has %d series, want 5 (alice's four, bob's cache_creation)", n)
 	}
 	// Tool durations exclude cache hits: one observation for two calls.
 	if got := testutil.ToFloat64(m.ToolCalls.WithLabelValues("weather", "cached")); got != 1 {

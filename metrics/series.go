@@ -11,9 +11,9 @@ import (
 
 // The methods below record the per-request series through caches of the vectors'
 // children: WithLabelValues hashes and checks every label value on each call, a map
-// lookup on a comparable key costs a fraction of that. The keys are bounded as the labels
-// are (configured names, status codes); a name removed by a reload keeps its entry, as it
-// keeps its series.
+// lookup on a comparable key costs a fraction of that, and a scan of a Series' few
+// children less again. The keys are bounded as the labels are (configured names, status
+// codes); a name removed by a reload keeps its entry, as it keeps its series.
 
 // labelCache memoizes a vector's children by key. Safe for concurrent use. A lookup takes
 // no lock and writes no shared memory: the map is immutable once published, and a new
@@ -54,58 +54,147 @@ func (c *labelCache[K, M]) add(k K, child func() M) M {
 	return v
 }
 
-type requestKey struct {
-	model, backend, key, api string
-	code                     int
-	stream                   bool
-}
+// seriesKey names a Series.
+type seriesKey struct{ model, backend, key string }
 
-type durationKey struct {
-	model, backend, api string
-	stream              bool
-}
-
-type upstreamKey struct{ backend, code string }
-
-type tokenKey struct{ model, backend, key, typ string }
-
-// seriesCaches are the caches of Metrics, one per vector.
+// seriesCaches are the caches of Metrics: the Series of each model label, backend and
+// key, and the upstream observers of each backend.
 type seriesCaches struct {
-	requests labelCache[requestKey, prometheus.Counter]
-	duration labelCache[durationKey, prometheus.Observer]
-	ttft     labelCache[durationKey, prometheus.Observer]
-	upstream labelCache[upstreamKey, prometheus.Observer]
-	tokens   labelCache[tokenKey, prometheus.Counter]
+	series   labelCache[seriesKey, *Series]
+	upstream labelCache[string, *smallCache[string, prometheus.Observer]]
+}
+
+// Series records the per-request series of one model label, backend and key. A request
+// finds it with one lookup (SeriesOf) and records through it: each of its children is
+// found by a scan of the few this Series has made (status codes, stream or not, api),
+// where a lookup per series hashed every label value again (some fifteen strings a
+// request). Safe for concurrent use.
+type Series struct {
+	m                   *Metrics
+	model, backend, key string
+	requests            smallCache[requestSub, prometheus.Counter]
+	duration            smallCache[durationSub, prometheus.Observer]
+	ttft                lazy[prometheus.Observer]
+	tokens              [len(tokenTypes)]lazy[prometheus.Counter]
+}
+
+type requestSub struct {
+	code   int
+	stream bool
+	api    string
+}
+
+type durationSub struct {
+	stream bool
+	api    string
+}
+
+// tokenTypes are the type label values of gateway_tokens_total, in TokenCounts' order.
+var tokenTypes = [...]string{"prompt", "completion", "cached", "cache_creation", "reasoning"}
+
+// SeriesOf returns the Series of model, backend and key.
+func (m *Metrics) SeriesOf(model, backend, key string) *Series {
+	return m.series.series.get(seriesKey{model, backend, key}, func() *Series {
+		return &Series{m: m, model: model, backend: backend, key: key}
+	})
 }
 
 // CountRequest counts one request of client API api with its outcome
 // (gateway_requests_total).
-func (m *Metrics) CountRequest(model, backend, key string, code int, stream bool, api string) {
-	m.series.requests.get(requestKey{model, backend, key, api, code, stream}, func() prometheus.Counter {
-		return m.Requests.WithLabelValues(model, backend, key, strconv.Itoa(code), strconv.FormatBool(stream), api)
+func (s *Series) CountRequest(code int, stream bool, api string) {
+	s.requests.get(requestSub{code, stream, api}, func() prometheus.Counter {
+		return s.m.Requests.WithLabelValues(s.model, s.backend, s.key, strconv.Itoa(code), strconv.FormatBool(stream), api)
 	}).Inc()
 }
 
-// RequestDurationOf returns the observer of a request's duration
+// RequestDuration returns the observer of a request's duration
 // (gateway_request_duration_seconds); the caller may observe with an exemplar.
-func (m *Metrics) RequestDurationOf(model, backend string, stream bool, api string) prometheus.Observer {
-	return m.series.duration.get(durationKey{model, backend, api, stream}, func() prometheus.Observer {
-		return m.RequestDuration.WithLabelValues(model, backend, strconv.FormatBool(stream), api)
+func (s *Series) RequestDuration(stream bool, api string) prometheus.Observer {
+	return s.duration.get(durationSub{stream, api}, func() prometheus.Observer {
+		return s.m.RequestDuration.WithLabelValues(s.model, s.backend, strconv.FormatBool(stream), api)
 	})
 }
 
-// TTFTOf returns the observer of a request's time to its first token
-// (gateway_time_to_first_token_seconds).
-func (m *Metrics) TTFTOf(model, backend string) prometheus.Observer {
-	return m.series.ttft.get(durationKey{model: model, backend: backend}, func() prometheus.Observer {
-		return m.TTFT.WithLabelValues(model, backend)
-	})
+// TTFT returns the observer of a request's time to its first token
+// (gateway_time_to_first_token_seconds, which has no key label).
+func (s *Series) TTFT() prometheus.Observer {
+	return s.ttft.get(func() prometheus.Observer { return s.m.TTFT.WithLabelValues(s.model, s.backend) })
+}
+
+// AddTokens adds one response's tokens (gateway_tokens_total); a type with no tokens is
+// not counted, so its series appears only once some are.
+func (s *Series) AddTokens(t TokenCounts) {
+	for i, n := range [len(tokenTypes)]int{t.Prompt, t.Completion, t.Cached, t.CacheCreation, t.Reasoning} {
+		if n > 0 {
+			s.tokens[i].get(func() prometheus.Counter {
+				return s.m.Tokens.WithLabelValues(s.model, s.backend, s.key, tokenTypes[i])
+			}).Add(float64(n))
+		}
+	}
 }
 
 // UpstreamOf returns the observer of one upstream attempt's wait for response headers,
 // by status ("0" for a transport error) (gateway_upstream_duration_seconds).
 func (m *Metrics) UpstreamOf(backend, code string) prometheus.Observer {
-	return m.series.upstream.get(upstreamKey{backend, code}, func() prometheus.Observer {
-		return m.Upstream.WithLabelValues(backend, code)
+	codes := m.series.upstream.get(backend, func() *smallCache[string, prometheus.Observer] {
+		return new(smallCache[string, prometheus.Observer])
 	})
+	return codes.get(code, func() prometheus.Observer { return m.Upstream.WithLabelValues(backend, code) })
+}
+
+// smallCache memoizes children by a key from a small set (a series' status codes): a
+// lookup scans the entries in the order they were added, comparing keys, which for a
+// few entries costs less than hashing the key. Safe for concurrent use, as labelCache.
+type smallCache[K comparable, M any] struct {
+	s  atomic.Pointer[[]smallEntry[K, M]]
+	mu sync.Mutex // serializes additions
+}
+
+type smallEntry[K comparable, M any] struct {
+	k K
+	v M
+}
+
+func (c *smallCache[K, M]) get(k K, child func() M) M {
+	if s := c.s.Load(); s != nil {
+		for i := range *s {
+			if (*s)[i].k == k {
+				return (*s)[i].v
+			}
+		}
+	}
+	return c.add(k, child)
+}
+
+// add publishes a copy of the entries with k's child, unless another call added it first.
+func (c *smallCache[K, M]) add(k K, child func() M) M {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next []smallEntry[K, M]
+	if old := c.s.Load(); old != nil {
+		for _, e := range *old {
+			if e.k == k {
+				return e.v
+			}
+		}
+		next = append(make([]smallEntry[K, M], 0, len(*old)+1), *old...)
+	}
+	v := child()
+	next = append(next, smallEntry[K, M]{k, v})
+	c.s.Store(&next)
+	return v
+}
+
+// lazy is a child made on its first use. Safe for concurrent use: first uses at once
+// may each make it, and each gets the same child (WithLabelValues returns one child per
+// label values); one is kept.
+type lazy[M any] struct{ p atomic.Pointer[M] }
+
+func (l *lazy[M]) get(child func() M) M {
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	v := child()
+	l.p.Store(&v)
+	return v
 }

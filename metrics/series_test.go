@@ -10,22 +10,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestSeries: the cached recorders count into the series WithLabelValues names, each
-// label combination its own, however often they are called.
+// TestSeries: the recorders count into the series WithLabelValues names, each label
+// combination its own, however often they are called and whichever Series of the same
+// names records.
 func TestSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg)
 	for range 3 {
-		m.CountRequest("gpt", "oai", "alice", 200, false, "chat")
-		m.RequestDurationOf("gpt", "oai", false, "chat").Observe((10 * time.Millisecond).Seconds())
+		s := m.SeriesOf("gpt", "oai", "alice")
+		s.CountRequest(200, false, "chat")
+		s.RequestDuration(false, "chat").Observe((10 * time.Millisecond).Seconds())
 		m.UpstreamOf("oai", "200").Observe((5 * time.Millisecond).Seconds())
 	}
-	m.CountRequest("gpt", "oai", "alice", 502, false, "chat")
-	m.CountRequest("gpt", "oai", "alice", 200, true, "chat")
-	m.CountRequest("gpt", "oai", "bob", 200, false, "chat")
-	m.RequestDurationOf("gpt", "oai", true, "chat").Observe((time.Second).Seconds())
-	m.TTFTOf("gpt", "oai").Observe((100 * time.Millisecond).Seconds())
+	alice := m.SeriesOf("gpt", "oai", "alice")
+	if m.SeriesOf("gpt", "oai", "alice") != alice {
+		t.Error("SeriesOf made a second Series for the same names")
+	}
+	alice.CountRequest(502, false, "chat")
+	alice.CountRequest(200, true, "chat")
+	alice.CountRequest(200, false, "responses")
+	m.SeriesOf("gpt", "oai", "bob").CountRequest(200, false, "chat")
+	m.SeriesOf("gpt", "other", "alice").CountRequest(200, false, "chat")
+	alice.RequestDuration(true, "chat").Observe((time.Second).Seconds())
+	alice.TTFT().Observe((100 * time.Millisecond).Seconds())
+	m.SeriesOf("gpt", "oai", "bob").TTFT().Observe((100 * time.Millisecond).Seconds()) // TTFT has no key label
 	m.UpstreamOf("oai", "0").Observe((time.Second).Seconds())
+	m.UpstreamOf("other", "200").Observe((time.Second).Seconds())
 
 	counts := []struct {
 		name string
@@ -35,29 +45,41 @@ func TestSeries(t *testing.T) {
 		{"ok requests", m.Requests.WithLabelValues("gpt", "oai", "alice", "200", "false", "chat"), 3},
 		{"failed request", m.Requests.WithLabelValues("gpt", "oai", "alice", "502", "false", "chat"), 1},
 		{"streamed request", m.Requests.WithLabelValues("gpt", "oai", "alice", "200", "true", "chat"), 1},
+		{"other api", m.Requests.WithLabelValues("gpt", "oai", "alice", "200", "false", "responses"), 1},
 		{"other key", m.Requests.WithLabelValues("gpt", "oai", "bob", "200", "false", "chat"), 1},
+		{"other backend", m.Requests.WithLabelValues("gpt", "other", "alice", "200", "false", "chat"), 1},
 	}
 	for _, tt := range counts {
 		if got := testutil.ToFloat64(tt.c); got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	histograms := []struct {
+	series := []struct {
 		name   string
 		metric string
 		want   uint64 // samples over every series
+		n      int    // series
 	}{
-		{"durations", "gateway_request_duration_seconds", 4},
-		{"ttft", "gateway_time_to_first_token_seconds", 1},
-		{"upstream", "gateway_upstream_duration_seconds", 4},
+		{"durations", "gateway_request_duration_seconds", 4, 2},
+		{"ttft", "gateway_time_to_first_token_seconds", 2, 1},
+		{"upstream", "gateway_upstream_duration_seconds", 5, 3},
 	}
-	for _, tt := range histograms {
+	for _, tt := range series {
 		if got := histogramCount(t, reg, tt.metric); got != tt.want {
 			t.Errorf("%s: %d samples, want %d", tt.name, got, tt.want)
 		}
+		if got := testutil.CollectAndCount(reg, tt.metric); got != tt.n {
+			t.Errorf("%s: %d series, want %d", tt.name, got, tt.n)
+		}
+	}
+	if got := testutil.CollectAndCount(m.Requests); got != 6 {
+		t.Errorf("gateway_requests_total: %d series, want 6", got)
 	}
 }
 
+// BenchmarkCountRequest is what a request records at its end (its count and duration,
+// an upstream attempt, its prompt and completion tokens): through WithLabelValues, and
+// as the gateway does.
 func BenchmarkCountRequest(b *testing.B) {
 	m := New(prometheus.NewRegistry())
 	b.Run("with-label-values", func(b *testing.B) {
@@ -66,28 +88,79 @@ func BenchmarkCountRequest(b *testing.B) {
 			m.Requests.WithLabelValues("claude-bench", "anth", "bench", "200", "false", "chat").Inc()
 			m.RequestDuration.WithLabelValues("claude-bench", "anth", "false", "chat").Observe(0.05)
 			m.Upstream.WithLabelValues("anth", "200").Observe(0.05)
+			m.Tokens.WithLabelValues("claude-bench", "anth", "bench", "prompt").Add(412)
+			m.Tokens.WithLabelValues("claude-bench", "anth", "bench", "completion").Add(187)
 		}
 	})
-	b.Run("cached", func(b *testing.B) {
+	b.Run("series", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			m.CountRequest("claude-bench", "anth", "bench", 200, false, "chat")
-			m.RequestDurationOf("claude-bench", "anth", false, "chat").Observe((50 * time.Millisecond).Seconds())
+			s := m.SeriesOf("claude-bench", "anth", "bench")
+			s.CountRequest(200, false, "chat")
+			s.RequestDuration(false, "chat").Observe((50 * time.Millisecond).Seconds())
 			m.UpstreamOf("anth", "200").Observe((50 * time.Millisecond).Seconds())
+			m.SeriesOf("claude-bench", "anth", "bench").AddTokens(TokenCounts{Prompt: 412, Completion: 187})
 		}
 	})
 	// The lookups alone, from every core at once, as a gateway under load makes them.
 	b.Run("lookups-parallel", func(b *testing.B) {
-		m.CountRequest("claude-bench", "anth", "bench", 200, false, "chat") // the child, made
+		m.SeriesOf("claude-bench", "anth", "bench").CountRequest(200, false, "chat") // the child, made
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				m.series.requests.get(requestKey{"claude-bench", "anth", "bench", "chat", 200, false}, nil)
-				m.RequestDurationOf("claude-bench", "anth", false, "chat")
+				s := m.SeriesOf("claude-bench", "anth", "bench")
+				s.requests.get(requestSub{200, false, "chat"}, nil)
+				s.RequestDuration(false, "chat")
 				m.UpstreamOf("anth", "200")
 			}
 		})
 	})
+}
+
+// TestSmallCache_Concurrent: goroutines asking for the same keys at once all get one
+// child per key, made once, while other keys are added; lazy hands every goroutine the
+// one child it kept.
+func TestSmallCache_Concurrent(t *testing.T) {
+	var c smallCache[int, *int]
+	var l lazy[*int]
+	var made [16]atomic.Int32
+	var wg sync.WaitGroup
+	got := make([][16]*int, 8)
+	lazyGot := make([]*int, 8)
+	shared := new(int) // what WithLabelValues returns: one child for every caller
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 16 {
+				k := (i + 2*g) % 16 // each goroutine starts elsewhere
+				got[g][k] = c.get(k, func() *int {
+					made[k].Add(1)
+					return new(int)
+				})
+			}
+			lazyGot[g] = l.get(func() *int { return shared })
+		}()
+	}
+	wg.Wait()
+	for k := range 16 {
+		if n := made[k].Load(); n != 1 {
+			t.Errorf("key %d: child made %d times, want once", k, n)
+		}
+		for g := range got {
+			if got[g][k] != got[0][k] {
+				t.Errorf("key %d: goroutines %d and 0 got different children", k, g)
+			}
+		}
+	}
+	if kept := l.get(func() *int { t.Error("lazy made a child after one was kept"); return nil }); kept != shared {
+		t.Error("lazy kept no child, or another")
+	}
+	for g, p := range lazyGot {
+		if p != shared {
+			t.Errorf("goroutine %d: lazy returned %p, want the child %p", g, p, shared)
+		}
+	}
 }
 
 // TestLabelCache_Concurrent: goroutines asking for the same keys at once all get one

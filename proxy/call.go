@@ -58,6 +58,10 @@ type modelCall struct {
 	// x is the memory of the upstream exchange in progress (send).
 	x exchange
 
+	// series are the metric series of seriesRoute and key (seriesOf).
+	series      *metrics.Series
+	seriesRoute *route
+
 	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
 	tracer *telemetry.Tracer
 	chat   *telemetry.Chat
@@ -384,7 +388,16 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 func (c *modelCall) countUsage(r *route) {
 	c.Usage.Add(c.lastUsage)
 	c.spend.addCost(c.rt, r, c.lastUsage)
-	c.metrics.AddTokens(r.label(), r.backend.name, c.key.name, tokenCounts(c.lastUsage))
+	c.seriesOf(r).AddTokens(tokenCounts(c.lastUsage))
+}
+
+// seriesOf returns the metric series of route r and the call's key, looked up once for
+// the route the call last asked about (a request's calls and its record ask for the same).
+func (c *modelCall) seriesOf(r *route) *metrics.Series {
+	if c.series == nil || c.seriesRoute != r {
+		c.series, c.seriesRoute = c.metrics.SeriesOf(r.label(), r.backend.name, c.key.name), r
+	}
+	return c.series
 }
 
 // options returns the encoder options for route r. They live in c (no allocation per

@@ -246,7 +246,7 @@ func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 		api = apiChat
 	}
 	now := time.Now() // one reading for the histogram, the log line and its time
-	d := requestDone{m: c.s.metrics, logger: c.s.logger, span: c.span, rid: c.rid,
+	d := requestDone{series: c.call.seriesOf(c.route), logger: c.s.logger, span: c.span, rid: c.rid,
 		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: api,
 		code: code, stream: stream, at: now, took: now.Sub(c.start),
 		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens}

@@ -22,7 +22,8 @@ import (
 // in other servers too. Whatever reads the metrics or the log sees every answered request
 // once Server.Settle has returned (the /metrics handler calls it).
 type requestDone struct {
-	m      *metrics.Metrics
+	// series are the request's metric series (those of its model label, backend and key).
+	series *metrics.Series
 	logger *slog.Logger
 	// span is the server span for exemplars; nil when tracing is off.
 	span *telemetry.Request
@@ -41,11 +42,11 @@ type requestDone struct {
 // record counts, observes and logs d.
 func (d *requestDone) record() {
 	if d.code != 0 {
-		d.m.CountRequest(d.label, d.backend, d.key, d.code, d.stream, d.api)
+		d.series.CountRequest(d.code, d.stream, d.api)
 	}
-	d.span.Observe(d.m.RequestDurationOf(d.label, d.backend, d.stream, d.api), d.took.Seconds()) // with exemplar
+	d.span.Observe(d.series.RequestDuration(d.stream, d.api), d.took.Seconds()) // with exemplar
 	if d.ttft > 0 {
-		d.span.Observe(d.m.TTFTOf(d.label, d.backend), d.ttft.Seconds())
+		d.span.Observe(d.series.TTFT(), d.ttft.Seconds())
 	}
 	logLineAt(d.logger, d.at, accessLine, d.appendMembers, d.attrs)
 }
