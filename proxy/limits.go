@@ -127,11 +127,11 @@ func (c *chatRun) setBudgetGauges() {
 
 // addCost adds the cost of one upstream turn served by route r, priced by its model.
 func (l *limitRun) addCost(rt *runtime, r *route, u translate.Usage) {
-	if l == nil {
+	if l == nil || l.req.Budget.MicroUSD == 0 { // no usd budget: nothing to price
 		return
 	}
 	mc, ok := rt.cfg.Models[r.name]
-	if !ok || mc.Price == nil || l.req.Budget.MicroUSD == 0 {
+	if !ok || mc.Price == nil {
 		return
 	}
 	p := mc.Price
