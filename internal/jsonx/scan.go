@@ -433,7 +433,9 @@ func (sc *Scanner) skip() bool {
 				break
 			}
 			if c == '{' {
-				if i = sc.memberName(i); i < 0 {
+				if j := sc.nameEnd(i); j >= 0 {
+					i = j
+				} else if i = sc.memberName(i); i < 0 {
 					return false
 				}
 			}
@@ -470,7 +472,9 @@ func (sc *Scanner) skip() bool {
 			end := open[len(open)-1]
 			if c == ',' {
 				if end == '}' {
-					if i = sc.memberName(i + 1); i < 0 {
+					if j := sc.nameEnd(i + 1); j >= 0 {
+						i = j
+					} else if i = sc.memberName(i + 1); i < 0 {
 						return false
 					}
 				} else {
@@ -485,6 +489,21 @@ func (sc *Scanner) skip() bool {
 			open = open[:len(open)-1]
 		}
 	}
+}
+
+// nameEnd is memberName's common case, small enough to be inlined: the name at i, with
+// no whitespace before it, ends at the kept mask's next stop (quickEnd) and its colon
+// follows at once. It returns the offset after the colon, or -1 when memberName must
+// read the name.
+func (sc *Scanner) nameEnd(i int) int {
+	if i < len(sc.s) && sc.s[i] == '"' && (i+1)&^(blockSize-1)+1 == sc.blk1 {
+		if r := sc.mask >> ((i + 1) & (blockSize - 1)); r != 0 {
+			if e := i + 1 + bits.TrailingZeros64(r); e+2 <= len(sc.s) && sc.s[e:e+2] == `":` {
+				return e + 2
+			}
+		}
+	}
+	return -1
 }
 
 // memberName reads, from i on, the name of an object member and the colon after it, and

@@ -178,6 +178,31 @@ func TestNextField_CompactAndSpaced(t *testing.T) {
 	}
 }
 
+// TestSkip_MemberNamesAtEveryOffset: Skip reads a member name written compactly from the
+// kept block mask (nameEnd) and any other from memberName; at every offset over two
+// blocks, so that names start, end and have their colon on either side of a boundary,
+// Valid agrees with encoding/json on names that are compact, escaped, spaced, cut short
+// or followed by something other than a colon.
+func TestSkip_MemberNamesAtEveryOffset(t *testing.T) {
+	members := []string{`"k":1`, `"k\"q":1`, `"k\u0041":1`, `"k" :1`, `"k": 1`, `"k"1`, `"k",1`,
+		`"k"`, `"k`, `"k` + "\x01" + `":1`, `"k` + "\x01" + `:1`, `"a\\":{"b":[{"c":"d"}]}`, `"k":"` + strings.Repeat("v", 70) + `"`}
+	for _, m := range members {
+		for at := 0; at < 140; at++ {
+			pad := `"` + strings.Repeat("p", at) + `"`
+			for _, body := range []string{
+				`{` + m + `}`,
+				`[` + pad + `,{` + m + `}]`,
+				`{"p":` + pad + `,` + m + `}`,
+				`{"p":` + pad + `,` + m + `,"z":[]}`,
+			} {
+				if got, want := Valid(body), json.Valid([]byte(body)); got != want {
+					t.Fatalf("Valid(%s) = %v, encoding/json %v", body, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestMemberIs: MemberIs moves past want exactly when the input at the cursor starts with
 // it, never reading past the input's end, and otherwise leaves the cursor where it was.
 func TestMemberIs(t *testing.T) {
