@@ -148,3 +148,48 @@ keys:
 		}
 	}
 }
+
+// TestMetrics_FallbackAndKeySeries: a request answered by a fallback counts its tokens
+// under the fallback's model and backend, and itself under the model the client asked
+// for; requests of two keys, alternating, each count under their own key. (The model call
+// keeps the series it found for a route and key: these are the cases where it must not
+// keep them.)
+func TestMetrics_FallbackAndKeySeries(t *testing.T) {
+	p := newUpstream(t, failWith(503, "overloaded"))
+	s := newUpstream(t, okUpstream("fallback answer"))
+	g := startGateway(t, `
+backends:
+  primary: {type: openai, base_url: "{{P}}", retries: {max: 0}}
+  second: {type: openai, base_url: "{{S}}", retries: {max: 0}}
+models:
+  main: {backend: primary, fallbacks: [spare]}
+  spare: {backend: second}
+keys:
+  alice: {key: sk-alice, models: ["*"]}
+  bob: {key: sk-bob, models: ["*"]}
+`, map[string]string{"P": p.v1(), "S": s.v1()})
+	for _, key := range []string{"sk-alice", "sk-bob", "sk-alice", "sk-bob", "sk-alice"} {
+		client := g.client(key)
+		if _, err := client.Chat.Completions.New(context.Background(), userParams("main", "hi")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		metric string
+		labels map[string]string
+		want   float64
+	}{
+		{"alice's prompt tokens, under the fallback", "gateway_tokens_total", map[string]string{"model": "spare", "backend": "second", "key": "alice", "type": "prompt"}, 3 * 5},
+		{"bob's completion tokens, under the fallback", "gateway_tokens_total", map[string]string{"model": "spare", "backend": "second", "key": "bob", "type": "completion"}, 2 * 2},
+		{"no tokens under the failed model", "gateway_tokens_total", map[string]string{"model": "main"}, 0},
+		{"alice's requests, under the model asked for", "gateway_requests_total", map[string]string{"model": "main", "backend": "primary", "key": "alice", "code": "200"}, 3},
+		{"bob's requests", "gateway_requests_total", map[string]string{"model": "main", "backend": "primary", "key": "bob", "code": "200"}, 2},
+		{"failed attempts", "gateway_upstream_duration_seconds", map[string]string{"backend": "primary", "code": "503"}, 5},
+		{"answered attempts", "gateway_upstream_duration_seconds", map[string]string{"backend": "second", "code": "200"}, 5},
+	} {
+		if got := g.metricValue(tt.metric, tt.labels); got != tt.want {
+			t.Errorf("%s: %s%v = %v, want %v", tt.name, tt.metric, tt.labels, got, tt.want)
+		}
+	}
+}
