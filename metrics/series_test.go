@@ -117,81 +117,74 @@ func BenchmarkCountRequest(b *testing.B) {
 	})
 }
 
-// TestSmallCache_Concurrent: goroutines asking for the same keys at once all get one
-// child per key, made once, while other keys are added; lazy hands every goroutine the
-// one child it kept.
-func TestSmallCache_Concurrent(t *testing.T) {
-	var c smallCache[int, *int]
+// TestCaches_Concurrent: goroutines asking a cache for the same keys at once all get one
+// child per key, made once, while other keys are added: the labelCache of Series by
+// names, and the smallCache of a Series' children.
+func TestCaches_Concurrent(t *testing.T) {
+	var big labelCache[int, *int]
+	var small smallCache[int, *int]
+	for _, c := range []struct {
+		name string
+		keys int
+		get  func(k int, child func() *int) *int
+	}{
+		{"labelCache", 64, big.get},
+		{"smallCache", 16, small.get},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			made := make([]atomic.Int32, c.keys)
+			got := make([][]*int, 8)
+			var wg sync.WaitGroup
+			for g := range got {
+				got[g] = make([]*int, c.keys)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range c.keys {
+						k := (i + 8*g) % c.keys // each goroutine starts elsewhere
+						got[g][k] = c.get(k, func() *int {
+							made[k].Add(1)
+							return new(int)
+						})
+					}
+				}()
+			}
+			wg.Wait()
+			for k := range c.keys {
+				if n := made[k].Load(); n != 1 {
+					t.Errorf("key %d: child made %d times, want once", k, n)
+				}
+				for g := range got {
+					if got[g][k] != got[0][k] {
+						t.Errorf("key %d: goroutines %d and 0 got different children", k, g)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLazy_Concurrent: first uses at once each get the one child WithLabelValues would
+// return them, and once one is kept, lazy makes no other.
+func TestLazy_Concurrent(t *testing.T) {
 	var l lazy[*int]
-	var made [16]atomic.Int32
-	var wg sync.WaitGroup
-	got := make([][16]*int, 8)
-	lazyGot := make([]*int, 8)
 	shared := new(int) // what WithLabelValues returns: one child for every caller
+	got := make([]*int, 8)
+	var wg sync.WaitGroup
 	for g := range got {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 16 {
-				k := (i + 2*g) % 16 // each goroutine starts elsewhere
-				got[g][k] = c.get(k, func() *int {
-					made[k].Add(1)
-					return new(int)
-				})
-			}
-			lazyGot[g] = l.get(func() *int { return shared })
+			got[g] = l.get(func() *int { return shared })
 		}()
 	}
 	wg.Wait()
-	for k := range 16 {
-		if n := made[k].Load(); n != 1 {
-			t.Errorf("key %d: child made %d times, want once", k, n)
-		}
-		for g := range got {
-			if got[g][k] != got[0][k] {
-				t.Errorf("key %d: goroutines %d and 0 got different children", k, g)
-			}
-		}
-	}
-	if kept := l.get(func() *int { t.Error("lazy made a child after one was kept"); return nil }); kept != shared {
-		t.Error("lazy kept no child, or another")
-	}
-	for g, p := range lazyGot {
+	for g, p := range got {
 		if p != shared {
 			t.Errorf("goroutine %d: lazy returned %p, want the child %p", g, p, shared)
 		}
 	}
-}
-
-// TestLabelCache_Concurrent: goroutines asking for the same keys at once all get one
-// child per key, made once, while other keys are added.
-func TestLabelCache_Concurrent(t *testing.T) {
-	var c labelCache[int, *int]
-	var made [64]atomic.Int32
-	var wg sync.WaitGroup
-	got := make([][64]*int, 8)
-	for g := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 64 {
-				k := (i + 8*g) % 64 // each goroutine starts elsewhere
-				got[g][k] = c.get(k, func() *int {
-					made[k].Add(1)
-					return new(int)
-				})
-			}
-		}()
-	}
-	wg.Wait()
-	for k := range 64 {
-		if n := made[k].Load(); n != 1 {
-			t.Errorf("key %d: child made %d times, want once", k, n)
-		}
-		for g := range got {
-			if got[g][k] != got[0][k] {
-				t.Errorf("key %d: goroutines %d and 0 got different children", k, g)
-			}
-		}
+	if kept := l.get(func() *int { t.Error("lazy made a child after one was kept"); return nil }); kept != shared {
+		t.Error("lazy kept no child, or another")
 	}
 }
