@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the type of a scanned JSON value.
@@ -375,9 +376,9 @@ func AppendDecoded(dst []byte, lit string) []byte {
 	if strings.IndexByte(lit, '\\') < 0 {
 		return append(dst, lit...)
 	}
-	sc := Scanner{arena: slices.Grow(dst, len(lit))} // the value is never longer
-	sc.unescape(lit, len(lit))
-	return sc.arena
+	dst = slices.Grow(dst, len(lit)) // the value is never longer
+	n := decodeEscaped(dst[len(dst):len(dst)+len(lit)], lit)
+	return dst[:len(dst)+n]
 }
 
 // First reads the value at the cursor into v unless v already holds one, in which case
@@ -784,23 +785,76 @@ func hex4(s string) rune {
 
 // unescape decodes raw, the checked contents of a string with escapes, into the arena.
 // bound is an upper bound on the bytes the rest of the scan will decode, so the arena is
-// sized once for a whole request. It decodes as encoding/json does: an escaped high
-// surrogate followed by an escaped low one is one character, any other surrogate is U+FFFD
-// (gjson, which the parser used before, took any following \u escape as the pair and so
-// lost the character after a lone surrogate).
+// sized once for a whole request.
 func (sc *Scanner) unescape(raw string, bound int) string {
 	if cap(sc.arena)-len(sc.arena) < len(raw) {
 		size := min(max(2*cap(sc.arena), 512), bound)
 		sc.arena = make([]byte, 0, max(size, len(raw)))
 	}
 	// A decoded string is never longer than its escaped form, so it is written in place
-	// into the arena's free space, without append's checks. Runs of plain bytes move
-	// eight at a time: an eight-byte load, a test for a backslash in it, an eight-byte
-	// store (bytes past the backslash are written over by what comes next).
+	// into the arena's free space, without append's checks.
 	start := len(sc.arena)
-	out := sc.arena[start : start+len(raw)]
+	j := decodeEscaped(sc.arena[start:start+len(raw)], raw)
+	sc.arena = sc.arena[:start+j]
+	return View(sc.arena[start:])
+}
+
+// decodeEscaped writes the value of raw, the checked contents of a string with escapes,
+// to out, which has room for len(raw) bytes, and returns its length. With AVX2, raw is
+// decoded a block at a time from the escapes \", \\ and \/ (a JSON text sent as a
+// string has one every few bytes), by dropping the backslashes that start them
+// (unescapeBlocksAVX2), the last, partial block from a copy; each other escape, and all
+// of a string without AVX2, byte by byte (decodeRun).
+func decodeEscaped(out []byte, raw string) int {
 	i, j := 0, 0
-	for i < len(raw) {
+	for hasAVX2() && len(raw)-i >= 16 { // shorter, the bytes are read sooner one by one
+		if whole := (len(raw) - i) &^ (blockSize - 1); whole > 0 {
+			k, w := unescapeBlocksAVX2(&out[j], unsafe.StringData(raw[i:]), whole, &compactShuffles)
+			if i, j = i+k, j+w; k == whole {
+				continue
+			}
+		} else {
+			var in, dec [blockSize]byte
+			n := copy(in[:], raw[i:])
+			k, w := unescapeBlocksAVX2(&dec[0], &in[0], blockSize, &compactShuffles)
+			if k == blockSize {
+				return j + copy(out[j:], dec[:w-(blockSize-n)]) // less the zeros after raw
+			}
+			i, j = i+k, j+copy(out[j:], dec[:w])
+		}
+		i, j = decodeRun(out, raw, i, j, i+1) // the escape at i
+	}
+	_, j = decodeRun(out, raw, i, j, len(raw))
+	return j
+}
+
+// compactShuffles is the table of unescapeBlocksAVX2's byte shuffles: entry m moves the
+// bytes k of an eight-byte word whose bit k in m is clear to its start, in order (the
+// byte 0x80 makes the rest zero).
+var compactShuffles = func() (t [256]uint64) {
+	for m := range t {
+		k := 0
+		for b := range 8 {
+			if m&(1<<b) == 0 {
+				t[m] |= uint64(b) << (8 * k)
+				k++
+			}
+		}
+		for ; k < 8; k++ {
+			t[m] |= 0x80 << (8 * k)
+		}
+	}
+	return t
+}()
+
+// decodeRun decodes raw, the checked contents of a string with escapes, from i on, into
+// out from j on, until i reaches stop or past it (an escape is read whole), and returns
+// both offsets: a decoded string is never longer than its escaped form, and unescape's
+// rules apply (escaped surrogates as encoding/json decodes them). Runs of plain bytes move
+// eight at a time: an eight-byte load, a test for a backslash in it, an eight-byte store
+// (bytes past the backslash are written over by what comes next).
+func decodeRun(out []byte, raw string, i, j, stop int) (int, int) {
+	for i < stop {
 		if i+8 <= len(raw) {
 			w := load8(raw[i : i+8])
 			binary.LittleEndian.PutUint64(out[j:j+8], w) // j <= i, so j+8 <= len(out)
@@ -855,8 +909,7 @@ func (sc *Scanner) unescape(raw string, bound int) string {
 		}
 		i, j = i+1, j+1
 	}
-	sc.arena = sc.arena[:start+j]
-	return View(sc.arena[start:])
+	return i, j
 }
 
 // Valid reports whether s is one JSON value with optional whitespace around it.

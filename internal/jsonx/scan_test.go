@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,41 @@ func TestJSONScanner_StringsAtEveryOffset(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAppendDecoded_DenseEscapesAtEveryOffset: decodeEscaped drops backslashes a block at
+// a time and writes the letters of \n and the like where they went; each escape (a \u
+// escape stops the block) decodes as encoding/json has it at every offset over three
+// blocks, in a JSON text sent as a string (an escaped quote every few bytes; where the
+// escape falls into one of its escapes, the string is not checked), a run of
+// backslashes across each block's end, and strings of every length up to four blocks
+// (the last block read from a copy), appended after bytes already in dst.
+func TestAppendDecoded_DenseEscapesAtEveryOffset(t *testing.T) {
+	dense := strings.Repeat(`{\"a\":\"b\\c\"},`, 16)
+	check := func(lit string) {
+		t.Helper()
+		want := decodeString(`"` + lit + `"`)
+		if strings.HasPrefix(want, "<invalid") {
+			return // an escape inserted into another
+		}
+		got := AppendDecoded([]byte("dst:"), lit)
+		if string(got) != "dst:"+want {
+			t.Fatalf("AppendDecoded(%q) = %q, encoding/json %q", lit, got[min(4, len(got)):], want)
+		}
+	}
+	escapes := []string{`\"`, `\\`, `\/`, `\n`, `\t`, `\b`, `\f`, `\r`, `\u003e`, `\u00e9`, `\u4e2d`,
+		`\ud83d\ude00`, `\ud800`, `\\\"`, `\\\\\\\\`, `\\u0041`}
+	for _, esc := range escapes {
+		for at := 0; at < 3*blockSize; at++ {
+			check(dense[:at] + esc + dense[at:])
+			check(strings.Repeat("a", at) + esc + strings.Repeat("b", 3*blockSize-at))
+		}
+	}
+	for n := range 4 * blockSize {
+		check(strings.TrimSuffix(dense[:n], `\`))
+		check(strings.Repeat(`\\`, n/2))
+		check(strings.Repeat(`\n`, n/2))
 	}
 }
 
@@ -432,6 +468,42 @@ func BenchmarkAppendLiteral(b *testing.B) {
 			b.SetBytes(int64(len(bc.lit)))
 			for b.Loop() {
 				dst = AppendLiteral(dst[:0], bc.lit)
+			}
+		})
+	}
+}
+
+// BenchmarkAppendDecoded decodes the escaped strings of testdata/history-10k.json an
+// encoder decodes before writing them: the tool calls' arguments (a JSON text sent as a
+// string, which the Anthropic and Gemini encoders send as an object) and the tool
+// results, each appended to one buffer as AppendDecoded is called for each.
+func BenchmarkAppendDecoded(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, re string }{
+		{"tool-arguments", `"arguments":"((?:[^"\\]|\\.)*)"`},
+		{"tool-results", `"role":"tool","content":"((?:[^"\\]|\\.)*)"`},
+	} {
+		var lits []string
+		n := 0
+		for _, m := range regexp.MustCompile(bc.re).FindAllStringSubmatch(string(body), -1) {
+			lits = append(lits, m[1])
+			n += len(m[1])
+		}
+		if len(lits) != 12 {
+			b.Fatalf("%s: %d strings in the history, want 12", bc.name, len(lits))
+		}
+		dst := make([]byte, 0, 2*n)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				dst = dst[:0]
+				for _, lit := range lits {
+					dst = AppendDecoded(dst, lit)
+				}
 			}
 		})
 	}

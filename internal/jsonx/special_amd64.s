@@ -32,7 +32,8 @@ DATA consts<>+0x140(SB)/8, $0x00040808000d0000 // escLow: nibbles 7..0
 DATA consts<>+0x148(SB)/8, $0x0104000200000000 // escLow: nibbles F..8
 DATA consts<>+0x150(SB)/8, $0x00040808000d0000
 DATA consts<>+0x158(SB)/8, $0x0104000200000000
-GLOBL consts<>(SB), RODATA|NOPTR, $0x160
+REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
+GLOBL consts<>(SB), RODATA|NOPTR, $0x180
 
 // SPECIAL32 sets m to the special bytes of the 32 bytes in x (quotes, backslashes, bytes
 // below 0x20), given the quote and the backslash constants in q and b (registers or
@@ -430,4 +431,202 @@ lb_done:
 	VZEROUPPER
 	MOVQ DI, k+24(FP)
 	MOVQ R13, next+32(FP)
+	RET
+
+// UNESC8 writes the bytes kept of the eight at off(R8) to DI, given the mask of those to
+// drop in the low byte of R9 (which it shifts down by eight): the compacting shuffle for
+// the mask is entry AX of the table at R12. DI moves past the bytes kept.
+#define UNESC8(off) \
+	MOVBQZX R9, AX; \
+	SHRQ $8, R9; \
+	VMOVQ off(R8), X7; \
+	VMOVQ (R12)(AX*8), X8; \
+	VPSHUFB X8, X7, X7; \
+	VMOVQ X7, (DI); \
+	POPCNTL AX, AX; \
+	ADDQ $8, DI; \
+	SUBQ AX, DI
+
+// func unescapeBlocksAVX2(dst, src *byte, n int, compact *[256]uint64) (read, written int)
+//
+// Registers: SI src, BX the block's offset, R14 n, DI where the next byte goes, R12
+// compact, R13 the carry into the block; per block R8 its backslashes (then its address),
+// DX the same, R10 the escaped bytes, R11 the carry out, R9 the backslashes dropped, CX
+// the escaped bytes above 0x5f (b f n r t u), then DX the escaped u. Y2 holds '\\', Y4
+// 0x5f, Y5 'u'.
+//
+// An escaped b f n r t is written as it is, then overwritten with its character where
+// it went (ub_tr): its offset in the block less the drops before it. The character is
+// nibble (c>>2)&15 of a constant: 8 for b, 9 f, 11 n, 12 r, 13 t.
+TEXT ·unescapeBlocksAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), R14
+	MOVQ compact+24(FP), R12
+	XORQ BX, BX
+	XORQ R13, R13
+	VMOVDQU consts<>+0x20(SB), Y2  // '\\'
+	VMOVDQU consts<>+0x160(SB), Y4 // 0x5f
+	VMOVDQU consts<>+0xe0(SB), Y5  // 'u'
+
+ub_loop:
+	CMPQ BX, R14
+	JAE  ub_end
+	VMOVDQU (SI)(BX*1), Y0
+	VMOVDQU 32(SI)(BX*1), Y1
+	VPCMPEQB Y0, Y2, Y3
+	VPMOVMSKB Y3, R8
+	VPCMPEQB Y1, Y2, Y3
+	VPMOVMSKB Y3, AX
+	SHLQ $32, AX
+	ORQ  AX, R8
+	VPCMPGTB Y4, Y0, Y3 // above 0x5f and below 0x80 (signed)
+	VPMOVMSKB Y3, CX
+	VPCMPGTB Y4, Y1, Y3
+	VPMOVMSKB Y3, AX
+	SHLQ $32, AX
+	ORQ  AX, CX
+	MOVQ R8, DX
+	ESCAPED
+
+	// The backslashes that start an escape are dropped; every other byte goes as it is.
+	MOVQ R10, R9
+	NOTQ R9
+	ANDQ DX, R9
+	LEAQ (SI)(BX*1), R8
+	ANDQ R10, CX
+	JNZ  ub_escapes // an escape other than \" \\ \/
+	TESTQ R9, R9
+	JZ   ub_plain
+	UNESC8(0)
+	UNESC8(8)
+	UNESC8(16)
+	UNESC8(24)
+	UNESC8(32)
+	UNESC8(40)
+	UNESC8(48)
+	UNESC8(56)
+	JMP  ub_next
+
+ub_plain:
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	ADDQ $64, DI
+
+ub_next:
+	MOVQ R11, R13
+	ADDQ $64, BX
+	JMP  ub_loop
+
+ub_escapes:
+	VPCMPEQB Y0, Y5, Y3
+	VPMOVMSKB Y3, DX
+	VPCMPEQB Y1, Y5, Y3
+	VPMOVMSKB Y3, AX
+	SHLQ $32, AX
+	ORQ  AX, DX
+	ANDQ CX, DX
+	JNZ  ub_stop // a \u escape
+	MOVQ DI, DX
+	MOVQ R9, R13
+	UNESC8(0)
+	UNESC8(8)
+	UNESC8(16)
+	UNESC8(24)
+	UNESC8(32)
+	UNESC8(40)
+	UNESC8(48)
+	UNESC8(56)
+	MOVQ CX, R9
+ub_tr:
+	TZCNTQ R9, AX
+	MOVBQZX (R8)(AX*1), CX // the letter escaped
+	MOVQ R9, R10
+	NEGQ R10
+	ANDQ R9, R10
+	DECQ R10
+	ANDQ R13, R10
+	POPCNTQ R10, R10
+	ADDQ DX, AX
+	SUBQ R10, AX // where it went
+	SHRQ $2, CX
+	ANDQ $15, CX
+	SHLQ $2, CX
+	MOVQ $0x9da0c800000000, R10
+	SHRQ CX, R10
+	ANDL $15, R10
+	MOVB R10, (AX)
+	LEAQ -1(R9), R10
+	ANDQ R10, R9
+	JNZ  ub_tr
+	JMP  ub_next
+
+ub_stop:
+	// The block is written up to the backslash of its first \u escape, where the
+	// reading stops: R11 its offset in the block, -1 for the block before's last byte
+	// (dropped; nothing of this block is written).
+	TZCNTQ DX, R11
+	DECQ R11
+	JMI  ub_before
+	MOVQ DX, R10
+	NEGQ R10
+	ANDQ DX, R10
+	SHRQ $1, R10
+	DECQ R10 // the bytes before the backslash
+	ANDQ R10, R9
+	ANDQ R10, CX
+	MOVQ DI, DX
+	MOVQ R9, R13
+	UNESC8(0)
+	UNESC8(8)
+	UNESC8(16)
+	UNESC8(24)
+	UNESC8(32)
+	UNESC8(40)
+	UNESC8(48)
+	UNESC8(56)
+	TESTQ CX, CX
+	JZ   ub_stopped
+	MOVQ CX, R9
+ub_tr_stop:
+	TZCNTQ R9, AX
+	MOVBQZX (R8)(AX*1), CX // the letter escaped
+	MOVQ R9, R10
+	NEGQ R10
+	ANDQ R9, R10
+	DECQ R10
+	ANDQ R13, R10
+	POPCNTQ R10, R10
+	ADDQ DX, AX
+	SUBQ R10, AX // where it went
+	SHRQ $2, CX
+	ANDQ $15, CX
+	SHLQ $2, CX
+	MOVQ $0x9da0c800000000, R10
+	SHRQ CX, R10
+	ANDL $15, R10
+	MOVB R10, (AX)
+	LEAQ -1(R9), R10
+	ANDQ R10, R9
+	JNZ  ub_tr_stop
+
+ub_stopped:
+	POPCNTQ R13, R10
+	LEAQ (DX)(R11*1), DI
+	SUBQ R10, DI
+	ADDQ R11, BX
+	JMP  ub_ret
+
+ub_before:
+	DECQ BX
+	JMP  ub_ret
+
+ub_end:
+	SUBQ R13, BX // a backslash last, which escapes the byte at n: read from it
+
+ub_ret:
+	VZEROUPPER
+	MOVQ BX, read+32(FP)
+	SUBQ dst+0(FP), DI
+	MOVQ DI, written+40(FP)
 	RET

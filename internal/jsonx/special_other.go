@@ -37,3 +37,8 @@ func escapedBlocksAVX2(*byte, int, uint64, uint64) (k, end int, special, next ui
 func literalBlocksAVX2(*byte, int, uint64) (k int, next uint64) {
 	panic("jsonx: literalBlocksAVX2 without AVX2")
 }
+
+// unescapeBlocksAVX2 is never called where hasAVX2 is false.
+func unescapeBlocksAVX2(*byte, *byte, int, *[256]uint64) (read, written int) {
+	panic("jsonx: unescapeBlocksAVX2 without AVX2")
+}
