@@ -814,13 +814,20 @@ func decodeEscaped(out []byte, raw string) int {
 				continue
 			}
 		} else {
-			var in, dec [blockSize]byte
-			n := copy(in[:], raw[i:])
-			k, w := unescapeBlocksAVX2(&dec[0], &in[0], blockSize, &compactShuffles)
-			if k == blockSize {
-				return j + copy(out[j:], dec[:w-(blockSize-n)]) // less the zeros after raw
+			// The last, partial block, decoded into dec: read where it lies when the bytes
+			// after it up to a block are in the same page (see samePage), else from a copy.
+			var dec [blockSize]byte
+			n := len(raw) - i
+			p := unsafe.StringData(raw[i:])
+			if !samePage(p, blockSize) {
+				var in [blockSize]byte
+				copy(in[:], raw[i:])
+				p = &in[0]
 			}
-			i, j = i+k, j+copy(out[j:], dec[:w])
+			k, w := unescapeBlocksAVX2(&dec[0], p, n, &compactShuffles)
+			if i, j = i+k, j+copy(out[j:], dec[:w]); k == n {
+				return j
+			}
 		}
 		i, j = decodeRun(out, raw, i, j, i+1) // the escape at i
 	}

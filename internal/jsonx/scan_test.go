@@ -141,7 +141,8 @@ func TestJSONScanner_StringsAtEveryOffset(t *testing.T) {
 // blocks, in a JSON text sent as a string (an escaped quote every few bytes; where the
 // escape falls into one of its escapes, the string is not checked), a run of
 // backslashes across each block's end, and strings of every length up to four blocks
-// (the last block read from a copy), appended after bytes already in dst.
+// (the last block read from a copy), appended after bytes already in dst; and so does
+// the byte-at-a-time decoding of machines without AVX2.
 func TestAppendDecoded_DenseEscapesAtEveryOffset(t *testing.T) {
 	dense := strings.Repeat(`{\"a\":\"b\\c\"},`, 16)
 	check := func(lit string) {
@@ -153,6 +154,10 @@ func TestAppendDecoded_DenseEscapesAtEveryOffset(t *testing.T) {
 		got := AppendDecoded([]byte("dst:"), lit)
 		if string(got) != "dst:"+want {
 			t.Fatalf("AppendDecoded(%q) = %q, encoding/json %q", lit, got[min(4, len(got)):], want)
+		}
+		out := make([]byte, len(lit)) // the path without AVX2
+		if _, n := decodeRun(out, lit, 0, 0, len(lit)); string(out[:n]) != want {
+			t.Fatalf("decodeRun(%q) = %q, encoding/json %q", lit, out[:n], want)
 		}
 	}
 	escapes := []string{`\"`, `\\`, `\/`, `\n`, `\t`, `\b`, `\f`, `\r`, `\u003e`, `\u00e9`, `\u4e2d`,

@@ -73,14 +73,15 @@ func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, specia
 //go:noescape
 func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next uint64)
 
-// unescapeBlocksAVX2 decodes the whole blocks of n bytes (a multiple of blockSize) at src,
-// the contents of a checked JSON string from outside an escape on, into dst, as long as
+// unescapeBlocksAVX2 decodes the n bytes at src, the contents of a checked JSON string
+// from outside an escape on, into dst, a block of blockSize bytes at a time, as long as
 // it has no \u escape: it drops the backslash that starts each escape, writes the
 // character of \b \f \n \r \t, and copies every other byte. It returns read, the
-// offset of the first backslash that starts a \u escape or that is the last byte read
-// (its escape runs past n), or n if there is none; and the bytes written, the value of
-// src[:read]. dst
-// must have room for n bytes; compact is compactShuffles. It needs AVX2.
+// offset of the first backslash that starts a \u escape or that is the last byte (its
+// escape runs past n), or n if there is none; and the bytes written, the value of
+// src[:read]. It reads whole blocks, the bytes past n of the last ignored: n rounded up
+// to blockSize bytes at src must be readable, and dst must have room for as many. compact
+// is compactShuffles. It needs AVX2.
 //
 //go:noescape
 func unescapeBlocksAVX2(dst, src *byte, n int, compact *[256]uint64) (read, written int)

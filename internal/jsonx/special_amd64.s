@@ -449,6 +449,8 @@ lb_done:
 
 // func unescapeBlocksAVX2(dst, src *byte, n int, compact *[256]uint64) (read, written int)
 //
+// A block that ends past n has the bits of its bytes from n on cleared in its masks (R9
+// the bytes kept), so that they are copied as they are and counted out at the end.
 // Registers: SI src, BX the block's offset, R14 n, DI where the next byte goes, R12
 // compact, R13 the carry into the block; per block R8 its backslashes (then its address),
 // DX the same, R10 the escaped bytes, R11 the carry out, R9 the backslashes dropped, CX
@@ -480,12 +482,24 @@ ub_loop:
 	VPMOVMSKB Y3, AX
 	SHLQ $32, AX
 	ORQ  AX, R8
+	MOVQ $-1, R9 // the bytes of the block before n
+	MOVQ R14, CX
+	SUBQ BX, CX
+	CMPQ CX, $64
+	JAE  ub_whole
+	MOVQ $1, R9
+	SHLQ CX, R9
+	DECQ R9
+	ANDQ R9, R8
+
+ub_whole:
 	VPCMPGTB Y4, Y0, Y3 // above 0x5f and below 0x80 (signed)
 	VPMOVMSKB Y3, CX
 	VPCMPGTB Y4, Y1, Y3
 	VPMOVMSKB Y3, AX
 	SHLQ $32, AX
 	ORQ  AX, CX
+	ANDQ R9, CX
 	MOVQ R8, DX
 	ESCAPED
 
@@ -622,6 +636,11 @@ ub_before:
 	JMP  ub_ret
 
 ub_end:
+	// Past n, the last block's bytes were copied as they are: they are not counted.
+	MOVQ BX, AX
+	SUBQ R14, AX
+	SUBQ AX, DI
+	MOVQ R14, BX
 	SUBQ R13, BX // a backslash last, which escapes the byte at n: read from it
 
 ub_ret:

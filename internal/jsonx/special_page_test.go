@@ -41,3 +41,36 @@ func TestLiteralMasks_PageEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendDecoded_PageEnd: a string whose last, partial block ends where readable memory
+// ends is decoded from a copy without a fault, and one that ends inside a page is decoded
+// in place, the bytes after it (backslashes, \u escapes, escaped letters) leaving no
+// mark; for every length up to three blocks, each as encoding/json decodes it.
+func TestAppendDecoded_PageEnd(t *testing.T) {
+	page := syscall.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat(`\\u00e9\n\"\`, page/12+1)[:page]
+	text := strings.Repeat(`{\"a\":\"b\\c\n\u003e\"},`, 12)
+	for n := 1; n <= 3*blockSize; n++ {
+		lit := text[:n]
+		want := decodeString(`"` + lit + `"`)
+		if strings.HasPrefix(want, "<invalid") {
+			continue // cut inside an escape
+		}
+		for _, end := range []int{page, page - 7} { // at the guard page, and before it
+			copy(mem[:page], filler) // what the last string left after this one's end
+			at := mem[end-n : end]
+			copy(at, lit)
+			if got := AppendDecoded(nil, unsafe.String(&at[0], n)); string(got) != want {
+				t.Fatalf("AppendDecoded(%q) at page end-%d = %q, encoding/json %q", lit, page-end, got, want)
+			}
+		}
+	}
+}
