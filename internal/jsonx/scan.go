@@ -241,6 +241,19 @@ func (sc *Scanner) NextField(n *int) bool {
 	return true
 }
 
+// EndIs is NextField's fastest case for an object's end (c '}') or NextElem's for an
+// array's (c ']'), for a caller that has read a member or an element: when the byte at the
+// cursor is c, written right after the value before it, it moves past it and returns
+// true, as the NextField or NextElem that would be asked next returns false there.
+// Otherwise it moves nothing and returns false.
+func (sc *Scanner) EndIs(c byte) bool {
+	if i := sc.i; i < len(sc.s) && sc.s[i] == c {
+		sc.i = i + 1
+		return true
+	}
+	return false
+}
+
 // MemberIs is NextField's fastest case, for a caller that knows which member usually
 // comes next: when the input at the cursor is want, a member's name and its colon written
 // compactly after the comma that ends the member before (`,"content":`) or, for an

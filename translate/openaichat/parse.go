@@ -955,11 +955,11 @@ func (s *stash[T]) reset() {
 	s.spill = s.spill[:0]
 }
 
-func (s *stash[T]) add(v T) {
+func (s *stash[T]) add(v *T) {
 	if s.n < len(s.fixed) {
-		s.fixed[s.n] = v
+		s.fixed[s.n] = *v
 	} else {
-		s.spill = append(s.spill, v)
+		s.spill = append(s.spill, *v)
 	}
 	s.n++
 }

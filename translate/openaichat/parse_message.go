@@ -12,7 +12,9 @@ func (p *parser) message(i int) bool {
 	if sc.Peek() != '{' {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
-	var msg translate.Message
+	// The message is built where the stash copies it from.
+	var pm pendingMessage
+	msg := &pm.msg
 	// content is read after the other fields, once the role is known.
 	var role, content jsonx.Value
 	var seen keySet
@@ -22,6 +24,8 @@ func (p *parser) message(i int) bool {
 		// and content, in either order, then tool_calls or tool_call_id (openai-go writes
 		// role last). Any other member, whitespace or order takes NextField.
 		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
 		case n == 0 && sc.MemberIs(`{"role":`):
 			n, f = 1, mRole
 		case n == 0 && sc.MemberIs(`{"content":`):
@@ -64,13 +68,13 @@ func (p *parser) message(i int) bool {
 			}
 			msg.ToolCallID = v.Str
 		case f == mToolCalls:
-			ok = p.toolCalls(i, &msg)
+			ok = p.toolCalls(i, msg)
 		case f == mReasoningContent:
 			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Reasoning = v.Str
 			}
 		case f == mThinkingBlocks:
-			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, &msg)
+			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, msg)
 		case f == mRefusal:
 			if ok = p.payload(&v); v.Kind == jsonx.String {
 				msg.Refusal = v.Str
@@ -99,7 +103,7 @@ end:
 		return p.fail(translate.ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
 	start := p.parts.n
-	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, &msg, &content) {
+	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, msg, &content) {
 		return false
 	}
 	switch msg.Role {
@@ -116,7 +120,8 @@ end:
 			return p.fail(translate.ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
-	p.msgs.add(pendingMessage{msg: msg, start: start, end: p.parts.n})
+	pm.start, pm.end = start, p.parts.n
+	p.msgs.add(&pm)
 	return true
 }
 
@@ -165,7 +170,7 @@ func (p *parser) thinkingBlock(base func() string, msg *translate.Message) bool 
 // content reads a message's content, v, after the message's other fields.
 func (p *parser) content(i int, msg *translate.Message, v *jsonx.Value) bool {
 	if v.Kind == jsonx.String {
-		p.parts.add(translate.Part{Type: translate.PartText, Text: v.Str})
+		p.parts.add(&translate.Part{Type: translate.PartText, Text: v.Str})
 		return true
 	}
 	if v.Kind != jsonx.Array {
@@ -279,7 +284,7 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	if part.Type != translate.PartText && part.Type != translate.PartRefusal && msg.Role != translate.RoleUser {
 		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.Str)
 	}
-	p.parts.add(part)
+	p.parts.add(&part)
 	return true
 }
 
@@ -374,6 +379,8 @@ func (p *parser) toolCall(i, j int) bool {
 			// id, then type and function in either order (openai-go writes function
 			// first), tried first as in message.
 			switch {
+			case n > 0 && sc.EndIs('}'):
+				goto end
 			case f == tcID && sc.MemberIs(`,"type":`), f == tcFunction && sc.MemberIs(`,"type":`):
 				f = tcType
 			case f == tcID && sc.MemberIs(`,"function":`), f == tcType && sc.MemberIs(`,"function":`):
@@ -403,6 +410,8 @@ func (p *parser) toolCall(i, j int) bool {
 				for k, g := 0, -1; ok; {
 					// name and arguments, in either order (openai-go: arguments first).
 					switch {
+					case k > 0 && sc.EndIs('}'):
+						goto fend
 					case k == 0 && sc.MemberIs(`{"name":`):
 						k, g = 1, fnName
 					case k == 0 && sc.MemberIs(`{"arguments":`):

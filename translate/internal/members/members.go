@@ -18,10 +18,12 @@ import (
 // Set is not safe for concurrent use.
 type Set struct {
 	// known has bit i set once the name at position i of the object's Names was seen
-	// (Member); other names are in few, then many.
+	// (Member); other names are in few, then many. A parser zeroes a Set for each object
+	// it reads (each message, each tool call), so few holds only the handful of unknown
+	// names an object has at most in practice.
 	known uint64
 	n     int
-	few   [12]string
+	few   [6]string
 	many  map[string]struct{} // past len(few) names
 }
 
