@@ -269,10 +269,23 @@ func TestMemberIs(t *testing.T) {
 		{`,"rolE":`, `,"role":`, false},
 		{`X"role":`, `,"role":`, false},
 		{`,"role";`, `,"role":`, false},
+		// Short forms (MemberIsShort): two overlapping half-words.
+		{`{"id":"c"}`, `{"id":`, true},
+		{`{"id":`, `{"id":`, true},
+		{`{"ix":"c"}`, `{"id":`, false},
+		{`{"idx":1}`, `{"id":`, false},
+		{`{"Id":"c"}`, `{"id":`, false},
+		{`{ "id":"c"}`, `{"id":`, false},
+		{`{"id"`, `{"id":`, false},
+		{`,"id";1`, `,"id":`, false},
 	} {
 		in := c.in
+		memberIs := (*Scanner).MemberIs
+		if len(c.want) < 8 {
+			memberIs = (*Scanner).MemberIsShort
+		}
 		sc := NewScanner(in)
-		got := sc.MemberIs(c.want)
+		got := memberIs(&sc, c.want)
 		wantPos := 0
 		if c.ok {
 			wantPos = len(c.want)
@@ -283,8 +296,36 @@ func TestMemberIs(t *testing.T) {
 		// The same input further into a body: the cursor is where it starts.
 		sc = NewScanner(`{"a":1` + in)
 		sc.Seek(6)
-		if got := sc.MemberIs(c.want); got != c.ok || sc.Pos() != 6+wantPos {
+		if got := memberIs(&sc, c.want); got != c.ok || sc.Pos() != 6+wantPos {
 			t.Errorf("MemberIs(%q) at offset 6 of %q = %v at %d, want %v at %d", c.want, `{"a":1`+c.in, got, sc.Pos(), c.ok, 6+wantPos)
+		}
+	}
+}
+
+// TestEndIs: EndIs moves past the closing byte it is asked for when it is at the cursor,
+// and nothing else: not past whitespace (NextField's), not past another byte.
+func TestEndIs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		end  byte
+		want bool
+	}{
+		{`}`, '}', true},
+		{`},{"a":1}`, '}', true},
+		{`]`, ']', true},
+		{` }`, '}', false},
+		{`,"a":1}`, '}', false},
+		{`]`, '}', false},
+		{``, '}', false},
+	} {
+		sc := NewScanner(`{"a":1` + c.in)
+		sc.Seek(6)
+		wantPos := 6
+		if c.want {
+			wantPos = 7
+		}
+		if got := sc.EndIs(c.end); got != c.want || sc.Pos() != wantPos {
+			t.Errorf("EndIs(%q) at %q = %v at %d, want %v at %d", c.end, c.in, got, sc.Pos(), c.want, wantPos)
 		}
 	}
 }

@@ -11,3 +11,8 @@ import "unsafe"
 func wordAt(s string, i int) uint64 {
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
 }
+
+// halfAt is wordAt for the four bytes of s at offset i.
+func halfAt(s string, i int) uint32 {
+	return *(*uint32)(unsafe.Add(unsafe.Pointer(unsafe.StringData(s)), i))
+}

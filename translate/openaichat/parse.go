@@ -609,6 +609,8 @@ func (p *parser) tool(i int) bool {
 		// type and function either way round (openai-go writes function first), tried
 		// first as in message.
 		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
 		case n == 0 && sc.MemberIs(`{"type":`):
 			n, f = 1, tlType
 		case n == 0 && sc.MemberIs(`{"function":`):
@@ -694,6 +696,8 @@ func (p *parser) toolFunction(param func() string, name, description, parameters
 		// description first (sorted keys), openai-go's name, strict, description,
 		// parameters.
 		switch {
+		case n > 0 && sc.EndIs('}'):
+			return true
 		case n == 0 && sc.MemberIs(`{"name":`):
 			n, f = 1, tfName
 		case n == 0 && sc.MemberIs(`{"description":`):

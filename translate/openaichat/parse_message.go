@@ -377,10 +377,12 @@ func (p *parser) toolCall(i, j int) bool {
 		var seen keySet
 		for n, f := 0, -1; ; {
 			// id, then type and function in either order (openai-go writes function
-			// first), tried first as in message.
+			// first), tried first as in message, after the object's end.
 			switch {
 			case n > 0 && sc.EndIs('}'):
 				goto end
+			case n == 0 && sc.MemberIsShort(`{"id":`):
+				n, f = 1, tcID
 			case f == tcID && sc.MemberIs(`,"type":`), f == tcFunction && sc.MemberIs(`,"type":`):
 				f = tcType
 			case f == tcID && sc.MemberIs(`,"function":`), f == tcType && sc.MemberIs(`,"function":`):
