@@ -65,13 +65,15 @@ func asciiBlocksAVX2(p *byte, n int) int
 //go:noescape
 func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 
-// literalBlocksAVX2 is AppendLiteral's reading of the whole blocks of n bytes (a multiple
-// of blockSize) at p, given the carry into the first (see escapedBytes), for as long as
-// no block has a byte to stop at: it returns the offset k of the first block that has
-// one, or n, and the carry into that block. It needs AVX2.
+// literalBlocksAVX2 is AppendLiteral's reading of the n bytes at p a block at a time,
+// given the carry into the first (see escapedBytes), for as long as no block has a byte
+// to stop at: it returns the offset k of the first block that has one, or n rounded up to
+// blockSize, and the carry into that block; and for a block with a stop, its masks (see
+// literalMasks). The bytes past n of the last block are read and ignored: n rounded up
+// to blockSize bytes at p must be readable. It needs AVX2.
 //
 //go:noescape
-func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next uint64)
+func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 
 // unescapeBlocksAVX2 decodes the n bytes at src, the contents of a checked JSON string
 // from outside an escape on, into dst, a block of blockSize bytes at a time, as long as

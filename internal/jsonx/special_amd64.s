@@ -384,12 +384,12 @@ eb_ret:
 	MOVQ DI, k+32(FP)
 	RET
 
-// func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next uint64)
+// func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
 // Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
 // block AX the unsafe bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the
 // escaped bytes, R11 the carry out, R8 the stops.
-TEXT ·literalBlocksAVX2(SB), NOSPLIT, $0-40
+TEXT ·literalBlocksAVX2(SB), NOSPLIT, $0-64
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ carry+16(FP), R13
@@ -403,6 +403,22 @@ lb_loop:
 	KEEP3
 	LITERAL32(32)
 	JOIN3
+	MOVQ R14, R8
+	SUBQ DI, R8
+	CMPQ R8, $64
+	JAE  lb_whole
+	// A block that ends past n: its bytes from n on are not the literal's.
+	MOVQ CX, R9
+	MOVQ R8, CX
+	MOVQ $1, R8
+	SHLQ CX, R8
+	DECQ R8
+	MOVQ R9, CX
+	ANDQ R8, AX
+	ANDQ R8, CX
+	ANDQ R8, DX
+
+lb_whole:
 	MOVQ AX, R8
 	ORQ  R13, R8
 	JZ   lb_next // nothing to stop at, and no escape running into the block
@@ -419,13 +435,18 @@ lb_loop:
 	ANDQ R9, R8
 	ANDQ DX, R10
 	ORQ  R10, R8
-	JNZ  lb_done // AppendLiteral reads this block, with the carry into it
+	JNZ  lb_stop // AppendLiteral reads this block, with the carry into it
 	MOVQ R11, R13
 
 lb_next:
 	ADDQ $64, SI
 	ADDQ $64, DI
 	JMP  lb_loop
+
+lb_stop:
+	MOVQ AX, unsafe+40(FP)
+	MOVQ CX, bs+48(FP)
+	MOVQ DX, chg+56(FP)
 
 lb_done:
 	VZEROUPPER

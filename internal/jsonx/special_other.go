@@ -34,7 +34,7 @@ func escapedBlocksAVX2(*byte, int, uint64, uint64) (k, end int, special, next ui
 }
 
 // literalBlocksAVX2 is never called where hasAVX2 is false.
-func literalBlocksAVX2(*byte, int, uint64) (k int, next uint64) {
+func literalBlocksAVX2(*byte, int, uint64) (k int, next, unsafe, bs, chg uint64) {
 	panic("jsonx: literalBlocksAVX2 without AVX2")
 }
 

@@ -74,3 +74,42 @@ func TestAppendDecoded_PageEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLiteral_PageEnd: a literal whose last, partial block ends where readable
+// memory ends is read from a copy without a fault, and one that ends inside a page is
+// read in place, the bytes after it (backslashes, quotes, '<', escaped letters) leaving
+// no mark; for every length up to three blocks, each written as AppendString writes its
+// value.
+func TestAppendLiteral_PageEnd(t *testing.T) {
+	page := syscall.Getpagesize()
+	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat(`\\u00e9<\/"\`+"\x01\xff", page/13+1)[:page]
+	for _, text := range []string{
+		strings.Repeat(`{\"a\":\"b\\c\n\"},`, 12),
+		strings.Repeat(`x<y & \u00e9\/z`, 16),
+	} {
+		for n := 1; n <= 3*blockSize; n++ {
+			lit := text[:n]
+			value := decodeString(`"` + lit + `"`)
+			if strings.HasPrefix(value, "<invalid") {
+				continue // cut inside an escape
+			}
+			want := string(AppendString(nil, value))
+			for _, end := range []int{page, page - 7} { // at the guard page, and before it
+				copy(mem[:page], filler)
+				at := mem[end-n : end]
+				copy(at, lit)
+				if got := AppendLiteral(nil, unsafe.String(&at[0], n)); string(got) != want {
+					t.Fatalf("AppendLiteral(%q) at page end-%d = %s, want %s", lit, page-end, got, want)
+				}
+			}
+		}
+	}
+}
