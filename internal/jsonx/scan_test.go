@@ -414,6 +414,7 @@ func BenchmarkUnescape(b *testing.B) {
 func BenchmarkAppendString(b *testing.B) {
 	for _, bc := range []struct{ name, s string }{
 		{"token", " wheels"},
+		{"name", "get_weather"}, // names, ids, models: 8 to 16 bytes
 		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
 		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
 		{"answer", strings.Repeat("The safety bicycle of the 1880s, with two wheels of equal size and a chain driving the rear wheel, made cycling practical for almost everyone. ", 5)},
@@ -445,6 +446,26 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
 		}
 	})
+}
+
+// TestAppendString_ShortWords: strings of 8 to 16 bytes are judged from two words, which
+// overlap below 16; each byte that needs an escape (or is part of a multi-byte character)
+// is found at every offset, as encoding/json writes it.
+func TestAppendString_ShortWords(t *testing.T) {
+	for n := 8; n <= 16; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\x7f", "\xff", "é"} {
+				s := strings.Repeat("a", at) + c + strings.Repeat("b", max(n-at-len(c), 0))
+				want, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := AppendString([]byte("dst:"), s); string(got) != "dst:"+string(want) {
+					t.Fatalf("AppendString(%q) = %s, want %s", s, got[4:], want)
+				}
+			}
+		}
+	}
 }
 
 // FuzzAppendLiteralMatchesDecodeThenAppend holds AppendLiteral to its contract: for

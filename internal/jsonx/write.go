@@ -29,13 +29,7 @@ func PlainPrefix(s string) int { return safePrefix(s, 0) }
 // string are short, and they end before the vector step would pay for its call.
 func safePrefix(s string, i int) int {
 	for words := 0; i+8 <= len(s); i += 8 {
-		w := load8(s[i : i+8])
-		// A byte's high bit is set in the first term if it is one of the five characters
-		// or below 0x20, in the second if it is 0x80 or above. A borrow can set bits above a
-		// match but never below one, so the lowest set bit is exact.
-		m := (((w^(ones*'"'))-ones)|((w^(ones*'\\'))-ones)|((w^(ones*'<'))-ones)|
-			((w^(ones*'>'))-ones)|((w^(ones*'&'))-ones)|(w-ones*0x20))&^w | w
-		if m &= highs; m != 0 {
+		if m := plainMask(load8(s[i : i+8])); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 		if words++; words == 2 && hasAVX2() && i+8+32 <= len(s) {
@@ -62,8 +56,30 @@ func safePrefix(s string, i int) int {
 // AppendString appends s to dst as a JSON string literal, escaping as encoding/json does
 // (including <, >, & and U+2028/U+2029, and replacing invalid UTF-8 with U+FFFD).
 func AppendString(dst []byte, s string) []byte {
+	if n := len(s); n >= 8 && n <= 16 && plainWord(wordAt(s, 0)) && plainWord(wordAt(s, n-8)) {
+		// A name, an id, a model: two words, which overlap below 16 bytes, tell that the
+		// string goes as it is, where appendEscaped reads it a byte at a time.
+		dst = append(append(dst, '"'), s...)
+		return append(dst, '"')
+	}
 	dst = appendEscaped(append(dst, '"'), s)
 	return append(dst, '"')
+}
+
+// plainWord reports whether the eight bytes of w are all bytes AppendString copies as they
+// are.
+func plainWord(w uint64) bool { return plainMask(w) == 0 }
+
+// plainMask sets the high bit of the bytes of w that AppendString cannot copy as they
+// are, from the lowest such byte on: a byte's high bit is set in the first term if it is
+// one of the five characters or below 0x20, in the second if it is 0x80 or above. A
+// borrow can set bits above a match but never below one, so the lowest set bit is exact,
+// and without a match there is no borrow: the mask is zero exactly when every byte is
+// plain.
+func plainMask(w uint64) uint64 {
+	m := (((w^(ones*'"'))-ones)|((w^(ones*'\\'))-ones)|((w^(ones*'<'))-ones)|
+		((w^(ones*'>'))-ones)|((w^(ones*'&'))-ones)|(w-ones*0x20))&^w | w
+	return m & highs
 }
 
 // AppendLiteral appends, as AppendString would write it, the value of lit: the contents
