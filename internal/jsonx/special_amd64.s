@@ -456,7 +456,8 @@ lb_done:
 
 // UNESC8 writes the bytes kept of the eight at off(R8) to DI, given the mask of those to
 // drop in the low byte of R9 (which it shifts down by eight): the compacting shuffle for
-// the mask is entry AX of the table at R12. DI moves past the bytes kept.
+// the mask is entry AX of the table at R12. DI moves past the bytes kept. UNESC64 does
+// the block's eight words.
 #define UNESC8(off) \
 	MOVBQZX R9, AX; \
 	SHRQ $8, R9; \
@@ -467,6 +468,8 @@ lb_done:
 	POPCNTL AX, AX; \
 	ADDQ $8, DI; \
 	SUBQ AX, DI
+#define UNESC64 \
+	UNESC8(0); UNESC8(8); UNESC8(16); UNESC8(24); UNESC8(32); UNESC8(40); UNESC8(48); UNESC8(56)
 
 // func unescapeBlocksAVX2(dst, src *byte, n int, compact *[256]uint64) (read, written int)
 //
@@ -478,9 +481,12 @@ lb_done:
 // the escaped bytes above 0x5f (b f n r t u), then DX the escaped u. Y2 holds '\\', Y4
 // 0x5f, Y5 'u'.
 //
-// An escaped b f n r t is written as it is, then overwritten with its character where
-// it went (ub_tr): its offset in the block less the drops before it. The character is
-// nibble (c>>2)&15 of a constant: 8 for b, 9 f, 11 n, 12 r, 13 t.
+// A block with an escaped b f n r t or u (ub_escapes) is written with DX where it starts
+// and R13 its drops. An escaped b f n r t is written as it is, then overwritten with its
+// character where it went (ub_tr): its offset in the block less the drops before it.
+// The character is nibble (c>>2)&15 of a constant: 8 for b, 9 f, 11 n, 12 r, 13 t. A \u
+// escape ends the reading at its backslash: only what comes before is written, and R11
+// holds 2 + the backslash's offset in the block instead of the carry.
 TEXT ·unescapeBlocksAVX2(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -533,14 +539,7 @@ ub_whole:
 	JNZ  ub_escapes // an escape other than \" \\ \/
 	TESTQ R9, R9
 	JZ   ub_plain
-	UNESC8(0)
-	UNESC8(8)
-	UNESC8(16)
-	UNESC8(24)
-	UNESC8(32)
-	UNESC8(40)
-	UNESC8(48)
-	UNESC8(56)
+	UNESC64
 	JMP  ub_next
 
 ub_plain:
@@ -561,18 +560,27 @@ ub_escapes:
 	SHLQ $32, AX
 	ORQ  AX, DX
 	ANDQ CX, DX
-	JNZ  ub_stop // a \u escape
+	JZ   ub_write
+	TZCNTQ DX, R11 // the first escaped u
+	DECQ R11       // its backslash, -1 for the block before's last byte
+	JMI  ub_before
+	MOVQ DX, R10
+	NEGQ R10
+	ANDQ DX, R10
+	SHRQ $1, R10
+	DECQ R10 // the bytes before the backslash
+	ANDQ R10, R9
+	ANDQ R10, CX
+	ADDQ $2, R11
+
+ub_write:
 	MOVQ DI, DX
 	MOVQ R9, R13
-	UNESC8(0)
-	UNESC8(8)
-	UNESC8(16)
-	UNESC8(24)
-	UNESC8(32)
-	UNESC8(40)
-	UNESC8(48)
-	UNESC8(56)
+	UNESC64
+	TESTQ CX, CX
+	JZ   ub_written
 	MOVQ CX, R9
+
 ub_tr:
 	TZCNTQ R9, AX
 	MOVBQZX (R8)(AX*1), CX // the letter escaped
@@ -594,58 +602,11 @@ ub_tr:
 	LEAQ -1(R9), R10
 	ANDQ R10, R9
 	JNZ  ub_tr
-	JMP  ub_next
 
-ub_stop:
-	// The block is written up to the backslash of its first \u escape, where the
-	// reading stops: R11 its offset in the block, -1 for the block before's last byte
-	// (dropped; nothing of this block is written).
-	TZCNTQ DX, R11
-	DECQ R11
-	JMI  ub_before
-	MOVQ DX, R10
-	NEGQ R10
-	ANDQ DX, R10
-	SHRQ $1, R10
-	DECQ R10 // the bytes before the backslash
-	ANDQ R10, R9
-	ANDQ R10, CX
-	MOVQ DI, DX
-	MOVQ R9, R13
-	UNESC8(0)
-	UNESC8(8)
-	UNESC8(16)
-	UNESC8(24)
-	UNESC8(32)
-	UNESC8(40)
-	UNESC8(48)
-	UNESC8(56)
-	TESTQ CX, CX
-	JZ   ub_stopped
-	MOVQ CX, R9
-ub_tr_stop:
-	TZCNTQ R9, AX
-	MOVBQZX (R8)(AX*1), CX // the letter escaped
-	MOVQ R9, R10
-	NEGQ R10
-	ANDQ R9, R10
-	DECQ R10
-	ANDQ R13, R10
-	POPCNTQ R10, R10
-	ADDQ DX, AX
-	SUBQ R10, AX // where it went
-	SHRQ $2, CX
-	ANDQ $15, CX
-	SHLQ $2, CX
-	MOVQ $0x9da0c800000000, R10
-	SHRQ CX, R10
-	ANDL $15, R10
-	MOVB R10, (AX)
-	LEAQ -1(R9), R10
-	ANDQ R10, R9
-	JNZ  ub_tr_stop
-
-ub_stopped:
+ub_written:
+	CMPQ R11, $2
+	JB   ub_next // R11 is the carry out
+	SUBQ $2, R11 // the \u escape's backslash
 	POPCNTQ R13, R10
 	LEAQ (DX)(R11*1), DI
 	SUBQ R10, DI

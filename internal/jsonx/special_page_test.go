@@ -9,19 +9,27 @@ import (
 	"unsafe"
 )
 
-// TestLiteralMasks_PageEnd: a literal that ends where readable memory ends (the page
-// after it is mapped without access) is read without a fault and as a copy of it is,
-// for every length up to two blocks; and one that ends inside a page is read in place.
-func TestLiteralMasks_PageEnd(t *testing.T) {
-	page := syscall.Getpagesize()
+// guardedPage maps a page of memory followed by one without access, which the test's end
+// unmaps: mem[:page] is readable and writable, and a read past it faults.
+func guardedPage(t *testing.T) (mem []byte, page int) {
+	t.Helper()
+	page = syscall.Getpagesize()
 	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Munmap(mem)
+	t.Cleanup(func() { syscall.Munmap(mem) })
 	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
 		t.Fatal(err)
 	}
+	return mem, page
+}
+
+// TestLiteralMasks_PageEnd: a literal that ends where readable memory ends (the page
+// after it is mapped without access) is read without a fault and as a copy of it is,
+// for every length up to two blocks; and one that ends inside a page is read in place.
+func TestLiteralMasks_PageEnd(t *testing.T) {
+	mem, page := guardedPage(t)
 	// Whatever follows a literal in its page is read and must leave no mark: the page is
 	// filled with bytes that all would.
 	copy(mem[:page], strings.Repeat(`"\<u/`+"\x01\xff", page/7+1))
@@ -47,15 +55,7 @@ func TestLiteralMasks_PageEnd(t *testing.T) {
 // in place, the bytes after it (backslashes, \u escapes, escaped letters) leaving no
 // mark; for every length up to three blocks, each as encoding/json decodes it.
 func TestAppendDecoded_PageEnd(t *testing.T) {
-	page := syscall.Getpagesize()
-	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(mem)
-	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
-		t.Fatal(err)
-	}
+	mem, page := guardedPage(t)
 	filler := strings.Repeat(`\\u00e9\n\"\`, page/12+1)[:page]
 	text := strings.Repeat(`{\"a\":\"b\\c\n\u003e\"},`, 12)
 	for n := 1; n <= 3*blockSize; n++ {
@@ -81,15 +81,7 @@ func TestAppendDecoded_PageEnd(t *testing.T) {
 // no mark; for every length up to three blocks, each written as AppendString writes its
 // value.
 func TestAppendLiteral_PageEnd(t *testing.T) {
-	page := syscall.Getpagesize()
-	mem, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Munmap(mem)
-	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
-		t.Fatal(err)
-	}
+	mem, page := guardedPage(t)
 	filler := strings.Repeat(`\\u00e9<\/"\`+"\x01\xff", page/13+1)[:page]
 	for _, text := range []string{
 		strings.Repeat(`{\"a\":\"b\\c\n\"},`, 12),
