@@ -102,6 +102,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Responses.TTL, defaultResponsesTTL)
 	setDefault(&c.Responses.MaxEntries, defaultResponsesEntries)
 	setDefault(&c.Responses.MaxBytes, int64(defaultResponsesBytes))
+	setDefault(&c.Responses.MaxStoredBytes, int64(c.Server.MaxBodyBytes))
 	setDefault(&c.State.Type, defaultStateType)
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)

@@ -93,7 +93,7 @@ func exampleConfig() *Config {
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
 
-		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20, MaxStoredBytes: 20 << 20},
 	}
 }
 
@@ -480,7 +480,7 @@ func TestParse_Empty(t *testing.T) {
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
 		// responses.* defaults: an in-memory store of 10000 responses, 64 MiB, for 24h.
-		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20, MaxStoredBytes: 20 << 20},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

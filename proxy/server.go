@@ -107,6 +107,12 @@ type Server struct {
 	// responses keeps the stored responses of /v1/responses; nil when responses.store is
 	// off. It is built once: a reload does not change it.
 	responses responsestore.Store
+	// closeResponses closes the store's own Redis client (responses.url) at Shutdown;
+	// nil when the store has none of its own.
+	closeResponses func() error
+	// maxStored is responses.max_stored_bytes: the bound on a stored response and on the
+	// input a continuation rebuilds.
+	maxStored int64
 
 	// tracer records spans (tracing.go); nil when tracing is off.
 	tracer *telemetry.Tracer
@@ -267,6 +273,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
+	if s.closeResponses != nil {
+		_ = s.closeResponses()
+	}
 	return err
 }
 
