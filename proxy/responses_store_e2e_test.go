@@ -183,7 +183,7 @@ keys:
 				t.Fatalf("bob: %d %s", r.status, r.body)
 			}
 			r := postJSON(t, url, "bob-key", `{"model":"m","input":"go on","previous_response_id":"resp_chosen"}`)
-			if e := decodeRespError(t, r); e.Status != 404 {
+			if e := shortError(t, r); e.Status != 404 {
 				t.Errorf("bob continuing the taken id: %+v", e)
 			}
 			if n := len(bodies()); n != 2 {
