@@ -37,9 +37,18 @@ type Memory struct {
 	keys map[string]*keyShare
 	n    int
 	used int64
-	// gone remembers ids that expired, were evicted or deleted, oldest first, bounded.
+	// gone remembers ids that expired, were evicted or deleted, oldest first, bounded;
+	// goneList holds them in the order they went, with the seq of their entry in gone
+	// (an id stored again and gone again is listed twice, its first listing stale).
 	gone     map[string]goneID
-	goneList []string
+	goneList []goneRef
+	goneSeq  uint64
+}
+
+// goneRef is one listing of goneList.
+type goneRef struct {
+	id  string
+	seq uint64
 }
 
 // keyShare is what one key holds.
@@ -52,6 +61,7 @@ type keyShare struct {
 type goneID struct {
 	key     string
 	deleted bool // by its owner: not found, rather than expired
+	seq     uint64
 }
 
 type entry struct {
@@ -186,16 +196,18 @@ func (m *Memory) remove(el *list.Element, lost bool) {
 // forget remembers the owner of an id no longer held, the oldest such ids forgotten past
 // the bound (MaxEntries, at most 100000).
 func (m *Memory) forget(id string, g goneID) {
-	if _, ok := m.gone[id]; !ok {
-		m.goneList = append(m.goneList, id)
-	}
+	m.goneSeq++
+	g.seq = m.goneSeq
 	m.gone[id] = g
+	m.goneList = append(m.goneList, goneRef{id, g.seq})
 	limit := m.opts.MaxEntries
 	if limit <= 0 || limit > 100_000 {
 		limit = 100_000
 	}
 	for len(m.goneList) > limit {
-		delete(m.gone, m.goneList[0])
+		if r := m.goneList[0]; m.gone[r.id].seq == r.seq {
+			delete(m.gone, r.id)
+		}
 		m.goneList = m.goneList[1:]
 	}
 }
