@@ -200,25 +200,41 @@ keys:
 	}
 }
 
-// TestResponses_RedisStoreCannotEvictLimits: with the store in the limiter's Redis under
-// a small maxmemory and volatile-lru, one key filling the store leaves another key's
-// rate-limit counter alone: responses.max_bytes bounds the store in Redis too, so Redis
-// never has to evict.
+// TestResponses_RedisStoreCannotEvictLimits: one key filling the Redis store (about 20 MB
+// of responses) leaves another key's rate-limit counter alone, whether the store shares
+// the limiter's Redis (under a small maxmemory and volatile-lru: responses.max_bytes bounds
+// the store in Redis too, so Redis never has to evict) or has its own instance
+// (responses.url, allkeys-lru: Redis evicts stored responses there, never a counter).
 func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
-	rs := redistest.Start(t)
-	opts, err := redis.ParseURL(rs.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc := redis.NewClient(opts)
-	t.Cleanup(func() { rc.Close() })
 	ctx := context.Background()
-	for k, v := range map[string]string{"maxmemory": "8mb", "maxmemory-policy": "volatile-lru"} {
-		if err := rc.ConfigSet(ctx, k, v).Err(); err != nil {
+	start := func(t *testing.T, policy string) (*redistest.Server, *redis.Client) {
+		rs := redistest.Start(t)
+		opts, err := redis.ParseURL(rs.URL())
+		if err != nil {
 			t.Fatal(err)
 		}
+		rc := redis.NewClient(opts)
+		t.Cleanup(func() { rc.Close() })
+		for k, v := range map[string]string{"maxmemory": "8mb", "maxmemory-policy": policy} {
+			if err := rc.ConfigSet(ctx, k, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rs, rc
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+	for _, tt := range []struct {
+		name string
+		own  bool // the store on its own instance
+	}{{"shared redis, store bounded", false}, {"store on its own redis", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			state, stateClient := start(t, "volatile-lru")
+			store, storeClient := state, stateClient
+			responses := "{store: redis, max_bytes: 2000000}"
+			if tt.own {
+				store, storeClient = start(t, "allkeys-lru")
+				responses = fmt.Sprintf("{store: redis, url: %q, max_bytes: 1000000000}", store.URL())
+			}
+			cfg, err := config.Parse([]byte(fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   up: {type: mock}
 models:
@@ -227,31 +243,46 @@ keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"], limits: {requests_per_minute: 2}}
 state: {type: redis, url: %q, timeout: 1s}
-responses: {store: redis, max_bytes: 2000000}
-`, rs.URL())), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveConfig(t, cfg) + "/responses"
-	for i := range 2 {
-		if r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`); r.status != 200 {
-			t.Fatalf("bob %d: %d %s", i, r.status, r.body)
-		}
-	}
-	// Alice stores about 20 MB of responses (100 KB echoed, three times in each record).
-	body, _ := json.Marshal(map[string]any{"model": "m", "input": words(100000)})
-	for i := range 60 {
-		if r := postJSON(t, url, "alice-key", string(body)); r.status != 200 {
-			t.Fatalf("alice %d: %d %.300s", i, r.status, r.body)
-		}
-	}
-	info := rc.Info(ctx, "stats").Val()
-	r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`)
-	if r.status != 429 {
-		t.Errorf("bob's third request in the minute: %d, want 429 (his counter was evicted?) %.200s\n%s", r.status, r.body, evictedLine(info))
-	}
-	if total, _ := rc.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 2000000 {
-		t.Errorf("the store holds %d bytes, want at most responses.max_bytes", total)
+responses: %s
+`, state.URL(), responses)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := serveConfig(t, cfg) + "/responses"
+			for i := range 2 {
+				if r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`); r.status != 200 {
+					t.Fatalf("bob %d: %d %s", i, r.status, r.body)
+				}
+			}
+			// Alice stores about 20 MB of responses (100 KB echoed, three times in each record).
+			body, _ := json.Marshal(map[string]any{"model": "m", "input": words(100000)})
+			var last string
+			for i := range 60 {
+				r := postJSON(t, url, "alice-key", string(body))
+				if r.status != 200 {
+					t.Fatalf("alice %d: %d %.300s", i, r.status, r.body)
+				}
+				last = respID(t, r.body)
+			}
+			info := stateClient.Info(ctx, "stats").Val()
+			r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`)
+			if r.status != 429 {
+				t.Errorf("bob's third request in the minute: %d, want 429 (his counter was evicted?) %.200s\n%s", r.status, r.body, evictedLine(info))
+			}
+			if got := getWithKey(t, url+"/"+last, "alice-key"); got.status != 200 {
+				t.Errorf("alice's last response: %d %.200s", got.status, got.body)
+			}
+			if tt.own {
+				if n := stateClient.Keys(ctx, "agate:rs*").Val(); len(n) != 0 {
+					t.Errorf("the state's Redis holds stored responses: %v", n)
+				}
+				if evictedLine(storeClient.Info(ctx, "stats").Val()) == "evicted_keys:0" {
+					t.Errorf("the store's own Redis evicted nothing: the test did not fill it")
+				}
+			} else if total, _ := storeClient.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 2000000 {
+				t.Errorf("the store holds %d bytes, want at most responses.max_bytes", total)
+			}
+		})
 	}
 }
 
