@@ -405,6 +405,18 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 	if it.done {
 		return dst
 	}
+	if it.kind == itemFunctionCall && translate.NoArgumentText(it.text) {
+		// A call the upstream streamed no arguments for (an Anthropic tool_use with input
+		// {}): its arguments are translate.NoArguments, as OpenAI streams them, in the
+		// deltas, the done event and the item alike.
+		it.text = append(it.text, translate.NoArguments...)
+		if e.stream {
+			dst = e.itemEventAt(dst, "response.function_call_arguments.delta", it, i)
+			dst = append(dst, `"delta":`...)
+			dst = jsonx.AppendString(dst, translate.NoArguments)
+			dst = e.endEvent(dst)
+		}
+	}
 	if e.stream {
 		switch it.kind {
 		case itemReasoning:
