@@ -1,8 +1,10 @@
 package responsesin
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
 )
@@ -158,4 +160,26 @@ func FuzzSequencer(f *testing.F) {
 			last = got.Seq
 		}
 	})
+}
+
+// TestEncoder_PrettyPrintedRequestStaysOneLine: a client's pretty-printed request (tools,
+// their schemas, metadata, text format on several lines, as curl users write it) is echoed
+// in response.created, response.in_progress and the terminal event; each event stays one
+// SSE data line, so every client reads whole JSON events.
+func TestEncoder_PrettyPrintedRequestStaysOneLine(t *testing.T) {
+	req, err := Parse([]byte("{\n  \"model\": \"m\",\n  \"input\": \"hi\",\n  \"stream\": true,\n" +
+		"  \"metadata\": {\n    \"k\": \"v\"\n  },\n" +
+		"  \"text\": {\"format\": {\"type\": \"json_schema\", \"name\": \"s\",\r\n \"schema\": {\"type\": \"object\"}}},\n" +
+		"  \"tools\": [\n    {\n      \"type\": \"function\",\n      \"name\": \"f\",\n      \"parameters\": {\n        \"type\": \"object\",\n        \"properties\": {\"a\": {\"type\": \"string\", \"description\": \"line\\nbreak\"}}\n      }\n    },\n" +
+		"    {\"type\": \"web_search\",\n \"search_context_size\": \"low\"}\n  ]\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := NewEncoder(req, EncoderOptions{ID: "resp_x", Model: "m", Created: 1, Stream: true})
+	out := enc.Encode(nil, &translate.Event{Kind: translate.EventTextDelta, Text: "{}"})
+	out = enc.Finish(out, 2)
+	openaitest.CheckResponseEvents(t, out)
+	if !strings.Contains(string(out), `"description":"line\nbreak"`) {
+		t.Errorf("a string's escaped line break was changed:\n%s", out)
+	}
 }
