@@ -1,6 +1,7 @@
 package responsesin
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -105,14 +106,25 @@ type Sequencer struct {
 }
 
 // Event returns the data of the stream event ev (as ReadStreamEvent read it from data) as
-// the client gets it: data itself when it keeps its number, else (renumbered) a copy in
-// scratch's memory with its sequence_number replaced, or inserted as its first member.
-func (s *Sequencer) Event(scratch, data []byte, ev StreamEvent) (out []byte, renumbered bool) {
+// the client gets it: data itself when it keeps its number and is one line, else
+// (rewritten) a copy in scratch's memory with its sequence_number replaced, or inserted as
+// its first member, and without line breaks (an upstream event sent on several data
+// lines arrives joined by line breaks, which would cut it on the client's one data line;
+// in JSON text they are only ever insignificant whitespace).
+func (s *Sequencer) Event(scratch, data []byte, ev StreamEvent) (out []byte, rewritten bool) {
+	multiline := bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0
 	if ev.HasSeq && ev.Seq >= s.next && ev.SeqLen > 0 {
 		s.next = ev.Seq + 1
-		return data, false
+		if !multiline {
+			return data, false
+		}
+		return jsonx.AppendCompact(scratch[:0], jsonx.View(data)), true
 	}
-	return s.renumber(scratch, data, ev), true
+	out = s.renumber(scratch, data, ev)
+	if multiline {
+		out = jsonx.AppendCompact(nil, jsonx.View(out))
+	}
+	return out, true
 }
 
 func (s *Sequencer) renumber(scratch, data []byte, ev StreamEvent) []byte {

@@ -1,6 +1,7 @@
 package responsesin
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -89,7 +90,7 @@ func TestReadUpstream(t *testing.T) {
 // increasing, whatever the upstream sent. An event numbered after the last keeps its
 // number (gaps too); a repeated, lower, missing or non-numeric one gets the last plus one,
 // replaced where it stands or inserted first; the gateway's own events (Next) continue
-// the count.
+// the count. An event sent on several data lines comes out on one.
 func TestSequencer(t *testing.T) {
 	in := []string{
 		`{"type":"response.created","sequence_number":0}`,
@@ -101,6 +102,8 @@ func TestSequencer(t *testing.T) {
 		`{ }`,                                                                   // missing, empty
 		`{"sequence_number":"9","type":"x"}`,                                    // not a number
 		`{"type":"x","sequence_number":11.5}`,                                   // not an integer
+		"{\"type\":\"y\",\n\"sequence_number\":12,\r\n\"a\":\"b\\nc\"}",         // on several data lines
+		"{\"type\":\"y\",\n\"sequence_number\":1}",                              // on several lines and renumbered
 	}
 	want := []string{
 		`{"type":"response.created","sequence_number":0}`,
@@ -112,6 +115,8 @@ func TestSequencer(t *testing.T) {
 		`{"sequence_number":9 }`,
 		`{"sequence_number":10,"type":"x"}`,
 		`{"type":"x","sequence_number":11}`,
+		`{"type":"y","sequence_number":12,"a":"b\nc"}`,
+		`{"type":"y","sequence_number":13}`,
 	}
 	var s Sequencer
 	var got []string
@@ -126,8 +131,8 @@ func TestSequencer(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if n := s.Next(); n != 12 {
-		t.Errorf("Next() = %d, want 12", n)
+	if n := s.Next(); n != 14 {
+		t.Errorf("Next() = %d, want 14", n)
 	}
 }
 
@@ -137,6 +142,7 @@ func TestSequencer(t *testing.T) {
 func FuzzSequencer(f *testing.F) {
 	f.Add([]byte(`{"type":"response.created","sequence_number":0}`), []byte(`{"type":"x","sequence_number":0}`), []byte(`{}`))
 	f.Add([]byte(`{"sequence_number":5}`), []byte(`{"sequence_number":"5" , "a":[1]}`), []byte(`{ "type" : "y" }`))
+	f.Add([]byte("{\"type\":\"a\",\r\n\"sequence_number\":0}"), []byte("{\n}"), []byte("{\"a\":\"\\n\"\n,\"sequence_number\":0}"))
 	f.Add([]byte(`{"sequence_number":-3}`), []byte(`{"sequence_number":1e3}`), []byte(`{"sequence_number":99999999999999999999}`))
 	f.Fuzz(func(t *testing.T, a, b, c []byte) {
 		var s Sequencer
@@ -154,8 +160,11 @@ func FuzzSequencer(f *testing.F) {
 			if !got.HasSeq || got.Seq <= last {
 				t.Fatalf("%s became %s: sequence_number not above %d", d, out, last)
 			}
-			if renumbered && got.Seq != last+1 || !renumbered && string(out) != string(d) {
+			if renumbered && got.Seq != last+1 && got.Seq != ev.Seq || !renumbered && string(out) != string(d) {
 				t.Fatalf("%s renumbered to %s, not the next number %d", d, out, last+1)
+			}
+			if bytes.ContainsAny(out, "\r\n") {
+				t.Fatalf("%s came out on several lines: %q", d, out)
 			}
 			last = got.Seq
 		}
