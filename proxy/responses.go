@@ -77,9 +77,11 @@ type responsesRun struct {
 	pass bool
 	enc  *responsesin.Encoder
 	// The passthrough's view of the upstream's answer: the final Response object, its
-	// output and its sequence numbers.
+	// output; seq keeps the sequence numbers the client gets strictly increasing, scratch
+	// holds an event it renumbered.
 	final, output []byte
-	lastSeq       int
+	seq           responsesin.Sequencer
+	scratch       []byte
 }
 
 // responsesPathPrefix is the path of a stored response, followed by its id.
@@ -255,8 +257,7 @@ func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {
 		dst = x.enc.Start(dst) // a stream committed by a keep-alive has not started yet
 		return x.enc.AppendError(dst, a.Message, code, a.Param)
 	}
-	x.lastSeq++
-	return responsesin.AppendErrorEvent(dst, x.lastSeq, a.Message, code, a.Param)
+	return responsesin.AppendErrorEvent(dst, x.seq.Next(), a.Message, code, a.Param)
 }
 
 // respOut writes a response's events to a streaming client (loop.Output): sseOut's
@@ -460,7 +461,8 @@ func carriesResponse(typ string) bool {
 }
 
 // forwardStream is the passthrough for streams: every upstream event is forwarded with
-// the client-facing model in its Response object. A payload that is not a JSON object,
+// the client-facing model in its Response object and a sequence_number above the one
+// before it (responsesin.Sequencer). A payload that is not a JSON object,
 // or a stream that ends without a terminal event (response.completed, .incomplete,
 // .failed or error), is an upstream error the caller writes in-band.
 func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
@@ -480,8 +482,10 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 				return notResponseJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
 			}
 			typ := ev.Type
-			if ev.HasSeq {
-				x.lastSeq = ev.Seq
+			// Numbered after every event the client got before it, whatever the upstream
+			// sent (TestResponses_PassthroughSequenceNumbers).
+			if d, renumbered := x.seq.Event(x.scratch, data, ev); renumbered {
+				data, x.scratch = d, d[:0]
 			}
 			o.commit()
 			if x.c.firstT.IsZero() {
