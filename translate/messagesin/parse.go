@@ -37,6 +37,12 @@ func Parse(body []byte) (*translate.Request, error) { return parse(body, true) }
 func ParseCountTokens(body []byte) (*translate.Request, error) { return parse(body, false) }
 
 func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
+	if !jsonx.ValidUTF8(jsonx.View(body)) {
+		// The anthropic passthrough forwards the body as it is: a decoder upstream could
+		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
+		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
+			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
+	}
 	req := &translate.Request{IncludeUsage: true}
 	s := string(body)
 	p := parser{req: req, sc: jsonx.NewScanner(s)}
@@ -542,6 +548,12 @@ func (p *parser) tools(v jsonx.Value) {
 		}
 		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str,
 			CacheControl: p.cacheControl(p.sc.Get(t, "cache_control"), at)}
+		if p.err != nil {
+			return false
+		}
+		if p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name"); p.err != nil {
+			return false
+		}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
 		} else if s.Exists() && s.Kind != jsonx.Null {

@@ -651,8 +651,8 @@ end:
 	if typ.Str != "function" {
 		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
 	}
-	if name.Kind != jsonx.String || !validToolName(name.Str) {
-		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+	if name.Kind != jsonx.String || !translate.ValidToolName(name.Str) {
+		return p.fail(param()+".function.name", translate.ToolNameRule)
 	}
 	tool := translate.Tool{Name: name.Str, Description: description.Str}
 	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
@@ -931,19 +931,6 @@ func jsonInt(raw string, f float64) int64 {
 		return math.MinInt64
 	}
 	return math.MaxInt64
-}
-
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // stash collects values in a fixed array, then on the heap past its size. Kept in a

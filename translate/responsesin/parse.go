@@ -547,7 +547,12 @@ func (p *parser) toolList(v jsonx.Value) error {
 		if tool, ok, err = p.functionTool(t, param); err != nil {
 			return false
 		}
-		if !ok && p.r.BuiltinTool == nil {
+		if ok {
+			if pe := translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name"); pe != nil {
+				err = pe
+				return false
+			}
+		} else if p.r.BuiltinTool == nil {
 			p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
 				clip(tool.Builtin.Type))
 		}
