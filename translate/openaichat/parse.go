@@ -43,10 +43,20 @@ func ParseRequestLazy(body []byte) (*translate.Request, error) {
 // scratch's memory (see Scratch); with a non-nil stage the parse works in the stage's
 // memory, not on its goroutine's stack (see Stage).
 func ParseRequestLazyString(body string, scratch *Scratch, stage *Stage) (*translate.Request, error) {
+	return ParseRequestLazyStringWithin(body, scratch, stage, translate.DefaultMaxInflated)
+}
+
+// ParseRequestLazyStringWithin is ParseRequestLazyString with the request's Allowance
+// for carried state (translate.Allowance): the compressed state of its tool call ids
+// inflates to at most maxInflated bytes in all, else the request is refused
+// (translate.StateTooLarge, naming the id). The other parse functions allow
+// translate.DefaultMaxInflated.
+func ParseRequestLazyStringWithin(body string, scratch *Scratch, stage *Stage, maxInflated int) (*translate.Request, error) {
 	if stage == nil {
-		return parseFresh(body, true, scratch)
+		var p parser
+		return p.parseWithin(body, true, scratch, maxInflated)
 	}
-	return stage.p.parse(body, true, scratch)
+	return stage.p.parseWithin(body, true, scratch, maxInflated)
 }
 
 // Stage is the memory a parse works in and needs only while it runs: some 15 KB of
@@ -184,8 +194,14 @@ func parseFresh(s string, lazy bool, scratch *Scratch) (*translate.Request, erro
 
 // parse starts p afresh and parses s with it.
 func (p *parser) parse(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
+	return p.parseWithin(s, lazy, scratch, translate.DefaultMaxInflated)
+}
+
+// parseWithin is parse with maxInflated bytes of carried state allowed.
+func (p *parser) parseWithin(s string, lazy bool, scratch *Scratch, maxInflated int) (*translate.Request, error) {
 	// Each field is set on its own: a composite literal would be built on the stack.
 	p.sc = jsonx.NewScanner(s)
+	p.maxInflated, p.inflate = maxInflated, translate.NewAllowance(maxInflated)
 	p.err = nil
 	p.msgs.reset()
 	p.parts.reset()
@@ -256,6 +272,10 @@ type parser struct {
 	lazy bool
 	// scratch, if not nil, holds the memory the message and part arrays are built in.
 	scratch *Scratch
+	// inflate is what the tool call ids' carried state may still inflate to, of
+	// maxInflated (translate.Allowance).
+	inflate     translate.Allowance
+	maxInflated int
 }
 
 // payload reads the value at the cursor into v: a string that no check reads and that
