@@ -105,6 +105,11 @@ type Server struct {
 	// MaxBodyBytes is the largest accepted request body in bytes; larger bodies get 413.
 	// Default 20 MiB (20971520).
 	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// MaxInflatedBytes bounds, in all, what the compressed state one request carries (the
+	// gateway's sealed reasoning blobs in encrypted_content, the state in its tool call
+	// ids, a stored response's included) may inflate to; a request beyond is a 400 naming
+	// the field. Default: MaxBodyBytes.
+	MaxInflatedBytes int `koanf:"max_inflated_bytes"`
 	// ShutdownTimeout is how long a graceful shutdown waits for in-flight requests and
 	// streams to finish before closing them. Default 30s.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`

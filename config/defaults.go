@@ -51,6 +51,7 @@ const (
 func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Server.Listen, defaultListen)
 	setDefault(&c.Server.MaxBodyBytes, defaultMaxBodyBytes)
+	setDefault(&c.Server.MaxInflatedBytes, c.Server.MaxBodyBytes)
 	setDefault(&c.Server.ShutdownTimeout, defaultShutdownTimeout)
 	setDefault(&c.Server.ReadTimeout, defaultReadTimeout)
 	setDefault(&c.Server.IdleTimeout, defaultIdleTimeout)

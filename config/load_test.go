@@ -67,13 +67,14 @@ func exampleConfig() *Config {
 	}
 	return &Config{
 		Server: Server{
-			Listen:          ":8080",
-			MaxBodyBytes:    20971520,
-			ShutdownTimeout: 30 * time.Second,
-			WriteTimeout:    60 * time.Second,
-			MaxConnections:  10000,
-			ReadTimeout:     60 * time.Second,
-			IdleTimeout:     120 * time.Second,
+			Listen:           ":8080",
+			MaxBodyBytes:     20971520,
+			MaxInflatedBytes: 20971520,
+			ShutdownTimeout:  30 * time.Second,
+			WriteTimeout:     60 * time.Second,
+			MaxConnections:   10000,
+			ReadTimeout:      60 * time.Second,
+			IdleTimeout:      120 * time.Second,
 		},
 		Log: Log{Level: "info", Format: "json"},
 		Backends: map[string]Backend{
@@ -474,7 +475,7 @@ func TestParse_Empty(t *testing.T) {
 		t.Fatalf("Parse(empty): %v", err)
 	}
 	want := &Config{
-		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, MaxInflatedBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 			WriteTimeout: 60 * time.Second, MaxConnections: 10000},
 		Log:   Log{Level: "info", Format: "json"},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},

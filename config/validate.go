@@ -189,6 +189,7 @@ func (c *Config) validateServer(v *validator) {
 		v.addf("server.listen", "invalid address %q (want host:port or :port)", s.Listen)
 	}
 	v.nonNegative("server.max_body_bytes", s.MaxBodyBytes)
+	v.nonNegative("server.max_inflated_bytes", s.MaxInflatedBytes)
 	v.nonNegativeDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.nonNegativeDuration("server.read_timeout", s.ReadTimeout)
 	v.nonNegativeDuration("server.idle_timeout", s.IdleTimeout)

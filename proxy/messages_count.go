@@ -27,7 +27,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
 	}
-	req, err := messagesin.ParseCountTokens(ctx.PostBody())
+	req, err := messagesin.ParseWithin(ctx.PostBody(), true, s.maxInflated)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", key.name, "")
 		return

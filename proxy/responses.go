@@ -89,7 +89,7 @@ const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
-		req, err := responsesin.Parse(body)
+		req, err := responsesin.ParseWithin(body, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
 		}
