@@ -34,6 +34,7 @@ const (
 	defaultStateKeyPrefix    = "agate:"
 	defaultStateTimeout      = 50 * time.Millisecond
 	defaultStateOnError      = "allow"
+	defaultReserveOutput     = 4096
 )
 
 // The defaults that packages taking these values directly (loop.Loop, tools.Definition)
@@ -106,6 +107,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)
 	setDefault(&c.State.OnError, defaultStateOnError)
+	setDefault(&c.State.ReserveOutputTokens, defaultReserveOutput)
 }
 
 func setDefault[T comparable](field *T, value T) {
