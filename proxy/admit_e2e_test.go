@@ -246,3 +246,50 @@ keys:
 		})
 	}
 }
+
+// TestLimits_FallbackHoldsItsSlot: a request served by a fallback holds that model's
+// concurrency slot while it runs, so another request is not sent there meanwhile.
+func TestLimits_FallbackHoldsItsSlot(t *testing.T) {
+	for _, mode := range stateModes {
+		t.Run(mode.name, func(t *testing.T) {
+			p := newUpstream(t, failWith(503, "overloaded"))
+			held, release := make(chan struct{}, 1), make(chan struct{})
+			var calls atomic.Int64
+			s := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				if strings.Contains(string(r.Context().Value(bodyKey{}).([]byte)), "hold") {
+					held <- struct{}{}
+					<-release
+				}
+				okUpstream("expensive answer")(w, r)
+			})
+			rs := startReplicas(t, mode, `
+backends:
+  primary: {type: openai, base_url: "{{P}}", retries: {max: 0}}
+  second: {type: openai, base_url: "{{S}}", retries: {max: 0}}
+models:
+  cheap: {backend: primary, fallbacks: [expensive]}
+  expensive: {backend: second, limits: {concurrent: 1}}
+keys:
+  alice: {key: alice-key, models: ["*"]}
+{{STATE}}
+`, map[string]string{"P": p.v1(), "S": s.v1()})
+			done := make(chan httpResult)
+			go func() { done <- rs.replicas[0].chat("alice-key", chatBody("cheap", "hold on", false)) }()
+			<-held
+			if r := rs.replicas[1].chat("alice-key", chatBody("cheap", "quick", false)); r.status != 503 {
+				t.Errorf("while the fallback's one slot is held: %d %s, want 503 (fallback skipped)", r.status, r.body)
+			}
+			close(release)
+			if r := <-done; r.status != 200 {
+				t.Fatalf("the held request: %d %s", r.status, r.body)
+			}
+			if r := rs.replicas[1].chat("alice-key", chatBody("cheap", "quick", false)); r.status != 200 {
+				t.Errorf("once the slot is released: %d %s", r.status, r.body)
+			}
+			if got := calls.Load(); got != 2 {
+				t.Errorf("calls to the fallback = %d, want 2", got)
+			}
+		})
+	}
+}
