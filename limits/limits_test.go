@@ -454,3 +454,51 @@ func TestReservation_Settles(t *testing.T) {
 		})
 	})
 }
+
+// FuzzReservation_Bound drives a Memory limiter with admissions and finishes in any
+// order, each request reserving an estimate and using at most that much: whatever the
+// order, the tokens charged stay below the budget plus the largest single usage, the
+// bound the reservation rule promises (Request.Reserve).
+func FuzzReservation_Bound(f *testing.F) {
+	f.Add([]byte{200, 0, 200, 0, 200, 0, 1, 50, 1, 200})
+	f.Add([]byte{255, 255, 255, 255, 1, 0, 1, 0, 10, 3, 10, 3})
+	f.Add([]byte{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const budget = 1000
+		l := NewMemory(nil)
+		ctx := context.Background()
+		type running struct {
+			req *Request
+			adm *Admission
+		}
+		var open []running
+		var charged, largest int64
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, x := ops[i], int64(ops[i+1])
+			if op%2 == 0 || len(open) == 0 { // admit a request reserving 8*x tokens
+				req := &Request{Key: "k", Budget: Budget{Tokens: budget, Period: time.Hour}, Reserve: Usage{Tokens: 8 * x}}
+				a := &Admission{}
+				if err := l.Admit(ctx, req, a); err != nil {
+					t.Fatal(err)
+				}
+				if a.Denied == NoLimit {
+					open = append(open, running{req, a})
+				}
+				continue
+			}
+			// finish one of the running requests, using at most its reservation
+			j := int(op/2) % len(open)
+			r := open[j]
+			open = append(open[:j], open[j+1:]...)
+			used := min(r.req.Reserve.Tokens, int64(op)*x%(r.req.Reserve.Tokens+1))
+			if err := l.Finish(ctx, r.req, r.adm, Usage{Tokens: used}); err != nil {
+				t.Fatal(err)
+			}
+			charged += used
+			largest = max(largest, used)
+			if charged >= budget+largest {
+				t.Fatalf("charged %d against a %d budget, largest usage %d: over the bound", charged, budget, largest)
+			}
+		}
+	})
+}
