@@ -34,17 +34,17 @@ const (
 	defaultStateKeyPrefix    = "agate:"
 	defaultStateTimeout      = 50 * time.Millisecond
 	defaultStateOnError      = "allow"
-	defaultReserveOutput     = 4096
 )
 
-// The defaults that packages taking these values directly (loop.Loop, tools.Definition)
-// also apply, exported so that each default has one owner.
+// The defaults that packages taking these values directly (loop.Loop, tools.Definition,
+// proxy's reservations) also apply, exported so that each default has one owner.
 const (
 	DefaultMaxToolIterations      = 8
 	DefaultMaxToolCallsPerTurn    = 32
 	DefaultMaxConcurrentToolCalls = 8
 	DefaultToolTimeout            = 30 * time.Second
 	DefaultMaxResultBytes         = 64 << 10
+	DefaultReserveOutputTokens    = 4096
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -107,7 +107,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)
 	setDefault(&c.State.OnError, defaultStateOnError)
-	setDefault(&c.State.ReserveOutputTokens, defaultReserveOutput)
+	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
 }
 
 func setDefault[T comparable](field *T, value T) {

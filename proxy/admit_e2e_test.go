@@ -129,6 +129,8 @@ func TestLimits_FallbackOwnLimits(t *testing.T) {
 		{name: "next fallback when over", limits: "{requests_per_minute: 2}", next: true,
 			want:     []string{"expensive", "expensive", "cheap-b", "cheap-b", "cheap-b", "cheap-b"},
 			statuses: []int{200, 200, 200, 200, 200, 200}, skipped: 4},
+		{name: "tokens per minute charged what it served", limits: "{tokens_per_minute: 10}", // 7 tokens an answer
+			want: []string{"expensive", "expensive"}, statuses: []int{200, 200, 503, 503, 503, 503}, skipped: 4},
 		{name: "concurrency slot released at the end", limits: "{concurrent: 1}",
 			want:     []string{"expensive", "expensive", "expensive", "expensive", "expensive", "expensive"},
 			statuses: []int{200, 200, 200, 200, 200, 200}},

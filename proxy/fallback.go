@@ -36,7 +36,7 @@ type fallbackAdmission struct {
 // when the state store does not answer and state.on_error is deny. A nil l (no limits
 // run) admits everything.
 func (l *limitRun) admitFallback(r *route) (bool, limits.Limit) {
-	if l == nil || l.s == nil || !r.limited || r.rate == (limits.Rate{}) {
+	if l == nil || l.run == nil || !r.limited || r.rate == (limits.Rate{}) {
 		return true, limits.NoLimit
 	}
 	for i := range l.fallbacks {
@@ -48,10 +48,11 @@ func (l *limitRun) admitFallback(r *route) (bool, limits.Limit) {
 	f := &l.fallbacks[len(l.fallbacks)-1]
 	f.req = limits.Request{Model: r.name, ModelRate: r.rate}
 	if r.rate.TokensPerMinute > 0 {
-		f.req.Reserve.Tokens = l.estimate
+		f.req.Reserve.Tokens = l.run.tokenEstimate()
 	}
-	if err := l.s.limiter.Admit(l.s.baseCtx, &f.req, &f.adm); err != nil {
-		if l.s.onErrorDeny {
+	s := l.run.s
+	if err := s.limiter.Admit(s.baseCtx, &f.req, &f.adm); err != nil {
+		if s.onErrorDeny {
 			l.fallbacks = l.fallbacks[:len(l.fallbacks)-1]
 			return false, limits.NoLimit
 		}
@@ -85,7 +86,7 @@ func (l *limitRun) endFallbacks() {
 		f := &l.fallbacks[i]
 		if f.admitted {
 			f.admitted = false
-			_ = l.s.limiter.Finish(context.Background(), &f.req, &f.adm, limits.Usage{Tokens: f.tokens})
+			_ = l.run.s.limiter.Finish(context.Background(), &f.req, &f.adm, limits.Usage{Tokens: f.tokens})
 		}
 	}
 	l.fallbacks = l.fallbacks[:0]

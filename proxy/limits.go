@@ -26,14 +26,14 @@ type limitRun struct {
 	admitted bool // Finish is due
 	// microUSD sums the cost of every upstream turn, priced by the route that served it.
 	microUSD float64
-	// s is the server whose limiter admitted the request (set by admit); nil before.
-	s *Server
+	// run is the request's run, which holds this limitRun (set by admit); nil before.
+	run *chatRun
 	// countOnly marks a request that is counted and holds its slots but is charged no
 	// tokens (count_tokens): it reserves nothing.
 	countOnly bool
-	// estimate is the request's token estimate (prompt plus output cap) when a token
-	// limit or budget applies to it, reserved by the fallbacks it calls too; 0 means none.
-	estimate int64
+	// estimate is the request's token estimate (prompt plus output cap), made on first
+	// use (tokenEstimate): by the reservation, or by a fallback with a token limit.
+	estimate, prompt int64
 	// fallbacks are the fallback models admitted against their own limits (fallback.go).
 	fallbacks []fallbackAdmission
 }
@@ -80,7 +80,7 @@ func rate(l config.Limits) limits.Rate {
 // state store cannot answer and state.on_error is deny.
 func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
-	l.s = s
+	l.run = c
 	l.req = limitRequest(c.key, c.route)
 	if !l.req.Limited() {
 		return true
@@ -124,7 +124,25 @@ func (c *chatRun) reserve(req *limits.Request) limits.Usage {
 		req.Budget.Tokens == 0 && req.Budget.MicroUSD == 0 {
 		return limits.Usage{}
 	}
-	prompt := int64(messagesin.EstimateTokens(c.req))
+	res := limits.Usage{Tokens: c.tokenEstimate()}
+	if req.Budget.MicroUSD > 0 {
+		prompt, out := l.prompt, l.estimate-l.prompt
+		if mc, ok := c.rt.cfg.Models[c.route.name]; ok && mc.Price != nil { // admit checked it
+			// Prices are USD per million tokens, so tokens times price is micro-USD.
+			res.MicroUSD = int64(math.Ceil(float64(prompt)*mc.Price.Input + float64(out)*mc.Price.Output))
+		}
+	}
+	return res
+}
+
+// tokenEstimate returns the request's token estimate: its prompt (messagesin's estimate)
+// plus its output cap (the request's, else its model's max_tokens, else
+// state.reserve_output_tokens), made once.
+func (c *chatRun) tokenEstimate() int64 {
+	l := &c.limits
+	if l.estimate > 0 {
+		return l.estimate
+	}
 	out := int64(c.req.MaxTokens)
 	if out <= 0 {
 		out = int64(c.route.maxTokens)
@@ -132,15 +150,12 @@ func (c *chatRun) reserve(req *limits.Request) limits.Usage {
 	if out <= 0 {
 		out = int64(c.rt.cfg.State.ReserveOutputTokens)
 	}
-	l.estimate = prompt + out
-	res := limits.Usage{Tokens: l.estimate}
-	if req.Budget.MicroUSD > 0 {
-		if mc, ok := c.rt.cfg.Models[c.route.name]; ok && mc.Price != nil { // admit checked it
-			// Prices are USD per million tokens, so tokens times price is micro-USD.
-			res.MicroUSD = int64(math.Ceil(float64(prompt)*mc.Price.Input + float64(out)*mc.Price.Output))
-		}
+	if out <= 0 { // a config built in code, without Load's defaults
+		out = config.DefaultReserveOutputTokens
 	}
-	return res
+	l.prompt = int64(messagesin.EstimateTokens(c.req))
+	l.estimate = l.prompt + out
+	return l.estimate
 }
 
 // endLimits charges the request's usage (every turn) and releases its slots, once. It
