@@ -382,4 +382,11 @@ type State struct {
 	// OnError is what a request gets when Redis does not answer in time: allow (admitted
 	// without limits; the default, also when "") or deny (503).
 	OnError string `koanf:"on_error"`
+	// ReserveOutputTokens is the output a request is assumed to produce when it sets no
+	// output cap (max_tokens, max_completion_tokens, max_output_tokens) and its model sets
+	// no max_tokens. A request that a token limit or budget applies to reserves its prompt
+	// estimate plus its output cap (priced at its model's price for a usd budget) when it
+	// is admitted, and is charged its real usage in place of the reservation when it ends.
+	// Default 4096.
+	ReserveOutputTokens int `koanf:"reserve_output_tokens"`
 }

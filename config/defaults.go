@@ -36,14 +36,15 @@ const (
 	defaultStateOnError      = "allow"
 )
 
-// The defaults that packages taking these values directly (loop.Loop, tools.Definition)
-// also apply, exported so that each default has one owner.
+// The defaults that packages taking these values directly (loop.Loop, tools.Definition,
+// proxy's reservations) also apply, exported so that each default has one owner.
 const (
 	DefaultMaxToolIterations      = 8
 	DefaultMaxToolCallsPerTurn    = 32
 	DefaultMaxConcurrentToolCalls = 8
 	DefaultToolTimeout            = 30 * time.Second
 	DefaultMaxResultBytes         = 64 << 10
+	DefaultReserveOutputTokens    = 4096
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -108,6 +109,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)
 	setDefault(&c.State.OnError, defaultStateOnError)
+	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -99,7 +99,7 @@ func exampleConfig() *Config {
 }
 
 func defaultState() State {
-	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
+	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow", ReserveOutputTokens: 4096}
 }
 
 // TestLoad_ExampleCommentedSections uncomments the keys and tools examples of
@@ -156,7 +156,7 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 	if diff := cmp.Diff(wantAlice, got.Keys["alice"]); diff != "" {
 		t.Errorf("keys.alice mismatch (-want +got):\n%s", diff)
 	}
-	wantState := State{Type: "redis", URL: "redis://127.0.0.1:6379/0", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
+	wantState := State{Type: "redis", URL: "redis://127.0.0.1:6379/0", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow", ReserveOutputTokens: 4096}
 	if diff := cmp.Diff(wantState, got.State); diff != "" {
 		t.Errorf("state mismatch (-want +got):\n%s", diff)
 	}

@@ -19,6 +19,7 @@ func (c *Config) validateLimits(v *validator) {
 	v.oneOf("state.type", s.Type, stateTypes)
 	v.oneOf("state.on_error", s.OnError, stateOnErrors)
 	v.nonNegativeDuration("state.timeout", s.Timeout)
+	v.nonNegative("state.reserve_output_tokens", s.ReserveOutputTokens)
 	switch {
 	case s.Type == "redis" && s.URL == "":
 		v.addf("state.url", "required for state type redis")

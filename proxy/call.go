@@ -254,9 +254,17 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	for i, r := range routes {
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
-			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name).Inc()
+			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
 			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
 			continue
+		}
+		if i > 0 {
+			// So do the fallback's own limits (fallback.go), checked now that it is to be called.
+			if ok, d := c.spend.admitFallback(r); !ok {
+				c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipLimited).Inc()
+				c.log().Info("fallback skipped: over its limits", "from", c.route.label(), "to", r.name, "limit", d.String())
+				continue
+			}
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
@@ -388,6 +396,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 func (c *modelCall) countUsage(r *route) {
 	c.Usage.Add(c.lastUsage)
 	c.spend.addCost(c.rt, r, c.lastUsage)
+	c.spend.served(r, c.lastUsage) // fallback.go
 	c.seriesOf(r).AddTokens(tokenCounts(c.lastUsage))
 }
 
