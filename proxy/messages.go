@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -314,12 +315,24 @@ func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
 	})
 }
 
-// appendSSE appends one SSE event.
+// appendSSE appends one SSE event. Data the upstream sent on several data lines (the SSE
+// parser joined them with line feeds, and a data value holds no other line end) is written
+// back one line per data field, so that the client's SSE parser reads exactly data; written
+// on one data line, its first line feed would end the field and cut the event.
 func appendSSE(dst, typ, data []byte) []byte {
 	if len(typ) > 0 {
 		dst = append(dst, "event: "...)
 		dst = append(dst, typ...)
 		dst = append(dst, '\n')
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, data[:i+1]...)
+		data = data[i+1:]
 	}
 	dst = append(dst, "data: "...)
 	dst = append(dst, data...)
