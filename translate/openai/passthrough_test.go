@@ -61,7 +61,27 @@ func TestOpenAIChunkRewriter(t *testing.T) {
 				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
 				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}\n\n",
 			},
-			wantChunk: []Chunk{{Choices: 1}, {Choices: 1, Finished: true}},
+			wantChunk: []Chunk{{Choices: 1, OutputBytes: 1}, {Choices: 1, Finished: true}},
+		},
+		{
+			name: "output bytes: every string a delta carries, as written, in any layout",
+			chunks: []string{
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":"abcd"},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":"a\"b"},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":"ab","reasoning_content":"cd","refusal":null}},` +
+					`{"index":1,"delta":{"reasoning":"e","refusal":"fg","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}},{"function":{"arguments":"[1]"}}]}}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":null},"finish_reason":"stop"}]}`,
+			},
+			want: []string{
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"abcd\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\\\"b\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ab\",\"reasoning_content\":\"cd\",\"refusal\":null}},{\"index\":1,\"delta\":{\"reasoning\":\"e\",\"refusal\":\"fg\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}},{\"function\":{\"arguments\":\"[1]\"}}]}}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":null},\"finish_reason\":\"stop\"}]}\n\n",
+			},
+			wantChunk: []Chunk{{Choices: 1, OutputBytes: 4}, {Choices: 1, OutputBytes: 4}, {Choices: 1, OutputBytes: 2},
+				{Choices: 2, OutputBytes: 2 + 2 + 1 + 2 + 3 + 3}, {Choices: 1, Finished: true}},
 		},
 		{
 			name:      "azure prompt filter chunk gets the gateway's id and clock",
@@ -480,7 +500,7 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 		fast.Reset(s)
 		general.Reset(s)
 		var v1, v2 jsonx.Value
-		matched, ok1 := fastChoices(&fast, &v1)
+		matched, ok1, n := fastChoices(&fast, &v1)
 		if !matched {
 			if fast.Pos() != 0 || fast.Failed() {
 				t.Fatalf("a miss moved the cursor to %d (failed %v)", fast.Pos(), fast.Failed())
@@ -495,7 +515,7 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 		if !ok1 {
 			return
 		}
-		if v1 != v2 || fast.Pos() != general.Pos() || ch != (Chunk{Choices: 1}) {
+		if v1 != v2 || fast.Pos() != general.Pos() || ch != (Chunk{Choices: 1, OutputBytes: n}) {
 			t.Fatalf("fast %+v at %d, general %+v at %d %+v, on %q", v1, fast.Pos(), v2, general.Pos(), ch, s)
 		}
 	})
@@ -518,7 +538,7 @@ func TestFastChoices_TakesOpenAILayout(t *testing.T) {
 		var s jsonx.Scanner
 		s.Reset(c)
 		var v jsonx.Value
-		if matched, ok := fastChoices(&s, &v); !matched || !ok {
+		if matched, ok, _ := fastChoices(&s, &v); !matched || !ok {
 			t.Fatalf("text delta %d took the general reader: %.120q", deltas, c)
 		}
 	}

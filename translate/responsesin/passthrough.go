@@ -55,19 +55,27 @@ type StreamEvent struct {
 	// Seq is its sequence_number when HasSeq (the member is a number).
 	Seq    int
 	HasSeq bool
+	// DeltaBytes is the length of its delta member's literal without the quotes when
+	// it is a string (response.output_text.delta, .function_call_arguments.delta, the
+	// reasoning and refusal deltas), else 0: the output the gateway estimates the tokens
+	// of when the stream ends without its usage.
+	DeltaBytes int
 }
 
 // ReadStreamEvent reads the data of a stream event; ok is false when it is not a JSON
 // object. The Type aliases data.
 func ReadStreamEvent(data []byte) (ev StreamEvent, ok bool) {
 	sc := jsonx.NewScanner(jsonx.View(data))
-	var v [2]jsonx.Value
-	if _, ok := sc.RootMembers([]string{"type", "sequence_number"}, v[:]); !ok || data[0] != '{' {
+	var v [3]jsonx.Value
+	if _, ok := sc.RootMembers([]string{"type", "sequence_number", "delta"}, v[:]); !ok || data[0] != '{' {
 		return StreamEvent{}, false
 	}
 	ev = StreamEvent{Type: v[0].Str}
 	if v[1].Kind == jsonx.Number {
 		ev.Seq, ev.HasSeq = int(v[1].Int()), true
+	}
+	if v[2].Kind == jsonx.String && len(v[2].Raw) >= 2 {
+		ev.DeltaBytes = len(v[2].Raw) - 2
 	}
 	return ev, true
 }
