@@ -21,7 +21,7 @@ type Metrics struct {
 	// UsageEstimated counts upstream answers whose tokens in Tokens are estimated, in
 	// part or whole: a stream that ended before the upstream's final usage, or an
 	// upstream that reports none.
-	UsageEstimated *prometheus.CounterVec // model, backend, key
+	UsageEstimated  *prometheus.CounterVec // model, backend, key
 	Inflight        prometheus.Gauge
 	ToolCalls       *prometheus.CounterVec   // tool, outcome
 	ToolDuration    *prometheus.HistogramVec // tool

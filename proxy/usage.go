@@ -22,8 +22,12 @@ import (
 func (c *modelCall) noteOutput(n int) { c.tail += n }
 
 // noteUsage records the cumulative usage the upstream reported in the running attempt:
-// it covers every output read so far.
+// it covers every output read so far. A zero usage (a decoder's for an upstream that
+// reported none, a null usage member) is no report.
 func (c *modelCall) noteUsage(u translate.Usage) {
+	if u == (translate.Usage{}) {
+		return
+	}
 	c.lastUsage = u
 	c.tail = 0
 }
