@@ -48,6 +48,18 @@ func TestReadUpstream(t *testing.T) {
 	if diff := cmp.Diff(StreamEvent{Type: "response.output_text.delta", Seq: 7, HasSeq: true}, ev); !ok || diff != "" {
 		t.Errorf("event (-want +got):\n%s", diff)
 	}
+	// The output a delta carries, as written: what the gateway estimates when no usage
+	// follows.
+	for in, want := range map[string]int{
+		`{"type":"response.output_text.delta","sequence_number":8,"delta":"ab\"c"}`:   5,
+		`{"type":"response.function_call_arguments.delta","delta":"{\"a\":1}"}`:       9,
+		`{"type":"response.output_item.added","item":{"type":"message","delta":"x"}}`: 0,
+		`{"type":"response.output_text.delta","delta":null}`:                          0,
+	} {
+		if ev, ok := ReadStreamEvent([]byte(in)); !ok || ev.DeltaBytes != want {
+			t.Errorf("ReadStreamEvent(%s).DeltaBytes = %d (ok %v), want %d", in, ev.DeltaBytes, ok, want)
+		}
+	}
 	for _, in := range []string{`[1]`, ` {"type":"x"}`, `{"type":`, `"x"`} {
 		if _, ok := ReadStreamEvent([]byte(in)); ok {
 			t.Errorf("ReadStreamEvent(%s) accepted", in)
