@@ -94,3 +94,29 @@ func TestReadUpstream(t *testing.T) {
 		t.Errorf("ResponseID = %q", got)
 	}
 }
+
+// FuzzReadStreamEvent: reading any event never panics, and the delta's length it reports
+// fits in the event, quotes excluded.
+func FuzzReadStreamEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":9,"item_id":"fc_1","output_index":1,"delta":"{\"city\":\"Par"}`,
+		`{"type":"response.reasoning_summary_text.delta","delta":"\u00e9\n","delta":"x"}`,
+		`{"type":"response.completed","response":{"usage":null}}`,
+		`{"type":"x","delta":1}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ev, ok := ReadStreamEvent([]byte(s))
+		if !ok {
+			if ev != (StreamEvent{}) {
+				t.Fatalf("refused %q with %+v", s, ev)
+			}
+			return
+		}
+		if ev.DeltaBytes < 0 || ev.DeltaBytes > len(s)-2 {
+			t.Fatalf("DeltaBytes %d of %q", ev.DeltaBytes, s)
+		}
+	})
+}
