@@ -65,17 +65,42 @@ type StreamEvent struct {
 // ReadStreamEvent reads the data of a stream event; ok is false when it is not a JSON
 // object. The Type aliases data.
 func ReadStreamEvent(data []byte) (ev StreamEvent, ok bool) {
-	sc := jsonx.NewScanner(jsonx.View(data))
-	var v [3]jsonx.Value
-	if _, ok := sc.RootMembers([]string{"type", "sequence_number", "delta"}, v[:]); !ok || data[0] != '{' {
+	if len(data) == 0 || data[0] != '{' {
 		return StreamEvent{}, false
 	}
-	ev = StreamEvent{Type: v[0].Str}
-	if v[1].Kind == jsonx.Number {
-		ev.Seq, ev.HasSeq = int(v[1].Int()), true
+	sc := jsonx.NewScanner(jsonx.View(data))
+	// RootMembers' walk, the delta read as written: decoded, its escapes would cost an
+	// arena on every delta, and only its length is wanted.
+	var typ, seq, delta jsonx.Value
+	for n := 0; sc.NextField(&n); {
+		var ok bool
+		switch sc.Key() {
+		case "type":
+			ok = sc.First(&typ)
+		case "sequence_number":
+			ok = sc.First(&seq)
+		case "delta":
+			if delta.Kind == jsonx.Missing {
+				ok = sc.ValueRaw(&delta)
+			} else {
+				ok = sc.Skip()
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return StreamEvent{}, false
+		}
 	}
-	if v[2].Kind == jsonx.String && len(v[2].Raw) >= 2 {
-		ev.DeltaBytes = len(v[2].Raw) - 2
+	if sc.Failed() || !sc.AtEnd() {
+		return StreamEvent{}, false
+	}
+	ev = StreamEvent{Type: typ.Str}
+	if seq.Kind == jsonx.Number {
+		ev.Seq, ev.HasSeq = int(seq.Int()), true
+	}
+	if delta.Kind == jsonx.String {
+		ev.DeltaBytes = len(delta.Str) // the literal's contents, escapes as written
 	}
 	return ev, true
 }

@@ -3,6 +3,8 @@ package responsesin
 import (
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
 )
@@ -95,8 +97,9 @@ func TestReadUpstream(t *testing.T) {
 	}
 }
 
-// FuzzReadStreamEvent: reading any event never panics, and the delta's length it reports
-// fits in the event, quotes excluded.
+// FuzzReadStreamEvent: ReadStreamEvent reads what the scanner's general reader
+// (RootMembers) reads of any event: its type, sequence number and the length of its
+// delta's literal.
 func FuzzReadStreamEvent(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello"}`,
@@ -109,14 +112,22 @@ func FuzzReadStreamEvent(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		ev, ok := ReadStreamEvent([]byte(s))
-		if !ok {
-			if ev != (StreamEvent{}) {
-				t.Fatalf("refused %q with %+v", s, ev)
-			}
-			return
+		// The same members read by the scanner's general reader (the first of each name).
+		sc := jsonx.NewScanner(s)
+		var v [3]jsonx.Value
+		_, okRoot := sc.RootMembers([]string{"type", "sequence_number", "delta"}, v[:])
+		want := StreamEvent{Type: v[0].Str}
+		if v[1].Kind == jsonx.Number {
+			want.Seq, want.HasSeq = int(v[1].Int()), true
 		}
-		if ev.DeltaBytes < 0 || ev.DeltaBytes > len(s)-2 {
-			t.Fatalf("DeltaBytes %d of %q", ev.DeltaBytes, s)
+		if v[2].Kind == jsonx.String {
+			want.DeltaBytes = len(v[2].Raw) - 2
+		}
+		if !okRoot || len(s) == 0 || s[0] != '{' {
+			okRoot, want = false, StreamEvent{}
+		}
+		if ok != okRoot || ev != want {
+			t.Fatalf("ReadStreamEvent(%q) = %+v, %v; the general reader's %+v, %v", s, ev, ok, want, okRoot)
 		}
 	})
 }
