@@ -82,6 +82,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 // naming the backend.
 func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request, dst []byte) ([]byte, error) {
 	var out []byte
+	c.prompt = req
 	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, false, func(x *exchange, _ *translate.Options) error {
 			body, err := c.answerBody(ctx, x, r.backend.name)
@@ -92,6 +93,9 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request,
 			if err != nil {
 				c.dropAnswer(x) // the error may quote the body
 				return err
+			}
+			if c.lastUsage == (translate.Usage{}) { // usage.go: an upstream that reports none
+				c.noteOutput(openai.CompletionOutputBytes(body))
 			}
 			c.releaseBuf() // out is a copy
 			return nil

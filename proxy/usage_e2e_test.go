@@ -386,3 +386,26 @@ func TestUsage_ReportedUsageChargedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUsage_CompletionWithoutUsageIsEstimated: a non-streamed answer of an OpenAI-compatible
+// upstream that reports no usage, passed through, is charged the estimate of the prompt
+// and of the message, flagged.
+func TestUsage_CompletionWithoutUsageIsEstimated(t *testing.T) {
+	body := `{"id":"chatcmpl-1","object":"chat.completion","created":1761175225,"model":"up","choices":[{"index":0,` +
+		`"message":{"role":"assistant","content":"` + strings.Repeat(usageDelta, 60) + `"},"finish_reason":"stop"}]}`
+	up := newUpstream(t, replayJSON(200, []byte(body)))
+	g := usageGateway(t, "openai", up.v1(), 1000)
+	if r := g.chat("sk-alice", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`); r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	recs := usageRecords(t, g)
+	if len(recs) != 1 || recs[0]["prompt_tokens"] != 5.0 || recs[0]["completion_tokens"] != 60.0 || recs[0]["usage_estimated"] != true {
+		t.Fatalf("access lines %v, want one with prompt 5, completion 60, usage_estimated", recs)
+	}
+	if got := g.metricValue("gateway_usage_estimated_total", map[string]string{"model": "m", "backend": "up", "key": "alice"}); got != 1 {
+		t.Errorf("gateway_usage_estimated_total = %v, want 1", got)
+	}
+	eventually(t, "the charge", func() bool {
+		return g.metricValue("gateway_budget_remaining", map[string]string{"key": "alice", "unit": "tokens"}) == 1000-5-60
+	})
+}

@@ -222,6 +222,26 @@ func deltaBytes(sc *jsonx.Scanner, delta jsonx.Value) int {
 	return n
 }
 
+// CompletionOutputBytes returns the length of the output a chat completion body carries
+// (its choices' messages, read as deltaBytes reads a delta): what the gateway estimates
+// the tokens of when an upstream's completion reports no usage. A body that is not a
+// completion carries none.
+func CompletionOutputBytes(body []byte) int {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	var m [1]jsonx.Value
+	root, ok := sc.RootMembers([]string{"choices"}, m[:])
+	if !ok || root.Kind != jsonx.Object {
+		return 0
+	}
+	n := 0
+	var msg [1]jsonx.Value
+	sc.EachMembers(m[0], []string{"message"}, msg[:], func(jsonx.Value) bool {
+		n += deltaBytes(&sc, msg[0])
+		return true
+	})
+	return n
+}
+
 // literalBytes is the length of a string value's literal without its quotes; 0 for any
 // other value.
 func literalBytes(v jsonx.Value) int {

@@ -588,3 +588,33 @@ func TestRewriteCompletion_MemberNames(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionOutputBytes: the output of a completion's messages, as written; none for
+// a body that is not a completion.
+func TestCompletionOutputBytes(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello\nyou","refusal":null}}]}`: 10,
+		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"get","arguments":"{}"}}]}},` +
+			`{"message":{"reasoning_content":"hm","content":"ok"}}]}`: 3 + 2 + 2 + 2,
+		`{"choices":[]}`: 0,
+		`[1]`:            0,
+		`{"choices":`:    0,
+	} {
+		if got := CompletionOutputBytes([]byte(body)); got != want {
+			t.Errorf("CompletionOutputBytes(%s) = %d, want %d", body, got, want)
+		}
+	}
+}
+
+// FuzzCompletionOutputBytes: any body is read without a panic, and the output it reports
+// fits in it.
+func FuzzCompletionOutputBytes(f *testing.F) {
+	f.Add(`{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}`)
+	f.Add(`{"choices":[{"message":{"content":"a\"b"}},{"message":null},1]}`)
+	f.Add(`{"choices":[{"message":{"content":"a"`)
+	f.Fuzz(func(t *testing.T, body string) {
+		if n := CompletionOutputBytes([]byte(body)); n < 0 || n > len(body) {
+			t.Fatalf("CompletionOutputBytes(%q) = %d", body, n)
+		}
+	})
+}
