@@ -42,12 +42,18 @@ type Config struct {
 // (store: true, OpenAI's default), for previous_response_id and GET/DELETE
 // /v1/responses/{id}. Stored responses belong to the key that created them.
 type Responses struct {
-	// Store is "memory" (the default; an in-process LRU, lost at restart and not shared
-	// between replicas), "redis" (in the Redis of state, which must be of type redis, shared
-	// by every replica; records expire after TTL, and Redis's memory policy bounds the
-	// total: MaxEntries and MaxBytes apply to memory only) or "off" (nothing is stored:
-	// previous_response_id and GET are then refused, store: true is ignored).
+	// Store is "memory" (the default; in process, lost at restart and not shared between
+	// replicas), "redis" (in Redis, shared by every replica: the Redis of URL, or of state
+	// when URL is empty; records expire after TTL) or "off" (nothing is stored:
+	// previous_response_id and GET are then refused, store: true is ignored). MaxEntries
+	// and MaxBytes bound both.
 	Store string `koanf:"store"`
+	// URL is the Redis of a redis store, redis://[user:password@]host:port/db or rediss://
+	// for TLS; empty means the Redis of state (type redis). Give the store its own Redis
+	// instance when it may be evicted (maxmemory-policy allkeys-lru): an instance's
+	// eviction reaches every database, and the limiter's counters must never be evicted.
+	// Never logged or included in errors.
+	URL string `koanf:"url"`
 	// TTL is how long a stored response is kept. Default 24h (also when 0).
 	TTL time.Duration `koanf:"ttl"`
 	// MaxEntries bounds the number of stored responses; the least recently used go first.
@@ -56,6 +62,13 @@ type Responses struct {
 	// MaxBytes bounds the total size of the stored responses in bytes (their JSON). Default
 	// 64 MiB (67108864; also when 0).
 	MaxBytes int64 `koanf:"max_bytes"`
+	// MaxStoredBytes bounds one stored response (the Response object, its output items
+	// and the input items of its whole previous_response_id chain) and the input a
+	// continuation rebuilds from it. A response over it is served but not kept for
+	// continuation; continuing it, or a continuation whose rebuilt input would be over
+	// it, is a 400 naming previous_response_id. Default server.max_body_bytes (also when
+	// 0).
+	MaxStoredBytes int64 `koanf:"max_stored_bytes"`
 }
 
 // Telemetry configures OpenTelemetry tracing. Where spans go, the service name and the
@@ -92,6 +105,11 @@ type Server struct {
 	// MaxBodyBytes is the largest accepted request body in bytes; larger bodies get 413.
 	// Default 20 MiB (20971520).
 	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// MaxInflatedBytes bounds, in all, what the compressed state one request carries (the
+	// gateway's sealed reasoning blobs in encrypted_content, the state in its tool call
+	// ids, a stored response's included) may inflate to; a request beyond is a 400 naming
+	// the field. Default: MaxBodyBytes.
+	MaxInflatedBytes int `koanf:"max_inflated_bytes"`
 	// ShutdownTimeout is how long a graceful shutdown waits for in-flight requests and
 	// streams to finish before closing them. Default 30s.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
@@ -364,4 +382,11 @@ type State struct {
 	// OnError is what a request gets when Redis does not answer in time: allow (admitted
 	// without limits; the default, also when "") or deny (503).
 	OnError string `koanf:"on_error"`
+	// ReserveOutputTokens is the output a request is assumed to produce when it sets no
+	// output cap (max_tokens, max_completion_tokens, max_output_tokens) and its model sets
+	// no max_tokens. A request that a token limit or budget applies to reserves its prompt
+	// estimate plus its output cap (priced at its model's price for a usd budget) when it
+	// is admitted, and is charged its real usage in place of the reservation when it ends.
+	// Default 4096.
+	ReserveOutputTokens int `koanf:"reserve_output_tokens"`
 }

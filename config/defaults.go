@@ -36,14 +36,15 @@ const (
 	defaultStateOnError      = "allow"
 )
 
-// The defaults that packages taking these values directly (loop.Loop, tools.Definition)
-// also apply, exported so that each default has one owner.
+// The defaults that packages taking these values directly (loop.Loop, tools.Definition,
+// proxy's reservations) also apply, exported so that each default has one owner.
 const (
 	DefaultMaxToolIterations      = 8
 	DefaultMaxToolCallsPerTurn    = 32
 	DefaultMaxConcurrentToolCalls = 8
 	DefaultToolTimeout            = 30 * time.Second
 	DefaultMaxResultBytes         = 64 << 10
+	DefaultReserveOutputTokens    = 4096
 )
 
 // applyDefaults fills in zero fields. raw is the decoded document, consulted where an
@@ -51,6 +52,7 @@ const (
 func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Server.Listen, defaultListen)
 	setDefault(&c.Server.MaxBodyBytes, defaultMaxBodyBytes)
+	setDefault(&c.Server.MaxInflatedBytes, c.Server.MaxBodyBytes)
 	setDefault(&c.Server.ShutdownTimeout, defaultShutdownTimeout)
 	setDefault(&c.Server.ReadTimeout, defaultReadTimeout)
 	setDefault(&c.Server.IdleTimeout, defaultIdleTimeout)
@@ -102,10 +104,12 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.Responses.TTL, defaultResponsesTTL)
 	setDefault(&c.Responses.MaxEntries, defaultResponsesEntries)
 	setDefault(&c.Responses.MaxBytes, int64(defaultResponsesBytes))
+	setDefault(&c.Responses.MaxStoredBytes, int64(c.Server.MaxBodyBytes))
 	setDefault(&c.State.Type, defaultStateType)
 	setDefault(&c.State.KeyPrefix, defaultStateKeyPrefix)
 	setDefault(&c.State.Timeout, defaultStateTimeout)
 	setDefault(&c.State.OnError, defaultStateOnError)
+	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -67,13 +67,14 @@ func exampleConfig() *Config {
 	}
 	return &Config{
 		Server: Server{
-			Listen:          ":8080",
-			MaxBodyBytes:    20971520,
-			ShutdownTimeout: 30 * time.Second,
-			WriteTimeout:    60 * time.Second,
-			MaxConnections:  10000,
-			ReadTimeout:     60 * time.Second,
-			IdleTimeout:     120 * time.Second,
+			Listen:           ":8080",
+			MaxBodyBytes:     20971520,
+			MaxInflatedBytes: 20971520,
+			ShutdownTimeout:  30 * time.Second,
+			WriteTimeout:     60 * time.Second,
+			MaxConnections:   10000,
+			ReadTimeout:      60 * time.Second,
+			IdleTimeout:      120 * time.Second,
 		},
 		Log: Log{Level: "info", Format: "json"},
 		Backends: map[string]Backend{
@@ -93,12 +94,12 @@ func exampleConfig() *Config {
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
 
-		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20, MaxStoredBytes: 20 << 20},
 	}
 }
 
 func defaultState() State {
-	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
+	return State{Type: "memory", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow", ReserveOutputTokens: 4096}
 }
 
 // TestLoad_ExampleCommentedSections uncomments the keys and tools examples of
@@ -155,7 +156,7 @@ func TestLoad_ExampleCommentedSections(t *testing.T) {
 	if diff := cmp.Diff(wantAlice, got.Keys["alice"]); diff != "" {
 		t.Errorf("keys.alice mismatch (-want +got):\n%s", diff)
 	}
-	wantState := State{Type: "redis", URL: "redis://127.0.0.1:6379/0", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow"}
+	wantState := State{Type: "redis", URL: "redis://127.0.0.1:6379/0", KeyPrefix: "agate:", Timeout: 50 * time.Millisecond, OnError: "allow", ReserveOutputTokens: 4096}
 	if diff := cmp.Diff(wantState, got.State); diff != "" {
 		t.Errorf("state mismatch (-want +got):\n%s", diff)
 	}
@@ -474,13 +475,13 @@ func TestParse_Empty(t *testing.T) {
 		t.Fatalf("Parse(empty): %v", err)
 	}
 	want := &Config{
-		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		Server: Server{Listen: ":8080", MaxBodyBytes: 20971520, MaxInflatedBytes: 20971520, ShutdownTimeout: 30 * time.Second, ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
 			WriteTimeout: 60 * time.Second, MaxConnections: 10000},
 		Log:   Log{Level: "info", Format: "json"},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
 		// responses.* defaults: an in-memory store of 10000 responses, 64 MiB, for 24h.
-		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20},
+		Responses: Responses{Store: "memory", TTL: 24 * time.Hour, MaxEntries: 10000, MaxBytes: 64 << 20, MaxStoredBytes: 20 << 20},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Parse(empty) mismatch (-want +got):\n%s", diff)

@@ -61,7 +61,8 @@ var (
 	cacheScopes  = []string{"", "key", "global"}
 )
 
-// responseStores are the responses.store modes; redis needs state.type redis.
+// responseStores are the responses.store modes; redis needs responses.url or state.type
+// redis.
 var responseStores = []string{"", "memory", "redis", "off"}
 
 // validator collects the problems of one Config.
@@ -160,13 +161,21 @@ func (c *Config) problems() []error {
 	v.nonNegativeDuration("cache.ttl", c.Cache.TTL)
 	v.oneOf("cache.scope", c.Cache.Scope, cacheScopes)
 	v.oneOf("responses.store", c.Responses.Store, responseStores)
-	if c.Responses.Store == "redis" && c.State.Type != "redis" {
-		v.addf("responses.store", "redis needs state.type: redis (the Redis the replicas share)")
+	switch r := c.Responses; {
+	case r.Store == "redis" && r.URL == "" && c.State.Type != "redis":
+		v.addf("responses.store", "redis needs responses.url or state.type: redis (the Redis the replicas share)")
+	case r.URL != "" && r.Store != "redis":
+		v.addf("responses.url", "only for responses.store redis")
+	case r.URL != "":
+		v.redisURL("responses.url", r.URL)
 	}
 	v.nonNegative("responses.max_entries", c.Responses.MaxEntries)
 	v.nonNegativeDuration("responses.ttl", c.Responses.TTL)
 	if c.Responses.MaxBytes < 0 {
 		v.addf("responses.max_bytes", "must not be negative")
+	}
+	if c.Responses.MaxStoredBytes < 0 {
+		v.addf("responses.max_stored_bytes", "must not be negative")
 	}
 	c.validateLimits(&v)
 	return v.problems
@@ -180,6 +189,7 @@ func (c *Config) validateServer(v *validator) {
 		v.addf("server.listen", "invalid address %q (want host:port or :port)", s.Listen)
 	}
 	v.nonNegative("server.max_body_bytes", s.MaxBodyBytes)
+	v.nonNegative("server.max_inflated_bytes", s.MaxInflatedBytes)
 	v.nonNegativeDuration("server.shutdown_timeout", s.ShutdownTimeout)
 	v.nonNegativeDuration("server.read_timeout", s.ReadTimeout)
 	v.nonNegativeDuration("server.idle_timeout", s.IdleTimeout)

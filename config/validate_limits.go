@@ -19,13 +19,12 @@ func (c *Config) validateLimits(v *validator) {
 	v.oneOf("state.type", s.Type, stateTypes)
 	v.oneOf("state.on_error", s.OnError, stateOnErrors)
 	v.nonNegativeDuration("state.timeout", s.Timeout)
+	v.nonNegative("state.reserve_output_tokens", s.ReserveOutputTokens)
 	switch {
 	case s.Type == "redis" && s.URL == "":
 		v.addf("state.url", "required for state type redis")
 	case s.Type == "redis":
-		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			v.addf("state.url", "must be a redis:// or rediss:// URL with a host")
-		}
+		v.redisURL("state.url", s.URL)
 	case s.URL != "":
 		v.addf("state.url", "only for state type redis")
 	}
@@ -92,4 +91,11 @@ func (c *Config) unpricedModels(globs []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// redisURL checks a Redis URL without quoting it (it may carry a password).
+func (v *validator) redisURL(path, raw string) {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		v.addf(path, "must be a redis:// or rediss:// URL with a host")
+	}
 }

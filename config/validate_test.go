@@ -400,7 +400,26 @@ func TestValidate_NamesTheField(t *testing.T) {
 		{
 			name:   "responses store redis without redis state",
 			mutate: func(c *Config) { c.Responses.Store = "redis" },
-			want:   `config: responses.store: redis needs state.type: redis (the Redis the replicas share)`,
+			want:   `config: responses.store: redis needs responses.url or state.type: redis (the Redis the replicas share)`,
+		},
+		{
+			name:   "responses store redis on its own url is valid",
+			mutate: func(c *Config) { c.Responses.Store = "redis"; c.Responses.URL = "redis://127.0.0.1:6380/0" },
+		},
+		{
+			name:   "responses url not redis, not quoted",
+			mutate: func(c *Config) { c.Responses.Store = "redis"; c.Responses.URL = "http://u:" + secretAPIKey + "@h:1" },
+			want:   `config: responses.url: must be a redis:// or rediss:// URL with a host`,
+		},
+		{
+			name:   "responses url without the redis store",
+			mutate: func(c *Config) { c.Responses.URL = "redis://127.0.0.1:6380/0" },
+			want:   `config: responses.url: only for responses.store redis`,
+		},
+		{
+			name:   "negative responses max_stored_bytes",
+			mutate: func(c *Config) { c.Responses.MaxStoredBytes = -1 },
+			want:   `config: responses.max_stored_bytes: must not be negative`,
 		},
 		{
 			name:   "negative responses max_bytes",

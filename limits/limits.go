@@ -21,15 +21,16 @@ type Rate struct {
 
 func (r Rate) zero() bool { return r == Rate{} }
 
-// Budget caps a key's spend per period. A request is admitted while both amounts charged in
-// the current period are below their caps. Zero caps mean none.
+// Budget caps a key's spend per period. A request is admitted while both amounts charged
+// and reserved in the current period are below their caps (see [Request.Reserve]). Zero
+// caps mean none.
 type Budget struct {
 	// Tokens caps the tokens charged per period.
 	Tokens int64
 	// MicroUSD caps the cost charged per period, in millionths of a US dollar.
 	MicroUSD int64
-	// Period is the budget window; it starts with its first charge. Zero with a cap set
-	// means a period of 30 days.
+	// Period is the budget window; it starts with its first charge or reservation. Zero
+	// with a cap set means a period of 30 days.
 	Period time.Duration
 }
 
@@ -52,6 +53,15 @@ type Request struct {
 	// Model is the model's name; its counters are shared by every key.
 	Model     string
 	ModelRate Rate
+	// Reserve is what the request may cost, estimated before it runs (its prompt and its
+	// output cap). Admit adds it at once to the token windows (key and model) and to the
+	// budget, so that requests running at the same time see each other; Finish replaces
+	// it by the real usage. A request is admitted while what is charged and reserved is
+	// below each limit, and then reserves its whole estimate: a limit is exceeded by at
+	// most one request's real usage (the last one admitted; more only when a request
+	// uses more than its estimate), however many run at once. The zero value reserves
+	// nothing: tokens count only once charged.
+	Reserve Usage
 }
 
 // Limited reports whether any limit or budget applies to r; Admit and Finish of a
@@ -118,6 +128,11 @@ type Admission struct {
 	held bool
 	// slot identifies the held slots (Redis).
 	slot string
+	// reserved is set when Request.Reserve was taken; keyWin, modelWin and budgetWin name
+	// the windows it went to (Memory: their end; Redis: their id), so that Finish
+	// settles a reservation in the window that holds it and charges a new window in full.
+	reserved                    bool
+	keyWin, modelWin, budgetWin int64
 }
 
 // Usage is what a finished request is charged.
@@ -134,8 +149,11 @@ type Limiter interface {
 	// and takes its concurrency slots, all at once. It fills a; a.Denied tells the outcome.
 	// An error means the state could not be consulted: a then holds nothing.
 	Admit(ctx context.Context, r *Request, a *Admission) error
-	// Finish charges u to r's token windows and budget and releases the slots a holds. It
-	// must be called once for every admitted request, however it ended.
+	// Finish charges u to r's token windows and budget in place of the reservation Admit
+	// took (r.Reserve: the windows are charged u minus it when it is still in them, u
+	// when a new window began since), and releases the slots a holds. It must be called
+	// once for every admitted request, however it ended. When it fails, the reservation
+	// stays charged.
 	Finish(ctx context.Context, r *Request, a *Admission, u Usage) error
 	// Ready reports whether the state can be reached.
 	Ready(ctx context.Context) error

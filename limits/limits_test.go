@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 )
 
 // step is one call in a scenario: an Admit (want is the expected refusal, NoLimit for
@@ -35,6 +37,10 @@ var (
 	keyBoth  = &Request{Key: "k", KeyRate: Rate{RequestsPerMinute: 1}, Model: "m", ModelRate: Rate{RequestsPerMinute: 5}}
 	keyBoth2 = &Request{Key: "k2", KeyRate: Rate{RequestsPerMinute: 1}, Model: "m", ModelRate: Rate{RequestsPerMinute: 5}}
 	free     = &Request{Key: "k"}
+	resBud   = &Request{Key: "k", Budget: Budget{Tokens: 1000, Period: time.Hour}, Reserve: Usage{Tokens: 700}}
+	resTPM   = &Request{Key: "k", KeyRate: Rate{TokensPerMinute: 1000}, Reserve: Usage{Tokens: 700}}
+	resUSD   = &Request{Key: "k", Budget: Budget{MicroUSD: 1000, Period: time.Hour}, Reserve: Usage{MicroUSD: 700}}
+	resModel = &Request{Key: "k", Model: "m", ModelRate: Rate{TokensPerMinute: 1000}, Reserve: Usage{Tokens: 700}}
 )
 
 var scenarios = []struct {
@@ -54,6 +60,18 @@ var scenarios = []struct {
 	{"model tokens shared by keys", []step{{req: mtokA}, {finish: 1, req: mtokA, usage: Usage{Tokens: 10}}, {req: mtokB, want: ModelTokens}}},
 	{"key and model both apply", []step{{req: keyBoth}, {req: keyBoth, want: KeyRequests}, {req: keyBoth2}}},
 	{"refused requests are not counted", []step{{req: rpm3}, {req: rpm3}, {req: rpm3}, {req: rpm3, want: KeyRequests}, {req: rpm3, want: KeyRequests}}},
+	// A reservation counts at once; the real usage replaces it at Finish.
+	{"token budget reservations", []step{{req: resBud}, {req: resBud}, {req: resBud, want: BudgetTokens},
+		{finish: 1, req: resBud, usage: Usage{Tokens: 100}}, {req: resBud}, {req: resBud, want: BudgetTokens}}},
+	{"key tokens per minute reservations", []step{{req: resTPM}, {req: resTPM}, {req: resTPM, want: KeyTokens},
+		{finish: 1, req: resTPM, usage: Usage{Tokens: 100}}, {req: resTPM}, {req: resTPM, want: KeyTokens}}},
+	{"usd budget reservations", []step{{req: resUSD}, {req: resUSD}, {req: resUSD, want: BudgetUSD},
+		{finish: 1, req: resUSD, usage: Usage{MicroUSD: 100}}, {req: resUSD}, {req: resUSD, want: BudgetUSD}}},
+	{"model tokens per minute reservations", []step{{req: resModel}, {req: resModel}, {req: resModel, want: ModelTokens},
+		{finish: 2, req: resModel, usage: Usage{Tokens: 10}}, {req: resModel}, {req: resModel, want: ModelTokens}}},
+	{"a reservation over the whole budget is admitted while some is left", []step{
+		{req: &Request{Key: "k", Budget: Budget{Tokens: 1000, Period: time.Hour}, Reserve: Usage{Tokens: 5000}}},
+		{req: resBud, want: BudgetTokens}}},
 	{"no limits", []step{{req: free}, {req: free}, {finish: 1, req: free, usage: Usage{Tokens: 1 << 40}}, {req: free}}},
 }
 
@@ -207,48 +225,78 @@ func TestRedis_TwoLimitersExact(t *testing.T) {
 
 // TestRedis_LeaseFreesCrashedSlots: a replica that stops without finishing (a crash)
 // leaves its slot, which frees itself when the lease ends; a live replica renews its own.
+// Nothing here waits for a clock: the leases are an hour long, a lease's end is moved into
+// the past in Redis as time passing would move it, and renewal is driven through
+// renewTicks, so the test holds on a machine however busy.
 func TestRedis_LeaseFreesCrashedSlots(t *testing.T) {
 	srv := redistest.Start(t)
-	const lease = 300 * time.Millisecond
-	crashed := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease})
-	live := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease})
-	req := &Request{Key: "k", KeyRate: Rate{Concurrent: 1}}
+	const lease = time.Hour
+	ticks := make(chan time.Time) // unbuffered: a second send returns once the first renewal ran
+	crashed := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease, renewTicks: make(chan time.Time)})
+	live := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease, renewTicks: ticks})
+	const slots = "l:cc:k:k"
+	rc := live.Client()
 	ctx := context.Background()
+	redisNow := func() int64 {
+		t.Helper()
+		now, err := rc.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now.UnixMilli()
+	}
+	// leaseEnd checks that slot ends a lease after a time within [from, to].
+	leaseEnd := func(what, slot string, from, to int64) {
+		t.Helper()
+		end, err := rc.ZScore(ctx, slots, slot).Result()
+		if err != nil {
+			t.Fatalf("%s: ZSCORE: %v", what, err)
+		}
+		if lo, hi := from+lease.Milliseconds(), to+lease.Milliseconds(); int64(end) < lo || int64(end) > hi {
+			t.Errorf("%s: the slot's lease ends at %d, want within [%d, %d] (a lease after it was taken)", what, int64(end), lo, hi)
+		}
+	}
+	req := &Request{Key: "k", KeyRate: Rate{Concurrent: 1}}
+
 	var a Admission
+	before := redisNow()
 	if err := crashed.Admit(ctx, req, &a); err != nil || a.Denied != NoLimit {
 		t.Fatalf("Admit = %v, %v", a.Denied, err)
 	}
+	leaseEnd("admitted", a.slot, before, redisNow())
 	crashed.Close() // no Finish, no more renewals
 	var b Admission
 	if err := live.Admit(ctx, req, &b); err != nil || b.Denied != KeyConcurrent {
 		t.Fatalf("Admit while the slot is held = %v, %v; want concurrent", b.Denied, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for b.Denied != NoLimit && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling for the lease to end
-		if err := live.Admit(ctx, req, &b); err != nil {
-			t.Fatal(err)
-		}
+	// The crashed replica's lease ends.
+	if err := rc.ZAdd(ctx, slots, redis.Z{Score: float64(redisNow() - 1), Member: a.slot}).Err(); err != nil {
+		t.Fatal(err)
 	}
-	if b.Denied != NoLimit {
-		t.Fatal("the crashed replica's slot never expired")
+	if err := live.Admit(ctx, req, &b); err != nil || b.Denied != NoLimit {
+		t.Fatalf("Admit once the crashed replica's lease ended = %v, %v; want admitted", b.Denied, err)
 	}
-	// The live replica holds its slot past several leases: renewals keep it.
-	start := time.Now()
-	for time.Since(start) < 3*lease {
-		var c Admission
-		if err := crashed.Admit(ctx, req, &c); err == nil {
-			t.Fatal("a closed limiter still answers")
-		}
-		other := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease})
-		if err := other.Admit(ctx, req, &c); err != nil || c.Denied != KeyConcurrent {
-			t.Fatalf("Admit while a live replica holds the slot = %v, %v; want concurrent", c.Denied, err)
-		}
-		other.Close()
-		time.Sleep(lease / 3)
+	if err := crashed.Admit(ctx, req, &Admission{}); err == nil {
+		t.Fatal("a closed limiter still answers")
+	}
+
+	// The live replica's lease is about to end; a renewal makes it a lease from now again.
+	if err := rc.ZAdd(ctx, slots, redis.Z{Score: float64(redisNow() + 1000), Member: b.slot}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before = redisNow()
+	ticks <- time.Time{}
+	ticks <- time.Time{} // returns once the first renewal is over
+	leaseEnd("renewed", b.slot, before, redisNow())
+	var c Admission
+	if err := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease}).Admit(ctx, req, &c); err != nil || c.Denied != KeyConcurrent {
+		t.Fatalf("Admit while a live replica holds the slot = %v, %v; want concurrent", c.Denied, err)
 	}
 	if err := live.Finish(ctx, req, &b, Usage{}); err != nil {
 		t.Fatal(err)
+	}
+	if err := rc.ZScore(ctx, slots, b.slot).Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("the slot after Finish: ZSCORE error %v, want redis.Nil (released)", err)
 	}
 }
 
@@ -301,3 +349,156 @@ func TestRedis_DownAndBack(t *testing.T) {
 type countingObserver struct{ n atomic.Int64 }
 
 func (c *countingObserver) StateError(string, error) { c.n.Add(1) }
+
+// TestReservation_BoundsOvershoot: 20 requests of 700 tokens (and 700 micro-USD) run at
+// once against a 1,000 budget (a 1,000 tokens per minute limit): what they are charged in
+// all exceeds the limit by at most one request. Without reservations every one of them
+// was admitted (14,000 charged).
+func TestReservation_BoundsOvershoot(t *testing.T) {
+	const n, each, limit = 20, 700, 1000
+	reqs := map[string]*Request{
+		"token budget":      {Key: "k", Budget: Budget{Tokens: limit, Period: time.Hour}},
+		"usd budget":        {Key: "k", Budget: Budget{MicroUSD: limit, Period: time.Hour}},
+		"key tokens/minute": {Key: "k", KeyRate: Rate{TokensPerMinute: limit}},
+		"model tokens/min":  {Key: "k", Model: "m", ModelRate: Rate{TokensPerMinute: limit}},
+	}
+	check := func(t *testing.T, l Limiter, req *Request) {
+		req.Reserve = Usage{Tokens: each, MicroUSD: each}
+		ctx := context.Background()
+		adm := make([]Admission, n)
+		var wg sync.WaitGroup
+		for i := range adm { // every request is admitted or refused before any ends
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.Admit(ctx, req, &adm[i]); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		charged := 0
+		for i := range adm {
+			if adm[i].Denied == NoLimit {
+				charged += each
+				if err := l.Finish(ctx, req, &adm[i], Usage{Tokens: each, MicroUSD: each}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Logf("%d requests of %d at once against %d: %d charged", n, each, limit, charged)
+		if charged > limit+each {
+			t.Errorf("charged %d, want at most the limit plus one request (%d)", charged, limit+each)
+		}
+		var a Admission
+		if err := l.Admit(ctx, req, &a); err != nil || a.Denied == NoLimit {
+			t.Errorf("a request after the limit was reached = %v, %v; want refused", a.Denied, err)
+		}
+	}
+	srv := redistest.Start(t)
+	for name, req := range reqs {
+		t.Run(name+"/memory", func(t *testing.T) { r := *req; check(t, NewMemory(nil), &r) })
+		t.Run(name+"/redis", func(t *testing.T) {
+			r := *req
+			check(t, newRedis(t, srv, RedisOptions{KeyPrefix: name + ":"}), &r)
+		})
+	}
+}
+
+// TestReservation_Settles: Finish replaces the reservation by the real usage in the window
+// that holds it; a window begun since the admission is charged the real usage whole.
+func TestReservation_Settles(t *testing.T) {
+	req := &Request{Key: "k", KeyRate: Rate{TokensPerMinute: 1000}, Budget: Budget{Tokens: 1000, MicroUSD: 1000, Period: time.Hour},
+		Reserve: Usage{Tokens: 700, MicroUSD: 500}}
+	// left is the key's tokens remaining in the window, and the budget's tokens and usd.
+	left := func(a *Admission) []int64 {
+		return []int64{a.Tokens.Remaining, a.BudgetTokensLeft, a.BudgetMicroUSDLeft}
+	}
+	// check runs admit, finish with 100 tokens and 50 micro-USD, (newWindow) admit again.
+	check := func(t *testing.T, l Limiter, newWindow func()) {
+		ctx := context.Background()
+		var a, b Admission
+		if err := l.Admit(ctx, req, &a); err != nil || a.Denied != NoLimit {
+			t.Fatalf("Admit = %v, %v", a.Denied, err)
+		}
+		if diff := cmp.Diff([]int64{300, 300, 500}, left(&a)); diff != "" {
+			t.Errorf("after the reservation, tokens/budget tokens/usd left (-want +got):\n%s", diff)
+		}
+		newWindow()
+		if err := l.Finish(ctx, req, &a, Usage{Tokens: 100, MicroUSD: 50}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]int64{900, 950}, left(&a)[1:]); diff != "" {
+			t.Errorf("after Finish, budget tokens/usd left (-want +got):\n%s", diff)
+		}
+		if err := l.Admit(ctx, req, &b); err != nil || b.Denied != NoLimit {
+			t.Fatalf("Admit = %v, %v", b.Denied, err)
+		}
+		if diff := cmp.Diff([]int64{200, 200, 450}, left(&b)); diff != "" {
+			t.Errorf("after a second reservation, tokens/budget tokens/usd left (-want +got):\n%s", diff)
+		}
+	}
+	t.Run("memory", func(t *testing.T) { check(t, NewMemory(nil), func() {}) })
+	t.Run("memory/next minute", func(t *testing.T) {
+		now := time.Unix(1_700_000_000, 0)
+		check(t, NewMemory(func() time.Time { return now }), func() { now = now.Add(Window) })
+	})
+	srv := redistest.Start(t)
+	t.Run("redis", func(t *testing.T) { check(t, newRedis(t, srv, RedisOptions{KeyPrefix: "a:"}), func() {}) })
+	t.Run("redis/next minute", func(t *testing.T) {
+		l := newRedis(t, srv, RedisOptions{KeyPrefix: "b:"})
+		check(t, l, func() { // the minute window expires with the reservation in it
+			if err := l.Client().Del(context.Background(), "b:rl:k:k").Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
+
+// FuzzReservation_Bound drives a Memory limiter with admissions and finishes in any
+// order, each request reserving an estimate and using at most that much: whatever the
+// order, the tokens charged stay below the budget plus the largest single usage, the
+// bound the reservation rule promises (Request.Reserve).
+func FuzzReservation_Bound(f *testing.F) {
+	f.Add([]byte{200, 0, 200, 0, 200, 0, 1, 50, 1, 200})
+	f.Add([]byte{255, 255, 255, 255, 1, 0, 1, 0, 10, 3, 10, 3})
+	f.Add([]byte{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const budget = 1000
+		l := NewMemory(nil)
+		ctx := context.Background()
+		type running struct {
+			req *Request
+			adm *Admission
+		}
+		var open []running
+		var charged, largest int64
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, x := ops[i], int64(ops[i+1])
+			if op%2 == 0 || len(open) == 0 { // admit a request reserving 8*x tokens
+				req := &Request{Key: "k", Budget: Budget{Tokens: budget, Period: time.Hour}, Reserve: Usage{Tokens: 8 * x}}
+				a := &Admission{}
+				if err := l.Admit(ctx, req, a); err != nil {
+					t.Fatal(err)
+				}
+				if a.Denied == NoLimit {
+					open = append(open, running{req, a})
+				}
+				continue
+			}
+			// finish one of the running requests, using at most its reservation
+			j := int(op/2) % len(open)
+			r := open[j]
+			open = append(open[:j], open[j+1:]...)
+			used := min(r.req.Reserve.Tokens, int64(op)*x%(r.req.Reserve.Tokens+1))
+			if err := l.Finish(ctx, r.req, r.adm, Usage{Tokens: used}); err != nil {
+				t.Fatal(err)
+			}
+			charged += used
+			largest = max(largest, used)
+			if charged >= budget+largest {
+				t.Fatalf("charged %d against a %d budget, largest usage %d: over the bound", charged, budget, largest)
+			}
+		}
+	})
+}

@@ -107,12 +107,47 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 			}
 			a.held = true
 		}
+		m.reserve(now, r, a, k, mc)
 	}
 	a.Requests = windowState(r.KeyRate.RequestsPerMinute, k.requests, left)
 	a.Tokens = windowState(r.KeyRate.TokensPerMinute, k.tokens, left)
 	a.BudgetTokensLeft = max(0, r.Budget.Tokens-k.budgetTokens)
 	a.BudgetMicroUSDLeft = max(0, r.Budget.MicroUSD-k.budgetMicroUSD)
 	return nil
+}
+
+// reserve takes r.Reserve for an admitted request: it charges the key's and the model's
+// token windows and the budget, and notes in a which windows hold it.
+func (m *Memory) reserve(now int64, r *Request, a *Admission, k, mc *counters) {
+	res := r.Reserve
+	if res.Tokens <= 0 && res.MicroUSD <= 0 {
+		return
+	}
+	a.reserved = true
+	if res.Tokens > 0 {
+		k.tokens += res.Tokens
+		a.keyWin = k.windowEnd
+		if mc != nil {
+			mc.tokens += res.Tokens
+			a.modelWin = mc.windowEnd
+		}
+	}
+	if !r.Budget.zero() {
+		k.budget(now, r.Budget)
+		k.budgetTokens += max(0, res.Tokens)
+		k.budgetMicroUSD += max(0, res.MicroUSD)
+		a.budgetWin = k.budgetEnd
+	}
+}
+
+// settle returns what a window is charged at Finish: the usage minus the reservation when
+// the window that holds the reservation (held; zero for none) is still the current one
+// (end), the whole usage otherwise.
+func settle(used, reserved, held, end int64) int64 {
+	if held != 0 && held == end {
+		return used - reserved
+	}
+	return used
 }
 
 // over reports whether a limit (zero: none) leaves nothing for another request.
@@ -145,18 +180,24 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 			mc.concurrent--
 		}
 	}
-	if u.Tokens > 0 {
+	var res Usage
+	var keyWin, modelWin, budgetWin int64
+	if a.reserved {
+		a.reserved = false
+		res, keyWin, modelWin, budgetWin = r.Reserve, a.keyWin, a.modelWin, a.budgetWin
+	}
+	if u.Tokens > 0 || res.Tokens > 0 {
 		k.window(now)
-		k.tokens += u.Tokens
+		k.tokens = max(0, k.tokens+settle(u.Tokens, res.Tokens, keyWin, k.windowEnd))
 		if mc != nil {
 			mc.window(now)
-			mc.tokens += u.Tokens
+			mc.tokens = max(0, mc.tokens+settle(u.Tokens, res.Tokens, modelWin, mc.windowEnd))
 		}
 	}
-	if !r.Budget.zero() && (u.Tokens > 0 || u.MicroUSD > 0) {
+	if !r.Budget.zero() && (u.Tokens > 0 || u.MicroUSD > 0 || budgetWin != 0) {
 		k.budget(now, r.Budget)
-		k.budgetTokens += u.Tokens
-		k.budgetMicroUSD += u.MicroUSD
+		k.budgetTokens = max(0, k.budgetTokens+settle(u.Tokens, max(0, res.Tokens), budgetWin, k.budgetEnd))
+		k.budgetMicroUSD = max(0, k.budgetMicroUSD+settle(u.MicroUSD, max(0, res.MicroUSD), budgetWin, k.budgetEnd))
 	}
 	a.BudgetTokensLeft = max(0, r.Budget.Tokens-k.budgetTokens)
 	a.BudgetMicroUSDLeft = max(0, r.Budget.MicroUSD-k.budgetMicroUSD)

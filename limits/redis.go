@@ -28,6 +28,10 @@ type RedisOptions struct {
 	Lease time.Duration
 	// Errors, if not nil, is told about every failed round trip.
 	Errors ErrorObserver
+
+	// renewTicks, when not nil, replaces the renewal ticker: each value received renews
+	// the held slots once (tests drive renewal with it, whatever the machine's load).
+	renewTicks <-chan time.Time
 }
 
 // Redis is a [Limiter] on a Redis server shared by every replica. Each Admit and each
@@ -44,6 +48,8 @@ type Redis struct {
 
 	mu   sync.Mutex
 	held map[string][2]string // slot id -> its key and model slot sets ("" when none)
+
+	renewTicks <-chan time.Time // RedisOptions.renewTicks
 
 	stop chan struct{}
 	done chan struct{}
@@ -75,7 +81,7 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	_, _ = rand.Read(b[:])
 	r := &Redis{client: redis.NewClient(opts), prefix: o.KeyPrefix, timeout: o.Timeout, lease: o.Lease, errs: o.Errors,
 		slotBase: hex.EncodeToString(b[:]) + ":", held: map[string][2]string{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		renewTicks: o.renewTicks, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.renewLoop()
 	return r, nil
 }
@@ -114,8 +120,9 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 		req.KeyRate.RequestsPerMinute, req.KeyRate.TokensPerMinute, req.KeyRate.Concurrent,
 		req.Budget.Tokens, req.Budget.MicroUSD,
 		req.ModelRate.RequestsPerMinute, req.ModelRate.TokensPerMinute, req.ModelRate.Concurrent,
-		slot, r.lease.Milliseconds(), Window.Milliseconds()).Int64Slice()
-	if err == nil && len(res) != 8 {
+		slot, r.lease.Milliseconds(), Window.Milliseconds(),
+		max(0, req.Reserve.Tokens), max(0, req.Reserve.MicroUSD), req.Budget.period().Milliseconds()).Int64Slice()
+	if err == nil && len(res) != 11 {
 		err = fmt.Errorf("admit script returned %d values", len(res))
 	}
 	if err != nil {
@@ -133,6 +140,8 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 	a.Tokens = windowState(req.KeyRate.TokensPerMinute, res[3], left)
 	a.BudgetTokensLeft = max(0, req.Budget.Tokens-res[5])
 	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-res[6])
+	a.keyWin, a.modelWin, a.budgetWin = res[8], res[9], res[10]
+	a.reserved = res[8] != 0 || res[9] != 0 || res[10] != 0
 	if res[7] == 1 {
 		a.held, a.slot = true, slot
 		var sets [2]string
@@ -150,7 +159,8 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 }
 
 // Finish implements [Limiter] with one script round trip. When it fails, the usage is not
-// charged and the slots free themselves when their lease ends.
+// charged (the reservation stays instead) and the slots free themselves when their lease
+// ends.
 func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage) error {
 	if !req.Limited() {
 		return nil
@@ -163,25 +173,32 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 		delete(r.held, slot)
 		r.mu.Unlock()
 	}
+	var res Usage
+	var keyWin, modelWin, budgetWin int64
+	if a.reserved {
+		a.reserved = false
+		res, keyWin, modelWin, budgetWin = req.Reserve, a.keyWin, a.modelWin, a.budgetWin
+	}
 	chargeKey := req.KeyRate.TokensPerMinute > 0
 	chargeBudget := !req.Budget.zero()
 	chargeModel := req.ModelRate.TokensPerMinute > 0
-	if slot == "" && !chargeBudget && (u.Tokens == 0 || !chargeKey && !chargeModel) {
+	if slot == "" && !chargeBudget && (u.Tokens == 0 && keyWin == 0 && modelWin == 0 || !chargeKey && !chargeModel) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
-	res, err := finishScript.Run(ctx, r.client, r.keys(req), u.Tokens, u.MicroUSD, slot,
+	out, err := finishScript.Run(ctx, r.client, r.keys(req), u.Tokens, u.MicroUSD, slot,
 		flag(chargeKey), flag(chargeBudget), flag(chargeModel),
-		req.Budget.period().Milliseconds(), Window.Milliseconds()).Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("finish script returned %d values", len(res))
+		req.Budget.period().Milliseconds(), Window.Milliseconds(),
+		max(0, res.Tokens), max(0, res.MicroUSD), keyWin, modelWin, budgetWin).Int64Slice()
+	if err == nil && len(out) != 2 {
+		err = fmt.Errorf("finish script returned %d values", len(out))
 	}
 	if err != nil {
 		return r.fail("finish", err)
 	}
-	a.BudgetTokensLeft = max(0, req.Budget.Tokens-res[0])
-	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-res[1])
+	a.BudgetTokensLeft = max(0, req.Budget.Tokens-out[0])
+	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-out[1])
 	return nil
 }
 
@@ -202,16 +219,21 @@ func flag(b bool) int {
 	return 0
 }
 
-// renewLoop extends the leases of the slots this replica holds every lease/3.
+// renewLoop extends the leases of the slots this replica holds every lease/3 (or at
+// every value of renewTicks).
 func (r *Redis) renewLoop() {
 	defer close(r.done)
-	t := time.NewTicker(r.lease / 3)
-	defer t.Stop()
+	ticks := r.renewTicks
+	if ticks == nil {
+		t := time.NewTicker(r.lease / 3)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-t.C:
+		case <-ticks:
 			r.renew()
 		}
 	}

@@ -5,16 +5,22 @@ import "github.com/redis/go-redis/v9"
 // The Lua scripts run atomically in Redis, with Redis's own clock (TIME), so every replica
 // sees one order of events and one time. Keys (all under the configured prefix):
 //
-//	rl:k:<key>, rl:m:<model>  hash {r: requests, t: tokens}, expiring when the minute window ends
-//	bu:k:<key>                hash {t: tokens, u: micro-USD}, expiring when the budget period ends
+//	rl:k:<key>, rl:m:<model>  hash {r: requests, t: tokens, id}, expiring when the minute window ends
+//	bu:k:<key>                hash {t: tokens, u: micro-USD, id}, expiring when the budget period ends
 //	cc:k:<key>, cc:m:<model>  sorted set of held concurrency slots, scored by lease end (ms)
+//
+// Tokens and micro-USD include the reservations of the requests in flight (Request.Reserve).
+// A window's id (the time it was first reserved in, ms) tells finishScript whether the
+// window a reservation went to is still the current one.
 
 // admitScript checks every limit and, when all pass, counts the request and takes the
 // slots. KEYS: key window, key budget, key slots, model window, model slots.
 // ARGV: key rpm, key tpm, key concurrent, budget tokens, budget micro-USD, model rpm,
-// model tpm, model concurrent, slot id, lease ms, window ms.
+// model tpm, model concurrent, slot id, lease ms, window ms, reserved tokens, reserved
+// micro-USD, budget period ms.
 // Returns {denied, retry ms, key requests, key tokens, window ms left, budget tokens,
-// budget micro-USD, held}.
+// budget micro-USD, held, key window id, model window id, budget id} (ids 0: nothing
+// reserved there).
 var admitScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -22,6 +28,7 @@ local krpm, ktpm, kconc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]
 local btok, busd = tonumber(ARGV[4]), tonumber(ARGV[5])
 local mrpm, mtpm, mconc = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local slot, lease, win = ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11])
+local rtok, rusd, period = tonumber(ARGV[12]), tonumber(ARGV[13]), tonumber(ARGV[14])
 
 local function window(k)
   local v = redis.call('HMGET', k, 'r', 't')
@@ -83,26 +90,57 @@ if denied == 0 then
     held = 1
   end
 end
-return {denied, retry, kr, kt, left(kttl, win), bt, bu, held}
+
+-- The reservation: charged at once, settled by finishScript.
+local function reserve(k, field, n, ttl)
+  redis.call('HINCRBY', k, field, n)
+  if redis.call('PTTL', k) < 0 then redis.call('PEXPIRE', k, ttl) end
+  redis.call('HSETNX', k, 'id', now)
+  return tonumber(redis.call('HGET', k, 'id'))
+end
+local kid, mid, bid = 0, 0, 0
+if denied == 0 then
+  if rtok > 0 and ktpm > 0 then
+    kid = reserve(KEYS[1], 't', rtok, win)
+    kt = kt + rtok
+    if kttl < 0 then kttl = win end
+  end
+  if rtok > 0 and mtpm > 0 then mid = reserve(KEYS[4], 't', rtok, win) end
+  if (btok > 0 or busd > 0) and (rtok > 0 or rusd > 0) then
+    bid = reserve(KEYS[2], 't', math.max(rtok, 0), period)
+    if rusd > 0 then redis.call('HINCRBY', KEYS[2], 'u', rusd) end
+    bt, bu = bt + math.max(rtok, 0), bu + math.max(rusd, 0)
+  end
+end
+return {denied, retry, kr, kt, left(kttl, win), bt, bu, held, kid, mid, bid}
 `)
 
-// finishScript charges a finished request and releases its slots. KEYS as admitScript.
+// finishScript charges a finished request in place of its reservation and releases its
+// slots. KEYS as admitScript.
 // ARGV: tokens, micro-USD, slot id ("" when none), key tpm charged (0/1), budget charged
-// (0/1), model tpm charged (0/1), budget period ms, window ms.
+// (0/1), model tpm charged (0/1), budget period ms, window ms, reserved tokens, reserved
+// micro-USD, key window id, model window id, budget id (as admitScript returned them).
 // Returns {budget tokens, budget micro-USD}.
 var finishScript = redis.NewScript(`
 local tokens, usd, slot = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local period, win = tonumber(ARGV[7]), tonumber(ARGV[8])
-local function charge(k, field, n, ttl)
-  redis.call('HINCRBY', k, field, n)
+local rtok, rusd = tonumber(ARGV[9]), tonumber(ARGV[10])
+-- charge adds n, less the reservation r when the window that holds it (id; 0: none) is
+-- still k's current one; a window begun since gets n whole.
+local function charge(k, field, n, r, id, ttl)
+  if id ~= 0 and tonumber(redis.call('HGET', k, 'id')) == id then n = n - r end
+  if n == 0 then return end
+  local v = redis.call('HINCRBY', k, field, n)
+  if v < 0 then redis.call('HSET', k, field, 0) end
   if redis.call('PTTL', k) < 0 then redis.call('PEXPIRE', k, ttl) end
 end
-if tokens > 0 and ARGV[4] == '1' then charge(KEYS[1], 't', tokens, win) end
-if tokens > 0 and ARGV[6] == '1' then charge(KEYS[4], 't', tokens, win) end
+local kid, mid, bid = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+if ARGV[4] == '1' then charge(KEYS[1], 't', tokens, rtok, kid, win) end
+if ARGV[6] == '1' then charge(KEYS[4], 't', tokens, rtok, mid, win) end
 local bt, bu = 0, 0
 if ARGV[5] == '1' then
-  if tokens > 0 then charge(KEYS[2], 't', tokens, period) end
-  if usd > 0 then charge(KEYS[2], 'u', usd, period) end
+  charge(KEYS[2], 't', tokens, rtok, bid, period)
+  charge(KEYS[2], 'u', usd, rusd, bid, period)
   local v = redis.call('HMGET', KEYS[2], 't', 'u')
   bt, bu = tonumber(v[1]) or 0, tonumber(v[2]) or 0
 end

@@ -30,8 +30,9 @@ type Metrics struct {
 	ConfigReloads   *prometheus.CounterVec // result: success, failure
 	DroppedParams   *prometheus.CounterVec // backend, param
 	UpstreamRetries *prometheus.CounterVec // backend, reason
-	// FallbacksSkipped counts fallbacks not tried because the key may not use them.
-	FallbacksSkipped *prometheus.CounterVec // model, fallback, key
+	// FallbacksSkipped counts fallbacks not tried: reason not_allowed (the key may not use
+	// them) or limited (over the fallback model's own limits).
+	FallbacksSkipped *prometheus.CounterVec // model, fallback, key, reason
 	// ConnectionsRefused counts client connections refused by a connection cap.
 	ConnectionsRefused *prometheus.CounterVec // cap: max_connections, max_connections_per_ip
 	// RateLimitRejections counts requests refused by a limit or budget; limit is the
@@ -94,8 +95,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "gateway_upstream_retries_total", Help: "Upstream retries and fallbacks by backend and reason.",
 		}, []string{"backend", "reason"}),
 		FallbacksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_fallbacks_skipped_total", Help: "Fallback models not tried because the request's key may not use them.",
-		}, []string{"model", "fallback", "key"}),
+			Name: "gateway_fallbacks_skipped_total", Help: "Fallback models not tried because the request's key may not use them (reason not_allowed) or they are over their own limits (limited).",
+		}, []string{"model", "fallback", "key", "reason"}),
 		ConnectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_connections_refused_total", Help: "Client connections refused by server.max_connections or server.max_connections_per_ip.",
 		}, []string{"cap"}),

@@ -267,9 +267,17 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	for i, r := range routes {
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
-			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name).Inc()
+			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
 			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
 			continue
+		}
+		if i > 0 {
+			// So do the fallback's own limits (fallback.go), checked now that it is to be called.
+			if ok, d := c.spend.admitFallback(r); !ok {
+				c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipLimited).Inc()
+				c.log().Info("fallback skipped: over its limits", "from", c.route.label(), "to", r.name, "limit", d.String())
+				continue
+			}
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
@@ -403,6 +411,7 @@ func (c *modelCall) countUsage(r *route) {
 	c.lastUsage, c.tail = u, 0
 	c.Usage.Add(u)
 	c.spend.addCost(c.rt, r, u)
+	c.spend.served(r, u) // fallback.go
 	s := c.seriesOf(r)
 	s.AddTokens(tokenCounts(u))
 	if estimated {

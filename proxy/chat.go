@@ -63,7 +63,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// closure, which would be allocated.
 		if s.tracer == nil {
 			sc, st := s.scratches.get(), s.stages.get()
-			req, err := openaichat.ParseRequestLazyString(jsonx.View(body), sc, st)
+			req, err := openaichat.ParseRequestLazyStringWithin(jsonx.View(body), sc, st, s.maxInflated)
 			s.stages.put(st) // a stage is needed only while the parse runs
 			if err != nil {
 				s.scratches.put(sc)
@@ -72,7 +72,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 			c.scratch = sc
 			return req, c, nil
 		}
-		req, err := openaichat.ParseRequestLazy(body)
+		req, err := openaichat.ParseRequestLazyStringWithin(string(body), nil, nil, s.maxInflated)
 		return req, c, err
 	})
 }

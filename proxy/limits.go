@@ -12,6 +12,7 @@ import (
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/valyala/fasthttp"
 )
 
@@ -25,6 +26,16 @@ type limitRun struct {
 	admitted bool // Finish is due
 	// microUSD sums the cost of every upstream turn, priced by the route that served it.
 	microUSD float64
+	// run is the request's run, which holds this limitRun (set by admit); nil before.
+	run *chatRun
+	// countOnly marks a request that is counted and holds its slots but is charged no
+	// tokens (count_tokens): it reserves nothing.
+	countOnly bool
+	// estimate is the request's token estimate (prompt plus output cap), made on first
+	// use (tokenEstimate): by the reservation, or by a fallback with a token limit.
+	estimate, prompt int64
+	// fallbacks are the fallback models admitted against their own limits (fallback.go).
+	fallbacks []fallbackAdmission
 }
 
 // openLimiter returns opts.Limiter, or one built from the config's state section that
@@ -69,6 +80,7 @@ func rate(l config.Limits) limits.Rate {
 // state store cannot answer and state.on_error is deny.
 func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
+	l.run = c
 	l.req = limitRequest(c.key, c.route)
 	if !l.req.Limited() {
 		return true
@@ -80,6 +92,7 @@ func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 			return false
 		}
 	}
+	l.req.Reserve = c.reserve(&l.req)
 	// The limiter bounds its own wait (state.timeout); baseCtx ends it at a forced shutdown.
 	if err := s.limiter.Admit(s.baseCtx, &l.req, &l.adm); err != nil {
 		if s.onErrorDeny {
@@ -100,10 +113,57 @@ func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
+// reserve returns what req reserves when it is admitted (limits.Request.Reserve): the
+// prompt estimate (messagesin.EstimateTokens) plus the output cap (the request's, else
+// its model's max_tokens, else state.reserve_output_tokens), and for a usd budget these
+// tokens priced at the model's input and output prices. Nothing when no token limit or
+// budget applies, or for a request charged no tokens (countOnly).
+func (c *chatRun) reserve(req *limits.Request) limits.Usage {
+	l := &c.limits
+	if l.countOnly || req.KeyRate.TokensPerMinute == 0 && req.ModelRate.TokensPerMinute == 0 &&
+		req.Budget.Tokens == 0 && req.Budget.MicroUSD == 0 {
+		return limits.Usage{}
+	}
+	res := limits.Usage{Tokens: c.tokenEstimate()}
+	if req.Budget.MicroUSD > 0 {
+		prompt, out := l.prompt, l.estimate-l.prompt
+		if mc, ok := c.rt.cfg.Models[c.route.name]; ok && mc.Price != nil { // admit checked it
+			// Prices are USD per million tokens, so tokens times price is micro-USD.
+			res.MicroUSD = int64(math.Ceil(float64(prompt)*mc.Price.Input + float64(out)*mc.Price.Output))
+		}
+	}
+	return res
+}
+
+// tokenEstimate returns the request's token estimate: its prompt (messagesin's estimate)
+// plus its output cap (the request's, else its model's max_tokens, else
+// state.reserve_output_tokens), made once.
+func (c *chatRun) tokenEstimate() int64 {
+	l := &c.limits
+	if l.estimate > 0 {
+		return l.estimate
+	}
+	out := int64(c.req.MaxTokens)
+	if out <= 0 {
+		out = int64(c.route.maxTokens)
+	}
+	if out <= 0 {
+		out = int64(c.rt.cfg.State.ReserveOutputTokens)
+	}
+	if out <= 0 { // a config built in code, without Load's defaults
+		out = config.DefaultReserveOutputTokens
+	}
+	l.prompt = int64(messagesin.EstimateTokens(c.req))
+	l.estimate = l.prompt + out
+	return l.estimate
+}
+
 // endLimits charges the request's usage (every turn) and releases its slots, once. It
 // runs when the response has ended, whether completed, failed or left by the client.
+// The limiter replaces the reservation taken at admission by this usage.
 func (c *chatRun) endLimits() {
 	l := &c.limits
+	l.endFallbacks() // fallback.go
 	if !l.admitted {
 		return
 	}

@@ -51,7 +51,7 @@ type messagesRun struct {
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
-		req, err := messagesin.Parse(body)
+		req, err := messagesin.ParseWithin(body, false, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,6 +19,7 @@ import (
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
 // countTokens (the translated request); any other backend, or the mock, gets
 // messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
+// It passes the key's and the model's limits and budget like any request (limits.go).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
@@ -27,7 +28,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, "", "", "", "")
 		return
 	}
-	req, err := messagesin.ParseCountTokens(ctx.PostBody())
+	req, err := messagesin.ParseWithin(ctx.PostBody(), true, s.maxInflated)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", key.name, "")
 		return
@@ -39,6 +40,14 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	}
 	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
+	// Admitted like any request (its key's and model's requests count, it holds their
+	// concurrency slots while it runs) but charged no tokens: it reserves none, and its
+	// usage is zero. A refusal is the Anthropic-dialect 429 (writeError by path).
+	c.limits.countOnly = true
+	if !c.admit(ctx) {
+		return
+	}
+	defer c.endLimits()
 	m := &messagesRun{c: c, body: ctx.PostBody(), header: &ctx.Request.Header}
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()

@@ -27,19 +27,40 @@ import (
 // server's responsestore.Store, scoped to the key.
 
 // newResponseStore builds the store of responses.store: nil when it is off; with redis, on
-// the limiter's Redis client (state.type redis), shared by every replica.
+// the Redis of responses.url (its own client, closed by Shutdown) or else on the limiter's
+// Redis client (state.type redis), shared by every replica. Both are bounded by
+// responses.max_entries and max_bytes.
 func (s *Server) newResponseStore(cfg *config.Config) (responsestore.Store, error) {
 	c := cfg.Responses
+	s.maxStored = c.MaxStoredBytes
+	if s.maxStored <= 0 {
+		s.maxStored = int64(cfg.Server.MaxBodyBytes)
+	}
 	switch c.Store {
 	case "off":
 		return nil, nil
 	case "redis":
-		r, ok := s.limiter.(interface{ Client() *redis.Client })
-		if !ok {
-			return nil, errors.New("responses.store: redis needs state.type: redis")
+		timeout := max(cfg.State.Timeout, time.Second)
+		var client *redis.Client
+		if c.URL != "" {
+			opts, err := redis.ParseURL(c.URL)
+			if err != nil {
+				return nil, errors.New("responses.url: not a valid redis URL") // err may quote the password
+			}
+			opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = timeout, timeout, timeout, timeout
+			opts.ContextTimeoutEnabled = true
+			opts.DisableIdentity = true
+			client = redis.NewClient(opts)
+			s.closeResponses = client.Close
+		} else {
+			r, ok := s.limiter.(interface{ Client() *redis.Client })
+			if !ok {
+				return nil, errors.New("responses.store: redis needs responses.url or state.type: redis")
+			}
+			client = r.Client()
 		}
-		return &responsestore.Redis{Client: r.Client(), Prefix: cfg.State.KeyPrefix, TTL: c.TTL,
-			Timeout: max(cfg.State.Timeout, time.Second)}, nil
+		return &responsestore.Redis{Client: client, Prefix: cfg.State.KeyPrefix, TTL: c.TTL,
+			MaxEntries: c.MaxEntries, MaxBytes: c.MaxBytes, Timeout: timeout}, nil
 	}
 	return responsestore.NewMemory(responsestore.MemoryOptions{TTL: c.TTL, MaxEntries: c.MaxEntries, MaxBytes: c.MaxBytes}), nil
 }
@@ -56,9 +77,11 @@ type responsesRun struct {
 	pass bool
 	enc  *responsesin.Encoder
 	// The passthrough's view of the upstream's answer: the final Response object, its
-	// output and its sequence numbers.
+	// output; seq keeps the sequence numbers the client gets strictly increasing, scratch
+	// holds an event it renumbered.
 	final, output []byte
-	lastSeq       int
+	seq           responsesin.Sequencer
+	scratch       []byte
 }
 
 // responsesPathPrefix is the path of a stored response, followed by its id.
@@ -66,7 +89,7 @@ const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
-		req, err := responsesin.Parse(body)
+		req, err := responsesin.ParseWithin(body, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -96,6 +119,11 @@ func (x *responsesRun) prepare() error {
 			return errorf(ErrUnavailable, "the gateway's response store cannot be read right now; try again")
 		}
 		x.prev = rec
+	}
+	if x.prev != nil {
+		if err := x.checkChain(); err != nil {
+			return err
+		}
 	}
 	if len(c.key.tools) > 0 && s.tools != nil {
 		defs, err := s.tools.Resolve(c.key.tools)
@@ -139,6 +167,23 @@ func (x *responsesRun) prepare() error {
 		s.metrics.DroppedParams.WithLabelValues(b.name, paramLabel(f.Name)).Inc()
 	}
 	req.Core.Extra = nil
+	return nil
+}
+
+// checkChain refuses a continuation the gateway would have to rebuild past
+// responses.max_stored_bytes: the stored response was itself over the bound, or its
+// conversation and this request's input would be. It measures before anything is joined.
+// A response a responses backend stores upstream is continued by id there and rebuilds
+// nothing here.
+func (x *responsesRun) checkChain() error {
+	p, s := x.prev, x.c.s
+	if p.Upstream != "" {
+		return nil
+	}
+	if p.Overlong || int64(len(p.Input))+int64(len(p.Output))+int64(len(x.req.Input)) > s.maxStored {
+		return translate.Errorf("previous_response_id", "the conversation of response %q is too long to continue by id (over the gateway's %d bytes, responses.max_stored_bytes): send the conversation's items in input instead",
+			clip(x.req.PreviousResponseID, maxLoggedString), s.maxStored)
+	}
 	return nil
 }
 
@@ -212,8 +257,7 @@ func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {
 		dst = x.enc.Start(dst) // a stream committed by a keep-alive has not started yet
 		return x.enc.AppendError(dst, a.Message, code, a.Param)
 	}
-	x.lastSeq++
-	return responsesin.AppendErrorEvent(dst, x.lastSeq, a.Message, code, a.Param)
+	return responsesin.AppendErrorEvent(dst, x.seq.Next(), a.Message, code, a.Param)
 }
 
 // respOut writes a response's events to a streaming client (loop.Output): sseOut's
@@ -313,7 +357,11 @@ func (x *responsesRun) complete(ctx *fasthttp.RequestCtx) {
 }
 
 // save stores the response when the client asked for it. A passthrough response is kept
-// under the upstream's id, marked as stored upstream.
+// under the upstream's id, marked as stored upstream. A response whose record would be
+// over responses.max_stored_bytes (measured before its conversation is joined) is kept as
+// an Overlong mark, so that its continuation is told why it cannot be. An id that is
+// another key's (an upstream may echo what a client chose) is never taken over: the
+// response is not stored.
 func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	s := x.c.s
 	if !x.req.Store || s.responses == nil || len(response) == 0 {
@@ -321,21 +369,36 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	}
 	rec := &responsestore.Record{Key: x.c.key.name, Response: response, Output: output}
 	id := x.c.responseID()
+	size := int64(len(response)) + int64(len(output)) + int64(len(x.req.Input))
 	if x.pass {
 		rec.Upstream = x.c.route.backend.name
-		rec.Input = []byte(x.req.Input)
 		id = responsesin.ResponseID(response)
 		if id == "" {
 			return
 		}
-	} else {
-		var prev string
-		if x.prev != nil {
-			prev = joinArrays(string(x.prev.Input), string(x.prev.Output))
+		if size <= s.maxStored {
+			rec.Input = []byte(x.req.Input)
 		}
-		rec.Input = []byte(joinArrays(prev, x.req.Input))
+	} else {
+		if x.prev != nil {
+			size += int64(len(x.prev.Input)) + int64(len(x.prev.Output))
+		}
+		if size <= s.maxStored {
+			var prev string
+			if x.prev != nil {
+				prev = joinArrays(string(x.prev.Input), string(x.prev.Output))
+			}
+			rec.Input = []byte(joinArrays(prev, x.req.Input))
+		}
 	}
-	if err := s.responses.Put(ctx, id, rec); err != nil {
+	if size > s.maxStored {
+		rec = &responsestore.Record{Key: rec.Key, Upstream: rec.Upstream, Overlong: true}
+	}
+	err := s.responses.Put(ctx, id, rec)
+	switch {
+	case errors.Is(err, responsestore.ErrIDTaken):
+		x.c.call.log().Warn("not storing the response: its id belongs to another key", "backend", x.c.route.backend.name)
+	case err != nil:
 		x.c.call.log().Warn("storing the response failed", "error", err)
 	}
 }
@@ -398,7 +461,8 @@ func carriesResponse(typ string) bool {
 }
 
 // forwardStream is the passthrough for streams: every upstream event is forwarded with
-// the client-facing model in its Response object. A payload that is not a JSON object,
+// the client-facing model in its Response object and a sequence_number above the one
+// before it (responsesin.Sequencer). A payload that is not a JSON object,
 // or a stream that ends without a terminal event (response.completed, .incomplete,
 // .failed or error), is an upstream error the caller writes in-band.
 func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
@@ -419,8 +483,10 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 			}
 			typ := ev.Type
 			c.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
-			if ev.HasSeq {
-				x.lastSeq = ev.Seq
+			// Numbered after every event the client got before it, whatever the upstream
+			// sent (TestResponses_PassthroughSequenceNumbers).
+			if d, renumbered := x.seq.Event(x.scratch, data, ev); renumbered {
+				data, x.scratch = d, d[:0]
 			}
 			o.commit()
 			if x.c.firstT.IsZero() {
@@ -523,8 +589,19 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 	if rec == nil {
 		return
 	}
+	if rec.Overlong {
+		writeError(ctx, classify(s.overlong(id), rid))
+		return
+	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
+}
+
+// overlong is the 404 for reading a response that was served but not kept, its record
+// being over responses.max_stored_bytes.
+func (s *Server) overlong(id string) error {
+	return errorf(ErrNotFound, "the response %q was not kept: it was over the gateway's %d bytes for a stored response (responses.max_stored_bytes)",
+		clip(id, maxLoggedString), s.maxStored)
 }
 
 // storedRecord returns the stored response id of key, or writes the error (404, or 503
@@ -572,6 +649,10 @@ func (s *Server) handleInputItems(ctx *fasthttp.RequestCtx, rid, method, id stri
 	}
 	rec := s.storedRecord(ctx, rid, key.name, id)
 	if rec == nil {
+		return
+	}
+	if rec.Overlong {
+		writeError(ctx, classify(s.overlong(id), rid))
 		return
 	}
 	body, err := responsesin.AppendInputItems(nil, id, rec.Input, q)

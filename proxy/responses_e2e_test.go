@@ -3,8 +3,10 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+
 	"errors"
 	"fmt"
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"io"
 	"log/slog"
 	"net"
@@ -143,8 +145,10 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 	s := c.Responses.NewStreaming(context.Background(), params)
 	var out streamed
 	var acc responses.ResponseAccumulator
+	var raw [][]byte
 	for s.Next() {
 		ev := s.Current()
+		raw = append(raw, []byte(ev.RawJSON()))
 		var m map[string]any
 		if err := json.Unmarshal([]byte(ev.RawJSON()), &m); err != nil {
 			t.Fatalf("event is not JSON: %v", err)
@@ -163,6 +167,9 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 		}
 	}
 	out.err = s.Err()
+	if out.err == nil {
+		openaitest.CheckResponseEventData(t, raw)
+	}
 	if out.err == nil && !out.sawError {
 		r, err := acc.ReconstructedResponse()
 		if err != nil {

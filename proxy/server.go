@@ -29,6 +29,7 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -72,6 +73,8 @@ type Server struct {
 	metricsHandler fasthttp.RequestHandler
 	// maxBody is server.max_body_bytes; maxConns and maxConnsPerIP the connection caps.
 	maxBody, maxConns, maxConnsPerIP int
+	// maxInflated is server.max_inflated_bytes: each request's translate.Allowance.
+	maxInflated int
 	// writeTimeout bounds each write to a client (server.write_timeout).
 	writeTimeout time.Duration
 	// bodies holds scratch buffers for reading request bodies.
@@ -107,6 +110,12 @@ type Server struct {
 	// responses keeps the stored responses of /v1/responses; nil when responses.store is
 	// off. It is built once: a reload does not change it.
 	responses responsestore.Store
+	// closeResponses closes the store's own Redis client (responses.url) at Shutdown;
+	// nil when the store has none of its own.
+	closeResponses func() error
+	// maxStored is responses.max_stored_bytes: the bound on a stored response and on the
+	// input a continuation rebuilds.
+	maxStored int64
 
 	// tracer records spans (tracing.go); nil when tracing is off.
 	tracer *telemetry.Tracer
@@ -146,6 +155,10 @@ func New(opts Options) (*Server, error) {
 	cfg := opts.Config.Server
 	s.maxBody, s.maxConns, s.maxConnsPerIP = cfg.MaxBodyBytes, cfg.MaxConnections, cfg.MaxConnectionsPerIP
 	s.writeTimeout = cfg.WriteTimeout
+	s.maxInflated = cfg.MaxInflatedBytes
+	if s.maxInflated <= 0 { // a Config that was not through its defaults
+		s.maxInflated = translate.DefaultMaxInflated
+	}
 	s.srv = &fasthttp.Server{
 		Handler: s.handle,
 		Name:    "agate",
@@ -267,6 +280,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
+	if s.closeResponses != nil {
+		_ = s.closeResponses()
+	}
 	return err
 }
 

@@ -14,7 +14,7 @@ func TestMemory(t *testing.T) {
 	type op struct {
 		do      string // put, get, delete, advance
 		key, id string
-		size    int // put: the response's size in bytes
+		size    int // put: the response's size in bytes; get: the size wanted, when not 0
 		d       time.Duration
 		wantErr error
 	}
@@ -80,6 +80,81 @@ func TestMemory(t *testing.T) {
 				{do: "get", key: "a", id: "2"},
 			},
 		},
+		{
+			name: "a key over its share loses its own records, never another key's",
+			opts: MemoryOptions{MaxEntries: 4},
+			ops: []op{
+				{do: "put", key: "alice", id: "a1", size: 1},
+				{do: "put", key: "alice", id: "a2", size: 1},
+				{do: "put", key: "bob", id: "b1", size: 1},
+				{do: "put", key: "bob", id: "b2", size: 1},
+				// Bob now holds 3 of 4: his own least recently used goes.
+				{do: "put", key: "bob", id: "b3", size: 1},
+				{do: "get", key: "bob", id: "b1", wantErr: ErrExpired},
+				{do: "put", key: "bob", id: "b4", size: 1},
+				{do: "put", key: "bob", id: "b5", size: 1},
+				{do: "get", key: "alice", id: "a1"},
+				{do: "get", key: "alice", id: "a2"},
+				{do: "get", key: "bob", id: "b5"},
+				{do: "get", key: "bob", id: "b3", wantErr: ErrExpired},
+			},
+		},
+		{
+			name: "the key holding the most gives way to a newcomer",
+			opts: MemoryOptions{MaxEntries: 4},
+			ops: []op{
+				{do: "put", key: "alice", id: "a1", size: 1},
+				{do: "put", key: "alice", id: "a2", size: 1},
+				{do: "put", key: "alice", id: "a3", size: 1},
+				{do: "put", key: "alice", id: "a4", size: 1},
+				{do: "get", key: "alice", id: "a1"}, // a2 is now alice's least recently used
+				{do: "put", key: "bob", id: "b1", size: 1},
+				{do: "get", key: "alice", id: "a2", wantErr: ErrExpired},
+				{do: "put", key: "bob", id: "b2", size: 1},
+				{do: "get", key: "alice", id: "a3", wantErr: ErrExpired},
+				// Two each: bob's next record costs bob.
+				{do: "put", key: "bob", id: "b3", size: 1},
+				{do: "get", key: "bob", id: "b1", wantErr: ErrExpired},
+				{do: "get", key: "alice", id: "a1"},
+				{do: "get", key: "alice", id: "a4"},
+			},
+		},
+		{
+			name: "bytes are shared the same way",
+			opts: MemoryOptions{MaxBytes: 1000},
+			ops: []op{
+				{do: "put", key: "alice", id: "a1", size: 200},
+				{do: "put", key: "alice", id: "a2", size: 200},
+				{do: "put", key: "bob", id: "b1", size: 300},
+				{do: "put", key: "bob", id: "b2", size: 300},
+				{do: "get", key: "bob", id: "b1", wantErr: ErrExpired},
+				{do: "get", key: "alice", id: "a1"},
+				{do: "get", key: "alice", id: "a2"},
+				{do: "get", key: "bob", id: "b2"},
+			},
+		},
+		{
+			name: "an id is never taken from its owner, held, expired or deleted",
+			opts: MemoryOptions{TTL: time.Hour},
+			ops: []op{
+				{do: "put", key: "alice", id: "1", size: 10},
+				{do: "put", key: "bob", id: "1", size: 20, wantErr: ErrIDTaken},
+				{do: "get", key: "alice", id: "1", size: 10},
+				{do: "get", key: "bob", id: "1", wantErr: ErrNotFound},
+				{do: "put", key: "alice", id: "1", size: 30}, // the owner replaces her own
+				{do: "get", key: "alice", id: "1", size: 30},
+				{do: "advance", d: time.Hour},
+				{do: "get", key: "alice", id: "1", wantErr: ErrExpired},
+				{do: "put", key: "bob", id: "1", size: 20, wantErr: ErrIDTaken},
+				{do: "get", key: "alice", id: "1", wantErr: ErrExpired},
+				{do: "put", key: "alice", id: "2", size: 10},
+				{do: "delete", key: "alice", id: "2"},
+				{do: "put", key: "bob", id: "2", size: 20, wantErr: ErrIDTaken},
+				{do: "get", key: "alice", id: "2", wantErr: ErrNotFound},
+				{do: "put", key: "alice", id: "2", size: 40},
+				{do: "get", key: "alice", id: "2", size: 40},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +173,9 @@ func TestMemory(t *testing.T) {
 					rec, err = m.Get(ctx, o.key, o.id)
 					if err == nil && rec.Key != o.key {
 						t.Fatalf("op %d: got the record of key %q", i, rec.Key)
+					}
+					if err == nil && o.size > 0 && len(rec.Response) != o.size {
+						t.Fatalf("op %d: got a record of %d bytes, want the one of %d", i, len(rec.Response), o.size)
 					}
 				case "delete":
 					err = m.Delete(ctx, o.key, o.id)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/base64"
-	"io"
 	"strings"
 	"sync"
 )
@@ -147,18 +146,9 @@ const maxInflated = 8 << 20
 // inflate returns raw decompressed, or nil when it is not a whole DEFLATE stream or
 // inflates beyond maxInflated. Its decompressors are recycled: each is ~40 KB to allocate.
 func inflate(raw []byte) []byte {
-	r, _ := flateReaders.Get().(io.ReadCloser)
-	if r == nil {
-		r = flate.NewReader(bytes.NewReader(raw))
-	} else if err := r.(flate.Resetter).Reset(bytes.NewReader(raw), nil); err != nil {
+	out, _, err := inflateAtMost(raw, maxInflated)
+	if err != nil {
 		return nil
 	}
-	defer flateReaders.Put(r)
-	var out bytes.Buffer
-	out.Grow(3 * len(raw))
-	n, err := out.ReadFrom(io.LimitReader(r, maxInflated+1))
-	if err != nil || n > maxInflated {
-		return nil
-	}
-	return out.Bytes()
+	return out
 }

@@ -6,7 +6,9 @@
 // error types and their OpenAI mapping (UpstreamError, ParamError, ErrBadRequest...),
 // carry ids (CarryID, SplitID: state an upstream needs back, riding in a tool call id),
 // sealed blocks (SealBlock, OpenBlock: the same state as a dialect-tagged string for client
-// wires that have a place for it),
+// wires that have a place for it), the Allowance under which a client parser opens both
+// (what one request's compressed state may inflate to in all; Request.Carried keeps what
+// it opened, Request.SplitID reads it), the one rule for tool names (CheckToolName),
 // and the Provider and StreamDecoder interfaces an upstream dialect implements.
 //
 // Client dialects (translate/openaichat today) parse their wire into a Request and encode

@@ -18,7 +18,9 @@ const (
 	EventToolCallStart
 	// EventToolCallArgsDelta carries Index and an argument JSON fragment in Text.
 	EventToolCallArgsDelta
-	// EventToolCallEnd carries Index.
+	// EventToolCallEnd carries Index. A call that ends with no argument text (an
+	// Anthropic tool_use with input {}, a Gemini functionCall without args) has the
+	// arguments NoArguments for every client API (see Arguments).
 	EventToolCallEnd
 	// EventUsage carries Usage, replacing any earlier usage of the response (decoders emit
 	// the cumulative figures).

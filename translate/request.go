@@ -58,6 +58,11 @@ type Request struct {
 	// Extra holds every other top-level field in order of appearance. The OpenAI
 	// passthrough forwards them; translating backends reject or drop them.
 	Extra []Field
+	// Carried holds the compressed state of the request's carry ids, opened once by its
+	// client parser under the request's Allowance (OpenCarried), by id: nil for state
+	// that did not inflate. Encoders read carry ids through Request.SplitID. Read-only
+	// once parsed; Clone shares it.
+	Carried map[string][]byte
 }
 
 // Span is the byte range [Start, End) of a JSON value in Request.Body; End == 0 means

@@ -71,48 +71,58 @@ func sealedSum(dialect string, body []byte) uint32 {
 // not make: another server's encrypted_content, a damaged or edited string. The returned
 // block does not alias s.
 func OpenBlock(s string) (ThinkingBlock, bool) {
+	a := NewAllowance(maxSealedState)
+	b, ok, _ := a.OpenBlock(s)
+	return b, ok
+}
+
+// OpenBlock is the package's OpenBlock for one of a request's sealed blocks: its
+// compressed fields are inflated under a (see Allowance). over reports that they
+// inflate beyond what a has left: the caller refuses the request (StateTooLarge), naming
+// the block's field.
+func (a *Allowance) OpenBlock(s string) (_ ThinkingBlock, ok, over bool) {
 	var b ThinkingBlock
 	rest, ok := strings.CutPrefix(s, SealedPrefix)
 	if !ok {
-		return b, false
+		return b, false, false
 	}
 	dot := strings.IndexByte(rest, '.')
 	if dot < 1 || dot > 32 || !sealedDialectName(rest[:dot]) {
-		return b, false
+		return b, false, false
 	}
 	dialect := rest[:dot]
 	body, err := base64.RawURLEncoding.DecodeString(rest[dot+1:])
 	if err != nil || len(body) < 5 {
-		return b, false
+		return b, false, false
 	}
 	n := len(body) - 4
 	if binary.BigEndian.Uint32(body[n:]) != sealedSum(dialect, body[:n]) {
-		return b, false
+		return b, false, false
 	}
 	flags, fields := body[0], body[1:n]
 	switch flags {
 	case 0:
 	case sealedFlate:
-		fields, err = io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(fields)), maxSealedState+1))
-		if err != nil || len(fields) > maxSealedState {
-			return b, false
+		var over bool
+		if fields, over = a.inflateWithin(fields, maxSealedState); fields == nil {
+			return b, false, over
 		}
 	default:
-		return b, false
+		return b, false, false
 	}
 	b.Dialect = dialect
 	for _, dst := range [...]*string{&b.Type, &b.Thinking, &b.Signature, &b.Data, &b.ID, &b.CallID} {
 		l, k := binary.Uvarint(fields)
 		if k <= 0 || l > uint64(len(fields)-k) {
-			return ThinkingBlock{}, false
+			return ThinkingBlock{}, false, false
 		}
 		*dst = string(fields[k : k+int(l)])
 		fields = fields[k+int(l):]
 	}
 	if len(fields) != 0 {
-		return ThinkingBlock{}, false
+		return ThinkingBlock{}, false, false
 	}
-	return b, true
+	return b, true, false
 }
 
 // sealedDialectName reports whether s can be a dialect name in a sealed block.

@@ -1,5 +1,6 @@
-// Package openaitest checks what the gateway sends an OpenAI chat client. It is for tests
-// only (translate's goldens, proxy's end-to-end tests): it imports testing and must not be
+// Package openaitest checks what the gateway sends an OpenAI client: chat chunk streams
+// (CheckChunks) and Responses streams (CheckResponseEvents). It is for tests only
+// (translate's goldens, proxy's end-to-end tests): it imports testing and must not be
 // imported by non-test code.
 package openaitest
 

@@ -513,7 +513,7 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 			}
 		}
 	} else if w.thinking && len(m.ToolCalls) > 0 {
-		_, first = translate.SplitID(m.ToolCalls[0].ID)
+		_, first = w.req.SplitID(m.ToolCalls[0].ID)
 		w.restore(first)
 	}
 	for j := range m.Content {
@@ -523,7 +523,7 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
 		if j > 0 && w.thinking && !explicit {
-			_, state := translate.SplitID(tc.ID)
+			_, state := w.req.SplitID(tc.ID)
 			w.restore(state)
 		}
 		id := translate.CarriedID(tc.ID) // the state, read only to be restored above

@@ -135,10 +135,10 @@ func decodeStdBase64(s string) ([]byte, bool) {
 	return b, true
 }
 
-// geminiSplitID is SplitID that decodes uncompressed state into scratch instead of
-// allocating; compressed or larger state falls back to SplitID. The state it returns
-// may alias scratch.
-func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
+// geminiSplitID is req.SplitID that decodes uncompressed state into scratch instead of
+// allocating; compressed or larger state falls back to req.SplitID (compressed state was
+// opened once, by the client parser). The state it returns may alias scratch.
+func geminiSplitID(req *translate.Request, s string, scratch []byte) (id string, state []byte) {
 	id = translate.CarriedID(s)
 	if id == s {
 		return s, nil
@@ -147,7 +147,7 @@ func geminiSplitID(s string, scratch []byte) (id string, state []byte) {
 	i := len(id)
 	kind, enc := s[i+len(translate.CarrySep)], s[i+len(translate.CarrySep)+1:]
 	if kind != 'r' || len(enc) == 0 || base64.RawURLEncoding.DecodedLen(len(enc)) > len(scratch) {
-		return translate.SplitID(s)
+		return req.SplitID(s)
 	}
 	n, err := base64.RawURLEncoding.Decode(scratch, jsonx.Bytes(enc))
 	if err != nil { // CarriedID checked enc: not reached

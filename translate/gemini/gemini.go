@@ -398,7 +398,7 @@ func (e *geminiEncoder) callName(i int, id string) (name, upstreamID string, ok 
 // id (CarryID, a chat client's history), else in the message's Gemini block for that id
 // (a Responses client's reasoning item). The state may alias scratch or the block.
 func (e *geminiEncoder) callState(m *translate.Message, j int) (id string, state []byte) {
-	id, state = geminiSplitID(m.ToolCalls[j].ID, e.scratch[:])
+	id, state = geminiSplitID(e.req, m.ToolCalls[j].ID, e.scratch[:])
 	if state == nil {
 		state = geminiBlockState(m, id)
 	}

@@ -356,7 +356,7 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 			if r, ok := sc.Root(); ok && r.Kind == jsonx.Object {
 				dst = append(dst, b.text...)
 			} else {
-				dst = append(dst, "{}"...)
+				dst = append(dst, translate.NoArguments...)
 			}
 		}
 		dst = append(dst, '}')

@@ -30,16 +30,34 @@ const dropped = " cache_control container context_management inference_geo servi
 // Param is the offending field's path (messages[1].content[0].type). The Request's Body is
 // an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
 // the Messages body, which the caller keeps for the anthropic passthrough.
-func Parse(body []byte) (*translate.Request, error) { return parse(body, true) }
+func Parse(body []byte) (*translate.Request, error) {
+	return parse(body, true, translate.DefaultMaxInflated)
+}
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
 // without max_tokens.
-func ParseCountTokens(body []byte) (*translate.Request, error) { return parse(body, false) }
+func ParseCountTokens(body []byte) (*translate.Request, error) {
+	return parse(body, false, translate.DefaultMaxInflated)
+}
 
-func parse(body []byte, needMaxTokens bool) (*translate.Request, error) {
+// ParseWithin is Parse (countTokens: ParseCountTokens) with the request's Allowance for
+// carried state (translate.Allowance): the state its tool_use ids carry inflates to at
+// most maxInflated bytes in all, else the request is refused (translate.StateTooLarge,
+// naming the id). Parse and ParseCountTokens allow translate.DefaultMaxInflated.
+func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Request, error) {
+	return parse(body, !countTokens, maxInflated)
+}
+
+func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request, error) {
+	if !jsonx.ValidUTF8(jsonx.View(body)) {
+		// The anthropic passthrough forwards the body as it is: a decoder upstream could
+		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
+		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
+			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
+	}
 	req := &translate.Request{IncludeUsage: true}
 	s := string(body)
-	p := parser{req: req, sc: jsonx.NewScanner(s)}
+	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, translate.Errorf("", "the request body is not valid JSON")
@@ -168,6 +186,10 @@ type parser struct {
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
 	thinkingType string
+	// inflate is what the tool_use ids' carried state may still inflate to, of
+	// maxInflated (translate.Allowance).
+	inflate     translate.Allowance
+	maxInflated int
 }
 
 func (p *parser) fail(param, format string, args ...any) {
@@ -497,8 +519,11 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 			if input.Kind == jsonx.Object {
 				args = input.Raw
 			}
-			p.calls.Push(translate.ToolCall{ID: CoreToolID(p.str(f[3], func() string { return bat() + ".id" })),
-				Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
+			id := CoreToolID(p.str(f[3], func() string { return bat() + ".id" }))
+			if p.err == nil && !p.req.OpenCarried(id, &p.inflate) {
+				p.err = translate.StateTooLarge(bat()+".id", p.maxInflated)
+			}
+			p.calls.Push(translate.ToolCall{ID: id, Name: p.str(f[4], func() string { return bat() + ".name" }), Arguments: args})
 		case "thinking":
 			t := f[5].Str
 			reasoning = append(reasoning, t)
@@ -542,6 +567,12 @@ func (p *parser) tools(v jsonx.Value) {
 		}
 		tool := translate.Tool{Name: p.str(p.sc.Get(t, "name"), func() string { return at() + ".name" }), Description: p.sc.Get(t, "description").Str,
 			CacheControl: p.cacheControl(p.sc.Get(t, "cache_control"), at)}
+		if p.err != nil {
+			return false
+		}
+		if p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name"); p.err != nil {
+			return false
+		}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {
 			tool.Parameters = s.Raw
 		} else if s.Exists() && s.Kind != jsonx.Null {

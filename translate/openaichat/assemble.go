@@ -140,7 +140,7 @@ func cloneBytes(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-// Finish normalises the collected choices: every call has arguments ("{}" when none) and
+// Finish normalises the collected choices: every call has arguments (translate.NoArguments after none) and
 // every choice a finish reason. Call it once after the last event.
 func (a *Assembler) Finish() {
 	if len(a.Choices) == 0 {
@@ -149,8 +149,8 @@ func (a *Assembler) Finish() {
 	for i := range a.Choices {
 		c := &a.Choices[i]
 		for j := range c.ToolCalls {
-			if c.ToolCalls[j].Arguments == "" {
-				c.ToolCalls[j].Arguments = "{}"
+			if translate.NoArgumentText(c.ToolCalls[j].Arguments) {
+				c.ToolCalls[j].Arguments += translate.NoArguments
 			}
 		}
 		c.FinishReason = finishReason(c.FinishReason, len(c.ToolCalls) > 0)

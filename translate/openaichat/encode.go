@@ -10,7 +10,7 @@ import (
 // ChunkEncoder turns events into OpenAI chat.completion.chunk SSE frames. It guarantees the
 // invariants strict clients check: the same id, created and model on every chunk; a first
 // delta with role "assistant"; tool calls numbered 0, 1, 2... per choice with id, type and
-// name only on their first delta; a call without arguments ending as "{}"; exactly one
+// name only on their first delta; a call without arguments ending as "{}" (translate.NoArguments); exactly one
 // finish_reason per choice; the usage chunk (choices: []) when asked; then [DONE].
 //
 // A ChunkEncoder serves one response and is not safe for concurrent use.
@@ -130,7 +130,9 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *translate.Event) []byte {
 		if n < 0 || ev.Text == "" {
 			return dst
 		}
-		c.calls[n].hasArgs = true
+		if !translate.NoArgumentText(ev.Text) {
+			c.calls[n].hasArgs = true
+		}
 		dst = e.args(dst, ev.Choice, c, n, ev.Text)
 	case translate.EventToolCallEnd:
 		n := c.find(ev.Index)
@@ -140,7 +142,7 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *translate.Event) []byte {
 		c.calls[n].ended = true
 		if !c.calls[n].hasArgs {
 			c.calls[n].hasArgs = true
-			dst = e.args(dst, ev.Choice, c, n, "{}")
+			dst = e.args(dst, ev.Choice, c, n, translate.NoArguments)
 		}
 	case translate.EventUsage:
 		e.usage = ev.Usage
@@ -195,7 +197,7 @@ func (e *ChunkEncoder) Finish(dst []byte) []byte {
 		for n := range c.calls {
 			if !c.calls[n].hasArgs {
 				c.calls[n].hasArgs = true
-				dst = e.args(dst, i, c, n, "{}")
+				dst = e.args(dst, i, c, n, translate.NoArguments)
 			}
 		}
 		dst = e.open(dst, i, c)

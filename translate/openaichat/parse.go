@@ -43,10 +43,20 @@ func ParseRequestLazy(body []byte) (*translate.Request, error) {
 // scratch's memory (see Scratch); with a non-nil stage the parse works in the stage's
 // memory, not on its goroutine's stack (see Stage).
 func ParseRequestLazyString(body string, scratch *Scratch, stage *Stage) (*translate.Request, error) {
+	return ParseRequestLazyStringWithin(body, scratch, stage, translate.DefaultMaxInflated)
+}
+
+// ParseRequestLazyStringWithin is ParseRequestLazyString with the request's Allowance
+// for carried state (translate.Allowance): the compressed state of its tool call ids
+// inflates to at most maxInflated bytes in all, else the request is refused
+// (translate.StateTooLarge, naming the id). The other parse functions allow
+// translate.DefaultMaxInflated.
+func ParseRequestLazyStringWithin(body string, scratch *Scratch, stage *Stage, maxInflated int) (*translate.Request, error) {
 	if stage == nil {
-		return parseFresh(body, true, scratch)
+		var p parser
+		return p.parseWithin(body, true, scratch, maxInflated)
 	}
-	return stage.p.parse(body, true, scratch)
+	return stage.p.parseWithin(body, true, scratch, maxInflated)
 }
 
 // Stage is the memory a parse works in and needs only while it runs: some 15 KB of
@@ -184,8 +194,14 @@ func parseFresh(s string, lazy bool, scratch *Scratch) (*translate.Request, erro
 
 // parse starts p afresh and parses s with it.
 func (p *parser) parse(s string, lazy bool, scratch *Scratch) (*translate.Request, error) {
+	return p.parseWithin(s, lazy, scratch, translate.DefaultMaxInflated)
+}
+
+// parseWithin is parse with maxInflated bytes of carried state allowed.
+func (p *parser) parseWithin(s string, lazy bool, scratch *Scratch, maxInflated int) (*translate.Request, error) {
 	// Each field is set on its own: a composite literal would be built on the stack.
 	p.sc = jsonx.NewScanner(s)
+	p.maxInflated, p.inflate = maxInflated, translate.NewAllowance(maxInflated)
 	p.err = nil
 	p.msgs.reset()
 	p.parts.reset()
@@ -256,6 +272,10 @@ type parser struct {
 	lazy bool
 	// scratch, if not nil, holds the memory the message and part arrays are built in.
 	scratch *Scratch
+	// inflate is what the tool call ids' carried state may still inflate to, of
+	// maxInflated (translate.Allowance).
+	inflate     translate.Allowance
+	maxInflated int
 }
 
 // payload reads the value at the cursor into v: a string that no check reads and that
@@ -651,8 +671,8 @@ end:
 	if typ.Str != "function" {
 		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
 	}
-	if name.Kind != jsonx.String || !validToolName(name.Str) {
-		return p.fail(param()+".function.name", "function names must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -")
+	if name.Kind != jsonx.String || !translate.ValidToolName(name.Str) {
+		return p.fail(param()+".function.name", translate.ToolNameRule)
 	}
 	tool := translate.Tool{Name: name.Str, Description: description.Str}
 	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
@@ -931,19 +951,6 @@ func jsonInt(raw string, f float64) int64 {
 		return math.MinInt64
 	}
 	return math.MaxInt64
-}
-
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // stash collects values in a fixed array, then on the heap past its size. Kept in a

@@ -1,8 +1,11 @@
 package openaichat
 
-import "github.com/agate-gateway/agate/translate"
+import (
+	"strings"
 
-import "github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+)
 
 // The message half of ParseRequest: messages, their content parts, tool calls and thinking
 // blocks. See parse.go for the request as a whole.
@@ -464,6 +467,10 @@ func (p *parser) toolCall(i, j int) bool {
 	}
 	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
+	}
+	if strings.IndexByte(id.Str, translate.CarrySep[0]) >= 0 && !p.req.OpenCarried(id.Str, &p.inflate) {
+		p.err = translate.StateTooLarge(param()+".id", p.maxInflated)
+		return false
 	}
 	p.calls.Push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true

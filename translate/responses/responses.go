@@ -275,7 +275,7 @@ func appendResponsesMessage(dst []byte, n, i int, req *translate.Request, m *tra
 		dst = append(dst, '}')
 	case translate.RoleTool:
 		sep()
-		id, _ := translate.SplitID(m.ToolCallID)
+		id := translate.CarriedID(m.ToolCallID)
 		dst = append(dst, `{"type":"function_call_output","call_id":`...)
 		dst = jsonx.AppendString(dst, id)
 		dst = append(dst, `,"output":`...)
@@ -287,7 +287,7 @@ func appendResponsesMessage(dst []byte, n, i int, req *translate.Request, m *tra
 		// before the message and its calls.
 		var fcIDs []string
 		for j := range m.ToolCalls {
-			_, state := translate.SplitID(m.ToolCalls[j].ID)
+			_, state := req.SplitID(m.ToolCalls[j].ID)
 			if state == nil {
 				continue
 			}
@@ -367,7 +367,7 @@ func appendResponsesMessage(dst []byte, n, i int, req *translate.Request, m *tra
 			} else if !jsonx.Valid(jsonx.View(decoded)) {
 				return dst, n, false, translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j)+".function.arguments", "must be a string of valid JSON")
 			}
-			id, _ := translate.SplitID(tc.ID)
+			id := translate.CarriedID(tc.ID)
 			sep()
 			dst = append(dst, `{"type":"function_call","call_id":`...)
 			dst = jsonx.AppendString(dst, id)

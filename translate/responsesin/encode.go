@@ -1,6 +1,7 @@
 package responsesin
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -108,13 +109,25 @@ type EncoderOptions struct {
 
 // NewEncoder returns an encoder for the response to req.
 func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
-	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: req.echo,
+	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: oneLine(req.echo),
 		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning, flat: req.flat}
 	e.idBase = opts.ID
 	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {
 		e.idBase = e.idBase[5:]
 	}
 	return e
+}
+
+// oneLine returns raw, JSON text the encoder writes as it is (the request settings the
+// Response echoes, a built-in tool's item), without its line breaks: each stream event
+// is one SSE data line, and a line break in it (a client's pretty-printed tools or
+// schema) would end the data there and cut the event's JSON. Line breaks are only ever
+// insignificant whitespace in JSON text, so raw is compacted when it has any.
+func oneLine(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw
+	}
+	return jsonx.AppendCompact(make([]byte, 0, len(raw)), jsonx.View(raw))
 }
 
 // Started reports whether response.created was written.
@@ -254,7 +267,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 			return dst
 		}
 		dst = e.closeOpen(dst)
-		e.items = append(e.items, item{kind: itemBuiltin, text: []byte(ev.Item.Raw), done: true})
+		e.items = append(e.items, item{kind: itemBuiltin, text: oneLine([]byte(ev.Item.Raw)), done: true})
 		i := len(e.items) - 1
 		dst = e.itemAdded(dst, i)
 		if e.stream {
@@ -404,6 +417,18 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 	it := &e.items[i]
 	if it.done {
 		return dst
+	}
+	if it.kind == itemFunctionCall && translate.NoArgumentText(it.text) {
+		// A call the upstream streamed no arguments for (an Anthropic tool_use with input
+		// {}): its arguments are translate.NoArguments, as OpenAI streams them, in the
+		// deltas, the done event and the item alike.
+		it.text = append(it.text, translate.NoArguments...)
+		if e.stream {
+			dst = e.itemEventAt(dst, "response.function_call_arguments.delta", it, i)
+			dst = append(dst, `"delta":`...)
+			dst = jsonx.AppendString(dst, translate.NoArguments)
+			dst = e.endEvent(dst)
+		}
 	}
 	if e.stream {
 		switch it.kind {

@@ -53,6 +53,10 @@ type Request struct {
 	history        []translate.Message
 	current        []translate.Message
 	echo           []byte // the request settings the Response object echoes, see appendEcho
+	// inflate is what the carried state of the request's items (encrypted_content, call
+	// ids), earlier items included (Prepend), may still inflate to, of maxInflated.
+	inflate     translate.Allowance
+	maxInflated int
 }
 
 // Member names of the objects Parse interprets; see members.Read. The i* constants are
@@ -147,7 +151,14 @@ const (
 // case, is an error (members.Read): the body may be forwarded as it is to a
 // responses backend, and must read the same to every decoder. The returned Request does
 // not alias body.
-func Parse(body []byte) (*Request, error) {
+func Parse(body []byte) (*Request, error) { return ParseWithin(body, translate.DefaultMaxInflated) }
+
+// ParseWithin is Parse with the request's Allowance for carried state
+// (translate.Allowance): the sealed blocks of its reasoning items and the state of its
+// call ids, with those of the items Prepend adds, inflate to at most maxInflated bytes in
+// all, else the request is refused (translate.StateTooLarge, naming the field). Parse
+// allows translate.DefaultMaxInflated.
+func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and input"}
 	}
@@ -156,7 +167,7 @@ func Parse(body []byte) (*Request, error) {
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	s := string(body)
-	r := &Request{Body: s, Store: true, Core: &translate.Request{}}
+	r := &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	p := parser{r: r, sc: jsonx.NewScanner(s)}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
@@ -248,10 +259,14 @@ func (p *parser) checkToolChoice() error {
 
 // Prepend puts the items of earlier responses (a JSON array: the stored input and output
 // items of the response named by previous_response_id) before this request's input.
+// Their carried state is taken from what the request's Allowance has left (ParseWithin).
 func (r *Request) Prepend(items string) error {
 	p := parser{r: r, sc: jsonx.NewScanner(items)}
 	arr, _ := p.sc.IndexRoot() // not an array when not JSON: items reports it
 	msgs, err := p.items(arr, func() string { return "previous_response_id" })
+	if pe, ok := err.(*translate.ParamError); ok && pe.Code == translate.CodeStateTooLarge {
+		pe.Param = "previous_response_id" // the stored items' places mean nothing to the client
+	}
 	if err != nil {
 		return err
 	}
@@ -547,7 +562,12 @@ func (p *parser) toolList(v jsonx.Value) error {
 		if tool, ok, err = p.functionTool(t, param); err != nil {
 			return false
 		}
-		if !ok && p.r.BuiltinTool == nil {
+		if ok {
+			if pe := translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name"); pe != nil {
+				err = pe
+				return false
+			}
+		} else if p.r.BuiltinTool == nil {
 			p.r.BuiltinTool = translate.Errorf(param()+".type", "the built-in tool %q is served only by a responses backend; this model's backend runs function tools only",
 				clip(tool.Builtin.Type))
 		}
@@ -766,6 +786,10 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 				err = translate.Errorf(param()+".namespace", "must be a string")
 				return false
 			}
+			if !p.r.Core.OpenCarried(call.ID, &p.r.inflate) {
+				err = translate.StateTooLarge(param()+".call_id", p.r.maxInflated)
+				return false
+			}
 			assistant()
 			p.calls.Push(call)
 		case "function_call_output":
@@ -818,7 +842,12 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 			}
 			switch enc := f[itemEncrypted]; enc.Kind {
 			case jsonx.String:
-				if b, ok := translate.OpenBlock(enc.Str); ok {
+				b, ok, over := p.r.inflate.OpenBlock(enc.Str)
+				if over {
+					err = translate.StateTooLarge(param()+".encrypted_content", p.r.maxInflated)
+					return false
+				}
+				if ok {
 					blocks = append(blocks, b)
 					p.r.Sealed = true
 				}

@@ -1,6 +1,8 @@
 package responsesin
 
 import (
+	"bytes"
+	"strconv"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -52,9 +54,13 @@ func AppendWithModel(dst, data []byte, inner bool, model []byte) []byte {
 type StreamEvent struct {
 	// Type is the event's type member, "" when it has none.
 	Type string
-	// Seq is its sequence_number when HasSeq (the member is a number).
+	// Seq is its sequence_number when HasSeq (the member is a count: digits only, at
+	// most 18, no sign, fraction or exponent).
 	Seq    int
 	HasSeq bool
+	// SeqAt and SeqLen locate the sequence_number member's value in the data it was read
+	// from (whatever its kind); SeqLen is 0 when the event has no such member.
+	SeqAt, SeqLen int
 	// DeltaBytes is the length of its delta member's literal without the quotes when
 	// it is a string (response.output_text.delta, .function_call_arguments.delta, the
 	// reasoning and refusal deltas), else 0: the output the gateway estimates the tokens
@@ -96,13 +102,87 @@ func ReadStreamEvent(data []byte) (ev StreamEvent, ok bool) {
 		return StreamEvent{}, false
 	}
 	ev = StreamEvent{Type: typ.Str}
-	if seq.Kind == jsonx.Number {
+	if seq.Kind == jsonx.Number && plainCount(seq.Raw) {
 		ev.Seq, ev.HasSeq = int(seq.Int()), true
+	}
+	if seq.Exists() {
+		ev.SeqAt, ev.SeqLen = seq.At, len(seq.Raw)
 	}
 	if delta.Kind == jsonx.String {
 		ev.DeltaBytes = len(delta.Str) // the literal's contents, escapes as written
 	}
 	return ev, true
+}
+
+// plainCount reports whether raw, a JSON number, is a count a client reads as an integer.
+func plainCount(raw string) bool {
+	if len(raw) == 0 || len(raw) > 18 {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Sequencer keeps the sequence_number of the events a Responses client gets strictly
+// increasing when the gateway passes a responses backend's stream through: an event that
+// numbers itself after every event before it keeps its number (so an upstream's own
+// numbering, gaps included, reaches the client as it is), and any other (a number not
+// above the last one, a repeated or restarted count, a missing or non-numeric
+// sequence_number) gets the last number plus one, as do the events the gateway adds
+// (Next). The zero Sequencer numbers from 0.
+type Sequencer struct {
+	next int // the least number the next event may have
+}
+
+// Event returns the data of the stream event ev (as ReadStreamEvent read it from data) as
+// the client gets it: data itself when it keeps its number and is one line, else
+// (rewritten) a copy in scratch's memory with its sequence_number replaced, or inserted as
+// its first member, and without line breaks (an upstream event sent on several data
+// lines arrives joined by line breaks, which would cut it on the client's one data line;
+// in JSON text they are only ever insignificant whitespace).
+func (s *Sequencer) Event(scratch, data []byte, ev StreamEvent) (out []byte, rewritten bool) {
+	multiline := bytes.IndexByte(data, '\n') >= 0 || bytes.IndexByte(data, '\r') >= 0
+	if ev.HasSeq && ev.Seq >= s.next && ev.SeqLen > 0 {
+		s.next = ev.Seq + 1
+		if !multiline {
+			return data, false
+		}
+		return jsonx.AppendCompact(scratch[:0], jsonx.View(data)), true
+	}
+	out = s.renumber(scratch, data, ev)
+	if multiline {
+		out = jsonx.AppendCompact(nil, jsonx.View(out))
+	}
+	return out, true
+}
+
+func (s *Sequencer) renumber(scratch, data []byte, ev StreamEvent) []byte {
+	n := s.Next()
+	if ev.SeqLen > 0 {
+		scratch = append(scratch[:0], data[:ev.SeqAt]...)
+		scratch = strconv.AppendInt(scratch, int64(n), 10)
+		return append(scratch, data[ev.SeqAt+ev.SeqLen:]...)
+	}
+	// ReadStreamEvent accepted data, so it is an object opening at data[0].
+	scratch = append(scratch[:0], `{"sequence_number":`...)
+	scratch = strconv.AppendInt(scratch, int64(n), 10)
+	rest := data[1:]
+	if r := strings.TrimLeft(jsonx.View(rest), " \t\r\n"); len(r) > 0 && r[0] != '}' {
+		scratch = append(scratch, ',')
+	}
+	return append(scratch, rest...)
+}
+
+// Next returns the number of an event the gateway adds to the stream (the error event
+// that ends a failed one), counting it.
+func (s *Sequencer) Next() int {
+	n := s.next
+	s.next++
+	return n
 }
 
 // Upstream is what the gateway reads of a Response object a responses backend sent.

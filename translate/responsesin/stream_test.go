@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
@@ -138,6 +139,7 @@ func frames(t testing.TB, body []byte) []frame {
 // the terminal response's output is the items as done, and it reports usage.
 func checkStream(t testing.TB, body []byte) {
 	t.Helper()
+	openaitest.CheckResponseEvents(t, body)
 	fs := frames(t, body)
 	type itemState struct{ added, done bool }
 	var items []itemState
