@@ -684,13 +684,14 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		}
 		// Everything shows data but what the traffic does not exercise.
 		want := []string{
-			`panel "Dropped parameters" A`,                 // no backend drops parameters here
-			`panel "Fallbacks skipped by key allowlist" A`, // every key may use every fallback
-			`panel "Tool cache hit ratio" A`,               // time_now is not cached: no lookups
-			`panel "Connections refused" A`,                // no connection cap is reached
-			`panel "Rate-limit rejections" A`,              // no key or model has limits here
-			`panel "Budget remaining" A`,                   // no key has a budget
-			`panel "Shared state errors" A`,                // state is in memory
+			`panel "Answers charged an estimate by model" A`, // the upstream reports every answer's usage
+			`panel "Dropped parameters" A`,                   // no backend drops parameters here
+			`panel "Fallbacks skipped by key allowlist" A`,   // every key may use every fallback
+			`panel "Tool cache hit ratio" A`,                 // time_now is not cached: no lookups
+			`panel "Connections refused" A`,                  // no connection cap is reached
+			`panel "Rate-limit rejections" A`,                // no key or model has limits here
+			`panel "Budget remaining" A`,                     // no key has a budget
+			`panel "Shared state errors" A`,                  // state is in memory
 		}
 		if diff := cmp.Diff(want, empty); diff != "" {
 			t.Errorf("dashboard queries without data (-want +got):\n%s", diff)

@@ -18,6 +18,10 @@ type Metrics struct {
 	TTFT            *prometheus.HistogramVec // model, backend
 	Upstream        *prometheus.HistogramVec // backend, code
 	Tokens          *prometheus.CounterVec   // model, backend, key, type
+	// UsageEstimated counts upstream answers whose tokens in Tokens are estimated, in
+	// part or whole: a stream that ended before the upstream's final usage, or an
+	// upstream that reports none.
+	UsageEstimated  *prometheus.CounterVec // model, backend, key
 	Inflight        prometheus.Gauge
 	ToolCalls       *prometheus.CounterVec   // tool, outcome
 	ToolDuration    *prometheus.HistogramVec // tool
@@ -63,6 +67,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_tokens_total", Help: "Tokens by type, in OpenAI semantics (prompt includes cached; completion includes reasoning).",
 		}, []string{"model", "backend", "key", "type"}),
+		UsageEstimated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_usage_estimated_total", Help: "Upstream answers whose tokens (in gateway_tokens_total and budgets) the gateway estimated, in part or whole, because the upstream did not report them: a stream that ended before its final usage, or an upstream that reports none.",
+		}, []string{"model", "backend", "key"}),
 		Inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gateway_inflight_requests", Help: "Chat completion requests being served.",
 		}),
@@ -106,7 +113,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "gateway_log_lines_dropped_total", Help: "Log lines dropped because the log output (stderr) fell behind by more than the gateway buffers.",
 		}),
 	}
-	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.Inflight,
+	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
 		m.LogLinesDropped,

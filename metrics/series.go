@@ -76,6 +76,7 @@ type Series struct {
 	duration            smallCache[durationSub, prometheus.Observer]
 	ttft                lazy[prometheus.Observer]
 	tokens              [len(tokenTypes)]lazy[prometheus.Counter]
+	estimated           lazy[prometheus.Counter]
 }
 
 type requestSub struct {
@@ -131,6 +132,14 @@ func (s *Series) AddTokens(t TokenCounts) {
 			}).Add(float64(n))
 		}
 	}
+}
+
+// CountEstimated counts one upstream answer whose tokens were estimated
+// (gateway_usage_estimated_total).
+func (s *Series) CountEstimated() {
+	s.estimated.get(func() prometheus.Counter {
+		return s.m.UsageEstimated.WithLabelValues(s.model, s.backend, s.key)
+	}).Inc()
 }
 
 // UpstreamOf returns the observer of one upstream attempt's wait for response headers,

@@ -43,9 +43,16 @@ type modelCall struct {
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
-	// Usage sums the usage of every turn.
+	// Usage sums the usage of every turn; Estimated is set once a turn's was estimated, in
+	// part or whole (usage.go).
 	Usage     translate.Usage
+	Estimated bool
+	// lastUsage is the usage the running attempt's upstream reported last, tail the bytes
+	// of output it sent past those figures (noteOutput), prompt the request of the running
+	// turn, whose tokens are estimated when the upstream reports none (attemptUsage).
 	lastUsage translate.Usage
+	tail      int
+	prompt    *translate.Request
 	spend     *limitRun // limits.go: prices each turn for usd budgets; nil means none
 	// headers are sent upstream after the provider's own, replacing any of the same name
 	// (the Messages passthrough's anthropic-version and anthropic-beta); nil means none.
@@ -190,6 +197,7 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 		c.countFn = c.countEvent
 	}
 	counted := c.countFn
+	c.prompt = req
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		c.emit = emit
 		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
@@ -213,8 +221,13 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 // countEvent passes ev on to the attempt's emit (run), noting the usage it reports and
 // that the client has now seen part of an answer.
 func (c *modelCall) countEvent(ev *translate.Event) error {
-	if ev.Kind == translate.EventUsage {
-		c.lastUsage = ev.Usage
+	switch ev.Kind {
+	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
+		c.noteOutput(len(ev.Text))
+	case translate.EventToolCallStart:
+		c.noteOutput(len(ev.Name))
+	case translate.EventUsage:
+		c.noteUsage(ev.Usage)
 	}
 	c.sent = true
 	c.chat.Event(ev) // tracing.go
@@ -326,7 +339,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 
 // counted runs one attempt and adds the usage it reported to the request's.
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
-	c.lastUsage = translate.Usage{}
+	c.lastUsage, c.tail = translate.Usage{}, 0
 	defer c.countUsage(r)
 	return try(ctx, r)
 }
@@ -361,11 +374,9 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 	dec := b.provider.NewStreamDecoder(opts)
 	err = c.pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
 		c.flush, func() error { return dec.Close(emit) })
-	if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
-		// The stream ended early (the client left, the upstream failed): count what the
-		// upstream had reported, which Close would have emitted.
-		c.lastUsage = ur.UsageSoFar()
-	}
+	// The stream ended early (the client left, the upstream failed): count what the
+	// upstream had reported, which Close would have emitted.
+	c.noteUsageSoFar(dec, err)
 	return err
 }
 
@@ -392,12 +403,21 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	return x, err
 }
 
-// countUsage adds the last attempt's usage to the request total and to the token metrics.
+// countUsage adds the last attempt's usage (attemptUsage: reported, or estimated where
+// the upstream reported none) to the request total, its cost and the token metrics. It
+// leaves it in lastUsage, for the attempt's span.
 func (c *modelCall) countUsage(r *route) {
-	c.Usage.Add(c.lastUsage)
-	c.spend.addCost(c.rt, r, c.lastUsage)
-	c.spend.served(r, c.lastUsage) // fallback.go
-	c.seriesOf(r).AddTokens(tokenCounts(c.lastUsage))
+	u, estimated := c.attemptUsage()
+	c.lastUsage, c.tail = u, 0
+	c.Usage.Add(u)
+	c.spend.addCost(c.rt, r, u)
+	c.spend.served(r, u) // fallback.go
+	s := c.seriesOf(r)
+	s.AddTokens(tokenCounts(u))
+	if estimated {
+		c.Estimated = true
+		s.CountEstimated()
+	}
 }
 
 // seriesOf returns the metric series of route r and the call's key, looked up once for

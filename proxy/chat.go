@@ -249,7 +249,7 @@ func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	d := requestDone{series: c.call.seriesOf(c.route), logger: c.s.logger, span: c.span, rid: c.rid,
 		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: api,
 		code: code, stream: stream, at: now, took: now.Sub(c.start),
-		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens}
+		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens, estimated: c.call.Estimated}
 	if !c.firstT.IsZero() {
 		d.ttft = c.firstT.Sub(c.start)
 	}

@@ -37,6 +37,9 @@ type requestDone struct {
 	at                 time.Time
 	took, ttft         time.Duration
 	prompt, completion int
+	// estimated is set when the tokens are estimated in part or whole (usage.go); the
+	// access line then says "usage_estimated":true.
+	estimated bool
 }
 
 // record counts, observes and logs d.
@@ -56,10 +59,14 @@ const accessLine = "chat completion"
 
 // attrs are the attributes of d's access line.
 func (d *requestDone) attrs() []slog.Attr {
-	return []slog.Attr{slog.String("request_id", d.rid),
+	a := []slog.Attr{slog.String("request_id", d.rid),
 		slog.String("model", d.label), slog.String("backend", d.backend), slog.String("key", d.key), slog.Bool("stream", d.stream),
 		slog.Int("status", d.code), slog.Int64("duration_ms", d.took.Milliseconds()),
 		slog.Int("prompt_tokens", d.prompt), slog.Int("completion_tokens", d.completion)}
+	if d.estimated {
+		a = append(a, slog.Bool("usage_estimated", true))
+	}
+	return a
 }
 
 // appendMembers appends the JSON members the gateway's log handler writes for attrs
@@ -73,7 +80,11 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(d.code), 10)
 	b = strconv.AppendInt(append(b, `,"duration_ms":`...), d.took.Milliseconds(), 10)
 	b = strconv.AppendInt(append(b, `,"prompt_tokens":`...), int64(d.prompt), 10)
-	return strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(d.completion), 10)
+	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(d.completion), 10)
+	if d.estimated {
+		b = append(b, `,"usage_estimated":true`...)
+	}
+	return b
 }
 
 // doneSlot is a connection's record left by its last answer (requestDone), kept until

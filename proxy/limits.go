@@ -168,9 +168,7 @@ func (c *chatRun) endLimits() {
 		return
 	}
 	l.admitted = false
-	u := c.call.Usage
-	usage := limits.Usage{Tokens: int64(u.PromptTokens + u.CompletionTokens), MicroUSD: int64(math.Round(l.microUSD))}
-	if err := c.s.limiter.Finish(context.Background(), &l.req, &l.adm, usage); err == nil {
+	if err := c.s.limiter.Finish(context.Background(), &l.req, &l.adm, c.finalUsage()); err == nil {
 		c.setBudgetGauges()
 	}
 }

@@ -85,6 +85,8 @@ func TestAccessLine_MembersMatchAttrs(t *testing.T) {
 		{"non-streamed answer", requestDone{rid: "0123456789abcdef01234567", label: "claude-bench", backend: "anth",
 			key: "bench", api: apiChat, code: 200, at: at, took: 51 * time.Millisecond, prompt: 12, completion: 9}},
 		{"streamed, refused before a route", requestDone{rid: "r", label: unknownLabel, key: "k", code: 429, stream: true, at: at}},
+		{"estimated usage", requestDone{rid: "r", label: "m", backend: "b", key: "k", code: 499, stream: true, at: at,
+			prompt: 5, completion: 50, estimated: true}},
 		{"escapes", requestDone{rid: "a\"b\\c\n\x00<>&\u2028\xff", label: "m\u00e9", backend: "b\t", key: "k\"",
 			code: 502, at: at, took: -time.Millisecond, prompt: -1, completion: 1 << 40}},
 	}

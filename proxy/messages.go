@@ -254,6 +254,7 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 // attempt (modelCall.counted).
 func (m *messagesRun) passAttempt(ctx context.Context, r *route, stream bool, consume func(*exchange) error) error {
 	c := m.c.call
+	c.prompt = m.c.req
 	c.buf = m.passBody(c.takeBuf(), r)
 	x, err := c.send(ctx, r, c.options(r, stream))
 	if err != nil {
@@ -278,8 +279,13 @@ func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
 			}
 			dec := r.backend.provider.NewStreamDecoder(nil)
 			keepUsage := func(ev *translate.Event) error {
-				if ev.Kind == translate.EventUsage {
-					c.lastUsage = ev.Usage
+				switch ev.Kind {
+				case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventToolCallArgsDelta:
+					c.noteOutput(len(ev.Text))
+				case translate.EventToolCallStart:
+					c.noteOutput(len(ev.Name))
+				case translate.EventUsage:
+					c.noteUsage(ev.Usage)
 				}
 				return nil
 			}
@@ -307,9 +313,7 @@ func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
 				o.buf = appendSSE(o.buf[:0], typ, data)
 				return o.write()
 			}, o.sync, func() error { return dec.Close(keepUsage) })
-			if ur, ok := dec.(translate.UsageReporter); ok && err != nil && c.lastUsage == (translate.Usage{}) {
-				c.lastUsage = ur.UsageSoFar()
-			}
+			c.noteUsageSoFar(dec, err) // usage.go: the figures of message_start and message_delta
 			return err
 		})
 	})

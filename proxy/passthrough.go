@@ -29,6 +29,7 @@ import (
 func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o *sseOut) error {
 	clientModel := jsonx.AppendString(nil, req.Model)
 	now := func() int64 { return time.Now().Unix() }
+	c.prompt = req
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, true, func(x *exchange, _ *translate.Options) error {
 			body, err := decodedBody(x, r.backend.name)
@@ -52,8 +53,9 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 				if err != nil {
 					return err
 				}
+				c.noteOutput(ch.OutputBytes) // usage.go: estimated if no usage follows
 				if ch.HasUsage {
-					c.lastUsage = ch.Usage
+					c.noteUsage(ch.Usage)
 					if !req.IncludeUsage && ch.Choices == 0 {
 						return nil // asked for by the gateway, not by the client
 					}
@@ -80,6 +82,7 @@ func (c *modelCall) forwardStream(ctx context.Context, req *translate.Request, o
 // naming the backend.
 func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request, dst []byte) ([]byte, error) {
 	var out []byte
+	c.prompt = req
 	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.roundTrip(ctx, r, req, false, func(x *exchange, _ *translate.Options) error {
 			body, err := c.answerBody(ctx, x, r.backend.name)
@@ -90,6 +93,9 @@ func (c *modelCall) forwardComplete(ctx context.Context, req *translate.Request,
 			if err != nil {
 				c.dropAnswer(x) // the error may quote the body
 				return err
+			}
+			if c.lastUsage == (translate.Usage{}) { // usage.go: an upstream that reports none
+				c.noteOutput(openai.CompletionOutputBytes(body))
 			}
 			c.releaseBuf() // out is a copy
 			return nil

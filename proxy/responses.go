@@ -418,16 +418,16 @@ func (x *responsesRun) finish(code int, stream bool) {
 	c.traceFinish(code, stream) // tracing.go
 	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
-		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens)
+		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens,
+		"usage_estimated", c.call.Estimated)
 }
 
 // forward runs one passthrough turn: the client's body with the route's upstream model, to
 // the route and its fallbacks with retries, the accepted exchange handed to consume.
 func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*exchange, *route) error) error {
 	c := x.c.call
+	c.prompt = x.req.Core
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		c.lastUsage = translate.Usage{}
-		defer c.countUsage(r)
 		c.buf = x.req.AppendBody(c.takeBuf(), r.upstreamModel)
 		xch, err := c.send(ctx, r, c.options(r, stream))
 		if err != nil {
@@ -482,6 +482,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 				return notResponseJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
 			}
 			typ := ev.Type
+			c.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
 			// Numbered after every event the client got before it, whatever the upstream
 			// sent (TestResponses_PassthroughSequenceNumbers).
 			if d, renumbered := x.seq.Event(x.scratch, data, ev); renumbered {
@@ -506,7 +507,7 @@ func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
 				resp := responsesin.ReadEventResponse(o.buf[start:])
 				x.final = []byte(resp.Response)
 				x.output = []byte(resp.Output)
-				c.lastUsage = resp.Usage
+				c.noteUsage(resp.Usage)
 			case "error":
 				terminal = true
 			}

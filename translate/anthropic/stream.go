@@ -38,6 +38,9 @@ type anthropicStream struct {
 	block      anthropicBlock
 	blockIndex int
 	usage      anthropicUsage
+	// finalUsage is set once a message_delta brought its usage: the output count then
+	// covers the whole message (UsageSoFar).
+	finalUsage bool
 	finish     string
 	thinking   anthropicThinking
 	err        *translate.UpstreamError
@@ -145,6 +148,7 @@ func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
 			d.finish = anthropicFinish(r.Str)
 		}
 		d.usage.merge(sc, m[5])
+		d.finalUsage = d.finalUsage || m[5].Kind == jsonx.Object
 		return nil
 	case "message_stop":
 		if d.block != anthropicNoBlock {
@@ -391,5 +395,9 @@ func (d *anthropicStream) malformed(what string, data []byte) *translate.Upstrea
 
 var _ translate.UsageReporter = (*anthropicStream)(nil)
 
-// UsageSoFar returns the usage of message_start, updated by any message_delta since.
-func (d *anthropicStream) UsageSoFar() translate.Usage { return d.usage.openai() }
+// UsageSoFar returns the usage of message_start, updated by any message_delta since:
+// current once a message_delta brought usage (message_start's output count is a
+// placeholder sent before any content).
+func (d *anthropicStream) UsageSoFar() (translate.Usage, bool) {
+	return d.usage.openai(), d.finalUsage
+}

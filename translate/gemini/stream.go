@@ -734,5 +734,7 @@ func geminiSJSONPath(p string) string {
 
 var _ translate.UsageReporter = (*geminiStream)(nil)
 
-// UsageSoFar returns the usage of the last chunk that carried usageMetadata.
-func (d *geminiStream) UsageSoFar() translate.Usage { return d.usage }
+// UsageSoFar returns the usage of the last chunk that carried usageMetadata, current
+// when there was one: Gemini's figures are cumulative, each chunk's counting the
+// candidates up to and including it.
+func (d *geminiStream) UsageSoFar() (translate.Usage, bool) { return d.usage, d.hasUsage }

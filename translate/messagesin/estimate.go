@@ -40,3 +40,12 @@ func EstimateTokens(req *translate.Request) int {
 	}
 	return fixed + (bytes+bytesPerToken-1)/bytesPerToken
 }
+
+// EstimateOutputTokens returns the estimate of the tokens of n bytes of output (text,
+// reasoning, tool call names and arguments, as the upstream's JSON wrote them), with
+// EstimateTokens' weight: one token per 4 bytes, rounded up. The gateway charges it for
+// output an upstream sent without reporting its usage (a stream that ended early, an
+// upstream that reports none).
+func EstimateOutputTokens(n int) int {
+	return (n + bytesPerToken - 1) / bytesPerToken
+}

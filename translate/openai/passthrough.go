@@ -58,6 +58,11 @@ type Chunk struct {
 	Choices int
 	// Finished is set when some choice has a finish_reason.
 	Finished bool
+	// OutputBytes is the length of the output the choices' deltas carry: their content,
+	// refusal, reasoning_content and reasoning strings and their tool calls' names and
+	// arguments, as the chunk writes them (escapes counted as written). The gateway
+	// estimates the tokens of a stream that ends without its usage from it.
+	OutputBytes int
 }
 
 // AppendChunk appends the upstream chunk data, normalized, as an SSE event for the client
@@ -171,8 +176,9 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 // object whose finish_reason (the first of that name) is a non-empty string. It reports
 // false on a syntax error.
 func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
-	if matched, ok := fastChoices(&p.sc, v); matched {
+	if matched, ok, n := fastChoices(&p.sc, v); matched {
 		ch.Choices++ // one choice, its finish_reason null
+		ch.OutputBytes += n
 		return ok
 	}
 	return readChoicesGeneral(&p.sc, v, ch)
@@ -180,16 +186,69 @@ func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
 
 // readChoicesGeneral is readChoices for any layout.
 func readChoicesGeneral(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) bool {
-	var f [1]jsonx.Value
-	arr, ok := sc.ArrayMembers([]string{"finish_reason"}, f[:], func(jsonx.Value) bool {
+	var f [2]jsonx.Value
+	arr, ok := sc.ArrayMembers([]string{"finish_reason", "delta"}, f[:], func(jsonx.Value) bool {
 		ch.Choices++
 		if f[0].Kind == jsonx.String && f[0].Str != "" {
 			ch.Finished = true
 		}
+		ch.OutputBytes += deltaBytes(sc, f[1])
 		return true
 	})
 	*v = arr
 	return ok
+}
+
+// deltaBytes returns the length of the output a choice's delta carries (Chunk.OutputBytes):
+// the literals of its content, refusal, reasoning_content and reasoning strings and of its
+// tool calls' function names and arguments, without their quotes.
+func deltaBytes(sc *jsonx.Scanner, delta jsonx.Value) int {
+	if delta.Kind != jsonx.Object {
+		return 0
+	}
+	var m [5]jsonx.Value
+	sc.Members(delta, []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}, m[:])
+	n := 0
+	for _, s := range m[:4] {
+		n += literalBytes(s)
+	}
+	var fn [1]jsonx.Value
+	sc.EachMembers(m[4], []string{"function"}, fn[:], func(jsonx.Value) bool {
+		var f [2]jsonx.Value
+		sc.Members(fn[0], []string{"name", "arguments"}, f[:])
+		n += literalBytes(f[0]) + literalBytes(f[1])
+		return true
+	})
+	return n
+}
+
+// CompletionOutputBytes returns the length of the output a chat completion body carries
+// (its choices' messages, read as deltaBytes reads a delta): what the gateway estimates
+// the tokens of when an upstream's completion reports no usage. A body that is not a
+// completion carries none.
+func CompletionOutputBytes(body []byte) int {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	var m [1]jsonx.Value
+	root, ok := sc.RootMembers([]string{"choices"}, m[:])
+	if !ok || root.Kind != jsonx.Object {
+		return 0
+	}
+	n := 0
+	var msg [1]jsonx.Value
+	sc.EachMembers(m[0], []string{"message"}, msg[:], func(jsonx.Value) bool {
+		n += deltaBytes(&sc, msg[0])
+		return true
+	})
+	return n
+}
+
+// literalBytes is the length of a string value's literal without its quotes; 0 for any
+// other value.
+func literalBytes(v jsonx.Value) int {
+	if v.Kind != jsonx.String || len(v.Raw) < 2 {
+		return 0
+	}
+	return len(v.Raw) - 2
 }
 
 // The choices of a text or argument chunk in the layout OpenAI sends: one choice, whose
@@ -207,18 +266,18 @@ const (
 // fastChoices reads the choices array at the cursor, which is at its '[', when it is in
 // exactly OpenAI's layout of a text or argument chunk (choicesPrefix): it sets v to the
 // array, as readChoices would, and reports matched, with ok false when the string is not
-// valid JSON. For anything else it reports matched false with the cursor where it was,
+// valid JSON, and n, the length of the string's literal without its quotes (deltaBytes). For anything else it reports matched false with the cursor where it was,
 // leaving the array to readChoices' general reader: what it accepts is valid JSON that
 // the general reader reads the same (FuzzFastChoicesMatchesGeneral). Nearly every chunk
 // of an answer is one of these; the scanner still checks the string.
-func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
+func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool, n int) {
 	s, at := sc.Input(), sc.Pos()
 	if !strings.HasPrefix(s[at:], choicesPrefix) {
-		return false, false
+		return false, false, 0
 	}
 	j, ok := jsonx.IndexEnd(s, at+len(choicesPrefix))
 	if !ok {
-		return false, false
+		return false, false, 0
 	}
 	closing := "}" // the delta's
 	switch {
@@ -226,29 +285,29 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool) {
 		j += len(choicesContent)
 	case strings.HasPrefix(s[j:], choicesToolCall):
 		if j, ok = jsonx.IndexEnd(s, j+len(choicesToolCall)); !ok || !strings.HasPrefix(s[j:], choicesArguments) {
-			return false, false
+			return false, false, 0
 		}
 		j += len(choicesArguments)
 		closing = "}}]}" // the function's, the call's, the array's, the delta's
 	default:
-		return false, false
+		return false, false, 0
 	}
 	if j >= len(s) || s[j] != '"' {
-		return false, false
+		return false, false, 0
 	}
 	sc.Seek(j)
 	if !sc.SkipString() {
-		return true, false // the array is not JSON, whichever reader reads it
+		return true, false, 0 // the array is not JSON, whichever reader reads it
 	}
 	k := sc.Pos()
 	if !strings.HasPrefix(s[k:], closing) || !strings.HasPrefix(s[k+len(closing):], choicesTail) {
 		sc.Seek(at)
-		return false, false
+		return false, false, 0
 	}
 	end := k + len(closing) + len(choicesTail)
 	sc.Seek(end)
 	v.Set(jsonx.Array, s[at:end], at, "")
-	return true, true
+	return true, true, k - j - 2
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.

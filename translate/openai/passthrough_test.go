@@ -61,7 +61,27 @@ func TestOpenAIChunkRewriter(t *testing.T) {
 				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
 				"data: {\"id\":\"up-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"finish_reason\":\"stop\"}]}\n\n",
 			},
-			wantChunk: []Chunk{{Choices: 1}, {Choices: 1, Finished: true}},
+			wantChunk: []Chunk{{Choices: 1, OutputBytes: 1}, {Choices: 1, Finished: true}},
+		},
+		{
+			name: "output bytes: every string a delta carries, as written, in any layout",
+			chunks: []string{
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":"abcd"},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":"a\"b"},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"logprobs":null,"finish_reason":null}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"role":"assistant","content":"ab","reasoning_content":"cd","refusal":null}},` +
+					`{"index":1,"delta":{"reasoning":"e","refusal":"fg","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}},{"function":{"arguments":"[1]"}}]}}]}`,
+				`{"id":"a","created":1,"choices":[{"index":0,"delta":{"content":null},"finish_reason":"stop"}]}`,
+			},
+			want: []string{
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"abcd\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\\\"b\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ab\",\"reasoning_content\":\"cd\",\"refusal\":null}},{\"index\":1,\"delta\":{\"reasoning\":\"e\",\"refusal\":\"fg\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get\",\"arguments\":\"\"}},{\"function\":{\"arguments\":\"[1]\"}}]}}]}\n\n",
+				"data: {\"id\":\"a\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt\",\"choices\":[{\"index\":0,\"delta\":{\"content\":null},\"finish_reason\":\"stop\"}]}\n\n",
+			},
+			wantChunk: []Chunk{{Choices: 1, OutputBytes: 4}, {Choices: 1, OutputBytes: 4}, {Choices: 1, OutputBytes: 2},
+				{Choices: 2, OutputBytes: 2 + 2 + 1 + 2 + 3 + 3}, {Choices: 1, Finished: true}},
 		},
 		{
 			name:      "azure prompt filter chunk gets the gateway's id and clock",
@@ -480,7 +500,7 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 		fast.Reset(s)
 		general.Reset(s)
 		var v1, v2 jsonx.Value
-		matched, ok1 := fastChoices(&fast, &v1)
+		matched, ok1, n := fastChoices(&fast, &v1)
 		if !matched {
 			if fast.Pos() != 0 || fast.Failed() {
 				t.Fatalf("a miss moved the cursor to %d (failed %v)", fast.Pos(), fast.Failed())
@@ -495,7 +515,7 @@ func FuzzFastChoicesMatchesGeneral(f *testing.F) {
 		if !ok1 {
 			return
 		}
-		if v1 != v2 || fast.Pos() != general.Pos() || ch != (Chunk{Choices: 1}) {
+		if v1 != v2 || fast.Pos() != general.Pos() || ch != (Chunk{Choices: 1, OutputBytes: n}) {
 			t.Fatalf("fast %+v at %d, general %+v at %d %+v, on %q", v1, fast.Pos(), v2, general.Pos(), ch, s)
 		}
 	})
@@ -518,7 +538,7 @@ func TestFastChoices_TakesOpenAILayout(t *testing.T) {
 		var s jsonx.Scanner
 		s.Reset(c)
 		var v jsonx.Value
-		if matched, ok := fastChoices(&s, &v); !matched || !ok {
+		if matched, ok, _ := fastChoices(&s, &v); !matched || !ok {
 			t.Fatalf("text delta %d took the general reader: %.120q", deltas, c)
 		}
 	}
@@ -567,4 +587,34 @@ func TestRewriteCompletion_MemberNames(t *testing.T) {
 			t.Errorf("RewriteCompletion(%s) = %s, not JSON", tc.body, got)
 		}
 	}
+}
+
+// TestCompletionOutputBytes: the output of a completion's messages, as written; none for
+// a body that is not a completion.
+func TestCompletionOutputBytes(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello\nyou","refusal":null}}]}`: 10,
+		`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"get","arguments":"{}"}}]}},` +
+			`{"message":{"reasoning_content":"hm","content":"ok"}}]}`: 3 + 2 + 2 + 2,
+		`{"choices":[]}`: 0,
+		`[1]`:            0,
+		`{"choices":`:    0,
+	} {
+		if got := CompletionOutputBytes([]byte(body)); got != want {
+			t.Errorf("CompletionOutputBytes(%s) = %d, want %d", body, got, want)
+		}
+	}
+}
+
+// FuzzCompletionOutputBytes: any body is read without a panic, and the output it reports
+// fits in it.
+func FuzzCompletionOutputBytes(f *testing.F) {
+	f.Add(`{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}`)
+	f.Add(`{"choices":[{"message":{"content":"a\"b"}},{"message":null},1]}`)
+	f.Add(`{"choices":[{"message":{"content":"a"`)
+	f.Fuzz(func(t *testing.T, body string) {
+		if n := CompletionOutputBytes([]byte(body)); n < 0 || n > len(body) {
+			t.Fatalf("CompletionOutputBytes(%q) = %d", body, n)
+		}
+	})
 }

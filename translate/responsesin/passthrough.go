@@ -61,22 +61,55 @@ type StreamEvent struct {
 	// SeqAt and SeqLen locate the sequence_number member's value in the data it was read
 	// from (whatever its kind); SeqLen is 0 when the event has no such member.
 	SeqAt, SeqLen int
+	// DeltaBytes is the length of its delta member's literal without the quotes when
+	// it is a string (response.output_text.delta, .function_call_arguments.delta, the
+	// reasoning and refusal deltas), else 0: the output the gateway estimates the tokens
+	// of when the stream ends without its usage.
+	DeltaBytes int
 }
 
 // ReadStreamEvent reads the data of a stream event; ok is false when it is not a JSON
 // object. The Type aliases data.
 func ReadStreamEvent(data []byte) (ev StreamEvent, ok bool) {
-	sc := jsonx.NewScanner(jsonx.View(data))
-	var v [2]jsonx.Value
-	if _, ok := sc.RootMembers([]string{"type", "sequence_number"}, v[:]); !ok || data[0] != '{' {
+	if len(data) == 0 || data[0] != '{' {
 		return StreamEvent{}, false
 	}
-	ev = StreamEvent{Type: v[0].Str}
-	if v[1].Kind == jsonx.Number && plainCount(v[1].Raw) {
-		ev.Seq, ev.HasSeq = int(v[1].Int()), true
+	sc := jsonx.NewScanner(jsonx.View(data))
+	// RootMembers' walk, the delta read as written: decoded, its escapes would cost an
+	// arena on every delta, and only its length is wanted.
+	var typ, seq, delta jsonx.Value
+	for n := 0; sc.NextField(&n); {
+		var ok bool
+		switch sc.Key() {
+		case "type":
+			ok = sc.First(&typ)
+		case "sequence_number":
+			ok = sc.First(&seq)
+		case "delta":
+			if delta.Kind == jsonx.Missing {
+				ok = sc.ValueRaw(&delta)
+			} else {
+				ok = sc.Skip()
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return StreamEvent{}, false
+		}
 	}
-	if v[1].Exists() {
-		ev.SeqAt, ev.SeqLen = v[1].At, len(v[1].Raw)
+	if sc.Failed() || !sc.AtEnd() {
+		return StreamEvent{}, false
+	}
+	ev = StreamEvent{Type: typ.Str}
+	if seq.Kind == jsonx.Number && plainCount(seq.Raw) {
+		ev.Seq, ev.HasSeq = int(seq.Int()), true
+	}
+	if seq.Exists() {
+		ev.SeqAt, ev.SeqLen = seq.At, len(seq.Raw)
+	}
+	if delta.Kind == jsonx.String {
+		ev.DeltaBytes = len(delta.Str) // the literal's contents, escapes as written
 	}
 	return ev, true
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
@@ -51,6 +52,18 @@ func TestReadUpstream(t *testing.T) {
 	if diff := cmp.Diff(StreamEvent{Type: "response.output_text.delta", Seq: 7, HasSeq: true, SeqAt: 55, SeqLen: 1}, ev); !ok || diff != "" {
 		t.Errorf("event (-want +got):\n%s", diff)
 	}
+	// The output a delta carries, as written: what the gateway estimates when no usage
+	// follows.
+	for in, want := range map[string]int{
+		`{"type":"response.output_text.delta","sequence_number":8,"delta":"ab\"c"}`:   5,
+		`{"type":"response.function_call_arguments.delta","delta":"{\"a\":1}"}`:       9,
+		`{"type":"response.output_item.added","item":{"type":"message","delta":"x"}}`: 0,
+		`{"type":"response.output_text.delta","delta":null}`:                          0,
+	} {
+		if ev, ok := ReadStreamEvent([]byte(in)); !ok || ev.DeltaBytes != want {
+			t.Errorf("ReadStreamEvent(%s).DeltaBytes = %d (ok %v), want %d", in, ev.DeltaBytes, ok, want)
+		}
+	}
 	for _, in := range []string{`[1]`, ` {"type":"x"}`, `{"type":`, `"x"`} {
 		if _, ok := ReadStreamEvent([]byte(in)); ok {
 			t.Errorf("ReadStreamEvent(%s) accepted", in)
@@ -84,6 +97,44 @@ func TestReadUpstream(t *testing.T) {
 	if got := ResponseID([]byte(resp)); got != "resp_1" {
 		t.Errorf("ResponseID = %q", got)
 	}
+}
+
+// FuzzReadStreamEvent: ReadStreamEvent reads what the scanner's general reader
+// (RootMembers) reads of any event: its type, sequence number and the length of its
+// delta's literal.
+func FuzzReadStreamEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"response.output_text.delta","sequence_number":8,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello"}`,
+		`{"type":"response.function_call_arguments.delta","sequence_number":9,"item_id":"fc_1","output_index":1,"delta":"{\"city\":\"Par"}`,
+		`{"type":"response.reasoning_summary_text.delta","delta":"\u00e9\n","delta":"x"}`,
+		`{"type":"response.completed","response":{"usage":null}}`,
+		`{"type":"x","delta":1}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ev, ok := ReadStreamEvent([]byte(s))
+		// The same members read by the scanner's general reader (the first of each name).
+		sc := jsonx.NewScanner(s)
+		var v [3]jsonx.Value
+		_, okRoot := sc.RootMembers([]string{"type", "sequence_number", "delta"}, v[:])
+		want := StreamEvent{Type: v[0].Str}
+		if v[1].Kind == jsonx.Number && plainCount(v[1].Raw) {
+			want.Seq, want.HasSeq = int(v[1].Int()), true
+		}
+		if v[1].Exists() {
+			want.SeqAt, want.SeqLen = v[1].At, len(v[1].Raw)
+		}
+		if v[2].Kind == jsonx.String {
+			want.DeltaBytes = len(v[2].Raw) - 2
+		}
+		if !okRoot || len(s) == 0 || s[0] != '{' {
+			okRoot, want = false, StreamEvent{}
+		}
+		if ok != okRoot || ev != want {
+			t.Fatalf("ReadStreamEvent(%q) = %+v, %v; the general reader's %+v, %v", s, ev, ok, want, okRoot)
+		}
+	})
 }
 
 // TestSequencer pins the numbers a Responses client gets on the passthrough: strictly
