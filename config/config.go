@@ -295,8 +295,16 @@ type ToolSource struct {
 	// Command starts a stdio MCP server (type mcp): program and arguments. An mcp source has
 	// exactly one of Command and URL.
 	Command []string `koanf:"command"`
-	// Env adds environment variables for a stdio MCP server (values may hold ${SECRETS}).
+	// Env sets environment variables of a stdio MCP server (values may hold ${SECRETS}).
+	// A stdio server does not inherit the gateway's environment, which holds upstream and
+	// client credentials: it starts with PATH, HOME, TMPDIR, TZ, LANG, LANGUAGE and the
+	// LC_* variables of the gateway's environment, then the variables EnvPassthrough
+	// names, then Env (which wins over both).
 	Env map[string]string `koanf:"env"`
+	// EnvPassthrough names variables of the gateway's own environment that a stdio MCP
+	// server gets as they are (npm_config_registry, HTTPS_PROXY, ...). A name that is not
+	// set in the gateway's environment is left out.
+	EnvPassthrough []string `koanf:"env_passthrough"`
 	// URL is a streamable-HTTP MCP endpoint (type mcp) or a webhook (type http, required):
 	// an absolute http or https URL.
 	URL string `koanf:"url"`
@@ -318,6 +326,12 @@ type ToolSource struct {
 	Cache *bool `koanf:"cache"`
 	// MaxResultBytes truncates a longer result (with a marker), in bytes. Default 65536.
 	MaxResultBytes int `koanf:"max_result_bytes"`
+	// MaskResults passes the source's results through the credential masking of upstream
+	// error messages (internal/redact: sk-… keys, AIza… keys, Bearer values, runs of 32 or
+	// more hex or mixed base64 characters) before the model sees them. Default true; false
+	// for a source whose results hold long hex digests (git commit ids, checksums) and
+	// never a secret.
+	MaskResults *bool `koanf:"mask_results"`
 	// Overrides set Timeout, Cache and MaxResultBytes for single tools of this source,
 	// by the tool's own name.
 	Overrides map[string]ToolOverride `koanf:"overrides"`
