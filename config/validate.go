@@ -227,6 +227,14 @@ func validateBackend(v *validator, p string, b Backend) {
 	if b.Store && b.Type != "responses" {
 		v.addf(p+".store", "only for responses backends")
 	}
+	if len(b.AllowedBetas) > 0 && b.Type != "anthropic" && slices.Contains(backendTypes, b.Type) {
+		v.addf(p+".allowed_betas", "only for anthropic backends")
+	}
+	for i, beta := range b.AllowedBetas {
+		if beta == "" || strings.ContainsAny(beta, ", \t\r\n") {
+			v.addf(fmt.Sprintf("%s.allowed_betas[%d]", p, i), "a beta name without commas or spaces, or \"*\"")
+		}
+	}
 }
 
 func (c *Config) validateModel(v *validator, name string, m Model) {

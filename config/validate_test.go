@@ -339,6 +339,16 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: tools.remote.env: only for sources started with command",
 		},
 		{
+			name:   "allowed_betas on a mock backend",
+			mutate: func(c *Config) { setBackend(c, "offline", func(b *Backend) { b.AllowedBetas = []string{"x"} }) },
+			want:   "config: backends.offline.allowed_betas: only for anthropic backends",
+		},
+		{
+			name:   "allowed_betas with a comma",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.AllowedBetas = []string{"a,b"} }) },
+			want:   `config: backends.claude.allowed_betas[0]: a beta name without commas or spaces, or "*"`,
+		},
+		{
 			name: "mcp env_passthrough without command",
 			mutate: func(c *Config) {
 				setTool(c, "remote", func(t *ToolSource) { t.EnvPassthrough = []string{"HTTPS_PROXY"} })
