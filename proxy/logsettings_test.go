@@ -63,52 +63,59 @@ func TestUpstreamErrorPromptNotLogged(t *testing.T) {
 	}
 }
 
-// TestApply_LogSettings: a reload applies log.unsafe_transport_errors and
-// log.upstream_error_messages to what is logged from then on, either way.
-func TestApply_LogSettings(t *testing.T) {
+// TestApply_UnsafeTransportErrors: a reload that turns log.unsafe_transport_errors off
+// stops credentials and bodies of unparsable requests reaching the log at once; one that
+// turns it on says that it is partial until a restart.
+func TestApply_UnsafeTransportErrors(t *testing.T) {
 	const badRequest = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" +
 		"Authorization: Bearer sk-very-secret\x01\r\nContent-Length: 26\r\n\r\n{\"prompt\":\"private words\"}"
+	g := startGateway(t, "log: {unsafe_transport_errors: true}\n"+bodyLimitConfig, nil)
+	logsSince := func(from int) string { return g.logText()[from:] }
+	sendRaw(t, g, badRequest)
+	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(g.logText(), "sk-very-secret") })
+
+	if err := g.srv.Apply(parseConfig(t, bodyLimitConfig, nil)); err != nil {
+		t.Fatal(err)
+	}
+	from := len(g.logText())
+	sendRaw(t, g, badRequest)
+	eventually(t, "the transport error", func() bool { return strings.Contains(logsSince(from), "fasthttp") })
+	for _, secret := range []string{"sk-very-secret", "private words"} {
+		if logs := logsSince(from); strings.Contains(logs, secret) {
+			t.Errorf("after the reload the log holds %q:\n%s", secret, logs)
+		}
+	}
+
+	g2 := startGateway(t, bodyLimitConfig, nil)
+	if err := g2.srv.Apply(parseConfig(t, "log: {unsafe_transport_errors: true}\n"+bodyLimitConfig, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(g2.logText(), "log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart") {
+		t.Errorf("no warning about the restart:\n%s", g2.logText())
+	}
+}
+
+// TestApply_UpstreamErrorMessages: a reload applies log.upstream_error_messages, either way.
+func TestApply_UpstreamErrorMessages(t *testing.T) {
 	const prompt = "the merger with Initech closes on Friday"
 	up := newUpstream(t, replayJSON(400, []byte(`{"error":{"message":"Invalid prompt: '`+prompt+`'","type":"invalid_request_error"}}`)))
 	vars := func(log string) map[string]string {
 		return map[string]string{"UP": up.v1(), "RETRIES": "0", "LOG": log}
 	}
-	g := startGateway(t, promptErrorConfig, vars("log: {unsafe_transport_errors: true, upstream_error_messages: true}"))
-	logsSince := func(from int) string { return g.logText()[from:] }
-
-	// As started: both debug switches on.
-	from := len(g.logText())
-	sendRaw(t, g, badRequest)
-	eventually(t, "the verbatim transport error", func() bool { return strings.Contains(logsSince(from), "sk-very-secret") })
-	g.chat("sk-alice", rawBody(t, userParams("gpt", prompt), false))
-	if !strings.Contains(logsSince(from), prompt) {
-		t.Fatalf("upstream_error_messages: true did not log the message:\n%s", logsSince(from))
-	}
-
-	// Reloaded with both off: neither the credential nor the prompt is logged any more.
-	if err := g.srv.Apply(parseConfig(t, promptErrorConfig, vars(""))); err != nil {
-		t.Fatal(err)
-	}
-	from = len(g.logText())
-	sendRaw(t, g, badRequest)
-	eventually(t, "the transport error", func() bool { return strings.Contains(logsSince(from), "fasthttp") })
-	g.chat("sk-alice", rawBody(t, userParams("gpt", prompt), false))
-	logs := logsSince(from)
-	for _, secret := range []string{"sk-very-secret", "private words", prompt} {
-		if strings.Contains(logs, secret) {
-			t.Errorf("after the reload the log holds %q:\n%s", secret, logs)
+	g := startGateway(t, promptErrorConfig, vars(""))
+	for i, on := range []bool{true, false} {
+		log := ""
+		if on {
+			log = "log: {upstream_error_messages: true}"
 		}
-	}
-
-	// Reloaded with unsafe_transport_errors on again: said to be partial until a restart
-	// (fasthttp's own messages were made secure at start).
-	g2 := startGateway(t, promptErrorConfig, vars(""))
-	cfg := parseConfig(t, promptErrorConfig, vars("log: {unsafe_transport_errors: true}"))
-	if err := g2.srv.Apply(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(g2.logText(), "log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart") {
-		t.Errorf("no warning about the restart:\n%s", g2.logText())
+		if err := g.srv.Apply(parseConfig(t, promptErrorConfig, vars(log))); err != nil {
+			t.Fatal(err)
+		}
+		from := len(g.logText())
+		g.chat("sk-alice", rawBody(t, userParams("gpt", prompt), false))
+		if logged := strings.Contains(g.logText()[from:], prompt); logged != on {
+			t.Errorf("reload %d (upstream_error_messages: %v): prompt logged = %v:\n%s", i, on, logged, g.logText()[from:])
+		}
 	}
 }
 
