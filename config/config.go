@@ -141,6 +141,11 @@ type Log struct {
 	// can hold a client's request headers (credentials) and body, so this is for
 	// debugging only. Default false: such errors are logged without any request bytes.
 	UnsafeTransportErrors bool `koanf:"unsafe_transport_errors"`
+	// UpstreamErrorMessages logs the message of an upstream's 4xx error, which may quote the
+	// request (the prompt), masked and cut to 512 bytes, for debugging. Default false: the
+	// log shows the upstream's status, error type, code and param only. The client gets
+	// the (masked) message either way.
+	UpstreamErrorMessages bool `koanf:"upstream_error_messages"`
 }
 
 // Backend is one upstream provider endpoint.
@@ -174,6 +179,37 @@ type Backend struct {
 	// Store sets store=true on Responses API requests (responses backends only). Default false:
 	// Agate is stateless and carries reasoning state itself.
 	Store bool `koanf:"store"`
+	// AllowedBetas are the anthropic-beta names a client's /v1/messages request may switch
+	// on at this backend (anthropic backends only): the others in the client's
+	// anthropic-beta header are dropped and counted in
+	// gateway_anthropic_betas_dropped_total. Unset means DefaultAnthropicBetas(), betas that
+	// change no price; [] forwards none; ["*"] forwards every one the client sends. Betas
+	// that bill more or reach beyond the request (context-1m, fast-mode, extended-cache-ttl,
+	// files-api, mcp-client, code-execution, ...) must be listed to be forwarded.
+	AllowedBetas []string `koanf:"allowed_betas"`
+}
+
+// DefaultAnthropicBetas are the anthropic-beta names forwarded when a backend sets no
+// allowed_betas: features that change neither the price of a token nor what the request
+// may reach, among them every beta Claude Code sends (claude-code, interleaved-thinking,
+// context-management, effort, advanced-tool-use, thinking-token-count,
+// mid-conversation-tool-changes). Each call returns a new slice.
+func DefaultAnthropicBetas() []string {
+	return []string{
+		"advanced-tool-use-2025-11-20",
+		"claude-code-20250219",
+		"context-management-2025-06-27",
+		"effort-2025-11-24",
+		"fine-grained-tool-streaming-2025-05-14",
+		"interleaved-thinking-2025-05-14",
+		"mid-conversation-tool-changes-2026-07-01",
+		"model-context-window-exceeded-2025-08-26",
+		"pdfs-2024-09-25",
+		"prompt-caching-2024-07-31",
+		"thinking-token-count-2026-05-13",
+		"token-counting-2024-11-01",
+		"token-efficient-tools-2025-02-19",
+	}
 }
 
 // Timeouts bound one upstream attempt. Zero means the default; negative is invalid.
@@ -313,8 +349,16 @@ type ToolSource struct {
 	// Command starts a stdio MCP server (type mcp): program and arguments. An mcp source has
 	// exactly one of Command and URL.
 	Command []string `koanf:"command"`
-	// Env adds environment variables for a stdio MCP server (values may hold ${SECRETS}).
+	// Env sets environment variables of a stdio MCP server (values may hold ${SECRETS}).
+	// A stdio server does not inherit the gateway's environment, which holds upstream and
+	// client credentials: it starts with PATH, HOME, TMPDIR, TZ, LANG, LANGUAGE and the
+	// LC_* variables of the gateway's environment, then the variables EnvPassthrough
+	// names, then Env (which wins over both).
 	Env map[string]string `koanf:"env"`
+	// EnvPassthrough names variables of the gateway's own environment that a stdio MCP
+	// server gets as they are (npm_config_registry, HTTPS_PROXY, ...). A name that is not
+	// set in the gateway's environment is left out.
+	EnvPassthrough []string `koanf:"env_passthrough"`
 	// URL is a streamable-HTTP MCP endpoint (type mcp) or a webhook (type http, required):
 	// an absolute http or https URL.
 	URL string `koanf:"url"`
@@ -336,6 +380,12 @@ type ToolSource struct {
 	Cache *bool `koanf:"cache"`
 	// MaxResultBytes truncates a longer result (with a marker), in bytes. Default 65536.
 	MaxResultBytes int `koanf:"max_result_bytes"`
+	// MaskResults passes the source's results through the credential masking of upstream
+	// error messages (internal/redact: sk-… keys, AIza… keys, Bearer values, runs of 32 or
+	// more hex or mixed base64 characters) before the model sees them. Default true; false
+	// for a source whose results hold long hex digests (git commit ids, checksums) and
+	// never a secret.
+	MaskResults *bool `koanf:"mask_results"`
 	// Overrides set Timeout, Cache and MaxResultBytes for single tools of this source,
 	// by the tool's own name.
 	Overrides map[string]ToolOverride `koanf:"overrides"`

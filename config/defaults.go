@@ -75,6 +75,12 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Retries.BaseDelay, defaultRetryBaseDelay)
 		setDefault(&b.Retries.MaxDelay, defaultRetryMaxDelay)
 		setDefault(&b.MaxConns, defaultMaxConns)
+		switch {
+		case b.Type == "anthropic" && !hasKey(raw, "backends", name, "allowed_betas"):
+			b.AllowedBetas = DefaultAnthropicBetas()
+		case b.AllowedBetas == nil && hasKey(raw, "backends", name, "allowed_betas"):
+			b.AllowedBetas = []string{} // allowed_betas: [] forwards none
+		}
 		c.Backends[name] = b
 	}
 	for name, m := range c.Models {

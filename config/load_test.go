@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,11 @@ func TestLoad_Example(t *testing.T) {
 // exampleConfig is what config.example.yaml loads to with no environment.
 func exampleConfig() *Config {
 	backend := func(typ, url string) Backend {
-		return Backend{Type: typ, BaseURL: url, Timeouts: defaultTimeouts(), Retries: defaultRetriesValue(), MaxConns: 512}
+		b := Backend{Type: typ, BaseURL: url, Timeouts: defaultTimeouts(), Retries: defaultRetriesValue(), MaxConns: 512}
+		if typ == "anthropic" {
+			b.AllowedBetas = DefaultAnthropicBetas()
+		}
+		return b
 	}
 	return &Config{
 		Server: Server{
@@ -493,5 +498,36 @@ func TestLoad_MissingFile(t *testing.T) {
 	_, err := Load(path, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "config: open "+path) {
 		t.Errorf("Load(missing) error = %v, want one starting with %q", err, "config: open "+path)
+	}
+}
+
+// TestParse_AllowedBetas: an anthropic backend without allowed_betas forwards the default
+// list; an explicit empty list forwards none; other backends have none.
+func TestParse_AllowedBetas(t *testing.T) {
+	tests := []struct {
+		name    string
+		backend string
+		want    []string
+	}{
+		{name: "unset", backend: `{type: anthropic, base_url: "https://a.example", api_key: k}`, want: DefaultAnthropicBetas()},
+		{name: "null", backend: `{type: anthropic, base_url: "https://a.example", api_key: k, allowed_betas: null}`, want: DefaultAnthropicBetas()},
+		{name: "empty", backend: `{type: anthropic, base_url: "https://a.example", api_key: k, allowed_betas: []}`, want: []string{}},
+		{name: "listed", backend: `{type: anthropic, base_url: "https://a.example", api_key: k, allowed_betas: [context-1m-2025-08-07]}`,
+			want: []string{"context-1m-2025-08-07"}},
+		{name: "not anthropic", backend: `{type: mock}`, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte("backends:\n  b: "+tt.backend+"\n"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, c.Backends["b"].AllowedBetas); diff != "" {
+				t.Errorf("allowed_betas (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if !slices.Contains(DefaultAnthropicBetas(), "interleaved-thinking-2025-05-14") || slices.Contains(DefaultAnthropicBetas(), "context-1m-2025-08-07") {
+		t.Errorf("DefaultAnthropicBetas() = %v", DefaultAnthropicBetas())
 	}
 }

@@ -237,6 +237,14 @@ func validateBackend(v *validator, p string, b Backend) {
 	if b.Store && b.Type != "responses" {
 		v.addf(p+".store", "only for responses backends")
 	}
+	if len(b.AllowedBetas) > 0 && b.Type != "anthropic" && slices.Contains(backendTypes, b.Type) {
+		v.addf(p+".allowed_betas", "only for anthropic backends")
+	}
+	for i, beta := range b.AllowedBetas {
+		if beta == "" || strings.ContainsAny(beta, ", \t\r\n") {
+			v.addf(fmt.Sprintf("%s.allowed_betas[%d]", p, i), "a beta name without commas or spaces, or \"*\"")
+		}
+	}
 }
 
 func (c *Config) validateModel(v *validator, name string, m Model) {
@@ -353,6 +361,7 @@ func validateTool(v *validator, p string, t ToolSource) {
 	}
 	only("command", "mcp", len(t.Command) > 0)
 	only("env", "mcp", len(t.Env) > 0)
+	only("env_passthrough", "mcp", len(t.EnvPassthrough) > 0)
 	only("url", "mcp or http", t.URL != "" && t.Type == "builtin")
 	only("description", "http", t.Description != "")
 	only("parameters", "http", t.Parameters != nil)
@@ -371,6 +380,19 @@ func validateTool(v *validator, p string, t ToolSource) {
 		}
 		if len(t.Env) > 0 && len(t.Command) == 0 {
 			v.addf(p+".env", "only for sources started with command")
+		}
+		if len(t.EnvPassthrough) > 0 && len(t.Command) == 0 {
+			v.addf(p+".env_passthrough", "only for sources started with command")
+		}
+		for name := range t.Env {
+			if !isEnvName(name) {
+				v.addf(p+".env", "%q is not a valid environment variable name (letters, digits and _, not starting with a digit)", name)
+			}
+		}
+		for i, name := range t.EnvPassthrough {
+			if !isEnvName(name) {
+				v.addf(fmt.Sprintf("%s.env_passthrough[%d]", p, i), "not a valid environment variable name (letters, digits and _, not starting with a digit)")
+			}
 		}
 	case "http":
 		if t.URL == "" {

@@ -339,6 +339,42 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: tools.remote.env: only for sources started with command",
 		},
 		{
+			name:   "allowed_betas on a mock backend",
+			mutate: func(c *Config) { setBackend(c, "offline", func(b *Backend) { b.AllowedBetas = []string{"x"} }) },
+			want:   "config: backends.offline.allowed_betas: only for anthropic backends",
+		},
+		{
+			name:   "allowed_betas with a comma",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.AllowedBetas = []string{"a,b"} }) },
+			want:   `config: backends.claude.allowed_betas[0]: a beta name without commas or spaces, or "*"`,
+		},
+		{
+			name: "mcp env_passthrough without command",
+			mutate: func(c *Config) {
+				setTool(c, "remote", func(t *ToolSource) { t.EnvPassthrough = []string{"HTTPS_PROXY"} })
+			},
+			want: "config: tools.remote.env_passthrough: only for sources started with command",
+		},
+		{
+			name: "mcp env name invalid",
+			mutate: func(c *Config) {
+				setTool(c, "everything", func(t *ToolSource) { t.Env = map[string]string{"A=B": "c"} })
+			},
+			want: `config: tools.everything.env: "A=B" is not a valid environment variable name (letters, digits and _, not starting with a digit)`,
+		},
+		{
+			name: "mcp env_passthrough name invalid",
+			mutate: func(c *Config) {
+				setTool(c, "everything", func(t *ToolSource) { t.EnvPassthrough = []string{"PATH", "1X"} })
+			},
+			want: "config: tools.everything.env_passthrough[1]: not a valid environment variable name (letters, digits and _, not starting with a digit)",
+		},
+		{
+			name:   "env_passthrough on an http source",
+			mutate: func(c *Config) { setTool(c, "weather", func(t *ToolSource) { t.EnvPassthrough = []string{"X"} }) },
+			want:   "config: tools.weather.env_passthrough: only for mcp sources",
+		},
+		{
 			name:   "http without url",
 			mutate: func(c *Config) { setTool(c, "weather", func(t *ToolSource) { t.URL = "" }) },
 			want:   "config: tools.weather.url: required",

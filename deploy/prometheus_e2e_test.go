@@ -686,6 +686,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		want := []string{
 			`panel "Answers charged an estimate by model" A`, // the upstream reports every answer's usage
 			`panel "Dropped parameters" A`,                   // no backend drops parameters here
+			`panel "Dropped parameters" B`,                   // no client sends anthropic-beta here
 			`panel "Fallbacks skipped by key allowlist" A`,   // every key may use every fallback
 			`panel "Tool cache hit ratio" A`,                 // time_now is not cached: no lookups
 			`panel "Connections refused" A`,                  // no connection cap is reached

@@ -43,6 +43,10 @@ type Metrics struct {
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
+	// AnthropicBetasDropped counts anthropic-beta names of clients' requests not forwarded
+	// because the backend's allowed_betas do not list them. The label is the configured
+	// backend, never the client's beta name.
+	AnthropicBetasDropped *prometheus.CounterVec // backend
 
 	series seriesCaches // series.go
 }
@@ -91,6 +95,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		DroppedParams: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_dropped_params_total", Help: "Request parameters dropped because the backend cannot honour them (drop_unsupported_params).",
 		}, []string{"backend", "param"}),
+		AnthropicBetasDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_anthropic_betas_dropped_total", Help: "anthropic-beta names of clients' requests not forwarded because the backend's allowed_betas do not list them.",
+		}, []string{"backend"}),
 		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_upstream_retries_total", Help: "Upstream retries and fallbacks by backend and reason.",
 		}, []string{"backend", "reason"}),
@@ -117,6 +124,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
 		m.LogLinesDropped,
+		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")

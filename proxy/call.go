@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
@@ -55,8 +54,11 @@ type modelCall struct {
 	prompt    *translate.Request
 	spend     *limitRun // limits.go: prices each turn for usd budgets; nil means none
 	// headers are sent upstream after the provider's own, replacing any of the same name
-	// (the Messages passthrough's anthropic-version and anthropic-beta); nil means none.
+	// (the Messages passthrough's anthropic-version); nil means none.
 	headers []translate.Header
+	// betas are the client's anthropic-beta names (the Messages passthrough), sent to each
+	// backend as far as its allowed_betas go (upstreamHeaders); nil means none.
+	betas *clientBetas
 	// hdrs is the room for the headers of one upstream request (send).
 	hdrs [8]translate.Header
 	// opts is the room for the encoder options of one upstream call (options).
@@ -281,7 +283,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", last)
+			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
 		last = c.attempts(ctx, r, attempt)
 		if last == nil || c.sent || !retryable(last) || ctx.Err() != nil {
@@ -326,7 +328,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 			delay = ue.RetryAfter
 		}
 		c.metrics.UpstreamRetries.WithLabelValues(b.name, "retry").Inc()
-		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", err)
+		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -384,7 +386,7 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*exchange, error) {
 	b := r.backend
 	start := time.Now()
-	headers := append(c.hdrs[:0], c.headers...)
+	headers := append(c.hdrs[:0], c.upstreamHeaders(b)...)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
@@ -395,7 +397,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
 		// the 401 on would tell the client its own key is wrong.
-		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", redact.Mask(ue.Message))
+		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		fault := upstreamFault(b.name, "rejected the gateway's credential: the gateway operator must check backends."+b.name+".api_key")
 		fault.Code = "upstream_auth_failed"
 		return nil, fault

@@ -6,6 +6,7 @@ import (
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/translate"
@@ -134,4 +135,33 @@ func setErrorHeaders(ctx *fasthttp.RequestCtx, a apiError) {
 // "the upstream of backend X". It is not retried.
 func upstreamFault(backend, what string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
+}
+
+// logError is err as a log line shows it, cut to maxLoggedMessage. An upstream's 4xx
+// error message may quote the request (a 400 naming the offending prompt text), so it is
+// left out unless messages (log.upstream_error_messages) is set: the line keeps the
+// status, type, code and param. Other errors (5xx and the gateway's own) keep their
+// masked text.
+func logError(err error, messages bool) string {
+	ue := upstreamError(err)
+	if ue == nil || messages || ue.Status < 400 || ue.Status > 499 {
+		return clip(err.Error(), maxLoggedMessage)
+	}
+	var b strings.Builder
+	b.WriteString("upstream ")
+	b.WriteString(strconv.Itoa(ue.Status))
+	if ue.Type != "" {
+		b.WriteString(" ")
+		b.WriteString(clip(ue.Type, maxLoggedString))
+	}
+	if ue.Code != "" {
+		b.WriteString(" code=")
+		b.WriteString(clip(redact.Mask(ue.Code), maxLoggedString))
+	}
+	if ue.Param != "" {
+		b.WriteString(" param=")
+		b.WriteString(clip(redact.Mask(ue.Param), maxLoggedString))
+	}
+	b.WriteString(" (message not logged; see log.upstream_error_messages)")
+	return b.String()
 }

@@ -18,7 +18,8 @@ import (
 // allowlists, routing, fallbacks, retries, limits and tool loop of chat completions. To a
 // route whose backends are all of type anthropic (and no server tools) the client's body
 // is forwarded as bytes with the model rewritten, the client's anthropic-version and
-// anthropic-beta headers passed on and the gateway's credential in place of the client's;
+// anthropic-beta headers passed on (the betas the backend's allowed_betas list: betas.go)
+// and the gateway's credential in place of the client's;
 // to any other it is read into the core request (translate/messagesin) and its events
 // encoded as a Message or the Messages event stream. Errors, including those of the
 // shared request path, are rendered in Anthropic's shape (see writeError).
@@ -74,8 +75,13 @@ func (m *messagesRun) prepare() error {
 			version = defaultAnthropicVersion
 		}
 		c.call.headers = []translate.Header{{Name: "anthropic-version", Value: version}}
-		if beta := h.Peek("Anthropic-Beta"); len(beta) > 0 {
-			c.call.headers = append(c.call.headers, translate.Header{Name: "anthropic-beta", Value: string(beta)})
+		if betas := h.PeekAll("Anthropic-Beta"); len(betas) > 0 {
+			// Each backend gets the names its allowed_betas list (betas.go).
+			values := make([][]byte, len(betas))
+			for i, v := range betas {
+				values[i] = bytes.Clone(v)
+			}
+			c.call.betas = &clientBetas{values: values}
 		}
 		return nil
 	}

@@ -85,7 +85,7 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	c, r := m.c.call, m.c.route
 	b := r.backend
 	start := time.Now()
-	x, err := b.send(ctx, path, c.headers, body, false, new(exchange))
+	x, err := b.send(ctx, path, c.upstreamHeaders(b), body, false, new(exchange))
 	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send

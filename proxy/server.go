@@ -181,8 +181,11 @@ func New(opts Options) (*Server, error) {
 		NoDefaultDate:         false,
 		CloseOnShutdown:       true,
 		ErrorHandler:          s.transportError,
-		Logger:                slogPrinter{l: logger, unsafe: opts.Config.Log.UnsafeTransportErrors},
-		// fasthttp's own error texts then leave out the request bytes they would quote.
+		// log.unsafe_transport_errors as the running config has it (a reload changes it).
+		Logger: slogPrinter{l: logger, unsafe: func() bool { return s.runtime().cfg.Log.UnsafeTransportErrors }},
+		// fasthttp's own error texts then leave out the request bytes they would quote. It
+		// is read by fasthttp while serving, so it stays as the config was at start: a
+		// reload that turns unsafe_transport_errors off is enforced by slogPrinter alone.
 		SecureErrorLogMessage: !opts.Config.Log.UnsafeTransportErrors,
 	}
 	if opts.Config.Metrics.Listen != "" {
@@ -217,7 +220,9 @@ func (s *Server) checkTools(rt *runtime) error {
 	return nil
 }
 
-// Apply replaces the configuration. On error the running configuration stays.
+// Apply replaces the configuration. On error the running configuration stays. Of log.*,
+// unsafe_transport_errors and upstream_error_messages apply to what is logged from then on
+// (level and format belong to the logger, the caller's).
 func (s *Server) Apply(cfg *config.Config) error {
 	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
 	if err == nil {
@@ -226,7 +231,10 @@ func (s *Server) Apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	s.rt.Store(rt)
+	prev := s.rt.Swap(rt)
+	if cfg.Log.UnsafeTransportErrors && !prev.cfg.Log.UnsafeTransportErrors && s.srv.SecureErrorLogMessage {
+		s.logger.Warn("config reload: log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart")
+	}
 	return nil
 }
 
@@ -498,7 +506,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) render(rid string, err error) apiError {
 	a := classify(err, rid)
 	if a.Status >= 500 {
-		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", clip(err.Error(), maxLoggedMessage))
+		s.logger.Error("request failed", "request_id", rid, "status", a.Status, "error", logError(err, s.runtime().cfg.Log.UpstreamErrorMessages))
 	}
 	return a
 }
@@ -509,7 +517,11 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, ba
 	writeError(ctx, a)
 	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
 	if a.Status < 500 {
-		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", clip(a.Message, maxLoggedMessage))
+		msg := clip(a.Message, maxLoggedMessage)
+		if upstreamError(err) != nil {
+			msg = logError(err, s.runtime().cfg.Log.UpstreamErrorMessages)
+		}
+		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", msg)
 	}
 }
 
@@ -607,11 +619,11 @@ func clip(s string, n int) string {
 // unsafe is set (log.unsafe_transport_errors), every quoted or raw part is cut out.
 type slogPrinter struct {
 	l      *slog.Logger
-	unsafe bool
+	unsafe func() bool // log.unsafe_transport_errors of the running config
 }
 
 func (p slogPrinter) Printf(format string, args ...any) {
-	if p.unsafe {
+	if p.unsafe() {
 		p.l.Warn("fasthttp", "message", fmt.Sprintf(format, args...))
 		return
 	}

@@ -46,6 +46,8 @@ type backend struct {
 	// head is the head every request starts from (newRequest copies it): the method,
 	// Content-Type, first and then last. Built once by newBackend and only read after.
 	head *fasthttp.RequestHeader
+	// betas is allowed_betas: the client anthropic-beta names forwarded (betas.go).
+	betas betaPolicy
 }
 
 // canonicalHeader is a header whose name is in fasthttp's canonical form.
@@ -82,7 +84,7 @@ func providerFor(typ string) (translate.Provider, bool) {
 // newBackend builds the backend of bc, a backend of a validated, defaulted config (see
 // config.Parse): its values are used as they are.
 func newBackend(name string, bc config.Backend) (*backend, error) {
-	b := &backend{name: name, typ: bc.Type, cfg: bc, timeouts: bc.Timeouts, retries: bc.Retries}
+	b := &backend{name: name, typ: bc.Type, cfg: bc, timeouts: bc.Timeouts, retries: bc.Retries, betas: newBetaPolicy(bc)}
 	p, ok := providerFor(bc.Type)
 	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)

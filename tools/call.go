@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -24,7 +25,8 @@ var errToolTimeout = errors.New("tool timeout")
 // (checked before anything runs), a tool error, a timeout, a lost server or a cancelled ctx
 // all become a Result with IsError and a message for the model. Content longer than the
 // tool's MaxResultBytes is cut there (on a UTF-8 boundary) and ends with
-// "\n[truncated: result was N bytes, limit M]".
+// "\n[truncated: result was N bytes, limit M]". Unless its source sets mask_results:
+// false, what a tool returns has its credential-like tokens masked (redact.Mask) first.
 //
 // Cancelling ctx stops the running call. For a cacheable tool, a successful result is cached
 // and concurrent calls with the same canonical arguments share one execution, which is
@@ -233,6 +235,11 @@ func (r *Registry) execute(ctx context.Context, t *tool, args []byte) (res Resul
 		err = redactError(err) // each source redacts too; this funnel covers any that forgets
 		r.logger.Warn("tool call failed", "tool", t.def.Name, "error", err)
 		return errorResult("tool %s failed: %v", t.def.Name, err), OutcomeError
+	}
+	if t.mask {
+		// A tool may hand back a secret (a server's environment, a config file it read):
+		// masked like an upstream's error message before the model, and so the client, sees it.
+		res.Content = redact.Mask(res.Content)
 	}
 	if len(res.Content) > t.def.MaxResultBytes {
 		res.Content = truncateResult(res.Content, t.def.MaxResultBytes)

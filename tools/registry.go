@@ -141,6 +141,8 @@ type tool struct {
 	def    Definition
 	schema *jsonschema.Schema
 	src    source
+	// mask passes results through redact.Mask (mask_results, default true).
+	mask bool
 }
 
 // source is one configured tool source. Implementations are safe for concurrent use.
@@ -368,7 +370,7 @@ func buildTool(sourceName string, spec toolSpec, cfg config.ToolSource, src sour
 		ReadOnly:    spec.ReadOnly,
 	}
 	applySettings(&d, cfg, spec)
-	return &tool{def: d, schema: sch, src: src}, nil
+	return &tool{def: d, schema: sch, src: src, mask: cfg.MaskResults == nil || *cfg.MaskResults}, nil
 }
 
 // Resolve returns the definitions named by a key's tool list: a source name selects all of

@@ -38,7 +38,7 @@ func TestWebhook_Request(t *testing.T) {
 }
 
 func TestWebhook_Failures(t *testing.T) {
-	long := strings.Repeat("e", 5000)
+	long := strings.Repeat("x", 5000) // not hex: results are masked (TestCall_ResultsMasked)
 	tests := []struct {
 		name    string
 		status  int

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,10 +163,7 @@ func (s *mcpSource) connect(ctx context.Context) (*mcp.ClientSession, []toolSpec
 	} else {
 		// Not CommandContext: the process must outlive ctx, which only bounds connecting.
 		cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
-		cmd.Env = os.Environ()
-		for k, v := range s.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = stdioEnv(os.Environ(), s.cfg.EnvPassthrough, s.cfg.Env)
 		cmd.Stderr = &stderrLogger{logger: s.logger}
 		s.mu.Lock()
 		s.cmd = cmd
@@ -458,6 +457,36 @@ func renderResource(b *strings.Builder, r *mcp.ResourceContents) {
 	default:
 		fmt.Fprintf(b, "[resource: %s, %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob))
 	}
+}
+
+// stdioEnv is the environment of a stdio MCP server: the entries of environ (the
+// gateway's, "NAME=value") whose names are in the base set (isBaseEnv) or in passthrough,
+// then env in name order. The gateway's environment holds the upstream API keys and the
+// secrets its config refers to, and a server may hand its environment to the model (the
+// reference server's get-env tool does), so nothing else of it is passed on. An entry
+// later in the list wins (exec.Cmd keeps the last value of a name).
+func stdioEnv(environ, passthrough []string, env map[string]string) []string {
+	out := make([]string, 0, 8+len(passthrough)+len(env))
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && name != "" && (isBaseEnv(name) || slices.Contains(passthrough, name)) {
+			out = append(out, kv)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, name+"="+env[name])
+	}
+	return out
+}
+
+// isBaseEnv reports whether every stdio MCP server gets the gateway's variable name: what
+// finding programs (PATH), npm's and Python's caches (HOME, TMPDIR) and the locale need.
+func isBaseEnv(name string) bool {
+	switch name {
+	case "PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
 }
 
 // stderrLogger logs a stdio server's stderr line by line. Only the process's stderr copier

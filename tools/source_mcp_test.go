@@ -244,6 +244,16 @@ func runHelperServer() {
 		}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			env := map[string]string{}
+			for _, kv := range os.Environ() {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			js, _ := json.Marshal(env)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(js)}}}, nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "pid"},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
@@ -441,6 +451,126 @@ func TestMCP_Redirects(t *testing.T) {
 			defer ms.mu.Unlock()
 			if len(ms.authHeaders) != 0 {
 				t.Errorf("the redirect target received %d requests, want none", len(ms.authHeaders))
+			}
+		})
+	}
+}
+
+// TestMCPStdio_Environment: a stdio MCP server does not get the gateway's environment,
+// where the upstream keys and the secrets the config names live: only PATH, HOME, the
+// locale and the like, the variables env_passthrough names and those env sets (expanded
+// from ${VAR} like any config string). Checked with a Go server and, when installed, the
+// reference server whose get-env tool returns its whole environment to the model.
+func TestMCPStdio_Environment(t *testing.T) {
+	// The gateway's own environment: an upstream key, another client's key, the metrics
+	// bearer, and the variables the config passes on or refers to.
+	secrets := map[string]string{
+		"ANTHROPIC_API_KEY":        "sk-ant-api03-gatewayUpstreamSecret0123456789",
+		"AGATE_TEST_ALICE_KEY":     "alice-client-key-2c1f",
+		"AGATE_TEST_METRICS_TOKEN": "metrics-bearer-77aa",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("AGATE_TEST_PASSED", "passed-value")
+	t.Setenv("AGATE_TEST_FROM_CONFIG", "expanded-value")
+	t.Setenv("LC_TIME", "C")
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := []struct {
+		name, tool string
+		command    func(t *testing.T) []string
+	}{
+		{name: "go helper", tool: "env", command: func(*testing.T) []string { return []string{exe} }},
+		{name: "server-everything get-env", tool: "get-env", command: everythingServer},
+	}
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			cmd, _ := json.Marshal(srv.command(t))
+			doc := `
+backends: {offline: {type: mock}}
+tools:
+  s:
+    type: mcp
+    command: ` + string(cmd) + `
+    env: {AGATE_TEST_SET: "${AGATE_TEST_FROM_CONFIG}", ` + helperServerEnv + `: "1"}
+    env_passthrough: [AGATE_TEST_PASSED, AGATE_TEST_UNSET]
+`
+			cfg, err := config.Parse([]byte(doc), os.Environ())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newTestRegistry(t, cfg.Tools, nil)
+			res := r.Call(context.Background(), "s__"+srv.tool, []byte(`{}`))
+			if res.IsError {
+				t.Fatalf("%s: %+v", srv.tool, res)
+			}
+			var env map[string]string
+			if err := json.Unmarshal([]byte(res.Content), &env); err != nil {
+				t.Fatalf("%s result is not a JSON object: %v\n%s", srv.tool, err, res.Content)
+			}
+			for name, value := range secrets {
+				if _, ok := env[name]; ok || strings.Contains(res.Content, value) {
+					t.Errorf("the server got the gateway's %s", name)
+				}
+			}
+			want := map[string]string{
+				"PATH":              os.Getenv("PATH"),
+				"LC_TIME":           "C",
+				"AGATE_TEST_SET":    "expanded-value",
+				"AGATE_TEST_PASSED": "passed-value",
+			}
+			for name, value := range want {
+				if env[name] != value {
+					t.Errorf("%s = %q, want %q", name, env[name], value)
+				}
+			}
+			if v, ok := env["AGATE_TEST_UNSET"]; ok {
+				t.Errorf("AGATE_TEST_UNSET (not set in the gateway) = %q, want it absent", v)
+			}
+			if v, ok := env["AGATE_TEST_FROM_CONFIG"]; ok {
+				t.Errorf("AGATE_TEST_FROM_CONFIG (only referred to by the config) = %q, want it absent", v)
+			}
+		})
+	}
+}
+
+// TestStdioEnv pins the environment a stdio server starts with: base variables and the
+// named ones from the gateway's, then env, which wins.
+func TestStdioEnv(t *testing.T) {
+	environ := []string{"PATH=/bin", "HOME=/home/a", "SECRET=s", "LC_ALL=C.UTF-8", "LCX=no", "KEEP=k", "HOMEX=no", "=weird", "NOEQUALS"}
+	got := stdioEnv(environ, []string{"KEEP", "ABSENT"}, map[string]string{"PATH": "/opt/bin", "B": "2", "A": "1"})
+	want := []string{"PATH=/bin", "HOME=/home/a", "LC_ALL=C.UTF-8", "KEEP=k", "A=1", "B=2", "PATH=/opt/bin"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stdioEnv (-want +got):\n%s", diff)
+	}
+}
+
+// TestCall_ResultsMasked: a tool result passes through the credential masking of upstream
+// errors before the model sees it, unless the source sets mask_results: false.
+func TestCall_ResultsMasked(t *testing.T) {
+	ms := newTestMCPServer()
+	srv := ms.httptest(t)
+	const leak = "key sk-proj-Zx81Qw27Er64Ty39Ui05 and Bearer tok3n.V4lue"
+	tests := []struct {
+		name string
+		mask *bool
+		want string
+	}{
+		{name: "default", want: "definition of key sk-*** and Bearer ***"},
+		{name: "mask_results true", mask: ptr(true), want: "definition of key sk-*** and Bearer ***"},
+		{name: "mask_results false", mask: ptr(false), want: "definition of " + leak},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newTestRegistry(t, map[string]config.ToolSource{"srv": {Type: "mcp", URL: srv.URL, MaskResults: tt.mask}}, nil)
+			args, _ := json.Marshal(map[string]string{"q": leak})
+			got := r.Call(context.Background(), "srv__lookup", args)
+			if diff := cmp.Diff(Result{Content: tt.want}, got); diff != "" {
+				t.Errorf("Call (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -86,7 +86,9 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	// call. Closed last (deferred first), after every other closer had its say.
 	logOut := asynclog.New(stderr, asynclog.Options{OnDrop: m.LogLinesDropped.Inc})
 	defer logOut.Close()
-	logger := newLogger(logOut, cfg.Log)
+	// log.level applies on reload through level; log.format needs a restart.
+	level := new(slog.LevelVar)
+	logger := newLogger(logOut, cfg.Log, level)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -147,12 +149,17 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 
 	running := cfg
 	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
+		// The server applies log.unsafe_transport_errors and log.upstream_error_messages
+		// with the rest of the runtime (proxy.Server.Apply).
 		if err := srv.Apply(c); err != nil {
 			return err
 		}
-		if !reflect.DeepEqual(running.Tools, c.Tools) || !reflect.DeepEqual(running.Cache, c.Cache) || running.Server != c.Server ||
-			running.Metrics != c.Metrics || running.State != c.State || running.Responses != c.Responses || running.Telemetry != c.Telemetry {
-			logger.Warn("config reload: changes to server, metrics, tools, cache, state, responses and telemetry take effect after a restart")
+		if c.Log.Level != running.Log.Level {
+			level.Set(logLevel(c.Log.Level))
+			logger.Info("config reload: log level changed", "from", running.Log.Level, "to", c.Log.Level)
+		}
+		if restart := needRestart(running, c); len(restart) > 0 {
+			logger.Warn("config reload: these changes take effect after a restart", "sections", restart)
 		}
 		running = c
 		return nil
@@ -203,9 +210,41 @@ func lookup(environ []string, name, def string) string {
 	return def
 }
 
-func newLogger(w io.Writer, c config.Log) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
+// needRestart names the sections of next that differ from running and that a reload does
+// not apply.
+func needRestart(running, next *config.Config) []string {
+	var names []string
+	for _, s := range []struct {
+		name    string
+		changed bool
+	}{
+		{"server", running.Server != next.Server},
+		{"log.format", running.Log.Format != next.Log.Format},
+		{"metrics", running.Metrics != next.Metrics},
+		{"tools", !reflect.DeepEqual(running.Tools, next.Tools)},
+		{"cache", !reflect.DeepEqual(running.Cache, next.Cache)},
+		{"state", running.State != next.State},
+		{"responses", running.Responses != next.Responses},
+		{"telemetry", running.Telemetry != next.Telemetry},
+	} {
+		if s.changed {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
+// logLevel is the slog level of a validated log.level.
+func logLevel(name string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(name))
+	return l
+}
+
+// newLogger builds the gateway's logger in c.Format, at level, which it sets to c.Level
+// (a reload changes it there).
+func newLogger(w io.Writer, c config.Log, level *slog.LevelVar) *slog.Logger {
+	level.Set(logLevel(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))

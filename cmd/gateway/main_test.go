@@ -299,3 +299,42 @@ func TestRun_CPUProfile(t *testing.T) {
 		t.Fatalf("the profile (%d bytes, %v) does not name the CPU samples", len(b), err)
 	}
 }
+
+// TestRun_ReloadAppliesLogSettings: a reload applies log.level to the running logger, and
+// names log.format, which it cannot apply, as needing a restart.
+func TestRun_ReloadAppliesLogSettings(t *testing.T) {
+	const models = `
+backends: {offline: {type: mock}}
+models:
+  demo: {backend: offline}
+`
+	const server = `server: {listen: "127.0.0.1:0", shutdown_timeout: 5s}` + "\n"
+	path := filepath.Join(t.TempDir(), "agate.yaml")
+	writeAtomically(t, path, server+"log: {level: warn}\n"+models)
+	g := startRun(t, []string{"-config", path}, nil)
+	defer g.stop(t)
+
+	// At warn, a request's access line (info) is not logged.
+	if got := post(t, g.addr, "demo"); got != 200 {
+		t.Fatalf("demo: %d", got)
+	}
+	time.Sleep(300 * time.Millisecond) // log lines are written in batches every 100 ms
+	if strings.Contains(g.stderr.String(), `"msg":"chat completion"`) {
+		t.Fatalf("an info line at level warn:\n%s", g.stderr.String())
+	}
+
+	writeAtomically(t, path, server+"log: {level: info}\n"+models)
+	eventually(t, "the reload to be counted", func() bool { return reloads(t, g.addr, "success") == 1 })
+	eventually(t, "the access line at level info", func() bool {
+		post(t, g.addr, "demo")
+		return strings.Contains(g.stderr.String(), `"msg":"chat completion"`)
+	})
+	if !strings.Contains(g.stderr.String(), `"msg":"config reload: log level changed","from":"warn","to":"info"`) {
+		t.Errorf("the level change is not logged:\n%s", g.stderr.String())
+	}
+
+	writeAtomically(t, path, server+"log: {level: info, format: text}\n"+models)
+	eventually(t, "the restart warning", func() bool {
+		return strings.Contains(g.stderr.String(), `"msg":"config reload: these changes take effect after a restart","sections":["log.format"]`)
+	})
+}
