@@ -220,9 +220,9 @@ func (s *Server) checkTools(rt *runtime) error {
 	return nil
 }
 
-// Apply replaces the configuration. On error the running configuration stays. Of log.*,
-// unsafe_transport_errors and upstream_error_messages apply to what is logged from then on
-// (level and format belong to the logger, the caller's).
+// Apply replaces the configuration. On error the running configuration stays. The new
+// log.unsafe_transport_errors and log.upstream_error_messages apply to what is logged from
+// then on; log.level and log.format belong to the logger, which is the caller's.
 func (s *Server) Apply(cfg *config.Config) error {
 	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
 	if err == nil {
