@@ -99,6 +99,8 @@ type Server struct {
 	// listeners are the client listeners Serve runs, for Shutdown's closeSilent.
 	listenersMu sync.Mutex
 	listeners   []*clientListener
+	// stopping is set by Shutdown: a Serve that starts after it returns at once.
+	stopping bool
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -240,7 +242,7 @@ func (s *Server) Apply(cfg *config.Config) error {
 
 func (s *Server) runtime() *runtime { return s.rt.Load() }
 
-// Serve serves on ln until Shutdown, within server.max_connections and
+// Serve serves on ln until Shutdown (after it, Serve closes ln and returns), within server.max_connections and
 // server.max_connections_per_ip.
 func (s *Server) Serve(ln net.Listener) error {
 	l := newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout)
@@ -252,6 +254,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.metrics.ConnectionsRefused.WithLabelValues(limit).Inc()
 	}
 	s.listenersMu.Lock()
+	if s.stopping {
+		s.listenersMu.Unlock()
+		return ln.Close()
+	}
 	s.listeners = append(s.listeners, l)
 	s.listenersMu.Unlock()
 	return s.srv.Serve(l)
@@ -271,14 +277,27 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 // nothing once it is silentAge old. When ctx ends first, the remaining upstream calls are
 // cancelled (their streams end with an in-band error) and Shutdown waits a little more
 // for them to close.
+//
+// A Serve that has not reached fasthttp's accept loop when Shutdown starts (fasthttp's
+// own shutdown closes only the listeners it already serves, and one Serve adds later would
+// accept forever) ends too: its listener is closed here, and a Serve called after
+// Shutdown returns at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.metricsSrv != nil {
 		defer s.metricsSrv.ShutdownWithContext(ctx)
 	}
+	s.listenersMu.Lock()
+	s.stopping = true
+	s.listenersMu.Unlock()
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.closeSilent(stop)
 	err := s.srv.ShutdownWithContext(ctx)
+	s.listenersMu.Lock()
+	for _, l := range s.listeners {
+		_ = l.Close() // already closed by fasthttp, unless its Serve had not begun
+	}
+	s.listenersMu.Unlock()
 	if err != nil {
 		s.cancelAll()
 		grace, cancel := context.WithTimeout(context.Background(), 5*time.Second)
