@@ -242,8 +242,8 @@ func (s *Server) Apply(cfg *config.Config) error {
 
 func (s *Server) runtime() *runtime { return s.rt.Load() }
 
-// Serve serves on ln until Shutdown (after it, Serve closes ln and returns), within server.max_connections and
-// server.max_connections_per_ip.
+// Serve serves on ln until Shutdown, within server.max_connections and
+// server.max_connections_per_ip. Called after Shutdown, it closes ln and returns.
 func (s *Server) Serve(ln net.Listener) error {
 	l := newClientListener(ln, s.maxConns, s.maxConnsPerIP, s.writeTimeout)
 	l.refused = func(status int) {
