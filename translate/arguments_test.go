@@ -10,9 +10,6 @@ import (
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/agate-gateway/agate/translate/openaichat"
-	"github.com/agate-gateway/agate/translate/responsesin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )
@@ -69,32 +66,7 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 				}
 				return false
 			}
-			req, err := responsesin.Parse([]byte(`{"model":"m","input":"hi","stream":true}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			chat := openaichat.NewChunkEncoder("chatcmpl-1", "m", 1, true)
-			var chatWhole openaichat.Assembler
-			resp := responsesin.NewEncoder(req, responsesin.EncoderOptions{ID: "resp_1", Model: "m", Created: 1, Stream: true})
-			respWhole := responsesin.NewEncoder(req, responsesin.EncoderOptions{ID: "resp_1", Model: "m", Created: 1})
-			msgs := messagesin.NewEncoder("msg_1", "m")
-			var msgsWhole messagesin.Assembler
-			var chatOut, respOut, msgsOut []byte
-			decodeStream(t, up.provider, up.stream, func(ev *translate.Event) error {
-				chatOut = chat.Encode(chatOut, ev)
-				chatWhole.Add(ev)
-				respOut = resp.Encode(respOut, ev)
-				respWhole.Encode(nil, ev)
-				var err error
-				msgsOut, err = msgs.Encode(msgsOut, ev)
-				msgsWhole.Add(ev)
-				return err
-			})
-			chatOut = chat.Finish(chatOut)
-			chatWhole.Finish()
-			respOut = resp.Finish(respOut, 2)
-			respWhole.Finish(nil, 2)
-			msgsOut = msgs.Finish(msgsOut)
+			o := encodeEveryClient(t, func(emit translate.Emit) { decodeStream(t, up.provider, up.stream, emit) })
 
 			// got collects, per call without arguments, what each client API shows.
 			type shown struct{ where, args string }
@@ -106,7 +78,7 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 			}
 			// Chat, streamed: the concatenated argument deltas of each call.
 			names, args := map[int64]string{}, map[int64]string{}
-			for _, d := range sseData(chatOut) {
+			for _, d := range sseData(o.chatOut) {
 				for _, tc := range gjson.Get(d, "choices.0.delta.tool_calls").Array() {
 					i := tc.Get("index").Int()
 					if n := tc.Get("function.name"); n.Exists() {
@@ -119,12 +91,12 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 				add("chat stream", n, args[i])
 			}
 			// Chat, whole.
-			for _, tc := range chatWhole.Choices[0].ToolCalls {
+			for _, tc := range o.chatWhole.Choices[0].ToolCalls {
 				add("chat whole", tc.Name, tc.Arguments)
 			}
 			// Responses, streamed: the deltas, the done event, the item done, the terminal response.
 			itemName, deltas := map[string]string{}, map[string]string{}
-			for _, d := range sseData(respOut) {
+			for _, d := range sseData(o.respOut) {
 				switch ev := gjson.Parse(d); ev.Get("type").String() {
 				case "response.output_item.added":
 					itemName[ev.Get("item.id").String()] = ev.Get("item.name").String()
@@ -147,14 +119,14 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 				}
 			}
 			// Responses, whole.
-			for _, it := range gjson.ParseBytes(respWhole.AppendResponse(nil)).Get("output").Array() {
+			for _, it := range gjson.ParseBytes(o.respWhole.AppendResponse(nil)).Get("output").Array() {
 				if it.Get("type").String() == "function_call" {
 					add("responses whole", it.Get("name").String(), it.Get("arguments").String())
 				}
 			}
 			// Messages, streamed: content_block_start's input, completed by its deltas.
 			blockName, blockInput, blockJSON := map[int64]string{}, map[int64]string{}, map[int64]string{}
-			for _, d := range sseData(msgsOut) {
+			for _, d := range sseData(o.msgsOut) {
 				switch ev := gjson.Parse(d); ev.Get("type").String() {
 				case "content_block_start":
 					if ev.Get("content_block.type").String() == "tool_use" {
@@ -177,7 +149,7 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 				add("messages stream", n, in)
 			}
 			// Messages, whole.
-			for _, b := range gjson.ParseBytes(msgsWhole.AppendMessage(nil, "msg_1", "m")).Get("content").Array() {
+			for _, b := range gjson.ParseBytes(o.msgsWhole.AppendMessage(nil, "msg_1", "m")).Get("content").Array() {
 				if b.Get("type").String() == "tool_use" {
 					add("messages whole", b.Get("name").String(), b.Get("input").Raw)
 				}
@@ -193,7 +165,7 @@ func TestNoArguments_EveryClientAPI(t *testing.T) {
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(shown{})); diff != "" {
 				t.Errorf("arguments of a call without arguments (-want +got):\n%s", diff)
 			}
-			for _, d := range sseData(respOut) {
+			for _, d := range sseData(o.respOut) {
 				if !json.Valid([]byte(d)) {
 					t.Errorf("not JSON: %s", d)
 				}

@@ -7,9 +7,6 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/agate-gateway/agate/translate/openaichat"
-	"github.com/agate-gateway/agate/translate/responsesin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 )
@@ -36,10 +33,6 @@ func TestCompactionUsage_EveryClientAPI(t *testing.T) {
 	stream = []byte(gjsonReplaceLastDeltaUsage(t, string(stream), usage))
 	whole := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"compaction","content":"Summary."},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":` + usage + `}`)
 
-	req, err := responsesin.Parse([]byte(`{"model":"m","input":"hi","stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, up := range []struct {
 		name   string
 		decode func(emit translate.Emit)
@@ -52,28 +45,7 @@ func TestCompactionUsage_EveryClientAPI(t *testing.T) {
 		}},
 	} {
 		t.Run(up.name, func(t *testing.T) {
-			chat := openaichat.NewChunkEncoder("c", "m", 1, true)
-			var chatWhole openaichat.Assembler
-			resp := responsesin.NewEncoder(req, responsesin.EncoderOptions{ID: "resp_1", Model: "m", Created: 1, Stream: true})
-			respWhole := responsesin.NewEncoder(req, responsesin.EncoderOptions{ID: "resp_1", Model: "m", Created: 1})
-			msgs := messagesin.NewEncoder("msg_1", "m")
-			var msgsWhole messagesin.Assembler
-			var chatOut, respOut, msgsOut []byte
-			up.decode(func(ev *translate.Event) error {
-				chatOut = chat.Encode(chatOut, ev)
-				chatWhole.Add(ev)
-				respOut = resp.Encode(respOut, ev)
-				respWhole.Encode(nil, ev)
-				var err error
-				msgsOut, err = msgs.Encode(msgsOut, ev)
-				msgsWhole.Add(ev)
-				return err
-			})
-			chatOut = chat.Finish(chatOut)
-			chatWhole.Finish()
-			respOut = resp.Finish(respOut, 2)
-			respWhole.Finish(nil, 2)
-			msgsOut = msgs.Finish(msgsOut)
+			o := encodeEveryClient(t, up.decode)
 
 			chatUsage := func(u gjson.Result) billed {
 				// chat has no field for cache writes: they are in prompt_tokens.
@@ -96,14 +68,14 @@ func TestCompactionUsage_EveryClientAPI(t *testing.T) {
 				}
 				return r
 			}
-			u := chatWhole.Usage
+			u := o.chatWhole.Usage
 			got := map[string]billed{
-				"chat stream":      chatUsage(last(chatOut, "").Get("usage")),
+				"chat stream":      chatUsage(last(o.chatOut, "").Get("usage")),
 				"chat whole":       {Input: int64(u.PromptTokens), CacheRead: int64(u.CachedTokens), CacheWrite: int64(u.CacheCreationTokens), Output: int64(u.CompletionTokens)},
-				"responses stream": respUsage(last(respOut, "response.completed").Get("response.usage")),
-				"responses whole":  respUsage(gjson.ParseBytes(respWhole.AppendResponse(nil)).Get("usage")),
-				"messages stream":  msgsUsage(last(msgsOut, "message_delta").Get("usage")),
-				"messages whole":   msgsUsage(gjson.ParseBytes(msgsWhole.AppendMessage(nil, "msg_1", "m")).Get("usage")),
+				"responses stream": respUsage(last(o.respOut, "response.completed").Get("response.usage")),
+				"responses whole":  respUsage(gjson.ParseBytes(o.respWhole.AppendResponse(nil)).Get("usage")),
+				"messages stream":  msgsUsage(last(o.msgsOut, "message_delta").Get("usage")),
+				"messages whole":   msgsUsage(gjson.ParseBytes(o.msgsWhole.AppendMessage(nil, "msg_1", "m")).Get("usage")),
 			}
 			for where, g := range got {
 				if diff := cmp.Diff(want, g); diff != "" {
