@@ -76,7 +76,7 @@ type modelCall struct {
 	chat   *telemetry.Chat
 
 	// emit is where the running attempt's events go (run). countFn is countEvent as a
-	// func value, made on first use and kept by a recycled chatRun (Reset): a method value
+	// func value, made on first use and kept by a recycled requestRun (Reset): a method value
 	// handed to a provider is allocated, and this way once per modelCall, not per turn.
 	emit    translate.Emit
 	countFn translate.Emit

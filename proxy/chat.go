@@ -16,8 +16,8 @@ import (
 	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
-// chatRun is one chat completions request after authentication, parsing and routing.
-type chatRun struct {
+// requestRun is one chat completions request after authentication, parsing and routing.
+type requestRun struct {
 	s     *Server
 	rt    *runtime
 	key   *apiKey
@@ -31,7 +31,7 @@ type chatRun struct {
 	// ownCall is where call points (one allocation for both).
 	ownCall modelCall
 	// out is where execute sends the events of the model call, through toOut (outEvent
-	// as a func value, made once per chatRun).
+	// as a func value, made once per requestRun).
 	out    loop.Output
 	toOut  translate.Emit
 	defs   []tools.Definition // server tools of this key; none means no tool loop
@@ -50,7 +50,7 @@ type chatRun struct {
 }
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
+	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
 		// Lazily: a passthrough forwards the body and never reads the message strings,
 		// so their escapes are decoded only for a request that does (prepare).
 		//
@@ -59,7 +59,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// a chat request outlives its response but the attributes of its spans, which a
 		// tracer exports later.
 		// The request and its message arrays are built in a recycled Scratch, which the
-		// run gives back when it is over (chatRun.releaseScratch): kept in c, not in a
+		// run gives back when it is over (requestRun.releaseScratch): kept in c, not in a
 		// closure, which would be allocated.
 		if s.tracer == nil {
 			sc, st := s.scratches.get(), s.stages.get()
@@ -82,7 +82,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 // unless nothing reads them decoded: the passthrough forwards them as they are, and an
 // encoder that is a translate.LiteralReader writes them from their escapes. The tool
 // loop reads them, and so does tracing (content capture).
-func (c *chatRun) prepare() error {
+func (c *requestRun) prepare() error {
 	if err := c.serverTools(); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (c *chatRun) prepare() error {
 // readsLiterals reports whether, without server tools, every backend the run may call
 // (the route's, then its fallbacks') encodes the request's strings as the lazy parse
 // leaves them (translate.LiteralReader).
-func (c *chatRun) readsLiterals() bool {
+func (c *requestRun) readsLiterals() bool {
 	if len(c.defs) > 0 || !readsLiterals(c.route.backend) {
 		return false
 	}
@@ -114,7 +114,7 @@ func readsLiterals(b *backend) bool {
 
 // serverTools resolves the key's server tools, if any, into c.defs and rejects client
 // tools named like one of them.
-func (c *chatRun) serverTools() error {
+func (c *requestRun) serverTools() error {
 	if len(c.key.tools) == 0 || c.s.tools == nil {
 		return nil
 	}
@@ -148,7 +148,7 @@ func mergeServerTools(req *translate.Request, defs []tools.Definition) error {
 
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
-func (c *chatRun) passthrough() bool {
+func (c *requestRun) passthrough() bool {
 	if len(c.defs) > 0 || c.route.backend.typ != "openai" {
 		return false
 	}
@@ -165,7 +165,7 @@ func (c *chatRun) passthrough() bool {
 const loopKeepAlive = time.Second
 
 // execute produces the response's events into out: a tool loop, or one model call.
-func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) error {
+func (c *requestRun) execute(ctx context.Context, out loop.Output, stream bool) error {
 	if len(c.defs) > 0 {
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
 			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.log(),
@@ -174,7 +174,7 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 		return l.Run(ctx, c.req, out)
 	}
 	// out.Event as a func value would be allocated on each request: c.toOut, made once
-	// per chatRun (Reset keeps it), reads c.out instead.
+	// per requestRun (Reset keeps it), reads c.out instead.
 	c.out = out
 	if c.toOut == nil {
 		c.toOut = c.outEvent
@@ -185,10 +185,10 @@ func (c *chatRun) execute(ctx context.Context, out loop.Output, stream bool) err
 	return c.call.Complete(ctx, c.req, c.toOut)
 }
 
-func (c *chatRun) outEvent(ev *translate.Event) error { return c.out.Event(ev) }
+func (c *requestRun) outEvent(ev *translate.Event) error { return c.out.Event(ev) }
 
 // complete serves a non-streaming request.
-func (c *chatRun) complete(ctx *fasthttp.RequestCtx) {
+func (c *requestRun) complete(ctx *fasthttp.RequestCtx) {
 	// One model call runs in this goroutine and is over when complete returns: it needs
 	// no context of its own. A tool loop may leave tool calls running; its context ends
 	// them.
@@ -240,7 +240,7 @@ func (o assemblerOut) KeepAlive() error                { return nil }
 // funnel already counted it. ctx is the request's when its answer is not streamed and not
 // yet written, nil otherwise: the record is then left to the connection, to be made once
 // the answer is written, unless tracing is on (the server span ends with the handler).
-func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
+func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	api := c.api
 	if api == "" {
 		api = apiChat
@@ -274,7 +274,7 @@ func answerConn(ctx *fasthttp.RequestCtx) (*clientConn, bool) {
 // responseID returns the client-facing response id, made on first use: the answer of a
 // non-streamed passthrough keeps the upstream's and needs none. A streamed request's is
 // made before its goroutines start (serve), so that they only read it.
-func (c *chatRun) responseID() string {
+func (c *requestRun) responseID() string {
 	if c.id == "" {
 		c.id = newID(c.idPrefix)
 	}
@@ -283,17 +283,17 @@ func (c *chatRun) responseID() string {
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served
 // stays reachable through it.
-func (c *chatRun) Reset() {
+func (c *requestRun) Reset() {
 	// The two func values close over c itself, so they stay right for its next request.
 	toOut, countFn := c.toOut, c.ownCall.countFn
-	*c = chatRun{}
+	*c = requestRun{}
 	c.toOut, c.ownCall.countFn = toOut, countFn
 }
 
 // releaseScratch gives the memory c.req was parsed into back for another request: only
 // once the run is over, when nothing reads c.req any more (serve, or the stream writer's
 // end). A run whose request is not in a Scratch has nothing to give back.
-func (c *chatRun) releaseScratch() {
+func (c *requestRun) releaseScratch() {
 	if c.scratch != nil {
 		c.s.scratches.put(c.scratch)
 		c.scratch = nil

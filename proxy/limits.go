@@ -27,7 +27,7 @@ type limitRun struct {
 	// microUSD sums the cost of every upstream turn, priced by the route that served it.
 	microUSD float64
 	// run is the request's run, which holds this limitRun (set by admit); nil before.
-	run *chatRun
+	run *requestRun
 	// countOnly marks a request that is counted and holds its slots but is charged no
 	// tokens (count_tokens): it reserves nothing.
 	countOnly bool
@@ -78,7 +78,7 @@ func rate(l config.Limits) limits.Rate {
 // admit checks the request against its limits before any upstream call. It reports false
 // when the request was refused and answered: 429 over a limit or budget, 503 when the
 // state store cannot answer and state.on_error is deny.
-func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
+func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
 	l.run = c
 	l.req = limitRequest(c.key, c.route)
@@ -118,7 +118,7 @@ func (c *chatRun) admit(ctx *fasthttp.RequestCtx) bool {
 // its model's max_tokens, else state.reserve_output_tokens), and for a usd budget these
 // tokens priced at the model's input and output prices. Nothing when no token limit or
 // budget applies, or for a request charged no tokens (countOnly).
-func (c *chatRun) reserve(req *limits.Request) limits.Usage {
+func (c *requestRun) reserve(req *limits.Request) limits.Usage {
 	l := &c.limits
 	if l.countOnly || req.KeyRate.TokensPerMinute == 0 && req.ModelRate.TokensPerMinute == 0 &&
 		req.Budget.Tokens == 0 && req.Budget.MicroUSD == 0 {
@@ -138,7 +138,7 @@ func (c *chatRun) reserve(req *limits.Request) limits.Usage {
 // tokenEstimate returns the request's token estimate: its prompt (messagesin's estimate)
 // plus its output cap (the request's, else its model's max_tokens, else
 // state.reserve_output_tokens), made once.
-func (c *chatRun) tokenEstimate() int64 {
+func (c *requestRun) tokenEstimate() int64 {
 	l := &c.limits
 	if l.estimate > 0 {
 		return l.estimate
@@ -161,7 +161,7 @@ func (c *chatRun) tokenEstimate() int64 {
 // endLimits charges the request's usage (every turn) and releases its slots, once. It
 // runs when the response has ended, whether completed, failed or left by the client.
 // The limiter replaces the reservation taken at admission by this usage.
-func (c *chatRun) endLimits() {
+func (c *requestRun) endLimits() {
 	l := &c.limits
 	l.endFallbacks() // fallback.go
 	if !l.admitted {
@@ -173,7 +173,7 @@ func (c *chatRun) endLimits() {
 	}
 }
 
-func (c *chatRun) setBudgetGauges() {
+func (c *requestRun) setBudgetGauges() {
 	l := &c.limits
 	if l.req.Budget.Tokens > 0 {
 		c.s.metrics.BudgetRemaining.WithLabelValues(c.key.name, "tokens").Set(float64(l.adm.BudgetTokensLeft))
@@ -205,7 +205,7 @@ type limitError struct{ a apiError }
 
 func (e *limitError) Error() string { return e.a.Message }
 
-func (c *chatRun) limitError() error {
+func (c *requestRun) limitError() error {
 	l := &c.limits
 	d, after := l.adm.Denied, l.adm.RetryAfter
 	a := apiError{Status: 429, Code: "rate_limit_exceeded", Type: "requests",

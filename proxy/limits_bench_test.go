@@ -31,7 +31,7 @@ state: {type: memory}
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &chatRun{s: g.srv, rt: rt, key: key, route: route, start: time.Now(), req: &translate.Request{Model: "demo"}}
+	c := &requestRun{s: g.srv, rt: rt, key: key, route: route, start: time.Now(), req: &translate.Request{Model: "demo"}}
 	c.call = &modelCall{rt: rt, route: route, key: key, metrics: g.srv.metrics}
 	c.call.Usage.PromptTokens, c.call.Usage.CompletionTokens = 90, 10
 	var ctx fasthttp.RequestCtx

@@ -240,7 +240,7 @@ type clientConn struct {
 	// armed is the read deadline set on the connection, want the one last asked for;
 	// zero: none.
 	armed, want time.Time
-	// done is the record the last non-streamed answer left (chatRun.finish), made by the
+	// done is the record the last non-streamed answer left (requestRun.finish), made by the
 	// next Read, once the answer is written, or by Close or Server.Settle.
 	done doneSlot
 	// cred is the credential header the connection last had accepted (requestKey).

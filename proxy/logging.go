@@ -51,7 +51,7 @@ func logLineAt(l *slog.Logger, t time.Time, msg string, members func([]byte) []b
 // requestLogger returns a logger whose records carry request_id first, as
 // l.With("request_id", rid) would, but costs nothing until a record is logged: With
 // formats its attributes at once, and most requests log no line through it (the access
-// line is logged by chatRun.finish with the id as an explicit attribute).
+// line is logged by requestRun.finish with the id as an explicit attribute).
 func requestLogger(l *slog.Logger, rid string) *slog.Logger {
 	return slog.New(&requestHandler{next: l.Handler(), rid: rid})
 }

@@ -40,9 +40,9 @@ func isMessagesPath(path []byte) bool {
 const defaultAnthropicVersion = "2023-06-01"
 
 // messagesRun is one POST /v1/messages request. It reuses the chat request's machinery
-// (chatRun: the model call, the tool loop, limits, metrics) with the core request.
+// (requestRun: the model call, the tool loop, limits, metrics) with the core request.
 type messagesRun struct {
-	c *chatRun
+	c *requestRun
 	// body is the client's Messages body; c.req.Body is its OpenAI chat equivalent.
 	body []byte
 	// pass is set when the body is forwarded as bytes to anthropic backends.
@@ -52,7 +52,7 @@ type messagesRun struct {
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
+	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
 		req, err := messagesin.ParseWithin(body, false, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
@@ -110,7 +110,7 @@ func (m *messagesRun) prepare() error {
 
 // allBackends reports whether the route and all its fallbacks are backends of type typ
 // and the request runs no tool loop: the condition of a passthrough.
-func allBackends(c *chatRun, typ string) bool {
+func allBackends(c *requestRun, typ string) bool {
 	if len(c.defs) > 0 || c.route.backend.typ != typ {
 		return false
 	}
@@ -123,7 +123,7 @@ func allBackends(c *chatRun, typ string) bool {
 }
 
 // anyBackend reports whether the route or one of its fallbacks is a backend of type typ.
-func anyBackend(c *chatRun, typ string) bool {
+func anyBackend(c *requestRun, typ string) bool {
 	if c.route.backend.typ == typ {
 		return true
 	}
@@ -169,7 +169,7 @@ func (o *messagesOut) KeepAlive() error {
 	return o.flush()
 }
 
-// stream serves a streaming request (chatRun.runStream).
+// stream serves a streaming request (requestRun.runStream).
 func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) { m.c.runStream(ctx, m) }
 
 func (m *messagesRun) errorBody(a apiError) []byte {

@@ -38,7 +38,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		s.fail(ctx, rid, err, unknownLabel, "", key.name, "false")
 		return
 	}
-	c := &chatRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
+	c := &requestRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
 	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
 	// Admitted like any request (its key's and model's requests count, it holds their
 	// concurrency slots while it runs) but charged no tokens: it reserves none, and its

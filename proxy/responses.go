@@ -66,10 +66,10 @@ func (s *Server) newResponseStore(cfg *config.Config) (responsestore.Store, erro
 }
 
 // responsesRun is one POST /v1/responses request after authentication, parsing and
-// routing. It reuses the chat request's machinery (chatRun: the model call, the tool
+// routing. It reuses the chat request's machinery (requestRun: the model call, the tool
 // loop, the stream's commit protocol) with the core request.
 type responsesRun struct {
-	c   *chatRun
+	c   *requestRun
 	req *responsesin.Request
 	// prev is the stored response previous_response_id names; nil when none.
 	prev *responsestore.Record
@@ -88,7 +88,7 @@ type responsesRun struct {
 const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
-	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *chatRun) (*translate.Request, endpointRun, error) {
+	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
 		req, err := responsesin.ParseWithin(body, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
@@ -238,7 +238,7 @@ func joinArrays(arrays ...string) string {
 	return b.String()
 }
 
-// stream serves a streaming request (chatRun.runStream).
+// stream serves a streaming request (requestRun.runStream).
 func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) { x.c.runStream(ctx, x) }
 
 func (x *responsesRun) errorBody(a apiError) []byte {

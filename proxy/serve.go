@@ -11,7 +11,7 @@ import (
 
 // endpointRun answers one routed request of a client API (chat completions, Responses,
 // Messages) once serve has authenticated, parsed and routed it. Each run owns its
-// chatRun's model call, tool loop, limits and metrics through that chatRun.
+// requestRun's model call, tool loop, limits and metrics through that requestRun.
 type endpointRun interface {
 	// prepare resolves what the run needs before limits are checked (server tools, the
 	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
@@ -25,9 +25,9 @@ type endpointRun interface {
 
 // parseFunc parses a client API's body into the core request and returns the run that
 // answers it, built around c (whose fields serve sets once the request is routed). It
-// may keep in c the memory the request was parsed into (chatRun.scratch), which serve
+// may keep in c the memory the request was parsed into (requestRun.scratch), which serve
 // gives back with c.
-type parseFunc func(body []byte, c *chatRun) (*translate.Request, endpointRun, error)
+type parseFunc func(body []byte, c *requestRun) (*translate.Request, endpointRun, error)
 
 // serve is the request path every client API shares: the server span, the key from the
 // headers, the body parsed by parse, the route and the key's allowlist, the run's

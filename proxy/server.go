@@ -79,7 +79,7 @@ type Server struct {
 	writeTimeout time.Duration
 	// bodies holds scratch buffers for reading request bodies.
 	bodies sync.Pool
-	// assemblers recycles the Assemblers of non-streamed answers (chatRun.complete).
+	// assemblers recycles the Assemblers of non-streamed answers (requestRun.complete).
 	assemblers recycler[openaichat.Assembler, *openaichat.Assembler]
 	// scratches recycles the memory chat requests are parsed into (handleChat).
 	scratches recycler[openaichat.Scratch, *openaichat.Scratch]
@@ -87,7 +87,7 @@ type Server struct {
 	stages recycler[openaichat.Stage, *openaichat.Stage]
 	// runs recycles the chatRuns of non-streamed answers (serve); a stream's run is left
 	// to the GC, its writer outliving the handler.
-	runs recycler[chatRun, *chatRun]
+	runs recycler[requestRun, *requestRun]
 	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main

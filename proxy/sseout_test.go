@@ -49,7 +49,7 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 			}
 			var got bytes.Buffer
 			w := bufio.NewWriterSize(&got, streamBufferSize)
-			o := &sseOut{c: &chatRun{committed: true}, w: w, enc: newEnc(), cancel: func() {}}
+			o := &sseOut{c: &requestRun{committed: true}, w: w, enc: newEnc(), cancel: func() {}}
 			for i, ev := range tt.events {
 				if err := o.Event(ev); err != nil {
 					t.Fatalf("event %d: %v", i, err)
@@ -76,7 +76,7 @@ func TestSSEOut_NoAllocations(t *testing.T) {
 	var sink bytes.Buffer
 	sink.Grow(1 << 20)
 	w := bufio.NewWriterSize(&sink, streamBufferSize)
-	o := &sseOut{c: &chatRun{committed: true}, w: w, cancel: func() {},
+	o := &sseOut{c: &requestRun{committed: true}, w: w, cancel: func() {},
 		enc: openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)}
 	large := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat("x", 6000)}
 	small := &translate.Event{Kind: translate.EventTextDelta, Text: "hello"}

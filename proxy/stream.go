@@ -32,7 +32,7 @@ type streamAnswer interface {
 }
 
 // stream serves a streaming chat completions request.
-func (c *chatRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
+func (c *requestRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 
 // runStream serves a streaming request. The response body is produced by the run's
 // writeStream as a coroutine (iter.Pull) of the connection's own goroutine: the handler
@@ -42,7 +42,7 @@ func (c *chatRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 // (pullBody.WriteTo), and from there the writer writes to the client's connection itself,
 // each flush of the writer one chunk on the wire. No goroutine or pipe stands between the
 // writer and the client's connection, and no coroutine switch between two events.
-func (c *chatRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
+func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
 	sink := &streamSink{}
@@ -192,7 +192,7 @@ func (b *pullBody) Close() error {
 
 // recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
 // handler's recover) into a 500 before the stream started, or an in-band error after.
-func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa streamAnswer) {
+func (c *requestRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa streamAnswer) {
 	p := recover()
 	if p == nil {
 		return
@@ -211,7 +211,7 @@ func (c *chatRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa st
 
 // refuse answers a stream that failed before it started, once: err's status, sent to the
 // handler on started, and sa's error body. It returns the status.
-func (c *chatRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, sa streamAnswer) int {
+func (c *requestRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, sa streamAnswer) int {
 	c.committed = true
 	a := c.s.render(c.rid, err)
 	started <- &a
@@ -219,11 +219,11 @@ func (c *chatRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, s
 	return a.Status
 }
 
-func (c *chatRun) errorBody(a apiError) []byte {
+func (c *requestRun) errorBody(a apiError) []byte {
 	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
 }
 
-func (c *chatRun) errorEventBody(a apiError) []byte {
+func (c *requestRun) errorEventBody(a apiError) []byte {
 	return openaichat.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code)
 }
 
@@ -232,7 +232,7 @@ func (c *chatRun) errorEventBody(a apiError) []byte {
 // end), so nothing ever waits for more upstream data, while events that arrived together
 // share one write to the client.
 type sseOut struct {
-	c       *chatRun
+	c       *requestRun
 	w       *bufio.Writer
 	enc     *openaichat.ChunkEncoder
 	buf     []byte
@@ -310,7 +310,7 @@ func (o *sseOut) gone() error {
 	return errClientGone
 }
 
-func (c *chatRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
+func (c *requestRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
 	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
 		enc: openaichat.NewChunkEncoder(c.responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
 	c.call.flush = o.sync

@@ -26,7 +26,7 @@ func (s *Server) startChatSpan(ctx *fasthttp.RequestCtx, rid string) *telemetry.
 }
 
 // startTracing gives the run its server span and its model call the tracer.
-func (c *chatRun) startTracing(span *telemetry.Request) {
+func (c *requestRun) startTracing(span *telemetry.Request) {
 	if span == nil {
 		return
 	}
@@ -36,11 +36,11 @@ func (c *chatRun) startTracing(span *telemetry.Request) {
 }
 
 // traced returns parent carrying the run's server span, the parent of its upstream calls.
-func (c *chatRun) traced(parent context.Context) context.Context { return c.span.Context(parent) }
+func (c *requestRun) traced(parent context.Context) context.Context { return c.span.Context(parent) }
 
 // traceFinish records the result on the server span; a stream's writer ends the span
 // here, a non-streamed request's handler ends it when it returns.
-func (c *chatRun) traceFinish(code int, stream bool) {
+func (c *requestRun) traceFinish(code int, stream bool) {
 	if c.span == nil {
 		return
 	}

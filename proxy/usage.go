@@ -67,7 +67,7 @@ func (c *modelCall) attemptUsage() (translate.Usage, bool) {
 
 // finalUsage is what the request is charged when it ends (endLimits): the usage of every
 // upstream turn, each as attemptUsage counted it, and its cost.
-func (c *chatRun) finalUsage() limits.Usage {
+func (c *requestRun) finalUsage() limits.Usage {
 	u := c.call.Usage
 	return limits.Usage{Tokens: int64(u.PromptTokens + u.CompletionTokens), MicroUSD: int64(math.Round(c.limits.microUSD))}
 }
