@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// An upstream's answer body, decoded and bounded: the transport under the passthroughs and
+// the translated path alike.
+
+// maxResponseBytes bounds a non-streamed upstream body, decoded.
+const maxResponseBytes = 64 << 20
+
+// decodedBody returns the response body of x decoded: the gateway asks upstreams for identity
+// encoding, but one that answers gzip or deflate anyway is decoded as it is read. Any other
+// encoding is a 502.
+func decodedBody(x *exchange, backend string) (io.Reader, error) {
+	var r io.Reader = x.resp.BodyStream()
+	if r == nil {
+		r = bytes.NewReader(x.resp.Body())
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(string(x.resp.Header.ContentEncoding()))); enc {
+	case "", "identity":
+		return r, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, encodingError(backend, enc, err)
+		}
+		return zr, nil
+	case "deflate":
+		zr, err := zlib.NewReader(r)
+		if err != nil {
+			return nil, encodingError(backend, enc, err)
+		}
+		return zr, nil
+	default:
+		return nil, upstreamFault(backend, "answered with the unsupported Content-Encoding "+strconv.Quote(clipString(enc, 40)))
+	}
+}
+
+// readBody reads the whole non-streamed body of x, decoded (see decodedBody), into dst's
+// memory when it has room (a pooled buffer), else into a fresh one. A body over
+// maxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
+func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
+	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
+		// Read whole by fasthttp (send), within maxResponseBytes.
+		return append(dst[:0], x.resp.Body()...), nil
+	}
+	r, err := decodedBody(x, backend)
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= maxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
+		// The common case: the length is known, so the body is read into one buffer of
+		// its size rather than grown from 512 bytes.
+		if cap(dst) >= cl {
+			body = dst[:cl]
+		} else {
+			body = make([]byte, cl)
+		}
+		_, err = io.ReadFull(r, body)
+	} else {
+		body, err = readAllInto(dst[:0], io.LimitReader(r, maxResponseBytes+1))
+	}
+	if err != nil {
+		enc := string(x.resp.Header.ContentEncoding())
+		if ctx.Err() == nil && enc != "" && (errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+			errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			return nil, encodingError(backend, enc, err)
+		}
+		return nil, readError(ctx, backend, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, tooLargeAnswer(backend)
+	}
+	return body, nil
+}
+
+// tooLargeAnswer is the error for an upstream body over maxResponseBytes.
+func tooLargeAnswer(backend string) *translate.UpstreamError {
+	return upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
+}
+
+// readAllInto is io.ReadAll appending to dst.
+func readAllInto(dst []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}
+
+func encodingError(backend, enc string, err error) *translate.UpstreamError {
+	return upstreamFault(backend, "sent a body that does not decode as "+clipString(enc, 40)+": "+err.Error())
+}
+
+func clipString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
