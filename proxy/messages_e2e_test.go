@@ -42,6 +42,18 @@ func fleetConfig(fakes map[string]*gatewaytest.Fake) string {
 	return gatewaytest.FleetYAML(fakes, true) + "keys:\n  client: {key: client-key, models: [\"*\"]}\n"
 }
 
+// startClaudeGateway starts a gateway whose model m-claude is claude-x on an anthropic
+// backend at upstreamURL, for the key "client"; it returns the gateway's URL.
+func startClaudeGateway(t *testing.T, upstreamURL string) string {
+	return gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
+models:
+  m-claude: {backend: claude, upstream_model: claude-x}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, upstreamURL), gatewaytest.Options{}).URL
+}
+
 func anthropicClient(base string) anthropic.Client {
 	return gatewaytest.Anthropic(base, "client-key")
 }
@@ -202,13 +214,7 @@ func TestMessages_ThinkingSignaturesTwoTurns(t *testing.T) {
 	up := newReplayUpstream(t)
 	answer := replay{200, "text/event-stream", []byte(stream.String())}
 	up.push(answer, answer)
-	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
-  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
-models:
-  m-claude: {backend: claude, upstream_model: claude-x}
-keys:
-  client: {key: client-key, models: ["*"]}
-`, up.srv.URL), gatewaytest.Options{}).URL
+	url := startClaudeGateway(t, up.srv.URL)
 	c := anthropicClient(url)
 	p := anthropic.MessageNewParams{Model: "m-claude", MaxTokens: 2048, Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
 		Messages: []anthropic.MessageParam{userText("name a pelican")}}
@@ -316,13 +322,7 @@ func TestMessages_PassthroughForwardsBytes(t *testing.T) {
 		io.WriteString(w, `{"model":"claude-x","id":"msg_01","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":17,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":15}}`)
 	}))
 	t.Cleanup(up.Close)
-	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
-  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
-models:
-  m-claude: {backend: claude, upstream_model: claude-x}
-keys:
-  client: {key: client-key, models: ["*"]}
-`, up.URL), gatewaytest.Options{}).URL
+	url := startClaudeGateway(t, up.URL)
 	body := `{"model":"m-claude","max_tokens":128000,"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"medium"},"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
 	req, _ := http.NewRequest("POST", url+"/v1/messages?beta=true", strings.NewReader(body))
 	req.Header.Set("x-api-key", "client-key")

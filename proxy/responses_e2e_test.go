@@ -77,6 +77,18 @@ func (g *responsesGateway) upstreamBodies() []string {
 
 var responsesKinds = []string{"mock", "anthropic", "gemini", "openai", "responses"}
 
+// lastFunctionCall returns the last function_call item of resp's output, or nil.
+func lastFunctionCall(resp *responses.Response) *responses.ResponseFunctionToolCall {
+	var call *responses.ResponseFunctionToolCall
+	for _, item := range resp.Output {
+		if item.Type == "function_call" {
+			fc := item.AsFunctionCall()
+			call = &fc
+		}
+	}
+	return call
+}
+
 func textInput(s string) responses.ResponseNewParamsInputUnion {
 	return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)}
 }
@@ -226,13 +238,7 @@ func TestResponses_FunctionCallRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("turn 1: %v", err)
 			}
-			var call *responses.ResponseFunctionToolCall
-			for _, item := range resp.Output {
-				if item.Type == "function_call" {
-					fc := item.AsFunctionCall()
-					call = &fc
-				}
-			}
+			call := lastFunctionCall(resp)
 			if call == nil || call.Name != "get_weather" || call.CallID == "" {
 				t.Fatalf("turn 1 output has no get_weather call: %s", resp.RawJSON())
 			}
@@ -444,12 +450,20 @@ var cmpErrorView = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String
 
 func postJSON(t *testing.T, url, key, body string) respResult {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return sendWithKey(t, "POST", url, key, strings.NewReader(body))
+}
+
+// sendWithKey sends a request with key as its bearer token; a body is JSON.
+func sendWithKey(t *testing.T, method, url, key string, body io.Reader) respResult {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -38,13 +38,7 @@ func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("turn 1: %v", err)
 			}
-			var call *responses.ResponseFunctionToolCall
-			for _, item := range resp.Output {
-				if item.Type == "function_call" {
-					fc := item.AsFunctionCall()
-					call = &fc
-				}
-			}
+			call := lastFunctionCall(resp)
 			if call == nil || call.Name != "spawn_agent" || call.Namespace != "multi_agent_v1" || call.Arguments != `{"message":"hi"}` {
 				t.Fatalf("turn 1 output has no spawn_agent call in namespace multi_agent_v1: %s", resp.RawJSON())
 			}

@@ -111,18 +111,7 @@ func post200OrError(t *testing.T, url, body string) respResult {
 
 func getWithKey(t *testing.T, url, key string) respResult {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return respResult{status: resp.StatusCode, header: resp.Header, body: b}
+	return sendWithKey(t, "GET", url, key, nil)
 }
 
 // echoingResponses is a responses upstream that gives every response the same id, as one
