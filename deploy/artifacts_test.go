@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 const (
@@ -312,24 +314,9 @@ func outputLabels(t *testing.T, set exportedSet, expr string) map[string]bool {
 	return kept
 }
 
-// requireTool returns the path of the named binary; without it the test is skipped
-// locally and fails under CI=true (.ci/run installs Debian's prometheus package).
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not on PATH; .ci/run installs it (apt-get install prometheus)", name)
-	}
-	t.Skipf("%s not installed (apt-get install --no-install-recommends prometheus); skipping", name)
-	return ""
-}
-
 // TestAlertRules_Promtool runs `promtool check rules` on the rule file.
 func TestAlertRules_Promtool(t *testing.T) {
-	promtool := requireTool(t, "promtool")
+	promtool := gatewaytest.Require(t, "promtool", "apt-get install --no-install-recommends prometheus")
 	out, err := exec.Command(promtool, "check", "rules", rulesPath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules %s: %v\n%s", rulesPath, err, out)

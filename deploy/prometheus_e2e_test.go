@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -19,19 +18,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // This file checks Agate's metrics, alert rules and dashboard queries with a real
@@ -122,69 +119,14 @@ func startE2EGateway(t *testing.T, upstreamV1 string) *e2eGateway {
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(e2eConfig, "{{UP}}", upstreamV1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { registry.Close() })
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: registry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	watcher, err := config.NewWatcher(path, nil, srv.Apply, logger, m.ConfigReload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { watcher.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
-		defer c()
-		if err := srv.Shutdown(sctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &e2eGateway{addr: ln.Addr().String(), reg: reg, watcher: watcher, configPath: path}
+	g := gatewaytest.StartFile(t, path, gatewaytest.Options{Tools: true, ShutdownTimeout: 10 * time.Second, Strict: true})
+	return &e2eGateway{addr: g.Addr, reg: g.Registry, watcher: g.Watcher, configPath: path}
 }
 
 // promServer is a running Prometheus.
 type promServer struct {
 	base string // http://127.0.0.1:port
-	logs *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *gatewaytest.Buffer
 }
 
 // startPrometheus runs the prometheus binary on a free loopback port, scraping target
@@ -230,7 +172,7 @@ func runPrometheus(t *testing.T, binary, cfgPath, dataDir string) (*promServer, 
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p := &promServer{base: "http://" + addr, logs: &lockedBuffer{}}
+	p := &promServer{base: "http://" + addr, logs: &gatewaytest.Buffer{}}
 	cmd := exec.Command(binary, "--config.file="+cfgPath, "--storage.tsdb.path="+dataDir,
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Dir = filepath.Dir(cfgPath)
@@ -439,7 +381,7 @@ func (s *sent) record(t *testing.T, name string, err error, wantCode int, usage 
 // a gateway, then Prometheus's HTTP API must show exactly that traffic, every alert rule
 // must evaluate without error and every dashboard query must run.
 func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
-	promBinary := requireTool(t, "prometheus")
+	promBinary := gatewaytest.Require(t, "prometheus", "apt-get install --no-install-recommends prometheus")
 	rules, err := filepath.Abs(rulesPath)
 	if err != nil {
 		t.Fatal(err)
@@ -450,8 +392,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 
 	ctx := context.Background()
 	client := func(key string) openai.Client {
-		return openai.NewClient(option.WithBaseURL("http://"+g.addr+"/v1/"), option.WithAPIKey(key),
-			option.WithMaxRetries(0), option.WithRequestTimeout(30*time.Second))
+		return gatewaytest.OpenAI("http://"+g.addr+"/v1/", key, option.WithRequestTimeout(30*time.Second))
 	}
 	alice, agent := client("sk-alice"), client("sk-agent")
 	params := func(model, text string) openai.ChatCompletionNewParams {

@@ -3,17 +3,14 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // Claude Code headless (`claude -p … --output-format json`) with ANTHROPIC_BASE_URL at the
@@ -23,14 +20,7 @@ import (
 // claudeBinary returns the claude executable: skipped when missing, fatal under CI=true
 // (.ci/run installs @anthropic-ai/claude-code).
 func claudeBinary(t *testing.T) string {
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("claude is not on PATH; .ci/run installs @anthropic-ai/claude-code")
-	}
-	t.Skip("claude not installed (npm install -g @anthropic-ai/claude-code@2.1.330)")
-	return ""
+	return gatewaytest.Require(t, "claude", "npm install -g @anthropic-ai/claude-code@2.1.330")
 }
 
 // claudeResult is what the test reads of --output-format json.
@@ -67,52 +57,25 @@ func runClaude(t *testing.T, bin, base, model, dir, prompt string) claudeResult 
 	return r
 }
 
-// codeUpstream is a fake upstream of one wire that answers by what the request holds:
-// after the note's content came back from Read, it quotes it; asked to read the note, it
-// calls Read; otherwise it greets.
-type codeUpstream struct {
-	kind, note string
-	srv        *httptest.Server
-	mu         sync.Mutex
-	n          int
-}
-
 const noteContent = "NOTE-4242"
 
-func newCodeUpstream(t *testing.T, kind, note string) *codeUpstream {
-	u := &codeUpstream{kind: kind, note: note}
-	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		u.mu.Lock()
-		n := u.n
-		u.n++
-		u.mu.Unlock()
-		var turn fakeTurn
+// newCodeUpstream is a fake upstream of one wire that answers by what the request holds:
+// after the note's content came back from Read, it quotes it; asked to read the note, it
+// calls Read; otherwise it greets.
+func newCodeUpstream(t *testing.T, kind, note string) *gatewaytest.Fake {
+	return gatewaytest.NewFakeFunc(t, kind, func(body string) gatewaytest.Turn {
+		var turn gatewaytest.Turn
 		switch {
-		case strings.Contains(string(body), noteContent):
+		case strings.Contains(body, noteContent):
 			turn.Text = "the note says " + noteContent
-		case strings.Contains(string(body), "read the note"):
-			args, _ := json.Marshal(map[string]string{"file_path": u.note})
-			turn.Calls = []fakeCall{{Name: "Read", Args: string(args)}}
+		case strings.Contains(body, "read the note"):
+			args, _ := json.Marshal(map[string]string{"file_path": note})
+			turn.Calls = []gatewaytest.Call{{Name: "Read", Args: string(args)}}
 		default:
 			turn.Text = "hi from " + kind
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		var out strings.Builder
-		switch kind {
-		case "anthropic":
-			renderAnthropic(&out, turn, n)
-		case "gemini":
-			renderGemini(&out, turn, n)
-		case "responses":
-			renderResponses(&out, turn, n)
-		case "openai":
-			renderOpenAI(&out, turn, n)
-		}
-		io.WriteString(w, out.String())
-	}))
-	t.Cleanup(u.srv.Close)
-	return u
+		return turn
+	})
 }
 
 func TestClaudeCode_Headless(t *testing.T) {
@@ -122,22 +85,8 @@ func TestClaudeCode_Headless(t *testing.T) {
 	if err := os.WriteFile(note, []byte(noteContent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var y strings.Builder
-	y.WriteString("backends:\n  offline: {type: mock}\n")
-	for _, k := range backendKinds {
-		u := newCodeUpstream(t, k, note)
-		base := u.srv.URL
-		if k == "responses" || k == "openai" {
-			base += "/v1"
-		}
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, base)
-	}
-	y.WriteString("models:\n  m-mock: {backend: offline}\n")
-	for _, k := range backendKinds {
-		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
-	}
-	y.WriteString("keys:\n  client: {key: client-key, models: [\"*\"]}\n")
-	base := serveGateway(t, y.String())
+	fakes := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodeUpstream(t, kind, note) })
+	base := gatewaytest.StartYAML(t, fleetConfig(fakes), gatewaytest.Options{}).URL
 	for _, wire := range wires {
 		t.Run(wire+"/one turn", func(t *testing.T) {
 			r := runClaude(t, bin, base, "m-"+wire, dir, "say hi")

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Codex CLI (`codex exec`, OpenAI's coding agent, which speaks the Responses API with
@@ -31,14 +29,7 @@ import (
 // codexBinary returns the codex executable: skipped when missing, fatal under CI=true
 // (.ci/run installs @openai/codex, whose platform package ships the binary).
 func codexBinary(t *testing.T) string {
-	if p, err := exec.LookPath("codex"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("codex is not on PATH; .ci/run installs @openai/codex")
-	}
-	t.Skip("codex not installed (npm install -g @openai/codex@0.169.0)")
-	return ""
+	return gatewaytest.Require(t, "codex", "npm install -g @openai/codex@0.169.0")
 }
 
 // codexConfig is Codex's config.toml for the gateway at base (its /v1 URL).
@@ -99,64 +90,36 @@ func execCodex(t *testing.T, bin, base, model, dir, prompt string, extra ...stri
 	return string(b), out, nil
 }
 
-// codexUpstream is a fake upstream of one wire that answers by what the request holds:
+// codexFlatClose is the upstream name of Codex's multi_agent_v1 close_agent function.
+const codexFlatClose = "multi_agent_v1__close_agent"
+
+// newCodexUpstream is a fake upstream of one wire that answers by what the request holds:
 // after the note's content came back from exec_command, it quotes it; asked to read the
 // note, it calls exec_command; asked to close an agent, it calls the close_agent function
 // of Codex's multi_agent_v1 namespace tool by the flat name the gateway gives it, and
 // once that call is in the history (the name's second occurrence) it answers; otherwise it
 // greets. It records the request bodies.
-type codexUpstream struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	n      int
-	bodies []string
-}
-
-// codexFlatClose is the upstream name of Codex's multi_agent_v1 close_agent function.
-const codexFlatClose = "multi_agent_v1__close_agent"
-
-func newCodexUpstream(t *testing.T, kind string) *codexUpstream {
-	u := &codexUpstream{}
-	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		u.mu.Lock()
-		n := u.n
-		u.n++
-		u.bodies = append(u.bodies, string(body))
-		u.mu.Unlock()
-		var turn fakeTurn
+func newCodexUpstream(t *testing.T, kind string) *gatewaytest.Fake {
+	return gatewaytest.NewFakeFunc(t, kind, func(body string) gatewaytest.Turn {
+		var turn gatewaytest.Turn
 		switch {
-		case strings.Contains(string(body), "unsupported call"):
+		case strings.Contains(body, "unsupported call"):
 			// Codex did not route the call to its function: end the turn (it would retry).
 			turn.Text = "codex did not know the call"
-		case strings.Contains(string(body), "close the agent") && strings.Count(string(body), `"`+codexFlatClose+`"`) >= 2:
+		case strings.Contains(body, "close the agent") && strings.Count(body, `"`+codexFlatClose+`"`) >= 2:
 			turn.Text = "agent closed"
-		case strings.Contains(string(body), "close the agent"):
-			turn.Calls = []fakeCall{{Name: codexFlatClose, Args: `{"target":"agent-7"}`}}
-		case strings.Contains(string(body), noteContent):
+		case strings.Contains(body, "close the agent"):
+			turn.Calls = []gatewaytest.Call{{Name: codexFlatClose, Args: `{"target":"agent-7"}`}}
+		case strings.Contains(body, noteContent):
 			turn.Text = "the note says " + noteContent
-		case strings.Contains(string(body), "read the note"):
+		case strings.Contains(body, "read the note"):
 			args, _ := json.Marshal(map[string]string{"cmd": "cat note.txt"})
-			turn.Calls = []fakeCall{{Name: "exec_command", Args: string(args)}}
+			turn.Calls = []gatewaytest.Call{{Name: "exec_command", Args: string(args)}}
 		default:
 			turn.Text = "hi from " + kind
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		var out strings.Builder
-		switch kind {
-		case "anthropic":
-			renderAnthropic(&out, turn, n)
-		case "gemini":
-			renderGemini(&out, turn, n)
-		case "responses":
-			renderResponses(&out, turn, n)
-		case "openai":
-			renderOpenAI(&out, turn, n)
-		}
-		io.WriteString(w, out.String())
-	}))
-	t.Cleanup(u.srv.Close)
-	return u
+		return turn
+	})
 }
 
 // TestCodex_Exec: Codex with its defaults and the provider config only: on a responses
@@ -171,24 +134,8 @@ func TestCodex_Exec(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var y strings.Builder
-	y.WriteString("backends:\n  offline: {type: mock}\n")
-	ups := map[string]*codexUpstream{}
-	for _, k := range backendKinds {
-		u := newCodexUpstream(t, k)
-		ups[k] = u
-		base := u.srv.URL
-		if k == "responses" || k == "openai" {
-			base += "/v1"
-		}
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, base)
-	}
-	y.WriteString("models:\n  m-mock: {backend: offline}\n")
-	for _, k := range backendKinds {
-		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
-	}
-	y.WriteString("keys:\n  client: {key: client-key, models: [\"*\"]}\n")
-	base := serveGateway(t, y.String())
+	ups := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodexUpstream(t, kind) })
+	base := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{}).URL
 	// flags is what a user adds to Codex's defaults for a backend kind.
 	flags := func(kind string) []string {
 		if kind == "responses" {
@@ -197,22 +144,14 @@ func TestCodex_Exec(t *testing.T) {
 		return codexNoWebSearch
 	}
 	// since returns the bodies u received after the first n.
-	since := func(u *codexUpstream, n int) []string {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return append([]string(nil), u.bodies[n:]...)
-	}
-	count := func(u *codexUpstream) int {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return len(u.bodies)
-	}
+	since := func(u *gatewaytest.Fake, n int) []string { return u.Bodies()[n:] }
+	count := func(u *gatewaytest.Fake) int { return len(u.Bodies()) }
 	t.Run("mock/one turn", func(t *testing.T) {
 		if got := runCodex(t, bin, base, "m-mock", dir, "say hello", flags("mock")...); !strings.Contains(got, "say hello") {
 			t.Errorf("last message %q, want the mock's echo of the prompt", got)
 		}
 	})
-	for _, k := range backendKinds {
+	for _, k := range gatewaytest.Kinds {
 		t.Run(k+"/exec_command", func(t *testing.T) {
 			u := ups[k]
 			before := count(u)
@@ -295,21 +234,15 @@ func TestCodex_ReasoningRoundTrip(t *testing.T) {
 		t.Run(tt.kind, func(t *testing.T) {
 			up := newReplayUpstream(t)
 			turn1 := tt.turn1(t)
-			var answer strings.Builder
-			switch tt.kind {
-			case "anthropic":
-				renderAnthropic(&answer, fakeTurn{Text: "done"}, 1)
-			case "gemini":
-				renderGemini(&answer, fakeTurn{Text: "done"}, 1)
-			}
-			up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", []byte(answer.String())})
-			base := serveGateway(t, fmt.Sprintf(`backends:
+			answer := gatewaytest.RenderStream(tt.kind, gatewaytest.Turn{Text: "done"}, 1)
+			up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", []byte(answer)})
+			base := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
   up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
 models:
   m: {backend: up, upstream_model: %s}
 keys:
   client: {key: client-key, models: ["*"]}
-`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]))
+`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]), gatewaytest.Options{}).URL
 			dir := t.TempDir()
 			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", append([]string{"-c", `model_reasoning_effort="high"`}, codexNoWebSearch...)...); !strings.Contains(got, "done") {
 				t.Errorf("last message %q", got)

@@ -3,21 +3,13 @@ package proxy_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // sdkToken is a ChatCompletionTokenLogprob as the SDK parsed it, reduced for comparison.
@@ -124,35 +116,8 @@ keys:
 tools:
   clock: {type: builtin, name: time_now}
 `, up.srv.URL)
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	tr, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		srv.Shutdown(sctx)
-	})
-	client := openai.NewClient(option.WithBaseURL("http://"+ln.Addr().String()+"/v1"), option.WithAPIKey("agent-key"), option.WithMaxRetries(0))
+	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Tools: true})
+	client := gatewaytest.OpenAI(gw.V1(), "agent-key")
 
 	chunk := func(delta, logprobs, finish string) string {
 		return `data: {"id":"chatcmpl-up","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `,"logprobs":` + logprobs + `,"finish_reason":` + finish + `}]}` + "\n\n"

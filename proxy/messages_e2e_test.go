@@ -5,23 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // These tests drive POST /v1/messages with the official Anthropic Go SDK, through the
@@ -32,59 +26,39 @@ import (
 // model "m-<kind>" routes to kind, "m-mock" to the mock.
 type messagesGateway struct {
 	url   string
-	fakes map[string]*fakeProvider
+	fakes map[string]*gatewaytest.Fake
 }
 
 func startMessagesGateway(t *testing.T, extra string) *messagesGateway {
-	g := &messagesGateway{fakes: map[string]*fakeProvider{}}
-	var y strings.Builder
-	y.WriteString("server: {listen: \"127.0.0.1:0\"}\nbackends:\n  offline: {type: mock}\n")
-	for _, k := range backendKinds {
-		g.fakes[k] = newFakeProvider(t, k)
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, g.fakes[k].baseURL())
-	}
-	y.WriteString("models:\n  m-mock: {backend: offline}\n")
-	for _, k := range backendKinds {
-		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
-	}
-	y.WriteString("keys:\n  client: {key: client-key, models: [\"*\"]}\n")
-	y.WriteString(extra)
-	g.url = serveGateway(t, y.String())
+	g := &messagesGateway{fakes: gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return gatewaytest.NewFake(t, kind) })}
+	y := "server: {listen: \"127.0.0.1:0\"}\n" + fleetConfig(g.fakes) + extra
+	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).URL
 	return g
 }
 
-// serveGateway starts a gateway for the YAML config and returns its base URL.
-func serveGateway(t *testing.T, yaml string) string {
-	t.Helper()
-	cfg, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
-	reg := prometheus.NewRegistry()
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: metrics.New(reg), Gatherer: reg,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
+// fleetConfig is the configuration of the mock and fakes (gatewaytest.FleetYAML) for the
+// key "client".
+func fleetConfig(fakes map[string]*gatewaytest.Fake) string {
+	return gatewaytest.FleetYAML(fakes, true) + "keys:\n  client: {key: client-key, models: [\"*\"]}\n"
+}
+
+// startClaudeGateway starts a gateway whose model m-claude is claude-x on an anthropic
+// backend at upstreamURL, for the key "client"; it returns the gateway's URL.
+func startClaudeGateway(t *testing.T, upstreamURL string) string {
+	return gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
+models:
+  m-claude: {backend: claude, upstream_model: claude-x}
+keys:
+  client: {key: client-key, models: ["*"]}
+`, upstreamURL), gatewaytest.Options{}).URL
 }
 
 func anthropicClient(base string) anthropic.Client {
-	return anthropic.NewClient(option.WithBaseURL(base), option.WithAPIKey("client-key"), option.WithMaxRetries(0),
-		option.WithRequestTimeout(30*time.Second))
+	return gatewaytest.Anthropic(base, "client-key")
 }
 
-var wires = append([]string{"mock"}, backendKinds...)
+var wires = append([]string{"mock"}, gatewaytest.Kinds...)
 
 func userText(s string) anthropic.MessageParam {
 	return anthropic.NewUserMessage(anthropic.NewTextBlock(s))
@@ -150,7 +124,7 @@ func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
 		t.Run(wire, func(t *testing.T) {
 			text := "the answer is 42"
 			if wire != "mock" {
-				g.fakes[wire].setScript(fakeTurn{Text: text})
+				g.fakes[wire].SetScript(gatewaytest.Turn{Text: text})
 			}
 			msg := streamMessage(t, c, anthropic.MessageNewParams{Model: anthropic.Model("m-" + wire), MaxTokens: 100,
 				System:   []anthropic.TextBlockParam{{Text: "be brief"}},
@@ -163,7 +137,7 @@ func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
 				t.Errorf("no output tokens: %s", msg.RawJSON())
 			}
 			if wire == "openai" { // a chat completions body, not the Messages body
-				b := g.fakes[wire].bodies()[0]
+				b := g.fakes[wire].Bodies()[0]
 				if gjson.Get(b, "messages.0.role").Str != "system" || gjson.Get(b, "system").Exists() || gjson.Get(b, "metadata").Exists() {
 					t.Errorf("openai upstream body %s", b)
 				}
@@ -180,7 +154,7 @@ func TestMessages_SDKToolRoundTrip_EveryWire(t *testing.T) {
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			if wire != "mock" {
-				g.fakes[wire].setScript(fakeTurn{Calls: []fakeCall{{Name: "get_weather", Args: `{"city":"Paris"}`}}}, fakeTurn{Text: "sunny in Paris"})
+				g.fakes[wire].SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "get_weather", Args: `{"city":"Paris"}`}}}, gatewaytest.Turn{Text: "sunny in Paris"})
 			}
 			p := anthropic.MessageNewParams{Model: anthropic.Model("m-" + wire), MaxTokens: 100, Tools: []anthropic.ToolUnionParam{tool},
 				Messages: []anthropic.MessageParam{userText("use get_weather for Paris")}}
@@ -210,7 +184,7 @@ func TestMessages_SDKToolRoundTrip_EveryWire(t *testing.T) {
 				t.Errorf("turn 2: %s", second.RawJSON())
 			}
 			if wire != "mock" {
-				bodies := g.fakes[wire].bodies()
+				bodies := g.fakes[wire].Bodies()
 				last := bodies[len(bodies)-1]
 				if !strings.Contains(last, "sunny") || !strings.Contains(last, "get_weather") {
 					t.Errorf("upstream turn 2 lacks the call or its result: %s", last)
@@ -225,34 +199,22 @@ func TestMessages_SDKToolRoundTrip_EveryWire(t *testing.T) {
 // thought signature rides in the tool_use id and is back on the Gemini request.
 func TestMessages_ThinkingSignaturesTwoTurns(t *testing.T) {
 	const sig = "EuYDCmMIDBgCKkC05Zda4P+Cdk/LQKE+Aol4ZY3EY4wLDrf8XcApz2PiqrxiRjS7uY1kGtZ63vVlaVmtuIpdsHbkdfGHb9AsBYw+MhljbGF1ZGUt"
-	var mu sync.Mutex
-	var bodies []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
-		ev("message_start", `{"type":"message_start","message":{"model":"claude-x","id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":46,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}}`)
-		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"let me think"}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+sig+`"}}`)
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Pouch"}}`)
-		ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
-		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}`)
-		ev("message_stop", `{"type":"message_stop"}`)
-	}))
-	t.Cleanup(up.Close)
-	url := serveGateway(t, fmt.Sprintf(`backends:
-  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
-models:
-  m-claude: {backend: claude, upstream_model: claude-x}
-keys:
-  client: {key: client-key, models: ["*"]}
-`, up.URL))
+	var stream strings.Builder
+	ev := func(typ, data string) { fmt.Fprintf(&stream, "event: %s\ndata: %s\n\n", typ, data) }
+	ev("message_start", `{"type":"message_start","message":{"model":"claude-x","id":"msg_1","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":46,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":3}}}`)
+	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"let me think"}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+sig+`"}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Pouch"}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":20}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+	up := newReplayUpstream(t)
+	answer := replay{200, "text/event-stream", []byte(stream.String())}
+	up.push(answer, answer)
+	url := startClaudeGateway(t, up.srv.URL)
 	c := anthropicClient(url)
 	p := anthropic.MessageNewParams{Model: "m-claude", MaxTokens: 2048, Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
 		Messages: []anthropic.MessageParam{userText("name a pelican")}}
@@ -262,8 +224,7 @@ keys:
 	}
 	p.Messages = append(p.Messages, first.ToParam(), userText("another"))
 	streamMessage(t, c, p)
-	mu.Lock()
-	defer mu.Unlock()
+	bodies := up.bodies()
 	if got := gjson.Get(bodies[1], "messages.1.content.0.signature").Str; got != sig {
 		t.Errorf("signature upstream on turn 2: %q", got)
 	}
@@ -273,7 +234,7 @@ keys:
 
 	// Gemini: the thought signature of the fake's first call comes back.
 	g := startMessagesGateway(t, "")
-	g.fakes["gemini"].setScript(fakeTurn{Calls: []fakeCall{{Name: "f", Args: `{}`}}}, fakeTurn{Text: "done"})
+	g.fakes["gemini"].SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "f", Args: `{}`}}}, gatewaytest.Turn{Text: "done"})
 	gc := anthropicClient(g.url)
 	gp := anthropic.MessageNewParams{Model: "m-gemini", MaxTokens: 100, Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
 		Tools:    []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "f", InputSchema: anthropic.ToolInputSchemaParam{}}}},
@@ -282,7 +243,7 @@ keys:
 	call := turn1.Content[len(turn1.Content)-1]
 	gp.Messages = append(gp.Messages, turn1.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(call.ID, "ok", false)))
 	streamMessage(t, gc, gp)
-	gb := g.fakes["gemini"].bodies()
+	gb := g.fakes["gemini"].Bodies()
 	if !strings.Contains(gb[1], `"thoughtSignature":"c2lnbmF0dXJl"`) {
 		t.Errorf("gemini turn 2 lacks the thought signature: %s", gb[1])
 	}
@@ -341,7 +302,7 @@ func TestMessages_Errors(t *testing.T) {
 		})
 	}
 	// The SDK reads them as its typed errors.
-	bad := anthropic.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("nope"), option.WithMaxRetries(0))
+	bad := gatewaytest.Anthropic(g.url, "nope")
 	_, err := bad.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "m-mock", MaxTokens: 5, Messages: []anthropic.MessageParam{userText("hi")}})
 	var ae *anthropic.Error
 	if !errors.As(err, &ae) || ae.StatusCode != 401 {
@@ -361,13 +322,7 @@ func TestMessages_PassthroughForwardsBytes(t *testing.T) {
 		io.WriteString(w, `{"model":"claude-x","id":"msg_01","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":17,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":15}}`)
 	}))
 	t.Cleanup(up.Close)
-	url := serveGateway(t, fmt.Sprintf(`backends:
-  claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
-models:
-  m-claude: {backend: claude, upstream_model: claude-x}
-keys:
-  client: {key: client-key, models: ["*"]}
-`, up.URL))
+	url := startClaudeGateway(t, up.URL)
 	body := `{"model":"m-claude","max_tokens":128000,"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"thinking":{"type":"adaptive","display":"omitted"},"output_config":{"effort":"medium"},"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
 	req, _ := http.NewRequest("POST", url+"/v1/messages?beta=true", strings.NewReader(body))
 	req.Header.Set("x-api-key", "client-key")
@@ -412,7 +367,7 @@ func TestMessages_CountTokens(t *testing.T) {
 		io.WriteString(w, `{"input_tokens":2095}`)
 	}))
 	t.Cleanup(up.Close)
-	url := serveGateway(t, fmt.Sprintf(`backends:
+	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
   claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
   gem: {type: gemini, base_url: %q, api_key: upstream-secret}
   offline: {type: mock}
@@ -422,7 +377,7 @@ models:
   m-mock: {backend: offline}
 keys:
   client: {key: client-key, models: ["*"]}
-`, up.URL, up.URL))
+`, up.URL, up.URL), gatewaytest.Options{}).URL
 	c := anthropicClient(url)
 	tests := []struct {
 		name  string
@@ -458,18 +413,9 @@ keys:
 // fallback of another type, so the body is not forwarded as it came) an Anthropic SDK
 // client's prompt-cache breakpoints reach the anthropic upstream on the same blocks.
 func TestMessages_CacheControlReachesAnthropic(t *testing.T) {
-	var mu sync.Mutex
-	var bodies []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, string(b))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":3,"cache_read_input_tokens":0,"output_tokens":1}}`)
-	}))
-	t.Cleanup(up.Close)
-	url := serveGateway(t, fmt.Sprintf(`backends:
+	up := newReplayUpstream(t)
+	up.push(replay{200, "application/json", []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":3,"cache_read_input_tokens":0,"output_tokens":1}}`)})
+	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
   claude: {type: anthropic, base_url: %q, api_key: upstream-secret}
   offline: {type: mock}
 models:
@@ -477,7 +423,7 @@ models:
   m-claude: {backend: claude, upstream_model: claude-x, fallbacks: [demo]}
 keys:
   client: {key: client-key, models: ["*"]}
-`, up.URL))
+`, up.srv.URL), gatewaytest.Options{}).URL
 	cached := anthropic.TextBlockParam{Text: "Long instructions.", CacheControl: anthropic.NewCacheControlEphemeralParam()}
 	p := anthropic.MessageNewParams{Model: "m-claude", MaxTokens: 100,
 		System: []anthropic.TextBlockParam{{Text: "Be terse."}, cached},
@@ -491,8 +437,7 @@ keys:
 	if msg.Content[0].Text != "ok" {
 		t.Fatalf("answer %s", msg.RawJSON())
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	bodies := up.bodies()
 	if len(bodies) != 1 {
 		t.Fatalf("%d upstream calls", len(bodies))
 	}

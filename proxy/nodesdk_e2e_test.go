@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // The Node Anthropic SDK (@anthropic-ai/sdk) as users run it: messages.create and
@@ -36,15 +38,10 @@ const client = new Anthropic({ baseURL: process.env.BASE, apiKey: 'client-key', 
 // nodeSDK returns the node executable when @anthropic-ai/sdk resolves (NODE_PATH): skipped
 // when missing, fatal under CI=true (.ci/run installs it).
 func nodeSDK(t *testing.T) string {
-	node, err := exec.LookPath("node")
-	if err == nil {
-		err = exec.Command(node, "-e", "require.resolve('@anthropic-ai/sdk')").Run()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node with @anthropic-ai/sdk on NODE_PATH is missing (.ci/run installs it): %v", err)
-		}
-		t.Skip("node or @anthropic-ai/sdk not installed (npm install @anthropic-ai/sdk, NODE_PATH=<prefix>/node_modules)")
+	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
+	if err := exec.Command(node, "-e", "require.resolve('@anthropic-ai/sdk')").Run(); err != nil {
+		gatewaytest.Missing(t, "@anthropic-ai/sdk does not resolve from NODE_PATH: "+err.Error(),
+			"npm install @anthropic-ai/sdk, NODE_PATH=<prefix>/node_modules")
 	}
 	return node
 }

@@ -6,12 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/translate/anthropic"
-	"github.com/agate-gateway/agate/translate/gemini"
-	"github.com/agate-gateway/agate/translate/responses"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,19 +14,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/internal/sse"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/responses"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tidwall/sjson"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // replayUpstream answers each request with the next queued response and records bodies.
@@ -88,6 +83,15 @@ func (u *replayUpstream) seen() []recorded {
 	return append([]recorded(nil), u.requests...)
 }
 
+// bodies returns the bodies of the requests seen since the last push.
+func (u *replayUpstream) bodies() []string {
+	var b []string
+	for _, r := range u.seen() {
+		b = append(b, r.body)
+	}
+	return b
+}
+
 // providerGateway runs Agate with one backend per translated provider, all pointing at
 // one replay upstream. The client-facing model of backend k is "client-model" routed
 // through key k (see models below), matching the name the translate goldens use.
@@ -108,32 +112,7 @@ models:
   gemini-model: {backend: gemini, upstream_model: gemini-3-pro-preview}
   responses-model: {backend: responses, upstream_model: gpt-5}
 `, up.srv.URL)
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &providerGateway{url: serveConfig(t, cfg), up: up}
-}
-
-// serveConfig starts a gateway for cfg and returns its /v1 base URL.
-func serveConfig(t *testing.T, cfg *config.Config) string {
-	reg := prometheus.NewRegistry()
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: metrics.New(reg), Gatherer: reg,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1(), up: up}
 }
 
 // withBackend rewrites the config so that "client-model" routes to backend kind.
@@ -146,15 +125,11 @@ backends:
 models:
   client-model: {backend: up, upstream_model: %s}
 `, kind, up.srv.URL, upstreamModel)
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &providerGateway{url: serveConfig(t, cfg), up: up}
+	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1(), up: up}
 }
 
 func (g *providerGateway) client() openai.Client {
-	return openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	return gatewaytest.OpenAI(g.url, "k")
 }
 
 func section(ar *txtar.Archive, name string) ([]byte, bool) {

@@ -6,12 +6,8 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/internal/openaitest"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,16 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/limits/redistest"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/tools"
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/openaitest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // The end-to-end tests of POST /v1/responses: the official openai-go Responses client
@@ -38,15 +32,15 @@ import (
 // openai, responses), for keys alice and bob.
 type responsesGateway struct {
 	url  string
-	fake *fakeProvider // nil for mock
+	fake *gatewaytest.Fake // nil for mock
 }
 
 func startResponsesGateway(t *testing.T, kind string, extra string) *responsesGateway {
 	g := &responsesGateway{}
 	backend := "{type: mock}"
 	if kind != "mock" {
-		g.fake = newFakeJSONProvider(t, kind)
-		backend = fmt.Sprintf("{type: %s, base_url: %q, api_key: up-secret, retries: {max: 0}}", kind, g.fake.baseURL())
+		g.fake = gatewaytest.NewFakeJSON(t, kind)
+		backend = fmt.Sprintf("{type: %s, base_url: %q, api_key: up-secret, retries: {max: 0}}", kind, g.fake.BaseURL())
 	}
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
@@ -59,22 +53,18 @@ keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"]}
 %s`, backend, extra)
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.url = serveConfig(t, cfg)
+	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
 	return g
 }
 
 func (g *responsesGateway) client(key string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey(key), option.WithMaxRetries(0))
+	return gatewaytest.OpenAI(g.url, key)
 }
 
 // script sets the fake upstream's turns; the mock backend needs none (it echoes).
-func (g *responsesGateway) script(turns ...fakeTurn) {
+func (g *responsesGateway) script(turns ...gatewaytest.Turn) {
 	if g.fake != nil {
-		g.fake.setScript(turns...)
+		g.fake.SetScript(turns...)
 	}
 }
 
@@ -82,10 +72,22 @@ func (g *responsesGateway) upstreamBodies() []string {
 	if g.fake == nil {
 		return nil
 	}
-	return g.fake.bodies()
+	return g.fake.Bodies()
 }
 
 var responsesKinds = []string{"mock", "anthropic", "gemini", "openai", "responses"}
+
+// lastFunctionCall returns the last function_call item of resp's output, or nil.
+func lastFunctionCall(resp *responses.Response) *responses.ResponseFunctionToolCall {
+	var call *responses.ResponseFunctionToolCall
+	for _, item := range resp.Output {
+		if item.Type == "function_call" {
+			fc := item.AsFunctionCall()
+			call = &fc
+		}
+	}
+	return call
+}
 
 func textInput(s string) responses.ResponseNewParamsInputUnion {
 	return responses.ResponseNewParamsInputUnion{OfString: openai.String(s)}
@@ -97,7 +99,7 @@ func TestResponses_New(t *testing.T) {
 	for _, kind := range responsesKinds {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Text: "hello back"})
+			g.script(gatewaytest.Turn{Text: "hello back"})
 			want := "hello back"
 			if kind == "mock" {
 				want = "hello there"
@@ -186,7 +188,7 @@ func TestResponses_Streaming(t *testing.T) {
 	for _, kind := range responsesKinds {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Text: "streamed words here"})
+			g.script(gatewaytest.Turn{Text: "streamed words here"})
 			want := "streamed words here"
 			if kind == "mock" {
 				want = "please stream this"
@@ -227,7 +229,7 @@ func TestResponses_FunctionCallRoundTrip(t *testing.T) {
 	for _, kind := range responsesKinds {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Calls: []fakeCall{{Name: "get_weather", Args: `{"city":"Paris"}`}}}, fakeTurn{Text: "It is sunny in Paris."})
+			g.script(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "get_weather", Args: `{"city":"Paris"}`}}}, gatewaytest.Turn{Text: "It is sunny in Paris."})
 			c := g.client("alice-key")
 			ctx := context.Background()
 			first := "please call get_weather for Paris"
@@ -236,13 +238,7 @@ func TestResponses_FunctionCallRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("turn 1: %v", err)
 			}
-			var call *responses.ResponseFunctionToolCall
-			for _, item := range resp.Output {
-				if item.Type == "function_call" {
-					fc := item.AsFunctionCall()
-					call = &fc
-				}
-			}
+			call := lastFunctionCall(resp)
 			if call == nil || call.Name != "get_weather" || call.CallID == "" {
 				t.Fatalf("turn 1 output has no get_weather call: %s", resp.RawJSON())
 			}
@@ -271,6 +267,24 @@ func TestResponses_FunctionCallRoundTrip(t *testing.T) {
 	}
 }
 
+// kiwiConversation has client store two responses on g, the second continuing the first
+// with previous_response_id (the fake upstream says "noted", then "kiwi").
+func kiwiConversation(t *testing.T, g *responsesGateway, client openai.Client) (first, second *responses.Response) {
+	t.Helper()
+	g.script(gatewaytest.Turn{Text: "noted"}, gatewaytest.Turn{Text: "kiwi"})
+	ctx := context.Background()
+	first, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember the word kiwi")})
+	if err != nil {
+		t.Fatalf("turn 1: %v", err)
+	}
+	second, err = client.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("which word?"),
+		PreviousResponseID: openai.String(first.ID)})
+	if err != nil {
+		t.Fatalf("turn 2: %v", err)
+	}
+	return first, second
+}
+
 // TestResponses_PreviousResponseID: a stored response continues with
 // previous_response_id (the earlier turns reach a translated upstream; a responses
 // upstream gets the id), can be read back with GET by its key only, and deleted.
@@ -278,18 +292,10 @@ func TestResponses_PreviousResponseID(t *testing.T) {
 	for _, kind := range responsesKinds {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Text: "noted"}, fakeTurn{Text: "kiwi"})
 			alice, bob := g.client("alice-key"), g.client("bob-key")
 			ctx := context.Background()
-			first, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember the word kiwi")})
-			if err != nil {
-				t.Fatalf("turn 1: %v", err)
-			}
-			second, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("which word?"),
-				PreviousResponseID: openai.String(first.ID)})
-			if err != nil {
-				t.Fatalf("turn 2: %v", err)
-			}
+			first, second := kiwiConversation(t, g, alice)
+			var err error
 			// The passthrough answers what the upstream said (the fake echoes no settings).
 			if kind != "responses" && second.PreviousResponseID != first.ID {
 				t.Errorf("previous_response_id echoed %q, want %q", second.PreviousResponseID, first.ID)
@@ -444,12 +450,20 @@ var cmpErrorView = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String
 
 func postJSON(t *testing.T, url, key, body string) respResult {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return sendWithKey(t, "POST", url, key, strings.NewReader(body))
+}
+
+// sendWithKey sends a request with key as its bearer token; a body is JSON.
+func sendWithKey(t *testing.T, method, url, key string, body io.Reader) respResult {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -459,103 +473,18 @@ func postJSON(t *testing.T, url, key, body string) respResult {
 	return respResult{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// newFakeJSONProvider is a fakeProvider that also answers non-streamed requests, with the
-// JSON body of its wire.
-func newFakeJSONProvider(t *testing.T, kind string) *fakeProvider {
-	f := &fakeProvider{kind: kind}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) || strings.Contains(r.URL.Path, "streamGenerateContent") {
-			r.Body = io.NopCloser(strings.NewReader(string(body)))
-			f.serve(w, r)
-			return
-		}
-		f.mu.Lock()
-		n := len(f.requests)
-		f.requests = append(f.requests, string(body))
-		ok := n < len(f.script)
-		var turn fakeTurn
-		if ok {
-			turn = f.script[n]
-		}
-		f.mu.Unlock()
-		if !ok {
-			http.Error(w, `{"error":{"message":"script exhausted","type":"invalid_request_error"}}`, 400)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, renderJSON(kind, turn, n))
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// renderJSON is the non-streamed answer of turn n in the wire of kind.
-func renderJSON(kind string, t fakeTurn, n int) string {
-	var parts []string
-	switch kind {
-	case "anthropic":
-		if t.Text != "" {
-			parts = append(parts, `{"type":"text","text":`+js(t.Text)+`}`)
-		}
-		for k, c := range t.Calls {
-			parts = append(parts, fmt.Sprintf(`{"type":"tool_use","id":"toolu_%d_%d","name":%s,"input":%s}`, n, k, js(c.Name), c.Args))
-		}
-		stop := "end_turn"
-		if len(t.Calls) > 0 {
-			stop = "tool_use"
-		}
-		return fmt.Sprintf(`{"id":"msg_%d","type":"message","role":"assistant","model":"claude-fake","content":[%s],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
-			n, strings.Join(parts, ","), stop)
-	case "gemini":
-		if t.Text != "" {
-			parts = append(parts, `{"text":`+js(t.Text)+`}`)
-		}
-		for _, c := range t.Calls {
-			parts = append(parts, fmt.Sprintf(`{"functionCall":{"name":%s,"args":%s}}`, js(c.Name), c.Args))
-		}
-		return fmt.Sprintf(`{"candidates":[{"content":{"parts":[%s],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15},"modelVersion":"gemini-fake","responseId":"resp%d"}`,
-			strings.Join(parts, ","), n)
-	case "openai":
-		content, finish := "null", "stop"
-		if t.Text != "" {
-			content = js(t.Text)
-		}
-		for k, c := range t.Calls {
-			parts = append(parts, fmt.Sprintf(`{"id":"call_%d_%d","type":"function","function":{"name":%s,"arguments":%s}}`, n, k, js(c.Name), js(c.Args)))
-			finish = "tool_calls"
-		}
-		calls := ""
-		if len(parts) > 0 {
-			calls = `,"tool_calls":[` + strings.Join(parts, ",") + `]`
-		}
-		return fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"message":{"role":"assistant","content":%s%s},"finish_reason":%q}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
-			n, content, calls, finish)
-	default: // responses: the Response object of the streamed rendering's terminal event
-		var w strings.Builder
-		renderResponses(&w, t, n)
-		events := strings.Split(strings.TrimSpace(w.String()), "\n\n")
-		_, data, _ := strings.Cut(events[len(events)-1], "data: ")
-		var ev struct {
-			Response json.RawMessage `json:"response"`
-		}
-		json.Unmarshal([]byte(data), &ev)
-		return string(ev.Response)
-	}
-}
-
 // TestResponses_ToolLoop: a key with server tools gets one response from /v1/responses,
 // the server calls hidden, the text of both turns in it and the usage of both summed, on
 // every backend, streamed and not (a responses backend then goes through the core too).
 func TestResponses_ToolLoop(t *testing.T) {
 	g := startResponsesLoopGateway(t)
-	for _, kind := range backendKinds {
+	for _, kind := range gatewaytest.Kinds {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", kind, stream), func(t *testing.T) {
 				fake := g.fakes[kind]
-				fake.setScript(
-					fakeTurn{Text: "Let me look. ", Calls: []fakeCall{{"loop__lookup", `{"key":"k1"}`}}},
-					fakeTurn{Text: "Found it."},
+				fake.SetScript(
+					gatewaytest.Turn{Text: "Let me look. ", Calls: []gatewaytest.Call{{Name: "loop__lookup", Args: `{"key":"k1"}`}}},
+					gatewaytest.Turn{Text: "Found it."},
 				)
 				c := g.client()
 				params := responses.ResponseNewParams{Model: "m-" + kind, Input: textInput("look k1 up")}
@@ -583,7 +512,7 @@ func TestResponses_ToolLoop(t *testing.T) {
 				if resp.Usage.InputTokens != 20 || resp.Usage.OutputTokens != 10 {
 					t.Errorf("usage %d/%d, want both turns summed (20/10)", resp.Usage.InputTokens, resp.Usage.OutputTokens)
 				}
-				if b := fake.bodies(); len(b) != 2 || !strings.Contains(b[1], "value-of-k1") {
+				if b := fake.Bodies(); len(b) != 2 || !strings.Contains(b[1], "value-of-k1") {
 					t.Errorf("the tool result did not reach turn 2: %v", b)
 				}
 			})
@@ -594,54 +523,13 @@ func TestResponses_ToolLoop(t *testing.T) {
 // startResponsesLoopGateway is startLoopGateway with the in-process MCP server only (no
 // stdio server to install).
 func startResponsesLoopGateway(t *testing.T) *loopGateway {
-	g := &loopGateway{fakes: map[string]*fakeProvider{}}
-	var mcpURL string
-	g.mcp, mcpURL = startLoopMCP(t)
-	var y strings.Builder
-	y.WriteString("server: {listen: \"127.0.0.1:0\"}\nbackends:\n")
-	for _, k := range backendKinds {
-		g.fakes[k] = newFakeProvider(t, k)
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, g.fakes[k].baseURL())
-	}
-	y.WriteString("models:\n")
-	for _, k := range backendKinds {
-		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
-	}
-	fmt.Fprintf(&y, `keys:
+	return startLoopGatewayWith(t, func(mcpURL string) string {
+		return fmt.Sprintf(`keys:
   agent: {key: agent-key, models: ["*"], tools: [loop], max_tool_iterations: 3}
 tools:
   loop: {type: mcp, url: %q, timeout: 20s}
 `, mcpURL)
-	cfg, err := config.Parse([]byte(y.String()), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, y.String())
-	}
-	g.reg = prometheus.NewRegistry()
-	m := metrics.New(g.reg)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	reg, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: g.reg, Logger: logger, Tools: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		srv.Shutdown(sctx)
 	})
-	g.url = "http://" + ln.Addr().String() + "/v1"
-	return g
 }
 
 // twoTurnResponses is twoTurn for a Responses client: turn 1 streamed, its function calls
@@ -650,7 +538,7 @@ tools:
 func twoTurnResponses(t *testing.T, kind string, turn1 []byte) string {
 	g := startGatewayFor(t, kind)
 	g.up.push(replay{200, "text/event-stream", turn1}, replay{200, "text/event-stream", turn1})
-	c := openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	c := gatewaytest.OpenAI(g.url, "unused")
 	tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "tool", Strict: openai.Bool(false),
 		Parameters: map[string]any{"type": "object"}}}
 	params := responses.ResponseNewParams{Model: "client-model", Input: textInput("use the tool"), Store: openai.Bool(false),
@@ -806,7 +694,7 @@ func TestResponses_PreviousResponseIDWithToolOutput(t *testing.T) {
 	for _, kind := range []string{"anthropic", "gemini", "openai"} {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Calls: []fakeCall{{Name: "lookup", Args: `{"q":"x"}`}}}, fakeTurn{Text: "done"})
+			g.script(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "lookup", Args: `{"q":"x"}`}}}, gatewaytest.Turn{Text: "done"})
 			c := g.client("alice-key")
 			ctx := context.Background()
 			tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "lookup", Strict: openai.Bool(false),
@@ -844,8 +732,8 @@ func TestResponses_PreviousResponseIDWithToolOutput(t *testing.T) {
 // gateway generated cannot be forwarded to a responses upstream as an id it never saw: it
 // is translated with the stored conversation instead.
 func TestResponses_ContinueOnAnotherBackend(t *testing.T) {
-	resp := newFakeJSONProvider(t, "responses")
-	anth := newFakeJSONProvider(t, "anthropic")
+	resp := gatewaytest.NewFakeJSON(t, "responses")
+	anth := gatewaytest.NewFakeJSON(t, "anthropic")
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   r: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
@@ -853,16 +741,12 @@ backends:
 models:
   gpt: {backend: r, upstream_model: gpt-5}
   claude: {backend: a, upstream_model: claude}
-`, resp.baseURL(), anth.baseURL())
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveConfig(t, cfg)
-	c := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("k"), option.WithMaxRetries(0))
+`, resp.BaseURL(), anth.BaseURL())
+	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
+	c := gatewaytest.OpenAI(url, "k")
 	ctx := context.Background()
-	resp.setScript(fakeTurn{Text: "from gpt"}, fakeTurn{Text: "gpt again"})
-	anth.setScript(fakeTurn{Text: "from claude"}, fakeTurn{Text: "claude again"})
+	resp.SetScript(gatewaytest.Turn{Text: "from gpt"}, gatewaytest.Turn{Text: "gpt again"})
+	anth.SetScript(gatewaytest.Turn{Text: "from claude"}, gatewaytest.Turn{Text: "claude again"})
 
 	fromGPT, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt", Input: textInput("hi")})
 	if err != nil {
@@ -880,7 +764,7 @@ models:
 	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt", Input: textInput("more"), PreviousResponseID: openai.String(fromClaude.ID)}); err != nil {
 		t.Fatalf("continuing a claude response on gpt: %v", err)
 	}
-	b := resp.bodies()
+	b := resp.Bodies()
 	if len(b) != 2 || strings.Contains(b[1], "previous_response_id") || !strings.Contains(b[1], "hello claude") || !strings.Contains(b[1], "from claude") {
 		t.Errorf("the responses upstream did not get the stored conversation: %v", b)
 	}
@@ -895,17 +779,14 @@ models:
 // needs node and the npm packages in AGATE_NODE_MODULES, else ../.ci/npm/node_modules
 // (.ci/run installs them there); without them it skips, and fails under CI=true.
 func TestResponses_NodeSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
+	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
 	modules := os.Getenv("AGATE_NODE_MODULES")
 	if modules == "" {
 		modules, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules"))
 	}
-	_, serr := os.Stat(filepath.Join(modules, "@ai-sdk", "openai", "package.json"))
-	if err != nil || serr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node or the npm packages are missing (%v, %v); .ci/run installs them", err, serr)
-		}
-		t.Skip("node or the npm packages (openai, ai, @ai-sdk/openai) are not installed (set AGATE_NODE_MODULES)")
+	if _, err := os.Stat(filepath.Join(modules, "@ai-sdk", "openai", "package.json")); err != nil {
+		gatewaytest.Missing(t, "the npm packages (openai, ai, @ai-sdk/openai) are not installed: "+err.Error(),
+			"set AGATE_NODE_MODULES; .ci/run installs them in .ci/npm")
 	}
 	tests := []struct {
 		script string
@@ -987,18 +868,14 @@ func TestResponses_PassthroughUpstreamErrors(t *testing.T) {
 // TestResponses_Limits: /v1/responses is admitted against the key's limits like chat: the
 // request over requests_per_minute is a 429 with Retry-After, before any upstream call.
 func TestResponses_Limits(t *testing.T) {
-	cfg, err := config.Parse([]byte(`server: {listen: "127.0.0.1:0"}
+	url := gatewaytest.StartYAML(t, `server: {listen: "127.0.0.1:0"}
 backends:
   up: {type: mock}
 models:
   m: {backend: up}
 keys:
   alice: {key: alice-key, models: ["*"], limits: {requests_per_minute: 1}}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveConfig(t, cfg)
+`, gatewaytest.Options{}).V1()
 	body := `{"model":"m","input":"hi"}`
 	if r := postJSON(t, url+"/responses", "alice-key", body); r.status != 200 {
 		t.Fatalf("first request: %d %s", r.status, r.body)
@@ -1027,15 +904,9 @@ responses: {store: redis}
 `, rs.URL())
 	var urls [2]string
 	for i := range urls {
-		cfg, err := config.Parse([]byte(y), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		urls[i] = serveConfig(t, cfg)
+		urls[i] = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
 	}
-	client := func(url, key string) openai.Client {
-		return openai.NewClient(option.WithBaseURL(url), option.WithAPIKey(key), option.WithMaxRetries(0))
-	}
+	client := gatewaytest.OpenAI
 	ctx := context.Background()
 	a, b := client(urls[0], "alice-key"), client(urls[1], "alice-key")
 	first, err := a.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember kiwi")})

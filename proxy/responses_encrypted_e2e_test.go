@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
 )
 
 // recordedFixture reads a recording of testdata/fixtures (provenance in its SOURCES.md).
@@ -246,8 +248,7 @@ func checkAnthropicBlocks(t *testing.T, want []map[string]string, body string) {
 func TestResponses_SealedItemsToResponsesBackend(t *testing.T) {
 	g := startProviderGateway(t)
 	turn1 := recordedFixture(t, "anthropic/vercel-chunks/issue-13430-thinking-tool-call.json")
-	var answer strings.Builder
-	renderResponses(&answer, fakeTurn{Text: "done"}, 1)
+	answer := gatewaytest.RenderStream("responses", gatewaytest.Turn{Text: "done"}, 1)
 	g.up.push(replay{200, "application/json", turn1})
 	c := g.client()
 	include := []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
@@ -272,7 +273,7 @@ func TestResponses_SealedItemsToResponsesBackend(t *testing.T) {
 			input = append(input, out)
 		}
 	}
-	g.up.push(replay{200, "text/event-stream", []byte(answer.String())})
+	g.up.push(replay{200, "text/event-stream", []byte(answer)})
 	s := streamResponse(t, c, responses.ResponseNewParams{Model: "responses-model", Store: openai.Bool(false), Include: include,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}})
 	if s.err != nil || s.final == nil || s.final.OutputText() != "done" {

@@ -27,18 +27,9 @@ func TestResponses_InputItems(t *testing.T) {
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
 			g := startResponsesGateway(t, tt.kind, "")
-			g.script(fakeTurn{Text: "noted"}, fakeTurn{Text: "kiwi"})
 			alice, bob := g.client("alice-key"), g.client("bob-key")
 			ctx := context.Background()
-			first, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("remember the word kiwi")})
-			if err != nil {
-				t.Fatalf("turn 1: %v", err)
-			}
-			second, err := alice.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: textInput("which word?"),
-				PreviousResponseID: openai.String(first.ID)})
-			if err != nil {
-				t.Fatalf("turn 2: %v", err)
-			}
+			_, second := kiwiConversation(t, g, alice)
 			texts := func(items []responses.ResponseItemUnion) []string {
 				out := []string{}
 				for _, it := range items {

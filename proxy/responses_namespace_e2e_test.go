@@ -8,6 +8,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // TestResponses_NamespaceToolRoundTrip: a namespace tool (Codex's multi-agent tools) on a
@@ -28,7 +30,7 @@ func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
 	for _, kind := range []string{"anthropic", "gemini", "openai"} {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Calls: []fakeCall{{Name: flat, Args: `{"message":"hi"}`}}}, fakeTurn{Text: "the agent is spawned"})
+			g.script(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: flat, Args: `{"message":"hi"}`}}}, gatewaytest.Turn{Text: "the agent is spawned"})
 			c := g.client("alice-key")
 			ctx := context.Background()
 			first := "spawn an agent"
@@ -36,13 +38,7 @@ func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("turn 1: %v", err)
 			}
-			var call *responses.ResponseFunctionToolCall
-			for _, item := range resp.Output {
-				if item.Type == "function_call" {
-					fc := item.AsFunctionCall()
-					call = &fc
-				}
-			}
+			call := lastFunctionCall(resp)
 			if call == nil || call.Name != "spawn_agent" || call.Namespace != "multi_agent_v1" || call.Arguments != `{"message":"hi"}` {
 				t.Fatalf("turn 1 output has no spawn_agent call in namespace multi_agent_v1: %s", resp.RawJSON())
 			}
@@ -86,7 +82,7 @@ func TestResponses_CodexCacheKeyAndClientMetadata(t *testing.T) {
 	for _, kind := range []string{"anthropic", "gemini", "openai"} {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
-			g.script(fakeTurn{Text: "hello"})
+			g.script(gatewaytest.Turn{Text: "hello"})
 			c := g.client("alice-key")
 			resp, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "m", Input: textInput("hi"),
 				PromptCacheKey: openai.String("session-01a2")},

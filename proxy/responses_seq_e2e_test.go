@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/openaitest"
 )
 
 // TestResponses_PassthroughSequenceNumbers: a responses backend's stream passed through to

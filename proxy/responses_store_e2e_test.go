@@ -11,9 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // The end-to-end tests of the bounds and ownership of stored responses (issue #45): a
@@ -42,18 +43,14 @@ func words(n int) string { return strings.Repeat("w ", n/2) }
 // one with an input that would take the rebuilt conversation over it, is a 400 naming
 // previous_response_id; the response's GET says why it is not there.
 func TestResponses_ChainBoundedByMaxStoredBytes(t *testing.T) {
-	cfg, err := config.Parse([]byte(`server: {listen: "127.0.0.1:0", max_body_bytes: 200000}
+	url := gatewaytest.StartYAML(t, `server: {listen: "127.0.0.1:0", max_body_bytes: 200000}
 backends:
   up: {type: mock}
 models:
   m: {backend: up}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveConfig(t, cfg) + "/responses"
+`, gatewaytest.Options{}).V1() + "/responses"
 	post := func(input, prev string) respResult {
 		b, _ := json.Marshal(map[string]any{"model": "m", "input": input, "previous_response_id": prev})
 		if prev == "" {
@@ -114,18 +111,7 @@ func post200OrError(t *testing.T, url, body string) respResult {
 
 func getWithKey(t *testing.T, url, key string) respResult {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return respResult{status: resp.StatusCode, header: resp.Header, body: b}
+	return sendWithKey(t, "GET", url, key, nil)
 }
 
 // echoingResponses is a responses upstream that gives every response the same id, as one
@@ -163,7 +149,7 @@ func TestResponses_PassthroughNeverTakesAnotherKeysID(t *testing.T) {
 				rs := redistest.Start(t)
 				extra = fmt.Sprintf("state: {type: redis, url: %q}\nresponses: {store: redis}\n", rs.URL())
 			}
-			cfg, err := config.Parse([]byte(fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+			url := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   r: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
 models:
@@ -171,11 +157,7 @@ models:
 keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"]}
-%s`, up, extra)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			url := serveConfig(t, cfg) + "/responses"
+%s`, up, extra), gatewaytest.Options{}).V1() + "/responses"
 			if r := postJSON(t, url, "alice-key", `{"model":"m","input":"alice's secret"}`); r.status != 200 {
 				t.Fatalf("alice: %d %s", r.status, r.body)
 			}
@@ -234,7 +216,7 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 				store, storeClient = start(t, "allkeys-lru")
 				responses = fmt.Sprintf("{store: redis, url: %q, max_bytes: 1000000000}", store.URL())
 			}
-			cfg, err := config.Parse([]byte(fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+			url := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   up: {type: mock}
 models:
@@ -244,11 +226,7 @@ keys:
   bob: {key: bob-key, models: ["*"], limits: {requests_per_minute: 2}}
 state: {type: redis, url: %q, timeout: 1s}
 responses: %s
-`, state.URL(), responses)), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			url := serveConfig(t, cfg) + "/responses"
+`, state.URL(), responses), gatewaytest.Options{}).V1() + "/responses"
 			for i := range 2 {
 				if r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`); r.status != 200 {
 					t.Fatalf("bob %d: %d %s", i, r.status, r.body)

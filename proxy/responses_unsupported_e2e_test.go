@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // TestResponses_UnsupportedOnTranslated: the Responses parameters no translating backend
@@ -15,7 +16,7 @@ import (
 // upstream never called; with drop_unsupported_params the request goes on without them.
 // A responses backend gets them as they were sent.
 func TestResponses_UnsupportedOnTranslated(t *testing.T) {
-	strict, dropping, pass := newFakeJSONProvider(t, "anthropic"), newFakeJSONProvider(t, "anthropic"), newFakeJSONProvider(t, "responses")
+	strict, dropping, pass := gatewaytest.NewFakeJSON(t, "anthropic"), gatewaytest.NewFakeJSON(t, "anthropic"), gatewaytest.NewFakeJSON(t, "responses")
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   strict: {type: anthropic, base_url: %q, api_key: k, retries: {max: 0}}
@@ -27,12 +28,8 @@ models:
   pass: {backend: pass, upstream_model: up}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`, strict.baseURL(), dropping.baseURL(), pass.baseURL())
-	cfg, err := config.Parse([]byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := serveConfig(t, cfg)
+`, strict.BaseURL(), dropping.BaseURL(), pass.BaseURL())
+	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
 	tests := []struct {
 		name, fields, param string
 		upstream            []string // what a responses backend receives
@@ -45,8 +42,8 @@ keys:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := func(model string) string { return `{"model":"` + model + `","input":"hi",` + tt.fields + `}` }
-			for _, f := range []*fakeProvider{strict, dropping, pass} {
-				f.setScript(fakeTurn{Text: "ok"})
+			for _, f := range []*gatewaytest.Fake{strict, dropping, pass} {
+				f.SetScript(gatewaytest.Turn{Text: "ok"})
 			}
 			r := postJSON(t, url+"/responses", "alice-key", body("strict"))
 			want := respError{Status: 400, Type: "invalid_request_error", Param: tt.param, Code: "unsupported_parameter"}
@@ -56,19 +53,19 @@ keys:
 			if !strings.Contains(string(r.body), tt.param) {
 				t.Errorf("the message does not name %s: %s", tt.param, r.body)
 			}
-			if b := strict.bodies(); len(b) != 0 {
+			if b := strict.Bodies(); len(b) != 0 {
 				t.Errorf("the strict upstream was called: %v", b)
 			}
 			if r := postJSON(t, url+"/responses", "alice-key", body("dropping")); r.status != 200 {
 				t.Errorf("dropping backend: status %d: %s", r.status, r.body)
 			}
-			if b := dropping.bodies(); len(b) != 1 {
+			if b := dropping.Bodies(); len(b) != 1 {
 				t.Errorf("the dropping upstream got %d requests", len(b))
 			}
 			if r := postJSON(t, url+"/responses", "alice-key", body("pass")); r.status != 200 {
 				t.Errorf("responses backend: status %d: %s", r.status, r.body)
 			}
-			b := pass.bodies()
+			b := pass.Bodies()
 			if len(b) != 1 {
 				t.Fatalf("the responses upstream got %d requests", len(b))
 			}

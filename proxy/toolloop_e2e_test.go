@@ -4,28 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // loopMCP is the in-process streamable-HTTP MCP server the tool-loop tests use.
@@ -97,14 +90,8 @@ func text(s string) *mcp.CallToolResult {
 // everythingCommand returns the command of the real @modelcontextprotocol/server-everything,
 // or skips (fails under CI=true) when it is not installed.
 func everythingCommand(t *testing.T) []string {
-	if p, err := exec.LookPath("mcp-server-everything"); err == nil {
-		return []string{p, "stdio"}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("mcp-server-everything is not on PATH; .ci/run installs @modelcontextprotocol/server-everything")
-	}
-	t.Skip("mcp-server-everything not installed (npm install -g @modelcontextprotocol/server-everything@2026.8.31)")
-	return nil
+	p := gatewaytest.Require(t, "mcp-server-everything", "npm install -g @modelcontextprotocol/server-everything@2026.8.31")
+	return []string{p, "stdio"}
 }
 
 // loopGateway is a running gateway with one backend of each kind and server tools.
@@ -112,70 +99,39 @@ type loopGateway struct {
 	url   string
 	srv   *proxy.Server
 	reg   *prometheus.Registry
-	fakes map[string]*fakeProvider
+	fakes map[string]*gatewaytest.Fake
 	mcp   *loopMCP
 }
 
-var backendKinds = []string{"anthropic", "gemini", "responses", "openai"}
-
+// startLoopGateway starts a loop gateway whose key "agent" has the in-process MCP server's
+// tools and the real server-everything's echo (skipped without it).
 func startLoopGateway(t *testing.T) *loopGateway {
-	g := &loopGateway{fakes: map[string]*fakeProvider{}}
-	var mcpURL string
-	g.mcp, mcpURL = startLoopMCP(t)
-	everything := everythingCommand(t)
-	var y strings.Builder
-	y.WriteString("server: {listen: \"127.0.0.1:0\"}\nbackends:\n")
-	for _, k := range backendKinds {
-		g.fakes[k] = newFakeProvider(t, k)
-		fmt.Fprintf(&y, "  %s: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", k, k, g.fakes[k].baseURL())
-	}
-	y.WriteString("models:\n")
-	for _, k := range backendKinds {
-		fmt.Fprintf(&y, "  m-%s: {backend: %s, upstream_model: fake-model}\n", k, k)
-	}
-	cmd, _ := json.Marshal(everything)
-	fmt.Fprintf(&y, `keys:
+	cmd, _ := json.Marshal(everythingCommand(t))
+	return startLoopGatewayWith(t, func(mcpURL string) string {
+		return fmt.Sprintf(`keys:
   agent: {key: agent-key, models: ["*"], tools: [loop, everything/echo], max_tool_iterations: 3}
 tools:
   loop: {type: mcp, url: %q, timeout: 20s}
   everything: {type: mcp, command: %s}
 cache: {max_entries: 100, ttl: 1m}
 `, mcpURL, cmd)
-	cfg, err := config.Parse([]byte(y.String()), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, y.String())
-	}
-	g.reg = prometheus.NewRegistry()
-	m := metrics.New(g.reg)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	reg, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: g.reg, Logger: logger, Tools: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-		defer c()
-		srv.Shutdown(sctx)
 	})
-	g.srv = srv
-	g.url = "http://" + ln.Addr().String() + "/v1"
+}
+
+// startLoopGatewayWith starts a loop gateway whose keys and tools sections are
+// keysAndTools(the in-process MCP server's URL).
+func startLoopGatewayWith(t *testing.T, keysAndTools func(mcpURL string) string) *loopGateway {
+	g := &loopGateway{fakes: gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return gatewaytest.NewFake(t, kind) })}
+	var mcpURL string
+	g.mcp, mcpURL = startLoopMCP(t)
+	y := "server: {listen: \"127.0.0.1:0\"}\n" + gatewaytest.FleetYAML(g.fakes, false) + keysAndTools(mcpURL)
+	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Tools: true})
+	g.srv, g.reg, g.url = gw.Server, gw.Registry, gw.V1()
 	return g
 }
 
 func (g *loopGateway) client() openai.Client {
-	return openai.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("agent-key"), option.WithMaxRetries(0))
+	return gatewaytest.OpenAI(g.url, "agent-key")
 }
 
 // ask sends one user message (with optional client tools), streamed or not, and returns
@@ -260,15 +216,15 @@ func TestToolLoop(t *testing.T) {
 		"responses": `"tool_choice":"none"`,
 		"openai":    `"tool_choice":"none"`,
 	}
-	for _, kind := range backendKinds {
+	for _, kind := range gatewaytest.Kinds {
 		for _, stream := range []bool{true, false} {
 			name := fmt.Sprintf("%s/stream=%v", kind, stream)
 			model := "m-" + kind
 			fake := g.fakes[kind]
 			t.Run(name+"/one call to the real stdio MCP server", func(t *testing.T) {
-				fake.setScript(
-					fakeTurn{Text: "Let me echo. ", Calls: []fakeCall{{"everything__echo", `{"message":"hello from agate"}`}}},
-					fakeTurn{Text: "It said hello."},
+				fake.SetScript(
+					gatewaytest.Turn{Text: "Let me echo. ", Calls: []gatewaytest.Call{{Name: "everything__echo", Args: `{"message":"hello from agate"}`}}},
+					gatewaytest.Turn{Text: "It said hello."},
 				)
 				got := g.ask(t, model, "echo something", stream)
 				if want := "Let me echo. It said hello."; content(got) != want {
@@ -283,7 +239,7 @@ func TestToolLoop(t *testing.T) {
 				if got.Usage.PromptTokens != 20 || got.Usage.CompletionTokens != 10 {
 					t.Errorf("usage = %d/%d, want the two turns summed (20/10)", got.Usage.PromptTokens, got.Usage.CompletionTokens)
 				}
-				bodies := fake.bodies()
+				bodies := fake.Bodies()
 				if len(bodies) != 2 || !strings.Contains(bodies[1], "Echo: hello from agate") {
 					t.Errorf("the tool result did not reach turn 2: %d requests", len(bodies))
 				}
@@ -294,22 +250,22 @@ func TestToolLoop(t *testing.T) {
 			t.Run(name+"/parallel read-only calls overlap", func(t *testing.T) {
 				g.mcp.pairCount.Store(0)
 				g.mcp.pairing = make(chan struct{})
-				fake.setScript(
-					fakeTurn{Calls: []fakeCall{{"loop__pair", `{"id":"a"}`}, {"loop__pair", `{"id":"b"}`}}},
-					fakeTurn{Text: "both done"},
+				fake.SetScript(
+					gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__pair", Args: `{"id":"a"}`}, {Name: "loop__pair", Args: `{"id":"b"}`}}},
+					gatewaytest.Turn{Text: "both done"},
 				)
 				got := g.ask(t, model, "pair up", stream)
 				if content(got) != "both done" {
 					t.Errorf("content = %q", content(got))
 				}
-				b := fake.bodies()[1]
+				b := fake.Bodies()[1]
 				if !strings.Contains(b, "overlapped-a") || !strings.Contains(b, "overlapped-b") {
 					t.Errorf("read-only calls did not run concurrently; turn 2 body: %.400s", b)
 				}
 			})
 			t.Run(name+"/mixed turn returns only the client's call", func(t *testing.T) {
 				before := g.mcp.lookups.Load()
-				fake.setScript(fakeTurn{Calls: []fakeCall{{"loop__lookup", `{"key":"mixed-` + name + `"}`}, {"get_weather", `{"city":"Oslo"}`}}})
+				fake.SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__lookup", Args: `{"key":"mixed-` + name + `"}`}, {Name: "get_weather", Args: `{"city":"Oslo"}`}}})
 				got := g.ask(t, model, "weather?", stream, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
 					Name:       "get_weather",
 					Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
@@ -326,16 +282,16 @@ func TestToolLoop(t *testing.T) {
 				}
 			})
 			t.Run(name+"/tool error and invalid arguments go back to the model", func(t *testing.T) {
-				fake.setScript(
-					fakeTurn{Calls: []fakeCall{{"loop__fail", `{}`}, {"loop__count", `{"n":"three"}`}}},
-					fakeTurn{Calls: []fakeCall{{"loop__count", `{"n":3}`}}},
-					fakeTurn{Text: "fixed"},
+				fake.SetScript(
+					gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__fail", Args: `{}`}, {Name: "loop__count", Args: `{"n":"three"}`}}},
+					gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__count", Args: `{"n":3}`}}},
+					gatewaytest.Turn{Text: "fixed"},
 				)
 				got := g.ask(t, model, "count", stream)
 				if content(got) != "fixed" {
 					t.Errorf("content = %q", content(got))
 				}
-				b := fake.bodies()
+				b := fake.Bodies()
 				if len(b) != 3 {
 					t.Fatalf("%d upstream turns, want 3", len(b))
 				}
@@ -350,13 +306,13 @@ func TestToolLoop(t *testing.T) {
 				}
 			})
 			t.Run(name+"/iteration limit ends with tool_choice none", func(t *testing.T) {
-				call := fakeTurn{Calls: []fakeCall{{"loop__lookup", `{"key":"again"}`}}}
-				fake.setScript(call, call, call, fakeTurn{Text: "giving up"})
+				call := gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__lookup", Args: `{"key":"again"}`}}}
+				fake.SetScript(call, call, call, gatewaytest.Turn{Text: "giving up"})
 				got := g.ask(t, model, "loop forever", stream)
 				if content(got) != "giving up" {
 					t.Errorf("content = %q", content(got))
 				}
-				b := fake.bodies()
+				b := fake.Bodies()
 				if len(b) != 4 {
 					t.Fatalf("%d upstream turns, want 3 tool turns + 1 final", len(b))
 				}
@@ -378,9 +334,9 @@ func TestToolLoop_CacheHitAcrossRequests(t *testing.T) {
 	fake := g.fakes["anthropic"]
 	hits := g.counter(t, "gateway_tool_cache_total", map[string]string{"result": "hit"})
 	before := g.mcp.lookups.Load()
-	fake.setScript(fakeTurn{Calls: []fakeCall{{"loop__lookup", `{"key":"k","n":1}`}}}, fakeTurn{Text: "one"})
+	fake.SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__lookup", Args: `{"key":"k","n":1}`}}}, gatewaytest.Turn{Text: "one"})
 	g.ask(t, "m-anthropic", "first", true)
-	fake.setScript(fakeTurn{Calls: []fakeCall{{"loop__lookup", `{"n":1, "key":"k"}`}}}, fakeTurn{Text: "two"})
+	fake.SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "loop__lookup", Args: `{"n":1, "key":"k"}`}}}, gatewaytest.Turn{Text: "two"})
 	got := g.ask(t, "m-anthropic", "second", false)
 	if content(got) != "two" {
 		t.Errorf("content = %q", content(got))
@@ -391,7 +347,7 @@ func TestToolLoop_CacheHitAcrossRequests(t *testing.T) {
 	if d := g.counter(t, "gateway_tool_cache_total", map[string]string{"result": "hit"}) - hits; d != 1 {
 		t.Errorf("gateway_tool_cache_total{result=hit} grew by %v, want 1", d)
 	}
-	if !strings.Contains(fake.bodies()[1], "value-of-k") {
+	if !strings.Contains(fake.Bodies()[1], "value-of-k") {
 		t.Errorf("the cached result did not reach the model")
 	}
 	if n := g.counter(t, "gateway_loop_iterations", nil); n < 2 {
@@ -410,7 +366,7 @@ func TestToolLoop_CacheHitAcrossRequests(t *testing.T) {
 func TestToolLoop_ClientDisconnectCancelsTool(t *testing.T) {
 	g := startLoopGateway(t)
 	fake := g.fakes["gemini"]
-	fake.setScript(fakeTurn{Text: "working on it", Calls: []fakeCall{{"loop__slow", `{}`}}}, fakeTurn{Text: "never"})
+	fake.SetScript(gatewaytest.Turn{Text: "working on it", Calls: []gatewaytest.Call{{Name: "loop__slow", Args: `{}`}}}, gatewaytest.Turn{Text: "never"})
 	ctx, cancel := context.WithCancel(context.Background())
 	c := g.client()
 	s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
@@ -429,7 +385,7 @@ func TestToolLoop_ClientDisconnectCancelsTool(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the slow tool's context was not cancelled after the client left")
 	}
-	if len(fake.bodies()) != 1 {
+	if len(fake.Bodies()) != 1 {
 		t.Errorf("the model was called again after the client left")
 	}
 	_ = testutil.ToFloat64

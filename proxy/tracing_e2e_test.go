@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -16,11 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/metrics"
-	"github.com/agate-gateway/agate/proxy"
-	"github.com/agate-gateway/agate/telemetry"
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
@@ -30,6 +23,9 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // otlpReceiver is an in-test OTLP/HTTP trace receiver: it decodes the exported protobuf.
@@ -179,9 +175,9 @@ type tracedGateway struct {
 	reg      *prometheus.Registry
 	tracer   *telemetry.Tracer
 	recv     *otlpReceiver
-	primary  *fakeProvider
-	backup   *fakeProvider
-	openai   *fakeProvider // behind the passthrough route m-openai
+	primary  *gatewaytest.Fake
+	backup   *gatewaytest.Fake
+	openai   *gatewaytest.Fake // behind the passthrough route m-openai
 	mu       sync.Mutex
 	fail     int
 	upstream []http.Header // headers of every request to the primary and backup, in order
@@ -198,9 +194,9 @@ func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_SERVICE_NAME", "agate-under-test")
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	g.primary, g.backup = newFakeProvider(t, "anthropic"), newFakeProvider(t, "anthropic")
-	g.openai = newFakeProvider(t, "openai")
-	front := func(f *fakeProvider, failing bool) string {
+	g.primary, g.backup = gatewaytest.NewFake(t, "anthropic"), gatewaytest.NewFake(t, "anthropic")
+	g.openai = gatewaytest.NewFake(t, "openai")
+	front := func(f *gatewaytest.Fake, failing bool) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			g.mu.Lock()
 			g.upstream = append(g.upstream, r.Header.Clone())
@@ -215,7 +211,7 @@ func startTracedGateway(t *testing.T, telemetryYAML string) *tracedGateway {
 				io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"secret-upstream-detail"}}`)
 				return
 			}
-			f.serve(w, r)
+			f.ServeHTTP(w, r)
 		}))
 		t.Cleanup(srv.Close)
 		return srv.URL
@@ -264,38 +260,15 @@ tools:
   kb: {type: mcp, url: %q}
 telemetry: %s
 `, front(g.primary, true), front(g.backup, false), front(g.openai, false)+"/v1", hook.URL+"/hook?token=hook-secret", kb.URL, telemetryYAML)
-	cfg, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
+	cfg := gatewaytest.Parse(t, yaml)
+	var err error
 	g.tracer, err = telemetry.New(context.Background(), cfg.Telemetry)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.tracer.Shutdown(context.Background()) })
-	g.reg = prometheus.NewRegistry()
-	m := metrics.New(g.reg)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, m, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: g.reg, Logger: logger, Tools: reg, Tracer: g.tracer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-	})
-	g.url = "http://" + ln.Addr().String()
+	gw := gatewaytest.Start(t, cfg, gatewaytest.Options{Tools: true, Tracer: g.tracer})
+	g.reg, g.url = gw.Registry, gw.URL
 	return g
 }
 
@@ -320,7 +293,7 @@ func (g *tracedGateway) ask(t *testing.T, key, traceparent string) string {
 
 func (g *tracedGateway) askModel(t *testing.T, model, key, traceparent string) string {
 	t.Helper()
-	c := openai.NewClient(option.WithBaseURL(g.url+"/v1"), option.WithAPIKey(key), option.WithMaxRetries(0),
+	c := gatewaytest.OpenAI(g.url+"/v1", key,
 		option.WithHeader("traceparent", traceparent), option.WithHeader("tracestate", "vendor=opaque"))
 	s := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
 		Model:       model,
@@ -347,15 +320,15 @@ const (
 )
 
 func TestTraces_SpanTree(t *testing.T) {
-	hookCall := fakeTurn{Calls: []fakeCall{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}
-	mcpCall := fakeTurn{Calls: []fakeCall{{Name: "kb__lookup", Args: `{"q":"tool-args-text-42"}`}}}
-	answer := fakeTurn{Text: "completion-text-58"}
+	hookCall := gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}
+	mcpCall := gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "kb__lookup", Args: `{"q":"tool-args-text-42"}`}}}
+	answer := gatewaytest.Turn{Text: "completion-text-58"}
 	tests := []struct {
 		name     string
 		key      string
 		fail     int // 503s from the primary before it answers
-		primary  []fakeTurn
-		backup   []fakeTurn
+		primary  []gatewaytest.Turn
+		backup   []gatewaytest.Turn
 		want     []string
 		chats    []map[string]string // attributes of the chat spans, in order
 		tool     map[string]string   // attributes of the execute_tool span, if any
@@ -363,7 +336,7 @@ func TestTraces_SpanTree(t *testing.T) {
 		upstream int                 // upstream requests
 	}{
 		{
-			name: "plain", key: "plain-key", primary: []fakeTurn{answer},
+			name: "plain", key: "plain-key", primary: []gatewaytest.Turn{answer},
 			want: []string{"POST /v1/chat/completions", "  chat claude-fake"},
 			chats: []map[string]string{{
 				"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": "claude-fake",
@@ -375,7 +348,7 @@ func TestTraces_SpanTree(t *testing.T) {
 			upstream: 1,
 		},
 		{
-			name: "retried", key: "plain-key", fail: 1, primary: []fakeTurn{answer},
+			name: "retried", key: "plain-key", fail: 1, primary: []gatewaytest.Turn{answer},
 			want: []string{"POST /v1/chat/completions", "  chat claude-fake", "  chat claude-fake"},
 			chats: []map[string]string{
 				{"agate.attempt": "1", "error.type": "503", "http.response.status_code": "503", "gen_ai.response.id": "<absent>"},
@@ -384,7 +357,7 @@ func TestTraces_SpanTree(t *testing.T) {
 			upstream: 2,
 		},
 		{
-			name: "fallback", key: "plain-key", fail: 2, backup: []fakeTurn{answer},
+			name: "fallback", key: "plain-key", fail: 2, backup: []gatewaytest.Turn{answer},
 			want: []string{"POST /v1/chat/completions", "  chat claude-fake", "  chat claude-fake", "  chat claude-backup"},
 			chats: []map[string]string{
 				{"agate.attempt": "1", "agate.fallback": "false", "error.type": "503"},
@@ -395,7 +368,7 @@ func TestTraces_SpanTree(t *testing.T) {
 			upstream: 3,
 		},
 		{
-			name: "tool loop", key: "agent-key", primary: []fakeTurn{hookCall, answer},
+			name: "tool loop", key: "agent-key", primary: []gatewaytest.Turn{hookCall, answer},
 			want: []string{"POST /v1/chat/completions", "  chat claude-fake", "  execute_tool hook", "  chat claude-fake"},
 			chats: []map[string]string{
 				{"gen_ai.response.finish_reasons": "[tool_calls]", "gen_ai.response.id": "msg_0"},
@@ -407,7 +380,7 @@ func TestTraces_SpanTree(t *testing.T) {
 			toolSpan: "execute_tool hook", upstream: 2,
 		},
 		{
-			name: "mcp tool loop", key: "mcp-key", primary: []fakeTurn{mcpCall, answer},
+			name: "mcp tool loop", key: "mcp-key", primary: []gatewaytest.Turn{mcpCall, answer},
 			want: []string{"POST /v1/chat/completions", "  chat claude-fake", "  execute_tool kb__lookup", "  chat claude-fake"},
 			chats: []map[string]string{
 				{"gen_ai.response.finish_reasons": "[tool_calls]"},
@@ -421,8 +394,8 @@ func TestTraces_SpanTree(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startTracedGateway(t, "{traces: true}")
 			g.fail = tt.fail
-			g.primary.setScript(tt.primary...)
-			g.backup.setScript(tt.backup...)
+			g.primary.SetScript(tt.primary...)
+			g.backup.SetScript(tt.backup...)
 			if got := g.ask(t, tt.key, clientParent); got != "completion-text-58" {
 				t.Fatalf("answer %q", got)
 			}
@@ -530,8 +503,8 @@ func TestTraces_SpanTree(t *testing.T) {
 // streamed: its server span is ended by the handler.
 func TestTraces_CaptureContent(t *testing.T) {
 	g := startTracedGateway(t, "{traces: true, capture_content: true}")
-	g.primary.setScript(fakeTurn{Calls: []fakeCall{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}, fakeTurn{Text: "completion-text-58"})
-	c := openai.NewClient(option.WithBaseURL(g.url+"/v1"), option.WithAPIKey("agent-key"), option.WithMaxRetries(0))
+	g.primary.SetScript(gatewaytest.Turn{Calls: []gatewaytest.Call{{Name: "hook", Args: `{"q":"tool-args-text-42"}`}}}, gatewaytest.Turn{Text: "completion-text-58"})
+	c := gatewaytest.OpenAI(g.url+"/v1", "agent-key")
 	resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model:    "m",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be-brief-instruction"), openai.UserMessage(tracedPrompt)},
@@ -622,7 +595,7 @@ func TestTraces_Exemplars(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startTracedGateway(t, tt.telemetry)
-			g.primary.setScript(fakeTurn{Text: "completion-text-58"})
+			g.primary.SetScript(gatewaytest.Turn{Text: "completion-text-58"})
 			g.ask(t, "plain-key", clientParent)
 			if g.tracer != nil {
 				g.recv.waitSpans(t, g.tracer) // the stream's metrics are recorded as its span ends
@@ -653,7 +626,7 @@ func TestTraces_Exemplars(t *testing.T) {
 // sends the trace context upstream.
 func TestTraces_Passthrough(t *testing.T) {
 	g := startTracedGateway(t, "{traces: true}")
-	g.openai.setScript(fakeTurn{Text: "completion-text-58"})
+	g.openai.SetScript(gatewaytest.Turn{Text: "completion-text-58"})
 	if got := g.askModel(t, "m-openai", "plain-key", clientParent); got != "completion-text-58" {
 		t.Fatalf("answer %q", got)
 	}

@@ -17,9 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // repoRoot is the build context of the Dockerfile, relative to this package.
@@ -103,7 +105,7 @@ func TestDockerfile_StartsAsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs gatewaytest.Buffer
 	cmd.Stdout = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %v: %v", argv, err)
@@ -148,8 +150,7 @@ func TestDockerfile_StartsAsDocumented(t *testing.T) {
 		return resp.StatusCode == 200
 	})
 
-	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("unused"),
-		option.WithMaxRetries(0), option.WithRequestTimeout(waitLimit))
+	client := gatewaytest.OpenAI(base+"/v1/", "unused", option.WithRequestTimeout(waitLimit))
 	// The image's environment holds no upstream keys: only the offline demo model is usable.
 	page, err := client.Models.List(context.Background())
 	if err != nil {

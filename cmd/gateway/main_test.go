@@ -9,13 +9,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 const baseConfig = `
@@ -37,23 +38,6 @@ func writeAtomically(t *testing.T, path, content string) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func post(t *testing.T, addr, model string) int {
@@ -104,7 +88,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // runningGateway is a run of the gateway that startRun began.
 type runningGateway struct {
 	addr           string // where it serves
-	stdout, stderr *lockedBuffer
+	stdout, stderr *gatewaytest.Buffer
 	done           chan error
 }
 
@@ -116,7 +100,7 @@ func startRun(t *testing.T, args, environ []string) *runningGateway {
 	guard := make(chan os.Signal, 1)
 	signal.Notify(guard, syscall.SIGTERM)
 	t.Cleanup(func() { signal.Stop(guard) })
-	g := &runningGateway{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	g := &runningGateway{stdout: &gatewaytest.Buffer{}, stderr: &gatewaytest.Buffer{}, done: make(chan error, 1)}
 	ready := make(chan string, 1)
 	go func() { g.done <- run(args, environ, g.stdout, g.stderr, ready) }()
 	select {
@@ -213,7 +197,7 @@ func TestRun_StartupErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr lockedBuffer
+			var stdout, stderr gatewaytest.Buffer
 			err := run(tt.args, tt.environ, &stdout, &stderr, nil)
 			got := stdout.String()
 			if err != nil {

@@ -18,15 +18,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // replica is one gateway process started from the built binary.
 type replica struct {
 	base   string
-	logs   *lockedBuffer
+	logs   *gatewaytest.Buffer
 	cmd    *exec.Cmd
 	exited chan error
 }
@@ -34,7 +35,7 @@ type replica struct {
 // startReplica runs the gateway binary on configPath and waits until it listens.
 func startReplica(t *testing.T, bin, configPath string) *replica {
 	t.Helper()
-	r := &replica{logs: &lockedBuffer{}, exited: make(chan error, 1)}
+	r := &replica{logs: &gatewaytest.Buffer{}, exited: make(chan error, 1)}
 	r.cmd = exec.Command(bin, "-config", configPath)
 	r.cmd.Env = append(os.Environ(), "ALICE_KEY=alice-secret")
 	stderr, err := r.cmd.StderrPipe()
@@ -199,7 +200,7 @@ state: {type: redis, url: %q, key_prefix: "%s:", timeout: 200ms}
 		if code, _ := a.chat(t, "one two three four five", false); code != 200 {
 			t.Fatalf("first request on A: %d", code)
 		}
-		client := openai.NewClient(option.WithBaseURL(b.base+"/v1/"), option.WithAPIKey("alice-secret"), option.WithMaxRetries(0))
+		client := gatewaytest.OpenAI(b.base+"/v1/", "alice-secret")
 		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 			Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 		var apiErr *openai.Error
@@ -229,7 +230,7 @@ state: {type: redis, url: %q, key_prefix: "%s:", timeout: 200ms}
 		streamDone := make(chan error, 2)
 		for _, r := range []*replica{a, b} {
 			go func() {
-				client := openai.NewClient(option.WithBaseURL(r.base+"/v1/"), option.WithAPIKey("alice-secret"), option.WithMaxRetries(0))
+				client := gatewaytest.OpenAI(r.base+"/v1/", "alice-secret")
 				s := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
 					Model: "up", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hold")}})
 				for s.Next() {

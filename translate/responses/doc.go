@@ -5,6 +5,6 @@
 // decoder.
 //
 // It imports translate and internal/jsonx only; it must not import another dialect, the
-// proxy or anything that does I/O. (Serving /v1/responses to clients is a client
-// dialect, issue 14, and will live in a package of its own.)
+// proxy or anything that does I/O. Serving /v1/responses to clients is the client
+// dialect translate/responsesin.
 package responses
