@@ -131,7 +131,7 @@ func startE2EGateway(t *testing.T, upstreamV1 string) *e2eGateway {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
+	registry, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), proxy.ToolCache(cfg.Cache), m, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

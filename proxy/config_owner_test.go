@@ -76,8 +76,8 @@ func TestProviderFor_EveryConfigType(t *testing.T) {
 	}
 }
 
-// TestDefaults_OneOwner: the defaults that loop and tools apply for direct library use are
-// config's.
+// TestDefaults_OneOwner: the defaults that loop and tools own and apply for direct library
+// use agree with config's, and the open-mode key has them.
 func TestDefaults_OneOwner(t *testing.T) {
 	got := []any{loop.DefaultMaxCallsPerTurn, loop.DefaultMaxConcurrentCalls, tools.DefaultTimeout, tools.DefaultMaxResultBytes,
 		anonymousKey.maxIterations, anonymousKey.maxCallsPerTurn, anonymousKey.maxConcurrentCalls}

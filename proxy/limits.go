@@ -45,7 +45,7 @@ func (s *Server) openLimiter(opts Options) error {
 		s.limiter = opts.Limiter
 		return nil
 	}
-	l, err := limits.Open(opts.Config.State, &limits.ErrorLog{Logger: s.logger, Count: s.metrics.StateError})
+	l, err := limits.Open(LimiterOptions(opts.Config.State), &limits.ErrorLog{Logger: s.logger, Count: s.metrics.StateError})
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ tools:
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	tr, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger)
+	tr, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), proxy.ToolCache(cfg.Cache), m, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

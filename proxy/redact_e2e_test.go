@@ -69,7 +69,7 @@ keys:
 tools:
   envdump: {type: http, url: "{{URL}}", read_only: true}
 `, map[string]string{"URL": hook.URL})
-	reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, nil, nil)
+	reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ tools:
   weather: {type: http, url: "{{URL}}", read_only: true}
 cache: {{CACHE}}
 `, map[string]string{"URL": hook.URL, "CACHE": tt.cache})
-			reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, nil, nil)
+			reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -268,7 +268,7 @@ telemetry: %s
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	g.tracer, err = telemetry.New(context.Background(), cfg.Telemetry)
+	g.tracer, err = telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ telemetry: %s
 	g.reg = prometheus.NewRegistry()
 	m := metrics.New(g.reg)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, m, logger)
+	reg, err := tools.New(context.Background(), proxy.ToolSources(cfg.Tools), proxy.ToolCache(cfg.Cache), m, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

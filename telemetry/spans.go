@@ -148,7 +148,8 @@ func (r *Request) Observe(o prometheus.Observer, v float64) {
 
 // Attempt describes one upstream attempt for StartChat.
 type Attempt struct {
-	// Type is the backend type (config.Backend.Type); it names gen_ai.provider.name.
+	// Type is the backend type (anthropic, gemini, responses, openai, mock); it names
+	// gen_ai.provider.name.
 	Type string
 	// Backend and Route are the configured backend and route names.
 	Backend, Route string
