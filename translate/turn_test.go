@@ -31,10 +31,10 @@ func TestTurn(t *testing.T) {
 			events: []translate.Event{
 				{Kind: translate.EventStart, ID: "r1", Model: "m"},
 				{Kind: translate.EventReasoningDelta, Text: "think"},
-				{Kind: translate.EventReasoningDelta, Text: "ing"},
 				{Kind: translate.EventTextDelta, Text: "Hel"},
-				{Kind: translate.EventTextDelta, Text: "lo"},
 				{Kind: translate.EventRefusalDelta, Text: "no"},
+				{Kind: translate.EventReasoningDelta, Text: "ing"},
+				{Kind: translate.EventTextDelta, Text: "lo"},
 				{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 1}},
 				{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 3, CompletionTokens: 2}},
 				{Kind: translate.EventFinish, FinishReason: translate.FinishLength},
