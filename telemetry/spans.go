@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Attribute names. The gen_ai.* ones are the OpenTelemetry GenAI semantic conventions'

@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agate-gateway/agate/config"
 )
 
 // repoRoot is the build context of the Dockerfile, relative to this package.

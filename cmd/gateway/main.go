@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/asynclog"
 	"github.com/agate-gateway/agate/internal/logjson"
@@ -30,7 +32,6 @@ import (
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // replica is one gateway process started from the built binary.
