@@ -36,8 +36,11 @@ const (
 	defaultStateOnError      = "allow"
 )
 
-// The defaults that packages taking these values directly (loop.Loop, tools.Definition,
-// proxy's reservations) also apply, exported so that each default has one owner.
+// The exported defaults, for callers that need config's value without a loaded config
+// (proxy's open-mode key and its reservations). The tool loop's and the tool registry's
+// are the same numbers as loop's and tools' own defaults, which those packages own and
+// apply to fields left zero; cmd/gateway's TestDefaults_ConfigAgreesWithPackages holds
+// every default config fills in for them equal to theirs.
 const (
 	DefaultMaxToolIterations      = 8
 	DefaultMaxToolCallsPerTurn    = 32

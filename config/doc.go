@@ -7,4 +7,8 @@
 // Load returns. Watcher reloads the file when it changes or on demand (SIGHUP) and hands a
 // new Config to the caller only when it is valid, so a broken edit never replaces a working
 // configuration.
+//
+// Only the edge reads a Config: cmd/gateway and proxy. The packages built around the server
+// (loop, tools, telemetry, limits) take options of their own with their own defaults, and
+// proxy/options.go maps the sections to them; the defaults here are the same numbers.
 package config

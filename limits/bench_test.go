@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 var benchRequest = &Request{Key: "alice", KeyRate: Rate{RequestsPerMinute: 1 << 50, TokensPerMinute: 1 << 50, Concurrent: 1 << 20},

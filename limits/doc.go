@@ -9,5 +9,8 @@
 // the others.
 //
 // The package knows nothing of HTTP: callers describe a request with a [Request], get an
-// [Admission] back and render it themselves.
+// [Admission] back and render it themselves. Nor does it read configuration: [Open] takes
+// the package's own [Options] (where the state lives; [RedisOptions] for a [Redis], whose
+// zero fields mean [DefaultTimeout] and [DefaultLease]), which the gateway maps from its
+// `state:` section, and [SharedToolCache] the tools package's [tools.CacheOptions].
 package limits

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // step is one call in a scenario: an Admit (want is the expected refusal, NoLimit for

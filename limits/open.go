@@ -5,23 +5,46 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/tools"
 )
 
-// Open returns the limiter st configures: a [Memory] for type memory (or ""), a [Redis]
-// for type redis. The caller closes it.
-func Open(st config.State, errs ErrorObserver) (Limiter, error) {
-	if st.Type != "redis" {
+// Stores, the values of Options.Store.
+const (
+	StoreMemory = "memory" // this process only: a [Memory]
+	StoreRedis  = "redis"  // a Redis server shared by every replica: a [Redis]
+)
+
+// Options choose where the limiter [Open] returns keeps its state. The zero value keeps
+// it in this process. The package reads no configuration: the gateway maps its `state:`
+// section to Options.
+type Options struct {
+	// Store is StoreRedis for a [Redis] limiter; anything else (StoreMemory, "") gives a
+	// [Memory].
+	Store string
+	// URL is the Redis server (store redis): redis://[user:password@]host:port/db, or
+	// rediss:// for TLS. Never included in errors.
+	URL string
+	// KeyPrefix starts every Redis key the limiter and its [SharedToolCache] write; empty
+	// means none.
+	KeyPrefix string
+	// Timeout bounds one Redis round trip. Zero or less means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Open returns the limiter o describes: a [Memory], or a [Redis] for store redis. The
+// caller closes it. errs, if not nil, is told about every failed Redis round trip.
+func Open(o Options, errs ErrorObserver) (Limiter, error) {
+	if o.Store != StoreRedis {
 		return NewMemory(nil), nil
 	}
-	return NewRedis(RedisOptions{URL: st.URL, KeyPrefix: st.KeyPrefix, Timeout: st.Timeout, Errors: errs})
+	return NewRedis(RedisOptions{URL: o.URL, KeyPrefix: o.KeyPrefix, Timeout: o.Timeout, Errors: errs})
 }
 
 // SharedToolCache returns the tool result cache for a registry: a [ToolCache] on the
-// Redis server of l when l is a [Redis], or nil (the registry's own LRU) otherwise. The
-// first level is sized by c and reports evictions to onEvict.
-func SharedToolCache(l Limiter, c config.Cache, st config.State, onEvict func(), errs ErrorObserver) tools.Cache {
+// Redis server of l, under its key prefix, when l is a [Redis], or nil (the registry's own
+// LRU) otherwise. The first level is sized by c (its defaults are the tools package's) and
+// reports evictions to onEvict; c.Shared is the registry's, not the cache's, concern.
+func SharedToolCache(l Limiter, c tools.CacheOptions, onEvict func(), errs ErrorObserver) tools.Cache {
 	r, ok := l.(*Redis)
 	if !ok {
 		return nil
@@ -30,7 +53,7 @@ func SharedToolCache(l Limiter, c config.Cache, st config.State, onEvict func(),
 	if ttl <= 0 {
 		ttl = tools.DefaultCacheTTL
 	}
-	return &ToolCache{L1: tools.NewLRUCache(c.MaxEntries, ttl, onEvict), Client: r.Client(), Prefix: st.KeyPrefix,
+	return &ToolCache{L1: tools.NewLRUCache(c.MaxEntries, ttl, onEvict), Client: r.Client(), Prefix: r.prefix,
 		TTL: ttl, Timeout: r.timeout, Errors: errs}
 }
 

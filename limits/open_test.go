@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -51,18 +50,18 @@ func TestErrorLog_RateLimited(t *testing.T) {
 func TestOpen(t *testing.T) {
 	tests := []struct {
 		name    string
-		state   config.State
+		opts    Options
 		want    string // the limiter's type
 		wantErr string
 	}{
-		{name: "default", state: config.State{}, want: "*limits.Memory"},
-		{name: "memory", state: config.State{Type: "memory"}, want: "*limits.Memory"},
-		{name: "redis", state: config.State{Type: "redis", URL: "redis://127.0.0.1:1/0"}, want: "*limits.Redis"},
-		{name: "bad url not quoted", state: config.State{Type: "redis", URL: "redis://u:s3cret@[::1/0"}, wantErr: "state.url: not a valid redis URL"},
+		{name: "default", opts: Options{}, want: "*limits.Memory"},
+		{name: "memory", opts: Options{Store: StoreMemory}, want: "*limits.Memory"},
+		{name: "redis", opts: Options{Store: StoreRedis, URL: "redis://127.0.0.1:1/0"}, want: "*limits.Redis"},
+		{name: "bad url not quoted", opts: Options{Store: StoreRedis, URL: "redis://u:s3cret@[::1/0"}, wantErr: "state.url: not a valid redis URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := Open(tt.state, nil)
+			l, err := Open(tt.opts, nil)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("Open error = %v, want %q", err, tt.wantErr)

@@ -14,17 +14,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The defaults of [RedisOptions], owned here (the gateway's config documents the same
+// state.timeout).
+const (
+	DefaultTimeout = 50 * time.Millisecond
+	DefaultLease   = 30 * time.Second
+)
+
 // RedisOptions configure a [Redis] limiter.
 type RedisOptions struct {
 	// URL is redis://[user:password@]host:port/db or rediss:// for TLS.
 	URL string
 	// KeyPrefix starts every key written.
 	KeyPrefix string
-	// Timeout bounds one round trip, dialing included. Zero means 50ms.
+	// Timeout bounds one round trip, dialing included. Zero or less means DefaultTimeout.
 	Timeout time.Duration
 	// Lease is how long a concurrency slot outlives its replica: held slots are renewed
-	// every Lease/3, so a crashed replica's slots free themselves within Lease. Zero means
-	// 30s.
+	// every Lease/3, so a crashed replica's slots free themselves within Lease. Zero or
+	// less means DefaultLease.
 	Lease time.Duration
 	// Errors, if not nil, is told about every failed round trip.
 	Errors ErrorObserver
@@ -65,10 +72,10 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		return nil, errors.New("state.url: not a valid redis URL") // err may quote the password
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 50 * time.Millisecond
+		o.Timeout = DefaultTimeout
 	}
 	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
+		o.Lease = DefaultLease
 	}
 	opts.DialTimeout = o.Timeout
 	opts.ReadTimeout = o.Timeout

@@ -7,8 +7,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/agate-gateway/agate/tools"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 // ToolCache is a [tools.Cache] in two levels: an in-process LRU first, then Redis, where

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestToolCache_SharedSecondLevel(t *testing.T) {

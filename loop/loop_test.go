@@ -11,9 +11,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/google/go-cmp/cmp"
 )
 
 // scriptedModel answers each turn with the next script entry and records the requests.

@@ -3,8 +3,6 @@ package loop
 import (
 	"context"
 	"fmt"
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,17 @@ import (
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
+)
+
+// The defaults a Loop applies where it leaves a field zero (or negative). The loop owns
+// them; config documents the same numbers for a key's max_tool_iterations,
+// max_tool_calls_per_turn and max_concurrent_tool_calls, and the gateway's tests hold the
+// two equal.
+const (
+	DefaultMaxIterations      = 8
+	DefaultMaxCallsPerTurn    = 32
+	DefaultMaxConcurrentCalls = 8
+	DefaultKeepAliveInterval  = 10 * time.Second
 )
 
 // Loop runs server-side tool loops for one key's configuration. A Loop value may serve
@@ -26,7 +35,7 @@ type Loop struct {
 	Definitions []tools.Definition
 	// MaxIterations bounds the turns that may call server tools; the turn after the last
 	// one is made with tool_choice none so the model answers with what it has. Default
-	// config.DefaultMaxToolIterations.
+	// DefaultMaxIterations.
 	MaxIterations int
 	// MaxCallsPerTurn bounds the server tool calls run for one model turn; the calls after
 	// the first MaxCallsPerTurn are not run and give the model an error result. Default
@@ -40,8 +49,8 @@ type Loop struct {
 	// credential); tool calls carry it in their context ([tools.WithCaller]) so that a
 	// per-key tool cache keeps keys apart. Empty means no identity.
 	Caller string
-	// KeepAliveInterval is how often the client is pinged while tools run. Default 10s;
-	// one ping is also sent as each batch of tools starts.
+	// KeepAliveInterval is how often the client is pinged while tools run. Default
+	// DefaultKeepAliveInterval; one ping is also sent as each batch of tools starts.
 	KeepAliveInterval time.Duration
 	// Observer records the number of turns per request; may be nil.
 	Observer Observer
@@ -70,7 +79,7 @@ func (l *Loop) Run(ctx context.Context, req *translate.Request, out Output) erro
 	if work.ToolChoice.Mode == "" {
 		work.ToolChoice.Mode = translate.ToolChoiceAuto
 	}
-	maxIter := positiveOr(l.MaxIterations, config.DefaultMaxToolIterations)
+	maxIter := positiveOr(l.MaxIterations, DefaultMaxIterations)
 	r := &run{l: l, out: out, server: server}
 	defer func() {
 		if l.Observer != nil {
@@ -110,23 +119,17 @@ type run struct {
 // when the response is complete (an answer, client tool calls, or the last turn).
 func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (done bool, err error) {
 	r.turns++
-	var a openaichat.Assembler
-	var turnUsage translate.Usage
+	var t translate.Turn
 	serverCall := map[int]bool{}
 	err = r.l.Model.Stream(ctx, work, func(ev *translate.Event) error {
-		if err := a.Add(ev); err != nil {
-			return err
-		}
+		t.Add(ev)
 		switch ev.Kind {
 		case translate.EventStart:
 			if r.started {
 				return nil
 			}
 			r.started = true
-		case translate.EventUsage:
-			turnUsage = ev.Usage
-			return nil
-		case translate.EventFinish, translate.EventError:
+		case translate.EventUsage, translate.EventFinish, translate.EventError:
 			return nil
 		case translate.EventToolCallStart:
 			if _, ok := r.server[ev.Name]; ok {
@@ -140,24 +143,22 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 		}
 		return r.out.Event(ev)
 	})
-	r.usage.Add(turnUsage)
+	r.usage.Add(t.Usage())
 	if err != nil {
 		return false, err
 	}
-	if a.Err != nil {
-		return false, a.Err
+	if err := t.Err(); err != nil {
+		return false, err
 	}
-	a.Finish()
-	choice := &a.Choices[0]
 	var calls, clientCalls []translate.ToolCall
-	for _, tc := range choice.ToolCalls {
+	for _, tc := range t.ToolCalls() {
 		if _, ok := r.server[tc.Name]; ok {
 			calls = append(calls, tc)
 		} else {
 			clientCalls = append(clientCalls, tc)
 		}
 	}
-	r.finish = choice.FinishReason
+	r.finish = t.FinishReason()
 	if len(calls) == 0 || last {
 		if len(clientCalls) == 0 && r.finish == translate.FinishToolCalls {
 			r.finish = translate.FinishStop // only server calls, which the client never sees
@@ -172,8 +173,7 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 		r.finish = translate.FinishToolCalls
 		return true, nil // the client must answer its own calls; server results are cached
 	}
-	msg := a.Message(0)
-	work.Messages = append(work.Messages, msg)
+	work.Messages = append(work.Messages, t.Message())
 	for i, tc := range calls {
 		work.Messages = append(work.Messages, translate.Message{
 			Role: translate.RoleTool, ToolCallID: tc.ID, Name: tc.Name, ToolError: results[i].IsError,
@@ -182,13 +182,6 @@ func (r *run) turn(ctx context.Context, work *translate.Request, last bool) (don
 	}
 	return false, nil
 }
-
-// Defaults of the per-turn bounds, used when Loop leaves them zero: config's, which owns
-// every default.
-const (
-	DefaultMaxCallsPerTurn    = config.DefaultMaxToolCallsPerTurn
-	DefaultMaxConcurrentCalls = config.DefaultMaxConcurrentToolCalls
-)
 
 // execute runs the calls and returns one result per call, in order: the first
 // MaxCallsPerTurn run, concurrently (at most MaxConcurrentCalls at a time) when every one
@@ -239,7 +232,7 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 	}()
 	every := r.l.KeepAliveInterval
 	if every <= 0 {
-		every = 10 * time.Second
+		every = DefaultKeepAliveInterval
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()

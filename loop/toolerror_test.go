@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestLoop_ToolResultsFlagErrors pins that the tool message the model gets back for a

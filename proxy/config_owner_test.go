@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestApply_ConfigRules: a config edited in code after loading is judged by config's own
@@ -76,8 +77,8 @@ func TestProviderFor_EveryConfigType(t *testing.T) {
 	}
 }
 
-// TestDefaults_OneOwner: the defaults that loop and tools apply for direct library use are
-// config's.
+// TestDefaults_OneOwner: the defaults that loop and tools own and apply for direct library
+// use agree with config's, and the open-mode key has them.
 func TestDefaults_OneOwner(t *testing.T) {
 	got := []any{loop.DefaultMaxCallsPerTurn, loop.DefaultMaxConcurrentCalls, tools.DefaultTimeout, tools.DefaultMaxResultBytes,
 		anonymousKey.maxIterations, anonymousKey.maxCallsPerTurn, anonymousKey.maxConcurrentCalls}

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/internal/jsonx"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/valyala/fasthttp"
 )
 
 // This file connects the chat handler to the limiter: admission before any upstream call,
@@ -45,7 +47,7 @@ func (s *Server) openLimiter(opts Options) error {
 		s.limiter = opts.Limiter
 		return nil
 	}
-	l, err := limits.Open(opts.Config.State, &limits.ErrorLog{Logger: s.logger, Count: s.metrics.StateError})
+	l, err := limits.Open(LimiterOptions(opts.Config.State), &limits.ErrorLog{Logger: s.logger, Count: s.metrics.StateError})
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/openai/openai-go/v3"
+
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/google/go-cmp/cmp"
-	"github.com/openai/openai-go/v3"
 )
 
 // The tests of this file run twice: "memory" on one gateway, and "redis" on two gateway
@@ -239,7 +240,7 @@ tools:
 				state = fmt.Sprintf("state: {type: redis, url: %q}", redistest.Start(t).URL())
 			}
 			cfg := parseConfig(t, yaml, map[string]string{"URL": hook.URL, "STATE": state})
-			reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, nil, nil)
+			reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -497,15 +498,15 @@ state: {type: redis, url: "{{REDIS}}"}
 	var regs []*prometheusRegistryCounter
 	for range 2 {
 		cfg := parseConfig(t, yaml, map[string]string{"URL": hook.URL, "REDIS": srv.URL()})
-		lim, err := limits.Open(cfg.State, nil)
+		lim, err := limits.Open(LimiterOptions(cfg.State), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { lim.Close() })
 		obs := &prometheusRegistryCounter{}
 		regs = append(regs, obs)
-		cache := limits.SharedToolCache(lim, cfg.Cache, cfg.State, nil, nil)
-		reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, obs, nil, tools.WithCache(cache))
+		cache := limits.SharedToolCache(lim, ToolCache(cfg.Cache), nil, nil)
+		reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), obs, nil, tools.WithCache(cache))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 // TestUpstreamErrorMasked: credentials an upstream quotes back in its error message reach
@@ -69,7 +70,7 @@ keys:
 tools:
   envdump: {type: http, url: "{{URL}}", read_only: true}
 `, map[string]string{"URL": hook.URL})
-	reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, nil, nil)
+	reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agate-gateway/agate/tools"
 	"github.com/openai/openai-go/v3"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 // TestToolLoop_CacheScope: two keys make the same read-only tool call through the server
@@ -44,7 +45,7 @@ tools:
   weather: {type: http, url: "{{URL}}", read_only: true}
 cache: {{CACHE}}
 `, map[string]string{"URL": hook.URL, "CACHE": tt.cache})
-			reg, err := tools.New(context.Background(), cfg.Tools, cfg.Cache, nil, nil)
+			reg, err := tools.New(context.Background(), ToolSources(cfg.Tools), ToolCache(cfg.Cache), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/telemetry"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // BenchmarkTracing measures what tracing costs: the OpenAI passthrough and the mock
@@ -33,7 +33,7 @@ keys:
   bench: {key: sk-bench, models: ["*"]}
 `
 	drop := &dropExporter{}
-	tracer, err := telemetry.New(context.Background(), config.Telemetry{Traces: true}, telemetry.WithExporter(drop, false))
+	tracer, err := telemetry.New(context.Background(), telemetry.Options{Traces: true}, telemetry.WithExporter(drop, false))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/telemetry"
 )
 
@@ -262,7 +263,7 @@ telemetry: %s
 `, front(g.primary, true), front(g.backup, false), front(g.openai, false)+"/v1", hook.URL+"/hook?token=hook-secret", kb.URL, telemetryYAML)
 	cfg := gatewaytest.Parse(t, yaml)
 	var err error
-	g.tracer, err = telemetry.New(context.Background(), cfg.Telemetry)
+	g.tracer, err = telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
 	if err != nil {
 		t.Fatal(err)
 	}

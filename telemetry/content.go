@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/agate-gateway/agate/translate"
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Content capture (telemetry.capture_content): messages are recorded as the GenAI

@@ -7,4 +7,9 @@
 // A nil *Tracer is tracing off: every method is a nil check and nothing else, and the
 // span values it returns are nil and record nothing. Nothing here is global: the
 // TracerProvider is a field of the Tracer that main builds and passes down.
+//
+// [New] takes the package's own [Options] (whether to trace, whether spans carry content;
+// the zero value is tracing off); the package reads no configuration file: the gateway maps
+// its `telemetry:` section to Options, and the exporter, the service name and the sampler
+// come from the standard OTEL_* variables (telemetry/otlp).
 package telemetry

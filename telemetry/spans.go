@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Attribute names. The gen_ai.* ones are the OpenTelemetry GenAI semantic conventions'
@@ -148,7 +149,8 @@ func (r *Request) Observe(o prometheus.Observer, v float64) {
 
 // Attempt describes one upstream attempt for StartChat.
 type Attempt struct {
-	// Type is the backend type (config.Backend.Type); it names gen_ai.provider.name.
+	// Type is the backend type (anthropic, gemini, responses, openai, mock); it names
+	// gen_ai.provider.name.
 	Type string
 	// Backend and Route are the configured backend and route names.
 	Backend, Route string

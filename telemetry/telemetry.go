@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/telemetry/otlp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agate-gateway/agate/telemetry/otlp"
 )
 
 // DefaultServiceName is the service.name of Agate's spans unless OTEL_SERVICE_NAME or
@@ -26,14 +26,26 @@ const instrumentationName = "github.com/agate-gateway/agate"
 type Tracer struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
-	// capture is telemetry.capture_content: prompts, completions and tool payloads are
+	// capture is Options.CaptureContent: prompts, completions and tool payloads are
 	// recorded only when it is set.
 	capture bool
 	// prop reads and writes the W3C trace context headers.
 	prop propagation.TraceContext
 }
 
-// Option adjusts New.
+// Options say whether New builds a tracer and what its spans may record. The zero value is
+// tracing off. Where spans go, the service name and the sampler are not options: the
+// OpenTelemetry SDK and otlp.FromEnv read the standard OTEL_* variables.
+type Options struct {
+	// Traces turns tracing on: a server span per request, a client span per upstream
+	// attempt and a span per server tool call. False: New returns a nil Tracer.
+	Traces bool
+	// CaptureContent records prompts, completions, tool arguments and tool results in span
+	// attributes. False: spans carry no content, only names, ids, counts and parameters.
+	CaptureContent bool
+}
+
+// Option adjusts New beyond its Options (tests and benchmarks).
 type Option func(*options)
 
 type options struct {
@@ -47,26 +59,26 @@ func WithExporter(exp sdktrace.SpanExporter, sync bool) Option {
 	return func(o *options) { o.exporter, o.sync = exp, sync }
 }
 
-// New builds the tracer of cfg, or returns nil (tracing off) when cfg.Traces is false.
+// New builds the tracer o describes, or returns nil (tracing off) when o.Traces is false.
 // The exporter is OTLP over HTTP/protobuf, or over gRPC when OTEL_EXPORTER_OTLP_PROTOCOL
 // (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, which wins) is "grpc"; the exporter
 // (otlp.FromEnv), the resource and the sampler read the rest of the standard OTEL_*
 // variables from the process environment, and a variable set to an invalid value is an
 // error. The caller calls Shutdown to flush the last spans.
-func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, error) {
-	if !cfg.Traces {
+func New(ctx context.Context, o Options, opts ...Option) (*Tracer, error) {
+	if !o.Traces {
 		return nil, nil
 	}
-	var o options
+	var adj options
 	for _, opt := range opts {
-		opt(&o)
+		opt(&adj)
 	}
-	if o.exporter == nil {
+	if adj.exporter == nil {
 		exp, err := newExporter(os.Getenv)
 		if err != nil {
 			return nil, err
 		}
-		o.exporter = exp
+		adj.exporter = exp
 	}
 	// Later sources win: the default name, then OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
 	res, err := resource.New(ctx,
@@ -76,14 +88,14 @@ func New(ctx context.Context, cfg config.Telemetry, opts ...Option) (*Tracer, er
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
-	processor := sdktrace.WithBatcher(o.exporter)
-	if o.sync {
-		processor = sdktrace.WithSyncer(o.exporter)
+	processor := sdktrace.WithBatcher(adj.exporter)
+	if adj.sync {
+		processor = sdktrace.WithSyncer(adj.exporter)
 	}
 	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, and
 	// without them samples parent-based, always on.
 	tp := sdktrace.NewTracerProvider(processor, sdktrace.WithResource(res))
-	return &Tracer{provider: tp, tracer: tp.Tracer(instrumentationName), capture: cfg.CaptureContent}, nil
+	return &Tracer{provider: tp, tracer: tp.Tracer(instrumentationName), capture: o.CaptureContent}, nil
 }
 
 // newExporter builds the OTLP exporter the OTEL_EXPORTER_OTLP_* variables of getenv

@@ -9,13 +9,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/telemetry"
-	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/agate-gateway/agate/telemetry"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // receiver collects the names of exported spans, over OTLP/HTTP or OTLP/gRPC.
@@ -109,7 +109,7 @@ func TestNew_Environment(t *testing.T) {
 			}
 			r := &receiver{}
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.endpoint(t, protocol))
-			tr, err := telemetry.New(context.Background(), config.Telemetry{Traces: tt.traces})
+			tr, err := telemetry.New(context.Background(), telemetry.Options{Traces: tt.traces})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("New error %v, want %q", err, tt.wantErr)

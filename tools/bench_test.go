@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/agate-gateway/agate/config"
 )
 
 // BenchmarkCacheHit measures a whole Registry.Call answered from the cache: tool lookup,
@@ -16,9 +14,9 @@ import (
 func BenchmarkCacheHit(b *testing.B) {
 	wh := newWebhook(&testing.T{}, echoBody)
 	defer wh.srv.Close()
-	r, err := New(context.Background(), map[string]config.ToolSource{
+	r, err := New(context.Background(), map[string]SourceOptions{
 		"weather": {Type: "http", URL: wh.srv.URL, ReadOnly: true, Parameters: weatherParams},
-	}, config.Cache{}, &countingObserver{}, nil)
+	}, CacheOptions{}, &countingObserver{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

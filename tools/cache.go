@@ -30,12 +30,6 @@ type LRUCache struct {
 
 var _ Cache = (*LRUCache)(nil)
 
-// Cache defaults, used when config.Cache leaves a field zero.
-const (
-	DefaultCacheMaxEntries = 10000
-	DefaultCacheTTL        = 10 * time.Minute
-)
-
 // NewLRUCache returns a cache of at most maxEntries results (zero or less means
 // DefaultCacheMaxEntries) that expire after ttl (zero or less means DefaultCacheTTL).
 // onEvict, if not nil, is called (with the cache's lock held: it must not call back into the

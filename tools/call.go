@@ -11,9 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/telemetry"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // errToolTimeout is the cancellation cause of a call whose own timeout expired.

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agate-gateway/agate/config"
 )
 
 // recordingObserver is an Observer that remembers every event.
@@ -69,11 +67,11 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // newTestRegistry builds a Registry that is closed when the test ends.
-func newTestRegistry(t testing.TB, sources map[string]config.ToolSource, obs Observer, opts ...Option) *Registry {
+func newTestRegistry(t testing.TB, sources map[string]SourceOptions, obs Observer, opts ...Option) *Registry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r, err := New(ctx, sources, config.Cache{}, obs, testLogger(t), opts...)
+	r, err := New(ctx, sources, CacheOptions{}, obs, testLogger(t), opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

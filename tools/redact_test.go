@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -143,7 +142,7 @@ func TestMCP_URLSecretsRedacted(t *testing.T) {
 			var logs lockedBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-			r, err := New(context.Background(), map[string]config.ToolSource{"srv": {Type: "mcp", URL: url}}, config.Cache{}, nil, logger)
+			r, err := New(context.Background(), map[string]SourceOptions{"srv": {Type: "mcp", URL: url}}, CacheOptions{}, nil, logger)
 			var seen []string // texts that reach a model, a client or an operator
 			if tt.brokenStart {
 				if err == nil {

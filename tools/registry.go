@@ -12,14 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-)
-
-// Per-tool defaults, used when neither the source nor an override sets a value.
-const (
-	DefaultTimeout        = config.DefaultToolTimeout
-	DefaultMaxResultBytes = config.DefaultMaxResultBytes
 )
 
 // ErrUnknownTool is wrapped by [Registry.Resolve] errors for names that match no source or
@@ -43,10 +36,11 @@ type Definition struct {
 	Description string
 	// Parameters is the JSON Schema (an object schema) of the arguments.
 	Parameters json.RawMessage
-	// ReadOnly reports the tool has no side effects (MCP readOnlyHint, or read_only in
-	// config): the loop may run read-only calls of one turn concurrently.
+	// ReadOnly reports the tool has no side effects (MCP readOnlyHint, or
+	// SourceOptions.ReadOnly): the loop may run read-only calls of one turn concurrently.
 	ReadOnly bool
-	// Cacheable reports results are cached (config cache, default ReadOnly).
+	// Cacheable reports results are cached (SourceOptions.Cache or Override.Cache, default
+	// ReadOnly).
 	Cacheable bool
 	// Timeout bounds one call (default DefaultTimeout).
 	Timeout time.Duration
@@ -106,7 +100,7 @@ type options struct {
 	now   func() time.Time
 }
 
-// WithCache makes the Registry use c instead of building an [LRUCache] from config.Cache
+// WithCache makes the Registry use c instead of building an [LRUCache] from its CacheOptions
 // (for example a store shared by several gateway replicas). Evictions of a custom cache are
 // not reported to the Observer.
 func WithCache(c Cache) Option { return func(o *options) { o.cache = c } }
@@ -122,9 +116,9 @@ type Registry struct {
 	obs     Observer
 	cache   Cache
 	flights flightGroup
-	sources map[string]source            // immutable after New
-	configs map[string]config.ToolSource // immutable after New
-	order   []string                     // source names, sorted
+	sources map[string]source        // immutable after New
+	configs map[string]SourceOptions // immutable after New
+	order   []string                 // source names, sorted
 
 	// cacheByCaller keeps cache entries and shared executions apart per caller (cache
 	// scope key); immutable after New.
@@ -158,14 +152,14 @@ type source interface {
 	close() error
 }
 
-// toolSpec is a tool as a source describes it, before config and validation apply.
+// toolSpec is a tool as a source describes it, before its SourceOptions and validation apply.
 type toolSpec struct {
 	Tool        string
 	Description string
 	Parameters  json.RawMessage // nil means an empty object schema
 	ReadOnly    bool
 	// NoCacheByDefault marks a read-only tool whose result must not be reused unless the
-	// config says so (time_now).
+	// its options say so (time_now).
 	NoCacheByDefault bool
 	// NamedAfterSource gives the tool the source's name as its model-facing name (single-tool
 	// sources: http, builtin).
@@ -179,12 +173,11 @@ const emptyObjectSchema = `{"type":"object","properties":{}}`
 // ctx. It fails if a source cannot be started or a definition is bad: an invalid source
 // name, a schema that does not compile, or two tools with the same model-facing name. Tools
 // published later by an MCP server's list-changed notification are validated the same way,
-// but a bad one is logged and left out instead. cacheCfg sizes the built-in [LRUCache]
-// unless [WithCache] is given; its Scope says whether the callers named by [WithCaller]
-// share cached results ("global") or not ("key", also meant by ""). A nil obs or logger is
-// allowed. When New fails it closes whatever it had started; otherwise the caller must
+// but a bad one is logged and left out instead. cache sizes the built-in [LRUCache]
+// unless [WithCache] is given, and says whether the callers named by [WithCaller] share
+// cached results. A nil obs or logger is allowed. When New fails it closes whatever it had started; otherwise the caller must
 // Close the Registry.
-func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg config.Cache, obs Observer, logger *slog.Logger, opts ...Option) (*Registry, error) {
+func New(ctx context.Context, sources map[string]SourceOptions, cache CacheOptions, obs Observer, logger *slog.Logger, opts ...Option) (*Registry, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -203,14 +196,13 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 		obs:      obs,
 		cache:    o.cache,
 		sources:  make(map[string]source, len(sources)),
-		configs:  make(map[string]config.ToolSource, len(sources)),
+		configs:  make(map[string]SourceOptions, len(sources)),
 		byName:   make(map[string]*tool),
 		bySource: make(map[string][]*tool),
 	}
-	// Anything but an explicit "global" keeps keys apart: the safe side.
-	r.cacheByCaller = cacheCfg.Scope != "global"
+	r.cacheByCaller = !cache.Shared
 	if r.cache == nil {
-		r.cache = NewLRUCache(cacheCfg.MaxEntries, cacheCfg.TTL, obs.CacheEviction)
+		r.cache = NewLRUCache(cache.MaxEntries, cache.TTL, obs.CacheEviction)
 	}
 	for name, cfg := range sources {
 		r.order = append(r.order, name)
@@ -242,14 +234,14 @@ func New(ctx context.Context, sources map[string]config.ToolSource, cacheCfg con
 	return r, nil
 }
 
-func (r *Registry) newSource(name string, cfg config.ToolSource, o options) (source, error) {
+func (r *Registry) newSource(name string, cfg SourceOptions, o options) (source, error) {
 	publish := func(specs []toolSpec) { _ = r.setTools(name, specs, skipBadTools) }
 	switch cfg.Type {
-	case "mcp":
+	case SourceMCP:
 		return newMCPSource(name, cfg, r.logger.With("tool_source", name), publish)
-	case "http":
+	case SourceHTTP:
 		return newWebhookSource(name, cfg)
-	case "builtin":
+	case SourceBuiltin:
 		return newBuiltinSource(name, cfg, o.now)
 	default:
 		return nil, fmt.Errorf("unknown type %q (want mcp, http or builtin)", cfg.Type)
@@ -257,8 +249,8 @@ func (r *Registry) newSource(name string, cfg config.ToolSource, o options) (sou
 }
 
 // applySettings sets a definition's timeout, cache flag and result bound from its source's
-// config: the tool's override first, then the source, then the defaults.
-func applySettings(d *Definition, cfg config.ToolSource, spec toolSpec) {
+// options: the tool's override first, then the source, then the defaults.
+func applySettings(d *Definition, cfg SourceOptions, spec toolSpec) {
 	ov := cfg.Overrides[spec.Tool]
 	d.Timeout = firstPositive(ov.Timeout, cfg.Timeout, DefaultTimeout)
 	d.MaxResultBytes = firstPositive(ov.MaxResultBytes, cfg.MaxResultBytes, DefaultMaxResultBytes)
@@ -281,7 +273,7 @@ func firstPositive[T int | time.Duration](vs ...T) T {
 	return 0
 }
 
-func warnUnusedOverrides(logger *slog.Logger, source string, cfg config.ToolSource, specs []toolSpec) {
+func warnUnusedOverrides(logger *slog.Logger, source string, cfg SourceOptions, specs []toolSpec) {
 	for name := range cfg.Overrides {
 		if !slices.ContainsFunc(specs, func(s toolSpec) bool { return s.Tool == name }) {
 			logger.Warn("tool override names no tool of its source", "tool_source", source, "tool", name)
@@ -345,7 +337,7 @@ func (r *Registry) setTools(sourceName string, specs []toolSpec, policy updatePo
 	return nil
 }
 
-func buildTool(sourceName string, spec toolSpec, cfg config.ToolSource, src source) (*tool, error) {
+func buildTool(sourceName string, spec toolSpec, cfg SourceOptions, src source) (*tool, error) {
 	if spec.Tool == "" {
 		return nil, fmt.Errorf("source %q: a tool has an empty name", sourceName)
 	}

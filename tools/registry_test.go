@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -65,7 +64,7 @@ var weatherParams = map[string]any{
 func TestCall_ArgumentValidation(t *testing.T) {
 	wh := newWebhook(t, echoBody)
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"weather": {Type: "http", URL: wh.srv.URL, Parameters: weatherParams},
 		"noargs":  {Type: "http", URL: wh.srv.URL},
 	}, obs)
@@ -117,7 +116,7 @@ func TestCall_ArgumentValidation(t *testing.T) {
 
 func TestCall_UnknownTool(t *testing.T) {
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{"clock": {Type: "builtin", Name: "time_now"}}, obs)
+	r := newTestRegistry(t, map[string]SourceOptions{"clock": {Type: "builtin", Name: "time_now"}}, obs)
 	res := r.Call(context.Background(), "no_such_tool", []byte(`{}`))
 	if !res.IsError || !strings.Contains(res.Content, `unknown tool "no_such_tool"`) {
 		t.Errorf("Call = %+v, want an unknown-tool error result", res)
@@ -134,7 +133,7 @@ func TestCall_Timeout(t *testing.T) {
 		cancelled <- struct{}{}
 	})
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"slow": {Type: "http", URL: wh.srv.URL, Timeout: 50 * time.Millisecond},
 	}, obs)
 	res := r.Call(context.Background(), "slow", nil)
@@ -164,7 +163,7 @@ func TestCall_ContextCancelStopsTool(t *testing.T) {
 				cancelled <- struct{}{}
 			})
 			obs := &recordingObserver{}
-			r := newTestRegistry(t, map[string]config.ToolSource{
+			r := newTestRegistry(t, map[string]SourceOptions{
 				"slow": {Type: "http", URL: wh.srv.URL, ReadOnly: readOnly},
 			}, obs)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -193,7 +192,7 @@ func TestCall_Truncation(t *testing.T) {
 		io.WriteString(w, strings.Repeat("x", 100))
 	})
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"big": {Type: "http", URL: wh.srv.URL, MaxResultBytes: 10},
 	}, obs)
 	res := r.Call(context.Background(), "big", nil)
@@ -240,7 +239,7 @@ func TestCache_ErrorsNotCached(t *testing.T) {
 		io.WriteString(w, "sunny")
 	})
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"weather": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
 	}, obs)
 	ctx := context.Background()
@@ -271,22 +270,22 @@ func TestCache_ErrorsNotCached(t *testing.T) {
 func TestCache_Policy(t *testing.T) {
 	tests := []struct {
 		name      string
-		src       config.ToolSource
+		src       SourceOptions
 		args      []string
 		wantCalls int64
 	}{
-		{name: "read-only cached across key order", src: config.ToolSource{ReadOnly: true},
+		{name: "read-only cached across key order", src: SourceOptions{ReadOnly: true},
 			args: []string{`{"a":1, "b":2}`, `{"b":2,"a":1}`, "{\n\"a\": 1,\"b\" :2}"}, wantCalls: 1},
-		{name: "different args miss", src: config.ToolSource{ReadOnly: true},
+		{name: "different args miss", src: SourceOptions{ReadOnly: true},
 			args: []string{`{"a":1}`, `{"a":2}`}, wantCalls: 2},
-		{name: "not read-only not cached", src: config.ToolSource{},
+		{name: "not read-only not cached", src: SourceOptions{},
 			args: []string{`{"a":1}`, `{"a":1}`}, wantCalls: 2},
-		{name: "cache false overrides read-only", src: config.ToolSource{ReadOnly: true, Cache: ptr(false)},
+		{name: "cache false overrides read-only", src: SourceOptions{ReadOnly: true, Cache: ptr(false)},
 			args: []string{`{"a":1}`, `{"a":1}`}, wantCalls: 2},
-		{name: "cache true on a side-effecting tool", src: config.ToolSource{Cache: ptr(true)},
+		{name: "cache true on a side-effecting tool", src: SourceOptions{Cache: ptr(true)},
 			args: []string{`{"a":1}`, `{"a":1}`}, wantCalls: 1},
-		{name: "per-tool override wins", src: config.ToolSource{ReadOnly: true, Cache: ptr(false),
-			Overrides: map[string]config.ToolOverride{"t": {Cache: ptr(true)}}},
+		{name: "per-tool override wins", src: SourceOptions{ReadOnly: true, Cache: ptr(false),
+			Overrides: map[string]Override{"t": {Cache: ptr(true)}}},
 			args: []string{`{"a":1}`, `{"a":1}`}, wantCalls: 1},
 	}
 	for _, tt := range tests {
@@ -294,7 +293,7 @@ func TestCache_Policy(t *testing.T) {
 			wh := newWebhook(t, echoBody)
 			src := tt.src
 			src.Type, src.URL = "http", wh.srv.URL
-			r := newTestRegistry(t, map[string]config.ToolSource{"t": src}, nil)
+			r := newTestRegistry(t, map[string]SourceOptions{"t": src}, nil)
 			for _, a := range tt.args {
 				if res := r.Call(context.Background(), "t", []byte(a)); res.IsError {
 					t.Fatalf("Call(%s) = %+v", a, res)
@@ -307,28 +306,29 @@ func TestCache_Policy(t *testing.T) {
 	}
 }
 
-// TestCache_Scope: with cache scope key (the default), a key's call never reuses another
-// key's result (nor learns from its timing that the call was made); with scope global, keys
-// share results. The observer sees every lookup either way.
+// TestCache_Scope: with a cache that is not shared (the default; cache scope key), a key's
+// call never reuses another key's result (nor learns from its timing that the call was
+// made); with a shared one (scope global), keys share results. The observer sees every
+// lookup either way. (The gateway's tests map the scopes to CacheOptions.)
 func TestCache_Scope(t *testing.T) {
 	tests := []struct {
 		name         string
-		scope        string
+		cache        CacheOptions
 		wantOutcomes []string // of alice, bob, alice
 		wantCalls    int64
 		wantHits     int
 	}{
-		{name: "default is per key", scope: "", wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
-		{name: "key", scope: "key", wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
-		{name: "global", scope: "global", wantOutcomes: []string{OutcomeOK, OutcomeCached, OutcomeCached}, wantCalls: 1, wantHits: 2},
+		{name: "default is per key", cache: CacheOptions{}, wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
+		{name: "key", cache: CacheOptions{Shared: false}, wantOutcomes: []string{OutcomeOK, OutcomeOK, OutcomeCached}, wantCalls: 2, wantHits: 1},
+		{name: "global", cache: CacheOptions{Shared: true}, wantOutcomes: []string{OutcomeOK, OutcomeCached, OutcomeCached}, wantCalls: 1, wantHits: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wh := newWebhook(t, echoBody)
 			obs := &recordingObserver{}
-			r, err := New(context.Background(), map[string]config.ToolSource{
+			r, err := New(context.Background(), map[string]SourceOptions{
 				"weather": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
-			}, config.Cache{Scope: tt.scope}, obs, testLogger(t))
+			}, tt.cache, obs, testLogger(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -370,7 +370,7 @@ func TestCall_SingleFlight(t *testing.T) {
 		io.WriteString(w, "shared")
 	})
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"lookup": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
 	}, obs)
 
@@ -415,7 +415,7 @@ func TestCall_SingleFlightSurvivesOneCallerLeaving(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"lookup": {Type: "http", URL: wh.srv.URL, ReadOnly: true},
 	}, nil)
 	key, _ := cacheKey("", "lookup", []byte(`{}`))
@@ -446,11 +446,11 @@ func TestCall_SingleFlightSurvivesOneCallerLeaving(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	wh := newWebhook(t, echoBody)
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"weather": {Type: "http", URL: wh.srv.URL, Description: "Weather by city.", Parameters: weatherParams, ReadOnly: true,
 			Timeout: 5 * time.Second, MaxResultBytes: 1000},
 		"clock": {Type: "builtin", Name: "time_now"},
-		"hook":  {Type: "http", URL: wh.srv.URL, Overrides: map[string]config.ToolOverride{"hook": {Timeout: time.Second, Cache: ptr(true)}}},
+		"hook":  {Type: "http", URL: wh.srv.URL, Overrides: map[string]Override{"hook": {Timeout: time.Second, Cache: ptr(true)}}},
 	}, nil)
 	weather := Definition{Name: "weather", Source: "weather", Tool: "weather", Description: "Weather by city.",
 		Parameters: []byte(`{"properties":{"city":{"type":"string"},"days":{"minimum":1,"type":"integer"}},"required":["city"],"type":"object"}`),
@@ -500,31 +500,31 @@ func TestResolve(t *testing.T) {
 func TestNew_BadDefinitions(t *testing.T) {
 	tests := []struct {
 		name    string
-		sources map[string]config.ToolSource
+		sources map[string]SourceOptions
 		wantErr string
 	}{
-		{name: "invalid source name", sources: map[string]config.ToolSource{"my weather": {Type: "builtin", Name: "time_now"}},
+		{name: "invalid source name", sources: map[string]SourceOptions{"my weather": {Type: "builtin", Name: "time_now"}},
 			wantErr: `tool source name "my weather"`},
-		{name: "unknown type", sources: map[string]config.ToolSource{"x": {Type: "grpc"}}, wantErr: `unknown type "grpc"`},
-		{name: "unknown builtin", sources: map[string]config.ToolSource{"x": {Type: "builtin", Name: "teleport"}},
+		{name: "unknown type", sources: map[string]SourceOptions{"x": {Type: "grpc"}}, wantErr: `unknown type "grpc"`},
+		{name: "unknown builtin", sources: map[string]SourceOptions{"x": {Type: "builtin", Name: "teleport"}},
 			wantErr: `unknown builtin "teleport" (want one of: time_now)`},
-		{name: "webhook without url", sources: map[string]config.ToolSource{"x": {Type: "http"}}, wantErr: `want an absolute http or https URL`},
-		{name: "schema does not compile", sources: map[string]config.ToolSource{"x": {Type: "http", URL: "http://127.0.0.1:1/",
+		{name: "webhook without url", sources: map[string]SourceOptions{"x": {Type: "http"}}, wantErr: `want an absolute http or https URL`},
+		{name: "schema does not compile", sources: map[string]SourceOptions{"x": {Type: "http", URL: "http://127.0.0.1:1/",
 			Parameters: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "nope"}}}}},
 			wantErr: `tool "x" of source "x": parameters schema`},
-		{name: "schema not an object schema", sources: map[string]config.ToolSource{"x": {Type: "http", URL: "http://127.0.0.1:1/",
+		{name: "schema not an object schema", sources: map[string]SourceOptions{"x": {Type: "http", URL: "http://127.0.0.1:1/",
 			Parameters: map[string]any{"type": "string"}}}, wantErr: `type is string, want "object"`},
-		{name: "schema with external ref", sources: map[string]config.ToolSource{"x": {Type: "http", URL: "http://127.0.0.1:1/",
+		{name: "schema with external ref", sources: map[string]SourceOptions{"x": {Type: "http", URL: "http://127.0.0.1:1/",
 			Parameters: map[string]any{"$ref": "file:///etc/passwd"}}}, wantErr: `parameters schema`},
-		{name: "mcp without command or url", sources: map[string]config.ToolSource{"x": {Type: "mcp"}}, wantErr: `set command (stdio) or url`},
-		{name: "mcp with both", sources: map[string]config.ToolSource{"x": {Type: "mcp", URL: "http://x", Command: []string{"x"}}},
+		{name: "mcp without command or url", sources: map[string]SourceOptions{"x": {Type: "mcp"}}, wantErr: `set command (stdio) or url`},
+		{name: "mcp with both", sources: map[string]SourceOptions{"x": {Type: "mcp", URL: "http://x", Command: []string{"x"}}},
 			wantErr: `not both`},
-		{name: "mcp command not found", sources: map[string]config.ToolSource{"x": {Type: "mcp", Command: []string{"/nonexistent/mcp-server"}}},
+		{name: "mcp command not found", sources: map[string]SourceOptions{"x": {Type: "mcp", Command: []string{"/nonexistent/mcp-server"}}},
 			wantErr: `starting tool source "x"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(context.Background(), tt.sources, config.Cache{}, nil, nil)
+			r, err := New(context.Background(), tt.sources, CacheOptions{}, nil, nil)
 			if err == nil {
 				r.Close()
 				t.Fatalf("New succeeded, want an error containing %q", tt.wantErr)
@@ -540,7 +540,7 @@ func TestBuiltin_TimeNow(t *testing.T) {
 	paris := time.FixedZone("CET", 3600)
 	now := time.Date(2025, 1, 31, 15, 5, 9, 123, paris)
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{"time_now": {Type: "builtin"}}, obs,
+	r := newTestRegistry(t, map[string]SourceOptions{"time_now": {Type: "builtin"}}, obs,
 		WithClock(func() time.Time { return now }))
 	tests := []struct {
 		name string
@@ -565,7 +565,7 @@ func TestBuiltin_TimeNow(t *testing.T) {
 }
 
 func TestCall_AfterClose(t *testing.T) {
-	r, err := New(context.Background(), map[string]config.ToolSource{"clock": {Type: "builtin", Name: "time_now"}}, config.Cache{}, nil, nil)
+	r, err := New(context.Background(), map[string]SourceOptions{"clock": {Type: "builtin", Name: "time_now"}}, CacheOptions{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,8 +647,8 @@ func TestRegistry_EvictionsObserved(t *testing.T) {
 	obs := &recordingObserver{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := New(ctx, map[string]config.ToolSource{"t": {Type: "http", URL: wh.srv.URL, ReadOnly: true}},
-		config.Cache{MaxEntries: 1, TTL: time.Hour}, obs, nil)
+	r, err := New(ctx, map[string]SourceOptions{"t": {Type: "http", URL: wh.srv.URL, ReadOnly: true}},
+		CacheOptions{MaxEntries: 1, TTL: time.Hour}, obs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/agate-gateway/agate/config"
 )
 
 // builtin is one tool implemented in the gateway.
@@ -37,7 +35,7 @@ func builtinByName(name string) (builtin, bool) {
 	return builtin{}, false
 }
 
-// builtinSource is a type builtin source: the one builtin named by the config's name (or,
+// builtinSource is a type builtin source: the one builtin its options name (Name, or,
 // when that is empty, by the source name), offered to models under the source name.
 type builtinSource struct {
 	tool builtin
@@ -46,7 +44,7 @@ type builtinSource struct {
 
 var _ source = (*builtinSource)(nil)
 
-func newBuiltinSource(name string, cfg config.ToolSource, now func() time.Time) (*builtinSource, error) {
+func newBuiltinSource(name string, cfg SourceOptions, now func() time.Time) (*builtinSource, error) {
 	toolName := cfg.Name
 	if toolName == "" {
 		toolName = name

@@ -11,9 +11,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/telemetry"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // maxWebhookBody bounds how much of a webhook response is read; the Registry truncates
@@ -34,7 +34,7 @@ type webhookSource struct {
 
 var _ source = (*webhookSource)(nil)
 
-func newWebhookSource(name string, cfg config.ToolSource) (*webhookSource, error) {
+func newWebhookSource(name string, cfg SourceOptions) (*webhookSource, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("url %q: want an absolute http or https URL", cfg.URL)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -18,7 +17,7 @@ func TestWebhook_Request(t *testing.T) {
 		method = r.Method
 		io.WriteString(w, `{"temp_c":21}`)
 	})
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"weather": {Type: "http", URL: wh.srv.URL + "/weather?v=1", Headers: map[string]string{"Authorization": "Bearer hook-secret", "X-Team": "search"}},
 	}, nil)
 	res := r.Call(context.Background(), "weather", []byte(`{"city":"Oslo"}`))
@@ -61,7 +60,7 @@ func TestWebhook_Failures(t *testing.T) {
 				io.WriteString(w, tt.body)
 			})
 			obs := &recordingObserver{}
-			r := newTestRegistry(t, map[string]config.ToolSource{"hook": {Type: "http", URL: wh.srv.URL}}, obs)
+			r := newTestRegistry(t, map[string]SourceOptions{"hook": {Type: "http", URL: wh.srv.URL}}, obs)
 			if diff := cmp.Diff(tt.want, r.Call(context.Background(), "hook", nil)); diff != "" {
 				t.Errorf("Call mismatch (-want +got):\n%s", diff)
 			}
@@ -75,7 +74,7 @@ func TestWebhook_Failures(t *testing.T) {
 		wh := newWebhook(t, echoBody)
 		url := wh.srv.URL + "/secret-path?token=abc"
 		wh.srv.Close()
-		r := newTestRegistry(t, map[string]config.ToolSource{"hook": {Type: "http", URL: url}}, nil)
+		r := newTestRegistry(t, map[string]SourceOptions{"hook": {Type: "http", URL: url}}, nil)
 		res := r.Call(context.Background(), "hook", nil)
 		if !res.IsError || !strings.HasPrefix(res.Content, "tool hook failed: webhook request: ") {
 			t.Errorf("Call = %+v, want an error result", res)
@@ -101,7 +100,7 @@ func TestWebhook_RedirectNotFollowed(t *testing.T) {
 				io.WriteString(w, "moved to "+location)
 			})
 			obs := &recordingObserver{}
-			r := newTestRegistry(t, map[string]config.ToolSource{
+			r := newTestRegistry(t, map[string]SourceOptions{
 				"hook": {Type: "http", URL: wh.srv.URL, Headers: map[string]string{"Authorization": "Bearer hook-secret"}},
 			}, obs)
 			res := r.Call(context.Background(), "hook", []byte(`{"q":1}`))

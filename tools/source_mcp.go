@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // MCP connection tuning. Reconnection starts after restartBackoffMin and doubles up to
@@ -44,7 +44,7 @@ var errSourceClosed = errors.New("tool source closed")
 // and passes every new list to publish.
 type mcpSource struct {
 	name       string
-	cfg        config.ToolSource
+	cfg        SourceOptions
 	logger     *slog.Logger
 	publish    func([]toolSpec)
 	client     *mcp.Client
@@ -66,7 +66,7 @@ type mcpSource struct {
 
 var _ source = (*mcpSource)(nil)
 
-func newMCPSource(name string, cfg config.ToolSource, logger *slog.Logger, publish func([]toolSpec)) (*mcpSource, error) {
+func newMCPSource(name string, cfg SourceOptions, logger *slog.Logger, publish func([]toolSpec)) (*mcpSource, error) {
 	switch {
 	case len(cfg.Command) > 0 && cfg.URL != "":
 		return nil, errors.New("set either command (stdio) or url (streamable HTTP), not both")

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agate-gateway/agate/config"
 )
 
 // testMCPServer is an in-process MCP server with a read-only tool, a tool that reports
@@ -88,7 +89,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	ms := newTestMCPServer()
 	srv := ms.httptest(t)
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"srv": {Type: "mcp", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 	}, obs)
 	ctx := context.Background()
@@ -174,10 +175,10 @@ func TestMCPStreamableHTTP(t *testing.T) {
 
 func TestMCP_DuplicateModelFacingName(t *testing.T) {
 	srv := newTestMCPServer().httptest(t)
-	_, err := New(context.Background(), map[string]config.ToolSource{
+	_, err := New(context.Background(), map[string]SourceOptions{
 		"srv":         {Type: "mcp", URL: srv.URL},
 		"srv__lookup": {Type: "builtin", Name: "time_now"},
-	}, config.Cache{}, nil, nil)
+	}, CacheOptions{}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), `model-facing name "srv__lookup" is already used`) {
 		t.Errorf("New error = %v, want a duplicate name error", err)
 	}
@@ -280,9 +281,9 @@ func TestMCPStdio_CrashAndRestart(t *testing.T) {
 	}
 	refuse := t.TempDir() + "/refuse"
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{
+	r := newTestRegistry(t, map[string]SourceOptions{
 		"helper": {Type: "mcp", Command: []string{exe}, Env: map[string]string{helperServerEnv: "1", helperRefuseEnv: refuse},
-			Overrides: map[string]config.ToolOverride{"pid": {Timeout: 500 * time.Millisecond}}},
+			Overrides: map[string]Override{"pid": {Timeout: 500 * time.Millisecond}}},
 	}, obs)
 	ctx := context.Background()
 	echo := func() Result { return r.Call(ctx, "helper__echo", []byte(`{"message":"hi"}`)) }
@@ -348,7 +349,7 @@ func everythingServer(t *testing.T) []string {
 func TestMCPStdio_Everything(t *testing.T) {
 	cmd := everythingServer(t)
 	obs := &recordingObserver{}
-	r := newTestRegistry(t, map[string]config.ToolSource{"everything": {Type: "mcp", Command: cmd}}, obs)
+	r := newTestRegistry(t, map[string]SourceOptions{"everything": {Type: "mcp", Command: cmd}}, obs)
 	defs, err := r.Resolve([]string{"everything"})
 	if err != nil {
 		t.Fatal(err)
@@ -427,9 +428,9 @@ func TestMCP_Redirects(t *testing.T) {
 				http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
 			}))
 			defer front.Close()
-			r, err := New(context.Background(), map[string]config.ToolSource{
+			r, err := New(context.Background(), map[string]SourceOptions{
 				"srv": {Type: "mcp", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
-			}, config.Cache{}, nil, nil)
+			}, CacheOptions{}, nil, nil)
 			if !tt.crossOrigin {
 				if err != nil {
 					t.Fatalf("New = %v", err)
@@ -503,7 +504,8 @@ tools:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := newTestRegistry(t, cfg.Tools, nil)
+			s := cfg.Tools["s"] // the env as config expands it, given to the source as it is
+			r := newTestRegistry(t, map[string]SourceOptions{"s": {Type: s.Type, Command: s.Command, Env: s.Env, EnvPassthrough: s.EnvPassthrough}}, nil)
 			res := r.Call(context.Background(), "s__"+srv.tool, []byte(`{}`))
 			if res.IsError {
 				t.Fatalf("%s: %+v", srv.tool, res)
@@ -566,7 +568,7 @@ func TestCall_ResultsMasked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newTestRegistry(t, map[string]config.ToolSource{"srv": {Type: "mcp", URL: srv.URL, MaskResults: tt.mask}}, nil)
+			r := newTestRegistry(t, map[string]SourceOptions{"srv": {Type: "mcp", URL: srv.URL, MaskResults: tt.mask}}, nil)
 			args, _ := json.Marshal(map[string]string{"q": leak})
 			got := r.Call(context.Background(), "srv__lookup", args)
 			if diff := cmp.Diff(Result{Content: tt.want}, got); diff != "" {

@@ -19,4 +19,8 @@
 // It is pure: bytes or structs in, bytes or structs out, no network, no clock and no
 // randomness a test cannot inject. It must not import a dialect package, the proxy, the
 // loop or any server.
+//
+// [Turn] collects one model turn's events into what a server-side tool loop continues
+// with (the assistant message and its tool calls, the usage, the finish reason), whatever
+// the dialects on either side, so the loop needs none.
 package translate

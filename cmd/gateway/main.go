@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/asynclog"
 	"github.com/agate-gateway/agate/internal/logjson"
@@ -30,7 +32,6 @@ import (
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -95,18 +96,19 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 
 	// The limiter and the second level of the tool cache share one Redis client (state: redis).
 	stateErrs := &limits.ErrorLog{Logger: logger, Count: m.StateError}
-	limiter, err := limits.Open(cfg.State, stateErrs)
+	limiter, err := limits.Open(proxy.LimiterOptions(cfg.State), stateErrs)
 	if err != nil {
 		return err
 	}
 	defer limiter.Close()
 	var toolOpts []tools.Option
-	if c := limits.SharedToolCache(limiter, cfg.Cache, cfg.State, m.CacheEviction, stateErrs); c != nil {
+	toolCache := proxy.ToolCache(cfg.Cache)
+	if c := limits.SharedToolCache(limiter, toolCache, m.CacheEviction, stateErrs); c != nil {
 		toolOpts = append(toolOpts, tools.WithCache(c))
 	}
 
 	// Traces (telemetry.traces): the SDK reads OTEL_* from the process environment.
-	tracer, err := telemetry.New(ctx, cfg.Telemetry)
+	tracer, err := telemetry.New(ctx, proxy.TelemetryOptions(cfg.Telemetry))
 	if err != nil {
 		return err
 	}
@@ -120,7 +122,7 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 
 	var toolSet proxy.ToolSet
 	if len(cfg.Tools) > 0 {
-		registry, err := tools.New(ctx, cfg.Tools, cfg.Cache, m, logger, toolOpts...)
+		registry, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), toolCache, m, logger, toolOpts...)
 		if err != nil {
 			return fmt.Errorf("tools: %w", err)
 		}

@@ -105,7 +105,7 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 	if o.Tools {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		reg, err := tools.New(ctx, cfg.Tools, cfg.Cache, g.Metrics, g.Logger)
+		reg, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), proxy.ToolCache(cfg.Cache), g.Metrics, g.Logger)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/telemetry/otlp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/agate-gateway/agate/telemetry/otlp"
 )
 
 const grpcExport = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

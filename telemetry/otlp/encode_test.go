@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/telemetry/otlp"
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,6 +23,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/agate-gateway/agate/telemetry/otlp"
 )
 
 // specimenSpans are spans with every part of the trace protos set: all attribute types,

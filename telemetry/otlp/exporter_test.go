@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/telemetry/otlp"
 	"github.com/google/go-cmp/cmp"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -35,6 +34,8 @@ import (
 	"google.golang.org/grpc/stats"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/agate-gateway/agate/telemetry/otlp"
 )
 
 // fastRetry keeps the tests' backoff in milliseconds.
