@@ -1,20 +1,33 @@
-package proxy
+package upstream
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/valyala/fasthttp"
 )
 
-// TestBackend_NewRequest: the upstream request is the POST of the body to the base URL's
+// provider returns the provider of a backend type the tests use.
+func provider(typ string) translate.Provider {
+	switch typ {
+	case "anthropic":
+		return anthropic.New()
+	case "gemini":
+		return gemini.New()
+	}
+	return openai.New()
+}
+
+// TestClient_NewRequest: the upstream request is the POST of the body to the base URL's
 // path followed by the provider's, the queries of both kept, with the provider's headers,
 // then the request's own, then backends.<name>.headers, each later one overriding an
 // earlier one of the same name whatever its case. The connections go to the base URL's
 // host, at its port or the scheme's (wantAddr), over TLS for https.
-func TestBackend_NewRequest(t *testing.T) {
+func TestClient_NewRequest(t *testing.T) {
 	tests := []struct {
 		name, typ, baseURL, path string
 		cfgHeaders               map[string]string
@@ -47,12 +60,12 @@ func TestBackend_NewRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := newBackend("up", config.Backend{Type: tt.typ, BaseURL: tt.baseURL, APIKey: "sk-up", Headers: tt.cfgHeaders})
+			b, err := New(Backend{Name: "up", BaseURL: tt.baseURL, APIKey: "sk-up", Headers: tt.cfgHeaders}, provider(tt.typ))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.client.Addr != tt.wantAddr || b.client.IsTLS != strings.HasPrefix(tt.wantURI, "https:") {
-				t.Errorf("client for %s, TLS %v; want %s for %s", b.client.Addr, b.client.IsTLS, tt.wantAddr, tt.wantURI)
+			if b.hc.Addr != tt.wantAddr || b.hc.IsTLS != strings.HasPrefix(tt.wantURI, "https:") {
+				t.Errorf("client for %s, TLS %v; want %s for %s", b.hc.Addr, b.hc.IsTLS, tt.wantAddr, tt.wantURI)
 			}
 			req := fasthttp.AcquireRequest()
 			defer fasthttp.ReleaseRequest(req)
@@ -85,10 +98,10 @@ func TestBackend_NewRequest(t *testing.T) {
 	}
 }
 
-// BenchmarkBackend_NewRequest builds an Anthropic upstream request with the headers a
-// traced request adds, in a recycled request, as send does.
-func BenchmarkBackend_NewRequest(b *testing.B) {
-	be, err := newBackend("up", config.Backend{Type: "anthropic", BaseURL: "http://127.0.0.1:40123", APIKey: "sk-up", Headers: map[string]string{"x-team": "blue"}})
+// BenchmarkClient_NewRequest builds an Anthropic upstream request with the headers a
+// traced request adds, in a recycled request, as Send does.
+func BenchmarkClient_NewRequest(b *testing.B) {
+	be, err := New(Backend{Name: "up", BaseURL: "http://127.0.0.1:40123", APIKey: "sk-up", Headers: map[string]string{"x-team": "blue"}}, anthropic.New())
 	if err != nil {
 		b.Fatal(err)
 	}
