@@ -19,8 +19,8 @@
 //     *translate.UpstreamError, with the answer's Retry-After; a failure to reach the
 //     upstream is a retryable 502 (504 on timeout, 503 when every pooled connection stays
 //     busy). A pooled keep-alive connection that fails before any answer byte is retried
-//     once at once on a fresh one; nothing else is retried here. Send allocates nothing of
-//     its own: the caller provides the Exchange's memory and closes it before the next.
+//     once at once on a fresh one; nothing else is retried here. The Exchange is the
+//     caller's memory (Send allocates none), closed before the caller's next Send.
 //   - An Exchange's body is read as it is (Buffered), whole (ReadBody) or as a stream
 //     (DecodedBody, Pump), each while the Exchange is open; Close releases it, and ending
 //     the Send's context closes a streamed body a reader is blocked on.
