@@ -1,14 +1,19 @@
 package upstream
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/openai"
-	"github.com/valyala/fasthttp"
 )
 
 // provider returns the provider of a backend type the tests use.
@@ -113,5 +118,64 @@ func BenchmarkClient_NewRequest(b *testing.B) {
 		req.Reset()
 		be.newRequest(req, "/v1/messages", headers, body)
 		_ = req.URI().RequestURI() // what the client reads to write the request line
+	}
+}
+
+// TestClient_Send: a 2xx answer is an open Exchange, read whole or streamed; any other
+// status is the provider's error with the answer's Retry-After (529 retryable whatever
+// the provider says); an upstream that cannot be reached is a retryable 502.
+func TestClient_Send(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/slow-down":
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_error"}}`))
+		case "/v1/overloaded":
+			w.WriteHeader(529)
+		default:
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	defer srv.Close()
+	timeouts := Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, StreamIdle: 5 * time.Second, PoolWait: 5 * time.Second}
+	tests := []struct {
+		name, baseURL, path string
+		stream              bool
+		wantBody            string
+		wantStatus          int
+		wantRetryAfter      time.Duration
+		wantRetryable       bool
+	}{
+		{name: "whole", baseURL: srv.URL + "/v1", path: "/ok", wantBody: `{"ok":true}`},
+		{name: "streamed", baseURL: srv.URL + "/v1", path: "/ok", stream: true, wantBody: `{"ok":true}`},
+		{name: "429 with Retry-After", baseURL: srv.URL + "/v1", path: "/slow-down", wantStatus: 429, wantRetryAfter: 3 * time.Second, wantRetryable: true},
+		{name: "529", baseURL: srv.URL + "/v1", path: "/overloaded", wantStatus: 529, wantRetryable: true},
+		{name: "unreachable", baseURL: "http://127.0.0.1:1/v1", path: "/ok", wantStatus: 502, wantRetryable: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(Backend{Name: "up", BaseURL: tt.baseURL, MaxConns: 2, Timeouts: timeouts}, openai.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mem Exchange
+			x, err := c.Send(context.Background(), tt.path, nil, []byte(`{}`), tt.stream, &mem)
+			if tt.wantStatus != 0 {
+				ue := AsError(err)
+				if ue == nil || ue.Status != tt.wantStatus || ue.RetryAfter != tt.wantRetryAfter || ue.Retryable != tt.wantRetryable {
+					t.Fatalf("Send = %v (%+v); want status %d, Retry-After %v, retryable %v", err, ue, tt.wantStatus, tt.wantRetryAfter, tt.wantRetryable)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			body, err := ReadBody(context.Background(), x, "up", nil)
+			if err != nil || string(body) != tt.wantBody {
+				t.Errorf("body %q, %v; want %q", body, err, tt.wantBody)
+			}
+		})
 	}
 }

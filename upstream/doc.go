@@ -30,7 +30,9 @@
 //     traces or limits around an attempt it does in the attempt and in the again hook;
 //     this package imports no metrics, telemetry or limits.
 //
-// Errors are *translate.UpstreamError, named after "the upstream of backend <name>";
-// they never quote a request. Nothing here keeps package-level mutable state; a Client
-// is safe for concurrent use, an Exchange is used by one goroutine at a time.
+// An error is the context's once it ended, else a *translate.UpstreamError: the
+// provider's decoding of an error answer, or the gateway's own naming "the upstream of
+// backend <name>" (Fault, TransportError, TooLarge). Nothing here keeps package-level
+// mutable state; a Client is safe for concurrent use, an Exchange is read by one
+// goroutine at a time.
 package upstream
