@@ -77,16 +77,16 @@ func ReadBody(ctx context.Context, x *Exchange, backend string, dst []byte) ([]b
 			errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			return nil, encodingError(backend, enc, err)
 		}
-		return nil, ReadError(ctx, backend, err)
+		return nil, readError(ctx, backend, err)
 	}
 	if len(body) > MaxResponseBytes {
-		return nil, TooLarge(backend)
+		return nil, tooLarge(backend)
 	}
 	return body, nil
 }
 
-// TooLarge is the error for an upstream body over MaxResponseBytes.
-func TooLarge(backend string) *translate.UpstreamError {
+// tooLarge is the error for an upstream body over MaxResponseBytes.
+func tooLarge(backend string) *translate.UpstreamError {
 	return Fault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(MaxResponseBytes>>20)+" MiB")
 }
 

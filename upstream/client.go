@@ -202,9 +202,9 @@ func (c *Client) Send(ctx context.Context, path string, headers []translate.Head
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			return nil, TooLarge(c.name)
+			return nil, tooLarge(c.name)
 		}
-		return nil, TransportError(c.name, err)
+		return nil, transportError(c.name, err)
 	}
 	*x = Exchange{resp: resp, stop: bodyRead}
 	if stream {

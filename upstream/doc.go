@@ -32,7 +32,8 @@
 //
 // An error is the context's once it ended, else a *translate.UpstreamError: the
 // provider's decoding of an error answer, or the gateway's own naming "the upstream of
-// backend <name>" (Fault, TransportError, TooLarge). Nothing here keeps package-level
+// backend <name>" (Fault; an upstream unreachable, timed out or busy; a body over
+// MaxResponseBytes or that does not decode). Nothing here keeps package-level
 // mutable state; a Client is safe for concurrent use, an Exchange is read by one
 // goroutine at a time.
 package upstream

@@ -20,9 +20,9 @@ func Fault(backend, what string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
 }
 
-// TransportError wraps a connection-level failure as a retryable 502 (504 on timeout, 503
+// transportError wraps a connection-level failure as a retryable 502 (504 on timeout, 503
 // with Retry-After when the pool had no free connection within Timeouts.PoolWait).
-func TransportError(backend string, err error) *translate.UpstreamError {
+func transportError(backend string, err error) *translate.UpstreamError {
 	if errors.Is(err, fasthttp.ErrNoFreeConns) {
 		return &translate.UpstreamError{Status: 503, Type: "api_error", Code: "upstream_busy", Retryable: true, RetryAfter: time.Second,
 			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
@@ -35,13 +35,13 @@ func TransportError(backend string, err error) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: status, Type: "api_error", Message: msg, Retryable: true}
 }
 
-// ReadError is the error of a failed read of an answer's body: ctx's when it ended (the
-// client left), else a TransportError.
-func ReadError(ctx context.Context, backend string, err error) error {
+// readError is the error of a failed read of an answer's body: ctx's when it ended (the
+// client left), else a transportError.
+func readError(ctx context.Context, backend string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return TransportError(backend, err)
+	return transportError(backend, err)
 }
 
 // AsError returns err as an *UpstreamError, or nil; a nil err costs nothing.

@@ -24,8 +24,10 @@ type Retries struct {
 // that is not Retryable, on the last of 1+Max attempts, once ctx is done, when the
 // upstream asks for a Retry-After over MaxDelay, or when again returns false. Before
 // each retry it calls again with the attempt that failed, the delay it is to wait and
-// the error, then waits the delay: the upstream's Retry-After, else the backoff
-// (Backoff). An end of ctx during the wait returns ctx's error. again may be nil.
+// the error, then waits the delay: the upstream's Retry-After, else a full-jitter
+// exponential backoff (between half and all of BaseDelay doubled for each retry before,
+// capped at MaxDelay). An end of ctx during the wait returns ctx's error. again may be
+// nil.
 func (p Retries) Do(ctx context.Context, try func(ctx context.Context, attempt int) error,
 	again func(attempt int, delay time.Duration, err error) bool) error {
 	for attempt := 0; ; attempt++ {
@@ -33,7 +35,7 @@ func (p Retries) Do(ctx context.Context, try func(ctx context.Context, attempt i
 		if err == nil || !Retryable(err) || attempt >= p.Max || ctx.Err() != nil {
 			return err
 		}
-		delay := Backoff(p.BaseDelay, p.MaxDelay, attempt)
+		delay := backoff(p.BaseDelay, p.MaxDelay, attempt)
 		var ue *translate.UpstreamError
 		if errors.As(err, &ue) && ue.RetryAfter > 0 {
 			if ue.RetryAfter > p.MaxDelay {
@@ -54,9 +56,9 @@ func (p Retries) Do(ctx context.Context, try func(ctx context.Context, attempt i
 	}
 }
 
-// Backoff returns the full-jitter exponential delay for a retry after attempt (from 0):
+// backoff returns the full-jitter exponential delay for a retry after attempt (from 0):
 // between half and all of base doubled attempt times, capped at max.
-func Backoff(base, max time.Duration, attempt int) time.Duration {
+func backoff(base, max time.Duration, attempt int) time.Duration {
 	d := base << attempt
 	if d > max || d <= 0 {
 		d = max

@@ -96,8 +96,8 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for range 50 {
-			if d := Backoff(tt.base, tt.max, tt.attempt); d < tt.lo || d > tt.hi {
-				t.Fatalf("Backoff(%v, %v, %d) = %v, want within [%v, %v]", tt.base, tt.max, tt.attempt, d, tt.lo, tt.hi)
+			if d := backoff(tt.base, tt.max, tt.attempt); d < tt.lo || d > tt.hi {
+				t.Fatalf("backoff(%v, %v, %d) = %v, want within [%v, %v]", tt.base, tt.max, tt.attempt, d, tt.lo, tt.hi)
 			}
 		}
 	}

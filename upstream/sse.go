@@ -10,18 +10,18 @@ import (
 	"github.com/agate-gateway/agate/internal/sse"
 )
 
-// StreamReadSize is the size of an upstream stream's read buffer. Upstream events are a
+// streamReadSize is the size of an upstream stream's read buffer. Upstream events are a
 // few hundred bytes; a larger burst takes more copies out of the connection's own read
 // buffer, not more system calls. It is held for a stream's whole life, so it is small.
-const StreamReadSize = 4 << 10
+const streamReadSize = 4 << 10
 
 // Pump reads an upstream event stream, body (DecodedBody), incrementally and hands each
 // event to onEvent, calls afterRead (if not nil) once the events of each read are
 // handled, and calls onEnd at a clean end of stream. A stream cut mid-event, or an event
 // over the parser's size bound, is an upstream error (Fault); a failed read is a
-// ReadError. It stops reading once ctx is done (the client left). Its read buffer of
-// StreamReadSize bytes comes from reads, a pool of *[]byte, and goes back there (nil:
-// a fresh one).
+// retryable transport error. It stops reading once ctx is done (the client left), and
+// returns ctx's error. Its read buffer of streamReadSize (4 KiB) comes from reads, a
+// pool of *[]byte, and goes back there (nil: a fresh one).
 func Pump(ctx context.Context, body io.Reader, backend string, reads *sync.Pool, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	var p sse.Parser
 	bp := readBuf(reads)
@@ -52,19 +52,19 @@ func Pump(ctx context.Context, body io.Reader, backend string, reads *sync.Pool,
 			return onEnd()
 		}
 		if err != nil {
-			return ReadError(ctx, backend, err)
+			return readError(ctx, backend, err)
 		}
 	}
 }
 
-// readBuf returns a read buffer of StreamReadSize bytes from pool, for putReadBuf.
+// readBuf returns a read buffer of streamReadSize bytes from pool, for putReadBuf.
 func readBuf(pool *sync.Pool) *[]byte {
 	if pool != nil {
 		if b, ok := pool.Get().(*[]byte); ok {
 			return b
 		}
 	}
-	b := make([]byte, StreamReadSize)
+	b := make([]byte, streamReadSize)
 	return &b
 }
 
