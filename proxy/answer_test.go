@@ -1,23 +1,42 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/valyala/fasthttp"
+	"github.com/agate-gateway/agate/config"
 )
 
 // TestAnswerBody_Ownership: a body fasthttp read whole is read where it is, in the
 // response's own buffer; one it streams (or that is encoded) is read into the model
 // call's pooled buffer. After dropAnswer (an error that may quote the body) the bytes
 // stay as they were whatever the response is then used for, as fasthttp reuses a
-// released response; after releaseBuf the pooled buffer goes back to the pool.
+// released response (the next exchange's); after releaseBuf the pooled buffer goes back
+// to the pool. (upstream's TestExchange_BodyOwnership holds the response's side.)
 func TestAnswerBody_Ownership(t *testing.T) {
 	const answer = `{"id":"x","choices":[]}`
+	var n sync.Mutex
+	calls := 0
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		n.Lock()
+		calls++
+		first := calls%2 == 1
+		n.Unlock()
+		if first {
+			w.Write([]byte(answer))
+		} else {
+			w.Write([]byte(strings.Repeat("z", len(answer)))) // the next exchange
+		}
+	})
+	b, err := newBackend("up", config.Backend{Type: "openai", BaseURL: up.v1(), MaxConns: 1,
+		Timeouts: config.Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, StreamIdle: 5 * time.Second, PoolWait: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		streamed bool // the response has a body stream (Response.StreamBody)
@@ -28,29 +47,30 @@ func TestAnswerBody_Ownership(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseResponse(resp)
-			if tt.streamed {
-				resp.SetBodyStream(strings.NewReader(answer), len(answer))
-			} else {
-				resp.SetBodyString(answer)
-			}
-			x := &exchange{resp: resp}
+			ctx := context.Background()
 			c := &modelCall{bufs: &sync.Pool{}}
-			body, err := c.answerBody(context.Background(), x, "up")
+			x, err := b.client.Send(ctx, "/chat/completions", nil, []byte(`{}`), tt.streamed, &c.x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := c.answerBody(ctx, x, "up")
 			if err != nil || string(body) != answer {
 				t.Fatalf("answerBody = %q, %v", body, err)
 			}
-			if inPlace := len(resp.Body()) > 0 && &resp.Body()[0] == &body[0]; inPlace == tt.pooled {
+			own, buffered := x.Buffered()
+			if inPlace := buffered && len(own) > 0 && &own[0] == &body[0]; inPlace == tt.pooled {
 				t.Errorf("body in the response's own buffer: %v, want %v", inPlace, !tt.pooled)
 			}
 			if (c.buf != nil) != tt.pooled {
 				t.Errorf("c.buf set: %v, want %v", c.buf != nil, tt.pooled)
 			}
 			c.dropAnswer(x)
-			resp.Reset() // as the next exchange given this response would
-			resp.SetBodyStream(io.NopCloser(bytes.NewReader(nil)), 0)
-			resp.SetBodyString(strings.Repeat("z", len(answer)))
+			x.Close()
+			next, err := b.client.Send(ctx, "/chat/completions", nil, []byte(`{}`), false, &c.x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
 			if string(body) != answer {
 				t.Errorf("after dropAnswer and reuse, body = %q", body)
 			}

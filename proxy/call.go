@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -15,10 +13,14 @@ import (
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // modelCall runs model turns for one client request against a route and its fallbacks,
-// with retries. It implements the loop's Model interface. Not safe for concurrent use.
+// with retries. It implements the loop's Model interface. It is the glue of one client
+// request over package upstream, which sends and reads each attempt: the route and its
+// fallbacks, the key, the body buffers lent from the Server's pools, the usage charged,
+// the limits, the spans and the metrics. Not safe for concurrent use.
 type modelCall struct {
 	rt      *runtime
 	route   *route
@@ -34,7 +36,7 @@ type modelCall struct {
 	buf  []byte
 	bufp *[]byte // the pooled slice header buf came from
 	bufs *sync.Pool
-	// reads holds the read buffers of upstream streams (readBuf); nil means none.
+	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
@@ -123,8 +125,8 @@ func (c *modelCall) dropBuf() { c.buf, c.bufp = nil, nil }
 // rather than copied; any other is read into c.buf (readPooled). Once nothing refers to
 // the body the caller calls releaseBuf, or dropAnswer when something still may.
 func (c *modelCall) answerBody(ctx context.Context, x *exchange, backend string) ([]byte, error) {
-	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
-		return x.resp.Body(), nil
+	if body, ok := x.Buffered(); ok {
+		return body, nil
 	}
 	return c.readPooled(ctx, x, backend)
 }
@@ -134,16 +136,16 @@ func (c *modelCall) answerBody(ctx context.Context, x *exchange, backend string)
 // which fasthttp would otherwise reuse once x is closed.
 func (c *modelCall) dropAnswer(x *exchange) {
 	if c.buf == nil {
-		x.resp.SwapBody(nil)
+		x.KeepBody()
 	}
 	c.dropBuf()
 }
 
-// readPooled reads x's whole body (readBody) into c.buf, a pooled buffer. The caller
+// readPooled reads x's whole body (upstream.ReadBody) into c.buf, a pooled buffer. The caller
 // returns it with releaseBuf once nothing refers to the body, or drops it (dropBuf) when
 // something may; a read error has already released it.
 func (c *modelCall) readPooled(ctx context.Context, x *exchange, backend string) ([]byte, error) {
-	body, err := readBody(ctx, x, backend, c.takeBuf())
+	body, err := upstream.ReadBody(ctx, x, backend, c.takeBuf())
 	if err != nil {
 		c.releaseBuf()
 		return nil, err
@@ -152,29 +154,6 @@ func (c *modelCall) readPooled(ctx context.Context, x *exchange, backend string)
 		c.buf = body[:0] // a larger body's buffer goes to the pool in its stead
 	}
 	return body, nil
-}
-
-// streamReadSize is the size of an upstream stream's read buffer. Upstream events are a
-// few hundred bytes; a larger burst takes more copies out of the connection's own read
-// buffer, not more system calls. It is held for a stream's whole life, so it is small.
-const streamReadSize = 4 << 10
-
-// readBuf returns a pooled stream read buffer of streamReadSize bytes, for putReadBuf.
-func (c *modelCall) readBuf() *[]byte {
-	if c.reads != nil {
-		if b, ok := c.reads.Get().(*[]byte); ok {
-			return b
-		}
-	}
-	b := make([]byte, streamReadSize)
-	return &b
-}
-
-// putReadBuf returns a buffer readBuf gave.
-func (c *modelCall) putReadBuf(b *[]byte) {
-	if c.reads != nil {
-		c.reads.Put(b)
-	}
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -286,57 +265,28 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
 		last = c.attempts(ctx, r, attempt)
-		if last == nil || c.sent || !retryable(last) || ctx.Err() != nil {
+		if last == nil || c.sent || !upstream.Retryable(last) || ctx.Err() != nil {
 			return last
 		}
 	}
 	return last
 }
 
-// upstreamError returns err as an *UpstreamError, or nil; a nil err costs nothing.
-func upstreamError(err error) *translate.UpstreamError {
-	if err == nil {
-		return nil
-	}
-	var ue *translate.UpstreamError
-	if errors.As(err, &ue) {
-		return ue
-	}
-	return nil
-}
-
-func retryable(err error) bool {
-	var ue *translate.UpstreamError
-	return errors.As(err, &ue) && ue.Retryable
-}
-
-// attempts tries one route up to 1+retries times.
+// attempts tries one route up to 1+retries times (upstream.Retries.Do), each attempt in
+// its own span with its usage counted (tracedAttempt); a failure after the client saw
+// part of an answer is not retried.
 func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	b := r.backend
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = c.tracedAttempt(ctx, r, attempt, try) // tracing.go: c.counted in a client span
-		if err == nil || c.sent || !retryable(err) || attempt >= b.retries.Max || ctx.Err() != nil {
-			return err
-		}
-		delay := backoff(b.retries.BaseDelay, b.retries.MaxDelay, attempt)
-		var ue *translate.UpstreamError
-		if errors.As(err, &ue) && ue.RetryAfter > 0 {
-			if ue.RetryAfter > b.retries.MaxDelay {
-				return err // the upstream asks for longer than we may wait
-			}
-			delay = ue.RetryAfter
+	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
+		return c.tracedAttempt(ctx, r, attempt, try) // tracing.go: c.counted in a client span
+	}, func(attempt int, delay time.Duration, err error) bool {
+		if c.sent {
+			return false
 		}
 		c.metrics.UpstreamRetries.WithLabelValues(b.name, "retry").Inc()
 		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+		return true
+	})
 }
 
 // counted runs one attempt and adds the usage it reported to the request's.
@@ -344,15 +294,6 @@ func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Cont
 	c.lastUsage, c.tail = translate.Usage{}, 0
 	defer c.countUsage(r)
 	return try(ctx, r)
-}
-
-// backoff returns the full-jitter exponential delay for a retry attempt.
-func backoff(base, max time.Duration, attempt int) time.Duration {
-	d := base << attempt
-	if d > max || d <= 0 {
-		d = max
-	}
-	return time.Duration(rand.Int64N(int64(d)/2+1)) + d/2
 }
 
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
@@ -369,7 +310,7 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 		c.releaseBuf() // events alias the body only while emit runs (translate.Event)
 		return nil
 	}
-	body, err := decodedBody(x, b.name)
+	body, err := upstream.DecodedBody(x, b.name)
 	if err != nil {
 		return err
 	}
@@ -390,10 +331,10 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
-	x, err := b.send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream, &c.x)
+	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream, &c.x)
 	c.releaseBuf()
-	c.observe(ctx, c.metrics.UpstreamOf(b.name, statusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
-	if ue := upstreamError(err); ue != nil && ue.Status == http.StatusUnauthorized {
+	c.observe(ctx, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
+	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
 		// the 401 on would tell the client its own key is wrong.
@@ -450,62 +391,21 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 	return &c.opts
 }
 
-// pumpSSE reads an upstream event stream incrementally and hands each event to onEvent,
-// calls afterRead (if not nil) once the events of each read are handled, and calls onEnd
-// at a clean end of stream. A stream cut mid-event, or an event over the parser's size
-// bound, is an upstream error. It stops reading once ctx is done (the client left).
-// Its read buffer (streamReadSize) comes from the model call's pool.
+// pumpSSE reads an upstream event stream (upstream.Pump) with a read buffer from the
+// Server's pool: onEvent for each event, afterRead once the events of each read are
+// handled, onEnd at a clean end of stream.
 func (c *modelCall) pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
-	var p sse.Parser
-	bp := c.readBuf()
-	defer c.putReadBuf(bp)
-	buf := *bp
-	for {
-		n, err := body.Read(buf)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if n > 0 {
-			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
-				if errors.Is(ferr, sse.ErrEventTooLarge) {
-					return upstreamFault(backend, "sent an event over "+strconv.Itoa(sse.DefaultMaxEventBytes)+" bytes")
-				}
-				return ferr
-			}
-			if afterRead != nil {
-				if ferr := afterRead(); ferr != nil {
-					return ferr
-				}
-			}
-		}
-		if err == io.EOF {
-			if p.Pending() {
-				return upstreamFault(backend, "ended the stream mid-event")
-			}
-			return onEnd()
-		}
-		if err != nil {
-			return readError(ctx, backend, err)
-		}
-	}
+	return upstream.Pump(ctx, body, backend, c.reads, onEvent, afterRead, onEnd)
 }
 
-func readError(ctx context.Context, backend string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return transportError(backend, err)
+// decodedBody and readBody are upstream.DecodedBody and upstream.ReadBody, under the
+// names the endpoints call.
+func decodedBody(x *exchange, backend string) (io.Reader, error) {
+	return upstream.DecodedBody(x, backend)
 }
 
-func statusLabel(err error) string {
-	if err == nil {
-		return "200"
-	}
-	var ue *translate.UpstreamError
-	if errors.As(err, &ue) {
-		return strconv.Itoa(ue.Status)
-	}
-	return "0"
+func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
+	return upstream.ReadBody(ctx, x, backend, dst)
 }
 
 func tokenCounts(u translate.Usage) metrics.TokenCounts {

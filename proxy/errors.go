@@ -3,15 +3,17 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/valyala/fasthttp"
+	"github.com/agate-gateway/agate/translate/openaichat"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // Sentinel errors of the gateway itself; translate.ErrBadRequest and translate.ErrUpstream
@@ -131,10 +133,10 @@ func setErrorHeaders(ctx *fasthttp.RequestCtx, a apiError) {
 	}
 }
 
-// upstreamFault is the 502 for an upstream that misbehaved: what names the fault after
-// "the upstream of backend X". It is not retried.
+// upstreamFault is the 502 for an upstream that misbehaved (upstream.Fault): what names
+// the fault after "the upstream of backend X". It is not retried.
 func upstreamFault(backend, what string) *translate.UpstreamError {
-	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
+	return upstream.Fault(backend, what)
 }
 
 // logError is err as a log line shows it, cut to maxLoggedMessage. An upstream's 4xx
@@ -143,7 +145,7 @@ func upstreamFault(backend, what string) *translate.UpstreamError {
 // status, type, code and param. Other errors (5xx and the gateway's own) keep their
 // masked text.
 func logError(err error, messages bool) string {
-	ue := upstreamError(err)
+	ue := upstream.AsError(err)
 	if ue == nil || messages || ue.Status < 400 || ue.Status > 499 {
 		return clip(err.Error(), maxLoggedMessage)
 	}

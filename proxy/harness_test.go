@@ -278,9 +278,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// upstream is a fake upstream: an httptest server that records each request and answers
+// fakeUpstream is a fake upstream: an httptest server that records each request and answers
 // with the handler of the current attempt (the last handler repeats).
-type upstream struct {
+type fakeUpstream struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []recordedRequest
@@ -296,9 +296,9 @@ type recordedRequest struct {
 	Body   []byte
 }
 
-func newUpstream(t testing.TB, handlers ...http.HandlerFunc) *upstream {
+func newUpstream(t testing.TB, handlers ...http.HandlerFunc) *fakeUpstream {
 	t.Helper()
-	u := &upstream{handlers: handlers}
+	u := &fakeUpstream{handlers: handlers}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
@@ -313,9 +313,9 @@ func newUpstream(t testing.TB, handlers ...http.HandlerFunc) *upstream {
 }
 
 // URL returns the base URL in the openai backend convention (root including /v1).
-func (u *upstream) v1() string { return u.Server.URL + "/v1" }
+func (u *fakeUpstream) v1() string { return u.Server.URL + "/v1" }
 
-func (u *upstream) calls() []recordedRequest {
+func (u *fakeUpstream) calls() []recordedRequest {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]recordedRequest(nil), u.requests...)

@@ -33,7 +33,7 @@ const (
 	anthReply = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
 )
 
-func inflateGateway(t *testing.T, server string) (*gateway, *upstream) {
+func inflateGateway(t *testing.T, server string) (*gateway, *fakeUpstream) {
 	t.Helper()
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -302,14 +302,14 @@ keys:
 // forwards the next) until released or the gateway hangs up; other requests get an
 // answer at once.
 type holdingUpstream struct {
-	*upstream
+	*fakeUpstream
 	held    atomic.Int64
 	release chan struct{}
 }
 
 func newHoldingUpstream(t *testing.T) *holdingUpstream {
 	h := &holdingUpstream{release: make(chan struct{})}
-	h.upstream = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+	h.fakeUpstream = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := r.Context().Value(bodyKey{}).([]byte)
 		if !strings.Contains(string(body), "hold") {
 			okUpstream("ok")(w, r)

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"errors"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"io"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
 // clientListener accepts client connections within the configured caps. A connection

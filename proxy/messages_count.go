@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/valyala/fasthttp"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // handleCountTokens serves POST /v1/messages/count_tokens: {"input_tokens": n} for the
@@ -85,8 +87,8 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	c, r := m.c.call, m.c.route
 	b := r.backend
 	start := time.Now()
-	x, err := b.send(ctx, path, c.upstreamHeaders(b), body, false, new(exchange))
-	c.metrics.Upstream.WithLabelValues(b.name, statusLabel(err)).Observe(time.Since(start).Seconds())
+	x, err := b.client.Send(ctx, path, c.upstreamHeaders(b), body, false, new(exchange))
+	c.metrics.Upstream.WithLabelValues(b.name, upstream.StatusLabel(err)).Observe(time.Since(start).Seconds())
 	var ue *translate.UpstreamError
 	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send
 		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/upstream"
 )
 
 func gzipped(t *testing.T, write func(w io.Writer)) []byte {
@@ -27,7 +29,7 @@ func gzipped(t *testing.T, write func(w io.Writer)) []byte {
 // backend, never a 200 with the body cut short; a gzip body that decodes past the bound (a
 // decompression bomb) is the same 502, read no further than the bound.
 func TestUpstreamBody_OverBound(t *testing.T) {
-	const over = maxResponseBytes + 1<<20
+	const over = upstream.MaxResponseBytes + 1<<20
 	bomb := gzipped(t, func(w io.Writer) {
 		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"pad":"`))
 		zeros := make([]byte, 1<<20)

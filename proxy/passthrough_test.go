@@ -27,7 +27,7 @@ keys:
   alice: {key: sk-alice, models: ["*"]}
 `
 
-func passthroughGateway(t *testing.T, up *upstream) *gateway {
+func passthroughGateway(t *testing.T, up *fakeUpstream) *gateway {
 	return startGateway(t, passthroughConfig, map[string]string{"UP": up.v1()})
 }
 

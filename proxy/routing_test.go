@@ -185,7 +185,7 @@ func TestRouting_Fallbacks(t *testing.T) {
 			if diff := cmp.Diff(tt.wantOrder, j.get()); diff != "" {
 				t.Errorf("upstreams tried (-want +got):\n%s", diff)
 			}
-			for name, u := range map[string]*upstream{"p-model": p, "s-model": s, "t-model": th} {
+			for name, u := range map[string]*fakeUpstream{"p-model": p, "s-model": s, "t-model": th} {
 				for _, c := range u.calls() {
 					if m := gjson.GetBytes(c.Body, "model").String(); m != name {
 						t.Errorf("upstream for %s saw model %q", name, m)

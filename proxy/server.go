@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/internal/jsonx"
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
@@ -20,9 +19,14 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
@@ -31,10 +35,7 @@ import (
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openaichat"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // ToolSet is what the server needs from the tool registry.
@@ -88,7 +89,7 @@ type Server struct {
 	// runs recycles the chatRuns of non-streamed answers (serve); a stream's run is left
 	// to the GC, its writer outliving the handler.
 	runs recycler[requestRun, *requestRun]
-	// streamReads holds the read buffers of upstream streams (modelCall.readBuf).
+	// streamReads holds the read buffers of upstream streams (upstream.Pump).
 	streamReads sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
 	// listener. metricsToken is the SHA-256 of metrics.bearer, hasMetricsToken whether
@@ -537,7 +538,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, ba
 	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
 	if a.Status < 500 {
 		msg := clip(a.Message, maxLoggedMessage)
-		if upstreamError(err) != nil {
+		if upstream.AsError(err) != nil {
 			msg = logError(err, s.runtime().cfg.Log.UpstreamErrorMessages)
 		}
 		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", msg)
@@ -573,7 +574,7 @@ func newID(prefix string) string {
 	binary.LittleEndian.PutUint64(d[0:8], hex8(uint32(x)))
 	binary.LittleEndian.PutUint64(d[8:16], hex8(uint32(x>>32)))
 	binary.LittleEndian.PutUint64(d[16:24], hex8(uint32(y)))
-	return unsafe.String(&b[0], len(b))
+	return jsonx.View(b) // b is not written again
 }
 
 // hex8 returns the eight lower-case hex digits of v, most significant first, as the

@@ -1,10 +1,11 @@
 package proxy
 
 import (
+	"math"
+
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"math"
 )
 
 // What an upstream answer is charged. An answer is charged the usage its upstream

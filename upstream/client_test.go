@@ -1,20 +1,38 @@
-package proxy
+package upstream
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/openai"
 )
 
-// TestBackend_NewRequest: the upstream request is the POST of the body to the base URL's
+// provider returns the provider of a backend type the tests use.
+func provider(typ string) translate.Provider {
+	switch typ {
+	case "anthropic":
+		return anthropic.New()
+	case "gemini":
+		return gemini.New()
+	}
+	return openai.New()
+}
+
+// TestClient_NewRequest: the upstream request is the POST of the body to the base URL's
 // path followed by the provider's, the queries of both kept, with the provider's headers,
 // then the request's own, then backends.<name>.headers, each later one overriding an
 // earlier one of the same name whatever its case. The connections go to the base URL's
 // host, at its port or the scheme's (wantAddr), over TLS for https.
-func TestBackend_NewRequest(t *testing.T) {
+func TestClient_NewRequest(t *testing.T) {
 	tests := []struct {
 		name, typ, baseURL, path string
 		cfgHeaders               map[string]string
@@ -47,12 +65,12 @@ func TestBackend_NewRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := newBackend("up", config.Backend{Type: tt.typ, BaseURL: tt.baseURL, APIKey: "sk-up", Headers: tt.cfgHeaders})
+			b, err := New(Backend{Name: "up", BaseURL: tt.baseURL, APIKey: "sk-up", Headers: tt.cfgHeaders}, provider(tt.typ))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.client.Addr != tt.wantAddr || b.client.IsTLS != strings.HasPrefix(tt.wantURI, "https:") {
-				t.Errorf("client for %s, TLS %v; want %s for %s", b.client.Addr, b.client.IsTLS, tt.wantAddr, tt.wantURI)
+			if b.hc.Addr != tt.wantAddr || b.hc.IsTLS != strings.HasPrefix(tt.wantURI, "https:") {
+				t.Errorf("client for %s, TLS %v; want %s for %s", b.hc.Addr, b.hc.IsTLS, tt.wantAddr, tt.wantURI)
 			}
 			req := fasthttp.AcquireRequest()
 			defer fasthttp.ReleaseRequest(req)
@@ -85,10 +103,10 @@ func TestBackend_NewRequest(t *testing.T) {
 	}
 }
 
-// BenchmarkBackend_NewRequest builds an Anthropic upstream request with the headers a
-// traced request adds, in a recycled request, as send does.
-func BenchmarkBackend_NewRequest(b *testing.B) {
-	be, err := newBackend("up", config.Backend{Type: "anthropic", BaseURL: "http://127.0.0.1:40123", APIKey: "sk-up", Headers: map[string]string{"x-team": "blue"}})
+// BenchmarkClient_NewRequest builds an Anthropic upstream request with the headers a
+// traced request adds, in a recycled request, as Send does.
+func BenchmarkClient_NewRequest(b *testing.B) {
+	be, err := New(Backend{Name: "up", BaseURL: "http://127.0.0.1:40123", APIKey: "sk-up", Headers: map[string]string{"x-team": "blue"}}, anthropic.New())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,5 +118,64 @@ func BenchmarkBackend_NewRequest(b *testing.B) {
 		req.Reset()
 		be.newRequest(req, "/v1/messages", headers, body)
 		_ = req.URI().RequestURI() // what the client reads to write the request line
+	}
+}
+
+// TestClient_Send: a 2xx answer is an open Exchange, read whole or streamed; any other
+// status is the provider's error with the answer's Retry-After (529 retryable whatever
+// the provider says); an upstream that cannot be reached is a retryable 502.
+func TestClient_Send(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/slow-down":
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_error"}}`))
+		case "/v1/overloaded":
+			w.WriteHeader(529)
+		default:
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	defer srv.Close()
+	timeouts := Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, StreamIdle: 5 * time.Second, PoolWait: 5 * time.Second}
+	tests := []struct {
+		name, baseURL, path string
+		stream              bool
+		wantBody            string
+		wantStatus          int
+		wantRetryAfter      time.Duration
+		wantRetryable       bool
+	}{
+		{name: "whole", baseURL: srv.URL + "/v1", path: "/ok", wantBody: `{"ok":true}`},
+		{name: "streamed", baseURL: srv.URL + "/v1", path: "/ok", stream: true, wantBody: `{"ok":true}`},
+		{name: "429 with Retry-After", baseURL: srv.URL + "/v1", path: "/slow-down", wantStatus: 429, wantRetryAfter: 3 * time.Second, wantRetryable: true},
+		{name: "529", baseURL: srv.URL + "/v1", path: "/overloaded", wantStatus: 529, wantRetryable: true},
+		{name: "unreachable", baseURL: "http://127.0.0.1:1/v1", path: "/ok", wantStatus: 502, wantRetryable: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(Backend{Name: "up", BaseURL: tt.baseURL, MaxConns: 2, Timeouts: timeouts}, openai.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mem Exchange
+			x, err := c.Send(context.Background(), tt.path, nil, []byte(`{}`), tt.stream, &mem)
+			if tt.wantStatus != 0 {
+				ue := AsError(err)
+				if ue == nil || ue.Status != tt.wantStatus || ue.RetryAfter != tt.wantRetryAfter || ue.Retryable != tt.wantRetryable {
+					t.Fatalf("Send = %v (%+v); want status %d, Retry-After %v, retryable %v", err, ue, tt.wantStatus, tt.wantRetryAfter, tt.wantRetryable)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer x.Close()
+			body, err := ReadBody(context.Background(), x, "up", nil)
+			if err != nil || string(body) != tt.wantBody {
+				t.Errorf("body %q, %v; want %q", body, err, tt.wantBody)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package mock
 
 import (
 	"context"
@@ -7,38 +7,38 @@ import (
 	"github.com/agate-gateway/agate/translate"
 )
 
-// localProvider is a provider that answers in process, without an upstream exchange: its
-// Answer replaces the round trip, and its translate.Provider methods are never asked to
-// phrase or decode anything.
-type localProvider interface {
-	translate.Provider
-	// Answer emits the events of the turn for req, as a decoder would.
-	Answer(ctx context.Context, req *translate.Request, upstreamModel string, emit translate.Emit) error
-}
+// Provider is the mock backend (see the package doc). Its zero value is ready.
+type Provider struct{}
 
-// mockProvider is the offline mock backend: deterministic, no network. It echoes the last
-// user message word by word. When the request carries tools and the last user message
-// names one, it calls that tool instead (arguments "{}"); when the conversation ends with
-// tool results, it answers with what the tools returned. Usage counts words.
-type mockProvider struct{}
+var _ translate.Provider = Provider{}
 
-var _ localProvider = mockProvider{}
+// New returns the mock provider.
+func New() Provider { return Provider{} }
 
-func (mockProvider) Path(string, bool) string { return "" }
-func (mockProvider) Headers(string) []translate.Header {
-	return nil
-}
-func (mockProvider) AppendRequest(dst []byte, _ *translate.Request, _ *translate.Options) ([]byte, error) {
+// Path is "": the mock has no upstream.
+func (Provider) Path(string, bool) string { return "" }
+
+// Headers is nil: the mock has no upstream.
+func (Provider) Headers(string) []translate.Header { return nil }
+
+// AppendRequest appends nothing: the mock has no upstream request.
+func (Provider) AppendRequest(dst []byte, _ *translate.Request, _ *translate.Options) ([]byte, error) {
 	return dst, nil
 }
-func (mockProvider) NewStreamDecoder(*translate.Options) translate.StreamDecoder { return nil }
-func (mockProvider) DecodeResponse([]byte, translate.Emit) error                 { return nil }
-func (mockProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
+
+// NewStreamDecoder is nil: Answer emits the events.
+func (Provider) NewStreamDecoder(*translate.Options) translate.StreamDecoder { return nil }
+
+// DecodeResponse decodes nothing: Answer emits the events.
+func (Provider) DecodeResponse([]byte, translate.Emit) error { return nil }
+
+// DecodeError is a "mock error" of status.
+func (Provider) DecodeError(status int, _ []byte) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: status, Type: translate.ErrorType(status), Message: "mock error"}
 }
 
-// Answer runs the mock (see mockProvider).
-func (mockProvider) Answer(ctx context.Context, req *translate.Request, model string, emit translate.Emit) error {
+// Answer emits the mock's answer to req as model (see the package doc).
+func (Provider) Answer(ctx context.Context, req *translate.Request, model string, emit translate.Emit) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

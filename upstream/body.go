@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -16,13 +16,13 @@ import (
 // An upstream's answer body, decoded and bounded: the transport under the passthroughs and
 // the translated path alike.
 
-// maxResponseBytes bounds a non-streamed upstream body, decoded.
-const maxResponseBytes = 64 << 20
+// MaxResponseBytes bounds a non-streamed upstream body, decoded.
+const MaxResponseBytes = 64 << 20
 
-// decodedBody returns the response body of x decoded: the gateway asks upstreams for identity
-// encoding, but one that answers gzip or deflate anyway is decoded as it is read. Any other
-// encoding is a 502.
-func decodedBody(x *exchange, backend string) (io.Reader, error) {
+// DecodedBody returns the response body of x decoded: the gateway asks upstreams for
+// identity encoding, but one that answers gzip or deflate anyway is decoded as it is
+// read. Any other encoding is a 502. backend names the backend in errors.
+func DecodedBody(x *Exchange, backend string) (io.Reader, error) {
 	var r io.Reader = x.resp.BodyStream()
 	if r == nil {
 		r = bytes.NewReader(x.resp.Body())
@@ -43,24 +43,23 @@ func decodedBody(x *exchange, backend string) (io.Reader, error) {
 		}
 		return zr, nil
 	default:
-		return nil, upstreamFault(backend, "answered with the unsupported Content-Encoding "+strconv.Quote(clipString(enc, 40)))
+		return nil, Fault(backend, "answered with the unsupported Content-Encoding "+strconv.Quote(clip(enc, 40)))
 	}
 }
 
-// readBody reads the whole non-streamed body of x, decoded (see decodedBody), into dst's
+// ReadBody reads the whole non-streamed body of x, decoded (see DecodedBody), into dst's
 // memory when it has room (a pooled buffer), else into a fresh one. A body over
-// maxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
-func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
-	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
-		// Read whole by fasthttp (send), within maxResponseBytes.
-		return append(dst[:0], x.resp.Body()...), nil
+// MaxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
+func ReadBody(ctx context.Context, x *Exchange, backend string, dst []byte) ([]byte, error) {
+	if b, ok := x.Buffered(); ok { // read whole by fasthttp (Send), within MaxResponseBytes
+		return append(dst[:0], b...), nil
 	}
-	r, err := decodedBody(x, backend)
+	r, err := DecodedBody(x, backend)
 	if err != nil {
 		return nil, err
 	}
 	var body []byte
-	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= maxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
+	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= MaxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
 		// The common case: the length is known, so the body is read into one buffer of
 		// its size rather than grown from 512 bytes.
 		if cap(dst) >= cl {
@@ -70,7 +69,7 @@ func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]b
 		}
 		_, err = io.ReadFull(r, body)
 	} else {
-		body, err = readAllInto(dst[:0], io.LimitReader(r, maxResponseBytes+1))
+		body, err = readAllInto(dst[:0], io.LimitReader(r, MaxResponseBytes+1))
 	}
 	if err != nil {
 		enc := string(x.resp.Header.ContentEncoding())
@@ -80,15 +79,15 @@ func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]b
 		}
 		return nil, readError(ctx, backend, err)
 	}
-	if len(body) > maxResponseBytes {
-		return nil, tooLargeAnswer(backend)
+	if len(body) > MaxResponseBytes {
+		return nil, tooLarge(backend)
 	}
 	return body, nil
 }
 
-// tooLargeAnswer is the error for an upstream body over maxResponseBytes.
-func tooLargeAnswer(backend string) *translate.UpstreamError {
-	return upstreamFault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(maxResponseBytes>>20)+" MiB")
+// tooLarge is the error for an upstream body over MaxResponseBytes.
+func tooLarge(backend string) *translate.UpstreamError {
+	return Fault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(MaxResponseBytes>>20)+" MiB")
 }
 
 // readAllInto is io.ReadAll appending to dst.
@@ -109,10 +108,10 @@ func readAllInto(dst []byte, r io.Reader) ([]byte, error) {
 }
 
 func encodingError(backend, enc string, err error) *translate.UpstreamError {
-	return upstreamFault(backend, "sent a body that does not decode as "+clipString(enc, 40)+": "+err.Error())
+	return Fault(backend, "sent a body that does not decode as "+clip(enc, 40)+": "+err.Error())
 }
 
-func clipString(s string, n int) string {
+func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
 	}

@@ -1,0 +1,239 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// Backend is what a Client needs of one configured backend. proxy maps it from
+// config.Backend, whose defaults and validation it has been through: New uses the values
+// as they are.
+type Backend struct {
+	// Name names the backend in errors ("the upstream of backend <Name>").
+	Name string
+	// BaseURL is the provider root, http or https; each request's path is the provider's
+	// (translate.Provider.Path) after the base URL's own.
+	BaseURL string
+	// APIKey is the upstream credential the provider's Headers carry; empty sends none.
+	APIKey string
+	// Headers go with every request after the provider's and the request's own, replacing
+	// any of the same name.
+	Headers map[string]string
+	// MaxConns caps the pooled connections to the upstream.
+	MaxConns int
+	Timeouts Timeouts
+}
+
+// Timeouts bound an exchange.
+type Timeouts struct {
+	// Connect bounds dialing; Connect+Header bounds writing the request and reading the
+	// response head.
+	Connect, Header time.Duration
+	// StreamIdle bounds the silence between two reads of a streamed body (idleConn).
+	StreamIdle time.Duration
+	// PoolWait bounds the wait for a free connection when MaxConns are busy.
+	PoolWait time.Duration
+}
+
+// Client sends requests to one backend's upstream over its own connection pool. Safe
+// for concurrent use; built once by New and only read after.
+type Client struct {
+	name     string
+	provider translate.Provider
+	timeouts Timeouts
+	// hc holds the connections to the one host of the base URL.
+	hc *fasthttp.HostClient
+	// uri is the base URL parsed once; each request's URI starts as a copy of it
+	// (newRequest), its path basePath (without a trailing slash) followed by the
+	// provider's.
+	uri      fasthttp.URI
+	basePath string
+	// last are Backend.Headers in name order, their names in canonical form: set on the
+	// head, and again after a request's own headers, which they override.
+	last []canonicalHeader
+	// head is the head every request starts from (newRequest copies it): the method,
+	// Content-Type, the provider's headers (its Headers, asked once) and Accept-Encoding:
+	// identity (a compressed body would otherwise need decoding, bounded: see
+	// DecodedBody, which still decodes an upstream that ignores it), then last.
+	head *fasthttp.RequestHeader
+}
+
+// canonicalHeader is a header whose name is in fasthttp's canonical form.
+type canonicalHeader struct{ name, value []byte }
+
+// canonicalHeaders returns hs with their names in canonical form.
+func canonicalHeaders(hs []translate.Header) []canonicalHeader {
+	out := make([]canonicalHeader, len(hs))
+	for i, h := range hs {
+		out[i] = canonicalHeader{fasthttp.AppendNormalizedHeaderKey(nil, h.Name), []byte(h.Value)}
+	}
+	return out
+}
+
+// New returns the client of backend b, whose requests p phrases and whose error answers
+// p decodes. The error names a base URL that does not parse.
+func New(b Backend, p translate.Provider) (*Client, error) {
+	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts}
+	if err := c.uri.Parse(nil, []byte(strings.TrimRight(b.BaseURL, "/"))); err != nil {
+		return nil, fmt.Errorf("backends.%s.base_url: %w", b.Name, err)
+	}
+	c.uri.DisablePathNormalizing = true // the provider's paths go as they are written
+	c.basePath = strings.TrimRight(string(c.uri.PathOriginal()), "/")
+	first := canonicalHeaders(append(p.Headers(b.APIKey), translate.Header{Name: "Accept-Encoding", Value: "identity"}))
+	last := make([]translate.Header, 0, len(b.Headers))
+	for k, v := range b.Headers {
+		last = append(last, translate.Header{Name: k, Value: v})
+	}
+	slices.SortFunc(last, func(a, b translate.Header) int { return strings.Compare(a.Name, b.Name) })
+	c.last = canonicalHeaders(last)
+	c.head = &fasthttp.RequestHeader{}
+	c.head.SetMethod("POST")
+	c.head.SetContentType("application/json")
+	for _, h := range slices.Concat(first, c.last) {
+		c.head.SetCanonical(h.name, h.value)
+	}
+	connect, idle := b.Timeouts.Connect, b.Timeouts.StreamIdle
+	slack := (connect + b.Timeouts.Header) / 16
+	// A backend has one host, so its client is a HostClient: a Client would look the
+	// host up in its map on every request to find the same one.
+	tls := string(c.uri.Scheme()) == "https" // the scheme is lower-cased, http or https (config)
+	c.hc = &fasthttp.HostClient{
+		Addr:     fasthttp.AddMissingPort(string(c.uri.Host()), tls),
+		IsTLS:    tls,
+		Name:     "agate",
+		MaxConns: b.MaxConns,
+		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
+		MaxConnWaitTimeout:  b.Timeouts.PoolWait,
+		MaxIdleConnDuration: 90 * time.Second,
+		// A streamed answer is read as it arrives (Send sets Response.StreamBody); any
+		// other body is read whole by fasthttp, up to the gateway's bound, before Send
+		// returns: no body stream and no cancellation hook to set up and tear down.
+		MaxResponseBodySize: MaxResponseBytes,
+		// fasthttp retries nothing itself (see Send: it cannot tell a connection that
+		// failed before the answer from a body cut short).
+		MaxIdemponentCallAttempts: 1,
+		DisablePathNormalizing:    true,
+		// The read buffer bounds the response head (providers send 1-2 KiB) and is held
+		// for a stream's whole life, so it is 8 KiB, not more; a body is read through it.
+		// The write buffer is taken only while a request is written: a request body of up
+		// to 16 KiB goes out with one system call.
+		ReadBufferSize:  8 << 10,
+		WriteBufferSize: 16 << 10,
+		Dial: func(addr string) (net.Conn, error) {
+			conn, err := fasthttp.DialTimeout(addr, connect)
+			if err != nil {
+				return nil, err
+			}
+			return &idleConn{Conn: conn, idle: idle, slack: slack}, nil
+		},
+	}
+	return c, nil
+}
+
+// newRequest writes into req, a reset request, the POST of body to path (which may carry
+// a query, added after the base URL's) on the backend, with the backend's headers around
+// headers (see head and last). It parses nothing: the URI is a copy of the parsed base
+// URL and the head a copy of the client's, whose header names were made canonical once.
+func (c *Client) newRequest(req *fasthttp.Request, path string, headers []translate.Header, body []byte) {
+	c.head.CopyTo(&req.Header) // copied, not set one by one: nothing to normalize or check
+	req.SetURI(&c.uri)         // a copy, taken as parsed: the request has no URI of its own to parse
+	u := req.URI()
+	var room [256]byte // on the stack: the setters copy it
+	p, query, _ := strings.Cut(path, "?")
+	u.SetPathBytes(append(append(room[:0], c.basePath...), p...))
+	if query != "" { // after the base URL's own query, if it has one
+		q := append(room[:0], u.QueryString()...)
+		if len(q) > 0 {
+			q = append(q, '&')
+		}
+		u.SetQueryStringBytes(append(q, query...))
+	}
+	if len(headers) > 0 {
+		for _, h := range headers {
+			req.Header.Set(h.Name, h.Value)
+		}
+		for _, h := range c.last { // set again: they override the request's own
+			req.Header.SetCanonical(h.name, h.value)
+		}
+	}
+	req.SetBodyRaw(body)
+}
+
+// Send performs one attempt: it posts body to path on the backend with headers
+// (newRequest) and waits for the response head, and unless stream is set for the whole
+// response body. body is written before Send returns. A non-2xx status is read (bounded)
+// and returned as the provider's *translate.UpstreamError. Ending ctx interrupts a body
+// being streamed. The exchange is x, which the caller provides (no allocation) and must
+// have closed if it held one before.
+func (c *Client) Send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	c.newRequest(req, path, headers, body)
+	resp := fasthttp.AcquireResponse()
+	if err := ctx.Err(); err != nil {
+		fasthttp.ReleaseResponse(resp)
+		return nil, err
+	}
+	do := func() error {
+		resp.StreamBody = stream
+		return c.hc.DoTimeout(req, resp, c.timeouts.Connect+c.timeouts.Header)
+	}
+	err := do()
+	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {
+		// A pooled keep-alive connection the upstream closed while idle fails before any
+		// response byte; that one case is retried on a fresh connection at once. Every
+		// other failure is left to the caller's retries, which back off.
+		resp.Reset()
+		err = do()
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			return nil, tooLarge(c.name)
+		}
+		return nil, transportError(c.name, err)
+	}
+	*x = Exchange{resp: resp, stop: bodyRead}
+	if stream {
+		x.closing.Add(1)
+		x.stop = context.AfterFunc(ctx, func() {
+			resp.CloseBodyStream()
+			x.closing.Done()
+		})
+	}
+	if code := resp.StatusCode(); code < 200 || code > 299 {
+		raw, _ := x.readAll(maxErrorBody)
+		ue := c.provider.DecodeError(code, raw)
+		if ue.RetryAfter == 0 {
+			ue.RetryAfter = parseRetryAfter(resp.Header.Peek("Retry-After"))
+		}
+		if code == 529 {
+			ue.Retryable = true
+		}
+		x.Close()
+		return nil, ue
+	}
+	return x, nil
+}
+
+// beforeAnswer reports whether a failed exchange failed before the upstream answered: the
+// connection ended (fasthttp reports an end at the first byte as ErrConnectionClosed or
+// io.EOF) and no response head announcing a body was read. A body read whole and cut at a
+// chunk boundary also ends in io.EOF; its head was read, and the upstream may have done
+// the work, so it is not sent again.
+func beforeAnswer(err error, resp *fasthttp.Response) bool {
+	return (errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)) && resp.Header.ContentLength() == 0
+}

@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+)
+
+// deadlineConn records the read deadlines set on it (set) and the write deadlines
+// (writes); reads return at once.
+type deadlineConn struct {
+	net.Conn
+	set, writes []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.writes = append(c.writes, t)
+	return nil
+}
+func (c *deadlineConn) SetDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
+func (c *deadlineConn) Read(p []byte) (int, error)    { return len(p), nil }
+
+func TestIdleConn_Deadlines(t *testing.T) {
+	read := func(c *idleConn) { _, _ = c.Read(make([]byte, 1)) }
+	t.Run("the client's deadline holds for the read after it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: time.Hour}
+		header := time.Now().Add(time.Minute)
+		_ = c.SetReadDeadline(header)
+		read(c)
+		if len(d.set) != 1 || !d.set[0].Equal(header) {
+			t.Fatalf("deadlines = %v, want only the client's %v", d.set, header)
+		}
+	})
+	t.Run("the first body read sets the idle deadline, later reads within idle/16 leave it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Hour}
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		read(c) // header phase
+		before := time.Now()
+		for range 100 {
+			read(c)
+		}
+		if len(d.set) != 2 {
+			t.Fatalf("%d deadlines set, want 2 (the client's, then one idle deadline for 100 quick reads)", len(d.set))
+		}
+		if got := d.set[1]; got.Before(before.Add(16*time.Hour)) || got.After(time.Now().Add(16*time.Hour)) {
+			t.Errorf("idle deadline %v is not idle after the read", got)
+		}
+	})
+	t.Run("a read more than idle/16 after the last move moves it", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Millisecond}
+		read(c)
+		time.Sleep(5 * time.Millisecond) // well past idle/16 = 1ms
+		read(c)
+		if len(d.set) != 2 {
+			t.Fatalf("%d deadlines set, want 2", len(d.set))
+		}
+	})
+	t.Run("a new client deadline puts the idle deadline out of force", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: 16 * time.Hour}
+		read(c) // idle deadline set
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		read(c) // the next request's header read
+		read(c) // its body: the idle deadline must be set again, not left to the client's
+		if len(d.set) != 3 || !d.set[2].After(time.Now().Add(15*time.Hour)) {
+			t.Fatalf("deadlines = %v, want idle, client's, idle", d.set)
+		}
+	})
+}
+
+// TestIdleConn_RequestDeadlines: the deadlines fasthttp sets before each request leave
+// the one in force when it is at most slack earlier than asked, and are set when it is
+// later, further off, or none.
+func TestIdleConn_RequestDeadlines(t *testing.T) {
+	at := time.Now()
+	tests := []struct {
+		name    string
+		asked   []time.Duration // each request's deadline, from at
+		wantSet []time.Duration // the deadlines that reach the connection
+	}{
+		{name: "the first is set", asked: []time.Duration{time.Minute}, wantSet: []time.Duration{time.Minute}},
+		{name: "later ones within slack are not", asked: []time.Duration{time.Minute, time.Minute + time.Second, time.Minute + 4*time.Second},
+			wantSet: []time.Duration{time.Minute}},
+		{name: "one past slack is", asked: []time.Duration{time.Minute, time.Minute + 6*time.Second, time.Minute + 7*time.Second},
+			wantSet: []time.Duration{time.Minute, time.Minute + 6*time.Second}},
+		{name: "an earlier one is, however close", asked: []time.Duration{time.Minute, time.Minute - time.Millisecond},
+			wantSet: []time.Duration{time.Minute, time.Minute - time.Millisecond}},
+	}
+	for _, tt := range tests {
+		for _, kind := range []string{"read", "write"} {
+			t.Run(kind+": "+tt.name, func(t *testing.T) {
+				d := &deadlineConn{}
+				c := &idleConn{Conn: d, idle: time.Hour, slack: 5 * time.Second}
+				for _, a := range tt.asked {
+					if kind == "read" {
+						_ = c.SetReadDeadline(at.Add(a))
+					} else {
+						_ = c.SetWriteDeadline(at.Add(a))
+					}
+				}
+				got := d.set
+				if kind == "write" {
+					got = d.writes
+				}
+				var want []time.Time
+				for _, w := range tt.wantSet {
+					want = append(want, at.Add(w))
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("deadlines set %v, want %v", got, want)
+				}
+			})
+		}
+	}
+	t.Run("an idle deadline in force is later than the next request's: it is set", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: time.Hour, slack: 5 * time.Second}
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		_, _ = c.Read(make([]byte, 1)) // the header read
+		_, _ = c.Read(make([]byte, 1)) // a body read: the idle deadline, an hour off
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		if len(d.set) != 3 || d.set[2].After(time.Now().Add(time.Minute)) {
+			t.Fatalf("deadlines = %v, want the client's, idle, the client's", d.set)
+		}
+	})
+	t.Run("zero clears, whatever is in force", func(t *testing.T) {
+		d := &deadlineConn{}
+		c := &idleConn{Conn: d, idle: time.Hour, slack: 5 * time.Second}
+		_ = c.SetWriteDeadline(time.Now().Add(time.Minute))
+		_ = c.SetWriteDeadline(time.Time{})
+		_ = c.SetWriteDeadline(time.Time{})
+		if len(d.writes) != 3 || !d.writes[2].IsZero() {
+			t.Fatalf("write deadlines = %v, want one, then zero twice", d.writes)
+		}
+	})
+}
+
+// BenchmarkIdleConnRead is the overhead idleConn adds to each read of a streamed body:
+// a clock reading, and now and then a deadline moved.
+func BenchmarkIdleConnRead(b *testing.B) {
+	c := &idleConn{Conn: &deadlineConn{}, idle: 16 * time.Hour}
+	p := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = c.Read(p)
+	}
+}

@@ -1,0 +1,92 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// Fault is the 502 for an upstream that misbehaved: what names the fault after "the
+// upstream of backend <backend>". It is not retried.
+func Fault(backend, what string) *translate.UpstreamError {
+	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
+}
+
+// transportError wraps a connection-level failure as a retryable 502 (504 on timeout, 503
+// with Retry-After when the pool had no free connection within Timeouts.PoolWait).
+func transportError(backend string, err error) *translate.UpstreamError {
+	if errors.Is(err, fasthttp.ErrNoFreeConns) {
+		return &translate.UpstreamError{Status: 503, Type: "api_error", Code: "upstream_busy", Retryable: true, RetryAfter: time.Second,
+			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
+	}
+	status, msg := 502, "could not reach the upstream of backend "+backend
+	var ne net.Error
+	if errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+		status, msg = 504, "the upstream of backend "+backend+" timed out"
+	}
+	return &translate.UpstreamError{Status: status, Type: "api_error", Message: msg, Retryable: true}
+}
+
+// readError is the error of a failed read of an answer's body: ctx's when it ended (the
+// client left), else a transportError.
+func readError(ctx context.Context, backend string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return transportError(backend, err)
+}
+
+// AsError returns err as an *UpstreamError, or nil; a nil err costs nothing.
+func AsError(err error) *translate.UpstreamError {
+	if err == nil {
+		return nil
+	}
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return nil
+}
+
+// Retryable reports whether err is an *UpstreamError that may be tried again.
+func Retryable(err error) bool {
+	var ue *translate.UpstreamError
+	return errors.As(err, &ue) && ue.Retryable
+}
+
+// StatusLabel is the status of an attempt's result as a metric label: "200" for none,
+// an UpstreamError's status, "0" for any other error.
+func StatusLabel(err error) string {
+	if err == nil {
+		return "200"
+	}
+	var ue *translate.UpstreamError
+	if errors.As(err, &ue) {
+		return strconv.Itoa(ue.Status)
+	}
+	return "0"
+}
+
+// parseRetryAfter reads a Retry-After value: seconds, or an HTTP date; 0 for none.
+func parseRetryAfter(v []byte) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(v))); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := time.Parse(time.RFC1123, string(v)); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,60 @@
+package upstream
+
+import (
+	"io"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Exchange is one upstream HTTP exchange whose response head has arrived with a 2xx
+// status (Client.Send). A streamed body may still be arriving, any other was read whole;
+// Close releases it. Its body is read while it is open, by one goroutine.
+type Exchange struct {
+	resp *fasthttp.Response
+	// stop removes the hook that closes a streamed body when the context ends; it
+	// reports true if the hook had not run (bodyRead for a body read whole: no hook).
+	stop func() bool
+	// closing is done once that hook has closed the body.
+	closing sync.WaitGroup
+}
+
+// maxErrorBody bounds the part of an error answer's body that is read and decoded.
+const maxErrorBody = 1 << 20
+
+// bodyRead is the stop of an exchange whose body was read whole: there is no
+// cancellation hook to remove.
+func bodyRead() bool { return true }
+
+// readAll reads the whole body, up to limit bytes.
+func (x *Exchange) readAll(limit int64) ([]byte, error) {
+	if s := x.resp.BodyStream(); s != nil {
+		return io.ReadAll(io.LimitReader(s, limit))
+	}
+	return x.resp.Body()[:min(int64(len(x.resp.Body())), limit)], nil
+}
+
+// Buffered returns the body fasthttp read whole with the response, not streamed and not
+// encoded, and true: the response's own buffer, to be read in place while x is open
+// (KeepBody keeps it past Close). Any other body it leaves to ReadBody and reports false.
+func (x *Exchange) Buffered() ([]byte, bool) {
+	if x.resp.BodyStream() == nil && len(x.resp.Header.ContentEncoding()) == 0 {
+		return x.resp.Body(), true
+	}
+	return nil, false
+}
+
+// KeepBody takes the response's own body buffer out of the response, which fasthttp would
+// otherwise reuse once x is closed: what Buffered returned stays as it is for whatever
+// still refers to it (an error quoting it).
+func (x *Exchange) KeepBody() { x.resp.SwapBody(nil) }
+
+// Close releases the exchange. It is safe to call once, after the last read.
+func (x *Exchange) Close() {
+	if x.stop() {
+		x.resp.CloseBodyStream()
+	} else {
+		x.closing.Wait()
+	}
+	fasthttp.ReleaseResponse(x.resp)
+}

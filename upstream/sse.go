@@ -1,0 +1,76 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/agate-gateway/agate/internal/sse"
+)
+
+// streamReadSize is the size of an upstream stream's read buffer. Upstream events are a
+// few hundred bytes; a larger burst takes more copies out of the connection's own read
+// buffer, not more system calls. It is held for a stream's whole life, so it is small.
+const streamReadSize = 4 << 10
+
+// Pump reads an upstream event stream, body (DecodedBody), incrementally and hands each
+// event to onEvent, calls afterRead (if not nil) once the events of each read are
+// handled, and calls onEnd at a clean end of stream. A stream cut mid-event, or an event
+// over the parser's size bound, is an upstream error (Fault); a failed read is a
+// retryable transport error. It stops reading once ctx is done (the client left), and
+// returns ctx's error. Its read buffer of streamReadSize (4 KiB) comes from reads, a
+// pool of *[]byte, and goes back there (nil: a fresh one).
+func Pump(ctx context.Context, body io.Reader, backend string, reads *sync.Pool, onEvent sse.Handler, afterRead, onEnd func() error) error {
+	var p sse.Parser
+	bp := readBuf(reads)
+	defer putReadBuf(reads, bp)
+	buf := *bp
+	for {
+		n, err := body.Read(buf)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n > 0 {
+			if ferr := p.Feed(buf[:n], onEvent); ferr != nil {
+				if errors.Is(ferr, sse.ErrEventTooLarge) {
+					return Fault(backend, "sent an event over "+strconv.Itoa(sse.DefaultMaxEventBytes)+" bytes")
+				}
+				return ferr
+			}
+			if afterRead != nil {
+				if ferr := afterRead(); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if err == io.EOF {
+			if p.Pending() {
+				return Fault(backend, "ended the stream mid-event")
+			}
+			return onEnd()
+		}
+		if err != nil {
+			return readError(ctx, backend, err)
+		}
+	}
+}
+
+// readBuf returns a read buffer of streamReadSize bytes from pool, for putReadBuf.
+func readBuf(pool *sync.Pool) *[]byte {
+	if pool != nil {
+		if b, ok := pool.Get().(*[]byte); ok {
+			return b
+		}
+	}
+	b := make([]byte, streamReadSize)
+	return &b
+}
+
+// putReadBuf returns a buffer readBuf gave.
+func putReadBuf(pool *sync.Pool, b *[]byte) {
+	if pool != nil {
+		pool.Put(b)
+	}
+}
