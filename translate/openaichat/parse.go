@@ -1,12 +1,14 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/slab"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
@@ -308,13 +310,16 @@ func (p *parser) fail(param, format string, args ...any) bool {
 
 func (p *parser) object() bool {
 	sc := &p.sc
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, noBase, topLevelNames) || !p.field(sc.Key()) {
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextTopLevel(sc, &w); f == memberRefused {
+			return p.refused(&w, noBase)
+		} else if f == memberEnd {
+			return !sc.Failed() && p.err == nil
+		}
+		if !p.field(f, sc.Key()) {
 			return false
 		}
 	}
-	return !sc.Failed() && p.err == nil
 }
 
 // skipAfterError moves past the array at offset at, in which a field error was found, so
@@ -328,172 +333,61 @@ func (p *parser) skipAfterError(at int) bool {
 	return p.sc.Skip()
 }
 
-func (p *parser) field(name string) bool {
+// field reads the value of the top-level member name, at position f of topLevelFields (-1
+// for a name it does not hold, kept in Extra).
+func (p *parser) field(f int, name string) bool {
 	sc, r := &p.sc, p.req
 	if sc.Peek() == 'n' {
-		// OpenAI treats an explicit null as "not set" for optional fields.
-		switch name {
-		case "model", "messages":
-			return p.fail(name, "%s is required", name)
-		case "stream":
-			r.Spans.Stream = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
-		case "stream_options":
-			r.Spans.StreamOptions = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
-		}
-		return sc.Literal("null")
+		return p.null(f, name)
 	}
 	var v jsonx.Value
-	switch name {
-	case "model":
-		if !sc.Value(&v) {
+	switch f {
+	case rqModel:
+		if !p.typed(name, &v, jsonx.String, "must be a string") {
 			return false
 		}
-		if v.Kind != jsonx.String {
-			return p.fail("model", "must be a string")
-		}
-		r.Model = v.Str
-		r.Spans.Model = span(&v)
-	case "messages":
-		if sc.Peek() != '[' {
-			return p.fail("messages", "must be an array of messages")
-		}
-		at := sc.Pos()
-		p.msgs.reset()
-		p.parts.reset()
-		for n := 0; sc.NextElem(&n); {
-			if !p.message(n - 1) {
-				return p.skipAfterError(at)
-			}
-		}
-		if sc.Failed() {
+		r.Model, r.Spans.Model = v.Str, span(&v)
+	case rqMessages:
+		return p.messages()
+	case rqStream:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
 		}
-		p.flushMessages()
-	case "stream":
-		if !sc.Value(&v) {
-			return false
-		}
-		if !v.IsBool() {
-			return p.fail("stream", "must be a boolean")
-		}
-		r.Stream = v.Kind == jsonx.True
-		r.Spans.Stream = span(&v)
-	case "stream_options":
-		if sc.Peek() != '{' {
-			return p.fail("stream_options", "must be an object")
-		}
-		var iu jsonx.Value
-		var seen keySet
-		start := sc.Pos()
-		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsNames) {
-				return false
-			}
-			ok := false
-			if sc.Key() == "include_usage" {
-				ok = sc.First(&iu)
-			} else {
-				ok = sc.Skip()
-			}
-			if !ok {
-				return false
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-		r.Spans.StreamOptions = translate.Span{Start: start, End: sc.Pos()}
-		if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
-			if !iu.IsBool() {
-				return p.fail("stream_options.include_usage", "must be a boolean")
-			}
-			r.IncludeUsage = iu.Kind == jsonx.True
-		}
-	case "tools":
-		if sc.Peek() != '[' {
-			return p.fail("tools", "must be an array")
-		}
-		at := sc.Pos()
-		for n := 0; sc.NextElem(&n); {
-			if !p.tool(n - 1) {
-				return p.skipAfterError(at)
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-	case "tool_choice":
+		r.Stream, r.Spans.Stream = v.Kind == jsonx.True, span(&v)
+	case rqStreamOptions:
+		return p.streamOptions()
+	case rqTools:
+		return p.tools()
+	case rqToolChoice:
 		return p.toolChoice()
-	case "parallel_tool_calls":
-		if !sc.Value(&v) {
+	case rqParallelToolCalls:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
-		}
-		if !v.IsBool() {
-			return p.fail(name, "must be a boolean")
 		}
 		b := v.Kind == jsonx.True
 		r.ParallelToolCalls = &b
-	case "max_tokens", "max_completion_tokens":
-		if !sc.Value(&v) {
-			return false
-		}
-		n, ok := positiveInt(&v)
-		if !ok {
-			return p.fail(name, "must be an integer of at least 1")
-		}
-		if name == "max_completion_tokens" || r.MaxTokens == 0 {
-			r.MaxTokens, r.MaxTokensParam = n, name
-		}
-	case "temperature":
+	case rqMaxTokens, rqMaxCompletionTokens, rqN:
+		return p.count(f, name)
+	case rqTemperature:
 		return p.float(name, 0, 2, &r.Temperature, 0)
-	case "top_p":
+	case rqTopP:
 		return p.float(name, 0, 1, &r.TopP, 1)
-	case "presence_penalty":
+	case rqPresencePenalty:
 		return p.float(name, -2, 2, &r.PresencePenalty, 2)
-	case "frequency_penalty":
+	case rqFrequencyPenalty:
 		return p.float(name, -2, 2, &r.FrequencyPenalty, 3)
-	case "stop":
+	case rqStop:
 		return p.stop()
-	case "n":
-		if !sc.Value(&v) {
+	case rqSeed, rqTopLogprobs:
+		return p.integer(f, name)
+	case rqLogprobs:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
-		}
-		n, ok := positiveInt(&v)
-		if !ok {
-			return p.fail("n", "must be an integer of at least 1")
-		}
-		r.N = n
-	case "seed":
-		if !sc.Value(&v) {
-			return false
-		}
-		f := v.Float()
-		if v.Kind != jsonx.Number || f != math.Trunc(f) {
-			return p.fail("seed", "must be an integer")
-		}
-		s := jsonInt(v.Raw, f)
-		r.Seed = &s
-	case "logprobs":
-		if !sc.Value(&v) {
-			return false
-		}
-		if !v.IsBool() {
-			return p.fail(name, "must be a boolean")
 		}
 		r.Logprobs = v.Kind == jsonx.True
-	case "top_logprobs":
-		if !sc.Value(&v) {
-			return false
-		}
-		f := v.Float()
-		if v.Kind != jsonx.Number || f != math.Trunc(f) || f < 0 || f > 20 {
-			return p.fail(name, "must be an integer from 0 to 20")
-		}
-		n := int(f)
-		r.TopLogprobs = &n
-	case "response_format":
+	case rqResponseFormat:
 		return p.responseFormat()
-	case "reasoning_effort":
+	case rqReasoningEffort:
 		if !sc.Value(&v) {
 			return false
 		}
@@ -503,35 +397,13 @@ func (p *parser) field(name string) bool {
 			return true
 		}
 		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
-	case "user":
-		if !sc.Value(&v) {
+	case rqUser:
+		if !p.typed(name, &v, jsonx.String, "must be a string") {
 			return false
-		}
-		if v.Kind != jsonx.String {
-			return p.fail(name, "must be a string")
 		}
 		r.User = v.Str
-	case "metadata":
-		if sc.Peek() != '{' {
-			return p.fail(name, "must be an object of string values")
-		}
-		at := sc.Pos()
-		var seen keySet
-		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "metadata" }, noNames) {
-				return false
-			}
-			if sc.Peek() != '"' {
-				return p.fail(name, "must be an object of string values")
-			}
-			if !sc.SkipString() {
-				return false
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-		r.Metadata = sc.Input()[at:sc.Pos()]
+	case rqMetadata:
+		return p.metadata()
 	default:
 		at := sc.Pos()
 		if !sc.Skip() {
@@ -539,6 +411,157 @@ func (p *parser) field(name string) bool {
 		}
 		r.Extra = append(r.Extra, translate.Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
 	}
+	return true
+}
+
+// null reads the null value of the top-level member name (position f): OpenAI treats an
+// explicit null as "not set" for optional fields.
+func (p *parser) null(f int, name string) bool {
+	sc, r := &p.sc, p.req
+	switch f {
+	case rqModel, rqMessages:
+		return p.fail(name, "%s is required", name)
+	case rqStream:
+		r.Spans.Stream = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
+	case rqStreamOptions:
+		r.Spans.StreamOptions = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
+	}
+	return sc.Literal("null")
+}
+
+// typed reads the value of the member name into v and fails with rule unless it is of
+// kind (jsonx.True for either boolean).
+func (p *parser) typed(name string, v *jsonx.Value, kind jsonx.Kind, rule string) bool {
+	if !p.sc.Value(v) {
+		return false
+	}
+	if k := v.Kind; k != kind && (kind != jsonx.True || k != jsonx.False) {
+		return p.fail(name, "%s", rule)
+	}
+	return true
+}
+
+// count reads max_tokens, max_completion_tokens or n (position f): an integer of at least 1.
+func (p *parser) count(f int, name string) bool {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
+		return false
+	}
+	n, ok := positiveInt(&v)
+	if !ok {
+		return p.fail(name, "must be an integer of at least 1")
+	}
+	if r := p.req; f == rqN {
+		r.N = n
+	} else if f == rqMaxCompletionTokens || r.MaxTokens == 0 {
+		r.MaxTokens, r.MaxTokensParam = n, name
+	}
+	return true
+}
+
+// integer reads seed or top_logprobs (position f).
+func (p *parser) integer(f int, name string) bool {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
+		return false
+	}
+	x := v.Float()
+	if f == rqSeed {
+		if v.Kind != jsonx.Number || x != math.Trunc(x) {
+			return p.fail(name, "must be an integer")
+		}
+		s := jsonInt(v.Raw, x)
+		p.req.Seed = &s
+		return true
+	}
+	if v.Kind != jsonx.Number || x != math.Trunc(x) || x < 0 || x > 20 {
+		return p.fail(name, "must be an integer from 0 to 20")
+	}
+	n := int(x)
+	p.req.TopLogprobs = &n
+	return true
+}
+
+// messages reads the messages array.
+func (p *parser) messages() bool {
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return p.fail("messages", "must be an array of messages")
+	}
+	at := sc.Pos()
+	p.msgs.reset()
+	p.parts.reset()
+	for n := 0; sc.NextElem(&n); {
+		if !p.message(n - 1) {
+			return p.skipAfterError(at)
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	p.flushMessages()
+	return true
+}
+
+// tools reads the tools array.
+func (p *parser) tools() bool {
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return p.fail("tools", "must be an array")
+	}
+	at := sc.Pos()
+	for n := 0; sc.NextElem(&n); {
+		if !p.tool(n - 1) {
+			return p.skipAfterError(at)
+		}
+	}
+	return !sc.Failed()
+}
+
+// streamOptions reads stream_options, whose span the request keeps.
+func (p *parser) streamOptions() bool {
+	sc, r := &p.sc, p.req
+	if sc.Peek() != '{' {
+		return p.fail("stream_options", "must be an object")
+	}
+	start := sc.Pos()
+	var iu jsonx.Value
+	if !p.fields(func() string { return "stream_options" }, want{"include_usage", &iu}) {
+		return false
+	}
+	r.Spans.StreamOptions = translate.Span{Start: start, End: sc.Pos()}
+	if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
+		if !iu.IsBool() {
+			return p.fail("stream_options.include_usage", "must be a boolean")
+		}
+		r.IncludeUsage = iu.Kind == jsonx.True
+	}
+	return true
+}
+
+// metadata reads metadata, an object of string values kept as written.
+func (p *parser) metadata() bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return p.fail("metadata", "must be an object of string values")
+	}
+	at := sc.Pos()
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, func() string { return "metadata" }, noNames) {
+			return false
+		}
+		if sc.Peek() != '"' {
+			return p.fail("metadata", "must be an object of string values")
+		}
+		if !sc.SkipString() {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	p.req.Metadata = sc.Input()[at:sc.Pos()]
 	return true
 }
 
@@ -624,28 +647,12 @@ func (p *parser) tool(i int) bool {
 	}
 	var typ, name, description, parameters, strict jsonx.Value
 	typed := false
-	var seen keySet
-	for n, f := 0, -1; ; {
-		// type and function either way round (openai-go writes function first), tried
-		// first as in message.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"type":`):
-			n, f = 1, tlType
-		case n == 0 && sc.MemberIs(`{"function":`):
-			n, f = 1, tlFunction
-		case f == tlType && sc.MemberIs(`,"function":`):
-			f = tlFunction
-		case f == tlFunction && sc.MemberIs(`,"type":`):
-			f = tlType
-		case sc.NextField(&n):
-			f = toolField(sc.Key())
-		default:
-			goto end
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolNames) {
-			return false
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextTool(sc, &w); f < -1 {
+			if f == memberRefused {
+				return p.refused(&w, param)
+			}
+			break
 		}
 		var ok bool
 		switch f {
@@ -664,7 +671,6 @@ func (p *parser) tool(i int) bool {
 			return false
 		}
 	}
-end:
 	if sc.Failed() {
 		return false
 	}
@@ -709,36 +715,11 @@ end:
 // JSON Schema object, whose top-level type member sets *typed) and strict.
 func (p *parser) toolFunction(param func() string, name, description, parameters, strict *jsonx.Value, typed *bool) bool {
 	sc := &p.sc
-	base := func() string { return param() + ".function" }
-	var seen keySet
-	for n, f := 0, -1; ; {
-		// The orders the SDKs write: name, description, parameters (the API reference),
-		// description first (sorted keys), openai-go's name, strict, description,
-		// parameters.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			return true
-		case n == 0 && sc.MemberIs(`{"name":`):
-			n, f = 1, tfName
-		case n == 0 && sc.MemberIs(`{"description":`):
-			n, f = 1, tfDescription
-		case (f == tfName || f == tfStrict) && sc.MemberIs(`,"description":`):
-			f = tfDescription
-		case f == tfName && sc.MemberIs(`,"strict":`):
-			f = tfStrict
-		case (f == tfDescription || f == tfName || f == tfStrict) && sc.MemberIs(`,"parameters":`):
-			f = tfParameters
-		case f == tfDescription && sc.MemberIs(`,"name":`):
-			f = tfName
-		case f == tfParameters && sc.MemberIs(`,"strict":`):
-			f = tfStrict
-		case sc.NextField(&n):
-			f = toolFuncField(sc.Key())
-		default:
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextToolFunc(sc, &w); f == memberRefused {
+			return p.refused(&w, func() string { return param() + ".function" })
+		} else if f == memberEnd {
 			return !sc.Failed()
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, toolFuncNames) {
-			return false
 		}
 		var ok bool
 		switch f {

@@ -103,6 +103,7 @@ var fieldSwitches = []struct {
 	names members.Names
 	field func(string) int
 }{
+	{"topLevelField", topLevelFields, topLevelNames, topLevelField},
 	{"messageField", messageFields, messageNames, messageField},
 	{"toolCallField", toolCallFields, toolCallNames, toolCallField},
 	{"toolCallFuncField", toolCallFuncFields, toolCallFuncNames, toolCallFuncField},

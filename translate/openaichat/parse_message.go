@@ -5,6 +5,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 )
 
 // The message half of ParseRequest: messages, their content parts, tool calls and thinking
@@ -20,36 +21,15 @@ func (p *parser) message(i int) bool {
 	msg := &pm.msg
 	// content is read after the other fields, once the role is known.
 	var role, content jsonx.Value
-	var seen keySet
 	base := func() string { return translate.ParamIndex("messages", i) }
-	for n, f := 0, -1; ; {
-		// The orders the SDKs write a message's members in are tried first (MemberIs): role
-		// and content, in either order, then tool_calls or tool_call_id (openai-go writes
-		// role last). Any other member, whitespace or order takes NextField.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"role":`):
-			n, f = 1, mRole
-		case n == 0 && sc.MemberIs(`{"content":`):
-			n, f = 1, mContent
-		case f == mRole && sc.MemberIs(`,"content":`):
-			f = mContent
-		case f == mContent && sc.MemberIs(`,"role":`):
-			f = mRole
-		case f == mContent && sc.MemberIs(`,"tool_calls":`):
-			f = mToolCalls
-		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
-			f = mToolCallID
-		case (f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
-			f = mRole
-		case sc.NextField(&n):
-			f = messageField(sc.Key())
-		default:
-			goto end
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, messageNames) {
-			return false
+	// The orders the SDKs write a message's members in are tried first (nextMessage, see
+	// members.table); any other member, whitespace or order takes NextField.
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextMessage(sc, &w); f < -1 {
+			if f == memberRefused {
+				return p.refused(&w, base)
+			}
+			break
 		}
 		var v jsonx.Value
 		var ok bool
@@ -89,7 +69,6 @@ func (p *parser) message(i int) bool {
 			return false
 		}
 	}
-end:
 	if sc.Failed() {
 		return false
 	}
@@ -202,11 +181,12 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 	// The first of duplicate keys wins, as with gjson's Get.
 	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonx.Value
 	var sawImage, sawFile, sawAudio bool
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		f := partField(sc.Key())
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, partNames) {
-			return false
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextPart(sc, &w); f < -1 {
+			if f == memberRefused {
+				return p.refused(&w, param)
+			}
+			break
 		}
 		var ok bool
 		switch f {
@@ -377,26 +357,12 @@ func (p *parser) toolCall(i, j int) bool {
 			return false
 		}
 	} else {
-		var seen keySet
-		for n, f := 0, -1; ; {
-			// id, then type and function in either order (openai-go writes function
-			// first), tried first as in message, after the object's end.
-			switch {
-			case n > 0 && sc.EndIs('}'):
-				goto end
-			case n == 0 && sc.MemberIsShort(`{"id":`):
-				n, f = 1, tcID
-			case f == tcID && sc.MemberIs(`,"type":`), f == tcFunction && sc.MemberIs(`,"type":`):
-				f = tcType
-			case f == tcID && sc.MemberIs(`,"function":`), f == tcType && sc.MemberIs(`,"function":`):
-				f = tcFunction
-			case sc.NextField(&n):
-				f = toolCallField(sc.Key())
-			default:
-				goto end
-			}
-			if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolCallNames) {
-				return false
+		for w, f := members.NewWalk(), 0; ; {
+			if f = nextToolCall(sc, &w); f < -1 {
+				if f == memberRefused {
+					return p.refused(&w, param)
+				}
+				break
 			}
 			var ok bool
 			switch f {
@@ -407,43 +373,9 @@ func (p *parser) toolCall(i, j int) bool {
 			case tcFunction:
 				if sc.Peek() != '{' {
 					ok = sc.Skip()
-					break
+				} else {
+					ok = p.toolCallFunction(param, &name, &args)
 				}
-				ok = true
-				var fseen keySet
-				fbase := func() string { return param() + ".function" }
-				for k, g := 0, -1; ok; {
-					// name and arguments, in either order (openai-go: arguments first).
-					switch {
-					case k > 0 && sc.EndIs('}'):
-						goto fend
-					case k == 0 && sc.MemberIs(`{"name":`):
-						k, g = 1, fnName
-					case k == 0 && sc.MemberIs(`{"arguments":`):
-						k, g = 1, fnArguments
-					case g == fnName && sc.MemberIs(`,"arguments":`):
-						g = fnArguments
-					case g == fnArguments && sc.MemberIs(`,"name":`):
-						g = fnName
-					case sc.NextField(&k):
-						g = toolCallFuncField(sc.Key())
-					default:
-						goto fend
-					}
-					if (g < 0 || !fseen.Known(g)) && !p.otherMember(&fseen, g, fbase, toolCallFuncNames) {
-						return false
-					}
-					switch g {
-					case fnName:
-						ok = sc.Value(&name)
-					case fnArguments:
-						ok = p.payload(&args)
-					default:
-						ok = sc.Skip()
-					}
-				}
-			fend:
-				ok = ok && !sc.Failed()
 			default:
 				ok = sc.Skip()
 			}
@@ -451,7 +383,6 @@ func (p *parser) toolCall(i, j int) bool {
 				return false
 			}
 		}
-	end:
 		if sc.Failed() {
 			return false
 		}
@@ -474,4 +405,28 @@ func (p *parser) toolCall(i, j int) bool {
 	}
 	p.calls.Push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
 	return true
+}
+
+// toolCallFunction reads a tool call's function object: its name and arguments.
+func (p *parser) toolCallFunction(param func() string, name, args *jsonx.Value) bool {
+	sc := &p.sc
+	for w, f := members.NewWalk(), 0; ; {
+		if f = nextToolCallFunc(sc, &w); f == memberRefused {
+			return p.refused(&w, func() string { return param() + ".function" })
+		} else if f == memberEnd {
+			return !sc.Failed()
+		}
+		var ok bool
+		switch f {
+		case fnName:
+			ok = sc.Value(name)
+		case fnArguments:
+			ok = p.payload(args)
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
 }

@@ -1,0 +1,274 @@
+// Command membergen writes a client parser's member tables and ladders from a table file:
+// for each object the parser reads by member position, the constants of its members'
+// positions, the members.Names of its list, a field function that returns a name's
+// position (a switch the compiler turns into a few length and word compares) and, when
+// the table gives the orders clients write the object's members in, a next function that
+// tries those members' compact forms (jsonx.Scanner.MemberIs) before it asks NextField.
+//
+// Usage, from a package's go:generate line:
+//
+//	go run ../internal/membergen -in members.table -out members_gen.go
+//
+// The table is line-based; # starts a comment. An object is declared by
+//
+//	object <name> <prefix>: <member> <member> ...
+//
+// which writes <name>Fields (the list), <name>Names, the constants <prefix><Member> (the
+// member's position, in CamelCase with ID and URL in capitals) and <name>Field(k). Its
+// ladder, if it has one, is lines of
+//
+//	try <name> <after>...: <member> <member> ...
+//
+// where <after> is "first" (the object's first member, its brace form `{"role":`) or the
+// members after which the listed members are tried, in that order, in their comma form
+// (`,"content":`); a try line writes next<Name>(sc, &n, f), which returns the next
+// member's position, -1 for a name the object does not know (sc.Key() holds it) and
+// memberEnd at the object's end or on a syntax error. The members' positions, and so their
+// bits in members.Set, are the order of the object line: append a member at the end.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"go/format"
+	"log"
+	"os"
+	"slices"
+	"strings"
+)
+
+type object struct {
+	name, prefix string
+	members      []string
+	first        []string
+	// after maps a member to the members tried after it, in order; order lists the
+	// members with a try line, in the table's order.
+	after map[string][]string
+	order []string
+}
+
+func main() {
+	in := flag.String("in", "members.table", "the table")
+	out := flag.String("out", "members_gen.go", "the Go file written")
+	pkg := flag.String("package", os.Getenv("GOPACKAGE"), "the package of the file written")
+	flag.Parse()
+	src, err := os.ReadFile(*in)
+	if err != nil {
+		log.Fatal(err)
+	}
+	objs, err := parse(string(src))
+	if err != nil {
+		log.Fatalf("%s: %v", *in, err)
+	}
+	code, err := generate(*pkg, *in, objs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out, code, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// parse reads the table.
+func parse(src string) ([]*object, error) {
+	var objs []*object
+	byName := map[string]*object{}
+	for n, line := range strings.Split(src, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		head, list, ok := strings.Cut(line, ":")
+		words := strings.Fields(head)
+		if len(words) == 0 {
+			continue
+		}
+		fail := func(format string, args ...any) error {
+			return fmt.Errorf("line %d: %s", n+1, fmt.Sprintf(format, args...))
+		}
+		names := strings.Fields(list)
+		if !ok || len(names) == 0 {
+			return nil, fail("want %q", "<head>: <member> ...")
+		}
+		switch words[0] {
+		case "object":
+			if len(words) != 3 || byName[words[1]] != nil {
+				return nil, fail("want a new object's name and its constants' prefix")
+			}
+			o := &object{name: words[1], prefix: words[2], members: names, after: map[string][]string{}}
+			objs = append(objs, o)
+			byName[o.name] = o
+		case "try":
+			if len(words) < 3 || byName[words[1]] == nil {
+				return nil, fail("want a declared object and what the members are tried after")
+			}
+			o := byName[words[1]]
+			for _, m := range append(names, words[2:]...) {
+				if m != "first" && o.pos(m) < 0 {
+					return nil, fail("%q is not a member of %s", m, o.name)
+				}
+				if len(m) > 12 || len(m) < 2 {
+					// MemberIs compares 8 to 16 bytes, MemberIsShort 4 to 7: `,"` m `":`.
+					return nil, fail("%q is too long or too short to compare in two words", m)
+				}
+			}
+			for _, a := range words[2:] {
+				if a == "first" {
+					o.first = append(o.first, names...)
+					continue
+				}
+				if o.after[a] == nil {
+					o.order = append(o.order, a)
+				}
+				o.after[a] = append(o.after[a], names...)
+			}
+		default:
+			return nil, fail("unknown line %q", words[0])
+		}
+	}
+	return objs, nil
+}
+
+func (o *object) pos(m string) int {
+	for i, k := range o.members {
+		if k == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// constName is the constant of member m: prefix and m in CamelCase.
+func (o *object) constName(m string) string {
+	var b strings.Builder
+	b.WriteString(o.prefix)
+	for _, w := range strings.Split(m, "_") {
+		switch w {
+		case "id", "url":
+			b.WriteString(strings.ToUpper(w))
+		default:
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}
+
+func generate(pkg, table string, objs []*object) ([]byte, error) {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("// Code generated by membergen from %s; DO NOT EDIT.", table)
+	p("")
+	p("package %s", pkg)
+	p("")
+	p("import (")
+	p("\t\"github.com/agate-gateway/agate/internal/jsonx\"")
+	p("\t\"github.com/agate-gateway/agate/translate/internal/members\"")
+	p(")")
+	p("")
+	p("// What a next function returns at its object's end or on a syntax error (memberEnd),")
+	p("// and for a name the member rule refuses (memberRefused).")
+	p("const (")
+	p("\tmemberEnd     = -2")
+	p("\tmemberRefused = -3")
+	p(")")
+	for _, o := range objs {
+		p("")
+		p("// The members of a %s object, at their positions.", o.name)
+		p("const (")
+		for i, m := range o.members {
+			if i == 0 {
+				p("\t%s = iota", o.constName(m))
+			} else {
+				p("\t%s", o.constName(m))
+			}
+		}
+		p(")")
+		p("")
+		p("const %sFields = %q", o.name, strings.Join(o.members, " "))
+		p("")
+		p("var %sNames = members.NewNames(%sFields)", o.name, o.name)
+		p("")
+		p("// %sField returns k's position in %sFields, -1 when it is none of them.", o.name, o.name)
+		p("func %sField(k string) int {", o.name)
+		p("\tswitch k {")
+		for _, m := range o.members {
+			p("\tcase %q:", m)
+			p("\t\treturn %s", o.constName(m))
+		}
+		p("\t}")
+		p("\treturn -1")
+		p("}")
+		o.next(p)
+	}
+	return format.Source(b.Bytes())
+}
+
+// next writes the object's next function.
+func (o *object) next(p func(string, ...any)) {
+	title := strings.ToUpper(o.name[:1]) + o.name[1:]
+	p("")
+	p("// next%s reads the name of the next member of the %s object at the cursor and", title, o.name)
+	p("// applies the member rule to it: it returns the member's position in %sFields, -1 for", o.name)
+	p("// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax")
+	p("// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).")
+	p("func next%s(sc *jsonx.Scanner, w *members.Walk) int {", title)
+	p("\tvar f int")
+	p("\tswitch {")
+	p("\tcase w.N > 0 && sc.EndIs('}'):")
+	p("\t\treturn memberEnd")
+	for _, m := range o.first {
+		p("\tcase w.N == 0 && %s:", memberIs(`{"`+m+`":`))
+		p("\t\tw.N, f = 1, %s", o.constName(m))
+	}
+	// The comma forms, a case a member, in the order the try lines first name them.
+	var tried []string
+	for _, a := range o.order {
+		for _, m := range o.after[a] {
+			if !slices.Contains(tried, m) {
+				tried = append(tried, m)
+			}
+		}
+	}
+	for _, m := range tried {
+		var after []string
+		for _, a := range o.order {
+			if slices.Contains(o.after[a], m) {
+				after = append(after, "w.F == "+o.constName(a))
+			}
+		}
+		if len(after) == 0 {
+			continue
+		}
+		cond := strings.Join(after, " || ")
+		if len(after) > 1 {
+			cond = "(" + cond + ")"
+		}
+		p("\tcase %s && %s:", cond, memberIs(`,"`+m+`":`))
+		p("\t\tf = %s", o.constName(m))
+	}
+	p("\tcase sc.NextField(&w.N):")
+	p("\t\tif f = %sField(sc.Key()); f < 0 {", o.name)
+	p("\t\t\tif !w.Other(sc.Key(), %sNames) {", o.name)
+	p("\t\t\t\treturn memberRefused")
+	p("\t\t\t}")
+	p("\t\t\treturn -1")
+	p("\t\t}")
+	p("\tdefault:")
+	p("\t\treturn memberEnd")
+	p("\t}")
+	p("\tif !w.Seen.Known(f) {")
+	p("\t\tw.Dup(f, %sNames)", o.name)
+	p("\t\treturn memberRefused")
+	p("\t}")
+	p("\tw.F = f")
+	p("\treturn f")
+	p("}")
+}
+
+// memberIs is the scanner call that compares the compact form want.
+func memberIs(want string) string {
+	if len(want) < 8 {
+		return fmt.Sprintf("sc.MemberIsShort(`%s`)", want)
+	}
+	return fmt.Sprintf("sc.MemberIs(`%s`)", want)
+}
