@@ -3,15 +3,8 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/members"
-)
-
-// What a next function returns at its object's end or on a syntax error (memberEnd),
-// and for a name the member rule refuses (memberRefused).
-const (
-	memberEnd     = -2
-	memberRefused = -3
 )
 
 // The members of a topLevel object, at their positions.
@@ -95,31 +88,33 @@ func topLevelField(k string) int {
 	return -1
 }
 
-// nextTopLevel reads the name of the next member of the topLevel object at the cursor and
-// applies the member rule to it: it returns the member's position in topLevelFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextTopLevel(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case sc.NextField(&w.N):
-		if f = topLevelField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), topLevelNames) {
-				return memberRefused
+// readTopLevel reads the members of the topLevel object at the cursor, each with
+// p.topLevelMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what topLevelMember returns.
+func (p *parser) readTopLevel(base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case sc.NextField(&n):
+			if f = topLevelField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), topLevelNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, topLevelNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.topLevelMember(f) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, topLevelNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a message object, at their positions.
@@ -161,43 +156,45 @@ func messageField(k string) int {
 	return -1
 }
 
-// nextMessage reads the name of the next member of the message object at the cursor and
-// applies the member rule to it: it returns the member's position in messageFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextMessage(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case w.N == 0 && sc.MemberIs(`{"role":`):
-		w.N, f = 1, mRole
-	case w.N == 0 && sc.MemberIs(`{"content":`):
-		w.N, f = 1, mContent
-	case w.F == mRole && sc.MemberIs(`,"content":`):
-		f = mContent
-	case (w.F == mContent || w.F == mToolCalls || w.F == mToolCallID) && sc.MemberIs(`,"role":`):
-		f = mRole
-	case w.F == mContent && sc.MemberIs(`,"tool_calls":`):
-		f = mToolCalls
-	case w.F == mContent && sc.MemberIs(`,"tool_call_id":`):
-		f = mToolCallID
-	case sc.NextField(&w.N):
-		if f = messageField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), messageNames) {
-				return memberRefused
+// readMessage reads the members of the message object at the cursor, each with
+// p.messageMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what messageMember returns.
+func (p *parser) readMessage(o *messageValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"role":`):
+			n, f = 1, mRole
+		case n == 0 && sc.MemberIs(`{"content":`):
+			n, f = 1, mContent
+		case f == mRole && sc.MemberIs(`,"content":`):
+			f = mContent
+		case (f == mContent || f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
+			f = mRole
+		case f == mContent && sc.MemberIs(`,"tool_calls":`):
+			f = mToolCalls
+		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
+			f = mToolCallID
+		case sc.NextField(&n):
+			if f = messageField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), messageNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, messageNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.messageMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, messageNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a toolCall object, at their positions.
@@ -224,37 +221,39 @@ func toolCallField(k string) int {
 	return -1
 }
 
-// nextToolCall reads the name of the next member of the toolCall object at the cursor and
-// applies the member rule to it: it returns the member's position in toolCallFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextToolCall(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case w.N == 0 && sc.MemberIsShort(`{"id":`):
-		w.N, f = 1, tcID
-	case (w.F == tcID || w.F == tcFunction) && sc.MemberIs(`,"type":`):
-		f = tcType
-	case (w.F == tcID || w.F == tcType) && sc.MemberIs(`,"function":`):
-		f = tcFunction
-	case sc.NextField(&w.N):
-		if f = toolCallField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), toolCallNames) {
-				return memberRefused
+// readToolCall reads the members of the toolCall object at the cursor, each with
+// p.toolCallMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what toolCallMember returns.
+func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIsShort(`{"id":`):
+			n, f = 1, tcID
+		case (f == tcID || f == tcFunction) && sc.MemberIs(`,"type":`):
+			f = tcType
+		case (f == tcID || f == tcType) && sc.MemberIs(`,"function":`):
+			f = tcFunction
+		case sc.NextField(&n):
+			if f = toolCallField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), toolCallNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, toolCallNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.toolCallMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, toolCallNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a toolCallFunc object, at their positions.
@@ -278,39 +277,41 @@ func toolCallFuncField(k string) int {
 	return -1
 }
 
-// nextToolCallFunc reads the name of the next member of the toolCallFunc object at the cursor and
-// applies the member rule to it: it returns the member's position in toolCallFuncFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextToolCallFunc(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case w.N == 0 && sc.MemberIs(`{"name":`):
-		w.N, f = 1, fnName
-	case w.N == 0 && sc.MemberIs(`{"arguments":`):
-		w.N, f = 1, fnArguments
-	case w.F == fnName && sc.MemberIs(`,"arguments":`):
-		f = fnArguments
-	case w.F == fnArguments && sc.MemberIs(`,"name":`):
-		f = fnName
-	case sc.NextField(&w.N):
-		if f = toolCallFuncField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), toolCallFuncNames) {
-				return memberRefused
+// readToolCallFunc reads the members of the toolCallFunc object at the cursor, each with
+// p.toolCallFuncMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what toolCallFuncMember returns.
+func (p *parser) readToolCallFunc(o *toolCallValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, fnName
+		case n == 0 && sc.MemberIs(`{"arguments":`):
+			n, f = 1, fnArguments
+		case f == fnName && sc.MemberIs(`,"arguments":`):
+			f = fnArguments
+		case f == fnArguments && sc.MemberIs(`,"name":`):
+			f = fnName
+		case sc.NextField(&n):
+			if f = toolCallFuncField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), toolCallFuncNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, toolCallFuncNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.toolCallFuncMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, toolCallFuncNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a tool object, at their positions.
@@ -334,39 +335,41 @@ func toolField(k string) int {
 	return -1
 }
 
-// nextTool reads the name of the next member of the tool object at the cursor and
-// applies the member rule to it: it returns the member's position in toolFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextTool(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case w.N == 0 && sc.MemberIs(`{"type":`):
-		w.N, f = 1, tlType
-	case w.N == 0 && sc.MemberIs(`{"function":`):
-		w.N, f = 1, tlFunction
-	case w.F == tlType && sc.MemberIs(`,"function":`):
-		f = tlFunction
-	case w.F == tlFunction && sc.MemberIs(`,"type":`):
-		f = tlType
-	case sc.NextField(&w.N):
-		if f = toolField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), toolNames) {
-				return memberRefused
+// readTool reads the members of the tool object at the cursor, each with
+// p.toolMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what toolMember returns.
+func (p *parser) readTool(o *toolValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"type":`):
+			n, f = 1, tlType
+		case n == 0 && sc.MemberIs(`{"function":`):
+			n, f = 1, tlFunction
+		case f == tlType && sc.MemberIs(`,"function":`):
+			f = tlFunction
+		case f == tlFunction && sc.MemberIs(`,"type":`):
+			f = tlType
+		case sc.NextField(&n):
+			if f = toolField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), toolNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, toolNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.toolMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, toolNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a toolFunc object, at their positions.
@@ -396,43 +399,45 @@ func toolFuncField(k string) int {
 	return -1
 }
 
-// nextToolFunc reads the name of the next member of the toolFunc object at the cursor and
-// applies the member rule to it: it returns the member's position in toolFuncFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextToolFunc(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case w.N == 0 && sc.MemberIs(`{"name":`):
-		w.N, f = 1, tfName
-	case w.N == 0 && sc.MemberIs(`{"description":`):
-		w.N, f = 1, tfDescription
-	case (w.F == tfName || w.F == tfStrict) && sc.MemberIs(`,"description":`):
-		f = tfDescription
-	case (w.F == tfName || w.F == tfParameters) && sc.MemberIs(`,"strict":`):
-		f = tfStrict
-	case (w.F == tfName || w.F == tfStrict || w.F == tfDescription) && sc.MemberIs(`,"parameters":`):
-		f = tfParameters
-	case w.F == tfDescription && sc.MemberIs(`,"name":`):
-		f = tfName
-	case sc.NextField(&w.N):
-		if f = toolFuncField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), toolFuncNames) {
-				return memberRefused
+// readToolFunc reads the members of the toolFunc object at the cursor, each with
+// p.toolFuncMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what toolFuncMember returns.
+func (p *parser) readToolFunc(o *toolValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, tfName
+		case n == 0 && sc.MemberIs(`{"description":`):
+			n, f = 1, tfDescription
+		case (f == tfName || f == tfStrict) && sc.MemberIs(`,"description":`):
+			f = tfDescription
+		case (f == tfName || f == tfParameters) && sc.MemberIs(`,"strict":`):
+			f = tfStrict
+		case (f == tfName || f == tfStrict || f == tfDescription) && sc.MemberIs(`,"parameters":`):
+			f = tfParameters
+		case f == tfDescription && sc.MemberIs(`,"name":`):
+			f = tfName
+		case sc.NextField(&n):
+			if f = toolFuncField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), toolFuncNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, toolFuncNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.toolFuncMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, toolFuncNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }
 
 // The members of a part object, at their positions.
@@ -468,29 +473,31 @@ func partField(k string) int {
 	return -1
 }
 
-// nextPart reads the name of the next member of the part object at the cursor and
-// applies the member rule to it: it returns the member's position in partFields, -1 for
-// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax
-// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).
-func nextPart(sc *jsonx.Scanner, w *members.Walk) int {
-	var f int
-	switch {
-	case w.N > 0 && sc.EndIs('}'):
-		return memberEnd
-	case sc.NextField(&w.N):
-		if f = partField(sc.Key()); f < 0 {
-			if !w.Other(sc.Key(), partNames) {
-				return memberRefused
+// readPart reads the members of the part object at the cursor, each with
+// p.partMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what partMember returns.
+func (p *parser) readPart(o *partValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case sc.NextField(&n):
+			if f = partField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), partNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
 			}
-			return -1
+		default:
+			return !sc.Failed()
 		}
-	default:
-		return memberEnd
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, partNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.partMember(f, o) {
+			return false
+		}
 	}
-	if !w.Seen.Known(f) {
-		w.Dup(f, partNames)
-		return memberRefused
-	}
-	w.F = f
-	return f
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/members"
 	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
@@ -309,17 +308,7 @@ func (p *parser) fail(param, format string, args ...any) bool {
 }
 
 func (p *parser) object() bool {
-	sc := &p.sc
-	for w, f := members.NewWalk(), 0; ; {
-		if f = nextTopLevel(sc, &w); f == memberRefused {
-			return p.refused(&w, noBase)
-		} else if f == memberEnd {
-			return !sc.Failed() && p.err == nil
-		}
-		if !p.field(f, sc.Key()) {
-			return false
-		}
-	}
+	return p.readTopLevel(noBase) && p.err == nil
 }
 
 // skipAfterError moves past the array at offset at, in which a field error was found, so
@@ -333,10 +322,11 @@ func (p *parser) skipAfterError(at int) bool {
 	return p.sc.Skip()
 }
 
-// field reads the value of the top-level member name, at position f of topLevelFields (-1
-// for a name it does not hold, kept in Extra).
-func (p *parser) field(f int, name string) bool {
+// topLevelMember reads the value of the top-level member at position f of topLevelFields
+// (-1 for a name it does not hold, kept in Extra).
+func (p *parser) topLevelMember(f int) bool {
 	sc, r := &p.sc, p.req
+	name := sc.Key() // a name read by NextField: members.table tries no compact form here
 	if sc.Peek() == 'n' {
 		return p.null(f, name)
 	}
@@ -639,56 +629,42 @@ func check(r *translate.Request) *translate.ParamError {
 	return nil
 }
 
+// toolValues is what a tool's members and its function's hold, read by toolMember and
+// toolFuncMember.
+type toolValues struct {
+	typ, name, description, parameters, strict jsonx.Value
+	// typed is set when parameters has a member named type (see schema).
+	typed bool
+	i     int // the tool's index
+}
+
+// param is the tool's param path (see partValues.param).
+func (o *toolValues) param() string { return translate.ParamIndex("tools", o.i) }
+
 func (p *parser) tool(i int) bool {
-	sc := &p.sc
-	param := func() string { return translate.ParamIndex("tools", i) }
-	if sc.Peek() != '{' {
+	o := toolValues{i: i}
+	param := o.param
+	if p.sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
-	var typ, name, description, parameters, strict jsonx.Value
-	typed := false
-	for w, f := members.NewWalk(), 0; ; {
-		if f = nextTool(sc, &w); f < -1 {
-			if f == memberRefused {
-				return p.refused(&w, param)
-			}
-			break
-		}
-		var ok bool
-		switch f {
-		case tlType:
-			ok = sc.Value(&typ)
-		case tlFunction:
-			if sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				ok = p.toolFunction(param, &name, &description, &parameters, &strict, &typed)
-			}
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	if !p.readTool(&o, param) {
 		return false
 	}
-	if typ.Str != "function" {
-		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
+	if o.typ.Str != "function" {
+		return p.fail(param()+".type", "only function tools are supported, got %q", o.typ.Str)
 	}
-	if name.Kind != jsonx.String || !translate.ValidToolName(name.Str) {
+	if o.name.Kind != jsonx.String || !translate.ValidToolName(o.name.Str) {
 		return p.fail(param()+".function.name", translate.ToolNameRule)
 	}
-	tool := translate.Tool{Name: name.Str, Description: description.Str}
-	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
-		if parameters.Kind != jsonx.Object {
+	tool := translate.Tool{Name: o.name.Str, Description: o.description.Str}
+	if o.parameters.Kind != jsonx.Missing && o.parameters.Kind != jsonx.Null {
+		if o.parameters.Kind != jsonx.Object {
 			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
 		}
-		tool.Parameters, tool.ParametersTyped = parameters.Raw, typed
+		tool.Parameters, tool.ParametersTyped = o.parameters.Raw, o.typed
 	}
-	if strict.IsBool() {
-		b := strict.Kind == jsonx.True
+	if o.strict.IsBool() {
+		b := o.strict.Kind == jsonx.True
 		tool.Strict = &b
 	}
 	r := p.req
@@ -711,37 +687,36 @@ func (p *parser) tool(i int) bool {
 	return true
 }
 
-// toolFunction reads a tool's function object: its name, description, parameters (a
-// JSON Schema object, whose top-level type member sets *typed) and strict.
-func (p *parser) toolFunction(param func() string, name, description, parameters, strict *jsonx.Value, typed *bool) bool {
-	sc := &p.sc
-	for w, f := members.NewWalk(), 0; ; {
-		if f = nextToolFunc(sc, &w); f == memberRefused {
-			return p.refused(&w, func() string { return param() + ".function" })
-		} else if f == memberEnd {
-			return !sc.Failed()
-		}
-		var ok bool
-		switch f {
-		case tfName:
-			ok = sc.Value(name)
-		case tfDescription:
-			ok = sc.Value(description)
-		case tfParameters:
-			if sc.Peek() == '{' {
-				ok = p.schema(parameters, typed)
-			} else {
-				ok = sc.Value(parameters)
-			}
-		case tfStrict:
-			ok = sc.Value(strict)
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
+// toolMember reads the member at position f of the tool o (readTool).
+func (p *parser) toolMember(f int, o *toolValues) bool {
+	switch {
+	case f == tlType:
+		return p.sc.Value(&o.typ)
+	case f == tlFunction && p.sc.Peek() == '{':
+		return p.readToolFunc(o, func() string { return o.param() + ".function" })
 	}
+	return p.sc.Skip()
+}
+
+// toolFuncMember reads the member at position f of a tool's function into o
+// (readToolFunc): its name, description, parameters (a JSON Schema object, whose
+// top-level type member sets o.typed) and strict.
+func (p *parser) toolFuncMember(f int, o *toolValues) bool {
+	sc := &p.sc
+	switch f {
+	case tfName:
+		return sc.Value(&o.name)
+	case tfDescription:
+		return sc.Value(&o.description)
+	case tfParameters:
+		if sc.Peek() == '{' {
+			return p.schema(&o.parameters, &o.typed)
+		}
+		return sc.Value(&o.parameters)
+	case tfStrict:
+		return sc.Value(&o.strict)
+	}
+	return sc.Skip()
 }
 
 func (p *parser) toolChoice() bool {

@@ -58,14 +58,6 @@ func (p *parser) member(seen *keySet, base func() string, known members.Names) b
 	return true
 }
 
-// refused records the error of the name the walk w refused (a next function of
-// members_gen.go returned memberRefused); base returns the object's param path, called
-// only now.
-func (p *parser) refused(w *members.Walk, base func() string) bool {
-	p.err = w.Error(base())
-	return false
-}
-
 // memberOf is member for an object read with fields: the known names are the wanted ones.
 func (p *parser) memberOf(seen *keySet, base func() string, wants []want) bool {
 	k := p.sc.Key()

@@ -40,8 +40,10 @@ import (
 
 type object struct {
 	name, prefix string
-	members      []string
-	first        []string
+	// values is the type of the read function's o, passed to the member method; "-" for none.
+	values  string
+	members []string
+	first   []string
 	// after maps a member to the members tried after it, in order; order lists the
 	// members with a try line, in the table's order.
 	after map[string][]string
@@ -92,10 +94,10 @@ func parse(src string) ([]*object, error) {
 		}
 		switch words[0] {
 		case "object":
-			if len(words) != 3 || byName[words[1]] != nil {
-				return nil, fail("want a new object's name and its constants' prefix")
+			if len(words) != 4 || byName[words[1]] != nil {
+				return nil, fail("want a new object's name, its constants' prefix and its values' type")
 			}
-			o := &object{name: words[1], prefix: words[2], members: names, after: map[string][]string{}}
+			o := &object{name: words[1], prefix: words[2], values: words[3], members: names, after: map[string][]string{}}
 			objs = append(objs, o)
 			byName[o.name] = o
 		case "try":
@@ -161,16 +163,10 @@ func generate(pkg, table string, objs []*object) ([]byte, error) {
 	p("package %s", pkg)
 	p("")
 	p("import (")
-	p("\t\"github.com/agate-gateway/agate/internal/jsonx\"")
+	p("\t\"github.com/agate-gateway/agate/translate\"")
 	p("\t\"github.com/agate-gateway/agate/translate/internal/members\"")
 	p(")")
 	p("")
-	p("// What a next function returns at its object's end or on a syntax error (memberEnd),")
-	p("// and for a name the member rule refuses (memberRefused).")
-	p("const (")
-	p("\tmemberEnd     = -2")
-	p("\tmemberRefused = -3")
-	p(")")
 	for _, o := range objs {
 		p("")
 		p("// The members of a %s object, at their positions.", o.name)
@@ -198,27 +194,33 @@ func generate(pkg, table string, objs []*object) ([]byte, error) {
 		p("\t}")
 		p("\treturn -1")
 		p("}")
-		o.next(p)
+		o.read(p)
 	}
 	return format.Source(b.Bytes())
 }
 
-// next writes the object's next function.
-func (o *object) next(p func(string, ...any)) {
+// read writes the object's read function.
+func (o *object) read(p func(string, ...any)) {
 	title := strings.ToUpper(o.name[:1]) + o.name[1:]
+	arg, param := "", ""
+	if o.values != "-" {
+		arg, param = ", o", "o "+o.values+", "
+	}
 	p("")
-	p("// next%s reads the name of the next member of the %s object at the cursor and", title, o.name)
-	p("// applies the member rule to it: it returns the member's position in %sFields, -1 for", o.name)
-	p("// a name it does not hold (sc.Key()), memberEnd at the object's end or on a syntax")
-	p("// error (sc.Failed()) and memberRefused for a name the rule refuses (w.Error).")
-	p("func next%s(sc *jsonx.Scanner, w *members.Walk) int {", title)
-	p("\tvar f int")
-	p("\tswitch {")
-	p("\tcase w.N > 0 && sc.EndIs('}'):")
-	p("\t\treturn memberEnd")
+	p("// read%s reads the members of the %s object at the cursor, each with", title, o.name)
+	p("// p.%sMember, and applies the member rule to their names; base returns the object's", o.name)
+	p("// param path, for an error. It returns false on a syntax error, a refused name (p.err,")
+	p("// p.keyError) or what %sMember returns.", o.name)
+	p("func (p *parser) read%s(%sbase func() string) bool {", title, param)
+	p("\tsc := &p.sc")
+	p("\tvar seen members.Set")
+	p("\tfor n, f := 0, -1; ; {")
+	p("\t\tswitch {")
+	p("\t\tcase n > 0 && sc.EndIs('}'):")
+	p("\t\t\treturn !sc.Failed()")
 	for _, m := range o.first {
-		p("\tcase w.N == 0 && %s:", memberIs(`{"`+m+`":`))
-		p("\t\tw.N, f = 1, %s", o.constName(m))
+		p("\t\tcase n == 0 && %s:", memberIs(`{"`+m+`":`))
+		p("\t\t\tn, f = 1, %s", o.constName(m))
 	}
 	// The comma forms, a case a member, in the order the try lines first name them.
 	var tried []string
@@ -233,35 +235,32 @@ func (o *object) next(p func(string, ...any)) {
 		var after []string
 		for _, a := range o.order {
 			if slices.Contains(o.after[a], m) {
-				after = append(after, "w.F == "+o.constName(a))
+				after = append(after, "f == "+o.constName(a))
 			}
-		}
-		if len(after) == 0 {
-			continue
 		}
 		cond := strings.Join(after, " || ")
 		if len(after) > 1 {
 			cond = "(" + cond + ")"
 		}
-		p("\tcase %s && %s:", cond, memberIs(`,"`+m+`":`))
-		p("\t\tf = %s", o.constName(m))
+		p("\t\tcase %s && %s:", cond, memberIs(`,"`+m+`":`))
+		p("\t\t\tf = %s", o.constName(m))
 	}
-	p("\tcase sc.NextField(&w.N):")
-	p("\t\tif f = %sField(sc.Key()); f < 0 {", o.name)
-	p("\t\t\tif !w.Other(sc.Key(), %sNames) {", o.name)
-	p("\t\t\t\treturn memberRefused")
+	p("\t\tcase sc.NextField(&n):")
+	p("\t\t\tif f = %sField(sc.Key()); f < 0 {", o.name)
+	p("\t\t\t\tif code, field := seen.Other(sc.Key(), %sNames); code != \"\" {", o.name)
+	p("\t\t\t\t\treturn p.keyError(base, sc.Key(), code, field)")
+	p("\t\t\t\t}")
 	p("\t\t\t}")
-	p("\t\t\treturn -1")
+	p("\t\tdefault:")
+	p("\t\t\treturn !sc.Failed()")
 	p("\t\t}")
-	p("\tdefault:")
-	p("\t\treturn memberEnd")
+	p("\t\tif f >= 0 && !seen.Known(f) {")
+	p("\t\t\treturn p.keyError(base, %sNames.Name(f), translate.CodeDuplicateKey, \"\")", o.name)
+	p("\t\t}")
+	p("\t\tif !p.%sMember(f%s) {", o.name, arg)
+	p("\t\t\treturn false")
+	p("\t\t}")
 	p("\t}")
-	p("\tif !w.Seen.Known(f) {")
-	p("\t\tw.Dup(f, %sNames)", o.name)
-	p("\t\treturn memberRefused")
-	p("\t}")
-	p("\tw.F = f")
-	p("\treturn f")
 	p("}")
 }
 

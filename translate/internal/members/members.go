@@ -218,37 +218,3 @@ func Clip(s string) string {
 	return s[:n] + "..."
 }
 
-// Walk is the state of a parser's walk over one object's members with a next function
-// membergen wrote: the members read so far (N, the count jsonx.Scanner.NextField keeps), the
-// position of the last one in the object's Names (F; -1 before the first and after a name
-// the Names do not hold), the names seen (the rule's Set) and, once a name breaks the
-// rule, what Error reports. The zero value, with F set to -1, starts an object (NewWalk).
-type Walk struct {
-	N, F int
-	Seen Set
-	// key, code and field are a refused name, its code and the field it folds to.
-	key, code, field string
-}
-
-// NewWalk returns the Walk of an object about to be read.
-func NewWalk() Walk { return Walk{F: -1} }
-
-// Dup records that the name at position i of names was seen before, and returns false.
-func (w *Walk) Dup(i int, names Names) bool {
-	w.key, w.code = names.Name(i), translate.CodeDuplicateKey
-	return false
-}
-
-// Other applies the rule to k, a name names does not hold (Set.Other), and reports whether
-// it passes; F becomes -1.
-func (w *Walk) Other(k string, names Names) bool {
-	w.F = -1
-	w.code, w.field = w.Seen.Other(k, names)
-	w.key = k
-	return w.code == ""
-}
-
-// Error is the ParamError of the name the walk refused; base is the object's param path.
-func (w *Walk) Error(base string) *translate.ParamError {
-	return Error(base, w.key, w.code, w.field)
-}
