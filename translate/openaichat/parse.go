@@ -474,34 +474,31 @@ func (p *parser) integer(f int, name string) bool {
 
 // messages reads the messages array.
 func (p *parser) messages() bool {
-	sc := &p.sc
-	if sc.Peek() != '[' {
-		return p.fail("messages", "must be an array of messages")
-	}
-	at := sc.Pos()
 	p.msgs.reset()
 	p.parts.reset()
-	for n := 0; sc.NextElem(&n); {
-		if !p.message(n - 1) {
-			return p.skipAfterError(at)
-		}
+	ok := p.elements("messages", "must be an array of messages", (*parser).message)
+	if ok && p.err == nil { // else the request is refused: nothing to keep
+		p.flushMessages()
 	}
-	if sc.Failed() {
-		return false
-	}
-	p.flushMessages()
-	return true
+	return ok
 }
 
 // tools reads the tools array.
 func (p *parser) tools() bool {
+	return p.elements("tools", "must be an array", (*parser).tool)
+}
+
+// elements reads the array of the top-level member name, failing with rule when it is
+// not one, each element with elem. After an element's field error the walk moves past the
+// array (skipAfterError) and returns true, the error kept.
+func (p *parser) elements(name, rule string, elem func(p *parser, i int) bool) bool {
 	sc := &p.sc
 	if sc.Peek() != '[' {
-		return p.fail("tools", "must be an array")
+		return p.fail(name, "%s", rule)
 	}
 	at := sc.Pos()
 	for n := 0; sc.NextElem(&n); {
-		if !p.tool(n - 1) {
+		if !elem(p, n-1) {
 			return p.skipAfterError(at)
 		}
 	}
