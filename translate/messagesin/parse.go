@@ -66,15 +66,15 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 		return nil, translate.Errorf("", "the request body must be a JSON object")
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]member
-	fields, err := p.topLevel(root, buf[:0])
+	var buf [24]members.Member
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
 		return nil, err
 	}
 	var system []translate.Part
 	var hasMessages, hasMaxTokens bool
 	for _, f := range fields {
-		k, v := f.name, f.v
+		k, v := f.Name, f.V
 		switch k {
 		case "model":
 			req.Model = p.str(v, func() string { return "model" })
@@ -150,29 +150,6 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 	return req, nil
 }
 
-// member is one top-level member of the request.
-type member struct {
-	name string
-	v    jsonx.Value
-}
-
-// topLevel checks the names of the top-level members (members.Check) and returns the
-// members, appended to dst, in one pass.
-func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
-	var seen members.Set
-	sc := &p.sc
-	sc.Seek(root.At)
-	for n := 0; sc.NextField(&n); {
-		k := sc.Key()
-		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
-			return nil, err
-		}
-		dst = append(dst, member{name: k})
-		sc.Value(&dst[len(dst)-1].v)
-	}
-	return dst, nil
-}
-
 // parser holds the first error; every method is a no-op once it is set.
 type parser struct {
 	req *translate.Request
@@ -196,6 +173,18 @@ func (p *parser) fail(param, format string, args ...any) {
 	if p.err == nil {
 		p.err = translate.Errorf(param, format, args...)
 	}
+}
+
+// optional reports whether v, the value of the optional field param, is of kind: null is
+// the field unset (false), another kind fails with rule (false).
+func (p *parser) optional(v jsonx.Value, kind jsonx.Kind, param, rule string) bool {
+	if v.Kind == kind {
+		return true
+	}
+	if v.Kind != jsonx.Null {
+		p.fail(param, "%s", rule)
+	}
+	return false
 }
 
 func (p *parser) str(v jsonx.Value, param func() string) string {
@@ -242,11 +231,7 @@ func (p *parser) positiveInt(v jsonx.Value, param string) int {
 }
 
 func (p *parser) stops(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Array {
-		p.fail("stop_sequences", "must be an array of strings")
+	if !p.optional(v, jsonx.Array, "stop_sequences", "must be an array of strings") {
 		return
 	}
 	i := 0
@@ -543,11 +528,7 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 }
 
 func (p *parser) tools(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Array {
-		p.fail("tools", "must be an array")
+	if !p.optional(v, jsonx.Array, "tools", "must be an array") {
 		return
 	}
 	i := 0
@@ -588,11 +569,7 @@ func (p *parser) tools(v jsonx.Value) {
 }
 
 func (p *parser) toolChoice(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("tool_choice", "must be an object")
+	if !p.optional(v, jsonx.Object, "tool_choice", "must be an object") {
 		return
 	}
 	tc := &p.req.ToolChoice
@@ -618,11 +595,7 @@ func (p *parser) toolChoice(v jsonx.Value) {
 // tokens is low, under 16,384 medium, else high; adaptive is medium unless
 // output_config.effort says otherwise.
 func (p *parser) thinking(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("thinking", "must be an object")
+	if !p.optional(v, jsonx.Object, "thinking", "must be an object") {
 		return
 	}
 	p.thinkingType = p.sc.Get(v, "type").Str
@@ -673,11 +646,7 @@ func (p *parser) setEffort(e string, explicit bool) {
 }
 
 func (p *parser) outputConfig(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("output_config", "must be an object")
+	if !p.optional(v, jsonx.Object, "output_config", "must be an object") {
 		return
 	}
 	if e := p.sc.Get(v, "effort"); e.Exists() && e.Kind != jsonx.Null {

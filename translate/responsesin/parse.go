@@ -177,25 +177,25 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]member
-	fields, err := p.topLevel(root, buf[:0])
+	var buf [24]members.Member
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
 		return nil, err
 	}
 	// tools first: a function_call input item of a namespace tool's function takes the
 	// name the tools give it upstream (see flatten).
 	for _, f := range fields {
-		if f.name == "tools" {
-			if err := p.field(f.name, f.v); err != nil {
+		if f.Name == "tools" {
+			if err := p.field(f.Name, f.V); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, f := range fields {
-		if f.name == "tools" {
+		if f.Name == "tools" {
 			continue
 		}
-		if err := p.field(f.name, f.v); err != nil {
+		if err := p.field(f.Name, f.V); err != nil {
 			return nil, err
 		}
 	}
@@ -212,29 +212,6 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build()
 	return r, nil
-}
-
-// member is one top-level member of the request.
-type member struct {
-	name string
-	v    jsonx.Value
-}
-
-// topLevel checks the names of the top-level members (members.Check) and returns the
-// members, appended to dst, in one pass.
-func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
-	var seen members.Set
-	sc := &p.sc
-	sc.Seek(root.At)
-	for n := 0; sc.NextField(&n); {
-		k := sc.Key()
-		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
-			return nil, err
-		}
-		dst = append(dst, member{name: k})
-		sc.Value(&dst[len(dst)-1].v)
-	}
-	return dst, nil
 }
 
 // checkToolChoice applies the chat parser's rules: a named function is one of the tools,
