@@ -3,7 +3,6 @@ package responsesin
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
@@ -65,18 +64,17 @@ const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
 		"previous_response_id truncation stream_options background prompt_cache_key client_metadata"
-	itemFields     = "type id role content status call_id name arguments output summary encrypted_content namespace"
-	partFields     = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
-	toolFields     = "type name description parameters strict"
-	formatFields   = "type name description schema strict"
-	textFields     = "format verbosity"
-	reasonFields   = "effort summary"
-	choiceFields   = "type name"
-	summaryFields  = "type text"
-	encryptedIncl  = "reasoning.encrypted_content"
-	logprobsIncl   = "message.output_text.logprobs"
-	dialect        = "responses"
-	maxParamLength = 64
+	itemFields    = "type id role content status call_id name arguments output summary encrypted_content namespace"
+	partFields    = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
+	toolFields    = "type name description parameters strict"
+	formatFields  = "type name description schema strict"
+	textFields    = "format verbosity"
+	reasonFields  = "effort summary"
+	choiceFields  = "type name"
+	summaryFields = "type text"
+	encryptedIncl = "reasoning.encrypted_content"
+	logprobsIncl  = "message.output_text.logprobs"
+	dialect       = "responses"
 )
 
 // The lists above as members.Names, for members.Check and members.Read.
@@ -310,6 +308,7 @@ func (p *parser) untranslatableErr(param, format string, args ...any) {
 	}
 }
 
+// field reads the top-level member name, whose value is v.
 func (p *parser) field(name string, v jsonx.Value) error {
 	r, c := p.r, p.r.Core
 	if v.Kind == jsonx.Null {
@@ -319,72 +318,32 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		return nil // OpenAI treats an explicit null as "not set"
 	}
 	switch name {
-	case "model":
+	case "model", "previous_response_id":
 		if v.Kind != jsonx.String || v.Str == "" {
-			return translate.Errorf("model", "must be a non-empty string")
+			return translate.Errorf(name, "must be a non-empty string")
 		}
-		c.Model = v.Str
+		if name == "model" {
+			c.Model = v.Str
+		} else {
+			r.PreviousResponseID = v.Str
+		}
 	case "input":
-		p.hasInput = true
-		switch v.Kind {
-		case jsonx.String:
-			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
-			r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
-		case jsonx.Array:
-			msgs, err := p.items(v, func() string { return "input" })
-			if err != nil {
-				return err
-			}
-			r.current = msgs
-			r.Input = v.Raw
-		default:
-			return translate.Errorf("input", "must be a string or an array of input items")
-		}
-	case "instructions":
+		return p.input(v)
+	case "instructions", "prompt_cache_key":
 		if v.Kind != jsonx.String {
-			return translate.Errorf("instructions", "must be a string")
+			return translate.Errorf(name, "must be a string")
 		}
-		r.instructions = v.Str
+		if name == "instructions" {
+			r.instructions = v.Str
+		} else {
+			r.promptCacheKey = v.Str
+		}
 	case "stream":
-		b, err := boolean(v, "stream")
-		if err != nil {
-			return err
-		}
-		c.Stream = b
+		return boolean(v, name, &c.Stream)
 	case "store":
-		b, err := boolean(v, "store")
-		if err != nil {
-			return err
-		}
-		r.Store = b
-	case "previous_response_id":
-		if v.Kind != jsonx.String || v.Str == "" {
-			return translate.Errorf("previous_response_id", "must be a non-empty string")
-		}
-		r.PreviousResponseID = v.Str
+		return boolean(v, name, &r.Store)
 	case "include":
-		if v.Kind != jsonx.Array {
-			return translate.Errorf("include", "must be an array of strings")
-		}
-		var err error
-		i := 0
-		p.sc.Each(v, func(_ string, e jsonx.Value) bool {
-			if e.Kind != jsonx.String {
-				err = translate.Errorf(index("include", i), "must be a string")
-				return false
-			}
-			switch e.Str {
-			case encryptedIncl:
-				r.EncryptedReasoning = true
-			case logprobsIncl:
-				// No translating backend serves logprobs to a Responses client: the
-				// caller's unsupported-parameter policy applies, naming the element.
-				c.Extra = append(c.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
-			}
-			i++
-			return true
-		})
-		return err
+		return p.include(v)
 	case "tools":
 		if v.Kind != jsonx.Array {
 			return translate.Errorf("tools", "must be an array")
@@ -395,60 +354,25 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		p.toolChoice = v.Raw
 		return p.choice(v)
 	case "parallel_tool_calls":
-		b, err := boolean(v, name)
-		if err != nil {
+		var b bool
+		if err := boolean(v, name, &b); err != nil {
 			return err
 		}
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
-		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "text" }, textNames, f[:]); err != nil {
-			return err
-		}
-		if v.Kind != jsonx.Object {
-			return translate.Errorf("text", "must be an object")
-		}
-		p.text = v.Raw
-		return p.format(f[textFormat])
+		return p.textField(v)
 	case "reasoning":
-		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonNames, f[:]); err != nil {
-			return err
-		}
-		if v.Kind != jsonx.Object {
-			return translate.Errorf("reasoning", "must be an object")
-		}
-		p.reasoning = v.Raw
-		if e := f[reasonEffort]; e.Exists() && e.Kind != jsonx.Null {
-			switch e.Str {
-			case "none", "minimal", "low", "medium", "high", "xhigh":
-				c.ReasoningEffort = e.Str
-			default:
-				return translate.Errorf("reasoning.effort", "must be one of none, minimal, low, medium, high, xhigh")
-			}
-		}
+		return p.reasoningField(v)
 	case "max_output_tokens":
 		n := v.Int()
 		if v.Kind != jsonx.Number || float64(n) != v.Float() || n < 1 || n > 1<<31 {
 			return translate.Errorf(name, "must be a positive integer")
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
-	case "temperature", "top_p":
-		if v.Kind != jsonx.Number {
-			return translate.Errorf(name, "must be a number")
-		}
-		f := v.Float()
-		if name == "temperature" {
-			if f < 0 || f > 2 {
-				return translate.Errorf(name, "must be between 0 and 2")
-			}
-			c.Temperature = &f
-		} else {
-			if f < 0 || f > 1 {
-				return translate.Errorf(name, "must be between 0 and 1")
-			}
-			c.TopP = &f
-		}
+	case "temperature":
+		return number(v, name, 2, &c.Temperature)
+	case "top_p":
+		return number(v, name, 1, &c.TopP)
 	case "metadata":
 		if v.Kind != jsonx.Object {
 			return translate.Errorf("metadata", "must be an object of strings")
@@ -457,47 +381,14 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		// upstream (on chat completions it would mean something else).
 		p.metadata = v.Raw
 	case "user", "safety_identifier":
-		if v.Kind != jsonx.String {
-			return translate.Errorf(name, "must be a string")
-		}
-		if name == "user" {
-			p.user = v.Str
-		} else {
-			p.safetyID = v.Str
-		}
-		if c.User == "" || name == "safety_identifier" {
-			c.User = v.Str
-		}
-	case "truncation":
-		if v.Kind != jsonx.String || (v.Str != "auto" && v.Str != "disabled") {
-			return translate.Errorf(name, "must be auto or disabled")
-		}
-		p.truncation = v.Raw
-		if v.Str == "auto" {
-			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
-		}
-	case "background":
-		b, err := boolean(v, name)
-		if err != nil {
-			return err
-		}
-		if b {
-			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
-		}
-	case "stream_options":
-		if v.Kind != jsonx.Object {
-			return translate.Errorf(name, "must be an object")
-		}
-	case "prompt_cache_key":
-		if v.Kind != jsonx.String {
-			return translate.Errorf(name, "must be a string")
-		}
-		r.promptCacheKey = v.Str
-	case "client_metadata":
-		// Codex CLI's (not in OpenAI's published API): ids of its installation, session
-		// and turn for OpenAI's side. Like metadata it is the client's bookkeeping, never
-		// sent to a translated upstream; it is not echoed (OpenAI's Response has no such
-		// field).
+		return p.userField(name, v)
+	case "truncation", "background":
+		return p.unsupported(name, v)
+	case "stream_options", "client_metadata":
+		// client_metadata is Codex CLI's (not in OpenAI's published API): ids of its
+		// installation, session and turn for OpenAI's side. Like metadata it is the
+		// client's bookkeeping, never sent to a translated upstream; it is not echoed
+		// (OpenAI's Response has no such field).
 		if v.Kind != jsonx.Object {
 			return translate.Errorf(name, "must be an object")
 		}
@@ -507,11 +398,149 @@ func (p *parser) field(name string, v jsonx.Value) error {
 	return nil
 }
 
-func boolean(v jsonx.Value, param string) (bool, error) {
-	if !v.IsBool() {
-		return false, translate.Errorf(param, "must be a boolean")
+// input reads input: a string (one user message) or an array of input items.
+func (p *parser) input(v jsonx.Value) error {
+	r := p.r
+	p.hasInput = true
+	switch v.Kind {
+	case jsonx.String:
+		r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
+		r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
+	case jsonx.Array:
+		msgs, err := p.items(v, func() string { return "input" })
+		if err != nil {
+			return err
+		}
+		r.current = msgs
+		r.Input = v.Raw
+	default:
+		return translate.Errorf("input", "must be a string or an array of input items")
 	}
-	return v.Kind == jsonx.True, nil
+	return nil
+}
+
+// include reads include, an array of strings: the ones the gateway knows set their
+// options.
+func (p *parser) include(v jsonx.Value) error {
+	if v.Kind != jsonx.Array {
+		return translate.Errorf("include", "must be an array of strings")
+	}
+	var err error
+	i := 0
+	p.sc.Each(v, func(_ string, e jsonx.Value) bool {
+		if e.Kind != jsonx.String {
+			err = translate.Errorf(index("include", i), "must be a string")
+			return false
+		}
+		switch e.Str {
+		case encryptedIncl:
+			p.r.EncryptedReasoning = true
+		case logprobsIncl:
+			// No translating backend serves logprobs to a Responses client: the
+			// caller's unsupported-parameter policy applies, naming the element.
+			p.r.Core.Extra = append(p.r.Core.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
+		}
+		i++
+		return true
+	})
+	return err
+}
+
+// settings reads the object v of the top-level member name, its members names into f
+// (members.Read), and keeps its text for the echo in *raw.
+func (p *parser) settings(name string, v jsonx.Value, names members.Names, f []jsonx.Value, raw *string) error {
+	if err := members.Read(&p.sc, v, func() string { return name }, names, f); err != nil {
+		return err
+	}
+	if v.Kind != jsonx.Object {
+		return translate.Errorf(name, "must be an object")
+	}
+	*raw = v.Raw
+	return nil
+}
+
+// textField reads text, whose format sets the response format.
+func (p *parser) textField(v jsonx.Value) error {
+	var f [twoFieldsN]jsonx.Value
+	if err := p.settings("text", v, textNames, f[:], &p.text); err != nil {
+		return err
+	}
+	return p.format(f[textFormat])
+}
+
+// reasoningField reads reasoning, whose effort sets the reasoning effort.
+func (p *parser) reasoningField(v jsonx.Value) error {
+	var f [twoFieldsN]jsonx.Value
+	if err := p.settings("reasoning", v, reasonNames, f[:], &p.reasoning); err != nil {
+		return err
+	}
+	if e := f[reasonEffort]; e.Exists() && e.Kind != jsonx.Null {
+		switch e.Str {
+		case "none", "minimal", "low", "medium", "high", "xhigh":
+			p.r.Core.ReasoningEffort = e.Str
+		default:
+			return translate.Errorf("reasoning.effort", "must be one of none, minimal, low, medium, high, xhigh")
+		}
+	}
+	return nil
+}
+
+// userField reads user or safety_identifier (name), echoed; the core's User is the
+// safety_identifier when there is one, else the user.
+func (p *parser) userField(name string, v jsonx.Value) error {
+	if v.Kind != jsonx.String {
+		return translate.Errorf(name, "must be a string")
+	}
+	if name == "user" {
+		p.user = v.Str
+	} else {
+		p.safetyID = v.Str
+	}
+	if c := p.r.Core; c.User == "" || name == "safety_identifier" {
+		c.User = v.Str
+	}
+	return nil
+}
+
+// unsupported reads truncation or background (name): a value no translating backend
+// honours (truncation auto, background true) goes to the core's Extra, for the caller's
+// unsupported-parameter policy.
+func (p *parser) unsupported(name string, v jsonx.Value) error {
+	var set bool
+	if name == "truncation" {
+		if v.Kind != jsonx.String || (v.Str != "auto" && v.Str != "disabled") {
+			return translate.Errorf(name, "must be auto or disabled")
+		}
+		p.truncation, set = v.Raw, v.Str == "auto"
+	} else if err := boolean(v, name, &set); err != nil {
+		return err
+	}
+	if set {
+		p.r.Core.Extra = append(p.r.Core.Extra, translate.Field{Name: name, Raw: v.Raw})
+	}
+	return nil
+}
+
+// number reads a number from 0 to hi into a new *dst.
+func number(v jsonx.Value, name string, hi float64, dst **float64) error {
+	if v.Kind != jsonx.Number {
+		return translate.Errorf(name, "must be a number")
+	}
+	f := v.Float()
+	if f < 0 || f > hi {
+		return translate.Errorf(name, "must be between 0 and %g", hi)
+	}
+	*dst = &f
+	return nil
+}
+
+// boolean reads a boolean into *dst.
+func boolean(v jsonx.Value, param string, dst *bool) error {
+	if !v.IsBool() {
+		return translate.Errorf(param, "must be a boolean")
+	}
+	*dst = v.Kind == jsonx.True
+	return nil
 }
 
 func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
@@ -945,16 +974,8 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 	return out, nil
 }
 
-func clip(s string) string {
-	if len(s) <= maxParamLength {
-		return s
-	}
-	n := maxParamLength
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
+// clip cuts a client string quoted in an error message (members.Clip).
+func clip(s string) string { return members.Clip(s) }
 
 // echoSize is about the length of what appendEcho writes, so that it allocates once.
 func (p *parser) echoSize() int {
