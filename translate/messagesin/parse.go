@@ -71,60 +71,10 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 	if err != nil {
 		return nil, err
 	}
-	var system []translate.Part
-	var hasMessages, hasMaxTokens bool
 	for _, f := range fields {
-		k, v := f.Name, f.V
-		switch k {
-		case "model":
-			req.Model = p.str(v, func() string { return "model" })
-		case "messages":
-			hasMessages = true
-			p.messages(v)
-		case "max_tokens":
-			hasMaxTokens = true
-			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
-		case "system":
-			p.text(v, func() string { return "system" }, &p.parts)
-			system = p.parts.Run()
-		case "stream":
-			req.Stream = p.bool(v, "stream")
-		case "temperature":
-			req.Temperature = p.float(v, "temperature")
-		case "top_p":
-			req.TopP = p.float(v, "top_p")
-		case "top_k":
-			if v.Kind != jsonx.Null {
-				n := p.positiveInt(v, "top_k")
-				req.TopK = &n
-			}
-		case "stop_sequences":
-			p.stops(v)
-		case "metadata":
-			if v.Kind == jsonx.Object {
-				req.User = p.sc.Get(v, "user_id").Str
-			} else if v.Kind != jsonx.Null {
-				p.fail("metadata", "must be an object")
-			}
-		case "tool_choice":
-			p.toolChoice(v)
-		case "tools":
-			p.tools(v)
-		case "thinking":
-			p.thinking(v)
-		case "output_config":
-			p.outputConfig(v)
-		default:
-			if !strings.Contains(dropped, " "+k+" ") {
-				req.Extra = append(req.Extra, translate.Field{Name: k, Raw: v.Raw})
-			}
+		if p.field(f.Name, f.V); p.err != nil {
+			return nil, p.err
 		}
-		if p.err != nil {
-			break
-		}
-	}
-	if p.err != nil {
-		return nil, p.err
 	}
 	if p.effort != "" && p.thinkingType != "disabled" {
 		req.ReasoningEffort = p.effort
@@ -132,22 +82,71 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 	switch {
 	case req.Model == "":
 		return nil, translate.Errorf("model", "is required")
-	case !hasMessages:
+	case !p.hasMessages:
 		return nil, translate.Errorf("messages", "is required")
-	case needMaxTokens && !hasMaxTokens:
+	case needMaxTokens && !p.hasMaxTokens:
 		return nil, translate.Errorf("max_tokens", "is required")
 	case len(req.Messages) == 0:
 		return nil, translate.Errorf("messages", "must hold at least one message")
 	}
-	if len(system) > 0 {
+	if len(p.system) > 0 {
 		// messages left room for it at the front
 		req.Messages = append(req.Messages, translate.Message{})
 		copy(req.Messages[1:], req.Messages)
-		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: system}
+		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: p.system}
 	}
 	// The body is written once and never changed: a view of it is its string.
 	req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
 	return req, nil
+}
+
+// field reads the top-level member k, whose value is v.
+func (p *parser) field(k string, v jsonx.Value) {
+	req := p.req
+	switch k {
+	case "model":
+		req.Model = p.str(v, func() string { return "model" })
+	case "messages":
+		p.hasMessages = true
+		p.messages(v)
+	case "max_tokens":
+		p.hasMaxTokens = true
+		req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
+	case "system":
+		p.text(v, func() string { return "system" }, &p.parts)
+		p.system = p.parts.Run()
+	case "stream":
+		req.Stream = p.bool(v, "stream")
+	case "temperature":
+		req.Temperature = p.float(v, "temperature")
+	case "top_p":
+		req.TopP = p.float(v, "top_p")
+	case "top_k":
+		if v.Kind != jsonx.Null {
+			n := p.positiveInt(v, "top_k")
+			req.TopK = &n
+		}
+	case "stop_sequences":
+		p.stops(v)
+	case "metadata":
+		if v.Kind == jsonx.Object {
+			req.User = p.sc.Get(v, "user_id").Str
+		} else if v.Kind != jsonx.Null {
+			p.fail("metadata", "must be an object")
+		}
+	case "tool_choice":
+		p.toolChoice(v)
+	case "tools":
+		p.tools(v)
+	case "thinking":
+		p.thinking(v)
+	case "output_config":
+		p.outputConfig(v)
+	default:
+		if !strings.Contains(dropped, " "+k+" ") {
+			req.Extra = append(req.Extra, translate.Field{Name: k, Raw: v.Raw})
+		}
+	}
 }
 
 // parser holds the first error; every method is a no-op once it is set.
@@ -163,6 +162,10 @@ type parser struct {
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
 	thinkingType string
+	// system is the system prompt's parts; hasMessages and hasMaxTokens say whether the
+	// request has those members.
+	system                    []translate.Part
+	hasMessages, hasMaxTokens bool
 	// inflate is what the tool_use ids' carried state may still inflate to, of
 	// maxInflated (translate.Allowance).
 	inflate     translate.Allowance
