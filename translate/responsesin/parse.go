@@ -699,185 +699,214 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 	}
 	n := 0
 	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
-	msgs := make([]translate.Message, 0, n)
-	var reasoning strings.Builder
-	var blocks []translate.ThinkingBlock
+	t := turns{msgs: make([]translate.Message, 0, n), open: -1, last: -1, calls: &p.calls}
 	var err error
-	// open is the index in msgs of the assistant message function calls join, or -1; its
-	// calls are the current run of p.calls until closeCalls. last is the latest assistant
-	// message's index, -1 once another message follows it.
-	open, last := -1, -1
-	closeCalls := func() {
-		if calls := p.calls.Run(); open >= 0 && calls != nil {
-			msgs[open].ToolCalls = calls
-		}
-		open = -1
-	}
-	assistant := func() *translate.Message {
-		if open < 0 {
-			msgs = append(msgs, translate.Message{Role: translate.RoleAssistant})
-			open = len(msgs) - 1
-		}
-		last = open
-		m := &msgs[open]
-		if reasoning.Len() > 0 {
-			m.Reasoning += reasoning.String()
-			reasoning.Reset()
-		}
-		m.ThinkingBlocks = append(m.ThinkingBlocks, blocks...)
-		blocks = blocks[:0]
-		return m
-	}
-	// endTurn gives blocks no assistant item took to the assistant message before them.
-	endTurn := func() {
-		if len(blocks) > 0 && last >= 0 {
-			msgs[last].ThinkingBlocks = append(msgs[last].ThinkingBlocks, blocks...)
-		}
-		blocks, last = blocks[:0], -1
-	}
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
 		at := i
-		param := func() string { return index(base(), at) }
 		i++
-		var f [itemN]jsonx.Value
-		if err = members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
+		err = p.item(&t, it, func() string { return index(base(), at) })
+		return err == nil
+	})
+	t.closeCalls()
+	t.endTurn()
+	return t.msgs, err
+}
+
+// turns collects the messages of an items array (see items).
+type turns struct {
+	msgs      []translate.Message
+	reasoning strings.Builder           // summaries for the next assistant message
+	blocks    []translate.ThinkingBlock // sealed blocks for the next assistant message
+	// open is the index in msgs of the assistant message function calls join, or -1; its
+	// calls are the current run of calls until closeCalls. last is the latest assistant
+	// message's index, -1 once another message follows it.
+	open, last int
+	calls      *slab.Slab[translate.ToolCall]
+}
+
+// closeCalls gives the open assistant message its function calls.
+func (t *turns) closeCalls() {
+	if calls := t.calls.Run(); t.open >= 0 && calls != nil {
+		t.msgs[t.open].ToolCalls = calls
+	}
+	t.open = -1
+}
+
+// assistant returns the open assistant message, opened if there is none, with the
+// reasoning and blocks collected since the last.
+func (t *turns) assistant() *translate.Message {
+	if t.open < 0 {
+		t.msgs = append(t.msgs, translate.Message{Role: translate.RoleAssistant})
+		t.open = len(t.msgs) - 1
+	}
+	t.last = t.open
+	m := &t.msgs[t.open]
+	if t.reasoning.Len() > 0 {
+		m.Reasoning += t.reasoning.String()
+		t.reasoning.Reset()
+	}
+	m.ThinkingBlocks = append(m.ThinkingBlocks, t.blocks...)
+	t.blocks = t.blocks[:0]
+	return m
+}
+
+// endTurn gives blocks no assistant item took to the assistant message before them.
+func (t *turns) endTurn() {
+	if len(t.blocks) > 0 && t.last >= 0 {
+		t.msgs[t.last].ThinkingBlocks = append(t.msgs[t.last].ThinkingBlocks, t.blocks...)
+	}
+	t.blocks, t.last = t.blocks[:0], -1
+}
+
+// item reads the input item it, whose param path param returns, into t.
+func (p *parser) item(t *turns, it jsonx.Value, param func() string) error {
+	var f [itemN]jsonx.Value
+	if err := members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
+		return err
+	}
+	if it.Kind != jsonx.Object {
+		return translate.Errorf(param(), "must be an object")
+	}
+	typ := f[itemType].Str
+	if typ == "" && f[itemRole].Exists() {
+		typ = "message"
+	}
+	switch typ {
+	case "message":
+		m, err := p.message(&f, param)
+		if err != nil {
+			return err
+		}
+		t.closeCalls()
+		if m.Role == translate.RoleAssistant {
+			a := t.assistant()
+			a.Content, a.Refusal = m.Content, m.Refusal
+		} else {
+			t.endTurn()
+			t.msgs = append(t.msgs, m)
+		}
+	case "function_call":
+		return p.functionCall(t, &f, param)
+	case "function_call_output":
+		return p.functionCallOutput(t, &f, param)
+	case "reasoning":
+		return p.reasoningItem(t, &f, param)
+	case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
+		// A built-in tool's call the upstream ran itself (an output item of an
+		// earlier response, as the Encoder passes them on): the answer after it
+		// says what it found, so a translating backend does without it.
+	case "":
+		return translate.Errorf(param()+".type", "is required")
+	default:
+		p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
+	}
+	return nil
+}
+
+// functionCall reads a function_call item, whose members are f: a call of the open
+// assistant message.
+func (p *parser) functionCall(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	call := translate.ToolCall{}
+	for _, g := range [...]struct {
+		name string
+		at   int
+		dst  *string
+	}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
+		v := f[g.at]
+		if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
+			return translate.Errorf(param()+"."+g.name, "must be a non-empty string")
+		}
+		*g.dst = v.Str
+	}
+	switch ns := f[itemNamespace]; ns.Kind {
+	case jsonx.String:
+		if ns.Str == "" {
+			return translate.Errorf(param()+".namespace", "must be a non-empty string")
+		}
+		call.Name = p.r.flat.flatName(ns.Str, call.Name)
+	case jsonx.Missing, jsonx.Null:
+	default:
+		return translate.Errorf(param()+".namespace", "must be a string")
+	}
+	if !p.r.Core.OpenCarried(call.ID, &p.r.inflate) {
+		return translate.StateTooLarge(param()+".call_id", p.r.maxInflated)
+	}
+	t.assistant()
+	p.calls.Push(call)
+	return nil
+}
+
+// functionCallOutput reads a function_call_output item, whose members are f: a tool
+// message, which ends the assistant's turn.
+func (p *parser) functionCallOutput(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	id := f[itemCallID]
+	if id.Kind != jsonx.String || id.Str == "" {
+		return translate.Errorf(param()+".call_id", "must be a non-empty string")
+	}
+	t.endTurn()
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
+	switch out := f[itemOutput]; out.Kind {
+	case jsonx.String:
+		p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
+		m.Content = p.partSlab.Run()
+	case jsonx.Array:
+		var err error
+		if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
+			return err
+		}
+	default:
+		return translate.Errorf(param()+".output", "must be a string or an array of content parts")
+	}
+	t.closeCalls()
+	t.msgs = append(t.msgs, m)
+	return nil
+}
+
+// reasoningItem reads a reasoning item, whose members are f: its summaries and the blocks
+// Agate sealed in its encrypted_content go to the assistant turn that follows.
+func (p *parser) reasoningItem(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	s := f[itemSummary]
+	if s.Exists() && s.Kind != jsonx.Array {
+		return translate.Errorf(param()+".summary", "must be an array")
+	}
+	var err error
+	j := 0
+	p.sc.Each(s, func(_ string, part jsonx.Value) bool {
+		sat := j
+		pp := func() string { return index(param()+".summary", sat) }
+		j++
+		var sf [twoFieldsN]jsonx.Value
+		if err = members.Read(&p.sc, part, pp, summaryNames, sf[:]); err != nil {
 			return false
 		}
-		if it.Kind != jsonx.Object {
-			err = translate.Errorf(param(), "must be an object")
-			return false
-		}
-		typ := f[itemType].Str
-		if typ == "" && f[itemRole].Exists() {
-			typ = "message"
-		}
-		switch typ {
-		case "message":
-			var m translate.Message
-			if m, err = p.message(&f, param); err != nil {
-				return false
+		if st := sf[summaryText]; st.Kind == jsonx.String {
+			if t.reasoning.Len() > 0 {
+				t.reasoning.WriteString("\n\n")
 			}
-			closeCalls()
-			if m.Role == translate.RoleAssistant {
-				a := assistant()
-				a.Content, a.Refusal = m.Content, m.Refusal
-			} else {
-				endTurn()
-				msgs = append(msgs, m)
-			}
-		case "function_call":
-			call := translate.ToolCall{}
-			for _, g := range [...]struct {
-				name string
-				at   int
-				dst  *string
-			}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
-				v := f[g.at]
-				if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
-					err = translate.Errorf(param()+"."+g.name, "must be a non-empty string")
-					return false
-				}
-				*g.dst = v.Str
-			}
-			switch ns := f[itemNamespace]; ns.Kind {
-			case jsonx.String:
-				if ns.Str == "" {
-					err = translate.Errorf(param()+".namespace", "must be a non-empty string")
-					return false
-				}
-				call.Name = p.r.flat.flatName(ns.Str, call.Name)
-			case jsonx.Missing, jsonx.Null:
-			default:
-				err = translate.Errorf(param()+".namespace", "must be a string")
-				return false
-			}
-			if !p.r.Core.OpenCarried(call.ID, &p.r.inflate) {
-				err = translate.StateTooLarge(param()+".call_id", p.r.maxInflated)
-				return false
-			}
-			assistant()
-			p.calls.Push(call)
-		case "function_call_output":
-			id := f[itemCallID]
-			if id.Kind != jsonx.String || id.Str == "" {
-				err = translate.Errorf(param()+".call_id", "must be a non-empty string")
-				return false
-			}
-			endTurn()
-			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
-			switch out := f[itemOutput]; out.Kind {
-			case jsonx.String:
-				p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
-				m.Content = p.partSlab.Run()
-			case jsonx.Array:
-				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
-					return false
-				}
-			default:
-				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
-				return false
-			}
-			closeCalls() // a tool result ends the assistant's turn
-			msgs = append(msgs, m)
-		case "reasoning":
-			s := f[itemSummary]
-			if s.Exists() && s.Kind != jsonx.Array {
-				err = translate.Errorf(param()+".summary", "must be an array")
-				return false
-			}
-			j := 0
-			p.sc.Each(s, func(_ string, part jsonx.Value) bool {
-				sat := j
-				pp := func() string { return index(param()+".summary", sat) }
-				j++
-				var sf [twoFieldsN]jsonx.Value
-				if err = members.Read(&p.sc, part, pp, summaryNames, sf[:]); err != nil {
-					return false
-				}
-				if t := sf[summaryText]; t.Kind == jsonx.String {
-					if reasoning.Len() > 0 {
-						reasoning.WriteString("\n\n")
-					}
-					reasoning.WriteString(t.Str)
-				}
-				return true
-			})
-			if err != nil {
-				return false
-			}
-			switch enc := f[itemEncrypted]; enc.Kind {
-			case jsonx.String:
-				b, ok, over := p.r.inflate.OpenBlock(enc.Str)
-				if over {
-					err = translate.StateTooLarge(param()+".encrypted_content", p.r.maxInflated)
-					return false
-				}
-				if ok {
-					blocks = append(blocks, b)
-					p.r.Sealed = true
-				}
-			case jsonx.Missing, jsonx.Null:
-			default:
-				err = translate.Errorf(param()+".encrypted_content", "must be a string")
-				return false
-			}
-			closeCalls() // the reasoning belongs to the assistant turn that follows
-		case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
-			// A built-in tool's call the upstream ran itself (an output item of an
-			// earlier response, as the Encoder passes them on): the answer after it
-			// says what it found, so a translating backend does without it.
-		case "":
-			err = translate.Errorf(param()+".type", "is required")
-			return false
-		default:
-			p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
+			t.reasoning.WriteString(st.Str)
 		}
 		return true
 	})
-	closeCalls()
-	endTurn()
-	return msgs, err
+	if err != nil {
+		return err
+	}
+	switch enc := f[itemEncrypted]; enc.Kind {
+	case jsonx.String:
+		b, ok, over := p.r.inflate.OpenBlock(enc.Str)
+		if over {
+			return translate.StateTooLarge(param()+".encrypted_content", p.r.maxInflated)
+		}
+		if ok {
+			t.blocks = append(t.blocks, b)
+			p.r.Sealed = true
+		}
+	case jsonx.Missing, jsonx.Null:
+	default:
+		return translate.Errorf(param()+".encrypted_content", "must be a string")
+	}
+	t.closeCalls() // the reasoning belongs to the assistant turn that follows
+	return nil
 }
 
 // message reads a message item, given its members.
