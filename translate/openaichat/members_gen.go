@@ -501,3 +501,103 @@ func (p *parser) readPart(o *partValues, base func() string) bool {
 		}
 	}
 }
+
+// The members of a toolChoice object, at their positions.
+const (
+	tchType = iota
+	tchFunction
+)
+
+const toolChoiceFields = "type function"
+
+var toolChoiceNames = members.NewNames(toolChoiceFields)
+
+// toolChoiceField returns k's position in toolChoiceFields, -1 when it is none of them.
+func toolChoiceField(k string) int {
+	switch k {
+	case "type":
+		return tchType
+	case "function":
+		return tchFunction
+	}
+	return -1
+}
+
+// readToolChoice reads the members of the toolChoice object at the cursor, each with
+// p.toolChoiceMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what toolChoiceMember returns.
+func (p *parser) readToolChoice(o *toolChoiceValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case sc.NextField(&n):
+			if f = toolChoiceField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), toolChoiceNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
+			}
+		default:
+			return !sc.Failed()
+		}
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, toolChoiceNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.toolChoiceMember(f, o) {
+			return false
+		}
+	}
+}
+
+// The members of a responseFormat object, at their positions.
+const (
+	rfType = iota
+	rfJSONSchema
+)
+
+const responseFormatFields = "type json_schema"
+
+var responseFormatNames = members.NewNames(responseFormatFields)
+
+// responseFormatField returns k's position in responseFormatFields, -1 when it is none of them.
+func responseFormatField(k string) int {
+	switch k {
+	case "type":
+		return rfType
+	case "json_schema":
+		return rfJSONSchema
+	}
+	return -1
+}
+
+// readResponseFormat reads the members of the responseFormat object at the cursor, each with
+// p.responseFormatMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what responseFormatMember returns.
+func (p *parser) readResponseFormat(o *responseFormatValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case sc.NextField(&n):
+			if f = responseFormatField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), responseFormatNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
+			}
+		default:
+			return !sc.Failed()
+		}
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, responseFormatNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.responseFormatMember(f, o) {
+			return false
+		}
+	}
+}

@@ -734,37 +734,33 @@ func (p *parser) toolChoice() bool {
 	default:
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	// gjson's Get("function.name") took the first name in any function object.
-	var typ, name jsonx.Value
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceNames) {
-			return false
-		}
-		var ok bool
-		switch {
-		case sc.Key() == "type":
-			ok = sc.First(&typ)
-		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
-			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	var o toolChoiceValues
+	if !p.readToolChoice(&o, func() string { return "tool_choice" }) {
 		return false
 	}
-	if typ.Str != "function" {
+	if o.typ.Str != "function" {
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	if name.Kind != jsonx.String || name.Str == "" {
+	if o.name.Kind != jsonx.String || o.name.Str == "" {
 		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
 	}
-	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: name.Str}
+	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: o.name.Str}
 	return true
+}
+
+// toolChoiceValues is what a tool_choice object's members hold, read by toolChoiceMember.
+type toolChoiceValues struct{ typ, name jsonx.Value }
+
+// toolChoiceMember reads the member at position f of tool_choice into o: gjson's
+// Get("function.name") took the first name in any function object.
+func (p *parser) toolChoiceMember(f int, o *toolChoiceValues) bool {
+	switch {
+	case f == tchType:
+		return p.sc.First(&o.typ)
+	case f == tchFunction && o.name.Kind == jsonx.Missing && p.sc.Peek() == '{':
+		return p.fields(func() string { return "tool_choice.function" }, want{"name", &o.name})
+	}
+	return p.sc.Skip()
 }
 
 func (p *parser) responseFormat() bool {
@@ -772,60 +768,58 @@ func (p *parser) responseFormat() bool {
 	if sc.Peek() != '{' {
 		return p.fail("response_format", "must be an object")
 	}
-	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, name, description, schema, strict jsonx.Value
-	sawSchema, schemaObject := false, false
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "response_format" }, responseFormatNames) {
-			return false
-		}
-		var ok bool
-		switch sc.Key() {
-		case "type":
-			ok = sc.First(&typ)
-		case "json_schema":
-			if sawSchema || sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				schemaObject = true
-				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
-					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
-			}
-			sawSchema = true
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	var o responseFormatValues
+	if !p.readResponseFormat(&o, func() string { return "response_format" }) {
 		return false
 	}
 	rf := &p.req.ResponseFormat
-	switch t := typ.Str; t {
+	switch t := o.typ.Str; t {
 	case translate.FormatText, translate.FormatJSONObject:
 		rf.Type = t
 	case translate.FormatJSONSchema:
-		if !schemaObject {
+		if !o.schemaObject {
 			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
 		}
-		if name.Kind != jsonx.String || name.Str == "" {
+		if o.name.Kind != jsonx.String || o.name.Str == "" {
 			return p.fail("response_format.json_schema.name", "json_schema.name is required")
 		}
-		if schema.Kind != jsonx.Missing && schema.Kind != jsonx.Object {
+		if o.schema.Kind != jsonx.Missing && o.schema.Kind != jsonx.Object {
 			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
 		}
-		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, description.Str, schema.Raw
-		if strict.IsBool() {
-			b := strict.Kind == jsonx.True
+		rf.Type, rf.Name, rf.Description, rf.Schema = t, o.name.Str, o.description.Str, o.schema.Raw
+		if o.strict.IsBool() {
+			b := o.strict.Kind == jsonx.True
 			rf.Strict = &b
 		}
 	default:
 		return p.fail("response_format.type", "must be text, json_object or json_schema")
 	}
 	return true
+}
+
+// responseFormatValues is what a response_format object's members hold, read by
+// responseFormatMember. The first of duplicate keys wins, as with gjson's Get.
+type responseFormatValues struct {
+	typ, name, description, schema, strict jsonx.Value
+	sawSchema, schemaObject                bool
+}
+
+// responseFormatMember reads the member at position f of response_format into o.
+func (p *parser) responseFormatMember(f int, o *responseFormatValues) bool {
+	switch f {
+	case rfType:
+		return p.sc.First(&o.typ)
+	case rfJSONSchema:
+		saw := o.sawSchema
+		o.sawSchema = true
+		if saw || p.sc.Peek() != '{' {
+			return p.sc.Skip()
+		}
+		o.schemaObject = true
+		return p.fields(func() string { return "response_format.json_schema" }, want{"name", &o.name},
+			want{"description", &o.description}, want{"schema", &o.schema}, want{"strict", &o.strict})
+	}
+	return p.sc.Skip()
 }
 
 func (p *parser) stop() bool {

@@ -18,24 +18,15 @@ import (
 //
 // The lists are space-separated and all lowercase ASCII. The objects read by member
 // position (the request, its messages, content parts, tool calls, tools and their
-// functions) are listed in members.table, from which go generate writes members_gen.go:
+// functions, tool_choice and response_format) are listed in members.table, from which go generate writes members_gen.go:
 // their lists, members.Names, position constants, field functions and the next functions
 // that read a member's name, trying the orders clients write them in first, and apply the
 // member rule.
 //
 //go:generate go run ../internal/membergen -in members.table -out members_gen.go
-const (
-	toolChoiceFields     = "type function"
-	responseFormatFields = "type json_schema"
-)
-
-// The lists above as members.Names, for member; noNames is the list of an object whose
-// member names the parser does not interpret (metadata, a thinking block).
-var (
-	toolChoiceNames     = members.NewNames(toolChoiceFields)
-	responseFormatNames = members.NewNames(responseFormatFields)
-	noNames             members.Names
-)
+// noNames is the list of an object whose member names the parser does not interpret
+// (metadata, a thinking block), for member.
+var noNames members.Names
 
 // Codes of the ParamErrors for ambiguous member names.
 const (

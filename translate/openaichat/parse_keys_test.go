@@ -110,6 +110,8 @@ var fieldSwitches = []struct {
 	{"toolField", toolFields, toolNames, toolField},
 	{"toolFuncField", toolFuncFields, toolFuncNames, toolFuncField},
 	{"partField", partFields, partNames, partField},
+	{"toolChoiceField", toolChoiceFields, toolChoiceNames, toolChoiceField},
+	{"responseFormatField", responseFormatFields, responseFormatNames, responseFormatField},
 }
 
 // TestFieldSwitchesMatchNames: each field function returns a name's position in its list,

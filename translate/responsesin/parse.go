@@ -1,7 +1,6 @@
 package responsesin
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -318,26 +317,16 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		return nil // OpenAI treats an explicit null as "not set"
 	}
 	switch name {
-	case "model", "previous_response_id":
-		if v.Kind != jsonx.String || v.Str == "" {
-			return translate.Errorf(name, "must be a non-empty string")
-		}
-		if name == "model" {
-			c.Model = v.Str
-		} else {
-			r.PreviousResponseID = v.Str
-		}
+	case "model":
+		return str(v, name, true, &c.Model)
+	case "previous_response_id":
+		return str(v, name, true, &r.PreviousResponseID)
 	case "input":
 		return p.input(v)
-	case "instructions", "prompt_cache_key":
-		if v.Kind != jsonx.String {
-			return translate.Errorf(name, "must be a string")
-		}
-		if name == "instructions" {
-			r.instructions = v.Str
-		} else {
-			r.promptCacheKey = v.Str
-		}
+	case "instructions":
+		return str(v, name, false, &r.instructions)
+	case "prompt_cache_key":
+		return str(v, name, false, &r.promptCacheKey)
 	case "stream":
 		return boolean(v, name, &c.Stream)
 	case "store":
@@ -534,6 +523,18 @@ func number(v jsonx.Value, name string, hi float64, dst **float64) error {
 	return nil
 }
 
+// str reads a string (nonEmpty: one that is not "") into *dst.
+func str(v jsonx.Value, param string, nonEmpty bool, dst *string) error {
+	if v.Kind != jsonx.String || nonEmpty && v.Str == "" {
+		if nonEmpty {
+			return translate.Errorf(param, "must be a non-empty string")
+		}
+		return translate.Errorf(param, "must be a string")
+	}
+	*dst = v.Str
+	return nil
+}
+
 // boolean reads a boolean into *dst.
 func boolean(v jsonx.Value, param string, dst *bool) error {
 	if !v.IsBool() {
@@ -543,7 +544,8 @@ func boolean(v jsonx.Value, param string, dst *bool) error {
 	return nil
 }
 
-func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+// index is the param path of element i of the array at base.
+func index(base string, i int) string { return translate.ParamIndex(base, i) }
 
 // toolList reads tools: function tools into Core.Tools, the functions of namespace tools
 // too under their flat names (see flatten); a built-in tool is served by a responses

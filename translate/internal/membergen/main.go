@@ -146,7 +146,7 @@ func (o *object) constName(m string) string {
 	b.WriteString(o.prefix)
 	for _, w := range strings.Split(m, "_") {
 		switch w {
-		case "id", "url":
+		case "id", "json", "url":
 			b.WriteString(strings.ToUpper(w))
 		default:
 			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
