@@ -1,9 +1,12 @@
-// Command membergen writes a client parser's member tables and ladders from a table file:
-// for each object the parser reads by member position, the constants of its members'
-// positions, the members.Names of its list, a field function that returns a name's
-// position (a switch the compiler turns into a few length and word compares) and, when
-// the table gives the orders clients write the object's members in, a next function that
-// tries those members' compact forms (jsonx.Scanner.MemberIs) before it asks NextField.
+// Command membergen writes a client parser's object readers from a table: for each object
+// the parser reads by member position, the constants of its members' positions, the list
+// of their names (<name>Fields) as members.Names (<name>Names), a field function that
+// returns a name's position (a switch the compiler turns into a few length and word
+// compares) and a read function that walks the object's members: it tries the compact
+// forms of the members clients usually write next (jsonx.Scanner.MemberIs, compared as
+// constant words) before it asks NextField, applies the member rule (members.Set: a bit a
+// known name, the list for the others) and hands each member to a method the parser writes
+// by hand.
 //
 // Usage, from a package's go:generate line:
 //
@@ -11,20 +14,26 @@
 //
 // The table is line-based; # starts a comment. An object is declared by
 //
-//	object <name> <prefix>: <member> <member> ...
+//	object <name> <prefix> <values>: <member> <member> ...
 //
-// which writes <name>Fields (the list), <name>Names, the constants <prefix><Member> (the
-// member's position, in CamelCase with ID and URL in capitals) and <name>Field(k). Its
-// ladder, if it has one, is lines of
+// The members' positions, and so their bits in members.Set, are the order of the line:
+// append a new member at the end (at most 64). The constants are <prefix><Member> (the
+// member in CamelCase, with ID, JSON and URL in capitals). The read function is
+//
+//	func (p *parser) read<Name>(o <values>, base func() string) bool
+//
+// which calls p.<name>Member(f, o) with each member's position f (-1 for a name the list
+// does not hold, which sc.Key() then holds) and the cursor at its value, and returns false
+// on a syntax error, a refused name (p.keyError with base, called only then) or a member
+// method's false; <values> "-" drops o (p.<name>Member(f)). The parser type must have a
+// jsonx.Scanner field sc and a keyError(base func() string, k, code, field string) bool
+// method. The orders clients write the object's members in are lines of
 //
 //	try <name> <after>...: <member> <member> ...
 //
-// where <after> is "first" (the object's first member, its brace form `{"role":`) or the
-// members after which the listed members are tried, in that order, in their comma form
-// (`,"content":`); a try line writes next<Name>(sc, &n, f), which returns the next
-// member's position, -1 for a name the object does not know (sc.Key() holds it) and
-// memberEnd at the object's end or on a syntax error. The members' positions, and so their
-// bits in members.Set, are the order of the object line: append a member at the end.
+// where <after> is "first" (the object's first member, whose brace form `{"role":` is
+// tried) or the members after which the listed members' comma forms (`,"content":`) are
+// tried, in the order listed. A member's name read by a compact form is not in sc.Key().
 package main
 
 import (
