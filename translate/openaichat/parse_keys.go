@@ -16,14 +16,16 @@ import (
 // rejects both shapes in every object it interprets; forwarded bodies then read the same to
 // every decoder.
 //
-// The lists are space-separated and all lowercase ASCII. The objects read by member
-// position (the request, its messages, content parts, tool calls, tools and their
-// functions, tool_choice and response_format) are listed in members.table, from which go generate writes members_gen.go:
-// their lists, members.Names, position constants, field functions and the next functions
-// that read a member's name, trying the orders clients write them in first, and apply the
-// member rule.
+// The objects read by member position (the request, its messages, content parts, tool
+// calls, tools and their functions, tool_choice and response_format) are listed in
+// members.table, from which go generate writes members_gen.go (translate/internal/membergen):
+// their lists, members.Names, position constants, field functions and read functions that
+// walk an object's members, trying the orders clients write them in first, apply the member
+// rule and hand each member to the object's member method (toolMember, ...). The other
+// objects are read with fields (a list of wanted names) or member.
 //
 //go:generate go run ../internal/membergen -in members.table -out members_gen.go
+
 // noNames is the list of an object whose member names the parser does not interpret
 // (metadata, a thinking block), for member.
 var noNames members.Names
