@@ -810,13 +810,8 @@ func (p *parser) responseFormatMember(f int, o *responseFormatValues) bool {
 	case rfType:
 		return p.sc.First(&o.typ)
 	case rfJSONSchema:
-		saw := o.sawSchema
-		o.sawSchema = true
-		if saw || p.sc.Peek() != '{' {
-			return p.sc.Skip()
-		}
-		o.schemaObject = true
-		return p.fields(func() string { return "response_format.json_schema" }, want{"name", &o.name},
+		o.schemaObject = o.schemaObject || !o.sawSchema && p.sc.Peek() == '{'
+		return p.firstFields(&o.sawSchema, func() string { return "response_format.json_schema" }, want{"name", &o.name},
 			want{"description", &o.description}, want{"schema", &o.schema}, want{"strict", &o.strict})
 	}
 	return p.sc.Skip()

@@ -258,20 +258,10 @@ func (p *parser) partMember(f int, o *partValues) bool {
 		}
 		return p.fields(func() string { return o.param() + ".image_url" }, want{"url", &o.url}, want{"detail", &o.detail})
 	case ptFile:
-		saw := o.sawFile
-		o.sawFile = true
-		if saw || sc.Peek() != '{' {
-			return sc.Skip()
-		}
-		return p.fields(func() string { return o.param() + ".file" }, want{"file_data", &o.fileData},
+		return p.firstFields(&o.sawFile, func() string { return o.param() + ".file" }, want{"file_data", &o.fileData},
 			want{"file_id", &o.fileID}, want{"filename", &o.filename})
 	case ptInputAudio:
-		saw := o.sawAudio
-		o.sawAudio = true
-		if saw || sc.Peek() != '{' {
-			return sc.Skip()
-		}
-		return p.fields(func() string { return o.param() + ".input_audio" }, want{"data", &o.audio}, want{"format", &o.format})
+		return p.firstFields(&o.sawAudio, func() string { return o.param() + ".input_audio" }, want{"data", &o.audio}, want{"format", &o.format})
 	}
 	return sc.Skip()
 }
@@ -306,6 +296,18 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		}
 	}
 	return !sc.Failed()
+}
+
+// firstFields reads the object at the cursor with fields the first time its member is met
+// (*saw false), as gjson's Get took the first; a later one, or a value that is not an
+// object, is skipped.
+func (p *parser) firstFields(saw *bool, base func() string, wants ...want) bool {
+	first := !*saw
+	*saw = true
+	if !first || p.sc.Peek() != '{' {
+		return p.sc.Skip()
+	}
+	return p.fields(base, wants...)
 }
 
 // schema reads the JSON Schema object at the cursor into v, as Value reads it, and sets
