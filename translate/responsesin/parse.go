@@ -1,6 +1,7 @@
 package responsesin
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -545,7 +546,7 @@ func boolean(v jsonx.Value, param string, dst *bool) error {
 }
 
 // index is the param path of element i of the array at base.
-func index(base string, i int) string { return translate.ParamIndex(base, i) }
+func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
 
 // toolList reads tools: function tools into Core.Tools, the functions of namespace tools
 // too under their flat names (see flatten); a built-in tool is served by a responses
@@ -701,7 +702,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 	}
 	n := 0
 	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
-	t := turns{msgs: make([]translate.Message, 0, n), open: -1, last: -1, calls: &p.calls}
+	t := turns{msgs: make([]translate.Message, 0, n), open: -1, last: -1}
 	var err error
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
@@ -710,7 +711,7 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 		err = p.item(&t, it, func() string { return index(base(), at) })
 		return err == nil
 	})
-	t.closeCalls()
+	t.closeCalls(&p.calls)
 	t.endTurn()
 	return t.msgs, err
 }
@@ -721,15 +722,17 @@ type turns struct {
 	reasoning strings.Builder           // summaries for the next assistant message
 	blocks    []translate.ThinkingBlock // sealed blocks for the next assistant message
 	// open is the index in msgs of the assistant message function calls join, or -1; its
-	// calls are the current run of calls until closeCalls. last is the latest assistant
-	// message's index, -1 once another message follows it.
+	// calls are the current run of the parser's calls until closeCalls. last is the latest
+	// assistant message's index, -1 once another message follows it. (turns holds no
+	// pointer into the parser: the closure items hands jsonx's Each would move the parser
+	// to the heap with it.)
 	open, last int
-	calls      *slab.Slab[translate.ToolCall]
 }
 
-// closeCalls gives the open assistant message its function calls.
-func (t *turns) closeCalls() {
-	if calls := t.calls.Run(); t.open >= 0 && calls != nil {
+// closeCalls gives the open assistant message its function calls, the current run of
+// calls.
+func (t *turns) closeCalls(calls *slab.Slab[translate.ToolCall]) {
+	if calls := calls.Run(); t.open >= 0 && calls != nil {
 		t.msgs[t.open].ToolCalls = calls
 	}
 	t.open = -1
@@ -780,7 +783,7 @@ func (p *parser) item(t *turns, it jsonx.Value, param func() string) error {
 		if err != nil {
 			return err
 		}
-		t.closeCalls()
+		t.closeCalls(&p.calls)
 		if m.Role == translate.RoleAssistant {
 			a := t.assistant()
 			a.Content, a.Refusal = m.Content, m.Refusal
@@ -860,7 +863,7 @@ func (p *parser) functionCallOutput(t *turns, f *[itemN]jsonx.Value, param func(
 	default:
 		return translate.Errorf(param()+".output", "must be a string or an array of content parts")
 	}
-	t.closeCalls()
+	t.closeCalls(&p.calls)
 	t.msgs = append(t.msgs, m)
 	return nil
 }
@@ -907,7 +910,7 @@ func (p *parser) reasoningItem(t *turns, f *[itemN]jsonx.Value, param func() str
 	default:
 		return translate.Errorf(param()+".encrypted_content", "must be a string")
 	}
-	t.closeCalls() // the reasoning belongs to the assistant turn that follows
+	t.closeCalls(&p.calls) // the reasoning belongs to the assistant turn that follows
 	return nil
 }
 
