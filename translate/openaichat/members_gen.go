@@ -191,7 +191,16 @@ func (p *parser) readMessage(o *messageValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, messageNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.messageMember(f, o) {
+		var ok bool
+		switch f {
+		case mRole:
+			ok = sc.Value(&o.role)
+		case mContent:
+			ok = p.payload(&o.content)
+		default:
+			ok = p.messageMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -250,7 +259,16 @@ func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolCallNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.toolCallMember(f, o) {
+		var ok bool
+		switch f {
+		case tcID:
+			ok = sc.Value(&o.id)
+		case tcType:
+			ok = sc.Value(&o.typ)
+		default:
+			ok = p.toolCallMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -308,7 +326,16 @@ func (p *parser) readToolCallFunc(o *toolCallValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolCallFuncNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.toolCallFuncMember(f, o) {
+		var ok bool
+		switch f {
+		case fnName:
+			ok = sc.Value(&o.name)
+		case fnArguments:
+			ok = p.payload(&o.arguments)
+		default:
+			ok = p.toolCallFuncMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -366,7 +393,14 @@ func (p *parser) readTool(o *toolValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.toolMember(f, o) {
+		var ok bool
+		switch f {
+		case tlType:
+			ok = sc.Value(&o.typ)
+		default:
+			ok = p.toolMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -434,7 +468,18 @@ func (p *parser) readToolFunc(o *toolValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolFuncNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.toolFuncMember(f, o) {
+		var ok bool
+		switch f {
+		case tfName:
+			ok = sc.Value(&o.name)
+		case tfDescription:
+			ok = sc.Value(&o.description)
+		case tfStrict:
+			ok = sc.Value(&o.strict)
+		default:
+			ok = p.toolFuncMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -496,7 +541,18 @@ func (p *parser) readPart(o *partValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, partNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.partMember(f, o) {
+		var ok bool
+		switch f {
+		case ptType:
+			ok = sc.First(&o.typ)
+		case ptText:
+			ok = p.firstPayload(&o.text)
+		case ptRefusal:
+			ok = p.firstPayload(&o.refusal)
+		default:
+			ok = p.partMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -546,7 +602,14 @@ func (p *parser) readToolChoice(o *toolChoiceValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolChoiceNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.toolChoiceMember(f, o) {
+		var ok bool
+		switch f {
+		case tchType:
+			ok = sc.First(&o.typ)
+		default:
+			ok = p.toolChoiceMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -596,7 +659,14 @@ func (p *parser) readResponseFormat(o *responseFormatValues, base func() string)
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, responseFormatNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		if !p.responseFormatMember(f, o) {
+		var ok bool
+		switch f {
+		case rfType:
+			ok = sc.First(&o.typ)
+		default:
+			ok = p.responseFormatMember(f, o)
+		}
+		if !ok {
 			return false
 		}
 	}

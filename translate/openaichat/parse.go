@@ -686,36 +686,26 @@ func (p *parser) tool(i int) bool {
 	return true
 }
 
-// toolMember reads the member at position f of the tool o (readTool).
+// toolMember reads the member at position f of the tool o (readTool), but type, which
+// readTool reads itself.
 func (p *parser) toolMember(f int, o *toolValues) bool {
-	switch {
-	case f == tlType:
-		return p.sc.Value(&o.typ)
-	case f == tlFunction && p.sc.Peek() == '{':
+	if f == tlFunction && p.sc.Peek() == '{' {
 		return p.readToolFunc(o, func() string { return o.param() + ".function" })
 	}
 	return p.sc.Skip()
 }
 
 // toolFuncMember reads the member at position f of a tool's function into o
-// (readToolFunc): its name, description, parameters (a JSON Schema object, whose
-// top-level type member sets o.typed) and strict.
+// (readToolFunc reads name, description and strict itself): parameters, a JSON Schema
+// object whose top-level type member sets o.typed; any other member is skipped.
 func (p *parser) toolFuncMember(f int, o *toolValues) bool {
-	sc := &p.sc
-	switch f {
-	case tfName:
-		return sc.Value(&o.name)
-	case tfDescription:
-		return sc.Value(&o.description)
-	case tfParameters:
-		if sc.Peek() == '{' {
-			return p.schema(&o.parameters, &o.typed)
-		}
-		return sc.Value(&o.parameters)
-	case tfStrict:
-		return sc.Value(&o.strict)
+	switch {
+	case f != tfParameters:
+		return p.sc.Skip()
+	case p.sc.Peek() == '{':
+		return p.schema(&o.parameters, &o.typed)
 	}
-	return sc.Skip()
+	return p.sc.Value(&o.parameters)
 }
 
 func (p *parser) toolChoice() bool {
@@ -753,13 +743,11 @@ func (p *parser) toolChoice() bool {
 // toolChoiceValues is what a tool_choice object's members hold, read by toolChoiceMember.
 type toolChoiceValues struct{ typ, name jsonx.Value }
 
-// toolChoiceMember reads the member at position f of tool_choice into o: gjson's
-// Get("function.name") took the first name in any function object.
+// toolChoiceMember reads the member at position f of tool_choice into o (readToolChoice
+// reads type itself): gjson's Get("function.name") took the first name in any function
+// object.
 func (p *parser) toolChoiceMember(f int, o *toolChoiceValues) bool {
-	switch {
-	case f == tchType:
-		return p.sc.First(&o.typ)
-	case f == tchFunction && o.name.Kind == jsonx.Missing && p.sc.Peek() == '{':
+	if f == tchFunction && o.name.Kind == jsonx.Missing && p.sc.Peek() == '{' {
 		return p.fields(func() string { return "tool_choice.function" }, want{"name", &o.name})
 	}
 	return p.sc.Skip()
@@ -806,17 +794,15 @@ type responseFormatValues struct {
 	sawSchema, schemaObject                bool
 }
 
-// responseFormatMember reads the member at position f of response_format into o.
+// responseFormatMember reads the member at position f of response_format into o
+// (readResponseFormat reads type itself).
 func (p *parser) responseFormatMember(f int, o *responseFormatValues) bool {
-	switch f {
-	case rfType:
-		return p.sc.First(&o.typ)
-	case rfJSONSchema:
-		o.schemaObject = o.schemaObject || !o.sawSchema && p.sc.Peek() == '{'
-		return p.firstFields(&o.sawSchema, func() string { return "response_format.json_schema" }, want{"name", &o.name},
-			want{"description", &o.description}, want{"schema", &o.schema}, want{"strict", &o.strict})
+	if f != rfJSONSchema {
+		return p.sc.Skip()
 	}
-	return p.sc.Skip()
+	o.schemaObject = o.schemaObject || !o.sawSchema && p.sc.Peek() == '{'
+	return p.firstFields(&o.sawSchema, func() string { return "response_format.json_schema" }, want{"name", &o.name},
+		want{"description", &o.description}, want{"schema", &o.schema}, want{"strict", &o.strict})
 }
 
 func (p *parser) stop() bool {

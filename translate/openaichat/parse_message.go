@@ -65,15 +65,12 @@ func (p *parser) message(i int) bool {
 	return true
 }
 
-// messageMember reads the member at position f of the message o (readMessage).
+// messageMember reads the member at position f of the message o (readMessage), but role
+// and content, which readMessage reads itself.
 func (p *parser) messageMember(f int, o *messageValues) bool {
 	sc, msg := &p.sc, &o.pm.msg
 	var v jsonx.Value
 	switch {
-	case f == mRole:
-		return sc.Value(&o.role)
-	case f == mContent:
-		return p.payload(&o.content)
 	case sc.Peek() == 'n':
 		return sc.Literal("null")
 	case f == mName, f == mToolCallID:
@@ -237,16 +234,11 @@ func (o *partValues) param() string {
 	return translate.ParamIndex(translate.ParamIndex("messages", o.i)+".content", o.j)
 }
 
-// partMember reads the member at position f of the content part o (readPart).
+// partMember reads the member at position f of the content part o (readPart), but type,
+// text and refusal, which readPart reads itself.
 func (p *parser) partMember(f int, o *partValues) bool {
 	sc := &p.sc
 	switch f {
-	case ptType:
-		return sc.First(&o.typ)
-	case ptText:
-		return p.firstPayload(&o.text)
-	case ptRefusal:
-		return p.firstPayload(&o.refusal)
 	case ptImageURL:
 		saw := o.sawImage
 		o.sawImage = true
@@ -357,8 +349,8 @@ func (p *parser) toolCalls(i int, msg *translate.Message) bool {
 // toolCallMember and toolCallFuncMember. The last of duplicate keys wins, as with
 // gjson's ForEach.
 type toolCallValues struct {
-	id, typ, name, args jsonx.Value
-	i, j                int // tool call j of message i
+	id, typ, name, arguments jsonx.Value
+	i, j                     int // tool call j of message i
 }
 
 // param is the tool call's param path (see partValues.param).
@@ -387,39 +379,27 @@ func (p *parser) toolCall(i, j int) bool {
 	if o.name.Kind != jsonx.String || o.name.Str == "" {
 		return p.fail(param()+".function.name", "tool calls need function.name")
 	}
-	if o.args.Kind != jsonx.Missing && o.args.Kind != jsonx.String && o.args.Kind != jsonx.Null {
+	if o.arguments.Kind != jsonx.Missing && o.arguments.Kind != jsonx.String && o.arguments.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
 	if strings.IndexByte(o.id.Str, translate.CarrySep[0]) >= 0 && !p.req.OpenCarried(o.id.Str, &p.inflate) {
 		p.err = translate.StateTooLarge(param()+".id", p.maxInflated)
 		return false
 	}
-	p.calls.Push(translate.ToolCall{ID: o.id.Str, Name: o.name.Str, Arguments: o.args.Str})
+	p.calls.Push(translate.ToolCall{ID: o.id.Str, Name: o.name.Str, Arguments: o.arguments.Str})
 	return true
 }
 
-// toolCallMember reads the member at position f of the tool call o (readToolCall).
+// toolCallMember reads the member at position f of the tool call o (readToolCall), but
+// id and type, which readToolCall reads itself.
 func (p *parser) toolCallMember(f int, o *toolCallValues) bool {
 	sc := &p.sc
-	switch {
-	case f == tcID:
-		return sc.Value(&o.id)
-	case f == tcType:
-		return sc.Value(&o.typ)
-	case f == tcFunction && sc.Peek() == '{':
+	if f == tcFunction && sc.Peek() == '{' {
 		return p.readToolCallFunc(o, func() string { return o.param() + ".function" })
 	}
 	return sc.Skip()
 }
 
-// toolCallFuncMember reads the member at position f of a tool call's function into o
-// (readToolCallFunc).
-func (p *parser) toolCallFuncMember(f int, o *toolCallValues) bool {
-	switch f {
-	case fnName:
-		return p.sc.Value(&o.name)
-	case fnArguments:
-		return p.payload(&o.args)
-	}
-	return p.sc.Skip()
-}
+// toolCallFuncMember reads a member of a tool call's function other than name and
+// arguments (readToolCallFunc reads those into o): it skips it.
+func (p *parser) toolCallFuncMember(int, *toolCallValues) bool { return p.sc.Skip() }

@@ -50,7 +50,10 @@ import (
 type object struct {
 	name, prefix string
 	// values is the type of the read function's o, passed to the member method; "-" for none.
-	values  string
+	values string
+	// reads maps a member to how the read function reads it itself (readers), without
+	// the member method.
+	reads   map[string]string
 	members []string
 	first   []string
 	// after maps a member to the members tried after it, in order; order lists the
@@ -106,7 +109,17 @@ func parse(src string) ([]*object, error) {
 			if len(words) != 4 || byName[words[1]] != nil {
 				return nil, fail("want a new object's name, its constants' prefix and its values' type")
 			}
-			o := &object{name: words[1], prefix: words[2], values: words[3], members: names, after: map[string][]string{}}
+			o := &object{name: words[1], prefix: words[2], values: words[3], after: map[string][]string{}, reads: map[string]string{}}
+			for _, m := range names {
+				m, read, ok := strings.Cut(m, "=")
+				if ok && (reader(read) == "" || o.values == "-") {
+					return nil, fail("%q: want one of value, first, payload, firstPayload, and an object with values", read)
+				}
+				if ok {
+					o.reads[m] = read
+				}
+				o.members = append(o.members, m)
+			}
 			objs = append(objs, o)
 			byName[o.name] = o
 		case "try":
@@ -266,11 +279,66 @@ func (o *object) read(p func(string, ...any)) {
 	p("\t\tif f >= 0 && !seen.Known(f) {")
 	p("\t\t\treturn p.keyError(base, %sNames.Name(f), translate.CodeDuplicateKey, \"\")", o.name)
 	p("\t\t}")
-	p("\t\tif !p.%sMember(f%s) {", o.name, arg)
-	p("\t\t\treturn false")
-	p("\t\t}")
+	if len(o.reads) == 0 {
+		p("\t\tif !p.%sMember(f%s) {", o.name, arg)
+		p("\t\t\treturn false")
+		p("\t\t}")
+	} else {
+		p("\t\tvar ok bool")
+		p("\t\tswitch f {")
+		for _, m := range o.members {
+			if r := o.reads[m]; r != "" {
+				p("\t\tcase %s:", o.constName(m))
+				p("\t\t\tok = "+reader(r), fieldName(m))
+			}
+		}
+		p("\t\tdefault:")
+		p("\t\t\tok = p.%sMember(f%s)", o.name, arg)
+		p("\t\t}")
+		p("\t\tif !ok {")
+		p("\t\t\treturn false")
+		p("\t\t}")
+	}
 	p("\t}")
 	p("}")
+}
+
+// reader returns how a read function reads a member itself, into the field of its
+// values named after the member (fieldName): the scanner's Value or First (a value read
+// before is kept), or the parser's payload or firstPayload (a string a lazy parse leaves
+// escaped).
+func reader(read string) string {
+	switch read {
+	case "value":
+		return "sc.Value(&o.%s)"
+	case "first":
+		return "sc.First(&o.%s)"
+	case "payload":
+		return "p.payload(&o.%s)"
+	case "firstPayload":
+		return "p.firstPayload(&o.%s)"
+	}
+	return ""
+}
+
+// fieldName is the field of an object's values that holds member m: m in lower
+// camelCase, "typ" for type.
+func fieldName(m string) string {
+	if m == "type" {
+		return "typ"
+	}
+	var b strings.Builder
+	for i, w := range strings.Split(m, "_") {
+		switch {
+		case i == 0:
+			b.WriteString(w)
+		case w == "id" || w == "json" || w == "url":
+			b.WriteString(strings.ToUpper(w))
+		default:
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
 }
 
 // memberIs is the scanner call that compares the compact form want.

@@ -47,6 +47,8 @@ func TestParseRefuses(t *testing.T) {
 		{"try of an unknown member", "object a x *v: b\ntry a first: c", "not a member"},
 		{"a name too long to compare in two words", "object a x *v: reasoning_content\ntry a first: reasoning_content", "too long"},
 		{"unknown line", "objects a x *v: b", "unknown line"},
+		{"unknown read", "object a x *v: b=fast", "want one of"},
+		{"a read without values", "object a x -: b=value", "want one of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
