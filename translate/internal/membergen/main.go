@@ -27,7 +27,11 @@
 // on a syntax error, a refused name (p.keyError with base, called only then) or a member
 // method's false; <values> "-" drops o (p.<name>Member(f)). The parser type must have a
 // jsonx.Scanner field sc and a keyError(base func() string, k, code, field string) bool
-// method. The orders clients write the object's members in are lines of
+// method. A member written <member>=<read> in the object line is read by the read function
+// itself into o's field named after it (lower camelCase, typ for type), with no call to
+// the member method: <read> is value (jsonx.Scanner.Value), first (First: the first of
+// duplicates wins), payload or firstPayload (the parser's methods of those names). The
+// orders clients write the object's members in are lines of
 //
 //	try <name> <after>...: <member> <member> ...
 //
@@ -51,7 +55,7 @@ type object struct {
 	name, prefix string
 	// values is the type of the read function's o, passed to the member method; "-" for none.
 	values string
-	// reads maps a member to how the read function reads it itself (readers), without
+	// reads maps a member to how the read function reads it itself (reader), without
 	// the member method.
 	reads   map[string]string
 	members []string
