@@ -1,7 +1,6 @@
 package responsesin
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -545,9 +544,6 @@ func boolean(v jsonx.Value, param string, dst *bool) error {
 	return nil
 }
 
-// index is the param path of element i of the array at base.
-func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
-
 // toolList reads tools: function tools into Core.Tools, the functions of namespace tools
 // too under their flat names (see flatten); a built-in tool is served by a responses
 // backend only.
@@ -1007,9 +1003,6 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 	}
 	return out, nil
 }
-
-// clip cuts a client string quoted in an error message (members.Clip).
-func clip(s string) string { return members.Clip(s) }
 
 // echoSize is about the length of what appendEcho writes, so that it allocates once.
 func (p *parser) echoSize() int {
