@@ -274,16 +274,11 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		if !p.memberOf(&seen, base, wants) {
 			return false
 		}
-		ok := false
-		for _, w := range wants {
-			if w.key == sc.Key() {
-				ok = sc.First(w.dst)
-				goto next
-			}
+		i := 0
+		for i < len(wants) && wants[i].key != sc.Key() {
+			i++
 		}
-		ok = sc.Skip()
-	next:
-		if !ok {
+		if i < len(wants) && !sc.First(wants[i].dst) || i == len(wants) && !sc.Skip() {
 			return false
 		}
 	}
