@@ -197,6 +197,8 @@ func (p *parser) readMessage(o *messageValues, base func() string) bool {
 			ok = sc.Value(&o.role)
 		case mContent:
 			ok = p.payload(&o.content)
+		case mToolCalls:
+			ok = p.toolCalls(o)
 		default:
 			ok = p.messageMember(f, o)
 		}
@@ -265,6 +267,12 @@ func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
 			ok = sc.Value(&o.id)
 		case tcType:
 			ok = sc.Value(&o.typ)
+		case tcFunction:
+			if sc.Peek() == '{' {
+				ok = p.readToolCallFunc(o, func() string { return base() + ".function" })
+			} else {
+				ok = sc.Skip()
+			}
 		default:
 			ok = p.toolCallMember(f, o)
 		}
@@ -397,6 +405,12 @@ func (p *parser) readTool(o *toolValues, base func() string) bool {
 		switch f {
 		case tlType:
 			ok = sc.Value(&o.typ)
+		case tlFunction:
+			if sc.Peek() == '{' {
+				ok = p.readToolFunc(o, func() string { return base() + ".function" })
+			} else {
+				ok = sc.Skip()
+			}
 		default:
 			ok = p.toolMember(f, o)
 		}

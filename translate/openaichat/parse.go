@@ -686,14 +686,9 @@ func (p *parser) tool(i int) bool {
 	return true
 }
 
-// toolMember reads the member at position f of the tool o (readTool), but type, which
-// readTool reads itself.
-func (p *parser) toolMember(f int, o *toolValues) bool {
-	if f == tlFunction && p.sc.Peek() == '{' {
-		return p.readToolFunc(o, func() string { return o.param() + ".function" })
-	}
-	return p.sc.Skip()
-}
+// toolMember reads a member of a tool other than type and function (readTool reads those
+// into o): it skips it.
+func (p *parser) toolMember(int, *toolValues) bool { return p.sc.Skip() }
 
 // toolFuncMember reads the member at position f of a tool's function into o
 // (readToolFunc reads name, description and strict itself): parameters, a JSON Schema

@@ -65,8 +65,8 @@ func (p *parser) message(i int) bool {
 	return true
 }
 
-// messageMember reads the member at position f of the message o (readMessage), but role
-// and content, which readMessage reads itself.
+// messageMember reads the member at position f of the message o (readMessage), but role,
+// content and tool_calls, which readMessage reads itself.
 func (p *parser) messageMember(f int, o *messageValues) bool {
 	sc, msg := &p.sc, &o.pm.msg
 	var v jsonx.Value
@@ -85,8 +85,6 @@ func (p *parser) messageMember(f int, o *messageValues) bool {
 			return p.fail(translate.ParamIndex("messages", o.i)+"."+messageNames.Name(f), "must be a string")
 		}
 		*dst = v.Str
-	case f == mToolCalls:
-		return p.toolCalls(o.i, msg)
 	case f == mReasoningContent, f == mRefusal:
 		dst := &msg.Reasoning
 		if f == mRefusal {
@@ -318,9 +316,14 @@ func (p *parser) schema(v *jsonx.Value, typed *bool) bool {
 	return true
 }
 
-func (p *parser) toolCalls(i int, msg *translate.Message) bool {
-	sc := &p.sc
+// toolCalls reads the tool_calls of the message o; null is none, as for the message's
+// other optional members (messageMember).
+func (p *parser) toolCalls(o *messageValues) bool {
+	sc, i, msg := &p.sc, o.i, &o.pm.msg
 	base := func() string { return translate.ParamIndex("messages", i) + ".tool_calls" }
+	if sc.Peek() == 'n' {
+		return sc.Literal("null")
+	}
 	if sc.Peek() != '[' {
 		return p.fail(base(), "must be an array")
 	}
@@ -385,15 +388,9 @@ func (p *parser) toolCall(i, j int) bool {
 	return true
 }
 
-// toolCallMember reads the member at position f of the tool call o (readToolCall), but
-// id and type, which readToolCall reads itself.
-func (p *parser) toolCallMember(f int, o *toolCallValues) bool {
-	sc := &p.sc
-	if f == tcFunction && sc.Peek() == '{' {
-		return p.readToolCallFunc(o, func() string { return o.param() + ".function" })
-	}
-	return sc.Skip()
-}
+// toolCallMember reads a member of a tool call other than id, type and function
+// (readToolCall reads those into o): it skips it.
+func (p *parser) toolCallMember(int, *toolCallValues) bool { return p.sc.Skip() }
 
 // toolCallFuncMember reads a member of a tool call's function other than name and
 // arguments (readToolCallFunc reads those into o): it skips it.
