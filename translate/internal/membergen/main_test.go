@@ -47,8 +47,8 @@ func TestParseRefuses(t *testing.T) {
 		{"try of an unknown member", "object a x *v: b\ntry a first: c", "not a member"},
 		{"a name too long to compare in two words", "object a x *v: reasoning_content\ntry a first: reasoning_content", "too long"},
 		{"unknown line", "objects a x *v: b", "unknown line"},
-		{"unknown read", "object a x *v: b=fast", "want one of"},
-		{"a read without values", "object a x -: b=value", "want one of"},
+		{"an empty read", "object a x *v: b=", "want a read"},
+		{"a read without values", "object a x -: b=value", "want a read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,5 +56,15 @@ func TestParseRefuses(t *testing.T) {
 				t.Errorf("parse = %v, want an error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestGenerateRefusesAnObjectOfOtherValues(t *testing.T) {
+	objs, err := parse("object a x *v: b=c\nobject c y *w: d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate("p", "t", objs); err == nil || !strings.Contains(err.Error(), "must read into *v") {
+		t.Errorf("generate = %v, want an error naming the values", err)
 	}
 }
