@@ -49,6 +49,24 @@ var (
 	flateReaders sync.Pool // of flate.NewReader's io.ReadCloser, a flate.Resetter
 )
 
+// compressed returns b compressed with flate when b is over 96 bytes and that makes it
+// shorter (the carried state of CarryID and SealBlock), else ok false.
+func compressed(b []byte) (z []byte, ok bool) {
+	if len(b) <= 96 {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	w := flateWriters.Get().(*flate.Writer)
+	w.Reset(&buf)
+	w.Write(b)
+	w.Close()
+	flateWriters.Put(w)
+	if buf.Len() >= len(b) {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
 // CarryID returns id with state attached, so that opaque data an upstream needs back on
 // the next turn (thinking signatures, thought signatures, encrypted reasoning) survives a
 // client that keeps only the standard tool call fields. Large state is compressed. The
@@ -58,16 +76,8 @@ func CarryID(id string, state []byte) string {
 		return id
 	}
 	kind := byte('r')
-	if len(state) > 96 {
-		var buf bytes.Buffer
-		w := flateWriters.Get().(*flate.Writer)
-		w.Reset(&buf)
-		w.Write(state)
-		w.Close()
-		flateWriters.Put(w)
-		if buf.Len() < len(state) {
-			kind, state = 'z', buf.Bytes()
-		}
+	if z, ok := compressed(state); ok {
+		kind, state = 'z', z
 	}
 	var b strings.Builder
 	b.Grow(len(id) + len(CarrySep) + 1 + base64.RawURLEncoding.EncodedLen(len(state)))

@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"bytes"
-	"compress/flate"
 	"encoding/base64"
 	"encoding/binary"
 	"hash/crc32"
@@ -34,17 +32,9 @@ func SealBlock(b *ThinkingBlock) string {
 		fields = append(fields, f...)
 	}
 	body := make([]byte, 1, 1+len(fields)+4)
-	if len(fields) > 96 {
-		var buf bytes.Buffer
-		w := flateWriters.Get().(*flate.Writer)
-		w.Reset(&buf)
-		w.Write(fields)
-		w.Close()
-		flateWriters.Put(w)
-		if buf.Len() < len(fields) {
-			body[0] |= sealedFlate
-			fields = buf.Bytes()
-		}
+	if z, ok := compressed(fields); ok {
+		body[0] |= sealedFlate
+		fields = z
 	}
 	body = append(body, fields...)
 	body = binary.BigEndian.AppendUint32(body, sealedSum(b.Dialect, body))

@@ -66,65 +66,15 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 		return nil, translate.Errorf("", "the request body must be a JSON object")
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]member
-	fields, err := p.topLevel(root, buf[:0])
+	var buf [24]members.Member
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
 		return nil, err
 	}
-	var system []translate.Part
-	var hasMessages, hasMaxTokens bool
 	for _, f := range fields {
-		k, v := f.name, f.v
-		switch k {
-		case "model":
-			req.Model = p.str(v, func() string { return "model" })
-		case "messages":
-			hasMessages = true
-			p.messages(v)
-		case "max_tokens":
-			hasMaxTokens = true
-			req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
-		case "system":
-			p.text(v, func() string { return "system" }, &p.parts)
-			system = p.parts.Run()
-		case "stream":
-			req.Stream = p.bool(v, "stream")
-		case "temperature":
-			req.Temperature = p.float(v, "temperature")
-		case "top_p":
-			req.TopP = p.float(v, "top_p")
-		case "top_k":
-			if v.Kind != jsonx.Null {
-				n := p.positiveInt(v, "top_k")
-				req.TopK = &n
-			}
-		case "stop_sequences":
-			p.stops(v)
-		case "metadata":
-			if v.Kind == jsonx.Object {
-				req.User = p.sc.Get(v, "user_id").Str
-			} else if v.Kind != jsonx.Null {
-				p.fail("metadata", "must be an object")
-			}
-		case "tool_choice":
-			p.toolChoice(v)
-		case "tools":
-			p.tools(v)
-		case "thinking":
-			p.thinking(v)
-		case "output_config":
-			p.outputConfig(v)
-		default:
-			if !strings.Contains(dropped, " "+k+" ") {
-				req.Extra = append(req.Extra, translate.Field{Name: k, Raw: v.Raw})
-			}
+		if p.field(f.Name, f.V); p.err != nil {
+			return nil, p.err
 		}
-		if p.err != nil {
-			break
-		}
-	}
-	if p.err != nil {
-		return nil, p.err
 	}
 	if p.effort != "" && p.thinkingType != "disabled" {
 		req.ReasoningEffort = p.effort
@@ -132,45 +82,71 @@ func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request
 	switch {
 	case req.Model == "":
 		return nil, translate.Errorf("model", "is required")
-	case !hasMessages:
+	case !p.hasMessages:
 		return nil, translate.Errorf("messages", "is required")
-	case needMaxTokens && !hasMaxTokens:
+	case needMaxTokens && !p.hasMaxTokens:
 		return nil, translate.Errorf("max_tokens", "is required")
 	case len(req.Messages) == 0:
 		return nil, translate.Errorf("messages", "must hold at least one message")
 	}
-	if len(system) > 0 {
+	if len(p.system) > 0 {
 		// messages left room for it at the front
 		req.Messages = append(req.Messages, translate.Message{})
 		copy(req.Messages[1:], req.Messages)
-		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: system}
+		req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: p.system}
 	}
 	// The body is written once and never changed: a view of it is its string.
 	req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
 	return req, nil
 }
 
-// member is one top-level member of the request.
-type member struct {
-	name string
-	v    jsonx.Value
-}
-
-// topLevel checks the names of the top-level members (members.Check) and returns the
-// members, appended to dst, in one pass.
-func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
-	var seen members.Set
-	sc := &p.sc
-	sc.Seek(root.At)
-	for n := 0; sc.NextField(&n); {
-		k := sc.Key()
-		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
-			return nil, err
+// field reads the top-level member k, whose value is v.
+func (p *parser) field(k string, v jsonx.Value) {
+	req := p.req
+	switch k {
+	case "model":
+		req.Model = p.str(v, func() string { return "model" })
+	case "messages":
+		p.hasMessages = true
+		p.messages(v)
+	case "max_tokens":
+		p.hasMaxTokens = true
+		req.MaxTokens, req.MaxTokensParam = p.positiveInt(v, "max_tokens"), "max_tokens"
+	case "system":
+		p.text(v, func() string { return "system" }, &p.parts)
+		p.system = p.parts.Run()
+	case "stream":
+		req.Stream = p.bool(v, "stream")
+	case "temperature":
+		req.Temperature = p.float(v, "temperature")
+	case "top_p":
+		req.TopP = p.float(v, "top_p")
+	case "top_k":
+		if v.Kind != jsonx.Null {
+			n := p.positiveInt(v, "top_k")
+			req.TopK = &n
 		}
-		dst = append(dst, member{name: k})
-		sc.Value(&dst[len(dst)-1].v)
+	case "stop_sequences":
+		p.stops(v)
+	case "metadata":
+		if v.Kind == jsonx.Object {
+			req.User = p.sc.Get(v, "user_id").Str
+		} else if v.Kind != jsonx.Null {
+			p.fail("metadata", "must be an object")
+		}
+	case "tool_choice":
+		p.toolChoice(v)
+	case "tools":
+		p.tools(v)
+	case "thinking":
+		p.thinking(v)
+	case "output_config":
+		p.outputConfig(v)
+	default:
+		if !strings.Contains(dropped, " "+k+" ") {
+			req.Extra = append(req.Extra, translate.Field{Name: k, Raw: v.Raw})
+		}
 	}
-	return dst, nil
 }
 
 // parser holds the first error; every method is a no-op once it is set.
@@ -186,6 +162,10 @@ type parser struct {
 	effort       string // from output_config.effort, else from thinking
 	explicit     bool   // effort came from output_config.effort
 	thinkingType string
+	// system is the system prompt's parts; hasMessages and hasMaxTokens say whether the
+	// request has those members.
+	system                    []translate.Part
+	hasMessages, hasMaxTokens bool
 	// inflate is what the tool_use ids' carried state may still inflate to, of
 	// maxInflated (translate.Allowance).
 	inflate     translate.Allowance
@@ -196,6 +176,18 @@ func (p *parser) fail(param, format string, args ...any) {
 	if p.err == nil {
 		p.err = translate.Errorf(param, format, args...)
 	}
+}
+
+// optional reports whether v, the value of the optional field param, is of kind: null is
+// the field unset (false), another kind fails with rule (false).
+func (p *parser) optional(v jsonx.Value, kind jsonx.Kind, param, rule string) bool {
+	if v.Kind == kind {
+		return true
+	}
+	if v.Kind != jsonx.Null {
+		p.fail(param, "%s", rule)
+	}
+	return false
 }
 
 func (p *parser) str(v jsonx.Value, param func() string) string {
@@ -242,11 +234,7 @@ func (p *parser) positiveInt(v jsonx.Value, param string) int {
 }
 
 func (p *parser) stops(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Array {
-		p.fail("stop_sequences", "must be an array of strings")
+	if !p.optional(v, jsonx.Array, "stop_sequences", "must be an array of strings") {
 		return
 	}
 	i := 0
@@ -543,11 +531,7 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 }
 
 func (p *parser) tools(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Array {
-		p.fail("tools", "must be an array")
+	if !p.optional(v, jsonx.Array, "tools", "must be an array") {
 		return
 	}
 	i := 0
@@ -588,11 +572,7 @@ func (p *parser) tools(v jsonx.Value) {
 }
 
 func (p *parser) toolChoice(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("tool_choice", "must be an object")
+	if !p.optional(v, jsonx.Object, "tool_choice", "must be an object") {
 		return
 	}
 	tc := &p.req.ToolChoice
@@ -618,11 +598,7 @@ func (p *parser) toolChoice(v jsonx.Value) {
 // tokens is low, under 16,384 medium, else high; adaptive is medium unless
 // output_config.effort says otherwise.
 func (p *parser) thinking(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("thinking", "must be an object")
+	if !p.optional(v, jsonx.Object, "thinking", "must be an object") {
 		return
 	}
 	p.thinkingType = p.sc.Get(v, "type").Str
@@ -673,11 +649,7 @@ func (p *parser) setEffort(e string, explicit bool) {
 }
 
 func (p *parser) outputConfig(v jsonx.Value) {
-	if v.Kind == jsonx.Null {
-		return
-	}
-	if v.Kind != jsonx.Object {
-		p.fail("output_config", "must be an object")
+	if !p.optional(v, jsonx.Object, "output_config", "must be an object") {
 		return
 	}
 	if e := p.sc.Get(v, "effort"); e.Exists() && e.Kind != jsonx.Null {

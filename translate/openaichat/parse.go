@@ -1,12 +1,13 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/slab"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/slab"
 )
 
 // CodeInvalidUTF8 is the ParamError code of a request body that is not UTF-8.
@@ -307,14 +308,7 @@ func (p *parser) fail(param, format string, args ...any) bool {
 }
 
 func (p *parser) object() bool {
-	sc := &p.sc
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, noBase, topLevelNames) || !p.field(sc.Key()) {
-			return false
-		}
-	}
-	return !sc.Failed() && p.err == nil
+	return p.readTopLevel(noBase) && p.err == nil
 }
 
 // skipAfterError moves past the array at offset at, in which a field error was found, so
@@ -328,172 +322,62 @@ func (p *parser) skipAfterError(at int) bool {
 	return p.sc.Skip()
 }
 
-func (p *parser) field(name string) bool {
+// topLevelMember reads the value of the top-level member at position f of topLevelFields
+// (-1 for a name it does not hold, kept in Extra).
+func (p *parser) topLevelMember(f int) bool {
 	sc, r := &p.sc, p.req
+	name := sc.Key() // a name read by NextField: members.table tries no compact form here
 	if sc.Peek() == 'n' {
-		// OpenAI treats an explicit null as "not set" for optional fields.
-		switch name {
-		case "model", "messages":
-			return p.fail(name, "%s is required", name)
-		case "stream":
-			r.Spans.Stream = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
-		case "stream_options":
-			r.Spans.StreamOptions = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
-		}
-		return sc.Literal("null")
+		return p.null(f, name)
 	}
 	var v jsonx.Value
-	switch name {
-	case "model":
-		if !sc.Value(&v) {
+	switch f {
+	case rqModel:
+		if !p.typed(name, &v, jsonx.String, "must be a string") {
 			return false
 		}
-		if v.Kind != jsonx.String {
-			return p.fail("model", "must be a string")
-		}
-		r.Model = v.Str
-		r.Spans.Model = span(&v)
-	case "messages":
-		if sc.Peek() != '[' {
-			return p.fail("messages", "must be an array of messages")
-		}
-		at := sc.Pos()
-		p.msgs.reset()
-		p.parts.reset()
-		for n := 0; sc.NextElem(&n); {
-			if !p.message(n - 1) {
-				return p.skipAfterError(at)
-			}
-		}
-		if sc.Failed() {
+		r.Model, r.Spans.Model = v.Str, span(&v)
+	case rqMessages:
+		return p.messages()
+	case rqStream:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
 		}
-		p.flushMessages()
-	case "stream":
-		if !sc.Value(&v) {
-			return false
-		}
-		if !v.IsBool() {
-			return p.fail("stream", "must be a boolean")
-		}
-		r.Stream = v.Kind == jsonx.True
-		r.Spans.Stream = span(&v)
-	case "stream_options":
-		if sc.Peek() != '{' {
-			return p.fail("stream_options", "must be an object")
-		}
-		var iu jsonx.Value
-		var seen keySet
-		start := sc.Pos()
-		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "stream_options" }, streamOptionsNames) {
-				return false
-			}
-			ok := false
-			if sc.Key() == "include_usage" {
-				ok = sc.First(&iu)
-			} else {
-				ok = sc.Skip()
-			}
-			if !ok {
-				return false
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-		r.Spans.StreamOptions = translate.Span{Start: start, End: sc.Pos()}
-		if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
-			if !iu.IsBool() {
-				return p.fail("stream_options.include_usage", "must be a boolean")
-			}
-			r.IncludeUsage = iu.Kind == jsonx.True
-		}
-	case "tools":
-		if sc.Peek() != '[' {
-			return p.fail("tools", "must be an array")
-		}
-		at := sc.Pos()
-		for n := 0; sc.NextElem(&n); {
-			if !p.tool(n - 1) {
-				return p.skipAfterError(at)
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-	case "tool_choice":
+		r.Stream, r.Spans.Stream = v.Kind == jsonx.True, span(&v)
+	case rqStreamOptions:
+		return p.streamOptions()
+	case rqTools:
+		return p.tools()
+	case rqToolChoice:
 		return p.toolChoice()
-	case "parallel_tool_calls":
-		if !sc.Value(&v) {
+	case rqParallelToolCalls:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
-		}
-		if !v.IsBool() {
-			return p.fail(name, "must be a boolean")
 		}
 		b := v.Kind == jsonx.True
 		r.ParallelToolCalls = &b
-	case "max_tokens", "max_completion_tokens":
-		if !sc.Value(&v) {
-			return false
-		}
-		n, ok := positiveInt(&v)
-		if !ok {
-			return p.fail(name, "must be an integer of at least 1")
-		}
-		if name == "max_completion_tokens" || r.MaxTokens == 0 {
-			r.MaxTokens, r.MaxTokensParam = n, name
-		}
-	case "temperature":
+	case rqMaxTokens, rqMaxCompletionTokens, rqN:
+		return p.count(f, name)
+	case rqTemperature:
 		return p.float(name, 0, 2, &r.Temperature, 0)
-	case "top_p":
+	case rqTopP:
 		return p.float(name, 0, 1, &r.TopP, 1)
-	case "presence_penalty":
+	case rqPresencePenalty:
 		return p.float(name, -2, 2, &r.PresencePenalty, 2)
-	case "frequency_penalty":
+	case rqFrequencyPenalty:
 		return p.float(name, -2, 2, &r.FrequencyPenalty, 3)
-	case "stop":
+	case rqStop:
 		return p.stop()
-	case "n":
-		if !sc.Value(&v) {
+	case rqSeed, rqTopLogprobs:
+		return p.integer(f, name)
+	case rqLogprobs:
+		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
 			return false
-		}
-		n, ok := positiveInt(&v)
-		if !ok {
-			return p.fail("n", "must be an integer of at least 1")
-		}
-		r.N = n
-	case "seed":
-		if !sc.Value(&v) {
-			return false
-		}
-		f := v.Float()
-		if v.Kind != jsonx.Number || f != math.Trunc(f) {
-			return p.fail("seed", "must be an integer")
-		}
-		s := jsonInt(v.Raw, f)
-		r.Seed = &s
-	case "logprobs":
-		if !sc.Value(&v) {
-			return false
-		}
-		if !v.IsBool() {
-			return p.fail(name, "must be a boolean")
 		}
 		r.Logprobs = v.Kind == jsonx.True
-	case "top_logprobs":
-		if !sc.Value(&v) {
-			return false
-		}
-		f := v.Float()
-		if v.Kind != jsonx.Number || f != math.Trunc(f) || f < 0 || f > 20 {
-			return p.fail(name, "must be an integer from 0 to 20")
-		}
-		n := int(f)
-		r.TopLogprobs = &n
-	case "response_format":
+	case rqResponseFormat:
 		return p.responseFormat()
-	case "reasoning_effort":
+	case rqReasoningEffort:
 		if !sc.Value(&v) {
 			return false
 		}
@@ -503,35 +387,13 @@ func (p *parser) field(name string) bool {
 			return true
 		}
 		return p.fail(name, "must be one of none, minimal, low, medium, high, xhigh")
-	case "user":
-		if !sc.Value(&v) {
+	case rqUser:
+		if !p.typed(name, &v, jsonx.String, "must be a string") {
 			return false
-		}
-		if v.Kind != jsonx.String {
-			return p.fail(name, "must be a string")
 		}
 		r.User = v.Str
-	case "metadata":
-		if sc.Peek() != '{' {
-			return p.fail(name, "must be an object of string values")
-		}
-		at := sc.Pos()
-		var seen keySet
-		for n := 0; sc.NextField(&n); {
-			if !p.member(&seen, func() string { return "metadata" }, noNames) {
-				return false
-			}
-			if sc.Peek() != '"' {
-				return p.fail(name, "must be an object of string values")
-			}
-			if !sc.SkipString() {
-				return false
-			}
-		}
-		if sc.Failed() {
-			return false
-		}
-		r.Metadata = sc.Input()[at:sc.Pos()]
+	case rqMetadata:
+		return p.metadata()
 	default:
 		at := sc.Pos()
 		if !sc.Skip() {
@@ -539,6 +401,156 @@ func (p *parser) field(name string) bool {
 		}
 		r.Extra = append(r.Extra, translate.Field{Name: name, Raw: sc.Input()[at:sc.Pos()]})
 	}
+	return true
+}
+
+// null reads the null value of the top-level member name (position f): OpenAI treats an
+// explicit null as "not set" for optional fields.
+func (p *parser) null(f int, name string) bool {
+	sc, r := &p.sc, p.req
+	switch f {
+	case rqModel, rqMessages:
+		return p.fail(name, "%s is required", name)
+	case rqStream:
+		r.Spans.Stream = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
+	case rqStreamOptions:
+		r.Spans.StreamOptions = translate.Span{Start: sc.Pos(), End: sc.Pos() + len("null")}
+	}
+	return sc.Literal("null")
+}
+
+// typed reads the value of the member name into v and fails with rule unless it is of
+// kind (jsonx.True for either boolean).
+func (p *parser) typed(name string, v *jsonx.Value, kind jsonx.Kind, rule string) bool {
+	if !p.sc.Value(v) {
+		return false
+	}
+	if k := v.Kind; k != kind && (kind != jsonx.True || k != jsonx.False) {
+		return p.fail(name, "%s", rule)
+	}
+	return true
+}
+
+// count reads max_tokens, max_completion_tokens or n (position f): an integer of at least 1.
+func (p *parser) count(f int, name string) bool {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
+		return false
+	}
+	n, ok := positiveInt(&v)
+	if !ok {
+		return p.fail(name, "must be an integer of at least 1")
+	}
+	if r := p.req; f == rqN {
+		r.N = n
+	} else if f == rqMaxCompletionTokens || r.MaxTokens == 0 {
+		r.MaxTokens, r.MaxTokensParam = n, name
+	}
+	return true
+}
+
+// integer reads seed or top_logprobs (position f).
+func (p *parser) integer(f int, name string) bool {
+	var v jsonx.Value
+	if !p.sc.Value(&v) {
+		return false
+	}
+	x := v.Float()
+	if f == rqSeed {
+		if v.Kind != jsonx.Number || x != math.Trunc(x) {
+			return p.fail(name, "must be an integer")
+		}
+		s := jsonInt(v.Raw, x)
+		p.req.Seed = &s
+		return true
+	}
+	if v.Kind != jsonx.Number || x != math.Trunc(x) || x < 0 || x > 20 {
+		return p.fail(name, "must be an integer from 0 to 20")
+	}
+	n := int(x)
+	p.req.TopLogprobs = &n
+	return true
+}
+
+// messages reads the messages array.
+func (p *parser) messages() bool {
+	p.msgs.reset()
+	p.parts.reset()
+	ok := p.elements("messages", "must be an array of messages", false)
+	if ok && p.err == nil { // else the request is refused: nothing to keep
+		p.flushMessages()
+	}
+	return ok
+}
+
+// tools reads the tools array.
+func (p *parser) tools() bool {
+	return p.elements("tools", "must be an array", true)
+}
+
+// elements reads the array of the top-level member name, failing with rule when it is
+// not one, each element with tool or else message. After an element's field error the walk
+// moves past the array (skipAfterError) and returns true, the error kept. (A function
+// value in place of tools would move the parser to the heap: escape analysis cannot see
+// that it keeps no pointer to it.)
+func (p *parser) elements(name, rule string, tools bool) bool {
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return p.fail(name, "%s", rule)
+	}
+	at := sc.Pos()
+	for n := 0; sc.NextElem(&n); {
+		if tools && !p.tool(n-1) || !tools && !p.message(n-1) {
+			return p.skipAfterError(at)
+		}
+	}
+	return !sc.Failed()
+}
+
+// streamOptions reads stream_options, whose span the request keeps.
+func (p *parser) streamOptions() bool {
+	sc, r := &p.sc, p.req
+	if sc.Peek() != '{' {
+		return p.fail("stream_options", "must be an object")
+	}
+	start := sc.Pos()
+	var iu jsonx.Value
+	if !p.fields(func() string { return "stream_options" }, want{"include_usage", &iu}) {
+		return false
+	}
+	r.Spans.StreamOptions = translate.Span{Start: start, End: sc.Pos()}
+	if iu.Kind != jsonx.Missing && iu.Kind != jsonx.Null {
+		if !iu.IsBool() {
+			return p.fail("stream_options.include_usage", "must be a boolean")
+		}
+		r.IncludeUsage = iu.Kind == jsonx.True
+	}
+	return true
+}
+
+// metadata reads metadata, an object of string values kept as written.
+func (p *parser) metadata() bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return p.fail("metadata", "must be an object of string values")
+	}
+	at := sc.Pos()
+	var seen keySet
+	for n := 0; sc.NextField(&n); {
+		if !p.member(&seen, func() string { return "metadata" }, noNames) {
+			return false
+		}
+		if sc.Peek() != '"' {
+			return p.fail("metadata", "must be an object of string values")
+		}
+		if !sc.SkipString() {
+			return false
+		}
+	}
+	if sc.Failed() {
+		return false
+	}
+	p.req.Metadata = sc.Input()[at:sc.Pos()]
 	return true
 }
 
@@ -616,73 +628,42 @@ func check(r *translate.Request) *translate.ParamError {
 	return nil
 }
 
+// toolValues is what a tool's members and its function's hold, read by toolMember and
+// toolFuncMember.
+type toolValues struct {
+	typ, name, description, parameters, strict jsonx.Value
+	// typed is set when parameters has a member named type (see schema).
+	typed bool
+	i     int // the tool's index
+}
+
+// param is the tool's param path (see partValues.param).
+func (o *toolValues) param() string { return translate.ParamIndex("tools", o.i) }
+
 func (p *parser) tool(i int) bool {
-	sc := &p.sc
-	param := func() string { return translate.ParamIndex("tools", i) }
-	if sc.Peek() != '{' {
+	o := toolValues{i: i}
+	param := o.param
+	if p.sc.Peek() != '{' {
 		return p.fail(param(), "each tool must be an object")
 	}
-	var typ, name, description, parameters, strict jsonx.Value
-	typed := false
-	var seen keySet
-	for n, f := 0, -1; ; {
-		// type and function either way round (openai-go writes function first), tried
-		// first as in message.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"type":`):
-			n, f = 1, tlType
-		case n == 0 && sc.MemberIs(`{"function":`):
-			n, f = 1, tlFunction
-		case f == tlType && sc.MemberIs(`,"function":`):
-			f = tlFunction
-		case f == tlFunction && sc.MemberIs(`,"type":`):
-			f = tlType
-		case sc.NextField(&n):
-			f = toolField(sc.Key())
-		default:
-			goto end
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolNames) {
-			return false
-		}
-		var ok bool
-		switch f {
-		case tlType:
-			ok = sc.Value(&typ)
-		case tlFunction:
-			if sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				ok = p.toolFunction(param, &name, &description, &parameters, &strict, &typed)
-			}
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-end:
-	if sc.Failed() {
+	if !p.readTool(&o, param) {
 		return false
 	}
-	if typ.Str != "function" {
-		return p.fail(param()+".type", "only function tools are supported, got %q", typ.Str)
+	if o.typ.Str != "function" {
+		return p.fail(param()+".type", "only function tools are supported, got %q", o.typ.Str)
 	}
-	if name.Kind != jsonx.String || !translate.ValidToolName(name.Str) {
+	if o.name.Kind != jsonx.String || !translate.ValidToolName(o.name.Str) {
 		return p.fail(param()+".function.name", translate.ToolNameRule)
 	}
-	tool := translate.Tool{Name: name.Str, Description: description.Str}
-	if parameters.Kind != jsonx.Missing && parameters.Kind != jsonx.Null {
-		if parameters.Kind != jsonx.Object {
+	tool := translate.Tool{Name: o.name.Str, Description: o.description.Str}
+	if o.parameters.Kind != jsonx.Missing && o.parameters.Kind != jsonx.Null {
+		if o.parameters.Kind != jsonx.Object {
 			return p.fail(param()+".function.parameters", "must be a JSON Schema object")
 		}
-		tool.Parameters, tool.ParametersTyped = parameters.Raw, typed
+		tool.Parameters, tool.ParametersTyped = o.parameters.Raw, o.typed
 	}
-	if strict.IsBool() {
-		b := strict.Kind == jsonx.True
+	if o.strict.IsBool() {
+		b := o.strict.Kind == jsonx.True
 		tool.Strict = &b
 	}
 	r := p.req
@@ -705,62 +686,21 @@ end:
 	return true
 }
 
-// toolFunction reads a tool's function object: its name, description, parameters (a
-// JSON Schema object, whose top-level type member sets *typed) and strict.
-func (p *parser) toolFunction(param func() string, name, description, parameters, strict *jsonx.Value, typed *bool) bool {
-	sc := &p.sc
-	base := func() string { return param() + ".function" }
-	var seen keySet
-	for n, f := 0, -1; ; {
-		// The orders the SDKs write: name, description, parameters (the API reference),
-		// description first (sorted keys), openai-go's name, strict, description,
-		// parameters.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			return true
-		case n == 0 && sc.MemberIs(`{"name":`):
-			n, f = 1, tfName
-		case n == 0 && sc.MemberIs(`{"description":`):
-			n, f = 1, tfDescription
-		case (f == tfName || f == tfStrict) && sc.MemberIs(`,"description":`):
-			f = tfDescription
-		case f == tfName && sc.MemberIs(`,"strict":`):
-			f = tfStrict
-		case (f == tfDescription || f == tfName || f == tfStrict) && sc.MemberIs(`,"parameters":`):
-			f = tfParameters
-		case f == tfDescription && sc.MemberIs(`,"name":`):
-			f = tfName
-		case f == tfParameters && sc.MemberIs(`,"strict":`):
-			f = tfStrict
-		case sc.NextField(&n):
-			f = toolFuncField(sc.Key())
-		default:
-			return !sc.Failed()
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, toolFuncNames) {
-			return false
-		}
-		var ok bool
-		switch f {
-		case tfName:
-			ok = sc.Value(name)
-		case tfDescription:
-			ok = sc.Value(description)
-		case tfParameters:
-			if sc.Peek() == '{' {
-				ok = p.schema(parameters, typed)
-			} else {
-				ok = sc.Value(parameters)
-			}
-		case tfStrict:
-			ok = sc.Value(strict)
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
+// toolMember reads a member of a tool other than type and function (readTool reads those
+// into o): it skips it.
+func (p *parser) toolMember(int, *toolValues) bool { return p.sc.Skip() }
+
+// toolFuncMember reads the member at position f of a tool's function into o
+// (readToolFunc reads name, description and strict itself): parameters, a JSON Schema
+// object whose top-level type member sets o.typed; any other member is skipped.
+func (p *parser) toolFuncMember(f int, o *toolValues) bool {
+	switch {
+	case f != tfParameters:
+		return p.sc.Skip()
+	case p.sc.Peek() == '{':
+		return p.schema(&o.parameters, &o.typed)
 	}
+	return p.sc.Value(&o.parameters)
 }
 
 func (p *parser) toolChoice() bool {
@@ -781,37 +721,31 @@ func (p *parser) toolChoice() bool {
 	default:
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	// gjson's Get("function.name") took the first name in any function object.
-	var typ, name jsonx.Value
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "tool_choice" }, toolChoiceNames) {
-			return false
-		}
-		var ok bool
-		switch {
-		case sc.Key() == "type":
-			ok = sc.First(&typ)
-		case sc.Key() == "function" && name.Kind == jsonx.Missing && sc.Peek() == '{':
-			ok = p.fields(func() string { return "tool_choice.function" }, want{"name", &name})
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	var o toolChoiceValues
+	if !p.readToolChoice(&o, func() string { return "tool_choice" }) {
 		return false
 	}
-	if typ.Str != "function" {
+	if o.typ.Str != "function" {
 		return p.fail("tool_choice", "must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}")
 	}
-	if name.Kind != jsonx.String || name.Str == "" {
+	if o.name.Kind != jsonx.String || o.name.Str == "" {
 		return p.fail("tool_choice.function.name", "a named tool_choice needs function.name")
 	}
-	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: name.Str}
+	r.ToolChoice = translate.ToolChoice{Mode: translate.ToolChoiceFunction, Name: o.name.Str}
 	return true
+}
+
+// toolChoiceValues is what a tool_choice object's members hold, read by toolChoiceMember.
+type toolChoiceValues struct{ typ, name jsonx.Value }
+
+// toolChoiceMember reads the member at position f of tool_choice into o (readToolChoice
+// reads type itself): gjson's Get("function.name") took the first name in any function
+// object.
+func (p *parser) toolChoiceMember(f int, o *toolChoiceValues) bool {
+	if f == tchFunction && o.name.Kind == jsonx.Missing && p.sc.Peek() == '{' {
+		return p.fields(func() string { return "tool_choice.function" }, want{"name", &o.name})
+	}
+	return p.sc.Skip()
 }
 
 func (p *parser) responseFormat() bool {
@@ -819,60 +753,51 @@ func (p *parser) responseFormat() bool {
 	if sc.Peek() != '{' {
 		return p.fail("response_format", "must be an object")
 	}
-	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, name, description, schema, strict jsonx.Value
-	sawSchema, schemaObject := false, false
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		if !p.member(&seen, func() string { return "response_format" }, responseFormatNames) {
-			return false
-		}
-		var ok bool
-		switch sc.Key() {
-		case "type":
-			ok = sc.First(&typ)
-		case "json_schema":
-			if sawSchema || sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				schemaObject = true
-				ok = p.fields(func() string { return "response_format.json_schema" }, want{"name", &name},
-					want{"description", &description}, want{"schema", &schema}, want{"strict", &strict})
-			}
-			sawSchema = true
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	var o responseFormatValues
+	if !p.readResponseFormat(&o, func() string { return "response_format" }) {
 		return false
 	}
 	rf := &p.req.ResponseFormat
-	switch t := typ.Str; t {
+	switch t := o.typ.Str; t {
 	case translate.FormatText, translate.FormatJSONObject:
 		rf.Type = t
 	case translate.FormatJSONSchema:
-		if !schemaObject {
+		if !o.schemaObject {
 			return p.fail("response_format.json_schema", "json_schema formats need a json_schema object")
 		}
-		if name.Kind != jsonx.String || name.Str == "" {
+		if o.name.Kind != jsonx.String || o.name.Str == "" {
 			return p.fail("response_format.json_schema.name", "json_schema.name is required")
 		}
-		if schema.Kind != jsonx.Missing && schema.Kind != jsonx.Object {
+		if o.schema.Kind != jsonx.Missing && o.schema.Kind != jsonx.Object {
 			return p.fail("response_format.json_schema.schema", "must be a JSON Schema object")
 		}
-		rf.Type, rf.Name, rf.Description, rf.Schema = t, name.Str, description.Str, schema.Raw
-		if strict.IsBool() {
-			b := strict.Kind == jsonx.True
+		rf.Type, rf.Name, rf.Description, rf.Schema = t, o.name.Str, o.description.Str, o.schema.Raw
+		if o.strict.IsBool() {
+			b := o.strict.Kind == jsonx.True
 			rf.Strict = &b
 		}
 	default:
 		return p.fail("response_format.type", "must be text, json_object or json_schema")
 	}
 	return true
+}
+
+// responseFormatValues is what a response_format object's members hold, read by
+// responseFormatMember. The first of duplicate keys wins, as with gjson's Get.
+type responseFormatValues struct {
+	typ, name, description, schema, strict jsonx.Value
+	sawSchema, schemaObject                bool
+}
+
+// responseFormatMember reads the member at position f of response_format into o
+// (readResponseFormat reads type itself).
+func (p *parser) responseFormatMember(f int, o *responseFormatValues) bool {
+	if f != rfJSONSchema {
+		return p.sc.Skip()
+	}
+	o.schemaObject = o.schemaObject || !o.sawSchema && p.sc.Peek() == '{'
+	return p.firstFields(&o.sawSchema, func() string { return "response_format.json_schema" }, want{"name", &o.name},
+		want{"description", &o.description}, want{"schema", &o.schema}, want{"strict", &o.strict})
 }
 
 func (p *parser) stop() bool {

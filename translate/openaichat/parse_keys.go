@@ -16,177 +16,19 @@ import (
 // rejects both shapes in every object it interprets; forwarded bodies then read the same to
 // every decoder.
 //
-// The lists are space-separated and all lowercase ASCII.
-const (
-	topLevelFields = "model messages stream stream_options tools tool_choice parallel_tool_calls " +
-		"max_tokens max_completion_tokens temperature top_p presence_penalty frequency_penalty stop n seed " +
-		"logprobs top_logprobs response_format reasoning_effort user metadata"
-	streamOptionsFields  = "include_usage"
-	messageFields        = "role content name tool_call_id tool_calls reasoning_content thinking_blocks refusal"
-	partFields           = "type text refusal image_url file input_audio"
-	toolCallFields       = "id type function"
-	toolCallFuncFields   = "name arguments"
-	toolFields           = "type function"
-	toolFuncFields       = "name description parameters strict"
-	toolChoiceFields     = "type function"
-	responseFormatFields = "type json_schema"
-)
+// The objects read by member position (the request, its messages, content parts, tool
+// calls, tools and their functions, tool_choice and response_format) are listed in
+// members.table, from which go generate writes members_gen.go (translate/internal/membergen):
+// their lists, members.Names, position constants, field functions and read functions that
+// walk an object's members, trying the orders clients write them in first, apply the member
+// rule and hand each member to the object's member method (toolMember, ...). The other
+// objects are read with fields (a list of wanted names) or member.
+//
+//go:generate go run ../internal/membergen -in members.table -out members_gen.go
 
-// The lists above as members.Names, for member; noNames is the list of an object whose
-// member names the parser does not interpret (metadata, a thinking block).
-var (
-	topLevelNames       = members.NewNames(topLevelFields)
-	streamOptionsNames  = members.NewNames(streamOptionsFields)
-	messageNames        = members.NewNames(messageFields)
-	partNames           = members.NewNames(partFields)
-	toolCallNames       = members.NewNames(toolCallFields)
-	toolCallFuncNames   = members.NewNames(toolCallFuncFields)
-	toolNames           = members.NewNames(toolFields)
-	toolFuncNames       = members.NewNames(toolFuncFields)
-	toolChoiceNames     = members.NewNames(toolChoiceFields)
-	responseFormatNames = members.NewNames(responseFormatFields)
-	noNames             members.Names
-)
-
-// The positions of the names of messageFields, toolCallFields, toolCallFuncFields and
-// partFields in their lists, as the field functions below return them: the parser reads
-// the objects it meets most often (a history's messages and tool calls) by these, so a
-// member's name is compared once, by the compiler's switch, and checked by a bit test
-// (members.Set.Known). TestFieldSwitchesMatchNames holds each function to its list.
-const (
-	mRole = iota
-	mContent
-	mName
-	mToolCallID
-	mToolCalls
-	mReasoningContent
-	mThinkingBlocks
-	mRefusal
-)
-
-const (
-	tcID = iota
-	tcType
-	tcFunction
-)
-
-const (
-	fnName = iota
-	fnArguments
-)
-
-const (
-	tlType = iota
-	tlFunction
-)
-
-const (
-	tfName = iota
-	tfDescription
-	tfParameters
-	tfStrict
-)
-
-const (
-	ptType = iota
-	ptText
-	ptRefusal
-	ptImageURL
-	ptFile
-	ptInputAudio
-)
-
-// messageField returns k's position in messageFields, -1 when it is none of them.
-func messageField(k string) int {
-	switch k {
-	case "role":
-		return mRole
-	case "content":
-		return mContent
-	case "name":
-		return mName
-	case "tool_call_id":
-		return mToolCallID
-	case "tool_calls":
-		return mToolCalls
-	case "reasoning_content":
-		return mReasoningContent
-	case "thinking_blocks":
-		return mThinkingBlocks
-	case "refusal":
-		return mRefusal
-	}
-	return -1
-}
-
-// toolCallField returns k's position in toolCallFields, -1 when it is none of them.
-func toolCallField(k string) int {
-	switch k {
-	case "id":
-		return tcID
-	case "type":
-		return tcType
-	case "function":
-		return tcFunction
-	}
-	return -1
-}
-
-// toolCallFuncField returns k's position in toolCallFuncFields, -1 when it is none of them.
-func toolCallFuncField(k string) int {
-	switch k {
-	case "name":
-		return fnName
-	case "arguments":
-		return fnArguments
-	}
-	return -1
-}
-
-// toolField returns k's position in toolFields, -1 when it is none of them.
-func toolField(k string) int {
-	switch k {
-	case "type":
-		return tlType
-	case "function":
-		return tlFunction
-	}
-	return -1
-}
-
-// toolFuncField returns k's position in toolFuncFields, -1 when it is none of them.
-func toolFuncField(k string) int {
-	switch k {
-	case "name":
-		return tfName
-	case "description":
-		return tfDescription
-	case "parameters":
-		return tfParameters
-	case "strict":
-		return tfStrict
-	}
-	return -1
-}
-
-// partField returns k's position in partFields, -1 when it is none of them.
-func partField(k string) int {
-	switch k {
-	case "type":
-		return ptType
-	case "text":
-		return ptText
-	case "refusal":
-		return ptRefusal
-	case "image_url":
-		return ptImageURL
-	case "file":
-		return ptFile
-	case "input_audio":
-		return ptInputAudio
-	}
-	return -1
-}
+// noNames is the list of an object whose member names the parser does not interpret
+// (metadata, a thinking block), for member.
+var noNames members.Names
 
 // Codes of the ParamErrors for ambiguous member names.
 const (
@@ -204,24 +46,6 @@ type keySet = members.Set
 func (p *parser) member(seen *keySet, base func() string, known members.Names) bool {
 	k := p.sc.Key()
 	if _, code, field := seen.Member(k, known); code != "" {
-		return p.keyError(base, k, code, field)
-	}
-	return true
-}
-
-// otherMember is member for a name the caller's field function (messageField, ...) found
-// at position i of known and seen already holds, or for a name known does not hold (i is
-// -1). The caller tests a known name's bit itself (members.Set.Known): a call, and this
-// function's work, for every member is what the field functions save.
-//
-// A name at position i is known's name as written (the field functions match exactly),
-// taken from known: a member read with jsonx.Scanner.MemberIs leaves no Key.
-func (p *parser) otherMember(seen *keySet, i int, base func() string, known members.Names) bool {
-	if i >= 0 {
-		return p.keyError(base, known.Name(i), CodeDuplicateKey, "")
-	}
-	k := p.sc.Key()
-	if code, field := seen.Other(k, known); code != "" {
 		return p.keyError(base, k, code, field)
 	}
 	return true

@@ -103,12 +103,15 @@ var fieldSwitches = []struct {
 	names members.Names
 	field func(string) int
 }{
+	{"topLevelField", topLevelFields, topLevelNames, topLevelField},
 	{"messageField", messageFields, messageNames, messageField},
 	{"toolCallField", toolCallFields, toolCallNames, toolCallField},
 	{"toolCallFuncField", toolCallFuncFields, toolCallFuncNames, toolCallFuncField},
 	{"toolField", toolFields, toolNames, toolField},
 	{"toolFuncField", toolFuncFields, toolFuncNames, toolFuncField},
 	{"partField", partFields, partNames, partField},
+	{"toolChoiceField", toolChoiceFields, toolChoiceNames, toolChoiceField},
+	{"responseFormatField", responseFormatFields, responseFormatNames, responseFormatField},
 }
 
 // TestFieldSwitchesMatchNames: each field function returns a name's position in its list,

@@ -10,87 +10,24 @@ import (
 // The message half of ParseRequest: messages, their content parts, tool calls and thinking
 // blocks. See parse.go for the request as a whole.
 
+// messageValues is what a message's members hold, read by messageMember.
+type messageValues struct {
+	i int // the message's index
+	// pm is the message, built where the stash copies it from.
+	pm pendingMessage
+	// content is read after the other fields, once the role is known.
+	role, content jsonx.Value
+}
+
 func (p *parser) message(i int) bool {
-	sc := &p.sc
-	if sc.Peek() != '{' {
+	if p.sc.Peek() != '{' {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
-	// The message is built where the stash copies it from.
-	var pm pendingMessage
-	msg := &pm.msg
-	// content is read after the other fields, once the role is known.
-	var role, content jsonx.Value
-	var seen keySet
-	base := func() string { return translate.ParamIndex("messages", i) }
-	for n, f := 0, -1; ; {
-		// The orders the SDKs write a message's members in are tried first (MemberIs): role
-		// and content, in either order, then tool_calls or tool_call_id (openai-go writes
-		// role last). Any other member, whitespace or order takes NextField.
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"role":`):
-			n, f = 1, mRole
-		case n == 0 && sc.MemberIs(`{"content":`):
-			n, f = 1, mContent
-		case f == mRole && sc.MemberIs(`,"content":`):
-			f = mContent
-		case f == mContent && sc.MemberIs(`,"role":`):
-			f = mRole
-		case f == mContent && sc.MemberIs(`,"tool_calls":`):
-			f = mToolCalls
-		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
-			f = mToolCallID
-		case (f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
-			f = mRole
-		case sc.NextField(&n):
-			f = messageField(sc.Key())
-		default:
-			goto end
-		}
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, base, messageNames) {
-			return false
-		}
-		var v jsonx.Value
-		var ok bool
-		switch {
-		case f == mRole:
-			ok = sc.Value(&role)
-		case f == mContent:
-			ok = p.payload(&content)
-		case sc.Peek() == 'n':
-			ok = sc.Literal("null")
-		case f == mName:
-			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(translate.ParamIndex("messages", i)+".name", "must be a string")
-			}
-			msg.Name = v.Str
-		case f == mToolCallID:
-			if ok = sc.Value(&v); ok && v.Kind != jsonx.String {
-				return p.fail(translate.ParamIndex("messages", i)+".tool_call_id", "must be a string")
-			}
-			msg.ToolCallID = v.Str
-		case f == mToolCalls:
-			ok = p.toolCalls(i, msg)
-		case f == mReasoningContent:
-			if ok = p.payload(&v); v.Kind == jsonx.String {
-				msg.Reasoning = v.Str
-			}
-		case f == mThinkingBlocks:
-			ok = p.thinkingBlocks(func() string { return base() + ".thinking_blocks" }, msg)
-		case f == mRefusal:
-			if ok = p.payload(&v); v.Kind == jsonx.String {
-				msg.Refusal = v.Str
-			}
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-end:
-	if sc.Failed() {
+	o := messageValues{i: i}
+	msg, role, content := &o.pm.msg, &o.role, &o.content
+	// The orders the SDKs write a message's members in are tried first (see members.table);
+	// any other member, whitespace or order takes NextField.
+	if !p.readMessage(&o, func() string { return translate.ParamIndex("messages", i) }) {
 		return false
 	}
 	if role.Kind != jsonx.String {
@@ -106,7 +43,7 @@ end:
 		return p.fail(translate.ParamIndex("messages", i)+".tool_calls", "only assistant messages may carry tool_calls")
 	}
 	start := p.parts.n
-	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, msg, &content) {
+	if content.Kind != jsonx.Missing && content.Kind != jsonx.Null && !p.content(i, msg, content) {
 		return false
 	}
 	switch msg.Role {
@@ -123,8 +60,47 @@ end:
 			return p.fail(translate.ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
-	pm.start, pm.end = start, p.parts.n
-	p.msgs.add(&pm)
+	o.pm.start, o.pm.end = start, p.parts.n
+	p.msgs.add(&o.pm)
+	return true
+}
+
+// messageMember reads the member at position f of the message o (readMessage), but role,
+// content and tool_calls, which readMessage reads itself.
+func (p *parser) messageMember(f int, o *messageValues) bool {
+	sc, msg := &p.sc, &o.pm.msg
+	var v jsonx.Value
+	switch {
+	case sc.Peek() == 'n':
+		return sc.Literal("null")
+	case f == mName, f == mToolCallID:
+		dst := &msg.Name
+		if f == mToolCallID {
+			dst = &msg.ToolCallID
+		}
+		if !sc.Value(&v) {
+			return false
+		}
+		if v.Kind != jsonx.String {
+			return p.fail(translate.ParamIndex("messages", o.i)+"."+messageNames.Name(f), "must be a string")
+		}
+		*dst = v.Str
+	case f == mReasoningContent, f == mRefusal:
+		dst := &msg.Reasoning
+		if f == mRefusal {
+			dst = &msg.Refusal
+		}
+		if !p.payload(&v) {
+			return false
+		}
+		if v.Kind == jsonx.String {
+			*dst = v.Str
+		}
+	case f == mThinkingBlocks:
+		return p.thinkingBlocks(func() string { return translate.ParamIndex("messages", o.i) + ".thinking_blocks" }, msg)
+	default:
+		return sc.Skip()
+	}
 	return true
 }
 
@@ -194,85 +170,36 @@ func (p *parser) content(i int, msg *translate.Message, v *jsonx.Value) bool {
 
 // part reads content part j of message i.
 func (p *parser) part(i, j int, msg *translate.Message) bool {
-	sc := &p.sc
-	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) }
-	if sc.Peek() != '{' {
+	o := partValues{i: i, j: j}
+	param := o.param
+	if p.sc.Peek() != '{' {
 		return p.fail(param(), "each content part must be an object")
 	}
-	// The first of duplicate keys wins, as with gjson's Get.
-	var typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonx.Value
-	var sawImage, sawFile, sawAudio bool
-	var seen keySet
-	for n := 0; sc.NextField(&n); {
-		f := partField(sc.Key())
-		if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, partNames) {
-			return false
-		}
-		var ok bool
-		switch f {
-		case ptType:
-			ok = sc.First(&typ)
-		case ptText:
-			ok = p.firstPayload(&text)
-		case ptRefusal:
-			ok = p.firstPayload(&refusal)
-		case ptImageURL:
-			switch {
-			case sawImage:
-				ok = sc.Skip()
-			case sc.Peek() != '{':
-				ok = sc.Value(&image)
-			default:
-				ok = p.fields(func() string { return param() + ".image_url" }, want{"url", &url}, want{"detail", &detail})
-			}
-			sawImage = true
-		case ptFile:
-			if sawFile || sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				ok = p.fields(func() string { return param() + ".file" }, want{"file_data", &fileData},
-					want{"file_id", &fileID}, want{"filename", &filename})
-			}
-			sawFile = true
-		case ptInputAudio:
-			if sawAudio || sc.Peek() != '{' {
-				ok = sc.Skip()
-			} else {
-				ok = p.fields(func() string { return param() + ".input_audio" }, want{"data", &audio}, want{"format", &format})
-			}
-			sawAudio = true
-		default:
-			ok = sc.Skip()
-		}
-		if !ok {
-			return false
-		}
-	}
-	if sc.Failed() {
+	if !p.readPart(&o, param) {
 		return false
 	}
 	var part translate.Part
-	switch typ.Str {
+	switch o.typ.Str {
 	case "text":
-		if text.Kind != jsonx.String {
+		if o.text.Kind != jsonx.String {
 			return p.fail(param()+".text", "text parts need a string text")
 		}
-		part = translate.Part{Type: translate.PartText, Text: text.Str}
+		part = translate.Part{Type: translate.PartText, Text: o.text.Str}
 	case "image_url":
-		if image.Kind == jsonx.String { // a lenient shape some clients send
-			url = image
+		if o.image.Kind == jsonx.String { // a lenient shape some clients send
+			o.url = o.image
 		}
-		if url.Kind != jsonx.String || url.Str == "" {
+		if o.url.Kind != jsonx.String || o.url.Str == "" {
 			return p.fail(param()+".image_url.url", "image_url parts need image_url.url")
 		}
-		part = translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: url.Str, Detail: detail.Str}}
+		part = translate.Part{Type: translate.PartImage, Media: &translate.Media{URL: o.url.Str, Detail: o.detail.Str}}
 	case "file":
-		part = translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: fileData.Str, FileID: fileID.Str, Filename: filename.Str}}
+		part = translate.Part{Type: translate.PartFile, Media: &translate.Media{FileData: o.fileData.Str, FileID: o.fileID.Str, Filename: o.filename.Str}}
 		if part.Media.FileData == "" && part.Media.FileID == "" {
 			return p.fail(param()+".file", "file parts need file.file_data or file.file_id")
 		}
 	case "input_audio":
-		part = translate.Part{Type: translate.PartAudio, Media: &translate.Media{AudioData: audio.Str, AudioFormat: format.Str}}
+		part = translate.Part{Type: translate.PartAudio, Media: &translate.Media{AudioData: o.audio.Str, AudioFormat: o.format.Str}}
 		if part.Media.AudioData == "" {
 			return p.fail(param()+".input_audio.data", "input_audio parts need input_audio.data")
 		}
@@ -280,15 +207,53 @@ func (p *parser) part(i, j int, msg *translate.Message) bool {
 		if msg.Role != translate.RoleAssistant {
 			return p.fail(param()+".type", "refusal parts are only allowed in assistant messages")
 		}
-		part = translate.Part{Type: translate.PartRefusal, Text: refusal.Str}
+		part = translate.Part{Type: translate.PartRefusal, Text: o.refusal.Str}
 	default:
-		return p.fail(param()+".type", "unknown content part type %q", typ.Str)
+		return p.fail(param()+".type", "unknown content part type %q", o.typ.Str)
 	}
 	if part.Type != translate.PartText && part.Type != translate.PartRefusal && msg.Role != translate.RoleUser {
-		return p.fail(param()+".type", "%s parts are only allowed in user messages", typ.Str)
+		return p.fail(param()+".type", "%s parts are only allowed in user messages", o.typ.Str)
 	}
 	p.parts.add(&part)
 	return true
+}
+
+// partValues is what a content part's members hold, read by partMember. The first of
+// duplicate keys wins, as with gjson's Get.
+type partValues struct {
+	typ, text, image, url, detail, fileData, fileID, filename, audio, format, refusal jsonx.Value
+	sawImage, sawFile, sawAudio                                                       bool
+	i, j                                                                              int // part j of message i
+}
+
+// param is the part's param path. (A closure kept in partValues would be allocated: the
+// values' strings go into the request, and escape analysis follows the struct as a whole.)
+func (o *partValues) param() string {
+	return translate.ParamIndex(translate.ParamIndex("messages", o.i)+".content", o.j)
+}
+
+// partMember reads the member at position f of the content part o (readPart), but type,
+// text and refusal, which readPart reads itself.
+func (p *parser) partMember(f int, o *partValues) bool {
+	sc := &p.sc
+	switch f {
+	case ptImageURL:
+		saw := o.sawImage
+		o.sawImage = true
+		switch {
+		case saw:
+			return sc.Skip()
+		case sc.Peek() != '{':
+			return sc.Value(&o.image)
+		}
+		return p.fields(func() string { return o.param() + ".image_url" }, want{"url", &o.url}, want{"detail", &o.detail})
+	case ptFile:
+		return p.firstFields(&o.sawFile, func() string { return o.param() + ".file" }, want{"file_data", &o.fileData},
+			want{"file_id", &o.fileID}, want{"filename", &o.filename})
+	case ptInputAudio:
+		return p.firstFields(&o.sawAudio, func() string { return o.param() + ".input_audio" }, want{"data", &o.audio}, want{"format", &o.format})
+	}
+	return sc.Skip()
 }
 
 // want names an object member to read and where to put its value.
@@ -307,20 +272,27 @@ func (p *parser) fields(base func() string, wants ...want) bool {
 		if !p.memberOf(&seen, base, wants) {
 			return false
 		}
-		ok := false
-		for _, w := range wants {
-			if w.key == sc.Key() {
-				ok = sc.First(w.dst)
-				goto next
-			}
+		i := 0
+		for i < len(wants) && wants[i].key != sc.Key() {
+			i++
 		}
-		ok = sc.Skip()
-	next:
-		if !ok {
+		if i < len(wants) && !sc.First(wants[i].dst) || i == len(wants) && !sc.Skip() {
 			return false
 		}
 	}
 	return !sc.Failed()
+}
+
+// firstFields reads the object at the cursor with fields the first time its member is met
+// (*saw false), as gjson's Get took the first; a later one, or a value that is not an
+// object, is skipped.
+func (p *parser) firstFields(saw *bool, base func() string, wants ...want) bool {
+	first := !*saw
+	*saw = true
+	if !first || p.sc.Peek() != '{' {
+		return p.sc.Skip()
+	}
+	return p.fields(base, wants...)
 }
 
 // schema reads the JSON Schema object at the cursor into v, as Value reads it, and sets
@@ -344,9 +316,14 @@ func (p *parser) schema(v *jsonx.Value, typed *bool) bool {
 	return true
 }
 
-func (p *parser) toolCalls(i int, msg *translate.Message) bool {
-	sc := &p.sc
+// toolCalls reads the tool_calls of the message o; null is none, as for the message's
+// other optional members (messageMember).
+func (p *parser) toolCalls(o *messageValues) bool {
+	sc, i, msg := &p.sc, o.i, &o.pm.msg
 	base := func() string { return translate.ParamIndex("messages", i) + ".tool_calls" }
+	if sc.Peek() == 'n' {
+		return sc.Literal("null")
+	}
 	if sc.Peek() != '[' {
 		return p.fail(base(), "must be an array")
 	}
@@ -366,112 +343,55 @@ func (p *parser) toolCalls(i int, msg *translate.Message) bool {
 	return true
 }
 
+// toolCallValues is what a tool call's members and its function's hold, read by
+// toolCallMember and toolCallFuncMember. The last of duplicate keys wins, as with
+// gjson's ForEach.
+type toolCallValues struct {
+	id, typ, name, arguments jsonx.Value
+	i, j                     int // tool call j of message i
+}
+
+// param is the tool call's param path (see partValues.param).
+func (o *toolCallValues) param() string {
+	return translate.ParamIndex(translate.ParamIndex("messages", o.i)+".tool_calls", o.j)
+}
+
 // toolCall reads tool call j of message i.
 func (p *parser) toolCall(i, j int) bool {
 	sc := &p.sc
-	param := func() string { return translate.ParamIndex(translate.ParamIndex("messages", i)+".tool_calls", j) }
-	// The last of duplicate keys wins, as with gjson's ForEach.
-	var id, typ, name, args jsonx.Value
+	o := toolCallValues{i: i, j: j}
+	param := o.param
 	if sc.Peek() != '{' {
 		if !sc.Skip() {
 			return false
 		}
-	} else {
-		var seen keySet
-		for n, f := 0, -1; ; {
-			// id, then type and function in either order (openai-go writes function
-			// first), tried first as in message, after the object's end.
-			switch {
-			case n > 0 && sc.EndIs('}'):
-				goto end
-			case n == 0 && sc.MemberIsShort(`{"id":`):
-				n, f = 1, tcID
-			case f == tcID && sc.MemberIs(`,"type":`), f == tcFunction && sc.MemberIs(`,"type":`):
-				f = tcType
-			case f == tcID && sc.MemberIs(`,"function":`), f == tcType && sc.MemberIs(`,"function":`):
-				f = tcFunction
-			case sc.NextField(&n):
-				f = toolCallField(sc.Key())
-			default:
-				goto end
-			}
-			if (f < 0 || !seen.Known(f)) && !p.otherMember(&seen, f, param, toolCallNames) {
-				return false
-			}
-			var ok bool
-			switch f {
-			case tcID:
-				ok = sc.Value(&id)
-			case tcType:
-				ok = sc.Value(&typ)
-			case tcFunction:
-				if sc.Peek() != '{' {
-					ok = sc.Skip()
-					break
-				}
-				ok = true
-				var fseen keySet
-				fbase := func() string { return param() + ".function" }
-				for k, g := 0, -1; ok; {
-					// name and arguments, in either order (openai-go: arguments first).
-					switch {
-					case k > 0 && sc.EndIs('}'):
-						goto fend
-					case k == 0 && sc.MemberIs(`{"name":`):
-						k, g = 1, fnName
-					case k == 0 && sc.MemberIs(`{"arguments":`):
-						k, g = 1, fnArguments
-					case g == fnName && sc.MemberIs(`,"arguments":`):
-						g = fnArguments
-					case g == fnArguments && sc.MemberIs(`,"name":`):
-						g = fnName
-					case sc.NextField(&k):
-						g = toolCallFuncField(sc.Key())
-					default:
-						goto fend
-					}
-					if (g < 0 || !fseen.Known(g)) && !p.otherMember(&fseen, g, fbase, toolCallFuncNames) {
-						return false
-					}
-					switch g {
-					case fnName:
-						ok = sc.Value(&name)
-					case fnArguments:
-						ok = p.payload(&args)
-					default:
-						ok = sc.Skip()
-					}
-				}
-			fend:
-				ok = ok && !sc.Failed()
-			default:
-				ok = sc.Skip()
-			}
-			if !ok {
-				return false
-			}
-		}
-	end:
-		if sc.Failed() {
-			return false
-		}
+	} else if !p.readToolCall(&o, param) {
+		return false
 	}
-	if id.Kind != jsonx.String || id.Str == "" {
+	if o.id.Kind != jsonx.String || o.id.Str == "" {
 		return p.fail(param()+".id", "tool calls need a string id")
 	}
-	if typ.Kind != jsonx.Missing && typ.Str != "function" {
+	if o.typ.Kind != jsonx.Missing && o.typ.Str != "function" {
 		return p.fail(param()+".type", "only function tool calls are supported")
 	}
-	if name.Kind != jsonx.String || name.Str == "" {
+	if o.name.Kind != jsonx.String || o.name.Str == "" {
 		return p.fail(param()+".function.name", "tool calls need function.name")
 	}
-	if args.Kind != jsonx.Missing && args.Kind != jsonx.String && args.Kind != jsonx.Null {
+	if o.arguments.Kind != jsonx.Missing && o.arguments.Kind != jsonx.String && o.arguments.Kind != jsonx.Null {
 		return p.fail(param()+".function.arguments", "must be a string of JSON")
 	}
-	if strings.IndexByte(id.Str, translate.CarrySep[0]) >= 0 && !p.req.OpenCarried(id.Str, &p.inflate) {
+	if strings.IndexByte(o.id.Str, translate.CarrySep[0]) >= 0 && !p.req.OpenCarried(o.id.Str, &p.inflate) {
 		p.err = translate.StateTooLarge(param()+".id", p.maxInflated)
 		return false
 	}
-	p.calls.Push(translate.ToolCall{ID: id.Str, Name: name.Str, Arguments: args.Str})
+	p.calls.Push(translate.ToolCall{ID: o.id.Str, Name: o.name.Str, Arguments: o.arguments.Str})
 	return true
 }
+
+// toolCallMember reads a member of a tool call other than id, type and function
+// (readToolCall reads those into o): it skips it.
+func (p *parser) toolCallMember(int, *toolCallValues) bool { return p.sc.Skip() }
+
+// toolCallFuncMember reads a member of a tool call's function other than name and
+// arguments (readToolCallFunc reads those into o): it skips it.
+func (p *parser) toolCallFuncMember(int, *toolCallValues) bool { return p.sc.Skip() }

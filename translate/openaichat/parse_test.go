@@ -229,6 +229,11 @@ var quirkSeeds = []string{
 	`{"model":"m","tools":[{"function":{"name":"f","strict":true,"description":"d","parameters":{"type":"object"}},"type":"function"},{"type":"function","function":{"description":"d","name":"g","parameters":{}}}],"messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"m","tools":[{"type":"function"{"function":{"name":"f"}}],"messages":[{"role":"user","content":"x"}]}`,
 	`{"model":"m","tools":[{"type":"function","function":{"name":"f"{"parameters":{}}}],"messages":[{"role":"user","content":"x"}]}`,
+	// Members the generated readers hand to a method (members.table's name=read): null is
+	// unset, a function that is not an object is skipped.
+	`{"model":"m","messages":[{"role":"assistant","content":"x","tool_calls":null},{"role":"user","tool_calls":null,"content":"y"}]}`,
+	`{"model":"m","messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"a","function":null}]}]}`,
+	`{"model":"m","tools":[{"type":"function","function":null}],"messages":[{"role":"user","content":"x"}]}`,
 	// The member orders read first (MemberIs), and braces where a comma belongs after them.
 	`{"model":"m","messages":[{"content":"x","role":"user"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"arguments":"{}","name":"f"},"type":"function"}]},{"content":"r","tool_call_id":"c","role":"tool"}]}`,
 	`{"model":"m","messages":[{"role":"user"{"content":"x"}]}`,

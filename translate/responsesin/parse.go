@@ -1,9 +1,7 @@
 package responsesin
 
 import (
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
@@ -65,18 +63,17 @@ const (
 	topLevelFields = "model input instructions tools tool_choice parallel_tool_calls text reasoning " +
 		"max_output_tokens temperature top_p metadata user safety_identifier include stream store " +
 		"previous_response_id truncation stream_options background prompt_cache_key client_metadata"
-	itemFields     = "type id role content status call_id name arguments output summary encrypted_content namespace"
-	partFields     = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
-	toolFields     = "type name description parameters strict"
-	formatFields   = "type name description schema strict"
-	textFields     = "format verbosity"
-	reasonFields   = "effort summary"
-	choiceFields   = "type name"
-	summaryFields  = "type text"
-	encryptedIncl  = "reasoning.encrypted_content"
-	logprobsIncl   = "message.output_text.logprobs"
-	dialect        = "responses"
-	maxParamLength = 64
+	itemFields    = "type id role content status call_id name arguments output summary encrypted_content namespace"
+	partFields    = "type text refusal image_url file_id detail file_data filename file_url annotations logprobs"
+	toolFields    = "type name description parameters strict"
+	formatFields  = "type name description schema strict"
+	textFields    = "format verbosity"
+	reasonFields  = "effort summary"
+	choiceFields  = "type name"
+	summaryFields = "type text"
+	encryptedIncl = "reasoning.encrypted_content"
+	logprobsIncl  = "message.output_text.logprobs"
+	dialect       = "responses"
 )
 
 // The lists above as members.Names, for members.Check and members.Read.
@@ -177,25 +174,25 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]member
-	fields, err := p.topLevel(root, buf[:0])
+	var buf [24]members.Member
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
 		return nil, err
 	}
 	// tools first: a function_call input item of a namespace tool's function takes the
 	// name the tools give it upstream (see flatten).
 	for _, f := range fields {
-		if f.name == "tools" {
-			if err := p.field(f.name, f.v); err != nil {
+		if f.Name == "tools" {
+			if err := p.field(f.Name, f.V); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, f := range fields {
-		if f.name == "tools" {
+		if f.Name == "tools" {
 			continue
 		}
-		if err := p.field(f.name, f.v); err != nil {
+		if err := p.field(f.Name, f.V); err != nil {
 			return nil, err
 		}
 	}
@@ -212,29 +209,6 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build()
 	return r, nil
-}
-
-// member is one top-level member of the request.
-type member struct {
-	name string
-	v    jsonx.Value
-}
-
-// topLevel checks the names of the top-level members (members.Check) and returns the
-// members, appended to dst, in one pass.
-func (p *parser) topLevel(root jsonx.Value, dst []member) ([]member, error) {
-	var seen members.Set
-	sc := &p.sc
-	sc.Seek(root.At)
-	for n := 0; sc.NextField(&n); {
-		k := sc.Key()
-		if err := members.Check(&seen, "", k, topLevelNames); err != nil {
-			return nil, err
-		}
-		dst = append(dst, member{name: k})
-		sc.Value(&dst[len(dst)-1].v)
-	}
-	return dst, nil
 }
 
 // checkToolChoice applies the chat parser's rules: a named function is one of the tools,
@@ -333,6 +307,7 @@ func (p *parser) untranslatableErr(param, format string, args ...any) {
 	}
 }
 
+// field reads the top-level member name, whose value is v.
 func (p *parser) field(name string, v jsonx.Value) error {
 	r, c := p.r, p.r.Core
 	if v.Kind == jsonx.Null {
@@ -343,71 +318,21 @@ func (p *parser) field(name string, v jsonx.Value) error {
 	}
 	switch name {
 	case "model":
-		if v.Kind != jsonx.String || v.Str == "" {
-			return translate.Errorf("model", "must be a non-empty string")
-		}
-		c.Model = v.Str
-	case "input":
-		p.hasInput = true
-		switch v.Kind {
-		case jsonx.String:
-			r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
-			r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
-		case jsonx.Array:
-			msgs, err := p.items(v, func() string { return "input" })
-			if err != nil {
-				return err
-			}
-			r.current = msgs
-			r.Input = v.Raw
-		default:
-			return translate.Errorf("input", "must be a string or an array of input items")
-		}
-	case "instructions":
-		if v.Kind != jsonx.String {
-			return translate.Errorf("instructions", "must be a string")
-		}
-		r.instructions = v.Str
-	case "stream":
-		b, err := boolean(v, "stream")
-		if err != nil {
-			return err
-		}
-		c.Stream = b
-	case "store":
-		b, err := boolean(v, "store")
-		if err != nil {
-			return err
-		}
-		r.Store = b
+		return str(v, name, true, &c.Model)
 	case "previous_response_id":
-		if v.Kind != jsonx.String || v.Str == "" {
-			return translate.Errorf("previous_response_id", "must be a non-empty string")
-		}
-		r.PreviousResponseID = v.Str
+		return str(v, name, true, &r.PreviousResponseID)
+	case "input":
+		return p.input(v)
+	case "instructions":
+		return str(v, name, false, &r.instructions)
+	case "prompt_cache_key":
+		return str(v, name, false, &r.promptCacheKey)
+	case "stream":
+		return boolean(v, name, &c.Stream)
+	case "store":
+		return boolean(v, name, &r.Store)
 	case "include":
-		if v.Kind != jsonx.Array {
-			return translate.Errorf("include", "must be an array of strings")
-		}
-		var err error
-		i := 0
-		p.sc.Each(v, func(_ string, e jsonx.Value) bool {
-			if e.Kind != jsonx.String {
-				err = translate.Errorf(index("include", i), "must be a string")
-				return false
-			}
-			switch e.Str {
-			case encryptedIncl:
-				r.EncryptedReasoning = true
-			case logprobsIncl:
-				// No translating backend serves logprobs to a Responses client: the
-				// caller's unsupported-parameter policy applies, naming the element.
-				c.Extra = append(c.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
-			}
-			i++
-			return true
-		})
-		return err
+		return p.include(v)
 	case "tools":
 		if v.Kind != jsonx.Array {
 			return translate.Errorf("tools", "must be an array")
@@ -418,60 +343,25 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		p.toolChoice = v.Raw
 		return p.choice(v)
 	case "parallel_tool_calls":
-		b, err := boolean(v, name)
-		if err != nil {
+		var b bool
+		if err := boolean(v, name, &b); err != nil {
 			return err
 		}
 		c.ParallelToolCalls, p.parallel = &b, &b
 	case "text":
-		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "text" }, textNames, f[:]); err != nil {
-			return err
-		}
-		if v.Kind != jsonx.Object {
-			return translate.Errorf("text", "must be an object")
-		}
-		p.text = v.Raw
-		return p.format(f[textFormat])
+		return p.textField(v)
 	case "reasoning":
-		var f [twoFieldsN]jsonx.Value
-		if err := members.Read(&p.sc, v, func() string { return "reasoning" }, reasonNames, f[:]); err != nil {
-			return err
-		}
-		if v.Kind != jsonx.Object {
-			return translate.Errorf("reasoning", "must be an object")
-		}
-		p.reasoning = v.Raw
-		if e := f[reasonEffort]; e.Exists() && e.Kind != jsonx.Null {
-			switch e.Str {
-			case "none", "minimal", "low", "medium", "high", "xhigh":
-				c.ReasoningEffort = e.Str
-			default:
-				return translate.Errorf("reasoning.effort", "must be one of none, minimal, low, medium, high, xhigh")
-			}
-		}
+		return p.reasoningField(v)
 	case "max_output_tokens":
 		n := v.Int()
 		if v.Kind != jsonx.Number || float64(n) != v.Float() || n < 1 || n > 1<<31 {
 			return translate.Errorf(name, "must be a positive integer")
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
-	case "temperature", "top_p":
-		if v.Kind != jsonx.Number {
-			return translate.Errorf(name, "must be a number")
-		}
-		f := v.Float()
-		if name == "temperature" {
-			if f < 0 || f > 2 {
-				return translate.Errorf(name, "must be between 0 and 2")
-			}
-			c.Temperature = &f
-		} else {
-			if f < 0 || f > 1 {
-				return translate.Errorf(name, "must be between 0 and 1")
-			}
-			c.TopP = &f
-		}
+	case "temperature":
+		return number(v, name, 2, &c.Temperature)
+	case "top_p":
+		return number(v, name, 1, &c.TopP)
 	case "metadata":
 		if v.Kind != jsonx.Object {
 			return translate.Errorf("metadata", "must be an object of strings")
@@ -480,47 +370,14 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		// upstream (on chat completions it would mean something else).
 		p.metadata = v.Raw
 	case "user", "safety_identifier":
-		if v.Kind != jsonx.String {
-			return translate.Errorf(name, "must be a string")
-		}
-		if name == "user" {
-			p.user = v.Str
-		} else {
-			p.safetyID = v.Str
-		}
-		if c.User == "" || name == "safety_identifier" {
-			c.User = v.Str
-		}
-	case "truncation":
-		if v.Kind != jsonx.String || (v.Str != "auto" && v.Str != "disabled") {
-			return translate.Errorf(name, "must be auto or disabled")
-		}
-		p.truncation = v.Raw
-		if v.Str == "auto" {
-			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
-		}
-	case "background":
-		b, err := boolean(v, name)
-		if err != nil {
-			return err
-		}
-		if b {
-			c.Extra = append(c.Extra, translate.Field{Name: name, Raw: v.Raw})
-		}
-	case "stream_options":
-		if v.Kind != jsonx.Object {
-			return translate.Errorf(name, "must be an object")
-		}
-	case "prompt_cache_key":
-		if v.Kind != jsonx.String {
-			return translate.Errorf(name, "must be a string")
-		}
-		r.promptCacheKey = v.Str
-	case "client_metadata":
-		// Codex CLI's (not in OpenAI's published API): ids of its installation, session
-		// and turn for OpenAI's side. Like metadata it is the client's bookkeeping, never
-		// sent to a translated upstream; it is not echoed (OpenAI's Response has no such
-		// field).
+		return p.userField(name, v)
+	case "truncation", "background":
+		return p.unsupported(name, v)
+	case "stream_options", "client_metadata":
+		// client_metadata is Codex CLI's (not in OpenAI's published API): ids of its
+		// installation, session and turn for OpenAI's side. Like metadata it is the
+		// client's bookkeeping, never sent to a translated upstream; it is not echoed
+		// (OpenAI's Response has no such field).
 		if v.Kind != jsonx.Object {
 			return translate.Errorf(name, "must be an object")
 		}
@@ -530,14 +387,162 @@ func (p *parser) field(name string, v jsonx.Value) error {
 	return nil
 }
 
-func boolean(v jsonx.Value, param string) (bool, error) {
-	if !v.IsBool() {
-		return false, translate.Errorf(param, "must be a boolean")
+// input reads input: a string (one user message) or an array of input items.
+func (p *parser) input(v jsonx.Value) error {
+	r := p.r
+	p.hasInput = true
+	switch v.Kind {
+	case jsonx.String:
+		r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
+		r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
+	case jsonx.Array:
+		msgs, err := p.items(v, func() string { return "input" })
+		if err != nil {
+			return err
+		}
+		r.current = msgs
+		r.Input = v.Raw
+	default:
+		return translate.Errorf("input", "must be a string or an array of input items")
 	}
-	return v.Kind == jsonx.True, nil
+	return nil
 }
 
-func index(base string, i int) string { return base + "[" + strconv.Itoa(i) + "]" }
+// include reads include, an array of strings: the ones the gateway knows set their
+// options.
+func (p *parser) include(v jsonx.Value) error {
+	if v.Kind != jsonx.Array {
+		return translate.Errorf("include", "must be an array of strings")
+	}
+	var err error
+	i := 0
+	p.sc.Each(v, func(_ string, e jsonx.Value) bool {
+		if e.Kind != jsonx.String {
+			err = translate.Errorf(index("include", i), "must be a string")
+			return false
+		}
+		switch e.Str {
+		case encryptedIncl:
+			p.r.EncryptedReasoning = true
+		case logprobsIncl:
+			// No translating backend serves logprobs to a Responses client: the
+			// caller's unsupported-parameter policy applies, naming the element.
+			p.r.Core.Extra = append(p.r.Core.Extra, translate.Field{Name: index("include", i), Raw: e.Raw})
+		}
+		i++
+		return true
+	})
+	return err
+}
+
+// settings reads the object v of the top-level member name, its members names into f
+// (members.Read), and keeps its text for the echo in *raw.
+func (p *parser) settings(name string, v jsonx.Value, names members.Names, f []jsonx.Value, raw *string) error {
+	if err := members.Read(&p.sc, v, func() string { return name }, names, f); err != nil {
+		return err
+	}
+	if v.Kind != jsonx.Object {
+		return translate.Errorf(name, "must be an object")
+	}
+	*raw = v.Raw
+	return nil
+}
+
+// textField reads text, whose format sets the response format.
+func (p *parser) textField(v jsonx.Value) error {
+	var f [twoFieldsN]jsonx.Value
+	if err := p.settings("text", v, textNames, f[:], &p.text); err != nil {
+		return err
+	}
+	return p.format(f[textFormat])
+}
+
+// reasoningField reads reasoning, whose effort sets the reasoning effort.
+func (p *parser) reasoningField(v jsonx.Value) error {
+	var f [twoFieldsN]jsonx.Value
+	if err := p.settings("reasoning", v, reasonNames, f[:], &p.reasoning); err != nil {
+		return err
+	}
+	if e := f[reasonEffort]; e.Exists() && e.Kind != jsonx.Null {
+		switch e.Str {
+		case "none", "minimal", "low", "medium", "high", "xhigh":
+			p.r.Core.ReasoningEffort = e.Str
+		default:
+			return translate.Errorf("reasoning.effort", "must be one of none, minimal, low, medium, high, xhigh")
+		}
+	}
+	return nil
+}
+
+// userField reads user or safety_identifier (name), echoed; the core's User is the
+// safety_identifier when there is one, else the user.
+func (p *parser) userField(name string, v jsonx.Value) error {
+	if v.Kind != jsonx.String {
+		return translate.Errorf(name, "must be a string")
+	}
+	if name == "user" {
+		p.user = v.Str
+	} else {
+		p.safetyID = v.Str
+	}
+	if c := p.r.Core; c.User == "" || name == "safety_identifier" {
+		c.User = v.Str
+	}
+	return nil
+}
+
+// unsupported reads truncation or background (name): a value no translating backend
+// honours (truncation auto, background true) goes to the core's Extra, for the caller's
+// unsupported-parameter policy.
+func (p *parser) unsupported(name string, v jsonx.Value) error {
+	var set bool
+	if name == "truncation" {
+		if v.Kind != jsonx.String || (v.Str != "auto" && v.Str != "disabled") {
+			return translate.Errorf(name, "must be auto or disabled")
+		}
+		p.truncation, set = v.Raw, v.Str == "auto"
+	} else if err := boolean(v, name, &set); err != nil {
+		return err
+	}
+	if set {
+		p.r.Core.Extra = append(p.r.Core.Extra, translate.Field{Name: name, Raw: v.Raw})
+	}
+	return nil
+}
+
+// number reads a number from 0 to hi into a new *dst.
+func number(v jsonx.Value, name string, hi float64, dst **float64) error {
+	if v.Kind != jsonx.Number {
+		return translate.Errorf(name, "must be a number")
+	}
+	f := v.Float()
+	if f < 0 || f > hi {
+		return translate.Errorf(name, "must be between 0 and %g", hi)
+	}
+	*dst = &f
+	return nil
+}
+
+// str reads a string (nonEmpty: one that is not "") into *dst.
+func str(v jsonx.Value, param string, nonEmpty bool, dst *string) error {
+	if v.Kind != jsonx.String || nonEmpty && v.Str == "" {
+		if nonEmpty {
+			return translate.Errorf(param, "must be a non-empty string")
+		}
+		return translate.Errorf(param, "must be a string")
+	}
+	*dst = v.Str
+	return nil
+}
+
+// boolean reads a boolean into *dst.
+func boolean(v jsonx.Value, param string, dst *bool) error {
+	if !v.IsBool() {
+		return translate.Errorf(param, "must be a boolean")
+	}
+	*dst = v.Kind == jsonx.True
+	return nil
+}
 
 // toolList reads tools: function tools into Core.Tools, the functions of namespace tools
 // too under their flat names (see flatten); a built-in tool is served by a responses
@@ -693,185 +698,216 @@ func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message
 	}
 	n := 0
 	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
-	msgs := make([]translate.Message, 0, n)
-	var reasoning strings.Builder
-	var blocks []translate.ThinkingBlock
+	t := turns{msgs: make([]translate.Message, 0, n), open: -1, last: -1}
 	var err error
-	// open is the index in msgs of the assistant message function calls join, or -1; its
-	// calls are the current run of p.calls until closeCalls. last is the latest assistant
-	// message's index, -1 once another message follows it.
-	open, last := -1, -1
-	closeCalls := func() {
-		if calls := p.calls.Run(); open >= 0 && calls != nil {
-			msgs[open].ToolCalls = calls
-		}
-		open = -1
-	}
-	assistant := func() *translate.Message {
-		if open < 0 {
-			msgs = append(msgs, translate.Message{Role: translate.RoleAssistant})
-			open = len(msgs) - 1
-		}
-		last = open
-		m := &msgs[open]
-		if reasoning.Len() > 0 {
-			m.Reasoning += reasoning.String()
-			reasoning.Reset()
-		}
-		m.ThinkingBlocks = append(m.ThinkingBlocks, blocks...)
-		blocks = blocks[:0]
-		return m
-	}
-	// endTurn gives blocks no assistant item took to the assistant message before them.
-	endTurn := func() {
-		if len(blocks) > 0 && last >= 0 {
-			msgs[last].ThinkingBlocks = append(msgs[last].ThinkingBlocks, blocks...)
-		}
-		blocks, last = blocks[:0], -1
-	}
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
 		at := i
-		param := func() string { return index(base(), at) }
 		i++
-		var f [itemN]jsonx.Value
-		if err = members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
+		err = p.item(&t, it, func() string { return index(base(), at) })
+		return err == nil
+	})
+	t.closeCalls(&p.calls)
+	t.endTurn()
+	return t.msgs, err
+}
+
+// turns collects the messages of an items array (see items).
+type turns struct {
+	msgs      []translate.Message
+	reasoning strings.Builder           // summaries for the next assistant message
+	blocks    []translate.ThinkingBlock // sealed blocks for the next assistant message
+	// open is the index in msgs of the assistant message function calls join, or -1; its
+	// calls are the current run of the parser's calls until closeCalls. last is the latest
+	// assistant message's index, -1 once another message follows it. (turns holds no
+	// pointer into the parser: the closure items hands jsonx's Each would move the parser
+	// to the heap with it.)
+	open, last int
+}
+
+// closeCalls gives the open assistant message its function calls, the current run of
+// calls.
+func (t *turns) closeCalls(calls *slab.Slab[translate.ToolCall]) {
+	if calls := calls.Run(); t.open >= 0 && calls != nil {
+		t.msgs[t.open].ToolCalls = calls
+	}
+	t.open = -1
+}
+
+// assistant returns the open assistant message, opened if there is none, with the
+// reasoning and blocks collected since the last.
+func (t *turns) assistant() *translate.Message {
+	if t.open < 0 {
+		t.msgs = append(t.msgs, translate.Message{Role: translate.RoleAssistant})
+		t.open = len(t.msgs) - 1
+	}
+	t.last = t.open
+	m := &t.msgs[t.open]
+	if t.reasoning.Len() > 0 {
+		m.Reasoning += t.reasoning.String()
+		t.reasoning.Reset()
+	}
+	m.ThinkingBlocks = append(m.ThinkingBlocks, t.blocks...)
+	t.blocks = t.blocks[:0]
+	return m
+}
+
+// endTurn gives blocks no assistant item took to the assistant message before them.
+func (t *turns) endTurn() {
+	if len(t.blocks) > 0 && t.last >= 0 {
+		t.msgs[t.last].ThinkingBlocks = append(t.msgs[t.last].ThinkingBlocks, t.blocks...)
+	}
+	t.blocks, t.last = t.blocks[:0], -1
+}
+
+// item reads the input item it, whose param path param returns, into t.
+func (p *parser) item(t *turns, it jsonx.Value, param func() string) error {
+	var f [itemN]jsonx.Value
+	if err := members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
+		return err
+	}
+	if it.Kind != jsonx.Object {
+		return translate.Errorf(param(), "must be an object")
+	}
+	typ := f[itemType].Str
+	if typ == "" && f[itemRole].Exists() {
+		typ = "message"
+	}
+	switch typ {
+	case "message":
+		m, err := p.message(&f, param)
+		if err != nil {
+			return err
+		}
+		t.closeCalls(&p.calls)
+		if m.Role == translate.RoleAssistant {
+			a := t.assistant()
+			a.Content, a.Refusal = m.Content, m.Refusal
+		} else {
+			t.endTurn()
+			t.msgs = append(t.msgs, m)
+		}
+	case "function_call":
+		return p.functionCall(t, &f, param)
+	case "function_call_output":
+		return p.functionCallOutput(t, &f, param)
+	case "reasoning":
+		return p.reasoningItem(t, &f, param)
+	case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
+		// A built-in tool's call the upstream ran itself (an output item of an
+		// earlier response, as the Encoder passes them on): the answer after it
+		// says what it found, so a translating backend does without it.
+	case "":
+		return translate.Errorf(param()+".type", "is required")
+	default:
+		p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
+	}
+	return nil
+}
+
+// functionCall reads a function_call item, whose members are f: a call of the open
+// assistant message.
+func (p *parser) functionCall(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	call := translate.ToolCall{}
+	for _, g := range [...]struct {
+		name string
+		at   int
+		dst  *string
+	}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
+		v := f[g.at]
+		if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
+			return translate.Errorf(param()+"."+g.name, "must be a non-empty string")
+		}
+		*g.dst = v.Str
+	}
+	switch ns := f[itemNamespace]; ns.Kind {
+	case jsonx.String:
+		if ns.Str == "" {
+			return translate.Errorf(param()+".namespace", "must be a non-empty string")
+		}
+		call.Name = p.r.flat.flatName(ns.Str, call.Name)
+	case jsonx.Missing, jsonx.Null:
+	default:
+		return translate.Errorf(param()+".namespace", "must be a string")
+	}
+	if !p.r.Core.OpenCarried(call.ID, &p.r.inflate) {
+		return translate.StateTooLarge(param()+".call_id", p.r.maxInflated)
+	}
+	t.assistant()
+	p.calls.Push(call)
+	return nil
+}
+
+// functionCallOutput reads a function_call_output item, whose members are f: a tool
+// message, which ends the assistant's turn.
+func (p *parser) functionCallOutput(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	id := f[itemCallID]
+	if id.Kind != jsonx.String || id.Str == "" {
+		return translate.Errorf(param()+".call_id", "must be a non-empty string")
+	}
+	t.endTurn()
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
+	switch out := f[itemOutput]; out.Kind {
+	case jsonx.String:
+		p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
+		m.Content = p.partSlab.Run()
+	case jsonx.Array:
+		var err error
+		if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
+			return err
+		}
+	default:
+		return translate.Errorf(param()+".output", "must be a string or an array of content parts")
+	}
+	t.closeCalls(&p.calls)
+	t.msgs = append(t.msgs, m)
+	return nil
+}
+
+// reasoningItem reads a reasoning item, whose members are f: its summaries and the blocks
+// Agate sealed in its encrypted_content go to the assistant turn that follows.
+func (p *parser) reasoningItem(t *turns, f *[itemN]jsonx.Value, param func() string) error {
+	s := f[itemSummary]
+	if s.Exists() && s.Kind != jsonx.Array {
+		return translate.Errorf(param()+".summary", "must be an array")
+	}
+	var err error
+	j := 0
+	p.sc.Each(s, func(_ string, part jsonx.Value) bool {
+		sat := j
+		pp := func() string { return index(param()+".summary", sat) }
+		j++
+		var sf [twoFieldsN]jsonx.Value
+		if err = members.Read(&p.sc, part, pp, summaryNames, sf[:]); err != nil {
 			return false
 		}
-		if it.Kind != jsonx.Object {
-			err = translate.Errorf(param(), "must be an object")
-			return false
-		}
-		typ := f[itemType].Str
-		if typ == "" && f[itemRole].Exists() {
-			typ = "message"
-		}
-		switch typ {
-		case "message":
-			var m translate.Message
-			if m, err = p.message(&f, param); err != nil {
-				return false
+		if st := sf[summaryText]; st.Kind == jsonx.String {
+			if t.reasoning.Len() > 0 {
+				t.reasoning.WriteString("\n\n")
 			}
-			closeCalls()
-			if m.Role == translate.RoleAssistant {
-				a := assistant()
-				a.Content, a.Refusal = m.Content, m.Refusal
-			} else {
-				endTurn()
-				msgs = append(msgs, m)
-			}
-		case "function_call":
-			call := translate.ToolCall{}
-			for _, g := range [...]struct {
-				name string
-				at   int
-				dst  *string
-			}{{"call_id", itemCallID, &call.ID}, {"name", itemName, &call.Name}, {"arguments", itemArguments, &call.Arguments}} {
-				v := f[g.at]
-				if v.Kind != jsonx.String || (v.Str == "" && g.at != itemArguments) {
-					err = translate.Errorf(param()+"."+g.name, "must be a non-empty string")
-					return false
-				}
-				*g.dst = v.Str
-			}
-			switch ns := f[itemNamespace]; ns.Kind {
-			case jsonx.String:
-				if ns.Str == "" {
-					err = translate.Errorf(param()+".namespace", "must be a non-empty string")
-					return false
-				}
-				call.Name = p.r.flat.flatName(ns.Str, call.Name)
-			case jsonx.Missing, jsonx.Null:
-			default:
-				err = translate.Errorf(param()+".namespace", "must be a string")
-				return false
-			}
-			if !p.r.Core.OpenCarried(call.ID, &p.r.inflate) {
-				err = translate.StateTooLarge(param()+".call_id", p.r.maxInflated)
-				return false
-			}
-			assistant()
-			p.calls.Push(call)
-		case "function_call_output":
-			id := f[itemCallID]
-			if id.Kind != jsonx.String || id.Str == "" {
-				err = translate.Errorf(param()+".call_id", "must be a non-empty string")
-				return false
-			}
-			endTurn()
-			m := translate.Message{Role: translate.RoleTool, ToolCallID: id.Str}
-			switch out := f[itemOutput]; out.Kind {
-			case jsonx.String:
-				p.partSlab.Push(translate.Part{Type: translate.PartText, Text: out.Str})
-				m.Content = p.partSlab.Run()
-			case jsonx.Array:
-				if m.Content, err = p.parts(out, func() string { return param() + ".output" }, translate.RoleTool); err != nil {
-					return false
-				}
-			default:
-				err = translate.Errorf(param()+".output", "must be a string or an array of content parts")
-				return false
-			}
-			closeCalls() // a tool result ends the assistant's turn
-			msgs = append(msgs, m)
-		case "reasoning":
-			s := f[itemSummary]
-			if s.Exists() && s.Kind != jsonx.Array {
-				err = translate.Errorf(param()+".summary", "must be an array")
-				return false
-			}
-			j := 0
-			p.sc.Each(s, func(_ string, part jsonx.Value) bool {
-				sat := j
-				pp := func() string { return index(param()+".summary", sat) }
-				j++
-				var sf [twoFieldsN]jsonx.Value
-				if err = members.Read(&p.sc, part, pp, summaryNames, sf[:]); err != nil {
-					return false
-				}
-				if t := sf[summaryText]; t.Kind == jsonx.String {
-					if reasoning.Len() > 0 {
-						reasoning.WriteString("\n\n")
-					}
-					reasoning.WriteString(t.Str)
-				}
-				return true
-			})
-			if err != nil {
-				return false
-			}
-			switch enc := f[itemEncrypted]; enc.Kind {
-			case jsonx.String:
-				b, ok, over := p.r.inflate.OpenBlock(enc.Str)
-				if over {
-					err = translate.StateTooLarge(param()+".encrypted_content", p.r.maxInflated)
-					return false
-				}
-				if ok {
-					blocks = append(blocks, b)
-					p.r.Sealed = true
-				}
-			case jsonx.Missing, jsonx.Null:
-			default:
-				err = translate.Errorf(param()+".encrypted_content", "must be a string")
-				return false
-			}
-			closeCalls() // the reasoning belongs to the assistant turn that follows
-		case "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools":
-			// A built-in tool's call the upstream ran itself (an output item of an
-			// earlier response, as the Encoder passes them on): the answer after it
-			// says what it found, so a translating backend does without it.
-		case "":
-			err = translate.Errorf(param()+".type", "is required")
-			return false
-		default:
-			p.untranslatableErr(param()+".type", "the input item type %q is served only by a responses backend", clip(typ))
+			t.reasoning.WriteString(st.Str)
 		}
 		return true
 	})
-	closeCalls()
-	endTurn()
-	return msgs, err
+	if err != nil {
+		return err
+	}
+	switch enc := f[itemEncrypted]; enc.Kind {
+	case jsonx.String:
+		b, ok, over := p.r.inflate.OpenBlock(enc.Str)
+		if over {
+			return translate.StateTooLarge(param()+".encrypted_content", p.r.maxInflated)
+		}
+		if ok {
+			t.blocks = append(t.blocks, b)
+			p.r.Sealed = true
+		}
+	case jsonx.Missing, jsonx.Null:
+	default:
+		return translate.Errorf(param()+".encrypted_content", "must be a string")
+	}
+	t.closeCalls(&p.calls) // the reasoning belongs to the assistant turn that follows
+	return nil
 }
 
 // message reads a message item, given its members.
@@ -966,17 +1002,6 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 		return nil, err
 	}
 	return out, nil
-}
-
-func clip(s string) string {
-	if len(s) <= maxParamLength {
-		return s
-	}
-	n := maxParamLength
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // echoSize is about the length of what appendEcho writes, so that it allocates once.

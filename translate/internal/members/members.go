@@ -177,6 +177,31 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, v
 	return nil
 }
 
+// Member is one member of an object: its name and its value.
+type Member struct {
+	Name string
+	V    jsonx.Value
+}
+
+// Collect walks the object obj once, applying Check to every member name (base is the
+// object's param path, "" at the top level), and returns its members appended to dst, in
+// order: a parser that reads the members in another order, or more than once, checks
+// every name before it reads any value. obj must be an object from sc; Collect moves its
+// cursor.
+func Collect(sc *jsonx.Scanner, obj jsonx.Value, base string, known Names, dst []Member) ([]Member, error) {
+	var seen Set
+	sc.Seek(obj.At)
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if err := Check(&seen, base, k, known); err != nil {
+			return nil, err
+		}
+		dst = append(dst, Member{Name: k})
+		sc.Value(&dst[len(dst)-1].V)
+	}
+	return dst, nil
+}
+
 // Error returns the ParamError for the member name k that Check refused with code
 // (translate.CodeDuplicateKey, or translate.CodeKeyCase with the field it folds to).
 func Error(base, k, code, field string) *translate.ParamError {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -140,4 +141,47 @@ func FuzzMemberMatchesModel(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestCollect(t *testing.T) {
+	names := NewNames("model input")
+	tests := []struct {
+		name      string
+		body      string
+		want      []string // the members' names then raw values
+		wantParam string   // the refused name's param; "" for none
+		wantCode  string
+	}{
+		{name: "members in order", body: `{"model":"m","x":[1],"input":"hi"}`, want: []string{"model", `"m"`, "x", "[1]", "input", `"hi"`}},
+		{name: "empty", body: `{}`},
+		{name: "duplicate after a value", body: `{"model":"m","input":1,"model":"n"}`, wantParam: "model", wantCode: translate.CodeDuplicateKey},
+		{name: "case variant", body: `{"MODEL":"m"}`, wantParam: "MODEL", wantCode: translate.CodeKeyCase},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := jsonx.NewScanner(tt.body)
+			root, ok := sc.IndexRoot()
+			if !ok {
+				t.Fatalf("not JSON: %s", tt.body)
+			}
+			got, err := Collect(&sc, root, "", names, nil)
+			var pe *translate.ParamError
+			if tt.wantCode != "" {
+				if !errors.As(err, &pe) || pe.Param != tt.wantParam || pe.Code != tt.wantCode {
+					t.Fatalf("Collect error %v, want %s %s", err, tt.wantParam, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flat []string
+			for _, m := range got {
+				flat = append(flat, m.Name, m.V.Raw)
+			}
+			if strings.Join(flat, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("Collect = %q, want %q", flat, tt.want)
+			}
+		})
+	}
 }
