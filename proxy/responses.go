@@ -465,10 +465,6 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 	if rec == nil {
 		return
 	}
-	if rec.Overlong {
-		writeError(ctx, classify(s.overlong(id), rid))
-		return
-	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
 }
@@ -480,8 +476,9 @@ func (s *Server) overlong(id string) error {
 		clip(id, maxLoggedString), s.maxStored)
 }
 
-// storedRecord returns the stored response id of key, or writes the error (404, or 503
-// when the store cannot be read) and returns nil.
+// storedRecord returns the stored response id of key, or writes the error (404, also for a
+// response served but not kept, its record over responses.max_stored_bytes; or 503 when
+// the store cannot be read) and returns nil.
 func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *responsestore.Record {
 	rec, err := s.responses.Get(s.baseCtx, key, id)
 	switch {
@@ -494,6 +491,10 @@ func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *re
 	case err != nil:
 		s.logger.Error("reading the response store", "request_id", rid, "error", err)
 		writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
+		return nil
+	}
+	if rec.Overlong {
+		writeError(ctx, classify(s.overlong(id), rid))
 		return nil
 	}
 	return rec
@@ -525,10 +526,6 @@ func (s *Server) handleInputItems(ctx *fasthttp.RequestCtx, rid, method, id stri
 	}
 	rec := s.storedRecord(ctx, rid, key.name, id)
 	if rec == nil {
-		return
-	}
-	if rec.Overlong {
-		writeError(ctx, classify(s.overlong(id), rid))
 		return
 	}
 	body, err := responsesin.AppendInputItems(nil, id, rec.Input, q)

@@ -9,10 +9,11 @@
 // wires that have a place for it), the Allowance under which a client parser opens both
 // (what one request's compressed state may inflate to in all; Request.Carried keeps what
 // it opened, Request.SplitID reads it), the one rule for tool names (CheckToolName),
-// and the Provider and StreamDecoder interfaces an upstream dialect implements.
+// the Provider and StreamDecoder interfaces an upstream dialect implements, and the
+// ClientStream and ClientAssembler interfaces a client dialect implements (client.go).
 //
-// Client dialects (translate/openaichat today) parse their wire into a Request and encode
-// Events back; upstream dialects (translate/anthropic, gemini, responses, openai) encode a
+// Client dialects (translate/openaichat, responsesin, messagesin) parse their wire into a
+// Request and encode Events back; upstream dialects (translate/anthropic, gemini, responses, openai) encode a
 // Request for their upstream and decode its answers into Events.
 //
 // It is pure: bytes or structs in, bytes or structs out, no network, no clock and no

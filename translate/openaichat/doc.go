@@ -3,7 +3,8 @@
 // translate.Request (validating JSON, UTF-8 and member names, blaming the param of each
 // error), ChunkEncoder writes translate Events as chat.completion.chunk SSE frames,
 // Assembler collects them into one chat.completion, and AppendError/AppendErrorEvent write
-// OpenAI error bodies.
+// OpenAI error bodies. ChunkEncoder and Completion (over an Assembler) are its side of the
+// client contract, translate.ClientStream and translate.ClientAssembler (client.go).
 //
 // It imports translate, internal/jsonx, translate/internal/members and translate/internal/slab only; it must not import an upstream dialect,
 // the proxy or anything that does I/O. The other client dialects (OpenAI Responses,
