@@ -8,10 +8,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/valyala/fasthttp"
 )
 
 // handleCountTokens serves POST /v1/messages/count_tokens: {"input_tokens": n} for the
