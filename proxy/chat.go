@@ -288,6 +288,8 @@ func (f *chatForward) request(dst []byte, r *route, opts *translate.Options) ([]
 	return r.backend.provider.AppendRequest(dst, f.req, opts)
 }
 
+func (f *chatForward) errors() translate.ClientErrors { return openaichat.Errors{} }
+
 func (f *chatForward) begin(r *route) {
 	if f.chunks == nil {
 		f.chunks = &chatChunks{model: jsonx.AppendString(nil, f.req.Model)}

@@ -185,6 +185,8 @@ func (f *messagesForward) request(dst []byte, r *route, _ *translate.Options) ([
 	return (*messagesRun)(f).passBody(dst, r), nil
 }
 
+func (f *messagesForward) errors() translate.ClientErrors { return messagesin.Errors{} }
+
 func (f *messagesForward) begin(r *route) {
 	f.dec = r.backend.provider.NewStreamDecoder(nil)
 	if f.keep == nil {

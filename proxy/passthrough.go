@@ -20,6 +20,9 @@ import (
 // forwarder is a client API's side of the passthrough. It serves one request, its
 // retries and fallbacks included, and is not safe for concurrent use.
 type forwarder interface {
+	// errors returns the writer of the client API's errors: a forwarded stream's error
+	// event, or its error body.
+	errors() translate.ClientErrors
 	// request appends the upstream request body for route r to dst: the client's body,
 	// its model the route's upstream model.
 	request(dst []byte, r *route, opts *translate.Options) ([]byte, error)

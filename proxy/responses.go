@@ -252,15 +252,9 @@ func (x *responsesRun) forwarder() forwarder {
 	return (*responsesForward)(x)
 }
 
-// streamEncoder returns the stream's writer: the Responses encoder's, or for a
-// passthrough only its error event, numbered after the events forwarded.
 func (x *responsesRun) streamEncoder() translate.ClientStream {
-	if x.pass {
-		x.answer = responsesin.Answer{Seq: &x.fw.Seq}
-	} else {
-		x.newEncoder(true)
-		x.answer = responsesin.Answer{Enc: x.enc, Now: unixNow}
-	}
+	x.newEncoder(true)
+	x.answer = responsesin.Answer{Enc: x.enc, Now: unixNow}
 	return &x.answer
 }
 
@@ -388,6 +382,10 @@ type responsesForward responsesRun
 func (f *responsesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
 	return f.req.AppendBody(dst, r.upstreamModel), nil
 }
+
+// errors returns the forwarded stream's error writer: its error event is numbered after the
+// events forwarded.
+func (f *responsesForward) errors() translate.ClientErrors { return &f.fw }
 
 func (f *responsesForward) begin(r *route) {
 	f.fw.Begin()

@@ -28,19 +28,26 @@ import (
 // writer and the client's connection, and no coroutine switch between two events.
 func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	started := make(chan *apiError, 1)
-	enc := run.streamEncoder()
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
+	o := &sseOut{c: c, cancel: cancel, started: started}
+	f := run.forwarder()
+	if f != nil { // the upstream's events are the stream: only errors are the dialect's
+		o.errs = f.errors()
+	} else {
+		o.enc = run.streamEncoder()
+		o.errs = o.enc
+	}
 	sink := &streamSink{}
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		sink.yield = yield
-		w := bufio.NewWriterSize(sink, streamBufferSize)
+		o.w = bufio.NewWriterSize(sink, streamBufferSize)
 		defer c.releaseScratch() // last: nothing reads the request any more
-		defer w.Flush()          // what the writer left buffered, as fasthttp's stream writer did
+		defer o.w.Flush()        // what the writer left buffered, as fasthttp's stream writer did
 		defer c.endLimits()      // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
-		defer c.recoverStream(w, started, enc)
-		c.writeStream(cctx, cancel, w, started, run, enc)
+		defer c.recoverStream(o)
+		c.writeStream(cctx, o, run, f)
 	})
 	// Run the writer until it has decided; whatever it flushed before deciding (nothing,
 	// as the writers commit before they write) is kept for the body.
@@ -177,7 +184,7 @@ func (b *pullBody) Close() error {
 
 // recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
 // handler's recover) into a 500 before the stream started, or an in-band error after.
-func (c *requestRun) recoverStream(w *bufio.Writer, started chan<- *apiError, enc translate.ClientStream) {
+func (c *requestRun) recoverStream(o *sseOut) {
 	p := recover()
 	if p == nil {
 		return
@@ -187,22 +194,22 @@ func (c *requestRun) recoverStream(w *bufio.Writer, started chan<- *apiError, en
 	e := c.clientError(a)
 	if !c.committed {
 		c.committed = true
-		started <- &a
-		w.Write(enc.AppendErrorBody(nil, &e))
+		o.started <- &a
+		o.w.Write(o.errs.AppendErrorBody(nil, &e))
 	} else { // the client has the SSE headers: end the stream in-band
-		w.Write(enc.AppendErrorEvent(nil, &e))
+		o.w.Write(o.errs.AppendErrorEvent(nil, &e))
 	}
-	w.Flush()
+	o.w.Flush()
 }
 
 // refuse answers a stream that failed before it started, once: err's status, sent to the
-// handler on started, and enc's error body. It returns the status.
-func (c *requestRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, enc translate.ClientStream) int {
+// handler on o.started, and the dialect's error body. It returns the status.
+func (c *requestRun) refuse(err error, o *sseOut) int {
 	c.committed = true
 	a := c.s.render(c.rid, err)
-	started <- &a
+	o.started <- &a
 	e := c.clientError(a)
-	w.Write(enc.AppendErrorBody(nil, &e))
+	o.w.Write(o.errs.AppendErrorBody(nil, &e))
 	return a.Status
 }
 
@@ -212,7 +219,8 @@ func (c *requestRun) clientError(a apiError) translate.ClientError {
 }
 
 // sseOut writes events to the client in its API's wire format (enc, the client dialect's
-// translate.ClientStream): the one stream writer of every client API. Events are written
+// translate.ClientStream; nil for a forwarded stream, whose events are the upstream's, and
+// whose errors errs writes): the one stream writer of every client API. Events are written
 // as they are decoded and flushed at the end of every upstream read (and at every
 // keep-alive and the end), so nothing ever waits for more upstream data, while events
 // that arrived together share one write to the client.
@@ -220,6 +228,7 @@ type sseOut struct {
 	c       *requestRun
 	w       *bufio.Writer
 	enc     translate.ClientStream
+	errs    translate.ClientErrors
 	buf     []byte
 	cancel  context.CancelFunc
 	started chan<- *apiError
@@ -299,17 +308,14 @@ func (o *sseOut) gone() error {
 }
 
 // writeStream produces the response body in the stream writer's coroutine: the run's
-// answer, forwarded (the passthrough) or translated, written by enc. It sends on started
-// exactly once: nil when the stream starts (SSE, 200), else the error the handler answers
-// with, whose body it writes (enc.AppendErrorBody). A stream that fails after it started
-// ends with enc's error event; one that ends well with enc's Finish, unless forwarded
-// (the upstream's own end was).
-func (c *requestRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError,
-	run endpointRun, enc translate.ClientStream) {
-	o := &sseOut{c: c, w: w, cancel: cancel, started: started, enc: enc}
+// answer, forwarded by f (the passthrough) or translated and written by o.enc. It sends on
+// o.started exactly once: nil when the stream starts (SSE, 200), else the error the
+// handler answers with, whose body it writes (o.errs.AppendErrorBody). A stream that
+// fails after it started ends with the dialect's error event; one that ends well with
+// o.enc's Finish, unless forwarded (the upstream's own end was).
+func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun, f forwarder) {
 	c.call.flush = o.sync
 	var err error
-	f := run.forwarder()
 	if f != nil {
 		err = c.forwardStream(ctx, f, o) // passthrough.go
 	} else {
@@ -318,16 +324,16 @@ func (c *requestRun) writeStream(ctx context.Context, cancel context.CancelFunc,
 	code := 200
 	switch {
 	case !c.committed:
-		code = c.refuse(err, started, w, enc)
+		code = c.refuse(err, o)
 	case errors.Is(err, errReported): // the upstream's error event was forwarded
 		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
 		e := c.clientError(c.s.render(c.rid, err))
-		o.buf = enc.AppendErrorEvent(o.buf[:0], &e)
+		o.buf = o.errs.AppendErrorEvent(o.buf[:0], &e)
 		o.flush()
 	case err == nil:
 		if f == nil {
-			o.buf = enc.Finish(o.buf[:0])
+			o.buf = o.enc.Finish(o.buf[:0])
 			o.flush()
 		}
 		run.answered(ctx, nil)

@@ -17,6 +17,18 @@ type ClientError struct {
 	RequestID                  string
 }
 
+// ClientErrors writes a client API's errors: all a stream the gateway forwards from an
+// upstream of the client's own API needs of its dialect (the upstream's events are the
+// stream). Its methods append to dst and return the extended slice.
+type ClientErrors interface {
+	// AppendErrorEvent appends the in-band error that ends a started stream, after any
+	// event the stream holds (a Responses stream's error event is numbered after them).
+	AppendErrorEvent(dst []byte, e *ClientError) []byte
+	// AppendErrorBody appends the JSON body of the error status that answers a stream that
+	// failed before it started.
+	AppendErrorBody(dst []byte, e *ClientError) []byte
+}
+
 // ClientStream writes one streamed answer in a client API's wire format: SSE events, each
 // whole ("...\n\n"), appended to the caller's buffer. It is made for one answer and is not
 // safe for concurrent use. The caller writes:
@@ -25,11 +37,12 @@ type ClientError struct {
 //     body of the error status the client gets instead of a stream);
 //   - else any number of AppendEvent and AppendKeepAlive, then exactly one of Finish (the
 //     answer ended well) or AppendErrorEvent (it failed after the stream started), or
-//     nothing more (the client left, or the stream's own bytes ended it).
+//     nothing more (the client left).
 //
 // Every method appends to dst and returns the extended slice; none keeps dst. The
 // strings of an Event are valid only during AppendEvent: what it keeps, it copies.
 type ClientStream interface {
+	ClientErrors
 	// AppendEvent appends what ev adds to the stream, possibly nothing (an event the API
 	// has no place for, or one it writes later: a finish reason waits for the usage). ev
 	// is never EventError: the caller ends the stream with AppendErrorEvent instead. An
@@ -42,12 +55,6 @@ type ClientStream interface {
 	// Finish appends the end of an answer that ended well: what the events left open and
 	// the stream's terminal event ([DONE], response.completed, message_stop).
 	Finish(dst []byte) []byte
-	// AppendErrorEvent appends the in-band error that ends a started stream, after any
-	// event this stream wrote (a Responses stream's error event is numbered after them).
-	AppendErrorEvent(dst []byte, e *ClientError) []byte
-	// AppendErrorBody appends the JSON body of the error status that answers a stream that
-	// failed before it started.
-	AppendErrorBody(dst []byte, e *ClientError) []byte
 }
 
 // ClientAssembler collects the events of one non-streamed answer into its body in a client

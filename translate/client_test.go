@@ -19,6 +19,8 @@ type clientDialect struct {
 	name      string
 	stream    func(t *testing.T) translate.ClientStream
 	assembler func(t *testing.T) translate.ClientAssembler
+	// forwarded writes the errors of a stream forwarded from an upstream of the API.
+	forwarded translate.ClientErrors
 	// keepAlive is what the first keep-alive of a fresh stream writes, later the next ones.
 	keepAlive, later string
 	// terminal is how a finished stream ends; errorEvent how an error event starts.
@@ -44,6 +46,7 @@ func clientDialects() []clientDialect {
 		assembler: func(*testing.T) translate.ClientAssembler {
 			return &openaichat.Completion{A: &openaichat.Assembler{}, ID: "chatcmpl-1", Model: "m", Now: now}
 		},
+		forwarded: openaichat.Errors{},
 		keepAlive: ": keep-alive\n\n", later: ": keep-alive\n\n",
 		terminal: "data: [DONE]\n\n", errorEvent: "data: {\"error\":",
 		errorMessage: []string{"error", "message"},
@@ -57,6 +60,7 @@ func clientDialects() []clientDialect {
 			return &responsesin.Answer{Enc: responsesin.NewEncoder(responsesRequest(t),
 				responsesin.EncoderOptions{ID: "resp_1", Model: "m", Created: 1}), Now: now}
 		},
+		forwarded: &responsesin.Forward{},
 		keepAlive: ": keep-alive\n\n", later: ": keep-alive\n\n",
 		terminal: "event: response.completed\n", errorEvent: "event: error\n",
 		errorMessage: []string{"error", "message"},
@@ -68,6 +72,7 @@ func clientDialects() []clientDialect {
 		assembler: func(*testing.T) translate.ClientAssembler {
 			return &messagesin.Message{ID: "msg_1", Model: "m"}
 		},
+		forwarded: messagesin.Errors{},
 		keepAlive: "event: message_start\n", later: "event: ping\ndata: {\"type\":\"ping\"}\n\n",
 		terminal: "event: message_stop\n", errorEvent: "event: error\n",
 		errorMessage: []string{"error", "message"},
@@ -195,6 +200,16 @@ func TestClientContract(t *testing.T) {
 				}
 				if m != testClientError.Message {
 					t.Errorf("message %v, want %q", m, testClientError.Message)
+				}
+			})
+			t.Run("forwarded stream's errors", func(t *testing.T) {
+				want := d.stream(t).AppendErrorBody(nil, &testClientError)
+				if got := d.forwarded.AppendErrorBody(nil, &testClientError); string(got) != string(want) {
+					t.Errorf("error body %s, want the stream's %s", got, want)
+				}
+				ev := d.forwarded.AppendErrorEvent([]byte("x"), &testClientError)
+				if !strings.HasPrefix(string(ev[1:]), d.errorEvent) || len(events(t, ev[1:])) != 1 {
+					t.Errorf("error event %q, want one event starting with %q", ev[1:], d.errorEvent)
 				}
 			})
 			t.Run("assembled body", func(t *testing.T) {

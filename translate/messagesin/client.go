@@ -3,7 +3,8 @@ package messagesin
 import "github.com/agate-gateway/agate/translate"
 
 // The Messages API's side of the client contract (translate.ClientStream,
-// translate.ClientAssembler): Encoder is its stream, Message its whole answer.
+// translate.ClientAssembler, translate.ClientErrors): Encoder is its stream, Message its
+// whole answer, Errors its errors.
 
 // AppendEvent appends ev's events (Encode): translate.ClientStream.
 func (e *Encoder) AppendEvent(dst []byte, ev *translate.Event) ([]byte, error) {
@@ -19,14 +20,28 @@ func (e *Encoder) AppendKeepAlive(dst []byte) []byte {
 	return AppendPing(dst)
 }
 
+// AppendErrorEvent appends the error event that ends a failed stream (Errors).
+func (e *Encoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
+	return Errors{}.AppendErrorEvent(dst, err)
+}
+
+// AppendErrorBody appends an Anthropic error body (Errors).
+func (e *Encoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+	return Errors{}.AppendErrorBody(dst, err)
+}
+
+// Errors writes the Messages API's errors (translate.ClientErrors): those of a stream
+// forwarded from an anthropic upstream, and Encoder's.
+type Errors struct{}
+
 // AppendErrorEvent appends the error event that ends a failed stream (AppendErrorEvent):
 // the error's type is Anthropic's for its status.
-func (e *Encoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
+func (Errors) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
 	return AppendErrorEvent(dst, err.Status, err.Message, err.RequestID)
 }
 
 // AppendErrorBody appends an Anthropic error body (AppendError).
-func (e *Encoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+func (Errors) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
 	return AppendError(dst, err.Status, err.Message, err.RequestID)
 }
 

@@ -3,7 +3,8 @@ package openaichat
 import "github.com/agate-gateway/agate/translate"
 
 // The chat completions API's side of the client contract (translate.ClientStream,
-// translate.ClientAssembler): ChunkEncoder is its stream, Completion its whole answer.
+// translate.ClientAssembler, translate.ClientErrors): ChunkEncoder is its stream,
+// Completion its whole answer, Errors its errors.
 
 // AppendEvent appends ev's chunks (Encode): translate.ClientStream.
 func (e *ChunkEncoder) AppendEvent(dst []byte, ev *translate.Event) ([]byte, error) {
@@ -15,14 +16,28 @@ func (e *ChunkEncoder) AppendKeepAlive(dst []byte) []byte {
 	return append(dst, ": keep-alive\n\n"...)
 }
 
+// AppendErrorEvent appends the in-band error frame that ends a failed stream (Errors).
+func (e *ChunkEncoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
+	return Errors{}.AppendErrorEvent(dst, err)
+}
+
+// AppendErrorBody appends the OpenAI error object (Errors).
+func (e *ChunkEncoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+	return Errors{}.AppendErrorBody(dst, err)
+}
+
+// Errors writes the chat completions API's errors (translate.ClientErrors): those of a
+// stream forwarded from an OpenAI-compatible upstream, and ChunkEncoder's.
+type Errors struct{}
+
 // AppendErrorEvent appends the in-band error frame that ends a failed stream: a data line
 // holding an OpenAI error object (AppendErrorEvent).
-func (e *ChunkEncoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
+func (Errors) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
 	return AppendErrorEvent(dst, err.Message, err.Type, err.Param, err.Code)
 }
 
 // AppendErrorBody appends the OpenAI error object (AppendError).
-func (e *ChunkEncoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+func (Errors) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
 	return AppendError(dst, err.Message, err.Type, err.Param, err.Code)
 }
 

@@ -4,15 +4,13 @@ import "github.com/agate-gateway/agate/translate"
 
 // The Responses API's side of the client contract: Answer is its stream
 // (translate.ClientStream) and its whole answer (translate.ClientAssembler); Forward
-// rewrites a responses backend's stream for a passthrough.
+// rewrites a responses backend's stream for a passthrough, and writes its errors
+// (translate.ClientErrors).
 
 // Answer writes one response over Enc, streamed or not as Enc was made (EncoderOptions.
-// Stream), finished at Now() (Unix seconds, read when the answer ends). A stream the
-// gateway forwards from a responses backend has no Enc: its error event is numbered by
-// Seq, the passthrough's Sequencer, after the events forwarded.
+// Stream), finished at Now() (Unix seconds, read when the answer ends).
 type Answer struct {
 	Enc *Encoder
-	Seq *Sequencer
 	Now func() int64
 }
 
@@ -34,19 +32,24 @@ func (a *Answer) Finish(dst []byte) []byte { return a.Enc.Finish(dst, a.Now()) }
 // code, else its type: after response.created and response.in_progress when nothing was
 // written yet (a stream a keep-alive started), numbered after the events before it.
 func (a *Answer) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
-	code := err.Code
-	if code == "" {
-		code = err.Type
-	}
-	if a.Enc == nil {
-		return AppendErrorEvent(dst, a.Seq.Next(), err.Message, code, err.Param)
-	}
 	dst = a.Enc.Start(dst)
-	return a.Enc.AppendError(dst, err.Message, code, err.Param)
+	return a.Enc.AppendError(dst, err.Message, errorCode(err), err.Param)
+}
+
+// errorCode is the code of a Responses error event: OpenAI's code, else its type.
+func errorCode(err *translate.ClientError) string {
+	if err.Code != "" {
+		return err.Code
+	}
+	return err.Type
 }
 
 // AppendErrorBody appends an OpenAI error object (translate.AppendOpenAIError).
 func (a *Answer) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+	return appendErrorBody(dst, err)
+}
+
+func appendErrorBody(dst []byte, err *translate.ClientError) []byte {
 	return translate.AppendOpenAIError(dst, err.Message, err.Type, err.Param, err.Code)
 }
 
@@ -130,6 +133,17 @@ func (f *Forward) Event(dst, data []byte) (out []byte, r Forwarded, ok bool) {
 		f.terminal = true
 	}
 	return append(dst, "\n\n"...), r, true
+}
+
+// AppendErrorEvent appends the error event that ends a failed forwarded stream, numbered
+// after the events forwarded (Seq), its code OpenAI's code, else its type.
+func (f *Forward) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
+	return AppendErrorEvent(dst, f.Seq.Next(), err.Message, errorCode(err), err.Param)
+}
+
+// AppendErrorBody appends an OpenAI error object (translate.AppendOpenAIError).
+func (f *Forward) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
+	return appendErrorBody(dst, err)
 }
 
 // carriesResponse reports whether a stream event of type typ carries the Response object.
