@@ -47,8 +47,6 @@ type messagesRun struct {
 	pass bool
 	// header is the client request's header (anthropic-version, anthropic-beta).
 	header *fasthttp.RequestHeader
-	// msg collects a translated non-streamed answer.
-	msg messagesin.Message
 	// The passthrough's (messagesForward): the attempt's stream decoder, keepUsage as a
 	// func value and the meter it reports to.
 	dec   translate.StreamDecoder
@@ -156,8 +154,7 @@ func (m *messagesRun) streamEncoder() translate.ClientStream {
 }
 
 func (m *messagesRun) assembler() translate.ClientAssembler {
-	m.msg = messagesin.Message{ID: m.c.responseID(), Model: m.c.req.Model}
-	return &m.msg
+	return &messagesin.Message{ID: m.c.responseID(), Model: m.c.req.Model}
 }
 
 func (m *messagesRun) answered(context.Context, []byte) {}
