@@ -20,18 +20,8 @@ func (e *Encoder) AppendKeepAlive(dst []byte) []byte {
 	return AppendPing(dst)
 }
 
-// AppendErrorEvent appends the error event that ends a failed stream (Errors).
-func (e *Encoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
-	return Errors{}.AppendErrorEvent(dst, err)
-}
-
-// AppendErrorBody appends an Anthropic error body (Errors).
-func (e *Encoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
-	return Errors{}.AppendErrorBody(dst, err)
-}
-
 // Errors writes the Messages API's errors (translate.ClientErrors): those of a stream
-// forwarded from an anthropic upstream, and Encoder's.
+// forwarded from an anthropic upstream, and Encoder's (which embeds it).
 type Errors struct{}
 
 // AppendErrorEvent appends the error event that ends a failed stream (AppendErrorEvent):

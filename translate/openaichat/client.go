@@ -16,18 +16,8 @@ func (e *ChunkEncoder) AppendKeepAlive(dst []byte) []byte {
 	return append(dst, ": keep-alive\n\n"...)
 }
 
-// AppendErrorEvent appends the in-band error frame that ends a failed stream (Errors).
-func (e *ChunkEncoder) AppendErrorEvent(dst []byte, err *translate.ClientError) []byte {
-	return Errors{}.AppendErrorEvent(dst, err)
-}
-
-// AppendErrorBody appends the OpenAI error object (Errors).
-func (e *ChunkEncoder) AppendErrorBody(dst []byte, err *translate.ClientError) []byte {
-	return Errors{}.AppendErrorBody(dst, err)
-}
-
 // Errors writes the chat completions API's errors (translate.ClientErrors): those of a
-// stream forwarded from an OpenAI-compatible upstream, and ChunkEncoder's.
+// stream forwarded from an OpenAI-compatible upstream, and ChunkEncoder's (which embeds it).
 type Errors struct{}
 
 // AppendErrorEvent appends the in-band error frame that ends a failed stream: a data line

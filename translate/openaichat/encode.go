@@ -16,6 +16,8 @@ import (
 //
 // A ChunkEncoder serves one response and is not safe for concurrent use.
 type ChunkEncoder struct {
+	Errors // its errors: translate.ClientStream's AppendErrorEvent and AppendErrorBody
+
 	// The first choice's state is held inline (most responses have one choice), so an
 	// encoder is two allocations: itself and its prefixes (see NewChunkEncoder).
 	done    bool
