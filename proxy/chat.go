@@ -13,6 +13,7 @@ import (
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
@@ -44,6 +45,13 @@ type requestRun struct {
 	// scratch holds req's memory when the chat endpoint parsed it into one; released
 	// when the run is over (releaseScratch).
 	scratch *openaichat.Scratch
+	// completion is a non-streamed chat answer's assembler (its Assembler pooled, given
+	// back by releaseScratch), collected its loop.Output: kept here, they cost no
+	// allocation.
+	completion openaichat.Completion
+	collected  collect
+	// chunks is the state of a forwarded chat stream (chatForward).
+	chunks *chatChunks
 
 	// span is the server span (tracing.go); nil when tracing is off.
 	span *telemetry.Request
@@ -187,8 +195,10 @@ func (c *requestRun) execute(ctx context.Context, out loop.Output, stream bool) 
 
 func (c *requestRun) outEvent(ev *translate.Event) error { return c.out.Event(ev) }
 
-// complete serves a non-streaming request.
-func (c *requestRun) complete(ctx *fasthttp.RequestCtx) {
+// complete serves a non-streaming request of any client API: run's answer, forwarded
+// (passthrough.go) or translated and collected by run's assembler, is written into the
+// response's own pooled buffer.
+func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 	// One model call runs in this goroutine and is over when complete returns: it needs
 	// no context of its own. A tool loop may leave tool calls running; its context ends
 	// them.
@@ -198,43 +208,135 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx) {
 		cctx, cancel = context.WithCancel(cctx)
 		defer cancel()
 	}
-	if c.passthrough() {
-		body, err := c.call.forwardComplete(cctx, c.req, ctx.Response.SwapBody(nil))
-		if err != nil {
-			c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-			c.finish(ctx, 0, false)
-			return
+	dst := ctx.Response.SwapBody(nil)
+	var body []byte
+	var err error
+	if f := run.forwarder(); f != nil {
+		body, err = c.forwardComplete(cctx, f, dst) // passthrough.go
+	} else {
+		c.collected = collect{run.assembler()}
+		if err = c.execute(cctx, &c.collected, false); err == nil {
+			body, err = c.collected.a.AppendBody(dst[:0])
 		}
-		ctx.SetStatusCode(200)
-		ctx.SetContentType("application/json")
-		ctx.Response.SwapBody(body) // written into the response's own pooled buffer
-		c.finish(ctx, 200, false)
-		return
-	}
-	a := c.s.assemblers.get()
-	defer c.s.assemblers.put(a)
-	err := c.execute(cctx, assemblerOut{a}, false)
-	if err == nil && a.Err != nil {
-		err = a.Err
 	}
 	if err != nil {
+		ctx.Response.SwapBody(dst)
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		c.finish(ctx, 0, false)
+		run.finish(ctx, 0, false)
 		return
 	}
-	a.Finish()
+	run.answered(cctx, body)
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
-	// Written into the response's own pooled buffer.
-	ctx.Response.SwapBody(a.AppendCompletion(ctx.Response.SwapBody(nil)[:0], c.responseID(), c.req.Model, time.Now().Unix()))
-	c.finish(ctx, 200, false)
+	ctx.Response.SwapBody(body)
+	run.finish(ctx, 200, false)
 }
 
-// assemblerOut collects events for a non-streaming client.
-type assemblerOut struct{ a *openaichat.Assembler }
+// collect is the loop.Output of a non-streamed answer: its client dialect's assembler.
+type collect struct{ a translate.ClientAssembler }
 
-func (o assemblerOut) Event(ev *translate.Event) error { return o.a.Add(ev) }
-func (o assemblerOut) KeepAlive() error                { return nil }
+func (o *collect) Event(ev *translate.Event) error { return o.a.Add(ev) }
+func (o *collect) KeepAlive() error                { return nil }
+
+// unixNow is the clock of the answers' creation and completion times.
+func unixNow() int64 { return time.Now().Unix() }
+
+// The chat completions API's side of the request path (endpointRun): the requestRun
+// itself.
+
+// forwarder returns the OpenAI passthrough when the request goes to OpenAI-compatible
+// upstreams only (passthrough).
+func (c *requestRun) forwarder() forwarder {
+	if c.passthrough() {
+		return (*chatForward)(c)
+	}
+	return nil
+}
+
+func (c *requestRun) streamEncoder() translate.ClientStream {
+	return openaichat.NewChunkEncoder(c.responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)
+}
+
+// assembler returns a chat.completion collector over one of the server's pooled
+// Assemblers, given back with the run's other memory (releaseScratch).
+func (c *requestRun) assembler() translate.ClientAssembler {
+	c.completion = openaichat.Completion{A: c.s.assemblers.get(), ID: c.responseID(), Model: c.req.Model, Now: unixNow}
+	return &c.completion
+}
+
+func (c *requestRun) answered(context.Context, []byte) {}
+
+// chatForward is the chat completions API's side of the passthrough (forwarder): upstream
+// chunks are forwarded with the client-facing model, a constant id and created (see
+// openai.ChunkRewriter), and the usage (which Agate always requests, to count tokens)
+// dropped unless the client asked for it. A payload that is not a JSON object, an
+// upstream error object, or a stream that ends before [DONE] or a finish_reason is an
+// error. A whole completion is rewritten by openai.RewriteCompletion.
+type chatForward requestRun
+
+// chatChunks is a forwarded stream's state: made once a stream, reset every attempt.
+type chatChunks struct {
+	rw       openai.ChunkRewriter
+	model    []byte // the client-facing model, a JSON string
+	finished bool
+}
+
+// request phrases the request for the route's provider (openai's, which forwards the
+// client's members), as the translated path would, recording it for tracing.
+func (f *chatForward) request(dst []byte, r *route, opts *translate.Options) ([]byte, error) {
+	f.call.chat.Request(f.req, opts.Stream, opts.DefaultMaxTokens) // tracing.go
+	return r.backend.provider.AppendRequest(dst, f.req, opts)
+}
+
+func (f *chatForward) errors() translate.ClientErrors { return openaichat.Errors{} }
+
+func (f *chatForward) begin(r *route) {
+	if f.chunks == nil {
+		f.chunks = &chatChunks{model: jsonx.AppendString(nil, f.req.Model)}
+	}
+	*f.chunks = chatChunks{model: f.chunks.model, rw: openai.ChunkRewriter{Backend: r.backend.name, Model: f.chunks.model,
+		FallbackID: (*requestRun)(f).responseID(), IncludeUsage: f.req.IncludeUsage, Now: unixNow}}
+}
+
+func (f *chatForward) event(dst, _, data []byte, m meter) ([]byte, passed, error) {
+	ch := f.chunks
+	if string(data) == "[DONE]" {
+		ch.finished = true
+		return append(dst, "data: [DONE]\n\n"...), passSent | passWrite, nil
+	}
+	dst, chunk, err := ch.rw.AppendChunk(dst, data)
+	if err != nil {
+		return dst, passSent, err
+	}
+	m.noteOutput(chunk.OutputBytes) // usage.go: estimated if no usage follows
+	if chunk.HasUsage {
+		m.noteUsage(chunk.Usage)
+		if !f.req.IncludeUsage && chunk.Choices == 0 {
+			return dst, passSent, nil // asked for by the gateway, not by the client
+		}
+	}
+	ch.finished = ch.finished || chunk.Finished
+	return dst, passSent | passWrite | passContent | passFirstChunk, nil
+}
+
+func (f *chatForward) end(err error, _ meter) error {
+	if err == nil && !f.chunks.finished {
+		return upstreamFault(f.chunks.rw.Backend, "ended the stream before it finished")
+	}
+	return err
+}
+
+func (f *chatForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+	out, u, err := openai.RewriteCompletion(dst, r.backend.name, body, f.req.Model)
+	if err != nil {
+		return out, err
+	}
+	m.noteUsage(u)
+	if u == (translate.Usage{}) { // usage.go: an upstream that reports none
+		m.noteOutput(openai.CompletionOutputBytes(body))
+	}
+	return out, nil
+}
 
 // finish records the request's metrics and access line (requestDone). code 0 means the
 // funnel already counted it. ctx is the request's when its answer is not streamed and not
@@ -290,13 +392,18 @@ func (c *requestRun) Reset() {
 	c.toOut, c.ownCall.countFn = toOut, countFn
 }
 
-// releaseScratch gives the memory c.req was parsed into back for another request: only
-// once the run is over, when nothing reads c.req any more (serve, or the stream writer's
-// end). A run whose request is not in a Scratch has nothing to give back.
+// releaseScratch gives the memory c.req was parsed into, and the Assembler of a chat
+// answer, back for another request: only once the run is over, when nothing reads c.req
+// any more (serve, or the stream writer's end). A run whose request is not in a Scratch
+// has nothing to give back.
 func (c *requestRun) releaseScratch() {
 	if c.scratch != nil {
 		c.s.scratches.put(c.scratch)
 		c.scratch = nil
+	}
+	if c.completion.A != nil {
+		c.s.assemblers.put(c.completion.A)
+		c.completion.A = nil
 	}
 }
 

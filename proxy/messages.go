@@ -1,17 +1,15 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"time"
+
+	"github.com/tidwall/sjson"
+	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/tidwall/sjson"
-	"github.com/valyala/fasthttp"
 )
 
 // POST /v1/messages serves Anthropic's Messages API over every backend, with the keys,
@@ -49,6 +47,11 @@ type messagesRun struct {
 	pass bool
 	// header is the client request's header (anthropic-version, anthropic-beta).
 	header *fasthttp.RequestHeader
+	// The passthrough's (messagesForward): the attempt's stream decoder, keepUsage as a
+	// func value and the meter it reports to.
+	dec   translate.StreamDecoder
+	keep  translate.Emit
+	meter meter
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
@@ -135,118 +138,30 @@ func anyBackend(c *requestRun, typ string) bool {
 	return false
 }
 
-// messagesOut writes events to the client as the Messages event stream; see sseOut, whose
-// buffering and flushing it shares.
-type messagesOut struct {
-	sseOut
-	menc *messagesin.Encoder
-}
+// The Messages API's side of the request path (endpointRun).
 
-func (o *messagesOut) Event(ev *translate.Event) error {
-	if ev.Kind == translate.EventError {
-		return nil // returned by the decoder as its error; written by writeStream
-	}
-	o.commit()
-	if o.c.firstT.IsZero() && isContent(ev.Kind) {
-		o.c.firstT = time.Now()
-	}
-	var err error
-	o.buf, err = o.menc.Encode(o.buf[:0], ev)
-	if err != nil {
-		return err
-	}
-	return o.write()
-}
-
-// KeepAlive sends a ping, after message_start: a Messages stream opens with it.
-func (o *messagesOut) KeepAlive() error {
-	o.commit()
-	o.buf = o.buf[:0]
-	if !o.menc.Started() {
-		o.buf, _ = o.menc.Encode(o.buf, &translate.Event{Kind: translate.EventStart})
-	}
-	o.buf = messagesin.AppendPing(o.buf)
-	return o.flush()
-}
-
-// stream serves a streaming request (requestRun.runStream).
-func (m *messagesRun) stream(ctx *fasthttp.RequestCtx) { m.c.runStream(ctx, m) }
-
-func (m *messagesRun) errorBody(a apiError) []byte {
-	return messagesin.AppendError(nil, a.Status, a.Message, m.c.rid)
-}
-
-func (m *messagesRun) errorEventBody(a apiError) []byte {
-	return messagesin.AppendErrorEvent(nil, a.Status, a.Message, m.c.rid)
-}
-
-// errReported is returned by the passthrough when the upstream's own error event was
-// forwarded: the stream has its error and needs no other.
-var errReported = errors.New("upstream error event forwarded")
-
-func (m *messagesRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
-	c := m.c
-	o := &messagesOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, menc: messagesin.NewEncoder(c.responseID(), c.req.Model)}
-	c.call.flush = o.sync
-	var err error
+// forwarder returns the anthropic passthrough when the request goes to anthropic backends
+// only.
+func (m *messagesRun) forwarder() forwarder {
 	if m.pass {
-		err = m.forwardStream(ctx, o)
-	} else {
-		err = c.execute(ctx, o, true)
+		return (*messagesForward)(m)
 	}
-	code := 200
-	switch {
-	case !c.committed:
-		code = c.refuse(err, started, w, m)
-	case errors.Is(err, errReported):
-		o.sync()
-	case err != nil && !errors.Is(err, errClientGone):
-		a := c.s.render(c.rid, err)
-		o.buf = messagesin.AppendErrorEvent(o.buf[:0], a.Status, a.Message, c.rid)
-		o.flush()
-	case err == nil && !m.pass:
-		o.buf = o.menc.Finish(o.buf[:0])
-		o.flush()
-	}
-	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
-		code = 499
-	}
-	c.finish(nil, code, true)
+	return nil
 }
 
-// complete serves a non-streaming request.
-func (m *messagesRun) complete(ctx *fasthttp.RequestCtx) {
-	c := m.c
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	defer cancel()
-	var body []byte
-	var err error
-	if m.pass {
-		body, err = m.forwardComplete(cctx)
-	} else {
-		var a messagesin.Assembler
-		err = c.execute(cctx, messagesAssembler{&a}, false)
-		if err == nil && a.Err != nil {
-			err = a.Err
-		}
-		body = a.AppendMessage(nil, c.responseID(), c.req.Model)
-	}
-	if err != nil {
-		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		c.finish(ctx, 0, false)
-		return
-	}
-	ctx.SetStatusCode(200)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
-	c.finish(ctx, 200, false)
+func (m *messagesRun) streamEncoder() translate.ClientStream {
+	return messagesin.NewEncoder(m.c.responseID(), m.c.req.Model)
 }
 
-// messagesAssembler collects events for a non-streaming client.
-type messagesAssembler struct{ a *messagesin.Assembler }
+func (m *messagesRun) assembler() translate.ClientAssembler {
+	return &messagesin.Message{ID: m.c.responseID(), Model: m.c.req.Model}
+}
 
-func (o messagesAssembler) Event(ev *translate.Event) error { return o.a.Add(ev) }
-func (o messagesAssembler) KeepAlive() error                { return nil }
+func (m *messagesRun) answered(context.Context, []byte) {}
+
+func (m *messagesRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
+	m.c.finish(ctx, code, stream)
+}
 
 // passBody returns the client's body with the top-level model set to the route's upstream
 // model, its other members as the client sent them. The parser has checked that no member
@@ -255,74 +170,66 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 	return messagesin.AppendPassBody(dst, m.body, r.upstreamModel)
 }
 
-// passAttempt sends the client's body to the anthropic route r and hands the accepted
-// exchange to consume; the usage consume reports through c.lastUsage is counted by the
-// attempt (modelCall.counted).
-func (m *messagesRun) passAttempt(ctx context.Context, r *route, stream bool, consume func(*exchange) error) error {
-	c := m.c.call
-	c.prompt = m.c.req
-	c.buf = m.passBody(c.takeBuf(), r)
-	x, err := c.send(ctx, r, c.options(r, stream))
-	if err != nil {
-		return err
-	}
-	defer x.Close()
-	return consume(x)
+// messagesForward is the Messages API's side of the passthrough (forwarder): every
+// upstream event is read by the anthropic stream decoder, which checks it and keeps the
+// usage, then forwarded as it came, except message_start, whose model becomes the
+// client-facing one. An upstream error event is forwarded and ends the stream; a stream
+// that ends before message_stop ends with an error event. A whole answer is the
+// upstream's Message, checked by the anthropic decoder, with the client-facing model.
+type messagesForward messagesRun
+
+func (f *messagesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
+	return (*messagesRun)(f).passBody(dst, r), nil
 }
 
-// forwardStream is the anthropic passthrough for streams. Every upstream event is read by
-// the anthropic stream decoder, which checks it and keeps the usage, then forwarded as it
-// came, except message_start, whose model becomes the client-facing one. An upstream error
-// event is forwarded and ends the stream; a stream that ends before message_stop ends with
-// an error event.
-func (m *messagesRun) forwardStream(ctx context.Context, o *messagesOut) error {
-	c := m.c.call
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		return m.passAttempt(ctx, r, true, func(x *exchange) error {
-			body, err := decodedBody(x, r.backend.name)
-			if err != nil {
-				return err
-			}
-			dec := r.backend.provider.NewStreamDecoder(nil)
-			keepUsage := func(ev *translate.Event) error {
-				switch ev.Kind {
-				case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventToolCallArgsDelta:
-					c.noteOutput(len(ev.Text))
-				case translate.EventToolCallStart:
-					c.noteOutput(len(ev.Name))
-				case translate.EventUsage:
-					c.noteUsage(ev.Usage)
-				}
-				return nil
-			}
-			err = c.pumpSSE(ctx, body, r.backend.name, func(typ, data []byte) error {
-				if err := dec.Event(typ, data, keepUsage); err != nil {
-					if string(typ) != "error" {
-						return err
-					}
-					o.commit()
-					o.buf = appendSSE(o.buf[:0], typ, data)
-					if werr := o.write(); werr != nil {
-						return werr
-					}
-					return fmt.Errorf("%w: %w", errReported, err)
-				}
-				c.sent = true
-				o.commit()
-				if string(typ) == "message_start" {
-					if d, err := sjson.SetBytes(data, "message.model", m.c.req.Model); err == nil {
-						data = d
-					}
-				} else if o.c.firstT.IsZero() && string(typ) == "content_block_delta" {
-					o.c.firstT = time.Now()
-				}
-				o.buf = appendSSE(o.buf[:0], typ, data)
-				return o.write()
-			}, o.sync, func() error { return dec.Close(keepUsage) })
-			c.noteUsageSoFar(dec, err) // usage.go: the figures of message_start and message_delta
-			return err
-		})
-	})
+func (f *messagesForward) errors() translate.ClientErrors { return messagesin.Errors{} }
+
+func (f *messagesForward) begin(r *route) {
+	f.dec = r.backend.provider.NewStreamDecoder(nil)
+	if f.keep == nil {
+		f.keep = f.keepUsage // a method value is allocated: once a request
+	}
+}
+
+// keepUsage reports the output and usage of the decoder's events to the meter.
+func (f *messagesForward) keepUsage(ev *translate.Event) error {
+	switch ev.Kind {
+	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventToolCallArgsDelta:
+		f.meter.noteOutput(len(ev.Text))
+	case translate.EventToolCallStart:
+		f.meter.noteOutput(len(ev.Name))
+	case translate.EventUsage:
+		f.meter.noteUsage(ev.Usage)
+	}
+	return nil
+}
+
+func (f *messagesForward) event(dst, typ, data []byte, m meter) ([]byte, passed, error) {
+	f.meter = m
+	if err := f.dec.Event(typ, data, f.keep); err != nil {
+		if string(typ) != "error" {
+			return dst, 0, err
+		}
+		return appendSSE(dst, typ, data), passWrite, fmt.Errorf("%w: %w", errReported, err)
+	}
+	how := passSent | passWrite
+	if string(typ) == "message_start" {
+		if d, err := sjson.SetBytes(data, "message.model", f.c.req.Model); err == nil {
+			data = d
+		}
+	} else if string(typ) == "content_block_delta" {
+		how |= passContent
+	}
+	return appendSSE(dst, typ, data), how, nil
+}
+
+func (f *messagesForward) end(err error, m meter) error {
+	if err == nil {
+		f.meter = m
+		err = f.dec.Close(f.keep)
+	}
+	m.noteUsageSoFar(f.dec, err) // usage.go: the figures of message_start and message_delta
+	return err
 }
 
 // appendSSE appends one SSE event. Data the upstream sent on several data lines (the SSE
@@ -349,32 +256,22 @@ func appendSSE(dst, typ, data []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
-// forwardComplete is the anthropic passthrough for non-streaming requests: the upstream's
-// Message, checked by the anthropic decoder, with the client-facing model.
-func (m *messagesRun) forwardComplete(ctx context.Context) ([]byte, error) {
-	c := m.c.call
-	var out []byte
-	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		return m.passAttempt(ctx, r, false, func(x *exchange) error {
-			body, err := readBody(ctx, x, r.backend.name, nil)
-			if err != nil {
-				return err
-			}
-			if !messagesin.IsObject(body) {
-				return upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
-			}
-			err = r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
-				if ev.Kind == translate.EventUsage {
-					c.lastUsage = ev.Usage
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			out, err = sjson.SetBytes(body, "model", m.c.req.Model)
-			return err
-		})
+func (f *messagesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+	if !messagesin.IsObject(body) {
+		return dst, upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
+	}
+	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
+		if ev.Kind == translate.EventUsage {
+			m.noteUsage(ev.Usage)
+		}
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return dst, err
+	}
+	out, err := sjson.SetBytes(body, "model", f.c.req.Model)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, out...), nil
 }

@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responsesin"
-	"github.com/redis/go-redis/v9"
-	"github.com/valyala/fasthttp"
 )
 
 // POST /v1/responses serves OpenAI's Responses API over every backend. To a route whose
@@ -76,12 +76,12 @@ type responsesRun struct {
 	// pass is set when the body is forwarded as it is to a responses backend.
 	pass bool
 	enc  *responsesin.Encoder
-	// The passthrough's view of the upstream's answer: the final Response object, its
-	// output; seq keeps the sequence numbers the client gets strictly increasing, scratch
-	// holds an event it renumbered.
-	final, output []byte
-	seq           responsesin.Sequencer
-	scratch       []byte
+	// answer writes the response (the stream's writer, the non-streamed assembler).
+	answer responsesin.Answer
+	// fw rewrites the passthrough's stream and keeps what is stored of it; backend names
+	// the attempt's backend in its errors (responsesForward).
+	fw      responsesin.Forward
+	backend string
 }
 
 // responsesPathPrefix is the path of a stored response, followed by its id.
@@ -238,122 +238,59 @@ func joinArrays(arrays ...string) string {
 	return b.String()
 }
 
-// stream serves a streaming request (requestRun.runStream).
-func (x *responsesRun) stream(ctx *fasthttp.RequestCtx) { x.c.runStream(ctx, x) }
+// The Responses API's side of the request path (endpointRun).
 
-func (x *responsesRun) errorBody(a apiError) []byte {
-	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
+// forwarder returns the passthrough to responses backends when the body can be
+// forwarded as it is (passthrough).
+func (x *responsesRun) forwarder() forwarder {
+	if !x.pass {
+		return nil
+	}
+	if x.fw.Model == nil {
+		x.fw.Model = jsonx.AppendString(nil, x.req.Core.Model)
+	}
+	return (*responsesForward)(x)
 }
 
-func (x *responsesRun) errorEventBody(a apiError) []byte { return x.errorEvent(nil, a) }
-
-// errorEvent appends the in-band error that ends a started stream.
-func (x *responsesRun) errorEvent(dst []byte, a apiError) []byte {
-	code := a.Code
-	if code == "" {
-		code = a.Type
-	}
-	if x.enc != nil && !x.pass {
-		dst = x.enc.Start(dst) // a stream committed by a keep-alive has not started yet
-		return x.enc.AppendError(dst, a.Message, code, a.Param)
-	}
-	return responsesin.AppendErrorEvent(dst, x.seq.Next(), a.Message, code, a.Param)
+func (x *responsesRun) streamEncoder() translate.ClientStream {
+	x.newEncoder(true)
+	x.answer = responsesin.Answer{Enc: x.enc, Now: unixNow}
+	return &x.answer
 }
 
-// respOut writes a response's events to a streaming client (loop.Output): sseOut's
-// framing, commit and keep-alives with the Responses encoder.
-type respOut struct {
-	sseOut
-	x *responsesRun
+func (x *responsesRun) assembler() translate.ClientAssembler {
+	x.newEncoder(false)
+	x.answer = responsesin.Answer{Enc: x.enc, Now: unixNow}
+	return &x.answer
 }
 
-func (o *respOut) Event(ev *translate.Event) error {
-	if ev.Kind == translate.EventError {
-		return nil // returned by the decoder as its error; written by writeStream
+// answered stores the response when the client asked for it (save): the Response object
+// the client got (body, or after a stream the encoder's or the upstream's terminal one)
+// and its output.
+func (x *responsesRun) answered(ctx context.Context, body []byte) {
+	if !x.req.Store || x.c.s.responses == nil {
+		return
 	}
-	o.commit()
-	if o.x.c.firstT.IsZero() && isContent(ev.Kind) {
-		o.x.c.firstT = time.Now()
+	var response, output []byte
+	switch {
+	case body != nil:
+		response = bytes.Clone(body) // the client's response buffer, reused once written
+	case x.pass:
+		response = x.fw.Final
+	default:
+		response = x.enc.AppendResponse(nil)
 	}
-	o.buf = o.x.enc.Encode(o.buf[:0], ev)
-	return o.write()
+	if x.pass {
+		output = x.fw.Output
+	} else {
+		output = x.enc.AppendOutput(nil)
+	}
+	x.save(ctx, response, output)
 }
 
 func (x *responsesRun) newEncoder(stream bool) {
 	x.enc = responsesin.NewEncoder(x.req, responsesin.EncoderOptions{ID: x.c.responseID(), Model: x.req.Core.Model,
 		Created: x.c.start.Unix(), Stream: stream})
-}
-
-func (x *responsesRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
-	c := x.c
-	o := &respOut{sseOut: sseOut{c: c, w: w, cancel: cancel, started: started}, x: x}
-	c.call.flush = o.sync
-	x.newEncoder(true)
-	var err error
-	if x.pass {
-		err = x.forwardStream(ctx, o)
-	} else {
-		err = c.execute(ctx, o, true)
-	}
-	code := 200
-	switch {
-	case !c.committed:
-		code = c.refuse(err, started, w, x)
-	case err != nil && !errors.Is(err, errClientGone):
-		o.buf = x.errorEvent(o.buf[:0], c.s.render(c.rid, err))
-		o.flush()
-	case err == nil && !x.pass:
-		o.buf = x.enc.Finish(o.buf[:0], time.Now().Unix())
-		o.flush()
-		x.save(ctx, x.enc.AppendResponse(nil), x.enc.AppendOutput(nil))
-	case err == nil:
-		x.save(ctx, x.final, x.output)
-	}
-	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
-		code = 499
-	}
-	x.finish(code, true)
-}
-
-// encoderOut collects events for a non-streaming client.
-type encoderOut struct{ enc *responsesin.Encoder }
-
-func (o encoderOut) Event(ev *translate.Event) error {
-	if ev.Kind == translate.EventError {
-		return ev.Err
-	}
-	o.enc.Encode(nil, ev)
-	return nil
-}
-func (o encoderOut) KeepAlive() error { return nil }
-
-// complete serves a non-streaming request.
-func (x *responsesRun) complete(ctx *fasthttp.RequestCtx) {
-	c := x.c
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
-	defer cancel()
-	var body []byte
-	var err error
-	if x.pass {
-		body, err = x.forwardComplete(cctx)
-	} else {
-		x.newEncoder(false)
-		err = c.execute(cctx, encoderOut{x.enc}, false)
-		if err == nil {
-			x.enc.Finish(nil, time.Now().Unix())
-			body = x.enc.AppendResponse(nil)
-			x.save(cctx, body, x.enc.AppendOutput(nil))
-		}
-	}
-	if err != nil {
-		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		x.finish(0, false)
-		return
-	}
-	ctx.SetStatusCode(200)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
-	x.finish(200, false)
 }
 
 // save stores the response when the client asked for it. A passthrough response is kept
@@ -404,7 +341,7 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 }
 
 // finish records the request's metrics. code 0 means the funnel already counted it.
-func (x *responsesRun) finish(code int, stream bool) {
+func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
 	c := x.c
 	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
@@ -422,22 +359,6 @@ func (x *responsesRun) finish(code int, stream bool) {
 		"usage_estimated", c.call.Estimated)
 }
 
-// forward runs one passthrough turn: the client's body with the route's upstream model, to
-// the route and its fallbacks with retries, the accepted exchange handed to consume.
-func (x *responsesRun) forward(ctx context.Context, stream bool, consume func(*exchange, *route) error) error {
-	c := x.c.call
-	c.prompt = x.req.Core
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		c.buf = x.req.AppendBody(c.takeBuf(), r.upstreamModel)
-		xch, err := c.send(ctx, r, c.options(r, stream))
-		if err != nil {
-			return err
-		}
-		defer xch.Close()
-		return consume(xch, r)
-	})
-}
-
 // notResponseJSON is the 502 for a passthrough answer the gateway cannot read, quoting at
 // most 64 bytes of it.
 func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError {
@@ -450,107 +371,60 @@ func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError
 	return upstreamFault(backend, what)
 }
 
-// carriesResponse reports whether a stream event of type typ carries the Response object.
-func carriesResponse(typ string) bool {
-	switch typ {
-	case "response.created", "response.in_progress", "response.queued", "response.completed",
-		"response.incomplete", "response.failed":
-		return true
-	}
-	return false
+// responsesForward is the Responses API's side of the passthrough (forwarder): every
+// upstream event is forwarded with the client-facing model in its Response object and a
+// sequence_number above the one before it (responsesin.Forward). A payload that is not a
+// JSON object, or a stream that ends without a terminal event (response.completed,
+// .incomplete, .failed or error), is an upstream error written in-band. A 200 whose body
+// is not a JSON Response object is a 502 naming the backend.
+type responsesForward responsesRun
+
+func (f *responsesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
+	return f.req.AppendBody(dst, r.upstreamModel), nil
 }
 
-// forwardStream is the passthrough for streams: every upstream event is forwarded with
-// the client-facing model in its Response object and a sequence_number above the one
-// before it (responsesin.Sequencer). A payload that is not a JSON object,
-// or a stream that ends without a terminal event (response.completed, .incomplete,
-// .failed or error), is an upstream error the caller writes in-band.
-func (x *responsesRun) forwardStream(ctx context.Context, o *respOut) error {
-	c := x.c.call
-	model := jsonx.AppendString(nil, x.req.Core.Model)
-	return x.forward(ctx, true, func(xch *exchange, r *route) error {
-		body, err := decodedBody(xch, r.backend.name)
-		if err != nil {
-			return err
-		}
-		terminal := false
-		return c.pumpSSE(ctx, body, r.backend.name, func(_, data []byte) error {
-			c.sent = true
-			// A view of data, which lives until this returns; what is kept is copied.
-			ev, ok := responsesin.ReadStreamEvent(data)
-			if !ok {
-				return notResponseJSON(r.backend.name, "sent a stream event that is not a JSON object", data)
-			}
-			typ := ev.Type
-			c.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
-			// Numbered after every event the client got before it, whatever the upstream
-			// sent (TestResponses_PassthroughSequenceNumbers).
-			if d, renumbered := x.seq.Event(x.scratch, data, ev); renumbered {
-				data, x.scratch = d, d[:0]
-			}
-			o.commit()
-			if x.c.firstT.IsZero() {
-				x.c.firstT = time.Now()
-			}
-			o.buf = append(o.buf[:0], "event: "...)
-			o.buf = append(o.buf, typ...)
-			o.buf = append(o.buf, "\ndata: "...)
-			start := len(o.buf)
-			if carriesResponse(typ) {
-				o.buf = responsesin.AppendWithModel(o.buf, data, true, model)
-			} else {
-				o.buf = append(o.buf, data...)
-			}
-			switch typ {
-			case "response.completed", "response.incomplete", "response.failed":
-				terminal = true
-				resp := responsesin.ReadEventResponse(o.buf[start:])
-				x.final = []byte(resp.Response)
-				x.output = []byte(resp.Output)
-				c.noteUsage(resp.Usage)
-			case "error":
-				terminal = true
-			}
-			o.buf = append(o.buf, "\n\n"...)
-			return o.write()
-		}, o.sync, func() error {
-			if !terminal {
-				return upstreamFault(r.backend.name, "ended the stream before it finished")
-			}
-			return nil
-		})
-	})
+// errors returns the forwarded stream's error writer: its error event is numbered after the
+// events forwarded.
+func (f *responsesForward) errors() translate.ClientErrors { return &f.fw }
+
+func (f *responsesForward) begin(r *route) {
+	f.fw.Begin()
+	f.backend = r.backend.name
 }
 
-// forwardComplete is the passthrough for non-streaming requests. A 200 whose body is not
-// a JSON Response object is a 502 naming the backend.
-func (x *responsesRun) forwardComplete(ctx context.Context) ([]byte, error) {
-	c := x.c.call
-	model := jsonx.AppendString(nil, x.req.Core.Model)
-	var out []byte
-	err := x.forward(ctx, false, func(xch *exchange, r *route) error {
-		body, err := readBody(ctx, xch, r.backend.name, nil)
-		if err != nil {
-			return err
-		}
-		resp, kind := responsesin.ReadResponse(body)
-		switch kind {
-		case responsesin.BodyNotJSON:
-			return notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
-		case responsesin.BodyError:
-			return r.backend.provider.DecodeError(http.StatusBadGateway, body)
-		case responsesin.BodyOther:
-			return notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
-		}
-		c.lastUsage = resp.Usage
-		out = responsesin.AppendWithModel(nil, body, false, model)
-		x.final, x.output = out, []byte(resp.Output)
-		return nil
-	})
-	if err == nil {
-		x.save(ctx, x.final, x.output)
+func (f *responsesForward) event(dst, _, data []byte, m meter) ([]byte, passed, error) {
+	// A view of data, which lives until this returns; what is kept is copied.
+	out, ev, ok := f.fw.Event(dst, data)
+	if !ok {
+		return dst, passSent, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data)
 	}
-	return out, err
+	m.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
+	if ev.HasUsage {
+		m.noteUsage(ev.Usage)
+	}
+	return out, passSent | passWrite | passContent, nil
+}
+
+func (f *responsesForward) end(err error, _ meter) error {
+	if err == nil && !f.fw.Ended() {
+		return upstreamFault(f.backend, "ended the stream before it finished")
+	}
+	return err
+}
+
+func (f *responsesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+	resp, kind := responsesin.ReadResponse(body)
+	switch kind {
+	case responsesin.BodyNotJSON:
+		return dst, notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
+	case responsesin.BodyError:
+		return dst, r.backend.provider.DecodeError(http.StatusBadGateway, body)
+	case responsesin.BodyOther:
+		return dst, notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
+	}
+	m.noteUsage(resp.Usage)
+	f.fw.Output = []byte(resp.Output)
+	return responsesin.AppendWithModel(dst, body, false, f.fw.Model), nil
 }
 
 // handleStoredResponse serves GET and DELETE /v1/responses/{id} for the key's stored
@@ -589,10 +463,6 @@ func (s *Server) handleStoredResponse(ctx *fasthttp.RequestCtx, rid, method, id 
 	if rec == nil {
 		return
 	}
-	if rec.Overlong {
-		writeError(ctx, classify(s.overlong(id), rid))
-		return
-	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(rec.Response)
 }
@@ -604,8 +474,9 @@ func (s *Server) overlong(id string) error {
 		clip(id, maxLoggedString), s.maxStored)
 }
 
-// storedRecord returns the stored response id of key, or writes the error (404, or 503
-// when the store cannot be read) and returns nil.
+// storedRecord returns the stored response id of key, or writes the error (404, also for a
+// response served but not kept, its record over responses.max_stored_bytes; or 503 when
+// the store cannot be read) and returns nil.
 func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *responsestore.Record {
 	rec, err := s.responses.Get(s.baseCtx, key, id)
 	switch {
@@ -618,6 +489,10 @@ func (s *Server) storedRecord(ctx *fasthttp.RequestCtx, rid, key, id string) *re
 	case err != nil:
 		s.logger.Error("reading the response store", "request_id", rid, "error", err)
 		writeError(ctx, classify(errorf(ErrUnavailable, "the gateway's response store cannot be reached right now; try again"), rid))
+		return nil
+	}
+	if rec.Overlong {
+		writeError(ctx, classify(s.overlong(id), rid))
 		return nil
 	}
 	return rec
@@ -649,10 +524,6 @@ func (s *Server) handleInputItems(ctx *fasthttp.RequestCtx, rid, method, id stri
 	}
 	rec := s.storedRecord(ctx, rid, key.name, id)
 	if rec == nil {
-		return
-	}
-	if rec.Overlong {
-		writeError(ctx, classify(s.overlong(id), rid))
 		return
 	}
 	body, err := responsesin.AppendInputItems(nil, id, rec.Input, q)

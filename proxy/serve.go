@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -9,18 +10,32 @@ import (
 	"github.com/agate-gateway/agate/translate"
 )
 
-// endpointRun answers one routed request of a client API (chat completions, Responses,
-// Messages) once serve has authenticated, parsed and routed it. Each run owns its
-// requestRun's model call, tool loop, limits and metrics through that requestRun.
+// endpointRun is a client API's side of one routed request (chat completions,
+// Responses, Messages) once serve has authenticated, parsed and routed it: the choice of
+// passthrough or translation, its client dialect's writers and what it does once answered.
+// The answer itself is the one request path's for every API: requestRun.runStream
+// (stream.go) or requestRun.complete (chat.go), with the run's model call, tool loop,
+// limits and metrics in its requestRun.
 type endpointRun interface {
 	// prepare resolves what the run needs before limits are checked (server tools, the
 	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
 	// answered as the request's error.
 	prepare() error
-	// stream answers a streaming request; the run's writer ends the server span.
-	stream(ctx *fasthttp.RequestCtx)
-	// complete answers a non-streaming request.
-	complete(ctx *fasthttp.RequestCtx)
+	// forwarder returns the passthrough's rewriter when the run forwards the client's body
+	// to backends of the client's own API (passthrough.go), nil when it translates.
+	forwarder() forwarder
+	// streamEncoder returns the writer of a streamed answer (asked once, before the stream
+	// writer starts).
+	streamEncoder() translate.ClientStream
+	// assembler returns the collector of a translated non-streamed answer (asked once).
+	assembler() translate.ClientAssembler
+	// answered is called once the answer ended well, before the request is recorded: with
+	// the body of a non-streamed answer (the response's own buffer: what is kept of it is
+	// copied), nil after a stream. Responses stores the response there.
+	answered(ctx context.Context, body []byte)
+	// finish records the request's metrics and access line (requestRun.finish); code 0
+	// means the error funnel already counted it.
+	finish(ctx *fasthttp.RequestCtx, code int, stream bool)
 }
 
 // parseFunc parses a client API's body into the core request and returns the run that
@@ -91,10 +106,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	s.metrics.Inflight.Inc()
 	if req.Stream {
 		streaming = true
-		run.stream(ctx)
+		c.runStream(ctx, run) // stream.go
 		return
 	}
 	defer s.metrics.Inflight.Dec()
-	defer c.endLimits() // limits.go: charge the usage, release the slots
-	run.complete(ctx)
+	defer c.endLimits()  // limits.go: charge the usage, release the slots
+	c.complete(ctx, run) // chat.go
 }

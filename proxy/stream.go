@@ -5,34 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"io"
 	"iter"
 	"runtime/debug"
 	"time"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // The streaming response: a body-stream writer that turns events (or, for the
 // passthrough, forwarded chunks) into SSE for the client.
-
-// streamAnswer is what a client API's streaming run supplies to runStream: its writer and
-// its two shapes of error.
-type streamAnswer interface {
-	// writeStream produces the response body in the body-stream writer's goroutine: it
-	// sends on started exactly once, nil when the stream starts (SSE, 200), else the error
-	// the handler answers with (the writer then writes errorBody's body).
-	writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError)
-	// errorBody is the JSON error body of a failure before the stream started.
-	errorBody(a apiError) []byte
-	// errorEventBody is the in-band error that ends a started stream.
-	errorEventBody(a apiError) []byte
-}
-
-// stream serves a streaming chat completions request.
-func (c *requestRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 
 // runStream serves a streaming request. The response body is produced by the run's
 // writeStream as a coroutine (iter.Pull) of the connection's own goroutine: the handler
@@ -42,20 +26,28 @@ func (c *requestRun) stream(ctx *fasthttp.RequestCtx) { c.runStream(ctx, c) }
 // (pullBody.WriteTo), and from there the writer writes to the client's connection itself,
 // each flush of the writer one chunk on the wire. No goroutine or pipe stands between the
 // writer and the client's connection, and no coroutine switch between two events.
-func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, sa streamAnswer) {
+func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	started := make(chan *apiError, 1)
 	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
+	o := &sseOut{c: c, cancel: cancel, started: started}
+	f := run.forwarder()
+	if f != nil { // the upstream's events are the stream: only errors are the dialect's
+		o.errs = f.errors()
+	} else {
+		o.enc = run.streamEncoder()
+		o.errs = o.enc
+	}
 	sink := &streamSink{}
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		sink.yield = yield
-		w := bufio.NewWriterSize(sink, streamBufferSize)
+		o.w = bufio.NewWriterSize(sink, streamBufferSize)
 		defer c.releaseScratch() // last: nothing reads the request any more
-		defer w.Flush()          // what the writer left buffered, as fasthttp's stream writer did
+		defer o.w.Flush()        // what the writer left buffered, as fasthttp's stream writer did
 		defer c.endLimits()      // limits.go: charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
-		defer c.recoverStream(w, started, sa)
-		sa.writeStream(cctx, cancel, w, started)
+		defer c.recoverStream(o)
+		c.writeStream(cctx, o, run, f)
 	})
 	// Run the writer until it has decided; whatever it flushed before deciding (nothing,
 	// as the writers commit before they write) is kept for the body.
@@ -192,49 +184,51 @@ func (b *pullBody) Close() error {
 
 // recoverStream turns a panic in the stream writer (its own goroutine, out of reach of the
 // handler's recover) into a 500 before the stream started, or an in-band error after.
-func (c *requestRun) recoverStream(w *bufio.Writer, started chan<- *apiError, sa streamAnswer) {
+func (c *requestRun) recoverStream(o *sseOut) {
 	p := recover()
 	if p == nil {
 		return
 	}
 	c.s.logger.Error("stream panic", "request_id", c.rid, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	a := classify(errors.New("panic"), c.rid)
+	e := c.clientError(a)
 	if !c.committed {
 		c.committed = true
-		started <- &a
-		w.Write(sa.errorBody(a))
+		o.started <- &a
+		o.w.Write(o.errs.AppendErrorBody(nil, &e))
 	} else { // the client has the SSE headers: end the stream in-band
-		w.Write(sa.errorEventBody(a))
+		o.w.Write(o.errs.AppendErrorEvent(nil, &e))
 	}
-	w.Flush()
+	o.w.Flush()
 }
 
 // refuse answers a stream that failed before it started, once: err's status, sent to the
-// handler on started, and sa's error body. It returns the status.
-func (c *requestRun) refuse(err error, started chan<- *apiError, w *bufio.Writer, sa streamAnswer) int {
+// handler on o.started, and the dialect's error body. It returns the status.
+func (c *requestRun) refuse(err error, o *sseOut) int {
 	c.committed = true
 	a := c.s.render(c.rid, err)
-	started <- &a
-	w.Write(sa.errorBody(a))
+	o.started <- &a
+	e := c.clientError(a)
+	o.w.Write(o.errs.AppendErrorBody(nil, &e))
 	return a.Status
 }
 
-func (c *requestRun) errorBody(a apiError) []byte {
-	return openaichat.AppendError(nil, a.Message, a.Type, a.Param, a.Code)
+// clientError is a as the client dialects write it (translate.ClientError).
+func (c *requestRun) clientError(a apiError) translate.ClientError {
+	return translate.ClientError{Status: a.Status, Message: a.Message, Type: a.Type, Param: a.Param, Code: a.Code, RequestID: c.rid}
 }
 
-func (c *requestRun) errorEventBody(a apiError) []byte {
-	return openaichat.AppendErrorEvent(nil, a.Message, a.Type, a.Param, a.Code)
-}
-
-// sseOut writes events to the client as OpenAI chunks. Events are written as they are
-// decoded and flushed at the end of every upstream read (and at every keep-alive and the
-// end), so nothing ever waits for more upstream data, while events that arrived together
-// share one write to the client.
+// sseOut writes events to the client in its API's wire format (enc, the client dialect's
+// translate.ClientStream; nil for a forwarded stream, whose events are the upstream's, and
+// whose errors errs writes): the one stream writer of every client API. Events are written
+// as they are decoded and flushed at the end of every upstream read (and at every
+// keep-alive and the end), so nothing ever waits for more upstream data, while events
+// that arrived together share one write to the client.
 type sseOut struct {
 	c       *requestRun
 	w       *bufio.Writer
-	enc     *openaichat.ChunkEncoder
+	enc     translate.ClientStream
+	errs    translate.ClientErrors
 	buf     []byte
 	cancel  context.CancelFunc
 	started chan<- *apiError
@@ -256,7 +250,10 @@ func (o *sseOut) Event(ev *translate.Event) error {
 	if o.c.firstT.IsZero() && isContent(ev.Kind) {
 		o.c.firstT = time.Now()
 	}
-	o.buf = o.enc.Encode(o.buf[:0], ev)
+	var err error
+	if o.buf, err = o.enc.AppendEvent(o.buf[:0], ev); err != nil {
+		return err
+	}
 	return o.write()
 }
 
@@ -270,7 +267,7 @@ func isContent(k translate.EventKind) bool {
 
 func (o *sseOut) KeepAlive() error {
 	o.commit()
-	o.buf = append(o.buf[:0], ": keep-alive\n\n"...)
+	o.buf = o.enc.AppendKeepAlive(o.buf[:0])
 	return o.flush()
 }
 
@@ -310,31 +307,39 @@ func (o *sseOut) gone() error {
 	return errClientGone
 }
 
-func (c *requestRun) writeStream(ctx context.Context, cancel context.CancelFunc, w *bufio.Writer, started chan<- *apiError) {
-	o := &sseOut{c: c, w: w, cancel: cancel, started: started,
-		enc: openaichat.NewChunkEncoder(c.responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)}
+// writeStream produces the response body in the stream writer's coroutine: the run's
+// answer, forwarded by f (the passthrough) or translated and written by o.enc. It sends on
+// o.started exactly once: nil when the stream starts (SSE, 200), else the error the
+// handler answers with, whose body it writes (o.errs.AppendErrorBody). A stream that
+// fails after it started ends with the dialect's error event; one that ends well with
+// o.enc's Finish, unless forwarded (the upstream's own end was).
+func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun, f forwarder) {
 	c.call.flush = o.sync
 	var err error
-	passthrough := c.passthrough()
-	if passthrough {
-		err = c.call.forwardStream(ctx, c.req, o)
+	if f != nil {
+		err = c.forwardStream(ctx, f, o) // passthrough.go
 	} else {
 		err = c.execute(ctx, o, true)
 	}
 	code := 200
 	switch {
 	case !c.committed:
-		code = c.refuse(err, started, w, c)
+		code = c.refuse(err, o)
+	case errors.Is(err, errReported): // the upstream's error event was forwarded
+		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
-		a := c.s.render(c.rid, err)
-		o.buf = openaichat.AppendErrorEvent(o.buf[:0], a.Message, a.Type, a.Param, a.Code)
+		e := c.clientError(c.s.render(c.rid, err))
+		o.buf = o.errs.AppendErrorEvent(o.buf[:0], &e)
 		o.flush()
-	case err == nil && !passthrough: // a passthrough forwarded the upstream's [DONE]
-		o.buf = o.enc.Finish(o.buf[:0])
-		o.flush()
+	case err == nil:
+		if f == nil {
+			o.buf = o.enc.Finish(o.buf[:0])
+			o.flush()
+		}
+		run.answered(ctx, nil)
 	}
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
 		code = 499
 	}
-	c.finish(nil, code, true)
+	run.finish(nil, code, true)
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/agate-gateway/agate/telemetry"
-	"github.com/agate-gateway/agate/translate"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/telemetry"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Tracing (package telemetry): the server span of a chat request, a client span per

@@ -9,7 +9,8 @@
 // wires that have a place for it), the Allowance under which a client parser opens both
 // (what one request's compressed state may inflate to in all; Request.Carried keeps what
 // it opened, Request.SplitID reads it), the one rule for tool names (CheckToolName),
-// and the Provider and StreamDecoder interfaces an upstream dialect implements.
+// the Provider and StreamDecoder interfaces an upstream dialect implements, and the
+// ClientStream and ClientAssembler interfaces a client dialect implements (client.go).
 //
 // Client dialects (translate/openaichat, responsesin and messagesin: OpenAI chat
 // completions, OpenAI Responses, Anthropic Messages) parse their wire into a Request and

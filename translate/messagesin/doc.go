@@ -2,7 +2,9 @@
 // POST /v1/messages (or /v1/messages/count_tokens) body into the core translate.Request,
 // and writes the core translate.Events back as an Anthropic Message object or as the
 // Messages event stream (message_start, content_block_start/delta/stop, message_delta,
-// message_stop, ping, error). It also renders errors in Anthropic's shape.
+// message_stop, ping, error). It also renders errors in Anthropic's shape. Encoder and
+// Message (over an Assembler) are its side of the client contract, translate.ClientStream
+// and translate.ClientAssembler (client.go).
 //
 // Like the rest of translate it is pure: bytes or structs in, bytes or structs out. It
 // imports only the core translate package, internal/jsonx, translate/internal/members and translate/internal/slab.

@@ -53,6 +53,8 @@ func StopReason(finish string, calledTools bool) string {
 // content_block_stop; the built-in items of other dialects are dropped. It is not safe for
 // concurrent use.
 type Encoder struct {
+	Errors // its errors: translate.ClientStream's AppendErrorEvent and AppendErrorBody
+
 	id, model   string
 	started     bool
 	block       blockKind

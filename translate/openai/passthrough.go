@@ -2,13 +2,14 @@ package openai
 
 import (
 	"bytes"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // The OpenAI passthrough forwards the chunks and completions of an OpenAI-compatible

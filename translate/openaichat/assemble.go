@@ -1,10 +1,11 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // Assembler collects a response's events into complete messages, one per choice. It is

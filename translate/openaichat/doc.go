@@ -5,6 +5,8 @@
 // String variants building in a caller's Scratch and Stage), ChunkEncoder writes
 // translate Events as chat.completion.chunk SSE frames, Assembler collects them into one
 // chat.completion, and AppendError and AppendErrorEvent write OpenAI error bodies.
+// ChunkEncoder and Completion (over an Assembler) are its side of the client contract,
+// translate.ClientStream and translate.ClientAssembler (client.go).
 //
 // It imports translate, internal/jsonx, translate/internal/members and
 // translate/internal/slab only; it must not import an upstream dialect, the proxy or

@@ -1,10 +1,11 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"math"
 	"strconv"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // ChunkEncoder turns events into OpenAI chat.completion.chunk SSE frames. It guarantees the
@@ -15,6 +16,8 @@ import (
 //
 // A ChunkEncoder serves one response and is not safe for concurrent use.
 type ChunkEncoder struct {
+	Errors // its errors: translate.ClientStream's AppendErrorEvent and AppendErrorBody
+
 	// The first choice's state is held inline (most responses have one choice), so an
 	// encoder is two allocations: itself and its prefixes (see NewChunkEncoder).
 	done    bool
@@ -302,25 +305,9 @@ func AppendUsage(dst []byte, u translate.Usage) []byte {
 	return append(dst, `}}`...)
 }
 
-// AppendError appends an OpenAI error object {"error":{...}}.
+// AppendError appends an OpenAI error object {"error":{...}} (translate.AppendOpenAIError).
 func AppendError(dst []byte, message, typ, param, code string) []byte {
-	dst = append(dst, `{"error":{"message":`...)
-	dst = jsonx.AppendString(dst, message)
-	dst = append(dst, `,"type":`...)
-	dst = jsonx.AppendString(dst, typ)
-	dst = append(dst, `,"param":`...)
-	if param == "" {
-		dst = append(dst, "null"...)
-	} else {
-		dst = jsonx.AppendString(dst, param)
-	}
-	dst = append(dst, `,"code":`...)
-	if code == "" {
-		dst = append(dst, "null"...)
-	} else {
-		dst = jsonx.AppendString(dst, code)
-	}
-	return append(dst, `}}`...)
+	return translate.AppendOpenAIError(dst, message, typ, param, code)
 }
 
 // AppendErrorEvent appends an in-band SSE error frame, the last frame of a failed stream.
