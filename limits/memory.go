@@ -45,6 +45,18 @@ func (m *Memory) subject(set map[string]*counters, name string) *counters {
 	return c
 }
 
+// lock takes the time, then m.mu, which the caller releases, and returns the counters of
+// r's key and, when r has a model rate, of its model (nil otherwise), made as needed.
+func (m *Memory) lock(r *Request) (now int64, k, mc *counters) {
+	now = m.now().UnixNano()
+	m.mu.Lock()
+	k = m.subject(m.keys, r.Key)
+	if !r.ModelRate.zero() {
+		mc = m.subject(m.models, r.Model)
+	}
+	return now, k, mc
+}
+
 // window returns c's rate window as of now, starting a new one when the last has ended.
 func (c *counters) window(now int64) {
 	if now >= c.windowEnd {
@@ -64,14 +76,10 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 	if !r.Limited() {
 		return nil
 	}
-	now := m.now().UnixNano()
-	m.mu.Lock()
+	now, k, mc := m.lock(r)
 	defer m.mu.Unlock()
-	k := m.subject(m.keys, r.Key)
 	k.window(now)
-	var mc *counters
-	if !r.ModelRate.zero() {
-		mc = m.subject(m.models, r.Model)
+	if mc != nil {
 		mc.window(now)
 	}
 	if !r.Budget.zero() && now >= k.budgetEnd {
@@ -165,14 +173,8 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 	if !r.Limited() {
 		return nil
 	}
-	now := m.now().UnixNano()
-	m.mu.Lock()
+	now, k, mc := m.lock(r)
 	defer m.mu.Unlock()
-	k := m.subject(m.keys, r.Key)
-	var mc *counters
-	if !r.ModelRate.zero() {
-		mc = m.subject(m.models, r.Model)
-	}
 	if a.held {
 		a.held = false
 		k.concurrent--

@@ -212,22 +212,7 @@ func (c *requestRun) limitError() error {
 	d, after := l.adm.Denied, l.adm.RetryAfter
 	a := apiError{Status: 429, Code: "rate_limit_exceeded", Type: "requests",
 		RetryAfter: max(1, int((after+time.Second-1)/time.Second))}
-	wait := "try again in " + roughly(after)
 	switch d {
-	case limits.KeyRequests:
-		a.Message = fmt.Sprintf("rate limit reached for key %s on requests per minute (limit %d); %s", c.key.name, l.req.KeyRate.RequestsPerMinute, wait)
-	case limits.KeyTokens:
-		a.Type = "tokens"
-		a.Message = fmt.Sprintf("rate limit reached for key %s on tokens per minute (limit %d); %s", c.key.name, l.req.KeyRate.TokensPerMinute, wait)
-	case limits.KeyConcurrent:
-		a.Message = fmt.Sprintf("rate limit reached for key %s on concurrent requests (limit %d); try again when one of them ends", c.key.name, l.req.KeyRate.Concurrent)
-	case limits.ModelRequests:
-		a.Message = fmt.Sprintf("rate limit reached for model %s on requests per minute for all keys (limit %d); %s", c.route.name, l.req.ModelRate.RequestsPerMinute, wait)
-	case limits.ModelTokens:
-		a.Type = "tokens"
-		a.Message = fmt.Sprintf("rate limit reached for model %s on tokens per minute for all keys (limit %d); %s", c.route.name, l.req.ModelRate.TokensPerMinute, wait)
-	case limits.ModelConcurrent:
-		a.Message = fmt.Sprintf("rate limit reached for model %s on concurrent requests for all keys (limit %d); try again when one of them ends", c.route.name, l.req.ModelRate.Concurrent)
 	case limits.BudgetTokens, limits.BudgetUSD:
 		a.Type, a.Code = "insufficient_quota", "insufficient_quota"
 		what := fmt.Sprintf("tokens budget (%d tokens per %s)", l.req.Budget.Tokens, l.req.Budget.Period)
@@ -235,6 +220,22 @@ func (c *requestRun) limitError() error {
 			what = fmt.Sprintf("usd budget (%s USD per %s)", strconv.FormatFloat(float64(l.req.Budget.MicroUSD)/1e6, 'f', -1, 64), l.req.Budget.Period)
 		}
 		a.Message = fmt.Sprintf("key %s exceeded its %s; it renews in %s", c.key.name, what, roughly(after))
+		return &limitError{a}
+	}
+	// A rate: the key's own, or the model's, shared by all keys.
+	subject, rate, all := "key "+c.key.name, l.req.KeyRate, ""
+	if d == limits.ModelRequests || d == limits.ModelTokens || d == limits.ModelConcurrent {
+		subject, rate, all = "model "+c.route.name, l.req.ModelRate, " for all keys"
+	}
+	wait := "try again in " + roughly(after)
+	switch d {
+	case limits.KeyRequests, limits.ModelRequests:
+		a.Message = fmt.Sprintf("rate limit reached for %s on requests per minute%s (limit %d); %s", subject, all, rate.RequestsPerMinute, wait)
+	case limits.KeyTokens, limits.ModelTokens:
+		a.Type = "tokens"
+		a.Message = fmt.Sprintf("rate limit reached for %s on tokens per minute%s (limit %d); %s", subject, all, rate.TokensPerMinute, wait)
+	case limits.KeyConcurrent, limits.ModelConcurrent:
+		a.Message = fmt.Sprintf("rate limit reached for %s on concurrent requests%s (limit %d); try again when one of them ends", subject, all, rate.Concurrent)
 	}
 	return &limitError{a}
 }

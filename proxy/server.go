@@ -355,28 +355,22 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	// string(ctx.Path()) in a switch does not allocate; path is made only where kept.
 	switch string(ctx.Path()) {
-	case "/v1/chat/completions", "/chat/completions":
+	case "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", messagesPath, countTokensPath:
+		// The model endpoints take POST only.
 		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
 			return
 		}
-		s.handleChat(ctx, rid)
-	case "/v1/responses", "/responses":
-		if !ctx.IsPost() {
-			s.methodNotAllowed(ctx, rid, "POST")
-			return
-		}
-		s.handleResponses(ctx, rid)
-	case messagesPath, countTokensPath:
-		if !ctx.IsPost() {
-			s.methodNotAllowed(ctx, rid, "POST")
-			return
-		}
-		if string(ctx.Path()) == countTokensPath {
+		switch string(ctx.Path()) {
+		case "/v1/chat/completions", "/chat/completions":
+			s.handleChat(ctx, rid)
+		case "/v1/responses", "/responses":
+			s.handleResponses(ctx, rid)
+		case messagesPath:
+			s.handleMessages(ctx, rid)
+		case countTokensPath:
 			s.handleCountTokens(ctx, rid)
-			return
 		}
-		s.handleMessages(ctx, rid)
 	case "/v1/models", "/models":
 		if !ctx.IsGet() {
 			s.methodNotAllowed(ctx, rid, "GET")

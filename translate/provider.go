@@ -55,6 +55,30 @@ type Options struct {
 	Store bool
 }
 
+// Param is a request parameter an upstream cannot honour, and whether the client set it.
+type Param struct {
+	Name string
+	Set  bool
+}
+
+// Refuse returns the Unsupported error, for provider, of the first parameter that is set
+// and may not be dropped (Drop), looking at params in order, then at extra (each one set);
+// the set parameters before it are dropped and recorded. It returns nil when every set one
+// is dropped.
+func (o *Options) Refuse(provider string, extra []Field, params ...Param) error {
+	for _, p := range params {
+		if p.Set && !o.Drop(p.Name) {
+			return Unsupported(p.Name, provider)
+		}
+	}
+	for i := range extra {
+		if !o.Drop(extra[i].Name) {
+			return Unsupported(extra[i].Name, provider)
+		}
+	}
+	return nil
+}
+
 // Drop reports whether an unsupported param may be dropped, and records it if so.
 func (o *Options) Drop(param string) bool {
 	if o == nil || !o.DropUnsupported {

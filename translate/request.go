@@ -262,6 +262,44 @@ func (r *Request) Functions() int {
 	return n
 }
 
+// For reports whether an upstream of dialect d (DialectAnthropic, DialectResponses, or
+// another) gets the tool: a function tool, or a built-in tool of d.
+func (t *Tool) For(d string) bool { return t.Builtin == nil || t.Builtin.Dialect == d }
+
+// ToolsFor returns the number of tools an upstream of dialect d gets (Tool.For).
+func (r *Request) ToolsFor(d string) int {
+	n := 0
+	for i := range r.Tools {
+		if r.Tools[i].For(d) {
+			n++
+		}
+	}
+	return n
+}
+
+// AppendTools appends, comma-separated, the tools an upstream of dialect d gets
+// (Tool.For): a built-in tool as the client defined it (Builtin.Raw), a function tool as
+// function appends it in d's terms.
+func (r *Request) AppendTools(dst []byte, d string, function func(dst []byte, t *Tool) []byte) []byte {
+	k := 0
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		if !t.For(d) {
+			continue // another API's built-in tool
+		}
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		k++
+		if t.Builtin != nil {
+			dst = append(dst, t.Builtin.Raw...)
+			continue
+		}
+		dst = function(dst, t)
+	}
+	return dst
+}
+
 // Tool choice modes.
 const (
 	ToolChoiceAuto     = "auto"

@@ -129,9 +129,7 @@ type failure struct {
 
 // httpAttempt is one OTLP/HTTP POST.
 func (e *Exporter) httpAttempt(ctx context.Context, body []byte) failure {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
-	resp, f := e.post(ctx, "otlp http export", body, func(h http.Header) {
+	resp, answer, err, f := e.post(ctx, "otlp http export", body, func(h http.Header) {
 		h.Set("Content-Type", "application/x-protobuf")
 		if e.cfg.Gzip {
 			h.Set("Content-Encoding", "gzip")
@@ -140,8 +138,6 @@ func (e *Exporter) httpAttempt(ctx context.Context, body []byte) failure {
 	if resp == nil {
 		return f
 	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if err != nil && resp.StatusCode/100 == 2 {
 		return failure{err: fmt.Errorf("otlp http export: reading the answer: %w", redactURL(err)), retryable: true}
 	}
@@ -161,9 +157,7 @@ func (e *Exporter) httpAttempt(ctx context.Context, body []byte) failure {
 
 // grpcAttempt is one OTLP/gRPC Export call; body is its framed message.
 func (e *Exporter) grpcAttempt(ctx context.Context, body []byte) failure {
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
-	defer cancel()
-	resp, f := e.post(ctx, "otlp grpc export", body, func(h http.Header) {
+	resp, answer, readErr, f := e.post(ctx, "otlp grpc export", body, func(h http.Header) {
 		h.Set("Content-Type", "application/grpc")
 		h.Set("Te", "trailers")
 		h.Set("Grpc-Timeout", strconv.FormatInt(e.cfg.Timeout.Milliseconds(), 10)+"m")
@@ -175,8 +169,6 @@ func (e *Exporter) grpcAttempt(ctx context.Context, body []byte) failure {
 	if resp == nil {
 		return f
 	}
-	defer resp.Body.Close()
-	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	if resp.StatusCode != http.StatusOK {
 		// No gRPC status: the code is the one gRPC derives from the HTTP status.
 		code := grpcCodeOfHTTP(resp.StatusCode)
@@ -209,23 +201,29 @@ func (e *Exporter) grpcAttempt(ctx context.Context, body []byte) failure {
 }
 
 // post sends body to the configured URL with the headers protocol sets, then the
-// configured ones. Without a response it returns the failure (a transport error is
-// retryable); what names the export in errors.
-func (e *Exporter) post(ctx context.Context, what string, body []byte, protocol func(http.Header)) (*http.Response, failure) {
+// configured ones, within cfg.Timeout, and reads the answer: the response, whose body it
+// has closed, the body's first maxResponse bytes and the error reading them. Without a
+// response it returns the failure (a transport error is retryable); what names the
+// export in errors.
+func (e *Exporter) post(ctx context.Context, what string, body []byte, protocol func(http.Header)) (resp *http.Response, answer []byte, readErr error, f failure) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err))}
+		return nil, nil, nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err))}
 	}
 	protocol(req.Header)
 	req.Header.Set("User-Agent", "agate-otlp-exporter")
 	for _, h := range e.cfg.Headers {
 		req.Header.Set(h.Name, h.Value)
 	}
-	resp, err := e.client.Do(req)
+	resp, err = e.client.Do(req)
 	if err != nil {
-		return nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err)), retryable: true}
+		return nil, nil, nil, failure{err: fmt.Errorf("%s: %w", what, redactURL(err)), retryable: true}
 	}
-	return resp, failure{}
+	defer resp.Body.Close()
+	answer, readErr = io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	return resp, answer, readErr, failure{}
 }
 
 // grpcMessage returns the message of a gRPC answer's body: one length-prefixed frame,

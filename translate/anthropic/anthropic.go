@@ -1,9 +1,10 @@
 package anthropic
 
 import (
+	"strings"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"strings"
 )
 
 // Anthropic returns the provider for Anthropic's Messages API (POST /v1/messages). It is
@@ -76,32 +77,16 @@ type anthropicPlan struct {
 }
 
 func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicPlan, error) {
-	unsupported := func(param string, set bool) error {
-		if set && !opts.Drop(param) {
-			return translate.Unsupported(param, anthropicName)
-		}
-		return nil
-	}
-	for _, u := range [...]struct {
-		param string
-		set   bool
-	}{
-		{"n", req.N > 1},
-		{"logprobs", req.Logprobs},
-		{"top_logprobs", req.TopLogprobs != nil},
-		{"presence_penalty", req.PresencePenalty != nil},
-		{"frequency_penalty", req.FrequencyPenalty != nil},
-		{"seed", req.Seed != nil},
-		{"metadata", req.Metadata != ""},
-	} {
-		if err := unsupported(u.param, u.set); err != nil {
-			return anthropicPlan{}, err
-		}
-	}
-	for _, f := range req.Extra {
-		if err := unsupported(f.Name, true); err != nil {
-			return anthropicPlan{}, err
-		}
+	if err := opts.Refuse(anthropicName, req.Extra,
+		translate.Param{Name: "n", Set: req.N > 1},
+		translate.Param{Name: "logprobs", Set: req.Logprobs},
+		translate.Param{Name: "top_logprobs", Set: req.TopLogprobs != nil},
+		translate.Param{Name: "presence_penalty", Set: req.PresencePenalty != nil},
+		translate.Param{Name: "frequency_penalty", Set: req.FrequencyPenalty != nil},
+		translate.Param{Name: "seed", Set: req.Seed != nil},
+		translate.Param{Name: "metadata", Set: req.Metadata != ""},
+	); err != nil {
+		return anthropicPlan{}, err
 	}
 	if len(req.User) > 512 && !opts.Drop("user") {
 		return anthropicPlan{}, translate.Errorf("user", "must be at most 512 characters for the anthropic backend (metadata.user_id)")
@@ -225,24 +210,9 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 		}
 	}
 
-	if n := anthropicTools(req); n > 0 {
+	if req.ToolsFor(translate.DialectAnthropic) > 0 {
 		w.dst = append(w.dst, `,"tools":[`...)
-		k := 0
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectAnthropic {
-				continue // another API's built-in tool
-			}
-			if k > 0 {
-				w.dst = append(w.dst, ',')
-			}
-			k++
-			if t.Builtin != nil {
-				w.dst = append(w.dst, t.Builtin.Raw...) // web_search_20250305...: as the client defined it
-				continue
-			}
-			w.dst = w.tool(t)
-		}
+		w.dst = req.AppendTools(w.dst, translate.DialectAnthropic, w.tool)
 		if opts.PromptCache {
 			breakpoints[nbp] = len(w.dst) - 1
 			nbp++
@@ -341,20 +311,9 @@ func anthropicInsert(dst []byte, pos int, s string) []byte {
 	return dst
 }
 
-// anthropicTools returns the number of tools the Messages API gets: the function tools and
-// its own built-in ones.
-func anthropicTools(req *translate.Request) int {
-	n := 0
-	for i := range req.Tools {
-		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectAnthropic {
-			n++
-		}
-	}
-	return n
-}
-
-func (w *anthropicWriter) tool(t *translate.Tool) []byte {
-	dst := append(w.dst, `{"name":`...)
+// tool appends function tool t to dst, which continues w.dst.
+func (w *anthropicWriter) tool(dst []byte, t *translate.Tool) []byte {
+	dst = append(dst, `{"name":`...)
 	dst = jsonx.AppendString(dst, t.Name)
 	if t.Description != "" {
 		dst = append(dst, `,"description":`...)

@@ -1,10 +1,11 @@
 package gemini
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"net/url"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // geminiName is the provider name used in error messages.
@@ -87,18 +88,16 @@ func (geminiProvider) AppendRequest(dst []byte, req *translate.Request, opts *tr
 	if opts == nil {
 		opts = &translate.Options{}
 	}
-	for _, f := range req.Extra {
-		if !opts.Drop(f.Name) {
-			return dst, translate.Unsupported(f.Name, geminiName)
-		}
+	if err := opts.Refuse(geminiName, req.Extra); err != nil {
+		return dst, err
 	}
 	// parallel_tool_calls: false has no Gemini equivalent and is not sent: the caller
 	// passes on only the first call of each turn (FirstToolCallOnly).
-	if req.User != "" && !opts.Drop("user") {
-		return dst, translate.Unsupported("user", geminiName)
-	}
-	if req.Metadata != "" && !opts.Drop("metadata") {
-		return dst, translate.Unsupported("metadata", geminiName)
+	if err := opts.Refuse(geminiName, nil,
+		translate.Param{Name: "user", Set: req.User != ""},
+		translate.Param{Name: "metadata", Set: req.Metadata != ""},
+	); err != nil {
+		return dst, err
 	}
 	model := opts.UpstreamModel
 	if model == "" {
@@ -481,6 +480,12 @@ func (e *geminiEncoder) generationConfig(model string) error {
 		}
 		e.dst = jsonx.AppendKey(e.dst, name)
 	}
+	float := func(name string, v *float64) {
+		if v != nil {
+			field(name)
+			e.dst = jsonx.AppendFloat(e.dst, *v)
+		}
+	}
 	if len(r.Stop) > 0 {
 		field("stopSequences")
 		e.dst = append(e.dst, '[')
@@ -504,14 +509,8 @@ func (e *geminiEncoder) generationConfig(model string) error {
 		field("maxOutputTokens")
 		e.dst = jsonx.AppendInt(e.dst, maxTokens)
 	}
-	if r.Temperature != nil {
-		field("temperature")
-		e.dst = jsonx.AppendFloat(e.dst, *r.Temperature)
-	}
-	if r.TopP != nil {
-		field("topP")
-		e.dst = jsonx.AppendFloat(e.dst, *r.TopP)
-	}
+	float("temperature", r.Temperature)
+	float("topP", r.TopP)
 	if r.TopK != nil {
 		field("topK")
 		e.dst = jsonx.AppendInt(e.dst, *r.TopK)
@@ -520,14 +519,8 @@ func (e *geminiEncoder) generationConfig(model string) error {
 		field("seed")
 		e.dst = jsonx.AppendInt(e.dst, int(int32(*r.Seed)))
 	}
-	if r.PresencePenalty != nil {
-		field("presencePenalty")
-		e.dst = jsonx.AppendFloat(e.dst, *r.PresencePenalty)
-	}
-	if r.FrequencyPenalty != nil {
-		field("frequencyPenalty")
-		e.dst = jsonx.AppendFloat(e.dst, *r.FrequencyPenalty)
-	}
+	float("presencePenalty", r.PresencePenalty)
+	float("frequencyPenalty", r.FrequencyPenalty)
 	if r.Logprobs {
 		field("responseLogprobs")
 		e.dst = append(e.dst, "true"...)

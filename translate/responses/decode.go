@@ -2,10 +2,11 @@ package responses
 
 import (
 	"fmt"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // DecodeError maps an OpenAI error body ({"error":{message,type,param,code}}) to the
@@ -186,15 +187,8 @@ func (responsesProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	sc.Each(sc.Get(resp, "output"), func(_ string, item jsonx.Value) bool {
 		switch sc.Get(item, "type").Str {
 		case "reasoning":
-			k := 0
-			sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
-				text := sc.Get(s, "text").Str
-				if k > 0 {
-					text = "\n\n" + text
-				}
-				k++
-				err = emit(&translate.Event{Kind: translate.EventReasoningDelta, Text: text})
-				return err == nil
+			err = eachSummary(&sc, item, func(text string) error {
+				return emit(&translate.Event{Kind: translate.EventReasoningDelta, Text: text})
 			})
 			carry.addReasoning(&sc, item)
 			if err == nil {
@@ -246,18 +240,30 @@ func responsesTruncated(phase string) *translate.UpstreamError {
 		Message: fmt.Sprintf("responses stream ended %s, before response.completed", phase)}
 }
 
+// eachSummary calls f with the text of each summary part of a reasoning item, each but
+// the first led by a blank line, until f returns an error, which it returns.
+func eachSummary(sc *jsonx.Scanner, item jsonx.Value, f func(text string) error) error {
+	var err error
+	k := 0
+	sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
+		text := sc.Get(s, "text").Str
+		if k > 0 {
+			text = "\n\n" + text
+		}
+		k++
+		err = f(text)
+		return err == nil
+	})
+	return err
+}
+
 // reasoningBlock returns a reasoning item as the core's reasoning block: its id, its
 // summary parts joined by blank lines, its encrypted content.
 func reasoningBlock(sc *jsonx.Scanner, item jsonx.Value) *translate.ThinkingBlock {
 	b := &translate.ThinkingBlock{Type: "reasoning", ID: sc.Get(item, "id").Str}
-	k := 0
-	sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
-		if k > 0 {
-			b.Thinking += "\n\n"
-		}
-		k++
-		b.Thinking += sc.Get(s, "text").Str
-		return true
+	eachSummary(sc, item, func(text string) error {
+		b.Thinking += text
+		return nil
 	})
 	if enc := sc.Get(item, "encrypted_content"); enc.Kind == jsonx.String {
 		b.Data = enc.Str

@@ -1,9 +1,10 @@
 package responses
 
 import (
+	"strings"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"strings"
 )
 
 // Responses returns the provider for OpenAI's Responses API (POST {base_url}/responses),
@@ -85,35 +86,9 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	}
 	dst = append(dst, ']')
 
-	if n := responsesTools(req); n > 0 {
+	if req.ToolsFor(translate.DialectResponses) > 0 {
 		dst = append(dst, `,"tools":[`...)
-		k := 0
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if t.Builtin != nil && t.Builtin.Dialect != translate.DialectResponses {
-				continue // another API's built-in tool
-			}
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			k++
-			if t.Builtin != nil {
-				dst = append(dst, t.Builtin.Raw...) // web_search, file_search...: as the client defined it
-				continue
-			}
-			dst = append(dst, `{"type":"function","name":`...)
-			dst = jsonx.AppendString(dst, t.Name)
-			if t.Description != "" {
-				dst = append(dst, `,"description":`...)
-				dst = jsonx.AppendString(dst, t.Description)
-			}
-			dst = append(dst, `,"parameters":`...)
-			dst = jsonx.AppendRawOr(dst, t.Parameters, `{"type":"object","properties":{}}`)
-			// Responses defaults strict to true; chat completions to false.
-			dst = append(dst, `,"strict":`...)
-			dst = jsonx.AppendBool(dst, t.Strict != nil && *t.Strict)
-			dst = append(dst, '}')
-		}
+		dst = req.AppendTools(dst, translate.DialectResponses, responsesTool)
 		dst = append(dst, ']')
 	}
 	switch req.ToolChoice.Mode {
@@ -191,36 +166,16 @@ func (responsesProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 // responsesCheck rejects what the Responses API cannot honour, unless the operator lets
 // such parameters be dropped.
 func responsesCheck(req *translate.Request, opts *translate.Options) error {
-	unsupported := func(param string, set bool) error {
-		if set && !opts.Drop(param) {
-			return translate.Unsupported(param, responsesName)
-		}
-		return nil
-	}
-	checks := []struct {
-		param string
-		set   bool
-	}{
-		{"stop", len(req.Stop) > 0},
-		{"n", req.N > 1},
+	return opts.Refuse(responsesName, req.Extra,
+		translate.Param{Name: "stop", Set: len(req.Stop) > 0},
+		translate.Param{Name: "n", Set: req.N > 1},
 		// Responses can return logprobs, but Agate has no chat-shaped way to pass them on.
-		{"logprobs", req.Logprobs},
-		{"top_logprobs", req.TopLogprobs != nil},
-		{"presence_penalty", req.PresencePenalty != nil},
-		{"frequency_penalty", req.FrequencyPenalty != nil},
-		{"seed", req.Seed != nil},
-	}
-	for _, c := range checks {
-		if err := unsupported(c.param, c.set); err != nil {
-			return err
-		}
-	}
-	for i := range req.Extra {
-		if err := unsupported(req.Extra[i].Name, true); err != nil {
-			return err
-		}
-	}
-	return nil
+		translate.Param{Name: "logprobs", Set: req.Logprobs},
+		translate.Param{Name: "top_logprobs", Set: req.TopLogprobs != nil},
+		translate.Param{Name: "presence_penalty", Set: req.PresencePenalty != nil},
+		translate.Param{Name: "frequency_penalty", Set: req.FrequencyPenalty != nil},
+		translate.Param{Name: "seed", Set: req.Seed != nil},
+	)
 }
 
 // responsesWantsEncrypted reports whether to ask for encrypted reasoning: when the client
@@ -439,16 +394,20 @@ func appendResponsesParts(dst []byte, i int, req *translate.Request, parts []tra
 	return append(dst, ']'), nil
 }
 
-// responsesTools returns the number of tools the Responses API gets: the function tools
-// and its own built-in ones.
-func responsesTools(req *translate.Request) int {
-	n := 0
-	for i := range req.Tools {
-		if b := req.Tools[i].Builtin; b == nil || b.Dialect == translate.DialectResponses {
-			n++
-		}
+// responsesTool appends function tool t in the Responses API's terms.
+func responsesTool(dst []byte, t *translate.Tool) []byte {
+	dst = append(dst, `{"type":"function","name":`...)
+	dst = jsonx.AppendString(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = jsonx.AppendString(dst, t.Description)
 	}
-	return n
+	dst = append(dst, `,"parameters":`...)
+	dst = jsonx.AppendRawOr(dst, t.Parameters, `{"type":"object","properties":{}}`)
+	// Responses defaults strict to true; chat completions to false.
+	dst = append(dst, `,"strict":`...)
+	dst = jsonx.AppendBool(dst, t.Strict != nil && *t.Strict)
+	return append(dst, '}')
 }
 
 // ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads

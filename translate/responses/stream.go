@@ -2,9 +2,10 @@ package responses
 
 import (
 	"fmt"
+	"strings"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"strings"
 )
 
 // responsesPhase is where a Responses stream is.
@@ -329,15 +330,8 @@ func (d *responsesStream) itemDone(typ []byte, item jsonx.Value, emit translate.
 	switch sc.Get(item, "type").Str {
 	case "reasoning":
 		if !d.sawSummary {
-			k := 0
-			sc.Each(sc.Get(item, "summary"), func(_ string, s jsonx.Value) bool {
-				text := sc.Get(s, "text").Str
-				if k > 0 {
-					text = "\n\n" + text
-				}
-				k++
-				err = d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: text})
-				return err == nil
+			err = eachSummary(sc, item, func(text string) error {
+				return d.emit(emit, translate.Event{Kind: translate.EventReasoningDelta, Text: text})
 			})
 		}
 		d.carry.addReasoning(sc, item)
