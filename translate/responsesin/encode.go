@@ -375,7 +375,12 @@ func (e *Encoder) itemAdded(dst []byte, i int) []byte {
 	if !e.stream {
 		return dst
 	}
-	dst = e.beginEvent(dst, "response.output_item.added")
+	return e.wholeItemEvent(dst, "response.output_item.added", i)
+}
+
+// wholeItemEvent appends the event typ (output_item.added or .done) carrying item i whole.
+func (e *Encoder) wholeItemEvent(dst []byte, typ string, i int) []byte {
+	dst = e.beginEvent(dst, typ)
 	dst = append(dst, `"output_index":`...)
 	dst = strconv.AppendInt(dst, int64(i), 10)
 	dst = append(dst, `,"item":`...)
@@ -462,12 +467,7 @@ func (e *Encoder) itemDone(dst []byte, i int) []byte {
 	if !e.stream {
 		return dst
 	}
-	dst = e.beginEvent(dst, "response.output_item.done")
-	dst = append(dst, `"output_index":`...)
-	dst = strconv.AppendInt(dst, int64(i), 10)
-	dst = append(dst, `,"item":`...)
-	dst = e.appendItem(dst, it)
-	return e.endEvent(dst)
+	return e.wholeItemEvent(dst, "response.output_item.done", i)
 }
 
 // Finish closes every open item and appends the terminal event (response.completed, or
