@@ -25,18 +25,18 @@ func PlainPrefix(s string) int { return safePrefix(s, 0) }
 // safePrefix returns the offset of the first byte at or after i that AppendString cannot
 // copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
 // character), or len(s). It looks at eight bytes at a time and, once 16 bytes were safe,
-// at 32 at a time with AVX2, all of them in one call: most runs in a JSON text sent as a
-// string are short, and they end before the vector step would pay for its call.
+// at 32 at a time, all of them in one call (safeBlocks): most runs in a JSON text sent as
+// a string are short, and they end before the vector step would pay for its call.
 func safePrefix(s string, i int) int {
 	for words := 0; i+8 <= len(s); i += 8 {
 		if m := plainMask(load8(s[i : i+8])); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
-		if words++; words == 2 && hasAVX2() && i+8+32 <= len(s) {
+		if words++; words == 2 && i+8+32 <= len(s) {
 			// The blocks from i+8 in one call: it stops at the byte it found, or short of
 			// the whole blocks' end when there is none; the words go on from there.
 			n := len(s) - i - 8
-			k := safeBlocksAVX2(unsafe.StringData(s[i+8:]), n)
+			k := safeBlocks(unsafe.StringData(s[i+8:]), n)
 			if k < n&^31 {
 				return i + 8 + k
 			}
@@ -93,35 +93,18 @@ func plainMask(w uint64) uint64 {
 // stop: the bytes AppendString cannot copy as they are, less the backslashes and the
 // bytes escaped (found as the scanner finds them, escapedBytes), plus the escaped '/'
 // and 'u'. In a JSON text sent as a string the escapes that go out as they are (\" above
-// all) come every few bytes; none of them stops the copy. With AVX2 the whole blocks
-// without a stop are passed over in one call (literalBlocksAVX2).
+// all) come every few bytes; none of them stops the copy. The blocks without a stop are
+// passed over in one call (literalBlocks).
 func AppendLiteral(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0 // lit[start:i] is still to copy; i is where the reading has got to
 	var carry uint64 // 1 if the block's first byte is escaped
 	for base := 0; base < len(lit); base += blockSize {
-		var unsafe_, bs, chg uint64
-		read := false // whether the masks of the block at base are read
-		if hasAVX2() {
-			// The blocks without a stop, passed over in one call; the last, partial block
-			// too when the bytes after it up to a block lie in its page (see samePage).
-			// The call returns the masks of the block it stops at.
-			span := (len(lit) - base) &^ (blockSize - 1)
-			if base+span < len(lit) && samePage(unsafe.StringData(lit[base+span:]), blockSize) {
-				span = len(lit) - base
-			}
-			if span > 0 {
-				k, next, u, b, c := literalBlocksAVX2(unsafe.StringData(lit[base:]), span, carry)
-				if base, carry = base+k, next; base >= len(lit) {
-					break
-				}
-				if k < span {
-					unsafe_, bs, chg, read = u, b, c, true
-				}
-			}
-		}
-		if !read {
-			unsafe_, bs, chg = literalMasks(lit, base)
+		// The blocks without a stop, passed over in one call, which returns the masks of
+		// the block it stops at.
+		k, next, unsafe_, bs, chg := literalBlocks(lit, base, carry)
+		if base, carry = base+k, next; base >= len(lit) {
+			break
 		}
 		if unsafe_|carry == 0 {
 			continue // nothing to stop at, and no escape running into the next block

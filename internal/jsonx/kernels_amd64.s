@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // Each constant is one byte repeated over 32 bytes: REPEAT32 writes v at off four times.
