@@ -49,6 +49,13 @@ GLOBL consts<>(SB), RODATA|NOPTR, $0x180
 	VPANDN t, x, t; \
 	VPOR m, t, m
 
+// SPECIALCONSTS loads the constants SPECIAL32 reads: 0x20 into c20, '"' into q and '\\'
+// into b.
+#define SPECIALCONSTS(c20, q, b) \
+	VMOVDQU consts<>+0x40(SB), c20; \
+	VMOVDQU consts<>+0x00(SB), q; \
+	VMOVDQU consts<>+0x20(SB), b
+
 // func blockMaskAVX2(p *byte) uint64
 TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI
@@ -75,9 +82,7 @@ TEXT ·stopBlocksAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ DI, DI
-	VMOVDQU consts<>+0x40(SB), Y4 // 0x20
-	VMOVDQU consts<>+0x00(SB), Y7 // '"'
-	VMOVDQU consts<>+0x20(SB), Y8 // '\\'
+	SPECIALCONSTS(Y4, Y7, Y8)
 
 sb_loop:
 	CMPQ DI, CX
@@ -114,9 +119,7 @@ TEXT ·safeBlocksAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
-	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
-	VMOVDQU consts<>+0x00(SB), Y5 // '"'
-	VMOVDQU consts<>+0x20(SB), Y6 // '\\'
+	SPECIALCONSTS(Y1, Y5, Y6)
 	VMOVDQU consts<>+0x60(SB), Y7 // '<'
 	VMOVDQU consts<>+0x80(SB), Y8 // '>'
 	VMOVDQU consts<>+0xa0(SB), Y9 // '&'
@@ -194,17 +197,17 @@ safe_done:
 	SHLQ $32, R9; ORQ R9, CX; \
 	SHLQ $32, R10; ORQ R10, DX
 
+// ESCAPE64 is ESCAPE32 over the 64 bytes at SI, the masks in AX (backslashes), CX (u
+// bytes), DX (bytes not allowed after a backslash) and BX (the special mask).
+#define ESCAPE64 \
+	ESCAPE32(0); KEEP3; MOVQ R11, BX; \
+	ESCAPE32(32); JOIN3; SHLQ $32, R11; ORQ R11, BX
+
 // func escapeMaskAVX2(p *byte) (special, bs, bad, u uint64)
 TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
 	ESCCONSTS
-	ESCAPE32(0)
-	KEEP3
-	MOVQ R11, BX
-	ESCAPE32(32)
-	JOIN3
-	SHLQ $32, R11
-	ORQ R11, BX
+	ESCAPE64
 	VZEROUPPER
 	MOVQ BX, special+8(FP)
 	MOVQ AX, bs+16(FP)
@@ -249,8 +252,8 @@ TEXT ·literalMaskAVX2(SB), NOSPLIT, $0-32
 
 // func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)
 TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
 	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+	MOVQ p+0(FP), SI
 	LITERAL32(0)
 	VZEROUPPER
 	MOVQ R8, unsafe+8(FP)
@@ -260,9 +263,9 @@ TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
 
 // func asciiBlocksAVX2(p *byte, n int) int
 TEXT ·asciiBlocksAVX2(SB), NOSPLIT, $0-24
+	XORQ AX, AX
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
-	XORQ AX, AX
 
 ascii_loop:
 	LEAQ 128(AX), DX
@@ -301,23 +304,17 @@ ascii_done:
 // not allowed after a backslash, R10 the escaped bytes, R11 the carry out, R8 the stops,
 // R9 the bytes checked.
 TEXT ·escapedBlocksAVX2(SB), NOSPLIT, $0-72
+	ESCCONSTS
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ window+16(FP), R12
 	MOVQ carry+24(FP), R13
 	XORQ DI, DI
-	ESCCONSTS
 
 eb_loop:
 	CMPQ DI, R14
 	JAE  eb_more
-	ESCAPE32(0)
-	KEEP3
-	MOVQ R11, BX
-	ESCAPE32(32)
-	JOIN3
-	SHLQ $32, R11
-	ORQ  R11, BX
+	ESCAPE64
 
 	MOVQ AX, R8
 	ANDQ R12, R8 // the backslashes in the window
