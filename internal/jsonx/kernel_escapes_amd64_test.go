@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-// TestEscapesKernels: escapeMaskAVX2 answers as escapeBlockGo, and escapedBlocksAVX2 as
+// TestEscapesKernels: escapeMaskAVX2 answers as escapeBlockGo, and escapedBlocks as
 // escapedBlocksGo (its offset and status, and what the status says is meaningful: the
 // end and special mask of ebFound, the carry of ebSlow and ebMore), on random text with
 // escapes, from each window and carry.
@@ -29,7 +29,7 @@ func TestEscapesKernels(t *testing.T) {
 		}
 		window, carry := ^uint64(0)<<r.IntN(blockSize), uint64(r.IntN(2))
 		p := unsafe.StringData(s)
-		gk, gend, gspecial, gnext, gstatus := escapedBlocksAVX2(p, len(s), window, carry)
+		gk, gend, gspecial, gnext, gstatus := escapedBlocks(p, len(s), window, carry)
 		wk, wend, wspecial, wnext, wstatus := escapedBlocksGo(p, len(s), window, carry)
 		ok := gk == wk && gstatus == wstatus
 		switch wstatus {
@@ -39,7 +39,7 @@ func TestEscapesKernels(t *testing.T) {
 			ok = ok && gnext == wnext
 		}
 		if !ok {
-			t.Fatalf("escapedBlocksAVX2(%q, %064b, %d) = k %d end %d special %064b next %d status %d, want k %d end %d special %064b next %d status %d",
+			t.Fatalf("escapedBlocks(%q, %064b, %d) = k %d end %d special %064b next %d status %d, want k %d end %d special %064b next %d status %d",
 				s, window, carry, gk, gend, gspecial, gnext, gstatus, wk, wend, wspecial, wnext, wstatus)
 		}
 	}

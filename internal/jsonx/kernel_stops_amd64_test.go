@@ -9,7 +9,7 @@ import (
 	"unsafe"
 )
 
-// TestStopsKernels: blockMaskAVX2 and stopBlocksAVX2 answer as blockMaskGo and
+// TestStopsKernels: blockMaskAVX2 and stopBlocks answer as blockMaskGo and
 // stopBlocksGo on random blocks, and with each byte value at each offset of a run of
 // plain blocks.
 func TestStopsKernels(t *testing.T) {
@@ -21,9 +21,9 @@ func TestStopsKernels(t *testing.T) {
 				t.Fatalf("blockMaskAVX2(%q) = %064b, want %064b", s[blk:blk+blockSize], got, want)
 			}
 		}
-		gk, gm := stopBlocksAVX2(unsafe.StringData(s), len(s))
+		gk, gm := stopBlocks(unsafe.StringData(s), len(s))
 		if wk, wm := stopBlocksGo(unsafe.StringData(s), len(s)); gk != wk || gm != wm {
-			t.Fatalf("stopBlocksAVX2(%q) = %d %064b, want %d %064b", s, gk, gm, wk, wm)
+			t.Fatalf("stopBlocks(%q) = %d %064b, want %d %064b", s, gk, gm, wk, wm)
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 46))

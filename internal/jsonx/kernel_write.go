@@ -88,3 +88,9 @@ func literalBlocksGo(p *byte, n int, carry uint64) (k int, next, unsafe_, bs, ch
 	}
 	return k, carry, 0, 0, 0
 }
+
+// samePage reports whether the n bytes from p lie in one 4 KiB page (the smallest page
+// size): loading them cannot fault where loading p cannot, whatever object holds p.
+func samePage(p *byte, n int) bool {
+	return uintptr(unsafe.Pointer(p))&(4096-1) <= 4096-uintptr(n)
+}

@@ -9,9 +9,9 @@ import (
 	"unsafe"
 )
 
-// TestWriteKernels: safeBlocksAVX2, literalMaskAVX2, literalHalfAVX2 and
-// literalBlocksAVX2 answer as their Go twins on random text of any length; the bytes
-// literalBlocksAVX2 reads past the end (a buffer holds them) are ones that would stop it.
+// TestWriteKernels: safeBlocks, literalMaskAVX2, literalHalfAVX2 and
+// literalBlocks answer as their Go twins on random text of any length; the bytes
+// literalBlocks reads past the end (a buffer holds them) are ones that would stop it.
 func TestWriteKernels(t *testing.T) {
 	needAVX2(t)
 	r := rand.New(rand.NewPCG(3, 46))
@@ -20,8 +20,8 @@ func TestWriteKernels(t *testing.T) {
 		s := kernelText(r, r.IntN(12), 1)
 		s = s[:r.IntN(len(s)+1)]
 		p := unsafe.StringData(s + pad) // the bytes past len(s), up to a block, readable
-		if got, want := safeBlocksAVX2(p, len(s)), safeBlocksGo(p, len(s)); got != want {
-			t.Fatalf("safeBlocksAVX2(%q) = %d, want %d", s, got, want)
+		if got, want := safeBlocks(p, len(s)), safeBlocksGo(p, len(s)); got != want {
+			t.Fatalf("safeBlocks(%q) = %d, want %d", s, got, want)
 		}
 		for base := 0; base+blockSize <= len(s); base += blockSize {
 			gu, gb, gc := literalMaskAVX2(unsafe.StringData(s[base:]))
@@ -34,10 +34,10 @@ func TestWriteKernels(t *testing.T) {
 			}
 		}
 		carry := uint64(r.IntN(2))
-		gk, gnext, gu, gb, gc := literalBlocksAVX2(p, len(s), carry)
+		gk, gnext, gu, gb, gc := literalBlocks(p, len(s), carry)
 		wk, wnext, wu, wb, wc := literalBlocksGo(p, len(s), carry)
 		if gk != wk || gnext != wnext || wk < len(s) && (gu != wu || gb != wb || gc != wc) {
-			t.Fatalf("literalBlocksAVX2(%q, %d) = %d %d %064b %064b %064b, want %d %d %064b %064b %064b",
+			t.Fatalf("literalBlocks(%q, %d) = %d %d %064b %064b %064b, want %d %d %064b %064b %064b",
 				s, carry, gk, gnext, gu, gb, gc, wk, wnext, wu, wb, wc)
 		}
 	}

@@ -37,6 +37,14 @@ DATA consts<>+0x158(SB)/8, $0x0104000200000000
 REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
 GLOBL consts<>(SB), RODATA|NOPTR, $0x180
 
+// NOAVX2 starts each loop kernel (stopBlocks, safeBlocks, asciiBlocks, escapedBlocks,
+// literalBlocks): where useAVX2 is false it jumps to the kernel's Go twin, which has the
+// same arguments and results and returns to the kernel's caller.
+#define NOAVX2(twin) \
+	CMPB ·useAVX2(SB), $0; \
+	JNE  2(PC); \
+	JMP  twin
+
 // SPECIAL32 sets m to the special bytes of the 32 bytes in x (quotes, backslashes, bytes
 // below 0x20), given the quote and the backslash constants in q and b (registers or
 // memory) and 0x20 in Y4; it clobbers t. VPCMPGTB is signed: the bytes below 0x20 and
@@ -72,13 +80,14 @@ TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
 	MOVQ AX, ret+8(FP)
 	RET
 
-// func stopBlocksAVX2(p *byte, n int) (k int, mask uint64)
+// func stopBlocks(p *byte, n int) (k int, mask uint64)
 //
 // blockMaskAVX2's mask over the whole blocks of n bytes (a multiple of 64) at p, block
 // after block, until one has a stop: k is that block's offset and mask its mask; k is n
 // and mask 0 when none has. Registers: DI the offset, Y7 '"', Y8 '\\', Y4 0x20; per
 // block Y5 and Y2 the halves' masks.
-TEXT ·stopBlocksAVX2(SB), NOSPLIT, $0-32
+TEXT ·stopBlocks(SB), NOSPLIT, $0-32
+	NOAVX2(·stopBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ DI, DI
@@ -114,8 +123,9 @@ sb_none:
 	VZEROUPPER
 	RET
 
-// func safeBlocksAVX2(p *byte, n int) int
-TEXT ·safeBlocksAVX2(SB), NOSPLIT, $0-24
+// func safeBlocks(p *byte, n int) int
+TEXT ·safeBlocks(SB), NOSPLIT, $0-24
+	NOAVX2(·safeBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
@@ -219,7 +229,7 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 #define ADDEQ(c, acc) VPCMPEQB consts<>+c(SB), Y0, Y3; VPOR Y3, acc, acc
 
 // LITERAL32 sets, for the 32 bytes at off(SI), R8 to the mask of the bytes AppendString
-// cannot copy as they are (as safeBlocksAVX2 tests them), R9 to that of the backslashes and R10 to
+// cannot copy as they are (as safeBlocks tests them), R9 to that of the backslashes and R10 to
 // that of the bytes '/' and 'u' (the escapes AppendString writes otherwise).
 #define LITERAL32(off) \
 	VMOVDQU off(SI), Y0; \
@@ -261,8 +271,9 @@ TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
 	MOVQ R10, chg+24(FP)
 	RET
 
-// func asciiBlocksAVX2(p *byte, n int) int
-TEXT ·asciiBlocksAVX2(SB), NOSPLIT, $0-24
+// func asciiBlocks(p *byte, n int) int
+TEXT ·asciiBlocks(SB), NOSPLIT, $0-24
+	NOAVX2(·asciiBlocksGo(SB))
 	XORQ AX, AX
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
@@ -297,13 +308,14 @@ ascii_done:
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
 
-// func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
+// func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
 // block; per block AX the backslashes, BX the special mask, CX the u bytes, DX the bytes
 // not allowed after a backslash, R10 the escaped bytes, R11 the carry out, R8 the stops,
 // R9 the bytes checked.
-TEXT ·escapedBlocksAVX2(SB), NOSPLIT, $0-72
+TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
+	NOAVX2(·escapedBlocksGo(SB))
 	ESCCONSTS
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
@@ -383,12 +395,13 @@ eb_ret:
 	MOVQ DI, k+32(FP)
 	RET
 
-// func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
+// func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
 // Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
 // block AX the unsafe bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the
 // escaped bytes, R11 the carry out, R8 the stops.
-TEXT ·literalBlocksAVX2(SB), NOSPLIT, $0-64
+TEXT ·literalBlocks(SB), NOSPLIT, $0-64
+	NOAVX2(·literalBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ carry+16(FP), R13

@@ -2,8 +2,6 @@
 
 package jsonx
 
-import "unsafe"
-
 // The kernel switch where there is no assembly (another GOARCH, or -tags purego): each
 // kernel is its portable Go twin. kernels_amd64.go is the same list for amd64.
 
@@ -30,10 +28,10 @@ func safeBlocks(p *byte, n int) int { return safeBlocksGo(p, n) }
 // literalMasksGo).
 func literalMasks(lit string, base int) (unsafe_, bs, chg uint64) { return literalMasksGo(lit, base) }
 
-// literalBlocks passes over the blocks of lit from base on that AppendLiteral has nothing
-// to stop at (see literalBlocksGo): k is the offset from base of the block it stopped at.
-func literalBlocks(lit string, base int, carry uint64) (k int, next, unsafe_, bs, chg uint64) {
-	return literalBlocksGo(unsafe.StringData(lit[base:]), len(lit)-base, carry)
+// literalBlocks is AppendLiteral's loop over the blocks it has nothing to stop at (see
+// literalBlocksGo).
+func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe_, bs, chg uint64) {
+	return literalBlocksGo(p, n, carry)
 }
 
 // asciiBlocks passes over the 128-byte blocks of ASCII at p (see asciiBlocksGo).

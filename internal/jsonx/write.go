@@ -131,11 +131,26 @@ func AppendLiteral(dst []byte, lit string) []byte {
 	start, i := 0, 0 // lit[start:i] is still to copy; i is where the reading has got to
 	var carry uint64 // 1 if the block's first byte is escaped
 	for base := 0; base < len(lit); base += blockSize {
-		// The blocks without a stop, passed over in one call, which returns the masks of
-		// the block it stops at.
-		k, next, unsafe_, bs, chg := literalBlocks(lit, base, carry)
-		if base, carry = base+k, next; base >= len(lit) {
-			break
+		// The blocks without a stop, passed over in one call; the last, partial block too
+		// when the bytes after it up to a block lie in its page (see samePage). The call
+		// returns the masks of the block it stops at.
+		var unsafe_, bs, chg uint64
+		read := false // whether the masks of the block at base are read
+		span := (len(lit) - base) &^ (blockSize - 1)
+		if base+span < len(lit) && samePage(unsafe.StringData(lit[base+span:]), blockSize) {
+			span = len(lit) - base
+		}
+		if span > 0 {
+			k, next, u, b, c := literalBlocks(unsafe.StringData(lit[base:]), span, carry)
+			if base, carry = base+k, next; base >= len(lit) {
+				break
+			}
+			if k < span {
+				unsafe_, bs, chg, read = u, b, c, true
+			}
+		}
+		if !read {
+			unsafe_, bs, chg = literalMasks(lit, base)
 		}
 		if unsafe_|carry == 0 {
 			continue // nothing to stop at, and no escape running into the next block
