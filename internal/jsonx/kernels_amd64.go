@@ -104,8 +104,12 @@ func literalMasks(lit string, base int) (unsafe_, bs, chg uint64) {
 // block are in its page (see samePage), else from a copy; each other escape byte by byte
 // (decodeRun, which without AVX2 decodes the whole string).
 func decodeEscaped(out []byte, raw string) int {
+	if !useAVX2 {
+		_, j := decodeRun(out, raw, 0, 0, len(raw))
+		return j
+	}
 	i, j := 0, 0
-	for useAVX2 && len(raw)-i >= 16 { // shorter, the bytes are read sooner one by one
+	for len(raw)-i >= 16 { // shorter, the bytes are read sooner one by one
 		if whole := (len(raw) - i) &^ (blockSize - 1); whole > 0 {
 			k, w := unescapeBlocksAVX2(&out[j], unsafe.StringData(raw[i:]), whole, &compactShuffles)
 			if i, j = i+k, j+w; k == whole {
