@@ -126,10 +126,10 @@ sb_none:
 // func safeBlocks(p *byte, n int) int
 TEXT ·safeBlocks(SB), NOSPLIT, $0-24
 	NOAVX2(·safeBlocksGo(SB))
+	SPECIALCONSTS(Y1, Y5, Y6)
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
-	SPECIALCONSTS(Y1, Y5, Y6)
 	VMOVDQU consts<>+0x60(SB), Y7 // '<'
 	VMOVDQU consts<>+0x80(SB), Y8 // '>'
 	VMOVDQU consts<>+0xa0(SB), Y9 // '&'
