@@ -14,10 +14,11 @@
 // (kernel_ascii.go) and the decoding of escapes (kernel_unescape.go). Those files hold
 // each kernel's portable Go twin; on amd64 each also has an AVX2 version
 // (kernels_amd64.s). The readers and writers call a kernel by one name and never test
-// for AVX2: kernels_amd64.go is the one switch, where each kernel reads
-// cpu.X86.HasAVX2 (set when the program starts; GODEBUG=cpu.avx2=off clears it) once per
-// call, and kernels_generic.go is the list of twins for other GOARCHes and for
-// -tags purego, which builds the package without assembly and without the unaligned
-// word load of amd64 and arm64 (word_unaligned.go). Each family's _amd64_test.go holds
-// the assembly to its twin; the other tests hold both to byte-at-a-time definitions.
+// for AVX2: kernels_amd64.go is the one switch, useAVX2, which x/sys/cpu's answer sets
+// once before main (GODEBUG=cpu.avx2=off clears it) and each kernel reads once per call
+// (the loops over blocks are the assembly itself, which jumps to its twin without AVX2);
+// kernels_generic.go is the list of twins for other GOARCHes and for -tags purego, which
+// builds the package without assembly and without the unaligned word load of amd64 and
+// arm64 (word_unaligned.go). Each family's _amd64_test.go holds the assembly to its
+// twin; the other tests hold both to byte-at-a-time definitions.
 package jsonx

@@ -410,9 +410,9 @@ func TestStringEnd_LongPlainRuns(t *testing.T) {
 	}
 }
 
-// TestEscapedBlock_MatchesNaive: escapedBlock read block after block, as escapedEnd reads
-// a string where AVX2 is missing, ends strings with escapes where the byte-at-a-time
-// definition does (on this machine escapedEnd itself hands it only some blocks).
+// TestEscapedBlock_MatchesNaive: escapedBlock read block after block ends strings with
+// escapes where the byte-at-a-time definition does (escapedEnd itself hands it only the
+// blocks escapedBlocks stops at: one with a \u escape, and the last, partial one).
 func TestEscapedBlock_MatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	pieces := []string{`\`, `\\`, `\"`, `"`, `a`, `u`, `\u00e9`, `\u12`, `\x`, `\/`, `\n`, "\x01", strings.Repeat(`\`, 63), strings.Repeat("b", 40)}
