@@ -510,6 +510,8 @@ TEXT ·unescapeBlocksAVX2(SB), NOSPLIT, $0-48
 	VMOVDQU consts<>+0x160(SB), Y4 // 0x5f
 	VMOVDQU consts<>+0xe0(SB), Y5  // 'u'
 
+	PCALIGN $64
+
 ub_loop:
 	CMPQ BX, R14
 	JAE  ub_end
