@@ -1,14 +1,10 @@
 package jsonx
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
-	"unsafe"
 )
 
 // Kind is the type of a scanned JSON value.
@@ -822,126 +818,6 @@ func (sc *Scanner) unescape(raw string, bound int) string {
 	j := decodeEscaped(sc.arena[start:start+len(raw)], raw)
 	sc.arena = sc.arena[:start+j]
 	return View(sc.arena[start:])
-}
-
-// decodeEscaped writes the value of raw, the checked contents of a string with escapes,
-// to out, which has room for len(raw) bytes, and returns its length. With AVX2, raw is
-// decoded a block at a time from the escapes \", \\ and \/ (a JSON text sent as a
-// string has one every few bytes), by dropping the backslashes that start them
-// (unescapeBlocksAVX2), the last, partial block from a copy; each other escape, and all
-// of a string without AVX2, byte by byte (decodeRun).
-func decodeEscaped(out []byte, raw string) int {
-	i, j := 0, 0
-	for hasAVX2() && len(raw)-i >= 16 { // shorter, the bytes are read sooner one by one
-		if whole := (len(raw) - i) &^ (blockSize - 1); whole > 0 {
-			k, w := unescapeBlocksAVX2(&out[j], unsafe.StringData(raw[i:]), whole, &compactShuffles)
-			if i, j = i+k, j+w; k == whole {
-				continue
-			}
-		} else {
-			// The last, partial block, decoded into dec: read where it lies when the bytes
-			// after it up to a block are in the same page (see samePage), else from a copy.
-			var dec [blockSize]byte
-			n := len(raw) - i
-			p := unsafe.StringData(raw[i:])
-			if !samePage(p, blockSize) {
-				var in [blockSize]byte
-				copy(in[:], raw[i:])
-				p = &in[0]
-			}
-			k, w := unescapeBlocksAVX2(&dec[0], p, n, &compactShuffles)
-			if i, j = i+k, j+copy(out[j:], dec[:w]); k == n {
-				return j
-			}
-		}
-		i, j = decodeRun(out, raw, i, j, i+1) // the escape at i
-	}
-	_, j = decodeRun(out, raw, i, j, len(raw))
-	return j
-}
-
-// compactShuffles is the table of unescapeBlocksAVX2's byte shuffles: entry m moves the
-// bytes k of an eight-byte word whose bit k in m is clear to its start, in order (the
-// byte 0x80 makes the rest zero).
-var compactShuffles = func() (t [256]uint64) {
-	for m := range t {
-		k := 0
-		for b := range 8 {
-			if m&(1<<b) == 0 {
-				t[m] |= uint64(b) << (8 * k)
-				k++
-			}
-		}
-		for ; k < 8; k++ {
-			t[m] |= 0x80 << (8 * k)
-		}
-	}
-	return t
-}()
-
-// decodeRun decodes raw, the checked contents of a string with escapes, from i on, into
-// out from j on, until i reaches stop or past it (an escape is read whole), and returns
-// both offsets: a decoded string is never longer than its escaped form, and unescape's
-// rules apply (escaped surrogates as encoding/json decodes them). Runs of plain bytes move
-// eight at a time: an eight-byte load, a test for a backslash in it, an eight-byte store
-// (bytes past the backslash are written over by what comes next).
-func decodeRun(out []byte, raw string, i, j, stop int) (int, int) {
-	for i < stop {
-		if i+8 <= len(raw) {
-			w := load8(raw[i : i+8])
-			binary.LittleEndian.PutUint64(out[j:j+8], w) // j <= i, so j+8 <= len(out)
-			x := w ^ (ones * '\\')
-			m := (x - ones) &^ x & highs // the lowest set bit marks the first backslash
-			if m == 0 {
-				i, j = i+8, j+8
-				continue
-			}
-			k := bits.TrailingZeros64(m) / 8
-			i, j = i+k, j+k
-		} else if c := raw[i]; c != '\\' {
-			out[j] = c
-			i, j = i+1, j+1
-			continue
-		}
-		// raw[i] is a backslash; the scanner checked the escape after it.
-		i++
-		switch c := raw[i]; c {
-		case 'b':
-			out[j] = '\b'
-		case 'f':
-			out[j] = '\f'
-		case 'n':
-			out[j] = '\n'
-		case 'r':
-			out[j] = '\r'
-		case 't':
-			out[j] = '\t'
-		case 'u':
-			r := hex4(raw[i+1:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				// A surrogate pairs only with a following escaped low surrogate; alone it
-				// is U+FFFD, and whatever follows is decoded on its own.
-				next := rune(-1)
-				if len(raw)-i > 6 && raw[i+1] == '\\' && raw[i+2] == 'u' {
-					next = hex4(raw[i+3:])
-				}
-				if d := utf16.DecodeRune(r, next); d != utf8.RuneError {
-					r, i = d, i+6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			// The escape took six bytes (twelve for a pair): room for the rune's four.
-			j += utf8.EncodeRune(out[j:], r)
-			i++
-			continue
-		default: // '"', '\\' or '/'
-			out[j] = c
-		}
-		i, j = i+1, j+1
-	}
-	return i, j
 }
 
 // Valid reports whether s is one JSON value with optional whitespace around it.

@@ -183,15 +183,15 @@ func TestSafePrefix_EveryOffset(t *testing.T) {
 					b[pos] = c
 					got := safePrefix(string(b), start)
 					blocks := -1
-					if hasAVX2() && start == 0 {
-						blocks = safeBlocksAVX2(&b[0], n)
+					if start == 0 {
+						blocks = safeBlocks(&b[0], n)
 					}
 					b[pos] = keep
 					if got != pos {
 						t.Fatalf("safePrefix(%d bytes with %#x at %d, %d) = %d", n, c, pos, start, got)
 					}
 					if want := min(pos, n&^31); blocks >= 0 && blocks != want {
-						t.Fatalf("safeBlocksAVX2(%d bytes with %#x at %d) = %d, want %d", n, c, pos, blocks, want)
+						t.Fatalf("safeBlocks(%d bytes with %#x at %d) = %d, want %d", n, c, pos, blocks, want)
 					}
 				}
 			}
@@ -339,8 +339,8 @@ func TestEscapeMask(t *testing.T) {
 			t.Fatalf("escapeMask(%q, %d) = %064b %064b %064b %064b, want %064b %064b %064b %064b", s, blk, m, bs, bad, u, wm, wbs, wbad, wu)
 		}
 		if blk+blockSize <= len(s) {
-			if m, bs, bad, u := escapeMaskGo(s[blk : blk+blockSize]); m != wm || bs != wbs || bad != wbad || u != wu {
-				t.Fatalf("escapeMaskGo(%q) = %064b %064b %064b %064b, want %064b %064b %064b %064b", s[blk:blk+blockSize], m, bs, bad, u, wm, wbs, wbad, wu)
+			if m, bs, bad, u := escapeBlockGo(s[blk : blk+blockSize]); m != wm || bs != wbs || bad != wbad || u != wu {
+				t.Fatalf("escapeBlockGo(%q) = %064b %064b %064b %064b, want %064b %064b %064b %064b", s[blk:blk+blockSize], m, bs, bad, u, wm, wbs, wbad, wu)
 			}
 		}
 	}
@@ -392,7 +392,7 @@ func TestStringEnd_MatchesNaive(t *testing.T) {
 // TestStringEnd_LongPlainRuns: a string whose first stop (its closing quote, a
 // backslash, a control character, or the input's end) comes after a long run of plain
 // bytes, from every offset in a block, ends where the byte-at-a-time definition says:
-// stringEnd passes over the run's whole blocks in one call (stopBlocksAVX2), which must
+// stringEnd passes over the run's whole blocks in one call (stopBlocks), which must
 // hand back the right block, and the last, partial one to specialMask.
 func TestStringEnd_LongPlainRuns(t *testing.T) {
 	for _, stop := range []string{`"`, `\"x"`, `\x"`, "\x01\"", ""} {
@@ -410,9 +410,9 @@ func TestStringEnd_LongPlainRuns(t *testing.T) {
 	}
 }
 
-// TestEscapedBlock_MatchesNaive: escapedBlock read block after block, as escapedEnd reads
-// a string where AVX2 is missing, ends strings with escapes where the byte-at-a-time
-// definition does (on this machine escapedEnd itself hands it only some blocks).
+// TestEscapedBlock_MatchesNaive: escapedBlock read block after block ends strings with
+// escapes where the byte-at-a-time definition does (escapedEnd itself hands it only the
+// blocks escapedBlocks stops at: one with a \u escape, and the last, partial one).
 func TestEscapedBlock_MatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	pieces := []string{`\`, `\\`, `\"`, `"`, `a`, `u`, `\u00e9`, `\u12`, `\x`, `\/`, `\n`, "\x01", strings.Repeat(`\`, 63), strings.Repeat("b", 40)}

@@ -3,18 +3,41 @@ package jsonx
 import (
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
 
-// safeASCII marks the bytes AppendString copies as they are.
-var safeASCII = func() (t [256]bool) {
+// An escaping is a JSON string writer's rules for the ASCII bytes (each writer here
+// writes invalid UTF-8 as \ufffd and U+2028 and U+2029 escaped): plain marks the bytes it
+// copies as they are, and short holds, for each other ASCII byte, the letter written after
+// a backslash for it, or 0 where it is written \u00XX.
+type escaping struct {
+	plain [256]bool
+	short [utf8.RuneSelf]byte
+}
+
+var (
+	// jsonEscaping is AppendString's, encoding/json's: '<', '>' and '&' escaped, and \b
+	// and \f by their letters.
+	jsonEscaping = newEscaping(`"\<>&`, "\"\"\\\\\nn\rr\tt\bb\ff")
+	// slogEscaping is AppendSlogString's, log/slog's JSON handler's: '<', '>' and '&' as
+	// they are, and \b and \f as \u0008 and \u000c.
+	slogEscaping = newEscaping(`"\`, "\"\"\\\\\nn\rr\tt")
+)
+
+// newEscaping returns the escaping that escapes the control characters and the bytes of
+// escaped, and writes each byte letters[2k] as a backslash and letters[2k+1].
+func newEscaping(escaped, letters string) (e escaping) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		e.plain[c] = !strings.ContainsRune(escaped, rune(c))
 	}
-	return t
-}()
+	for k := 0; k < len(letters); k += 2 {
+		e.short[letters[k]] = letters[k+1]
+	}
+	return e
+}
 
 // PlainPrefix returns the length of the longest prefix of s made of the bytes every JSON
 // string writer copies as they are: printable ASCII other than '"', '\\', '<', '>' and
@@ -25,18 +48,18 @@ func PlainPrefix(s string) int { return safePrefix(s, 0) }
 // safePrefix returns the offset of the first byte at or after i that AppendString cannot
 // copy as it is (a control character, '"', '\\', '<', '>', '&', or a byte of a multi-byte
 // character), or len(s). It looks at eight bytes at a time and, once 16 bytes were safe,
-// at 32 at a time with AVX2, all of them in one call: most runs in a JSON text sent as a
-// string are short, and they end before the vector step would pay for its call.
+// at 32 at a time, all of them in one call (safeBlocks): most runs in a JSON text sent as
+// a string are short, and they end before the vector step would pay for its call.
 func safePrefix(s string, i int) int {
 	for words := 0; i+8 <= len(s); i += 8 {
 		if m := plainMask(load8(s[i : i+8])); m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
-		if words++; words == 2 && hasAVX2() && i+8+32 <= len(s) {
+		if words++; words == 2 && i+8+32 <= len(s) {
 			// The blocks from i+8 in one call: it stops at the byte it found, or short of
 			// the whole blocks' end when there is none; the words go on from there.
 			n := len(s) - i - 8
-			k := safeBlocksAVX2(unsafe.StringData(s[i+8:]), n)
+			k := safeBlocks(unsafe.StringData(s[i+8:]), n)
 			if k < n&^31 {
 				return i + 8 + k
 			}
@@ -46,7 +69,7 @@ func safePrefix(s string, i int) int {
 	// The last seven bytes or fewer (all of a short token's text): one table load each,
 	// not seven compares.
 	for ; i < len(s); i++ {
-		if !safeASCII[s[i]] {
+		if !jsonEscaping.plain[s[i]] {
 			return i
 		}
 	}
@@ -55,14 +78,22 @@ func safePrefix(s string, i int) int {
 
 // AppendString appends s to dst as a JSON string literal, escaping as encoding/json does
 // (including <, >, & and U+2028/U+2029, and replacing invalid UTF-8 with U+FFFD).
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s, &jsonEscaping) }
+
+// AppendSlogString appends s to dst as a JSON string literal the way log/slog's JSON
+// handler writes it: as AppendString does, but with '<', '>' and '&' as they are, and
+// \b and \f written \u0008 and \u000c.
+func AppendSlogString(dst []byte, s string) []byte { return appendString(dst, s, &slogEscaping) }
+
+// appendString is AppendString with the escaping e.
+func appendString(dst []byte, s string, e *escaping) []byte {
 	if n := len(s); n >= 8 && n <= 16 && plainWord(wordAt(s, 0)) && plainWord(wordAt(s, n-8)) {
 		// A name, an id, a model: two words, which overlap below 16 bytes, tell that the
 		// string goes as it is, where appendEscaped reads it a byte at a time.
 		dst = append(append(dst, '"'), s...)
 		return append(dst, '"')
 	}
-	dst = appendEscaped(append(dst, '"'), s)
+	dst = appendEscaped(append(dst, '"'), s, e)
 	return append(dst, '"')
 }
 
@@ -93,31 +124,29 @@ func plainMask(w uint64) uint64 {
 // stop: the bytes AppendString cannot copy as they are, less the backslashes and the
 // bytes escaped (found as the scanner finds them, escapedBytes), plus the escaped '/'
 // and 'u'. In a JSON text sent as a string the escapes that go out as they are (\" above
-// all) come every few bytes; none of them stops the copy. With AVX2 the whole blocks
-// without a stop are passed over in one call (literalBlocksAVX2).
+// all) come every few bytes; none of them stops the copy. The blocks without a stop are
+// passed over in one call (literalBlocks).
 func AppendLiteral(dst []byte, lit string) []byte {
 	dst = append(dst, '"')
 	start, i := 0, 0 // lit[start:i] is still to copy; i is where the reading has got to
 	var carry uint64 // 1 if the block's first byte is escaped
 	for base := 0; base < len(lit); base += blockSize {
+		// The blocks without a stop, passed over in one call; the last, partial block too
+		// when the bytes after it up to a block lie in its page (see samePage). The call
+		// returns the masks of the block it stops at.
 		var unsafe_, bs, chg uint64
 		read := false // whether the masks of the block at base are read
-		if hasAVX2() {
-			// The blocks without a stop, passed over in one call; the last, partial block
-			// too when the bytes after it up to a block lie in its page (see samePage).
-			// The call returns the masks of the block it stops at.
-			span := (len(lit) - base) &^ (blockSize - 1)
-			if base+span < len(lit) && samePage(unsafe.StringData(lit[base+span:]), blockSize) {
-				span = len(lit) - base
+		span := (len(lit) - base) &^ (blockSize - 1)
+		if base+span < len(lit) && samePage(unsafe.StringData(lit[base+span:]), blockSize) {
+			span = len(lit) - base
+		}
+		if span > 0 {
+			k, next, u, b, c := literalBlocks(unsafe.StringData(lit[base:]), span, carry)
+			if base, carry = base+k, next; base >= len(lit) {
+				break
 			}
-			if span > 0 {
-				k, next, u, b, c := literalBlocksAVX2(unsafe.StringData(lit[base:]), span, carry)
-				if base, carry = base+k, next; base >= len(lit) {
-					break
-				}
-				if k < span {
-					unsafe_, bs, chg, read = u, b, c, true
-				}
+			if k < span {
+				unsafe_, bs, chg, read = u, b, c, true
 			}
 		}
 		if !read {
@@ -157,7 +186,7 @@ func AppendLiteral(dst []byte, lit string) []byte {
 				}
 				r, n := decodeEscapedRune(lit[at:])
 				var buf [utf8.UTFMax]byte
-				dst = appendEscaped(append(dst, lit[start:at]...), string(utf8.AppendRune(buf[:0], r)))
+				dst = appendEscaped(append(dst, lit[start:at]...), string(utf8.AppendRune(buf[:0], r)), &jsonEscaping)
 				i = at + n
 			default:
 				// <, >, &, or a multi-byte character: escaped, if at all, as AppendString
@@ -170,7 +199,7 @@ func AppendLiteral(dst []byte, lit string) []byte {
 						continue
 					}
 				}
-				dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size])
+				dst = appendEscaped(append(dst, lit[start:i]...), lit[i:i+size], &jsonEscaping)
 				i += size
 			}
 			start = i
@@ -197,16 +226,17 @@ func decodeEscapedRune(s string) (r rune, n int) {
 	return utf8.RuneError, 6
 }
 
-// appendEscaped appends s as AppendString writes it, without the quotes.
-func appendEscaped(dst []byte, s string) []byte {
+// appendEscaped appends s as appendString writes it with the escaping e, without the
+// quotes.
+func appendEscaped(dst []byte, s string, e *escaping) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper
 		// byte by byte through a table; long ones eight bytes at a time.
-		for i < len(s) && safeASCII[s[i]] {
+		for i < len(s) && e.plain[s[i]] {
 			i++
-			if i+16 <= len(s) && safeASCII[s[i]] && safeASCII[s[i+1]] && safeASCII[s[i+2]] && safeASCII[s[i+3]] {
-				i = safePrefix(s, i+4)
+			if i+16 <= len(s) && e.plain[s[i]] && e.plain[s[i+1]] && e.plain[s[i+2]] && e.plain[s[i+3]] {
+				i = safePrefix(s, i+4) // it stops at '<', '>' and '&', whatever e does
 				break
 			}
 		}
@@ -215,25 +245,14 @@ func appendEscaped(dst []byte, s string) []byte {
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if e.plain[c] {
 				i++
 				continue
 			}
 			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
+			if l := e.short[c]; l != 0 {
+				dst = append(dst, '\\', l)
+			} else {
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++

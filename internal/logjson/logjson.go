@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 )
@@ -293,53 +292,8 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	return &h2
 }
 
-const hex = "0123456789abcdef"
-
 // AppendString appends s as a JSON string the way slog's JSON handler escapes it: ", \
 // and control characters escaped (\n, \r, \t by name), HTML characters left as they are,
-// each invalid UTF-8 byte as \ufffd, and U+2028 and U+2029 escaped.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	// Most strings of a log line (keys, ids, names) are plain ASCII throughout: found
-	// eight bytes at a time, and copied in one append.
-	start, i := 0, jsonx.PlainPrefix(s)
-	for i < len(s) {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// each invalid UTF-8 byte as \ufffd, and U+2028 and U+2029 escaped. It is jsonx's
+// escaper with those rules (jsonx.AppendSlogString).
+func AppendString(b []byte, s string) []byte { return jsonx.AppendSlogString(b, s) }

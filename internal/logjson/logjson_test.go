@@ -81,6 +81,15 @@ func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string
 	return g.String(), w.String()
 }
 
+// asciiBytes is every byte below 0x80, in order.
+var asciiBytes = func() string {
+	b := make([]byte, 0x80)
+	for c := range b {
+		b[c] = byte(c)
+	}
+	return string(b)
+}()
+
 var at = time.Date(2026, 11, 24, 21, 36, 9, 123456789, time.UTC)
 
 func TestHandler_MatchesStock(t *testing.T) {
@@ -95,6 +104,8 @@ func TestHandler_MatchesStock(t *testing.T) {
 		{"access line", record{level: slog.LevelInfo, msg: "chat completion", time: at, attrs: access}, nil},
 		{"escapes", record{level: slog.LevelWarn, msg: "q\"b\\s\n\r\t\x00\x1f\x7f<>&\u2028\u2029é\xff\xc3", time: at,
 			attrs: []slog.Attr{slog.String("k\"ey\n", "v\x01\xfe"), slog.String("", "empty key")}}, nil},
+		{"every ASCII byte, in runs past the words the escaper skips", record{level: slog.LevelInfo, time: at,
+			msg: asciiBytes + "<<<<>>>>&&&&<>&" + strings.Repeat("plain ", 6) + "<tag>&amp;\b\f", attrs: []slog.Attr{slog.String(asciiBytes, "\b\f\x0b")}}, nil},
 		{"kinds", record{level: slog.LevelError + 2, msg: "m", time: at, attrs: []slog.Attr{slog.Uint64("u", 1<<63),
 			slog.Int("neg", -5), slog.Duration("d", 1500*time.Millisecond), slog.Bool("t", true)}}, nil},
 		{"slow kinds go to the stock handler", record{level: slog.LevelInfo, msg: "m", time: at, attrs: []slog.Attr{

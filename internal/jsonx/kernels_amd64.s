@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // Each constant is one byte repeated over 32 bytes: REPEAT32 writes v at off four times.
@@ -35,6 +37,14 @@ DATA consts<>+0x158(SB)/8, $0x0104000200000000
 REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
 GLOBL consts<>(SB), RODATA|NOPTR, $0x180
 
+// NOAVX2 starts each loop kernel (stopBlocks, safeBlocks, asciiBlocks, escapedBlocks,
+// literalBlocks): where useAVX2 is false it jumps to the kernel's Go twin, which has the
+// same arguments and results and returns to the kernel's caller.
+#define NOAVX2(twin) \
+	CMPB ·useAVX2(SB), $0; \
+	JNE  2(PC); \
+	JMP  twin
+
 // SPECIAL32 sets m to the special bytes of the 32 bytes in x (quotes, backslashes, bytes
 // below 0x20), given the quote and the backslash constants in q and b (registers or
 // memory) and 0x20 in Y4; it clobbers t. VPCMPGTB is signed: the bytes below 0x20 and
@@ -46,6 +56,13 @@ GLOBL consts<>(SB), RODATA|NOPTR, $0x180
 	VPCMPGTB x, Y4, t; \
 	VPANDN t, x, t; \
 	VPOR m, t, m
+
+// SPECIALCONSTS loads the constants SPECIAL32 reads: 0x20 into c20, '"' into q and '\\'
+// into b.
+#define SPECIALCONSTS(c20, q, b) \
+	VMOVDQU consts<>+0x40(SB), c20; \
+	VMOVDQU consts<>+0x00(SB), q; \
+	VMOVDQU consts<>+0x20(SB), b
 
 // func blockMaskAVX2(p *byte) uint64
 TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
@@ -63,19 +80,18 @@ TEXT ·blockMaskAVX2(SB), NOSPLIT, $0-16
 	MOVQ AX, ret+8(FP)
 	RET
 
-// func stopBlocksAVX2(p *byte, n int) (k int, mask uint64)
+// func stopBlocks(p *byte, n int) (k int, mask uint64)
 //
 // blockMaskAVX2's mask over the whole blocks of n bytes (a multiple of 64) at p, block
 // after block, until one has a stop: k is that block's offset and mask its mask; k is n
 // and mask 0 when none has. Registers: DI the offset, Y7 '"', Y8 '\\', Y4 0x20; per
 // block Y5 and Y2 the halves' masks.
-TEXT ·stopBlocksAVX2(SB), NOSPLIT, $0-32
+TEXT ·stopBlocks(SB), NOSPLIT, $0-32
+	NOAVX2(·stopBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ DI, DI
-	VMOVDQU consts<>+0x40(SB), Y4 // 0x20
-	VMOVDQU consts<>+0x00(SB), Y7 // '"'
-	VMOVDQU consts<>+0x20(SB), Y8 // '\\'
+	SPECIALCONSTS(Y4, Y7, Y8)
 
 sb_loop:
 	CMPQ DI, CX
@@ -107,14 +123,13 @@ sb_none:
 	VZEROUPPER
 	RET
 
-// func safeBlocksAVX2(p *byte, n int) int
-TEXT ·safeBlocksAVX2(SB), NOSPLIT, $0-24
+// func safeBlocks(p *byte, n int) int
+TEXT ·safeBlocks(SB), NOSPLIT, $0-24
+	NOAVX2(·safeBlocksGo(SB))
+	SPECIALCONSTS(Y1, Y5, Y6)
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
-	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
-	VMOVDQU consts<>+0x00(SB), Y5 // '"'
-	VMOVDQU consts<>+0x20(SB), Y6 // '\\'
 	VMOVDQU consts<>+0x60(SB), Y7 // '<'
 	VMOVDQU consts<>+0x80(SB), Y8 // '>'
 	VMOVDQU consts<>+0xa0(SB), Y9 // '&'
@@ -192,17 +207,17 @@ safe_done:
 	SHLQ $32, R9; ORQ R9, CX; \
 	SHLQ $32, R10; ORQ R10, DX
 
+// ESCAPE64 is ESCAPE32 over the 64 bytes at SI, the masks in AX (backslashes), CX (u
+// bytes), DX (bytes not allowed after a backslash) and BX (the special mask).
+#define ESCAPE64 \
+	ESCAPE32(0); KEEP3; MOVQ R11, BX; \
+	ESCAPE32(32); JOIN3; SHLQ $32, R11; ORQ R11, BX
+
 // func escapeMaskAVX2(p *byte) (special, bs, bad, u uint64)
 TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
 	ESCCONSTS
-	ESCAPE32(0)
-	KEEP3
-	MOVQ R11, BX
-	ESCAPE32(32)
-	JOIN3
-	SHLQ $32, R11
-	ORQ R11, BX
+	ESCAPE64
 	VZEROUPPER
 	MOVQ BX, special+8(FP)
 	MOVQ AX, bs+16(FP)
@@ -214,7 +229,7 @@ TEXT ·escapeMaskAVX2(SB), NOSPLIT, $0-40
 #define ADDEQ(c, acc) VPCMPEQB consts<>+c(SB), Y0, Y3; VPOR Y3, acc, acc
 
 // LITERAL32 sets, for the 32 bytes at off(SI), R8 to the mask of the bytes AppendString
-// cannot copy as they are (as safeBlocksAVX2 tests them), R9 to that of the backslashes and R10 to
+// cannot copy as they are (as safeBlocks tests them), R9 to that of the backslashes and R10 to
 // that of the bytes '/' and 'u' (the escapes AppendString writes otherwise).
 #define LITERAL32(off) \
 	VMOVDQU off(SI), Y0; \
@@ -247,8 +262,8 @@ TEXT ·literalMaskAVX2(SB), NOSPLIT, $0-32
 
 // func literalHalfAVX2(p *byte) (unsafe, bs, chg uint64)
 TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
 	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
+	MOVQ p+0(FP), SI
 	LITERAL32(0)
 	VZEROUPPER
 	MOVQ R8, unsafe+8(FP)
@@ -256,11 +271,12 @@ TEXT ·literalHalfAVX2(SB), NOSPLIT, $0-32
 	MOVQ R10, chg+24(FP)
 	RET
 
-// func asciiBlocksAVX2(p *byte, n int) int
-TEXT ·asciiBlocksAVX2(SB), NOSPLIT, $0-24
+// func asciiBlocks(p *byte, n int) int
+TEXT ·asciiBlocks(SB), NOSPLIT, $0-24
+	NOAVX2(·asciiBlocksGo(SB))
+	XORQ AX, AX
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
-	XORQ AX, AX
 
 ascii_loop:
 	LEAQ 128(AX), DX
@@ -292,30 +308,25 @@ ascii_done:
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
 
-// func escapedBlocksAVX2(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
+// func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
 // block; per block AX the backslashes, BX the special mask, CX the u bytes, DX the bytes
 // not allowed after a backslash, R10 the escaped bytes, R11 the carry out, R8 the stops,
 // R9 the bytes checked.
-TEXT ·escapedBlocksAVX2(SB), NOSPLIT, $0-72
+TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
+	NOAVX2(·escapedBlocksGo(SB))
+	ESCCONSTS
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ window+16(FP), R12
 	MOVQ carry+24(FP), R13
 	XORQ DI, DI
-	ESCCONSTS
 
 eb_loop:
 	CMPQ DI, R14
 	JAE  eb_more
-	ESCAPE32(0)
-	KEEP3
-	MOVQ R11, BX
-	ESCAPE32(32)
-	JOIN3
-	SHLQ $32, R11
-	ORQ  R11, BX
+	ESCAPE64
 
 	MOVQ AX, R8
 	ANDQ R12, R8 // the backslashes in the window
@@ -384,12 +395,13 @@ eb_ret:
 	MOVQ DI, k+32(FP)
 	RET
 
-// func literalBlocksAVX2(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
+// func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
 // Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
 // block AX the unsafe bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the
 // escaped bytes, R11 the carry out, R8 the stops.
-TEXT ·literalBlocksAVX2(SB), NOSPLIT, $0-64
+TEXT ·literalBlocks(SB), NOSPLIT, $0-64
+	NOAVX2(·literalBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ carry+16(FP), R13
@@ -497,6 +509,8 @@ TEXT ·unescapeBlocksAVX2(SB), NOSPLIT, $0-48
 	VMOVDQU consts<>+0x20(SB), Y2  // '\\'
 	VMOVDQU consts<>+0x160(SB), Y4 // 0x5f
 	VMOVDQU consts<>+0xe0(SB), Y5  // 'u'
+
+	PCALIGN $64
 
 ub_loop:
 	CMPQ BX, R14
