@@ -84,6 +84,3 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 }
 
 func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
-
-// exchange is one upstream exchange (upstream.Exchange), as the endpoints name it.
-type exchange = upstream.Exchange

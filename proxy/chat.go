@@ -298,7 +298,7 @@ func (f *chatForward) begin(r *route) {
 		FallbackID: (*requestRun)(f).responseID(), IncludeUsage: f.req.IncludeUsage, Now: unixNow}}
 }
 
-func (f *chatForward) event(dst, _, data []byte, m meter) ([]byte, passed, error) {
+func (f *chatForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
 	ch := f.chunks
 	if string(data) == "[DONE]" {
 		ch.finished = true
@@ -308,7 +308,7 @@ func (f *chatForward) event(dst, _, data []byte, m meter) ([]byte, passed, error
 	if err != nil {
 		return dst, passSent, err
 	}
-	m.noteOutput(chunk.OutputBytes) // usage.go: estimated if no usage follows
+	m.noteOutput(chunk.OutputBytes) // estimated if no usage follows
 	if chunk.HasUsage {
 		m.noteUsage(chunk.Usage)
 		if !f.req.IncludeUsage && chunk.Choices == 0 {
@@ -319,14 +319,14 @@ func (f *chatForward) event(dst, _, data []byte, m meter) ([]byte, passed, error
 	return dst, passSent | passWrite | passContent | passFirstChunk, nil
 }
 
-func (f *chatForward) end(err error, _ meter) error {
+func (f *chatForward) end(err error, _ *meter) error {
 	if err == nil && !f.chunks.finished {
 		return upstreamFault(f.chunks.rw.Backend, "ended the stream before it finished")
 	}
 	return err
 }
 
-func (f *chatForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+func (f *chatForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	out, u, err := openai.RewriteCompletion(dst, r.backend.name, body, f.req.Model)
 	if err != nil {
 		return out, err

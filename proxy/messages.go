@@ -51,7 +51,7 @@ type messagesRun struct {
 	// func value and the meter it reports to.
 	dec   translate.StreamDecoder
 	keep  translate.Emit
-	meter meter
+	meter *meter
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
@@ -204,7 +204,7 @@ func (f *messagesForward) keepUsage(ev *translate.Event) error {
 	return nil
 }
 
-func (f *messagesForward) event(dst, typ, data []byte, m meter) ([]byte, passed, error) {
+func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed, error) {
 	f.meter = m
 	if err := f.dec.Event(typ, data, f.keep); err != nil {
 		if string(typ) != "error" {
@@ -223,12 +223,12 @@ func (f *messagesForward) event(dst, typ, data []byte, m meter) ([]byte, passed,
 	return appendSSE(dst, typ, data), how, nil
 }
 
-func (f *messagesForward) end(err error, m meter) error {
+func (f *messagesForward) end(err error, m *meter) error {
 	if err == nil {
 		f.meter = m
 		err = f.dec.Close(f.keep)
 	}
-	m.noteUsageSoFar(f.dec, err) // usage.go: the figures of message_start and message_delta
+	m.noteUsageSoFar(f.dec, err) // the figures of message_start and message_delta
 	return err
 }
 
@@ -256,7 +256,7 @@ func appendSSE(dst, typ, data []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
-func (f *messagesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	if !messagesin.IsObject(body) {
 		return dst, upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
 	}

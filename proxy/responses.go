@@ -392,27 +392,27 @@ func (f *responsesForward) begin(r *route) {
 	f.backend = r.backend.name
 }
 
-func (f *responsesForward) event(dst, _, data []byte, m meter) ([]byte, passed, error) {
+func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
 	// A view of data, which lives until this returns; what is kept is copied.
 	out, ev, ok := f.fw.Event(dst, data)
 	if !ok {
 		return dst, passSent, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data)
 	}
-	m.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
+	m.noteOutput(ev.DeltaBytes) // estimated if no usage follows
 	if ev.HasUsage {
 		m.noteUsage(ev.Usage)
 	}
 	return out, passSent | passWrite | passContent, nil
 }
 
-func (f *responsesForward) end(err error, _ meter) error {
+func (f *responsesForward) end(err error, _ *meter) error {
 	if err == nil && !f.fw.Ended() {
 		return upstreamFault(f.backend, "ended the stream before it finished")
 	}
 	return err
 }
 
-func (f *responsesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	resp, kind := responsesin.ReadResponse(body)
 	switch kind {
 	case responsesin.BodyNotJSON:

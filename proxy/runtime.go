@@ -10,9 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
-	"github.com/valyala/fasthttp"
 )
 
 // runtime is the request-serving state built from one validated config. It is immutable:

@@ -92,7 +92,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	}
 	call := &c.ownCall
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
-	call.bufs, call.reads = &s.bodies, &s.streamReads
+	call.body.Pool, call.reads = &s.bodies, &s.streamReads
 	c.call = call
 	c.startTracing(span) // tracing.go
 	if err := run.prepare(); err != nil {

@@ -64,7 +64,7 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
 		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
 	err := c.counted(ctx, r, try)
-	c.chat.End(c.lastUsage, err)
+	c.chat.End(c.meter.last, err)
 	c.chat = nil
 	return err
 }
