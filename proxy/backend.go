@@ -28,7 +28,7 @@ type backend struct {
 	// baseURL is the configured base URL without a trailing slash (the attempt spans).
 	baseURL string
 	retries upstream.Retries
-	// betas is allowed_betas: the client anthropic-beta names forwarded (betas.go).
+	// betas is allowed_betas: the client anthropic-beta names forwarded.
 	betas betaPolicy
 }
 

@@ -153,15 +153,6 @@ func credentialHeader(h *fasthttp.RequestHeader) (byte, []byte) {
 	return 0, nil
 }
 
-// connCredential is the credential header a connection last had accepted and the key
-// it named under rt. It is used by the connection's own goroutine only.
-type connCredential struct {
-	rt    *runtime
-	which byte
-	value []byte
-	key   *apiKey
-}
-
 // maxKeptCredential bounds the header value a connection keeps.
 const maxKeptCredential = 512
 

@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,9 +86,6 @@ func (c *modelCall) log() *slog.Logger {
 	return c.logger
 }
 
-// errClientGone is returned by emit callbacks when the client disconnected.
-var errClientGone = errors.New("client disconnected")
-
 // Stream runs one model turn for req and passes its events to emit. Failures before any
 // event was emitted are retried (429, 5xx, connection errors) with exponential backoff and
 // jitter, then tried on the fallback models; later failures are returned.
@@ -123,7 +120,10 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 				return c.flush() // one event at a time, like an upstream stream
 			})
 		}
-		return c.roundTrip(ctx, r, req, stream, func(x *upstream.Exchange, opts *translate.Options) error {
+		return c.roundTrip(ctx, r, stream, func(dst []byte, opts *translate.Options) ([]byte, error) {
+			c.chat.Request(req, stream, opts.DefaultMaxTokens)
+			return r.backend.provider.AppendRequest(dst, req, opts)
+		}, func(x *upstream.Exchange, opts *translate.Options) error {
 			return c.decode(ctx, x, r.backend, opts, counted)
 		})
 	})
@@ -145,14 +145,15 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	return c.emit(ev)
 }
 
-// roundTrip performs one upstream exchange on route r: it phrases req for the route's
-// provider, sends it, and hands the accepted (2xx) exchange to consume. Both the
-// translated path (run) and the passthrough use it.
-func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Request, stream bool,
+// roundTrip performs one upstream exchange on route r: encode phrases the request body
+// for the route's options into dst (the lent body buffer), it is sent, and the accepted
+// (2xx) exchange is handed to consume, then closed. Both the translated path (run) and
+// the passthrough use it.
+func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
+	encode func(dst []byte, opts *translate.Options) ([]byte, error),
 	consume func(*upstream.Exchange, *translate.Options) error) error {
 	opts := c.options(r, stream)
-	c.chat.Request(req, stream, opts.DefaultMaxTokens)
-	body, err := r.backend.provider.AppendRequest(c.body.Take(), req, opts)
+	body, err := encode(c.body.Take(), opts)
 	c.body.Hold(body)
 	if err != nil {
 		return err
@@ -258,12 +259,12 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	b := r.backend
 	start := time.Now()
 	headers := append(c.hdrs[:0], c.upstreamHeaders(b)...)
-	headers = c.traceHeaders(ctx, headers)
+	headers = traceHeaders(ctx, c.tracer, headers)
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
 	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
-	c.observe(ctx, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
 	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
 		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
 		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
@@ -323,4 +324,31 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 func tokenCounts(u translate.Usage) metrics.TokenCounts {
 	return metrics.TokenCounts{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens,
 		CacheCreation: u.CacheCreationTokens, Reasoning: u.ReasoningTokens}
+}
+
+// tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
+// client span.
+func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
+	if c.tracer == nil {
+		return c.counted(ctx, r, try)
+	}
+	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
+	err := c.counted(ctx, r, try)
+	c.chat.End(c.meter.last, err)
+	c.chat = nil
+	return err
+}
+
+// upstreamHeaders returns the request's own headers for backend b: c.headers and, for a
+// client that sent anthropic-beta, the names b allows.
+func (c *modelCall) upstreamHeaders(b *backend) []translate.Header {
+	if c.betas == nil {
+		return c.headers
+	}
+	value := c.betas.valueFor(b.name, b.betas, c.metrics)
+	if value == "" {
+		return c.headers
+	}
+	return append(slices.Clip(c.headers), translate.Header{Name: "anthropic-beta", Value: value})
 }

@@ -21,7 +21,7 @@ import (
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
 // countTokens (the translated request); any other backend, or the mock, gets
 // messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
-// It passes the key's and the model's limits and budget like any request (limits.go).
+// It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()

@@ -1,22 +1,20 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"time"
 
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/upstream"
 )
 
 // The passthrough: a request whose route and fallbacks are all backends of the client's own
 // API (chat → openai, Responses → responses, Messages → anthropic), and that runs no tool
 // loop, is forwarded nearly as the client sent it, and the upstream's answer nearly as it
 // came. One mechanism serves the three APIs, over the run's forwarder: what it reads of
-// the upstream's events and how it rewrites them are the client API's (chatForward in
-// chat.go, responsesForward in responses.go, messagesForward in messages.go, each over
-// its dialect's readers); this file is the transport: retries and fallbacks, the upstream
-// body, the stream, the usage.
+// the upstream's events and how it rewrites them are the client API's (chatForward,
+// responsesForward, messagesForward, each over its dialect's readers); this file is their
+// contract. The transport is the model call's (modelCall.roundTrip: retries and
+// fallbacks, the upstream body, the usage), the stream the stream writer's
+// (forwardStream), the whole answer complete's (forwardComplete).
 
 // forwarder is a client API's side of the passthrough. It serves one request, its
 // retries and fallbacks included, and is not safe for concurrent use.
@@ -65,85 +63,3 @@ var errReported = errors.New("upstream error event forwarded")
 
 // streamEnd is upstream.Pump's onEnd for a forwarded stream: the forwarder's end judges it.
 func streamEnd() error { return nil }
-
-// forwardStream forwards the upstream's stream to o, the route and its fallbacks tried
-// with retries until one is accepted. Its error is written in-band by the stream writer,
-// unless it wraps errReported.
-func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) error {
-	call := c.call
-	call.meter.prompt = c.req
-	return call.withRetries(ctx, func(ctx context.Context, r *route) error {
-		return c.passAttempt(ctx, r, f, true, func(x *upstream.Exchange) error {
-			body, err := upstream.DecodedBody(x, r.backend.name)
-			if err != nil {
-				return err
-			}
-			f.begin(r)
-			err = upstream.Pump(ctx, body, r.backend.name, call.reads, func(typ, data []byte) error {
-				var how passed
-				var err error
-				o.buf, how, err = f.event(o.buf[:0], typ, data, &call.meter)
-				if how&passSent != 0 {
-					call.sent = true
-				}
-				if how&passWrite == 0 {
-					return err
-				}
-				o.commit()
-				if how&passContent != 0 && c.firstT.IsZero() {
-					c.firstT = time.Now()
-				}
-				if how&passFirstChunk != 0 {
-					call.chat.FirstChunk()
-				}
-				if werr := o.write(); werr != nil {
-					return werr
-				}
-				return err
-			}, o.sync, streamEnd)
-			return f.end(err, &call.meter)
-		})
-	})
-}
-
-// forwardComplete forwards the upstream's whole answer, rewritten into dst's memory, the
-// route and its fallbacks tried with retries until one is accepted.
-func (c *requestRun) forwardComplete(ctx context.Context, f forwarder, dst []byte) ([]byte, error) {
-	call := c.call
-	call.meter.prompt = c.req
-	var out []byte
-	err := call.withRetries(ctx, func(ctx context.Context, r *route) error {
-		return c.passAttempt(ctx, r, f, false, func(x *upstream.Exchange) error {
-			body, err := call.body.Answer(ctx, x, r.backend.name)
-			if err != nil {
-				return err
-			}
-			out, err = f.whole(dst[:0], body, r, &call.meter)
-			if err != nil {
-				call.body.DropAnswer(x) // the error may quote the body
-				return err
-			}
-			call.body.Release() // out is a copy
-			return nil
-		})
-	})
-	return out, err
-}
-
-// passAttempt sends the request f phrases to route r and hands the accepted exchange to
-// consume; the usage consume reports is counted by the attempt (modelCall.counted).
-func (c *requestRun) passAttempt(ctx context.Context, r *route, f forwarder, stream bool, consume func(*upstream.Exchange) error) error {
-	call := c.call
-	opts := call.options(r, stream)
-	body, err := f.request(call.body.Take(), r, opts)
-	call.body.Hold(body)
-	if err != nil {
-		return err
-	}
-	x, err := call.send(ctx, r, opts)
-	if err != nil {
-		return err
-	}
-	defer x.Close()
-	return consume(x)
-}

@@ -84,9 +84,6 @@ type responsesRun struct {
 	backend string
 }
 
-// responsesPathPrefix is the path of a stored response, followed by its id.
-const responsesPathPrefix = "/v1/responses/"
-
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
 		req, err := responsesin.ParseWithin(body, s.maxInflated)
@@ -352,7 +349,7 @@ func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
-	c.traceFinish(code, stream) // tracing.go
+	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
 	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens,

@@ -306,3 +306,6 @@ func (rt *runtime) modelNames(k *apiKey) []string {
 	sort.Strings(out)
 	return out
 }
+
+// label is the bounded metric label of the route (see route.metricLabel).
+func (r *route) label() string { return r.metricLabel }

@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"math"
-
-	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 )
@@ -79,11 +76,4 @@ func (m *meter) charge() (translate.Usage, bool) {
 	}
 	m.last, m.tail = u, 0
 	return u, estimated
-}
-
-// finalUsage is what the request is charged when it ends (endLimits): the usage of every
-// upstream turn, each as its meter charged it, and its cost.
-func (c *requestRun) finalUsage() limits.Usage {
-	u := c.call.Usage
-	return limits.Usage{Tokens: int64(u.PromptTokens + u.CompletionTokens), MicroUSD: int64(math.Round(c.limits.microUSD))}
 }
