@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/url"
 	"path"
 	"sort"
@@ -309,3 +310,12 @@ func (rt *runtime) modelNames(k *apiKey) []string {
 
 // label is the bounded metric label of the route (see route.metricLabel).
 func (r *route) label() string { return r.metricLabel }
+
+// budget is the limits.Budget of a key's configured budget.
+func budget(b config.Budget) limits.Budget {
+	return limits.Budget{Tokens: int64(b.Tokens), MicroUSD: int64(math.Round(b.USD * 1e6)), Period: b.Period}
+}
+
+func rate(l config.Limits) limits.Rate {
+	return limits.Rate{RequestsPerMinute: int64(l.RequestsPerMinute), TokensPerMinute: int64(l.TokensPerMinute), Concurrent: int64(l.Concurrent)}
+}
