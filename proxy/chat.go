@@ -2,17 +2,19 @@ package proxy
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/openaichat"
 )
+
+// chatRun is the chat completions API's side of the request path (endpointRun): the
+// requestRun itself, under the methods of the chat completions API.
+type chatRun requestRun
 
 func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "chatcmpl-", apiChat, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
@@ -35,10 +37,10 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 				return nil, nil, err
 			}
 			c.scratch = sc
-			return req, c, nil
+			return req, (*chatRun)(c), nil
 		}
 		req, err := openaichat.ParseRequestLazyStringWithin(string(body), nil, nil, s.maxInflated)
-		return req, c, err
+		return req, (*chatRun)(c), err
 	})
 }
 
@@ -47,8 +49,8 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 // unless nothing reads them decoded: the passthrough forwards them as they are, and an
 // encoder that is a translate.LiteralReader writes them from their escapes. The tool
 // loop reads them, and so does tracing (content capture).
-func (c *requestRun) prepare() error {
-	if err := c.serverTools(); err != nil {
+func (c *chatRun) prepare() error {
+	if err := (*requestRun)(c).serverTools(); err != nil {
 		return err
 	}
 	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) {
@@ -60,7 +62,7 @@ func (c *requestRun) prepare() error {
 // readsLiterals reports whether, without server tools, every backend the run may call
 // (the route's, then its fallbacks') encodes the request's strings as the lazy parse
 // leaves them (translate.LiteralReader).
-func (c *requestRun) readsLiterals() bool {
+func (c *chatRun) readsLiterals() bool {
 	if len(c.defs) > 0 || !readsLiterals(c.route.backend) {
 		return false
 	}
@@ -77,40 +79,9 @@ func readsLiterals(b *backend) bool {
 	return ok
 }
 
-// serverTools resolves the key's server tools, if any, into c.defs and rejects client
-// tools named like one of them.
-func (c *requestRun) serverTools() error {
-	if len(c.key.tools) == 0 || c.s.tools == nil {
-		return nil
-	}
-	defs, err := c.s.tools.Resolve(c.key.tools)
-	if err == nil {
-		err = mergeServerTools(c.req, defs)
-	}
-	if err != nil {
-		return err
-	}
-	c.defs = defs
-	return nil
-}
-
-// mergeServerTools rejects client tools whose names clash with server tools. The server
-// definitions themselves are added by the loop.
-func mergeServerTools(req *translate.Request, defs []tools.Definition) error {
-	for i, t := range req.Tools {
-		for _, d := range defs {
-			if t.Name == d.Name {
-				return translate.Errorf("tools["+strconv.Itoa(i)+"].function.name",
-					"the tool name %q is reserved by a server-side tool of this key", t.Name)
-			}
-		}
-	}
-	return nil
-}
-
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
-func (c *requestRun) passthrough() bool {
+func (c *chatRun) passthrough() bool {
 	if len(c.defs) > 0 || c.route.backend.typ != "openai" {
 		return false
 	}
@@ -122,30 +93,31 @@ func (c *requestRun) passthrough() bool {
 	return true
 }
 
-// The chat completions API's side of the request path (endpointRun): the requestRun
-// itself.
-
 // forwarder returns the OpenAI passthrough when the request goes to OpenAI-compatible
 // upstreams only (passthrough).
-func (c *requestRun) forwarder() forwarder {
+func (c *chatRun) forwarder() forwarder {
 	if c.passthrough() {
 		return (*chatForward)(c)
 	}
 	return nil
 }
 
-func (c *requestRun) streamEncoder() translate.ClientStream {
-	return openaichat.NewChunkEncoder(c.responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)
+func (c *chatRun) streamEncoder() translate.ClientStream {
+	return openaichat.NewChunkEncoder((*requestRun)(c).responseID(), c.req.Model, time.Now().Unix(), c.req.IncludeUsage)
 }
 
 // assembler returns a chat.completion collector over one of the server's pooled
 // Assemblers, given back with the run's other memory (releaseScratch).
-func (c *requestRun) assembler() translate.ClientAssembler {
-	c.completion = openaichat.Completion{A: c.s.assemblers.get(), ID: c.responseID(), Model: c.req.Model, Now: unixNow}
+func (c *chatRun) assembler() translate.ClientAssembler {
+	c.completion = openaichat.Completion{A: c.s.assemblers.get(), ID: (*requestRun)(c).responseID(), Model: c.req.Model, Now: unixNow}
 	return &c.completion
 }
 
-func (c *requestRun) answered(context.Context, []byte) {}
+func (c *chatRun) answered(context.Context, []byte) {}
+
+func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
+	(*requestRun)(c).finish(ctx, code, stream)
+}
 
 // chatForward is the chat completions API's side of the passthrough (forwarder): upstream
 // chunks are forwarded with the client-facing model, a constant id and created (see

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -58,6 +59,34 @@ type requestRun struct {
 
 	// span is the server span; nil when tracing is off.
 	span *telemetry.Request
+}
+
+// endpointRun is a client API's side of one routed request (chat completions,
+// Responses, Messages) once serve has authenticated, parsed and routed it: the choice of
+// passthrough or translation, its client dialect's writers and what it does once answered.
+// The answer itself is the one request path's for every API: requestRun.runStream
+// or requestRun.complete, with the run's model call, tool loop,
+// limits and metrics in its requestRun.
+type endpointRun interface {
+	// prepare resolves what the run needs before limits are checked (server tools, the
+	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
+	// answered as the request's error.
+	prepare() error
+	// forwarder returns the passthrough's rewriter when the run forwards the client's body
+	// to backends of the client's own API, nil when it translates.
+	forwarder() forwarder
+	// streamEncoder returns the writer of a streamed answer (asked once, before the stream
+	// writer starts).
+	streamEncoder() translate.ClientStream
+	// assembler returns the collector of a translated non-streamed answer (asked once).
+	assembler() translate.ClientAssembler
+	// answered is called once the answer ended well, before the request is recorded: with
+	// the body of a non-streamed answer (the response's own buffer: what is kept of it is
+	// copied), nil after a stream. Responses stores the response there.
+	answered(ctx context.Context, body []byte)
+	// finish records the request's metrics and access line (requestRun.finish); code 0
+	// means the error funnel already counted it.
+	finish(ctx *fasthttp.RequestCtx, code int, stream bool)
 }
 
 // loopKeepAlive is how often a streaming client is pinged (an SSE comment) while server
@@ -218,30 +247,33 @@ func anyBackend(c *requestRun, typ string) bool {
 	return false
 }
 
-// endpointRun is a client API's side of one routed request (chat completions,
-// Responses, Messages) once serve has authenticated, parsed and routed it: the choice of
-// passthrough or translation, its client dialect's writers and what it does once answered.
-// The answer itself is the one request path's for every API: requestRun.runStream
-// or requestRun.complete, with the run's model call, tool loop,
-// limits and metrics in its requestRun.
-type endpointRun interface {
-	// prepare resolves what the run needs before limits are checked (server tools, the
-	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
-	// answered as the request's error.
-	prepare() error
-	// forwarder returns the passthrough's rewriter when the run forwards the client's body
-	// to backends of the client's own API, nil when it translates.
-	forwarder() forwarder
-	// streamEncoder returns the writer of a streamed answer (asked once, before the stream
-	// writer starts).
-	streamEncoder() translate.ClientStream
-	// assembler returns the collector of a translated non-streamed answer (asked once).
-	assembler() translate.ClientAssembler
-	// answered is called once the answer ended well, before the request is recorded: with
-	// the body of a non-streamed answer (the response's own buffer: what is kept of it is
-	// copied), nil after a stream. Responses stores the response there.
-	answered(ctx context.Context, body []byte)
-	// finish records the request's metrics and access line (requestRun.finish); code 0
-	// means the error funnel already counted it.
-	finish(ctx *fasthttp.RequestCtx, code int, stream bool)
+// serverTools resolves the key's server tools, if any, into c.defs and rejects client
+// tools named like one of them.
+func (c *requestRun) serverTools() error {
+	if len(c.key.tools) == 0 || c.s.tools == nil {
+		return nil
+	}
+	defs, err := c.s.tools.Resolve(c.key.tools)
+	if err == nil {
+		err = mergeServerTools(c.req, defs)
+	}
+	if err != nil {
+		return err
+	}
+	c.defs = defs
+	return nil
+}
+
+// mergeServerTools rejects client tools whose names clash with server tools. The server
+// definitions themselves are added by the loop.
+func mergeServerTools(req *translate.Request, defs []tools.Definition) error {
+	for i, t := range req.Tools {
+		for _, d := range defs {
+			if t.Name == d.Name {
+				return translate.Errorf("tools["+strconv.Itoa(i)+"].function.name",
+					"the tool name %q is reserved by a server-side tool of this key", t.Name)
+			}
+		}
+	}
+	return nil
 }
