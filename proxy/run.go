@@ -20,8 +20,9 @@ import (
 
 // requestRun is one client request, of any client API, after authentication, parsing and
 // routing: what the one request path (serve, the stream writer, complete) keeps of it,
-// its model call, limits and span. It is itself the chat completions API's endpointRun
-// (chat.go); the other APIs' runs wrap it.
+// its model call, limits and span. Each client API's endpointRun is built around it: the
+// chat completions API's is the run itself under other methods (chatRun), Responses' and
+// Messages' wrap it (responsesRun, messagesRun).
 type requestRun struct {
 	s     *Server
 	rt    *runtime
