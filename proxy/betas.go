@@ -65,23 +65,22 @@ type clientBetas struct {
 }
 
 type backendBetas struct {
-	backend string
-	value   string
+	name, value string // the backend's name, and its anthropic-beta value
 }
 
-// valueFor returns the anthropic-beta value for the backend named backend, whose policy
-// is p: the client's names p allows ("" when none). It is worked out once a request and
+// valueFor returns the anthropic-beta value for the backend named name, whose policy is
+// p: the client's names p allows ("" when none). It is worked out once a request and
 // backend, and the names dropped counted then in m.
-func (cb *clientBetas) valueFor(backend string, p betaPolicy, m *metrics.Metrics) string {
+func (cb *clientBetas) valueFor(name string, p betaPolicy, m *metrics.Metrics) string {
 	for _, b := range cb.per {
-		if b.backend == backend {
+		if b.name == name {
 			return b.value
 		}
 	}
 	value, dropped := p.filterBetas(cb.values)
 	if dropped > 0 {
-		m.AnthropicBetasDropped.WithLabelValues(backend).Add(float64(dropped))
+		m.AnthropicBetasDropped.WithLabelValues(name).Add(float64(dropped))
 	}
-	cb.per = append(cb.per, backendBetas{backend: backend, value: value})
+	cb.per = append(cb.per, backendBetas{name: name, value: value})
 	return value
 }
