@@ -265,16 +265,29 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
-	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
-		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
-		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
-		// the 401 on would tell the client its own key is wrong.
+	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
-		fault := upstreamFault(b.name, "rejected the gateway's credential: the gateway operator must check backends."+b.name+".api_key")
-		fault.Code = "upstream_auth_failed"
-		return nil, fault
+		return nil, credentialFault(b.name)
 	}
 	return x, err
+}
+
+// keyRejected returns err's upstream error when it is a rejected API key: every
+// provider's error decoder maps one to 401 (Gemini's 400 API_KEY_INVALID included).
+func keyRejected(err error) *translate.UpstreamError {
+	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
+		return ue
+	}
+	return nil
+}
+
+// credentialFault is what the client gets for an upstream that rejected the gateway's
+// credential (keyRejected): a 502 that says so. The key is the gateway's, not the
+// client's: passing the 401 on would tell the client its own key is wrong.
+func credentialFault(backend string) *translate.UpstreamError {
+	fault := upstream.Fault(backend, "rejected the gateway's credential: the gateway operator must check backends."+backend+".api_key")
+	fault.Code = "upstream_auth_failed"
+	return fault
 }
 
 // countUsage adds the last attempt's usage (meter.charge: reported, or estimated where

@@ -10,6 +10,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // chatRun is the chat completions API's side of the request path (endpointRun): the
@@ -167,7 +168,7 @@ func (f *chatForward) event(dst, _, data []byte, m *meter) ([]byte, passed, erro
 
 func (f *chatForward) end(err error, _ *meter) error {
 	if err == nil && !f.chunks.finished {
-		return upstreamFault(f.chunks.rw.Backend, "ended the stream before it finished")
+		return upstream.Fault(f.chunks.rw.Backend, "ended the stream before it finished")
 	}
 	return err
 }

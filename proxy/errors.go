@@ -133,12 +133,6 @@ func setErrorHeaders(ctx *fasthttp.RequestCtx, a apiError) {
 	}
 }
 
-// upstreamFault is the 502 for an upstream that misbehaved (upstream.Fault): what names
-// the fault after "the upstream of backend X". It is not retried.
-func upstreamFault(backend, what string) *translate.UpstreamError {
-	return upstream.Fault(backend, what)
-}
-
 // logError is err as a log line shows it, cut to maxLoggedMessage. An upstream's 4xx
 // error message may quote the request (a 400 naming the offending prompt text), so it is
 // left out unless messages (log.upstream_error_messages) is set: the line keeps the

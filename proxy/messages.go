@@ -10,6 +10,7 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // POST /v1/messages serves Anthropic's Messages API over every backend, with the keys,
@@ -219,7 +220,7 @@ func appendSSE(dst, typ, data []byte) []byte {
 
 func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	if !messagesin.IsObject(body) {
-		return dst, upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
+		return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
 	}
 	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
 		if ev.Kind == translate.EventUsage {

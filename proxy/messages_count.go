@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -89,10 +88,8 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	start := time.Now()
 	x, err := b.client.Send(ctx, path, c.upstreamHeaders(b), body, false, new(upstream.Exchange))
 	c.metrics.Upstream.WithLabelValues(b.name, upstream.StatusLabel(err)).Observe(time.Since(start).Seconds())
-	var ue *translate.UpstreamError
-	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send
-		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
-			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+	if keyRejected(err) != nil {
+		return 0, credentialFault(b.name)
 	}
 	if err != nil {
 		return 0, err

@@ -17,6 +17,7 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/responsesin"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // POST /v1/responses serves OpenAI's Responses API over every backend. To a route whose
@@ -365,7 +366,7 @@ func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError
 	if len(data) > 0 {
 		what += ": " + strconv.Quote(string(data))
 	}
-	return upstreamFault(backend, what)
+	return upstream.Fault(backend, what)
 }
 
 // responsesForward is the Responses API's side of the passthrough (forwarder): every
@@ -404,7 +405,7 @@ func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed,
 
 func (f *responsesForward) end(err error, _ *meter) error {
 	if err == nil && !f.fw.Ended() {
-		return upstreamFault(f.backend, "ended the stream before it finished")
+		return upstream.Fault(f.backend, "ended the stream before it finished")
 	}
 	return err
 }
