@@ -41,7 +41,7 @@ type apiError struct {
 // classify maps err to what the client sees. Unknown errors become a 500 that names the
 // request id; their detail stays in the log.
 func classify(err error, requestID string) apiError {
-	var le *limitError // limits.go: a 429 already shaped as OpenAI's
+	var le *limitError // a 429 already shaped as OpenAI's
 	if errors.As(err, &le) {
 		return le.a
 	}
