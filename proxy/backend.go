@@ -28,7 +28,7 @@ type backend struct {
 	// baseURL is the configured base URL without a trailing slash (the attempt spans).
 	baseURL string
 	retries upstream.Retries
-	// betas is allowed_betas: the client anthropic-beta names forwarded (betas.go).
+	// betas is allowed_betas: the client anthropic-beta names forwarded.
 	betas betaPolicy
 }
 
@@ -84,6 +84,3 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 }
 
 func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
-
-// exchange is one upstream exchange (upstream.Exchange), as the endpoints name it.
-type exchange = upstream.Exchange

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/config"
-	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/metrics"
 )
 
 // A client's anthropic-beta header switches features on under the operator's credential,
@@ -56,7 +56,7 @@ func (p betaPolicy) filterBetas(values [][]byte) (kept string, dropped int) {
 }
 
 // clientBetas are the anthropic-beta names a Messages passthrough request came with; each
-// backend the request goes to gets those its policy allows (modelCall.upstreamHeaders).
+// backend the request goes to gets those its policy allows (valueFor).
 type clientBetas struct {
 	values [][]byte // the client's header values, copied
 	// per holds the value already worked out for a backend, for the request's other
@@ -65,33 +65,22 @@ type clientBetas struct {
 }
 
 type backendBetas struct {
-	b     *backend
-	value string
+	name, value string // the backend's name, and its anthropic-beta value
 }
 
-// upstreamHeaders returns the request's own headers for backend b: c.headers and, for a
-// client that sent anthropic-beta, the names b allows.
-func (c *modelCall) upstreamHeaders(b *backend) []translate.Header {
-	if c.betas == nil {
-		return c.headers
-	}
-	value, ok := "", false
-	for _, p := range c.betas.per {
-		if p.b == b {
-			value, ok = p.value, true
-			break
+// valueFor returns the anthropic-beta value for the backend named name, whose policy is
+// p: the client's names p allows ("" when none). It is worked out once a request and
+// backend, and the names dropped counted then in m.
+func (cb *clientBetas) valueFor(name string, p betaPolicy, m *metrics.Metrics) string {
+	for _, b := range cb.per {
+		if b.name == name {
+			return b.value
 		}
 	}
-	if !ok {
-		var dropped int
-		value, dropped = b.betas.filterBetas(c.betas.values)
-		if dropped > 0 {
-			c.metrics.AnthropicBetasDropped.WithLabelValues(b.name).Add(float64(dropped))
-		}
-		c.betas.per = append(c.betas.per, backendBetas{b: b, value: value})
+	value, dropped := p.filterBetas(cb.values)
+	if dropped > 0 {
+		m.AnthropicBetasDropped.WithLabelValues(name).Add(float64(dropped))
 	}
-	if value == "" {
-		return c.headers
-	}
-	return append(slices.Clip(c.headers), translate.Header{Name: "anthropic-beta", Value: value})
+	cb.per = append(cb.per, backendBetas{name: name, value: value})
+	return value
 }

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/config"
 )
 
 // anthropicMessage is a whole Messages API answer, for fake Anthropic upstreams.

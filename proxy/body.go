@@ -7,8 +7,10 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // Request bodies are streamed (fasthttp.Server.StreamRequestBody): the handler decides
@@ -151,15 +153,6 @@ func credentialHeader(h *fasthttp.RequestHeader) (byte, []byte) {
 	return 0, nil
 }
 
-// connCredential is the credential header a connection last had accepted and the key
-// it named under rt. It is used by the connection's own goroutine only.
-type connCredential struct {
-	rt    *runtime
-	which byte
-	value []byte
-	key   *apiKey
-}
-
 // maxKeptCredential bounds the header value a connection keeps.
 const maxKeptCredential = 512
 
@@ -260,12 +253,10 @@ func (s *Server) getBody() *[]byte {
 	return &b
 }
 
-// maxPooledBody is the largest body buffer kept for reuse.
-const maxPooledBody = 1 << 20
-
-// putBody returns a scratch buffer; large ones are left to the garbage collector.
+// putBody returns a scratch buffer; large ones are left to the garbage collector. The
+// pool is shared with the upstream request bodies (upstream.Buffer), under one bound.
 func (s *Server) putBody(b *[]byte) {
-	if cap(*b) <= maxPooledBody {
+	if cap(*b) <= upstream.MaxPooledBody {
 		*b = (*b)[:0]
 		s.bodies.Put(b)
 	}

@@ -2,14 +2,12 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/translate"
@@ -30,12 +28,10 @@ type modelCall struct {
 	base   *slog.Logger
 	rid    string
 	logger *slog.Logger
-	// buf holds the upstream request body from its encoding until send returns (the
-	// request is then written), taken from and returned to bufs (the Server's pool of
-	// body buffers; nil means none).
-	buf  []byte
-	bufp *[]byte // the pooled slice header buf came from
-	bufs *sync.Pool
+	// body holds the upstream request body from its encoding until send returns (the
+	// request is then written), and a non-streamed answer's body while it is decoded, lent
+	// from the Server's pool of body buffers.
+	body upstream.Buffer
 	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
@@ -45,16 +41,13 @@ type modelCall struct {
 	// every upstream read (streaming outputs only).
 	flush func() error
 	// Usage sums the usage of every turn; Estimated is set once a turn's was estimated, in
-	// part or whole (usage.go).
+	// part or whole.
 	Usage     translate.Usage
 	Estimated bool
-	// lastUsage is the usage the running attempt's upstream reported last, tail the bytes
-	// of output it sent past those figures (noteOutput), prompt the request of the running
-	// turn, whose tokens are estimated when the upstream reports none (attemptUsage).
-	lastUsage translate.Usage
-	tail      int
-	prompt    *translate.Request
-	spend     *limitRun // limits.go: prices each turn for usd budgets; nil means none
+	// meter counts the usage of the running attempt.
+	meter meter
+	// spend prices each turn for usd budgets; nil means none.
+	spend *limitRun
 	// headers are sent upstream after the provider's own, replacing any of the same name
 	// (the Messages passthrough's anthropic-version); nil means none.
 	headers []translate.Header
@@ -67,13 +60,13 @@ type modelCall struct {
 	opts translate.Options
 
 	// x is the memory of the upstream exchange in progress (send).
-	x exchange
+	x upstream.Exchange
 
 	// series are the metric series of seriesRoute and key (seriesOf).
 	series      *metrics.Series
 	seriesRoute *route
 
-	// tracer is nil when tracing is off; chat is the span of the running attempt (tracing.go).
+	// tracer is nil when tracing is off; chat is the span of the running attempt.
 	tracer *telemetry.Tracer
 	chat   *telemetry.Chat
 
@@ -92,72 +85,6 @@ func (c *modelCall) log() *slog.Logger {
 	}
 	return c.logger
 }
-
-// takeBuf returns an empty buffer for the next upstream request body.
-func (c *modelCall) takeBuf() []byte {
-	if c.buf == nil && c.bufs != nil {
-		if b, ok := c.bufs.Get().(*[]byte); ok {
-			c.buf, c.bufp = *b, b
-		}
-	}
-	return c.buf[:0]
-}
-
-// releaseBuf returns c.buf to the pool once the request it held was written; large ones
-// are left to the garbage collector.
-func (c *modelCall) releaseBuf() {
-	if c.bufs != nil && c.buf != nil && cap(c.buf) <= maxPooledBody {
-		b := c.bufp
-		if b == nil {
-			b = new([]byte)
-		}
-		*b = c.buf[:0]
-		c.bufs.Put(b)
-	}
-	c.buf, c.bufp = nil, nil
-}
-
-// dropBuf forgets c.buf without pooling it: something may still refer to its bytes.
-func (c *modelCall) dropBuf() { c.buf, c.bufp = nil, nil }
-
-// answerBody returns x's whole body, to be read while x is open. A body fasthttp read
-// whole (send: not streamed, not encoded) is the response's own buffer, used where it is
-// rather than copied; any other is read into c.buf (readPooled). Once nothing refers to
-// the body the caller calls releaseBuf, or dropAnswer when something still may.
-func (c *modelCall) answerBody(ctx context.Context, x *exchange, backend string) ([]byte, error) {
-	if body, ok := x.Buffered(); ok {
-		return body, nil
-	}
-	return c.readPooled(ctx, x, backend)
-}
-
-// dropAnswer leaves the body answerBody returned to whatever still refers to it: a pooled
-// buffer is forgotten (dropBuf), the response's own buffer is taken out of the response,
-// which fasthttp would otherwise reuse once x is closed.
-func (c *modelCall) dropAnswer(x *exchange) {
-	if c.buf == nil {
-		x.KeepBody()
-	}
-	c.dropBuf()
-}
-
-// readPooled reads x's whole body (upstream.ReadBody) into c.buf, a pooled buffer. The caller
-// returns it with releaseBuf once nothing refers to the body, or drops it (dropBuf) when
-// something may; a read error has already released it.
-func (c *modelCall) readPooled(ctx context.Context, x *exchange, backend string) ([]byte, error) {
-	body, err := upstream.ReadBody(ctx, x, backend, c.takeBuf())
-	if err != nil {
-		c.releaseBuf()
-		return nil, err
-	}
-	if cap(body) > cap(c.buf) {
-		c.buf = body[:0] // a larger body's buffer goes to the pool in its stead
-	}
-	return body, nil
-}
-
-// errClientGone is returned by emit callbacks when the client disconnected.
-var errClientGone = errors.New("client disconnected")
 
 // Stream runs one model turn for req and passes its events to emit. Failures before any
 // event was emitted are retried (429, 5xx, connection errors) with exponential backoff and
@@ -178,14 +105,14 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 		c.countFn = c.countEvent
 	}
 	counted := c.countFn
-	c.prompt = req
+	c.meter.prompt = req
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		c.emit = emit
 		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
 			c.emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
 		}
 		if lp, ok := r.backend.provider.(localProvider); ok {
-			c.chat.Request(req, stream, r.maxTokens) // tracing.go (roundTrip records the others)
+			c.chat.Request(req, stream, r.maxTokens) // roundTrip records the others
 			return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
 				if err := counted(ev); err != nil || c.flush == nil {
 					return err
@@ -193,7 +120,10 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 				return c.flush() // one event at a time, like an upstream stream
 			})
 		}
-		return c.roundTrip(ctx, r, req, stream, func(x *exchange, opts *translate.Options) error {
+		return c.roundTrip(ctx, r, stream, func(dst []byte, opts *translate.Options) ([]byte, error) {
+			c.chat.Request(req, stream, opts.DefaultMaxTokens)
+			return r.backend.provider.AppendRequest(dst, req, opts)
+		}, func(x *upstream.Exchange, opts *translate.Options) error {
 			return c.decode(ctx, x, r.backend, opts, counted)
 		})
 	})
@@ -204,26 +134,27 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 func (c *modelCall) countEvent(ev *translate.Event) error {
 	switch ev.Kind {
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
-		c.noteOutput(len(ev.Text))
+		c.meter.noteOutput(len(ev.Text))
 	case translate.EventToolCallStart:
-		c.noteOutput(len(ev.Name))
+		c.meter.noteOutput(len(ev.Name))
 	case translate.EventUsage:
-		c.noteUsage(ev.Usage)
+		c.meter.noteUsage(ev.Usage)
 	}
 	c.sent = true
-	c.chat.Event(ev) // tracing.go
+	c.chat.Event(ev)
 	return c.emit(ev)
 }
 
-// roundTrip performs one upstream exchange on route r: it phrases req for the route's
-// provider, sends it, and hands the accepted (2xx) exchange to consume. Both the
-// translated path (run) and the passthrough use it.
-func (c *modelCall) roundTrip(ctx context.Context, r *route, req *translate.Request, stream bool,
-	consume func(*exchange, *translate.Options) error) error {
+// roundTrip performs one upstream exchange on route r: encode phrases the request body
+// for the route's options into dst (the lent body buffer), it is sent, and the accepted
+// (2xx) exchange is handed to consume, then closed. Both the translated path (run) and
+// the passthrough use it.
+func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
+	encode func(dst []byte, opts *translate.Options) ([]byte, error),
+	consume func(*upstream.Exchange, *translate.Options) error) error {
 	opts := c.options(r, stream)
-	c.chat.Request(req, stream, opts.DefaultMaxTokens) // tracing.go
-	var err error
-	c.buf, err = r.backend.provider.AppendRequest(c.takeBuf(), req, opts)
+	body, err := encode(c.body.Take(), opts)
+	c.body.Hold(body)
 	if err != nil {
 		return err
 	}
@@ -253,7 +184,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			continue
 		}
 		if i > 0 {
-			// So do the fallback's own limits (fallback.go), checked now that it is to be called.
+			// So do the fallback's own limits, checked now that it is to be called.
 			if ok, d := c.spend.admitFallback(r); !ok {
 				c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipLimited).Inc()
 				c.log().Info("fallback skipped: over its limits", "from", c.route.label(), "to", r.name, "limit", d.String())
@@ -278,7 +209,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	b := r.backend
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
-		return c.tracedAttempt(ctx, r, attempt, try) // tracing.go: c.counted in a client span
+		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
 		if c.sent {
 			return false
@@ -291,23 +222,23 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 
 // counted runs one attempt and adds the usage it reported to the request's.
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
-	c.lastUsage, c.tail = translate.Usage{}, 0
+	c.meter.reset()
 	defer c.countUsage(r)
 	return try(ctx, r)
 }
 
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
-func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *translate.Options, emit translate.Emit) error {
+func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend, opts *translate.Options, emit translate.Emit) error {
 	if !opts.Stream {
-		body, err := c.answerBody(ctx, x, b.name)
+		body, err := c.body.Answer(ctx, x, b.name)
 		if err != nil {
 			return err
 		}
 		if err := b.provider.DecodeResponse(body, emit); err != nil {
-			c.dropAnswer(x) // the error may quote the body
+			c.body.DropAnswer(x) // the error may quote the body
 			return err
 		}
-		c.releaseBuf() // events alias the body only while emit runs (translate.Event)
+		c.body.Release() // events alias the body only while emit runs (translate.Event)
 		return nil
 	}
 	body, err := upstream.DecodedBody(x, b.name)
@@ -315,46 +246,58 @@ func (c *modelCall) decode(ctx context.Context, x *exchange, b *backend, opts *t
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = c.pumpSSE(ctx, body, b.name, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+	err = upstream.Pump(ctx, body, b.name, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
 		c.flush, func() error { return dec.Close(emit) })
 	// The stream ended early (the client left, the upstream failed): count what the
 	// upstream had reported, which Close would have emitted.
-	c.noteUsageSoFar(dec, err)
+	c.meter.noteUsageSoFar(dec, err)
 	return err
 }
 
-// send posts c.buf to the route's upstream and times the wait for response headers.
-func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*exchange, error) {
+// send posts c.body to the route's upstream and times the wait for response headers.
+func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*upstream.Exchange, error) {
 	b := r.backend
 	start := time.Now()
 	headers := append(c.hdrs[:0], c.upstreamHeaders(b)...)
-	headers = c.traceHeaders(ctx, headers) // tracing.go: traceparent, tracestate
+	headers = traceHeaders(ctx, c.tracer, headers)
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
-	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.buf, opts.Stream, &c.x)
-	c.releaseBuf()
-	c.observe(ctx, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds()) // tracing.go: with exemplar
-	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
-		// Every provider's error decoder maps a rejected API key to 401 (Gemini's 400
-		// API_KEY_INVALID included). The key is the gateway's, not the client's: passing
-		// the 401 on would tell the client its own key is wrong.
+	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
+	c.body.Release()
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
+	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
-		fault := upstreamFault(b.name, "rejected the gateway's credential: the gateway operator must check backends."+b.name+".api_key")
-		fault.Code = "upstream_auth_failed"
-		return nil, fault
+		return nil, credentialFault(b.name)
 	}
 	return x, err
 }
 
-// countUsage adds the last attempt's usage (attemptUsage: reported, or estimated where
+// keyRejected returns err's upstream error when it is a rejected API key: every
+// provider's error decoder maps one to 401 (Gemini's 400 API_KEY_INVALID included).
+func keyRejected(err error) *translate.UpstreamError {
+	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusUnauthorized {
+		return ue
+	}
+	return nil
+}
+
+// credentialFault is what the client gets for an upstream that rejected the gateway's
+// credential (keyRejected): a 502 that says so. The key is the gateway's, not the
+// client's: passing the 401 on would tell the client its own key is wrong.
+func credentialFault(backend string) *translate.UpstreamError {
+	fault := upstream.Fault(backend, "rejected the gateway's credential: the gateway operator must check backends."+backend+".api_key")
+	fault.Code = "upstream_auth_failed"
+	return fault
+}
+
+// countUsage adds the last attempt's usage (meter.charge: reported, or estimated where
 // the upstream reported none) to the request total, its cost and the token metrics. It
-// leaves it in lastUsage, for the attempt's span.
+// leaves it in the meter, for the attempt's span.
 func (c *modelCall) countUsage(r *route) {
-	u, estimated := c.attemptUsage()
-	c.lastUsage, c.tail = u, 0
+	u, estimated := c.meter.charge()
 	c.Usage.Add(u)
 	c.spend.addCost(c.rt, r, u)
-	c.spend.served(r, u) // fallback.go
+	c.spend.served(r, u)
 	s := c.seriesOf(r)
 	s.AddTokens(tokenCounts(u))
 	if estimated {
@@ -391,24 +334,34 @@ func (c *modelCall) options(r *route, stream bool) *translate.Options {
 	return &c.opts
 }
 
-// pumpSSE reads an upstream event stream (upstream.Pump) with a read buffer from the
-// Server's pool: onEvent for each event, afterRead once the events of each read are
-// handled, onEnd at a clean end of stream.
-func (c *modelCall) pumpSSE(ctx context.Context, body io.Reader, backend string, onEvent sse.Handler, afterRead, onEnd func() error) error {
-	return upstream.Pump(ctx, body, backend, c.reads, onEvent, afterRead, onEnd)
-}
-
-// decodedBody and readBody are upstream.DecodedBody and upstream.ReadBody, under the
-// names the endpoints call.
-func decodedBody(x *exchange, backend string) (io.Reader, error) {
-	return upstream.DecodedBody(x, backend)
-}
-
-func readBody(ctx context.Context, x *exchange, backend string, dst []byte) ([]byte, error) {
-	return upstream.ReadBody(ctx, x, backend, dst)
-}
-
 func tokenCounts(u translate.Usage) metrics.TokenCounts {
 	return metrics.TokenCounts{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens,
 		CacheCreation: u.CacheCreationTokens, Reasoning: u.ReasoningTokens}
+}
+
+// tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
+// client span.
+func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
+	if c.tracer == nil {
+		return c.counted(ctx, r, try)
+	}
+	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
+	err := c.counted(ctx, r, try)
+	c.chat.End(c.meter.last, err)
+	c.chat = nil
+	return err
+}
+
+// upstreamHeaders returns the request's own headers for backend b: c.headers and, for a
+// client that sent anthropic-beta, the names b allows.
+func (c *modelCall) upstreamHeaders(b *backend) []translate.Header {
+	if c.betas == nil {
+		return c.headers
+	}
+	value := c.betas.valueFor(b.name, b.betas, c.metrics)
+	if value == "" {
+		return c.headers
+	}
+	return append(slices.Clip(c.headers), translate.Header{Name: "anthropic-beta", Value: value})
 }

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/config"
 )
 
 func TestMissingCredential(t *testing.T) {

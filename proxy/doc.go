@@ -10,4 +10,15 @@
 // backend's own is passed through, read and normalized chunk by chunk rather than
 // translated. Every failure goes through one funnel that renders the error in the client
 // API's shape (OpenAI's, or Anthropic's on the Messages routes).
+//
+// The files, from the HTTP face down: the server, its routes and the one request path
+// (server.go, serve.go), request bodies and keys (body.go), client connections
+// (listener.go); each client API's side of a request, an endpointRun and a forwarder
+// (chat.go, responses.go, messages.go, messages_count.go); the answer, streamed
+// (stream.go) or whole (complete.go), and the passthrough's contract (passthrough.go);
+// one client request, requestRun (run.go); its model call over package upstream, with
+// its usage, limits, fallbacks, betas and spans (call.go, usage.go, limits.go,
+// fallback.go, betas.go, tracing.go); the runtime built from a config (runtime.go,
+// backend.go, options.go); and beneath them the error funnel, metric labels, log lines
+// and the request's record (errors.go, labels.go, logging.go, done.go).
 package proxy

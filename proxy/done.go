@@ -37,7 +37,7 @@ type requestDone struct {
 	at                 time.Time
 	took, ttft         time.Duration
 	prompt, completion int
-	// estimated is set when the tokens are estimated in part or whole (usage.go); the
+	// estimated is set when the tokens are estimated in part or whole (meter); the
 	// access line then says "usage_estimated":true.
 	estimated bool
 }

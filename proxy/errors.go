@@ -41,7 +41,7 @@ type apiError struct {
 // classify maps err to what the client sees. Unknown errors become a 500 that names the
 // request id; their detail stays in the log.
 func classify(err error, requestID string) apiError {
-	var le *limitError // limits.go: a 429 already shaped as OpenAI's
+	var le *limitError // a 429 already shaped as OpenAI's
 	if errors.As(err, &le) {
 		return le.a
 	}
@@ -131,12 +131,6 @@ func setErrorHeaders(ctx *fasthttp.RequestCtx, a apiError) {
 	if a.RetryAfter > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(a.RetryAfter))
 	}
-}
-
-// upstreamFault is the 502 for an upstream that misbehaved (upstream.Fault): what names
-// the fault after "the upstream of backend X". It is not retried.
-func upstreamFault(backend, what string) *translate.UpstreamError {
-	return upstream.Fault(backend, what)
 }
 
 // logError is err as a log line shows it, cut to maxLoggedMessage. An upstream's 4xx

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 func sha256Hex(s string) string {

@@ -18,15 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // This file is the end-to-end harness: a real Server on a loopback listener, fake

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
 )
 
 // These tests lock issue 45 item 1: the compressed state one request carries (the

@@ -2,9 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/agate-gateway/agate/internal/openaitest"
 	"strings"
 	"testing"
+
+	"github.com/agate-gateway/agate/internal/openaitest"
 
 	"github.com/openai/openai-go/v3"
 )

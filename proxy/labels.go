@@ -64,3 +64,18 @@ func apiLabel(path []byte) string {
 	}
 	return ""
 }
+
+// Paths of the Messages API.
+const (
+	messagesPath    = "/v1/messages"
+	countTokensPath = "/v1/messages/count_tokens"
+)
+
+// isMessagesPath reports whether path is one of the Messages API's, whose errors take
+// Anthropic's shape.
+func isMessagesPath(path []byte) bool {
+	return string(path) == messagesPath || string(path) == countTokensPath
+}
+
+// responsesPathPrefix is the path of a stored response, followed by its id.
+const responsesPathPrefix = "/v1/responses/"

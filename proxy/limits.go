@@ -68,15 +68,6 @@ func limitRequest(key *apiKey, r *route) limits.Request {
 	return req
 }
 
-// budget is the limits.Budget of a key's configured budget.
-func budget(b config.Budget) limits.Budget {
-	return limits.Budget{Tokens: int64(b.Tokens), MicroUSD: int64(math.Round(b.USD * 1e6)), Period: b.Period}
-}
-
-func rate(l config.Limits) limits.Rate {
-	return limits.Rate{RequestsPerMinute: int64(l.RequestsPerMinute), TokensPerMinute: int64(l.TokensPerMinute), Concurrent: int64(l.Concurrent)}
-}
-
 // admit checks the request against its limits before any upstream call. It reports false
 // when the request was refused and answered: 429 over a limit or budget, 503 when the
 // state store cannot answer and state.on_error is deny.

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // BenchmarkLimits_AdmitFinish is what limits add to an admitted request in memory mode:

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openaichat"
 )
@@ -334,4 +336,23 @@ func (c *clientConn) Close() error {
 		c.l.release(c)
 	})
 	return err
+}
+
+// answerConn returns the client connection of ctx, when the gateway's listener accepted
+// it; ctx may be nil.
+func answerConn(ctx *fasthttp.RequestCtx) (*clientConn, bool) {
+	if ctx == nil {
+		return nil, false
+	}
+	conn, ok := ctx.Conn().(*clientConn)
+	return conn, ok
+}
+
+// connCredential is the credential header a connection last had accepted and the key
+// it named under rt. It is used by the connection's own goroutine only.
+type connCredential struct {
+	rt    *runtime
+	which byte
+	value []byte
+	key   *apiKey
 }

@@ -3,7 +3,10 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agate-gateway/agate/internal/logjson"
 )
@@ -78,4 +81,38 @@ func (h *requestHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *requestHandler) WithGroup(name string) slog.Handler {
 	return h.next.WithAttrs([]slog.Attr{slog.String("request_id", h.rid)}).WithGroup(name)
+}
+
+const (
+	// maxLoggedString bounds one client-supplied string (a model name) quoted in an error
+	// message, and so in the log.
+	maxLoggedString = 128
+	// maxLoggedMessage bounds an error message in a log line: messages may quote
+	// client-supplied strings.
+	maxLoggedMessage = 512
+)
+
+// clip returns s as valid UTF-8 of at most n bytes plus a marker naming the original
+// length when it had to be cut; invalid UTF-8 is replaced by U+FFFD.
+func clip(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
+		return s
+	}
+	total := len(s)
+	cut := false
+	if len(s) > n {
+		s, cut = s[:n], true
+		// Drop a rune cut in two at the end rather than turn it into U+FFFD.
+		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
+				break
+			}
+			s = s[:len(s)-1]
+		}
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if cut {
+		s += "…[" + strconv.Itoa(total) + " bytes]"
+	}
+	return s
 }

@@ -10,29 +10,18 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // POST /v1/messages serves Anthropic's Messages API over every backend, with the keys,
 // allowlists, routing, fallbacks, retries, limits and tool loop of chat completions. To a
 // route whose backends are all of type anthropic (and no server tools) the client's body
 // is forwarded as bytes with the model rewritten, the client's anthropic-version and
-// anthropic-beta headers passed on (the betas the backend's allowed_betas list: betas.go)
+// anthropic-beta headers passed on (the betas the backend's allowed_betas list: betaPolicy)
 // and the gateway's credential in place of the client's;
 // to any other it is read into the core request (translate/messagesin) and its events
 // encoded as a Message or the Messages event stream. Errors, including those of the
 // shared request path, are rendered in Anthropic's shape (see writeError).
-
-// Paths of the Messages API.
-const (
-	messagesPath    = "/v1/messages"
-	countTokensPath = "/v1/messages/count_tokens"
-)
-
-// isMessagesPath reports whether path is one of the Messages API's, whose errors take
-// Anthropic's shape.
-func isMessagesPath(path []byte) bool {
-	return string(path) == messagesPath || string(path) == countTokensPath
-}
 
 // defaultAnthropicVersion is sent upstream when the client sends no anthropic-version.
 const defaultAnthropicVersion = "2023-06-01"
@@ -51,7 +40,7 @@ type messagesRun struct {
 	// func value and the meter it reports to.
 	dec   translate.StreamDecoder
 	keep  translate.Emit
-	meter meter
+	meter *meter
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
@@ -79,7 +68,7 @@ func (m *messagesRun) prepare() error {
 		}
 		c.call.headers = []translate.Header{{Name: "anthropic-version", Value: version}}
 		if betas := h.PeekAll("Anthropic-Beta"); len(betas) > 0 {
-			// Each backend gets the names its allowed_betas list (betas.go).
+			// Each backend gets the names its allowed_betas list (betaPolicy).
 			values := make([][]byte, len(betas))
 			for i, v := range betas {
 				values[i] = bytes.Clone(v)
@@ -109,33 +98,6 @@ func (m *messagesRun) prepare() error {
 		c.req.TopK = nil
 	}
 	return nil
-}
-
-// allBackends reports whether the route and all its fallbacks are backends of type typ
-// and the request runs no tool loop: the condition of a passthrough.
-func allBackends(c *requestRun, typ string) bool {
-	if len(c.defs) > 0 || c.route.backend.typ != typ {
-		return false
-	}
-	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != typ {
-			return false
-		}
-	}
-	return true
-}
-
-// anyBackend reports whether the route or one of its fallbacks is a backend of type typ.
-func anyBackend(c *requestRun, typ string) bool {
-	if c.route.backend.typ == typ {
-		return true
-	}
-	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; ok && r.backend.typ == typ {
-			return true
-		}
-	}
-	return false
 }
 
 // The Messages API's side of the request path (endpointRun).
@@ -204,7 +166,7 @@ func (f *messagesForward) keepUsage(ev *translate.Event) error {
 	return nil
 }
 
-func (f *messagesForward) event(dst, typ, data []byte, m meter) ([]byte, passed, error) {
+func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed, error) {
 	f.meter = m
 	if err := f.dec.Event(typ, data, f.keep); err != nil {
 		if string(typ) != "error" {
@@ -223,12 +185,12 @@ func (f *messagesForward) event(dst, typ, data []byte, m meter) ([]byte, passed,
 	return appendSSE(dst, typ, data), how, nil
 }
 
-func (f *messagesForward) end(err error, m meter) error {
+func (f *messagesForward) end(err error, m *meter) error {
 	if err == nil {
 		f.meter = m
 		err = f.dec.Close(f.keep)
 	}
-	m.noteUsageSoFar(f.dec, err) // usage.go: the figures of message_start and message_delta
+	m.noteUsageSoFar(f.dec, err) // the figures of message_start and message_delta
 	return err
 }
 
@@ -256,9 +218,9 @@ func appendSSE(dst, typ, data []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
-func (f *messagesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	if !messagesin.IsObject(body) {
-		return dst, upstreamFault(r.backend.name, "answered with a body that is not a JSON object")
+		return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
 	}
 	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
 		if ev.Kind == translate.EventUsage {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,7 +20,7 @@ import (
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
 // countTokens (the translated request); any other backend, or the mock, gets
 // messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
-// It passes the key's and the model's limits and budget like any request (limits.go).
+// It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
 	start := time.Now()
@@ -41,7 +40,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 		return
 	}
 	c := &requestRun{s: s, rt: rt, key: key, route: r, req: req, rid: rid, start: start}
-	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, bufs: &s.bodies, reads: &s.streamReads}
+	c.call = &modelCall{rt: rt, route: r, key: key, metrics: s.metrics, base: s.logger, rid: rid, body: upstream.Buffer{Pool: &s.bodies}, reads: &s.streamReads}
 	// Admitted like any request (its key's and model's requests count, it holds their
 	// concurrency slots while it runs) but charged no tokens: it reserves none, and its
 	// usage is zero. A refusal is the Anthropic-dialect 429 (writeError by path).
@@ -87,18 +86,16 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	c, r := m.c.call, m.c.route
 	b := r.backend
 	start := time.Now()
-	x, err := b.client.Send(ctx, path, c.upstreamHeaders(b), body, false, new(exchange))
+	x, err := b.client.Send(ctx, path, c.upstreamHeaders(b), body, false, new(upstream.Exchange))
 	c.metrics.Upstream.WithLabelValues(b.name, upstream.StatusLabel(err)).Observe(time.Since(start).Seconds())
-	var ue *translate.UpstreamError
-	if errors.As(err, &ue) && ue.Status == http.StatusUnauthorized { // the gateway's key, as in modelCall.send
-		return 0, &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Code: "upstream_auth_failed",
-			Message: "the upstream of backend " + b.name + " rejected the gateway's credential: the gateway operator must check backends." + b.name + ".api_key"}
+	if keyRejected(err) != nil {
+		return 0, credentialFault(b.name)
 	}
 	if err != nil {
 		return 0, err
 	}
 	defer x.Close()
-	raw, err := readBody(ctx, x, b.name, nil)
+	raw, err := upstream.ReadBody(ctx, x, b.name, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/tools"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/tools"
 )
 
 // anthropicFixture reads a recorded Anthropic stream of testdata/fixtures (provenance in

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agate-gateway/agate/config"
 )
 
 // exampleGateway serves ../config.example.yaml as shipped (open mode, offline "demo").

@@ -13,7 +13,7 @@ import (
 // packages' own defaults are the numbers config documents). cmd/gateway builds the tool
 // registry, the tracer and the limiter with them; New opens a limiter with LimiterOptions
 // when it is given none. The tool loop needs no mapping: a key's bounds are copied into each
-// loop.Loop (apiKey, chat.go).
+// loop.Loop (apiKey).
 
 // ToolSources returns the tool registry's sources for the tools section.
 func ToolSources(sources map[string]config.ToolSource) map[string]tools.SourceOptions {

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/metrics"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agate-gateway/agate/metrics"
 )
 
 // memConn is a client connection whose whole input is already there: each Read returns

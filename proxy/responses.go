@@ -17,6 +17,7 @@ import (
 	"github.com/agate-gateway/agate/responsestore"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/responsesin"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // POST /v1/responses serves OpenAI's Responses API over every backend. To a route whose
@@ -83,9 +84,6 @@ type responsesRun struct {
 	fw      responsesin.Forward
 	backend string
 }
-
-// responsesPathPrefix is the path of a stored response, followed by its id.
-const responsesPathPrefix = "/v1/responses/"
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
@@ -352,7 +350,7 @@ func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
 	if !c.firstT.IsZero() {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
-	c.traceFinish(code, stream) // tracing.go
+	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
 	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens,
@@ -368,7 +366,7 @@ func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError
 	if len(data) > 0 {
 		what += ": " + strconv.Quote(string(data))
 	}
-	return upstreamFault(backend, what)
+	return upstream.Fault(backend, what)
 }
 
 // responsesForward is the Responses API's side of the passthrough (forwarder): every
@@ -392,27 +390,27 @@ func (f *responsesForward) begin(r *route) {
 	f.backend = r.backend.name
 }
 
-func (f *responsesForward) event(dst, _, data []byte, m meter) ([]byte, passed, error) {
+func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
 	// A view of data, which lives until this returns; what is kept is copied.
 	out, ev, ok := f.fw.Event(dst, data)
 	if !ok {
 		return dst, passSent, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data)
 	}
-	m.noteOutput(ev.DeltaBytes) // usage.go: estimated if no usage follows
+	m.noteOutput(ev.DeltaBytes) // estimated if no usage follows
 	if ev.HasUsage {
 		m.noteUsage(ev.Usage)
 	}
 	return out, passSent | passWrite | passContent, nil
 }
 
-func (f *responsesForward) end(err error, _ meter) error {
+func (f *responsesForward) end(err error, _ *meter) error {
 	if err == nil && !f.fw.Ended() {
-		return upstreamFault(f.backend, "ended the stream before it finished")
+		return upstream.Fault(f.backend, "ended the stream before it finished")
 	}
 	return err
 }
 
-func (f *responsesForward) whole(dst, body []byte, r *route, m meter) ([]byte, error) {
+func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
 	resp, kind := responsesin.ReadResponse(body)
 	switch kind {
 	case responsesin.BodyNotJSON:

@@ -5,14 +5,16 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/url"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
-	"github.com/valyala/fasthttp"
 )
 
 // runtime is the request-serving state built from one validated config. It is immutable:
@@ -304,4 +306,16 @@ func (rt *runtime) modelNames(k *apiKey) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// label is the bounded metric label of the route (see route.metricLabel).
+func (r *route) label() string { return r.metricLabel }
+
+// budget is the limits.Budget of a key's configured budget.
+func budget(b config.Budget) limits.Budget {
+	return limits.Budget{Tokens: int64(b.Tokens), MicroUSD: int64(math.Round(b.USD * 1e6)), Period: b.Period}
+}
+
+func rate(l config.Limits) limits.Rate {
+	return limits.Rate{RequestsPerMinute: int64(l.RequestsPerMinute), TokensPerMinute: int64(l.TokensPerMinute), Concurrent: int64(l.Concurrent)}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -9,34 +8,6 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 )
-
-// endpointRun is a client API's side of one routed request (chat completions,
-// Responses, Messages) once serve has authenticated, parsed and routed it: the choice of
-// passthrough or translation, its client dialect's writers and what it does once answered.
-// The answer itself is the one request path's for every API: requestRun.runStream
-// (stream.go) or requestRun.complete (chat.go), with the run's model call, tool loop,
-// limits and metrics in its requestRun.
-type endpointRun interface {
-	// prepare resolves what the run needs before limits are checked (server tools, the
-	// passthrough-or-translate choice, the unsupported-parameter policy); its error is
-	// answered as the request's error.
-	prepare() error
-	// forwarder returns the passthrough's rewriter when the run forwards the client's body
-	// to backends of the client's own API (passthrough.go), nil when it translates.
-	forwarder() forwarder
-	// streamEncoder returns the writer of a streamed answer (asked once, before the stream
-	// writer starts).
-	streamEncoder() translate.ClientStream
-	// assembler returns the collector of a translated non-streamed answer (asked once).
-	assembler() translate.ClientAssembler
-	// answered is called once the answer ended well, before the request is recorded: with
-	// the body of a non-streamed answer (the response's own buffer: what is kept of it is
-	// copied), nil after a stream. Responses stores the response there.
-	answered(ctx context.Context, body []byte)
-	// finish records the request's metrics and access line (requestRun.finish); code 0
-	// means the error funnel already counted it.
-	finish(ctx *fasthttp.RequestCtx, code int, stream bool)
-}
 
 // parseFunc parses a client API's body into the core request and returns the run that
 // answers it, built around c (whose fields serve sets once the request is routed). It
@@ -51,7 +22,7 @@ type parseFunc func(body []byte, c *requestRun) (*translate.Request, endpointRun
 func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, parse parseFunc) {
 	rt := s.runtime()
 	start := time.Now()
-	span, streaming := s.startChatSpan(ctx, rid), false // tracing.go: the server span
+	span, streaming := startSpan(s.tracer, ctx, rid), false
 	defer func() {
 		if !streaming { // a stream's writer ends it
 			span.End(ctx.Response.StatusCode())
@@ -92,24 +63,27 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	}
 	call := &c.ownCall
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
-	call.bufs, call.reads = &s.bodies, &s.streamReads
+	call.body.Pool, call.reads = &s.bodies, &s.streamReads
 	c.call = call
-	c.startTracing(span) // tracing.go
+	if span != nil { // the run's server span, and its model call's tracer
+		c.span, call.tracer = span, s.tracer
+		span.SetRequest(req, key.name)
+	}
 	if err := run.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
 	}
 	c.call.spend = &c.limits
-	if !c.admit(ctx) { // limits.go: refused (429, or 503 with state.on_error deny) and answered
+	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
 		return
 	}
 	s.metrics.Inflight.Inc()
 	if req.Stream {
 		streaming = true
-		c.runStream(ctx, run) // stream.go
+		c.runStream(ctx, run)
 		return
 	}
 	defer s.metrics.Inflight.Dec()
-	defer c.endLimits()  // limits.go: charge the usage, release the slots
-	c.complete(ctx, run) // chat.go
+	defer c.endLimits() // charge the usage, release the slots
+	c.complete(ctx, run)
 }

@@ -13,12 +13,10 @@ import (
 	"net"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -590,40 +588,6 @@ func hex8(v uint32) uint64 {
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
-	}
-	return s
-}
-
-const (
-	// maxLoggedString bounds one client-supplied string (a model name) quoted in an error
-	// message, and so in the log.
-	maxLoggedString = 128
-	// maxLoggedMessage bounds an error message in a log line: messages may quote
-	// client-supplied strings.
-	maxLoggedMessage = 512
-)
-
-// clip returns s as valid UTF-8 of at most n bytes plus a marker naming the original
-// length when it had to be cut; invalid UTF-8 is replaced by U+FFFD.
-func clip(s string, n int) string {
-	if len(s) <= n && utf8.ValidString(s) {
-		return s
-	}
-	total := len(s)
-	cut := false
-	if len(s) > n {
-		s, cut = s[:n], true
-		// Drop a rune cut in two at the end rather than turn it into U+FFFD.
-		for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-			if r, size := utf8.DecodeLastRuneInString(s); r != utf8.RuneError || size != 1 {
-				break
-			}
-			s = s[:len(s)-1]
-		}
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if cut {
-		s += "…[" + strconv.Itoa(total) + " bytes]"
 	}
 	return s
 }

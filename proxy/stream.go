@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // The streaming response: a body-stream writer that turns events (or, for the
@@ -28,7 +29,7 @@ import (
 // writer and the client's connection, and no coroutine switch between two events.
 func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.traced(c.s.baseCtx)) // tracing.go
+	cctx, cancel := context.WithCancel(c.span.Context(c.s.baseCtx)) // the server span, parent of the upstream calls
 	o := &sseOut{c: c, cancel: cancel, started: started}
 	f := run.forwarder()
 	if f != nil { // the upstream's events are the stream: only errors are the dialect's
@@ -43,7 +44,7 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 		o.w = bufio.NewWriterSize(sink, streamBufferSize)
 		defer c.releaseScratch() // last: nothing reads the request any more
 		defer o.w.Flush()        // what the writer left buffered, as fasthttp's stream writer did
-		defer c.endLimits()      // limits.go: charge the usage, release the slots
+		defer c.endLimits()      // charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
 		defer c.recoverStream(o)
@@ -317,7 +318,7 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 	c.call.flush = o.sync
 	var err error
 	if f != nil {
-		err = c.forwardStream(ctx, f, o) // passthrough.go
+		err = c.forwardStream(ctx, f, o)
 	} else {
 		err = c.execute(ctx, o, true)
 	}
@@ -342,4 +343,49 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 		code = 499
 	}
 	run.finish(nil, code, true)
+}
+
+// errClientGone is returned by emit callbacks when the client disconnected.
+var errClientGone = errors.New("client disconnected")
+
+// forwardStream forwards the upstream's stream to o, the route and its fallbacks tried
+// with retries until one is accepted. Its error is written in-band by the stream writer,
+// unless it wraps errReported.
+func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) error {
+	call := c.call
+	call.meter.prompt = c.req
+	return call.withRetries(ctx, func(ctx context.Context, r *route) error {
+		return call.roundTrip(ctx, r, true, func(dst []byte, opts *translate.Options) ([]byte, error) {
+			return f.request(dst, r, opts)
+		}, func(x *upstream.Exchange, _ *translate.Options) error {
+			body, err := upstream.DecodedBody(x, r.backend.name)
+			if err != nil {
+				return err
+			}
+			f.begin(r)
+			err = upstream.Pump(ctx, body, r.backend.name, call.reads, func(typ, data []byte) error {
+				var how passed
+				var err error
+				o.buf, how, err = f.event(o.buf[:0], typ, data, &call.meter)
+				if how&passSent != 0 {
+					call.sent = true
+				}
+				if how&passWrite == 0 {
+					return err
+				}
+				o.commit()
+				if how&passContent != 0 && c.firstT.IsZero() {
+					c.firstT = time.Now()
+				}
+				if how&passFirstChunk != 0 {
+					call.chat.FirstChunk()
+				}
+				if werr := o.write(); werr != nil {
+					return werr
+				}
+				return err
+			}, o.sync, streamEnd)
+			return f.end(err, &call.meter)
+		})
+	})
 }

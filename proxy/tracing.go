@@ -15,63 +15,39 @@ import (
 // upstream attempt, the trace context sent upstream, and exemplars on the duration
 // histograms. With tracing off (Server.tracer nil) every function here is a nil check.
 
-// startChatSpan starts the server span of a chat request, continuing the client's trace
-// context; nil when tracing is off.
-func (s *Server) startChatSpan(ctx *fasthttp.RequestCtx, rid string) *telemetry.Request {
-	if s.tracer == nil {
+// startSpan starts the server span of a request, continuing the client's trace context;
+// nil when tracing is off (tr nil).
+func startSpan(tr *telemetry.Tracer, ctx *fasthttp.RequestCtx, rid string) *telemetry.Request {
+	if tr == nil {
 		return nil
 	}
-	_, span := s.tracer.StartRequest(context.Background(), requestHeaders{&ctx.Request.Header},
+	_, span := tr.StartRequest(context.Background(), requestHeaders{&ctx.Request.Header},
 		string(ctx.Method()), string(ctx.Path()), rid)
 	return span
 }
 
-// startTracing gives the run its server span and its model call the tracer.
-func (c *requestRun) startTracing(span *telemetry.Request) {
+// finishSpan records a request's result on its server span (nil when tracing is off):
+// the usage of its upstream turns and its time to first token (first zero: none). A
+// stream's writer ends the span here, a non-streamed request's handler ends it when it
+// returns.
+func finishSpan(span *telemetry.Request, u translate.Usage, start, first time.Time, code int, stream bool) {
 	if span == nil {
 		return
 	}
-	c.span = span
-	c.call.tracer = c.s.tracer
-	span.SetRequest(c.req, c.key.name)
-}
-
-// traced returns parent carrying the run's server span, the parent of its upstream calls.
-func (c *requestRun) traced(parent context.Context) context.Context { return c.span.Context(parent) }
-
-// traceFinish records the result on the server span; a stream's writer ends the span
-// here, a non-streamed request's handler ends it when it returns.
-func (c *requestRun) traceFinish(code int, stream bool) {
-	if c.span == nil {
-		return
-	}
 	var ttft time.Duration
-	if !c.firstT.IsZero() {
-		ttft = c.firstT.Sub(c.start)
+	if !first.IsZero() {
+		ttft = first.Sub(start)
 	}
-	c.span.SetResult(c.call.Usage, ttft)
+	span.SetResult(u, ttft)
 	if stream {
-		c.span.End(code)
+		span.End(code)
 	}
 }
 
-// tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
-// client span.
-func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
-	if c.tracer == nil {
-		return c.counted(ctx, r, try)
-	}
-	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
-	err := c.counted(ctx, r, try)
-	c.chat.End(c.lastUsage, err)
-	c.chat = nil
-	return err
-}
-
-// traceHeaders adds the trace context of the attempt's span to an upstream request's headers.
-func (c *modelCall) traceHeaders(ctx context.Context, headers []translate.Header) []translate.Header {
-	if c.tracer == nil {
+// traceHeaders adds the trace context of the attempt's span in ctx to an upstream
+// request's headers, when tracing is on (tr not nil).
+func traceHeaders(ctx context.Context, tr *telemetry.Tracer, headers []translate.Header) []translate.Header {
+	if tr == nil {
 		return headers
 	}
 	// The values are appended here rather than by a carrier holding &headers: with that,
@@ -86,9 +62,10 @@ func (c *modelCall) traceHeaders(ctx context.Context, headers []translate.Header
 	return headers
 }
 
-// observe records v into o, with the trace id of ctx's span as exemplar when tracing.
-func (c *modelCall) observe(ctx context.Context, o prometheus.Observer, v float64) {
-	if c.tracer == nil {
+// observe records v into o, with the trace id of ctx's span as exemplar when tracing (tr
+// not nil).
+func observe(ctx context.Context, tr *telemetry.Tracer, o prometheus.Observer, v float64) {
+	if tr == nil {
 		o.Observe(v)
 		return
 	}

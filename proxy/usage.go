@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"math"
-
-	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 )
@@ -18,57 +15,65 @@ import (
 // reasoning and tool call names and arguments, as the upstream's JSON wrote them). Such
 // a charge is flagged: usage_estimated in the access line, gateway_usage_estimated_total.
 
+// meter counts the usage of one attempt of a model call: the translated path's events
+// (modelCall.countEvent) and a forwarder's reads report to it.
+type meter struct {
+	// last is the usage the attempt's upstream reported last, tail the bytes of output it
+	// sent past those figures, prompt the request of the running turn, whose tokens are
+	// estimated when the upstream reports none.
+	last   translate.Usage
+	tail   int
+	prompt *translate.Request
+}
+
+// reset starts an attempt.
+func (m *meter) reset() { m.last, m.tail = translate.Usage{}, 0 }
+
 // noteOutput counts n bytes of output the running attempt read from its upstream, past
 // the figures of any usage it reported so far.
-func (c *modelCall) noteOutput(n int) { c.tail += n }
+func (m *meter) noteOutput(n int) { m.tail += n }
 
 // noteUsage records the cumulative usage the upstream reported in the running attempt:
 // it covers every output read so far. A zero usage (a decoder's for an upstream that
 // reported none, a null usage member) is no report.
-func (c *modelCall) noteUsage(u translate.Usage) {
+func (m *meter) noteUsage(u translate.Usage) {
 	if u == (translate.Usage{}) {
 		return
 	}
-	c.lastUsage = u
-	c.tail = 0
+	m.last = u
+	m.tail = 0
 }
 
 // noteUsageSoFar records, for an attempt whose stream ended with err before the upstream's
 // final usage, the figures dec kept of the upstream's earlier reports, when nothing
 // reported usage through an event. Output read past figures that are not current stays
 // to be estimated (see translate.UsageReporter).
-func (c *modelCall) noteUsageSoFar(dec translate.StreamDecoder, err error) {
+func (m *meter) noteUsageSoFar(dec translate.StreamDecoder, err error) {
 	ur, ok := dec.(translate.UsageReporter)
-	if !ok || err == nil || c.lastUsage != (translate.Usage{}) {
+	if !ok || err == nil || m.last != (translate.Usage{}) {
 		return
 	}
 	u, current := ur.UsageSoFar()
-	c.lastUsage = u
+	m.last = u
 	if current {
-		c.tail = 0
+		m.tail = 0
 	}
 }
 
-// attemptUsage returns the usage to charge for the attempt that just ended, and whether
-// any of it is estimated: the upstream's figures (lastUsage); the prompt estimated when
-// the upstream reported none but sent output; plus the estimate of the output read past
-// the figures. An attempt that read no output and no usage (an error, a stream cut before
-// its first delta) is charged nothing.
-func (c *modelCall) attemptUsage() (translate.Usage, bool) {
-	u, estimated := c.lastUsage, false
-	if u == (translate.Usage{}) && c.tail > 0 && c.prompt != nil {
-		u.PromptTokens, estimated = messagesin.EstimateTokens(c.prompt), true
+// charge returns the usage to charge for the attempt that just ended, and whether any of
+// it is estimated: the upstream's figures; the prompt estimated when the upstream
+// reported none but sent output; plus the estimate of the output read past the figures.
+// An attempt that read no output and no usage (an error, a stream cut before its first
+// delta) is charged nothing. The charge is left in last, for the attempt's span.
+func (m *meter) charge() (translate.Usage, bool) {
+	u, estimated := m.last, false
+	if u == (translate.Usage{}) && m.tail > 0 && m.prompt != nil {
+		u.PromptTokens, estimated = messagesin.EstimateTokens(m.prompt), true
 	}
-	if c.tail > 0 {
-		u.CompletionTokens += messagesin.EstimateOutputTokens(c.tail)
+	if m.tail > 0 {
+		u.CompletionTokens += messagesin.EstimateOutputTokens(m.tail)
 		estimated = true
 	}
+	m.last, m.tail = u, 0
 	return u, estimated
-}
-
-// finalUsage is what the request is charged when it ends (endLimits): the usage of every
-// upstream turn, each as attemptUsage counted it, and its cost.
-func (c *requestRun) finalUsage() limits.Usage {
-	u := c.call.Usage
-	return limits.Usage{Tokens: int64(u.PromptTokens + u.CompletionTokens), MicroUSD: int64(math.Round(c.limits.microUSD))}
 }

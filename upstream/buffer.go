@@ -1,0 +1,82 @@
+package upstream
+
+import (
+	"context"
+	"sync"
+)
+
+// MaxPooledBody is the largest body buffer a Buffer gives back to its pool; larger ones
+// are left to the garbage collector.
+const MaxPooledBody = 1 << 20
+
+// Buffer lends its user one body buffer at a time from a pool it shares with others (the
+// server's pool of request-body buffers): the upstream request body from its encoding
+// until Send wrote it (Take, Hold, Bytes, Release), or a non-streamed answer's body while
+// it is decoded (Answer, then Release or DropAnswer). The zero value pools nothing: Take
+// returns nil, to be grown by append. Not safe for concurrent use.
+type Buffer struct {
+	// Pool holds *[]byte; nil means no pooling.
+	Pool *sync.Pool
+	buf  []byte
+	ptr  *[]byte // the pooled slice header buf came from
+}
+
+// Take returns an empty buffer for the next body, from the pool when the Buffer holds none.
+func (b *Buffer) Take() []byte {
+	if b.buf == nil && b.Pool != nil {
+		if p, ok := b.Pool.Get().(*[]byte); ok {
+			b.buf, b.ptr = *p, p
+		}
+	}
+	return b.buf[:0]
+}
+
+// Hold makes p, an append to what Take returned, the buffer's body.
+func (b *Buffer) Hold(p []byte) { b.buf = p }
+
+// Bytes returns the body the buffer holds.
+func (b *Buffer) Bytes() []byte { return b.buf }
+
+// Release returns the buffer to the pool once nothing refers to its bytes; one over
+// MaxPooledBody is left to the garbage collector.
+func (b *Buffer) Release() {
+	if b.Pool != nil && b.buf != nil && cap(b.buf) <= MaxPooledBody {
+		p := b.ptr
+		if p == nil {
+			p = new([]byte)
+		}
+		*p = b.buf[:0]
+		b.Pool.Put(p)
+	}
+	b.buf, b.ptr = nil, nil
+}
+
+// Answer returns x's whole body, to be read while x is open. A body fasthttp read whole
+// (Send: not streamed, not encoded) is the response's own buffer, used where it is rather
+// than copied; any other is read (ReadBody) into the lent buffer. Once nothing refers to
+// the body the caller calls Release, or DropAnswer when something still may; a read
+// error has already released it.
+func (b *Buffer) Answer(ctx context.Context, x *Exchange, backend string) ([]byte, error) {
+	if body, ok := x.Buffered(); ok {
+		return body, nil
+	}
+	body, err := ReadBody(ctx, x, backend, b.Take())
+	if err != nil {
+		b.Release()
+		return nil, err
+	}
+	if cap(body) > cap(b.buf) {
+		b.buf = body[:0] // a larger body's buffer goes to the pool in its stead
+	}
+	return body, nil
+}
+
+// DropAnswer leaves the body Answer returned to whatever still refers to it: a lent
+// buffer is forgotten, not pooled; the response's own buffer is taken out of the
+// response, which fasthttp would otherwise reuse once x is closed.
+func (b *Buffer) DropAnswer(x *Exchange) {
+	if b.buf == nil {
+		x.KeepBody()
+	}
+	b.buf, b.ptr = nil, nil
+}

@@ -1,0 +1,62 @@
+package upstream
+
+import (
+	"sync"
+	"testing"
+)
+
+// TestBuffer_Release: a buffer goes back to the pool once released, unless it grew over
+// MaxPooledBody; a Buffer without a pool lends nothing and keeps nothing.
+func TestBuffer_Release(t *testing.T) {
+	tests := []struct {
+		name     string
+		pooled   bool // the Buffer has a pool
+		grow     int  // bytes appended to what Take returned
+		wantBack bool // the pool holds a buffer after Release
+	}{
+		{name: "small", pooled: true, grow: 100, wantBack: true},
+		{name: "at the bound", pooled: true, grow: MaxPooledBody, wantBack: true},
+		{name: "over the bound", pooled: true, grow: MaxPooledBody + 1, wantBack: false},
+		{name: "no pool", pooled: false, grow: 100, wantBack: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b Buffer
+			if tt.pooled {
+				b.Pool = &sync.Pool{}
+			}
+			dst := b.Take()
+			if len(dst) != 0 {
+				t.Fatalf("Take returned %d bytes, want none", len(dst))
+			}
+			p := make([]byte, tt.grow)
+			b.Hold(append(dst, p...)[:tt.grow:tt.grow])
+			if len(b.Bytes()) != tt.grow {
+				t.Fatalf("Bytes holds %d bytes, want %d", len(b.Bytes()), tt.grow)
+			}
+			b.Release()
+			if b.Bytes() != nil {
+				t.Error("Release left the buffer held")
+			}
+			if !tt.pooled {
+				return
+			}
+			got, back := b.Pool.Get().(*[]byte)
+			if raceEnabled && !back && tt.wantBack {
+				t.Skip("the race detector's sync.Pool dropped the buffer")
+			}
+			if back != tt.wantBack {
+				t.Fatalf("buffer back in the pool: %v, want %v", back, tt.wantBack)
+			}
+			if back && (len(*got) != 0 || cap(*got) != tt.grow) {
+				t.Errorf("pooled buffer len %d cap %d, want 0 and %d", len(*got), cap(*got), tt.grow)
+			}
+			if back && !raceEnabled {
+				b.Pool.Put(got)
+				if again := b.Take(); cap(again) != tt.grow {
+					t.Errorf("Take after Release: cap %d, want the pooled %d", cap(again), tt.grow)
+				}
+			}
+		})
+	}
+}
