@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/metrics"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/agate-gateway/agate/metrics"
 )
 
 // series describes one series name Prometheus stores from Agate's /metrics.

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/limits/redistest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // TestRedis runs the Store contract against a real redis-server, with two Redis stores

@@ -3,6 +3,9 @@ package translate_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
@@ -11,8 +14,6 @@ import (
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
 	"github.com/agate-gateway/agate/translate/responsesin"
-	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
 )
 
 // TestBuiltinTools_OnlyTheirOwnUpstream pins where a client's built-in tool definitions

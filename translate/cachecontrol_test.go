@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/google/go-cmp/cmp"
 )
 
 // cacheControls returns where body holds a cache_control member: the path of each object

@@ -2,16 +2,18 @@ package translate_test
 
 import (
 	"encoding/json"
+	"testing"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openaichat"
-	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
 )
 
 // TestFirstToolCallOnly pins the filter on event sequences: per choice, the first tool

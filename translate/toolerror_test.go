@@ -3,17 +3,19 @@ package translate_test
 import (
 	"bytes"
 	"encoding/json"
+	"testing"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responses"
-	"testing"
 
-	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
 
 // toolErrorRequest is a client request whose last message is a tool result; the test

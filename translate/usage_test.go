@@ -1,16 +1,18 @@
 package translate_test
 
 import (
+	"testing"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responses"
-	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/sse"
-	"github.com/google/go-cmp/cmp"
 )
 
 // streamUsage decodes an SSE body with p's stream decoder and returns the usage of the

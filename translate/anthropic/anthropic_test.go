@@ -6,19 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
-	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
 
 // anthropicSchema compiles the Messages API request schema and checks that it rejects a

@@ -1,9 +1,10 @@
 package anthropic
 
 import (
+	"strings"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"strings"
 )
 
 // Content parts of user messages, and tool ids, as the Messages API takes them.

@@ -1,10 +1,11 @@
 package anthropic
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // anthropicFinish maps a Messages API stop_reason to an OpenAI finish reason. The spec's

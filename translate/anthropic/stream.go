@@ -1,10 +1,11 @@
 package anthropic
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // anthropicPhase is where an Anthropic stream is.

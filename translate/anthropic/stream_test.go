@@ -5,17 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 const anthropicTestdata = "testdata"

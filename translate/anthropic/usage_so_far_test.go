@@ -3,8 +3,9 @@ package anthropic
 import (
 	"testing"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // TestUsageSoFar_CurrentOnceMessageDelta: message_start's figures are reported but not

@@ -3,9 +3,10 @@ package gemini
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"strings"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"strings"
 )
 
 // geminiDataURL splits a base64 data: URL into its MIME type (application/octet-stream

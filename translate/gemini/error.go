@@ -1,12 +1,13 @@
 package gemini
 
 import (
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // DecodeError maps a Google error body ({"error":{"code","message","status","details"}},

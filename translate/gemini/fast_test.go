@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
-	"golang.org/x/tools/txtar"
 )
 
 // recordedGeminiSSE returns the upstream.sse sections of the package's recordings.

@@ -5,18 +5,20 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 // geminiSig is a thought signature as Gemini sends it (standard base64), from

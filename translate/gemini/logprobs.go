@@ -2,10 +2,11 @@ package gemini
 
 import (
 	"errors"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
 	"strconv"
 	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
 )
 
 // logprobs decodes a candidate's logprobsResult ({chosenCandidates: [{token, tokenId,

@@ -2,17 +2,19 @@ package gemini
 
 import (
 	"bytes"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
-	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
 
 // TestGeminiLogprobs_GoldenFollowsSpecs checks the constructed logprobs golden on both

@@ -3,10 +3,6 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -14,9 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 func newGeminiDecoder() translate.StreamDecoder { return New().NewStreamDecoder(&translate.Options{}) }

@@ -3,8 +3,9 @@ package gemini
 import (
 	"testing"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // TestUsageSoFar_CurrentWithUsageMetadata: Gemini's usageMetadata is cumulative, each

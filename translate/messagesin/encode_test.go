@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
 )
 
 func encodeAll(t *testing.T, evs []translate.Event) ([]byte, error) {

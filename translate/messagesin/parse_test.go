@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/google/go-cmp/cmp"
 )
 
 // claudeCodeRequest has the shape the issue describes of what Claude Code 2.1 sends:

@@ -3,8 +3,9 @@ package messagesin_test
 import (
 	"testing"
 
-	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/translate/messagesin"
 )
 
 // TestAppendPassBody: the passthrough body is the client's members with the model

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"golang.org/x/tools/txtar"
+
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
@@ -18,9 +22,6 @@ import (
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
-	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
-	"golang.org/x/tools/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -1,11 +1,12 @@
 package openaichat
 
 import (
-	"github.com/agate-gateway/agate/translate"
 	"math"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/agate-gateway/agate/translate"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"

@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
 )
 
 // TestBuiltinItems_Recordings pins that the built-in tool items of real Responses answers

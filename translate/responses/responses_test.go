@@ -3,17 +3,19 @@ package responses
 import (
 	"encoding/json"
 	"errors"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agate-gateway/agate/internal/sse"
-	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
 
 func TestResponsesDecodeError(t *testing.T) {

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/goldentest"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 func newResponsesDecoder() translate.StreamDecoder {

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agate-gateway/agate/translate"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 func TestParseListQuery(t *testing.T) {

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/google/go-cmp/cmp"
 )
 
 // codexNamespace is the multi-agent namespace tool Codex CLI 0.169 sends with every

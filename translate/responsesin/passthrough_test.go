@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestAppendBody: the forwarded body is the client's with only the model's value replaced.

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
@@ -18,8 +21,6 @@ import (
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
-	"github.com/google/go-cmp/cmp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 var update = flag.Bool("update", false, "rewrite the want files of the goldens")

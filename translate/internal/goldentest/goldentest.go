@@ -11,10 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/internal/openaitest"
-	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/openaichat"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,9 +18,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openaichat"
+
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/sse"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/*.txtar")
