@@ -4,8 +4,8 @@
 // /v1/models, /metrics and the health checks. Every API takes one request path: the key
 // is authenticated, the body parsed once by the API's client dialect (translate/openaichat,
 // responsesin, messagesin), the model routed to a backend and admitted against the limits;
-// the upstream is called (pooled connections, timeouts, retries, fallbacks, cancellation),
-// through the tool loop when the key has server tools, and the answer written back in the
+// the upstream is called through package upstream (pooled connections, timeouts, retries)
+// and the route's fallbacks, through the tool loop when the key has server tools, and the answer written back in the
 // client's API, streamed one flushed event at a time or whole. A request whose API is its
 // backend's own is passed through, read and normalized chunk by chunk rather than
 // translated. Every failure goes through one funnel that renders the error in the client

@@ -36,7 +36,7 @@ type limitRun struct {
 	// estimate is the request's token estimate (prompt plus output cap), made on first
 	// use (tokenEstimate): by the reservation, or by a fallback with a token limit.
 	estimate, prompt int64
-	// fallbacks are the fallback models admitted against their own limits (fallback.go).
+	// fallbacks are the fallback models admitted against their own limits.
 	fallbacks []fallbackAdmission
 }
 

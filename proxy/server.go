@@ -103,7 +103,7 @@ type Server struct {
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
-	// limiter admits and charges requests (limits.go); it outlives reloads, so usage
+	// limiter admits and charges requests; it outlives reloads, so usage
 	// counted stays counted. ownLimiter: opened by New, closed by Shutdown.
 	limiter     limits.Limiter
 	ownLimiter  bool
@@ -118,7 +118,7 @@ type Server struct {
 	// input a continuation rebuilds.
 	maxStored int64
 
-	// tracer records spans (tracing.go); nil when tracing is off.
+	// tracer records spans; nil when tracing is off.
 	tracer *telemetry.Tracer
 }
 
@@ -483,7 +483,7 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	if s.stateNotReady(ctx) { // limits.go: Redis unreachable, degraded or not ready
+	if s.stateNotReady(ctx) { // Redis unreachable, degraded or not ready
 		return
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
