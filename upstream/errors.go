@@ -29,7 +29,7 @@ func transportError(backend string, err error) error {
 			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
 	}
 	var ne net.Error
-	if errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
 		return timeoutError{&translate.UpstreamError{Status: 504, Type: "api_error", Message: "the upstream of backend " + backend + " timed out", Retryable: true}}
 	}
 	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "could not reach the upstream of backend " + backend, Retryable: true}
@@ -43,14 +43,14 @@ func TimeoutFault(backend, what string) error {
 }
 
 // timeoutError is the error of an upstream that said nothing within a timeout (the
-// response head's, or a stream's idle one): a retryable 504 *UpstreamError (errors.As
+// dial's, the response head's, or a stream's idle one): a retryable 504 *UpstreamError (errors.As
 // finds it) that TimedOut tells from other failures.
 type timeoutError struct{ *translate.UpstreamError }
 
 func (e timeoutError) Unwrap() error { return e.UpstreamError }
 
-// TimedOut reports whether err is an upstream's silence outliving a timeout (Timeouts.Header,
-// Timeouts.StreamIdle or SendBy's deadline), as opposed to a reset or an error status:
+// TimedOut reports whether err is an upstream's silence outliving a timeout (one of
+// Timeouts, SendBy's deadline, or a TimeoutFault), as opposed to a reset or an error status:
 // a caller may rather fall back than wait on the same upstream again.
 func TimedOut(err error) bool {
 	var t timeoutError
