@@ -257,8 +257,12 @@ func (c *modelCall) expired() bool {
 // requestTimeout is the request's error once its deadline passed, last being the error
 // of its last attempt (logged): a 504 the client sees in its API's shape.
 func (c *modelCall) requestTimeout(last error) error {
+	lastErr := "none"
+	if last != nil {
+		lastErr = logError(last, c.rt.cfg.Log.UpstreamErrorMessages)
+	}
 	c.log().Warn("request deadline passed: nothing more is tried", "model", c.route.label(),
-		"timeout", c.route.requestTimeout.String(), "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
+		"timeout", c.route.requestTimeout.String(), "error", lastErr)
 	return &translate.UpstreamError{Status: http.StatusGatewayTimeout, Type: "api_error", Code: "request_timeout",
 		Message: "the request to model " + c.route.name + " did not complete within its timeouts.request (" + c.route.requestTimeout.String() + ")"}
 }

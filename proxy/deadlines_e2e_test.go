@@ -2,8 +2,10 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -187,4 +189,48 @@ models:
 		t.Errorf("answered after %v; want about first_token %v (stream_idle is 10s)", took, firstToken)
 	}
 	t.Logf("first_token %v: fallback answered after %v", firstToken, took.Round(time.Millisecond))
+}
+
+// TestDeadlines_RetryLogDelay: the retry log line gives its delay as a duration ("15ms"),
+// not as nanoseconds.
+func TestDeadlines_RetryLogDelay(t *testing.T) {
+	var fails atomic.Int32
+	spare := gatewaytest.NewFakeJSON(t, "openai")
+	spare.SetScript(gatewaytest.Turn{Text: "after a retry"})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fails.Add(1) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(503)
+			fmt.Fprint(w, `{"error":{"message":"overloaded","type":"server_error"}}`)
+			return
+		}
+		spare.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	var logs gatewaytest.Buffer
+	gw := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: openai, base_url: %q, retries: {max: 1, base_delay: 20ms, max_delay: 20ms}}
+models:
+  main: {backend: up, upstream_model: m}
+`, up.URL+"/v1"), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	text, err, _ := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", false)
+	if err != nil || text != "after a retry" {
+		t.Fatalf("answer %q, %v", text, err)
+	}
+	var line struct {
+		Msg   string `json:"msg"`
+		Delay string `json:"delay"`
+	}
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, `"retrying upstream"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("%v: %s", err, l)
+			}
+		}
+	}
+	d, err := time.ParseDuration(line.Delay)
+	if err != nil || d < 10*time.Millisecond || d > 20*time.Millisecond {
+		t.Errorf("retry log delay %q; want a duration between 10ms and 20ms:\n%s", line.Delay, logs.String())
+	}
 }
