@@ -226,6 +226,14 @@ type Timeouts struct {
 	// request then fails with 503 and Retry-After (and may fall back). Default 5s (also
 	// when 0).
 	PoolWait time.Duration `koanf:"pool_wait"`
+	// Request bounds one client request on this backend's models as a whole: every
+	// attempt, retry backoff and fallback (a model's own timeouts.request overrides it).
+	// When it passes, nothing more is tried and the client gets a 504 timeout error, or
+	// an in-band error event once its stream started. It does not cut a stream that is
+	// still flowing: stream_idle bounds a silent one. Default 10m: generous, because a
+	// long reasoning answer legitimately takes minutes, and the point is that retries
+	// and fallbacks of a dead route end, not that slow answers do.
+	Request time.Duration `koanf:"request"`
 }
 
 // Retries configures upstream retries with exponential backoff and full jitter.
@@ -240,7 +248,20 @@ type Retries struct {
 	// MaxDelay caps one backoff delay, including a Retry-After the upstream asked for;
 	// a longer Retry-After is not retried. Default 10s.
 	MaxDelay time.Duration `koanf:"max_delay"`
+	// OnTimeout is what follows an attempt on which the upstream said nothing within
+	// timeouts.header (or stream_idle before the first event): "fallback" (default) goes
+	// to the model's next fallback at once, as a silent upstream is unlikely to answer
+	// the same request a moment later; "retry" retries it like a reset or a 5xx, within
+	// max. Resets, 429s and 5xx are retried either way. Load turns "" into "fallback";
+	// Validate accepts "" as "fallback".
+	OnTimeout string `koanf:"on_timeout"`
 }
+
+// The values of Retries.OnTimeout.
+const (
+	OnTimeoutFallback = "fallback"
+	OnTimeoutRetry    = "retry"
+)
 
 // Model routes a client-facing model name.
 type Model struct {
@@ -266,6 +287,22 @@ type Model struct {
 	// Price is what this model's tokens cost, for usd budgets. Nil means no price: keys
 	// with a usd budget must not be able to reach the model.
 	Price *Price `koanf:"price"`
+	// Timeouts are this model's own bounds.
+	Timeouts ModelTimeouts `koanf:"timeouts"`
+}
+
+// ModelTimeouts bound a model's requests. Zero means the backend's value.
+type ModelTimeouts struct {
+	// Request bounds one client request routed to this model (its retries and fallbacks
+	// included): see Timeouts.Request. Zero: the backend's timeouts.request.
+	Request time.Duration `koanf:"request"`
+	// FirstToken, when set, bounds the wait for the first event of a streamed answer
+	// after its headers came: a stream that shows the client nothing within it counts
+	// as a silent upstream (retries.on_timeout: fails over, or is retried). Zero
+	// (default): no bound but stream_idle, because a reasoning model may think for
+	// minutes before its first token. It applies while nothing has reached the client,
+	// on translated streams (the client's API is not the backend's own).
+	FirstToken time.Duration `koanf:"first_token"`
 }
 
 // Limits bound a key's or a model's traffic. Zero (or absent) fields mean no limit;

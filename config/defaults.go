@@ -17,6 +17,8 @@ const (
 	defaultConnectTimeout    = 10 * time.Second
 	defaultHeaderTimeout     = 120 * time.Second
 	defaultStreamIdleTimeout = 120 * time.Second
+	defaultRequestTimeout    = 10 * time.Minute
+	defaultOnTimeout         = OnTimeoutFallback
 	defaultRetries           = 2
 	defaultRetryBaseDelay    = 250 * time.Millisecond
 	defaultRetryMaxDelay     = 10 * time.Second
@@ -69,6 +71,8 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Timeouts.Header, defaultHeaderTimeout)
 		setDefault(&b.Timeouts.StreamIdle, defaultStreamIdleTimeout)
 		setDefault(&b.Timeouts.PoolWait, defaultPoolWait)
+		setDefault(&b.Timeouts.Request, defaultRequestTimeout)
+		setDefault(&b.Retries.OnTimeout, defaultOnTimeout)
 		switch {
 		case !hasKey(raw, "backends", name, "retries", "max"):
 			b.Retries.Max = defaultRetries

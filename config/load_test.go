@@ -14,11 +14,12 @@ import (
 const examplePath = "../config.example.yaml"
 
 func defaultTimeouts() Timeouts {
-	return Timeouts{Connect: 10 * time.Second, Header: 120 * time.Second, StreamIdle: 120 * time.Second, PoolWait: 5 * time.Second}
+	return Timeouts{Connect: 10 * time.Second, Header: 120 * time.Second, StreamIdle: 120 * time.Second, PoolWait: 5 * time.Second,
+		Request: 10 * time.Minute}
 }
 
 func defaultRetriesValue() Retries {
-	return Retries{Max: 2, BaseDelay: 250 * time.Millisecond, MaxDelay: 10 * time.Second}
+	return Retries{Max: 2, BaseDelay: 250 * time.Millisecond, MaxDelay: 10 * time.Second, OnTimeout: OnTimeoutFallback}
 }
 
 func TestLoad_Example(t *testing.T) {

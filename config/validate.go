@@ -56,6 +56,7 @@ var (
 	backendTypes = []string{"anthropic", "gemini", "responses", "openai", "mock"}
 	toolTypes    = []string{"mcp", "http", "builtin"}
 	promptCaches = []string{"", "off", "auto"}
+	onTimeouts   = []string{"", OnTimeoutFallback, OnTimeoutRetry}
 	logLevels    = []string{"", "debug", "info", "warn", "error"}
 	logFormats   = []string{"", "json", "text"}
 	cacheScopes  = []string{"", "key", "global"}
@@ -225,6 +226,8 @@ func validateBackend(v *validator, p string, b Backend) {
 	v.nonNegativeDuration(p+".timeouts.header", b.Timeouts.Header)
 	v.nonNegativeDuration(p+".timeouts.stream_idle", b.Timeouts.StreamIdle)
 	v.nonNegativeDuration(p+".timeouts.pool_wait", b.Timeouts.PoolWait)
+	v.nonNegativeDuration(p+".timeouts.request", b.Timeouts.Request)
+	v.oneOf(p+".retries.on_timeout", b.Retries.OnTimeout, onTimeouts)
 	if b.Retries.Max < -1 {
 		v.addf(p+".retries.max", "must be -1 (no retries) or more")
 	}
@@ -257,6 +260,8 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	}
 	v.nonNegative(p+".max_tokens", m.MaxTokens)
 	v.oneOf(p+".prompt_cache", m.PromptCache, promptCaches)
+	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
+	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
 	for i, f := range m.Fallbacks {
 		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
 		switch _, ok := c.Models[f]; {

@@ -169,6 +169,30 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want: "config: backends.claude.retries.base_delay: 20s is longer than retries.max_delay 10s",
 		},
 		{
+			name:   "negative request timeout",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.Timeouts.Request = -1 }) },
+			want:   "config: backends.claude.timeouts.request: must not be negative",
+		},
+		{
+			name:   "retries.on_timeout retry allowed",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.Retries.OnTimeout = OnTimeoutRetry }) },
+		},
+		{
+			name:   "unknown retries.on_timeout",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.Retries.OnTimeout = "wait" }) },
+			want:   `config: backends.claude.retries.on_timeout: "wait" is not one of fallback, retry`,
+		},
+		{
+			name:   "negative model request timeout",
+			mutate: func(c *Config) { setModel(c, "demo", func(m *Model) { m.Timeouts.Request = -1 }) },
+			want:   "config: models.demo.timeouts.request: must not be negative",
+		},
+		{
+			name:   "negative first_token",
+			mutate: func(c *Config) { setModel(c, "demo", func(m *Model) { m.Timeouts.FirstToken = -1 }) },
+			want:   "config: models.demo.timeouts.first_token: must not be negative",
+		},
+		{
 			name:   "negative max_conns",
 			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.MaxConns = -5 }) },
 			want:   "config: backends.claude.max_conns: must not be negative",

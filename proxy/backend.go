@@ -28,6 +28,9 @@ type backend struct {
 	// baseURL is the configured base URL without a trailing slash (the attempt spans).
 	baseURL string
 	retries upstream.Retries
+	// retryTimeouts is retries.on_timeout retry: a silent upstream (upstream.TimedOut) is
+	// retried like a reset; else the request falls back at once.
+	retryTimeouts bool
 	// betas is allowed_betas: the client anthropic-beta names forwarded.
 	betas betaPolicy
 }
@@ -64,7 +67,8 @@ func providerFor(typ string) (translate.Provider, bool) {
 // config.Parse): its values are used as they are, mapped to upstream's options.
 func newBackend(name string, bc config.Backend) (*backend, error) {
 	b := &backend{name: name, typ: bc.Type, cfg: bc, betas: newBetaPolicy(bc),
-		retries: upstream.Retries{Max: bc.Retries.Max, BaseDelay: bc.Retries.BaseDelay, MaxDelay: bc.Retries.MaxDelay}}
+		retries:       upstream.Retries{Max: bc.Retries.Max, BaseDelay: bc.Retries.BaseDelay, MaxDelay: bc.Retries.MaxDelay},
+		retryTimeouts: bc.Retries.OnTimeout == config.OnTimeoutRetry}
 	p, ok := providerFor(bc.Type)
 	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)

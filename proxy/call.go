@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agate-gateway/agate/metrics"
@@ -62,6 +63,13 @@ type modelCall struct {
 	// x is the memory of the upstream exchange in progress (send).
 	x upstream.Exchange
 
+	// deadline is when the request's time is up (route.requestTimeout, counted from its
+	// first turn): no attempt, backoff or fallback goes past it. Zero: none.
+	deadline time.Time
+	// first bounds the running attempt's wait for its first event (route.firstToken);
+	// nil when there is no such bound.
+	first *firstEvent
+
 	// series are the metric series of seriesRoute and key (seriesOf).
 	series      *metrics.Series
 	seriesRoute *route
@@ -104,28 +112,48 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 	if c.countFn == nil {
 		c.countFn = c.countEvent
 	}
-	counted := c.countFn
 	c.meter.prompt = req
 	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
-		c.emit = emit
-		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
-			c.emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
-		}
-		if lp, ok := r.backend.provider.(localProvider); ok {
-			c.chat.Request(req, stream, r.maxTokens) // roundTrip records the others
-			return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
-				if err := counted(ev); err != nil || c.flush == nil {
-					return err
-				}
-				return c.flush() // one event at a time, like an upstream stream
-			})
-		}
-		return c.roundTrip(ctx, r, stream, func(dst []byte, opts *translate.Options) ([]byte, error) {
-			c.chat.Request(req, stream, opts.DefaultMaxTokens)
-			return r.backend.provider.AppendRequest(dst, req, opts)
-		}, func(x *upstream.Exchange, opts *translate.Options) error {
-			return c.decode(ctx, x, r.backend, opts, counted)
+		return c.translated(ctx, req, r, stream, emit)
+	})
+}
+
+// translated runs one attempt of run on route r.
+func (c *modelCall) translated(ctx context.Context, req *translate.Request, r *route, stream bool, emit translate.Emit) error {
+	counted := c.countFn
+	c.emit = emit
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
+		c.emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
+	}
+	if lp, ok := r.backend.provider.(localProvider); ok {
+		c.chat.Request(req, stream, r.maxTokens) // roundTrip records the others
+		return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
+			if err := counted(ev); err != nil || c.flush == nil {
+				return err
+			}
+			return c.flush() // one event at a time, like an upstream stream
 		})
+	}
+	if stream && r.firstToken > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		c.first = &firstEvent{cancel: cancel,
+			err: upstream.TimeoutFault(r.backend.name, "sent no event within models."+r.name+".timeouts.first_token ("+r.firstToken.String()+")")}
+		defer c.endFirst()
+	}
+	return c.roundTrip(ctx, r, stream, func(dst []byte, opts *translate.Options) ([]byte, error) {
+		c.chat.Request(req, stream, opts.DefaultMaxTokens)
+		return r.backend.provider.AppendRequest(dst, req, opts)
+	}, func(x *upstream.Exchange, opts *translate.Options) error {
+		if c.first == nil {
+			return c.decode(ctx, x, r.backend, opts, counted)
+		}
+		c.first.arm(r.firstToken) // from the response head on
+		err := c.decode(ctx, x, r.backend, opts, counted)
+		if c.first.timedOut() {
+			return c.first.err
+		}
+		return err
 	})
 }
 
@@ -139,6 +167,9 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 		c.meter.noteOutput(len(ev.Name))
 	case translate.EventUsage:
 		c.meter.noteUsage(ev.Usage)
+	}
+	if !c.sent && c.first != nil && !c.first.shown() {
+		return c.first.err // too late: the attempt is failing over
 	}
 	c.sent = true
 	c.chat.Event(ev)
@@ -167,8 +198,14 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 }
 
 // withRetries runs attempt on the route, retrying, then on each fallback route.
+// The request's deadline (route.requestTimeout) bounds them all: an attempt's wait for
+// headers ends at it, no backoff or fallback starts after it, and its passing is the
+// request's error (requestTimeout) unless part of an answer reached the client.
 func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
 	c.sent = false
+	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
+		c.deadline = time.Now().Add(c.route.requestTimeout)
+	}
 	routes := []*route{c.route}
 	for _, fb := range c.route.fallbacks {
 		if r, ok := c.rt.routes[fb]; ok {
@@ -177,6 +214,9 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	}
 	var last error
 	for i, r := range routes {
+		if c.expired() {
+			return c.requestTimeout(last)
+		}
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
 			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
@@ -196,26 +236,55 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
 		last = c.attempts(ctx, r, attempt)
-		if last == nil || c.sent || !upstream.Retryable(last) || ctx.Err() != nil {
+		if last == nil || c.sent || ctx.Err() != nil {
+			return last
+		}
+		if c.expired() {
+			return c.requestTimeout(last)
+		}
+		if !upstream.Retryable(last) {
 			return last
 		}
 	}
 	return last
 }
 
+// expired reports whether the request's deadline has passed.
+func (c *modelCall) expired() bool {
+	return !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+}
+
+// requestTimeout is the request's error once its deadline passed, last being the error
+// of its last attempt (logged): a 504 the client sees in its API's shape.
+func (c *modelCall) requestTimeout(last error) error {
+	lastErr := "none"
+	if last != nil {
+		lastErr = logError(last, c.rt.cfg.Log.UpstreamErrorMessages)
+	}
+	c.log().Warn("request deadline passed: nothing more is tried", "model", c.route.label(),
+		"timeout", c.route.requestTimeout.String(), "error", lastErr)
+	return &translate.UpstreamError{Status: http.StatusGatewayTimeout, Type: "api_error", Code: "request_timeout",
+		Message: "the request to model " + c.route.name + " did not complete within its timeouts.request (" + c.route.requestTimeout.String() + ")"}
+}
+
 // attempts tries one route up to 1+retries times (upstream.Retries.Do), each attempt in
 // its own span with its usage counted (tracedAttempt); a failure after the client saw
-// part of an answer is not retried.
+// part of an answer is not retried, nor a silent upstream (upstream.TimedOut) unless the
+// backend's retries.on_timeout is retry, nor one whose backoff would outlast the
+// request's deadline.
 func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	b := r.backend
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
 		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
-		if c.sent {
+		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) {
+			return false
+		}
+		if !c.deadline.IsZero() && time.Now().Add(delay).After(c.deadline) {
 			return false
 		}
 		c.metrics.UpstreamRetries.WithLabelValues(b.name, "retry").Inc()
-		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay, "error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
+		c.log().Info("retrying upstream", "backend", b.name, "attempt", attempt+1, "delay", delay.String(), "error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
 		return true
 	})
 }
@@ -262,7 +331,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	headers = traceHeaders(ctx, c.tracer, headers)
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
-	x, err := b.client.Send(ctx, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
+	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
 	if ue := keyRejected(err); ue != nil {
@@ -364,4 +433,46 @@ func (c *modelCall) upstreamHeaders(b *backend) []translate.Header {
 		return c.headers
 	}
 	return append(slices.Clip(c.headers), translate.Header{Name: "anthropic-beta", Value: value})
+}
+
+// firstEvent bounds the wait for an attempt's first event once its response head came
+// (models.<name>.timeouts.first_token): when the bound passes before any event reached
+// the client, the attempt's context is cancelled (which closes the upstream stream) and
+// the attempt fails with err, a silent upstream's error (upstream.TimedOut), to be
+// failed over or retried as the backend's retries.on_timeout says. Made only for routes
+// with the bound.
+type firstEvent struct {
+	// state is 0 while waiting, 1 once timed out, 2 once an event was shown: whichever
+	// of the timer and the first event comes first decides.
+	state  atomic.Int32
+	cancel context.CancelFunc
+	timer  *time.Timer
+	err    error
+}
+
+// arm starts the bound of d.
+func (f *firstEvent) arm(d time.Duration) {
+	f.timer = time.AfterFunc(d, func() {
+		if f.state.CompareAndSwap(0, 1) {
+			f.cancel()
+		}
+	})
+}
+
+// shown notes that the first event is to reach the client; false when the bound passed
+// first (the event must then not be shown).
+func (f *firstEvent) shown() bool { return f.state.CompareAndSwap(0, 2) }
+
+// timedOut reports whether the bound passed before the first event.
+func (f *firstEvent) timedOut() bool { return f.state.Load() == 1 }
+
+// endFirst stops the running attempt's first-event bound, if any.
+func (c *modelCall) endFirst() {
+	if f := c.first; f != nil {
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		f.cancel()
+		c.first = nil
+	}
 }

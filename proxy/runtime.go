@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -44,6 +46,10 @@ type route struct {
 	maxTokens     int
 	promptCache   bool
 	fallbacks     []string
+	// requestTimeout bounds a request to this route, its retries and fallbacks included
+	// (timeouts.request: the model's, else its backend's); firstToken bounds the wait for
+	// a stream's first event (zero: none).
+	requestTimeout, firstToken time.Duration
 	// limited is set when the route is a configured model, whose limits are rate
 	// (limitRequest).
 	limited bool
@@ -100,7 +106,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 			}
 		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
-			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits)}
+			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
+			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
@@ -255,9 +262,10 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:]}
+			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
 				r.limited, r.rate = true, rate(mc.Limits)
+				r.requestTimeout = cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request)
 			}
 			return rt.usable(model, r)
 		}

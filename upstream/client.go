@@ -34,11 +34,15 @@ type Backend struct {
 	Timeouts Timeouts
 }
 
-// Timeouts bound an exchange.
+// Timeouts bound an exchange. Each bounds what its name says, and no more.
 type Timeouts struct {
-	// Connect bounds dialing; Connect+Header bounds writing the request and reading the
-	// response head.
-	Connect, Header time.Duration
+	// Connect bounds dialing a new connection (a pooled one needs none).
+	Connect time.Duration
+	// Header bounds the wait for the response head, counted from when the request was
+	// written: a silent upstream fails after Header, whatever dialing took. On a reused
+	// connection the wait may end up to Header/16 early (idleConn keeps a deadline in
+	// force that is that close), never late.
+	Header time.Duration
 	// StreamIdle bounds the silence between two reads of a streamed body (idleConn).
 	StreamIdle time.Duration
 	// PoolWait bounds the wait for a free connection when MaxConns are busy.
@@ -103,7 +107,7 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 		c.head.SetCanonical(h.name, h.value)
 	}
 	connect, idle := b.Timeouts.Connect, b.Timeouts.StreamIdle
-	slack := (connect + b.Timeouts.Header) / 16
+	slack := b.Timeouts.Header / 16
 	// A backend has one host, so its client is a HostClient: a Client would look the
 	// host up in its map on every request to find the same one.
 	tls := string(c.uri.Scheme()) == "https" // the scheme is lower-cased, http or https (config)
@@ -113,7 +117,11 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 		Name:     "agate",
 		MaxConns: b.MaxConns,
 		// With every connection busy, wait this long for one, then ErrNoFreeConns (503).
-		MaxConnWaitTimeout:  b.Timeouts.PoolWait,
+		MaxConnWaitTimeout: b.Timeouts.PoolWait,
+		// The response head is awaited Header after the request was written (fasthttp
+		// sets the read deadline then); Send's overall deadline (Connect+Header from its
+		// start) is only the backstop of a slow write.
+		ReadTimeout:         b.Timeouts.Header,
 		MaxIdleConnDuration: 90 * time.Second,
 		// A streamed answer is read as it arrives (Send sets Response.StreamBody); any
 		// other body is read whole by fasthttp, up to the gateway's bound, before Send
@@ -174,8 +182,16 @@ func (c *Client) newRequest(req *fasthttp.Request, path string, headers []transl
 // response body. body is written before Send returns. A non-2xx status is read (bounded)
 // and returned as the provider's *translate.UpstreamError. Ending ctx interrupts a body
 // being streamed. The exchange is x, which the caller provides (no allocation) and must
-// have closed if it held one before.
+// have closed if it held one before. A failure of the wait for the head (Timeouts.Header)
+// is a 504 that TimedOut reports.
 func (c *Client) Send(ctx context.Context, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
+	return c.SendBy(ctx, time.Time{}, path, headers, body, stream, x)
+}
+
+// SendBy is Send that also gives up on the response head at deadline, when it is set and
+// comes before the backend's own timeouts would (a request's deadline: see Deadline).
+// Running out of it is a TimedOut 504 as well.
+func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	c.newRequest(req, path, headers, body)
@@ -186,7 +202,11 @@ func (c *Client) Send(ctx context.Context, path string, headers []translate.Head
 	}
 	do := func() error {
 		resp.StreamBody = stream
-		return c.hc.DoTimeout(req, resp, c.timeouts.Connect+c.timeouts.Header)
+		end := time.Now().Add(c.timeouts.Connect + c.timeouts.Header)
+		if !deadline.IsZero() && deadline.Before(end) {
+			end = deadline
+		}
+		return c.hc.DoDeadline(req, resp, end)
 	}
 	err := do()
 	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {

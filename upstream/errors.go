@@ -20,19 +20,41 @@ func Fault(backend, what string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: "the upstream of backend " + backend + " " + what}
 }
 
-// transportError wraps a connection-level failure as a retryable 502 (504 on timeout, 503
-// with Retry-After when the pool had no free connection within Timeouts.PoolWait).
-func transportError(backend string, err error) *translate.UpstreamError {
+// transportError wraps a connection-level failure as a retryable 502 (a timeoutError 504
+// on timeout, 503 with Retry-After when the pool had no free connection within
+// Timeouts.PoolWait).
+func transportError(backend string, err error) error {
 	if errors.Is(err, fasthttp.ErrNoFreeConns) {
 		return &translate.UpstreamError{Status: 503, Type: "api_error", Code: "upstream_busy", Retryable: true, RetryAfter: time.Second,
 			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
 	}
-	status, msg := 502, "could not reach the upstream of backend "+backend
 	var ne net.Error
-	if errors.Is(err, fasthttp.ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
-		status, msg = 504, "the upstream of backend "+backend+" timed out"
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+		return timeoutError{&translate.UpstreamError{Status: 504, Type: "api_error", Message: "the upstream of backend " + backend + " timed out", Retryable: true}}
 	}
-	return &translate.UpstreamError{Status: status, Type: "api_error", Message: msg, Retryable: true}
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "could not reach the upstream of backend " + backend, Retryable: true}
+}
+
+// TimeoutFault is the 504 of an upstream that stayed silent past a bound its caller
+// keeps (what names it after "the upstream of backend <backend>"): retryable, and
+// TimedOut, as the timeouts of Client's own are.
+func TimeoutFault(backend, what string) error {
+	return timeoutError{&translate.UpstreamError{Status: 504, Type: "api_error", Message: "the upstream of backend " + backend + " " + what, Retryable: true}}
+}
+
+// timeoutError is the error of an upstream that said nothing within a timeout (the
+// dial's, the response head's, or a stream's idle one): a retryable 504 *UpstreamError (errors.As
+// finds it) that TimedOut tells from other failures.
+type timeoutError struct{ *translate.UpstreamError }
+
+func (e timeoutError) Unwrap() error { return e.UpstreamError }
+
+// TimedOut reports whether err is an upstream's silence outliving a timeout (one of
+// Timeouts, SendBy's deadline, or a TimeoutFault), as opposed to a reset or an error status:
+// a caller may rather fall back than wait on the same upstream again.
+func TimedOut(err error) bool {
+	var t timeoutError
+	return errors.As(err, &t)
 }
 
 // readError is the error of a failed read of an answer's body: ctx's when it ended (the
