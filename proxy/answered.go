@@ -49,18 +49,32 @@ func (c *requestRun) answerHeaders(h *fasthttp.ResponseHeader) {
 	if r == nil {
 		return
 	}
-	h.Set(headerModel, r.name)
+	if headerSafe(r.name) { // a direct route's name is the client's: it may hold anything
+		h.Set(headerModel, r.name)
+	}
 	if r != c.route {
 		h.Set(headerFallback, "1")
 		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
 	}
 }
 
-// answeredModel returns the configured name of the model that answered ("" when none did)
-// and whether it was a fallback, for the request's record.
+// headerSafe reports whether s can be a header value as it is: no control characters (a
+// line break would end the header).
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// answeredModel returns the configured name of the model that answered ("" when none did;
+// a direct route's, the client's name, clipped) and whether it was a fallback, for the
+// request's record.
 func (c *requestRun) answeredModel() (string, bool) {
 	if c.answeredBy == nil {
 		return "", false
 	}
-	return c.answeredBy.name, c.answeredBy != c.route
+	return clip(c.answeredBy.name, maxLoggedString), c.answeredBy != c.route
 }

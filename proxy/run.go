@@ -46,7 +46,7 @@ type requestRun struct {
 	committed bool
 	// answeredBy is the route that answered (noteAnswered); nil until an answer was accepted.
 	answeredBy *route
-	limits    limitRun
+	limits     limitRun
 	// api is the api label of the request metrics; empty means apiChat.
 	api string
 	// scratch holds req's memory when the chat endpoint parsed it into one; released
