@@ -33,6 +33,9 @@ type Metrics struct {
 	// FallbacksSkipped counts fallbacks not tried: reason not_allowed (the key may not use
 	// them) or limited (over the fallback model's own limits).
 	FallbacksSkipped *prometheus.CounterVec // model, fallback, key, reason
+	// FallbackAnswers counts answers (200s) a fallback model gave: model is the requested
+	// model's label, answered_by the configured name of the fallback that answered.
+	FallbackAnswers *prometheus.CounterVec // model, answered_by
 	// ConnectionsRefused counts client connections refused by a connection cap.
 	ConnectionsRefused *prometheus.CounterVec // cap: max_connections, max_connections_per_ip
 	// RateLimitRejections counts requests refused by a limit or budget; limit is the
@@ -104,6 +107,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		FallbacksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_fallbacks_skipped_total", Help: "Fallback models not tried because the request's key may not use them (reason not_allowed) or they are over their own limits (limited).",
 		}, []string{"model", "fallback", "key", "reason"}),
+		FallbackAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_fallback_answers_total", Help: "Answers given by a fallback model because the requested model failed before answering: model is the requested model, answered_by the fallback that answered.",
+		}, []string{"model", "answered_by"}),
 		ConnectionsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_connections_refused_total", Help: "Client connections refused by server.max_connections or server.max_connections_per_ip.",
 		}, []string{"cap"}),
@@ -122,7 +128,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
-		m.UpstreamRetries, m.FallbacksSkipped, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
+		m.UpstreamRetries, m.FallbacksSkipped, m.FallbackAnswers, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

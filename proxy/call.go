@@ -38,6 +38,9 @@ type modelCall struct {
 	// sent is set once any event reached the emit callback: from then on a failure cannot
 	// be retried, because the client has seen part of an answer.
 	sent bool
+	// at is the route of the running attempt, or of the last one: once an answer was
+	// accepted, the route that answered it (the route or one of its fallbacks).
+	at *route
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
@@ -235,6 +238,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
+		c.at = r
 		last = c.attempts(ctx, r, attempt)
 		if last == nil || c.sent || ctx.Err() != nil {
 			return last

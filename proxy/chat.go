@@ -121,7 +121,8 @@ func (c *chatRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 }
 
 // chatForward is the chat completions API's side of the passthrough (forwarder): upstream
-// chunks are forwarded with the client-facing model, a constant id and created (see
+// chunks are forwarded with the client-facing model (the requested one, or the configured
+// name of the fallback that answered), a constant id and created (see
 // openai.ChunkRewriter), and the usage (which Agate always requests, to count tokens)
 // dropped unless the client asked for it. A payload that is not a JSON object, an
 // upstream error object, or a stream that ends before [DONE] or a finish_reason is an
@@ -137,11 +138,17 @@ func (f *chatForward) request(dst []byte, r *route, opts *translate.Options) ([]
 
 func (f *chatForward) errors() translate.ClientErrors { return openaichat.Errors{} }
 
+// begin starts an attempt's stream from route r, whose chunks name r's model: the
+// requested one, or the fallback's configured name.
 func (f *chatForward) begin(r *route) {
 	if f.chunks == nil {
 		f.chunks = &chatChunks{model: jsonx.AppendString(nil, f.req.Model)}
 	}
-	*f.chunks = chatChunks{model: f.chunks.model, rw: openai.ChunkRewriter{Backend: r.backend.name, Model: f.chunks.model,
+	model := f.chunks.model
+	if r != f.route {
+		model = jsonx.AppendString(nil, r.name) // a fallback's stream: once a request
+	}
+	*f.chunks = chatChunks{model: f.chunks.model, rw: openai.ChunkRewriter{Backend: r.backend.name, Model: model,
 		FallbackID: (*requestRun)(f).responseID(), IncludeUsage: f.req.IncludeUsage, Now: unixNow}}
 }
 
@@ -174,7 +181,7 @@ func (f *chatForward) end(err error, _ *meter) error {
 }
 
 func (f *chatForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	out, u, err := openai.RewriteCompletion(dst, r.backend.name, body, f.req.Model)
+	out, u, err := openai.RewriteCompletion(dst, r.backend.name, body, r.name) // the requested model, or the fallback that answered
 	if err != nil {
 		return out, err
 	}

@@ -26,14 +26,18 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 	var body []byte
 	var err error
 	if f := run.forwarder(); f != nil {
-		body, err = c.forwardComplete(cctx, f, dst)
+		if body, err = c.forwardComplete(cctx, f, dst); err == nil {
+			c.noteAnswered(nil)
+		}
 	} else {
 		c.collected = collect{run.assembler()}
 		if err = c.execute(cctx, &c.collected, false); err == nil {
+			c.noteAnswered(c.collected.a)
 			body, err = c.collected.a.AppendBody(dst[:0])
 		}
 	}
 	if err != nil {
+		c.answeredBy = nil // the answer was an error
 		ctx.Response.SwapBody(dst)
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
 		run.finish(ctx, 0, false)
@@ -42,6 +46,7 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 	run.answered(cctx, body)
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("application/json")
+	c.answerHeaders(&ctx.Response.Header)
 	ctx.Response.SwapBody(body)
 	run.finish(ctx, 200, false)
 }

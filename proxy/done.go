@@ -40,6 +40,11 @@ type requestDone struct {
 	// estimated is set when the tokens are estimated in part or whole (meter); the
 	// access line then says "usage_estimated":true.
 	estimated bool
+	// answered is the configured name of the model that answered, "" when none did;
+	// fallback is set when it is a fallback of the requested model. The access line then
+	// says "answered_model" and "fallback":true.
+	answered string
+	fallback bool
 }
 
 // record counts, observes and logs d.
@@ -66,6 +71,12 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.estimated {
 		a = append(a, slog.Bool("usage_estimated", true))
 	}
+	if d.answered != "" {
+		a = append(a, slog.String("answered_model", d.answered))
+	}
+	if d.fallback {
+		a = append(a, slog.Bool("fallback", true))
+	}
 	return a
 }
 
@@ -83,6 +94,12 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(d.completion), 10)
 	if d.estimated {
 		b = append(b, `,"usage_estimated":true`...)
+	}
+	if d.answered != "" {
+		b = logjson.AppendString(append(b, `,"answered_model":`...), d.answered)
+	}
+	if d.fallback {
+		b = append(b, `,"fallback":true`...)
 	}
 	return b
 }

@@ -87,6 +87,10 @@ func TestAccessLine_MembersMatchAttrs(t *testing.T) {
 		{"streamed, refused before a route", requestDone{rid: "r", label: unknownLabel, key: "k", code: 429, stream: true, at: at}},
 		{"estimated usage", requestDone{rid: "r", label: "m", backend: "b", key: "k", code: 499, stream: true, at: at,
 			prompt: 5, completion: 50, estimated: true}},
+		{"answered by a fallback", requestDone{rid: "r", label: "main", backend: "primary", key: "k", code: 200, at: at,
+			answered: "spare\"1", fallback: true}},
+		{"answered by the model asked for", requestDone{rid: "r", label: "main", backend: "primary", key: "k", code: 200, stream: true, at: at,
+			answered: "main"}},
 		{"escapes", requestDone{rid: "a\"b\\c\n\x00<>&\u2028\xff", label: "m\u00e9", backend: "b\t", key: "k\"",
 			code: 502, at: at, took: -time.Millisecond, prompt: -1, completion: 1 << 40}},
 	}

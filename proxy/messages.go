@@ -41,6 +41,9 @@ type messagesRun struct {
 	dec   translate.StreamDecoder
 	keep  translate.Emit
 	meter *meter
+	// model is the attempt's client-facing model: the requested one, or the configured
+	// name of the fallback that answers.
+	model string
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
@@ -135,7 +138,8 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 // messagesForward is the Messages API's side of the passthrough (forwarder): every
 // upstream event is read by the anthropic stream decoder, which checks it and keeps the
 // usage, then forwarded as it came, except message_start, whose model becomes the
-// client-facing one. An upstream error event is forwarded and ends the stream; a stream
+// client-facing one (the requested one, or the configured name of the fallback that
+// answered). An upstream error event is forwarded and ends the stream; a stream
 // that ends before message_stop ends with an error event. A whole answer is the
 // upstream's Message, checked by the anthropic decoder, with the client-facing model.
 type messagesForward messagesRun
@@ -148,6 +152,7 @@ func (f *messagesForward) errors() translate.ClientErrors { return messagesin.Er
 
 func (f *messagesForward) begin(r *route) {
 	f.dec = r.backend.provider.NewStreamDecoder(nil)
+	f.model = r.name // the requested model's (serve resolved it by name), or the fallback's
 	if f.keep == nil {
 		f.keep = f.keepUsage // a method value is allocated: once a request
 	}
@@ -176,7 +181,7 @@ func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed
 	}
 	how := passSent | passWrite
 	if string(typ) == "message_start" {
-		if d, err := sjson.SetBytes(data, "message.model", f.c.req.Model); err == nil {
+		if d, err := sjson.SetBytes(data, "message.model", f.model); err == nil {
 			data = d
 		}
 	} else if string(typ) == "content_block_delta" {
@@ -231,7 +236,7 @@ func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, e
 	if err != nil {
 		return dst, err
 	}
-	out, err := sjson.SetBytes(body, "model", f.c.req.Model)
+	out, err := sjson.SetBytes(body, "model", r.name) // the requested model, or the fallback that answered
 	if err != nil {
 		return dst, err
 	}

@@ -351,10 +351,11 @@ func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
+	answered, fallback := c.answeredModel()
 	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
 		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens,
-		"usage_estimated", c.call.Estimated)
+		"usage_estimated", c.call.Estimated, "answered_model", answered, "fallback", fallback)
 }
 
 // notResponseJSON is the 502 for a passthrough answer the gateway cannot read, quoting at
@@ -370,7 +371,8 @@ func notResponseJSON(backend, what string, data []byte) *translate.UpstreamError
 }
 
 // responsesForward is the Responses API's side of the passthrough (forwarder): every
-// upstream event is forwarded with the client-facing model in its Response object and a
+// upstream event is forwarded with the client-facing model (the requested one, or the
+// configured name of the fallback that answered) in its Response object and a
 // sequence_number above the one before it (responsesin.Forward). A payload that is not a
 // JSON object, or a stream that ends without a terminal event (response.completed,
 // .incomplete, .failed or error), is an upstream error written in-band. A 200 whose body
@@ -388,6 +390,15 @@ func (f *responsesForward) errors() translate.ClientErrors { return &f.fw }
 func (f *responsesForward) begin(r *route) {
 	f.fw.Begin()
 	f.backend = r.backend.name
+	f.modelOf(r)
+}
+
+// modelOf makes f.fw.Model route r's model: the requested one, or the configured name of
+// the fallback that answers.
+func (f *responsesForward) modelOf(r *route) {
+	if r != f.c.route && !bytes.Equal(f.fw.Model[1:len(f.fw.Model)-1], []byte(r.name)) {
+		f.fw.Model = jsonx.AppendString(nil, r.name) // a fallback's answer: once a request
+	}
 }
 
 func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
@@ -422,6 +433,7 @@ func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, 
 	}
 	m.noteUsage(resp.Usage)
 	f.fw.Output = []byte(resp.Output)
+	f.modelOf(r)
 	return responsesin.AppendWithModel(dst, body, false, f.fw.Model), nil
 }
 

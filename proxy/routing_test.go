@@ -168,8 +168,8 @@ func TestRouting_Fallbacks(t *testing.T) {
 				err = cerr
 				if err == nil {
 					content = c.Choices[0].Message.Content
-					if c.Model != "main" {
-						t.Errorf("model = %q, want the requested main", c.Model)
+					if want := tt.wantOrder[len(tt.wantOrder)-1]; c.Model != map[string]string{"primary": "main", "second": "backup1", "third": "backup2"}[want] {
+						t.Errorf("model = %q, want the configured name of the model that answered (%s's)", c.Model, want)
 					}
 				}
 			}

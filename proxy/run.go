@@ -44,7 +44,9 @@ type requestRun struct {
 	firstT time.Time
 	// committed is set once the stream writer told the handler how to answer.
 	committed bool
-	limits    limitRun
+	// answeredBy is the route that answered (noteAnswered); nil until an answer was accepted.
+	answeredBy *route
+	limits     limitRun
 	// api is the api label of the request metrics; empty means apiChat.
 	api string
 	// scratch holds req's memory when the chat endpoint parsed it into one; released
@@ -151,6 +153,7 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	if !c.firstT.IsZero() {
 		d.ttft = c.firstT.Sub(c.start)
 	}
+	d.answered, d.fallback = c.answeredModel()
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
 	if conn, ok := answerConn(ctx); ok && c.span == nil {
 		conn.done.leave(d)

@@ -82,6 +82,7 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	ctx.SetContentType("text/event-stream")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	c.answerHeaders(&ctx.Response.Header)
 }
 
 // streamBufferSize is the stream writer's buffer: events that arrive together are written
@@ -235,10 +236,12 @@ type sseOut struct {
 	started chan<- *apiError
 }
 
-// commit tells the handler to answer 200 with an event stream, once.
+// commit tells the handler to answer 200 with an event stream, once, noting the model
+// that answered (requestRun.noteAnswered) before the first event is written.
 func (o *sseOut) commit() {
 	if !o.c.committed {
 		o.c.committed = true
+		o.c.noteAnswered(o.enc)
 		o.started <- nil
 	}
 }

@@ -43,6 +43,10 @@ type Message struct {
 	ID, Model string
 }
 
+// SetModel replaces the client-facing model name (the model that answered, when it is not
+// the one m was made for); call it before AppendBody.
+func (m *Message) SetModel(model string) { m.Model = model }
+
 // Add collects ev in m.A.
 func (m *Message) Add(ev *translate.Event) error { return m.A.Add(ev) }
 

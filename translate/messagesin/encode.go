@@ -70,6 +70,11 @@ type Encoder struct {
 // model.
 func NewEncoder(id, model string) *Encoder { return &Encoder{id: id, model: model} }
 
+// SetModel replaces the client-facing model name (the model that answered, when it is not
+// the one the encoder was made for). It must be called before the first Encode: the model
+// is message_start's.
+func (e *Encoder) SetModel(model string) { e.model = model }
+
 // Started reports whether message_start was written.
 func (e *Encoder) Started() bool { return e.started }
 

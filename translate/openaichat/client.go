@@ -40,6 +40,10 @@ type Completion struct {
 	Now       func() int64
 }
 
+// SetModel replaces the client-facing model name (the model that answered, when it is not
+// the one c was made for); call it before AppendBody.
+func (c *Completion) SetModel(model string) { c.Model = model }
+
 // Add collects ev in c.A.
 func (c *Completion) Add(ev *translate.Event) error { return c.A.Add(ev) }
 

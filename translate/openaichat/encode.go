@@ -26,6 +26,8 @@ type ChunkEncoder struct {
 	first   [1]choiceState
 
 	usagePrefix  []byte // `data: {"id":...,"choices":[],"usage":`
+	id           string // the prefixes' id and created (SetModel)
+	created      int64
 	includeUsage bool
 	usage        translate.Usage
 }
@@ -45,23 +47,33 @@ type callState struct {
 // NewChunkEncoder returns an encoder for the response id, the client-facing model name and
 // the creation time in unix seconds. With includeUsage the stream ends with a usage chunk.
 func NewChunkEncoder(id, model string, created int64, includeUsage bool) *ChunkEncoder {
+	e := &ChunkEncoder{includeUsage: includeUsage, id: id, created: created}
+	e.choices = e.first[:]
+	e.setHead(model)
+	return e
+}
+
+// SetModel replaces the client-facing model name (the model that answered, when it is not
+// the one the encoder was made for). It must be called before the first Encode: every
+// chunk of a stream names the same model.
+func (e *ChunkEncoder) SetModel(model string) { e.setHead(model) }
+
+// setHead makes the prefixes of the chunks for model.
+func (e *ChunkEncoder) setHead(model string) {
 	// Both prefixes share one allocation: the head, then its copy in usagePrefix.
 	const choices, usage = `,"choices":[`, `,"choices":[],"usage":`
-	b := make([]byte, 0, 2*(96+len(id)+len(model))+len(choices)+len(usage))
+	b := make([]byte, 0, 2*(96+len(e.id)+len(model))+len(choices)+len(usage))
 	b = append(b, `data: {"id":`...)
-	b = jsonx.AppendString(b, id)
+	b = jsonx.AppendString(b, e.id)
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
-	b = strconv.AppendInt(b, created, 10)
+	b = strconv.AppendInt(b, e.created, 10)
 	b = append(b, `,"model":`...)
 	b = jsonx.AppendString(b, model)
 	head := len(b)
 	b = append(b, choices...)
-	e := &ChunkEncoder{includeUsage: includeUsage}
-	e.choices = e.first[:]
 	e.prefix = b[:len(b):len(b)]
 	b = append(b, b[:head]...)
 	e.usagePrefix = append(b, usage...)[len(e.prefix):]
-	return e
 }
 
 func (e *ChunkEncoder) choice(i int) *choiceState {

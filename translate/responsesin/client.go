@@ -14,6 +14,9 @@ type Answer struct {
 	Now func() int64
 }
 
+// SetModel replaces the client-facing model name (Encoder.SetModel).
+func (a *Answer) SetModel(model string) { a.Enc.SetModel(model) }
+
 // AppendEvent appends ev's events (Encoder.Encode).
 func (a *Answer) AppendEvent(dst []byte, ev *translate.Event) ([]byte, error) {
 	return a.Enc.Encode(dst, ev), nil

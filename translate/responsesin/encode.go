@@ -118,6 +118,11 @@ func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
 	return e
 }
 
+// SetModel replaces the model named to the client (the model that answered, when it is not
+// the one the encoder was made for). It must be called before the first Encode: every
+// event's Response object, and the whole one, name the same model.
+func (e *Encoder) SetModel(model string) { e.model = model }
+
 // oneLine returns raw, JSON text the encoder writes as it is (the request settings the
 // Response echoes, a built-in tool's item), without its line breaks: each stream event
 // is one SSE data line, and a line break in it (a client's pretty-printed tools or
