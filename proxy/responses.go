@@ -306,7 +306,12 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	id := x.c.responseID()
 	size := int64(len(response)) + int64(len(output)) + int64(len(x.req.Input))
 	if x.pass {
-		rec.Upstream = x.c.route.backend.name
+		// The backend that answered stores the response: a fallback's, when one answered.
+		r := x.c.route
+		if x.c.answeredBy != nil {
+			r = x.c.answeredBy
+		}
+		rec.Upstream = r.backend.name
 		id = responsesin.ResponseID(response)
 		if id == "" {
 			return

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -272,4 +273,49 @@ func evictedLine(info string) string {
 		}
 	}
 	return ""
+}
+
+// TestResponses_FallbackStoresUnderTheBackendThatAnswered: a passthrough response that a
+// fallback's backend answered (the primary 503s) is stored upstream by that backend, so
+// its record names it: a continuation through the primary's model is told which backend
+// holds it (400, previous_response_id) instead of reaching the primary, which does not;
+// one through the fallback's model reaches the fallback.
+func TestResponses_FallbackStoresUnderTheBackendThatAnswered(t *testing.T) {
+	var primaryCalls atomic.Int32
+	primary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		primaryCalls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		io.WriteString(w, `{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}`)
+	}))
+	t.Cleanup(primary.Close)
+	spare, bodies := echoingResponses(t)
+	url := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  main: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
+  spare: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
+models:
+  m: {backend: main, upstream_model: up, fallbacks: [m2]}
+  m2: {backend: spare, upstream_model: up}
+responses: {store: memory}
+keys:
+  alice: {key: alice-key, models: ["*"]}
+`, primary.URL, spare), gatewaytest.Options{}).V1() + "/responses"
+	if r := postJSON(t, url, "alice-key", `{"model":"m","input":"hi"}`); r.status != 200 || respID(t, r.body) != "resp_chosen" {
+		t.Fatalf("first turn: %d %s", r.status, r.body)
+	}
+	before := primaryCalls.Load()
+	r := postJSON(t, url, "alice-key", `{"model":"m","input":"go on","previous_response_id":"resp_chosen"}`)
+	if e := shortError(t, r); e.Status != 400 || e.Param != "previous_response_id" || !strings.Contains(e.Message, `"spare"`) {
+		t.Errorf("continuing through the primary's model: %+v, want a 400 on previous_response_id naming backend spare", e)
+	}
+	if n := primaryCalls.Load(); n != before {
+		t.Errorf("the continuation reached the primary (%d calls, want %d)", n, before)
+	}
+	if r := postJSON(t, url, "alice-key", `{"model":"m2","input":"go on","previous_response_id":"resp_chosen"}`); r.status != 200 {
+		t.Errorf("continuing through the fallback's model: %d %s", r.status, r.body)
+	}
+	if n := len(bodies()); n != 2 {
+		t.Errorf("%d requests reached the fallback, want 2", n)
+	}
 }
