@@ -301,7 +301,7 @@ type ModelTimeouts struct {
 	// as a silent upstream (retries.on_timeout: fails over, or is retried). Zero
 	// (default): no bound but stream_idle, because a reasoning model may think for
 	// minutes before its first token. It applies while nothing has reached the client,
-	// on translated streams (the client's API is not the backend's own).
+	// on translated and passed-through streams alike.
 	FirstToken time.Duration `koanf:"first_token"`
 }
 

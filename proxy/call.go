@@ -137,26 +137,14 @@ func (c *modelCall) translated(ctx context.Context, req *translate.Request, r *r
 			return c.flush() // one event at a time, like an upstream stream
 		})
 	}
-	if stream && r.firstToken > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		c.first = &firstEvent{cancel: cancel,
-			err: upstream.TimeoutFault(r.backend.name, "sent no event within models."+r.name+".timeouts.first_token ("+r.firstToken.String()+")")}
-		defer c.endFirst()
-	}
+	ctx = c.startFirst(ctx, r, stream)
+	defer c.endFirst()
 	return c.roundTrip(ctx, r, stream, func(dst []byte, opts *translate.Options) ([]byte, error) {
 		c.chat.Request(req, stream, opts.DefaultMaxTokens)
 		return r.backend.provider.AppendRequest(dst, req, opts)
 	}, func(x *upstream.Exchange, opts *translate.Options) error {
-		if c.first == nil {
-			return c.decode(ctx, x, r.backend, opts, counted)
-		}
-		c.first.arm(r.firstToken) // from the response head on
-		err := c.decode(ctx, x, r.backend, opts, counted)
-		if c.first.timedOut() {
-			return c.first.err
-		}
-		return err
+		c.armFirst(r)
+		return c.firstOr(c.decode(ctx, x, r.backend, opts, counted))
 	})
 }
 
@@ -171,8 +159,8 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	case translate.EventUsage:
 		c.meter.noteUsage(ev.Usage)
 	}
-	if !c.sent && c.first != nil && !c.first.shown() {
-		return c.first.err // too late: the attempt is failing over
+	if err := c.showing(); err != nil {
+		return err
 	}
 	c.sent = true
 	c.chat.Event(ev)
@@ -469,6 +457,47 @@ func (f *firstEvent) shown() bool { return f.state.CompareAndSwap(0, 2) }
 
 // timedOut reports whether the bound passed before the first event.
 func (f *firstEvent) timedOut() bool { return f.state.Load() == 1 }
+
+// startFirst makes the first-event bound of a streamed attempt on r when the route has
+// one (route.firstToken), whose passing cancels the returned context; endFirst stops it.
+// The translated path and the passthrough both use it: armFirst once the response head
+// came, showing before an event reaches the client, firstOr at the attempt's end.
+func (c *modelCall) startFirst(ctx context.Context, r *route, stream bool) context.Context {
+	if !stream || r.firstToken <= 0 {
+		return ctx
+	}
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithCancel(ctx)
+	c.first = &firstEvent{cancel: cancel,
+		err: upstream.TimeoutFault(r.backend.name, "sent no event within models."+r.name+".timeouts.first_token ("+r.firstToken.String()+")")}
+	return ctx
+}
+
+// armFirst starts the running attempt's first-event bound, if any: from the response head on.
+func (c *modelCall) armFirst(r *route) {
+	if c.first != nil {
+		c.first.arm(r.firstToken)
+	}
+}
+
+// showing is called before an event of the attempt reaches the client: it returns the
+// attempt's timeout error when its first-event bound passed first (too late: the attempt
+// is failing over), else nil, the event being shown.
+func (c *modelCall) showing() error {
+	if !c.sent && c.first != nil && !c.first.shown() {
+		return c.first.err
+	}
+	return nil
+}
+
+// firstOr returns the attempt's timeout error when its first-event bound passed (the
+// error that ended the attempt is then the cancellation), else err.
+func (c *modelCall) firstOr(err error) error {
+	if c.first != nil && c.first.timedOut() {
+		return c.first.err
+	}
+	return err
+}
 
 // endFirst stops the running attempt's first-event bound, if any.
 func (c *modelCall) endFirst() {

@@ -164,31 +164,39 @@ models:
 // TestDeadlines_FirstToken: a streamed answer whose head came at once but whose first
 // event does not come within models.<name>.timeouts.first_token is failed over while
 // nothing reached the client: the fallback answers after first_token, not after
-// stream_idle. The primary is an Anthropic backend (a translated stream).
+// stream_idle; on a translated stream (an Anthropic primary) and on a passthrough (an
+// OpenAI-compatible primary under a chat client) alike.
 func TestDeadlines_FirstToken(t *testing.T) {
 	const firstToken = 60 * time.Millisecond
-	primary := newSilent(t, true)
-	spare := gatewaytest.NewFakeJSON(t, "openai")
-	spare.SetScript(gatewaytest.Turn{Text: "from the fallback"})
-	gw := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+	for _, tt := range []struct{ name, primaryType, extra string }{
+		{"translated", "anthropic", "api_key: x, "},
+		{"passthrough", "openai", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			primary := newSilent(t, true)
+			spare := gatewaytest.NewFakeJSON(t, "openai")
+			spare.SetScript(gatewaytest.Turn{Text: "from the fallback"})
+			gw := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
-  thinker: {type: anthropic, base_url: %q, api_key: x, timeouts: {stream_idle: 10s}}
+  thinker: {type: %s, base_url: %q, %stimeouts: {stream_idle: 10s}}
   spare: {type: openai, base_url: %q}
 models:
   main: {backend: thinker, upstream_model: claude-x, fallbacks: [backup], timeouts: {first_token: %s}}
   backup: {backend: spare, upstream_model: b}
-`, primary.srv.URL, spare.BaseURL(), firstToken), gatewaytest.Options{})
-	text, err, took := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", true)
-	if err != nil || text != "from the fallback" {
-		t.Fatalf("answer %q, %v; want the fallback's", text, err)
+`, tt.primaryType, primary.srv.URL, tt.extra, spare.BaseURL(), firstToken), gatewaytest.Options{})
+			text, err, took := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", true)
+			if err != nil || text != "from the fallback" {
+				t.Fatalf("answer %q, %v; want the fallback's", text, err)
+			}
+			if got := primary.hits.Load(); got != 1 {
+				t.Errorf("the primary was tried %d times, want 1 (on_timeout fallback)", got)
+			}
+			if took < firstToken || took > firstToken+150*time.Millisecond {
+				t.Errorf("answered after %v; want about first_token %v (stream_idle is 10s)", took, firstToken)
+			}
+			t.Logf("first_token %v: fallback answered after %v", firstToken, took.Round(time.Millisecond))
+		})
 	}
-	if got := primary.hits.Load(); got != 1 {
-		t.Errorf("the primary was tried %d times, want 1 (on_timeout fallback)", got)
-	}
-	if took < firstToken || took > firstToken+150*time.Millisecond {
-		t.Errorf("answered after %v; want about first_token %v (stream_idle is 10s)", took, firstToken)
-	}
-	t.Logf("first_token %v: fallback answered after %v", firstToken, took.Round(time.Millisecond))
 }
 
 // TestDeadlines_RetryLogDelay: the retry log line gives its delay as a duration ("15ms"),

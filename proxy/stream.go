@@ -358,6 +358,8 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 	call := c.call
 	call.meter.prompt = c.req
 	return call.withRetries(ctx, func(ctx context.Context, r *route) error {
+		ctx = call.startFirst(ctx, r, true)
+		defer call.endFirst()
 		return call.roundTrip(ctx, r, true, func(dst []byte, opts *translate.Options) ([]byte, error) {
 			return f.request(dst, r, opts)
 		}, func(x *upstream.Exchange, _ *translate.Options) error {
@@ -366,10 +368,16 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 				return err
 			}
 			f.begin(r)
+			call.armFirst(r)
 			err = upstream.Pump(ctx, body, r.backend.name, call.reads, func(typ, data []byte) error {
 				var how passed
 				var err error
 				o.buf, how, err = f.event(o.buf[:0], typ, data, &call.meter)
+				if how&(passSent|passWrite) != 0 {
+					if ferr := call.showing(); ferr != nil {
+						return ferr
+					}
+				}
 				if how&passSent != 0 {
 					call.sent = true
 				}
@@ -388,7 +396,7 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 				}
 				return err
 			}, o.sync, streamEnd)
-			return f.end(err, &call.meter)
+			return call.firstOr(f.end(err, &call.meter))
 		})
 	})
 }
