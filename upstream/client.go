@@ -32,6 +32,9 @@ type Backend struct {
 	// MaxConns caps the pooled connections to the upstream.
 	MaxConns int
 	Timeouts Timeouts
+	// Signer, when set, signs every request just before it is sent (a cloud backend's
+	// credentials); nil sends the headers as they are.
+	Signer Signer
 }
 
 // Timeouts bound an exchange. Each bounds what its name says, and no more.
@@ -55,6 +58,7 @@ type Client struct {
 	name     string
 	provider translate.Provider
 	timeouts Timeouts
+	signer   Signer
 	// hc holds the connections to the one host of the base URL.
 	hc *fasthttp.HostClient
 	// uri is the base URL parsed once; each request's URI starts as a copy of it
@@ -87,7 +91,7 @@ func canonicalHeaders(hs []translate.Header) []canonicalHeader {
 // New returns the client of backend b, whose requests p phrases and whose error answers
 // p decodes. The error names a base URL that does not parse.
 func New(b Backend, p translate.Provider) (*Client, error) {
-	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts}
+	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts, signer: b.Signer}
 	if err := c.uri.Parse(nil, []byte(strings.TrimRight(b.BaseURL, "/"))); err != nil {
 		return nil, fmt.Errorf("backends.%s.base_url: %w", b.Name, err)
 	}
@@ -195,11 +199,15 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	c.newRequest(req, path, headers, body)
-	resp := fasthttp.AcquireResponse()
 	if err := ctx.Err(); err != nil {
-		fasthttp.ReleaseResponse(resp)
 		return nil, err
 	}
+	if c.signer != nil {
+		if err := c.sign(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	resp := fasthttp.AcquireResponse()
 	do := func() error {
 		resp.StreamBody = stream
 		end := time.Now().Add(c.timeouts.Connect + c.timeouts.Header)
@@ -247,6 +255,22 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 		return nil, ue
 	}
 	return x, nil
+}
+
+// sign has the Signer sign req; its error is the context's once ctx ended, else an
+// *translate.UpstreamError (AuthFailed when the Signer's was not one).
+func (c *Client) sign(ctx context.Context, req *fasthttp.Request) error {
+	err := c.signer.Sign(ctx, req)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if ue := AsError(err); ue != nil {
+		return ue
+	}
+	return AuthFailed(c.name, "credentials")
 }
 
 // beforeAnswer reports whether a failed exchange failed before the upstream answered: the
