@@ -39,8 +39,8 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 	if err != nil {
 		c.answeredBy = nil // the answer was an error
 		ctx.Response.SwapBody(dst)
-		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
-		run.finish(ctx, 0, false)
+		a := c.s.refuseRequest(ctx, c.rid, err)
+		run.finish(ctx, a.Status, false) // counted there, with the access line's status
 		return
 	}
 	run.answered(cctx, body)

@@ -525,9 +525,16 @@ func (s *Server) render(rid string, err error) apiError {
 
 // fail writes err as the response and counts the request.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, backend, key, stream string) {
+	a := s.refuseRequest(ctx, rid, err)
+	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
+}
+
+// refuseRequest writes err as the response and logs it (render, and "request rejected" below
+// 500), counting nothing: the caller's record counts the request with the status
+// returned.
+func (s *Server) refuseRequest(ctx *fasthttp.RequestCtx, rid string, err error) apiError {
 	a := s.render(rid, err)
 	writeError(ctx, a)
-	s.metrics.Requests.WithLabelValues(model, backend, key, fmt.Sprint(a.Status), stream, apiLabel(ctx.Path())).Inc()
 	if a.Status < 500 {
 		msg := clip(a.Message, maxLoggedMessage)
 		if upstream.AsError(err) != nil {
@@ -535,6 +542,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, rid string, err error, model, ba
 		}
 		s.logger.Info("request rejected", "request_id", rid, "status", a.Status, "error", msg)
 	}
+	return a
 }
 
 // requestID returns a valid client-sent id, or a new one.

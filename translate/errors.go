@@ -72,11 +72,21 @@ type UpstreamError struct {
 	RetryAfter time.Duration
 	// Retryable reports whether the same request may succeed on another attempt.
 	Retryable bool
+	// Cause is the gateway's own account of a failure that got no answer from the
+	// upstream (no HTTP status): its class and the transport's message, such as
+	// "connection refused: dial tcp 10.0.0.7:443: connect: connection refused". It is
+	// for the operator's log (Error), never for the client, whose Message names the
+	// class only. Empty for an upstream's own error answer.
+	Cause string
 }
 
-// Error is the text for logs; credential-like tokens in Message are masked.
+// Error is the text for logs; credential-like tokens in Message and Cause are masked.
 func (e *UpstreamError) Error() string {
-	return "upstream " + strconv.Itoa(e.Status) + " " + e.Type + ": " + redact.Mask(e.Message)
+	s := "upstream " + strconv.Itoa(e.Status) + " " + e.Type + ": " + redact.Mask(e.Message)
+	if e.Cause != "" {
+		s += " (cause: " + redact.Mask(e.Cause) + ")"
+	}
+	return s
 }
 
 // Is reports whether target is ErrUpstream.

@@ -2,11 +2,15 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -22,17 +26,62 @@ func Fault(backend, what string) *translate.UpstreamError {
 
 // transportError wraps a connection-level failure as a retryable 502 (a timeoutError 504
 // on timeout, 503 with Retry-After when the pool had no free connection within
-// Timeouts.PoolWait).
+// Timeouts.PoolWait). Its Message names the failure's class for the client ("could not
+// reach the upstream of backend b: connection refused"); its Cause adds the transport's
+// own message for the log (cause).
 func transportError(backend string, err error) error {
 	if errors.Is(err, fasthttp.ErrNoFreeConns) {
 		return &translate.UpstreamError{Status: 503, Type: "api_error", Code: "upstream_busy", Retryable: true, RetryAfter: time.Second,
-			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later"}
+			Message: "every connection to the upstream of backend " + backend + " is busy (max_conns); retry later", Cause: cause(err)}
 	}
+	c := cause(err)
+	class, _, _ := strings.Cut(c, ": ")
 	var ne net.Error
 	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
-		return timeoutError{&translate.UpstreamError{Status: 504, Type: "api_error", Message: "the upstream of backend " + backend + " timed out", Retryable: true}}
+		return timeoutError{&translate.UpstreamError{Status: 504, Type: "api_error", Message: "the upstream of backend " + backend + " timed out (" + class + ")", Retryable: true, Cause: c}}
 	}
-	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "could not reach the upstream of backend " + backend, Retryable: true}
+	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "could not reach the upstream of backend " + backend + ": " + class, Retryable: true, Cause: c}
+}
+
+// cause names a transport failure's class, then its own message: "connection refused",
+// "dns lookup failed", "tls handshake failed", "connection reset", "connection closed
+// before an answer", "dial timed out", "timed out waiting for the response head", "no
+// free connection" or "transport error".
+func cause(err error) string {
+	var dns *net.DNSError
+	var rec tls.RecordHeaderError
+	var alert tls.AlertError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	class := "transport error"
+	switch {
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		class = "no free connection"
+	case errors.Is(err, fasthttp.ErrDialTimeout):
+		class = "dial timed out"
+	case errors.Is(err, fasthttp.ErrTimeout):
+		class = "timed out waiting for the response head"
+	case errors.As(err, &dns):
+		class = "dns lookup failed"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		class = "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		class = "connection reset"
+	case errors.As(err, &rec), errors.As(err, &alert), errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
+		strings.Contains(err.Error(), "tls: "):
+		class = "tls handshake failed"
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		class = "connection closed before an answer"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		class = "host unreachable"
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			class = "timed out"
+		}
+	}
+	return class + ": " + err.Error()
 }
 
 // TimeoutFault is the 504 of an upstream that stayed silent past a bound its caller
@@ -85,13 +134,14 @@ func Retryable(err error) bool {
 }
 
 // StatusLabel is the status of an attempt's result as a metric label: "200" for none,
-// an UpstreamError's status, "0" for any other error.
+// the upstream's status for its error answer, "0" for a failure that got no answer (a
+// transport error or timeout: an UpstreamError with a Cause) and for any other error.
 func StatusLabel(err error) string {
 	if err == nil {
 		return "200"
 	}
 	var ue *translate.UpstreamError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && ue.Cause == "" {
 		return strconv.Itoa(ue.Status)
 	}
 	return "0"
