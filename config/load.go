@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,7 @@ func loadBytes(path string, data []byte, environ []string) (*Config, error) {
 func Parse(data []byte, environ []string) (*Config, error) {
 	ko := koanf.New(".")
 	if err := ko.Load(rawbytes.Provider(data), yaml.Parser()); err != nil {
-		return nil, fmt.Errorf("config: parsing yaml: %w", err)
+		return nil, fmt.Errorf("config: parsing yaml: %w%s", err, tabHint(data))
 	}
 
 	var problems []error
@@ -135,6 +136,19 @@ func Parse(data []byte, environ []string) (*Config, error) {
 	return &c, nil
 }
 
+// tabHint names the first line of data indented with a tab, which YAML does not allow
+// and its parser reports only as a character that "cannot start any token"; "" when
+// there is none.
+func tabHint(data []byte) string {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		indent := line[:len(line)-len(bytes.TrimLeft(line, " \t"))]
+		if bytes.IndexByte(indent, '\t') >= 0 {
+			return fmt.Sprintf(" (line %d has a tab: YAML indents with spaces only)", i+1)
+		}
+	}
+	return ""
+}
+
 // unusedPrefix starts the message of mapstructure's ErrorUnused (pinned by a test).
 const unusedPrefix = "has invalid keys: "
 
@@ -155,11 +169,13 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 	}
 	err := ko.UnmarshalWithConf("", c, koanf.UnmarshalConf{
 		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:       durationHook,
-			WeaklyTypedInput: true,
-			ErrorUnused:      true,
-			TagName:          "koanf",
-			MatchName:        func(mapKey, fieldName string) bool { return mapKey == fieldName },
+			// No weak typing: it read `tools: true` as ["1"] and `models: "*"` as ["*"].
+			// typeHook converts what must be converted (the environment's strings, numbers
+			// written where text is meant) and names the expected type otherwise.
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, typeHook),
+			ErrorUnused: true,
+			TagName:     "koanf",
+			MatchName:   func(mapKey, fieldName string) bool { return mapKey == fieldName },
 		},
 	})
 	rootName := reflect.TypeOf(*c).String()
@@ -265,6 +281,128 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("duration %v has no unit (write a string such as \"30s\")", data)
 	}
 	return data, nil
+}
+
+// typeHook converts a string to the number or boolean a field holds (an environment
+// override is always a string, and so is a ${VAR}), and a number or boolean written
+// where text is meant to its text; it refuses anything else that is not of the field's
+// type with a message that shows the value (clipped) and names the type expected, such
+// as `"lots" is not an integer` or `must be a list, not a string (write ["*"])`.
+func typeHook(from, to reflect.Type, data any) (any, error) {
+	if to == durationType || data == nil {
+		return data, nil
+	}
+	fk, tk := from.Kind(), to.Kind()
+	if fk == tk {
+		return data, nil
+	}
+	s, isString := data.(string)
+	shown := strconv.Quote(clipValue(fmt.Sprint(data)))
+	switch tk {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if isString {
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, to.Bits())
+			if err != nil {
+				return nil, fmt.Errorf("%s is not an integer", shown)
+			}
+			return n, nil
+		}
+		if f, ok := data.(float64); ok {
+			if f != float64(int64(f)) {
+				return nil, fmt.Errorf("must be an integer, not a number %s", shown)
+			}
+			return int64(f), nil
+		}
+		if isNumber(fk) {
+			return data, nil // mapstructure converts between integer kinds
+		}
+		return nil, fmt.Errorf("must be an integer, not %s %s", yamlKind(fk), shown)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if isString {
+			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, to.Bits())
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a non-negative integer", shown)
+			}
+			return n, nil
+		}
+		if f, ok := data.(float64); ok && f != float64(int64(f)) {
+			return nil, fmt.Errorf("must be a non-negative integer, not a number %s", shown)
+		}
+		if isNumber(fk) {
+			return data, nil
+		}
+		return nil, fmt.Errorf("must be a non-negative integer, not %s %s", yamlKind(fk), shown)
+	case reflect.Float32, reflect.Float64:
+		if isString {
+			f, err := strconv.ParseFloat(strings.TrimSpace(s), to.Bits())
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a number", shown)
+			}
+			return f, nil
+		}
+		if isNumber(fk) {
+			return data, nil
+		}
+		return nil, fmt.Errorf("must be a number, not %s %s", yamlKind(fk), shown)
+	case reflect.Bool:
+		if isString {
+			b, err := strconv.ParseBool(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("%s is not true or false", shown)
+			}
+			return b, nil
+		}
+		return nil, fmt.Errorf("must be true or false, not %s %s", yamlKind(fk), shown)
+	case reflect.String:
+		if isNumber(fk) || fk == reflect.Bool {
+			return fmt.Sprint(data), nil
+		}
+		return nil, fmt.Errorf("must be a string, not %s", yamlKind(fk))
+	case reflect.Slice, reflect.Array:
+		if fk == reflect.Slice || fk == reflect.Array {
+			return data, nil
+		}
+		if isString || isNumber(fk) {
+			return nil, fmt.Errorf("must be a list, not %s (write [%s])", yamlKind(fk), shown)
+		}
+		return nil, fmt.Errorf("must be a list, not %s", yamlKind(fk))
+	case reflect.Map, reflect.Struct:
+		if fk == reflect.Map {
+			return data, nil
+		}
+		return nil, fmt.Errorf("must be a mapping of keys to values, not %s", yamlKind(fk))
+	}
+	return data, nil
+}
+
+// isNumber reports whether k is a numeric kind.
+func isNumber(k reflect.Kind) bool {
+	return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64
+}
+
+// yamlKind names a decoded YAML value's kind as a user wrote it.
+func yamlKind(k reflect.Kind) string {
+	switch {
+	case k == reflect.String:
+		return "a string"
+	case k == reflect.Bool:
+		return "a boolean"
+	case isNumber(k):
+		return "a number"
+	case k == reflect.Slice || k == reflect.Array:
+		return "a list"
+	case k == reflect.Map:
+		return "a mapping"
+	}
+	return "a " + k.String()
+}
+
+// clipValue shortens a shown value to 40 bytes.
+func clipValue(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // lookupFunc returns a lookup in environ where the last entry for a name wins.

@@ -401,17 +401,47 @@ config: unknown field "zzz"`,
 		{
 			name: "wrong type",
 			doc:  "server: {max_body_bytes: lots}",
-			want: `config: server.max_body_bytes: cannot parse value as 'int': strconv.ParseInt: invalid syntax`,
+			want: `config: server.max_body_bytes: "lots" is not an integer`,
 		},
 		{
 			name:    "wrong type from the environment",
 			environ: []string{"GATEWAY_SERVER__MAX_BODY_BYTES=lots"},
-			want:    `config: server.max_body_bytes: cannot parse value as 'int': strconv.ParseInt: invalid syntax (set by GATEWAY_SERVER__MAX_BODY_BYTES)`,
+			want:    `config: server.max_body_bytes: "lots" is not an integer (set by GATEWAY_SERVER__MAX_BODY_BYTES)`,
 		},
 		{
 			name: "decode problems come without the validation noise they would cause",
 			doc:  "backends:\n  m: {type: mock, max_conns: x}\nmodels:\n  demo: {backend: m}",
-			want: `config: backends.m.max_conns: cannot parse value as 'int': strconv.ParseInt: invalid syntax`,
+			want: `config: backends.m.max_conns: "x" is not an integer`,
+		},
+		{
+			name: "a fraction where an integer is meant",
+			doc:  "server: {max_body_bytes: 1.5}",
+			want: `config: server.max_body_bytes: must be an integer, not a number "1.5"`,
+		},
+		{
+			name: "a boolean where a list is meant",
+			doc:  "backends:\n  m: {type: mock}\nmodels:\n  demo: {backend: m}\nkeys:\n  k: {key: sk-1, models: [demo], tools: true}",
+			want: `config: keys.k.tools: must be a list, not a boolean`,
+		},
+		{
+			name: "a string where a list is meant",
+			doc:  "backends:\n  m: {type: mock}\nmodels:\n  demo: {backend: m}\nkeys:\n  k: {key: sk-1, models: \"*\"}",
+			want: `config: keys.k.models: must be a list, not a string (write ["*"])`,
+		},
+		{
+			name: "a list where text is meant",
+			doc:  "backends:\n  m: {type: [mock]}",
+			want: `config: backends.m.type: must be a string, not a list`,
+		},
+		{
+			name: "a misspelled backend type is the one problem of its backend",
+			doc:  "backends:\n  m: {type: anthropc, api_key: x}\nmodels:\n  demo: {backend: m}",
+			want: `config: backends.m.type: "anthropc" is not one of anthropic, gemini, responses, openai, mock`,
+		},
+		{
+			name: "a tab in the indentation",
+			doc:  "backends:\n\tm: {type: mock}",
+			want: "config: parsing yaml: yaml: line 2: found character that cannot start any token (line 2 has a tab: YAML indents with spaces only)",
 		},
 		{
 			name: "YAML syntax",

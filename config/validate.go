@@ -218,7 +218,7 @@ func validateBackend(v *validator, p string, b Backend) {
 	switch {
 	case b.BaseURL != "":
 		v.httpURL(p+".base_url", b.BaseURL)
-	case b.Type != "mock":
+	case b.Type != "mock" && slices.Contains(backendTypes, b.Type): // an unknown type is the one problem named
 		v.addf(p+".base_url", "required")
 	}
 	v.headers(p+".headers", b.Headers)

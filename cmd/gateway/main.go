@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"reflect"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -37,6 +38,10 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// commit is set at build time with -ldflags "-X main.commit=<git revision>" (the release
+// script does); without it -version reads the revision the go command stamped, if any.
+var commit = ""
+
 func main() {
 	reexecTuned() // sysmon.go: the runtime's system monitor ticks instead of parking
 	// The gateway serves no heap profile: sampling allocations for one would cost a
@@ -46,6 +51,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
+}
+
+// versionLine is what -version prints: "agate <version> (commit <rev>[, modified], <go
+// version>)", the commit and Go version read from the build information the go command
+// stamps into the binary (absent in a test binary).
+func versionLine() string {
+	line := "agate " + version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	rev, modified := commit, ""
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if rev == "" {
+				rev = s.Value
+			}
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	return line + " (commit " + rev + modified + ", " + info.GoVersion + ")"
 }
 
 // run is main with its inputs injected. ready, if not nil, receives the listening address
@@ -60,7 +93,7 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		return err
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "agate", version)
+		fmt.Fprintln(stdout, versionLine())
 		return nil
 	}
 	if *cpuProfile != "" {
@@ -78,6 +111,9 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		}()
 	}
 	cfg, err := config.Load(*path, environ)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w\n(no configuration file at %q: name one with -config <path> or %s; config.example.yaml in the repository runs offline with the mock backend)", err, *path, config.EnvConfigPath)
+	}
 	if err != nil {
 		return err
 	}

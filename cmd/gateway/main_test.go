@@ -191,7 +191,8 @@ func TestRun_StartupErrors(t *testing.T) {
 	}{
 		{name: "version", args: []string{"-version"}, want: "agate"},
 		{name: "unknown field", args: []string{"-config", bad}, want: "max_tokenz"},
-		{name: "missing file", args: []string{"-config", filepath.Join(dir, "nope.yaml")}, want: "nope.yaml"},
+		{name: "missing file", args: []string{"-config", filepath.Join(dir, "nope.yaml")}, want: "nope.yaml\": name one with -config"},
+		{name: "missing default file", args: nil, want: "name one with -config <path> or GATEWAY_CONFIG"},
 		{name: "GATEWAY_CONFIG", environ: []string{"GATEWAY_CONFIG=" + bad}, want: "max_tokenz"},
 		{name: "unknown flag", args: []string{"-bogus"}, want: "bogus"},
 	}
