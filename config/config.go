@@ -276,6 +276,11 @@ type Model struct {
 	// system prompt, tools and the last turns (Anthropic). Load turns "" into "off";
 	// Validate accepts "" as "off".
 	PromptCache string `koanf:"prompt_cache"`
+	// Script, on a mock backend only, is the model's canned turns: turn i of a
+	// conversation (i = the assistant messages it holds so far) is Script[i]; past its end
+	// the mock answers as without one. It makes an offline demo or a test of a tool loop
+	// say what it should.
+	Script []ScriptTurn `koanf:"script"`
 	// Fallbacks are client-facing model names tried in order when this model's upstream
 	// fails retryably after its retries. Each must name another entry of Config.Models;
 	// a fallback's own fallbacks are not followed. A fallback the requesting key may not

@@ -260,6 +260,7 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	}
 	v.nonNegative(p+".max_tokens", m.MaxTokens)
 	v.oneOf(p+".prompt_cache", m.PromptCache, promptCaches)
+	c.validateScript(v, p, m)
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
 	for i, f := range m.Fallbacks {

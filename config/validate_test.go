@@ -239,6 +239,26 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   `config: models.demo.prompt_cache: "on" is not one of off, auto`,
 		},
 		{
+			name:   "a script on a mock model",
+			mutate: func(c *Config) { setModel(c, "demo", func(m *Model) { m.Script = []ScriptTurn{{Text: "hi"}} }) },
+		},
+		{
+			name: "a script on a model that is not on a mock backend",
+			mutate: func(c *Config) {
+				setModel(c, "gemini-flash", func(m *Model) { m.Script = []ScriptTurn{{Text: "hi"}} })
+			},
+			want: `config: models.gemini-flash.script: only a model on a mock backend has a script (backend "gemini" is gemini)`,
+		},
+		{
+			name: "a script turn with neither text nor calls, and a call without a name",
+			mutate: func(c *Config) {
+				setModel(c, "demo", func(m *Model) {
+					m.Script = []ScriptTurn{{}, {ToolCalls: []ScriptToolCall{{}}}, {Text: "x", ToolCalls: []ScriptToolCall{{Name: "t"}}}}
+				})
+			},
+			want: "config: models.demo.script[0]: set text or tool_calls\nconfig: models.demo.script[1].tool_calls[0].name: required\nconfig: models.demo.script[2]: set text or tool_calls, not both",
+		},
+		{
 			name:   "prompt_cache empty allowed",
 			mutate: func(c *Config) { setModel(c, "demo", func(m *Model) { m.PromptCache = "" }) },
 		},

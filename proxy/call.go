@@ -128,7 +128,7 @@ func (c *modelCall) translated(ctx context.Context, req *translate.Request, r *r
 	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
 		c.emit = translate.FirstToolCallOnly(emit) // Gemini cannot be asked for one call a turn
 	}
-	if lp, ok := r.backend.provider.(localProvider); ok {
+	if lp := r.local(); lp != nil {
 		c.chat.Request(req, stream, r.maxTokens) // roundTrip records the others
 		return lp.Answer(ctx, req, r.upstreamModel, func(ev *translate.Event) error {
 			if err := counted(ev); err != nil || c.flush == nil {

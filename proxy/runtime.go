@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"math"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
+	"github.com/agate-gateway/agate/translate/mock"
 )
 
 // runtime is the request-serving state built from one validated config. It is immutable:
@@ -54,6 +56,19 @@ type route struct {
 	// (limitRequest).
 	limited bool
 	rate    limits.Rate
+	// scripted answers instead of the backend's provider: a mock model's script
+	// (models.<name>.script); nil for none.
+	scripted localProvider
+}
+
+// local returns the in-process provider that answers r, or nil when an upstream does:
+// the model's script, else a mock backend.
+func (r *route) local() localProvider {
+	if r.scripted != nil {
+		return r.scripted
+	}
+	lp, _ := r.backend.provider.(localProvider)
+	return lp
 }
 
 // apiKey is a configured client key, stored as its SHA-256 digest only.
@@ -108,6 +123,9 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
+		if len(mc.Script) > 0 {
+			rt.routes[name].scripted = mockScript(mc.Script)
+		}
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
@@ -128,6 +146,23 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	}
 	rt.warnNoCredential(prev, logger)
 	return rt, nil
+}
+
+// mockScript is the mock provider that answers with script (config validated it).
+func mockScript(script []config.ScriptTurn) localProvider {
+	turns := make([]mock.Turn, len(script))
+	for i, t := range script {
+		turns[i].Text = t.Text
+		for _, c := range t.ToolCalls {
+			call := mock.ToolCall{Name: c.Name}
+			if c.Arguments != nil {
+				args, _ := json.Marshal(c.Arguments) // decoded from YAML: always encodable
+				call.Arguments = string(args)
+			}
+			turns[i].ToolCalls = append(turns[i].ToolCalls, call)
+		}
+	}
+	return mock.Scripted(turns)
 }
 
 // missingCredential reports whether the upstream of bc cannot be used because it needs a
