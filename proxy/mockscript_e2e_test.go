@@ -57,7 +57,7 @@ tools:
 	client := gatewaytest.OpenAI(g.V1(), "sk-agent")
 	tests := []struct {
 		model, prompt, want string
-		cities            []string
+		cities              []string
 	}{
 		{model: "demo", prompt: "what is the weather", want: "Tool results: sunny in Paris", cities: []string{"Paris"}},
 		{model: "scripted", prompt: "weather in two cities?", want: "Both are sunny.", cities: []string{"Oslo", "Paris"}},
