@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,8 +48,8 @@ func TestDockerfile_StartsAsDocumented(t *testing.T) {
 	checkGoImage(t, build.from)
 
 	// The build stage copies the whole context; its `go build` output lands in buildRoot.
-	buildRoot, imageRoot := t.TempDir(), t.TempDir()
-	runGoBuild(t, build, buildRoot)
+	buildRoot, _ := imageBinary(t)
+	imageRoot := t.TempDir()
 
 	for _, c := range final.copies {
 		if len(c.srcs) != 1 || strings.HasSuffix(c.dest, "/") {
@@ -362,9 +365,9 @@ func shellWords(t *testing.T, s string, vars map[string]string) []string {
 }
 
 // runGoBuild runs the build stage's `go build` command in the repository root (the stage
-// copies the build context to its WORKDIR), with its -o output placed under root.
-func runGoBuild(t *testing.T, st *stage, root string) {
-	t.Helper()
+// copies the build context to its WORKDIR), with its -o output placed under root, and
+// returns the output's path.
+func runGoBuild(st *stage, root string) (string, error) {
 	for _, words := range st.runs {
 		i := slices.Index(words, "go")
 		if i < 0 || i+1 >= len(words) || words[i+1] != "build" {
@@ -373,25 +376,66 @@ func runGoBuild(t *testing.T, st *stage, root string) {
 		env := os.Environ()
 		for _, w := range words[:i] {
 			if !strings.Contains(w, "=") {
-				t.Fatalf("RUN %v: only VAR=value may precede go build", words)
+				return "", fmt.Errorf("RUN %v: only VAR=value may precede go build", words)
 			}
 			env = append(env, w)
 		}
 		args := slices.Clone(words[i+1:])
 		o := slices.Index(args, "-o")
 		if o < 0 || o+1 >= len(args) {
-			t.Fatalf("RUN %v: go build has no -o", words)
+			return "", fmt.Errorf("RUN %v: go build has no -o", words)
 		}
 		args[o+1] = filepath.Join(root, args[o+1])
 		cmd := exec.Command("go", args...)
 		cmd.Dir = repoRoot
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return
+		return args[o+1], nil
 	}
-	t.Fatal("the build stage has no RUN go build")
+	return "", errors.New("the build stage has no RUN go build")
+}
+
+// imageBuild is the gateway binary the Dockerfile's build stage makes, built once per test
+// process (imageBinary) and removed by TestMain: the tests that run the binary share the
+// image's own build instead of compiling the module once more each.
+var imageBuild struct {
+	once      sync.Once
+	root, bin string // the build stage's output root, and the binary in it
+	err       error
+}
+
+// imageBinary builds the gateway as the Dockerfile does (the first time) and returns the
+// build stage's output root and the binary's path.
+func imageBinary(t *testing.T) (root, bin string) {
+	t.Helper()
+	imageBuild.once.Do(func() {
+		// Kept if parseDockerfile ends this test (t.Fatal): the tests after it fail too.
+		imageBuild.err = errors.New("building the image's binary failed in an earlier test")
+		df := parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
+		if len(df.stages) < 2 {
+			imageBuild.err = fmt.Errorf("Dockerfile has %d stages, want a build stage and a runtime stage", len(df.stages))
+			return
+		}
+		if imageBuild.root, imageBuild.err = os.MkdirTemp("", "agate-image-"); imageBuild.err != nil {
+			return
+		}
+		imageBuild.bin, imageBuild.err = runGoBuild(df.stages[0], imageBuild.root)
+	})
+	if imageBuild.err != nil {
+		t.Fatal(imageBuild.err)
+	}
+	return imageBuild.root, imageBuild.bin
+}
+
+// TestMain removes the binary imageBinary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imageBuild.root != "" {
+		os.RemoveAll(imageBuild.root)
+	}
+	os.Exit(code)
 }
 
 // checkGoImage checks that a golang build image can build this module: the image sets

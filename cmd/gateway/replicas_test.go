@@ -104,10 +104,7 @@ func TestReplicas_SharedLimits(t *testing.T) {
 		t.Skip("builds the gateway binary")
 	}
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	_, bin := imageBinary(t) // the image's build: one build of the module for every test that runs it
 	var toolRuns atomic.Int64
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		toolRuns.Add(1)

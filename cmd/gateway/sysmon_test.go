@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -62,10 +61,7 @@ func TestReexecTuned(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the process environment from /proc")
 	}
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	_, bin := imageBinary(t) // the image's build: one build of the module for every test that runs it
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := `
 server: {listen: "127.0.0.1:0", shutdown_timeout: 5s}
