@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/logjson"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // The embeddings API end to end: openai-go (floats and base64) against a gateway whose
@@ -494,5 +499,64 @@ func TestEmbeddings_NodeSDK(t *testing.T) {
 	b, fl := got["emb-mock"]["base64"], got["emb-mock"]["float"]
 	if b.Len != 256 || !equalFloats(b.Head, asFloat32s(fl.Head)) || b.Second != float64(float32(fl.Second)) {
 		t.Errorf("mock: base64 %+v, float %+v", b, fl)
+	}
+}
+
+// TestEmbeddings_LimitsLogsAndSpans: an embeddings request is charged its input tokens
+// against the key's budget, logged with api "embeddings", and traced as an embeddings
+// operation (server span and upstream span "embeddings <model>").
+func TestEmbeddings_LimitsLogsAndSpans(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	f := newEmbedFakes(t)
+	var logs gatewaytest.Buffer
+	cfg := gatewaytest.Parse(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+telemetry: {traces: true}
+backends:
+  gem: {type: gemini, base_url: %q, api_key: up-secret, retries: {max: 0}}
+models:
+  emb-gemini: {backend: gem, upstream_model: gemini-embedding-2}
+keys:
+  bob: {key: bob-key, models: ["*"], budget: {tokens: 100, period: 1h}}
+`, f.gemini.URL))
+	tracer, err := telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer, Logger: slog.New(logjson.New(&logs, nil))})
+	client := gatewaytest.OpenAI(g.V1(), "bob-key")
+	resp, err := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb-gemini",
+		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"First text", "Second text"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Usage.PromptTokens != 4 {
+		t.Fatalf("usage %+v", resp.Usage)
+	}
+	g.Server.Settle()
+	if left := testutil.ToFloat64(g.Metrics.BudgetRemaining.WithLabelValues("bob", "tokens")); left != 96 {
+		t.Errorf("budget left %v, want 96 (100 less the 4 input tokens)", left)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["api"] == "embeddings" {
+			line = m
+		}
+	}
+	if line == nil || line["model"] != "emb-gemini" || line["prompt_tokens"] != float64(4) || line["status"] != float64(200) {
+		t.Errorf("access line %v\n%s", line, logs.String())
+	}
+	spans := recv.waitSpans(t, tracer)
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name+" "+attrs(s)["gen_ai.operation.name"])
+	}
+	slices.Sort(names)
+	if want := []string{"POST /v1/embeddings embeddings", "embeddings gemini-embedding-2 embeddings"}; !slices.Equal(names, want) {
+		t.Errorf("spans %q, want %q", names, want)
 	}
 }
