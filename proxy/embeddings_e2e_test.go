@@ -85,6 +85,10 @@ type embedFakes struct {
 	mu             sync.Mutex
 	bodies         []map[string]any // every request body, in order
 	paths          []string
+	// openaiFails is how many of the next OpenAI requests get a 503; geminiStatus, when
+	// set, is the status of every Gemini answer (with Gemini's error body).
+	openaiFails  int
+	geminiStatus int
 }
 
 func (f *embedFakes) note(r *http.Request) map[string]any {
@@ -117,6 +121,16 @@ func newEmbedFakes(t *testing.T) *embedFakes {
 	// OpenAI: the recording's shape; one data element an input, in the encoding asked.
 	f.openai = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := f.note(r)
+		f.mu.Lock()
+		fail := f.openaiFails > 0
+		f.openaiFails--
+		f.mu.Unlock()
+		if fail {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(503)
+			fmt.Fprint(w, `{"error":{"message":"The server is overloaded","type":"server_error","param":null,"code":null}}`)
+			return
+		}
 		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer up-secret" {
 			http.Error(w, `{"error":{"message":"wrong path or key","type":"invalid_request_error"}}`, 404)
 			return
@@ -155,6 +169,15 @@ func newEmbedFakes(t *testing.T) *embedFakes {
 	// usageMetadata (two tokens a text).
 	f.gemini = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := f.note(r)
+		f.mu.Lock()
+		status := f.geminiStatus
+		f.mu.Unlock()
+		if status != 0 { // Gemini's error shape (as recorded in gemini/errors)
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"code":%d,"message":"* BatchEmbedContentsRequest.requests: at most 100 requests can be in one batch","status":"INVALID_ARGUMENT"}}`, status)
+			return
+		}
 		if !strings.HasSuffix(r.URL.Path, ":batchEmbedContents") || r.Header.Get("X-Goog-Api-Key") != "up-secret" {
 			w.WriteHeader(404)
 			fmt.Fprint(w, `{"error":{"code":404,"message":"wrong path or key","status":"NOT_FOUND"}}`)
@@ -176,6 +199,10 @@ func newEmbedFakes(t *testing.T) *embedFakes {
 			embs = append(embs, `{"values":`+string(b)+`}`)
 		}
 		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		if strings.Contains(r.URL.Path, "-001:") { // as recorded: gemini-embedding-001 reports no usage
+			fmt.Fprintf(w, `{"embeddings":[%s]}`, strings.Join(embs, ","))
+			return
+		}
 		fmt.Fprintf(w, `{"embeddings":[%s],"usageMetadata":{"promptTokenCount":%d,"promptTokenDetails":[{"modality":"TEXT","tokenCount":%d}]}}`,
 			strings.Join(embs, ","), 2*len(reqs), 2*len(reqs))
 	}))
@@ -195,7 +222,12 @@ func float32Bytes(v []float64) []byte {
 // task type), emb-mock, emb-mixed (openai with a gemini fallback: translated) and chat
 // (an anthropic model, which cannot embed).
 func startEmbedGateway(t *testing.T, f *embedFakes, extra string) *gatewaytest.Gateway {
-	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+	return gatewaytest.StartYAML(t, startEmbedYAML(f)+extra, gatewaytest.Options{})
+}
+
+// startEmbedYAML is startEmbedGateway's configuration.
+func startEmbedYAML(f *embedFakes) string {
+	return fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   oai: {type: openai, base_url: %q, api_key: up-secret, retries: {max: 0}}
   gem: {type: gemini, base_url: %q, api_key: up-secret, retries: {max: 0}}
@@ -204,13 +236,13 @@ backends:
 models:
   emb-openai: {backend: oai, upstream_model: text-embedding-ada-002}
   emb-gemini: {backend: gem, upstream_model: gemini-embedding-2, embeddings: {task_type: RETRIEVAL_DOCUMENT}}
+  emb-gemini-001: {backend: gem, upstream_model: gemini-embedding-001}
   emb-mock: {backend: mock}
   emb-mixed: {backend: oai, upstream_model: text-embedding-ada-002, fallbacks: [emb-gemini]}
   chat: {backend: claude, upstream_model: claude-x}
 keys:
   alice: {key: alice-key, models: ["*"]}
-%s`, f.openai.URL+"/v1", f.gemini.URL, extra)
-	return gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+`, f.openai.URL+"/v1", f.gemini.URL)
 }
 
 func asFloat32s(v []float64) []float64 {
@@ -558,5 +590,64 @@ keys:
 	slices.Sort(names)
 	if want := []string{"POST /v1/embeddings embeddings", "embeddings gemini-embedding-2 embeddings"}; !slices.Equal(names, want) {
 		t.Errorf("spans %q, want %q", names, want)
+	}
+}
+
+// TestEmbeddings_FallbackAndErrors: an OpenAI upstream's 503 falls back to the Gemini
+// fallback, which answers (the answer and x-agate-model name it); a Gemini error reaches
+// the client with its status and message; an upstream that reports no usage is charged
+// the estimate.
+func TestEmbeddings_FallbackAndErrors(t *testing.T) {
+	f := newEmbedFakes(t)
+	var logs gatewaytest.Buffer
+	cfg := gatewaytest.Parse(t, startEmbedYAML(f))
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+	client := gatewaytest.OpenAI(g.V1(), "alice-key")
+	in := openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"text-1", "text-2"}}
+
+	f.mu.Lock()
+	f.openaiFails = 1
+	f.mu.Unlock()
+	var raw *http.Response
+	resp, err := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb-mixed", Input: in}, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := raw.Header
+	if resp.Model != "emb-gemini" || head.Get("x-agate-model") != "emb-gemini" || head.Get("x-agate-fallback") != "1" ||
+		resp.Data[1].Embedding[0] != 2 || resp.Usage.PromptTokens != 4 {
+		t.Errorf("fallback answer: model %q, headers %v, second %v, usage %+v", resp.Model, head, resp.Data[1].Embedding[0], resp.Usage)
+	}
+
+	f.mu.Lock()
+	f.geminiStatus = 400
+	f.mu.Unlock()
+	_, err = client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb-gemini", Input: in})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "at most 100 requests") {
+		t.Errorf("gemini 400: %v", err)
+	}
+	f.mu.Lock()
+	f.geminiStatus = 0
+	f.mu.Unlock()
+
+	resp, err = client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb-gemini-001",
+		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("Some text goes here")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Usage.PromptTokens != 5 { // 19 bytes: a token per 4
+		t.Errorf("estimated usage %+v, want 5", resp.Usage)
+	}
+	g.Server.Settle()
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["model"] == "emb-gemini-001" {
+			line = m
+		}
+	}
+	if line["prompt_tokens"] != float64(5) || line["usage_estimated"] != true || line["api"] != "embeddings" {
+		t.Errorf("access line %v", line)
 	}
 }
