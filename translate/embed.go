@@ -16,6 +16,10 @@ import (
 // the client parser counts them before it keeps any.
 const MaxEmbedInputs = 2048
 
+// MaxEmbedTokenIDs bounds the token ids of one request, all inputs together (OpenAI takes
+// at most 300,000 tokens a request); the client parser counts them as it keeps them.
+const MaxEmbedTokenIDs = 1 << 20
+
 // MaxEmbedDimensions bounds a request's dimensions (the largest model of each provider
 // answers 3,072).
 const MaxEmbedDimensions = 8192

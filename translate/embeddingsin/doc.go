@@ -8,7 +8,7 @@
 //
 // The request's shape is OpenAI's: input is a string, an array of strings, an array of
 // token ids or an array of token-id arrays (at most translate.MaxEmbedInputs inputs,
-// counted before any is kept); model; dimensions; encoding_format "float" (default) or
+// counted before any is kept, and at most translate.MaxEmbedTokenIDs token ids); model; dimensions; encoding_format "float" (default) or
 // "base64"; user. The extension member task_type (Gemini's taskType) is read too. Other
 // members are ignored when translated and forwarded by the passthrough.
 package embeddingsin

@@ -65,6 +65,7 @@ func TestParse(t *testing.T) {
 		{"not json", `{"model":"m",`, nil, "", "not valid JSON"},
 		{"not object", `["x"]`, nil, "", "JSON object"},
 		{"too many", `{"model":"m","input":[` + strings.Repeat(`"x",`, translate.MaxEmbedInputs) + `"x"]}`, nil, "input", "more than 2048 inputs"},
+		{"too many ids", `{"model":"m","input":[[` + strings.Repeat(`1,`, translate.MaxEmbedTokenIDs/2) + `1],[` + strings.Repeat(`1,`, translate.MaxEmbedTokenIDs/2) + `1]]}`, nil, "input", "more than 1048576 token ids"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -127,7 +127,8 @@ func parseInput(sc *jsonx.Scanner, input jsonx.Value, req *translate.EmbedReques
 	case count == 0:
 		return translate.Errorf("input", "input must not be an empty array")
 	case first == jsonx.Number: // one input of token ids
-		ids, err := tokenIDs(sc, input, "input")
+		budget := translate.MaxEmbedTokenIDs
+		ids, err := tokenIDs(sc, input, "input", &budget)
 		if err != nil {
 			return err
 		}
@@ -138,13 +139,14 @@ func parseInput(sc *jsonx.Scanner, input jsonx.Value, req *translate.EmbedReques
 	}
 	req.Tokens = first == jsonx.Array
 	req.Inputs = make([]translate.EmbedInput, 0, count)
+	budget := translate.MaxEmbedTokenIDs
 	var err error
 	sc.Each(input, func(_ string, el jsonx.Value) bool {
 		param := "input[" + strconv.Itoa(len(req.Inputs)) + "]"
 		switch {
 		case req.Tokens && el.Kind == jsonx.Array:
 			var ids []int64
-			if ids, err = tokenIDs(sc, el, param); err == nil {
+			if ids, err = tokenIDs(sc, el, param, &budget); err == nil {
 				req.Inputs = append(req.Inputs, translate.EmbedInput{Tokens: ids})
 			}
 		case !req.Tokens && el.Kind == jsonx.String && el.Str != "":
@@ -161,11 +163,16 @@ func parseInput(sc *jsonx.Scanner, input jsonx.Value, req *translate.EmbedReques
 	return err
 }
 
-// tokenIDs reads the token-id array v, not empty.
-func tokenIDs(sc *jsonx.Scanner, v jsonx.Value, param string) ([]int64, error) {
+// tokenIDs reads the token-id array v, not empty, taking its ids from *budget: the
+// request's ids left (translate.MaxEmbedTokenIDs), counted before each is kept.
+func tokenIDs(sc *jsonx.Scanner, v jsonx.Value, param string, budget *int) ([]int64, error) {
 	var ids []int64
 	var err error
 	sc.Each(v, func(_ string, el jsonx.Value) bool {
+		if *budget--; *budget < 0 {
+			err = translate.Errorf("input", "input holds more than %d token ids", translate.MaxEmbedTokenIDs)
+			return false
+		}
 		id, ok := tokenID(el)
 		if !ok {
 			err = translate.Errorf(param+"["+strconv.Itoa(len(ids))+"]", "a token id must be a non-negative integer")
