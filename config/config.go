@@ -294,6 +294,8 @@ type Model struct {
 	Price *Price `koanf:"price"`
 	// Timeouts are this model's own bounds.
 	Timeouts ModelTimeouts `koanf:"timeouts"`
+	// Embeddings are the model's settings for POST /v1/embeddings; nil means none.
+	Embeddings *ModelEmbeddings `koanf:"embeddings"`
 }
 
 // ModelTimeouts bound a model's requests. Zero means the backend's value.

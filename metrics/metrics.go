@@ -60,7 +60,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	latency := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_requests_total", Help: "Requests by outcome; api is chat (/v1/chat/completions), responses (/v1/responses) or empty (any other route).",
+			Name: "gateway_requests_total", Help: "Requests by outcome; api is chat (/v1/chat/completions), responses (/v1/responses), messages (/v1/messages), embeddings (/v1/embeddings) or empty (any other route).",
 		}, []string{"model", "backend", "key", "code", "stream", "api"}),
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "gateway_request_duration_seconds", Help: "Time from request to the last byte of the response.", Buckets: latency,

@@ -42,7 +42,7 @@ func takesBody(ctx *fasthttp.RequestCtx) bool {
 	}
 	p := string(ctx.Path())
 	return p == "/v1/chat/completions" || p == "/chat/completions" || p == "/v1/responses" || p == "/responses" ||
-		p == messagesPath || p == countTokensPath
+		p == messagesPath || p == countTokensPath || p == embeddingsPath || p == embeddingsPathV0
 }
 
 // readBody reads the request body, when the request takes one, into ctx.Request so that

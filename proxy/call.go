@@ -86,6 +86,12 @@ type modelCall struct {
 	// handed to a provider is allocated, and this way once per modelCall, not per turn.
 	emit    translate.Emit
 	countFn translate.Emit
+
+	// pathFor, when set, gives the upstream path on a route in place of its provider's
+	// chat path (embeddings); operation names the attempts' spans' gen_ai.operation.name
+	// ("" is chat).
+	pathFor   func(*route) string
+	operation string
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -323,7 +329,13 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	headers = traceHeaders(ctx, c.tracer, headers)
 	// A model call makes one exchange at a time and closes it before the next (roundTrip
 	// and the endpoints' attempts defer Close): each is made in the call's own.
-	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
+	var path string
+	if c.pathFor != nil {
+		path = c.pathFor(r)
+	} else {
+		path = b.provider.Path(r.upstreamModel, opts.Stream)
+	}
+	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
 	if ue := keyRejected(err); ue != nil {
@@ -407,7 +419,7 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL, Operation: c.operation})
 	err := c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil

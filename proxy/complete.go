@@ -25,7 +25,11 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 	dst := ctx.Response.SwapBody(nil)
 	var body []byte
 	var err error
-	if f := run.forwarder(); f != nil {
+	if a, ok := run.(answerer); ok { // an endpoint that makes its answer itself (embeddings)
+		if body, err = a.answer(cctx, dst[:0]); err == nil {
+			c.noteAnswered(nil)
+		}
+	} else if f := run.forwarder(); f != nil {
 		if body, err = c.forwardComplete(cctx, f, dst); err == nil {
 			c.noteAnswered(nil)
 		}

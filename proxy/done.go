@@ -77,6 +77,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.fallback {
 		a = append(a, slog.Bool("fallback", true))
 	}
+	if d.api == apiEmbeddings { // the other APIs' lines stay as they were
+		a = append(a, slog.String("api", d.api))
+	}
 	return a
 }
 
@@ -100,6 +103,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.fallback {
 		b = append(b, `,"fallback":true`...)
+	}
+	if d.api == apiEmbeddings {
+		b = append(b, `,"api":"embeddings"`...)
 	}
 	return b
 }

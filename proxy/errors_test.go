@@ -89,7 +89,7 @@ func TestErrors(t *testing.T) {
 			want: errorView{Status: 405, Type: "invalid_request_error", Code: "method_not_allowed"}},
 		{name: "wrong method on models", method: "DELETE", path: "/v1/models",
 			want: errorView{Status: 405, Type: "invalid_request_error", Code: "method_not_allowed"}},
-		{name: "unknown route", method: "POST", path: "/v1/embeddings", body: `{}`,
+		{name: "unknown route", method: "POST", path: "/v1/completions", body: `{}`,
 			want: errorView{Status: 404, Type: "invalid_request_error", Code: "not_found"}},
 	}
 	for _, tt := range tests {

@@ -58,6 +58,8 @@ func apiLabel(path []byte) string {
 		return apiResponses
 	case messagesPath, countTokensPath:
 		return apiMessages
+	case embeddingsPath, embeddingsPathV0:
+		return apiEmbeddings
 	}
 	if strings.HasPrefix(string(path), responsesPathPrefix) {
 		return apiResponses

@@ -24,7 +24,6 @@ func TestUnservedEndpoint(t *testing.T) {
 	}{
 		{name: "responses cancel", method: "POST", path: "/v1/responses/resp_1/cancel"},
 		{name: "responses input items of an item", method: "GET", path: "/v1/responses/resp_1/input_items/x"},
-		{name: "embeddings", method: "POST", path: "/v1/embeddings"},
 		{name: "legacy completions", method: "POST", path: "/v1/completions"},
 		{name: "retrieve model", method: "GET", path: "/v1/models/demo"},
 		{name: "images", method: "POST", path: "/v1/images/generations"},
@@ -52,8 +51,8 @@ func TestUnservedEndpoint(t *testing.T) {
 	// Every endpoint the message names is served: none of them is a 404, but for an unknown
 	// {id}, and that one not the unserved-endpoint 404.
 	served := regexp.MustCompile(`(GET|POST) (/[a-z0-9/_{}]*)`).FindAllStringSubmatch(servedEndpoints, -1)
-	if len(served) != 9 {
-		t.Fatalf("servedEndpoints names %d endpoints, want 9: %q", len(served), servedEndpoints)
+	if len(served) != 10 {
+		t.Fatalf("servedEndpoints names %d endpoints, want 10: %q", len(served), servedEndpoints)
 	}
 	for _, m := range served {
 		var body []byte
@@ -72,11 +71,11 @@ func TestUnservedEndpoint(t *testing.T) {
 func TestUnservedEndpoint_SDK(t *testing.T) {
 	g := startGateway(t, keysConfig, nil)
 	client := g.client("sk-alice")
-	_, embErr := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{
-		Model: "demo",
-		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")},
+	_, completionErr := client.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model:  openai.CompletionNewParamsModel("demo"),
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hi")},
 	})
-	for _, err := range []error{embErr} {
+	for _, err := range []error{completionErr} {
 		e := sdkError(t, err)
 		if e.StatusCode != 404 || !strings.Contains(e.Message, "POST /v1/chat/completions") {
 			t.Errorf("status %d, message %q; want 404 naming POST /v1/chat/completions", e.StatusCode, e.Message)

@@ -353,7 +353,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	// string(ctx.Path()) in a switch does not allocate; path is made only where kept.
 	switch string(ctx.Path()) {
-	case "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", messagesPath, countTokensPath:
+	case "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", messagesPath, countTokensPath, embeddingsPath, embeddingsPathV0:
 		// The model endpoints take POST only.
 		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
@@ -368,6 +368,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			s.handleMessages(ctx, rid)
 		case countTokensPath:
 			s.handleCountTokens(ctx, rid)
+		case embeddingsPath, embeddingsPathV0:
+			s.handleEmbeddings(ctx, rid)
 		}
 	case "/v1/models", "/models":
 		if !ctx.IsGet() {
@@ -405,7 +407,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 
 // servedEndpoints names, for the 404 of any other route, what handle serves. The
 // chat and models routes are served also without the /v1 prefix.
-const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
+const servedEndpoints = "POST /v1/chat/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items, POST /v1/messages, POST /v1/messages/count_tokens, POST /v1/embeddings, GET /v1/models, GET /healthz, GET /readyz and GET /metrics"
 
 func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, rid, allow string) {
 	ctx.Response.Header.Set("Allow", allow)

@@ -24,10 +24,19 @@ type meter struct {
 	last   translate.Usage
 	tail   int
 	prompt *translate.Request
+	// guessed marks last as the gateway's estimate (noteEstimate).
+	guessed bool
 }
 
 // reset starts an attempt.
-func (m *meter) reset() { m.last, m.tail = translate.Usage{}, 0 }
+func (m *meter) reset() { m.last, m.tail, m.guessed = translate.Usage{}, 0, false }
+
+// noteEstimate records u, the gateway's estimate, as the attempt's usage, for an answer
+// whose upstream reports none and has no output to estimate from (embeddings).
+func (m *meter) noteEstimate(u translate.Usage) {
+	m.noteUsage(u)
+	m.guessed = true
+}
 
 // noteOutput counts n bytes of output the running attempt read from its upstream, past
 // the figures of any usage it reported so far.
@@ -66,7 +75,7 @@ func (m *meter) noteUsageSoFar(dec translate.StreamDecoder, err error) {
 // An attempt that read no output and no usage (an error, a stream cut before its first
 // delta) is charged nothing. The charge is left in last, for the attempt's span.
 func (m *meter) charge() (translate.Usage, bool) {
-	u, estimated := m.last, false
+	u, estimated := m.last, m.guessed
 	if u == (translate.Usage{}) && m.tail > 0 && m.prompt != nil {
 		u.PromptTokens, estimated = messagesin.EstimateTokens(m.prompt), true
 	}
@@ -74,6 +83,6 @@ func (m *meter) charge() (translate.Usage, bool) {
 		u.CompletionTokens += messagesin.EstimateOutputTokens(m.tail)
 		estimated = true
 	}
-	m.last, m.tail = u, 0
+	m.last, m.tail, m.guessed = u, 0, false
 	return u, estimated
 }

@@ -104,6 +104,15 @@ func (r *Request) SetRequest(req *translate.Request, key string) {
 	r.span.SetAttributes(requestParams(req, 0)...)
 }
 
+// SetOperation replaces gen_ai.operation.name, "chat" from StartRequest, for a request
+// of another operation (op: "embeddings").
+func (r *Request) SetOperation(op string) {
+	if r == nil {
+		return
+	}
+	r.span.SetAttributes(attrOperation.String(op))
+}
+
 // SetResult records the usage of every upstream turn and the time to the first content
 // the client received (zero: none).
 func (r *Request) SetResult(u translate.Usage, ttft time.Duration) {
@@ -161,6 +170,8 @@ type Attempt struct {
 	Fallback bool
 	// BaseURL is the backend's base URL; only its host and port are recorded.
 	BaseURL string
+	// Operation is gen_ai.operation.name, which also starts the span's name; "" is "chat".
+	Operation string
 }
 
 // Chat is the client span of one upstream attempt. Not safe for concurrent use; a nil
@@ -184,11 +195,14 @@ func (t *Tracer) StartChat(ctx context.Context, a Attempt) (context.Context, *Ch
 	if a.Model == "" {
 		a.Model = a.Route
 	}
-	attrs := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(ProviderName(a.Type)),
+	if a.Operation == "" {
+		a.Operation = "chat"
+	}
+	attrs := []attribute.KeyValue{attrOperation.String(a.Operation), attrProvider.String(ProviderName(a.Type)),
 		attrRequestModel.String(a.Model), attrBackend.String(a.Backend), attrRoute.String(a.Route),
 		attrAttempt.Int(a.Number), attrFallback.Bool(a.Fallback)}
 	attrs = append(attrs, serverAddress(a.BaseURL)...)
-	ctx, span := t.tracer.Start(ctx, "chat "+a.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, a.Operation+" "+a.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c := &Chat{span: span, start: time.Now(), capture: t.capture}
 	if t.capture {
 		c.out = &outputCapture{}
