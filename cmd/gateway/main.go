@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -186,11 +187,19 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 
 	running := cfg
 	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
-		// Tool sources first, so that the keys of c resolve against c's sources; if the
-		// server then refuses c, the previous sources come back.
+		// Tool sources first, so that the keys of c resolve against c's sources; removed
+		// sources stay until the server has keys that no longer name them. If the server
+		// refuses c, the previous sources come back.
 		toolsChanged := !reflect.DeepEqual(running.Tools, c.Tools)
+		staged := c.Tools
 		if toolsChanged {
-			if err := updateTools(ctx, registry, c.Tools); err != nil {
+			staged = withRemoved(c.Tools, running.Tools)
+			err := updateTools(ctx, registry, staged)
+			if err != nil && len(staged) != len(c.Tools) { // a removed source's tool name clashes
+				staged = c.Tools
+				err = updateTools(ctx, registry, staged)
+			}
+			if err != nil {
 				return fmt.Errorf("tools: %w", err)
 			}
 		}
@@ -203,6 +212,11 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 				}
 			}
 			return err
+		}
+		if len(staged) != len(c.Tools) {
+			if err := updateTools(ctx, registry, c.Tools); err != nil { // stops the removed sources
+				logger.Error("config reload: stopping removed tool sources", "error", err)
+			}
 		}
 		if c.Log.Level != running.Log.Level {
 			level.Set(logLevel(c.Log.Level))
@@ -261,6 +275,20 @@ func updateTools(ctx context.Context, registry *tools.Registry, sources map[stri
 	ctx, cancel := context.WithTimeout(ctx, toolStartTimeout)
 	defer cancel()
 	return registry.Update(ctx, proxy.ToolSources(sources))
+}
+
+// withRemoved returns next plus the sources of running that next removes.
+func withRemoved(next, running map[string]config.ToolSource) map[string]config.ToolSource {
+	out := maps.Clone(next)
+	if out == nil {
+		out = make(map[string]config.ToolSource, len(running))
+	}
+	for name, ts := range running {
+		if _, ok := out[name]; !ok {
+			out[name] = ts
+		}
+	}
+	return out
 }
 
 func lookup(environ []string, name, def string) string {

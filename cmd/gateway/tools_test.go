@@ -120,6 +120,19 @@ func TestRun_ReloadAddsToolSource(t *testing.T) {
 	if strings.Contains(g.stderr.String(), "take effect after a restart") {
 		t.Errorf("a restart warning for a reload that applies everything:\n%s", g.stderr.String())
 	}
+
+	// Removing the source and the key's use of it, in one edit, is one reload too.
+	writeAtomically(t, path, baseConfig+"keys:\n  agent: {key: sk-agent, models: [\"*\"]}\n")
+	eventually(t, "the second reload to be counted", func() bool { return reloads(t, g.addr, "success") == 2 || reloads(t, g.addr, "failure") == 1 })
+	if got := reloads(t, g.addr, "success"); got != 2 {
+		t.Fatalf("the removal was refused:\n%s", g.stderr.String())
+	}
+	eventually(t, "the source's stop in the log", func() bool {
+		return strings.Contains(g.stderr.String(), `"msg":"tool source stopped","tool_source":"greeter"`)
+	})
+	if status, answer := chat(t, g.addr, "sk-agent", "use greeter__greet"); status != 200 || answer != "use greeter__greet" {
+		t.Errorf("chat after the removal = %d %q, want the mock's echo", status, answer)
+	}
 }
 
 // TestRun_ToolServerMissingAtStart: a tool source whose MCP server cannot be started does
