@@ -430,6 +430,13 @@ type ToolSource struct {
 	// for a source whose results hold long hex digests (git commit ids, checksums) and
 	// never a secret.
 	MaskResults *bool `koanf:"mask_results"`
+	// Required makes an MCP server that cannot be started or reached fatal (type mcp): the
+	// gateway does not start, a reload adding or changing it is refused. Default false: the
+	// failure is logged (the source's name and the cause), /readyz answers 503 naming the
+	// source, its tools are not offered (keys that list the source or one of its tools
+	// still load), and it is retried in the background with backoff (100ms doubling to
+	// 30s) until it comes up and its tools are offered.
+	Required bool `koanf:"required"`
 	// Overrides set Timeout, Cache and MaxResultBytes for single tools of this source,
 	// by the tool's own name.
 	Overrides map[string]ToolOverride `koanf:"overrides"`

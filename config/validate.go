@@ -373,6 +373,7 @@ func validateTool(v *validator, p string, t ToolSource) {
 	only("description", "http", t.Description != "")
 	only("parameters", "http", t.Parameters != nil)
 	only("name", "builtin", t.Name != "")
+	only("required", "mcp", t.Required)
 	switch t.Type {
 	case "mcp":
 		switch {

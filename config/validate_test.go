@@ -419,6 +419,11 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: tools.weather.env_passthrough: only for mcp sources",
 		},
 		{
+			name:   "required on an http source",
+			mutate: func(c *Config) { setTool(c, "weather", func(t *ToolSource) { t.Required = true }) },
+			want:   "config: tools.weather.required: only for mcp sources",
+		},
+		{
 			name:   "http without url",
 			mutate: func(c *Config) { setTool(c, "weather", func(t *ToolSource) { t.URL = "" }) },
 			want:   "config: tools.weather.url: required",

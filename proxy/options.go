@@ -41,6 +41,7 @@ func ToolSources(sources map[string]config.ToolSource) map[string]tools.SourceOp
 			Cache:          s.Cache,
 			MaxResultBytes: s.MaxResultBytes,
 			MaskResults:    s.MaskResults,
+			Required:       s.Required,
 			Overrides:      overrides,
 		}
 	}

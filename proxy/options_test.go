@@ -63,7 +63,7 @@ func TestOptions_Mapping(t *testing.T) {
 		Type: "mcp", Command: []string{"srv", "-x"}, Env: map[string]string{"A": "1"}, EnvPassthrough: []string{"B"},
 		URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"H": "v"}, Description: "d",
 		Parameters: map[string]any{"type": "object"}, Name: "n", ReadOnly: true, Timeout: 3 * time.Second,
-		Cache: &yes, MaxResultBytes: 7, MaskResults: &no,
+		Cache: &yes, MaxResultBytes: 7, MaskResults: &no, Required: true,
 		Overrides: map[string]config.ToolOverride{"t": {Timeout: time.Second, Cache: &no, MaxResultBytes: 9}},
 	}
 	want := map[string]tools.SourceOptions{
@@ -71,7 +71,7 @@ func TestOptions_Mapping(t *testing.T) {
 			Type: "mcp", Command: []string{"srv", "-x"}, Env: map[string]string{"A": "1"}, EnvPassthrough: []string{"B"},
 			URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"H": "v"}, Description: "d",
 			Parameters: map[string]any{"type": "object"}, Name: "n", ReadOnly: true, Timeout: 3 * time.Second,
-			Cache: &yes, MaxResultBytes: 7, MaskResults: &no,
+			Cache: &yes, MaxResultBytes: 7, MaskResults: &no, Required: true,
 			Overrides: map[string]tools.Override{"t": {Timeout: time.Second, Cache: &no, MaxResultBytes: 9}},
 		},
 		"plain": {Type: "builtin", Name: "time_now"},

@@ -1,13 +1,16 @@
 // Package tools runs the server-side tools that the gateway's tool loop offers to models.
 //
-// A [Registry] is built once by [New] from its own options: a [SourceOptions] per source,
+// A [Registry] is built by [New] from its own options: a [SourceOptions] per source,
 // with per-tool [Override]s, and the result cache's [CacheOptions]; what a field left zero
 // means is the package's default ([DefaultTimeout], [DefaultMaxResultBytes],
 // [DefaultCacheMaxEntries], [DefaultCacheTTL]). The package reads no configuration: the
 // gateway maps its `tools:` and `cache:` sections to these options.
 //
 // New connects every source at start (MCP servers over stdio or streamable HTTP, HTTP webhooks, and a few built-ins),
-// validates every tool definition up front, and then serves two things to the loop: the
+// validates every tool definition up front ([Registry.Update] does the same for the
+// sources a configuration reload adds or changes, and stops those it removes; an MCP
+// server that cannot be reached is retried in the background unless its source is
+// Required), and then serves two things to the loop: the
 // definitions a key may use ([Registry.Resolve]) and the execution of a model's tool call
 // ([Registry.Call]). Every failure of a tool call (unknown tool, arguments that are not JSON
 // or fail the tool's JSON Schema, a tool error, a timeout, an oversize result) comes back as a

@@ -26,8 +26,10 @@ const (
 	SourceBuiltin = "builtin" // one built-in tool
 )
 
-// SourceOptions configure one tool source of a [Registry] (one entry of [New]'s sources).
-// The Registry reads them once, at New, and does not modify them.
+// SourceOptions configure one tool source of a [Registry] (one entry of [New]'s or
+// [Registry.Update]'s sources). The Registry reads them when it starts the source, and
+// does not modify them; Update restarts a source whose options are not reflect.DeepEqual to
+// the running ones.
 type SourceOptions struct {
 	// Type is SourceMCP, SourceHTTP or SourceBuiltin; anything else fails New.
 	Type string
@@ -68,6 +70,12 @@ type SourceOptions struct {
 	// MaskResults passes results through internal/redact's credential masking before the
 	// model sees them. Nil means true.
 	MaskResults *bool
+	// Required makes a source that cannot be started fatal: New (or Update) fails. By
+	// default (false) an MCP server that cannot be reached at start is logged, reported by
+	// Ready and retried in the background with backoff, without tools until it is up, so
+	// that one broken tool server does not stop the gateway. Other sources have no server
+	// to wait for.
+	Required bool
 	// Overrides adjust single tools of the source, by the tool's own name; a name that
 	// matches no tool is logged.
 	Overrides map[string]Override

@@ -111,14 +111,16 @@ func (b *lockedBuffer) String() string {
 
 // TestMCP_URLSecretsRedacted: a streamable-HTTP MCP server whose URL carries secrets in its
 // user information, path and query fails, at start or on a call; neither the tool result
-// the model sees, nor the start error, nor any log line contains them.
+// the model sees, nor the start error, nor Ready's error, nor any log line contains them.
 func TestMCP_URLSecretsRedacted(t *testing.T) {
 	tests := []struct {
 		name        string
 		brokenStart bool
+		required    bool
 	}{
 		{name: "call fails after start"},
-		{name: "connect fails at start", brokenStart: true},
+		{name: "required source fails at start", brokenStart: true, required: true},
+		{name: "source fails at start and is retried", brokenStart: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,15 +144,27 @@ func TestMCP_URLSecretsRedacted(t *testing.T) {
 			var logs lockedBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-			r, err := New(context.Background(), map[string]SourceOptions{"srv": {Type: "mcp", URL: url}}, CacheOptions{}, nil, logger)
+			r, err := New(context.Background(), map[string]SourceOptions{"srv": {Type: "mcp", URL: url, Required: tt.required}}, CacheOptions{}, nil, logger)
 			var seen []string // texts that reach a model, a client or an operator
-			if tt.brokenStart {
+			switch {
+			case tt.brokenStart && !tt.required:
+				if err != nil {
+					t.Fatalf("New = %v, want the source retried in the background", err)
+				}
+				ready := r.Ready()
+				if ready == nil {
+					t.Error("Ready = nil while the server is broken")
+				} else {
+					seen = append(seen, ready.Error())
+				}
+				r.Close()
+			case tt.brokenStart:
 				if err == nil {
 					r.Close()
 					t.Fatal("New succeeded against a broken server")
 				}
 				seen = append(seen, err.Error())
-			} else {
+			default:
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -109,25 +108,47 @@ func WithCache(c Cache) Option { return func(o *options) { o.cache = c } }
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // Registry holds every configured tool and executes calls. It is safe for concurrent use.
-// The set of MCP tools changes when a server announces a new list; Resolve and Call always
-// see the latest one.
+// The set of MCP tools changes when a server announces a new list, and the set of sources
+// when [Registry.Update] is called; Resolve and Call always see the latest one.
 type Registry struct {
 	logger  *slog.Logger
 	obs     Observer
 	cache   Cache
 	flights flightGroup
-	sources map[string]source        // immutable after New
-	configs map[string]SourceOptions // immutable after New
-	order   []string                 // source names, sorted
+	opts    options
 
 	// cacheByCaller keeps cache entries and shared executions apart per caller (cache
 	// scope key); immutable after New.
 	cacheByCaller bool
 
+	// updateMu serializes Update and Close: one set of sources is being replaced at a time.
+	updateMu sync.Mutex
+
 	mu       sync.RWMutex
-	byName   map[string]*tool   // model-facing name -> tool
-	bySource map[string][]*tool // source -> its tools, sorted by Tool
+	sources  map[string]*sourceEntry // the running sources, by name
+	order    []string                // source names, sorted
+	byName   map[string]*tool        // model-facing name -> tool
+	bySource map[string][]*tool      // source -> its tools, sorted by Tool
 	closed   bool
+}
+
+// sourceEntry is one started source and the options it was started with. Update replaces
+// an entry (a new one for changed options), never edits its cfg or src; the remaining
+// fields are guarded by Registry.mu.
+type sourceEntry struct {
+	name string
+	cfg  SourceOptions
+	src  source
+
+	installed bool // in Registry.sources (Update committed it)
+	retired   bool // removed or replaced by Update, or the Update that started it failed
+	// connected reports the source has given a tool list at least once: until then a key's
+	// "source/tool" resolves to nothing instead of an unknown tool.
+	connected bool
+	// pending is a list the source published before Update installed it; installing
+	// applies it.
+	pending    []toolSpec
+	hasPending bool
 }
 
 // tool is one registered tool: its definition, compiled schema and executor.
@@ -169,14 +190,17 @@ type toolSpec struct {
 // emptyObjectSchema is the parameters schema of a tool that declares none.
 const emptyObjectSchema = `{"type":"object","properties":{}}`
 
-// New builds a Registry from the configured sources and connects every one of them, within
-// ctx. It fails if a source cannot be started or a definition is bad: an invalid source
-// name, a schema that does not compile, or two tools with the same model-facing name. Tools
-// published later by an MCP server's list-changed notification are validated the same way,
-// but a bad one is logged and left out instead. cache sizes the built-in [LRUCache]
-// unless [WithCache] is given, and says whether the callers named by [WithCaller] share
-// cached results. A nil obs or logger is allowed. When New fails it closes whatever it had started; otherwise the caller must
-// Close the Registry.
+// New builds a Registry from the configured sources and starts every one of them, within
+// ctx, as [Registry.Update] does. It fails if a source cannot be started or a definition is
+// bad: an invalid source name, a schema that does not compile, or two tools with the same
+// model-facing name. An MCP server that cannot be reached is not a failure unless its
+// source is Required: the source is kept, without tools, reported by Ready, and retried in
+// the background with backoff; its tools appear when it comes up. Tools published later by
+// an MCP server's list-changed notification are validated the same way, but a bad one is
+// logged and left out instead. cache sizes the built-in [LRUCache] unless [WithCache] is
+// given, and says whether the callers named by [WithCaller] share cached results. A nil
+// obs or logger is allowed. When New fails it closes whatever it had started; otherwise the
+// caller must Close the Registry.
 func New(ctx context.Context, sources map[string]SourceOptions, cache CacheOptions, obs Observer, logger *slog.Logger, opts ...Option) (*Registry, error) {
 	var o options
 	for _, opt := range opts {
@@ -195,8 +219,8 @@ func New(ctx context.Context, sources map[string]SourceOptions, cache CacheOptio
 		logger:   logger,
 		obs:      obs,
 		cache:    o.cache,
-		sources:  make(map[string]source, len(sources)),
-		configs:  make(map[string]SourceOptions, len(sources)),
+		opts:     o,
+		sources:  make(map[string]*sourceEntry, len(sources)),
 		byName:   make(map[string]*tool),
 		bySource: make(map[string][]*tool),
 	}
@@ -204,45 +228,25 @@ func New(ctx context.Context, sources map[string]SourceOptions, cache CacheOptio
 	if r.cache == nil {
 		r.cache = NewLRUCache(cache.MaxEntries, cache.TTL, obs.CacheEviction)
 	}
-	for name, cfg := range sources {
-		r.order = append(r.order, name)
-		r.configs[name] = cfg
-	}
-	sort.Strings(r.order)
-
-	for _, name := range r.order {
-		cfg := sources[name]
-		if err := validateSourceName(name); err != nil {
-			return nil, errors.Join(err, r.Close())
-		}
-		src, err := r.newSource(name, cfg, o)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("tool source %q: %w", name, err), r.Close())
-		}
-		r.sources[name] = src
-	}
-	for _, name := range r.order {
-		specs, err := r.sources[name].start(ctx)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("starting tool source %q: %w", name, err), r.Close())
-		}
-		if err := r.setTools(name, specs, rejectBadTools); err != nil {
-			return nil, errors.Join(err, r.Close())
-		}
-		warnUnusedOverrides(logger, name, sources[name], specs)
+	if err := r.Update(ctx, sources); err != nil {
+		return nil, errors.Join(err, r.Close())
 	}
 	return r, nil
 }
 
-func (r *Registry) newSource(name string, cfg SourceOptions, o options) (source, error) {
-	publish := func(specs []toolSpec) { _ = r.setTools(name, specs, skipBadTools) }
+// newSource builds the source of ent from its options. An MCP source's later tool lists go
+// to r.publish with ent, so that a list from a source Update has since replaced or removed
+// is ignored.
+func (r *Registry) newSource(ent *sourceEntry) (source, error) {
+	name, cfg := ent.name, ent.cfg
+	publish := func(specs []toolSpec) { r.publish(ent, specs) }
 	switch cfg.Type {
 	case SourceMCP:
 		return newMCPSource(name, cfg, r.logger.With("tool_source", name), publish)
 	case SourceHTTP:
 		return newWebhookSource(name, cfg)
 	case SourceBuiltin:
-		return newBuiltinSource(name, cfg, o.now)
+		return newBuiltinSource(name, cfg, r.opts.now)
 	default:
 		return nil, fmt.Errorf("unknown type %q (want mcp, http or builtin)", cfg.Type)
 	}
@@ -281,25 +285,17 @@ func warnUnusedOverrides(logger *slog.Logger, source string, cfg SourceOptions, 
 	}
 }
 
-// updatePolicy says what setTools does with a bad tool.
-type updatePolicy int
-
-const (
-	rejectBadTools updatePolicy = iota // fail the whole update (at start)
-	skipBadTools                       // log it and install the rest (list changes later)
-)
-
-// setTools validates specs and replaces the tools of source with them, following policy.
-func (r *Registry) setTools(sourceName string, specs []toolSpec, policy updatePolicy) error {
-	src := r.sources[sourceName]
-	cfg := r.configs[sourceName]
+// buildTools validates specs, the tool list of ent's source, into tools sorted by Tool. The
+// errors are those of bad tools (a schema that does not compile, a name used twice in the
+// list); the good tools are returned with them.
+func buildTools(ent *sourceEntry, specs []toolSpec) ([]*tool, error) {
 	built := make([]*tool, 0, len(specs))
 	var errs []error
 	seen := make(map[string]bool, len(specs))
 	for _, spec := range specs {
-		t, err := buildTool(sourceName, spec, cfg, src)
+		t, err := buildTool(ent.name, spec, ent.cfg, ent.src)
 		if err == nil && seen[t.def.Name] {
-			err = fmt.Errorf("tool %q of source %q: model-facing name %q is used twice", spec.Tool, sourceName, t.def.Name)
+			err = fmt.Errorf("tool %q of source %q: model-facing name %q is used twice", spec.Tool, ent.name, t.def.Name)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -309,32 +305,60 @@ func (r *Registry) setTools(sourceName string, specs []toolSpec, policy updatePo
 		built = append(built, t)
 	}
 	slices.SortFunc(built, func(a, b *tool) int { return strings.Compare(a.def.Tool, b.def.Tool) })
+	return built, errors.Join(errs...)
+}
+
+// publish takes a tool list an MCP source announced (list changed, reconnected). A list
+// from an entry that Update retired is dropped; one from an entry Update has started but
+// not yet installed is kept for the install.
+func (r *Registry) publish(ent *sourceEntry, specs []toolSpec) {
+	r.mu.Lock()
+	switch {
+	case ent.retired || r.closed:
+		r.mu.Unlock()
+		r.logger.Debug("tool list of a stopped or replaced source ignored", "tool_source", ent.name)
+		return
+	case !ent.installed:
+		ent.pending, ent.hasPending = specs, true
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.setTools(ent, specs)
+}
+
+// setTools replaces the tools of an installed source with specs, leaving out (and logging)
+// bad tools and tools whose model-facing name another source uses. It does nothing if ent
+// is no longer the source's running entry.
+func (r *Registry) setTools(ent *sourceEntry, specs []toolSpec) {
+	built, err := buildTools(ent, specs)
+	errs := []error{err}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.sources[ent.name] != ent {
+		return
+	}
 	kept := built[:0]
 	for _, t := range built {
-		if other, ok := r.byName[t.def.Name]; ok && other.def.Source != sourceName {
+		if other, ok := r.byName[t.def.Name]; ok && other.def.Source != ent.name {
 			errs = append(errs, fmt.Errorf("tool %q of source %q: model-facing name %q is already used by tool %q of source %q",
-				t.def.Tool, sourceName, t.def.Name, other.def.Tool, other.def.Source))
+				t.def.Tool, ent.name, t.def.Name, other.def.Tool, other.def.Source))
 			continue
 		}
 		kept = append(kept, t)
 	}
 	if err := errors.Join(errs...); err != nil {
-		if policy == rejectBadTools {
-			return err
-		}
-		r.logger.Error("tool list update: left out bad tools", "tool_source", sourceName, "error", err)
+		r.logger.Error("tool list update: left out bad tools", "tool_source", ent.name, "error", err)
 	}
-	for _, old := range r.bySource[sourceName] {
+	for _, old := range r.bySource[ent.name] {
 		delete(r.byName, old.def.Name)
 	}
 	for _, t := range kept {
 		r.byName[t.def.Name] = t
 	}
-	r.bySource[sourceName] = kept
-	return nil
+	r.bySource[ent.name] = kept
+	ent.connected = true
 }
 
 func buildTool(sourceName string, spec toolSpec, cfg SourceOptions, src source) (*tool, error) {
@@ -368,7 +392,10 @@ func buildTool(sourceName string, spec toolSpec, cfg SourceOptions, src source) 
 // Resolve returns the definitions named by a key's tool list: a source name selects all of
 // its current tools (sorted by tool name), "source/tool" one tool by its own name. The result
 // keeps the order of names and holds each tool once. A name matching nothing is an error
-// wrapping ErrUnknownTool. A source whose server is down still resolves, to the tools it had.
+// wrapping ErrUnknownTool. A source whose server is down still resolves, to the tools it had;
+// one that has never connected (an MCP server not reachable since it was started, retried
+// in the background) resolves to no tools, for its own name and for any "source/tool", so
+// that a key naming it neither fails nor offers its tools until it is up.
 func (r *Registry) Resolve(names []string) ([]Definition, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -383,8 +410,12 @@ func (r *Registry) Resolve(names []string) ([]Definition, error) {
 	var errs []error
 	for _, n := range names {
 		srcName, toolName, single := strings.Cut(n, "/")
-		if _, ok := r.sources[srcName]; !ok {
+		ent, ok := r.sources[srcName]
+		if !ok {
 			errs = append(errs, fmt.Errorf("resolving %q: %w source %q", n, ErrUnknownTool, srcName))
+			continue
+		}
+		if !ent.connected {
 			continue
 		}
 		if !single {
@@ -412,21 +443,31 @@ func (r *Registry) Resolve(names []string) ([]Definition, error) {
 // that cannot and why (for /readyz).
 func (r *Registry) Ready() error {
 	var errs []error
-	for _, name := range r.order {
-		src, ok := r.sources[name]
-		if !ok {
-			continue
-		}
-		if err := src.ready(); err != nil {
-			errs = append(errs, fmt.Errorf("tool source %q: %w", name, err))
+	for _, ent := range r.entries() {
+		if err := ent.src.ready(); err != nil {
+			errs = append(errs, fmt.Errorf("tool source %q: %w", ent.name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// entries returns the running sources in name order.
+func (r *Registry) entries() []*sourceEntry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*sourceEntry, 0, len(r.order))
+	for _, name := range r.order {
+		out = append(out, r.sources[name])
+	}
+	return out
+}
+
 // Close stops every source (stdio servers are asked to exit, HTTP sessions closed) and
-// makes later calls fail with an error result. It is safe to call more than once.
+// makes later calls fail with an error result, and later Updates fail. It is safe to call
+// more than once.
 func (r *Registry) Close() error {
+	r.updateMu.Lock()
+	defer r.updateMu.Unlock()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -434,12 +475,15 @@ func (r *Registry) Close() error {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	return closeEntries(r.entries())
+}
+
+// closeEntries stops the sources of entries.
+func closeEntries(entries []*sourceEntry) error {
 	var errs []error
-	for _, name := range r.order {
-		if src, ok := r.sources[name]; ok {
-			if err := src.close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing tool source %q: %w", name, err))
-			}
+	for _, ent := range entries {
+		if err := ent.src.close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing tool source %q: %w", ent.name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -519,7 +519,7 @@ func TestNew_BadDefinitions(t *testing.T) {
 		{name: "mcp without command or url", sources: map[string]SourceOptions{"x": {Type: "mcp"}}, wantErr: `set command (stdio) or url`},
 		{name: "mcp with both", sources: map[string]SourceOptions{"x": {Type: "mcp", URL: "http://x", Command: []string{"x"}}},
 			wantErr: `not both`},
-		{name: "mcp command not found", sources: map[string]SourceOptions{"x": {Type: "mcp", Command: []string{"/nonexistent/mcp-server"}}},
+		{name: "required mcp command not found", sources: map[string]SourceOptions{"x": {Type: "mcp", Command: []string{"/nonexistent/mcp-server"}, Required: true}},
 			wantErr: `starting tool source "x"`},
 	}
 	for _, tt := range tests {

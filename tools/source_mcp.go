@@ -155,6 +155,24 @@ func (s *mcpSource) start(ctx context.Context) ([]toolSpec, error) {
 	return specs, nil
 }
 
+// retryInBackground keeps a source whose start failed with err trying: it reports err
+// (Ready) until the server comes up, retrying with the reconnection backoff, then publishes
+// the server's tools and supervises the session as start does. Called at most once, instead
+// of a successful start.
+func (s *mcpSource) retryInBackground(err error) {
+	s.markDown(fmt.Errorf("not started (%v); retrying", err))
+	s.wg.Add(2)
+	go func() {
+		cs := s.reconnect()
+		if cs == nil {
+			s.wg.Done()
+			return
+		}
+		s.supervise(cs)
+	}()
+	go s.refreshLoop()
+}
+
 // connect opens a new session and lists the server's tools.
 func (s *mcpSource) connect(ctx context.Context) (*mcp.ClientSession, []toolSpec, error) {
 	var t mcp.Transport

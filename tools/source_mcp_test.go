@@ -268,7 +268,7 @@ func runHelperServer() {
 // stdioProcess returns the running server process of an MCP source.
 func stdioProcess(t *testing.T, r *Registry, source string) *os.Process {
 	t.Helper()
-	s := r.sources[source].(*mcpSource)
+	s := r.sources[source].src.(*mcpSource)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cmd.Process
@@ -429,7 +429,7 @@ func TestMCP_Redirects(t *testing.T) {
 			}))
 			defer front.Close()
 			r, err := New(context.Background(), map[string]SourceOptions{
-				"srv": {Type: "mcp", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+				"srv": {Type: "mcp", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}, Required: true},
 			}, CacheOptions{}, nil, nil)
 			if !tt.crossOrigin {
 				if err != nil {

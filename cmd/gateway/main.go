@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -156,16 +157,15 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		}
 	}()
 
-	var toolSet proxy.ToolSet
-	if len(cfg.Tools) > 0 {
-		registry, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), toolCache, m, logger, toolOpts...)
-		if err != nil {
-			return fmt.Errorf("tools: %w", err)
-		}
-		defer registry.Close()
-		toolSet = registry
+	// The registry exists even without tool sources, so that a reload can add the first.
+	// An MCP server that cannot be reached does not stop the start unless its source is
+	// required: it is retried in the background (tools.New).
+	registry, err := tools.New(ctx, proxy.ToolSources(cfg.Tools), toolCache, m, logger, toolOpts...)
+	if err != nil {
+		return fmt.Errorf("tools: %w", err)
 	}
-	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: toolSet, Limiter: limiter, Tracer: tracer})
+	defer registry.Close()
+	srv, err := proxy.New(proxy.Options{Config: cfg, Metrics: m, Gatherer: reg, Logger: logger, Tools: registry, Limiter: limiter, Tracer: tracer})
 	if err != nil {
 		return err
 	}
@@ -187,10 +187,36 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 
 	running := cfg
 	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
+		// Tool sources first, so that the keys of c resolve against c's sources; removed
+		// sources stay until the server has keys that no longer name them. If the server
+		// refuses c, the previous sources come back.
+		toolsChanged := !reflect.DeepEqual(running.Tools, c.Tools)
+		staged := c.Tools
+		if toolsChanged {
+			staged = withRemoved(c.Tools, running.Tools)
+			err := updateTools(ctx, registry, staged)
+			if err != nil && len(staged) != len(c.Tools) { // a removed source's tool name clashes
+				staged = c.Tools
+				err = updateTools(ctx, registry, staged)
+			}
+			if err != nil {
+				return fmt.Errorf("tools: %w", err)
+			}
+		}
 		// The server applies log.unsafe_transport_errors and log.upstream_error_messages
 		// with the rest of the runtime (proxy.Server.Apply).
 		if err := srv.Apply(c); err != nil {
+			if toolsChanged {
+				if rerr := updateTools(ctx, registry, running.Tools); rerr != nil {
+					logger.Error("config reload: restoring the previous tool sources", "error", rerr)
+				}
+			}
 			return err
+		}
+		if len(staged) != len(c.Tools) {
+			if err := updateTools(ctx, registry, c.Tools); err != nil { // stops the removed sources
+				logger.Error("config reload: stopping removed tool sources", "error", err)
+			}
 		}
 		if c.Log.Level != running.Log.Level {
 			level.Set(logLevel(c.Log.Level))
@@ -239,6 +265,32 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	return nil
 }
 
+// toolStartTimeout bounds starting the new and changed tool sources of a reload (npx may
+// download an MCP server first). A server not up by then is retried in the background,
+// unless its source is required.
+const toolStartTimeout = 60 * time.Second
+
+// updateTools makes the registry's sources those of the tools section.
+func updateTools(ctx context.Context, registry *tools.Registry, sources map[string]config.ToolSource) error {
+	ctx, cancel := context.WithTimeout(ctx, toolStartTimeout)
+	defer cancel()
+	return registry.Update(ctx, proxy.ToolSources(sources))
+}
+
+// withRemoved returns next plus the sources of running that next removes.
+func withRemoved(next, running map[string]config.ToolSource) map[string]config.ToolSource {
+	out := maps.Clone(next)
+	if out == nil {
+		out = make(map[string]config.ToolSource, len(running))
+	}
+	for name, ts := range running {
+		if _, ok := out[name]; !ok {
+			out[name] = ts
+		}
+	}
+	return out
+}
+
 func lookup(environ []string, name, def string) string {
 	for i := len(environ) - 1; i >= 0; i-- {
 		if len(environ[i]) > len(name) && environ[i][:len(name)+1] == name+"=" {
@@ -249,7 +301,7 @@ func lookup(environ []string, name, def string) string {
 }
 
 // needRestart names the sections of next that differ from running and that a reload does
-// not apply.
+// not apply (tools and the rest of the sections are applied).
 func needRestart(running, next *config.Config) []string {
 	var names []string
 	for _, s := range []struct {
@@ -259,7 +311,6 @@ func needRestart(running, next *config.Config) []string {
 		{"server", running.Server != next.Server},
 		{"log.format", running.Log.Format != next.Log.Format},
 		{"metrics", running.Metrics != next.Metrics},
-		{"tools", !reflect.DeepEqual(running.Tools, next.Tools)},
 		{"cache", !reflect.DeepEqual(running.Cache, next.Cache)},
 		{"state", running.State != next.State},
 		{"responses", running.Responses != next.Responses},
