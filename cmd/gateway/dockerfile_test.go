@@ -429,8 +429,10 @@ func imageBinary(t *testing.T) (root, bin string) {
 	return imageBuild.root, imageBuild.bin
 }
 
-// TestMain removes the binary imageBinary built.
+// TestMain runs the test binary as an MCP server when asked (runAsMCPServer), else the
+// tests, then removes the binary imageBinary built.
 func TestMain(m *testing.M) {
+	runAsMCPServer()
 	code := m.Run()
 	if imageBuild.root != "" {
 		os.RemoveAll(imageBuild.root)

@@ -20,7 +20,9 @@ import (
 // mcpServerEnv makes the test binary a stdio MCP server with one tool, greet (TestMain).
 const mcpServerEnv = "AGATE_GATEWAY_TEST_MCP_SERVER"
 
-func TestMain(m *testing.M) {
+// runAsMCPServer makes the test binary the greet MCP server when mcpServerEnv is set
+// (TestMain calls it first): it serves stdio and exits.
+func runAsMCPServer() {
 	if os.Getenv(mcpServerEnv) == "1" {
 		s := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "1"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "greet", Description: "Greets someone."},
@@ -34,7 +36,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 // writeMCPServer writes an executable script at path that runs the test binary as the
