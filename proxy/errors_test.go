@@ -284,6 +284,7 @@ type panickyTools struct{}
 func (panickyTools) Call(context.Context, string, []byte) tools.Result { return tools.Result{} }
 func (panickyTools) Resolve([]string) ([]tools.Definition, error)      { return nil, nil }
 func (panickyTools) Ready() error                                      { panic("boom") }
+func (panickyTools) Degraded() error                                   { return nil }
 
 func TestPanicBecomes500(t *testing.T) {
 	g := startGatewayWith(t, keysConfig, nil, gatewayOptions{tools: panickyTools{}})

@@ -195,7 +195,8 @@ func (slowSecretTools) Resolve([]string) ([]tools.Definition, error) {
 	return []tools.Definition{{Name: "secret_retrieval_tool", Source: "secret", Tool: "secret", Description: "retrieves a secret",
 		Parameters: []byte(`{"type":"object","properties":{"password":{"type":"string"}}}`)}}, nil
 }
-func (slowSecretTools) Ready() error { return nil }
+func (slowSecretTools) Ready() error    { return nil }
+func (slowSecretTools) Degraded() error { return nil }
 
 // fixtureJSON reads a recording of testdata/fixtures (provenance in its SOURCES.md).
 func fixtureJSON(t testing.TB, name string) []byte {

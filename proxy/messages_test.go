@@ -137,7 +137,8 @@ func (clockTools) Call(context.Context, string, []byte) tools.Result {
 func (clockTools) Resolve([]string) ([]tools.Definition, error) {
 	return []tools.Definition{{Name: "clock", Source: "clock", Tool: "clock", Description: "the time", Parameters: []byte(`{"type":"object"}`)}}, nil
 }
-func (clockTools) Ready() error { return nil }
+func (clockTools) Ready() error    { return nil }
+func (clockTools) Degraded() error { return nil }
 
 // TestMessages_ServerToolLoop: a key with server tools gets the tool loop on /v1/messages
 // as on chat: the mock calls clock, the gateway runs it, and the client sees only the

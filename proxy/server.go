@@ -40,7 +40,10 @@ import (
 type ToolSet interface {
 	loop.Executor
 	Resolve(names []string) ([]tools.Definition, error)
+	// Ready is nil while every required tool source can take calls; Degraded names the
+	// other sources that cannot (their tools fail, chat does not).
 	Ready() error
+	Degraded() error
 }
 
 // Options are the dependencies of a Server, built by main.
@@ -487,6 +490,14 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 	}
 	if s.stateNotReady(ctx) { // Redis unreachable, degraded or not ready
 		return
+	}
+	if s.tools != nil {
+		// A tool source that is down and not required leaves the replica in rotation: its
+		// tools fail with a tool error, chat is served.
+		if err := s.tools.Degraded(); err != nil {
+			ctx.SetBody(append(append([]byte(`{"status":"degraded","reason":`), jsonx.AppendString(nil, err.Error())...), '}'))
+			return
+		}
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
 }

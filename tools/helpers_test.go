@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -96,3 +97,7 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// anyDown is Ready and Degraded together: every source, required or not, that cannot take
+// calls.
+func (r *Registry) anyDown() error { return errors.Join(r.Ready(), r.Degraded()) }

@@ -151,7 +151,7 @@ func TestMCP_URLSecretsRedacted(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New = %v, want the source retried in the background", err)
 				}
-				ready := r.Ready()
+				ready := r.anyDown()
 				if ready == nil {
 					t.Error("Ready = nil while the server is broken")
 				} else {
@@ -175,7 +175,7 @@ func TestMCP_URLSecretsRedacted(t *testing.T) {
 					t.Errorf("Call = %+v, want a tool failure", res)
 				}
 				seen = append(seen, res.Content)
-				if err := r.Ready(); err != nil {
+				if err := r.anyDown(); err != nil {
 					seen = append(seen, err.Error())
 				}
 			}

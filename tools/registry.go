@@ -439,11 +439,23 @@ func (r *Registry) Resolve(names []string) ([]Definition, error) {
 	return defs, nil
 }
 
-// Ready returns nil when every source can take calls, otherwise an error naming each source
-// that cannot and why (for /readyz).
-func (r *Registry) Ready() error {
+// Ready returns nil when every Required source can take calls, otherwise an error naming
+// each that cannot and why (/readyz answers 503: the gateway was told not to run without
+// it). Sources that are not Required are Degraded's.
+func (r *Registry) Ready() error { return r.down(true) }
+
+// Degraded returns nil when every source that is not Required can take calls, otherwise
+// an error naming each that cannot and why: its tools fail with a tool error meanwhile,
+// and chat is served (/readyz says degraded and stays 200).
+func (r *Registry) Degraded() error { return r.down(false) }
+
+// down names the sources, Required ones or the others, that cannot take calls.
+func (r *Registry) down(required bool) error {
 	var errs []error
 	for _, ent := range r.entries() {
+		if ent.cfg.Required != required {
+			continue
+		}
 		if err := ent.src.ready(); err != nil {
 			errs = append(errs, fmt.Errorf("tool source %q: %w", ent.name, err))
 		}

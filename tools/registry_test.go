@@ -492,7 +492,7 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Errorf("Ready = %v, want nil", err)
 	}
 }

@@ -168,7 +168,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 		}
 	})
 
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Errorf("Ready = %v, want nil", err)
 	}
 }
@@ -290,7 +290,7 @@ func TestMCPStdio_CrashAndRestart(t *testing.T) {
 	if diff := cmp.Diff(Result{Content: "hi"}, echo()); diff != "" {
 		t.Fatalf("echo mismatch (-want +got):\n%s", diff)
 	}
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Fatalf("Ready = %v", err)
 	}
 
@@ -302,9 +302,9 @@ func TestMCPStdio_CrashAndRestart(t *testing.T) {
 	if err := first.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Ready to report the server down", 10*time.Second, func() bool { return r.Ready() != nil })
-	t.Logf("Ready while down: %v", r.Ready())
-	if err := r.Ready(); !strings.Contains(err.Error(), `tool source "helper"`) {
+	waitFor(t, "Ready to report the server down", 10*time.Second, func() bool { return r.anyDown() != nil })
+	t.Logf("Ready while down: %v", r.anyDown())
+	if err := r.anyDown(); !strings.Contains(err.Error(), `tool source "helper"`) {
 		t.Errorf("Ready = %v, want it to name the source", err)
 	}
 	// A call while down ends within its timeout with an error result.
@@ -322,7 +322,7 @@ func TestMCPStdio_CrashAndRestart(t *testing.T) {
 	if err := os.Remove(refuse); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the server to be restarted", 60*time.Second, func() bool { return r.Ready() == nil })
+	waitFor(t, "the server to be restarted", 60*time.Second, func() bool { return r.anyDown() == nil })
 	if diff := cmp.Diff(Result{Content: "hi"}, echo()); diff != "" {
 		t.Errorf("echo after restart mismatch (-want +got):\n%s", diff)
 	}
@@ -395,7 +395,7 @@ func TestMCPStdio_Everything(t *testing.T) {
 	if err != nil || len(single) != 1 || single[0].Name != "everything__echo" {
 		t.Errorf("Resolve(everything/echo) = %v, %v", toolNames(single), err)
 	}
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Errorf("Ready = %v", err)
 	}
 }

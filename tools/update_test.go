@@ -96,7 +96,7 @@ func TestUpdate(t *testing.T) {
 	if diff := cmp.Diff(Result{Content: "hi"}, r.Call(context.Background(), "add__echo", []byte(`{"message":"hi"}`))); diff != "" {
 		t.Errorf("new source's echo (-want +got):\n%s", diff)
 	}
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Errorf("Ready = %v", err)
 	}
 }
@@ -193,9 +193,12 @@ func TestNew_MissingServerComesUpLater(t *testing.T) {
 	cfg := SourceOptions{Type: SourceMCP, Command: []string{script}, Env: map[string]string{helperServerEnv: "1"}}
 	r := newTestRegistry(t, map[string]SourceOptions{"late": cfg, "clock": {Type: SourceBuiltin, Name: "time_now"}}, nil)
 
-	err = r.Ready()
+	err = r.Degraded()
 	if err == nil || !strings.Contains(err.Error(), `tool source "late": not started`) || !strings.Contains(err.Error(), "late-server") {
-		t.Errorf("Ready = %v, want it to name the source and the cause", err)
+		t.Errorf("Degraded = %v, want it to name the source and the cause", err)
+	}
+	if err := r.Ready(); err != nil {
+		t.Errorf("Ready = %v, want nil: the source is not required, chat is served", err)
 	}
 	defs, err := r.Resolve([]string{"late", "late/echo", "clock"})
 	if err != nil || !slices.Equal(toolNames(defs), []string{"clock"}) {
@@ -216,7 +219,7 @@ func TestNew_MissingServerComesUpLater(t *testing.T) {
 		defs, err := r.Resolve([]string{"late/echo"})
 		return err == nil && slices.Equal(toolNames(defs), []string{"late__echo"})
 	})
-	if err := r.Ready(); err != nil {
+	if err := r.anyDown(); err != nil {
 		t.Errorf("Ready once up = %v", err)
 	}
 	if diff := cmp.Diff(Result{Content: "hi"}, r.Call(context.Background(), "late__echo", []byte(`{"message":"hi"}`))); diff != "" {
