@@ -568,6 +568,16 @@ func TestTraces_CaptureContent(t *testing.T) {
 	}
 }
 
+// matchAll reports whether s matches every pattern of patterns.
+func matchAll(s string, patterns []string) bool {
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // TestTraces_Exemplars: with tracing on, the duration histograms carry the request's trace
 // id as an exemplar in the OpenMetrics format, asked for by Accept; with tracing off there
 // are none and nothing is propagated upstream.
@@ -601,7 +611,14 @@ func TestTraces_Exemplars(t *testing.T) {
 			if g.tracer != nil {
 				g.recv.waitSpans(t, g.tracer) // the stream's metrics are recorded as its span ends
 			}
+			// The request's record (its duration and TTFT, with the exemplar) is taken
+			// once its answer is over, which may come just after its span was exported:
+			// read /metrics again until it holds it, for a while.
 			body := g.metrics(t, tt.accept)
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !matchAll(body, tt.want); {
+				time.Sleep(10 * time.Millisecond)
+				body = g.metrics(t, tt.accept)
+			}
 			for _, w := range tt.want {
 				if !regexp.MustCompile(w).MatchString(body) {
 					t.Errorf("/metrics does not match %s", w)
