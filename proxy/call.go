@@ -86,6 +86,11 @@ type modelCall struct {
 	// handed to a provider is allocated, and this way once per modelCall, not per turn.
 	emit    translate.Emit
 	countFn translate.Emit
+
+	// For the ledger: the tool calls the model made, the fallbacks tried, and the time
+	// spent waiting for upstream response headers, over the whole request.
+	toolCalls, fallbacks int
+	upstreamTime         time.Duration
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -156,6 +161,7 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 		c.meter.noteOutput(len(ev.Text))
 	case translate.EventToolCallStart:
 		c.meter.noteOutput(len(ev.Name))
+		c.toolCalls++
 	case translate.EventUsage:
 		c.meter.noteUsage(ev.Usage)
 	}
@@ -223,6 +229,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			}
 		}
 		if i > 0 {
+			c.fallbacks++
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
@@ -325,7 +332,9 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	// and the endpoints' attempts defer Close): each is made in the call's own.
 	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
+	took := time.Since(start)
+	c.upstreamTime += took
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name)

@@ -37,7 +37,7 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 		}
 	}
 	if err != nil {
-		c.answeredBy = nil // the answer was an error
+		c.answeredBy, c.failed = nil, err // the answer was an error
 		ctx.Response.SwapBody(dst)
 		c.s.fail(ctx, c.rid, err, c.route.label(), c.route.backend.name, c.key.name, "false")
 		run.finish(ctx, 0, false)

@@ -71,10 +71,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	}
 	if err := run.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
+		c.failed = err
+		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
 	c.call.spend = &c.limits
 	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
+		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
 	s.metrics.Inflight.Inc()

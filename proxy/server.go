@@ -25,6 +25,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
@@ -59,6 +60,10 @@ type Options struct {
 	Limiter limits.Limiter
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
+	// Ledger receives each request's record; the caller closes it. Nil means the one
+	// Config.Ledger describes (none when it is off), which the server drains and closes
+	// at Shutdown.
+	Ledger Ledger
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -120,6 +125,10 @@ type Server struct {
 
 	// tracer records spans; nil when tracing is off.
 	tracer *telemetry.Tracer
+	// ledger receives each request's record; nil when there is none. ownLedger is the
+	// one New opened, closed by Shutdown.
+	ledger    Ledger
+	ownLedger *ledger.Ledger
 }
 
 // New builds a server for opts.Config.
@@ -142,6 +151,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
+		return nil, err
+	}
+	if err := s.openLedger(opts); err != nil {
+		s.closeLimiter()
 		return nil, err
 	}
 	s.rt.Store(rt)
@@ -306,6 +319,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
+	s.closeLedger() // after Settle: every record is queued
 	if s.closeResponses != nil {
 		_ = s.closeResponses()
 	}
@@ -484,6 +498,9 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if s.stateNotReady(ctx) { // Redis unreachable, degraded or not ready
+		return
+	}
+	if s.ledgerNotReady(ctx) { // the ledger's database cannot be written
 		return
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
