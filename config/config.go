@@ -38,6 +38,8 @@ type Config struct {
 	Telemetry Telemetry `koanf:"telemetry"`
 	// Ledger configures the usage ledger (config/ledger.go). Off by default.
 	Ledger Ledger `koanf:"ledger"`
+	// Admin configures the admin API (config/admin.go). Off by default.
+	Admin Admin `koanf:"admin"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store

@@ -180,6 +180,7 @@ func (c *Config) problems() []error {
 	}
 	c.validateLimits(&v)
 	c.validateLedger(&v)
+	c.validateAdmin(&v)
 	return v.problems
 }
 

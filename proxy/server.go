@@ -129,6 +129,19 @@ type Server struct {
 	// one New opened, closed by Shutdown.
 	ledger    Ledger
 	ownLedger *ledger.Ledger
+
+	// The admin API (admin.go, dbkeys.go): keyStore holds the keys it manages (nil when
+	// the admin API is off), dbKeys those the running runtime was built with; applyMu
+	// serializes building runtimes (Apply, refreshKeys). admin are the administrators'
+	// token digests; adminSrv serves /admin/v1 on admin.listen (nil: on the main
+	// listener); stopKeys ends syncKeys, which closes keysDone.
+	keyStore KeyStore
+	dbKeys   atomic.Pointer[dbKeySet]
+	applyMu  sync.Mutex
+	admins   []adminCred
+	adminSrv *fasthttp.Server
+	stopKeys chan struct{}
+	keysDone chan struct{}
 }
 
 // New builds a server for opts.Config.
@@ -153,11 +166,17 @@ func New(opts Options) (*Server, error) {
 	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
 		return nil, err
 	}
+	s.rt.Store(rt)
 	if err := s.openLedger(opts); err != nil {
 		s.closeLimiter()
 		return nil, err
 	}
-	s.rt.Store(rt)
+	if err := s.openAdmin(opts); err != nil { // after Store: it rebuilds rt with the database keys
+		s.closeLimiter()
+		s.closeLedger()
+		return nil, err
+	}
+	rt = s.runtime()
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
 	}
@@ -238,7 +257,9 @@ func (s *Server) checkTools(rt *runtime) error {
 // log.unsafe_transport_errors and log.upstream_error_messages apply to what is logged from
 // then on; log.level and log.format belong to the logger, which is the caller's.
 func (s *Server) Apply(cfg *config.Config) error {
-	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	rt, _, err := s.runtimeFor(cfg, s.dbKeys.Load(), s.rt.Load())
 	if err == nil {
 		err = s.checkTools(rt)
 	}
@@ -319,6 +340,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
+	s.closeAdmin()
 	s.closeLedger() // after Settle: every record is queued
 	if s.closeResponses != nil {
 		_ = s.closeResponses()
@@ -402,6 +424,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.handleReady(ctx)
 	default:
 		path, method := string(ctx.Path()), string(ctx.Method())
+		if strings.HasPrefix(path, adminPrefix) && s.adminSrv == nil { // admin.go; on admin.listen only when set
+			s.handleAdmin(ctx)
+			return
+		}
 		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {
 			s.handleStoredResponse(ctx, rid, method, id)
 			return

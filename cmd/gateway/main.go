@@ -148,6 +148,15 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 		go func() { metricsErr <- srv.ServeMetrics(mln) }()
 	}
+	if cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+		logger.Info("admin API listening", "addr", aln.Addr().String())
+		go func() { _ = srv.ServeAdmin(aln) }() // ends with Shutdown
+	}
 
 	running := cfg
 	watcher, err := config.NewWatcher(*path, environ, func(c *config.Config) error {
