@@ -97,18 +97,18 @@ func schemaV1(id, bigint, boolean, double string) string {
 }
 
 var sqliteDialect = dialect{
-	name:       "sqlite",
+	name: "sqlite",
 	migrations: []string{schemaV1("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL")},
-	rowRef:     "rowid",
+	rowRef: "rowid",
 }
 
 var postgresDialect = dialect{
-	name:       "postgres",
+	name: "postgres",
 	migrations: []string{schemaV1("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION")},
-	rowRef:     "ctid",
-	dollar:     true,
+	rowRef: "ctid",
+	dollar: true,
 }
 
 // bind rewrites q's ? placeholders for d.
