@@ -51,6 +51,9 @@ func main() {
 // run is main with its inputs injected. ready, if not nil, receives the listening address
 // once the server accepts connections.
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
+	if len(args) > 0 && args[0] == "admin" { // admin.go: a client of the admin API
+		return runAdmin(args[1:], environ, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
