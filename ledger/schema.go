@@ -28,6 +28,17 @@ var rollupTables = [...]struct {
 var rollupColumns = [...]string{"requests", "errors", "prompt_tokens", "cached_read_tokens", "cache_write_tokens",
 	"completion_tokens", "reasoning_tokens", "cost_usd", "total_ms"}
 
+// spendDDL are the token and cost columns of the records and the rollups.
+func spendDDL(bigint, double string) string {
+	return `  prompt_tokens ` + bigint + ` NOT NULL,
+  cached_read_tokens ` + bigint + ` NOT NULL,
+  cache_write_tokens ` + bigint + ` NOT NULL,
+  completion_tokens ` + bigint + ` NOT NULL,
+  reasoning_tokens ` + bigint + ` NOT NULL,
+  cost_usd ` + double + ` NOT NULL,
+`
+}
+
 // rollupDDL is a rollup table's definition (both databases).
 func rollupDDL(table, bigint, double string) string {
 	return `CREATE TABLE ` + table + ` (
@@ -38,13 +49,7 @@ func rollupDDL(table, bigint, double string) string {
   status INTEGER NOT NULL,
   requests ` + bigint + ` NOT NULL,
   errors ` + bigint + ` NOT NULL,
-  prompt_tokens ` + bigint + ` NOT NULL,
-  cached_read_tokens ` + bigint + ` NOT NULL,
-  cache_write_tokens ` + bigint + ` NOT NULL,
-  completion_tokens ` + bigint + ` NOT NULL,
-  reasoning_tokens ` + bigint + ` NOT NULL,
-  cost_usd ` + double + ` NOT NULL,
-  total_ms ` + bigint + ` NOT NULL,
+` + spendDDL(bigint, double) + `  total_ms ` + bigint + ` NOT NULL,
   PRIMARY KEY (bucket, key_name, team, model, status)
 );
 `
@@ -66,13 +71,7 @@ func requestsDDL(id, bigint, boolean, double string) string {
   stream ` + boolean + ` NOT NULL,
   status INTEGER NOT NULL,
   error_type TEXT NOT NULL,
-  prompt_tokens ` + bigint + ` NOT NULL,
-  cached_read_tokens ` + bigint + ` NOT NULL,
-  cache_write_tokens ` + bigint + ` NOT NULL,
-  completion_tokens ` + bigint + ` NOT NULL,
-  reasoning_tokens ` + bigint + ` NOT NULL,
-  cost_usd ` + double + ` NOT NULL,
-  usage_estimated ` + boolean + ` NOT NULL,
+` + spendDDL(bigint, double) + `  usage_estimated ` + boolean + ` NOT NULL,
   total_ms INTEGER NOT NULL,
   first_token_ms INTEGER NOT NULL,
   upstream_ms INTEGER NOT NULL,

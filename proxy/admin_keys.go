@@ -422,10 +422,15 @@ func (s *Server) adminCreateKey(a *adminCall) error {
 	if err := s.change(a, "create", nil, &k, true); err != nil {
 		return err
 	}
-	b := appendKeyView(append([]byte(nil), `{"key":`...), &k, now)
-	b = jsonx.AppendString(append(b, `,"secret":`...), secret)
-	writeAdminJSON(a.ctx, 201, append(b, '}'))
+	writeKeyWithSecret(a, 201, &k, secret, now)
 	return nil
+}
+
+// writeKeyWithSecret answers k's view and its new secret, shown this once.
+func writeKeyWithSecret(a *adminCall, status int, k *ledger.Key, secret string, now time.Time) {
+	b := appendKeyView(append([]byte(nil), `{"key":`...), k, now)
+	b = jsonx.AppendString(append(b, `,"secret":`...), secret)
+	writeAdminJSON(a.ctx, status, append(b, '}'))
 }
 
 func (s *Server) adminUpdateKey(a *adminCall) error {
@@ -491,9 +496,7 @@ func (s *Server) adminRotateKey(a *adminCall) error {
 	if err := s.change(a, "rotate", &before, &after, false); err != nil {
 		return err
 	}
-	b := appendKeyView(append([]byte(nil), `{"key":`...), &after, now)
-	b = jsonx.AppendString(append(b, `,"secret":`...), secret)
-	writeAdminJSON(a.ctx, 200, append(b, '}'))
+	writeKeyWithSecret(a, 200, &after, secret, now)
 	return nil
 }
 
