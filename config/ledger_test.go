@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// sha64 is a valid key_sha256 (of "x").
+const sha64 = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+
 func TestLedger_Validation(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
@@ -20,6 +23,11 @@ func TestLedger_Validation(t *testing.T) {
 		{"path without sqlite", "ledger: {path: x.db}", "config: ledger.path: only for ledger.type sqlite"},
 		{"negative retention", "ledger: {type: sqlite, retention: -1h}", "config: ledger.retention: must not be negative"},
 		{"negative rollup retention", "ledger: {type: sqlite, rollups: {hour: -1h}}", "config: ledger.rollups.hour: must not be negative"},
+		{"admin", "ledger: {type: sqlite}\nadmin: {keys: {ops: {key_sha256: " + sha64 + "}}, listen: '127.0.0.1:9091'}", ""},
+		{"admin without the ledger", "admin: {keys: {ops: {key_sha256: " + sha64 + "}}}", "config: admin.keys: the admin API keeps its keys in the ledger's database: set ledger.type (sqlite or postgres)"},
+		{"admin key not a digest", "ledger: {type: sqlite}\nadmin: {keys: {ops: {key_sha256: secret}}}", "config: admin.keys.ops.key_sha256: must be 64 lowercase hex digits (the SHA-256 of the token)"},
+		{"admin listen without keys", "admin: {listen: ':9091'}", "config: admin.listen: needs admin.keys"},
+		{"admin listen not an address", "ledger: {type: sqlite}\nadmin: {keys: {ops: {key_sha256: " + sha64 + "}}, listen: '9091'}", `config: admin.listen: invalid address "9091" (want host:port or :port)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), nil)
