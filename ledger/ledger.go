@@ -135,8 +135,11 @@ func (l *Ledger) Add(r Record) bool {
 	}
 }
 
-// content is s masked (internal/redact) and cut to MaxContentBytes on a rune boundary.
+// content is s masked (internal/redact), then cut to MaxContentBytes on a rune boundary:
+// masked first, so that a cut cannot leave part of a credential that no longer looks
+// like one.
 func (l *Ledger) content(s string) string {
+	s = redact.Mask(s)
 	if len(s) > l.opts.MaxContentBytes {
 		n := l.opts.MaxContentBytes
 		for n > 0 && !utf8.RuneStart(s[n]) {
@@ -144,7 +147,7 @@ func (l *Ledger) content(s string) string {
 		}
 		s = s[:n]
 	}
-	return redact.Mask(s)
+	return s
 }
 
 func (l *Ledger) dropped(reason string, n int) {

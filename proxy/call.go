@@ -91,6 +91,10 @@ type modelCall struct {
 	// spent waiting for upstream response headers, over the whole request.
 	toolCalls, fallbacks int
 	upstreamTime         time.Duration
+	// captured is the answer's text, up to captureMax bytes, for the ledger's
+	// capture_content (captureMax 0: nothing is captured).
+	captured   []byte
+	captureMax int
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -159,6 +163,9 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	switch ev.Kind {
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
 		c.meter.noteOutput(len(ev.Text))
+		if c.captureMax > 0 && ev.Kind == translate.EventTextDelta {
+			c.capture(ev.Text)
+		}
 	case translate.EventToolCallStart:
 		c.meter.noteOutput(len(ev.Name))
 		c.toolCalls++

@@ -65,7 +65,31 @@ func (s *Server) openLedger(opts Options) error {
 		return err
 	}
 	s.ledger, s.ownLedger = l, l
+	if lc.CaptureContent {
+		// The ledger masks credentials, which shortens them, and then cuts to
+		// max_content_bytes: it is given that much and room for the masks.
+		s.captureMax = 4*max(lc.MaxContentBytes, 1) + 256
+	}
 	return nil
+}
+
+// capture keeps text of the answer for the ledger, up to captureMax bytes in all.
+func (c *modelCall) capture(text string) {
+	if room := c.captureMax - len(c.captured); room > 0 {
+		c.captured = append(c.captured, text[:min(len(text), room)]...)
+	}
+}
+
+// lastUserText is the text of req's last user message, for the ledger's
+// capture_content, at most limit bytes of it.
+func lastUserText(req *translate.Request, limit int) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := &req.Messages[i]; m.Role == "user" {
+			b := req.AppendDecodedText(nil, m)
+			return string(b[:min(len(b), limit)])
+		}
+	}
+	return ""
 }
 
 // closeLedger drains and closes the ledger the server opened.
@@ -128,6 +152,9 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 		plain := max(0, u.PromptTokens-u.CachedTokens-u.CacheCreationTokens)
 		r.CostUSD = (float64(plain)*p.Input + float64(u.CachedTokens)*p.CachedInput +
 			float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output) / 1e6
+	}
+	if c.s.captureMax > 0 {
+		r.Prompt, r.Completion = lastUserText(c.req, c.s.captureMax), string(call.captured)
 	}
 	if status >= 400 {
 		r.ErrorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded

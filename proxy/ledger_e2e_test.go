@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/ledger/pgtest"
 )
@@ -370,5 +371,52 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond) // polling, not timing the test
+	}
+}
+
+// TestLedger_CaptureContent: with ledger.capture_content the record holds the last
+// user text and the answer's text, credentials masked and cut to max_content_bytes;
+// without it, neither.
+func TestLedger_CaptureContent(t *testing.T) {
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprint("capture=", capture), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			g := gatewaytest.StartYAML(t, fmt.Sprintf(`
+backends: {offline: {type: mock}}
+models: {demo: {backend: offline}}
+keys: {alice: {key: sk-alice, models: ["*"]}}
+ledger: {type: sqlite, path: %s, capture_content: %v, max_content_bytes: 40}
+`, path, capture), gatewaytest.Options{})
+			c := gatewaytest.OpenAI(g.V1(), "sk-alice")
+			out, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "demo",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("first"), openai.UserMessage("key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 please")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := g.Server.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ledger.Open(ctx, ledger.Options{Type: "sqlite", DSN: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close(ctx)
+			recs, _, err := l.Requests(ctx, ledger.RequestQuery{})
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("%d records, %v", len(recs), err)
+			}
+			wantPrompt, wantAnswer := "", ""
+			if capture {
+				wantPrompt = "key sk-*** please"
+				wantAnswer = redact.Mask(out.Choices[0].Message.Content) // the mock echoes the prompt
+				if len(wantAnswer) > 40 {
+					wantAnswer = wantAnswer[:40]
+				}
+			}
+			if recs[0].Prompt != wantPrompt || recs[0].Completion != wantAnswer {
+				t.Errorf("prompt %q, completion %q; want %q, %q", recs[0].Prompt, recs[0].Completion, wantPrompt, wantAnswer)
+			}
+		})
 	}
 }

@@ -136,12 +136,15 @@ type Server struct {
 	// token digests; adminSrv serves /admin/v1 on admin.listen (nil: on the main
 	// listener); stopKeys ends syncKeys, which closes keysDone.
 	keyStore KeyStore
-	dbKeys   atomic.Pointer[dbKeySet]
-	applyMu  sync.Mutex
-	admins   []adminCred
-	adminSrv *fasthttp.Server
-	stopKeys chan struct{}
-	keysDone chan struct{}
+	// captureMax is what a request keeps of its prompt and answer for the ledger's
+	// capture_content (ledger.go), 0 without it.
+	captureMax int
+	dbKeys     atomic.Pointer[dbKeySet]
+	applyMu    sync.Mutex
+	admins     []adminCred
+	adminSrv   *fasthttp.Server
+	stopKeys   chan struct{}
+	keysDone   chan struct{}
 }
 
 // New builds a server for opts.Config.
