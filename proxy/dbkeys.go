@@ -159,6 +159,9 @@ func (s *Server) refreshKeys(force bool) error {
 	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
+	if cur := s.dbKeys.Load(); cur != nil && cur.version > v {
+		return nil // a newer set went in meanwhile (an admin request's, or the poller's)
+	}
 	set := &dbKeySet{keys: keys, version: v}
 	rt, next, err := s.runtimeFor(s.runtime().cfg, set, s.runtime())
 	if err != nil {
