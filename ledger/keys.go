@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agate-gateway/agate/internal/redact"
 )
 
 // The ledger's database also holds the client keys the admin API manages (schema
@@ -247,6 +251,11 @@ func (l *Ledger) ChangeKey(ctx context.Context, c KeyChange) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE agate_keys_version SET version = version + 1 WHERE id = 1`); err != nil {
 		return err
 	}
+	if l.st.d.dollar { // delivered to the listeners (WatchKeys) when the transaction commits
+		if _, err := tx.ExecContext(ctx, `SELECT pg_notify('`+keysChannel+`', '')`); err != nil {
+			return err
+		}
+	}
 	return tx.Commit()
 }
 
@@ -275,4 +284,47 @@ func (l *Ledger) AuditLog(ctx context.Context, target string, limit int) ([]Audi
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// keysChannel is the PostgreSQL notification channel of key changes.
+const keysChannel = "agate_keys"
+
+// WatchKeys calls changed whenever another replica changes a key, as PostgreSQL tells
+// it (LISTEN agate_keys; ChangeKey notifies in its transaction), until ctx ends: on a
+// dedicated connection, made again a second after it fails. On SQLite, which has no
+// other writers, it returns at once. A change missed while the connection is down is
+// seen by KeysVersion, which callers poll all the same.
+func (l *Ledger) WatchKeys(ctx context.Context, changed func()) {
+	if !l.st.d.dollar {
+		return
+	}
+	for ctx.Err() == nil {
+		err := l.listen(ctx, changed)
+		if ctx.Err() != nil {
+			return
+		}
+		l.opts.Logger.Warn("ledger: listening for key changes failed; retrying", "error", redact.Mask(err.Error()))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (l *Ledger) listen(ctx context.Context, changed func()) error {
+	conn, err := pgx.Connect(ctx, l.opts.DSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+keysChannel); err != nil {
+		return err
+	}
+	changed() // anything missed while not listening
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		changed()
+	}
 }

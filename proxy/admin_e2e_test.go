@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -211,4 +212,27 @@ func TestAdminAPI_TwoReplicas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAdminAPI_ListenNotify: with PostgreSQL a change reaches the other replica at once
+// (LISTEN/NOTIFY), not at its next resync (a minute here).
+func TestAdminAPI_ListenNotify(t *testing.T) {
+	pg := pgtest.Start(t)
+	y := strings.Replace(adminYAML(`ledger: {type: postgres, url: "`+pg.NewDatabase(t)+`", spool_path: "off"}`), "resync: 200ms", "resync: 1m", 1)
+	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+	code, m, raw := adminDo(t, a, adminToken, "POST", "/admin/v1/keys", `{"name":"quick","models":["demo"]}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	secret := m["secret"].(string)
+	start := time.Now()
+	waitFor(t, "the key on B", func() bool { return chatStatus(t, b, secret, "demo") == 200 })
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the key reached B after %s", took)
+	}
+	if code, _, _ := adminDo(t, a, adminToken, "POST", "/admin/v1/keys/quick/disable", ""); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "the key disabled on B", func() bool { return chatStatus(t, b, secret, "demo") == 401 })
 }

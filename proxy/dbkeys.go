@@ -128,10 +128,33 @@ func (s *Server) syncKeys(every time.Duration, stop <-chan struct{}) {
 	defer close(s.keysDone)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	// A key store that is told of changes (PostgreSQL LISTEN/NOTIFY: ledger.WatchKeys)
+	// wakes the loop at once; the ticker remains the resync.
+	wake := make(chan struct{}, 1)
+	if w, ok := s.keyStore.(interface {
+		WatchKeys(ctx context.Context, changed func())
+	}); ok {
+		ctx, cancel := context.WithCancel(s.baseCtx)
+		watched := make(chan struct{})
+		defer func() { cancel(); <-watched }()
+		go func() {
+			defer close(watched)
+			w.WatchKeys(ctx, func() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			})
+		}()
+	}
 	for {
 		select {
 		case <-stop:
 			return
+		case <-wake:
+			if err := s.refreshKeys(false); err != nil {
+				s.logger.Warn("reading the database keys failed; keeping the last ones", "error", err.Error())
+			}
 		case <-tick.C:
 			if err := s.refreshKeys(false); err != nil {
 				s.logger.Warn("reading the database keys failed; keeping the last ones", "error", err.Error())
