@@ -36,6 +36,10 @@ type Config struct {
 
 	// Telemetry configures OpenTelemetry traces. Off by default.
 	Telemetry Telemetry `koanf:"telemetry"`
+	// Ledger configures the usage ledger (config/ledger.go). Off by default.
+	Ledger Ledger `koanf:"ledger"`
+	// Admin configures the admin API (config/admin.go). Off by default.
+	Admin Admin `koanf:"admin"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store
@@ -384,6 +388,9 @@ type Key struct {
 	Limits Limits `koanf:"limits"`
 	// Budget caps this key's tokens and spend per period. Zero fields mean no cap.
 	Budget Budget `koanf:"budget"`
+	// Team is the team the key's usage is accounted to in the ledger (a label; its
+	// usage report groups by it). Empty means none.
+	Team string `koanf:"team"`
 }
 
 // ToolSource is a source of server-side tools.

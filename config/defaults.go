@@ -123,6 +123,8 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.Timeout, defaultStateTimeout)
 	setDefault(&c.State.OnError, defaultStateOnError)
 	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
+	c.ledgerDefaults()
+	c.adminDefaults()
 }
 
 func setDefault[T comparable](field *T, value T) {

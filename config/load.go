@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -58,7 +59,11 @@ func loadBytes(path string, data []byte, environ []string) (*Config, error) {
 		// would silently drop every backend and model.
 		return nil, fmt.Errorf("config: %s is empty", path)
 	}
-	return Parse(data, environ)
+	cfg, err := Parse(data, environ)
+	if err == nil {
+		cfg.ledgerBeside(filepath.Dir(path))
+	}
+	return cfg, err
 }
 
 // Parse is Load for a configuration already in memory, such as a YAML document written

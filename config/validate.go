@@ -179,6 +179,8 @@ func (c *Config) problems() []error {
 		v.addf("responses.max_stored_bytes", "must not be negative")
 	}
 	c.validateLimits(&v)
+	c.validateLedger(&v)
+	c.validateAdmin(&v)
 	return v.problems
 }
 

@@ -44,6 +44,8 @@ type Metrics struct {
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
+	// Ledger are the usage ledger's (metrics/ledger.go).
+	Ledger Ledger
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
 	// AnthropicBetasDropped counts anthropic-beta names of clients' requests not forwarded
@@ -132,6 +134,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Ledger = newLedger(reg)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

@@ -61,6 +61,9 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 		return true
 	}
 	if !takesBody(ctx) {
+		if s.readAdminBody(ctx, stream) { // admin.go
+			return true
+		}
 		if n, err := io.CopyN(io.Discard, stream, maxDiscardedBody+1); n > maxDiscardedBody || err != io.EOF {
 			s.dropConn(ctx)
 		}

@@ -92,6 +92,14 @@ type modelCall struct {
 	// ("" is chat).
 	pathFor   func(*route) string
 	operation string
+	// For the ledger: the tool calls the model made, the fallbacks tried, and the time
+	// spent waiting for upstream response headers, over the whole request.
+	toolCalls, fallbacks int
+	upstreamTime         time.Duration
+	// captured is the answer's text, up to captureMax bytes, for the ledger's
+	// capture_content (captureMax 0: nothing is captured).
+	captured   []byte
+	captureMax int
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -160,8 +168,12 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	switch ev.Kind {
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventRefusalDelta, translate.EventToolCallArgsDelta:
 		c.meter.noteOutput(len(ev.Text))
+		if c.captureMax > 0 && ev.Kind == translate.EventTextDelta {
+			c.capture(ev.Text)
+		}
 	case translate.EventToolCallStart:
 		c.meter.noteOutput(len(ev.Name))
+		c.toolCalls++
 	case translate.EventUsage:
 		c.meter.noteUsage(ev.Usage)
 	}
@@ -229,6 +241,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			}
 		}
 		if i > 0 {
+			c.fallbacks++
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
@@ -337,7 +350,9 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	}
 	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
+	took := time.Since(start)
+	c.upstreamTime += took
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name)

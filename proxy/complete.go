@@ -41,7 +41,7 @@ func (c *requestRun) complete(ctx *fasthttp.RequestCtx, run endpointRun) {
 		}
 	}
 	if err != nil {
-		c.answeredBy = nil // the answer was an error
+		c.answeredBy, c.failed = nil, err // the answer was an error
 		ctx.Response.SwapBody(dst)
 		a := c.s.refuseRequest(ctx, c.rid, err)
 		run.finish(ctx, a.Status, false) // counted there, with the access line's status

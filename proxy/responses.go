@@ -344,7 +344,7 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 }
 
 // finish records the request's metrics. code 0 means the funnel already counted it.
-func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
+func (x *responsesRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	c := x.c
 	st := strconv.FormatBool(stream)
 	label, backend := c.route.label(), c.route.backend.name
@@ -356,6 +356,7 @@ func (x *responsesRun) finish(_ *fasthttp.RequestCtx, code int, stream bool) {
 		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
 	}
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
+	c.toLedger(ledgerStatus(ctx, code), stream, time.Now())
 	answered, fallback := c.answeredModel()
 	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
 		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),

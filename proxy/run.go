@@ -62,6 +62,8 @@ type requestRun struct {
 
 	// span is the server span; nil when tracing is off.
 	span *telemetry.Request
+	// failed is the error the answer ended with, for the ledger; nil when none.
+	failed error
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
@@ -155,6 +157,7 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	}
 	d.answered, d.fallback = c.answeredModel()
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
+	c.toLedger(ledgerStatus(ctx, code), stream, now)
 	if conn, ok := answerConn(ctx); ok && c.span == nil {
 		conn.done.leave(d)
 		return

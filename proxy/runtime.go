@@ -85,6 +85,8 @@ type apiKey struct {
 	limited bool
 	rate    limits.Rate
 	budget  limits.Budget
+	// team is the key's team, for the ledger ("" when none).
+	team string
 }
 
 // newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
@@ -136,7 +138,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		kc := cfg.Keys[n]
 		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
 			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls,
-			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget)}
+			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget), team: kc.Team}
 		if kc.KeySHA256 != "" {
 			hex.Decode(k.digest[:], []byte(kc.KeySHA256)) // 64 hex digits: config validated it
 		} else {

@@ -64,6 +64,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	call := &c.ownCall
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
 	call.body.Pool, call.reads = &s.bodies, &s.streamReads
+	call.captureMax = s.captureMax // ledger.capture_content
 	c.call = call
 	if span != nil { // the run's server span, and its model call's tracer
 		c.span, call.tracer = span, s.tracer
@@ -71,10 +72,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	}
 	if err := run.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
+		c.failed = err
+		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
 	c.call.spend = &c.limits
 	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
+		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
 	s.metrics.Inflight.Inc()

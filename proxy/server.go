@@ -25,6 +25,7 @@ import (
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/loop"
 	"github.com/agate-gateway/agate/metrics"
@@ -62,6 +63,10 @@ type Options struct {
 	Limiter limits.Limiter
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
+	// Ledger receives each request's record; the caller closes it. Nil means the one
+	// Config.Ledger describes (none when it is off), which the server drains and closes
+	// at Shutdown.
+	Ledger Ledger
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -123,6 +128,26 @@ type Server struct {
 
 	// tracer records spans; nil when tracing is off.
 	tracer *telemetry.Tracer
+	// ledger receives each request's record; nil when there is none. ownLedger is the
+	// one New opened, closed by Shutdown.
+	ledger    Ledger
+	ownLedger *ledger.Ledger
+
+	// The admin API (admin.go, dbkeys.go): keyStore holds the keys it manages (nil when
+	// the admin API is off), dbKeys those the running runtime was built with; applyMu
+	// serializes building runtimes (Apply, refreshKeys). admin are the administrators'
+	// token digests; adminSrv serves /admin/v1 on admin.listen (nil: on the main
+	// listener); stopKeys ends syncKeys, which closes keysDone.
+	keyStore KeyStore
+	// captureMax is what a request keeps of its prompt and answer for the ledger's
+	// capture_content (ledger.go), 0 without it.
+	captureMax int
+	dbKeys     atomic.Pointer[dbKeySet]
+	applyMu    sync.Mutex
+	admins     []adminCred
+	adminSrv   *fasthttp.Server
+	stopKeys   chan struct{}
+	keysDone   chan struct{}
 }
 
 // New builds a server for opts.Config.
@@ -148,6 +173,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.rt.Store(rt)
+	if err := s.openLedger(opts); err != nil {
+		s.closeLimiter()
+		return nil, err
+	}
+	if err := s.openAdmin(opts); err != nil { // after Store: it rebuilds rt with the database keys
+		s.closeLimiter()
+		s.closeLedger()
+		return nil, err
+	}
+	rt = s.runtime()
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
 	}
@@ -228,7 +263,9 @@ func (s *Server) checkTools(rt *runtime) error {
 // log.unsafe_transport_errors and log.upstream_error_messages apply to what is logged from
 // then on; log.level and log.format belong to the logger, which is the caller's.
 func (s *Server) Apply(cfg *config.Config) error {
-	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	rt, _, err := s.runtimeFor(cfg, s.dbKeys.Load(), s.rt.Load())
 	if err == nil {
 		err = s.checkTools(rt)
 	}
@@ -309,6 +346,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
 	s.closeLimiter()
+	s.closeAdmin()
+	s.closeLedger() // after Settle: every record is queued
 	if s.closeResponses != nil {
 		_ = s.closeResponses()
 	}
@@ -393,6 +432,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.handleReady(ctx)
 	default:
 		path, method := string(ctx.Path()), string(ctx.Method())
+		if strings.HasPrefix(path, adminPrefix) && s.adminSrv == nil { // admin.go; on admin.listen only when set
+			s.handleAdmin(ctx)
+			return
+		}
 		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {
 			s.handleStoredResponse(ctx, rid, method, id)
 			return
@@ -498,6 +541,9 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 			ctx.SetBody(append(append([]byte(`{"status":"degraded","reason":`), jsonx.AppendString(nil, err.Error())...), '}'))
 			return
 		}
+	}
+	if s.ledgerNotReady(ctx) { // the ledger's database cannot be written
+		return
 	}
 	ctx.SetBodyString(`{"status":"ready"}`)
 }

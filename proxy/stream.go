@@ -345,6 +345,7 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 	if errors.Is(err, errClientGone) || errors.Is(err, context.Canceled) {
 		code = 499
 	}
+	c.failed = err
 	run.finish(nil, code, true)
 }
 

@@ -85,6 +85,9 @@ func versionLine() string {
 // run is main with its inputs injected. ready, if not nil, receives the listening address
 // once the server accepts connections.
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
+	if len(args) > 0 && args[0] == "admin" { // admin.go: a client of the admin API
+		return runAdmin(args[1:], environ, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
@@ -183,6 +186,15 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 		}
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 		go func() { metricsErr <- srv.ServeMetrics(mln) }()
+	}
+	if cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+		logger.Info("admin API listening", "addr", aln.Addr().String())
+		go func() { _ = srv.ServeAdmin(aln) }() // ends with Shutdown
 	}
 
 	running := cfg

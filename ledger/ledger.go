@@ -1,0 +1,358 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/internal/redact"
+)
+
+// Options configure a Ledger. Zero fields take the documented defaults.
+type Options struct {
+	// Type is "sqlite" or "postgres"; DSN the SQLite file's path or the postgres:// URL.
+	Type, DSN string
+	// QueueSize bounds the records waiting to be written. Default 65536.
+	QueueSize int
+	// BatchSize is the most records one insert writes. Default 2000.
+	BatchSize int
+	// FlushInterval is how long a record may wait for its batch to fill. Default 1s.
+	FlushInterval time.Duration
+	// SpoolPath is the file batches go to while the database cannot be written; empty
+	// means none (such batches are dropped and counted). SpoolMaxBytes bounds it
+	// (default 64 MiB); batches beyond are dropped and counted.
+	SpoolPath     string
+	SpoolMaxBytes int64
+	// Retention of raw records and of the minute, hour and day rollups; zero keeps them
+	// for ever. PruneInterval is how often the pruner runs (default 10m).
+	Retention                                    time.Duration
+	MinuteRetention, HourRetention, DayRetention time.Duration
+	PruneInterval                                time.Duration
+	// CaptureContent keeps Record.Prompt and Completion (masked, cut to MaxContentBytes,
+	// default 2048); otherwise Add drops them.
+	CaptureContent  bool
+	MaxContentBytes int
+	// OnDrop is told of records dropped ("queue_full": the queue was full; "spool_full":
+	// neither the database nor the spool could take them); OnWrite of records written.
+	// Either may be nil. They run on the writer's goroutine, or Add's for queue_full.
+	OnDrop  func(reason string, n int)
+	OnWrite func(n int)
+	// Logger receives the writer's failures; nil discards them.
+	Logger *slog.Logger
+	// Now is the pruner's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Ledger writes records to the database off the request path. Safe for concurrent use.
+type Ledger struct {
+	opts  Options
+	st    *store
+	queue chan Record
+	// stop ends the writer and the pruner; done closes when the writer has drained.
+	stop        chan struct{}
+	done, prune chan struct{}
+	closeOnce   sync.Once
+	closed      atomic.Bool
+	// unwritable holds the last write error while the database cannot be written (nil
+	// once a write succeeds).
+	unwritable atomic.Pointer[error]
+	spool      *spool
+	// flushReq asks the writer to write what it holds now (Flush).
+	flushReq chan chan struct{}
+}
+
+// Open opens the database, applies the migrations it lacks, and starts the writer and
+// the pruner.
+func Open(ctx context.Context, opts Options) (*Ledger, error) {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 65536
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 2000
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	if opts.SpoolMaxBytes <= 0 {
+		opts.SpoolMaxBytes = 64 << 20
+	}
+	if opts.PruneInterval <= 0 {
+		opts.PruneInterval = 10 * time.Minute
+	}
+	if opts.MaxContentBytes <= 0 {
+		opts.MaxContentBytes = 2048
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	st, err := openStore(ctx, opts.Type, opts.DSN)
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{opts: opts, st: st, queue: make(chan Record, opts.QueueSize), stop: make(chan struct{}),
+		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
+	if opts.SpoolPath != "" {
+		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
+		if err := l.spool.open(); err != nil {
+			_ = st.db.Close()
+			return nil, err
+		}
+	}
+	go l.write()
+	go l.pruneLoop()
+	return l, nil
+}
+
+// Add queues r to be written and reports whether it was: it never blocks, and a full
+// queue (or a closed ledger) drops r, counted as queue_full. Without CaptureContent
+// r's Prompt and Completion are not kept; with it they are masked and cut.
+func (l *Ledger) Add(r Record) bool {
+	if l.closed.Load() {
+		l.dropped("queue_full", 1)
+		return false
+	}
+	if r.Prompt != "" || r.Completion != "" {
+		if l.opts.CaptureContent {
+			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)
+		} else {
+			r.Prompt, r.Completion = "", ""
+		}
+	}
+	select {
+	case l.queue <- r:
+		return true
+	default:
+		l.dropped("queue_full", 1)
+		return false
+	}
+}
+
+// content is s masked (internal/redact), then cut to MaxContentBytes on a rune boundary:
+// masked first, so that a cut cannot leave part of a credential that no longer looks
+// like one.
+func (l *Ledger) content(s string) string {
+	s = redact.Mask(s)
+	if len(s) > l.opts.MaxContentBytes {
+		n := l.opts.MaxContentBytes
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
+}
+
+func (l *Ledger) dropped(reason string, n int) {
+	if l.opts.OnDrop != nil && n > 0 {
+		l.opts.OnDrop(reason, n)
+	}
+}
+
+// Ready returns the last write error while the database cannot be written, nil when
+// it can (records then go to the spool, or are dropped).
+func (l *Ledger) Ready() error {
+	if e := l.unwritable.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Flush writes the queued records now, and the spooled ones if the database takes them,
+// and returns once they are written (or spooled).
+func (l *Ledger) Flush(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case l.flushReq <- ack:
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops taking records, writes what is queued and spooled (until ctx ends: then
+// the queue is spooled, or dropped and counted), and closes the database.
+func (l *Ledger) Close(ctx context.Context) error {
+	var err error
+	l.closeOnce.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			err = fmt.Errorf("ledger: closing: %w", ctx.Err())
+			<-l.done // the writer's write is bounded by its own timeout
+		}
+		<-l.prune
+		if l.spool != nil {
+			_ = l.spool.close()
+		}
+		if cerr := l.st.db.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// writeTimeout bounds one batch's write.
+const writeTimeout = 10 * time.Second
+
+// write is the writer goroutine: it batches the queue and writes each batch.
+func (l *Ledger) write() {
+	defer close(l.done)
+	batch := make([]Record, 0, l.opts.BatchSize)
+	tick := time.NewTicker(l.opts.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+			batch = l.fill(batch)
+			if len(batch) >= l.opts.BatchSize {
+				batch = l.flush(batch)
+			}
+		case <-tick.C:
+			batch = l.flush(batch)
+			l.unspool()
+		case ack := <-l.flushReq:
+			batch = l.flush(l.fill(batch))
+			l.unspool()
+			close(ack)
+		case <-l.stop:
+			for {
+				batch = l.flush(l.fill(batch))
+				if len(l.queue) == 0 {
+					break
+				}
+			}
+			l.unspool()
+			return
+		}
+	}
+}
+
+// fill takes what is queued into batch, up to BatchSize.
+func (l *Ledger) fill(batch []Record) []Record {
+	for len(batch) < l.opts.BatchSize {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flush writes batch (or spools it when the database fails) and returns it emptied.
+func (l *Ledger) flush(batch []Record) []Record {
+	if len(batch) == 0 {
+		return batch
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	err := l.st.insert(ctx, batch)
+	cancel()
+	if err == nil {
+		l.unwritable.Store(nil)
+		if l.opts.OnWrite != nil {
+			l.opts.OnWrite(len(batch))
+		}
+		return batch[:0]
+	}
+	if l.unwritable.Load() == nil {
+		l.opts.Logger.Error("ledger: the database cannot be written; spooling", "error", err.Error())
+	}
+	// The driver's message names the host and user at most; masked all the same.
+	e := errors.New("ledger: the " + l.opts.Type + " database cannot be written: " + redact.Mask(err.Error()))
+	l.unwritable.Store(&e)
+	if l.spool == nil {
+		l.dropped("spool_full", len(batch))
+		return batch[:0]
+	}
+	if err := l.spool.add(batch); err != nil {
+		l.dropped("spool_full", len(batch))
+	}
+	return batch[:0]
+}
+
+// unspool writes the spooled batches back while the database takes them.
+func (l *Ledger) unspool() {
+	if l.spool == nil || l.spool.empty() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := l.st.db.PingContext(ctx); err != nil {
+		return
+	}
+	err := l.spool.drain(func(batch []Record) error { return l.st.insert(ctx, batch) })
+	if err != nil {
+		l.opts.Logger.Warn("ledger: writing the spool back failed; kept for later", "error", err.Error())
+		return
+	}
+	l.unwritable.Store(nil)
+}
+
+// pruneLoop runs Prune every PruneInterval until Close.
+func (l *Ledger) pruneLoop() {
+	defer close(l.prune)
+	tick := time.NewTicker(l.opts.PruneInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if _, err := l.Prune(ctx); err != nil {
+				l.opts.Logger.Warn("ledger: pruning failed", "error", err.Error())
+			}
+			cancel()
+		}
+	}
+}
+
+// maxPruneBatches bounds the deletes of one table in one Prune: the rest waits for
+// the next run.
+const maxPruneBatches = 200
+
+// Prune deletes the raw records and rollups older than their retentions, in batches,
+// and returns how many rows it deleted.
+func (l *Ledger) Prune(ctx context.Context) (int64, error) {
+	now := l.opts.Now()
+	cut := func(d time.Duration) time.Time {
+		if d <= 0 {
+			return time.Time{}
+		}
+		return now.Add(-d)
+	}
+	return l.st.prune(ctx, cut(l.opts.Retention),
+		[3]time.Time{cut(l.opts.MinuteRetention), cut(l.opts.HourRetention), cut(l.opts.DayRetention)}, maxPruneBatches)
+}
+
+// Usage runs a usage report over the rollups.
+func (l *Ledger) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
+	return l.st.usage(ctx, q)
+}
+
+// Requests lists raw records, newest first, and the cursor of the next page ("": none).
+func (l *Ledger) Requests(ctx context.Context, q RequestQuery) ([]Record, string, error) {
+	return l.st.requests(ctx, q)
+}
+
+// SchemaVersion returns the database's schema version.
+func (l *Ledger) SchemaVersion(ctx context.Context) (int, error) { return l.st.version(ctx) }

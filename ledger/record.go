@@ -1,0 +1,84 @@
+package ledger
+
+import "time"
+
+// Record is one client request as the ledger keeps it. Strings are bounded by whoever
+// fills them (configured names, the request id of at most 128 bytes); Prompt and
+// Completion are set only when content capture is on, masked and truncated by
+// (*Ledger).Add.
+type Record struct {
+	// ID is the record's row id, assigned by the database (zero in Add).
+	ID int64
+	// Time is when the request was over.
+	Time time.Time
+	// RequestID is the request's X-Request-Id.
+	RequestID string
+	// Key is the client key's name, Team its team ("" when none).
+	Key, Team string
+	// API is the client API: "chat", "responses" or "messages".
+	API string
+	// Model is the requested model's label, Served the configured name of the model that
+	// answered ("" when none did), Backend the requested route's backend.
+	Model, Served, Backend string
+	// Stream is set for a streamed answer.
+	Stream bool
+	// Status is the HTTP status of the answer (499: the client left a stream);
+	// ErrorType the error's type ("" on success).
+	Status    int
+	ErrorType string
+	// Tokens, every tool-loop turn and failover attempt summed (OpenAI semantics: Prompt
+	// includes CachedRead and CacheWrite, Completion includes Reasoning).
+	PromptTokens, CachedReadTokens, CacheWriteTokens, CompletionTokens, ReasoningTokens int64
+	// CostUSD is the tokens priced by the answering model's configured price (0 when it
+	// has none).
+	CostUSD float64
+	// Estimated is set when the tokens were estimated in part or whole.
+	Estimated bool
+	// Total is the request's duration, FirstToken the time to its first token (0: none),
+	// Upstream the time spent waiting for upstream response headers, all attempts summed.
+	Total, FirstToken, Upstream time.Duration
+	// ToolCalls counts the tool calls the model made (every turn); Fallbacks the fallback
+	// models tried.
+	ToolCalls, Fallbacks int
+	// CacheHit is set when the upstream read part of the prompt from its cache.
+	CacheHit bool
+	// Prompt and Completion are the request's last user text and the answer's text, only
+	// with capture_content (empty otherwise).
+	Prompt, Completion string
+}
+
+// UsageQuery selects a usage report: the rollups of [From, To) grouped by GroupBy.
+type UsageQuery struct {
+	From, To time.Time
+	// GroupBy names the columns to group by, any of "key", "team", "model", "day" and
+	// "status"; empty means one row for everything.
+	GroupBy []string
+	// Key, Team and Model filter (empty: all).
+	Key, Team, Model string
+}
+
+// UsageRow is one group of a usage report. The grouping fields not asked for are empty.
+type UsageRow struct {
+	Key, Team, Model string
+	// Day is the UTC date, YYYY-MM-DD, when grouped by day.
+	Day string
+	// Status is the answers' status when grouped by status, else 0.
+	Status                                                                              int
+	Requests, Errors                                                                    int64
+	PromptTokens, CachedReadTokens, CacheWriteTokens, CompletionTokens, ReasoningTokens int64
+	CostUSD                                                                             float64
+}
+
+// RequestQuery selects raw records, newest first.
+type RequestQuery struct {
+	// From and To bound the records' time: [From, To); zero means unbounded.
+	From, To time.Time
+	// Key, Team, Model (requested) and Status filter; empty or 0 means all.
+	Key, Team, Model string
+	Status           int
+	// Limit is the page size: default 100, at most 1000.
+	Limit int
+	// Cursor continues a listing: the Next of the previous page; empty starts at the
+	// newest record.
+	Cursor string
+}

@@ -1,0 +1,29 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Ledger are the usage ledger's collectors (ledger.Options.OnDrop, OnWrite).
+type Ledger struct {
+	// Dropped counts records the ledger did not keep, by reason: queue_full (its queue
+	// was full, or it was closing) or spool_full (the database could not be written and
+	// the spool file could not take them).
+	Dropped *prometheus.CounterVec // reason
+	// Written counts records written to the ledger's database.
+	Written prometheus.Counter
+}
+
+// newLedger makes and registers the ledger's collectors, their reasons at zero.
+func newLedger(reg prometheus.Registerer) Ledger {
+	l := Ledger{
+		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_ledger_dropped_total", Help: "Usage ledger records dropped: queue_full (the write queue was full) or spool_full (the database could not be written and the spool file was full or off).",
+		}, []string{"reason"}),
+		Written: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_ledger_records_written_total", Help: "Usage ledger records written to its database.",
+		}),
+	}
+	reg.MustRegister(l.Dropped, l.Written)
+	l.Dropped.WithLabelValues("queue_full")
+	l.Dropped.WithLabelValues("spool_full")
+	return l
+}
