@@ -30,6 +30,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -53,6 +54,8 @@ type rendered struct {
 	hpas            map[string]*autoscalingv2.HorizontalPodAutoscaler
 	pdbs            map[string]*policyv1.PodDisruptionBudget
 	serviceMonitors map[string]*unstructured.Unstructured
+
+	serviceMonitorSchema *schema // testdata/servicemonitor.schema.yaml
 }
 
 // render renders the chart as `helm template gw agate -n llm -f <values>` does, and
@@ -87,6 +90,8 @@ func render(t *testing.T, valuesYAML string) *rendered {
 		hpas:            map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		pdbs:            map[string]*policyv1.PodDisruptionBudget{},
 		serviceMonitors: map[string]*unstructured.Unstructured{},
+
+		serviceMonitorSchema: loadSchema(t, "testdata/servicemonitor.schema.yaml"),
 	}
 	for file, doc := range releaseutil.SplitManifests(rel.Manifest) {
 		if err := r.add(doc); err != nil {
@@ -126,9 +131,25 @@ func (r *rendered) add(doc string) error {
 	case "policy/v1 PodDisruptionBudget":
 		return decodeInto(js, r.pdbs)
 	case "monitoring.coreos.com/v1 ServiceMonitor":
+		// No Go types for the Prometheus Operator's CRDs here: the object is checked
+		// against the CRD's published schema, and its metadata strictly as ObjectMeta.
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(js); err != nil {
 			return err
+		}
+		if errs := r.serviceMonitorSchema.validate("", u.Object); len(errs) > 0 {
+			return fmt.Errorf("against the ServiceMonitor CRD's schema: %s", strings.Join(errs, "; "))
+		}
+		var meta struct {
+			Metadata json.RawMessage `json:"metadata"`
+		}
+		if err := json.Unmarshal(js, &meta); err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(meta.Metadata))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&metav1.ObjectMeta{}); err != nil {
+			return fmt.Errorf("metadata: %w", err)
 		}
 		r.serviceMonitors[u.GetName()] = u
 		return nil
