@@ -424,6 +424,7 @@ secrets:
   ALICE_KEY: sk-alice
 shutdownTimeoutSeconds: 120
 rolloutOnConfigChange: true
+podAnnotations: {team: llm}
 config: |
   server: {listen: ":8080", shutdown_timeout: 2m}
   backends:
@@ -448,7 +449,7 @@ config: |
 				if *d.Spec.Template.Spec.TerminationGracePeriodSeconds != 135 {
 					t.Errorf("terminationGracePeriodSeconds = %d, want 135", *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
 				}
-				for _, a := range []string{"checksum/config", "checksum/secret"} {
+				for _, a := range []string{"checksum/config", "checksum/secret", "team"} {
 					if d.Spec.Template.Annotations[a] == "" {
 						t.Errorf("pod annotation %s is missing", a)
 					}
