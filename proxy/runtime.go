@@ -138,6 +138,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 func missingCredential(bc config.Backend) bool {
 	switch bc.Type {
 	case "anthropic", "gemini", "responses":
+	case "bedrock":
+		return bedrockMissingCredential(bc)
 	case "openai":
 		u, err := url.Parse(bc.BaseURL)
 		if err != nil || !strings.EqualFold(u.Hostname(), "api.openai.com") {
