@@ -361,6 +361,10 @@ func (d Dialect) run(t *testing.T, path string, ar *txtar.Archive) {
 			d.stream(t, path, f.Data)
 		case "upstream.chunks.txt":
 			d.stream(t, path, ReframeChunks(f.Data, d.Typed))
+		case "upstream.eventstream.txt":
+			d.eventStream(t, path, EncodeEvents(t, f.Data))
+		case "upstream.eventstream.b64":
+			d.eventStream(t, path, decodeBase64(t, f.Data))
 		case "upstream.json":
 			if status >= 400 {
 				Golden(t, path, "want.json", ErrorJSON(d.Provider.DecodeError(status, f.Data)))
