@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,6 +41,11 @@ type fakeBedrock struct {
 	bodies   chan string
 	paths    chan string
 	rejected atomic.Int32
+	// bearer, when set, is the API key expected instead of a signature.
+	bearer string
+	// answer, when set, answers a verified request first: false leaves it to the
+	// recordings.
+	answer func(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
 func (f *fakeBedrock) verify(r *http.Request, body []byte) bool {
@@ -71,7 +77,7 @@ func (f *fakeBedrock) verify(r *http.Request, body []byte) bool {
 
 func (f *fakeBedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if !f.verify(r, body) {
+	if f.bearer != "" && r.Header.Get("Authorization") != "Bearer "+f.bearer || f.bearer == "" && !f.verify(r, body) {
 		f.rejected.Add(1)
 		w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException")
 		w.WriteHeader(403)
@@ -86,6 +92,9 @@ func (f *fakeBedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case f.paths <- r.URL.EscapedPath():
 	default:
+	}
+	if f.answer != nil && f.answer(w, r, body) {
+		return
 	}
 	path := r.URL.EscapedPath()
 	switch {
@@ -151,23 +160,32 @@ func readBedrock(t testing.TB, name string) []byte {
 // startBedrock starts a fake Bedrock and a gateway with a bedrock backend on it, signing
 // with static credentials from the environment (the default chain's first source).
 func startBedrock(t *testing.T) (*fakeBedrock, *gatewaytest.Gateway) {
+	return startBedrockWith(t, "", nil)
+}
+
+// startBedrockWith is startBedrock with extra backend keys (", api_key: ...") and the
+// fake's answer hook.
+func startBedrockWith(t *testing.T, extra string, answer func(w http.ResponseWriter, r *http.Request, body []byte) bool) (*fakeBedrock, *gatewaytest.Gateway) {
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SessionToken: "session-token-example"}
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
 	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	f := &fakeBedrock{t: t, creds: creds, region: "us-east-1", bodies: make(chan string, 1), paths: make(chan string, 1)}
+	f := &fakeBedrock{t: t, creds: creds, region: "us-east-1", bodies: make(chan string, 1), paths: make(chan string, 1), answer: answer}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
-  aws: {type: bedrock, region: us-east-1, base_url: %q, retries: {max: 0}}
+  aws: {type: bedrock, region: us-east-1, base_url: %q, retries: {max: 1, base_delay: 1ms}%s}
 models:
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
 keys:
   alice: {key: sk-alice, models: ["*"]}
-`, srv.URL), gatewaytest.Options{})
+`, srv.URL, extra), gatewaytest.Options{})
+	if strings.Contains(extra, "api_key") {
+		f.bearer = "bedrock-api-key-example"
+	}
 	return f, g
 }
 
@@ -279,5 +297,152 @@ func TestBedrockMessages(t *testing.T) {
 	}
 	if n := f.rejected.Load(); n != 0 {
 		t.Errorf("%d requests had a signature the SDK's signer does not reproduce", n)
+	}
+}
+
+// TestBedrockThrottled: a ThrottlingException, as an HTTP 429 or as the first frame of a
+// stream (throttlingException), is retried; a ValidationException is the client's 400
+// with Bedrock's message, which names the field.
+func TestBedrockThrottled(t *testing.T) {
+	var calls atomic.Int32
+	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if strings.Contains(string(body), "invalid please") {
+			w.Header().Set("x-amzn-ErrorType", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"message":"The content field in the Message object at messages.1 is empty. Add a ContentBlock object to the content field and try again."}`)
+			return true
+		}
+		if calls.Add(1)%2 == 0 {
+			return false
+		}
+		if strings.HasSuffix(r.URL.Path, "-stream") {
+			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+			var buf bytes.Buffer
+			msg := eventstream.Message{Payload: []byte(`{"message":"Too many requests, please wait before trying again."}`)}
+			msg.Headers.Set(":exception-type", eventstream.StringValue("throttlingException"))
+			msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+			msg.Headers.Set(":message-type", eventstream.StringValue("exception"))
+			_ = eventstream.NewEncoder().Encode(&buf, msg)
+			_, _ = w.Write(buf.Bytes())
+			return true
+		}
+		w.Header().Set("x-amzn-ErrorType", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+		w.WriteHeader(429)
+		_, _ = io.WriteString(w, `{"message":"Too many requests, please wait before trying again."}`)
+		return true
+	})
+	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{Model: "nova", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	if _, err := client.Chat.Completions.New(ctx, params); err != nil {
+		t.Fatalf("a throttled request was not retried: %v", err)
+	}
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil || !strings.Contains(acc.Choices[0].Message.Content, "strawberry") {
+		t.Fatalf("a stream throttled in its first frame was not retried: %v %+v", err, acc.Choices)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d attempts, want 4 (two throttled, two answered)", n)
+	}
+	params.Messages = []openai.ChatCompletionMessageParamUnion{openai.UserMessage("invalid please")}
+	_, err := client.Chat.Completions.New(ctx, params)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "messages.1") {
+		t.Fatalf("error %v, want the 400 naming messages.1", err)
+	}
+	_ = f
+}
+
+// TestBedrockConverseTools: a Converse answer's tool calls reach an openai-go client, and
+// its next turn (the calls and their results) goes back as toolUse and toolResult blocks.
+func TestBedrockConverseTools(t *testing.T) {
+	answer := `{"metrics":{"latencyMs":2192},"output":{"message":{"content":[{"text":"Sure! I'll look up both values simultaneously right away!"},{"toolUse":{"input":{"ref":"R1"},"name":"get_resistor_value","toolUseId":"tooluse_hr5juciYZJwUHpRczsw13R","type":"tool_use"}},{"toolUse":{"input":{"ref":"C1"},"name":"get_capacitor_value","toolUseId":"tooluse_AZHw3Ym0S07qOv5NlXj9iJ","type":"tool_use"}}],"role":"assistant"}},"stopReason":"tool_use","usage":{"cacheReadInputTokenCount":0,"cacheReadInputTokens":0,"cacheWriteInputTokenCount":0,"cacheWriteInputTokens":0,"inputTokens":694,"outputTokens":110,"serverToolUsage":{},"totalTokens":804}}`
+	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if strings.Contains(string(body), "toolResult") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer) // issue-17267-parallel-tool-calls.json of vercel/ai (translate/converse/testdata)
+		return true
+	})
+	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
+	ctx := context.Background()
+	tool := func(name string) openai.ChatCompletionToolUnionParam {
+		return openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{Name: name,
+			Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"ref": map[string]any{"type": "string"}}}})
+	}
+	params := openai.ChatCompletionNewParams{Model: "nova", Tools: []openai.ChatCompletionToolUnionParam{tool("get_resistor_value"), tool("get_capacitor_value")},
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("R1 and C1?")}}
+	resp, err := client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := resp.Choices[0].Message
+	if resp.Choices[0].FinishReason != "tool_calls" || len(msg.ToolCalls) != 2 || msg.ToolCalls[1].Function.Arguments != `{"ref":"C1"}` {
+		t.Fatalf("answer %+v", resp.Choices[0])
+	}
+	f.last(t)
+	params.Messages = append(params.Messages, msg.ToParam(),
+		openai.ToolMessage("100 ohm", msg.ToolCalls[0].ID), openai.ToolMessage("1 uF", msg.ToolCalls[1].ID))
+	if _, err := client.Chat.Completions.New(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	_, body := f.last(t)
+	for _, want := range []string{
+		`{"toolUse":{"toolUseId":"tooluse_AZHw3Ym0S07qOv5NlXj9iJ","name":"get_capacitor_value","input":{"ref":"C1"}}}`,
+		`{"toolResult":{"toolUseId":"tooluse_hr5juciYZJwUHpRczsw13R","content":[{"text":"100 ohm"}]}}`,
+		`"toolSpec":{"name":"get_resistor_value"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("second turn\n%s\nlacks %s", body, want)
+		}
+	}
+}
+
+// TestBedrockAPIKey: with api_key the request carries the Bedrock API key as a bearer
+// token and no signature.
+func TestBedrockAPIKey(t *testing.T) {
+	f, g := startBedrockWith(t, ", api_key: bedrock-api-key-example", nil)
+	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
+	if _, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "claude",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	if f.signed.Load() != 1 || f.rejected.Load() != 0 {
+		t.Errorf("accepted %d, rejected %d", f.signed.Load(), f.rejected.Load())
+	}
+}
+
+// TestBedrockNoCredentials: a bedrock backend with no credential the gateway can see is
+// left out of /v1/models, like any backend without its key.
+func TestBedrockNoCredentials(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	g := gatewaytest.StartYAML(t, `backends:
+  aws: {type: bedrock, region: eu-west-1}
+  offline: {type: mock}
+models:
+  claude: {backend: aws, upstream_model: "eu.anthropic.claude-sonnet-4-20250514-v1:0"}
+  demo: {backend: offline}
+`, gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g.V1(), "any")
+	page, err := client.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "demo" {
+		t.Errorf("/v1/models lists %v, want only demo", ids)
 	}
 }

@@ -56,7 +56,7 @@ func (c *Client) Pump(ctx context.Context, body io.Reader, reads *sync.Pool, onE
 func PumpEventStream(ctx context.Context, body io.Reader, backend string, p translate.Provider, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	br := bufio.NewReaderSize(body, streamReadSize)
 	dec := eventstream.NewDecoder()
-	var payload []byte
+	var payload, typ []byte
 	for {
 		if afterRead != nil && br.Buffered() == 0 {
 			if err := afterRead(); err != nil {
@@ -84,19 +84,21 @@ func PumpEventStream(ctx context.Context, body io.Reader, backend string, p tran
 			return ctx.Err()
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			var le eventstream.LengthError
+			var ce eventstream.ChecksumError
+			switch {
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 				return Fault(backend, "ended the stream mid-frame")
+			case errors.As(err, &le) || errors.As(err, &ce):
+				return Fault(backend, "sent an event-stream frame that does not decode: "+clip(err.Error(), 120))
 			}
-			var ne interface{ Timeout() bool }
-			if errors.As(err, &ne) || errors.Is(err, io.ErrClosedPipe) {
-				return readError(ctx, backend, err)
-			}
-			return Fault(backend, "sent an event-stream frame that does not decode: "+clip(err.Error(), 120))
+			return readError(ctx, backend, err) // the connection failed mid-frame
 		}
 		payload = msg.Payload // its memory is reused for the next frame
 		switch headerString(msg.Headers, ":message-type") {
 		case "event":
-			if err := onEvent(headerBytes(msg.Headers, ":event-type"), msg.Payload); err != nil {
+			typ = append(typ[:0], headerString(msg.Headers, ":event-type")...)
+			if err := onEvent(typ, msg.Payload); err != nil {
 				return err
 			}
 		case "exception":
@@ -138,20 +140,8 @@ func exceptionStatus(typ string) int {
 	return 502
 }
 
-// headerBytes returns the value of a string header of an event-stream frame, nil if the
-// frame has none.
-func headerBytes(hs eventstream.Headers, name string) []byte {
-	for i := range hs {
-		if hs[i].Name == name {
-			if v, ok := hs[i].Value.(eventstream.StringValue); ok {
-				return []byte(v)
-			}
-		}
-	}
-	return nil
-}
-
-// headerString is headerBytes as a string.
+// headerString returns the value of a string header of an event-stream frame, "" if
+// the frame has none.
 func headerString(hs eventstream.Headers, name string) string {
 	for i := range hs {
 		if hs[i].Name == name {
