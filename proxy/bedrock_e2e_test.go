@@ -446,3 +446,26 @@ models:
 		t.Errorf("/v1/models lists %v, want only demo", ids)
 	}
 }
+
+// TestBedrockSignatureRefused: credentials Bedrock refuses (its 403 for a signature that
+// does not match) are the gateway's 502 upstream_auth_failed, not the client's 401/403,
+// and the secret appears nowhere in the answer.
+func TestBedrockSignatureRefused(t *testing.T) {
+	f, g := startBedrock(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-the-fake-knows")
+	g2 := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  aws: {type: bedrock, region: us-east-1, base_url: %q, retries: {max: 0}}
+models:
+  nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
+`, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g2.V1(), "any")
+	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "nova",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "upstream_auth_failed" || strings.Contains(apiErr.RawJSON(), "not-the-secret") {
+		t.Fatalf("error %v, want the 502 upstream_auth_failed", err)
+	}
+	if f.rejected.Load() != 1 {
+		t.Errorf("the fake refused %d requests, want 1", f.rejected.Load())
+	}
+}

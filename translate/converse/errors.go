@@ -45,16 +45,12 @@ func DecodeError(status int, body []byte) *translate.UpstreamError {
 	return e
 }
 
-// snippet returns ": " and up to 200 bytes of body for an error message.
+// snippet returns ": " and the first 200 bytes of body, quoted, for an error message.
 func snippet(body []byte) string {
-	const max = 200
 	if len(body) == 0 {
 		return " with an empty body"
 	}
-	if len(body) > max {
-		return ": " + string(body[:max]) + "..."
-	}
-	return ": " + string(body)
+	return ": " + strconv.Quote(clip(string(body), 200))
 }
 
 // malformed is the 502 of an answer the decoders cannot read.

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/openaichat"
 )
 
 // AWS event streams (Bedrock's ConverseStream and InvokeModelWithResponseStream) in the
@@ -73,17 +72,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
 	dec := newDecoder()
-	enc := openaichat.NewChunkEncoder(ID, Model, Created, true)
-	var out []byte
-	var upErr *translate.UpstreamError
-	emit := func(ev *translate.Event) error {
-		if ev.Kind == translate.EventError {
-			upErr = ev.Err
-			return ev.Err
-		}
-		out = enc.Encode(out, ev)
-		return nil
-	}
+	o := newOutput()
 	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
 	sdk := eventstream.NewDecoder()
 	var err error
@@ -91,7 +80,7 @@ func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, 
 		var msg eventstream.Message
 		msg, err = sdk.Decode(r, nil)
 		if errors.Is(err, io.EOF) {
-			err = dec.Close(emit)
+			err = dec.Close(o.emit)
 			break
 		}
 		if err != nil {
@@ -105,17 +94,14 @@ func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, 
 		}
 		switch header(":message-type") {
 		case "event":
-			err = dec.Event([]byte(header(":event-type")), msg.Payload, emit)
+			err = dec.Event([]byte(header(":event-type")), msg.Payload, o.emit)
 		case "exception":
 			err = &translate.UpstreamError{Status: 502, Type: "api_error", Code: header(":exception-type"), Message: string(msg.Payload)}
 		default:
 			err = errors.New("a frame of message type " + header(":message-type"))
 		}
 	}
-	if err != nil {
-		return appendError(out, err, upErr)
-	}
-	return enc.Finish(out)
+	return o.end(err)
 }
 
 // eventStream runs one event-stream recording: want.sse, the chunk contract, every split.
