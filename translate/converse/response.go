@@ -31,7 +31,8 @@ func readUsage(sc *jsonx.Scanner, v jsonx.Value) translate.Usage {
 }
 
 // DecodeResponse decodes a whole Converse answer: output.message.content's text,
-// reasoningContent and toolUse blocks, stopReason and usage.
+// citationsContent (its text), reasoningContent and toolUse blocks, stopReason and usage.
+// Blocks of other kinds are left out.
 func (provider) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	root, ok := sc.IndexRoot()
@@ -51,12 +52,22 @@ func (provider) DecodeResponse(body []byte, emit translate.Emit) error {
 	}
 	var err error
 	sc.Each(content, func(_ string, c jsonx.Value) bool {
-		var m [3]jsonx.Value
-		sc.Members(c, []string{"text", "reasoningContent", "toolUse"}, m[:])
+		var m [4]jsonx.Value
+		sc.Members(c, []string{"text", "reasoningContent", "toolUse", "citationsContent"}, m[:])
 		switch {
 		case m[0].Kind == jsonx.String:
 			ev = translate.Event{Kind: translate.EventTextDelta, Text: m[0].Str}
 			err = emit(&ev)
+		case m[3].Kind == jsonx.Object:
+			// Text with citations of the request's documents: the text is shown, the
+			// citations are not (no client API here has a place for them).
+			sc.Each(sc.Get(m[3], "content"), func(_ string, part jsonx.Value) bool {
+				if t := sc.Get(part, "text"); t.Kind == jsonx.String {
+					ev = translate.Event{Kind: translate.EventTextDelta, Text: t.Str}
+					err = emit(&ev)
+				}
+				return err == nil
+			})
 		case m[1].Kind == jsonx.Object:
 			var r [2]jsonx.Value
 			sc.Members(m[1], []string{"reasoningText", "redactedContent"}, r[:])

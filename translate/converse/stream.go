@@ -19,7 +19,8 @@ const (
 // stream decodes one ConverseStream answer, fed one event frame at a time (its
 // :event-type and JSON payload): messageStart, contentBlockStart (a toolUse's id and
 // name), contentBlockDelta (text, toolUse input, reasoningContent text, signature or
-// redactedContent), contentBlockStop, messageStop (stopReason) and metadata (usage), in
+// redactedContent; a citation, or a delta of a kind newer than this decoder, is
+// skipped), contentBlockStop, messageStop (stopReason) and metadata (usage), in
 // that order, though a text or reasoning block may start with its first delta. It is not
 // safe for concurrent use.
 type stream struct {
@@ -167,7 +168,9 @@ func (d *stream) delta(index int64, delta jsonx.Value, emit translate.Emit, data
 		}
 		return nil
 	}
-	return d.fail(malformed("a contentBlockDelta of unknown kind", data))
+	// A delta of another kind (a citation of the request's documents, a kind newer than
+	// this decoder) is well-formed and has no place in the client's answer.
+	return nil
 }
 
 // stop ends the open block: a reasoning block is emitted whole, a tool call ended.
