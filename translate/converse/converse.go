@@ -228,6 +228,8 @@ type writer struct {
 	calls bool
 	// clientCache is set once a client's own cache_control was written as a cachePoint.
 	clientCache bool
+	// documents counts the document blocks written, which names them.
+	documents int
 }
 
 // open starts a content block of a message of role, opening the message when the
@@ -286,9 +288,10 @@ func (w *writer) message(i int, m *translate.Message) error {
 			w.dst = w.req.AppendText(w.dst, p.Text)
 			w.dst = append(w.dst, '}')
 		case translate.PartImage:
+			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
 			format, data, ok := dataImage(p.Media.URL)
 			if !ok {
-				return translate.Errorf(translate.ParamIndex("messages", i)+".content", "the bedrock backend takes images as data: URLs of png, jpeg, gif or webp only")
+				return translate.Errorf(param, "the bedrock backend takes images as data: URLs of png, jpeg, gif or webp only")
 			}
 			w.open("user")
 			w.dst = append(w.dst, `{"image":{"format":"`...)
@@ -296,8 +299,24 @@ func (w *writer) message(i int, m *translate.Message) error {
 			w.dst = append(w.dst, `","source":{"bytes":`...)
 			w.dst = jsonx.AppendString(w.dst, data)
 			w.dst = append(w.dst, "}}}"...)
+		case translate.PartFile:
+			// A PDF as a document block. Bedrock restricts a document's name (letters,
+			// digits, single spaces, hyphens, parentheses, brackets) and wants each
+			// unique: the gateway names them document-1, document-2... in order.
+			param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".file.file_data"
+			mt, data, ok := translate.ParseDataURL(p.Media.FileData)
+			if !ok || mt != "application/pdf" {
+				return translate.Errorf(param, "the bedrock backend takes files as data:application/pdf;base64 URLs only")
+			}
+			w.documents++
+			w.open("user")
+			w.dst = append(w.dst, `{"document":{"format":"pdf","name":"document-`...)
+			w.dst = jsonx.AppendInt(w.dst, w.documents)
+			w.dst = append(w.dst, `","source":{"bytes":`...)
+			w.dst = jsonx.AppendString(w.dst, data)
+			w.dst = append(w.dst, "}}}"...)
 		default:
-			return translate.Errorf(translate.ParamIndex("messages", i)+".content", "the bedrock backend takes text and image parts only")
+			return translate.Errorf(translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j), "the bedrock backend takes text, image and PDF file parts only")
 		}
 		w.cache(p.CacheControl)
 	}
@@ -392,18 +411,14 @@ func (w *writer) restore(state []byte) {
 
 // dataImage splits a data: URL of an image Converse takes into its format and base64 data.
 func dataImage(url string) (format, data string, ok bool) {
-	rest, found := strings.CutPrefix(url, "data:image/")
-	if !found {
+	mt, data, ok := translate.ParseDataURL(url)
+	if !ok {
 		return "", "", false
 	}
-	mime, data, found := strings.Cut(rest, ";base64,")
-	if !found {
-		return "", "", false
-	}
-	switch mime {
-	case "png", "gif", "webp":
-		return mime, data, true
-	case "jpeg", "jpg":
+	switch mt {
+	case "image/png", "image/gif", "image/webp", "image/jpeg":
+		return mt[len("image/"):], data, true
+	case "image/jpg":
 		return "jpeg", data, true
 	}
 	return "", "", false
