@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
@@ -106,6 +107,8 @@ func (f *fakeBedrock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sc := bufio.NewScanner(strings.NewReader(gatewaytest.RenderStream("anthropic", gatewaytest.Turn{Text: "hello from claude on bedrock"}, 1)))
 		for sc.Scan() {
 			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				// Bedrock adds its invocation metrics to Claude's message_stop.
+				data = strings.Replace(data, `{"type":"message_stop"}`, `{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":12,"outputTokenCount":6,"invocationLatency":412,"firstByteLatency":230}}`, 1)
 				frames = append(frames, [2]string{"chunk", `{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `","p":"abcdefghij"}`})
 			}
 		}
@@ -467,5 +470,54 @@ models:
 	}
 	if f.rejected.Load() != 1 {
 		t.Errorf("the fake refused %d requests, want 1", f.rejected.Load())
+	}
+}
+
+// TestBedrockResponses: the Responses API, streamed and not, over both Bedrock APIs:
+// reasoning blocks of a Converse answer come back as a reasoning item.
+func TestBedrockResponses(t *testing.T) {
+	reasoning := `{"metrics":{"latencyMs":2202},"output":{"message":{"content":[{"reasoningContent":{"reasoningText":{"signature":"EvYBCkgICxABGAIqQA9E9VC377UnbjdfXCw4RwQaaIXsqocZKzI3WwWtXT/wBjzAkBOfIiVkP/mhvsPGb5oQW/2j+E1tZcNFoXIb26YSDBTSbDrbHwXJoAl3/hoMA/Qo4rIHvObP/yBrIjAT+l69mh9k7evFO+w+ransSD5YGq4hYrieOyJH3k/zHv8nBJwiz3Nlrb3jNFi2Ib0qXJH7BIK0hR85yYIoccReoJUpeLEMxeWbsO6f0EpOSMSi3YDLd1U9NAw7Itjeay1fEBPHwvawt2M4e/rn52SsuEz3p2DfOZm+N3bnL63rg0Cb9lFcp3k5kuU1h6hcGAE=","text":"Let me count the r's in \"strawberry\":\n\ns-t-r-a-w-b-e-r-r-y\n\nThere are 3 r's."}}},{"text":"There are **3** r's in \"strawberry\":\n\n1. st**r**awbe**r****r**y"}],"role":"assistant"}},"stopReason":"end_turn","usage":{"cacheReadInputTokenCount":0,"cacheReadInputTokens":0,"cacheWriteInputTokenCount":0,"cacheWriteInputTokens":0,"inputTokens":51,"outputTokens":78,"serverToolUsage":{},"totalTokens":129}}`
+	_, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if !strings.HasSuffix(r.URL.Path, "/converse") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reasoning) // amazon-bedrock-reasoning.json of vercel/ai (translate/converse/testdata)
+		return true
+	})
+	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
+	ctx := context.Background()
+	for _, c := range []struct{ model, want string }{{"claude", "hello from claude on bedrock"}, {"nova", "There are **3** r's"}} {
+		t.Run(c.model, func(t *testing.T) {
+			params := responses.ResponseNewParams{Model: c.model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("count")},
+				Include: []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}, Store: openai.Bool(false)}
+			resp, err := client.Responses.New(ctx, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(resp.OutputText(), c.want) || resp.Status != "completed" {
+				t.Errorf("output %q status %s", resp.OutputText(), resp.Status)
+			}
+			if c.model == "nova" && (len(resp.Output) < 2 || resp.Output[0].Type != "reasoning" || !strings.HasPrefix(resp.Output[0].EncryptedContent, "agate1.converse.")) {
+				t.Errorf("output items %+v: want the reasoning item first, sealed", resp.Output)
+			}
+			stream := client.Responses.NewStreaming(ctx, params)
+			var text strings.Builder
+			completed := false
+			for stream.Next() {
+				switch ev := stream.Current(); ev.Type {
+				case "response.output_text.delta":
+					text.WriteString(ev.Delta)
+				case "response.completed":
+					completed = true
+				}
+			}
+			if err := stream.Err(); err != nil || !completed {
+				t.Fatalf("stream: %v, completed %v", err, completed)
+			}
+			if c.model == "claude" && text.String() != c.want {
+				t.Errorf("streamed %q", text.String())
+			}
+		})
 	}
 }
