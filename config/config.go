@@ -150,8 +150,12 @@ type Log struct {
 
 // Backend is one upstream provider endpoint.
 type Backend struct {
-	// Type is anthropic, gemini, responses, openai or mock. Required.
+	// Type is anthropic, gemini, responses, openai, bedrock or mock. Required.
 	Type string `koanf:"type"`
+	// Region is a bedrock backend's AWS region (config/bedrock.go). Required for bedrock.
+	Region string `koanf:"region"`
+	// Profile is the AWS shared config profile of a bedrock backend's credential chain.
+	Profile string `koanf:"profile"`
 	// BaseURL is the provider root in each provider SDK's convention: anthropic and gemini
 	// without a version path (Agate appends /v1/messages, /v1beta/models/...), responses and
 	// openai including /v1 (Agate appends /responses or /chat/completions). Required except

@@ -82,6 +82,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Retries.BaseDelay, defaultRetryBaseDelay)
 		setDefault(&b.Retries.MaxDelay, defaultRetryMaxDelay)
 		setDefault(&b.MaxConns, defaultMaxConns)
+		bedrockDefaults(&b)
 		switch {
 		case b.Type == "anthropic" && !hasKey(raw, "backends", name, "allowed_betas"):
 			b.AllowedBetas = DefaultAnthropicBetas()

@@ -57,6 +57,8 @@ func providerFor(typ string) (translate.Provider, bool) {
 		return responses.New(), true
 	case "openai":
 		return openai.New(), true
+	case "bedrock":
+		return newBedrockProvider(), true
 	case "mock":
 		return mock.New(), true
 	}
@@ -78,8 +80,12 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		return b, nil
 	}
 	t := bc.Timeouts
-	client, err := upstream.New(upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
-		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}, p)
+	ub := upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
+		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}
+	if err := cloudBackend(name, bc, &ub); err != nil {
+		return nil, fmt.Errorf("backends.%s: %w", name, err)
+	}
+	client, err := upstream.New(ub, p)
 	if err != nil {
 		return nil, err
 	}

@@ -307,7 +307,7 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = upstream.Pump(ctx, body, b.name, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+	err = b.client.Pump(ctx, body, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
 		c.flush, func() error { return dec.Close(emit) })
 	// The stream ended early (the client left, the upstream failed): count what the
 	// upstream had reported, which Close would have emitted.

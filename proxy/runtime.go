@@ -173,6 +173,8 @@ func mockScript(script []config.ScriptTurn) localProvider {
 func missingCredential(bc config.Backend) bool {
 	switch bc.Type {
 	case "anthropic", "gemini", "responses":
+	case "bedrock":
+		return bedrockMissingCredential(bc)
 	case "openai":
 		u, err := url.Parse(bc.BaseURL)
 		if err != nil || !strings.EqualFold(u.Hostname(), "api.openai.com") {

@@ -206,6 +206,8 @@ func ProviderName(typ string) string {
 		return "gcp.gemini"
 	case "openai", "responses":
 		return "openai"
+	case "bedrock":
+		return "aws.bedrock"
 	}
 	return "agate." + typ
 }

@@ -16,7 +16,10 @@ import (
 // when the history comes back.
 func New() translate.Provider { return anthropicProvider{} }
 
-type anthropicProvider struct{}
+type anthropicProvider struct {
+	// cloud is the body a cloud's Claude endpoint takes (NewCloud); zero for Anthropic's.
+	cloud Cloud
+}
 
 // Interface guards.
 var (
@@ -145,7 +148,7 @@ func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicP
 }
 
 // AppendRequest appends the Messages API body for req.
-func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+func (a anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
 		opts = &translate.Options{}
 	}
@@ -161,8 +164,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	if model == "" {
 		model = req.Model
 	}
-	w.dst = append(w.dst, `{"model":`...)
-	w.dst = jsonx.AppendString(w.dst, model)
+	w.dst = a.cloud.appendHead(w.dst, model)
 	w.dst = append(w.dst, `,"max_tokens":`...)
 	w.dst = jsonx.AppendInt(w.dst, plan.maxTokens)
 
@@ -260,7 +262,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 		w.dst = append(w.dst, req.ResponseFormat.Schema...)
 		w.dst = append(w.dst, `}}`...)
 	}
-	if opts.Stream {
+	if opts.Stream && !a.cloud.NoStream {
 		w.dst = append(w.dst, `,"stream":true`...)
 	}
 	w.dst = append(w.dst, '}')
