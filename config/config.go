@@ -150,7 +150,7 @@ type Log struct {
 
 // Backend is one upstream provider endpoint.
 type Backend struct {
-	// Type is anthropic, gemini, responses, openai or mock. Required.
+	// Type is anthropic, gemini, responses, openai, azure, vertex or mock. Required.
 	Type string `koanf:"type"`
 	// BaseURL is the provider root in each provider SDK's convention: anthropic and gemini
 	// without a version path (Agate appends /v1/messages, /v1beta/models/...), responses and
@@ -187,6 +187,10 @@ type Backend struct {
 	// that bill more or reach beyond the request (context-1m, fast-mode, extended-cache-ttl,
 	// files-api, mcp-client, code-execution, ...) must be listed to be forwarded.
 	AllowedBetas []string `koanf:"allowed_betas"`
+	// Azure configures an azure backend (config/azure.go).
+	Azure Azure `koanf:"azure"`
+	// Vertex configures a vertex backend (config/vertex.go).
+	Vertex Vertex `koanf:"vertex"`
 }
 
 // DefaultAnthropicBetas are the anthropic-beta names forwarded when a backend sets no

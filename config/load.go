@@ -155,7 +155,7 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 	}
 	err := ko.UnmarshalWithConf("", c, koanf.UnmarshalConf{
 		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook:       durationHook,
+			DecodeHook:       mapstructure.ComposeDecodeHookFunc(durationHook, dateStringHook),
 			WeaklyTypedInput: true,
 			ErrorUnused:      true,
 			TagName:          "koanf",

@@ -66,10 +66,18 @@ func providerFor(typ string) (translate.Provider, bool) {
 // newBackend builds the backend of bc, a backend of a validated, defaulted config (see
 // config.Parse): its values are used as they are, mapped to upstream's options.
 func newBackend(name string, bc config.Backend) (*backend, error) {
+	return buildBackend(name, bc, cloudEnv{})
+}
+
+// buildBackend is newBackend with the environment of the cloud credentials.
+func buildBackend(name string, bc config.Backend, env cloudEnv) (*backend, error) {
 	b := &backend{name: name, typ: bc.Type, cfg: bc, betas: newBetaPolicy(bc),
 		retries:       upstream.Retries{Max: bc.Retries.Max, BaseDelay: bc.Retries.BaseDelay, MaxDelay: bc.Retries.MaxDelay},
 		retryTimeouts: bc.Retries.OnTimeout == config.OnTimeoutRetry}
 	p, ok := providerFor(bc.Type)
+	if !ok {
+		p, ok = cloudProviderFor(bc)
+	}
 	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
 	}
@@ -77,9 +85,16 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 	if _, local := p.(localProvider); local {
 		return b, nil
 	}
+	var signer upstream.Signer
+	if !cloudCredentialMissing(bc) { // else its models are refused (missingCredential)
+		var err error
+		if signer, err = cloudSigner(name, bc, env); err != nil {
+			return nil, err
+		}
+	}
 	t := bc.Timeouts
 	client, err := upstream.New(upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
-		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}, p)
+		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}, Signer: signer}, p)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,11 @@ type apiKey struct {
 // valid. It runs config's Validate again, so that a config edited in code cannot bypass
 // config's rules; nothing here restates them.
 func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
+	return buildRuntime(cfg, prev, logger, cloudEnv{})
+}
+
+// buildRuntime is newRuntime with the environment of the cloud credentials.
+func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cloudEnv) (*runtime, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,7 +96,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 				continue
 			}
 		}
-		b, err := newBackend(name, bc)
+		b, err := buildBackend(name, bc, env)
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +143,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 func missingCredential(bc config.Backend) bool {
 	switch bc.Type {
 	case "anthropic", "gemini", "responses":
+	case "azure", "vertex":
+		return cloudCredentialMissing(bc)
 	case "openai":
 		u, err := url.Parse(bc.BaseURL)
 		if err != nil || !strings.EqualFold(u.Hostname(), "api.openai.com") {

@@ -206,6 +206,10 @@ func ProviderName(typ string) string {
 		return "gcp.gemini"
 	case "openai", "responses":
 		return "openai"
+	case "azure":
+		return "azure.ai.openai"
+	case "vertex":
+		return "gcp.vertex_ai"
 	}
 	return "agate." + typ
 }

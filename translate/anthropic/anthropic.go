@@ -16,7 +16,24 @@ import (
 // when the history comes back.
 func New() translate.Provider { return anthropicProvider{} }
 
-type anthropicProvider struct{}
+// Options are the differences of a platform that serves the Messages API under its own
+// URL and authentication (Claude on Vertex AI: rawPredict).
+type Options struct {
+	// BodyVersion, when set, goes into the body as anthropic_version (Vertex AI:
+	// "vertex-2023-10-16") and the body names no model: the platform's URL does. The
+	// anthropic-version and x-api-key headers are then not sent (Headers is empty): the
+	// platform authenticates the request its own way.
+	BodyVersion string
+}
+
+// NewWith returns the provider for the Messages API as a platform serves it (Options).
+// Its Path is Anthropic's; the platform's URL is the caller's to compose.
+func NewWith(o Options) translate.Provider { return anthropicProvider{bodyVersion: o.BodyVersion} }
+
+type anthropicProvider struct {
+	// bodyVersion is Options.BodyVersion.
+	bodyVersion string
+}
 
 // Interface guards.
 var (
@@ -44,7 +61,10 @@ func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
 // Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
 // anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
 // prompt caching are generally available.
-func (anthropicProvider) Headers(apiKey string) []translate.Header {
+func (p anthropicProvider) Headers(apiKey string) []translate.Header {
+	if p.bodyVersion != "" {
+		return nil
+	}
 	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
 }
 
@@ -145,7 +165,7 @@ func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicP
 }
 
 // AppendRequest appends the Messages API body for req.
-func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+func (p anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
 		opts = &translate.Options{}
 	}
@@ -161,8 +181,13 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	if model == "" {
 		model = req.Model
 	}
-	w.dst = append(w.dst, `{"model":`...)
-	w.dst = jsonx.AppendString(w.dst, model)
+	if p.bodyVersion != "" {
+		w.dst = append(w.dst, `{"anthropic_version":`...)
+		w.dst = jsonx.AppendString(w.dst, p.bodyVersion)
+	} else {
+		w.dst = append(w.dst, `{"model":`...)
+		w.dst = jsonx.AppendString(w.dst, model)
+	}
 	w.dst = append(w.dst, `,"max_tokens":`...)
 	w.dst = jsonx.AppendInt(w.dst, plan.maxTokens)
 

@@ -1,0 +1,171 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/tidwall/gjson"
+	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+)
+
+// cloudFake is a cloud's inference endpoint on loopback: it checks each request's
+// authentication as the cloud does (auth returns "" when it passes, else the reason, and
+// the request gets the cloud's 401), then answers with a recorded body, streamed or whole
+// as the request asks.
+type cloudFake struct {
+	srv          *httptest.Server
+	auth         func(r *http.Request) string
+	stream, json []byte // the recorded answers
+	streamType   string // the Content-Type of stream
+
+	mu       sync.Mutex
+	requests []cloudRequest
+}
+
+type cloudRequest struct {
+	uri  string
+	body string
+}
+
+func newCloudFake(t *testing.T, auth func(r *http.Request) string, stream, json []byte) *cloudFake {
+	f := &cloudFake{auth: auth, stream: stream, json: json, streamType: "text/event-stream; charset=utf-8"}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.requests = append(f.requests, cloudRequest{r.URL.RequestURI(), string(body)})
+		f.mu.Unlock()
+		if reason := f.auth(r); reason != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"code":"401","message":"`+reason+`"}}`)
+			return
+		}
+		if gjson.Get(string(body), "stream").Bool() || strings.Contains(r.URL.Path, ":stream") {
+			w.Header().Set("Content-Type", f.streamType)
+			w.Write(f.stream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(f.json)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *cloudFake) seen() []cloudRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]cloudRequest(nil), f.requests...)
+}
+
+// recording returns the section name of a golden transcript under the repository.
+func recording(t *testing.T, path, name string) []byte {
+	t.Helper()
+	ar, err := txtar.ParseFile("../" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	t.Fatalf("%s has no %s", path, name)
+	return nil
+}
+
+// chatBoth asks for model through client, whole and streamed, and returns the two answers' text.
+func chatBoth(t *testing.T, client openai.Client, model string) (whole, streamed string) {
+	t.Helper()
+	params := openai.ChatCompletionNewParams{Model: model,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 4200 + 42?")}}
+	resp, err := client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	whole = resp.Choices[0].Message.Content
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("chat stream: %v", err)
+	}
+	return whole, acc.Choices[0].Message.Content
+}
+
+// TestAzure_APIKey: an azure backend with api_key calls the deployment-scoped surface with
+// the api-key header (and no Authorization), the deployment being the model's upstream
+// name, and the recorded Azure answers (prompt_filter_results chunk first) reach an
+// openai-go client whole and streamed.
+func TestAzure_APIKey(t *testing.T) {
+	const key = "azure-key-3f9c"
+	up := newCloudFake(t, func(r *http.Request) string {
+		switch {
+		case r.Header.Get("api-key") != key:
+			return "Access denied due to invalid subscription key"
+		case r.Header.Get("Authorization") != "":
+			return "unexpected Authorization header"
+		}
+		return ""
+	}, recording(t, "translate/openai/testdata/azure-stream-text.mirascope.txtar", "upstream.sse"),
+		recording(t, "translate/openai/testdata/azure-json-text.mirascope.txtar", "upstream.json"))
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai:
+    type: azure
+    base_url: `+up.srv.URL+`
+    api_key: `+key+`
+    azure:
+      api_version: 2024-10-21
+models:
+  gpt-4o-mini: {backend: aoai}
+  mini: {backend: aoai, upstream_model: gpt-4o-mini}
+`, gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	whole, streamed := chatBoth(t, client, "mini")
+	if whole != "4200 + 42 equals 4242." || streamed != "4200 + 42 equals 4242." {
+		t.Errorf("answers %q, %q", whole, streamed)
+	}
+	for _, r := range up.seen() {
+		if r.uri != "/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21" {
+			t.Errorf("upstream URI %q", r.uri)
+		}
+		if m := gjson.Get(r.body, "model").String(); m != "gpt-4o-mini" {
+			t.Errorf("upstream model %q", m)
+		}
+	}
+}
+
+// TestAzure_V1Surface: without api_version the v1 surface is called, the deployment as
+// the body's model.
+func TestAzure_V1Surface(t *testing.T) {
+	up := newCloudFake(t, func(r *http.Request) string {
+		if r.Header.Get("api-key") != "k" {
+			return "Access denied"
+		}
+		return ""
+	}, recording(t, "translate/openai/testdata/azure-stream-text.mirascope.txtar", "upstream.sse"),
+		recording(t, "translate/openai/testdata/azure-json-text.mirascope.txtar", "upstream.json"))
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai: {type: azure, base_url: `+up.srv.URL+`, api_key: k}
+models:
+  mini: {backend: aoai, upstream_model: my-deployment}
+`, gatewaytest.Options{})
+	chatBoth(t, gatewaytest.OpenAI(g.V1(), "client-key"), "mini")
+	for _, r := range up.seen() {
+		if r.uri != "/openai/v1/chat/completions" || gjson.Get(r.body, "model").String() != "my-deployment" {
+			t.Errorf("upstream request %q %s", r.uri, r.body)
+		}
+	}
+}
