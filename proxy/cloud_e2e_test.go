@@ -28,6 +28,15 @@ type cloudFake struct {
 
 	mu       sync.Mutex
 	requests []cloudRequest
+	// throttle answers the next requests, one each, before the recorded answers.
+	throttle []cloudError
+}
+
+// cloudError is an error answer of a cloud: its status, headers and body.
+type cloudError struct {
+	status  int
+	headers map[string]string
+	body    string
 }
 
 type cloudRequest struct {
@@ -41,7 +50,20 @@ func newCloudFake(t *testing.T, auth func(r *http.Request) string, stream, json 
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.requests = append(f.requests, cloudRequest{r.URL.RequestURI(), string(body)})
+		var throttled *cloudError
+		if len(f.throttle) > 0 {
+			throttled, f.throttle = &f.throttle[0], f.throttle[1:]
+		}
 		f.mu.Unlock()
+		if throttled != nil {
+			for k, v := range throttled.headers {
+				w.Header().Set(k, v)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(throttled.status)
+			io.WriteString(w, throttled.body)
+			return
+		}
 		if reason := f.auth(r); reason != "" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -166,6 +188,56 @@ models:
 	for _, r := range up.seen() {
 		if r.uri != "/openai/v1/chat/completions" || gjson.Get(r.body, "model").String() != "my-deployment" {
 			t.Errorf("upstream request %q %s", r.uri, r.body)
+		}
+	}
+}
+
+// TestCloud_ThrottlingIsRetried: Azure's 429 with Retry-After and Vertex AI's 429
+// RESOURCE_EXHAUSTED are retried on the same backend; the client sees only the answer.
+// The bodies are the clouds' own: Azure's token rate limit error as a client logged it
+// (the message names the operation and api-version), Vertex AI's as the Google API error
+// its error-code-429 page names (code, message, status RESOURCE_EXHAUSTED).
+func TestCloud_ThrottlingIsRetried(t *testing.T) {
+	azure429 := cloudError{429, map[string]string{"Retry-After": "0", "x-ratelimit-remaining-tokens": "0"},
+		`{"error":{"code":"429","message": "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-05-01-preview have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 60 seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit."}}`}
+	vertex429 := cloudError{429, nil, `{
+  "error": {
+    "code": 429,
+    "message": "Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.",
+    "status": "RESOURCE_EXHAUSTED"
+  }
+}`}
+	azure := newCloudFake(t, func(*http.Request) string { return "" }, nil,
+		recording(t, "translate/openai/testdata/azure-json-text.mirascope.txtar", "upstream.json"))
+	azure.throttle = []cloudError{azure429}
+	tokens := newGoogleTokenEndpoint(t)
+	vertex := newCloudFake(t, vertexAuth, nil, recording(t, "translate/gemini/testdata/json-text.mirascope.txtar", "upstream.json"))
+	vertex.throttle = []cloudError{vertex429}
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai: {type: azure, base_url: `+azure.srv.URL+`, api_key: k, retries: {base_delay: 1ms, max_delay: 5ms}}
+  vx:
+    type: vertex
+    base_url: `+vertex.srv.URL+`
+    retries: {base_delay: 1ms, max_delay: 5ms}
+    vertex: {project: p, location: global, credentials_file: `+tokens.serviceAccountFile(t)+`}
+models:
+  mini: {backend: aoai}
+  flash: {backend: vx}
+`, gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	for model, up := range map[string]*cloudFake{"mini": azure, "flash": vertex} {
+		params := openai.ChatCompletionNewParams{Model: model,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 4200 + 42?")}}
+		resp, err := client.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		if !strings.Contains(resp.Choices[0].Message.Content, "4242") {
+			t.Errorf("%s: answer %q", model, resp.Choices[0].Message.Content)
+		}
+		if n := len(up.seen()); n != 2 {
+			t.Errorf("%s: %d upstream attempts, want 2 (the 429, then the answer)", model, n)
 		}
 	}
 }
