@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,43 @@ func TestCloudBackends_Invalid(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.key+":") {
 			t.Errorf("%s: error %v, want one naming %s", tt.yaml, err, tt.key)
 		}
+	}
+}
+
+// TestLoad_ExampleCloudSections uncomments the cloud backends and models of
+// config.example.yaml (the blocks after "# Cloud backends" and "# Cloud models") so that
+// they cannot rot: they load, with an Azure key from the environment.
+func TestLoad_ExampleCloudSections(t *testing.T) {
+	data, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inBlock := false
+	for line := range strings.SplitSeq(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "  # Cloud backends") || strings.HasPrefix(line, "  # Cloud models"):
+			inBlock = true
+			out = append(out, "")
+			continue
+		case !strings.HasPrefix(line, "  #"):
+			inBlock = false
+		}
+		if inBlock {
+			line = "  " + strings.TrimPrefix(line, "  # ")
+		}
+		out = append(out, line)
+	}
+	got, err := Parse([]byte(strings.Join(out, "\n")), []string{"AZURE_OPENAI_API_KEY=k"})
+	if err != nil {
+		t.Fatalf("Parse(uncommented example): %v", err)
+	}
+	az, gem, cl := got.Backends["azure"], got.Backends["vertex-gemini"], got.Backends["vertex-claude"]
+	if az.Azure.APIVersion != "2024-10-21" || az.Azure.Auth != "api_key" || gem.BaseURL != "https://aiplatform.googleapis.com" ||
+		cl.BaseURL != "https://us-east5-aiplatform.googleapis.com" || cl.Vertex.Publisher != "anthropic" {
+		t.Errorf("cloud backends %+v\n%+v\n%+v", az, gem, cl)
+	}
+	if got.Models["claude-vertex"].UpstreamModel != "claude-sonnet-4-5@20250929" || got.Models["gpt-4o-mini-azure"].Backend != "azure" {
+		t.Errorf("cloud models %+v", got.Models)
 	}
 }

@@ -159,3 +159,15 @@ func cloudCredentialMissing(bc config.Backend) bool {
 	}
 	return false
 }
+
+// credentialKey is the config key of b's credential, which an upstream's 401 sends the
+// operator to (credentialFault): api_key, or the cloud credential of a signed backend.
+func (b *backend) credentialKey() string {
+	switch {
+	case b.typ == "vertex":
+		return "vertex (its credentials and their Vertex AI role)"
+	case b.typ == "azure" && b.cfg.Azure.Auth == "entra":
+		return "azure.credential (the identity and its role on the resource)"
+	}
+	return "api_key"
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
 
@@ -239,5 +240,80 @@ models:
 		if n := len(up.seen()); n != 2 {
 			t.Errorf("%s: %d upstream attempts, want 2 (the 429, then the answer)", model, n)
 		}
+	}
+}
+
+// TestAzure_Responses: an azure backend with api responses serves the Responses API
+// (openai-go's Responses client, whole and streamed) from /openai/responses?api-version=,
+// the deployment as the body's model, on the recorded Azure Responses answers.
+func TestAzure_Responses(t *testing.T) {
+	up := newCloudFake(t, func(r *http.Request) string {
+		if r.Header.Get("api-key") != "k" {
+			return "Access denied"
+		}
+		return ""
+	}, recording(t, "translate/responses/testdata/azure-stream-text.mirascope.txtar", "upstream.sse"),
+		recording(t, "translate/responses/testdata/azure-json-text.mirascope.txtar", "upstream.json"))
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai: {type: azure, base_url: `+up.srv.URL+`, api_key: k, azure: {api: responses, api_version: 2025-03-01-preview}}
+models:
+  mini: {backend: aoai, upstream_model: gpt-4o-mini}
+`, gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	p := responses.ResponseNewParams{Model: "mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 4200 + 42?")}}
+	out, err := client.Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.OutputText() != "4200 + 42 equals 4242." || out.Status != "completed" {
+		t.Errorf("response %q %s", out.OutputText(), out.Status)
+	}
+	s := client.Responses.NewStreaming(context.Background(), p)
+	var text strings.Builder
+	completed := false
+	for s.Next() {
+		switch ev := s.Current(); ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+		case "response.completed":
+			completed = true
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !completed || !strings.Contains(text.String(), "4242") {
+		t.Errorf("streamed %q, completed %v", text.String(), completed)
+	}
+	for _, r := range up.seen() {
+		if r.uri != "/openai/responses?api-version=2025-03-01-preview" || gjson.Get(r.body, "model").String() != "gpt-4o-mini" {
+			t.Errorf("upstream request %q %s", r.uri, r.body)
+		}
+	}
+}
+
+// TestAzure_NoKeyLeftOut: an azure backend under auth api_key without a key is left out
+// of /v1/models and its models are refused, as any backend without its credential.
+func TestAzure_NoKeyLeftOut(t *testing.T) {
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai: {type: azure, base_url: https://r.openai.azure.com, azure: {auth: api_key}}
+  offline: {type: mock}
+models:
+  mini: {backend: aoai}
+  demo: {backend: offline}
+`, gatewaytest.Options{})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	page, err := client.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "demo" {
+		t.Errorf("/v1/models lists %v, want only demo", ids)
 	}
 }

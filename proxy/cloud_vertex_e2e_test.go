@@ -225,3 +225,32 @@ models:
 		}
 	}
 }
+
+// TestVertex_RejectedToken: a token Vertex AI refuses (401: a service account without the
+// role) is the 502 upstream_auth_failed that sends the operator to the backend's vertex
+// credentials, not to an api_key it does not have.
+func TestVertex_RejectedToken(t *testing.T) {
+	tokens := newGoogleTokenEndpoint(t)
+	up := newCloudFake(t, func(*http.Request) string { return "Request had invalid authentication credentials." }, nil, nil)
+	g := gatewaytest.StartYAML(t, `
+backends:
+  vx:
+    type: vertex
+    base_url: `+up.srv.URL+`
+    vertex: {project: p, location: global, credentials_file: `+tokens.serviceAccountFile(t)+`}
+models:
+  flash: {backend: vx}
+`, gatewaytest.Options{})
+	resp, err := http.Post(g.V1()+"/chat/completions", "application/json",
+		strings.NewReader(`{"model":"flash","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || gjson.GetBytes(body, "error.code").String() != "upstream_auth_failed" ||
+		!strings.Contains(gjson.GetBytes(body, "error.message").String(), "backends.vx.vertex") ||
+		strings.Contains(string(body), "ya29") {
+		t.Errorf("status %d body %s", resp.StatusCode, body)
+	}
+}
