@@ -23,9 +23,12 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // googleTokenEndpoint is Google's OAuth2 token endpoint on loopback for one service
@@ -252,5 +255,62 @@ models:
 		!strings.Contains(gjson.GetBytes(body, "error.message").String(), "backends.vx.vertex") ||
 		strings.Contains(string(body), "ya29") {
 		t.Errorf("status %d body %s", resp.StatusCode, body)
+	}
+}
+
+// TestCloud_Spans: the chat spans of the cloud backends carry gen_ai.provider.name
+// azure.ai.openai and gcp.vertex_ai, and no span attribute holds a credential (the api-key,
+// the OAuth2 token).
+func TestCloud_Spans(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tokens := newGoogleTokenEndpoint(t)
+	vertex := newCloudFake(t, vertexAuth, nil, recording(t, "translate/gemini/testdata/json-text.mirascope.txtar", "upstream.json"))
+	azure := newCloudFake(t, func(r *http.Request) string {
+		if r.Header.Get("api-key") != "azure-span-key-77" {
+			return "Access denied"
+		}
+		return ""
+	}, nil, recording(t, "translate/openai/testdata/azure-json-text.mirascope.txtar", "upstream.json"))
+	cfg := gatewaytest.Parse(t, `
+backends:
+  aoai: {type: azure, base_url: `+azure.srv.URL+`, api_key: azure-span-key-77}
+  vx: {type: vertex, base_url: `+vertex.srv.URL+`, vertex: {project: p, location: global, credentials_file: `+tokens.serviceAccountFile(t)+`}}
+models:
+  mini: {backend: aoai, upstream_model: gpt-4o-mini}
+  flash: {backend: vx, upstream_model: gemini-2.5-flash}
+telemetry: {traces: true}
+`)
+	tracer, err := telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	for model, want := range map[string]string{"mini": "azure.ai.openai", "flash": "gcp.vertex_ai"} {
+		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: model,
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("What is 4200 + 42?")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans := recv.waitSpans(t, tracer)
+		var chat map[string]string
+		for _, s := range spans {
+			a := attrs(s)
+			for k, v := range a {
+				if strings.Contains(v, "azure-span-key-77") || strings.Contains(v, "ya29.") {
+					t.Errorf("span %s attribute %s holds a credential", s.Name, k)
+				}
+			}
+			if strings.HasPrefix(s.Name, "chat ") {
+				chat = a
+			}
+		}
+		if chat["gen_ai.provider.name"] != want {
+			t.Errorf("%s: chat span gen_ai.provider.name %q, want %q", model, chat["gen_ai.provider.name"], want)
+		}
 	}
 }
