@@ -38,6 +38,7 @@ type Tokens struct {
 
 	mu       sync.Mutex
 	tok      Token
+	header   string   // "Bearer " + tok.Value, made once per token
 	inflight *refresh // the refresh under way, nil when none
 }
 
@@ -57,8 +58,13 @@ func NewTokens(backend, source string, fetch Fetch, now func() time.Time) *Token
 	return &Tokens{backend: backend, source: source, fetch: fetch, now: now}
 }
 
-// Sign sets req's Authorization header to a current bearer token.
+// Sign sets req's Authorization header to a current bearer token. With a cached token
+// it takes a lock and copies the header: no allocation.
 func (t *Tokens) Sign(ctx context.Context, req *fasthttp.Request) error {
+	if h, ok := t.cached(); ok {
+		req.Header.Set("Authorization", h)
+		return nil
+	}
 	tok, err := t.Token(ctx)
 	if err != nil {
 		return err
@@ -67,12 +73,24 @@ func (t *Tokens) Sign(ctx context.Context, req *fasthttp.Request) error {
 	return nil
 }
 
+// cached returns the Authorization value of the cached token while it is good.
+func (t *Tokens) cached() (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.header, t.good()
+}
+
+// good reports whether the cached token is valid for at least RefreshMargin; t.mu is held.
+func (t *Tokens) good() bool {
+	return t.tok.Value != "" && (t.tok.Expiry.IsZero() || t.now().Add(RefreshMargin).Before(t.tok.Expiry))
+}
+
 // Token returns a token valid for at least RefreshMargin, from the cache or from the one
 // refresh under way or started now. Its error is ctx's when ctx ended first, else
 // upstream.AuthFailed.
 func (t *Tokens) Token(ctx context.Context) (string, error) {
 	t.mu.Lock()
-	if t.tok.Value != "" && (t.tok.Expiry.IsZero() || t.now().Add(RefreshMargin).Before(t.tok.Expiry)) {
+	if t.good() {
 		v := t.tok.Value
 		t.mu.Unlock()
 		return v, nil
@@ -106,7 +124,7 @@ func (t *Tokens) run(ctx context.Context, r *refresh) {
 	t.mu.Lock()
 	r.tok, r.err = tok, err
 	if err == nil {
-		t.tok = tok
+		t.tok, t.header = tok, "Bearer "+tok.Value
 	}
 	t.inflight = nil
 	t.mu.Unlock()
