@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -135,42 +133,4 @@ func (a *AWS) Sign(ctx context.Context, req *fasthttp.Request) error {
 		req.Header.Set("X-Amz-Security-Token", t)
 	}
 	return nil
-}
-
-// AWSCredentialsEvident reports whether the default credential chain has a source it can
-// see without the network: static keys, a profile, web identity or an ECS container role
-// in environ, or a shared config or credentials file. An EC2 instance role alone is not
-// visible offline: name a profile whose credential_source is Ec2InstanceMetadata.
-func AWSCredentialsEvident(environ []string, profile string) bool {
-	if profile != "" {
-		return true
-	}
-	env := map[string]string{}
-	for _, kv := range environ {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				env[kv[:i]] = kv[i+1:]
-				break
-			}
-		}
-	}
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
-		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
-		if env[k] != "" {
-			return true
-		}
-	}
-	files := []string{env["AWS_SHARED_CREDENTIALS_FILE"], env["AWS_CONFIG_FILE"]}
-	if home := env["HOME"]; home != "" {
-		files = append(files, filepath.Join(home, ".aws", "credentials"), filepath.Join(home, ".aws", "config"))
-	}
-	for _, f := range files {
-		if f == "" {
-			continue
-		}
-		if _, err := os.Stat(f); err == nil {
-			return true
-		}
-	}
-	return false
 }

@@ -230,36 +230,6 @@ func TestAWSBearer(t *testing.T) {
 	}
 }
 
-// TestAWSCredentialsEvident: what the gateway can see offline of the default chain.
-func TestAWSCredentialsEvident(t *testing.T) {
-	home := t.TempDir()
-	withFile := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(withFile, ".aws"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(withFile, ".aws", "credentials"), []byte("[default]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name    string
-		environ []string
-		profile string
-		want    bool
-	}{
-		{"nothing", []string{"HOME=" + home}, "", false},
-		{"static keys", []string{"HOME=" + home, "AWS_ACCESS_KEY_ID=AKID"}, "", true},
-		{"profile configured", []string{"HOME=" + home}, "prod", true},
-		{"AWS_PROFILE", []string{"HOME=" + home, "AWS_PROFILE=prod"}, "", true},
-		{"web identity", []string{"HOME=" + home, "AWS_WEB_IDENTITY_TOKEN_FILE=/var/run/token"}, "", true},
-		{"ECS container", []string{"HOME=" + home, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/x"}, "", true},
-		{"shared credentials file", []string{"HOME=" + withFile}, "", true},
-	} {
-		if got := AWSCredentialsEvident(c.environ, c.profile); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 // BenchmarkAWSSign is the cost SigV4 adds to each Bedrock request (credentials cached).
 func BenchmarkAWSSign(b *testing.B) {
 	a, _ := NewAWS(context.Background(), AWSOptions{Backend: "aws", Region: "us-east-1", Credentials: &counting{}})

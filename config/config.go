@@ -150,12 +150,8 @@ type Log struct {
 
 // Backend is one upstream provider endpoint.
 type Backend struct {
-	// Type is anthropic, gemini, responses, openai, bedrock or mock. Required.
+	// Type is anthropic, gemini, responses, openai, azure, vertex, bedrock or mock. Required.
 	Type string `koanf:"type"`
-	// Region is a bedrock backend's AWS region (config/bedrock.go). Required for bedrock.
-	Region string `koanf:"region"`
-	// Profile is the AWS shared config profile of a bedrock backend's credential chain.
-	Profile string `koanf:"profile"`
 	// BaseURL is the provider root in each provider SDK's convention: anthropic and gemini
 	// without a version path (Agate appends /v1/messages, /v1beta/models/...), responses and
 	// openai including /v1 (Agate appends /responses or /chat/completions). Required except
@@ -191,6 +187,12 @@ type Backend struct {
 	// that bill more or reach beyond the request (context-1m, fast-mode, extended-cache-ttl,
 	// files-api, mcp-client, code-execution, ...) must be listed to be forwarded.
 	AllowedBetas []string `koanf:"allowed_betas"`
+	// Azure configures an azure backend (config/azure.go).
+	Azure Azure `koanf:"azure"`
+	// Vertex configures a vertex backend (config/vertex.go).
+	Vertex Vertex `koanf:"vertex"`
+	// Bedrock configures a bedrock backend (config/bedrock.go).
+	Bedrock Bedrock `koanf:"bedrock"`
 }
 
 // DefaultAnthropicBetas are the anthropic-beta names forwarded when a backend sets no

@@ -172,7 +172,7 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 			// No weak typing: it read `tools: true` as ["1"] and `models: "*"` as ["*"].
 			// typeHook converts what must be converted (the environment's strings, numbers
 			// written where text is meant) and names the expected type otherwise.
-			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, typeHook),
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, dateStringHook, typeHook),
 			ErrorUnused: true,
 			TagName:     "koanf",
 			MatchName:   func(mapKey, fieldName string) bool { return mapKey == fieldName },

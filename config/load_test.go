@@ -71,8 +71,6 @@ func exampleConfig() *Config {
 		}
 		return b
 	}
-	bedrock := backend("bedrock", "https://bedrock-runtime.us-east-1.amazonaws.com")
-	bedrock.Region = "us-east-1"
 	return &Config{
 		Server: Server{
 			Listen:           ":8080",
@@ -91,15 +89,13 @@ func exampleConfig() *Config {
 			"gemini":           backend("gemini", "https://generativelanguage.googleapis.com"),
 			"openai-responses": backend("responses", "https://api.openai.com/v1"),
 			"openai":           backend("openai", "https://api.openai.com/v1"),
-			"bedrock":          bedrock,
 		},
 		Models: map[string]Model{
-			"demo":           {Backend: "offline", UpstreamModel: "demo", PromptCache: "off"},
-			"claude-sonnet":  {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto", Limits: Limits{RequestsPerMinute: 1000, TokensPerMinute: 2000000}, Price: &Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}},
-			"gemini-flash":   {Backend: "gemini", UpstreamModel: "gemini-2.5-flash", PromptCache: "off", Fallbacks: []string{"claude-sonnet"}},
-			"gpt-5":          {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
-			"gpt-4o":         {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
-			"claude-bedrock": {Backend: "bedrock", UpstreamModel: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", PromptCache: "off"},
+			"demo":          {Backend: "offline", UpstreamModel: "demo", PromptCache: "off"},
+			"claude-sonnet": {Backend: "claude", UpstreamModel: "claude-sonnet-4-5", MaxTokens: 8192, PromptCache: "auto", Limits: Limits{RequestsPerMinute: 1000, TokensPerMinute: 2000000}, Price: &Price{Input: 3, Output: 15, CachedInput: 0.3, CacheWrite: 3.75}},
+			"gemini-flash":  {Backend: "gemini", UpstreamModel: "gemini-2.5-flash", PromptCache: "off", Fallbacks: []string{"claude-sonnet"}},
+			"gpt-5":         {Backend: "openai-responses", UpstreamModel: "gpt-5", PromptCache: "off"},
+			"gpt-4o":        {Backend: "openai", UpstreamModel: "gpt-4o", PromptCache: "off"},
 		},
 		Cache: Cache{MaxEntries: 10000, TTL: 10 * time.Minute, Scope: "key"},
 		State: defaultState(),
@@ -440,7 +436,7 @@ config: unknown field "zzz"`,
 		{
 			name: "a misspelled backend type is the one problem of its backend",
 			doc:  "backends:\n  m: {type: anthropc, api_key: x}\nmodels:\n  demo: {backend: m}",
-			want: `config: backends.m.type: "anthropc" is not one of anthropic, gemini, responses, openai, mock`,
+			want: `config: backends.m.type: "anthropc" is not one of anthropic, gemini, responses, openai, azure, vertex, bedrock, mock`,
 		},
 		{
 			name: "a tab in the indentation",

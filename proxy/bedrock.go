@@ -1,17 +1,12 @@
 package proxy
 
 import (
-	"context"
-	"os"
 	"strings"
 
-	"github.com/agate-gateway/agate/cloudauth"
-	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/converse"
-	"github.com/agate-gateway/agate/upstream"
 )
 
 // bedrockProvider is the provider of a bedrock backend: Claude models through
@@ -77,26 +72,4 @@ func (p bedrockProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 // DecodeError reads Bedrock's error answer, the same for both APIs.
 func (p bedrockProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
 	return converse.DecodeError(status, body)
-}
-
-// cloudBackend sets the signer and framing of a cloud backend's upstream options: for
-// bedrock, SigV4 from the AWS default credential chain (or its api_key as a bearer
-// token) and AWS event-stream framing.
-func cloudBackend(name string, bc config.Backend, ub *upstream.Backend) error {
-	if bc.Type != "bedrock" {
-		return nil
-	}
-	signer, err := cloudauth.NewAWS(context.Background(), cloudauth.AWSOptions{Backend: name, Region: bc.Region, Profile: bc.Profile, APIKey: bc.APIKey})
-	if err != nil {
-		return err
-	}
-	ub.Signer, ub.Framing, ub.APIKey = signer, upstream.FramingEventStream, ""
-	return nil
-}
-
-// bedrockMissingCredential reports whether a bedrock backend has no credential the
-// gateway can see without the network: no api_key and no source of the AWS default
-// chain (cloudauth.AWSCredentialsEvident).
-func bedrockMissingCredential(bc config.Backend) bool {
-	return strings.TrimSpace(bc.APIKey) == "" && !cloudauth.AWSCredentialsEvident(os.Environ(), bc.Profile)
 }

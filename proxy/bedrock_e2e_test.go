@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -179,7 +180,7 @@ func startBedrockWith(t *testing.T, extra string, answer func(w http.ResponseWri
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
-  aws: {type: bedrock, region: us-east-1, base_url: %q, retries: {max: 1, base_delay: 1ms}%s}
+  aws: {type: bedrock, bedrock: {region: us-east-1}, base_url: %q, retries: {max: 1, base_delay: 1ms}%s}
 models:
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
@@ -420,22 +421,31 @@ func TestBedrockAPIKey(t *testing.T) {
 	}
 }
 
-// TestBedrockNoCredentials: a bedrock backend with no credential the gateway can see is
-// left out of /v1/models, like any backend without its key.
+// TestBedrockNoCredentials: a bedrock backend without an api_key is signed with the AWS
+// default credential chain, which may find an instance or container role only at run
+// time: it is listed in /v1/models like the other cloud backends (the one rule,
+// cloud.lacksCredential), and when the chain finds nothing a request is the 502
+// upstream_auth_failed naming the chain, without reaching the upstream.
 func TestBedrockNoCredentials(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"} {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	g := gatewaytest.StartYAML(t, `backends:
-  aws: {type: bedrock, region: eu-west-1}
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
+	t.Cleanup(srv.Close)
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  aws: {type: bedrock, bedrock: {region: eu-west-1}, base_url: %q, retries: {max: 0}}
   offline: {type: mock}
 models:
   claude: {backend: aws, upstream_model: "eu.anthropic.claude-sonnet-4-20250514-v1:0"}
   demo: {backend: offline}
-`, gatewaytest.Options{})
+`, srv.URL), gatewaytest.Options{})
 	client := gatewaytest.OpenAI(g.V1(), "any")
 	page, err := client.Models.List(context.Background())
 	if err != nil {
@@ -445,8 +455,18 @@ models:
 	for _, m := range page.Data {
 		ids = append(ids, m.ID)
 	}
-	if strings.Join(ids, ",") != "demo" {
-		t.Errorf("/v1/models lists %v, want only demo", ids)
+	if strings.Join(ids, ",") != "claude,demo" {
+		t.Errorf("/v1/models lists %v, want claude and demo", ids)
+	}
+	_, err = client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "claude",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "upstream_auth_failed" ||
+		!strings.Contains(apiErr.Message, "aws default credential chain") {
+		t.Fatalf("error %v, want the 502 upstream_auth_failed naming the chain", err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the upstream was called %d times without a credential", n)
 	}
 }
 
@@ -457,7 +477,7 @@ func TestBedrockSignatureRefused(t *testing.T) {
 	f, g := startBedrock(t)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-the-fake-knows")
 	g2 := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
-  aws: {type: bedrock, region: us-east-1, base_url: %q, retries: {max: 0}}
+  aws: {type: bedrock, bedrock: {region: us-east-1}, base_url: %q, retries: {max: 0}}
 models:
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
 `, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{})

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -59,12 +60,17 @@ type Options struct {
 	Limiter limits.Limiter
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
+	// CredentialClient is the HTTP client the cloud backends' credentials fetch their
+	// tokens with (the Entra ID authority, Google's token endpoint); nil means each
+	// library's default.
+	CredentialClient *http.Client
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
 // Apply; requests in flight finish with the configuration they started with.
 type Server struct {
 	rt             atomic.Pointer[runtime]
+	cloud          cloudEnv // the cloud credentials' environment (Options.CredentialClient)
 	metrics        *metrics.Metrics
 	logger         *slog.Logger
 	tools          ToolSet
@@ -130,7 +136,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	rt, err := newRuntime(opts.Config, nil, logger)
+	s.cloud = cloudEnv{client: opts.CredentialClient}
+	rt, err := buildRuntime(opts.Config, nil, logger, s.cloud)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +232,7 @@ func (s *Server) checkTools(rt *runtime) error {
 // log.unsafe_transport_errors and log.upstream_error_messages apply to what is logged from
 // then on; log.level and log.format belong to the logger, which is the caller's.
 func (s *Server) Apply(cfg *config.Config) error {
-	rt, err := newRuntime(cfg, s.rt.Load(), s.logger)
+	rt, err := buildRuntime(cfg, s.rt.Load(), s.logger, s.cloud)
 	if err == nil {
 		err = s.checkTools(rt)
 	}

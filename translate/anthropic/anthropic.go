@@ -44,10 +44,14 @@ const (
 
 func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
 
-// Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
+// Headers returns x-api-key and anthropic-version; on a cloud (NewCloud) none, the cloud
+// authenticating the request its own way. No feature Agate maps needs an
 // anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
 // prompt caching are generally available.
-func (anthropicProvider) Headers(apiKey string) []translate.Header {
+func (a anthropicProvider) Headers(apiKey string) []translate.Header {
+	if a.cloud.Version != "" {
+		return nil
+	}
 	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
 }
 
