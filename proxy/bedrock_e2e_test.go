@@ -488,6 +488,9 @@ models:
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "upstream_auth_failed" || strings.Contains(apiErr.RawJSON(), "not-the-secret") {
 		t.Fatalf("error %v, want the 502 upstream_auth_failed", err)
 	}
+	if !strings.Contains(apiErr.Message, "must check backends.aws.bedrock (its AWS credentials") {
+		t.Errorf("message %q, want it to send the operator to the bedrock credentials", apiErr.Message)
+	}
 	if f.rejected.Load() != 1 {
 		t.Errorf("the fake refused %d requests, want 1", f.rejected.Load())
 	}
