@@ -31,6 +31,9 @@ type AWSOptions struct {
 	// APIKey, when set, is a Bedrock API key sent as Authorization: Bearer instead of a
 	// SigV4 signature; the credential chain is then not read.
 	APIKey string
+	// HTTPClient fetches the chain's credentials (STS, SSO, the container and instance
+	// metadata endpoints); nil is the AWS SDK's default.
+	HTTPClient *http.Client
 	// Credentials, when set, replace the default credential chain (tests use static
 	// ones); they are wrapped in the SDK's CredentialsCache.
 	Credentials aws.CredentialsProvider
@@ -77,6 +80,9 @@ func NewAWS(ctx context.Context, o AWSOptions) (*AWS, error) {
 		if o.Profile != "" {
 			opts = append(opts, awsconfig.WithSharedConfigProfile(o.Profile))
 			a.source = "aws profile " + o.Profile
+		}
+		if o.HTTPClient != nil {
+			opts = append(opts, awsconfig.WithHTTPClient(o.HTTPClient))
 		}
 		cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 		if err != nil {

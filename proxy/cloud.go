@@ -95,8 +95,8 @@ func (b *backend) credentialKey() string {
 // cloudEnv is what the cloud credentials take from the server's Options rather than from
 // config: the HTTP client their token requests use.
 type cloudEnv struct {
-	// client fetches tokens (Entra ID authority, Google token endpoint); nil is each
-	// library's default.
+	// client fetches tokens and credentials (Entra ID authority, Google token endpoint,
+	// AWS STS and metadata endpoints); nil is each library's default.
 	client *http.Client
 }
 
@@ -203,9 +203,9 @@ func vertexSigner(name string, bc config.Backend, env cloudEnv) (upstream.Signer
 
 // bedrockSigner returns a bedrock backend's signer: SigV4 from the AWS default credential
 // chain (its profile), or its api_key as a bearer token.
-func bedrockSigner(name string, bc config.Backend, _ cloudEnv) (upstream.Signer, error) {
+func bedrockSigner(name string, bc config.Backend, env cloudEnv) (upstream.Signer, error) {
 	s, err := cloudauth.NewAWS(context.Background(), cloudauth.AWSOptions{Backend: name, Region: bc.Bedrock.Region,
-		Profile: bc.Bedrock.Profile, APIKey: strings.TrimSpace(bc.APIKey)})
+		Profile: bc.Bedrock.Profile, APIKey: strings.TrimSpace(bc.APIKey), HTTPClient: env.client})
 	if err != nil {
 		return nil, fmt.Errorf("backends.%s.bedrock: %w", name, err)
 	}

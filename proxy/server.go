@@ -61,8 +61,8 @@ type Options struct {
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
 	// CredentialClient is the HTTP client the cloud backends' credentials fetch their
-	// tokens with (the Entra ID authority, Google's token endpoint); nil means each
-	// library's default.
+	// tokens with (the Entra ID authority, Google's token endpoint, AWS STS and metadata
+	// endpoints); nil means each library's default.
 	CredentialClient *http.Client
 }
 
