@@ -1,9 +1,7 @@
 package config
 
 import (
-	"reflect"
 	"strings"
-	"time"
 )
 
 // Azure configures a backend of type azure: Azure OpenAI (Azure AI Foundry) deployments,
@@ -88,19 +86,4 @@ func validateAzure(v *validator, p string, b Backend) {
 	if a.AuthorityHost != "" {
 		v.httpURL(p+".authority_host", a.AuthorityHost)
 	}
-}
-
-var timeType = reflect.TypeFor[time.Time]()
-
-// dateStringHook decodes a YAML date into a string field as it was written: YAML reads
-// "api_version: 2024-10-21" as a timestamp, and an api-version is a string.
-func dateStringHook(from, to reflect.Type, data any) (any, error) {
-	if from != timeType || to.Kind() != reflect.String {
-		return data, nil
-	}
-	t := data.(time.Time)
-	if t.Equal(t.Truncate(24*time.Hour)) && t.Location() == time.UTC {
-		return t.Format(time.DateOnly), nil
-	}
-	return t.Format(time.RFC3339Nano), nil
 }

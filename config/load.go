@@ -283,6 +283,22 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
+var timeType = reflect.TypeFor[time.Time]()
+
+// dateStringHook decodes a YAML date into a string field as it was written: YAML reads
+// "api_version: 2024-10-21" (azure) as a timestamp, and an api-version is a string. It
+// runs before typeHook, which would refuse a timestamp where text is meant.
+func dateStringHook(from, to reflect.Type, data any) (any, error) {
+	if from != timeType || to.Kind() != reflect.String {
+		return data, nil
+	}
+	t := data.(time.Time)
+	if t.Equal(t.Truncate(24*time.Hour)) && t.Location() == time.UTC {
+		return t.Format(time.DateOnly), nil
+	}
+	return t.Format(time.RFC3339Nano), nil
+}
+
 // typeHook converts a string to the number or boolean a field holds (an environment
 // override is always a string, and so is a ${VAR}), and a number or boolean written
 // where text is meant to its text; it refuses anything else that is not of the field's
