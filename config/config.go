@@ -154,19 +154,22 @@ type Log struct {
 
 // Backend is one upstream provider endpoint.
 type Backend struct {
-	// Type is anthropic, gemini, responses, openai or mock. Required.
+	// Type is anthropic, gemini, responses, openai, azure, vertex, bedrock or mock. Required.
 	Type string `koanf:"type"`
 	// BaseURL is the provider root in each provider SDK's convention: anthropic and gemini
 	// without a version path (Agate appends /v1/messages, /v1beta/models/...), responses and
-	// openai including /v1 (Agate appends /responses or /chat/completions). Required except
-	// for mock.
+	// openai including /v1 (Agate appends /responses or /chat/completions), azure the
+	// resource's endpoint. Required except for mock, and for vertex and bedrock, whose
+	// default is their location's or region's endpoint.
 	BaseURL string `koanf:"base_url"`
 	// APIKey is the upstream credential, usually "${ENV_VAR}". Empty means no credential is
 	// sent (mock backends, local servers). Never logged or included in errors. An
 	// anthropic, gemini or responses backend, or an openai backend on api.openai.com, with
 	// neither an APIKey nor a credential header in Headers (Authorization, x-api-key,
 	// api-key, x-goog-api-key) is unusable: the gateway warns once, leaves its models out
-	// of /v1/models and answers requests for them with 404 model_not_found.
+	// of /v1/models and answers requests for them with 404 model_not_found. On the cloud
+	// backends it is Azure's api-key (azure.auth api_key) or a Bedrock API key; without
+	// one they use their cloud's credentials (config/azure.go, vertex.go, bedrock.go).
 	APIKey string `koanf:"api_key"`
 	// Headers are extra headers sent on every upstream request (values may hold ${SECRETS}
 	// and are never logged).
@@ -191,6 +194,12 @@ type Backend struct {
 	// that bill more or reach beyond the request (context-1m, fast-mode, extended-cache-ttl,
 	// files-api, mcp-client, code-execution, ...) must be listed to be forwarded.
 	AllowedBetas []string `koanf:"allowed_betas"`
+	// Azure configures an azure backend (config/azure.go).
+	Azure Azure `koanf:"azure"`
+	// Vertex configures a vertex backend (config/vertex.go).
+	Vertex Vertex `koanf:"vertex"`
+	// Bedrock configures a bedrock backend (config/bedrock.go).
+	Bedrock Bedrock `koanf:"bedrock"`
 }
 
 // DefaultAnthropicBetas are the anthropic-beta names forwarded when a backend sets no

@@ -82,6 +82,9 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Retries.BaseDelay, defaultRetryBaseDelay)
 		setDefault(&b.Retries.MaxDelay, defaultRetryMaxDelay)
 		setDefault(&b.MaxConns, defaultMaxConns)
+		defaultAzure(&b)
+		defaultVertex(&b)
+		defaultBedrock(&b)
 		switch {
 		case b.Type == "anthropic" && !hasKey(raw, "backends", name, "allowed_betas"):
 			b.AllowedBetas = DefaultAnthropicBetas()

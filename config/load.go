@@ -177,7 +177,7 @@ func decode(raw map[string]any, c *Config) ([]*fieldError, error) {
 			// No weak typing: it read `tools: true` as ["1"] and `models: "*"` as ["*"].
 			// typeHook converts what must be converted (the environment's strings, numbers
 			// written where text is meant) and names the expected type otherwise.
-			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, typeHook),
+			DecodeHook:  mapstructure.ComposeDecodeHookFunc(durationHook, dateStringHook, typeHook),
 			ErrorUnused: true,
 			TagName:     "koanf",
 			MatchName:   func(mapKey, fieldName string) bool { return mapKey == fieldName },
@@ -286,6 +286,22 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 		return nil, fmt.Errorf("duration %v has no unit (write a string such as \"30s\")", data)
 	}
 	return data, nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// dateStringHook decodes a YAML date into a string field as it was written: YAML reads
+// "api_version: 2024-10-21" (azure) as a timestamp, and an api-version is a string. It
+// runs before typeHook, which would refuse a timestamp where text is meant.
+func dateStringHook(from, to reflect.Type, data any) (any, error) {
+	if from != timeType || to.Kind() != reflect.String {
+		return data, nil
+	}
+	t := data.(time.Time)
+	if t.Equal(t.Truncate(24*time.Hour)) && t.Location() == time.UTC {
+		return t.Format(time.DateOnly), nil
+	}
+	return t.Format(time.RFC3339Nano), nil
 }
 
 // typeHook converts a string to the number or boolean a field holds (an environment

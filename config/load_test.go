@@ -436,7 +436,7 @@ config: unknown field "zzz"`,
 		{
 			name: "a misspelled backend type is the one problem of its backend",
 			doc:  "backends:\n  m: {type: anthropc, api_key: x}\nmodels:\n  demo: {backend: m}",
-			want: `config: backends.m.type: "anthropc" is not one of anthropic, gemini, responses, openai, mock`,
+			want: `config: backends.m.type: "anthropc" is not one of anthropic, gemini, responses, openai, azure, vertex, bedrock, mock`,
 		},
 		{
 			name: "a tab in the indentation",

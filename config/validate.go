@@ -53,7 +53,7 @@ func joinSorted[E error](errs []E) error {
 }
 
 var (
-	backendTypes = []string{"anthropic", "gemini", "responses", "openai", "mock"}
+	backendTypes = []string{"anthropic", "gemini", "responses", "openai", "azure", "vertex", "bedrock", "mock"}
 	toolTypes    = []string{"mcp", "http", "builtin"}
 	promptCaches = []string{"", "off", "auto"}
 	onTimeouts   = []string{"", OnTimeoutFallback, OnTimeoutRetry}
@@ -224,6 +224,9 @@ func validateBackend(v *validator, p string, b Backend) {
 		v.addf(p+".base_url", "required")
 	}
 	v.headers(p+".headers", b.Headers)
+	validateAzure(v, p, b)
+	validateVertex(v, p, b)
+	validateBedrock(v, p, b)
 	v.nonNegativeDuration(p+".timeouts.connect", b.Timeouts.Connect)
 	v.nonNegativeDuration(p+".timeouts.header", b.Timeouts.Header)
 	v.nonNegativeDuration(p+".timeouts.stream_idle", b.Timeouts.StreamIdle)

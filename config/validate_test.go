@@ -100,12 +100,12 @@ func TestValidate_NamesTheField(t *testing.T) {
 		{
 			name:   "backend type unknown",
 			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.Type = "claude" }) },
-			want:   `config: backends.claude.type: "claude" is not one of anthropic, gemini, responses, openai, mock`,
+			want:   `config: backends.claude.type: "claude" is not one of anthropic, gemini, responses, openai, azure, vertex, bedrock, mock`,
 		},
 		{
 			name:   "backend type missing",
 			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.Type = "" }) },
-			want:   "config: backends.claude.type: required (one of anthropic, gemini, responses, openai, mock)",
+			want:   "config: backends.claude.type: required (one of anthropic, gemini, responses, openai, azure, vertex, bedrock, mock)",
 		},
 		{
 			name:   "backend name with slash",

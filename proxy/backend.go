@@ -45,8 +45,9 @@ type localProvider interface {
 }
 
 // providerFor returns the provider of a backend type (config.Backend.Type, validated by
-// config): the one table from type to provider. Adding a backend type is a row here and
-// its name in config's list.
+// config): the one table from type to provider, the cloud backends' aside (cloudOf, whose
+// providers depend on the backend's config). Adding a backend type is a row here (or
+// there) and its name in config's list.
 func providerFor(typ string) (translate.Provider, bool) {
 	switch typ {
 	case "anthropic":
@@ -66,10 +67,19 @@ func providerFor(typ string) (translate.Provider, bool) {
 // newBackend builds the backend of bc, a backend of a validated, defaulted config (see
 // config.Parse): its values are used as they are, mapped to upstream's options.
 func newBackend(name string, bc config.Backend) (*backend, error) {
+	return buildBackend(name, bc, cloudEnv{})
+}
+
+// buildBackend is newBackend with the environment of the cloud credentials.
+func buildBackend(name string, bc config.Backend, env cloudEnv) (*backend, error) {
 	b := &backend{name: name, typ: bc.Type, cfg: bc, betas: newBetaPolicy(bc),
 		retries:       upstream.Retries{Max: bc.Retries.Max, BaseDelay: bc.Retries.BaseDelay, MaxDelay: bc.Retries.MaxDelay},
 		retryTimeouts: bc.Retries.OnTimeout == config.OnTimeoutRetry}
 	p, ok := providerFor(bc.Type)
+	c, isCloud := cloudOf(bc.Type)
+	if isCloud {
+		p, ok = c.provider(bc), true
+	}
 	if !ok {
 		return nil, fmt.Errorf("backends.%s.type: unknown backend type %q", name, bc.Type)
 	}
@@ -78,8 +88,14 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 		return b, nil
 	}
 	t := bc.Timeouts
-	client, err := upstream.New(upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
-		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}, p)
+	ub := upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
+		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}
+	if isCloud {
+		if err := c.configure(name, bc, env, &ub); err != nil {
+			return nil, err
+		}
+	}
+	client, err := upstream.New(ub, p)
 	if err != nil {
 		return nil, err
 	}

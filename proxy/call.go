@@ -326,7 +326,7 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = upstream.Pump(ctx, body, b.name, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+	err = b.client.Pump(ctx, body, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
 		c.flush, func() error { return dec.Close(emit) })
 	// The stream ended early (the client left, the upstream failed): count what the
 	// upstream had reported, which Close would have emitted.
@@ -355,7 +355,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
-		return nil, credentialFault(b.name)
+		return nil, credentialFault(b.name, b.credentialKey())
 	}
 	return x, err
 }
@@ -371,9 +371,10 @@ func keyRejected(err error) *translate.UpstreamError {
 
 // credentialFault is what the client gets for an upstream that rejected the gateway's
 // credential (keyRejected): a 502 that says so. The key is the gateway's, not the
-// client's: passing the 401 on would tell the client its own key is wrong.
-func credentialFault(backend string) *translate.UpstreamError {
-	fault := upstream.Fault(backend, "rejected the gateway's credential: the gateway operator must check backends."+backend+".api_key")
+// client's: passing the 401 on would tell the client its own key is wrong. key is the
+// backend's config key to check (backend.credentialKey).
+func credentialFault(backend, key string) *translate.UpstreamError {
+	fault := upstream.Fault(backend, "rejected the gateway's credential: the gateway operator must check backends."+backend+"."+key)
 	fault.Code = "upstream_auth_failed"
 	return fault
 }

@@ -56,7 +56,8 @@ func TestApply_ConfigRules(t *testing.T) {
 }
 
 // TestProviderFor_EveryConfigType: every backend type config accepts has a provider in
-// the one table, mock included (a Provider like the others, answering in process).
+// the one table, mock included (a Provider like the others, answering in process), or is
+// a cloud's (cloudOf).
 func TestProviderFor_EveryConfigType(t *testing.T) {
 	var got []string
 	for _, typ := range []string{"anthropic", "gemini", "responses", "openai", "mock"} {
@@ -74,6 +75,11 @@ func TestProviderFor_EveryConfigType(t *testing.T) {
 	}
 	if _, ok := providerFor("carrier-pigeon"); ok {
 		t.Error("providerFor accepted an unknown type")
+	}
+	for _, typ := range []string{"azure", "vertex", "bedrock"} {
+		if c, ok := cloudOf(typ); !ok || c.provider == nil || c.signer == nil {
+			t.Errorf("cloudOf(%q): no cloud", typ)
+		}
 	}
 }
 

@@ -82,7 +82,7 @@ func withKeys(cfg *config.Config, keys []ledger.Key, now time.Time) (*config.Con
 // logging) a database key the config refuses (a tool a reload removed, say).
 func (s *Server) runtimeFor(cfg *config.Config, set *dbKeySet, prev *runtime) (*runtime, time.Time, error) {
 	if s.keyStore == nil {
-		rt, err := newRuntime(cfg, prev, s.logger)
+		rt, err := buildRuntime(cfg, prev, s.logger, s.cloud)
 		return rt, time.Time{}, err
 	}
 	var keys []ledger.Key
@@ -106,7 +106,7 @@ func (s *Server) runtimeFor(cfg *config.Config, set *dbKeySet, prev *runtime) (*
 		}
 		merged, next = withKeys(cfg, ok, now)
 	}
-	rt, err := newRuntime(merged, prev, s.logger)
+	rt, err := buildRuntime(merged, prev, s.logger, s.cloud)
 	if err != nil {
 		return nil, time.Time{}, err
 	}

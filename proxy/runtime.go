@@ -93,6 +93,11 @@ type apiKey struct {
 // valid. It runs config's Validate again, so that a config edited in code cannot bypass
 // config's rules; nothing here restates them.
 func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtime, error) {
+	return buildRuntime(cfg, prev, logger, cloudEnv{})
+}
+
+// buildRuntime is newRuntime with the environment of the cloud credentials.
+func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cloudEnv) (*runtime, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 				continue
 			}
 		}
-		b, err := newBackend(name, bc)
+		b, err := buildBackend(name, bc, env)
 		if err != nil {
 			return nil, err
 		}
@@ -171,8 +176,12 @@ func mockScript(script []config.ScriptTurn) localProvider {
 // credential and has none, neither in api_key nor in a credential header of headers.
 // Anthropic, Gemini and the Responses API always need one; an openai backend needs one
 // only on OpenAI's own API, since an OpenAI-compatible server of one's own (vLLM, Ollama,
-// LM Studio) may take none. Mock backends need none.
+// LM Studio) may take none. Mock backends need none. A cloud backend lacks one only when
+// it is certainly absent (cloud.lacksCredential).
 func missingCredential(bc config.Backend) bool {
+	if c, ok := cloudOf(bc.Type); ok {
+		return c.lacksCredential(bc)
+	}
 	switch bc.Type {
 	case "anthropic", "gemini", "responses":
 	case "openai":

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -67,12 +68,17 @@ type Options struct {
 	// Config.Ledger describes (none when it is off), which the server drains and closes
 	// at Shutdown.
 	Ledger Ledger
+	// CredentialClient is the HTTP client the cloud backends' credentials fetch their
+	// tokens with (the Entra ID authority, Google's token endpoint, AWS STS and metadata
+	// endpoints); nil means each library's default.
+	CredentialClient *http.Client
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
 // Apply; requests in flight finish with the configuration they started with.
 type Server struct {
 	rt             atomic.Pointer[runtime]
+	cloud          cloudEnv // the cloud credentials' environment (Options.CredentialClient)
 	metrics        *metrics.Metrics
 	logger         *slog.Logger
 	tools          ToolSet
@@ -158,7 +164,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	rt, err := newRuntime(opts.Config, nil, logger)
+	s.cloud = cloudEnv{client: opts.CredentialClient}
+	rt, err := buildRuntime(opts.Config, nil, logger, s.cloud)
 	if err != nil {
 		return nil, err
 	}

@@ -158,8 +158,8 @@ func (r *Request) Observe(o prometheus.Observer, v float64) {
 
 // Attempt describes one upstream attempt for StartChat.
 type Attempt struct {
-	// Type is the backend type (anthropic, gemini, responses, openai, mock); it names
-	// gen_ai.provider.name.
+	// Type is the backend type (anthropic, gemini, responses, openai, azure, vertex,
+	// bedrock, mock); it names gen_ai.provider.name.
 	Type string
 	// Backend and Route are the configured backend and route names.
 	Backend, Route string
@@ -220,6 +220,12 @@ func ProviderName(typ string) string {
 		return "gcp.gemini"
 	case "openai", "responses":
 		return "openai"
+	case "azure":
+		return "azure.ai.openai"
+	case "vertex":
+		return "gcp.vertex_ai"
+	case "bedrock":
+		return "aws.bedrock"
 	}
 	return "agate." + typ
 }

@@ -177,6 +177,7 @@ func TestNilTracer(t *testing.T) {
 func TestProviderName(t *testing.T) {
 	tests := []struct{ typ, want string }{
 		{"anthropic", "anthropic"}, {"gemini", "gcp.gemini"}, {"openai", "openai"}, {"responses", "openai"}, {"mock", "agate.mock"},
+		{"azure", "azure.ai.openai"}, {"vertex", "gcp.vertex_ai"}, {"bedrock", "aws.bedrock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {

@@ -14,8 +14,8 @@
 //
 // Client dialects (translate/openaichat, responsesin and messagesin: OpenAI chat
 // completions, OpenAI Responses, Anthropic Messages) parse their wire into a Request and
-// encode Events back; upstream dialects (translate/anthropic, gemini, responses, openai)
-// encode a Request for their upstream and decode its answers into Events.
+// encode Events back; upstream dialects (translate/anthropic, gemini, responses, openai,
+// converse) encode a Request for their upstream and decode its answers into Events.
 //
 // It is pure: bytes or structs in, bytes or structs out, no network, no clock and no
 // randomness a test cannot inject. It must not import a dialect package, the proxy, the

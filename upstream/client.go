@@ -35,6 +35,9 @@ type Backend struct {
 	// Signer, when set, signs every request just before it is sent (a cloud backend's
 	// credentials); nil sends the headers as they are.
 	Signer Signer
+	// Framing is how the upstream frames a streamed answer (Client.Pump); the zero
+	// value is SSE.
+	Framing Framing
 }
 
 // Timeouts bound an exchange. Each bounds what its name says, and no more.
@@ -59,6 +62,7 @@ type Client struct {
 	provider translate.Provider
 	timeouts Timeouts
 	signer   Signer
+	framing  Framing
 	// hc holds the connections to the one host of the base URL.
 	hc *fasthttp.HostClient
 	// uri is the base URL parsed once; each request's URI starts as a copy of it
@@ -91,7 +95,7 @@ func canonicalHeaders(hs []translate.Header) []canonicalHeader {
 // New returns the client of backend b, whose requests p phrases and whose error answers
 // p decodes. The error names a base URL that does not parse.
 func New(b Backend, p translate.Provider) (*Client, error) {
-	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts, signer: b.Signer}
+	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts, signer: b.Signer, framing: b.Framing}
 	if err := c.uri.Parse(nil, []byte(strings.TrimRight(b.BaseURL, "/"))); err != nil {
 		return nil, fmt.Errorf("backends.%s.base_url: %w", b.Name, err)
 	}

@@ -4,8 +4,9 @@
 // URL), the timeouts (dial, response head, a streamed body's silence between reads,
 // the wait for a free connection), the exchange of one request and its answer, the
 // retries with their backoff and Retry-After, which failures are retryable, reading,
-// decoding (gzip, deflate) and bounding an answer's body, lending body buffers, and the pump that reads a
-// streamed answer's server-sent events (over internal/sse).
+// decoding (gzip, deflate) and bounding an answer's body, lending body buffers, and the pumps that read a
+// streamed answer: its server-sent events (over internal/sse), or its AWS event-stream
+// frames (Bedrock; decoded by the AWS SDK's eventstream package), as Backend.Framing says.
 //
 // The contract:
 //
@@ -22,12 +23,14 @@
 //     once at once on a fresh one; nothing else is retried here. The Exchange is the
 //     caller's memory (Send allocates none), closed before the caller's next Send.
 //   - An Exchange's body is read as it is (Buffered), whole (ReadBody) or as a stream
-//     (DecodedBody, Pump), each while the Exchange is open; Close releases it, and ending
+//     (DecodedBody, then Client.Pump: Pump or PumpEventStream), each while the Exchange is open; Close releases it, and ending
 //     the Send's context closes a streamed body a reader is blocked on.
 //   - A Buffer lends its user one body buffer at a time from a pool it is given (shared
 //     with the server's request bodies): an upstream request body until Send wrote it, a
 //     non-streamed answer's body (Answer: the response's own buffer when fasthttp read it
 //     whole) until it was decoded.
+//   - A Backend's Signer signs each request once it is final (a cloud's credentials:
+//     package cloudauth); a credential that cannot be had is AuthFailed, a 502.
 //   - Retries.Do runs the attempts of one call on one backend: a retryable failure is
 //     tried again after a full-jitter exponential backoff, or after the upstream's
 //     Retry-After when it asked for one no longer than MaxDelay. What the caller counts,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ type Options struct {
 	Strict bool
 	// Ledger is passed to proxy.New; nil is the one the configuration describes.
 	Ledger proxy.Ledger
+	// CredentialClient is proxy.Options.CredentialClient: the HTTP client of the cloud
+	// backends' token fetches (one that trusts a fake TLS authority).
+	CredentialClient *http.Client
 }
 
 // Gateway is a gateway serving on a loopback port until the test ends.
@@ -114,7 +118,8 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 		t.Cleanup(func() { reg.Close() })
 		g.Tools = reg
 	}
-	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer, Ledger: o.Ledger}
+	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer, Ledger: o.Ledger,
+		CredentialClient: o.CredentialClient}
 	if g.Tools != nil { // a nil *tools.Registry in the ToolSet interface would not be nil
 		opts.Tools = g.Tools
 	}

@@ -16,7 +16,10 @@ import (
 // when the history comes back.
 func New() translate.Provider { return anthropicProvider{} }
 
-type anthropicProvider struct{}
+type anthropicProvider struct {
+	// cloud is the body a cloud's Claude endpoint takes (NewCloud); zero for Anthropic's.
+	cloud Cloud
+}
 
 // Interface guards.
 var (
@@ -41,10 +44,14 @@ const (
 
 func (anthropicProvider) Path(string, bool) string { return "/v1/messages" }
 
-// Headers returns x-api-key and anthropic-version. No feature Agate maps needs an
+// Headers returns x-api-key and anthropic-version; on a cloud (NewCloud) none, the cloud
+// authenticating the request its own way. No feature Agate maps needs an
 // anthropic-beta header: structured outputs (output_config.format), PDFs, URL images and
 // prompt caching are generally available.
-func (anthropicProvider) Headers(apiKey string) []translate.Header {
+func (a anthropicProvider) Headers(apiKey string) []translate.Header {
+	if a.cloud.Version != "" {
+		return nil
+	}
 	return []translate.Header{{Name: "x-api-key", Value: apiKey}, {Name: "anthropic-version", Value: anthropicVersion}}
 }
 
@@ -145,7 +152,7 @@ func anthropicCheck(req *translate.Request, opts *translate.Options) (anthropicP
 }
 
 // AppendRequest appends the Messages API body for req.
-func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+func (a anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if opts == nil {
 		opts = &translate.Options{}
 	}
@@ -161,8 +168,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 	if model == "" {
 		model = req.Model
 	}
-	w.dst = append(w.dst, `{"model":`...)
-	w.dst = jsonx.AppendString(w.dst, model)
+	w.dst = a.cloud.appendHead(w.dst, model)
 	w.dst = append(w.dst, `,"max_tokens":`...)
 	w.dst = jsonx.AppendInt(w.dst, plan.maxTokens)
 
@@ -260,7 +266,7 @@ func (anthropicProvider) AppendRequest(dst []byte, req *translate.Request, opts 
 		w.dst = append(w.dst, req.ResponseFormat.Schema...)
 		w.dst = append(w.dst, `}}`...)
 	}
-	if opts.Stream {
+	if opts.Stream && !a.cloud.NoStream {
 		w.dst = append(w.dst, `,"stream":true`...)
 	}
 	w.dst = append(w.dst, '}')

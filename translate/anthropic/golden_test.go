@@ -15,3 +15,14 @@ func TestGolden(t *testing.T) {
 		Splits: anthropicCheckSplits, Schema: spectest.AnthropicRequest,
 	})
 }
+
+// TestGoldenVertex runs the transcripts of Claude on Vertex AI (testdata/vertex): its
+// recorded answers through the same decoders, and its requests with NewCloud's
+// VertexVersion (anthropic_version in the body, no model). rawPredict has no published
+// request schema of its own.
+func TestGoldenVertex(t *testing.T) {
+	goldentest.Run(t, goldentest.Dialect{
+		Provider: NewCloud(Cloud{Version: VertexVersion}), NewDecoder: newAnthropicStream, Typed: true,
+		Splits: anthropicCheckSplits, Dir: "testdata/vertex",
+	})
+}

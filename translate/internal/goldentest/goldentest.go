@@ -66,31 +66,47 @@ func Stream(t testing.TB, newDecoder func() translate.StreamDecoder, upstream []
 func StreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
 	dec := newDecoder()
-	enc := openaichat.NewChunkEncoder(ID, Model, Created, true)
-	var out []byte
-	var upErr *translate.UpstreamError
-	emit := func(ev *translate.Event) error {
-		if ev.Kind == translate.EventError {
-			upErr = ev.Err
-			return ev.Err
-		}
-		out = enc.Encode(out, ev)
-		return nil
-	}
+	o := newOutput()
 	var p sse.Parser
 	var err error
 	for _, c := range chunks {
-		if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+		if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, o.emit) }); err != nil {
 			break
 		}
 	}
 	if err == nil {
-		err = dec.Close(emit)
+		err = dec.Close(o.emit)
 	}
+	return o.end(err)
+}
+
+// output is the OpenAI SSE a decoder's events become (include_usage on), as the proxy
+// writes it: an error ends it with the in-band error frame.
+type output struct {
+	enc   *openaichat.ChunkEncoder
+	out   []byte
+	upErr *translate.UpstreamError
+}
+
+func newOutput() *output {
+	return &output{enc: openaichat.NewChunkEncoder(ID, Model, Created, true)}
+}
+
+func (o *output) emit(ev *translate.Event) error {
+	if ev.Kind == translate.EventError {
+		o.upErr = ev.Err
+		return ev.Err
+	}
+	o.out = o.enc.Encode(o.out, ev)
+	return nil
+}
+
+// end finishes the output after the stream ended with err.
+func (o *output) end(err error) []byte {
 	if err != nil {
-		return appendError(out, err, upErr)
+		return appendError(o.out, err, o.upErr)
 	}
-	return enc.Finish(out)
+	return o.enc.Finish(o.out)
 }
 
 func appendError(out []byte, err error, upErr *translate.UpstreamError) []byte {
@@ -306,6 +322,9 @@ type Dialect struct {
 	// stream it is the chunks of (Gemini's streamGenerateContent without alt=sse), which
 	// is then checked as a stream too.
 	ArrayStream func(t testing.TB, body []byte) []byte
+	// Dir is the directory of the transcripts; "" is testdata. A platform's variant of a
+	// dialect (Claude on Vertex AI) keeps its own in a subdirectory.
+	Dir string
 }
 
 // goldenOptions is the options.json section: the Options a request case is encoded with.
@@ -323,12 +342,16 @@ type goldenOptions struct {
 
 var statusLine = regexp.MustCompile(`(?m)^status: (\d+)$`)
 
-// Run runs every transcript in testdata/*.txtar as Dialect says: adding a recording is
-// adding a file.
+// Run runs every transcript in testdata/*.txtar (Dialect.Dir) as Dialect says: adding a
+// recording is adding a file.
 func Run(t *testing.T, d Dialect) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	dir := d.Dir
+	if dir == "" {
+		dir = "testdata"
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in testdata (%v)", err)
+		t.Fatalf("no transcripts in %s (%v)", dir, err)
 	}
 	var validate func([]byte) error
 	for _, path := range files {
@@ -338,7 +361,7 @@ func Run(t *testing.T, d Dialect) {
 				t.Fatal(err)
 			}
 			if req := Lookup(ar, "request.json"); req != nil {
-				if validate == nil {
+				if validate == nil && d.Schema != nil { // nil: no published schema
 					validate = d.Schema(t)
 				}
 				request(t, d, path, ar, req, validate)
@@ -361,6 +384,10 @@ func (d Dialect) run(t *testing.T, path string, ar *txtar.Archive) {
 			d.stream(t, path, f.Data)
 		case "upstream.chunks.txt":
 			d.stream(t, path, ReframeChunks(f.Data, d.Typed))
+		case "upstream.eventstream.txt":
+			d.eventStream(t, path, EncodeEvents(t, f.Data))
+		case "upstream.eventstream.b64":
+			d.eventStream(t, path, decodeBase64(t, f.Data))
 		case "upstream.json":
 			if status >= 400 {
 				Golden(t, path, "want.json", ErrorJSON(d.Provider.DecodeError(status, f.Data)))
@@ -446,6 +473,9 @@ func request(t *testing.T, d Dialect, path string, ar *txtar.Archive, body []byt
 	}
 	if dropped != nil || Lookup(ar, "dropped.txt") != nil {
 		Golden(t, path, "dropped.txt", dropped)
+	}
+	if validate == nil {
+		return
 	}
 	if err := validate(got); err != nil {
 		t.Errorf("the upstream body does not satisfy the dialect's spec: %v\n%s", err, got)

@@ -1,0 +1,165 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"golang.org/x/tools/txtar"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openaichat"
+	"github.com/agate-gateway/agate/upstream"
+)
+
+// section returns the named section of a txtar archive, nil if absent.
+func section(ar *txtar.Archive, name string) []byte {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	return nil
+}
+
+// pumpInvoke runs frames, delivered in chunks, through the event-stream pump and a
+// bedrock backend's Claude stream decoder, and returns the OpenAI SSE a client gets, as
+// the golden runner writes it (translate/internal/goldentest: its id, model and created).
+func pumpInvoke(t *testing.T, p translate.Provider, opts *translate.Options, chunks [][]byte) []byte {
+	dec := p.NewStreamDecoder(opts)
+	enc := openaichat.NewChunkEncoder("chatcmpl-golden", "client-model", 1700000000, true)
+	var out []byte
+	var upErr *translate.UpstreamError
+	emit := func(ev *translate.Event) error {
+		if ev.Kind == translate.EventError {
+			upErr = ev.Err
+			return ev.Err
+		}
+		out = enc.Encode(out, ev)
+		return nil
+	}
+	r := &chunked{chunks: append([][]byte(nil), chunks...)}
+	err := upstream.PumpEventStream(context.Background(), r, "aws", p, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
+		nil, func() error { return dec.Close(emit) })
+	if err != nil {
+		if upErr == nil {
+			upErr = upstream.AsError(err)
+		}
+		if upErr == nil {
+			t.Fatalf("not an upstream error: %v", err)
+		}
+		return openaichat.AppendErrorEvent(out, upErr.Message, upErr.Type, upErr.Param, upErr.Code)
+	}
+	return enc.Finish(out)
+}
+
+// chunked returns one chunk a Read.
+type chunked struct{ chunks [][]byte }
+
+func (r *chunked) Read(b []byte) (int, error) {
+	for len(r.chunks) > 0 && len(r.chunks[0]) == 0 {
+		r.chunks = r.chunks[1:]
+	}
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.chunks[0])
+	r.chunks[0] = r.chunks[0][n:]
+	return n, nil
+}
+
+// invokeFrames wraps each data: payload of an Anthropic SSE stream as Bedrock's
+// InvokeModelWithResponseStream sends it: a chunk event frame whose payload is
+// {"bytes":"<base64 of the event JSON>"} (with the padding member p Bedrock adds).
+func invokeFrames(t *testing.T, sse []byte) []byte {
+	var out bytes.Buffer
+	enc := eventstream.NewEncoder()
+	sc := bufio.NewScanner(bytes.NewReader(sse))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		msg := eventstream.Message{Payload: []byte(`{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `","p":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"}`)}
+		msg.Headers.Set(":event-type", eventstream.StringValue("chunk"))
+		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+		if err := enc.Encode(&out, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+// TestBedrockInvokeStreamGoldens: every recorded Anthropic stream of translate/anthropic,
+// sent as Bedrock's InvokeModelWithResponseStream frames it, reaches the client exactly as
+// it does from Anthropic's API (that recording's want.sse), split into two reads at every
+// byte offset.
+func TestBedrockInvokeStreamGoldens(t *testing.T) {
+	files, _ := filepath.Glob("../translate/anthropic/testdata/*.txtar")
+	p := newBedrockProvider()
+	opts := &translate.Options{UpstreamModel: "us.anthropic.claude-sonnet-4-20250514-v1:0", Stream: true}
+	n := 0
+	for _, path := range files {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sse := section(ar, "upstream.sse")
+		if c := section(ar, "upstream.chunks.txt"); c != nil {
+			// vercel's chunks: one data payload a line (goldentest.ReframeChunks)
+			for line := range strings.SplitSeq(string(c), "\n") {
+				if strings.TrimSpace(line) != "" {
+					sse = append(append(append(sse, "data: "...), strings.TrimRight(line, "\r")...), "\n\n"...)
+				}
+			}
+		}
+		want := section(ar, "want.sse")
+		if sse == nil || want == nil {
+			continue
+		}
+		n++
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			frames := invokeFrames(t, sse)
+			if got := pumpInvoke(t, p, opts, [][]byte{frames}); !bytes.Equal(got, want) {
+				t.Fatalf("through InvokeModelWithResponseStream frames\n%s\nfrom Anthropic's API\n%s", got, want)
+			}
+			for i := 1; i < len(frames); i += 1 + len(frames)/512 {
+				if got := pumpInvoke(t, p, opts, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(got, want) {
+					t.Fatalf("split at byte %d differs", i)
+				}
+			}
+		})
+	}
+	if n < 5 {
+		t.Fatalf("only %d anthropic stream recordings found", n)
+	}
+}
+
+// TestBedrockPaths: the model id picks the API; ids are one escaped path segment.
+func TestBedrockPaths(t *testing.T) {
+	p := newBedrockProvider()
+	for _, c := range []struct {
+		model  string
+		stream bool
+		want   string
+	}{
+		{"anthropic.claude-3-5-haiku-20241022-v1:0", false, "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke"},
+		{"us.anthropic.claude-sonnet-4-20250514-v1:0", true, "/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/invoke-with-response-stream"},
+		{"arn:aws:bedrock:us-east-1:123456789012:inference-profile/global.anthropic.claude-opus-4-1-20250805-v1:0", false,
+			"/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fglobal.anthropic.claude-opus-4-1-20250805-v1%3A0/invoke"},
+		{"amazon.nova-pro-v1:0", false, "/model/amazon.nova-pro-v1%3A0/converse"},
+		{"meta.llama3-70b-instruct-v1:0", true, "/model/meta.llama3-70b-instruct-v1%3A0/converse-stream"},
+	} {
+		if got := p.Path(c.model, c.stream); got != c.want {
+			t.Errorf("Path(%q, %v) = %q, want %q", c.model, c.stream, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package converse
+
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+)
+
+// events decodes event-stream frames into (type, payload) pairs with the SDK's Decoder.
+func events(tb testing.TB, frames []byte) (types, payloads [][]byte) {
+	r := bytes.NewReader(frames)
+	dec := eventstream.NewDecoder()
+	for r.Len() > 0 {
+		msg, err := dec.Decode(r, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if v, ok := msg.Headers.Get(":event-type").(eventstream.StringValue); ok {
+			types, payloads = append(types, []byte(v)), append(payloads, msg.Payload)
+		}
+	}
+	return types, payloads
+}
+
+// FuzzStream: whatever event types and payloads arrive, the ConverseStream decoder emits
+// events the chunk encoder can take or fails with an UpstreamError, never panics. Seeded
+// with the recorded streams' events.
+func FuzzStream(f *testing.F) {
+	for _, frames := range goldentest.EventStreamSeeds(f) {
+		types, payloads := events(f, frames)
+		for i := range types {
+			f.Add(string(types[i]), payloads[i], i%3 == 0)
+		}
+	}
+	f.Fuzz(func(t *testing.T, typ string, data []byte, close bool) {
+		d := &stream{}
+		emit := func(ev *translate.Event) error {
+			if ev.Kind == translate.EventToolCallArgsDelta && ev.Index < 0 {
+				t.Fatalf("args delta for call %d", ev.Index)
+			}
+			return nil
+		}
+		for _, ty := range []string{"messageStart", typ, "contentBlockDelta", typ} {
+			if err := d.Event([]byte(ty), data, emit); err != nil {
+				if _, ok := err.(*translate.UpstreamError); !ok {
+					t.Fatalf("error %T %v is not an UpstreamError", err, err)
+				}
+				return
+			}
+		}
+		if close {
+			_ = d.Close(emit)
+		}
+	})
+}
+
+// FuzzInvokeStream: the chunk unwrapper hands its inner decoder only what base64-decodes,
+// bounded, never panics.
+func FuzzInvokeStream(f *testing.F) {
+	f.Add([]byte(`{"bytes":"eyJ0eXBlIjoibWVzc2FnZV9zdG9wIn0=","p":"abcdefgh"}`))
+	f.Add([]byte(`{"bytes":"!!"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := InvokeStream(&stream{})
+		_ = d.Event([]byte("chunk"), data, func(*translate.Event) error { return nil })
+	})
+}
+
+// BenchmarkStreamEvent is the ConverseStream decoder's cost per event, over the recorded
+// reasoning-then-text stream (the frames already decoded: see upstream's
+// BenchmarkPumpEventStream for the framing).
+func BenchmarkStreamEvent(b *testing.B) {
+	frames := goldentest.EncodeEvents(b, goldentest.Transcript(b, "stream-reasoning.vercel", "upstream.eventstream.txt"))
+	types, payloads := events(b, frames)
+	emit := func(*translate.Event) error { return nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		d := stream{}
+		for i := range types {
+			if err := d.Event(types[i], payloads[i], emit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := d.Close(emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(types)), "ns/event")
+}
+
+// BenchmarkInvokeStreamChunk is the cost of unwrapping one InvokeModelWithResponseStream
+// chunk (JSON, base64) before the model's own decoder reads it.
+func BenchmarkInvokeStreamChunk(b *testing.B) {
+	payload := []byte(`{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+strings.Repeat("word ", 12)+`"}}`)) + `","p":"abcdefghijklmnopqrstuvwxyz"}`)
+	d := InvokeStream(nop{})
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Event([]byte("chunk"), payload, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type nop struct{}
+
+func (nop) Event(_, _ []byte, _ translate.Emit) error { return nil }
+func (nop) Close(translate.Emit) error                { return nil }

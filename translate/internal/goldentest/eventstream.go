@@ -1,0 +1,188 @@
+package goldentest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// AWS event streams (Bedrock's ConverseStream and InvokeModelWithResponseStream) in the
+// golden runner: a recording is either the frames themselves, base64
+// (upstream.eventstream.b64), or one event a line as vercel/ai records them,
+// {"<:event-type>": <payload>} (upstream.eventstream.txt), which EncodeEvents turns into
+// frames with the AWS SDK's eventstream Encoder. Either way the frames are decoded with
+// the SDK's Decoder, split into two reads at every byte offset and byte by byte, as the
+// gateway's pump reads them (upstream.PumpEventStream).
+
+// EncodeEvents returns the event-stream frames of a vercel-style event list: each line
+// one object whose one member names the event type and holds its payload.
+func EncodeEvents(t testing.TB, lines []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	enc := eventstream.NewEncoder()
+	for _, line := range bytes.Split(lines, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(line, &ev); err != nil || len(ev) != 1 {
+			t.Fatalf("an event line is not one {type: payload} object: %s", line)
+		}
+		for typ, payload := range ev {
+			msg := eventstream.Message{Payload: payload}
+			msg.Headers.Set(":event-type", eventstream.StringValue(typ))
+			msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+			msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+			if err := enc.Encode(&out, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out.Bytes()
+}
+
+// chunkReader returns one chunk a Read, as a connection may deliver a stream.
+type chunkReader struct{ chunks [][]byte }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.chunks) > 0 && len(r.chunks[0]) == 0 {
+		r.chunks = r.chunks[1:]
+	}
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	r.chunks[0] = r.chunks[0][n:]
+	return n, nil
+}
+
+// EventStreamChunks decodes event-stream frames delivered in chunks through a fresh
+// decoder and returns the OpenAI SSE the gateway would send (include_usage on). An
+// exception frame ends the output with an in-band error naming its :exception-type and
+// message; a frame cut short, with an error naming that.
+func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
+	t.Helper()
+	dec := newDecoder()
+	o := newOutput()
+	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
+	sdk := eventstream.NewDecoder()
+	var err error
+	for err == nil {
+		var msg eventstream.Message
+		msg, err = sdk.Decode(r, nil)
+		if errors.Is(err, io.EOF) {
+			err = dec.Close(o.emit)
+			break
+		}
+		if err != nil {
+			break
+		}
+		header := func(name string) string {
+			if v, ok := msg.Headers.Get(name).(eventstream.StringValue); ok {
+				return string(v)
+			}
+			return ""
+		}
+		switch header(":message-type") {
+		case "event":
+			err = dec.Event([]byte(header(":event-type")), msg.Payload, o.emit)
+		case "exception":
+			err = &translate.UpstreamError{Status: 502, Type: "api_error", Code: header(":exception-type"), Message: string(msg.Payload)}
+		default:
+			err = errors.New("a frame of message type " + header(":message-type"))
+		}
+	}
+	return o.end(err)
+}
+
+// eventStream runs one event-stream recording: want.sse, the chunk contract, every split.
+func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
+	t.Helper()
+	got := EventStreamChunks(t, d.NewDecoder, [][]byte{frames})
+	Golden(t, path, "want.sse", got)
+	CheckChunks(t, got)
+	for _, i := range frameSplitOffsets(frames) {
+		if split := EventStreamChunks(t, d.NewDecoder, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(split, got) {
+			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(got), string(split)))
+		}
+	}
+	var chunks [][]byte
+	for i := range frames {
+		chunks = append(chunks, frames[i:i+1])
+	}
+	if split := EventStreamChunks(t, d.NewDecoder, chunks); !bytes.Equal(split, got) {
+		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(got), string(split)))
+	}
+}
+
+// frameSplitOffsets are the offsets a recording of event-stream frames is split at:
+// every offset of a recording up to 4 KiB; of a longer one every offset of its first
+// 512 and last 256 bytes, every offset within 3 bytes of a frame boundary or of the end
+// of a frame's prelude (12 bytes in), and every 31st elsewhere, which keeps the check
+// linear-ish under -race.
+func frameSplitOffsets(frames []byte) []int {
+	n := len(frames)
+	var out []int
+	if n <= 4096 {
+		for i := 1; i < n; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	near := make([]bool, n+1)
+	for at := 0; at+4 <= n; {
+		for d := -3; d <= 3; d++ {
+			for _, j := range []int{at + d, at + 12 + d} {
+				if j > 0 && j < n {
+					near[j] = true
+				}
+			}
+		}
+		size := int(frames[at])<<24 | int(frames[at+1])<<16 | int(frames[at+2])<<8 | int(frames[at+3])
+		if size <= 0 {
+			break
+		}
+		at += size
+	}
+	for i := 1; i < n; i++ {
+		if i < 512 || i > n-256 || near[i] || i%31 == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// decodeBase64 reads an upstream.eventstream.b64 section.
+func decodeBase64(t testing.TB, b []byte) []byte {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(b)))
+	if err != nil {
+		t.Fatalf("upstream.eventstream.b64: %v", err)
+	}
+	return raw
+}
+
+// EventStreamSeeds returns the frames of every event-stream recording in testdata: fuzz
+// seeds.
+func EventStreamSeeds(t testing.TB) [][]byte {
+	var out [][]byte
+	for _, sec := range []string{"upstream.eventstream.txt", "upstream.eventstream.b64"} {
+		for _, b := range Seeds(sec, false, 0) {
+			if sec == "upstream.eventstream.txt" {
+				out = append(out, EncodeEvents(t, b))
+			} else {
+				out = append(out, decodeBase64(t, b))
+			}
+		}
+	}
+	return out
+}
