@@ -262,6 +262,7 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	v.oneOf(p+".prompt_cache", m.PromptCache, promptCaches)
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
+	validateContinuation(v, p, m)
 	for i, f := range m.Fallbacks {
 		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
 		switch _, ok := c.Models[f]; {
