@@ -105,8 +105,8 @@ type resume struct {
 	lenient bool
 	// prefilled is set when the running continuation sent a prefill.
 	prefilled bool
-	pending string
-	prior   translate.Usage
+	pending   string
+	prior     translate.Usage
 	// base is the request's usage when the turn began.
 	base translate.Usage
 	// malformed counts the unreadable events skipped in the running attempt (decode).
