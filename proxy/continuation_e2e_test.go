@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -299,7 +300,7 @@ func (s *sseWriter) malformed() {
 	if s.kind == "anthropic" {
 		typ = "content_block_delta"
 	}
-	s.event(typ, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tru`)
+	s.event(typ, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"unseen-wor`)
 }
 
 // contGateway starts a gateway whose model m is on a backend of kind at up, with one
@@ -472,5 +473,124 @@ func TestContinuation_WholeAnswer(t *testing.T) {
 				t.Errorf("gateway_stream_continuations_total{outcome=continued} = %d; want 1", n)
 			}
 		})
+	}
+}
+
+// TestContinuation_NotContinued: what a client gets when the answer cannot be continued
+// as it should: a backend that refuses the prefill is restarted and the client never sees
+// the 400; a restart whose new answer differs ends the stream with an in-band error
+// continuation_diverged; with continuation: off the stream ends with the failure, as
+// before continuation existed.
+func TestContinuation_NotContinued(t *testing.T) {
+	for _, tt := range []struct {
+		name, client, kind, extra string
+		plan                      []fault
+		requests                  int
+		wantText                  string // "" wants the in-band error
+		wantError                 string
+		outcomes                  map[string]int
+	}{
+		{name: "prefill refused, restarted", client: "chat", kind: "anthropic", plan: []fault{{3, "cut"}, {0, "refuse"}},
+			requests: 3, wantText: contAnswer, outcomes: map[string]int{"refused": 1, "continued": 1}},
+		{name: "prefill refused, restarted (Messages)", client: "messages", kind: "gemini", plan: []fault{{2, "error"}, {0, "refuse"}},
+			requests: 3, wantText: contAnswer, outcomes: map[string]int{"refused": 1, "continued": 1}},
+		{name: "restart diverged", client: "responses", kind: "openai", plan: []fault{{3, "cut"}, {0, "diverge"}},
+			requests: 2, wantError: "could not be continued", outcomes: map[string]int{"diverged": 1}},
+		{name: "restart diverged (chat)", client: "chat", kind: "responses", plan: []fault{{3, "error"}, {0, "diverge"}},
+			requests: 2, wantError: "could not be continued", outcomes: map[string]int{"diverged": 1}},
+		{name: "continuation off", client: "chat", kind: "anthropic", extra: ", continuation: off", plan: []fault{{3, "error"}},
+			requests: 1, wantError: "Overloaded", outcomes: map[string]int{}},
+		{name: "every retry fails", client: "messages", kind: "openai", plan: []fault{{3, "cut"}, {0, "cut"}},
+			requests: 2, wantError: "upstream", outcomes: map[string]int{"failed": 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newChoppy(t, tt.kind, tt.plan...)
+			g := contGateway(t, up, tt.extra)
+			a := askers[tt.client](t, g)
+			if tt.wantText != "" {
+				if a.errorText != "" || a.text != tt.wantText {
+					t.Fatalf("answer %q, error %q; want the whole answer", a.text, a.errorText)
+				}
+			} else if !strings.Contains(a.errorText, tt.wantError) || !strings.HasPrefix(contAnswer, a.text) || a.text == "" {
+				t.Fatalf("answer %q, error %q; want part of the answer, then an in-band error with %q", a.text, a.errorText, tt.wantError)
+			}
+			if strings.Contains(a.errorText, "prefill") || strings.Contains(a.errorText, "400") {
+				t.Errorf("the client saw the prefill's refusal: %q", a.errorText)
+			}
+			if n := len(up.requests()); n != tt.requests {
+				t.Errorf("%d upstream requests; want %d", n, tt.requests)
+			}
+			for _, o := range []string{"continued", "diverged", "refused", "failed", "not_continuable"} {
+				if got := continuations(g, o); got != tt.outcomes[o] {
+					t.Errorf("gateway_stream_continuations_total{outcome=%s} = %d; want %d", o, got, tt.outcomes[o])
+				}
+			}
+		})
+	}
+}
+
+// TestMalformedEvent_Skipped: one event whose JSON is cut short, in the middle of a
+// stream that parses otherwise, is skipped and counted: the client gets the whole answer
+// from the one attempt, and nothing is continued.
+func TestMalformedEvent_Skipped(t *testing.T) {
+	for _, tt := range []struct{ client, kind string }{
+		{"chat", "anthropic"},
+		{"chat", "gemini"},
+		{"messages", "openai"},
+		{"responses", "gemini"},
+		{"chat", "responses"},
+	} {
+		t.Run(tt.client+" on "+tt.kind, func(t *testing.T) {
+			up := newChoppy(t, tt.kind, fault{2, "malformed"})
+			var logs gatewaytest.Buffer
+			g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: %s, base_url: %q, api_key: upstream-secret}
+models:
+  m: {backend: up, upstream_model: fake-model}
+`, up.kind, up.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			a := askers[tt.client](t, g)
+			if a.errorText != "" || a.text != contAnswer || a.finishes != 1 {
+				t.Fatalf("answer %q (%d finishes), error %q; want the whole answer", a.text, a.finishes, a.errorText)
+			}
+			if n := len(up.requests()); n != 1 {
+				t.Errorf("%d upstream requests; want 1", n)
+			}
+			if n := testutil.ToFloat64(g.Metrics.MalformedEvents.WithLabelValues("up")); n != 1 {
+				t.Errorf("gateway_upstream_malformed_events_total = %v; want 1", n)
+			}
+			if !strings.Contains(logs.String(), "skipped a malformed upstream event") || strings.Contains(logs.String(), "unseen-wor") {
+				t.Errorf("want one log line without the event's content:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestContinuation_OnTheFallback: a primary without retries whose stream is cut is
+// continued on the model's fallback, by the fallback's own mode (a Gemini prefill after
+// an Anthropic primary), and the answer names the model the stream began with.
+func TestContinuation_OnTheFallback(t *testing.T) {
+	primary := newChoppy(t, "anthropic", fault{3, "cut"})
+	spare := newChoppy(t, "gemini")
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
+  spare: {type: gemini, base_url: %q, api_key: upstream-secret}
+models:
+  m: {backend: up, upstream_model: fake-model, fallbacks: [backup]}
+  backup: {backend: spare, upstream_model: fake-model}
+`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{})
+	a := askChat(t, g)
+	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
+		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
+	}
+	if p, s := len(primary.requests()), spare.requests(); p != 1 || len(s) != 1 || spare.prefill([]byte(s[0])) != "The quick brown" {
+		t.Fatalf("primary asked %d times, fallback %d (%v); want once each, the fallback with the prefill", p, len(s), s)
+	}
+	if a.prompt != 20 {
+		t.Errorf("prompt tokens %d; want both attempts' 10", a.prompt)
+	}
+	if n := continuations(g, "continued"); n != 1 {
+		t.Errorf("gateway_stream_continuations_total{outcome=continued} = %d; want 1", n)
 	}
 }
