@@ -326,6 +326,7 @@ func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *rou
 		"sent_bytes", len(k.said), "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
 	c.sent = false
 	c.at = r
+	c.meter.prompt = ask // what an estimate of the prompt counts
 	err := c.tracedAttempt(ctx, r, attempt, func(ctx context.Context, r *route) error {
 		return c.translated(ctx, ask, r, true, emit)
 	})

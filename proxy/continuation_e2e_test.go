@@ -531,7 +531,8 @@ func TestContinuation_NotContinued(t *testing.T) {
 
 // TestMalformedEvent_Skipped: one event whose JSON is cut short, in the middle of a
 // stream that parses otherwise, is skipped and counted: the client gets the whole answer
-// from the one attempt, and nothing is continued.
+// from the one attempt, and nothing is continued. (A passthrough still ends its stream
+// with an error there: TestPassthrough_StreamEventNotJSON.)
 func TestMalformedEvent_Skipped(t *testing.T) {
 	for _, tt := range []struct{ client, kind string }{
 		{"chat", "anthropic"},
