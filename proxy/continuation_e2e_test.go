@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +19,11 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // The tests of this file break upstream streams midway and check what the clients (the
@@ -593,5 +598,43 @@ models:
 	}
 	if n := continuations(g, "continued"); n != 1 {
 		t.Errorf("gateway_stream_continuations_total{outcome=continued} = %d; want 1", n)
+	}
+}
+
+// TestContinuation_Traced: the continuation is an attempt of its own on the trace: two
+// client spans under the server span, the first failed, the second its continuation
+// (agate.attempt 2 on the same route).
+func TestContinuation_Traced(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	up := newChoppy(t, "anthropic", fault{3, "cut"})
+	cfg := gatewaytest.Parse(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}}
+models:
+  m: {backend: up, upstream_model: fake-model}
+telemetry: {traces: true}
+`, up.baseURL()))
+	tracer, err := telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer})
+	if a := askChat(t, g); a.text != contAnswer {
+		t.Fatalf("answer %q, error %q", a.text, a.errorText)
+	}
+	var attempts []string
+	for _, s := range recv.waitSpans(t, tracer) {
+		if s.Kind == tracepb.Span_SPAN_KIND_CLIENT {
+			attempts = append(attempts, fmt.Sprintf("%s attempt %s %s", s.Name, attrs(s)["agate.attempt"], s.Status.GetCode()))
+		}
+	}
+	sort.Strings(attempts)
+	want := []string{"chat fake-model attempt 1 STATUS_CODE_ERROR", "chat fake-model attempt 2 STATUS_CODE_UNSET"}
+	if !slices.Equal(attempts, want) {
+		t.Errorf("client spans %q; want %q", attempts, want)
 	}
 }
