@@ -22,6 +22,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/telemetry"
 )
@@ -507,6 +508,8 @@ func TestContinuation_NotContinued(t *testing.T) {
 			requests: 1, wantError: "Overloaded", outcomes: map[string]int{}},
 		{name: "every retry fails", client: "messages", kind: "openai", plan: []fault{{3, "cut"}, {0, "cut"}},
 			requests: 2, wantError: "upstream", outcomes: map[string]int{"failed": 1}},
+		{name: "request deadline passed", client: "chat", kind: "gemini", extra: ", timeouts: {request: 80ms}", plan: []fault{{3, "stall"}},
+			requests: 1, wantError: "timed out", outcomes: map[string]int{"failed": 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newChoppy(t, tt.kind, tt.plan...)
@@ -636,5 +639,36 @@ telemetry: {traces: true}
 	want := []string{"chat fake-model attempt 1 STATUS_CODE_ERROR", "chat fake-model attempt 2 STATUS_CODE_UNSET"}
 	if !slices.Equal(attempts, want) {
 		t.Errorf("client spans %q; want %q", attempts, want)
+	}
+}
+
+// TestContinuation_ChunkContract: the raw chat stream of a continued answer keeps the
+// chunk contract (openaitest.CheckChunks: one id and model, role first, one finish, usage
+// last, [DONE]); a diverged one ends with an error frame and nothing after it.
+func TestContinuation_ChunkContract(t *testing.T) {
+	for _, tt := range []struct {
+		kind string
+		plan []fault
+		want openaitest.Want
+	}{
+		{"anthropic", []fault{{3, "cut"}}, openaitest.Want{Model: "m", Usage: openaitest.UsageRequired}},
+		{"gemini", []fault{{2, "stall"}}, openaitest.Want{Model: "m", Usage: openaitest.UsageRequired}},
+		{"responses", []fault{{4, "error"}}, openaitest.Want{Model: "m", Usage: openaitest.UsageRequired}},
+		{"responses", []fault{{4, "error"}, {0, "diverge"}}, openaitest.Want{Model: "m", ErrorEnd: true}},
+	} {
+		t.Run(tt.kind+" "+tt.plan[len(tt.plan)-1].how, func(t *testing.T) {
+			g := contGateway(t, newChoppy(t, tt.kind, tt.plan...), "")
+			resp, err := http.Post(g.V1()+"/chat/completions", "application/json",
+				strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"say it"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			openaitest.CheckChunks(t, body, tt.want)
+			if n := strings.Count(string(body), `"role":"assistant"`); n != 1 {
+				t.Errorf("%d role chunks; want 1:\n%s", n, body)
+			}
+		})
 	}
 }
