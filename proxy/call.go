@@ -172,15 +172,17 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	case translate.EventUsage:
 		c.meter.noteUsage(ev.Usage)
 	}
+	if err := c.showing(); err != nil {
+		return err
+	}
 	if c.resume.on {
+		// A continuation's events it does not show (the text the client has) still end
+		// the wait for a first event (showing, above).
 		shown, err := c.resume.pass(ev, &c.room)
 		if shown == nil || err != nil {
 			return err
 		}
 		ev = shown
-	}
-	if err := c.showing(); err != nil {
-		return err
 	}
 	c.sent = true
 	c.chat.Event(ev)
@@ -513,7 +515,7 @@ func (c *modelCall) armFirst(r *route) {
 // attempt's timeout error when its first-event bound passed first (too late: the attempt
 // is failing over), else nil, the event being shown.
 func (c *modelCall) showing() error {
-	if !c.sent && c.first != nil && !c.first.shown() {
+	if !c.sent && c.first != nil && !c.first.shown() && c.first.timedOut() {
 		return c.first.err
 	}
 	return nil

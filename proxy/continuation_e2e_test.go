@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -48,7 +49,8 @@ var tokenRE = regexp.MustCompile(`\s*\S+\s*`)
 // fault is what the fake does to one request: after sending after tokens, how
 // (cut: drop the connection; stall: send nothing more; error: an error event; malformed:
 // one unreadable event, then the rest; refuse: a 400 to a prefill, before any event;
-// diverge: answer another text). The zero fault answers well.
+// diverge: answer another text; slow: 30ms before each of the first after tokens, then
+// the rest at once). The zero fault answers well.
 type fault struct {
 	after int
 	how   string
@@ -163,6 +165,9 @@ func (c *choppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := &sseWriter{w: w, kind: c.kind, n: n}
 	s.head()
 	for i, tok := range tokens {
+		if f.how == "slow" && i < f.after {
+			time.Sleep(30 * time.Millisecond)
+		}
 		if f.how != "" && i == f.after {
 			switch f.how {
 			case "cut":
@@ -670,5 +675,20 @@ func TestContinuation_ChunkContract(t *testing.T) {
 				t.Errorf("%d role chunks; want 1:\n%s", n, body)
 			}
 		})
+	}
+}
+
+// TestContinuation_RestartWithinFirstToken: a restart that repeats the text the client
+// has more slowly than models.<name>.timeouts.first_token is not cut by it: the repeated
+// events the client does not see still end the wait for a first event.
+func TestContinuation_RestartWithinFirstToken(t *testing.T) {
+	up := newChoppy(t, "openai", fault{4, "cut"}, fault{4, "slow"}) // 4 × 30ms before anything new
+	g := contGateway(t, up, ", timeouts: {first_token: 50ms}")
+	a := askResponses(t, g)
+	if a.errorText != "" || a.text != contAnswer {
+		t.Fatalf("answer %q, error %q; want the whole answer", a.text, a.errorText)
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("%d upstream requests; want 2", n)
 	}
 }
