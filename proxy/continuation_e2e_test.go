@@ -462,10 +462,12 @@ func TestContinuation_WholeAnswer(t *testing.T) {
 		t.Run(fmt.Sprintf("%s on %s, %s after %d", tt.client, tt.kind, tt.fault.how, tt.fault.after), func(t *testing.T) {
 			up := newChoppy(t, tt.kind, tt.fault)
 			g := contGateway(t, up, "")
+			start := time.Now()
 			a := askers[tt.client](t, g)
 			if a.errorText != "" || a.text != contAnswer {
 				t.Fatalf("answer %q, error %q; want the whole answer once", a.text, a.errorText)
 			}
+			t.Logf("whole answer after %v (stream_idle 100ms)", time.Since(start).Round(time.Millisecond))
 			if a.starts != 1 || a.finishes != 1 {
 				t.Errorf("%d starts and %d finishes; want one each", a.starts, a.finishes)
 			}
