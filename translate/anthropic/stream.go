@@ -15,7 +15,7 @@ const (
 	anthropicAwaitStart anthropicPhase = iota // before message_start
 	anthropicInMessage                        // between message_start and message_stop
 	anthropicStopped                          // message_stop seen
-	anthropicFailed                           // an error event or a malformed event
+	anthropicFailed                           // an error event, or an event out of place (an unreadable one leaves the phase)
 	anthropicClosed                           // Close has run
 )
 
