@@ -294,6 +294,13 @@ type Model struct {
 	Price *Price `koanf:"price"`
 	// Timeouts are this model's own bounds.
 	Timeouts ModelTimeouts `koanf:"timeouts"`
+	// Continuation is what a streamed answer of this model that fails after part of it
+	// reached the client becomes: prefill, restart or off (ContinuationPrefill and the
+	// others). Default by backend type (DefaultContinuation): prefill for anthropic and
+	// gemini, restart for openai and responses, off for mock. It applies to translated
+	// streams (the client's API is not the backend's); a passthrough stream ends with an
+	// in-band error.
+	Continuation string `koanf:"continuation"`
 }
 
 // ModelTimeouts bound a model's requests. Zero means the backend's value.

@@ -263,6 +263,7 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	c.validateScript(v, p, m)
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
+	validateContinuation(v, p, m)
 	for i, f := range m.Fallbacks {
 		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
 		switch _, ok := c.Models[f]; {

@@ -50,6 +50,8 @@ type Metrics struct {
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
+	// Continuation holds the mid-stream continuation collectors (continuation.go).
+	Continuation
 
 	series seriesCaches // series.go
 }
@@ -125,7 +127,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		LogLinesDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_log_lines_dropped_total", Help: "Log lines dropped because the log output (stderr) fell behind by more than the gateway buffers.",
 		}),
+		Continuation: newContinuation(),
 	}
+	reg.MustRegister(m.Continuation.collectors()...)
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.FallbackAnswers, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,

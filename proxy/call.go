@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -36,8 +37,15 @@ type modelCall struct {
 	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
-	// be retried, because the client has seen part of an answer.
+	// be retried, because the client has seen part of an answer; it may be continued
+	// (resume, continuation.go).
 	sent bool
+	// resume records what a streamed turn showed the client, to continue it after a
+	// failure; room is the event it shows instead of one it edits.
+	resume resume
+	room   translate.Event
+	// tries is the number of the running attempt on its route, from 1 (tracedAttempt).
+	tries int
 	// at is the route of the running attempt, or of the last one: once an answer was
 	// accepted, the route that answered it (the route or one of its fallbacks).
 	at *route
@@ -116,9 +124,14 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 		c.countFn = c.countEvent
 	}
 	c.meter.prompt = req
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+	c.startResume(req, stream)
+	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.translated(ctx, req, r, stream, emit)
 	})
+	if err != nil && c.sent && c.resume.on {
+		err = c.continueTurn(ctx, req, emit, err)
+	}
+	return err
 }
 
 // translated runs one attempt of run on route r.
@@ -161,6 +174,15 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	}
 	if err := c.showing(); err != nil {
 		return err
+	}
+	if c.resume.on {
+		// A continuation's events it does not show (the text the client has) still end
+		// the wait for a first event (showing, above).
+		shown, err := c.resume.pass(ev, &c.room)
+		if shown == nil || err != nil {
+			return err
+		}
+		ev = shown
 	}
 	c.sent = true
 	c.chat.Event(ev)
@@ -307,8 +329,16 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = upstream.Pump(ctx, body, b.name, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
-		c.flush, func() error { return dec.Close(emit) })
+	c.resume.malformed = 0
+	err = upstream.Pump(ctx, body, b.name, c.reads, func(typ, data []byte) error {
+		if err := dec.Event(typ, data, emit); err != nil {
+			if errors.Is(err, translate.ErrMalformedEvent) {
+				return c.skipMalformed(b, err) // one unreadable event: the stream goes on
+			}
+			return err
+		}
+		return nil
+	}, c.flush, func() error { return dec.Close(emit) })
 	// The stream ended early (the client left, the upstream failed): count what the
 	// upstream had reported, which Close would have emitted.
 	c.meter.noteUsageSoFar(dec, err)
@@ -403,6 +433,7 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
+	c.tries = attempt + 1
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}
@@ -484,7 +515,7 @@ func (c *modelCall) armFirst(r *route) {
 // attempt's timeout error when its first-event bound passed first (too late: the attempt
 // is failing over), else nil, the event being shown.
 func (c *modelCall) showing() error {
-	if !c.sent && c.first != nil && !c.first.shown() {
+	if !c.sent && c.first != nil && !c.first.shown() && c.first.timedOut() {
 		return c.first.err
 	}
 	return nil

@@ -52,6 +52,8 @@ type route struct {
 	// (timeouts.request: the model's, else its backend's); firstToken bounds the wait for
 	// a stream's first event (zero: none).
 	requestTimeout, firstToken time.Duration
+	// continuation is what a streamed answer that failed midway becomes (continuation.go).
+	continuation contMode
 	// limited is set when the route is a configured model, whose limits are rate
 	// (limitRequest).
 	limited bool
@@ -122,7 +124,8 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
-			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
+			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
+			continuation: continuationOf(b, mc.Continuation)}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}
@@ -297,9 +300,11 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request}
+			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
+				continuation: continuationOf(b, "")}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
 				r.limited, r.rate = true, rate(mc.Limits)
+				r.continuation = continuationOf(b, mc.Continuation)
 				r.requestTimeout = cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request)
 			}
 			return rt.usable(model, r)

@@ -283,8 +283,8 @@ func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
 	sc := &d.sc
 	sc.Reset(jsonx.View(data))
 	root, ok := sc.Root()
-	if !ok {
-		return upstreamMalformed("openai", data)
+	if !ok { // unreadable: the state is untouched, and the caller may skip it
+		return translate.MalformedEvent(upstreamMalformed("openai", data))
 	}
 	if e := sc.Get(root, "error"); e.Exists() {
 		ue := openAIError(sc, 500, e)
