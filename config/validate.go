@@ -179,6 +179,7 @@ func (c *Config) problems() []error {
 		v.addf("responses.max_stored_bytes", "must not be negative")
 	}
 	c.validateLimits(&v)
+	c.validateFailover(&v)
 	return v.problems
 }
 

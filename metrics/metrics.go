@@ -50,6 +50,8 @@ type Metrics struct {
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
+	// Circuits are the circuit breakers' state and transitions (breaker.go).
+	Circuits Circuits
 
 	series seriesCaches // series.go
 }
@@ -132,6 +134,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Circuits = newCircuits(reg)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

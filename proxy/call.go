@@ -39,8 +39,10 @@ type modelCall struct {
 	// be retried, because the client has seen part of an answer.
 	sent bool
 	// at is the route of the running attempt, or of the last one: once an answer was
-	// accepted, the route that answered it (the route or one of its fallbacks).
-	at *route
+	// accepted, the route that answered it (the route or one of its fallbacks). reason is
+	// why at was tried if it is a fallback (fallbackOnError, ...).
+	at     *route
+	reason string
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
@@ -197,16 +199,18 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
 		c.deadline = time.Now().Add(c.route.requestTimeout)
 	}
-	routes := []*route{c.route}
-	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; ok {
-			routes = append(routes, r)
-		}
-	}
+	routes := c.appendRoutes([]*route{c.route}, c.route.fallbacks)
 	var last error
-	for i, r := range routes {
+	reason, contextTried := fallbackOnError, false
+	for i := 0; i < len(routes); i++ {
+		r := routes[i]
 		if c.expired() {
 			return c.requestTimeout(last)
+		}
+		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
+			// An open circuit's route is not tried (a held one is, when nothing follows it).
+			last, reason = c.skipCircuit(r, v), fallbackOnCircuit
+			continue
 		}
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
@@ -224,9 +228,9 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
+			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
-		c.at = r
+		c.at, c.reason = r, reason
 		last = c.attempts(ctx, r, attempt)
 		if last == nil || c.sent || ctx.Err() != nil {
 			return last
@@ -234,8 +238,13 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
+		reason = fallbackOnError
 		if !upstream.Retryable(last) {
-			return last
+			if contextTried || !c.contextExceeded(r, last) {
+				return last
+			}
+			// Over the model's context window: its context_fallbacks, and nothing else.
+			routes, reason, contextTried = c.appendRoutes(routes[:i+1], c.route.contextFallbacks), fallbackOnContext, true
 		}
 	}
 	return last
@@ -269,7 +278,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
 		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
-		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) {
+		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) || !c.circuitVerdict(r).Allow {
 			return false
 		}
 		if !c.deadline.IsZero() && time.Now().Add(delay).After(c.deadline) {
@@ -285,7 +294,9 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	c.meter.reset()
 	defer c.countUsage(r)
-	return try(ctx, r)
+	err := try(ctx, r)
+	c.recordCircuit(r, err)
+	return err
 }
 
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
@@ -407,7 +418,7 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r)})
 	err := c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil

@@ -33,6 +33,8 @@ type runtime struct {
 	// (see missingCredential): their models are not listed, and requests for them are
 	// refused without reaching the upstream.
 	noCredential map[string]bool
+	// circuits are the Server's circuit breakers (configureCircuits); nil: none.
+	circuits *circuits
 }
 
 // route is a resolved client-facing model.
@@ -46,6 +48,11 @@ type route struct {
 	maxTokens     int
 	promptCache   bool
 	fallbacks     []string
+	// contextFallbacks are tried only when an attempt says the request is over the
+	// model's context window (translate.ContextExceeded).
+	contextFallbacks []string
+	// circuit is the key of the deployment's circuit breaker; "" for none (breaker.go).
+	circuit string
 	// requestTimeout bounds a request to this route, its retries and fallbacks included
 	// (timeouts.request: the model's, else its backend's); firstToken bounds the wait for
 	// a stream's first event (zero: none).
@@ -99,15 +106,21 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	}
 	for name, mc := range cfg.Models {
 		b := rt.backends[mc.Backend] // config validated that it exists
-		var fallbacks []string
+		var fallbacks, contextFallbacks []string
 		for _, fb := range mc.Fallbacks {
 			if !rt.noCredential[cfg.Models[fb].Backend] {
 				fallbacks = append(fallbacks, fb)
 			}
 		}
+		for _, fb := range mc.ContextFallbacks {
+			if !rt.noCredential[cfg.Models[fb].Backend] {
+				contextFallbacks = append(contextFallbacks, fb)
+			}
+		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
-			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
+			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
+			contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel)}
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
