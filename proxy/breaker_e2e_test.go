@@ -35,7 +35,7 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) Now() time.Time            { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Now() time.Time             { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) Advance(d time.Duration)    { c.ns.Add(int64(d)) }
 func (c *fakeClock) Since(t0 time.Time) float64 { return c.Now().Sub(t0).Seconds() }
 
@@ -134,7 +134,9 @@ func TestCircuitBreaker_PrimaryDownFor60s(t *testing.T) {
 	clock := newFakeClock()
 	log := &gatewaytest.Buffer{}
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, ""), gatewaytest.Options{Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(log, nil))})
-	state := func() float64 { return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main")) }
+	state := func() float64 {
+		return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main"))
+	}
 	t0 := clock.Now()
 
 	main.down.Store(true)
