@@ -43,7 +43,7 @@ type Metrics struct {
 	// model_requests, model_tokens, model_concurrent).
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
-	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
+	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
 	// AnthropicBetasDropped counts anthropic-beta names of clients' requests not forwarded
