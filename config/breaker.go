@@ -92,16 +92,22 @@ func (c *Config) validateFailover(v *validator) {
 			}
 			v.nonNegativeDuration(p+".circuit_breaker.cooldown", cb.Cooldown)
 		}
-		for i, f := range m.ContextFallbacks {
-			fp := fmt.Sprintf("%s.context_fallbacks[%d]", p, i)
-			switch _, ok := c.Models[f]; {
-			case f == name:
-				v.addf(fp, "model cannot fall back to itself")
-			case !ok:
-				v.addf(fp, "unknown model %q", f)
-			case slices.Index(m.ContextFallbacks, f) < i:
-				v.addf(fp, "duplicate context fallback %q", f)
-			}
+		c.validateFallbacks(v, p+".context_fallbacks", name, m.ContextFallbacks)
+	}
+}
+
+// validateFallbacks checks model name's list of fallback models at path: each another
+// configured model, once.
+func (c *Config) validateFallbacks(v *validator, path, name string, list []string) {
+	for i, f := range list {
+		fp := fmt.Sprintf("%s[%d]", path, i)
+		switch _, ok := c.Models[f]; {
+		case f == name:
+			v.addf(fp, "model cannot fall back to itself")
+		case !ok:
+			v.addf(fp, "unknown model %q", f)
+		case slices.Index(list, f) < i:
+			v.addf(fp, "duplicate fallback %q", f)
 		}
 	}
 }

@@ -263,17 +263,7 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	v.oneOf(p+".prompt_cache", m.PromptCache, promptCaches)
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
-	for i, f := range m.Fallbacks {
-		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
-		switch _, ok := c.Models[f]; {
-		case f == name:
-			v.addf(fp, "model cannot fall back to itself")
-		case !ok:
-			v.addf(fp, "unknown model %q", f)
-		case slices.Index(m.Fallbacks, f) < i:
-			v.addf(fp, "duplicate fallback %q", f)
-		}
-	}
+	c.validateFallbacks(v, p+".fallbacks", name, m.Fallbacks)
 }
 
 func (c *Config) validateKeys(v *validator) {
