@@ -193,7 +193,10 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 // withRetries runs attempt on the route, retrying, then on each fallback route.
 // The request's deadline (route.requestTimeout) bounds them all: an attempt's wait for
 // headers ends at it, no backoff or fallback starts after it, and its passing is the
-// request's error (requestTimeout) unless part of an answer reached the client.
+// request's error (requestTimeout) unless part of an answer reached the client. A route
+// whose circuit is open is skipped without an attempt (breaker.go); an error that says the
+// request is over the model's context window goes to the model's context_fallbacks
+// instead of its fallbacks.
 func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
 	c.sent = false
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
@@ -207,15 +210,15 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
-		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
-			// An open circuit's route is not tried (a held one is, when nothing follows it).
-			last, reason = c.skipCircuit(r, v), fallbackOnCircuit
-			continue
-		}
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
 			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
 			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			continue
+		}
+		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
+			// An open circuit's route is not tried (a held one is, when nothing follows it).
+			last, reason = c.skipCircuit(r, v), fallbackOnCircuit
 			continue
 		}
 		if i > 0 {
