@@ -186,16 +186,6 @@ func (c *modelCall) skipCircuit(r *route, v breaker.Verdict) error {
 	return circuitOpen(r, v)
 }
 
-// appendRoutes appends the routes of the model names to routes (those configured).
-func (c *modelCall) appendRoutes(routes []*route, names []string) []*route {
-	for _, name := range names {
-		if r, ok := c.rt.routes[name]; ok {
-			routes = append(routes, r)
-		}
-	}
-	return routes
-}
-
 // contextExceeded reports whether err, of an attempt on route r, says the request is over
 // the model's context window (its provider's recognition, translate.ContextExceeded).
 func (c *modelCall) contextExceeded(r *route, err error) bool {

@@ -202,7 +202,12 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
 		c.deadline = time.Now().Add(c.route.requestTimeout)
 	}
-	routes := c.appendRoutes([]*route{c.route}, c.route.fallbacks)
+	routes := []*route{c.route} // on the stack: no call may take it (it would escape)
+	for _, fb := range c.route.fallbacks {
+		if r, ok := c.rt.routes[fb]; ok {
+			routes = append(routes, r)
+		}
+	}
 	var last error
 	reason, contextTried := fallbackOnError, false
 	for i := 0; i < len(routes); i++ {
@@ -247,7 +252,12 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 				return last
 			}
 			// Over the model's context window: its context_fallbacks, and nothing else.
-			routes, reason, contextTried = c.appendRoutes(routes[:i+1], c.route.contextFallbacks), fallbackOnContext, true
+			routes, reason, contextTried = routes[:i+1], fallbackOnContext, true
+			for _, fb := range c.route.contextFallbacks {
+				if r, ok := c.rt.routes[fb]; ok {
+					routes = append(routes, r)
+				}
+			}
 		}
 	}
 	return last
