@@ -134,8 +134,9 @@ func (c *modelCall) circuitVerdict(r *route) breaker.Verdict {
 // recordCircuit tells route r's circuit the outcome of an attempt: a retryable upstream
 // failure (5xx, 529, a reset, a timeout) counts against it; a 429 counts neither way, and
 // one with Retry-After keeps the next requests off the route until then (breaker.Hold);
-// any other answer, a 4xx included, shows the upstream up. An attempt that ended without
-// an outcome (the client left) tells nothing.
+// any other answer, a 4xx included, shows the upstream up, and so does an attempt it
+// accepted that ended for another reason (the client left). One that ended before the
+// upstream answered, for a reason not the upstream's, tells nothing.
 func (c *modelCall) recordCircuit(r *route, err error) {
 	if r.circuit == "" || c.rt.circuits == nil {
 		return
@@ -148,7 +149,10 @@ func (c *modelCall) recordCircuit(r *route, err error) {
 	ue := upstream.AsError(err)
 	switch {
 	case ue == nil:
-		// The client left, or the answer could not be decoded: nothing about the upstream.
+		// Not the upstream's failure: the client left, or the answer could not be read.
+		if c.accepted {
+			set.Record(r.circuit, true, now)
+		}
 	case ue.Status == http.StatusTooManyRequests:
 		if ue.RetryAfter > 0 {
 			set.Hold(r.circuit, now.Add(ue.RetryAfter))

@@ -150,6 +150,8 @@ func TestCircuitBreaker_PrimaryDownFor60s(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request at %vs: %v", clock.Since(t0), err)
 		}
+		// A stream's client may read its last byte before the gateway recorded the outcome.
+		waitRequests(t, g, float64(i+1))
 		timeline = append(timeline, fmt.Sprintf("%v:%d:%s:%v", clock.Since(t0), main.hits.Load()-before, strings.TrimPrefix(text, "from "), state()))
 		if text == "from spare" && h.Get("x-agate-fallback") != "1" {
 			t.Errorf("request at %vs: the fallback answered without x-agate-fallback: 1", clock.Since(t0))
@@ -179,6 +181,34 @@ func TestCircuitBreaker_PrimaryDownFor60s(t *testing.T) {
 		if !strings.Contains(logs, line) {
 			t.Errorf("no log line with %q", line)
 		}
+	}
+}
+
+// waitRequests waits (at most 2 s) until the gateway has counted n requests in
+// gateway_requests_total, which it does once a request's attempts are all recorded.
+func waitRequests(t *testing.T, g *gatewaytest.Gateway, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mfs, err := g.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got float64
+		for _, mf := range mfs {
+			if mf.GetName() == "gateway_requests_total" {
+				for _, m := range mf.GetMetric() {
+					got += m.GetCounter().GetValue()
+				}
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway counted %v requests, want %v", got, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

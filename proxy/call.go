@@ -43,6 +43,8 @@ type modelCall struct {
 	// why at was tried if it is a fallback (fallbackOnError, ...).
 	at     *route
 	reason string
+	// accepted is set once the running attempt's upstream accepted it (a 2xx head).
+	accepted bool
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
@@ -306,6 +308,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 // counted runs one attempt and adds the usage it reported to the request's.
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	c.meter.reset()
+	c.accepted = false
 	defer c.countUsage(r)
 	err := try(ctx, r)
 	c.recordCircuit(r, err)
@@ -349,6 +352,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	// and the endpoints' attempts defer Close): each is made in the call's own.
 	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
+	c.accepted = err == nil
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
