@@ -255,6 +255,9 @@ type Retries struct {
 	// max. Resets, 429s and 5xx are retried either way. Load turns "" into "fallback";
 	// Validate accepts "" as "fallback".
 	OnTimeout string `koanf:"on_timeout"`
+	// CircuitBreaker stops calling a deployment of this backend that keeps failing, for
+	// a cooldown (see CircuitBreaker). On by default: 5 failures, 30s.
+	CircuitBreaker CircuitBreaker `koanf:"circuit_breaker"`
 }
 
 // The values of Retries.OnTimeout.
@@ -286,6 +289,17 @@ type Model struct {
 	// a fallback's own fallbacks are not followed. A fallback the requesting key may not
 	// use (Key.Models) is skipped and counted in gateway_fallbacks_skipped_total.
 	Fallbacks []string `koanf:"fallbacks"`
+	// ContextFallbacks are client-facing model names (larger-context models) tried in
+	// order only when this model's upstream says the request is over its context window
+	// (OpenAI's context_length_exceeded, Anthropic's "prompt is too long", Gemini's
+	// "exceeds the maximum number of tokens"); that error is never retried on the same
+	// model. Each must name another entry of Config.Models; their own fallbacks are not
+	// followed; the key's models allowlist and the fallback's limits apply as to
+	// Fallbacks.
+	ContextFallbacks []string `koanf:"context_fallbacks"`
+	// CircuitBreaker overrides the backend's retries.circuit_breaker for this model: a
+	// zero field keeps the backend's value, failures -1 turns it off.
+	CircuitBreaker *CircuitBreaker `koanf:"circuit_breaker"`
 	// Limits bound the requests to this model from all keys together. Zero fields mean
 	// no limit.
 	Limits Limits `koanf:"limits"`

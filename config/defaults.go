@@ -90,6 +90,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		}
 		c.Backends[name] = b
 	}
+	c.applyCircuitDefaults(raw)
 	for name, m := range c.Models {
 		setDefault(&m.UpstreamModel, name)
 		setDefault(&m.PromptCache, defaultPromptCache)

@@ -179,6 +179,7 @@ func (c *Config) problems() []error {
 		v.addf("responses.max_stored_bytes", "must not be negative")
 	}
 	c.validateLimits(&v)
+	c.validateFailover(&v)
 	return v.problems
 }
 
@@ -263,18 +264,8 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	c.validateScript(v, p, m)
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
+	c.validateFallbacks(v, p+".fallbacks", name, m.Fallbacks)
 	validateContinuation(v, p, m)
-	for i, f := range m.Fallbacks {
-		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
-		switch _, ok := c.Models[f]; {
-		case f == name:
-			v.addf(fp, "model cannot fall back to itself")
-		case !ok:
-			v.addf(fp, "unknown model %q", f)
-		case slices.Index(m.Fallbacks, f) < i:
-			v.addf(fp, "duplicate fallback %q", f)
-		}
-	}
 }
 
 func (c *Config) validateKeys(v *validator) {

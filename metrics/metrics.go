@@ -43,13 +43,15 @@ type Metrics struct {
 	// model_requests, model_tokens, model_concurrent).
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
-	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
+	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
 	// AnthropicBetasDropped counts anthropic-beta names of clients' requests not forwarded
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
+	// Circuits are the circuit breakers' state and transitions (breaker.go).
+	Circuits Circuits
 	// Continuation holds the mid-stream continuation collectors (continuation.go).
 	Continuation
 
@@ -136,6 +138,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Circuits = newCircuits(reg)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

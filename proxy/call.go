@@ -47,8 +47,12 @@ type modelCall struct {
 	// tries is the number of the running attempt on its route, from 1 (tracedAttempt).
 	tries int
 	// at is the route of the running attempt, or of the last one: once an answer was
-	// accepted, the route that answered it (the route or one of its fallbacks).
-	at *route
+	// accepted, the route that answered it (the route or one of its fallbacks). reason is
+	// why at was tried if it is a fallback (fallbackOnError, ...).
+	at     *route
+	reason string
+	// accepted is set once the running attempt's upstream accepted it (a 2xx head).
+	accepted bool
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
@@ -213,20 +217,25 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 // withRetries runs attempt on the route, retrying, then on each fallback route.
 // The request's deadline (route.requestTimeout) bounds them all: an attempt's wait for
 // headers ends at it, no backoff or fallback starts after it, and its passing is the
-// request's error (requestTimeout) unless part of an answer reached the client.
+// request's error (requestTimeout) unless part of an answer reached the client. A route
+// whose circuit is open is skipped without an attempt (breaker.go); an error that says the
+// request is over the model's context window goes to the model's context_fallbacks
+// instead of its fallbacks.
 func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
 	c.sent = false
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
 		c.deadline = time.Now().Add(c.route.requestTimeout)
 	}
-	routes := []*route{c.route}
+	routes := []*route{c.route} // on the stack: no call may take it (it would escape)
 	for _, fb := range c.route.fallbacks {
 		if r, ok := c.rt.routes[fb]; ok {
 			routes = append(routes, r)
 		}
 	}
 	var last error
-	for i, r := range routes {
+	reason, contextTried := fallbackOnError, false
+	for i := 0; i < len(routes); i++ {
+		r := routes[i]
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
@@ -234,6 +243,11 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			// The key's model allowlist holds for fallbacks too.
 			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
 			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			continue
+		}
+		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
+			// An open circuit's route is not tried (a held one is, when nothing follows it).
+			last, reason = c.skipCircuit(r, v), fallbackOnCircuit
 			continue
 		}
 		if i > 0 {
@@ -246,9 +260,9 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 		if i > 0 {
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
+			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
-		c.at = r
+		c.at, c.reason = r, reason
 		last = c.attempts(ctx, r, attempt)
 		if last == nil || c.sent || ctx.Err() != nil {
 			return last
@@ -256,8 +270,18 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
+		reason = fallbackOnError
 		if !upstream.Retryable(last) {
-			return last
+			if contextTried || !c.contextExceeded(r, last) {
+				return last
+			}
+			// Over the model's context window: its context_fallbacks, and nothing else.
+			routes, reason, contextTried = routes[:i+1], fallbackOnContext, true
+			for _, fb := range c.route.contextFallbacks {
+				if r, ok := c.rt.routes[fb]; ok {
+					routes = append(routes, r)
+				}
+			}
 		}
 	}
 	return last
@@ -291,7 +315,7 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
 		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
-		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) {
+		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) || !c.circuitVerdict(r).Allow {
 			return false
 		}
 		if !c.deadline.IsZero() && time.Now().Add(delay).After(c.deadline) {
@@ -306,8 +330,11 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 // counted runs one attempt and adds the usage it reported to the request's.
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	c.meter.reset()
+	c.accepted = false
 	defer c.countUsage(r)
-	return try(ctx, r)
+	err := try(ctx, r)
+	c.recordCircuit(r, err)
+	return err
 }
 
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
@@ -355,6 +382,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	// and the endpoints' attempts defer Close): each is made in the call's own.
 	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
+	c.accepted = err == nil
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
@@ -438,7 +466,7 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL})
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r)})
 	err := c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil

@@ -35,6 +35,8 @@ type runtime struct {
 	// (see missingCredential): their models are not listed, and requests for them are
 	// refused without reaching the upstream.
 	noCredential map[string]bool
+	// circuits are the Server's circuit breakers (configureCircuits); nil: none.
+	circuits *circuits
 }
 
 // route is a resolved client-facing model.
@@ -48,6 +50,11 @@ type route struct {
 	maxTokens     int
 	promptCache   bool
 	fallbacks     []string
+	// contextFallbacks are tried only when an attempt says the request is over the
+	// model's context window (translate.ContextExceeded).
+	contextFallbacks []string
+	// circuit is the key of the deployment's circuit breaker; "" for none (breaker.go).
+	circuit string
 	// requestTimeout bounds a request to this route, its retries and fallbacks included
 	// (timeouts.request: the model's, else its backend's); firstToken bounds the wait for
 	// a stream's first event (zero: none).
@@ -116,16 +123,21 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 	}
 	for name, mc := range cfg.Models {
 		b := rt.backends[mc.Backend] // config validated that it exists
-		var fallbacks []string
+		var fallbacks, contextFallbacks []string
 		for _, fb := range mc.Fallbacks {
 			if !rt.noCredential[cfg.Models[fb].Backend] {
 				fallbacks = append(fallbacks, fb)
 			}
 		}
+		for _, fb := range mc.ContextFallbacks {
+			if !rt.noCredential[cfg.Models[fb].Backend] {
+				contextFallbacks = append(contextFallbacks, fb)
+			}
+		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
-			continuation: continuationOf(b, mc.Continuation)}
+			continuation: continuationOf(b, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel)}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}

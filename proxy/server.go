@@ -59,6 +59,8 @@ type Options struct {
 	Limiter limits.Limiter
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
+	// Clock is the circuit breakers' time; nil means time.Now (tests inject one).
+	Clock func() time.Time
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -120,6 +122,8 @@ type Server struct {
 
 	// tracer records spans; nil when tracing is off.
 	tracer *telemetry.Tracer
+	// circuits are the circuit breakers of the deployments; they outlive reloads.
+	circuits *circuits
 }
 
 // New builds a server for opts.Config.
@@ -144,6 +148,8 @@ func New(opts Options) (*Server, error) {
 	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
 		return nil, err
 	}
+	s.openCircuits(opts)
+	s.configureCircuits(rt, nil)
 	s.rt.Store(rt)
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
@@ -232,6 +238,7 @@ func (s *Server) Apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	s.configureCircuits(rt, s.rt.Load())
 	prev := s.rt.Swap(rt)
 	if cfg.Log.UnsafeTransportErrors && !prev.cfg.Log.UnsafeTransportErrors && s.srv.SecureErrorLogMessage {
 		s.logger.Warn("config reload: log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart")
@@ -305,6 +312,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
+	s.circuits.set.Close()
 	s.closeLimiter()
 	if s.closeResponses != nil {
 		_ = s.closeResponses()

@@ -32,6 +32,8 @@ type Options struct {
 	// Strict reports (t.Errorf) an error of Shutdown or of Serve in t.Cleanup; otherwise
 	// they are ignored.
 	Strict bool
+	// Clock is passed to proxy.New (the circuit breakers' time); nil is time.Now.
+	Clock func() time.Time
 }
 
 // Gateway is a gateway serving on a loopback port until the test ends.
@@ -112,7 +114,7 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 		t.Cleanup(func() { reg.Close() })
 		g.Tools = reg
 	}
-	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer}
+	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer, Clock: o.Clock}
 	if g.Tools != nil { // a nil *tools.Registry in the ToolSet interface would not be nil
 		opts.Tools = g.Tools
 	}

@@ -576,3 +576,9 @@ func streamFlag(sc *jsonx.Scanner) bool {
 	root, _ := sc.Root()
 	return sc.Get(root, "stream").Kind == jsonx.True
 }
+
+// ContextExceeded implements translate.ContextLimit: OpenAI's 400 with the code
+// context_length_exceeded (recorded: testdata/fixtures/openai-chat/errors/).
+func (openAIChat) ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && e.Code == "context_length_exceeded"
+}
