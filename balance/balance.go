@@ -69,7 +69,7 @@ type Health interface {
 // alwaysHealthy is the Health of a Set given none.
 type alwaysHealthy struct{}
 
-func (alwaysHealthy) Allow(string, time.Time) bool  { return true }
+func (alwaysHealthy) Allow(string, time.Time) bool   { return true }
 func (alwaysHealthy) Record(string, bool, time.Time) {}
 
 // Spec is one configured deployment.

@@ -298,7 +298,7 @@ func TestAffinityKeepsAConversation(t *testing.T) {
 func TestReloadKeepsState(t *testing.T) {
 	old := New(specs("a", "b"), Options{Strategy: LeastBusy, Rand: seeded()})
 	c := old.Pick(context.Background(), t0, 0, nil) // in flight across the reload
-	old.Done(old.Index("b"), Outcome{}, t0)           // harmless bookkeeping below
+	old.Done(old.Index("b"), Outcome{}, t0)         // harmless bookkeeping below
 	old.State(old.Index("b")).inflight.Add(1)
 	old.Done(old.Index("a"), Outcome{OK: true, TTFT: time.Second}, t0)
 	old.State(old.Index("a")).inflight.Add(1)
