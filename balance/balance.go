@@ -223,8 +223,10 @@ type Choice struct {
 	// Affine is set when the request had an affinity key; Hit when it went to the
 	// deployment the key was stored with.
 	Affine, Hit bool
-	// Unhealthy lists how many deployments Health refused while choosing.
+	// Unhealthy is how many deployments Health refused while choosing; Refused holds
+	// them.
 	Unhealthy int
+	Refused   Tried
 }
 
 // OK reports whether a deployment was chosen.
@@ -332,6 +334,7 @@ func (s *Set) choose(now time.Time, tried *Tried, prefer int, commit bool) Choic
 		d := &s.deps[i]
 		if commit && !s.health.Allow(d.Name, now) {
 			out.Add(i)
+			c.Refused.Add(i)
 			c.Unhealthy++
 			continue
 		}

@@ -50,6 +50,8 @@ type Metrics struct {
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
+	// Deployment are the collectors of models' deployments (deployments.go).
+	Deployment *Deployments
 
 	series seriesCaches // series.go
 }
@@ -132,6 +134,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Deployment = newDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

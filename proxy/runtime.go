@@ -33,6 +33,8 @@ type runtime struct {
 	// (see missingCredential): their models are not listed, and requests for them are
 	// refused without reaching the upstream.
 	noCredential map[string]bool
+	// balancing is what models' deployments share (deployments.go).
+	balancing *balancing
 }
 
 // route is a resolved client-facing model.
@@ -54,6 +56,12 @@ type route struct {
 	// (limitRequest).
 	limited bool
 	rate    limits.Rate
+	// deploy is the model's deployments; nil for one backend. A deployment's own route
+	// (deploy.routes) names it in deployment ("<backend>/<upstream_model>") and its
+	// model's route in model.
+	deploy     *deployments
+	deployment string
+	model      *route
 }
 
 // apiKey is a configured client key, stored as its SHA-256 digest only.
@@ -97,6 +105,14 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		}
 		rt.backends[name] = b
 	}
+	var prevBalancing *balancing
+	if prev != nil {
+		prevBalancing = prev.balancing
+	}
+	var err error
+	if rt.balancing, err = newBalancing(cfg, prevBalancing); err != nil {
+		return nil, err
+	}
 	for name, mc := range cfg.Models {
 		b := rt.backends[mc.Backend] // config validated that it exists
 		var fallbacks []string
@@ -108,6 +124,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
+		rt.routes[name].deploy = rt.newDeployments(name, mc, rt.routes[name], prev)
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {

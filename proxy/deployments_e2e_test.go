@@ -1,0 +1,169 @@
+package proxy_test
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/tidwall/gjson"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+)
+
+// cachingAnthropic is a fake Anthropic deployment with a prompt cache of its own, as each
+// API key or region of the real service has: it answers the Messages API (its streamed
+// events shaped as the recorded stream of
+// testdata/fixtures/anthropic/stream/web-search-cache-read-create.mirascope.sse, whose
+// message_start usage carries cache_creation_input_tokens, cache_read_input_tokens and
+// cache_creation) and reports as cache_read_input_tokens the longest prefix of the prompt
+// (system, tools, then whole messages) that an earlier request to this same deployment
+// sent, the rest as written to the cache. A token is four bytes of the request's JSON.
+type cachingAnthropic struct {
+	name string
+	srv  *httptest.Server
+	mu   sync.Mutex
+	seen map[[32]byte]bool
+	// requests counts the requests it answered.
+	requests atomic.Int64
+}
+
+func newCachingAnthropic(t *testing.T, name string) *cachingAnthropic {
+	f := &cachingAnthropic{name: name, seen: map[[32]byte]bool{}}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *cachingAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.requests.Add(1)
+	doc := gjson.ParseBytes(body)
+	// The prompt's prefixes: system and tools, then each message added.
+	h := sha256.New()
+	h.Write([]byte(doc.Get("system").Raw))
+	h.Write([]byte(doc.Get("tools").Raw))
+	size := len(doc.Get("system").Raw) + len(doc.Get("tools").Raw)
+	var prefixes [][32]byte
+	var sizes []int
+	add := func() {
+		var k [32]byte
+		copy(k[:], h.Sum(nil))
+		prefixes, sizes = append(prefixes, k), append(sizes, size)
+	}
+	add()
+	for _, m := range doc.Get("messages").Array() {
+		h.Write([]byte(m.Raw))
+		size += len(m.Raw)
+		add()
+	}
+	f.mu.Lock()
+	cached := 0
+	for i := len(prefixes) - 1; i >= 0; i-- {
+		if f.seen[prefixes[i]] {
+			cached = sizes[i] / 4
+			break
+		}
+	}
+	for _, p := range prefixes {
+		f.seen[p] = true
+	}
+	f.mu.Unlock()
+	total := size / 4
+	usage := fmt.Sprintf(`{"input_tokens":3,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation":{"ephemeral_5m_input_tokens":%d,"ephemeral_1h_input_tokens":0},"output_tokens":1,"service_tier":"standard"}`,
+		total-cached, cached, total-cached)
+	w.Header().Set("Content-Type", "text/event-stream")
+	ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
+	ev("message_start", `{"type":"message_start","message":{"model":"claude-sonnet-4-20250514","id":"msg_01`+f.name+`","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":`+usage+`}}`)
+	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"answer from `+f.name+`"}}`)
+	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+}
+
+// poolYAML is a gateway over deployments named d0, d1... (backends of type anthropic at
+// urls), as model "pool" with the given balance and affinity.
+func poolYAML(urls []string, balance, affinity, extra string) string {
+	var y strings.Builder
+	y.WriteString("backends:\n")
+	for i, u := range urls {
+		fmt.Fprintf(&y, "  d%d: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", i, u)
+	}
+	y.WriteString("models:\n  pool:\n    deployments:\n")
+	for i := range urls {
+		fmt.Fprintf(&y, "      - {backend: d%d, upstream_model: claude-sonnet-4-5}\n", i)
+	}
+	fmt.Fprintf(&y, "    balance: %s\n    affinity: %s\n", balance, affinity)
+	y.WriteString(extra)
+	return y.String()
+}
+
+// conversationParams is the next turn of conversation n: a system prompt and a tool
+// shared by all, the conversation's own first question with its ticket's log (some 5 KB),
+// then the answers and follow-ups so far.
+func conversationParams(n int, answers []string) anthropic.MessageNewParams {
+	system := strings.Repeat("You are a careful assistant for the operations team. ", 8)
+	document := strings.Repeat(fmt.Sprintf("Line of ticket %d's log: the service restarted after a timeout. ", 1000+n), 80)
+	tool := anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: "lookup", Description: anthropic.String("Look a ticket up."),
+		InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"id": map[string]any{"type": "string"}}}}}
+	msgs := []anthropic.MessageParam{userText(fmt.Sprintf("Conversation %d: summarise ticket %d in detail, please.\n%s", n, 1000+n, document))}
+	for i, a := range answers {
+		msgs = append(msgs, anthropic.NewAssistantMessage(anthropic.NewTextBlock(a)), userText(fmt.Sprintf("Follow-up %d of conversation %d.", i+1, n)))
+	}
+	return anthropic.MessageNewParams{Model: "pool", MaxTokens: 256, System: []anthropic.TextBlockParam{{Text: system}},
+		Tools: []anthropic.ToolUnionParam{tool}, Messages: msgs}
+}
+
+// TestDeployments_PromptCacheHitRate sends five four-turn conversations, interleaved,
+// through three deployments of a caching fake Anthropic (each its own cache), with
+// anthropic-sdk-go, and measures the prompt cache hit rate of the turns after the first:
+// cache_read_input_tokens over all the prompt tokens. With affinity prefix every later
+// turn goes to the deployment that holds its conversation's prefix; without, round robin
+// scatters them.
+func TestDeployments_PromptCacheHitRate(t *testing.T) {
+	rate := func(affinity string) float64 {
+		var urls []string
+		var fakes []*cachingAnthropic
+		for i := range 3 {
+			f := newCachingAnthropic(t, fmt.Sprintf("d%d", i))
+			fakes, urls = append(fakes, f), append(urls, f.srv.URL)
+		}
+		g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", affinity, ""), gatewaytest.Options{})
+		c := gatewaytest.Anthropic(g.URL, "client-key")
+		const conversations, turns = 5, 4
+		answers := make([][]string, conversations)
+		var read, prompt int64
+		for turn := range turns {
+			for n := range conversations {
+				msg := streamMessage(t, c, conversationParams(n, answers[n]))
+				answers[n] = append(answers[n], msg.Content[0].Text)
+				if turn > 0 {
+					u := msg.Usage
+					read += u.CacheReadInputTokens
+					prompt += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+				}
+			}
+		}
+		for _, f := range fakes {
+			if f.requests.Load() == 0 {
+				t.Errorf("affinity %s: deployment %s got no request", affinity, f.name)
+			}
+		}
+		return float64(read) / float64(prompt)
+	}
+	on, off := rate("prefix"), rate("off")
+	t.Logf("prompt cache hit rate of turns 2-4: affinity prefix %.1f%%, affinity off %.1f%%", on*100, off*100)
+	if on < 0.9 {
+		t.Errorf("hit rate with affinity = %.1f%%, want at least 90%%", on*100)
+	}
+	if off > on-0.3 {
+		t.Errorf("hit rate without affinity = %.1f%%, want well below the %.1f%% with it", off*100, on*100)
+	}
+}
