@@ -269,7 +269,7 @@ func (c *modelCall) outcome(ctx context.Context, err error, start time.Time) bal
 	case ue != nil && ue.Code == "upstream_auth_failed":
 	case ctx.Err() != nil:
 		o.OK = true // the client left: nothing is known of the deployment
-	case c.sent || upstream.Retryable(err):
+	case c.sent || upstream.Retryable(err) || (ue != nil && ue.Status >= http.StatusInternalServerError):
 	default:
 		o.OK = true // the request's fault (4xx): the deployment is fine
 	}

@@ -1,9 +1,11 @@
 package proxy_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,9 +14,12 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/logjson"
 )
 
 // cachingAnthropic is a fake Anthropic deployment with a prompt cache of its own, as each
@@ -22,7 +27,8 @@ import (
 // events shaped as the recorded stream of
 // testdata/fixtures/anthropic/stream/web-search-cache-read-create.mirascope.sse, whose
 // message_start usage carries cache_creation_input_tokens, cache_read_input_tokens and
-// cache_creation) and reports as cache_read_input_tokens the longest prefix of the prompt
+// cache_creation; a request without stream gets the recorded body shape of
+// testdata/fixtures/anthropic/json/text.mirascope.json) and reports as cache_read_input_tokens the longest prefix of the prompt
 // (system, tools, then whole messages) that an earlier request to this same deployment
 // sent, the rest as written to the cache. A token is four bytes of the request's JSON.
 type cachingAnthropic struct {
@@ -78,6 +84,12 @@ func (f *cachingAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	total := size / 4
 	usage := fmt.Sprintf(`{"input_tokens":3,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation":{"ephemeral_5m_input_tokens":%d,"ephemeral_1h_input_tokens":0},"output_tokens":1,"service_tier":"standard"}`,
 		total-cached, cached, total-cached)
+	if !doc.Get("stream").Bool() { // the body of testdata/fixtures/anthropic/json/text.mirascope.json
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"model":"claude-sonnet-4-20250514","id":"msg_01%s","type":"message","role":"assistant","content":[{"type":"text","text":"answer from %s"}],"stop_reason":"end_turn","stop_sequence":null,"usage":%s}`,
+			f.name, f.name, strings.Replace(usage, `"output_tokens":1`, `"output_tokens":5`, 1))
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	ev := func(typ, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data) }
 	ev("message_start", `{"type":"message_start","message":{"model":"claude-sonnet-4-20250514","id":"msg_01`+f.name+`","type":"message","role":"assistant","content":[],"stop_reason":null,"stop_sequence":null,"usage":`+usage+`}}`)
@@ -89,19 +101,21 @@ func (f *cachingAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // poolYAML is a gateway over deployments named d0, d1... (backends of type anthropic at
-// urls), as model "pool" with the given balance and affinity.
-func poolYAML(urls []string, balance, affinity, extra string) string {
+// urls), as model "pool" with the given balance and affinity; backends and models are
+// more lines of those sections (the pool's own lines may follow in models).
+func poolYAML(urls []string, balance, affinity, backends, models string) string {
 	var y strings.Builder
 	y.WriteString("backends:\n")
 	for i, u := range urls {
 		fmt.Fprintf(&y, "  d%d: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", i, u)
 	}
+	y.WriteString(backends)
 	y.WriteString("models:\n  pool:\n    deployments:\n")
 	for i := range urls {
 		fmt.Fprintf(&y, "      - {backend: d%d, upstream_model: claude-sonnet-4-5}\n", i)
 	}
 	fmt.Fprintf(&y, "    balance: %s\n    affinity: %s\n", balance, affinity)
-	y.WriteString(extra)
+	y.WriteString(models)
 	return y.String()
 }
 
@@ -135,7 +149,7 @@ func TestDeployments_PromptCacheHitRate(t *testing.T) {
 			f := newCachingAnthropic(t, fmt.Sprintf("d%d", i))
 			fakes, urls = append(fakes, f), append(urls, f.srv.URL)
 		}
-		g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", affinity, ""), gatewaytest.Options{})
+		g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", affinity, "", ""), gatewaytest.Options{})
 		c := gatewaytest.Anthropic(g.URL, "client-key")
 		const conversations, turns = 5, 4
 		answers := make([][]string, conversations)
@@ -165,5 +179,103 @@ func TestDeployments_PromptCacheHitRate(t *testing.T) {
 	}
 	if off > on-0.3 {
 		t.Errorf("hit rate without affinity = %.1f%%, want well below the %.1f%% with it", off*100, on*100)
+	}
+}
+
+// failing answers every request with status and body (an Anthropic error), with
+// Retry-After when retryAfter is set, and counts them.
+type failing struct {
+	status     int
+	retryAfter string
+	n          atomic.Int64
+}
+
+func (f *failing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.n.Add(1)
+	if f.retryAfter != "" {
+		w.Header().Set("Retry-After", f.retryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.status)
+	typ := "overloaded_error"
+	if f.status == http.StatusTooManyRequests {
+		typ = "rate_limit_error"
+	}
+	fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":"fake failure"}}`, typ)
+}
+
+// TestDeployments_RetryMovesOn: a deployment that fails (529 overloaded) or answers 429
+// is left for another deployment of the model within the same request; the 429 one rests
+// until its Retry-After; when every deployment fails the model's fallback answers. The
+// client (openai-go) sees only answers; the access line and the metrics name the
+// deployment.
+func TestDeployments_RetryMovesOn(t *testing.T) {
+	overloaded := &failing{status: 529}
+	limited := &failing{status: http.StatusTooManyRequests, retryAfter: "30"}
+	ok := newCachingAnthropic(t, "ok")
+	down, rl := httptest.NewServer(overloaded), httptest.NewServer(limited)
+	t.Cleanup(down.Close)
+	t.Cleanup(rl.Close)
+	spare := gatewaytest.NewFakeFunc(t, "openai", func(string) gatewaytest.Turn { return gatewaytest.Turn{Text: "from the fallback"} })
+	yaml := poolYAML([]string{down.URL, rl.URL, ok.srv.URL}, "weighted", "off",
+		fmt.Sprintf("  spare: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 0}}\n", spare.BaseURL()), `    fallbacks: [spare]
+  spare: {backend: spare}
+  lonely:
+    deployments:
+      - {backend: d0, upstream_model: claude-sonnet-4-5}
+      - {backend: d1, upstream_model: claude-sonnet-4-5}
+    fallbacks: [spare]
+`)
+	var logs gatewaytest.Buffer
+	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+	c := gatewaytest.OpenAI(g.V1(), "client-key")
+	for n := range 6 {
+		got, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pool",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("question %d", n))}})
+		if err != nil {
+			t.Fatalf("request %d: %v\n%s", n, err, logs.String())
+		}
+		if got.Choices[0].Message.Content != "answer from ok" {
+			t.Fatalf("request %d answered %q", n, got.Choices[0].Message.Content)
+		}
+	}
+	if n := limited.n.Load(); n != 1 {
+		t.Errorf("the 429 deployment got %d requests, want 1 (it rests 30s after its 429)", n)
+	}
+	if n := ok.requests.Load(); n != 6 {
+		t.Errorf("the healthy deployment answered %d requests, want 6", n)
+	}
+	if !strings.Contains(logs.String(), `"deployment":"d2/claude-sonnet-4-5"`) {
+		t.Errorf("no access line names the deployment: %s", logs.String())
+	}
+	if !strings.Contains(logs.String(), `"msg":"trying another deployment"`) {
+		t.Errorf("no log line of the move: %s", logs.String())
+	}
+	m := g.Metrics.Deployment
+	if v := testutil.ToFloat64(m.Attempts.WithLabelValues("pool", "d1/claude-sonnet-4-5", "rate_limited")); v != 1 {
+		t.Errorf("rate_limited attempts of d1 = %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(m.Healthy.WithLabelValues("pool", "d2/claude-sonnet-4-5")); v != 1 {
+		t.Errorf("d2 healthy = %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(m.Healthy.WithLabelValues("pool", "d0/claude-sonnet-4-5")); v != 0 {
+		t.Errorf("d0 healthy = %v, want 0", v)
+	}
+	// Every deployment failing: the fallback answers, once both were tried.
+	before := overloaded.n.Load()
+	st := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "lonely",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	if acc.Choices[0].Message.Content != "from the fallback" || acc.Model != "spare" {
+		t.Errorf("lonely answered %q by %q, want the fallback spare's", acc.Choices[0].Message.Content, acc.Model)
+	}
+	if overloaded.n.Load() != before+1 {
+		t.Errorf("d0 tried %d times, want once", overloaded.n.Load()-before)
 	}
 }
