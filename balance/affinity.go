@@ -2,6 +2,7 @@ package balance
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -13,9 +14,10 @@ import (
 // Affinity stores which deployment each conversation (an affinity key of a model) went
 // to. Memory is one process's; Redis is shared by every replica.
 type Affinity interface {
-	// Lookup returns the deployment stored for key of model, refreshing its TTL; when
-	// there is none it stores candidate and returns it. One round trip at most.
-	Lookup(ctx context.Context, model string, key uint64, candidate string) (string, error)
+	// Lookup returns the deployment stored for key of model and true, refreshing its
+	// TTL; when there is none it stores candidate and returns it and false. One round
+	// trip at most.
+	Lookup(ctx context.Context, model string, key uint64, candidate string) (string, bool, error)
 	// Store stores deployment for key of model, replacing what was stored.
 	Store(ctx context.Context, model string, key uint64, deployment string) error
 }
@@ -85,13 +87,13 @@ func (m *Memory) Len() int {
 }
 
 // Lookup implements Affinity.
-func (m *Memory) Lookup(_ context.Context, model string, key uint64, candidate string) (string, error) {
+func (m *Memory) Lookup(_ context.Context, model string, key uint64, candidate string) (string, bool, error) {
 	now := time.Now()
 	if name := m.get(model, key, now); name != "" {
-		return name, nil
+		return name, true, nil
 	}
 	m.put(model, key, candidate, now)
-	return candidate, nil
+	return candidate, false, nil
 }
 
 // Store implements Affinity.
@@ -113,17 +115,17 @@ type Redis struct {
 	Timeout time.Duration
 }
 
-// lookupScript returns the deployment stored at KEYS[1], refreshing its TTL (ARGV[2]
-// milliseconds), or stores ARGV[1] there and returns it: one round trip, atomic, so two
-// replicas that see a new conversation at once agree on its deployment.
+// lookupScript returns the deployment stored at KEYS[1] and 1, refreshing its TTL
+// (ARGV[2] milliseconds), or stores ARGV[1] there and returns it and 0: one round trip,
+// atomic, so two replicas that see a new conversation at once agree on its deployment.
 var lookupScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return v
+  return {v, 1}
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return ARGV[1]
+return {ARGV[1], 0}
 `)
 
 func (r *Redis) key(model string, key uint64) string {
@@ -146,10 +148,22 @@ func (r *Redis) bound(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // Lookup implements Affinity.
-func (r *Redis) Lookup(ctx context.Context, model string, key uint64, candidate string) (string, error) {
+func (r *Redis) Lookup(ctx context.Context, model string, key uint64, candidate string) (string, bool, error) {
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
-	return lookupScript.Run(ctx, r.Client, []string{r.key(model, key)}, candidate, r.ttl().Milliseconds()).Text()
+	res, err := lookupScript.Run(ctx, r.Client, []string{r.key(model, key)}, candidate, r.ttl().Milliseconds()).Slice()
+	if err != nil {
+		return "", false, err
+	}
+	if len(res) != 2 {
+		return "", false, errors.New("balance: unexpected affinity lookup reply")
+	}
+	name, _ := res[0].(string)
+	found, _ := res[1].(int64)
+	if name == "" {
+		return "", false, errors.New("balance: unexpected affinity lookup reply")
+	}
+	return name, found == 1, nil
 }
 
 // Store implements Affinity.

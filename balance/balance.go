@@ -265,7 +265,7 @@ func (s *Set) Pick(ctx context.Context, now time.Time, key uint64, tried *Tried)
 		return cand
 	}
 	candName := s.deps[cand.Index].Name
-	stored, err := s.aff.Lookup(ctx, s.model, key, candName)
+	stored, found, err := s.aff.Lookup(ctx, s.model, key, candName)
 	prefer := cand.Index
 	if err == nil {
 		prefer = s.Index(stored)
@@ -274,7 +274,7 @@ func (s *Set) Pick(ctx context.Context, now time.Time, key uint64, tried *Tried)
 	c := s.choose(now, tried, prefer, true)
 	s.mu.Unlock()
 	c.Affine = true
-	c.Hit = c.Hit && err == nil && stored != candName
+	c.Hit = c.Hit && err == nil && found
 	if c.Index >= 0 && c.Index != prefer && err == nil {
 		// The stored deployment is not usable now: the conversation moves (rare: a
 		// second round trip).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/logjson"
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // cachingAnthropic is a fake Anthropic deployment with a prompt cache of its own, as each
@@ -277,5 +278,38 @@ func TestDeployments_RetryMovesOn(t *testing.T) {
 	}
 	if overloaded.n.Load() != before+1 {
 		t.Errorf("d0 tried %d times, want once", overloaded.n.Load()-before)
+	}
+}
+
+// TestDeployments_AffinityAcrossReplicas: two gateways share one redis-server (state type
+// redis); a conversation started on the first continues, through the second, on the
+// deployment the first chose, whatever the second's own round robin would say.
+func TestDeployments_AffinityAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	var urls []string
+	for i := range 3 {
+		urls = append(urls, newCachingAnthropic(t, fmt.Sprintf("d%d", i)).srv.URL)
+	}
+	yaml := poolYAML(urls, "weighted", "prefix", "", "") + fmt.Sprintf("state: {type: redis, url: %q}\n", srv.URL())
+	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	c1, c2 := gatewaytest.Anthropic(g1.URL, "client-key"), gatewaytest.Anthropic(g2.URL, "client-key")
+	const conversations = 6
+	first := make([]string, conversations)
+	for n := range conversations {
+		first[n] = streamMessage(t, c1, conversationParams(n, nil)).Content[0].Text
+	}
+	streamMessage(t, c2, conversationParams(99, nil)) // the second replica's round robin moves on
+	for n := range conversations {
+		msg := streamMessage(t, c2, conversationParams(n, []string{first[n]}))
+		if got := msg.Content[0].Text; got != first[n] {
+			t.Errorf("conversation %d: turn 2 on the second replica answered %q, want %q (turn 1's deployment)", n, got, first[n])
+		}
+		if msg.Usage.CacheReadInputTokens == 0 {
+			t.Errorf("conversation %d: turn 2 read nothing from the prompt cache", n)
+		}
+	}
+	if v := testutil.ToFloat64(g2.Metrics.Deployment.Affinity.WithLabelValues("pool", "hit")); v != conversations {
+		t.Errorf("affinity hits on the second replica = %v, want %d", v, conversations)
 	}
 }
