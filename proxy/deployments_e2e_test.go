@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -311,5 +313,74 @@ func TestDeployments_AffinityAcrossReplicas(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(g2.Metrics.Deployment.Affinity.WithLabelValues("pool", "hit")); v != conversations {
 		t.Errorf("affinity hits on the second replica = %v, want %d", v, conversations)
+	}
+}
+
+// TestDeployments_ReloadMidTraffic: while four clients send requests, the configuration is
+// replaced twice (a deployment removed, another added, then the strategy changed): no
+// request fails, and once a reload returned, requests go only to the deployments it names.
+func TestDeployments_ReloadMidTraffic(t *testing.T) {
+	var fakes []*cachingAnthropic
+	var urls []string
+	for i := range 4 {
+		f := newCachingAnthropic(t, fmt.Sprintf("d%d", i))
+		fakes, urls = append(fakes, f), append(urls, f.srv.URL)
+	}
+	yamlOf := func(balance string, deployments ...int) string {
+		y := poolYAML(urls, balance, "prefix", "", "")
+		var keep strings.Builder
+		for _, line := range strings.SplitAfter(y, "\n") {
+			if strings.HasPrefix(line, "      - {backend: d") && !slices.Contains(deployments, int(line[len("      - {backend: d")]-'0')) {
+				continue
+			}
+			keep.WriteString(line)
+		}
+		return keep.String()
+	}
+	g := gatewaytest.StartYAML(t, yamlOf("weighted", 0, 1, 2), gatewaytest.Options{})
+	c := gatewaytest.Anthropic(g.URL, "client-key")
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := c.Messages.New(context.Background(), conversationParams(w*1000+n%7, nil))
+				if err != nil {
+					failed.Add(1)
+					t.Errorf("request: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for _, step := range []struct {
+		balance     string
+		deployments []int
+	}{{"weighted", []int{1, 2, 3}}, {"least_busy", []int{2, 3}}} {
+		time.Sleep(50 * time.Millisecond)
+		if err := g.Server.Apply(gatewaytest.Parse(t, yamlOf(step.balance, step.deployments...))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // requests begun before the last reload end on theirs
+	before := []int64{fakes[0].requests.Load(), fakes[1].requests.Load()}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d requests failed across the reloads", failed.Load())
+	}
+	if fakes[0].requests.Load() != before[0] || fakes[1].requests.Load() != before[1] {
+		t.Errorf("removed deployments still called after the reload: d0 %d→%d, d1 %d→%d",
+			before[0], fakes[0].requests.Load(), before[1], fakes[1].requests.Load())
+	}
+	if fakes[3].requests.Load() == 0 {
+		t.Error("the added deployment d3 got no request")
 	}
 }
