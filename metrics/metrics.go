@@ -50,8 +50,21 @@ type Metrics struct {
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
-	// Deployment are the collectors of models' deployments (deployments.go).
-	Deployment *Deployments
+	// DeploymentSelected counts deployments chosen for an attempt; via is balance (the
+	// strategy chose) or affinity (the conversation's deployment).
+	DeploymentSelected *prometheus.CounterVec // model, deployment, via
+	// DeploymentAttempts counts attempts on a deployment by outcome: ok, error (5xx,
+	// timeout, connection, credential), rate_limited (429: it rests until Retry-After)
+	// or client_error (the request's fault).
+	DeploymentAttempts *prometheus.CounterVec // model, deployment, outcome
+	// DeploymentFirstEvent is an attempt's time to its first event (the whole answer when
+	// not streamed), what balance latency's EWMA follows.
+	DeploymentFirstEvent *prometheus.HistogramVec // model, deployment
+	// DeploymentHealthy is 1 while a deployment is taken, 0 after its health refused it
+	// or its last attempt failed or was rate limited.
+	DeploymentHealthy *prometheus.GaugeVec // model, deployment
+	// DeploymentAffinity counts requests of models with affinity: hit or miss.
+	DeploymentAffinity *prometheus.CounterVec // model, result
 
 	series seriesCaches // series.go
 }
@@ -134,7 +147,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.Deployment = newDeployments(reg, latency)
+	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

@@ -278,17 +278,17 @@ func (c *modelCall) outcome(ctx context.Context, err error, start time.Time) bal
 
 // noteChoice counts a deployment choice and marks the deployments its health refused.
 func (c *modelCall) noteChoice(d *deployments, ch balance.Choice) {
-	m := c.metrics.Deployment
+	m := c.metrics
 	if ch.Affine {
 		result := "miss"
 		if ch.Hit {
 			result = "hit"
 		}
-		m.Affinity.WithLabelValues(d.model, result).Inc()
+		m.DeploymentAffinity.WithLabelValues(d.model, result).Inc()
 	}
 	for i := range d.routes {
 		if ch.Refused.Has(i) {
-			m.Healthy.WithLabelValues(d.model, d.routes[i].deployment).Set(0)
+			m.DeploymentHealthy.WithLabelValues(d.model, d.routes[i].deployment).Set(0)
 		}
 	}
 	if ch.OK() {
@@ -296,13 +296,13 @@ func (c *modelCall) noteChoice(d *deployments, ch balance.Choice) {
 		if ch.Hit {
 			via = "affinity"
 		}
-		m.Selected.WithLabelValues(d.model, d.routes[ch.Index].deployment, via).Inc()
+		m.DeploymentSelected.WithLabelValues(d.model, d.routes[ch.Index].deployment, via).Inc()
 	}
 }
 
 // noteOutcome counts an attempt on deployment route dr, and logs it.
 func (c *modelCall) noteOutcome(d *deployments, dr *route, o balance.Outcome, err error) {
-	m := c.metrics.Deployment
+	m := c.metrics
 	outcome, healthy := "ok", 1.0
 	switch {
 	case o.RateLimited:
@@ -312,10 +312,10 @@ func (c *modelCall) noteOutcome(d *deployments, dr *route, o balance.Outcome, er
 	case err != nil:
 		outcome = "client_error"
 	}
-	m.Attempts.WithLabelValues(d.model, dr.deployment, outcome).Inc()
-	m.Healthy.WithLabelValues(d.model, dr.deployment).Set(healthy)
+	m.DeploymentAttempts.WithLabelValues(d.model, dr.deployment, outcome).Inc()
+	m.DeploymentHealthy.WithLabelValues(d.model, dr.deployment).Set(healthy)
 	if o.OK && o.TTFT > 0 {
-		m.Duration.WithLabelValues(d.model, dr.deployment).Observe(o.TTFT.Seconds())
+		m.DeploymentFirstEvent.WithLabelValues(d.model, dr.deployment).Observe(o.TTFT.Seconds())
 	}
 	if err != nil {
 		c.log().Info("deployment attempt failed", "model", d.model, "deployment", dr.deployment, "outcome", outcome,

@@ -254,14 +254,14 @@ func TestDeployments_RetryMovesOn(t *testing.T) {
 	if !strings.Contains(logs.String(), `"msg":"trying another deployment"`) {
 		t.Errorf("no log line of the move: %s", logs.String())
 	}
-	m := g.Metrics.Deployment
-	if v := testutil.ToFloat64(m.Attempts.WithLabelValues("pool", "d1/claude-sonnet-4-5", "rate_limited")); v != 1 {
+	m := g.Metrics
+	if v := testutil.ToFloat64(m.DeploymentAttempts.WithLabelValues("pool", "d1/claude-sonnet-4-5", "rate_limited")); v != 1 {
 		t.Errorf("rate_limited attempts of d1 = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(m.Healthy.WithLabelValues("pool", "d2/claude-sonnet-4-5")); v != 1 {
+	if v := testutil.ToFloat64(m.DeploymentHealthy.WithLabelValues("pool", "d2/claude-sonnet-4-5")); v != 1 {
 		t.Errorf("d2 healthy = %v, want 1", v)
 	}
-	if v := testutil.ToFloat64(m.Healthy.WithLabelValues("pool", "d0/claude-sonnet-4-5")); v != 0 {
+	if v := testutil.ToFloat64(m.DeploymentHealthy.WithLabelValues("pool", "d0/claude-sonnet-4-5")); v != 0 {
 		t.Errorf("d0 healthy = %v, want 0", v)
 	}
 	// Every deployment failing: the fallback answers, once both were tried.
@@ -311,7 +311,7 @@ func TestDeployments_AffinityAcrossReplicas(t *testing.T) {
 			t.Errorf("conversation %d: turn 2 read nothing from the prompt cache", n)
 		}
 	}
-	if v := testutil.ToFloat64(g2.Metrics.Deployment.Affinity.WithLabelValues("pool", "hit")); v != conversations {
+	if v := testutil.ToFloat64(g2.Metrics.DeploymentAffinity.WithLabelValues("pool", "hit")); v != conversations {
 		t.Errorf("affinity hits on the second replica = %v, want %d", v, conversations)
 	}
 }
