@@ -384,3 +384,37 @@ func TestDeployments_ReloadMidTraffic(t *testing.T) {
 		t.Error("the added deployment d3 got no request")
 	}
 }
+
+// TestDeployments_ContinuationGoesToItsDeployment: a Responses passthrough response is
+// stored by the upstream of the deployment that made it; its previous_response_id
+// continuation goes to that deployment, whatever the model's round robin says next.
+func TestDeployments_ContinuationGoesToItsDeployment(t *testing.T) {
+	a, aBodies := echoingResponses(t)
+	b, bBodies := echoingResponses(t)
+	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  a: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
+  b: {type: responses, base_url: %q, api_key: k, retries: {max: 0}}
+models:
+  pool:
+    deployments: [{backend: a, upstream_model: up}, {backend: b, upstream_model: up}]
+responses: {store: memory}
+`, a, b), gatewaytest.Options{}).V1() + "/responses"
+	if r := postJSON(t, url, "k", `{"model":"pool","input":"hi"}`); r.status != 200 || respID(t, r.body) != "resp_chosen" {
+		t.Fatalf("first turn: %d %s", r.status, r.body)
+	}
+	if len(aBodies()) != 1 {
+		t.Fatalf("the first turn did not go to a")
+	}
+	// Round robin's next is b: a continuation still goes to a, which holds the response.
+	for range 2 {
+		if r := postJSON(t, url, "k", `{"model":"pool","input":"go on","previous_response_id":"resp_chosen","store":false}`); r.status != 200 {
+			t.Fatalf("continuation: %d %s", r.status, r.body)
+		}
+	}
+	if na, nb := len(aBodies()), len(bBodies()); na != 3 || nb != 0 {
+		t.Errorf("requests: a %d, b %d; want 3 and 0 (both continuations on a)", na, nb)
+	}
+	if r := postJSON(t, url, "k", `{"model":"pool","input":"new","store":false}`); r.status != 200 || len(bBodies()) != 1 {
+		t.Errorf("a new conversation: %d, b got %d requests; want the round robin's b", r.status, len(bBodies()))
+	}
+}
