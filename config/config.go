@@ -33,6 +33,8 @@ type Config struct {
 	State State `koanf:"state"`
 	// Responses configures the stored responses of POST /v1/responses.
 	Responses Responses `koanf:"responses"`
+	// Balancing holds the settings of models' deployments that every model shares.
+	Balancing Balancing `koanf:"balancing"`
 
 	// Telemetry configures OpenTelemetry traces. Off by default.
 	Telemetry Telemetry `koanf:"telemetry"`
@@ -315,6 +317,21 @@ type Model struct {
 	// streams (the client's API is not the backend's); a passthrough stream ends with an
 	// in-band error.
 	Continuation string `koanf:"continuation"`
+	// Deployments, when set, are the upstreams that serve this model, in place of
+	// Backend and UpstreamModel (which, absent, Load sets to the first deployment's): each
+	// attempt of a request goes to one of them, chosen by Balance and Affinity (see
+	// Deployment and docs/deployments.md). Empty: Backend alone, as one deployment.
+	Deployments []Deployment `koanf:"deployments"`
+	// Balance is how a deployment is chosen: weighted (default, also "": smooth weighted round
+	// robin by weight), least_busy (fewest in flight of two drawn at random), latency
+	// (lowest EWMA of time to first token) or cost (cheapest price).
+	Balance string `koanf:"balance"`
+	// Affinity keeps a conversation on the deployment that served it while it is usable,
+	// so the provider's prompt cache stays warm: off (default), prefix (a hash of the
+	// tools, the system prompt and the messages up to the first user message), user (the
+	// request's user field) or header:<name> (a session id the client sends); "" is off. The map is
+	// per replica with state type memory, shared in Redis with state type redis.
+	Affinity string `koanf:"affinity"`
 }
 
 // ModelTimeouts bound a model's requests. Zero means the backend's value.

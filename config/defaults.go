@@ -92,6 +92,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	}
 	c.applyCircuitDefaults(raw)
 	for name, m := range c.Models {
+		defaultDeployments(&m, name)
 		setDefault(&m.UpstreamModel, name)
 		setDefault(&m.PromptCache, defaultPromptCache)
 		c.Models[name] = m

@@ -180,6 +180,7 @@ func (c *Config) problems() []error {
 	}
 	c.validateLimits(&v)
 	c.validateFailover(&v)
+	c.validateBalancing(&v)
 	return v.problems
 }
 
@@ -253,7 +254,9 @@ func validateBackend(v *validator, p string, b Backend) {
 
 func (c *Config) validateModel(v *validator, name string, m Model) {
 	p := "models." + name
+	c.validateDeployments(v, name, m)
 	switch _, ok := c.Backends[m.Backend]; {
+	case m.Backend == "" && len(m.Deployments) > 0: // named by its deployments
 	case m.Backend == "":
 		v.addf(p+".backend", "required")
 	case !ok:

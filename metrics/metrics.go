@@ -54,6 +54,21 @@ type Metrics struct {
 	Circuits Circuits
 	// Continuation holds the mid-stream continuation collectors (continuation.go).
 	Continuation
+	// DeploymentSelected counts deployments chosen for an attempt; via is balance (the
+	// strategy chose) or affinity (the conversation's deployment).
+	DeploymentSelected *prometheus.CounterVec // model, deployment, via
+	// DeploymentAttempts counts attempts on a deployment by outcome: ok, error (5xx,
+	// timeout, connection, credential), rate_limited (429: it rests until Retry-After)
+	// or client_error (the request's fault).
+	DeploymentAttempts *prometheus.CounterVec // model, deployment, outcome
+	// DeploymentFirstEvent is an attempt's time to its first event (the whole answer when
+	// not streamed), what balance latency's EWMA follows.
+	DeploymentFirstEvent *prometheus.HistogramVec // model, deployment
+	// DeploymentHealthy is 1 while a deployment is taken, 0 after its health refused it
+	// or its last attempt failed or was rate limited.
+	DeploymentHealthy *prometheus.GaugeVec // model, deployment
+	// DeploymentAffinity counts requests of models with affinity: hit or miss.
+	DeploymentAffinity *prometheus.CounterVec // model, result
 
 	series seriesCaches // series.go
 }
@@ -139,6 +154,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Circuits = newCircuits(reg)
+	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

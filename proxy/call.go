@@ -98,6 +98,13 @@ type modelCall struct {
 	// handed to a provider is allocated, and this way once per modelCall, not per turn.
 	emit    translate.Emit
 	countFn translate.Emit
+
+	// affinity is the request's affinity key (0: none) and pin the backend a
+	// continuation must go to ("": any), for a model with deployments; firstAt and
+	// headersAt time the running attempt's first event and response head (deployments.go).
+	affinity           uint64
+	pin                string
+	firstAt, headersAt time.Time
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -178,6 +185,9 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	}
 	if err := c.showing(); err != nil {
 		return err
+	}
+	if c.firstAt.IsZero() {
+		c.firstAt = time.Now()
 	}
 	if c.resume.on {
 		// A continuation's events it does not show (the text the client has) still end
@@ -263,7 +273,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
 		c.at, c.reason = r, reason
-		last = c.attempts(ctx, r, attempt)
+		last = c.attemptsOn(ctx, r, attempt)
 		if last == nil || c.sent || ctx.Err() != nil {
 			return last
 		}
@@ -383,7 +393,8 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	x, err := b.client.SendBy(ctx, c.deadline, b.provider.Path(r.upstreamModel, opts.Stream), headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
 	c.accepted = err == nil
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), time.Since(start).Seconds())
+	c.headersAt = time.Now()
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), c.headersAt.Sub(start).Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name)
@@ -466,7 +477,7 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r)})
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r.of() != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r)})
 	err := c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil

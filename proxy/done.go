@@ -45,6 +45,8 @@ type requestDone struct {
 	// says "answered_model" and "fallback":true.
 	answered string
 	fallback bool
+	// deployment is the deployment that answered, for a model with deployments ("": none).
+	deployment string
 }
 
 // record counts, observes and logs d.
@@ -77,6 +79,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.fallback {
 		a = append(a, slog.Bool("fallback", true))
 	}
+	if d.deployment != "" {
+		a = append(a, slog.String("deployment", d.deployment))
+	}
 	return a
 }
 
@@ -100,6 +105,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.fallback {
 		b = append(b, `,"fallback":true`...)
+	}
+	if d.deployment != "" {
+		b = logjson.AppendString(append(b, `,"deployment":`...), d.deployment)
 	}
 	return b
 }

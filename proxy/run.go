@@ -154,6 +154,9 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 		d.ttft = c.firstT.Sub(c.start)
 	}
 	d.answered, d.fallback = c.answeredModel()
+	if c.answeredBy != nil {
+		d.deployment = c.answeredBy.deployment
+	}
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
 	if conn, ok := answerConn(ctx); ok && c.span == nil {
 		conn.done.leave(d)

@@ -37,6 +37,8 @@ type runtime struct {
 	noCredential map[string]bool
 	// circuits are the Server's circuit breakers (configureCircuits); nil: none.
 	circuits *circuits
+	// balancing is what models' deployments share (deployments.go).
+	balancing *balancing
 }
 
 // route is a resolved client-facing model.
@@ -68,6 +70,12 @@ type route struct {
 	// scripted answers instead of the backend's provider: a mock model's script
 	// (models.<name>.script); nil for none.
 	scripted localProvider
+	// deploy is the model's deployments; nil for one backend. A deployment's own route
+	// (deploy.routes) names it in deployment ("<backend>/<upstream_model>") and its
+	// model's route in model.
+	deploy     *deployments
+	deployment string
+	model      *route
 }
 
 // local returns the in-process provider that answers r, or nil when an upstream does:
@@ -121,6 +129,14 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		}
 		rt.backends[name] = b
 	}
+	var prevBalancing *balancing
+	if prev != nil {
+		prevBalancing = prev.balancing
+	}
+	var err error
+	if rt.balancing, err = newBalancing(cfg, prevBalancing); err != nil {
+		return nil, err
+	}
 	for name, mc := range cfg.Models {
 		b := rt.backends[mc.Backend] // config validated that it exists
 		var fallbacks, contextFallbacks []string
@@ -141,6 +157,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}
+		rt.routes[name].deploy = rt.newDeployments(name, mc, rt.routes[name], prev)
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {

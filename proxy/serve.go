@@ -73,6 +73,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		return
 	}
+	c.noteAffinity(ctx)
 	c.call.spend = &c.limits
 	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
 		return

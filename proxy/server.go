@@ -23,6 +23,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/limits"
@@ -61,6 +62,9 @@ type Options struct {
 	Tracer *telemetry.Tracer
 	// Clock is the circuit breakers' time; nil means time.Now (tests inject one).
 	Clock func() time.Time
+	// Health says which deployments of models with deployments may be called (a circuit
+	// breaker keyed "<backend>/<upstream_model>"); nil means all. Kept across Apply.
+	Health balance.Health
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -134,7 +138,8 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	rt, err := newRuntime(opts.Config, nil, logger)
+	// The first runtime has no predecessor but the health its deployments share.
+	rt, err := newRuntime(opts.Config, &runtime{balancing: &balancing{health: opts.Health}}, logger)
 	if err != nil {
 		return nil, err
 	}
