@@ -459,6 +459,10 @@ type Outcome struct {
 	// failure of the deployment (5xx, timeout, connection, 429, rejected credential),
 	// recorded with Health.
 	OK bool
+	// Unknown: the attempt says nothing of the deployment's health (a 429, the client
+	// leaving before it answered, the gateway's own connection pool full): Health is not
+	// told, whatever OK says.
+	Unknown bool
 	// RateLimited: it answered 429; RetryAfter is its Retry-After (0: none, DefaultRest).
 	RateLimited bool
 	RetryAfter  time.Duration
@@ -474,7 +478,9 @@ func (s *Set) Done(i int, o Outcome, now time.Time) {
 	d := &s.deps[i]
 	st := d.st
 	st.inflight.Add(-1)
-	s.health.Record(d.Name, o.OK, now)
+	if !o.Unknown {
+		s.health.Record(d.Name, o.OK, now)
+	}
 	if o.RateLimited {
 		rest := o.RetryAfter
 		if rest <= 0 {

@@ -48,11 +48,18 @@ func (c *Config) applyCircuitDefaults(raw map[string]any) {
 // backend's retries.circuit_breaker), and false when it has none: an unknown model, a
 // breaker turned off, or a mock backend (which never fails).
 func (c *Config) CircuitOf(name string) (CircuitBreaker, bool) {
+	return c.CircuitOn(name, c.Models[name].Backend)
+}
+
+// CircuitOn is CircuitOf for model name's deployment on backend (one of its
+// deployments: the model's circuit_breaker over that backend's
+// retries.circuit_breaker).
+func (c *Config) CircuitOn(name, backend string) (CircuitBreaker, bool) {
 	m, ok := c.Models[name]
 	if !ok {
 		return CircuitBreaker{}, false
 	}
-	b, ok := c.Backends[m.Backend]
+	b, ok := c.Backends[backend]
 	if !ok || b.Type == "mock" {
 		return CircuitBreaker{}, false
 	}

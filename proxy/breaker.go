@@ -63,20 +63,19 @@ func (s *Server) openCircuits(opts Options) {
 func (s *Server) configureCircuits(rt, prev *runtime) {
 	rt.circuits = s.circuits
 	names := make([]string, 0, len(rt.routes))
-	for name, r := range rt.routes {
-		if r.circuit != "" {
-			names = append(names, name)
-		}
+	for name := range rt.routes {
+		names = append(names, name)
 	}
 	sort.Strings(names) // the first model of a deployment gives its policy
 	cs := make([]breaker.Circuit, 0, len(names))
 	keep := map[string]bool{}
 	for _, name := range names {
-		r := rt.routes[name]
-		cb, _ := rt.cfg.CircuitOf(name)
-		cs = append(cs, breaker.Circuit{Key: r.circuit, Backend: r.backend.name, Model: r.upstreamModel,
-			Policy: breaker.Policy{Failures: cb.Failures, Cooldown: cb.Cooldown}})
-		keep[r.circuit] = true
+		for _, r := range rt.routes[name].circuits() {
+			cb, _ := rt.cfg.CircuitOn(name, r.backend.name)
+			cs = append(cs, breaker.Circuit{Key: r.circuit, Backend: r.backend.name, Model: r.upstreamModel,
+				Policy: breaker.Policy{Failures: cb.Failures, Cooldown: cb.Cooldown}})
+			keep[r.circuit] = true
+		}
 	}
 	s.circuits.set.Configure(cs)
 	now := s.circuits.now()
@@ -85,18 +84,55 @@ func (s *Server) configureCircuits(rt, prev *runtime) {
 		s.metrics.Circuits.State.WithLabelValues(c.Backend, c.Model).Set(float64(st))
 	}
 	if prev != nil {
-		for _, r := range prev.routes {
-			if r.circuit != "" && !keep[r.circuit] {
-				s.metrics.Circuits.State.DeleteLabelValues(r.backend.name, r.upstreamModel)
+		for _, pr := range prev.routes {
+			for _, r := range pr.circuits() {
+				if !keep[r.circuit] {
+					s.metrics.Circuits.State.DeleteLabelValues(r.backend.name, r.upstreamModel)
+				}
 			}
 		}
 	}
 }
 
+// circuits returns the routes of r's circuits: r itself, or its deployments' routes for
+// a model with deployments (whose own route has none); those with a circuit only.
+func (r *route) circuits() []*route {
+	if r.deploy != nil {
+		var out []*route
+		for _, dr := range r.deploy.routes {
+			if dr.circuit != "" {
+				out = append(out, dr)
+			}
+		}
+		return out
+	}
+	if r.circuit == "" {
+		return nil
+	}
+	return []*route{r}
+}
+
+// circuitHealth is the circuit breakers as the deployments' balance.Health when
+// Options.Health is nil: a deployment's circuit is keyed "<backend>/<upstream model>",
+// the name package balance gives it, so a model's deployments and a model served by one
+// of those backends alone share one circuit. Time is the breakers' clock
+// (Options.Clock), whatever the caller passes.
+type circuitHealth struct{ s *Server }
+
+func (h circuitHealth) Allow(key string, _ time.Time) bool {
+	c := h.s.circuits
+	return c.set.Allow(key, c.now())
+}
+
+func (h circuitHealth) Record(key string, ok bool, _ time.Time) {
+	c := h.s.circuits
+	c.set.Record(key, ok, c.now())
+}
+
 // circuitKey is the circuit of configured model name on backend b: "<backend>/<upstream
 // model>", or "" when it has none (config.CircuitOf).
 func circuitKey(cfg *config.Config, name string, b *backend, upstreamModel string) string {
-	if _, ok := cfg.CircuitOf(name); !ok || b.client == nil {
+	if _, ok := cfg.CircuitOn(name, b.name); !ok || b.client == nil {
 		return ""
 	}
 	return b.name + "/" + upstreamModel
@@ -131,39 +167,47 @@ func (c *modelCall) circuitVerdict(r *route) breaker.Verdict {
 	return c.rt.circuits.set.Check(r.circuit, c.rt.circuits.now())
 }
 
-// recordCircuit tells route r's circuit the outcome of an attempt: a retryable upstream
-// failure (5xx, 529, a reset, a timeout) counts against it; a 429 counts neither way, and
-// one with Retry-After keeps the next requests off the route until then (breaker.Hold);
-// any other answer, a 4xx included, shows the upstream up, and so does an attempt it
-// accepted that ended for another reason (the client left). One that ended before the
-// upstream answered, for a reason not the upstream's, tells nothing.
+// recordCircuit tells route r's circuit the outcome of an attempt (circuitOutcome); a 429
+// with Retry-After keeps the next requests off the route until then (breaker.Hold). A
+// deployment's route is left to package balance, which tells its Health (circuitHealth)
+// the same outcome when the attempt ends (attemptsOn): one Record per attempt.
 func (c *modelCall) recordCircuit(r *route, err error) {
-	if r.circuit == "" || c.rt.circuits == nil {
+	if r.circuit == "" || c.rt.circuits == nil || r.model != nil {
 		return
 	}
 	set, now := c.rt.circuits.set, c.rt.circuits.now()
+	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
+		set.Hold(r.circuit, now.Add(ue.RetryAfter))
+	}
+	if known, ok := c.circuitOutcome(err); known {
+		set.Record(r.circuit, ok, now)
+	}
+}
+
+// circuitOutcome is what an attempt that ended with err tells of its deployment, for
+// its circuit: known false when nothing, else ok whether it is up. A retryable upstream
+// failure (5xx, 529, a reset, a timeout) and a rejected credential count against it; a
+// 429 counts neither way, nor this gateway's own full connection pool (the upstream was
+// not asked); any other answer, a 4xx included, shows the upstream up, and so does an
+// attempt it accepted that ended for another reason (the client left). One that ended
+// before the upstream answered, for a reason not the upstream's, tells nothing.
+func (c *modelCall) circuitOutcome(err error) (known, ok bool) {
 	if err == nil {
-		set.Record(r.circuit, true, now)
-		return
+		return true, true
 	}
 	ue := upstream.AsError(err)
 	switch {
 	case ue == nil:
 		// Not the upstream's failure: the client left, or the answer could not be read.
-		if c.accepted {
-			set.Record(r.circuit, true, now)
-		}
-	case ue.Status == http.StatusTooManyRequests:
-		if ue.RetryAfter > 0 {
-			set.Hold(r.circuit, now.Add(ue.RetryAfter))
-		}
-	case ue.Code == "upstream_busy":
-		// This gateway's own connection pool was full; the upstream was not asked.
+		return c.accepted, true
+	case ue.Status == http.StatusTooManyRequests, ue.Code == "upstream_busy":
+		return false, false
+	case ue.Code == "upstream_auth_failed":
+		return true, false // its credential cannot serve
 	case ue.Retryable && (ue.Status >= 500 || ue.Status == http.StatusRequestTimeout):
-		set.Record(r.circuit, false, now)
-	default:
-		set.Record(r.circuit, true, now)
+		return true, false
 	}
+	return true, true
 }
 
 // circuitOpen is the error of a request whose route is skipped (v: its circuit is open, or
@@ -199,7 +243,7 @@ func (c *modelCall) contextExceeded(r *route, err error) bool {
 
 // fallbackReason is why route r is tried, when it is a fallback.
 func (c *modelCall) fallbackReason(r *route) string {
-	if r == c.route {
+	if r.of() == c.route {
 		return ""
 	}
 	return c.reason

@@ -281,8 +281,11 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			return c.requestTimeout(last)
 		}
 		reason = fallbackOnError
+		if ue := upstream.AsError(last); ue != nil && ue.Code == "upstream_circuit_open" {
+			reason = fallbackOnCircuit // every deployment of r is open (deploymentsOpen)
+		}
 		if !upstream.Retryable(last) {
-			if contextTried || !c.contextExceeded(r, last) {
+			if contextTried || !c.contextExceeded(c.at, last) { // c.at: the deployment that said it
 				return last
 			}
 			// Over the model's context window: its context_fallbacks, and nothing else.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/translate"
@@ -127,12 +128,26 @@ func (c *modelCall) startResume(req *translate.Request, stream bool) {
 	if !stream || req.Logprobs || req.Choices() > 1 {
 		return
 	}
-	k.on = c.route.continuation != contOff
+	k.on = c.route.continues()
 	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; ok && r.continuation != contOff {
+		if r, ok := c.rt.routes[fb]; ok && r.continues() {
 			k.on = true
 		}
 	}
+}
+
+// continues reports whether a stream of route r may be continued: its continuation is
+// not off, or, for a model with deployments, one deployment's is not.
+func (r *route) continues() bool {
+	if r.deploy != nil {
+		for _, dr := range r.deploy.routes {
+			if dr.continuation != contOff {
+				return true
+			}
+		}
+		return false
+	}
+	return r.continuation != contOff
 }
 
 // pass records ev, an event of the running attempt about to reach the client, and
@@ -248,15 +263,20 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 		return failure
 	}
 	routes := c.continuationRoutes()
+	failed := c.tries // the attempts on the failed route so far, that one included
 	for i, r := range routes {
-		mode := r.continuation
-		if mode == contOff || i > 0 && !c.mayFallBack(r) {
+		if !r.continues() || i > 0 && !c.mayFallBack(r) {
 			continue
 		}
+		tried := c.continuationCandidates(r, i == 0)
 		tries := 1 + r.backend.retries.Max
-		if i == 0 {
+		switch {
+		case r.deploy != nil:
+			tries = len(r.deploy.routes) // each deployment once
+		case i == 0:
 			tries -= c.tries // the failed attempts on this route so far
 		}
+		restart := false // a prefill was refused: restarts from then on
 		for n := 0; n < tries; n++ {
 			if c.expired() || !c.pause(ctx, r, n) {
 				c.contOutcome(metrics.ContinuationFailed)
@@ -265,15 +285,21 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 			}
 			attempt := n
 			if i == 0 {
-				attempt += 1 + r.backend.retries.Max - tries
+				attempt += failed
 			}
-			err := c.resumeOn(ctx, req, r, mode, attempt, emit, failure)
+			err, on := c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &tried)
+			if on == nil {
+				break // its circuit is open, or no deployment of it is usable
+			}
 			if k.prefilled && !c.sent && refusedPrefill(err) {
 				c.contOutcome(metrics.ContinuationRefused)
-				c.log().Warn("prefill refused: restarting instead", "model", r.name, "backend", r.backend.name,
+				c.log().Warn("prefill refused: restarting instead", "model", r.name, "backend", on.backend.name,
 					"error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
-				mode = contRestart
-				err = c.resumeOn(ctx, req, r, mode, attempt, emit, failure)
+				restart = true
+				same := c.only(r, on)
+				if err, on = c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &same); on == nil {
+					continue // its deployment is not usable now: another may be
+				}
 			}
 			switch {
 			case err == nil:
@@ -303,6 +329,74 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 	c.log().Warn("stream not continued: no route could continue it", "model", c.route.label(),
 		"error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
 	return failure
+}
+
+// resumeAttempt runs one continuation attempt of route r (restart: in restart mode,
+// else in the mode of the route that serves it): on r itself when its circuit allows
+// (recordCircuit records it), or, for a model with deployments, on the deployment package
+// balance picks among those not in tried (which it joins), its outcome told to balance
+// and so to its Health, as attemptsOn does. on is the route that served, nil when none
+// was tried (r's circuit is open, or no deployment is usable).
+func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r *route, restart bool, attempt int,
+	emit translate.Emit, failure error, tried *balance.Tried) (err error, on *route) {
+	mode := func(on *route) contMode {
+		if restart {
+			return contRestart
+		}
+		return on.continuation
+	}
+	d := r.deploy
+	if d == nil {
+		if !c.circuitVerdict(r).Allow {
+			return nil, nil
+		}
+		return c.resumeOn(ctx, req, r, mode(r), attempt, emit, failure), r
+	}
+	start := time.Now()
+	ch := d.set.Pick(ctx, start, c.affinity, tried)
+	c.noteChoice(d, ch)
+	if !ch.OK() {
+		return nil, nil
+	}
+	tried.Add(ch.Index)
+	dr := d.routes[ch.Index]
+	c.firstAt, c.headersAt = time.Time{}, time.Time{}
+	err = c.resumeOn(ctx, req, dr, mode(dr), attempt, emit, failure)
+	o := c.outcome(err, start)
+	d.set.Done(ch.Index, o, time.Now())
+	c.noteOutcome(d, dr, o, err)
+	return err, dr
+}
+
+// continuationCandidates returns the deployments of route r a continuation leaves out:
+// those whose continuation is off, and, on the route that failed (first), the failed
+// deployment, since another healthy one may continue at once; a call pinned to a backend
+// (its upstream holds the conversation) keeps to that backend's deployments, the failed
+// one included. None for a route without deployments.
+func (c *modelCall) continuationCandidates(r *route, first bool) balance.Tried {
+	var tried balance.Tried
+	if r.deploy == nil {
+		return tried
+	}
+	for i, dr := range r.deploy.routes {
+		if dr.continuation == contOff || c.pin != "" && dr.backend.name != c.pin || first && c.pin == "" && dr == c.at {
+			tried.Add(i)
+		}
+	}
+	return tried
+}
+
+// only returns the deployments of route r to leave out for a choice of on alone.
+func (c *modelCall) only(r *route, on *route) balance.Tried {
+	var tried balance.Tried
+	if r.deploy != nil {
+		for i, dr := range r.deploy.routes {
+			if dr != on {
+				tried.Add(i)
+			}
+		}
+	}
+	return tried
 }
 
 // resumeOn runs one continuation attempt on route r in mode, in its own span: the
@@ -340,8 +434,8 @@ func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *rou
 // on a fallback, else the backend's backoff. false when the wait would pass the request's
 // deadline or ctx ended.
 func (c *modelCall) pause(ctx context.Context, r *route, n int) bool {
-	if n == 0 && r != c.at {
-		return true
+	if n == 0 && r != c.at || r.deploy != nil && c.pin == "" {
+		return true // another route, or another deployment: at once
 	}
 	d := r.backend.retries.BaseDelay << n
 	if d > r.backend.retries.MaxDelay || d <= 0 {
@@ -361,11 +455,12 @@ func (c *modelCall) pause(ctx context.Context, r *route, n int) bool {
 	}
 }
 
-// continuationRoutes returns the route of the failed attempt and the fallbacks of the
-// request's route after it.
+// continuationRoutes returns the route of the failed attempt (the model's, for a
+// deployment) and the fallbacks of the request's route after it.
 func (c *modelCall) continuationRoutes() []*route {
-	routes := []*route{c.at}
-	after := c.at == c.route
+	at := c.at.of() // a deployment's model
+	routes := []*route{at}
+	after := at == c.route
 	for _, fb := range c.route.fallbacks {
 		r, ok := c.rt.routes[fb]
 		if !ok {
@@ -374,7 +469,7 @@ func (c *modelCall) continuationRoutes() []*route {
 		if after {
 			routes = append(routes, r)
 		}
-		after = after || r == c.at
+		after = after || r == at
 	}
 	return routes
 }

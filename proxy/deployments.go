@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -130,8 +131,13 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 		}
 		dr := *r
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
+		dr.circuit = circuitKey(rt.cfg, name, dr.backend, dr.upstreamModel) // dc.Name() or none
+		dr.continuation = continuationOf(dr.backend, mc.Continuation)
 		d.routes[i] = &dr
 	}
+	// The deployments' circuits are asked by package balance (Health), not where the
+	// model's route is tried (circuitVerdict): one Allow per attempt, one Record.
+	r.circuit = ""
 	opts := balance.Options{Model: name, Strategy: strategy, Health: rt.balancing.health}
 	switch a := mc.Affinity; {
 	case a == "prefix":
@@ -224,6 +230,9 @@ func (c *modelCall) attemptsOn(ctx context.Context, r *route, try func(context.C
 		ch := d.set.Pick(ctx, start, c.affinity, &tried)
 		c.noteChoice(d, ch)
 		if !ch.OK() {
+			if last == nil && ch.Unhealthy > 0 {
+				last = c.deploymentsOpen(d, ch)
+			}
 			if last == nil {
 				last = &translate.UpstreamError{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "no_usable_deployment", Retryable: true,
 					Message: "no deployment of model " + d.model + " is usable now: each is unhealthy, resting after a 429, at its max_conns or over its limits"}
@@ -240,7 +249,7 @@ func (c *modelCall) attemptsOn(ctx context.Context, r *route, try func(context.C
 		c.at = dr
 		c.firstAt, c.headersAt = time.Time{}, time.Time{}
 		last = c.tracedAttempt(ctx, dr, n, try)
-		o := c.outcome(ctx, last, start)
+		o := c.outcome(last, start)
 		d.set.Done(ch.Index, o, time.Now())
 		c.noteOutcome(d, dr, o, last)
 		if last == nil || c.sent || ctx.Err() != nil || !upstream.Retryable(last) {
@@ -249,29 +258,44 @@ func (c *modelCall) attemptsOn(ctx context.Context, r *route, try func(context.C
 	}
 }
 
+// deploymentsOpen is the error of a request to a model none of whose deployments was
+// tried, ch.Refused by their health (their circuits are open), as circuitOpen is for a
+// model of one backend: a 503 upstream_circuit_open, Retry-After the shortest rest of
+// their cooldowns; retryable, so that the model's fallbacks are tried.
+func (c *modelCall) deploymentsOpen(d *deployments, ch balance.Choice) *translate.UpstreamError {
+	var wait time.Duration
+	if cs := c.rt.circuits; cs != nil {
+		now := cs.now()
+		for i, dr := range d.routes {
+			if _, in := cs.set.State(dr.circuit, now); ch.Refused.Has(i) && in > 0 && (wait == 0 || in < wait) {
+				wait = in
+			}
+		}
+	}
+	wait = max(wait, time.Second)
+	return &translate.UpstreamError{Status: http.StatusServiceUnavailable, Type: "api_error", Code: "upstream_circuit_open", Retryable: true,
+		RetryAfter: wait, Message: "model " + d.model + " is not called for " + strconv.Itoa(int((wait+time.Second-1)/time.Second)) +
+			"s: the circuit breakers of its deployments are open after consecutive failures; retry later"}
+}
+
 // outcome is how the attempt that started at start and ended with err went, for package
-// balance.
-func (c *modelCall) outcome(ctx context.Context, err error, start time.Time) balance.Outcome {
-	o := balance.Outcome{OK: err == nil, Tokens: int64(c.meter.last.PromptTokens + c.meter.last.CompletionTokens)}
+// balance: its Health (the circuit breaker) is told what circuitOutcome says, as a model
+// of one backend's circuit is.
+func (c *modelCall) outcome(err error, start time.Time) balance.Outcome {
+	o := balance.Outcome{OK: true, Tokens: int64(c.meter.last.PromptTokens + c.meter.last.CompletionTokens)}
 	switch {
 	case !c.firstAt.IsZero():
 		o.TTFT = c.firstAt.Sub(start)
 	case !c.headersAt.IsZero():
 		o.TTFT = c.headersAt.Sub(start)
 	}
-	if err == nil {
-		return o
+	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusTooManyRequests {
+		o.OK, o.RateLimited, o.RetryAfter = false, true, ue.RetryAfter
 	}
-	ue := upstream.AsError(err)
-	switch {
-	case ue != nil && ue.Status == http.StatusTooManyRequests:
-		o.RateLimited, o.RetryAfter = true, ue.RetryAfter
-	case ue != nil && ue.Code == "upstream_auth_failed":
-	case ctx.Err() != nil:
-		o.OK = true // the client left: nothing is known of the deployment
-	case c.sent || upstream.Retryable(err) || (ue != nil && ue.Status >= http.StatusInternalServerError):
-	default:
-		o.OK = true // the request's fault (4xx): the deployment is fine
+	known, ok := c.circuitOutcome(err)
+	o.Unknown = !known
+	if known {
+		o.OK = ok
 	}
 	return o
 }

@@ -62,8 +62,10 @@ type Options struct {
 	Tracer *telemetry.Tracer
 	// Clock is the circuit breakers' time; nil means time.Now (tests inject one).
 	Clock func() time.Time
-	// Health says which deployments of models with deployments may be called (a circuit
-	// breaker keyed "<backend>/<upstream_model>"); nil means all. Kept across Apply.
+	// Health says which deployments of models with deployments may be called, keyed
+	// "<backend>/<upstream_model>", and is told each attempt's outcome; nil means the
+	// Server's circuit breakers (the same circuits that guard models of one backend:
+	// one mechanism). Kept across Apply.
 	Health balance.Health
 }
 
@@ -138,8 +140,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	// The first runtime has no predecessor but the health its deployments share.
-	rt, err := newRuntime(opts.Config, &runtime{balancing: &balancing{health: opts.Health}}, logger)
+	// The first runtime has no predecessor but the health its deployments share: the
+	// circuit breakers (openCircuits, below, before any request) unless opts names one.
+	health := opts.Health
+	if health == nil {
+		health = circuitHealth{s}
+	}
+	rt, err := newRuntime(opts.Config, &runtime{balancing: &balancing{health: health}}, logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,134 @@
+package proxy_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+)
+
+// deployedBreakerYAML is model pool served by two deployments (backends main and spare, each
+// an OpenAI-compatible upstream), whose circuits open after two failures for 30 s, and model
+// direct: main's deployment alone, the same circuit (one per backend and upstream model).
+const deployedBreakerYAML = `
+backends:
+  main:
+    type: openai
+    base_url: %s/v1
+    retries: {max: 0, circuit_breaker: {failures: 2, cooldown: 30s}}
+  spare:
+    type: openai
+    base_url: %s/v1
+    retries: {max: 0, circuit_breaker: {failures: 2, cooldown: 30s}}
+models:
+  pool:
+    deployments:
+      - {backend: main, upstream_model: gpt-main}
+      - {backend: spare, upstream_model: gpt-spare}
+  direct: {backend: main, upstream_model: gpt-main}
+`
+
+// TestDeployments_CircuitBreaker: a model with two deployments whose first is down. Each
+// failure on it moves the request to the second (every request is answered, by spare);
+// the second failure opens main's circuit, after which no request calls main: the balance
+// leaves it out (its Health is the circuit breaker) and model direct, main's deployment
+// alone, is refused with upstream_circuit_open without a call, since it is the same
+// circuit. After the cooldown (the gateway's injected clock) one request probes main, which
+// is up again: the circuit closes and main serves again. Each attempt asks the circuit once
+// (a second ask would spend the half-open probe, and main would never be called again).
+func TestDeployments_CircuitBreaker(t *testing.T) {
+	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
+	clock := newFakeClock()
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+	state := func() float64 {
+		return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main"))
+	}
+	main.down.Store(true)
+	for i := 0; i < 8; i++ {
+		text, _, err := chatOnce(t, g, "pool", i%2 == 1)
+		if err != nil || text != "from spare" {
+			t.Fatalf("request %d while main is down: %q, %v", i, text, err)
+		}
+		waitRequests(t, g, float64(i+1))
+		clock.Advance(time.Second)
+	}
+	if n := main.hits.Load(); n != 2 {
+		t.Errorf("main got %d requests while down, want 2 (its circuit opens at the second failure)", n)
+	}
+	if s := state(); s != 1 {
+		t.Errorf("main's circuit state %v, want 1 (open)", s)
+	}
+	if got := testutil.ToFloat64(g.Metrics.DeploymentAttempts.WithLabelValues("pool", "main/gpt-main", "error")); got != 2 {
+		t.Errorf("gateway_deployment_attempts_total{deployment=main/gpt-main,outcome=error} = %v, want 2", got)
+	}
+
+	// The same circuit guards the model of main alone.
+	_, _, err := chatOnce(t, g, "direct", false)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "upstream_circuit_open" {
+		t.Fatalf("model direct while main's circuit is open: %v, want a 503 upstream_circuit_open", err)
+	}
+	if n := main.hits.Load(); n != 2 {
+		t.Errorf("main got %d requests, want still 2", n)
+	}
+
+	// After the cooldown main is up again: a probe closes its circuit and it serves again.
+	main.down.Store(false)
+	clock.Advance(30 * time.Second)
+	answered := map[string]int{}
+	for i := 0; i < 4; i++ {
+		text, _, err := chatOnce(t, g, "pool", i%2 == 1)
+		if err != nil {
+			t.Fatalf("request %d after the cooldown: %v", i, err)
+		}
+		answered[strings.TrimPrefix(text, "from ")]++
+		waitRequests(t, g, float64(10+i))
+	}
+	if s := state(); s != 0 {
+		t.Errorf("main's circuit state %v after its probe succeeded, want 0 (closed)", s)
+	}
+	if answered["main"] == 0 || answered["spare"] == 0 {
+		t.Errorf("answers after the cooldown %v, want both deployments serving", answered)
+	}
+	for to, want := range map[string]float64{"open": 1, "half_open": 1, "closed": 1} {
+		if got := testutil.ToFloat64(g.Metrics.Circuits.Transitions.WithLabelValues("main", "gpt-main", to)); got != want {
+			t.Errorf("gateway_circuit_transitions_total{to=%q} = %v, want %v", to, got, want)
+		}
+	}
+	if text, _, err := chatOnce(t, g, "direct", false); err != nil || text != "from main" {
+		t.Errorf("model direct after the circuit closed: %q, %v", text, err)
+	}
+}
+
+// TestDeployments_AllCircuitsOpen: once every deployment's circuit is open, a request to
+// the model calls none of them and gets a 503 upstream_circuit_open naming the model, with
+// Retry-After the rest of the cooldown, as a model of one backend does.
+func TestDeployments_AllCircuitsOpen(t *testing.T) {
+	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
+	clock := newFakeClock()
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+	main.down.Store(true)
+	spare.down.Store(true)
+	for i := 0; i < 2; i++ { // each request fails on both: two failures each
+		if _, _, err := chatOnce(t, g, "pool", false); err == nil {
+			t.Fatalf("request %d succeeded with both deployments down", i)
+		}
+	}
+	hits := main.hits.Load() + spare.hits.Load()
+	clock.Advance(10 * time.Second)
+	_, _, err := chatOnce(t, g, "pool", true)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "upstream_circuit_open" ||
+		apiErr.Response.Header.Get("Retry-After") != "20" || !strings.Contains(apiErr.Message, "model pool") {
+		t.Fatalf("request with every circuit open: %v, want a 503 upstream_circuit_open with Retry-After 20", err)
+	}
+	if n := main.hits.Load() + spare.hits.Load(); n != hits || hits != 4 {
+		t.Errorf("the deployments got %d requests, then %d more; want 4, then none", hits, n-hits)
+	}
+}
