@@ -381,3 +381,30 @@ func BenchmarkPrefixKey(b *testing.B) {
 		PrefixKey(req)
 	}
 }
+
+// TestDoneTellsHealthOnce: each attempt's outcome is told to Health once, the way it
+// went, except an Unknown one (a 429, the client leaving before an answer), which tells
+// it nothing.
+func TestDoneTellsHealthOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		o       Outcome
+		records int
+		failed  bool
+	}{
+		{"ok", Outcome{OK: true}, 1, false},
+		{"failure", Outcome{}, 1, true},
+		{"unknown", Outcome{Unknown: true}, 0, false},
+		{"429", Outcome{RateLimited: true, Unknown: true}, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHealth{down: map[string]bool{}}
+			s := New(specs("a", "b"), Options{Health: h})
+			c := s.Pick(context.Background(), t0, 0, nil)
+			s.Done(c.Index, tt.o, t0)
+			if h.allows != 1 || h.records != tt.records || (len(h.failed) == 1) != tt.failed {
+				t.Fatalf("Allow asked %d times, Record %d (failed %v); want 1, %d (failed %v)", h.allows, h.records, h.failed, tt.records, tt.failed)
+			}
+		})
+	}
+}

@@ -3,7 +3,13 @@ package proxy_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +136,104 @@ func TestDeployments_AllCircuitsOpen(t *testing.T) {
 	}
 	if n := main.hits.Load() + spare.hits.Load(); n != hits || hits != 4 {
 		t.Errorf("the deployments got %d requests, then %d more; want 4, then none", hits, n-hits)
+	}
+}
+
+// TestDeployments_ContextFallbacks: a model with two deployments, each of which says the
+// request is over its context window (OpenAI's observed body, testdata/fixtures, as in
+// TestContextFallbacks), goes to its context_fallbacks, with one attempt a request: the
+// error does not move the request to the other deployment, nor to the ordinary fallbacks.
+func TestDeployments_ContextFallbacks(t *testing.T) {
+	var urls []string
+	var asked atomic.Int64
+	for _, f := range []string{"openai-chat/errors/400-context-length-exceeded.observed.json", "openai-chat/errors/400-context-length-exceeded.observed.json"} {
+		body, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			asked.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			w.Write(body)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	big, other := newFlaky(t, "from big"), newFlaky(t, "from other")
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`
+backends:
+  first: {type: openai, base_url: %s/v1, api_key: k}
+  second: {type: openai, base_url: %s/v1, api_key: k}
+  big: {type: openai, base_url: %s/v1}
+  other: {type: openai, base_url: %s/v1}
+models:
+  short:
+    deployments:
+      - {backend: first, upstream_model: m-short}
+      - {backend: second, upstream_model: m-short, weight: 3}
+    fallbacks: [other]
+    context_fallbacks: [long]
+  long: {backend: big, upstream_model: m-long}
+  other: {backend: other, upstream_model: m-other}
+`, urls[0], urls[1], big.srv.URL, other.srv.URL), gatewaytest.Options{})
+	for i := 0; i < 4; i++ { // weighted 1:3: second, second, first, second
+		text, h, err := chatOnce(t, g, "short", i%2 == 1)
+		if err != nil || text != "from big" || h.Get("x-agate-model") != "long" {
+			t.Fatalf("request %d: %q %v (x-agate-model %q), want the context fallback's answer", i, text, err, h.Get("x-agate-model"))
+		}
+		if n := asked.Load(); n != int64(i+1) {
+			t.Fatalf("request %d: the deployments were asked %d times in all, want %d (once a request)", i, n, i+1)
+		}
+	}
+	for _, d := range []string{"first/m-short", "second/m-short"} {
+		if got := testutil.ToFloat64(g.Metrics.DeploymentAttempts.WithLabelValues("short", d, "client_error")); got == 0 {
+			t.Errorf("deployment %s was not asked", d)
+		}
+	}
+	if other.hits.Load() != 0 {
+		t.Errorf("the ordinary fallback was asked %d times", other.hits.Load())
+	}
+}
+
+// TestDeployments_Continuation: a stream cut midway on one deployment of a model is
+// continued on its other deployment (through the balance, before any fallback), by
+// prefill, and the client (openai-go) gets the whole answer once; both attempts are the
+// deployments' (and their circuits') outcomes: an error on the first, ok on the second.
+func TestDeployments_Continuation(t *testing.T) {
+	first := newChoppy(t, "anthropic", fault{3, "cut"})
+	second := newChoppy(t, "anthropic")
+	spare := newChoppy(t, "anthropic")
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  a: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
+  b: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
+  spare: {type: anthropic, base_url: %q, api_key: upstream-secret}
+models:
+  m:
+    deployments:
+      - {backend: a, upstream_model: fake-model}
+      - {backend: b, upstream_model: fake-model}
+    fallbacks: [backup]
+  backup: {backend: spare, upstream_model: fake-model}
+`, first.baseURL(), second.baseURL(), spare.baseURL()), gatewaytest.Options{})
+	a := askChat(t, g)
+	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
+		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
+	}
+	if f, s := len(first.requests()), second.requests(); f != 1 || len(s) != 1 || second.prefill([]byte(s[0])) != "The quick brown" {
+		t.Fatalf("first deployment asked %d times, second %d (%v); want once each, the second with the prefill", f, len(s), s)
+	}
+	if n := len(spare.requests()); n != 0 {
+		t.Errorf("the fallback was asked %d times, want 0", n)
+	}
+	if n := continuations(g, "continued"); n != 1 {
+		t.Errorf("gateway_stream_continuations_total{outcome=continued} = %d; want 1", n)
+	}
+	for d, outcome := range map[string]string{"a/fake-model": "error", "b/fake-model": "ok"} {
+		if got := testutil.ToFloat64(g.Metrics.DeploymentAttempts.WithLabelValues("m", d, outcome)); got != 1 {
+			t.Errorf("gateway_deployment_attempts_total{deployment=%s,outcome=%s} = %v, want 1", d, outcome, got)
+		}
 	}
 }
