@@ -185,8 +185,8 @@ func (c *modelCall) recordCircuit(r *route, err error) {
 }
 
 // circuitOutcome is what an attempt that ended with err tells of its deployment, for
-// its circuit: known false when nothing, else ok whether it is up. An upstream failure
-// (a 5xx, 529, a reset, a timeout, a stream cut or broken midway) and a rejected
+// its circuit: known false when nothing, else ok whether it is up. A retryable upstream
+// failure (5xx, 529, a reset, a timeout), a stream that broke midway and a rejected
 // credential count against it; a
 // 429 counts neither way, nor this gateway's own full connection pool (the upstream was
 // not asked); any other answer, a 4xx included, shows the upstream up, and so does an
@@ -205,8 +205,10 @@ func (c *modelCall) circuitOutcome(err error) (known, ok bool) {
 		return false, false
 	case ue.Code == "upstream_auth_failed":
 		return true, false // its credential cannot serve
-	case ue.Status >= 500, ue.Retryable && ue.Status == http.StatusRequestTimeout:
-		return true, false // a stream cut or broken midway (upstream.Fault, 502) included
+	case ue.Retryable && (ue.Status >= 500 || ue.Status == http.StatusRequestTimeout):
+		return true, false
+	case c.sent && ue.Status >= 500:
+		return true, false // a stream that broke midway (cut, an error event): upstream.Fault's 502
 	}
 	return true, true
 }
