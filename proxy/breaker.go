@@ -131,6 +131,14 @@ func (c *modelCall) circuitVerdict(r *route) breaker.Verdict {
 	return c.rt.circuits.set.Check(r.circuit, c.rt.circuits.now())
 }
 
+// circuitOpen reports whether route r's circuit refuses another attempt of the running
+// request: open, or half-open with its probe taken (a 429's hold does not stop the retry
+// the upstream asked for).
+func (c *modelCall) circuitOpen(r *route) bool {
+	v := c.circuitVerdict(r)
+	return !v.Allow && !v.Held
+}
+
 // recordCircuit tells route r's circuit the outcome of an attempt: a retryable upstream
 // failure (5xx, 529, a reset, a timeout) counts against it; a 429 counts neither way, and
 // one with Retry-After keeps the next requests off the route until then (breaker.Hold);
