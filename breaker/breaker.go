@@ -222,8 +222,11 @@ func (s *Set) Check(key string, now time.Time) Verdict {
 // and outcomes of calls that end while the circuit is open.
 func (s *Set) Record(key string, ok bool, now time.Time) {
 	c := s.lookup(key)
-	if c == nil || ok && State(c.state.Load()) == Closed && c.failures.Load() == 0 {
+	if c == nil || ok && State(c.state.Load()) == Closed && c.failures.Load() == 0 && c.held.Load() == 0 {
 		return
+	}
+	if ok {
+		c.held.Store(0) // it answered: a hold is over
 	}
 	c.mu.Lock()
 	from := State(c.state.Load())
@@ -263,7 +266,8 @@ func (s *Set) Record(key string, ok bool, now time.Time) {
 
 // Hold refuses key's calls until until while its circuit is closed (Check says Held),
 // without counting a failure: for an upstream that asked to be left alone (429 with
-// Retry-After). A later hold extends an earlier one, never shortens it.
+// Retry-After). A later hold extends an earlier one, never shortens it; a success
+// recorded ends it.
 func (s *Set) Hold(key string, until time.Time) {
 	c := s.lookup(key)
 	if c == nil {

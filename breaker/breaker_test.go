@@ -160,3 +160,18 @@ func BenchmarkAllowRecord(b *testing.B) {
 		}
 	})
 }
+
+func TestHoldEndsOnSuccess(t *testing.T) {
+	s := breaker.New(breaker.Options{})
+	s.Configure([]breaker.Circuit{{Key: "b/m", Policy: breaker.Policy{Failures: 3, Cooldown: time.Minute}}})
+	t0 := time.Unix(1_000_000, 0)
+	s.Hold("b/m", t0.Add(10*time.Second))
+	s.Hold("b/m", t0.Add(5*time.Second)) // never shortens
+	if v := s.Check("b/m", t0.Add(6*time.Second)); v.Allow || !v.Held || v.RetryIn != 4*time.Second {
+		t.Fatalf("held: %+v", v)
+	}
+	s.Record("b/m", true, t0.Add(6*time.Second))
+	if !s.Allow("b/m", t0.Add(6*time.Second)) {
+		t.Fatal("a success must end the hold")
+	}
+}

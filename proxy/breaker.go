@@ -167,6 +167,14 @@ func (c *modelCall) circuitVerdict(r *route) breaker.Verdict {
 	return c.rt.circuits.set.Check(r.circuit, c.rt.circuits.now())
 }
 
+// circuitOpen reports whether route r's circuit refuses another attempt of the running
+// request: open, or half-open with its probe taken (a 429's hold does not stop the retry
+// the upstream asked for).
+func (c *modelCall) circuitOpen(r *route) bool {
+	v := c.circuitVerdict(r)
+	return !v.Allow && !v.Held
+}
+
 // recordCircuit tells route r's circuit the outcome of an attempt (circuitOutcome); a 429
 // with Retry-After keeps the next requests off the route until then (breaker.Hold). A
 // deployment's route is left to package balance, which tells its Health (circuitHealth)

@@ -407,3 +407,62 @@ models:
 		})
 	}
 }
+
+// TestCircuitBreaker_429RetryAfter: a 429 with Retry-After counts no failure; the request
+// that got it still waits and retries as before, and the next requests of a model that has
+// a fallback skip the deployment until then, while one without a fallback still calls it.
+func TestCircuitBreaker_429RetryAfter(t *testing.T) {
+	var limited atomic.Int64 // how many of the next requests get a 429
+	var hits atomic.Int64
+	main := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n := hits.Add(1)
+		if limited.Add(-1) >= 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+			return
+		}
+		answer(w, string(body), "openai", "from main", int(n))
+	}))
+	t.Cleanup(main.Close)
+	spare := newFlaky(t, "from spare")
+	clock := newFakeClock()
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`
+backends:
+  main: {type: openai, base_url: %s/v1, retries: {max: 0, circuit_breaker: {failures: 1}}}
+  patient: {type: openai, base_url: %s/v1, retries: {max: 1, base_delay: 1ms, max_delay: 2s, circuit_breaker: {failures: 1}}}
+  spare: {type: openai, base_url: %s/v1}
+models:
+  primary: {backend: main, upstream_model: gpt-main, fallbacks: [backup]}
+  solo: {backend: patient, upstream_model: gpt-main}
+  backup: {backend: spare, upstream_model: gpt-spare}
+`, main.URL, main.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+
+	// Without a fallback: waited and retried (1 s of wall time), as without the breaker.
+	limited.Store(1)
+	if text, _, err := chatOnce(t, g, "solo", false); err != nil || text != "from main" {
+		t.Fatalf("solo: %q %v, want the retry's answer", text, err)
+	}
+	// With a fallback: the 429 sends this request to it, and the next one too, without a
+	// call, until Retry-After passed; it opened nothing.
+	limited.Store(1)
+	for i, want := range []string{"from spare", "from spare"} {
+		before := hits.Load()
+		text, _, err := chatOnce(t, g, "primary", false)
+		if err != nil || text != want {
+			t.Fatalf("request %d: %q %v, want %q", i, text, err, want)
+		}
+		if calls := hits.Load() - before; calls != int64(1-i) {
+			t.Errorf("request %d: %d calls to the held deployment, want %d", i, calls, 1-i)
+		}
+	}
+	clock.Advance(time.Second)
+	if text, _, err := chatOnce(t, g, "primary", false); err != nil || text != "from main" {
+		t.Fatalf("after Retry-After: %q %v", text, err)
+	}
+	if got := testutil.ToFloat64(g.Metrics.Circuits.Transitions.WithLabelValues("main", "gpt-main", "open")); got != 0 {
+		t.Errorf("a 429 opened the circuit %v times", got)
+	}
+}

@@ -322,13 +322,13 @@ func (c *modelCall) requestTimeout(last error) error {
 // its own span with its usage counted (tracedAttempt); a failure after the client saw
 // part of an answer is not retried, nor a silent upstream (upstream.TimedOut) unless the
 // backend's retries.on_timeout is retry, nor one whose backoff would outlast the
-// request's deadline.
+// request's deadline, nor one whose circuit its failure opened.
 func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	b := r.backend
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
 		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
-		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) || !c.circuitVerdict(r).Allow {
+		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) || c.circuitOpen(r) {
 			return false
 		}
 		if !c.deadline.IsZero() && time.Now().Add(delay).After(c.deadline) {

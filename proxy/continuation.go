@@ -333,7 +333,7 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 
 // resumeAttempt runs one continuation attempt of route r (restart: in restart mode,
 // else in the mode of the route that serves it): on r itself when its circuit allows
-// (recordCircuit records it), or, for a model with deployments, on the deployment package
+// (circuitOpen; recordCircuit records it), or, for a model with deployments, on the deployment package
 // balance picks among those not in tried (which it joins), its outcome told to balance
 // and so to its Health, as attemptsOn does. on is the route that served, nil when none
 // was tried (r's circuit is open, or no deployment is usable).
@@ -347,7 +347,7 @@ func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r
 	}
 	d := r.deploy
 	if d == nil {
-		if !c.circuitVerdict(r).Allow {
+		if c.circuitOpen(r) {
 			return nil, nil
 		}
 		return c.resumeOn(ctx, req, r, mode(r), attempt, emit, failure), r
