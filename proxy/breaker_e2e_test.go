@@ -424,7 +424,7 @@ func TestCircuitBreaker_429RetryAfter(t *testing.T) {
 			io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 			return
 		}
-		answer(w, string(body), "openai", "from main", int(n))
+		writeAnswer(w, string(body), "openai", "from main", int(n))
 	}))
 	t.Cleanup(main.Close)
 	spare := newFlaky(t, "from spare")
