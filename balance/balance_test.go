@@ -366,3 +366,18 @@ func BenchmarkPick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefixKey hashes the start of an agent's conversation: a 10 KB system prompt,
+// ten tools and the first user message.
+func BenchmarkPrefixKey(b *testing.B) {
+	req := chatReq(strings.Repeat("You are a coding agent. Follow the repository's rules. ", 180), "fix the failing test", "ok", "and now?")
+	for i := range 10 {
+		req.Tools = append(req.Tools, req.Tools[0])
+		req.Tools[i].Name = "tool" + strconv.Itoa(i)
+	}
+	b.SetBytes(int64(len(req.Messages[0].Content[0].Text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		PrefixKey(req)
+	}
+}

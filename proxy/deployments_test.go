@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,18 +23,9 @@ models:
   solo: {backend: a}
 `
 
-const deploymentsAfter = `
-backends:
-  a: {type: mock}
-  b: {type: mock}
-  c: {type: mock}
-models:
-  pool:
-    deployments: [{backend: b}, {backend: c}]
-    balance: least_busy
-    affinity: prefix
-  solo: {backend: a}
-`
+// deploymentsAfter drops deployment a, adds c and changes the strategy.
+var deploymentsAfter = strings.NewReplacer("[{backend: a}, {backend: b}]", "[{backend: b}, {backend: c}]",
+	"balance: latency", "balance: least_busy").Replace(deploymentsBefore)
 
 // A reload keeps the in-flight count, the latency EWMA and the rest of every deployment
 // that still exists, and the affinity map; a model with one backend has no deployments.
