@@ -121,13 +121,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	}
 	strategy, _ := balance.ParseStrategy(mc.Balance) // config validated it
 	d := &deployments{model: name, routes: make([]*route, len(mc.Deployments))}
-	specs := make([]balance.Spec, len(mc.Deployments))
 	for i, dc := range mc.Deployments {
-		specs[i] = balance.Spec{Name: dc.Name(), Weight: dc.Weight, Priority: dc.Priority, MaxConns: dc.MaxConns,
-			RequestsPerMinute: int64(dc.Limits.RequestsPerMinute), TokensPerMinute: int64(dc.Limits.TokensPerMinute)}
-		if dc.Price != nil {
-			specs[i].Price, specs[i].Priced = dc.Price.Input+dc.Price.Output, true
-		}
 		dr := *r
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
 		d.routes[i] = &dr
@@ -149,7 +143,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 			opts.Previous = old.deploy.set
 		}
 	}
-	d.set = balance.New(specs, opts)
+	d.set = balance.New(DeploymentSpecs(mc.Deployments), opts)
 	return d
 }
 
