@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,13 +113,22 @@ func (b *balancing) store() balance.Affinity {
 	return nil
 }
 
-// newDeployments returns the deployments of model name (config mc, its route r), or nil
-// for a model without more than one; prev is the runtime replaced, whose deployments'
+// newDeployments returns the deployments of model name (config mc, its route r, whose
+// backend it sets to the first usable deployment's), or nil for a model without more
+// than one; prev is the runtime replaced, whose deployments'
 // state the new set takes over.
 func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *runtime) *deployments {
-	if len(mc.Deployments) < 2 {
+	// A deployment whose backend lacks its credential is left out (warnNoCredential names
+	// the backend); the model is refused only when every one lacks it (usable).
+	ds := slices.DeleteFunc(slices.Clone(mc.Deployments), func(d config.Deployment) bool { return rt.noCredential[d.Backend] })
+	if len(ds) == 0 {
 		return nil
 	}
+	r.backend, r.upstreamModel = rt.backends[ds[0].Backend], ds[0].UpstreamModel
+	if len(ds) < 2 {
+		return nil
+	}
+	mc.Deployments = ds
 	strategy, _ := balance.ParseStrategy(mc.Balance) // config validated it
 	d := &deployments{model: name, routes: make([]*route, len(mc.Deployments))}
 	for i, dc := range mc.Deployments {

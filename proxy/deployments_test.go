@@ -69,3 +69,32 @@ func TestReloadKeepsDeploymentState(t *testing.T) {
 		t.Fatalf("deployment route = %+v", r)
 	}
 }
+
+// A deployment whose backend has no credential is left out; the model stays usable
+// through the others, and is refused only when none has one.
+func TestDeploymentsWithoutCredential(t *testing.T) {
+	rt, err := newRuntime(parseConfig(t, `
+backends:
+  nokey: {type: anthropic, base_url: "http://127.0.0.1:1"}
+  a: {type: anthropic, base_url: "http://127.0.0.1:1", api_key: k}
+  b: {type: anthropic, base_url: "http://127.0.0.1:1", api_key: k}
+models:
+  two: {deployments: [{backend: nokey}, {backend: a}, {backend: b}]}
+  one: {deployments: [{backend: nokey}, {backend: a}]}
+  none: {deployments: [{backend: nokey}, {backend: nokey, upstream_model: other}]}
+`, nil), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := rt.resolve("two")
+	if err != nil || two.backend.name != "a" || two.deploy == nil || two.deploy.set.Len() != 2 {
+		t.Fatalf("two: %+v %v, want deployments a and b", two, err)
+	}
+	one, err := rt.resolve("one")
+	if err != nil || one.backend.name != "a" || one.deploy != nil {
+		t.Fatalf("one: %+v %v, want backend a alone", one, err)
+	}
+	if _, err := rt.resolve("none"); err == nil {
+		t.Fatal("a model whose every deployment lacks a credential resolved")
+	}
+}
