@@ -157,6 +157,20 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	return d
 }
 
+// hasCredential reports whether model mc can be called: its backend, or one of its
+// deployments', has the credential it needs.
+func (rt *runtime) hasCredential(mc config.Model) bool {
+	if !rt.noCredential[mc.Backend] {
+		return true
+	}
+	for _, d := range mc.Deployments {
+		if !rt.noCredential[d.Backend] {
+			return true
+		}
+	}
+	return false
+}
+
 // key returns the request's affinity key: 0 for none.
 func (d *deployments) key(ctx *fasthttp.RequestCtx, req *translate.Request) uint64 {
 	switch d.affinity {

@@ -89,6 +89,7 @@ models:
   two: {deployments: [{backend: nokey}, {backend: a}, {backend: b}]}
   one: {deployments: [{backend: nokey}, {backend: a}]}
   none: {deployments: [{backend: nokey}, {backend: nokey, upstream_model: other}]}
+  solo: {backend: a, fallbacks: [one, none]}
 `, nil), nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +104,9 @@ models:
 	}
 	if _, err := rt.resolve("none"); err == nil {
 		t.Fatal("a model whose every deployment lacks a credential resolved")
+	}
+	if fb := rt.routes["solo"].fallbacks; len(fb) != 1 || fb[0] != "one" {
+		t.Fatalf("fallbacks = %v, want [one]: its first deployment lacks a credential, its second has one", fb)
 	}
 }
 
