@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,22 +114,26 @@ func (b *balancing) store() balance.Affinity {
 	return nil
 }
 
-// newDeployments returns the deployments of model name (config mc, its route r), or nil
-// for a model without more than one; prev is the runtime replaced, whose deployments'
+// newDeployments returns the deployments of model name (config mc, its route r, whose
+// backend it sets to the first usable deployment's), or nil for a model without more
+// than one; prev is the runtime replaced, whose deployments'
 // state the new set takes over.
 func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *runtime) *deployments {
-	if len(mc.Deployments) < 2 {
+	// A deployment whose backend lacks its credential is left out (warnNoCredential names
+	// the backend); the model is refused only when every one lacks it (usable).
+	ds := slices.DeleteFunc(slices.Clone(mc.Deployments), func(d config.Deployment) bool { return rt.noCredential[d.Backend] })
+	if len(ds) == 0 {
 		return nil
 	}
+	r.backend, r.upstreamModel = rt.backends[ds[0].Backend], ds[0].UpstreamModel
+	r.circuit, r.continuation = circuitKey(rt.cfg, name, r.backend, r.upstreamModel), continuationOf(r.backend, mc.Continuation)
+	if len(ds) < 2 {
+		return nil
+	}
+	mc.Deployments = ds
 	strategy, _ := balance.ParseStrategy(mc.Balance) // config validated it
 	d := &deployments{model: name, routes: make([]*route, len(mc.Deployments))}
-	specs := make([]balance.Spec, len(mc.Deployments))
 	for i, dc := range mc.Deployments {
-		specs[i] = balance.Spec{Name: dc.Name(), Weight: dc.Weight, Priority: dc.Priority, MaxConns: dc.MaxConns,
-			RequestsPerMinute: int64(dc.Limits.RequestsPerMinute), TokensPerMinute: int64(dc.Limits.TokensPerMinute)}
-		if dc.Price != nil {
-			specs[i].Price, specs[i].Priced = dc.Price.Input+dc.Price.Output, true
-		}
 		dr := *r
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
 		dr.circuit = circuitKey(rt.cfg, name, dr.backend, dr.upstreamModel) // dc.Name() or none
@@ -155,8 +160,22 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 			opts.Previous = old.deploy.set
 		}
 	}
-	d.set = balance.New(specs, opts)
+	d.set = balance.New(DeploymentSpecs(mc.Deployments), opts)
 	return d
+}
+
+// hasCredential reports whether model mc can be called: its backend, or one of its
+// deployments', has the credential it needs.
+func (rt *runtime) hasCredential(mc config.Model) bool {
+	if !rt.noCredential[mc.Backend] {
+		return true
+	}
+	for _, d := range mc.Deployments {
+		if !rt.noCredential[d.Backend] {
+			return true
+		}
+	}
+	return false
 }
 
 // key returns the request's affinity key: 0 for none.

@@ -418,3 +418,39 @@ responses: {store: memory}
 		t.Errorf("a new conversation: %d, b got %d requests; want the round robin's b", r.status, len(bBodies()))
 	}
 }
+
+// slowed delays each answer of h by delay.
+func slowed(h http.Handler, delay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestDeployments_LeastBusyUnderUnevenLatency: with balance least_busy, four clients
+// sending at once through two deployments, one answering in 40ms and one at once, the
+// fast deployment takes most requests: the slow one holds its requests in flight longer.
+func TestDeployments_LeastBusyUnderUnevenLatency(t *testing.T) {
+	slow, fast := newCachingAnthropic(t, "slow"), newCachingAnthropic(t, "fast")
+	slowSrv := httptest.NewServer(slowed(slow, 40*time.Millisecond))
+	t.Cleanup(slowSrv.Close)
+	g := gatewaytest.StartYAML(t, poolYAML([]string{slowSrv.URL, fast.srv.URL}, "least_busy", "off", "", ""), gatewaytest.Options{})
+	c := gatewaytest.Anthropic(g.URL, "client-key")
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for n := range 10 {
+				if _, err := c.Messages.New(context.Background(), conversationParams(w*100+n, nil)); err != nil {
+					t.Errorf("request: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s, f := slow.requests.Load(), fast.requests.Load()
+	t.Logf("least_busy: slow deployment %d requests, fast %d", s, f)
+	if s+f != 40 || f < 2*s {
+		t.Errorf("slow %d, fast %d: want the fast deployment to take at least twice the slow one's", s, f)
+	}
+}

@@ -141,7 +141,7 @@ func newRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger) (*runtim
 		b := rt.backends[mc.Backend] // config validated that it exists
 		var fallbacks, contextFallbacks []string
 		for _, fb := range mc.Fallbacks {
-			if !rt.noCredential[cfg.Models[fb].Backend] {
+			if rt.hasCredential(cfg.Models[fb]) {
 				fallbacks = append(fallbacks, fb)
 			}
 		}
