@@ -60,7 +60,8 @@ type Options struct {
 	Limiter limits.Limiter
 	// Tracer records spans (telemetry.New); nil means tracing off. The caller shuts it down.
 	Tracer *telemetry.Tracer
-	// Clock is the circuit breakers' time; nil means time.Now (tests inject one).
+	// Clock is the circuit breakers' time (theirs as the deployments' Health too); nil means
+	// time.Now (tests inject one).
 	Clock func() time.Time
 	// Health says which deployments of models with deployments may be called, keyed
 	// "<backend>/<upstream_model>", and is told each attempt's outcome; nil means the
