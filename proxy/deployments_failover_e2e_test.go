@@ -237,3 +237,40 @@ models:
 		}
 	}
 }
+
+// TestDeployments_ReloadKeepsCircuit: a reload that keeps a deployment keeps its open
+// circuit (the Server's breakers outlive the configuration); one that removes the
+// deployment drops it from the gauge.
+func TestDeployments_ReloadKeepsCircuit(t *testing.T) {
+	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
+	clock := newFakeClock()
+	yaml := fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL)
+	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	main.down.Store(true)
+	for i := 0; i < 4; i++ {
+		if text, _, err := chatOnce(t, g, "pool", false); err != nil || text != "from spare" {
+			t.Fatalf("request %d: %q %v", i, text, err)
+		}
+	}
+	main.down.Store(false)
+	if err := g.Server.Apply(gatewaytest.Parse(t, yaml+"\nlog: {level: debug}\n")); err != nil {
+		t.Fatal(err)
+	}
+	hits := main.hits.Load()
+	for i := 0; i < 4; i++ {
+		if text, _, err := chatOnce(t, g, "pool", false); err != nil || text != "from spare" {
+			t.Fatalf("after the reload, request %d: %q %v, want spare's answer (main's circuit stays open)", i, text, err)
+		}
+	}
+	if n := main.hits.Load() - hits; n != 0 || hits != 2 {
+		t.Errorf("main got %d requests before the reload and %d after, want 2 and 0", hits, n)
+	}
+	// Without main's deployment nor model direct, its circuit leaves the gauge.
+	without := strings.Replace(strings.Replace(yaml, "      - {backend: main, upstream_model: gpt-main}\n", "", 1), "  direct: {backend: main, upstream_model: gpt-main}\n", "", 1)
+	if err := g.Server.Apply(gatewaytest.Parse(t, without)); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(g.Metrics.Circuits.State); n != 1 {
+		t.Errorf("gateway_circuit_state has %d series after main's deployment was removed, want 1 (spare's)", n)
+	}
+}
