@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // deployedBreakerYAML is model pool served by two deployments (backends main and spare, each
@@ -273,4 +274,59 @@ func TestDeployments_ReloadKeepsCircuit(t *testing.T) {
 	if n := testutil.CollectAndCount(g.Metrics.Circuits.State); n != 1 {
 		t.Errorf("gateway_circuit_state has %d series after main's deployment was removed, want 1 (spare's)", n)
 	}
+}
+
+// TestDeployments_CircuitSharedThroughRedis: two gateways on one redis-server (state type
+// redis): the failures that open main's circuit on replica a take main's deployment out of
+// the balance on replica b too, whose requests all go to spare; after the cooldown b's
+// probe finds main up and both replicas close it.
+func TestDeployments_CircuitSharedThroughRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
+	clock := newFakeClock()
+	yaml := fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL) + fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}\n", rs.URL())
+	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	waitState := func(g *gatewaytest.Gateway, want float64) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main")) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("main's circuit state %v, want %v", testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main")), want)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	main.down.Store(true)
+	for i := 0; i < 4; i++ {
+		if text, _, err := chatOnce(t, a, "pool", false); err != nil || text != "from spare" {
+			t.Fatalf("replica a, request %d: %q %v", i, text, err)
+		}
+	}
+	waitState(a, 1)
+	waitState(b, 1)
+	hits := main.hits.Load()
+	for i := 0; i < 4; i++ {
+		if text, _, err := chatOnce(t, b, "pool", i%2 == 1); err != nil || text != "from spare" {
+			t.Fatalf("replica b, request %d: %q %v", i, text, err)
+		}
+	}
+	if n := main.hits.Load() - hits; n != 0 {
+		t.Fatalf("replica b sent main %d requests while a had opened its circuit", n)
+	}
+	main.down.Store(false)
+	clock.Advance(31 * time.Second)
+	answered := map[string]int{}
+	for i := 0; i < 4; i++ {
+		text, _, err := chatOnce(t, b, "pool", false)
+		if err != nil {
+			t.Fatalf("replica b after the cooldown: %v", err)
+		}
+		answered[text]++
+	}
+	if answered["from main"] == 0 {
+		t.Fatalf("after the cooldown b's answers were %v, want main serving again", answered)
+	}
+	waitState(b, 0)
+	waitState(a, 0)
 }
