@@ -287,7 +287,7 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 			if i == 0 {
 				attempt += failed
 			}
-			err, on := c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &tried)
+			on, err := c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &tried)
 			if on == nil {
 				break // its circuit is open, or no deployment of it is usable
 			}
@@ -297,7 +297,7 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 					"error", logError(err, c.rt.cfg.Log.UpstreamErrorMessages))
 				restart = true
 				same := c.only(r, on)
-				if err, on = c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &same); on == nil {
+				if on, err = c.resumeAttempt(ctx, req, r, restart, attempt, emit, failure, &same); on == nil {
 					continue // its deployment is not usable now: another may be
 				}
 			}
@@ -333,12 +333,12 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 
 // resumeAttempt runs one continuation attempt of route r (restart: in restart mode,
 // else in the mode of the route that serves it): on r itself when its circuit allows
-// (circuitOpen; recordCircuit records it), or, for a model with deployments, on the deployment package
-// balance picks among those not in tried (which it joins), its outcome told to balance
-// and so to its Health, as attemptsOn does. on is the route that served, nil when none
-// was tried (r's circuit is open, or no deployment is usable).
+// (circuitOpen; recordCircuit records it), or, for a model with deployments, on the
+// deployment package balance picks among those not in tried (which it joins), its
+// outcome told to balance and so to its Health, as attemptsOn does. on is the route that
+// served, nil when none was tried (r's circuit is open, or no deployment is usable).
 func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r *route, restart bool, attempt int,
-	emit translate.Emit, failure error, tried *balance.Tried) (err error, on *route) {
+	emit translate.Emit, failure error, tried *balance.Tried) (on *route, err error) {
 	mode := func(on *route) contMode {
 		if restart {
 			return contRestart
@@ -350,7 +350,7 @@ func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r
 		if c.circuitOpen(r) {
 			return nil, nil
 		}
-		return c.resumeOn(ctx, req, r, mode(r), attempt, emit, failure), r
+		return r, c.resumeOn(ctx, req, r, mode(r), attempt, emit, failure)
 	}
 	start := time.Now()
 	ch := d.set.Pick(ctx, start, c.affinity, tried)
@@ -365,7 +365,7 @@ func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r
 	o := c.outcome(err, start)
 	d.set.Done(ch.Index, o, time.Now())
 	c.noteOutcome(d, dr, o, err)
-	return err, dr
+	return dr, err
 }
 
 // continuationCandidates returns the deployments of route r a continuation leaves out:
