@@ -33,6 +33,8 @@ type Config struct {
 	State State `koanf:"state"`
 	// Responses configures the stored responses of POST /v1/responses.
 	Responses Responses `koanf:"responses"`
+	// Balancing holds the settings of models' deployments that every model shares.
+	Balancing Balancing `koanf:"balancing"`
 
 	// Telemetry configures OpenTelemetry traces. Off by default.
 	Telemetry Telemetry `koanf:"telemetry"`
@@ -268,6 +270,9 @@ type Retries struct {
 	// max. Resets, 429s and 5xx are retried either way. Load turns "" into "fallback";
 	// Validate accepts "" as "fallback".
 	OnTimeout string `koanf:"on_timeout"`
+	// CircuitBreaker stops calling a deployment of this backend that keeps failing, for
+	// a cooldown (see CircuitBreaker). On by default: 5 failures, 30s.
+	CircuitBreaker CircuitBreaker `koanf:"circuit_breaker"`
 }
 
 // The values of Retries.OnTimeout.
@@ -299,6 +304,17 @@ type Model struct {
 	// a fallback's own fallbacks are not followed. A fallback the requesting key may not
 	// use (Key.Models) is skipped and counted in gateway_fallbacks_skipped_total.
 	Fallbacks []string `koanf:"fallbacks"`
+	// ContextFallbacks are client-facing model names (larger-context models) tried in
+	// order only when this model's upstream says the request is over its context window
+	// (OpenAI's context_length_exceeded, Anthropic's "prompt is too long", Gemini's
+	// "exceeds the maximum number of tokens"); that error is never retried on the same
+	// model. Each must name another entry of Config.Models; their own fallbacks are not
+	// followed; the key's models allowlist and the fallback's limits apply as to
+	// Fallbacks.
+	ContextFallbacks []string `koanf:"context_fallbacks"`
+	// CircuitBreaker overrides the backend's retries.circuit_breaker for this model: a
+	// zero field keeps the backend's value, failures -1 turns it off.
+	CircuitBreaker *CircuitBreaker `koanf:"circuit_breaker"`
 	// Limits bound the requests to this model from all keys together. Zero fields mean
 	// no limit.
 	Limits Limits `koanf:"limits"`
@@ -309,6 +325,28 @@ type Model struct {
 	Timeouts ModelTimeouts `koanf:"timeouts"`
 	// Embeddings are the model's settings for POST /v1/embeddings; nil means none.
 	Embeddings *ModelEmbeddings `koanf:"embeddings"`
+	// Continuation is what a streamed answer of this model that fails after part of it
+	// reached the client becomes: prefill, restart or off (ContinuationPrefill and the
+	// others). Default by backend type (DefaultContinuation): prefill for anthropic and
+	// gemini, restart for openai and responses, off for mock. It applies to translated
+	// streams (the client's API is not the backend's); a passthrough stream ends with an
+	// in-band error.
+	Continuation string `koanf:"continuation"`
+	// Deployments, when set, are the upstreams that serve this model, in place of
+	// Backend and UpstreamModel (which, absent, Load sets to the first deployment's): each
+	// attempt of a request goes to one of them, chosen by Balance and Affinity (see
+	// Deployment and docs/deployments.md). Empty: Backend alone, as one deployment.
+	Deployments []Deployment `koanf:"deployments"`
+	// Balance is how a deployment is chosen: weighted (default, also "": smooth weighted round
+	// robin by weight), least_busy (fewest in flight of two drawn at random), latency
+	// (lowest EWMA of time to first token) or cost (cheapest price).
+	Balance string `koanf:"balance"`
+	// Affinity keeps a conversation on the deployment that served it while it is usable,
+	// so the provider's prompt cache stays warm: off (default), prefix (a hash of the
+	// tools, the system prompt and the messages up to the first user message), user (the
+	// request's user field) or header:<name> (a session id the client sends); "" is off. The map is
+	// per replica with state type memory, shared in Redis with state type redis.
+	Affinity string `koanf:"affinity"`
 }
 
 // ModelTimeouts bound a model's requests. Zero means the backend's value.

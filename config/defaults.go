@@ -93,7 +93,9 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		}
 		c.Backends[name] = b
 	}
+	c.applyCircuitDefaults(raw)
 	for name, m := range c.Models {
+		defaultDeployments(&m, name)
 		setDefault(&m.UpstreamModel, name)
 		setDefault(&m.PromptCache, defaultPromptCache)
 		c.Models[name] = m

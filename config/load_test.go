@@ -19,7 +19,8 @@ func defaultTimeouts() Timeouts {
 }
 
 func defaultRetriesValue() Retries {
-	return Retries{Max: 2, BaseDelay: 250 * time.Millisecond, MaxDelay: 10 * time.Second, OnTimeout: OnTimeoutFallback}
+	return Retries{Max: 2, BaseDelay: 250 * time.Millisecond, MaxDelay: 10 * time.Second, OnTimeout: OnTimeoutFallback,
+		CircuitBreaker: CircuitBreaker{Failures: 5, Cooldown: 30 * time.Second}}
 }
 
 func TestLoad_Example(t *testing.T) {

@@ -181,6 +181,8 @@ func (c *Config) problems() []error {
 	c.validateLimits(&v)
 	c.validateLedger(&v)
 	c.validateAdmin(&v)
+	c.validateFailover(&v)
+	c.validateBalancing(&v)
 	return v.problems
 }
 
@@ -257,7 +259,9 @@ func validateBackend(v *validator, p string, b Backend) {
 
 func (c *Config) validateModel(v *validator, name string, m Model) {
 	p := "models." + name
+	c.validateDeployments(v, name, m)
 	switch _, ok := c.Backends[m.Backend]; {
+	case m.Backend == "" && len(m.Deployments) > 0: // named by its deployments
 	case m.Backend == "":
 		v.addf(p+".backend", "required")
 	case !ok:
@@ -269,17 +273,8 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	v.nonNegativeDuration(p+".timeouts.request", m.Timeouts.Request)
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
 	v.validateEmbeddings(p, m.Embeddings)
-	for i, f := range m.Fallbacks {
-		fp := fmt.Sprintf("%s.fallbacks[%d]", p, i)
-		switch _, ok := c.Models[f]; {
-		case f == name:
-			v.addf(fp, "model cannot fall back to itself")
-		case !ok:
-			v.addf(fp, "unknown model %q", f)
-		case slices.Index(m.Fallbacks, f) < i:
-			v.addf(fp, "duplicate fallback %q", f)
-		}
-	}
+	c.validateFallbacks(v, p+".fallbacks", name, m.Fallbacks)
+	validateContinuation(v, p, m)
 }
 
 func (c *Config) validateKeys(v *validator) {

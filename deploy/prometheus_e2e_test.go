@@ -42,11 +42,15 @@ backends:
   offline: {type: mock}
   up: {type: openai, base_url: "{{UP}}", api_key: upstream-secret, retries: {max: 0}}
   down: {type: openai, base_url: "{{UP}}", api_key: upstream-secret, retries: {max: 0}}
+  up2: {type: openai, base_url: "{{UP}}", api_key: upstream-secret, retries: {max: 0}}
 models:
   demo: {backend: offline}
   gpt: {backend: up, upstream_model: gpt-4o}
   broken: {backend: down, upstream_model: broken}
   flaky: {backend: down, upstream_model: broken, fallbacks: [gpt]}
+  pooled:
+    deployments: [{backend: up, upstream_model: gpt-4o}, {backend: up2, upstream_model: gpt-4o}]
+    affinity: prefix
 keys:
   alice: {key: sk-alice, models: ["*"]}
   agent: {key: sk-agent, models: ["demo"], tools: [clock]}
@@ -425,7 +429,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 
 	// The traffic goes twice, with a scrape in between, so that the dashboard's rates have
 	// two samples to work with.
-	const perRound = 9
+	const perRound = 11
 	round := func() {
 		complete("mock", alice, params("demo", "one two three"), 200)
 		stream("mock stream", alice, params("demo", "four five"))
@@ -434,7 +438,10 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 		complete("fallback", alice, params("flaky", "What is 4200 + 42?"), 200)
 		complete("server-side tool loop", agent, params("demo", "what does the clock say"), 200)
 		complete("upstream error", alice, params("broken", "hi"), 500)
-		s.timed += 7 // every request above reached its route, the failed one too
+		// Twice the same conversation: affinity keeps it on deployment up (a miss, then hits).
+		complete("deployments", alice, params("pooled", "What is 4200 + 42?"), 200)
+		complete("deployments again", alice, params("pooled", "What is 4200 + 42?"), 200)
+		s.timed += 9 // every request above reached its route, the failed one too
 		complete("bad key", client("sk-mallory"), params("demo", "hi"), 401)
 		complete("unknown model", alice, params("nope", "hi"), 404)
 	}
@@ -487,7 +494,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 			"request durations":              {"": s.timed},
 			"request duration +Inf bucket":   {"": s.timed},
 			"times to first token":           {"": s.streamsWithTokens},
-			"upstream attempts":              {"up/200": 2 * 3, "down/500": 2 * 2}, // per round: gpt twice, the fallback; broken, flaky
+			"upstream attempts":              {"up/200": 2 * 5, "down/500": 2 * 2}, // per round: gpt twice, the fallback, pooled twice; broken, flaky
 			"upstream retries and fallbacks": {"up/fallback": 2},                   // labelled with the backend fallen back to
 			"tool calls":                     {"clock/ok": 2},
 			"tool durations":                 {"clock": 2},

@@ -43,7 +43,7 @@ type Metrics struct {
 	// model_requests, model_tokens, model_concurrent).
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
-	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready
+	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// Ledger are the usage ledger's (metrics/ledger.go).
 	Ledger Ledger
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
@@ -52,6 +52,25 @@ type Metrics struct {
 	// because the backend's allowed_betas do not list them. The label is the configured
 	// backend, never the client's beta name.
 	AnthropicBetasDropped *prometheus.CounterVec // backend
+	// Circuits are the circuit breakers' state and transitions (breaker.go).
+	Circuits Circuits
+	// Continuation holds the mid-stream continuation collectors (continuation.go).
+	Continuation
+	// DeploymentSelected counts deployments chosen for an attempt; via is balance (the
+	// strategy chose) or affinity (the conversation's deployment).
+	DeploymentSelected *prometheus.CounterVec // model, deployment, via
+	// DeploymentAttempts counts attempts on a deployment by outcome: ok, error (5xx,
+	// timeout, connection, credential), rate_limited (429: it rests until Retry-After)
+	// or client_error (the request's fault).
+	DeploymentAttempts *prometheus.CounterVec // model, deployment, outcome
+	// DeploymentFirstEvent is an attempt's time to its first event (the whole answer when
+	// not streamed), what balance latency's EWMA follows.
+	DeploymentFirstEvent *prometheus.HistogramVec // model, deployment
+	// DeploymentHealthy is 1 while a deployment is taken, 0 after its health refused it
+	// or its last attempt failed or was rate limited.
+	DeploymentHealthy *prometheus.GaugeVec // model, deployment
+	// DeploymentAffinity counts requests of models with affinity: hit or miss.
+	DeploymentAffinity *prometheus.CounterVec // model, result
 
 	series seriesCaches // series.go
 }
@@ -127,7 +146,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		LogLinesDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_log_lines_dropped_total", Help: "Log lines dropped because the log output (stderr) fell behind by more than the gateway buffers.",
 		}),
+		Continuation: newContinuation(),
 	}
+	reg.MustRegister(m.Continuation.collectors()...)
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
 		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.FallbackAnswers, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
@@ -135,6 +156,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Ledger = newLedger(reg)
+	m.Circuits = newCircuits(reg)
+	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
 	return m

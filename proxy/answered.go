@@ -34,7 +34,7 @@ func (c *requestRun) noteAnswered(w any) {
 		r = c.route
 	}
 	c.answeredBy = r
-	if r == c.route {
+	if r.of() == c.route {
 		return
 	}
 	if m, ok := w.(modelSetter); ok {
@@ -52,7 +52,7 @@ func (c *requestRun) answerHeaders(h *fasthttp.ResponseHeader) {
 	if headerSafe(r.name) { // a direct route's name is the client's: it may hold anything
 		h.Set(headerModel, r.name)
 	}
-	if r != c.route {
+	if r.of() != c.route {
 		h.Set(headerFallback, "1")
 		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
 	}
@@ -76,5 +76,5 @@ func (c *requestRun) answeredModel() (string, bool) {
 	if c.answeredBy == nil {
 		return "", false
 	}
-	return clip(c.answeredBy.name, maxLoggedString), c.answeredBy != c.route
+	return clip(c.answeredBy.name, maxLoggedString), c.answeredBy.of() != c.route
 }

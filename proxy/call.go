@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -36,11 +37,22 @@ type modelCall struct {
 	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
-	// be retried, because the client has seen part of an answer.
+	// be retried, because the client has seen part of an answer; it may be continued
+	// (resume, continuation.go).
 	sent bool
+	// resume records what a streamed turn showed the client, to continue it after a
+	// failure; room is the event it shows instead of one it edits.
+	resume resume
+	room   translate.Event
+	// tries is the number of the running attempt on its route, from 1 (tracedAttempt).
+	tries int
 	// at is the route of the running attempt, or of the last one: once an answer was
-	// accepted, the route that answered it (the route or one of its fallbacks).
-	at *route
+	// accepted, the route that answered it (the route or one of its fallbacks). reason is
+	// why at was tried if it is a fallback (fallbackOnError, ...).
+	at     *route
+	reason string
+	// accepted is set once the running attempt's upstream accepted it (a 2xx head).
+	accepted bool
 	// flush, when set, sends what the output buffered to the client; it is called after
 	// every upstream read (streaming outputs only).
 	flush func() error
@@ -100,6 +112,12 @@ type modelCall struct {
 	// capture_content (captureMax 0: nothing is captured).
 	captured   []byte
 	captureMax int
+	// affinity is the request's affinity key (0: none) and pin the backend a
+	// continuation must go to ("": any), for a model with deployments; firstAt and
+	// headersAt time the running attempt's first event and response head (deployments.go).
+	affinity           uint64
+	pin                string
+	firstAt, headersAt time.Time
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -130,9 +148,14 @@ func (c *modelCall) run(ctx context.Context, req *translate.Request, stream bool
 		c.countFn = c.countEvent
 	}
 	c.meter.prompt = req
-	return c.withRetries(ctx, func(ctx context.Context, r *route) error {
+	c.startResume(req, stream)
+	err := c.withRetries(ctx, func(ctx context.Context, r *route) error {
 		return c.translated(ctx, req, r, stream, emit)
 	})
+	if err != nil && c.sent && c.resume.on {
+		err = c.continueTurn(ctx, req, emit, err)
+	}
+	return err
 }
 
 // translated runs one attempt of run on route r.
@@ -180,6 +203,18 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	if err := c.showing(); err != nil {
 		return err
 	}
+	if c.firstAt.IsZero() {
+		c.firstAt = time.Now()
+	}
+	if c.resume.on {
+		// A continuation's events it does not show (the text the client has) still end
+		// the wait for a first event (showing, above).
+		shown, err := c.resume.pass(ev, &c.room)
+		if shown == nil || err != nil {
+			return err
+		}
+		ev = shown
+	}
 	c.sent = true
 	c.chat.Event(ev)
 	return c.emit(ev)
@@ -209,20 +244,25 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 // withRetries runs attempt on the route, retrying, then on each fallback route.
 // The request's deadline (route.requestTimeout) bounds them all: an attempt's wait for
 // headers ends at it, no backoff or fallback starts after it, and its passing is the
-// request's error (requestTimeout) unless part of an answer reached the client.
+// request's error (requestTimeout) unless part of an answer reached the client. A route
+// whose circuit is open is skipped without an attempt (breaker.go); an error that says the
+// request is over the model's context window goes to the model's context_fallbacks
+// instead of its fallbacks.
 func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
 	c.sent = false
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
 		c.deadline = time.Now().Add(c.route.requestTimeout)
 	}
-	routes := []*route{c.route}
+	routes := []*route{c.route} // on the stack: no call may take it (it would escape)
 	for _, fb := range c.route.fallbacks {
 		if r, ok := c.rt.routes[fb]; ok {
 			routes = append(routes, r)
 		}
 	}
 	var last error
-	for i, r := range routes {
+	reason, contextTried := fallbackOnError, false
+	for i := 0; i < len(routes); i++ {
+		r := routes[i]
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
@@ -230,6 +270,11 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 			// The key's model allowlist holds for fallbacks too.
 			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
 			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			continue
+		}
+		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
+			// An open circuit's route is not tried (a held one is, when nothing follows it).
+			last, reason = c.skipCircuit(r, v), fallbackOnCircuit
 			continue
 		}
 		if i > 0 {
@@ -243,18 +288,31 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if i > 0 {
 			c.fallbacks++
 			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
+			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
-		c.at = r
-		last = c.attempts(ctx, r, attempt)
+		c.at, c.reason = r, reason
+		last = c.attemptsOn(ctx, r, attempt)
 		if last == nil || c.sent || ctx.Err() != nil {
 			return last
 		}
 		if c.expired() {
 			return c.requestTimeout(last)
 		}
+		reason = fallbackOnError
+		if ue := upstream.AsError(last); ue != nil && ue.Code == "upstream_circuit_open" {
+			reason = fallbackOnCircuit // every deployment of r is open (deploymentsOpen)
+		}
 		if !upstream.Retryable(last) {
-			return last
+			if contextTried || !c.contextExceeded(c.at, last) { // c.at: the deployment that said it
+				return last
+			}
+			// Over the model's context window: its context_fallbacks, and nothing else.
+			routes, reason, contextTried = routes[:i+1], fallbackOnContext, true
+			for _, fb := range c.route.contextFallbacks {
+				if r, ok := c.rt.routes[fb]; ok {
+					routes = append(routes, r)
+				}
+			}
 		}
 	}
 	return last
@@ -282,13 +340,13 @@ func (c *modelCall) requestTimeout(last error) error {
 // its own span with its usage counted (tracedAttempt); a failure after the client saw
 // part of an answer is not retried, nor a silent upstream (upstream.TimedOut) unless the
 // backend's retries.on_timeout is retry, nor one whose backoff would outlast the
-// request's deadline.
+// request's deadline, nor one whose circuit its failure opened.
 func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	b := r.backend
 	return b.retries.Do(ctx, func(ctx context.Context, attempt int) error {
 		return c.tracedAttempt(ctx, r, attempt, try) // counted, in a client span
 	}, func(attempt int, delay time.Duration, err error) bool {
-		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) {
+		if c.sent || (!b.retryTimeouts && upstream.TimedOut(err)) || c.circuitOpen(r) {
 			return false
 		}
 		if !c.deadline.IsZero() && time.Now().Add(delay).After(c.deadline) {
@@ -303,8 +361,11 @@ func (c *modelCall) attempts(ctx context.Context, r *route, try func(context.Con
 // counted runs one attempt and adds the usage it reported to the request's.
 func (c *modelCall) counted(ctx context.Context, r *route, try func(context.Context, *route) error) error {
 	c.meter.reset()
+	c.accepted = false
 	defer c.countUsage(r)
-	return try(ctx, r)
+	err := try(ctx, r)
+	c.recordCircuit(r, err)
+	return err
 }
 
 // decode reads the answer of x, streamed or whole (opts.Stream), as events for emit.
@@ -326,8 +387,16 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 		return err
 	}
 	dec := b.provider.NewStreamDecoder(opts)
-	err = b.client.Pump(ctx, body, c.reads, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
-		c.flush, func() error { return dec.Close(emit) })
+	c.resume.malformed = 0
+	err = b.client.Pump(ctx, body, c.reads, func(typ, data []byte) error {
+		if err := dec.Event(typ, data, emit); err != nil {
+			if errors.Is(err, translate.ErrMalformedEvent) {
+				return c.skipMalformed(b, err) // one unreadable event: the stream goes on
+			}
+			return err
+		}
+		return nil
+	}, c.flush, func() error { return dec.Close(emit) })
 	// The stream ended early (the client left, the upstream failed): count what the
 	// upstream had reported, which Close would have emitted.
 	c.meter.noteUsageSoFar(dec, err)
@@ -350,7 +419,9 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	}
 	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
-	took := time.Since(start)
+	c.accepted = err == nil
+	c.headersAt = time.Now()
+	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
 	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
@@ -431,11 +502,13 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
+	c.tries = attempt + 1
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
-		Model: r.upstreamModel, Number: attempt + 1, Fallback: r != c.route, BaseURL: r.backend.baseURL, Operation: c.operation})
+		Model: r.upstreamModel, Number: attempt + 1, Fallback: r.of() != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r),
+		Operation: c.operation})
 	err := c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil
@@ -512,7 +585,7 @@ func (c *modelCall) armFirst(r *route) {
 // attempt's timeout error when its first-event bound passed first (too late: the attempt
 // is failing over), else nil, the event being shown.
 func (c *modelCall) showing() error {
-	if !c.sent && c.first != nil && !c.first.shown() {
+	if !c.sent && c.first != nil && !c.first.shown() && c.first.timedOut() {
 		return c.first.err
 	}
 	return nil

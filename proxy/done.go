@@ -45,6 +45,8 @@ type requestDone struct {
 	// says "answered_model" and "fallback":true.
 	answered string
 	fallback bool
+	// deployment is the deployment that answered, for a model with deployments ("": none).
+	deployment string
 }
 
 // record counts, observes and logs d.
@@ -80,6 +82,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.api == apiEmbeddings { // the other APIs' lines stay as they were
 		a = append(a, slog.String("api", d.api))
 	}
+	if d.deployment != "" {
+		a = append(a, slog.String("deployment", d.deployment))
+	}
 	return a
 }
 
@@ -106,6 +111,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.api == apiEmbeddings {
 		b = append(b, `,"api":"embeddings"`...)
+	}
+	if d.deployment != "" {
+		b = logjson.AppendString(append(b, `,"deployment":`...), d.deployment)
 	}
 	return b
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits"
@@ -64,6 +65,8 @@ type gatewayOptions struct {
 	limiter limits.Limiter
 	// tracer records spans; nil is tracing off.
 	tracer *telemetry.Tracer
+	// health is the deployments' circuit breaker; nil: every deployment is healthy.
+	health balance.Health
 }
 
 // startGateway parses yaml (with "{{NAME}}" placeholders replaced from vars) and serves
@@ -95,6 +98,7 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 		Tools:    o.tools,
 		Limiter:  o.limiter,
 		Tracer:   o.tracer,
+		Health:   o.health,
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/limits"
 	"github.com/agate-gateway/agate/telemetry"
@@ -63,4 +64,18 @@ func TelemetryOptions(t config.Telemetry) telemetry.Options {
 // reserve_output_tokens are the server's, not the limiter's).
 func LimiterOptions(st config.State) limits.Options {
 	return limits.Options{Store: st.Type, URL: st.URL, KeyPrefix: st.KeyPrefix, Timeout: st.Timeout}
+}
+
+// DeploymentSpecs returns package balance's specs of a model's deployments; a price is
+// its input plus output USD per million tokens (balance cost).
+func DeploymentSpecs(ds []config.Deployment) []balance.Spec {
+	specs := make([]balance.Spec, len(ds))
+	for i, d := range ds {
+		specs[i] = balance.Spec{Name: d.Name(), Weight: d.Weight, Priority: d.Priority, MaxConns: d.MaxConns,
+			RequestsPerMinute: int64(d.Limits.RequestsPerMinute), TokensPerMinute: int64(d.Limits.TokensPerMinute)}
+		if d.Price != nil {
+			specs[i].Price, specs[i].Priced = d.Price.Input+d.Price.Output, true
+		}
+	}
+	return specs
 }

@@ -156,6 +156,9 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 		d.ttft = c.firstT.Sub(c.start)
 	}
 	d.answered, d.fallback = c.answeredModel()
+	if c.answeredBy != nil {
+		d.deployment = c.answeredBy.deployment
+	}
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
 	c.toLedger(ledgerStatus(ctx, code), stream, now)
 	if conn, ok := answerConn(ctx); ok && c.span == nil {
@@ -178,10 +181,11 @@ func (c *requestRun) responseID() string {
 // Reset empties c for its next request (Server.runs): nothing of the request it served
 // stays reachable through it.
 func (c *requestRun) Reset() {
-	// The two func values close over c itself, so they stay right for its next request.
-	toOut, countFn := c.toOut, c.ownCall.countFn
+	// The two func values close over c itself, so they stay right for its next request;
+	// the continuation's text buffer is emptied when its next turn starts (startResume).
+	toOut, countFn, said := c.toOut, c.ownCall.countFn, c.ownCall.resume.said
 	*c = requestRun{}
-	c.toOut, c.ownCall.countFn = toOut, countFn
+	c.toOut, c.ownCall.countFn, c.ownCall.resume.said = toOut, countFn, said
 }
 
 // releaseScratch gives the memory c.req was parsed into, and the Assembler of a chat

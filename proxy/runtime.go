@@ -35,6 +35,10 @@ type runtime struct {
 	// (see missingCredential): their models are not listed, and requests for them are
 	// refused without reaching the upstream.
 	noCredential map[string]bool
+	// circuits are the Server's circuit breakers (configureCircuits); nil: none.
+	circuits *circuits
+	// balancing is what models' deployments share (deployments.go).
+	balancing *balancing
 }
 
 // route is a resolved client-facing model.
@@ -48,10 +52,17 @@ type route struct {
 	maxTokens     int
 	promptCache   bool
 	fallbacks     []string
+	// contextFallbacks are tried only when an attempt says the request is over the
+	// model's context window (translate.ContextExceeded).
+	contextFallbacks []string
+	// circuit is the key of the deployment's circuit breaker; "" for none (breaker.go).
+	circuit string
 	// requestTimeout bounds a request to this route, its retries and fallbacks included
 	// (timeouts.request: the model's, else its backend's); firstToken bounds the wait for
 	// a stream's first event (zero: none).
 	requestTimeout, firstToken time.Duration
+	// continuation is what a streamed answer that failed midway becomes (continuation.go).
+	continuation contMode
 	// limited is set when the route is a configured model, whose limits are rate
 	// (limitRequest).
 	limited bool
@@ -59,6 +70,12 @@ type route struct {
 	// scripted answers instead of the backend's provider: a mock model's script
 	// (models.<name>.script); nil for none.
 	scripted localProvider
+	// deploy is the model's deployments; nil for one backend. A deployment's own route
+	// (deploy.routes) names it in deployment ("<backend>/<upstream_model>") and its
+	// model's route in model.
+	deploy     *deployments
+	deployment string
+	model      *route
 }
 
 // local returns the in-process provider that answers r, or nil when an upstream does:
@@ -119,20 +136,35 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		}
 		rt.backends[name] = b
 	}
+	var prevBalancing *balancing
+	if prev != nil {
+		prevBalancing = prev.balancing
+	}
+	var err error
+	if rt.balancing, err = newBalancing(cfg, prevBalancing); err != nil {
+		return nil, err
+	}
 	for name, mc := range cfg.Models {
 		b := rt.backends[mc.Backend] // config validated that it exists
-		var fallbacks []string
+		var fallbacks, contextFallbacks []string
 		for _, fb := range mc.Fallbacks {
-			if !rt.noCredential[cfg.Models[fb].Backend] {
+			if rt.hasCredential(cfg.Models[fb]) {
 				fallbacks = append(fallbacks, fb)
+			}
+		}
+		for _, fb := range mc.ContextFallbacks {
+			if !rt.noCredential[cfg.Models[fb].Backend] {
+				contextFallbacks = append(contextFallbacks, fb)
 			}
 		}
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
-			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken}
+			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
+			continuation: continuationOf(b, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel)}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}
+		rt.routes[name].deploy = rt.newDeployments(name, mc, rt.routes[name], prev)
 	}
 	names := make([]string, 0, len(cfg.Keys))
 	for n := range cfg.Keys {
@@ -308,9 +340,11 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request}
+			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
+				continuation: continuationOf(b, "")}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
 				r.limited, r.rate = true, rate(mc.Limits)
+				r.continuation = continuationOf(b, mc.Continuation)
 				r.requestTimeout = cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request)
 			}
 			return rt.usable(model, r)

@@ -76,6 +76,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
+	c.noteAffinity(ctx)
 	c.call.spend = &c.limits
 	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
 		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())

@@ -24,6 +24,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/ledger"
@@ -72,6 +73,14 @@ type Options struct {
 	// tokens with (the Entra ID authority, Google's token endpoint, AWS STS and metadata
 	// endpoints); nil means each library's default.
 	CredentialClient *http.Client
+	// Clock is the circuit breakers' time (theirs as the deployments' Health too); nil means
+	// time.Now (tests inject one).
+	Clock func() time.Time
+	// Health says which deployments of models with deployments may be called, keyed
+	// "<backend>/<upstream_model>", and is told each attempt's outcome; nil means the
+	// Server's circuit breakers (the same circuits that guard models of one backend:
+	// one mechanism). Kept across Apply.
+	Health balance.Health
 }
 
 // Server is the gateway's HTTP server. Its configuration can be replaced at run time with
@@ -154,6 +163,8 @@ type Server struct {
 	adminSrv   *fasthttp.Server
 	stopKeys   chan struct{}
 	keysDone   chan struct{}
+	// circuits are the circuit breakers of the deployments; they outlive reloads.
+	circuits *circuits
 }
 
 // New builds a server for opts.Config.
@@ -165,7 +176,13 @@ func New(opts Options) (*Server, error) {
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.cloud = cloudEnv{client: opts.CredentialClient}
-	rt, err := buildRuntime(opts.Config, nil, logger, s.cloud)
+	// The first runtime has no predecessor but the health its deployments share: the
+	// circuit breakers (openCircuits, below, before any request) unless opts names one.
+	health := opts.Health
+	if health == nil {
+		health = circuitHealth{s}
+	}
+	rt, err := buildRuntime(opts.Config, &runtime{balancing: &balancing{health: health}}, logger, s.cloud)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +196,8 @@ func New(opts Options) (*Server, error) {
 	if s.responses, err = s.newResponseStore(opts.Config); err != nil {
 		return nil, err
 	}
+	s.openCircuits(opts)
+	s.configureCircuits(rt, nil)
 	s.rt.Store(rt)
 	if err := s.openLedger(opts); err != nil {
 		s.closeLimiter()
@@ -279,6 +298,7 @@ func (s *Server) Apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	s.configureCircuits(rt, s.rt.Load())
 	prev := s.rt.Swap(rt)
 	if cfg.Log.UnsafeTransportErrors && !prev.cfg.Log.UnsafeTransportErrors && s.srv.SecureErrorLogMessage {
 		s.logger.Warn("config reload: log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart")
@@ -352,6 +372,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancelAll()
 	s.Settle() // connections a timed-out shutdown left open keep records too
+	s.circuits.set.Close()
 	s.closeLimiter()
 	s.closeAdmin()
 	s.closeLedger() // after Settle: every record is queued

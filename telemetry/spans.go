@@ -59,6 +59,7 @@ const (
 	attrRoute           = attribute.Key("agate.route")
 	attrAttempt         = attribute.Key("agate.attempt")
 	attrFallback        = attribute.Key("agate.fallback")
+	attrFallbackReason  = attribute.Key("agate.fallback.reason")
 	attrToolOutcome     = attribute.Key("agate.tool.outcome")
 	attrToolCacheHit    = attribute.Key("agate.tool.cache_hit")
 )
@@ -168,6 +169,9 @@ type Attempt struct {
 	// Number counts the attempts on this route, from 1; Fallback marks a fallback route.
 	Number   int
 	Fallback bool
+	// FallbackReason, on a fallback, is why the gateway went to it (error, circuit_open:
+	// the route before was skipped, context_length); recorded as agate.fallback.reason.
+	FallbackReason string
 	// BaseURL is the backend's base URL; only its host and port are recorded.
 	BaseURL string
 	// Operation is gen_ai.operation.name, which also starts the span's name; "" is "chat".
@@ -201,6 +205,9 @@ func (t *Tracer) StartChat(ctx context.Context, a Attempt) (context.Context, *Ch
 	attrs := []attribute.KeyValue{attrOperation.String(a.Operation), attrProvider.String(ProviderName(a.Type)),
 		attrRequestModel.String(a.Model), attrBackend.String(a.Backend), attrRoute.String(a.Route),
 		attrAttempt.Int(a.Number), attrFallback.Bool(a.Fallback)}
+	if a.Fallback && a.FallbackReason != "" {
+		attrs = append(attrs, attrFallbackReason.String(a.FallbackReason))
+	}
 	attrs = append(attrs, serverAddress(a.BaseURL)...)
 	ctx, span := t.tracer.Start(ctx, a.Operation+" "+a.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c := &Chat{span: span, start: time.Now(), capture: t.capture}

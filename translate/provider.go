@@ -26,7 +26,12 @@ type Provider interface {
 // is not safe for concurrent use.
 type StreamDecoder interface {
 	// Event decodes one SSE event: its type ("" when the event had no event: field) and
-	// its data. A malformed event is an error, never silently skipped.
+	// its data. An event whose data cannot be read at all (not JSON) is an error that
+	// matches ErrMalformedEvent (MalformedEvent), the decoder's state left as it was:
+	// the caller may skip it explicitly (counted and logged), and the stream goes on
+	// with the next event. Every other malformed event (a known event in the wrong place
+	// or missing what it must carry) is an error after which the stream cannot be
+	// followed; a decoder never skips anything silently.
 	Event(typ, data []byte, emit Emit) error
 	// Close ends the stream. It emits the terminal events (usage, finish) exactly once and
 	// returns an error wrapping ErrUpstream if the stream ended before it was complete.

@@ -38,6 +38,8 @@ type Options struct {
 	// CredentialClient is proxy.Options.CredentialClient: the HTTP client of the cloud
 	// backends' token fetches (one that trusts a fake TLS authority).
 	CredentialClient *http.Client
+	// Clock is passed to proxy.New (the circuit breakers' time); nil is time.Now.
+	Clock func() time.Time
 }
 
 // Gateway is a gateway serving on a loopback port until the test ends.
@@ -119,7 +121,7 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 		g.Tools = reg
 	}
 	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer, Ledger: o.Ledger,
-		CredentialClient: o.CredentialClient}
+		CredentialClient: o.CredentialClient, Clock: o.Clock}
 	if g.Tools != nil { // a nil *tools.Registry in the ToolSet interface would not be nil
 		opts.Tools = g.Tools
 	}

@@ -438,3 +438,10 @@ func anthropicMalformed(what string, data []byte) *translate.UpstreamError {
 		Message: "decoding anthropic " + what + ": not valid JSON" + anthropicSnippet(data),
 	}
 }
+
+// ContextExceeded implements translate.ContextLimit: Anthropic says it with a 400
+// invalid_request_error whose message starts "prompt is too long" (recorded:
+// testdata/fixtures/anthropic/errors/), there being no code of its own.
+func (anthropicProvider) ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && e.Code == "invalid_request_error" && strings.HasPrefix(e.Message, "prompt is too long")
+}

@@ -15,7 +15,7 @@ const (
 	anthropicAwaitStart anthropicPhase = iota // before message_start
 	anthropicInMessage                        // between message_start and message_stop
 	anthropicStopped                          // message_stop seen
-	anthropicFailed                           // an error event or a malformed event
+	anthropicFailed                           // an error event, or an event out of place (an unreadable one leaves the phase)
 	anthropicClosed                           // Close has run
 )
 
@@ -110,8 +110,8 @@ func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
 	// One pass checks the event and reads the members any event type needs.
 	var m anthropicMembers
 	root, ok := sc.RootMembers([]string{"type", "index", "delta", "content_block", "message", "usage"}, m[:])
-	if !ok {
-		return d.fail(anthropicMalformed("event", data))
+	if !ok { // unreadable: the state is untouched, and the caller may skip it
+		return translate.MalformedEvent(anthropicMalformed("event", data))
 	}
 	typ := m[0]
 	if typ.Kind != jsonx.String {

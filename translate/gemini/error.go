@@ -116,3 +116,11 @@ func geminiSnippet(s string) string {
 	}
 	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "..."
 }
+
+// ContextExceeded implements translate.ContextLimit: Gemini says it with a 400
+// INVALID_ARGUMENT whose message says the input token count "exceeds the maximum number of
+// tokens allowed" (recorded: testdata/fixtures/gemini/errors/), there being no reason code
+// of its own.
+func (geminiProvider) ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && e.Code == "invalid_argument" && strings.Contains(e.Message, "exceeds the maximum number of tokens")
+}

@@ -91,7 +91,7 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 	data := strings.Trim(raw, " \t\n\r")
 	if !strings.HasPrefix(data, "{") {
 		if !jsonx.Valid(raw) {
-			return geminiNotJSON(raw)
+			return translate.MalformedEvent(geminiNotJSON(raw))
 		}
 		return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not a JSON object: " + geminiSnippet(data)}
 	}
@@ -147,8 +147,8 @@ func (d *geminiStream) chunk(raw string, emit translate.Emit) error {
 		}
 		return sc.Skip()
 	}) && sc.AtEnd()
-	if !valid {
-		return geminiNotJSON(raw)
+	if !valid { // nothing was emitted nor changed: the caller may skip it
+		return translate.MalformedEvent(geminiNotJSON(raw))
 	}
 	if failure.Kind != jsonx.Missing {
 		failed := geminiError(sc, 0, failure)
@@ -285,7 +285,7 @@ func fastTextCandidates(sc *jsonx.Scanner, cands, text *jsonx.Value) (matched, o
 	return true, true
 }
 
-func geminiNotJSON(data string) error {
+func geminiNotJSON(data string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding gemini event: not valid JSON: " + geminiSnippet(data)}
 }
 

@@ -283,8 +283,8 @@ func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
 	sc := &d.sc
 	sc.Reset(jsonx.View(data))
 	root, ok := sc.Root()
-	if !ok {
-		return upstreamMalformed("openai", data)
+	if !ok { // unreadable: the state is untouched, and the caller may skip it
+		return translate.MalformedEvent(upstreamMalformed("openai", data))
 	}
 	if e := sc.Get(root, "error"); e.Exists() {
 		ue := openAIError(sc, 500, e)
@@ -575,4 +575,10 @@ func upstreamMalformed(provider string, data []byte) *translate.UpstreamError {
 func streamFlag(sc *jsonx.Scanner) bool {
 	root, _ := sc.Root()
 	return sc.Get(root, "stream").Kind == jsonx.True
+}
+
+// ContextExceeded implements translate.ContextLimit: OpenAI's 400 with the code
+// context_length_exceeded (recorded: testdata/fixtures/openai-chat/errors/).
+func (openAIChat) ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && e.Code == "context_length_exceeded"
 }

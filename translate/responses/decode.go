@@ -270,3 +270,9 @@ func reasoningBlock(sc *jsonx.Scanner, item jsonx.Value) *translate.ThinkingBloc
 	}
 	return b
 }
+
+// ContextExceeded implements translate.ContextLimit: the Responses API's error code
+// context_length_exceeded, as chat completions says it.
+func (responsesProvider) ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && e.Code == "context_length_exceeded"
+}

@@ -177,8 +177,8 @@ func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 	var root jsonx.Value
 	if !fastDelta(sc, &m) {
 		var ok bool
-		if root, ok = sc.RootMembers(responsesMemberNames[:], m[:]); !ok {
-			return d.malformed(typ, "not valid JSON")
+		if root, ok = sc.RootMembers(responsesMemberNames[:], m[:]); !ok { // the state is untouched: the caller may skip it
+			return translate.MalformedEvent(d.malformed(typ, "not valid JSON"))
 		}
 	}
 	if len(typ) == 0 {
@@ -266,7 +266,7 @@ func (d *responsesStream) Event(typ, data []byte, emit translate.Emit) error {
 	return nil
 }
 
-func (d *responsesStream) malformed(typ []byte, what string) error {
+func (d *responsesStream) malformed(typ []byte, what string) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: 502, Type: "api_error",
 		Message: fmt.Sprintf("decoding responses event %q: %s", typ, what)}
 }
