@@ -40,6 +40,9 @@ func (p bedrockProvider) Path(model string, stream bool) string {
 	return "/model/" + converse.EscapeModel(model) + "/invoke"
 }
 
+// embedder is Bedrock's embedding models' InvokeModel (embedSource).
+func (bedrockProvider) embedder() translate.Embedder { return converse.Embedder{} }
+
 // Headers are none: the credential is the signer's (cloudauth.AWS).
 func (bedrockProvider) Headers(string) []translate.Header { return nil }
 

@@ -107,7 +107,19 @@ type cloudProvider struct {
 	// apiKeyHeader, when set, carries the backend's api_key (Azure's api-key); else the
 	// request is authenticated by the backend's signer alone.
 	apiKeyHeader string
+	// embed is the cloud's embeddings (embedSource); nil when it has none.
+	embed translate.Embedder
 }
+
+func (p cloudProvider) embedder() translate.Embedder { return p.embed }
+
+// pathEmbedder is an Embedder under a cloud's path.
+type pathEmbedder struct {
+	translate.Embedder
+	path func(upstreamModel string) string
+}
+
+func (p pathEmbedder) EmbedPath(upstreamModel string) string { return p.path(upstreamModel) }
 
 func (p cloudProvider) Path(upstreamModel string, stream bool) string {
 	return p.path(upstreamModel, stream)
@@ -144,6 +156,15 @@ func azureProvider(bc config.Backend) translate.Provider {
 		p.apiKeyHeader = "api-key"
 	}
 	version := url.QueryEscape(a.APIVersion)
+	// Embeddings are OpenAI's on the resource's embedding deployments, whichever API its
+	// chat deployments speak.
+	embed := pathEmbedder{Embedder: openai.New().(translate.Embedder), path: func(string) string { return "/openai/v1/embeddings" }}
+	if version != "" {
+		embed.path = func(model string) string {
+			return "/openai/deployments/" + url.PathEscape(model) + "/embeddings?api-version=" + version
+		}
+	}
+	p.embed = embed
 	switch {
 	case a.API == "responses":
 		p.Provider = responses.New()
@@ -175,6 +196,7 @@ func vertexProvider(bc config.Backend) translate.Provider {
 		stream, whole = ":streamRawPredict", ":rawPredict"
 	} else {
 		prefix += "google/models/"
+		p.embed = gemini.VertexEmbedder{Prefix: prefix}
 	}
 	p.path = func(model string, streamed bool) string {
 		if streamed {

@@ -72,8 +72,8 @@ func (e *embedRun) prepare() error {
 	c.call.operation = apiEmbeddings
 	c.span.SetOperation(apiEmbeddings)
 	for _, r := range e.routes() {
-		if !embeds(r.backend) {
-			return translate.Errorf("model", "model %s is served by backend %s (type %s), which cannot embed", r.name, r.backend.name, r.backend.typ)
+		if !embeds(r) {
+			return translate.Errorf("model", "model %s is served by backend %s (type %s), which cannot embed %s", r.name, r.backend.name, r.backend.typ, r.upstreamModel)
 		}
 	}
 	e.pass = allBackends(c, "openai")
@@ -95,18 +95,34 @@ func (e *embedRun) routes() []*route {
 	return rs
 }
 
-// embeds reports whether backend b can answer embeddings.
-func embeds(b *backend) bool {
-	if _, ok := b.provider.(localEmbedder); ok {
+// embeds reports whether route r's backend can answer embeddings of its upstream model.
+func embeds(r *route) bool {
+	if _, ok := r.backend.provider.(localEmbedder); ok {
 		return true
 	}
-	_, ok := b.provider.(translate.Embedder)
-	return ok
+	em := embedderOf(r.backend.provider)
+	return em != nil && (em.EmbedLimits(r.upstreamModel) != translate.EmbedLimits{})
+}
+
+// embedSource is a provider whose embeddings are not its dialect's own but its
+// backend's: a cloud's (azure, vertex, bedrock), whose embedding models speak a wire of
+// their own. embedder returns nil when the backend cannot embed.
+type embedSource interface {
+	embedder() translate.Embedder
+}
+
+// embedderOf returns provider p's Embedder, nil when it has none.
+func embedderOf(p translate.Provider) translate.Embedder {
+	if s, ok := p.(embedSource); ok {
+		return s.embedder()
+	}
+	em, _ := p.(translate.Embedder)
+	return em
 }
 
 // path is the model call's upstream path on route r (modelCall.pathFor).
 func (e *embedRun) path(r *route) string {
-	return r.backend.provider.(translate.Embedder).EmbedPath(r.upstreamModel)
+	return embedderOf(r.backend.provider).EmbedPath(r.upstreamModel)
 }
 
 func (e *embedRun) forwarder() forwarder                  { return nil }
@@ -152,16 +168,13 @@ func (e *embedRun) attempt(ctx context.Context, r *route) error {
 		call.meter.noteUsage(translate.Usage{PromptTokens: out.PromptTokens})
 		return nil
 	}
-	em := r.backend.provider.(translate.Embedder)
+	em := embedderOf(r.backend.provider)
 	opts := &translate.EmbedOptions{UpstreamModel: r.upstreamModel, TaskType: e.req.TaskType}
 	if mc, ok := e.c.rt.cfg.Models[r.name]; ok && opts.TaskType == "" && mc.Embeddings != nil {
 		opts.TaskType = mc.Embeddings.TaskType
 	}
-	inputs := e.req.Inputs
-	for batch := max(1, em.MaxEmbedBatch()); len(inputs) > 0; {
-		part := inputs[:min(batch, len(inputs))]
-		inputs = inputs[len(part):]
-		err := call.roundTrip(ctx, r, false, func(dst []byte, _ *translate.Options) ([]byte, error) {
+	err := em.EmbedLimits(r.upstreamModel).Batches(e.req.Inputs, func(part []translate.EmbedInput) error {
+		return call.roundTrip(ctx, r, false, func(dst []byte, _ *translate.Options) ([]byte, error) {
 			return em.AppendEmbedRequest(dst, e.req, part, opts)
 		}, func(x *upstream.Exchange, _ *translate.Options) error {
 			body, err := call.body.Answer(ctx, x, r.backend.name)
@@ -175,9 +188,9 @@ func (e *embedRun) attempt(ctx context.Context, r *route) error {
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 	if e.out.PromptTokens > 0 {
 		call.meter.noteUsage(translate.Usage{PromptTokens: e.out.PromptTokens})

@@ -58,14 +58,50 @@ type EmbedInput struct {
 func (r *EmbedRequest) EstimateTokens() int {
 	n := 0
 	for i := range r.Inputs {
-		in := &r.Inputs[i]
-		if r.Tokens {
-			n += len(in.Tokens)
-			continue
-		}
-		n += max(1, (len(in.Text)+3)/4)
+		n += r.Inputs[i].EstimateTokens()
 	}
 	return n
+}
+
+// EstimateTokens is one input's share of EmbedRequest.EstimateTokens: its token ids, or
+// a token per four bytes of its text (at least one).
+func (in *EmbedInput) EstimateTokens() int {
+	if in.Tokens != nil {
+		return len(in.Tokens)
+	}
+	return max(1, (len(in.Text)+3)/4)
+}
+
+// EmbedLimits bound one upstream embeddings request (Embedder.EmbedLimits).
+type EmbedLimits struct {
+	// Inputs is the most inputs one request may carry (at least one).
+	Inputs int
+	// Tokens is the most input tokens (estimated, EmbedInput.EstimateTokens) one request
+	// may carry, all inputs together; zero is no bound. An input over it alone is sent
+	// alone, for the upstream to truncate or refuse.
+	Tokens int
+}
+
+// Batches splits inputs into consecutive batches within l, in order, calling send with
+// each; it stops at send's first error and returns it.
+func (l EmbedLimits) Batches(inputs []EmbedInput, send func(batch []EmbedInput) error) error {
+	most := max(1, l.Inputs)
+	for len(inputs) > 0 {
+		n, tokens := 0, 0
+		for n < len(inputs) && n < most {
+			t := inputs[n].EstimateTokens()
+			if n > 0 && l.Tokens > 0 && tokens+t > l.Tokens {
+				break
+			}
+			tokens += t
+			n++
+		}
+		if err := send(inputs[:n]); err != nil {
+			return err
+		}
+		inputs = inputs[n:]
+	}
+	return nil
 }
 
 // Embeddings is an embeddings answer: one vector an input, in the inputs' order, and the
@@ -85,15 +121,15 @@ type EmbedOptions struct {
 }
 
 // Embedder is the optional side of a Provider whose upstream embeds text. The proxy
-// splits a request's inputs into batches of at most MaxEmbedBatch, sends each to
+// splits a request's inputs into batches within EmbedLimits, sends each to
 // EmbedPath with the body AppendEmbedRequest wrote, and joins the vectors
 // DecodeEmbeddings appended, in order. Upstream errors are the Provider's DecodeError.
 type Embedder interface {
 	// EmbedPath returns what to append to the backend's base URL for an embeddings
 	// request to upstreamModel.
 	EmbedPath(upstreamModel string) string
-	// MaxEmbedBatch is the most inputs one upstream request may carry.
-	MaxEmbedBatch() int
+	// EmbedLimits are the bounds of one upstream request to upstreamModel.
+	EmbedLimits(upstreamModel string) EmbedLimits
 	// AppendEmbedRequest appends to dst the upstream request body for inputs, a batch of
 	// req.Inputs. Its errors are *ParamError values naming what the upstream cannot take.
 	AppendEmbedRequest(dst []byte, req *EmbedRequest, inputs []EmbedInput, opts *EmbedOptions) ([]byte, error)

@@ -25,8 +25,10 @@ func (geminiProvider) EmbedPath(upstreamModel string) string {
 	return "/v1beta/models/" + url.PathEscape(upstreamModel) + ":batchEmbedContents"
 }
 
-// MaxEmbedBatch is batchEmbedContents' limit, 100.
-func (geminiProvider) MaxEmbedBatch() int { return maxEmbedBatch }
+// EmbedLimits are batchEmbedContents': 100 requests.
+func (geminiProvider) EmbedLimits(string) translate.EmbedLimits {
+	return translate.EmbedLimits{Inputs: maxEmbedBatch}
+}
 
 // AppendEmbedRequest writes a batchEmbedContents body. Gemini embeds text only: token-id
 // inputs are an error; user has no place and is left out.

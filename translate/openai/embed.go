@@ -20,8 +20,11 @@ const maxEmbedBatch = translate.MaxEmbedInputs
 // EmbedPath is /embeddings.
 func (openAIChat) EmbedPath(string) string { return "/embeddings" }
 
-// MaxEmbedBatch is OpenAI's limit, 2,048 inputs.
-func (openAIChat) MaxEmbedBatch() int { return maxEmbedBatch }
+// EmbedLimits are OpenAI's: 2,048 inputs (its token bound, 300,000 a request, is left
+// to the upstream's answer).
+func (openAIChat) EmbedLimits(string) translate.EmbedLimits {
+	return translate.EmbedLimits{Inputs: maxEmbedBatch}
+}
 
 // AppendEmbedRequest writes an embeddings request for inputs; task_type has no place in
 // OpenAI's and is left out.
