@@ -89,7 +89,9 @@ func TestCloudEmbedAnswers(t *testing.T) {
 		vectors func(raw []byte) [][]float64
 	}{
 		{"vertex-embeddings/predict-2-text-embedding-005.json", gemini.VertexEmbedder{}, 2, 10, func(raw []byte) [][]float64 {
-			var a struct{ Predictions []struct{ Embeddings struct{ Values []float64 } } }
+			var a struct {
+				Predictions []struct{ Embeddings struct{ Values []float64 } }
+			}
 			mustJSON(t, raw, &a)
 			var out [][]float64
 			for _, p := range a.Predictions {
