@@ -184,6 +184,8 @@ func startBedrockWith(t *testing.T, extra string, answer func(w http.ResponseWri
 models:
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
+  titan: {backend: aws, upstream_model: "amazon.titan-embed-text-v2:0"}
+  cohere: {backend: aws, upstream_model: "cohere.embed-english-v3"}
 keys:
   alice: {key: sk-alice, models: ["*"]}
 `, srv.URL, extra), gatewaytest.Options{})
