@@ -119,7 +119,7 @@ func TestExportedSeries(t *testing.T) {
 	}{
 		{name: "counter vector", series: "gateway_requests_total", want: []string{"api", "backend", "code", "key", "model", "stream"}},
 		{name: "histogram buckets", series: "gateway_time_to_first_token_seconds_bucket", want: []string{"backend", "le", "model"}},
-		{name: "histogram count", series: "gateway_upstream_duration_seconds_count", want: []string{"backend", "code"}},
+		{name: "histogram count", series: "gateway_upstream_duration_seconds_count", want: []string{"backend", "code", "deployment"}},
 		{name: "plain gauge", series: "gateway_inflight_requests", want: []string{}},
 		{name: "plain histogram sum", series: "gateway_loop_iterations_sum", want: []string{}},
 		{name: "process collector", series: "process_resident_memory_bytes", want: []string{}},

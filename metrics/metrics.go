@@ -16,7 +16,7 @@ type Metrics struct {
 	Requests        *prometheus.CounterVec   // model, backend, key, code, stream, api
 	RequestDuration *prometheus.HistogramVec // model, backend, stream, api
 	TTFT            *prometheus.HistogramVec // model, backend
-	Upstream        *prometheus.HistogramVec // backend, code
+	Upstream        *prometheus.HistogramVec // backend, deployment, code
 	Tokens          *prometheus.CounterVec   // model, backend, key, type
 	// UsageEstimated counts upstream answers whose tokens in Tokens are estimated, in
 	// part or whole: a stream that ended before the upstream's final usage, or an
@@ -90,8 +90,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "gateway_time_to_first_token_seconds", Help: "Time from request to the first content, reasoning or tool call delta.", Buckets: latency,
 		}, []string{"model", "backend"}),
 		Upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "gateway_upstream_duration_seconds", Help: "Upstream attempts: time to response headers, by status (0 for transport errors).", Buckets: latency,
-		}, []string{"backend", "code"}),
+			Name: "gateway_upstream_duration_seconds", Help: "Upstream attempts: time to response headers, by deployment (<backend>/<upstream model>, <backend>/* for a model the client named) and status (0 for transport errors).", Buckets: latency,
+		}, []string{"backend", "deployment", "code"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_tokens_total", Help: "Tokens by type, in OpenAI semantics (prompt includes cached; completion includes reasoning).",
 		}, []string{"model", "backend", "key", "type"}),

@@ -57,11 +57,14 @@ func (c *labelCache[K, M]) add(k K, child func() M) M {
 // seriesKey names a Series.
 type seriesKey struct{ model, backend, key string }
 
+// upstreamKey names the upstream observers of one deployment.
+type upstreamKey struct{ backend, deployment string }
+
 // seriesCaches are the caches of Metrics: the Series of each model label, backend and
-// key, and the upstream observers of each backend.
+// key, and the upstream observers of each deployment.
 type seriesCaches struct {
 	series   labelCache[seriesKey, *Series]
-	upstream labelCache[string, *smallCache[string, prometheus.Observer]]
+	upstream labelCache[upstreamKey, *smallCache[string, prometheus.Observer]]
 }
 
 // Series records the per-request series of one model label, backend and key. A request
@@ -142,13 +145,14 @@ func (s *Series) CountEstimated() {
 	}).Inc()
 }
 
-// UpstreamOf returns the observer of one upstream attempt's wait for response headers,
-// by status ("0" for a transport error) (gateway_upstream_duration_seconds).
-func (m *Metrics) UpstreamOf(backend, code string) prometheus.Observer {
-	codes := m.series.upstream.get(backend, func() *smallCache[string, prometheus.Observer] {
+// UpstreamOf returns the observer of one upstream attempt's wait for response headers
+// on a deployment of backend, by status ("0" for a transport error)
+// (gateway_upstream_duration_seconds). deployment must be a bounded, configured value.
+func (m *Metrics) UpstreamOf(backend, deployment, code string) prometheus.Observer {
+	codes := m.series.upstream.get(upstreamKey{backend, deployment}, func() *smallCache[string, prometheus.Observer] {
 		return new(smallCache[string, prometheus.Observer])
 	})
-	return codes.get(code, func() prometheus.Observer { return m.Upstream.WithLabelValues(backend, code) })
+	return codes.get(code, func() prometheus.Observer { return m.Upstream.WithLabelValues(backend, deployment, code) })
 }
 
 // smallCache memoizes children by a key from a small set (a series' status codes): a

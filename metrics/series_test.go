@@ -20,7 +20,7 @@ func TestSeries(t *testing.T) {
 		s := m.SeriesOf("gpt", "oai", "alice")
 		s.CountRequest(200, false, "chat")
 		s.RequestDuration(false, "chat").Observe((10 * time.Millisecond).Seconds())
-		m.UpstreamOf("oai", "200").Observe((5 * time.Millisecond).Seconds())
+		m.UpstreamOf("oai", "oai/gpt-4o", "200").Observe((5 * time.Millisecond).Seconds())
 	}
 	alice := m.SeriesOf("gpt", "oai", "alice")
 	if m.SeriesOf("gpt", "oai", "alice") != alice {
@@ -34,8 +34,8 @@ func TestSeries(t *testing.T) {
 	alice.RequestDuration(true, "chat").Observe((time.Second).Seconds())
 	alice.TTFT().Observe((100 * time.Millisecond).Seconds())
 	m.SeriesOf("gpt", "oai", "bob").TTFT().Observe((100 * time.Millisecond).Seconds()) // TTFT has no key label
-	m.UpstreamOf("oai", "0").Observe((time.Second).Seconds())
-	m.UpstreamOf("other", "200").Observe((time.Second).Seconds())
+	m.UpstreamOf("oai", "oai/gpt-4o", "0").Observe((time.Second).Seconds())
+	m.UpstreamOf("other", "other/*", "200").Observe((time.Second).Seconds())
 
 	counts := []struct {
 		name string
@@ -87,7 +87,7 @@ func BenchmarkCountRequest(b *testing.B) {
 		for b.Loop() {
 			m.Requests.WithLabelValues("claude-bench", "anth", "bench", "200", "false", "chat").Inc()
 			m.RequestDuration.WithLabelValues("claude-bench", "anth", "false", "chat").Observe(0.05)
-			m.Upstream.WithLabelValues("anth", "200").Observe(0.05)
+			m.Upstream.WithLabelValues("anth", "anth/claude", "200").Observe(0.05)
 			m.Tokens.WithLabelValues("claude-bench", "anth", "bench", "prompt").Add(412)
 			m.Tokens.WithLabelValues("claude-bench", "anth", "bench", "completion").Add(187)
 		}
@@ -98,7 +98,7 @@ func BenchmarkCountRequest(b *testing.B) {
 			s := m.SeriesOf("claude-bench", "anth", "bench")
 			s.CountRequest(200, false, "chat")
 			s.RequestDuration(false, "chat").Observe((50 * time.Millisecond).Seconds())
-			m.UpstreamOf("anth", "200").Observe((50 * time.Millisecond).Seconds())
+			m.UpstreamOf("anth", "anth/claude", "200").Observe((50 * time.Millisecond).Seconds())
 			m.SeriesOf("claude-bench", "anth", "bench").AddTokens(TokenCounts{Prompt: 412, Completion: 187})
 		}
 	})
@@ -111,7 +111,7 @@ func BenchmarkCountRequest(b *testing.B) {
 				s := m.SeriesOf("claude-bench", "anth", "bench")
 				s.requests.get(requestSub{200, false, "chat"}, nil)
 				s.RequestDuration(false, "chat")
-				m.UpstreamOf("anth", "200")
+				m.UpstreamOf("anth", "anth/claude", "200")
 			}
 		})
 	})

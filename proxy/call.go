@@ -423,7 +423,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, upstream.StatusLabel(err)), took.Seconds())
+	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, r.upstreamLabel, upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name, b.credentialKey())

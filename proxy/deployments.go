@@ -125,7 +125,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	if len(ds) == 0 {
 		return nil
 	}
-	r.backend, r.upstreamModel = rt.backends[ds[0].Backend], ds[0].UpstreamModel
+	r.backend, r.upstreamModel, r.upstreamLabel = rt.backends[ds[0].Backend], ds[0].UpstreamModel, ds[0].Name()
 	r.circuit, r.continuation = circuitKey(rt.cfg, name, r.backend, r.upstreamModel), continuationOf(r.backend, mc.Continuation)
 	if len(ds) < 2 {
 		return nil
@@ -136,6 +136,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	for i, dc := range mc.Deployments {
 		dr := *r
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
+		dr.upstreamLabel = dc.Name()
 		dr.circuit = circuitKey(rt.cfg, name, dr.backend, dr.upstreamModel) // dc.Name() or none
 		dr.continuation = continuationOf(dr.backend, mc.Continuation)
 		d.routes[i] = &dr

@@ -87,7 +87,7 @@ func (m *messagesRun) countUpstream(ctx context.Context, path string, body []byt
 	b := r.backend
 	start := time.Now()
 	x, err := b.client.Send(ctx, path, c.upstreamHeaders(b), body, false, new(upstream.Exchange))
-	c.metrics.Upstream.WithLabelValues(b.name, upstream.StatusLabel(err)).Observe(time.Since(start).Seconds())
+	c.metrics.UpstreamOf(b.name, r.upstreamLabel, upstream.StatusLabel(err)).Observe(time.Since(start).Seconds())
 	if keyRejected(err) != nil {
 		return 0, credentialFault(b.name, b.credentialKey())
 	}

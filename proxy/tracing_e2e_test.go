@@ -595,7 +595,7 @@ func TestTraces_Exemplars(t *testing.T) {
 			want: []string{
 				`gateway_request_duration_seconds_bucket\{api="chat",backend="primary",model="m",stream="true",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\} [0-9.e-]+ [0-9.]+`,
 				`gateway_time_to_first_token_seconds_bucket\{backend="primary",model="m",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\}`,
-				`gateway_upstream_duration_seconds_bucket\{backend="primary",code="200",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\}`,
+				`gateway_upstream_duration_seconds_bucket\{backend="primary",code="200",deployment="primary/[^"]+",le="[^"]+"\} 1 # \{trace_id="` + clientTraceID + `"\}`,
 				`(?m)^# EOF$`,
 			}},
 		{name: "on, Prometheus text", telemetry: "{traces: true}", accept: "text/plain", propagate: true,
