@@ -84,8 +84,8 @@ type Spec struct {
 	Priority int
 	// MaxConns bounds its requests in flight; 0: no bound.
 	MaxConns int
-	// RequestsPerMinute and TokensPerMinute are its provider's quota, counted by this
-	// process in minute windows; 0: none.
+	// RequestsPerMinute and TokensPerMinute are its provider's quota, counted in clock
+	// minute windows by this process, and by every replica with Options.Quotas; 0: none.
 	RequestsPerMinute, TokensPerMinute int64
 	// Price is what it costs (any unit, the same for every deployment of the set: the
 	// gateway uses USD per million input plus output tokens); Priced says it has one.
@@ -101,10 +101,12 @@ type State struct {
 	ewma atomic.Uint64
 	// restUntil is the unix nanosecond until which the deployment is left out (429).
 	restUntil atomic.Int64
-	// window is the start (unix nanoseconds) of the minute window; reqs and tokens its
-	// counts.
-	window       atomic.Int64
-	reqs, tokens atomic.Int64
+	// window is the start (unix nanoseconds) of the clock minute window; reqs and tokens
+	// its counts (every replica's as of the last quota exchange, and this one's since);
+	// pendReqs and pendTokens this replica's counts not yet exchanged (quota.go).
+	window               atomic.Int64
+	reqs, tokens         atomic.Int64
+	pendReqs, pendTokens atomic.Int64
 }
 
 // InFlight returns the deployment's requests in flight.
@@ -115,12 +117,14 @@ func (st *State) EWMA() time.Duration {
 	return time.Duration(math.Float64frombits(st.ewma.Load()) * float64(time.Second))
 }
 
-// roll starts a new minute window when the current one is over.
+// roll starts a new minute window when the clock minute of the current one is over.
 func (st *State) roll(now int64) {
 	w := st.window.Load()
-	if now-w >= int64(time.Minute) && st.window.CompareAndSwap(w, now) {
+	if cur := window(now); cur != w && st.window.CompareAndSwap(w, cur) {
 		st.reqs.Store(0)
 		st.tokens.Store(0)
+		st.pendReqs.Store(0)
+		st.pendTokens.Store(0)
 	}
 }
 
@@ -146,6 +150,11 @@ type Options struct {
 	// Previous is the Set this one replaces: the states of deployments of the same name
 	// are taken over.
 	Previous *Set
+	// Quotas shares the deployments' quota counts and rests with the other replicas
+	// (quota.go); nil: this process's own. QuotaSync is how often; 0: DefaultQuotaSync;
+	// negative: only when SyncQuotas is called.
+	Quotas    QuotaStore
+	QuotaSync time.Duration
 }
 
 // Set is one model's deployments.
@@ -158,13 +167,21 @@ type Set struct {
 
 	mu   sync.Mutex
 	deps []deployment
+
+	quotas    QuotaStore
+	syncEvery time.Duration
+	// nextSync is when (unix nanoseconds) the next quota exchange is due.
+	nextSync atomic.Int64
 }
 
 // New returns the Set of specs (at most MaxDeployments, names distinct: the caller
 // validates them).
 func New(specs []Spec, o Options) *Set {
 	s := &Set{model: o.Model, strategy: o.Strategy, health: o.Health, rand: o.Rand, aff: o.Affinity,
-		deps: make([]deployment, len(specs))}
+		deps: make([]deployment, len(specs)), quotas: o.Quotas, syncEvery: o.QuotaSync}
+	if s.syncEvery == 0 {
+		s.syncEvery = DefaultQuotaSync
+	}
 	if s.health == nil {
 		s.health = alwaysHealthy{}
 	}
@@ -346,7 +363,9 @@ func (s *Set) choose(now time.Time, tried *Tried, prefer int, commit bool) Choic
 			d.st.inflight.Add(1)
 			if d.RequestsPerMinute > 0 || d.TokensPerMinute > 0 {
 				d.st.reqs.Add(1)
+				d.st.pendReqs.Add(1)
 			}
+			s.maybeSync(ns)
 		}
 		return c
 	}
@@ -490,6 +509,7 @@ func (s *Set) Done(i int, o Outcome, now time.Time) {
 	}
 	if o.Tokens > 0 && d.TokensPerMinute > 0 {
 		st.tokens.Add(o.Tokens)
+		st.pendTokens.Add(o.Tokens)
 	}
 	if o.OK && o.TTFT > 0 {
 		sample := o.TTFT.Seconds()

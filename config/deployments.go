@@ -23,8 +23,9 @@ type Deployment struct {
 	// when no deployment of a lower one is usable (unhealthy, resting after a 429, at
 	// max_conns or over its limits, or already tried by the request).
 	Priority int `koanf:"priority"`
-	// Limits are its provider's quota, counted by each replica: requests_per_minute and
-	// tokens_per_minute; a deployment over one is skipped until its minute window passes.
+	// Limits are its provider's quota: requests_per_minute and tokens_per_minute, counted
+	// in clock minutes by each replica, and by all of them together with state type redis
+	// (Balancing.QuotaSync); a deployment over one is skipped until its minute passes.
 	// concurrent is not used here: see MaxConns.
 	Limits Limits `koanf:"limits"`
 	// MaxConns bounds its requests in flight (each replica's); 0 (default): no bound.
@@ -45,6 +46,11 @@ type Balancing struct {
 	// AffinityTTL is how long a conversation stays on its deployment after its last
 	// request, in memory and in Redis. 0 (default): DefaultAffinityTTL, 1h.
 	AffinityTTL time.Duration `koanf:"affinity_ttl"`
+	// QuotaSync is how often, with state type redis, each replica exchanges its
+	// deployments' per-minute counts (deployments[].limits) and 429 rests with the others
+	// through Redis: the replicas together may overshoot a deployment's quota by what
+	// they admit in one interval. 0 (default): 1s.
+	QuotaSync time.Duration `koanf:"quota_sync"`
 }
 
 // Balance strategies (Model.Balance).
@@ -139,4 +145,5 @@ func (c *Config) validateDeployments(v *validator, name string, m Model) {
 func (c *Config) validateBalancing(v *validator) {
 	v.nonNegative("balancing.affinity_entries", c.Balancing.AffinityEntries)
 	v.nonNegativeDuration("balancing.affinity_ttl", c.Balancing.AffinityTTL)
+	v.nonNegativeDuration("balancing.quota_sync", c.Balancing.QuotaSync)
 }

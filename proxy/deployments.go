@@ -64,13 +64,16 @@ func newBalancing(cfg *config.Config, prev *balancing) (*balancing, error) {
 	if prev != nil {
 		b.health = prev.health
 	}
-	affine := false
+	affine, deployed := false, false
 	for _, mc := range cfg.Models {
 		if mc.Affinity != "" && mc.Affinity != "off" && len(mc.Deployments) > 1 {
 			affine = true
 		}
+		deployed = deployed || len(mc.Deployments) > 1
 	}
-	if !affine {
+	// With state type redis the deployments' quotas and rests are shared (balance
+	// QuotaStore) whether or not affinity is on.
+	if !affine && (!deployed || cfg.State.Type != "redis") {
 		return b, nil
 	}
 	if cfg.State.Type != "redis" {
@@ -155,6 +158,9 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	}
 	if d.affinity != affinityOff {
 		opts.Affinity = rt.balancing.store()
+	}
+	if rt.balancing.redis != nil {
+		opts.Quotas, opts.QuotaSync = rt.balancing.redis, rt.cfg.Balancing.QuotaSync
 	}
 	if prev != nil {
 		if old, ok := prev.routes[name]; ok && old.deploy != nil {
