@@ -10,9 +10,9 @@ import (
 // Deployment is one upstream serving a model (Model.Deployments): a backend and the model
 // name sent to it, with its share of the traffic and its own limits.
 type Deployment struct {
-	// Backend names an entry of Config.Backends. Required. Every deployment of a model
-	// has a backend of the same type (the passthrough and the encoder options are the
-	// model's).
+	// Backend names an entry of Config.Backends. Required. The deployments of a model
+	// may be of different types (Claude on anthropic and on bedrock or vertex): a request
+	// is then translated for each attempt's backend, never passed through.
 	Backend string `koanf:"backend"`
 	// UpstreamModel is the model name sent to this deployment. Default: the model's
 	// upstream_model, else its client-facing name.
@@ -107,16 +107,13 @@ func (c *Config) validateDeployments(v *validator, name string, m Model) {
 		v.addf(p+".upstream_model", "a model with deployments names its upstream models in deployments: remove upstream_model")
 	}
 	seen := map[string]int{}
-	typ := c.Backends[first.Backend].Type
 	for i, d := range m.Deployments {
 		dp := fmt.Sprintf("%s.deployments[%d]", p, i)
-		switch b, ok := c.Backends[d.Backend]; {
+		switch _, ok := c.Backends[d.Backend]; {
 		case d.Backend == "":
 			v.addf(dp+".backend", "required")
 		case !ok:
 			v.addf(dp+".backend", "unknown backend %q", d.Backend)
-		case b.Type != typ:
-			v.addf(dp+".backend", "backend %q is of type %s, the model's first deployment's of type %s: a model's deployments share one type", d.Backend, b.Type, typ)
 		}
 		if j, dup := seen[d.Name()]; dup {
 			v.addf(dp, "the same backend and upstream_model as deployments[%d]", j)

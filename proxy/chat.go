@@ -83,15 +83,7 @@ func readsLiterals(b *backend) bool {
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
 func (c *chatRun) passthrough() bool {
-	if len(c.defs) > 0 || c.route.backend.typ != "openai" {
-		return false
-	}
-	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != "openai" {
-			return false
-		}
-	}
-	return true
+	return allBackends((*requestRun)(c), "openai")
 }
 
 // forwarder returns the OpenAI passthrough when the request goes to OpenAI-compatible

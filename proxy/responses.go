@@ -204,11 +204,11 @@ func (x *responsesRun) passthrough() bool {
 // which serve the client's built-in tools on the translated path too.
 func (x *responsesRun) responsesOnly() bool {
 	c := x.c
-	if c.route.backend.typ != "responses" {
+	if !c.route.allOfType("responses") {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != "responses" {
+		if r, ok := c.rt.routes[fb]; !ok || !r.allOfType("responses") {
 			return false
 		}
 	}

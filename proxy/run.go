@@ -234,24 +234,52 @@ func (c *requestRun) finalUsage() limits.Usage {
 // allBackends reports whether the route and all its fallbacks are backends of type typ
 // and the request runs no tool loop: the condition of a passthrough.
 func allBackends(c *requestRun, typ string) bool {
-	if len(c.defs) > 0 || c.route.backend.typ != typ {
+	if len(c.defs) > 0 || !c.route.allOfType(typ) {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; !ok || r.backend.typ != typ {
+		if r, ok := c.rt.routes[fb]; !ok || !r.allOfType(typ) {
 			return false
 		}
 	}
 	return true
 }
 
+// allOfType reports whether every backend that serves route r (its deployments', or its
+// own) is of type typ.
+func (r *route) allOfType(typ string) bool {
+	if r.deploy == nil {
+		return r.backend.typ == typ
+	}
+	for _, dr := range r.deploy.routes {
+		if dr.backend.typ != typ {
+			return false
+		}
+	}
+	return true
+}
+
+// anyOfType reports whether a backend that serves route r (one of its deployments', or
+// its own) is of type typ.
+func (r *route) anyOfType(typ string) bool {
+	if r.deploy == nil {
+		return r.backend.typ == typ
+	}
+	for _, dr := range r.deploy.routes {
+		if dr.backend.typ == typ {
+			return true
+		}
+	}
+	return false
+}
+
 // anyBackend reports whether the route or one of its fallbacks is a backend of type typ.
 func anyBackend(c *requestRun, typ string) bool {
-	if c.route.backend.typ == typ {
+	if c.route.anyOfType(typ) {
 		return true
 	}
 	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; ok && r.backend.typ == typ {
+		if r, ok := c.rt.routes[fb]; ok && r.anyOfType(typ) {
 			return true
 		}
 	}
