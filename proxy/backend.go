@@ -19,8 +19,12 @@ import (
 // backend is one configured backend: its provider, and the client of its upstream
 // (package upstream: the connection pool, timeouts, the exchange).
 type backend struct {
-	name     string
-	typ      string
+	name string
+	typ  string
+	// dialect is the API its upstream speaks, for the passthrough (allOfType): its type,
+	// or for azure openai or responses (azure.api): a resource's deployments answer the
+	// OpenAI APIs under their own paths and credentials.
+	dialect  string
 	cfg      config.Backend
 	provider translate.Provider
 	// client sends the backend's requests; nil for a localProvider.
@@ -72,7 +76,7 @@ func newBackend(name string, bc config.Backend) (*backend, error) {
 
 // buildBackend is newBackend with the environment of the cloud credentials.
 func buildBackend(name string, bc config.Backend, env cloudEnv) (*backend, error) {
-	b := &backend{name: name, typ: bc.Type, cfg: bc, betas: newBetaPolicy(bc),
+	b := &backend{name: name, typ: bc.Type, dialect: dialectOf(bc), cfg: bc, betas: newBetaPolicy(bc),
 		retries:       upstream.Retries{Max: bc.Retries.Max, BaseDelay: bc.Retries.BaseDelay, MaxDelay: bc.Retries.MaxDelay},
 		retryTimeouts: bc.Retries.OnTimeout == config.OnTimeoutRetry}
 	p, ok := providerFor(bc.Type)
@@ -104,3 +108,14 @@ func buildBackend(name string, bc config.Backend, env cloudEnv) (*backend, error
 }
 
 func (b *backend) sameConfig(bc config.Backend) bool { return reflect.DeepEqual(b.cfg, bc) }
+
+// dialectOf is backend bc's dialect (backend.dialect).
+func dialectOf(bc config.Backend) string {
+	if bc.Type != "azure" {
+		return bc.Type
+	}
+	if bc.Azure.API == "responses" {
+		return "responses"
+	}
+	return "openai"
+}

@@ -246,13 +246,14 @@ func allBackends(c *requestRun, typ string) bool {
 }
 
 // allOfType reports whether every backend that serves route r (its deployments', or its
-// own) is of type typ.
+// own) speaks the API of backend type typ (backend.dialect: an azure backend speaks
+// openai's or responses').
 func (r *route) allOfType(typ string) bool {
 	if r.deploy == nil {
-		return r.backend.typ == typ
+		return r.backend.dialect == typ
 	}
 	for _, dr := range r.deploy.routes {
-		if dr.backend.typ != typ {
+		if dr.backend.dialect != typ {
 			return false
 		}
 	}
