@@ -54,7 +54,7 @@ type Request struct {
 	// array: build puts the instructions there and uses it as Core.Messages without a copy
 	// when there is no history.
 	lead []translate.Message
-	echo           []byte // the request settings the Response object echoes, see appendEcho
+	echo []byte // the request settings the Response object echoes, see appendEcho
 	// inflate is what the carried state of the request's items (encrypted_content, call
 	// ids), earlier items included (Prepend), may still inflate to, of maxInflated.
 	inflate     translate.Allowance
