@@ -48,11 +48,14 @@ type messagesRun struct {
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "msg_", apiMessages, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
-		req, err := messagesin.ParseWithin(body, false, s.maxInflated)
+		// One copy of the client's body (fasthttp reuses its buffer), which the passthrough
+		// forwards and the request's strings are views of.
+		own := append([]byte(nil), body...)
+		req, err := messagesin.ParseOwned(own, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
 		}
-		return req, &messagesRun{c: c, body: append([]byte(nil), body...), header: &ctx.Request.Header}, nil
+		return req, &messagesRun{c: c, body: own, header: &ctx.Request.Header}, nil
 	})
 }
 

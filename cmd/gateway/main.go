@@ -44,7 +44,17 @@ var version = "dev"
 var commit = ""
 
 func main() {
-	reexecTuned() // sysmon.go: the runtime's system monitor ticks instead of parking
+	// sysmon.go: with -runtime-tuning schedtrace (opt-in) the process re-executes itself
+	// first thing, so that the runtime's system monitor ticks instead of parking. A bad
+	// value is run's error.
+	if args := os.Args[1:]; len(args) == 0 || args[0] != "admin" {
+		fs, flags := gatewayFlags(os.Environ(), io.Discard)
+		if fs.Parse(args) == nil {
+			if tuning, err := runtimeTuning(*flags.runtimeTuning, os.Environ()); err == nil {
+				reexecTuned(tuning)
+			}
+		}
+	}
 	// The gateway serves no heap profile: sampling allocations for one would cost a
 	// stack walk per sample and a bucket table of about 1.4 MB.
 	goruntime.MemProfileRate = 0
@@ -82,24 +92,45 @@ func versionLine() string {
 	return line + " (commit " + rev + modified + ", " + info.GoVersion + ")"
 }
 
+// commandFlags are the values of the command line's flags.
+type commandFlags struct {
+	config, runtimeTuning, cpuProfile *string
+	version                           *bool
+}
+
+// gatewayFlags returns the command line's flag set, writing its errors and usage to out,
+// and its values. main parses the arguments with it before run does, to read
+// -runtime-tuning and re-execute the process first thing.
+func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags) {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs, commandFlags{
+		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
+		version:       fs.Bool("version", false, "print the version and exit"),
+		runtimeTuning: fs.String("runtime-tuning", "", "off (default: the Go runtime's defaults) or schedtrace: re-exec with GODEBUG=schedtrace=2147483647 so the runtime's system monitor never parks (less CPU at moderate load; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
+		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/default.pgo is made (ARCHITECTURE.md)"),
+	}
+}
+
 // run is main with its inputs injected. ready, if not nil, receives the listening address
 // once the server accepts connections.
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
 	if len(args) > 0 && args[0] == "admin" { // admin.go: a client of the admin API
 		return runAdmin(args[1:], environ, stdout, stderr)
 	}
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/default.pgo is made (ARCHITECTURE.md)")
+	fs, flags := gatewayFlags(environ, stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *showVersion {
+	if *flags.version {
 		fmt.Fprintln(stdout, versionLine())
 		return nil
 	}
+	tuning, err := runtimeTuning(*flags.runtimeTuning, environ)
+	if err != nil {
+		return err
+	}
+	path, cpuProfile := flags.config, flags.cpuProfile
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -176,7 +207,8 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	if err != nil {
 		return err
 	}
-	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path)
+	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
+		"runtime_tuning", tuningInForce(tuning, environ))
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)

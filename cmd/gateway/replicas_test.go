@@ -35,9 +35,16 @@ type replica struct {
 // startReplica runs the gateway binary on configPath and waits until it listens.
 func startReplica(t *testing.T, bin, configPath string) *replica {
 	t.Helper()
+	return startReplicaWith(t, bin, []string{"-config", configPath}, append(os.Environ(), "ALICE_KEY=alice-secret"))
+}
+
+// startReplicaWith runs the gateway binary with args and exactly the environment env, and
+// waits until it listens.
+func startReplicaWith(t *testing.T, bin string, args, env []string) *replica {
+	t.Helper()
 	r := &replica{logs: &gatewaytest.Buffer{}, exited: make(chan error, 1)}
-	r.cmd = exec.Command(bin, "-config", configPath)
-	r.cmd.Env = append(os.Environ(), "ALICE_KEY=alice-secret")
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Env = env
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -31,13 +31,13 @@ const dropped = " cache_control container context_management inference_geo servi
 // an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
 // the Messages body, which the caller keeps for the anthropic passthrough.
 func Parse(body []byte) (*translate.Request, error) {
-	return parse(body, true, translate.DefaultMaxInflated)
+	return parse(string(body), true, translate.DefaultMaxInflated)
 }
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
 // without max_tokens.
 func ParseCountTokens(body []byte) (*translate.Request, error) {
-	return parse(body, false, translate.DefaultMaxInflated)
+	return parse(string(body), false, translate.DefaultMaxInflated)
 }
 
 // ParseWithin is Parse (countTokens: ParseCountTokens) with the request's Allowance for
@@ -45,18 +45,26 @@ func ParseCountTokens(body []byte) (*translate.Request, error) {
 // most maxInflated bytes in all, else the request is refused (translate.StateTooLarge,
 // naming the id). Parse and ParseCountTokens allow translate.DefaultMaxInflated.
 func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Request, error) {
-	return parse(body, !countTokens, maxInflated)
+	return parse(string(body), !countTokens, maxInflated)
 }
 
-func parse(body []byte, needMaxTokens bool, maxInflated int) (*translate.Request, error) {
-	if !jsonx.ValidUTF8(jsonx.View(body)) {
+// ParseOwned is ParseWithin for a Messages request (not count_tokens) whose body the
+// caller owns and never changes again: the request's strings are views of body instead
+// of a copy of it, so body must outlive them (heap memory the caller allocated, never a
+// server's recycled buffer). It saves the copy ParseWithin makes of the whole body.
+func ParseOwned(body []byte, maxInflated int) (*translate.Request, error) {
+	return parse(jsonx.View(body), true, maxInflated)
+}
+
+// parse reads body, whose strings the request aliases.
+func parse(s string, needMaxTokens bool, maxInflated int) (*translate.Request, error) {
+	if !jsonx.ValidUTF8(s) {
 		// The anthropic passthrough forwards the body as it is: a decoder upstream could
 		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
 		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	req := &translate.Request{IncludeUsage: true}
-	s := string(body)
 	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
@@ -317,10 +325,13 @@ func (p *parser) messages(v jsonx.Value) {
 		p.fail("messages", "must be an array")
 		return
 	}
-	// Most messages are one core message each; the system prompt goes in front.
+	// Most messages are one core message each, and the system prompt goes in front; a
+	// user message's tool results are one core message each, so agentic histories (a
+	// turn's user question, tool calls, two results and answer: five core messages for
+	// four) get half as many again, rather than a growth that copies them all.
 	n := 1
 	p.sc.Each(v, func(string, jsonx.Value) bool { n++; return true })
-	p.req.Messages = make([]translate.Message, 0, n)
+	p.req.Messages = make([]translate.Message, 0, n+n/2)
 	i := 0
 	p.sc.Each(v, func(_ string, m jsonx.Value) bool {
 		k := i

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -227,6 +228,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := messagesin.Parse(body)
+		// ParseOwned reads a body it may alias as Parse reads its copy.
+		owned, oerr := messagesin.ParseOwned(append([]byte(nil), body...), translate.DefaultMaxInflated)
+		if fmt.Sprint(err) != fmt.Sprint(oerr) || !reflect.DeepEqual(req, owned) {
+			t.Fatalf("ParseOwned(%q) = %+v, %v; Parse: %+v, %v", body, owned, oerr, req, err)
+		}
 		if err != nil {
 			var pe *translate.ParamError
 			if !errors.As(err, &pe) {

@@ -50,7 +50,11 @@ type Request struct {
 	flat           flatTools
 	history        []translate.Message
 	current        []translate.Message
-	echo           []byte // the request settings the Response object echoes, see appendEcho
+	// lead is current with one free slot in front (current is lead[1:]) when input was an
+	// array: build puts the instructions there and uses it as Core.Messages without a copy
+	// when there is no history.
+	lead []translate.Message
+	echo []byte // the request settings the Response object echoes, see appendEcho
 	// inflate is what the carried state of the request's items (encrypted_content, call
 	// ids), earlier items included (Prepend), may still inflate to, of maxInflated.
 	inflate     translate.Allowance
@@ -237,7 +241,7 @@ func (p *parser) checkToolChoice() error {
 func (r *Request) Prepend(items string) error {
 	p := parser{r: r, sc: jsonx.NewScanner(items)}
 	arr, _ := p.sc.IndexRoot() // not an array when not JSON: items reports it
-	msgs, err := p.items(arr, func() string { return "previous_response_id" })
+	msgs, err := p.items(arr, func() string { return "previous_response_id" }, 0)
 	if pe, ok := err.(*translate.ParamError); ok && pe.Code == translate.CodeStateTooLarge {
 		pe.Param = "previous_response_id" // the stored items' places mean nothing to the client
 	}
@@ -268,18 +272,31 @@ func (r *Request) Translatable(responsesOnly bool) error {
 	return translate.Errorf("input", "input has no message to answer: send at least one message or function_call_output item")
 }
 
-// build sets Core.Messages and Core.Body from the parts read.
+// build sets Core.Messages and Core.Body from the parts read. Without earlier items
+// (Prepend) Core.Messages is the input's own array (lead), not a copy of it.
 func (r *Request) build() {
 	c := r.Core
-	c.Messages = make([]translate.Message, 0, 1+len(r.history)+len(r.current))
-	if r.instructions != "" {
-		c.Messages = append(c.Messages, translate.Message{Role: translate.RoleSystem,
-			Content: []translate.Part{{Type: translate.PartText, Text: r.instructions}}})
+	switch {
+	case len(r.history) == 0 && r.lead != nil && r.instructions != "":
+		r.lead[0] = r.system()
+		c.Messages = r.lead
+	case len(r.history) == 0 && r.lead != nil:
+		c.Messages = r.current
+	default:
+		c.Messages = make([]translate.Message, 0, 1+len(r.history)+len(r.current))
+		if r.instructions != "" {
+			c.Messages = append(c.Messages, r.system())
+		}
+		c.Messages = append(c.Messages, r.history...)
+		c.Messages = append(c.Messages, r.current...)
 	}
-	c.Messages = append(c.Messages, r.history...)
-	c.Messages = append(c.Messages, r.current...)
 	// The body is written once and never changed: a view of it is its string.
 	c.Body, c.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), c, r.promptCacheKey)), true
+}
+
+// system is the instructions as the conversation's system message.
+func (r *Request) system() translate.Message {
+	return translate.Message{Role: translate.RoleSystem, Content: []translate.Part{{Type: translate.PartText, Text: r.instructions}}}
 }
 
 // parser reads the fields of one request.
@@ -396,11 +413,11 @@ func (p *parser) input(v jsonx.Value) error {
 		r.current = []translate.Message{{Role: translate.RoleUser, Content: []translate.Part{{Type: translate.PartText, Text: v.Str}}}}
 		r.Input = string(append(jsonx.AppendString([]byte(`[{"type":"message","role":"user","content":`), v.Str), "}]"...))
 	case jsonx.Array:
-		msgs, err := p.items(v, func() string { return "input" })
+		msgs, err := p.items(v, func() string { return "input" }, 1)
 		if err != nil {
 			return err
 		}
-		r.current = msgs
+		r.lead, r.current = msgs, msgs[1:]
 		r.Input = v.Raw
 	default:
 		return translate.Errorf("input", "must be a string or an array of input items")
@@ -692,13 +709,13 @@ func (p *parser) format(v jsonx.Value) error {
 // Gemini turn without calls, which comes after its message, go to the assistant message
 // before them); other encrypted content (another server's) is ignored. Function calls
 // join the assistant message before them.
-func (p *parser) items(arr jsonx.Value, base func() string) ([]translate.Message, error) {
+func (p *parser) items(arr jsonx.Value, base func() string, lead int) ([]translate.Message, error) {
 	if arr.Kind != jsonx.Array {
 		return nil, translate.Errorf(base(), "must be an array of items")
 	}
-	n := 0
+	n := lead
 	p.sc.Each(arr, func(string, jsonx.Value) bool { n++; return true })
-	t := turns{msgs: make([]translate.Message, 0, n), open: -1, last: -1}
+	t := turns{msgs: make([]translate.Message, lead, n), open: -1, last: -1}
 	var err error
 	i := 0
 	p.sc.Each(arr, func(_ string, it jsonx.Value) bool {
