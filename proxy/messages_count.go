@@ -18,7 +18,8 @@ import (
 // handleCountTokens serves POST /v1/messages/count_tokens: {"input_tokens": n} for the
 // request's input on its model's route. An anthropic backend counts with its own
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
-// countTokens (the translated request); any other backend, or the mock, gets
+// countTokens (the translated request), Claude on vertex and bedrock with their clouds'
+// count endpoints (cloudCount); any other backend, or the mock, gets
 // messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
 // It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
@@ -58,6 +59,11 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	case err != nil:
 	case r.backend.typ == "anthropic":
 		n, err = m.countUpstream(cctx, countTokensPath, m.passBody(nil, r), "input_tokens")
+	case cloudCounted(r):
+		path, body, field, _, cerr := m.cloudCount(r, req)
+		if err = cerr; err == nil {
+			n, err = m.countUpstream(cctx, path, body, field)
+		}
 	case r.backend.typ == "gemini":
 		var body []byte
 		body, err = r.backend.provider.AppendRequest(nil, req, c.call.options(r, false))
