@@ -112,6 +112,8 @@ type resume struct {
 	base translate.Usage
 	// malformed counts the unreadable events skipped in the running attempt (decode).
 	malformed int
+	// fwd follows a forwarded chat stream's text (continuation_passthrough.go).
+	fwd followed
 }
 
 // keepSaid bounds the memory a recycled modelCall keeps for said.
@@ -229,7 +231,7 @@ func (k *resume) match(text string) (string, bool) {
 // continuable reports whether the turn's failure may be continued from what reached the
 // client, and if not, why (a bounded label).
 func (k *resume) continuable() bool {
-	return k.on && k.blocked == "" && !(k.reasoning && len(k.said) == 0)
+	return k.on && k.blocked == "" && !(k.reasoning && len(k.said)+k.fwd.n == 0)
 }
 
 // failureContinuable reports whether err, the failure of an attempt, is the upstream's
@@ -403,6 +405,9 @@ func (c *modelCall) only(r *route, on *route) balance.Tried {
 // request again, with what the client has as a prefill or to be repeated (restart).
 func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *route, mode contMode, attempt int, emit translate.Emit, failure error) error {
 	k := &c.resume
+	if k.fwd.attempt != nil {
+		return c.resumeForward(ctx, req, r, attempt, failure) // a passthrough: restarted
+	}
 	k.active, k.lenient, k.prefilled, k.pending = true, false, false, string(k.said)
 	k.prior = usageSince(c.Usage, k.base)
 	ask := req

@@ -1,0 +1,149 @@
+package proxy_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
+)
+
+// The chat completions passthrough (a chat client on an OpenAI-compatible backend) is
+// continued as the translated streams are (continuation_e2e_test.go), by restart: the
+// fake OpenAI-compatible upstream (choppy, kind openai) breaks its stream, and openai-go
+// must get the whole answer once, one role chunk, one finish and the usage of both
+// attempts.
+
+// TestPassthroughContinuation_WholeAnswer: a cut, a stall past stream_idle and an error
+// chunk after part of the answer reached the client are continued on the same route.
+func TestPassthroughContinuation_WholeAnswer(t *testing.T) {
+	for _, f := range []fault{{3, "cut"}, {4, "stall"}, {2, "error"}, {0, "cut"}, {10, "cut"}} {
+		t.Run(fmt.Sprintf("%s after %d", f.how, f.after), func(t *testing.T) {
+			up := newChoppy(t, "openai", f)
+			g := contGateway(t, up, "")
+			start := time.Now()
+			a := askChat(t, g)
+			if a.errorText != "" || a.text != contAnswer {
+				t.Fatalf("answer %q, error %q; want the whole answer once", a.text, a.errorText)
+			}
+			t.Logf("whole answer after %v (stream_idle 100ms)", time.Since(start).Round(time.Millisecond))
+			if a.starts != 1 || a.finishes != 1 {
+				t.Errorf("%d role chunks and %d finishes; want one each", a.starts, a.finishes)
+			}
+			if n := len(up.requests()); n != 2 {
+				t.Fatalf("%d upstream requests; want 2", n)
+			}
+			// The passthrough forwards the upstream's [DONE]: the client may have it before
+			// the gateway has counted.
+			waitFor(t, "the continuation counted", func() bool { return continuations(g, "continued") == 1 })
+			waitFor(t, "the usage charged", func() bool { p, o := charged(g); return a.prompt == p && a.output == o })
+			if a.prompt < 10 {
+				t.Errorf("client's usage %d+%d; want the sum of every attempt (each prompt 10; a cut attempt estimated, or none when it said nothing)", a.prompt, a.output)
+			}
+		})
+	}
+}
+
+// TestPassthroughContinuation_NotContinued: a restart whose answer differs ends the stream
+// with the in-band continuation_diverged; with continuation: off, or when every retry
+// fails, the stream ends with the failure.
+func TestPassthroughContinuation_NotContinued(t *testing.T) {
+	for _, tt := range []struct {
+		name, extra string
+		plan        []fault
+		requests    int
+		wantError   string
+		outcomes    map[string]int
+	}{
+		{name: "restart diverged", plan: []fault{{3, "cut"}, {0, "diverge"}}, requests: 2, wantError: "could not be continued",
+			outcomes: map[string]int{"diverged": 1}},
+		{name: "continuation off", extra: ", continuation: off", plan: []fault{{3, "error"}}, requests: 1,
+			wantError: "The server had an error", outcomes: map[string]int{}},
+		{name: "every retry fails", plan: []fault{{3, "cut"}, {0, "cut"}}, requests: 2, wantError: "upstream",
+			outcomes: map[string]int{"failed": 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newChoppy(t, "openai", tt.plan...)
+			g := contGateway(t, up, tt.extra)
+			a := askChat(t, g)
+			if !strings.Contains(a.errorText, tt.wantError) || !strings.HasPrefix(contAnswer, a.text) || a.text == "" {
+				t.Fatalf("answer %q, error %q; want part of the answer, then an in-band error with %q", a.text, a.errorText, tt.wantError)
+			}
+			if a.finishes != 0 {
+				t.Errorf("%d finishes; want none before the error", a.finishes)
+			}
+			if n := len(up.requests()); n != tt.requests {
+				t.Errorf("%d upstream requests; want %d", n, tt.requests)
+			}
+			for o, n := range tt.outcomes {
+				waitFor(t, "outcome "+o, func() bool { return continuations(g, o) == n })
+			}
+			for _, o := range []string{"continued", "diverged", "refused", "failed", "not_continuable"} {
+				if got := continuations(g, o); got != tt.outcomes[o] {
+					t.Errorf("gateway_stream_continuations_total{outcome=%s} = %d; want %d", o, got, tt.outcomes[o])
+				}
+			}
+		})
+	}
+}
+
+// TestPassthroughContinuation_OnTheFallback: a primary without retries whose stream is cut
+// is continued on the model's fallback, another OpenAI-compatible server; the chunks keep
+// the id, created and model the stream began with, and the access line names the fallback
+// that finished the answer.
+func TestPassthroughContinuation_OnTheFallback(t *testing.T) {
+	primary := newChoppy(t, "openai", fault{3, "cut"})
+	spare := newChoppy(t, "openai")
+	var logs gatewaytest.Buffer
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
+  spare: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 0}}
+models:
+  m: {backend: up, upstream_model: fake-model, fallbacks: [s]}
+  s: {backend: spare, upstream_model: spare-model}
+`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	a := askChat(t, g)
+	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
+		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
+	}
+	if len(primary.requests()) != 1 || len(spare.requests()) != 1 {
+		t.Errorf("%d primary and %d fallback requests; want one each", len(primary.requests()), len(spare.requests()))
+	}
+	waitFor(t, "the continuation counted", func() bool { return continuations(g, "continued") == 1 })
+	if !strings.Contains(logs.String(), `"mode":"restart"`) {
+		t.Errorf("no continuation logged:\n%s", logs.String())
+	}
+}
+
+// TestPassthrough_MalformedEventSkipped: one chunk whose JSON is cut short, in a stream
+// that parses otherwise, is skipped, counted and logged without its content; the client
+// gets the whole answer from one attempt. The 17th in one stream ends it (the test of
+// that is TestPassthrough_MalformedEventsEndTheStream).
+func TestPassthrough_MalformedEventSkipped(t *testing.T) {
+	up := newChoppy(t, "openai", fault{2, "malformed"})
+	var logs gatewaytest.Buffer
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: openai, base_url: %q, api_key: upstream-secret}
+models:
+  m: {backend: up, upstream_model: fake-model}
+`, up.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	a := askChat(t, g)
+	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 {
+		t.Fatalf("answer %q (%d finishes), error %q; want the whole answer", a.text, a.finishes, a.errorText)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("%d upstream requests; want 1", n)
+	}
+	if n := testutil.ToFloat64(g.Metrics.MalformedEvents.WithLabelValues("up")); n != 1 {
+		t.Errorf("gateway_upstream_malformed_events_total = %v; want 1", n)
+	}
+	if !strings.Contains(logs.String(), "skipped a malformed upstream event") || strings.Contains(logs.String(), "unseen-wor") {
+		t.Errorf("want one log line without the event's content:\n%s", logs.String())
+	}
+}
