@@ -265,10 +265,14 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 		return failure
 	}
 	routes := c.continuationRoutes()
+	from := c.at
 	failed := c.tries // the attempts on the failed route so far, that one included
 	for i, r := range routes {
 		if !r.continues() || i > 0 && !c.mayFallBack(r) {
 			continue
+		}
+		if i > 0 {
+			c.fallbacks++ // a fallback tried, for the ledger
 		}
 		tried := c.continuationCandidates(r, i == 0)
 		tries := 1 + r.backend.retries.Max
@@ -306,6 +310,7 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 			switch {
 			case err == nil:
 				c.contOutcome(metrics.ContinuationContinued)
+				c.continuedFrom = from
 				return nil
 			case errors.Is(err, errDiverged):
 				c.contOutcome(metrics.ContinuationDiverged)

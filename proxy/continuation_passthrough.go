@@ -151,3 +151,22 @@ func (c *modelCall) resumeForward(ctx context.Context, req *translate.Request, r
 	}
 	return err
 }
+
+// noteContinued makes the model that finished a continued stream the one that answered
+// (answeredBy: the access line's answered_model and fallback, the ledger's served model
+// and its price; gateway_fallback_answers_total counts it when it is another fallback than
+// the one that began), and returns the configured name of the model whose stream broke
+// (clipped), or "" when no continuation finished the answer. The client's chunks, headers
+// and events keep naming the model the stream began with: they were sent before.
+func (c *requestRun) noteContinued() string {
+	from := c.call.continuedFrom
+	if from == nil || c.call.at == nil {
+		return ""
+	}
+	was := c.answeredBy
+	c.answeredBy = c.call.at
+	if r := c.answeredBy; r.of() != c.route && (was == nil || was.of() != r.of()) {
+		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
+	}
+	return clip(from.name, maxLoggedString)
+}

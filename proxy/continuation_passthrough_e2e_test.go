@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -117,6 +118,24 @@ models:
 	waitFor(t, "the continuation counted", func() bool { return continuations(g, "continued") == 1 })
 	if !strings.Contains(logs.String(), `"mode":"restart"`) {
 		t.Errorf("no continuation logged:\n%s", logs.String())
+	}
+	waitFor(t, "the access line", func() bool { return strings.Contains(logs.String(), `"msg":"chat completion"`) })
+	var line struct {
+		Model         string `json:"model"`
+		AnsweredModel string `json:"answered_model"`
+		ContinuedFrom string `json:"continued_from"`
+		Fallback      bool   `json:"fallback"`
+	}
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"chat completion"`) {
+			json.Unmarshal([]byte(l), &line)
+		}
+	}
+	if line.Model != "m" || line.AnsweredModel != "s" || !line.Fallback || line.ContinuedFrom != "m" {
+		t.Errorf("access line %+v; want model m, answered_model s, fallback, continued_from m", line)
+	}
+	if n := testutil.ToFloat64(g.Metrics.FallbackAnswers.WithLabelValues("m", "s")); n != 1 {
+		t.Errorf("gateway_fallback_answers_total{model=m,answered=s} = %v; want 1", n)
 	}
 }
 
