@@ -166,3 +166,24 @@ models:
 		t.Errorf("want one log line without the event's content:\n%s", logs.String())
 	}
 }
+
+// TestPassthrough_MalformedEventSkippedEveryAPI: the Responses and Messages passthroughs
+// skip an unreadable event too, counted, with the whole answer from one attempt.
+func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
+	for _, tt := range []struct{ client, kind string }{{"responses", "responses"}, {"messages", "anthropic"}} {
+		t.Run(tt.client+" on "+tt.kind, func(t *testing.T) {
+			up := newChoppy(t, tt.kind, fault{2, "malformed"})
+			g := contGateway(t, up, "")
+			a := askers[tt.client](t, g)
+			if a.errorText != "" || a.text != contAnswer || a.finishes != 1 {
+				t.Fatalf("answer %q (%d finishes), error %q; want the whole answer", a.text, a.finishes, a.errorText)
+			}
+			if n := len(up.requests()); n != 1 {
+				t.Errorf("%d upstream requests; want 1", n)
+			}
+			if n := testutil.ToFloat64(g.Metrics.MalformedEvents.WithLabelValues("up")); n != 1 {
+				t.Errorf("gateway_upstream_malformed_events_total = %v; want 1", n)
+			}
+		})
+	}
+}
