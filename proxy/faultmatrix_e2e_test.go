@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
@@ -59,7 +64,7 @@ type matrixUpstream struct {
 	plan  []step
 	body  func(name string) string
 	srv   *httptest.Server
-	c     *choppy
+	next  http.Handler // answers the requests the plan does not fail: choppy, or a JSON fake
 	done  chan struct{}
 	mu    sync.Mutex
 	count int
@@ -73,7 +78,7 @@ func newMatrixUpstream(t *testing.T, kind string, body func(string) string, plan
 			streamPlan = append(streamPlan, s.stream)
 		}
 	}
-	m.c = &choppy{kind: kind, plan: streamPlan, done: m.done}
+	m.next = &choppy{kind: kind, plan: streamPlan, done: m.done}
 	m.srv = httptest.NewServer(m)
 	t.Cleanup(func() { close(m.done); m.srv.Close() })
 	return m
@@ -127,7 +132,7 @@ func (m *matrixUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(s.status)
 		fmt.Fprint(w, m.body(s.body))
 	default:
-		m.c.ServeHTTP(w, r)
+		m.next.ServeHTTP(w, r)
 	}
 }
 
@@ -223,10 +228,39 @@ func TestFaultMatrix(t *testing.T) {
 	}
 }
 
+// answerer is a healthy upstream of the matrix: the fallbacks' choppy, or a JSON fake.
+type answerer interface {
+	baseURL() string
+	requests() []string
+}
+
+// jsonFake is a gatewaytest fake answering contAnswer, streamed or whole (its wire's JSON).
+type jsonFake struct{ *gatewaytest.Fake }
+
+func newJSONFake(t *testing.T, kind string) jsonFake {
+	f := gatewaytest.NewFakeJSON(t, kind)
+	turns := make([]gatewaytest.Turn, 20)
+	for i := range turns {
+		turns[i] = gatewaytest.Turn{Text: contAnswer}
+	}
+	f.SetScript(turns...)
+	return jsonFake{f}
+}
+
+func (f jsonFake) baseURL() string    { return f.BaseURL() }
+func (f jsonFake) requests() []string { return f.Bodies() }
+
 func runMatrixCase(t *testing.T, tc matrixCase, kind, client string) {
+	runMatrix(t, tc, kind, client, askers[client], true)
+}
+
+func runMatrix(t *testing.T, tc matrixCase, kind, client string, ask func(*testing.T, *gatewaytest.Gateway) answer, stream bool) {
 	primary := newMatrixUpstream(t, kind, errorBodies(t, kind), tc.plan...)
-	spare := newChoppy(t, kind)
-	long := newChoppy(t, kind)
+	var spare, long answerer = newChoppy(t, kind), newChoppy(t, kind)
+	if !stream {
+		primary.next = newJSONFake(t, kind)
+		spare, long = newJSONFake(t, kind), newJSONFake(t, kind)
+	}
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
   up: {type: %[1]s, base_url: %[2]q, api_key: k, retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, timeouts: {header: 60ms, stream_idle: 100ms}}
@@ -250,7 +284,7 @@ models:
 	}
 	for i := 0; i < asks; i++ {
 		start := time.Now()
-		a := askers[client](t, g)
+		a := ask(t, g)
 		took := time.Since(start)
 		if took > 1500*time.Millisecond {
 			t.Errorf("request %d took %v: a hang", i, took)
@@ -280,4 +314,79 @@ models:
 			t.Errorf("%s asked %d times; want %d", c.name, c.got, c.want)
 		}
 	}
+}
+
+// TestFaultMatrix_NotStreamed: the faults that come before an answer, for requests that
+// do not stream: the whole answer or a clean error status, within the bound.
+func TestFaultMatrix_NotStreamed(t *testing.T) {
+	s503 := step{status: 503, body: "503"}
+	cases := []matrixCase{
+		{name: "01 silence: accepts and never answers", plan: []step{{pre: "silence"}}, whole: true, primary: 1, spare: 1},
+		{name: "02 head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1},
+		{name: "07 429 with a long Retry-After", plan: []step{{status: 429, body: "429", retryAfter: "30"}}, whole: true, primary: 1, spare: 1},
+		{name: "08 429 without Retry-After", plan: []step{{status: 429, body: "429"}}, whole: true, primary: 2, spare: 0},
+		{name: "09 500 once", plan: []step{{status: 500, body: "500"}}, whole: true, primary: 2, spare: 0},
+		{name: "10 503 on every retry: the fallback answers", plan: []step{s503, s503}, whole: true, primary: 2, spare: 1},
+		{name: "11 connection reset", plan: []step{{pre: "reset"}}, whole: true, primary: 2, spare: 0},
+		{name: "12 400 context window exceeded", plan: []step{{status: 400, body: "context"}}, whole: true, primary: 1, spare: 0, long: 1},
+		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
+		{name: "16 primary down for a while", plan: []step{s503, s503, s503, s503, s503, s503}, whole: true, primary: 2, spare: 4},
+	}
+	asks := map[string]func(*testing.T, *gatewaytest.Gateway) answer{"chat": askChatWhole, "responses": askResponsesWhole, "messages": askMessagesWhole}
+	for _, tc := range cases {
+		for _, kind := range []string{"openai", "anthropic", "gemini"} {
+			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
+				continue
+			}
+			for _, client := range []string{"chat", "responses", "messages"} {
+				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) {
+					runMatrix(t, tc, kind, client, asks[client], false)
+				})
+			}
+		}
+	}
+}
+
+func askChatWhole(t *testing.T, g *gatewaytest.Gateway) answer {
+	client := gatewaytest.OpenAI(g.V1(), "k")
+	c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("say it")}})
+	if err != nil {
+		return answer{errorText: err.Error()}
+	}
+	a := answer{text: c.Choices[0].Message.Content}
+	if c.Choices[0].FinishReason != "" {
+		a.finishes = 1
+	}
+	return a
+}
+
+func askResponsesWhole(t *testing.T, g *gatewaytest.Gateway) answer {
+	client := gatewaytest.OpenAI(g.V1(), "k")
+	r, err := client.Responses.New(context.Background(), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
+	if err != nil {
+		return answer{errorText: err.Error()}
+	}
+	a := answer{text: r.OutputText()}
+	if r.Status == "completed" {
+		a.finishes = 1
+	}
+	return a
+}
+
+func askMessagesWhole(t *testing.T, g *gatewaytest.Gateway) answer {
+	client := gatewaytest.Anthropic(g.URL, "k")
+	m, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "m", MaxTokens: 100, Messages: []anthropic.MessageParam{userText("say it")}})
+	if err != nil {
+		return answer{errorText: err.Error()}
+	}
+	var a answer
+	for _, b := range m.Content {
+		a.text += b.Text
+	}
+	if m.StopReason != "" {
+		a.finishes = 1
+	}
+	return a
 }
