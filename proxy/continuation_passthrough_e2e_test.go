@@ -1,16 +1,23 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/internal/openaitest"
 )
 
 // The chat completions passthrough (a chat client on an OpenAI-compatible backend) is
@@ -184,6 +191,96 @@ func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
 			if n := testutil.ToFloat64(g.Metrics.MalformedEvents.WithLabelValues("up")); n != 1 {
 				t.Errorf("gateway_upstream_malformed_events_total = %v; want 1", n)
 			}
+		})
+	}
+}
+
+// TestPassthroughContinuation_Splice: the restart's chunks need not fall where the first
+// answer's did, nor write its text with the same escapes: the chunk that straddles the end
+// of what the client has is spliced (the client gets the rest of its text), escapes are
+// compared by their values, and a new answer of the same length but other text diverges.
+func TestPassthroughContinuation_Splice(t *testing.T) {
+	chunk := func(n int, content string) string {
+		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"delta":{"content":%s},"logprobs":null,"finish_reason":null}]}`+"\n\n", n, content)
+	}
+	role := func(n int) string {
+		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n", n)
+	}
+	tail := func(n int) string {
+		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`+"\n\n", n) +
+			fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17}}`+"\n\ndata: [DONE]\n\n", n)
+	}
+	for _, tt := range []struct {
+		name        string
+		first, next string
+		want        string // "" wants continuation_diverged
+	}{
+		{name: "the restart's chunk straddles the end, escaped otherwise",
+			first: role(0) + chunk(0, `"Caf\u00e9"`) + chunk(0, `" \"au"`),
+			next:  role(1) + chunk(1, `"Café \""`) + chunk(1, `"au lait\"\nplease"`) + tail(1),
+			want:  "Café \"au lait\"\nplease"},
+		{name: "the restart ends where the client's text did",
+			first: role(0) + chunk(0, `"Hello"`),
+			next:  role(1) + chunk(1, `"Hel"`) + chunk(1, `"lo"`) + tail(1),
+			want:  "Hello"},
+		{name: "same length, other text",
+			first: role(0) + chunk(0, `"Hello"`) + chunk(0, `" wor"`),
+			next:  role(1) + chunk(1, `"Hello, war"`) + tail(1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			n := 0
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				i := n
+				n++
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				if i > 0 {
+					io.WriteString(w, tt.next)
+					return
+				}
+				io.WriteString(w, tt.first)
+				w.(http.Flusher).Flush()
+				if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
+					buf.Flush()
+					conn.Close() // cut
+				}
+			}))
+			t.Cleanup(up.Close)
+			g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
+backends:
+  up: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}}
+models:
+  m: {backend: up, upstream_model: fake-model}
+`, up.URL+"/v1"), gatewaytest.Options{})
+			var chunks []string
+			client := gatewaytest.OpenAI(g.V1(), "k")
+			s := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+				Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("say it")}})
+			var text string
+			for s.Next() {
+				chunks = append(chunks, s.Current().RawJSON())
+				for _, c := range s.Current().Choices {
+					text += c.Delta.Content
+				}
+			}
+			if tt.want == "" {
+				if s.Err() == nil || !strings.Contains(s.Err().Error(), "continuation_diverged") {
+					t.Fatalf("text %q, error %v; want continuation_diverged", text, s.Err())
+				}
+				return
+			}
+			if s.Err() != nil || text != tt.want {
+				t.Fatalf("text %q, error %v; want %q", text, s.Err(), tt.want)
+			}
+			var body []byte
+			for _, c := range chunks {
+				body = append(append(append(body, "data: "...), c...), "\n\n"...)
+			}
+			openaitest.CheckChunks(t, append(body, "data: [DONE]\n\n"...), openaitest.Want{Model: "m", Usage: openaitest.UsageNone})
 		})
 	}
 }
