@@ -190,18 +190,26 @@ type matrixCase struct {
 	primary, spare, long    int
 	kinds                   []string // "" all
 	passthroughMidStreamErr bool     // a Messages or Responses passthrough ends it with an error
+	streamOnly              bool     // a fault in a stream: not asked without one
 }
 
 func TestFaultMatrix(t *testing.T) {
+	forEachCase(t, matrixCases(), func(t *testing.T, tc matrixCase, kind, client string) {
+		runMatrix(t, tc, kind, client, askers[client], true)
+	})
+}
+
+// matrixCases are the sixteen faults; streamOnly marks those that happen in a stream.
+func matrixCases() []matrixCase {
 	s503 := step{status: 503, body: "503"}
 	down := []step{s503, s503, s503, s503, s503, s503}
-	cases := []matrixCase{
+	return []matrixCase{
 		{name: "01 silence: accepts and never answers", plan: []step{{pre: "silence"}}, whole: true, primary: 1, spare: 1},
-		{name: "02 first token late: head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1},
-		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true},
-		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true},
-		{name: "05 one malformed event", plan: []step{{stream: fault{3, "malformed"}}}, whole: true, primary: 1, spare: 0},
-		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true},
+		{name: "02 first token late: head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1, streamOnly: true},
+		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "05 one malformed event", plan: []step{{stream: fault{3, "malformed"}}}, whole: true, primary: 1, spare: 0, streamOnly: true},
+		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
 		{name: "07 429 with a long Retry-After", plan: []step{{status: 429, body: "429", retryAfter: "30"}}, whole: true, primary: 1, spare: 1},
 		{name: "08 429 without Retry-After", plan: []step{{status: 429, body: "429"}}, whole: true, primary: 2, spare: 0},
 		{name: "09 500 once", plan: []step{{status: 500, body: "500"}}, whole: true, primary: 2, spare: 0},
@@ -210,19 +218,21 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "12 400 context window exceeded", plan: []step{{status: 400, body: "context"}}, whole: true, primary: 1, spare: 0, long: 1},
 		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
 		{name: "14 stream cut, then the restart diverges", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "diverge"}}}, whole: false, primary: 2, spare: 0,
-			kinds: []string{"openai"}}, // restart: the prefill backends continue what they are given
-		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, passthroughMidStreamErr: true},
+			kinds: []string{"openai"}, streamOnly: true}, // restart: the prefill backends continue what they are given
+		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
 		{name: "16 primary down for a while", plan: down, whole: true, primary: 2, spare: 4},
 	}
+}
+
+// forEachCase runs each case for each upstream wire it applies to and each client API.
+func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
 	for _, tc := range cases {
 		for _, kind := range []string{"openai", "anthropic", "gemini"} {
 			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
 				continue
 			}
 			for _, client := range []string{"chat", "responses", "messages"} {
-				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) {
-					runMatrixCase(t, tc, kind, client)
-				})
+				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) { run(t, tc, kind, client) })
 			}
 		}
 	}
@@ -250,10 +260,8 @@ func newJSONFake(t *testing.T, kind string) jsonFake {
 func (f jsonFake) baseURL() string    { return f.BaseURL() }
 func (f jsonFake) requests() []string { return f.Bodies() }
 
-func runMatrixCase(t *testing.T, tc matrixCase, kind, client string) {
-	runMatrix(t, tc, kind, client, askers[client], true)
-}
-
+// runMatrix runs case tc for a client of API client on upstreams of kind, asking with ask
+// (streamed or not).
 func runMatrix(t *testing.T, tc matrixCase, kind, client string, ask func(*testing.T, *gatewaytest.Gateway) answer, stream bool) {
 	primary := newMatrixUpstream(t, kind, errorBodies(t, kind), tc.plan...)
 	var spare, long answerer = newChoppy(t, kind), newChoppy(t, kind)
@@ -319,32 +327,17 @@ models:
 // TestFaultMatrix_NotStreamed: the faults that come before an answer, for requests that
 // do not stream: the whole answer or a clean error status, within the bound.
 func TestFaultMatrix_NotStreamed(t *testing.T) {
-	s503 := step{status: 503, body: "503"}
-	cases := []matrixCase{
-		{name: "01 silence: accepts and never answers", plan: []step{{pre: "silence"}}, whole: true, primary: 1, spare: 1},
-		{name: "02 head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1},
-		{name: "07 429 with a long Retry-After", plan: []step{{status: 429, body: "429", retryAfter: "30"}}, whole: true, primary: 1, spare: 1},
-		{name: "08 429 without Retry-After", plan: []step{{status: 429, body: "429"}}, whole: true, primary: 2, spare: 0},
-		{name: "09 500 once", plan: []step{{status: 500, body: "500"}}, whole: true, primary: 2, spare: 0},
-		{name: "10 503 on every retry: the fallback answers", plan: []step{s503, s503}, whole: true, primary: 2, spare: 1},
-		{name: "11 connection reset", plan: []step{{pre: "reset"}}, whole: true, primary: 2, spare: 0},
-		{name: "12 400 context window exceeded", plan: []step{{status: 400, body: "context"}}, whole: true, primary: 1, spare: 0, long: 1},
-		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
-		{name: "16 primary down for a while", plan: []step{s503, s503, s503, s503, s503, s503}, whole: true, primary: 2, spare: 4},
-	}
-	asks := map[string]func(*testing.T, *gatewaytest.Gateway) answer{"chat": askChatWhole, "responses": askResponsesWhole, "messages": askMessagesWhole}
-	for _, tc := range cases {
-		for _, kind := range []string{"openai", "anthropic", "gemini"} {
-			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
-				continue
-			}
-			for _, client := range []string{"chat", "responses", "messages"} {
-				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) {
-					runMatrix(t, tc, kind, client, asks[client], false)
-				})
-			}
+	var cases []matrixCase
+	for _, tc := range matrixCases() {
+		if !tc.streamOnly {
+			cases = append(cases, tc)
 		}
 	}
+	cases = append(cases, matrixCase{name: "02 head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1})
+	asks := map[string]func(*testing.T, *gatewaytest.Gateway) answer{"chat": askChatWhole, "responses": askResponsesWhole, "messages": askMessagesWhole}
+	forEachCase(t, cases, func(t *testing.T, tc matrixCase, kind, client string) {
+		runMatrix(t, tc, kind, client, asks[client], false)
+	})
 }
 
 func askChatWhole(t *testing.T, g *gatewaytest.Gateway) answer {
