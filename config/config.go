@@ -329,8 +329,9 @@ type Model struct {
 	// reached the client becomes: prefill, restart or off (ContinuationPrefill and the
 	// others). Default by backend type (DefaultContinuation): prefill for anthropic and
 	// gemini, restart for openai and responses, off for mock. It applies to translated
-	// streams (the client's API is not the backend's); a passthrough stream ends with an
-	// in-band error.
+	// streams (the client's API is not the backend's) and, as restart whatever else it
+	// says but off, to chat completions passthrough streams; a Responses or Messages
+	// passthrough stream ends with an in-band error.
 	Continuation string `koanf:"continuation"`
 	// Deployments, when set, are the upstreams that serve this model, in place of
 	// Backend and UpstreamModel (which, absent, Load sets to the first deployment's): each

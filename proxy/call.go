@@ -118,6 +118,9 @@ type modelCall struct {
 	affinity           uint64
 	pin                string
 	firstAt, headersAt time.Time
+	// continuedFrom is the route whose stream broke, once a continuation finished the
+	// answer on c.at (continuation.go); nil when none did.
+	continuedFrom *route
 }
 
 // log returns the request's logger (request_id first), made on first use: most

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -140,18 +141,30 @@ func (f *chatForward) begin(r *route) {
 	if r != f.route {
 		model = jsonx.AppendString(nil, r.name) // a fallback's stream: once a request
 	}
+	prev := f.chunks.rw
 	*f.chunks = chatChunks{model: f.chunks.model, rw: openai.ChunkRewriter{Backend: r.backend.name, Model: model,
 		FallbackID: (*requestRun)(f).responseID(), IncludeUsage: f.req.IncludeUsage, Now: unixNow}}
+	f.call.resume.malformed = 0
+	if f.call.resume.active {
+		f.chunks.rw.KeepHead(&prev) // a continuation: the client's stream goes on
+	}
 }
 
 func (f *chatForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
 	ch := f.chunks
 	if string(data) == "[DONE]" {
+		if k := &f.call.resume; k.active && k.fwd.seen < k.fwd.n {
+			return dst, 0, errDiverged // a continuation that ended before repeating the client's text
+		}
 		ch.finished = true
 		return append(dst, "data: [DONE]\n\n"...), passSent | passWrite, nil
 	}
+	mark := len(dst)
 	dst, chunk, err := ch.rw.AppendChunk(dst, data)
 	if err != nil {
+		if errors.Is(err, translate.ErrMalformedEvent) {
+			return dst, 0, f.call.skipMalformed(f.call.at.backend, err) // skipped, unless one too many
+		}
 		return dst, passSent, err
 	}
 	m.noteOutput(chunk.OutputBytes) // estimated if no usage follows
@@ -161,8 +174,14 @@ func (f *chatForward) event(dst, _, data []byte, m *meter) ([]byte, passed, erro
 			return dst, passSent, nil // asked for by the gateway, not by the client
 		}
 	}
+	how := passSent | passWrite | passContent | passFirstChunk
+	if f.call.resume.on {
+		if dst, how, err = f.follow(dst, mark, &chunk); err != nil {
+			return dst, how, err
+		}
+	}
 	ch.finished = ch.finished || chunk.Finished
-	return dst, passSent | passWrite | passContent | passFirstChunk, nil
+	return dst, how, nil
 }
 
 func (f *chatForward) end(err error, _ *meter) error {

@@ -112,6 +112,8 @@ type resume struct {
 	base translate.Usage
 	// malformed counts the unreadable events skipped in the running attempt (decode).
 	malformed int
+	// fwd follows a forwarded chat stream's text (continuation_passthrough.go).
+	fwd followed
 }
 
 // keepSaid bounds the memory a recycled modelCall keeps for said.
@@ -229,7 +231,7 @@ func (k *resume) match(text string) (string, bool) {
 // continuable reports whether the turn's failure may be continued from what reached the
 // client, and if not, why (a bounded label).
 func (k *resume) continuable() bool {
-	return k.on && k.blocked == "" && !(k.reasoning && len(k.said) == 0)
+	return k.on && k.blocked == "" && !(k.reasoning && len(k.said)+k.fwd.n == 0)
 }
 
 // failureContinuable reports whether err, the failure of an attempt, is the upstream's
@@ -263,10 +265,14 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 		return failure
 	}
 	routes := c.continuationRoutes()
+	from := c.at
 	failed := c.tries // the attempts on the failed route so far, that one included
 	for i, r := range routes {
 		if !r.continues() || i > 0 && !c.mayFallBack(r) {
 			continue
+		}
+		if i > 0 {
+			c.fallbacks++ // a fallback tried, for the ledger
 		}
 		tried := c.continuationCandidates(r, i == 0)
 		tries := 1 + r.backend.retries.Max
@@ -304,6 +310,7 @@ func (c *modelCall) continueTurn(ctx context.Context, req *translate.Request, em
 			switch {
 			case err == nil:
 				c.contOutcome(metrics.ContinuationContinued)
+				c.continuedFrom = from
 				return nil
 			case errors.Is(err, errDiverged):
 				c.contOutcome(metrics.ContinuationDiverged)
@@ -403,6 +410,9 @@ func (c *modelCall) only(r *route, on *route) balance.Tried {
 // request again, with what the client has as a prefill or to be repeated (restart).
 func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *route, mode contMode, attempt int, emit translate.Emit, failure error) error {
 	k := &c.resume
+	if k.fwd.attempt != nil {
+		return c.resumeForward(ctx, req, r, attempt, failure) // a passthrough: restarted
+	}
 	k.active, k.lenient, k.prefilled, k.pending = true, false, false, string(k.said)
 	k.prior = usageSince(c.Usage, k.base)
 	ask := req

@@ -47,6 +47,10 @@ type requestDone struct {
 	fallback bool
 	// deployment is the deployment that answered, for a model with deployments ("": none).
 	deployment string
+	// continuedFrom is the configured name of the model whose stream broke when a
+	// continuation finished the answer on answered ("": none); the access line then says
+	// "continued_from".
+	continuedFrom string
 }
 
 // record counts, observes and logs d.
@@ -85,6 +89,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.deployment != "" {
 		a = append(a, slog.String("deployment", d.deployment))
 	}
+	if d.continuedFrom != "" {
+		a = append(a, slog.String("continued_from", d.continuedFrom))
+	}
 	return a
 }
 
@@ -114,6 +121,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.deployment != "" {
 		b = logjson.AppendString(append(b, `,"deployment":`...), d.deployment)
+	}
+	if d.continuedFrom != "" {
+		b = logjson.AppendString(append(b, `,"continued_from":`...), d.continuedFrom)
 	}
 	return b
 }

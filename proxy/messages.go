@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tidwall/sjson"
@@ -156,6 +157,7 @@ func (f *messagesForward) errors() translate.ClientErrors { return messagesin.Er
 func (f *messagesForward) begin(r *route) {
 	f.dec = r.backend.provider.NewStreamDecoder(nil)
 	f.model = r.name // the requested model's (serve resolved it by name), or the fallback's
+	f.c.call.resume.malformed = 0
 	if f.keep == nil {
 		f.keep = f.keepUsage // a method value is allocated: once a request
 	}
@@ -178,6 +180,9 @@ func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed
 	f.meter = m
 	if err := f.dec.Event(typ, data, f.keep); err != nil {
 		if string(typ) != "error" {
+			if errors.Is(err, translate.ErrMalformedEvent) {
+				return dst, 0, f.c.call.skipMalformed(f.c.call.at.backend, err) // skipped, unless one too many
+			}
 			return dst, 0, err
 		}
 		return appendSSE(dst, typ, data), passWrite, fmt.Errorf("%w: %w", errReported, err)

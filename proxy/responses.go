@@ -399,6 +399,7 @@ func (f *responsesForward) errors() translate.ClientErrors { return &f.fw }
 func (f *responsesForward) begin(r *route) {
 	f.fw.Begin()
 	f.backend = r.backend.name
+	f.c.call.resume.malformed = 0
 	f.modelOf(r)
 }
 
@@ -413,8 +414,8 @@ func (f *responsesForward) modelOf(r *route) {
 func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
 	// A view of data, which lives until this returns; what is kept is copied.
 	out, ev, ok := f.fw.Event(dst, data)
-	if !ok {
-		return dst, passSent, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data)
+	if !ok { // nothing written: skipped, unless one too many
+		return dst, 0, f.c.call.skipMalformed(f.c.call.at.backend, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data))
 	}
 	m.noteOutput(ev.DeltaBytes) // estimated if no usage follows
 	if ev.HasUsage {

@@ -155,6 +155,7 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	if !c.firstT.IsZero() {
 		d.ttft = c.firstT.Sub(c.start)
 	}
+	d.continuedFrom = c.noteContinued()
 	d.answered, d.fallback = c.answeredModel()
 	if c.answeredBy != nil {
 		d.deployment = c.answeredBy.deployment

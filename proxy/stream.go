@@ -358,7 +358,7 @@ var errClientGone = errors.New("client disconnected")
 func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) error {
 	call := c.call
 	call.meter.prompt = c.req
-	return call.withRetries(ctx, func(ctx context.Context, r *route) error {
+	attempt := func(ctx context.Context, r *route) error {
 		ctx = call.startFirst(ctx, r, true)
 		defer call.endFirst()
 		return call.roundTrip(ctx, r, true, func(dst []byte, opts *translate.Options) ([]byte, error) {
@@ -399,5 +399,14 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 			}, o.sync, streamEnd)
 			return call.firstOr(f.end(err, &call.meter))
 		})
-	})
+	}
+	if _, chat := f.(*chatForward); chat {
+		call.startResume(c.req, true) // a chat stream may be continued (continuation_passthrough.go)
+		call.startForward(attempt)
+	}
+	err := call.withRetries(ctx, attempt)
+	if err != nil && call.sent && call.resume.on {
+		err = call.continueTurn(ctx, c.req, nil, err)
+	}
+	return err
 }

@@ -64,12 +64,23 @@ type Chunk struct {
 	// arguments, as the chunk writes them (escapes counted as written). The gateway
 	// estimates the tokens of a stream that ends without its usage from it.
 	OutputBytes int
+	// Text is the literal of the first choice's delta content, escapes as written and
+	// quotes left out ("" when it has none; jsonx.AppendDecoded gives its value): a view
+	// of the data read, valid until AppendChunk returns. Finish is the first non-empty
+	// finish_reason, a view as Text is. The gateway follows from them what text a client
+	// received, to continue a stream that broke.
+	Text, Finish string
+	// Opaque is set when a delta carries what cannot be followed as text: a tool call, a
+	// refusal or a function_call. Reasoning is set when one carries reasoning_content or
+	// reasoning.
+	Opaque, Reasoning bool
 }
 
 // AppendChunk appends the upstream chunk data, normalized, as an SSE event for the client
 // to dst, and reports what it read of it. A payload that is not a JSON object is an
-// upstream error naming the backend; an error object in place of a chunk is the upstream's
-// error (status 502). The caller decides whether to send the event (it drops a usage-only
+// upstream error naming the backend that matches translate.ErrMalformedEvent (the
+// rewriter's state is as it was: the caller may skip the event and read the next); an
+// error object in place of a chunk is the upstream's error (status 502). The caller decides whether to send the event (it drops a usage-only
 // chunk the client did not ask for). Of a repeated member name, the first is the one read
 // (gjson's rule); every member that is not dropped is sent. Nothing of data is retained
 // but a copy of its start (lead).
@@ -85,14 +96,14 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	sc.Reset(jsonx.View(data))
 	if sc.Peek() != '{' {
 		if !jsonx.Valid(jsonx.View(data)) {
-			return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
-		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not a JSON object", data)
+		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not a JSON object", data)
 	}
 	if p.head == nil {
 		root, ok := sc.Root()
 		if !ok {
-			return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
 		if sc.Get(root, "error").Exists() {
 			return dst, ch, New().DecodeError(http.StatusBadGateway, data)
@@ -163,7 +174,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 		out = appendMember(out, sc.Input()[end:], k, v.Raw)
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return dst, ch, passthroughNotJSON(p.Backend, "sent a stream event that is not JSON", data)
+		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 	}
 	if errv.Exists() {
 		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
@@ -177,9 +188,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 // object whose finish_reason (the first of that name) is a non-empty string. It reports
 // false on a syntax error.
 func (p *ChunkRewriter) readChoices(v *jsonx.Value, ch *Chunk) bool {
-	if matched, ok, n := fastChoices(&p.sc, v); matched {
-		ch.Choices++ // one choice, its finish_reason null
-		ch.OutputBytes += n
+	if matched, ok := fastChoices(&p.sc, v, ch); matched {
 		return ok
 	}
 	return readChoicesGeneral(&p.sc, v, ch)
@@ -191,9 +200,12 @@ func readChoicesGeneral(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) bool {
 	arr, ok := sc.ArrayMembers([]string{"finish_reason", "delta"}, f[:], func(jsonx.Value) bool {
 		ch.Choices++
 		if f[0].Kind == jsonx.String && f[0].Str != "" {
+			if !ch.Finished {
+				ch.Finish = f[0].Str
+			}
 			ch.Finished = true
 		}
-		ch.OutputBytes += deltaBytes(sc, f[1])
+		readDelta(sc, f[1], ch, ch.Choices == 1)
 		return true
 	})
 	*v = arr
@@ -204,23 +216,36 @@ func readChoicesGeneral(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) bool {
 // the literals of its content, refusal, reasoning_content and reasoning strings and of its
 // tool calls' function names and arguments, without their quotes.
 func deltaBytes(sc *jsonx.Scanner, delta jsonx.Value) int {
+	var ch Chunk
+	readDelta(sc, delta, &ch, false)
+	return ch.OutputBytes
+}
+
+// readDelta adds what a choice's delta carries to ch: its output's length (deltaBytes),
+// and whether it has a tool call, a refusal or a function_call (Opaque) or reasoning;
+// first: it is the first choice's, whose content literal is ch.Text.
+func readDelta(sc *jsonx.Scanner, delta jsonx.Value, ch *Chunk, first bool) {
 	if delta.Kind != jsonx.Object {
-		return 0
+		return
 	}
-	var m [5]jsonx.Value
-	sc.Members(delta, []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}, m[:])
-	n := 0
+	var m [6]jsonx.Value
+	sc.Members(delta, []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}, m[:])
 	for _, s := range m[:4] {
-		n += literalBytes(s)
+		ch.OutputBytes += literalBytes(s)
 	}
+	if first && m[0].Kind == jsonx.String {
+		ch.Text = m[0].Raw[1 : len(m[0].Raw)-1]
+	}
+	ch.Reasoning = ch.Reasoning || literalBytes(m[2]) > 0 || literalBytes(m[3]) > 0
+	ch.Opaque = ch.Opaque || literalBytes(m[1]) > 0 || m[5].Kind == jsonx.Object
 	var fn [1]jsonx.Value
 	sc.EachMembers(m[4], []string{"function"}, fn[:], func(jsonx.Value) bool {
+		ch.Opaque = true
 		var f [2]jsonx.Value
 		sc.Members(fn[0], []string{"name", "arguments"}, f[:])
-		n += literalBytes(f[0]) + literalBytes(f[1])
+		ch.OutputBytes += literalBytes(f[0]) + literalBytes(f[1])
 		return true
 	})
-	return n
 }
 
 // CompletionOutputBytes returns the length of the output a chat completion body carries
@@ -266,19 +291,21 @@ const (
 
 // fastChoices reads the choices array at the cursor, which is at its '[', when it is in
 // exactly OpenAI's layout of a text or argument chunk (choicesPrefix): it sets v to the
-// array, as readChoices would, and reports matched, with ok false when the string is not
-// valid JSON, and n, the length of the string's literal without its quotes (deltaBytes). For anything else it reports matched false with the cursor where it was,
-// leaving the array to readChoices' general reader: what it accepts is valid JSON that
-// the general reader reads the same (FuzzFastChoicesMatchesGeneral). Nearly every chunk
-// of an answer is one of these; the scanner still checks the string.
-func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool, n int) {
+// array, as readChoices would, adds what it read to ch (one choice; its output's length,
+// the string's literal without its quotes; its Text, or Opaque for an argument chunk), and
+// reports matched, with ok false (ch untouched) when the string is not valid JSON. For
+// anything else it reports matched false with the cursor where it was, leaving the array
+// to readChoices' general reader: what it accepts is valid JSON that the general reader
+// reads the same (FuzzFastChoicesMatchesGeneral). Nearly every chunk of an answer is one
+// of these; the scanner still checks the string.
+func fastChoices(sc *jsonx.Scanner, v *jsonx.Value, ch *Chunk) (matched, ok bool) {
 	s, at := sc.Input(), sc.Pos()
 	if !strings.HasPrefix(s[at:], choicesPrefix) {
-		return false, false, 0
+		return false, false
 	}
 	j, ok := jsonx.IndexEnd(s, at+len(choicesPrefix))
 	if !ok {
-		return false, false, 0
+		return false, false
 	}
 	closing := "}" // the delta's
 	switch {
@@ -286,29 +313,36 @@ func fastChoices(sc *jsonx.Scanner, v *jsonx.Value) (matched, ok bool, n int) {
 		j += len(choicesContent)
 	case strings.HasPrefix(s[j:], choicesToolCall):
 		if j, ok = jsonx.IndexEnd(s, j+len(choicesToolCall)); !ok || !strings.HasPrefix(s[j:], choicesArguments) {
-			return false, false, 0
+			return false, false
 		}
 		j += len(choicesArguments)
 		closing = "}}]}" // the function's, the call's, the array's, the delta's
 	default:
-		return false, false, 0
+		return false, false
 	}
 	if j >= len(s) || s[j] != '"' {
-		return false, false, 0
+		return false, false
 	}
 	sc.Seek(j)
 	if !sc.SkipString() {
-		return true, false, 0 // the array is not JSON, whichever reader reads it
+		return true, false // the array is not JSON, whichever reader reads it
 	}
 	k := sc.Pos()
 	if !strings.HasPrefix(s[k:], closing) || !strings.HasPrefix(s[k+len(closing):], choicesTail) {
 		sc.Seek(at)
-		return false, false, 0
+		return false, false
 	}
 	end := k + len(closing) + len(choicesTail)
 	sc.Seek(end)
 	v.Set(jsonx.Array, s[at:end], at, "")
-	return true, true, k - j - 2
+	ch.Choices++ // one choice, its finish_reason null
+	ch.OutputBytes += k - j - 2
+	if len(closing) == 1 {
+		ch.Text = s[j+1 : k-1]
+	} else {
+		ch.Opaque = true
+	}
+	return true, true
 }
 
 // setHead fixes the stream's id, created and model from its first chunk.
@@ -328,6 +362,42 @@ func (p *ChunkRewriter) setHead(sc *jsonx.Scanner, root jsonx.Value) {
 	p.head = strconv.AppendInt(p.head, n, 10)
 	p.head = append(p.head, `,"model":`...)
 	p.head = append(p.head, p.Model...)
+}
+
+// KeepHead makes p's chunks leave with the id, created and model of prev's (a stream that
+// goes on from another upstream answer: a continuation), once prev read a chunk.
+func (p *ChunkRewriter) KeepHead(prev *ChunkRewriter) {
+	if prev.head != nil {
+		p.head = prev.head // fixed once made: shared, never appended to
+	}
+}
+
+// AppendText appends to dst an SSE event for the client: a chunk with the stream's head
+// whose one choice's delta is the content text (a value, escaped here), with finish_reason
+// finish ("" is null). The head is the one the stream's first chunk fixed.
+func (p *ChunkRewriter) AppendText(dst []byte, text, finish string) []byte {
+	dst = append(dst, "data: {"...)
+	dst = append(dst, p.head...)
+	dst = append(dst, `,"choices":[{"index":0,"delta":{"content":`...)
+	dst = jsonx.AppendString(dst, text)
+	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+	if finish == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = jsonx.AppendString(dst, finish)
+	}
+	return append(dst, "}]}\n\n"...)
+}
+
+// AppendUsage appends to dst an SSE event for the client: a chunk with the stream's head,
+// no choices and the usage object usage (JSON, as written), the shape of OpenAI's last
+// chunk when the client asked for the usage.
+func (p *ChunkRewriter) AppendUsage(dst, usage []byte) []byte {
+	dst = append(dst, "data: {"...)
+	dst = append(dst, p.head...)
+	dst = append(dst, `,"choices":[],"usage":`...)
+	dst = append(dst, usage...)
+	return append(dst, "}\n\n"...)
 }
 
 // RewriteCompletion checks that body, a 200 answer of an OpenAI-compatible upstream
@@ -417,6 +487,12 @@ func passthroughNotJSON(backend, what string, data []byte) *translate.UpstreamEr
 		msg += ": " + strconv.Quote(string(b))
 	}
 	return &translate.UpstreamError{Status: http.StatusBadGateway, Type: "api_error", Message: msg}
+}
+
+// malformedChunk is passthroughNotJSON for one stream event, marked as an unreadable event
+// (translate.ErrMalformedEvent) that a stream may skip.
+func malformedChunk(backend, what string, data []byte) error {
+	return translate.MalformedEvent(passthroughNotJSON(backend, what, data))
 }
 
 // shadows reports whether the member name k is one of names, lower-case ASCII, as a

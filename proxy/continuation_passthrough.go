@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/openai"
+	"github.com/agate-gateway/agate/translate/openaichat"
+)
+
+// This file continues a chat completions passthrough stream (an OpenAI-compatible
+// backend answering a chat client) that failed after part of its answer reached the
+// client, as continuation.go continues a translated one, over the same loop
+// (continueTurn): the same route while its retries last, then its fallbacks, within the
+// request's deadline. The passthrough forwards the upstream's chunks, not events, so its
+// one mode is restart, whatever the route's (a prefill would mean editing the client's
+// body): the request is sent again as the client sent it, and the new answer's text is
+// relayed from where the client's ends.
+//
+// The passthrough keeps no copy of the answer: what reached the client is followed as the
+// length and an FNV-1a hash of its text (followed), taken from each chunk as the chunk
+// rewriter reads it (openai.Chunk.Text). A continuation hashes the new answer's text up to
+// that length, and compares: the same, and what follows is relayed (the chunk that
+// straddles the end is spliced: a chunk with the rest of its text); different, or a tool
+// call, a refusal or a finish before it, and the stream ends with the in-band 502
+// continuation_diverged. Every chunk keeps the client's id, created and model (the chunk
+// contract): the head of the stream's first chunk. The new answer's role chunk and its
+// reasoning are swallowed, and its usage chunk carries the usage of the turn's earlier
+// attempts added to its own (a usage inside a chunk with choices, which OpenAI does not
+// send, is passed as it came).
+//
+// The Responses and Messages passthroughs are not continued: their failures end the
+// stream with the in-band error, as before.
+
+// followed is what a forwarded chat stream showed the client of its text.
+type followed struct {
+	// n and sum are the length and hash of the text the client has.
+	n   int
+	sum uint64
+	// seen and seenSum are, during a continuation, the length and hash of the new
+	// answer's text that repeats it so far (up to n).
+	seen    int
+	seenSum uint64
+	// attempt runs one attempt of the forwarded stream on a route: set while the turn is
+	// a passthrough's (continueTurn then restarts it, resumeForward).
+	attempt func(context.Context, *route) error
+}
+
+// FNV-1a, 64 bits.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnvAdd returns h extended by the bytes of s.
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// startForward begins following a forwarded chat stream whose attempts attempt runs:
+// after startResume, whose on says whether it may be continued.
+func (c *modelCall) startForward(attempt func(context.Context, *route) error) {
+	c.resume.fwd = followed{sum: fnvOffset, attempt: attempt}
+}
+
+// follow decides about chunk, read from the running attempt of a forwarded chat stream
+// and appended to dst from mark on, while the stream may be continued (resume.on): it
+// returns dst with what the client is to get of it, how it passes (0: nothing), or the
+// error that ends the attempt (errDiverged).
+func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte, passed, error) {
+	const shown = passSent | passWrite | passContent | passFirstChunk
+	k := &f.call.resume
+	fw := &k.fwd
+	var room [256]byte // most chunks' text: decoded on the stack
+	text := chunk.Text
+	if strings.IndexByte(text, '\\') >= 0 {
+		text = string(jsonx.AppendDecoded(room[:0], text)) // copied: room is reused
+	}
+	if !k.active {
+		fw.n, fw.sum = fw.n+len(text), fnvAdd(fw.sum, text)
+		k.note(chunk)
+		return dst, shown, nil
+	}
+	if chunk.HasUsage && chunk.Choices == 0 { // the new answer's usage: with the earlier attempts'
+		if !f.req.IncludeUsage {
+			return dst, 0, nil
+		}
+		u := chunk.Usage
+		u.Add(k.prior)
+		var obj [160]byte
+		return f.chunks.rw.AppendUsage(dst[:mark], openaichat.AppendUsage(obj[:0], u)), passSent | passWrite, nil
+	}
+	if need := fw.n - fw.seen; need > 0 {
+		if chunk.Opaque {
+			return dst[:mark], 0, errDiverged // a tool call or refusal where the text was
+		}
+		head := text[:min(need, len(text))]
+		fw.seen, fw.seenSum = fw.seen+len(head), fnvAdd(fw.seenSum, head)
+		if fw.seen == fw.n && fw.seenSum != fw.sum || chunk.Finished && fw.seen < fw.n {
+			return dst[:mark], 0, errDiverged // other text, or an end before the client's
+		}
+		text = text[len(head):]
+		if text == "" && !chunk.Finished {
+			return dst[:mark], 0, nil // repeated: the client has it
+		}
+		// The rest of the chunk is new to the client.
+		dst = f.chunks.rw.AppendText(dst[:mark], text, chunk.Finish)
+	} else if text == "" && !chunk.Opaque && !chunk.Finished {
+		return dst[:mark], 0, nil // the new answer's role chunk, or its reasoning: the client's ended
+	}
+	fw.n, fw.sum = fw.n+len(text), fnvAdd(fw.sum, text)
+	fw.seen, fw.seenSum = fw.n, fw.sum // the client has all the new answer has said
+	k.note(chunk)
+	return dst, shown, nil
+}
+
+// note records what of chunk, about to reach the client, stops a continuation (resume.pass
+// for the passthrough).
+func (k *resume) note(chunk *openai.Chunk) {
+	switch {
+	case chunk.Finished:
+		k.blocked = "finished"
+	case chunk.Opaque:
+		k.blocked = "tool_call"
+	case chunk.Reasoning && k.fwd.n == 0:
+		k.reasoning = true
+	}
+}
+
+// resumeForward runs one continuation attempt of a forwarded chat stream on route r (a
+// restart, resumeOn's passthrough twin).
+func (c *modelCall) resumeForward(ctx context.Context, req *translate.Request, r *route, attempt int, failure error) error {
+	k := &c.resume
+	k.active = true
+	k.prior = usageSince(c.Usage, k.base)
+	k.fwd.seen, k.fwd.seenSum = 0, fnvOffset
+	c.log().Warn("continuing the stream", "model", r.name, "backend", r.backend.name, "mode", contRestart.String(),
+		"sent_bytes", k.fwd.n, "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
+	c.sent = false
+	c.at = r
+	c.meter.prompt = req
+	err := c.tracedAttempt(ctx, r, attempt, k.fwd.attempt)
+	if err == nil && k.fwd.seen < k.fwd.n {
+		err = errDiverged // the new answer ended shorter than what the client has
+	}
+	return err
+}
+
+// noteContinued makes the model that finished a continued stream the one that answered
+// (answeredBy: the access line's answered_model and fallback, the ledger's served model
+// and its price; gateway_fallback_answers_total counts it when it is another fallback than
+// the one that began), and returns the configured name of the model whose stream broke
+// (clipped), or "" when no continuation finished the answer. The client's chunks, headers
+// and events keep naming the model the stream began with: they were sent before.
+func (c *requestRun) noteContinued() string {
+	from := c.call.continuedFrom
+	if from == nil || c.call.at == nil {
+		return ""
+	}
+	was := c.answeredBy
+	c.answeredBy = c.call.at
+	if r := c.answeredBy; r.of() != c.route && (was == nil || was.of() != r.of()) {
+		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
+	}
+	return clip(from.name, maxLoggedString)
+}
