@@ -104,6 +104,7 @@ func (s *Server) openAdmin(opts Options) error {
 	}
 	s.stopKeys, s.keysDone = make(chan struct{}), make(chan struct{})
 	go s.syncKeys(resync, s.stopKeys)
+	s.openConsole(ac) // console.go
 	return nil
 }
 
@@ -136,7 +137,7 @@ const maxAdminBody = 64 << 10
 // are streamed: readBody), at most maxAdminBody+1 bytes, which handleAdmin refuses
 // (413), and reports whether it was one.
 func (s *Server) readAdminBody(ctx *fasthttp.RequestCtx, stream io.Reader) bool {
-	if s.keyStore == nil || !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
+	if s.keyStore == nil || !strings.HasPrefix(string(ctx.Path()), adminPrefix) && !s.consoleOwns(ctx) {
 		return false
 	}
 	b, err := io.ReadAll(io.LimitReader(stream, maxAdminBody+1))
@@ -148,6 +149,10 @@ func (s *Server) readAdminBody(ctx *fasthttp.RequestCtx, stream io.Reader) bool 
 }
 
 func (s *Server) handleAdminOnly(ctx *fasthttp.RequestCtx) {
+	if s.consoleOwns(ctx) {
+		s.console.Serve(ctx)
+		return
+	}
 	if !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
 		writeAdminError(ctx, notFound("this listener serves /admin/v1 only"))
 		return
@@ -164,6 +169,9 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	actor, ok := s.adminOf(&ctx.Request.Header)
+	if !ok && s.console != nil && !s.consoleActor(ctx, &actor, &ok) {
+		return // a session without its CSRF token on a change: answered 403
+	}
 	if !ok {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="agate-admin"`)
 		writeAdminError(ctx, &adminError{status: 401, code: "unauthorized", msg: "an admin token is required (Authorization: Bearer <token> of admin.keys); client keys are not admin tokens"})
