@@ -45,6 +45,8 @@ var adminRoutes = []adminRoute{
 	{"GET", "/admin/v1/usage", (*Server).adminUsage},
 	{"GET", "/admin/v1/requests", (*Server).adminRequests},
 	{"GET", "/admin/v1/audit", (*Server).adminAudit},
+	{"GET", "/admin/v1/overview", (*Server).adminOverview}, // admin_overview.go
+	{"GET", "/admin/v1/models", (*Server).adminModels},
 }
 
 // adminCall is one admin request: who made it, the path's {name}, the request.

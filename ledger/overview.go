@@ -1,0 +1,215 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// OverviewQuery selects an overview: the traffic of [From, To).
+type OverviewQuery struct {
+	From, To time.Time
+	// Top is how many keys, models and errors to rank; default 5, at most 50.
+	Top int
+}
+
+// Overview is the traffic of a time range: a time series from the rollups, the totals,
+// the top keys, models and errors, and latency percentiles from the raw records.
+type Overview struct {
+	// Step is the series' bucket width: a minute for ranges up to 6 hours, an hour up
+	// to 14 days, else a day (the rollup read).
+	Step time.Duration
+	// Series has one point a bucket that had traffic, oldest first.
+	Series []OverviewPoint
+	// Totals sums the range.
+	Totals OverviewPoint
+	// TopKeys and TopModels rank keys and models by cost, then requests; their Time is
+	// zero.
+	TopKeys, TopModels []OverviewPoint
+	// TopErrors ranks the failed answers by count.
+	TopErrors []ErrorCount
+	// Latency and FirstToken are percentiles (p50, p95, p99) of the request durations
+	// and of the times to the first token (streams that had one) of the newest
+	// LatencySample records of the range.
+	Latency, FirstToken [3]time.Duration
+	LatencySample       int
+}
+
+// OverviewPoint is the sums of a bucket (Time) or of a key or model (Name).
+type OverviewPoint struct {
+	Time                                                       time.Time
+	Name                                                       string
+	Requests, Errors                                           int64
+	PromptTokens, CompletionTokens, CachedReadTokens, Reasoning int64
+	CostUSD                                                    float64
+	// TotalMS sums the requests' durations (its mean is TotalMS/Requests).
+	TotalMS int64
+}
+
+// ErrorCount is how many answers of one status and error type the range had.
+type ErrorCount struct {
+	Status int
+	Type   string
+	Count  int64
+}
+
+// maxLatencySample bounds the records read for the latency percentiles.
+const maxLatencySample = 20000
+
+// Overview reports the traffic of q's range.
+func (l *Ledger) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
+	return l.st.overview(ctx, q)
+}
+
+const overviewSums = "SUM(requests), SUM(errors), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_read_tokens), SUM(reasoning_tokens), SUM(cost_usd), SUM(total_ms)"
+
+func scanPoint(rows *sql.Rows, lead ...any) (OverviewPoint, error) {
+	var p OverviewPoint
+	var cost sql.NullFloat64
+	var n [7]sql.NullInt64
+	dest := append(lead, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &cost, &n[6])
+	if err := rows.Scan(dest...); err != nil {
+		return p, err
+	}
+	p.Requests, p.Errors, p.PromptTokens, p.CompletionTokens = n[0].Int64, n[1].Int64, n[2].Int64, n[3].Int64
+	p.CachedReadTokens, p.Reasoning, p.CostUSD, p.TotalMS = n[4].Int64, n[5].Int64, cost.Float64, n[6].Int64
+	return p, nil
+}
+
+func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error) {
+	var o Overview
+	span := q.To.Sub(q.From)
+	if span < time.Minute {
+		return o, errors.New("ledger: the overview range is empty (to must be a minute or more after from)")
+	}
+	top := q.Top
+	if top <= 0 {
+		top = 5
+	}
+	top = min(top, 50)
+	t := rollupTables[2]
+	switch {
+	case span <= 6*time.Hour:
+		t = rollupTables[0]
+	case span <= 14*24*time.Hour:
+		t = rollupTables[1]
+	}
+	o.Step = time.Duration(t.width) * time.Second
+	from, to := q.From.Unix(), q.To.Unix()
+	from -= from % t.width // the bucket holding From
+	range_ := " FROM " + t.name + " WHERE bucket >= ? AND bucket < ?"
+
+	rows, err := s.db.QueryContext(ctx, s.d.bind("SELECT bucket, "+overviewSums+range_+" GROUP BY bucket ORDER BY bucket"), from, to)
+	if err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	for rows.Next() {
+		var bucket int64
+		p, err := scanPoint(rows, &bucket)
+		if err != nil {
+			rows.Close()
+			return o, fmt.Errorf("ledger: overview: %w", err)
+		}
+		p.Time = time.Unix(bucket, 0).UTC()
+		o.Series = append(o.Series, p)
+		o.Totals.Requests += p.Requests
+		o.Totals.Errors += p.Errors
+		o.Totals.PromptTokens += p.PromptTokens
+		o.Totals.CompletionTokens += p.CompletionTokens
+		o.Totals.CachedReadTokens += p.CachedReadTokens
+		o.Totals.Reasoning += p.Reasoning
+		o.Totals.CostUSD += p.CostUSD
+		o.Totals.TotalMS += p.TotalMS
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	for _, g := range [...]struct {
+		col string
+		dst *[]OverviewPoint
+	}{{"key_name", &o.TopKeys}, {"model", &o.TopModels}} {
+		rows, err := s.db.QueryContext(ctx, s.d.bind("SELECT "+g.col+", "+overviewSums+range_+" GROUP BY "+g.col+
+			" ORDER BY SUM(cost_usd) DESC, SUM(requests) DESC, "+g.col+" LIMIT "+strconv.Itoa(top)), from, to)
+		if err != nil {
+			return o, fmt.Errorf("ledger: overview: %w", err)
+		}
+		for rows.Next() {
+			var name string
+			p, err := scanPoint(rows, &name)
+			if err != nil {
+				rows.Close()
+				return o, fmt.Errorf("ledger: overview: %w", err)
+			}
+			p.Name = name
+			*g.dst = append(*g.dst, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return o, fmt.Errorf("ledger: overview: %w", err)
+		}
+	}
+
+	// The raw records: the errors' types and the latencies.
+	fromUS, toUS := q.From.UnixMicro(), q.To.UnixMicro()
+	rows, err = s.db.QueryContext(ctx, s.d.bind("SELECT status, error_type, COUNT(*) FROM ledger_requests WHERE ts_us >= ? AND ts_us < ? AND status >= 400"+
+		" GROUP BY status, error_type ORDER BY COUNT(*) DESC, status, error_type LIMIT "+strconv.Itoa(top)), fromUS, toUS)
+	if err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	for rows.Next() {
+		var e ErrorCount
+		if err := rows.Scan(&e.Status, &e.Type, &e.Count); err != nil {
+			rows.Close()
+			return o, fmt.Errorf("ledger: overview: %w", err)
+		}
+		o.TopErrors = append(o.TopErrors, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	rows, err = s.db.QueryContext(ctx, s.d.bind("SELECT total_ms, first_token_ms FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
+		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample)), fromUS, toUS)
+	if err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	total, first := make([]int64, 0, 1024), make([]int64, 0, 1024)
+	for rows.Next() {
+		var tm, fm int64
+		if err := rows.Scan(&tm, &fm); err != nil {
+			rows.Close()
+			return o, fmt.Errorf("ledger: overview: %w", err)
+		}
+		total = append(total, tm)
+		if fm > 0 {
+			first = append(first, fm)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return o, fmt.Errorf("ledger: overview: %w", err)
+	}
+	o.LatencySample = len(total)
+	o.Latency, o.FirstToken = percentiles(total), percentiles(first)
+	return o, nil
+}
+
+// percentiles returns the nearest-rank p50, p95 and p99 of ms (sorted in place), zero
+// when it is empty.
+func percentiles(ms []int64) [3]time.Duration {
+	var out [3]time.Duration
+	if len(ms) == 0 {
+		return out
+	}
+	slices.Sort(ms)
+	for i, p := range [3]int{50, 95, 99} {
+		rank := (p*len(ms) + 99) / 100 // ceil(p/100 · n), 1-based
+		out[i] = time.Duration(ms[max(rank, 1)-1]) * time.Millisecond
+	}
+	return out
+}
