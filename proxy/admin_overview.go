@@ -148,6 +148,14 @@ func (s *Server) adminModels(a *adminCall) error {
 		b = appendStrings(append(b, `,"fallbacks":`...), r.fallbacks)
 		b = appendStrings(append(b, `,"context_fallbacks":`...), r.contextFallbacks)
 		b = jsonx.AppendString(append(b, `,"balance":`...), mc.Balance)
+		if p := mc.Price; p == nil {
+			b = append(b, `,"price":null`...)
+		} else {
+			b = strconv.AppendFloat(append(b, `,"price":{"input":`...), p.Input, 'f', -1, 64)
+			b = strconv.AppendFloat(append(b, `,"output":`...), p.Output, 'f', -1, 64)
+			b = strconv.AppendFloat(append(b, `,"cached_input":`...), p.CachedInput, 'f', -1, 64)
+			b = append(strconv.AppendFloat(append(b, `,"cache_write":`...), p.CacheWrite, 'f', -1, 64), '}')
+		}
 		b = append(b, `,"deployments":[`...)
 		if r.deploy == nil {
 			b = s.appendDeployment(b, r, r.circuit, 1, 0, nil, now)
