@@ -41,11 +41,11 @@ type Overview struct {
 
 // OverviewPoint is the sums of a bucket (Time) or of a key or model (Name).
 type OverviewPoint struct {
-	Time                                                       time.Time
-	Name                                                       string
-	Requests, Errors                                           int64
+	Time                                                        time.Time
+	Name                                                        string
+	Requests, Errors                                            int64
 	PromptTokens, CompletionTokens, CachedReadTokens, Reasoning int64
-	CostUSD                                                    float64
+	CostUSD                                                     float64
 	// TotalMS sums the requests' durations (its mean is TotalMS/Requests).
 	TotalMS int64
 }
