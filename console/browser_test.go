@@ -133,7 +133,7 @@ func (b *browser) screenshot(name string) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -243,6 +243,9 @@ func TestConsole_Browser(t *testing.T) {
 	secret := eval[string](b, `document.querySelector('input.secret').value`)
 	if !strings.HasPrefix(secret, "agk_") {
 		t.Fatalf("the secret shown: %q", secret)
+	}
+	if got := b.text(`.panel h2`); got != "Key ci-key created" {
+		t.Errorf("the secret's panel says %q", got)
 	}
 	b.screenshot("keys-created")
 	b.page("#/overview", `!!document.querySelector('[data-page=overview] .cards .card')`)

@@ -63,7 +63,9 @@ export async function keysPage(root) {
     } catch (e) { toast(e.message, true); }
   }
 
-  function showSecret(k, verb) {
+  // showSecret shows the one-time secret of an answer {key, secret} of create or rotate.
+  function showSecret(ans, verb) {
+    const k = { name: ans.key.name, secret: ans.secret };
     const secret = h('input', { type: 'text', readonly: true, value: k.secret, class: 'mono secret', 'aria-label': 'secret of ' + k.name });
     const copy = h('button', { type: 'button', onclick: async () => {
       try { await navigator.clipboard.writeText(k.secret); toast('Copied'); } catch { secret.select(); toast('Select and copy the secret', true); }

@@ -4,6 +4,9 @@
 import { api, query } from './api.js';
 import { h, replace, table, fmt } from './dom.js';
 
+// usdAxis labels a USD axis with enough digits for fractions of a cent.
+const usdAxis = (u, vals) => vals.map(v => '$' + (v === 0 ? '0' : v.toPrecision(2)));
+
 const ranges = [['15m', 15 * 60e3], ['1h', 3600e3], ['6h', 6 * 3600e3], ['24h', 86400e3], ['7d', 7 * 86400e3], ['30d', 30 * 86400e3]];
 
 export async function overviewPage(root) {
@@ -56,16 +59,16 @@ export async function overviewPage(root) {
     const defs = [
       ['Requests per second', [xs, reqs, errs], [{ label: 'requests/s', stroke: '#3b82f6' }, { label: 'errors/s', stroke: '#ef4444' }]],
       ['Tokens per bucket', [xs, tin, tout], [{ label: 'prompt', stroke: '#10b981' }, { label: 'completion', stroke: '#f59e0b' }]],
-      ['Spend per bucket (USD)', [xs, cost], [{ label: 'USD', stroke: '#8b5cf6' }]],
+      ['Spend per bucket (USD)', [xs, cost], [{ label: 'USD', stroke: '#8b5cf6', value: (u, v) => v == null ? '--' : fmt.usd(v) }], usdAxis],
     ];
     if (typeof uPlot === 'undefined') return; // the library did not load: the cards still tell
     const width = Math.max(280, Math.min(charts.clientWidth || 900, 1200) / (charts.clientWidth > 900 ? 3 : 1) - 24);
     if (plots.length === 0) {
-      for (const [title, data, series] of defs) {
+      for (const [title, data, series, yValues] of defs) {
         const box = h('figure', { class: 'chart' }, h('figcaption', null, title));
         charts.append(box);
         plots.push(new uPlot({ width, height: 180, series: [{}, ...series.map(s => ({ ...s, width: 2, points: { show: false } }))],
-          axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.2)' } }] }, data, box));
+          axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.2)' }, size: 70, ...(yValues ? { values: yValues } : {}) }] }, data, box));
       }
     } else {
       defs.forEach(([, data], i) => plots[i].setData(data));
