@@ -32,16 +32,21 @@ export async function usagePage(root) {
       { title: 'Completion tokens', num: true, get: r => fmt.int(r.completion_tokens) },
       { title: 'Spend', num: true, get: r => fmt.usd(r.cost_usd) },
     ], rows.data || []));
-    const d = daily.data || [];
-    const xs = d.map(r => Date.parse(r.day + 'T00:00:00Z') / 1000);
-    const data = [xs, d.map(r => r.cost_usd), d.map(r => r.prompt_tokens + r.completion_tokens)];
+    // Every day of the range, zero where the ledger has none.
+    const byDay = new Map((daily.data || []).map(r => [r.day, r]));
+    const xs = [], usd = [], tok = [];
+    for (let t = Date.parse(from.value + 'T00:00:00Z'); t < Date.parse(end + 'T00:00:00Z') && xs.length < 400; t += 86400e3) {
+      const r = byDay.get(new Date(t).toISOString().slice(0, 10)) || {};
+      xs.push(t / 1000); usd.push(r.cost_usd || 0); tok.push((r.prompt_tokens || 0) + (r.completion_tokens || 0));
+    }
+    const data = [xs, usd, tok];
     if (typeof uPlot === 'undefined') return;
     if (plot) { plot.setData(data); return; }
     const box = h('figure', { class: 'chart wide' }, h('figcaption', null, 'Spend (USD) and tokens a day'));
     chart.append(box);
     plot = new uPlot({ width: Math.max(320, Math.min(chart.clientWidth || 900, 1100)), height: 200,
       series: [{}, { label: 'USD', stroke: '#8b5cf6', width: 2, scale: 'usd' }, { label: 'tokens', stroke: '#10b981', width: 2, scale: 'tok' }],
-      axes: [{ stroke: 'currentColor' }, { scale: 'usd', stroke: 'currentColor' }, { scale: 'tok', side: 1, stroke: 'currentColor', grid: { show: false } }] }, data, box);
+      axes: [{ stroke: 'currentColor' }, { scale: 'usd', stroke: 'currentColor', size: 70, values: (u, vals) => vals.map(v => '$' + (v === 0 ? '0' : v.toPrecision(2))) }, { scale: 'tok', side: 1, stroke: 'currentColor', grid: { show: false } }] }, data, box);
   }
 
   form.addEventListener('submit', e => { e.preventDefault(); load().catch(x => replace(out, h('p', { class: 'error', role: 'alert' }, x.message))); });
