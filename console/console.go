@@ -134,13 +134,9 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	switch string(ctx.Method()) {
 	case "GET":
-		id := string(ctx.Request.Header.Cookie(CookieName))
-		s, ok := c.sessions.get(id)
-		if !ok {
-			writeError(ctx, 401, "unauthorized", "not signed in")
-			return
+		if _, s, ok := c.signedIn(ctx); ok {
+			writeSession(ctx, s)
 		}
-		writeSession(ctx, s)
 	case "POST":
 		tok := string(ctx.PostArgs().Peek("token"))
 		actor, ok := "", false
@@ -165,10 +161,8 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetCookie(ck)
 		writeSession(ctx, s)
 	case "DELETE":
-		id := string(ctx.Request.Header.Cookie(CookieName))
-		s, ok := c.sessions.get(id)
+		id, s, ok := c.signedIn(ctx)
 		if !ok {
-			writeError(ctx, 401, "unauthorized", "not signed in")
 			return
 		}
 		if !s.csrfOK(string(ctx.Request.Header.Peek("X-CSRF-Token"))) {
@@ -182,6 +176,16 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Allow", "GET, POST, DELETE")
 		writeError(ctx, 405, "method_not_allowed", "use GET, POST or DELETE for "+Prefix+"/session")
 	}
+}
+
+// signedIn returns the request's live session and its cookie value, or answers 401.
+func (c *Console) signedIn(ctx *fasthttp.RequestCtx) (string, session, bool) {
+	id := string(ctx.Request.Header.Cookie(CookieName))
+	s, ok := c.sessions.get(id)
+	if !ok {
+		writeError(ctx, 401, "unauthorized", "not signed in")
+	}
+	return id, s, ok
 }
 
 func writeSession(ctx *fasthttp.RequestCtx, s session) {

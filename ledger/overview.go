@@ -103,17 +103,10 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	from -= from % t.width // the bucket holding From
 	range_ := " FROM " + t.name + " WHERE bucket >= ? AND bucket < ?"
 
-	rows, err := s.db.QueryContext(ctx, s.d.bind("SELECT bucket, "+overviewSums+range_+" GROUP BY bucket ORDER BY bucket"), from, to)
-	if err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
-	}
-	for rows.Next() {
+	args := []any{from, to}
+	err := s.each(ctx, "SELECT bucket, "+overviewSums+range_+" GROUP BY bucket ORDER BY bucket", args, func(rows *sql.Rows) error {
 		var bucket int64
 		p, err := scanPoint(rows, &bucket)
-		if err != nil {
-			rows.Close()
-			return o, fmt.Errorf("ledger: overview: %w", err)
-		}
 		p.Time = time.Unix(bucket, 0).UTC()
 		o.Series = append(o.Series, p)
 		o.Totals.Requests += p.Requests
@@ -124,79 +117,75 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 		o.Totals.Reasoning += p.Reasoning
 		o.Totals.CostUSD += p.CostUSD
 		o.Totals.TotalMS += p.TotalMS
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
+		return err
+	})
+	if err != nil {
+		return o, err
 	}
 	for _, g := range [...]struct {
 		col string
 		dst *[]OverviewPoint
 	}{{"key_name", &o.TopKeys}, {"model", &o.TopModels}} {
-		rows, err := s.db.QueryContext(ctx, s.d.bind("SELECT "+g.col+", "+overviewSums+range_+" GROUP BY "+g.col+
-			" ORDER BY SUM(cost_usd) DESC, SUM(requests) DESC, "+g.col+" LIMIT "+strconv.Itoa(top)), from, to)
-		if err != nil {
-			return o, fmt.Errorf("ledger: overview: %w", err)
-		}
-		for rows.Next() {
+		err := s.each(ctx, "SELECT "+g.col+", "+overviewSums+range_+" GROUP BY "+g.col+
+			" ORDER BY SUM(cost_usd) DESC, SUM(requests) DESC, "+g.col+" LIMIT "+strconv.Itoa(top), args, func(rows *sql.Rows) error {
 			var name string
 			p, err := scanPoint(rows, &name)
-			if err != nil {
-				rows.Close()
-				return o, fmt.Errorf("ledger: overview: %w", err)
-			}
 			p.Name = name
 			*g.dst = append(*g.dst, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return o, fmt.Errorf("ledger: overview: %w", err)
+			return err
+		})
+		if err != nil {
+			return o, err
 		}
 	}
 
 	// The raw records: the errors' types and the latencies.
-	fromUS, toUS := q.From.UnixMicro(), q.To.UnixMicro()
-	rows, err = s.db.QueryContext(ctx, s.d.bind("SELECT status, error_type, COUNT(*) FROM ledger_requests WHERE ts_us >= ? AND ts_us < ? AND status >= 400"+
-		" GROUP BY status, error_type ORDER BY COUNT(*) DESC, status, error_type LIMIT "+strconv.Itoa(top)), fromUS, toUS)
-	if err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
-	}
-	for rows.Next() {
+	raw := []any{q.From.UnixMicro(), q.To.UnixMicro()}
+	err = s.each(ctx, "SELECT status, error_type, COUNT(*) FROM ledger_requests WHERE ts_us >= ? AND ts_us < ? AND status >= 400"+
+		" GROUP BY status, error_type ORDER BY COUNT(*) DESC, status, error_type LIMIT "+strconv.Itoa(top), raw, func(rows *sql.Rows) error {
 		var e ErrorCount
-		if err := rows.Scan(&e.Status, &e.Type, &e.Count); err != nil {
-			rows.Close()
-			return o, fmt.Errorf("ledger: overview: %w", err)
-		}
+		err := rows.Scan(&e.Status, &e.Type, &e.Count)
 		o.TopErrors = append(o.TopErrors, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
-	}
-	rows, err = s.db.QueryContext(ctx, s.d.bind("SELECT total_ms, first_token_ms FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
-		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample)), fromUS, toUS)
+		return err
+	})
 	if err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
+		return o, err
 	}
 	total, first := make([]int64, 0, 1024), make([]int64, 0, 1024)
-	for rows.Next() {
+	err = s.each(ctx, "SELECT total_ms, first_token_ms FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
+		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample), raw, func(rows *sql.Rows) error {
 		var tm, fm int64
-		if err := rows.Scan(&tm, &fm); err != nil {
-			rows.Close()
-			return o, fmt.Errorf("ledger: overview: %w", err)
-		}
+		err := rows.Scan(&tm, &fm)
 		total = append(total, tm)
 		if fm > 0 {
 			first = append(first, fm)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return o, fmt.Errorf("ledger: overview: %w", err)
+		return err
+	})
+	if err != nil {
+		return o, err
 	}
 	o.LatencySample = len(total)
 	o.Latency, o.FirstToken = percentiles(total), percentiles(first)
 	return o, nil
+}
+
+// each runs the overview's query q and calls row for each row of its answer.
+func (s *store) each(ctx context.Context, q string, args []any, row func(*sql.Rows) error) error {
+	rows, err := s.db.QueryContext(ctx, s.d.bind(q), args...)
+	if err != nil {
+		return fmt.Errorf("ledger: overview: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return fmt.Errorf("ledger: overview: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("ledger: overview: %w", err)
+	}
+	return nil
 }
 
 // percentiles returns the nearest-rank p50, p95 and p99 of ms (sorted in place), zero
