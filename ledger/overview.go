@@ -30,7 +30,9 @@ type Overview struct {
 	// TopKeys and TopModels rank keys and models by cost, then requests; their Time is
 	// zero.
 	TopKeys, TopModels []OverviewPoint
-	// TopErrors ranks the failed answers by count.
+	// TopErrors ranks the failed answers' statuses by count (from the rollup: exact), each
+	// with its most frequent error type among the latency sample ("" when the sample has
+	// none of that status).
 	TopErrors []ErrorCount
 	// Latency and FirstToken are percentiles (p50, p95, p99) of the request durations
 	// and of the times to the first token (streams that had one) of the newest
@@ -50,7 +52,7 @@ type OverviewPoint struct {
 	TotalMS int64
 }
 
-// ErrorCount is how many answers of one status and error type the range had.
+// ErrorCount is how many answers of one status the range had, and their error type.
 type ErrorCount struct {
 	Status int
 	Type   string
@@ -139,31 +141,45 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 		}
 	}
 
-	// The raw records: the errors' types and the latencies.
-	raw := []any{q.From.UnixMicro(), q.To.UnixMicro()}
-	err = s.each(ctx, "SELECT status, error_type, COUNT(*) FROM ledger_requests WHERE ts_us >= ? AND ts_us < ? AND status >= 400"+
-		" GROUP BY status, error_type ORDER BY COUNT(*) DESC, status, error_type LIMIT "+strconv.Itoa(top), raw, func(rows *sql.Rows) error {
-		var e ErrorCount
-		err := rows.Scan(&e.Status, &e.Type, &e.Count)
-		o.TopErrors = append(o.TopErrors, e)
-		return err
-	})
+	// The failed answers by status, from the rollup.
+	err = s.each(ctx, "SELECT status, SUM(requests)"+range_+" AND status >= 400 GROUP BY status ORDER BY SUM(requests) DESC, status LIMIT "+strconv.Itoa(top),
+		args, func(rows *sql.Rows) error {
+			var e ErrorCount
+			err := rows.Scan(&e.Status, &e.Count)
+			o.TopErrors = append(o.TopErrors, e)
+			return err
+		})
 	if err != nil {
 		return o, err
 	}
+	// The newest records of the range: the latencies, and each status's error types.
 	total, first := make([]int64, 0, 1024), make([]int64, 0, 1024)
-	err = s.each(ctx, "SELECT total_ms, first_token_ms FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
-		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample), raw, func(rows *sql.Rows) error {
+	types := map[ErrorCount]int64{} // {status, type}: count
+	err = s.each(ctx, "SELECT total_ms, first_token_ms, status, error_type FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
+		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample), []any{q.From.UnixMicro(), q.To.UnixMicro()}, func(rows *sql.Rows) error {
 		var tm, fm int64
-		err := rows.Scan(&tm, &fm)
+		var e ErrorCount
+		err := rows.Scan(&tm, &fm, &e.Status, &e.Type)
 		total = append(total, tm)
 		if fm > 0 {
 			first = append(first, fm)
+		}
+		if e.Status >= 400 {
+			types[e]++
 		}
 		return err
 	})
 	if err != nil {
 		return o, err
+	}
+	for i := range o.TopErrors {
+		e := &o.TopErrors[i]
+		var n int64
+		for k, c := range types {
+			if k.Status == e.Status && (c > n || c == n && k.Type < e.Type) {
+				e.Type, n = k.Type, c
+			}
+		}
 	}
 	o.LatencySample = len(total)
 	o.Latency, o.FirstToken = percentiles(total), percentiles(first)
