@@ -127,13 +127,16 @@ func (b *browser) text(sel string) string {
 	return s
 }
 
-func (b *browser) screenshot(name string) {
+// screenshot saves the whole page as <name>.png in the screenshots directory.
+func (b *browser) screenshot(name string) { b.capture(name, chromedp.FullScreenshot(100)) }
+
+func (b *browser) capture(name string, shot chromedp.Action[[]byte]) {
 	if b.shot == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}

@@ -69,6 +69,13 @@ export const fmt = {
   usd: n => '$' + (n ?? 0).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: n && n < 0.01 ? 6 : 4 }),
   ms: n => (n ?? 0).toLocaleString('en-US') + ' ms',
   time: s => s ? new Date(s).toLocaleString('en-GB', { hour12: false }) : '—',
+  // when is a time of today as its time of day, else its date and time.
+  when: s => {
+    if (!s) return '—';
+    const d = new Date(s);
+    return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString('en-GB', { hour12: false })
+      : d.toLocaleString('en-GB', { hour12: false, day: '2-digit', month: 'short', hour: '2-digit', minute: '2-digit' });
+  },
   pct: x => (100 * (x || 0)).toFixed(1) + '%',
 };
 

@@ -17,10 +17,10 @@ export async function requestsPage(root) {
     field('From (UTC)', from), field('To (UTC)', to),
     check('Errors only', errors), check('Fallbacks only', fallbacks),
     h('button', { type: 'submit' }, 'Filter'));
-  const detail = h('div', { class: 'detail', 'aria-live': 'polite' });
+  const detail = h('aside', { class: 'detail', 'aria-label': 'Request detail', 'aria-live': 'polite' });
   const listEl = h('div');
   const more = h('button', { type: 'button', hidden: true }, 'Older');
-  root.append(form, detail, listEl, more);
+  root.append(form, h('div', { class: 'split' }, h('div', null, listEl, more), detail));
 
   const utc = v => v ? new Date(v + 'Z').toISOString().replace('.000', '') : '';
   let rows = [];
@@ -34,10 +34,10 @@ export async function requestsPage(root) {
     cursor = page.next_cursor;
     more.hidden = !cursor;
     replace(listEl, rows.length === 0 ? h('p', null, 'No request matches.') : table('Requests, newest first (select one for its detail)', [
-      { title: 'Time', get: r => fmt.time(r.time) },
+      { title: 'Time', get: r => h('time', { datetime: r.time, title: r.time }, fmt.when(r.time)) },
       { title: 'Key', get: r => r.key || '—' },
       { title: 'Model', get: r => r.model },
-      { title: 'Served by', get: r => r.served_model || '—' },
+      { title: 'Served by', get: r => !r.served_model ? '—' : r.served_model === r.model ? h('span', { title: 'the model requested' }, '=') : r.served_model },
       { title: 'API', get: r => r.api + (r.stream ? ' (stream)' : '') },
       { title: 'Status', get: r => h('span', { class: 'badge ' + (r.status >= 400 ? 'bad' : 'ok') }, r.status) },
       { title: 'Tokens in/out', num: true, get: r => fmt.int(r.prompt_tokens) + ' / ' + fmt.int(r.completion_tokens) },
