@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -67,21 +69,6 @@ func (l *Ledger) Overview(ctx context.Context, q OverviewQuery) (Overview, error
 	return l.st.overview(ctx, q)
 }
 
-const overviewSums = "SUM(requests), SUM(errors), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_read_tokens), SUM(reasoning_tokens), SUM(cost_usd), SUM(total_ms)"
-
-func scanPoint(rows *sql.Rows, lead ...any) (OverviewPoint, error) {
-	var p OverviewPoint
-	var cost sql.NullFloat64
-	var n [7]sql.NullInt64
-	dest := append(lead, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &cost, &n[6])
-	if err := rows.Scan(dest...); err != nil {
-		return p, err
-	}
-	p.Requests, p.Errors, p.PromptTokens, p.CompletionTokens = n[0].Int64, n[1].Int64, n[2].Int64, n[3].Int64
-	p.CachedReadTokens, p.Reasoning, p.CostUSD, p.TotalMS = n[4].Int64, n[5].Int64, cost.Float64, n[6].Int64
-	return p, nil
-}
-
 func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error) {
 	var o Overview
 	span := q.To.Sub(q.From)
@@ -103,55 +90,53 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	o.Step = time.Duration(t.width) * time.Second
 	from, to := q.From.Unix(), q.To.Unix()
 	from -= from % t.width // the bucket holding From
-	range_ := " FROM " + t.name + " WHERE bucket >= ? AND bucket < ?"
 
-	args := []any{from, to}
-	err := s.each(ctx, "SELECT bucket, "+overviewSums+range_+" GROUP BY bucket ORDER BY bucket", args, func(rows *sql.Rows) error {
+	// One pass over the rollup's rows of the range (in bucket order: its primary key's),
+	// summed in memory: a GROUP BY a query would read them once each.
+	keys, models := map[string]*OverviewPoint{}, map[string]*OverviewPoint{}
+	failed := map[int]int64{}
+	err := s.each(ctx, "SELECT bucket, key_name, model, status, requests, errors, prompt_tokens, completion_tokens, cached_read_tokens, reasoning_tokens, cost_usd, total_ms FROM "+
+		t.name+" WHERE bucket >= ? AND bucket < ? ORDER BY bucket", []any{from, to}, func(rows *sql.Rows) error {
 		var bucket int64
-		p, err := scanPoint(rows, &bucket)
-		p.Time = time.Unix(bucket, 0).UTC()
-		o.Series = append(o.Series, p)
-		o.Totals.Requests += p.Requests
-		o.Totals.Errors += p.Errors
-		o.Totals.PromptTokens += p.PromptTokens
-		o.Totals.CompletionTokens += p.CompletionTokens
-		o.Totals.CachedReadTokens += p.CachedReadTokens
-		o.Totals.Reasoning += p.Reasoning
-		o.Totals.CostUSD += p.CostUSD
-		o.Totals.TotalMS += p.TotalMS
-		return err
+		var key, model string
+		var status int
+		var p OverviewPoint
+		if err := rows.Scan(&bucket, &key, &model, &status, &p.Requests, &p.Errors, &p.PromptTokens, &p.CompletionTokens,
+			&p.CachedReadTokens, &p.Reasoning, &p.CostUSD, &p.TotalMS); err != nil {
+			return err
+		}
+		if n := len(o.Series); n == 0 || o.Series[n-1].Time.Unix() != bucket {
+			o.Series = append(o.Series, OverviewPoint{Time: time.Unix(bucket, 0).UTC()})
+		}
+		o.Series[len(o.Series)-1].add(&p)
+		o.Totals.add(&p)
+		for _, g := range [...]struct {
+			m    map[string]*OverviewPoint
+			name string
+		}{{keys, key}, {models, model}} {
+			e := g.m[g.name]
+			if e == nil {
+				e = &OverviewPoint{Name: g.name}
+				g.m[g.name] = e
+			}
+			e.add(&p)
+		}
+		if status >= 400 {
+			failed[status] += p.Requests
+		}
+		return nil
 	})
 	if err != nil {
 		return o, err
 	}
-	for _, g := range [...]struct {
-		col string
-		dst *[]OverviewPoint
-	}{{"key_name", &o.TopKeys}, {"model", &o.TopModels}} {
-		err := s.each(ctx, "SELECT "+g.col+", "+overviewSums+range_+" GROUP BY "+g.col+
-			" ORDER BY SUM(cost_usd) DESC, SUM(requests) DESC, "+g.col+" LIMIT "+strconv.Itoa(top), args, func(rows *sql.Rows) error {
-			var name string
-			p, err := scanPoint(rows, &name)
-			p.Name = name
-			*g.dst = append(*g.dst, p)
-			return err
-		})
-		if err != nil {
-			return o, err
-		}
+	o.TopKeys, o.TopModels = ranked(keys, top), ranked(models, top)
+	for st, n := range failed {
+		o.TopErrors = append(o.TopErrors, ErrorCount{Status: st, Count: n})
 	}
-
-	// The failed answers by status, from the rollup.
-	err = s.each(ctx, "SELECT status, SUM(requests)"+range_+" AND status >= 400 GROUP BY status ORDER BY SUM(requests) DESC, status LIMIT "+strconv.Itoa(top),
-		args, func(rows *sql.Rows) error {
-			var e ErrorCount
-			err := rows.Scan(&e.Status, &e.Count)
-			o.TopErrors = append(o.TopErrors, e)
-			return err
-		})
-	if err != nil {
-		return o, err
-	}
+	slices.SortFunc(o.TopErrors, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Status, b.Status))
+	})
+	o.TopErrors = o.TopErrors[:min(len(o.TopErrors), top)]
 	// The newest records of the range: the latencies, and each status's error types.
 	total, first := make([]int64, 0, 1024), make([]int64, 0, 1024)
 	types := map[ErrorCount]int64{} // {status, type}: count
@@ -184,6 +169,30 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	o.LatencySample = len(total)
 	o.Latency, o.FirstToken = percentiles(total), percentiles(first)
 	return o, nil
+}
+
+// add sums q into p.
+func (p *OverviewPoint) add(q *OverviewPoint) {
+	p.Requests += q.Requests
+	p.Errors += q.Errors
+	p.PromptTokens += q.PromptTokens
+	p.CompletionTokens += q.CompletionTokens
+	p.CachedReadTokens += q.CachedReadTokens
+	p.Reasoning += q.Reasoning
+	p.CostUSD += q.CostUSD
+	p.TotalMS += q.TotalMS
+}
+
+// ranked returns the top n of m by cost, then requests, then name.
+func ranked(m map[string]*OverviewPoint, n int) []OverviewPoint {
+	out := make([]OverviewPoint, 0, len(m))
+	for _, p := range m {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b OverviewPoint) int {
+		return cmp.Or(cmp.Compare(b.CostUSD, a.CostUSD), cmp.Compare(b.Requests, a.Requests), strings.Compare(a.Name, b.Name))
+	})
+	return out[:min(len(out), n)]
 }
 
 // each runs the overview's query q and calls row for each row of its answer.
