@@ -225,6 +225,9 @@ func TestConsole_Browser(t *testing.T) {
 	// Sign in: a client key is refused, the admin token signs in.
 	b.do("opening the console", chromedp.Navigate(g.URL+"/console/"))
 	b.until("the sign-in form", `!!document.querySelector('form.signin input[name=token]')`)
+	// Every page after this one is reached without a reload: a CSP violation anywhere is
+	// counted here.
+	eval[any](b, `window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI)); null`)
 	b.screenshot("signin")
 	b.do("a client key", chromedp.SendKeys(chromedp.CSS(`input[name=token]`), "sk-xss-config"), chromedp.Click(chromedp.CSS(`form.signin button`)))
 	b.until("the refusal", `document.querySelector('form.signin .error')?.textContent.includes('not an admin token')`)
@@ -368,6 +371,18 @@ func TestConsole_Browser(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the request after the budget change: %v", err)
 		}
+	}
+
+	// Requests, errors only: the refused request, with its status.
+	waitRecords(t, g, "ci-key&errors=true", 1)
+	b.page("#/requests", `!!document.querySelector('[data-page=requests] tbody tr')`)
+	b.do("errors only", chromedp.Click(chromedp.CSS(`input[name=errors]`)), chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)))
+	b.until("the failed requests only", `[...document.querySelectorAll('[data-page=requests] tbody tr')].every(tr => tr.textContent.includes('429'))`)
+	if rows := eval[int](b, `document.querySelectorAll('[data-page=requests] tbody tr').length`); rows < 1 {
+		t.Error("errors only lists no request")
+	}
+	if v := eval[[]string](b, `window.__csp`); len(v) > 0 {
+		t.Errorf("CSP violations: %q", v)
 	}
 
 	// Sign out: the session no longer reads the API.
