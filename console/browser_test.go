@@ -21,6 +21,7 @@ import (
 
 	"github.com/agate-gateway/agate/console"
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 const adminToken = "console-admin-token-for-tests"
@@ -32,7 +33,9 @@ const (
 	xssKey   = `<script>window.__xss=2</script>`
 )
 
-func consoleYAML(dir string) string {
+// consoleYAML is the gateway's config with the ledger ledgerYAML (sqliteLedger: a SQLite
+// file in a test directory).
+func consoleYAML(ledgerYAML string) string {
 	d := sha256.Sum256([]byte(adminToken))
 	return fmt.Sprintf(`
 backends: {offline: {type: mock}}
@@ -41,11 +44,15 @@ models:
   '%s': {backend: offline, upstream_model: echo, price: {input: 1, output: 2}}
 keys:
   '%s': {key: sk-xss-config, models: ["*"]}
-ledger: {type: sqlite, path: %s, flush_interval: 20ms, spool_path: "off"}
+%s
 admin:
   keys: {ops: {key_sha256: %s}}
   resync: 100ms
-`, xssModel, xssKey, filepath.Join(dir, "ledger.db"), hex.EncodeToString(d[:]))
+`, xssModel, xssKey, ledgerYAML, hex.EncodeToString(d[:]))
+}
+
+func sqliteLedger(dir string) string {
+	return `ledger: {type: sqlite, path: ` + filepath.Join(dir, "ledger.db") + `, flush_interval: 20ms, spool_path: "off"}`
 }
 
 // chromium finds Debian's chromium; the test skips without it (fails under CI=true).
@@ -197,14 +204,22 @@ func waitRecords(t *testing.T, g *gatewaytest.Gateway, key string, n int) []reco
 }
 
 // TestConsole_Browser drives the console in headless Chromium against a real gateway
-// with a real SQLite ledger: sign in; create a key and read its secret once; traffic with
+// with a real ledger, SQLite and PostgreSQL (ledger/pgtest): sign in; create a key and read its secret once; traffic with
 // it through openai-go shows in Requests with its tokens and cost and moves the
 // Overview; the Playground streams the mock model's answer; a budget set on the Keys
 // page refuses the next request; names that are HTML render as text; a change without
 // the CSRF token is refused; every page is under the strict CSP.
 func TestConsole_Browser(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { consoleBrowser(t, sqliteLedger(t.TempDir())) })
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.Start(t).NewDatabase(t)
+		consoleBrowser(t, `ledger: {type: postgres, url: "`+url+`", flush_interval: 20ms, spool_path: "off"}`)
+	})
+}
+
+func consoleBrowser(t *testing.T, ledgerYAML string) {
 	b := newBrowser(t)
-	g := gatewaytest.StartYAML(t, consoleYAML(t.TempDir()), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, consoleYAML(ledgerYAML), gatewaytest.Options{})
 	ctx := context.Background()
 
 	// The CSP and the other headers, on the page and on an asset.

@@ -27,7 +27,7 @@ func TestConsole_Screenshots(t *testing.T) {
 	b := newBrowser(t)
 	tmp := t.TempDir()
 	seedLedger(t, filepath.Join(tmp, "ledger.db"), time.Now())
-	g := gatewaytest.StartYAML(t, consoleYAML(tmp), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, consoleYAML(sqliteLedger(tmp)), gatewaytest.Options{})
 
 	b.do("opening the console", chromedp.Navigate(g.URL+"/console/"))
 	b.until("the sign-in form", `!!document.querySelector('form.signin input[name=token]')`)
