@@ -171,8 +171,11 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	actor, ok := s.adminOf(&ctx.Request.Header)
-	if !ok && s.console != nil && !s.consoleActor(ctx, &actor, &ok) {
-		return // a session without its CSRF token on a change: answered 403
+	if !ok && s.console != nil { // console.go
+		var refused bool
+		if actor, ok, refused = s.consoleSession(ctx); refused {
+			return
+		}
 	}
 	if !ok {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="agate-admin"`)

@@ -29,18 +29,14 @@ func (s *Server) consoleOwns(ctx *fasthttp.RequestCtx) bool {
 	return s.console != nil && console.Owns(string(ctx.Path()))
 }
 
-// consoleActor authenticates an admin request without a bearer token by the console's
-// session cookie: it sets actor and ok for a live session, and answers 403 (returning
-// false) for a change without the session's CSRF token.
-func (s *Server) consoleActor(ctx *fasthttp.RequestCtx, actor *string, ok *bool) bool {
-	a, mayChange, live := s.console.Session(&ctx.Request.Header)
-	if !live {
-		return true
-	}
-	if !mayChange {
+// consoleSession authenticates an admin request without a bearer token by the console's
+// session cookie: the administrator of a live session; for a change without the
+// session's CSRF token it answers 403 and reports refused.
+func (s *Server) consoleSession(ctx *fasthttp.RequestCtx) (actor string, ok, refused bool) {
+	actor, mayChange, live := s.console.Session(&ctx.Request.Header)
+	if live && !mayChange {
 		writeAdminError(ctx, &adminError{status: 403, code: "csrf", msg: "a console session changes nothing without its CSRF token (X-CSRF-Token)"})
-		return false
+		return "", false, true
 	}
-	*actor, *ok = a, true
-	return true
+	return actor, live, false
 }
