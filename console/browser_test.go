@@ -323,6 +323,9 @@ func consoleBrowser(t *testing.T, ledgerYAML string) {
 	}
 	b.page("#/keys", `document.body.innerText.includes('ci-key')`)
 	keysText := b.text(`[data-page=keys] table`)
+	if teams := b.text(`[data-page=keys] table:nth-of-type(2)`); !strings.Contains(teams, "<b>research</b>") || !strings.Contains(teams, "ci-key") {
+		t.Errorf("the teams table: %q", teams)
+	}
 	xss = eval[any](b, `window.__xss === undefined ? null : window.__xss`)
 	if xss != nil || !strings.Contains(keysText, xssKey) || !strings.Contains(keysText, "<b>research</b>") {
 		t.Errorf("a key's name or team ran as HTML (%v) or is not shown as text: %q", xss, keysText)

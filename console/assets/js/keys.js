@@ -15,9 +15,11 @@ export async function keysPage(root) {
   async function load() {
     const day = new Date(Date.now() + 86400e3).toISOString().slice(0, 10);
     const from = new Date(Date.now() - 30 * 86400e3).toISOString().slice(0, 10);
-    const [keys, usage] = await Promise.all([api('GET', '/admin/v1/keys'),
-      api('GET', '/admin/v1/usage' + query({ group_by: 'key', from, to: day }))]);
+    const [keys, usage, teams, teamUsage] = await Promise.all([api('GET', '/admin/v1/keys'),
+      api('GET', '/admin/v1/usage' + query({ group_by: 'key', from, to: day })), api('GET', '/admin/v1/teams'),
+      api('GET', '/admin/v1/usage' + query({ group_by: 'team', from, to: day }))]);
     const spend = new Map((usage.data || []).map(u => [u.key, u]));
+    const teamSpend = new Map((teamUsage.data || []).map(u => [u.team, u]));
     replace(listEl, table('Client keys; spend and tokens over the last 30 days from the ledger', [
       { title: 'Name', get: k => h('span', { class: 'mono' }, k.name) },
       { title: 'Source', get: k => k.source },
@@ -28,7 +30,13 @@ export async function keysPage(root) {
       { title: 'Expires', get: k => fmt.time(k.expires_at) },
       { title: 'State', get: k => k.disabled ? h('span', { class: 'badge bad' }, 'disabled') : h('span', { class: 'badge ok' }, 'active') },
       { title: 'Actions', get: k => k.read_only ? h('small', null, 'config file (read-only)') : actions(k) },
-    ], keys.data || []));
+    ], keys.data || []),
+    table('Teams (a label on keys); spend over the last 30 days', [
+      { title: 'Team', get: t => t.name },
+      { title: 'Keys', get: t => (t.keys || []).join(', ') },
+      { title: 'Requests', num: true, get: t => fmt.int((teamSpend.get(t.name) || {}).requests) },
+      { title: 'Spend', num: true, get: t => fmt.usd((teamSpend.get(t.name) || {}).cost_usd) },
+    ], teams.data || []));
   }
 
   function spendCell(k, u) {
