@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 
@@ -356,6 +358,21 @@ func consoleBrowser(t *testing.T, ledgerYAML string) {
 		t.Errorf("playground answer %q, stats %q", got, stats)
 	}
 	b.screenshot("playground")
+
+	// Dark and light follow prefers-color-scheme.
+	for _, scheme := range []struct{ name, bg string }{{"dark", "rgb(17, 19, 24)"}, {"light", "rgb(255, 255, 255)"}} {
+		b.do("emulating "+scheme.name, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme.name}}})
+			return err
+		}))
+		if bg := eval[string](b, `getComputedStyle(document.body).backgroundColor`); bg != scheme.bg {
+			t.Errorf("%s: background %s, want %s", scheme.name, bg, scheme.bg)
+		}
+		if scheme.name == "dark" {
+			b.screenshot("playground-dark")
+		}
+	}
 
 	// Models and Usage render.
 	b.page("#/models", `document.body.innerText.includes('closed')`)
