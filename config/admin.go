@@ -21,6 +21,8 @@ type Admin struct {
 	// counter: one small query). Default 1s: a change is in force on every replica
 	// within about that.
 	Resync time.Duration `koanf:"resync"`
+	// Console is the browser console under /console (config/console.go).
+	Console Console `koanf:"console"`
 }
 
 // AdminKey is an administrator's credential: the lowercase hex SHA-256 of the bearer
@@ -37,6 +39,7 @@ func (a Admin) AdminOn() bool { return len(a.Keys) > 0 }
 func (c *Config) adminDefaults() {
 	if c.Admin.AdminOn() {
 		setDefault(&c.Admin.Resync, defaultAdminResync)
+		c.consoleDefaults()
 	}
 }
 
@@ -63,4 +66,5 @@ func (c *Config) validateAdmin(v *validator) {
 		}
 	}
 	v.nonNegativeDuration("admin.resync", a.Resync)
+	c.validateConsole(v)
 }

@@ -80,6 +80,7 @@ func TestLedgerVolume(t *testing.T) {
 				}
 				t.Logf("%s: 30-day usage report by %v: %d rows in %s", db, g, len(rows), time.Since(began).Round(time.Microsecond))
 			}
+			overviewVolume(ctx, t, st, db, end, n)
 		})
 	}
 }

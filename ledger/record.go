@@ -76,6 +76,9 @@ type RequestQuery struct {
 	// Key, Team, Model (requested) and Status filter; empty or 0 means all.
 	Key, Team, Model string
 	Status           int
+	// ErrorsOnly keeps the failed answers (status 400 and over); FallbacksOnly those a
+	// fallback model was tried for.
+	ErrorsOnly, FallbacksOnly bool
 	// Limit is the page size: default 100, at most 1000.
 	Limit int
 	// Cursor continues a listing: the Next of the previous page; empty starts at the

@@ -419,6 +419,12 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 	if q.Status != 0 {
 		where, args = append(where, "status = ?"), append(args, q.Status)
 	}
+	if q.ErrorsOnly {
+		where = append(where, "status >= 400")
+	}
+	if q.FallbacksOnly {
+		where = append(where, "fallbacks > 0")
+	}
 	if q.Cursor != "" {
 		id, err := strconv.ParseInt(q.Cursor, 10, 64)
 		if err != nil || id <= 0 {

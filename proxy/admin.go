@@ -45,6 +45,8 @@ var adminRoutes = []adminRoute{
 	{"GET", "/admin/v1/usage", (*Server).adminUsage},
 	{"GET", "/admin/v1/requests", (*Server).adminRequests},
 	{"GET", "/admin/v1/audit", (*Server).adminAudit},
+	{"GET", "/admin/v1/overview", (*Server).adminOverview}, // admin_overview.go
+	{"GET", "/admin/v1/models", (*Server).adminModels},
 }
 
 // adminCall is one admin request: who made it, the path's {name}, the request.
@@ -104,6 +106,7 @@ func (s *Server) openAdmin(opts Options) error {
 	}
 	s.stopKeys, s.keysDone = make(chan struct{}), make(chan struct{})
 	go s.syncKeys(resync, s.stopKeys)
+	s.openConsole(ac) // console.go
 	return nil
 }
 
@@ -136,7 +139,7 @@ const maxAdminBody = 64 << 10
 // are streamed: readBody), at most maxAdminBody+1 bytes, which handleAdmin refuses
 // (413), and reports whether it was one.
 func (s *Server) readAdminBody(ctx *fasthttp.RequestCtx, stream io.Reader) bool {
-	if s.keyStore == nil || !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
+	if s.keyStore == nil || !strings.HasPrefix(string(ctx.Path()), adminPrefix) && !s.consoleOwns(ctx) {
 		return false
 	}
 	b, err := io.ReadAll(io.LimitReader(stream, maxAdminBody+1))
@@ -148,6 +151,10 @@ func (s *Server) readAdminBody(ctx *fasthttp.RequestCtx, stream io.Reader) bool 
 }
 
 func (s *Server) handleAdminOnly(ctx *fasthttp.RequestCtx) {
+	if s.consoleOwns(ctx) {
+		s.console.Serve(ctx)
+		return
+	}
 	if !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
 		writeAdminError(ctx, notFound("this listener serves /admin/v1 only"))
 		return
@@ -164,6 +171,12 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	actor, ok := s.adminOf(&ctx.Request.Header)
+	if !ok && s.console != nil { // console.go
+		var refused bool
+		if actor, ok, refused = s.consoleSession(ctx); refused {
+			return
+		}
+	}
 	if !ok {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="agate-admin"`)
 		writeAdminError(ctx, &adminError{status: 401, code: "unauthorized", msg: "an admin token is required (Authorization: Bearer <token> of admin.keys); client keys are not admin tokens"})

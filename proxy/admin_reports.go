@@ -45,6 +45,16 @@ func queryInt(a *adminCall, name string) (int, error) {
 	return n, nil
 }
 
+func queryBool(a *adminCall, name string) (bool, error) {
+	switch string(a.ctx.QueryArgs().Peek(name)) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, badRequest(name, "true or false")
+}
+
 // filters reads key, team and model.
 func filters(a *adminCall) (key, team, model string, err error) {
 	if key, err = queryString(a, "key", 64); err != nil {
@@ -201,6 +211,12 @@ func (s *Server) adminRequests(a *adminCall) error {
 		return err
 	}
 	if q.Status, err = queryInt(a, "status"); err != nil {
+		return err
+	}
+	if q.ErrorsOnly, err = queryBool(a, "errors"); err != nil {
+		return err
+	}
+	if q.FallbacksOnly, err = queryBool(a, "fallbacks"); err != nil {
 		return err
 	}
 	if q.Limit, err = queryInt(a, "limit"); err != nil {

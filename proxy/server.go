@@ -26,6 +26,7 @@ import (
 
 	"github.com/agate-gateway/agate/balance"
 	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/console"
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/limits"
@@ -163,6 +164,8 @@ type Server struct {
 	adminSrv   *fasthttp.Server
 	stopKeys   chan struct{}
 	keysDone   chan struct{}
+	// console serves /console beside the admin API (console.go); nil when off.
+	console *console.Console
 	// circuits are the circuit breakers of the deployments; they outlive reloads.
 	circuits *circuits
 }
@@ -462,6 +465,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		path, method := string(ctx.Path()), string(ctx.Method())
 		if strings.HasPrefix(path, adminPrefix) && s.adminSrv == nil { // admin.go; on admin.listen only when set
 			s.handleAdmin(ctx)
+			return
+		}
+		if s.console != nil && s.adminSrv == nil && console.Owns(path) { // console.go
+			s.console.Serve(ctx)
 			return
 		}
 		if id, ok := strings.CutPrefix(path, responsesPathPrefix); ok && id != "" && !strings.Contains(id, "/") {

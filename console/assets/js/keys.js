@@ -1,0 +1,150 @@
+// keys.js: the Keys page: list with spend against budget, create (the secret shown once),
+// edit, rotate, disable, enable, delete; it is the admin API's client, nothing more.
+import { api, query } from './api.js';
+import { h, replace, field, table, fmt, toast } from './dom.js';
+
+const list = s => s.split(',').map(x => x.trim()).filter(Boolean);
+const num = v => v === '' ? 0 : Number(v);
+
+export async function keysPage(root) {
+  const status = h('div', { class: 'panel', hidden: true, 'aria-live': 'polite' });
+  const listEl = h('div');
+  const edit = h('div');
+  root.append(h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => showForm(null) }, 'Create key')), status, edit, listEl);
+
+  async function load() {
+    const day = new Date(Date.now() + 86400e3).toISOString().slice(0, 10);
+    const from = new Date(Date.now() - 30 * 86400e3).toISOString().slice(0, 10);
+    const [keys, usage, teams, teamUsage] = await Promise.all([api('GET', '/admin/v1/keys'),
+      api('GET', '/admin/v1/usage' + query({ group_by: 'key', from, to: day })), api('GET', '/admin/v1/teams'),
+      api('GET', '/admin/v1/usage' + query({ group_by: 'team', from, to: day }))]);
+    const spend = new Map((usage.data || []).map(u => [u.key, u]));
+    const teamSpend = new Map((teamUsage.data || []).map(u => [u.team, u]));
+    replace(listEl, table('Client keys; spend and tokens over the last 30 days from the ledger', [
+      { title: 'Name', get: k => h('span', { class: 'mono' }, k.name) },
+      { title: 'Source', get: k => k.source },
+      { title: 'Team', get: k => k.team || '—' },
+      { title: 'Models', get: k => (k.models || []).join(', ') || '—' },
+      { title: 'Spend / budget', get: k => spendCell(k, spend.get(k.name)) },
+      { title: 'Limits', get: k => limitsText(k.limits) },
+      { title: 'Expires', get: k => fmt.time(k.expires_at) },
+      { title: 'State', get: k => k.disabled ? h('span', { class: 'badge bad' }, 'disabled') : h('span', { class: 'badge ok' }, 'active') },
+      { title: 'Actions', get: k => k.read_only ? h('small', null, 'config file (read-only)') : actions(k) },
+    ], keys.data || []),
+    table('Teams (a label on keys); spend over the last 30 days', [
+      { title: 'Team', get: t => t.name },
+      { title: 'Keys', get: t => (t.keys || []).join(', ') },
+      { title: 'Requests', num: true, get: t => fmt.int((teamSpend.get(t.name) || {}).requests) },
+      { title: 'Spend', num: true, get: t => fmt.usd((teamSpend.get(t.name) || {}).cost_usd) },
+    ], teams.data || []));
+  }
+
+  function spendCell(k, u) {
+    const cost = u ? u.cost_usd : 0;
+    const b = k.budget || {};
+    if (b.usd > 0) {
+      return h('span', { class: 'spend' }, h('meter', { min: 0, max: b.usd, value: Math.min(cost, b.usd), 'aria-label': 'spend against budget of ' + k.name }),
+        ' ' + fmt.usd(cost) + ' / ' + fmt.usd(b.usd));
+    }
+    return fmt.usd(cost) + (b.tokens ? ' · ' + fmt.int(u ? u.prompt_tokens + u.completion_tokens : 0) + ' / ' + fmt.int(b.tokens) + ' tokens' : '');
+  }
+
+  function actions(k) {
+    const act = (label, fn) => h('button', { type: 'button', class: 'small', onclick: fn, 'aria-label': label + ' ' + k.name }, label);
+    return h('span', { class: 'row-actions' },
+      act('Edit', () => showForm(k)),
+      act('Rotate', async () => {
+        if (!confirm('Rotate the secret of ' + k.name + '? The old one keeps working for an hour.')) return;
+        await run(async () => showSecret(await api('POST', `/admin/v1/keys/${encodeURIComponent(k.name)}/rotate`, { grace: '1h' }), 'rotated'));
+      }),
+      k.disabled
+        ? act('Enable', () => run(() => api('PATCH', `/admin/v1/keys/${encodeURIComponent(k.name)}`, { disabled: false }), k.name + ' enabled'))
+        : act('Disable', () => run(() => api('POST', `/admin/v1/keys/${encodeURIComponent(k.name)}/disable`), k.name + ' disabled')),
+      act('Delete', () => confirm('Delete ' + k.name + '?') && run(() => api('DELETE', `/admin/v1/keys/${encodeURIComponent(k.name)}`), k.name + ' deleted')));
+  }
+
+  async function run(fn, done) {
+    try {
+      await fn();
+      if (done) toast(done);
+      await load();
+    } catch (e) { toast(e.message, true); }
+  }
+
+  // showSecret shows the one-time secret of an answer {key, secret} of create or rotate.
+  function showSecret(ans, verb) {
+    const k = { name: ans.key.name, secret: ans.secret };
+    const secret = h('input', { type: 'text', readonly: true, value: k.secret, class: 'mono secret', 'aria-label': 'secret of ' + k.name });
+    const copy = h('button', { type: 'button', onclick: async () => {
+      try { await navigator.clipboard.writeText(k.secret); toast('Copied'); } catch { secret.select(); toast('Select and copy the secret', true); }
+    } }, 'Copy');
+    replace(status, h('h2', null, 'Key ' + k.name + ' ' + verb),
+      h('p', null, 'Its secret is shown this once; the gateway keeps only its SHA-256.'),
+      h('div', { class: 'secret-row' }, secret, copy),
+      h('button', { type: 'button', class: 'quiet', onclick: () => { status.hidden = true; status.replaceChildren(); } }, 'Done, I have stored it'));
+    status.hidden = false;
+    secret.focus();
+    secret.select();
+  }
+
+  function showForm(k) {
+    const v = k || { models: [], tools: [], limits: {}, budget: {} };
+    const name = h('input', { name: 'name', value: v.name || '', required: true, disabled: !!k, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}' });
+    const team = h('input', { name: 'team', value: v.team || '' });
+    const models = h('input', { name: 'models', value: (v.models || []).join(', ') });
+    const tools = h('input', { name: 'tools', value: (v.tools || []).join(', ') });
+    const rpm = h('input', { name: 'rpm', type: 'number', min: 0, value: v.limits.requests_per_minute || '' });
+    const tpm = h('input', { name: 'tpm', type: 'number', min: 0, value: v.limits.tokens_per_minute || '' });
+    const conc = h('input', { name: 'concurrent', type: 'number', min: 0, value: v.limits.concurrent || '' });
+    const usd = h('input', { name: 'budget_usd', type: 'number', min: 0, step: 'any', value: v.budget.usd || '' });
+    const btok = h('input', { name: 'budget_tokens', type: 'number', min: 0, value: v.budget.tokens || '' });
+    const period = h('input', { name: 'budget_period', value: v.budget.period || '', placeholder: '720h' });
+    const expires = h('input', { name: 'expires', type: 'datetime-local', value: v.expires_at ? v.expires_at.slice(0, 16) : '' });
+    const err = h('p', { class: 'error', role: 'alert' });
+    const form = h('form', { class: 'panel form', 'aria-label': k ? 'Edit key ' + k.name : 'Create key' },
+      h('h2', null, k ? 'Edit ' + k.name : 'Create a key'),
+      h('div', { class: 'grid' },
+        field('Name', name), field('Team', team),
+        field('Models', models, 'comma-separated names or globs (claude-*); empty: none'),
+        field('Tools', tools, 'comma-separated server tools'),
+        field('Requests per minute', rpm), field('Tokens per minute', tpm), field('Concurrent requests', conc),
+        field('Budget (USD)', usd), field('Budget (tokens)', btok), field('Budget period', period, 'e.g. 720h; default 30 days'),
+        field('Expires (UTC)', expires)),
+      h('div', { class: 'actions' }, h('button', { type: 'submit' }, k ? 'Save' : 'Create'),
+        h('button', { type: 'button', class: 'quiet', onclick: () => edit.replaceChildren() }, 'Cancel')),
+      err);
+    form.addEventListener('submit', async e => {
+      e.preventDefault();
+      const body = {
+        team: team.value.trim(), models: list(models.value), tools: list(tools.value),
+        limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
+        budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
+        expires_at: expires.value ? new Date(expires.value + 'Z').toISOString().replace('.000', '') : null,
+      };
+      try {
+        if (k) {
+          await api('PATCH', `/admin/v1/keys/${encodeURIComponent(k.name)}`, body);
+          toast(k.name + ' saved');
+        } else {
+          showSecret(await api('POST', '/admin/v1/keys', { name: name.value.trim(), ...body }), 'created');
+        }
+        edit.replaceChildren();
+        await load();
+      } catch (x) {
+        err.textContent = x.message + (x.field ? ' (' + x.field + ')' : '');
+      }
+    });
+    replace(edit, form);
+    (k ? models : name).focus();
+  }
+
+  await load();
+}
+
+function limitsText(l) {
+  const p = [];
+  if (l && l.requests_per_minute) p.push(fmt.int(l.requests_per_minute) + ' req/min');
+  if (l && l.tokens_per_minute) p.push(fmt.int(l.tokens_per_minute) + ' tok/min');
+  if (l && l.concurrent) p.push(fmt.int(l.concurrent) + ' at once');
+  return p.join(' · ') || '—';
+}

@@ -1,0 +1,42 @@
+package proxy
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/console"
+)
+
+// openConsole serves the browser console beside the admin API (admin.console): its
+// sign-in checks a token as the admin API does.
+func (s *Server) openConsole(ac config.Admin) {
+	if !ac.ConsoleOn() {
+		return
+	}
+	s.console = console.New(console.Options{
+		Verify: func(tok string) (string, bool) {
+			var h fasthttp.RequestHeader
+			h.Set("Authorization", "Bearer "+tok)
+			return s.adminOf(&h)
+		},
+		TTL:         ac.Console.SessionTTL,
+		MaxSessions: ac.Console.MaxSessions,
+	})
+}
+
+// consoleOwns reports whether the request is the console's.
+func (s *Server) consoleOwns(ctx *fasthttp.RequestCtx) bool {
+	return s.console != nil && console.Owns(string(ctx.Path()))
+}
+
+// consoleSession authenticates an admin request without a bearer token by the console's
+// session cookie: the administrator of a live session; for a change without the
+// session's CSRF token it answers 403 and reports refused.
+func (s *Server) consoleSession(ctx *fasthttp.RequestCtx) (actor string, ok, refused bool) {
+	actor, mayChange, live := s.console.Session(&ctx.Request.Header)
+	if live && !mayChange {
+		writeAdminError(ctx, &adminError{status: 403, code: "csrf", msg: "a console session changes nothing without its CSRF token (X-CSRF-Token)"})
+		return "", false, true
+	}
+	return actor, live, false
+}
