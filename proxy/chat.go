@@ -54,7 +54,7 @@ func (c *chatRun) prepare() error {
 	if err := (*requestRun)(c).serverTools(); err != nil {
 		return err
 	}
-	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) {
+	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) || (*requestRun)(c).caching() {
 		openaichat.DecodeInto(c.req, c.scratch) // c.scratch is nil unless the request is in it
 	}
 	return nil
@@ -83,7 +83,7 @@ func readsLiterals(b *backend) bool {
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
 func (c *chatRun) passthrough() bool {
-	if len(c.defs) > 0 || c.route.backend.typ != "openai" {
+	if len(c.defs) > 0 || c.route.backend.typ != "openai" || (*requestRun)(c).caching() {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {

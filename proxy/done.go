@@ -47,6 +47,8 @@ type requestDone struct {
 	fallback bool
 	// deployment is the deployment that answered, for a model with deployments ("": none).
 	deployment string
+	// cache is the response cache's result (hit, miss, refresh; "": it did not apply).
+	cache string
 }
 
 // record counts, observes and logs d.
@@ -85,6 +87,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.deployment != "" {
 		a = append(a, slog.String("deployment", d.deployment))
 	}
+	if d.cache != "" {
+		a = append(a, slog.String("cache", d.cache))
+	}
 	return a
 }
 
@@ -114,6 +119,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.deployment != "" {
 		b = logjson.AppendString(append(b, `,"deployment":`...), d.deployment)
+	}
+	if d.cache != "" {
+		b = append(append(append(b, `,"cache":"`...), d.cache...), '"')
 	}
 	return b
 }

@@ -75,6 +75,7 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
 	l.run = c
 	l.req = limitRequest(c.key, c.route)
+	c.hitOnly(&l.req) // a response cache hit: request limits only
 	if !l.req.Limited() {
 		return true
 	}

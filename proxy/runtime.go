@@ -39,6 +39,8 @@ type runtime struct {
 	circuits *circuits
 	// balancing is what models' deployments share (deployments.go).
 	balancing *balancing
+	// caches are the response caches (responsecache.go), shared with the runtimes before.
+	caches *responseCaches
 }
 
 // route is a resolved client-facing model.
@@ -76,6 +78,8 @@ type route struct {
 	deploy     *deployments
 	deployment string
 	model      *route
+	// cache is the model's response cache; nil for none.
+	cache *respCache
 }
 
 // local returns the in-process provider that answers r, or nil when an upstream does:
@@ -104,6 +108,8 @@ type apiKey struct {
 	budget  limits.Budget
 	// team is the key's team, for the ledger ("" when none).
 	team string
+	// cache is the key's response cache; nil for none.
+	cache *respCache
 }
 
 // newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
@@ -184,6 +190,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		rt.keys = append(rt.keys, k)
 	}
 	rt.warnNoCredential(prev, logger)
+	rt.configureResponseCaches(prev)
 	return rt, nil
 }
 
