@@ -307,7 +307,8 @@ func (c *requestRun) hitOnly(req *limits.Request) {
 
 // cachedRun is execute with the response cache: a hit replayed into out; else the model
 // called (produce) with its events recorded on their way to out, and the answer stored
-// when it ended well and whole. The single flight this request leads ends with it.
+// when it ended well and whole and the routed model (not a fallback) gave it. The single
+// flight this request leads ends with it.
 func (c *requestRun) cachedRun(ctx context.Context, out loop.Output, stream bool) error {
 	p := c.cache
 	if p.entry != nil {
@@ -321,6 +322,9 @@ func (c *requestRun) cachedRun(ctx context.Context, out loop.Output, stream bool
 	err := c.produce(ctx, p, stream)
 	if err != nil {
 		return err
+	}
+	if r := c.call.at; r != nil && r.of() != c.route {
+		return nil // a fallback answered: not the routed model's answer
 	}
 	if entry, ok := p.rec.Entry(); ok {
 		if serr := p.rc.store.Set(c.s.baseCtx, p.key, entry, p.rc.cfg.TTL); serr != nil {

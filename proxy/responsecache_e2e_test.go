@@ -333,6 +333,11 @@ func TestResponseCache_CrossAPI(t *testing.T) {
 	if r.OutputText() != "answer 1" || rresp.Header.Get("x-agate-cache") != "hit" {
 		t.Errorf("responses: %q, x-agate-cache %q", r.OutputText(), rresp.Header.Get("x-agate-cache"))
 	}
+	// The hit is stored under its new id (store: true, the default), as an answer of the upstream is.
+	stored, err := c.Responses.Get(context.Background(), r.ID, responses.ResponseGetParams{})
+	if err != nil || stored.OutputText() != "answer 1" {
+		t.Errorf("GET /v1/responses/%s: %v", r.ID, err)
+	}
 	if n := len(up.Bodies()); n != 1 {
 		t.Errorf("upstream calls %d, want 1:\n%s", n, strings.Join(up.Bodies(), "\n"))
 	}
