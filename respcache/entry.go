@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -171,14 +172,14 @@ func appendLogprob(b []byte, token string, lp float64, bytes []byte) []byte {
 }
 
 // Replay decodes entry and passes its events to emit in order, stopping at emit's first
-// error, which it returns. An event (its strings copied out of entry) is valid only for
-// the duration of emit's call. Bytes that are not an entry are ErrCorrupt, before any
-// event is emitted.
+// error, which it returns. An event's strings alias entry (jsonx.View), which must not
+// change while Replay runs; like every event's, they are valid for the duration of
+// emit's call. Bytes that are not an entry are ErrCorrupt, before any event is emitted.
 func Replay(entry []byte, emit translate.Emit) error {
 	if err := Check(entry); err != nil {
 		return err
 	}
-	d := decoder{b: entry[1:]}
+	d := decoder{b: entry[1:], view: true}
 	var ev translate.Event
 	for len(d.b) > 0 {
 		d.event(&ev)
@@ -194,7 +195,7 @@ func Check(entry []byte) error {
 	if len(entry) < 1 || entry[0] != entryVersion {
 		return ErrCorrupt
 	}
-	d := decoder{b: entry[1:]}
+	d := decoder{b: entry[1:], view: true} // the strings are not kept
 	var ev translate.Event
 	for len(d.b) > 0 && !d.bad {
 		d.event(&ev)
@@ -209,6 +210,8 @@ func Check(entry []byte) error {
 type decoder struct {
 	b   []byte
 	bad bool
+	// view makes strings alias b instead of copies of it.
+	view bool
 	// blk, item and lps are reused between events: an event is valid only until the next.
 	blk  translate.ThinkingBlock
 	item translate.Item
@@ -330,6 +333,9 @@ func (d *decoder) string() string {
 	}
 	s := d.b[:n]
 	d.b = d.b[n:]
+	if d.view {
+		return jsonx.View(s)
+	}
 	return string(s)
 }
 
@@ -347,7 +353,7 @@ func (d *decoder) logprob() (string, float64, []byte) {
 		return tok, lp, nil
 	case 1:
 		s := d.string()
-		return tok, lp, []byte(s)
+		return tok, lp, []byte(s) // a copy: the event's bytes are its own
 	}
 	d.fail()
 	return "", 0, nil
