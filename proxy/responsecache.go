@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -254,7 +255,7 @@ func (c *requestRun) lookupCache(run endpointRun) {
 		p.flight, p.record = fl, true
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.route.requestTimeout)
+	wctx, cancel := context.WithTimeout(ctx, cmp.Or(c.route.requestTimeout, 10*time.Minute))
 	ended := fl.Wait(wctx)
 	cancel()
 	if ended {

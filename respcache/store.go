@@ -2,6 +2,7 @@ package respcache
 
 import (
 	"bytes"
+	"cmp"
 	"compress/flate"
 	"context"
 	"errors"
@@ -103,24 +104,11 @@ type Redis struct {
 	Timeout time.Duration
 }
 
-func (r *Redis) maxEntry() int64 {
-	if r.MaxEntry <= 0 {
-		return 1 << 20
-	}
-	return r.MaxEntry
-}
-
-func (r *Redis) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := r.Timeout
-	if d <= 0 {
-		d = time.Second
-	}
-	return context.WithTimeout(ctx, d)
-}
+func (r *Redis) maxEntry() int64 { return cmp.Or(max(r.MaxEntry, 0), 1<<20) }
 
 // Get implements Store.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
-	ctx, cancel := r.ctx(ctx)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(max(r.Timeout, 0), time.Second))
 	defer cancel()
 	z, err := r.Client.Get(ctx, r.Prefix+"rc:"+key).Bytes()
 	if errors.Is(err, redis.Nil) {
@@ -141,7 +129,7 @@ func (r *Redis) Set(ctx context.Context, key string, entry []byte, ttl time.Dura
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.ctx(ctx)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(max(r.Timeout, 0), time.Second))
 	defer cancel()
 	return r.Client.Set(ctx, r.Prefix+"rc:"+key, z, ttl).Err()
 }
