@@ -416,3 +416,41 @@ func TestResponseCache_Redis(t *testing.T) {
 		t.Errorf("upstream calls %d, want 2", n)
 	}
 }
+
+// TestResponseCache_NotStored: an error answer is not cached (the same request asks the
+// upstream again), nor is an answer a fallback gave (it is not the routed model's).
+func TestResponseCache_NotStored(t *testing.T) {
+	t.Run("error", func(t *testing.T) {
+		up := gatewaytest.NewFakeJSON(t, "openai") // no script: every request is a 400 in OpenAI's shape
+		g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{}"), gatewaytest.Options{})
+		c := gatewaytest.OpenAI(g.V1(), "alice-key")
+		for i := 0; i < 2; i++ {
+			if _, err := c.Chat.Completions.New(context.Background(), zeroTemp("hello")); err == nil || !strings.Contains(err.Error(), "400") {
+				t.Fatalf("request %d: %v, want the upstream's 400", i, err)
+			}
+		}
+		if n := len(up.Bodies()); n != 2 {
+			t.Errorf("upstream calls %d, want 2", n)
+		}
+	})
+	t.Run("fallback", func(t *testing.T) {
+		down := unavailable(t, "openai")
+		spare := gatewaytest.NewFakeJSON(t, "openai")
+		spare.SetScript(cacheTurns(5)...)
+		g := gatewaytest.StartYAML(t, fmt.Sprintf(`
+backends:
+  down: {type: openai, base_url: %q, api_key: k, retries: {max: 0}}
+  spare: {type: openai, base_url: %q, api_key: k, retries: {max: 0}}
+models:
+  m: {backend: down, upstream_model: gpt, fallbacks: [m2], cache: {responses: {}}}
+  m2: {backend: spare, upstream_model: gpt}
+keys:
+  alice: {key: alice-key, models: ["*"]}
+`, down.URL+"/v1", spare.BaseURL()), gatewaytest.Options{})
+		for _, want := range []string{"answer 1", "answer 2"} {
+			if got := askCached(t, g, "alice-key", zeroTemp("hello")); got.text != want || got.cache != "miss" {
+				t.Errorf("%+v, want %q from the fallback, a miss", got, want)
+			}
+		}
+	})
+}
