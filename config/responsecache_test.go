@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,32 @@ func TestResponseCache_Validate(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestResponseCache_Example parses the response cache example of config.example.yaml.
+func TestResponseCache_Example(t *testing.T) {
+	data, err := os.ReadFile(examplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	start := strings.Index(s, "# Response cache (docs/response-cache.md)")
+	end := strings.Index(s, "# Tool result cache")
+	if start < 0 || end < start {
+		t.Fatal("no response cache example")
+	}
+	y := "backends: {openai: {type: openai, base_url: \"http://127.0.0.1:1/v1\"}}\n"
+	for line := range strings.SplitSeq(s[start:end], "\n") {
+		if rest, ok := strings.CutPrefix(line, "#   "); ok {
+			y += rest + "\n"
+		}
+	}
+	c, err := Parse([]byte(y), []string{"CI_KEY=ci-secret"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	if c.Models["gpt-eval"].Cache.Responses.When != "deterministic" || c.Keys["ci"].Cache.Responses.When != "always" {
+		t.Errorf("parsed %+v %+v", c.Models["gpt-eval"].Cache.Responses, c.Keys["ci"].Cache.Responses)
 	}
 }
