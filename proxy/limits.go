@@ -75,7 +75,6 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 	s, l := c.s, &c.limits
 	l.run = c
 	l.req = limitRequest(c.key, c.route)
-	c.hitOnly(&l.req) // a response cache hit: request limits only
 	if !l.req.Limited() {
 		return true
 	}
@@ -86,6 +85,7 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 			return false
 		}
 	}
+	c.hitOnly(&l.req) // a response cache hit: request limits only
 	l.req.Reserve = c.reserve(&l.req)
 	// The limiter bounds its own wait (state.timeout); baseCtx ends it at a forced shutdown.
 	if err := s.limiter.Admit(s.baseCtx, &l.req, &l.adm); err != nil {
