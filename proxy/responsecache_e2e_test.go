@@ -2,10 +2,15 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -453,4 +458,51 @@ keys:
 			}
 		}
 	})
+}
+
+// TestResponseCache_NodeSDK: the Node openai SDK streams a miss, then the same answer
+// from the cache as a stream and as a whole completion (new ids), and a skip asks the
+// upstream again. It needs node and the npm openai package in AGATE_NODE_MODULES, else
+// ../.ci/npm/node_modules (.ci/run installs it there); without them it skips, and fails
+// under CI=true.
+func TestResponseCache_NodeSDK(t *testing.T) {
+	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
+	modules := os.Getenv("AGATE_NODE_MODULES")
+	if modules == "" {
+		modules, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules"))
+	}
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		gatewaytest.Missing(t, "the npm package openai is not installed: "+err.Error(), "set AGATE_NODE_MODULES; .ci/run installs it in .ci/npm")
+	}
+	g, up := startCached(t, "{}", gatewaytest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", "responsecache.mjs"))
+	cmd.Env = append(os.Environ(), "AGATE_URL="+g.V1(), "OPENAI_MODULE="+filepath.Join(modules, "openai"))
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("node: %v", err)
+	}
+	var got []struct{ Text, Cache, ID string }
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node output: %v\n%s", err, out)
+	}
+	want := []struct{ text, cache string }{{"answer 1", "miss"}, {"answer 1", "hit"}, {"answer 1", "hit"}, {"answer 2", ""}}
+	if len(got) != len(want) {
+		t.Fatalf("node printed %d answers, want %d: %s", len(got), len(want), out)
+	}
+	ids := map[string]bool{}
+	for i, w := range want {
+		if got[i].Text != w.text || got[i].Cache != w.cache || ids[got[i].ID] {
+			t.Errorf("request %d: %+v, want %q %q and a new id", i, got[i], w.text, w.cache)
+		}
+		ids[got[i].ID] = true
+	}
+	if n := len(up.Bodies()); n != 2 {
+		t.Errorf("upstream calls %d, want 2", n)
+	}
 }
