@@ -506,3 +506,23 @@ func TestResponseCache_NodeSDK(t *testing.T) {
 		t.Errorf("upstream calls %d, want 2", n)
 	}
 }
+
+// TestResponseCache_Reload: a reload keeps a cache whose block is unchanged, with its
+// entries; a changed block starts empty.
+func TestResponseCache_Reload(t *testing.T) {
+	up := gatewaytest.NewFakeJSON(t, "openai")
+	up.SetScript(cacheTurns(5)...)
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{ttl: 10m}"), gatewaytest.Options{})
+	askCached(t, g, "alice-key", zeroTemp("hello"))
+	for _, s := range []struct{ block, want, cache string }{
+		{"{ttl: 10m}", "answer 1", "hit"},
+		{"{ttl: 20m}", "answer 2", "miss"},
+	} {
+		if err := g.Server.Apply(gatewaytest.Parse(t, fmt.Sprintf(cacheYAML, up.BaseURL(), s.block))); err != nil {
+			t.Fatal(err)
+		}
+		if got := askCached(t, g, "alice-key", zeroTemp("hello")); got.text != s.want || got.cache != s.cache {
+			t.Errorf("after a reload with %s: %+v, want %q %q", s.block, got, s.want, s.cache)
+		}
+	}
+}
