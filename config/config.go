@@ -348,6 +348,8 @@ type Model struct {
 	// request's user field) or header:<name> (a session id the client sends); "" is off. The map is
 	// per replica with state type memory, shared in Redis with state type redis.
 	Affinity string `koanf:"affinity"`
+	// Cache turns caches on for this model's requests (config/responsecache.go); nil: none.
+	Cache *CacheSettings `koanf:"cache"`
 }
 
 // ModelTimeouts bound a model's requests. Zero means the backend's value.
@@ -439,6 +441,8 @@ type Key struct {
 	// Team is the team the key's usage is accounted to in the ledger (a label; its
 	// usage report groups by it). Empty means none.
 	Team string `koanf:"team"`
+	// Cache turns caches on for this key's requests (config/responsecache.go); nil: none.
+	Cache *CacheSettings `koanf:"cache"`
 }
 
 // ToolSource is a source of server-side tools.

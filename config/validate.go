@@ -180,6 +180,7 @@ func (c *Config) problems() []error {
 	}
 	c.validateLimits(&v)
 	c.validateLedger(&v)
+	c.validateResponseCaches(&v)
 	c.validateAdmin(&v)
 	c.validateFailover(&v)
 	c.validateBalancing(&v)

@@ -46,6 +46,8 @@ type Metrics struct {
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// Ledger are the usage ledger's (metrics/ledger.go).
 	Ledger Ledger
+	// ResponseCache are the response cache's (metrics/responsecache.go).
+	ResponseCache ResponseCache
 	// LogLinesDropped counts log lines dropped because the log output fell behind.
 	LogLinesDropped prometheus.Counter
 	// AnthropicBetasDropped counts anthropic-beta names of clients' requests not forwarded
@@ -156,6 +158,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Ledger = newLedger(reg)
+	m.ResponseCache = newResponseCache(reg)
 	m.Circuits = newCircuits(reg)
 	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")

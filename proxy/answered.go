@@ -45,6 +45,7 @@ func (c *requestRun) noteAnswered(w any) {
 // answerHeaders sets the headers of a 200 answer that name the model that answered
 // (noteAnswered), and counts an answer of a fallback (gateway_fallback_answers_total).
 func (c *requestRun) answerHeaders(h *fasthttp.ResponseHeader) {
+	c.cacheHeader(h)
 	r := c.answeredBy
 	if r == nil {
 		return

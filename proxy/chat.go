@@ -55,7 +55,7 @@ func (c *chatRun) prepare() error {
 	if err := (*requestRun)(c).serverTools(); err != nil {
 		return err
 	}
-	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) {
+	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) || (*requestRun)(c).caching() {
 		openaichat.DecodeInto(c.req, c.scratch) // c.scratch is nil unless the request is in it
 	}
 	return nil
@@ -84,7 +84,7 @@ func readsLiterals(b *backend) bool {
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
 func (c *chatRun) passthrough() bool {
-	return allBackends((*requestRun)(c), "openai")
+	return !(*requestRun)(c).caching() && allBackends((*requestRun)(c), "openai")
 }
 
 // forwarder returns the OpenAI passthrough when the request goes to OpenAI-compatible

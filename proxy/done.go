@@ -51,6 +51,8 @@ type requestDone struct {
 	// continuation finished the answer on answered ("": none); the access line then says
 	// "continued_from".
 	continuedFrom string
+	// cache is the response cache's result (hit, miss, refresh; "": it did not apply).
+	cache string
 }
 
 // record counts, observes and logs d.
@@ -92,6 +94,9 @@ func (d *requestDone) attrs() []slog.Attr {
 	if d.continuedFrom != "" {
 		a = append(a, slog.String("continued_from", d.continuedFrom))
 	}
+	if d.cache != "" {
+		a = append(a, slog.String("cache", d.cache))
+	}
 	return a
 }
 
@@ -124,6 +129,9 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	}
 	if d.continuedFrom != "" {
 		b = logjson.AppendString(append(b, `,"continued_from":`...), d.continuedFrom)
+	}
+	if d.cache != "" {
+		b = append(append(append(b, `,"cache":"`...), d.cache...), '"')
 	}
 	return b
 }

@@ -139,7 +139,7 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 		PromptTokens: int64(u.PromptTokens), CachedReadTokens: int64(u.CachedTokens), CacheWriteTokens: int64(u.CacheCreationTokens),
 		CompletionTokens: int64(u.CompletionTokens), ReasoningTokens: int64(u.ReasoningTokens), Estimated: call.Estimated,
 		Total: at.Sub(c.start), Upstream: call.upstreamTime, ToolCalls: call.toolCalls, Fallbacks: call.fallbacks,
-		CacheHit: u.CachedTokens > 0}
+		CacheHit: u.CachedTokens > 0 || c.fromCache()}
 	if !c.firstT.IsZero() {
 		r.FirstToken = c.firstT.Sub(c.start)
 	}

@@ -85,6 +85,7 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 			return false
 		}
 	}
+	c.hitOnly(&l.req) // a response cache hit: request limits only
 	l.req.Reserve = c.reserve(&l.req)
 	// The limiter bounds its own wait (state.timeout); baseCtx ends it at a forced shutdown.
 	if err := s.limiter.Admit(s.baseCtx, &l.req, &l.adm); err != nil {

@@ -64,6 +64,8 @@ type requestRun struct {
 	span *telemetry.Request
 	// failed is the error the answer ended with, for the ledger; nil when none.
 	failed error
+	// cache is the request's use of the response cache (responsecache.go); nil: none.
+	cache *cachePlan
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
@@ -98,8 +100,17 @@ type endpointRun interface {
 // tools run. A ping is also how a departed client is noticed, so it is short.
 const loopKeepAlive = time.Second
 
-// execute produces the response's events into out: a tool loop, or one model call.
+// execute produces the response's events into out: from the response cache, or a tool
+// loop, or one model call.
 func (c *requestRun) execute(ctx context.Context, out loop.Output, stream bool) error {
+	if c.cache != nil {
+		return c.cachedRun(ctx, out, stream)
+	}
+	return c.produce(ctx, out, stream)
+}
+
+// produce produces the response's events into out: a tool loop, or one model call.
+func (c *requestRun) produce(ctx context.Context, out loop.Output, stream bool) error {
 	if len(c.defs) > 0 {
 		l := &loop.Loop{Model: c.call, Tools: c.s.tools, Definitions: c.defs,
 			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.log(),
@@ -150,7 +161,7 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	now := time.Now() // one reading for the histogram, the log line and its time
 	d := requestDone{series: c.call.seriesOf(c.route), logger: c.s.logger, span: c.span, rid: c.rid,
 		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: api,
-		code: code, stream: stream, at: now, took: now.Sub(c.start),
+		code: code, stream: stream, at: now, took: now.Sub(c.start), cache: c.cacheResult(),
 		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens, estimated: c.call.Estimated}
 	if !c.firstT.IsZero() {
 		d.ttft = c.firstT.Sub(c.start)

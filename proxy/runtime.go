@@ -39,6 +39,8 @@ type runtime struct {
 	circuits *circuits
 	// balancing is what models' deployments share (deployments.go).
 	balancing *balancing
+	// caches are the response caches (responsecache.go), shared with the runtimes before.
+	caches *responseCaches
 }
 
 // route is a resolved client-facing model.
@@ -80,6 +82,8 @@ type route struct {
 	// model>" of a configured model or deployment, "<backend>/*" for a model the client
 	// named (bounded either way).
 	upstreamLabel string
+	// cache is the model's response cache; nil for none.
+	cache *respCache
 }
 
 // local returns the in-process provider that answers r, or nil when an upstream does:
@@ -108,6 +112,8 @@ type apiKey struct {
 	budget  limits.Budget
 	// team is the key's team, for the ledger ("" when none).
 	team string
+	// cache is the key's response cache; nil for none.
+	cache *respCache
 }
 
 // newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
@@ -189,6 +195,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		rt.keys = append(rt.keys, k)
 	}
 	rt.warnNoCredential(prev, logger)
+	rt.configureResponseCaches(prev)
 	return rt, nil
 }
 

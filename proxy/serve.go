@@ -70,15 +70,22 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		c.span, call.tracer = span, s.tracer
 		span.SetRequest(req, key.name)
 	}
+	if key.cache != nil || r.cache != nil { // the response cache: before prepare, which it may steer
+		c.planCache(ctx)
+	}
 	if err := run.prepare(); err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, stream)
 		c.failed = err
 		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}
+	if c.cache != nil {
+		c.lookupCache(run)
+	}
 	c.noteAffinity(ctx)
 	c.call.spend = &c.limits
 	if !c.admit(ctx) { // refused (429, or 503 with state.on_error deny) and answered
+		c.endFlight()
 		c.toLedger(ctx.Response.StatusCode(), req.Stream, time.Now())
 		return
 	}

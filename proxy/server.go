@@ -74,8 +74,8 @@ type Options struct {
 	// tokens with (the Entra ID authority, Google's token endpoint, AWS STS and metadata
 	// endpoints); nil means each library's default.
 	CredentialClient *http.Client
-	// Clock is the circuit breakers' time (theirs as the deployments' Health too); nil means
-	// time.Now (tests inject one).
+	// Clock is the circuit breakers' time (theirs as the deployments' Health too) and the
+	// response cache's (its TTL); nil means time.Now (tests inject one).
 	Clock func() time.Time
 	// Health says which deployments of models with deployments may be called, keyed
 	// "<backend>/<upstream_model>", and is told each attempt's outcome; nil means the
@@ -185,7 +185,7 @@ func New(opts Options) (*Server, error) {
 	if health == nil {
 		health = circuitHealth{s}
 	}
-	rt, err := buildRuntime(opts.Config, &runtime{balancing: &balancing{health: health}}, logger, s.cloud)
+	rt, err := buildRuntime(opts.Config, &runtime{balancing: &balancing{health: health}, caches: newResponseCaches(opts.Clock)}, logger, s.cloud)
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +379,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeLimiter()
 	s.closeAdmin()
 	s.closeLedger() // after Settle: every record is queued
+	s.runtime().caches.close()
 	if s.closeResponses != nil {
 		_ = s.closeResponses()
 	}
