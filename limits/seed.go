@@ -51,9 +51,10 @@ func Replay(charges []Charge, b Budget, now time.Time) (Usage, time.Time) {
 // Seed is a budget period to restore into a limiter (a key's, or a team's), typically
 // replayed from the ledger's rollups at start ([Replay]).
 type Seed struct {
-	// Key names the key whose budget it is.
-	Key string
-	// Budget is the key's budget: its period, with Start, gives the period's end.
+	// Key names the key whose budget it is; with Team set, the team.
+	Key  string
+	Team bool
+	// Budget is the key's (team's) budget: its period, with Start, gives the period's end.
 	Budget Budget
 	// Start is when the period began; Used what it holds.
 	Start time.Time
@@ -88,7 +89,11 @@ func (m *Memory) SeedBudget(_ context.Context, s Seed) (bool, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.subject(m.keys, s.Key)
+	set := m.keys
+	if s.Team {
+		set = m.teams
+	}
+	c := m.subject(set, s.Key)
 	if c.budgetEnd != 0 {
 		return false, nil
 	}
@@ -118,10 +123,14 @@ func (r *Redis) SeedBudget(ctx context.Context, s Seed) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	end := s.Start.Add(s.Budget.period()).UnixMilli()
-	n, err := seedScript.Run(ctx, r.client, []string{r.prefix + "bu:k:" + s.Key}, end,
+	key, what := r.prefix+"bu:k:"+s.Key, "key"
+	if s.Team {
+		key, what = r.prefix+"bu:t:"+s.Key, "team"
+	}
+	n, err := seedScript.Run(ctx, r.client, []string{key}, end,
 		max(0, s.Used.Tokens), max(0, s.Used.MicroUSD)).Int64()
 	if err != nil {
-		return false, r.fail("seed", fmt.Errorf("budget of key %s: %w", s.Key, err))
+		return false, r.fail("seed", fmt.Errorf("budget of %s %s: %w", what, s.Key, err))
 	}
 	return n == 1, nil
 }

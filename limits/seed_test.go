@@ -80,6 +80,7 @@ func TestSeedBudget(t *testing.T) {
 		now := time.Unix(1_700_000_000, 0)
 		m := NewMemory(func() time.Time { return now })
 		check(t, m, now.Add(-20*time.Minute))
+		checkTeam(t, m)
 		now = now.Add(41 * time.Minute) // the seeded period is over
 		var a Admission
 		if err := m.Admit(context.Background(), req, &a); err != nil || a.Denied != NoLimit {
@@ -88,11 +89,30 @@ func TestSeedBudget(t *testing.T) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t)
-		check(t, newRedis(t, srv, RedisOptions{KeyPrefix: "seed:"}), time.Now().Add(-20*time.Minute))
+		r := newRedis(t, srv, RedisOptions{KeyPrefix: "seed:"})
+		check(t, r, time.Now().Add(-20*time.Minute))
+		checkTeam(t, r)
 		// A replica joining seeds nothing: the period is in Redis already.
 		other := newRedis(t, srv, RedisOptions{KeyPrefix: "seed:"})
 		if ok, err := other.SeedBudget(context.Background(), Seed{Key: "k", Budget: req.Budget, Start: time.Now(), Used: Usage{}}); err != nil || ok {
 			t.Errorf("joining replica's SeedBudget = %v, %v; want false", ok, err)
 		}
 	})
+}
+
+// checkTeam seeds team t's spent budget: every key of the team is refused.
+func checkTeam(t *testing.T, l interface {
+	Limiter
+	Seeder
+}) {
+	t.Helper()
+	ctx := context.Background()
+	b := Budget{MicroUSD: 500, Period: time.Hour}
+	if ok, err := l.SeedBudget(ctx, Seed{Key: "t", Team: true, Budget: b, Start: time.Now().Add(-time.Minute), Used: Usage{MicroUSD: 500}}); err != nil || !ok {
+		t.Fatalf("SeedBudget of a team = %v, %v; want true", ok, err)
+	}
+	var a Admission
+	if err := l.Admit(ctx, &Request{Key: "other", Team: "t", TeamBudget: b}, &a); err != nil || a.Denied != TeamBudgetUSD {
+		t.Errorf("a key of the seeded team: Denied = %v (%v), want %v", a.Denied, err, TeamBudgetUSD)
+	}
 }
