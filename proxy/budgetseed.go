@@ -23,14 +23,15 @@ type spendSource interface {
 // seedTimeout bounds the whole re-seeding at start.
 const seedTimeout = 30 * time.Second
 
-// budgetSubject is a key (or team) with a budget to re-seed.
+// budgetSubject is a key (or, with team set, a team) with a budget to re-seed.
 type budgetSubject struct {
 	name   string
 	budget limits.Budget
+	team   bool
 }
 
 // seedBudgets restores the budget period of every key of the running runtime that has a
-// budget, replayed (limits.Replay) from the ledger's rollups over the two periods
+// budget, and of every configured team that has one, replayed (limits.Replay) from the ledger's rollups over the two periods
 // before now: the hour rollup, or the day rollup when hourRetention (0: for ever) does
 // not reach back that far. A limiter that already counts a key's period keeps it
 // (limits.Seeder). It reads the rollups only, one query per budget period and 500 keys,
@@ -42,32 +43,44 @@ func (s *Server) seedBudgets(hourRetention time.Duration) {
 	if !ok || !ok2 {
 		return
 	}
-	var subjects []budgetSubject
-	seen := map[string]bool{}
+	var keys, teams []budgetSubject
+	seen, seenTeam := map[string]bool{}, map[string]bool{}
 	for _, k := range s.runtime().keys {
-		if k.limited && (k.budget.Tokens > 0 || k.budget.MicroUSD > 0) && !seen[k.name] {
+		if !k.limited {
+			continue
+		}
+		if (k.budget.Tokens > 0 || k.budget.MicroUSD > 0) && !seen[k.name] {
 			seen[k.name] = true
-			subjects = append(subjects, budgetSubject{k.name, k.budget})
+			keys = append(keys, budgetSubject{name: k.name, budget: k.budget})
+		}
+		if (k.teamBudget.Tokens > 0 || k.teamBudget.MicroUSD > 0) && !seenTeam[k.team] {
+			seenTeam[k.team] = true
+			teams = append(teams, budgetSubject{name: k.team, budget: k.teamBudget, team: true})
 		}
 	}
-	if len(subjects) == 0 {
+	if len(keys) == 0 && len(teams) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.baseCtx, seedTimeout)
 	defer cancel()
-	start := time.Now()
-	n, err := seedSubjects(ctx, src, seeder, subjects, hourRetention, time.Now())
+	start, now := time.Now(), time.Now()
+	n, err := seedSubjects(ctx, src, seeder, keys, hourRetention, now)
+	if err == nil {
+		var m int
+		m, err = seedSubjects(ctx, src, seeder, teams, hourRetention, now)
+		n += m
+	}
 	if err != nil {
 		s.logger.Error("re-seeding budgets from the ledger failed; the budgets not restored start from zero",
 			"error", err.Error(), "restored", n)
 		return
 	}
-	s.logger.Info("budgets re-seeded from the ledger", "keys", len(subjects), "restored", n,
+	s.logger.Info("budgets re-seeded from the ledger", "keys", len(keys), "teams", len(teams), "restored", n,
 		"took_ms", time.Since(start).Milliseconds())
 }
 
 // seedSubjects replays and seeds each subject's current budget period and returns how
-// many it restored.
+// many it restored. The subjects are all keys or all teams.
 func seedSubjects(ctx context.Context, src spendSource, seeder limits.Seeder, subjects []budgetSubject,
 	hourRetention time.Duration, now time.Time) (int, error) {
 	sort.Slice(subjects, func(i, j int) bool {
@@ -90,7 +103,7 @@ func seedSubjects(ctx context.Context, src spendSource, seeder limits.Seeder, su
 		for k, g := range group {
 			names[k] = g.name
 		}
-		q := ledger.SpendQuery{From: now.Add(-2 * period), Names: names,
+		q := ledger.SpendQuery{From: now.Add(-2 * period), Names: names, Team: group[0].team,
 			Daily: hourRetention > 0 && hourRetention < 2*period}
 		spend, err := src.Spend(ctx, q)
 		if err != nil {
@@ -106,7 +119,7 @@ func seedSubjects(ctx context.Context, src spendSource, seeder limits.Seeder, su
 			if from.IsZero() {
 				continue
 			}
-			ok, err := seeder.SeedBudget(ctx, limits.Seed{Key: g.name, Budget: g.budget, Start: from, Used: used})
+			ok, err := seeder.SeedBudget(ctx, limits.Seed{Key: g.name, Team: g.team, Budget: g.budget, Start: from, Used: used})
 			if err != nil {
 				return restored, err
 			}

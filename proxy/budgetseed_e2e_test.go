@@ -16,7 +16,8 @@ import (
 // TestBudgets_ReseededAfterRestart: a key spends its budget through one gateway, which
 // shuts down; a new gateway on the same ledger (the same SQLite file, the same
 // PostgreSQL database), its limiter empty, refuses the key's next request with
-// insufficient_quota, while a key that spent nothing is served.
+// insufficient_quota, while a key that spent nothing is served; the same for a team's
+// budget, spent by one of its keys before the restart and refusing another after.
 func TestBudgets_ReseededAfterRestart(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
@@ -30,6 +31,9 @@ models: {demo: {backend: offline}}
 keys:
   alice: {key: sk-alice, models: ["*"], budget: {tokens: 3, period: 24h}}
   bob: {key: sk-bob, models: ["*"], budget: {tokens: 3, period: 24h}}
+  dave: {key: sk-dave, models: ["*"], team: ops}
+  erin: {key: sk-erin, models: ["*"], team: ops}
+teams: {ops: {budget: {tokens: 3, period: 24h}}}
 ` + ledgerYAML
 			ask := func(g *gatewaytest.Gateway, key string) error {
 				c := gatewaytest.OpenAI(g.V1(), key)
@@ -38,8 +42,10 @@ keys:
 				return err
 			}
 			first := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
-			if err := ask(first, "sk-alice"); err != nil {
-				t.Fatalf("alice's first request: %v", err)
+			for _, key := range []string{"sk-alice", "sk-dave"} {
+				if err := ask(first, key); err != nil {
+					t.Fatalf("%s's first request: %v", key, err)
+				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -52,6 +58,9 @@ keys:
 			var apiErr *openai.Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "insufficient_quota" {
 				t.Fatalf("alice after the restart: %v; want 429 insufficient_quota (her budget was spent before it)", err)
+			}
+			if err := ask(second, "sk-erin"); !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "insufficient_quota" {
+				t.Fatalf("erin after the restart: %v; want 429 insufficient_quota (her team's budget was spent by dave before it)", err)
 			}
 			if err := ask(second, "sk-bob"); err != nil {
 				t.Errorf("bob, who spent nothing: %v", err)
