@@ -243,7 +243,12 @@ func (l *Ledger) ChangeKey(ctx context.Context, c KeyChange) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotFound
 	}
-	a := c.Audit
+	return l.finishChange(ctx, tx, c.Audit)
+}
+
+// finishChange writes a key's or team's change's audit record, bumps the version,
+// notifies the listeners (PostgreSQL) and commits tx.
+func (l *Ledger) finishChange(ctx context.Context, tx *sql.Tx, a Audit) error {
 	if _, err := tx.ExecContext(ctx, l.st.d.bind(`INSERT INTO agate_audit (ts_us, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?)`),
 		a.Time.UnixMicro(), a.Actor, a.Action, a.Target, a.Before, a.After); err != nil {
 		return fmt.Errorf("ledger: writing the audit record: %w", err)
