@@ -328,7 +328,7 @@ func bearer(h []byte) ([]byte, bool) {
 // allows reports whether the key may use model (a client-facing or backend/model name):
 // its models and, when its team has models, the team's allow it.
 func (k *apiKey) allows(model string) bool {
-	return matchesAny(k.models, model) && (k.teamModels == nil || matchesAny(k.teamModels, model))
+	return matchesAny(k.models, model) && (len(k.teamModels) == 0 || matchesAny(k.teamModels, model))
 }
 
 // matchesAny reports whether one of globs (path.Match; "*" is every name) matches model.
