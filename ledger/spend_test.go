@@ -50,3 +50,42 @@ func TestLedger_Spend(t *testing.T) {
 		}
 	})
 }
+
+// TestLedger_Unauthenticated: requests refused before a key was known make no record;
+// their count is added to every rollup as key, team and model "" with status 401, so
+// usage reports by status show them.
+func TestLedger_Unauthenticated(t *testing.T) {
+	databases(t, func(t *testing.T, opts ledger.Options) {
+		now := time.Date(2026, 12, 6, 10, 30, 0, 0, time.UTC)
+		opts.Now = func() time.Time { return now }
+		l := open(t, opts)
+		for range 1000 {
+			l.AddUnauthenticated()
+		}
+		l.Add(ledger.Record{Time: now, RequestID: "r1", Key: "alice", Status: 200, PromptTokens: 3})
+		flush(t, l)
+		for range 5 {
+			l.AddUnauthenticated()
+		}
+		flush(t, l) // the count alone, no record
+		ctx := context.Background()
+		recs, _, err := l.Requests(ctx, ledger.RequestQuery{})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("%d records (%v), want 1: refusals without a key make none", len(recs), err)
+		}
+		for _, r := range []struct {
+			name     string
+			from, to time.Time
+		}{{"minute", now, now.Add(time.Minute)}, {"hour", now.Truncate(time.Hour), now.Truncate(time.Hour).Add(time.Hour)},
+			{"day", now.Truncate(24 * time.Hour), now.Truncate(24 * time.Hour).Add(24 * time.Hour)}} {
+			got, err := l.Usage(ctx, ledger.UsageQuery{From: r.from, To: r.to, GroupBy: []string{"key", "status"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []ledger.UsageRow{{Status: 401, Requests: 1005, Errors: 1005}, {Key: "alice", Status: 200, Requests: 1, PromptTokens: 3}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s rollup by key and status (-want +got):\n%s", r.name, diff)
+			}
+		}
+	})
+}

@@ -128,10 +128,15 @@ func insertArgs(a []any, r *Record) []any {
 
 // insert writes recs and adds them to the rollups, in one transaction.
 func (s *store) insert(ctx context.Context, recs []Record) error {
-	if len(recs) == 0 {
+	return s.insertWith(ctx, recs, anonymous{})
+}
+
+// insertWith is insert with anonymous refusals added to the rollups.
+func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) error {
+	if len(recs) == 0 && anon.n == 0 {
 		return nil
 	}
-	rollups := rollup(recs)
+	rollups := rollupWith(recs, anon)
 	if s.d.dollar {
 		return s.insertPostgres(ctx, recs, rollups)
 	}
@@ -173,18 +178,20 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 			return err
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		row := make([]any, 0, len(columns))
-		i := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
+		if len(recs) > 0 {
+			row := make([]any, 0, len(columns))
+			i := 0
+			src := pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(recs) {
+					return nil, nil
+				}
+				row = insertArgs(row[:0], &recs[i])
+				i++
+				return row, nil
+			})
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
+				return fmt.Errorf("ledger: copying records: %w", err)
 			}
-			row = insertArgs(row[:0], &recs[i])
-			i++
-			return row, nil
-		})
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
-			return fmt.Errorf("ledger: copying records: %w", err)
 		}
 		exec := func(ctx context.Context, q string, args ...any) (sql.Result, error) {
 			_, err := tx.Exec(ctx, q, args...)
