@@ -354,9 +354,14 @@ func (l *Ledger) pruneLoop() {
 const maxPruneBatches = 200
 
 // Prune deletes the raw records and rollups older than their retentions, in batches,
-// and returns how many rows it deleted.
+// and returns how many rows it deleted. On PostgreSQL it first makes the raw records'
+// partitions of the coming months and drops those wholly older than the retention
+// (their rows counted by the planner's estimate).
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	now := l.opts.Now()
+	if err := l.st.ensureAhead(ctx, now); err != nil { // partition.go: PostgreSQL's next months
+		return 0, err
+	}
 	cut := func(d time.Duration) time.Time {
 		if d <= 0 {
 			return time.Time{}

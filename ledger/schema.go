@@ -99,7 +99,8 @@ var sqliteDialect = dialect{
 	name: "sqlite",
 	migrations: []string{schemaV1("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
-		teamsDDL("INTEGER", "REAL")},
+		teamsDDL("INTEGER", "REAL"),
+		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions"},
 	rowRef: "rowid",
 }
 
@@ -107,7 +108,8 @@ var postgresDialect = dialect{
 	name: "postgres",
 	migrations: []string{schemaV1("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
-		teamsDDL("BIGINT", "DOUBLE PRECISION")},
+		teamsDDL("BIGINT", "DOUBLE PRECISION"),
+		partitionedRequestsDDL()},
 	rowRef: "ctid",
 	dollar: true,
 }

@@ -52,6 +52,10 @@ func openStore(ctx context.Context, typ, dsn string) (*store, error) {
 		_ = s.db.Close()
 		return nil, err
 	}
+	if err := s.ensureAhead(ctx, time.Now()); err != nil { // partition.go
+		_ = s.db.Close()
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -138,7 +142,15 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 	}
 	rollups := rollupWith(recs, anon)
 	if s.d.dollar {
-		return s.insertPostgres(ctx, recs, rollups)
+		err := s.insertPostgres(ctx, recs, rollups)
+		if noPartition(err) { // a batch of a month without its partition (spooled long ago)
+			from, to := batchMonths(recs)
+			if perr := s.ensurePartitions(ctx, from, to); perr != nil {
+				return perr
+			}
+			err = s.insertPostgres(ctx, recs, rollups)
+		}
+		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -290,6 +302,13 @@ func (s *store) prune(ctx context.Context, raw time.Time, rollups [3]time.Time, 
 		return nil
 	}
 	if !raw.IsZero() {
+		if s.partitioned() { // whole months first (partition.go), then the rest of one
+			n, err := s.dropPartitions(ctx, raw)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
 		if err := del("ledger_requests", "id", "ts_us", raw.UnixMicro()); err != nil {
 			return total, err
 		}
