@@ -26,6 +26,18 @@ type Team struct {
 	Models []string `koanf:"models"`
 }
 
+// globs checks a models list (a key's, a team's): non-empty path.Match patterns.
+func (v *validator) globs(p string, globs []string) {
+	for i, glob := range globs {
+		gp := fmt.Sprintf("%s[%d]", p, i)
+		if glob == "" {
+			v.addf(gp, "must not be empty")
+		} else if _, err := path.Match(glob, ""); err != nil {
+			v.addf(gp, "invalid glob %q", glob)
+		}
+	}
+}
+
 func (c *Config) teamDefaults() {
 	for name, t := range c.Teams {
 		setDefault(&t.Budget.Period, defaultBudgetPeriod)
@@ -45,14 +57,7 @@ func (c *Config) validateTeams(v *validator) {
 			v.addf(p+".budget.usd", "must be a non-negative number")
 		}
 		v.nonNegativeDuration(p+".budget.period", t.Budget.Period)
-		for i, glob := range t.Models {
-			gp := fmt.Sprintf("%s.models[%d]", p, i)
-			if glob == "" {
-				v.addf(gp, "must not be empty")
-			} else if _, err := path.Match(glob, ""); err != nil {
-				v.addf(gp, "invalid glob %q", glob)
-			}
-		}
+		v.globs(p+".models", t.Models)
 		if t.Budget.USD <= 0 {
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -71,20 +70,7 @@ func scanTeam(row scanner) (Team, error) {
 
 // Teams returns every database team, by name.
 func (l *Ledger) Teams(ctx context.Context) ([]Team, error) {
-	rows, err := l.st.db.QueryContext(ctx, `SELECT `+teamColumns+` FROM agate_teams ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: reading teams: %w", err)
-	}
-	defer rows.Close()
-	var out []Team
-	for rows.Next() {
-		t, err := scanTeam(rows)
-		if err != nil {
-			return nil, fmt.Errorf("ledger: reading teams: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, l.st.db, "teams", `SELECT `+teamColumns+` FROM agate_teams ORDER BY name`, scanTeam)
 }
 
 // Team returns the database team name, or ErrTeamNotFound.
@@ -110,34 +96,16 @@ type TeamChange struct {
 // (ErrTeamExists when the name is taken), otherwise Put replaces the team Name and a
 // nil Put deletes it (ErrTeamNotFound when there is none).
 func (l *Ledger) ChangeTeam(ctx context.Context, c TeamChange) error {
-	tx, err := l.st.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	var res sql.Result
+	rc := rowChange{what: "team " + c.Name, errExists: ErrTeamExists, errNotFound: ErrTeamNotFound}
 	switch {
 	case c.Create:
-		var n int
-		if err := tx.QueryRowContext(ctx, l.st.d.bind(`SELECT COUNT(*) FROM agate_teams WHERE name = ?`), c.Put.Name).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return ErrTeamExists
-		}
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`INSERT INTO agate_teams (`+teamColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), teamArgs(c.Put)...)
+		rc.taken, rc.takenArgs = `SELECT COUNT(*) FROM agate_teams WHERE name = ?`, []any{c.Put.Name}
+		rc.exec, rc.args = `INSERT INTO agate_teams (`+teamColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, teamArgs(c.Put)
 	case c.Put != nil:
-		args := append(teamArgs(c.Put)[1:], c.Name)
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`UPDATE agate_teams SET models = ?, requests_per_minute = ?, tokens_per_minute = ?,
-  concurrent = ?, budget_tokens = ?, budget_usd = ?, budget_period_s = ?, created_us = ?, updated_us = ? WHERE name = ?`), args...)
+		rc.exec, rc.args = `UPDATE agate_teams SET models = ?, requests_per_minute = ?, tokens_per_minute = ?,
+  concurrent = ?, budget_tokens = ?, budget_usd = ?, budget_period_s = ?, created_us = ?, updated_us = ? WHERE name = ?`, append(teamArgs(c.Put)[1:], c.Name)
 	default:
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`DELETE FROM agate_teams WHERE name = ?`), c.Name)
+		rc.exec, rc.args = `DELETE FROM agate_teams WHERE name = ?`, []any{c.Name}
 	}
-	if err != nil {
-		return fmt.Errorf("ledger: writing team %s: %w", c.Name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrTeamNotFound
-	}
-	return l.finishChange(ctx, tx, c.Audit)
+	return l.changeRow(ctx, rc, c.Audit)
 }

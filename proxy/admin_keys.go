@@ -234,19 +234,26 @@ func (s *Server) checkKey(k *ledger.Key) error {
 	merged, _ := withKeys(withTeams(cfg, teams), []ledger.Key{{Name: k.Name, Digest: k.Digest, Models: k.Models, Tools: k.Tools, Team: k.Team,
 		RequestsPerMinute: k.RequestsPerMinute, TokensPerMinute: k.TokensPerMinute, Concurrent: k.Concurrent,
 		BudgetTokens: k.BudgetTokens, BudgetUSD: k.BudgetUSD, BudgetPeriod: k.BudgetPeriod}}, time.Now())
-	if err := merged.Validate(); err != nil {
-		var msgs []string
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if strings.Contains(line, "keys."+k.Name) {
-				msgs = append(msgs, strings.TrimPrefix(line, "config: "))
-			}
-		}
-		if len(msgs) == 0 {
-			return nil // the config's own problems, not the key's
-		}
-		return badRequest(strings.SplitN(strings.TrimPrefix(msgs[0], "keys."+k.Name+"."), ":", 2)[0], strings.Join(msgs, "; "))
+	return entryRefusal(merged.Validate(), "keys."+k.Name)
+}
+
+// entryRefusal is the 400 of the config's problems err that concern the entry at prefix
+// ("keys.<name>", "teams.<name>"), naming the first one's field; nil when none does (the
+// config's own problems are not the entry's).
+func entryRefusal(err error, prefix string) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	var msgs []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.Contains(line, prefix) {
+			msgs = append(msgs, strings.TrimPrefix(line, "config: "))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return badRequest(strings.SplitN(strings.TrimPrefix(msgs[0], prefix+"."), ":", 2)[0], strings.Join(msgs, "; "))
 }
 
 // appendKeyView appends the API's view of k: never its secret or digest.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agate-gateway/agate/config"
@@ -100,20 +99,7 @@ func (s *Server) checkTeam(t *ledger.Team) error {
 	if set := s.dbKeys.Load(); set != nil {
 		merged, _ = withKeys(merged, set.keys, time.Now())
 	}
-	err := merged.Validate()
-	if err == nil {
-		return nil
-	}
-	var msgs []string
-	for _, line := range strings.Split(err.Error(), "\n") {
-		if strings.Contains(line, "teams."+t.Name+".") {
-			msgs = append(msgs, strings.TrimPrefix(line, "config: "))
-		}
-	}
-	if len(msgs) == 0 {
-		return nil // the config's own problems, not the team's
-	}
-	return badRequest(strings.SplitN(strings.TrimPrefix(msgs[0], "teams."+t.Name+"."), ":", 2)[0], strings.Join(msgs, "; "))
+	return entryRefusal(merged.Validate(), "teams."+t.Name) // admin_keys.go
 }
 
 // teamKeys maps each team to the names of its keys, config and database keys alike.
