@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,19 +12,28 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/ledger/pgtest"
+	"github.com/agate-gateway/agate/limits/redistest"
 )
 
 // TestBudgets_ReseededAfterRestart: a key spends its budget through one gateway, which
 // shuts down; a new gateway on the same ledger (the same SQLite file, the same
 // PostgreSQL database), its limiter empty, refuses the key's next request with
 // insufficient_quota, while a key that spent nothing is served; the same for a team's
-// budget, spent by one of its keys before the restart and refusing another after.
+// budget, spent by one of its keys before the restart and refusing another after. With
+// state redis, the same after the redis-server lost its data.
 func TestBudgets_ReseededAfterRestart(t *testing.T) {
-	for _, db := range []string{"sqlite", "postgres"} {
+	// "redis": state redis, and the redis-server loses its data (killed, restarted)
+	// between the two gateways.
+	for _, db := range []string{"sqlite", "postgres", "redis"} {
 		t.Run(db, func(t *testing.T) {
 			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}\n"
 			if db == "postgres" {
 				ledgerYAML = "ledger: {type: postgres, url: \"" + pgtest.Start(t).NewDatabase(t) + "\", flush_interval: 1h, spool_path: off}\n"
+			}
+			var rs *redistest.Server
+			if db == "redis" {
+				rs = redistest.Start(t)
+				ledgerYAML += fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}\n", rs.URL())
 			}
 			yaml := `
 backends: {offline: {type: mock}}
@@ -51,6 +61,10 @@ teams: {ops: {budget: {tokens: 3, period: 24h}}}
 			defer cancel()
 			if err := first.Server.Shutdown(ctx); err != nil { // drains the ledger
 				t.Fatal(err)
+			}
+			if rs != nil {
+				rs.Kill() // its data is lost
+				rs.Restart()
 			}
 
 			second := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
