@@ -42,6 +42,8 @@ type Config struct {
 	Ledger Ledger `koanf:"ledger"`
 	// Admin configures the admin API (config/admin.go). Off by default.
 	Admin Admin `koanf:"admin"`
+	// Teams maps a team name to the limits and budget its keys share (config/teams.go).
+	Teams map[string]Team `koanf:"teams"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store
@@ -438,8 +440,9 @@ type Key struct {
 	Limits Limits `koanf:"limits"`
 	// Budget caps this key's tokens and spend per period. Zero fields mean no cap.
 	Budget Budget `koanf:"budget"`
-	// Team is the team the key's usage is accounted to in the ledger (a label; its
-	// usage report groups by it). Empty means none.
+	// Team is the team the key's usage is accounted to in the ledger (its usage report
+	// groups by it); a configured team's limits, budget and models apply to the key on
+	// top of its own (teams). Empty means none.
 	Team string `koanf:"team"`
 	// Cache turns caches on for this key's requests (config/responsecache.go); nil: none.
 	Cache *CacheSettings `koanf:"cache"`

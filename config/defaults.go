@@ -131,6 +131,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	c.ledgerDefaults()
 	c.responseCacheDefaults()
 	c.adminDefaults()
+	c.teamDefaults()
 }
 
 func setDefault[T comparable](field *T, value T) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -182,6 +181,7 @@ func (c *Config) problems() []error {
 	c.validateLedger(&v)
 	c.validateResponseCaches(&v)
 	c.validateAdmin(&v)
+	c.validateTeams(&v)
 	c.validateFailover(&v)
 	c.validateBalancing(&v)
 	return v.problems
@@ -312,14 +312,7 @@ func (c *Config) validateKeys(v *validator) {
 				owner[hash] = name
 			}
 		}
-		for i, glob := range k.Models {
-			gp := fmt.Sprintf("%s.models[%d]", p, i)
-			if glob == "" {
-				v.addf(gp, "must not be empty")
-			} else if _, err := path.Match(glob, ""); err != nil {
-				v.addf(gp, "invalid glob %q", glob)
-			}
-		}
+		v.globs(p+".models", k.Models) // teams.go
 		for i, tool := range k.Tools {
 			c.validateKeyTool(v, fmt.Sprintf("%s.tools[%d]", p, i), tool)
 		}

@@ -12,7 +12,11 @@
 // spool (as far as its context allows) before closing the database.
 //
 // Growth is bounded: raw records, minute, hour and day rollups each have a retention,
-// and a pruner deletes what is older in small batches, so no delete holds a long lock.
+// and a pruner deletes what is older in small batches, so no delete holds a long lock;
+// on PostgreSQL the raw records are partitioned by month and whole months are dropped.
+// Requests refused before their key was known make no record, only a count in the
+// rollups (AddUnauthenticated). Spend reads the rollups that budgets are re-seeded from
+// at start; Teams and ChangeTeam keep the admin API's teams beside its keys.
 // The schema is versioned (migrations, applied at Open) and documented in
 // docs/ledger.md.
 package ledger

@@ -167,20 +167,7 @@ func Digest(secret string) string {
 
 // Keys returns every database key, by name.
 func (l *Ledger) Keys(ctx context.Context) ([]Key, error) {
-	rows, err := l.st.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM agate_keys ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: reading keys: %w", err)
-	}
-	defer rows.Close()
-	var out []Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("ledger: reading keys: %w", err)
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, l.st.db, "keys", `SELECT `+keyColumns+` FROM agate_keys ORDER BY name`, scanKey)
 }
 
 // Key returns the database key name, or ErrNotFound.
@@ -213,37 +200,80 @@ type KeyChange struct {
 // Create inserts (ErrExists when the name or digest is taken), otherwise Put replaces
 // the key Name and a nil Put deletes it (ErrNotFound when there is none).
 func (l *Ledger) ChangeKey(ctx context.Context, c KeyChange) error {
+	rc := rowChange{what: "key " + c.Name, errExists: ErrExists, errNotFound: ErrNotFound}
+	switch {
+	case c.Create:
+		rc.taken, rc.takenArgs = `SELECT COUNT(*) FROM agate_keys WHERE name = ? OR digest = ?`, []any{c.Put.Name, c.Put.Digest}
+		rc.exec, rc.args = `INSERT INTO agate_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, keyArgs(c.Put)
+	case c.Put != nil:
+		rc.exec, rc.args = `UPDATE agate_keys SET digest = ?, prev_digest = ?, prev_until_us = ?, models = ?, tools = ?,
+  team = ?, requests_per_minute = ?, tokens_per_minute = ?, concurrent = ?, budget_tokens = ?, budget_usd = ?, budget_period_s = ?,
+  expires_us = ?, metadata = ?, disabled = ?, created_us = ?, updated_us = ? WHERE name = ?`, append(keyArgs(c.Put)[1:], c.Name)
+	default:
+		rc.exec, rc.args = `DELETE FROM agate_keys WHERE name = ?`, []any{c.Name}
+	}
+	return l.changeRow(ctx, rc, c.Audit)
+}
+
+// rowChange is the write of one key or team: exec with args, after, for a create, the
+// count of taken (takenArgs) found nothing in use (else errExists); an exec that
+// affects no row is errNotFound.
+type rowChange struct {
+	what                   string
+	taken                  string
+	takenArgs              []any
+	exec                   string
+	args                   []any
+	errExists, errNotFound error
+}
+
+// changeRow applies c in one transaction with its audit record and the version bump.
+func (l *Ledger) changeRow(ctx context.Context, c rowChange, a Audit) error {
 	tx, err := l.st.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var res sql.Result
-	switch {
-	case c.Create:
+	if c.taken != "" {
 		var n int
-		if err := tx.QueryRowContext(ctx, l.st.d.bind(`SELECT COUNT(*) FROM agate_keys WHERE name = ? OR digest = ?`), c.Put.Name, c.Put.Digest).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, l.st.d.bind(c.taken), c.takenArgs...).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
-			return ErrExists
+			return c.errExists
 		}
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`INSERT INTO agate_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), keyArgs(c.Put)...)
-	case c.Put != nil:
-		args := append(keyArgs(c.Put)[1:], c.Name)
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`UPDATE agate_keys SET digest = ?, prev_digest = ?, prev_until_us = ?, models = ?, tools = ?,
-  team = ?, requests_per_minute = ?, tokens_per_minute = ?, concurrent = ?, budget_tokens = ?, budget_usd = ?, budget_period_s = ?,
-  expires_us = ?, metadata = ?, disabled = ?, created_us = ?, updated_us = ? WHERE name = ?`), args...)
-	default:
-		res, err = tx.ExecContext(ctx, l.st.d.bind(`DELETE FROM agate_keys WHERE name = ?`), c.Name)
 	}
+	res, err := tx.ExecContext(ctx, l.st.d.bind(c.exec), c.args...)
 	if err != nil {
-		return fmt.Errorf("ledger: writing key %s: %w", c.Name, err)
+		return fmt.Errorf("ledger: writing %s: %w", c.what, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
+		return c.errNotFound
 	}
-	a := c.Audit
+	return l.finishChange(ctx, tx, a)
+}
+
+// queryAll runs q and scans each row with scan; what names the rows in errors.
+func queryAll[T any](ctx context.Context, db *sql.DB, what, q string, scan func(scanner) (T, error)) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: reading %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: reading %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// finishChange writes a key's or team's change's audit record, bumps the version,
+// notifies the listeners (PostgreSQL) and commits tx.
+func (l *Ledger) finishChange(ctx context.Context, tx *sql.Tx, a Audit) error {
 	if _, err := tx.ExecContext(ctx, l.st.d.bind(`INSERT INTO agate_audit (ts_us, actor, action, target, before, after) VALUES (?, ?, ?, ?, ?, ?)`),
 		a.Time.UnixMicro(), a.Actor, a.Action, a.Target, a.Before, a.After); err != nil {
 		return fmt.Errorf("ledger: writing the audit record: %w", err)

@@ -64,6 +64,9 @@ type Ledger struct {
 	spool      *spool
 	// flushReq asks the writer to write what it holds now (Flush).
 	flushReq chan chan struct{}
+	// anonymous counts the requests refused before a key was known since the last write
+	// (AddUnauthenticated).
+	anonymous atomic.Int64
 }
 
 // Open opens the database, applies the migrations it lacks, and starts the writer and
@@ -132,6 +135,17 @@ func (l *Ledger) Add(r Record) bool {
 	default:
 		l.dropped("queue_full", 1)
 		return false
+	}
+}
+
+// AddUnauthenticated counts a request refused before its key was known (401: no key, or
+// one no key matches). Such requests make no record (a flood of bad keys must not fill the
+// database): the writer adds their count to the rollups of the minute it writes them in,
+// as key, team and model "" with status 401, so usage reports show them. It never blocks
+// or allocates.
+func (l *Ledger) AddUnauthenticated() {
+	if !l.closed.Load() {
+		l.anonymous.Add(1)
 	}
 }
 
@@ -258,14 +272,20 @@ func (l *Ledger) fill(batch []Record) []Record {
 	return batch
 }
 
-// flush writes batch (or spools it when the database fails) and returns it emptied.
+// flush writes batch and the anonymous refusals counted since the last write (or spools
+// the batch when the database fails, keeping the count for the next write) and returns
+// it emptied.
 func (l *Ledger) flush(batch []Record) []Record {
-	if len(batch) == 0 {
+	anon := anonymous{n: l.anonymous.Swap(0), at: l.opts.Now()}
+	if len(batch) == 0 && anon.n == 0 {
 		return batch
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	err := l.st.insert(ctx, batch)
+	err := l.st.insertWith(ctx, batch, anon)
 	cancel()
+	if err != nil {
+		l.anonymous.Add(anon.n)
+	}
 	if err == nil {
 		l.unwritable.Store(nil)
 		if l.opts.OnWrite != nil {
@@ -279,6 +299,9 @@ func (l *Ledger) flush(batch []Record) []Record {
 	// The driver's message names the host and user at most; masked all the same.
 	e := errors.New("ledger: the " + l.opts.Type + " database cannot be written: " + redact.Mask(err.Error()))
 	l.unwritable.Store(&e)
+	if len(batch) == 0 { // anonymous refusals only: kept for the next write
+		return batch
+	}
 	if l.spool == nil {
 		l.dropped("spool_full", len(batch))
 		return batch[:0]
@@ -331,9 +354,14 @@ func (l *Ledger) pruneLoop() {
 const maxPruneBatches = 200
 
 // Prune deletes the raw records and rollups older than their retentions, in batches,
-// and returns how many rows it deleted.
+// and returns how many rows it deleted. On PostgreSQL it first makes the raw records'
+// partitions of the coming months and drops those wholly older than the retention
+// (their rows counted by the planner's estimate).
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	now := l.opts.Now()
+	if err := l.st.ensureAhead(ctx, now); err != nil { // partition.go: PostgreSQL's next months
+		return 0, err
+	}
 	cut := func(d time.Duration) time.Time {
 		if d <= 0 {
 			return time.Time{}

@@ -1,5 +1,7 @@
 package ledger
 
+import "time"
+
 // rollupRow is one row of a rollup table: a bucket's sums for one key, team, model and
 // status.
 type rollupRow struct {
@@ -23,10 +25,25 @@ type rollupKey struct {
 
 // rollup sums recs into the rows of each rollup table (rollupTables' order). A record's
 // model is the model that answered, else the one requested.
-func rollup(recs []Record) []rollupRows {
+func rollup(recs []Record) []rollupRows { return rollupWith(recs, anonymous{}) }
+
+// anonymous are requests refused before a key was known (401): n of them, counted in
+// the rollups only (key, team and model "", status 401), in the buckets of at.
+type anonymous struct {
+	n  int64
+	at time.Time
+}
+
+// rollupWith is rollup with the anonymous refusals added.
+func rollupWith(recs []Record, anon anonymous) []rollupRows {
 	out := make([]rollupRows, len(rollupTables))
 	for ti, t := range rollupTables {
 		index := make(map[rollupKey]int, 8)
+		if anon.n > 0 {
+			sec := anon.at.Unix()
+			index[rollupKey{bucket: sec - sec%t.width, status: 401}] = 0
+			out[ti] = append(out[ti], rollupRow{bucket: sec - sec%t.width, status: 401, requests: anon.n, errors: anon.n})
+		}
 		for i := range recs {
 			r := &recs[i]
 			model := r.Served

@@ -98,14 +98,18 @@ func schemaV1(id, bigint, boolean, double string) string {
 var sqliteDialect = dialect{
 	name: "sqlite",
 	migrations: []string{schemaV1("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
-		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL")},
+		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
+		teamsDDL("INTEGER", "REAL"),
+		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions"},
 	rowRef: "rowid",
 }
 
 var postgresDialect = dialect{
 	name: "postgres",
 	migrations: []string{schemaV1("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
-		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION")},
+		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
+		teamsDDL("BIGINT", "DOUBLE PRECISION"),
+		partitionedRequestsDDL()},
 	rowRef: "ctid",
 	dollar: true,
 }

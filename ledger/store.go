@@ -52,6 +52,10 @@ func openStore(ctx context.Context, typ, dsn string) (*store, error) {
 		_ = s.db.Close()
 		return nil, err
 	}
+	if err := s.ensureAhead(ctx, time.Now()); err != nil { // partition.go
+		_ = s.db.Close()
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -128,12 +132,25 @@ func insertArgs(a []any, r *Record) []any {
 
 // insert writes recs and adds them to the rollups, in one transaction.
 func (s *store) insert(ctx context.Context, recs []Record) error {
-	if len(recs) == 0 {
+	return s.insertWith(ctx, recs, anonymous{})
+}
+
+// insertWith is insert with anonymous refusals added to the rollups.
+func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) error {
+	if len(recs) == 0 && anon.n == 0 {
 		return nil
 	}
-	rollups := rollup(recs)
+	rollups := rollupWith(recs, anon)
 	if s.d.dollar {
-		return s.insertPostgres(ctx, recs, rollups)
+		err := s.insertPostgres(ctx, recs, rollups)
+		if noPartition(err) { // a batch of a month without its partition (spooled long ago)
+			from, to := batchMonths(recs)
+			if perr := s.ensurePartitions(ctx, from, to); perr != nil {
+				return perr
+			}
+			err = s.insertPostgres(ctx, recs, rollups)
+		}
+		return err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -173,18 +190,20 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 			return err
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		row := make([]any, 0, len(columns))
-		i := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			if i == len(recs) {
-				return nil, nil
+		if len(recs) > 0 {
+			row := make([]any, 0, len(columns))
+			i := 0
+			src := pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(recs) {
+					return nil, nil
+				}
+				row = insertArgs(row[:0], &recs[i])
+				i++
+				return row, nil
+			})
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
+				return fmt.Errorf("ledger: copying records: %w", err)
 			}
-			row = insertArgs(row[:0], &recs[i])
-			i++
-			return row, nil
-		})
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
-			return fmt.Errorf("ledger: copying records: %w", err)
 		}
 		exec := func(ctx context.Context, q string, args ...any) (sql.Result, error) {
 			_, err := tx.Exec(ctx, q, args...)
@@ -283,6 +302,13 @@ func (s *store) prune(ctx context.Context, raw time.Time, rollups [3]time.Time, 
 		return nil
 	}
 	if !raw.IsZero() {
+		if s.partitioned() { // whole months first (partition.go), then the rest of one
+			n, err := s.dropPartitions(ctx, raw)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
 		if err := del("ledger_requests", "id", "ts_us", raw.UnixMicro()); err != nil {
 			return total, err
 		}

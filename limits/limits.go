@@ -53,6 +53,11 @@ type Request struct {
 	// Model is the model's name; its counters are shared by every key.
 	Model     string
 	ModelRate Rate
+	// Team is the key's team; its limits and budget are shared by every key of the team
+	// and apply on top of each key's own. Zero TeamRate and TeamBudget mean none.
+	Team       string
+	TeamRate   Rate
+	TeamBudget Budget
 	// Reserve is what the request may cost, estimated before it runs (its prompt and its
 	// output cap). Admit adds it at once to the token windows (key and model) and to the
 	// budget, so that requests running at the same time see each other; Finish replaces
@@ -67,14 +72,19 @@ type Request struct {
 // Limited reports whether any limit or budget applies to r; Admit and Finish of a
 // request without any do nothing.
 func (r *Request) Limited() bool {
-	return !r.KeyRate.zero() || !r.ModelRate.zero() || !r.Budget.zero()
+	return !r.KeyRate.zero() || !r.ModelRate.zero() || !r.Budget.zero() || r.teamLimited()
 }
+
+// teamLimited reports whether a team limit or budget applies to r.
+func (r *Request) teamLimited() bool { return !r.TeamRate.zero() || !r.TeamBudget.zero() }
 
 // Limit names the limit that refused a request. Its String is the limit label of
 // gateway_ratelimit_rejections_total.
 type Limit uint8
 
-// The limits, in the order they are checked.
+// The limits. They are checked in this order, except that the team's (appended last, to
+// keep the values of the others) are checked after the key's budget and before the
+// model's limits.
 const (
 	NoLimit Limit = iota
 	KeyRequests
@@ -85,10 +95,16 @@ const (
 	ModelRequests
 	ModelTokens
 	ModelConcurrent
+	TeamRequests
+	TeamTokens
+	TeamConcurrent
+	TeamBudgetTokens
+	TeamBudgetUSD
 )
 
 var limitNames = [...]string{"", "requests", "tokens", "concurrent", "budget_tokens", "budget_usd",
-	"model_requests", "model_tokens", "model_concurrent"}
+	"model_requests", "model_tokens", "model_concurrent", "team_requests", "team_tokens", "team_concurrent",
+	"team_budget_tokens", "team_budget_usd"}
 
 func (l Limit) String() string {
 	if int(l) < len(limitNames) {
@@ -99,7 +115,12 @@ func (l Limit) String() string {
 
 // Quota reports whether the limit is a budget (OpenAI's insufficient_quota) rather than a
 // rate limit (rate_limit_exceeded).
-func (l Limit) Quota() bool { return l == BudgetTokens || l == BudgetUSD }
+func (l Limit) Quota() bool {
+	return l == BudgetTokens || l == BudgetUSD || l == TeamBudgetTokens || l == TeamBudgetUSD
+}
+
+// Team reports whether the limit is one of the team's.
+func (l Limit) Team() bool { return l >= TeamRequests && l <= TeamBudgetUSD }
 
 // WindowState is one per-minute limit of a key as OpenAI's x-ratelimit-* headers show it.
 type WindowState struct {
@@ -133,6 +154,8 @@ type Admission struct {
 	// settles a reservation in the window that holds it and charges a new window in full.
 	reserved                    bool
 	keyWin, modelWin, budgetWin int64
+	// teamWin and teamBudgetWin are the team's windows that hold the reservation.
+	teamWin, teamBudgetWin int64
 }
 
 // Usage is what a finished request is charged.

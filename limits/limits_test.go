@@ -42,6 +42,20 @@ var (
 	resTPM   = &Request{Key: "k", KeyRate: Rate{TokensPerMinute: 1000}, Reserve: Usage{Tokens: 700}}
 	resUSD   = &Request{Key: "k", Budget: Budget{MicroUSD: 1000, Period: time.Hour}, Reserve: Usage{MicroUSD: 700}}
 	resModel = &Request{Key: "k", Model: "m", ModelRate: Rate{TokensPerMinute: 1000}, Reserve: Usage{Tokens: 700}}
+	teamRPMA = &Request{Key: "a", Team: "t", TeamRate: Rate{RequestsPerMinute: 2}}
+	teamRPMB = &Request{Key: "b", Team: "t", TeamRate: Rate{RequestsPerMinute: 2}}
+	otherRPM = &Request{Key: "c", Team: "u", TeamRate: Rate{RequestsPerMinute: 2}}
+	teamTPMA = &Request{Key: "a", Team: "t", TeamRate: Rate{TokensPerMinute: 10}}
+	teamTPMB = &Request{Key: "b", Team: "t", TeamRate: Rate{TokensPerMinute: 10}}
+	tconcA   = &Request{Key: "a", Team: "t", TeamRate: Rate{Concurrent: 1}}
+	tconcB   = &Request{Key: "b", Team: "t", TeamRate: Rate{Concurrent: 1}}
+	tbudA    = &Request{Key: "a", Team: "t", TeamBudget: Budget{Tokens: 100, Period: time.Hour}}
+	tbudB    = &Request{Key: "b", Team: "t", TeamBudget: Budget{Tokens: 100, Period: time.Hour}}
+	tusdA    = &Request{Key: "a", Team: "t", TeamBudget: Budget{MicroUSD: 1000, Period: time.Hour}}
+	tusdB    = &Request{Key: "b", Team: "t", TeamBudget: Budget{MicroUSD: 1000, Period: time.Hour}}
+	tresA    = &Request{Key: "a", Team: "t", TeamBudget: Budget{Tokens: 1000, Period: time.Hour}, Reserve: Usage{Tokens: 700}}
+	tresB    = &Request{Key: "b", Team: "t", TeamBudget: Budget{Tokens: 1000, Period: time.Hour}, Reserve: Usage{Tokens: 700}}
+	keyInTm  = &Request{Key: "a", KeyRate: Rate{RequestsPerMinute: 1}, Team: "t", TeamRate: Rate{RequestsPerMinute: 5}}
 )
 
 var scenarios = []struct {
@@ -73,6 +87,17 @@ var scenarios = []struct {
 	{"a reservation over the whole budget is admitted while some is left", []step{
 		{req: &Request{Key: "k", Budget: Budget{Tokens: 1000, Period: time.Hour}, Reserve: Usage{Tokens: 5000}}},
 		{req: resBud, want: BudgetTokens}}},
+	// A team's limits and budget are shared by its keys, on top of each key's own.
+	{"team requests shared by its keys", []step{{req: teamRPMA}, {req: teamRPMB}, {req: teamRPMA, want: TeamRequests},
+		{req: teamRPMB, want: TeamRequests}, {req: otherRPM}}},
+	{"team tokens shared by its keys", []step{{req: teamTPMA}, {finish: 1, req: teamTPMA, usage: Usage{Tokens: 10}}, {req: teamTPMB, want: TeamTokens}}},
+	{"team concurrency shared by its keys", []step{{req: tconcA}, {req: tconcB, want: TeamConcurrent}, {finish: 1, req: tconcA}, {req: tconcB}}},
+	{"team token budget shared by its keys", []step{{req: tbudA}, {finish: 1, req: tbudA, usage: Usage{Tokens: 150}}, {req: tbudB, want: TeamBudgetTokens}}},
+	{"team usd budget shared by its keys", []step{{req: tusdA}, {finish: 1, req: tusdA, usage: Usage{MicroUSD: 999}}, {req: tusdB},
+		{finish: 2, req: tusdB, usage: Usage{MicroUSD: 1}}, {req: tusdA, want: TeamBudgetUSD}}},
+	{"team budget reservations", []step{{req: tresA}, {req: tresB}, {req: tresA, want: TeamBudgetTokens},
+		{finish: 1, req: tresA, usage: Usage{Tokens: 100}}, {req: tresB}, {req: tresB, want: TeamBudgetTokens}}},
+	{"a key's own limit applies inside its team", []step{{req: keyInTm}, {req: keyInTm, want: KeyRequests}, {req: teamRPMB}}},
 	{"no limits", []step{{req: free}, {req: free}, {finish: 1, req: free, usage: Usage{Tokens: 1 << 40}}, {req: free}}},
 }
 

@@ -14,6 +14,7 @@ type Memory struct {
 	mu     sync.Mutex
 	keys   map[string]*counters
 	models map[string]*counters
+	teams  map[string]*counters
 }
 
 var _ Limiter = (*Memory)(nil)
@@ -33,7 +34,7 @@ func NewMemory(now func() time.Time) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, keys: map[string]*counters{}, models: map[string]*counters{}}
+	return &Memory{now: now, keys: map[string]*counters{}, models: map[string]*counters{}, teams: map[string]*counters{}}
 }
 
 func (m *Memory) subject(set map[string]*counters, name string) *counters {
@@ -46,15 +47,19 @@ func (m *Memory) subject(set map[string]*counters, name string) *counters {
 }
 
 // lock takes the time, then m.mu, which the caller releases, and returns the counters of
-// r's key and, when r has a model rate, of its model (nil otherwise), made as needed.
-func (m *Memory) lock(r *Request) (now int64, k, mc *counters) {
+// r's key, when r has a model rate of its model, and when r has team limits of its team
+// (nil otherwise), made as needed.
+func (m *Memory) lock(r *Request) (now int64, k, mc, tc *counters) {
 	now = m.now().UnixNano()
 	m.mu.Lock()
 	k = m.subject(m.keys, r.Key)
 	if !r.ModelRate.zero() {
 		mc = m.subject(m.models, r.Model)
 	}
-	return now, k, mc
+	if r.teamLimited() {
+		tc = m.subject(m.teams, r.Team)
+	}
+	return now, k, mc, tc
 }
 
 // window returns c's rate window as of now, starting a new one when the last has ended.
@@ -76,7 +81,7 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 	if !r.Limited() {
 		return nil
 	}
-	now, k, mc := m.lock(r)
+	now, k, mc, tc := m.lock(r)
 	defer m.mu.Unlock()
 	k.window(now)
 	if mc != nil {
@@ -84,6 +89,12 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 	}
 	if !r.Budget.zero() && now >= k.budgetEnd {
 		k.budgetTokens, k.budgetMicroUSD = 0, 0 // the period ended; the next starts with a charge
+	}
+	if tc != nil {
+		tc.window(now)
+		if !r.TeamBudget.zero() && now >= tc.budgetEnd {
+			tc.budgetTokens, tc.budgetMicroUSD = 0, 0
+		}
 	}
 	left := time.Duration(k.windowEnd - now)
 	switch {
@@ -97,6 +108,16 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 		a.Denied, a.RetryAfter = BudgetTokens, time.Duration(k.budgetEnd-now)
 	case over(r.Budget.MicroUSD, k.budgetMicroUSD):
 		a.Denied, a.RetryAfter = BudgetUSD, time.Duration(k.budgetEnd-now)
+	case tc != nil && over(r.TeamRate.RequestsPerMinute, tc.requests):
+		a.Denied, a.RetryAfter = TeamRequests, time.Duration(tc.windowEnd-now)
+	case tc != nil && over(r.TeamRate.TokensPerMinute, tc.tokens):
+		a.Denied, a.RetryAfter = TeamTokens, time.Duration(tc.windowEnd-now)
+	case tc != nil && over(r.TeamRate.Concurrent, tc.concurrent):
+		a.Denied, a.RetryAfter = TeamConcurrent, time.Second
+	case tc != nil && over(r.TeamBudget.Tokens, tc.budgetTokens):
+		a.Denied, a.RetryAfter = TeamBudgetTokens, time.Duration(tc.budgetEnd-now)
+	case tc != nil && over(r.TeamBudget.MicroUSD, tc.budgetMicroUSD):
+		a.Denied, a.RetryAfter = TeamBudgetUSD, time.Duration(tc.budgetEnd-now)
 	case mc != nil && over(r.ModelRate.RequestsPerMinute, mc.requests):
 		a.Denied, a.RetryAfter = ModelRequests, time.Duration(mc.windowEnd-now)
 	case mc != nil && over(r.ModelRate.TokensPerMinute, mc.tokens):
@@ -108,14 +129,20 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 		if mc != nil {
 			mc.requests++
 		}
-		if r.KeyRate.Concurrent > 0 || r.ModelRate.Concurrent > 0 {
+		if tc != nil {
+			tc.requests++
+		}
+		if r.KeyRate.Concurrent > 0 || r.ModelRate.Concurrent > 0 || r.TeamRate.Concurrent > 0 {
 			k.concurrent++
 			if mc != nil {
 				mc.concurrent++
 			}
+			if tc != nil {
+				tc.concurrent++
+			}
 			a.held = true
 		}
-		m.reserve(now, r, a, k, mc)
+		m.reserve(now, r, a, k, mc, tc)
 	}
 	a.Requests = windowState(r.KeyRate.RequestsPerMinute, k.requests, left)
 	a.Tokens = windowState(r.KeyRate.TokensPerMinute, k.tokens, left)
@@ -126,7 +153,7 @@ func (m *Memory) Admit(_ context.Context, r *Request, a *Admission) error {
 
 // reserve takes r.Reserve for an admitted request: it charges the key's and the model's
 // token windows and the budget, and notes in a which windows hold it.
-func (m *Memory) reserve(now int64, r *Request, a *Admission, k, mc *counters) {
+func (m *Memory) reserve(now int64, r *Request, a *Admission, k, mc, tc *counters) {
 	res := r.Reserve
 	if res.Tokens <= 0 && res.MicroUSD <= 0 {
 		return
@@ -139,12 +166,22 @@ func (m *Memory) reserve(now int64, r *Request, a *Admission, k, mc *counters) {
 			mc.tokens += res.Tokens
 			a.modelWin = mc.windowEnd
 		}
+		if tc != nil {
+			tc.tokens += res.Tokens
+			a.teamWin = tc.windowEnd
+		}
 	}
 	if !r.Budget.zero() {
 		k.budget(now, r.Budget)
 		k.budgetTokens += max(0, res.Tokens)
 		k.budgetMicroUSD += max(0, res.MicroUSD)
 		a.budgetWin = k.budgetEnd
+	}
+	if tc != nil && !r.TeamBudget.zero() {
+		tc.budget(now, r.TeamBudget)
+		tc.budgetTokens += max(0, res.Tokens)
+		tc.budgetMicroUSD += max(0, res.MicroUSD)
+		a.teamBudgetWin = tc.budgetEnd
 	}
 }
 
@@ -173,7 +210,7 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 	if !r.Limited() {
 		return nil
 	}
-	now, k, mc := m.lock(r)
+	now, k, mc, tc := m.lock(r)
 	defer m.mu.Unlock()
 	if a.held {
 		a.held = false
@@ -181,12 +218,16 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 		if mc != nil {
 			mc.concurrent--
 		}
+		if tc != nil {
+			tc.concurrent--
+		}
 	}
 	var res Usage
-	var keyWin, modelWin, budgetWin int64
+	var keyWin, modelWin, budgetWin, teamWin, teamBudgetWin int64
 	if a.reserved {
 		a.reserved = false
 		res, keyWin, modelWin, budgetWin = r.Reserve, a.keyWin, a.modelWin, a.budgetWin
+		teamWin, teamBudgetWin = a.teamWin, a.teamBudgetWin
 	}
 	if u.Tokens > 0 || res.Tokens > 0 {
 		k.window(now)
@@ -195,6 +236,15 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 			mc.window(now)
 			mc.tokens = max(0, mc.tokens+settle(u.Tokens, res.Tokens, modelWin, mc.windowEnd))
 		}
+		if tc != nil {
+			tc.window(now)
+			tc.tokens = max(0, tc.tokens+settle(u.Tokens, res.Tokens, teamWin, tc.windowEnd))
+		}
+	}
+	if tc != nil && !r.TeamBudget.zero() && (u.Tokens > 0 || u.MicroUSD > 0 || teamBudgetWin != 0) {
+		tc.budget(now, r.TeamBudget)
+		tc.budgetTokens = max(0, tc.budgetTokens+settle(u.Tokens, max(0, res.Tokens), teamBudgetWin, tc.budgetEnd))
+		tc.budgetMicroUSD = max(0, tc.budgetMicroUSD+settle(u.MicroUSD, max(0, res.MicroUSD), teamBudgetWin, tc.budgetEnd))
 	}
 	if !r.Budget.zero() && (u.Tokens > 0 || u.MicroUSD > 0 || budgetWin != 0) {
 		k.budget(now, r.Budget)

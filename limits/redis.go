@@ -54,7 +54,7 @@ type Redis struct {
 	slotBase string
 
 	mu   sync.Mutex
-	held map[string][2]string // slot id -> its key and model slot sets ("" when none)
+	held map[string][3]string // slot id -> its key, model and team slot sets ("" when none)
 
 	renewTicks <-chan time.Time // RedisOptions.renewTicks
 
@@ -87,7 +87,7 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	r := &Redis{client: redis.NewClient(opts), prefix: o.KeyPrefix, timeout: o.Timeout, lease: o.Lease, errs: o.Errors,
-		slotBase: hex.EncodeToString(b[:]) + ":", held: map[string][2]string{},
+		slotBase: hex.EncodeToString(b[:]) + ":", held: map[string][3]string{},
 		renewTicks: o.renewTicks, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.renewLoop()
 	return r, nil
@@ -110,6 +110,9 @@ func (r *Redis) keys(req *Request) []string {
 		r.prefix + "cc:k:" + req.Key,
 		r.prefix + "rl:m:" + req.Model,
 		r.prefix + "cc:m:" + req.Model,
+		r.prefix + "rl:t:" + req.Team,
+		r.prefix + "bu:t:" + req.Team,
+		r.prefix + "cc:t:" + req.Team,
 	}
 }
 
@@ -128,15 +131,17 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 		req.Budget.Tokens, req.Budget.MicroUSD,
 		req.ModelRate.RequestsPerMinute, req.ModelRate.TokensPerMinute, req.ModelRate.Concurrent,
 		slot, r.lease.Milliseconds(), Window.Milliseconds(),
-		max(0, req.Reserve.Tokens), max(0, req.Reserve.MicroUSD), req.Budget.period().Milliseconds()).Int64Slice()
-	if err == nil && len(res) != 11 {
+		max(0, req.Reserve.Tokens), max(0, req.Reserve.MicroUSD), req.Budget.period().Milliseconds(),
+		req.TeamRate.RequestsPerMinute, req.TeamRate.TokensPerMinute, req.TeamRate.Concurrent,
+		req.TeamBudget.Tokens, req.TeamBudget.MicroUSD, req.TeamBudget.period().Milliseconds()).Int64Slice()
+	if err == nil && len(res) != 13 {
 		err = fmt.Errorf("admit script returned %d values", len(res))
 	}
 	if err != nil {
-		if req.KeyRate.Concurrent > 0 || req.ModelRate.Concurrent > 0 {
+		if req.KeyRate.Concurrent > 0 || req.ModelRate.Concurrent > 0 || req.TeamRate.Concurrent > 0 {
 			// The script may have run and taken slots before the reply was lost: free
 			// them now if Redis answers, rather than when their lease ends.
-			go r.dropSlot(keys[2], keys[4], slot)
+			go r.dropSlot(keys[2], keys[4], keys[7], slot)
 		}
 		return r.fail("admit", err)
 	}
@@ -147,16 +152,19 @@ func (r *Redis) Admit(ctx context.Context, req *Request, a *Admission) error {
 	a.Tokens = windowState(req.KeyRate.TokensPerMinute, res[3], left)
 	a.BudgetTokensLeft = max(0, req.Budget.Tokens-res[5])
 	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-res[6])
-	a.keyWin, a.modelWin, a.budgetWin = res[8], res[9], res[10]
-	a.reserved = res[8] != 0 || res[9] != 0 || res[10] != 0
+	a.keyWin, a.modelWin, a.budgetWin, a.teamWin, a.teamBudgetWin = res[8], res[9], res[10], res[11], res[12]
+	a.reserved = res[8] != 0 || res[9] != 0 || res[10] != 0 || res[11] != 0 || res[12] != 0
 	if res[7] == 1 {
 		a.held, a.slot = true, slot
-		var sets [2]string
+		var sets [3]string
 		if req.KeyRate.Concurrent > 0 {
 			sets[0] = keys[2]
 		}
 		if req.ModelRate.Concurrent > 0 {
 			sets[1] = keys[4]
+		}
+		if req.TeamRate.Concurrent > 0 {
+			sets[2] = keys[7]
 		}
 		r.mu.Lock()
 		r.held[slot] = sets
@@ -181,15 +189,19 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 		r.mu.Unlock()
 	}
 	var res Usage
-	var keyWin, modelWin, budgetWin int64
+	var keyWin, modelWin, budgetWin, teamWin, teamBudgetWin int64
 	if a.reserved {
 		a.reserved = false
 		res, keyWin, modelWin, budgetWin = req.Reserve, a.keyWin, a.modelWin, a.budgetWin
+		teamWin, teamBudgetWin = a.teamWin, a.teamBudgetWin
 	}
 	chargeKey := req.KeyRate.TokensPerMinute > 0
 	chargeBudget := !req.Budget.zero()
 	chargeModel := req.ModelRate.TokensPerMinute > 0
-	if slot == "" && !chargeBudget && (u.Tokens == 0 && keyWin == 0 && modelWin == 0 || !chargeKey && !chargeModel) {
+	chargeTeam := req.TeamRate.TokensPerMinute > 0
+	chargeTeamBudget := !req.TeamBudget.zero()
+	if slot == "" && !chargeBudget && !chargeTeamBudget &&
+		(u.Tokens == 0 && keyWin == 0 && modelWin == 0 && teamWin == 0 || !chargeKey && !chargeModel && !chargeTeam) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
@@ -197,7 +209,8 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 	out, err := finishScript.Run(ctx, r.client, r.keys(req), u.Tokens, u.MicroUSD, slot,
 		flag(chargeKey), flag(chargeBudget), flag(chargeModel),
 		req.Budget.period().Milliseconds(), Window.Milliseconds(),
-		max(0, res.Tokens), max(0, res.MicroUSD), keyWin, modelWin, budgetWin).Int64Slice()
+		max(0, res.Tokens), max(0, res.MicroUSD), keyWin, modelWin, budgetWin,
+		flag(chargeTeam), flag(chargeTeamBudget), req.TeamBudget.period().Milliseconds(), teamWin, teamBudgetWin).Int64Slice()
 	if err == nil && len(out) != 2 {
 		err = fmt.Errorf("finish script returned %d values", len(out))
 	}
@@ -209,13 +222,14 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 	return nil
 }
 
-// dropSlot removes slot from both slot sets, best effort.
-func (r *Redis) dropSlot(keySet, modelSet, slot string) {
+// dropSlot removes slot from the key's, the model's and the team's slot sets, best effort.
+func (r *Redis) dropSlot(keySet, modelSet, teamSet, slot string) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	pipe := r.client.Pipeline()
 	pipe.ZRem(ctx, keySet, slot)
 	pipe.ZRem(ctx, modelSet, slot)
+	pipe.ZRem(ctx, teamSet, slot)
 	_, _ = pipe.Exec(ctx)
 }
 

@@ -230,23 +230,30 @@ func (p *keyPatch) apply(k *ledger.Key) {
 // checkKey holds k to the config's rules for keys (its models' globs, tools that exist,
 // usd budgets only on priced models, ...): the rules a config key is held to.
 func (s *Server) checkKey(k *ledger.Key) error {
-	cfg := s.runtime().cfg
-	merged, _ := withKeys(cfg, []ledger.Key{{Name: k.Name, Digest: k.Digest, Models: k.Models, Tools: k.Tools, Team: k.Team,
+	cfg, teams := s.runtimeTeams() // admin_teams.go: a database team's rules bind its keys too
+	merged, _ := withKeys(withTeams(cfg, teams), []ledger.Key{{Name: k.Name, Digest: k.Digest, Models: k.Models, Tools: k.Tools, Team: k.Team,
 		RequestsPerMinute: k.RequestsPerMinute, TokensPerMinute: k.TokensPerMinute, Concurrent: k.Concurrent,
 		BudgetTokens: k.BudgetTokens, BudgetUSD: k.BudgetUSD, BudgetPeriod: k.BudgetPeriod}}, time.Now())
-	if err := merged.Validate(); err != nil {
-		var msgs []string
-		for _, line := range strings.Split(err.Error(), "\n") {
-			if strings.Contains(line, "keys."+k.Name) {
-				msgs = append(msgs, strings.TrimPrefix(line, "config: "))
-			}
-		}
-		if len(msgs) == 0 {
-			return nil // the config's own problems, not the key's
-		}
-		return badRequest(strings.SplitN(strings.TrimPrefix(msgs[0], "keys."+k.Name+"."), ":", 2)[0], strings.Join(msgs, "; "))
+	return entryRefusal(merged.Validate(), "keys."+k.Name)
+}
+
+// entryRefusal is the 400 of the config's problems err that concern the entry at prefix
+// ("keys.<name>", "teams.<name>"), naming the first one's field; nil when none does (the
+// config's own problems are not the entry's).
+func entryRefusal(err error, prefix string) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	var msgs []string
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.Contains(line, prefix) {
+			msgs = append(msgs, strings.TrimPrefix(line, "config: "))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return badRequest(strings.SplitN(strings.TrimPrefix(msgs[0], prefix+"."), ":", 2)[0], strings.Join(msgs, "; "))
 }
 
 // appendKeyView appends the API's view of k: never its secret or digest.
@@ -509,43 +516,5 @@ func (s *Server) adminDeleteKey(a *adminCall) error {
 		return err
 	}
 	a.ctx.SetStatusCode(204)
-	return nil
-}
-
-// adminTeams lists the teams the keys name, config and database keys alike, with their
-// keys.
-func (s *Server) adminTeams(a *adminCall) error {
-	ctx, cancel := s.adminCtx()
-	defer cancel()
-	keys, err := s.keyStore.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	teams := map[string][]string{}
-	for n, k := range s.runtime().cfg.Keys {
-		if k.Team != "" {
-			teams[k.Team] = append(teams[k.Team], n)
-		}
-	}
-	for _, k := range keys {
-		if k.Team != "" {
-			teams[k.Team] = append(teams[k.Team], k.Name)
-		}
-	}
-	names := make([]string, 0, len(teams))
-	for t := range teams {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	b := append(make([]byte, 0, 256), `{"data":[`...)
-	for i, t := range names {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		sort.Strings(teams[t])
-		b = jsonx.AppendString(append(b, `{"name":`...), t)
-		b = append(appendStrings(append(b, `,"keys":`...), teams[t]), '}')
-	}
-	writeAdminJSON(a.ctx, 200, append(b, "]}"...))
 	return nil
 }

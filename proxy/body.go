@@ -71,6 +71,9 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 	}
 	if a := s.admit(ctx, rid); a != nil {
 		s.reject(ctx, rid, *a)
+		if a.Status == 401 {
+			s.unauthenticatedToLedger() // ledger_refused.go
+		}
 		return false
 	}
 	if cl > 0 && cl <= prefetched {
@@ -210,6 +213,9 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	}
 	ctx.Response.Header.Set("X-Request-Id", rid)
 	s.reject(ctx, rid, *a)
+	if a.Status == 401 {
+		s.unauthenticatedToLedger() // ledger_refused.go
+	}
 	return a.Status
 }
 

@@ -25,6 +25,7 @@ type KeyStore interface {
 // must be built again (zero: never).
 type dbKeySet struct {
 	keys    []ledger.Key
+	teams   []ledger.Team // admin_teams.go
 	version int64
 	next    time.Time
 }
@@ -85,9 +86,11 @@ func (s *Server) runtimeFor(cfg *config.Config, set *dbKeySet, prev *runtime) (*
 		rt, err := buildRuntime(cfg, prev, s.logger, s.cloud)
 		return rt, time.Time{}, err
 	}
+	configured := cfg
 	var keys []ledger.Key
 	if set != nil {
 		keys = set.keys
+		cfg = s.withValidTeams(cfg, set.teams) // admin_teams.go; rt.cfg below stays the configured one
 	}
 	now := time.Now()
 	merged, next := withKeys(cfg, keys, now)
@@ -110,7 +113,7 @@ func (s *Server) runtimeFor(cfg *config.Config, set *dbKeySet, prev *runtime) (*
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	rt.cfg = cfg // the config as configured: admin views, reloads and limits read it
+	rt.cfg = configured // the config as configured: admin views, reloads and limits read it
 	rt.open = false
 	for _, k := range rt.keys {
 		if len(k.name) > len(prevSuffix) && k.name[len(k.name)-len(prevSuffix):] == prevSuffix {
@@ -180,12 +183,16 @@ func (s *Server) refreshKeys(force bool) error {
 	if err != nil {
 		return err
 	}
+	teams, err := s.dbTeams(ctx) // admin_teams.go
+	if err != nil {
+		return err
+	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if cur := s.dbKeys.Load(); cur != nil && cur.version > v {
 		return nil // a newer set went in meanwhile (an admin request's, or the poller's)
 	}
-	set := &dbKeySet{keys: keys, version: v}
+	set := &dbKeySet{keys: keys, teams: teams, version: v}
 	rt, next, err := s.runtimeFor(s.runtime().cfg, set, s.runtime())
 	if err != nil {
 		return err

@@ -61,6 +61,7 @@ func limitRequest(key *apiKey, r *route) limits.Request {
 	var req limits.Request
 	if key.limited {
 		req.Key, req.KeyRate, req.Budget = key.name, key.rate, key.budget
+		req.Team, req.TeamRate, req.TeamBudget = key.team, key.teamRate, key.teamBudget
 	}
 	if r.limited {
 		req.Model, req.ModelRate = r.name, r.rate
@@ -78,9 +79,9 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 	if !l.req.Limited() {
 		return true
 	}
-	if l.req.Budget.MicroUSD > 0 {
+	if l.req.Budget.MicroUSD > 0 || l.req.TeamBudget.MicroUSD > 0 {
 		if mc, ok := c.rt.cfg.Models[c.route.name]; !ok || mc.Price == nil {
-			s.fail(ctx, c.rid, errorf(ErrForbidden, "this API key has a usd budget and may use configured models only; %q has no price", c.req.Model),
+			s.fail(ctx, c.rid, errorf(ErrForbidden, "this API key (or its team) has a usd budget and may use configured models only; %q has no price", c.req.Model),
 				c.route.label(), c.route.backend.name, c.key.name, strconv.FormatBool(c.req.Stream))
 			return false
 		}
@@ -115,11 +116,12 @@ func (c *requestRun) admit(ctx *fasthttp.RequestCtx) bool {
 func (c *requestRun) reserve(req *limits.Request) limits.Usage {
 	l := &c.limits
 	if l.countOnly || req.KeyRate.TokensPerMinute == 0 && req.ModelRate.TokensPerMinute == 0 &&
-		req.Budget.Tokens == 0 && req.Budget.MicroUSD == 0 {
+		req.Budget.Tokens == 0 && req.Budget.MicroUSD == 0 && req.TeamRate.TokensPerMinute == 0 &&
+		req.TeamBudget.Tokens == 0 && req.TeamBudget.MicroUSD == 0 {
 		return limits.Usage{}
 	}
 	res := limits.Usage{Tokens: c.tokenEstimate()}
-	if req.Budget.MicroUSD > 0 {
+	if req.Budget.MicroUSD > 0 || req.TeamBudget.MicroUSD > 0 {
 		prompt, out := l.prompt, l.estimate-l.prompt
 		if mc, ok := c.rt.cfg.Models[c.route.name]; ok && mc.Price != nil { // admit checked it
 			// Prices are USD per million tokens, so tokens times price is micro-USD.
@@ -179,7 +181,7 @@ func (c *requestRun) setBudgetGauges() {
 
 // addCost adds the cost of one upstream turn served by route r, priced by its model.
 func (l *limitRun) addCost(rt *runtime, r *route, u translate.Usage) {
-	if l == nil || l.req.Budget.MicroUSD == 0 { // no usd budget: nothing to price
+	if l == nil || l.req.Budget.MicroUSD == 0 && l.req.TeamBudget.MicroUSD == 0 { // no usd budget: nothing to price
 		return
 	}
 	mc, ok := rt.cfg.Models[r.name]
@@ -204,29 +206,36 @@ func (c *requestRun) limitError() error {
 	d, after := l.adm.Denied, l.adm.RetryAfter
 	a := apiError{Status: 429, Code: "rate_limit_exceeded", Type: "requests",
 		RetryAfter: max(1, int((after+time.Second-1)/time.Second))}
-	switch d {
-	case limits.BudgetTokens, limits.BudgetUSD:
+	if d.Quota() {
 		a.Type, a.Code = "insufficient_quota", "insufficient_quota"
-		what := fmt.Sprintf("tokens budget (%d tokens per %s)", l.req.Budget.Tokens, l.req.Budget.Period)
-		if d == limits.BudgetUSD {
-			what = fmt.Sprintf("usd budget (%s USD per %s)", strconv.FormatFloat(float64(l.req.Budget.MicroUSD)/1e6, 'f', -1, 64), l.req.Budget.Period)
+		subject, b := "key "+c.key.name, l.req.Budget
+		if d.Team() {
+			subject, b = "team "+l.req.Team+" (of key "+c.key.name+")", l.req.TeamBudget
 		}
-		a.Message = fmt.Sprintf("key %s exceeded its %s; it renews in %s", c.key.name, what, roughly(after))
+		what := fmt.Sprintf("tokens budget (%d tokens per %s)", b.Tokens, b.Period)
+		if d == limits.BudgetUSD || d == limits.TeamBudgetUSD {
+			what = fmt.Sprintf("usd budget (%s USD per %s)", strconv.FormatFloat(float64(b.MicroUSD)/1e6, 'f', -1, 64), b.Period)
+		}
+		a.Message = fmt.Sprintf("%s exceeded its %s; it renews in %s", subject, what, roughly(after))
 		return &limitError{a}
 	}
-	// A rate: the key's own, or the model's, shared by all keys.
+	// A rate: the key's own, its team's, shared by the team's keys, or the model's,
+	// shared by all keys.
 	subject, rate, all := "key "+c.key.name, l.req.KeyRate, ""
-	if d == limits.ModelRequests || d == limits.ModelTokens || d == limits.ModelConcurrent {
+	switch {
+	case d == limits.ModelRequests || d == limits.ModelTokens || d == limits.ModelConcurrent:
 		subject, rate, all = "model "+c.route.name, l.req.ModelRate, " for all keys"
+	case d.Team():
+		subject, rate, all = "team "+l.req.Team, l.req.TeamRate, " for all its keys"
 	}
 	wait := "try again in " + roughly(after)
 	switch d {
-	case limits.KeyRequests, limits.ModelRequests:
+	case limits.KeyRequests, limits.ModelRequests, limits.TeamRequests:
 		a.Message = fmt.Sprintf("rate limit reached for %s on requests per minute%s (limit %d); %s", subject, all, rate.RequestsPerMinute, wait)
-	case limits.KeyTokens, limits.ModelTokens:
+	case limits.KeyTokens, limits.ModelTokens, limits.TeamTokens:
 		a.Type = "tokens"
 		a.Message = fmt.Sprintf("rate limit reached for %s on tokens per minute%s (limit %d); %s", subject, all, rate.TokensPerMinute, wait)
-	case limits.KeyConcurrent, limits.ModelConcurrent:
+	case limits.KeyConcurrent, limits.ModelConcurrent, limits.TeamConcurrent:
 		a.Message = fmt.Sprintf("rate limit reached for %s on concurrent requests%s (limit %d); try again when one of them ends", subject, all, rate.Concurrent)
 	}
 	return &limitError{a}

@@ -110,8 +110,12 @@ type apiKey struct {
 	limited bool
 	rate    limits.Rate
 	budget  limits.Budget
-	// team is the key's team, for the ledger ("" when none).
-	team string
+	// team is the key's team, for the ledger ("" when none); teamRate, teamBudget and
+	// teamModels are the configured team's limits, budget and models (zero, nil: none).
+	team       string
+	teamRate   limits.Rate
+	teamBudget limits.Budget
+	teamModels []string
 	// cache is the key's response cache; nil for none.
 	cache *respCache
 }
@@ -187,6 +191,9 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
 			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls,
 			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget), team: kc.Team}
+		if tc, ok := cfg.Teams[kc.Team]; ok && kc.Team != "" {
+			k.teamRate, k.teamBudget, k.teamModels = rate(tc.Limits), budget(tc.Budget), tc.Models
+		}
 		if kc.KeySHA256 != "" {
 			hex.Decode(k.digest[:], []byte(kc.KeySHA256)) // 64 hex digits: config validated it
 		} else {
@@ -330,9 +337,15 @@ func bearer(h []byte) ([]byte, bool) {
 	return t, len(t) > 0
 }
 
-// allows reports whether the key may use model (a client-facing or backend/model name).
+// allows reports whether the key may use model (a client-facing or backend/model name):
+// its models and, when its team has models, the team's allow it.
 func (k *apiKey) allows(model string) bool {
-	for _, p := range k.models {
+	return matchesAny(k.models, model) && (len(k.teamModels) == 0 || matchesAny(k.teamModels, model))
+}
+
+// matchesAny reports whether one of globs (path.Match; "*" is every name) matches model.
+func matchesAny(globs []string, model string) bool {
+	for _, p := range globs {
 		if p == "*" || p == model {
 			return true
 		}

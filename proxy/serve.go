@@ -31,6 +31,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	key, err := requestKey(ctx, rt)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", "", "")
+		s.unauthenticatedToLedger() // ledger_refused.go
 		return
 	}
 	// The run comes from a pool (some 900 bytes, a third of what a request allocated) and
@@ -47,12 +48,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	req, run, err := parse(ctx.PostBody(), c)
 	if err != nil {
 		s.fail(ctx, rid, err, "", "", key.name, "")
+		s.refusedToLedger(ctx, rid, api, key, "", false, start, err)
 		return
 	}
 	stream := strconv.FormatBool(req.Stream)
 	r, err := rt.routeFor(key, req.Model)
 	if err != nil {
 		s.fail(ctx, rid, err, unknownLabel, "", key.name, stream)
+		s.refusedToLedger(ctx, rid, api, key, unknownLabel, req.Stream, start, err)
 		return
 	}
 	// A run from the pool is zero (put resets it), so its fields are set one by one: a

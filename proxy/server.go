@@ -211,6 +211,7 @@ func New(opts Options) (*Server, error) {
 		s.closeLedger()
 		return nil, err
 	}
+	s.seedBudgets(opts.Config.Ledger.Rollups.Hour) // budgetseed.go: after openAdmin, which adds the database keys
 	rt = s.runtime()
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")

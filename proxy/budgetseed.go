@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/agate-gateway/agate/ledger"
+	"github.com/agate-gateway/agate/limits"
+)
+
+// This file re-seeds the budgets of the limiter from the ledger's rollups when the server
+// starts: a restarted gateway (or a replica joining, with the state in memory) does not
+// forget what the current budget periods have spent.
+
+// spendSource is a ledger whose rollups budgets can be re-seeded from
+// (*ledger.Ledger is one).
+type spendSource interface {
+	Spend(ctx context.Context, q ledger.SpendQuery) ([]ledger.Spend, error)
+}
+
+// seedTimeout bounds the whole re-seeding at start.
+const seedTimeout = 30 * time.Second
+
+// budgetSubject is a key (or, with team set, a team) with a budget to re-seed.
+type budgetSubject struct {
+	name   string
+	budget limits.Budget
+	team   bool
+}
+
+// seedBudgets restores the budget period of every key of the running runtime that has a
+// budget, and of every configured team that has one, replayed (limits.Replay) from the ledger's rollups over the two periods
+// before now: the hour rollup, or the day rollup when hourRetention (0: for ever) does
+// not reach back that far. A limiter that already counts a key's period keeps it
+// (limits.Seeder). It reads the rollups only, one query per budget period and 500 keys,
+// never the raw records. A failure is logged: the gateway serves all the same, with
+// the budgets it could restore.
+func (s *Server) seedBudgets(hourRetention time.Duration) {
+	src, ok := s.ledger.(spendSource)
+	seeder, ok2 := s.limiter.(limits.Seeder)
+	if !ok || !ok2 {
+		return
+	}
+	var keys, teams []budgetSubject
+	seen, seenTeam := map[string]bool{}, map[string]bool{}
+	for _, k := range s.runtime().keys {
+		if !k.limited {
+			continue
+		}
+		if (k.budget.Tokens > 0 || k.budget.MicroUSD > 0) && !seen[k.name] {
+			seen[k.name] = true
+			keys = append(keys, budgetSubject{name: k.name, budget: k.budget})
+		}
+		if (k.teamBudget.Tokens > 0 || k.teamBudget.MicroUSD > 0) && !seenTeam[k.team] {
+			seenTeam[k.team] = true
+			teams = append(teams, budgetSubject{name: k.team, budget: k.teamBudget, team: true})
+		}
+	}
+	if len(keys) == 0 && len(teams) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.baseCtx, seedTimeout)
+	defer cancel()
+	start, now := time.Now(), time.Now()
+	n, err := seedSubjects(ctx, src, seeder, keys, hourRetention, now)
+	if err == nil {
+		var m int
+		m, err = seedSubjects(ctx, src, seeder, teams, hourRetention, now)
+		n += m
+	}
+	if err != nil {
+		s.logger.Error("re-seeding budgets from the ledger failed; the budgets not restored start from zero",
+			"error", err.Error(), "restored", n)
+		return
+	}
+	s.logger.Info("budgets re-seeded from the ledger", "keys", len(keys), "teams", len(teams), "restored", n,
+		"took_ms", time.Since(start).Milliseconds())
+}
+
+// seedSubjects replays and seeds each subject's current budget period and returns how
+// many it restored. The subjects are all keys or all teams.
+func seedSubjects(ctx context.Context, src spendSource, seeder limits.Seeder, subjects []budgetSubject,
+	hourRetention time.Duration, now time.Time) (int, error) {
+	sort.Slice(subjects, func(i, j int) bool {
+		if p, q := subjects[i].budget.Period, subjects[j].budget.Period; p != q {
+			return p < q
+		}
+		return subjects[i].name < subjects[j].name
+	})
+	restored := 0
+	for i := 0; i < len(subjects); {
+		// One query per run of subjects with the same period, 500 names at most.
+		j := i + 1
+		for j < len(subjects) && j-i < 500 && subjects[j].budget.Period == subjects[i].budget.Period {
+			j++
+		}
+		group := subjects[i:j]
+		i = j
+		period := budgetPeriod(group[0].budget)
+		names := make([]string, len(group))
+		for k, g := range group {
+			names[k] = g.name
+		}
+		q := ledger.SpendQuery{From: now.Add(-2 * period), Names: names, Team: group[0].team,
+			Daily: hourRetention > 0 && hourRetention < 2*period}
+		spend, err := src.Spend(ctx, q)
+		if err != nil {
+			return restored, err
+		}
+		byName := map[string][]limits.Charge{}
+		for _, sp := range spend {
+			byName[sp.Name] = append(byName[sp.Name], limits.Charge{At: sp.Bucket,
+				Usage: limits.Usage{Tokens: sp.Tokens, MicroUSD: int64(math.Round(sp.CostUSD * 1e6))}})
+		}
+		for _, g := range group {
+			used, from := limits.Replay(byName[g.name], g.budget, now)
+			if from.IsZero() {
+				continue
+			}
+			ok, err := seeder.SeedBudget(ctx, limits.Seed{Key: g.name, Team: g.team, Budget: g.budget, Start: from, Used: used})
+			if err != nil {
+				return restored, err
+			}
+			if ok {
+				restored++
+			}
+		}
+	}
+	return restored, nil
+}
+
+// budgetPeriod is b's period as the limiter counts it (zero: 30 days).
+func budgetPeriod(b limits.Budget) time.Duration {
+	if b.Period <= 0 {
+		return 720 * time.Hour
+	}
+	return b.Period
+}
