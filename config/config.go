@@ -42,6 +42,8 @@ type Config struct {
 	Ledger Ledger `koanf:"ledger"`
 	// Admin configures the admin API (config/admin.go). Off by default.
 	Admin Admin `koanf:"admin"`
+	// MCP configures the gateway's own MCP endpoint (config/mcp.go). Off by default.
+	MCP MCP `koanf:"mcp"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store

@@ -130,6 +130,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
 	c.ledgerDefaults()
 	c.adminDefaults()
+	c.mcpDefaults()
 }
 
 func setDefault[T comparable](field *T, value T) {

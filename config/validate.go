@@ -181,6 +181,7 @@ func (c *Config) problems() []error {
 	c.validateLimits(&v)
 	c.validateLedger(&v)
 	c.validateAdmin(&v)
+	c.validateMCP(&v)
 	c.validateFailover(&v)
 	c.validateBalancing(&v)
 	return v.problems
