@@ -165,6 +165,8 @@ type Server struct {
 	keysDone   chan struct{}
 	// circuits are the circuit breakers of the deployments; they outlive reloads.
 	circuits *circuits
+	// mcp is the MCP endpoint (mcp.go); nil when mcp.enabled is off.
+	mcp *mcpEndpoint
 }
 
 // New builds a server for opts.Config.
@@ -206,6 +208,12 @@ func New(opts Options) (*Server, error) {
 	if err := s.openAdmin(opts); err != nil { // after Store: it rebuilds rt with the database keys
 		s.closeLimiter()
 		s.closeLedger()
+		return nil, err
+	}
+	if err := s.openMCP(opts); err != nil {
+		s.closeLimiter()
+		s.closeLedger()
+		s.closeAdmin()
 		return nil, err
 	}
 	rt = s.runtime()
@@ -355,6 +363,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.listenersMu.Lock()
 	s.stopping = true
 	s.listenersMu.Unlock()
+	s.closeMCP() // its GET streams would hold the drain
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.closeSilent(stop)
@@ -459,6 +468,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
+		if s.isMCP(ctx) { // mcp.go
+			s.handleMCP(ctx)
+			return
+		}
 		path, method := string(ctx.Path()), string(ctx.Method())
 		if strings.HasPrefix(path, adminPrefix) && s.adminSrv == nil { // admin.go; on admin.listen only when set
 			s.handleAdmin(ctx)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -393,6 +394,14 @@ func (s *mcpSource) call(ctx context.Context, tool string, args json.RawMessage)
 	}
 	res, err := cs.CallTool(ctx, params)
 	if err != nil {
+		var transport *url.Error
+		if ctx.Err() == nil && errors.As(err, &transport) {
+			// The server cannot be reached (an HTTP source whose server went away): end
+			// the session now, so the source reports down (Ready) and reconnects, instead
+			// of waiting for the SDK's stream retries to give up.
+			s.logger.Warn("mcp server unreachable; reconnecting", "error", redactError(err))
+			_ = cs.Close()
+		}
 		return Result{}, redactError(err)
 	}
 	return renderCallResult(res), nil
