@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +44,7 @@ type teamMCP struct {
 	// reports: the tool answers then (the SDK's client hands notifications to their
 	// handler apart from responses, so reports sent right before a result may trail it).
 	progressSeen chan struct{}
+	progressOnce sync.Once
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -74,6 +78,11 @@ func newTeamMCP(t *testing.T) *teamMCP {
 			case <-time.After(2 * time.Second): // the test fails on the missing reports
 			}
 			return text("progressed"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ack", Description: "Tells the progress tool its reports were seen.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			m.progressOnce.Do(func() { close(m.progressSeen) })
+			return text("ok"), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "block", Description: "Runs until cancelled.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -251,7 +260,7 @@ func TestMCPEndpoint_ToolsPerKey(t *testing.T) {
 	bob := g.mustConnect(t, "sk-bob", nil, "X-Api-Key")
 
 	t.Run("each key lists exactly its tools, sorted, named as the loop names them", func(t *testing.T) {
-		want := []string{"clock", "team__block", "team__delete", "team__held", "team__leak", "team__lookup", "team__progress"}
+		want := []string{"clock", "team__ack", "team__block", "team__delete", "team__held", "team__leak", "team__lookup", "team__progress"}
 		if got := toolNamesOf(t, alice); !slices.Equal(got, want) {
 			t.Errorf("alice's tools %v, want %v", got, want)
 		}
@@ -355,7 +364,7 @@ func TestMCPEndpoint_Calls(t *testing.T) {
 			mu.Lock()
 			got = append(got, fmt.Sprintf("%v %v/%v %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Total, req.Params.Message))
 			if len(got) == 3 {
-				close(g.team.progressSeen)
+				g.team.progressOnce.Do(func() { close(g.team.progressSeen) })
 			}
 			mu.Unlock()
 		}})
@@ -490,5 +499,75 @@ func TestMCPEndpoint_SourceRestartedMidSession(t *testing.T) {
 	waitFor(t, "the source back", func() bool { return g.Tools.Degraded() == nil })
 	if got, isErr := callText(t, alice, "team__delete", map[string]any{"key": "k"}); got != "deleted" || isErr {
 		t.Errorf("after the restart: %q %v", got, isErr)
+	}
+}
+
+// TestMCPEndpoint_NodeSDK: the official Node MCP client (testdata/node/mcp.mjs) lists,
+// calls (with progress), is refused an unknown tool, reads a resource and gets a prompt,
+// then ends its session (DELETE). It needs node and @modelcontextprotocol/sdk in
+// AGATE_NODE_MODULES, else ../.ci/npm/node_modules (.ci/run installs it there); without
+// them it skips, and fails under CI=true.
+func TestMCPEndpoint_NodeSDK(t *testing.T) {
+	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
+	modules := os.Getenv("AGATE_NODE_MODULES")
+	if modules == "" {
+		modules, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules"))
+	}
+	sdk := filepath.Join(modules, "@modelcontextprotocol", "sdk")
+	if _, err := os.Stat(filepath.Join(sdk, "package.json")); err != nil {
+		gatewaytest.Missing(t, "the npm package @modelcontextprotocol/sdk is not installed: "+err.Error(), "set AGATE_NODE_MODULES; .ci/run installs it in .ci/npm")
+	}
+	g := startMCPGateway(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", "mcp.mjs"))
+	cmd.Env = append(os.Environ(), "AGATE_MCP_URL="+g.URL+"/mcp", "AGATE_KEY=sk-alice", "MCP_SDK_MODULE="+sdk)
+	outBytes, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("node: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("node: %v", err)
+	}
+	var got struct {
+		Server     string
+		Session    bool
+		Tools      []string
+		ReadOnly   []string
+		Lookup     string
+		Progressed string
+		Progress   []string
+		Invalid    struct {
+			IsError bool
+			Text    string
+		}
+		Unknown   string
+		Resources []string
+		Readme    string
+		Prompts   []string
+		Prompt    string
+	}
+	if err := json.Unmarshal(outBytes, &got); err != nil {
+		t.Fatalf("node output: %v\n%s", err, outBytes)
+	}
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"server and session", got.Server == "agate" && got.Session},
+		{"tools", slices.Equal(got.Tools, []string{"clock", "team__ack", "team__block", "team__delete", "team__held", "team__leak", "team__lookup", "team__progress"})},
+		{"read-only hints", slices.Equal(got.ReadOnly, []string{"clock", "team__lookup"})},
+		{"call", got.Lookup == "value-of-node"},
+		{"progress", got.Progressed == "progressed" && slices.Equal(got.Progress, []string{"1/3 step 1", "2/3 step 2", "3/3 step 3"})},
+		{"invalid arguments", got.Invalid.IsError && strings.Contains(got.Invalid.Text, "invalid arguments for tool team__delete")},
+		{"unknown tool", strings.Contains(got.Unknown, `unknown tool "team__nope"`)},
+		{"resources", slices.Equal(got.Resources, []string{"team__readme file:///team/readme.md"}) && got.Readme == "# Team\ntoken sk-***"},
+		{"prompts", slices.Equal(got.Prompts, []string{"team__greet"}) && got.Prompt == "Say hello to Node"},
+	}
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s: the Node client saw %+v", c.name, got)
+		}
 	}
 }
