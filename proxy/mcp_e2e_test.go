@@ -571,3 +571,50 @@ func TestMCPEndpoint_NodeSDK(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPEndpoint_ClaudeCode: Claude Code headless with the gateway as its MCP server
+// (`claude mcp add --transport http`, the key in a header) and as its model (/v1/messages
+// on a scripted mock that calls the gateway's tool): the tool's result comes back through
+// the endpoint to Claude Code, then to the model, which quotes it.
+func TestMCPEndpoint_ClaudeCode(t *testing.T) {
+	bin := claudeBinary(t)
+	g := startMCPGateway(t, `models:
+  m-mock:
+    backend: offline
+    script:
+      - tool_calls: [{name: mcp__agate__team__lookup, arguments: {key: claude}}]
+`)
+	dir := t.TempDir()
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + g.URL,
+		"ANTHROPIC_API_KEY=sk-alice", "ANTHROPIC_DEFAULT_HAIKU_MODEL=m-mock", "ANTHROPIC_SMALL_FAST_MODEL=m-mock",
+		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1"}
+	run := func(args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.Output()
+		if err != nil {
+			stderr := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("claude %s: %v\nstdout %s\nstderr %s", args[0], err, out, stderr)
+		}
+		return out
+	}
+	run("mcp", "add", "--scope", "user", "--transport", "http", "agate", g.URL+"/mcp", "--header", "Authorization: Bearer sk-alice")
+	out := run("-p", "look the key claude up", "--model", "m-mock", "--output-format", "json",
+		"--allowedTools", "mcp__agate__team__lookup", "--max-turns", "4")
+	var r claudeResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("claude output: %v\n%s", err, out)
+	}
+	if r.IsError || !strings.Contains(r.Result, "value-of-claude") || r.NumTurns < 2 {
+		t.Errorf("result %+v, want the tool's answer value-of-claude quoted", r)
+	}
+	if n := g.counter(t, "gateway_tool_calls_total", map[string]string{"tool": "team__lookup", "via": "mcp"}); n != 1 {
+		t.Errorf(`gateway_tool_calls_total{tool="team__lookup",via="mcp"} = %v, want 1`, n)
+	}
+}
