@@ -618,3 +618,77 @@ func TestMCPEndpoint_ClaudeCode(t *testing.T) {
 		t.Errorf(`gateway_tool_calls_total{tool="team__lookup",via="mcp"} = %v, want 1`, n)
 	}
 }
+
+// TestMCPEndpoint_StdioSource: a stdio source, the real server-everything, served through
+// the endpoint: its tools (progress of its long-running operation passed on), its resource
+// templates (a templated URI read) and its prompts.
+func TestMCPEndpoint_StdioSource(t *testing.T) {
+	cmd, _ := json.Marshal(everythingCommand(t))
+	gw := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
+  offline: {type: mock}
+mcp: {enabled: true, path: /tools/mcp}
+keys:
+  carol: {key: sk-carol, models: ["*"], tools: [everything]}
+tools:
+  everything: {type: mcp, command: %s}
+`, cmd), gatewaytest.Options{Tools: true})
+	g := &mcpGateway{Gateway: gw}
+	hc := &http.Client{Transport: bearerTransport{name: "Authorization", value: "Bearer sk-carol", base: http.DefaultTransport}}
+	var mu sync.Mutex
+	var progress []float64
+	client := mcp.NewClient(&mcp.Implementation{Name: "agate-test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, req.Params.Progress)
+			mu.Unlock()
+		}})
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL + "/tools/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	names := toolNamesOf(t, cs)
+	for _, want := range []string{"everything__echo", "everything__get-sum", "everything__trigger-long-running-operation"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools %v lack %s", names, want)
+		}
+	}
+	if !slices.IsSorted(names) {
+		t.Errorf("tools not sorted: %v", names)
+	}
+	if got, isErr := callText(t, cs, "everything__echo", map[string]any{"message": "hi from mcp"}); got != "Echo: hi from mcp" || isErr {
+		t.Errorf("echo: %q (isError %v)", got, isErr)
+	}
+	params := &mcp.CallToolParams{Name: "everything__trigger-long-running-operation", Arguments: map[string]any{"duration": 0.3, "steps": 3}}
+	params.SetProgressToken(42)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("long-running operation: %v %+v", err, res)
+	}
+	mu.Lock()
+	// The last report is sent right before the result and may trail it (see teamMCP).
+	if len(progress) < 2 || progress[0] != 1 || progress[1] != 2 {
+		t.Errorf("progress %v, want 1, 2 (and perhaps 3)", progress)
+	}
+	mu.Unlock()
+
+	tmpl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tmpl.ResourceTemplates) == 0 {
+		t.Fatalf("resource templates: %v %+v", err, tmpl)
+	}
+	for _, rt := range tmpl.ResourceTemplates {
+		if !strings.HasPrefix(rt.Name, "everything__") {
+			t.Errorf("template %q is not named after its source", rt.Name)
+		}
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/7"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "7") {
+		t.Errorf("templated read: %v %+v", err, rr)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__simple-prompt"})
+	if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "This is a simple prompt without arguments." {
+		t.Errorf("prompt: %v %+v", err, gp)
+	}
+}
