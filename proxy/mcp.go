@@ -112,8 +112,13 @@ func (s *Server) handleMCP(ctx *fasthttp.RequestCtx) {
 	if ctx.IsGet() {
 		base = s.mcp.streams
 	}
+	// The request's context ends when its client leaves (watchGone), so that the SDK lets
+	// go of the stream and the client may resume it; the session and its calls live on.
+	reqCtx, cancel := context.WithCancel(base)
+	watchGone(ctx.Conn(), cancel)
 	fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mcp.handler.Serve(w, r.WithContext(base), k)
+		defer cancel()
+		s.mcp.handler.Serve(w, r.WithContext(reqCtx), k)
 	}))(ctx)
 }
 

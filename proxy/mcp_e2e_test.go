@@ -692,3 +692,99 @@ tools:
 		t.Errorf("prompt: %v %+v", err, gp)
 	}
 }
+
+// cutProxy is a TCP proxy to the gateway whose connections the test can cut.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+// cut closes every connection made so far.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestMCPEndpoint_SessionResumed: the connection carrying a call's SSE answer is cut while
+// the tool runs; the Go SDK client reconnects to its session with Last-Event-ID and gets
+// the answer the gateway kept for it (its event store), in the same session.
+func TestMCPEndpoint_SessionResumed(t *testing.T) {
+	g := startMCPGateway(t, "")
+	proxy := newCutProxy(t, g.Addr)
+	hc := &http.Client{Transport: bearerTransport{name: "Authorization", value: "Bearer sk-alice", base: &http.Transport{}}}
+	holding := make(chan struct{})
+	var once sync.Once
+	client := mcp.NewClient(&mcp.Implementation{Name: "agate-test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { once.Do(func() { close(holding) }) }})
+	ctx := context.Background()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + proxy.ln.Addr().String() + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	session := cs.ID()
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "team__held", Arguments: map[string]any{}}
+		params.SetProgressToken("hold")
+		res, err := cs.CallTool(ctx, params)
+		if err != nil {
+			t.Errorf("call across the cut: %v", err)
+		}
+		done <- res
+	}()
+	select {
+	case <-holding: // the call's SSE stream is open and has carried an event
+	case <-time.After(5 * time.Second):
+		t.Fatal("no progress from the held tool")
+	}
+	proxy.cut()
+	close(g.team.release)
+	select {
+	case res := <-done:
+		if res == nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "released" {
+			t.Errorf("answer after the cut: %+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never got its answer after the cut")
+	}
+	if cs.ID() != session {
+		t.Errorf("session %q after the cut, want %q", cs.ID(), session)
+	}
+	if got, _ := callText(t, cs, "team__lookup", map[string]any{"key": "after"}); got != "value-of-after" {
+		t.Errorf("a call after the resumption: %q", got)
+	}
+}
