@@ -151,7 +151,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, key *Key) {
 	r = r.WithContext(context.WithValue(r.Context(), keyContext{}, key))
 	r.Header.Del("X-Api-Key")
 	r.Header.Set("Authorization", "Bearer "+placeholderToken)
-	h.http.ServeHTTP(w, r)
+	rw := &rpcErrors{ResponseWriter: w}
+	h.http.ServeHTTP(rw, r)
+	rw.finish()
 }
 
 // Close ends every session: their open streams end and their clients must initialize
@@ -177,6 +179,7 @@ const (
 	codeUnauthorized = -32001 // no key (never reached through Serve)
 	codeNoTools      = -32002 // the key has no tools
 	codeSourceFailed = -32003 // a source could not answer a resources or prompts request
+	codeSession      = -32005 // the session is not found, or is another key's
 )
 
 // middleware serves the methods the endpoint answers itself, per key; the SDK serves the
