@@ -788,3 +788,55 @@ func TestMCPEndpoint_SessionResumed(t *testing.T) {
 		t.Errorf("a call after the resumption: %q", got)
 	}
 }
+
+// TestMCPEndpoint_RefusedAtTheDoor: what the gateway refuses before the SDK reads a thing
+// is a JSON-RPC error too: no key or a wrong one (401, before the body is read), a body
+// over mcp.max_message_bytes (413, bounded as it is read), and the endpoint is off by
+// default (404 in the gateway's own shape).
+func TestMCPEndpoint_RefusedAtTheDoor(t *testing.T) {
+	g := startMCPGateway(t, "")
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("x", 1<<20) + `"}}`
+	tests := []struct {
+		name, header, body string
+		status             int
+		want               string
+	}{
+		{name: "no key", body: initializeBodyE2E, status: 401, want: `"code":-32001,"message":"missing API key`},
+		{name: "wrong key", header: "Bearer sk-mallory", body: initializeBodyE2E, status: 401, want: `"code":-32001,"message":"incorrect API key provided"`},
+		{name: "oversized", header: "Bearer sk-alice", body: big, status: 413, want: `"code":-32004,"message":"the message exceeds mcp.max_message_bytes (1048576 bytes)"`},
+		{name: "not JSON", header: "Bearer sk-alice", body: `{"jsonrpc":`, status: 400, want: `"code":-32700`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", g.URL+"/mcp", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.header != "" {
+				req.Header.Set("Authorization", tt.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) || !strings.Contains(string(b), `"jsonrpc":"2.0"`) {
+				t.Errorf("%d %s, want %d with %s", resp.StatusCode, b, tt.status, tt.want)
+			}
+		})
+	}
+	t.Run("off by default", func(t *testing.T) {
+		off := gatewaytest.StartYAML(t, "backends:\n  offline: {type: mock}\n", gatewaytest.Options{})
+		resp, err := http.Post(off.URL+"/mcp", "application/json", strings.NewReader(initializeBodyE2E))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("/mcp with mcp off: %d, want 404", resp.StatusCode)
+		}
+	})
+}
+
+// initializeBodyE2E is the MCP specification's initialize example (basic/lifecycle).
+const initializeBodyE2E = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ExampleClient","version":"1.0.0"}}}`
