@@ -50,7 +50,7 @@ type teamMCP struct {
 	srv *http.Server
 }
 
-func newTeamMCP(t *testing.T) *teamMCP {
+func newTeamMCP(t testing.TB) *teamMCP {
 	m := &teamMCP{blocked: make(chan struct{}), started: make(chan struct{}), release: make(chan struct{}), progressSeen: make(chan struct{})}
 	s := mcp.NewServer(&mcp.Implementation{Name: "team", Version: "1"}, nil)
 	type keyArgs struct {
@@ -168,7 +168,7 @@ const mcpKeysYAML = `keys:
   nobody: {key: sk-nobody, models: ["*"]}
 `
 
-func startMCPGateway(t *testing.T, extra string) *mcpGateway {
+func startMCPGateway(t testing.TB, extra string) *mcpGateway {
 	team := newTeamMCP(t)
 	y := fmt.Sprintf(`backends:
   offline: {type: mock}
