@@ -99,7 +99,7 @@ func TestProgressRoutes(t *testing.T) {
 		t.Fatalf("two calls share the token %q", token)
 	}
 	p.deliver(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2, Message: "key sk-ant-api03-aaaaBBBB1111"})
-	p.deliver(&mcp.ProgressNotificationParams{ProgressToken: 7, Progress: 9})            // not a token of ours
+	p.deliver(&mcp.ProgressNotificationParams{ProgressToken: 7, Progress: 9})           // not a token of ours
 	p.deliver(&mcp.ProgressNotificationParams{ProgressToken: "agate-999", Progress: 9}) // no such call
 	done()
 	p.deliver(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: 2}) // after the call
