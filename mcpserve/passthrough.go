@@ -17,37 +17,38 @@ import (
 // logged; the others are listed.
 
 func (h *Handler) listResources(ctx context.Context, key *Key) (*mcp.ListResourcesResult, error) {
-	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	for _, src := range h.reg.MCPSources(key.Tools) {
-		rs, err := h.reg.Resources(ctx, src)
-		if err != nil {
-			h.logger.Warn("mcp endpoint: listing resources of a tool source failed", "tool_source", src, "error", err)
-			continue
-		}
-		for _, r := range rs {
-			c := *r
-			c.Name = tools.ModelName(src, r.Name)
-			out.Resources = append(out.Resources, &c)
-		}
-	}
-	return out, nil
+	rs := gather(ctx, h, key, "resources", h.reg.Resources, func(src string, r *mcp.Resource) *mcp.Resource {
+		c := *r
+		c.Name = tools.ModelName(src, r.Name)
+		return &c
+	})
+	return &mcp.ListResourcesResult{Resources: rs}, nil
 }
 
 func (h *Handler) listResourceTemplates(ctx context.Context, key *Key) (*mcp.ListResourceTemplatesResult, error) {
-	out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
+	ts := gather(ctx, h, key, "resource templates", h.reg.ResourceTemplates, func(src string, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+		c := *t
+		c.Name = tools.ModelName(src, t.Name)
+		return &c
+	})
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
+}
+
+// gather lists what list gives for each MCP source the key's list names whole, renamed by
+// rename; a source that cannot list is left out and logged.
+func gather[T any](ctx context.Context, h *Handler, key *Key, what string, list func(context.Context, string) ([]T, error), rename func(string, T) T) []T {
+	out := []T{}
 	for _, src := range h.reg.MCPSources(key.Tools) {
-		ts, err := h.reg.ResourceTemplates(ctx, src)
+		items, err := list(ctx, src)
 		if err != nil {
-			h.logger.Warn("mcp endpoint: listing resource templates of a tool source failed", "tool_source", src, "error", err)
+			h.logger.Warn("mcp endpoint: listing "+what+" of a tool source failed", "tool_source", src, "error", err)
 			continue
 		}
-		for _, t := range ts {
-			c := *t
-			c.Name = tools.ModelName(src, t.Name)
-			out.ResourceTemplates = append(out.ResourceTemplates, &c)
+		for _, it := range items {
+			out = append(out, rename(src, it))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // readResource reads uri from the key's source that lists it, else from the first of the
@@ -76,20 +77,12 @@ func (h *Handler) readResource(ctx context.Context, key *Key, p *mcp.ReadResourc
 }
 
 func (h *Handler) listPrompts(ctx context.Context, key *Key) (*mcp.ListPromptsResult, error) {
-	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-	for _, src := range h.reg.MCPSources(key.Tools) {
-		ps, err := h.reg.Prompts(ctx, src)
-		if err != nil {
-			h.logger.Warn("mcp endpoint: listing prompts of a tool source failed", "tool_source", src, "error", err)
-			continue
-		}
-		for _, p := range ps {
-			c := *p
-			c.Name = tools.ModelName(src, p.Name)
-			out.Prompts = append(out.Prompts, &c)
-		}
-	}
-	return out, nil
+	ps := gather(ctx, h, key, "prompts", h.reg.Prompts, func(src string, p *mcp.Prompt) *mcp.Prompt {
+		c := *p
+		c.Name = tools.ModelName(src, p.Name)
+		return &c
+	})
+	return &mcp.ListPromptsResult{Prompts: ps}, nil
 }
 
 // getPrompt finds the key's source whose prompt has the model-facing name p.Name.
