@@ -17,27 +17,20 @@ import (
 // logged; the others are listed.
 
 func (h *Handler) listResources(ctx context.Context, key *Key) (*mcp.ListResourcesResult, error) {
-	rs := gather(ctx, h, key, "resources", h.reg.Resources, func(src string, r *mcp.Resource) *mcp.Resource {
-		c := *r
-		c.Name = tools.ModelName(src, r.Name)
-		return &c
-	})
+	rs := gather(ctx, h, key, "resources", h.reg.Resources, func(r *mcp.Resource) *string { return &r.Name })
 	return &mcp.ListResourcesResult{Resources: rs}, nil
 }
 
 func (h *Handler) listResourceTemplates(ctx context.Context, key *Key) (*mcp.ListResourceTemplatesResult, error) {
-	ts := gather(ctx, h, key, "resource templates", h.reg.ResourceTemplates, func(src string, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
-		c := *t
-		c.Name = tools.ModelName(src, t.Name)
-		return &c
-	})
+	ts := gather(ctx, h, key, "resource templates", h.reg.ResourceTemplates, func(t *mcp.ResourceTemplate) *string { return &t.Name })
 	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
 }
 
-// gather lists what list gives for each MCP source the key's list names whole, renamed by
-// rename; a source that cannot list is left out and logged.
-func gather[T any](ctx context.Context, h *Handler, key *Key, what string, list func(context.Context, string) ([]T, error), rename func(string, T) T) []T {
-	out := []T{}
+// gather lists what list gives for each MCP source the key's list names whole: copies,
+// their name (the field name points to) made "<source>__<name>"; a source that cannot
+// list is left out and logged.
+func gather[T any](ctx context.Context, h *Handler, key *Key, what string, list func(context.Context, string) ([]*T, error), name func(*T) *string) []*T {
+	out := []*T{}
 	for _, src := range h.reg.MCPSources(key.Tools) {
 		items, err := list(ctx, src)
 		if err != nil {
@@ -45,7 +38,9 @@ func gather[T any](ctx context.Context, h *Handler, key *Key, what string, list 
 			continue
 		}
 		for _, it := range items {
-			out = append(out, rename(src, it))
+			c := *it
+			*name(&c) = tools.ModelName(src, *name(it))
+			out = append(out, &c)
 		}
 	}
 	return out
@@ -77,11 +72,7 @@ func (h *Handler) readResource(ctx context.Context, key *Key, p *mcp.ReadResourc
 }
 
 func (h *Handler) listPrompts(ctx context.Context, key *Key) (*mcp.ListPromptsResult, error) {
-	ps := gather(ctx, h, key, "prompts", h.reg.Prompts, func(src string, p *mcp.Prompt) *mcp.Prompt {
-		c := *p
-		c.Name = tools.ModelName(src, p.Name)
-		return &c
-	})
+	ps := gather(ctx, h, key, "prompts", h.reg.Prompts, func(p *mcp.Prompt) *string { return &p.Name })
 	return &mcp.ListPromptsResult{Prompts: ps}, nil
 }
 
