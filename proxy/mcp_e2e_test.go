@@ -840,3 +840,30 @@ func TestMCPEndpoint_RefusedAtTheDoor(t *testing.T) {
 
 // initializeBodyE2E is the MCP specification's initialize example (basic/lifecycle).
 const initializeBodyE2E = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"ExampleClient","version":"1.0.0"}}}`
+
+// TestMCPEndpoint_KeyLimitsPerCall: each tool call through the endpoint is one request of
+// the key's limits: past requests_per_minute a call is an isError result naming the limit.
+func TestMCPEndpoint_KeyLimitsPerCall(t *testing.T) {
+	gw := gatewaytest.StartYAML(t, `backends:
+  offline: {type: mock}
+mcp: {enabled: true}
+keys:
+  dave: {key: sk-dave, models: ["*"], tools: [clock], limits: {requests_per_minute: 2}}
+tools:
+  clock: {type: builtin, name: time_now}
+`, gatewaytest.Options{Tools: true})
+	g := &mcpGateway{Gateway: gw}
+	cs := g.mustConnect(t, "sk-dave", nil)
+	for i, wantErr := range []bool{false, false, true} {
+		got, isErr := callText(t, cs, "clock", map[string]any{})
+		if isErr != wantErr {
+			t.Errorf("call %d: %q (isError %v), want isError %v", i+1, got, isErr, wantErr)
+		}
+		if wantErr && !strings.Contains(got, "requests_per_minute") && !strings.Contains(got, "limit is reached") {
+			t.Errorf("call %d: %q, want the limit named", i+1, got)
+		}
+	}
+	if n := g.counter(t, "gateway_ratelimit_rejections_total", map[string]string{"key": "dave"}); n != 1 {
+		t.Errorf("gateway_ratelimit_rejections_total{key=dave} = %v, want 1", n)
+	}
+}
