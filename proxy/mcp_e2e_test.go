@@ -21,6 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
+	"github.com/agate-gateway/agate/telemetry"
 )
 
 // The gateway's MCP endpoint (mcp.enabled) through the official MCP Go SDK's client: an
@@ -866,4 +868,52 @@ tools:
 	if n := g.counter(t, "gateway_ratelimit_rejections_total", map[string]string{"key": "dave"}); n != 1 {
 		t.Errorf("gateway_ratelimit_rejections_total{key=dave} = %v, want 1", n)
 	}
+}
+
+// TestMCPEndpoint_ExecuteToolSpan: a call through the endpoint has its execute_tool span,
+// exported over OTLP like the loop's, with the tool's name and outcome.
+func TestMCPEndpoint_ExecuteToolSpan(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	cfg := gatewaytest.Parse(t, `backends:
+  offline: {type: mock}
+mcp: {enabled: true}
+keys:
+  dave: {key: sk-dave, models: ["*"], tools: [clock]}
+tools:
+  clock: {type: builtin, name: time_now}
+telemetry: {traces: true}
+`)
+	tracer, err := telemetry.New(context.Background(), proxy.TelemetryOptions(cfg.Telemetry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
+	g := &mcpGateway{Gateway: gatewaytest.Start(t, cfg, gatewaytest.Options{Tools: true, Tracer: tracer})}
+	cs := g.mustConnect(t, "sk-dave", nil)
+	if _, isErr := callText(t, cs, "clock", map[string]any{}); isErr {
+		t.Fatal("clock failed")
+	}
+	waitFor(t, "the execute_tool span", func() bool {
+		if err := tracer.ForceFlush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		recv.mu.Lock()
+		defer recv.mu.Unlock()
+		for _, s := range recv.spans {
+			if s.Name != "execute_tool clock" {
+				continue
+			}
+			attrs := map[string]string{}
+			for _, a := range s.Attributes {
+				attrs[a.Key] = a.Value.GetStringValue()
+			}
+			if attrs["gen_ai.tool.name"] != "clock" || attrs["agate.tool.outcome"] != "ok" {
+				t.Errorf("span attributes %v", attrs)
+			}
+			return true
+		}
+		return false
+	})
 }
