@@ -44,6 +44,8 @@ type Config struct {
 	Admin Admin `koanf:"admin"`
 	// Teams maps a team name to the limits and budget its keys share (config/teams.go).
 	Teams map[string]Team `koanf:"teams"`
+	// MCP configures the gateway's own MCP endpoint (config/mcp.go). Off by default.
+	MCP MCP `koanf:"mcp"`
 }
 
 // Responses configures where POST /v1/responses keeps the responses a client asked to store

@@ -132,6 +132,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	c.responseCacheDefaults()
 	c.adminDefaults()
 	c.teamDefaults()
+	c.mcpDefaults()
 }
 
 func setDefault[T comparable](field *T, value T) {

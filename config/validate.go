@@ -182,6 +182,7 @@ func (c *Config) problems() []error {
 	c.validateResponseCaches(&v)
 	c.validateAdmin(&v)
 	c.validateTeams(&v)
+	c.validateMCP(&v)
 	c.validateFailover(&v)
 	c.validateBalancing(&v)
 	return v.problems

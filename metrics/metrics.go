@@ -23,7 +23,8 @@ type Metrics struct {
 	// upstream that reports none.
 	UsageEstimated  *prometheus.CounterVec // model, backend, key
 	Inflight        prometheus.Gauge
-	ToolCalls       *prometheus.CounterVec   // tool, outcome
+	ToolCalls       *prometheus.CounterVec   // tool, outcome: ToolCallsVia's via="loop" (mcp.go)
+	ToolCallsVia    *prometheus.CounterVec   // tool, outcome, via (mcp.go)
 	ToolDuration    *prometheus.HistogramVec // tool
 	ToolCache       *prometheus.CounterVec   // result: hit, miss, eviction
 	LoopIterations  prometheus.Histogram
@@ -103,9 +104,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gateway_inflight_requests", Help: "Chat completion requests being served.",
 		}),
-		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_tool_calls_total", Help: "Server-side tool calls by outcome.",
-		}, []string{"tool", "outcome"}),
+		ToolCallsVia: toolCallsVia(),
 		ToolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "gateway_tool_duration_seconds", Help: "Server-side tool call duration (cache hits excluded).", Buckets: latency,
 		}, []string{"tool"}),
@@ -150,9 +149,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		}),
 		Continuation: newContinuation(),
 	}
+	m.ToolCalls = m.ToolCallsVia.MustCurryWith(prometheus.Labels{"via": "loop"})
 	reg.MustRegister(m.Continuation.collectors()...)
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
-		m.ToolCalls, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
+		m.ToolCallsVia, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.FallbackAnswers, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,

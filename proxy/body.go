@@ -61,6 +61,9 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, rid string) bool {
 		return true
 	}
 	if !takesBody(ctx) {
+		if handled, ok := s.readMCPBody(ctx, stream); handled { // mcp.go
+			return ok
+		}
 		if s.readAdminBody(ctx, stream) { // admin.go
 			return true
 		}

@@ -168,6 +168,8 @@ type Server struct {
 	console *console.Console
 	// circuits are the circuit breakers of the deployments; they outlive reloads.
 	circuits *circuits
+	// mcp is the MCP endpoint (mcp.go); nil when mcp.enabled is off.
+	mcp *mcpEndpoint
 }
 
 // New builds a server for opts.Config.
@@ -212,6 +214,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.seedBudgets(opts.Config.Ledger.Rollups.Hour) // budgetseed.go: after openAdmin, which adds the database keys
+	if err := s.openMCP(opts); err != nil {
+		s.closeLimiter()
+		s.closeLedger()
+		s.closeAdmin()
+		return nil, err
+	}
 	rt = s.runtime()
 	if rt.open {
 		logger.Warn("no keys configured: the gateway is open to anyone who can reach it")
@@ -359,6 +367,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.listenersMu.Lock()
 	s.stopping = true
 	s.listenersMu.Unlock()
+	s.closeMCP() // its GET streams would hold the drain
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.closeSilent(stop)
@@ -464,6 +473,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/readyz":
 		s.handleReady(ctx)
 	default:
+		if s.isMCP(ctx) { // mcp.go
+			s.handleMCP(ctx)
+			return
+		}
 		path, method := string(ctx.Path()), string(ctx.Method())
 		if strings.HasPrefix(path, adminPrefix) && s.adminSrv == nil { // admin.go; on admin.listen only when set
 			s.handleAdmin(ctx)

@@ -40,7 +40,7 @@ func (r *Registry) Call(ctx context.Context, name string, args []byte) (res Resu
 			r.logger.Error("tool call panicked", "tool", name, "panic", p)
 			res, outcome = errorResult("tool %s failed: internal error", name), OutcomeError
 		}
-		r.obs.ToolCall(label, outcome, time.Since(start))
+		r.reportCall(ctx, label, outcome, time.Since(start))
 		telemetry.ToolOutcome(ctx, outcome, res.IsError) // on the caller's execute_tool span, if any
 	}()
 

@@ -158,6 +158,8 @@ type tool struct {
 	src    source
 	// mask passes results through redact.Mask (mask_results, default true).
 	mask bool
+	// hints are the source's MCP annotations (serve.go); ReadOnly is def's.
+	hints Hints
 }
 
 // source is one configured tool source. Implementations are safe for concurrent use.
@@ -185,6 +187,8 @@ type toolSpec struct {
 	// NamedAfterSource gives the tool the source's name as its model-facing name (single-tool
 	// sources: http, builtin).
 	NamedAfterSource bool
+	// Hints are an MCP tool's annotations (serve.go).
+	Hints Hints
 }
 
 // emptyObjectSchema is the parameters schema of a tool that declares none.
@@ -386,7 +390,7 @@ func buildTool(sourceName string, spec toolSpec, cfg SourceOptions, src source) 
 		ReadOnly:    spec.ReadOnly,
 	}
 	applySettings(&d, cfg, spec)
-	return &tool{def: d, schema: sch, src: src, mask: cfg.MaskResults == nil || *cfg.MaskResults}, nil
+	return &tool{def: d, schema: sch, src: src, mask: cfg.MaskResults == nil || *cfg.MaskResults, hints: spec.Hints}, nil
 }
 
 // Resolve returns the definitions named by a key's tool list: a source name selects all of

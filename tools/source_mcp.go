@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -51,6 +52,8 @@ type mcpSource struct {
 	httpClient *http.Client // streamable HTTP only
 	backoffMin time.Duration
 	backoffMax time.Duration
+
+	progress progressRoutes // the progress tokens of running calls (serve.go)
 
 	refresh chan struct{} // a tools/list_changed arrived; buffered 1 so signals coalesce
 	done    chan struct{} // closed by close
@@ -99,6 +102,9 @@ func newMCPSource(name string, cfg SourceOptions, logger *slog.Logger, publish f
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "agate", Version: "1"}, &mcp.ClientOptions{
 		Logger:    logger,
 		KeepAlive: keepAlive,
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			s.progress.deliver(req.Params)
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refresh <- struct{}{}:
@@ -220,6 +226,7 @@ func (s *mcpSource) listTools(ctx context.Context, cs *mcp.ClientSession) ([]too
 			Description: desc,
 			Parameters:  params,
 			ReadOnly:    t.Annotations != nil && t.Annotations.ReadOnlyHint,
+			Hints:       hintsOf(t),
 		})
 	}
 	return specs, nil
@@ -379,12 +386,29 @@ func (s *mcpSource) call(ctx context.Context, tool string, args json.RawMessage)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if fn := progressFrom(ctx); fn != nil {
+		token, done := s.progress.add(fn)
+		defer done()
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
+		var transport *url.Error
+		if ctx.Err() == nil && errors.As(err, &transport) {
+			// The server cannot be reached (an HTTP source whose server went away): end
+			// the session now, so the source reports down (Ready) and reconnects, instead
+			// of waiting for the SDK's stream retries to give up.
+			s.logger.Warn("mcp server unreachable; reconnecting", "error", redactError(err))
+			_ = cs.Close()
+		}
 		return Result{}, redactError(err)
 	}
 	return renderCallResult(res), nil
 }
+
+// masks reports whether the source's results are masked (mask_results, default true).
+func (s *mcpSource) masks() bool { return s.cfg.MaskResults == nil || *s.cfg.MaskResults }
 
 func (s *mcpSource) ready() error {
 	s.mu.Lock()
