@@ -54,6 +54,8 @@ type Metrics struct {
 	AnthropicBetasDropped *prometheus.CounterVec // backend
 	// Circuits are the circuit breakers' state and transitions (breaker.go).
 	Circuits Circuits
+	// Websocket are the Responses WebSocket mode's (websocket.go).
+	Websocket Websocket
 	// Continuation holds the mid-stream continuation collectors (continuation.go).
 	Continuation
 	// DeploymentSelected counts deployments chosen for an attempt; via is balance (the
@@ -157,6 +159,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Ledger = newLedger(reg)
 	m.Circuits = newCircuits(reg)
+	m.Websocket = newWebsocket(reg)
 	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")
