@@ -338,4 +338,3 @@ func TestWebsocket_Warmup(t *testing.T) {
 		t.Errorf("upstream requests %q", bodies)
 	}
 }
-
