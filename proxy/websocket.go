@@ -169,6 +169,7 @@ func (w *hijacked) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 type wsConn struct {
 	s      *Server
 	conn   *websocket.Conn
+	nc     net.Conn // under conn: its write deadline bounds each message (send)
 	hdr    *fasthttp.RequestHeader // the upgrade's headers: each turn's
 	remote net.Addr
 	cfg    config.ResponsesWebsocket
@@ -196,7 +197,7 @@ func (s *Server) serveWebsocket(nc net.Conn, r *http.Request, hdr *fasthttp.Requ
 		return
 	}
 	conn.SetReadLimit(int64(wc.MaxMessageBytes))
-	w := &wsConn{s: s, conn: conn, hdr: hdr, remote: remote, cfg: wc,
+	w := &wsConn{s: s, conn: conn, nc: nc, hdr: hdr, remote: remote, cfg: wc,
 		local: responsestore.NewMemory(responsestore.MemoryOptions{MaxEntries: wsLocalEntries, MaxBytes: s.maxStored * wsLocalEntries})}
 	if !s.websockets.add(w) { // the server is shutting down
 		_ = conn.Close(websocket.StatusGoingAway, "the gateway is shutting down")
@@ -237,7 +238,7 @@ func (w *wsConn) serve() {
 				done = nil
 				turnCancel()
 			}
-			reason = w.onMessage(ctx, msg, done != nil, &turns, func(ev responsesin.ClientEvent) {
+			reason = w.onMessage(msg, done != nil, &turns, func(ev responsesin.ClientEvent) {
 				var tctx context.Context
 				tctx, turnCancel = context.WithCancel(ctx)
 				w.ending.Store(false)
@@ -310,7 +311,7 @@ func readEndReason(err error) string {
 
 // onMessage handles one client message; start runs a turn. It returns why the connection
 // must end, "" to go on.
-func (w *wsConn) onMessage(ctx context.Context, msg wsMessage, busy bool, turns *int, start func(responsesin.ClientEvent)) string {
+func (w *wsConn) onMessage(msg wsMessage, busy bool, turns *int, start func(responsesin.ClientEvent)) string {
 	m := w.s.metrics.Websocket
 	if msg.typ != websocket.MessageText {
 		m.Turns.WithLabelValues("refused").Inc()
@@ -320,23 +321,23 @@ func (w *wsConn) onMessage(ctx context.Context, msg wsMessage, busy bool, turns 
 	switch {
 	case err != nil:
 		m.Turns.WithLabelValues("refused").Inc()
-		w.sendError(ctx, classify(err, ""), nil)
+		w.sendError(classify(err, ""), nil)
 		return ""
 	case ev.Type == responsesin.EventProcessed:
 		m.Turns.WithLabelValues("ignored").Inc()
 		return ""
 	case ev.Type != responsesin.EventCreate:
 		m.Turns.WithLabelValues("refused").Inc()
-		w.sendError(ctx, classify(translate.Errorf("type", "the event type %q is not served: send response.create", clip(ev.Type, maxLoggedString)), ""), nil)
+		w.sendError(classify(translate.Errorf("type", "the event type %q is not served: send response.create", clip(ev.Type, maxLoggedString)), ""), nil)
 		return ""
 	case busy:
 		m.Turns.WithLabelValues("busy").Inc()
-		w.sendError(ctx, apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "response_in_progress",
+		w.sendError(apiError{Status: http.StatusConflict, Type: "invalid_request_error", Code: "response_in_progress",
 			Message: "a response is in progress on this connection: send the next response.create once it has ended"}, nil)
 		return ""
 	case *turns >= w.cfg.MaxTurns:
 		m.Turns.WithLabelValues("refused").Inc()
-		w.sendError(ctx, apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "websocket_connection_limit_reached",
+		w.sendError(apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "websocket_connection_limit_reached",
 			Message: "this connection has served its " + strconv.Itoa(w.cfg.MaxTurns) + " turns (responses_websocket.max_turns): create a new websocket connection to continue"}, nil)
 		return "max_turns"
 	}
@@ -371,7 +372,7 @@ func (w *wsConn) turn(ctx context.Context, ev responsesin.ClientEvent) {
 	} else {
 		w.s.handle(rc)
 	}
-	out := &wsEvents{ctx: ctx, conn: w.conn, ending: &w.ending}
+	out := &wsEvents{w: w, ending: &w.ending}
 	if rc.Response.StatusCode() == http.StatusOK {
 		_ = rc.Response.BodyWriteTo(out) // a failed write is the client gone: the stream ended
 		return
@@ -379,23 +380,35 @@ func (w *wsConn) turn(ctx context.Context, ev responsesin.ClientEvent) {
 	var body bytes.Buffer
 	_ = rc.Response.BodyWriteTo(&body)
 	w.ending.Store(true)
-	w.sendErrorBody(ctx, rc.Response.StatusCode(), body.Bytes(), rc.Response.Header.Peek("Retry-After"))
+	w.sendErrorBody(rc.Response.StatusCode(), body.Bytes(), rc.Response.Header.Peek("Retry-After"))
 }
 
 // sendError sends a as an error message.
-func (w *wsConn) sendError(ctx context.Context, a apiError, retryAfter []byte) {
+func (w *wsConn) sendError(a apiError, retryAfter []byte) {
 	if a.RetryAfter > 0 && retryAfter == nil {
 		retryAfter = strconv.AppendInt(nil, int64(a.RetryAfter), 10)
 	}
-	w.sendErrorBody(ctx, a.Status, appendErrorBody(nil, a), retryAfter)
+	w.sendErrorBody(a.Status, appendErrorBody(nil, a), retryAfter)
 }
 
 // sendErrorBody sends the JSON error body of an HTTP answer with status as the error
 // message Codex reads as that answer: {"type":"error","status":N,"error":{...}} and
 // "headers" holding Retry-After when there is one.
-func (w *wsConn) sendErrorBody(ctx context.Context, status int, body, retryAfter []byte) {
-	msg := appendErrorMessage(nil, status, body, retryAfter)
-	_ = w.conn.Write(ctx, websocket.MessageText, msg)
+func (w *wsConn) sendErrorBody(status int, body, retryAfter []byte) {
+	_ = w.send(appendErrorMessage(nil, status, body, retryAfter))
+}
+
+// wsWriteTimeout bounds the sending of one message (or responses_websocket.idle_timeout
+// when shorter): a client that takes none for that long is gone, and its turn ends.
+const wsWriteTimeout = 30 * time.Second
+
+// send sends msg as a text message within wsWriteTimeout. The write's context is
+// Background: coder/websocket closes the connection when a Write's context ends, and a
+// cancellable one costs it two allocations a message; the deadline of the connection
+// under it bounds the write instead.
+func (w *wsConn) send(msg []byte) error {
+	_ = w.nc.SetWriteDeadline(time.Now().Add(min(wsWriteTimeout, w.cfg.IdleTimeout)))
+	return w.conn.Write(context.Background(), websocket.MessageText, msg)
 }
 
 // appendErrorBody appends a's OpenAI error body.
@@ -442,8 +455,7 @@ func appendErrorMessage(dst []byte, status int, body, retryAfter []byte) []byte 
 // a stream that failed after it started, gets the status 502 Codex needs to end the turn
 // (a status-less error it would wait past).
 type wsEvents struct {
-	ctx    context.Context
-	conn   *websocket.Conn
+	w      *wsConn
 	buf    []byte
 	ending *atomic.Bool // set before a terminal event is sent
 }
@@ -487,7 +499,7 @@ func (o *wsEvents) send(frame []byte) error {
 			data = append([]byte(`{"type":"error","status":502,`), rest...)
 		}
 	}
-	return o.conn.Write(o.ctx, websocket.MessageText, data)
+	return o.w.send(data)
 }
 
 // warmup answers a response.create with generate: false: the request is authenticated,
