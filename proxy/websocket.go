@@ -169,7 +169,7 @@ func (w *hijacked) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 type wsConn struct {
 	s      *Server
 	conn   *websocket.Conn
-	nc     net.Conn // under conn: its write deadline bounds each message (send)
+	nc     net.Conn                // under conn: its write deadline bounds each message (send)
 	hdr    *fasthttp.RequestHeader // the upgrade's headers: each turn's
 	remote net.Addr
 	cfg    config.ResponsesWebsocket
