@@ -129,7 +129,6 @@ func (c *Config) applyDefaults(raw map[string]any) {
 	setDefault(&c.State.OnError, defaultStateOnError)
 	setDefault(&c.State.ReserveOutputTokens, DefaultReserveOutputTokens)
 	c.ledgerDefaults()
-	c.websocketDefaults()
 	c.adminDefaults()
 }
 

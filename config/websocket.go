@@ -34,12 +34,14 @@ const (
 	defaultWebsocketTurns = 1000
 )
 
-// websocketDefaults sets responses_websocket's defaults; after server's.
-func (c *Config) websocketDefaults() {
-	w := &c.ResponsesWebsocket
+// Effective returns w with its defaults in the fields left zero (the configuration keeps
+// them zero, so that a file without responses_websocket loads as it did); maxBody is
+// server.max_body_bytes.
+func (w ResponsesWebsocket) Effective(maxBody int) ResponsesWebsocket {
 	setDefault(&w.IdleTimeout, defaultWebsocketIdle)
-	setDefault(&w.MaxMessageBytes, c.Server.MaxBodyBytes)
+	setDefault(&w.MaxMessageBytes, maxBody)
 	setDefault(&w.MaxTurns, defaultWebsocketTurns)
+	return w
 }
 
 // validateWebsocket checks responses_websocket.

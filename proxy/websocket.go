@@ -68,7 +68,7 @@ const wsLocalEntries = 4
 
 func (s *Server) handleResponsesWebsocket(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
-	wc := rt.cfg.ResponsesWebsocket
+	wc := rt.cfg.ResponsesWebsocket.Effective(rt.cfg.Server.MaxBodyBytes)
 	m := s.metrics.Websocket
 	if !wc.On() {
 		m.Upgrades.WithLabelValues("disabled").Inc()
