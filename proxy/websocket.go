@@ -388,7 +388,7 @@ func (w *wsConn) sendError(a apiError, retryAfter []byte) {
 	if a.RetryAfter > 0 && retryAfter == nil {
 		retryAfter = strconv.AppendInt(nil, int64(a.RetryAfter), 10)
 	}
-	w.sendErrorBody(a.Status, appendErrorBody(nil, a), retryAfter)
+	w.sendErrorBody(a.Status, translate.AppendOpenAIError(nil, a.Message, a.Type, a.Param, a.Code), retryAfter)
 }
 
 // sendErrorBody sends the JSON error body of an HTTP answer with status as the error
@@ -409,26 +409,6 @@ const wsWriteTimeout = 30 * time.Second
 func (w *wsConn) send(msg []byte) error {
 	_ = w.nc.SetWriteDeadline(time.Now().Add(min(wsWriteTimeout, w.cfg.IdleTimeout)))
 	return w.conn.Write(context.Background(), websocket.MessageText, msg)
-}
-
-// appendErrorBody appends a's OpenAI error body.
-func appendErrorBody(dst []byte, a apiError) []byte {
-	dst = append(dst, `{"error":{"message":`...)
-	dst = jsonx.AppendString(dst, a.Message)
-	dst = append(dst, `,"type":`...)
-	dst = jsonx.AppendString(dst, a.Type)
-	dst = append(dst, `,"param":`...)
-	dst = appendOrNull(dst, a.Param)
-	dst = append(dst, `,"code":`...)
-	dst = appendOrNull(dst, a.Code)
-	return append(dst, "}}"...)
-}
-
-func appendOrNull(dst []byte, s string) []byte {
-	if s == "" {
-		return append(dst, "null"...)
-	}
-	return jsonx.AppendString(dst, s)
 }
 
 // appendErrorMessage appends the error message of an answer with status and the JSON error
