@@ -12,7 +12,7 @@ type Websocket struct {
 	Upgrades *prometheus.CounterVec // result
 	// Closed counts closed connections by reason: client (the client closed or left),
 	// idle (responses_websocket.idle_timeout), max_turns, too_big (a message over
-	// max_message_bytes), invalid (a message that is not a client event), shutdown, error.
+	// max_message_bytes), invalid (a binary message), shutdown.
 	Closed *prometheus.CounterVec // reason
 	// Turns counts client messages by outcome: turn (a response.create served), warmup
 	// (generate: false), busy (sent while a turn ran: refused), refused (not a client
@@ -29,12 +29,22 @@ func newWebsocket(reg prometheus.Registerer) Websocket {
 			Name: "gateway_websocket_upgrades_total", Help: "WebSocket upgrade requests of GET /v1/responses by result: accepted, disabled (426), refused.",
 		}, []string{"result"}),
 		Closed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gateway_websocket_closed_total", Help: "Closed WebSocket connections by reason: client, idle, max_turns, too_big, invalid, shutdown, error.",
+			Name: "gateway_websocket_closed_total", Help: "Closed WebSocket connections by reason: client, idle, max_turns, too_big, invalid, shutdown.",
 		}, []string{"reason"}),
 		Turns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_websocket_messages_total", Help: "Client messages on WebSocket connections by outcome: turn, warmup, busy, refused, ignored.",
 		}, []string{"outcome"}),
 	}
 	reg.MustRegister(w.Open, w.Upgrades, w.Closed, w.Turns)
+	// Every label value is known: each series is exported from the start, at zero.
+	for _, r := range []string{"accepted", "disabled", "refused"} {
+		w.Upgrades.WithLabelValues(r)
+	}
+	for _, r := range []string{"client", "idle", "max_turns", "too_big", "invalid", "shutdown"} {
+		w.Closed.WithLabelValues(r)
+	}
+	for _, o := range []string{"turn", "warmup", "busy", "refused", "ignored"} {
+		w.Turns.WithLabelValues(o)
+	}
 	return w
 }

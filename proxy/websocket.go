@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -354,6 +356,13 @@ func (w *wsConn) onMessage(msg wsMessage, busy bool, turns *int, start func(resp
 // turn serves one response.create as a POST /v1/responses on the request path and sends
 // its answer: the stream's events, or the error it was refused with.
 func (w *wsConn) turn(ctx context.Context, ev responsesin.ClientEvent) {
+	defer func() { // handle recovers its own; this is the warm-up's and the sending's
+		if p := recover(); p != nil {
+			w.s.logger.Error("websocket turn panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			w.ending.Store(true)
+			w.sendError(classify(errors.New("panic"), ""), nil)
+		}
+	}()
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	w.hdr.CopyTo(&req.Header)
