@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
@@ -336,5 +337,27 @@ func TestWebsocket_Warmup(t *testing.T) {
 	bodies := g.fake.Bodies()
 	if len(bodies) != 1 || !strings.Contains(bodies[0], "the warm-up item") || !strings.Contains(bodies[0], "the real question") {
 		t.Errorf("upstream requests %q", bodies)
+	}
+}
+
+// TestWebsocket_Traced: a turn on a WebSocket is traced as a POST /v1/responses: a server
+// span for the turn, with the upstream call under it.
+func TestWebsocket_Traced(t *testing.T) {
+	g := startTracedGateway(t, "{traces: true}")
+	g.backup.SetScript(gatewaytest.Turn{Text: "traced answer"})
+	c := dialWS(t, g.url+"/v1", "plain-key")
+	sendWS(t, c, map[string]any{"type": "response.create", "model": "m-backup", "input": tracedPrompt})
+	if msgs := readTurn(t, c); gjson.GetBytes(msgs[len(msgs)-1], "type").Str != "response.completed" {
+		t.Fatalf("turn ended with %s", msgs[len(msgs)-1])
+	}
+	spans := g.recv.waitSpans(t, g.tracer)
+	var server map[string]string
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_SERVER {
+			server = attrs(s)
+		}
+	}
+	if server["http.route"] != "/v1/responses" || server["http.request.method"] != "POST" || len(spans) < 2 {
+		t.Errorf("spans %q, server span %v", tree(spans), server)
 	}
 }
