@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"github.com/tidwall/gjson"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
