@@ -361,3 +361,24 @@ func TestWebsocket_Traced(t *testing.T) {
 		t.Errorf("spans %q, server span %v", tree(spans), server)
 	}
 }
+
+// TestWebsocket_Limits: every turn is admitted against the limits like a POST: over the
+// model's requests per minute, the turn is a 429 error message with its Retry-After in
+// "headers", and nothing reaches the model.
+func TestWebsocket_Limits(t *testing.T) {
+	g := gatewaytest.StartYAML(t, `backends: {offline: {type: mock}}
+models: {m: {backend: offline, limits: {requests_per_minute: 1}}}
+keys: {alice: {key: alice-key, models: ["*"]}}
+`, gatewaytest.Options{})
+	c := dialWS(t, g.V1(), "alice-key")
+	sendWS(t, c, map[string]any{"type": "response.create", "model": "m", "input": "one"})
+	if got := turnText(readTurn(t, c)); !strings.Contains(got, "one") {
+		t.Fatalf("first turn answered %q", got)
+	}
+	sendWS(t, c, map[string]any{"type": "response.create", "model": "m", "input": "two"})
+	msgs := readTurn(t, c)
+	got := msgs[0]
+	if len(msgs) != 1 || gjson.GetBytes(got, "status").Int() != 429 || gjson.GetBytes(got, "headers.retry-after").Str == "" {
+		t.Errorf("second turn got %q, want one 429 error message with a retry-after", msgs)
+	}
+}
