@@ -33,6 +33,8 @@ type Config struct {
 	State State `koanf:"state"`
 	// Responses configures the stored responses of POST /v1/responses.
 	Responses Responses `koanf:"responses"`
+	// ResponsesWebsocket configures the WebSocket mode of /v1/responses (websocket.go).
+	ResponsesWebsocket ResponsesWebsocket `koanf:"responses_websocket"`
 	// Balancing holds the settings of models' deployments that every model shares.
 	Balancing Balancing `koanf:"balancing"`
 

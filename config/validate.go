@@ -153,6 +153,7 @@ func (c *Config) problems() []error {
 		c.validateModel(&v, name, m)
 	}
 	c.validateKeys(&v)
+	c.validateWebsocket(&v)
 	for name, t := range c.Tools {
 		v.name("tools", name, true)
 		validateTool(&v, "tools."+name, t)

@@ -57,6 +57,8 @@ type Metrics struct {
 	AnthropicBetasDropped *prometheus.CounterVec // backend
 	// Circuits are the circuit breakers' state and transitions (breaker.go).
 	Circuits Circuits
+	// Websocket are the Responses WebSocket mode's (websocket.go).
+	Websocket Websocket
 	// Continuation holds the mid-stream continuation collectors (continuation.go).
 	Continuation
 	// DeploymentSelected counts deployments chosen for an attempt; via is balance (the
@@ -160,6 +162,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.Ledger = newLedger(reg)
 	m.ResponseCache = newResponseCache(reg)
 	m.Circuits = newCircuits(reg)
+	m.Websocket = newWebsocket(reg)
 	m.addDeployments(reg, latency)
 	m.ConfigReloads.WithLabelValues("success")
 	m.ConfigReloads.WithLabelValues("failure")

@@ -83,6 +83,8 @@ type responsesRun struct {
 	// the attempt's backend in its errors (responsesForward).
 	fw      responsesin.Forward
 	backend string
+	// ws is the WebSocket turn this run serves; nil for a POST.
+	ws *wsTurn
 }
 
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
@@ -91,7 +93,11 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return req.Core, &responsesRun{c: c, req: req}, nil
+		x := &responsesRun{c: c, req: req}
+		if t := wsTurnOf(ctx); t != nil {
+			x.ws, c.parent = t, t.ctx
+		}
+		return req.Core, x, nil
 	})
 }
 
@@ -103,10 +109,13 @@ func (x *responsesRun) prepare() error {
 	// derived from it races with Shutdown.
 	ctx := s.baseCtx
 	if id := req.PreviousResponseID; id != "" {
-		if s.responses == nil {
+		if s.responses == nil && x.ws == nil {
 			return translate.Errorf("previous_response_id", "this gateway stores no responses (responses.store: off): send the conversation's items in input")
 		}
-		rec, err := s.responses.Get(ctx, c.key.name, id)
+		rec, err := x.ws.previous(ctx, c.key.name, id) // a WebSocket connection's own first
+		if err != nil && s.responses != nil {
+			rec, err = s.responses.Get(ctx, c.key.name, id)
+		}
 		switch {
 		case errors.Is(err, responsestore.ErrExpired):
 			return errorf(ErrNotFound, "the response %q has expired from the gateway's store: send the conversation's items in input", clip(id, maxLoggedString))
@@ -269,7 +278,7 @@ func (x *responsesRun) assembler() translate.ClientAssembler {
 // the client got (body, or after a stream the encoder's or the upstream's terminal one)
 // and its output.
 func (x *responsesRun) answered(ctx context.Context, body []byte) {
-	if !x.req.Store || x.c.s.responses == nil {
+	if (!x.req.Store || x.c.s.responses == nil) && x.ws == nil {
 		return
 	}
 	var response, output []byte
@@ -302,7 +311,7 @@ func (x *responsesRun) newEncoder(stream bool) {
 // response is not stored.
 func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	s := x.c.s
-	if !x.req.Store || s.responses == nil || len(response) == 0 {
+	if (!x.req.Store || s.responses == nil) && x.ws == nil || len(response) == 0 {
 		return
 	}
 	rec := &responsestore.Record{Key: x.c.key.name, Response: response, Output: output}
@@ -336,6 +345,10 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	}
 	if size > s.maxStored {
 		rec = &responsestore.Record{Key: rec.Key, Upstream: rec.Upstream, Overlong: true}
+	}
+	x.ws.keep(ctx, id, rec)
+	if !x.req.Store || s.responses == nil {
+		return
 	}
 	err := s.responses.Put(ctx, id, rec)
 	switch {

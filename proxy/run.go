@@ -60,6 +60,10 @@ type requestRun struct {
 	// chunks is the state of a forwarded chat stream (chatForward).
 	chunks *chatChunks
 
+	// parent parents the stream's upstream calls instead of the server's base context: a
+	// WebSocket turn's, which ends when its client leaves (websocket.go); nil for HTTP.
+	parent context.Context
+
 	// span is the server span; nil when tracing is off.
 	span *telemetry.Request
 	// failed is the error the answer ended with, for the ledger; nil when none.

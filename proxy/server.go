@@ -135,6 +135,8 @@ type Server struct {
 	// responses keeps the stored responses of /v1/responses; nil when responses.store is
 	// off. It is built once: a reload does not change it.
 	responses responsestore.Store
+	// websockets are the open connections of the Responses WebSocket mode (websocket.go).
+	websockets websockets
 	// closeResponses closes the store's own Redis client (responses.url) at Shutdown;
 	// nil when the store has none of its own.
 	closeResponses func() error
@@ -372,6 +374,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer close(stop)
 	go s.closeSilent(stop)
 	err := s.srv.ShutdownWithContext(ctx)
+	s.websockets.shutdown(ctx) // hijacked: fasthttp waits for none of them
 	s.listenersMu.Lock()
 	for _, l := range s.listeners {
 		_ = l.Close() // already closed by fasthttp, unless its Serve had not begun
@@ -438,7 +441,11 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	// string(ctx.Path()) in a switch does not allocate; path is made only where kept.
 	switch string(ctx.Path()) {
 	case "/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", messagesPath, countTokensPath, embeddingsPath, embeddingsPathV0:
-		// The model endpoints take POST only.
+		// The model endpoints take POST only, but for the Responses WebSocket mode's upgrade.
+		if p := string(ctx.Path()); (p == "/v1/responses" || p == "/responses") && isWebsocketUpgrade(ctx) {
+			s.handleResponsesWebsocket(ctx, rid)
+			return
+		}
 		if !ctx.IsPost() {
 			s.methodNotAllowed(ctx, rid, "POST")
 			return

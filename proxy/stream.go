@@ -29,7 +29,11 @@ import (
 // writer and the client's connection, and no coroutine switch between two events.
 func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	started := make(chan *apiError, 1)
-	cctx, cancel := context.WithCancel(c.span.Context(c.s.baseCtx)) // the server span, parent of the upstream calls
+	base := c.s.baseCtx
+	if c.parent != nil {
+		base = c.parent
+	}
+	cctx, cancel := context.WithCancel(c.span.Context(base)) // the server span, parent of the upstream calls
 	o := &sseOut{c: c, cancel: cancel, started: started}
 	f := run.forwarder()
 	if f != nil { // the upstream's events are the stream: only errors are the dialect's
