@@ -58,6 +58,11 @@ type Redis struct {
 
 	renewTicks <-chan time.Time // RedisOptions.renewTicks
 
+	// onLost is the NotifyLost function (lost.go); epochSeen is set once the marker was
+	// seen or set (renewLoop's goroutine only).
+	onLost    atomic.Pointer[func()]
+	epochSeen bool
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -241,7 +246,7 @@ func flag(b bool) int {
 }
 
 // renewLoop extends the leases of the slots this replica holds every lease/3 (or at
-// every value of renewTicks).
+// every value of renewTicks), and checks whether the shared state was lost (lost.go).
 func (r *Redis) renewLoop() {
 	defer close(r.done)
 	ticks := r.renewTicks
@@ -256,6 +261,7 @@ func (r *Redis) renewLoop() {
 			return
 		case <-ticks:
 			r.renew()
+			r.checkLost()
 		}
 	}
 }

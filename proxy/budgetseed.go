@@ -12,7 +12,8 @@ import (
 
 // This file re-seeds the budgets of the limiter from the ledger's rollups when the server
 // starts: a restarted gateway (or a replica joining, with the state in memory) does not
-// forget what the current budget periods have spent.
+// forget what the current budget periods have spent; and again when the shared state
+// store (Redis) lost its data while the gateways run (reseedOnLoss).
 
 // spendSource is a ledger whose rollups budgets can be re-seeded from
 // (*ledger.Ledger is one).
@@ -137,4 +138,19 @@ func budgetPeriod(b limits.Budget) time.Duration {
 		return 720 * time.Hour
 	}
 	return b.Period
+}
+
+// reseedOnLoss has the budgets re-seeded whenever the limiter finds that its shared state
+// was lost while the gateway runs (limits.LossNotifier: a Redis server restarted without
+// persistence, or flushed), when there is a ledger to re-seed them from. One replica
+// re-seeds for all: the first to notice the loss.
+func (s *Server) reseedOnLoss(hourRetention time.Duration) {
+	n, ok := s.limiter.(limits.LossNotifier)
+	if _, ok2 := s.ledger.(spendSource); !ok || !ok2 {
+		return
+	}
+	n.NotifyLost(func() {
+		s.logger.Warn("the state store lost its data (restarted without persistence, or flushed): re-seeding budgets from the ledger")
+		s.seedBudgets(hourRetention)
+	})
 }

@@ -216,6 +216,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.seedBudgets(opts.Config.Ledger.Rollups.Hour) // budgetseed.go: after openAdmin, which adds the database keys
+	s.reseedOnLoss(opts.Config.Ledger.Rollups.Hour)
 	if err := s.openMCP(opts); err != nil {
 		s.closeLimiter()
 		s.closeLedger()
