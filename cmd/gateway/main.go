@@ -92,7 +92,7 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	fs.SetOutput(stderr)
 	path := fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/default.pgo is made (ARCHITECTURE.md)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
