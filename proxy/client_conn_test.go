@@ -114,6 +114,7 @@ func TestClientConn_LazyReadDeadline(t *testing.T) {
 // own (the read deadline is set lazily, see clientConn). The bounds are far apart so
 // that a loaded machine cannot blur them; the test waits only for what it asserts.
 func TestClientTimeouts(t *testing.T) {
+	t.Parallel() // it waits on real deadlines (#54)
 	const readTimeout, idleTimeout = 700 * time.Millisecond, 2500 * time.Millisecond
 	g := startGateway(t, fmt.Sprintf("server: {read_timeout: %s, idle_timeout: %s}\n", readTimeout, idleTimeout)+`
 backends: {offline: {type: mock}}
@@ -124,6 +125,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 		"Content-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(helloDemo)) + "\r\n\r\n" + helloDemo
 
 	t.Run("a keep-alive connection idle past read_timeout but within idle_timeout serves its next request", func(t *testing.T) {
+		t.Parallel() // each on its own connection
 		c := dialGateway(t, g)
 		br := bufio.NewReader(c)
 		for i := range 3 {
@@ -135,6 +137,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 		}
 	})
 	t.Run("a connection idle past idle_timeout is closed", func(t *testing.T) {
+		t.Parallel() // each on its own connection
 		c := dialGateway(t, g)
 		br := bufio.NewReader(c)
 		io.WriteString(c, request)
@@ -148,6 +151,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 		}
 	})
 	t.Run("a request still arriving after read_timeout is cut off", func(t *testing.T) {
+		t.Parallel() // each on its own connection
 		c := dialGateway(t, g)
 		io.WriteString(c, request[:len(request)-10]) // all but the body's last bytes
 		start := time.Now()
@@ -166,6 +170,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 // client that connected before the shutdown and sends its request within silentAge is
 // still answered. read_timeout is far beyond silentAge so that the two cannot be confused.
 func TestShutdown_SilentConnections(t *testing.T) {
+	t.Parallel() // it waits silentAge for real (#54)
 	g := startGatewayWith(t, `server: {read_timeout: 10m}
 backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}

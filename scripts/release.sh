@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Agate's release artifacts into an output directory:
-#   agate_<version>_<os>_<arch>[.exe]  static binaries (CGO_ENABLED=0, -trimpath), one per target,
+#   agate_<version>_<os>_<arch>[.exe]  static binaries (CGO_ENABLED=0, -trimpath, profile-guided with
+#                                      cmd/gateway/gateway.pgo), one per target,
 #                                      stamped with the version and commit (gateway -version)
 #   SHA256SUMS                         their checksums (sha256sum -c SHA256SUMS verifies them)
 #   agate_<version>.sbom.json          a CycloneDX SBOM of the module (cyclonedx-gomod) when it can
@@ -39,7 +40,7 @@ for t in $targets; do
   name="agate_${version}_${os}_${arch}"
   [ "$os" = windows ] && name="$name.exe"
   echo "building $name" >&2
-  CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath -buildvcs=false \
+  CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath -buildvcs=false -pgo=cmd/gateway/gateway.pgo \
     -ldflags "-s -w -X main.version=$version -X main.commit=$commit" \
     -o "$out/$name" ./cmd/gateway
   bins+=("$name")

@@ -108,7 +108,7 @@ func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags)
 		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
 		version:       fs.Bool("version", false, "print the version and exit"),
 		runtimeTuning: fs.String("runtime-tuning", "", "off (default: the Go runtime's defaults) or schedtrace: re-exec with GODEBUG=schedtrace=2147483647 so the runtime's system monitor never parks (less CPU at moderate load; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
-		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/default.pgo is made (ARCHITECTURE.md)"),
+		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)"),
 	}
 }
 

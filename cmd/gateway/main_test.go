@@ -256,7 +256,7 @@ func TestRun_MetricsListen(t *testing.T) {
 }
 
 // TestRun_CPUProfile: -cpuprofile writes a CPU profile of the run when it stops (the
-// input of default.pgo); a file that cannot be created stops the start.
+// input of gateway.pgo); a file that cannot be created stops the start.
 func TestRun_CPUProfile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "agate.yaml")

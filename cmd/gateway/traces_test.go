@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -21,7 +21,9 @@ func TestRun_Traces(t *testing.T) {
 	var names []string
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		var msg collectortrace.ExportTraceServiceRequest
+		// TracesData is wire-identical to the collector's ExportTraceServiceRequest (field
+		// 1, resource_spans) without the collector package, which links gRPC.
+		var msg tracepb.TracesData
 		if err := proto.Unmarshal(body, &msg); err != nil {
 			http.Error(w, err.Error(), 400)
 			return
