@@ -3,6 +3,8 @@ package anthropic
 import (
 	"testing"
 
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/converse"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
@@ -24,5 +26,17 @@ func TestGoldenVertex(t *testing.T) {
 	goldentest.Run(t, goldentest.Dialect{
 		Provider: NewCloud(Cloud{Version: VertexVersion}), NewDecoder: newAnthropicStream, Typed: true,
 		Splits: anthropicCheckSplits, Dir: "testdata/vertex",
+	})
+}
+
+// TestGoldenBedrock runs the transcripts of Claude on Amazon Bedrock (testdata/bedrock):
+// InvokeModel answers through the same decoders, and InvokeModelWithResponseStream answers
+// (upstream.eventstream.b64, the recorded event-stream frames) through converse.InvokeStream
+// around this dialect's stream decoder, as the bedrock backend decodes them; requests with
+// NewCloud's BedrockVersion.
+func TestGoldenBedrock(t *testing.T) {
+	goldentest.Run(t, goldentest.Dialect{
+		Provider: NewCloud(Cloud{Version: BedrockVersion}), Typed: true, Dir: "testdata/bedrock",
+		NewDecoder: func() translate.StreamDecoder { return converse.InvokeStream(newAnthropicStream()) },
 	})
 }

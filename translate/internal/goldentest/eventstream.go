@@ -125,10 +125,11 @@ func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
 }
 
 // frameSplitOffsets are the offsets a recording of event-stream frames is split at:
-// every offset of a recording up to 4 KiB; of a longer one every offset of its first
+// every offset of a recording up to 4 KiB; of one up to 16 KiB every offset of its first
 // 512 and last 256 bytes, every offset within 3 bytes of a frame boundary or of the end
 // of a frame's prelude (12 bytes in), and every 31st elsewhere, which keeps the check
-// linear-ish under -race.
+// linear-ish under -race. A longer one (a recorded thinking answer is 72 KB) is split
+// where longFrameSplitOffsets says, so that the whole check decodes about 16 MiB.
 func frameSplitOffsets(frames []byte) []int {
 	n := len(frames)
 	var out []int
@@ -137,6 +138,9 @@ func frameSplitOffsets(frames []byte) []int {
 			out = append(out, i)
 		}
 		return out
+	}
+	if n > 16<<10 {
+		return longFrameSplitOffsets(frames)
 	}
 	near := make([]bool, n+1)
 	for at := 0; at+4 <= n; {
@@ -155,6 +159,55 @@ func frameSplitOffsets(frames []byte) []int {
 	}
 	for i := 1; i < n; i++ {
 		if i < 512 || i > n-256 || near[i] || i%31 == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// longFrameSplitOffsets are the split offsets of a recording over 16 KiB: every offset of
+// its first 128 and last 64 bytes, every offset within 3 bytes of the boundaries and
+// prelude ends of its first 4 and last 4 frames, and about 16 MiB / len(frames) offsets
+// evenly spaced over the rest (each split decodes the whole recording).
+func longFrameSplitOffsets(frames []byte) []int {
+	n := len(frames)
+	var starts []int
+	for at := 0; at+4 <= n; {
+		starts = append(starts, at)
+		size := int(frames[at])<<24 | int(frames[at+1])<<16 | int(frames[at+2])<<8 | int(frames[at+3])
+		if size <= 0 {
+			break
+		}
+		at += size
+	}
+	pick := make([]bool, n)
+	for i := 1; i < n && i < 128; i++ {
+		pick[i] = true
+	}
+	for i := max(1, n-64); i < n; i++ {
+		pick[i] = true
+	}
+	for k, at := range starts {
+		if k >= 4 && k < len(starts)-4 {
+			continue
+		}
+		for d := -3; d <= 3; d++ {
+			for _, j := range []int{at + d, at + 12 + d} {
+				if j > 0 && j < n {
+					pick[j] = true
+				}
+			}
+		}
+	}
+	even := max(1, (16<<20)/n)
+	for k := 1; k <= even; k++ {
+		if j := k * n / (even + 1); j > 0 && j < n {
+			pick[j] = true
+		}
+	}
+	var out []int
+	for i, ok := range pick {
+		if ok {
 			out = append(out, i)
 		}
 	}
