@@ -648,7 +648,8 @@ func geminiFinishReason(r string, calledTools bool) string {
 	case "MAX_TOKENS":
 		return translate.FinishLength
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
-		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION":
+		"IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
+		"MODEL_ARMOR": // Vertex AI: the answer was blocked by a Model Armor template
 		return translate.FinishContentFilter
 	}
 	// STOP, and reasons OpenAI has no name for (OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL,
