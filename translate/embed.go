@@ -136,7 +136,7 @@ type Embedder interface {
 	// DecodeEmbeddings decodes an upstream's answer to a batch of n inputs, appending its
 	// n vectors in order to out.Vectors and adding the tokens it reports to
 	// out.PromptTokens. An answer that is not one vector an input is an error wrapping
-	// ErrUpstream.
+	// ErrUpstream, and then nothing is appended to out.
 	DecodeEmbeddings(body []byte, n int, out *Embeddings) error
 }
 

@@ -2,6 +2,7 @@ package embeddingsin_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/agate-gateway/agate/translate/converse"
 	"github.com/agate-gateway/agate/translate/embeddingsin"
 	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/openai"
 )
 
 // vertexPrefix is a vertex backend's publisher google model path.
@@ -75,8 +78,8 @@ func TestCloudEmbedRequests(t *testing.T) {
 	}
 }
 
-// TestCloudEmbedAnswers: the documented answers of Vertex AI's predict, Titan and Cohere
-// on Bedrock (testdata/fixtures, SOURCES.md) decode to their vectors in order and their
+// TestCloudEmbedAnswers: the recorded answers of Vertex AI's predict, Titan and Cohere
+// on Bedrock (testdata/fixtures, SOURCES.md: pydantic-ai's cassettes) decode to their vectors in order and their
 // token counts, and are written for the client as floats and base64; an answer with a
 // vector too few or a value that is not a number is an upstream error that leaves out
 // what it had appended.
@@ -88,7 +91,7 @@ func TestCloudEmbedAnswers(t *testing.T) {
 		tokens  int
 		vectors func(raw []byte) [][]float64
 	}{
-		{"vertex-embeddings/predict-2-text-embedding-005.json", gemini.VertexEmbedder{}, 2, 10, func(raw []byte) [][]float64 {
+		{"vertex-embeddings/predict-gemini-embedding-001.pydantic-ai.json", gemini.VertexEmbedder{}, 1, 4, func(raw []byte) [][]float64 {
 			var a struct {
 				Predictions []struct{ Embeddings struct{ Values []float64 } }
 			}
@@ -99,21 +102,18 @@ func TestCloudEmbedAnswers(t *testing.T) {
 			}
 			return out
 		}},
-		{"bedrock-embeddings/titan-v2.json", converse.Embedder{}, 1, 5, func(raw []byte) [][]float64 {
+		{"bedrock-embeddings/titan-v2-256.pydantic-ai.json", converse.Embedder{}, 1, 4, func(raw []byte) [][]float64 {
 			var a struct{ Embedding []float64 }
 			mustJSON(t, raw, &a)
 			return [][]float64{a.Embedding}
 		}},
-		{"bedrock-embeddings/cohere-v3-floats.json", converse.Embedder{}, 2, 0, func(raw []byte) [][]float64 {
+		{"bedrock-embeddings/cohere-v3-floats.pydantic-ai.json", converse.Embedder{}, 1, 0, func(raw []byte) [][]float64 {
 			var a struct{ Embeddings [][]float64 }
 			mustJSON(t, raw, &a)
 			return a.Embeddings
 		}},
-		{"bedrock-embeddings/cohere-v4-by-type.json", converse.Embedder{}, 2, 0, func(raw []byte) [][]float64 {
-			var a struct{ Embeddings struct{ Float [][]float64 } }
-			mustJSON(t, raw, &a)
-			return a.Embeddings.Float
-		}},
+		{"bedrock-embeddings/cohere-v4-batch-by-type.pydantic-ai.json", converse.Embedder{}, 2, 0, cohereByType(t)},
+		{"bedrock-embeddings/cohere-v4-512-by-type.pydantic-ai.json", converse.Embedder{}, 1, 0, cohereByType(t)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -128,11 +128,9 @@ func TestCloudEmbedAnswers(t *testing.T) {
 			if out.PromptTokens != tt.tokens {
 				t.Errorf("tokens %d, want %d", out.PromptTokens, tt.tokens)
 			}
-			if tt.n > 1 {
-				var short translate.Embeddings
-				if err := tt.em.DecodeEmbeddings(raw, tt.n+1, &short); err == nil || len(short.Vectors) != 0 {
-					t.Errorf("a vector short: %v, %d vectors kept", err, len(short.Vectors))
-				}
+			var short translate.Embeddings
+			if err := tt.em.DecodeEmbeddings(raw, tt.n+1, &short); err == nil || len(short.Vectors) != 0 {
+				t.Errorf("a vector short: %v, %d vectors kept", err, len(short.Vectors))
 			}
 			bad := []byte(strings.Replace(string(raw), "0.0", `"x"`, 1))
 			var broken translate.Embeddings
@@ -140,6 +138,15 @@ func TestCloudEmbedAnswers(t *testing.T) {
 				t.Errorf("a value not a number: %v, %d vectors kept", err, len(broken.Vectors))
 			}
 		})
+	}
+}
+
+// cohereByType reads the float vectors of a Cohere answer with embedding_types.
+func cohereByType(t *testing.T) func(raw []byte) [][]float64 {
+	return func(raw []byte) [][]float64 {
+		var a struct{ Embeddings struct{ Float [][]float64 } }
+		mustJSON(t, raw, &a)
+		return a.Embeddings.Float
 	}
 }
 
@@ -151,10 +158,10 @@ func mustJSON(t *testing.T, raw []byte, v any) {
 }
 
 // FuzzCloudEmbedAnswers: no answer makes the Vertex or Bedrock decoders panic, and one
-// they accept gives exactly the vectors asked for. Seeded from the documented answers.
+// they accept gives exactly the vectors asked for. Seeded from the recorded answers.
 func FuzzCloudEmbedAnswers(f *testing.F) {
-	for _, name := range []string{"vertex-embeddings/predict-2-text-embedding-005.json", "bedrock-embeddings/titan-v2.json",
-		"bedrock-embeddings/cohere-v3-floats.json", "bedrock-embeddings/cohere-v4-by-type.json"} {
+	for _, name := range []string{"vertex-embeddings/predict-gemini-embedding-001.pydantic-ai.json", "bedrock-embeddings/titan-v2-256.pydantic-ai.json",
+		"bedrock-embeddings/cohere-v3-floats.pydantic-ai.json", "bedrock-embeddings/cohere-v4-batch-by-type.pydantic-ai.json"} {
 		f.Add(fixture(f, name), uint8(2))
 	}
 	f.Add([]byte(`{"embedding":[1e39]}`), uint8(1))
@@ -168,4 +175,28 @@ func FuzzCloudEmbedAnswers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGoldenEmbeddings runs the golden runner over every recorded embeddings answer, per
+// backend (testdata/golden/<backend>/*.txtar name the recordings of testdata/fixtures):
+// each decoded by that backend's Embedder and written for the client as floats and base64
+// as the goldens say, and each, cut short or read for another batch size, an upstream
+// error that keeps no vector.
+func TestGoldenEmbeddings(t *testing.T) {
+	encode := func(e *translate.Embeddings, b64 bool) []byte {
+		return embeddingsin.AppendBody(nil, goldentest.EmbedModel, e, b64, e.PromptTokens)
+	}
+	for _, d := range []struct {
+		backend string
+		em      translate.Embedder
+	}{
+		{"gemini", gemini.New().(translate.Embedder)},
+		{"vertex", gemini.VertexEmbedder{}},
+		{"bedrock", converse.Embedder{}},
+		{"openai", openai.New().(translate.Embedder)},
+	} {
+		t.Run(d.backend, func(t *testing.T) {
+			goldentest.RunEmbeddings(t, goldentest.EmbedDialect{Embedder: d.em, Encode: encode, Dir: filepath.Join("testdata", "golden", d.backend)})
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,10 +17,9 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/embeddingsin"
 	"github.com/agate-gateway/agate/translate/gemini"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/openai"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
 // fixture reads a recording of ../../testdata/fixtures (provenance in its SOURCES.md).
 func fixture(t testing.TB, name string) []byte {
@@ -204,7 +202,7 @@ func readVector(t *testing.T, raw json.RawMessage) []float32 {
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
+	if goldentest.Updating() {
 		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ func (geminiProvider) DecodeEmbeddings(body []byte, n int, out *translate.Embedd
 		return fmt.Errorf("%w: the embeddings answer is not JSON", translate.ErrUpstream)
 	}
 	embeddings := sc.Get(root, "embeddings")
-	got := 0
+	got, start := 0, len(out.Vectors)
 	var err error
 	sc.Each(embeddings, func(_ string, el jsonx.Value) bool {
 		v, ok := translate.AppendVector(nil, &sc, sc.Get(el, "values"))
@@ -79,11 +79,12 @@ func (geminiProvider) DecodeEmbeddings(body []byte, n int, out *translate.Embedd
 		got++
 		return true
 	})
-	if err != nil {
-		return err
+	if err == nil && got != n {
+		err = fmt.Errorf("%w: the embeddings answer has %d vectors for %d inputs", translate.ErrUpstream, got, n)
 	}
-	if got != n {
-		return fmt.Errorf("%w: the embeddings answer has %d vectors for %d inputs", translate.ErrUpstream, got, n)
+	if err != nil {
+		out.Vectors = out.Vectors[:start] // nothing of a refused answer is kept
+		return err
 	}
 	out.PromptTokens += int(max(0, sc.Path(root, "usageMetadata", "promptTokenCount").Int()))
 	return nil

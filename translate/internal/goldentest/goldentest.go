@@ -31,6 +31,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/*.txtar")
 
+// Updating reports whether the test runs with -update (goldentest defines the flag: a test
+// package that imports goldentest asks it rather than defining its own).
+func Updating() bool { return *update }
+
 // Fixed values the Golden outputs are encoded with.
 const (
 	ID      = "chatcmpl-golden"
