@@ -7,6 +7,7 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
+	"github.com/agate-gateway/agate/translate/internal/spectest"
 )
 
 // TestGolden runs every transcript in testdata (goldentest.Dialect says what each section
@@ -15,7 +16,15 @@ import (
 func TestGolden(t *testing.T) {
 	goldentest.Run(t, goldentest.Dialect{
 		Provider: New(), NewDecoder: func() translate.StreamDecoder { return &stream{} },
-		Schema: func(testing.TB) func([]byte) error { return checkRequest },
+		Schema: func(t testing.TB) func([]byte) error {
+			published := spectest.BedrockConverseRequest(t)
+			return func(body []byte) error {
+				if err := checkRequest(body); err != nil {
+					return err
+				}
+				return published(body) // AWS's bedrock-runtime model (testdata/specs/bedrock)
+			}
+		},
 	})
 }
 

@@ -3,6 +3,7 @@ package spectest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,37 @@ func TestRecordedRequestsValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordedConverseRequestsValidate: the Converse and ConverseStream request bodies
+// boto3 sent and Bedrock accepted (testdata/fixtures/bedrock-converse, recorded by
+// pydantic-ai) satisfy the check against AWS's published bedrock-runtime model, and a
+// body the model forbids is refused naming the offending member.
+func TestRecordedConverseRequestsValidate(t *testing.T) {
+	check := BedrockConverseRequest(t)
+	files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", "bedrock-converse", "*.request.json"))
+	if len(files) < 5 {
+		t.Fatalf("only %d recorded Converse requests", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(b); err != nil {
+			t.Errorf("recorded request %s does not validate: %v", filepath.Base(f), err)
+		}
+	}
+	for _, tt := range []struct{ body, names string }{
+		{`{"messages":[{"role":"user","content":[{"text":"a"}]}],"inferenceConfig":{"max_tokens":1}}`, `"max_tokens"`},
+		{`{"messages":[{"role":"user","content":[{"text":"a","cachePoint":{"type":"default"}}]}]}`, "messages[0].content[0]"},
+		{`{"messages":[{"role":"user","content":[{"cachePoint":{"type":"forever"}}]}]}`, `"forever"`},
+		{`{"modelId":"m","messages":[]}`, `"modelId"`},
+	} {
+		err := check([]byte(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.names) {
+			t.Errorf("%s: error %v, want one naming %s", tt.body, err, tt.names)
+		}
 	}
 }
