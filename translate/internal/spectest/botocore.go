@@ -111,7 +111,9 @@ func (m *botocoreModel) check(name string, v any, path string) error {
 	if !ok {
 		return fmt.Errorf("%s: the model has no shape %s", path, name)
 	}
-	wrong := func(want string) error { return fmt.Errorf("%s: want %s (shape %s), have %.60v", orRoot(path), want, name, v) }
+	wrong := func(want string) error {
+		return fmt.Errorf("%s: want %s (shape %s), have %.60v", orRoot(path), want, name, v)
+	}
 	switch s.Type {
 	case "structure":
 		obj, ok := v.(map[string]any)
