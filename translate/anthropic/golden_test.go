@@ -33,10 +33,10 @@ func TestGoldenVertex(t *testing.T) {
 // InvokeModel answers through the same decoders, and InvokeModelWithResponseStream answers
 // (upstream.eventstream.b64, the recorded event-stream frames) through converse.InvokeStream
 // around this dialect's stream decoder, as the bedrock backend decodes them; requests with
-// NewCloud's BedrockVersion.
+// NewCloud's BedrockVersion and NoStream, as proxy/bedrock.go builds it.
 func TestGoldenBedrock(t *testing.T) {
 	goldentest.Run(t, goldentest.Dialect{
-		Provider: NewCloud(Cloud{Version: BedrockVersion}), Typed: true, Dir: "testdata/bedrock",
+		Provider: NewCloud(Cloud{Version: BedrockVersion, NoStream: true}), Typed: true, Dir: "testdata/bedrock",
 		NewDecoder: func() translate.StreamDecoder { return converse.InvokeStream(newAnthropicStream()) },
 	})
 }
