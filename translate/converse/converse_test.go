@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 )
 
 // TestReasoningRoundTrip: the reasoningContent blocks before a toolUse come back, signature
@@ -104,5 +105,31 @@ func TestEscapeModel(t *testing.T) {
 		if got := EscapeModel(in); got != want {
 			t.Errorf("EscapeModel(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestContextExceeded: Bedrock's recorded refusals of a prompt over the context window
+// (Claude and Nova, through Converse) are context errors, not retryable; its other
+// recorded 400s are not.
+func TestContextExceeded(t *testing.T) {
+	p := New()
+	for _, tt := range []struct {
+		transcript string
+		want       bool
+	}{
+		{"error-400-input-too-long-claude.pydantic-ai", true},
+		{"error-400-input-tokens-exceeded-nova.pydantic-ai", true},
+		{"error-400-stream-model-not-found.pydantic-ai", false},
+		{"error-400-validation.vercel", false},
+	} {
+		t.Run(tt.transcript, func(t *testing.T) {
+			e := p.DecodeError(400, goldentest.Transcript(t, tt.transcript, "upstream.json"))
+			if got := translate.ContextExceeded(p, e); got != tt.want {
+				t.Fatalf("ContextExceeded(%+v) = %v, want %v", e, got, tt.want)
+			}
+			if e.Retryable {
+				t.Fatalf("a 400 is retryable: %+v", e)
+			}
+		})
 	}
 }

@@ -45,6 +45,19 @@ func DecodeError(status int, body []byte) *translate.UpstreamError {
 	return e
 }
 
+// ContextExceeded reports whether e, an error DecodeError returned, is Bedrock's refusal
+// of a prompt over the model's context window: a ValidationException whose message is the
+// model's, as recorded (testdata/*.pydantic-ai.txtar) from Claude ("Input is too long for
+// requested model.") and Nova ("Input Tokens Exceeded: Number of input tokens exceeds
+// maximum length. ..."), both after "The model returned the following errors: ".
+func ContextExceeded(e *translate.UpstreamError) bool {
+	return e.Status == 400 && (strings.Contains(e.Message, "Input is too long for requested model") ||
+		strings.Contains(e.Message, "Input Tokens Exceeded"))
+}
+
+// ContextExceeded is the translate.ContextLimit of the Converse dialect.
+func (provider) ContextExceeded(e *translate.UpstreamError) bool { return ContextExceeded(e) }
+
 // snippet returns ": " and the first 200 bytes of body, quoted, for an error message.
 func snippet(body []byte) string {
 	if len(body) == 0 {
