@@ -103,7 +103,7 @@ func ErrorType(status int) string {
 		return "permission_error"
 	case status == 429:
 		return "rate_limit_error"
-	case status >= 500:
+	case status >= 500, status == 424: // 424: Bedrock's ModelErrorException and ModelStreamErrorException, the model failed
 		return "api_error"
 	default:
 		return "invalid_request_error"

@@ -2,9 +2,9 @@ package goldentest
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"testing"
 
@@ -12,15 +12,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
 )
 
 // AWS event streams (Bedrock's ConverseStream and InvokeModelWithResponseStream) in the
 // golden runner: a recording is either the frames themselves, base64
 // (upstream.eventstream.b64), or one event a line as vercel/ai records them,
 // {"<:event-type>": <payload>} (upstream.eventstream.txt), which EncodeEvents turns into
-// frames with the AWS SDK's eventstream Encoder. Either way the frames are decoded with
-// the SDK's Decoder, split into two reads at every byte offset and byte by byte, as the
-// gateway's pump reads them (upstream.PumpEventStream).
+// frames with the AWS SDK's eventstream Encoder. Either way the frames are read by the
+// gateway's pump (upstream.PumpEventStream), split into two reads at every byte offset
+// and byte by byte.
 
 // EncodeEvents returns the event-stream frames of a vercel-style event list: each line
 // one object whose one member names the event type and holds its payload.
@@ -65,40 +66,22 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// EventStreamChunks decodes event-stream frames delivered in chunks through a fresh
-// decoder and returns the OpenAI SSE the gateway would send (include_usage on). An
-// exception frame ends the output with an in-band error naming its :exception-type and
-// message; a frame cut short, with an error naming that.
-func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
+// EventStreamChunks pumps event-stream frames delivered in chunks through the gateway's
+// own reader (upstream.PumpEventStream, which decodes them with the AWS SDK's Decoder)
+// into a fresh decoder, and returns the OpenAI SSE the gateway would send (include_usage
+// on). An exception frame is the error p.DecodeError makes of it, with the exception's
+// status, and ends the output with the in-band error frame, as for a frame cut short.
+func EventStreamChunks(t testing.TB, p translate.Provider, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
 	dec := newDecoder()
 	o := newOutput()
 	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
-	sdk := eventstream.NewDecoder()
-	var err error
-	for err == nil {
-		var msg eventstream.Message
-		msg, err = sdk.Decode(r, nil)
-		if errors.Is(err, io.EOF) {
-			err = dec.Close(o.emit)
-			break
-		}
-		if err != nil {
-			break
-		}
-		header := func(name string) string {
-			if v, ok := msg.Headers.Get(name).(eventstream.StringValue); ok {
-				return string(v)
-			}
-			return ""
-		}
-		switch header(":message-type") {
-		case "event":
-			err = dec.Event([]byte(header(":event-type")), msg.Payload, o.emit)
-		case "exception":
-			err = &translate.UpstreamError{Status: 502, Type: "api_error", Code: header(":exception-type"), Message: string(msg.Payload)}
-		default:
-			err = errors.New("a frame of message type " + header(":message-type"))
+	err := upstream.PumpEventStream(context.Background(), r, "aws", p,
+		func(typ, data []byte) error { return dec.Event(typ, data, o.emit) }, nil,
+		func() error { return dec.Close(o.emit) })
+	if err != nil && o.upErr == nil {
+		if ue := upstream.AsError(err); ue != nil {
+			o.upErr = ue
 		}
 	}
 	return o.end(err)
@@ -107,11 +90,11 @@ func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, 
 // eventStream runs one event-stream recording: want.sse, the chunk contract, every split.
 func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
 	t.Helper()
-	got := EventStreamChunks(t, d.NewDecoder, [][]byte{frames})
+	got := EventStreamChunks(t, d.Provider, d.NewDecoder, [][]byte{frames})
 	Golden(t, path, "want.sse", got)
 	CheckChunks(t, got)
 	for _, i := range frameSplitOffsets(frames) {
-		if split := EventStreamChunks(t, d.NewDecoder, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(split, got) {
+		if split := EventStreamChunks(t, d.Provider, d.NewDecoder, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(split, got) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(got), string(split)))
 		}
 	}
@@ -119,7 +102,7 @@ func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
 	for i := range frames {
 		chunks = append(chunks, frames[i:i+1])
 	}
-	if split := EventStreamChunks(t, d.NewDecoder, chunks); !bytes.Equal(split, got) {
+	if split := EventStreamChunks(t, d.Provider, d.NewDecoder, chunks); !bytes.Equal(split, got) {
 		t.Fatalf("byte by byte differs (-want +got):\n%s", cmp.Diff(string(got), string(split)))
 	}
 }
