@@ -70,3 +70,34 @@ func TestRecordedConverseRequestsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedVertexRequestsValidate: the generateContent bodies google-genai sent to
+// Vertex AI and Vertex accepted (testdata/fixtures/gemini-vertex, recorded by pydantic-ai;
+// snake_case and camelCase mixed, as that SDK writes them) satisfy the check against the
+// aiplatform v1 discovery document, and bodies it forbids are refused naming the field.
+func TestRecordedVertexRequestsValidate(t *testing.T) {
+	check := VertexGenerateContentRequest(t)
+	files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", "gemini-vertex", "*.request.json"))
+	if len(files) < 5 {
+		t.Fatalf("only %d recorded Vertex requests", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(b); err != nil {
+			t.Errorf("recorded request %s does not validate: %v", filepath.Base(f), err)
+		}
+	}
+	for _, tt := range []struct{ body, names string }{
+		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"max_tokens":1}}`, `"max_tokens"`},
+		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"thinkingConfig":{"thinkingLevel":"extreme"}}}`, `"extreme"`},
+		{`{"contents":[{"role":"user","parts":[{"text":1}]}]}`, "contents[0].parts[0].text"},
+	} {
+		err := check([]byte(tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.names) {
+			t.Errorf("%s: error %v, want one naming %s", tt.body, err, tt.names)
+		}
+	}
+}
