@@ -1,7 +1,6 @@
 package spectest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -96,10 +95,8 @@ func bodyMembers(s *botocoreShape) []string {
 }
 
 func (m *botocoreModel) validate(shape string, body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeJSON(body)
+	if err != nil {
 		return err
 	}
 	return m.check(shape, v, "")
@@ -111,15 +108,12 @@ func (m *botocoreModel) check(name string, v any, path string) error {
 	if !ok {
 		return fmt.Errorf("%s: the model has no shape %s", path, name)
 	}
-	wrong := func(want string) error {
-		return fmt.Errorf("%s: want %s (shape %s), have %.60v", orRoot(path), want, name, v)
-	}
 	switch s.Type {
 	case "structure":
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return wrong("an object")
+		if !isKind(v, "object") {
+			return mismatch(path, "an object", name, v)
 		}
+		obj := v.(map[string]any)
 		if s.Document {
 			return nil
 		}
@@ -145,74 +139,49 @@ func (m *botocoreModel) check(name string, v any, path string) error {
 			return fmt.Errorf("%s: %s is a union: exactly one member, not %d", orRoot(path), name, set)
 		}
 	case "list":
-		arr, ok := v.([]any)
-		if !ok {
-			return wrong("an array")
+		if !isKind(v, "array") {
+			return mismatch(path, "an array", name, v)
 		}
-		for i, el := range arr {
+		for i, el := range v.([]any) {
 			if err := m.check(s.Member.Shape, el, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 	case "map":
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return wrong("an object")
+		if !isKind(v, "object") {
+			return mismatch(path, "an object", name, v)
 		}
+		obj := v.(map[string]any)
 		for _, k := range sortedKeys(obj) {
 			if err := m.check(s.Value.Shape, obj[k], path+"."+k); err != nil {
 				return err
 			}
 		}
-	case "string":
-		str, ok := v.(string)
-		if !ok {
-			return wrong("a string")
+	case "string", "blob": // a blob is its base64
+		if !isKind(v, "string") {
+			return mismatch(path, "a string", name, v)
 		}
-		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
-			return fmt.Errorf("%s: %q is not one of %s", orRoot(path), str, strings.Join(s.Enum, ", "))
-		}
-	case "blob":
-		if _, ok := v.(string); !ok {
-			return wrong("a base64 string")
+		if str := v.(string); len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
+			return notInEnum(path, str, s.Enum)
 		}
 	case "integer", "long":
-		n, ok := v.(json.Number)
-		if _, err := n.Int64(); !ok || err != nil {
-			return wrong("an integer")
+		if !isKind(v, "integer") {
+			return mismatch(path, "an integer", name, v)
 		}
 	case "float", "double":
-		if _, ok := v.(json.Number); !ok {
-			return wrong("a number")
+		if !isKind(v, "number") {
+			return mismatch(path, "a number", name, v)
 		}
 	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return wrong("a boolean")
+		if !isKind(v, "boolean") {
+			return mismatch(path, "a boolean", name, v)
 		}
 	case "timestamp":
-		switch v.(type) {
-		case json.Number, string:
-		default:
-			return wrong("a timestamp")
+		if !isKind(v, "number") && !isKind(v, "string") {
+			return mismatch(path, "a timestamp", name, v)
 		}
 	default:
 		return fmt.Errorf("%s: shape %s has type %s, which this check does not know", orRoot(path), name, s.Type)
 	}
 	return nil
-}
-
-func sortedKeys(obj map[string]any) []string {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func orRoot(path string) string {
-	if path == "" {
-		return "the body"
-	}
-	return strings.TrimPrefix(path, ".")
 }

@@ -1,7 +1,6 @@
 package spectest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -53,10 +52,8 @@ func VertexGenerateContentRequest(t testing.TB) func(body []byte) error {
 	d := &discoveryDoc{schemas: doc.Schemas}
 	root := &discoverySchema{Ref: "GoogleCloudAiplatformV1GenerateContentRequest"}
 	check := func(body []byte) error {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
+		v, err := decodeJSON(body)
+		if err != nil {
 			return err
 		}
 		return d.check(root, v, "")
@@ -85,17 +82,14 @@ func (d *discoveryDoc) check(s *discoverySchema, v any, path string) error {
 		}
 		s = next
 	}
-	wrong := func(want string) error {
-		return fmt.Errorf("%s: want %s (%s), have %.60v", orRoot(path), want, name, v)
-	}
 	switch s.Type {
 	case "any", "":
 		return nil
 	case "object":
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return wrong("an object")
+		if !isKind(v, "object") {
+			return mismatch(path, "an object", name, v)
 		}
+		obj := v.(map[string]any)
 		for _, k := range sortedKeys(obj) {
 			var field *discoverySchema
 			switch {
@@ -117,43 +111,30 @@ func (d *discoveryDoc) check(s *discoverySchema, v any, path string) error {
 			}
 		}
 	case "array":
-		arr, ok := v.([]any)
-		if !ok {
-			return wrong("an array")
+		if !isKind(v, "array") {
+			return mismatch(path, "an array", name, v)
 		}
-		for i, el := range arr {
+		for i, el := range v.([]any) {
 			if err := d.check(s.Items, el, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
 	case "string":
-		if n, ok := v.(json.Number); ok && (s.Format == "int64" || s.Format == "uint64") {
-			if _, err := n.Int64(); err != nil {
-				return wrong("an int64")
-			}
-			return nil
+		if (s.Format == "int64" || s.Format == "uint64") && isKind(v, "integer") {
+			return nil // proto3 JSON takes a 64-bit integer as a number too
 		}
-		str, ok := v.(string)
-		if !ok {
-			return wrong("a string")
+		if !isKind(v, "string") {
+			return mismatch(path, "a string", name, v)
 		}
 		// An enum's name in any case: Google's JSON frontends take "low" for LOW (the
 		// Gemini API documents thinkingLevel "low"; clients send it so).
+		str := v.(string)
 		if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e string) bool { return strings.EqualFold(e, str) }) {
-			return fmt.Errorf("%s: %q is not one of %s", orRoot(path), str, strings.Join(s.Enum, ", "))
+			return notInEnum(path, str, s.Enum)
 		}
-	case "integer":
-		n, ok := v.(json.Number)
-		if _, err := n.Int64(); !ok || err != nil {
-			return wrong("an integer")
-		}
-	case "number":
-		if _, ok := v.(json.Number); !ok {
-			return wrong("a number")
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return wrong("a boolean")
+	case "integer", "number", "boolean":
+		if !isKind(v, s.Type) {
+			return mismatch(path, "a JSON "+s.Type, name, v)
 		}
 	default:
 		return fmt.Errorf("%s: %s has type %s, which this check does not know", orRoot(path), name, s.Type)

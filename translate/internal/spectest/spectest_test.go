@@ -45,29 +45,14 @@ func TestRecordedRequestsValidate(t *testing.T) {
 // body the model forbids is refused naming the offending member.
 func TestRecordedConverseRequestsValidate(t *testing.T) {
 	check := BedrockConverseRequest(t)
-	files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", "bedrock-converse", "*.request.json"))
-	if len(files) < 5 {
-		t.Fatalf("only %d recorded Converse requests", len(files))
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := check(b); err != nil {
-			t.Errorf("recorded request %s does not validate: %v", filepath.Base(f), err)
-		}
-	}
+	recordedValidate(t, "bedrock-converse", check)
 	for _, tt := range []struct{ body, names string }{
 		{`{"messages":[{"role":"user","content":[{"text":"a"}]}],"inferenceConfig":{"max_tokens":1}}`, `"max_tokens"`},
 		{`{"messages":[{"role":"user","content":[{"text":"a","cachePoint":{"type":"default"}}]}]}`, "messages[0].content[0]"},
 		{`{"messages":[{"role":"user","content":[{"cachePoint":{"type":"forever"}}]}]}`, `"forever"`},
 		{`{"modelId":"m","messages":[]}`, `"modelId"`},
 	} {
-		err := check([]byte(tt.body))
-		if err == nil || !strings.Contains(err.Error(), tt.names) {
-			t.Errorf("%s: error %v, want one naming %s", tt.body, err, tt.names)
-		}
+		refusedNaming(t, check, tt.body, tt.names)
 	}
 }
 
@@ -77,9 +62,23 @@ func TestRecordedConverseRequestsValidate(t *testing.T) {
 // aiplatform v1 discovery document, and bodies it forbids are refused naming the field.
 func TestRecordedVertexRequestsValidate(t *testing.T) {
 	check := VertexGenerateContentRequest(t)
-	files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", "gemini-vertex", "*.request.json"))
+	recordedValidate(t, "gemini-vertex", check)
+	for _, tt := range []struct{ body, names string }{
+		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"max_tokens":1}}`, `"max_tokens"`},
+		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"thinkingConfig":{"thinkingLevel":"extreme"}}}`, `"extreme"`},
+		{`{"contents":[{"role":"user","parts":[{"text":1}]}]}`, "contents[0].parts[0].text"},
+	} {
+		refusedNaming(t, check, tt.body, tt.names)
+	}
+}
+
+// recordedValidate fails t unless every testdata/fixtures/<dir>/*.request.json (bodies a
+// real API accepted) passes check; there must be at least five.
+func recordedValidate(t *testing.T, dir string, check func([]byte) error) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(SpecsDir(), "..", "fixtures", dir, "*.request.json"))
 	if len(files) < 5 {
-		t.Fatalf("only %d recorded Vertex requests", len(files))
+		t.Fatalf("only %d recorded requests in testdata/fixtures/%s", len(files), dir)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -90,14 +89,12 @@ func TestRecordedVertexRequestsValidate(t *testing.T) {
 			t.Errorf("recorded request %s does not validate: %v", filepath.Base(f), err)
 		}
 	}
-	for _, tt := range []struct{ body, names string }{
-		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"max_tokens":1}}`, `"max_tokens"`},
-		{`{"contents":[{"role":"user","parts":[{"text":"a"}]}],"generationConfig":{"thinkingConfig":{"thinkingLevel":"extreme"}}}`, `"extreme"`},
-		{`{"contents":[{"role":"user","parts":[{"text":1}]}]}`, "contents[0].parts[0].text"},
-	} {
-		err := check([]byte(tt.body))
-		if err == nil || !strings.Contains(err.Error(), tt.names) {
-			t.Errorf("%s: error %v, want one naming %s", tt.body, err, tt.names)
-		}
+}
+
+// refusedNaming fails t unless check refuses body with an error containing names.
+func refusedNaming(t *testing.T, check func([]byte) error, body, names string) {
+	t.Helper()
+	if err := check([]byte(body)); err == nil || !strings.Contains(err.Error(), names) {
+		t.Errorf("%s: error %v, want one naming %s", body, err, names)
 	}
 }
