@@ -3,10 +3,12 @@ package converse
 import (
 	"bytes"
 	"encoding/base64"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"golang.org/x/tools/txtar"
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/internal/goldentest"
@@ -61,8 +63,27 @@ func FuzzStream(f *testing.F) {
 }
 
 // FuzzInvokeStream: the chunk unwrapper hands its inner decoder only what base64-decodes,
-// bounded, never panics.
+// bounded, never panics. Seeded with the chunk payloads of the recorded
+// InvokeModelWithResponseStream answers (translate/anthropic/testdata/bedrock).
 func FuzzInvokeStream(f *testing.F) {
+	recorded, _ := filepath.Glob(filepath.Join("..", "anthropic", "testdata", "bedrock", "stream-*.txtar"))
+	if len(recorded) == 0 {
+		f.Fatal("no recorded InvokeModelWithResponseStream answers")
+	}
+	for _, path := range recorded {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		frames, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(goldentest.Section(f, ar, "upstream.eventstream.b64"))))
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, payloads := events(f, frames)
+		for _, p := range payloads {
+			f.Add(p)
+		}
+	}
 	f.Add([]byte(`{"bytes":"eyJ0eXBlIjoibWVzc2FnZV9zdG9wIn0=","p":"abcdefgh"}`))
 	f.Add([]byte(`{"bytes":"!!"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
