@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// awakeKeeper is the running tuningAwake: one more processor (P) than the runtime would
+// have had, and a goroutine that keeps one P busy sleeping, so that the runtime never finds
+// every P idle and its system monitor never parks (sysmon.go).
+//
+// The goroutine sleeps in system calls made raw (unix.RawSyscall, not through the
+// runtime's entersyscall): epoll_pwait on an epoll instance of its own that watches
+// nothing, with a timeout, which needs no pointer from Go (no unsafe) and exists on every
+// Linux architecture Go supports; so the runtime sees a goroutine running, not one blocked
+// in a system call: the monitor never takes its P back (which would reset the monitor's
+// tick to 20 µs) and never counts it idle. Each sleep is shorter than the 10 ms after
+// which the monitor would preempt it, and between two sleeps it yields (runtime.Gosched),
+// so the runtime's timers and run queue on its P are served and the monitor sees it
+// rescheduled. A stop of the world (the garbage collector's) interrupts the sleep with the
+// runtime's preemption signal, so it waits for it no longer than for any goroutine.
+type awakeKeeper struct {
+	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
+	procs int
+	// naps counts the sleeps done: it grows by one every awakePeriod while the keeper runs.
+	naps atomic.Uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+// awakePeriod is the length of one of the keeper's sleeps: short of the monitor's 10 ms
+// preemption (which would interrupt it with a signal), and long enough that an idle
+// gateway's keeper costs few wake-ups: 125 sleeps a second, each yield waking one idle
+// thread that finds nothing to do, about 375 context switches a second in all.
+const awakePeriod = 8 * time.Millisecond
+
+// epollNoEvents is the maxevents of the keeper's epoll_pwait: the kernel wants at least
+// one, and with nothing watched writes none, so the events pointer is NULL.
+const epollNoEvents = 1
+
+// startAwake raises GOMAXPROCS by one and starts the keeper's goroutine. The extra P is
+// the one the goroutine keeps, so the gateway's goroutines have as many Ps as before. It
+// fixes GOMAXPROCS for the life of the process: the runtime no longer follows a change of
+// the container's CPU limit (which it checks once a second otherwise). It returns an
+// error, having changed nothing, if it cannot make its epoll instance.
+func startAwake() (*awakeKeeper, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("runtime tuning awake: epoll_create1: %w", err)
+	}
+	k := &awakeKeeper{procs: runtime.GOMAXPROCS(0) + 1, stop: make(chan struct{}), done: make(chan struct{})}
+	runtime.GOMAXPROCS(k.procs)
+	timeout := uintptr(awakePeriod.Milliseconds())
+	go func() {
+		defer close(k.done)
+		defer unix.Close(epfd)
+		for {
+			select {
+			case <-k.stop:
+				return
+			default:
+			}
+			runtime.Gosched()
+			// An error (EINTR: a signal, the runtime's preemption among them) ends the
+			// sleep early; the next one starts after the checks above.
+			unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), 0, epollNoEvents, timeout, 0, 0)
+			k.naps.Add(1)
+		}
+	}()
+	return k, nil
+}
+
+// Stop ends the keeper's goroutine, within one awakePeriod, and waits for it. GOMAXPROCS
+// stays as it is.
+func (k *awakeKeeper) Stop() {
+	close(k.stop)
+	<-k.done
+}
