@@ -26,35 +26,30 @@ import (
 type awakeKeeper struct {
 	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
 	procs int
-	// naps counts the sleeps done: it grows by one every awakePeriod while the keeper runs.
+	// naps counts the sleeps done: it grows by one a sleep while the keeper runs.
 	naps atomic.Uint64
 	stop chan struct{}
 	done chan struct{}
 }
 
-// awakePeriod is the length of one of the keeper's sleeps: short of the monitor's 10 ms
-// preemption (which would interrupt it with a signal), and long enough that an idle
-// gateway's keeper costs few wake-ups: 125 sleeps a second, each yield waking one idle
-// thread that finds nothing to do, about 375 context switches a second in all.
-const awakePeriod = 8 * time.Millisecond
-
 // epollNoEvents is the maxevents of the keeper's epoll_pwait: the kernel wants at least
 // one, and with nothing watched writes none, so the events pointer is NULL.
 const epollNoEvents = 1
 
-// startAwake raises GOMAXPROCS by one and starts the keeper's goroutine. The extra P is
+// startAwake raises GOMAXPROCS by one and starts the keeper's goroutine, sleeping period
+// (whole milliseconds; awakePeriod but in tests) at a time. The extra P is
 // the one the goroutine keeps, so the gateway's goroutines have as many Ps as before. It
 // fixes GOMAXPROCS for the life of the process: the runtime no longer follows a change of
 // the container's CPU limit (which it checks once a second otherwise). It returns an
 // error, having changed nothing, if it cannot make its epoll instance.
-func startAwake() (*awakeKeeper, error) {
+func startAwake(period time.Duration) (*awakeKeeper, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("runtime tuning awake: epoll_create1: %w", err)
 	}
 	k := &awakeKeeper{procs: runtime.GOMAXPROCS(0) + 1, stop: make(chan struct{}), done: make(chan struct{})}
 	runtime.GOMAXPROCS(k.procs)
-	timeout := uintptr(awakePeriod.Milliseconds())
+	timeout := uintptr(period.Milliseconds())
 	go func() {
 		defer close(k.done)
 		defer unix.Close(epfd)
@@ -74,7 +69,7 @@ func startAwake() (*awakeKeeper, error) {
 	return k, nil
 }
 
-// Stop ends the keeper's goroutine, within one awakePeriod, and waits for it. GOMAXPROCS
+// Stop ends the keeper's goroutine, within one of its sleeps, and waits for it. GOMAXPROCS
 // stays as it is.
 func (k *awakeKeeper) Stop() {
 	close(k.stop)
