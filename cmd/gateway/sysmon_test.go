@@ -226,7 +226,7 @@ func TestReexecTuned(t *testing.T) {
 // TestSchedtraceLine reproduces the line the schedtrace tuning risks: a runtime whose
 // schedtrace interval is shorter than the host's uptime prints a scheduler trace line,
 // not in the log format, on its monitor's first tick (as sysmonSetting's would on a host
-// up more than 24.8 days, which schedtraceQuiet refuses). The gateway's defaults print none.
+// up more than 24.8 days, which schedtraceQuiet refuses). The gateway's tunings print none.
 func TestSchedtraceLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway binary")
@@ -247,7 +247,7 @@ func TestSchedtraceLine(t *testing.T) {
 	if !strings.Contains(r.logs.String(), "SCHED ") {
 		t.Errorf("with %s, no scheduler trace line; output:\n%s", due, r.logs.String())
 	}
-	for _, tuning := range []string{"off", "schedtrace"} { // this host's uptime is short of 24.8 days
+	for _, tuning := range []string{"awake", "off", "schedtrace"} { // this host's uptime is short of 24.8 days
 		if !schedtraceQuiet(uptime) {
 			t.Skip("this host is up more than 24.8 days: the schedtrace tuning is skipped here")
 		}
