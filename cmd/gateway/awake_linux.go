@@ -37,11 +37,11 @@ type awakeKeeper struct {
 const epollNoEvents = 1
 
 // startAwake raises GOMAXPROCS by one and starts the keeper's goroutine, sleeping period
-// (whole milliseconds; awakePeriod but in tests) at a time. The extra P is
-// the one the goroutine keeps, so the gateway's goroutines have as many Ps as before. It
-// fixes GOMAXPROCS for the life of the process: the runtime no longer follows a change of
-// the container's CPU limit (which it checks once a second otherwise). It returns an
-// error, having changed nothing, if it cannot make its epoll instance.
+// (whole milliseconds; awakePeriod but in tests) at a time. The extra P is the one the
+// goroutine keeps, so the gateway's goroutines have as many Ps as before. It fixes
+// GOMAXPROCS for the life of the process: the runtime no longer follows a change of the
+// container's CPU limit (which it checks once a second otherwise). It returns an error,
+// having changed nothing, if it cannot make its epoll instance.
 func startAwake(period time.Duration) (*awakeKeeper, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
