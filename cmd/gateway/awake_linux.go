@@ -20,8 +20,10 @@ import (
 // in a system call: the monitor never takes its P back (which would reset the monitor's
 // tick to 20 µs) and never counts it idle. Each sleep is shorter than the 10 ms after
 // which the monitor would preempt it, and between two sleeps it yields (runtime.Gosched),
-// so the runtime's timers and run queue on its P are served and the monitor sees it
-// rescheduled. A stop of the world (the garbage collector's) interrupts the sleep with the
+// so the monitor sees it rescheduled and its P's run queue is served. Timers on the P it
+// sleeps on are run by the other Ps as for any running P (the scheduler steals timers from
+// them, and an idle thread's network poll ends at the earliest timer of every P;
+// runtime/proc.go stealWork, checkTimersNoP). A stop of the world (the garbage collector's) interrupts the sleep with the
 // runtime's preemption signal, so it waits for it no longer than for any goroutine.
 type awakeKeeper struct {
 	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
