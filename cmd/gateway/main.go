@@ -44,21 +44,24 @@ var version = "dev"
 var commit = ""
 
 func main() {
-	// sysmon.go: with -runtime-tuning schedtrace (opt-in) the process re-executes itself
-	// first thing, so that the runtime's system monitor ticks instead of parking. A bad
-	// value is run's error.
+	// sysmon.go: the runtime tuning keeps the runtime's system monitor ticking instead of
+	// parking. With awake (the default) a goroutine keeps one processor of its own; with
+	// schedtrace (opt-in) the process re-executes itself first thing. A bad value is run's
+	// error.
+	var awake awakeStart
 	if args := os.Args[1:]; len(args) == 0 || args[0] != "admin" {
 		fs, flags := gatewayFlags(os.Environ(), io.Discard)
 		if fs.Parse(args) == nil {
 			if tuning, err := runtimeTuning(*flags.runtimeTuning, os.Environ()); err == nil {
 				reexecTuned(tuning)
+				awake.keeper, awake.err = keepAwake(tuning, os.Environ())
 			}
 		}
 	}
 	// The gateway serves no heap profile: sampling allocations for one would cost a
 	// stack walk per sample and a bucket table of about 1.4 MB.
 	goruntime.MemProfileRate = 0
-	if err := run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
+	if err := runTuned(os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil, awake); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
@@ -107,14 +110,27 @@ func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags)
 	return fs, commandFlags{
 		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
 		version:       fs.Bool("version", false, "print the version and exit"),
-		runtimeTuning: fs.String("runtime-tuning", "", "off (default: the Go runtime's defaults) or schedtrace: re-exec with GODEBUG=schedtrace=2147483647 so the runtime's system monitor never parks (less CPU at moderate load; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
+		runtimeTuning: fs.String("runtime-tuning", "", "keep the Go runtime's system monitor from parking when idle (less CPU at moderate load): awake (default: one more processor, kept by a sleeping goroutine; GOMAXPROCS is fixed at start), schedtrace (re-exec with GODEBUG=schedtrace=2147483647; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) or off (the runtime's defaults) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
 		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)"),
 	}
 }
 
 // run is main with its inputs injected. ready, if not nil, receives the listening address
-// once the server accepts connections.
+// once the server accepts connections. It starts no keeper of tuningAwake (the process's
+// GOMAXPROCS is main's to change): the start line then says "off (awake not started)".
 func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
+	return runTuned(args, environ, stdout, stderr, ready, awakeStart{})
+}
+
+// awakeStart is what main's start of tuningAwake's keeper gave: the keeper, nil if none,
+// and the error that stopped it.
+type awakeStart struct {
+	keeper *awakeKeeper
+	err    error
+}
+
+// runTuned is run with the keeper main started.
+func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- string, awake awakeStart) error {
 	if len(args) > 0 && args[0] == "admin" { // admin.go: a client of the admin API
 		return runAdmin(args[1:], environ, stdout, stderr)
 	}
@@ -207,8 +223,11 @@ func run(args, environ []string, stdout, stderr io.Writer, ready chan<- string) 
 	if err != nil {
 		return err
 	}
+	if awake.err != nil {
+		logger.Warn("runtime tuning: the runtime's defaults instead", "error", awake.err)
+	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
-		"runtime_tuning", tuningInForce(tuning, environ))
+		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0))
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)

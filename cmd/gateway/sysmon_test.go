@@ -63,15 +63,17 @@ func TestRuntimeTuning(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{name: "default: off", args: []string{"-config", "c.yaml"}, want: tuningOff},
+		{name: "default: awake", args: []string{"-config", "c.yaml"}, want: tuningAwake},
 		{name: "env", env: []string{"GATEWAY_RUNTIME_TUNING=schedtrace"}, want: tuningSchedtrace},
+		{name: "env off", env: []string{"GATEWAY_RUNTIME_TUNING=off"}, want: tuningOff},
+		{name: "env awake", env: []string{"GATEWAY_RUNTIME_TUNING=awake"}, want: tuningAwake},
 		{name: "the last env wins", env: []string{"GATEWAY_RUNTIME_TUNING=schedtrace", "GATEWAY_RUNTIME_TUNING=off"}, want: tuningOff},
 		{name: "flag with =", args: []string{"-runtime-tuning=schedtrace"}, want: tuningSchedtrace},
 		{name: "flag, two dashes, separate value", args: []string{"-config", "c.yaml", "--runtime-tuning", "schedtrace"}, want: tuningSchedtrace},
 		{name: "the flag overrides the env", args: []string{"-runtime-tuning=off"}, env: []string{"GATEWAY_RUNTIME_TUNING=schedtrace"}, want: tuningOff},
-		{name: "after --: not a flag", args: []string{"--", "-runtime-tuning=schedtrace"}, want: tuningOff},
-		{name: "unknown value from the flag", args: []string{"-runtime-tuning=fast"}, wantErr: `-runtime-tuning: unknown runtime tuning "fast" (want off or schedtrace)`},
-		{name: "unknown value from the env", env: []string{"GATEWAY_RUNTIME_TUNING=awake"}, wantErr: `GATEWAY_RUNTIME_TUNING: unknown runtime tuning "awake" (want off or schedtrace)`},
+		{name: "after --: not a flag", args: []string{"--", "-runtime-tuning=schedtrace"}, want: tuningAwake},
+		{name: "unknown value from the flag", args: []string{"-runtime-tuning=fast"}, wantErr: `-runtime-tuning: unknown runtime tuning "fast" (want awake, off or schedtrace)`},
+		{name: "unknown value from the env", env: []string{"GATEWAY_RUNTIME_TUNING=awoken"}, wantErr: `GATEWAY_RUNTIME_TUNING: unknown runtime tuning "awoken" (want awake, off or schedtrace)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,8 +162,8 @@ func startLine(t *testing.T, r *replica) string {
 	return field
 }
 
-// TestReexecTuned: the gateway binary runs with the runtime's defaults unless asked for
-// the schedtrace tuning (flag or env); then it runs, under the PID it was started with and
+// TestReexecTuned: the gateway binary is not re-executed unless asked for the schedtrace
+// tuning (flag or env); then it runs, under the PID it was started with and
 // with the arguments it was given, with sysmonSetting added to its GODEBUG and nothing else
 // of its environment changed, unless the operator set schedtrace. The start line names the
 // tuning in force, every line on stderr is JSON, and it serves either way.
@@ -181,8 +183,8 @@ func TestReexecTuned(t *testing.T) {
 		wantEnv   []string // nil: env unchanged
 		wantField string
 	}{
-		{name: "default: not re-executed",
-			env: []string{"GODEBUG=gctrace=0"}, wantField: "off"},
+		{name: "default (awake): not re-executed",
+			env: []string{"GODEBUG=gctrace=0"}, wantField: "awake"},
 		{name: "env GATEWAY_RUNTIME_TUNING=schedtrace",
 			env:     []string{"GATEWAY_RUNTIME_TUNING=schedtrace"},
 			wantEnv: []string{"GATEWAY_RUNTIME_TUNING=schedtrace", "GODEBUG=" + sysmonSetting}, wantField: sysmonSetting},
@@ -224,7 +226,7 @@ func TestReexecTuned(t *testing.T) {
 // TestSchedtraceLine reproduces the line the schedtrace tuning risks: a runtime whose
 // schedtrace interval is shorter than the host's uptime prints a scheduler trace line,
 // not in the log format, on its monitor's first tick (as sysmonSetting's would on a host
-// up more than 24.8 days, which schedtraceQuiet refuses). The gateway's defaults print none.
+// up more than 24.8 days, which schedtraceQuiet refuses). The gateway's tunings print none.
 func TestSchedtraceLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway binary")
@@ -245,7 +247,7 @@ func TestSchedtraceLine(t *testing.T) {
 	if !strings.Contains(r.logs.String(), "SCHED ") {
 		t.Errorf("with %s, no scheduler trace line; output:\n%s", due, r.logs.String())
 	}
-	for _, tuning := range []string{"off", "schedtrace"} { // this host's uptime is short of 24.8 days
+	for _, tuning := range []string{"awake", "off", "schedtrace"} { // this host's uptime is short of 24.8 days
 		if !schedtraceQuiet(uptime) {
 			t.Skip("this host is up more than 24.8 days: the schedtrace tuning is skipped here")
 		}

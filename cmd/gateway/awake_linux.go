@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// awakeKeeper is the running tuningAwake: one more processor (P) than the runtime would
+// have had, and a goroutine that keeps one P busy sleeping, so that the runtime never finds
+// every P idle and its system monitor never parks (sysmon.go).
+//
+// The goroutine sleeps in system calls made raw (unix.RawSyscall, not through the
+// runtime's entersyscall): epoll_pwait on an epoll instance of its own that watches
+// nothing, with a timeout, which needs no pointer from Go (no unsafe) and exists on every
+// Linux architecture Go supports; so the runtime sees a goroutine running, not one blocked
+// in a system call: the monitor never takes its P back (which would reset the monitor's
+// tick to 20 µs) and never counts it idle. Each sleep is shorter than the 10 ms after
+// which the monitor would preempt it, and between two sleeps it yields (runtime.Gosched),
+// so the monitor sees it rescheduled and its P's run queue is served. Timers on the P it
+// sleeps on are run by the other Ps as for any running P (the scheduler steals timers from
+// them, and an idle thread's network poll ends at the earliest timer of every P;
+// runtime/proc.go stealWork, checkTimersNoP). A stop of the world (the garbage collector's) interrupts the sleep with the
+// runtime's preemption signal, so it waits for it no longer than for any goroutine.
+type awakeKeeper struct {
+	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
+	procs int
+	// naps counts the sleeps done: it grows by one a sleep while the keeper runs.
+	naps atomic.Uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+// epollNoEvents is the maxevents of the keeper's epoll_pwait: the kernel wants at least
+// one, and with nothing watched writes none, so the events pointer is NULL.
+const epollNoEvents = 1
+
+// startAwake raises GOMAXPROCS by one and starts the keeper's goroutine, sleeping period
+// (whole milliseconds; awakePeriod but in tests) at a time. The extra P is the one the
+// goroutine keeps, so the gateway's goroutines have as many Ps as before. It fixes
+// GOMAXPROCS for the life of the process: the runtime no longer follows a change of the
+// container's CPU limit (which it checks once a second otherwise). It returns an error,
+// having changed nothing, if it cannot make its epoll instance.
+func startAwake(period time.Duration) (*awakeKeeper, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("runtime tuning awake: epoll_create1: %w", err)
+	}
+	k := &awakeKeeper{procs: runtime.GOMAXPROCS(0) + 1, stop: make(chan struct{}), done: make(chan struct{})}
+	runtime.GOMAXPROCS(k.procs)
+	timeout := uintptr(period.Milliseconds())
+	go func() {
+		defer close(k.done)
+		defer unix.Close(epfd)
+		for {
+			select {
+			case <-k.stop:
+				return
+			default:
+			}
+			runtime.Gosched()
+			// An error (EINTR: a signal, the runtime's preemption among them) ends the
+			// sleep early; the next one starts after the checks above.
+			unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), 0, epollNoEvents, timeout, 0, 0)
+			k.naps.Add(1)
+		}
+	}()
+	return k, nil
+}
+
+// Stop ends the keeper's goroutine, within one of its sleeps, and waits for it. GOMAXPROCS
+// stays as it is.
+func (k *awakeKeeper) Stop() {
+	close(k.stop)
+	<-k.done
+}

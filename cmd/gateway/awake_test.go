@@ -1,0 +1,185 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestAwakeKeeper: the keeper adds one P, sleeps again and again, lets the garbage
+// collector stop the world at once however long its sleep (the runtime's preemption
+// signal ends it), and stops.
+func TestAwakeKeeper(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+
+	k, err := startAwake(time.Second) // a sleep far longer than any wait the test allows
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before+1 || k.procs != got {
+		t.Errorf("GOMAXPROCS = %d (keeper says %d), want %d", got, k.procs, before+1)
+	}
+	time.Sleep(20 * time.Millisecond) // the keeper is in its first sleep
+	start := time.Now()
+	for range 5 {
+		runtime.GC() // two stops of the world each
+	}
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("5 collections took %v with the keeper asleep: the stop of the world waited for its sleep", took)
+	}
+	k.Stop()
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Errorf("after Stop, GOMAXPROCS = %d, want %d (kept)", got, before+1)
+	}
+
+	k, err = startAwake(time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Stop()
+	deadline := time.Now().Add(2 * time.Second)
+	for k.naps.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := k.naps.Load(); n < 3 {
+		t.Errorf("the keeper slept %d times in 2 s of 1 ms sleeps", n)
+	}
+}
+
+// threadSyscalls returns what each thread of process pid is in: the lines of
+// /proc/<pid>/task/<tid>/syscall (the system call's number and arguments, "running" if
+// none).
+func threadSyscalls(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tid := range tids {
+		b, err := os.ReadFile(dir + "/" + tid.Name() + "/syscall")
+		if err != nil {
+			continue // the thread ended
+		}
+		out = append(out, strings.TrimSpace(string(b)))
+	}
+	return out
+}
+
+// TestAwakeDefault: by default the gateway runs the awake tuning, and it shows. The start
+// line says "awake" and GOMAXPROCS one more than asked for; one thread sleeps in the
+// keeper's epoll_pwait (on its own epoll instance, no events buffer, 8 ms) and the
+// runtime's monitor does not park: while the gateway is idle a thread of it is in
+// nanosleep (the monitor's tick) nearly all the time, where with -runtime-tuning off the
+// monitor parks in a futex and no thread is in nanosleep. Every line on stdout and stderr
+// is the log format.
+func TestAwakeDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gateway binary")
+	}
+	_, bin := imageBinary(t)
+	path := gatewayConfig(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "ALICE_KEY=alice-secret", "GOMAXPROCS=2"}
+	keeperCall := strconv.Itoa(unix.SYS_EPOLL_PWAIT) + " "
+	isKeeper := func(call string) bool {
+		// number, epfd, events NULL, maxevents 1, timeout in ms
+		f := strings.Fields(call)
+		return strings.HasPrefix(call, keeperCall) && len(f) > 4 && f[2] == "0x0" && f[3] == "0x1" &&
+			f[4] == "0x"+strconv.FormatInt(awakePeriod.Milliseconds(), 16)
+	}
+	monitorCall := strconv.Itoa(unix.SYS_NANOSLEEP) + " "
+	// seen polls the threads for up to 2 s until want holds for one sample; it returns the
+	// last sample.
+	seen := func(pid int, want func(calls []string) bool) ([]string, bool) {
+		var calls []string
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if calls = threadSyscalls(t, pid); want(calls) {
+				return calls, true
+			}
+		}
+		return calls, false
+	}
+
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		wantField string
+		wantProcs float64
+		awake     bool
+	}{
+		{name: "default", wantField: "awake", wantProcs: 3, awake: true},
+		{name: "off", args: []string{"-runtime-tuning", "off"}, wantField: "off", wantProcs: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := startReplicaWith(t, bin, append([]string{"-config", path}, tt.args...), env)
+			pid := r.cmd.Process.Pid
+			for _, stream := range []bool{false, true} {
+				if code, _ := r.chat(t, "hi", stream); code != 200 {
+					t.Errorf("chat (stream %v): status %d, want 200", stream, code)
+				}
+			}
+			if got := startLine(t, r); got != tt.wantField { // and every line JSON
+				t.Errorf("start line runtime_tuning = %q, want %q", got, tt.wantField)
+			}
+			if got := startField(t, r, "gomaxprocs"); got != tt.wantProcs {
+				t.Errorf("start line gomaxprocs = %v, want %v", got, tt.wantProcs)
+			}
+			inSleep := func(calls []string) bool {
+				return slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, monitorCall) })
+			}
+			// Idle, the monitor that does not park spends its 10 ms ticks in nanosleep;
+			// parked, it waits in a futex. 40 samples 5 ms apart, after 100 ms of idle.
+			time.Sleep(100 * time.Millisecond)
+			asleep := 0
+			for range 40 {
+				if inSleep(threadSyscalls(t, pid)) {
+					asleep++
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if tt.awake && asleep < 32 {
+				t.Errorf("idle, a thread in nanosleep in %d of 40 samples, want at least 32 (the monitor not parked)", asleep)
+			}
+			if !tt.awake && asleep > 8 {
+				t.Errorf("off, idle: a thread in nanosleep in %d of 40 samples, want at most 8 (the monitor parked)", asleep)
+			}
+			t.Logf("idle: a thread in nanosleep in %d of 40 samples", asleep)
+			if !tt.awake {
+				if slices.ContainsFunc(threadSyscalls(t, pid), isKeeper) {
+					t.Errorf("off: a thread in the keeper's epoll_pwait")
+				}
+				return
+			}
+			if calls, found := seen(pid, func(calls []string) bool { return slices.ContainsFunc(calls, isKeeper) }); !found {
+				t.Errorf("no thread in the keeper's epoll_pwait; threads: %q", calls)
+			}
+		})
+	}
+}
+
+// startField returns the number in field of the gateway's "agate listening" line, -1 if
+// the line or the field is missing.
+func startField(t *testing.T, r *replica, field string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != "agate listening" {
+			continue
+		}
+		if v, ok := rec[field].(float64); ok {
+			return v
+		}
+	}
+	return -1
+}
