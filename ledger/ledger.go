@@ -227,7 +227,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 		if l.spool != nil {
 			_ = l.spool.close()
 		}
-		if cerr := l.st.db.Close(); err == nil {
+		if cerr := l.st.close(); err == nil {
 			err = cerr
 		}
 	})
