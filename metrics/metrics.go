@@ -46,7 +46,7 @@ type Metrics struct {
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
 	// TeamBudgetRemaining is what is left of a team's budget (configured and database
 	// teams with a budget only, as bounded as keys).
-	TeamBudgetRemaining *prometheus.GaugeVec // team, unit: tokens, usd
+	TeamBudgetRemaining *prometheus.GaugeVec   // team, unit: tokens, usd
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// Ledger are the usage ledger's (metrics/ledger.go).
 	Ledger Ledger
