@@ -221,12 +221,17 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 				return fmt.Errorf("ledger: copying records: %w", err)
 			}
 		}
-		exec := func(ctx context.Context, table string, n int, args []any) error {
-			_, err := tx.Exec(ctx, s.stmts.sql(s.d, table, n), args...) // in pgx's statement cache
+		// The upserts go in one round trip; their texts are in pgx's statement cache.
+		var b pgx.Batch
+		queue := func(_ context.Context, table string, n int, args []any) error {
+			b.Queue(s.stmts.sql(s.d, table, n), append([]any(nil), args...)...)
+			return nil
+		}
+		if err := upsertRollups(ctx, queue, rollups); err != nil {
 			return err
 		}
-		if err := upsertRollups(ctx, exec, rollups); err != nil {
-			return err
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("ledger: updating the rollups: %w", err)
 		}
 		return tx.Commit(ctx)
 	})
