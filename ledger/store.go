@@ -282,15 +282,16 @@ func upsertRollups(ctx context.Context, exec execFunc, rollups []rollupRows) err
 // upsertSQL is the upsert of n rows into a rollup table (both databases).
 func upsertSQL(table string, n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (bucket, key_name, team, model, status, " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 5+len(rollupColumns)), ", ") + ")"
+	dims := strings.Join(rollupDims[:], ", ")
+	b.WriteString("INSERT INTO " + table + " (" + dims + ", " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rollupDims)+len(rollupColumns)), ", ") + ")"
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(one)
 	}
-	b.WriteString(" ON CONFLICT (bucket, key_name, team, model, status) DO UPDATE SET ")
+	b.WriteString(" ON CONFLICT (" + dims + ") DO UPDATE SET ")
 	for i, c := range rollupColumns {
 		if i > 0 {
 			b.WriteString(", ")
