@@ -32,9 +32,12 @@ type Ledger struct {
 	// MaxContentBytes bounds each captured text. Default 2048 (also when 0).
 	MaxContentBytes int `koanf:"max_content_bytes"`
 	// QueueSize bounds the records waiting to be written; a record beyond is dropped and
-	// counted in gateway_ledger_dropped_total{reason="queue_full"}. Default 65536.
+	// counted in gateway_ledger_dropped_total{reason="queue_full"}. Default 65536. The
+	// queue's memory follows what waits (blocks of 256 records, reused once written), not
+	// this bound.
 	QueueSize int `koanf:"queue_size"`
-	// BatchSize is the most records one insert writes. Default 2000.
+	// BatchSize is the most records one transaction writes, and how many waiting records
+	// wake the writer before FlushInterval. Default 2000.
 	BatchSize int `koanf:"batch_size"`
 	// FlushInterval is the longest a record waits for its batch to fill. Default 1s.
 	FlushInterval time.Duration `koanf:"flush_interval"`

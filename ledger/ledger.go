@@ -17,9 +17,11 @@ import (
 type Options struct {
 	// Type is "sqlite" or "postgres"; DSN the SQLite file's path or the postgres:// URL.
 	Type, DSN string
-	// QueueSize bounds the records waiting to be written. Default 65536.
+	// QueueSize bounds the records waiting to be written. Default 65536. The queue's
+	// memory follows what waits, not this bound: it is released once written.
 	QueueSize int
-	// BatchSize is the most records one insert writes. Default 2000.
+	// BatchSize is the most records one transaction writes, and how many waiting records
+	// wake the writer before FlushInterval. Default 2000.
 	BatchSize int
 	// FlushInterval is how long a record may wait for its batch to fill. Default 1s.
 	FlushInterval time.Duration
@@ -50,14 +52,19 @@ type Options struct {
 
 // Ledger writes records to the database off the request path. Safe for concurrent use.
 type Ledger struct {
-	opts  Options
-	st    *store
-	queue chan Record
+	opts Options
+	st   *store
+	// mu guards the queue (queue.go) and closed, set by Close: Add takes mu only to copy
+	// its record into the queue's last block (no goroutine is woken per record).
+	mu     sync.Mutex
+	q      queue
+	closed bool
+	// full wakes the writer when BatchSize records wait (capacity 1, never blocks Add).
+	full chan struct{}
 	// stop ends the writer and the pruner; done closes when the writer has drained.
 	stop        chan struct{}
 	done, prune chan struct{}
 	closeOnce   sync.Once
-	closed      atomic.Bool
 	// unwritable holds the last write error while the database cannot be written (nil
 	// once a write succeeds).
 	unwritable atomic.Pointer[error]
@@ -100,7 +107,7 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{opts: opts, st: st, queue: make(chan Record, opts.QueueSize), stop: make(chan struct{}),
+	l := &Ledger{opts: opts, st: st, full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
 	if opts.SpoolPath != "" {
 		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
@@ -118,10 +125,6 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 // queue (or a closed ledger) drops r, counted as queue_full. Without CaptureContent
 // r's Prompt and Completion are not kept; with it they are masked and cut.
 func (l *Ledger) Add(r Record) bool {
-	if l.closed.Load() {
-		l.dropped("queue_full", 1)
-		return false
-	}
 	if r.Prompt != "" || r.Completion != "" {
 		if l.opts.CaptureContent {
 			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)
@@ -129,13 +132,22 @@ func (l *Ledger) Add(r Record) bool {
 			r.Prompt, r.Completion = "", ""
 		}
 	}
-	select {
-	case l.queue <- r:
-		return true
-	default:
+	l.mu.Lock()
+	if l.closed || l.q.n >= l.opts.QueueSize {
+		l.mu.Unlock()
 		l.dropped("queue_full", 1)
 		return false
 	}
+	l.q.push(&r)
+	n := l.q.n
+	l.mu.Unlock()
+	if n == l.opts.BatchSize {
+		select {
+		case l.full <- struct{}{}:
+		default: // the writer is already woken
+		}
+	}
+	return true
 }
 
 // AddUnauthenticated counts a request refused before its key was known (401: no key, or
@@ -144,9 +156,7 @@ func (l *Ledger) Add(r Record) bool {
 // as key, team and model "" with status 401, so usage reports show them. It never blocks
 // or allocates.
 func (l *Ledger) AddUnauthenticated() {
-	if !l.closed.Load() {
-		l.anonymous.Add(1)
-	}
+	l.anonymous.Add(1)
 }
 
 // content is s masked (internal/redact), then cut to MaxContentBytes on a rune boundary:
@@ -203,7 +213,9 @@ func (l *Ledger) Flush(ctx context.Context) error {
 func (l *Ledger) Close(ctx context.Context) error {
 	var err error
 	l.closeOnce.Do(func() {
-		l.closed.Store(true)
+		l.mu.Lock()
+		l.closed = true // no record is queued after the writer's last take
+		l.mu.Unlock()
 		close(l.stop)
 		select {
 		case <-l.done:
@@ -215,7 +227,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 		if l.spool != nil {
 			_ = l.spool.close()
 		}
-		if cerr := l.st.db.Close(); err == nil {
+		if cerr := l.st.close(); err == nil {
 			err = cerr
 		}
 	})
@@ -225,60 +237,75 @@ func (l *Ledger) Close(ctx context.Context) error {
 // writeTimeout bounds one batch's write.
 const writeTimeout = 10 * time.Second
 
-// write is the writer goroutine: it batches the queue and writes each batch.
+// write is the writer goroutine: when BatchSize records wait, at each FlushInterval, on
+// Flush and at Close, it takes every waiting record and writes them in batches.
 func (l *Ledger) write() {
 	defer close(l.done)
 	batch := make([]Record, 0, l.opts.BatchSize)
 	tick := time.NewTicker(l.opts.FlushInterval)
 	defer tick.Stop()
 	for {
+		var ack chan struct{}
+		stop, unspool := false, true
 		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-			batch = l.fill(batch)
-			if len(batch) >= l.opts.BatchSize {
-				batch = l.flush(batch)
-			}
+		case <-l.full:
+			unspool = false
 		case <-tick.C:
-			batch = l.flush(batch)
-			l.unspool()
-		case ack := <-l.flushReq:
-			batch = l.flush(l.fill(batch))
-			l.unspool()
-			close(ack)
+		case ack = <-l.flushReq:
 		case <-l.stop:
-			for {
-				batch = l.flush(l.fill(batch))
-				if len(l.queue) == 0 {
-					break
-				}
-			}
+			stop = true
+		}
+		l.writeQueued(batch)
+		if unspool {
 			l.unspool()
+		}
+		if ack != nil {
+			close(ack)
+		}
+		if stop {
 			return
 		}
 	}
 }
 
-// fill takes what is queued into batch, up to BatchSize.
-func (l *Ledger) fill(batch []Record) []Record {
-	for len(batch) < l.opts.BatchSize {
-		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-		default:
-			return batch
+// writeQueued takes the queue and writes it in batches of BatchSize, copied into batch
+// (empty, of capacity BatchSize), which it leaves cleared, so that written records'
+// strings are not kept.
+func (l *Ledger) writeQueued(batch []Record) {
+	l.mu.Lock()
+	blocks := l.q.take()
+	l.mu.Unlock()
+	if len(blocks) == 0 {
+		l.flush(nil) // the anonymous refusals alone, if any
+		return
+	}
+	for _, b := range blocks {
+		for recs := b.records(); len(recs) > 0; {
+			n := min(len(recs), cap(batch)-len(batch))
+			batch = append(batch, recs[:n]...)
+			recs = recs[n:]
+			if len(batch) == cap(batch) {
+				l.flush(batch)
+				clear(batch)
+				batch = batch[:0]
+			}
 		}
 	}
-	return batch
+	if len(batch) > 0 {
+		l.flush(batch)
+		clear(batch)
+	}
+	l.mu.Lock()
+	l.q.recycle(blocks, l.opts.BatchSize)
+	l.mu.Unlock()
 }
 
 // flush writes batch and the anonymous refusals counted since the last write (or spools
-// the batch when the database fails, keeping the count for the next write) and returns
-// it emptied.
-func (l *Ledger) flush(batch []Record) []Record {
+// the batch when the database fails, keeping the count for the next write).
+func (l *Ledger) flush(batch []Record) {
 	anon := anonymous{n: l.anonymous.Swap(0), at: l.opts.Now()}
 	if len(batch) == 0 && anon.n == 0 {
-		return batch
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	err := l.st.insertWith(ctx, batch, anon)
@@ -291,7 +318,7 @@ func (l *Ledger) flush(batch []Record) []Record {
 		if l.opts.OnWrite != nil {
 			l.opts.OnWrite(len(batch))
 		}
-		return batch[:0]
+		return
 	}
 	if l.unwritable.Load() == nil {
 		l.opts.Logger.Error("ledger: the database cannot be written; spooling", "error", err.Error())
@@ -300,16 +327,15 @@ func (l *Ledger) flush(batch []Record) []Record {
 	e := errors.New("ledger: the " + l.opts.Type + " database cannot be written: " + redact.Mask(err.Error()))
 	l.unwritable.Store(&e)
 	if len(batch) == 0 { // anonymous refusals only: kept for the next write
-		return batch
+		return
 	}
 	if l.spool == nil {
 		l.dropped("spool_full", len(batch))
-		return batch[:0]
+		return
 	}
 	if err := l.spool.add(batch); err != nil {
 		l.dropped("spool_full", len(batch))
 	}
-	return batch[:0]
 }
 
 // unspool writes the spooled batches back while the database takes them.

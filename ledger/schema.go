@@ -23,6 +23,10 @@ var rollupTables = [...]struct {
 	width int64
 }{{"ledger_rollup_minute", 60}, {"ledger_rollup_hour", 3600}, {"ledger_rollup_day", 86400}}
 
+// rollupDims are a rollup's key: its bucket and dimensions, in the upsert's order
+// (rollupKey's fields; upsertRollups' arguments).
+var rollupDims = [...]string{"bucket", "key_name", "team", "model", "status"}
+
 // rollupColumns are a rollup's columns after its key (bucket, key_name, team, model,
 // status): the sums.
 var rollupColumns = [...]string{"requests", "errors", "prompt_tokens", "cached_read_tokens", "cache_write_tokens",

@@ -19,6 +19,16 @@ import (
 type store struct {
 	db *sql.DB
 	d  *dialect
+	// stmts are the writer's statements (write.go); args its parameters, reused by the
+	// writer's goroutine (insertWith is not called concurrently).
+	stmts stmts
+	args  []any
+}
+
+// close closes the writer's statements and the database.
+func (s *store) close() error {
+	s.stmts.close()
+	return s.db.Close()
 }
 
 // openStore opens the database of typ ("sqlite": dsn is a file path; "postgres": dsn is
@@ -157,19 +167,25 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	const chunk = 200 // 26 columns: 5200 parameters, under SQLite's 32766
-	args := make([]any, 0, chunk*len(columns))
-	for i := 0; i < len(recs); i += chunk {
-		part := recs[i:min(i+chunk, len(recs))]
-		args = args[:0]
-		for j := range part {
-			args = insertArgs(args, &part[j])
+	err = eachChunk(len(recs), func(i, j int) error {
+		args := s.args[:0]
+		for k := i; k < j; k++ {
+			args = insertArgs(args, &recs[k])
 		}
-		if _, err := tx.ExecContext(ctx, insertSQL(len(part)), args...); err != nil {
+		s.args = args
+		defer clear(args) // the records' strings are not kept
+		if err := s.stmts.exec(ctx, s.db, tx, s.d, requestsTable, j-i, args); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if err := upsertRollups(ctx, tx.ExecContext, s.d, rollups); err != nil {
+	exec := func(ctx context.Context, table string, n int, args []any) error {
+		return s.stmts.exec(ctx, s.db, tx, s.d, table, n, args)
+	}
+	if err := upsertRollups(ctx, exec, rollups); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -205,12 +221,17 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 				return fmt.Errorf("ledger: copying records: %w", err)
 			}
 		}
-		exec := func(ctx context.Context, q string, args ...any) (sql.Result, error) {
-			_, err := tx.Exec(ctx, q, args...)
-			return nil, err
+		// The upserts go in one round trip; their texts are in pgx's statement cache.
+		var b pgx.Batch
+		queue := func(_ context.Context, table string, n int, args []any) error {
+			b.Queue(s.stmts.sql(s.d, table, n), append([]any(nil), args...)...)
+			return nil
 		}
-		if err := upsertRollups(ctx, exec, s.d, rollups); err != nil {
+		if err := upsertRollups(ctx, queue, rollups); err != nil {
 			return err
+		}
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("ledger: updating the rollups: %w", err)
 		}
 		return tx.Commit(ctx)
 	})
@@ -219,7 +240,7 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 // insertSQL is the INSERT of n records (SQLite).
 func insertSQL(n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO ledger_requests (")
+	b.WriteString("INSERT INTO " + requestsTable + " (")
 	b.WriteString(strings.Join(columns[:], ", "))
 	b.WriteString(") VALUES ")
 	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
@@ -232,23 +253,27 @@ func insertSQL(n int) string {
 	return b.String()
 }
 
-type execFunc func(ctx context.Context, q string, args ...any) (sql.Result, error)
+// execFunc runs the statement writing n rows into table (stmts.sql) with args.
+type execFunc func(ctx context.Context, table string, n int, args []any) error
 
 // upsertRollups adds each table's rows to it.
-func upsertRollups(ctx context.Context, exec execFunc, d *dialect, rollups []rollupRows) error {
-	const chunk = 500
+func upsertRollups(ctx context.Context, exec execFunc, rollups []rollupRows) error {
+	var args []any
 	for ti, rows := range rollups {
 		table := rollupTables[ti].name
-		for i := 0; i < len(rows); i += chunk {
-			part := rows[i:min(i+chunk, len(rows))]
-			args := make([]any, 0, len(part)*14)
-			for _, r := range part {
+		err := eachChunk(len(rows), func(i, j int) error {
+			args = args[:0]
+			for _, r := range rows[i:j] {
 				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.requests, r.errors, r.prompt,
 					r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD, r.totalMS)
 			}
-			if _, err := exec(ctx, d.bind(upsertSQL(table, len(part))), args...); err != nil {
+			if err := exec(ctx, table, j-i, args); err != nil {
 				return fmt.Errorf("ledger: updating %s: %w", table, err)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -257,15 +282,16 @@ func upsertRollups(ctx context.Context, exec execFunc, d *dialect, rollups []rol
 // upsertSQL is the upsert of n rows into a rollup table (both databases).
 func upsertSQL(table string, n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (bucket, key_name, team, model, status, " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 5+len(rollupColumns)), ", ") + ")"
+	dims := strings.Join(rollupDims[:], ", ")
+	b.WriteString("INSERT INTO " + table + " (" + dims + ", " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rollupDims)+len(rollupColumns)), ", ") + ")"
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(one)
 	}
-	b.WriteString(" ON CONFLICT (bucket, key_name, team, model, status) DO UPDATE SET ")
+	b.WriteString(" ON CONFLICT (" + dims + ") DO UPDATE SET ")
 	for i, c := range rollupColumns {
 		if i > 0 {
 			b.WriteString(", ")

@@ -144,6 +144,9 @@ type Admission struct {
 	// BudgetTokensLeft and BudgetMicroUSDLeft are what remains of the key's budget caps
 	// (meaningful only for caps that are set), updated by Admit and by Finish.
 	BudgetTokensLeft, BudgetMicroUSDLeft int64
+	// TeamBudgetTokensLeft and TeamBudgetMicroUSDLeft are what remains of the team's
+	// budget caps (meaningful only for caps that are set), updated by Finish.
+	TeamBudgetTokensLeft, TeamBudgetMicroUSDLeft int64
 
 	// held is set when the request holds concurrency slots that Finish releases.
 	held bool

@@ -246,6 +246,10 @@ func (m *Memory) Finish(_ context.Context, r *Request, a *Admission, u Usage) er
 		tc.budgetTokens = max(0, tc.budgetTokens+settle(u.Tokens, max(0, res.Tokens), teamBudgetWin, tc.budgetEnd))
 		tc.budgetMicroUSD = max(0, tc.budgetMicroUSD+settle(u.MicroUSD, max(0, res.MicroUSD), teamBudgetWin, tc.budgetEnd))
 	}
+	if tc != nil {
+		a.TeamBudgetTokensLeft = max(0, r.TeamBudget.Tokens-tc.budgetTokens)
+		a.TeamBudgetMicroUSDLeft = max(0, r.TeamBudget.MicroUSD-tc.budgetMicroUSD)
+	}
 	if !r.Budget.zero() && (u.Tokens > 0 || u.MicroUSD > 0 || budgetWin != 0) {
 		k.budget(now, r.Budget)
 		k.budgetTokens = max(0, k.budgetTokens+settle(u.Tokens, max(0, res.Tokens), budgetWin, k.budgetEnd))

@@ -216,7 +216,7 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 		req.Budget.period().Milliseconds(), Window.Milliseconds(),
 		max(0, res.Tokens), max(0, res.MicroUSD), keyWin, modelWin, budgetWin,
 		flag(chargeTeam), flag(chargeTeamBudget), req.TeamBudget.period().Milliseconds(), teamWin, teamBudgetWin).Int64Slice()
-	if err == nil && len(out) != 2 {
+	if err == nil && len(out) != 4 {
 		err = fmt.Errorf("finish script returned %d values", len(out))
 	}
 	if err != nil {
@@ -224,6 +224,8 @@ func (r *Redis) Finish(ctx context.Context, req *Request, a *Admission, u Usage)
 	}
 	a.BudgetTokensLeft = max(0, req.Budget.Tokens-out[0])
 	a.BudgetMicroUSDLeft = max(0, req.Budget.MicroUSD-out[1])
+	a.TeamBudgetTokensLeft = max(0, req.TeamBudget.Tokens-out[2])
+	a.TeamBudgetMicroUSDLeft = max(0, req.TeamBudget.MicroUSD-out[3])
 	return nil
 }
 

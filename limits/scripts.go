@@ -155,7 +155,7 @@ return {denied, retry, kr, kt, left(kttl, win), bt, bu, held, kid, mid, bid, tid
 // micro-USD, key window id, model window id, budget id (as admitScript returned them),
 // team tpm charged (0/1), team budget charged (0/1), team budget period ms, team window
 // id, team budget id.
-// Returns {budget tokens, budget micro-USD}.
+// Returns {budget tokens, budget micro-USD, team budget tokens, team budget micro-USD}.
 var finishScript = redis.NewScript(`
 local tokens, usd, slot = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local period, win = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -181,16 +181,19 @@ if ARGV[5] == '1' then
 end
 local tid, tbid, tperiod = tonumber(ARGV[17]), tonumber(ARGV[18]), tonumber(ARGV[16])
 if ARGV[14] == '1' then charge(KEYS[6], 't', tokens, rtok, tid, win) end
+local tbt, tbu = 0, 0
 if ARGV[15] == '1' then
   charge(KEYS[7], 't', tokens, rtok, tbid, tperiod)
   charge(KEYS[7], 'u', usd, rusd, tbid, tperiod)
+  local v = redis.call('HMGET', KEYS[7], 't', 'u')
+  tbt, tbu = tonumber(v[1]) or 0, tonumber(v[2]) or 0
 end
 if slot ~= '' then
   redis.call('ZREM', KEYS[3], slot)
   redis.call('ZREM', KEYS[5], slot)
   redis.call('ZREM', KEYS[8], slot)
 end
-return {bt, bu}
+return {bt, bu, tbt, tbu}
 `)
 
 // renewScript extends the leases of held slots that still exist. KEYS: slot sets;

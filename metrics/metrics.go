@@ -44,6 +44,9 @@ type Metrics struct {
 	// model_requests, model_tokens, model_concurrent).
 	RateLimitRejections *prometheus.CounterVec // key, model, limit
 	BudgetRemaining     *prometheus.GaugeVec   // key, unit: tokens, usd
+	// TeamBudgetRemaining is what is left of a team's budget (configured and database
+	// teams with a budget only, as bounded as keys).
+	TeamBudgetRemaining *prometheus.GaugeVec   // team, unit: tokens, usd
 	StateErrors         *prometheus.CounterVec // op: admit, finish, renew, cache_get, cache_add, ready, circuit_publish, circuit_probe, circuit_sync
 	// Ledger are the usage ledger's (metrics/ledger.go).
 	Ledger Ledger
@@ -143,6 +146,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		BudgetRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gateway_budget_remaining", Help: "What is left of a key's budget in the current period, as last seen by this replica (unit tokens or usd).",
 		}, []string{"key", "unit"}),
+		TeamBudgetRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gateway_team_budget_remaining", Help: "What is left of a team's budget in the current period, as last seen by this replica (unit tokens or usd).",
+		}, []string{"team", "unit"}),
 		StateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_state_errors_total", Help: "Failed or timed-out round trips to the shared state (Redis), by operation.",
 		}, []string{"op"}),
@@ -156,6 +162,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	reg.MustRegister(m.Requests, m.RequestDuration, m.TTFT, m.Upstream, m.Tokens, m.UsageEstimated, m.Inflight,
 		m.ToolCallsVia, m.ToolDuration, m.ToolCache, m.LoopIterations, m.ConfigReloads, m.DroppedParams,
 		m.UpstreamRetries, m.FallbacksSkipped, m.FallbackAnswers, m.ConnectionsRefused, m.RateLimitRejections, m.BudgetRemaining, m.StateErrors,
+		m.TeamBudgetRemaining,
 		m.LogLinesDropped,
 		m.AnthropicBetasDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -44,9 +44,29 @@ func (s *Server) seedBudgets(hourRetention time.Duration) {
 	if !ok || !ok2 {
 		return
 	}
-	var keys, teams []budgetSubject
+	keys, teams := budgetSubjects(s.runtime(), nil)
+	if len(keys) == 0 && len(teams) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.baseCtx, seedTimeout)
+	defer cancel()
+	s.seed(ctx, src, seeder, keys, teams, hourRetention, "budgets re-seeded from the ledger")
+}
+
+// budgetSubjects are the keys of rt with a budget, and the teams of its keys with one,
+// leaving out those prev (nil: none) gives a budget too.
+func budgetSubjects(rt, prev *runtime) (keys, teams []budgetSubject) {
 	seen, seenTeam := map[string]bool{}, map[string]bool{}
-	for _, k := range s.runtime().keys {
+	if prev != nil {
+		prevKeys, prevTeams := budgetSubjects(prev, nil)
+		for _, k := range prevKeys {
+			seen[k.name] = true
+		}
+		for _, t := range prevTeams {
+			seenTeam[t.name] = true
+		}
+	}
+	for _, k := range rt.keys {
 		if !k.limited {
 			continue
 		}
@@ -59,11 +79,42 @@ func (s *Server) seedBudgets(hourRetention time.Duration) {
 			teams = append(teams, budgetSubject{name: k.team, budget: k.teamBudget, team: true})
 		}
 	}
+	return keys, teams
+}
+
+// grantTimeout bounds seedGranted: the ledger's flush and the rollups' queries.
+const grantTimeout = 10 * time.Second
+
+// seedGranted seeds the budgets that next gives and prev did not: a key or team without
+// a budget (or unknown) that a reload or the admin API gives one. Its current period is
+// replayed from the ledger's rollups, as at start (seedBudgets), after the ledger has
+// written the records it holds, so that what the key or team spent before is counted.
+// It runs before next goes in (under applyMu), so that no request charges the new budget
+// from zero first (a limiter that counts a period keeps it). A failure is logged: the
+// change goes in all the same, its budgets counted from zero.
+func (s *Server) seedGranted(prev, next *runtime) {
+	src, ok := s.ledger.(spendSource)
+	seeder, ok2 := s.limiter.(limits.Seeder)
+	if !ok || !ok2 || prev == nil {
+		return
+	}
+	keys, teams := budgetSubjects(next, prev)
 	if len(keys) == 0 && len(teams) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.baseCtx, seedTimeout)
+	ctx, cancel := context.WithTimeout(s.baseCtx, grantTimeout)
 	defer cancel()
+	if f, ok := s.ledger.(interface{ Flush(context.Context) error }); ok {
+		if err := f.Flush(ctx); err != nil {
+			s.logger.Warn("writing the ledger before seeding new budgets failed", "error", err.Error())
+		}
+	}
+	s.seed(ctx, src, seeder, keys, teams, next.cfg.Ledger.Rollups.Hour, "new budgets seeded from the ledger")
+}
+
+// seed seeds the budgets of keys and teams and logs the outcome with msg.
+func (s *Server) seed(ctx context.Context, src spendSource, seeder limits.Seeder, keys, teams []budgetSubject,
+	hourRetention time.Duration, msg string) {
 	start, now := time.Now(), time.Now()
 	n, err := seedSubjects(ctx, src, seeder, keys, hourRetention, now)
 	if err == nil {
@@ -76,7 +127,7 @@ func (s *Server) seedBudgets(hourRetention time.Duration) {
 			"error", err.Error(), "restored", n)
 		return
 	}
-	s.logger.Info("budgets re-seeded from the ledger", "keys", len(keys), "teams", len(teams), "restored", n,
+	s.logger.Info(msg, "keys", len(keys), "teams", len(teams), "restored", n,
 		"took_ms", time.Since(start).Milliseconds())
 }
 

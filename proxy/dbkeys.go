@@ -198,6 +198,7 @@ func (s *Server) refreshKeys(force bool) error {
 		return err
 	}
 	set.next = next
+	s.seedGranted(s.runtime(), rt) // budgetseed.go
 	s.dbKeys.Store(set)
 	s.rt.Store(rt)
 	return nil

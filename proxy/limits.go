@@ -177,6 +177,13 @@ func (c *requestRun) setBudgetGauges() {
 	if l.req.Budget.MicroUSD > 0 {
 		c.s.metrics.BudgetRemaining.WithLabelValues(c.key.name, "usd").Set(float64(l.adm.BudgetMicroUSDLeft) / 1e6)
 	}
+	// A team's budget is configured (or in the database): its names are as bounded as keys'.
+	if l.req.TeamBudget.Tokens > 0 {
+		c.s.metrics.TeamBudgetRemaining.WithLabelValues(l.req.Team, "tokens").Set(float64(l.adm.TeamBudgetTokensLeft))
+	}
+	if l.req.TeamBudget.MicroUSD > 0 {
+		c.s.metrics.TeamBudgetRemaining.WithLabelValues(l.req.Team, "usd").Set(float64(l.adm.TeamBudgetMicroUSDLeft) / 1e6)
+	}
 }
 
 // addCost adds the cost of one upstream turn served by route r, priced by its model.

@@ -314,6 +314,7 @@ func (s *Server) Apply(cfg *config.Config) error {
 		return err
 	}
 	s.configureCircuits(rt, s.rt.Load())
+	s.seedGranted(s.rt.Load(), rt) // budgetseed.go
 	prev := s.rt.Swap(rt)
 	if cfg.Log.UnsafeTransportErrors && !prev.cfg.Log.UnsafeTransportErrors && s.srv.SecureErrorLogMessage {
 		s.logger.Warn("config reload: log.unsafe_transport_errors is on, but fasthttp's own messages quote no request bytes until a restart")

@@ -23,6 +23,10 @@ const adminUsage = `usage: gateway admin <command> [flags]
   keys create --name NAME [--models a,b] [--tools t] [--team T] [--budget-usd F] [--budget-tokens N]
               [--budget-period 720h] [--rpm N] [--tpm N] [--concurrent N] [--expires RFC3339]
   keys get NAME | keys disable NAME | keys delete NAME | keys rotate NAME [--grace 1h]
+  teams list | teams get NAME | teams delete NAME
+  teams create --name NAME [--models a,b] [--budget-usd F] [--budget-tokens N]
+               [--budget-period 720h] [--rpm N] [--tpm N] [--concurrent N]
+  teams update NAME [the flags of create but --name: only those given change]
   usage [--from DATE] [--to DATE] [--group-by key,day] [--csv]
   requests [--key K] [--limit N] [--cursor C]
 
@@ -79,21 +83,21 @@ func runAdmin(args, environ []string, stdout, stderr io.Writer) error {
 // adminRequest maps a command line to its API request.
 func adminRequest(args []string, stderr io.Writer) (method, path string, body []byte, err error) {
 	cmd := args[0]
-	if cmd == "keys" && len(args) > 1 {
-		cmd, args = "keys "+args[1], args[1:]
+	if (cmd == "keys" || cmd == "teams") && len(args) > 1 {
+		cmd, args = cmd+" "+args[1], args[1:]
 	}
 	fs := flag.NewFlagSet("gateway admin "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("name", "", "key name")
+	name := fs.String("name", "", "key or team name")
 	models := fs.String("models", "", "comma-separated model globs")
 	tools := fs.String("tools", "", "comma-separated tool names")
 	team := fs.String("team", "", "team")
-	usd := fs.Float64("budget-usd", 0, "USD budget per period")
-	tokens := fs.Int("budget-tokens", 0, "token budget per period")
-	period := fs.String("budget-period", "", "budget period (default 720h)")
-	rpm := fs.Int("rpm", 0, "requests per minute")
-	tpm := fs.Int("tpm", 0, "tokens per minute")
-	conc := fs.Int("concurrent", 0, "concurrent requests")
+	fs.Float64("budget-usd", 0, "USD budget per period")
+	fs.Int("budget-tokens", 0, "token budget per period")
+	fs.String("budget-period", "", "budget period (default 720h)")
+	fs.Int("rpm", 0, "requests per minute")
+	fs.Int("tpm", 0, "tokens per minute")
+	fs.Int("concurrent", 0, "concurrent requests")
 	expires := fs.String("expires", "", "expiry, RFC 3339")
 	grace := fs.String("grace", "", "rotation grace period (default 1h)")
 	from := fs.String("from", "", "start (RFC 3339 or YYYY-MM-DD)")
@@ -103,16 +107,66 @@ func adminRequest(args []string, stderr io.Writer) (method, path string, body []
 	key := fs.String("key", "", "filter: key")
 	limit := fs.Int("limit", 0, "page size")
 	cursor := fs.String("cursor", "", "next_cursor of the previous page")
-	if err := fs.Parse(args[1:]); err != nil {
+	// The name may come before the flags (teams update NAME --rpm 5) or after them.
+	rest, pos := args[1:], []string(nil)
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		pos, rest = rest[:1], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
 		return "", "", nil, err
 	}
+	pos = append(pos, fs.Args()...)
 	arg := func() (string, error) {
-		if fs.NArg() != 1 {
-			return "", fmt.Errorf("admin %s: name the key", cmd)
+		what, coll := "key", "/admin/v1/keys/"
+		if strings.HasPrefix(cmd, "teams ") {
+			what, coll = "team", "/admin/v1/teams/"
 		}
-		return "/admin/v1/keys/" + url.PathEscape(fs.Arg(0)), nil
+		if len(pos) != 1 {
+			return "", fmt.Errorf("admin %s: name the %s", cmd, what)
+		}
+		return coll + url.PathEscape(pos[0]), nil
 	}
 	switch cmd {
+	case "teams list":
+		return "GET", "/admin/v1/teams", nil, nil
+	case "teams get", "teams delete":
+		p, err := arg()
+		if err != nil {
+			return "", "", nil, err
+		}
+		if cmd == "teams get" {
+			return "GET", p, nil, nil
+		}
+		return "DELETE", p, nil, nil
+	case "teams create":
+		if *name == "" {
+			return "", "", nil, errors.New("admin teams create: --name is required")
+		}
+		b := appendList(jsonx.AppendString([]byte(`{"name":`), *name), "models", *models)
+		return "POST", "/admin/v1/teams", append(appendLimits(b, fs, nil), '}'), nil
+	case "teams update":
+		p, err := arg()
+		if err != nil {
+			return "", "", nil, err
+		}
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if given["name"] {
+			return "", "", nil, errors.New("admin teams update: a team cannot be renamed (--name)")
+		}
+		b := []byte{'{'}
+		if given["models"] {
+			b = appendList(b, "models", *models)
+			if *models == "" {
+				b = append(b, `,"models":[]`...) // --models "": any model
+			}
+		}
+		b = appendLimits(b, fs, given)
+		if len(b) == 1 {
+			return "", "", nil, errors.New("admin teams update: nothing to change (give --models, --rpm, --tpm, --concurrent or --budget-*)")
+		}
+		b[1] = ' ' // the first member's comma
+		return "PATCH", p, append(b, '}'), nil
 	case "keys list":
 		return "GET", "/admin/v1/keys", nil, nil
 	case "keys get", "keys delete", "keys disable", "keys rotate":
@@ -138,31 +192,11 @@ func adminRequest(args []string, stderr io.Writer) (method, path string, body []
 			return "", "", nil, errors.New("admin keys create: --name is required")
 		}
 		b := jsonx.AppendString([]byte(`{"name":`), *name)
-		for _, l := range []struct{ member, csv string }{{"models", *models}, {"tools", *tools}} {
-			if l.csv == "" {
-				continue
-			}
-			b = append(append(append(b, `,"`...), l.member...), `":[`...)
-			for i, v := range strings.Split(l.csv, ",") {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = jsonx.AppendString(b, strings.TrimSpace(v))
-			}
-			b = append(b, ']')
-		}
+		b = appendList(appendList(b, "models", *models), "tools", *tools)
 		if *team != "" {
 			b = jsonx.AppendString(append(b, `,"team":`...), *team)
 		}
-		b = strconv.AppendInt(append(b, `,"limits":{"requests_per_minute":`...), int64(*rpm), 10)
-		b = strconv.AppendInt(append(b, `,"tokens_per_minute":`...), int64(*tpm), 10)
-		b = strconv.AppendInt(append(b, `,"concurrent":`...), int64(*conc), 10)
-		b = strconv.AppendInt(append(b, `},"budget":{"tokens":`...), int64(*tokens), 10)
-		b = strconv.AppendFloat(append(b, `,"usd":`...), *usd, 'f', -1, 64)
-		if *period != "" {
-			b = jsonx.AppendString(append(b, `,"period":`...), *period)
-		}
-		b = append(b, '}')
+		b = appendLimits(b, fs, nil)
 		if *expires != "" {
 			b = jsonx.AppendString(append(b, `,"expires_at":`...), *expires)
 		}
@@ -187,4 +221,57 @@ func adminRequest(args []string, stderr io.Writer) (method, path string, body []
 		return "GET", p, nil, nil
 	}
 	return "", "", nil, fmt.Errorf("admin: unknown command %q\n%s", cmd, adminUsage)
+}
+
+// appendList appends `,"member":[...]`, the comma-separated csv's items, unless csv is
+// empty.
+func appendList(b []byte, member, csv string) []byte {
+	if csv == "" {
+		return b
+	}
+	b = append(append(append(b, `,"`...), member...), `":[`...)
+	for i, v := range strings.Split(csv, ",") {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, strings.TrimSpace(v))
+	}
+	return append(b, ']')
+}
+
+// limitFlags are the members of "limits" and "budget" and the flags that set them.
+var limitFlags = [...]struct{ object, member, flag string }{
+	{"limits", "requests_per_minute", "rpm"}, {"limits", "tokens_per_minute", "tpm"}, {"limits", "concurrent", "concurrent"},
+	{"budget", "tokens", "budget-tokens"}, {"budget", "usd", "budget-usd"}, {"budget", "period", "budget-period"},
+}
+
+// appendLimits appends the "limits" and "budget" members from fs's flags: those given
+// (nil: every one, zero meaning none, and the period when set), each object only when
+// one of its members is.
+func appendLimits(b []byte, fs *flag.FlagSet, given map[string]bool) []byte {
+	open := ""
+	for _, l := range limitFlags {
+		v := fs.Lookup(l.flag).Value.String()
+		if given != nil && !given[l.flag] || given == nil && l.flag == "budget-period" && v == "" {
+			continue
+		}
+		if open != l.object {
+			if open != "" {
+				b = append(b, '}')
+			}
+			b, open = append(append(append(b, `,"`...), l.object...), `":{`...), l.object
+		} else {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, '"'), l.member...), `":`...)
+		if l.flag == "budget-period" {
+			b = jsonx.AppendString(b, v)
+		} else {
+			b = append(b, v...)
+		}
+	}
+	if open != "" {
+		b = append(b, '}')
+	}
+	return b
 }

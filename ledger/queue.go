@@ -1,0 +1,70 @@
+package ledger
+
+// blockLen is how many records a queue block holds (about 80 KB).
+const blockLen = 256
+
+// block is a run of queued records: recs[:n] are filled.
+type block struct {
+	recs [blockLen]Record
+	n    int
+}
+
+// records are b's filled records.
+func (b *block) records() []Record { return b.recs[:b.n] }
+
+// queue holds the records waiting for the writer in fixed blocks, so that adding one
+// copies one record and never a growing slice, and its memory follows what waits: the
+// writer takes the blocks, and gives them back once written, cleared, for reuse up to
+// about two batches' worth; the rest are left to the garbage collector. It is not safe
+// for concurrent use (the Ledger's mutex guards it).
+type queue struct {
+	blocks []*block
+	// n counts the records in blocks.
+	n int
+	// free are written blocks, cleared, for reuse; spare is the slice blocks had before
+	// the last take, for the next.
+	free, spare []*block
+}
+
+// push copies *r to the end of the queue.
+func (q *queue) push(r *Record) {
+	var b *block
+	if k := len(q.blocks); k > 0 && q.blocks[k-1].n < blockLen {
+		b = q.blocks[k-1]
+	} else {
+		if k := len(q.free); k > 0 {
+			b, q.free = q.free[k-1], q.free[:k-1]
+		} else {
+			b = new(block)
+		}
+		q.blocks = append(q.blocks, b)
+	}
+	b.recs[b.n] = *r
+	b.n++
+	q.n++
+}
+
+// take empties the queue and returns its blocks, oldest first, to be given back by
+// recycle once written.
+func (q *queue) take() []*block {
+	blocks := q.blocks
+	q.blocks, q.spare, q.n = q.spare[:0], nil, 0
+	return blocks
+}
+
+// recycle gives back the blocks take returned: cleared, and kept for reuse while the
+// free ones hold fewer than 2×batch records.
+func (q *queue) recycle(blocks []*block, batch int) {
+	keep := (2*batch + blockLen - 1) / blockLen
+	for i, b := range blocks {
+		if len(q.free) < keep {
+			clear(b.recs[:b.n])
+			b.n = 0
+			q.free = append(q.free, b)
+		}
+		blocks[i] = nil
+	}
+	if cap(blocks) <= 2*keep {
+		q.spare = blocks[:0]
+	}
+}
