@@ -31,8 +31,8 @@ func vertexCountPath(b *backend) string {
 // cloudCounted reports whether route r's backend is a cloud's that counts its model's
 // tokens (cloudCount).
 func cloudCounted(r *route) bool {
-	b := r.backend
-	return b.typ == "vertex" && b.cfg.Vertex.Publisher == "anthropic" || b.typ == "bedrock" && bedrockClaude(r.upstreamModel)
+	_, ok := cloudClaude(r)
+	return ok
 }
 
 // cloudCount returns the request that counts the tokens of req on route r's cloud
