@@ -27,7 +27,7 @@ type invokeStream struct {
 const maxChunkBytes = 1 << 20
 
 func (d *invokeStream) Event(typ, data []byte, emit translate.Emit) error {
-	ev, _, err := d.chunks.Read(typ, data)
+	ev, err := d.chunks.unwrap(typ, data) // the model's decoder reads the type itself
 	if err != nil {
 		return err
 	}
@@ -50,32 +50,39 @@ type ChunkReader struct {
 // error; a chunk without bytes, or bytes that are not base64 or over 1 MiB decoded, is
 // one unreadable event (translate.ErrMalformedEvent), which a caller may skip.
 func (r *ChunkReader) Read(typ, data []byte) (ev, evType []byte, err error) {
-	if string(typ) != "chunk" {
-		return nil, nil, malformed("an event of type "+clip(string(typ), 40)+" in an InvokeModelWithResponseStream answer", data)
+	if ev, err = r.unwrap(typ, data); err != nil {
+		return nil, nil, err
 	}
-	r.sc.Reset(jsonx.View(data))
-	var v [1]jsonx.Value
-	if _, ok := r.sc.RootMembers([]string{"bytes"}, v[:]); !ok || v[0].Kind != jsonx.String {
-		return nil, nil, translate.MalformedEvent(malformed("a chunk without bytes", data))
-	}
-	n := base64.StdEncoding.DecodedLen(len(v[0].Str))
-	if n > maxChunkBytes {
-		return nil, nil, translate.MalformedEvent(malformed("a chunk over 1 MiB", nil))
-	}
-	if cap(r.buf) < n {
-		r.buf = make([]byte, n)
-	}
-	n, err = base64.StdEncoding.Decode(r.buf[:n], jsonx.Bytes(v[0].Str)) // a view: no copy
-	if err != nil {
-		return nil, nil, translate.MalformedEvent(malformed("a chunk whose bytes are not base64", nil))
-	}
-	ev = r.buf[:n]
 	r.sc.Reset(jsonx.View(ev))
-	v[0] = jsonx.Value{} // RootMembers sets only members still missing
+	var v [1]jsonx.Value
 	if _, ok := r.sc.RootMembers([]string{"type"}, v[:]); ok && v[0].Kind == jsonx.String {
 		evType = jsonx.Bytes(v[0].Str) // a view of ev, or of the unescaped name: read only
 	}
 	return ev, evType, nil
+}
+
+// unwrap is Read without the event's type.
+func (r *ChunkReader) unwrap(typ, data []byte) ([]byte, error) {
+	if string(typ) != "chunk" {
+		return nil, malformed("an event of type "+clip(string(typ), 40)+" in an InvokeModelWithResponseStream answer", data)
+	}
+	r.sc.Reset(jsonx.View(data))
+	var v [1]jsonx.Value
+	if _, ok := r.sc.RootMembers([]string{"bytes"}, v[:]); !ok || v[0].Kind != jsonx.String {
+		return nil, translate.MalformedEvent(malformed("a chunk without bytes", data))
+	}
+	n := base64.StdEncoding.DecodedLen(len(v[0].Str))
+	if n > maxChunkBytes {
+		return nil, translate.MalformedEvent(malformed("a chunk over 1 MiB", nil))
+	}
+	if cap(r.buf) < n {
+		r.buf = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(r.buf[:n], jsonx.Bytes(v[0].Str)) // a view: no copy
+	if err != nil {
+		return nil, translate.MalformedEvent(malformed("a chunk whose bytes are not base64", nil))
+	}
+	return r.buf[:n], nil
 }
 
 func (d *invokeStream) Close(emit translate.Emit) error { return d.inner.Close(emit) }

@@ -62,13 +62,17 @@ func FuzzStream(f *testing.F) {
 }
 
 // FuzzInvokeStream: the chunk unwrapper hands its inner decoder only what base64-decodes,
-// bounded, never panics.
+// bounded, never panics; nor does ChunkReader.Read.
 func FuzzInvokeStream(f *testing.F) {
 	f.Add([]byte(`{"bytes":"eyJ0eXBlIjoibWVzc2FnZV9zdG9wIn0=","p":"abcdefgh"}`))
 	f.Add([]byte(`{"bytes":"!!"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := InvokeStream(&stream{})
 		_ = d.Event([]byte("chunk"), data, func(*translate.Event) error { return nil })
+		var r ChunkReader // the passthrough's reading, which also names the event
+		if ev, evType, err := r.Read([]byte("chunk"), data); err == nil && len(evType) > len(ev) {
+			t.Fatalf("type %q longer than its event %q", evType, ev)
+		}
 	})
 }
 
