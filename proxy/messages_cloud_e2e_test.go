@@ -280,3 +280,47 @@ func TestMessagesPassthrough_BedrockClaude(t *testing.T) {
 		}
 	}
 }
+
+// TestCountTokens_VertexGemini: Messages count_tokens on Gemini on Vertex asks Vertex's
+// countTokens (publishers/google/models/<m>:countTokens) with the OAuth2 bearer and the
+// request's inputs as generateContent takes them (contents, systemInstruction, tools;
+// no toolConfig or generationConfig, which Vertex's CountTokensRequest does not have),
+// and answers its totalTokens. The answer is the CountTokensResponse of Vertex's REST
+// reference (totalTokens, totalBillableCharacters, promptTokensDetails).
+func TestCountTokens_VertexGemini(t *testing.T) {
+	tokens := newGoogleTokenEndpoint(t)
+	up := newCloudFake(t, vertexAuth, nil,
+		[]byte(`{"totalTokens":31,"totalBillableCharacters":96,"promptTokensDetails":[{"modality":"TEXT","tokenCount":31}]}`))
+	g := gatewaytest.StartYAML(t, `
+backends:
+  vx:
+    type: vertex
+    base_url: `+up.srv.URL+`
+    vertex: {project: my-proj, location: us-central1, credentials_file: `+tokens.serviceAccountFile(t)+`}
+models:
+  flash: {backend: vx, upstream_model: gemini-2.5-flash}
+`, gatewaytest.Options{})
+	client := gatewaytest.Anthropic(g.URL, "client-key")
+	n, err := client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "flash",
+		System:     anthropic.MessageCountTokensParamsSystemUnion{OfString: anthropic.String("Be brief.")},
+		ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}},
+		Tools: []anthropic.MessageCountTokensToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "get_weather",
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}}}},
+		Messages: []anthropic.MessageParam{userText("How many tokens is this?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.InputTokens != 31 {
+		t.Errorf("input_tokens %d, want Vertex's 31", n.InputTokens)
+	}
+	seen := up.seen()
+	if len(seen) != 1 || seen[0].uri != "/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens" {
+		t.Fatalf("upstream requests %+v", seen)
+	}
+	body := seen[0].body
+	if gjson.Get(body, "contents.0.parts.0.text").Str != "How many tokens is this?" || gjson.Get(body, "systemInstruction.parts.0.text").Str != "Be brief." ||
+		gjson.Get(body, "tools.0.functionDeclarations.0.name").Str != "get_weather" ||
+		gjson.Get(body, "toolConfig").Exists() || gjson.Get(body, "generationConfig").Exists() {
+		t.Errorf("upstream body %s", body)
+	}
+}
