@@ -76,6 +76,26 @@ func checkCloudBody(t *testing.T, body, version, sig string, turn2 bool) {
 	}
 }
 
+// claudeTurns asks the gateway at base, through anthropic-sdk-go with the client's betas,
+// for claudeParams whole and streamed, checking each is the recording's answer (its
+// thinking signature sig), then sends the round trip; it returns the raw SSE of a last,
+// plain streamed request (rawStream). The upstream sees four requests.
+func claudeTurns(t *testing.T, base, key, sig string) string {
+	t.Helper()
+	client := gatewaytest.Anthropic(base, key, aoption.WithHeader("anthropic-beta", cloudBetas))
+	p := claudeParams("claude")
+	whole, err := client.Messages.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkClaudeAnswer(t, "whole", *whole, sig)
+	checkClaudeAnswer(t, "streamed", streamMessage(t, client, p), sig)
+	if _, err := client.Messages.New(context.Background(), roundTrip(p, *whole)); err != nil {
+		t.Fatal(err)
+	}
+	return rawStream(t, base, key, `{"model":"claude","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+}
+
 // rawStream posts body to the gateway's /v1/messages and returns the SSE it answers.
 func rawStream(t *testing.T, base, key, body string) string {
 	t.Helper()
@@ -138,19 +158,7 @@ backends:
 models:
   claude: {backend: vx, upstream_model: claude-sonnet-4-5@20250929}
 `, gatewaytest.Options{})
-	client := gatewaytest.Anthropic(g.URL, "client-key", aoption.WithHeader("anthropic-beta", cloudBetas))
-	p := claudeParams("claude")
-	whole, err := client.Messages.New(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkClaudeAnswer(t, "whole", *whole, sig)
-	streamed := streamMessage(t, client, p)
-	checkClaudeAnswer(t, "streamed", streamed, sig)
-	if _, err := client.Messages.New(context.Background(), roundTrip(p, *whole)); err != nil {
-		t.Fatal(err)
-	}
-	raw := rawStream(t, g.URL, "client-key", `{"model":"claude","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	raw := claudeTurns(t, g.URL, "client-key", sig)
 	if want := strings.Replace(string(sse), `"model":"claude-sonnet-4-5"`, `"model":"claude"`, 1); raw != want {
 		t.Errorf("the client's stream is not Vertex's:\n%s\nwant\n%s", raw, want)
 	}
@@ -238,19 +246,7 @@ func TestMessagesPassthrough_BedrockClaude(t *testing.T) {
 	a := &bedrockClaudeAnswers{sse: sse}
 	var f *fakeBedrock
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool { return a.answer(f)(w, r, body) })
-	client := gatewaytest.Anthropic(g.URL, "sk-alice", aoption.WithHeader("anthropic-beta", cloudBetas))
-	p := claudeParams("claude")
-	whole, err := client.Messages.New(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkClaudeAnswer(t, "whole", *whole, sig)
-	streamed := streamMessage(t, client, p)
-	checkClaudeAnswer(t, "streamed", streamed, sig)
-	if _, err := client.Messages.New(context.Background(), roundTrip(p, *whole)); err != nil {
-		t.Fatal(err)
-	}
-	raw := rawStream(t, g.URL, "sk-alice", `{"model":"claude","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	raw := claudeTurns(t, g.URL, "sk-alice", sig)
 	want := strings.Replace(string(sse), `"model":"claude-sonnet-4-5"`, `"model":"claude"`, 1)
 	if want = strings.Replace(want, `{"type":"message_stop"}`, bedrockStop, 1); raw != want {
 		t.Errorf("the client's stream is not Bedrock's chunks:\n%s\nwant\n%s", raw, want)
