@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -318,5 +319,41 @@ models:
 		gjson.Get(body, "tools.0.functionDeclarations.0.name").Str != "get_weather" ||
 		gjson.Get(body, "toolConfig").Exists() || gjson.Get(body, "generationConfig").Exists() {
 		t.Errorf("upstream body %s", body)
+	}
+}
+
+// TestMessagesPassthrough_VertexThrottled: Vertex's 429 RESOURCE_EXHAUSTED (the body of
+// its error-code-429 page, as TestCloud_ThrottlingIsRetried answers it) on the passthrough
+// to Claude is retried like any 429 before anything reached the client, and a request
+// that stays throttled is the Messages API's own 429 error, not Google's body.
+func TestMessagesPassthrough_VertexThrottled(t *testing.T) {
+	tokens := newGoogleTokenEndpoint(t)
+	sse := recording(t, claudeThinkingRecording, "upstream.sse")
+	up := newCloudFake(t, vertexAuth, sse, readBedrockClaude(t))
+	exhausted := cloudError{429, nil, `{"error":{"code":429,"message":"Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.","status":"RESOURCE_EXHAUSTED"}}`}
+	up.throttle = []cloudError{exhausted}
+	g := gatewaytest.StartYAML(t, `
+backends:
+  vx:
+    type: vertex
+    base_url: `+up.srv.URL+`
+    retries: {max: 1, base_delay: 1ms, max_delay: 5ms}
+    vertex: {project: my-proj, location: us-east5, publisher: anthropic, credentials_file: `+tokens.serviceAccountFile(t)+`}
+models:
+  claude: {backend: vx, upstream_model: claude-sonnet-4-5@20250929}
+`, gatewaytest.Options{})
+	client := gatewaytest.Anthropic(g.URL, "client-key")
+	checkClaudeAnswer(t, "streamed after a 429", streamMessage(t, client, claudeParams("claude")), recordedSignature(t, sse))
+	if n := len(up.seen()); n != 2 {
+		t.Errorf("%d upstream attempts, want 2 (the 429, then the answer)", n)
+	}
+	up.mu.Lock()
+	up.throttle = []cloudError{exhausted, exhausted}
+	up.mu.Unlock()
+	_, err := client.Messages.New(context.Background(), claudeParams("claude"))
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || gjson.Get(apiErr.RawJSON(), "type").Str != "error" ||
+		gjson.Get(apiErr.RawJSON(), "error.type").Str != "rate_limit_error" {
+		t.Fatalf("error %v, want the Messages API's 429", err)
 	}
 }
