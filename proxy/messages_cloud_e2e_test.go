@@ -357,3 +357,44 @@ models:
 		t.Fatalf("error %v, want the Messages API's 429", err)
 	}
 }
+
+// bedrockStreamError is a real modelStreamErrorException frame recorded from Bedrock
+// (vercel/ai @ 5f264fa2efefb27a58459413d943af08b21cf01a :
+// packages/amazon-bedrock/src/__fixtures__/model-stream-error-exception.eventstream.base64.txt,
+// Apache-2.0; the same recording as upstream's eventstream_test.go).
+const bedrockStreamError = "AAAA3QAAAGfHkZB6DTptZXNzYWdlLXR5cGUHAAlleGNlcHRpb24POmV4Y2VwdGlvbi10eXBlBwAZbW9kZWxTdHJlYW1FcnJvckV4Y2VwdGlvbg06Y29udGVudC10eXBlBwAQYXBwbGljYXRpb24vanNvbnsibWVzc2FnZSI6Ik1vZGVsIFN0cmVhbSBFcnJvciIsIm9yaWdpbmFsU3RhdHVzQ29kZSI6NTAwLCJvcmlnaW5hbE1lc3NhZ2UiOiJUaGUgbW9kZWwgc3RyZWFtIGZhaWxlZC4ifVczQxM="
+
+// TestMessagesPassthrough_BedrockStreamException: a Bedrock stream that breaks after
+// Claude's first events with an exception frame ends the client's passed-through stream
+// with an in-band Messages error event, after the events that came: never a truncated
+// success.
+func TestMessagesPassthrough_BedrockStreamException(t *testing.T) {
+	sse := recording(t, claudeThinkingRecording, "upstream.sse")
+	var f *fakeBedrock
+	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, _ []byte) bool {
+		if !strings.HasSuffix(r.URL.Path, "/invoke-with-response-stream") {
+			return false
+		}
+		var frames [][2]string
+		for _, line := range strings.Split(string(sse), "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok && len(frames) < 3 {
+				frames = append(frames, [2]string{"chunk", `{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `"}`})
+			}
+		}
+		f.stream(w, frames)
+		frame, _ := base64.StdEncoding.DecodeString(bedrockStreamError)
+		w.Write(frame)
+		return true
+	})
+	raw := rawStream(t, g.URL, "sk-alice", `{"model":"claude","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	events := strings.Split(strings.TrimSpace(raw), "\n\n")
+	last := events[len(events)-1]
+	if len(events) != 4 || !strings.HasPrefix(events[0], "event: message_start\n") || !strings.HasPrefix(last, "event: error\n") ||
+		strings.Contains(raw, "message_stop") {
+		t.Fatalf("stream:\n%s\nwant three events, then an error event", raw)
+	}
+	data := strings.TrimPrefix(last[strings.Index(last, "data: "):], "data: ")
+	if gjson.Get(data, "type").Str != "error" || gjson.Get(data, "error.type").Str == "" || gjson.Get(data, "error.message").Str == "" {
+		t.Errorf("error event %s", data)
+	}
+}
