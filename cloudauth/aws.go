@@ -11,6 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
+	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
+	"github.com/aws/aws-sdk-go-v2/credentials/processcreds"
+	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/upstream"
@@ -89,6 +95,7 @@ func NewAWS(ctx context.Context, o AWSOptions) (*AWS, error) {
 			return nil, err
 		}
 		a.creds = cfg.Credentials // a CredentialsCache over the default chain
+		a.source = awsSource(a.source, cfg.Credentials)
 	}
 	return a, nil
 }
@@ -139,4 +146,29 @@ func (a *AWS) Sign(ctx context.Context, req *fasthttp.Request) error {
 		req.Header.Set("X-Amz-Security-Token", t)
 	}
 	return nil
+}
+
+// awsSource is chain, the name of the credential chain, followed by the source the SDK
+// resolved it to (LoadDefaultConfig picks one provider from the environment and the
+// shared config), so that an error sends the operator to the right settings: where the
+// credentials come from, never them.
+func awsSource(chain string, p aws.CredentialsProvider) string {
+	providers := []struct {
+		provider aws.CredentialsProvider
+		name     string
+	}{
+		{credentials.StaticCredentialsProvider{}, "static keys (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile's)"},
+		{&stscreds.WebIdentityRoleProvider{}, "web identity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, or a profile's)"},
+		{&stscreds.AssumeRoleProvider{}, "an assumed role (the profile's role_arn)"},
+		{&endpointcreds.Provider{}, "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI or AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)"},
+		{&ec2rolecreds.Provider{}, "the EC2 instance role (instance metadata)"},
+		{&processcreds.Provider{}, "the profile's credential_process"},
+		{&ssocreds.Provider{}, "IAM Identity Center (the profile's sso_session)"},
+	}
+	for _, k := range providers {
+		if aws.IsCredentialsProvider(p, k.provider) {
+			return chain + ": " + k.name
+		}
+	}
+	return chain
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -78,8 +79,10 @@ func azureCredential(o AzureOptions) (azcore.TokenCredential, error) {
 		co.Transport = o.HTTPClient
 	}
 	// A custom authority is not one Microsoft's instance discovery knows (sovereign and
-	// private clouds): its metadata is asked of the authority itself.
-	custom := o.AuthorityHost != ""
+	// private clouds): its metadata is asked of the authority itself. That holds for one
+	// configured here, and for one the environment names (AZURE_AUTHORITY_HOST, which
+	// azidentity reads when none is configured) unless it is a known cloud's.
+	custom := o.AuthorityHost != "" || !knownAuthority(os.Getenv("AZURE_AUTHORITY_HOST"))
 	var mid azidentity.ManagedIDKind
 	if o.ManagedIdentityClientID != "" {
 		mid = azidentity.ClientID(o.ManagedIdentityClientID)
@@ -102,4 +105,20 @@ func azureCredential(o AzureOptions) (azcore.TokenCredential, error) {
 		return nil, fmt.Errorf("managed_identity_client_id needs credential managed_identity (or AZURE_CLIENT_ID)")
 	}
 	return azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{ClientOptions: co, DisableInstanceDiscovery: custom})
+}
+
+// knownAuthority reports whether host is empty or the Entra authority of one of the
+// clouds azcore knows (public, US Government, China), whose instance metadata Microsoft's
+// instance discovery serves.
+func knownAuthority(host string) bool {
+	if host == "" {
+		return true
+	}
+	host = strings.TrimSuffix(host, "/")
+	for _, c := range []cloud.Configuration{cloud.AzurePublic, cloud.AzureGovernment, cloud.AzureChina} {
+		if strings.EqualFold(host, strings.TrimSuffix(c.ActiveDirectoryAuthorityHost, "/")) {
+			return true
+		}
+	}
+	return false
 }

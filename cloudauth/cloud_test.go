@@ -47,3 +47,23 @@ func TestNew_ConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownAuthority: the Entra authorities of the clouds azcore knows keep Microsoft's
+// instance discovery (with or without their trailing slash, in any case); any other
+// authority, such as an AZURE_AUTHORITY_HOST of a private cloud, has its metadata asked
+// of itself.
+func TestKnownAuthority(t *testing.T) {
+	for host, known := range map[string]bool{
+		"":                                   true,
+		"https://login.microsoftonline.com/": true,
+		"https://login.microsoftonline.com":  true,
+		"https://LOGIN.microsoftonline.us/":  true,
+		"https://login.chinacloudapi.cn/":    true,
+		"https://127.0.0.1:8443/":            false,
+		"https://login.example-stack.local/": false,
+	} {
+		if got := knownAuthority(host); got != known {
+			t.Errorf("knownAuthority(%q) = %v, want %v", host, got, known)
+		}
+	}
+}

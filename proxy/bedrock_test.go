@@ -77,7 +77,7 @@ func (r *chunked) Read(b []byte) (int, error) {
 // invokeFrames wraps each data: payload of an Anthropic SSE stream as Bedrock's
 // InvokeModelWithResponseStream sends it: a chunk event frame whose payload is
 // {"bytes":"<base64 of the event JSON>"} (with the padding member p Bedrock adds).
-func invokeFrames(t *testing.T, sse []byte) []byte {
+func invokeFrames(t testing.TB, sse []byte) []byte {
 	var out bytes.Buffer
 	enc := eventstream.NewEncoder()
 	sc := bufio.NewScanner(bytes.NewReader(sse))

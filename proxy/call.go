@@ -519,8 +519,11 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 }
 
 // upstreamHeaders returns the request's own headers for backend b: c.headers and, for a
-// client that sent anthropic-beta, the names b allows.
+// client that sent anthropic-beta, the names b allows; a cloud's, cloudHeaders.
 func (c *modelCall) upstreamHeaders(b *backend) []translate.Header {
+	if h, ok := c.cloudHeaders(b); ok { // Claude on a cloud (messages_cloud.go)
+		return h
+	}
 	if c.betas == nil {
 		return c.headers
 	}

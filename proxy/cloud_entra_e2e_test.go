@@ -26,9 +26,12 @@ import (
 type entraAuthority struct {
 	srv                    *httptest.Server
 	tenant, client, secret string
-	grants                 atomic.Int32
-	mu                     sync.Mutex
-	refused                []string
+	// assertion, when set, is the client assertion a grant must carry instead of the
+	// secret (workload identity: the federated token file's content).
+	assertion string
+	grants    atomic.Int32
+	mu        sync.Mutex
+	refused   []string
 }
 
 func newEntraAuthority(t *testing.T, tenant, client, secret string) *entraAuthority {
@@ -69,7 +72,10 @@ func (a *entraAuthority) check(form url.Values) string {
 		return "grant_type " + form.Get("grant_type")
 	case form.Get("client_id") != a.client:
 		return "unknown client_id"
-	case form.Get("client_secret") != a.secret:
+	case a.assertion != "" && (form.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" ||
+		form.Get("client_assertion") != a.assertion || form.Has("client_secret")):
+		return "the client assertion is not the federated token"
+	case a.assertion == "" && form.Get("client_secret") != a.secret:
 		return "invalid client secret provided"
 	case !slices.Contains(strings.Fields(form.Get("scope")), "https://cognitiveservices.azure.com/.default"):
 		// MSAL adds openid offline_access profile to the resource's scope

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/converse"
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/agate-gateway/agate/upstream"
 )
@@ -42,6 +43,9 @@ type messagesRun struct {
 	dec   translate.StreamDecoder
 	keep  translate.Emit
 	meter *meter
+	// unwrap says the attempt's stream is Bedrock's, whose chunk events chunks unwraps.
+	unwrap bool
+	chunks *converse.ChunkReader
 	// model is the attempt's client-facing model: the requested one, or the configured
 	// name of the fallback that answers.
 	model string
@@ -67,7 +71,7 @@ func (m *messagesRun) prepare() error {
 	if err := c.serverTools(); err != nil {
 		return err
 	}
-	m.pass = allBackends(c, "anthropic")
+	m.pass = allRoutes(c, speaksMessages) // anthropic backends, Claude on the clouds
 	if m.pass {
 		version := string(h.Peek("Anthropic-Version"))
 		if version == "" {
@@ -149,13 +153,20 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 type messagesForward messagesRun
 
 func (f *messagesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
+	if c, ok := cloudClaude(r); ok {
+		return f.cloudBody(dst, r, c), nil
+	}
 	return (*messagesRun)(f).passBody(dst, r), nil
 }
 
 func (f *messagesForward) errors() translate.ClientErrors { return messagesin.Errors{} }
 
 func (f *messagesForward) begin(r *route) {
-	f.dec = r.backend.provider.NewStreamDecoder(nil)
+	if f.unwrap = r.backend.typ == "bedrock"; f.unwrap {
+		f.beginBedrock(r)
+	} else {
+		f.dec = r.backend.provider.NewStreamDecoder(nil)
+	}
 	f.model = r.name // the requested model's (serve resolved it by name), or the fallback's
 	f.c.call.resume.malformed = 0
 	if f.keep == nil {
@@ -178,6 +189,14 @@ func (f *messagesForward) keepUsage(ev *translate.Event) error {
 
 func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed, error) {
 	f.meter = m
+	if f.unwrap { // Bedrock's chunk events (messages_cloud.go)
+		var err error
+		if data, typ, err = f.chunks.Read(typ, data); errors.Is(err, translate.ErrMalformedEvent) {
+			return dst, 0, f.c.call.skipMalformed(f.c.call.at.backend, err) // skipped, unless one too many
+		} else if err != nil {
+			return dst, 0, err
+		}
+	}
 	if err := f.dec.Event(typ, data, f.keep); err != nil {
 		if string(typ) != "error" {
 			if errors.Is(err, translate.ErrMalformedEvent) {

@@ -18,8 +18,8 @@ import (
 // handleCountTokens serves POST /v1/messages/count_tokens: {"input_tokens": n} for the
 // request's input on its model's route. An anthropic backend counts with its own
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
-// countTokens (the translated request), Claude on vertex and bedrock with their clouds'
-// count endpoints (cloudCount); any other backend, or the mock, gets
+// countTokens (the translated request), Claude on vertex and bedrock and Gemini on vertex
+// with their clouds' count endpoints (cloudCount); any other backend, or the mock, gets
 // messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
 // It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {

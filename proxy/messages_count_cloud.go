@@ -8,6 +8,7 @@ import (
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/converse"
+	"github.com/agate-gateway/agate/translate/gemini"
 )
 
 // The token counts of Claude on the clouds (handleCountTokens), each the cloud's own
@@ -19,20 +20,27 @@ import (
 //     {"input":{"invokeModel":{"body": <the InvokeModel body, base64>}}}, answered
 //     {"inputTokens": n}. It takes foundation model ids only, so a cross-region
 //     inference profile's geography prefix (us., eu., global. ...) is left out.
-// Other models of those clouds (Gemini on Vertex, Converse models on Bedrock) are
-// estimated.
+//   - Gemini on Vertex AI: POST .../publishers/google/models/{model}:countTokens with the
+//     request's inputs as generateContent takes them (gemini.AppendVertexCountTokens),
+//     answered {"totalTokens": n, ...}.
+// Converse models on Bedrock are estimated.
 
 // vertexCountPath is the count-tokens path of a vertex backend of publisher anthropic.
 func vertexCountPath(b *backend) string {
+	return vertexModelPath(b, "anthropic", "count-tokens") + ":rawPredict"
+}
+
+// vertexModelPath is the path of a publisher's model on vertex backend b.
+func vertexModelPath(b *backend, publisher, model string) string {
 	v := b.cfg.Vertex
-	return "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(v.Location) + "/publishers/anthropic/models/count-tokens:rawPredict"
+	return "/v1/projects/" + url.PathEscape(v.Project) + "/locations/" + url.PathEscape(v.Location) + "/publishers/" + publisher + "/models/" + url.PathEscape(model)
 }
 
 // cloudCounted reports whether route r's backend is a cloud's that counts its model's
 // tokens (cloudCount).
 func cloudCounted(r *route) bool {
-	b := r.backend
-	return b.typ == "vertex" && b.cfg.Vertex.Publisher == "anthropic" || b.typ == "bedrock" && bedrockClaude(r.upstreamModel)
+	_, ok := cloudClaude(r)
+	return ok || r.backend.typ == "vertex"
 }
 
 // cloudCount returns the request that counts the tokens of req on route r's cloud
@@ -42,6 +50,12 @@ func (m *messagesRun) cloudCount(r *route, req *translate.Request) (path string,
 	b := r.backend
 	switch {
 	case !cloudCounted(r):
+	case b.typ == "vertex" && b.cfg.Vertex.Publisher != "anthropic": // Gemini
+		body, err = gemini.AppendVertexCountTokens(nil, req, m.c.call.options(r, false))
+		if err != nil {
+			return "", nil, "", false, err
+		}
+		return vertexModelPath(b, "google", r.upstreamModel) + ":countTokens", body, "totalTokens", true, nil
 	case b.typ == "vertex":
 		pass := m.passBody(nil, r) // the client's body, the upstream model in it
 		body = append([]byte(`{"anthropic_version":"`+anthropic.VertexVersion+`",`), pass[1:]...)

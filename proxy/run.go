@@ -250,11 +250,18 @@ func (c *requestRun) finalUsage() limits.Usage {
 // allBackends reports whether the route and all its fallbacks are backends of type typ
 // and the request runs no tool loop: the condition of a passthrough.
 func allBackends(c *requestRun, typ string) bool {
-	if len(c.defs) > 0 || !c.route.allOfType(typ) {
+	return allRoutes(c, func(r *route) bool { return r.backend.dialect == typ })
+}
+
+// allRoutes reports whether every route that may serve the request (its route's and its
+// fallbacks' deployments, or those routes themselves) is one ok accepts, and the request
+// runs no tool loop.
+func allRoutes(c *requestRun, ok func(*route) bool) bool {
+	if len(c.defs) > 0 || !c.route.every(ok) {
 		return false
 	}
 	for _, fb := range c.route.fallbacks {
-		if r, ok := c.rt.routes[fb]; !ok || !r.allOfType(typ) {
+		if r, found := c.rt.routes[fb]; !found || !r.every(ok) {
 			return false
 		}
 	}
@@ -265,11 +272,16 @@ func allBackends(c *requestRun, typ string) bool {
 // own) speaks the API of backend type typ (backend.dialect: an azure backend speaks
 // openai's or responses').
 func (r *route) allOfType(typ string) bool {
+	return r.every(func(r *route) bool { return r.backend.dialect == typ })
+}
+
+// every reports whether ok accepts each route that serves r: its deployments', or r.
+func (r *route) every(ok func(*route) bool) bool {
 	if r.deploy == nil {
-		return r.backend.dialect == typ
+		return ok(r)
 	}
 	for _, dr := range r.deploy.routes {
-		if dr.backend.dialect != typ {
+		if !ok(dr) {
 			return false
 		}
 	}

@@ -374,7 +374,7 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 			}
 			f.begin(r)
 			call.armFirst(r)
-			err = upstream.Pump(ctx, body, r.backend.name, call.reads, func(typ, data []byte) error {
+			err = r.backend.client.Pump(ctx, body, call.reads, func(typ, data []byte) error { // its framing: SSE, or Bedrock's event stream
 				var how passed
 				var err error
 				o.buf, how, err = f.event(o.buf[:0], typ, data, &call.meter)

@@ -3,6 +3,7 @@ package converse
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,8 +64,8 @@ func FuzzStream(f *testing.F) {
 }
 
 // FuzzInvokeStream: the chunk unwrapper hands its inner decoder only what base64-decodes,
-// bounded, never panics. Seeded with the chunk payloads of the recorded
-// InvokeModelWithResponseStream answers (translate/anthropic/testdata/bedrock).
+// bounded, never panics; nor does ChunkReader.Read. Seeded with the chunk payloads of
+// the recorded InvokeModelWithResponseStream answers (translate/anthropic/testdata/bedrock).
 func FuzzInvokeStream(f *testing.F) {
 	recorded, _ := filepath.Glob(filepath.Join("..", "anthropic", "testdata", "bedrock", "stream-*.txtar"))
 	if len(recorded) == 0 {
@@ -89,7 +90,51 @@ func FuzzInvokeStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := InvokeStream(&stream{})
 		_ = d.Event([]byte("chunk"), data, func(*translate.Event) error { return nil })
+		var r ChunkReader // the passthrough's reading, which also names the event
+		if ev, evType, err := r.Read([]byte("chunk"), data); err == nil && len(evType) > len(ev) {
+			t.Fatalf("type %q longer than its event %q", evType, ev)
+		}
 	})
+}
+
+// TestChunkReader: a chunk's bytes are the model's event, returned with its type; a chunk
+// without base64 bytes is one malformed event, another event type an error.
+func TestChunkReader(t *testing.T) {
+	chunk := func(ev string) string {
+		return `{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(ev)) + `","p":"abcdefgh"}`
+	}
+	for _, tt := range []struct {
+		name, typ, data string
+		ev, evType      string
+		malformed       bool
+	}{
+		{"an event", "chunk", chunk(`{"type":"message_stop"}`), `{"type":"message_stop"}`, "message_stop", false},
+		{"an escaped type", "chunk", chunk(`{"index":0,"type":"ping\u0021"}`), `{"index":0,"type":"ping\u0021"}`, "ping!", false},
+		{"no type", "chunk", chunk(`{"index":0}`), `{"index":0}`, "", false},
+		{"not a chunk", "metadata", chunk(`{}`), "", "", false},
+		{"no bytes", "chunk", `{"p":"x"}`, "", "", true},
+		{"not base64", "chunk", `{"bytes":"!!"}`, "", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var r ChunkReader
+			ev, evType, err := r.Read([]byte(tt.typ), []byte(tt.data))
+			if tt.typ != "chunk" {
+				if err == nil || errors.Is(err, translate.ErrMalformedEvent) {
+					t.Errorf("error %v, want one that ends the stream", err)
+				}
+				return
+			}
+			if tt.malformed {
+				if !errors.Is(err, translate.ErrMalformedEvent) {
+					t.Errorf("error %v, want a malformed event", err)
+				}
+				return
+			}
+			if err != nil || string(ev) != tt.ev || string(evType) != tt.evType {
+				t.Errorf("Read = %s, %q, %v; want %s, %q", ev, evType, err, tt.ev, tt.evType)
+			}
+		})
+	}
 }
 
 // BenchmarkStreamEvent is the ConverseStream decoder's cost per event, over the recorded

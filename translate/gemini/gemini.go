@@ -74,6 +74,8 @@ type geminiEncoder struct {
 	opts *translate.Options
 	// signed: the upstream model validates thought signatures (Gemini 3 and later).
 	signed bool
+	// count: the body of a token count (AppendVertexCountTokens), inputs only.
+	count bool
 	// role is the role of the open content, "" when none is open.
 	role string
 	// firstPart: no part has been written in the open content yet.
@@ -85,6 +87,12 @@ type geminiEncoder struct {
 }
 
 func (geminiProvider) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
+	return appendRequest(dst, req, opts, false)
+}
+
+// appendRequest is AppendRequest; count writes only the inputs a token count reads
+// (AppendVertexCountTokens).
+func appendRequest(dst []byte, req *translate.Request, opts *translate.Options, count bool) ([]byte, error) {
 	if opts == nil {
 		opts = &translate.Options{}
 	}
@@ -103,7 +111,7 @@ func (geminiProvider) AppendRequest(dst []byte, req *translate.Request, opts *tr
 	if model == "" {
 		model = req.Model
 	}
-	e := geminiEncoder{dst: dst, req: req, opts: opts, signed: geminiMajor(model) >= 3}
+	e := geminiEncoder{dst: dst, req: req, opts: opts, signed: geminiMajor(model) >= 3, count: count}
 	e.dst = append(e.dst, `{"contents":[`...)
 	if err := e.messages(); err != nil {
 		return dst, err
@@ -112,6 +120,9 @@ func (geminiProvider) AppendRequest(dst []byte, req *translate.Request, opts *tr
 	e.dst = append(e.dst, ']')
 	e.system()
 	e.tools()
+	if count {
+		return append(e.dst, '}'), nil
+	}
 	if err := e.generationConfig(model); err != nil {
 		return dst, err
 	}
@@ -444,6 +455,9 @@ func (e *geminiEncoder) tools() {
 			e.dst = append(e.dst, '}')
 		}
 		e.dst = append(e.dst, "]}]"...)
+	}
+	if e.count {
+		return // a token count takes no tool choice
 	}
 	mode := ""
 	switch r.ToolChoice.Mode {

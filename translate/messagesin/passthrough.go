@@ -15,27 +15,76 @@ import (
 // checked that no member is named twice or in another case, so every decoder reads the
 // same request.
 func AppendPassBody(dst, body []byte, model string) []byte {
+	return appendPassMembers(append(dst, '{'), body, model, nil, false)
+}
+
+// CloudPass is how a cloud's Claude endpoint takes a passed-through Messages body
+// (AppendCloudPassBody): the model is in the URL and the API version in the body, as the
+// clouds document it (Vertex AI's rawPredict and streamRawPredict; Bedrock's InvokeModel
+// and InvokeModelWithResponseStream) and the Anthropic SDK's vertex and bedrock options
+// send it.
+type CloudPass struct {
+	// Version is the body's anthropic_version (vertex-2023-10-16, bedrock-2023-05-31).
+	Version string
+	// NoStream leaves "stream" out: Bedrock's operation says whether the answer streams.
+	NoStream bool
+	// Betas, when not empty, is the anthropic_beta member: anthropic-beta names,
+	// comma-separated (Bedrock takes the betas in the body, not in a header).
+	Betas string
+}
+
+// AppendCloudPassBody appends body, a request Parse accepted, as c's endpoint takes it:
+// anthropic_version first, then the client's members as AppendPassBody writes them, but
+// for model (the URL names it), stream under NoStream, and the client's own
+// anthropic_version and anthropic_beta (the gateway's to set: a client's anthropic_beta
+// would pass by the backend's allowed_betas), then anthropic_beta from c.Betas.
+func AppendCloudPassBody(dst, body []byte, c CloudPass) []byte {
+	dst = append(dst, `{"anthropic_version":`...)
+	dst = jsonx.AppendString(dst, c.Version)
+	dst = appendPassMembers(dst, body, "", &c, true)
+	if c.Betas == "" {
+		return dst
+	}
+	dst = dst[:len(dst)-1] // the closing brace
+	dst = append(dst, `,"anthropic_beta":[`...)
+	for i, name := range strings.Split(c.Betas, ",") {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonx.AppendString(dst, name)
+	}
+	return append(dst, "]}"...)
+}
+
+// appendPassMembers appends the members of body and its closing brace: model's value
+// replaced by model, or, for a cloud, the members c's endpoint does not take left out.
+// comma says a member was written before them.
+func appendPassMembers(dst, body []byte, model string, c *CloudPass, comma bool) []byte {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	s := sc.Input()
-	dst = append(dst, '{')
 	var v jsonx.Value
 	for n := 0; ; {
 		from := sc.Pos()
 		if !sc.NextField(&n) {
 			break
 		}
-		if n > 1 {
-			dst = append(dst, ',')
-		}
 		// The name as sent: from its opening quote to the colon before the cursor.
 		name := s[from : sc.Pos()-1]
 		name = strings.TrimRight(name[strings.IndexByte(name, '"'):], " \t\r\n")
-		dst = append(dst, name...)
-		dst = append(dst, ':')
 		if !sc.Value(&v) {
 			break
 		}
-		if sc.Key() == "model" {
+		key := sc.Key()
+		if c != nil && (key == "model" || key == "anthropic_version" || key == "anthropic_beta" || key == "stream" && c.NoStream) {
+			continue
+		}
+		if comma {
+			dst = append(dst, ',')
+		}
+		comma = true
+		dst = append(dst, name...)
+		dst = append(dst, ':')
+		if key == "model" {
 			dst = jsonx.AppendString(dst, model)
 		} else {
 			dst = append(dst, v.Raw...)
