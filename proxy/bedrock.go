@@ -76,3 +76,10 @@ func (p bedrockProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 func (p bedrockProvider) DecodeError(status int, body []byte) *translate.UpstreamError {
 	return converse.DecodeError(status, body)
 }
+
+// ContextExceeded implements translate.ContextLimit: Bedrock refuses a prompt over the
+// model's context window the same way on both APIs (converse.ContextExceeded), so a
+// model's context_fallbacks apply on bedrock backends too.
+func (bedrockProvider) ContextExceeded(e *translate.UpstreamError) bool {
+	return converse.ContextExceeded(e)
+}

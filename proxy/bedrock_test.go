@@ -163,3 +163,32 @@ func TestBedrockPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestBedrockContextExceeded: Bedrock's recorded refusals of a prompt over the context
+// window (Claude and Nova, translate/converse/testdata) are context errors for the
+// bedrock provider, so context_fallbacks apply; another 400 is not.
+func TestBedrockContextExceeded(t *testing.T) {
+	p := newBedrockProvider()
+	for _, tt := range []struct {
+		file string
+		want bool
+	}{
+		{"error-400-input-too-long-claude.pydantic-ai.txtar", true},
+		{"error-400-input-tokens-exceeded-nova.pydantic-ai.txtar", true},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			ar, err := txtar.ParseFile(filepath.Join("..", "translate", "converse", "testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := p.DecodeError(400, bytes.TrimSpace(section(ar, "upstream.json")))
+			if got := translate.ContextExceeded(p, e); got != tt.want {
+				t.Fatalf("ContextExceeded(%q) = %v, want %v", e.Message, got, tt.want)
+			}
+		})
+	}
+	other := p.DecodeError(400, []byte(`{"message":"Malformed input request: #: extraneous key [foo] is not permitted"}`))
+	if translate.ContextExceeded(p, other) {
+		t.Fatalf("ContextExceeded(%q) = true, want false", other.Message)
+	}
+}
