@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,7 @@ import (
 // deployments (OpenAI's body under the resource's paths, the api-key header), Vertex AI's
 // :predict (an OAuth2 token from the service-account flow) and Bedrock's InvokeModel for
 // Titan and Cohere (every request SigV4-signed and checked by the fake). The fakes answer
-// in the shapes of the clouds' references (testdata/fixtures/vertex-embeddings and
+// in the shapes of the recorded answers (testdata/fixtures/vertex-embeddings and
 // bedrock-embeddings, SOURCES.md), with numbers that encode which input they embed, so
 // that order across batches shows in the answer.
 
@@ -215,6 +216,8 @@ func TestBedrock_Embeddings(t *testing.T) {
 				v, _ := json.Marshal(embedOf(s.String()))
 				vs = append(vs, string(v))
 			}
+			// Cohere's answer counts no tokens: Bedrock's header does.
+			w.Header().Set("X-Amzn-Bedrock-Input-Token-Count", strconv.Itoa(3*len(vs)))
 			fmt.Fprintf(w, `{"embeddings":{"float":[%s]},"id":"e1","response_type":"embeddings_by_type","texts":[]}`, strings.Join(vs, ","))
 		default:
 			return false
@@ -242,6 +245,9 @@ func TestBedrock_Embeddings(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEmbedded(t, resp, many)
+	if resp.Usage.PromptTokens != 300 { // the header's count, summed over both requests
+		t.Errorf("cohere prompt tokens %d, want 300", resp.Usage.PromptTokens)
+	}
 	mu.Lock()
 	got := strings.Join(paths, " ")
 	mu.Unlock()

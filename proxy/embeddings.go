@@ -181,10 +181,14 @@ func (e *embedRun) attempt(ctx context.Context, r *route) error {
 			if err != nil {
 				return err
 			}
+			counted := e.out.PromptTokens
 			err = em.DecodeEmbeddings(body, len(part), &e.out)
 			call.body.Release()
 			if err != nil {
 				return upstream.Fault(r.backend.name, "answered embeddings the gateway cannot read: "+strings.TrimPrefix(err.Error(), translate.ErrUpstream.Error()+": "))
+			}
+			if e.out.PromptTokens == counted { // a body without a count: Bedrock's header has it
+				e.out.PromptTokens += headerCount(x.Header(bedrockInputTokens))
 			}
 			return nil
 		})
@@ -231,3 +235,23 @@ func (f *embedForward) event(dst, _, _ []byte, _ *meter) ([]byte, passed, error)
 	return dst, 0, nil
 }
 func (f *embedForward) end(err error, _ *meter) error { return err }
+
+// bedrockInputTokens is the response header in which Bedrock's InvokeModel reports the
+// input tokens it counted, the only count a Cohere embeddings answer carries (recorded in
+// pydantic-ai's Bedrock embeddings cassettes).
+const bedrockInputTokens = "X-Amzn-Bedrock-Input-Token-Count"
+
+// headerCount reads a token count header: a decimal number of at most 9 digits, else 0.
+func headerCount(v []byte) int {
+	if len(v) == 0 || len(v) > 9 {
+		return 0
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

@@ -49,6 +49,10 @@ func (x *Exchange) Buffered() ([]byte, bool) {
 // still refers to it (an error quoting it).
 func (x *Exchange) KeepBody() { x.resp.SwapBody(nil) }
 
+// Header returns the value of the response header name, nil when absent. It is the
+// response's own buffer: valid until Close, to be copied to be kept.
+func (x *Exchange) Header(name string) []byte { return x.resp.Header.Peek(name) }
+
 // Close releases the exchange. It is safe to call once, after the last read.
 func (x *Exchange) Close() {
 	if x.stop() {
