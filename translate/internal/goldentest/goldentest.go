@@ -21,6 +21,7 @@ import (
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/splittest"
 	"github.com/agate-gateway/agate/translate/openaichat"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,8 +70,8 @@ func StreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunk
 	return streamChunks(newDecoder, chunks, nil)
 }
 
-// streamChunks is StreamChunks with the parser's handler wrapped by wrap (Poison), if
-// not nil.
+// streamChunks is StreamChunks with the parser's handler wrapped by wrap
+// (splittest.Poison), if not nil.
 func streamChunks(newDecoder func() translate.StreamDecoder, chunks [][]byte, wrap func(sse.Handler) sse.Handler) []byte {
 	dec := newDecoder()
 	o := newOutput()
@@ -133,17 +134,17 @@ func appendError(out []byte, err error, upErr *translate.UpstreamError) []byte {
 // CheckSplits asserts that the stream decodes to want however it is split: into two reads
 // at every byte offset (for long streams: every offset of the first 2 KiB and last 1 KiB,
 // every offset within 3 bytes of an event boundary, and every 7th offset elsewhere), and
-// byte by byte. The two-read splits are checked as splits.go says: the parser's events at
-// every offset (CheckEventSplits), the decoder once with each event's memory poisoned
-// after its call (Poison), and SampleOffsets decoded in full; byte by byte is decoded in
-// full.
+// byte by byte. The two-read splits are checked as package splittest says: the parser's
+// events at every offset (CheckEventSplits), the decoder once with each event's memory
+// poisoned after its call (Poison), and SampleOffsets decoded in full; byte by byte is
+// decoded in full.
 func CheckSplits(t *testing.T, newDecoder func() translate.StreamDecoder, upstream, want []byte) {
 	t.Helper()
-	if got := streamChunks(newDecoder, [][]byte{upstream}, Poison); !bytes.Equal(got, want) {
+	if got := streamChunks(newDecoder, [][]byte{upstream}, splittest.Poison); !bytes.Equal(got, want) {
 		t.Fatalf("with each event's memory overwritten after its call, the output differs: the decoder keeps a view of an event (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 	}
-	CheckEventSplits(t, upstream, splitOffsets(upstream))
-	for _, i := range SampleOffsets(len(upstream), 8) {
+	splittest.CheckEventSplits(t, upstream, splitOffsets(upstream))
+	for _, i := range splittest.SampleOffsets(len(upstream), 8) {
 		got := StreamChunks(t, newDecoder, [][]byte{upstream[:i], upstream[i:]})
 		if !bytes.Equal(got, want) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))

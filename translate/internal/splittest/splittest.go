@@ -1,17 +1,6 @@
-package goldentest
-
-import (
-	"bytes"
-	"errors"
-	"fmt"
-	"runtime"
-	"sync"
-	"testing"
-
-	"github.com/agate-gateway/agate/internal/sse"
-)
-
-// Splits, checked without decoding the stream again at every offset.
+// Package splittest checks that an SSE stream decodes the same however its bytes are
+// split into reads, without decoding it again at every offset. It is for tests only (it
+// imports testing); it imports internal/sse and nothing of translate.
 //
 // A stream that arrives in two reads reaches a decoder only through the SSE parser: the
 // decoder is handed the parser's events, one call each, and nothing else. So "the stream
@@ -31,6 +20,20 @@ import (
 // no clock or randomness), so from the two the decode of every split follows. The
 // callers still decode byte by byte (every event assembled by the parser) and a few
 // real splits (SampleOffsets) in full, as a check of that argument.
+//
+// CheckEventSplits runs the parser alone, a small part of the cost of a decode.
+package splittest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/agate-gateway/agate/internal/sse"
+)
 
 // Poison wraps fn so that it is handed a copy of each event's type and data, which is
 // overwritten with 0xFF bytes once fn returns: a decoder (or what it emits to) that keeps
