@@ -27,17 +27,6 @@ const (
 	StopRefusal   = "refusal"
 )
 
-// ownFinish returns a finish reason the caller may keep past the event that carried it
-// (whose strings are views of the upstream's event): the core's own constant, or a copy.
-func ownFinish(r string) string {
-	for _, known := range [...]string{translate.FinishStop, translate.FinishLength, translate.FinishToolCalls, translate.FinishContentFilter} {
-		if r == known {
-			return known
-		}
-	}
-	return strings.Clone(r)
-}
-
 // StopReason maps a core (OpenAI) finish reason to Anthropic's stop_reason. calledTools
 // says whether the response holds tool_use blocks: some upstreams (Gemini) finish a turn
 // of tool calls with a plain stop. A stop sequence cannot be told apart from a natural end
@@ -161,7 +150,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) ([]byte, error) {
 		e.usage = ev.Usage
 	case translate.EventFinish:
 		if e.finish == "" || ev.FinishReason != translate.FinishStop {
-			e.finish = ownFinish(ev.FinishReason)
+			e.finish = translate.OwnedFinishReason(ev.FinishReason)
 		}
 	}
 	return dst, nil
@@ -320,7 +309,7 @@ func (a *Assembler) Add(ev *translate.Event) error {
 		a.usage = ev.Usage
 	case translate.EventFinish:
 		if a.finish == "" || ev.FinishReason != translate.FinishStop {
-			a.finish = ownFinish(ev.FinishReason)
+			a.finish = translate.OwnedFinishReason(ev.FinishReason)
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
+	"github.com/agate-gateway/agate/translate/internal/splittest"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"
 )
@@ -84,6 +85,13 @@ func mustParse(t testing.TB, body string) *Request {
 // ends the stream with an error event.
 func replay(t testing.TB, p translate.Provider, stream []byte, splits ...int) []byte {
 	t.Helper()
+	return replayWrapped(t, p, stream, nil, splits...)
+}
+
+// replayWrapped is replay with the parser's handler wrapped by wrap (splittest.Poison),
+// if not nil.
+func replayWrapped(t testing.TB, p translate.Provider, stream []byte, wrap func(sse.Handler) sse.Handler, splits ...int) []byte {
+	t.Helper()
 	req := mustParse(t, `{"model":"client-model","input":"hi","stream":true}`)
 	enc := NewEncoder(req, EncoderOptions{ID: "resp_test", Model: "client-model", Created: 1700000000, Stream: true})
 	dec := p.NewStreamDecoder(&translate.Options{Stream: true})
@@ -96,7 +104,10 @@ func replay(t testing.TB, p translate.Provider, stream []byte, splits ...int) []
 		return nil
 	}
 	var ps sse.Parser
-	handler := func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	var handler sse.Handler = func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	if wrap != nil {
+		handler = wrap(handler)
+	}
 	prev := 0
 	var err error
 	for _, s := range append(splits, len(stream)) {
@@ -300,7 +311,7 @@ func schemas(t testing.TB) (*eventSchemas, *jsonschema.Schema) {
 }
 
 // TestStreamGoldens replays every recorded upstream stream through the Responses encoder,
-// whole and split at byte offsets, and checks the stream invariants and that every event
+// whole and split at byte offsets (see package splittest), and checks the stream invariants and that every event
 // and the final Response satisfy the published schema.
 func TestStreamGoldens(t *testing.T) {
 	eventSchema, _ := schemas(t)
@@ -323,12 +334,23 @@ func TestStreamGoldens(t *testing.T) {
 						t.Errorf("event %d (%s) does not satisfy ResponseStreamEvent: %v\n%s", i, f.typ, err, f.data)
 					}
 				}
-				// Every byte offset for recordings up to 8 KiB; about 200 offsets for longer ones.
+				// Every byte offset for recordings up to 8 KiB; about 200 offsets for longer
+				// ones; checked as package splittest says: the parser's events at every
+				// offset, one replay with each event's memory poisoned after its call, and a
+				// few splits replayed in full.
+				if got := replayWrapped(t, u.provider, stream, splittest.Poison); !bytes.Equal(got, whole) {
+					t.Fatalf("with each event's memory overwritten after its call, the output differs: a view of an event is kept (-want +got):\n%s", cmp.Diff(string(whole), string(got)))
+				}
 				step := 1
 				if len(stream) > 8<<10 {
 					step = len(stream) / 200
 				}
+				var offsets []int
 				for k := 1; k < len(stream); k += step {
+					offsets = append(offsets, k)
+				}
+				splittest.CheckEventSplits(t, stream, offsets)
+				for _, k := range splittest.SampleOffsets(len(stream), 8) {
 					if got := replay(t, u.provider, stream, k); !bytes.Equal(got, whole) {
 						t.Fatalf("split at byte %d: output differs from the whole stream's", k)
 					}
