@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/splittest"
 )
 
 // AWS event streams (Bedrock's ConverseStream and InvokeModelWithResponseStream) in the
@@ -71,20 +73,55 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // message; a frame cut short, with an error naming that.
 func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
+	return eventStreamChunks(newDecoder, chunks, false)
+}
+
+// eventStreamChunks is EventStreamChunks; poison overwrites each payload once the
+// decoder's call returns (see splittest.Poison).
+func eventStreamChunks(newDecoder func() translate.StreamDecoder, chunks [][]byte, poison bool) []byte {
 	dec := newDecoder()
 	o := newOutput()
+	err := readFrames(chunks, func(f frame) error {
+		switch f.messageType {
+		case "event":
+			err := dec.Event([]byte(f.eventType), f.payload, o.emit)
+			if poison {
+				for i := range f.payload {
+					f.payload[i] = 0xFF
+				}
+			}
+			return err
+		case "exception":
+			return &translate.UpstreamError{Status: 502, Type: "api_error", Code: f.exceptionType, Message: string(f.payload)}
+		default:
+			return errors.New("a frame of message type " + f.messageType)
+		}
+	})
+	if err == nil {
+		err = dec.Close(o.emit)
+	}
+	return o.end(err)
+}
+
+// frame is what the gateway reads of one event-stream frame.
+type frame struct {
+	messageType, eventType, exceptionType string
+	payload                               []byte
+}
+
+// readFrames decodes event-stream frames delivered in chunks with the AWS SDK's Decoder,
+// as the gateway's pump reads them, and hands each to fn. It returns fn's error, the
+// Decoder's, or nil at the end of the frames.
+func readFrames(chunks [][]byte, fn func(frame) error) error {
 	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
 	sdk := eventstream.NewDecoder()
-	var err error
-	for err == nil {
-		var msg eventstream.Message
-		msg, err = sdk.Decode(r, nil)
+	for {
+		msg, err := sdk.Decode(r, nil)
 		if errors.Is(err, io.EOF) {
-			err = dec.Close(o.emit)
-			break
+			return nil
 		}
 		if err != nil {
-			break
+			return err
 		}
 		header := func(name string) string {
 			if v, ok := msg.Headers.Get(name).(eventstream.StringValue); ok {
@@ -92,25 +129,60 @@ func EventStreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, 
 			}
 			return ""
 		}
-		switch header(":message-type") {
-		case "event":
-			err = dec.Event([]byte(header(":event-type")), msg.Payload, o.emit)
-		case "exception":
-			err = &translate.UpstreamError{Status: 502, Type: "api_error", Code: header(":exception-type"), Message: string(msg.Payload)}
-		default:
-			err = errors.New("a frame of message type " + header(":message-type"))
+		if err := fn(frame{header(":message-type"), header(":event-type"), header(":exception-type"), msg.Payload}); err != nil {
+			return err
 		}
 	}
-	return o.end(err)
 }
 
-// eventStream runs one event-stream recording: want.sse, the chunk contract, every split.
+// checkFrameSplits asserts that, split into two reads at each of offsets, frames are read
+// as the same frames (headers and payload), with the same error, as in one read: the
+// framing half of "decodes the same however it is split", as splittest.CheckEventSplits
+// is for SSE.
+func checkFrameSplits(t *testing.T, frames []byte, offsets []int) {
+	t.Helper()
+	var want []frame
+	wantErr := readFrames([][]byte{frames}, func(f frame) error {
+		f.payload = bytes.Clone(f.payload)
+		want = append(want, f)
+		return nil
+	})
+	check := func(i int) error {
+		n := 0
+		err := readFrames([][]byte{frames[:i], frames[i:]}, func(f frame) error {
+			if n >= len(want) || f.messageType != want[n].messageType || f.eventType != want[n].eventType ||
+				f.exceptionType != want[n].exceptionType || !bytes.Equal(f.payload, want[n].payload) {
+				return fmt.Errorf("frame %d differs: %+v", n, f)
+			}
+			n++
+			return nil
+		})
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			return fmt.Errorf("error %v, want %v", err, wantErr)
+		}
+		if n != len(want) {
+			return fmt.Errorf("%d frames, want %d", n, len(want))
+		}
+		return nil
+	}
+	if i, err := splittest.FirstFailure(offsets, check); err != nil {
+		t.Fatalf("split at byte %d: the frames read differ: %v", i, err)
+	}
+}
+
+// eventStream runs one event-stream recording: want.sse, the chunk contract, every split
+// (checked as splittest says: the frames read at every offset, the decoder once with each
+// payload poisoned after its call, SampleOffsets decoded in full) and byte by byte.
 func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
 	t.Helper()
 	got := EventStreamChunks(t, d.NewDecoder, [][]byte{frames})
 	Golden(t, path, "want.sse", got)
 	CheckChunks(t, got)
-	for _, i := range frameSplitOffsets(frames) {
+	if poisoned := eventStreamChunks(d.NewDecoder, [][]byte{frames}, true); !bytes.Equal(poisoned, got) {
+		t.Fatalf("with each payload overwritten after its call, the output differs: the decoder keeps a view of a payload (-want +got):\n%s", cmp.Diff(string(got), string(poisoned)))
+	}
+	checkFrameSplits(t, frames, frameSplitOffsets(frames))
+	for _, i := range splittest.SampleOffsets(len(frames), 8) {
 		if split := EventStreamChunks(t, d.NewDecoder, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(split, got) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(got), string(split)))
 		}

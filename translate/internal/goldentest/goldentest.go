@@ -140,10 +140,16 @@ func appendError(out []byte, err error, upErr *translate.UpstreamError) []byte {
 // decoded in full.
 func CheckSplits(t *testing.T, newDecoder func() translate.StreamDecoder, upstream, want []byte) {
 	t.Helper()
+	CheckSplitsAt(t, newDecoder, upstream, want, splitOffsets(upstream))
+}
+
+// CheckSplitsAt is CheckSplits with the two-read splits at the given offsets.
+func CheckSplitsAt(t *testing.T, newDecoder func() translate.StreamDecoder, upstream, want []byte, offsets []int) {
+	t.Helper()
 	if got := streamChunks(newDecoder, [][]byte{upstream}, splittest.Poison); !bytes.Equal(got, want) {
 		t.Fatalf("with each event's memory overwritten after its call, the output differs: the decoder keeps a view of an event (-want +got):\n%s", cmp.Diff(string(want), string(got)))
 	}
-	splittest.CheckEventSplits(t, upstream, splitOffsets(upstream))
+	splittest.CheckEventSplits(t, upstream, offsets)
 	for _, i := range splittest.SampleOffsets(len(upstream), 8) {
 		got := StreamChunks(t, newDecoder, [][]byte{upstream[:i], upstream[i:]})
 		if !bytes.Equal(got, want) {

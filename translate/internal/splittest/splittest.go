@@ -117,14 +117,15 @@ func CheckEventSplits(t testing.TB, stream []byte, offsets []int) {
 		}
 		return nil
 	}
-	if i, err := firstFailure(offsets, check); err != nil {
+	if i, err := FirstFailure(offsets, check); err != nil {
 		t.Fatalf("split at byte %d: the parser hands over different events: %v", i, err)
 	}
 }
 
-// firstFailure runs check on every offset, spread over GOMAXPROCS goroutines, and returns
-// the lowest failing offset and its error (-1 and nil when none fails).
-func firstFailure(offsets []int, check func(int) error) (int, error) {
+// FirstFailure runs check on every offset, spread over GOMAXPROCS goroutines, and returns
+// the lowest failing offset and its error (-1 and nil when none fails). check must be
+// safe to run concurrently with itself.
+func FirstFailure(offsets []int, check func(int) error) (int, error) {
 	workers := min(runtime.GOMAXPROCS(0), len(offsets))
 	var (
 		mu       sync.Mutex
