@@ -14,12 +14,12 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
 
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
 	"github.com/agate-gateway/agate/translate/gemini"
 	"github.com/agate-gateway/agate/translate/internal/spectest"
-	"github.com/agate-gateway/agate/translate/internal/splittest"
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/agate-gateway/agate/translate/openai"
 	"github.com/agate-gateway/agate/translate/responses"

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/splittest"
 )
 
 // AWS event streams (Bedrock's ConverseStream and InvokeModelWithResponseStream) in the

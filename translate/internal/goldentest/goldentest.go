@@ -20,8 +20,8 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/agate-gateway/agate/translate/internal/splittest"
 	"github.com/agate-gateway/agate/translate/openaichat"
 
 	"github.com/google/go-cmp/cmp"

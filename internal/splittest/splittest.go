@@ -1,6 +1,6 @@
 // Package splittest checks that an SSE stream decodes the same however its bytes are
 // split into reads, without decoding it again at every offset. It is for tests only (it
-// imports testing); it imports internal/sse and nothing of translate.
+// imports testing); it imports internal/sse and nothing else of the module.
 //
 // A stream that arrives in two reads reaches a decoder only through the SSE parser: the
 // decoder is handed the parser's events, one call each, and nothing else. So "the stream
