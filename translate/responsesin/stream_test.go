@@ -245,9 +245,9 @@ func compact(t testing.TB, raws []json.RawMessage) []string {
 // eventSchemas validates Responses stream events against the published schema of their
 // type (a ResponseStreamEvent variant), compiled when first needed.
 type eventSchemas struct {
-	t      testing.TB
-	byType map[string]string // event type -> schema name
-	cache  map[string]*jsonschema.Schema
+	compile func(pointer string) *jsonschema.Schema // of the spec, parsed once
+	byType  map[string]string                       // event type -> schema name
+	cache   map[string]*jsonschema.Schema
 }
 
 func (s *eventSchemas) validate(data []byte) error {
@@ -263,7 +263,7 @@ func (s *eventSchemas) validate(data []byte) error {
 	}
 	sc, ok := s.cache[name]
 	if !ok {
-		sc = spectest.Schema(s.t, "openai/chat-and-responses.json", "#/components/schemas/"+name)
+		sc = s.compile("#/components/schemas/" + name)
 		s.cache[name] = sc
 	}
 	return spectest.Validate(sc, data)
@@ -292,7 +292,8 @@ func schemas(t testing.TB) (*eventSchemas, *jsonschema.Schema) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	es := &eventSchemas{t: t, byType: map[string]string{}, cache: map[string]*jsonschema.Schema{}}
+	compile := spectest.Compiler(t, "openai/chat-and-responses.json")
+	es := &eventSchemas{compile: compile, byType: map[string]string{}, cache: map[string]*jsonschema.Schema{}}
 	for _, v := range doc.Components.Schemas["ResponseStreamEvent"].AnyOf {
 		name := strings.TrimPrefix(v.Ref, "#/components/schemas/")
 		if e := doc.Components.Schemas[name].Properties.Type.Enum; len(e) == 1 {
@@ -305,14 +306,14 @@ func schemas(t testing.TB) (*eventSchemas, *jsonschema.Schema) {
 	if err := es.validate([]byte(`{"type":"response.output_text.delta","sequence_number":1}`)); err == nil {
 		t.Fatal("validator accepted a known-invalid event")
 	}
-	response := spectest.Schema(t, "openai/chat-and-responses.json", "#/components/schemas/Response")
+	response := compile("#/components/schemas/Response")
 	spectest.MustRejectInvalid(t, response, `{"id":"resp_1","object":"response","output":[]}`)
 	return es, response
 }
 
 // TestStreamGoldens replays every recorded upstream stream through the Responses encoder,
-// whole and split at byte offsets (see package splittest), and checks the stream invariants and that every event
-// and the final Response satisfy the published schema.
+// whole and split at byte offsets (see package splittest), and checks the stream
+// invariants and that every event and the final Response satisfy the published schema.
 func TestStreamGoldens(t *testing.T) {
 	eventSchema, _ := schemas(t)
 	for _, u := range upstreams {
