@@ -5,14 +5,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"golang.org/x/tools/txtar"
 
+	"github.com/agate-gateway/agate/internal/splittest"
+	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/upstream"
@@ -32,6 +36,12 @@ func section(ar *txtar.Archive, name string) []byte {
 // bedrock backend's Claude stream decoder, and returns the OpenAI SSE a client gets, as
 // the golden runner writes it (translate/internal/goldentest: its id, model and created).
 func pumpInvoke(t *testing.T, p translate.Provider, opts *translate.Options, chunks [][]byte) []byte {
+	return pumpInvokeWrapped(t, p, opts, chunks, nil)
+}
+
+// pumpInvokeWrapped is pumpInvoke with the pump's handler wrapped by wrap
+// (splittest.Poison), if not nil.
+func pumpInvokeWrapped(t *testing.T, p translate.Provider, opts *translate.Options, chunks [][]byte, wrap func(sse.Handler) sse.Handler) []byte {
 	dec := p.NewStreamDecoder(opts)
 	enc := openaichat.NewChunkEncoder("chatcmpl-golden", "client-model", 1700000000, true)
 	var out []byte
@@ -44,9 +54,12 @@ func pumpInvoke(t *testing.T, p translate.Provider, opts *translate.Options, chu
 		out = enc.Encode(out, ev)
 		return nil
 	}
+	var fn sse.Handler = func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	if wrap != nil {
+		fn = wrap(fn)
+	}
 	r := &chunked{chunks: append([][]byte(nil), chunks...)}
-	err := upstream.PumpEventStream(context.Background(), r, "aws", p, func(typ, data []byte) error { return dec.Event(typ, data, emit) },
-		nil, func() error { return dec.Close(emit) })
+	err := upstream.PumpEventStream(context.Background(), r, "aws", p, fn, nil, func() error { return dec.Close(emit) })
 	if err != nil {
 		if upErr == nil {
 			upErr = upstream.AsError(err)
@@ -57,6 +70,21 @@ func pumpInvoke(t *testing.T, p translate.Provider, opts *translate.Options, chu
 		return openaichat.AppendErrorEvent(out, upErr.Message, upErr.Type, upErr.Param, upErr.Code)
 	}
 	return enc.Finish(out)
+}
+
+// pumpedEvent is one event the event-stream pump hands over: copies of its type and data.
+type pumpedEvent struct{ typ, data string }
+
+// pumpEvents runs frames, delivered in chunks, through the event-stream pump alone and
+// returns the events it hands over and its error: what a decoder would be given.
+func pumpEvents(p translate.Provider, chunks [][]byte) ([]pumpedEvent, error) {
+	var evs []pumpedEvent
+	r := &chunked{chunks: append([][]byte(nil), chunks...)}
+	err := upstream.PumpEventStream(context.Background(), r, "aws", p, func(typ, data []byte) error {
+		evs = append(evs, pumpedEvent{string(typ), string(data)})
+		return nil
+	}, nil, func() error { return nil })
+	return evs, err
 }
 
 // chunked returns one chunk a Read.
@@ -100,8 +128,10 @@ func invokeFrames(t testing.TB, sse []byte) []byte {
 
 // TestBedrockInvokeStreamGoldens: every recorded Anthropic stream of translate/anthropic,
 // sent as Bedrock's InvokeModelWithResponseStream frames it, reaches the client exactly as
-// it does from Anthropic's API (that recording's want.sse), split into two reads at every
-// byte offset.
+// it does from Anthropic's API (that recording's want.sse), split into two reads at about
+// 512 byte offsets. The splits are checked as package splittest says: the events the
+// pump hands over at every offset, the decoder once with each event poisoned after its
+// call, and a few splits decoded in full.
 func TestBedrockInvokeStreamGoldens(t *testing.T) {
 	files, _ := filepath.Glob("../translate/anthropic/testdata/*.txtar")
 	p := newBedrockProvider()
@@ -131,7 +161,24 @@ func TestBedrockInvokeStreamGoldens(t *testing.T) {
 			if got := pumpInvoke(t, p, opts, [][]byte{frames}); !bytes.Equal(got, want) {
 				t.Fatalf("through InvokeModelWithResponseStream frames\n%s\nfrom Anthropic's API\n%s", got, want)
 			}
+			if got := pumpInvokeWrapped(t, p, opts, [][]byte{frames}, splittest.Poison); !bytes.Equal(got, want) {
+				t.Fatalf("with each event's memory overwritten after its call\n%s\nwithout\n%s", got, want)
+			}
+			whole, wholeErr := pumpEvents(p, [][]byte{frames})
+			var offsets []int
 			for i := 1; i < len(frames); i += 1 + len(frames)/512 {
+				offsets = append(offsets, i)
+			}
+			if i, err := splittest.FirstFailure(offsets, func(i int) error {
+				evs, err := pumpEvents(p, [][]byte{frames[:i], frames[i:]})
+				if !slices.Equal(evs, whole) || fmt.Sprint(err) != fmt.Sprint(wholeErr) {
+					return fmt.Errorf("the pump handed over %d events (error %v), whole %d (error %v)", len(evs), err, len(whole), wholeErr)
+				}
+				return nil
+			}); err != nil {
+				t.Fatalf("split at byte %d differs: %v", i, err)
+			}
+			for _, i := range splittest.SampleOffsets(len(frames), 8) {
 				if got := pumpInvoke(t, p, opts, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(got, want) {
 					t.Fatalf("split at byte %d differs", i)
 				}

@@ -339,8 +339,17 @@ func TestDeployments_ReloadMidTraffic(t *testing.T) {
 	}
 	g := gatewaytest.StartYAML(t, yamlOf("weighted", 0, 1, 2), gatewaytest.Options{})
 	c := gatewaytest.Anthropic(g.URL, "client-key")
-	var wg sync.WaitGroup
-	var failed atomic.Int64
+	// The waits below count requests, not milliseconds, so a loaded machine only makes
+	// them longer: gen counts the reloads that returned; afterReload[w] is how many of
+	// worker w's requests begun after the last one have ended.
+	var (
+		wg          sync.WaitGroup
+		failed      atomic.Int64
+		ended       atomic.Int64
+		gen         atomic.Int64
+		afterReload [4]atomic.Int64
+	)
+	const reloads = 2
 	stop := make(chan struct{})
 	for w := range 4 {
 		wg.Go(func() {
@@ -350,27 +359,58 @@ func TestDeployments_ReloadMidTraffic(t *testing.T) {
 					return
 				default:
 				}
+				begun := gen.Load()
 				_, err := c.Messages.New(context.Background(), conversationParams(w*1000+n%7, nil))
 				if err != nil {
 					failed.Add(1)
 					t.Errorf("request: %v", err)
 					return
 				}
+				ended.Add(1)
+				if begun == reloads {
+					afterReload[w].Add(1)
+				}
 			}
 		})
+	}
+	// waitFor waits at least d and until cond holds (or a request failed, or 10 s).
+	waitFor := func(d time.Duration, what string, cond func() bool) {
+		t.Helper()
+		time.Sleep(d)
+		for limit := time.Now().Add(10 * time.Second); !cond() && failed.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(limit) {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("waited 10 s for %s", what)
+			}
+		}
 	}
 	for _, step := range []struct {
 		balance     string
 		deployments []int
 	}{{"weighted", []int{1, 2, 3}}, {"least_busy", []int{2, 3}}} {
-		time.Sleep(50 * time.Millisecond)
+		from := ended.Load()
+		waitFor(50*time.Millisecond, "8 requests under a configuration", func() bool { return ended.Load() >= from+8 })
 		if err := g.Server.Apply(gatewaytest.Parse(t, yamlOf(step.balance, step.deployments...))); err != nil {
 			t.Fatal(err)
 		}
+		gen.Add(1)
 	}
-	time.Sleep(20 * time.Millisecond) // requests begun before the last reload end on theirs
+	// Requests begun before the last reload end on theirs: once every worker has ended
+	// one begun after it, none is left.
+	everyWorker := func(n int64) func() bool {
+		return func() bool {
+			for w := range afterReload {
+				if afterReload[w].Load() < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(0, "a request begun after the reload, on every worker", everyWorker(1))
 	before := []int64{fakes[0].requests.Load(), fakes[1].requests.Load()}
-	time.Sleep(50 * time.Millisecond)
+	waitFor(50*time.Millisecond, "more requests on every worker", everyWorker(3))
 	close(stop)
 	wg.Wait()
 	if failed.Load() > 0 {

@@ -69,20 +69,32 @@ func chatWithCarryIDs(ids []string) string {
 		strings.Join(calls, ",") + `]},` + strings.Join(results, ",") + `],"tools":[{"type":"function","function":{"name":"f"}}]}`
 }
 
+// carryIDs returns n tool call ids toolu_<i>, each carrying the state of size bytes. The
+// state is compressed once (a carry id is its upstream id followed by the carried part,
+// which does not depend on the id): compressing 7 MiB takes seconds under -race.
 func carryIDs(n, size int) []string {
+	carried := strings.TrimPrefix(translate.CarryID("toolu_0", inflatingState(size)), "toolu_0")
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = translate.CarryID(fmt.Sprintf("toolu_%d", i), inflatingState(size))
+		ids[i] = fmt.Sprintf("toolu_%d", i) + carried
 	}
 	return ids
 }
 
+// blobItems returns n reasoning items, each with the sealed block of size bytes (sealed
+// once: it is the same for every item).
 func blobItems(n, size int) string {
-	items := make([]string, n)
-	for i := range items {
-		items[i] = fmt.Sprintf(`{"type":"reasoning","summary":[],"encrypted_content":%q}`, inflatingBlob(size))
+	item := fmt.Sprintf(`{"type":"reasoning","summary":[],"encrypted_content":%q}`, inflatingBlob(size))
+	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
+}
+
+// TestCarryIDs_AsCarryIDWritesThem: carryIDs' shortcut gives the ids CarryID gives.
+func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
+	for i, id := range carryIDs(3, 1<<10) {
+		if want := translate.CarryID(fmt.Sprintf("toolu_%d", i), inflatingState(1<<10)); id != want {
+			t.Errorf("carry id %d is %q, CarryID writes %q", i, id, want)
+		}
 	}
-	return strings.Join(items, ",")
 }
 
 // TestCarriedState_BoundedPerRequest: three pieces of 7 MiB state (21 MiB, over the
@@ -144,12 +156,13 @@ func TestCarriedState_BoundedPerRequest(t *testing.T) {
 // previous_response_id, and nothing more goes upstream.
 func TestCarriedState_StoredContinuation(t *testing.T) {
 	g, up := inflateGateway(t, "")
-	first := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","store":true,"input":[{"role":"user","content":"go"},`+blobItems(2, bigState)+`,{"role":"user","content":"on"}]}`))
+	blob := blobItems(1, bigState)
+	first := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","store":true,"input":[{"role":"user","content":"go"},`+blob+","+blob+`,{"role":"user","content":"on"}]}`))
 	id := gjson.GetBytes(first.body, "id").Str
 	if first.status != 200 || id == "" {
 		t.Fatalf("first request: %d %s", first.status, first.body)
 	}
-	next := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","previous_response_id":"`+id+`","input":[`+blobItems(1, bigState)+`,{"role":"user","content":"more"}]}`))
+	next := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","previous_response_id":"`+id+`","input":[`+blob+`,{"role":"user","content":"more"}]}`))
 	got := decodeError(t, next)
 	got.Message = ""
 	if diff := cmp.Diff(errorView{Status: 400, Type: "invalid_request_error", Param: "previous_response_id", Code: "carried_state_too_large"}, got); diff != "" {

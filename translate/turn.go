@@ -60,14 +60,15 @@ func (t *Turn) Add(ev *Event) {
 		}
 	case EventFinish:
 		if t.finish == "" {
-			t.finish = ownedFinishReason(ev.FinishReason)
+			t.finish = OwnedFinishReason(ev.FinishReason)
 		}
 	}
 }
 
-// ownedFinishReason returns a copy of r, which the decoder owns: the constant for the
-// reasons the decoders emit, so the common case allocates nothing.
-func ownedFinishReason(r string) string {
+// OwnedFinishReason returns a copy of r, an Event's FinishReason (which may alias the
+// decoder's input), that may be kept past the event: the constant for the reasons the
+// decoders emit, so the common case allocates nothing.
+func OwnedFinishReason(r string) string {
 	switch r {
 	case FinishStop:
 		return FinishStop

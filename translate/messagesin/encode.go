@@ -150,7 +150,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) ([]byte, error) {
 		e.usage = ev.Usage
 	case translate.EventFinish:
 		if e.finish == "" || ev.FinishReason != translate.FinishStop {
-			e.finish = ev.FinishReason
+			e.finish = translate.OwnedFinishReason(ev.FinishReason)
 		}
 	}
 	return dst, nil
@@ -309,7 +309,7 @@ func (a *Assembler) Add(ev *translate.Event) error {
 		a.usage = ev.Usage
 	case translate.EventFinish:
 		if a.finish == "" || ev.FinishReason != translate.FinishStop {
-			a.finish = ev.FinishReason
+			a.finish = translate.OwnedFinishReason(ev.FinishReason)
 		}
 	}
 	return nil

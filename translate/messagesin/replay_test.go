@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/tools/txtar"
 
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
@@ -49,6 +50,12 @@ var wireProviders = map[string]func() translate.Provider{
 // an error event when the upstream failed. It also returns the events' Message object.
 func replay(t testing.TB, p translate.Provider, chunks [][]byte) (stream, message []byte) {
 	t.Helper()
+	return replayWrapped(p, chunks, nil)
+}
+
+// replayWrapped is replay with the parser's handler wrapped by wrap (splittest.Poison),
+// if not nil.
+func replayWrapped(p translate.Provider, chunks [][]byte, wrap func(sse.Handler) sse.Handler) (stream, message []byte) {
 	dec := p.NewStreamDecoder(&translate.Options{Stream: true})
 	enc := messagesin.NewEncoder(goldenID, goldenModel)
 	var asm messagesin.Assembler
@@ -63,9 +70,13 @@ func replay(t testing.TB, p translate.Provider, chunks [][]byte) (stream, messag
 		return err
 	}
 	var parser sse.Parser
+	var fn sse.Handler = func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	if wrap != nil {
+		fn = wrap(fn)
+	}
 	var err error
 	for _, c := range chunks {
-		if err = parser.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, emit) }); err != nil {
+		if err = parser.Feed(c, fn); err != nil {
 			break
 		}
 	}
@@ -87,6 +98,9 @@ func replay(t testing.TB, p translate.Provider, chunks [][]byte) (stream, messag
 // encoder: the output matches its golden (testdata/replay/<wire>/<name>.txtar, rewritten
 // by -update), is the same however the upstream bytes are split, keeps the Messages
 // stream invariants, and its Message object satisfies the published Message schema.
+// The splits are checked as package splittest says: the parser's events at every
+// offset, one replay with each event's memory poisoned after its call, and a few splits
+// replayed in full.
 func TestReplayRecordedStreams(t *testing.T) {
 	message := spectest.Schema(t, "anthropic/messages.json", "#/components/schemas/Message")
 	spectest.MustRejectInvalid(t, message, `{"type":"message"}`)
@@ -113,7 +127,11 @@ func TestReplayRecordedStreams(t *testing.T) {
 						t.Errorf("message against the spec: %v\n%s", err, msg)
 					}
 				}
-				for _, i := range splitOffsets(upstream) {
+				if got, _ := replayWrapped(p, [][]byte{upstream}, splittest.Poison); !bytes.Equal(got, want) {
+					t.Fatalf("with each event's memory overwritten after its call, the output differs: a view of an event is kept (-want +got):\n%s", cmp.Diff(string(want), string(got)))
+				}
+				splittest.CheckEventSplits(t, upstream, splitOffsets(upstream))
+				for _, i := range splittest.SampleOffsets(len(upstream), 8) {
 					if got, _ := replay(t, p, [][]byte{upstream[:i], upstream[i:]}); !bytes.Equal(got, want) {
 						t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))
 					}

@@ -163,7 +163,7 @@ func (e *ChunkEncoder) Encode(dst []byte, ev *translate.Event) []byte {
 		e.usage = ev.Usage
 	case translate.EventFinish:
 		if c.finish == "" {
-			c.finish = ev.FinishReason
+			c.finish = ownedReason(ev.FinishReason) // written later: ev's strings are views of the upstream's event
 		}
 	}
 	return dst

@@ -286,7 +286,7 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 	case translate.EventUsage:
 		e.usage = ev.Usage
 	case translate.EventFinish:
-		e.finish = ev.FinishReason
+		e.finish = translate.OwnedFinishReason(ev.FinishReason) // ev's strings are views of the upstream's event
 	}
 	return dst
 }

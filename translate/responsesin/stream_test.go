@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/internal/sse"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/anthropic"
@@ -84,6 +85,13 @@ func mustParse(t testing.TB, body string) *Request {
 // ends the stream with an error event.
 func replay(t testing.TB, p translate.Provider, stream []byte, splits ...int) []byte {
 	t.Helper()
+	return replayWrapped(t, p, stream, nil, splits...)
+}
+
+// replayWrapped is replay with the parser's handler wrapped by wrap (splittest.Poison),
+// if not nil.
+func replayWrapped(t testing.TB, p translate.Provider, stream []byte, wrap func(sse.Handler) sse.Handler, splits ...int) []byte {
+	t.Helper()
 	req := mustParse(t, `{"model":"client-model","input":"hi","stream":true}`)
 	enc := NewEncoder(req, EncoderOptions{ID: "resp_test", Model: "client-model", Created: 1700000000, Stream: true})
 	dec := p.NewStreamDecoder(&translate.Options{Stream: true})
@@ -96,7 +104,10 @@ func replay(t testing.TB, p translate.Provider, stream []byte, splits ...int) []
 		return nil
 	}
 	var ps sse.Parser
-	handler := func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	var handler sse.Handler = func(typ, data []byte) error { return dec.Event(typ, data, emit) }
+	if wrap != nil {
+		handler = wrap(handler)
+	}
 	prev := 0
 	var err error
 	for _, s := range append(splits, len(stream)) {
@@ -234,9 +245,9 @@ func compact(t testing.TB, raws []json.RawMessage) []string {
 // eventSchemas validates Responses stream events against the published schema of their
 // type (a ResponseStreamEvent variant), compiled when first needed.
 type eventSchemas struct {
-	t      testing.TB
-	byType map[string]string // event type -> schema name
-	cache  map[string]*jsonschema.Schema
+	compile func(pointer string) *jsonschema.Schema // of the spec, parsed once
+	byType  map[string]string                       // event type -> schema name
+	cache   map[string]*jsonschema.Schema
 }
 
 func (s *eventSchemas) validate(data []byte) error {
@@ -252,7 +263,7 @@ func (s *eventSchemas) validate(data []byte) error {
 	}
 	sc, ok := s.cache[name]
 	if !ok {
-		sc = spectest.Schema(s.t, "openai/chat-and-responses.json", "#/components/schemas/"+name)
+		sc = s.compile("#/components/schemas/" + name)
 		s.cache[name] = sc
 	}
 	return spectest.Validate(sc, data)
@@ -281,7 +292,8 @@ func schemas(t testing.TB) (*eventSchemas, *jsonschema.Schema) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	es := &eventSchemas{t: t, byType: map[string]string{}, cache: map[string]*jsonschema.Schema{}}
+	compile := spectest.Compiler(t, "openai/chat-and-responses.json")
+	es := &eventSchemas{compile: compile, byType: map[string]string{}, cache: map[string]*jsonschema.Schema{}}
 	for _, v := range doc.Components.Schemas["ResponseStreamEvent"].AnyOf {
 		name := strings.TrimPrefix(v.Ref, "#/components/schemas/")
 		if e := doc.Components.Schemas[name].Properties.Type.Enum; len(e) == 1 {
@@ -294,14 +306,14 @@ func schemas(t testing.TB) (*eventSchemas, *jsonschema.Schema) {
 	if err := es.validate([]byte(`{"type":"response.output_text.delta","sequence_number":1}`)); err == nil {
 		t.Fatal("validator accepted a known-invalid event")
 	}
-	response := spectest.Schema(t, "openai/chat-and-responses.json", "#/components/schemas/Response")
+	response := compile("#/components/schemas/Response")
 	spectest.MustRejectInvalid(t, response, `{"id":"resp_1","object":"response","output":[]}`)
 	return es, response
 }
 
 // TestStreamGoldens replays every recorded upstream stream through the Responses encoder,
-// whole and split at byte offsets, and checks the stream invariants and that every event
-// and the final Response satisfy the published schema.
+// whole and split at byte offsets (see package splittest), and checks the stream
+// invariants and that every event and the final Response satisfy the published schema.
 func TestStreamGoldens(t *testing.T) {
 	eventSchema, _ := schemas(t)
 	for _, u := range upstreams {
@@ -323,12 +335,23 @@ func TestStreamGoldens(t *testing.T) {
 						t.Errorf("event %d (%s) does not satisfy ResponseStreamEvent: %v\n%s", i, f.typ, err, f.data)
 					}
 				}
-				// Every byte offset for recordings up to 8 KiB; about 200 offsets for longer ones.
+				// Every byte offset for recordings up to 8 KiB; about 200 offsets for longer
+				// ones; checked as package splittest says: the parser's events at every
+				// offset, one replay with each event's memory poisoned after its call, and a
+				// few splits replayed in full.
+				if got := replayWrapped(t, u.provider, stream, splittest.Poison); !bytes.Equal(got, whole) {
+					t.Fatalf("with each event's memory overwritten after its call, the output differs: a view of an event is kept (-want +got):\n%s", cmp.Diff(string(whole), string(got)))
+				}
 				step := 1
 				if len(stream) > 8<<10 {
 					step = len(stream) / 200
 				}
+				var offsets []int
 				for k := 1; k < len(stream); k += step {
+					offsets = append(offsets, k)
+				}
+				splittest.CheckEventSplits(t, stream, offsets)
+				for _, k := range splittest.SampleOffsets(len(stream), 8) {
 					if got := replay(t, u.provider, stream, k); !bytes.Equal(got, whole) {
 						t.Fatalf("split at byte %d: output differs from the whole stream's", k)
 					}

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/upstream"
 )
@@ -73,11 +76,25 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // status, and ends the output with the in-band error frame, as for a frame cut short.
 func EventStreamChunks(t testing.TB, p translate.Provider, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
+	return eventStreamChunks(p, newDecoder, chunks, false)
+}
+
+// eventStreamChunks is EventStreamChunks; poison overwrites each payload once the
+// decoder's call returns (see splittest.Poison).
+func eventStreamChunks(p translate.Provider, newDecoder func() translate.StreamDecoder, chunks [][]byte, poison bool) []byte {
 	dec := newDecoder()
 	o := newOutput()
 	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
 	err := upstream.PumpEventStream(context.Background(), r, "aws", p,
-		func(typ, data []byte) error { return dec.Event(typ, data, o.emit) }, nil,
+		func(typ, data []byte) error {
+			err := dec.Event(typ, data, o.emit)
+			if poison {
+				for i := range data {
+					data[i] = 0xFF
+				}
+			}
+			return err
+		}, nil,
 		func() error { return dec.Close(o.emit) })
 	if err != nil && o.upErr == nil {
 		if ue := upstream.AsError(err); ue != nil {
@@ -87,13 +104,86 @@ func EventStreamChunks(t testing.TB, p translate.Provider, newDecoder func() tra
 	return o.end(err)
 }
 
-// eventStream runs one event-stream recording: want.sse, the chunk contract, every split.
+// frame is what the gateway reads of one event-stream frame.
+type frame struct {
+	messageType, eventType, exceptionType string
+	payload                               []byte
+}
+
+// readFrames decodes event-stream frames delivered in chunks with the AWS SDK's Decoder,
+// as the gateway's pump reads them, and hands each to fn. It returns fn's error, the
+// Decoder's, or nil at the end of the frames.
+func readFrames(chunks [][]byte, fn func(frame) error) error {
+	r := &chunkReader{chunks: append([][]byte(nil), chunks...)}
+	sdk := eventstream.NewDecoder()
+	for {
+		msg, err := sdk.Decode(r, nil)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		header := func(name string) string {
+			if v, ok := msg.Headers.Get(name).(eventstream.StringValue); ok {
+				return string(v)
+			}
+			return ""
+		}
+		if err := fn(frame{header(":message-type"), header(":event-type"), header(":exception-type"), msg.Payload}); err != nil {
+			return err
+		}
+	}
+}
+
+// checkFrameSplits asserts that, split into two reads at each of offsets, frames are read
+// as the same frames (headers and payload), with the same error, as in one read: the
+// framing half of "decodes the same however it is split", as splittest.CheckEventSplits
+// is for SSE.
+func checkFrameSplits(t *testing.T, frames []byte, offsets []int) {
+	t.Helper()
+	var want []frame
+	wantErr := readFrames([][]byte{frames}, func(f frame) error {
+		f.payload = bytes.Clone(f.payload)
+		want = append(want, f)
+		return nil
+	})
+	check := func(i int) error {
+		n := 0
+		err := readFrames([][]byte{frames[:i], frames[i:]}, func(f frame) error {
+			if n >= len(want) || f.messageType != want[n].messageType || f.eventType != want[n].eventType ||
+				f.exceptionType != want[n].exceptionType || !bytes.Equal(f.payload, want[n].payload) {
+				return fmt.Errorf("frame %d differs: %+v", n, f)
+			}
+			n++
+			return nil
+		})
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+			return fmt.Errorf("error %v, want %v", err, wantErr)
+		}
+		if n != len(want) {
+			return fmt.Errorf("%d frames, want %d", n, len(want))
+		}
+		return nil
+	}
+	if i, err := splittest.FirstFailure(offsets, check); err != nil {
+		t.Fatalf("split at byte %d: the frames read differ: %v", i, err)
+	}
+}
+
+// eventStream runs one event-stream recording: want.sse, the chunk contract, every split
+// (checked as splittest says: the frames read at every offset, the decoder once with each
+// payload poisoned after its call, SampleOffsets decoded in full) and byte by byte.
 func (d Dialect) eventStream(t *testing.T, path string, frames []byte) {
 	t.Helper()
 	got := EventStreamChunks(t, d.Provider, d.NewDecoder, [][]byte{frames})
 	Golden(t, path, "want.sse", got)
 	CheckChunks(t, got)
-	for _, i := range frameSplitOffsets(frames) {
+	if poisoned := eventStreamChunks(d.Provider, d.NewDecoder, [][]byte{frames}, true); !bytes.Equal(poisoned, got) {
+		t.Fatalf("with each payload overwritten after its call, the output differs: the decoder keeps a view of a payload (-want +got):\n%s", cmp.Diff(string(got), string(poisoned)))
+	}
+	checkFrameSplits(t, frames, frameSplitOffsets(frames))
+	for _, i := range splittest.SampleOffsets(len(frames), 8) {
 		if split := EventStreamChunks(t, d.Provider, d.NewDecoder, [][]byte{frames[:i], frames[i:]}); !bytes.Equal(split, got) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(got), string(split)))
 		}

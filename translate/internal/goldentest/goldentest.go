@@ -20,6 +20,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/internal/splittest"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/openaichat"
 
@@ -67,14 +68,25 @@ func Stream(t testing.TB, newDecoder func() translate.StreamDecoder, upstream []
 	return StreamChunks(t, newDecoder, [][]byte{upstream})
 }
 
+// StreamChunks is Stream with the upstream body delivered in the given reads.
 func StreamChunks(t testing.TB, newDecoder func() translate.StreamDecoder, chunks [][]byte) []byte {
 	t.Helper()
+	return streamChunks(newDecoder, chunks, nil)
+}
+
+// streamChunks is StreamChunks with the parser's handler wrapped by wrap
+// (splittest.Poison), if not nil.
+func streamChunks(newDecoder func() translate.StreamDecoder, chunks [][]byte, wrap func(sse.Handler) sse.Handler) []byte {
 	dec := newDecoder()
 	o := newOutput()
 	var p sse.Parser
+	var fn sse.Handler = func(typ, data []byte) error { return dec.Event(typ, data, o.emit) }
+	if wrap != nil {
+		fn = wrap(fn)
+	}
 	var err error
 	for _, c := range chunks {
-		if err = p.Feed(c, func(typ, data []byte) error { return dec.Event(typ, data, o.emit) }); err != nil {
+		if err = p.Feed(c, fn); err != nil {
 			break
 		}
 	}
@@ -125,11 +137,24 @@ func appendError(out []byte, err error, upErr *translate.UpstreamError) []byte {
 
 // CheckSplits asserts that the stream decodes to want however it is split: into two reads
 // at every byte offset (for long streams: every offset of the first 2 KiB and last 1 KiB,
-// every offset within 3 bytes of an event boundary, and every 7th offset elsewhere, which
-// keeps the check linear-ish under -race), and byte by byte.
+// every offset within 3 bytes of an event boundary, and every 7th offset elsewhere), and
+// byte by byte. The two-read splits are checked as package splittest says: the parser's
+// events at every offset (CheckEventSplits), the decoder once with each event's memory
+// poisoned after its call (Poison), and SampleOffsets decoded in full; byte by byte is
+// decoded in full.
 func CheckSplits(t *testing.T, newDecoder func() translate.StreamDecoder, upstream, want []byte) {
 	t.Helper()
-	for _, i := range splitOffsets(upstream) {
+	CheckSplitsAt(t, newDecoder, upstream, want, splitOffsets(upstream))
+}
+
+// CheckSplitsAt is CheckSplits with the two-read splits at the given offsets.
+func CheckSplitsAt(t *testing.T, newDecoder func() translate.StreamDecoder, upstream, want []byte, offsets []int) {
+	t.Helper()
+	if got := streamChunks(newDecoder, [][]byte{upstream}, splittest.Poison); !bytes.Equal(got, want) {
+		t.Fatalf("with each event's memory overwritten after its call, the output differs: the decoder keeps a view of an event (-want +got):\n%s", cmp.Diff(string(want), string(got)))
+	}
+	splittest.CheckEventSplits(t, upstream, offsets)
+	for _, i := range splittest.SampleOffsets(len(upstream), 8) {
 		got := StreamChunks(t, newDecoder, [][]byte{upstream[:i], upstream[i:]})
 		if !bytes.Equal(got, want) {
 			t.Fatalf("split at byte %d differs (-want +got):\n%s", i, cmp.Diff(string(want), string(got)))

@@ -28,6 +28,15 @@ func SpecsDir() string {
 // SpecsDir, e.g. "anthropic/messages.json"). It fails the test if the spec is missing.
 func Schema(t testing.TB, specFile, pointer string) *jsonschema.Schema {
 	t.Helper()
+	return Compiler(t, specFile)(pointer)
+}
+
+// Compiler reads and parses specFile once and returns a function that compiles the schema
+// at a pointer in it, as Schema does; schemas compiled by one Compiler share their
+// subschemas, so compiling many of one spec costs about one. It is not safe for
+// concurrent use.
+func Compiler(t testing.TB, specFile string) func(pointer string) *jsonschema.Schema {
+	t.Helper()
 	path := filepath.Join(SpecsDir(), specFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -44,11 +53,14 @@ func Schema(t testing.TB, specFile, pointer string) *jsonschema.Schema {
 	if err := c.AddResource(url, doc); err != nil {
 		t.Fatalf("adding spec: %v", err)
 	}
-	s, err := c.Compile(url + pointer)
-	if err != nil {
-		t.Fatalf("compiling %s%s: %v", specFile, pointer, err)
+	return func(pointer string) *jsonschema.Schema {
+		t.Helper()
+		s, err := c.Compile(url + pointer)
+		if err != nil {
+			t.Fatalf("compiling %s%s: %v", specFile, pointer, err)
+		}
+		return s
 	}
-	return s
 }
 
 // Validate reports whether body satisfies s.
