@@ -127,7 +127,7 @@ func insertArgs(a []any, r *Record) []any {
 		r.Stream, r.Status, r.ErrorType, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens,
 		r.CompletionTokens, r.ReasoningTokens, r.CostUSD, r.Estimated, r.Total.Milliseconds(),
 		r.FirstToken.Milliseconds(), r.Upstream.Milliseconds(), r.ToolCalls, r.Fallbacks, r.CacheHit,
-		prompt, completion)
+		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.Attempts), r.AttemptsOmitted)
 }
 
 // insert writes recs and adds them to the rollups, in one transaction.
@@ -157,7 +157,7 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	const chunk = 200 // 26 columns: 5200 parameters, under SQLite's 32766
+	const chunk = 200 // 31 columns: 6200 parameters, under SQLite's 32766
 	args := make([]any, 0, chunk*len(columns))
 	for i := 0; i < len(recs); i += chunk {
 		part := recs[i:min(i+chunk, len(recs))]
@@ -241,9 +241,9 @@ func upsertRollups(ctx context.Context, exec execFunc, d *dialect, rollups []rol
 		table := rollupTables[ti].name
 		for i := 0; i < len(rows); i += chunk {
 			part := rows[i:min(i+chunk, len(rows))]
-			args := make([]any, 0, len(part)*14)
+			args := make([]any, 0, len(part)*15)
 			for _, r := range part {
-				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.requests, r.errors, r.prompt,
+				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.deployment, r.requests, r.errors, r.prompt,
 					r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD, r.totalMS)
 			}
 			if _, err := exec(ctx, d.bind(upsertSQL(table, len(part))), args...); err != nil {
@@ -257,15 +257,15 @@ func upsertRollups(ctx context.Context, exec execFunc, d *dialect, rollups []rol
 // upsertSQL is the upsert of n rows into a rollup table (both databases).
 func upsertSQL(table string, n int) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO " + table + " (bucket, key_name, team, model, status, " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 5+len(rollupColumns)), ", ") + ")"
+	b.WriteString("INSERT INTO " + table + " (" + rollupKeyColumns + ", " + strings.Join(rollupColumns[:], ", ") + ") VALUES ")
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", 6+len(rollupColumns)), ", ") + ")"
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(one)
 	}
-	b.WriteString(" ON CONFLICT (bucket, key_name, team, model, status) DO UPDATE SET ")
+	b.WriteString(" ON CONFLICT (" + rollupKeyColumns + ") DO UPDATE SET ")
 	for i, c := range rollupColumns {
 		if i > 0 {
 			b.WriteString(", ")
@@ -349,12 +349,14 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 			sel = append(sel, "team")
 		case "model":
 			sel = append(sel, "model")
+		case "deployment":
+			sel = append(sel, "deployment")
 		case "status":
 			sel = append(sel, "status")
 		case "day":
 			sel = append(sel, "bucket - bucket % 86400")
 		default:
-			return nil, fmt.Errorf("ledger: cannot group by %q (key, team, model, day or status)", g)
+			return nil, fmt.Errorf("ledger: cannot group by %q (key, team, model, deployment, day or status)", g)
 		}
 		group = append(group, strconv.Itoa(len(sel)))
 	}
@@ -363,7 +365,7 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		"SUM(completion_tokens)", "SUM(reasoning_tokens)", "SUM(cost_usd)")
 	where := []string{"bucket >= ?", "bucket < ?"}
 	args := []any{from, to}
-	for _, f := range [...]struct{ col, v string }{{"key_name", q.Key}, {"team", q.Team}, {"model", q.Model}} {
+	for _, f := range [...]struct{ col, v string }{{"key_name", q.Key}, {"team", q.Team}, {"model", q.Model}, {"deployment", q.Deployment}} {
 		if f.v != "" {
 			where = append(where, f.col+" = ?")
 			args = append(args, f.v)
@@ -391,6 +393,8 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 				dest = append(dest, &u.Team)
 			case "model":
 				dest = append(dest, &u.Model)
+			case "deployment":
+				dest = append(dest, &u.Deployment)
 			case "status":
 				dest = append(dest, &u.Status)
 			case "day":
@@ -470,18 +474,10 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var r Record
-		var ts, total, first, up int64
-		var prompt, completion sql.NullString
-		if err := rows.Scan(&r.ID, &ts, &r.RequestID, &r.Key, &r.Team, &r.API, &r.Model, &r.Served, &r.Backend,
-			&r.Stream, &r.Status, &r.ErrorType, &r.PromptTokens, &r.CachedReadTokens, &r.CacheWriteTokens,
-			&r.CompletionTokens, &r.ReasoningTokens, &r.CostUSD, &r.Estimated, &total, &first, &up,
-			&r.ToolCalls, &r.Fallbacks, &r.CacheHit, &prompt, &completion); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, "", fmt.Errorf("ledger: listing requests: %w", err)
 		}
-		r.Time = time.UnixMicro(ts).UTC()
-		r.Total, r.FirstToken, r.Upstream = time.Duration(total)*time.Millisecond, time.Duration(first)*time.Millisecond, time.Duration(up)*time.Millisecond
-		r.Prompt, r.Completion = prompt.String, completion.String
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -493,4 +489,36 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 		next = strconv.FormatInt(out[limit-1].ID, 10)
 	}
 	return out, next, nil
+}
+
+// scanRecord reads a row of "SELECT id, <columns>" into a Record.
+func scanRecord(row scanner) (Record, error) {
+	var r Record
+	var ts, total, first, up int64
+	var prompt, completion, attempts sql.NullString
+	if err := row.Scan(&r.ID, &ts, &r.RequestID, &r.Key, &r.Team, &r.API, &r.Model, &r.Served, &r.Backend,
+		&r.Stream, &r.Status, &r.ErrorType, &r.PromptTokens, &r.CachedReadTokens, &r.CacheWriteTokens,
+		&r.CompletionTokens, &r.ReasoningTokens, &r.CostUSD, &r.Estimated, &total, &first, &up,
+		&r.ToolCalls, &r.Fallbacks, &r.CacheHit, &prompt, &completion,
+		&r.Deployment, &r.TraceID, &r.ContinuedFrom, &attempts, &r.AttemptsOmitted); err != nil {
+		return r, err
+	}
+	r.Time = time.UnixMicro(ts).UTC()
+	r.Total, r.FirstToken, r.Upstream = time.Duration(total)*time.Millisecond, time.Duration(first)*time.Millisecond, time.Duration(up)*time.Millisecond
+	r.Prompt, r.Completion = prompt.String, completion.String
+	r.AttemptsJSON = attempts.String
+	return r, nil
+}
+
+// request reads the record of row id; ok is false when there is none.
+func (s *store) request(ctx context.Context, id int64) (r Record, ok bool, err error) {
+	row := s.db.QueryRowContext(ctx, s.d.bind("SELECT id, "+strings.Join(columns[:], ", ")+" FROM ledger_requests WHERE id = ?"), id)
+	r, err = scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("ledger: reading request %d: %w", id, err)
+	}
+	return r, true, nil
 }
