@@ -48,6 +48,7 @@ var adminRoutes = []adminRoute{
 	{"DELETE", "/admin/v1/teams/{name}", (*Server).adminDeleteTeam},
 	{"GET", "/admin/v1/usage", (*Server).adminUsage},
 	{"GET", "/admin/v1/requests", (*Server).adminRequests},
+	{"GET", "/admin/v1/requests/{id}", (*Server).adminRequest}, // admin_request.go
 	{"GET", "/admin/v1/audit", (*Server).adminAudit},
 	{"GET", "/admin/v1/overview", (*Server).adminOverview}, // admin_overview.go
 	{"GET", "/admin/v1/models", (*Server).adminModels},
@@ -219,7 +220,8 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 	writeAdminError(ctx, notFound("no admin route "+method+" "+truncate(path, 100)))
 }
 
-// matchRoute matches path against pattern, whose {name} segment matches one segment.
+// matchRoute matches path against pattern, whose {name} (or {id}) segment matches one
+// segment.
 func matchRoute(pattern, path string) (name string, ok bool) {
 	pp, sp := strings.Split(pattern, "/"), strings.Split(path, "/")
 	if len(pp) != len(sp) {
@@ -227,7 +229,7 @@ func matchRoute(pattern, path string) (name string, ok bool) {
 	}
 	for i := range pp {
 		switch {
-		case pp[i] == "{name}":
+		case strings.HasPrefix(pp[i], "{"):
 			if sp[i] == "" {
 				return "", false
 			}
