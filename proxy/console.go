@@ -21,6 +21,7 @@ func (s *Server) openConsole(ac config.Admin) {
 		},
 		TTL:         ac.Console.SessionTTL,
 		MaxSessions: ac.Console.MaxSessions,
+		TraceURL:    ac.Console.TraceURL,
 	})
 }
 
