@@ -41,13 +41,17 @@ type Options struct {
 	// (admin.console.trace_url, validated by config); "" for none. The session answer
 	// gives it to the pages, which link a request's trace there.
 	TraceURL string
+	// Redis, when set, keeps the sessions in Redis, shared by every replica using it
+	// (state.type redis), so that any replica behind a load balancer accepts a session's
+	// cookie; nil keeps them in this process.
+	Redis *Redis
 }
 
 // Console serves the console's pages and sessions. Its methods are safe for concurrent
 // use.
 type Console struct {
 	verify   func(string) (string, bool)
-	sessions *sessions
+	sessions sessionStore
 	files    fs.FS
 	traceURL string
 }
@@ -64,7 +68,13 @@ func New(o Options) *Console {
 		o.Now = time.Now
 	}
 	files, _ := fs.Sub(assets, "assets") // the directory is embedded: never fails
-	return &Console{verify: o.Verify, sessions: newSessions(o.MaxSessions, o.TTL, o.Now), files: files, traceURL: o.TraceURL}
+	c := &Console{verify: o.Verify, files: files, traceURL: o.TraceURL}
+	if o.Redis != nil && o.Redis.Client != nil {
+		c.sessions = newRedisSessions(o.Redis, o.MaxSessions, o.TTL, o.Now) // redis.go
+	} else {
+		c.sessions = newSessions(o.MaxSessions, o.TTL, o.Now)
+	}
+	return c
 }
 
 // Owns reports whether path is the console's.
@@ -152,8 +162,11 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, 401, "unauthorized", "that is not an admin token of admin.keys (client keys are not admin tokens)")
 			return
 		}
-		id, _, _ := c.sessions.create(actor)
-		s, _ := c.sessions.get(id)
+		id, s, err := c.sessions.open(actor)
+		if err != nil {
+			writeError(ctx, 503, "unavailable", "the console's session store did not answer; try again")
+			return
+		}
 		ck := fasthttp.AcquireCookie()
 		defer fasthttp.ReleaseCookie(ck)
 		ck.SetKey(CookieName)

@@ -111,7 +111,7 @@ func (s *Server) openAdmin(opts Options) error {
 	}
 	s.stopKeys, s.keysDone = make(chan struct{}), make(chan struct{})
 	go s.syncKeys(resync, s.stopKeys)
-	s.openConsole(ac) // console.go
+	s.openConsole(ac, opts.Config.State) // console.go
 	return nil
 }
 

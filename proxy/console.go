@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/config"
@@ -8,12 +9,19 @@ import (
 )
 
 // openConsole serves the browser console beside the admin API (admin.console): its
-// sign-in checks a token as the admin API does.
-func (s *Server) openConsole(ac config.Admin) {
+// sign-in checks a token as the admin API does; with state.type redis its sessions live
+// in the limiter's Redis, shared by the replicas.
+func (s *Server) openConsole(ac config.Admin, st config.State) {
 	if !ac.ConsoleOn() {
 		return
 	}
+	var shared *console.Redis
+	if r, ok := s.limiter.(interface{ Client() *redis.Client }); ok && st.Type == "redis" {
+		// The limiter's Redis (state.type redis): every replica accepts a session's cookie.
+		shared = &console.Redis{Client: r.Client(), Prefix: st.KeyPrefix, Timeout: st.Timeout}
+	}
 	s.console = console.New(console.Options{
+		Redis: shared,
 		Verify: func(tok string) (string, bool) {
 			var h fasthttp.RequestHeader
 			h.Set("Authorization", "Bearer "+tok)
