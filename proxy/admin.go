@@ -160,6 +160,10 @@ func (s *Server) handleAdminOnly(ctx *fasthttp.RequestCtx) {
 		s.console.Serve(ctx)
 		return
 	}
+	if s.playgroundOnAdmin(ctx) { // console.go
+		s.handle(ctx)
+		return
+	}
 	if !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
 		writeAdminError(ctx, notFound("this listener serves /admin/v1 only"))
 		return

@@ -49,3 +49,17 @@ func (s *Server) consoleSession(ctx *fasthttp.RequestCtx) (actor string, ok, ref
 	}
 	return actor, live, false
 }
+
+// playgroundPath is the one client route the admin listener serves, for the console's
+// Playground.
+const playgroundPath = "/v1/chat/completions"
+
+// playgroundOnAdmin reports whether a request on the admin listener (admin.listen) is
+// the console's Playground chat: POST /v1/chat/completions while the console is on. It is
+// served in-process by the main listener's handler, authenticated by its client key like
+// any other (the key's models, limits and budget apply), so the Playground works when the
+// main listener is not reachable from the operator's browser. Its body is bounded by the
+// admin listener's 64 KiB. No other client route is served there.
+func (s *Server) playgroundOnAdmin(ctx *fasthttp.RequestCtx) bool {
+	return s.console != nil && ctx.IsPost() && string(ctx.Path()) == playgroundPath
+}
