@@ -61,13 +61,7 @@ export async function keysPage(root) {
     const v = t || { models: [], limits: {}, budget: {} };
     const name = h('input', { name: 'team_name', value: v.name || name0 || '', required: true, disabled: !!t, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}' });
     const models = h('input', { name: 'team_models', value: (v.models || []).join(', ') });
-    const lim = v.limits || {}, bud = v.budget || {};
-    const rpm = h('input', { name: 'team_rpm', type: 'number', min: 0, value: lim.requests_per_minute || '' });
-    const tpm = h('input', { name: 'team_tpm', type: 'number', min: 0, value: lim.tokens_per_minute || '' });
-    const conc = h('input', { name: 'team_concurrent', type: 'number', min: 0, value: lim.concurrent || '' });
-    const usd = h('input', { name: 'team_budget_usd', type: 'number', min: 0, step: 'any', value: bud.usd || '' });
-    const btok = h('input', { name: 'team_budget_tokens', type: 'number', min: 0, value: bud.tokens || '' });
-    const period = h('input', { name: 'team_budget_period', value: bud.period || '', placeholder: '720h' });
+    const policy = policyInputs('team_', 'Team ', v);
     const err = h('p', { class: 'error', role: 'alert' });
     const form = h('form', { class: 'panel form', 'aria-label': t ? 'Edit team ' + t.name : 'Create team' },
       h('h2', null, t ? 'Edit team ' + t.name : 'Create a team'),
@@ -75,18 +69,13 @@ export async function keysPage(root) {
       h('div', { class: 'grid' },
         field('Team name', name),
         field('Team models', models, 'comma-separated names or globs; narrows its keys\' models; empty: no narrowing'),
-        field('Team requests per minute', rpm), field('Team tokens per minute', tpm), field('Team concurrent requests', conc),
-        field('Team budget (USD)', usd), field('Team budget (tokens)', btok), field('Team budget period', period, 'e.g. 720h; default 30 days')),
+        policy.fields),
       h('div', { class: 'actions' }, h('button', { type: 'submit' }, t ? 'Save team' : 'Create team'),
         h('button', { type: 'button', class: 'quiet', onclick: () => edit.replaceChildren() }, 'Cancel')),
       err);
     form.addEventListener('submit', async e => {
       e.preventDefault();
-      const body = {
-        models: list(models.value),
-        limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
-        budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
-      };
+      const body = { models: list(models.value), ...policy.body() };
       try {
         if (t) {
           await api('PATCH', `/admin/v1/teams/${encodeURIComponent(t.name)}`, body);
@@ -159,12 +148,7 @@ export async function keysPage(root) {
     const team = h('input', { name: 'team', value: v.team || '' });
     const models = h('input', { name: 'models', value: (v.models || []).join(', ') });
     const tools = h('input', { name: 'tools', value: (v.tools || []).join(', ') });
-    const rpm = h('input', { name: 'rpm', type: 'number', min: 0, value: v.limits.requests_per_minute || '' });
-    const tpm = h('input', { name: 'tpm', type: 'number', min: 0, value: v.limits.tokens_per_minute || '' });
-    const conc = h('input', { name: 'concurrent', type: 'number', min: 0, value: v.limits.concurrent || '' });
-    const usd = h('input', { name: 'budget_usd', type: 'number', min: 0, step: 'any', value: v.budget.usd || '' });
-    const btok = h('input', { name: 'budget_tokens', type: 'number', min: 0, value: v.budget.tokens || '' });
-    const period = h('input', { name: 'budget_period', value: v.budget.period || '', placeholder: '720h' });
+    const policy = policyInputs('', '', v);
     const expires = h('input', { name: 'expires', type: 'datetime-local', value: v.expires_at ? v.expires_at.slice(0, 16) : '' });
     const err = h('p', { class: 'error', role: 'alert' });
     const form = h('form', { class: 'panel form', 'aria-label': k ? 'Edit key ' + k.name : 'Create key' },
@@ -173,18 +157,14 @@ export async function keysPage(root) {
         field('Name', name), field('Team', team),
         field('Models', models, 'comma-separated names or globs (claude-*); empty: none'),
         field('Tools', tools, 'comma-separated server tools'),
-        field('Requests per minute', rpm), field('Tokens per minute', tpm), field('Concurrent requests', conc),
-        field('Budget (USD)', usd), field('Budget (tokens)', btok), field('Budget period', period, 'e.g. 720h; default 30 days'),
-        field('Expires (UTC)', expires)),
+        policy.fields, field('Expires (UTC)', expires)),
       h('div', { class: 'actions' }, h('button', { type: 'submit' }, k ? 'Save' : 'Create'),
         h('button', { type: 'button', class: 'quiet', onclick: () => edit.replaceChildren() }, 'Cancel')),
       err);
     form.addEventListener('submit', async e => {
       e.preventDefault();
       const body = {
-        team: team.value.trim(), models: list(models.value), tools: list(tools.value),
-        limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
-        budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
+        team: team.value.trim(), models: list(models.value), tools: list(tools.value), ...policy.body(),
         expires_at: expires.value ? new Date(expires.value + 'Z').toISOString().replace('.000', '') : null,
       };
       try {
@@ -205,6 +185,29 @@ export async function keysPage(root) {
   }
 
   await load();
+}
+
+// policyInputs are the limits and budget of a key or team v: the labelled fields (input
+// names prefix + rpm, tpm, concurrent, budget_usd, budget_tokens, budget_period; labels
+// after label) and body(), their values as the admin API's limits and budget members.
+function policyInputs(prefix, label, v) {
+  const lim = v.limits || {}, bud = v.budget || {};
+  const input = (name, value, more) => h('input', { name: prefix + name, value: value || '', ...more });
+  const rpm = input('rpm', lim.requests_per_minute, { type: 'number', min: 0 });
+  const tpm = input('tpm', lim.tokens_per_minute, { type: 'number', min: 0 });
+  const conc = input('concurrent', lim.concurrent, { type: 'number', min: 0 });
+  const usd = input('budget_usd', bud.usd, { type: 'number', min: 0, step: 'any' });
+  const btok = input('budget_tokens', bud.tokens, { type: 'number', min: 0 });
+  const period = input('budget_period', bud.period, { placeholder: '720h' });
+  const cap = s => label ? label + s[0].toLowerCase() + s.slice(1) : s;
+  return {
+    fields: [field(cap('Requests per minute'), rpm), field(cap('Tokens per minute'), tpm), field(cap('Concurrent requests'), conc),
+      field(cap('Budget (USD)'), usd), field(cap('Budget (tokens)'), btok), field(cap('Budget period'), period, 'e.g. 720h; default 30 days')],
+    body: () => ({
+      limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
+      budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
+    }),
+  };
 }
 
 function limitsText(l) {
