@@ -39,7 +39,7 @@ func (l *attemptLog) note(r *route, err error, took time.Duration, continued boo
 	}
 	a.ErrorType = attemptErrorType(err)
 	if ue := upstream.AsError(err); ue != nil && ue.Cause == "" {
-		a.Status = ue.Status // the upstream's answer; a fault the gateway made has none
+		a.Status = ue.Status // as upstream.StatusLabel: a connection failure or a timeout has none
 	}
 }
 
