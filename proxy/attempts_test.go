@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/upstream"
@@ -63,5 +64,28 @@ func TestAttemptLog(t *testing.T) {
 	}
 	if got, omitted := l.attempts(); len(got) != ledger.MaxAttempts || omitted != 3 {
 		t.Errorf("%d attempts noted as %d and %d omitted", ledger.MaxAttempts+3, len(got), omitted)
+	}
+}
+
+// BenchmarkToLedger_Attempts is BenchmarkToLedger for a request with three attempts (a
+// retry and a fallback): the attempts' copy is the record's one allocation.
+func BenchmarkToLedger_Attempts(b *testing.B) {
+	l := &countingLedger{}
+	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
+	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o"}
+	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
+		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
+	c.call = &c.ownCall
+	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
+	c.call.tried.note(r, nil, time.Millisecond, false)
+	at := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.toLedger(200, true, at)
+	}
+	if l.n == 0 {
+		b.Fatal("no record")
 	}
 }
