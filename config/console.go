@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"net/url"
+	"strings"
+	"time"
+)
 
 // Console configures the browser console served under /console (docs/console.md). It is
 // on whenever the admin API is (admin.keys), on the same listener as /admin/v1 (admin.listen
@@ -14,6 +18,11 @@ type Console struct {
 	// MaxSessions bounds the sessions held at once (default 1000); a sign-in beyond it
 	// ends the session closest to its end.
 	MaxSessions int `koanf:"max_sessions"`
+	// TraceURL is the address of a trace in the operator's trace UI, with {trace_id} where
+	// the trace id goes (e.g. "https://jaeger.example/trace/{trace_id}"): the request
+	// detail links a record's trace there. Empty (the default): no link, the id is shown.
+	// An absolute http or https URL.
+	TraceURL string `koanf:"trace_url"`
 }
 
 const (
@@ -34,5 +43,16 @@ func (c *Config) validateConsole(v *validator) {
 	v.nonNegative("admin.console.max_sessions", c.Admin.Console.MaxSessions)
 	if c.Admin.Console.SessionTTL > 0 && c.Admin.Console.SessionTTL < time.Minute {
 		v.addf("admin.console.session_ttl", "at least 1m")
+	}
+	if t := c.Admin.Console.TraceURL; t != "" {
+		u, err := url.Parse(strings.ReplaceAll(t, "{trace_id}", "0"))
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			v.addf("admin.console.trace_url", "an absolute http(s) URL, e.g. https://jaeger.example/trace/{trace_id}")
+		case !strings.Contains(t, "{trace_id}"):
+			v.addf("admin.console.trace_url", "must contain {trace_id}, where the trace id goes")
+		case len(t) > 2048:
+			v.addf("admin.console.trace_url", "at most 2048 bytes")
+		}
 	}
 }

@@ -41,3 +41,30 @@ func TestConsole_Config(t *testing.T) {
 		})
 	}
 }
+
+// TestConsole_TraceURL: admin.console.trace_url is an absolute http(s) URL with
+// {trace_id} in it; anything else is an error naming the key.
+func TestConsole_TraceURL(t *testing.T) {
+	admin := "ledger: {type: sqlite}\nadmin: {keys: {ops: {key_sha256: " + sha64 + "}}, console: {trace_url: "
+	for _, tc := range []struct{ name, url, want string }{
+		{"jaeger", "'https://jaeger.example/trace/{trace_id}'", ""},
+		{"grafana tempo, in the query", "'http://grafana.local:3000/explore?traceId={trace_id}&orgId=1'", ""},
+		{"no placeholder", "'https://jaeger.example/trace/'", "config: admin.console.trace_url: must contain {trace_id}, where the trace id goes"},
+		{"relative", "'/trace/{trace_id}'", "config: admin.console.trace_url: an absolute http(s) URL, e.g. https://jaeger.example/trace/{trace_id}"},
+		{"script", "'javascript:alert(1)//{trace_id}'", "config: admin.console.trace_url: an absolute http(s) URL, e.g. https://jaeger.example/trace/{trace_id}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(admin+tc.url+"}}"), nil)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Fatalf("Parse error %q, want %q", got, tc.want)
+			}
+			if err == nil && cfg.Admin.Console.TraceURL == "" {
+				t.Error("trace_url not kept")
+			}
+		})
+	}
+}

@@ -37,14 +37,23 @@ type Options struct {
 	MaxSessions int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// TraceURL is the operator's trace UI address with {trace_id} where a trace id goes
+	// (admin.console.trace_url, validated by config); "" for none. The session answer
+	// gives it to the pages, which link a request's trace there.
+	TraceURL string
+	// Redis, when set, keeps the sessions in Redis, shared by every replica using it
+	// (state.type redis), so that any replica behind a load balancer accepts a session's
+	// cookie; nil keeps them in this process.
+	Redis *Redis
 }
 
 // Console serves the console's pages and sessions. Its methods are safe for concurrent
 // use.
 type Console struct {
 	verify   func(string) (string, bool)
-	sessions *sessions
+	sessions sessionStore
 	files    fs.FS
+	traceURL string
 }
 
 // New returns a Console.
@@ -59,7 +68,13 @@ func New(o Options) *Console {
 		o.Now = time.Now
 	}
 	files, _ := fs.Sub(assets, "assets") // the directory is embedded: never fails
-	return &Console{verify: o.Verify, sessions: newSessions(o.MaxSessions, o.TTL, o.Now), files: files}
+	c := &Console{verify: o.Verify, files: files, traceURL: o.TraceURL}
+	if o.Redis != nil && o.Redis.Client != nil {
+		c.sessions = newRedisSessions(o.Redis, o.MaxSessions, o.TTL, o.Now) // redis.go
+	} else {
+		c.sessions = newSessions(o.MaxSessions, o.TTL, o.Now)
+	}
+	return c
 }
 
 // Owns reports whether path is the console's.
@@ -135,7 +150,7 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 	switch string(ctx.Method()) {
 	case "GET":
 		if _, s, ok := c.signedIn(ctx); ok {
-			writeSession(ctx, s)
+			c.writeSession(ctx, s)
 		}
 	case "POST":
 		tok := string(ctx.PostArgs().Peek("token"))
@@ -147,8 +162,11 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, 401, "unauthorized", "that is not an admin token of admin.keys (client keys are not admin tokens)")
 			return
 		}
-		id, _, _ := c.sessions.create(actor)
-		s, _ := c.sessions.get(id)
+		id, s, err := c.sessions.open(actor)
+		if err != nil {
+			writeError(ctx, 503, "unavailable", "the console's session store did not answer; try again")
+			return
+		}
 		ck := fasthttp.AcquireCookie()
 		defer fasthttp.ReleaseCookie(ck)
 		ck.SetKey(CookieName)
@@ -159,7 +177,7 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 		ck.SetSecure(ctx.IsTLS() || string(ctx.Request.Header.Peek("X-Forwarded-Proto")) == "https")
 		ck.SetExpire(s.expires)
 		ctx.Response.Header.SetCookie(ck)
-		writeSession(ctx, s)
+		c.writeSession(ctx, s)
 	case "DELETE":
 		id, s, ok := c.signedIn(ctx)
 		if !ok {
@@ -188,12 +206,15 @@ func (c *Console) signedIn(ctx *fasthttp.RequestCtx) (string, session, bool) {
 	return id, s, ok
 }
 
-func writeSession(ctx *fasthttp.RequestCtx, s session) {
+// writeSession answers the session: its administrator, CSRF token and end, and the
+// console's settings the pages need (trace_url, "" for none).
+func (c *Console) writeSession(ctx *fasthttp.RequestCtx, s session) {
 	b := jsonx.AppendString([]byte(`{"actor":`), s.actor)
 	b = append(append(b, `,"csrf":"`...), s.csrf...) // base64url
 	b = append(append(b, `","expires_at":"`...), s.expires.UTC().Format(time.RFC3339)...)
+	b = jsonx.AppendString(append(b, `","trace_url":`...), c.traceURL)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(append(b, `"}`...))
+	ctx.SetBody(append(b, '}'))
 }
 
 // writeError writes the admin API's error shape.

@@ -16,6 +16,19 @@ type session struct {
 	expires time.Time
 }
 
+// sessionStore keeps the signed-in administrators: in this process (sessions) or in
+// Redis, shared by the replicas (redisSessions). Both are bounded and expire sessions.
+type sessionStore interface {
+	// open signs actor in and returns the new session's cookie value and session.
+	open(actor string) (id string, s session, err error)
+	// get returns the live session of the cookie value id.
+	get(id string) (session, bool)
+	// end signs the session of id out.
+	end(id string)
+	// len is the number of sessions held (expired ones not yet dropped included).
+	len() int
+}
+
 // sessions is the bounded store of the signed-in administrators, keyed by the SHA-256 of
 // the cookie's value (the value itself is kept nowhere).
 type sessions struct {
@@ -63,6 +76,12 @@ func (s *sessions) create(actor string) (id, csrf string, expires time.Time) {
 	}
 	s.m[sha256.Sum256([]byte(id))] = session{actor: actor, csrf: csrf, expires: expires}
 	return id, csrf, expires
+}
+
+// open is create as the sessionStore's method.
+func (s *sessions) open(actor string) (string, session, error) {
+	id, csrf, expires := s.create(actor)
+	return id, session{actor: actor, csrf: csrf, expires: expires}, nil
 }
 
 // get returns the live session of the cookie value id.

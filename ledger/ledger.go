@@ -122,9 +122,11 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 }
 
 // Add queues r to be written and reports whether it was: it never blocks, and a full
-// queue (or a closed ledger) drops r, counted as queue_full. Without CaptureContent
+// queue (or a closed ledger) drops r, counted as queue_full. It keeps MaxAttempts of
+// r's attempts and counts the others in AttemptsOmitted. Without CaptureContent
 // r's Prompt and Completion are not kept; with it they are masked and cut.
 func (l *Ledger) Add(r Record) bool {
+	boundAttempts(&r)
 	if r.Prompt != "" || r.Completion != "" {
 		if l.opts.CaptureContent {
 			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)
@@ -406,6 +408,12 @@ func (l *Ledger) Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 // Requests lists raw records, newest first, and the cursor of the next page ("": none).
 func (l *Ledger) Requests(ctx context.Context, q RequestQuery) ([]Record, string, error) {
 	return l.st.requests(ctx, q)
+}
+
+// Request returns the record whose ID is id; ok is false when there is none (never
+// written, or pruned).
+func (l *Ledger) Request(ctx context.Context, id int64) (r Record, ok bool, err error) {
+	return l.st.request(ctx, id)
 }
 
 // SchemaVersion returns the database's schema version.

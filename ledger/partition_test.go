@@ -44,9 +44,7 @@ func TestPartitions_MigrationAndRetention(t *testing.T) {
 		{Time: at("2026-10-20 10:00:00"), RequestID: "oct", Key: "k", Status: 200, PromptTokens: 2},
 		{Time: at("2026-11-30 23:59:59"), RequestID: "nov", Key: "k", Status: 200, PromptTokens: 3},
 	}
-	if err := st.insert(ctx, before); err != nil {
-		t.Fatal(err)
-	}
+	insertBeforeV5(t, st, before) // the writer of today writes version 5's columns
 	st.db.Close()
 
 	now := at("2026-12-06 12:00:00")

@@ -45,21 +45,42 @@ type Record struct {
 	// Prompt and Completion are the request's last user text and the answer's text, only
 	// with capture_content (empty otherwise).
 	Prompt, Completion string
+	// Deployment is the deployment label ("<backend>/<upstream model>", the bounded label
+	// of gateway_upstream_duration_seconds) of the attempt that answered, else of the last
+	// one tried ("" when none was); the rollups group by it (schema version 5).
+	Deployment string
+	// TraceID is the request's W3C trace id (32 lower-case hex digits) when tracing is
+	// on, else "".
+	TraceID string
+	// ContinuedFrom is the configured name of the model whose stream broke when a
+	// continuation finished the answer ("" when none did).
+	ContinuedFrom string
+	// Attempts are the request's upstream attempts in the order they were made (retries,
+	// deployments, fallbacks, continuations, every tool-loop turn), at most MaxAttempts:
+	// Add keeps the first MaxAttempts and adds the others to AttemptsOmitted.
+	Attempts        []Attempt
+	AttemptsOmitted int
+	// AttemptsJSON is, in a record read back (Requests, Request), the attempts as
+	// stored: a JSON array of objects (see Attempt), "" when there were none.
+	AttemptsJSON string
 }
 
 // UsageQuery selects a usage report: the rollups of [From, To) grouped by GroupBy.
 type UsageQuery struct {
 	From, To time.Time
-	// GroupBy names the columns to group by, any of "key", "team", "model", "day" and
-	// "status"; empty means one row for everything.
+	// GroupBy names the columns to group by, any of "key", "team", "model", "deployment",
+	// "day" and "status"; empty means one row for everything.
 	GroupBy []string
-	// Key, Team and Model filter (empty: all).
-	Key, Team, Model string
+	// Key, Team, Model and Deployment filter (empty: all).
+	Key, Team, Model, Deployment string
 }
 
 // UsageRow is one group of a usage report. The grouping fields not asked for are empty.
 type UsageRow struct {
 	Key, Team, Model string
+	// Deployment is the deployment label when grouped by deployment ("" for requests
+	// no upstream was tried for, and for those of schema versions before 5).
+	Deployment string
 	// Day is the UTC date, YYYY-MM-DD, when grouped by day.
 	Day string
 	// Status is the answers' status when grouped by status, else 0.

@@ -2,11 +2,11 @@ package ledger
 
 import "time"
 
-// rollupRow is one row of a rollup table: a bucket's sums for one key, team, model and
-// status.
+// rollupRow is one row of a rollup table: a bucket's sums for one key, team, model,
+// status and deployment.
 type rollupRow struct {
 	bucket                                                int64
-	key, team, model                                      string
+	key, team, model, deployment                          string
 	status                                                int
 	requests, errors                                      int64
 	prompt, cachedRead, cacheWrite, completion, reasoning int64
@@ -18,9 +18,9 @@ type rollupRow struct {
 type rollupRows []rollupRow
 
 type rollupKey struct {
-	bucket           int64
-	key, team, model string
-	status           int
+	bucket                       int64
+	key, team, model, deployment string
+	status                       int
 }
 
 // rollup sums recs into the rows of each rollup table (rollupTables' order). A record's
@@ -51,12 +51,12 @@ func rollupWith(recs []Record, anon anonymous) []rollupRows {
 				model = r.Model
 			}
 			sec := r.Time.Unix()
-			k := rollupKey{sec - sec%t.width, r.Key, r.Team, model, r.Status}
+			k := rollupKey{sec - sec%t.width, r.Key, r.Team, model, r.Deployment, r.Status}
 			j, ok := index[k]
 			if !ok {
 				j = len(out[ti])
 				index[k] = j
-				out[ti] = append(out[ti], rollupRow{bucket: k.bucket, key: k.key, team: k.team, model: k.model, status: k.status})
+				out[ti] = append(out[ti], rollupRow{bucket: k.bucket, key: k.key, team: k.team, model: k.model, deployment: k.deployment, status: k.status})
 			}
 			row := &out[ti][j]
 			row.requests++

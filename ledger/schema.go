@@ -15,7 +15,8 @@ type dialect struct {
 var columns = [...]string{"ts_us", "request_id", "key_name", "team", "api", "model", "served_model", "backend",
 	"stream", "status", "error_type", "prompt_tokens", "cached_read_tokens", "cache_write_tokens",
 	"completion_tokens", "reasoning_tokens", "cost_usd", "usage_estimated", "total_ms", "first_token_ms",
-	"upstream_ms", "tool_calls", "fallbacks", "cache_hit", "prompt", "completion"}
+	"upstream_ms", "tool_calls", "fallbacks", "cache_hit", "prompt", "completion",
+	"deployment", "trace_id", "continued_from", "attempts", "attempts_omitted"} // version 5: v5Columns
 
 // rollupTables are the rollups, finest first, with their bucket width in seconds.
 var rollupTables = [...]struct {
@@ -25,10 +26,10 @@ var rollupTables = [...]struct {
 
 // rollupDims are a rollup's key: its bucket and dimensions, in the upsert's order
 // (rollupKey's fields; upsertRollups' arguments).
-var rollupDims = [...]string{"bucket", "key_name", "team", "model", "status"}
+var rollupDims = [...]string{"bucket", "key_name", "team", "model", "status", "deployment"}
 
 // rollupColumns are a rollup's columns after its key (bucket, key_name, team, model,
-// status): the sums.
+// status and, from version 5, deployment: rollupKeyColumns): the sums.
 var rollupColumns = [...]string{"requests", "errors", "prompt_tokens", "cached_read_tokens", "cache_write_tokens",
 	"completion_tokens", "reasoning_tokens", "cost_usd", "total_ms"}
 
@@ -104,7 +105,8 @@ var sqliteDialect = dialect{
 	migrations: []string{schemaV1("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		teamsDDL("INTEGER", "REAL"),
-		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions"},
+		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions",
+		schemaV5SQLite()},
 	rowRef: "rowid",
 }
 
@@ -113,7 +115,8 @@ var postgresDialect = dialect{
 	migrations: []string{schemaV1("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		teamsDDL("BIGINT", "DOUBLE PRECISION"),
-		partitionedRequestsDDL()},
+		partitionedRequestsDDL(),
+		schemaV5Postgres()},
 	rowRef: "ctid",
 	dollar: true,
 }

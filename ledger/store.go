@@ -137,7 +137,7 @@ func insertArgs(a []any, r *Record) []any {
 		r.Stream, r.Status, r.ErrorType, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens,
 		r.CompletionTokens, r.ReasoningTokens, r.CostUSD, r.Estimated, r.Total.Milliseconds(),
 		r.FirstToken.Milliseconds(), r.Upstream.Milliseconds(), r.ToolCalls, r.Fallbacks, r.CacheHit,
-		prompt, completion)
+		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.Attempts), r.AttemptsOmitted)
 }
 
 // insert writes recs and adds them to the rollups, in one transaction.
@@ -264,7 +264,7 @@ func upsertRollups(ctx context.Context, exec execFunc, rollups []rollupRows) err
 		err := eachChunk(len(rows), func(i, j int) error {
 			args = args[:0]
 			for _, r := range rows[i:j] {
-				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.requests, r.errors, r.prompt,
+				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.deployment, r.requests, r.errors, r.prompt,
 					r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD, r.totalMS)
 			}
 			if err := exec(ctx, table, j-i, args); err != nil {
@@ -375,12 +375,14 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 			sel = append(sel, "team")
 		case "model":
 			sel = append(sel, "model")
+		case "deployment":
+			sel = append(sel, "deployment")
 		case "status":
 			sel = append(sel, "status")
 		case "day":
 			sel = append(sel, "bucket - bucket % 86400")
 		default:
-			return nil, fmt.Errorf("ledger: cannot group by %q (key, team, model, day or status)", g)
+			return nil, fmt.Errorf("ledger: cannot group by %q (key, team, model, deployment, day or status)", g)
 		}
 		group = append(group, strconv.Itoa(len(sel)))
 	}
@@ -389,7 +391,7 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 		"SUM(completion_tokens)", "SUM(reasoning_tokens)", "SUM(cost_usd)")
 	where := []string{"bucket >= ?", "bucket < ?"}
 	args := []any{from, to}
-	for _, f := range [...]struct{ col, v string }{{"key_name", q.Key}, {"team", q.Team}, {"model", q.Model}} {
+	for _, f := range [...]struct{ col, v string }{{"key_name", q.Key}, {"team", q.Team}, {"model", q.Model}, {"deployment", q.Deployment}} {
 		if f.v != "" {
 			where = append(where, f.col+" = ?")
 			args = append(args, f.v)
@@ -417,6 +419,8 @@ func (s *store) usage(ctx context.Context, q UsageQuery) ([]UsageRow, error) {
 				dest = append(dest, &u.Team)
 			case "model":
 				dest = append(dest, &u.Model)
+			case "deployment":
+				dest = append(dest, &u.Deployment)
 			case "status":
 				dest = append(dest, &u.Status)
 			case "day":
@@ -496,18 +500,10 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var r Record
-		var ts, total, first, up int64
-		var prompt, completion sql.NullString
-		if err := rows.Scan(&r.ID, &ts, &r.RequestID, &r.Key, &r.Team, &r.API, &r.Model, &r.Served, &r.Backend,
-			&r.Stream, &r.Status, &r.ErrorType, &r.PromptTokens, &r.CachedReadTokens, &r.CacheWriteTokens,
-			&r.CompletionTokens, &r.ReasoningTokens, &r.CostUSD, &r.Estimated, &total, &first, &up,
-			&r.ToolCalls, &r.Fallbacks, &r.CacheHit, &prompt, &completion); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, "", fmt.Errorf("ledger: listing requests: %w", err)
 		}
-		r.Time = time.UnixMicro(ts).UTC()
-		r.Total, r.FirstToken, r.Upstream = time.Duration(total)*time.Millisecond, time.Duration(first)*time.Millisecond, time.Duration(up)*time.Millisecond
-		r.Prompt, r.Completion = prompt.String, completion.String
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -519,4 +515,36 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 		next = strconv.FormatInt(out[limit-1].ID, 10)
 	}
 	return out, next, nil
+}
+
+// scanRecord reads a row of "SELECT id, <columns>" into a Record.
+func scanRecord(row scanner) (Record, error) {
+	var r Record
+	var ts, total, first, up int64
+	var prompt, completion, attempts sql.NullString
+	if err := row.Scan(&r.ID, &ts, &r.RequestID, &r.Key, &r.Team, &r.API, &r.Model, &r.Served, &r.Backend,
+		&r.Stream, &r.Status, &r.ErrorType, &r.PromptTokens, &r.CachedReadTokens, &r.CacheWriteTokens,
+		&r.CompletionTokens, &r.ReasoningTokens, &r.CostUSD, &r.Estimated, &total, &first, &up,
+		&r.ToolCalls, &r.Fallbacks, &r.CacheHit, &prompt, &completion,
+		&r.Deployment, &r.TraceID, &r.ContinuedFrom, &attempts, &r.AttemptsOmitted); err != nil {
+		return r, err
+	}
+	r.Time = time.UnixMicro(ts).UTC()
+	r.Total, r.FirstToken, r.Upstream = time.Duration(total)*time.Millisecond, time.Duration(first)*time.Millisecond, time.Duration(up)*time.Millisecond
+	r.Prompt, r.Completion = prompt.String, completion.String
+	r.AttemptsJSON = attempts.String
+	return r, nil
+}
+
+// request reads the record of row id; ok is false when there is none.
+func (s *store) request(ctx context.Context, id int64) (r Record, ok bool, err error) {
+	row := s.db.QueryRowContext(ctx, s.d.bind("SELECT id, "+strings.Join(columns[:], ", ")+" FROM ledger_requests WHERE id = ?"), id)
+	r, err = scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("ledger: reading request %d: %w", id, err)
+	}
+	return r, true, nil
 }

@@ -48,6 +48,7 @@ var adminRoutes = []adminRoute{
 	{"DELETE", "/admin/v1/teams/{name}", (*Server).adminDeleteTeam},
 	{"GET", "/admin/v1/usage", (*Server).adminUsage},
 	{"GET", "/admin/v1/requests", (*Server).adminRequests},
+	{"GET", "/admin/v1/requests/{id}", (*Server).adminRequest}, // admin_request.go
 	{"GET", "/admin/v1/audit", (*Server).adminAudit},
 	{"GET", "/admin/v1/overview", (*Server).adminOverview}, // admin_overview.go
 	{"GET", "/admin/v1/models", (*Server).adminModels},
@@ -110,7 +111,7 @@ func (s *Server) openAdmin(opts Options) error {
 	}
 	s.stopKeys, s.keysDone = make(chan struct{}), make(chan struct{})
 	go s.syncKeys(resync, s.stopKeys)
-	s.openConsole(ac) // console.go
+	s.openConsole(ac, opts.Config.State) // console.go
 	return nil
 }
 
@@ -157,6 +158,10 @@ func (s *Server) readAdminBody(ctx *fasthttp.RequestCtx, stream io.Reader) bool 
 func (s *Server) handleAdminOnly(ctx *fasthttp.RequestCtx) {
 	if s.consoleOwns(ctx) {
 		s.console.Serve(ctx)
+		return
+	}
+	if s.playgroundOnAdmin(ctx) { // console.go
+		s.handle(ctx)
 		return
 	}
 	if !strings.HasPrefix(string(ctx.Path()), adminPrefix) {
@@ -219,7 +224,8 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 	writeAdminError(ctx, notFound("no admin route "+method+" "+truncate(path, 100)))
 }
 
-// matchRoute matches path against pattern, whose {name} segment matches one segment.
+// matchRoute matches path against pattern, whose {name} (or {id}) segment matches one
+// segment.
 func matchRoute(pattern, path string) (name string, ok bool) {
 	pp, sp := strings.Split(pattern, "/"), strings.Split(path, "/")
 	if len(pp) != len(sp) {
@@ -227,7 +233,7 @@ func matchRoute(pattern, path string) (name string, ok bool) {
 	}
 	for i := range pp {
 		switch {
-		case pp[i] == "{name}":
+		case strings.HasPrefix(pp[i], "{"):
 			if sp[i] == "" {
 				return "", false
 			}

@@ -68,7 +68,8 @@ func filters(a *adminCall) (key, team, model string, err error) {
 }
 
 // adminUsage is the usage report: the rollups of [from, to) (default: the last 30 days
-// to the next midnight UTC) grouped by group_by (key, team, model, day, status), as
+// to the next midnight UTC) grouped by group_by (key, team, model, deployment, day,
+// status), filtered by key, team, model and deployment, as
 // JSON or, with format=csv, CSV.
 func (s *Server) adminUsage(a *adminCall) error {
 	end := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
@@ -86,14 +87,17 @@ func (s *Server) adminUsage(a *adminCall) error {
 	if g := string(a.ctx.QueryArgs().Peek("group_by")); g != "" {
 		for _, f := range strings.Split(g, ",") {
 			switch f {
-			case "key", "team", "model", "day", "status":
+			case "key", "team", "model", "deployment", "day", "status":
 				q.GroupBy = append(q.GroupBy, f)
 			default:
-				return badRequest("group_by", "a comma-separated list of key, team, model, day and status")
+				return badRequest("group_by", "a comma-separated list of key, team, model, deployment, day and status")
 			}
 		}
 	}
 	if q.Key, q.Team, q.Model, err = filters(a); err != nil {
+		return err
+	}
+	if q.Deployment, err = queryString(a, "deployment", 256); err != nil {
 		return err
 	}
 	format := string(a.ctx.QueryArgs().Peek("format"))
@@ -129,6 +133,8 @@ func (s *Server) adminUsage(a *adminCall) error {
 				b = jsonx.AppendString(append(b, `"team":`...), r.Team)
 			case "model":
 				b = jsonx.AppendString(append(b, `"model":`...), r.Model)
+			case "deployment":
+				b = jsonx.AppendString(append(b, `"deployment":`...), r.Deployment)
 			case "day":
 				b = jsonx.AppendString(append(b, `"day":`...), r.Day)
 			case "status":
@@ -169,6 +175,8 @@ func appendUsageCSV(b []byte, groupBy []string, rows []ledger.UsageRow) []byte {
 				b = appendCSVField(b, r.Team)
 			case "model":
 				b = appendCSVField(b, r.Model)
+			case "deployment":
+				b = appendCSVField(b, r.Deployment)
 			case "day":
 				b = appendCSVField(b, r.Day)
 			case "status":
@@ -279,6 +287,9 @@ func appendRecord(b []byte, r *ledger.Record) []byte {
 	b = strconv.AppendInt(append(b, `,"tool_calls":`...), int64(r.ToolCalls), 10)
 	b = strconv.AppendInt(append(b, `,"fallbacks":`...), int64(r.Fallbacks), 10)
 	b = strconv.AppendBool(append(b, `,"cache_hit":`...), r.CacheHit)
+	b = jsonx.AppendString(append(b, `,"deployment":`...), r.Deployment)
+	b = jsonx.AppendString(append(b, `,"trace_id":`...), r.TraceID)
+	b = jsonx.AppendString(append(b, `,"continued_from":`...), r.ContinuedFrom)
 	if r.Prompt != "" || r.Completion != "" {
 		b = jsonx.AppendString(append(b, `,"prompt":`...), r.Prompt)
 		b = jsonx.AppendString(append(b, `,"completion":`...), r.Completion)

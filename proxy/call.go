@@ -121,6 +121,8 @@ type modelCall struct {
 	// continuedFrom is the route whose stream broke, once a continuation finished the
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
+	// tried is the request's attempts, for the ledger (attempts.go).
+	tried attemptLog
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -504,15 +506,17 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 
 // tracedAttempt runs one upstream attempt on route r (attempt counts from 0) in its own
 // client span.
-func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) error {
+func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
+	start := time.Now()
+	defer func() { c.tried.note(r, err, time.Since(start), c.resume.active) }()
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}
 	ctx, c.chat = c.tracer.StartChat(ctx, telemetry.Attempt{Type: r.backend.typ, Backend: r.backend.name, Route: r.name,
 		Model: r.upstreamModel, Number: attempt + 1, Fallback: r.of() != c.route, BaseURL: r.backend.baseURL, FallbackReason: c.fallbackReason(r),
 		Operation: c.operation})
-	err := c.counted(ctx, r, try)
+	err = c.counted(ctx, r, try)
 	c.chat.End(c.meter.last, err)
 	c.chat = nil
 	return err

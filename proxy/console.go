@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
 	"github.com/agate-gateway/agate/config"
@@ -8,12 +9,19 @@ import (
 )
 
 // openConsole serves the browser console beside the admin API (admin.console): its
-// sign-in checks a token as the admin API does.
-func (s *Server) openConsole(ac config.Admin) {
+// sign-in checks a token as the admin API does; with state.type redis its sessions live
+// in the limiter's Redis, shared by the replicas.
+func (s *Server) openConsole(ac config.Admin, st config.State) {
 	if !ac.ConsoleOn() {
 		return
 	}
+	var shared *console.Redis
+	if r, ok := s.limiter.(interface{ Client() *redis.Client }); ok && st.Type == "redis" {
+		// The limiter's Redis (state.type redis): every replica accepts a session's cookie.
+		shared = &console.Redis{Client: r.Client(), Prefix: st.KeyPrefix, Timeout: st.Timeout}
+	}
 	s.console = console.New(console.Options{
+		Redis: shared,
 		Verify: func(tok string) (string, bool) {
 			var h fasthttp.RequestHeader
 			h.Set("Authorization", "Bearer "+tok)
@@ -21,6 +29,7 @@ func (s *Server) openConsole(ac config.Admin) {
 		},
 		TTL:         ac.Console.SessionTTL,
 		MaxSessions: ac.Console.MaxSessions,
+		TraceURL:    ac.Console.TraceURL,
 	})
 }
 
@@ -39,4 +48,18 @@ func (s *Server) consoleSession(ctx *fasthttp.RequestCtx) (actor string, ok, ref
 		return "", false, true
 	}
 	return actor, live, false
+}
+
+// playgroundPath is the one client route the admin listener serves, for the console's
+// Playground.
+const playgroundPath = "/v1/chat/completions"
+
+// playgroundOnAdmin reports whether a request on the admin listener (admin.listen) is
+// the console's Playground chat: POST /v1/chat/completions while the console is on. It is
+// served in-process by the main listener's handler, authenticated by its client key like
+// any other (the key's models, limits and budget apply), so the Playground works when the
+// main listener is not reachable from the operator's browser. Its body is bounded by the
+// admin listener's 64 KiB. No other client route is served there.
+func (s *Server) playgroundOnAdmin(ctx *fasthttp.RequestCtx) bool {
+	return s.console != nil && ctx.IsPost() && string(ctx.Path()) == playgroundPath
 }

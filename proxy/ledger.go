@@ -156,6 +156,7 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 	if c.s.captureMax > 0 {
 		r.Prompt, r.Completion = lastUserText(c.req, c.s.captureMax), string(call.captured)
 	}
+	c.ledgerAttempts(&r) // attempts.go
 	if status >= 400 {
 		r.ErrorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded
 	}

@@ -453,3 +453,16 @@ func usageAttrs(u translate.Usage) []attribute.KeyValue {
 	}
 	return a
 }
+
+// TraceID returns the W3C trace id of the request's trace, 32 lower-case hex digits, or
+// "" when r is nil (tracing off) or its span context is not valid.
+func (r *Request) TraceID() string {
+	if r == nil {
+		return ""
+	}
+	sc := r.span.SpanContext()
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}

@@ -2,9 +2,20 @@
 // HttpOnly: no script reads it); every change carries the session's CSRF token.
 
 let csrf = '';
+let traceURL = '';
 let onSignedOut = () => {};
 
-export function setSession(s) { csrf = s ? s.csrf : ''; }
+export function setSession(s) { csrf = s ? s.csrf : ''; traceURL = (s && s.trace_url) || ''; }
+
+/**
+ * traceLink is the address of trace id in the operator's trace UI (admin.console.trace_url,
+ * an http(s) URL the gateway validated), or '' when none is configured or id is not a
+ * W3C trace id.
+ */
+export function traceLink(id) {
+  if (!traceURL || !/^[0-9a-f]{32}$/.test(id || '')) return '';
+  return traceURL.split('{trace_id}').join(id);
+}
 export function whenSignedOut(fn) { onSignedOut = fn; }
 export function csrfToken() { return csrf; }
 

@@ -48,11 +48,11 @@ export function field(label, input, hint) {
   return h('div', { class: 'field' }, kids);
 }
 
-/** table renders rows (objects) under columns [{title, get(row) -> value|Node, num}]. */
+/** table renders rows (objects) under columns [{title, get(row, index) -> value|Node, num}]. */
 export function table(caption, columns, rows, onRow) {
   const head = h('tr', null, columns.map(c => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.title)));
-  const body = rows.map(r => {
-    const tr = h('tr', null, columns.map(c => h('td', { class: c.num ? 'num' : null }, c.get(r))));
+  const body = rows.map((r, i) => {
+    const tr = h('tr', null, columns.map(c => h('td', { class: c.num ? 'num' : null }, c.get(r, i))));
     if (onRow) {
       tr.tabIndex = 0;
       tr.classList.add('clickable');

@@ -1,5 +1,7 @@
 // keys.js: the Keys page: list with spend against budget, create (the secret shown once),
-// edit, rotate, disable, enable, delete; it is the admin API's client, nothing more.
+// edit, rotate, disable, enable, delete; and the teams: database teams created, edited
+// (models, limits, budget) and deleted, config-file teams read-only. It is the admin
+// API's client, nothing more.
 import { api, query } from './api.js';
 import { h, replace, field, table, fmt, toast } from './dom.js';
 
@@ -10,7 +12,8 @@ export async function keysPage(root) {
   const status = h('div', { class: 'panel', hidden: true, 'aria-live': 'polite' });
   const listEl = h('div');
   const edit = h('div');
-  root.append(h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => showForm(null) }, 'Create key')), status, edit, listEl);
+  root.append(h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => showForm(null) }, 'Create key'),
+    h('button', { type: 'button', onclick: () => showTeamForm(null) }, 'Create team')), status, edit, listEl);
 
   async function load() {
     const day = new Date(Date.now() + 86400e3).toISOString().slice(0, 10);
@@ -31,12 +34,64 @@ export async function keysPage(root) {
       { title: 'State', get: k => k.disabled ? h('span', { class: 'badge bad' }, 'disabled') : h('span', { class: 'badge ok' }, 'active') },
       { title: 'Actions', get: k => k.read_only ? h('small', null, 'config file (read-only)') : actions(k) },
     ], keys.data || []),
-    table('Teams (a label on keys); spend over the last 30 days', [
-      { title: 'Team', get: t => t.name },
-      { title: 'Keys', get: t => (t.keys || []).join(', ') },
+    table('Teams: their models, limits and budget are shared by their keys, on top of each key\'s own; spend over the last 30 days', [
+      { title: 'Team', get: t => h('span', { class: 'mono' }, t.name) },
+      { title: 'Source', get: t => t.source },
+      { title: 'Keys', get: t => (t.keys || []).join(', ') || '—' },
+      { title: 'Models', get: t => (t.models || []).join(', ') || '—' },
+      { title: 'Spend / budget', get: t => spendCell(t, teamSpend.get(t.name)) },
+      { title: 'Limits', get: t => limitsText(t.limits) },
       { title: 'Requests', num: true, get: t => fmt.int((teamSpend.get(t.name) || {}).requests) },
-      { title: 'Spend', num: true, get: t => fmt.usd((teamSpend.get(t.name) || {}).cost_usd) },
+      { title: 'Actions', get: t => teamActions(t) },
     ], teams.data || []));
+  }
+
+  function teamActions(t) {
+    const act = (label, fn) => h('button', { type: 'button', class: 'small', onclick: fn, 'aria-label': label + ' team ' + t.name }, label);
+    if (t.source === 'config') return h('small', null, 'config file (read-only)');
+    if (t.source === 'label') return h('span', { class: 'row-actions' }, act('Make a team', () => showTeamForm(null, t.name)));
+    return h('span', { class: 'row-actions' },
+      act('Edit', () => showTeamForm(t)),
+      act('Delete', () => confirm('Delete team ' + t.name + '? Its keys keep the name, as a label, without its limits and budget.') &&
+        run(() => api('DELETE', `/admin/v1/teams/${encodeURIComponent(t.name)}`), 'team ' + t.name + ' deleted')));
+  }
+
+  // showTeamForm edits database team t, or creates one (named name when given).
+  function showTeamForm(t, name0) {
+    const v = t || { models: [], limits: {}, budget: {} };
+    const name = h('input', { name: 'team_name', value: v.name || name0 || '', required: true, disabled: !!t, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}' });
+    const models = h('input', { name: 'team_models', value: (v.models || []).join(', ') });
+    const policy = policyInputs('team_', 'Team ', v);
+    const err = h('p', { class: 'error', role: 'alert' });
+    const form = h('form', { class: 'panel form', 'aria-label': t ? 'Edit team ' + t.name : 'Create team' },
+      h('h2', null, t ? 'Edit team ' + t.name : 'Create a team'),
+      h('p', null, 'A team\'s limits and budget are shared by all its keys, on top of each key\'s own.'),
+      h('div', { class: 'grid' },
+        field('Team name', name),
+        field('Team models', models, 'comma-separated names or globs; narrows its keys\' models; empty: no narrowing'),
+        policy.fields),
+      h('div', { class: 'actions' }, h('button', { type: 'submit' }, t ? 'Save team' : 'Create team'),
+        h('button', { type: 'button', class: 'quiet', onclick: () => edit.replaceChildren() }, 'Cancel')),
+      err);
+    form.addEventListener('submit', async e => {
+      e.preventDefault();
+      const body = { models: list(models.value), ...policy.body() };
+      try {
+        if (t) {
+          await api('PATCH', `/admin/v1/teams/${encodeURIComponent(t.name)}`, body);
+          toast('team ' + t.name + ' saved');
+        } else {
+          await api('POST', '/admin/v1/teams', { name: name.value.trim(), ...body });
+          toast('team ' + name.value.trim() + ' created');
+        }
+        edit.replaceChildren();
+        await load();
+      } catch (x) {
+        err.textContent = x.message + (x.field ? ' (' + x.field + ')' : '');
+      }
+    });
+    replace(edit, form);
+    (t || name0 ? models : name).focus();
   }
 
   function spendCell(k, u) {
@@ -93,12 +148,7 @@ export async function keysPage(root) {
     const team = h('input', { name: 'team', value: v.team || '' });
     const models = h('input', { name: 'models', value: (v.models || []).join(', ') });
     const tools = h('input', { name: 'tools', value: (v.tools || []).join(', ') });
-    const rpm = h('input', { name: 'rpm', type: 'number', min: 0, value: v.limits.requests_per_minute || '' });
-    const tpm = h('input', { name: 'tpm', type: 'number', min: 0, value: v.limits.tokens_per_minute || '' });
-    const conc = h('input', { name: 'concurrent', type: 'number', min: 0, value: v.limits.concurrent || '' });
-    const usd = h('input', { name: 'budget_usd', type: 'number', min: 0, step: 'any', value: v.budget.usd || '' });
-    const btok = h('input', { name: 'budget_tokens', type: 'number', min: 0, value: v.budget.tokens || '' });
-    const period = h('input', { name: 'budget_period', value: v.budget.period || '', placeholder: '720h' });
+    const policy = policyInputs('', '', v);
     const expires = h('input', { name: 'expires', type: 'datetime-local', value: v.expires_at ? v.expires_at.slice(0, 16) : '' });
     const err = h('p', { class: 'error', role: 'alert' });
     const form = h('form', { class: 'panel form', 'aria-label': k ? 'Edit key ' + k.name : 'Create key' },
@@ -107,18 +157,14 @@ export async function keysPage(root) {
         field('Name', name), field('Team', team),
         field('Models', models, 'comma-separated names or globs (claude-*); empty: none'),
         field('Tools', tools, 'comma-separated server tools'),
-        field('Requests per minute', rpm), field('Tokens per minute', tpm), field('Concurrent requests', conc),
-        field('Budget (USD)', usd), field('Budget (tokens)', btok), field('Budget period', period, 'e.g. 720h; default 30 days'),
-        field('Expires (UTC)', expires)),
+        policy.fields, field('Expires (UTC)', expires)),
       h('div', { class: 'actions' }, h('button', { type: 'submit' }, k ? 'Save' : 'Create'),
         h('button', { type: 'button', class: 'quiet', onclick: () => edit.replaceChildren() }, 'Cancel')),
       err);
     form.addEventListener('submit', async e => {
       e.preventDefault();
       const body = {
-        team: team.value.trim(), models: list(models.value), tools: list(tools.value),
-        limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
-        budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
+        team: team.value.trim(), models: list(models.value), tools: list(tools.value), ...policy.body(),
         expires_at: expires.value ? new Date(expires.value + 'Z').toISOString().replace('.000', '') : null,
       };
       try {
@@ -139,6 +185,29 @@ export async function keysPage(root) {
   }
 
   await load();
+}
+
+// policyInputs are the limits and budget of a key or team v: the labelled fields (input
+// names prefix + rpm, tpm, concurrent, budget_usd, budget_tokens, budget_period; labels
+// after label) and body(), their values as the admin API's limits and budget members.
+function policyInputs(prefix, label, v) {
+  const lim = v.limits || {}, bud = v.budget || {};
+  const input = (name, value, more) => h('input', { name: prefix + name, value: value || '', ...more });
+  const rpm = input('rpm', lim.requests_per_minute, { type: 'number', min: 0 });
+  const tpm = input('tpm', lim.tokens_per_minute, { type: 'number', min: 0 });
+  const conc = input('concurrent', lim.concurrent, { type: 'number', min: 0 });
+  const usd = input('budget_usd', bud.usd, { type: 'number', min: 0, step: 'any' });
+  const btok = input('budget_tokens', bud.tokens, { type: 'number', min: 0 });
+  const period = input('budget_period', bud.period, { placeholder: '720h' });
+  const cap = s => label ? label + s[0].toLowerCase() + s.slice(1) : s;
+  return {
+    fields: [field(cap('Requests per minute'), rpm), field(cap('Tokens per minute'), tpm), field(cap('Concurrent requests'), conc),
+      field(cap('Budget (USD)'), usd), field(cap('Budget (tokens)'), btok), field(cap('Budget period'), period, 'e.g. 720h; default 30 days')],
+    body: () => ({
+      limits: { requests_per_minute: num(rpm.value), tokens_per_minute: num(tpm.value), concurrent: num(conc.value) },
+      budget: { usd: num(usd.value), tokens: num(btok.value), ...(period.value.trim() ? { period: period.value.trim() } : {}) },
+    }),
+  };
 }
 
 function limitsText(l) {

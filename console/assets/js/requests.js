@@ -1,6 +1,6 @@
 // requests.js: the Requests page: ledger records filtered by key, model, status, time,
 // errors only and fallbacks only, newest first, with the detail of one record.
-import { api, query } from './api.js';
+import { api, query, traceLink } from './api.js';
 import { h, replace, field, table, fmt } from './dom.js';
 
 export async function requestsPage(root) {
@@ -47,7 +47,18 @@ export async function requestsPage(root) {
     ], rows, show));
   }
 
-  function show(r) {
+  // show opens the detail of record r: the listing's fields at once, then its attempts
+  // (GET /admin/v1/requests/{id}).
+  async function show(r) {
+    render(r, null);
+    try {
+      render(await api('GET', '/admin/v1/requests/' + encodeURIComponent(r.id)), null);
+    } catch (x) {
+      render(r, x.message);
+    }
+  }
+
+  function render(r, failed) {
     const dl = h('dl', { class: 'kv' });
     const add = (k, v) => dl.append(h('dt', null, k), h('dd', null, v));
     add('Request id', h('span', { class: 'mono' }, r.request_id));
@@ -57,6 +68,8 @@ export async function requestsPage(root) {
     add('Model requested', r.model);
     add('Model served', r.served_model || '—');
     add('Backend', r.backend || '—');
+    add('Deployment', r.deployment || '—');
+    if (r.continued_from) add('Continued from', h('span', { class: 'continued' }, r.continued_from + ' (its stream broke; a continuation finished the answer)'));
     add('Status', r.status + (r.error_type ? ' ' + r.error_type : ''));
     add('Prompt tokens', fmt.int(r.prompt_tokens) + ' (cached read ' + fmt.int(r.cached_read_tokens) + ', cache write ' + fmt.int(r.cache_write_tokens) + ')');
     add('Completion tokens', fmt.int(r.completion_tokens) + ' (reasoning ' + fmt.int(r.reasoning_tokens) + ')' + (r.usage_estimated ? ', estimated' : ''));
@@ -65,11 +78,30 @@ export async function requestsPage(root) {
     add('Tool calls', r.tool_calls);
     add('Fallbacks tried', r.fallbacks);
     add('Prompt cache hit', r.cache_hit ? 'yes' : 'no');
+    const link = traceLink(r.trace_id);
+    add('Trace id', !r.trace_id ? '— (tracing off)' : link
+      ? h('a', { href: link, target: '_blank', rel: 'noopener noreferrer', class: 'mono trace-link' }, r.trace_id)
+      : h('span', { class: 'mono' }, r.trace_id));
     if (r.prompt !== undefined) {
       add('Prompt (captured)', h('pre', null, r.prompt));
       add('Completion (captured)', h('pre', null, r.completion));
     }
-    replace(detail, h('div', { class: 'panel' }, h('h2', { tabindex: -1 }, 'Request ' + r.id), dl,
+    let attempts = null;
+    if (failed) attempts = h('p', { class: 'error', role: 'alert' }, 'Attempts: ' + failed);
+    else if (r.attempts) {
+      attempts = r.attempts.length === 0 ? h('p', null, 'No upstream attempt (answered by the gateway, or refused before one).')
+        : table('Upstream attempts, in order' + (r.attempts_omitted ? ' (the first ' + r.attempts.length + '; ' + r.attempts_omitted + ' more not kept)' : ''), [
+          { title: '#', num: true, get: (a, i) => i + 1 },
+          { title: 'Model', get: a => a.model + (a.model !== r.model ? ' (fallback)' : '') },
+          { title: 'Deployment', get: a => h('span', { class: 'mono' }, a.deployment) },
+          { title: 'Status', get: a => h('span', { class: 'badge ' + (a.status >= 200 && a.status < 300 ? 'ok' : 'bad') }, a.status || 'no answer') },
+          { title: 'Error', get: a => a.error_type || '—' },
+          { title: 'Time', num: true, get: a => fmt.ms(a.duration_ms) },
+          { title: 'Continuation', get: a => a.continued ? 'yes' : '' },
+        ], r.attempts);
+      attempts.classList.add('attempts');
+    }
+    replace(detail, h('div', { class: 'panel' }, h('h2', { tabindex: -1 }, 'Request ' + r.id), dl, attempts,
       h('button', { type: 'button', class: 'quiet', onclick: () => detail.replaceChildren() }, 'Close')));
     detail.querySelector('h2').focus();
   }

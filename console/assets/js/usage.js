@@ -1,5 +1,6 @@
-// usage.js: the Usage page: spend and tokens grouped by key, team, model or day over a
-// range, as a chart (by day) and a table, with the same report as CSV.
+// usage.js: the Usage page: spend and tokens grouped by key, team, model, deployment
+// (<backend>/<upstream model>) or status over a range, as a chart (by day) and a table,
+// with the same report as CSV.
 import { api, query } from './api.js';
 import { h, replace, field, table, fmt } from './dom.js';
 
@@ -7,7 +8,7 @@ export async function usagePage(root) {
   const day = d => d.toISOString().slice(0, 10);
   const from = h('input', { name: 'from', type: 'date', value: day(new Date(Date.now() - 29 * 86400e3)) });
   const to = h('input', { name: 'to', type: 'date', value: day(new Date()) });
-  const group = h('select', { name: 'group_by' }, ['key', 'team', 'model', 'status'].map(g => h('option', { value: g }, g)));
+  const group = h('select', { name: 'group_by' }, ['key', 'team', 'model', 'deployment', 'status'].map(g => h('option', { value: g }, g)));
   const csv = h('a', { class: 'button', download: 'agate-usage.csv' }, 'Export CSV');
   const form = h('form', { class: 'filters', 'aria-label': 'Usage report' },
     field('From (UTC date)', from), field('To (UTC date, included)', to), field('Group by', group),

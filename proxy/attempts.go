@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agate-gateway/agate/ledger"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
+)
+
+// This file is the ledger's attempts summary: every upstream attempt of a request
+// (retries, deployments, fallbacks, continuations, every tool-loop turn) noted where
+// tracedAttempt runs it, in the model call's own fixed room (no allocation on the request
+// path), and copied into the request's ledger record (toLedger).
+
+// attemptLog is the attempts of one request: the first ledger.MaxAttempts of them, and
+// how many came after.
+type attemptLog struct {
+	first   [ledger.MaxAttempts]ledger.Attempt
+	n       int
+	omitted int
+}
+
+// note adds the attempt on r that took took and ended with err; continued is set for a
+// continuation's attempt.
+func (l *attemptLog) note(r *route, err error, took time.Duration, continued bool) {
+	if l.n == len(l.first) {
+		l.omitted++
+		return
+	}
+	a := &l.first[l.n]
+	l.n++
+	*a = ledger.Attempt{Backend: r.backend.name, Deployment: r.upstreamLabel, Model: r.name, Duration: took, Continued: continued}
+	if err == nil {
+		a.Status = 200
+		return
+	}
+	a.ErrorType = attemptErrorType(err)
+	if ue := upstream.AsError(err); ue != nil && ue.Cause == "" {
+		a.Status = ue.Status // as upstream.StatusLabel: a connection failure or a timeout has none
+	}
+}
+
+// attemptErrorType is the type of an attempt's failure, bounded: the upstream error's
+// type (an upstream's word, clipped), client_closed when the client left, else api_error.
+func attemptErrorType(err error) string {
+	if ue := upstream.AsError(err); ue != nil {
+		t := ue.Type
+		if t == "" {
+			t = translate.ErrorType(ue.Status)
+		}
+		return clip(t, maxErrorType)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, errClientGone) {
+		return "client_closed"
+	}
+	return "api_error"
+}
+
+// attempts returns a copy of the attempts (nil when none) and the count of those left out.
+func (l *attemptLog) attempts() ([]ledger.Attempt, int) {
+	if l.n == 0 {
+		return nil, l.omitted
+	}
+	return append([]ledger.Attempt(nil), l.first[:l.n]...), l.omitted
+}
+
+// last returns the last attempt noted, nil when none.
+func (l *attemptLog) last() *ledger.Attempt {
+	if l.n == 0 {
+		return nil
+	}
+	return &l.first[l.n-1]
+}
+
+// ledgerAttempts fills r's attempts, deployment, continued_from and trace id.
+func (c *requestRun) ledgerAttempts(r *ledger.Record) {
+	call := c.call
+	r.Attempts, r.AttemptsOmitted = call.tried.attempts()
+	switch last := call.tried.last(); {
+	case c.answeredBy != nil:
+		r.Deployment = c.answeredBy.upstreamLabel
+	case last != nil:
+		r.Deployment = last.Deployment
+	}
+	if from := call.continuedFrom; from != nil && call.at != nil {
+		r.ContinuedFrom = clip(from.name, maxLoggedString) // as noteContinued: a client-named model is bounded
+	}
+	r.TraceID = c.span.TraceID()
+}

@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/config"
+	"github.com/agate-gateway/agate/ledger"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/upstream"
+)
+
+// TestAttemptLog: each attempt is noted with its route's backend, deployment label and
+// model, the status (as gateway_upstream_duration_seconds' status label: none for a
+// connection failure or a timeout), a bounded error type
+// and the continuation flag; the first ledger.MaxAttempts are kept, the rest counted.
+func TestAttemptLog(t *testing.T) {
+	r := &route{name: "gpt", backend: &backend{name: "east"}, upstreamLabel: "east/gpt-4o"}
+	long := fmt.Sprintf("%0100d", 0)
+	for _, tc := range []struct {
+		name      string
+		err       error
+		continued bool
+		want      ledger.Attempt
+	}{
+		{"answered", nil, false, ledger.Attempt{Status: 200}},
+		{"an upstream's 429", &translate.UpstreamError{Status: 429, Type: "rate_limit_error"}, false,
+			ledger.Attempt{Status: 429, ErrorType: "rate_limit_error"}},
+		{"an upstream's 503 without a type", &translate.UpstreamError{Status: 503}, false,
+			ledger.Attempt{Status: 503, ErrorType: translate.ErrorType(503)}},
+		{"a type too long is clipped", &translate.UpstreamError{Status: 500, Type: long}, false,
+			ledger.Attempt{Status: 500, ErrorType: clip(long, maxErrorType)}},
+		{"a connection failure: no upstream status", &translate.UpstreamError{Status: 504, Type: "api_error", Cause: "dial tcp: i/o timeout"}, false,
+			ledger.Attempt{ErrorType: "api_error"}},
+		{"a fault the gateway names keeps its status", upstream.Fault("east", "sent an unreadable answer"), false,
+			ledger.Attempt{Status: 502, ErrorType: "api_error"}},
+		{"the client left", context.Canceled, false, ledger.Attempt{ErrorType: "client_closed"}},
+		{"another failure", errors.New("boom"), false, ledger.Attempt{ErrorType: "api_error"}},
+		{"a continuation", nil, true, ledger.Attempt{Status: 200, Continued: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l attemptLog
+			l.note(r, tc.err, 1500*time.Millisecond, tc.continued)
+			want := tc.want
+			want.Backend, want.Deployment, want.Model, want.Duration = "east", "east/gpt-4o", "gpt", 1500*time.Millisecond
+			got, omitted := l.attempts()
+			if diff := cmp.Diff([]ledger.Attempt{want}, got); diff != "" || omitted != 0 {
+				t.Errorf("attempt (-want +got):\n%s; omitted %d", diff, omitted)
+			}
+		})
+	}
+
+	var l attemptLog
+	if got, _ := l.attempts(); got != nil || l.last() != nil {
+		t.Errorf("no attempt: %v, %v", got, l.last())
+	}
+	for range ledger.MaxAttempts + 3 {
+		l.note(r, nil, 0, false)
+	}
+	if got, omitted := l.attempts(); len(got) != ledger.MaxAttempts || omitted != 3 {
+		t.Errorf("%d attempts noted as %d and %d omitted", ledger.MaxAttempts+3, len(got), omitted)
+	}
+}
+
+// BenchmarkToLedger_Attempts is BenchmarkToLedger for a request with three attempts (a
+// retry and a fallback): the attempts' copy is the record's one allocation.
+func BenchmarkToLedger_Attempts(b *testing.B) {
+	l := &countingLedger{}
+	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
+	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o"}
+	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
+		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
+	c.call = &c.ownCall
+	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
+	c.call.tried.note(r, nil, time.Millisecond, false)
+	at := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.toLedger(200, true, at)
+	}
+	if l.n == 0 {
+		b.Fatal("no record")
+	}
+}
