@@ -38,7 +38,9 @@ func (openAIChat) Headers(apiKey string) []translate.Header {
 // the usage chunk if the client did not ask for it).
 //
 // A body the chat parser located (Request.Spans) and no one edited is rewritten in one
-// copy, splicing the new values in; any other body goes through sjson.
+// copy, splicing the new values in; any other body goes through sjson, except that an
+// edited request's messages and tools, which grow with the history, are written straight
+// into dst where sjson would have put them (appendEdited).
 func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if !req.Edited && req.Spans.Model.End > 0 {
 		return appendSpliced(dst, req, opts)
@@ -63,9 +65,10 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 		set("stream", false)
 	}
 	if req.Edited {
-		setRaw("messages", string(appendMessages(nil, req.Messages)))
+		// Placeholders, which appendEdited replaces: sjson copies only a small body.
+		setRaw("messages", placeholder)
 		if req.Functions() > 0 {
-			setRaw("tools", string(appendTools(nil, req.Tools)))
+			setRaw("tools", placeholder)
 		}
 		switch req.ToolChoice.Mode {
 		case "":
@@ -78,7 +81,40 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	if err != nil {
 		return dst, translate.Errorf("", "rewriting the request: %v", err)
 	}
+	if req.Edited {
+		return appendEdited(dst, body, req), nil
+	}
 	return append(dst, body...), nil
+}
+
+// placeholder is the value AppendRequest has sjson set an edited request's messages and
+// tools to: a literal no encoder writes as a top-level member's value.
+const placeholder = "0"
+
+// appendEdited appends body, in which sjson set messages (and tools, when req has
+// functions) to placeholder, with req's messages (and tools) written in their place: the
+// bytes sjson would have written had it been given them, without copying them through it.
+func appendEdited(dst []byte, body string, req *translate.Request) []byte {
+	sc := jsonx.NewScanner(body)
+	var v jsonx.Value
+	at := 0 // body[at:] is still to be copied
+	for n := 0; sc.NextField(&n); {
+		key := sc.Key()
+		if !sc.Value(&v) {
+			break
+		}
+		if v.Raw != placeholder || (key != "messages" && (key != "tools" || req.Functions() == 0)) {
+			continue
+		}
+		dst = append(dst, body[at:v.At]...)
+		if key == "messages" {
+			dst = appendMessages(dst, req.Messages)
+		} else {
+			dst = appendTools(dst, req.Tools)
+		}
+		at = v.At + len(v.Raw)
+	}
+	return append(dst, body[at:]...)
 }
 
 // appendSpliced appends req.Body with the edits AppendRequest makes, in one pass: the

@@ -1,0 +1,80 @@
+package messagesin_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/anthropic"
+	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/translate/openai"
+)
+
+// historyBodies are scenario d's agentic histories at 10 and 100 KB (testdata/SOURCES.md).
+func historyBodies(b *testing.B) map[int][]byte {
+	out := map[int][]byte{}
+	for _, kb := range []int{10, 100} {
+		body, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("history-%dk.json", kb)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[kb] = body
+	}
+	return out
+}
+
+// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, as the proxy does
+// (ParseOwned), and forwards it (AppendPassBody): the passthrough's whole request-side cost.
+func BenchmarkParseHistory(b *testing.B) {
+	for _, kb := range []int{10, 100} {
+		body := historyBodies(b)[kb]
+		b.Run(fmt.Sprintf("%dKB/parse", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := messagesin.ParseOwned(body, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dKB/passbody", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			dst := make([]byte, 0, len(body)+64)
+			for b.Loop() {
+				dst = messagesin.AppendPassBody(dst[:0], body, "claude-up")
+			}
+		})
+	}
+}
+
+// BenchmarkTranslateHistory encodes scenario d's history, parsed once, for the upstream
+// dialects a Messages request is translated to: OpenAI chat (the bench's
+// product-messages-oai row) and Anthropic (the tool loop's and a mixed route's).
+func BenchmarkTranslateHistory(b *testing.B) {
+	for _, kb := range []int{10, 100} {
+		body := historyBodies(b)[kb]
+		req, err := messagesin.ParseOwned(body, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, up := range []struct {
+			name string
+			p    translate.Provider
+		}{{"chat", openai.New()}, {"anthropic", anthropic.New()}} {
+			b.Run(fmt.Sprintf("%dKB/%s", kb, up.name), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				opts := &translate.Options{UpstreamModel: "up-model"}
+				dst := make([]byte, 0, 2*len(body))
+				for b.Loop() {
+					if dst, err = up.p.AppendRequest(dst[:0], req, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
