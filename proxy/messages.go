@@ -52,7 +52,11 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		// One copy of the client's body (fasthttp reuses its buffer), which the passthrough
 		// forwards and the request's strings are views of.
 		own := append([]byte(nil), body...)
-		req, err := messagesin.ParseOwned(own, s.maxInflated)
+		parse := messagesin.ParseLazy // the text left escaped until prepare knows who reads it
+		if s.tracer != nil {
+			parse = messagesin.ParseOwned // the span reads the request before prepare
+		}
+		req, err := parse(own, s.maxInflated)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -68,6 +72,12 @@ func (m *messagesRun) prepare() error {
 		return err
 	}
 	m.pass = allBackends(c, "anthropic")
+	// The text a lazy parse left escaped is decoded unless nothing reads it decoded: the
+	// passthrough forwards the body as it came, and an encoder that is a
+	// translate.LiteralReader writes it from its escapes (chatRun.prepare's rule).
+	if (*requestRun)(c).caching() || !(m.pass || (*chatRun)(c).readsLiterals()) {
+		messagesin.Decode(c.req)
+	}
 	if m.pass {
 		version := string(h.Peek("Anthropic-Version"))
 		if version == "" {

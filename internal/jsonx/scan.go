@@ -921,15 +921,25 @@ func (sc *Scanner) RootMembers(keys []string, vals []Value) (root Value, ok bool
 }
 
 func (sc *Scanner) members(keys []string, vals []Value) bool {
+	return sc.membersOf(keys, vals, false)
+}
+
+// membersOf is members with the strings read by ValueRaw when raw is set.
+func (sc *Scanner) membersOf(keys []string, vals []Value, raw bool) bool {
 	for n := 0; sc.NextField(&n); {
 		j := 0
 		for j < len(keys) && keys[j] != sc.key {
 			j++
 		}
 		var ok bool
-		if j < len(keys) {
-			ok = sc.First(&vals[j])
-		} else {
+		switch {
+		case j < len(keys) && vals[j].Kind != Missing:
+			ok = sc.Skip() // the first of a name wins (First)
+		case j < len(keys) && raw:
+			ok = sc.ValueRaw(&vals[j])
+		case j < len(keys):
+			ok = sc.Value(&vals[j])
+		default:
 			ok = sc.Skip()
 		}
 		if !ok {
@@ -949,6 +959,17 @@ func (sc *Scanner) Members(obj Value, keys []string, vals []Value) {
 	}
 	sc.i = obj.At
 	sc.members(keys, vals)
+}
+
+// MembersRaw is Members with each string value read as ValueRaw reads it: its Str is the
+// literal's contents with the escapes as written (DecodeRaw decodes it). A parser uses it
+// for objects whose strings it mostly passes on.
+func (sc *Scanner) MembersRaw(obj Value, keys []string, vals []Value) {
+	if obj.Kind != Object {
+		return
+	}
+	sc.i = obj.At
+	sc.membersOf(keys, vals, true)
 }
 
 // Get returns the value of member key of obj, the first such member when the key repeats

@@ -78,3 +78,35 @@ func BenchmarkTranslateHistory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseLazyHistory is BenchmarkParseHistory's parse as the proxy makes it
+// (ParseLazy), and the Messages -> chat encode of the request it reads.
+func BenchmarkParseLazyHistory(b *testing.B) {
+	for _, kb := range []int{10, 100} {
+		body := historyBodies(b)[kb]
+		b.Run(fmt.Sprintf("%dKB/parse", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := messagesin.ParseLazy(body, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		req, err := messagesin.ParseLazy(body, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%dKB/chat", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			opts := &translate.Options{UpstreamModel: "up-model"}
+			dst := make([]byte, 0, 2*len(body))
+			for b.Loop() {
+				if dst, err = openai.New().AppendRequest(dst[:0], req, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

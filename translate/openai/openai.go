@@ -108,7 +108,7 @@ func appendEdited(dst []byte, body string, req *translate.Request) []byte {
 		}
 		dst = append(dst, body[at:v.At]...)
 		if key == "messages" {
-			dst = appendMessages(dst, req.Messages)
+			dst = appendMessages(dst, req)
 		} else {
 			dst = appendTools(dst, req.Tools)
 		}
@@ -174,7 +174,9 @@ func appendSpliced(dst []byte, req *translate.Request, opts *translate.Options) 
 }
 
 // appendMessages appends messages as an OpenAI chat messages array.
-func appendMessages(dst []byte, msgs []translate.Message) []byte {
+// Their text is read through req's methods (translate.LiteralReader).
+func appendMessages(dst []byte, req *translate.Request) []byte {
+	msgs := req.Messages
 	dst = append(dst, '[')
 	for i := range msgs {
 		m := &msgs[i]
@@ -196,15 +198,15 @@ func appendMessages(dst []byte, msgs []translate.Message) []byte {
 				dst = append(dst, `""`...)
 			}
 		case m.ToolError:
-			dst = jsonx.AppendString(dst, m.ToolOutput())
+			dst = req.AppendToolOutput(dst, m)
 		case len(m.Content) == 1 && m.Content[0].Type == translate.PartText:
-			dst = jsonx.AppendString(dst, m.Content[0].Text)
+			dst = req.AppendText(dst, m.Content[0].Text)
 		default:
-			dst = appendOpenAIParts(dst, m.Content)
+			dst = appendOpenAIParts(dst, req, m.Content)
 		}
 		if m.Refusal != "" {
 			dst = append(dst, `,"refusal":`...)
-			dst = jsonx.AppendString(dst, m.Refusal)
+			dst = req.AppendText(dst, m.Refusal)
 		}
 		if m.ToolCallID != "" {
 			dst = append(dst, `,"tool_call_id":`...)
@@ -212,14 +214,14 @@ func appendMessages(dst []byte, msgs []translate.Message) []byte {
 		}
 		if len(m.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
-			dst = translate.AppendToolCalls(dst, m.ToolCalls)
+			dst = req.AppendToolCalls(dst, m.ToolCalls)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
 }
 
-func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
+func appendOpenAIParts(dst []byte, req *translate.Request, parts []translate.Part) []byte {
 	dst = append(dst, '[')
 	for i, p := range parts {
 		if i > 0 {
@@ -228,10 +230,10 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 		switch p.Type {
 		case translate.PartText:
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = jsonx.AppendString(dst, p.Text)
+			dst = req.AppendText(dst, p.Text)
 		case translate.PartRefusal:
 			dst = append(dst, `{"type":"refusal","refusal":`...)
-			dst = jsonx.AppendString(dst, p.Text)
+			dst = req.AppendText(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
 			dst = jsonx.AppendString(dst, p.Media.URL)
@@ -618,3 +620,8 @@ func streamFlag(sc *jsonx.Scanner) bool {
 func (openAIChat) ContextExceeded(e *translate.UpstreamError) bool {
 	return e.Status == 400 && e.Code == "context_length_exceeded"
 }
+
+// ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads
+// message strings only through the Request's methods (appendMessages), and a body it
+// forwards unedited keeps them as the client wrote them.
+func (openAIChat) ReadsLiterals() {}
