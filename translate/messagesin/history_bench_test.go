@@ -25,20 +25,29 @@ func historyBodies(b *testing.B) map[int][]byte {
 	return out
 }
 
-// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, as the proxy does
-// (ParseOwned), and forwards it (AppendPassBody): the passthrough's whole request-side cost.
+// parses are the parses a history is read with: ParseOwned, and ParseLazy, the proxy's.
+var parses = []struct {
+	name  string
+	parse func([]byte, int) (*translate.Request, error)
+}{{"parse", messagesin.ParseOwned}, {"parse-lazy", messagesin.ParseLazy}}
+
+// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly and as the
+// proxy does (ParseLazy), and forwards it (AppendPassBody): the passthrough's whole
+// request-side cost.
 func BenchmarkParseHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
 		body := historyBodies(b)[kb]
-		b.Run(fmt.Sprintf("%dKB/parse", kb), func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := messagesin.ParseOwned(body, 1<<20); err != nil {
-					b.Fatal(err)
+		for _, p := range parses {
+			b.Run(fmt.Sprintf("%dKB/%s", kb, p.name), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := p.parse(body, 1<<20); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 		b.Run(fmt.Sprintf("%dKB/passbody", kb), func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
@@ -50,63 +59,35 @@ func BenchmarkParseHistory(b *testing.B) {
 	}
 }
 
-// BenchmarkTranslateHistory encodes scenario d's history, parsed once, for the upstream
-// dialects a Messages request is translated to: OpenAI chat (the bench's
-// product-messages-oai row) and Anthropic (the tool loop's and a mixed route's).
+// BenchmarkTranslateHistory encodes scenario d's history, parsed once (eagerly, and
+// lazily: "-lazy"), for the upstream dialects a Messages request is translated to: OpenAI
+// chat (the bench's product-messages-oai row) and Anthropic (the tool loop's and a mixed
+// route's).
 func BenchmarkTranslateHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
 		body := historyBodies(b)[kb]
-		req, err := messagesin.ParseOwned(body, 1<<20)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, up := range []struct {
-			name string
-			p    translate.Provider
-		}{{"chat", openai.New()}, {"anthropic", anthropic.New()}} {
-			b.Run(fmt.Sprintf("%dKB/%s", kb, up.name), func(b *testing.B) {
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				opts := &translate.Options{UpstreamModel: "up-model"}
-				dst := make([]byte, 0, 2*len(body))
-				for b.Loop() {
-					if dst, err = up.p.AppendRequest(dst[:0], req, opts); err != nil {
-						b.Fatal(err)
+		for _, p := range parses {
+			req, err := p.parse(body, 1<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			suffix := p.name[len("parse"):]
+			for _, up := range []struct {
+				name string
+				p    translate.Provider
+			}{{"chat", openai.New()}, {"anthropic", anthropic.New()}} {
+				b.Run(fmt.Sprintf("%dKB/%s%s", kb, up.name, suffix), func(b *testing.B) {
+					b.SetBytes(int64(len(body)))
+					b.ReportAllocs()
+					opts := &translate.Options{UpstreamModel: "up-model"}
+					dst := make([]byte, 0, 2*len(body))
+					for b.Loop() {
+						if dst, err = up.p.AppendRequest(dst[:0], req, opts); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-			})
-		}
-	}
-}
-
-// BenchmarkParseLazyHistory is BenchmarkParseHistory's parse as the proxy makes it
-// (ParseLazy), and the Messages -> chat encode of the request it reads.
-func BenchmarkParseLazyHistory(b *testing.B) {
-	for _, kb := range []int{10, 100} {
-		body := historyBodies(b)[kb]
-		b.Run(fmt.Sprintf("%dKB/parse", kb), func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := messagesin.ParseLazy(body, 1<<20); err != nil {
-					b.Fatal(err)
-				}
+				})
 			}
-		})
-		req, err := messagesin.ParseLazy(body, 1<<20)
-		if err != nil {
-			b.Fatal(err)
 		}
-		b.Run(fmt.Sprintf("%dKB/chat", kb), func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			opts := &translate.Options{UpstreamModel: "up-model"}
-			dst := make([]byte, 0, 2*len(body))
-			for b.Loop() {
-				if dst, err = openai.New().AppendRequest(dst[:0], req, opts); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
