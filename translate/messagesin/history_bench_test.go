@@ -32,8 +32,8 @@ var parses = []struct {
 }{{"parse", messagesin.ParseOwned}, {"parse-lazy", messagesin.ParseLazy}}
 
 // BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly and as the
-// proxy does (ParseLazy), and forwards it (AppendPassBody): the passthrough's whole
-// request-side cost.
+// proxy does (ParseLazy), and forwards it (AppendPassBody, and the splice ParsePass's
+// PassBody makes): the passthrough's whole request-side cost.
 func BenchmarkParseHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
 		body := historyBodies(b)[kb]
@@ -48,14 +48,23 @@ func BenchmarkParseHistory(b *testing.B) {
 				}
 			})
 		}
-		b.Run(fmt.Sprintf("%dKB/passbody", kb), func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			dst := make([]byte, 0, len(body)+64)
-			for b.Loop() {
-				dst = messagesin.AppendPassBody(dst[:0], body, "claude-up")
-			}
-		})
+		_, pass, err := messagesin.ParsePass(body, 1<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, w := range []struct {
+			name   string
+			append func(dst, body []byte, model string) []byte
+		}{{"passbody", messagesin.AppendPassBody}, {"passbody-spliced", pass.Append}} {
+			b.Run(fmt.Sprintf("%dKB/%s", kb, w.name), func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				dst := make([]byte, 0, len(body)+64)
+				for b.Loop() {
+					dst = w.append(dst[:0], body, "claude-up")
+				}
+			})
+		}
 	}
 }
 

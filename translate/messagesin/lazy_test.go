@@ -31,6 +31,9 @@ func lazyBodies(t testing.TB) [][]byte {
 			`{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"a\tb"},{"type":"document","title":"T\u00edtulo","source":{"type":"text","data":"d\"oc"}}]},` +
 			`{"type":"text","text":"and\u2028then"}]}]}`),
 		[]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"mid \"system\""},{"role":"user","content":[{"type":"text","text":"a","text":"b\n"}]}]}`),
+		// not compact: the passthrough's body is walked (PassBody)
+		[]byte("{\"model\": \"m\", \"max_tokens\":5,\n \"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n"),
+		[]byte(`{"m\u006fdel":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}] }`),
 	}
 	for _, kb := range []int{10, 100} {
 		body, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("history-%dk.json", kb)))
@@ -42,9 +45,10 @@ func lazyBodies(t testing.TB) [][]byte {
 	return bodies
 }
 
-// TestParseLazy: a lazy parse makes the same checks with the same errors, its request
-// decodes (Decode) to the one ParseOwned reads, and every upstream encoder that is a
-// translate.LiteralReader writes the same bytes from it.
+// TestParseLazy: a lazy parse (ParsePass) makes the same checks with the same errors, its
+// request decodes (Decode) to the one ParseOwned reads, every upstream encoder that is a
+// translate.LiteralReader writes the same bytes from it, and its PassBody makes the
+// passthrough's body AppendPassBody makes.
 func TestParseLazy(t *testing.T) {
 	for i, body := range lazyBodies(t) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkLazy(t, body) })
@@ -61,12 +65,15 @@ func FuzzParseLazy(f *testing.F) {
 
 func checkLazy(t *testing.T, body []byte) {
 	eager, err := messagesin.ParseOwned(bytes.Clone(body), translate.DefaultMaxInflated)
-	lazy, lerr := messagesin.ParseLazy(bytes.Clone(body), translate.DefaultMaxInflated)
+	lazy, pass, lerr := messagesin.ParsePass(bytes.Clone(body), translate.DefaultMaxInflated)
 	if fmt.Sprint(err) != fmt.Sprint(lerr) {
-		t.Fatalf("ParseLazy(%q): error %v, ParseOwned's %v", body, lerr, err)
+		t.Fatalf("ParsePass(%q): error %v, ParseOwned's %v", body, lerr, err)
 	}
 	if err != nil {
 		return
+	}
+	if got, want := pass.Append([]byte("x"), body, "up\"-model"), messagesin.AppendPassBody([]byte("x"), body, "up\"-model"); !bytes.Equal(got, want) {
+		t.Fatalf("PassBody.Append of %q = %s, AppendPassBody's %s", body, got, want)
 	}
 	for _, p := range []translate.Provider{openai.New(), anthropic.New(), gemini.New(), responses.New()} {
 		if _, ok := p.(translate.LiteralReader); !ok {

@@ -31,13 +31,15 @@ const dropped = " cache_control container context_management inference_geo servi
 // an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
 // the Messages body, which the caller keeps for the anthropic passthrough.
 func Parse(body []byte) (*translate.Request, error) {
-	return parse(string(body), true, false, translate.DefaultMaxInflated)
+	req, _, err := parse(string(body), true, false, translate.DefaultMaxInflated)
+	return req, err
 }
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
 // without max_tokens.
 func ParseCountTokens(body []byte) (*translate.Request, error) {
-	return parse(string(body), false, false, translate.DefaultMaxInflated)
+	req, _, err := parse(string(body), false, false, translate.DefaultMaxInflated)
+	return req, err
 }
 
 // ParseWithin is Parse (countTokens: ParseCountTokens) with the request's Allowance for
@@ -45,7 +47,8 @@ func ParseCountTokens(body []byte) (*translate.Request, error) {
 // most maxInflated bytes in all, else the request is refused (translate.StateTooLarge,
 // naming the id). Parse and ParseCountTokens allow translate.DefaultMaxInflated.
 func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Request, error) {
-	return parse(string(body), !countTokens, false, maxInflated)
+	req, _, err := parse(string(body), !countTokens, false, maxInflated)
+	return req, err
 }
 
 // ParseOwned is ParseWithin for a Messages request (not count_tokens) whose body the
@@ -53,7 +56,8 @@ func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Req
 // of a copy of it, so body must outlive them (heap memory the caller allocated, never a
 // server's recycled buffer). It saves the copy ParseWithin makes of the whole body.
 func ParseOwned(body []byte, maxInflated int) (*translate.Request, error) {
-	return parse(jsonx.View(body), true, false, maxInflated)
+	req, _, err := parse(jsonx.View(body), true, false, maxInflated)
+	return req, err
 }
 
 // ParseLazy is ParseOwned with the messages' text left as the client escaped it: the
@@ -63,6 +67,13 @@ func ParseOwned(body []byte, maxInflated int) (*translate.Request, error) {
 // for any other reader. It makes the same checks, with the same errors, as ParseOwned;
 // a passthrough saves decoding what it forwards as it came.
 func ParseLazy(body []byte, maxInflated int) (*translate.Request, error) {
+	req, _, err := ParsePass(body, maxInflated)
+	return req, err
+}
+
+// ParsePass is ParseLazy that also returns where the passthrough's body differs from
+// body (PassBody).
+func ParsePass(body []byte, maxInflated int) (*translate.Request, PassBody, error) {
 	return parse(jsonx.View(body), true, true, maxInflated)
 }
 
@@ -97,31 +108,31 @@ func Decode(req *translate.Request) {
 
 // parse reads body, whose strings the request aliases; lazy leaves the messages' text
 // escaped (ParseLazy).
-func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, error) {
+func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, PassBody, error) {
 	if !jsonx.ValidUTF8(s) {
 		// The anthropic passthrough forwards the body as it is: a decoder upstream could
 		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
-		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
+		return nil, PassBody{}, &translate.ParamError{Code: translate.CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	req := &translate.Request{IncludeUsage: true}
 	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: lazy}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
-		return nil, translate.Errorf("", "the request body is not valid JSON")
+		return nil, PassBody{}, translate.Errorf("", "the request body is not valid JSON")
 	}
 	if root.Kind != jsonx.Object {
-		return nil, translate.Errorf("", "the request body must be a JSON object")
+		return nil, PassBody{}, translate.Errorf("", "the request body must be a JSON object")
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
 	var buf [24]members.Member
 	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
-		return nil, err
+		return nil, PassBody{}, err
 	}
 	for _, f := range fields {
 		if p.field(f.Name, f.V); p.err != nil {
-			return nil, p.err
+			return nil, PassBody{}, p.err
 		}
 	}
 	if p.effort != "" && p.thinkingType != "disabled" {
@@ -129,13 +140,13 @@ func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Requ
 	}
 	switch {
 	case req.Model == "":
-		return nil, translate.Errorf("model", "is required")
+		return nil, PassBody{}, translate.Errorf("model", "is required")
 	case !p.hasMessages:
-		return nil, translate.Errorf("messages", "is required")
+		return nil, PassBody{}, translate.Errorf("messages", "is required")
 	case needMaxTokens && !p.hasMaxTokens:
-		return nil, translate.Errorf("max_tokens", "is required")
+		return nil, PassBody{}, translate.Errorf("max_tokens", "is required")
 	case len(req.Messages) == 0:
-		return nil, translate.Errorf("messages", "must hold at least one message")
+		return nil, PassBody{}, translate.Errorf("messages", "must hold at least one message")
 	}
 	if len(p.system) > 0 {
 		// messages left room for it at the front
@@ -148,7 +159,7 @@ func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Requ
 	if lazy {
 		req.Literals = s
 	}
-	return req, nil
+	return req, passBody(s, fields), nil
 }
 
 // field reads the top-level member k, whose value is v.
