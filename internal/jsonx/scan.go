@@ -140,7 +140,7 @@ func NewScanner(s string) Scanner { return Scanner{s: s} }
 func (sc *Scanner) Reset(s string) {
 	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
 	sc.arena = sc.arena[:0]
-	sc.spans, sc.building, sc.hint = nil, false, 0
+	sc.spans, sc.building = nil, false // IndexRoot resets hint
 	sc.blk1 = 0
 }
 
@@ -932,14 +932,16 @@ func (sc *Scanner) membersOf(keys []string, vals []Value, raw bool) bool {
 			j++
 		}
 		var ok bool
-		switch {
-		case j < len(keys) && vals[j].Kind != Missing:
-			ok = sc.Skip() // the first of a name wins (First)
-		case j < len(keys) && raw:
-			ok = sc.ValueRaw(&vals[j])
-		case j < len(keys):
-			ok = sc.Value(&vals[j])
-		default:
+		if j < len(keys) {
+			switch v := &vals[j]; {
+			case v.Kind != Missing:
+				ok = sc.Skip() // the first of a name wins (First)
+			case raw:
+				ok = sc.ValueRaw(v)
+			default:
+				ok = sc.Value(v)
+			}
+		} else {
 			ok = sc.Skip()
 		}
 		if !ok {

@@ -93,11 +93,7 @@ func appendString(dst []byte, s string, e *escaping) []byte {
 		dst = append(append(dst, '"'), s...)
 		return append(dst, '"')
 	}
-	if e == &jsonEscaping && len(s) >= blockSize {
-		dst = appendEscapedBlocks(append(dst, '"'), s)
-	} else {
-		dst = appendEscaped(append(dst, '"'), s, e)
-	}
+	dst = appendEscaped(append(dst, '"'), s, e)
 	return append(dst, '"')
 }
 
@@ -283,6 +279,9 @@ func decodeEscapedRune(s string) (r rune, n int) {
 // appendEscaped appends s as appendString writes it with the escaping e, without the
 // quotes.
 func appendEscaped(dst []byte, s string, e *escaping) []byte {
+	if len(s) >= blockSize && e == &jsonEscaping {
+		return appendEscapedBlocks(dst, s)
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper
