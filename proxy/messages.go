@@ -33,7 +33,9 @@ const defaultAnthropicVersion = "2023-06-01"
 type messagesRun struct {
 	c *requestRun
 	// body is the client's Messages body; c.req.Body is its OpenAI chat equivalent.
-	body []byte
+	// splice says where the passthrough's body differs from it.
+	body   []byte
+	splice messagesin.PassBody
 	// pass is set when the body is forwarded as bytes to anthropic backends.
 	pass bool
 	// header is the client request's header (anthropic-version, anthropic-beta).
@@ -56,11 +58,20 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		// One copy of the client's body (fasthttp reuses its buffer), which the passthrough
 		// forwards and the request's strings are views of.
 		own := append([]byte(nil), body...)
-		req, err := messagesin.ParseOwned(own, s.maxInflated)
+		// The text is left escaped until prepare knows who reads it, unless a span reads
+		// the request before.
+		var req *translate.Request
+		var splice messagesin.PassBody
+		var err error
+		if s.tracer != nil {
+			req, err = messagesin.ParseOwned(own, s.maxInflated)
+		} else {
+			req, splice, err = messagesin.ParsePass(own, s.maxInflated)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return req, &messagesRun{c: c, body: own, header: &ctx.Request.Header}, nil
+		return req, &messagesRun{c: c, body: own, splice: splice, header: &ctx.Request.Header}, nil
 	})
 }
 
@@ -72,6 +83,12 @@ func (m *messagesRun) prepare() error {
 		return err
 	}
 	m.pass = allRoutes(c, speaksMessages) // anthropic backends, Claude on the clouds
+	// The text a lazy parse left escaped is decoded unless nothing reads it decoded: the
+	// passthrough forwards the body as it came, and an encoder that is a
+	// translate.LiteralReader writes it from its escapes (chatRun.prepare's rule).
+	if (*requestRun)(c).caching() || !(m.pass || (*chatRun)(c).readsLiterals()) {
+		messagesin.Decode(c.req)
+	}
 	if m.pass {
 		version := string(h.Peek("Anthropic-Version"))
 		if version == "" {
@@ -140,7 +157,7 @@ func (m *messagesRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 // model, its other members as the client sent them. The parser has checked that no member
 // is named twice or in another case, so every decoder reads the same request.
 func (m *messagesRun) passBody(dst []byte, r *route) []byte {
-	return messagesin.AppendPassBody(dst, m.body, r.upstreamModel)
+	return m.splice.Append(dst, m.body, r.upstreamModel)
 }
 
 // messagesForward is the Messages API's side of the passthrough (forwarder): every

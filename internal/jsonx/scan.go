@@ -114,15 +114,22 @@ type Scanner struct {
 	// spans, once IndexRoot has checked the input, holds where each of its objects and
 	// arrays starts and ends, in order of start, so that Skip jumps over a container
 	// instead of reading it again; nil otherwise. building is set while IndexRoot records.
+	// hint is the index in spans of the container Skip found last (see spanEnd).
 	spans    []span
 	building bool
+	hint     int
 	// mask is specialMask of the block starting at blk1-1; blk1 is 0 when none is kept.
 	mask uint64
 	blk1 int
 }
 
-// span is one container of an indexed input: s[start:end] is its text.
-type span struct{ start, end int }
+// span is one container of an indexed input: s[start:end] is its text, and next is the
+// index in spans of the first container after it (past the ones it holds). Offsets are
+// 32 bits, so IndexRoot indexes inputs shorter than maxIndexed only.
+type span struct{ start, end, next uint32 }
+
+// maxIndexed bounds the length of an input IndexRoot indexes.
+const maxIndexed = 1<<32 - 1
 
 // NewScanner returns a scanner at the start of s.
 func NewScanner(s string) Scanner { return Scanner{s: s} }
@@ -133,7 +140,7 @@ func NewScanner(s string) Scanner { return Scanner{s: s} }
 func (sc *Scanner) Reset(s string) {
 	sc.s, sc.i, sc.err, sc.key = s, 0, false, ""
 	sc.arena = sc.arena[:0]
-	sc.spans, sc.building = nil, false
+	sc.spans, sc.building = nil, false // IndexRoot resets hint
 	sc.blk1 = 0
 }
 
@@ -585,7 +592,7 @@ func (sc *Scanner) skipIndexing() bool {
 		switch c := sc.Peek(); c {
 		case '{', '[':
 			nested = append(nested, len(sc.spans))
-			sc.spans = append(sc.spans, span{start: sc.i})
+			sc.spans = append(sc.spans, span{start: uint32(sc.i)})
 			sc.i++
 			end := byte(']')
 			if c == '{' {
@@ -593,7 +600,7 @@ func (sc *Scanner) skipIndexing() bool {
 			}
 			if sc.Peek() == end {
 				sc.i++
-				sc.spans[nested[len(nested)-1]].end = sc.i
+				sc.closeSpan(nested[len(nested)-1])
 				nested = nested[:len(nested)-1]
 				break
 			}
@@ -625,25 +632,49 @@ func (sc *Scanner) skipIndexing() bool {
 			}
 			sc.i++
 			open = open[:len(open)-1]
-			sc.spans[nested[len(nested)-1]].end = sc.i
+			sc.closeSpan(nested[len(nested)-1])
 			nested = nested[:len(nested)-1]
 		}
 	}
 }
 
-// spanEnd returns the end of the indexed container that starts at offset i.
+// closeSpan records that the container at index k of spans ends at the cursor.
+func (sc *Scanner) closeSpan(k int) {
+	sc.spans[k].end, sc.spans[k].next = uint32(sc.i), uint32(len(sc.spans))
+}
+
+// spanEnd returns the end of the indexed container that starts at offset i. A parser
+// walks an input forward, so the container is most often the one found last (read again),
+// the one after it in spans (its first member or element, or its next sibling when it
+// holds none) or its next sibling: those three are tried first, a binary search finds
+// any other.
 func (sc *Scanner) spanEnd(i int) (int, bool) {
-	lo, hi := 0, len(sc.spans)
+	spans, h := sc.spans, sc.hint
+	if h < len(spans) {
+		at := uint32(i)
+		switch sp := spans[h]; {
+		case sp.start == at:
+			return int(sp.end), true
+		case h+1 < len(spans) && spans[h+1].start == at:
+			sc.hint = h + 1
+			return int(spans[h+1].end), true
+		case int(sp.next) < len(spans) && spans[sp.next].start == at:
+			sc.hint = int(sp.next)
+			return int(spans[sp.next].end), true
+		}
+	}
+	lo, hi := 0, len(spans)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if sc.spans[m].start < i {
+		if int(spans[m].start) < i {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(sc.spans) && sc.spans[lo].start == i {
-		return sc.spans[lo].end, true
+	if lo < len(spans) && int(spans[lo].start) == i {
+		sc.hint = lo
+		return int(spans[lo].end), true
 	}
 	return 0, false
 }
@@ -854,10 +885,13 @@ func (sc *Scanner) Root() (v Value, ok bool) {
 
 // IndexRoot is Root for a parser that walks the input more than once (Get, Each and
 // Members over the same objects): in its one checking pass it also records where every
-// object and array ends, so that later reads skip a container in O(log n) instead of
-// reading it again. The index costs one allocation and lasts until Reset.
+// object and array ends, so that later reads skip a container without reading it
+// again (in O(1) for a forward walk, see spanEnd, else O(log n)). The index costs one allocation and lasts until Reset.
 func (sc *Scanner) IndexRoot() (v Value, ok bool) {
-	sc.i, sc.err = 0, false
+	sc.i, sc.err, sc.hint = 0, false, 0
+	if uint64(len(sc.s)) > maxIndexed {
+		return sc.Root() // an input this long is read without an index
+	}
 	// Every container starts with a bracket, so the brackets bound their number.
 	sc.spans = make([]span, 0, strings.Count(sc.s, "{")+strings.Count(sc.s, "["))
 	sc.building = true
@@ -887,6 +921,11 @@ func (sc *Scanner) RootMembers(keys []string, vals []Value) (root Value, ok bool
 }
 
 func (sc *Scanner) members(keys []string, vals []Value) bool {
+	return sc.membersOf(keys, vals, false)
+}
+
+// membersOf is members with the strings read by ValueRaw when raw is set.
+func (sc *Scanner) membersOf(keys []string, vals []Value, raw bool) bool {
 	for n := 0; sc.NextField(&n); {
 		j := 0
 		for j < len(keys) && keys[j] != sc.key {
@@ -894,7 +933,14 @@ func (sc *Scanner) members(keys []string, vals []Value) bool {
 		}
 		var ok bool
 		if j < len(keys) {
-			ok = sc.First(&vals[j])
+			switch v := &vals[j]; {
+			case v.Kind != Missing:
+				ok = sc.Skip() // the first of a name wins (First)
+			case raw:
+				ok = sc.ValueRaw(v)
+			default:
+				ok = sc.Value(v)
+			}
 		} else {
 			ok = sc.Skip()
 		}
@@ -915,6 +961,17 @@ func (sc *Scanner) Members(obj Value, keys []string, vals []Value) {
 	}
 	sc.i = obj.At
 	sc.members(keys, vals)
+}
+
+// MembersRaw is Members with each string value read as ValueRaw reads it: its Str is the
+// literal's contents with the escapes as written (DecodeRaw decodes it). A parser uses it
+// for objects whose strings it mostly passes on.
+func (sc *Scanner) MembersRaw(obj Value, keys []string, vals []Value) {
+	if obj.Kind != Object {
+		return
+	}
+	sc.i = obj.At
+	sc.membersOf(keys, vals, true)
 }
 
 // Get returns the value of member key of obj, the first such member when the key repeats

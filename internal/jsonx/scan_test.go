@@ -434,7 +434,10 @@ func BenchmarkAppendString(b *testing.B) {
 // FuzzAppendStringMatchesEncodingJSON holds AppendString to its contract: the bytes
 // encoding/json's Marshal writes for the same string.
 func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
-	for _, s := range []string{"", "plain", `q"b\s`, "<a>&b", "\u2028\u2029", "\x00\x1f\x7f", "é—€😀", "\xff\xfe", "0123456789abcdef\"", "abcdefg\xe2\x80"} {
+	for _, s := range []string{"", "plain", `q"b\s`, "<a>&b", "\u2028\u2029", "\x00\x1f\x7f", "é—€😀", "\xff\xfe", "0123456789abcdef\"", "abcdefg\xe2\x80",
+		// a block or more (appendEscapedBlocks): a JSON text, characters across a block's end
+		`[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04"}]`,
+		strings.Repeat("a", 62) + "é€\u2028<\x00\xff😀" + strings.Repeat("\"b", 40) + "\xe2\x80"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -739,6 +742,26 @@ func BenchmarkValue_ShortStrings(b *testing.B) {
 		for n := 0; sc.NextElem(&n); {
 			if !sc.Value(&v) {
 				b.Fatal("invalid")
+			}
+		}
+	}
+}
+
+// TestAppendString_Blocks: strings of a block or more are read from block masks; each
+// byte that needs an escape (or is part of a multi-byte character, one across a block's
+// end included) is found at every offset of two blocks, as encoding/json writes it.
+func TestAppendString_Blocks(t *testing.T) {
+	for _, n := range []int{64, 65, 127, 130, 300} {
+		for at := 0; at < n; at++ {
+			for _, c := range []string{`"`, `\`, "<", "&", "\x00", "\x1f", "\x7f", "\xff", "é", "€", "😀", "\u2028", "\xe2\x80"} {
+				s := strings.Repeat("a", at) + c + strings.Repeat(`b"`, max(n-at-len(c), 0)/2) + strings.Repeat("c", at) + c
+				want, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := AppendString([]byte("dst:"), s); string(got) != "dst:"+string(want) {
+					t.Fatalf("AppendString(%q) = %s, want %s", s, got[4:], want)
+				}
 			}
 		}
 	}

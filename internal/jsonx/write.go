@@ -97,6 +97,56 @@ func appendString(dst []byte, s string, e *escaping) []byte {
 	return append(dst, '"')
 }
 
+// appendEscapedBlocks is appendEscaped with jsonEscaping for a string of a block or more,
+// read a block at a time from the mask of the bytes AppendString cannot copy as they are
+// (literalMasks' first): the runs between them are copied whole, however short. A JSON
+// text sent as a string (a tool's arguments or result) has a quote every few bytes,
+// which a byte loop pays for at every byte; a long plain run is passed over as
+// safePrefix passes it.
+func appendEscapedBlocks(dst []byte, s string) []byte {
+	start, i := 0, 0 // s[start:i] is still to copy; i is where the reading has got to
+	plain := false   // whether the block before had nothing to escape
+	for base := 0; base < len(s); base += blockSize {
+		if plain && len(s)-base >= 2*blockSize {
+			// A long run of plain text (prose): passed over 32 bytes a step in one call,
+			// to the block of the first byte to escape.
+			base += safeBlocks(unsafe.StringData(s[base:]), len(s)-base) &^ (blockSize - 1)
+		}
+		m, _, _ := literalMasks(s, base)
+		plain = m == 0
+		if d := i - base; d > 0 {
+			m &^= 1<<d - 1 // the rest of a character read in the block before
+		}
+		for ; m != 0; m &= m - 1 {
+			j := base + bits.TrailingZeros64(m)
+			if j < i {
+				continue // inside a character read already
+			}
+			if c := s[j]; c < utf8.RuneSelf {
+				dst = append(dst, s[start:j]...)
+				if l := jsonEscaping.short[c]; l != 0 {
+					dst = append(dst, '\\', l)
+				} else {
+					dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				}
+				i, start = j+1, j+1
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[j:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				dst = append(append(dst, s[start:j]...), `\ufffd`...)
+				start = j + 1
+			case r == '\u2028' || r == '\u2029':
+				dst = append(append(dst, s[start:j]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+				start = j + size
+			}
+			i = j + size
+		}
+	}
+	return append(dst, s[start:]...)
+}
+
 // plainWord reports whether the eight bytes of w are all bytes AppendString copies as they
 // are.
 func plainWord(w uint64) bool { return plainMask(w) == 0 }
@@ -229,6 +279,9 @@ func decodeEscapedRune(s string) (r rune, n int) {
 // appendEscaped appends s as appendString writes it with the escaping e, without the
 // quotes.
 func appendEscaped(dst []byte, s string, e *escaping) []byte {
+	if len(s) >= blockSize && e == &jsonEscaping {
+		return appendEscapedBlocks(dst, s)
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		// Short runs (quotes every few bytes in a JSON text sent as a string) are cheaper

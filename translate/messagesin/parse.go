@@ -31,13 +31,15 @@ const dropped = " cache_control container context_management inference_geo servi
 // an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
 // the Messages body, which the caller keeps for the anthropic passthrough.
 func Parse(body []byte) (*translate.Request, error) {
-	return parse(string(body), true, translate.DefaultMaxInflated)
+	req, _, err := parse(string(body), true, false, translate.DefaultMaxInflated)
+	return req, err
 }
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
 // without max_tokens.
 func ParseCountTokens(body []byte) (*translate.Request, error) {
-	return parse(string(body), false, translate.DefaultMaxInflated)
+	req, _, err := parse(string(body), false, false, translate.DefaultMaxInflated)
+	return req, err
 }
 
 // ParseWithin is Parse (countTokens: ParseCountTokens) with the request's Allowance for
@@ -45,7 +47,8 @@ func ParseCountTokens(body []byte) (*translate.Request, error) {
 // most maxInflated bytes in all, else the request is refused (translate.StateTooLarge,
 // naming the id). Parse and ParseCountTokens allow translate.DefaultMaxInflated.
 func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Request, error) {
-	return parse(string(body), !countTokens, maxInflated)
+	req, _, err := parse(string(body), !countTokens, false, maxInflated)
+	return req, err
 }
 
 // ParseOwned is ParseWithin for a Messages request (not count_tokens) whose body the
@@ -53,35 +56,83 @@ func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Req
 // of a copy of it, so body must outlive them (heap memory the caller allocated, never a
 // server's recycled buffer). It saves the copy ParseWithin makes of the whole body.
 func ParseOwned(body []byte, maxInflated int) (*translate.Request, error) {
-	return parse(jsonx.View(body), true, maxInflated)
+	req, _, err := parse(jsonx.View(body), true, false, maxInflated)
+	return req, err
 }
 
-// parse reads body, whose strings the request aliases.
-func parse(s string, needMaxTokens bool, maxInflated int) (*translate.Request, error) {
+// ParseLazy is ParseOwned with the messages' text left as the client escaped it: the
+// text of text blocks, of string contents and of tool results is the contents of its
+// JSON string literal as written, in the request's Literals (the body), which the
+// encoders that are translate.LiteralReaders copy without decoding and Decode decodes
+// for any other reader. It makes the same checks, with the same errors, as ParseOwned;
+// a passthrough saves decoding what it forwards as it came.
+func ParseLazy(body []byte, maxInflated int) (*translate.Request, error) {
+	req, _, err := ParsePass(body, maxInflated)
+	return req, err
+}
+
+// ParsePass is ParseLazy that also returns where the passthrough's body differs from
+// body (PassBody).
+func ParsePass(body []byte, maxInflated int) (*translate.Request, PassBody, error) {
+	return parse(jsonx.View(body), true, true, maxInflated)
+}
+
+// Decode decodes the strings of req, a request ParseLazy read, that it left escaped,
+// each into fresh memory (one allocation for all of them), and clears req.Literals: for
+// a reader of the request that is not a translate.LiteralReader (the tool loop, tracing,
+// the response cache). A request with no Literals is left as it is.
+func Decode(req *translate.Request) {
+	if req.Literals == "" {
+		return
+	}
+	escaped := func(s string) bool { return jsonx.Within(s, req.Literals) && strings.IndexByte(s, '\\') >= 0 }
+	total := 0
+	for i := range req.Messages {
+		for _, part := range req.Messages[i].Content {
+			if part.Type == translate.PartText && escaped(part.Text) {
+				total += len(part.Text)
+			}
+		}
+	}
+	var sc jsonx.Scanner
+	for i := range req.Messages {
+		content := req.Messages[i].Content
+		for j := range content {
+			if content[j].Type == translate.PartText && escaped(content[j].Text) {
+				content[j].Text = sc.DecodeRaw(content[j].Text, total) // one arena for all of them
+			}
+		}
+	}
+	req.Literals = ""
+}
+
+// parse reads body, whose strings the request aliases; lazy leaves the messages' text
+// escaped (ParseLazy).
+func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, PassBody, error) {
 	if !jsonx.ValidUTF8(s) {
 		// The anthropic passthrough forwards the body as it is: a decoder upstream could
 		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
-		return nil, &translate.ParamError{Code: translate.CodeInvalidUTF8,
+		return nil, PassBody{}, &translate.ParamError{Code: translate.CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	req := &translate.Request{IncludeUsage: true}
-	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: lazy}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
-		return nil, translate.Errorf("", "the request body is not valid JSON")
+		return nil, PassBody{}, translate.Errorf("", "the request body is not valid JSON")
 	}
 	if root.Kind != jsonx.Object {
-		return nil, translate.Errorf("", "the request body must be a JSON object")
+		return nil, PassBody{}, translate.Errorf("", "the request body must be a JSON object")
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
 	var buf [24]members.Member
 	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
 	if err != nil {
-		return nil, err
+		return nil, PassBody{}, err
 	}
 	for _, f := range fields {
 		if p.field(f.Name, f.V); p.err != nil {
-			return nil, p.err
+			return nil, PassBody{}, p.err
 		}
 	}
 	if p.effort != "" && p.thinkingType != "disabled" {
@@ -89,13 +140,13 @@ func parse(s string, needMaxTokens bool, maxInflated int) (*translate.Request, e
 	}
 	switch {
 	case req.Model == "":
-		return nil, translate.Errorf("model", "is required")
+		return nil, PassBody{}, translate.Errorf("model", "is required")
 	case !p.hasMessages:
-		return nil, translate.Errorf("messages", "is required")
+		return nil, PassBody{}, translate.Errorf("messages", "is required")
 	case needMaxTokens && !p.hasMaxTokens:
-		return nil, translate.Errorf("max_tokens", "is required")
+		return nil, PassBody{}, translate.Errorf("max_tokens", "is required")
 	case len(req.Messages) == 0:
-		return nil, translate.Errorf("messages", "must hold at least one message")
+		return nil, PassBody{}, translate.Errorf("messages", "must hold at least one message")
 	}
 	if len(p.system) > 0 {
 		// messages left room for it at the front
@@ -105,7 +156,10 @@ func parse(s string, needMaxTokens bool, maxInflated int) (*translate.Request, e
 	}
 	// The body is written once and never changed: a view of it is its string.
 	req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
-	return req, nil
+	if lazy {
+		req.Literals = s
+	}
+	return req, passBody(s, fields), nil
 }
 
 // field reads the top-level member k, whose value is v.
@@ -178,6 +232,45 @@ type parser struct {
 	// maxInflated (translate.Allowance).
 	inflate     translate.Allowance
 	maxInflated int
+	// lazy leaves the messages' text escaped (ParseLazy): the members of messages and
+	// content blocks are read with their strings as written (members), and those the
+	// parser reads itself are decoded (dec).
+	lazy bool
+}
+
+// members reads the members of obj named in keys into vals (Scanner.Members), with the
+// strings as written when the parse is lazy.
+func (p *parser) members(obj jsonx.Value, keys []string, vals []jsonx.Value) {
+	if p.lazy {
+		p.sc.MembersRaw(obj, keys, vals)
+	} else {
+		p.sc.Members(obj, keys, vals)
+	}
+}
+
+// dec decodes the string values among vals that members left as written: those the
+// parser compares or keeps as values (types, roles, ids, names), as opposed to the text
+// it passes on.
+func (p *parser) dec(vals ...*jsonx.Value) {
+	if !p.lazy {
+		return
+	}
+	for _, v := range vals {
+		if v.Kind == jsonx.String && strings.IndexByte(v.Str, '\\') >= 0 {
+			v.Str = p.sc.DecodeRaw(v.Str, 256)
+		}
+	}
+}
+
+// rawArgs returns a tool_use block's input, raw JSON, as a tool call's arguments. A lazy
+// parse's request may hold raw JSON in its Literals only without a backslash: an encoder
+// would read one there as an escape (translate.Request.AppendDecoded), so such an input
+// is copied out of the body.
+func (p *parser) rawArgs(raw string) string {
+	if p.lazy && strings.IndexByte(raw, '\\') >= 0 {
+		return strings.Clone(raw)
+	}
+	return raw
 }
 
 func (p *parser) fail(param, format string, args ...any) {
@@ -305,7 +398,8 @@ const (
 
 // block reads the members of the content block b that the parser interprets.
 func (p *parser) block(b jsonx.Value, f *[cbN]jsonx.Value) {
-	p.sc.Members(b, []string{"type", "text", "source", "title", "content", "cache_control", "tool_use_id", "is_error"}, f[:])
+	p.members(b, []string{"type", "text", "source", "title", "content", "cache_control", "tool_use_id", "is_error"}, f[:])
+	p.dec(&f[cbType], &f[cbTitle], &f[cbToolUseID]) // text and content are passed on
 }
 
 // cacheControl returns a block's cache_control as raw JSON, "" when absent or null.
@@ -347,7 +441,8 @@ func (p *parser) message(m jsonx.Value, at func() string) {
 		return
 	}
 	var f [2]jsonx.Value
-	p.sc.Members(m, []string{"role", "content"}, f[:])
+	p.members(m, []string{"role", "content"}, f[:])
+	p.dec(&f[0])
 	role, content := f[0], f[1]
 	if !content.Exists() {
 		p.fail(at()+".content", "is required")
@@ -507,7 +602,8 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 		bat := func() string { return at() + "[" + strconv.Itoa(k) + "]" }
 		i++
 		var f [9]jsonx.Value // one pass over the block
-		p.sc.Members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data", "cache_control"}, f[:])
+		p.members(b, []string{"type", "text", "input", "id", "name", "thinking", "signature", "data", "cache_control"}, f[:])
+		p.dec(&f[0], &f[3], &f[4], &f[5], &f[6], &f[7]) // text is passed on
 		switch f[0].Str {
 		case "text":
 			p.parts.Push(translate.Part{Type: translate.PartText, Text: p.str(f[1], func() string { return bat() + ".text" }),
@@ -516,7 +612,7 @@ func (p *parser) assistant(content jsonx.Value, at func() string) {
 			input := f[2]
 			args := "{}"
 			if input.Kind == jsonx.Object {
-				args = input.Raw
+				args = p.rawArgs(input.Raw)
 			}
 			id := CoreToolID(p.str(f[3], func() string { return bat() + ".id" }))
 			if p.err == nil && !p.req.OpenCarried(id, &p.inflate) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
 )
 
 // What the passthrough to an anthropic backend and count_tokens read of the bodies they
@@ -91,6 +93,52 @@ func appendPassMembers(dst, body []byte, model string, c *CloudPass, comma bool)
 		}
 	}
 	return append(dst, '}')
+}
+
+// PassBody is where the passthrough's body (AppendPassBody) differs from a body the
+// parser read (ParsePass): in the model's value alone, when the body is compact at the
+// top level (no whitespace between its members, nothing after its closing brace, as the
+// SDKs write it), which saves AppendPassBody's walk over the whole body. The zero
+// PassBody knows nothing, and Append walks.
+type PassBody struct {
+	// model is the top-level model's value in the body; its end is 0 when the body is
+	// not compact.
+	model translate.Span
+}
+
+// passBody returns the PassBody of s, whose top-level members, in order, are fields.
+func passBody(s string, fields []members.Member) PassBody {
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return PassBody{}
+	}
+	var model translate.Span
+	end := 0 // the end of the member before, the opening brace at first
+	for _, f := range fields {
+		// Compact: a comma (none for the first), the name's literal, a colon, the value.
+		at := f.V.At
+		if at < end+4 || end > 0 && s[end] != ',' || s[end+1] != '"' || s[at-2] != '"' || s[at-1] != ':' {
+			return PassBody{}
+		}
+		if f.Name == "model" {
+			model = translate.Span{Start: at, End: at + len(f.V.Raw)}
+		}
+		end = at + len(f.V.Raw)
+	}
+	if end != len(s)-1 || model.End == 0 {
+		return PassBody{}
+	}
+	return PassBody{model: model}
+}
+
+// Append is AppendPassBody(dst, body, model) for the body ParsePass read when it returned
+// p: the model's value spliced in when the body is compact, else the walk.
+func (p PassBody) Append(dst, body []byte, model string) []byte {
+	if p.model.End == 0 || p.model.End > len(body) {
+		return AppendPassBody(dst, body, model)
+	}
+	dst = append(dst, body[:p.model.Start]...)
+	dst = jsonx.AppendString(dst, model)
+	return append(dst, body[p.model.End:]...)
 }
 
 // IsObject reports whether body, an upstream's answer, is one JSON object.

@@ -38,7 +38,9 @@ func (openAIChat) Headers(apiKey string) []translate.Header {
 // the usage chunk if the client did not ask for it).
 //
 // A body the chat parser located (Request.Spans) and no one edited is rewritten in one
-// copy, splicing the new values in; any other body goes through sjson.
+// copy, splicing the new values in; any other body goes through sjson, except that an
+// edited request's messages and tools, which grow with the history, are written straight
+// into dst where sjson would have put them (appendEdited).
 func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	if !req.Edited && req.Spans.Model.End > 0 {
 		return appendSpliced(dst, req, opts)
@@ -63,9 +65,10 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 		set("stream", false)
 	}
 	if req.Edited {
-		setRaw("messages", string(appendMessages(nil, req.Messages)))
+		// Placeholders, which appendEdited replaces: sjson copies only a small body.
+		setRaw("messages", placeholder)
 		if req.Functions() > 0 {
-			setRaw("tools", string(appendTools(nil, req.Tools)))
+			setRaw("tools", placeholder)
 		}
 		switch req.ToolChoice.Mode {
 		case "":
@@ -78,7 +81,40 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	if err != nil {
 		return dst, translate.Errorf("", "rewriting the request: %v", err)
 	}
+	if req.Edited {
+		return appendEdited(dst, body, req), nil
+	}
 	return append(dst, body...), nil
+}
+
+// placeholder is the value AppendRequest has sjson set an edited request's messages and
+// tools to: a literal no encoder writes as a top-level member's value.
+const placeholder = "0"
+
+// appendEdited appends body, in which sjson set messages (and tools, when req has
+// functions) to placeholder, with req's messages (and tools) written in their place: the
+// bytes sjson would have written had it been given them, without copying them through it.
+func appendEdited(dst []byte, body string, req *translate.Request) []byte {
+	sc := jsonx.NewScanner(body)
+	var v jsonx.Value
+	at := 0 // body[at:] is still to be copied
+	for n := 0; sc.NextField(&n); {
+		key := sc.Key()
+		if !sc.Value(&v) {
+			break
+		}
+		if v.Raw != placeholder || (key != "messages" && (key != "tools" || req.Functions() == 0)) {
+			continue
+		}
+		dst = append(dst, body[at:v.At]...)
+		if key == "messages" {
+			dst = appendMessages(dst, req)
+		} else {
+			dst = appendTools(dst, req.Tools)
+		}
+		at = v.At + len(v.Raw)
+	}
+	return append(dst, body[at:]...)
 }
 
 // appendSpliced appends req.Body with the edits AppendRequest makes, in one pass: the
@@ -138,7 +174,9 @@ func appendSpliced(dst []byte, req *translate.Request, opts *translate.Options) 
 }
 
 // appendMessages appends messages as an OpenAI chat messages array.
-func appendMessages(dst []byte, msgs []translate.Message) []byte {
+// Their text is read through req's methods (translate.LiteralReader).
+func appendMessages(dst []byte, req *translate.Request) []byte {
+	msgs := req.Messages
 	dst = append(dst, '[')
 	for i := range msgs {
 		m := &msgs[i]
@@ -160,15 +198,15 @@ func appendMessages(dst []byte, msgs []translate.Message) []byte {
 				dst = append(dst, `""`...)
 			}
 		case m.ToolError:
-			dst = jsonx.AppendString(dst, m.ToolOutput())
+			dst = req.AppendToolOutput(dst, m)
 		case len(m.Content) == 1 && m.Content[0].Type == translate.PartText:
-			dst = jsonx.AppendString(dst, m.Content[0].Text)
+			dst = req.AppendText(dst, m.Content[0].Text)
 		default:
-			dst = appendOpenAIParts(dst, m.Content)
+			dst = appendOpenAIParts(dst, req, m.Content)
 		}
 		if m.Refusal != "" {
 			dst = append(dst, `,"refusal":`...)
-			dst = jsonx.AppendString(dst, m.Refusal)
+			dst = req.AppendText(dst, m.Refusal)
 		}
 		if m.ToolCallID != "" {
 			dst = append(dst, `,"tool_call_id":`...)
@@ -176,14 +214,14 @@ func appendMessages(dst []byte, msgs []translate.Message) []byte {
 		}
 		if len(m.ToolCalls) > 0 {
 			dst = append(dst, `,"tool_calls":`...)
-			dst = translate.AppendToolCalls(dst, m.ToolCalls)
+			dst = req.AppendToolCalls(dst, m.ToolCalls)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
 }
 
-func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
+func appendOpenAIParts(dst []byte, req *translate.Request, parts []translate.Part) []byte {
 	dst = append(dst, '[')
 	for i, p := range parts {
 		if i > 0 {
@@ -192,10 +230,10 @@ func appendOpenAIParts(dst []byte, parts []translate.Part) []byte {
 		switch p.Type {
 		case translate.PartText:
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = jsonx.AppendString(dst, p.Text)
+			dst = req.AppendText(dst, p.Text)
 		case translate.PartRefusal:
 			dst = append(dst, `{"type":"refusal","refusal":`...)
-			dst = jsonx.AppendString(dst, p.Text)
+			dst = req.AppendText(dst, p.Text)
 		case translate.PartImage:
 			dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
 			dst = jsonx.AppendString(dst, p.Media.URL)
@@ -582,3 +620,8 @@ func streamFlag(sc *jsonx.Scanner) bool {
 func (openAIChat) ContextExceeded(e *translate.UpstreamError) bool {
 	return e.Status == 400 && e.Code == "context_length_exceeded"
 }
+
+// ReadsLiterals marks the encoder as a translate.LiteralReader: AppendRequest reads
+// message strings only through the Request's methods (appendMessages), and a body it
+// forwards unedited keeps them as the client wrote them.
+func (openAIChat) ReadsLiterals() {}

@@ -59,6 +59,9 @@ type Request struct {
 	// ids), earlier items included (Prepend), may still inflate to, of maxInflated.
 	inflate     translate.Allowance
 	maxInflated int
+	// model is where the top-level model's value lies in Body (AppendBody); its End is 0
+	// for a Request Parse did not make.
+	model translate.Span
 }
 
 // Member names of the objects Parse interprets; see members.Read. The i* constants are
@@ -335,6 +338,7 @@ func (p *parser) field(name string, v jsonx.Value) error {
 	}
 	switch name {
 	case "model":
+		r.model = translate.Span{Start: v.At, End: v.At + len(v.Raw)}
 		return str(v, name, true, &c.Model)
 	case "previous_response_id":
 		return str(v, name, true, &r.PreviousResponseID)

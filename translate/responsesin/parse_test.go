@@ -316,7 +316,7 @@ func TestPrepend_BuiltinItems(t *testing.T) {
 
 // FuzzParse: the parser never panics, what it accepts has a core request whose chat
 // body is a valid chat completions request, and its forwarded body (AppendBody) parses to
-// the same request for another model.
+// the same request for another model and is the body a walk for the model makes.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m","input":"hi"}`,
@@ -339,6 +339,12 @@ func FuzzParse(f *testing.F) {
 		}
 		if again, err := Parse(r.AppendBody(nil, "up")); err != nil || again.Core.Model != "up" || again.Input != r.Input {
 			t.Fatalf("the forwarded body of %s reads differently (%v)", body, err)
+		}
+		// The model's value, kept by Parse, is where a walk of the body finds it.
+		walked := *r
+		walked.model = translate.Span{}
+		if got, want := r.AppendBody(nil, `u"p`), walked.AppendBody(nil, `u"p`); string(got) != string(want) {
+			t.Fatalf("AppendBody of %s = %s, walked %s", body, got, want)
 		}
 		if r.Translatable(false) != nil {
 			return

@@ -14,8 +14,13 @@ import (
 
 // AppendBody appends the request body as received with its top-level model replaced by
 // model, for a responses backend. Parse rejected bodies that name model twice, so there is
-// exactly one.
+// exactly one; Parse has also kept where its value is, so the body is not read again.
 func (r *Request) AppendBody(dst []byte, model string) []byte {
+	if m := r.model; m.End > 0 && m.End <= len(r.Body) {
+		dst = append(dst, r.Body[:m.Start]...)
+		dst = jsonx.AppendString(dst, model)
+		return append(dst, r.Body[m.End:]...)
+	}
 	sc := jsonx.NewScanner(r.Body)
 	var m [1]jsonx.Value
 	if _, ok := sc.RootMembers([]string{"model"}, m[:]); !ok || m[0].At <= 0 {
