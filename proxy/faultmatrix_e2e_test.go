@@ -189,7 +189,6 @@ type matrixCase struct {
 	whole                   bool
 	primary, spare, long    int
 	kinds                   []string // "" all
-	passthroughMidStreamErr bool     // a Messages or Responses passthrough ends it with an error
 	streamOnly              bool     // a fault in a stream: not asked without one
 }
 
@@ -206,10 +205,10 @@ func matrixCases() []matrixCase {
 	return []matrixCase{
 		{name: "01 silence: accepts and never answers", plan: []step{{pre: "silence"}}, whole: true, primary: 1, spare: 1},
 		{name: "02 first token late: head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1, streamOnly: true},
-		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
-		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
+		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
 		{name: "05 one malformed event", plan: []step{{stream: fault{3, "malformed"}}}, whole: true, primary: 1, spare: 0, streamOnly: true},
-		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
 		{name: "07 429 with a long Retry-After", plan: []step{{status: 429, body: "429", retryAfter: "30"}}, whole: true, primary: 1, spare: 1},
 		{name: "08 429 without Retry-After", plan: []step{{status: 429, body: "429"}}, whole: true, primary: 2, spare: 0},
 		{name: "09 500 once", plan: []step{{status: 500, body: "500"}}, whole: true, primary: 2, spare: 0},
@@ -219,7 +218,7 @@ func matrixCases() []matrixCase {
 		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
 		{name: "14 stream cut, then the restart diverges", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "diverge"}}}, whole: false, primary: 2, spare: 0,
 			kinds: []string{"openai"}, streamOnly: true}, // restart: the prefill backends continue what they are given
-		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, streamOnly: true},
 		{name: "16 primary down for a while", plan: down, whole: true, primary: 2, spare: 4},
 	}
 }
@@ -279,13 +278,12 @@ models:
   s: {backend: spare, upstream_model: spare-model}
   long: {backend: big, upstream_model: long-model}
 `, kind, primary.baseURL(), spare.baseURL(), long.baseURL()), gatewaytest.Options{})
-	passthrough := client == "messages" && kind == "anthropic"
 	if strings.HasPrefix(tc.name, "08") && kind == "gemini" {
 		// The recorded 429 carries a RetryInfo of 34.4s, which the gateway honours as a
 		// Retry-After: longer than max_delay, so the fallback answers at once.
 		tc.primary, tc.spare = 1, 1
 	}
-	wantWhole := tc.whole && !(passthrough && tc.passthroughMidStreamErr)
+	wantWhole := tc.whole
 	asks := 1
 	if strings.HasPrefix(tc.name, "16") {
 		asks = 4 // one request after another while the primary is down
@@ -318,7 +316,7 @@ models:
 		name      string
 		got, want int
 	}{{"primary", primary.requests(), tc.primary}, {"fallback", len(spare.requests()), tc.spare}, {"context fallback", len(long.requests()), tc.long}} {
-		if c.want >= 0 && c.got != c.want && !(passthrough && tc.passthroughMidStreamErr) {
+		if c.want >= 0 && c.got != c.want {
 			t.Errorf("%s asked %d times; want %d", c.name, c.got, c.want)
 		}
 	}
