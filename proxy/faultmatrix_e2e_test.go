@@ -184,12 +184,12 @@ func errorBodies(t *testing.T, kind string) func(string) string {
 // (whole: the whole answer; else a clean error) and how many requests the primary, the
 // fallback (s) and the context fallback (long) are to get (-1: any).
 type matrixCase struct {
-	name                    string
-	plan                    []step
-	whole                   bool
-	primary, spare, long    int
-	kinds                   []string // "" all
-	streamOnly              bool     // a fault in a stream: not asked without one
+	name                 string
+	plan                 []step
+	whole                bool
+	primary, spare, long int
+	kinds                []string // "" all
+	streamOnly           bool     // a fault in a stream: not asked without one
 }
 
 func TestFaultMatrix(t *testing.T) {
