@@ -137,7 +137,7 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 	case "message_start":
 		return dst, data, k.active, nil // a continuation's: the client's message started before
 	case "ping":
-		return dst, data, k.active && k.pending != "", nil // the client's stream is not idle while the new answer repeats it
+		return dst, data, k.active && k.pending != "", nil // nothing of an attempt is shown while it repeats the client's text
 	case "content_block_start":
 		fl.starts++
 		fl.at, fl.to = fl.blockKindOf(data), -1
