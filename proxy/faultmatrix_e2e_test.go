@@ -85,7 +85,7 @@ func newMatrixUpstream(t *testing.T, kind string, body func(string) string, plan
 }
 
 func (m *matrixUpstream) baseURL() string {
-	if m.kind == "openai" {
+	if m.kind == "openai" || m.kind == "responses" {
 		return m.srv.URL + "/v1"
 	}
 	return m.srv.URL
@@ -147,7 +147,7 @@ func errorBodies(t *testing.T, kind string) func(string) string {
 	}
 	var bodies map[string]string
 	switch kind {
-	case "openai":
+	case "openai", "responses": // the Responses API answers errors in the same envelope
 		bodies = map[string]string{
 			"429":     `{"error":{"message":"Rate limit reached for default-global in organization org-x on requests per min. Limit: 60 / min. Current: 70 / min.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			"500":     `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`,
@@ -217,7 +217,7 @@ func matrixCases() []matrixCase {
 		{name: "12 400 context window exceeded", plan: []step{{status: 400, body: "context"}}, whole: true, primary: 1, spare: 0, long: 1},
 		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
 		{name: "14 stream cut, then the restart diverges", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "diverge"}}}, whole: false, primary: 2, spare: 0,
-			kinds: []string{"openai"}, streamOnly: true}, // restart: the prefill backends continue what they are given
+			kinds: []string{"openai", "responses"}, streamOnly: true}, // restart: the prefill backends continue what they are given
 		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, streamOnly: true},
 		{name: "16 primary down for a while", plan: down, whole: true, primary: 2, spare: 4},
 	}
@@ -226,7 +226,7 @@ func matrixCases() []matrixCase {
 // forEachCase runs each case for each upstream wire it applies to and each client API.
 func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
 	for _, tc := range cases {
-		for _, kind := range []string{"openai", "anthropic", "gemini"} {
+		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
 			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
 				continue
 			}

@@ -405,7 +405,7 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 		})
 	}
 	switch f.(type) {
-	case *chatForward, *messagesForward: // may be continued (continuation_passthrough.go)
+	case *chatForward, *messagesForward, *responsesForward: // may be continued (continuation_passthrough.go)
 		call.startResume(c.req, true)
 		call.startForward(attempt, f)
 	}
