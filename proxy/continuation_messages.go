@@ -346,3 +346,8 @@ func (f *messagesForward) continuesError(err error) bool {
 	c := f.c.call
 	return c.resume.on && (c.sent || c.resume.active) && upstreamContinuable(err)
 }
+
+// appendHeld appends a held upstream error event as event forwards one (eventHolder).
+func (f *messagesForward) appendHeld(dst []byte, h *heldEvent) []byte {
+	return appendSSE(dst, h.typ, h.data)
+}

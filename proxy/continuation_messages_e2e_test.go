@@ -121,8 +121,8 @@ func TestMessagesContinuation_NotContinued(t *testing.T) {
 	}
 }
 
-// recordedCut is a fake anthropic upstream that replays a recorded stream (an SSE file of
-// testdata/fixtures/anthropic/stream, SOURCES.md), its first answer cut (the connection
+// recordedCut is a fake upstream that replays a recorded stream (an SSE file of
+// testdata/fixtures, SOURCES.md: file is its path there), its first answer cut (the connection
 // dropped) after its first cut events, every later one whole.
 type recordedCut struct {
 	events [][]byte
@@ -133,7 +133,7 @@ type recordedCut struct {
 }
 
 func newRecordedCut(t *testing.T, file string, cut int) *recordedCut {
-	b, err := os.ReadFile("../testdata/fixtures/anthropic/stream/" + file)
+	b, err := os.ReadFile("../testdata/fixtures/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +215,11 @@ func TestMessagesContinuation_Blocks(t *testing.T) {
 		n                 int
 		whole             bool
 	}{
-		{name: "thinking started, nothing of it shown", file: "thinking-exact-bytes.llm-anthropic.sse", at: `"thinking_delta"`, n: 1, whole: true},
-		{name: "text after thinking", file: "thinking-exact-bytes.llm-anthropic.sse", at: `"text_delta"`, n: 2, whole: true},
-		{name: "text before a tool_use", file: "parallel-tool-use.mirascope.sse", extra: ", continuation: restart", at: `"text_delta"`, n: 3, whole: true},
-		{name: "thinking partly shown", file: "thinking-exact-bytes.llm-anthropic.sse", at: `"thinking_delta"`, n: 3},
-		{name: "tool_use input partly shown", file: "parallel-tool-use.mirascope.sse", at: `"input_json_delta"`, n: 3},
+		{name: "thinking started, nothing of it shown", file: "anthropic/stream/thinking-exact-bytes.llm-anthropic.sse", at: `"thinking_delta"`, n: 1, whole: true},
+		{name: "text after thinking", file: "anthropic/stream/thinking-exact-bytes.llm-anthropic.sse", at: `"text_delta"`, n: 2, whole: true},
+		{name: "text before a tool_use", file: "anthropic/stream/parallel-tool-use.mirascope.sse", extra: ", continuation: restart", at: `"text_delta"`, n: 3, whole: true},
+		{name: "thinking partly shown", file: "anthropic/stream/thinking-exact-bytes.llm-anthropic.sse", at: `"thinking_delta"`, n: 3},
+		{name: "tool_use input partly shown", file: "anthropic/stream/parallel-tool-use.mirascope.sse", at: `"input_json_delta"`, n: 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			whole := newRecordedCut(t, tt.file, -1)

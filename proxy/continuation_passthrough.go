@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -189,4 +192,44 @@ func (c *requestRun) noteContinued() string {
 		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
 	}
 	return clip(from.name, maxLoggedString)
+}
+
+// heldEvent is the failure of a passthrough attempt that ended with an upstream error
+// event the client has not been sent: held back while the stream may be continued, and
+// forwarded as it came (releaseHeld) when it stays the stream's failure.
+type heldEvent struct {
+	err       error
+	typ, data []byte // copies
+}
+
+func (h *heldEvent) Error() string { return h.err.Error() }
+func (h *heldEvent) Unwrap() error { return h.err }
+
+// holdEvent returns err, the failure an upstream error event (typ, data: views) reported,
+// holding the event back.
+func holdEvent(err error, typ, data []byte) error {
+	return &heldEvent{err: err, typ: bytes.Clone(typ), data: bytes.Clone(data)}
+}
+
+// eventHolder is a forwarder that holds upstream error events back for a continuation.
+type eventHolder interface {
+	// appendHeld appends the client's bytes for a held event to dst, as its event method
+	// would have forwarded it.
+	appendHeld(dst []byte, h *heldEvent) []byte
+}
+
+// releaseHeld writes the upstream error event err holds, when it does and f held it, to
+// o: the stream ends with it as it would have without a continuation, and the returned
+// error says it was forwarded (errReported). Any other err is returned as it is.
+func releaseHeld(err error, f forwarder, o *sseOut) error {
+	var h *heldEvent
+	holder, ok := f.(eventHolder)
+	if !ok || !errors.As(err, &h) {
+		return err
+	}
+	o.buf = holder.appendHeld(o.buf[:0], h)
+	if werr := o.write(); werr != nil {
+		return werr
+	}
+	return fmt.Errorf("%w: %w", errReported, h.err)
 }

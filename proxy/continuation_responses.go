@@ -91,7 +91,7 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 		ci = m[2].Int()
 	}
 	if err := f.continuesError(f.c.call.at, typ, data); err != nil {
-		return data, true, err
+		return data, true, holdEvent(err, nil, data) // continued, or else forwarded
 	}
 	repeating := k.active && fw.seen < fw.n
 	switch typ {
@@ -315,4 +315,11 @@ func (f *responsesForward) continuesError(r *route, typ string, data []byte) err
 		return nil
 	}
 	return err
+}
+
+// appendHeld appends a held upstream error event as event forwards one (eventHolder),
+// numbered after the events the client has.
+func (f *responsesForward) appendHeld(dst []byte, h *heldEvent) []byte {
+	out, _, _ := f.fw.Event(dst, h.data)
+	return out
 }

@@ -195,7 +195,7 @@ func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed
 			return dst, 0, err
 		}
 		if f.continuesError(err) {
-			return dst, 0, err // continued, or else ended with it (continuation_messages.go)
+			return dst, 0, holdEvent(err, typ, data) // continued, or else forwarded (continuation_messages.go)
 		}
 		return appendSSE(dst, typ, data), passWrite, fmt.Errorf("%w: %w", errReported, err)
 	}

@@ -411,7 +411,7 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 	}
 	err := call.withRetries(ctx, attempt)
 	if err != nil && call.sent && call.resume.on {
-		err = call.continueTurn(ctx, c.req, nil, err)
+		err = releaseHeld(call.continueTurn(ctx, c.req, nil, err), f, o)
 	}
 	return err
 }
