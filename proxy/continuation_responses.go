@@ -7,6 +7,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/responsesin"
 )
 
 // This file continues a Responses passthrough stream (a /v1/responses client on responses
@@ -256,13 +257,10 @@ func (f *responsesForward) moved(data []byte, oi, ci int64) []byte {
 // every attempt's (summed is then set: ownUsage takes the earlier ones' off again for the
 // meter).
 func (f *responsesForward) summedUsage(data []byte) []byte {
-	sc := &f.fol.sc
-	sc.Reset(jsonx.View(data))
-	var m [1]jsonx.Value
-	if _, ok := sc.RootMembers([]string{"response"}, m[:]); !ok || sc.Get(m[0], "usage").Kind != jsonx.Object {
+	u := responsesin.ReadEventResponse(data).Usage
+	if u == (translate.Usage{}) {
 		return data // no usage to add to
 	}
-	u := readResponseUsage(sc, sc.Get(m[0], "usage"))
 	u.Add(f.c.call.resume.prior)
 	for _, v := range [...]struct {
 		path string
@@ -280,16 +278,6 @@ func (f *responsesForward) summedUsage(data []byte) []byte {
 	}
 	f.fol.summed = true
 	return data
-}
-
-// readResponseUsage reads a Response object's usage u.
-func readResponseUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
-	return translate.Usage{
-		PromptTokens:     int(sc.Get(u, "input_tokens").Int()),
-		CompletionTokens: int(sc.Get(u, "output_tokens").Int()),
-		CachedTokens:     int(sc.Path(u, "input_tokens_details", "cached_tokens").Int()),
-		ReasoningTokens:  int(sc.Path(u, "output_tokens_details", "reasoning_tokens").Int()),
-	}
 }
 
 // ownUsage returns u, the usage the client's event carries, less the earlier attempts'
