@@ -88,11 +88,21 @@ func (fl *msgFollow) reset() {
 	fl.gotText, fl.gotThink, fl.gotArg = false, false, false
 }
 
-// note records what the decoder read of the event being followed.
-func (fl *msgFollow) note(ev *translate.Event) {
+// note records what the decoder read of the event being followed: the text of the first
+// attempt, which reaches the client as it came, straight into k.said; a continuation's
+// into text, for follow to compare.
+func (fl *msgFollow) note(ev *translate.Event, k *resume) {
 	switch ev.Kind {
 	case translate.EventTextDelta:
-		fl.text, fl.gotText = append(fl.text, ev.Text...), true
+		fl.gotText = true
+		if !k.active {
+			if cap(k.said) == 0 {
+				k.said = make([]byte, 0, max(len(ev.Text), 1<<10)) // most answers: one allocation
+			}
+			k.said = append(k.said, ev.Text...)
+			break
+		}
+		fl.text = append(fl.text, ev.Text...)
 	case translate.EventReasoningDelta, translate.EventReasoningBlock:
 		fl.gotThink = true
 	case translate.EventToolCallStart:
@@ -167,8 +177,10 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 				k.reasoning = k.reasoning || len(k.said) == 0
 			}
 		case blockText:
-			k.said = append(k.said, fl.text...)
-			fl.shown = len(fl.text) > 0
+			if k.active {
+				k.said = append(k.said, fl.text...)
+			}
+			fl.shown = fl.gotText
 		}
 		return dst, reindex(data, fl.starts-1, fl.to), false, nil
 	case "content_block_delta":
@@ -199,7 +211,9 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 		fl.shown = true
 		switch {
 		case fl.gotText:
-			k.said = append(k.said, fl.text...)
+			if k.active {
+				k.said = append(k.said, fl.text...)
+			}
 		case fl.gotThink:
 			fl.thinking = true
 			k.reasoning = k.reasoning || len(k.said) == 0

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strings"
-
 	"github.com/tidwall/sjson"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -41,7 +39,7 @@ type respFollow struct {
 	// of the message's open output_text part (-1: none), parts how many it had added.
 	items, open int
 	msg         bool
-	itemID      string
+	itemID      []byte
 	part, parts int
 	// The running attempt: its current item is a message (atMsg) that goes to the
 	// client's item to (-1: swallowed, a repeat), its current part to toPart; joined
@@ -50,8 +48,10 @@ type respFollow struct {
 	to     int
 	toPart int
 	joined bool
-	// respID is the id of the Response the client's stream began with.
-	respID string
+	// respID is the id of the Response the client's stream began with. Both ids are
+	// kept in room when they fit.
+	respID           []byte
+	respRoom, idRoom [64]byte
 	// summed is set when the event being forwarded carries the usage of every attempt.
 	summed bool
 	sc     jsonx.Scanner
@@ -61,6 +61,7 @@ type respFollow struct {
 func (fl *respFollow) begin(active bool) {
 	if !active {
 		*fl = respFollow{open: -1, part: -1, sc: fl.sc}
+		fl.respID, fl.itemID = fl.respRoom[:0], fl.idRoom[:0]
 	}
 	fl.atMsg, fl.to, fl.toPart, fl.joined, fl.summed = false, -1, -1, false, false
 }
@@ -97,8 +98,8 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 	repeating := k.active && fw.seen < fw.n
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
-		if !k.active && fl.respID == "" {
-			fl.respID = strings.Clone(sc.Path(root, "response", "id").Str)
+		if !k.active && len(fl.respID) == 0 {
+			fl.respID = append(fl.respID, sc.Path(root, "response", "id").Str...)
 		}
 		return data, k.active, nil // a continuation's: the client's response began before
 	case "response.output_item.added":
@@ -115,7 +116,8 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 			return data, true, nil // goes on in the client's open message
 		}
 		fl.to = fl.items
-		fl.open, fl.msg, fl.itemID, fl.part, fl.parts = fl.items, item == "message", sc.Get(m[4], "id").Str, -1, 0
+		fl.open, fl.msg, fl.part, fl.parts = fl.items, item == "message", -1, 0
+		fl.itemID = append(fl.itemID[:0], sc.Get(m[4], "id").Str...)
 		fl.items++
 		switch item {
 		case "message", "reasoning":
@@ -187,7 +189,7 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 		k.blocked = "finished"
 		if k.active {
 			data = f.summedUsage(data)
-			if d, err := sjson.SetBytes(data, "response.id", fl.respID); err == nil && fl.respID != "" {
+			if d, err := sjson.SetBytes(data, "response.id", string(fl.respID)); err == nil && len(fl.respID) > 0 {
 				data = d // the client's stream began with it
 			}
 		}
@@ -237,16 +239,16 @@ func (f *responsesForward) moved(data []byte, oi, ci int64) []byte {
 	if ci >= 0 && fl.toPart >= 0 && int64(fl.toPart) != ci {
 		set("content_index", fl.toPart)
 	}
-	if fl.joined && fl.to == fl.open && fl.itemID != "" {
+	if fl.joined && fl.to == fl.open && len(fl.itemID) > 0 {
 		sc := &fl.sc
 		sc.Reset(jsonx.View(data))
 		var m [2]jsonx.Value
 		if _, ok := sc.RootMembers([]string{"item_id", "item"}, m[:]); ok {
-			if m[0].Kind == jsonx.String && m[0].Str != fl.itemID {
-				set("item_id", fl.itemID)
+			if m[0].Kind == jsonx.String && m[0].Str != string(fl.itemID) {
+				set("item_id", string(fl.itemID))
 			}
-			if id := sc.Get(m[1], "id"); id.Kind == jsonx.String && id.Str != fl.itemID {
-				set("item.id", fl.itemID)
+			if id := sc.Get(m[1], "id"); id.Kind == jsonx.String && id.Str != string(fl.itemID) {
+				set("item.id", string(fl.itemID))
 			}
 		}
 	}

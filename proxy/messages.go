@@ -172,7 +172,7 @@ func (f *messagesForward) begin(r *route) {
 // keepUsage reports the output and usage of the decoder's events to the meter.
 func (f *messagesForward) keepUsage(ev *translate.Event) error {
 	if f.c.call.resume.on {
-		f.fol.note(ev)
+		f.fol.note(ev, &f.c.call.resume)
 	}
 	switch ev.Kind {
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventToolCallArgsDelta:
