@@ -143,7 +143,7 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 	fl := &f.fol
 	k := &f.c.call.resume
 	defer fl.reset()
-	switch string(typ) {
+	switch fl.typeOf(typ, data) {
 	case "message_start":
 		return dst, data, k.active, nil // a continuation's: the client's message started before
 	case "ping":
@@ -182,7 +182,7 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 			}
 			fl.shown = fl.gotText
 		}
-		return dst, reindex(data, fl.starts-1, fl.to), false, nil
+		return dst, reindex(data, k.active, fl.to), false, nil
 	case "content_block_delta":
 		if fl.to < 0 {
 			if fl.at != blockText || !fl.gotText {
@@ -220,7 +220,7 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 		case fl.gotArg:
 			k.blocked = "tool_call"
 		}
-		return dst, reindex(data, fl.starts-1, fl.to), false, nil
+		return dst, reindex(data, k.active, fl.to), false, nil
 	case "content_block_stop":
 		to := fl.to
 		fl.to = -1
@@ -234,7 +234,7 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 			fl.thinking = true
 		}
 		fl.open = -1
-		return dst, reindex(data, fl.starts-1, to), false, nil
+		return dst, reindex(data, k.active, to), false, nil
 	case "message_delta":
 		if k.active {
 			if k.pending != "" && !k.lenient {
@@ -247,6 +247,25 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 		k.blocked = "finished"
 	}
 	return dst, data, false, nil
+}
+
+// memberType names the member typeOf reads.
+var memberType = [...]string{"type"}
+
+// typeOf returns the type of an event, as its data says (the decoder's reading): typ, the
+// SSE event name, when the data opens with it as the API writes it, else as read.
+func (fl *msgFollow) typeOf(typ, data []byte) string {
+	const open = `{"type":"`
+	if n := len(open) + len(typ); len(data) > n && string(data[:len(open)]) == open && string(data[len(open):n]) == string(typ) && data[n] == '"' {
+		return jsonx.View(typ)
+	}
+	sc := &fl.sc
+	sc.Reset(jsonx.View(data))
+	var m [1]jsonx.Value
+	if _, ok := sc.RootMembers(memberType[:], m[:]); !ok {
+		return ""
+	}
+	return m[0].Str
 }
 
 // joins reports whether a new block of kind at (a tool_use named name) goes on in the
@@ -272,9 +291,11 @@ func (fl *msgFollow) closeOpen(dst []byte) []byte {
 	return appendSSE(dst, []byte("content_block_stop"), append(d, '}'))
 }
 
-// reindex returns data, an event of the attempt's block from, as the client's block to.
-func reindex(data []byte, from, to int) []byte {
-	if from == to || to < 0 {
+// reindex returns data, an event of the running attempt's open block, with the client's
+// index for it, to, when the attempt is a continuation (whose blocks the client may
+// number otherwise; a first attempt's events go as they came).
+func reindex(data []byte, active bool, to int) []byte {
+	if !active || to < 0 {
 		return data
 	}
 	if d, err := sjson.SetBytes(data, "index", to); err == nil {
