@@ -20,9 +20,12 @@ import (
 )
 
 // The fault matrix of issue #47: the sixteen provider faults the issue names (its table
-// and its "Done means"), each done by a fake OpenAI-compatible, Anthropic and Gemini
-// upstream in that provider's own wire, under each client API through its official SDK
-// (openai-go for chat completions and Responses, anthropic-sdk-go for Messages), streamed.
+// and its "Done means"), each done by a fake OpenAI-compatible (chat completions and
+// Responses), Anthropic and Gemini upstream in that provider's own wire, under each client
+// API through its official SDK (openai-go for chat completions and Responses,
+// anthropic-sdk-go for Messages), streamed. The passthroughs (chat on openai, Responses on
+// responses, Messages on anthropic) are continued like the translated streams, so a
+// mid-stream fault ends in the whole answer on every row.
 // For every case the client gets the whole answer, or a clean error (an error status, or
 // an in-band error event after a prefix of the answer): never a truncated answer that
 // ends as a success; and it gets it within a bound (the timeouts are tens of
