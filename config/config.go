@@ -334,10 +334,10 @@ type Model struct {
 	// Continuation is what a streamed answer of this model that fails after part of it
 	// reached the client becomes: prefill, restart or off (ContinuationPrefill and the
 	// others). Default by backend type (DefaultContinuation): prefill for anthropic and
-	// gemini, restart for openai and responses, off for mock. It applies to translated
-	// streams (the client's API is not the backend's) and, as restart whatever else it
-	// says but off, to chat completions passthrough streams; a Responses or Messages
-	// passthrough stream ends with an in-band error.
+	// gemini, restart for openai, responses and azure, off for mock. It applies to
+	// translated streams (the client's API is not the backend's), to Messages
+	// passthrough streams (anthropic backends), and, as restart whatever else it says
+	// but off, to chat completions and Responses passthrough streams.
 	Continuation string `koanf:"continuation"`
 	// Deployments, when set, are the upstreams that serve this model, in place of
 	// Backend and UpstreamModel (which, absent, Load sets to the first deployment's): each

@@ -29,13 +29,15 @@ const (
 var continuations = []string{"", ContinuationPrefill, ContinuationRestart, ContinuationOff}
 
 // DefaultContinuation is the continuation of a model on a backend of type backendType
-// when the model sets none: prefill for anthropic and gemini, restart for openai and
-// responses, off for mock (whose answers are made in-process and never fail mid-stream).
+// when the model sets none: prefill for anthropic and gemini, restart for openai,
+// responses and azure (Azure OpenAI's chat completions and Responses APIs are OpenAI's),
+// off for mock (whose answers are made in-process and never fail mid-stream) and the
+// other cloud types.
 func DefaultContinuation(backendType string) string {
 	switch backendType {
 	case "anthropic", "gemini":
 		return ContinuationPrefill
-	case "openai", "responses":
+	case "openai", "responses", "azure":
 		return ContinuationRestart
 	}
 	return ContinuationOff

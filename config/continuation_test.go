@@ -24,6 +24,8 @@ func TestContinuation_Values(t *testing.T) {
 		{"gemini", "", ContinuationPrefill},
 		{"openai", "", ContinuationRestart},
 		{"responses", "", ContinuationRestart},
+		{"azure", "", ContinuationRestart}, // Azure OpenAI: chat completions or Responses
+		{"bedrock", "", ContinuationOff},
 		{"mock", "", ContinuationOff},
 		{"openai", "prefill", ContinuationPrefill}, // a server that continues a partial assistant message
 		{"anthropic", "off", ContinuationOff},

@@ -241,6 +241,12 @@ func failureContinuable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, errClientGone) || errors.Is(err, errDiverged) {
 		return false
 	}
+	return upstreamContinuable(err)
+}
+
+// upstreamContinuable reports whether err is an upstream failure that another attempt
+// may not meet: a transport error, a 5xx or a 429 (an error event's included).
+func upstreamContinuable(err error) bool {
 	ue := upstream.AsError(err)
 	return ue != nil && (ue.Retryable || ue.Status >= 500 || ue.Status == http.StatusTooManyRequests)
 }
@@ -411,7 +417,7 @@ func (c *modelCall) only(r *route, on *route) balance.Tried {
 func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *route, mode contMode, attempt int, emit translate.Emit, failure error) error {
 	k := &c.resume
 	if k.fwd.attempt != nil {
-		return c.resumeForward(ctx, req, r, attempt, failure) // a passthrough: restarted
+		return c.resumeForward(ctx, req, r, mode, attempt, failure) // a passthrough
 	}
 	k.active, k.lenient, k.prefilled, k.pending = true, false, false, string(k.said)
 	k.prior = usageSince(c.Usage, k.base)

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -31,8 +34,8 @@ import (
 // attempts added to its own (a usage inside a chunk with choices, which OpenAI does not
 // send, is passed as it came).
 //
-// The Responses and Messages passthroughs are not continued: their failures end the
-// stream with the in-band error, as before.
+// The Messages passthrough is continued over the same loop, by its own rules
+// (continuation_messages.go): its forwarder is a forwardResumer.
 
 // followed is what a forwarded chat stream showed the client of its text.
 type followed struct {
@@ -46,6 +49,18 @@ type followed struct {
 	// attempt runs one attempt of the forwarded stream on a route: set while the turn is
 	// a passthrough's (continueTurn then restarts it, resumeForward).
 	attempt func(context.Context, *route) error
+	// resumer prepares a continuation attempt of a passthrough that may prefill; nil
+	// for one that always restarts (chat).
+	resumer forwardResumer
+}
+
+// forwardResumer is a forwarder whose continuation attempts need preparing (the Messages
+// passthrough's, continuation_messages.go).
+type forwardResumer interface {
+	// resumeMode prepares the next continuation attempt in mode, the route's: what it
+	// sends, and what of the client's text the new answer is to repeat (resume.pending);
+	// it returns the mode it prepared.
+	resumeMode(mode contMode) contMode
 }
 
 // FNV-1a, 64 bits.
@@ -65,8 +80,11 @@ func fnvAdd(h uint64, s string) uint64 {
 
 // startForward begins following a forwarded chat stream whose attempts attempt runs:
 // after startResume, whose on says whether it may be continued.
-func (c *modelCall) startForward(attempt func(context.Context, *route) error) {
+func (c *modelCall) startForward(attempt func(context.Context, *route) error, f forwarder) {
 	c.resume.fwd = followed{sum: fnvOffset, attempt: attempt}
+	if r, ok := f.(forwardResumer); ok {
+		c.resume.fwd.resumer = r
+	}
 }
 
 // follow decides about chunk, read from the running attempt of a forwarded chat stream
@@ -135,18 +153,23 @@ func (k *resume) note(chunk *openai.Chunk) {
 
 // resumeForward runs one continuation attempt of a forwarded chat stream on route r (a
 // restart, resumeOn's passthrough twin).
-func (c *modelCall) resumeForward(ctx context.Context, req *translate.Request, r *route, attempt int, failure error) error {
+func (c *modelCall) resumeForward(ctx context.Context, req *translate.Request, r *route, mode contMode, attempt int, failure error) error {
 	k := &c.resume
 	k.active = true
 	k.prior = usageSince(c.Usage, k.base)
 	k.fwd.seen, k.fwd.seenSum = 0, fnvOffset
-	c.log().Warn("continuing the stream", "model", r.name, "backend", r.backend.name, "mode", contRestart.String(),
-		"sent_bytes", k.fwd.n, "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
+	if k.fwd.resumer != nil {
+		mode = k.fwd.resumer.resumeMode(mode)
+	} else {
+		mode = contRestart
+	}
+	c.log().Warn("continuing the stream", "model", r.name, "backend", r.backend.name, "mode", mode.String(),
+		"sent_bytes", k.fwd.n+len(k.said), "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
 	c.sent = false
 	c.at = r
 	c.meter.prompt = req
 	err := c.tracedAttempt(ctx, r, attempt, k.fwd.attempt)
-	if err == nil && k.fwd.seen < k.fwd.n {
+	if err == nil && (k.fwd.seen < k.fwd.n || k.pending != "" && !k.lenient) {
 		err = errDiverged // the new answer ended shorter than what the client has
 	}
 	return err
@@ -169,4 +192,44 @@ func (c *requestRun) noteContinued() string {
 		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
 	}
 	return clip(from.name, maxLoggedString)
+}
+
+// heldEvent is the failure of a passthrough attempt that ended with an upstream error
+// event the client has not been sent: held back while the stream may be continued, and
+// forwarded as it came (releaseHeld) when it stays the stream's failure.
+type heldEvent struct {
+	err       error
+	typ, data []byte // copies
+}
+
+func (h *heldEvent) Error() string { return h.err.Error() }
+func (h *heldEvent) Unwrap() error { return h.err }
+
+// holdEvent returns err, the failure an upstream error event (typ, data: views) reported,
+// holding the event back.
+func holdEvent(err error, typ, data []byte) error {
+	return &heldEvent{err: err, typ: bytes.Clone(typ), data: bytes.Clone(data)}
+}
+
+// eventHolder is a forwarder that holds upstream error events back for a continuation.
+type eventHolder interface {
+	// appendHeld appends the client's bytes for a held event to dst, as its event method
+	// would have forwarded it.
+	appendHeld(dst []byte, h *heldEvent) []byte
+}
+
+// releaseHeld writes the upstream error event err holds, when it does and f held it, to
+// o: the stream ends with it as it would have without a continuation, and the returned
+// error says it was forwarded (errReported). Any other err is returned as it is.
+func releaseHeld(err error, f forwarder, o *sseOut) error {
+	var h *heldEvent
+	holder, ok := f.(eventHolder)
+	if !ok || !errors.As(err, &h) {
+		return err
+	}
+	o.buf = holder.appendHeld(o.buf[:0], h)
+	if werr := o.write(); werr != nil {
+		return werr
+	}
+	return fmt.Errorf("%w: %w", errReported, h.err)
 }

@@ -20,9 +20,12 @@ import (
 )
 
 // The fault matrix of issue #47: the sixteen provider faults the issue names (its table
-// and its "Done means"), each done by a fake OpenAI-compatible, Anthropic and Gemini
-// upstream in that provider's own wire, under each client API through its official SDK
-// (openai-go for chat completions and Responses, anthropic-sdk-go for Messages), streamed.
+// and its "Done means"), each done by a fake OpenAI-compatible (chat completions and
+// Responses), Anthropic and Gemini upstream in that provider's own wire, under each client
+// API through its official SDK (openai-go for chat completions and Responses,
+// anthropic-sdk-go for Messages), streamed. The passthroughs (chat on openai, Responses on
+// responses, Messages on anthropic) are continued like the translated streams, so a
+// mid-stream fault ends in the whole answer on every row.
 // For every case the client gets the whole answer, or a clean error (an error status, or
 // an in-band error event after a prefix of the answer): never a truncated answer that
 // ends as a success; and it gets it within a bound (the timeouts are tens of
@@ -85,7 +88,7 @@ func newMatrixUpstream(t *testing.T, kind string, body func(string) string, plan
 }
 
 func (m *matrixUpstream) baseURL() string {
-	if m.kind == "openai" {
+	if m.kind == "openai" || m.kind == "responses" {
 		return m.srv.URL + "/v1"
 	}
 	return m.srv.URL
@@ -147,7 +150,7 @@ func errorBodies(t *testing.T, kind string) func(string) string {
 	}
 	var bodies map[string]string
 	switch kind {
-	case "openai":
+	case "openai", "responses": // the Responses API answers errors in the same envelope
 		bodies = map[string]string{
 			"429":     `{"error":{"message":"Rate limit reached for default-global in organization org-x on requests per min. Limit: 60 / min. Current: 70 / min.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			"500":     `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`,
@@ -184,13 +187,12 @@ func errorBodies(t *testing.T, kind string) func(string) string {
 // (whole: the whole answer; else a clean error) and how many requests the primary, the
 // fallback (s) and the context fallback (long) are to get (-1: any).
 type matrixCase struct {
-	name                    string
-	plan                    []step
-	whole                   bool
-	primary, spare, long    int
-	kinds                   []string // "" all
-	passthroughMidStreamErr bool     // a Messages or Responses passthrough ends it with an error
-	streamOnly              bool     // a fault in a stream: not asked without one
+	name                 string
+	plan                 []step
+	whole                bool
+	primary, spare, long int
+	kinds                []string // "" all
+	streamOnly           bool     // a fault in a stream: not asked without one
 }
 
 func TestFaultMatrix(t *testing.T) {
@@ -206,10 +208,10 @@ func matrixCases() []matrixCase {
 	return []matrixCase{
 		{name: "01 silence: accepts and never answers", plan: []step{{pre: "silence"}}, whole: true, primary: 1, spare: 1},
 		{name: "02 first token late: head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1, streamOnly: true},
-		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
-		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "03 stream cut midway", plan: []step{{stream: fault{4, "cut"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
+		{name: "04 stream stalls midway", plan: []step{{stream: fault{4, "stall"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
 		{name: "05 one malformed event", plan: []step{{stream: fault{3, "malformed"}}}, whole: true, primary: 1, spare: 0, streamOnly: true},
-		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+		{name: "06 error event midway", plan: []step{{stream: fault{3, "error"}}}, whole: true, primary: 2, spare: 0, streamOnly: true},
 		{name: "07 429 with a long Retry-After", plan: []step{{status: 429, body: "429", retryAfter: "30"}}, whole: true, primary: 1, spare: 1},
 		{name: "08 429 without Retry-After", plan: []step{{status: 429, body: "429"}}, whole: true, primary: 2, spare: 0},
 		{name: "09 500 once", plan: []step{{status: 500, body: "500"}}, whole: true, primary: 2, spare: 0},
@@ -218,8 +220,8 @@ func matrixCases() []matrixCase {
 		{name: "12 400 context window exceeded", plan: []step{{status: 400, body: "context"}}, whole: true, primary: 1, spare: 0, long: 1},
 		{name: "13 400 content filter", plan: []step{{status: 400, body: "filter"}}, whole: false, primary: 1, spare: 0, kinds: []string{"openai", "anthropic"}},
 		{name: "14 stream cut, then the restart diverges", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "diverge"}}}, whole: false, primary: 2, spare: 0,
-			kinds: []string{"openai"}, streamOnly: true}, // restart: the prefill backends continue what they are given
-		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, passthroughMidStreamErr: true, streamOnly: true},
+			kinds: []string{"openai", "responses"}, streamOnly: true}, // restart: the prefill backends continue what they are given
+		{name: "15 stream cut, then the prefill is refused", plan: []step{{stream: fault{4, "cut"}}, {stream: fault{0, "refuse"}}}, whole: true, primary: -1, spare: 0, streamOnly: true},
 		{name: "16 primary down for a while", plan: down, whole: true, primary: 2, spare: 4},
 	}
 }
@@ -227,7 +229,7 @@ func matrixCases() []matrixCase {
 // forEachCase runs each case for each upstream wire it applies to and each client API.
 func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
 	for _, tc := range cases {
-		for _, kind := range []string{"openai", "anthropic", "gemini"} {
+		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
 			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
 				continue
 			}
@@ -279,13 +281,12 @@ models:
   s: {backend: spare, upstream_model: spare-model}
   long: {backend: big, upstream_model: long-model}
 `, kind, primary.baseURL(), spare.baseURL(), long.baseURL()), gatewaytest.Options{})
-	passthrough := client == "messages" && kind == "anthropic"
 	if strings.HasPrefix(tc.name, "08") && kind == "gemini" {
 		// The recorded 429 carries a RetryInfo of 34.4s, which the gateway honours as a
 		// Retry-After: longer than max_delay, so the fallback answers at once.
 		tc.primary, tc.spare = 1, 1
 	}
-	wantWhole := tc.whole && !(passthrough && tc.passthroughMidStreamErr)
+	wantWhole := tc.whole
 	asks := 1
 	if strings.HasPrefix(tc.name, "16") {
 		asks = 4 // one request after another while the primary is down
@@ -318,7 +319,7 @@ models:
 		name      string
 		got, want int
 	}{{"primary", primary.requests(), tc.primary}, {"fallback", len(spare.requests()), tc.spare}, {"context fallback", len(long.requests()), tc.long}} {
-		if c.want >= 0 && c.got != c.want && !(passthrough && tc.passthroughMidStreamErr) {
+		if c.want >= 0 && c.got != c.want {
 			t.Errorf("%s asked %d times; want %d", c.name, c.got, c.want)
 		}
 	}

@@ -51,6 +51,8 @@ type messagesRun struct {
 	// model is the attempt's client-facing model: the requested one, or the configured
 	// name of the fallback that answers.
 	model string
+	// fol follows what the stream showed the client, to continue it (continuation_messages.go).
+	fol msgFollow
 }
 
 func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
@@ -170,6 +172,9 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 type messagesForward messagesRun
 
 func (f *messagesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
+	if f.fol.prefill != "" && f.c.call.resume.active {
+		return f.appendPrefilled(dst, r) // a continuation's
+	}
 	if c, ok := cloudClaude(r); ok {
 		return f.cloudBody(dst, r, c), nil
 	}
@@ -186,6 +191,7 @@ func (f *messagesForward) begin(r *route) {
 	}
 	f.model = r.name // the requested model's (serve resolved it by name), or the fallback's
 	f.c.call.resume.malformed = 0
+	f.fol.begin(f.c.call.resume.active)
 	if f.keep == nil {
 		f.keep = f.keepUsage // a method value is allocated: once a request
 	}
@@ -193,6 +199,9 @@ func (f *messagesForward) begin(r *route) {
 
 // keepUsage reports the output and usage of the decoder's events to the meter.
 func (f *messagesForward) keepUsage(ev *translate.Event) error {
+	if f.c.call.resume.on {
+		f.fol.note(ev, &f.c.call.resume)
+	}
 	switch ev.Kind {
 	case translate.EventTextDelta, translate.EventReasoningDelta, translate.EventToolCallArgsDelta:
 		f.meter.noteOutput(len(ev.Text))
@@ -221,7 +230,17 @@ func (f *messagesForward) event(dst, typ, data []byte, m *meter) ([]byte, passed
 			}
 			return dst, 0, err
 		}
+		if f.continuesError(err) {
+			return dst, 0, holdEvent(err, typ, data) // continued, or else forwarded (continuation_messages.go)
+		}
 		return appendSSE(dst, typ, data), passWrite, fmt.Errorf("%w: %w", errReported, err)
+	}
+	if f.c.call.resume.on {
+		var skip bool
+		var err error
+		if dst, data, skip, err = f.follow(dst, typ, data); skip || err != nil {
+			return dst, 0, err
+		}
 	}
 	how := passSent | passWrite
 	if string(typ) == "message_start" {

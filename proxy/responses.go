@@ -83,6 +83,8 @@ type responsesRun struct {
 	// the attempt's backend in its errors (responsesForward).
 	fw      responsesin.Forward
 	backend string
+	// fol follows what the stream showed the client, to continue it (continuation_responses.go).
+	fol respFollow
 	// ws is the WebSocket turn this run serves; nil for a POST.
 	ws *wsTurn
 }
@@ -413,6 +415,7 @@ func (f *responsesForward) begin(r *route) {
 	f.fw.Begin()
 	f.backend = r.backend.name
 	f.c.call.resume.malformed = 0
+	f.fol.begin(f.c.call.resume.active)
 	f.modelOf(r)
 }
 
@@ -425,6 +428,13 @@ func (f *responsesForward) modelOf(r *route) {
 }
 
 func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
+	if f.c.call.resume.on { // continuation_responses.go
+		var skip bool
+		var err error
+		if data, skip, err = f.follow(data); skip || err != nil {
+			return dst, 0, err
+		}
+	}
 	// A view of data, which lives until this returns; what is kept is copied.
 	out, ev, ok := f.fw.Event(dst, data)
 	if !ok { // nothing written: skipped, unless one too many
@@ -432,7 +442,7 @@ func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed,
 	}
 	m.noteOutput(ev.DeltaBytes) // estimated if no usage follows
 	if ev.HasUsage {
-		m.noteUsage(ev.Usage)
+		m.noteUsage(f.ownUsage(ev.Usage))
 	}
 	return out, passSent | passWrite | passContent, nil
 }

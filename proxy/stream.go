@@ -404,13 +404,14 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 			return call.firstOr(f.end(err, &call.meter))
 		})
 	}
-	if _, chat := f.(*chatForward); chat {
-		call.startResume(c.req, true) // a chat stream may be continued (continuation_passthrough.go)
-		call.startForward(attempt)
+	switch f.(type) {
+	case *chatForward, *messagesForward, *responsesForward: // may be continued (continuation_passthrough.go)
+		call.startResume(c.req, true)
+		call.startForward(attempt, f)
 	}
 	err := call.withRetries(ctx, attempt)
 	if err != nil && call.sent && call.resume.on {
-		err = call.continueTurn(ctx, c.req, nil, err)
+		err = releaseHeld(call.continueTurn(ctx, c.req, nil, err), f, o)
 	}
 	return err
 }
