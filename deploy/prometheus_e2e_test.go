@@ -640,6 +640,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 			`panel "Connections refused" A`,                  // no connection cap is reached
 			`panel "Rate-limit rejections" A`,                // no key or model has limits here
 			`panel "Budget remaining" A`,                     // no key has a budget
+			`panel "Budget remaining" B`,                     // no team has a budget
 			`panel "Shared state errors" A`,                  // state is in memory
 		}
 		if diff := cmp.Diff(want, empty); diff != "" {
