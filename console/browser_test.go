@@ -312,7 +312,9 @@ func consoleBrowser(t *testing.T, ledgerYAML string) {
 		t.Errorf("the first request's row %q lacks %q", row, want)
 	}
 	b.do("the detail", chromedp.Click(chromedp.CSS(`[data-page=requests] tbody tr:last-child`)))
-	b.until("the detail", `!!document.querySelector('.detail dl')`)
+	// The detail shows the listing's fields at once and is drawn again with the record's
+	// attempts (GET /admin/v1/requests/{id}): read it once that second drawing is there.
+	b.until("the detail", `!!document.querySelector('.detail .attempts')`)
 	detail := b.text(`.detail dl`)
 	if !strings.Contains(detail, "$0.0000") || !strings.Contains(detail, "Completion tokens") {
 		t.Errorf("detail: %q", detail)
