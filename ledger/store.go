@@ -19,15 +19,17 @@ import (
 type store struct {
 	db *sql.DB
 	d  *dialect
-	// stmts are the writer's statements (write.go); args its parameters, reused by the
-	// writer's goroutine (insertWith is not called concurrently).
+	// stmts are the writer's statements (write.go); args its parameters and, on SQLite,
+	// w its connection (sqlitewrite.go), used by the writer's goroutine only (insertWith
+	// is not called concurrently).
 	stmts stmts
 	args  []any
+	w     sqliteWriter
 }
 
 // close closes the writer's statements and the database.
 func (s *store) close() error {
-	s.stmts.close()
+	s.w.release()
 	return s.db.Close()
 }
 
@@ -162,33 +164,25 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 		}
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
-	err = eachChunk(len(recs), func(i, j int) error {
-		args := s.args[:0]
-		for k := i; k < j; k++ {
-			args = insertArgs(args, &recs[k])
+	text := func(table string, n int) string { return s.stmts.sql(s.d, table, n) }
+	return s.w.write(ctx, s.db, text, func(exec execFunc) error {
+		err := eachChunk(len(recs), func(i, j int) error {
+			args := s.args[:0]
+			for k := i; k < j; k++ {
+				args = insertArgs(args, &recs[k])
+			}
+			s.args = args
+			defer clear(args) // the records' strings are not kept
+			if err := exec(ctx, requestsTable, j-i, args); err != nil {
+				return fmt.Errorf("ledger: inserting records: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		s.args = args
-		defer clear(args) // the records' strings are not kept
-		if err := s.stmts.exec(ctx, s.db, tx, s.d, requestsTable, j-i, args); err != nil {
-			return fmt.Errorf("ledger: inserting records: %w", err)
-		}
-		return nil
+		return upsertRollups(ctx, exec, rollups)
 	})
-	if err != nil {
-		return err
-	}
-	exec := func(ctx context.Context, table string, n int, args []any) error {
-		return s.stmts.exec(ctx, s.db, tx, s.d, table, n, args)
-	}
-	if err := upsertRollups(ctx, exec, rollups); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // insertPostgres copies recs (COPY) and upserts the rollups in one transaction on the

@@ -1,8 +1,7 @@
 package ledger
 
 import (
-	"context"
-	"database/sql"
+	"strings"
 	"sync"
 )
 
@@ -32,13 +31,11 @@ type stmtKey struct {
 	n     int
 }
 
-// stmts are the writer's statements: their texts (built once) and, on SQLite, their
-// prepared statements (database/sql prepares each on a connection once, then reuses
-// it). Safe for concurrent use.
+// stmts are the texts of the writer's statements, built once (SQLite prepares them on
+// the writer's connection: sqlitewrite.go). Safe for concurrent use.
 type stmts struct {
 	mu   sync.Mutex
 	text map[stmtKey]string
-	prep map[stmtKey]*sql.Stmt
 }
 
 // requestsTable is the raw records' table.
@@ -57,47 +54,16 @@ func (c *stmts) sql(d *dialect, table string, n int) string {
 		} else {
 			q = d.bind(upsertSQL(table, n))
 		}
+		if !d.dollar {
+			// SQLite: a row that fails fails the transaction (which the writer rolls back
+			// anyway), not the statement alone, so that SQLite keeps no statement journal
+			// of the pages a multi-row statement changes.
+			q = "INSERT OR ROLLBACK" + strings.TrimPrefix(q, "INSERT")
+		}
 		if c.text == nil {
 			c.text = map[stmtKey]string{}
 		}
 		c.text[k] = q
 	}
 	return q
-}
-
-// exec runs the statement writing n rows into table in tx, prepared once on db.
-func (c *stmts) exec(ctx context.Context, db *sql.DB, tx *sql.Tx, d *dialect, table string, n int, args []any) error {
-	k := stmtKey{table, n}
-	c.mu.Lock()
-	st := c.prep[k]
-	c.mu.Unlock()
-	if st == nil {
-		var err error
-		if st, err = db.PrepareContext(ctx, c.sql(d, table, n)); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		if prev := c.prep[k]; prev != nil { // prepared meanwhile: keep one
-			_ = st.Close()
-			st = prev
-		} else {
-			if c.prep == nil {
-				c.prep = map[stmtKey]*sql.Stmt{}
-			}
-			c.prep[k] = st
-		}
-		c.mu.Unlock()
-	}
-	_, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	return err
-}
-
-// close closes the prepared statements.
-func (c *stmts) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, st := range c.prep {
-		_ = st.Close()
-		delete(c.prep, k)
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ import (
 //	go test -run x -bench BenchmarkLedger_Write -benchmem ./ledger
 func BenchmarkLedger_Write(b *testing.B) {
 	for _, db := range []string{"sqlite", "postgres"} {
-		for _, batch := range []int{100, 1000} {
+		for _, batch := range []int{100, 1000, 4000} {
 			b.Run(db+"/batch="+strconv.Itoa(batch), func(b *testing.B) {
 				opts := ledger.Options{Type: db, DSN: filepath.Join(b.TempDir(), "ledger.db"), FlushInterval: time.Hour}
 				if db == "postgres" {
@@ -117,5 +119,49 @@ func BenchmarkLedger_AddKeepingUp(b *testing.B) {
 			}
 			b.StartTimer()
 		}
+	}
+}
+
+// BenchmarkLedger_Throughput is how many records a second the ledger writes with its
+// default batching (BatchSize 2000, FlushInterval 1s) while writers goroutines add
+// records as fast as they can, as a gateway's request goroutines would at full load: an
+// op is one record added and written (a record Add refuses because the queue is full is
+// added again after 100 µs, so none is lost). It reports records/s (the wall time until
+// the last is written) and the process's cpu-ns/record.
+//
+//	go test -run '^$' -bench BenchmarkLedger_Throughput -benchtime 200000x ./ledger
+func BenchmarkLedger_Throughput(b *testing.B) {
+	for _, writers := range []int{1, 4, 16} {
+		b.Run("sqlite/writers="+strconv.Itoa(writers), func(b *testing.B) {
+			l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: filepath.Join(b.TempDir(), "ledger.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close(context.Background())
+			recs := benchRecords(4096)
+			b.ReportAllocs()
+			cpu0, t0 := cpuTime(), time.Now()
+			b.ResetTimer()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range writers {
+				wg.Go(func() {
+					for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
+						r := recs[i%int64(len(recs))]
+						r.Time = time.Now()
+						for !l.Add(r) {
+							time.Sleep(100 * time.Microsecond)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := l.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "records/s")
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/record")
+		})
 	}
 }
