@@ -5,9 +5,7 @@ import "time"
 // rollupRow is one row of a rollup table: a bucket's sums for one key, team, model,
 // status and deployment.
 type rollupRow struct {
-	bucket                                                int64
-	key, team, model, deployment                          string
-	status                                                int
+	rollupKey
 	requests, errors                                      int64
 	prompt, cachedRead, cacheWrite, completion, reasoning int64
 	costUSD                                               float64
@@ -34,43 +32,80 @@ type anonymous struct {
 	at time.Time
 }
 
-// rollupWith is rollup with the anonymous refusals added.
+// rollupWith is rollup with the anonymous refusals added. The records are summed into
+// the finest table's rows, and each coarser table's rows are summed from the finer
+// one's (far fewer than the records).
 func rollupWith(recs []Record, anon anonymous) []rollupRows {
 	out := make([]rollupRows, len(rollupTables))
-	for ti, t := range rollupTables {
-		index := make(map[rollupKey]int, 8)
-		if anon.n > 0 {
-			sec := anon.at.Unix()
-			index[rollupKey{bucket: sec - sec%t.width, status: 401}] = 0
-			out[ti] = append(out[ti], rollupRow{bucket: sec - sec%t.width, status: 401, requests: anon.n, errors: anon.n})
+	var rows rollupRows
+	index := make(map[rollupKey]int, 8)
+	width := rollupTables[0].width
+	if anon.n > 0 {
+		sec := anon.at.Unix()
+		k := rollupKey{bucket: sec - sec%width, status: 401}
+		index[k] = 0
+		rows = append(rows, rollupRow{rollupKey: k, requests: anon.n, errors: anon.n})
+	}
+	for i := range recs {
+		r := &recs[i]
+		model := r.Served
+		if model == "" {
+			model = r.Model
 		}
-		for i := range recs {
-			r := &recs[i]
-			model := r.Served
-			if model == "" {
-				model = r.Model
-			}
-			sec := r.Time.Unix()
-			k := rollupKey{sec - sec%t.width, r.Key, r.Team, model, r.Deployment, r.Status}
-			j, ok := index[k]
-			if !ok {
-				j = len(out[ti])
-				index[k] = j
-				out[ti] = append(out[ti], rollupRow{bucket: k.bucket, key: k.key, team: k.team, model: k.model, deployment: k.deployment, status: k.status})
-			}
-			row := &out[ti][j]
-			row.requests++
-			if r.Status >= 400 {
-				row.errors++
-			}
-			row.prompt += r.PromptTokens
-			row.cachedRead += r.CachedReadTokens
-			row.cacheWrite += r.CacheWriteTokens
-			row.completion += r.CompletionTokens
-			row.reasoning += r.ReasoningTokens
-			row.costUSD += r.CostUSD
-			row.totalMS += r.Total.Milliseconds()
+		sec := r.Time.Unix()
+		k := rollupKey{sec - sec%width, r.Key, r.Team, model, r.Deployment, r.Status}
+		j, ok := index[k]
+		if !ok {
+			j = len(rows)
+			index[k] = j
+			rows = append(rows, rollupRow{rollupKey: k})
 		}
+		rows[j].add(&rollupRow{requests: 1, errors: errorCount(r.Status), prompt: r.PromptTokens,
+			cachedRead: r.CachedReadTokens, cacheWrite: r.CacheWriteTokens, completion: r.CompletionTokens,
+			reasoning: r.ReasoningTokens, costUSD: r.CostUSD, totalMS: r.Total.Milliseconds()})
+	}
+	out[0] = rows
+	for ti := 1; ti < len(rollupTables); ti++ {
+		out[ti] = coarsen(out[ti-1], rollupTables[ti].width)
 	}
 	return out
+}
+
+// coarsen sums rows into buckets of width seconds (a multiple of theirs).
+func coarsen(rows rollupRows, width int64) rollupRows {
+	var out rollupRows
+	index := make(map[rollupKey]int, len(rows))
+	for i := range rows {
+		k := rows[i].rollupKey
+		k.bucket -= k.bucket % width
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, rollupRow{rollupKey: k})
+		}
+		out[j].add(&rows[i])
+	}
+	return out
+}
+
+// add adds r's sums to o's.
+func (o *rollupRow) add(r *rollupRow) {
+	o.requests += r.requests
+	o.errors += r.errors
+	o.prompt += r.prompt
+	o.cachedRead += r.cachedRead
+	o.cacheWrite += r.cacheWrite
+	o.completion += r.completion
+	o.reasoning += r.reasoning
+	o.costUSD += r.costUSD
+	o.totalMS += r.totalMS
+}
+
+// errorCount is 1 for an error status (400 and over), else 0.
+func errorCount(status int) int64 {
+	if status >= 400 {
+		return 1
+	}
+	return 0
 }
