@@ -23,7 +23,7 @@ import (
 // the bytes a queued record holds (queue-bytes/record). Records look like a gateway's:
 // ten keys in two teams, three models, one answer in ten an error.
 //
-//	go test -run x -bench BenchmarkLedger_Write -benchmem ./ledger
+//	go test -run '^$' -bench BenchmarkLedger_Write -benchmem -benchtime 20000x ./ledger
 func BenchmarkLedger_Write(b *testing.B) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		for _, batch := range []int{100, 1000, 4000} {
