@@ -6,7 +6,8 @@
 // The contract of the request path is Add: it copies the record into a bounded queue
 // and returns at once, never blocking and never allocating; a full queue drops the
 // record and counts it (Options.OnDrop). A writer goroutine takes the queue in batches
-// and inserts each batch and its rollups in one transaction (COPY on PostgreSQL). While
+// and inserts each batch and its rollups in one transaction (COPY on PostgreSQL; on
+// SQLite on one connection it keeps from the pool, its statements prepared there). While
 // the database cannot be written, batches go to a bounded local spool file, written
 // back once it can; Ready reports the failure meanwhile. Close drains the queue and the
 // spool (as far as its context allows) before closing the database.
