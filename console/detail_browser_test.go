@@ -29,6 +29,8 @@ const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 // answered, with its deployment and a link of its trace id to the configured trace UI;
 // the Usage page groups by deployment; the Keys page's team editor creates a database
 // team, edits its limits and budget and deletes it, and leaves a config team read-only.
+// Schema version 6: a tool loop's request lists its server tools (calls, errors) and
+// each attempt the tokens it was charged.
 func TestConsole_BrowserDetail(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { consoleDetail(t, sqliteLedger(t.TempDir())) })
 	t.Run("postgres", func(t *testing.T) {
@@ -67,16 +69,33 @@ backends:
 models:
   demo: {backend: offline, upstream_model: echo, price: {input: 1, output: 2}}
   flaky: {backend: down, upstream_model: gpt-4o, fallbacks: [demo]}
+  scripted:
+    backend: offline
+    script:
+      - tool_calls: [{name: clock}, {name: clock, arguments: {zone: UTC}}]
+      - text: "It is late."
 keys:
   alice: {key: sk-alice, models: ["*"], team: cfgteam}
+  agent: {key: sk-agent, models: ["*"], tools: [clock]}
 teams: {cfgteam: {limits: {concurrent: 7}}}
+tools:
+  clock: {type: builtin, name: time_now}
 %s
 admin:
   keys: {ops: {key_sha256: %s}}
   resync: 100ms
   console: {trace_url: "https://jaeger.example/trace/{trace_id}?from=agate"}
-`, down.URL+"/v1", ledgerYAML, hex.EncodeToString(d[:])), gatewaytest.Options{Tracer: tracer})
+`, down.URL+"/v1", ledgerYAML, hex.EncodeToString(d[:])), gatewaytest.Options{Tracer: tracer, Tools: true})
 
+	// A tool loop's request first (the second row of the listing): the builtin called
+	// twice, the second time with an argument its schema refuses.
+	ac := gatewaytest.OpenAI(g.V1(), "sk-agent")
+	agent, err := ac.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "scripted",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("what time is it")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRecords(t, g, "agent", 1)
 	c := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "flaky",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("is the sea calm")}},
@@ -116,6 +135,28 @@ admin:
 		t.Errorf("the trace link %q, want %q", link, want)
 	}
 	b.screenshot("request-detail")
+
+	// The tool loop's request: its server tools, and the tokens of each attempt (one a
+	// turn), which sum to the answer's.
+	b.do("the tool loop's detail", chromedp.Click(chromedp.CSS(`[data-page=requests] tbody tr:nth-child(2)`)))
+	b.until("the server tools", `!!document.querySelector('.detail table.tools tbody tr')`)
+	tools := eval[[]string](b, `[...document.querySelectorAll('.detail table.tools tbody tr')].map(tr => [...tr.cells].map(td => td.textContent).join('|'))`)
+	if len(tools) != 1 || !strings.HasPrefix(tools[0], "clock|clock|2|1|") || !strings.HasSuffix(tools[0], " ms") {
+		t.Errorf("tool rows %q, want one: clock|clock|2|1|<time> ms", tools)
+	}
+	tokens := eval[[]string](b, `[...document.querySelectorAll('.detail table.attempts tbody tr')].map(tr => tr.cells[6].textContent)`)
+	var prompt, completion int64
+	for _, s := range tokens {
+		var p, c int64
+		if _, err := fmt.Sscanf(strings.ReplaceAll(s, ",", ""), "%d / %d", &p, &c); err != nil || p == 0 {
+			t.Errorf("an attempt's tokens %q", s)
+		}
+		prompt, completion = prompt+p, completion+c
+	}
+	if len(tokens) != 2 || prompt != agent.Usage.PromptTokens || completion != agent.Usage.CompletionTokens {
+		t.Errorf("attempts' tokens %q, want two summing to the answer's %d / %d", tokens, agent.Usage.PromptTokens, agent.Usage.CompletionTokens)
+	}
+	b.screenshot("request-detail-tools")
 
 	// Usage by deployment.
 	b.page("#/usage", `!!document.querySelector('[data-page=usage] table')`)

@@ -12,20 +12,28 @@ import (
 )
 
 // Redis is where the sessions go when the replicas share them: a Redis client (the
-// limiter's, state.type redis), the prefix of every key (state.key_prefix) and the bound
-// of one round trip (state.timeout, at least a second here: a sign-in is not the hot path).
+// limiter's, state.type redis; a Redis Cluster client works too), the prefix of every key
+// (state.key_prefix) and the bound of one round trip (state.timeout, at least a second
+// here: a sign-in is not the hot path).
 type Redis struct {
-	Client  *redis.Client
+	Client  redis.UniversalClient
 	Prefix  string
 	Timeout time.Duration
 }
 
-// redisSessions keeps the sessions in Redis: each at <prefix>console:session:<hex of the
-// SHA-256 of the cookie value> (the value itself is kept nowhere), holding the actor, the
-// CSRF token and the end, expiring with the session; and an index, the sorted set
-// <prefix>console:sessions of those hex names by their end, which bounds them: a sign-in
-// drops the ended ones, then, while max are held, the ones closest to their end. Sign-out
-// deletes the session's key, so every replica refuses its cookie at once.
+// redisSessions keeps the sessions in Redis: each at <prefix>console:session:{console}:<hex
+// of the SHA-256 of the cookie value> (the value itself is kept nowhere), holding the
+// actor, the CSRF token and the end, expiring with the session; and an index, the sorted
+// set <prefix>console:sessions:{console} of those hex names by their end, which bounds
+// them: a sign-in drops the ended ones, then, while max are held, the ones closest to
+// their end. Sign-out deletes the session's key, so every replica refuses its cookie at
+// once.
+//
+// Redis Cluster: the keys share the hash tag {console} (sessionTag), so they are in one
+// hash slot, and the sign-in script, which touches the index and several sessions, runs on
+// one node. A key_prefix with a complete hash tag of its own ("{agate}:") moves them all
+// to that tag's slot, together; one with an unmatched "{" or an empty "{}" would part them
+// (the docs say so). Every other operation is a single-key command.
 type redisSessions struct {
 	r   Redis
 	max int
@@ -56,8 +64,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return 1
 `)
 
-func (s *redisSessions) index() string     { return s.r.Prefix + "console:sessions" }
-func (s *redisSessions) keyPrefix() string { return s.r.Prefix + "console:session:" }
+// sessionTag is the hash tag of every session key (see redisSessions).
+const sessionTag = "{console}"
+
+func (s *redisSessions) index() string     { return s.r.Prefix + "console:sessions:" + sessionTag }
+func (s *redisSessions) keyPrefix() string { return s.r.Prefix + "console:session:" + sessionTag + ":" }
 
 // name is the session's name in Redis: the hex SHA-256 of its cookie value.
 func name(id string) string {

@@ -29,10 +29,15 @@ type Attempt struct {
 	Duration time.Duration
 	// Continued is set for an attempt that continued a stream another one broke.
 	Continued bool
+	// PromptTokens and CompletionTokens are what the attempt was charged (reported by its
+	// upstream, or estimated), 0 when it failed before any usage: the record's totals
+	// are the sum of its attempts' (of all of them, the omitted ones too).
+	PromptTokens, CompletionTokens int64
 }
 
 // appendAttempts appends as a JSON array of objects with the members backend,
-// deployment, model, status, error_type, duration_ms and continued: the stored form of
+// deployment, model, status, error_type, duration_ms, continued, prompt_tokens and
+// completion_tokens (the last two from schema version 6): the stored form of
 // Record.Attempts, and the admin API's.
 func appendAttempts(b []byte, as []Attempt) []byte {
 	b = append(b, '[')
@@ -48,6 +53,8 @@ func appendAttempts(b []byte, as []Attempt) []byte {
 		b = jsonx.AppendString(append(b, `,"error_type":`...), a.ErrorType)
 		b = strconv.AppendInt(append(b, `,"duration_ms":`...), a.Duration.Milliseconds(), 10)
 		b = strconv.AppendBool(append(b, `,"continued":`...), a.Continued)
+		b = strconv.AppendInt(append(b, `,"prompt_tokens":`...), a.PromptTokens, 10)
+		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), a.CompletionTokens, 10)
 		b = append(b, '}')
 	}
 	return append(b, ']')

@@ -15,17 +15,24 @@ import (
 	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
-// beforeV5 is how many of columns the schema had before version 5.
-const beforeV5 = len(columns) - len(v5Columns)
+// beforeV5 and beforeV6 are how many of columns the schema had before versions 5 and 6.
+const (
+	beforeV6 = len(columns) - len(v6Columns)
+	beforeV5 = beforeV6 - len(v5Columns)
+)
 
 // insertBeforeV5 writes recs (and nothing to the rollups) into a database of a schema
 // version before 5, in its columns.
-func insertBeforeV5(t *testing.T, st *store, recs []Record) {
+func insertBeforeV5(t *testing.T, st *store, recs []Record) { insertOld(t, st, beforeV5, recs) }
+
+// insertOld writes recs (and nothing to the rollups) into a database whose records have
+// the first n of columns.
+func insertOld(t *testing.T, st *store, n int, recs []Record) {
 	t.Helper()
-	q := "INSERT INTO ledger_requests (" + strings.Join(columns[:beforeV5], ", ") + ") VALUES (" +
-		strings.TrimSuffix(strings.Repeat("?, ", beforeV5), ", ") + ")"
+	q := "INSERT INTO ledger_requests (" + strings.Join(columns[:n], ", ") + ") VALUES (" +
+		strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 	for i := range recs {
-		if _, err := st.db.ExecContext(context.Background(), st.d.bind(q), insertArgs(nil, &recs[i])[:beforeV5]...); err != nil {
+		if _, err := st.db.ExecContext(context.Background(), st.d.bind(q), insertArgs(nil, &recs[i])[:n]...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,8 +86,8 @@ func TestSchemaV5_MigratesVersion4(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.Close(ctx)
-			if v, err := l.SchemaVersion(ctx); err != nil || v != 5 {
-				t.Fatalf("schema version %d, %v; want 5", v, err)
+			if v, err := l.SchemaVersion(ctx); err != nil || v != len(db.d.migrations) { // 5, then 6 (schemaV6)
+				t.Fatalf("schema version %d, %v; want %d", v, err, len(db.d.migrations))
 			}
 			recs, _, err := l.Requests(ctx, RequestQuery{})
 			if err != nil || len(recs) != 1 || recs[0].RequestID != "v4" || recs[0].Deployment != "" || recs[0].AttemptsJSON != "" {
@@ -117,9 +124,9 @@ func TestSchemaV5_MigratesVersion4(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("Request(%d): %v, %v", v5.ID, ok, err)
 			}
-			want := `[{"backend":"east","deployment":"east/gpt-4o","model":"gpt","status":503,"error_type":"api_error","duration_ms":120,"continued":false},` +
-				`{"backend":"west","deployment":"west/gpt-4o","model":"gpt","status":200,"error_type":"","duration_ms":900,"continued":false},` +
-				`{"backend":"west","deployment":"west/gpt-4o","model":"gpt","status":200,"error_type":"","duration_ms":300,"continued":true}]`
+			want := `[{"backend":"east","deployment":"east/gpt-4o","model":"gpt","status":503,"error_type":"api_error","duration_ms":120,"continued":false,"prompt_tokens":0,"completion_tokens":0},` +
+				`{"backend":"west","deployment":"west/gpt-4o","model":"gpt","status":200,"error_type":"","duration_ms":900,"continued":false,"prompt_tokens":0,"completion_tokens":0},` +
+				`{"backend":"west","deployment":"west/gpt-4o","model":"gpt","status":200,"error_type":"","duration_ms":300,"continued":true,"prompt_tokens":0,"completion_tokens":0}]` // the tokens: version 6
 			if diff := cmp.Diff(want, got.AttemptsJSON); diff != "" {
 				t.Errorf("attempts (-want +got):\n%s", diff)
 			}

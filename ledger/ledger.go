@@ -123,10 +123,12 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 
 // Add queues r to be written and reports whether it was: it never blocks, and a full
 // queue (or a closed ledger) drops r, counted as queue_full. It keeps MaxAttempts of
-// r's attempts and counts the others in AttemptsOmitted. Without CaptureContent
+// r's attempts and counts the others in AttemptsOmitted, and MaxTools of its tools
+// (the others' calls in ToolsOmitted). Without CaptureContent
 // r's Prompt and Completion are not kept; with it they are masked and cut.
 func (l *Ledger) Add(r Record) bool {
 	boundAttempts(&r)
+	boundTools(&r)
 	if r.Prompt != "" || r.Completion != "" {
 		if l.opts.CaptureContent {
 			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)

@@ -91,41 +91,14 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	from, to := q.From.Unix(), q.To.Unix()
 	from -= from % t.width // the bucket holding From
 
-	// One pass over the rollup's rows of the range (in bucket order: its primary key's),
-	// summed in memory: a GROUP BY a query would read them once each.
 	keys, models := map[string]*OverviewPoint{}, map[string]*OverviewPoint{}
 	failed := map[int]int64{}
-	err := s.each(ctx, "SELECT bucket, key_name, model, status, requests, errors, prompt_tokens, completion_tokens, cached_read_tokens, reasoning_tokens, cost_usd, total_ms FROM "+
-		t.name+" WHERE bucket >= ? AND bucket < ? ORDER BY bucket", []any{from, to}, func(rows *sql.Rows) error {
-		var bucket int64
-		var key, model string
-		var status int
-		var p OverviewPoint
-		if err := rows.Scan(&bucket, &key, &model, &status, &p.Requests, &p.Errors, &p.PromptTokens, &p.CompletionTokens,
-			&p.CachedReadTokens, &p.Reasoning, &p.CostUSD, &p.TotalMS); err != nil {
-			return err
-		}
-		if n := len(o.Series); n == 0 || o.Series[n-1].Time.Unix() != bucket {
-			o.Series = append(o.Series, OverviewPoint{Time: time.Unix(bucket, 0).UTC()})
-		}
-		o.Series[len(o.Series)-1].add(&p)
-		o.Totals.add(&p)
-		for _, g := range [...]struct {
-			m    map[string]*OverviewPoint
-			name string
-		}{{keys, key}, {models, model}} {
-			e := g.m[g.name]
-			if e == nil {
-				e = &OverviewPoint{Name: g.name}
-				g.m[g.name] = e
-			}
-			e.add(&p)
-		}
-		if status >= 400 {
-			failed[status] += p.Requests
-		}
-		return nil
-	})
+	var err error
+	if s.d.dollar { // PostgreSQL sums them (overview_grouped.go)
+		err = s.overviewGrouped(ctx, t.name, from, to, &o, keys, models, failed)
+	} else {
+		err = s.overviewPass(ctx, t.name, from, to, &o, keys, models, failed)
+	}
 	if err != nil {
 		return o, err
 	}
@@ -169,6 +142,44 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	o.LatencySample = len(total)
 	o.Latency, o.FirstToken = percentiles(total), percentiles(first)
 	return o, nil
+}
+
+// overviewPass fills o's series and totals, keys, models and failed from table's rows of
+// [from, to) in one pass over them (in bucket order: its primary key's), summed in
+// memory (SQLite: a GROUP BY a query would read them once each).
+func (s *store) overviewPass(ctx context.Context, table string, from, to int64, o *Overview,
+	keys, models map[string]*OverviewPoint, failed map[int]int64) error {
+	return s.each(ctx, "SELECT bucket, key_name, model, status, requests, errors, prompt_tokens, completion_tokens, cached_read_tokens, reasoning_tokens, cost_usd, total_ms FROM "+
+		table+" WHERE bucket >= ? AND bucket < ? ORDER BY bucket", []any{from, to}, func(rows *sql.Rows) error {
+		var bucket int64
+		var key, model string
+		var status int
+		var p OverviewPoint
+		if err := rows.Scan(&bucket, &key, &model, &status, &p.Requests, &p.Errors, &p.PromptTokens, &p.CompletionTokens,
+			&p.CachedReadTokens, &p.Reasoning, &p.CostUSD, &p.TotalMS); err != nil {
+			return err
+		}
+		if n := len(o.Series); n == 0 || o.Series[n-1].Time.Unix() != bucket {
+			o.Series = append(o.Series, OverviewPoint{Time: time.Unix(bucket, 0).UTC()})
+		}
+		o.Series[len(o.Series)-1].add(&p)
+		o.Totals.add(&p)
+		for _, g := range [...]struct {
+			m    map[string]*OverviewPoint
+			name string
+		}{{keys, key}, {models, model}} {
+			e := g.m[g.name]
+			if e == nil {
+				e = &OverviewPoint{Name: g.name}
+				g.m[g.name] = e
+			}
+			e.add(&p)
+		}
+		if status >= 400 {
+			failed[status] += p.Requests
+		}
+		return nil
+	})
 }
 
 // add sums q into p.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // overviewVolume times the console's Overview over the last hour, day and 30 days of
@@ -102,5 +104,52 @@ func TestOverview(t *testing.T) {
 	}
 	if _, err := st.overview(ctx, OverviewQuery{From: t0, To: t0.Add(time.Second)}); err == nil {
 		t.Error("a range under a minute was accepted")
+	}
+}
+
+// TestOverview_PostgresSumsAsSQLite: PostgreSQL's overview (the rollup summed by the
+// database, GROUPING SETS) is SQLite's (summed in memory) for the same records, over the
+// minute, hour and day rollups.
+func TestOverview_PostgresSumsAsSQLite(t *testing.T) {
+	ctx := context.Background()
+	lite, err := openStore(ctx, "sqlite", filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.db.Close()
+	pg, err := openStore(ctx, "postgres", pgtest.Start(t).NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.db.Close()
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	var recs []Record
+	for i := range 120 {
+		recs = append(recs, Record{Time: t0.Add(time.Duration(i) * 97 * time.Second), Key: []string{"a", "b", "c"}[i%3], Team: "t",
+			Model: []string{"m1", "m2"}[i%2], Status: []int{200, 200, 429, 502, 200}[i%5], PromptTokens: int64(i), CompletionTokens: int64(2 * i),
+			CachedReadTokens: int64(i % 7), ReasoningTokens: int64(i % 3), CostUSD: float64(i%4) / 8, Total: time.Duration(i) * time.Millisecond,
+			Deployment: []string{"x/1", "y/2"}[i%2]})
+	}
+	for _, st := range []*store{lite, pg} {
+		if err := st.ensureAhead(ctx, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.insert(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, span := range []time.Duration{4 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
+		q := OverviewQuery{From: t0.Add(4*time.Hour - span), To: t0.Add(4 * time.Hour), Top: 2}
+		want, err := lite.overview(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pg.overview(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" || want.Totals.Requests == 0 {
+			t.Errorf("a %s overview, SQLite (-) against PostgreSQL (+):\n%s", span, diff)
+		}
 	}
 }

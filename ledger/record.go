@@ -63,6 +63,15 @@ type Record struct {
 	// AttemptsJSON is, in a record read back (Requests, Request), the attempts as
 	// stored: a JSON array of objects (see Attempt), "" when there were none.
 	AttemptsJSON string
+	// Tools summarizes the server-side tools the request's tool loop ran, one entry a
+	// tool in the order first called, at most MaxTools: Add keeps the first MaxTools and
+	// adds the calls of the others to ToolsOmitted (schema version 6). ToolCalls counts
+	// every tool call the model made, the client's too.
+	Tools        []ToolUse
+	ToolsOmitted int
+	// ToolsJSON is, in a record read back, the tools as stored: a JSON array of objects
+	// (see ToolUse), "" when none ran.
+	ToolsJSON string
 }
 
 // UsageQuery selects a usage report: the rollups of [From, To) grouped by GroupBy.

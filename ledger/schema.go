@@ -16,7 +16,8 @@ var columns = [...]string{"ts_us", "request_id", "key_name", "team", "api", "mod
 	"stream", "status", "error_type", "prompt_tokens", "cached_read_tokens", "cache_write_tokens",
 	"completion_tokens", "reasoning_tokens", "cost_usd", "usage_estimated", "total_ms", "first_token_ms",
 	"upstream_ms", "tool_calls", "fallbacks", "cache_hit", "prompt", "completion",
-	"deployment", "trace_id", "continued_from", "attempts", "attempts_omitted"} // version 5: v5Columns
+	"deployment", "trace_id", "continued_from", "attempts", "attempts_omitted", // version 5: v5Columns
+	"tools", "tools_omitted"} // version 6: v6Columns
 
 // rollupTables are the rollups, finest first, with their bucket width in seconds.
 var rollupTables = [...]struct {
@@ -106,7 +107,7 @@ var sqliteDialect = dialect{
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		teamsDDL("INTEGER", "REAL"),
 		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions",
-		schemaV5SQLite()},
+		schemaV5SQLite(), schemaV6()},
 	rowRef: "rowid",
 }
 
@@ -116,7 +117,7 @@ var postgresDialect = dialect{
 		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		teamsDDL("BIGINT", "DOUBLE PRECISION"),
 		partitionedRequestsDDL(),
-		schemaV5Postgres()},
+		schemaV5Postgres(), schemaV6()},
 	rowRef: "ctid",
 	dollar: true,
 }

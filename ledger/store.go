@@ -139,7 +139,8 @@ func insertArgs(a []any, r *Record) []any {
 		r.Stream, r.Status, r.ErrorType, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens,
 		r.CompletionTokens, r.ReasoningTokens, r.CostUSD, r.Estimated, r.Total.Milliseconds(),
 		r.FirstToken.Milliseconds(), r.Upstream.Milliseconds(), r.ToolCalls, r.Fallbacks, r.CacheHit,
-		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.Attempts), r.AttemptsOmitted)
+		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.Attempts), r.AttemptsOmitted,
+		toolsText(r.Tools), r.ToolsOmitted)
 }
 
 // insert writes recs and adds them to the rollups, in one transaction.
@@ -515,18 +516,19 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 func scanRecord(row scanner) (Record, error) {
 	var r Record
 	var ts, total, first, up int64
-	var prompt, completion, attempts sql.NullString
+	var prompt, completion, attempts, tools sql.NullString
 	if err := row.Scan(&r.ID, &ts, &r.RequestID, &r.Key, &r.Team, &r.API, &r.Model, &r.Served, &r.Backend,
 		&r.Stream, &r.Status, &r.ErrorType, &r.PromptTokens, &r.CachedReadTokens, &r.CacheWriteTokens,
 		&r.CompletionTokens, &r.ReasoningTokens, &r.CostUSD, &r.Estimated, &total, &first, &up,
 		&r.ToolCalls, &r.Fallbacks, &r.CacheHit, &prompt, &completion,
-		&r.Deployment, &r.TraceID, &r.ContinuedFrom, &attempts, &r.AttemptsOmitted); err != nil {
+		&r.Deployment, &r.TraceID, &r.ContinuedFrom, &attempts, &r.AttemptsOmitted,
+		&tools, &r.ToolsOmitted); err != nil {
 		return r, err
 	}
 	r.Time = time.UnixMicro(ts).UTC()
 	r.Total, r.FirstToken, r.Upstream = time.Duration(total)*time.Millisecond, time.Duration(first)*time.Millisecond, time.Duration(up)*time.Millisecond
 	r.Prompt, r.Completion = prompt.String, completion.String
-	r.AttemptsJSON = attempts.String
+	r.AttemptsJSON, r.ToolsJSON = attempts.String, tools.String
 	return r, nil
 }
 

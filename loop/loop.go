@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"time"
 
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
@@ -28,4 +29,12 @@ type Output interface {
 // Observer records loop metrics; nil fields of Loop mean no recording.
 type Observer interface {
 	Iterations(n int)
+}
+
+// ToolRecorder is told of one request's server tool calls (Loop.Recorder): each call's
+// tool, whether its result was an error, and how long it ran. It is called from the
+// goroutine that runs Run, once a turn's calls are over, in the order the model made
+// them; never with a call's arguments or result.
+type ToolRecorder interface {
+	ToolCall(d *tools.Definition, failed bool, took time.Duration)
 }

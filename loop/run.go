@@ -58,6 +58,9 @@ type Loop struct {
 	Logger *slog.Logger
 	// Tracer gives each server tool call a span (trace.go); nil means none.
 	Tracer *telemetry.Tracer
+	// Recorder is told of every server tool call, the calls over MaxCallsPerTurn too (as
+	// failed calls that took no time); nil means none. It belongs to one Run at a time.
+	Recorder ToolRecorder
 }
 
 // Run answers req, executing server tool calls between model turns, and writes what the
@@ -193,6 +196,11 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 	}
 	ctx = tools.WithCaller(ctx, r.l.Caller)
 	results := make([]tools.Result, len(calls))
+	var took []time.Duration // each call's time, for the Recorder
+	if r.l.Recorder != nil {
+		took = make([]time.Duration, len(calls))
+		defer r.record(calls, results, took)
+	}
 	limit := positiveOr(r.l.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
 	if len(calls) > limit {
 		for i := limit; i < len(calls); i++ {
@@ -210,12 +218,19 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 			workers = 1
 		}
 	}
+	call := func(i int) {
+		start := time.Now()
+		results[i] = r.callTool(ctx, calls[i]) // trace.go: Tools.Call in a span
+		if took != nil {
+			took[i] = time.Since(start)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if workers <= 1 {
-			for i, c := range calls {
-				results[i] = r.callTool(ctx, c) // trace.go: Tools.Call in a span
+			for i := range calls {
+				call(i)
 			}
 			return
 		}
@@ -224,7 +239,7 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 		for range workers {
 			wg.Go(func() {
 				for i := int(next.Add(1) - 1); i < len(calls); i = int(next.Add(1) - 1) {
-					results[i] = r.callTool(ctx, calls[i]) // trace.go: Tools.Call in a span
+					call(i)
 				}
 			})
 		}
@@ -245,6 +260,16 @@ func (r *run) execute(ctx context.Context, calls []translate.ToolCall) ([]tools.
 				<-done // the output cancelled ctx; the tools stop
 				return nil, err
 			}
+		}
+	}
+}
+
+// record tells the Recorder of a turn's calls, once they are over (execute's calls all
+// returned), in their order.
+func (r *run) record(calls []translate.ToolCall, results []tools.Result, took []time.Duration) {
+	for i, c := range calls {
+		if d := r.server[c.Name]; d != nil {
+			r.l.Recorder.ToolCall(d, results[i].IsError, took[i])
 		}
 	}
 }

@@ -16,7 +16,8 @@ type RequestStore interface {
 
 // adminRequest is one ledger record, the listing's fields and its attempts: the
 // upstream attempts in order (at most ledger.MaxAttempts, attempts_omitted counting the
-// rest), with the trace id and continued_from.
+// rest), with the trace id and continued_from; and its server tools (at most
+// ledger.MaxTools, tools_omitted counting the others' calls).
 func (s *Server) adminRequest(a *adminCall) error {
 	id, err := strconv.ParseInt(a.name, 10, 64)
 	if err != nil || id <= 0 {
@@ -35,15 +36,22 @@ func (s *Server) adminRequest(a *adminCall) error {
 	if !found {
 		return notFound("no ledger record " + strconv.FormatInt(id, 10) + " (never written, or pruned)")
 	}
-	b := appendRecord(make([]byte, 0, 1024+len(r.AttemptsJSON)), &r)
+	b := appendRecord(make([]byte, 0, 1024+len(r.AttemptsJSON)+len(r.ToolsJSON)), &r)
 	b = b[:len(b)-1] // the record's closing brace
-	// The ledger wrote the attempts (ledger.appendAttempts); a damaged row is an empty list.
-	attempts := r.AttemptsJSON
-	if !jsonx.Valid(attempts) {
-		attempts = ""
-	}
-	b = jsonx.AppendRawOr(append(b, `,"attempts":`...), attempts, "[]")
-	b = strconv.AppendInt(append(b, `,"attempts_omitted":`...), int64(r.AttemptsOmitted), 10)
+	// The ledger wrote both lists (ledger.appendAttempts, ledger.appendTools).
+	b = appendStoredList(b, "attempts", r.AttemptsJSON, r.AttemptsOmitted)
+	b = appendStoredList(b, "tools", r.ToolsJSON, r.ToolsOmitted)
 	writeAdminJSON(a.ctx, 200, append(b, '}'))
 	return nil
+}
+
+// appendStoredList appends the members name (the JSON array list, as the ledger stored
+// it: a damaged or missing one is an empty array) and name_omitted (omitted).
+func appendStoredList(b []byte, name, list string, omitted int) []byte {
+	if !jsonx.Valid(list) {
+		list = ""
+	}
+	b = jsonx.AppendRawOr(append(append(append(b, `,"`...), name...), `":`...), list, "[]")
+	b = append(append(append(b, `,"`...), name...), `_omitted":`...)
+	return strconv.AppendInt(b, int64(omitted), 10)
 }

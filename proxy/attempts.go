@@ -23,16 +23,17 @@ type attemptLog struct {
 	omitted int
 }
 
-// note adds the attempt on r that took took and ended with err; continued is set for a
-// continuation's attempt.
-func (l *attemptLog) note(r *route, err error, took time.Duration, continued bool) {
+// note adds the attempt on r that took took and ended with err, charged u (the meter's
+// charge: countUsage); continued is set for a continuation's attempt.
+func (l *attemptLog) note(r *route, err error, took time.Duration, continued bool, u *translate.Usage) {
 	if l.n == len(l.first) {
 		l.omitted++
 		return
 	}
 	a := &l.first[l.n]
 	l.n++
-	*a = ledger.Attempt{Backend: r.backend.name, Deployment: r.upstreamLabel, Model: r.name, Duration: took, Continued: continued}
+	*a = ledger.Attempt{Backend: r.backend.name, Deployment: r.upstreamLabel, Model: r.name, Duration: took, Continued: continued,
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens)}
 	if err == nil {
 		a.Status = 200
 		return

@@ -45,7 +45,7 @@ func TestAttemptLog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var l attemptLog
-			l.note(r, tc.err, 1500*time.Millisecond, tc.continued)
+			l.note(r, tc.err, 1500*time.Millisecond, tc.continued, &translate.Usage{})
 			want := tc.want
 			want.Backend, want.Deployment, want.Model, want.Duration = "east", "east/gpt-4o", "gpt", 1500*time.Millisecond
 			got, omitted := l.attempts()
@@ -60,10 +60,23 @@ func TestAttemptLog(t *testing.T) {
 		t.Errorf("no attempt: %v, %v", got, l.last())
 	}
 	for range ledger.MaxAttempts + 3 {
-		l.note(r, nil, 0, false)
+		l.note(r, nil, 0, false, &translate.Usage{})
 	}
 	if got, omitted := l.attempts(); len(got) != ledger.MaxAttempts || omitted != 3 {
 		t.Errorf("%d attempts noted as %d and %d omitted", ledger.MaxAttempts+3, len(got), omitted)
+	}
+}
+
+// TestAttemptLog_Tokens: an attempt keeps the prompt and completion tokens it was
+// charged, reasoning and cache figures left to the record's totals.
+func TestAttemptLog_Tokens(t *testing.T) {
+	r := &route{name: "gpt", backend: &backend{name: "east"}, upstreamLabel: "east/gpt-4o"}
+	var l attemptLog
+	l.note(r, &translate.UpstreamError{Status: 503}, time.Millisecond, false, &translate.Usage{})
+	l.note(r, nil, time.Millisecond, false, &translate.Usage{PromptTokens: 120, CompletionTokens: 30, CachedTokens: 100, ReasoningTokens: 9})
+	got, _ := l.attempts()
+	if len(got) != 2 || got[0].PromptTokens != 0 || got[0].CompletionTokens != 0 || got[1].PromptTokens != 120 || got[1].CompletionTokens != 30 {
+		t.Errorf("attempts %+v: want 0/0 then 120/30 tokens", got)
 	}
 }
 
@@ -77,9 +90,9 @@ func BenchmarkToLedger_Attempts(b *testing.B) {
 		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
 	c.call = &c.ownCall
 	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
-	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
-	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false)
-	c.call.tried.note(r, nil, time.Millisecond, false)
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false, &translate.Usage{})
+	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false, &translate.Usage{})
+	c.call.tried.note(r, nil, time.Millisecond, false, &c.call.Usage)
 	at := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {

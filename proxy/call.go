@@ -509,7 +509,8 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
 	start := time.Now()
-	defer func() { c.tried.note(r, err, time.Since(start), c.resume.active) }()
+	// After counted: the meter holds the attempt's charge (countUsage).
+	defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}

@@ -157,6 +157,7 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 		r.Prompt, r.Completion = lastUserText(c.req, c.s.captureMax), string(call.captured)
 	}
 	c.ledgerAttempts(&r) // attempts.go
+	r.Tools, r.ToolsOmitted = c.toolUse.summary()
 	if status >= 400 {
 		r.ErrorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded
 	}

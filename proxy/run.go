@@ -49,6 +49,9 @@ type requestRun struct {
 	limits     limitRun
 	// api is the api label of the request metrics; empty means apiChat.
 	api string
+	// toolUse sums the tool loop's server tool calls for the ledger (toolsummary.go); nil
+	// without a tool loop or a ledger.
+	toolUse *toolLog
 	// scratch holds req's memory when the chat endpoint parsed it into one; released
 	// when the run is over (releaseScratch).
 	scratch *openaichat.Scratch
@@ -120,6 +123,10 @@ func (c *requestRun) produce(ctx context.Context, out loop.Output, stream bool) 
 			MaxIterations: c.key.maxIterations, Observer: c.s.loopObserver(), Logger: c.call.log(),
 			MaxCallsPerTurn: c.key.maxCallsPerTurn, MaxConcurrentCalls: c.key.maxConcurrentCalls, Caller: c.key.name,
 			KeepAliveInterval: loopKeepAlive, Tracer: c.s.tracer}
+		if c.s.ledger != nil {
+			c.toolUse = &toolLog{}
+			l.Recorder = c.toolUse
+		}
 		return l.Run(ctx, c.req, out)
 	}
 	// out.Event as a func value would be allocated on each request: c.toOut, made once

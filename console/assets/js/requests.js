@@ -48,7 +48,7 @@ export async function requestsPage(root) {
   }
 
   // show opens the detail of record r: the listing's fields at once, then its attempts
-  // (GET /admin/v1/requests/{id}).
+  // and server tools (GET /admin/v1/requests/{id}).
   async function show(r) {
     render(r, null);
     try {
@@ -97,11 +97,26 @@ export async function requestsPage(root) {
           { title: 'Status', get: a => h('span', { class: 'badge ' + (a.status >= 200 && a.status < 300 ? 'ok' : 'bad') }, a.status || 'no answer') },
           { title: 'Error', get: a => a.error_type || '—' },
           { title: 'Time', num: true, get: a => fmt.ms(a.duration_ms) },
+          // Records before schema version 6 have no tokens per attempt.
+          { title: 'Tokens in/out', num: true, get: a => a.prompt_tokens === undefined ? '—' : fmt.int(a.prompt_tokens) + ' / ' + fmt.int(a.completion_tokens) },
           { title: 'Continuation', get: a => a.continued ? 'yes' : '' },
         ], r.attempts);
       attempts.classList.add('attempts');
     }
-    replace(detail, h('div', { class: 'panel' }, h('h2', { tabindex: -1 }, 'Request ' + r.id), dl, attempts,
+    // The server tools the tool loop ran, by tool (configured names; never arguments or
+    // results): none for a request without a tool loop.
+    let toolUse = null;
+    if (!failed && r.tools && r.tools.length > 0) {
+      toolUse = table('Server tools called' + (r.tools_omitted ? ' (the first ' + r.tools.length + ' tools; ' + r.tools_omitted + ' calls of others not itemized)' : ''), [
+        { title: 'Tool', get: u => h('span', { class: 'mono' }, u.name) },
+        { title: 'Source', get: u => u.source },
+        { title: 'Calls', num: true, get: u => fmt.int(u.count) },
+        { title: 'Errors', num: true, get: u => u.errors ? h('span', { class: 'badge bad' }, fmt.int(u.errors)) : '0' },
+        { title: 'Time', num: true, get: u => fmt.ms(u.duration_ms) },
+      ], r.tools);
+      toolUse.classList.add('tools');
+    }
+    replace(detail, h('div', { class: 'panel' }, h('h2', { tabindex: -1 }, 'Request ' + r.id), dl, attempts, toolUse,
       h('button', { type: 'button', class: 'quiet', onclick: () => detail.replaceChildren() }, 'Close')));
     detail.querySelector('h2').focus();
   }
