@@ -54,6 +54,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()
 	var n int
+	exact := true // false when n is estimated (the x-agate-token-count header)
 	err = m.prepare()
 	switch {
 	case err != nil:
@@ -73,14 +74,21 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 			wrapped = append(append(wrapped, body[1:]...), '}')
 			n, err = m.countUpstream(cctx, "/v1beta/models/"+url.PathEscape(r.upstreamModel)+":countTokens", wrapped, "totalTokens")
 		}
+	case r.backend.typ == "bedrock": // a Converse model
+		n, exact, err = m.converseCount(cctx, r, req)
 	default:
-		n = messagesin.EstimateTokens(req)
+		n, exact = messagesin.EstimateTokens(req), false
 	}
 	if err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, "false")
 		return
 	}
 	ctx.SetContentType("application/json")
+	if exact {
+		ctx.Response.Header.Set(tokenCountHeader, "exact")
+	} else {
+		ctx.Response.Header.Set(tokenCountHeader, "estimated")
+	}
 	ctx.SetBody(strconv.AppendInt([]byte(`{"input_tokens":`), int64(n), 10))
 	ctx.Response.AppendBodyString("}")
 	s.metrics.Requests.WithLabelValues(r.label(), r.backend.name, key.name, "200", "false", apiMessages).Inc()
