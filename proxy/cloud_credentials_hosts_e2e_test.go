@@ -320,7 +320,7 @@ func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
 			return why
 		}
 		now := time.Now().Unix()
-		fmt.Fprintf(w, `{"access_token":%q,"client_id":"5e29463d-71da-4fe0-8e69-999b57db23b0","expires_in":"86399","expires_on":"%d","ext_expires_in":"86399","not_before":"%d","resource":"https://cognitiveservices.azure.com","token_type":"Bearer"}`,
+		fmt.Fprintf(w, `{"access_token":%q,"client_id":"9b1f1d7e-3c2a-4f44-9a57-1c6a2f0e8d31","expires_in":"86399","expires_on":"%d","ext_expires_in":"86399","not_before":"%d","resource":"https://cognitiveservices.azure.com","token_type":"Bearer"}`,
 			token, now+86399, now)
 		return ""
 	})
@@ -329,8 +329,11 @@ func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
 // TestAzure_VMManagedIdentity: credential managed_identity on a VM (no App Service, Arc or
 // Cloud Shell environment), system-assigned and user-assigned: azidentity asks IMDS for
 // the resource's token, and that token authenticates the requests, asked once.
+// MSAL keeps managed identity tokens in a cache of the process (managedidentity.go,
+// cacheManager), keyed by identity and resource: the user-assigned identity here is not
+// TestAzure_ManagedIdentity's, and no other test may get a system-assigned token.
 func TestAzure_VMManagedIdentity(t *testing.T) {
-	for _, clientID := range []string{"", "5e29463d-71da-4fe0-8e69-999b57db23b0"} {
+	for _, clientID := range []string{"", "9b1f1d7e-3c2a-4f44-9a57-1c6a2f0e8d31"} {
 		t.Run(map[bool]string{true: "system-assigned", false: "user-assigned"}[clientID == ""], func(t *testing.T) {
 			clearCloudEnv(t)
 			imds := azureVMIdentity(t, clientID, "vm-mi-token-1")
