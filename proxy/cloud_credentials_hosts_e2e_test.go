@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -356,6 +357,60 @@ models:
 				t.Errorf("IMDS refused: %v", r)
 			}
 		})
+	}
+}
+
+// cloudShellIdentity is Azure Cloud Shell's managed identity endpoint on loopback (the
+// MSI_ENDPOINT Cloud Shell sets, http://localhost:50342/oauth2/token there; without
+// MSI_SECRET, MSAL's managedidentity source "CloudShell", cloud_shell.go): a form POST of
+// the resource with Metadata: true, answered with the token JSON MSAL's own tests answer
+// it with (managedidentity_test.go, getSuccessfulResponse: access_token, expires_on in Unix
+// seconds, resource, token_type). Cloud Shell has a system-assigned identity only.
+func cloudShellIdentity(t *testing.T, resource, token string) *tokenService {
+	return newTokenService(t, func(w http.ResponseWriter, r *http.Request, body []byte) string {
+		form, _ := url.ParseQuery(string(body))
+		why := ""
+		switch {
+		case r.Method != http.MethodPost || r.URL.Path != "/oauth2/token":
+			why = r.Method + " " + r.URL.Path
+		case r.Header.Get("Metadata") != "true" || r.Header.Get("Content-Type") != "application/x-www-form-urlencoded":
+			why = "headers"
+		case form.Get("resource") != resource:
+			why = "resource " + form.Get("resource")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if why != "" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"invalid_request","error_description":"bad request"}`)
+			return why
+		}
+		fmt.Fprintf(w, `{"access_token":%q,"expires_on":%d,"resource":%q,"token_type":"Bearer"}`, token, time.Now().Add(time.Hour).Unix(), resource)
+		return ""
+	})
+}
+
+// TestAzure_CloudShellManagedIdentity: credential managed_identity in Azure Cloud Shell
+// (MSI_ENDPOINT): azidentity posts the resource to the endpoint and the token authenticates
+// the requests, asked once. The scope is Azure AI Foundry's (azure.scope), so that MSAL's
+// process-wide cache of system-assigned tokens (TestAzure_VMManagedIdentity's) does not
+// answer instead.
+func TestAzure_CloudShellManagedIdentity(t *testing.T) {
+	clearCloudEnv(t)
+	shell := cloudShellIdentity(t, "https://ai.azure.com", "cloud-shell-token-1")
+	t.Setenv("MSI_ENDPOINT", shell.srv.URL+"/oauth2/token")
+	up := azureAnswers(t, "cloud-shell-token-1")
+	g := gatewaytest.StartYAML(t, `
+backends:
+  aoai:
+    type: azure
+    base_url: `+up.srv.URL+`
+    azure: {api_version: 2024-10-21, credential: managed_identity, scope: "https://ai.azure.com/.default"}
+models:
+  mini: {backend: aoai, upstream_model: gpt-4o-mini}
+`, gatewaytest.Options{})
+	checkTwoChats(t, g, "mini", "4242", shell.calls.Load)
+	if r := shell.refusals(); len(r) > 0 {
+		t.Errorf("Cloud Shell refused: %v", r)
 	}
 }
 
