@@ -19,8 +19,11 @@ import (
 // request's input on its model's route. An anthropic backend counts with its own
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
 // countTokens (the translated request), Claude on vertex and bedrock and Gemini on vertex
-// with their clouds' count endpoints (cloudCount); any other backend, or the mock, gets
-// messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
+// with their clouds' count endpoints (cloudCount), a Converse model on bedrock with
+// CountTokens where Bedrock counts for it (converseCount); any other backend, or the mock,
+// gets messagesin.EstimateTokens. The x-agate-token-count header says whether the count is
+// the upstream's ("exact") or an estimate. The upstream is asked once, without retries or
+// fallbacks.
 // It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
