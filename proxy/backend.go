@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/translate"
@@ -37,6 +38,8 @@ type backend struct {
 	retryTimeouts bool
 	// betas is allowed_betas: the client anthropic-beta names forwarded.
 	betas betaPolicy
+	// uncounted holds the bedrock Converse models CountTokens refused (converseCount).
+	uncounted sync.Map
 }
 
 // localProvider is a provider that answers in process, without an upstream exchange: its

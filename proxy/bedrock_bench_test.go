@@ -19,6 +19,18 @@ import (
 // events, read by the translated path's decoder (bedrockProvider) or by the Messages
 // passthrough's (converse.ChunkReader, then the anthropic decoder). allocs/frame counts
 // every allocation of a stream (the pump's reader included) over its frames.
+//
+// Of BenchmarkBedrockInvokeStreamFraming's 311 allocations a stream of 8 frames, 38 a
+// frame are eventstream.Decoder's (aws-sdk-go-v2/aws/protocol/eventstream v1.7.27, the
+// latest), for a frame of 3 string headers; the other 7 are the stream's (bufio, the
+// Decoder, the closures). By line: decode.go:65 crc32.New 1; :66 io.TeeReader 1; :74 and
+// :82 io.LimitReader 2; :156 bytes.NewBuffer 1; :188 decodeUint32's [4]byte 4 (prelude
+// length, headers length, prelude CRC, message CRC); :172 decodeUint8's [1]byte 7 (4
+// name lengths, the last at the headers' end, 3 value types); header.go:89 the 256-byte
+// headerName 4; :102 the name string 3; :29 Headers.Set's append 3; :144 the StringValue
+// boxed in Value 3; header_value.go:145 the value bytes 3, :156 their string 3;
+// decode.go:178 decodeUint16's [2]byte 3. The memory profile (-memprofilerate 1) shows
+// fewer of the 1-4 byte ones: tiny allocations sharing a block are not sampled.
 
 func benchInvokeFrames(b *testing.B) (frames []byte, n int) {
 	ar, err := txtar.ParseFile("../translate/anthropic/testdata/stream-text-basic.txtar")

@@ -44,7 +44,8 @@ func clearCloudEnv(t *testing.T) {
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
 		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_REGION", "AWS_DEFAULT_REGION",
+		"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_SSO", "AWS_ENDPOINT_URL_SSO_OIDC", "AWS_REGION", "AWS_DEFAULT_REGION",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
 		"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST",
 		"AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_USERNAME", "IDENTITY_ENDPOINT", "IDENTITY_HEADER",
 		"IDENTITY_SERVER_THUMBPRINT", "IMDS_ENDPOINT", "MSI_ENDPOINT", "MSI_SECRET",
@@ -643,14 +644,24 @@ func TestCloudCredentials_SourceFails(t *testing.T) {
 		}, "aws profile agate: an assumed role"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			clearCloudEnv(t)
-			backend, credClient, secrets := tc.setup(t)
-			var calls atomic.Int32
-			up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
-			t.Cleanup(up.Close)
-			logs := &gatewaytest.Buffer{}
-			g := gatewaytest.StartYAML(t, `
+		t.Run(tc.name, func(t *testing.T) { checkSourceFails(t, tc.setup, tc.source) })
+	}
+}
+
+// checkSourceFails clears the clouds' environment, runs setup (which makes a refusing
+// credential service and returns the backend's YAML without base_url, the gateway's
+// credential client and the secrets that must not leak), and checks a chat request is
+// the 502 upstream_auth_failed naming the backend and source, with no secret in the
+// answer or the logs and no call to the model.
+func checkSourceFails(t *testing.T, setup func(t *testing.T) (string, *http.Client, []string), source string) {
+	t.Helper()
+	clearCloudEnv(t)
+	backend, credClient, secrets := setup(t)
+	var calls atomic.Int32
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { calls.Add(1) }))
+	t.Cleanup(up.Close)
+	logs := &gatewaytest.Buffer{}
+	g := gatewaytest.StartYAML(t, `
 backends:
   cloudy:
     `+backend+`
@@ -659,24 +670,22 @@ backends:
 models:
   m: {backend: cloudy, upstream_model: some-model}
 `, gatewaytest.Options{CredentialClient: credClient, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-			client := gatewaytest.OpenAI(g.V1(), "client-key")
-			_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
-				Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
-			var apiErr *openai.Error
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "upstream_auth_failed" {
-				t.Fatalf("error %v, want the 502 upstream_auth_failed", err)
-			}
-			if !strings.Contains(apiErr.Message, "cloudy") || !strings.Contains(apiErr.Message, tc.source) {
-				t.Errorf("message %q, want it to name the backend and %q", apiErr.Message, tc.source)
-			}
-			for _, leak := range secrets {
-				if strings.Contains(apiErr.RawJSON(), leak) || strings.Contains(logs.String(), leak) {
-					t.Errorf("%q leaked: %s\nlogs %s", leak, apiErr.RawJSON(), logs.String())
-				}
-			}
-			if n := calls.Load(); n != 0 {
-				t.Errorf("the model was called %d times without a credential", n)
-			}
-		})
+	client := gatewaytest.OpenAI(g.V1(), "client-key")
+	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "upstream_auth_failed" {
+		t.Fatalf("error %v, want the 502 upstream_auth_failed", err)
+	}
+	if !strings.Contains(apiErr.Message, "cloudy") || !strings.Contains(apiErr.Message, source) {
+		t.Errorf("message %q, want it to name the backend and %q", apiErr.Message, source)
+	}
+	for _, leak := range secrets {
+		if strings.Contains(apiErr.RawJSON(), leak) || strings.Contains(logs.String(), leak) {
+			t.Errorf("%q leaked: %s\nlogs %s", leak, apiErr.RawJSON(), logs.String())
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the model was called %d times without a credential", n)
 	}
 }

@@ -19,8 +19,11 @@ import (
 // request's input on its model's route. An anthropic backend counts with its own
 // count_tokens (the body forwarded as for /v1/messages), a gemini backend with
 // countTokens (the translated request), Claude on vertex and bedrock and Gemini on vertex
-// with their clouds' count endpoints (cloudCount); any other backend, or the mock, gets
-// messagesin.EstimateTokens. The upstream is asked once, without retries or fallbacks.
+// with their clouds' count endpoints (cloudCount), a Converse model on bedrock with
+// CountTokens where Bedrock counts for it (converseCount); any other backend, or the mock,
+// gets messagesin.EstimateTokens. The x-agate-token-count header says whether the count is
+// the upstream's ("exact") or an estimate. The upstream is asked once, without retries or
+// fallbacks.
 // It passes the key's and the model's limits and budget like any request (limitRun).
 func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	rt := s.runtime()
@@ -54,6 +57,7 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 	cctx, cancel := context.WithCancel(s.baseCtx)
 	defer cancel()
 	var n int
+	exact := true // false when n is estimated (the x-agate-token-count header)
 	err = m.prepare()
 	switch {
 	case err != nil:
@@ -73,14 +77,21 @@ func (s *Server) handleCountTokens(ctx *fasthttp.RequestCtx, rid string) {
 			wrapped = append(append(wrapped, body[1:]...), '}')
 			n, err = m.countUpstream(cctx, "/v1beta/models/"+url.PathEscape(r.upstreamModel)+":countTokens", wrapped, "totalTokens")
 		}
+	case r.backend.typ == "bedrock": // a Converse model
+		n, exact, err = m.converseCount(cctx, r, req)
 	default:
-		n = messagesin.EstimateTokens(req)
+		n, exact = messagesin.EstimateTokens(req), false
 	}
 	if err != nil {
 		s.fail(ctx, rid, err, r.label(), r.backend.name, key.name, "false")
 		return
 	}
 	ctx.SetContentType("application/json")
+	if exact {
+		ctx.Response.Header.Set(tokenCountHeader, "exact")
+	} else {
+		ctx.Response.Header.Set(tokenCountHeader, "estimated")
+	}
 	ctx.SetBody(strconv.AppendInt([]byte(`{"input_tokens":`), int64(n), 10))
 	ctx.Response.AppendBodyString("}")
 	s.metrics.Requests.WithLabelValues(r.label(), r.backend.name, key.name, "200", "false", apiMessages).Inc()

@@ -23,7 +23,7 @@ import (
 //   - Gemini on Vertex AI: POST .../publishers/google/models/{model}:countTokens with the
 //     request's inputs as generateContent takes them (gemini.AppendVertexCountTokens),
 //     answered {"totalTokens": n, ...}.
-// Converse models on Bedrock are estimated.
+// Converse models on Bedrock: converseCount (messages_count_bedrock.go).
 
 // vertexCountPath is the count-tokens path of a vertex backend of publisher anthropic.
 func vertexCountPath(b *backend) string {

@@ -36,7 +36,7 @@ const MaxEventStreamFrame = 1 << 20
 // stream, whose exception frames it turns into errors with the provider's DecodeError.
 func (c *Client) Pump(ctx context.Context, body io.Reader, reads *sync.Pool, onEvent sse.Handler, afterRead, onEnd func() error) error {
 	if c.framing == FramingEventStream {
-		return PumpEventStream(ctx, body, c.name, c.provider, onEvent, afterRead, onEnd)
+		return pumpEventStream(ctx, body, c.name, c.provider, reads, onEvent, afterRead, onEnd)
 	}
 	return Pump(ctx, body, c.name, reads, onEvent, afterRead, onEnd)
 }
@@ -54,9 +54,22 @@ func (c *Client) Pump(ctx context.Context, body io.Reader, reads *sync.Pool, onE
 // upstream error (Fault); a failed read is a retryable transport error. Once ctx is done
 // (the client left) it returns ctx's error.
 func PumpEventStream(ctx context.Context, body io.Reader, backend string, p translate.Provider, onEvent sse.Handler, afterRead, onEnd func() error) error {
+	return pumpEventStream(ctx, body, backend, p, nil, onEvent, afterRead, onEnd)
+}
+
+// pumpEventStream is PumpEventStream with the frames' payload buffer, streamReadSize
+// bytes, from reads (a pool of *[]byte, as Pump's; nil: a fresh one). The SDK's Decoder
+// reads a payload into it through a bytes.Buffer, which grows it unless 512 bytes
+// (bytes.MinRead) are free past the payload: a payload up to 3.5 KiB, as Bedrock's
+// chunks are, is read without a new allocation.
+func pumpEventStream(ctx context.Context, body io.Reader, backend string, p translate.Provider, reads *sync.Pool,
+	onEvent sse.Handler, afterRead, onEnd func() error) error {
 	br := bufio.NewReaderSize(body, streamReadSize)
 	dec := eventstream.NewDecoder()
-	var payload, typ []byte
+	bp := readBuf(reads)
+	defer putReadBuf(reads, bp)
+	payload := (*bp)[:0]
+	var typ []byte
 	for {
 		if afterRead != nil && br.Buffered() == 0 {
 			if err := afterRead(); err != nil {
