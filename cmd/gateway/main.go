@@ -227,7 +227,8 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 		logger.Warn("runtime tuning: the runtime's defaults instead", "error", awake.err)
 	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
-		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0))
+		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0),
+		"start_pages_dropped_kb", dropStartPages()>>10) // startpages_linux.go
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)
