@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testdata/smaps.txt is /proc/<pid>/smaps of an idle gateway (this repository's, built with
@@ -51,32 +52,12 @@ func TestExeMappings(t *testing.T) {
 	}
 }
 
-// rssFileKB returns the RssFile of this process (/proc/self/status), in kB.
-func rssFileKB(t *testing.T) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
-}
-
 // TestDropStartPages: in this test binary, the pages of its code and read-only data leave
 // its resident set, and the code goes on running (every page comes back when touched).
 func TestDropStartPages(t *testing.T) {
-	before := rssFileKB(t)
+	before := procRSSFileKB(t, os.Getpid())
 	dropped := dropStartPages()
-	after := rssFileKB(t)
+	after := procRSSFileKB(t, os.Getpid())
 	t.Logf("RssFile %d -> %d kB, %d kB dropped", before, after, dropped>>10)
 	if dropped <= 0 {
 		t.Fatalf("dropStartPages dropped %d bytes", dropped)
@@ -107,4 +88,51 @@ func FuzzExeMappings(f *testing.F) {
 			}
 		}
 	})
+}
+
+// procRSSFileKB returns the RssFile of process pid, in kB.
+func procRSSFileKB(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no RssFile in /proc/%d/status", pid)
+	return 0
+}
+
+// TestStartPagesDropped: the gateway as the image builds it holds most of its binary's
+// pages when it starts listening (the start touched them), and a few once startPagesDelay
+// has passed; it serves as before.
+func TestStartPagesDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gateway binary")
+	}
+	_, bin := imageBinary(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "ALICE_KEY=alice-secret", "GOMAXPROCS=2"}
+	r := startReplicaWith(t, bin, []string{"-config", gatewayConfig(t)}, env)
+	pid := r.cmd.Process.Pid
+	started := procRSSFileKB(t, pid)
+	const want = 10 << 10 // kB; about 22 MB at the listen, 4 MB after (Linux 6.18)
+	got := started
+	for deadline := time.Now().Add(startPagesDelay + 2*time.Second); got >= want && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		got = procRSSFileKB(t, pid)
+	}
+	t.Logf("RssFile %d kB when listening, %d kB after the drop", started, got)
+	if got >= want {
+		t.Errorf("RssFile %d kB %v after listening, want under %d kB", got, startPagesDelay+2*time.Second, want)
+	}
+	if code, _ := r.chat(t, "hi", false); code != 200 {
+		t.Errorf("chat after the drop: status %d, want 200", code)
+	}
 }
