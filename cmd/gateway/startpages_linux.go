@@ -26,11 +26,12 @@ const startPagesDelay = time.Second
 // configuration, and each page of the executable touched on the way is mapped with the
 // 15 pages around it (the kernel's fault-around of 64 KB): about 20 MB of the 47 MB binary
 // resident at start, of which an idle gateway touches about 2.6 MB a second and serving
-// requests a few more. madvise(MADV_DONTNEED) on a
-// mapping of a file that was never written only removes the process's page table entries;
-// the pages stay in the page cache, and the next touch of one maps it back (a minor fault,
-// no read). So the process's resident set (its RSS, what the operator's tools and the
-// OOM killer count) holds what serving touches, not what starting did.
+// requests some 10-13 MB (measured). madvise(MADV_DONTNEED) on a mapping of a file that
+// was never written only removes the process's page table entries; the pages stay in the
+// page cache, and the next touch of one maps it back (a minor fault; a read only if memory
+// pressure evicted the page meanwhile, as it could have evicted a mapped one). So the
+// process's resident set (its RSS, what the operator's tools and the OOM killer count)
+// holds what serving touches, not what starting did.
 //
 // Only private mappings of the executable that are not writable and hold no anonymous page
 // (/proc/self/smaps: Anonymous 0, so no page was copied on a write, as a dynamic linker's
