@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 )
 
 // awakeKeeper is the running tuningAwake: one more processor (P) than the runtime would
-// have had, and a goroutine that keeps one P busy sleeping, so that the runtime never finds
-// every P idle and its system monitor never parks (sysmon.go).
+// have had, and a goroutine that keeps one P busy sleeping while the process is idle, so that
+// the runtime never finds every P idle and its system monitor never parks (sysmon.go).
 //
 // The goroutine sleeps in system calls made raw (unix.RawSyscall, not through the
 // runtime's entersyscall): epoll_pwait on an epoll instance of its own that watches
@@ -25,18 +26,41 @@ import (
 // them, and an idle thread's network poll ends at the earliest timer of every P;
 // runtime/proc.go stealWork, checkTimersNoP). A stop of the world (the garbage collector's) interrupts the sleep with the
 // runtime's preemption signal, so it waits for it no longer than for any goroutine.
+//
+// It steps aside when the process is busy: the monitor does not park while any other P
+// runs, and a P held in a raw sleep is one the busy process cannot use (goroutines queued on
+// it wait to be stolen). After each yield it reads the runtime's counts of goroutines
+// running and runnable (runtime/metrics, approximate): with any goroutine runnable, or
+// another running at two checks in a row, it sleeps one period on a runtime timer instead,
+// its P free for the others, and counts that in asides.
 type awakeKeeper struct {
 	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
 	procs int
-	// naps counts the sleeps done: it grows by one a sleep while the keeper runs.
+	// naps counts the raw sleeps done (the P kept): one a period while the process is idle.
 	naps atomic.Uint64
-	stop chan struct{}
-	done chan struct{}
+	// asides counts the periods slept on a runtime timer (the P free) because the process
+	// was busy.
+	asides atomic.Uint64
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // epollNoEvents is the maxevents of the keeper's epoll_pwait: the kernel wants at least
 // one, and with nothing watched writes none, so the events pointer is NULL.
 const epollNoEvents = 1
+
+// The runtime/metrics the keeper reads after each yield to tell a busy process from an
+// idle one. running counts the keeper itself.
+const (
+	metricRunning  = "/sched/goroutines/running:goroutines"
+	metricRunnable = "/sched/goroutines/runnable:goroutines"
+)
+
+// busyChecks is how many checks in a row must find another goroutine running for the
+// keeper to step aside: at moderate load (a request's few hundred microseconds of CPU a
+// millisecond) a single check often lands on one, and stepping aside then would let the
+// monitor park as soon as the request ends.
+const busyChecks = 2
 
 // startAwake raises GOMAXPROCS by one and starts the keeper's goroutine, sleeping period
 // (whole milliseconds; awakePeriod but in tests) at a time. The extra P is the one the
@@ -51,24 +75,58 @@ func startAwake(period time.Duration) (*awakeKeeper, error) {
 	}
 	k := &awakeKeeper{procs: runtime.GOMAXPROCS(0) + 1, stop: make(chan struct{}), done: make(chan struct{})}
 	runtime.GOMAXPROCS(k.procs)
+	go k.run(epfd, period)
+	return k, nil
+}
+
+// run is the keeper's loop until Stop.
+func (k *awakeKeeper) run(epfd int, period time.Duration) {
+	defer close(k.done)
+	defer unix.Close(epfd)
 	timeout := uintptr(period.Milliseconds())
-	go func() {
-		defer close(k.done)
-		defer unix.Close(epfd)
-		for {
+	sched := []metrics.Sample{{Name: metricRunning}, {Name: metricRunnable}}
+	aside := time.NewTimer(period)
+	aside.Stop()
+	busy := 0
+	for {
+		select {
+		case <-k.stop:
+			return
+		default:
+		}
+		runtime.Gosched()
+		metrics.Read(sched)
+		running, runnable := schedCount(sched[0]), schedCount(sched[1])
+		if running > 1 { // another goroutine than the keeper
+			busy++
+		} else {
+			busy = 0
+		}
+		if runnable > 0 || busy >= busyChecks {
+			k.asides.Add(1)
+			aside.Reset(period)
 			select {
 			case <-k.stop:
+				aside.Stop()
 				return
-			default:
+			case <-aside.C:
 			}
-			runtime.Gosched()
-			// An error (EINTR: a signal, the runtime's preemption among them) ends the
-			// sleep early; the next one starts after the checks above.
-			unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), 0, epollNoEvents, timeout, 0, 0)
-			k.naps.Add(1)
+			continue
 		}
-	}()
-	return k, nil
+		// An error (EINTR: a signal, the runtime's preemption among them) ends the
+		// sleep early; the next one starts after the checks above.
+		unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), 0, epollNoEvents, timeout, 0, 0)
+		k.naps.Add(1)
+	}
+}
+
+// schedCount is the value of one of the keeper's samples, 0 if the runtime does not
+// know the metric (it then never steps aside on it).
+func schedCount(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
 }
 
 // Stop ends the keeper's goroutine, within one of its sleeps, and waits for it. GOMAXPROCS

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,4 +184,66 @@ func startField(t *testing.T, r *replica, field string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestAwakeKeeperStepsAside: while the process is busy (more goroutines spinning than it has
+// Ps) the keeper does not hold a P in its raw sleep: nearly every period it sleeps on a
+// runtime timer instead (asides), its P free for the spinning goroutines; once they stop
+// it keeps its P again (naps). Busy, the keeper gets a turn only when the monitor preempts
+// a spinning goroutine (every 10 ms), so it counts few periods either way; the old keeper
+// slept raw at every turn.
+func TestAwakeKeeperStepsAside(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	k, err := startAwake(time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Stop()
+
+	// waitNaps waits up to 2 s for n more raw sleeps.
+	waitNaps := func(n uint64) bool {
+		from := k.naps.Load()
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if k.naps.Load() >= from+n {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitNaps(5) {
+		t.Fatalf("idle: the keeper slept raw %d times in 2 s of 1 ms periods", k.naps.Load())
+	}
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range k.procs + 1 { // more runnable goroutines than Ps: some always queued
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // the keeper's next checks see them
+	naps0, asides0 := k.naps.Load(), k.asides.Load()
+	start := time.Now()
+	for deadline := start.Add(1500 * time.Millisecond); k.asides.Load() < asides0+5 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	naps, asides := k.naps.Load()-naps0, k.asides.Load()-asides0
+	busy := time.Since(start)
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("busy %v: %d periods aside, %d raw sleeps", busy.Round(time.Millisecond), asides, naps)
+	if asides < 5 {
+		t.Errorf("busy: the keeper stepped aside %d times in %v, want 5", asides, busy)
+	}
+	if naps > 1 {
+		t.Errorf("busy: the keeper held its P in %d raw sleeps against %d periods aside, want at most 1", naps, asides)
+	}
+
+	if !waitNaps(5) {
+		t.Errorf("idle again: the keeper did not go back to its raw sleeps")
+	}
 }

@@ -110,7 +110,7 @@ func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags)
 	return fs, commandFlags{
 		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
 		version:       fs.Bool("version", false, "print the version and exit"),
-		runtimeTuning: fs.String("runtime-tuning", "", "keep the Go runtime's system monitor from parking when idle (less CPU at moderate load): awake (default: one more processor, kept by a sleeping goroutine; GOMAXPROCS is fixed at start), schedtrace (re-exec with GODEBUG=schedtrace=2147483647; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) or off (the runtime's defaults) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
+		runtimeTuning: fs.String("runtime-tuning", "", "keep the Go runtime's system monitor from parking when idle (less CPU at moderate load): awake (default: one more processor, kept by a sleeping goroutine while the gateway is idle; GOMAXPROCS is fixed at start), schedtrace (re-exec with GODEBUG=schedtrace=2147483647; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) or off (the runtime's defaults) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
 		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)"),
 	}
 }
@@ -228,6 +228,10 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
 		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0))
+	dropPages := time.AfterFunc(startPagesDelay, func() { // startpages_linux.go
+		logger.Debug("start pages dropped", "kb", dropStartPages()>>10)
+	})
+	defer dropPages.Stop()
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)

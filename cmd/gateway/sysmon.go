@@ -22,8 +22,9 @@ import (
 // schedtrace (runtime/proc.go, sysmon). The tunings:
 const (
 	// tuningAwake (the default) keeps one P out of the idle list: one P more than the
-	// runtime would have had, kept by a goroutine that sleeps in raw system calls
-	// (awake_linux.go). Nothing is re-executed and nothing is written; Linux only.
+	// runtime would have had, kept by a goroutine that sleeps in raw system calls while
+	// the process is idle and steps aside while it is busy (awake_linux.go). Nothing is
+	// re-executed and nothing is written; Linux only.
 	tuningAwake = "awake"
 	// tuningOff leaves the runtime at its defaults.
 	tuningOff = "off"
