@@ -228,10 +228,6 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
 		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0))
-	dropPages := time.AfterFunc(startPagesDelay, func() { // startpages_linux.go
-		logger.Debug("start pages dropped", "kb", dropStartPages()>>10)
-	})
-	defer dropPages.Stop()
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)
