@@ -35,3 +35,28 @@ func TestContinuation_Values(t *testing.T) {
 		}
 	}
 }
+
+// TestContinuation_CloudDefaults: a model on vertex or bedrock takes the default of the
+// dialect that serves it: prefill for Claude (rawPredict, InvokeModel) and for Gemini on
+// Vertex, restart for Bedrock's Converse (what a final assistant message means there is
+// each model's).
+func TestContinuation_CloudDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		typ, publisher string
+		claude         bool
+		dialect, want  string
+	}{
+		{"vertex", "anthropic", false, "anthropic", ContinuationPrefill},
+		{"vertex", "google", false, "gemini", ContinuationPrefill},
+		{"vertex", "", false, "gemini", ContinuationPrefill},
+		{"bedrock", "", true, "anthropic", ContinuationPrefill},
+		{"bedrock", "", false, "converse", ContinuationRestart},
+		{"azure", "", false, "azure", ContinuationRestart},
+		{"anthropic", "", false, "anthropic", ContinuationPrefill},
+	} {
+		d := ContinuationDialect(tt.typ, tt.publisher, tt.claude)
+		if got := ContinuationOf(d, ""); d != tt.dialect || got != tt.want {
+			t.Errorf("%s (publisher %q, claude %v): dialect %q, continuation %q; want %q, %q", tt.typ, tt.publisher, tt.claude, d, got, tt.dialect, tt.want)
+		}
+	}
+}
