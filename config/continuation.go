@@ -88,7 +88,39 @@ func ContinuationOf(backendType, set string) string {
 	return set
 }
 
-// validateContinuation checks models.<name>.continuation.
-func validateContinuation(v *validator, p string, m Model) {
+// validateContinuation checks models.<name>.continuation: one of the values, and not
+// prefill on a backend whose API never continues a partial assistant message (noPrefill).
+func (c *Config) validateContinuation(v *validator, p string, m Model) {
 	v.oneOf(p+".continuation", m.Continuation, continuations)
+	if m.Continuation != ContinuationPrefill {
+		return
+	}
+	names := []string{m.Backend}
+	for _, d := range m.Deployments {
+		names = append(names, d.Backend)
+	}
+	for _, name := range names {
+		if b, ok := c.Backends[name]; ok {
+			if why := noPrefill(b.Type); why != "" {
+				v.addf(p+".continuation", "prefill is not possible on backend %q of type %s: %s; use restart", name, b.Type, why)
+				return
+			}
+		}
+	}
+}
+
+// noPrefill is why a backend of type typ cannot take a prefill, "" when it may: OpenAI's
+// Responses API, and Azure OpenAI's chat completions and Responses APIs (OpenAI's, which
+// refuse a member they do not know, continue_final_message included), take a final
+// assistant message as history and answer anew, which a prefill would show after the
+// text the client has. An openai backend may be a server that continues one (vLLM,
+// SGLang, llama.cpp): prefill is the operator's choice there.
+func noPrefill(typ string) string {
+	switch typ {
+	case "responses":
+		return "the Responses API does not continue a partial assistant message"
+	case "azure":
+		return "Azure OpenAI's APIs do not continue a partial assistant message"
+	}
+	return ""
 }
