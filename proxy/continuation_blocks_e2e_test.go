@@ -2,12 +2,18 @@ package proxy_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
 
 // TestMessagesContinuation_HollowBlock: a stream cut right after a tool_use block's
@@ -73,6 +79,55 @@ func TestMessagesContinuation_HollowBlock(t *testing.T) {
 				t.Errorf("events %q: want the text block closed, the tool_use block left open", types)
 			}
 			waitFor(t, "diverged", func() bool { return continuations(g, "diverged") == 1 })
+		})
+	}
+}
+
+// TestResponsesContinuation_PartDone: a Responses stream cut after the client's
+// output_text part was closed (output_text.done, content_part.done or the message's
+// output_item.done reached it) is continued when the new answer repeats that text and
+// closes it there too: the client gets the rest (its message's closing events once, the
+// items after it, response.completed), the unbroken stream's output.
+func TestResponsesContinuation_PartDone(t *testing.T) {
+	for _, tt := range []struct {
+		name, file, at string // the event to cut before: the n-th containing at
+		n              int
+	}{
+		{"after output_text.done", "responses/stream/text-basic.mirascope.sse", `"response.content_part.done"`, 1},
+		{"after content_part.done", "responses/stream/text-basic.mirascope.sse", `"response.output_item.done"`, 1},
+		{"after the message's output_item.done", "responses/stream/text-basic.mirascope.sse", `"response.completed"`, 1},
+		{"after output_text.done, behind reasoning", "responses/stream/reasoning-summary.mirascope.sse", `"response.content_part.done"`, 1},
+		{"after the message, behind reasoning", "responses/stream/reasoning-summary.mirascope.sse", `"response.completed"`, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			whole := newRecordedCut(t, tt.file, -1)
+			ref := contGatewayOn(t, "responses", whole.srv.URL+"/v1")
+			want := streamResponse(t, gatewaytest.OpenAI(ref.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
+			if want.err != nil || want.final == nil {
+				t.Fatalf("the unbroken stream: %v", want.err)
+			}
+			up := newRecordedCut(t, tt.file, 0)
+			up.cut = up.index(t, tt.at, tt.n)
+			g := contGatewayOn(t, "responses", up.srv.URL+"/v1")
+			got := streamResponse(t, gatewaytest.OpenAI(g.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
+			if got.err != nil || got.sawError || got.final == nil {
+				t.Fatalf("error %v (error event %v); want the whole answer", got.err, got.sawError)
+			}
+			if got.final.OutputText() != want.final.OutputText() || len(got.final.Output) != len(want.final.Output) {
+				t.Errorf("output %q in %d items; want the unbroken stream's %q in %d", got.final.OutputText(), len(got.final.Output),
+					want.final.OutputText(), len(want.final.Output))
+			}
+			var types, wantTypes []string
+			for _, ev := range got.events {
+				types = append(types, fmt.Sprint(ev["type"]))
+			}
+			for _, ev := range want.events {
+				wantTypes = append(wantTypes, fmt.Sprint(ev["type"]))
+			}
+			if !slices.Equal(types, wantTypes) {
+				t.Errorf("events\n%q\nwant the unbroken stream's\n%q", types, wantTypes)
+			}
+			waitFor(t, "the continuation counted", func() bool { return continuations(g, "continued") == 1 })
 		})
 	}
 }
