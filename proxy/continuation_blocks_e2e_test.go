@@ -36,33 +36,7 @@ func TestMessagesContinuation_HollowBlock(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := newRecordedCut(t, file, -1)
-			cut := rec.index(t, `"tool_use"`, 1) + 1 // after the first tool_use's start
-			var mu sync.Mutex
-			var n int
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				mu.Lock()
-				n++
-				first := n == 1
-				mu.Unlock()
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(200)
-				for i, ev := range rec.events {
-					if first && i == cut {
-						w.(http.Flusher).Flush()
-						if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
-							buf.Flush()
-							conn.Close()
-						}
-						return
-					}
-					if !first {
-						ev = tt.again(ev)
-					}
-					w.Write(ev)
-				}
-			}))
-			t.Cleanup(srv.Close)
+			srv := alteredReplay(t, rec, rec.index(t, `"tool_use"`, 1)+1, tt.again) // cut after the first tool_use's start
 			g := contGatewayAt(t, srv.URL, ", continuation: restart")
 			got, types, err := streamContinued(t, g)
 			if tt.whole {
@@ -130,4 +104,59 @@ func TestResponsesContinuation_PartDone(t *testing.T) {
 			waitFor(t, "the continuation counted", func() bool { return continuations(g, "continued") == 1 })
 		})
 	}
+}
+
+// alteredReplay serves rec's events: the first answer cut (the connection dropped)
+// before event cut, every later one whole with each event passed through again.
+func alteredReplay(t *testing.T, rec *recordedCut, cut int, again func([]byte) []byte) *httptest.Server {
+	var mu sync.Mutex
+	var n int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		for i, ev := range rec.events {
+			if first && i == cut {
+				w.(http.Flusher).Flush()
+				if conn, buf, err := w.(http.Hijacker).Hijack(); err == nil {
+					buf.Flush()
+					conn.Close()
+				}
+				return
+			}
+			if !first {
+				ev = again(ev)
+			}
+			w.Write(ev)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestResponsesContinuation_PastDoneText: a Responses stream cut after the client's
+// output_text.done, whose new answer's text goes on past that final text (the recorded
+// answer with more at its end), ends with the error event continuation_diverged: the
+// client's text was done, and the answers differ.
+func TestResponsesContinuation_PastDoneText(t *testing.T) {
+	rec := newRecordedCut(t, "responses/stream/text-basic.mirascope.sse", -1)
+	srv := alteredReplay(t, rec, rec.index(t, `"response.content_part.done"`, 1), func(ev []byte) []byte {
+		if !bytes.Contains(ev, []byte(`"type":"response.output_text.delta","sequence_number":13,`)) {
+			return ev
+		}
+		return bytes.Replace(ev, []byte(`"delta":"."`), []byte(`"delta":". And more."`), 1) // the last delta
+	})
+	g := contGatewayOn(t, "responses", srv.URL+"/v1")
+	got := streamResponse(t, gatewaytest.OpenAI(g.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
+	if !got.sawError {
+		t.Fatalf("error %v; want the stream to end with the error event", got.err)
+	}
+	if last := got.events[len(got.events)-1]; last["code"] != "continuation_diverged" {
+		t.Errorf("last event %v; want the error event continuation_diverged", last)
+	}
+	waitFor(t, "diverged", func() bool { return continuations(g, "diverged") == 1 })
 }
