@@ -334,10 +334,14 @@ type Model struct {
 	// Continuation is what a streamed answer of this model that fails after part of it
 	// reached the client becomes: prefill, restart or off (ContinuationPrefill and the
 	// others). Default by backend type (DefaultContinuation): prefill for anthropic and
-	// gemini, restart for openai, responses and azure, off for mock. It applies to
-	// translated streams (the client's API is not the backend's), to Messages
-	// passthrough streams (anthropic backends), and, as restart whatever else it says
-	// but off, to chat completions and Responses passthrough streams.
+	// gemini, restart for openai, responses and azure, off for mock; on vertex and
+	// bedrock by the dialect that serves the model (ContinuationDialect): prefill for
+	// Claude and Gemini, restart for Bedrock's Converse. prefill is refused on responses
+	// and azure backends. It applies to translated streams (the client's API is not the
+	// backend's), to Messages passthrough streams (Claude on anthropic, vertex and
+	// bedrock), to chat completions passthrough streams (prefill with vLLM's
+	// continue_final_message), and, as restart whatever else it says but off, to
+	// Responses passthrough streams.
 	Continuation string `koanf:"continuation"`
 	// Deployments, when set, are the upstreams that serve this model, in place of
 	// Backend and UpstreamModel (which, absent, Load sets to the first deployment's): each

@@ -277,7 +277,7 @@ func (c *Config) validateModel(v *validator, name string, m Model) {
 	v.nonNegativeDuration(p+".timeouts.first_token", m.Timeouts.FirstToken)
 	v.validateEmbeddings(p, m.Embeddings)
 	c.validateFallbacks(v, p+".fallbacks", name, m.Fallbacks)
-	validateContinuation(v, p, m)
+	c.validateContinuation(v, p, m)
 }
 
 func (c *Config) validateKeys(v *validator) {

@@ -126,6 +126,9 @@ type chatForward requestRun
 // client's members), as the translated path would, recording it for tracing.
 func (f *chatForward) request(dst []byte, r *route, opts *translate.Options) ([]byte, error) {
 	f.call.chat.Request(f.req, opts.Stream, opts.DefaultMaxTokens)
+	if f.call.resume.fwd.prefill != "" && f.call.resume.active {
+		return f.appendPrefilled(dst, r, opts) // a continuation's (continuation_chat.go)
+	}
 	return r.backend.provider.AppendRequest(dst, f.req, opts)
 }
 

@@ -63,12 +63,15 @@ func (m contMode) String() string {
 	return config.ContinuationOff
 }
 
-// continuationOf is the mode of a model set to set ("" for the default) on backend b.
-func continuationOf(b *backend, set string) contMode {
+// continuationOf is the mode of a model set to set ("" for the default) on backend b as
+// upstream model: the default is that of the dialect that serves it (on the clouds,
+// config.ContinuationDialect).
+func continuationOf(b *backend, model, set string) contMode {
 	if _, local := b.provider.(localProvider); local {
 		return contOff // answered in process: nothing fails mid-stream
 	}
-	switch config.ContinuationOf(b.typ, set) {
+	dialect := config.ContinuationDialect(b.typ, b.cfg.Vertex.Publisher, b.typ == "bedrock" && bedrockClaude(model))
+	switch config.ContinuationOf(dialect, set) {
 	case config.ContinuationPrefill:
 		return contPrefill
 	case config.ContinuationRestart:
@@ -245,10 +248,14 @@ func failureContinuable(ctx context.Context, err error) bool {
 }
 
 // upstreamContinuable reports whether err is an upstream failure that another attempt
-// may not meet: a transport error, a 5xx or a 429 (an error event's included).
+// may not meet: a transport error, a 5xx or a 429 (an error event's included), or one of
+// Bedrock's stream exceptions that its API reference (ResponseStream) says to retry
+// though their status is a 4xx: modelStreamErrorException (424, "An error occurred while
+// streaming the response. Retry your request.") and modelTimeoutException (408).
 func upstreamContinuable(err error) bool {
 	ue := upstream.AsError(err)
-	return ue != nil && (ue.Retryable || ue.Status >= 500 || ue.Status == http.StatusTooManyRequests)
+	return ue != nil && (ue.Retryable || ue.Status >= 500 || ue.Status == http.StatusTooManyRequests ||
+		ue.Code == "modelStreamErrorException" || ue.Code == "modelTimeoutException")
 }
 
 // continueTurn runs the continuation of a streamed turn whose attempt failed with

@@ -81,7 +81,7 @@ func newChoppy(t *testing.T, kind string, plan ...fault) *choppy {
 }
 
 func (c *choppy) baseURL() string {
-	if c.kind == "openai" || c.kind == "responses" {
+	if c.kind == "openai" || c.kind == "vllm" || c.kind == "responses" {
 		return c.srv.URL + "/v1"
 	}
 	return c.srv.URL
@@ -107,6 +107,8 @@ func (c *choppy) prefill(body []byte) string {
 				Text string `json:"text"`
 			} `json:"parts"`
 		} `json:"contents"`
+		ContinueFinalMessage bool  `json:"continue_final_message"`
+		AddGenerationPrompt  *bool `json:"add_generation_prompt"`
 	}
 	json.Unmarshal(body, &req)
 	switch c.kind {
@@ -121,6 +123,13 @@ func (c *choppy) prefill(body []byte) string {
 			for _, b := range blocks {
 				s += b.Text
 			}
+			return s
+		}
+	case "vllm": // vLLM continues a final assistant message when told to, else answers anew
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "assistant" && req.ContinueFinalMessage &&
+			req.AddGenerationPrompt != nil && !*req.AddGenerationPrompt {
+			var s string
+			json.Unmarshal(req.Messages[n-1].Content, &s)
 			return s
 		}
 	case "gemini":
@@ -150,6 +159,9 @@ func (c *choppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case c.kind == "anthropic" && strings.TrimRight(prefill, " \t\n") != prefill:
 		c.refuse(w, "messages: final assistant content cannot end with trailing whitespace")
 		return
+	case c.kind == "openai" && strings.Contains(string(body), `"continue_final_message"`): // OpenAI's answer to a member it does not know
+		c.refuse(w, "Unrecognized request argument supplied: continue_final_message")
+		return
 	case f.how == "refuse" && prefill != "":
 		c.refuse(w, "This model does not support assistant message prefill. The conversation must end with a user message.")
 		return
@@ -165,7 +177,7 @@ func (c *choppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	fl := w.(http.Flusher)
-	s := &sseWriter{w: w, kind: c.kind, n: n}
+	s := &sseWriter{w: w, kind: strings.Replace(c.kind, "vllm", "openai", 1), n: n}
 	s.head()
 	for i, tok := range tokens {
 		if f.how == "slow" && i < f.after {

@@ -34,7 +34,10 @@ import (
 // stream whose tool_use input (any byte of an input_json_delta), a finished tool_use
 // block, or a built-in tool block reached the client; a stream cut while its only
 // content is thinking the client has part of (thinking is neither prefilled nor
-// reproducible). Text after a thinking block is continued by restart (the API refuses a
+// reproducible). A tool_use or thinking block the client has open with nothing of it
+// shown is continued only into a block of its kind (a tool_use of its name); a new
+// answer with anything else there ends with the in-band continuation_diverged rather
+// than closing it empty (hollow). Text after a thinking block is continued by restart (the API refuses a
 // prefill when thinking is on), the new answer's thinking swallowed.
 
 // blockKind is the kind of a Messages content block.
@@ -164,6 +167,9 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 			fl.to = fl.open
 			return dst, nil, true, nil // goes on in the block the client has open
 		}
+		if k.active && fl.hollow() {
+			return dst, nil, true, errDiverged
+		}
 		dst = fl.closeOpen(dst)
 		fl.to = fl.blocks
 		fl.open, fl.kind, fl.shown, fl.name = fl.blocks, fl.at, false, string(fl.evName)
@@ -199,6 +205,9 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 			if fl.open >= 0 && fl.kind == blockText {
 				fl.to = fl.open
 			} else {
+				if fl.hollow() {
+					return dst, nil, true, errDiverged
+				}
 				dst = fl.closeOpen(dst)
 				fl.to, fl.open, fl.kind, fl.shown = fl.blocks, fl.blocks, blockText, false
 				fl.blocks++
@@ -241,6 +250,9 @@ func (f *messagesForward) follow(dst, typ, data []byte) (_ []byte, out []byte, s
 				return dst, nil, true, errDiverged // the new answer ended before repeating the client's text
 			}
 			k.pending = ""
+			if fl.hollow() {
+				return dst, nil, true, errDiverged
+			}
 			dst = fl.closeOpen(dst)
 			data = f.summedUsage(data)
 		}
@@ -279,6 +291,15 @@ func (fl *msgFollow) joins(at blockKind, name string) bool {
 		return true
 	}
 	return !fl.shown && (at != blockTool || name == fl.name)
+}
+
+// hollow reports whether the client's open block is a tool_use or thinking block of
+// which nothing reached it but its start, which a continuation cannot close honestly
+// when the new answer has something else there: closed, it would be a call with empty
+// input the client runs, or a thinking block without the signature the API asks back.
+// Not closed, the continuation ends with the in-band continuation_diverged instead.
+func (fl *msgFollow) hollow() bool {
+	return fl.open >= 0 && !fl.shown && (fl.kind == blockTool || fl.kind == blockThinking)
 }
 
 // closeOpen appends a content_block_stop of the client's open block, if any, to dst.

@@ -49,9 +49,14 @@ type followed struct {
 	// attempt runs one attempt of the forwarded stream on a route: set while the turn is
 	// a passthrough's (continueTurn then restarts it, resumeForward).
 	attempt func(context.Context, *route) error
-	// resumer prepares a continuation attempt of a passthrough that may prefill; nil
-	// for one that always restarts (chat).
+	// resumer prepares a continuation attempt of a passthrough that may prefill (the
+	// Messages passthrough's, and chat's: continuation_chat.go).
 	resumer forwardResumer
+	// keep is set when the chat passthrough keeps the text it forwards in resume.said:
+	// its route or a fallback may prefill (continuation_chat.go); prefill is the text
+	// the running continuation attempt sends as a final assistant message ("" none).
+	keep    bool
+	prefill string
 }
 
 // forwardResumer is a forwarder whose continuation attempts need preparing (the Messages
@@ -85,6 +90,9 @@ func (c *modelCall) startForward(attempt func(context.Context, *route) error, f 
 	if r, ok := f.(forwardResumer); ok {
 		c.resume.fwd.resumer = r
 	}
+	if _, chat := f.(*chatForward); chat && c.resume.on {
+		c.resume.fwd.keep = c.mayPrefill()
+	}
 }
 
 // follow decides about chunk, read from the running attempt of a forwarded chat stream
@@ -102,6 +110,9 @@ func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte,
 	}
 	if !k.active {
 		fw.n, fw.sum = fw.n+len(text), fnvAdd(fw.sum, text)
+		if fw.keep {
+			k.said = append(k.said, text...)
+		}
 		k.note(chunk)
 		return dst, shown, nil
 	}
@@ -113,6 +124,15 @@ func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte,
 		u.Add(k.prior)
 		var obj [160]byte
 		return f.chunks.rw.AppendUsage(dst[:mark], openaichat.AppendUsage(obj[:0], u)), passSent | passWrite, nil
+	}
+	if k.prefilled && k.pending != "" && text != "" { // the whitespace a prefill trimmed, repeated or not
+		if rest, _ := k.match(text); len(rest) != len(text) {
+			text = rest
+			if text == "" && !chunk.Finished {
+				return dst[:mark], 0, nil
+			}
+			dst = f.chunks.rw.AppendText(dst[:mark], text, chunk.Finish)
+		}
 	}
 	if need := fw.n - fw.seen; need > 0 {
 		if chunk.Opaque {
@@ -134,6 +154,9 @@ func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte,
 	}
 	fw.n, fw.sum = fw.n+len(text), fnvAdd(fw.sum, text)
 	fw.seen, fw.seenSum = fw.n, fw.sum // the client has all the new answer has said
+	if fw.keep {
+		k.said = append(k.said, text...)
+	}
 	k.note(chunk)
 	return dst, shown, nil
 }
@@ -164,7 +187,7 @@ func (c *modelCall) resumeForward(ctx context.Context, req *translate.Request, r
 		mode = contRestart
 	}
 	c.log().Warn("continuing the stream", "model", r.name, "backend", r.backend.name, "mode", mode.String(),
-		"sent_bytes", k.fwd.n+len(k.said), "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
+		"sent_bytes", max(k.fwd.n, len(k.said)), "error", logError(failure, c.rt.cfg.Log.UpstreamErrorMessages))
 	c.sent = false
 	c.at = r
 	c.meter.prompt = req

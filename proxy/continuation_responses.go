@@ -28,8 +28,11 @@ import (
 // Not continued, the stream ending with the failure: after a function call or another
 // tool item, a refusal, or the terminal event reached the client; when reasoning but no
 // text reached it. A new answer whose text differs, or whose text passes the client's
-// where the client's output_text part was already done, ends the stream with the
-// Responses stream's error event, code continuation_diverged.
+// where the client's output_text was already done (output_text.done reached it: its text
+// is final), ends the stream with the Responses stream's error event, code
+// continuation_diverged. A new answer whose text ends where the client's done text ends
+// goes on: the client gets the closing events of its message it lacks
+// (content_part.done, output_item.done) once, then the rest.
 
 // respFollow is what a forwarded Responses stream showed the client, and where the
 // running attempt's items go.
@@ -41,6 +44,9 @@ type respFollow struct {
 	msg         bool
 	itemID      []byte
 	part, parts int
+	// textDone is set once the client's open output_text part's output_text.done reached
+	// it: its text is final.
+	textDone bool
 	// The running attempt: its current item is a message (atMsg) that goes to the
 	// client's item to (-1: swallowed, a repeat), its current part to toPart; joined
 	// is set once its message goes on in the client's open one.
@@ -135,7 +141,7 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 			fl.toPart = fl.part
 			return data, true, nil // the client's open part goes on
 		}
-		fl.part, fl.toPart = fl.parts, fl.parts
+		fl.part, fl.toPart, fl.textDone = fl.parts, fl.parts, false
 		fl.parts++
 		return f.moved(data, oi, ci), false, nil
 	case "response.output_text.delta":
@@ -172,12 +178,24 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 		fw.seen, fw.seenSum = fw.n, fw.sum
 		return f.moved(data, oi, ci), false, nil
 	case "response.output_text.done", "response.content_part.done", "response.output_item.done":
-		if fl.to < 0 && !(k.active && !repeating && fw.n > 0 && fl.joinHere()) {
+		if k.active && !repeating && fw.n > 0 && fl.atMsg && fl.msg && fl.open >= 0 && (fl.to < 0 || fl.joined) {
+			// The new answer's message, which repeated the client's open one, closes: the
+			// client gets the closing events it lacks, in its own message and part.
+			if typ == "response.output_text.done" && (fl.textDone || fl.part < 0) || typ == "response.content_part.done" && fl.part < 0 {
+				return data, true, nil // the client has it
+			}
+			fl.to, fl.joined = fl.open, true
+			if fl.part >= 0 {
+				fl.toPart = fl.part
+			}
+		} else if fl.to < 0 {
 			return data, true, nil // a swallowed item's
 		}
 		switch typ {
+		case "response.output_text.done":
+			fl.textDone = true
 		case "response.content_part.done":
-			fl.part = -1
+			fl.part, fl.textDone = -1, false
 		case "response.output_item.done":
 			fl.open, fl.to = -1, -1
 		}
@@ -213,7 +231,7 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 // joinHere makes the attempt's current message go on in the client's open output_text
 // part, when the client has one; false when it has none.
 func (fl *respFollow) joinHere() bool {
-	if !fl.atMsg || !fl.msg || fl.part < 0 {
+	if !fl.atMsg || !fl.msg || fl.part < 0 || fl.textDone {
 		return false
 	}
 	fl.to, fl.toPart, fl.joined = fl.open, fl.part, true

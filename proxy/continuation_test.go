@@ -99,3 +99,33 @@ func TestResume_UsageSummed(t *testing.T) {
 		t.Errorf("usage shown %+v, %v; want 22+11, the decoder's event untouched", shown.Usage, err)
 	}
 }
+
+// TestContinuationOf_Clouds: a model on a cloud backend takes the default continuation of
+// the dialect that serves it: Claude on Vertex and Bedrock and Gemini on Vertex prefill,
+// Bedrock's Converse models restart; a model's own setting wins.
+func TestContinuationOf_Clouds(t *testing.T) {
+	vertex := func(publisher string) *backend {
+		b := &backend{typ: "vertex"}
+		b.cfg.Vertex.Publisher = publisher
+		return b
+	}
+	bedrock := &backend{typ: "bedrock"}
+	for _, tt := range []struct {
+		b          *backend
+		model, set string
+		want       contMode
+	}{
+		{vertex("anthropic"), "claude-sonnet-4-5@20250929", "", contPrefill},
+		{vertex("google"), "gemini-2.5-flash", "", contPrefill},
+		{bedrock, "us.anthropic.claude-sonnet-4-20250514-v1:0", "", contPrefill},
+		{bedrock, "anthropic.claude-3-5-haiku-20241022-v1:0", "", contPrefill},
+		{bedrock, "us.amazon.nova-lite-v1:0", "", contRestart},
+		{bedrock, "meta.llama3-70b-instruct-v1:0", "", contRestart},
+		{bedrock, "us.anthropic.claude-sonnet-4-20250514-v1:0", "off", contOff},
+		{bedrock, "mistral.mistral-large-2402-v1:0", "prefill", contPrefill},
+	} {
+		if got := continuationOf(tt.b, tt.model, tt.set); got != tt.want {
+			t.Errorf("%s %s (set %q): %v; want %v", tt.b.typ, tt.model, tt.set, got, tt.want)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 		return nil
 	}
 	r.backend, r.upstreamModel, r.upstreamLabel = rt.backends[ds[0].Backend], ds[0].UpstreamModel, ds[0].Name()
-	r.circuit, r.continuation = circuitKey(rt.cfg, name, r.backend, r.upstreamModel), continuationOf(r.backend, mc.Continuation)
+	r.circuit, r.continuation = circuitKey(rt.cfg, name, r.backend, r.upstreamModel), continuationOf(r.backend, r.upstreamModel, mc.Continuation)
 	if len(ds) < 2 {
 		return nil
 	}
@@ -141,7 +141,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
 		dr.upstreamLabel = dc.Name()
 		dr.circuit = circuitKey(rt.cfg, name, dr.backend, dr.upstreamModel) // dc.Name() or none
-		dr.continuation = continuationOf(dr.backend, mc.Continuation)
+		dr.continuation = continuationOf(dr.backend, dr.upstreamModel, mc.Continuation)
 		d.routes[i] = &dr
 	}
 	// The deployments' circuits are asked by package balance (Health), not where the

@@ -174,7 +174,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
-			continuation: continuationOf(b, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel),
+			continuation: continuationOf(b, mc.UpstreamModel, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel),
 			upstreamLabel: b.name + "/" + mc.UpstreamModel}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
@@ -366,10 +366,10 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
 			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
-				continuation: continuationOf(b, ""), upstreamLabel: b.name + "/*"}
+				continuation: continuationOf(b, model[i+1:], ""), upstreamLabel: b.name + "/*"}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
 				r.limited, r.rate = true, rate(mc.Limits)
-				r.continuation = continuationOf(b, mc.Continuation)
+				r.continuation = continuationOf(b, r.upstreamModel, mc.Continuation)
 				r.requestTimeout = cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request)
 			}
 			return rt.usable(model, r)
