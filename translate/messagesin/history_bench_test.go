@@ -31,8 +31,8 @@ var parses = []struct {
 	parse func([]byte, int) (*translate.Request, error)
 }{{"parse", messagesin.ParseOwned}, {"parse-lazy", messagesin.ParseLazy}}
 
-// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly and as the
-// proxy does (ParseLazy), and forwards it (AppendPassBody, and the splice ParsePass's
+// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly, lazily
+// (ParseLazy) and as the passthrough does (ParseHead: the first pass only), and forwards it (AppendPassBody, and the splice ParsePass's
 // PassBody makes): the passthrough's whole request-side cost.
 func BenchmarkParseHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
@@ -48,6 +48,15 @@ func BenchmarkParseHistory(b *testing.B) {
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("%dKB/head", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, complete, err := messagesin.ParseHead(body, 1<<20); err != nil || complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
 		_, pass, err := messagesin.ParsePass(body, 1<<20)
 		if err != nil {
 			b.Fatal(err)
