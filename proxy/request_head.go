@@ -1,0 +1,41 @@
+package proxy
+
+import (
+	"github.com/agate-gateway/agate/translate/messagesin"
+)
+
+// A passthrough forwards the client's body as it came and needs of the request only its
+// top-level fields (the model, stream, max_tokens, tools) once the body is known to be
+// valid: a Messages body is read by a validate-only first pass (messagesin.ParseHead),
+// which checks it and reads those fields, and its messages are built only when something
+// reads them. Every reader of a request's messages that a passthrough's path reaches
+// calls requestRun.fullRequest first: the response cache (planCache), the token estimate
+// of limits (tokenEstimate), deployment affinity (noteAffinity), the ledger's captured
+// text (toLedger), the usage estimate of an upstream that reports none (meter.charge);
+// and a run that translates (or runs the tool loop, or is traced) completes its request
+// when it chooses to (messagesRun.prepare) or never defers it.
+
+// deferredRequest is an endpointRun whose request a first pass read incomplete:
+// buildRequest completes it in place (the readers hold its pointer).
+type deferredRequest interface{ buildRequest() }
+
+// fullRequest completes c.req when a first pass read it; a no-op otherwise, and on a nil
+// run (a meter without one).
+func (c *requestRun) fullRequest() {
+	if c == nil || c.deferred == nil {
+		return
+	}
+	d := c.deferred
+	c.deferred, c.ownCall.meter.pending = nil, nil
+	d.buildRequest()
+}
+
+// buildRequest completes the request messagesin.ParseHead read from m.body. ParseHead
+// vouched for the body, so the full parse accepts it (FuzzParseHead); should it not, the
+// request stays as the first pass read it and the failure is logged, without the body.
+func (m *messagesRun) buildRequest() {
+	if err := messagesin.Build(m.c.req, m.body, m.c.s.maxInflated); err != nil {
+		m.c.s.logger.Error("the full parse of a Messages request refused what its first pass accepted",
+			"request_id", m.c.rid)
+	}
+}
