@@ -207,7 +207,7 @@ func (p *parser) checkText() (one int, ok bool) {
 	case '[':
 		for i := 0; sc.NextElem(&i); {
 			var b blockHead
-			if !p.readBlock(&b) || !b.typeIs("text") || b.text.Kind != jsonx.String || !b.cacheOK() {
+			if !p.readBlock(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
 				return 0, false
 			}
 			one = 1
@@ -254,9 +254,9 @@ func (p *parser) checkBlocks(user bool) (one int, ok bool) {
 func (p *parser) checkUserBlock(b *blockHead) (counts, ok bool) {
 	switch {
 	case b.typeIs("text"):
-		return true, b.text.Kind == jsonx.String && b.cacheOK()
+		return true, b.is(bhText) && b.cacheOK()
 	case b.typeIs("tool_result"):
-		if b.toolUseID.Kind != jsonx.String || !b.cacheOK() {
+		if !b.is(bhToolUseID) || !b.cacheOK() {
 			return false, false
 		}
 		if b.content < 0 {
@@ -285,7 +285,7 @@ func (p *parser) checkResultContent() bool {
 	case '[':
 		for i := 0; sc.NextElem(&i); {
 			var b blockHead
-			if !p.readBlock(&b) || !b.typeIs("text") || b.text.Kind != jsonx.String || !b.cacheOK() {
+			if !p.readBlock(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
 				return false
 			}
 		}
@@ -296,41 +296,83 @@ func (p *parser) checkResultContent() bool {
 
 // checkAssistantBlock checks an assistant message's block (assistant's checks).
 func (p *parser) checkAssistantBlock(b *blockHead) (counts, ok bool) {
-	if b.typ.Kind != jsonx.String || b.typ.Str == "" || strings.IndexByte(b.typ.Str, '\\') >= 0 {
+	typ := b.v[bhType]
+	if typ.Kind != jsonx.String || typ.Str == "" || strings.IndexByte(typ.Str, '\\') >= 0 {
 		return false, false // "is required", or escaped: left to parse
 	}
-	switch b.typ.Str {
+	switch typ.Str {
 	case "text":
-		return true, b.text.Kind == jsonx.String && b.cacheOK()
+		return true, b.is(bhText) && b.cacheOK()
 	case "tool_use":
 		// An id that may carry state (translate.CarryID, as a client sees it: ClientToolID)
 		// is opened by parse, within the request's allowance.
-		id := b.id.Str
-		if b.id.Kind != jsonx.String || strings.IndexByte(id, '\\') >= 0 || strings.IndexByte(id, translate.CarrySep[0]) >= 0 ||
+		id := b.v[bhID].Str
+		if !b.is(bhID) || strings.IndexByte(id, '\\') >= 0 || strings.IndexByte(id, translate.CarrySep[0]) >= 0 ||
 			strings.Contains(id, toolIDTilde) {
 			return false, false
 		}
-		return true, b.name.Kind == jsonx.String
+		return true, b.is(bhName)
 	case "thinking", "redacted_thinking":
 		return true, true
 	}
 	return false, true // server_tool_use and its results are the upstream's own business
 }
 
+// Members of a content block the first pass reads: their names, and their positions in
+// blockHead.v.
+const (
+	bhType = iota
+	bhText
+	bhName
+	bhID
+	bhToolUseID
+	bhCache
+	bhN
+)
+
+var blockHeadNames = [bhN]string{"type", "text", "name", "id", "tool_use_id", "cache_control"}
+
 // blockHead is what the first pass reads of a content block: the first member of each
 // name (Members' rule), strings as written, and where its content starts (-1: none).
 type blockHead struct {
-	typ, text, cache, id, name, toolUseID jsonx.Value
-	content                               int
+	v       [bhN]jsonx.Value
+	content int
 }
 
 // typeIs reports whether the block's type is t, as written (an escaped type is not).
-func (b *blockHead) typeIs(t string) bool { return b.typ.Kind == jsonx.String && b.typ.Str == t }
+func (b *blockHead) typeIs(t string) bool { return b.v[bhType].Kind == jsonx.String && b.v[bhType].Str == t }
+
+// is reports whether the block's member at position i is a string.
+func (b *blockHead) is(i int) bool { return b.v[i].Kind == jsonx.String }
 
 // cacheOK reports whether the block's cache_control passes (cacheControl).
 func (b *blockHead) cacheOK() bool {
-	k := b.cache.Kind
+	k := b.v[bhCache].Kind
 	return k == jsonx.Object || k == jsonx.Missing || k == jsonx.Null
+}
+
+// blockMember returns the position of the member name k in blockHeadNames, or -1: by its
+// length first, so that most names cost one compare.
+func blockMember(k string) int {
+	first, last := 0, 0 // the names of k's length
+	switch len(k) {
+	case 2:
+		first, last = bhID, bhID
+	case 4:
+		first, last = bhType, bhName
+	case 11:
+		first, last = bhToolUseID, bhToolUseID
+	case 13:
+		first, last = bhCache, bhCache
+	default:
+		return -1
+	}
+	for i := first; i <= last; i++ {
+		if k == blockHeadNames[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 // readBlock reads the content block at the cursor into b; false when it is not an object
@@ -342,25 +384,14 @@ func (p *parser) readBlock(b *blockHead) bool {
 		return false
 	}
 	for k := 0; sc.NextField(&k); {
+		key := sc.Key()
+		if key == "content" && b.content < 0 {
+			sc.Peek()
+			b.content = sc.Pos()
+		}
 		var v *jsonx.Value
-		switch sc.Key() {
-		case "type":
-			v = &b.typ
-		case "text":
-			v = &b.text
-		case "cache_control":
-			v = &b.cache
-		case "id":
-			v = &b.id
-		case "name":
-			v = &b.name
-		case "tool_use_id":
-			v = &b.toolUseID
-		case "content":
-			if b.content < 0 {
-				sc.Peek()
-				b.content = sc.Pos()
-			}
+		if i := blockMember(key); i >= 0 {
+			v = &b.v[i]
 		}
 		var ok bool
 		if v == nil || v.Kind != jsonx.Missing {
