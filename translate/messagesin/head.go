@@ -340,7 +340,9 @@ type blockHead struct {
 }
 
 // typeIs reports whether the block's type is t, as written (an escaped type is not).
-func (b *blockHead) typeIs(t string) bool { return b.v[bhType].Kind == jsonx.String && b.v[bhType].Str == t }
+func (b *blockHead) typeIs(t string) bool {
+	return b.v[bhType].Kind == jsonx.String && b.v[bhType].Str == t
+}
 
 // is reports whether the block's member at position i is a string.
 func (b *blockHead) is(i int) bool { return b.v[i].Kind == jsonx.String }
