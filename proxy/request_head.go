@@ -2,18 +2,20 @@ package proxy
 
 import (
 	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/translate/responsesin"
 )
 
 // A passthrough forwards the client's body as it came and needs of the request only its
 // top-level fields (the model, stream, max_tokens, tools) once the body is known to be
-// valid: a Messages body is read by a validate-only first pass (messagesin.ParseHead),
-// which checks it and reads those fields, and its messages are built only when something
-// reads them. Every reader of a request's messages that a passthrough's path reaches
+// valid: a Messages or Responses body is read by a validate-only first pass
+// (messagesin.ParseHead, responsesin.ParseHead), which checks it and reads those fields,
+// and its messages are built only when something reads them. Every reader of a request's messages that a passthrough's path reaches
 // calls requestRun.fullRequest first: the response cache (planCache), the token estimate
 // of limits (tokenEstimate), deployment affinity (noteAffinity), the ledger's captured
 // text (toLedger), the usage estimate of an upstream that reports none (meter.charge);
-// and a run that translates (or runs the tool loop, or is traced) completes its request
-// when it chooses to (messagesRun.prepare) or never defers it.
+// and a run that translates (or runs the tool loop, or continues a stored response, or is
+// traced) completes its request when it chooses to (messagesRun.prepare,
+// responsesRun.prepare) or never defers it.
 
 // deferredRequest is an endpointRun whose request a first pass read incomplete:
 // buildRequest completes it in place (the readers hold its pointer).
@@ -28,6 +30,14 @@ func (c *requestRun) fullRequest() {
 	d := c.deferred
 	c.deferred, c.ownCall.meter.pending = nil, nil
 	d.buildRequest()
+}
+
+// buildRequest completes the request responsesin.ParseHead read. As messagesRun's.
+func (x *responsesRun) buildRequest() {
+	if err := responsesin.Build(x.req); err != nil {
+		x.c.s.logger.Error("the full parse of a Responses request refused what its first pass accepted",
+			"request_id", x.c.rid)
+	}
 }
 
 // buildRequest completes the request messagesin.ParseHead read from m.body. ParseHead

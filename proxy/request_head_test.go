@@ -5,6 +5,7 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/translate/responsesin"
 )
 
 // TestFullRequest_FirstPass: a Messages request the first pass read incomplete
@@ -38,5 +39,31 @@ func TestFullRequest_FirstPass(t *testing.T) {
 	c.fullRequest() // a second reader: a no-op
 	if len(req.Messages) != len(want.Messages) {
 		t.Errorf("fullRequest again: %d messages", len(req.Messages))
+	}
+}
+
+// TestFullRequest_FirstPassResponses is TestFullRequest_FirstPass for a Responses request
+// (responsesin.ParseHead): the request is completed in place, its Core pointer kept.
+func TestFullRequest_FirstPassResponses(t *testing.T) {
+	body := []byte(`{"model":"m","input":[{"role":"user","content":"what is the weather like in Paris today?"},` +
+		`{"type":"function_call","call_id":"c1","name":"weather","arguments":"{\"city\":\"Paris\"}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"sunny, 21 degrees"}]}`)
+	want, err := responsesin.ParseWithin(body, translate.DefaultMaxInflated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, complete, err := responsesin.ParseHead(body, translate.DefaultMaxInflated)
+	if err != nil || complete || req.Core.Messages != nil {
+		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Core.Messages), err)
+	}
+	core := req.Core
+	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: core}
+	c.deferred, c.ownCall.meter.pending = &responsesRun{c: c, req: req}, c
+	c.fullRequest()
+	if c.deferred != nil || req.Core != core || len(core.Messages) != len(want.Core.Messages) || core.Body != want.Core.Body {
+		t.Errorf("after fullRequest: deferred %v, core kept %v, %d messages (want %d)", c.deferred, req.Core == core, len(core.Messages), len(want.Core.Messages))
+	}
+	if got, w := messagesin.EstimateTokens(core), messagesin.EstimateTokens(want.Core); got != w {
+		t.Errorf("estimate %d, want the full request's %d", got, w)
 	}
 }
