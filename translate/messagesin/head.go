@@ -57,6 +57,10 @@ func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody
 	fields := buf[:0]
 	var seen members.Set
 	messages := 0 // the messages that certainly become core messages
+	// tools and system are read member by member (Get): each over an index of its own,
+	// made as the walk reads it (jsonx.IndexValue), as parse reads them over the body's.
+	var tools, system jsonx.Scanner
+	var toolsRoot, systemRoot jsonx.Value // their roots, in their own scanners
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
@@ -64,14 +68,27 @@ func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody
 		}
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
-		if k != "messages" {
-			if !sc.Value(v) {
-				return nil, PassBody{}, false
-			}
-			continue
-		}
+		var ok bool
 		sc.Peek()
 		at := sc.Pos()
+		switch k {
+		case "tools":
+			tools, toolsRoot, ok = sc.IndexValue()
+			v.Set(toolsRoot.Kind, toolsRoot.Raw, at, toolsRoot.Str) // where PassBody finds it
+		case "system":
+			system, systemRoot, ok = sc.IndexValue()
+			v.Set(systemRoot.Kind, systemRoot.Raw, at, systemRoot.Str)
+		case "messages":
+			ok = true
+		default:
+			ok = sc.Value(v)
+		}
+		if !ok {
+			return nil, PassBody{}, false
+		}
+		if k != "messages" {
+			continue
+		}
 		var vouched bool
 		if messages, vouched = p.checkMessages(); !vouched {
 			return nil, PassBody{}, false
@@ -87,7 +104,15 @@ func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody
 			p.hasMessages = true
 			continue
 		}
-		if p.field(f.Name, f.V); p.err != nil {
+		switch f.Name {
+		case "tools":
+			p.fieldOver(&tools, f.Name, toolsRoot)
+		case "system":
+			p.fieldOver(&system, f.Name, systemRoot)
+		default:
+			p.field(f.Name, f.V)
+		}
+		if p.err != nil {
 			return nil, PassBody{}, false
 		}
 	}
@@ -99,6 +124,15 @@ func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody
 	}
 	req.Literals = s
 	return req, passBody(s, fields), true
+}
+
+// fieldOver is field for the top-level member k, whose value v was read by sub (its
+// own scanner, jsonx.IndexValue).
+func (p *parser) fieldOver(sub *jsonx.Scanner, k string, v jsonx.Value) {
+	body := p.sc
+	p.sc = *sub
+	p.field(k, v)
+	*sub, p.sc = p.sc, body
 }
 
 // checkMessages reads the messages array at the cursor, checking what parse checks of

@@ -109,3 +109,29 @@ func BenchmarkTranslateHistory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseClaudeCode is BenchmarkParseHistory's parses for Claude Code's recorded
+// request (testdata/claude-code-2.1.330.request.json): a short conversation and its tools.
+func BenchmarkParseClaudeCode(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "claude-code-2.1.330.request.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range append(parses[:len(parses):len(parses)], struct {
+		name  string
+		parse func([]byte, int) (*translate.Request, error)
+	}{"head", func(body []byte, n int) (*translate.Request, error) {
+		req, _, _, err := messagesin.ParseHead(body, n)
+		return req, err
+	}}) {
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(body, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
