@@ -70,7 +70,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		if s.tracer != nil {
 			req, err = messagesin.ParseOwned(own, s.maxInflated)
 		} else {
-			req, splice, complete, err = messagesin.ParseHead(own, s.maxInflated)
+			req, splice, complete, err = messagesin.ParseHead(own, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksMessages) })
 		}
 		if err != nil {
 			return nil, nil, err

@@ -17,6 +17,30 @@ import (
 // traced) completes its request when it chooses to (messagesRun.prepare,
 // responsesRun.prepare) or never defers it.
 
+// mayPass reports whether a request for model may be passed through: its route and
+// fallbacks are all backends ok accepts (allRoutes, but for the key's server tools, which
+// the parse does not know yet). A request that will be translated is parsed whole at once
+// rather than by a first pass and again (ParseHead's passes).
+func (s *Server) mayPass(model string, ok func(*route) bool) bool {
+	rt := s.runtime()
+	r, err := rt.resolve(model)
+	if err != nil {
+		return true // refused once routed, with the first pass's request
+	}
+	if !r.every(ok) {
+		return false
+	}
+	for _, fb := range r.fallbacks {
+		if f, found := rt.routes[fb]; !found || !f.every(ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// speaksResponses accepts the backends of the Responses passthrough (responsesOnly).
+func speaksResponses(r *route) bool { return r.backend.dialect == "responses" }
+
 // deferredRequest is an endpointRun whose request a first pass read incomplete:
 // buildRequest completes it in place (the readers hold its pointer).
 type deferredRequest interface{ buildRequest() }

@@ -20,7 +20,7 @@ func TestFullRequest_FirstPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _, complete, err := messagesin.ParseHead(body, translate.DefaultMaxInflated)
+	req, _, complete, err := messagesin.ParseHead(body, translate.DefaultMaxInflated, nil)
 	if err != nil || complete || req.Messages != nil {
 		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Messages), err)
 	}
@@ -52,7 +52,7 @@ func TestFullRequest_FirstPassResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, complete, err := responsesin.ParseHead(body, translate.DefaultMaxInflated)
+	req, complete, err := responsesin.ParseHead(body, translate.DefaultMaxInflated, nil)
 	if err != nil || complete || req.Core.Messages != nil {
 		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Core.Messages), err)
 	}

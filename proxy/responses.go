@@ -99,7 +99,7 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 		if s.tracer != nil {
 			req, err = responsesin.ParseWithin(body, s.maxInflated)
 		} else {
-			req, complete, err = responsesin.ParseHead(body, s.maxInflated)
+			req, complete, err = responsesin.ParseHead(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
 		}
 		if err != nil {
 			return nil, nil, err

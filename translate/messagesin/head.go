@@ -21,9 +21,13 @@ import (
 // does not read itself (media, documents, search results, carried tool ids, escaped
 // roles or types), it returns ParsePass's result, complete: every error is ParsePass's by
 // construction, and FuzzParseHead holds the two passes to agreeing on what they accept.
-func ParseHead(body []byte, maxInflated int) (req *translate.Request, pass PassBody, complete bool, err error) {
+//
+// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
+// request will be translated, which builds it anyway) ends the first pass there, for the
+// full parse.
+func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *translate.Request, pass PassBody, complete bool, err error) {
 	s := jsonx.View(body)
-	if req, pass, ok := parseHead(s, maxInflated); ok {
+	if req, pass, ok := parseHead(s, maxInflated, passes); ok {
 		return req, pass, false, nil
 	}
 	req, pass, err = parse(s, true, true, maxInflated)
@@ -43,7 +47,7 @@ func Build(req *translate.Request, body []byte, maxInflated int) error {
 }
 
 // parseHead is ParseHead's first pass; ok is false when it cannot vouch for s.
-func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody, ok bool) {
+func parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, ok bool) {
 	if !jsonx.ValidUTF8(s) {
 		return nil, PassBody{}, false
 	}
@@ -83,7 +87,7 @@ func parseHead(s string, maxInflated int) (req *translate.Request, pass PassBody
 		default:
 			ok = sc.Value(v)
 		}
-		if !ok {
+		if !ok || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
 			return nil, PassBody{}, false
 		}
 		if k != "messages" {

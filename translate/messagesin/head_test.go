@@ -85,12 +85,17 @@ func FuzzParseHead(f *testing.F) {
 func checkHead(t *testing.T, body []byte) bool {
 	want, wpass, werr := messagesin.ParsePass(bytes.Clone(body), translate.DefaultMaxInflated)
 	own := bytes.Clone(body)
-	req, pass, complete, err := messagesin.ParseHead(own, translate.DefaultMaxInflated)
+	req, pass, complete, err := messagesin.ParseHead(own, translate.DefaultMaxInflated, nil)
 	if fmt.Sprint(err) != fmt.Sprint(werr) {
 		t.Fatalf("ParseHead(%q): error %v, ParsePass's %v", body, err, werr)
 	}
 	if err != nil {
 		return false
+	}
+	// A model that will be translated ends the first pass: the full parse's request.
+	if full, _, complete, err := messagesin.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
+		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
+		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParsePass's %+v", body, full, complete, err, want)
 	}
 	if pass != wpass {
 		t.Fatalf("ParseHead(%q): PassBody %+v, ParsePass's %+v", body, pass, wpass)

@@ -52,7 +52,7 @@ func BenchmarkParseHistory(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, complete, err := messagesin.ParseHead(body, 1<<20); err != nil || complete {
+				if _, _, complete, err := messagesin.ParseHead(body, 1<<20, nil); err != nil || complete {
 					b.Fatal(err, complete)
 				}
 			}
@@ -121,7 +121,7 @@ func BenchmarkParseClaudeCode(b *testing.B) {
 		name  string
 		parse func([]byte, int) (*translate.Request, error)
 	}{"head", func(body []byte, n int) (*translate.Request, error) {
-		req, _, _, err := messagesin.ParseHead(body, n)
+		req, _, _, err := messagesin.ParseHead(body, n, nil)
 		return req, err
 	}}) {
 		b.Run(p.name, func(b *testing.B) {

@@ -25,9 +25,13 @@ import (
 // roles, an output of content parts), it returns ParseWithin's result, complete: every
 // error is ParseWithin's by construction, and FuzzParseHead holds the two passes to
 // agreeing on what they accept.
-func ParseHead(body []byte, maxInflated int) (req *Request, complete bool, err error) {
+//
+// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
+// request will be translated, which builds it anyway) ends the first pass there, for the
+// full parse.
+func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
 	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
-		if r, ok := parseHead(string(body), maxInflated); ok {
+		if r, ok := parseHead(string(body), maxInflated, passes); ok {
 			return r, false, nil
 		}
 	}
@@ -52,7 +56,7 @@ func Build(r *Request) error {
 
 // parseHead is ParseHead's first pass over s, valid UTF-8; ok is false when it cannot
 // vouch for s.
-func parseHead(s string, maxInflated int) (r *Request, ok bool) {
+func parseHead(s string, maxInflated int, passes func(string) bool) (r *Request, ok bool) {
 	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	p := parser{r: r, sc: jsonx.NewScanner(s)}
 	sc := &p.sc
@@ -70,7 +74,7 @@ func parseHead(s string, maxInflated int) (r *Request, ok bool) {
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
 		if k != "input" || sc.Peek() != '[' {
-			if !sc.Value(v) {
+			if !sc.Value(v) || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
 				return nil, false
 			}
 			continue

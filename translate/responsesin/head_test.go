@@ -94,12 +94,17 @@ func FuzzParseHead(f *testing.F) {
 // pass vouched for it.
 func checkHead(t *testing.T, body []byte) bool {
 	want, werr := ParseWithin(bytes.Clone(body), translate.DefaultMaxInflated)
-	r, complete, err := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated)
+	r, complete, err := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated, nil)
 	if fmt.Sprint(err) != fmt.Sprint(werr) {
 		t.Fatalf("ParseHead(%q): error %v, ParseWithin's %v", body, err, werr)
 	}
 	if err != nil {
 		return false
+	}
+	// A model that will be translated ends the first pass: the full parse's request.
+	if full, complete, err := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
+		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
+		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParseWithin's %+v", body, full, complete, err, want)
 	}
 	if complete {
 		if !reflect.DeepEqual(r, want) {

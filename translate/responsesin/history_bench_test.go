@@ -34,7 +34,7 @@ func BenchmarkParseHistory(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, complete, err := ParseHead(body, 1<<20); err != nil || complete {
+				if _, complete, err := ParseHead(body, 1<<20, nil); err != nil || complete {
 					b.Fatal(err, complete)
 				}
 			}
