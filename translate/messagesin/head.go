@@ -51,8 +51,8 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 	if !jsonx.ValidUTF8(s) {
 		return nil, PassBody{}, false
 	}
-	req = &translate.Request{IncludeUsage: true}
-	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: true}
+	// The request is made once the walk has vouched for the body.
+	p := parser{sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: true}
 	sc := &p.sc
 	if sc.Peek() != '{' {
 		return nil, PassBody{}, false
@@ -103,6 +103,8 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 		return nil, PassBody{}, false
 	}
 	// The other members are read as parse reads them, by the same code.
+	req = &translate.Request{IncludeUsage: true}
+	p.req = req
 	for _, f := range fields {
 		if f.Name == "messages" {
 			p.hasMessages = true

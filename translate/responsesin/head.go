@@ -31,7 +31,7 @@ import (
 // full parse.
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
 	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
-		if r, ok := parseHead(string(body), maxInflated, passes); ok {
+		if r, ok := parseHead(body, maxInflated, passes); ok {
 			return r, false, nil
 		}
 	}
@@ -54,11 +54,13 @@ func Build(r *Request) error {
 	return nil
 }
 
-// parseHead is ParseHead's first pass over s, valid UTF-8; ok is false when it cannot
-// vouch for s.
-func parseHead(s string, maxInflated int, passes func(string) bool) (r *Request, ok bool) {
-	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
-	p := parser{r: r, sc: jsonx.NewScanner(s)}
+// parseHead is ParseHead's first pass over body, valid UTF-8; ok is false when it cannot
+// vouch for it. The walk reads a view of body (the caller's buffer, which a server
+// reuses), and only a body it vouches for is copied, as the Request's Body, with the
+// top-level values moved onto the copy.
+func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Request, ok bool) {
+	view := jsonx.View(body)
+	p := parser{sc: jsonx.NewScanner(view)}
 	sc := &p.sc
 	if sc.Peek() != '{' {
 		return nil, false
@@ -83,11 +85,24 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (r *Request,
 		if !p.checkItems() {
 			return nil, false
 		}
-		v.Set(jsonx.Array, s[at:sc.Pos()], at, "")
+		v.Set(jsonx.Array, view[at:sc.Pos()], at, "")
 	}
 	if sc.Failed() || !sc.AtEnd() {
 		return nil, false
 	}
+	s := string(body)
+	for i := range fields {
+		f := &fields[i]
+		onto(&f.V, view, s)
+		// The name too (MaxTokensParam, Extra): the list's own string, or a copy.
+		if j := topLevelNames.Index(f.Name); j >= 0 {
+			f.Name = topLevelNames.Name(j)
+		} else {
+			f.Name = strings.Clone(f.Name)
+		}
+	}
+	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for _, f := range fields {
 		if f.Name == "tools" && p.field(f.Name, f.V) != nil {
@@ -112,6 +127,16 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (r *Request,
 	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	return r, true
+}
+
+// onto moves v, a value read from view, onto s, a copy of view: the same offsets, and
+// the strings of s instead of view's (a string decoded into the scanner's memory stays).
+func onto(v *jsonx.Value, view, s string) {
+	str := v.Str
+	if v.Kind == jsonx.String && jsonx.Within(str, view) {
+		str = s[v.At+1 : v.At+1+len(str)] // a string without escapes is its literal's contents
+	}
+	v.Set(v.Kind, s[v.At:v.At+len(v.Raw)], v.At, str)
 }
 
 // checkItems reads the input array at the cursor, checking what items checks of it and
