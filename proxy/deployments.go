@@ -225,6 +225,7 @@ func (r *route) serves(backend string) bool {
 // is prepared (a continuation's stored conversation prepended).
 func (c *requestRun) noteAffinity(ctx *fasthttp.RequestCtx) {
 	if d := c.route.deploy; d != nil && d.affinity != affinityOff {
+		c.fullRequest() // request_head.go
 		c.call.affinity = d.key(ctx, c.req)
 	}
 }

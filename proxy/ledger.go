@@ -154,6 +154,7 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 			float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output) / 1e6
 	}
 	if c.s.captureMax > 0 {
+		c.fullRequest() // request_head.go
 		r.Prompt, r.Completion = lastUserText(c.req, c.s.captureMax), string(call.captured)
 	}
 	c.ledgerAttempts(&r) // attempts.go

@@ -149,6 +149,7 @@ func (c *requestRun) tokenEstimate() int64 {
 	if out <= 0 { // a config built in code, without Load's defaults
 		out = config.DefaultReserveOutputTokens
 	}
+	c.fullRequest() // request_head.go
 	l.prompt = int64(messagesin.EstimateTokens(c.req))
 	l.estimate = l.prompt + out
 	return l.estimate

@@ -60,20 +60,26 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		// One copy of the client's body (fasthttp reuses its buffer), which the passthrough
 		// forwards and the request's strings are views of.
 		own := append([]byte(nil), body...)
-		// The text is left escaped until prepare knows who reads it, unless a span reads
-		// the request before.
+		// The text is left escaped until prepare knows who reads it, and the messages
+		// unbuilt until something reads them (request_head.go), unless a span reads the
+		// request before.
 		var req *translate.Request
 		var splice messagesin.PassBody
 		var err error
+		complete := true
 		if s.tracer != nil {
 			req, err = messagesin.ParseOwned(own, s.maxInflated)
 		} else {
-			req, splice, err = messagesin.ParsePass(own, s.maxInflated)
+			req, splice, complete, err = messagesin.ParseHead(own, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksMessages) })
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return req, &messagesRun{c: c, body: own, splice: splice, header: &ctx.Request.Header}, nil
+		m := &messagesRun{c: c, body: own, splice: splice, header: &ctx.Request.Header}
+		if !complete {
+			c.deferred, c.ownCall.meter.pending = m, c
+		}
+		return req, m, nil
 	})
 }
 
@@ -85,6 +91,9 @@ func (m *messagesRun) prepare() error {
 		return err
 	}
 	m.pass = allRoutes(c, speaksMessages) // anthropic backends, Claude on the clouds
+	if !m.pass {
+		c.fullRequest() // translated: the encoder reads the messages
+	}
 	// The text a lazy parse left escaped is decoded unless nothing reads it decoded: the
 	// passthrough forwards the body as it came, and an encoder that is a
 	// translate.LiteralReader writes it from its escapes (chatRun.prepare's rule).

@@ -164,6 +164,7 @@ type cachePlan struct {
 // deterministic answer unless the cache's when is always. Refresh (x-agate-cache:
 // refresh, Cache-Control: no-cache) asks upstream and stores the answer.
 func (c *requestRun) planCache(ctx *fasthttp.RequestCtx) {
+	c.fullRequest() // request_head.go
 	rc := c.key.cache
 	if rc == nil {
 		rc = c.route.cache

@@ -73,6 +73,8 @@ type requestRun struct {
 	failed error
 	// cache is the request's use of the response cache (responsecache.go); nil: none.
 	cache *cachePlan
+	// deferred completes req when a validate-only first pass read it (request_head.go).
+	deferred deferredRequest
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,

@@ -26,6 +26,9 @@ type meter struct {
 	prompt *translate.Request
 	// guessed marks last as the gateway's estimate (noteEstimate).
 	guessed bool
+	// pending is the run whose request prompt may point to before it is complete
+	// (request_head.go); nil when it is.
+	pending *requestRun
 }
 
 // reset starts an attempt.
@@ -77,6 +80,7 @@ func (m *meter) noteUsageSoFar(dec translate.StreamDecoder, err error) {
 func (m *meter) charge() (translate.Usage, bool) {
 	u, estimated := m.last, m.guessed
 	if u == (translate.Usage{}) && m.tail > 0 && m.prompt != nil {
+		m.pending.fullRequest() // request_head.go
 		u.PromptTokens, estimated = messagesin.EstimateTokens(m.prompt), true
 	}
 	if m.tail > 0 {

@@ -903,6 +903,34 @@ func (sc *Scanner) IndexRoot() (v Value, ok bool) {
 	return v, ok
 }
 
+// IndexValue is IndexRoot for one value of a scanner that indexes nothing, read in the
+// same pass that checks it: it reads past the value at the cursor, as Skip does, and
+// returns a scanner over the value's text alone (a substring of the input), indexed as
+// IndexRoot indexes, with the value as that scanner's root. A parser's forward walk uses
+// it for a member it will read more than once (Get, Members over a list of tools)
+// without walking it twice. ok is false when the value is not JSON (the scanner is then
+// failed, as Skip leaves it).
+func (sc *Scanner) IndexValue() (sub Scanner, v Value, ok bool) {
+	c := sc.Peek()
+	if c != '{' && c != '[' || sc.spans != nil || uint64(len(sc.s)-sc.i) > maxIndexed {
+		at := sc.i
+		if !sc.Value(&v) {
+			return Scanner{}, Value{}, false
+		}
+		sub = Scanner{s: sc.s[at:sc.i]}
+		v.At, v.Raw = 0, sub.s // a scalar, or a container read without an index
+		return sub, v, true
+	}
+	sub = Scanner{s: sc.s[sc.i:], spans: make([]span, 0, 16), building: true}
+	if !sub.Value(&v) {
+		return Scanner{}, Value{}, sc.fail()
+	}
+	sub.s, sub.building, sub.blk1 = sub.s[:sub.i], false, 0
+	sc.i += sub.i
+	sub.i = 0
+	return sub, v, true
+}
+
 // RootMembers is Root for a stream event: in the same single pass that checks the
 // input it reads the members named in keys, the first of each name, into vals at the
 // key's index (the others stay Missing); a scalar or an array has no members. ok is false

@@ -318,3 +318,59 @@ func FuzzIndexRoot(f *testing.F) {
 		}
 	})
 }
+
+// TestScanner_IndexValue: a value indexed in a forward walk (IndexValue, here each member
+// of an object) reads, over its own scanner, what it reads over the whole input, and the
+// walk goes on after it.
+func TestScanner_IndexValue(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":[{"a":{}},[],[[1,{"b":"}"}]]],"b":{"a":"x","a":[]},"c":"s","d":1}`,
+		`{"tools": [ {"name":"f","input_schema":{"type":"object"}} ] , "x" : { } }`,
+		`{"a":[1,}`,
+		`{"a":{"b":[1,2]`,
+	} {
+		checkIndexValue(t, doc)
+	}
+}
+
+// FuzzIndexValue is TestScanner_IndexValue's property for any input.
+func FuzzIndexValue(f *testing.F) {
+	f.Add(`{"a":[{"a":{}},[],[[1,{"b":"}"}]]],"b":{"a":"x"}}`)
+	f.Add(`{"t":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],"u":"\u0041"}`)
+	f.Fuzz(checkIndexValue)
+}
+
+// checkIndexValue walks the object doc member by member with IndexValue, and checks each
+// member against a plain scanner's reading of it.
+func checkIndexValue(t *testing.T, doc string) {
+	plain, walk := NewScanner(doc), NewScanner(doc)
+	for n, m := 0, 0; ; {
+		pnext, wnext := plain.NextField(&n), walk.NextField(&m)
+		if pnext != wnext || pnext && plain.Key() != walk.Key() {
+			t.Fatalf("NextField %v %q, plain %v %q", wnext, walk.Key(), pnext, plain.Key())
+		}
+		if !pnext {
+			break
+		}
+		var pv Value
+		pok := plain.Value(&pv)
+		sub, v, ok := walk.IndexValue()
+		if ok != pok {
+			t.Fatalf("IndexValue ok = %v, Value %v", ok, pok)
+		}
+		if !ok {
+			return
+		}
+		if walk.Pos() != plain.Pos() || v.Raw != pv.Raw || sub.Input() != pv.Raw || v.At != 0 {
+			t.Fatalf("IndexValue at %d: %q (At %d, input %q), Value at %d: %q", walk.Pos(), v.Raw, v.At, sub.Input(), plain.Pos(), pv.Raw)
+		}
+		again := NewScanner(pv.Raw)
+		root, _ := again.Root()
+		if diff := cmp.Diff(walkAll(&again, root, nil), walkAll(&sub, v, nil)); diff != "" {
+			t.Fatalf("indexed walk (-plain +indexed):\n%s", diff)
+		}
+	}
+	if walk.Failed() != plain.Failed() {
+		t.Fatalf("Failed %v, plain %v", walk.Failed(), plain.Failed())
+	}
+}

@@ -684,6 +684,35 @@ func BenchmarkAnthropicRequest10K(b *testing.B) {
 	})
 }
 
+// BenchmarkAnthropicRequestHistory is BenchmarkAnthropicRequest10K's "encode" for scenario
+// d's history at 10 and 100 KB (../openaichat/testdata/history-*k.json): flat as the
+// history grows means the same cost a byte at both sizes.
+func BenchmarkAnthropicRequestHistory(b *testing.B) {
+	for _, kb := range []int{10, 100} {
+		body, err := os.ReadFile(filepath.Join("..", "openaichat", "testdata", fmt.Sprintf("history-%dk.json", kb)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sc openaichat.Scratch
+		var st openaichat.Stage
+		req, err := openaichat.ParseRequestLazyString(string(body), &sc, &st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := &translate.Options{UpstreamModel: "claude-bench"}
+		dst := make([]byte, 0, 2*len(body))
+		b.Run(fmt.Sprintf("%dKB", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if dst, err = New().AppendRequest(dst[:0], req, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // TestAnthropicAppendID: a tool_use id goes out as a JSON string matching the API's
 // pattern ^[a-zA-Z0-9_-]+$, each other byte replaced with '_', after what dst held.
 func TestAnthropicAppendID(t *testing.T) {

@@ -31,8 +31,8 @@ var parses = []struct {
 	parse func([]byte, int) (*translate.Request, error)
 }{{"parse", messagesin.ParseOwned}, {"parse-lazy", messagesin.ParseLazy}}
 
-// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly and as the
-// proxy does (ParseLazy), and forwards it (AppendPassBody, and the splice ParsePass's
+// BenchmarkParseHistory parses scenario d's history at 10 and 100 KB, eagerly, lazily
+// (ParseLazy) and as the passthrough does (ParseHead: the first pass only), and forwards it (AppendPassBody, and the splice ParsePass's
 // PassBody makes): the passthrough's whole request-side cost.
 func BenchmarkParseHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
@@ -48,6 +48,15 @@ func BenchmarkParseHistory(b *testing.B) {
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("%dKB/head", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, complete, err := messagesin.ParseHead(body, 1<<20, nil); err != nil || complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
 		_, pass, err := messagesin.ParsePass(body, 1<<20)
 		if err != nil {
 			b.Fatal(err)
@@ -98,5 +107,31 @@ func BenchmarkTranslateHistory(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkParseClaudeCode is BenchmarkParseHistory's parses for Claude Code's recorded
+// request (testdata/claude-code-2.1.330.request.json): a short conversation and its tools.
+func BenchmarkParseClaudeCode(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "claude-code-2.1.330.request.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range append(parses[:len(parses):len(parses)], struct {
+		name  string
+		parse func([]byte, int) (*translate.Request, error)
+	}{"head", func(body []byte, n int) (*translate.Request, error) {
+		req, _, _, err := messagesin.ParseHead(body, n, nil)
+		return req, err
+	}}) {
+		b.Run(p.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(body, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

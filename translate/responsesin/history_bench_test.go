@@ -12,7 +12,8 @@ import (
 // BenchmarkParseHistory parses scenario d's agentic history at 10 and 100 KB
 // (testdata/history-*.json: written by proxy/history_bench_test.go's
 // historyBody("responses", ...), the request BenchmarkHistory sends, after
-// ../shared/bench's scenario d), as the proxy does, and forwards it (AppendBody; walked:
+// ../shared/bench's scenario d), whole (ParseWithin) and as the passthrough does (ParseHead:
+// the first pass only), and forwards it (AppendBody; walked:
 // without the model's place Parse keeps).
 func BenchmarkParseHistory(b *testing.B) {
 	for _, kb := range []int{10, 100} {
@@ -26,6 +27,15 @@ func BenchmarkParseHistory(b *testing.B) {
 			for b.Loop() {
 				if _, err := ParseWithin(body, 1<<20); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dKB/head", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, complete, err := ParseHead(body, 1<<20, nil); err != nil || complete {
+					b.Fatal(err, complete)
 				}
 			}
 		})

@@ -170,7 +170,12 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	s := string(body)
+	return parseString(string(body), maxInflated)
+}
+
+// parseString is ParseWithin for s, a non-empty body that is valid UTF-8, which the
+// Request keeps as its Body.
+func parseString(s string, maxInflated int) (*Request, error) {
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	p := parser{r: r, sc: jsonx.NewScanner(s)}
 	root, ok := p.sc.IndexRoot()

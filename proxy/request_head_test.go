@@ -1,0 +1,69 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/translate/responsesin"
+)
+
+// TestFullRequest_FirstPass: a Messages request the first pass read incomplete
+// (messagesin.ParseHead) is completed, in place and once, by the first reader of its
+// messages: the meter's prompt estimate of an upstream that reports no usage charges
+// the whole request's, as the full parse reads it.
+func TestFullRequest_FirstPass(t *testing.T) {
+	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"what is the weather like in Paris today?"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"weather","input":{"city":"Paris"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"sunny, 21 degrees"}]}]}`)
+	want, err := messagesin.ParseLazy(append([]byte(nil), body...), translate.DefaultMaxInflated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _, complete, err := messagesin.ParseHead(body, translate.DefaultMaxInflated, nil)
+	if err != nil || complete || req.Messages != nil {
+		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Messages), err)
+	}
+	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: req}
+	m := &messagesRun{c: c, body: body}
+	c.deferred, c.ownCall.meter.pending = m, c
+	meter := &c.ownCall.meter
+	meter.prompt, meter.tail = req, 8 // output read, no usage reported
+	u, estimated := meter.charge()
+	if !estimated || u.PromptTokens != messagesin.EstimateTokens(want) || u.PromptTokens <= 4 {
+		t.Errorf("charged %d prompt tokens (estimated %v), want the full request's %d", u.PromptTokens, estimated, messagesin.EstimateTokens(want))
+	}
+	if c.deferred != nil || meter.pending != nil || len(req.Messages) != len(want.Messages) {
+		t.Errorf("after the charge: deferred %v, pending %v, %d messages (want %d)", c.deferred, meter.pending, len(req.Messages), len(want.Messages))
+	}
+	c.fullRequest() // a second reader: a no-op
+	if len(req.Messages) != len(want.Messages) {
+		t.Errorf("fullRequest again: %d messages", len(req.Messages))
+	}
+}
+
+// TestFullRequest_FirstPassResponses is TestFullRequest_FirstPass for a Responses request
+// (responsesin.ParseHead): the request is completed in place, its Core pointer kept.
+func TestFullRequest_FirstPassResponses(t *testing.T) {
+	body := []byte(`{"model":"m","input":[{"role":"user","content":"what is the weather like in Paris today?"},` +
+		`{"type":"function_call","call_id":"c1","name":"weather","arguments":"{\"city\":\"Paris\"}"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"sunny, 21 degrees"}]}`)
+	want, err := responsesin.ParseWithin(body, translate.DefaultMaxInflated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, complete, err := responsesin.ParseHead(body, translate.DefaultMaxInflated, nil)
+	if err != nil || complete || req.Core.Messages != nil {
+		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Core.Messages), err)
+	}
+	core := req.Core
+	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: core}
+	c.deferred, c.ownCall.meter.pending = &responsesRun{c: c, req: req}, c
+	c.fullRequest()
+	if c.deferred != nil || req.Core != core || len(core.Messages) != len(want.Core.Messages) || core.Body != want.Core.Body {
+		t.Errorf("after fullRequest: deferred %v, core kept %v, %d messages (want %d)", c.deferred, req.Core == core, len(core.Messages), len(want.Core.Messages))
+	}
+	if got, w := messagesin.EstimateTokens(core), messagesin.EstimateTokens(want.Core); got != w {
+		t.Errorf("estimate %d, want the full request's %d", got, w)
+	}
+}

@@ -1,0 +1,449 @@
+package messagesin
+
+import (
+	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
+)
+
+// ParseHead is the passthrough's validate-only first pass over a Messages body the caller
+// owns (ParseOwned's terms): one forward walk that checks the body and reads every
+// top-level member but messages into the request as ParsePass does (model, stream,
+// max_tokens, system, tools, ...), and checks the messages without building them.
+//
+// When it can vouch that ParsePass accepts the body, it returns that request incomplete
+// (complete false): its Messages are nil and its Body (the chat equivalent) is empty,
+// and Build fills them in, in place, for a reader that needs them (a translation, the
+// tool loop, the response cache, a token estimate, the ledger's captured text). The
+// PassBody is ParsePass's. Otherwise, for any body it refuses and for the messages it
+// does not read itself (media, documents, search results, carried tool ids, escaped
+// roles or types), it returns ParsePass's result, complete: every error is ParsePass's by
+// construction, and FuzzParseHead holds the two passes to agreeing on what they accept.
+//
+// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
+// request will be translated, which builds it anyway) ends the first pass there, for the
+// full parse.
+func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *translate.Request, pass PassBody, complete bool, err error) {
+	s := jsonx.View(body)
+	if req, pass, ok := parseHead(s, maxInflated, passes); ok {
+		return req, pass, false, nil
+	}
+	req, pass, err = parse(s, true, true, maxInflated)
+	return req, pass, true, err
+}
+
+// Build completes req, a request ParseHead returned incomplete for body (the same
+// bytes, unchanged), in place: afterwards it is the request ParsePass reads from body.
+// The error is ParsePass's, which ParseHead's check makes unreachable.
+func Build(req *translate.Request, body []byte, maxInflated int) error {
+	full, _, err := parse(jsonx.View(body), true, true, maxInflated)
+	if err != nil {
+		return err
+	}
+	*req = *full
+	return nil
+}
+
+// parseHead is ParseHead's first pass; ok is false when it cannot vouch for s.
+func parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, ok bool) {
+	if !jsonx.ValidUTF8(s) {
+		return nil, PassBody{}, false
+	}
+	// The request is made once the walk has vouched for the body.
+	p := parser{sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: true}
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return nil, PassBody{}, false
+	}
+	var buf [24]members.Member
+	fields := buf[:0]
+	var seen members.Set
+	messages := 0 // the messages that certainly become core messages
+	// tools and system are read member by member (Get): each over an index of its own,
+	// made as the walk reads it (jsonx.IndexValue), as parse reads them over the body's.
+	var tools, system jsonx.Scanner
+	var toolsRoot, systemRoot jsonx.Value // their roots, in their own scanners
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
+			return nil, PassBody{}, false
+		}
+		fields = append(fields, members.Member{Name: k})
+		v := &fields[len(fields)-1].V
+		var ok bool
+		sc.Peek()
+		at := sc.Pos()
+		switch k {
+		case "tools":
+			tools, toolsRoot, ok = sc.IndexValue()
+			v.Set(toolsRoot.Kind, toolsRoot.Raw, at, toolsRoot.Str) // where PassBody finds it
+		case "system":
+			system, systemRoot, ok = sc.IndexValue()
+			v.Set(systemRoot.Kind, systemRoot.Raw, at, systemRoot.Str)
+		case "messages":
+			ok = true
+		default:
+			ok = sc.Value(v)
+		}
+		if !ok || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
+			return nil, PassBody{}, false
+		}
+		if k != "messages" {
+			continue
+		}
+		var vouched bool
+		if messages, vouched = p.checkMessages(); !vouched {
+			return nil, PassBody{}, false
+		}
+		v.Set(jsonx.Array, s[at:sc.Pos()], at, "")
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return nil, PassBody{}, false
+	}
+	// The other members are read as parse reads them, by the same code.
+	req = &translate.Request{IncludeUsage: true}
+	p.req = req
+	for _, f := range fields {
+		if f.Name == "messages" {
+			p.hasMessages = true
+			continue
+		}
+		switch f.Name {
+		case "tools":
+			p.fieldOver(&tools, f.Name, toolsRoot)
+		case "system":
+			p.fieldOver(&system, f.Name, systemRoot)
+		default:
+			p.field(f.Name, f.V)
+		}
+		if p.err != nil {
+			return nil, PassBody{}, false
+		}
+	}
+	if p.effort != "" && p.thinkingType != "disabled" {
+		req.ReasoningEffort = p.effort
+	}
+	if req.Model == "" || !p.hasMessages || !p.hasMaxTokens || messages == 0 {
+		return nil, PassBody{}, false
+	}
+	req.Literals = s
+	return req, passBody(s, fields), true
+}
+
+// fieldOver is field for the top-level member k, whose value v was read by sub (its
+// own scanner, jsonx.IndexValue).
+func (p *parser) fieldOver(sub *jsonx.Scanner, k string, v jsonx.Value) {
+	body := p.sc
+	p.sc = *sub
+	p.field(k, v)
+	*sub, p.sc = p.sc, body
+}
+
+// checkMessages reads the messages array at the cursor, checking what parse checks of
+// it and building nothing. n counts the messages that certainly become core messages;
+// ok is false when the array may be refused, or holds what this pass does not read.
+func (p *parser) checkMessages() (n int, ok bool) {
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return 0, false
+	}
+	for i := 0; sc.NextElem(&i); {
+		one, ok := p.checkMessage()
+		if !ok {
+			return 0, false
+		}
+		n += one
+	}
+	return n, !sc.Failed()
+}
+
+// checkMessage reads the message at the cursor (message's checks): one when it certainly
+// becomes a core message.
+func (p *parser) checkMessage() (one int, ok bool) {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return 0, false
+	}
+	var role jsonx.Value
+	content := -1 // the content's offset, when read before the role
+	checked := false
+	for k := 0; sc.NextField(&k); {
+		switch sc.Key() {
+		case "role":
+			if role.Kind != jsonx.Missing {
+				ok = sc.Skip() // the first of a name wins (Members)
+			} else {
+				ok = sc.ValueRaw(&role)
+			}
+		case "content":
+			switch {
+			case checked || content >= 0:
+				ok = sc.Skip()
+			case role.Kind != jsonx.Missing:
+				one, ok = p.checkContent(role)
+				checked = true
+			default:
+				sc.Peek()
+				content = sc.Pos()
+				ok = sc.Skip()
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return 0, false
+		}
+	}
+	if sc.Failed() {
+		return 0, false
+	}
+	if content >= 0 { // the content came first: read again, now that the role is known
+		end := sc.Pos()
+		sc.Seek(content)
+		if one, ok = p.checkContent(role); !ok {
+			return 0, false
+		}
+		sc.Seek(end)
+		checked = true
+	}
+	return one, checked
+}
+
+// checkContent reads a message's content at the cursor, for role.
+func (p *parser) checkContent(role jsonx.Value) (one int, ok bool) {
+	if role.Kind != jsonx.String {
+		return 0, false
+	}
+	switch role.Str { // escaped roles are left to parse
+	case "system":
+		return p.checkText()
+	case "user":
+		return p.checkBlocks(true)
+	case "assistant":
+		return p.checkBlocks(false)
+	}
+	return 0, false
+}
+
+// checkText reads a system message's content at the cursor (text's checks): a string, null,
+// or an array of text blocks.
+func (p *parser) checkText() (one int, ok bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		at := sc.Pos()
+		if !sc.SkipString() {
+			return 0, false
+		}
+		if sc.Pos()-at > 2 { // not "": a part
+			one = 1
+		}
+		return one, true
+	case 'n':
+		var v jsonx.Value
+		return 0, sc.Value(&v) && v.Kind == jsonx.Null
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlock(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
+				return 0, false
+			}
+			one = 1
+		}
+		return one, !sc.Failed()
+	}
+	return 0, false
+}
+
+// checkBlocks reads a user or assistant message's content at the cursor: a string (a
+// core message), or an array of content blocks, each checked by checkUserBlock (user) or
+// checkAssistantBlock, which report whether the block makes the message a core message.
+func (p *parser) checkBlocks(user bool) (one int, ok bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		return 1, sc.SkipString()
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlock(&b) {
+				return 0, false
+			}
+			var counts bool
+			if user {
+				counts, ok = p.checkUserBlock(&b)
+			} else {
+				counts, ok = p.checkAssistantBlock(&b)
+			}
+			if !ok {
+				return 0, false
+			}
+			if counts {
+				one = 1
+			}
+		}
+		return one, !sc.Failed()
+	}
+	return 0, false
+}
+
+// checkUserBlock checks a user message's block (user's, part's and toolResult's checks)
+// of the types this pass reads: text and tool_result.
+func (p *parser) checkUserBlock(b *blockHead) (counts, ok bool) {
+	switch {
+	case b.typeIs("text"):
+		return true, b.is(bhText) && b.cacheOK()
+	case b.typeIs("tool_result"):
+		if !b.is(bhToolUseID) || !b.cacheOK() {
+			return false, false
+		}
+		if b.content < 0 {
+			return true, true
+		}
+		sc := &p.sc
+		end := sc.Pos()
+		sc.Seek(b.content)
+		ok = p.checkResultContent()
+		sc.Seek(end)
+		return true, ok
+	}
+	return false, false // image, document, search_result... are left to parse
+}
+
+// checkResultContent reads a tool_result's content at the cursor: a string, null, or an
+// array of text blocks.
+func (p *parser) checkResultContent() bool {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		return sc.SkipString()
+	case 'n':
+		var v jsonx.Value
+		return sc.Value(&v) && v.Kind == jsonx.Null
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlock(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
+				return false
+			}
+		}
+		return !sc.Failed()
+	}
+	return false
+}
+
+// checkAssistantBlock checks an assistant message's block (assistant's checks).
+func (p *parser) checkAssistantBlock(b *blockHead) (counts, ok bool) {
+	typ := b.v[bhType]
+	if typ.Kind != jsonx.String || typ.Str == "" || strings.IndexByte(typ.Str, '\\') >= 0 {
+		return false, false // "is required", or escaped: left to parse
+	}
+	switch typ.Str {
+	case "text":
+		return true, b.is(bhText) && b.cacheOK()
+	case "tool_use":
+		// An id that may carry state (translate.CarryID, as a client sees it: ClientToolID)
+		// is opened by parse, within the request's allowance.
+		id := b.v[bhID].Str
+		if !b.is(bhID) || strings.IndexByte(id, '\\') >= 0 || strings.IndexByte(id, translate.CarrySep[0]) >= 0 ||
+			strings.Contains(id, toolIDTilde) {
+			return false, false
+		}
+		return true, b.is(bhName)
+	case "thinking", "redacted_thinking":
+		return true, true
+	}
+	return false, true // server_tool_use and its results are the upstream's own business
+}
+
+// Members of a content block the first pass reads: their names, and their positions in
+// blockHead.v.
+const (
+	bhType = iota
+	bhText
+	bhName
+	bhID
+	bhToolUseID
+	bhCache
+	bhN
+)
+
+var blockHeadNames = [bhN]string{"type", "text", "name", "id", "tool_use_id", "cache_control"}
+
+// blockHead is what the first pass reads of a content block: the first member of each
+// name (Members' rule), strings as written, and where its content starts (-1: none).
+type blockHead struct {
+	v       [bhN]jsonx.Value
+	content int
+}
+
+// typeIs reports whether the block's type is t, as written (an escaped type is not).
+func (b *blockHead) typeIs(t string) bool {
+	return b.v[bhType].Kind == jsonx.String && b.v[bhType].Str == t
+}
+
+// is reports whether the block's member at position i is a string.
+func (b *blockHead) is(i int) bool { return b.v[i].Kind == jsonx.String }
+
+// cacheOK reports whether the block's cache_control passes (cacheControl).
+func (b *blockHead) cacheOK() bool {
+	k := b.v[bhCache].Kind
+	return k == jsonx.Object || k == jsonx.Missing || k == jsonx.Null
+}
+
+// blockMember returns the position of the member name k in blockHeadNames, or -1: by its
+// length first, so that most names cost one compare.
+func blockMember(k string) int {
+	first, last := 0, 0 // the names of k's length
+	switch len(k) {
+	case 2:
+		first, last = bhID, bhID
+	case 4:
+		first, last = bhType, bhName
+	case 11:
+		first, last = bhToolUseID, bhToolUseID
+	case 13:
+		first, last = bhCache, bhCache
+	default:
+		return -1
+	}
+	for i := first; i <= last; i++ {
+		if k == blockHeadNames[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// readBlock reads the content block at the cursor into b; false when it is not an object
+// (which parse refuses) or not JSON.
+func (p *parser) readBlock(b *blockHead) bool {
+	sc := &p.sc
+	b.content = -1
+	if sc.Peek() != '{' {
+		return false
+	}
+	for k := 0; sc.NextField(&k); {
+		key := sc.Key()
+		if key == "content" && b.content < 0 {
+			sc.Peek()
+			b.content = sc.Pos()
+		}
+		var v *jsonx.Value
+		if i := blockMember(key); i >= 0 {
+			v = &b.v[i]
+		}
+		var ok bool
+		if v == nil || v.Kind != jsonx.Missing {
+			ok = sc.Skip()
+		} else {
+			ok = sc.ValueRaw(v)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
+}

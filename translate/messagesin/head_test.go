@@ -1,0 +1,121 @@
+package messagesin_test
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
+)
+
+// headBodies are the first pass's specification cases: the lazy parse's (the recordings
+// and bodies with escapes), and bodies it vouches for or leaves to the full parse at
+// each of its checks, accepted and refused.
+func headBodies(t testing.TB) [][]byte {
+	bodies := lazyBodies(t)
+	for _, b := range []string{
+		// vouched for
+		`{"model":"m","max_tokens":5,"messages":[{"content":"hi","role":"user"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a","role":"x","content":5}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":""},{"role":"system","content":null},{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"srv~1"},{"type":"redacted_thinking","data":"x"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":null,"is_error":true},{"type":"tool_result","tool_use_id":"u","content":[{"type":"text","text":"r"}]}]}]}`,
+		`{"model":"m","max_tokens":5,"stream":true,"tools":[{"name":"f","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}],"tool_choice":{"type":"auto"},"thinking":{"type":"enabled","budget_tokens":5000},"future_field":1,"messages":[{"role":"user","content":"hi"}]}`,
+		// left to the full parse, accepted
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"toolu__agate1xyz","name":"f","input":{}}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":""},{"role":"user","content":[]}],"system":"s"}`,
+		// refused, each at one of the checks
+		`{"model":"m","max_tokens":5,"messages":[]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":""}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"bot","content":"x"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":5}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":1}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":"x"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","content":"r"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":4}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"text":"a"}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","input":{}}]}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":["x"]}]}`,
+		`{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"model":"n","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"Messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"tools":[{"name":"f"},{"name":"f"}],"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]} x`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},]}`,
+		"{\"model\":\"m\xff\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+	} {
+		bodies = append(bodies, []byte(b))
+	}
+	return bodies
+}
+
+// TestParseHead: the first pass accepts and refuses what ParsePass does, with its errors;
+// what it vouches for, Build completes to ParsePass's request, and the incomplete request
+// already holds ParsePass's top-level fields and PassBody.
+func TestParseHead(t *testing.T) {
+	vouched := 0
+	for i, body := range headBodies(t) {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if checkHead(t, body) {
+				vouched++
+			}
+		})
+	}
+	if vouched < 10 { // the recordings and the first group above
+		t.Errorf("the first pass vouched for %d bodies only", vouched)
+	}
+}
+
+// FuzzParseHead is TestParseHead's property for any body.
+func FuzzParseHead(f *testing.F) {
+	for _, body := range headBodies(f) {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkHead(t, body) })
+}
+
+// checkHead checks ParseHead against ParsePass on body and reports whether the first
+// pass vouched for it.
+func checkHead(t *testing.T, body []byte) bool {
+	want, wpass, werr := messagesin.ParsePass(bytes.Clone(body), translate.DefaultMaxInflated)
+	own := bytes.Clone(body)
+	req, pass, complete, err := messagesin.ParseHead(own, translate.DefaultMaxInflated, nil)
+	if fmt.Sprint(err) != fmt.Sprint(werr) {
+		t.Fatalf("ParseHead(%q): error %v, ParsePass's %v", body, err, werr)
+	}
+	if err != nil {
+		return false
+	}
+	// A model that will be translated ends the first pass: the full parse's request.
+	if full, _, complete, err := messagesin.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
+		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
+		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParsePass's %+v", body, full, complete, err, want)
+	}
+	if pass != wpass {
+		t.Fatalf("ParseHead(%q): PassBody %+v, ParsePass's %+v", body, pass, wpass)
+	}
+	if complete {
+		if !reflect.DeepEqual(req, want) {
+			t.Fatalf("ParseHead(%q) = %+v, ParsePass's %+v", body, req, want)
+		}
+		return false
+	}
+	head, top := *req, *want
+	top.Messages, top.Body, top.Edited = nil, "", false
+	if !reflect.DeepEqual(&head, &top) {
+		t.Fatalf("ParseHead(%q) incomplete = %+v, ParsePass's top level %+v", body, &head, &top)
+	}
+	if err := messagesin.Build(req, own, translate.DefaultMaxInflated); err != nil {
+		t.Fatalf("Build(%q): %v", body, err)
+	}
+	if !reflect.DeepEqual(req, want) {
+		t.Fatalf("Build(%q) = %+v, ParsePass's %+v", body, req, want)
+	}
+	return true
+}

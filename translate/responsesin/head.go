@@ -1,0 +1,261 @@
+package responsesin
+
+import (
+	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/members"
+)
+
+// ParseHead is the passthrough's validate-only first pass over a Responses body
+// (ParseWithin's terms): one forward walk that checks the body and reads every
+// top-level member but input into the Request as ParseWithin does (the model, stream,
+// store, tools, include, the echo...), and checks the input items without building
+// them.
+//
+// When it can vouch that ParseWithin accepts the body, it returns that Request
+// incomplete (complete false): Core.Messages and Core.Body (the chat equivalent) are
+// empty, and Build fills them in, in place, for a reader that needs them (a translation,
+// the tool loop, a previous response's items, the response cache, a token estimate, the
+// ledger's captured text). Its Body, Input, Store, Sealed (false: it vouches for no
+// reasoning item) and the passthrough's model span are ParseWithin's. Otherwise, for any
+// body it refuses and for the items it does not read itself (reasoning items, built-in
+// tool calls, images, files, refusals, namespaced or carried calls, escaped types or
+// roles, an output of content parts), it returns ParseWithin's result, complete: every
+// error is ParseWithin's by construction, and FuzzParseHead holds the two passes to
+// agreeing on what they accept.
+//
+// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
+// request will be translated, which builds it anyway) ends the first pass there, for the
+// full parse.
+func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
+		if r, ok := parseHead(body, maxInflated, passes); ok {
+			return r, false, nil
+		}
+	}
+	req, err = ParseWithin(body, maxInflated)
+	return req, true, err
+}
+
+// Build completes r, a Request ParseHead returned incomplete, in place (r.Core too:
+// readers hold both pointers): afterwards it is the Request ParseWithin reads from
+// r.Body. The error is ParseWithin's, which ParseHead's check makes unreachable.
+func Build(r *Request) error {
+	full, err := parseString(r.Body, r.maxInflated)
+	if err != nil {
+		return err
+	}
+	core := r.Core
+	*core = *full.Core
+	*r = *full
+	r.Core = core
+	return nil
+}
+
+// parseHead is ParseHead's first pass over body, valid UTF-8; ok is false when it cannot
+// vouch for it. The walk reads a view of body (the caller's buffer, which a server
+// reuses), and only a body it vouches for is copied, as the Request's Body, with the
+// top-level values moved onto the copy.
+func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Request, ok bool) {
+	view := jsonx.View(body)
+	p := parser{sc: jsonx.NewScanner(view)}
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return nil, false
+	}
+	var buf [24]members.Member
+	fields := buf[:0]
+	var seen members.Set
+	for n := 0; sc.NextField(&n); {
+		k := sc.Key()
+		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
+			return nil, false
+		}
+		fields = append(fields, members.Member{Name: k})
+		v := &fields[len(fields)-1].V
+		if k != "input" || sc.Peek() != '[' {
+			if !sc.Value(v) || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
+				return nil, false
+			}
+			continue
+		}
+		at := sc.Pos()
+		if !p.checkItems() {
+			return nil, false
+		}
+		v.Set(jsonx.Array, view[at:sc.Pos()], at, "")
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return nil, false
+	}
+	s := string(body)
+	for i := range fields {
+		f := &fields[i]
+		onto(&f.V, view, s)
+		// The name too (MaxTokensParam, Extra): the list's own string, or a copy.
+		if j := topLevelNames.Index(f.Name); j >= 0 {
+			f.Name = topLevelNames.Name(j)
+		} else {
+			f.Name = strings.Clone(f.Name)
+		}
+	}
+	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	p.r, p.sc = r, jsonx.NewScanner(s)
+	// The other members are read as ParseWithin reads them, by the same code, tools first.
+	for _, f := range fields {
+		if f.Name == "tools" && p.field(f.Name, f.V) != nil {
+			return nil, false
+		}
+	}
+	for _, f := range fields {
+		switch {
+		case f.Name == "tools":
+			continue
+		case f.Name == "input" && f.V.Kind == jsonx.Array:
+			p.hasInput, r.Input = true, f.V.Raw // the items checkItems vouched for
+			continue
+		}
+		if p.field(f.Name, f.V) != nil {
+			return nil, false
+		}
+	}
+	if r.Core.Model == "" || !p.hasInput || p.checkToolChoice() != nil {
+		return nil, false
+	}
+	r.Core.IncludeUsage = r.Core.Stream
+	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
+	return r, true
+}
+
+// onto moves v, a value read from view, onto s, a copy of view: the same offsets, and
+// the strings of s instead of view's (a string decoded into the scanner's memory stays).
+func onto(v *jsonx.Value, view, s string) {
+	str := v.Str
+	if v.Kind == jsonx.String && jsonx.Within(str, view) {
+		str = s[v.At+1 : v.At+1+len(str)] // a string without escapes is its literal's contents
+	}
+	v.Set(v.Kind, s[v.At:v.At+len(v.Raw)], v.At, str)
+}
+
+// checkItems reads the input array at the cursor, checking what items checks of it and
+// building nothing; false when the array may be refused, or holds what this pass does
+// not read.
+func (p *parser) checkItems() bool {
+	sc := &p.sc
+	for i := 0; sc.NextElem(&i); {
+		if !p.checkItem() {
+			return false
+		}
+	}
+	return !sc.Failed()
+}
+
+// checkItem reads the input item at the cursor (item's checks) of the types this pass
+// reads: messages of text, function calls and their outputs as strings.
+func (p *parser) checkItem() bool {
+	var f [itemN]jsonx.Value
+	content := -1 // where the content starts
+	if !p.readMembers(itemNames, f[:], itemContent, &content) {
+		return false
+	}
+	typ, role := f[itemType], f[itemRole]
+	if typ.Kind != jsonx.String && !(typ.Kind == jsonx.Missing && role.Exists()) {
+		return false // "is required" (an explicit null too: Str is "")
+	}
+	switch {
+	case typ.Kind == jsonx.Missing || plain(typ.Str) == "message":
+		if role.Kind != jsonx.String {
+			return false
+		}
+		switch r := plain(role.Str); r {
+		case "user", "system", "developer", "assistant":
+			return p.checkContent(f[itemContent], content, r == translate.RoleAssistant)
+		}
+		return false
+	case plain(typ.Str) == "function_call":
+		id, name, args := f[itemCallID], f[itemName], f[itemArguments]
+		// A call id that may carry state (translate.CarryID) is opened by items, within
+		// the request's allowance; a namespace's function takes the tools' flat name.
+		if id.Kind != jsonx.String || id.Str == "" || strings.IndexByte(id.Str, '\\') >= 0 || strings.IndexByte(id.Str, translate.CarrySep[0]) >= 0 {
+			return false
+		}
+		ns := f[itemNamespace].Kind
+		return name.Kind == jsonx.String && name.Str != "" && args.Kind == jsonx.String && (ns == jsonx.Missing || ns == jsonx.Null)
+	case plain(typ.Str) == "function_call_output":
+		id := f[itemCallID]
+		return id.Kind == jsonx.String && id.Str != "" && f[itemOutput].Kind == jsonx.String
+	}
+	return false // reasoning, built-in tool calls, the types only a responses backend serves
+}
+
+// plain returns s, a string as written, when it has no escape, else "" (which no type or
+// role this pass reads is).
+func plain(s string) string {
+	if strings.IndexByte(s, '\\') >= 0 {
+		return ""
+	}
+	return s
+}
+
+// checkContent checks a message's content, v, whose array starts at offset at: a
+// string, or an array of text parts of the role's type.
+func (p *parser) checkContent(v jsonx.Value, at int, assistant bool) bool {
+	switch v.Kind {
+	case jsonx.String:
+		return true
+	case jsonx.Array:
+	default:
+		return false
+	}
+	want := "input_text"
+	if assistant {
+		want = "output_text"
+	}
+	sc := &p.sc
+	end := sc.Pos()
+	sc.Seek(at)
+	for i := 0; sc.NextElem(&i); {
+		var f [partN]jsonx.Value
+		if !p.readMembers(partNames, f[:], -1, nil) || f[partType].Kind != jsonx.String || plain(f[partType].Str) != want ||
+			f[partText].Kind != jsonx.String {
+			return false
+		}
+	}
+	ok := !sc.Failed()
+	sc.Seek(end)
+	return ok
+}
+
+// readMembers reads the object at the cursor as members.Read does (names), its values
+// as written; false when it is not an object, is not JSON or breaks the member-name rule.
+// When at is a position in names, *start is where that member's value starts.
+func (p *parser) readMembers(names members.Names, vals []jsonx.Value, at int, start *int) bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return false
+	}
+	var seen members.Set
+	for n := 0; sc.NextField(&n); {
+		j, code, _ := seen.Member(sc.Key(), names)
+		if code != "" {
+			return false
+		}
+		var ok bool
+		switch {
+		case j < 0:
+			ok = sc.Skip()
+		case j == at:
+			sc.Peek()
+			*start = sc.Pos()
+			ok = sc.ValueRaw(&vals[j])
+		default:
+			ok = sc.ValueRaw(&vals[j])
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
+}

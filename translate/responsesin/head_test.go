@@ -1,0 +1,134 @@
+package responsesin
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// headBodies are the first pass's specification cases: scenario d's histories, and
+// bodies it vouches for or leaves to the full parse at each of its checks, accepted and
+// refused.
+func headBodies(t testing.TB) [][]byte {
+	var bodies [][]byte
+	for _, kb := range []int{10, 100} {
+		body, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("history-%dk.json", kb)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	for _, b := range []string{
+		// vouched for
+		`{"model":"m","input":"hi"}`,
+		`{"model":"m","input":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","stream":true,"store":false,"instructions":"be brief","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"a\n\"b\""}]},` +
+			`{"role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"x\":1}","id":"fc_1","status":"completed"},` +
+			`{"type":"function_call_output","call_id":"c1","output":"r"},{"role":"user","content":"and now?"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":"auto","include":["reasoning.encrypted_content"],"metadata":{"a":"b"},"future":1}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"","namespace":null}]}`,
+		// left to the full parse, accepted
+		`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}]}`,
+		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]}]}`,
+		`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"r"}]}]}`,
+		`{"model":"m","input":[{"type":"web_search_call","id":"ws"}]}`,
+		`{"model":"m","input":[{"type":"m\u0065ssage","role":"user","content":"x"}]}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":"ns","arguments":"{}"}],"tools":[{"type":"namespace","name":"ns","description":"d","tools":[{"type":"function","name":"f"}]}]}`,
+		// refused, each at one of the checks
+		`{"model":"m","input":[]}`,
+		`{"model":"m","input":[{"content":"x"}]}`,
+		`{"model":"m","input":[{"role":"bot","content":"x"}]}`,
+		`{"model":"m","input":[{"role":"user","role":"user","content":"x"}]}`,
+		`{"model":"m","input":[{"role":"user","Content":"x"}]}`,
+		`{"model":"m","input":[{"role":"user"}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"x"}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`,
+		`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","text":"b"}]}]}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"","name":"f","arguments":"{}"}]}`,
+		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":{}}]}`,
+		`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":1}]}`,
+		`{"model":"m","input":[5]}`,
+		`{"model":"m","input":null}`,
+		`{"input":[{"role":"user","content":"x"}]}`,
+		`{"model":"m","input":[{"role":"user","content":"x"}],"tool_choice":"required"}`,
+		`{"model":"m","input":[{"role":"user","content":"x"}],"temperature":3}`,
+		`{"model":"m","input":[{"role":"user","content":"x"}]} x`,
+		"{\"model\":\"m\xff\",\"input\":\"x\"}",
+		``,
+	} {
+		bodies = append(bodies, []byte(b))
+	}
+	return bodies
+}
+
+// TestParseHead: the first pass accepts and refuses what ParseWithin does, with its
+// errors; what it vouches for, Build completes to ParseWithin's Request, and the
+// incomplete Request already holds everything ParseWithin reads but the messages.
+func TestParseHead(t *testing.T) {
+	vouched := 0
+	for i, body := range headBodies(t) {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if checkHead(t, body) {
+				vouched++
+			}
+		})
+	}
+	if vouched < 6 { // the histories and the first group above
+		t.Errorf("the first pass vouched for %d bodies only", vouched)
+	}
+}
+
+// FuzzParseHead is TestParseHead's property for any body.
+func FuzzParseHead(f *testing.F) {
+	for _, body := range headBodies(f) {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkHead(t, body) })
+}
+
+// checkHead checks ParseHead against ParseWithin on body and reports whether the first
+// pass vouched for it.
+func checkHead(t *testing.T, body []byte) bool {
+	want, werr := ParseWithin(bytes.Clone(body), translate.DefaultMaxInflated)
+	in := bytes.Clone(body)
+	r, complete, err := ParseHead(in, translate.DefaultMaxInflated, nil)
+	for i := range in { // the request must not alias the caller's buffer, which a server reuses
+		in[i] = 'x'
+	}
+	if fmt.Sprint(err) != fmt.Sprint(werr) {
+		t.Fatalf("ParseHead(%q): error %v, ParseWithin's %v", body, err, werr)
+	}
+	if err != nil {
+		return false
+	}
+	// A model that will be translated ends the first pass: the full parse's request.
+	if full, complete, err := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
+		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
+		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParseWithin's %+v", body, full, complete, err, want)
+	}
+	if complete {
+		if !reflect.DeepEqual(r, want) {
+			t.Fatalf("ParseHead(%q) = %+v, ParseWithin's %+v", body, r, want)
+		}
+		return false
+	}
+	head, top, core, topCore := *r, *want, *r.Core, *want.Core
+	topCore.Messages, topCore.Body, topCore.Edited = nil, "", false
+	head.Core, top.Core = nil, nil
+	top.lead, top.current, head.lead, head.current = nil, nil, nil, nil
+	if !reflect.DeepEqual(head, top) || !reflect.DeepEqual(core, topCore) {
+		t.Fatalf("ParseHead(%q) incomplete = %+v %+v, ParseWithin's %+v %+v", body, head, core, top, topCore)
+	}
+	c := r.Core
+	if err := Build(r); err != nil {
+		t.Fatalf("Build(%q): %v", body, err)
+	}
+	if r.Core != c || !reflect.DeepEqual(r, want) {
+		t.Fatalf("Build(%q) = %+v, ParseWithin's %+v", body, r, want)
+	}
+	return true
+}
