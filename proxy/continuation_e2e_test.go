@@ -446,6 +446,7 @@ func continuations(g *gatewaytest.Gateway, outcome string) int {
 // (OpenAI chat and Responses wires), and the client of each API gets the whole answer
 // exactly once, one start and one finish, and the usage of both attempts, as charged.
 func TestContinuation_WholeAnswer(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		client, kind string
 		fault        fault
@@ -554,6 +555,7 @@ func TestContinuation_NotContinued(t *testing.T) {
 // from the one attempt, and nothing is continued. (A passthrough still ends its stream
 // with an error there: TestPassthrough_StreamEventNotJSON.)
 func TestMalformedEvent_Skipped(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct{ client, kind string }{
 		{"chat", "anthropic"},
 		{"chat", "gemini"},

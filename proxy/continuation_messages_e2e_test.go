@@ -31,6 +31,7 @@ import (
 // event after part of the answer reached the client are continued on the same route, by
 // prefill (anthropic's default) or restart.
 func TestMessagesContinuation_WholeAnswer(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		fault   fault
 		extra   string
@@ -77,6 +78,7 @@ func TestMessagesContinuation_WholeAnswer(t *testing.T) {
 // in-band continuation_diverged; with continuation: off, or when every retry fails, the
 // stream ends with the failure.
 func TestMessagesContinuation_NotContinued(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, extra string
 		plan        []fault
@@ -209,6 +211,7 @@ func streamContinued(t *testing.T, g *gatewaytest.Gateway) (anthropic.Message, [
 // continued, ending with the in-band error: thinking the client has part of as its only
 // content, and a tool_use whose input the client has part of.
 func TestMessagesContinuation_Blocks(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, file, extra string
 		at                string // the event to cut before: the n-th containing at

@@ -29,6 +29,7 @@ import (
 // TestPassthroughContinuation_WholeAnswer: a cut, a stall past stream_idle and an error
 // chunk after part of the answer reached the client are continued on the same route.
 func TestPassthroughContinuation_WholeAnswer(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, f := range []fault{{3, "cut"}, {4, "stall"}, {2, "error"}, {0, "cut"}, {10, "cut"}} {
 		t.Run(fmt.Sprintf("%s after %d", f.how, f.after), func(t *testing.T) {
 			up := newChoppy(t, "openai", f)
@@ -177,6 +178,7 @@ models:
 // TestPassthrough_MalformedEventSkippedEveryAPI: the Responses and Messages passthroughs
 // skip an unreadable event too, counted, with the whole answer from one attempt.
 func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct{ client, kind string }{{"responses", "responses"}, {"messages", "anthropic"}} {
 		t.Run(tt.client+" on "+tt.kind, func(t *testing.T) {
 			up := newChoppy(t, tt.kind, fault{2, "malformed"})
@@ -200,6 +202,7 @@ func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
 // of what the client has is spliced (the client gets the rest of its text), escapes are
 // compared by their values, and a new answer of the same length but other text diverges.
 func TestPassthroughContinuation_Splice(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	chunk := func(n int, content string) string {
 		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"delta":{"content":%s},"logprobs":null,"finish_reason":null}]}`+"\n\n", n, content)
 	}

@@ -22,6 +22,7 @@ import (
 // TestResponsesContinuation_WholeAnswer: a cut, a stall past stream_idle and an error event
 // after part of the answer reached the client are continued on the same route.
 func TestResponsesContinuation_WholeAnswer(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		fault fault
 		azure bool
@@ -157,6 +158,7 @@ func TestResponsesContinuation_NotContinued(t *testing.T) {
 // A cut where reasoning but no text reached the client, or inside a function call's
 // arguments, is not continued and ends with the error event.
 func TestResponsesContinuation_Recorded(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, file string
 		at         string // the event to cut before: the n-th containing at
