@@ -446,7 +446,6 @@ func continuations(g *gatewaytest.Gateway, outcome string) int {
 // (OpenAI chat and Responses wires), and the client of each API gets the whole answer
 // exactly once, one start and one finish, and the usage of both attempts, as charged.
 func TestContinuation_WholeAnswer(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		client, kind string
 		fault        fault

@@ -31,7 +31,6 @@ import (
 // event after part of the answer reached the client are continued on the same route, by
 // prefill (anthropic's default) or restart.
 func TestMessagesContinuation_WholeAnswer(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		fault   fault
 		extra   string

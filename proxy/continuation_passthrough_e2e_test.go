@@ -29,7 +29,6 @@ import (
 // TestPassthroughContinuation_WholeAnswer: a cut, a stall past stream_idle and an error
 // chunk after part of the answer reached the client are continued on the same route.
 func TestPassthroughContinuation_WholeAnswer(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, f := range []fault{{3, "cut"}, {4, "stall"}, {2, "error"}, {0, "cut"}, {10, "cut"}} {
 		t.Run(fmt.Sprintf("%s after %d", f.how, f.after), func(t *testing.T) {
 			up := newChoppy(t, "openai", f)

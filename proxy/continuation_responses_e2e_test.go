@@ -22,7 +22,6 @@ import (
 // TestResponsesContinuation_WholeAnswer: a cut, a stall past stream_idle and an error event
 // after part of the answer reached the client are continued on the same route.
 func TestResponsesContinuation_WholeAnswer(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		fault fault
 		azure bool

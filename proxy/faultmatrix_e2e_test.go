@@ -226,8 +226,7 @@ func matrixCases() []matrixCase {
 	}
 }
 
-// forEachCase runs each case for each upstream wire it applies to and each client API,
-// in parallel.
+// forEachCase runs each case for each upstream wire it applies to and each client API.
 func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
 	for _, tc := range cases {
 		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
@@ -235,10 +234,7 @@ func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc mat
 				continue
 			}
 			for _, client := range []string{"chat", "responses", "messages"} {
-				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) {
-					t.Parallel() // each case has its own upstreams and gateway; most of it is waiting on their timeouts (#54)
-					run(t, tc, kind, client)
-				})
+				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) { run(t, tc, kind, client) })
 			}
 		}
 	}

@@ -189,7 +189,6 @@ keys:
 // the store in Redis too, so Redis never has to evict) or has its own instance
 // (responses.url, allkeys-lru: Redis evicts stored responses there, never a counter).
 func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
 	ctx := context.Background()
 	start := func(t *testing.T, policy string) (*redistest.Server, *redis.Client) {
 		rs := redistest.Start(t)
@@ -211,7 +210,6 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 		own  bool // the store on its own instance
 	}{{"shared redis, store bounded", false}, {"store on its own redis", true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // each on its own Redis and gateway (#54)
 			state, stateClient := start(t, "volatile-lru")
 			store, storeClient := state, stateClient
 			responses := "{store: redis, max_bytes: 1000000}"
