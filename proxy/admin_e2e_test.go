@@ -77,6 +77,7 @@ func chatStatus(t *testing.T, g *gatewaytest.Gateway, key, model string) int {
 // database, without a reload; config keys are read-only; client keys get 401 on every
 // admin route; every change is audited without its secret.
 func TestAdminAPI_TwoReplicas(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	pg := pgtest.Start(t)
 	y := adminYAML(`ledger: {type: postgres, url: "` + pg.NewDatabase(t) + `", flush_interval: 50ms, spool_path: "off"}`)
 	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})

@@ -13,6 +13,7 @@ import (
 // reload; config teams are read-only; teams keys only name are listed as labels; every
 // change is audited.
 func TestAdminAPI_Teams(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	pg := pgtest.Start(t)
 	y := adminYAML(`ledger: {type: postgres, url: "`+pg.NewDatabase(t)+`", flush_interval: 50ms, spool_path: "off"}`) +
 		"teams: {platform: {limits: {concurrent: 100}}}\n"

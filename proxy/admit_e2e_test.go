@@ -116,6 +116,7 @@ keys:
 // key may not use (counted with reason limited), and the next fallback is tried. Its slot
 // is released when the request ends.
 func TestLimits_FallbackOwnLimits(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tests := []struct {
 		name     string
 		limits   string // the expensive model's limits

@@ -133,6 +133,7 @@ func invokeFrames(t testing.TB, sse []byte) []byte {
 // pump hands over at every offset, the decoder once with each event poisoned after its
 // call, and a few splits decoded in full.
 func TestBedrockInvokeStreamGoldens(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	files, _ := filepath.Glob("../translate/anthropic/testdata/*.txtar")
 	p := newBedrockProvider()
 	opts := &translate.Options{UpstreamModel: "us.anthropic.claude-sonnet-4-20250514-v1:0", Stream: true}

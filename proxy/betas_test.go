@@ -18,6 +18,7 @@ const anthropicMessage = `{"model":"claude-x","id":"msg_01","type":"message","ro
 // price: context-1m is not on it); the others are dropped and counted by backend, on
 // /v1/messages and count_tokens, and a fallback backend applies its own list.
 func TestMessages_BetasAllowed(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	const clientBetas = "claude-code-20250219, context-1m-2025-08-07,interleaved-thinking-2025-05-14,,fast-mode-2026-02-01"
 	tests := []struct {
 		name        string

@@ -20,6 +20,7 @@ import (
 // period, not from zero. The ledger flushes once an hour: what it holds is written
 // before seeding.
 func TestBudgets_SeededWhenGiven(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}"

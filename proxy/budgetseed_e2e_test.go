@@ -22,6 +22,7 @@ import (
 // budget, spent by one of its keys before the restart and refusing another after. With
 // state redis, the same after the redis-server lost its data.
 func TestBudgets_ReseededAfterRestart(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	// "redis": state redis, and the redis-server loses its data (killed, restarted)
 	// between the two gateways.
 	for _, db := range []string{"sqlite", "postgres", "redis"} {

@@ -19,6 +19,7 @@ import (
 // upstream's web_search_call items (a recorded web search) come back to the client as
 // output items, in the stream and in the response the SDK accumulates.
 func TestResponses_BuiltinToolsOnTheToolLoop(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	chunks, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "responses", "vercel-chunks", "openai-web-search-tool.1.chunks.txt"))
 	if err != nil {
 		t.Fatal(err)

@@ -88,17 +88,13 @@ func TestClaudeCode_Headless(t *testing.T) {
 	fakes := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodeUpstream(t, kind, note) })
 	base := gatewaytest.StartYAML(t, fleetConfig(fakes), gatewaytest.Options{}).URL
 	for _, wire := range wires {
-		t.Run(wire+"/one turn", func(t *testing.T) {
-			r := runClaude(t, bin, base, "m-"+wire, dir, "say hi")
-			want := "hi from " + wire
-			if wire == "mock" {
-				want = "say hi" // the mock echoes the prompt
-			}
-			if r.IsError || !strings.Contains(r.Result, want) {
-				t.Errorf("result %+v, want it to hold %q", r, want)
-			}
-		})
 		if wire == "mock" {
+			t.Run("mock/one turn", func(t *testing.T) {
+				r := runClaude(t, bin, base, "m-mock", dir, "say hi")
+				if want := "say hi"; r.IsError || !strings.Contains(r.Result, want) { // the mock echoes the prompt
+					t.Errorf("result %+v, want it to hold %q", r, want)
+				}
+			})
 			// The mock calls a tool the prompt names, with arguments {}: Claude Code's Read
 			// answers with an is_error tool_result, which the mock quotes.
 			t.Run("mock/Read tool", func(t *testing.T) {
@@ -109,6 +105,9 @@ func TestClaudeCode_Headless(t *testing.T) {
 			})
 			continue
 		}
+		// On a provider's wire the Read run ends in a plain text answer from that wire (the
+		// fake's quote of the note): a separate one-turn run there only repeated it, with one
+		// more claude process of about 1.7 s of CPU (#54).
 		t.Run(wire+"/Read tool", func(t *testing.T) {
 			r := runClaude(t, bin, base, "m-"+wire, dir, "read the note")
 			if r.IsError || !strings.Contains(r.Result, "the note says "+noteContent) || r.NumTurns < 2 {

@@ -137,6 +137,7 @@ func newVertexEmbedFake(t *testing.T) *vertexEmbedFake {
 // all of them in one, with the model's task_type and the client's dimensions; the tokens
 // are the predictions' token_count summed.
 func TestVertex_Embeddings(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tokens := newGoogleTokenEndpoint(t)
 	up := newVertexEmbedFake(t)
 	g := gatewaytest.StartYAML(t, `

@@ -174,6 +174,7 @@ models:
 // calls :rawPredict and :streamRawPredict with anthropic_version vertex-2023-10-16 in the
 // body and no model, and anthropic-sdk-go gets the recorded Claude-on-Vertex answers.
 func TestVertex_Claude(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tokens := newGoogleTokenEndpoint(t)
 	up := newCloudFake(t, func(r *http.Request) string {
 		if why := vertexAuth(r); why != "" {

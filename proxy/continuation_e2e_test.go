@@ -566,6 +566,7 @@ func TestContinuation_NotContinued(t *testing.T) {
 // from the one attempt, and nothing is continued. (A passthrough still ends its stream
 // with an error there: TestPassthrough_StreamEventNotJSON.)
 func TestMalformedEvent_Skipped(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct{ client, kind string }{
 		{"chat", "anthropic"},
 		{"chat", "gemini"},

@@ -77,6 +77,7 @@ func TestMessagesContinuation_WholeAnswer(t *testing.T) {
 // in-band continuation_diverged; with continuation: off, or when every retry fails, the
 // stream ends with the failure.
 func TestMessagesContinuation_NotContinued(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, extra string
 		plan        []fault
@@ -209,6 +210,7 @@ func streamContinued(t *testing.T, g *gatewaytest.Gateway) (anthropic.Message, [
 // continued, ending with the in-band error: thinking the client has part of as its only
 // content, and a tool_use whose input the client has part of.
 func TestMessagesContinuation_Blocks(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, file, extra string
 		at                string // the event to cut before: the n-th containing at

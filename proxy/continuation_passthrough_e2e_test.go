@@ -177,6 +177,7 @@ models:
 // TestPassthrough_MalformedEventSkippedEveryAPI: the Responses and Messages passthroughs
 // skip an unreadable event too, counted, with the whole answer from one attempt.
 func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct{ client, kind string }{{"responses", "responses"}, {"messages", "anthropic"}} {
 		t.Run(tt.client+" on "+tt.kind, func(t *testing.T) {
 			up := newChoppy(t, tt.kind, fault{2, "malformed"})
@@ -200,6 +201,7 @@ func TestPassthrough_MalformedEventSkippedEveryAPI(t *testing.T) {
 // of what the client has is spliced (the client gets the rest of its text), escapes are
 // compared by their values, and a new answer of the same length but other text diverges.
 func TestPassthroughContinuation_Splice(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	chunk := func(n int, content string) string {
 		return fmt.Sprintf(`data: {"id":"chatcmpl-%d","object":"chat.completion.chunk","created":1761175225,"model":"gpt-fake","choices":[{"index":0,"delta":{"content":%s},"logprobs":null,"finish_reason":null}]}`+"\n\n", n, content)
 	}

@@ -157,6 +157,7 @@ func TestResponsesContinuation_NotContinued(t *testing.T) {
 // A cut where reasoning but no text reached the client, or inside a function call's
 // arguments, is not continued and ends with the error event.
 func TestResponsesContinuation_Recorded(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, tt := range []struct {
 		name, file string
 		at         string // the event to cut before: the n-th containing at

@@ -362,6 +362,7 @@ func head(v []float64) []float64 { return v[:min(3, len(v))] }
 // 100, 100 and 50, with dimensions as outputDimensionality and the request's task_type
 // over the model's, and the vectors come back joined in the inputs' order.
 func TestEmbeddings_Batches(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	f := newEmbedFakes(t)
 	g := startEmbedGateway(t, f, "")
 	client := gatewaytest.OpenAI(g.V1(), "alice-key")

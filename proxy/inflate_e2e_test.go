@@ -101,6 +101,7 @@ func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
 // default 20 MiB) in a request of some 25 KB are a 400 carried_state_too_large naming the
 // third, on every client API, and the upstream sees nothing.
 func TestCarriedState_BoundedPerRequest(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	g, up := inflateGateway(t, "")
 	ids := carryIDs(3, bigState)
 	var calls []string
@@ -155,6 +156,7 @@ func TestCarriedState_BoundedPerRequest(t *testing.T) {
 // are served and stored; a continuation adding a third is a 400 naming
 // previous_response_id, and nothing more goes upstream.
 func TestCarriedState_StoredContinuation(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	g, up := inflateGateway(t, "")
 	blob := blobItems(1, bigState)
 	first := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","store":true,"input":[{"role":"user","content":"go"},`+blob+","+blob+`,{"role":"user","content":"on"}]}`))

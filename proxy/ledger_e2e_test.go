@@ -49,6 +49,7 @@ func rowOf(r ledger.Record) ledgerRow {
 // SQLite and in PostgreSQL, and the rollups' usage report agrees with the Prometheus
 // token counters.
 func TestLedger_EndToEnd(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			opts := ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour}
@@ -311,6 +312,7 @@ ledger: {type: sqlite, path: `+path+`, flush_interval: 1h}
 // requests are served, /readyz answers 200 "degraded" naming the ledger, and once the
 // database is back the spooled records are written and /readyz is ready again.
 func TestLedger_DatabaseDown_ServesAndSaysDegraded(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	pg := pgtest.Start(t)
 	url := pg.NewDatabase(t)
 	g := gatewaytest.StartYAML(t, `
@@ -378,6 +380,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // user text and the answer's text, credentials masked and cut to max_content_bytes;
 // without it, neither.
 func TestLedger_CaptureContent(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, capture := range []bool{false, true} {
 		t.Run(fmt.Sprint("capture=", capture), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "ledger.db")

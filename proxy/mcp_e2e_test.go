@@ -744,6 +744,7 @@ func (p *cutProxy) cut() {
 // the tool runs; the Go SDK client reconnects to its session with Last-Event-ID and gets
 // the answer the gateway kept for it (its event store), in the same session.
 func TestMCPEndpoint_SessionResumed(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	g := startMCPGateway(t, "")
 	proxy := newCutProxy(t, g.Addr)
 	hc := &http.Client{Transport: bearerTransport{name: "Authorization", value: "Bearer sk-alice", base: &http.Transport{}}}

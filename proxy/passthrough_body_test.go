@@ -38,6 +38,7 @@ func gzippedLevel(t *testing.T, level int, write func(w io.Writer)) []byte {
 // backend, never a 200 with the body cut short; a gzip body that decodes past the bound (a
 // decompression bomb) is the same 502, read no further than the bound.
 func TestUpstreamBody_OverBound(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	const over = upstream.MaxResponseBytes + 1<<20
 	// BestSpeed: the same bomb (one gzip member, 65 MiB of zeros in 83 KB), compressed in a
 	// fifth of the default level's time under -race.

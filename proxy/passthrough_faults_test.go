@@ -157,6 +157,7 @@ func TestPassthrough_AzurePromptFilterChunk(t *testing.T) {
 // Anthropic 401, a Gemini 400 API_KEY_INVALID, OpenAI and Responses 401s) is a 502 saying
 // the gateway's credential was rejected; the client's own key is not in question.
 func TestUpstreamCredentialRejected(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	golden := func(path string) (int, []byte) {
 		ar, err := txtar.ParseFile(filepath.Join("..", "translate", path))
 		if err != nil {

@@ -65,6 +65,7 @@ func rawBody(t testing.TB, params openai.ChatCompletionNewParams, stream bool) s
 }
 
 func TestPassthrough_Stream(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tests := []struct {
 		name         string
 		fixture      string

@@ -183,6 +183,7 @@ func wantFrames(t *testing.T, want []byte) (chunks []string, errMsg string) {
 // chunks the SDK receives must be the golden chunks (id and created aside), and an upstream
 // failure must reach the SDK as an error.
 func TestProviderGoldensThroughGateway(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, kind := range []string{"anthropic", "gemini", "responses"} {
 		g := startGatewayFor(t, kind)
 		files, _ := filepath.Glob(filepath.Join("..", "translate", kind, "testdata", "*.txtar"))
@@ -280,6 +281,7 @@ func replayJSON(t *testing.T, g *providerGateway, upstream, want []byte) {
 // TestProviderErrorsThroughGateway sends every recorded provider error body through the
 // gateway: the SDK sees the status and message the translator gives, stream or not.
 func TestProviderErrorsThroughGateway(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	var index []struct {
 		File, Provider string
 		Status         int

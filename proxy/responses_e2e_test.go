@@ -185,6 +185,7 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 // TestResponses_Streaming: a streamed response on every backend, checked by the SDK's
 // accumulator, with increasing sequence numbers and one terminal event.
 func TestResponses_Streaming(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, kind := range responsesKinds {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")
@@ -224,6 +225,7 @@ func TestResponses_Streaming(t *testing.T) {
 // sends the call and its output back as items (store: false, stateless) and gets the
 // answer. On translated backends the upstream sees the tool result.
 func TestResponses_FunctionCallRoundTrip(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tool := responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "get_weather", Strict: openai.Bool(false),
 		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}
 	for _, kind := range responsesKinds {
@@ -353,6 +355,7 @@ func TestResponses_StoreFalse(t *testing.T) {
 // TestResponses_Errors: requests refused before any upstream call, with the OpenAI error
 // shape and the param naming the field.
 func TestResponses_Errors(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tests := []struct {
 		name, kind, body string
 		want             respError
@@ -612,6 +615,7 @@ func TestResponsesTwoTurn_GeminiThoughtSignatures(t *testing.T) {
 // client-facing model. (translate/responsesin replays the same recordings split at byte
 // offsets and checks each event against the published schema.)
 func TestResponses_RecordingsThroughGateway(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, w := range []struct{ kind, dir string }{
 		{"anthropic", "anthropic"}, {"gemini", "gemini"}, {"openai", "openai-chat"}, {"responses", "responses"},
 	} {
@@ -890,6 +894,7 @@ keys:
 // one redis-server share stored responses: one replica's response is continued and read on
 // the other, for its key only.
 func TestResponses_RedisStoreSharedByReplicas(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	rs := redistest.Start(t)
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:

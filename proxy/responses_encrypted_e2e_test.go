@@ -81,6 +81,7 @@ func anthropicBlocks(t *testing.T, body []byte, stream bool) []map[string]string
 // request carries Claude's thinking blocks with their signatures, or Gemini's thought
 // signature, exactly as recorded.
 func TestResponses_EncryptedReasoningRoundTrip(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tests := []struct {
 		name, kind  string
 		stream      bool

@@ -183,8 +183,8 @@ keys:
 	}
 }
 
-// TestResponses_RedisStoreCannotEvictLimits: one key filling the Redis store (about 20 MB
-// of responses) leaves another key's rate-limit counter alone, whether the store shares
+// TestResponses_RedisStoreCannotEvictLimits: one key filling the Redis store (about 9 MB
+// of responses, over twice the 4 MB maxmemory) leaves another key's rate-limit counter alone, whether the store shares
 // the limiter's Redis (under a small maxmemory and volatile-lru: responses.max_bytes bounds
 // the store in Redis too, so Redis never has to evict) or has its own instance
 // (responses.url, allkeys-lru: Redis evicts stored responses there, never a counter).
@@ -198,7 +198,7 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 		}
 		rc := redis.NewClient(opts)
 		t.Cleanup(func() { rc.Close() })
-		for k, v := range map[string]string{"maxmemory": "8mb", "maxmemory-policy": policy} {
+		for k, v := range map[string]string{"maxmemory": "4mb", "maxmemory-policy": policy} {
 			if err := rc.ConfigSet(ctx, k, v).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			state, stateClient := start(t, "volatile-lru")
 			store, storeClient := state, stateClient
-			responses := "{store: redis, max_bytes: 2000000}"
+			responses := "{store: redis, max_bytes: 1000000}"
 			if tt.own {
 				store, storeClient = start(t, "allkeys-lru")
 				responses = fmt.Sprintf("{store: redis, url: %q, max_bytes: 1000000000}", store.URL())
@@ -233,10 +233,10 @@ responses: %s
 					t.Fatalf("bob %d: %d %s", i, r.status, r.body)
 				}
 			}
-			// Alice stores about 20 MB of responses (100 KB echoed, three times in each record).
+			// Alice stores about 9 MB of responses (100 KB echoed, three times in each record).
 			body, _ := json.Marshal(map[string]any{"model": "m", "input": words(100000)})
 			var last string
-			for i := range 60 {
+			for i := range 30 {
 				r := postJSON(t, url, "alice-key", string(body))
 				if r.status != 200 {
 					t.Fatalf("alice %d: %d %.300s", i, r.status, r.body)
@@ -258,7 +258,7 @@ responses: %s
 				if evictedLine(storeClient.Info(ctx, "stats").Val()) == "evicted_keys:0" {
 					t.Errorf("the store's own Redis evicted nothing: the test did not fill it")
 				}
-			} else if total, _ := storeClient.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 2000000 {
+			} else if total, _ := storeClient.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 1000000 {
 				t.Errorf("the store holds %d bytes, want at most responses.max_bytes", total)
 			}
 		})

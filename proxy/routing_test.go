@@ -117,6 +117,7 @@ func TestRouting_Direct(t *testing.T) {
 }
 
 func TestRouting_Fallbacks(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	tests := []struct {
 		name                   string
 		primary, second, third http.HandlerFunc

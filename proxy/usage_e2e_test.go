@@ -320,6 +320,7 @@ func TestUsage_ClientLeavingBeforeTheUsageIsCharged(t *testing.T) {
 // with a null usage, Gemini without usageMetadata) is charged the estimate of the prompt
 // and of every delta, flagged in the access line and gateway_usage_estimated_total.
 func TestUsage_UpstreamWithoutUsageIsEstimated(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	const answerDeltas = 60
 	for _, client := range usageClients {
 		for _, kind := range []string{"openai", "gemini", "responses"} {
@@ -362,6 +363,7 @@ func TestUsage_UpstreamWithoutUsageIsEstimated(t *testing.T) {
 // every backend type. (The responses passthrough used to count each answer's usage
 // twice.)
 func TestUsage_ReportedUsageChargedOnce(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and servers (#54)
 	const answerDeltas = 60
 	for _, client := range usageClients {
 		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
