@@ -338,7 +338,7 @@ type Model struct {
 	// bedrock by the dialect that serves the model (ContinuationDialect): prefill for
 	// Claude and Gemini, restart for Bedrock's Converse. prefill is refused on responses
 	// and azure backends. It applies to translated streams (the client's API is not the
-	// backend's), to Messages passthrough streams (Claude on anthropic, vertex and
+	// backend's; on openai backends, prefill with vLLM's continue_final_message too), to Messages passthrough streams (Claude on anthropic, vertex and
 	// bedrock), to chat completions passthrough streams (prefill with vLLM's
 	// continue_final_message), and, as restart whatever else it says but off, to
 	// Responses passthrough streams.

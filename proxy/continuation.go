@@ -437,6 +437,9 @@ func (c *modelCall) resumeOn(ctx context.Context, req *translate.Request, r *rou
 			ask = req.Clone()
 			ask.Messages = append(ask.Messages, translate.Message{Role: translate.RoleAssistant,
 				Content: []translate.Part{{Type: translate.PartText, Text: prefill}}})
+			if err := prefillMembers(ask, r); err != nil {
+				return err
+			}
 		}
 	}
 	c.log().Warn("continuing the stream", "model", r.name, "backend", r.backend.name, "mode", mode.String(),

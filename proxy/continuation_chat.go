@@ -83,11 +83,40 @@ func (f *chatForward) appendPrefilled(dst []byte, r *route, opts *translate.Opti
 	if body, err = sjson.SetRawBytes(body, "messages.-1", append(turn, '}')); err != nil {
 		return dst, err
 	}
-	if body, err = sjson.SetRawBytes(body, "continue_final_message", []byte("true")); err != nil {
-		return dst, err
-	}
-	if body, err = sjson.SetRawBytes(body, "add_generation_prompt", []byte("false")); err != nil {
+	if body, err = continueFinalMessage(body); err != nil {
 		return dst, err
 	}
 	return append(dst, body...), nil
+}
+
+// continueFinalMessage sets, in the chat completions body, the members that ask a
+// chat-template server to continue the final assistant message instead of answering
+// anew: "continue_final_message":true, "add_generation_prompt":false (vLLM's, SGLang's).
+// Both the passthrough's prefill (appendPrefilled) and a translated prefill to an openai
+// backend (prefillMembers) send them.
+func continueFinalMessage(body []byte) ([]byte, error) {
+	body, err := sjson.SetRawBytes(body, "continue_final_message", []byte("true"))
+	if err != nil {
+		return body, err
+	}
+	return sjson.SetRawBytes(body, "add_generation_prompt", []byte("false"))
+}
+
+// prefillMembers adds continueFinalMessage's members to ask, a translated request
+// (a Messages or Responses client's, say) whose prefill is its final assistant message,
+// when route r's backend is of type openai, whose encoder (translate/openai) writes the
+// chat body ask.Body with the request's messages in it. Other backends' prefills need no
+// member (Anthropic and Gemini continue a final assistant or model turn as it is). An
+// openai upstream that refuses the members answers 400, which is followed by a restart
+// (continueTurn), as in the passthrough.
+func prefillMembers(ask *translate.Request, r *route) error {
+	if r.backend.typ != "openai" {
+		return nil
+	}
+	body, err := continueFinalMessage([]byte(ask.Body))
+	if err != nil {
+		return translate.Errorf("", "asking to continue the final assistant message: %v", err)
+	}
+	ask.Body = string(body)
+	return nil
 }
