@@ -7,13 +7,7 @@ import (
 	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
-// postgres is the PostgreSQL cluster this test binary's tests share, each test on a
-// database of its own (postgres.NewDatabase).
+// postgres is the PostgreSQL cluster this test binary's tests share (pgtest.Shared).
 var postgres pgtest.Shared
 
-// TestMain stops the shared cluster once the tests have run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	postgres.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(postgres.Run(m)) }

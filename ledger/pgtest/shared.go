@@ -21,11 +21,7 @@ const sharedPrefix = "agate-pg-shared-"
 //
 //	var postgres pgtest.Shared
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		postgres.Close()
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { os.Exit(postgres.Run(m)) }
 //
 // Should the binary die before Close (a test timeout's panic, a kill), the server gets
 // SIGQUIT from the kernel when its parent dies (see Server.start), and the next Shared
@@ -60,6 +56,12 @@ func (sh *Shared) Close() {
 		sh.s.remove()
 		sh.s = nil
 	}
+}
+
+// Run runs the tests, then Close, and returns m.Run's exit code: a TestMain's body.
+func (sh *Shared) Run(m *testing.M) int {
+	defer sh.Close()
+	return m.Run()
 }
 
 // reapShared removes the shared clusters' directories whose test binary is gone,
