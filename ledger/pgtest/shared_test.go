@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,23 +75,20 @@ func TestShared_BinaryDiesWithoutClose(t *testing.T) {
 	if os.Getenv("PGTEST_DIE") == "1" {
 		var sh Shared
 		sh.NewDatabase(t)
-		fmt.Println("DIR", sh.s.dir)
+		fmt.Println("PID", sh.s.cmd.Process.Pid, "DIR", sh.s.dir)
 		os.Exit(3) // no Close, no cleanups: as a test timeout's panic would end it
 	}
 	requireBinaries(t)
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestShared_BinaryDiesWithoutClose$")
 	cmd.Env = append(os.Environ(), "PGTEST_DIE=1")
 	out, _ := cmd.Output()
-	_, dir, ok := strings.Cut(strings.TrimSpace(string(out)), "DIR ")
-	if !ok {
-		t.Fatalf("child printed %q, want its cluster's directory", out)
+	// Another test binary's Shared may reap the directory as soon as the child is gone,
+	// so the child names its postmaster rather than leaving it to be read from there.
+	var pid int
+	var dir string
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "PID %d DIR %s", &pid, &dir); err != nil {
+		t.Fatalf("child printed %q, want its postmaster and directory: %v", out, err)
 	}
-	dir, _, _ = strings.Cut(dir, "\n")
-	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
-	if err != nil {
-		t.Fatalf("reading the dead binary's postmaster.pid: %v", err)
-	}
-	pid, _ := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0])
 	deadline := time.Now().Add(10 * time.Second)
 	for alive(pid) && runsIn(pid, dir) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // polling for the postmaster's exit, not timing the test
