@@ -23,7 +23,6 @@ import (
 
 	"github.com/agate-gateway/agate/console"
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 const adminToken = "console-admin-token-for-tests"
@@ -214,7 +213,7 @@ func waitRecords(t *testing.T, g *gatewaytest.Gateway, key string, n int) []reco
 func TestConsole_Browser(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { consoleBrowser(t, sqliteLedger(t.TempDir())) })
 	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.Start(t).NewDatabase(t)
+		url := postgres.NewDatabase(t)
 		consoleBrowser(t, `ledger: {type: postgres, url: "`+url+`", flush_interval: 20ms, spool_path: "off"}`)
 	})
 }

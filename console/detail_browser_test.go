@@ -16,7 +16,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 	"github.com/agate-gateway/agate/telemetry"
 )
 
@@ -34,7 +33,7 @@ const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 func TestConsole_BrowserDetail(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { consoleDetail(t, sqliteLedger(t.TempDir())) })
 	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.Start(t).NewDatabase(t)
+		url := postgres.NewDatabase(t)
 		consoleDetail(t, `ledger: {type: postgres, url: "`+url+`", flush_interval: 20ms, spool_path: "off"}`)
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // beforeV5 and beforeV6 are how many of columns the schema had before versions 5 and 6.
@@ -52,7 +51,7 @@ func TestSchemaV5_MigratesVersion4(t *testing.T) {
 			return "sqlite", "file:" + p, p
 		}},
 		{"postgres", &postgresDialect, func(t *testing.T) (string, string, string) {
-			dsn := pgtest.Start(t).NewDatabase(t)
+			dsn := Postgres.NewDatabase(t)
 			return "pgx", dsn, dsn
 		}},
 	} {

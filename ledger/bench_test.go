@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // TestLedgerVolume writes AGATE_LEDGER_BENCH records (e.g. 10000000) spread over 30 days
@@ -32,7 +30,7 @@ func TestLedgerVolume(t *testing.T) {
 			ctx := context.Background()
 			dsn := filepath.Join(t.TempDir(), "ledger.db")
 			if db == "postgres" {
-				dsn = pgtest.Start(t).NewDatabase(t)
+				dsn = Postgres.NewDatabase(t)
 			}
 			st, err := openStore(ctx, db, dsn)
 			if err != nil {

@@ -20,8 +20,7 @@ func databases(t *testing.T, fn func(t *testing.T, opts ledger.Options)) {
 		fn(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db")})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		pg := pgtest.Start(t)
-		fn(t, ledger.Options{Type: "postgres", DSN: pg.NewDatabase(t)})
+		fn(t, ledger.Options{Type: "postgres", DSN: ledger.Postgres.NewDatabase(t)})
 	})
 }
 

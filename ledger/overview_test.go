@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // overviewVolume times the console's Overview over the last hour, day and 30 days of
@@ -117,7 +115,7 @@ func TestOverview_PostgresSumsAsSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lite.db.Close()
-	pg, err := openStore(ctx, "postgres", pgtest.Start(t).NewDatabase(t))
+	pg, err := openStore(ctx, "postgres", Postgres.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // TestPartitions_MigrationAndRetention, on a real PostgreSQL: an existing install's
@@ -18,7 +16,7 @@ import (
 // one; retention drops the months wholly older than it and deletes the rest of the
 // boundary month in batches.
 func TestPartitions_MigrationAndRetention(t *testing.T) {
-	dsn := pgtest.Start(t).NewDatabase(t)
+	dsn := Postgres.NewDatabase(t)
 	ctx := context.Background()
 	at := func(s string) time.Time {
 		tm, err := time.Parse(time.DateTime, s)

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // TestSchemaV6_MigratesVersion5 holds the migration to version 6 on both databases: a
@@ -30,7 +29,7 @@ func TestSchemaV6_MigratesVersion5(t *testing.T) {
 			return "sqlite", "file:" + p, p
 		}},
 		{"postgres", &postgresDialect, func(t *testing.T) (string, string, string) {
-			dsn := pgtest.Start(t).NewDatabase(t)
+			dsn := Postgres.NewDatabase(t)
 			return "pgx", dsn, dsn
 		}},
 	} {

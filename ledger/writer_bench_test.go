@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/ledger"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // BenchmarkLedger_Write is the writer's cost per record: records are added through the
@@ -30,7 +29,7 @@ func BenchmarkLedger_Write(b *testing.B) {
 			b.Run(db+"/batch="+strconv.Itoa(batch), func(b *testing.B) {
 				opts := ledger.Options{Type: db, DSN: filepath.Join(b.TempDir(), "ledger.db"), FlushInterval: time.Hour}
 				if db == "postgres" {
-					opts.DSN = pgtest.Start(b).NewDatabase(b)
+					opts.DSN = ledger.Postgres.NewDatabase(b)
 				}
 				l, err := ledger.Open(context.Background(), opts)
 				if err != nil {

@@ -14,7 +14,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 const adminToken = "admin-token-for-tests"
@@ -78,8 +77,7 @@ func chatStatus(t *testing.T, g *gatewaytest.Gateway, key, model string) int {
 // admin route; every change is audited without its secret.
 func TestAdminAPI_TwoReplicas(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
-	pg := pgtest.Start(t)
-	y := adminYAML(`ledger: {type: postgres, url: "` + pg.NewDatabase(t) + `", flush_interval: 50ms, spool_path: "off"}`)
+	y := adminYAML(`ledger: {type: postgres, url: "` + postgres.NewDatabase(t) + `", flush_interval: 50ms, spool_path: "off"}`)
 	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 
@@ -218,8 +216,7 @@ func TestAdminAPI_TwoReplicas(t *testing.T) {
 // TestAdminAPI_ListenNotify: with PostgreSQL a change reaches the other replica at once
 // (LISTEN/NOTIFY), not at its next resync (a minute here).
 func TestAdminAPI_ListenNotify(t *testing.T) {
-	pg := pgtest.Start(t)
-	y := strings.Replace(adminYAML(`ledger: {type: postgres, url: "`+pg.NewDatabase(t)+`", spool_path: "off"}`), "resync: 200ms", "resync: 1m", 1)
+	y := strings.Replace(adminYAML(`ledger: {type: postgres, url: "`+postgres.NewDatabase(t)+`", spool_path: "off"}`), "resync: 200ms", "resync: 1m", 1)
 	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	code, m, raw := adminDo(t, a, adminToken, "POST", "/admin/v1/keys", `{"name":"quick","models":["demo"]}`)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // TestAdminAPI_Teams: a team created through one replica's admin API, and its limits
@@ -14,8 +13,7 @@ import (
 // change is audited.
 func TestAdminAPI_Teams(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
-	pg := pgtest.Start(t)
-	y := adminYAML(`ledger: {type: postgres, url: "`+pg.NewDatabase(t)+`", flush_interval: 50ms, spool_path: "off"}`) +
+	y := adminYAML(`ledger: {type: postgres, url: "`+postgres.NewDatabase(t)+`", flush_interval: 50ms, spool_path: "off"}`) +
 		"teams: {platform: {limits: {concurrent: 100}}}\n"
 	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})

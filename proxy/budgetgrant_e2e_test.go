@@ -10,7 +10,6 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // TestBudgets_SeededWhenGiven: a key (or team) without a budget spends (a request spends
@@ -25,7 +24,7 @@ func TestBudgets_SeededWhenGiven(t *testing.T) {
 		t.Run(db, func(t *testing.T) {
 			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}"
 			if db == "postgres" {
-				ledgerYAML = `ledger: {type: postgres, url: "` + pgtest.Start(t).NewDatabase(t) + `", flush_interval: 1h, spool_path: "off"}`
+				ledgerYAML = `ledger: {type: postgres, url: "` + postgres.NewDatabase(t) + `", flush_interval: 1h, spool_path: "off"}`
 			}
 			yaml := adminYAML(ledgerYAML)
 			g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})

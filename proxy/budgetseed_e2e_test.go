@@ -11,7 +11,6 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
-	"github.com/agate-gateway/agate/ledger/pgtest"
 	"github.com/agate-gateway/agate/limits/redistest"
 )
 
@@ -29,7 +28,7 @@ func TestBudgets_ReseededAfterRestart(t *testing.T) {
 		t.Run(db, func(t *testing.T) {
 			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}\n"
 			if db == "postgres" {
-				ledgerYAML = "ledger: {type: postgres, url: \"" + pgtest.Start(t).NewDatabase(t) + "\", flush_interval: 1h, spool_path: off}\n"
+				ledgerYAML = "ledger: {type: postgres, url: \"" + postgres.NewDatabase(t) + "\", flush_interval: 1h, spool_path: off}\n"
 			}
 			var rs *redistest.Server
 			if db == "redis" {

@@ -54,7 +54,7 @@ func TestLedger_EndToEnd(t *testing.T) {
 		t.Run(db, func(t *testing.T) {
 			opts := ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour}
 			if db == "postgres" {
-				opts = ledger.Options{Type: "postgres", DSN: pgtest.Start(t).NewDatabase(t), FlushInterval: time.Hour}
+				opts = ledger.Options{Type: "postgres", DSN: postgres.NewDatabase(t), FlushInterval: time.Hour}
 			}
 			l, err := ledger.Open(context.Background(), opts)
 			if err != nil {

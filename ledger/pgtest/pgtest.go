@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -24,7 +25,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Server is a running PostgreSQL cluster owned by one test.
+// Server is a running PostgreSQL cluster, owned by one test (Start) or shared by a test
+// binary's tests (Shared).
 type Server struct {
 	bin, data, dir string
 	cred           *syscall.Credential
@@ -53,55 +55,101 @@ func binDir() (string, error) {
 	return "", fmt.Errorf("initdb and postgres not found in PATH or /usr/lib/postgresql/*/bin")
 }
 
-// Start starts a PostgreSQL cluster for t, or skips t (fails it under CI=true) when
-// the binaries are missing. It is stopped and its files removed when t ends.
+// Start starts a PostgreSQL cluster of t's own, or skips t (fails it under CI=true) when
+// the binaries are missing. It is stopped and its files removed when t ends. Tests that
+// stop or restart the server use it; the others share one cluster (Shared).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := binDir()
+	requireBinaries(t)
+	s, err := launch("agate-pg-")
 	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.remove)
+	return s
+}
+
+// requireBinaries skips t (fails it under CI=true) when PostgreSQL is not installed.
+func requireBinaries(t testing.TB) {
+	t.Helper()
+	if _, err := binDir(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("PostgreSQL is not installed (CI=true): %v", err)
 		}
 		t.Skipf("PostgreSQL is not installed: skipping the PostgreSQL tests (apt-get install postgresql): %v", err)
 	}
-	dir, err := os.MkdirTemp("", "agate-pg-")
+}
+
+// launch creates a cluster in a new temporary directory named prefix* and starts it.
+func launch(prefix string) (*Server, error) {
+	bin, err := binDir()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	cred, err := credential(dir)
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	s := &Server{bin: bin, data: filepath.Join(dir, "data"), dir: dir}
+	if err := s.launch(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) launch() error {
+	var err error
+	if s.cred, err = credential(s.dir); err != nil {
+		return err
+	}
+	initdb := exec.Command(filepath.Join(s.bin, "initdb"), "-D", s.data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
+		return fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	s := &Server{bin: bin, data: data, dir: dir, cred: cred}
-	var lastErr error
 	for range 5 {
-		s.port = freePort(t)
-		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.Stop)
-			return s
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
+		if err = s.start(); err == nil {
+			return nil
 		}
 	}
-	t.Fatalf("starting postgres: %v", lastErr)
-	return nil
+	return fmt.Errorf("starting postgres: %w", err)
+}
+
+// remove stops the server and removes its files.
+func (s *Server) remove() {
+	s.Stop()
+	_ = os.RemoveAll(s.dir)
 }
 
 func (s *Server) start() error {
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data, "-p", strconv.Itoa(s.port), "-c", "listen_addresses=127.0.0.1",
 		"-c", "unix_socket_directories="+s.dir, "-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig: should the test binary die without stopping the server (a test timeout's
+	// panic, a kill), the kernel sends the postmaster SIGQUIT (an immediate shutdown) when
+	// the thread that started it exits. That thread is the one below, locked and kept for
+	// the server's lifetime, so the signal comes when the process dies, not when the Go
+	// runtime retires some thread. Go sets it after the credential change, which would
+	// otherwise clear it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT}
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	if err := s.await(exited); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -143,13 +191,13 @@ func credential(dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func freePort(t testing.TB) int {
+func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // await waits until the server accepts a connection, or its process exits.
@@ -181,22 +229,37 @@ func (s *Server) url(db string) string {
 // Port is the server's loopback port.
 func (s *Server) Port() int { return s.port }
 
-// NewDatabase creates an empty database of its own for t and returns its URL.
+// NewDatabase creates an empty database of its own for t, dropped when t ends, and
+// returns its URL.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
 	name := "t" + strconv.FormatInt(s.dbs.Add(1), 10)
+	if err := s.exec("CREATE DATABASE " + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// FORCE ends the sessions a test left open (a pool closed after this cleanup).
+		if err := s.exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil && s.running() {
+			t.Logf("pgtest: dropping database %s: %v", name, err)
+		}
+	})
+	return s.url(name)
+}
+
+// exec runs one statement on the maintenance database.
+func (s *Server) exec(sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, s.url("postgres"))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	return s.url(name)
+	_, err = c.Exec(ctx, sql)
+	return err
 }
+
+func (s *Server) running() bool { return s.cmd != nil }
 
 // Stop stops the server at once (an immediate shutdown: SIGQUIT, as an outage would
 // look to clients) and waits for it to exit.
