@@ -90,6 +90,19 @@ func (c *cloudChoppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.problem("not Bedrock's Claude body: %s", body)
 		}
 		c.choppy.ServeHTTP(&eventStreamWriter{w: w}, r)
+	case "converse":
+		f := &fakeBedrock{t: nil, creds: c.creds, region: "us-east-1"}
+		if !f.verify(r, body) {
+			c.problem("the SigV4 signature does not verify")
+			w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException")
+			w.WriteHeader(403)
+			io.WriteString(w, `{"message":"The request signature we calculated does not match the signature you provided."}`)
+			return
+		}
+		if why := notConverseBody(body); why != "" {
+			c.problem("not a Converse body (%s): %s", why, body)
+		}
+		c.choppy.ServeHTTP(&eventStreamWriter{w: w, frame: converseFrames()}, r)
 	}
 }
 
@@ -107,6 +120,9 @@ type eventStreamWriter struct {
 	w      http.ResponseWriter
 	status int
 	buf    []byte
+	// frame, when set, makes the frame of one Anthropic event (its type and data) instead
+	// of the chunk frame: ConverseStream's (converseFrames); ok false sends none.
+	frame func(typ, data string) (eventType, payload string, ok bool)
 }
 
 func (e *eventStreamWriter) Header() http.Header { return e.w.Header() }
@@ -148,9 +164,16 @@ func (e *eventStreamWriter) Write(p []byte) (int, error) {
 			e.w.Write(frame)
 			continue
 		}
+		evType, payload := "chunk", `{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(data))+`","p":"abcdefgh"}`
+		if e.frame != nil {
+			var ok bool
+			if evType, payload, ok = e.frame(typ, data); !ok {
+				continue
+			}
+		}
 		var buf bytes.Buffer
-		msg := eventstream.Message{Payload: []byte(`{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `","p":"abcdefgh"}`)}
-		msg.Headers.Set(":event-type", eventstream.StringValue("chunk"))
+		msg := eventstream.Message{Payload: []byte(payload)}
+		msg.Headers.Set(":event-type", eventstream.StringValue(evType))
 		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
 		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
 		eventstream.NewEncoder().Encode(&buf, msg)
@@ -174,7 +197,7 @@ func cloudContGateway(t *testing.T, c *cloudChoppy, publisher, model, extra stri
 		tokens := newGoogleTokenEndpoint(t)
 		backend = fmt.Sprintf(`{type: vertex, base_url: %q, %s, vertex: {project: my-proj, location: us-east5, publisher: %s, credentials_file: %q}}`,
 			c.srv.URL, common, publisher, tokens.serviceAccountFile(t))
-	case "bedrock":
+	case "bedrock", "converse":
 		t.Setenv("HOME", t.TempDir())
 		t.Setenv("AWS_ACCESS_KEY_ID", c.creds.AccessKeyID)
 		t.Setenv("AWS_SECRET_ACCESS_KEY", c.creds.SecretAccessKey)

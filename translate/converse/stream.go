@@ -70,14 +70,17 @@ func (d *stream) Event(typ, data []byte, emit translate.Emit) error {
 	switch string(typ) {
 	case "contentBlockDelta":
 		var m [2]jsonx.Value
-		if _, ok := sc.RootMembers([]string{"contentBlockIndex", "delta"}, m[:]); !ok || m[1].Kind != jsonx.Object {
+		if _, ok := sc.RootMembers([]string{"contentBlockIndex", "delta"}, m[:]); !ok {
+			return unreadable("a contentBlockDelta event", data)
+		}
+		if m[1].Kind != jsonx.Object {
 			return d.fail(malformed("a contentBlockDelta event", data))
 		}
 		return d.delta(m[0].Int(), m[1], emit, data)
 	case "contentBlockStart":
 		var m [2]jsonx.Value
 		if _, ok := sc.RootMembers([]string{"contentBlockIndex", "start"}, m[:]); !ok {
-			return d.fail(malformed("a contentBlockStart event", data))
+			return unreadable("a contentBlockStart event", data)
 		}
 		if err := d.stop(emit); err != nil {
 			return err
@@ -95,18 +98,18 @@ func (d *stream) Event(typ, data []byte, emit translate.Emit) error {
 		return d.b.toolStart(t[0].Str, t[1].Str, emit)
 	case "contentBlockStop":
 		if _, ok := sc.Root(); !ok {
-			return d.fail(malformed("a contentBlockStop event", data))
+			return unreadable("a contentBlockStop event", data)
 		}
 		return d.stop(emit)
 	case "messageStart":
 		if _, ok := sc.Root(); !ok {
-			return d.fail(malformed("a messageStart event", data))
+			return unreadable("a messageStart event", data)
 		}
 		return nil
 	case "messageStop":
 		var m [1]jsonx.Value
 		if _, ok := sc.RootMembers([]string{"stopReason"}, m[:]); !ok {
-			return d.fail(malformed("a messageStop event", data))
+			return unreadable("a messageStop event", data)
 		}
 		if err := d.stop(emit); err != nil {
 			return err
@@ -116,7 +119,7 @@ func (d *stream) Event(typ, data []byte, emit translate.Emit) error {
 	case "metadata":
 		v, ok := sc.IndexRoot()
 		if !ok {
-			return d.fail(malformed("a metadata event", data))
+			return unreadable("a metadata event", data)
 		}
 		if u := sc.Get(v, "usage"); u.Kind == jsonx.Object {
 			d.usage, d.haveUsage = readUsage(sc, u), true
@@ -124,6 +127,14 @@ func (d *stream) Event(typ, data []byte, emit translate.Emit) error {
 		return nil
 	}
 	return d.fail(malformed("an event of unknown type "+clip(string(typ), 40), nil))
+}
+
+// unreadable is the error of one event whose JSON cannot be read at all (the frame's
+// checksums held, so Bedrock sent it so): the decoder's state is left as it was, and the
+// caller may skip the event and feed the next (translate.ErrMalformedEvent), as the
+// other dialects' decoders let it.
+func unreadable(what string, data []byte) error {
+	return translate.MalformedEvent(malformed(what, data))
 }
 
 // delta decodes a contentBlockDelta's delta of block index.

@@ -51,8 +51,12 @@ func FuzzStream(f *testing.F) {
 		}
 		for _, ty := range []string{"messageStart", typ, "contentBlockDelta", typ} {
 			if err := d.Event([]byte(ty), data, emit); err != nil {
-				if _, ok := err.(*translate.UpstreamError); !ok {
+				var ue *translate.UpstreamError
+				if !errors.As(err, &ue) {
 					t.Fatalf("error %T %v is not an UpstreamError", err, err)
+				}
+				if errors.Is(err, translate.ErrMalformedEvent) {
+					continue // one unreadable event: the stream goes on
 				}
 				return
 			}
@@ -95,6 +99,81 @@ func FuzzInvokeStream(f *testing.F) {
 			t.Fatalf("type %q longer than its event %q", evType, ev)
 		}
 	})
+}
+
+// TestStream_UnreadableEvent: an event whose JSON is cut short, in a recorded stream
+// (stream-text-nova.pydantic-ai.txtar), is one malformed event (translate.ErrMalformedEvent)
+// that leaves the decoder as it was: the events after it decode to the rest of the
+// answer, as if it had not come. An event that parses but is not what its type says still
+// ends the stream.
+func TestStream_UnreadableEvent(t *testing.T) {
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "stream-text-nova.pydantic-ai.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b64 []byte
+	for _, f := range ar.Files {
+		if f.Name == "upstream.eventstream.b64" {
+			b64 = f.Data
+		}
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(b64), "\n", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, payloads := events(t, raw)
+	decode := func(skip int, cut []byte) (text string, errs []error) {
+		d := &stream{}
+		emit := func(ev *translate.Event) error {
+			if ev.Kind == translate.EventTextDelta {
+				text += ev.Text
+			}
+			return nil
+		}
+		for i := range types {
+			data := payloads[i]
+			if i == skip {
+				data = cut
+			}
+			if err := d.Event(types[i], data, emit); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return text, errs
+	}
+	whole, errs := decode(-1, nil)
+	if len(errs) != 0 || whole == "" {
+		t.Fatalf("the recording decodes to %q, %v", whole, errs)
+	}
+	for _, tt := range []struct {
+		name string
+		at   int    // which event
+		data string // its payload instead
+		// lost is the text missing from the answer; fatal, that the stream ends there.
+		lost  string
+		fatal bool
+	}{
+		{"a text delta cut short", 1, `{"contentBlockIndex":0,"delta":{"text":"Th`, "The", false},
+		{"messageStart cut short", 0, `{"p":"abc`, "", false},
+		{"contentBlockStop not JSON", len(types) - 3, `contentBlockStop`, "", false},
+		{"a delta that is not an object", 1, `{"contentBlockIndex":0,"delta":"The"}`, "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text, errs := decode(tt.at, []byte(tt.data))
+			if len(errs) == 0 {
+				t.Fatalf("no error for %s", tt.data)
+			}
+			if errors.Is(errs[0], translate.ErrMalformedEvent) == tt.fatal {
+				t.Fatalf("error %v; want fatal %v", errs[0], tt.fatal)
+			}
+			if tt.fatal {
+				return
+			}
+			if len(errs) != 1 || text != strings.Replace(whole, tt.lost, "", 1) {
+				t.Errorf("after the skipped event: %q, errors %v; want %q", text, errs, strings.Replace(whole, tt.lost, "", 1))
+			}
+		})
+	}
 }
 
 // TestChunkReader: a chunk's bytes are the model's event, returned with its type; a chunk
