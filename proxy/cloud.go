@@ -121,6 +121,13 @@ type pathEmbedder struct {
 
 func (p pathEmbedder) EmbedPath(upstreamModel string) string { return p.path(upstreamModel) }
 
+// ContextExceeded implements translate.ContextLimit with the dialect's own recognition
+// (Claude's, Gemini's, OpenAI's), so a model's context_fallbacks apply on the clouds
+// too: the embedded Provider's method set does not carry it.
+func (p cloudProvider) ContextExceeded(e *translate.UpstreamError) bool {
+	return translate.ContextExceeded(p.Provider, e)
+}
+
 func (p cloudProvider) Path(upstreamModel string, stream bool) string {
 	return p.path(upstreamModel, stream)
 }

@@ -441,7 +441,13 @@ func anthropicMalformed(what string, data []byte) *translate.UpstreamError {
 
 // ContextExceeded implements translate.ContextLimit: Anthropic says it with a 400
 // invalid_request_error whose message starts "prompt is too long" (recorded:
-// testdata/fixtures/anthropic/errors/), there being no code of its own.
+// testdata/fixtures/anthropic/errors/), there being no code of its own; Claude on Vertex
+// AI says it with a 413 invalid_request_error "Prompt is too long" (as
+// anthropics/anthropic-sdk-python#1028 and anthropics/claude-code#2569 quote it). A 413
+// request_too_large (a body over the byte limit) is not one: a larger context would not
+// take it either.
 func (anthropicProvider) ContextExceeded(e *translate.UpstreamError) bool {
-	return e.Status == 400 && e.Code == "invalid_request_error" && strings.HasPrefix(e.Message, "prompt is too long")
+	const prefix = "prompt is too long"
+	return (e.Status == 400 || e.Status == 413) && e.Code == "invalid_request_error" &&
+		len(e.Message) >= len(prefix) && strings.EqualFold(e.Message[:len(prefix)], prefix)
 }
