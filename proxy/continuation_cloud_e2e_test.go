@@ -40,6 +40,11 @@ type cloudChoppy struct {
 	creds aws.Credentials
 	srv   *httptest.Server
 
+	// exception, when set, is the exception frame (its :exception-type and payload) a
+	// Bedrock stream's error event becomes, instead of the recorded
+	// modelStreamErrorException.
+	exception [2]string
+
 	mu       sync.Mutex
 	problems []string // what the cloud would have refused
 }
@@ -102,7 +107,7 @@ func (c *cloudChoppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if why := notConverseBody(body); why != "" {
 			c.problem("not a Converse body (%s): %s", why, body)
 		}
-		c.choppy.ServeHTTP(&eventStreamWriter{w: w, frame: converseFrames()}, r)
+		c.choppy.ServeHTTP(&eventStreamWriter{w: w, frame: converseFrames(), exception: c.exception}, r)
 	}
 }
 
@@ -123,6 +128,8 @@ type eventStreamWriter struct {
 	// frame, when set, makes the frame of one Anthropic event (its type and data) instead
 	// of the chunk frame: ConverseStream's (converseFrames); ok false sends none.
 	frame func(typ, data string) (eventType, payload string, ok bool)
+	// exception, when set, is the exception frame of an error event (cloudChoppy's).
+	exception [2]string
 }
 
 func (e *eventStreamWriter) Header() http.Header { return e.w.Header() }
@@ -158,6 +165,16 @@ func (e *eventStreamWriter) Write(p []byte) (int, error) {
 			} else if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 				data = v
 			}
+		}
+		if typ == "error" && e.exception[0] != "" {
+			var buf bytes.Buffer
+			msg := eventstream.Message{Payload: []byte(e.exception[1])}
+			msg.Headers.Set(":exception-type", eventstream.StringValue(e.exception[0]))
+			msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+			msg.Headers.Set(":message-type", eventstream.StringValue("exception"))
+			eventstream.NewEncoder().Encode(&buf, msg)
+			e.w.Write(buf.Bytes())
+			continue
 		}
 		if typ == "error" {
 			frame, _ := base64.StdEncoding.DecodeString(bedrockStreamError)

@@ -96,36 +96,55 @@ const (
 // (chat, translated) and anthropic-sdk-go (Messages, translated). A restart whose new
 // answer does not start with that text ends the stream with the in-band
 // continuation_diverged error after the text already sent: never a truncated success. A
-// frame whose JSON is cut short is skipped and counted, as on the other wires.
+// frame whose JSON is cut short is skipped and counted, as on the other wires. The other
+// exception frames ConverseStream may send mid-stream (AWS's ConverseStreamOutput):
+// throttlingException, internalServerException and serviceUnavailableException are
+// retryable and continued like modelStreamErrorException; a validationException is not
+// retried and ends the stream with Bedrock's message in-band.
 func TestContinuation_Converse(t *testing.T) {
+	throttled := [2]string{"throttlingException", `{"message":"Too many requests, please wait before trying again."}`}
+	internal := [2]string{"internalServerException", `{"message":"The system encountered an unexpected error during processing. Try your request again."}`}
+	unavailable := [2]string{"serviceUnavailableException", `{"message":"Bedrock is unable to process your request."}`}
+	invalid := [2]string{"validationException", `{"message":"The model returned the following errors: Input is too long for requested model."}`}
 	for _, tt := range []struct {
-		name     string
-		api      string
-		plan     []fault
-		requests int
-		diverged bool // the in-band error, not the whole answer
-		outcome  string
+		name      string
+		api       string
+		plan      []fault
+		requests  int
+		diverged  bool // the in-band error, not the whole answer
+		outcome   string
+		exception [2]string // the error event's exception frame; zero: modelStreamErrorException
+		wantError string    // the in-band error (with diverged), when not continuation_diverged
 	}{
-		{"chat cut", "chat", []fault{{3, "cut"}}, 2, false, "continued"},
-		{"chat exception frame", "chat", []fault{{4, "error"}}, 2, false, "continued"},
-		{"chat stall", "chat", []fault{{4, "stall"}}, 2, false, "continued"},
-		{"chat restart diverges", "chat", []fault{{3, "cut"}, {0, "diverge"}}, 2, true, "diverged"},
-		{"messages cut", "messages", []fault{{3, "cut"}}, 2, false, "continued"},
-		{"messages exception frame", "messages", []fault{{4, "error"}}, 2, false, "continued"},
-		{"messages stall", "messages", []fault{{4, "stall"}}, 2, false, "continued"},
-		{"messages restart diverges", "messages", []fault{{3, "error"}, {0, "diverge"}}, 2, true, "diverged"},
-		{"chat malformed frame skipped", "chat", []fault{{3, "malformed"}}, 1, false, ""},
-		{"messages malformed frame skipped", "messages", []fault{{2, "malformed"}}, 1, false, ""},
+		{"chat cut", "chat", []fault{{3, "cut"}}, 2, false, "continued", [2]string{}, ""},
+		{"chat exception frame", "chat", []fault{{4, "error"}}, 2, false, "continued", [2]string{}, ""},
+		{"chat stall", "chat", []fault{{4, "stall"}}, 2, false, "continued", [2]string{}, ""},
+		{"chat restart diverges", "chat", []fault{{3, "cut"}, {0, "diverge"}}, 2, true, "diverged", [2]string{}, ""},
+		{"messages cut", "messages", []fault{{3, "cut"}}, 2, false, "continued", [2]string{}, ""},
+		{"messages exception frame", "messages", []fault{{4, "error"}}, 2, false, "continued", [2]string{}, ""},
+		{"messages stall", "messages", []fault{{4, "stall"}}, 2, false, "continued", [2]string{}, ""},
+		{"messages restart diverges", "messages", []fault{{3, "error"}, {0, "diverge"}}, 2, true, "diverged", [2]string{}, ""},
+		{"chat malformed frame skipped", "chat", []fault{{3, "malformed"}}, 1, false, "", [2]string{}, ""},
+		{"chat throttlingException frame", "chat", []fault{{4, "error"}}, 2, false, "continued", throttled, ""},
+		{"chat internalServerException frame", "chat", []fault{{4, "error"}}, 2, false, "continued", internal, ""},
+		{"messages serviceUnavailableException frame", "messages", []fault{{4, "error"}}, 2, false, "continued", unavailable, ""},
+		{"chat validationException frame", "chat", []fault{{4, "error"}}, 1, true, "", invalid, "Input is too long"},
+		{"messages malformed frame skipped", "messages", []fault{{2, "malformed"}}, 1, false, "", [2]string{}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newCloudChoppy(t, "converse", "anthropic", conversePath, tt.plan...)
+			up.exception = tt.exception
 			g := cloudContGateway(t, up, "", converseModel, "")
 			start := time.Now()
 			a := askers[tt.api](t, g)
 			took := time.Since(start).Round(time.Millisecond)
 			if tt.diverged {
-				if !strings.Contains(a.errorText, "could not be continued") || a.text == "" || !strings.HasPrefix(contAnswer, a.text) {
-					t.Fatalf("answer %q, error %q; want part of the answer, then the in-band continuation_diverged", a.text, a.errorText)
+				want := tt.wantError
+				if want == "" {
+					want = "could not be continued"
+				}
+				if !strings.Contains(a.errorText, want) || a.text == "" || !strings.HasPrefix(contAnswer, a.text) {
+					t.Fatalf("answer %q, error %q; want part of the answer, then the in-band error %q", a.text, a.errorText, want)
 				}
 				t.Logf("in-band error after %q, %v", a.text, took)
 			} else {
