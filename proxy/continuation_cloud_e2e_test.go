@@ -31,6 +31,7 @@ import (
 // being the recorded modelStreamErrorException frame (bedrockStreamError) and a refusal
 // Bedrock's ValidationException. Each checks that the body it gets is the cloud's:
 // anthropic_version in the body, no model (the URL names it), and on Bedrock no stream.
+// The cloud "converse" is Bedrock's ConverseStream (continuation_converse_e2e_test.go).
 
 // cloudChoppy is choppy (kind anthropic or gemini) behind a cloud's endpoint.
 type cloudChoppy struct {
@@ -82,32 +83,26 @@ func (c *cloudChoppy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.problem("not Vertex's Claude body: %s", body)
 		}
 		c.choppy.ServeHTTP(w, r)
-	case "bedrock":
+	case "bedrock", "converse":
 		f := &fakeBedrock{t: nil, creds: c.creds, region: "us-east-1"}
 		if !f.verify(r, body) {
 			c.problem("the SigV4 signature does not verify")
 			w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException")
 			w.WriteHeader(403)
 			io.WriteString(w, `{"message":"The request signature we calculated does not match the signature you provided."}`)
+			return
+		}
+		if c.cloud == "converse" {
+			if why := notConverseBody(body); why != "" {
+				c.problem("not a Converse body (%s): %s", why, body)
+			}
+			c.choppy.ServeHTTP(&eventStreamWriter{w: w, frame: converseFrames(), exception: c.exception}, r)
 			return
 		}
 		if gjson.GetBytes(body, "anthropic_version").Str != "bedrock-2023-05-31" || gjson.GetBytes(body, "model").Exists() || gjson.GetBytes(body, "stream").Exists() {
 			c.problem("not Bedrock's Claude body: %s", body)
 		}
-		c.choppy.ServeHTTP(&eventStreamWriter{w: w}, r)
-	case "converse":
-		f := &fakeBedrock{t: nil, creds: c.creds, region: "us-east-1"}
-		if !f.verify(r, body) {
-			c.problem("the SigV4 signature does not verify")
-			w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException")
-			w.WriteHeader(403)
-			io.WriteString(w, `{"message":"The request signature we calculated does not match the signature you provided."}`)
-			return
-		}
-		if why := notConverseBody(body); why != "" {
-			c.problem("not a Converse body (%s): %s", why, body)
-		}
-		c.choppy.ServeHTTP(&eventStreamWriter{w: w, frame: converseFrames(), exception: c.exception}, r)
+		c.choppy.ServeHTTP(&eventStreamWriter{w: w, exception: c.exception}, r)
 	}
 }
 
