@@ -306,7 +306,10 @@ func (m *cloudMatrixUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 
 // runCloudMatrix runs case tc against column col for a client asking with ask (streamed
 // or not), with runMatrix's gateway: the primary, its fallback and its context fallback
-// each a backend of the cloud with the matrix's retries, circuit breaker and timeouts.
+// each a backend of the cloud with the matrix's retries, circuit breaker and timeouts,
+// but for the primary's header and first_token, 150ms instead of 60ms: a signed Bedrock
+// request and its verification by the fake take longer, and under a loaded machine a
+// healthy answer sometimes missed 60ms and went to the fallback.
 func runCloudMatrix(t *testing.T, tc matrixCase, col cloudColumn, saFile string, ask func(*testing.T, *gatewaytest.Gateway) answer) {
 	primary := newCloudMatrixUpstream(t, col, tc.plan...)
 	spare, long := newCloudMatrixUpstream(t, col), newCloudMatrixUpstream(t, col)
@@ -323,10 +326,10 @@ backends:
   spare: %s
   big: %s
 models:
-  m: {backend: up, upstream_model: %[4]q, fallbacks: [s], context_fallbacks: [long], timeouts: {first_token: 60ms}}
+  m: {backend: up, upstream_model: %[4]q, fallbacks: [s], context_fallbacks: [long], timeouts: {first_token: 150ms}}
   s: {backend: spare, upstream_model: %[4]q}
   long: {backend: big, upstream_model: %[4]q}
-`, backend(primary.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, ", "timeouts: {header: 60ms, stream_idle: 100ms}"),
+`, backend(primary.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, ", "timeouts: {header: 150ms, stream_idle: 100ms}"),
 		backend(spare.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, ", "timeouts: {header: 1s, stream_idle: 100ms}"),
 		backend(long.srv.URL, "", "timeouts: {header: 1s, stream_idle: 100ms}"), col.model), gatewaytest.Options{})
 	asks := 1
