@@ -124,7 +124,8 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 // Add queues r to be written and reports whether it was: it never blocks, and a full
 // queue (or a closed ledger) drops r, counted as queue_full. It keeps MaxAttempts of
 // r's attempts and counts the others in AttemptsOmitted, and MaxTools of its tools
-// (the others' calls in ToolsOmitted). Without CaptureContent
+// (the others' calls in ToolsOmitted). It copies r's attempts: the caller may reuse
+// their array once Add returns. Without CaptureContent
 // r's Prompt and Completion are not kept; with it they are masked and cut.
 func (l *Ledger) Add(r Record) bool {
 	boundAttempts(&r)

@@ -15,7 +15,8 @@ import (
 )
 
 // Ledger is where the server puts each client request's record once the request is
-// over (*ledger.Ledger is one): Add must not block (the request path calls it), Ready
+// over (*ledger.Ledger is one): Add must not block (the request path calls it) and must
+// copy the record's Attempts if it keeps them (their array is the request's, reused), Ready
 // reports a database that cannot be written (/readyz shows it; requests are served
 // all the same).
 type Ledger interface {
