@@ -44,6 +44,10 @@ type Options struct {
 	// Either may be nil. They run on the writer's goroutine, or Add's for queue_full.
 	OnDrop  func(reason string, n int)
 	OnWrite func(n int)
+	// OnWriteCPU, when set, is told after each of the writer's wake-ups of the CPU time
+	// its writes took on the writer's own thread (writecpu.go; on Linux, else never
+	// called): what the ledger costs the process beside the request path's copy.
+	OnWriteCPU func(d time.Duration)
 	// Logger receives the writer's failures; nil discards them.
 	Logger *slog.Logger
 	// Now is the pruner's clock; nil means time.Now.
@@ -260,10 +264,12 @@ func (l *Ledger) write() {
 		case <-l.stop:
 			stop = true
 		}
-		l.writeQueued(batch)
-		if unspool {
-			l.unspool()
-		}
+		l.timedWrite(func() {
+			l.writeQueued(batch)
+			if unspool {
+				l.unspool()
+			}
+		})
 		if ack != nil {
 			close(ack)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +92,32 @@ func TestLedger_AddCopiesAttempts(t *testing.T) {
 		if r.AttemptsJSON != want {
 			t.Errorf("record %d: attempts %s, want %s", i, r.AttemptsJSON, want)
 		}
+	}
+}
+
+// TestLedger_WriterCPU: OnWriteCPU is told of the writer's CPU time (Linux): after 2,000
+// records are written it has been told of some, and of less than the whole process's.
+func TestLedger_WriterCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the writer's thread CPU is measured on Linux only")
+	}
+	var mu sync.Mutex
+	var total time.Duration
+	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+		OnWriteCPU: func(d time.Duration) { mu.Lock(); total += d; mu.Unlock() }})
+	cpu0 := cpuTime()
+	for _, r := range benchRecords(2000) {
+		r.Time = day0
+		if !l.Add(r) {
+			t.Fatal("a record was dropped")
+		}
+	}
+	flush(t, l)
+	process := time.Duration(cpuTime() - cpu0)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("writer %v, process %v for 2,000 records", total, process)
+	if total <= 0 || total > process {
+		t.Errorf("writer CPU %v: want more than 0 and at most the process's %v", total, process)
 	}
 }

@@ -59,6 +59,7 @@ func (s *Server) openLedger(opts Options) error {
 	o := LedgerOptions(lc, func(reason string, n int) { s.metrics.Ledger.Dropped.WithLabelValues(reason).Add(float64(n)) },
 		func(n int) { s.metrics.Ledger.Written.Add(float64(n)) })
 	o.Logger = s.logger
+	o.OnWriteCPU = func(d time.Duration) { s.metrics.Ledger.WriterCPU.Add(d.Seconds()) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l, err := ledger.Open(ctx, o)
