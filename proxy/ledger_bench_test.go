@@ -53,13 +53,8 @@ func BenchmarkToLedger_Queued(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
-	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o"}
-	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
-		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
-	c.call = &c.ownCall
-	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
-	c.call.tried.note(r, nil, time.Millisecond, false, &c.call.Usage)
+	c := pricedRun(l)
+	c.call.tried.note(c.route, nil, time.Millisecond, false, &c.call.Usage)
 	at := time.Now()
 	b.ReportAllocs()
 	n := 0
@@ -74,4 +69,16 @@ func BenchmarkToLedger_Queued(b *testing.B) {
 			b.StartTimer()
 		}
 	}
+}
+
+// pricedRun is a finished request to l of the priced model m, answered by it through
+// openai/gpt-4o, with its usage and no attempt noted.
+func pricedRun(l Ledger) *requestRun {
+	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
+	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o"}
+	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
+		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
+	c.call = &c.ownCall
+	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
+	return c
 }
