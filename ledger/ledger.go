@@ -44,6 +44,10 @@ type Options struct {
 	// Either may be nil. They run on the writer's goroutine, or Add's for queue_full.
 	OnDrop  func(reason string, n int)
 	OnWrite func(n int)
+	// OnWriteCPU, when set, is told after each of the writer's wake-ups of the CPU time
+	// its writes took on the writer's own thread (writecpu.go; on Linux, else never
+	// called): what the ledger costs the process beside the request path's copy.
+	OnWriteCPU func(d time.Duration)
 	// Logger receives the writer's failures; nil discards them.
 	Logger *slog.Logger
 	// Now is the pruner's clock; nil means time.Now.
@@ -124,7 +128,8 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 // Add queues r to be written and reports whether it was: it never blocks, and a full
 // queue (or a closed ledger) drops r, counted as queue_full. It keeps MaxAttempts of
 // r's attempts and counts the others in AttemptsOmitted, and MaxTools of its tools
-// (the others' calls in ToolsOmitted). Without CaptureContent
+// (the others' calls in ToolsOmitted). It copies r's attempts: the caller may reuse
+// their array once Add returns. Without CaptureContent
 // r's Prompt and Completion are not kept; with it they are masked and cut.
 func (l *Ledger) Add(r Record) bool {
 	boundAttempts(&r)
@@ -259,10 +264,12 @@ func (l *Ledger) write() {
 		case <-l.stop:
 			stop = true
 		}
-		l.writeQueued(batch)
-		if unspool {
-			l.unspool()
-		}
+		l.timedWrite(func() {
+			l.writeQueued(batch)
+			if unspool {
+				l.unspool()
+			}
+		})
 		if ack != nil {
 			close(ack)
 		}

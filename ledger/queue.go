@@ -3,10 +3,13 @@ package ledger
 // blockLen is how many records a queue block holds (about 80 KB).
 const blockLen = 256
 
-// block is a run of queued records: recs[:n] are filled.
+// block is a run of queued records: recs[:n] are filled. att holds copies of their
+// attempts (Record.Attempts), so that Add keeps none of its caller's memory and the
+// caller needs no copy of its own: a request's record is built without allocating.
 type block struct {
 	recs [blockLen]Record
 	n    int
+	att  []Attempt
 }
 
 // records are b's filled records.
@@ -26,7 +29,7 @@ type queue struct {
 	free, spare []*block
 }
 
-// push copies *r to the end of the queue.
+// push copies *r, and its attempts, to the end of the queue.
 func (q *queue) push(r *Record) {
 	var b *block
 	if k := len(q.blocks); k > 0 && q.blocks[k-1].n < blockLen {
@@ -39,7 +42,18 @@ func (q *queue) push(r *Record) {
 		}
 		q.blocks = append(q.blocks, b)
 	}
-	b.recs[b.n] = *r
+	rec := &b.recs[b.n]
+	*rec = *r
+	if k := len(r.Attempts); k > 0 {
+		if b.att == nil {
+			b.att = make([]Attempt, 0, blockLen) // one attempt a record, most often
+		}
+		// A full arena grows by append: the records already in it keep the old array,
+		// which is let go with them.
+		i := len(b.att)
+		b.att = append(b.att, r.Attempts...)
+		rec.Attempts = b.att[i : i+k : i+k]
+	}
 	b.n++
 	q.n++
 }
@@ -59,7 +73,8 @@ func (q *queue) recycle(blocks []*block, batch int) {
 	for i, b := range blocks {
 		if len(q.free) < keep {
 			clear(b.recs[:b.n])
-			b.n = 0
+			clear(b.att)
+			b.n, b.att = 0, b.att[:0]
 			q.free = append(q.free, b)
 		}
 		blocks[i] = nil

@@ -76,3 +76,47 @@ func TestLedger_SQLiteFailedBatch(t *testing.T) {
 		t.Errorf("drops %v, want none", d.n)
 	}
 }
+
+// TestLedger_SQLiteEmptyTexts: the texts most records leave empty (served model, error
+// type, deployment, trace id, continued from), which the SQLite writer binds as NULL and
+// coalesces, are stored as empty strings, never NULL, and set ones as they are.
+func TestLedger_SQLiteEmptyTexts(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "ledger.db")
+	l := open(t, ledger.Options{Type: "sqlite", DSN: dsn, FlushInterval: time.Hour})
+	empty := ledger.Record{Time: day0, RequestID: "empty", Key: "k", API: "chat", Model: "m", Status: 200}
+	set := empty
+	set.RequestID, set.Served, set.ErrorType, set.Deployment, set.TraceID, set.ContinuedFrom, set.Status =
+		"set", "m2", "rate_limit_exceeded", "up/m2", "0123456789abcdef0123456789abcdef", "m1", 429
+	for _, r := range []ledger.Record{empty, set} {
+		if !l.Add(r) {
+			t.Fatal("a record was dropped")
+		}
+	}
+	flush(t, l)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var nulls int
+	if err := db.QueryRow(`SELECT count(*) FROM ledger_requests WHERE served_model IS NULL OR error_type IS NULL
+		OR deployment IS NULL OR trace_id IS NULL OR continued_from IS NULL`).Scan(&nulls); err != nil || nulls != 0 {
+		t.Errorf("%d records with a NULL text, %v; want none", nulls, err)
+	}
+	recs, _, err := l.Requests(context.Background(), ledger.RequestQuery{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for _, r := range recs {
+		want := empty
+		if r.RequestID == "set" {
+			want = set
+		}
+		if r.Served != want.Served || r.ErrorType != want.ErrorType || r.Deployment != want.Deployment ||
+			r.TraceID != want.TraceID || r.ContinuedFrom != want.ContinuedFrom {
+			t.Errorf("record %s: served %q, error %q, deployment %q, trace %q, continued from %q; want %q, %q, %q, %q, %q",
+				r.RequestID, r.Served, r.ErrorType, r.Deployment, r.TraceID, r.ContinuedFrom,
+				want.Served, want.ErrorType, want.Deployment, want.TraceID, want.ContinuedFrom)
+		}
+	}
+}

@@ -60,12 +60,13 @@ func attemptErrorType(err error) string {
 	return "api_error"
 }
 
-// attempts returns a copy of the attempts (nil when none) and the count of those left out.
+// attempts returns the attempts (nil when none), l's own array until l is reused
+// (Ledger.Add copies them), and the count of those left out.
 func (l *attemptLog) attempts() ([]ledger.Attempt, int) {
 	if l.n == 0 {
 		return nil, l.omitted
 	}
-	return append([]ledger.Attempt(nil), l.first[:l.n]...), l.omitted
+	return l.first[:l.n:l.n], l.omitted
 }
 
 // last returns the last attempt noted, nil when none.

@@ -15,7 +15,8 @@ import (
 )
 
 // Ledger is where the server puts each client request's record once the request is
-// over (*ledger.Ledger is one): Add must not block (the request path calls it), Ready
+// over (*ledger.Ledger is one): Add must not block (the request path calls it) and must
+// copy the record's Attempts if it keeps them (their array is the request's, reused), Ready
 // reports a database that cannot be written (/readyz shows it; requests are served
 // all the same).
 type Ledger interface {
@@ -58,6 +59,7 @@ func (s *Server) openLedger(opts Options) error {
 	o := LedgerOptions(lc, func(reason string, n int) { s.metrics.Ledger.Dropped.WithLabelValues(reason).Add(float64(n)) },
 		func(n int) { s.metrics.Ledger.Written.Add(float64(n)) })
 	o.Logger = s.logger
+	o.OnWriteCPU = func(d time.Duration) { s.metrics.Ledger.WriterCPU.Add(d.Seconds()) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l, err := ledger.Open(ctx, o)
