@@ -11,10 +11,12 @@ import "github.com/valyala/fasthttp"
 // was before, the x-agate-model header aside.
 
 // Headers of an answer: the configured name of the model that answered, and whether it was
-// a fallback.
+// a fallback. They are spelled as fasthttp writes a header it normalizes (x-agate-model
+// is sent as X-Agate-Model), and set with SetCanonical: Set would copy and normalize the
+// name again for every answer.
 const (
-	headerModel    = "x-agate-model"
-	headerFallback = "x-agate-fallback"
+	headerModel    = "X-Agate-Model"
+	headerFallback = "X-Agate-Fallback"
 )
 
 // modelSetter is a client dialect's stream encoder or assembler whose client-facing model
@@ -51,10 +53,10 @@ func (c *requestRun) answerHeaders(h *fasthttp.ResponseHeader) {
 		return
 	}
 	if headerSafe(r.name) { // a direct route's name is the client's: it may hold anything
-		h.Set(headerModel, r.name)
+		h.SetCanonical([]byte(headerModel), []byte(r.name))
 	}
 	if r.of() != c.route {
-		h.Set(headerFallback, "1")
+		h.SetCanonical([]byte(headerFallback), []byte("1"))
 		c.s.metrics.FallbackAnswers.WithLabelValues(c.route.label(), r.name).Inc()
 	}
 }

@@ -139,13 +139,20 @@ func requestKey(ctx *fasthttp.RequestCtx, rt *runtime) (*apiKey, error) {
 	if !ok || rt.open {
 		return rt.authenticateHeader(&ctx.Request.Header)
 	}
+	id := ctx.ID()
+	if id != 0 && c.cred.admitted == id && c.cred.rt == rt && c.cred.key != nil {
+		// The same request, checked by admit: its headers have not changed since.
+		return c.cred.key, nil
+	}
 	which, value := credentialHeader(&ctx.Request.Header)
 	if k := c.cred.lookup(rt, which, value); k != nil {
+		c.cred.admitted = id
 		return k, nil
 	}
 	key, err := rt.authenticateHeader(&ctx.Request.Header)
 	if err == nil {
 		c.cred.keep(rt, which, value, key)
+		c.cred.admitted = id
 	}
 	return key, err
 }

@@ -115,9 +115,12 @@ type modelCall struct {
 	// affinity is the request's affinity key (0: none) and pin the backend a
 	// continuation must go to ("": any), for a model with deployments; firstAt and
 	// headersAt time the running attempt's first event and response head (deployments.go).
+	// firstAt is read only for deployments (outcome), which set timeFirst: other attempts
+	// leave the clock alone.
 	affinity           uint64
 	pin                string
 	firstAt, headersAt time.Time
+	timeFirst          bool
 	// continuedFrom is the route whose stream broke, once a continuation finished the
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
@@ -208,7 +211,7 @@ func (c *modelCall) countEvent(ev *translate.Event) error {
 	if err := c.showing(); err != nil {
 		return err
 	}
-	if c.firstAt.IsZero() {
+	if c.timeFirst && c.firstAt.IsZero() {
 		c.firstAt = time.Now()
 	}
 	if c.resume.on {
@@ -255,8 +258,9 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 // instead of its fallbacks.
 func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Context, *route) error) error {
 	c.sent = false
+	fresh := false // the deadline was set just now: it has not passed before the first route
 	if c.deadline.IsZero() && c.route.requestTimeout > 0 {
-		c.deadline = time.Now().Add(c.route.requestTimeout)
+		c.deadline, fresh = time.Now().Add(c.route.requestTimeout), true
 	}
 	routes := []*route{c.route} // on the stack: no call may take it (it would escape)
 	for _, fb := range c.route.fallbacks {
@@ -268,7 +272,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 	reason, contextTried := fallbackOnError, false
 	for i := 0; i < len(routes); i++ {
 		r := routes[i]
-		if c.expired() {
+		if !(i == 0 && fresh) && c.expired() {
 			return c.requestTimeout(last)
 		}
 		if i > 0 && !c.key.allows(r.name) {

@@ -380,7 +380,7 @@ func (c *modelCall) resumeAttempt(ctx context.Context, req *translate.Request, r
 	}
 	tried.Add(ch.Index)
 	dr := d.routes[ch.Index]
-	c.firstAt, c.headersAt = time.Time{}, time.Time{}
+	c.firstAt, c.headersAt, c.timeFirst = time.Time{}, time.Time{}, true
 	err = c.resumeOn(ctx, req, dr, mode(dr), attempt, emit, failure)
 	o := c.outcome(err, start)
 	d.set.Done(ch.Index, o, time.Now())

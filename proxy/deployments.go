@@ -274,7 +274,7 @@ func (c *modelCall) attemptsOn(ctx context.Context, r *route, try func(context.C
 				"error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 		}
 		c.at = dr
-		c.firstAt, c.headersAt = time.Time{}, time.Time{}
+		c.firstAt, c.headersAt, c.timeFirst = time.Time{}, time.Time{}, true
 		last = c.tracedAttempt(ctx, dr, n, try)
 		o := c.outcome(last, start)
 		d.set.Done(ch.Index, o, time.Now())

@@ -355,4 +355,8 @@ type connCredential struct {
 	which byte
 	value []byte
 	key   *apiKey
+	// admitted is the fasthttp id of the request (RequestCtx.ID) whose headers named
+	// key under rt when it was admitted: the handler of that same request takes the key
+	// without reading and comparing the header again (requestKey). 0: none.
+	admitted uint64
 }

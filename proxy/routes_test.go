@@ -154,6 +154,49 @@ keys:
 	}
 }
 
+// TestRequestKey_AdmittedRequest: admit and the handler both ask for the key of one
+// request; the second time the connection answers from what the first found, without
+// reading the header again, but only for that same request and runtime.
+func TestRequestKey_AdmittedRequest(t *testing.T) {
+	const cfg = `
+backends:
+  offline: {type: mock}
+models:
+  demo: {backend: offline}
+keys:
+  a: {key: sk-a, models: ["*"]}
+`
+	newRT := func() *runtime {
+		rt, err := newRuntime(parseConfig(t, cfg, nil), nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	rt, reloaded := newRT(), newRT()
+	conn := &clientConn{Conn: &net.TCPConn{}}
+	var ctx fasthttp.RequestCtx
+	ctx.Init2(conn, nil, false)
+	ctx.Request.Header.Set("Authorization", "Bearer sk-a")
+	if k, err := requestKey(&ctx, rt); err != nil || k.name != "a" {
+		t.Fatalf("admit: %v, %v", k, err)
+	}
+	// The header changed behind the connection's back: only a new check would see it.
+	ctx.Request.Header.Set("Authorization", "Bearer sk-wrong")
+	if k, err := requestKey(&ctx, rt); err != nil || k.name != "a" {
+		t.Errorf("the handler of the admitted request: %v, %v; want the admitted key", k, err)
+	}
+	if _, err := requestKey(&ctx, reloaded); err == nil {
+		t.Error("another runtime: the admitted key was taken, want a new check")
+	}
+	var next fasthttp.RequestCtx // the connection's next request
+	next.Init2(conn, nil, false)
+	next.Request.Header.Set("Authorization", "Bearer sk-wrong")
+	if _, err := requestKey(&next, rt); err == nil {
+		t.Error("the next request: the admitted key was taken, want a new check")
+	}
+}
+
 // BenchmarkRequestKey: a request's key found by the full check (the digest and the
 // comparison over all keys, as every request did before connections kept their
 // credential) and from the connection's kept credential.

@@ -84,8 +84,8 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	}
 	ctx.SetStatusCode(200)
 	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ctx.Response.Header.SetCanonical([]byte("Cache-Control"), []byte("no-cache")) // canonical already: not normalized again
+	ctx.Response.Header.SetCanonical([]byte("X-Accel-Buffering"), []byte("no"))
 	c.answerHeaders(&ctx.Response.Header)
 }
 

@@ -139,6 +139,13 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 		// failed before the answer from a body cut short).
 		MaxIdemponentCallAttempts: 1,
 		DisablePathNormalizing:    true,
+		// The response's header names are kept as they came: fasthttp would check and
+		// case-fold every name of every response head (about 1.1 K instructions a
+		// response, #55), and the gateway reads two headers by name, which
+		// responseHeader finds in any case. Content-Type, Content-Length,
+		// Content-Encoding, Transfer-Encoding and Connection are read by fasthttp in any
+		// case all the same. The request's names are unaffected.
+		DisableHeaderNamesNormalizing: true,
 		// The read buffer bounds the response head (providers send 1-2 KiB) and is held
 		// for a stream's whole life, so it is 8 KiB, not more; a body is read through it.
 		// The write buffer is taken only while a request is written: a request body of up
@@ -250,7 +257,7 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 		raw, _ := x.readAll(maxErrorBody)
 		ue := c.provider.DecodeError(code, raw)
 		if ue.RetryAfter == 0 {
-			ue.RetryAfter = parseRetryAfter(resp.Header.Peek("Retry-After"))
+			ue.RetryAfter = parseRetryAfter(responseHeader(&resp.Header, "Retry-After"))
 		}
 		if code == 529 {
 			ue.Retryable = true

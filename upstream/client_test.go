@@ -123,7 +123,8 @@ func BenchmarkClient_NewRequest(b *testing.B) {
 
 // TestClient_Send: a 2xx answer is an open Exchange, read whole or streamed; any other
 // status is the provider's error with the answer's Retry-After (529 retryable whatever
-// the provider says); an upstream that cannot be reached is a retryable 502.
+// the provider says); an upstream that cannot be reached is a retryable 502. Header names
+// are found in any case (the client keeps them as they came).
 func TestClient_Send(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -131,6 +132,15 @@ func TestClient_Send(t *testing.T) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(http.StatusTooManyRequests)
 			w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_error"}}`))
+		case "/v1/slow-down-lower":
+			// Written as set, not canonicalized: the names some upstreams send.
+			w.Header()["retry-after"] = []string{"4"}
+			w.Header()["x-amzn-bedrock-input-token-count"] = []string{"12"}
+			w.WriteHeader(http.StatusTooManyRequests)
+			w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_error"}}`))
+		case "/v1/lower":
+			w.Header()["x-amzn-bedrock-input-token-count"] = []string{"12"}
+			w.Write([]byte(`{"ok":true}`))
 		case "/v1/overloaded":
 			w.WriteHeader(529)
 		default:
@@ -146,10 +156,13 @@ func TestClient_Send(t *testing.T) {
 		wantStatus          int
 		wantRetryAfter      time.Duration
 		wantRetryable       bool
+		wantHeader          string // the answer's X-Amzn-Bedrock-Input-Token-Count, asked for in its canonical case
 	}{
 		{name: "whole", baseURL: srv.URL + "/v1", path: "/ok", wantBody: `{"ok":true}`},
 		{name: "streamed", baseURL: srv.URL + "/v1", path: "/ok", stream: true, wantBody: `{"ok":true}`},
 		{name: "429 with Retry-After", baseURL: srv.URL + "/v1", path: "/slow-down", wantStatus: 429, wantRetryAfter: 3 * time.Second, wantRetryable: true},
+		{name: "429 with a lower-case retry-after", baseURL: srv.URL + "/v1", path: "/slow-down-lower", wantStatus: 429, wantRetryAfter: 4 * time.Second, wantRetryable: true},
+		{name: "lower-case header names", baseURL: srv.URL + "/v1", path: "/lower", wantBody: `{"ok":true}`, wantHeader: "12"},
 		{name: "529", baseURL: srv.URL + "/v1", path: "/overloaded", wantStatus: 529, wantRetryable: true},
 		{name: "unreachable", baseURL: "http://127.0.0.1:1/v1", path: "/ok", wantStatus: 502, wantRetryable: true},
 	}
@@ -172,6 +185,9 @@ func TestClient_Send(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer x.Close()
+			if got := string(x.Header("X-Amzn-Bedrock-Input-Token-Count")); got != tt.wantHeader {
+				t.Errorf("Header = %q, want %q", got, tt.wantHeader)
+			}
 			body, err := ReadBody(context.Background(), x, "up", nil)
 			if err != nil || string(body) != tt.wantBody {
 				t.Errorf("body %q, %v; want %q", body, err, tt.wantBody)

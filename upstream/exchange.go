@@ -49,9 +49,44 @@ func (x *Exchange) Buffered() ([]byte, bool) {
 // still refers to it (an error quoting it).
 func (x *Exchange) KeepBody() { x.resp.SwapBody(nil) }
 
-// Header returns the value of the response header name, nil when absent. It is the
-// response's own buffer: valid until Close, to be copied to be kept.
-func (x *Exchange) Header(name string) []byte { return x.resp.Header.Peek(name) }
+// Header returns the value of the response header name (any case), nil when absent. It
+// is the response's own buffer: valid until Close, to be copied to be kept.
+func (x *Exchange) Header(name string) []byte { return responseHeader(&x.resp.Header, name) }
+
+// responseHeader returns the value of the first header of h named name in any case, nil
+// when there is none. The client keeps an upstream's header names as they came
+// (DisableHeaderNamesNormalizing: fasthttp would otherwise check and case-fold every name
+// of every response head), so a header is looked up by name without regard to case,
+// as HTTP names are compared; the few the gateway reads are looked up this way.
+func responseHeader(h *fasthttp.ResponseHeader, name string) []byte {
+	for k, v := range h.All() {
+		if equalFoldASCII(k, name) {
+			return v
+		}
+	}
+	return nil
+}
+
+// equalFoldASCII reports whether b and s are the same ASCII text but for case (header
+// names are tokens: ASCII).
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(s) {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
 
 // Close releases the exchange. It is safe to call once, after the last read.
 func (x *Exchange) Close() {
