@@ -211,8 +211,16 @@ func waitRecords(t *testing.T, g *gatewaytest.Gateway, key string, n int) []reco
 // page refuses the next request; names that are HTML render as text; a change without
 // the CSRF token is refused; every page is under the strict CSP.
 func TestConsole_Browser(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { consoleBrowser(t, sqliteLedger(t.TempDir())) })
+	// The two run at once (#54): each has its own browser, gateway and ledger; screenshots
+	// are taken one ledger after the other, as both write the same files.
+	parallel := func(t *testing.T) {
+		if os.Getenv("AGATE_CONSOLE_SCREENSHOTS") == "" {
+			t.Parallel()
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) { parallel(t); consoleBrowser(t, sqliteLedger(t.TempDir())) })
 	t.Run("postgres", func(t *testing.T) {
+		parallel(t)
 		url := postgres.NewDatabase(t)
 		consoleBrowser(t, `ledger: {type: postgres, url: "`+url+`", flush_interval: 20ms, spool_path: "off"}`)
 	})

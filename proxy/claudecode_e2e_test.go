@@ -79,6 +79,7 @@ func newCodeUpstream(t *testing.T, kind, note string) *gatewaytest.Fake {
 }
 
 func TestClaudeCode_Headless(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and claude processes (HOME each) (#54)
 	bin := claudeBinary(t)
 	dir := t.TempDir()
 	note := filepath.Join(dir, "note.txt")

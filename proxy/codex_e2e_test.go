@@ -129,6 +129,7 @@ func newCodexUpstream(t *testing.T, kind string) *gatewaytest.Fake {
 // client_metadata need no flag and no drop_unsupported_params; a call of a namespaced
 // function makes the round trip on every translated wire.
 func TestCodex_Exec(t *testing.T) {
+	t.Parallel() // its own gateway, fakes and codex processes (CODEX_HOME each) (#54)
 	bin := codexBinary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {
@@ -204,6 +205,7 @@ func TestCodex_Exec(t *testing.T) {
 // Claude and thought signature of Gemini 3 reach the upstream again on Codex's next
 // request, exactly, from the reasoning items Codex sent back.
 func TestCodex_ReasoningRoundTrip(t *testing.T) {
+	t.Parallel() // its own gateway, fake and codex process (#54)
 	bin := codexBinary(t)
 	tests := []struct {
 		kind  string

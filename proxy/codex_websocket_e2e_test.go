@@ -24,6 +24,7 @@ var codexWebsocket = []string{"-c", "model_providers.agate.supports_websockets=t
 // Codex's exec_command and the answer to its output, on a fake upstream of every wire.
 // With the mode off, the 426 makes it fall back to HTTP at once and answer all the same.
 func TestCodex_Websocket(t *testing.T) {
+	t.Parallel() // its own gateway, fake and codex process (#54)
 	bin := codexBinary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {

@@ -478,6 +478,7 @@ func TestEmbeddings_Errors(t *testing.T) {
 // AGATE_NODE_MODULES, else ../.ci/npm/node_modules (.ci/run installs it there); without
 // them it skips, and fails under CI=true.
 func TestEmbeddings_NodeSDK(t *testing.T) {
+	t.Parallel() // its own gateway and Node process (#54)
 	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
 	modules := os.Getenv("AGATE_NODE_MODULES")
 	if modules == "" {

@@ -28,8 +28,8 @@ import (
 // mid-stream fault ends in the whole answer on every row.
 // For every case the client gets the whole answer, or a clean error (an error status, or
 // an in-band error event after a prefix of the answer): never a truncated answer that
-// ends as a success; and it gets it within a bound (the timeouts are tens of
-// milliseconds, so a case over 1.5 s is a hang).
+// ends as a success; and it gets it within a bound (the timeouts are a second, so a
+// request over matrixHang is a hang). The cells run at once (forEachCellAtOnce).
 //
 // The streams are choppy's (continuation_e2e_test.go). The error bodies are in each
 // provider's shape as recorded or quoted in public threads:
@@ -196,9 +196,69 @@ type matrixCase struct {
 }
 
 func TestFaultMatrix(t *testing.T) {
-	forEachCase(t, matrixCases(), func(t *testing.T, tc matrixCase, kind, client string) {
+	t.Parallel() // its cells have gateways and fakes of their own, and budgets that hold under load (#54)
+	forEachCellAtOnce(t, matrixCases(), func(t *testing.T, tc matrixCase, kind, client string) {
 		runMatrix(t, tc, kind, client, askers[client], true)
 	})
+}
+
+// The matrix's time budgets. A fault that is a silence (01, 02, 04) takes one of them to
+// be seen; a healthy answer must beat them all, fallbacks and continuations included,
+// while the matrix's cells run at once on a loaded machine: at 60 ms (first_token, header)
+// and 100 ms (stream_idle) up to one cell in ten missed one under load (a fallback where a
+// retry was wanted), at 500 ms one cell in 300 at load 12 to 16 with the whole module's
+// tests running, so they are a second each. matrixHang is the bound on one request
+// past which it is a hang: one budget spent, then the answer from elsewhere, on a machine
+// whose load can make a healthy streamed Responses answer (the SDK's decoding under -race)
+// take 3 s when eight cells run at once.
+const (
+	matrixHeader     = time.Second // backends.up.timeouts.header
+	matrixStreamIdle = time.Second // backends.*.timeouts.stream_idle
+	matrixFirstToken = time.Second // models.m.timeouts.first_token
+	matrixHang       = 6 * time.Second
+)
+
+// matrixAtOnce is how many of the matrix's cells run at once: a cell spends much of its
+// time waiting (for a budget to pass, for the gateway's shutdown), so more cells than CPUs.
+const matrixAtOnce = 4
+
+// matrixCell is one cell of the matrix: a case on upstreams of a kind for a client API.
+type matrixCell struct {
+	tc           matrixCase
+	kind, client string
+}
+
+// matrixCells lists the cells forEachCase runs, in its order: each case for each upstream
+// wire it applies to and each client API.
+func matrixCells(cases []matrixCase) []matrixCell {
+	var cells []matrixCell
+	for _, tc := range cases {
+		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
+			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
+				continue
+			}
+			for _, client := range []string{"chat", "responses", "messages"} {
+				cells = append(cells, matrixCell{tc, kind, client})
+			}
+		}
+	}
+	return cells
+}
+
+// forEachCellAtOnce is forEachCase with up to matrixAtOnce cells running at the same time
+// (subtests started from several goroutines, which testing allows, so that the cells are
+// not held to -parallel, the number of CPUs).
+func forEachCellAtOnce(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
+	slots := make(chan struct{}, matrixAtOnce)
+	var wg sync.WaitGroup
+	for _, c := range matrixCells(cases) {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			t.Run(c.tc.name+"/"+c.client+" on "+c.kind, func(t *testing.T) { run(t, c.tc, c.kind, c.client) })
+		})
+	}
+	wg.Wait()
 }
 
 // matrixCases are the sixteen faults; streamOnly marks those that happen in a stream.
@@ -228,15 +288,8 @@ func matrixCases() []matrixCase {
 
 // forEachCase runs each case for each upstream wire it applies to and each client API.
 func forEachCase(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
-	for _, tc := range cases {
-		for _, kind := range []string{"openai", "anthropic", "gemini", "responses"} {
-			if tc.kinds != nil && !strings.Contains(strings.Join(tc.kinds, ","), kind) {
-				continue
-			}
-			for _, client := range []string{"chat", "responses", "messages"} {
-				t.Run(tc.name+"/"+client+" on "+kind, func(t *testing.T) { run(t, tc, kind, client) })
-			}
-		}
+	for _, c := range matrixCells(cases) {
+		t.Run(c.tc.name+"/"+c.client+" on "+c.kind, func(t *testing.T) { run(t, c.tc, c.kind, c.client) })
 	}
 }
 
@@ -273,14 +326,14 @@ func runMatrix(t *testing.T, tc matrixCase, kind, client string, ask func(*testi
 	}
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:
-  up: {type: %[1]s, base_url: %[2]q, api_key: k, retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, timeouts: {header: 60ms, stream_idle: 100ms}}
-  spare: {type: %[1]s, base_url: %[3]q, api_key: k, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {header: 1s, stream_idle: 100ms}}
-  big: {type: %[1]s, base_url: %[4]q, api_key: k, timeouts: {header: 1s, stream_idle: 100ms}}
+  up: {type: %[1]s, base_url: %[2]q, api_key: k, retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, timeouts: {header: %[5]s, stream_idle: %[6]s}}
+  spare: {type: %[1]s, base_url: %[3]q, api_key: k, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {header: 1s, stream_idle: %[6]s}}
+  big: {type: %[1]s, base_url: %[4]q, api_key: k, timeouts: {header: 1s, stream_idle: %[6]s}}
 models:
-  m: {backend: up, upstream_model: fake-model, fallbacks: [s], context_fallbacks: [long], timeouts: {first_token: 60ms}}
+  m: {backend: up, upstream_model: fake-model, fallbacks: [s], context_fallbacks: [long], timeouts: {first_token: %[7]s}}
   s: {backend: spare, upstream_model: spare-model}
   long: {backend: big, upstream_model: long-model}
-`, kind, primary.baseURL(), spare.baseURL(), long.baseURL()), gatewaytest.Options{})
+`, kind, primary.baseURL(), spare.baseURL(), long.baseURL(), matrixHeader, matrixStreamIdle, matrixFirstToken), gatewaytest.Options{})
 	if strings.HasPrefix(tc.name, "08") && kind == "gemini" {
 		// The recorded 429 carries a RetryInfo of 34.4s, which the gateway honours as a
 		// Retry-After: longer than max_delay, so the fallback answers at once.
@@ -295,7 +348,7 @@ models:
 		start := time.Now()
 		a := ask(t, g)
 		took := time.Since(start)
-		if took > 1500*time.Millisecond {
+		if took > matrixHang {
 			t.Errorf("request %d took %v: a hang", i, took)
 		}
 		// Never a truncated success, whatever the case.
@@ -328,6 +381,7 @@ models:
 // TestFaultMatrix_NotStreamed: the faults that come before an answer, for requests that
 // do not stream: the whole answer or a clean error status, within the bound.
 func TestFaultMatrix_NotStreamed(t *testing.T) {
+	t.Parallel() // as TestFaultMatrix
 	var cases []matrixCase
 	for _, tc := range matrixCases() {
 		if !tc.streamOnly {
@@ -336,7 +390,7 @@ func TestFaultMatrix_NotStreamed(t *testing.T) {
 	}
 	cases = append(cases, matrixCase{name: "02 head, then nothing", plan: []step{{pre: "head"}}, whole: true, primary: 1, spare: 1})
 	asks := map[string]func(*testing.T, *gatewaytest.Gateway) answer{"chat": askChatWhole, "responses": askResponsesWhole, "messages": askMessagesWhole}
-	forEachCase(t, cases, func(t *testing.T, tc matrixCase, kind, client string) {
+	forEachCellAtOnce(t, cases, func(t *testing.T, tc matrixCase, kind, client string) {
 		runMatrix(t, tc, kind, client, asks[client], false)
 	})
 }

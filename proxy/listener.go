@@ -36,6 +36,9 @@ type clientListener struct {
 	byIP map[string]int
 	// conns holds the open connections, for closeSilent.
 	conns map[*clientConn]struct{}
+	// closeOnce closes the listener once (Close, drain.go).
+	closeOnce sync.Once
+	closeErr  error
 }
 
 const (
@@ -247,6 +250,9 @@ type clientConn struct {
 	done doneSlot
 	// cred is the credential header the connection last had accepted (requestKey).
 	cred connCredential
+	// idle is set while fasthttp waits for the connection's next request, served once
+	// fasthttp let it go (connState, for Shutdown's drainIdle).
+	idle, served atomic.Bool
 }
 
 // SetReadDeadline asks for t as the read deadline; see clientConn for when it is set.

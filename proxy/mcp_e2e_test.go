@@ -510,6 +510,7 @@ func TestMCPEndpoint_SourceRestartedMidSession(t *testing.T) {
 // AGATE_NODE_MODULES, else ../.ci/npm/node_modules (.ci/run installs it there); without
 // them it skips, and fails under CI=true.
 func TestMCPEndpoint_NodeSDK(t *testing.T) {
+	t.Parallel() // its own gateway and Node process (#54)
 	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
 	modules := os.Getenv("AGATE_NODE_MODULES")
 	if modules == "" {
@@ -579,6 +580,7 @@ func TestMCPEndpoint_NodeSDK(t *testing.T) {
 // on a scripted mock that calls the gateway's tool): the tool's result comes back through
 // the endpoint to Claude Code, then to the model, which quotes it.
 func TestMCPEndpoint_ClaudeCode(t *testing.T) {
+	t.Parallel() // its own gateway and claude process (#54)
 	bin := claudeBinary(t)
 	g := startMCPGateway(t, `models:
   m-mock:
@@ -625,6 +627,7 @@ func TestMCPEndpoint_ClaudeCode(t *testing.T) {
 // the endpoint: its tools (progress of its long-running operation passed on), its resource
 // templates (a templated URI read) and its prompts.
 func TestMCPEndpoint_StdioSource(t *testing.T) {
+	t.Parallel() // its own gateway and MCP server process (#54)
 	cmd, _ := json.Marshal(everythingCommand(t))
 	gw := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
   offline: {type: mock}

@@ -47,6 +47,7 @@ func nodeSDK(t *testing.T) string {
 }
 
 func TestNodeSDK_CreateAndStream(t *testing.T) {
+	t.Parallel() // its own gateway and Node process (#54)
 	node := nodeSDK(t)
 	g := startMessagesGateway(t, "")
 	script := filepath.Join(t.TempDir(), "sdk.cjs")

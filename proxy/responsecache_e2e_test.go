@@ -466,6 +466,7 @@ keys:
 // ../.ci/npm/node_modules (.ci/run installs it there); without them it skips, and fails
 // under CI=true.
 func TestResponseCache_NodeSDK(t *testing.T) {
+	t.Parallel() // its own gateway and Node process (#54)
 	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
 	modules := os.Getenv("AGATE_NODE_MODULES")
 	if modules == "" {

@@ -783,6 +783,7 @@ models:
 // needs node and the npm packages in AGATE_NODE_MODULES, else ../.ci/npm/node_modules
 // (.ci/run installs them there); without them it skips, and fails under CI=true.
 func TestResponses_NodeSDK(t *testing.T) {
+	t.Parallel() // its own gateway and Node processes (#54)
 	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
 	modules := os.Getenv("AGATE_NODE_MODULES")
 	if modules == "" {

@@ -189,6 +189,7 @@ keys:
 // the store in Redis too, so Redis never has to evict) or has its own instance
 // (responses.url, allkeys-lru: Redis evicts stored responses there, never a counter).
 func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
+	t.Parallel() // its own gateways and Redis servers (#54)
 	ctx := context.Background()
 	start := func(t *testing.T, policy string) (*redistest.Server, *redis.Client) {
 		rs := redistest.Start(t)

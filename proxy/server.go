@@ -124,6 +124,8 @@ type Server struct {
 	listeners   []*clientListener
 	// stopping is set by Shutdown: a Serve that starts after it returns at once.
 	stopping bool
+	// serving counts the Serve calls in fasthttp's accept loop (drainIdle).
+	serving atomic.Int32
 	// baseCtx parents every upstream call; cancelAll ends them at a forced shutdown.
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
@@ -267,6 +269,7 @@ func New(opts Options) (*Server, error) {
 		// is read by fasthttp while serving, so it stays as the config was at start: a
 		// reload that turns unsafe_transport_errors off is enforced by slogPrinter alone.
 		SecureErrorLogMessage: !opts.Config.Log.UnsafeTransportErrors,
+		ConnState:             connState, // for Shutdown's drainIdle
 	}
 	if opts.Config.Metrics.Listen != "" {
 		s.metricsSrv = &fasthttp.Server{
@@ -341,7 +344,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ln.Close()
 	}
 	s.listeners = append(s.listeners, l)
+	s.serving.Add(1)
 	s.listenersMu.Unlock()
+	defer s.serving.Add(-1)
 	return s.srv.Serve(l)
 }
 
@@ -375,6 +380,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	go s.closeSilent(stop)
+	s.drainIdle(ctx) // drain.go: so that fasthttp's shutdown need not wait 100 ms
 	err := s.srv.ShutdownWithContext(ctx)
 	s.websockets.shutdown(ctx) // hijacked: fasthttp waits for none of them
 	s.listenersMu.Lock()

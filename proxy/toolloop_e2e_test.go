@@ -330,6 +330,7 @@ func TestToolLoop(t *testing.T) {
 // TestToolLoop_CacheHitAcrossRequests: the same call (keys in another order) in a second
 // request is served from the cache, as /metrics shows.
 func TestToolLoop_CacheHitAcrossRequests(t *testing.T) {
+	t.Parallel() // its own gateway and tool servers (#54)
 	g := startLoopGateway(t)
 	fake := g.fakes["anthropic"]
 	hits := g.counter(t, "gateway_tool_cache_total", map[string]string{"result": "hit"})
@@ -364,6 +365,7 @@ func TestToolLoop_CacheHitAcrossRequests(t *testing.T) {
 // TestToolLoop_ClientDisconnectCancelsTool: a client that leaves while a slow tool runs
 // cancels the tool's context.
 func TestToolLoop_ClientDisconnectCancelsTool(t *testing.T) {
+	t.Parallel() // its own gateway and tool server (#54)
 	g := startLoopGateway(t)
 	fake := g.fakes["gemini"]
 	fake.SetScript(gatewaytest.Turn{Text: "working on it", Calls: []gatewaytest.Call{{Name: "loop__slow", Args: `{}`}}}, gatewaytest.Turn{Text: "never"})

@@ -219,6 +219,11 @@ func TestRenderCallResult(t *testing.T) {
 // helperServerEnv makes the test binary act as a stdio MCP server (see TestMain).
 const helperServerEnv = "AGATE_TOOLS_TEST_MCP_SERVER"
 
+// helperGORACE is the GORACE of a helper server: a stdio server gets only the variables
+// it is given, and a -race binary otherwise sleeps 1 s at exit (atexit_sleep_ms), which
+// every stop of a source waits for (#54). Races are reported as before.
+const helperGORACE = "atexit_sleep_ms=0"
+
 // helperRefuseEnv names a file whose presence makes the helper server exit at once, to
 // simulate a server that cannot restart.
 const helperRefuseEnv = "AGATE_TOOLS_TEST_MCP_REFUSE_FILE"
@@ -282,7 +287,7 @@ func TestMCPStdio_CrashAndRestart(t *testing.T) {
 	refuse := t.TempDir() + "/refuse"
 	obs := &recordingObserver{}
 	r := newTestRegistry(t, map[string]SourceOptions{
-		"helper": {Type: "mcp", Command: []string{exe}, Env: map[string]string{helperServerEnv: "1", helperRefuseEnv: refuse},
+		"helper": {Type: "mcp", Command: []string{exe}, Env: map[string]string{helperServerEnv: "1", helperRefuseEnv: refuse, "GORACE": helperGORACE},
 			Overrides: map[string]Override{"pid": {Timeout: 500 * time.Millisecond}}},
 	}, obs)
 	ctx := context.Background()
@@ -497,7 +502,7 @@ tools:
   s:
     type: mcp
     command: ` + string(cmd) + `
-    env: {AGATE_TEST_SET: "${AGATE_TEST_FROM_CONFIG}", ` + helperServerEnv + `: "1"}
+    env: {AGATE_TEST_SET: "${AGATE_TEST_FROM_CONFIG}", ` + helperServerEnv + `: "1", GORACE: ` + helperGORACE + `}
     env_passthrough: [AGATE_TEST_PASSED, AGATE_TEST_UNSET]
 `
 			cfg, err := config.Parse([]byte(doc), os.Environ())

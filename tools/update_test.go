@@ -23,7 +23,7 @@ func helperSource(t *testing.T, extra ...string) SourceOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{helperServerEnv: "1"}
+	env := map[string]string{helperServerEnv: "1", "GORACE": helperGORACE}
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
 	}
@@ -190,7 +190,7 @@ func TestNew_MissingServerComesUpLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "late-server")
-	cfg := SourceOptions{Type: SourceMCP, Command: []string{script}, Env: map[string]string{helperServerEnv: "1"}}
+	cfg := SourceOptions{Type: SourceMCP, Command: []string{script}, Env: map[string]string{helperServerEnv: "1", "GORACE": helperGORACE}}
 	r := newTestRegistry(t, map[string]SourceOptions{"late": cfg, "clock": {Type: SourceBuiltin, Name: "time_now"}}, nil)
 
 	err = r.Degraded()

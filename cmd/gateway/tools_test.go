@@ -54,9 +54,11 @@ func writeMCPServer(t *testing.T, path string) {
 	}
 }
 
-// greeterSource is the YAML of a tool source running the script at path.
+// greeterSource is the YAML of a tool source running the script at path. GORACE: the
+// server gets only the variables it is given, and a -race binary otherwise sleeps 1 s at
+// exit, which a reload or shutdown stopping the source waits for (#54).
 func greeterSource(name, path string) string {
-	return fmt.Sprintf("  %s: {type: mcp, command: [%q], env: {%s: \"1\"}}\n", name, path, mcpServerEnv)
+	return fmt.Sprintf("  %s: {type: mcp, command: [%q], env: {%s: \"1\", GORACE: \"atexit_sleep_ms=0\"}}\n", name, path, mcpServerEnv)
 }
 
 // chat asks the mock model demo with key and returns the status and the answer's text.
