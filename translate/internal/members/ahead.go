@@ -5,24 +5,21 @@ import "strings"
 // ModelAhead is a validate-only first pass's guess at a request's top-level model when
 // its walk reaches the messages or input array before the model, as SDKs that sort their
 // members write them (openai-python, anthropic-sdk-python): the value of the last
-// `"model":` member of body, found by a search of the whole body (the SDKs write it
-// behind the array, before tools), when it is a string without escapes. A quote inside a
+// `"model":` member of body, found by a search from its end (the SDKs write it behind
+// the array, before tools), when it is a string without escapes. A quote inside a
 // JSON string is escaped, so what the search finds is a member; but it may be one inside
 // a later value (a tool's schema), or the body may be invalid: ok is then false, or the
 // guess wrong. A caller uses it only to stop early, at the cost of a full parse it would
 // have made anyway, and asks about the model it reads if it reads another.
 func ModelAhead(body string) (model string, ok bool) {
 	const key = `"model"`
-	// The last one, found forwards: strings.Index compares blocks at a time, a search
-	// backwards (LastIndex) a byte at a time, and the key is rare.
-	i := -1
-	for j := 0; ; {
-		k := strings.Index(body[j:], key)
-		if k < 0 {
+	// Backwards from the end: the member lies behind the history, before the tools, so
+	// the search costs the tail's length, not the history's.
+	i := len(body) - len(key)
+	for ; i >= 0; i-- {
+		if body[i] == '"' && body[i+1] == 'm' && body[i:i+len(key)] == key {
 			break
 		}
-		i = j + k
-		j = i + len(key)
 	}
 	if i < 0 {
 		return "", false
