@@ -295,7 +295,7 @@ func (x *responsesRun) assembler() translate.ClientAssembler {
 // the client got (body, or after a stream the encoder's or the upstream's terminal one)
 // and its output.
 func (x *responsesRun) answered(ctx context.Context, body []byte) {
-	if (!x.req.Store || x.c.s.responses == nil) && x.ws == nil {
+	if !x.keeps() {
 		return
 	}
 	var response, output []byte
@@ -313,6 +313,12 @@ func (x *responsesRun) answered(ctx context.Context, body []byte) {
 		output = x.enc.AppendOutput(nil)
 	}
 	x.save(ctx, response, output)
+}
+
+// keeps reports whether the response is kept once answered: stored (store, with a
+// store configured), or for the next turn of its WebSocket connection.
+func (x *responsesRun) keeps() bool {
+	return x.req.Store && x.c.s.responses != nil || x.ws != nil
 }
 
 func (x *responsesRun) newEncoder(stream bool) {
@@ -470,7 +476,7 @@ func (f *responsesForward) end(err error, _ *meter) error {
 }
 
 func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	resp, kind := responsesin.ReadResponse(body)
+	resp, kind, model := responsesin.ReadAnswer(body)
 	switch kind {
 	case responsesin.BodyNotJSON:
 		return dst, notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
@@ -480,9 +486,11 @@ func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, 
 		return dst, notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
 	}
 	m.noteUsage(resp.Usage)
-	f.fw.Output = []byte(resp.Output)
+	if (*responsesRun)(f).keeps() { // answered stores it
+		f.fw.Output = []byte(resp.Output)
+	}
 	f.modelOf(r)
-	return responsesin.AppendWithModel(dst, body, false, f.fw.Model), nil
+	return responsesin.AppendModelAt(dst, body, model, f.fw.Model), nil
 }
 
 // handleStoredResponse serves GET and DELETE /v1/responses/{id} for the key's stored
