@@ -25,13 +25,7 @@ const responsesLine = "response"
 
 // record counts, observes and logs d.
 func (d *responsesDone) record() {
-	if d.code != 0 {
-		d.series.CountRequest(d.code, d.stream, d.api)
-	}
-	d.span.Observe(d.series.RequestDuration(d.stream, d.api), d.took.Seconds()) // with exemplar
-	if d.ttft > 0 {
-		d.span.Observe(d.series.TTFT(), d.ttft.Seconds())
-	}
+	d.count()
 	logLineAt(d.logger, d.at, responsesLine, d.appendMembers, d.attrs)
 }
 
