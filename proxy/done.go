@@ -57,6 +57,12 @@ type requestDone struct {
 
 // record counts, observes and logs d.
 func (d *requestDone) record() {
+	d.count()
+	logLineAt(d.logger, d.at, accessLine, d.appendMembers, d.attrs)
+}
+
+// count counts d's request and observes its duration and time to first token.
+func (d *requestDone) count() {
 	if d.code != 0 {
 		d.series.CountRequest(d.code, d.stream, d.api)
 	}
@@ -64,7 +70,6 @@ func (d *requestDone) record() {
 	if d.ttft > 0 {
 		d.span.Observe(d.series.TTFT(), d.ttft.Seconds())
 	}
-	logLineAt(d.logger, d.at, accessLine, d.appendMembers, d.attrs)
 }
 
 // accessLine is the message of the access line.

@@ -296,7 +296,8 @@ func appendSSE(dst, typ, data []byte) []byte {
 }
 
 func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	if !messagesin.IsObject(body) {
+	model, ok := messagesin.ReadAnswer(body)
+	if !ok {
 		return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
 	}
 	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
@@ -308,7 +309,14 @@ func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, e
 	if err != nil {
 		return dst, err
 	}
-	out, err := sjson.SetBytes(body, "model", r.name) // the requested model, or the fallback that answered
+	// The requested model, or the fallback that answered: set where the walk found it;
+	// sjson adds it to an answer without one, and escapes a name that needs it.
+	if model.End != 0 {
+		if out, ok := messagesin.AppendModelAt(dst, body, model, r.name); ok {
+			return out, nil
+		}
+	}
+	out, err := sjson.SetBytes(body, "model", r.name)
 	if err != nil {
 		return dst, err
 	}

@@ -295,7 +295,7 @@ func (x *responsesRun) assembler() translate.ClientAssembler {
 // the client got (body, or after a stream the encoder's or the upstream's terminal one)
 // and its output.
 func (x *responsesRun) answered(ctx context.Context, body []byte) {
-	if (!x.req.Store || x.c.s.responses == nil) && x.ws == nil {
+	if !x.keeps() {
 		return
 	}
 	var response, output []byte
@@ -313,6 +313,12 @@ func (x *responsesRun) answered(ctx context.Context, body []byte) {
 		output = x.enc.AppendOutput(nil)
 	}
 	x.save(ctx, response, output)
+}
+
+// keeps reports whether the response is kept once answered: stored (store, with a
+// store configured), or for the next turn of its WebSocket connection.
+func (x *responsesRun) keeps() bool {
+	return x.req.Store && x.c.s.responses != nil || x.ws != nil
 }
 
 func (x *responsesRun) newEncoder(stream bool) {
@@ -376,25 +382,23 @@ func (x *responsesRun) save(ctx context.Context, response, output []byte) {
 	}
 }
 
-// finish records the request's metrics. code 0 means the funnel already counted it.
+// finish records the request's metrics, its span, its ledger record and its access line
+// (responsesDone). code 0 means the funnel already counted it.
 func (x *responsesRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	c := x.c
-	st := strconv.FormatBool(stream)
-	label, backend := c.route.label(), c.route.backend.name
-	if code != 0 {
-		c.s.metrics.Requests.WithLabelValues(label, backend, c.key.name, strconv.Itoa(code), st, apiResponses).Inc()
-	}
-	c.s.metrics.RequestDuration.WithLabelValues(label, backend, st, apiResponses).Observe(time.Since(c.start).Seconds())
+	now := time.Now() // one reading for the histogram, the ledger and the log line
+	d := responsesDone{requestDone: requestDone{series: c.call.seriesOf(c.route), logger: c.s.logger, span: c.span, rid: c.rid,
+		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: apiResponses,
+		code: code, stream: stream, at: now, took: now.Sub(c.start),
+		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens, estimated: c.call.Estimated},
+		passthrough: x.pass}
 	if !c.firstT.IsZero() {
-		c.s.metrics.TTFT.WithLabelValues(label, backend).Observe(c.firstT.Sub(c.start).Seconds())
+		d.ttft = c.firstT.Sub(c.start)
 	}
+	d.answered, d.fallback = c.answeredModel()
 	finishSpan(c.span, c.call.Usage, c.start, c.firstT, code, stream)
-	c.toLedger(ledgerStatus(ctx, code), stream, time.Now())
-	answered, fallback := c.answeredModel()
-	c.call.log().Info("response", "model", label, "backend", backend, "key", c.key.name, "stream", stream,
-		"status", code, "passthrough", x.pass, "duration_ms", time.Since(c.start).Milliseconds(),
-		"prompt_tokens", c.call.Usage.PromptTokens, "completion_tokens", c.call.Usage.CompletionTokens,
-		"usage_estimated", c.call.Estimated, "answered_model", answered, "fallback", fallback)
+	c.toLedger(ledgerStatus(ctx, code), stream, now)
+	d.record()
 }
 
 // notResponseJSON is the 502 for a passthrough answer the gateway cannot read, quoting at
@@ -470,7 +474,7 @@ func (f *responsesForward) end(err error, _ *meter) error {
 }
 
 func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	resp, kind := responsesin.ReadResponse(body)
+	resp, kind, model := responsesin.ReadAnswer(body)
 	switch kind {
 	case responsesin.BodyNotJSON:
 		return dst, notResponseJSON(r.backend.name, "answered with a body that is not JSON", body)
@@ -480,9 +484,11 @@ func (f *responsesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, 
 		return dst, notResponseJSON(r.backend.name, "answered with a JSON value that is not a Response object", nil)
 	}
 	m.noteUsage(resp.Usage)
-	f.fw.Output = []byte(resp.Output)
+	if (*responsesRun)(f).keeps() { // answered stores it
+		f.fw.Output = []byte(resp.Output)
+	}
 	f.modelOf(r)
-	return responsesin.AppendWithModel(dst, body, false, f.fw.Model), nil
+	return responsesin.AppendModelAt(dst, body, model, f.fw.Model), nil
 }
 
 // handleStoredResponse serves GET and DELETE /v1/responses/{id} for the key's stored

@@ -60,6 +60,7 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 	var buf [24]members.Member
 	fields := buf[:0]
 	var seen members.Set
+	ask := members.ModelAsk{Passes: passes}
 	messages := 0 // the messages that certainly become core messages
 	// tools and system are read member by member (Get): each over an index of its own,
 	// made as the walk reads it (jsonx.IndexValue), as parse reads them over the body's.
@@ -83,11 +84,12 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 			system, systemRoot, ok = sc.IndexValue()
 			v.Set(systemRoot.Kind, systemRoot.Raw, at, systemRoot.Str)
 		case "messages":
-			ok = true
+			// A model written after the messages is asked about before they are checked.
+			ok = ask.Ahead(s)
 		default:
 			ok = sc.Value(v)
 		}
-		if !ok || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
+		if !ok || k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
 			return nil, PassBody{}, false
 		}
 		if k != "messages" {

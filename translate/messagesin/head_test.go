@@ -18,6 +18,14 @@ func headBodies(t testing.TB) [][]byte {
 	for _, b := range []string{
 		// vouched for
 		`{"model":"m","max_tokens":5,"messages":[{"content":"hi","role":"user"}]}`,
+		// the model after the messages, as anthropic-sdk-python writes its members (sorted)
+		`{"max_tokens":1024,"messages":[{"content":"Write a short paragraph.","role":"user"}],"model":"m","system":"Be concise.","temperature":0.7}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"model":"m","model":"n"}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"model":5}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"mod\u0065l":"m"}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"model" : "m","tools":[{"name":"f","input_schema":{"type":"object","model":"x"}}]}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"model":"m","metadata":{"model":"m\u0065"}}`,
+		`{"max_tokens":5,"messages":[{"role":"user","content":"x"}],"tools":[},"model":"m"}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a","role":"x","content":5}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":""},{"role":"system","content":null},{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"hi"}]}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"srv~1"},{"type":"redacted_thinking","data":"x"}]}]}`,
@@ -96,6 +104,17 @@ func checkHead(t *testing.T, body []byte) bool {
 	if full, _, complete, err := messagesin.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
 		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
 		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParsePass's %+v", body, full, complete, err, want)
+	}
+	// The model is asked about once, wherever it is written: before the items are
+	// checked when it is written after them (members.ModelAhead's guess, asked first, is
+	// another model only when the guess was wrong: then the model is asked about too).
+	var asked []string
+	_, _, built, _ := messagesin.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated, func(m string) bool {
+		asked = append(asked, m)
+		return true
+	})
+	if len(asked) > 2 || len(asked) == 2 && asked[0] == asked[1] || !built && (len(asked) == 0 || asked[len(asked)-1] != want.Model) {
+		t.Fatalf("ParseHead(%q) asked about the models %q, want %q", body, asked, want.Model)
 	}
 	if pass != wpass {
 		t.Fatalf("ParseHead(%q): PassBody %+v, ParsePass's %+v", body, pass, wpass)

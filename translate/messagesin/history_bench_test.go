@@ -1,6 +1,7 @@
 package messagesin_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,6 +54,28 @@ func BenchmarkParseHistory(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, _, complete, err := messagesin.ParseHead(body, 1<<20, nil); err != nil || complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
+		// As the translated path reads it: the first pass gives up at the model, which
+		// anthropic-sdk-python writes after the messages (its members sorted, as
+		// ../shared/bench writes them too), and the full parse reads the body.
+		sorted := sortedMembers(b, body)
+		b.Run(fmt.Sprintf("%dKB/head-sorted", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(sorted)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, complete, err := messagesin.ParseHead(sorted, 1<<20, func(string) bool { return true }); err != nil || complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dKB/head-translated-sorted", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(sorted)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, complete, err := messagesin.ParseHead(sorted, 1<<20, func(string) bool { return false }); err != nil || !complete {
 					b.Fatal(err, complete)
 				}
 			}
@@ -134,4 +157,18 @@ func BenchmarkParseClaudeCode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sortedMembers is body with every object's members in sorted order, as encoding/json
+// writes a map (and SDKs that sort their parameters, openai-python, anthropic-sdk-python).
+func sortedMembers(b *testing.B, body []byte) []byte {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		b.Fatal(err)
+	}
+	sorted, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sorted
 }

@@ -148,6 +148,38 @@ func IsObject(body []byte) bool {
 	return ok && v.Kind == jsonx.Object
 }
 
+// ReadAnswer reads an upstream's whole answer in one walk: ok reports whether it is one
+// JSON object (IsObject), and model is where the value of its first model member lies
+// (End 0 when it has none), for AppendModelAt.
+func ReadAnswer(body []byte) (model translate.Span, ok bool) {
+	sc := jsonx.NewScanner(jsonx.View(body))
+	var v [1]jsonx.Value
+	root, ok := sc.RootMembers([]string{"model"}, v[:])
+	if !ok || root.Kind != jsonx.Object {
+		return model, false
+	}
+	if m := v[0]; m.Exists() {
+		model = translate.Span{Start: m.At, End: m.At + len(m.Raw)}
+	}
+	return model, true
+}
+
+// AppendModelAt appends body, a whole answer ReadAnswer read, with the value at model
+// (its span of the first model member, End not 0) replaced by name as a JSON string,
+// written as it is: ok is false, and nothing appended, when name has a byte JSON escapes
+// (a quote, a backslash, a control character) or one outside ASCII, for the caller's
+// general way.
+func AppendModelAt(dst, body []byte, model translate.Span, name string) (out []byte, ok bool) {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return dst, false
+		}
+	}
+	dst = append(dst, body[:model.Start]...)
+	dst = append(append(append(dst, '"'), name...), '"')
+	return append(dst, body[model.End:]...), true
+}
+
 // ReadTokenCount reads the number member field of the JSON object raw, an upstream's
 // answer to a token count (input_tokens from Anthropic, totalTokens from Gemini); ok is
 // false when raw is not JSON or the member is not a number.

@@ -1,7 +1,11 @@
 package messagesin_test
 
 import (
+	"bytes"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/tidwall/sjson"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -79,5 +83,58 @@ func TestReadTokenCount(t *testing.T) {
 	}
 	if !messagesin.IsObject([]byte(` {"a":1} `)) || messagesin.IsObject([]byte(`[1]`)) || messagesin.IsObject([]byte(`{`)) {
 		t.Error("IsObject")
+	}
+}
+
+// answerBodies are whole upstream answers: the recorded Message
+// (../../proxy/testdata/bench/anthropic-message.json's source, testdata/SOURCES.md) and the
+// edge cases of the model member.
+var answerBodies = []string{
+	`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":412,"output_tokens":187}}`,
+	`{"type":"message", "model" : "claude-up" ,"content":[{"type":"text","text":"a \"model\": b"}]}`,
+	`{"model":"a","model":"b"}`,
+	`{"model":null,"x":1}`,
+	`{"model":{"id":"m"}}`,
+	`{"content":[{"model":"k"}],"model":"m\u0065"}`,
+}
+
+// TestAppendModelAt: a whole answer's model is set where ReadAnswer found it, as
+// sjson.SetBytes sets it (the passthrough's way before), for the names it writes as they
+// are; it declines the others.
+func TestAppendModelAt(t *testing.T) {
+	for _, in := range answerBodies {
+		for _, name := range []string{"claude", `we"ird\name`, "<b>&", "modèle"} {
+			checkAppendModelAt(t, []byte(in), name)
+		}
+	}
+	for _, in := range []string{`[]`, `{"model":"m"`, `{"model":"m"} x`, `"model"`} {
+		if _, ok := messagesin.ReadAnswer([]byte(in)); ok {
+			t.Errorf("ReadAnswer(%s) took it for an object", in)
+		}
+	}
+}
+
+// FuzzAppendModelAt is TestAppendModelAt's property for any body and name.
+func FuzzAppendModelAt(f *testing.F) {
+	for _, in := range answerBodies {
+		f.Add([]byte(in), "claude")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, name string) { checkAppendModelAt(t, body, name) })
+}
+
+func checkAppendModelAt(t *testing.T, body []byte, name string) {
+	model, ok := messagesin.ReadAnswer(body)
+	if ok != messagesin.IsObject(body) {
+		t.Fatalf("ReadAnswer(%q) ok %v, IsObject %v", body, ok, !ok)
+	}
+	if !ok || model.End == 0 || !utf8.ValidString(name) {
+		return
+	}
+	want, err := sjson.SetBytes(bytes.Clone(body), "model", name)
+	if err != nil {
+		t.Fatalf("sjson.SetBytes(%q, %q): %v", body, name, err)
+	}
+	if got, ok := messagesin.AppendModelAt(nil, body, model, name); ok && !bytes.Equal(got, want) || !ok && got != nil {
+		t.Errorf("AppendModelAt(%s, %q) = %s, %v; want sjson's %s", body, name, got, ok, want)
 	}
 }

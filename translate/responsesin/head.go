@@ -68,6 +68,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	var buf [24]members.Member
 	fields := buf[:0]
 	var seen members.Set
+	ask := members.ModelAsk{Passes: passes}
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
@@ -76,10 +77,14 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
 		if k != "input" || sc.Peek() != '[' {
-			if !sc.Value(v) || k == "model" && v.Kind == jsonx.String && passes != nil && !passes(v.Str) {
+			if !sc.Value(v) || k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
 				return nil, false
 			}
 			continue
+		}
+		// A model written after the items is asked about before they are checked.
+		if !ask.Ahead(view) {
+			return nil, false
 		}
 		at := sc.Pos()
 		if !p.checkItems() {

@@ -31,6 +31,14 @@ func headBodies(t testing.TB) [][]byte {
 			`{"role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"x\":1}","id":"fc_1","status":"completed"},` +
 			`{"type":"function_call_output","call_id":"c1","output":"r"},{"role":"user","content":"and now?"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":"auto","include":["reasoning.encrypted_content"],"metadata":{"a":"b"},"future":1}`,
 		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"","namespace":null}]}`,
+		// the model after the input, as openai-python writes its members (sorted)
+		`{"input":[{"content":"Write a short paragraph.","role":"user"}],"instructions":"Be concise.","max_output_tokens":1024,"model":"m","store":false,"temperature":0.7}`,
+		`{"input":[{"role":"user","content":"x"}],"model":"m","model":"n"}`,
+		`{"input":[{"role":"user","content":"x"}],"model":5}`,
+		`{"input":[{"role":"user","content":"x"}],"mod\u0065l":"m"}`,
+		`{"input":[{"role":"user","content":"x"}],"model" : "m","tools":[{"type":"function","name":"f","parameters":{"model":"x"}}]}`,
+		`{"input":[{"role":"user","content":"x"}],"model":"m","metadata":{"model":"m\u0065"}}`,
+		`{"input":[{"role":"user","content":"x"}],"tools":[},"model":"m"}`,
 		// left to the full parse, accepted
 		`{"model":"m","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"t"}]}]}`,
 		`{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]}]}`,
@@ -109,6 +117,17 @@ func checkHead(t *testing.T, body []byte) bool {
 	if full, complete, err := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated,
 		func(string) bool { return false }); !complete || err != nil || !reflect.DeepEqual(full, want) {
 		t.Fatalf("ParseHead(%q) for a translated model = %+v, complete %v, %v; want ParseWithin's %+v", body, full, complete, err, want)
+	}
+	// The model is asked about once, wherever it is written: before the items are
+	// checked when it is written after them (members.ModelAhead's guess, asked first, is
+	// another model only when the guess was wrong: then the model is asked about too).
+	var asked []string
+	_, built, _ := ParseHead(bytes.Clone(body), translate.DefaultMaxInflated, func(m string) bool {
+		asked = append(asked, m)
+		return true
+	})
+	if len(asked) > 2 || len(asked) == 2 && asked[0] == asked[1] || !built && (len(asked) == 0 || asked[len(asked)-1] != want.Core.Model) {
+		t.Fatalf("ParseHead(%q) asked about the models %q, want %q", body, asked, want.Core.Model)
 	}
 	if complete {
 		if !reflect.DeepEqual(r, want) {

@@ -1,6 +1,7 @@
 package responsesin
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +40,28 @@ func BenchmarkParseHistory(b *testing.B) {
 				}
 			}
 		})
+		// As the translated path reads it: the first pass gives up at the model, which
+		// openai-python writes after the input (its members sorted, as
+		// ../shared/bench writes them too), and the full parse reads the body.
+		sorted := sortedMembers(b, body)
+		b.Run(fmt.Sprintf("%dKB/head-sorted", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(sorted)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, complete, err := ParseHead(sorted, 1<<20, func(string) bool { return true }); err != nil || complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dKB/head-translated-sorted", kb), func(b *testing.B) {
+			b.SetBytes(int64(len(sorted)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, complete, err := ParseHead(sorted, 1<<20, func(string) bool { return false }); err != nil || !complete {
+					b.Fatal(err, complete)
+				}
+			}
+		})
 		r, err := ParseWithin(body, 1<<20)
 		if err != nil {
 			b.Fatal(err)
@@ -59,4 +82,18 @@ func BenchmarkParseHistory(b *testing.B) {
 			})
 		}
 	}
+}
+
+// sortedMembers is body with every object's members in sorted order, as encoding/json
+// writes a map (and SDKs that sort their parameters, openai-python, anthropic-sdk-python).
+func sortedMembers(b *testing.B, body []byte) []byte {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		b.Fatal(err)
+	}
+	sorted, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sorted
 }

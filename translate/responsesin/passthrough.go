@@ -199,6 +199,18 @@ type Upstream struct {
 	Usage translate.Usage
 }
 
+// AppendModelAt appends body, a whole answer, with the value at model (ReadAnswer's
+// span of the Response's model) replaced by name, a JSON string literal: AppendWithModel's
+// result without walking body again; body as it is when model.End is 0.
+func AppendModelAt(dst, body []byte, model translate.Span, name []byte) []byte {
+	if model.End == 0 {
+		return append(dst, body...)
+	}
+	dst = append(dst, body[:model.Start]...)
+	dst = append(dst, name...)
+	return append(dst, body[model.End:]...)
+}
+
 // Body classifies a responses backend's whole (non-streamed) answer.
 type Body int
 
@@ -212,19 +224,29 @@ const (
 // ReadResponse reads a responses backend's whole answer: a Response object has object
 // "response". The strings alias body.
 func ReadResponse(body []byte) (Upstream, Body) {
+	u, kind, _ := ReadAnswer(body)
+	return u, kind
+}
+
+// ReadAnswer is ReadResponse that also finds, in the same walk, where the Response's
+// model lies in body when it is a string (for AppendModelAt); its End is 0 otherwise.
+func ReadAnswer(body []byte) (u Upstream, kind Body, model translate.Span) {
 	sc := jsonx.NewScanner(jsonx.View(body))
-	var v [5]jsonx.Value
-	root, ok := sc.RootMembers([]string{"object", "error", "output", "usage", "id"}, v[:])
+	var v [6]jsonx.Value
+	root, ok := sc.RootMembers([]string{"object", "error", "output", "usage", "id", "model"}, v[:])
 	switch {
 	case !ok:
-		return Upstream{}, BodyNotJSON
+		return Upstream{}, BodyNotJSON, model
 	case root.Kind != jsonx.Object || v[0].Str != "response":
 		if v[1].Kind == jsonx.Object {
-			return Upstream{}, BodyError
+			return Upstream{}, BodyError, model
 		}
-		return Upstream{}, BodyOther
+		return Upstream{}, BodyOther, model
 	}
-	return Upstream{Response: root.Raw, Output: v[2].Raw, ID: v[4].Str, Usage: usage(&sc, v[3])}, BodyResponse
+	if m := v[5]; m.At > 0 && m.Kind == jsonx.String {
+		model = translate.Span{Start: m.At, End: m.At + len(m.Raw)}
+	}
+	return Upstream{Response: root.Raw, Output: v[2].Raw, ID: v[4].Str, Usage: usage(&sc, v[3])}, BodyResponse, model
 }
 
 // ReadEventResponse reads the Response object in the member response of a terminal stream

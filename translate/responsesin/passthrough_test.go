@@ -2,6 +2,7 @@ package responsesin
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -242,5 +243,26 @@ func TestEncoder_PrettyPrintedRequestStaysOneLine(t *testing.T) {
 	openaitest.CheckResponseEvents(t, out)
 	if !strings.Contains(string(out), `"description":"line\nbreak"`) {
 		t.Errorf("a string's escaped line break was changed:\n%s", out)
+	}
+}
+
+// TestAppendModelAt: a whole answer's model is set where ReadAnswer found it,
+// as AppendWithModel sets it.
+func TestAppendModelAt(t *testing.T) {
+	for _, in := range []string{
+		`{"id":"r","object":"response","model":"m-up","output":[],"x":{"model":"k"}}`,
+		`{"id":"r", "object" : "response", "model" : "m\"up" ,"usage":{"input_tokens":1}}`,
+		`{"object":"response","model":"a","model":"b"}`,
+		`{"object":"response","model":null}`,
+		`{"object":"response","output":[{"model":"k"}]}`,
+	} {
+		u, kind, model := ReadAnswer([]byte(in))
+		if wu, wkind := ReadResponse([]byte(in)); kind != BodyResponse || wkind != kind || !reflect.DeepEqual(u, wu) {
+			t.Fatalf("ReadAnswer(%s) = %+v, %v; ReadResponse's %+v, %v", in, u, kind, wu, wkind)
+		}
+		want := string(AppendWithModel(nil, []byte(in), false, []byte(`"m"`)))
+		if got := string(AppendModelAt(nil, []byte(in), model, []byte(`"m"`))); got != want {
+			t.Errorf("AppendModelAt(%s) = %s, want AppendWithModel's %s", in, got, want)
+		}
 	}
 }
