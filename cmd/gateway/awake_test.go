@@ -284,16 +284,7 @@ func TestAwakeKeeperKeepsPWhileOthersRun(t *testing.T) {
 
 	// Spinners leave one P for the keeper and one for the test's own goroutines.
 	spinners := max(1, k.procs-2)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range spinners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-			}
-		}()
-	}
+	stopSpinning := spin(spinners)
 	time.Sleep(20 * time.Millisecond)
 	naps0, asides0 := k.naps.Load(), k.asides.Load()
 	start := time.Now()
@@ -302,10 +293,25 @@ func TestAwakeKeeperKeepsPWhileOthersRun(t *testing.T) {
 	}
 	naps, asides := k.naps.Load()-naps0, k.asides.Load()-asides0
 	busy := time.Since(start)
-	stop.Store(true)
-	wg.Wait()
+	stopSpinning()
 	t.Logf("%d spinning on %d Ps for %v: %d raw sleeps, %d periods aside", spinners, k.procs, busy.Round(time.Millisecond), naps, asides)
 	if naps < 10 || asides > naps/2 {
 		t.Errorf("others running, none queued: the keeper slept raw %d times and stepped aside %d times in %v, want at least 10 raw sleeps and at most half as many asides", naps, asides, busy)
 	}
+}
+
+// spin starts n goroutines that run without blocking until the returned function is
+// called; it waits for them to end.
+func spin(n int) (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+			}
+		}()
+	}
+	return func() { done.Store(true); wg.Wait() }
 }
