@@ -27,19 +27,21 @@ import (
 // runtime/proc.go stealWork, checkTimersNoP). A stop of the world (the garbage collector's) interrupts the sleep with the
 // runtime's preemption signal, so it waits for it no longer than for any goroutine.
 //
-// It steps aside when the process is busy: the monitor does not park while any other P
-// runs, and a P held in a raw sleep is one the busy process cannot use (goroutines queued on
-// it wait to be stolen). After each yield it reads the runtime's counts of goroutines
-// running and runnable (runtime/metrics, approximate): with any goroutine runnable, or
-// another running at two checks in a row, it sleeps one period on a runtime timer instead,
-// its P free for the others, and counts that in asides.
+// It steps aside when goroutines wait for a P: a P held in a raw sleep is one they cannot
+// use (goroutines queued on it wait to be stolen). After each yield it reads the runtime's
+// count of goroutines runnable (runtime/metrics, approximate; see stepAside): with any
+// queued it sleeps one period on a runtime timer instead, its P free for the others, and
+// counts that in asides. Other goroutines merely running do not make it step aside: the
+// gateway still has as many Ps as without the keeper, and a keeper that stepped aside
+// whenever the gateway ran let the monitor park between a busy gateway's requests as with
+// no tuning (PERFORMANCE.md, the keeper at full load).
 type awakeKeeper struct {
 	// procs is GOMAXPROCS as the keeper set it: the runtime's choice at start plus one.
 	procs int
 	// naps counts the raw sleeps done (the P kept): one a period while the process is idle.
 	naps atomic.Uint64
-	// asides counts the periods slept on a runtime timer (the P free) because the process
-	// was busy.
+	// asides counts the periods slept on a runtime timer (the P free) because goroutines
+	// were queued for a P.
 	asides atomic.Uint64
 	stop   chan struct{}
 	done   chan struct{}
@@ -49,18 +51,18 @@ type awakeKeeper struct {
 // one, and with nothing watched writes none, so the events pointer is NULL.
 const epollNoEvents = 1
 
-// The runtime/metrics the keeper reads after each yield to tell a busy process from an
-// idle one. running counts the keeper itself.
-const (
-	metricRunning  = "/sched/goroutines/running:goroutines"
-	metricRunnable = "/sched/goroutines/runnable:goroutines"
-)
+// metricRunnable is the runtime/metric the keeper reads after each yield to tell whether
+// goroutines wait for a P.
+const metricRunnable = "/sched/goroutines/runnable:goroutines"
 
-// busyChecks is how many checks in a row must find another goroutine running for the
-// keeper to step aside: at moderate load (a request's few hundred microseconds of CPU a
-// millisecond) a single check often lands on one, and stepping aside then would let the
-// monitor park as soon as the request ends.
-const busyChecks = 2
+// stepAside is the keeper's rule, after each yield: sleep the next period on a runtime
+// timer, its P free, when any goroutine is runnable (queued for a P), and keep its P in a
+// raw sleep otherwise, however many other goroutines are running. The counts are the
+// runtime's, read without stopping the world, so approximate: a goroutine queued just
+// after the check waits for another P to steal it, as for any busy P.
+func stepAside(runnable uint64) bool {
+	return runnable > 0
+}
 
 // startAwake raises GOMAXPROCS by one and starts the keeper's goroutine, sleeping period
 // (whole milliseconds; awakePeriod but in tests) at a time. The extra P is the one the
@@ -84,10 +86,9 @@ func (k *awakeKeeper) run(epfd int, period time.Duration) {
 	defer close(k.done)
 	defer unix.Close(epfd)
 	timeout := uintptr(period.Milliseconds())
-	sched := []metrics.Sample{{Name: metricRunning}, {Name: metricRunnable}}
+	sched := []metrics.Sample{{Name: metricRunnable}}
 	aside := time.NewTimer(period)
 	aside.Stop()
-	busy := 0
 	for {
 		select {
 		case <-k.stop:
@@ -96,13 +97,7 @@ func (k *awakeKeeper) run(epfd int, period time.Duration) {
 		}
 		runtime.Gosched()
 		metrics.Read(sched)
-		running, runnable := schedCount(sched[0]), schedCount(sched[1])
-		if running > 1 { // another goroutine than the keeper
-			busy++
-		} else {
-			busy = 0
-		}
-		if runnable > 0 || busy >= busyChecks {
+		if stepAside(schedCount(sched[0])) {
 			k.asides.Add(1)
 			aside.Reset(period)
 			select {

@@ -186,6 +186,27 @@ func startField(t *testing.T, r *replica, field string) float64 {
 	return -1
 }
 
+// TestStepAside: the keeper's rule. It gives its P up only to goroutines queued for one;
+// other goroutines running (a busy gateway between two requests) do not make it step aside,
+// so the runtime's monitor does not park then.
+func TestStepAside(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		runnable uint64
+		want     bool
+	}{
+		{name: "idle, or others running with none queued: keep the P", runnable: 0, want: false},
+		{name: "one goroutine queued: step aside", runnable: 1, want: true},
+		{name: "many queued: step aside", runnable: 500, want: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stepAside(tt.runnable); got != tt.want {
+				t.Errorf("stepAside(runnable %d) = %v, want %v", tt.runnable, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestAwakeKeeperStepsAside: while the process is busy (more goroutines spinning than it has
 // Ps) the keeper does not hold a P in its raw sleep: nearly every period it sleeps on a
 // runtime timer instead (asides), its P free for the spinning goroutines; once they stop
@@ -246,4 +267,51 @@ func TestAwakeKeeperStepsAside(t *testing.T) {
 	if !waitNaps(5) {
 		t.Errorf("idle again: the keeper did not go back to its raw sleeps")
 	}
+}
+
+// TestAwakeKeeperKeepsPWhileOthersRun: goroutines running with a P free for each (none
+// queued) do not make the keeper step aside: it goes on with its raw sleeps, so a gateway
+// busy between two requests keeps the monitor awake. (The rule before this one stepped
+// aside after two checks in a row saw another goroutine running.)
+func TestAwakeKeeperKeepsPWhileOthersRun(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	k, err := startAwake(time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Stop()
+
+	// Spinners leave one P for the keeper and one for the test's own goroutines.
+	spinners := max(1, k.procs-2)
+	stopSpinning := spin(spinners)
+	time.Sleep(20 * time.Millisecond)
+	naps0, asides0 := k.naps.Load(), k.asides.Load()
+	start := time.Now()
+	for deadline := start.Add(1500 * time.Millisecond); k.naps.Load() < naps0+10 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	naps, asides := k.naps.Load()-naps0, k.asides.Load()-asides0
+	busy := time.Since(start)
+	stopSpinning()
+	t.Logf("%d spinning on %d Ps for %v: %d raw sleeps, %d periods aside", spinners, k.procs, busy.Round(time.Millisecond), naps, asides)
+	if naps < 10 || asides > naps/2 {
+		t.Errorf("others running, none queued: the keeper slept raw %d times and stepped aside %d times in %v, want at least 10 raw sleeps and at most half as many asides", naps, asides, busy)
+	}
+}
+
+// spin starts n goroutines that run without blocking until the returned function is
+// called; it waits for them to end.
+func spin(n int) (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+			}
+		}()
+	}
+	return func() { done.Store(true); wg.Wait() }
 }
