@@ -642,6 +642,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 			`panel "Budget remaining" A`,                     // no key has a budget
 			`panel "Budget remaining" B`,                     // no team has a budget
 			`panel "Shared state errors" A`,                  // state is in memory
+			`panel "Usage ledger writer CPU" A`,              // no ledger here: no record written, 0/0
 		}
 		if diff := cmp.Diff(want, empty); diff != "" {
 			t.Errorf("dashboard queries without data (-want +got):\n%s", diff)
