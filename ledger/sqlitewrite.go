@@ -2,106 +2,448 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// sqliteWriter writes the writer's batches on SQLite under database/sql, on the
-// driver's own connection (sql.Conn.Raw): one connection kept for the writer, its
-// statements prepared on it once, executed with driver arguments the writer fills in
-// place. database/sql would otherwise check, convert and copy every value of every row
-// and wrap each prepared statement for its transaction at every chunk: about a tenth of
-// the writer's CPU (docs/ledger.md, "The writer's cost"). Not safe for concurrent use:
-// the store's writer goroutine is its only user.
+// sqliteWriter writes the writer's batches on SQLite through the SQLite library's own
+// API (modernc.org/sqlite/lib, the pure-Go SQLite the database/sql driver wraps), on a
+// connection of its own, not database/sql's: opened SQLITE_OPEN_NOMUTEX (the store's
+// writer goroutine is its only user, so SQLite's per-call connection mutex, which the
+// driver's connections take on every bind and step, is left out), its statements
+// prepared once, integers and floats bound as they are (no boxing), and the texts of a
+// statement copied into one C buffer the writer keeps and bound from it without a copy
+// (SQLITE_STATIC). The driver copies every text into C memory of its own, keeps a list
+// of them to free and unbinds each after the step: with its conversions, a third of the
+// writer's CPU and most of its allocations (docs/ledger.md, "The writer's cost").
+//
+// Readers and every other statement keep database/sql's pool; SQLite's WAL lets the two
+// connections work side by side, and its busy timeout covers another writer (the pruner).
+// Not safe for concurrent use: the store's writer goroutine is its only user.
 type sqliteWriter struct {
-	// conn is the writer's connection (nil until the first write, and after it broke);
-	// prep its prepared statements.
-	conn *sql.Conn
-	prep map[stmtKey]driver.Stmt
-	// args are a statement's arguments, reused.
-	args []driver.NamedValue
+	// path is the database file, as the pool's DSN names it (file: URI).
+	path string
+	// tls is the C library's thread state the calls run under, db the connection (0 until
+	// the first write, and after it broke), prep the statements prepared on it.
+	tls  *libc.TLS
+	db   uintptr
+	prep map[stmtKey]uintptr
+	// begin, commit and rollback are the transaction's statements.
+	begin, commit, rollback uintptr
+	// cbuf is the C buffer a statement's texts are bound from; cmem is the same memory
+	// seen as a Go slice (written with copy), cap its size.
+	cbuf uintptr
+	cmem []byte
+	// texts are a statement's texts, gathered while its other values are bound; spans
+	// their places in texts and their parameters.
+	texts []byte
+	spans []textSpan
+	// st is the statement being bound, rc the first error its binds returned.
+	st uintptr
+	rc int32
+	// text gives the statements' texts during a write.
+	text func(table string, n int) string
 }
 
-// sqliteConn is what the writer needs of the driver's connection.
-type sqliteConn interface {
-	driver.ConnPrepareContext
-	driver.ConnBeginTx
+// textSpan is a text parameter: the bytes texts[off:off+n] bound to parameter i.
+type textSpan struct {
+	i      int32
+	off, n int
 }
 
-// write runs fn in a transaction on the writer's connection; fn executes statements
-// with exec, whose texts are text's. A connection the driver reports broken is let go, and the next write takes
-// another.
-func (w *sqliteWriter) write(ctx context.Context, db *sql.DB, text func(table string, n int) string, fn func(exec execFunc) error) error {
-	if w.conn == nil {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		w.conn, w.prep = c, map[stmtKey]driver.Stmt{}
+// writerPragmas are the writer connection's settings (those of the pool's DSN in
+// store.go that are per connection: journal_mode WAL is the database's).
+const writerPragmas = "PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000;"
+
+// open opens the writer's connection if it has none.
+func (w *sqliteWriter) open() error {
+	if w.db != 0 {
+		return nil
 	}
-	err := w.conn.Raw(func(dc any) error {
-		c, ok := dc.(sqliteConn)
-		if !ok {
-			return fmt.Errorf("ledger: the sqlite driver's connection (%T) cannot prepare statements in a transaction", dc)
+	if w.tls == nil {
+		w.tls = libc.NewTLS()
+	}
+	name, err := libc.CString("file:" + w.path)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(w.tls, name)
+	pp := libc.Xmalloc(w.tls, 8)
+	if pp == 0 {
+		return errors.New("ledger: sqlite: out of memory")
+	}
+	defer libc.Xfree(w.tls, pp)
+	rc := sqlite3.Xsqlite3_open_v2(w.tls, name, pp,
+		sqlite3.SQLITE_OPEN_READWRITE|sqlite3.SQLITE_OPEN_CREATE|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	w.db = readPtr(pp)
+	if rc != sqlite3.SQLITE_OK {
+		err := w.error("opening the writer's connection", rc)
+		w.release()
+		return err
+	}
+	sqlite3.Xsqlite3_extended_result_codes(w.tls, w.db, 1)
+	w.prep = map[stmtKey]uintptr{}
+	if err := w.execText(writerPragmas); err != nil {
+		w.release()
+		return err
+	}
+	for _, s := range []struct {
+		p   *uintptr
+		sql string
+	}{{&w.begin, "BEGIN"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"}} {
+		if *s.p, err = w.prepare(s.sql); err != nil {
+			w.release()
+			return err
 		}
-		tx, err := c.BeginTx(ctx, driver.TxOptions{})
+	}
+	return nil
+}
+
+// readPtr reads the pointer a C call left at p.
+func readPtr(p uintptr) uintptr {
+	return uintptr(binary.NativeEndian.Uint64(libc.GoBytes(p, 8)))
+}
+
+// prepare compiles sql (one statement) on the writer's connection.
+func (w *sqliteWriter) prepare(sql string) (uintptr, error) {
+	z, err := libc.CString(sql)
+	if err != nil {
+		return 0, err
+	}
+	defer libc.Xfree(w.tls, z)
+	pp := libc.Xmalloc(w.tls, 8)
+	if pp == 0 {
+		return 0, errors.New("ledger: sqlite: out of memory")
+	}
+	defer libc.Xfree(w.tls, pp)
+	if rc := sqlite3.Xsqlite3_prepare_v2(w.tls, w.db, z, int32(len(sql)), pp, 0); rc != sqlite3.SQLITE_OK {
+		return 0, w.error("preparing a statement", rc)
+	}
+	return readPtr(pp), nil
+}
+
+// execText runs sql (statements without results) on the writer's connection.
+func (w *sqliteWriter) execText(sql string) error {
+	z, err := libc.CString(sql)
+	if err != nil {
+		return err
+	}
+	defer libc.Xfree(w.tls, z)
+	if rc := sqlite3.Xsqlite3_exec(w.tls, w.db, z, 0, 0, 0); rc != sqlite3.SQLITE_OK {
+		return w.error("configuring the writer's connection", rc)
+	}
+	return nil
+}
+
+// error is rc as an error, with SQLite's message of the connection when it has one.
+func (w *sqliteWriter) error(what string, rc int32) error {
+	msg := libc.GoString(sqlite3.Xsqlite3_errstr(w.tls, rc))
+	if w.db != 0 && sqlite3.Xsqlite3_extended_errcode(w.tls, w.db) == rc {
+		msg = libc.GoString(sqlite3.Xsqlite3_errmsg(w.tls, w.db))
+	}
+	return &sqliteError{what: what, msg: msg, code: rc}
+}
+
+// sqliteError is a failed call of the writer's connection: code is SQLite's extended
+// result code.
+type sqliteError struct {
+	what, msg string
+	code      int32
+}
+
+func (e *sqliteError) Error() string {
+	return fmt.Sprintf("sqlite: %s: %s (%d)", e.what, e.msg, e.code)
+}
+
+// broken reports whether err leaves the writer's connection unfit for the next batch
+// (an I/O error, a damaged or replaced file, no memory), so it is closed and opened again.
+func broken(err error) bool {
+	var e *sqliteError
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.code & 0xff {
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB,
+		sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_MISUSE, sqlite3.SQLITE_INTERNAL:
+		return true
+	}
+	return false
+}
+
+// write runs fn in a transaction on the writer's connection; fn's statements are
+// text's (prepared once per key). A failed transaction is rolled back; a connection
+// the failure broke is closed, and the next write opens another.
+func (w *sqliteWriter) write(ctx context.Context, text func(table string, n int) string, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.open(); err != nil {
+		return err
+	}
+	err := w.run(w.begin, "beginning a transaction")
+	if err == nil {
+		w.text = text
+		err = fn()
+		w.text = nil
+		if err == nil {
+			err = w.run(w.commit, "committing")
+		}
 		if err != nil {
-			return err
+			_ = w.run(w.rollback, "rolling back") // nothing to roll back after INSERT OR ROLLBACK failed
 		}
-		if err := fn(func(ctx context.Context, table string, n int, args []any) error {
-			return w.exec(ctx, c, stmtKey{table, n}, text, args)
-		}); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		return tx.Commit()
-	})
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+	}
+	if broken(err) {
 		w.release()
 	}
 	return err
 }
 
-// exec runs the statement key, prepared on c once, with args.
-func (w *sqliteWriter) exec(ctx context.Context, c sqliteConn, key stmtKey, text func(table string, n int) string, args []any) error {
+// run steps st, a statement without parameters or results, to its end.
+func (w *sqliteWriter) run(st uintptr, what string) error {
+	rc := sqlite3.Xsqlite3_step(w.tls, st)
+	sqlite3.Xsqlite3_reset(w.tls, st)
+	if rc != sqlite3.SQLITE_DONE {
+		return w.error(what, rc)
+	}
+	return nil
+}
+
+// stmt starts binding the statement key (prepared once): its values follow with
+// int, float, str and null, in parameter order from 1, and exec runs it.
+func (w *sqliteWriter) stmt(key stmtKey) error {
 	st := w.prep[key]
-	if st == nil {
+	if st == 0 {
 		var err error
-		if st, err = c.PrepareContext(ctx, text(key.table, key.n)); err != nil {
+		if st, err = w.prepare(w.text(key.table, key.n)); err != nil {
 			return err
 		}
 		w.prep[key] = st
 	}
-	ex, ok := st.(driver.StmtExecContext)
-	if !ok {
-		return fmt.Errorf("ledger: the sqlite driver's statement (%T) cannot execute with a context", st)
-	}
-	nv := w.args[:0]
-	for i, v := range args {
-		if n, ok := v.(int); ok { // the driver binds int64, not int
-			v = int64(n)
-		}
-		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
-	}
-	w.args = nv
-	defer clear(nv) // the records' strings are not kept
-	_, err := ex.ExecContext(ctx, nv)
-	return err
+	w.st, w.rc = st, sqlite3.SQLITE_OK
+	w.texts, w.spans = w.texts[:0], w.spans[:0]
+	return nil
 }
 
-// release closes the writer's statements and gives its connection back to the pool.
+// int binds parameter i to v.
+func (w *sqliteWriter) int(i int32, v int64) {
+	if rc := sqlite3.Xsqlite3_bind_int64(w.tls, w.st, i, v); rc != sqlite3.SQLITE_OK && w.rc == sqlite3.SQLITE_OK {
+		w.rc = rc
+	}
+}
+
+// bool binds parameter i to 1 or 0.
+func (w *sqliteWriter) bool(i int32, v bool) {
+	n := int64(0)
+	if v {
+		n = 1
+	}
+	w.int(i, n)
+}
+
+// float binds parameter i to v.
+func (w *sqliteWriter) float(i int32, v float64) {
+	if rc := sqlite3.Xsqlite3_bind_double(w.tls, w.st, i, v); rc != sqlite3.SQLITE_OK && w.rc == sqlite3.SQLITE_OK {
+		w.rc = rc
+	}
+}
+
+// null binds parameter i to NULL.
+func (w *sqliteWriter) null(i int32) {
+	if rc := sqlite3.Xsqlite3_bind_null(w.tls, w.st, i); rc != sqlite3.SQLITE_OK && w.rc == sqlite3.SQLITE_OK {
+		w.rc = rc
+	}
+}
+
+// str binds parameter i to s (at exec, from the C buffer).
+func (w *sqliteWriter) str(i int32, s string) {
+	w.spans = append(w.spans, textSpan{i: i, off: len(w.texts), n: len(s)})
+	w.texts = append(w.texts, s...)
+}
+
+// strFrom binds parameter i to what appendFn appends (at exec, from the C buffer).
+func (w *sqliteWriter) strFrom(i int32, appendFn func([]byte) []byte) {
+	off := len(w.texts)
+	w.texts = appendFn(w.texts)
+	w.spans = append(w.spans, textSpan{i: i, off: off, n: len(w.texts) - off})
+}
+
+// exec binds the statement's texts from the C buffer and runs it.
+func (w *sqliteWriter) exec(what string) error {
+	if len(w.texts) > len(w.cmem) {
+		if err := w.grow(len(w.texts)); err != nil {
+			return err
+		}
+	}
+	copy(w.cmem, w.texts)
+	for _, s := range w.spans {
+		// A text of length 0 is bound from the buffer's start: '' (not NULL).
+		if rc := sqlite3.Xsqlite3_bind_text(w.tls, w.st, s.i, w.cbuf+uintptr(s.off), int32(s.n), sqlite3.SQLITE_STATIC); rc != sqlite3.SQLITE_OK && w.rc == sqlite3.SQLITE_OK {
+			w.rc = rc
+		}
+	}
+	if w.rc != sqlite3.SQLITE_OK {
+		return w.error(what, w.rc)
+	}
+	rc := sqlite3.Xsqlite3_step(w.tls, w.st)
+	// The texts' bindings point into cbuf, which the next statement overwrites: the
+	// statement is reset here and every parameter bound again before its next step.
+	sqlite3.Xsqlite3_reset(w.tls, w.st)
+	if rc != sqlite3.SQLITE_DONE {
+		return w.error(what, rc)
+	}
+	return nil
+}
+
+// grow replaces the C buffer with one of at least n bytes.
+func (w *sqliteWriter) grow(n int) error {
+	size := max(n, 2*len(w.cmem), 64<<10)
+	if size > math.MaxInt32 {
+		return errors.New("ledger: sqlite: a statement's texts are over 2 GB")
+	}
+	p := libc.Xmalloc(w.tls, libc.Tsize_t(size))
+	if p == 0 {
+		return errors.New("ledger: sqlite: out of memory")
+	}
+	if w.cbuf != 0 {
+		libc.Xfree(w.tls, w.cbuf)
+	}
+	w.cbuf, w.cmem = p, libc.GoBytes(p, size)
+	return nil
+}
+
+// release finalizes the writer's statements, closes its connection and frees its
+// buffer.
 func (w *sqliteWriter) release() {
-	if w.conn == nil {
+	if w.tls == nil {
 		return
 	}
-	_ = w.conn.Raw(func(any) error {
-		for _, st := range w.prep {
-			_ = st.Close()
+	for _, st := range w.prep {
+		sqlite3.Xsqlite3_finalize(w.tls, st)
+	}
+	for _, st := range []uintptr{w.begin, w.commit, w.rollback} {
+		if st != 0 {
+			sqlite3.Xsqlite3_finalize(w.tls, st)
+		}
+	}
+	if w.db != 0 {
+		sqlite3.Xsqlite3_close_v2(w.tls, w.db)
+	}
+	if w.cbuf != 0 {
+		libc.Xfree(w.tls, w.cbuf)
+	}
+	w.tls.Close()
+	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0]}
+}
+
+// insertRecords writes recs in statements of writeChunks' sizes.
+func (w *sqliteWriter) insertRecords(recs []Record) error {
+	return eachChunk(len(recs), func(i, j int) error {
+		if err := w.stmt(stmtKey{requestsTable, j - i}); err != nil {
+			return fmt.Errorf("ledger: inserting records: %w", err)
+		}
+		for k := i; k < j; k++ {
+			w.bindRecord(int32((k-i)*len(columns)), &recs[k])
+		}
+		if err := w.exec("inserting records"); err != nil {
+			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
 		return nil
 	})
-	_ = w.conn.Close()
-	w.conn, w.prep = nil, nil
+}
+
+// bindRecord binds r's values to the parameters after p, in columns' order (insertArgs'
+// values: prompt, completion, attempts and tools NULL when there are none).
+func (w *sqliteWriter) bindRecord(p int32, r *Record) {
+	w.int(p+1, r.Time.UnixMicro())
+	w.str(p+2, r.RequestID)
+	w.str(p+3, r.Key)
+	w.str(p+4, r.Team)
+	w.str(p+5, r.API)
+	w.str(p+6, r.Model)
+	w.str(p+7, r.Served)
+	w.str(p+8, r.Backend)
+	w.bool(p+9, r.Stream)
+	w.int(p+10, int64(r.Status))
+	w.str(p+11, r.ErrorType)
+	w.int(p+12, r.PromptTokens)
+	w.int(p+13, r.CachedReadTokens)
+	w.int(p+14, r.CacheWriteTokens)
+	w.int(p+15, r.CompletionTokens)
+	w.int(p+16, r.ReasoningTokens)
+	w.float(p+17, r.CostUSD)
+	w.bool(p+18, r.Estimated)
+	w.int(p+19, r.Total.Milliseconds())
+	w.int(p+20, r.FirstToken.Milliseconds())
+	w.int(p+21, r.Upstream.Milliseconds())
+	w.int(p+22, int64(r.ToolCalls))
+	w.int(p+23, int64(r.Fallbacks))
+	w.bool(p+24, r.CacheHit)
+	w.strOrNull(p+25, r.Prompt)
+	w.strOrNull(p+26, r.Completion)
+	w.str(p+27, r.Deployment)
+	w.str(p+28, r.TraceID)
+	w.str(p+29, r.ContinuedFrom)
+	if len(r.Attempts) == 0 {
+		w.null(p + 30)
+	} else {
+		w.strFrom(p+30, func(b []byte) []byte { return appendAttempts(b, r.Attempts) })
+	}
+	w.int(p+31, int64(r.AttemptsOmitted))
+	if len(r.Tools) == 0 {
+		w.null(p + 32)
+	} else {
+		w.strFrom(p+32, func(b []byte) []byte { return appendTools(b, r.Tools) })
+	}
+	w.int(p+33, int64(r.ToolsOmitted))
+}
+
+// strOrNull binds parameter i to s, or NULL when s is empty.
+func (w *sqliteWriter) strOrNull(i int32, s string) {
+	if s == "" {
+		w.null(i)
+		return
+	}
+	w.str(i, s)
+}
+
+// upsertRollups adds each table's rows to it, in statements of writeChunks' sizes
+// (upsertSQL's parameters: rollupDims, then rollupColumns).
+func (w *sqliteWriter) upsertRollups(rollups []rollupRows) error {
+	const per = int32(len(rollupDims) + len(rollupColumns))
+	for ti, rows := range rollups {
+		table := rollupTables[ti].name
+		err := eachChunk(len(rows), func(i, j int) error {
+			if err := w.stmt(stmtKey{table, j - i}); err != nil {
+				return err
+			}
+			for k := range rows[i:j] {
+				r, p := &rows[i+k], int32(k)*per
+				w.int(p+1, r.bucket)
+				w.str(p+2, r.key)
+				w.str(p+3, r.team)
+				w.str(p+4, r.model)
+				w.int(p+5, int64(r.status))
+				w.str(p+6, r.deployment)
+				w.int(p+7, r.requests)
+				w.int(p+8, r.errors)
+				w.int(p+9, r.prompt)
+				w.int(p+10, r.cachedRead)
+				w.int(p+11, r.cacheWrite)
+				w.int(p+12, r.completion)
+				w.int(p+13, r.reasoning)
+				w.float(p+14, r.costUSD)
+				w.int(p+15, r.totalMS)
+			}
+			return w.exec("updating " + table)
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: updating %s: %w", table, err)
+		}
+	}
+	return nil
 }

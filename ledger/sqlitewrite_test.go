@@ -3,9 +3,13 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/ledger"
 )
@@ -78,8 +82,8 @@ func TestLedger_SQLiteFailedBatch(t *testing.T) {
 }
 
 // TestLedger_SQLiteEmptyTexts: the texts most records leave empty (served model, error
-// type, deployment, trace id, continued from), which the SQLite writer binds as NULL and
-// coalesces, are stored as empty strings, never NULL, and set ones as they are.
+// type, deployment, trace id, continued from) are stored as empty strings, never NULL,
+// and set ones as they are.
 func TestLedger_SQLiteEmptyTexts(t *testing.T) {
 	dsn := filepath.Join(t.TempDir(), "ledger.db")
 	l := open(t, ledger.Options{Type: "sqlite", DSN: dsn, FlushInterval: time.Hour})
@@ -117,6 +121,62 @@ func TestLedger_SQLiteEmptyTexts(t *testing.T) {
 			t.Errorf("record %s: served %q, error %q, deployment %q, trace %q, continued from %q; want %q, %q, %q, %q, %q",
 				r.RequestID, r.Served, r.ErrorType, r.Deployment, r.TraceID, r.ContinuedFrom,
 				want.Served, want.ErrorType, want.Deployment, want.TraceID, want.ContinuedFrom)
+		}
+	}
+}
+
+// TestLedger_SQLiteWriterValues: every value the SQLite writer binds itself (integers,
+// floats, booleans, texts from its C buffer, NULLs) reads back as it was written, in
+// batches whose texts are several times the buffer's first size (64 KB), cut into
+// statements of every size (300 = 256 + 16 + 4 × 7), and in a batch after them whose
+// texts are short again.
+func TestLedger_SQLiteWriterValues(t *testing.T) {
+	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+		CaptureContent: true, MaxContentBytes: 2048})
+	var want []ledger.Record
+	add := func(n int, long bool) {
+		for i := range n {
+			k := len(want)
+			r := ledger.Record{Time: day0.Add(time.Duration(k) * time.Millisecond), RequestID: fmt.Sprintf("req-%d", k),
+				Key: fmt.Sprintf("key-%d", k%7), Team: "team", API: "responses", Model: "m", Served: "m", Backend: "b",
+				Stream: k%2 == 0, Status: 200 + k%3, PromptTokens: int64(k) << 33, CachedReadTokens: 1, CacheWriteTokens: 2,
+				CompletionTokens: 3, ReasoningTokens: 4, CostUSD: float64(k) / 3, Estimated: k%3 == 0,
+				Total: time.Duration(k) * time.Millisecond, FirstToken: time.Millisecond, Upstream: 2 * time.Millisecond,
+				ToolCalls: k % 4, Fallbacks: k % 2, CacheHit: k%5 == 0, Deployment: "b/m", TraceID: "0123456789abcdef0123456789abcdef",
+				ContinuedFrom: "", AttemptsOmitted: k % 3, ToolsOmitted: k % 2}
+			if long {
+				r.Prompt = strings.Repeat("the cat sat on the mat ", 89)[:2040-i%9] // words: not masked
+				r.Completion = "é" + strings.Repeat("z", i)
+			}
+			if i%5 == 1 {
+				r.Attempts = []ledger.Attempt{{Backend: "b", Deployment: "b/m", Model: "m", Status: 429, ErrorType: "rate_limit_exceeded"}}
+			}
+			if i%7 == 2 {
+				r.Tools = []ledger.ToolUse{{Name: "search", Source: "web", Calls: 2, Errors: 1}}
+			}
+			if !l.Add(r) {
+				t.Fatal("a record was dropped")
+			}
+			want = append(want, r)
+		}
+		flush(t, l)
+	}
+	add(300, true)
+	add(300, true)
+	add(21, false)
+	got, _, err := l.Requests(context.Background(), ledger.RequestQuery{Limit: 1000})
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d records, %v; want %d", len(got), err, len(want))
+	}
+	for i, g := range got {
+		w := want[len(want)-1-i] // newest first
+		if (g.AttemptsJSON != "") != (len(w.Attempts) > 0) || (g.ToolsJSON != "") != (len(w.Tools) > 0) {
+			t.Errorf("record %s: attempts %q, tools %q; want %d attempts, %d tools", w.RequestID, g.AttemptsJSON, g.ToolsJSON, len(w.Attempts), len(w.Tools))
+		}
+		g.ID, g.AttemptsJSON, g.ToolsJSON, w.Attempts, w.Tools = 0, "", "", nil, nil
+		w.Time = w.Time.UTC()
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Fatalf("record %s read back (-written +read):\n%s", w.RequestID, diff)
 		}
 	}
 }

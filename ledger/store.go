@@ -19,11 +19,10 @@ import (
 type store struct {
 	db *sql.DB
 	d  *dialect
-	// stmts are the writer's statements (write.go); args its parameters and, on SQLite,
-	// w its connection (sqlitewrite.go), used by the writer's goroutine only (insertWith
-	// is not called concurrently).
+	// stmts are the writer's statements (write.go); on SQLite, w is its connection
+	// (sqlitewrite.go), used by the writer's goroutine only (insertWith is not called
+	// concurrently).
 	stmts stmts
-	args  []any
 	w     sqliteWriter
 }
 
@@ -44,6 +43,7 @@ func openStore(ctx context.Context, typ, dsn string) (*store, error) {
 		// WAL: readers (reports) do not block the writer; NORMAL sync is durable at each
 		// checkpoint and never corrupts; the busy timeout covers a second process.
 		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)")
+		s.w.path = dsn // the writer's own connection (sqlitewrite.go)
 		if err == nil {
 			s.db.SetMaxOpenConns(4)
 		}
@@ -166,25 +166,11 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 		return err
 	}
 	text := func(table string, n int) string { return s.stmts.sql(s.d, table, n) }
-	return s.w.write(ctx, s.db, text, func(exec execFunc) error {
-		err := eachChunk(len(recs), func(i, j int) error {
-			args := s.args[:0]
-			for k := i; k < j; k++ {
-				start := len(args)
-				args = insertArgs(args, &recs[k])
-				nullEmpty(args[start:])
-			}
-			s.args = args
-			defer clear(args) // the records' strings are not kept
-			if err := exec(ctx, requestsTable, j-i, args); err != nil {
-				return fmt.Errorf("ledger: inserting records: %w", err)
-			}
-			return nil
-		})
-		if err != nil {
+	return s.w.write(ctx, text, func() error {
+		if err := s.w.insertRecords(recs); err != nil {
 			return err
 		}
-		return upsertRollups(ctx, exec, rollups)
+		return s.w.upsertRollups(rollups)
 	})
 }
 
@@ -234,21 +220,13 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 	})
 }
 
-// insertSQL is the INSERT of n records (SQLite), the emptyAsNull columns' values
-// coalesced with the empty string.
+// insertSQL is the INSERT of n records (SQLite).
 func insertSQL(n int) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + requestsTable + " (")
 	b.WriteString(strings.Join(columns[:], ", "))
 	b.WriteString(") VALUES ")
-	ph := make([]string, len(columns))
-	for i := range ph {
-		ph[i] = "?"
-		if emptyAsNull[i] {
-			ph[i] = "coalesce(?, '')"
-		}
-	}
-	one := "(" + strings.Join(ph, ", ") + ")"
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
@@ -553,31 +531,4 @@ func (s *store) request(ctx context.Context, id int64) (r Record, ok bool, err e
 		return Record{}, false, fmt.Errorf("ledger: reading request %d: %w", id, err)
 	}
 	return r, true, nil
-}
-
-// emptyAsNull marks the text columns most records leave empty (no error, no trace, no
-// continuation; no model served when none answered). On SQLite an empty one is bound as
-// NULL and coalesced with the empty string, which is what is stored: a NULL binds without
-// the driver copying a text into C memory, listing it to free and unbinding it after
-// the statement: 35% fewer bytes allocated a record (which sets the garbage
-// collector's pace in the gateway), the CPU the same within the noise
-// (BenchmarkLedger_Write; docs/ledger.md).
-var emptyAsNull = func() (m [len(columns)]bool) {
-	for i, c := range columns {
-		switch c {
-		case "served_model", "error_type", "deployment", "trace_id", "continued_from":
-			m[i] = true
-		}
-	}
-	return m
-}()
-
-// nullEmpty sets row's values of the emptyAsNull columns that are "" to nil (SQLite's
-// rows: see insertSQL).
-func nullEmpty(row []any) {
-	for c, null := range emptyAsNull {
-		if null && row[c] == "" {
-			row[c] = nil
-		}
-	}
 }
