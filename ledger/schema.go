@@ -107,7 +107,7 @@ var sqliteDialect = dialect{
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		teamsDDL("INTEGER", "REAL"),
 		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions",
-		schemaV5SQLite(), schemaV6()},
+		schemaV5SQLite(), schemaV6(), schemaV7SQLite()},
 	rowRef: "rowid",
 }
 
@@ -117,7 +117,8 @@ var postgresDialect = dialect{
 		keysDDL("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "BIGINT", "BOOLEAN", "DOUBLE PRECISION"),
 		teamsDDL("BIGINT", "DOUBLE PRECISION"),
 		partitionedRequestsDDL(),
-		schemaV5Postgres(), schemaV6()},
+		schemaV5Postgres(), schemaV6(),
+		"SELECT 1; -- version 7 replaces the raw records' key index on SQLite (keyranges.go); PostgreSQL keeps it"},
 	rowRef: "ctid",
 	dollar: true,
 }

@@ -48,6 +48,9 @@ type sqliteWriter struct {
 	rc int32
 	// text gives the statements' texts during a write.
 	text func(table string, n int) string
+	// keys and ranges are a batch's keys' ranges (keyranges.go), reused.
+	keys   map[string]int
+	ranges []keyRange
 }
 
 // textSpan is a text parameter: the bytes texts[off:off+n] bound to parameter i.
@@ -340,9 +343,13 @@ func (w *sqliteWriter) release() {
 	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0]}
 }
 
-// insertRecords writes recs in statements of writeChunks' sizes.
+// insertRecords writes recs in statements of writeChunks' sizes, and their keys' ranges
+// (keyranges.go).
 func (w *sqliteWriter) insertRecords(recs []Record) error {
-	return eachChunk(len(recs), func(i, j int) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	err := eachChunk(len(recs), func(i, j int) error {
 		if err := w.stmt(stmtKey{requestsTable, j - i}); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
@@ -351,6 +358,34 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 		}
 		if err := w.exec("inserting records"); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The batch's records took consecutive ids, the last one's last (the transaction
+	// holds SQLite's one write lock; an AUTOINCREMENT id is the largest ever plus one).
+	first := sqlite3.Xsqlite3_last_insert_rowid(w.tls, w.db) - int64(len(recs)) + 1
+	if w.keys == nil {
+		w.keys = map[string]int{}
+	}
+	w.ranges = keyRanges(recs, w.keys, w.ranges)
+	defer clear(w.keys) // the records' strings are not kept
+	return eachChunk(len(w.ranges), func(i, j int) error {
+		if err := w.stmt(stmtKey{keyRangesTable, j - i}); err != nil {
+			return fmt.Errorf("ledger: recording the keys' ranges: %w", err)
+		}
+		for k, r := range w.ranges[i:j] {
+			p := int32(k * 5)
+			w.int(p+1, first+int64(r.first))
+			w.int(p+2, first+int64(r.last))
+			w.str(p+3, recs[r.first].Key)
+			w.int(p+4, r.firstUS)
+			w.int(p+5, r.lastUS)
+		}
+		if err := w.exec("recording the keys' ranges"); err != nil {
+			return fmt.Errorf("ledger: recording the keys' ranges: %w", err)
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -321,6 +322,11 @@ func (s *store) prune(ctx context.Context, raw time.Time, rollups [3]time.Time, 
 		if err := del("ledger_requests", "id", "ts_us", raw.UnixMicro()); err != nil {
 			return total, err
 		}
+		if !s.d.dollar {
+			if err := s.pruneKeyRanges(ctx, maxBatches); err != nil { // keyranges.go
+				return total, err
+			}
+		}
 	}
 	for i, t := range rollupTables {
 		if !rollups[i].IsZero() {
@@ -464,32 +470,27 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 	if q.FallbacksOnly {
 		where = append(where, "fallbacks > 0")
 	}
+	before := int64(math.MaxInt64)
 	if q.Cursor != "" {
 		id, err := strconv.ParseInt(q.Cursor, 10, 64)
 		if err != nil || id <= 0 {
 			return nil, "", fmt.Errorf("ledger: bad cursor %q", q.Cursor)
 		}
+		before = id
 		where, args = append(where, "id < ?"), append(args, id)
 	}
 	sqlq := "SELECT id, " + strings.Join(columns[:], ", ") + " FROM ledger_requests"
 	if len(where) > 0 {
 		sqlq += " WHERE " + strings.Join(where, " AND ")
 	}
-	sqlq += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit+1)
-	rows, err := s.db.QueryContext(ctx, s.d.bind(sqlq), args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("ledger: listing requests: %w", err)
-	}
-	defer rows.Close()
 	var out []Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, "", fmt.Errorf("ledger: listing requests: %w", err)
-		}
-		out = append(out, r)
+	var err error
+	if q.Key != "" && !s.d.dollar { // SQLite: by the key's ranges (keyranges.go)
+		out, err = s.listByKey(ctx, sqlq, args, q.Key, before, q, limit+1)
+	} else {
+		out, err = s.list(ctx, s.d.bind(sqlq+" ORDER BY id DESC LIMIT "+strconv.Itoa(limit+1)), args)
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return nil, "", err
 	}
 	next := ""
@@ -498,6 +499,24 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 		next = strconv.FormatInt(out[limit-1].ID, 10)
 	}
 	return out, next, nil
+}
+
+// list runs q, a SELECT of "id, <columns>" of the records, and reads its rows.
+func (s *store) list(ctx context.Context, q string, args []any) ([]Record, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: listing requests: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: listing requests: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // scanRecord reads a row of "SELECT id, <columns>" into a Record.

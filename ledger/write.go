@@ -49,9 +49,12 @@ func (c *stmts) sql(d *dialect, table string, n int) string {
 	defer c.mu.Unlock()
 	q, ok := c.text[k]
 	if !ok {
-		if table == requestsTable {
+		switch table {
+		case requestsTable:
 			q = d.bind(insertSQL(n))
-		} else {
+		case keyRangesTable:
+			q = keyRangesSQL(n)
+		default:
 			q = d.bind(upsertSQL(table, n))
 		}
 		if !d.dollar {
