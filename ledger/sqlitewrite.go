@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"modernc.org/libc"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -109,6 +110,9 @@ func (w *sqliteWriter) open() error {
 
 // readPtr reads the pointer a C call left at p.
 func readPtr(p uintptr) uintptr {
+	if bits.UintSize == 32 {
+		return uintptr(binary.NativeEndian.Uint32(libc.GoBytes(p, 4)))
+	}
 	return uintptr(binary.NativeEndian.Uint64(libc.GoBytes(p, 8)))
 }
 
