@@ -272,6 +272,13 @@ func (w *sqliteWriter) str(i int32, s string) {
 	w.texts = append(w.texts, s...)
 }
 
+// strs binds the parameters after p to ss, in order (at exec, from the C buffer).
+func (w *sqliteWriter) strs(p int32, ss ...string) {
+	for i, s := range ss {
+		w.str(p+1+int32(i), s)
+	}
+}
+
 // strFrom binds parameter i to what appendFn appends (at exec, from the C buffer).
 func (w *sqliteWriter) strFrom(i int32, appendFn func([]byte) []byte) {
 	off := len(w.texts)
@@ -399,22 +406,11 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 // values: prompt, completion, attempts and tools NULL when there are none).
 func (w *sqliteWriter) bindRecord(p int32, r *Record) {
 	w.int(p+1, r.Time.UnixMicro())
-	w.str(p+2, r.RequestID)
-	w.str(p+3, r.Key)
-	w.str(p+4, r.Team)
-	w.str(p+5, r.API)
-	w.str(p+6, r.Model)
-	w.str(p+7, r.Served)
-	w.str(p+8, r.Backend)
+	w.strs(p+1, r.RequestID, r.Key, r.Team, r.API, r.Model, r.Served, r.Backend)
 	w.bool(p+9, r.Stream)
 	w.int(p+10, int64(r.Status))
 	w.str(p+11, r.ErrorType)
-	w.int(p+12, r.PromptTokens)
-	w.int(p+13, r.CachedReadTokens)
-	w.int(p+14, r.CacheWriteTokens)
-	w.int(p+15, r.CompletionTokens)
-	w.int(p+16, r.ReasoningTokens)
-	w.float(p+17, r.CostUSD)
+	w.spend(p+11, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens, r.CompletionTokens, r.ReasoningTokens, r.CostUSD)
 	w.bool(p+18, r.Estimated)
 	w.int(p+19, r.Total.Milliseconds())
 	w.int(p+20, r.FirstToken.Milliseconds())
@@ -424,9 +420,7 @@ func (w *sqliteWriter) bindRecord(p int32, r *Record) {
 	w.bool(p+24, r.CacheHit)
 	w.strOrNull(p+25, r.Prompt)
 	w.strOrNull(p+26, r.Completion)
-	w.str(p+27, r.Deployment)
-	w.str(p+28, r.TraceID)
-	w.str(p+29, r.ContinuedFrom)
+	w.strs(p+26, r.Deployment, r.TraceID, r.ContinuedFrom)
 	if len(r.Attempts) == 0 {
 		w.null(p + 30)
 	} else {
@@ -439,6 +433,17 @@ func (w *sqliteWriter) bindRecord(p int32, r *Record) {
 		w.strFrom(p+32, func(b []byte) []byte { return appendTools(b, r.Tools) })
 	}
 	w.int(p+33, int64(r.ToolsOmitted))
+}
+
+// spend binds the token and cost columns (spendDDL's, in its order) to the six
+// parameters after p.
+func (w *sqliteWriter) spend(p int32, prompt, cachedRead, cacheWrite, completion, reasoning int64, costUSD float64) {
+	w.int(p+1, prompt)
+	w.int(p+2, cachedRead)
+	w.int(p+3, cacheWrite)
+	w.int(p+4, completion)
+	w.int(p+5, reasoning)
+	w.float(p+6, costUSD)
 }
 
 // strOrNull binds parameter i to s, or NULL when s is empty.
@@ -463,19 +468,12 @@ func (w *sqliteWriter) upsertRollups(rollups []rollupRows) error {
 			for k := range rows[i:j] {
 				r, p := &rows[i+k], int32(k)*per
 				w.int(p+1, r.bucket)
-				w.str(p+2, r.key)
-				w.str(p+3, r.team)
-				w.str(p+4, r.model)
+				w.strs(p+1, r.key, r.team, r.model)
 				w.int(p+5, int64(r.status))
 				w.str(p+6, r.deployment)
 				w.int(p+7, r.requests)
 				w.int(p+8, r.errors)
-				w.int(p+9, r.prompt)
-				w.int(p+10, r.cachedRead)
-				w.int(p+11, r.cacheWrite)
-				w.int(p+12, r.completion)
-				w.int(p+13, r.reasoning)
-				w.float(p+14, r.costUSD)
+				w.spend(p+8, r.prompt, r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD)
 				w.int(p+15, r.totalMS)
 			}
 			return w.exec("updating " + table)
