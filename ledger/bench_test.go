@@ -36,7 +36,7 @@ func TestLedgerVolume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer st.db.Close()
+			defer st.close() // the writer's connection too
 			end := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 			start := end.Add(-30 * 24 * time.Hour)
 			step := 30 * 24 * time.Hour / time.Duration(n)

@@ -34,7 +34,7 @@ func TestOverview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.db.Close()
+	defer st.close() // the writer's connection too
 	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	recs := []Record{
 		{Time: t0.Add(5 * time.Second), Key: "a", Model: "m1", Status: 200, PromptTokens: 10, CompletionTokens: 5, CostUSD: 0.5, Total: 100 * time.Millisecond, FirstToken: 10 * time.Millisecond},
