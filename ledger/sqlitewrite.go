@@ -20,8 +20,9 @@ import (
 // prepared once, integers and floats bound as they are (no boxing), and the texts of a
 // statement copied into one C buffer the writer keeps and bound from it without a copy
 // (SQLITE_STATIC). The driver copies every text into C memory of its own, keeps a list
-// of them to free and unbinds each after the step: with its conversions, a third of the
-// writer's CPU and most of its allocations (docs/ledger.md, "The writer's cost").
+// of them to free and unbinds each after the step: with its conversions and its mutex,
+// more than half of the writer's CPU and all of its allocations (docs/ledger.md, "The
+// SQLite writer, sixth session").
 //
 // Readers and every other statement keep database/sql's pool; SQLite's WAL lets the two
 // connections work side by side, and its busy timeout covers another writer (the pruner).
@@ -36,8 +37,9 @@ type sqliteWriter struct {
 	prep map[stmtKey]uintptr
 	// begin, commit and rollback are the transaction's statements.
 	begin, commit, rollback uintptr
-	// cbuf is the C buffer a statement's texts are bound from; cmem is the same memory
-	// seen as a Go slice (written with copy), cap its size.
+	// cbuf is the C buffer a statement's texts are bound from, kept and grown to the
+	// largest statement's texts; cmem is the same memory seen as a Go slice (written
+	// with copy), its length the buffer's size.
 	cbuf uintptr
 	cmem []byte
 	// texts are a statement's texts, gathered while its other values are bound; spans
