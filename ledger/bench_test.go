@@ -14,8 +14,9 @@ import (
 // TestLedgerVolume writes AGATE_LEDGER_BENCH records (e.g. 10000000) spread over 30 days
 // into each database through the writer's insert (batches of 2000, with their rollups),
 // then reports rows per second, bytes per record (tables and indexes) and the time of a
-// 30-day usage report by key and day and by team and model. It is skipped unless the
-// variable is set: `AGATE_LEDGER_BENCH=1000000 go test -run TestLedgerVolume -v ./ledger`.
+// 30-day usage report by key and day and by team and model, and of a key's listings. It
+// is skipped unless the variable is set:
+// `AGATE_LEDGER_BENCH=1000000 go test -run TestLedgerVolume -v ./ledger`.
 func TestLedgerVolume(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("AGATE_LEDGER_BENCH"))
 	if n <= 0 {
@@ -77,6 +78,16 @@ func TestLedgerVolume(t *testing.T) {
 					t.Errorf("the report counts %d requests, want %d", total, n)
 				}
 				t.Logf("%s: 30-day usage report by %v: %d rows in %s", db, g, len(rows), time.Since(began).Round(time.Microsecond))
+			}
+			for _, q := range []RequestQuery{{Key: "key-7", Limit: 100}, {Key: "key-7", ErrorsOnly: true, Limit: 100},
+				{Key: "key-7", From: start.Add(24 * time.Hour), To: start.Add(25 * time.Hour), Limit: 100}} {
+				began = time.Now()
+				recs, _, err := st.requests(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: a key's listing (key %s, errors only %v, from %s): %d records in %s", db, q.Key, q.ErrorsOnly,
+					q.From.Format(time.DateOnly), len(recs), time.Since(began).Round(time.Microsecond))
 			}
 			overviewVolume(ctx, t, st, db, end, n)
 		})
