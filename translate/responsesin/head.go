@@ -30,20 +30,34 @@ import (
 // request will be translated, which builds it anyway) ends the first pass there, for the
 // full parse.
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	return parseHeadOr(body, maxInflated, passes, false)
+}
+
+// ParseHeadLazy is ParseHead whose Requests are ParseLazy's, not ParseWithin's: the
+// complete one, and what Build makes of an incomplete one, have their messages' text
+// left escaped (Decode decodes it for a reader that is not a translate.LiteralReader).
+func ParseHeadLazy(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	return parseHeadOr(body, maxInflated, passes, true)
+}
+
+// parseHeadOr is ParseHead, the full parse lazy when lazy is set (ParseHeadLazy).
+func parseHeadOr(body []byte, maxInflated int, passes func(model string) bool, lazy bool) (req *Request, complete bool, err error) {
 	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
 		if r, ok := parseHead(body, maxInflated, passes); ok {
+			r.lazy = lazy
 			return r, false, nil
 		}
 	}
-	req, err = ParseWithin(body, maxInflated)
+	req, err = parseBody(body, maxInflated, lazy)
 	return req, true, err
 }
 
 // Build completes r, a Request ParseHead returned incomplete, in place (r.Core too:
 // readers hold both pointers): afterwards it is the Request ParseWithin reads from
-// r.Body. The error is ParseWithin's, which ParseHead's check makes unreachable.
+// r.Body (ParseLazy's when ParseHeadLazy returned r). The error is ParseWithin's, which
+// ParseHead's check makes unreachable.
 func Build(r *Request) error {
-	full, err := parseString(r.Body, r.maxInflated)
+	full, err := parseString(r.Body, r.maxInflated, r.lazy)
 	if err != nil {
 		return err
 	}

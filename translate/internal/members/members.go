@@ -157,6 +157,14 @@ func Check(seen *Set, base, k string, known Names) error {
 // called only for an error, so a path is built only for a refused body. A value that is
 // not an object has no members and passes. obj must come from sc; Read moves its cursor.
 func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, vals []jsonx.Value) error {
+	return ReadRaw(sc, obj, base, known, vals, 0)
+}
+
+// ReadRaw is Read, except that a string value of a name whose position in known has its
+// bit set in raw (bit i for position i) is left as written (jsonx.Scanner.ValueRaw): its
+// Str is the literal's contents, escapes and all. A lazy parser reads the text it passes
+// on that way, and decodes nothing it does not compare.
+func ReadRaw(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, vals []jsonx.Value, raw uint64) error {
 	if obj.Kind != jsonx.Object {
 		return nil
 	}
@@ -169,7 +177,11 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, v
 			return Error(base(), k, code, field)
 		}
 		if j >= 0 {
-			sc.Value(&vals[j])
+			if raw&(1<<j) != 0 {
+				sc.ValueRaw(&vals[j])
+			} else {
+				sc.Value(&vals[j])
+			}
 		} else {
 			sc.Skip()
 		}
