@@ -124,7 +124,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for _, f := range fields {
-		if f.Name == "tools" && p.field(f.Name, f.V) != nil {
+		if f.Name == "tools" && p.toolsOver(f.V) != nil {
 			return nil, false
 		}
 	}
@@ -146,6 +146,24 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	return r, true
+}
+
+// toolsOver is field for tools, whose value is v, read over a scanner of its own that
+// indexes it (IndexRoot), as ParseWithin reads it over the body's index: the tools are
+// walked member by member (Get, Each, once to count them, once to read them, once more
+// for the echo), and without an index each of those walks would read every tool's
+// schema again. The scanner is kept for the echo (appendTools).
+func (p *parser) toolsOver(v jsonx.Value) error {
+	sub := jsonx.NewScanner(v.Raw)
+	root, ok := sub.IndexRoot()
+	if !ok { // the walk checked it: unreachable
+		return translate.Errorf("tools", "must be an array")
+	}
+	body := p.sc
+	p.sc = sub
+	err := p.field("tools", root)
+	p.toolsSc, p.sc = p.sc, body
+	return err
 }
 
 // onto moves v, a value read from view, onto s, a copy of view: the same offsets, and

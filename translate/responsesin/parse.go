@@ -348,6 +348,9 @@ type parser struct {
 	user, safetyID                                           string
 	parallel                                                 *bool
 	toolsV                                                   jsonx.Value // tools, for the echo
+	// toolsSc, when its input is set, is the scanner toolsV comes from (toolsOver);
+	// otherwise it is sc.
+	toolsSc jsonx.Scanner
 	nTools                                                   int         // elements of tools
 	pending                                                  []pendingTool
 	// lazy leaves the messages' text as written (ParseLazy): the members of items and
@@ -1155,12 +1158,16 @@ func (p *parser) appendTools(dst []byte) []byte {
 	dst = append(dst, '[')
 	fn := 0
 	i := 0
-	p.sc.Each(p.toolsV, func(_ string, t jsonx.Value) bool {
+	sc := &p.sc
+	if p.toolsSc.Input() != "" {
+		sc = &p.toolsSc
+	}
+	sc.Each(p.toolsV, func(_ string, t jsonx.Value) bool {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		i++
-		if p.sc.Get(t, "type").Str == "namespace" {
+		if sc.Get(t, "type").Str == "namespace" {
 			// Its functions follow the other tools in Core.Tools (see flatten).
 			dst = append(dst, t.Raw...)
 			return true
