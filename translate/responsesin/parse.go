@@ -351,8 +351,8 @@ type parser struct {
 	// toolsSc, when its input is set, is the scanner toolsV comes from (toolsOver);
 	// otherwise it is sc.
 	toolsSc jsonx.Scanner
-	nTools                                                   int         // elements of tools
-	pending                                                  []pendingTool
+	nTools  int // elements of tools
+	pending []pendingTool
 	// lazy leaves the messages' text as written (ParseLazy): the members of items and
 	// content parts that hold it (itemLiterals, partLiterals) are read without decoding.
 	lazy bool
