@@ -348,11 +348,11 @@ type parser struct {
 	user, safetyID                                           string
 	parallel                                                 *bool
 	toolsV                                                   jsonx.Value // tools, for the echo
+	nTools                                                   int         // elements of tools
+	pending                                                  []pendingTool
 	// toolsSc, when its input is set, is the scanner toolsV comes from (toolsOver);
 	// otherwise it is sc.
 	toolsSc jsonx.Scanner
-	nTools  int // elements of tools
-	pending []pendingTool
 	// lazy leaves the messages' text as written (ParseLazy): the members of items and
 	// content parts that hold it (itemLiterals, partLiterals) are read without decoding.
 	lazy bool
