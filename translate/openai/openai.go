@@ -45,6 +45,17 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	if !req.Edited && req.Spans.Model.End > 0 {
 		return appendSpliced(dst, req, opts)
 	}
+	if req.Edited {
+		if out, ok := appendEditedDirect(dst, req, opts); ok {
+			return out, nil
+		}
+	}
+	return appendRewritten(dst, req, opts)
+}
+
+// appendRewritten is AppendRequest through sjson, for a body neither appendSpliced nor
+// appendEditedDirect writes.
+func appendRewritten(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	body := req.Body
 	var err error
 	set := func(path string, v any) {
