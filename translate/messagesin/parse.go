@@ -638,7 +638,9 @@ func (p *parser) tools(v jsonx.Value) {
 		if p.err != nil {
 			return false
 		}
-		if p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name"); p.err != nil {
+		// The param is built only for an error: every tool would pay its allocations.
+		if translate.CheckToolName(p.req.Tools, tool.Name, "") != nil {
+			p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name")
 			return false
 		}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {

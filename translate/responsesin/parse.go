@@ -645,8 +645,9 @@ func (p *parser) toolList(v jsonx.Value) error {
 			return false
 		}
 		if ok {
-			if pe := translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name"); pe != nil {
-				err = pe
+			// The param is built only for an error: every tool would pay its allocations.
+			if translate.CheckToolName(p.r.Core.Tools, tool.Name, "") != nil {
+				err = translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name")
 				return false
 			}
 		} else if p.r.BuiltinTool == nil {
