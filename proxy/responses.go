@@ -92,14 +92,15 @@ type responsesRun struct {
 func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 	s.serve(ctx, rid, "resp_", apiResponses, func(body []byte, c *requestRun) (*translate.Request, endpointRun, error) {
 		// The input items are built only when something reads them (request_head.go),
-		// unless a span reads the request before.
+		// unless a span reads the request before; a request read whole has its text left
+		// escaped until prepare knows who reads it.
 		var req *responsesin.Request
 		var err error
 		complete := true
 		if s.tracer != nil {
 			req, err = responsesin.ParseWithin(body, s.maxInflated)
 		} else {
-			req, complete, err = responsesin.ParseHead(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
+			req, complete, err = responsesin.ParseHeadLazy(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
 		}
 		if err != nil {
 			return nil, nil, err
@@ -163,6 +164,12 @@ func (x *responsesRun) prepare() error {
 	x.pass = x.passthrough()
 	if !x.pass {
 		c.fullRequest() // translated: the encoder reads the messages
+	}
+	// The text a lazy parse left escaped is decoded unless nothing reads it decoded
+	// (chatRun.prepare's rule): the passthrough forwards the body as it came, and an
+	// encoder that is a translate.LiteralReader writes it from its escapes.
+	if c.caching() || !(x.pass || (*chatRun)(c).readsLiterals()) {
+		responsesin.Decode(req)
 	}
 	if x.pass {
 		if x.prev != nil && !c.route.serves(x.prev.Upstream) {

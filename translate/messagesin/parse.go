@@ -81,30 +81,7 @@ func ParsePass(body []byte, maxInflated int) (*translate.Request, PassBody, erro
 // each into fresh memory (one allocation for all of them), and clears req.Literals: for
 // a reader of the request that is not a translate.LiteralReader (the tool loop, tracing,
 // the response cache). A request with no Literals is left as it is.
-func Decode(req *translate.Request) {
-	if req.Literals == "" {
-		return
-	}
-	escaped := func(s string) bool { return jsonx.Within(s, req.Literals) && strings.IndexByte(s, '\\') >= 0 }
-	total := 0
-	for i := range req.Messages {
-		for _, part := range req.Messages[i].Content {
-			if part.Type == translate.PartText && escaped(part.Text) {
-				total += len(part.Text)
-			}
-		}
-	}
-	var sc jsonx.Scanner
-	for i := range req.Messages {
-		content := req.Messages[i].Content
-		for j := range content {
-			if content[j].Type == translate.PartText && escaped(content[j].Text) {
-				content[j].Text = sc.DecodeRaw(content[j].Text, total) // one arena for all of them
-			}
-		}
-	}
-	req.Literals = ""
-}
+func Decode(req *translate.Request) { req.DecodeLiterals() }
 
 // parse reads body, whose strings the request aliases; lazy leaves the messages' text
 // escaped (ParseLazy).
@@ -661,7 +638,9 @@ func (p *parser) tools(v jsonx.Value) {
 		if p.err != nil {
 			return false
 		}
-		if p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name"); p.err != nil {
+		// The param is built only for an error: every tool would pay its allocations.
+		if translate.CheckToolName(p.req.Tools, tool.Name, "") != nil {
+			p.err = translate.CheckToolName(p.req.Tools, tool.Name, at()+".name")
 			return false
 		}
 		if s := p.sc.Get(t, "input_schema"); s.Kind == jsonx.Object {

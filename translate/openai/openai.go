@@ -45,6 +45,17 @@ func (openAIChat) AppendRequest(dst []byte, req *translate.Request, opts *transl
 	if !req.Edited && req.Spans.Model.End > 0 {
 		return appendSpliced(dst, req, opts)
 	}
+	if req.Edited {
+		if out, ok := appendEditedDirect(dst, req, opts); ok {
+			return out, nil
+		}
+	}
+	return appendRewritten(dst, req, opts)
+}
+
+// appendRewritten is AppendRequest through sjson, for a body neither appendSpliced nor
+// appendEditedDirect writes.
+func appendRewritten(dst []byte, req *translate.Request, opts *translate.Options) ([]byte, error) {
 	body := req.Body
 	var err error
 	set := func(path string, v any) {
@@ -324,19 +335,58 @@ func (d *openAIChatStream) Event(_, data []byte, emit translate.Emit) error {
 	if !ok { // unreadable: the state is untouched, and the caller may skip it
 		return translate.MalformedEvent(upstreamMalformed("openai", data))
 	}
-	if e := sc.Get(root, "error"); e.Exists() {
+	var top chunkMembers
+	top.read(sc, root)
+	if e := top[chunkError]; e.Exists() {
 		ue := openAIError(sc, 500, e)
 		if err := emit(&translate.Event{Kind: translate.EventError, Err: ue}); err != nil {
 			return err
 		}
 		return ue
 	}
-	return decodeOpenAIChunk(sc, root, &d.started, &d.finish, emit)
+	return decodeOpenAIChunk(sc, &top, &d.started, &d.finish, emit)
 }
 
-// decodeOpenAIChunk emits the events of one chunk, or of a whole completion when root is a
-// chat.completion (message instead of delta).
-func decodeOpenAIChunk(sc *jsonx.Scanner, root jsonx.Value, started, finished *bool, emit translate.Emit) error {
+// chunkMembers are the members of a chunk or a completion the decoder reads (chunk*),
+// read in one pass (Scanner.Members: the first of each name, as Get reads it).
+type chunkMembers [chunkN]jsonx.Value
+
+// Positions in chunkMembers, and of a choice's and a message's (or delta's) members.
+const (
+	chunkID = iota
+	chunkModel
+	chunkChoices
+	chunkUsage
+	chunkError
+	chunkN
+)
+
+const (
+	choiceIndex = iota
+	choiceDelta
+	choiceMessage
+	choiceLogprobs
+	choiceFinish
+	choiceN
+)
+
+const (
+	deltaReasoningContent = iota
+	deltaReasoning
+	deltaContent
+	deltaRefusal
+	deltaToolCalls
+	deltaN
+)
+
+func (m *chunkMembers) read(sc *jsonx.Scanner, root jsonx.Value) {
+	sc.Members(root, []string{"id", "model", "choices", "usage", "error"}, m[:])
+}
+
+// decodeOpenAIChunk emits the events of one chunk, or of a whole completion when top are
+// a chat.completion's members (message instead of delta). Each object is read in one
+// pass (Scanner.Members), not once for each member the decoder looks up.
+func decodeOpenAIChunk(sc *jsonx.Scanner, top *chunkMembers, started, finished *bool, emit translate.Emit) error {
 	var err error
 	send := func(ev *translate.Event) {
 		if err == nil {
@@ -345,50 +395,57 @@ func decodeOpenAIChunk(sc *jsonx.Scanner, root jsonx.Value, started, finished *b
 	}
 	if !*started {
 		*started = true
-		send(&translate.Event{Kind: translate.EventStart, ID: sc.Get(root, "id").Str, Model: sc.Get(root, "model").Str})
+		send(&translate.Event{Kind: translate.EventStart, ID: top[chunkID].Str, Model: top[chunkModel].Str})
 	}
-	sc.Each(sc.Get(root, "choices"), func(_ string, c jsonx.Value) bool {
-		choice := int(sc.Get(c, "index").Int())
-		d := sc.Get(c, "delta")
+	sc.Each(top[chunkChoices], func(_ string, c jsonx.Value) bool {
+		var cm [choiceN]jsonx.Value
+		sc.Members(c, []string{"index", "delta", "message", "logprobs", "finish_reason"}, cm[:])
+		choice := int(cm[choiceIndex].Int())
+		d := cm[choiceDelta]
 		if !d.Exists() {
-			d = sc.Get(c, "message")
+			d = cm[choiceMessage]
 		}
-		if r := sc.Get(d, "reasoning_content"); r.Str != "" {
+		var dm [deltaN]jsonx.Value
+		sc.Members(d, []string{"reasoning_content", "reasoning", "content", "refusal", "tool_calls"}, dm[:])
+		if r := dm[deltaReasoningContent]; r.Str != "" {
 			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
-		} else if r := sc.Get(d, "reasoning"); r.Kind == jsonx.String && r.Str != "" {
+		} else if r := dm[deltaReasoning]; r.Kind == jsonx.String && r.Str != "" {
 			send(&translate.Event{Kind: translate.EventReasoningDelta, Choice: choice, Text: r.Str})
 		}
-		lp := openAILogprobs(sc, sc.Path(c, "logprobs", "content"))
-		if t := sc.Get(d, "content"); t.Str != "" {
+		lp := openAILogprobs(sc, sc.Get(cm[choiceLogprobs], "content"))
+		if t := dm[deltaContent]; t.Str != "" {
 			send(&translate.Event{Kind: translate.EventTextDelta, Choice: choice, Text: t.Str, Logprobs: lp})
 		} else if lp != nil {
 			send(&translate.Event{Kind: translate.EventLogprobs, Choice: choice, Logprobs: lp})
 		}
-		if t := sc.Get(d, "refusal"); t.Str != "" {
+		if t := dm[deltaRefusal]; t.Str != "" {
 			send(&translate.Event{Kind: translate.EventRefusalDelta, Choice: choice, Text: t.Str})
 		}
 		pos := 0
-		sc.Each(sc.Get(d, "tool_calls"), func(_ string, tc jsonx.Value) bool {
+		sc.Each(dm[deltaToolCalls], func(_ string, tc jsonx.Value) bool {
+			var tm, fm [3]jsonx.Value // index, id, function; name, arguments
+			sc.Members(tc, []string{"index", "id", "function"}, tm[:])
+			sc.Members(tm[2], []string{"name", "arguments"}, fm[:2])
 			key := pos
-			if ix := sc.Get(tc, "index"); ix.Exists() {
+			if ix := tm[0]; ix.Exists() {
 				key = int(ix.Int())
 			}
 			pos++
-			if id := sc.Get(tc, "id"); id.Str != "" {
-				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: sc.Path(tc, "function", "name").Str})
+			if id := tm[1]; id.Str != "" {
+				send(&translate.Event{Kind: translate.EventToolCallStart, Choice: choice, Index: key, CallID: id.Str, Name: fm[0].Str})
 			}
-			if a := sc.Path(tc, "function", "arguments"); a.Str != "" {
+			if a := fm[1]; a.Str != "" {
 				send(&translate.Event{Kind: translate.EventToolCallArgsDelta, Choice: choice, Index: key, Text: a.Str})
 			}
 			return err == nil
 		})
-		if f := sc.Get(c, "finish_reason"); f.Str != "" {
+		if f := cm[choiceFinish]; f.Str != "" {
 			*finished = true
 			send(&translate.Event{Kind: translate.EventFinish, Choice: choice, FinishReason: f.Str})
 		}
 		return err == nil
 	})
-	if u := sc.Get(root, "usage"); u.Kind == jsonx.Object {
+	if u := top[chunkUsage]; u.Kind == jsonx.Object {
 		send(&translate.Event{Kind: translate.EventUsage, Usage: openAIUsage(sc, u)})
 	}
 	return err
@@ -543,14 +600,16 @@ func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
 	if !ok {
 		return upstreamMalformed("openai", body)
 	}
-	if e := sc.Get(root, "error"); e.Kind == jsonx.Object {
+	var top chunkMembers
+	top.read(&sc, root)
+	if e := top[chunkError]; e.Kind == jsonx.Object {
 		return openAIError(&sc, 502, e)
 	}
-	if root.Kind != jsonx.Object || sc.Get(root, "choices").Kind != jsonx.Array {
+	if root.Kind != jsonx.Object || top[chunkChoices].Kind != jsonx.Array {
 		return upstreamMalformed("openai", body)
 	}
 	started, finished := false, false
-	return decodeOpenAIChunk(&sc, root, &started, &finished, emit)
+	return decodeOpenAIChunk(&sc, &top, &started, &finished, emit)
 }
 
 func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {

@@ -30,20 +30,34 @@ import (
 // request will be translated, which builds it anyway) ends the first pass there, for the
 // full parse.
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	return parseHeadOr(body, maxInflated, passes, false)
+}
+
+// ParseHeadLazy is ParseHead whose Requests are ParseLazy's, not ParseWithin's: the
+// complete one, and what Build makes of an incomplete one, have their messages' text
+// left escaped (Decode decodes it for a reader that is not a translate.LiteralReader).
+func ParseHeadLazy(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	return parseHeadOr(body, maxInflated, passes, true)
+}
+
+// parseHeadOr is ParseHead, the full parse lazy when lazy is set (ParseHeadLazy).
+func parseHeadOr(body []byte, maxInflated int, passes func(model string) bool, lazy bool) (req *Request, complete bool, err error) {
 	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
 		if r, ok := parseHead(body, maxInflated, passes); ok {
+			r.lazy = lazy
 			return r, false, nil
 		}
 	}
-	req, err = ParseWithin(body, maxInflated)
+	req, err = parseBody(body, maxInflated, lazy)
 	return req, true, err
 }
 
 // Build completes r, a Request ParseHead returned incomplete, in place (r.Core too:
 // readers hold both pointers): afterwards it is the Request ParseWithin reads from
-// r.Body. The error is ParseWithin's, which ParseHead's check makes unreachable.
+// r.Body (ParseLazy's when ParseHeadLazy returned r). The error is ParseWithin's, which
+// ParseHead's check makes unreachable.
 func Build(r *Request) error {
-	full, err := parseString(r.Body, r.maxInflated)
+	full, err := parseString(r.Body, r.maxInflated, r.lazy)
 	if err != nil {
 		return err
 	}
@@ -110,7 +124,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for _, f := range fields {
-		if f.Name == "tools" && p.field(f.Name, f.V) != nil {
+		if f.Name == "tools" && p.toolsOver(f.V) != nil {
 			return nil, false
 		}
 	}
@@ -132,6 +146,24 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	return r, true
+}
+
+// toolsOver is field for tools, whose value is v, read over a scanner of its own that
+// indexes it (IndexRoot), as ParseWithin reads it over the body's index: the tools are
+// walked member by member (Get, Each, once to count them, once to read them, once more
+// for the echo), and without an index each of those walks would read every tool's
+// schema again. The scanner is kept for the echo (appendTools).
+func (p *parser) toolsOver(v jsonx.Value) error {
+	sub := jsonx.NewScanner(v.Raw)
+	root, ok := sub.IndexRoot()
+	if !ok { // the walk checked it: unreachable
+		return translate.Errorf("tools", "must be an array")
+	}
+	body := p.sc
+	p.sc = sub
+	err := p.field("tools", root)
+	p.toolsSc, p.sc = p.sc, body
+	return err
 }
 
 // onto moves v, a value read from view, onto s, a copy of view: the same offsets, and

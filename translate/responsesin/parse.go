@@ -62,6 +62,8 @@ type Request struct {
 	// model is where the top-level model's value lies in Body (AppendBody); its End is 0
 	// for a Request Parse did not make.
 	model translate.Span
+	// lazy is set on a Request ParseHeadLazy returned incomplete: Build parses it lazily.
+	lazy bool
 }
 
 // Member names of the objects Parse interprets; see members.Read. The i* constants are
@@ -163,6 +165,28 @@ func Parse(body []byte) (*Request, error) { return ParseWithin(body, translate.D
 // all, else the request is refused (translate.StateTooLarge, naming the field). Parse
 // allows translate.DefaultMaxInflated.
 func ParseWithin(body []byte, maxInflated int) (*Request, error) {
+	return parseBody(body, maxInflated, false)
+}
+
+// ParseLazy is ParseWithin with the messages' text left as the client escaped it: the
+// text of message contents and of text parts, function_call arguments and
+// function_call_output outputs are the contents of their JSON string literals as
+// written, in Core.Literals (the Request's Body), which the encoders that are
+// translate.LiteralReaders copy without decoding and Decode decodes for any other reader.
+// It makes the same checks, with the same errors, as ParseWithin, and after Decode its
+// Request is ParseWithin's.
+func ParseLazy(body []byte, maxInflated int) (*Request, error) {
+	return parseBody(body, maxInflated, true)
+}
+
+// Decode decodes the strings of r, a Request ParseLazy read, that it left escaped, and
+// clears r.Core.Literals (translate.Request.DecodeLiterals): for a reader of the request
+// that is not a translate.LiteralReader (the tool loop, tracing, the response cache). A
+// request with no Literals is left as it is.
+func Decode(r *Request) { r.Core.DecodeLiterals() }
+
+// parseBody is ParseWithin, or ParseLazy when lazy is set.
+func parseBody(body []byte, maxInflated int, lazy bool) (*Request, error) {
 	if len(body) == 0 {
 		return nil, &translate.ParamError{Message: "the request body is empty: send a JSON object with model and input"}
 	}
@@ -170,14 +194,14 @@ func ParseWithin(body []byte, maxInflated int) (*Request, error) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	return parseString(string(body), maxInflated)
+	return parseString(string(body), maxInflated, lazy)
 }
 
-// parseString is ParseWithin for s, a non-empty body that is valid UTF-8, which the
-// Request keeps as its Body.
-func parseString(s string, maxInflated int) (*Request, error) {
+// parseString is ParseWithin (lazy: ParseLazy) for s, a non-empty body that is valid
+// UTF-8, which the Request keeps as its Body.
+func parseString(s string, maxInflated int, lazy bool) (*Request, error) {
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
-	p := parser{r: r, sc: jsonx.NewScanner(s)}
+	p := parser{r: r, sc: jsonx.NewScanner(s), lazy: lazy}
 	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
@@ -220,6 +244,9 @@ func parseString(s string, maxInflated int) (*Request, error) {
 	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build()
+	if lazy {
+		r.Core.Literals = s
+	}
 	return r, nil
 }
 
@@ -323,6 +350,30 @@ type parser struct {
 	toolsV                                                   jsonx.Value // tools, for the echo
 	nTools                                                   int         // elements of tools
 	pending                                                  []pendingTool
+	// toolsSc, when its input is set, is the scanner toolsV comes from (toolsOver);
+	// otherwise it is sc.
+	toolsSc jsonx.Scanner
+	// lazy leaves the messages' text as written (ParseLazy): the members of items and
+	// content parts that hold it (itemLiterals, partLiterals) are read without decoding.
+	lazy bool
+}
+
+// The members of an item and of a content part that ParseLazy leaves as written: a
+// message's string content, a function call's arguments and a string output, a text
+// part's text. Everything else the parser compares or keeps (types, roles, ids, names,
+// refusals, summaries) is decoded.
+const (
+	itemLiterals = 1<<itemContent | 1<<itemArguments | 1<<itemOutput
+	partLiterals = 1 << partText
+)
+
+// read is members.Read of obj, the members named in lit (itemLiterals, partLiterals)
+// left as written when the parse is lazy.
+func (p *parser) read(obj jsonx.Value, base func() string, known members.Names, vals []jsonx.Value, lit uint64) error {
+	if !p.lazy {
+		lit = 0
+	}
+	return members.ReadRaw(&p.sc, obj, base, known, vals, lit)
 }
 
 // untranslatableErr records the first part of the request a translating backend cannot serve.
@@ -594,8 +645,9 @@ func (p *parser) toolList(v jsonx.Value) error {
 			return false
 		}
 		if ok {
-			if pe := translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name"); pe != nil {
-				err = pe
+			// The param is built only for an error: every tool would pay its allocations.
+			if translate.CheckToolName(p.r.Core.Tools, tool.Name, "") != nil {
+				err = translate.CheckToolName(p.r.Core.Tools, tool.Name, param()+".name")
 				return false
 			}
 		} else if p.r.BuiltinTool == nil {
@@ -789,7 +841,7 @@ func (t *turns) endTurn() {
 // item reads the input item it, whose param path param returns, into t.
 func (p *parser) item(t *turns, it jsonx.Value, param func() string) error {
 	var f [itemN]jsonx.Value
-	if err := members.Read(&p.sc, it, param, itemNames, f[:]); err != nil {
+	if err := p.read(it, param, itemNames, f[:], itemLiterals); err != nil {
 		return err
 	}
 	if it.Kind != jsonx.Object {
@@ -980,7 +1032,7 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 		param := func() string { return index(base(), at) }
 		i++
 		var f [partN]jsonx.Value
-		if err = members.Read(&p.sc, v, param, partNames, f[:]); err != nil {
+		if err = p.read(v, param, partNames, f[:], partLiterals); err != nil {
 			return false
 		}
 		typ := f[partType].Str
@@ -1107,12 +1159,16 @@ func (p *parser) appendTools(dst []byte) []byte {
 	dst = append(dst, '[')
 	fn := 0
 	i := 0
-	p.sc.Each(p.toolsV, func(_ string, t jsonx.Value) bool {
+	sc := &p.sc
+	if p.toolsSc.Input() != "" {
+		sc = &p.toolsSc
+	}
+	sc.Each(p.toolsV, func(_ string, t jsonx.Value) bool {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		i++
-		if p.sc.Get(t, "type").Str == "namespace" {
+		if sc.Get(t, "type").Str == "namespace" {
 			// Its functions follow the other tools in Core.Tools (see flatten).
 			dst = append(dst, t.Raw...)
 			return true

@@ -13,14 +13,7 @@ import "strings"
 // have made anyway, and asks about the model it reads if it reads another.
 func ModelAhead(body string) (model string, ok bool) {
 	const key = `"model"`
-	// Backwards from the end: the member lies behind the history, before the tools, so
-	// the search costs the tail's length, not the history's.
-	i := len(body) - len(key)
-	for ; i >= 0; i-- {
-		if body[i] == '"' && body[i+1] == 'm' && body[i:i+len(key)] == key {
-			break
-		}
-	}
+	i := lastKey(body)
 	if i < 0 {
 		return "", false
 	}
@@ -41,6 +34,39 @@ func ModelAhead(body string) (model string, ok bool) {
 		return "", false
 	}
 	return model, true
+}
+
+// lastKey returns the offset of the last `"model"` in body, or -1. It searches backwards
+// from the end (the member lies behind the history, before the tools, so the search
+// costs the tail's length, not the history's), a window of seven bytes at a time
+// (Horspool's rule, backwards): the byte at the window's start decides how far the next
+// window may start before it without passing a match, seven bytes when it is none of
+// the key's, so that it reads about one byte in four of a JSON text.
+func lastKey(body string) int {
+	const key = `"model"`
+	for i := len(body) - len(key); i >= 0; {
+		// The shift puts the nearest byte of key[1:] equal to body[i] over it.
+		switch body[i] {
+		case '"':
+			if body[i:i+len(key)] == key {
+				return i
+			}
+			i -= 6
+		case 'm':
+			i--
+		case 'o':
+			i -= 2
+		case 'd':
+			i -= 3
+		case 'e':
+			i -= 4
+		case 'l':
+			i -= 5
+		default:
+			i -= 7
+		}
+	}
+	return -1
 }
 
 // skipSpace returns the offset of the first byte at or after i that is not JSON

@@ -1,6 +1,9 @@
 package members
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestModelAhead: the last "model" member's string, found from the end of the body;
 // no guess when that member's value is not a plain string or the text is cut.
@@ -25,6 +28,24 @@ func TestModelAhead(t *testing.T) {
 			t.Errorf("ModelAhead(%s) = %q, %v; want %q, %v", c.body, got, ok, c.want, c.ok)
 		}
 	}
+}
+
+// FuzzLastKey holds lastKey's skipping search to strings.LastIndex on any body; seeded
+// with TestModelAhead's bodies and the bench's request bodies' tails, where the key sits.
+func FuzzLastKey(f *testing.F) {
+	for _, s := range []string{
+		`{"input":[{"role":"user","content":"x"}],"max_output_tokens":5,"model":"gpt-4o","store":false,"tools":[]}`,
+		`{"model":"a","tools":[{"input_schema":{"model":"b"}}]}`,
+		`"model"`, `"mode"model"`, `""model"`, `"model"model"`, `model"`, `"modelmodel"`, `"mod"model"l"`, ``, `"`,
+		`],"model":"MODEL","stream":false,"system":"You are an operations assistant.","temperature":0.2,"tools":[{"description":"Get the current weather","name":"get_weather"}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if got, want := lastKey(body), strings.LastIndex(body, `"model"`); got != want {
+			t.Fatalf("lastKey(%q) = %d, strings.LastIndex's %d", body, got, want)
+		}
+	})
 }
 
 // TestModelAsk: each model asked about once; a guess first, then the model read if it

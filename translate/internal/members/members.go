@@ -6,6 +6,7 @@
 package members
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -56,9 +57,17 @@ func (s *Set) Add(k string) bool {
 
 // Names is the list of the member names an object's reader knows, all lower-case ASCII and
 // at most 64 of them (a parser's constant list, made once with NewNames). Set.Member finds
-// a name of it with a few length compares and records it in one bit: the names a body
-// usually sends cost neither a string list nor a case check.
-type Names struct{ list []string }
+// a name of it among the names of its length and records it in one bit: the names a body
+// usually sends cost neither a string list nor a case check. The zero value has no names.
+type Names struct {
+	list []string
+	// byLen has bit i of byLen[l] set when the name at position i is l bytes long; no
+	// name is longer than maxNameLen.
+	byLen *[maxNameLen + 1]uint64
+}
+
+// maxNameLen bounds the length of a name of Names.
+const maxNameLen = 40
 
 // maxNames is how many names a Names holds: one bit of Set.known each.
 const maxNames = 64
@@ -67,22 +76,27 @@ const maxNames = 64
 // panics when list breaks that rule or has more than 64 names: the lists are the parsers'
 // constants, and the panic is a test failure, not a request's.
 func NewNames(list string) Names {
-	n := Names{list: strings.Fields(list)}
+	n := Names{list: strings.Fields(list), byLen: new([maxNameLen + 1]uint64)}
 	if len(n.list) > maxNames {
 		panic("members: more than 64 names in " + strconv.Quote(list))
 	}
-	for _, f := range n.list {
-		if !PlainLower(f) {
-			panic("members: " + strconv.Quote(f) + " is not lower-case ASCII")
+	for i, f := range n.list {
+		if !PlainLower(f) || len(f) > maxNameLen {
+			panic("members: " + strconv.Quote(f) + " is not lower-case ASCII of at most 40 bytes")
 		}
+		n.byLen[len(f)] |= 1 << i
 	}
 	return n
 }
 
-// Index returns the position of k in n, or -1 when k is not one of its names.
+// Index returns the position of k in n, or -1 when k is not one of its names. It
+// compares k only with the names of its length, one or two in a parser's list.
 func (n Names) Index(k string) int {
-	for i, f := range n.list {
-		if f == k {
+	if len(k) > maxNameLen || n.byLen == nil { // the zero Names has no names
+		return -1
+	}
+	for m := n.byLen[len(k)]; m != 0; m &= m - 1 {
+		if i := bits.TrailingZeros64(m); n.list[i] == k {
 			return i
 		}
 	}
@@ -157,6 +171,14 @@ func Check(seen *Set, base, k string, known Names) error {
 // called only for an error, so a path is built only for a refused body. A value that is
 // not an object has no members and passes. obj must come from sc; Read moves its cursor.
 func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, vals []jsonx.Value) error {
+	return ReadRaw(sc, obj, base, known, vals, 0)
+}
+
+// ReadRaw is Read, except that a string value of a name whose position in known has its
+// bit set in raw (bit i for position i) is left as written (jsonx.Scanner.ValueRaw): its
+// Str is the literal's contents, escapes and all. A lazy parser reads the text it passes
+// on that way, and decodes nothing it does not compare.
+func ReadRaw(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, vals []jsonx.Value, raw uint64) error {
 	if obj.Kind != jsonx.Object {
 		return nil
 	}
@@ -169,7 +191,11 @@ func Read(sc *jsonx.Scanner, obj jsonx.Value, base func() string, known Names, v
 			return Error(base(), k, code, field)
 		}
 		if j >= 0 {
-			sc.Value(&vals[j])
+			if raw&(1<<j) != 0 {
+				sc.ValueRaw(&vals[j])
+			} else {
+				sc.Value(&vals[j])
+			}
 		} else {
 			sc.Skip()
 		}

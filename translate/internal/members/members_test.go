@@ -2,6 +2,7 @@ package members
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,4 +185,29 @@ func TestCollect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzIndexMatchesList holds Names.Index, which compares a name with those of its length
+// only, to a search of the whole list, for the parsers' lists (the Responses items' and
+// parts', the chat messages') and any name; the zero Names has none.
+func FuzzIndexMatchesList(f *testing.F) {
+	for _, seed := range []string{"type", "content", "call_id", "arguments", "tool_call_id", "x", "", "typ", "encrypted_content", "Type"} {
+		f.Add(seed)
+	}
+	lists := []string{
+		"type id role content status call_id name arguments output summary encrypted_content namespace",
+		"type text refusal image_url file_id detail file_data filename file_url annotations logprobs",
+		"role content name tool_call_id tool_calls k s id type",
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		for _, l := range lists {
+			list := strings.Fields(l)
+			if got, want := NewNames(l).Index(k), slices.Index(list, k); got != want {
+				t.Fatalf("Index(%q) = %d in %q, want %d", k, got, l, want)
+			}
+		}
+		if i := (Names{}).Index(k); i != -1 {
+			t.Fatalf("the zero Names found %q at %d", k, i)
+		}
+	})
 }
