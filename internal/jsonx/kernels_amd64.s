@@ -19,43 +19,35 @@ REPEAT32(0xc0, $0x2f2f2f2f2f2f2f2f) // '/'
 REPEAT32(0xe0, $0x7575757575757575) // 'u'
 REPEAT32(0x100, $0x0f0f0f0f0f0f0f0f) // the low nibble
 
+// TABLE16 writes a 16-byte lookup table at off twice, nibbles 7..0 in lo and F..8 in
+// hi: VPSHUFB looks up each 128-bit lane apart.
+#define TABLE16(off, lo, hi) \
+	DATA consts<>+(off)(SB)/8, lo; \
+	DATA consts<>+(off+8)(SB)/8, hi; \
+	DATA consts<>+(off+16)(SB)/8, lo; \
+	DATA consts<>+(off+24)(SB)/8, hi
+
 // The two halves of a nibble lookup of the bytes JSON allows after a backslash
 // (" / \ b f n r t u): a byte is allowed when escHigh[its high nibble] &
 // escLow[its low nibble] is not zero. Each high nibble that has allowed bytes has a bit
 // (2: 1, 5: 2, 6: 4, 7: 8); escLow sets, for each low nibble, the bits of the high
 // nibbles it makes an allowed byte with: 2 with 2, 6 and 7 (" b r), 4 and 5 with 7 (t u),
-// 6 and E with 6 (f n), C with 5 (\), F with 2 (/). VPSHUFB looks up each 128-bit lane
-// apart, so each table is written twice.
-DATA consts<>+0x120(SB)/8, $0x0804020000010000 // escHigh: nibbles 7..0
-DATA consts<>+0x128(SB)/8, $0x0000000000000000 // escHigh: nibbles F..8
-DATA consts<>+0x130(SB)/8, $0x0804020000010000
-DATA consts<>+0x138(SB)/8, $0x0000000000000000
-DATA consts<>+0x140(SB)/8, $0x00040808000d0000 // escLow: nibbles 7..0
-DATA consts<>+0x148(SB)/8, $0x0104000200000000 // escLow: nibbles F..8
-DATA consts<>+0x150(SB)/8, $0x00040808000d0000
-DATA consts<>+0x158(SB)/8, $0x0104000200000000
+// 6 and E with 6 (f n), C with 5 (\), F with 2 (/).
+TABLE16(0x120, $0x0804020000010000, $0x0000000000000000) // escHigh
+TABLE16(0x140, $0x00040808000d0000, $0x0104000200000000) // escLow
 REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
 
 // The two halves of a nibble lookup of the bytes AppendString does not copy as they are,
 // less the quote and the backslash (literalBlocks' stops in a checked literal: below
 // 0x20, at or above 0x80, '<', '>', '&'): a byte is one when litHigh[its high nibble] &
 // litLow[its low nibble] is not zero. Bit 1: high nibbles 0, 1 and 8-F, any low nibble;
-// bit 2: high nibble 2 with 6 (&); bit 4: high nibble 3 with C or E (< >). Written
-// twice, for VPSHUFB's two lanes.
-DATA consts<>+0x180(SB)/8, $0x0000000004020101 // litHigh: nibbles 7..0
-DATA consts<>+0x188(SB)/8, $0x0101010101010101 // litHigh: nibbles F..8
-DATA consts<>+0x190(SB)/8, $0x0000000004020101
-DATA consts<>+0x198(SB)/8, $0x0101010101010101
-DATA consts<>+0x1a0(SB)/8, $0x0103010101010101 // litLow: nibbles 7..0
-DATA consts<>+0x1a8(SB)/8, $0x0105010501010101 // litLow: nibbles F..8
-DATA consts<>+0x1b0(SB)/8, $0x0103010101010101
-DATA consts<>+0x1b8(SB)/8, $0x0105010501010101
+// bit 2: high nibble 2 with 6 (&); bit 4: high nibble 3 with C or E (< >).
+TABLE16(0x180, $0x0000000004020101, $0x0101010101010101) // litHigh
+TABLE16(0x1a0, $0x0103010101010101, $0x0105010501010101) // litLow
+
 // escLow without 'u' (low nibble 5 with high nibble 7): with escHigh, the bytes JSON
 // allows after a backslash less u, whose hex digits escapedEnd checks in Go.
-DATA consts<>+0x1c0(SB)/8, $0x00040008000d0000 // escLowNoU: nibbles 7..0
-DATA consts<>+0x1c8(SB)/8, $0x0104000200000000 // escLowNoU: nibbles F..8
-DATA consts<>+0x1d0(SB)/8, $0x00040008000d0000
-DATA consts<>+0x1d8(SB)/8, $0x0104000200000000
+TABLE16(0x1c0, $0x00040008000d0000, $0x0104000200000000) // escLowNoU
 GLOBL consts<>(SB), RODATA|NOPTR, $0x1e0
 
 // NOAVX2 starts each loop kernel (stopBlocks, safeBlocks, asciiBlocks, escapedBlocks,
@@ -186,27 +178,41 @@ safe_done:
 	MOVQ AX, ret+16(FP)
 	RET
 
+// NIBBLES sets r to the nibble lookup of the 32 bytes in x: high[each byte's high
+// nibble] & low[its low nibble], given 0x0f in each byte of nib; it clobbers t.
+#define NIBBLES(x, nib, high, low, r, t) \
+	VPSRLW $4, x, r; \
+	VPAND nib, r, r; \
+	VPSHUFB r, high, r; \
+	VPAND nib, x, t; \
+	VPSHUFB t, low, t; \
+	VPAND t, r, r
+
+// ESCCORE reads the 32 bytes at off(SI) into Y0 and sets Y1 to their backslashes, Y6 to
+// their quotes and bytes below 0x20, and Y4 to the bytes not found by the nibble lookup
+// of escHigh (Y9) and the low table in Y10 (escLow: the bytes JSON does not allow after a
+// backslash). Y5 must hold 0x20 in each byte, Y8 0x0f and Y11 zero (ESCCONSTS).
+// VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
+// 0x20, and the VPANDN clears the latter's high bit.
+#define ESCCORE(off) \
+	VMOVDQU off(SI), Y0; \
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
+	VPCMPGTB Y0, Y5, Y6; \
+	VPANDN Y6, Y0, Y6; \
+	VPOR Y3, Y6, Y6; \
+	NIBBLES(Y0, Y8, Y9, Y10, Y7, Y4); \
+	VPCMPEQB Y11, Y7, Y4
+
 // ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
 // that of the u bytes, R10 to that of the bytes JSON does not allow after a backslash
 // (all but " \\ / b f n r t u, found by the nibble lookup of escHigh and escLow) and R11
 // to the special mask (as blockMaskAVX2: quotes, backslashes, bytes below 0x20). Y5 must
 // hold 0x20 in each byte, Y8 0x0f, Y9 escHigh, Y10 escLow and Y11 zero (ESCCONSTS).
 #define ESCAPE32(off) \
-	VMOVDQU off(SI), Y0; \
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	ESCCORE(off); \
 	VPCMPEQB consts<>+0xe0(SB), Y0, Y2; \
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
-	VPOR Y1, Y3, Y3; \
-	VPCMPGTB Y0, Y5, Y6; \
-	VPANDN Y6, Y0, Y6; \
-	VPOR Y3, Y6, Y6; \
-	VPSRLW $4, Y0, Y7; \
-	VPAND Y8, Y7, Y7; \
-	VPAND Y8, Y0, Y4; \
-	VPSHUFB Y7, Y9, Y7; \
-	VPSHUFB Y4, Y10, Y4; \
-	VPAND Y7, Y4, Y4; \
-	VPCMPEQB Y11, Y4, Y4; \
+	VPOR Y1, Y6, Y6; \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y2, R9; \
 	VPMOVMSKB Y4, R10; \
@@ -336,19 +342,7 @@ ascii_done:
 // below 0x20 (the special bytes less the backslashes). Y5 must hold 0x20 in each byte, Y8
 // 0x0f, Y9 escHigh, Y10 escLowNoU and Y11 zero.
 #define ESCLOOP32(off) \
-	VMOVDQU off(SI), Y0; \
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
-	VPCMPGTB Y0, Y5, Y6; \
-	VPANDN Y6, Y0, Y6; \
-	VPOR Y3, Y6, Y6; \
-	VPSRLW $4, Y0, Y7; \
-	VPAND Y8, Y7, Y7; \
-	VPAND Y8, Y0, Y4; \
-	VPSHUFB Y7, Y9, Y7; \
-	VPSHUFB Y4, Y10, Y4; \
-	VPAND Y7, Y4, Y4; \
-	VPCMPEQB Y11, Y4, Y4; \
+	ESCCORE(off); \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y4, R10; \
 	VPMOVMSKB Y6, R11
@@ -446,13 +440,46 @@ eb_ret:
 // LITSTOP sets r to the bytes of x that stop AppendLiteral in a checked literal (see
 // litHigh), each nonzero where x's byte is one and zero elsewhere, by the nibble lookup;
 // Y9 must hold 0x0f in each byte, Y10 litHigh and Y11 litLow. It clobbers t.
-#define LITSTOP(x, r, t) \
-	VPSRLW $4, x, r; \
-	VPAND Y9, r, r; \
-	VPSHUFB r, Y10, r; \
-	VPAND Y9, x, t; \
-	VPSHUFB t, Y11, t; \
-	VPAND t, r, r
+#define LITSTOP(x, r, t) NIBBLES(x, Y9, Y10, Y11, r, t)
+
+// LITLOAD reads the block at SI into Y7 and Y8, and their LITSTOP bytes into Y2 and Y3.
+#define LITLOAD \
+	VMOVDQU (SI), Y7; \
+	VMOVDQU 32(SI), Y8; \
+	LITSTOP(Y7, Y2, Y4); \
+	LITSTOP(Y8, Y3, Y4)
+
+// LITAFTER jumps to none when the block has no backslash (CX) and no carry into it
+// (R13), else sets R8 to the bytes after a backslash and the first if the carry escapes
+// it.
+#define LITAFTER(none) \
+	MOVQ CX, R8; \
+	ORQ  R13, R8; \
+	JZ   none; \
+	MOVQ CX, R8; \
+	SHLQ $1, R8; \
+	ORQ  R13, R8
+
+// LITBS sets CX to the backslashes of the block in Y7 and Y8 (Y12 '\\'); LITCHG sets DX
+// to its bytes '/' and 'u' (Y13, Y14).
+#define LITBS \
+	VPCMPEQB  Y12, Y7, Y5; \
+	VPCMPEQB  Y12, Y8, Y6; \
+	VPMOVMSKB Y5, CX; \
+	VPMOVMSKB Y6, R8; \
+	SHLQ $32, R8; \
+	ORQ  R8, CX
+#define LITCHG \
+	VPCMPEQB  Y13, Y7, Y5; \
+	VPCMPEQB  Y14, Y7, Y4; \
+	VPOR      Y4, Y5, Y5; \
+	VPCMPEQB  Y13, Y8, Y6; \
+	VPCMPEQB  Y14, Y8, Y4; \
+	VPOR      Y4, Y6, Y6; \
+	VPMOVMSKB Y5, DX; \
+	VPMOVMSKB Y6, R9; \
+	SHLQ $32, R9; \
+	ORQ  R9, DX
 
 // func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
@@ -485,35 +512,13 @@ TEXT ·literalBlocks(SB), NOSPLIT, $0-64
 lb_loop:
 	CMPQ DI, R12
 	JAE  lb_tail
-	VMOVDQU (SI), Y7
-	VMOVDQU 32(SI), Y8
-	LITSTOP(Y7, Y2, Y4)
-	LITSTOP(Y8, Y3, Y4)
+	LITLOAD
 	VPOR   Y2, Y3, Y2
 	VPTEST Y2, Y2
 	JNZ    lb_masks // a byte to stop at
-	VPCMPEQB  Y12, Y7, Y5
-	VPCMPEQB  Y12, Y8, Y6
-	VPMOVMSKB Y5, CX
-	VPMOVMSKB Y6, R8
-	SHLQ $32, R8
-	ORQ  R8, CX // the backslashes
-	MOVQ CX, R8
-	ORQ  R13, R8
-	JZ   lb_next // no escape in the block, and none runs out of it (R13 is 0)
-	MOVQ CX, R8
-	SHLQ $1, R8
-	ORQ  R13, R8 // the bytes after a backslash, and the first if the carry escapes it
-	VPCMPEQB  Y13, Y7, Y5
-	VPCMPEQB  Y14, Y7, Y4
-	VPOR      Y4, Y5, Y5
-	VPCMPEQB  Y13, Y8, Y6
-	VPCMPEQB  Y14, Y8, Y4
-	VPOR      Y4, Y6, Y6
-	VPMOVMSKB Y5, DX
-	VPMOVMSKB Y6, R9
-	SHLQ  $32, R9
-	ORQ   R9, DX // the bytes '/' and 'u'
+	LITBS           // the backslashes
+	LITAFTER(lb_next) // no escape in the block, and none runs out of it (R13 is 0)
+	LITCHG // the bytes '/' and 'u'
 	TESTQ DX, R8
 	JNZ   lb_masks // a '/' or 'u' that may be escaped
 	TESTQ CX, CX
@@ -536,10 +541,7 @@ lb_tail:
 	MOVQ $1, BX
 	SHLQ CX, BX
 	DECQ BX
-	VMOVDQU (SI), Y7
-	VMOVDQU 32(SI), Y8
-	LITSTOP(Y7, Y2, Y4)
-	LITSTOP(Y8, Y3, Y4)
+	LITLOAD
 	VPXOR     Y6, Y6, Y6
 	VPCMPEQB  Y6, Y2, Y2
 	VPCMPEQB  Y6, Y3, Y3
@@ -550,29 +552,10 @@ lb_tail:
 	NOTQ  AX
 	TESTQ BX, AX
 	JNZ   lb_masks // a byte to stop at
-	VPCMPEQB  Y12, Y7, Y5
-	VPCMPEQB  Y12, Y8, Y6
-	VPMOVMSKB Y5, CX
-	VPMOVMSKB Y6, R8
-	SHLQ $32, R8
-	ORQ  R8, CX
+	LITBS
 	ANDQ BX, CX // the backslashes
-	MOVQ CX, R8
-	ORQ  R13, R8
-	JZ   lb_next
-	MOVQ CX, R8
-	SHLQ $1, R8
-	ORQ  R13, R8
-	VPCMPEQB  Y13, Y7, Y5
-	VPCMPEQB  Y14, Y7, Y4
-	VPOR      Y4, Y5, Y5
-	VPCMPEQB  Y13, Y8, Y6
-	VPCMPEQB  Y14, Y8, Y4
-	VPOR      Y4, Y6, Y6
-	VPMOVMSKB Y5, DX
-	VPMOVMSKB Y6, R9
-	SHLQ  $32, R9
-	ORQ   R9, DX
+	LITAFTER(lb_next)
+	LITCHG
 	ANDQ  BX, DX // the bytes '/' and 'u'
 	TESTQ DX, R8
 	JNZ   lb_masks
