@@ -73,13 +73,6 @@ func unsafeMaskGo(b string) uint64 {
 // AppendLiteral), and returns the offset k of the first that has one, or n rounded up to
 // blockSize, and the carry into that block; and for a block with a stop, its masks (see
 // literalMasksGo).
-//
-// A block is passed over without its escaped bytes when a checked literal cannot
-// stop in it: no byte it cannot copy but quotes and backslashes (in a checked literal
-// every quote is escaped), and no '/' or 'u' right after a backslash or at the start of
-// a block the carry escapes (an escaped byte follows a backslash, so none is a '/' or
-// 'u'). A literal that is not checked may then be copied past an unescaped quote: it is
-// outside AppendLiteral's contract, which asks only that it not fail.
 func literalBlocksGo(p *byte, n int, carry uint64) (k int, next, unsafe_, bs, chg uint64) {
 	lit := unsafe.String(p, n)
 	for ; k < n; k += blockSize {
@@ -88,31 +81,12 @@ func literalBlocksGo(p *byte, n int, carry uint64) (k int, next, unsafe_, bs, ch
 			continue // nothing to stop at, and no escape running into the block
 		}
 		escaped, out := escapedBytes(bs, carry)
-		if unsafe_&^bs&^quoteMasksGo(lit, k) == 0 && (bs<<1|carry)&chg == 0 {
-			carry = out
-			continue
-		}
 		if unsafe_&^bs&^escaped|escaped&chg != 0 {
 			return k, carry, unsafe_, bs, chg
 		}
 		carry = out
 	}
 	return k, carry, 0, 0, 0
-}
-
-// quoteMasksGo is the mask of the quotes of lit[base:base+blockSize], the bits past the
-// end of lit clear.
-func quoteMasksGo(lit string, base int) uint64 {
-	var b [blockSize]byte
-	n := copy(b[:], lit[base:])
-	var m uint64
-	for k := 0; k < blockSize; k += 8 {
-		m |= gather8(zeroBytes(load8(unsafe.String(&b[k], 8))^(ones*'"'))) << k
-	}
-	if n < blockSize {
-		m &= 1<<n - 1
-	}
-	return m
 }
 
 // samePage reports whether the n bytes from p lie in one 4 KiB page (the smallest page

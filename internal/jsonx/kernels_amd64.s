@@ -37,18 +37,10 @@ TABLE16(0x120, $0x0804020000010000, $0x0000000000000000) // escHigh
 TABLE16(0x140, $0x00040808000d0000, $0x0104000200000000) // escLow
 REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
 
-// The two halves of a nibble lookup of the bytes AppendString does not copy as they are,
-// less the quote and the backslash (literalBlocks' stops in a checked literal: below
-// 0x20, at or above 0x80, '<', '>', '&'): a byte is one when litHigh[its high nibble] &
-// litLow[its low nibble] is not zero. Bit 1: high nibbles 0, 1 and 8-F, any low nibble;
-// bit 2: high nibble 2 with 6 (&); bit 4: high nibble 3 with C or E (< >).
-TABLE16(0x180, $0x0000000004020101, $0x0101010101010101) // litHigh
-TABLE16(0x1a0, $0x0103010101010101, $0x0105010501010101) // litLow
-
 // escLow without 'u' (low nibble 5 with high nibble 7): with escHigh, the bytes JSON
 // allows after a backslash less u, whose hex digits escapedEnd checks in Go.
-TABLE16(0x1c0, $0x00040008000d0000, $0x0104000200000000) // escLowNoU
-GLOBL consts<>(SB), RODATA|NOPTR, $0x1e0
+TABLE16(0x180, $0x00040008000d0000, $0x0104000200000000) // escLowNoU
+GLOBL consts<>(SB), RODATA|NOPTR, $0x1a0
 
 // NOAVX2 starts each loop kernel (stopBlocks, safeBlocks, asciiBlocks, escapedBlocks,
 // literalBlocks): where useAVX2 is false it jumps to the kernel's Go twin, which has the
@@ -358,7 +350,7 @@ TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 	VMOVDQU consts<>+0x40(SB), Y5
 	VMOVDQU consts<>+0x100(SB), Y8
 	VMOVDQU consts<>+0x120(SB), Y9
-	VMOVDQU consts<>+0x1c0(SB), Y10
+	VMOVDQU consts<>+0x180(SB), Y10
 	VPXOR Y11, Y11, Y11
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
@@ -437,131 +429,22 @@ eb_ret:
 	MOVQ DI, k+32(FP)
 	RET
 
-// LITSTOP sets r to the bytes of x that stop AppendLiteral in a checked literal (see
-// litHigh), each nonzero where x's byte is one and zero elsewhere, by the nibble lookup;
-// Y9 must hold 0x0f in each byte, Y10 litHigh and Y11 litLow. It clobbers t.
-#define LITSTOP(x, r, t) NIBBLES(x, Y9, Y10, Y11, r, t)
-
-// LITLOAD reads the block at SI into Y7 and Y8, and their LITSTOP bytes into Y2 and Y3.
-#define LITLOAD \
-	VMOVDQU (SI), Y7; \
-	VMOVDQU 32(SI), Y8; \
-	LITSTOP(Y7, Y2, Y4); \
-	LITSTOP(Y8, Y3, Y4)
-
-// LITAFTER jumps to none when the block has no backslash (CX) and no carry into it
-// (R13), else sets R8 to the bytes after a backslash and the first if the carry escapes
-// it.
-#define LITAFTER(none) \
-	MOVQ CX, R8; \
-	ORQ  R13, R8; \
-	JZ   none; \
-	MOVQ CX, R8; \
-	SHLQ $1, R8; \
-	ORQ  R13, R8
-
-// LITBS sets CX to the backslashes of the block in Y7 and Y8 (Y12 '\\'); LITCHG sets DX
-// to its bytes '/' and 'u' (Y13, Y14).
-#define LITBS \
-	VPCMPEQB  Y12, Y7, Y5; \
-	VPCMPEQB  Y12, Y8, Y6; \
-	VPMOVMSKB Y5, CX; \
-	VPMOVMSKB Y6, R8; \
-	SHLQ $32, R8; \
-	ORQ  R8, CX
-#define LITCHG \
-	VPCMPEQB  Y13, Y7, Y5; \
-	VPCMPEQB  Y14, Y7, Y4; \
-	VPOR      Y4, Y5, Y5; \
-	VPCMPEQB  Y13, Y8, Y6; \
-	VPCMPEQB  Y14, Y8, Y4; \
-	VPOR      Y4, Y6, Y6; \
-	VPMOVMSKB Y5, DX; \
-	VPMOVMSKB Y6, R9; \
-	SHLQ $32, R9; \
-	ORQ  R9, DX
-
 // func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
-// A whole block is passed over from the few facts a checked literal needs (see
-// literalBlocksGo): no byte LITSTOP finds, and no '/' or 'u' right after a backslash or
-// escaped by the carry; the carry out is found only when the block ends in a backslash.
-// The last, partial block is passed over from the same facts of its bytes before n. Any
-// other block has its three masks (LITERAL32) and is read from them. Registers: SI the
-// block, DI its offset k, R14 n, R12 n's whole blocks, R13 the carry into the block, BX
-// the bytes before n of the last block; Y7 and Y8 the block's halves; per block CX the
-// backslashes, DX the bytes '/' and 'u', R8 the bytes after a backslash; with the masks AX the unsafe
-// bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the escaped bytes, R11 the
-// carry out, R8 the stops.
+// Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
+// block AX the unsafe bytes, CX the backslashes, DX the bytes '/' and 'u', R10 the
+// escaped bytes, R11 the carry out, R8 the stops.
 TEXT ·literalBlocks(SB), NOSPLIT, $0-64
 	NOAVX2(·literalBlocksGo(SB))
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ carry+16(FP), R13
 	XORQ DI, DI
-	MOVQ R14, R12
-	ANDQ $-64, R12
-	VMOVDQU consts<>+0x40(SB), Y1   // 0x20
-	VMOVDQU consts<>+0x100(SB), Y9  // 0x0f
-	VMOVDQU consts<>+0x180(SB), Y10 // litHigh
-	VMOVDQU consts<>+0x1a0(SB), Y11 // litLow
-	VMOVDQU consts<>+0x20(SB), Y12  // '\\'
-	VMOVDQU consts<>+0xc0(SB), Y13  // '/'
-	VMOVDQU consts<>+0xe0(SB), Y14  // 'u'
+	VMOVDQU consts<>+0x40(SB), Y1 // 0x20
 
 lb_loop:
-	CMPQ DI, R12
-	JAE  lb_tail
-	LITLOAD
-	VPOR   Y2, Y3, Y2
-	VPTEST Y2, Y2
-	JNZ    lb_masks // a byte to stop at
-	LITBS           // the backslashes
-	LITAFTER(lb_next) // no escape in the block, and none runs out of it (R13 is 0)
-	LITCHG // the bytes '/' and 'u'
-	TESTQ DX, R8
-	JNZ   lb_masks // a '/' or 'u' that may be escaped
-	TESTQ CX, CX
-	JMI   lb_carry
-	XORQ  R13, R13 // the last byte is no backslash: no escape runs out of the block
-	JMP   lb_next
-
-lb_carry:
-	MOVQ CX, R8
-	ESCAPED
-	MOVQ R11, R13
-	JMP  lb_next
-
-lb_tail:
-	// The last, partial block: the same facts, of its bytes before n (BX).
 	CMPQ DI, R14
 	JAE  lb_done
-	MOVQ R14, CX
-	SUBQ DI, CX
-	MOVQ $1, BX
-	SHLQ CX, BX
-	DECQ BX
-	LITLOAD
-	VPXOR     Y6, Y6, Y6
-	VPCMPEQB  Y6, Y2, Y2
-	VPCMPEQB  Y6, Y3, Y3
-	VPMOVMSKB Y2, AX
-	VPMOVMSKB Y3, R8
-	SHLQ  $32, R8
-	ORQ   R8, AX
-	NOTQ  AX
-	TESTQ BX, AX
-	JNZ   lb_masks // a byte to stop at
-	LITBS
-	ANDQ BX, CX // the backslashes
-	LITAFTER(lb_next)
-	LITCHG
-	ANDQ  BX, DX // the bytes '/' and 'u'
-	TESTQ DX, R8
-	JNZ   lb_masks
-	JMP   lb_carry
-
-lb_masks:
 	LITERAL32(0)
 	KEEP3
 	LITERAL32(32)
