@@ -396,26 +396,14 @@ func (w *anthropicWriter) block(role string) {
 		w.dst = append(w.dst, ',')
 		return
 	}
-	if turn := turnOpening(role); turn != "" {
-		switch {
-		case w.open: // closed and opened in one append
-			w.turnClosed()
-		case w.turns > 0:
-			turn = turn[2:]
-		default:
-			turn = turn[3:]
-		}
-		w.dst = append(w.dst, turn...)
-	} else {
-		w.closeTurn()
-		if w.turns > 0 {
-			w.dst = append(w.dst, ',')
-		}
-		w.dst = append(w.dst, `{"role":"`...)
-		w.dst = append(w.dst, role...)
-		w.dst = append(w.dst, `","content":[`...)
+	w.closeTurn()
+	if w.turns > 0 {
+		w.dst = append(w.dst, ',')
 	}
 	w.turns++
+	w.dst = append(w.dst, `{"role":"`...)
+	w.dst = append(w.dst, role...)
+	w.dst = append(w.dst, `","content":[`...)
 	w.role, w.open = role, true
 }
 
@@ -426,16 +414,11 @@ func (w *anthropicWriter) closeTurn() {
 	if !w.open {
 		return
 	}
-	w.turnClosed()
-	w.dst = append(w.dst, "]}"...)
-	w.open = false
-}
-
-// turnClosed records the closing of the open turn, which the caller writes.
-func (w *anthropicWriter) turnClosed() {
 	if w.role == translate.RoleUser {
 		w.userEnds[0], w.userEnds[1] = w.userEnds[1], w.blockEnd
 	}
+	w.dst = append(w.dst, "]}"...)
+	w.open = false
 }
 
 func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.Options) error {
@@ -447,7 +430,8 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 			}
 		}
 	case translate.RoleTool:
-		w.blockWith(translate.RoleUser, `,{"type":"tool_result","tool_use_id":`)
+		w.block(translate.RoleUser)
+		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
 		w.dst = anthropicAppendID(w.dst, translate.CarriedID(m.ToolCallID))
 		w.dst = append(w.dst, `,"content":`...)
 		w.dst = w.req.AppendMessageText(w.dst, m)
@@ -473,7 +457,8 @@ func (w *anthropicWriter) text(role, text, cacheControl string) {
 	if text == "" {
 		return // text blocks must not be empty
 	}
-	w.blockWith(role, `,{"type":"text","text":`)
+	w.block(role)
+	w.dst = append(w.dst, `{"type":"text","text":`...)
 	w.dst = w.req.AppendText(w.dst, text)
 	w.cacheControl(cacheControl)
 	w.dst = append(w.dst, '}')
@@ -508,18 +493,15 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		}
 		id := translate.CarriedID(tc.ID) // the state, read only to be restored above
 		// The arguments, decoded, are the input object as the client wrote it.
-		w.blockWith(translate.RoleAssistant, `,{"type":"tool_use","id":`)
+		w.block(translate.RoleAssistant)
+		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
 		w.dst = anthropicAppendID(w.dst, id)
 		w.dst = append(w.dst, `,"name":`...)
 		w.dst = jsonx.AppendString(w.dst, tc.Name)
 		w.dst = append(w.dst, `,"input":`...)
 		at := len(w.dst)
 		w.dst = w.req.AppendDecoded(w.dst, tc.Arguments)
-		args := jsonx.View(w.dst[at:])
-		if n := len(args); n == 0 || args[0] != '{' || args[n-1] != '}' {
-			args = strings.TrimSpace(args) // else nothing to trim
-		}
-		switch {
+		switch args := strings.TrimSpace(jsonx.View(w.dst[at:])); {
 		case args == "":
 			w.dst = append(w.dst[:at], "{}"...)
 		case args[0] != '{' || !jsonx.Valid(args):
