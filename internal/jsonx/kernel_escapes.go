@@ -48,9 +48,9 @@ func escapeBlockGo(b string) (special, bs, bad, u uint64) {
 // carry for the first block (see escapedEnd), for as long as no block needs more than its
 // masks. It returns the offset k of the block it stopped at and a status: ebFound, the
 // string ends at end (offset from p) in that block, whose special mask is special (the
-// stop is a quote or a control character: the caller looks); ebBad, a byte not allowed
-// after a backslash comes before the string's end; ebSlow, the block has a \u escape
-// before the string's end, to be read by escapedEnd with carry next (the carry into it);
+// stop is a quote or a control character: the caller looks); ebSlow, the block has a \u
+// escape or a byte not allowed after a backslash before the string's end, to be read by
+// escapedEnd (escapedBlock, which tells the two apart) with carry next (the carry into it);
 // ebMore, k is n and next is the carry into the block at n. A block is read as
 // escapedBlock reads it, less the \u escapes' hex digits.
 func escapedBlocksGo(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int) {
@@ -64,9 +64,7 @@ func escapedBlocksGo(p *byte, n int, window, carry uint64) (k, end int, special,
 			check &= 1<<bits.TrailingZeros64(stops) - 1 // the bytes before the first stop
 		}
 		switch {
-		case escaped&bad&check != 0:
-			return k, 0, 0, 0, ebBad
-		case escaped&u&check != 0:
+		case escaped&(bad|u)&check != 0:
 			return k, 0, 0, carry, ebSlow
 		case stops != 0:
 			return k, k + bits.TrailingZeros64(stops), m, out, ebFound

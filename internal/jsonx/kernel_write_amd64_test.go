@@ -42,3 +42,45 @@ func TestWriteKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestLiteralBlocksPassesCleanBlocks: literalBlocks passes over a block by its nibble
+// lookup alone when the block has no unsafe byte and no escape runs into it, so every
+// byte value, at every offset of a block between clean ones, and clean bytes past n, give
+// the twin's answers; and so do long texts that are mostly clean runs.
+func TestLiteralBlocksPassesCleanBlocks(t *testing.T) {
+	needAVX2(t)
+	clean := strings.Repeat("The forecast is dry; 23 C (rain_mm: 0).", 8)[:blockSize]
+	check := func(s string, carry uint64) {
+		t.Helper()
+		p := unsafe.StringData(s + clean) // clean bytes past len(s)
+		gk, gnext, gu, gb, gc := literalBlocks(p, len(s), carry)
+		wk, wnext, wu, wb, wc := literalBlocksGo(p, len(s), carry)
+		if gk != wk || gnext != wnext || wk < len(s) && (gu != wu || gb != wb || gc != wc) {
+			t.Fatalf("literalBlocks(%q, %d) = %d %d %064b %064b %064b, want %d %d %064b %064b %064b",
+				s, carry, gk, gnext, gu, gb, gc, wk, wnext, wu, wb, wc)
+		}
+	}
+	for c := range 256 {
+		for _, at := range []int{0, 1, 15, 16, 31, 32, 33, 47, 62, 63} {
+			b := []byte(clean + clean + clean)
+			b[blockSize+at] = byte(c)
+			for _, n := range []int{len(b), 2*blockSize + 10, blockSize + at + 1, blockSize + at} {
+				check(string(b[:n]), 0)
+				check(string(b[:n]), 1)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 55))
+	for range 5000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			if r.IntN(4) == 0 {
+				b.WriteString(kernelPieces[r.IntN(len(kernelPieces))])
+			} else {
+				b.WriteString(clean[:r.IntN(blockSize)+1])
+			}
+		}
+		s := b.String()
+		check(s, uint64(r.IntN(2)))
+	}
+}

@@ -19,23 +19,28 @@ REPEAT32(0xc0, $0x2f2f2f2f2f2f2f2f) // '/'
 REPEAT32(0xe0, $0x7575757575757575) // 'u'
 REPEAT32(0x100, $0x0f0f0f0f0f0f0f0f) // the low nibble
 
+// TABLE16 writes a 16-byte lookup table at off twice, nibbles 7..0 in lo and F..8 in
+// hi: VPSHUFB looks up each 128-bit lane apart.
+#define TABLE16(off, lo, hi) \
+	DATA consts<>+(off)(SB)/8, lo; \
+	DATA consts<>+(off+8)(SB)/8, hi; \
+	DATA consts<>+(off+16)(SB)/8, lo; \
+	DATA consts<>+(off+24)(SB)/8, hi
+
 // The two halves of a nibble lookup of the bytes JSON allows after a backslash
 // (" / \ b f n r t u): a byte is allowed when escHigh[its high nibble] &
 // escLow[its low nibble] is not zero. Each high nibble that has allowed bytes has a bit
 // (2: 1, 5: 2, 6: 4, 7: 8); escLow sets, for each low nibble, the bits of the high
 // nibbles it makes an allowed byte with: 2 with 2, 6 and 7 (" b r), 4 and 5 with 7 (t u),
-// 6 and E with 6 (f n), C with 5 (\), F with 2 (/). VPSHUFB looks up each 128-bit lane
-// apart, so each table is written twice.
-DATA consts<>+0x120(SB)/8, $0x0804020000010000 // escHigh: nibbles 7..0
-DATA consts<>+0x128(SB)/8, $0x0000000000000000 // escHigh: nibbles F..8
-DATA consts<>+0x130(SB)/8, $0x0804020000010000
-DATA consts<>+0x138(SB)/8, $0x0000000000000000
-DATA consts<>+0x140(SB)/8, $0x00040808000d0000 // escLow: nibbles 7..0
-DATA consts<>+0x148(SB)/8, $0x0104000200000000 // escLow: nibbles F..8
-DATA consts<>+0x150(SB)/8, $0x00040808000d0000
-DATA consts<>+0x158(SB)/8, $0x0104000200000000
+// 6 and E with 6 (f n), C with 5 (\), F with 2 (/).
+TABLE16(0x120, $0x0804020000010000, $0x0000000000000000) // escHigh
+TABLE16(0x140, $0x00040808000d0000, $0x0104000200000000) // escLow
 REPEAT32(0x160, $0x5f5f5f5f5f5f5f5f) // 0x5f, below the escapes b f n r t u
-GLOBL consts<>(SB), RODATA|NOPTR, $0x180
+
+// escLow without 'u' (low nibble 5 with high nibble 7): with escHigh, the bytes JSON
+// allows after a backslash less u, whose hex digits escapedEnd checks in Go.
+TABLE16(0x180, $0x00040008000d0000, $0x0104000200000000) // escLowNoU
+GLOBL consts<>(SB), RODATA|NOPTR, $0x1a0
 
 // NOAVX2 starts each loop kernel (stopBlocks, safeBlocks, asciiBlocks, escapedBlocks,
 // literalBlocks): where useAVX2 is false it jumps to the kernel's Go twin, which has the
@@ -165,27 +170,41 @@ safe_done:
 	MOVQ AX, ret+16(FP)
 	RET
 
+// NIBBLES sets r to the nibble lookup of the 32 bytes in x: high[each byte's high
+// nibble] & low[its low nibble], given 0x0f in each byte of nib; it clobbers t.
+#define NIBBLES(x, nib, high, low, r, t) \
+	VPSRLW $4, x, r; \
+	VPAND nib, r, r; \
+	VPSHUFB r, high, r; \
+	VPAND nib, x, t; \
+	VPSHUFB t, low, t; \
+	VPAND t, r, r
+
+// ESCCORE reads the 32 bytes at off(SI) into Y0 and sets Y1 to their backslashes, Y6 to
+// their quotes and bytes below 0x20, and Y4 to the bytes not found by the nibble lookup
+// of escHigh (Y9) and the low table in Y10 (escLow: the bytes JSON does not allow after a
+// backslash). Y5 must hold 0x20 in each byte, Y8 0x0f and Y11 zero (ESCCONSTS).
+// VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
+// 0x20, and the VPANDN clears the latter's high bit.
+#define ESCCORE(off) \
+	VMOVDQU off(SI), Y0; \
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
+	VPCMPGTB Y0, Y5, Y6; \
+	VPANDN Y6, Y0, Y6; \
+	VPOR Y3, Y6, Y6; \
+	NIBBLES(Y0, Y8, Y9, Y10, Y7, Y4); \
+	VPCMPEQB Y11, Y7, Y4
+
 // ESCAPE32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R9 to
 // that of the u bytes, R10 to that of the bytes JSON does not allow after a backslash
 // (all but " \\ / b f n r t u, found by the nibble lookup of escHigh and escLow) and R11
 // to the special mask (as blockMaskAVX2: quotes, backslashes, bytes below 0x20). Y5 must
 // hold 0x20 in each byte, Y8 0x0f, Y9 escHigh, Y10 escLow and Y11 zero (ESCCONSTS).
 #define ESCAPE32(off) \
-	VMOVDQU off(SI), Y0; \
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	ESCCORE(off); \
 	VPCMPEQB consts<>+0xe0(SB), Y0, Y2; \
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
-	VPOR Y1, Y3, Y3; \
-	VPCMPGTB Y0, Y5, Y6; \
-	VPANDN Y6, Y0, Y6; \
-	VPOR Y3, Y6, Y6; \
-	VPSRLW $4, Y0, Y7; \
-	VPAND Y8, Y7, Y7; \
-	VPAND Y8, Y0, Y4; \
-	VPSHUFB Y7, Y9, Y7; \
-	VPSHUFB Y4, Y10, Y4; \
-	VPAND Y7, Y4, Y4; \
-	VPCMPEQB Y11, Y4, Y4; \
+	VPOR Y1, Y6, Y6; \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y2, R9; \
 	VPMOVMSKB Y4, R10; \
@@ -308,15 +327,31 @@ ascii_done:
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
 
+// ESCLOOP32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R10 to
+// that of the bytes escapedEnd must look at when escaped (all but " \\ / b f n r t: the
+// bytes JSON does not allow after a backslash, and u, whose hex digits Go checks; by the
+// nibble lookup of escHigh and escLowNoU) and R11 to that of the quotes and the bytes
+// below 0x20 (the special bytes less the backslashes). Y5 must hold 0x20 in each byte, Y8
+// 0x0f, Y9 escHigh, Y10 escLowNoU and Y11 zero.
+#define ESCLOOP32(off) \
+	ESCCORE(off); \
+	VPMOVMSKB Y1, R8; \
+	VPMOVMSKB Y4, R10; \
+	VPMOVMSKB Y6, R11
+
 // func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
-// block; per block AX the backslashes, BX the special mask, CX the u bytes, DX the bytes
-// not allowed after a backslash, R10 the escaped bytes, R11 the carry out, R8 the stops,
-// R9 the bytes checked.
+// block; per block AX the backslashes, BX the quotes and bytes below 0x20, DX the bytes to
+// look at when escaped (ESCLOOP32), R10 the escaped bytes, R11 the carry out, R8 the
+// stops, R9 the bytes checked.
 TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 	NOAVX2(·escapedBlocksGo(SB))
-	ESCCONSTS
+	VMOVDQU consts<>+0x40(SB), Y5
+	VMOVDQU consts<>+0x100(SB), Y8
+	VMOVDQU consts<>+0x120(SB), Y9
+	VMOVDQU consts<>+0x180(SB), Y10
+	VPXOR Y11, Y11, Y11
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ window+16(FP), R12
@@ -326,40 +361,42 @@ TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 eb_loop:
 	CMPQ DI, R14
 	JAE  eb_more
-	ESCAPE64
+	ESCLOOP32(0)
+	MOVQ R8, AX
+	MOVQ R10, DX
+	MOVQ R11, BX
+	ESCLOOP32(32)
+	SHLQ $32, R8
+	ORQ  R8, AX
+	SHLQ $32, R10
+	ORQ  R10, DX
+	SHLQ $32, R11
+	ORQ  R11, BX
 
 	MOVQ AX, R8
 	ANDQ R12, R8 // the backslashes in the window
 	ESCAPED
 
-	// stops = special &^ bs & window &^ escaped
-	MOVQ AX, R8
+	// stops = (quotes | bytes below 0x20) & window &^ escaped
+	MOVQ R10, R8
 	NOTQ R8
 	ANDQ BX, R8
 	ANDQ R12, R8
-	MOVQ R10, R9
-	NOTQ R9
-	ANDQ R9, R8
 
 	// check = window, less the bytes from the first stop on
 	MOVQ  R12, R9
 	TESTQ R8, R8
 	JZ    eb_checks
-	MOVQ  R8, AX
-	NEGQ  AX
-	ANDQ  R8, AX
-	DECQ  AX
-	ANDQ  AX, R9
+	MOVQ  R8, CX
+	NEGQ  CX
+	ANDQ  R8, CX
+	DECQ  CX
+	ANDQ  CX, R9
 
 eb_checks:
-	MOVQ  R10, AX
-	ANDQ  DX, AX
-	TESTQ R9, AX
-	JNZ   eb_bad
-	MOVQ  R10, AX
-	ANDQ  CX, AX
-	TESTQ R9, AX
-	JNZ   eb_slow
+	ANDQ  R10, DX
+	TESTQ R9, DX
+	JNZ   eb_slow // an escaped byte to look at: a bad escape, or a \u one
 	TESTQ R8, R8
 	JNZ   eb_found
 	MOVQ  R11, R13
@@ -369,6 +406,7 @@ eb_checks:
 	JMP   eb_loop
 
 eb_found:
+	ORQ  AX, BX // the special mask: with the backslashes
 	BSFQ R8, AX
 	ADDQ DI, AX
 	MOVQ AX, end+40(FP)
@@ -377,13 +415,9 @@ eb_found:
 	MOVQ $1, status+64(FP)
 	JMP  eb_ret
 
-eb_bad:
-	MOVQ $2, status+64(FP)
-	JMP  eb_ret
-
 eb_slow:
 	MOVQ R13, next+56(FP) // the carry into this block, which Go reads again
-	MOVQ $3, status+64(FP)
+	MOVQ $2, status+64(FP)
 	JMP  eb_ret
 
 eb_more:

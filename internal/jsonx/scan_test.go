@@ -507,6 +507,10 @@ func TestAppendLiteral(t *testing.T) {
 		{`\u00e9\u003c<>&`, `"é\u003c\u003c\u003e\u0026"`},
 		{`\ud83d\ude00 \ud800x \u0000`, `"😀 ` + "\ufffd" + `x \u0000"`},
 		{"\u2028 é", `"\u2028 é"`},
+		// Not a checked literal, but written so: messagesin's lazy parse hands the openai
+		// encoder a tool_use input object as a "literal" of the arguments string, and its
+		// quotes must stop the copy (kept from a kernel shortcut that assumed them escaped).
+		{`{"command": "ls"}` + strings.Repeat(" ", 60) + `{"q": "x"}`, `"{\"command\": \"ls\"}` + strings.Repeat(" ", 60) + `{\"q\": \"x\"}"`},
 	} {
 		if got := string(AppendLiteral(nil, tc.lit)); got != tc.want {
 			t.Errorf("AppendLiteral(%s) = %s, want %s", tc.lit, got, tc.want)

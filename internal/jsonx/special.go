@@ -86,9 +86,9 @@ func (sc *Scanner) stringEnd(i int) (end int, esc bool) {
 // quote among them does not end the string), each must be one JSON allows after a
 // backslash, and each u must be followed by four hex digits, which are checked one
 // escape at a time. The whole blocks are read in one call of a loop (escapedBlocks)
-// that hands back only a block with a \u escape and the input's last, partial block: a
-// JSON text sent as a string (tool arguments, tool results) has an escape every few
-// bytes, and a call per block cost more than the block's reading.
+// that hands back only a block with a \u escape or a bad one and the input's last,
+// partial block: a JSON text sent as a string (tool arguments, tool results) has an
+// escape every few bytes, and a call per block cost more than the block's reading.
 func (sc *Scanner) escapedEnd(i, blk int) int {
 	s := sc.s
 	window := ^uint64(0) << ((i - blk) & (blockSize - 1)) // the bytes from i on
@@ -96,18 +96,15 @@ func (sc *Scanner) escapedEnd(i, blk int) int {
 	for {
 		if whole := (len(s) - blk) &^ (blockSize - 1); whole > 0 {
 			k, end, m, next, status := escapedBlocks(unsafe.StringData(s[blk:]), whole, window, carry)
-			switch status {
-			case ebFound:
+			if status == ebFound {
 				sc.mask, sc.blk1 = m, blk+k+1
 				if end += blk; s[end] != '"' {
 					return -1 // a control character
 				}
 				return end
-			case ebBad:
-				return -1
 			}
-			// ebSlow or ebMore: the block at blk+k, one with a \u escape or the input's
-			// last, partial one, is read below.
+			// ebSlow or ebMore: the block at blk+k, one with a \u escape or a bad one, or
+			// the input's last, partial one, is read below.
 			if k > 0 {
 				window = ^uint64(0)
 			}
@@ -130,7 +127,6 @@ func (sc *Scanner) escapedEnd(i, blk int) int {
 const (
 	ebMore = iota
 	ebFound
-	ebBad
 	ebSlow
 )
 
