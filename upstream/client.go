@@ -221,11 +221,13 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 	resp := fasthttp.AcquireResponse()
 	do := func() error {
 		resp.StreamBody = stream
-		end := time.Now().Add(c.timeouts.Connect + c.timeouts.Header)
-		if !deadline.IsZero() && deadline.Before(end) {
-			end = deadline
+		// The wait is bounded as DoDeadline(min(now+Connect+Header, deadline)) bounds it,
+		// with one clock reading, none without a deadline (DoDeadline reads it and Do again).
+		timeout := c.timeouts.Connect + c.timeouts.Header
+		if !deadline.IsZero() {
+			timeout = min(timeout, time.Until(deadline))
 		}
-		return c.hc.DoDeadline(req, resp, end)
+		return c.hc.DoTimeout(req, resp, timeout)
 	}
 	err := do()
 	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {
