@@ -105,7 +105,8 @@ func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte,
 	fw := &k.fwd
 	text := chunk.Text
 	if strings.IndexByte(text, '\\') >= 0 {
-		var room [256]byte                                 // most chunks' text: decoded on the stack (zeroed only when needed)
+		// Most chunks' text fits on the stack, zeroed only for a chunk that needs it.
+		var room [256]byte
 		text = string(jsonx.AppendDecoded(room[:0], text)) // copied: room ends with the block
 	}
 	if !k.active {
