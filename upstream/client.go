@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -78,6 +79,9 @@ type Client struct {
 	// identity (a compressed body would otherwise need decoding, bounded: see
 	// DecodedBody, which still decodes an upstream that ignores it), then last.
 	head *fasthttp.RequestHeader
+	// plain keeps requests that hold head and uri, for the requests that add nothing to
+	// them (plainRequest).
+	plain sync.Pool
 }
 
 // canonicalHeader is a header whose name is in fasthttp's canonical form.
@@ -207,9 +211,9 @@ func (c *Client) Send(ctx context.Context, path string, headers []translate.Head
 // comes before the backend's own timeouts would (a request's deadline: see Deadline).
 // Running out of it is a TimedOut 504 as well.
 func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	c.newRequest(req, path, headers, body)
+	req, plain := c.plainRequest(path, headers, body)
+	sent := false
+	defer func() { c.releaseRequest(req, plain, sent) }()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -247,6 +251,7 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 		}
 		return nil, transportError(c.name, err)
 	}
+	sent = true // the request was written and answered: a plain one can serve again
 	*x = Exchange{resp: resp, stop: bodyRead}
 	if stream {
 		x.closing.Add(1)
