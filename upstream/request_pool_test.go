@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ func rawUpstream(t *testing.T) (addr string, got <-chan []byte) {
 						}
 					}
 					body := make([]byte, n)
-					if _, err := br.Read(body); err != nil && n > 0 {
+					if _, err := io.ReadFull(br, body); err != nil {
 						return
 					}
 					reqs <- append(raw, body...)
