@@ -217,6 +217,27 @@ func (s *Set) Check(key string, now time.Time) Verdict {
 	return Verdict{Allow: true, State: HalfOpen}
 }
 
+// CheckAt is Check with the time read from clock only when the verdict depends on it: not
+// for a closed circuit without a hold (the common case, so a request passes its circuit
+// without a clock reading), else once.
+func (s *Set) CheckAt(key string, clock func() time.Time) Verdict {
+	if c := s.lookup(key); c == nil || State(c.state.Load()) == Closed && c.held.Load() == 0 {
+		return Verdict{Allow: true}
+	}
+	return s.Check(key, clock())
+}
+
+// RecordAt is Record with the time read from clock only when the outcome changes
+// something: not for a success on a closed circuit with no failures counted and no hold
+// (the common case), else once.
+func (s *Set) RecordAt(key string, ok bool, clock func() time.Time) {
+	c := s.lookup(key)
+	if c == nil || ok && State(c.state.Load()) == Closed && c.failures.Load() == 0 && c.held.Load() == 0 {
+		return
+	}
+	s.Record(key, ok, clock())
+}
+
 // Record reports the outcome of a call Allow let through: ok for a success (or any answer
 // that shows the upstream is up), false for a failure. It ignores keys without a circuit
 // and outcomes of calls that end while the circuit is open.

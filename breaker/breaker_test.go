@@ -175,3 +175,61 @@ func TestHoldEndsOnSuccess(t *testing.T) {
 		t.Fatal("a success must end the hold")
 	}
 }
+
+// TestCheckAtRecordAt: CheckAt and RecordAt decide as Check and Record do, step by step
+// through opening, a hold, a cooldown and a probe, and read the clock only when the
+// circuit is not closed and quiet (no failure counted, no hold).
+func TestCheckAtRecordAt(t *testing.T) {
+	const key = "b/m"
+	pol := breaker.Policy{Failures: 2, Cooldown: 30 * time.Second}
+	by, at := breaker.New(breaker.Options{}), breaker.New(breaker.Options{})
+	for _, s := range []*breaker.Set{by, at} {
+		s.Configure([]breaker.Circuit{{Key: key, Backend: "b", Model: "m", Policy: pol}})
+	}
+	t0 := time.Unix(1_000_000, 0)
+	for i, st := range []struct {
+		at    time.Duration
+		op    string // "check", "ok", "fail", "hold"
+		reads int    // the clock readings CheckAt or RecordAt makes
+	}{
+		{op: "check"}, {op: "ok"}, {op: "check"}, {op: "ok"}, // closed and quiet: none
+		{op: "ok", at: time.Second}, {op: "check", at: time.Second},
+		{op: "fail", reads: 1}, {op: "check"}, {op: "ok", reads: 1}, {op: "ok"},
+		{op: "fail", reads: 1}, {op: "fail", reads: 1}, // open
+		{op: "check", at: time.Second, reads: 1}, {op: "ok", at: 2 * time.Second, reads: 1},
+		{op: "check", at: 30 * time.Second, reads: 1}, // the probe
+		{op: "check", at: 31 * time.Second, reads: 1},
+		{op: "ok", at: 32 * time.Second, reads: 1}, // closed again
+		{op: "check", at: 32 * time.Second},
+		{op: "hold", at: 33 * time.Second},
+		{op: "check", at: 34 * time.Second, reads: 1}, {op: "check", at: 40 * time.Second, reads: 1},
+		{op: "ok", at: 41 * time.Second, reads: 1}, {op: "check", at: 41 * time.Second},
+		{op: "check", at: 41 * time.Second}, {op: "ok", at: 42 * time.Second},
+	} {
+		now := t0.Add(st.at)
+		reads := 0
+		clock := func() time.Time { reads++; return now }
+		switch st.op {
+		case "check":
+			if want, got := by.Check(key, now), at.CheckAt(key, clock); got != want {
+				t.Fatalf("step %d: CheckAt = %+v, Check %+v", i, got, want)
+			}
+		case "ok", "fail":
+			by.Record(key, st.op == "ok", now)
+			at.RecordAt(key, st.op == "ok", clock)
+		case "hold":
+			by.Hold(key, now.Add(5*time.Second))
+			at.Hold(key, now.Add(5*time.Second))
+		}
+		if reads != st.reads {
+			t.Errorf("step %d (%s at %v): %d clock readings, want %d", i, st.op, st.at, reads, st.reads)
+		}
+		want, _ := by.State(key, now)
+		if got, _ := at.State(key, now); got != want {
+			t.Fatalf("step %d: state %v, Check and Record's %v", i, got, want)
+		}
+	}
+	if v := at.CheckAt("no/circuit", func() time.Time { t.Fatal("a key without a circuit read the clock"); return t0 }); !v.Allow {
+		t.Fatalf("a key without a circuit: %+v", v)
+	}
+}

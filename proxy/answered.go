@@ -79,5 +79,10 @@ func (c *requestRun) answeredModel() (string, bool) {
 	if c.answeredBy == nil {
 		return "", false
 	}
-	return clip(c.answeredBy.name, maxLoggedString), c.answeredBy.of() != c.route
+	r := c.answeredBy
+	name := r.logName
+	if name == "" { // a route made without it
+		name = clip(r.name, maxLoggedString)
+	}
+	return name, r.of() != c.route
 }

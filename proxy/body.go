@@ -160,10 +160,10 @@ func requestKey(ctx *fasthttp.RequestCtx, rt *runtime) (*apiKey, error) {
 // credentialHeader returns the header rt.authenticateHeader takes the key from, as a
 // letter ('a' for Authorization, 'x' for X-Api-Key; 0 for none), and its value.
 func credentialHeader(h *fasthttp.RequestHeader) (byte, []byte) {
-	if v := h.Peek("Authorization"); len(v) > 0 {
+	if v := peekHeader(h, headerAuthorization); len(v) > 0 {
 		return 'a', v
 	}
-	if v := h.Peek("X-Api-Key"); len(v) > 0 {
+	if v := peekHeader(h, headerAPIKey); len(v) > 0 {
 		return 'x', v
 	}
 	return 0, nil
@@ -216,7 +216,7 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	if !takesBody(ctx) {
 		return fasthttp.StatusContinue
 	}
-	rid := requestID(ctx.Request.Header.Peek("X-Request-Id"))
+	rid := requestID(peekHeader(&ctx.Request.Header, headerRequestID))
 	a := s.admit(ctx, rid)
 	if a == nil {
 		return fasthttp.StatusContinue

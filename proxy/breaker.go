@@ -164,7 +164,7 @@ func (c *modelCall) circuitVerdict(r *route) breaker.Verdict {
 	if r.circuit == "" || c.rt.circuits == nil {
 		return breaker.Verdict{Allow: true}
 	}
-	return c.rt.circuits.set.Check(r.circuit, c.rt.circuits.now())
+	return c.rt.circuits.set.CheckAt(r.circuit, c.rt.circuits.now) // a closed circuit reads no clock
 }
 
 // circuitOpen reports whether route r's circuit refuses another attempt of the running
@@ -183,12 +183,12 @@ func (c *modelCall) recordCircuit(r *route, err error) {
 	if r.circuit == "" || c.rt.circuits == nil || r.model != nil {
 		return
 	}
-	set, now := c.rt.circuits.set, c.rt.circuits.now()
+	set, clock := c.rt.circuits.set, c.rt.circuits.now
 	if ue := upstream.AsError(err); ue != nil && ue.Status == http.StatusTooManyRequests && ue.RetryAfter > 0 {
-		set.Hold(r.circuit, now.Add(ue.RetryAfter))
+		set.Hold(r.circuit, clock().Add(ue.RetryAfter))
 	}
 	if known, ok := c.circuitOutcome(err); known {
-		set.Record(r.circuit, ok, now)
+		set.RecordAt(r.circuit, ok, clock) // a success on a quiet circuit reads no clock
 	}
 }
 

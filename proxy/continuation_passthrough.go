@@ -103,10 +103,11 @@ func (f *chatForward) follow(dst []byte, mark int, chunk *openai.Chunk) ([]byte,
 	const shown = passSent | passWrite | passContent | passFirstChunk
 	k := &f.call.resume
 	fw := &k.fwd
-	var room [256]byte // most chunks' text: decoded on the stack
 	text := chunk.Text
 	if strings.IndexByte(text, '\\') >= 0 {
-		text = string(jsonx.AppendDecoded(room[:0], text)) // copied: room is reused
+		// Most chunks' text fits on the stack, zeroed only for a chunk that needs it.
+		var room [256]byte
+		text = string(jsonx.AppendDecoded(room[:0], text)) // copied: room ends with the block
 	}
 	if !k.active {
 		fw.n, fw.sum = fw.n+len(text), fnvAdd(fw.sum, text)

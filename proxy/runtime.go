@@ -46,6 +46,9 @@ type runtime struct {
 // route is a resolved client-facing model.
 type route struct {
 	name string
+	// logName is name as the access line and the ledger's served model show it
+	// (clip(name, maxLoggedString)), clipped once when the route is made.
+	logName string
 	// metricLabel is the bounded metric label: the configured name, or "<backend>/*" for
 	// a direct route, whose upstream model the client chose.
 	metricLabel   string
@@ -171,7 +174,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 				contextFallbacks = append(contextFallbacks, fb)
 			}
 		}
-		rt.routes[name] = &route{name: name, metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
+		rt.routes[name] = &route{name: name, logName: clip(name, maxLoggedString), metricLabel: name, backend: b, upstreamModel: mc.UpstreamModel, maxTokens: mc.MaxTokens,
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
 			continuation: continuationOf(b, mc.UpstreamModel, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel),
@@ -365,7 +368,7 @@ func (rt *runtime) resolve(model string) (*route, error) {
 	}
 	if i := strings.IndexByte(model, '/'); i > 0 && i < len(model)-1 {
 		if b, ok := rt.backends[model[:i]]; ok {
-			r := &route{name: model, metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
+			r := &route{name: model, logName: clip(model, maxLoggedString), metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
 				continuation: continuationOf(b, model[i+1:], ""), upstreamLabel: b.name + "/*"}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
 				r.limited, r.rate = true, rate(mc.Limits)

@@ -435,7 +435,7 @@ func (l loopMetrics) Iterations(n int) { l.m.LoopIterations.Observe(float64(n)) 
 
 // handle routes a request. It also assigns the request id and turns panics into 500s.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	rid := requestID(ctx.Request.Header.Peek("X-Request-Id"))
+	rid := requestID(peekHeader(&ctx.Request.Header, headerRequestID))
 	ctx.Response.Header.SetCanonical([]byte("X-Request-Id"), []byte(rid)) // canonical already: not normalized again
 	defer func() {
 		if p := recover(); p != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -78,6 +79,9 @@ type Client struct {
 	// identity (a compressed body would otherwise need decoding, bounded: see
 	// DecodedBody, which still decodes an upstream that ignores it), then last.
 	head *fasthttp.RequestHeader
+	// plain keeps requests that hold head and uri, for the requests that add nothing to
+	// them (plainRequest).
+	plain sync.Pool
 }
 
 // canonicalHeader is a header whose name is in fasthttp's canonical form.
@@ -207,9 +211,9 @@ func (c *Client) Send(ctx context.Context, path string, headers []translate.Head
 // comes before the backend's own timeouts would (a request's deadline: see Deadline).
 // Running out of it is a TimedOut 504 as well.
 func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	c.newRequest(req, path, headers, body)
+	req, plain := c.plainRequest(path, headers, body)
+	sent := false
+	defer func() { c.releaseRequest(req, plain, sent) }()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -221,11 +225,13 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 	resp := fasthttp.AcquireResponse()
 	do := func() error {
 		resp.StreamBody = stream
-		end := time.Now().Add(c.timeouts.Connect + c.timeouts.Header)
-		if !deadline.IsZero() && deadline.Before(end) {
-			end = deadline
+		// The wait is bounded as DoDeadline(min(now+Connect+Header, deadline)) bounds it,
+		// with one clock reading, none without a deadline (DoDeadline reads it and Do again).
+		timeout := c.timeouts.Connect + c.timeouts.Header
+		if !deadline.IsZero() {
+			timeout = min(timeout, time.Until(deadline))
 		}
-		return c.hc.DoDeadline(req, resp, end)
+		return c.hc.DoTimeout(req, resp, timeout)
 	}
 	err := do()
 	if err != nil && beforeAnswer(err, resp) && ctx.Err() == nil {
@@ -245,6 +251,7 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 		}
 		return nil, transportError(c.name, err)
 	}
+	sent = true // the request was written and answered: a plain one can serve again
 	*x = Exchange{resp: resp, stop: bodyRead}
 	if stream {
 		x.closing.Add(1)

@@ -301,3 +301,23 @@ func FuzzUsageAtMatchesTwoPass(f *testing.F) {
 		}
 	})
 }
+
+// FuzzShadows holds shadows to its definition, strings.EqualFold against each name, for
+// any key: the first-byte shortcut must never decide otherwise. Seeded with the chunk and
+// completion members of the recordings and keys that fold through U+017F and U+212A.
+func FuzzShadows(f *testing.F) {
+	for _, k := range []string{"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
+		"service_tier", "obfuscation", "MODEL", "\u017fage", "u\u017fage", "\u212a", "\xff", ""} {
+		f.Add(k)
+	}
+	names := []string{"id", "object", "created", "model", "choices", "usage", "s", "k"}
+	f.Fuzz(func(t *testing.T, k string) {
+		want := false
+		for _, n := range names {
+			want = want || strings.EqualFold(k, n)
+		}
+		if got := shadows(k, names...); got != want {
+			t.Fatalf("shadows(%q) = %v, want %v", k, got, want)
+		}
+	})
+}

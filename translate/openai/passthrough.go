@@ -474,6 +474,20 @@ func appendMember(out []byte, from, k, raw string) []byte {
 	return append(out, raw...)
 }
 
+// firstMayFold reports whether a key whose first byte is b can fold to a name whose first
+// character is c, a lower-case ASCII byte: b is c, or c's upper case when c is a letter, or
+// b starts a character beyond ASCII and c is s or k (U+017F, U+212A: the only characters
+// beyond ASCII that fold to ASCII ones).
+func firstMayFold(b, c byte) bool {
+	switch {
+	case b == c:
+		return true
+	case b >= utf8.RuneSelf:
+		return c == 's' || c == 'k'
+	}
+	return 'a' <= c && c <= 'z' && b == c-('a'-'A')
+}
+
 // passthroughNotJSON is the 502 for an upstream answer the passthrough cannot read; what
 // names the fault after "the upstream of backend X". The message quotes at most 64 bytes
 // of data.
@@ -499,12 +513,14 @@ func malformedChunk(backend, what string, data []byte) error {
 // case-insensitive decoder (encoding/json, with its Unicode folding) reads it. Each
 // character of k folds to one of a name, and a name's characters are one byte each: so k
 // is at least as long as a name it folds to, and longer only if it has a byte beyond
-// ASCII (U+017F folds to s, U+212A to k).
+// ASCII (U+017F folds to s, U+212A to k). Its first byte settles most keys: an ASCII byte
+// folds only to itself and its other case, and a byte beyond ASCII starts a character that
+// can fold only to s or k (firstMayFold), so most member names cost one comparison a name.
 func shadows(k string, names ...string) bool {
 	ascii := -1 // unknown until a shorter name asks
 	for _, n := range names {
 		switch {
-		case len(k) < len(n):
+		case len(k) < len(n), len(k) > 0 && !firstMayFold(k[0], n[0]):
 		case len(k) == len(n):
 			if strings.EqualFold(k, n) {
 				return true

@@ -559,7 +559,8 @@ func TestShadows(t *testing.T) {
 	names := []string{"id", "object", "created", "model", "choices", "usage", "s", "k"}
 	for _, k := range []string{"", "id", "ID", "Id", "model", "MODEL", "Model", "mode", "models", "usage",
 		"uſage", "choiceſ", "ſ", "\u212a", "i\u212a", "\u212aey", "object", "OBJECT", "objects", "x", "created_at",
-		"system_fingerprint", "mod\xffl", "\xff"} {
+		"system_fingerprint", "mod\xffl", "\xff", "Usage", "USAGE", "\u017fage", "\u017fAGE", "\u212a", "Created",
+		"\u212aodel", "\xc5\xbfsage", "_id", "Id\u212a", "Ob\u017fect", "[", "{", "M", "m", "C", "c"} {
 		want := false
 		for _, n := range names {
 			want = want || strings.EqualFold(k, n)
