@@ -64,7 +64,8 @@ func TestMessagesContinuation_HollowBlock(t *testing.T) {
 // items after it, response.completed), the unbroken stream's output.
 func TestResponsesContinuation_PartDone(t *testing.T) {
 	t.Parallel() // its own gateways and fakes, as TestResponsesContinuation_Recorded (#54)
-	unbroken := map[string]streamed{} // a recording's unbroken stream through the gateway, asked once (#54)
+	// A recording's unbroken stream through the gateway, asked once (#54).
+	unbroken := map[string]streamed{}
 	for _, tt := range []struct {
 		name, file, at string // the event to cut before: the n-th containing at
 		n              int
