@@ -245,28 +245,17 @@ func matrixCells(cases []matrixCase) []matrixCell {
 	return cells
 }
 
-// forEachCellAtOnce is forEachCase with up to matrixAtOnce cells running at the same time.
+// forEachCellAtOnce is forEachCase with up to matrixAtOnce cells running at the same time
+// (subtests started from several goroutines, which testing allows, so that the cells are
+// not held to -parallel, the number of CPUs).
 func forEachCellAtOnce(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, kind, client string)) {
-	cells := matrixCells(cases)
-	names := make([]string, len(cells))
-	for i, c := range cells {
-		names[i] = c.tc.name + "/" + c.client + " on " + c.kind
-	}
-	runAtOnce(t, names, func(t *testing.T, i int) { run(t, cells[i].tc, cells[i].kind, cells[i].client) })
-}
-
-// runAtOnce runs the subtests names[i] of t, each run(t, i), up to matrixAtOnce at the same
-// time (subtests started from several goroutines, which testing allows, so that the cells
-// are not held to -parallel, the number of CPUs, nor need t.Parallel: t may have set its
-// environment), and returns when they have all ended.
-func runAtOnce(t *testing.T, names []string, run func(t *testing.T, i int)) {
 	slots := make(chan struct{}, matrixAtOnce)
 	var wg sync.WaitGroup
-	for i, name := range names {
+	for _, c := range matrixCells(cases) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			t.Run(name, func(t *testing.T) { run(t, i) })
+			t.Run(c.tc.name+"/"+c.client+" on "+c.kind, func(t *testing.T) { run(t, c.tc, c.kind, c.client) })
 		})
 	}
 	wg.Wait()
