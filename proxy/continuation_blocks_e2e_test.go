@@ -63,6 +63,9 @@ func TestMessagesContinuation_HollowBlock(t *testing.T) {
 // closes it there too: the client gets the rest (its message's closing events once, the
 // items after it, response.completed), the unbroken stream's output.
 func TestResponsesContinuation_PartDone(t *testing.T) {
+	t.Parallel() // its own gateways and fakes, as TestResponsesContinuation_Recorded (#54)
+	// A recording's unbroken stream through the gateway, asked once (#54).
+	unbroken := map[string]streamed{}
 	for _, tt := range []struct {
 		name, file, at string // the event to cut before: the n-th containing at
 		n              int
@@ -74,11 +77,15 @@ func TestResponsesContinuation_PartDone(t *testing.T) {
 		{"after the message, behind reasoning", "responses/stream/reasoning-summary.mirascope.sse", `"response.completed"`, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			whole := newRecordedCut(t, tt.file, -1)
-			ref := contGatewayOn(t, "responses", whole.srv.URL+"/v1")
-			want := streamResponse(t, gatewaytest.OpenAI(ref.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
-			if want.err != nil || want.final == nil {
-				t.Fatalf("the unbroken stream: %v", want.err)
+			want, ok := unbroken[tt.file]
+			if !ok {
+				whole := newRecordedCut(t, tt.file, -1)
+				ref := contGatewayOn(t, "responses", whole.srv.URL+"/v1")
+				want = streamResponse(t, gatewaytest.OpenAI(ref.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
+				if want.err != nil || want.final == nil {
+					t.Fatalf("the unbroken stream: %v", want.err)
+				}
+				unbroken[tt.file] = want
 			}
 			up := newRecordedCut(t, tt.file, 0)
 			up.cut = up.index(t, tt.at, tt.n)

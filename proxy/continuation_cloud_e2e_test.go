@@ -215,6 +215,7 @@ func cloudContGateway(t *testing.T, c *cloudChoppy, publisher, model, extra stri
 		t.Setenv("AWS_SECRET_ACCESS_KEY", c.creds.SecretAccessKey)
 		t.Setenv("AWS_SESSION_TOKEN", c.creds.SessionToken)
 		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+		t.Setenv("AWS_CA_BUNDLE", "") // the fake is plain HTTP; parsing a bundle costs each start (#54)
 		backend = fmt.Sprintf(`{type: bedrock, base_url: %q, %s, bedrock: {region: us-east-1}}`, c.srv.URL, common)
 	}
 	return gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}

@@ -393,6 +393,10 @@ func forEachCloudCell(t *testing.T, cases []matrixCase, run func(t *testing.T, t
 	t.Setenv("AWS_SECRET_ACCESS_KEY", bedrockTestCreds.SecretAccessKey)
 	t.Setenv("AWS_SESSION_TOKEN", bedrockTestCreds.SessionToken)
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	// Not the machine's CA bundle either: the SDK would parse it at every gateway's start
+	// (about 5 s of the two cloud matrices' CPU under -race), and the fakes are plain
+	// HTTP (#54).
+	t.Setenv("AWS_CA_BUNDLE", "")
 	saFile := newGoogleTokenEndpoint(t).serviceAccountFile(t)
 	for _, col := range cloudColumns(t) {
 		for _, tc := range cases {
