@@ -25,6 +25,7 @@ type store struct {
 	// concurrently).
 	stmts stmts
 	w     sqliteWriter
+	copy  copyBuf // PostgreSQL: the records' COPY data (pgcopy.go), the writer's goroutine's
 }
 
 // close closes the writer's statements and the database.
@@ -190,18 +191,8 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 			return err
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		if len(recs) > 0 {
-			row := make([]any, 0, len(columns))
-			i := 0
-			src := pgx.CopyFromFunc(func() ([]any, error) {
-				if i == len(recs) {
-					return nil, nil
-				}
-				row = insertArgs(row[:0], &recs[i])
-				i++
-				return row, nil
-			})
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
+		if len(recs) > 0 { // pgcopy.go
+			if err := s.copy.copyRecords(ctx, pc.PgConn(), recs); err != nil {
 				return fmt.Errorf("ledger: copying records: %w", err)
 			}
 		}
