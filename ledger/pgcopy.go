@@ -6,8 +6,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -42,8 +45,9 @@ var copySQL = "COPY " + requestsTable + " (" + strings.Join(columns[:], ", ") + 
 // goroutine (insertWith is not called concurrently). Batches larger than copyKeep do
 // not keep their buffer, so that one burst does not pin its memory.
 type copyBuf struct {
-	b []byte
-	r bytes.Reader
+	b      []byte
+	r      bytes.Reader
+	rollup rollupParams
 }
 
 // copyKeep is the largest buffer a copyBuf keeps between batches (4,000 records of
@@ -180,4 +184,93 @@ func appendNullText(b []byte, s string) []byte {
 		return appendNull(b)
 	}
 	return appendText(b, s)
+}
+
+// The rollups' upserts go the same way: pgx encoded every row's 15 values, boxed in
+// []any, through its type map (as much CPU a batch as the records' COPY once that was
+// cut). upsertRollups binds them in the binary format from one buffer, into the
+// statements of writeChunks' sizes prepared once a connection (pgx.Conn.Prepare keeps
+// them by name), all in one round trip.
+
+// rollupOIDs are the PostgreSQL types of a rollup row's parameters, in rollupDims' then
+// rollupColumns' order (schema.go): checked against the prepared statement's, so that a
+// schema the encoder does not match is an error, never a misread value.
+var rollupOIDs = [...]uint32{20, 25, 25, 25, 23, 25, 20, 20, 20, 20, 20, 20, 20, 701, 20} // int8, text, int4, float8
+
+// binaryFormat is the format code of every parameter: binary.
+var binaryFormat = []int16{1}
+
+// rollupParams holds a chunk's parameters: their bytes and the bounds of each, reused.
+type rollupParams struct {
+	vals   []byte
+	ends   []int
+	params [][]byte
+}
+
+// upsertRollups adds each table's rows to it on pc, in its transaction.
+func (c *copyBuf) upsertRollups(ctx context.Context, pc *pgx.Conn, st *stmts, rollups []rollupRows) error {
+	var b pgconn.Batch
+	for ti, rows := range rollups {
+		table := rollupTables[ti].name
+		err := eachChunk(len(rows), func(i, j int) error {
+			sd, err := pc.Prepare(ctx, "agate_ledger_"+table+"_"+strconv.Itoa(j-i), st.sql(&postgresDialect, table, j-i))
+			if err != nil {
+				return err
+			}
+			if len(sd.ParamOIDs) != (j-i)*len(rollupOIDs) || !slices.Equal(sd.ParamOIDs[:len(rollupOIDs)], rollupOIDs[:]) {
+				return fmt.Errorf("the parameters' types %v are not the encoder's %v", sd.ParamOIDs[:min(len(sd.ParamOIDs), len(rollupOIDs))], rollupOIDs)
+			}
+			b.ExecPrepared(sd.Name, c.rollup.bind(rows[i:j]), binaryFormat, nil)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: updating %s: %w", table, err)
+		}
+	}
+	if len(rollups) == 0 {
+		return nil
+	}
+	mr := pc.PgConn().ExecBatch(ctx, &b)
+	for mr.NextResult() {
+		_, _ = mr.ResultReader().Close()
+	}
+	if err := mr.Close(); err != nil {
+		return fmt.Errorf("ledger: updating the rollups: %w", err)
+	}
+	return nil
+}
+
+// bind encodes rows' values (rollupOIDs' types) and returns them, valid until the next
+// call. A status out of int4's range cannot come here: the records' COPY refused it.
+func (p *rollupParams) bind(rows []rollupRow) [][]byte {
+	p.vals, p.ends = p.vals[:0], p.ends[:0]
+	be := binary.BigEndian
+	for k := range rows {
+		r := &rows[k]
+		p.vals = be.AppendUint64(p.vals, uint64(r.bucket))
+		p.ends = append(p.ends, len(p.vals))
+		for _, s := range [...]string{r.key, r.team, r.model} {
+			p.vals = append(p.vals, s...)
+			p.ends = append(p.ends, len(p.vals))
+		}
+		p.vals = be.AppendUint32(p.vals, uint32(int32(r.status)))
+		p.ends = append(p.ends, len(p.vals))
+		p.vals = append(p.vals, r.deployment...)
+		p.ends = append(p.ends, len(p.vals))
+		for _, v := range [...]int64{r.requests, r.errors, r.prompt, r.cachedRead, r.cacheWrite, r.completion, r.reasoning} {
+			p.vals = be.AppendUint64(p.vals, uint64(v))
+			p.ends = append(p.ends, len(p.vals))
+		}
+		p.vals = be.AppendUint64(p.vals, math.Float64bits(r.costUSD))
+		p.ends = append(p.ends, len(p.vals))
+		p.vals = be.AppendUint64(p.vals, uint64(r.totalMS))
+		p.ends = append(p.ends, len(p.vals))
+	}
+	p.params = p.params[:0]
+	start := 0
+	for _, end := range p.ends {
+		p.params = append(p.params, p.vals[start:end:end])
+		start = end
+	}
+	return p.params
 }

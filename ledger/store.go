@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	_ "modernc.org/sqlite"           // the "sqlite" database/sql driver (pure Go)
 )
@@ -196,17 +195,8 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 				return fmt.Errorf("ledger: copying records: %w", err)
 			}
 		}
-		// The upserts go in one round trip; their texts are in pgx's statement cache.
-		var b pgx.Batch
-		queue := func(_ context.Context, table string, n int, args []any) error {
-			b.Queue(s.stmts.sql(s.d, table, n), append([]any(nil), args...)...)
-			return nil
-		}
-		if err := upsertRollups(ctx, queue, rollups); err != nil {
+		if err := s.copy.upsertRollups(ctx, pc, &s.stmts, rollups); err != nil { // pgcopy.go
 			return err
-		}
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return fmt.Errorf("ledger: updating the rollups: %w", err)
 		}
 		return tx.Commit(ctx)
 	})
@@ -226,32 +216,6 @@ func insertSQL(n int) string {
 		b.WriteString(one)
 	}
 	return b.String()
-}
-
-// execFunc runs the statement writing n rows into table (stmts.sql) with args.
-type execFunc func(ctx context.Context, table string, n int, args []any) error
-
-// upsertRollups adds each table's rows to it.
-func upsertRollups(ctx context.Context, exec execFunc, rollups []rollupRows) error {
-	var args []any
-	for ti, rows := range rollups {
-		table := rollupTables[ti].name
-		err := eachChunk(len(rows), func(i, j int) error {
-			args = args[:0]
-			for _, r := range rows[i:j] {
-				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.deployment, r.requests, r.errors, r.prompt,
-					r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD, r.totalMS)
-			}
-			if err := exec(ctx, table, j-i, args); err != nil {
-				return fmt.Errorf("ledger: updating %s: %w", table, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // upsertSQL is the upsert of n rows into a rollup table (both databases).
