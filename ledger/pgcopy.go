@@ -89,13 +89,9 @@ func appendCopy(b []byte, recs []Record) ([]byte, error) {
 func appendCopyRecord(b []byte, r *Record) ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(columns)))
 	b = appendInt8(b, r.Time.UnixMicro()) // ts_us
-	b = appendText(b, r.RequestID)
-	b = appendText(b, r.Key)
-	b = appendText(b, r.Team)
-	b = appendText(b, r.API)
-	b = appendText(b, r.Model)
-	b = appendText(b, r.Served)
-	b = appendText(b, r.Backend)
+	for _, s := range [...]string{r.RequestID, r.Key, r.Team, r.API, r.Model, r.Served, r.Backend} {
+		b = appendText(b, s)
+	}
 	b = appendBool(b, r.Stream)
 	ints := [...]struct {
 		col string
@@ -110,11 +106,9 @@ func appendCopyRecord(b []byte, r *Record) ([]byte, error) {
 	}
 	b = appendInt4(b, ints[0].v) // status
 	b = appendText(b, r.ErrorType)
-	b = appendInt8(b, r.PromptTokens)
-	b = appendInt8(b, r.CachedReadTokens)
-	b = appendInt8(b, r.CacheWriteTokens)
-	b = appendInt8(b, r.CompletionTokens)
-	b = appendInt8(b, r.ReasoningTokens)
+	for _, v := range [...]int64{r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens, r.CompletionTokens, r.ReasoningTokens} {
+		b = appendInt8(b, v)
+	}
 	b = appendField(b, 8) // cost_usd: float8
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(r.CostUSD))
 	b = appendBool(b, r.Estimated)
@@ -124,9 +118,9 @@ func appendCopyRecord(b []byte, r *Record) ([]byte, error) {
 	b = appendBool(b, r.CacheHit)
 	b = appendNullText(b, r.Prompt) // NULL unless captured
 	b = appendNullText(b, r.Completion)
-	b = appendText(b, r.Deployment)
-	b = appendText(b, r.TraceID)
-	b = appendText(b, r.ContinuedFrom)
+	for _, s := range [...]string{r.Deployment, r.TraceID, r.ContinuedFrom} {
+		b = appendText(b, s)
+	}
 	if len(r.Attempts) == 0 { // attempts: NULL when none (attemptsText)
 		b = appendNull(b)
 	} else {
