@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	_ "modernc.org/sqlite"           // the "sqlite" database/sql driver (pure Go)
 )
@@ -25,6 +24,7 @@ type store struct {
 	// concurrently).
 	stmts stmts
 	w     sqliteWriter
+	copy  copyBuf // PostgreSQL: the records' COPY data (pgcopy.go), the writer's goroutine's
 }
 
 // close closes the writer's statements and the database.
@@ -190,32 +190,13 @@ func (s *store) insertPostgres(ctx context.Context, recs []Record, rollups []rol
 			return err
 		}
 		defer func() { _ = tx.Rollback(ctx) }()
-		if len(recs) > 0 {
-			row := make([]any, 0, len(columns))
-			i := 0
-			src := pgx.CopyFromFunc(func() ([]any, error) {
-				if i == len(recs) {
-					return nil, nil
-				}
-				row = insertArgs(row[:0], &recs[i])
-				i++
-				return row, nil
-			})
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_requests"}, columns[:], src); err != nil {
+		if len(recs) > 0 { // pgcopy.go
+			if err := s.copy.copyRecords(ctx, pc.PgConn(), recs); err != nil {
 				return fmt.Errorf("ledger: copying records: %w", err)
 			}
 		}
-		// The upserts go in one round trip; their texts are in pgx's statement cache.
-		var b pgx.Batch
-		queue := func(_ context.Context, table string, n int, args []any) error {
-			b.Queue(s.stmts.sql(s.d, table, n), append([]any(nil), args...)...)
-			return nil
-		}
-		if err := upsertRollups(ctx, queue, rollups); err != nil {
+		if err := s.copy.upsertRollups(ctx, pc, &s.stmts, rollups); err != nil { // pgcopy.go
 			return err
-		}
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return fmt.Errorf("ledger: updating the rollups: %w", err)
 		}
 		return tx.Commit(ctx)
 	})
@@ -235,32 +216,6 @@ func insertSQL(n int) string {
 		b.WriteString(one)
 	}
 	return b.String()
-}
-
-// execFunc runs the statement writing n rows into table (stmts.sql) with args.
-type execFunc func(ctx context.Context, table string, n int, args []any) error
-
-// upsertRollups adds each table's rows to it.
-func upsertRollups(ctx context.Context, exec execFunc, rollups []rollupRows) error {
-	var args []any
-	for ti, rows := range rollups {
-		table := rollupTables[ti].name
-		err := eachChunk(len(rows), func(i, j int) error {
-			args = args[:0]
-			for _, r := range rows[i:j] {
-				args = append(args, r.bucket, r.key, r.team, r.model, r.status, r.deployment, r.requests, r.errors, r.prompt,
-					r.cachedRead, r.cacheWrite, r.completion, r.reasoning, r.costUSD, r.totalMS)
-			}
-			if err := exec(ctx, table, j-i, args); err != nil {
-				return fmt.Errorf("ledger: updating %s: %w", table, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // upsertSQL is the upsert of n rows into a rollup table (both databases).
