@@ -1,0 +1,171 @@
+package messagesin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+)
+
+// messagesArrays are checkMessages' specification cases: the messages of the recordings
+// (Claude Code's request, scenario d's histories) as written (role first) and with every
+// object's members sorted (content first, as anthropic-sdk-python and encoding/json write
+// them: the bench's bodies), and arrays where the content comes first for each role and
+// each verdict.
+func messagesArrays(t testing.TB) []string {
+	var arrays []string
+	for _, name := range []string{"claude-code-2.1.330.request.json", "history-10k.json", "history-100k.json"} {
+		body, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req struct{ Messages json.RawMessage }
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var sorted any // encoding/json writes a map's members sorted
+		if err := json.Unmarshal(req.Messages, &sorted); err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(sorted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		arrays = append(arrays, string(req.Messages), string(out))
+	}
+	return append(arrays,
+		`[{"content":"hi","role":"user"},{"content":"","role":"system"},{"content":"a","role":"assistant"}]`,
+		`[{"content":null,"role":"system"},{"content":null,"role":"user"},{"content":5,"role":"user"}]`,
+		`[{"content":[],"role":"user"},{"content":[],"role":"system"},{"content":[],"role":"assistant"}]`,
+		`[{"content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"role":"system"}]`,
+		`[{"content":[{"type":"text","text":"s","cache_control":"x"}],"role":"system"}]`,
+		`[{"content":[{"type":"tool_use","id":"t","name":"f","input":{}}],"role":"system"}]`,
+		`[{"content":[{"content":"r","tool_use_id":"t","type":"tool_result"}],"role":"user"}]`,
+		`[{"content":[{"content":[{"text":"r","type":"text"}],"tool_use_id":"t","type":"tool_result"}],"role":"assistant"}]`,
+		`[{"content":[{"content":4,"tool_use_id":"t","type":"tool_result"}],"role":"user"}]`,
+		`[{"content":[{"id":"t","input":{"a":[1,{"b":null}]},"name":"f","type":"tool_use"}],"role":"assistant"}]`,
+		`[{"content":[{"id":"t","input":{},"name":"f","type":"tool_use"}],"role":"user"}]`,
+		`[{"content":[{"id":"t","input":{},"type":"tool_use"}],"role":"assistant"}]`,
+		`[{"content":[{"data":"x","type":"redacted_thinking"},{"id":"srv~1","type":"server_tool_use"}],"role":"assistant"}]`,
+		`[{"content":[{"type":"image","source":{}}],"role":"user"}]`,
+		`[{"content":"a","content":5,"role":"user","role":"x"}]`,
+		`[{"content":"a","role":"us\u0065r"}]`,
+		`[{"content":"a","role":"bot"}]`,
+		`[{"content":"a"}]`,
+		`[{"content":[{"text":"a","type":"text"},"x"],"role":"user"}]`,
+		`[{"content":[{"text":"a","type":"text"},{"text":"b" "type":"text"}],"role":"user"}]`,
+		`[{"content":[{"text":"a","type":"text"}],"role":"user"},]`,
+	)
+}
+
+// FuzzCheckMessages holds checkMessages to the pass it replaced (checkMessageBefore,
+// which skipped a content written before the role and read it again once the role was
+// known): the same messages counted, the same verdict, the cursor at the same place.
+func FuzzCheckMessages(f *testing.F) {
+	for _, a := range messagesArrays(f) {
+		if len(a) < 32<<10 { // the 100 KB history mutates slowly and tells no more
+			f.Add(a)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		now := parser{sc: jsonx.NewScanner(s)}
+		n, ok := now.checkMessages()
+		before := parser{sc: jsonx.NewScanner(s)}
+		wn, wok := before.checkMessagesBefore()
+		if n != wn || ok != wok || ok && now.sc.Pos() != before.sc.Pos() {
+			t.Fatalf("checkMessages(%q) = %d, %v at %d; before: %d, %v at %d", s, n, ok, now.sc.Pos(), wn, wok, before.sc.Pos())
+		}
+	})
+}
+
+// TestCheckMessages is FuzzCheckMessages' property on its seeds, which the first pass
+// vouches for and refuses both.
+func TestCheckMessages(t *testing.T) {
+	vouched := 0
+	for _, s := range messagesArrays(t) {
+		now := parser{sc: jsonx.NewScanner(s)}
+		n, ok := now.checkMessages()
+		before := parser{sc: jsonx.NewScanner(s)}
+		wn, wok := before.checkMessagesBefore()
+		if n != wn || ok != wok || ok && now.sc.Pos() != before.sc.Pos() {
+			t.Errorf("checkMessages(%q) = %d, %v at %d; before: %d, %v at %d", s, n, ok, now.sc.Pos(), wn, wok, before.sc.Pos())
+		}
+		if ok {
+			vouched++
+		}
+	}
+	if vouched < 8 {
+		t.Errorf("checkMessages vouched for %d arrays only", vouched)
+	}
+}
+
+// checkMessagesBefore is checkMessages as it was before checkContentAll (#55, sixth
+// session), the reference FuzzCheckMessages holds it to.
+func (p *parser) checkMessagesBefore() (n int, ok bool) {
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return 0, false
+	}
+	for i := 0; sc.NextElem(&i); {
+		one, ok := p.checkMessageBefore()
+		if !ok {
+			return 0, false
+		}
+		n += one
+	}
+	return n, !sc.Failed()
+}
+
+// checkMessageBefore is checkMessage as it was: a content written before the role
+// skipped, then read again by checkContent once the role is known.
+func (p *parser) checkMessageBefore() (one int, ok bool) {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return 0, false
+	}
+	var role jsonx.Value
+	content := -1
+	checked := false
+	for k := 0; sc.NextField(&k); {
+		switch sc.Key() {
+		case "role":
+			if role.Kind != jsonx.Missing {
+				ok = sc.Skip()
+			} else {
+				ok = sc.ValueRaw(&role)
+			}
+		case "content":
+			switch {
+			case checked || content >= 0:
+				ok = sc.Skip()
+			case role.Kind != jsonx.Missing:
+				one, ok = p.checkContent(role)
+				checked = true
+			default:
+				sc.Peek()
+				content = sc.Pos()
+				ok = sc.Skip()
+			}
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return 0, false
+		}
+	}
+	if sc.Failed() {
+		return 0, false
+	}
+	if content >= 0 {
+		end := sc.Pos()
+		sc.Seek(content)
+		if one, ok = p.checkContent(role); !ok {
+			return 0, false
+		}
+		sc.Seek(end)
+		checked = true
+	}
+	return one, checked
+}
