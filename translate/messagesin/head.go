@@ -397,10 +397,10 @@ func (p *parser) checkUserBlock(b *blockHead) (counts, ok bool) {
 		if !b.is(bhToolUseID) || !b.cacheOK() {
 			return false, false
 		}
-		if b.content < 0 {
-			return true, true
-		}
 		sc := &p.sc
+		if b.content < 0 || sc.Input()[b.content] == '"' {
+			return true, true // a string content: readBlock's Skip checked it as SkipString does
+		}
 		end := sc.Pos()
 		sc.Seek(b.content)
 		ok = p.checkResultContent()

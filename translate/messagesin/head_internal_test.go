@@ -101,8 +101,9 @@ func TestCheckMessages(t *testing.T) {
 	}
 }
 
-// checkMessagesBefore is checkMessages as it was before checkContentAll (#55, sixth
-// session), the reference FuzzCheckMessages holds it to.
+// checkMessagesBefore is checkMessages as it was before checkContentAll and before a
+// tool_result's string content was taken as readBlock checked it (#55, sixth session),
+// the reference FuzzCheckMessages holds it to.
 func (p *parser) checkMessagesBefore() (n int, ok bool) {
 	sc := &p.sc
 	if sc.Peek() != '[' {
@@ -141,7 +142,7 @@ func (p *parser) checkMessageBefore() (one int, ok bool) {
 			case checked || content >= 0:
 				ok = sc.Skip()
 			case role.Kind != jsonx.Missing:
-				one, ok = p.checkContent(role)
+				one, ok = p.checkContentBefore(role)
 				checked = true
 			default:
 				sc.Peek()
@@ -161,11 +162,79 @@ func (p *parser) checkMessageBefore() (one int, ok bool) {
 	if content >= 0 {
 		end := sc.Pos()
 		sc.Seek(content)
-		if one, ok = p.checkContent(role); !ok {
+		if one, ok = p.checkContentBefore(role); !ok {
 			return 0, false
 		}
 		sc.Seek(end)
 		checked = true
 	}
 	return one, checked
+}
+
+// checkContentBefore is checkContent as it was.
+func (p *parser) checkContentBefore(role jsonx.Value) (one int, ok bool) {
+	if role.Kind != jsonx.String {
+		return 0, false
+	}
+	switch role.Str {
+	case "system":
+		return p.checkText()
+	case "user":
+		return p.checkBlocksBefore(true)
+	case "assistant":
+		return p.checkBlocksBefore(false)
+	}
+	return 0, false
+}
+
+// checkBlocksBefore is checkBlocks as it was.
+func (p *parser) checkBlocksBefore(user bool) (one int, ok bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		return 1, sc.SkipString()
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlock(&b) {
+				return 0, false
+			}
+			var counts bool
+			if user {
+				counts, ok = p.checkUserBlockBefore(&b)
+			} else {
+				counts, ok = p.checkAssistantBlock(&b)
+			}
+			if !ok {
+				return 0, false
+			}
+			if counts {
+				one = 1
+			}
+		}
+		return one, !sc.Failed()
+	}
+	return 0, false
+}
+
+// checkUserBlockBefore is checkUserBlock as it was: every tool_result content read again.
+func (p *parser) checkUserBlockBefore(b *blockHead) (counts, ok bool) {
+	switch {
+	case b.typeIs("text"):
+		return true, b.is(bhText) && b.cacheOK()
+	case b.typeIs("tool_result"):
+		if !b.is(bhToolUseID) || !b.cacheOK() {
+			return false, false
+		}
+		if b.content < 0 {
+			return true, true
+		}
+		sc := &p.sc
+		end := sc.Pos()
+		sc.Seek(b.content)
+		ok = p.checkResultContent()
+		sc.Seek(end)
+		return true, ok
+	}
+	return false, false
 }
