@@ -69,15 +69,7 @@ func FuzzCheckMessages(f *testing.F) {
 			f.Add(a)
 		}
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		now := parser{sc: jsonx.NewScanner(s)}
-		n, ok := now.checkMessages()
-		before := parser{sc: jsonx.NewScanner(s)}
-		wn, wok := before.checkMessagesBefore()
-		if n != wn || ok != wok || ok && now.sc.Pos() != before.sc.Pos() {
-			t.Fatalf("checkMessages(%q) = %d, %v at %d; before: %d, %v at %d", s, n, ok, now.sc.Pos(), wn, wok, before.sc.Pos())
-		}
-	})
+	f.Fuzz(func(t *testing.T, s string) { checkAsBefore(t, s) })
 }
 
 // TestCheckMessages is FuzzCheckMessages' property on its seeds, which the first pass
@@ -85,20 +77,26 @@ func FuzzCheckMessages(f *testing.F) {
 func TestCheckMessages(t *testing.T) {
 	vouched := 0
 	for _, s := range messagesArrays(t) {
-		now := parser{sc: jsonx.NewScanner(s)}
-		n, ok := now.checkMessages()
-		before := parser{sc: jsonx.NewScanner(s)}
-		wn, wok := before.checkMessagesBefore()
-		if n != wn || ok != wok || ok && now.sc.Pos() != before.sc.Pos() {
-			t.Errorf("checkMessages(%q) = %d, %v at %d; before: %d, %v at %d", s, n, ok, now.sc.Pos(), wn, wok, before.sc.Pos())
-		}
-		if ok {
+		if checkAsBefore(t, s) {
 			vouched++
 		}
 	}
 	if vouched < 8 {
 		t.Errorf("checkMessages vouched for %d arrays only", vouched)
 	}
+}
+
+// checkAsBefore checks checkMessages against checkMessagesBefore on s and reports
+// whether it vouched for s.
+func checkAsBefore(t *testing.T, s string) bool {
+	now := parser{sc: jsonx.NewScanner(s)}
+	n, ok := now.checkMessages()
+	before := parser{sc: jsonx.NewScanner(s)}
+	wn, wok := before.checkMessagesBefore()
+	if n != wn || ok != wok || ok && now.sc.Pos() != before.sc.Pos() {
+		t.Fatalf("checkMessages(%q) = %d, %v at %d; before: %d, %v at %d", s, n, ok, now.sc.Pos(), wn, wok, before.sc.Pos())
+	}
+	return ok
 }
 
 // checkMessagesBefore is checkMessages as it was before checkContentAll and before a
