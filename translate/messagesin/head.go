@@ -523,8 +523,11 @@ func (p *parser) readBlock(b *blockHead) bool {
 	if sc.Peek() != '{' {
 		return false
 	}
-	for k := 0; sc.NextField(&k); {
-		key := sc.Key()
+	for k := 0; ; k++ {
+		key, more := p.nextBlockMember(k)
+		if !more {
+			return !sc.Failed()
+		}
 		if key == "content" && b.content < 0 {
 			sc.Peek()
 			b.content = sc.Pos()
@@ -543,5 +546,40 @@ func (p *parser) readBlock(b *blockHead) bool {
 			return false
 		}
 	}
-	return !sc.Failed()
+}
+
+// nextBlockMember moves to a content block's next member, the member before it its k-th (k
+// 0: the block's first), and returns its name; more is false after the closing brace or
+// on a syntax error (NextField's terms). The names the SDKs write compactly in a block,
+// in their order or sorted, and the block's end, are matched as words (MemberIs, EndIs)
+// before NextField reads a name.
+func (p *parser) nextBlockMember(k int) (key string, more bool) {
+	sc := &p.sc
+	if k == 0 {
+		switch {
+		case sc.MemberIs(`{"content":`):
+			return "content", true
+		case sc.MemberIsShort(`{"id":`):
+			return "id", true
+		case sc.MemberIs(`{"type":`):
+			return "type", true
+		}
+	} else {
+		switch {
+		case sc.EndIs('}'):
+			return "", false
+		case sc.MemberIs(`,"type":`):
+			return "type", true
+		case sc.MemberIs(`,"name":`):
+			return "name", true
+		case sc.MemberIs(`,"input":`):
+			return "input", true
+		case sc.MemberIs(`,"tool_use_id":`):
+			return "tool_use_id", true
+		}
+	}
+	if !sc.NextField(&k) {
+		return "", false
+	}
+	return sc.Key(), true
 }

@@ -57,6 +57,12 @@ func messagesArrays(t testing.TB) []string {
 		`[{"content":[{"text":"a","type":"text"},"x"],"role":"user"}]`,
 		`[{"content":[{"text":"a","type":"text"},{"text":"b" "type":"text"}],"role":"user"}]`,
 		`[{"content":[{"text":"a","type":"text"}],"role":"user"},]`,
+		`[{"content":[{"id":"t","input":{},"name":"f","type":"tool_use","type":"x","name":5}],"role":"assistant"}]`,
+		`[{"content":[{"type":"tool_use","id":"t","name":"f","input":{},"id":"u"}],"role":"assistant"}]`,
+		`[{"content":[{"typ\u0065":"text","text":"a"},{ "type":"text","text":"b" },{"type" :"text","text":"c"}],"role":"user"}]`,
+		`[{"content":[{"content":"r","tool_use_id":"t","type":"tool_result"},{"content":"r","tool_use_id":5,"type":"tool_result"}],"role":"user"}]`,
+		`[{"content":[{"type":"text","text":"a"}},"role":"user"}]`,
+		`[{"content":[{"type":"text","text":"a",}],"role":"user"}]`,
 	)
 }
 
@@ -99,9 +105,10 @@ func checkAsBefore(t *testing.T, s string) bool {
 	return ok
 }
 
-// checkMessagesBefore is checkMessages as it was before checkContentAll and before a
-// tool_result's string content was taken as readBlock checked it (#55, sixth session),
-// the reference FuzzCheckMessages holds it to.
+// checkMessagesBefore is checkMessages as it was before checkContentAll, before a
+// tool_result's string content was taken as readBlock checked it and before readBlock
+// matched names as words (#55, sixth session), the reference FuzzCheckMessages holds it
+// to.
 func (p *parser) checkMessagesBefore() (n int, ok bool) {
 	sc := &p.sc
 	if sc.Peek() != '[' {
@@ -176,7 +183,7 @@ func (p *parser) checkContentBefore(role jsonx.Value) (one int, ok bool) {
 	}
 	switch role.Str {
 	case "system":
-		return p.checkText()
+		return p.checkTextBefore()
 	case "user":
 		return p.checkBlocksBefore(true)
 	case "assistant":
@@ -194,7 +201,7 @@ func (p *parser) checkBlocksBefore(user bool) (one int, ok bool) {
 	case '[':
 		for i := 0; sc.NextElem(&i); {
 			var b blockHead
-			if !p.readBlock(&b) {
+			if !p.readBlockBefore(&b) {
 				return 0, false
 			}
 			var counts bool
@@ -230,9 +237,89 @@ func (p *parser) checkUserBlockBefore(b *blockHead) (counts, ok bool) {
 		sc := &p.sc
 		end := sc.Pos()
 		sc.Seek(b.content)
-		ok = p.checkResultContent()
+		ok = p.checkResultContentBefore()
 		sc.Seek(end)
 		return true, ok
 	}
 	return false, false
+}
+
+// checkTextBefore is checkText over readBlockBefore.
+func (p *parser) checkTextBefore() (one int, ok bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		at := sc.Pos()
+		if !sc.SkipString() {
+			return 0, false
+		}
+		if sc.Pos()-at > 2 {
+			one = 1
+		}
+		return one, true
+	case 'n':
+		var v jsonx.Value
+		return 0, sc.Value(&v) && v.Kind == jsonx.Null
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlockBefore(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
+				return 0, false
+			}
+			one = 1
+		}
+		return one, !sc.Failed()
+	}
+	return 0, false
+}
+
+// checkResultContentBefore is checkResultContent over readBlockBefore.
+func (p *parser) checkResultContentBefore() bool {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		return sc.SkipString()
+	case 'n':
+		var v jsonx.Value
+		return sc.Value(&v) && v.Kind == jsonx.Null
+	case '[':
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlockBefore(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
+				return false
+			}
+		}
+		return !sc.Failed()
+	}
+	return false
+}
+
+// readBlockBefore is readBlock as it was: every name read by NextField.
+func (p *parser) readBlockBefore(b *blockHead) bool {
+	sc := &p.sc
+	b.content = -1
+	if sc.Peek() != '{' {
+		return false
+	}
+	for k := 0; sc.NextField(&k); {
+		key := sc.Key()
+		if key == "content" && b.content < 0 {
+			sc.Peek()
+			b.content = sc.Pos()
+		}
+		var v *jsonx.Value
+		if i := blockMember(key); i >= 0 {
+			v = &b.v[i]
+		}
+		var ok bool
+		if v == nil || v.Kind != jsonx.Missing {
+			ok = sc.Skip()
+		} else {
+			ok = sc.ValueRaw(v)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
 }
