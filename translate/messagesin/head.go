@@ -169,7 +169,8 @@ func (p *parser) checkMessage() (one int, ok bool) {
 		return 0, false
 	}
 	var role jsonx.Value
-	content := -1 // the content's offset, when read before the role
+	var early [roleN]verdict // checkContentAll's, when the content came before the role
+	pending := false
 	checked := false
 	for k := 0; sc.NextField(&k); {
 		switch sc.Key() {
@@ -181,15 +182,16 @@ func (p *parser) checkMessage() (one int, ok bool) {
 			}
 		case "content":
 			switch {
-			case checked || content >= 0:
+			case checked || pending:
 				ok = sc.Skip()
 			case role.Kind != jsonx.Missing:
 				one, ok = p.checkContent(role)
 				checked = true
 			default:
-				sc.Peek()
-				content = sc.Pos()
-				ok = sc.Skip()
+				// Read once for every role, not skipped and read again once the role
+				// is known: SDKs writing their members sorted put content first.
+				early, ok = p.checkContentAll()
+				pending = true
 			}
 		default:
 			ok = sc.Skip()
@@ -201,16 +203,110 @@ func (p *parser) checkMessage() (one int, ok bool) {
 	if sc.Failed() {
 		return 0, false
 	}
-	if content >= 0 { // the content came first: read again, now that the role is known
-		end := sc.Pos()
-		sc.Seek(content)
-		if one, ok = p.checkContent(role); !ok {
+	if pending { // the content came first: checkContent's verdict for the role read since
+		r := roleOf(role)
+		if r < 0 || !early[r].ok {
 			return 0, false
 		}
-		sc.Seek(end)
-		checked = true
+		return early[r].one, true
 	}
 	return one, checked
+}
+
+// The roles whose content the first pass reads, as positions in checkContentAll's
+// verdicts.
+const (
+	roleSystem = iota
+	roleUser
+	roleAssistant
+	roleN
+)
+
+// roleOf returns role's position among the roles checkContent reads, or -1 (not a
+// string, escaped, or another role: left to parse).
+func roleOf(role jsonx.Value) int {
+	if role.Kind != jsonx.String {
+		return -1
+	}
+	switch role.Str {
+	case "system":
+		return roleSystem
+	case "user":
+		return roleUser
+	case "assistant":
+		return roleAssistant
+	}
+	return -1
+}
+
+// verdict is what checkContent returns of a content for one role.
+type verdict struct {
+	one int
+	ok  bool
+}
+
+// checkContentAll reads a message's content at the cursor once, for a role not read yet,
+// and returns what checkContent(role) would return at the cursor for each role roleOf
+// knows. When any verdict is ok, the cursor is after the content.
+func (p *parser) checkContentAll() (v [roleN]verdict, ok bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"': // checkText's and checkBlocks' string
+		at := sc.Pos()
+		if !sc.SkipString() {
+			return v, false
+		}
+		if sc.Pos()-at > 2 { // not "": a system message's part
+			v[roleSystem].one = 1
+		}
+		v[roleSystem].ok = true
+		v[roleUser], v[roleAssistant] = verdict{1, true}, verdict{1, true}
+		return v, true
+	case 'n': // only checkText takes null
+		var n jsonx.Value
+		if !sc.Value(&n) || n.Kind != jsonx.Null {
+			return v, false
+		}
+		v[roleSystem].ok = true
+		return v, true
+	case '[':
+		alive := [roleN]bool{true, true, true}
+		for i := 0; sc.NextElem(&i); {
+			var b blockHead
+			if !p.readBlock(&b) {
+				return [roleN]verdict{}, false
+			}
+			if alive[roleSystem] { // checkText's block
+				alive[roleSystem] = b.typeIs("text") && b.is(bhText) && b.cacheOK()
+				v[roleSystem].one = 1
+			}
+			if alive[roleUser] {
+				var counts bool
+				counts, alive[roleUser] = p.checkUserBlock(&b)
+				if counts {
+					v[roleUser].one = 1
+				}
+			}
+			if alive[roleAssistant] {
+				var counts bool
+				counts, alive[roleAssistant] = p.checkAssistantBlock(&b)
+				if counts {
+					v[roleAssistant].one = 1
+				}
+			}
+			if alive == [roleN]bool{} {
+				return [roleN]verdict{}, false
+			}
+		}
+		if sc.Failed() {
+			return [roleN]verdict{}, false
+		}
+		for r := range v {
+			v[r].ok = alive[r]
+		}
+		return v, true
+	}
+	return v, false
 }
 
 // checkContent reads a message's content at the cursor, for role.
@@ -301,10 +397,10 @@ func (p *parser) checkUserBlock(b *blockHead) (counts, ok bool) {
 		if !b.is(bhToolUseID) || !b.cacheOK() {
 			return false, false
 		}
-		if b.content < 0 {
-			return true, true
-		}
 		sc := &p.sc
+		if b.content < 0 || sc.Input()[b.content] == '"' {
+			return true, true // a string content: readBlock's Skip checked it as SkipString does
+		}
 		end := sc.Pos()
 		sc.Seek(b.content)
 		ok = p.checkResultContent()
@@ -427,8 +523,11 @@ func (p *parser) readBlock(b *blockHead) bool {
 	if sc.Peek() != '{' {
 		return false
 	}
-	for k := 0; sc.NextField(&k); {
-		key := sc.Key()
+	for k := 0; ; k++ {
+		key, more := p.nextBlockMember(k)
+		if !more {
+			return !sc.Failed()
+		}
 		if key == "content" && b.content < 0 {
 			sc.Peek()
 			b.content = sc.Pos()
@@ -447,5 +546,40 @@ func (p *parser) readBlock(b *blockHead) bool {
 			return false
 		}
 	}
-	return !sc.Failed()
+}
+
+// nextBlockMember moves to a content block's next member, the member before it its k-th (k
+// 0: the block's first), and returns its name; more is false after the closing brace or
+// on a syntax error (NextField's terms). The names the SDKs write compactly in a block,
+// in their order or sorted, and the block's end, are matched as words (MemberIs, EndIs)
+// before NextField reads a name.
+func (p *parser) nextBlockMember(k int) (key string, more bool) {
+	sc := &p.sc
+	if k == 0 {
+		switch {
+		case sc.MemberIs(`{"content":`):
+			return "content", true
+		case sc.MemberIsShort(`{"id":`):
+			return "id", true
+		case sc.MemberIs(`{"type":`):
+			return "type", true
+		}
+	} else {
+		switch {
+		case sc.EndIs('}'):
+			return "", false
+		case sc.MemberIs(`,"type":`):
+			return "type", true
+		case sc.MemberIs(`,"name":`):
+			return "name", true
+		case sc.MemberIs(`,"input":`):
+			return "input", true
+		case sc.MemberIs(`,"tool_use_id":`):
+			return "tool_use_id", true
+		}
+	}
+	if !sc.NextField(&k) {
+		return "", false
+	}
+	return sc.Key(), true
 }
