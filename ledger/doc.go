@@ -6,8 +6,9 @@
 // The contract of the request path is Add: it copies the record into a bounded queue
 // and returns at once, never blocking and never allocating; a full queue drops the
 // record and counts it (Options.OnDrop). A writer goroutine takes the queue in batches
-// and inserts each batch and its rollups in one transaction (COPY on PostgreSQL; on
-// SQLite on one connection it keeps from the pool, its statements prepared there). While
+// and inserts each batch and its rollups in one transaction (on PostgreSQL a binary
+// COPY the ledger encodes itself; on SQLite through SQLite's own API, on a connection of
+// the writer's own, its statements prepared once; readers keep the database/sql pool). While
 // the database cannot be written, batches go to a bounded local spool file, written
 // back once it can; Ready reports the failure meanwhile. Close drains the queue and the
 // spool (as far as its context allows) before closing the database.
