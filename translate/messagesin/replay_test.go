@@ -143,12 +143,61 @@ func TestReplayRecordedStreams(t *testing.T) {
 
 // splitOffsets are the split points checked: every offset of a short stream; for a long
 // one the first 2 KiB, the last 1 KiB, within 3 bytes of every event boundary, and every
-// 31st offset elsewhere.
+// 31st offset elsewhere. One over 64 KiB (two recordings of some 97 KiB, each split
+// decoding the whole stream) is split where longSplitOffsets says.
 func splitOffsets(upstream []byte) []int {
 	n := len(upstream)
+	if n > 64<<10 {
+		return longSplitOffsets(upstream)
+	}
 	var out []int
 	for i := 1; i < n; i++ {
 		if n <= 4096 || i < 2048 || i > n-1024 || i%31 == 0 || nearBoundary(upstream, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// longSplitOffsets are the split points of a stream over 64 KiB, one of each place a
+// split can fall for the parser rather than every 31st byte: every offset of the first
+// 2 KiB and the last 1 KiB (inside and at the end of each field of the first and last
+// events), every offset within 3 bytes of the first 8 and the last 8 event boundaries,
+// the offset between the two newlines of every event boundary (a line complete, its
+// event not yet dispatched), and about 16 MiB / len(upstream) offsets evenly spaced
+// over the rest (inside long data lines, the parser holding a large partial event).
+func longSplitOffsets(upstream []byte) []int {
+	n := len(upstream)
+	pick := make([]bool, n)
+	for i := 1; i < n; i++ {
+		pick[i] = i < 2048 || i > n-1024
+	}
+	var bounds []int
+	for j := 1; j+1 < n; j++ {
+		if upstream[j] == '\n' && (upstream[j+1] == '\n' || upstream[j+1] == '\r') {
+			bounds = append(bounds, j)
+			pick[j+1] = true
+		}
+	}
+	for k, j := range bounds {
+		if k >= 8 && k < len(bounds)-8 {
+			continue
+		}
+		for d := -3; d <= 3; d++ {
+			if i := j + d; i > 0 && i < n {
+				pick[i] = true
+			}
+		}
+	}
+	even := max(1, (16<<20)/n)
+	for k := 1; k <= even; k++ {
+		if i := k * n / (even + 1); i > 0 && i < n {
+			pick[i] = true
+		}
+	}
+	var out []int
+	for i, ok := range pick {
+		if ok {
 			out = append(out, i)
 		}
 	}
