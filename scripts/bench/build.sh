@@ -2,7 +2,7 @@
 # Builds the shared bench (../shared/bench, read-only, shared by every project) extended with
 # this repository's rows of the other client APIs: raw-responses, raw-messages,
 # product-responses, product-responses-oai, product-messages, product-messages-oai
-# (scripts/bench/apis.patch; docs/development.md#the-bench-rows-of-the-responses-and-messages-apis).
+# (scripts/bench/apis.patch; docs/development.md, "The bench's rows of the other client APIs").
 #
 # It copies the shared bench to a temporary directory, applies apis.patch there with
 # `git apply`, runs the bench's own tests (`go test -count=1 ./...`) and builds the binary.
