@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
 	-o) out="${2:?-o needs a file}"; shift 2 ;;
 	-s) src="${2:?-s needs a directory}"; shift 2 ;;
 	-w) work="${2:?-w needs a directory}"; shift 2 ;;
-	-product-bin) product="$(realpath "${2:?-product-bin needs a file}")"; shift 2 ;;
+	-product-bin) product="$(realpath -m "${2:?-product-bin needs a file}")"; shift 2 ;;
 	-update-patch) update="${2:?-update-patch needs a directory}"; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument $1 (see -h)" ;;
@@ -79,6 +79,7 @@ if [ -n "$update" ]; then
 fi
 
 [ -n "$out" ] || die "-o FILE is required (see -h)"
+[ -z "$product" ] || [ -x "$product" ] || die "-product-bin $product is not an executable file"
 [ -f "$patch" ] || die "$patch is missing"
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 
