@@ -879,7 +879,9 @@ func jsonInt(raw string, f float64) int64 {
 }
 
 // stash collects values in a fixed array, then on the heap past its size. Kept in a
-// parser on the stack, it makes collecting a run of values cost no allocation.
+// parser on the stack, it makes collecting a run of values cost no allocation. A stash
+// is filled either with add (a copy of a value built elsewhere) or with slot and push (a
+// value built in place), not both.
 type stash[T any] struct {
 	n     int
 	fixed [32]T
@@ -899,6 +901,28 @@ func (s *stash[T]) add(v *T) {
 	}
 	s.n++
 }
+
+// slot returns the entry after the last one kept, zeroed, for the caller to build a
+// value in place and then keep it with push; a slot not pushed is handed out again by
+// the next call. The pointer is valid until the next slot or add.
+func (s *stash[T]) slot() *T {
+	var zero T
+	if s.n < len(s.fixed) {
+		e := &s.fixed[s.n]
+		*e = zero
+		return e
+	}
+	if k := s.n - len(s.fixed); k < len(s.spill) {
+		e := &s.spill[k]
+		*e = zero
+		return e
+	}
+	s.spill = append(s.spill, zero)
+	return &s.spill[len(s.spill)-1]
+}
+
+// push keeps the value built in the last slot.
+func (s *stash[T]) push() { s.n++ }
 
 func (s *stash[T]) at(i int) *T {
 	if i < len(s.fixed) {

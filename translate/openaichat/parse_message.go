@@ -13,8 +13,9 @@ import (
 // messageValues is what a message's members hold, read by messageMember.
 type messageValues struct {
 	i int // the message's index
-	// pm is the message, built where the stash copies it from.
-	pm pendingMessage
+	// pm is the message, built in place in the parser's message stash (stash.slot) and
+	// kept there (stash.push) once it has passed its checks.
+	pm *pendingMessage
 	// content is read after the other fields, once the role is known.
 	role, content jsonx.Value
 }
@@ -23,7 +24,7 @@ func (p *parser) message(i int) bool {
 	if p.sc.Peek() != '{' {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
-	o := messageValues{i: i}
+	o := messageValues{i: i, pm: p.msgs.slot()}
 	msg, role, content := &o.pm.msg, &o.role, &o.content
 	// The orders the SDKs write a message's members in are tried first (see members.table);
 	// any other member, whitespace or order takes NextField.
@@ -61,7 +62,7 @@ func (p *parser) message(i int) bool {
 		}
 	}
 	o.pm.start, o.pm.end = start, p.parts.n
-	p.msgs.add(&o.pm)
+	p.msgs.push()
 	return true
 }
 
