@@ -129,7 +129,9 @@ func (s *Set) Member(k string, names Names) (i int, code, field string) {
 // records the name and reports whether it is new. It costs a bit test, where Member's
 // search of the list costs a string compare a name.
 func (s *Set) Known(i int) bool {
-	bit := uint64(1) << i
+	// NewNames holds a Names to maxNames (64) names, so i < 64: the mask changes no
+	// position and spares the shift the test for a count of 64 or more.
+	bit := uint64(1) << (i & (maxNames - 1))
 	if s.known&bit != 0 {
 		return false
 	}
