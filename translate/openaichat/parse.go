@@ -902,21 +902,19 @@ func (s *stash[T]) add(v *T) {
 	s.n++
 }
 
-// slot returns the entry after the last one kept, zeroed, for the caller to build a
-// value in place and then keep it with push; a slot not pushed is handed out again by
-// the next call. The pointer is valid until the next slot or add.
+// slot returns the entry after the last one kept, for the caller to zero, build a value
+// in place and then keep it with push; a slot not pushed is handed out again by the next
+// call. It holds what was there before: the caller zeroes it with a composite literal of
+// its type, which compiles to a clear of the memory (a generic zero value is copied). The
+// pointer is valid until the next slot or add.
 func (s *stash[T]) slot() *T {
-	var zero T
 	if s.n < len(s.fixed) {
-		e := &s.fixed[s.n]
-		*e = zero
-		return e
+		return &s.fixed[s.n]
 	}
 	if k := s.n - len(s.fixed); k < len(s.spill) {
-		e := &s.spill[k]
-		*e = zero
-		return e
+		return &s.spill[k]
 	}
+	var zero T
 	s.spill = append(s.spill, zero)
 	return &s.spill[len(s.spill)-1]
 }

@@ -25,6 +25,7 @@ func (p *parser) message(i int) bool {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
 	o := messageValues{i: i, pm: p.msgs.slot()}
+	*o.pm = pendingMessage{}
 	msg, role, content := &o.pm.msg, &o.role, &o.content
 	// The orders the SDKs write a message's members in are tried first (see members.table);
 	// any other member, whitespace or order takes NextField.
