@@ -153,8 +153,14 @@ func FuzzLazyMatchesParse(f *testing.F) {
 // BenchmarkParseRequest10KLazy is BenchmarkParseRequest10K's body parsed lazily, as the
 // passthrough does, and lazily then decoded, as a translated request is; each from a
 // byte slice (a copy) and, as the gateway does, from a view into a reused Scratch.
-func BenchmarkParseRequest10KLazy(b *testing.B) {
-	body, err := os.ReadFile("testdata/history-10k.json")
+func BenchmarkParseRequest10KLazy(b *testing.B) { benchmarkLazy(b, "testdata/history-10k.json") }
+
+// BenchmarkParseRequest100KLazy is BenchmarkParseRequest10KLazy for scenario d's history
+// at 100 KB (-large-kb 100), some 320 messages: past the parser's 32-entry stash.
+func BenchmarkParseRequest100KLazy(b *testing.B) { benchmarkLazy(b, "testdata/history-100k.json") }
+
+func benchmarkLazy(b *testing.B, file string) {
+	body, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
