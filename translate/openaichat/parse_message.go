@@ -11,11 +11,14 @@ import (
 // blocks. See parse.go for the request as a whole.
 
 // messageValues is what a message's members hold, read by messageMember.
+//
+// The message itself is built in place in the parser's message stash, in the entry
+// p.msgs.slot returns until it is kept (stash.push) once it has passed its checks. It is
+// not pointed to from here: escape analysis does not tell a struct's fields apart, so a
+// pointer into the parser beside the values stored through it would move the parser to
+// the heap.
 type messageValues struct {
 	i int // the message's index
-	// pm is the message, built in place in the parser's message stash (stash.slot) and
-	// kept there (stash.push) once it has passed its checks.
-	pm *pendingMessage
 	// content is read after the other fields, once the role is known.
 	role, content jsonx.Value
 }
@@ -24,9 +27,10 @@ func (p *parser) message(i int) bool {
 	if p.sc.Peek() != '{' {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
 	}
-	o := messageValues{i: i, pm: p.msgs.slot()}
-	*o.pm = pendingMessage{}
-	msg, role, content := &o.pm.msg, &o.role, &o.content
+	pm := p.msgs.slot()
+	*pm = pendingMessage{}
+	o := messageValues{i: i}
+	msg, role, content := &pm.msg, &o.role, &o.content
 	// The orders the SDKs write a message's members in are tried first (see members.table);
 	// any other member, whitespace or order takes NextField.
 	if !p.readMessage(&o, func() string { return translate.ParamIndex("messages", i) }) {
@@ -62,7 +66,7 @@ func (p *parser) message(i int) bool {
 			return p.fail(translate.ParamIndex("messages", i)+".content", "%s messages need content", msg.Role)
 		}
 	}
-	o.pm.start, o.pm.end = start, p.parts.n
+	pm.start, pm.end = start, p.parts.n
 	p.msgs.push()
 	return true
 }
@@ -70,7 +74,7 @@ func (p *parser) message(i int) bool {
 // messageMember reads the member at position f of the message o (readMessage), but role,
 // content and tool_calls, which readMessage reads itself.
 func (p *parser) messageMember(f int, o *messageValues) bool {
-	sc, msg := &p.sc, &o.pm.msg
+	sc, msg := &p.sc, &p.msgs.slot().msg
 	var v jsonx.Value
 	switch {
 	case sc.Peek() == 'n':
@@ -321,7 +325,7 @@ func (p *parser) schema(v *jsonx.Value, typed *bool) bool {
 // toolCalls reads the tool_calls of the message o; null is none, as for the message's
 // other optional members (messageMember).
 func (p *parser) toolCalls(o *messageValues) bool {
-	sc, i, msg := &p.sc, o.i, &o.pm.msg
+	sc, i, msg := &p.sc, o.i, &p.msgs.slot().msg
 	base := func() string { return translate.ParamIndex("messages", i) + ".tool_calls" }
 	if sc.Peek() == 'n' {
 		return sc.Literal("null")

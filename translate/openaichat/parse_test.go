@@ -563,6 +563,17 @@ func TestParseRequest_ScratchSamplingParams(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("a parse into a warm Scratch allocated %v times, want 0", allocs)
 	}
+	// Without a Stage the parser lives on the stack: escape analysis must not move it to
+	// the heap (a pointer into it stored beside values the parse keeps did, #55).
+	allocs = testing.AllocsPerRun(100, func() {
+		sc.Reset()
+		if _, err := ParseRequestLazyString(withAll, &sc, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a parse into a warm Scratch without a Stage allocated %v times, want 0 (the parser moved to the heap?)", allocs)
+	}
 	fresh, err := ParseRequestLazyString(withAll, nil, nil)
 	if err != nil {
 		t.Fatal(err)
