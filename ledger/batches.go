@@ -14,13 +14,20 @@ import (
 // On SQLite, from schema version 8, the raw records are stored a batch to a row: the
 // table ledger_request_batches holds, for up to maxBatchRecords records the writer wrote
 // together, the ids of the first and the last (a batch's records take consecutive ids:
-// a record's id is first_id plus its index), the bounds of their times (first_us,
-// last_us), their count n and data, the records themselves as one JSON array of
-// positional arrays in columns' order (appendBatchRecord). SQLite then inserts a row
-// and an index entry a batch where it inserted a row of 33 columns and an index entry a
-// record: the writer's CPU a record goes from ~3 µs to about a third (docs/ledger.md,
-// "The SQLite writer, seventh session"). The listings, the record by id and the
-// overview's newest records decode the batches in Go (decodeBatch); a view,
+// a record's id is first_id plus its place), the bounds of their times (first_us,
+// last_us), their count n and data, the records themselves in one JSON array (appendBatch):
+//
+//	[base_us, [text, ...], record, record, ...]
+//
+// base_us is the time the records' times are stored from (the batch's earliest), the
+// array of texts the batch's dictionary, and each record an array of its fields in
+// batchFields' order: a time as microseconds after base_us, a text that repeats (key,
+// team, model, ...) as its index in the dictionary, the fields at the end that hold
+// their default (0, "", null) left out. A record the pruner took out is a null in its
+// place. SQLite then inserts a row and an index entry a batch where it inserted a row of
+// 33 columns and an index entry a record, and writes about a quarter of the bytes
+// (docs/ledger.md, "The SQLite writer, seventh session"). The listings, the record by id
+// and the overview's newest records decode the batches in Go (decodeBatch); a view,
 // ledger_requests, gives operators' SQL the version 7 columns back through json_each.
 // PostgreSQL keeps a row a record (COPY costs the gateway the same either way): its
 // version 8 changes nothing.
@@ -34,36 +41,92 @@ const batchesTable = "ledger_request_batches"
 // ids of the rows it needs: last_id < first_id + maxBatchRecords).
 const maxBatchRecords = 256
 
-// batchColumns is the view's select list: each column of columns out of its place in a
-// record's array (value, json_each's), and the id.
+// maxBatchTexts bounds a batch's dictionary: the writer adds no text after this many
+// (it writes the others as they are), a reader refuses a longer one.
+const maxBatchTexts = 1024
+
+// fieldKind is how a stored record holds a field.
+type fieldKind uint8
+
+const (
+	fTime   fieldKind = iota // microseconds after the batch's base_us
+	fInt                     // an integer, default 0
+	fFlag                    // 0 or 1, default 0
+	fReal                    // a number with a point or an exponent (null: not finite), default 0.0
+	fText                    // a JSON string, default ""
+	fDict                    // a JSON string or its index in the batch's texts, default ""
+	fOpt                     // a JSON string or null, default null
+	fArray                   // a JSON array or null, default null
+)
+
+// batchFields are a stored record's fields in their order in its array: the version 7
+// columns, those most records leave at their defaults last.
+var batchFields = [...]struct {
+	col  string
+	kind fieldKind
+}{
+	{"ts_us", fTime}, {"request_id", fText}, {"key_name", fDict}, {"team", fDict}, {"api", fDict},
+	{"model", fDict}, {"served_model", fDict}, {"backend", fDict}, {"deployment", fDict}, {"stream", fFlag},
+	{"status", fInt}, {"prompt_tokens", fInt}, {"completion_tokens", fInt}, {"cost_usd", fReal},
+	{"total_ms", fInt}, {"first_token_ms", fInt}, {"upstream_ms", fInt}, {"trace_id", fText},
+	{"cached_read_tokens", fInt}, {"error_type", fDict}, {"cache_write_tokens", fInt},
+	{"reasoning_tokens", fInt}, {"usage_estimated", fFlag}, {"tool_calls", fInt}, {"fallbacks", fInt},
+	{"cache_hit", fFlag}, {"attempts", fArray}, {"attempts_omitted", fInt}, {"tools", fArray},
+	{"tools_omitted", fInt}, {"continued_from", fDict}, {"prompt", fOpt}, {"completion", fOpt},
+}
+
+// batchRecords is the offset of a batch's first record in its array (after base_us and
+// the texts).
+const batchRecords = 2
+
+// batchColumns is the view's select list: the id, and each column of columns out of its
+// place in a record's array (r.value, json_each's), its default when left out.
 func batchColumns() string {
+	place := map[string]int{}
+	for i, f := range batchFields {
+		place[f.col] = i
+	}
 	var b strings.Builder
-	b.WriteString("b.first_id + r.key AS id")
-	for i, c := range columns {
-		b.WriteString(", r.value ->> " + strconv.Itoa(i) + " AS " + c)
+	b.WriteString("b.first_id + r.key - " + strconv.Itoa(batchRecords) + " AS id")
+	for _, c := range columns {
+		p := strconv.Itoa(place[c])
+		v := "r.value ->> " + p
+		switch batchFields[place[c]].kind {
+		case fTime:
+			v = "(b.data ->> 0) + " + v
+		case fInt, fFlag:
+			v = "COALESCE(" + v + ", 0)"
+		case fReal:
+			v = "COALESCE(" + v + ", 0.0)"
+		case fText:
+			v = "COALESCE(" + v + ", '')"
+		case fDict:
+			v = "COALESCE(CASE json_type(r.value, '$[" + p + "]') WHEN 'integer' THEN b.data -> 1 ->> (" + v + ") ELSE " + v + " END, '')"
+		}
+		b.WriteString(", " + v + " AS " + c)
 	}
 	return b.String()
 }
 
 // schemaV8SQLite is version 8 on SQLite: the batches' table, filled from the records
-// there are (runs of consecutive ids, cut at every multiple of maxBatchRecords), its
-// AUTOINCREMENT sequence continuing the records', the records' table dropped and the
-// view in its place. A boolean is stored as 0 or 1, a float always with a point (0.0),
-// attempts and tools as the JSON they are, prompt and completion null when empty: what
-// json_each gives back is what the version 7 columns held.
+// there are (runs of consecutive ids, cut at every multiple of maxBatchRecords; each
+// record's every field written, no dictionary), its AUTOINCREMENT sequence continuing
+// the records', the records' table dropped and the view in its place.
 func schemaV8SQLite() string {
 	var rec strings.Builder
-	for i, c := range columns {
+	for i, f := range batchFields {
 		if i > 0 {
 			rec.WriteString(", ")
 		}
-		switch c {
-		case "attempts", "tools":
-			rec.WriteString("json(" + c + ")")
-		case "cost_usd":
-			rec.WriteString("CAST(" + c + " AS REAL)")
+		switch f.kind {
+		case fTime:
+			rec.WriteString(f.col + " - MIN(ts_us) OVER run")
+		case fArray:
+			rec.WriteString("json(" + f.col + ")")
+		case fReal:
+			rec.WriteString("CAST(" + f.col + " AS REAL)")
 		default:
-			rec.WriteString(c)
+			rec.WriteString(f.col)
 		}
 	}
 	n := strconv.Itoa(maxBatchRecords)
@@ -78,16 +141,18 @@ func schemaV8SQLite() string {
 CREATE INDEX ledger_request_batches_last_us ON ` + batchesTable + ` (last_us);
 CREATE INDEX ledger_request_batches_first_us ON ` + batchesTable + ` (first_us);
 INSERT INTO ` + batchesTable + ` (last_id, first_id, first_us, last_us, n, data)
-  SELECT MAX(id), MIN(id), MIN(ts_us), MAX(ts_us), COUNT(*), json_group_array(json(rec) ORDER BY id)
-  FROM (SELECT id, ts_us, id - ROW_NUMBER() OVER (ORDER BY id) AS run, json_array(` + rec.String() + `) AS rec FROM ledger_requests)
-  GROUP BY run, (id - 1) / ` + n + `;
+  SELECT MAX(id), MIN(id), MIN(ts_us), MAX(ts_us), COUNT(*), '[' || MIN(ts_us) || ',[],' || group_concat(rec, ',' ORDER BY id) || ']'
+  FROM (SELECT id, ts_us, run, part, json_array(` + rec.String() + `) AS rec
+    FROM (SELECT *, id - ROW_NUMBER() OVER (ORDER BY id) AS run, (id - 1) / ` + n + ` AS part FROM ledger_requests)
+    WINDOW run AS (PARTITION BY run, part))
+  GROUP BY run, part;
 INSERT INTO sqlite_sequence (name, seq) SELECT '` + batchesTable + `', 0
   WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '` + batchesTable + `');
 UPDATE sqlite_sequence SET seq = MAX(seq, COALESCE((SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'ledger_requests'), 0))
   WHERE name = '` + batchesTable + `';
 DROP TABLE ledger_requests;
 CREATE VIEW ledger_requests AS SELECT ` + batchColumns() + `
-  FROM ` + batchesTable + ` AS b, json_each(b.data) AS r WHERE r.type = 'array';
+  FROM ` + batchesTable + ` AS b, json_each(b.data) AS r WHERE r.key >= ` + strconv.Itoa(batchRecords) + ` AND r.type = 'array';
 `
 }
 
@@ -96,79 +161,166 @@ func batchSQL() string {
 	return "INSERT INTO " + batchesTable + " (last_id, first_id, first_us, last_us, n, data) VALUES (?, ?, ?, ?, ?, ?)"
 }
 
-// appendBatch appends recs (at most maxBatchRecords) as a batch's data: a JSON array of
-// their arrays.
-func appendBatch(b []byte, recs []Record) []byte {
-	b = append(b, '[')
+// batchEncoder encodes batches (appendBatch), keeping its buffers and its dictionary's
+// index between them. Not safe for concurrent use.
+type batchEncoder struct {
+	// texts is the dictionary's index: a text's place in it.
+	texts map[string]int
+	// dict and recs are the dictionary's JSON and the records' JSON being written.
+	dict, recs []byte
+	// last are the text and its index a dictionary field had in the record before (a
+	// batch's records often repeat their key, team, model, backend).
+	last [len(batchFields)]struct {
+		s string
+		i int
+	}
+}
+
+// appendBatch appends recs (at most maxBatchRecords, some of them nil: places pruned)
+// as a batch's data, times stored from base (Unix microseconds, at most their earliest).
+// The texts recs hold are not kept after it returns.
+func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
+	if e.texts == nil {
+		e.texts = map[string]int{}
+	}
+	defer e.reset()
+	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
 	for i := range recs {
-		if i > 0 {
-			b = append(b, ',')
+		e.recs = append(e.recs, ',')
+		if pruned != nil && pruned(i) {
+			e.recs = append(e.recs, "null"...)
+			continue
 		}
-		b = appendBatchRecord(b, &recs[i])
+		e.recs = e.appendRecord(e.recs, &recs[i], base)
 	}
+	b = strconv.AppendInt(append(b, '['), base, 10)
+	b = append(append(append(b, ','), e.dict...), ']')
+	b = append(b, e.recs...)
 	return append(b, ']')
 }
 
-// appendBatchRecord appends r as a JSON array of its columns' values in columns' order:
-// integers, booleans as 0 or 1, cost_usd as a number with a point or an exponent (null
-// if it is not finite, which no column could hold either), texts as JSON strings of
-// their bytes as they are (appendJSONText), prompt and completion null when empty, attempts
-// and tools as their JSON arrays (appendAttempts, appendTools) or null when none.
-func appendBatchRecord(b []byte, r *Record) []byte {
-	b = strconv.AppendInt(append(b, '['), r.Time.UnixMicro(), 10)
-	for _, s := range [...]string{r.RequestID, r.Key, r.Team, r.API, r.Model, r.Served, r.Backend} {
-		b = appendJSONText(append(b, ','), s)
-	}
-	b = appendFlag(append(b, ','), r.Stream)
-	b = strconv.AppendInt(append(b, ','), int64(r.Status), 10)
-	b = appendJSONText(append(b, ','), r.ErrorType)
-	for _, n := range [...]int64{r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens, r.CompletionTokens, r.ReasoningTokens} {
+// reset forgets the batch's texts.
+func (e *batchEncoder) reset() {
+	clear(e.texts)
+	clear(e.last[:])
+}
+
+// appendRecord appends r's array (batchFields' order), the fields at the end that hold
+// their defaults left out.
+func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
+	b = strconv.AppendInt(append(b, '['), r.Time.UnixMicro()-base, 10)
+	end := len(b)
+	num := func(b []byte, n int64) []byte {
 		b = strconv.AppendInt(append(b, ','), n, 10)
+		if n != 0 {
+			end = len(b)
+		}
+		return b
 	}
+	text := func(b []byte, s string) []byte {
+		b = appendJSONText(append(b, ','), s)
+		if s != "" {
+			end = len(b)
+		}
+		return b
+	}
+	dict := func(b []byte, f int, s string) []byte {
+		b = e.appendDict(append(b, ','), f, s)
+		if s != "" {
+			end = len(b)
+		}
+		return b
+	}
+	flag := func(b []byte, v bool) []byte {
+		if v {
+			b = append(b, ',', '1')
+			end = len(b)
+			return b
+		}
+		return append(b, ',', '0')
+	}
+	array := func(b []byte, raw string, n int, app func([]byte) []byte) []byte {
+		b = append(b, ',')
+		switch {
+		case n > 0:
+			b = app(b)
+		case raw != "": // a record read back (the pruner's rewrite)
+			b = append(b, raw...)
+		default:
+			return append(b, "null"...)
+		}
+		end = len(b)
+		return b
+	}
+	opt := func(b []byte, s string) []byte {
+		if s == "" {
+			return append(b, ",null"...)
+		}
+		b = appendJSONText(append(b, ','), s)
+		end = len(b)
+		return b
+	}
+	b = text(b, r.RequestID)
+	b = dict(b, 2, r.Key)
+	b = dict(b, 3, r.Team)
+	b = dict(b, 4, r.API)
+	b = dict(b, 5, r.Model)
+	b = dict(b, 6, r.Served)
+	b = dict(b, 7, r.Backend)
+	b = dict(b, 8, r.Deployment)
+	b = flag(b, r.Stream)
+	b = num(b, int64(r.Status))
+	b = num(b, r.PromptTokens)
+	b = num(b, r.CompletionTokens)
 	b = appendReal(append(b, ','), r.CostUSD)
-	b = appendFlag(append(b, ','), r.Estimated)
-	for _, n := range [...]int64{r.Total.Milliseconds(), r.FirstToken.Milliseconds(), r.Upstream.Milliseconds(),
-		int64(r.ToolCalls), int64(r.Fallbacks)} {
-		b = strconv.AppendInt(append(b, ','), n, 10)
+	if r.CostUSD != 0 {
+		end = len(b)
 	}
-	b = appendFlag(append(b, ','), r.CacheHit)
-	for _, s := range [...]string{r.Prompt, r.Completion} {
-		if b = append(b, ','); s == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONText(b, s)
-		}
-	}
-	for _, s := range [...]string{r.Deployment, r.TraceID, r.ContinuedFrom} {
-		b = appendJSONText(append(b, ','), s)
-	}
-	switch b = append(b, ','); {
-	case len(r.Attempts) > 0:
-		b = appendAttempts(b, r.Attempts)
-	case r.AttemptsJSON != "": // a record read back (the pruner's rewrite)
-		b = append(b, r.AttemptsJSON...)
-	default:
-		b = append(b, "null"...)
-	}
-	b = strconv.AppendInt(append(b, ','), int64(r.AttemptsOmitted), 10)
-	switch b = append(b, ','); {
-	case len(r.Tools) > 0:
-		b = appendTools(b, r.Tools)
-	case r.ToolsJSON != "":
-		b = append(b, r.ToolsJSON...)
-	default:
-		b = append(b, "null"...)
-	}
-	b = strconv.AppendInt(append(b, ','), int64(r.ToolsOmitted), 10)
-	return append(b, ']')
+	b = num(b, r.Total.Milliseconds())
+	b = num(b, r.FirstToken.Milliseconds())
+	b = num(b, r.Upstream.Milliseconds())
+	b = text(b, r.TraceID)
+	b = num(b, r.CachedReadTokens)
+	b = dict(b, 19, r.ErrorType)
+	b = num(b, r.CacheWriteTokens)
+	b = num(b, r.ReasoningTokens)
+	b = flag(b, r.Estimated)
+	b = num(b, int64(r.ToolCalls))
+	b = num(b, int64(r.Fallbacks))
+	b = flag(b, r.CacheHit)
+	b = array(b, r.AttemptsJSON, len(r.Attempts), func(b []byte) []byte { return appendAttempts(b, r.Attempts) })
+	b = num(b, int64(r.AttemptsOmitted))
+	b = array(b, r.ToolsJSON, len(r.Tools), func(b []byte) []byte { return appendTools(b, r.Tools) })
+	b = num(b, int64(r.ToolsOmitted))
+	b = dict(b, 30, r.ContinuedFrom)
+	b = opt(b, r.Prompt)
+	b = opt(b, r.Completion)
+	return append(b[:end], ']')
 }
 
-// appendFlag appends v as 1 or 0 (SQLite's booleans).
-func appendFlag(b []byte, v bool) []byte {
-	if v {
-		return append(b, '1')
+// appendDict appends s, the text of field f: "" as it is, else its index in the
+// batch's dictionary (added there the first time, while it has room), else s.
+func (e *batchEncoder) appendDict(b []byte, f int, s string) []byte {
+	if s == "" {
+		return append(b, '"', '"')
 	}
-	return append(b, '0')
+	last := &e.last[f]
+	if last.s != s {
+		i, ok := e.texts[s]
+		if !ok {
+			if len(e.texts) >= maxBatchTexts {
+				return appendJSONText(b, s)
+			}
+			i = len(e.texts)
+			e.texts[s] = i
+			if i > 0 {
+				e.dict = append(e.dict, ',')
+			}
+			e.dict = appendJSONText(e.dict, s)
+		}
+		last.s, last.i = s, i
+	}
+	return strconv.AppendInt(b, int64(last.i), 10)
 }
 
 // appendReal appends f as a JSON number SQLite reads as a REAL (with a point or an
@@ -176,6 +328,9 @@ func appendFlag(b []byte, v bool) []byte {
 func appendReal(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)
+	}
+	if f == 0 {
+		return append(b, "0.0"...)
 	}
 	start := len(b)
 	b = strconv.AppendFloat(b, f, 'g', -1, 64)
@@ -187,8 +342,8 @@ func appendReal(b []byte, f float64) []byte {
 	return append(b, ".0"...)
 }
 
-// appendJSONText appends s as a JSON string holding s's bytes as they are: '"', '\' and the
-// control characters escaped, nothing else (invalid UTF-8 is kept, not replaced as
+// appendJSONText appends s as a JSON string holding s's bytes as they are: '"', '\' and
+// the control characters escaped, nothing else (invalid UTF-8 is kept, not replaced as
 // jsonx.AppendString replaces it), so that every text reads back as it was written.
 func appendJSONText(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
@@ -221,70 +376,102 @@ func appendJSONText(b []byte, s string) []byte {
 var errBatch = errors.New("ledger: a stored batch of records is malformed")
 
 // decodeBatch appends the records of data, a batch row's records (appendBatch's form),
-// the first of which has id first, to out. A null in a record's place is a record the
-// pruner took out (its id is not reused): it is skipped. At most maxBatchRecords are read: a row
-// holding more, or anything but an array of records of columns' values of their kinds,
-// is an error naming the record and the column. The records' texts are data's
-// substrings or decoded from it (never more than data's bytes).
+// the first place of which has id first, to out. A null in a record's place is a record
+// the pruner took out (its id is not reused): it is skipped. At most maxBatchRecords
+// places and maxBatchTexts texts are read: a row holding more, or anything but the form
+// appendBatch writes with fields of their kinds, is an error naming the record and the
+// field. The records' texts are data's substrings or decoded from it (never more than
+// data's bytes).
 func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 	sc := jsonx.NewScanner(data)
 	if sc.Peek() != '[' {
 		return out, fmt.Errorf("%w: not an array", errBatch)
 	}
+	var base int64
+	var texts []string
 	n := 0
 	for i := 0; sc.NextElem(&i); {
-		if i > maxBatchRecords {
-			return out, fmt.Errorf("%w: more than %d records", errBatch, maxBatchRecords)
-		}
-		if sc.Peek() == 'n' { // a record the pruner took out of a row it kept
-			if !sc.Literal("null") {
-				break
-			}
-			n = i
-			continue
-		}
-		out = append(out, Record{ID: first + int64(i-1)})
-		if err := decodeRecord(&sc, &out[len(out)-1]); err != nil {
-			return out, fmt.Errorf("%w: record %d: %w", errBatch, i-1, err)
-		}
 		n = i
+		switch place := i - 1 - batchRecords; {
+		case i == 1:
+			var v jsonx.Value
+			if !sc.Value(&v) || v.Kind != jsonx.Number {
+				return out, fmt.Errorf("%w: base_us is not a number", errBatch)
+			}
+			var err error
+			if base, err = strconv.ParseInt(v.Raw, 10, 64); err != nil {
+				return out, fmt.Errorf("%w: base_us is not an integer", errBatch)
+			}
+		case i == 2:
+			if sc.Peek() != '[' {
+				return out, fmt.Errorf("%w: the texts are not an array", errBatch)
+			}
+			for k := 0; sc.NextElem(&k); {
+				var v jsonx.Value
+				if k > maxBatchTexts {
+					return out, fmt.Errorf("%w: more than %d texts", errBatch, maxBatchTexts)
+				}
+				if !sc.Value(&v) || v.Kind != jsonx.String {
+					return out, fmt.Errorf("%w: text %d is not a string", errBatch, k-1)
+				}
+				texts = append(texts, v.Str)
+			}
+		case place >= maxBatchRecords:
+			return out, fmt.Errorf("%w: more than %d records", errBatch, maxBatchRecords)
+		case sc.Peek() == 'n': // a record the pruner took out
+			if !sc.Literal("null") {
+				return out, fmt.Errorf("%w: record %d: bad JSON", errBatch, place)
+			}
+		default:
+			out = append(out, Record{ID: first + int64(place)})
+			if err := decodeRecord(&sc, &out[len(out)-1], base, texts); err != nil {
+				return out, fmt.Errorf("%w: record %d: %w", errBatch, place, err)
+			}
+		}
+		if sc.Failed() {
+			break
+		}
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return out, fmt.Errorf("%w: bad JSON after %d records", errBatch, n)
+		return out, fmt.Errorf("%w: bad JSON after %d elements", errBatch, n)
+	}
+	if n < batchRecords {
+		return out, fmt.Errorf("%w: no base_us and texts", errBatch)
 	}
 	return out, nil
 }
 
-// decodeRecord reads the record at the cursor (appendBatchRecord's array) into r.
-func decodeRecord(sc *jsonx.Scanner, r *Record) error {
+// decodeRecord reads the record at the cursor (appendRecord's array) into r: times from
+// base, dictionary texts from texts.
+func decodeRecord(sc *jsonx.Scanner, r *Record, base int64, texts []string) error {
 	if sc.Peek() != '[' {
 		return errors.New("not an array")
 	}
-	var v jsonx.Value
 	k := 0
 	for sc.NextElem(&k) {
-		if k > len(columns) {
-			return fmt.Errorf("more than %d columns", len(columns))
+		if k > len(batchFields) {
+			return fmt.Errorf("more than %d fields", len(batchFields))
 		}
-		v = jsonx.Value{}
+		var v jsonx.Value
 		if !sc.Value(&v) {
 			break
 		}
-		if err := setColumn(r, k-1, &v); err != nil {
-			return fmt.Errorf("%s: %w", columns[k-1], err)
+		if err := setField(r, k-1, &v, base, texts); err != nil {
+			return fmt.Errorf("%s: %w", batchFields[k-1].col, err)
 		}
 	}
 	if sc.Failed() {
 		return errors.New("bad JSON")
 	}
-	if k != len(columns) {
-		return fmt.Errorf("%d columns, want %d", k, len(columns))
+	if k == 0 {
+		return errors.New("no time")
 	}
 	return nil
 }
 
-// setColumn sets r's field of column i (columns' index) to v.
-func setColumn(r *Record, i int, v *jsonx.Value) error {
+// setField sets r's field of batchFields[f] to v (times from base, dictionary texts
+// from texts).
+func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) error {
 	var err error
 	integer := func() int64 {
 		if v.Kind != jsonx.Number {
@@ -298,10 +485,21 @@ func setColumn(r *Record, i int, v *jsonx.Value) error {
 		return n
 	}
 	text := func() string {
-		if v.Kind != jsonx.String {
-			err = errors.New("not a string")
+		switch {
+		case v.Kind == jsonx.String:
+			return v.Str
+		case v.Kind == jsonx.Number && batchFields[f].kind == fDict:
+			i := integer()
+			if err == nil && (i < 0 || i >= int64(len(texts))) {
+				err = fmt.Errorf("text %d of %d", i, len(texts))
+			}
+			if err != nil {
+				return ""
+			}
+			return texts[i]
 		}
-		return v.Str
+		err = errors.New("not a string")
+		return ""
 	}
 	flag := func() bool {
 		n := integer()
@@ -327,9 +525,13 @@ func setColumn(r *Record, i int, v *jsonx.Value) error {
 		return ""
 	}
 	ms := func() time.Duration { return time.Duration(integer()) * time.Millisecond }
-	switch columns[i] {
+	switch batchFields[f].col {
 	case "ts_us":
-		r.Time = time.UnixMicro(integer()).UTC()
+		d := integer()
+		if err == nil && (d < 0 || base > 0 && d > math.MaxInt64-base) {
+			err = errors.New("out of range")
+		}
+		r.Time = time.UnixMicro(base + d).UTC()
 	case "request_id":
 		r.RequestID = text()
 	case "key_name":

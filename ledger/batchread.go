@@ -301,43 +301,43 @@ func (s *store) trimBatches(ctx context.Context, before int64) (n int64, read in
 	if err := rows.Close(); err != nil {
 		return 0, 0, err
 	}
-	var recs []Record
+	var recs, places []Record
+	var pruned []bool
 	var buf []byte
+	var enc batchEncoder
 	for _, r := range rs {
+		if r.last < r.first || r.last-r.first >= maxBatchRecords {
+			return 0, 0, fmt.Errorf("the batch of record %d: %w: ids %d to %d", r.first, errBatch, r.first, r.last)
+		}
 		if recs, err = decodeBatch(r.data, r.first, recs[:0]); err != nil {
 			return 0, 0, fmt.Errorf("the batch of record %d: %w", r.first, err)
 		}
+		size := int(r.last - r.first + 1)
+		places, pruned = append(places[:0], make([]Record, size)...), append(pruned[:0], make([]bool, size)...)
+		for i := range pruned {
+			pruned[i] = true // a place with no record: pruned before
+		}
 		kept, firstUS, lastUS := int64(0), int64(math.MaxInt64), int64(math.MinInt64)
-		buf = append(buf[:0], '[')
-		next := r.first // the id of the place to write next
 		for i := range recs {
-			for ; next < recs[i].ID; next++ { // places pruned before
-				buf = appendPlace(buf, next != r.first, "null")
+			p := recs[i].ID - r.first
+			if p < 0 || p >= int64(size) {
+				return 0, 0, fmt.Errorf("the batch of record %d: %w: record %d past last_id", r.first, errBatch, recs[i].ID)
 			}
-			next++
-			us := recs[i].Time.UnixMicro()
-			if us < before {
+			if us := recs[i].Time.UnixMicro(); us < before {
 				n++
-				buf = appendPlace(buf, recs[i].ID != r.first, "null")
-				continue
+			} else {
+				places[p], pruned[p] = recs[i], false
+				kept++
+				firstUS, lastUS = min(firstUS, us), max(lastUS, us)
 			}
-			kept++
-			firstUS, lastUS = min(firstUS, us), max(lastUS, us)
-			if recs[i].ID != r.first {
-				buf = append(buf, ',')
-			}
-			buf = appendBatchRecord(buf, &recs[i])
 		}
-		for ; next <= r.last; next++ {
-			buf = appendPlace(buf, next != r.first, "null")
-		}
-		buf = append(buf, ']')
 		if kept == 0 { // cannot be (last_us is a kept record's time): deleted all the same
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+batchesTable+` WHERE last_id = ?`, r.last); err != nil {
 				return 0, 0, err
 			}
 			continue
 		}
+		buf = enc.appendBatch(buf[:0], places, func(i int) bool { return pruned[i] }, firstUS)
 		if _, err := tx.ExecContext(ctx, `UPDATE `+batchesTable+` SET first_us = ?, last_us = ?, n = ?, data = ? WHERE last_id = ?`,
 			firstUS, lastUS, kept, string(buf), r.last); err != nil {
 			return 0, 0, err
@@ -348,12 +348,4 @@ func (s *store) trimBatches(ctx context.Context, before int64) (n int64, read in
 	}
 	committed = true
 	return n, len(rs), nil
-}
-
-// appendPlace appends a batch's element lit, after a comma unless it is the first.
-func appendPlace(b []byte, comma bool, lit string) []byte {
-	if comma {
-		b = append(b, ',')
-	}
-	return append(b, lit...)
 }

@@ -52,6 +52,8 @@ type sqliteWriter struct {
 	rc int32
 	// text gives the statements' texts during a write.
 	text func(table string, n int) string
+	// enc encodes the batch rows (batches.go).
+	enc batchEncoder
 	// keys and ranges are a batch's keys' ranges (keyranges.go), reused.
 	keys   map[string]int
 	ranges []keyRange
@@ -355,7 +357,7 @@ func (w *sqliteWriter) release() {
 		libc.Xfree(w.tls, w.cbuf)
 	}
 	w.tls.Close()
-	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0]}
+	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc}
 }
 
 // insertRecords writes recs as batch rows of at most maxBatchRecords records
@@ -386,7 +388,7 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 		w.int(3, lo)
 		w.int(4, hi)
 		w.int(5, int64(len(batch)))
-		w.strFrom(6, func(b []byte) []byte { return appendBatch(b, batch) })
+		w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatch(b, batch, nil, lo) })
 		if err := w.exec("inserting records"); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
