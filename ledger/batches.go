@@ -49,14 +49,14 @@ const maxBatchTexts = 1024
 type fieldKind uint8
 
 const (
-	fTime   fieldKind = iota // microseconds after the batch's base_us
-	fInt                     // an integer, default 0
-	fFlag                    // 0 or 1, default 0
-	fReal                    // a number with a point or an exponent (null: not finite), default 0.0
-	fText                    // a JSON string, default ""
-	fDict                    // a JSON string or its index in the batch's texts, default ""
-	fOpt                     // a JSON string or null, default null
-	fArray                   // a JSON array or null, default null
+	fTime  fieldKind = iota // microseconds after the batch's base_us
+	fInt                    // an integer, default 0
+	fFlag                   // 0 or 1, default 0
+	fReal                   // a number with a point or an exponent (null: not finite), default 0.0
+	fText                   // a JSON string, default ""
+	fDict                   // a JSON string or its index in the batch's texts, default ""
+	fOpt                    // a JSON string or null, default null
+	fArray                  // a JSON array or null, default null
 )
 
 // batchFields are a stored record's fields in their order in its array: the version 7

@@ -29,7 +29,7 @@ func oddRecords() []Record {
 			CostUSD: math.NaN(), Estimated: true, Total: 3 * time.Millisecond, FirstToken: 2 * time.Millisecond,
 			Upstream: time.Millisecond, ToolCalls: 7, Fallbacks: 2, CacheHit: true, Prompt: "what is \"x\"?\n",
 			Completion: "x\x01", Deployment: "b/y", TraceID: "0af7651916cd43dd8448eb211c80319c", ContinuedFrom: "m",
-			Attempts: []Attempt{{Backend: "b", Deployment: "b/y", Model: "m", Status: 503, ErrorType: "server_error", Duration: time.Second}},
+			Attempts:        []Attempt{{Backend: "b", Deployment: "b/y", Model: "m", Status: 503, ErrorType: "server_error", Duration: time.Second}},
 			AttemptsOmitted: 3, Tools: []ToolUse{{Name: "search", Source: "web", Calls: 2, Errors: 1, Duration: time.Second}}, ToolsOmitted: 1},
 		{Time: time.UnixMicro(-1).UTC(), RequestID: "", Status: 1e6, CostUSD: 1e300},
 		{Time: at.Add(-240 * time.Hour), RequestID: "old", Key: "k", Model: "m", Status: 429, ErrorType: "rate_limit_exceeded", CostUSD: -1},
