@@ -36,7 +36,10 @@ type sqliteWriter struct {
 	db   uintptr
 	prep map[stmtKey]uintptr
 	// begin, commit and rollback are the transaction's statements, seq reads the
-	// batches' sequence (nextID).
+	// batches' sequence (nextID). The transaction takes the write lock at its start
+	// (BEGIN IMMEDIATE, waiting within the busy timeout): the sequence it reads first
+	// is then the one its inserts continue, and another writer (a second process, the
+	// pruner) cannot make its first write fail on a stale snapshot.
 	begin, commit, rollback, seq uintptr
 	// cbuf is the C buffer a statement's texts are bound from, kept and grown to the
 	// largest statement's texts; cmem is the same memory seen as a Go slice (written
@@ -104,7 +107,7 @@ func (w *sqliteWriter) open() error {
 	for _, s := range []struct {
 		p   *uintptr
 		sql string
-	}{{&w.begin, "BEGIN"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"},
+	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"},
 		{&w.seq, "SELECT MAX(seq) FROM sqlite_sequence WHERE name = '" + batchesTable + "'"}} {
 		if *s.p, err = w.prepare(s.sql); err != nil {
 			w.release()
