@@ -101,11 +101,32 @@ func batchColumns() string {
 		case fText:
 			v = "COALESCE(" + v + ", '')"
 		case fDict:
-			v = "COALESCE(CASE json_type(r.value, '$[" + p + "]') WHEN 'integer' THEN b.data -> 1 ->> (" + v + ") ELSE " + v + " END, '')"
+			v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
+		}
+		if c == "attempts" {
+			v = attemptsSQL(p)
 		}
 		b.WriteString(", " + v + " AS " + c)
 	}
 	return b.String()
+}
+
+// dictSQL is the text at place p of the JSON array val: a string, or its index in the
+// batch's texts (b.data's second element).
+func dictSQL(val, p string) string {
+	return "CASE json_type(" + val + ", '$[" + p + "]') WHEN 'integer' THEN b.data -> 1 ->> (" + val + " ->> " + p +
+		") ELSE " + val + " ->> " + p + " END"
+}
+
+// attemptsSQL is the view's attempts column out of a record's place p: the stored arrays
+// (appendAttempts' form) as appendAttempts' objects, or the objects the migration kept.
+func attemptsSQL(p string) string {
+	obj := "json_object('backend', " + dictSQL("a.value", "0") + ", 'deployment', " + dictSQL("a.value", "1") +
+		", 'model', " + dictSQL("a.value", "2") + ", 'status', a.value ->> 3, 'error_type', " + dictSQL("a.value", "4") +
+		", 'duration_ms', a.value ->> 5, 'continued', json(CASE a.value ->> 6 WHEN 1 THEN 'true' ELSE 'false' END)" +
+		", 'prompt_tokens', a.value ->> 7, 'completion_tokens', a.value ->> 8)"
+	return "CASE json_type(r.value, '$[" + p + "][0]') WHEN 'array' THEN (SELECT json_group_array(" + obj +
+		") FROM json_each(r.value, '$[" + p + "]') AS a) ELSE r.value ->> " + p + " END"
 }
 
 // schemaV8SQLite is version 8 on SQLite: the batches' table, filled from the records
@@ -170,7 +191,7 @@ type batchEncoder struct {
 	dict, recs []byte
 	// last are the text and its index a dictionary field had in the record before (a
 	// batch's records often repeat their key, team, model, backend).
-	last [len(batchFields)]struct {
+	last [len(batchFields) + len(attemptTexts)]struct {
 		s string
 		i int
 	}
@@ -288,7 +309,7 @@ func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
 	b = num(b, int64(r.ToolCalls))
 	b = num(b, int64(r.Fallbacks))
 	b = flag(b, r.CacheHit)
-	b = array(b, r.AttemptsJSON, len(r.Attempts), func(b []byte) []byte { return appendAttempts(b, r.Attempts) })
+	b = array(b, r.AttemptsJSON, len(r.Attempts), func(b []byte) []byte { return e.appendAttempts(b, r.Attempts) })
 	b = num(b, int64(r.AttemptsOmitted))
 	b = array(b, r.ToolsJSON, len(r.Tools), func(b []byte) []byte { return appendTools(b, r.Tools) })
 	b = num(b, int64(r.ToolsOmitted))
@@ -296,6 +317,132 @@ func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
 	b = opt(b, r.Prompt)
 	b = opt(b, r.Completion)
 	return append(b[:end], ']')
+}
+
+// attemptTexts are the texts of a stored attempt that the batch's dictionary holds:
+// their places in appendAttempts' array, each with its own last text (batchEncoder.last,
+// after batchFields').
+var attemptTexts = [...]int{0, 1, 2, 4}
+
+// appendAttempts appends as in their stored form in a batch: an array of arrays
+// [backend, deployment, model, status, error_type, duration_ms, continued (0 or 1),
+// prompt_tokens, completion_tokens], the texts through the batch's dictionary. A reader
+// turns them back into appendAttempts' JSON objects (decodeAttempts), the form the
+// version 7 column held; the rows the migration made keep that form as it was.
+func (e *batchEncoder) appendAttempts(b []byte, as []Attempt) []byte {
+	const f = len(batchFields) // the attempts' texts' last texts
+	b = append(b, '[')
+	for i := range as {
+		a := &as[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.appendDict(append(b, '['), f, a.Backend)
+		b = e.appendDict(append(b, ','), f+1, a.Deployment)
+		b = e.appendDict(append(b, ','), f+2, a.Model)
+		b = strconv.AppendInt(append(b, ','), int64(a.Status), 10)
+		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
+		b = strconv.AppendInt(append(b, ','), a.Duration.Milliseconds(), 10)
+		b = appendFlag(append(b, ','), a.Continued)
+		b = strconv.AppendInt(append(b, ','), a.PromptTokens, 10)
+		b = strconv.AppendInt(append(b, ','), a.CompletionTokens, 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
+// decodeAttempts returns the JSON of raw, a stored record's attempts: raw itself when it
+// is an array of objects (a row the migration made), else its arrays (appendAttempts'
+// form) as appendAttempts' objects, their texts from texts.
+func decodeAttempts(raw string, texts []string) (string, error) {
+	sc := jsonx.NewScanner(raw)
+	if sc.Peek() != '[' {
+		return "", errors.New("not an array")
+	}
+	var as []Attempt
+	for i := 0; sc.NextElem(&i); {
+		if i > MaxAttempts {
+			return "", fmt.Errorf("more than %d attempts", MaxAttempts)
+		}
+		if i == 1 && sc.Peek() == '{' {
+			return raw, nil // objects, as version 7 stored them (checked by the batch's scan)
+		}
+		if sc.Peek() != '[' {
+			return "", fmt.Errorf("attempt %d is not an array", i-1)
+		}
+		var a Attempt
+		k := 0
+		for sc.NextElem(&k) {
+			var v jsonx.Value
+			if k > 9 || !sc.Value(&v) {
+				return "", fmt.Errorf("attempt %d: more than 9 fields, or bad JSON", i-1)
+			}
+			var err error
+			var n int64
+			if k == 1 || k == 2 || k == 3 || k == 5 {
+				var t string
+				if t, err = dictText(&v, texts); err == nil {
+					switch k {
+					case 1:
+						a.Backend = t
+					case 2:
+						a.Deployment = t
+					case 3:
+						a.Model = t
+					default:
+						a.ErrorType = t
+					}
+				}
+			} else if v.Kind != jsonx.Number {
+				err = errors.New("not a number")
+			} else if n, err = strconv.ParseInt(v.Raw, 10, 64); err == nil {
+				switch k {
+				case 4:
+					a.Status = int(n)
+				case 6:
+					a.Duration = time.Duration(n) * time.Millisecond
+				case 7:
+					if n != 0 && n != 1 {
+						err = errors.New("not 0 or 1")
+					}
+					a.Continued = n == 1
+				case 8:
+					a.PromptTokens = n
+				case 9:
+					a.CompletionTokens = n
+				}
+			}
+			if err != nil {
+				return "", fmt.Errorf("attempt %d, field %d: %w", i-1, k-1, err)
+			}
+		}
+		if sc.Failed() || k != 9 {
+			return "", fmt.Errorf("attempt %d: %d fields, want 9", i-1, k)
+		}
+		as = append(as, a)
+	}
+	if sc.Failed() || !sc.AtEnd() {
+		return "", errors.New("bad JSON")
+	}
+	if len(as) == 0 {
+		return "", errors.New("empty")
+	}
+	return string(appendAttempts(make([]byte, 0, 160*len(as)), as)), nil
+}
+
+// dictText is v, a dictionary field's value: a string, or the index of one in texts.
+func dictText(v *jsonx.Value, texts []string) (string, error) {
+	switch v.Kind {
+	case jsonx.String:
+		return v.Str, nil
+	case jsonx.Number:
+		i, err := strconv.ParseInt(v.Raw, 10, 64)
+		if err != nil || i < 0 || i >= int64(len(texts)) {
+			return "", fmt.Errorf("text %s of %d", v.Raw, len(texts))
+		}
+		return texts[i], nil
+	}
+	return "", errors.New("not a string")
 }
 
 // appendDict appends s, the text of field f: "" as it is, else its index in the
@@ -596,7 +743,9 @@ func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) erro
 	case "continued_from":
 		r.ContinuedFrom = text()
 	case "attempts":
-		r.AttemptsJSON = array()
+		if raw := array(); raw != "" && err == nil {
+			r.AttemptsJSON, err = decodeAttempts(raw, texts)
+		}
 	case "attempts_omitted":
 		r.AttemptsOmitted = int(integer())
 	case "tools":
@@ -605,4 +754,12 @@ func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) erro
 		r.ToolsOmitted = int(integer())
 	}
 	return err
+}
+
+// appendFlag appends v as 1 or 0 (SQLite's booleans).
+func appendFlag(b []byte, v bool) []byte {
+	if v {
+		return append(b, '1')
+	}
+	return append(b, '0')
 }

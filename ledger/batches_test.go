@@ -109,6 +109,10 @@ func TestBatch_DecodeErrors(t *testing.T) {
 		{`[0,[],[0,` + many(len(batchFields), `0`) + `]]`, "request_id"},
 		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,{}]]`, "attempts: not an array"},
 		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,null,0,null,0,"","",null,null]]`, "more than 33 fields"},
+		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,[[1]]]]`, "attempts: attempt 0, field 0: text 1 of 0"},
+		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,[["b","d","m",200,"",1,2,0,0]]]]`, "attempts: attempt 0, field 6: not 0 or 1"},
+		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,[["b","d","m",200,""]]]]`, "attempts: attempt 0: 5 fields, want 9"},
+		{`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,[1]]]`, "attempts: attempt 0 is not an array"},
 		{`[0,[],[0],`, "record 1: not an array"},
 		{`[0,[],[0]] x`, "bad JSON"},
 		{`[0,[],nul]`, "bad JSON"},
@@ -317,5 +321,60 @@ func TestSchemaV8_MigratesVersion7(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM ledger_request_batches WHERE first_us < ?`,
 		now.Add(-24*time.Hour).UnixMicro()).Scan(&rows); err != nil || rows != 0 {
 		t.Errorf("%d rows still hold a record past retention, %v", rows, err)
+	}
+}
+
+// TestBatch_View: the records the writer stores (attempts in their compact form, texts
+// through the dictionary, defaults left out) read the same through the view
+// ledger_requests as through the gateway's readers, and the view's SQLite types are
+// version 7's (integers, texts, a real cost, NULL for what a record lacks).
+func TestBatch_View(t *testing.T) {
+	ctx := context.Background()
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+		CaptureContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	recs := oddRecords()
+	recs[1].CostUSD = 0.5        // a NaN fails the rollups' NOT NULL (as in version 7)
+	recs = append(recs, recs[1]) // the dictionary's texts and the attempts' again
+	recs[4].Attempts = append(recs[4].Attempts, Attempt{Backend: "c", Deployment: "c/z", Model: "m2", Status: 200,
+		Duration: 1500 * time.Millisecond, Continued: true, PromptTokens: 5, CompletionTokens: 6})
+	for _, r := range recs {
+		if !l.Add(r) {
+			t.Fatal("a record was dropped")
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	listed, _, err := l.Requests(ctx, RequestQuery{})
+	if err != nil || len(listed) != len(recs) {
+		t.Fatalf("%d records listed, %v", len(listed), err)
+	}
+	var want []Record
+	for i := range listed {
+		want = append(want, listed[len(listed)-1-i])
+	}
+	for i := range recs {
+		if diff := cmp.Diff(storedAs(recs[i], want[i].ID), want[i]); diff != "" {
+			t.Errorf("record %d as listed (-written +listed):\n%s", i, diff)
+		}
+	}
+	view, types := v7Records(t, l.st.db)
+	if diff := cmp.Diff(want, view); diff != "" {
+		t.Errorf("the view's records (-listed +view):\n%s", diff)
+	}
+	if want := "integer,text,text,text,text,text,text,text,integer,integer,text,integer,integer,integer,integer,integer,real," +
+		"integer,integer,integer,integer,integer,integer,integer,null,null,text,text,text,null,integer,null,integer"; types[0] != want {
+		t.Errorf("the view's types of a plain record:\n%s\nwant\n%s", types[0], want)
+	}
+	if want := "integer,text,text,text,text,text,text,text,integer,integer,text,integer,integer,integer,integer,integer,real," +
+		"integer,integer,integer,integer,integer,integer,integer,text,text,text,text,text,text,integer,text,integer"; types[1] != want {
+		t.Errorf("the view's types of a record with every field:\n%s\nwant\n%s", types[1], want)
 	}
 }
