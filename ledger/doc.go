@@ -8,7 +8,9 @@
 // record and counts it (Options.OnDrop). A writer goroutine takes the queue in batches
 // and inserts each batch and its rollups in one transaction (on PostgreSQL a binary
 // COPY the ledger encodes itself; on SQLite through SQLite's own API, on a connection of
-// the writer's own, its statements prepared once; readers keep the database/sql pool). While
+// the writer's own, its statements prepared once, the records a batch to a row: up to 256
+// in one compact JSON text the ledger encodes and its readers decode, batches.go; readers
+// keep the database/sql pool). While
 // the database cannot be written, batches go to a bounded local spool file, written
 // back once it can; Ready reports the failure meanwhile. Close drains the queue and the
 // spool (as far as its context allows) before closing the database.

@@ -71,12 +71,11 @@ func keyRanges(recs []Record, index map[string]int, out []keyRange) []keyRange {
 	return out
 }
 
-// listByKey lists the records of base (a SELECT of the records with its WHERE, which
-// names key_name and, with a cursor, the id before) for key, newest first, at most
+// listByKey lists q's records (q.Key's) with ids below before, newest first, at most
 // limit: the key's ranges are read newest first, a page at a time (bounded by before,
-// the cursor's id, and the query's times), and each range's records by id, until
-// limit are found or the ranges end.
-func (s *store) listByKey(ctx context.Context, base string, args []any, key string, before int64, q RequestQuery, limit int) ([]Record, error) {
+// the cursor's id, and the query's times), and each range's records from its batch rows
+// (batchread.go), until limit are found or the ranges end.
+func (s *store) listByKey(ctx context.Context, key string, before int64, q RequestQuery, limit int) ([]Record, error) {
 	rq := "SELECT first_id, last_id FROM " + keyRangesTable + " WHERE key_name = ? AND first_id < ? AND last_id < ?"
 	rargs := []any{key, before, int64(math.MaxInt64)}
 	if !q.From.IsZero() {
@@ -94,8 +93,7 @@ func (s *store) listByKey(ctx context.Context, base string, args []any, key stri
 			return nil, err
 		}
 		for _, r := range ranges {
-			recs, err := s.list(ctx, base+" AND id >= ? AND id <= ? ORDER BY id DESC LIMIT "+strconv.Itoa(limit-len(out)),
-				append(args[:len(args):len(args)], r[0], r[1]))
+			recs, err := s.listRange(ctx, &q, before, r[0], r[1], limit-len(out))
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +133,8 @@ func (s *store) pruneKeyRanges(ctx context.Context, maxBatches int) error {
 	q := `DELETE FROM ` + keyRangesTable + ` WHERE first_id IN (SELECT first_id FROM ` + keyRangesTable +
 		` WHERE first_id < ?1 AND last_id < ?1 LIMIT ` + strconv.Itoa(pruneBatch) + `)`
 	var oldest int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MIN(id), ?) FROM ledger_requests`, int64(math.MaxInt64)).Scan(&oldest); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE((SELECT first_id FROM `+batchesTable+` ORDER BY last_id LIMIT 1), ?)`,
+		int64(math.MaxInt64)).Scan(&oldest); err != nil {
 		return fmt.Errorf("ledger: pruning %s: %w", keyRangesTable, err)
 	}
 	for range maxBatches {

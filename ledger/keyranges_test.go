@@ -136,8 +136,8 @@ func TestSchemaV7_MigratesVersion6(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close(ctx)
-	if v, err := l.SchemaVersion(ctx); err != nil || v != 7 {
-		t.Fatalf("schema version %d, %v; want 7", v, err)
+	if v, err := l.SchemaVersion(ctx); err != nil || v != len(sqliteDialect.migrations) { // 7, then 8 (batches.go)
+		t.Fatalf("schema version %d, %v; want %d", v, err, len(sqliteDialect.migrations))
 	}
 	l.Add(Record{Time: now, RequestID: "v7", Key: "b", Model: "m", Status: 200})
 	if err := l.Flush(ctx); err != nil {
@@ -158,9 +158,17 @@ func TestSchemaV7_MigratesVersion6(t *testing.T) {
 	for _, p := range []struct{ q, want string }{
 		{`SELECT first_id, last_id FROM ledger_request_keys WHERE key_name = ? AND first_id < ? AND last_id < ? AND last_us >= ? ORDER BY last_id DESC LIMIT 256`,
 			"USING INDEX ledger_request_keys_key (key_name=? AND last_id<?)"},
-		{`SELECT id FROM ledger_requests WHERE key_name = ? AND status >= 400 AND id >= ? AND id <= ? ORDER BY id DESC LIMIT 8`,
+		// Version 8: a key's range read from its batch rows by id (listRange), a listing
+		// below a cursor (listBatches), the overview's newest records (newestBatches), the
+		// pruner's straddling rows (trimBatches).
+		{`SELECT first_id, last_us, data FROM ledger_request_batches WHERE last_id >= ? AND first_id <= ? AND last_id < ? ORDER BY last_id`,
 			"USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"},
-		{`SELECT total_ms FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?`, "USING INDEX ledger_requests_ts (ts_us>? AND ts_us<?)"},
+		{`SELECT first_id, last_us, data FROM ledger_request_batches WHERE first_id < ? AND last_id < ? ORDER BY last_id DESC`,
+			"USING INTEGER PRIMARY KEY (rowid<?)"},
+		{`SELECT first_id, last_us, data FROM ledger_request_batches WHERE last_us >= ? AND first_us < ? ORDER BY last_us DESC`,
+			"USING INDEX ledger_request_batches_last_us (last_us>?)"},
+		{`SELECT last_id, first_id, data FROM ledger_request_batches WHERE first_us < ? LIMIT 64`,
+			"USING INDEX ledger_request_batches_first_us (first_us<?)"},
 	} {
 		plan := queryPlan(t, db, p.q)
 		if !strings.Contains(plan, p.want) {

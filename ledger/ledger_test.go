@@ -224,8 +224,8 @@ func TestLedger_Migrations(t *testing.T) {
 				t.Fatal(err)
 			}
 			v, err := l.SchemaVersion(context.Background())
-			if err != nil || v != 7 {
-				t.Errorf("schema version %d, %v; want 7", v, err)
+			if err != nil || v != 8 {
+				t.Errorf("schema version %d, %v; want 8", v, err)
 			}
 			if err := l.Close(context.Background()); err != nil {
 				t.Fatal(err)

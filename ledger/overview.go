@@ -113,20 +113,26 @@ func (s *store) overview(ctx context.Context, q OverviewQuery) (Overview, error)
 	// The newest records of the range: the latencies, and each status's error types.
 	total, first := make([]int64, 0, 1024), make([]int64, 0, 1024)
 	types := map[ErrorCount]int64{} // {status, type}: count
-	err = s.each(ctx, "SELECT total_ms, first_token_ms, status, error_type FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
-		" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample), []any{q.From.UnixMicro(), q.To.UnixMicro()}, func(rows *sql.Rows) error {
-		var tm, fm int64
-		var e ErrorCount
-		err := rows.Scan(&tm, &fm, &e.Status, &e.Type)
-		total = append(total, tm)
-		if fm > 0 {
-			first = append(first, fm)
+	add := func(sm latencySample) {
+		total = append(total, sm.totalMS)
+		if sm.firstMS > 0 {
+			first = append(first, sm.firstMS)
 		}
-		if e.Status >= 400 {
-			types[e]++
+		if sm.e.Status >= 400 {
+			types[sm.e]++
 		}
-		return err
-	})
+	}
+	if s.d.dollar {
+		err = s.each(ctx, "SELECT total_ms, first_token_ms, status, error_type FROM ledger_requests WHERE ts_us >= ? AND ts_us < ?"+
+			" ORDER BY ts_us DESC LIMIT "+strconv.Itoa(maxLatencySample), []any{q.From.UnixMicro(), q.To.UnixMicro()}, func(rows *sql.Rows) error {
+			var sm latencySample
+			err := rows.Scan(&sm.totalMS, &sm.firstMS, &sm.e.Status, &sm.e.Type)
+			add(sm)
+			return err
+		})
+	} else { // SQLite: from the batch rows (batchread.go)
+		err = s.newestBatches(ctx, q.From.UnixMicro(), q.To.UnixMicro(), maxLatencySample, add)
+	}
 	if err != nil {
 		return o, err
 	}

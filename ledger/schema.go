@@ -107,7 +107,7 @@ var sqliteDialect = dialect{
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		teamsDDL("INTEGER", "REAL"),
 		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions",
-		schemaV5SQLite(), schemaV6(), schemaV7SQLite()},
+		schemaV5SQLite(), schemaV6(), schemaV7SQLite(), schemaV8SQLite()},
 	rowRef: "rowid",
 }
 
@@ -118,7 +118,8 @@ var postgresDialect = dialect{
 		teamsDDL("BIGINT", "DOUBLE PRECISION"),
 		partitionedRequestsDDL(),
 		schemaV5Postgres(), schemaV6(),
-		"SELECT 1; -- version 7 replaces the raw records' key index on SQLite (keyranges.go); PostgreSQL keeps it"},
+		"SELECT 1; -- version 7 replaces the raw records' key index on SQLite (keyranges.go); PostgreSQL keeps it",
+		"SELECT 1; -- version 8 stores the raw records a batch to a row on SQLite (batches.go); PostgreSQL keeps a row a record"},
 	rowRef: "ctid",
 	dollar: true,
 }

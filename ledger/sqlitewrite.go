@@ -35,8 +35,12 @@ type sqliteWriter struct {
 	tls  *libc.TLS
 	db   uintptr
 	prep map[stmtKey]uintptr
-	// begin, commit and rollback are the transaction's statements.
-	begin, commit, rollback uintptr
+	// begin, commit and rollback are the transaction's statements, seq reads the
+	// batches' sequence (nextID). The transaction takes the write lock at its start
+	// (BEGIN IMMEDIATE, waiting within the busy timeout): the sequence it reads first
+	// is then the one its inserts continue, and another writer (a second process, the
+	// pruner) cannot make its first write fail on a stale snapshot.
+	begin, commit, rollback, seq uintptr
 	// cbuf is the C buffer a statement's texts are bound from, kept and grown to the
 	// largest statement's texts; cmem is the same memory seen as a Go slice (written
 	// with copy), its length the buffer's size.
@@ -51,6 +55,8 @@ type sqliteWriter struct {
 	rc int32
 	// text gives the statements' texts during a write.
 	text func(table string, n int) string
+	// enc encodes the batch rows (batches.go).
+	enc batchEncoder
 	// keys and ranges are a batch's keys' ranges (keyranges.go), reused.
 	keys   map[string]int
 	ranges []keyRange
@@ -101,7 +107,8 @@ func (w *sqliteWriter) open() error {
 	for _, s := range []struct {
 		p   *uintptr
 		sql string
-	}{{&w.begin, "BEGIN"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"}} {
+	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"},
+		{&w.seq, "SELECT MAX(seq) FROM sqlite_sequence WHERE name = '" + batchesTable + "'"}} {
 		if *s.p, err = w.prepare(s.sql); err != nil {
 			w.release()
 			return err
@@ -341,7 +348,7 @@ func (w *sqliteWriter) release() {
 	for _, st := range w.prep {
 		sqlite3.Xsqlite3_finalize(w.tls, st)
 	}
-	for _, st := range []uintptr{w.begin, w.commit, w.rollback} {
+	for _, st := range []uintptr{w.begin, w.commit, w.rollback, w.seq} {
 		if st != 0 {
 			sqlite3.Xsqlite3_finalize(w.tls, st)
 		}
@@ -353,33 +360,42 @@ func (w *sqliteWriter) release() {
 		libc.Xfree(w.tls, w.cbuf)
 	}
 	w.tls.Close()
-	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0]}
+	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc}
 }
 
-// insertRecords writes recs in statements of writeChunks' sizes, and their keys' ranges
-// (keyranges.go).
+// insertRecords writes recs as batch rows of at most maxBatchRecords records
+// (batches.go), and their keys' ranges (keyranges.go). The records' ids continue the
+// batches' AUTOINCREMENT sequence (the largest last_id ever written, pruned or not),
+// read in the transaction, which holds SQLite's one write lock.
 func (w *sqliteWriter) insertRecords(recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	err := eachChunk(len(recs), func(i, j int) error {
-		if err := w.stmt(stmtKey{requestsTable, j - i}); err != nil {
+	first, err := w.nextID()
+	if err != nil {
+		return fmt.Errorf("ledger: inserting records: %w", err)
+	}
+	for i := 0; i < len(recs); i += maxBatchRecords {
+		batch := recs[i:min(i+maxBatchRecords, len(recs))]
+		if err := w.stmt(stmtKey{batchesTable, 1}); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
-		for k := i; k < j; k++ {
-			w.bindRecord(int32((k-i)*len(columns)), &recs[k])
+		lo, hi := batch[0].Time.UnixMicro(), batch[0].Time.UnixMicro()
+		for k := range batch {
+			us := batch[k].Time.UnixMicro()
+			lo, hi = min(lo, us), max(hi, us)
 		}
+		id := first + int64(i)
+		w.int(1, id+int64(len(batch))-1)
+		w.int(2, id)
+		w.int(3, lo)
+		w.int(4, hi)
+		w.int(5, int64(len(batch)))
+		w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatch(b, batch, nil, lo) })
 		if err := w.exec("inserting records"); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	// The batch's records took consecutive ids, the last one's last (the transaction
-	// holds SQLite's one write lock; an AUTOINCREMENT id is the largest ever plus one).
-	first := sqlite3.Xsqlite3_last_insert_rowid(w.tls, w.db) - int64(len(recs)) + 1
 	if w.keys == nil {
 		w.keys = map[string]int{}
 	}
@@ -404,37 +420,20 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 	})
 }
 
-// bindRecord binds r's values to the parameters after p, in columns' order (insertArgs'
-// values: prompt, completion, attempts and tools NULL when there are none).
-func (w *sqliteWriter) bindRecord(p int32, r *Record) {
-	w.int(p+1, r.Time.UnixMicro())
-	w.strs(p+1, r.RequestID, r.Key, r.Team, r.API, r.Model, r.Served, r.Backend)
-	w.bool(p+9, r.Stream)
-	w.int(p+10, int64(r.Status))
-	w.str(p+11, r.ErrorType)
-	w.spend(p+11, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens, r.CompletionTokens, r.ReasoningTokens, r.CostUSD)
-	w.bool(p+18, r.Estimated)
-	w.int(p+19, r.Total.Milliseconds())
-	w.int(p+20, r.FirstToken.Milliseconds())
-	w.int(p+21, r.Upstream.Milliseconds())
-	w.int(p+22, int64(r.ToolCalls))
-	w.int(p+23, int64(r.Fallbacks))
-	w.bool(p+24, r.CacheHit)
-	w.strOrNull(p+25, r.Prompt)
-	w.strOrNull(p+26, r.Completion)
-	w.strs(p+26, r.Deployment, r.TraceID, r.ContinuedFrom)
-	if len(r.Attempts) == 0 {
-		w.null(p + 30)
-	} else {
-		w.strFrom(p+30, func(b []byte) []byte { return appendAttempts(b, r.Attempts) })
+// nextID is the id of the next record: one more than the batches' sequence (1 when
+// none was ever written).
+func (w *sqliteWriter) nextID() (int64, error) {
+	rc := sqlite3.Xsqlite3_step(w.tls, w.seq)
+	var seq int64
+	if rc == sqlite3.SQLITE_ROW {
+		seq = sqlite3.Xsqlite3_column_int64(w.tls, w.seq, 0)
+		rc = sqlite3.Xsqlite3_step(w.tls, w.seq)
 	}
-	w.int(p+31, int64(r.AttemptsOmitted))
-	if len(r.Tools) == 0 {
-		w.null(p + 32)
-	} else {
-		w.strFrom(p+32, func(b []byte) []byte { return appendTools(b, r.Tools) })
+	sqlite3.Xsqlite3_reset(w.tls, w.seq)
+	if rc != sqlite3.SQLITE_DONE {
+		return 0, w.error("reading the records' sequence", rc)
 	}
-	w.int(p+33, int64(r.ToolsOmitted))
+	return seq + 1, nil
 }
 
 // spend binds the token and cost columns (spendDDL's, in its order) to the six
@@ -446,15 +445,6 @@ func (w *sqliteWriter) spend(p int32, prompt, cachedRead, cacheWrite, completion
 	w.int(p+4, completion)
 	w.int(p+5, reasoning)
 	w.float(p+6, costUSD)
-}
-
-// strOrNull binds parameter i to s, or NULL when s is empty.
-func (w *sqliteWriter) strOrNull(i int32, s string) {
-	if s == "" {
-		w.null(i)
-		return
-	}
-	w.str(i, s)
 }
 
 // upsertRollups adds each table's rows to it, in statements of writeChunks' sizes

@@ -49,9 +49,9 @@ func TestLedger_SQLiteFailedBatch(t *testing.T) {
 
 	l.Add(rec("first", 1))
 	flush(t, l)
-	exec(`CREATE TRIGGER refuse BEFORE INSERT ON ledger_requests WHEN NEW.request_id = 'refused'
+	exec(`CREATE TRIGGER refuse BEFORE INSERT ON ledger_request_batches WHEN NEW.data LIKE '%"refused"%'
 		BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`)
-	for i, id := range []string{"a", "b", "refused", "c"} { // a 4-row statement: a and b go before the refusal
+	for i, id := range []string{"a", "b", "refused", "c"} { // one batch row; then its keys' ranges and rollups
 		l.Add(rec(id, int64(10<<i)))
 	}
 	flush(t, l)

@@ -274,10 +274,16 @@ func (s *store) prune(ctx context.Context, raw time.Time, rollups [3]time.Time, 
 				return total, err
 			}
 		}
-		if err := del("ledger_requests", "id", "ts_us", raw.UnixMicro()); err != nil {
-			return total, err
-		}
-		if !s.d.dollar {
+		if s.d.dollar {
+			if err := del("ledger_requests", "id", "ts_us", raw.UnixMicro()); err != nil {
+				return total, err
+			}
+		} else { // SQLite: whole batch rows (batchread.go), then the keys' ranges
+			n, err := s.pruneBatches(ctx, raw.UnixMicro(), maxBatches)
+			total += n
+			if err != nil {
+				return total, err
+			}
 			if err := s.pruneKeyRanges(ctx, maxBatches); err != nil { // keyranges.go
 				return total, err
 			}
@@ -440,9 +446,12 @@ func (s *store) requests(ctx context.Context, q RequestQuery) ([]Record, string,
 	}
 	var out []Record
 	var err error
-	if q.Key != "" && !s.d.dollar { // SQLite: by the key's ranges (keyranges.go)
-		out, err = s.listByKey(ctx, sqlq, args, q.Key, before, q, limit+1)
-	} else {
+	switch {
+	case q.Key != "" && !s.d.dollar: // SQLite: by the key's ranges (keyranges.go)
+		out, err = s.listByKey(ctx, q.Key, before, q, limit+1)
+	case !s.d.dollar: // SQLite: the batch rows (batchread.go)
+		out, err = s.listBatches(ctx, &q, before, limit+1)
+	default:
 		out, err = s.list(ctx, s.d.bind(sqlq+" ORDER BY id DESC LIMIT "+strconv.Itoa(limit+1)), args)
 	}
 	if err != nil {
@@ -496,6 +505,9 @@ func scanRecord(row scanner) (Record, error) {
 
 // request reads the record of row id; ok is false when there is none.
 func (s *store) request(ctx context.Context, id int64) (r Record, ok bool, err error) {
+	if !s.d.dollar { // SQLite: from its batch row (batchread.go)
+		return s.requestBatch(ctx, id)
+	}
 	row := s.db.QueryRowContext(ctx, s.d.bind("SELECT id, "+strings.Join(columns[:], ", ")+" FROM ledger_requests WHERE id = ?"), id)
 	r, err = scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {

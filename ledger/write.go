@@ -54,6 +54,8 @@ func (c *stmts) sql(d *dialect, table string, n int) string {
 			q = d.bind(insertSQL(n))
 		case keyRangesTable:
 			q = keyRangesSQL(n)
+		case batchesTable:
+			q = batchSQL()
 		default:
 			q = d.bind(upsertSQL(table, n))
 		}
