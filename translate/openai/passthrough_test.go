@@ -405,6 +405,27 @@ func FuzzChunkLeadMatchesWholeRead(f *testing.F) {
 	} {
 		f.Add([]byte(lead+`,"choices":[{"delta":{"content":"a"}}]}`), []byte(second), false)
 	}
+	// The choices of a text or argument chunk after the lead (fastTail): last, as the bench's
+	// mock writes them, followed by more members, or not quite in OpenAI's layout.
+	const text = `,"choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`
+	for _, second := range []string{
+		lead + text + `}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"\u00e9\n\"x"},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"\x"},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"a` + "\x01" + `"},"logprobs":null,"finish_reason":null}]}`,
+		lead + text + `} `,
+		lead + text + `}}`,
+		lead + text,
+		lead + text + `,"usage":null,"obfuscation":"xyz"}`,
+		lead + text + `,"choices":[]}`,
+		lead + text + `,"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+		lead + text + `,"Model":"x"}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":"stop"}]}`,
+	} {
+		f.Add([]byte(lead+text+`}`), []byte(second), false)
+		f.Add([]byte(lead+text+`}`), []byte(second), true)
+	}
 	f.Add([]byte(`{"id":"c1","created":1,"choices":[]}`), []byte(`{"id":"c1","created":12,"choices":[]}`), true)
 	f.Add([]byte(`{"usage":null,"id":"c","choices":[]}`), []byte(`{"usage":null,"id":"c","choices":[]}`), true)
 	f.Fuzz(func(t *testing.T, first, second []byte, includeUsage bool) {
