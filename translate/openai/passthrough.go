@@ -90,23 +90,31 @@ type Chunk struct {
 // the usage: the strings it copies keep their escapes as written.
 func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	var ch Chunk
-	// data lives until AppendChunk returns, and every string read from it is copied into
+	dst, err := p.AppendChunkTo(dst, data, &ch)
+	return dst, ch, err
+}
+
+// AppendChunkTo is AppendChunk reporting into *ch, which it zeroes first: the stream's
+// path, where the Chunk is not copied out.
+func (p *ChunkRewriter) AppendChunkTo(dst, data []byte, ch *Chunk) ([]byte, error) {
+	*ch = Chunk{}
+	// data lives until AppendChunkTo returns, and every string read from it is copied into
 	// dst or converted before then.
 	sc := &p.sc
 	sc.Reset(jsonx.View(data))
 	if sc.Peek() != '{' {
 		if !jsonx.Valid(jsonx.View(data)) {
-			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
-		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not a JSON object", data)
+		return dst, malformedChunk(p.Backend, "sent a stream event that is not a JSON object", data)
 	}
 	if p.head == nil {
 		root, ok := sc.Root()
 		if !ok {
-			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
 		if sc.Get(root, "error").Exists() {
-			return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+			return dst, New().DecodeError(http.StatusBadGateway, data)
 		}
 		p.setHead(sc, root)
 		sc.Seek(root.At)
@@ -124,16 +132,16 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 		// In OpenAI's layout the lead is followed by the choices of a text or argument
 		// chunk: they are read without the member loop (fastTail), which reads only what
 		// follows them, if anything (OpenAI's "usage":null and "obfuscation").
-		switch p.fastTail(data, l, &v, &ch) {
+		switch p.fastTail(data, l, &v, ch) {
 		case tailRead:
 			out = append(out, choicesMember...)
 			out = append(out, v.Raw...)
 			n, end, seenChoices, plain = n+1, sc.Pos(), true, false
 			if end == len(data)-1 && data[end] == '}' { // the chunk's end
-				return append(out, "}\n\n"...), ch, nil
+				return append(out, "}\n\n"...), nil
 			}
 		case tailBad:
-			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		default:
 			sc.Seek(l)
 		}
@@ -149,7 +157,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 			// The first choices are read as they are checked: their number, and whether
 			// one has a finish_reason.
 			seenChoices = true
-			if !p.readChoices(&v, &ch) {
+			if !p.readChoices(&v, ch) {
 				break
 			}
 		} else if k == "usage" && usage.Kind == jsonx.Missing {
@@ -189,13 +197,13 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 		out = appendMember(out, sc.Input()[end:], k, v.Raw)
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+		return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 	}
 	if errv.Exists() {
-		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+		return dst, New().DecodeError(http.StatusBadGateway, data)
 	}
 	ch.HasUsage = usage.Kind == jsonx.Object
-	return append(out, "}\n\n"...), ch, nil
+	return append(out, "}\n\n"...), nil
 }
 
 // choicesMember is the choices member's name as OpenAI writes it after the member before.
