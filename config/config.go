@@ -240,7 +240,7 @@ type Timeouts struct {
 	// Header bounds the wait for response headers after the request was sent. Default 120s.
 	Header time.Duration `koanf:"header"`
 	// StreamIdle bounds the silence between two reads of a streamed body (a stream is cut
-	// after between 15/16 of it and all of it: the deadline moves at most every 1/16).
+	// after between 15/16 of it and all of it: the clock is read once every 1/16).
 	// Default 120s.
 	StreamIdle time.Duration `koanf:"stream_idle"`
 	// PoolWait bounds the wait for a free connection when all max_conns are busy; the

@@ -163,7 +163,8 @@ func (f *chatForward) event(dst, _, data []byte, m *meter) ([]byte, passed, erro
 		return append(dst, "data: [DONE]\n\n"...), passSent | passWrite, nil
 	}
 	mark := len(dst)
-	dst, chunk, err := ch.rw.AppendChunk(dst, data)
+	var chunk openai.Chunk
+	dst, err := ch.rw.AppendChunkTo(dst, data, &chunk)
 	if err != nil {
 		if errors.Is(err, translate.ErrMalformedEvent) {
 			return dst, 0, f.call.skipMalformed(f.call.at.backend, err) // skipped, unless one too many

@@ -1,17 +1,26 @@
 package upstream
 
 import (
+	"errors"
 	"net"
+	"os"
 	"time"
 )
 
 // idleConn bounds the silence between reads of an upstream connection: the response-header
 // deadline fasthttp sets applies to the first read after it is set, and every later read
-// (the streamed body) gets the stream-idle timeout afresh.
+// (the streamed body) is under the stream-idle timeout.
 //
-// Moving a deadline costs a timer update in the runtime's poller, once per read of a
-// stream. So a read moves it only when the last move is more than idle/16 old: the
-// deadline then lies between 15/16 of idle and idle after the last read, never later.
+// The clock is not read per read. While the idle bound is in force the read deadline is a
+// tick, idle/16 ahead; a read only notes that it began (heard). When a tick passes, the
+// read that saw it (a blocked one, or the next) takes the time: if a read began since the
+// last tick, the silence is counted from now (quiet), else it has lasted since quiet, and
+// once that is 15/16 of idle the read fails with the timeout; otherwise the next tick is
+// set (never past quiet + 15/16 of idle) and the read goes on. So a read fails after
+// between 15/16 of idle and idle (plus a timer's lateness) without a read begun, as when
+// the deadline was moved lazily on the reads, at one clock reading a tick instead of one
+// a read.
+//
 // Likewise the read and write deadlines fasthttp sets before each request (now plus the
 // connect and header timeouts) leave the one in force when that is at most slack
 // earlier, never later: on a busy connection most requests set none.
@@ -21,9 +30,11 @@ type idleConn struct {
 	// slack is how much earlier than asked a deadline fasthttp sets may stay in force.
 	slack   time.Duration
 	pending time.Time // a deadline set by the client for the next read
-	// moved is when the idle deadline was last set; zero means it is not in force (the
-	// client's deadline is, or none).
-	moved time.Time
+	// ticking is set while the idle bound is in force (the read deadline is a tick);
+	// heard, when a read began since the last tick; quiet is when the silence is
+	// counted from.
+	ticking, heard bool
+	quiet          time.Time
 	// rd and wd are the read and write deadlines in force; zero: none.
 	rd, wd time.Time
 }
@@ -35,7 +46,7 @@ func (c *idleConn) keeps(cur, t time.Time) bool {
 }
 
 func (c *idleConn) SetReadDeadline(t time.Time) error {
-	c.pending, c.moved = t, time.Time{}
+	c.pending, c.ticking = t, false
 	if c.keeps(c.rd, t) {
 		return nil
 	}
@@ -52,20 +63,47 @@ func (c *idleConn) SetWriteDeadline(t time.Time) error {
 }
 
 func (c *idleConn) SetDeadline(t time.Time) error {
-	c.pending, c.moved, c.rd, c.wd = t, time.Time{}, t, t
+	c.pending, c.ticking, c.rd, c.wd = t, false, t, t
 	return c.Conn.SetDeadline(t)
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
-	if !c.pending.IsZero() {
+	switch {
+	case !c.pending.IsZero():
 		c.pending = time.Time{} // header phase: keep the client's deadline for this read
-	} else if c.moved.IsZero() || time.Since(c.moved) > c.idle/16 {
-		// time.Since reads only the monotonic clock (moved has a reading of it), half of
-		// what time.Now costs: most reads of a stream stop here.
-		now := time.Now()
-		c.rd = now.Add(c.idle)
-		_ = c.Conn.SetReadDeadline(c.rd)
-		c.moved = now
+		return c.Conn.Read(p)
+	case !c.ticking:
+		c.ticking, c.heard, c.quiet = true, false, time.Now()
+		c.setTick(c.quiet)
+	default:
+		c.heard = true
 	}
-	return c.Conn.Read(p)
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 || err == nil || !c.ticking || !errors.Is(err, os.ErrDeadlineExceeded) || !c.tick() {
+			return n, err
+		}
+	}
+}
+
+// tick handles a tick that passed: it reports whether the read goes on, the next tick
+// set, or fails (the silence reached 15/16 of idle).
+func (c *idleConn) tick() bool {
+	now := time.Now()
+	if c.heard {
+		c.heard, c.quiet = false, now
+	} else if now.Sub(c.quiet) >= c.idle-c.idle/16 {
+		return false
+	}
+	return c.setTick(now) == nil
+}
+
+// setTick sets the read deadline to the next tick after now: idle/16 ahead, or quiet plus
+// 15/16 of idle when that is sooner.
+func (c *idleConn) setTick(now time.Time) error {
+	c.rd = now.Add(c.idle / 16)
+	if end := c.quiet.Add(c.idle - c.idle/16); end.Before(c.rd) {
+		c.rd = end
+	}
+	return c.Conn.SetReadDeadline(c.rd)
 }

@@ -1,8 +1,10 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -34,7 +36,7 @@ func TestIdleConn_Deadlines(t *testing.T) {
 			t.Fatalf("deadlines = %v, want only the client's %v", d.set, header)
 		}
 	})
-	t.Run("the first body read sets the idle deadline, later reads within idle/16 leave it", func(t *testing.T) {
+	t.Run("the first body read sets the first tick, idle/16 ahead; later reads set none", func(t *testing.T) {
 		d := &deadlineConn{}
 		c := &idleConn{Conn: d, idle: 16 * time.Hour}
 		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
@@ -44,20 +46,20 @@ func TestIdleConn_Deadlines(t *testing.T) {
 			read(c)
 		}
 		if len(d.set) != 2 {
-			t.Fatalf("%d deadlines set, want 2 (the client's, then one idle deadline for 100 quick reads)", len(d.set))
+			t.Fatalf("%d deadlines set, want 2 (the client's, then one tick for 100 quick reads)", len(d.set))
 		}
-		if got := d.set[1]; got.Before(before.Add(16*time.Hour)) || got.After(time.Now().Add(16*time.Hour)) {
-			t.Errorf("idle deadline %v is not idle after the read", got)
+		if got := d.set[1]; got.Before(before.Add(time.Hour)) || got.After(time.Now().Add(time.Hour)) {
+			t.Errorf("first tick %v is not idle/16 after the read", got)
 		}
 	})
-	t.Run("a read more than idle/16 after the last move moves it", func(t *testing.T) {
+	t.Run("reads do not move the deadline, however far apart", func(t *testing.T) {
 		d := &deadlineConn{}
 		c := &idleConn{Conn: d, idle: 16 * time.Millisecond}
 		read(c)
-		time.Sleep(5 * time.Millisecond) // well past idle/16 = 1ms
+		time.Sleep(5 * time.Millisecond) // well past idle/16 = 1ms: a tick, not a read, moves it
 		read(c)
-		if len(d.set) != 2 {
-			t.Fatalf("%d deadlines set, want 2", len(d.set))
+		if len(d.set) != 1 {
+			t.Fatalf("%d deadlines set, want 1", len(d.set))
 		}
 	})
 	t.Run("a new client deadline puts the idle deadline out of force", func(t *testing.T) {
@@ -66,9 +68,9 @@ func TestIdleConn_Deadlines(t *testing.T) {
 		read(c) // idle deadline set
 		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
 		read(c) // the next request's header read
-		read(c) // its body: the idle deadline must be set again, not left to the client's
-		if len(d.set) != 3 || !d.set[2].After(time.Now().Add(15*time.Hour)) {
-			t.Fatalf("deadlines = %v, want idle, client's, idle", d.set)
+		read(c) // its body: the idle bound's tick must be set again, not left to the client's
+		if len(d.set) != 3 || !d.set[2].After(time.Now().Add(59*time.Minute)) {
+			t.Fatalf("deadlines = %v, want a tick, the client's, a tick", d.set)
 		}
 	})
 }
@@ -141,7 +143,7 @@ func TestIdleConn_RequestDeadlines(t *testing.T) {
 }
 
 // BenchmarkIdleConnRead is the overhead idleConn adds to each read of a streamed body:
-// a clock reading, and now and then a deadline moved.
+// a flag set (the clock is read once a tick, not here).
 func BenchmarkIdleConnRead(b *testing.B) {
 	c := &idleConn{Conn: &deadlineConn{}, idle: 16 * time.Hour}
 	p := make([]byte, 64)
@@ -149,4 +151,74 @@ func BenchmarkIdleConnRead(b *testing.B) {
 	for b.Loop() {
 		_, _ = c.Read(p)
 	}
+}
+
+// TestIdleConn_Silence runs idleConn over a loopback TCP connection with a real clock:
+// bytes 40 ms apart never trip an idle bound of 160 ms, the silence after the last one
+// ends the read with the timeout after between 15/16 of idle and idle (a timer's
+// lateness aside), and a reader away longer than idle (not reading) is not cut: the
+// silence is counted between reads, as the bound says.
+func TestIdleConn_Silence(t *testing.T) {
+	const idle = 160 * time.Millisecond
+	pair := func(t *testing.T) (*idleConn, net.Conn) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(); srv.Close() })
+		return &idleConn{Conn: conn, idle: idle}, srv
+	}
+	t.Run("steady bytes, then silence", func(t *testing.T) {
+		c, srv := pair(t)
+		go func() {
+			for range 8 { // 320 ms of bytes 40 ms apart: twice idle in all
+				time.Sleep(40 * time.Millisecond)
+				if _, err := srv.Write([]byte{'x'}); err != nil {
+					return
+				}
+			}
+		}()
+		p := make([]byte, 1)
+		for i := range 8 {
+			if _, err := c.Read(p); err != nil {
+				t.Fatalf("read %d: %v", i, err)
+			}
+		}
+		late := lateness(idle)
+		start := time.Now()
+		_, err := c.Read(p)
+		waited := time.Since(start)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("error %v after the silence, want the deadline's", err)
+		}
+		machine := max(late(), 0)
+		if waited < idle-idle/16-time.Millisecond || waited-machine > idle+tolerance {
+			t.Errorf("cut after %v of silence (a plain timer %v late), want between %v and %v", waited, machine, idle-idle/16, idle)
+		}
+	})
+	t.Run("a reader away longer than idle", func(t *testing.T) {
+		c, srv := pair(t)
+		p := make([]byte, 1)
+		go srv.Write([]byte{'a'})
+		if _, err := c.Read(p); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * idle) // not reading: ticks pass with no read to see them
+		go func() {
+			time.Sleep(idle / 2)
+			srv.Write([]byte{'b'})
+		}()
+		if _, err := c.Read(p); err != nil || p[0] != 'b' {
+			t.Fatalf("read after the absence: %q, %v; want b", p, err)
+		}
+	})
 }

@@ -90,23 +90,31 @@ type Chunk struct {
 // the usage: the strings it copies keep their escapes as written.
 func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	var ch Chunk
-	// data lives until AppendChunk returns, and every string read from it is copied into
+	dst, err := p.AppendChunkTo(dst, data, &ch)
+	return dst, ch, err
+}
+
+// AppendChunkTo is AppendChunk reporting into *ch, which it zeroes first: the stream's
+// path, where the Chunk is not copied out.
+func (p *ChunkRewriter) AppendChunkTo(dst, data []byte, ch *Chunk) ([]byte, error) {
+	*ch = Chunk{}
+	// data lives until AppendChunkTo returns, and every string read from it is copied into
 	// dst or converted before then.
 	sc := &p.sc
 	sc.Reset(jsonx.View(data))
 	if sc.Peek() != '{' {
 		if !jsonx.Valid(jsonx.View(data)) {
-			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
-		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not a JSON object", data)
+		return dst, malformedChunk(p.Backend, "sent a stream event that is not a JSON object", data)
 	}
 	if p.head == nil {
 		root, ok := sc.Root()
 		if !ok {
-			return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 		}
 		if sc.Get(root, "error").Exists() {
-			return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+			return dst, New().DecodeError(http.StatusBadGateway, data)
 		}
 		p.setHead(sc, root)
 		sc.Seek(root.At)
@@ -120,8 +128,23 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 	plain, reused := true, false
 	if l := len(p.lead); l > 0 && len(data) > l && data[l] == ',' && bytes.Equal(data[:l], p.lead) {
 		out = append(out, p.leadOut...)
-		sc.Seek(l)
 		n, end, reused = p.leadN, l, true
+		// In OpenAI's layout the lead is followed by the choices of a text or argument
+		// chunk: they are read without the member loop (fastTail), which reads only what
+		// follows them, if anything (OpenAI's "usage":null and "obfuscation").
+		switch p.fastTail(data, l, &v, ch) {
+		case tailRead:
+			out = append(out, choicesMember...)
+			out = append(out, v.Raw...)
+			n, end, seenChoices, plain = n+1, sc.Pos(), true, false
+			if end == len(data)-1 && data[end] == '}' { // the chunk's end
+				return append(out, "}\n\n"...), nil
+			}
+		case tailBad:
+			return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+		default:
+			sc.Seek(l)
+		}
 	}
 	for ; sc.NextField(&n); end = sc.Pos() {
 		k := sc.Key()
@@ -134,7 +157,7 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 			// The first choices are read as they are checked: their number, and whether
 			// one has a finish_reason.
 			seenChoices = true
-			if !p.readChoices(&v, &ch) {
+			if !p.readChoices(&v, ch) {
 				break
 			}
 		} else if k == "usage" && usage.Kind == jsonx.Missing {
@@ -174,14 +197,47 @@ func (p *ChunkRewriter) AppendChunk(dst, data []byte) ([]byte, Chunk, error) {
 		out = appendMember(out, sc.Input()[end:], k, v.Raw)
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return dst, ch, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
+		return dst, malformedChunk(p.Backend, "sent a stream event that is not JSON", data)
 	}
 	if errv.Exists() {
-		return dst, ch, New().DecodeError(http.StatusBadGateway, data)
+		return dst, New().DecodeError(http.StatusBadGateway, data)
 	}
 	ch.HasUsage = usage.Kind == jsonx.Object
-	return append(out, "}\n\n"...), ch, nil
+	return append(out, "}\n\n"...), nil
 }
+
+// choicesMember is the choices member's name as OpenAI writes it after the member before.
+const choicesMember = `,"choices":`
+
+// fastTail reads data from l, the end of the kept lead, when what follows is
+// choicesMember and a choices array fastChoices takes: it sets v to the array, adds what
+// it read to ch and leaves the cursor after the array (tailRead); when the array's string
+// is not valid JSON it reports tailBad, ch untouched (the chunk is malformed, as the
+// member loop finds it). Anything else is tailOther, ch untouched and the cursor
+// anywhere: the caller reads the chunk from l with the member loop, which gives the same
+// event and Chunk for what fastTail takes (FuzzChunkLeadMatchesWholeRead).
+func (p *ChunkRewriter) fastTail(data []byte, l int, v *jsonx.Value, ch *Chunk) tail {
+	if !bytes.HasPrefix(data[l:], []byte(choicesMember)) {
+		return tailOther
+	}
+	p.sc.Seek(l + len(choicesMember))
+	switch matched, ok := fastChoices(&p.sc, v, ch); {
+	case !matched:
+		return tailOther
+	case !ok:
+		return tailBad
+	}
+	return tailRead
+}
+
+// tail is what fastTail made of a chunk after its lead.
+type tail uint8
+
+const (
+	tailOther tail = iota
+	tailRead
+	tailBad
+)
 
 // readChoices reads the choices array at the cursor into v (its text, as ValueRaw would),
 // counting its elements into ch.Choices and setting ch.Finished when an element is an

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -347,13 +348,24 @@ func BenchmarkRewriteCompletion(b *testing.B) {
 
 // BenchmarkAppendChunk is the passthrough's check and rewrite of each chunk of a recorded
 // stream (a short text answer with its usage chunk, and parallel tool calls), per chunk,
-// into a reused buffer.
+// into a reused buffer; and of the bench's mock stream (../shared/bench: OpenAI's chunks
+// without usage:null and obfuscation, so that the choices are their last member).
 func BenchmarkAppendChunk(b *testing.B) {
-	for _, name := range recordedStreams {
+	const head = `{"id":"chatcmpl-CoDWl5rS0pF10P0W0TDVgY3NA26dk","object":"chat.completion.chunk","created":1766084435,"model":"oai-bench","system_fingerprint":"fp_bench","choices":[{"index":0,"delta":`
+	mock := [][]byte{[]byte(head + `{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}`)}
+	for i := range 200 {
+		mock = append(mock, []byte(head+`{"content":" word`+strconv.Itoa(i)+`"},"logprobs":null,"finish_reason":null}]}`))
+	}
+	mock = append(mock, []byte(head+`{},"logprobs":null,"finish_reason":"stop"}]}`))
+	for _, name := range []string{recordedStreams[0], recordedStreams[1], "bench-mock"} {
 		var chunks [][]byte
-		for _, line := range recordedLines(b, name) {
-			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "[DONE]" {
-				chunks = append(chunks, []byte(strings.TrimPrefix(d, " ")))
+		if name == "bench-mock" {
+			chunks = mock
+		} else {
+			for _, line := range recordedLines(b, name) {
+				if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "[DONE]" {
+					chunks = append(chunks, []byte(strings.TrimPrefix(d, " ")))
+				}
 			}
 		}
 		b.Run(strings.TrimSuffix(name, ".mirascope.sse"), func(b *testing.B) {
@@ -404,6 +416,27 @@ func FuzzChunkLeadMatchesWholeRead(f *testing.F) {
 		lead + ` ,"choices":[]}`,
 	} {
 		f.Add([]byte(lead+`,"choices":[{"delta":{"content":"a"}}]}`), []byte(second), false)
+	}
+	// The choices of a text or argument chunk after the lead (fastTail): last, as the bench's
+	// mock writes them, followed by more members, or not quite in OpenAI's layout.
+	const text = `,"choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":null}]`
+	for _, second := range []string{
+		lead + text + `}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"\u00e9\n\"x"},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"\x"},"logprobs":null,"finish_reason":null}]}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"a` + "\x01" + `"},"logprobs":null,"finish_reason":null}]}`,
+		lead + text + `} `,
+		lead + text + `}}`,
+		lead + text,
+		lead + text + `,"usage":null,"obfuscation":"xyz"}`,
+		lead + text + `,"choices":[]}`,
+		lead + text + `,"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+		lead + text + `,"Model":"x"}`,
+		lead + `,"choices":[{"index":0,"delta":{"content":"a"},"logprobs":null,"finish_reason":"stop"}]}`,
+	} {
+		f.Add([]byte(lead+text+`}`), []byte(second), false)
+		f.Add([]byte(lead+text+`}`), []byte(second), true)
 	}
 	f.Add([]byte(`{"id":"c1","created":1,"choices":[]}`), []byte(`{"id":"c1","created":12,"choices":[]}`), true)
 	f.Add([]byte(`{"usage":null,"id":"c","choices":[]}`), []byte(`{"usage":null,"id":"c","choices":[]}`), true)

@@ -178,12 +178,21 @@ func (c *choiceState) find(key int) int {
 	return -1
 }
 
+// appendIndex appends the index n in decimal, as jsonx.AppendInt does: a single digit
+// (nearly every chunk's choice and tool call) without strconv's call.
+func appendIndex(dst []byte, n int) []byte {
+	if 0 <= n && n < 10 {
+		return append(dst, byte('0'+n))
+	}
+	return jsonx.AppendInt(dst, n)
+}
+
 // open appends the chunk head up to the inside of "delta":{ including the role on the
 // choice's first chunk.
 func (e *ChunkEncoder) open(dst []byte, choice int, c *choiceState) []byte {
 	dst = append(dst, e.prefix...)
 	dst = append(dst, `{"index":`...)
-	dst = jsonx.AppendInt(dst, choice)
+	dst = appendIndex(dst, choice)
 	dst = append(dst, `,"delta":{`...)
 	if !c.started {
 		c.started = true
@@ -195,7 +204,7 @@ func (e *ChunkEncoder) open(dst []byte, choice int, c *choiceState) []byte {
 func (e *ChunkEncoder) args(dst []byte, choice int, c *choiceState, n int, frag string) []byte {
 	dst = e.open(dst, choice, c)
 	dst = append(dst, `"tool_calls":[{"index":`...)
-	dst = jsonx.AppendInt(dst, n)
+	dst = appendIndex(dst, n)
 	dst = append(dst, `,"function":{"arguments":`...)
 	dst = jsonx.AppendString(dst, frag)
 	return append(dst, `}}]},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
