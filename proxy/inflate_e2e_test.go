@@ -110,31 +110,43 @@ func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
 	}
 }
 
-// carriedStateCases are a request on each client API carrying three pieces of state of
-// size bytes (in tool call ids, encrypted_content, call ids, tool_use ids), and the field
-// naming the third.
-func carriedStateCases(size int) []struct{ name, path, body, param string } {
-	ids := carryIDs(3, size)
-	var calls []string
-	for i, id := range ids {
-		calls = append(calls, fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"%d","output":"r"}`, id, i))
-	}
+// carriedStateCase is a request on a client API carrying three pieces of state of size
+// bytes (in tool call ids, encrypted_content, call ids, tool_use ids), and the field
+// naming the third. The body is made by the case: building a request seals or compresses
+// its state, seconds of CPU under -race at 7 MiB.
+type carriedStateCase struct {
+	name, path string
+	body       func(size int) string
+	param      string
+}
+
+// carriedMessages is a Messages request whose assistant turn has a tool_use per id.
+func carriedMessages(ids []string) string {
 	var uses, results []string
 	for i, id := range ids {
 		uses = append(uses, fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"f","input":{}}`, messagesin.ClientToolID(id)))
 		results = append(results, fmt.Sprintf(`{"type":"tool_result","tool_use_id":"x%d","content":"r"}`, i))
 	}
-	messages := `{"model":"m-claude","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[` +
+	return `{"model":"m-claude","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[` +
 		strings.Join(uses, ",") + `]},{"role":"user","content":[` + strings.Join(results, ",") + `]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`
-	return []struct{ name, path, body, param string }{
-		{"chat tool call ids", "/v1/chat/completions", chatWithCarryIDs(ids), "messages[1].tool_calls[2].id"},
-		{"responses encrypted_content", "/v1/responses",
-			`{"model":"m-claude","reasoning":{"effort":"low"},"input":[{"role":"user","content":"go"},` + blobItems(3, size) + `,{"role":"user","content":"on"}]}`,
-			"input[3].encrypted_content"},
-		{"responses call ids", "/v1/responses",
-			`{"model":"m-claude","input":[{"role":"user","content":"go"},` + strings.Join(calls, ",") + `]}`, "input[5].call_id"},
-		{"messages tool_use ids", "/v1/messages", messages, "messages[1].content[2].id"},
-		{"count_tokens tool_use ids", "/v1/messages/count_tokens", messages, "messages[1].content[2].id"},
+}
+
+// carriedStateCases returns a case for each client API, chat first.
+func carriedStateCases() []carriedStateCase {
+	return []carriedStateCase{
+		{"chat tool call ids", "/v1/chat/completions", func(size int) string { return chatWithCarryIDs(carryIDs(3, size)) }, "messages[1].tool_calls[2].id"},
+		{"responses encrypted_content", "/v1/responses", func(size int) string {
+			return `{"model":"m-claude","reasoning":{"effort":"low"},"input":[{"role":"user","content":"go"},` + blobItems(3, size) + `,{"role":"user","content":"on"}]}`
+		}, "input[3].encrypted_content"},
+		{"responses call ids", "/v1/responses", func(size int) string {
+			var calls []string
+			for i, id := range carryIDs(3, size) {
+				calls = append(calls, fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"%d","output":"r"}`, id, i))
+			}
+			return `{"model":"m-claude","input":[{"role":"user","content":"go"},` + strings.Join(calls, ",") + `]}`
+		}, "input[5].call_id"},
+		{"messages tool_use ids", "/v1/messages", func(size int) string { return carriedMessages(carryIDs(3, size)) }, "messages[1].content[2].id"},
+		{"count_tokens tool_use ids", "/v1/messages/count_tokens", func(size int) string { return carriedMessages(carryIDs(3, size)) }, "messages[1].content[2].id"},
 	}
 }
 
@@ -154,12 +166,13 @@ func TestCarriedState_BoundedPerRequest(t *testing.T) {
 	} {
 		t.Run(bound.name, func(t *testing.T) {
 			g, up := inflateGateway(t, bound.server)
-			for _, tt := range carriedStateCases(bound.size)[:bound.cases] {
+			for _, tt := range carriedStateCases()[:bound.cases] {
 				t.Run(tt.name, func(t *testing.T) {
-					if len(tt.body) > 64<<10 {
-						t.Fatalf("the request is %d bytes, want a small one", len(tt.body))
+					body := tt.body(bound.size)
+					if len(body) > 64<<10 {
+						t.Fatalf("the request is %d bytes, want a small one", len(body))
 					}
-					r := g.do("POST", tt.path, "client-key", []byte(tt.body))
+					r := g.do("POST", tt.path, "client-key", []byte(body))
 					if strings.HasPrefix(tt.path, "/v1/messages") { // Anthropic's error shape: the param leads the message
 						got := []string{fmt.Sprint(r.status), gjson.GetBytes(r.body, "error.type").Str}
 						if diff := cmp.Diff([]string{"400", "invalid_request_error"}, got); diff != "" || !strings.HasPrefix(gjson.GetBytes(r.body, "error.message").Str, tt.param+":") {

@@ -85,7 +85,7 @@ func gzipBomb(t *testing.T, prefix string, mib int, suffix string) []byte {
 // what it stands for.
 func TestGzipBomb(t *testing.T) {
 	t.Parallel()
-	for _, mib := range []int{2, 3, 5} {
+	for _, mib := range []int{2, 3} { // the blocks of the second MiB alone, and repeated
 		zr, err := gzip.NewReader(bytes.NewReader(gzipBomb(t, `{"pad":"`, mib, `"}`)))
 		if err != nil {
 			t.Fatal(err)
