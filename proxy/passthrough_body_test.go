@@ -107,7 +107,7 @@ func TestGzipBomb(t *testing.T) {
 func TestUpstreamBody_OverBound(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	const over = upstream.MaxResponseBytes + 1<<20
-	// The bomb: one gzip member, 65 MiB of zeros in some 70 KB.
+	// The bomb: one gzip member, 65 MiB of zeros in some 84 KB.
 	bomb := gzipBomb(t, `{"id":"x","object":"chat.completion","choices":[],"pad":"`, over>>20, `"}`)
 	tests := []struct {
 		name    string
