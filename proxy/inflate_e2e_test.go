@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,9 +17,11 @@ import (
 // gateway's sealed reasoning blobs in encrypted_content, the state in its tool call ids)
 // inflates to at most server.max_inflated_bytes in all (default max_body_bytes, 20 MiB),
 // counted while inflating; beyond, the request is a 400 naming the field and nothing goes
-// upstream. Each blob and id below is some 7 KB on the wire and inflates to 7 MiB.
+// upstream. A blob or id of bigState is some 7 KB on the wire and inflates to 7 MiB; one
+// of smallState some 400 bytes, inflating to 400 KiB.
 
-// inflatingState is 7 MiB of Anthropic thinking-block state, as a carry id holds it.
+// inflatingState is Anthropic thinking-block state of some size bytes, as a carry id
+// holds it.
 func inflatingState(size int) []byte {
 	return []byte(`[{"type":"thinking","thinking":"` + strings.Repeat("a", size) + `","signature":"sig"}]`)
 }
@@ -85,18 +86,20 @@ func carryIDs(n, size int) []string {
 // blobItems returns n reasoning items, each with the sealed block of size bytes (sealed
 // once: it is the same for every item).
 func blobItems(n, size int) string {
-	blob := bigBlob()
-	if size != bigState {
-		blob = inflatingBlob(size)
-	}
-	item := fmt.Sprintf(`{"type":"reasoning","summary":[],"encrypted_content":%q}`, blob)
+	item := fmt.Sprintf(`{"type":"reasoning","summary":[],"encrypted_content":%q}`, inflatingBlob(size))
 	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
 }
 
-// bigBlob is inflatingBlob(bigState), sealed once for the test binary: sealing 7 MiB
-// takes some 0.44 s of CPU under -race, and two tests use it (#54). A sealed block is a
-// pure function of the block, so it is the same value each would seal.
-var bigBlob = sync.OnceValue(func() string { return inflatingBlob(bigState) })
+// smallBound is a gateway's server section bounding carried state at 1 MiB, and
+// smallState a piece of state of which two fit within it and three do not, as two pieces
+// of bigState fit within the default 20 MiB and three do not. The tests prove the bound's
+// workings on every client API at this size: under -race, inflating 21 MiB for each case
+// cost about a second of CPU, most of it the page faults of the race detector's shadow of
+// the buffers (#54). One case keeps the default bound and bigState.
+const (
+	smallBound = "server: {max_inflated_bytes: 1048576}\n"
+	smallState = 400 << 10
+)
 
 // TestCarryIDs_AsCarryIDWritesThem: carryIDs' shortcut gives the ids CarryID gives.
 func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
@@ -107,68 +110,98 @@ func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
 	}
 }
 
-// TestCarriedState_BoundedPerRequest: three pieces of 7 MiB state (21 MiB, over the
-// default 20 MiB) in a request of some 25 KB are a 400 carried_state_too_large naming the
-// third, on every client API, and the upstream sees nothing.
-func TestCarriedState_BoundedPerRequest(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and servers (#54)
-	g, up := inflateGateway(t, "")
-	ids := carryIDs(3, bigState)
-	var calls []string
-	for i, id := range ids {
-		calls = append(calls, fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"%d","output":"r"}`, id, i))
-	}
+// carriedStateCase is a request on a client API carrying three pieces of state of size
+// bytes (in tool call ids, encrypted_content, call ids, tool_use ids), and the field
+// naming the third. The body is made by the case: building a request seals or compresses
+// its state, seconds of CPU under -race at 7 MiB.
+type carriedStateCase struct {
+	name, path string
+	body       func(size int) string
+	param      string
+}
+
+// carriedMessages is a Messages request whose assistant turn has a tool_use per id.
+func carriedMessages(ids []string) string {
 	var uses, results []string
 	for i, id := range ids {
 		uses = append(uses, fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"f","input":{}}`, messagesin.ClientToolID(id)))
 		results = append(results, fmt.Sprintf(`{"type":"tool_result","tool_use_id":"x%d","content":"r"}`, i))
 	}
-	messages := `{"model":"m-claude","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[` +
+	return `{"model":"m-claude","max_tokens":64,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[` +
 		strings.Join(uses, ",") + `]},{"role":"user","content":[` + strings.Join(results, ",") + `]}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`
-	for _, tt := range []struct {
-		name, path, body, param string
-	}{
-		{"chat tool call ids", "/v1/chat/completions", chatWithCarryIDs(ids), "messages[1].tool_calls[2].id"},
-		{"responses encrypted_content", "/v1/responses",
-			`{"model":"m-claude","reasoning":{"effort":"low"},"input":[{"role":"user","content":"go"},` + blobItems(3, bigState) + `,{"role":"user","content":"on"}]}`,
-			"input[3].encrypted_content"},
-		{"responses call ids", "/v1/responses",
-			`{"model":"m-claude","input":[{"role":"user","content":"go"},` + strings.Join(calls, ",") + `]}`, "input[5].call_id"},
-		{"messages tool_use ids", "/v1/messages", messages, "messages[1].content[2].id"},
-		{"count_tokens tool_use ids", "/v1/messages/count_tokens", messages, "messages[1].content[2].id"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if len(tt.body) > 64<<10 {
-				t.Fatalf("the request is %d bytes, want a small one", len(tt.body))
+}
+
+// carriedStateCases returns a case for each client API, chat first.
+func carriedStateCases() []carriedStateCase {
+	return []carriedStateCase{
+		{"chat tool call ids", "/v1/chat/completions", func(size int) string { return chatWithCarryIDs(carryIDs(3, size)) }, "messages[1].tool_calls[2].id"},
+		{"responses encrypted_content", "/v1/responses", func(size int) string {
+			return `{"model":"m-claude","reasoning":{"effort":"low"},"input":[{"role":"user","content":"go"},` + blobItems(3, size) + `,{"role":"user","content":"on"}]}`
+		}, "input[3].encrypted_content"},
+		{"responses call ids", "/v1/responses", func(size int) string {
+			var calls []string
+			for i, id := range carryIDs(3, size) {
+				calls = append(calls, fmt.Sprintf(`{"type":"function_call","call_id":%q,"name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"%d","output":"r"}`, id, i))
 			}
-			r := g.do("POST", tt.path, "client-key", []byte(tt.body))
-			if strings.HasPrefix(tt.path, "/v1/messages") { // Anthropic's error shape: the param leads the message
-				got := []string{fmt.Sprint(r.status), gjson.GetBytes(r.body, "error.type").Str}
-				if diff := cmp.Diff([]string{"400", "invalid_request_error"}, got); diff != "" || !strings.HasPrefix(gjson.GetBytes(r.body, "error.message").Str, tt.param+":") {
-					t.Errorf("answer %s, want a 400 naming %s (-want +got):\n%s", r.body, tt.param, diff)
-				}
-			} else {
-				got := decodeError(t, r)
-				got.Message = ""
-				if diff := cmp.Diff(errorView{Status: 400, Type: "invalid_request_error", Param: tt.param, Code: "carried_state_too_large"}, got); diff != "" {
-					t.Errorf("error (-want +got):\n%s\n%s", diff, r.body)
-				}
+			return `{"model":"m-claude","input":[{"role":"user","content":"go"},` + strings.Join(calls, ",") + `]}`
+		}, "input[5].call_id"},
+		{"messages tool_use ids", "/v1/messages", func(size int) string { return carriedMessages(carryIDs(3, size)) }, "messages[1].content[2].id"},
+		{"count_tokens tool_use ids", "/v1/messages/count_tokens", func(size int) string { return carriedMessages(carryIDs(3, size)) }, "messages[1].content[2].id"},
+	}
+}
+
+// TestCarriedState_BoundedPerRequest: three pieces of state over the bound in a small
+// request are a 400 carried_state_too_large naming the third, on every client API, and
+// the upstream sees nothing: three of 7 MiB (21 MiB) in a request of some 25 KB over the
+// default 20 MiB, on the chat API; three of 400 KiB over a configured 1 MiB on each API.
+func TestCarriedState_BoundedPerRequest(t *testing.T) {
+	t.Parallel() // its own gateways, fakes and servers (#54)
+	for _, bound := range []struct {
+		name, server string
+		size         int
+		cases        int // of carriedStateCases, from the first
+	}{
+		{name: "default 20 MiB", server: "", size: bigState, cases: 1},
+		{name: "configured 1 MiB", server: smallBound, size: smallState, cases: 5},
+	} {
+		t.Run(bound.name, func(t *testing.T) {
+			g, up := inflateGateway(t, bound.server)
+			for _, tt := range carriedStateCases()[:bound.cases] {
+				t.Run(tt.name, func(t *testing.T) {
+					body := tt.body(bound.size)
+					if len(body) > 64<<10 {
+						t.Fatalf("the request is %d bytes, want a small one", len(body))
+					}
+					r := g.do("POST", tt.path, "client-key", []byte(body))
+					if strings.HasPrefix(tt.path, "/v1/messages") { // Anthropic's error shape: the param leads the message
+						got := []string{fmt.Sprint(r.status), gjson.GetBytes(r.body, "error.type").Str}
+						if diff := cmp.Diff([]string{"400", "invalid_request_error"}, got); diff != "" || !strings.HasPrefix(gjson.GetBytes(r.body, "error.message").Str, tt.param+":") {
+							t.Errorf("answer %s, want a 400 naming %s (-want +got):\n%s", r.body, tt.param, diff)
+						}
+					} else {
+						got := decodeError(t, r)
+						got.Message = ""
+						if diff := cmp.Diff(errorView{Status: 400, Type: "invalid_request_error", Param: tt.param, Code: "carried_state_too_large"}, got); diff != "" {
+							t.Errorf("error (-want +got):\n%s\n%s", diff, r.body)
+						}
+					}
+				})
+			}
+			if n := len(up.calls()); n != 0 {
+				t.Errorf("upstream saw %d requests, want none", n)
 			}
 		})
-	}
-	if n := len(up.calls()); n != 0 {
-		t.Errorf("upstream saw %d requests, want none", n)
 	}
 }
 
 // TestCarriedState_StoredContinuation: the items a previous_response_id continuation
-// takes from the store draw on the same allowance as the request's own. Two 7 MiB blobs
-// are served and stored; a continuation adding a third is a 400 naming
-// previous_response_id, and nothing more goes upstream.
+// takes from the store draw on the same allowance as the request's own. Under a 1 MiB
+// bound, two 400 KiB blobs are served and stored; a continuation adding a third is a 400
+// naming previous_response_id, and nothing more goes upstream.
 func TestCarriedState_StoredContinuation(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
-	g, up := inflateGateway(t, "")
-	blob := blobItems(1, bigState)
+	g, up := inflateGateway(t, smallBound)
+	blob := blobItems(1, smallState)
 	first := g.do("POST", "/v1/responses", "client-key", []byte(`{"model":"m-claude","store":true,"input":[{"role":"user","content":"go"},`+blob+","+blob+`,{"role":"user","content":"on"}]}`))
 	id := gjson.GetBytes(first.body, "id").Str
 	if first.status != 200 || id == "" {
@@ -188,7 +221,7 @@ func TestCarriedState_StoredContinuation(t *testing.T) {
 // TestCarriedState_Configured: server.max_inflated_bytes sets the bound; within it the
 // state reaches the upstream (the thinking blocks restored in front of the tool calls).
 func TestCarriedState_Configured(t *testing.T) {
-	g, up := inflateGateway(t, "server: {max_inflated_bytes: 1048576}\n")
+	g, up := inflateGateway(t, smallBound)
 	r := g.chat("client-key", chatWithCarryIDs(carryIDs(2, 400<<10)))
 	if r.status != 200 {
 		t.Fatalf("two 400 KiB states under a 1 MiB bound: %d %s", r.status, r.body)
