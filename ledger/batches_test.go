@@ -202,17 +202,7 @@ func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 // pruner keeps retention exact on a row that straddles it.
 func TestSchemaV8_MigratesVersion7(t *testing.T) {
 	ctx := context.Background()
-	dsn := filepath.Join(t.TempDir(), "ledger.db")
-	old := sqliteDialect
-	old.migrations = old.migrations[:7]
-	st := &store{d: &old}
-	var err error
-	if st.db, err = sql.Open("sqlite", "file:"+dsn); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, dsn := sqliteAtVersion(t, ctx, 7)
 	var v7 []Record
 	for i := range 600 {
 		r := oddRecords()[i%4]

@@ -98,17 +98,7 @@ func TestKeyRanges_Listing(t *testing.T) {
 // prunes the ranges left without records.
 func TestSchemaV7_MigratesVersion6(t *testing.T) {
 	ctx := context.Background()
-	dsn := filepath.Join(t.TempDir(), "ledger.db")
-	old := sqliteDialect
-	old.migrations = old.migrations[:6]
-	st := &store{d: &old}
-	var err error
-	if st.db, err = sql.Open("sqlite", "file:"+dsn); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, dsn := sqliteAtVersion(t, ctx, 6)
 	var v6 []Record
 	for i := range 2100 { // three ranges of ids (1,024) for each key
 		v6 = append(v6, Record{Time: rangesDay.Add(time.Duration(i) * time.Second), RequestID: fmt.Sprintf("v6-%d", i),
@@ -209,4 +199,22 @@ func queryPlan(t *testing.T, db *sql.DB, q string) string {
 		b.WriteString(detail + "\n")
 	}
 	return b.String()
+}
+
+// sqliteAtVersion opens a new SQLite ledger database migrated to schema version n and no
+// further, for the migration tests; it returns the store and the database's path.
+func sqliteAtVersion(t *testing.T, ctx context.Context, n int) (*store, string) {
+	t.Helper()
+	dsn := filepath.Join(t.TempDir(), "ledger.db")
+	d := sqliteDialect
+	d.migrations = d.migrations[:n]
+	st := &store{d: &d}
+	var err error
+	if st.db, err = sql.Open("sqlite", "file:"+dsn); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return st, dsn
 }
