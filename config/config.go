@@ -191,6 +191,11 @@ type Backend struct {
 	DropUnsupportedParams bool `koanf:"drop_unsupported_params"`
 	// MaxConns caps pooled connections to this upstream. Default 512.
 	MaxConns int `koanf:"max_conns"`
+	// MaxResponseBytes bounds a non-streamed answer's body from this upstream, decoded (a
+	// gzip answer is counted as it inflates): one over it is a 502 naming the bound, never
+	// a truncated answer. Streamed answers are bounded per event instead. Default 64 MiB
+	// (67108864; also when 0).
+	MaxResponseBytes int `koanf:"max_response_bytes"`
 	// Store sets store=true on Responses API requests (responses backends only). Default false:
 	// Agate is stateless and carries reasoning state itself.
 	Store bool `koanf:"store"`

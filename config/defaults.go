@@ -23,6 +23,7 @@ const (
 	defaultRetryBaseDelay    = 250 * time.Millisecond
 	defaultRetryMaxDelay     = 10 * time.Second
 	defaultMaxConns          = 512
+	defaultMaxResponseBytes  = 64 << 20
 	defaultPromptCache       = "off"
 	defaultCacheMaxEntries   = 10000
 	defaultCacheTTL          = 10 * time.Minute
@@ -82,6 +83,7 @@ func (c *Config) applyDefaults(raw map[string]any) {
 		setDefault(&b.Retries.BaseDelay, defaultRetryBaseDelay)
 		setDefault(&b.Retries.MaxDelay, defaultRetryMaxDelay)
 		setDefault(&b.MaxConns, defaultMaxConns)
+		setDefault(&b.MaxResponseBytes, defaultMaxResponseBytes)
 		defaultAzure(&b)
 		defaultVertex(&b)
 		defaultBedrock(&b)

@@ -66,7 +66,7 @@ func TestLoad_Example(t *testing.T) {
 // exampleConfig is what config.example.yaml loads to with no environment.
 func exampleConfig() *Config {
 	backend := func(typ, url string) Backend {
-		b := Backend{Type: typ, BaseURL: url, Timeouts: defaultTimeouts(), Retries: defaultRetriesValue(), MaxConns: 512}
+		b := Backend{Type: typ, BaseURL: url, Timeouts: defaultTimeouts(), Retries: defaultRetriesValue(), MaxConns: 512, MaxResponseBytes: 64 << 20}
 		if typ == "anthropic" {
 			b.AllowedBetas = DefaultAnthropicBetas()
 		}

@@ -247,6 +247,7 @@ func validateBackend(v *validator, p string, b Backend) {
 		v.addf(p+".retries.base_delay", "%v is longer than retries.max_delay %v", b.Retries.BaseDelay, b.Retries.MaxDelay)
 	}
 	v.nonNegative(p+".max_conns", b.MaxConns)
+	v.nonNegative(p+".max_response_bytes", b.MaxResponseBytes)
 	if b.Store && b.Type != "responses" {
 		v.addf(p+".store", "only for responses backends")
 	}

@@ -198,6 +198,11 @@ func TestValidate_NamesTheField(t *testing.T) {
 			want:   "config: backends.claude.max_conns: must not be negative",
 		},
 		{
+			name:   "negative max_response_bytes",
+			mutate: func(c *Config) { setBackend(c, "claude", func(b *Backend) { b.MaxResponseBytes = -1 }) },
+			want:   "config: backends.claude.max_response_bytes: must not be negative",
+		},
+		{
 			name:   "store on a non-responses backend",
 			mutate: func(c *Config) { setBackend(c, "openai", func(b *Backend) { b.Store = true }) },
 			want:   "config: backends.openai.store: only for responses backends",

@@ -96,7 +96,7 @@ func buildBackend(name string, bc config.Backend, env cloudEnv) (*backend, error
 	}
 	t := bc.Timeouts
 	ub := upstream.Backend{Name: name, BaseURL: bc.BaseURL, APIKey: bc.APIKey, Headers: bc.Headers, MaxConns: bc.MaxConns,
-		Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}
+		MaxResponseBytes: bc.MaxResponseBytes, Timeouts: upstream.Timeouts{Connect: t.Connect, Header: t.Header, StreamIdle: t.StreamIdle, PoolWait: t.PoolWait}}
 	if isCloud {
 		if err := c.configure(name, bc, env, &ub); err != nil {
 			return nil, err

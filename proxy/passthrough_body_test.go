@@ -9,12 +9,11 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/agate-gateway/agate/upstream"
 )
 
 func gzipped(t *testing.T, write func(w io.Writer)) []byte {
@@ -101,13 +100,17 @@ func TestGzipBomb(t *testing.T) {
 	}
 }
 
-// TestUpstreamBody_OverBound: a non-streamed upstream body over 64 MiB is a 502 naming the
-// backend, never a 200 with the body cut short; a gzip body that decodes past the bound (a
-// decompression bomb) is the same 502, read no further than the bound.
+// TestUpstreamBody_OverBound: a non-streamed upstream body over the backend's
+// max_response_bytes is a 502 naming the backend and the bound, never a 200 with the body
+// cut short; a gzip body that decodes past the bound (a decompression bomb) is the same
+// 502, read no further than the bound. Proved at a configured bound of 1 MiB (the default
+// 64 MiB is upstream's TestClient_MaxResponseBytes and config's): a 64 MiB body cost seconds
+// of CPU under -race, most of it page faults (#54).
 func TestUpstreamBody_OverBound(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
-	const over = upstream.MaxResponseBytes + 1<<20
-	// The bomb: one gzip member, 65 MiB of zeros in some 84 KB.
+	const bound = 1 << 20
+	const over = bound + 1<<20
+	// The bomb: one gzip member, 2 MiB of zeros in some 3 KB.
 	bomb := gzipBomb(t, `{"id":"x","object":"chat.completion","choices":[],"pad":"`, over>>20, `"}`)
 	tests := []struct {
 		name    string
@@ -135,10 +138,11 @@ func TestUpstreamBody_OverBound(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t, tt.handler)
-			g := passthroughGateway(t, up)
+			cfg := strings.Replace(passthroughConfig, "retries: {max: 0}", "retries: {max: 0}\n    max_response_bytes: "+strconv.Itoa(bound), 1)
+			g := startGateway(t, cfg, map[string]string{"UP": up.v1()})
 			got := decodeError(t, g.chat("sk-alice", rawBody(t, userParams("gpt", "hi"), false)))
-			if got.Status != 502 || !strings.Contains(got.Message, "backend up") || !strings.Contains(got.Message, "64 MiB") {
-				t.Errorf("got %+v, want a 502 naming backend up and the 64 MiB bound", got)
+			if got.Status != 502 || !strings.Contains(got.Message, "backend up") || !strings.Contains(got.Message, "bound of 1 MiB") {
+				t.Errorf("got %+v, want a 502 naming backend up and the 1 MiB bound", got)
 			}
 		})
 	}

@@ -16,8 +16,9 @@ import (
 // An upstream's answer body, decoded and bounded: the transport under the passthroughs and
 // the translated path alike.
 
-// MaxResponseBytes bounds a non-streamed upstream body, decoded.
-const MaxResponseBytes = 64 << 20
+// DefaultMaxResponseBytes is the bound of a non-streamed upstream body, decoded, when
+// Backend.MaxResponseBytes is 0: 64 MiB.
+const DefaultMaxResponseBytes = 64 << 20
 
 // DecodedBody returns the response body of x decoded: the gateway asks upstreams for
 // identity encoding, but one that answers gzip or deflate anyway is decoded as it is
@@ -48,18 +49,20 @@ func DecodedBody(x *Exchange, backend string) (io.Reader, error) {
 }
 
 // ReadBody reads the whole non-streamed body of x, decoded (see DecodedBody), into dst's
-// memory when it has room (a pooled buffer), else into a fresh one. A body over
-// MaxResponseBytes is a 502, never a truncated answer; so is a body that fails to decode.
+// memory when it has room (a pooled buffer), else into a fresh one. A body over the
+// backend's bound (Backend.MaxResponseBytes, decoded) is a 502, never a truncated answer;
+// so is a body that fails to decode.
 func ReadBody(ctx context.Context, x *Exchange, backend string, dst []byte) ([]byte, error) {
-	if b, ok := x.Buffered(); ok { // read whole by fasthttp (Send), within MaxResponseBytes
+	if b, ok := x.Buffered(); ok { // read whole by fasthttp (Send), within the bound
 		return append(dst[:0], b...), nil
 	}
 	r, err := DecodedBody(x, backend)
 	if err != nil {
 		return nil, err
 	}
+	limit := x.maxBody()
 	var body []byte
-	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= MaxResponseBytes && len(x.resp.Header.ContentEncoding()) == 0 {
+	if cl := x.resp.Header.ContentLength(); cl >= 0 && cl <= limit && len(x.resp.Header.ContentEncoding()) == 0 {
 		// The common case: the length is known, so the body is read into one buffer of
 		// its size rather than grown from 512 bytes.
 		if cap(dst) >= cl {
@@ -69,7 +72,7 @@ func ReadBody(ctx context.Context, x *Exchange, backend string, dst []byte) ([]b
 		}
 		_, err = io.ReadFull(r, body)
 	} else {
-		body, err = readAllInto(dst[:0], io.LimitReader(r, MaxResponseBytes+1))
+		body, err = readAllInto(dst[:0], io.LimitReader(r, int64(limit)+1))
 	}
 	if err != nil {
 		enc := string(x.resp.Header.ContentEncoding())
@@ -79,15 +82,20 @@ func ReadBody(ctx context.Context, x *Exchange, backend string, dst []byte) ([]b
 		}
 		return nil, readError(ctx, backend, err)
 	}
-	if len(body) > MaxResponseBytes {
-		return nil, tooLarge(backend)
+	if len(body) > limit {
+		return nil, tooLarge(backend, limit)
 	}
 	return body, nil
 }
 
-// tooLarge is the error for an upstream body over MaxResponseBytes.
-func tooLarge(backend string) *translate.UpstreamError {
-	return Fault(backend, "answered with a body over the gateway's bound of "+strconv.Itoa(MaxResponseBytes>>20)+" MiB")
+// tooLarge is the error for an upstream body over limit bytes: the bound in MiB when it is
+// a whole number of them (the default's "64 MiB"), else in bytes.
+func tooLarge(backend string, limit int) *translate.UpstreamError {
+	bound := strconv.Itoa(limit) + " bytes"
+	if limit > 0 && limit%(1<<20) == 0 {
+		bound = strconv.Itoa(limit>>20) + " MiB"
+	}
+	return Fault(backend, "answered with a body over the gateway's bound of "+bound)
 }
 
 // readAllInto is io.ReadAll appending to dst.

@@ -39,6 +39,9 @@ type Backend struct {
 	// Framing is how the upstream frames a streamed answer (Client.Pump); the zero
 	// value is SSE.
 	Framing Framing
+	// MaxResponseBytes bounds a non-streamed answer's body, decoded: one over it is a 502
+	// naming the bound, never a truncated answer. 0 is DefaultMaxResponseBytes (64 MiB).
+	MaxResponseBytes int
 }
 
 // Timeouts bound an exchange. Each bounds what its name says, and no more.
@@ -64,6 +67,8 @@ type Client struct {
 	timeouts Timeouts
 	signer   Signer
 	framing  Framing
+	// maxBody bounds a non-streamed answer's body (Backend.MaxResponseBytes, defaulted).
+	maxBody int
 	// hc holds the connections to the one host of the base URL.
 	hc *fasthttp.HostClient
 	// uri is the base URL parsed once; each request's URI starts as a copy of it
@@ -99,7 +104,10 @@ func canonicalHeaders(hs []translate.Header) []canonicalHeader {
 // New returns the client of backend b, whose requests p phrases and whose error answers
 // p decodes. The error names a base URL that does not parse.
 func New(b Backend, p translate.Provider) (*Client, error) {
-	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts, signer: b.Signer, framing: b.Framing}
+	c := &Client{name: b.Name, provider: p, timeouts: b.Timeouts, signer: b.Signer, framing: b.Framing, maxBody: b.MaxResponseBytes}
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxResponseBytes
+	}
 	if err := c.uri.Parse(nil, []byte(strings.TrimRight(b.BaseURL, "/"))); err != nil {
 		return nil, fmt.Errorf("backends.%s.base_url: %w", b.Name, err)
 	}
@@ -138,7 +146,7 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 		// A streamed answer is read as it arrives (Send sets Response.StreamBody); any
 		// other body is read whole by fasthttp, up to the gateway's bound, before Send
 		// returns: no body stream and no cancellation hook to set up and tear down.
-		MaxResponseBodySize: MaxResponseBytes,
+		MaxResponseBodySize: c.maxBody,
 		// fasthttp retries nothing itself (see Send: it cannot tell a connection that
 		// failed before the answer from a body cut short).
 		MaxIdemponentCallAttempts: 1,
@@ -247,12 +255,12 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-			return nil, tooLarge(c.name)
+			return nil, tooLarge(c.name, c.maxBody)
 		}
 		return nil, transportError(c.name, err)
 	}
 	sent = true // the request was written and answered: a plain one can serve again
-	*x = Exchange{resp: resp, stop: bodyRead}
+	*x = Exchange{resp: resp, stop: bodyRead, limit: c.maxBody}
 	if stream {
 		x.closing.Add(1)
 		x.stop = context.AfterFunc(ctx, func() {

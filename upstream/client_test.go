@@ -1,9 +1,13 @@
 package upstream
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +197,76 @@ func TestClient_Send(t *testing.T) {
 				t.Errorf("body %q, %v; want %q", body, err, tt.wantBody)
 			}
 		})
+	}
+}
+
+// TestClient_MaxResponseBytes: a backend's bound on a non-streamed answer's body, decoded.
+// Unset, it is 64 MiB (the bound fasthttp reads a body under, and ReadBody's); set, a body
+// of exactly the bound is read whole and one byte more is a 502 naming the backend and the
+// bound, never a truncated answer: sent with a length, chunked, or gzipped to fewer bytes
+// than the bound that inflate past it.
+func TestClient_MaxResponseBytes(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		c, err := New(Backend{Name: "up", BaseURL: "http://127.0.0.1:1"}, openai.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.maxBody != 64<<20 || c.hc.MaxResponseBodySize != 64<<20 || DefaultMaxResponseBytes != 64<<20 {
+			t.Errorf("unset bound = %d (fasthttp's %d, DefaultMaxResponseBytes %d), want 64 MiB", c.maxBody, c.hc.MaxResponseBodySize, DefaultMaxResponseBytes)
+		}
+		if got := tooLarge("up", DefaultMaxResponseBytes).Message; !strings.Contains(got, "bound of 64 MiB") {
+			t.Errorf("the default bound's error %q does not say 64 MiB", got)
+		}
+	})
+	const bound = 1000
+	body := func(n int) []byte { return []byte(`{"p":"` + strings.Repeat("a", n-8) + `"}`) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		b := body(n)
+		switch r.URL.Path {
+		case "/v1/length":
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			w.Write(b)
+		case "/v1/chunked":
+			w.Write(b[:n/2])
+			w.(http.Flusher).Flush() // the head goes without a length
+			w.Write(b[n/2:])
+		case "/v1/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			zw.Write(b)
+			zw.Close()
+		}
+	}))
+	defer srv.Close()
+	timeouts := Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, StreamIdle: 5 * time.Second, PoolWait: 5 * time.Second}
+	c, err := New(Backend{Name: "up", BaseURL: srv.URL + "/v1", MaxConns: 2, Timeouts: timeouts, MaxResponseBytes: bound}, openai.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/length", "/chunked", "/gzip"} {
+		for _, stream := range []bool{false, true} { // read whole by fasthttp, or by ReadBody
+			for _, n := range []int{bound, bound + 1} {
+				t.Run(fmt.Sprintf("%s/stream=%v/%d", path[1:], stream, n), func(t *testing.T) {
+					var mem Exchange
+					x, err := c.Send(context.Background(), path+"?n="+strconv.Itoa(n), nil, []byte(`{}`), stream, &mem)
+					var got []byte
+					if err == nil {
+						got, err = ReadBody(context.Background(), x, "up", nil)
+						x.Close()
+					}
+					if n <= bound {
+						if err != nil || !bytes.Equal(got, body(n)) {
+							t.Fatalf("a body of the bound: %d bytes, %v; want it whole", len(got), err)
+						}
+						return
+					}
+					ue := AsError(err)
+					if ue == nil || ue.Status != 502 || !strings.Contains(ue.Message, "backend up") || !strings.Contains(ue.Message, "bound of 1000 bytes") {
+						t.Fatalf("a body over the bound: %d bytes, %v; want a 502 naming backend up and the bound of 1000 bytes", len(got), err)
+					}
+				})
+			}
+		}
 	}
 }

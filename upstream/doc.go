@@ -16,7 +16,7 @@
 //     config's, applied before the options get here; New uses the values as they are.
 //   - Client.Send posts one body and returns the Exchange of a 2xx answer, whose head has
 //     arrived (a streamed body may still be arriving; any other was read whole, up to
-//     MaxResponseBytes). Any other status, read up to 1 MiB, is the provider's
+//     Backend.MaxResponseBytes). Any other status, read up to 1 MiB, is the provider's
 //     *translate.UpstreamError, with the answer's Retry-After; a failure to reach the
 //     upstream is a retryable 502 (504 on timeout, 503 when every pooled connection stays
 //     busy). A pooled keep-alive connection that fails before any answer byte is retried
@@ -40,7 +40,7 @@
 // An error is the context's once it ended, else a *translate.UpstreamError: the
 // provider's decoding of an error answer, or the gateway's own naming "the upstream of
 // backend <name>" (Fault; an upstream unreachable, timed out or busy; a body over
-// MaxResponseBytes or that does not decode). Nothing here keeps package-level
+// Backend.MaxResponseBytes or that does not decode). Nothing here keeps package-level
 // mutable state; a Client is safe for concurrent use, an Exchange is read by one
 // goroutine at a time.
 package upstream

@@ -12,6 +12,8 @@ import (
 // Close releases it. Its body is read while it is open, by one goroutine.
 type Exchange struct {
 	resp *fasthttp.Response
+	// limit bounds the body read whole (ReadBody); 0 is DefaultMaxResponseBytes.
+	limit int
 	// stop removes the hook that closes a streamed body when the context ends; it
 	// reports true if the hook had not run (bodyRead for a body read whole: no hook).
 	stop func() bool
@@ -21,6 +23,14 @@ type Exchange struct {
 
 // maxErrorBody bounds the part of an error answer's body that is read and decoded.
 const maxErrorBody = 1 << 20
+
+// maxBody is the bound of x's body read whole: its client's Backend.MaxResponseBytes.
+func (x *Exchange) maxBody() int {
+	if x.limit > 0 {
+		return x.limit
+	}
+	return DefaultMaxResponseBytes
+}
 
 // bodyRead is the stop of an exchange whose body was read whole: there is no
 // cancellation hook to remove.
