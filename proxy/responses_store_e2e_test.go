@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,14 +184,18 @@ keys:
 	}
 }
 
-// TestResponses_RedisStoreCannotEvictLimits: one key filling the Redis store (about 9 MB
-// of responses, over twice the 4 MB maxmemory) leaves another key's rate-limit counter alone, whether the store shares
-// the limiter's Redis (under a small maxmemory and volatile-lru: responses.max_bytes bounds
-// the store in Redis too, so Redis never has to evict) or has its own instance
-// (responses.url, allkeys-lru: Redis evicts stored responses there, never a counter).
+// TestResponses_RedisStoreCannotEvictLimits: one key filling the Redis store (about 3.6 MB
+// of responses, three times the room a 2 MB maxmemory leaves an empty Redis) leaves another
+// key's rate-limit counter alone, whether the store shares the limiter's Redis (under that
+// maxmemory and volatile-lru: responses.max_bytes bounds the store in Redis too, so Redis
+// never has to evict) or has its own instance (responses.url, allkeys-lru: Redis evicts
+// stored responses there, never a counter). The bound was 4 MB with 9 MB of responses:
+// the same proof at 2.5 times the CPU under -race, and long enough under load that bob's
+// minute ran out before his third request (#54).
 func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 	t.Parallel() // its own gateways and Redis servers (#54)
 	ctx := context.Background()
+	const maxmemory = 2 << 20 // an empty redis-server uses some 0.9 MB of it
 	start := func(t *testing.T, policy string) (*redistest.Server, *redis.Client) {
 		rs := redistest.Start(t)
 		opts, err := redis.ParseURL(rs.URL())
@@ -199,7 +204,7 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 		}
 		rc := redis.NewClient(opts)
 		t.Cleanup(func() { rc.Close() })
-		for k, v := range map[string]string{"maxmemory": "4mb", "maxmemory-policy": policy} {
+		for k, v := range map[string]string{"maxmemory": strconv.Itoa(maxmemory), "maxmemory-policy": policy} {
 			if err := rc.ConfigSet(ctx, k, v).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +218,7 @@ func TestResponses_RedisStoreCannotEvictLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			state, stateClient := start(t, "volatile-lru")
 			store, storeClient := state, stateClient
-			responses := "{store: redis, max_bytes: 1000000}"
+			responses := "{store: redis, max_bytes: 400000}" // four responses of the fill
 			if tt.own {
 				store, storeClient = start(t, "allkeys-lru")
 				responses = fmt.Sprintf("{store: redis, url: %q, max_bytes: 1000000000}", store.URL())
@@ -234,10 +239,12 @@ responses: %s
 					t.Fatalf("bob %d: %d %s", i, r.status, r.body)
 				}
 			}
-			// Alice stores about 9 MB of responses (100 KB echoed, three times in each record).
-			body, _ := json.Marshal(map[string]any{"model": "m", "input": words(100000)})
+			// Alice stores about 3.6 MB of responses (33 KB echoed, three times in each
+			// record): records of 100 KB, so that the store's bound, the record being written
+			// and Redis's buffers for it fit the room left.
+			body, _ := json.Marshal(map[string]any{"model": "m", "input": words(33334)})
 			var last string
-			for i := range 30 {
+			for i := range 36 {
 				r := postJSON(t, url, "alice-key", string(body))
 				if r.status != 200 {
 					t.Fatalf("alice %d: %d %.300s", i, r.status, r.body)
@@ -245,6 +252,9 @@ responses: %s
 				last = respID(t, r.body)
 			}
 			info := stateClient.Info(ctx, "stats").Val()
+			if in := infoField(storeClient.Info(ctx, "stats").Val(), "total_net_input_bytes"); in < 3*(maxmemory-1<<20) {
+				t.Errorf("the store's Redis was sent %d bytes: not three times the room its maxmemory leaves", in)
+			}
 			r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`)
 			if r.status != 429 {
 				t.Errorf("bob's third request in the minute: %d, want 429 (his counter was evicted?) %.200s\n%s", r.status, r.body, evictedLine(info))
@@ -259,11 +269,23 @@ responses: %s
 				if evictedLine(storeClient.Info(ctx, "stats").Val()) == "evicted_keys:0" {
 					t.Errorf("the store's own Redis evicted nothing: the test did not fill it")
 				}
-			} else if total, _ := storeClient.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 1000000 {
+			} else if total, _ := storeClient.Get(ctx, "agate:rsb").Int64(); total <= 0 || total > 400000 {
 				t.Errorf("the store holds %d bytes, want at most responses.max_bytes", total)
 			}
 		})
 	}
+}
+
+// infoField returns the integer field name of an INFO answer, -1 when it has none.
+func infoField(info, name string) int {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // evictedLine returns the evicted_keys line of INFO stats.
