@@ -304,9 +304,12 @@ func TestSchemaV8_MigratesVersion7(t *testing.T) {
 	if n < int64(len(before)+1-len(want)) {
 		t.Errorf("pruned %d rows, want at least %d records", n, len(before)+1-len(want))
 	}
-	view, _ = v7Records(t, db)
-	if len(view) != len(want) || view[0].ID != want[len(want)-1] {
-		t.Errorf("the view after pruning: %d records from id %d; want %d from %d", len(view), view[0].ID, len(want), want[len(want)-1])
+	// The view's count and first id only: its whole records were compared above, and
+	// reading every column again cost seconds under -race (#54).
+	var viewed, firstID int64
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(id) FROM ledger_requests`).Scan(&viewed, &firstID); err != nil ||
+		viewed != int64(len(want)) || firstID != want[len(want)-1] {
+		t.Errorf("the view after pruning: %d records from id %d, %v; want %d from %d", viewed, firstID, err, len(want), want[len(want)-1])
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM ledger_request_batches WHERE first_us < ?`,
 		now.Add(-24*time.Hour).UnixMicro()).Scan(&rows); err != nil || rows != 0 {
