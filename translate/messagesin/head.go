@@ -182,6 +182,7 @@ func (p *parser) checkMessages() (n int, ok bool) {
 		// About one core message per 250 bytes of an agentic history (scenario d's: 41
 		// in 11 KB, 421 in 104 KB); append grows it.
 		p.built = make([]translate.Message, 0, 8+(len(sc.Input())-sc.Pos())/224)
+		p.heads = make([]builtBlock, 0, 8) // a message's blocks: 2-5 in an agentic history
 	}
 	for i := 0; sc.NextElem(&i); {
 		one, ok := p.checkMessage()
