@@ -95,6 +95,9 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	ask := members.ModelAsk{Passes: passes}
 	build, walked := false, false // build the items' messages; the items were checked
 	var s string                  // the copy of body
+	// tools is read member by member (toolsOver) over an index of its own, made as the
+	// walk reads it (jsonx.IndexValue), as ParseWithin reads it over the body's.
+	var tools jsonx.Scanner
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
@@ -103,7 +106,17 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
 		if k != "input" || sc.Peek() != '[' {
-			if !sc.Value(v) {
+			var ok bool
+			if k == "tools" {
+				at := sc.Pos()
+				var root jsonx.Value
+				if tools, root, ok = sc.IndexValue(); ok {
+					v.Set(root.Kind, root.Raw, at, root.Str)
+				}
+			} else {
+				ok = sc.Value(v)
+			}
+			if !ok {
 				return nil, false, false
 			}
 			if k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
@@ -155,7 +168,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for _, f := range fields {
-		if f.Name == "tools" && p.toolsOver(f.V) != nil {
+		if f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
 			return nil, false, false
 		}
 	}
@@ -189,19 +202,20 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	return r, true, true
 }
 
-// toolsOver is field for tools, whose value is v, read over a scanner of its own that
-// indexes it (IndexRoot), as ParseWithin reads it over the body's index: the tools are
-// walked member by member (Get, Each, once to count them, once to read them, once more
-// for the echo), and without an index each of those walks would read every tool's
-// schema again. The scanner is kept for the echo (appendTools).
-func (p *parser) toolsOver(v jsonx.Value) error {
-	sub := jsonx.NewScanner(v.Raw)
-	root, ok := sub.IndexRoot()
-	if !ok { // the walk checked it: unreachable
+// toolsOver is field for tools, whose value is v, read over sub, the scanner of its own
+// that indexed it as the walk read it (jsonx.IndexValue), moved onto v's text in the
+// Request's copy of the body (Rebase), as ParseWithin reads it over the body's index: the
+// tools are walked member by member (Get, Each, once to count them, once to read them,
+// once more for the echo), and without an index each of those walks would read every
+// tool's schema again. The scanner is kept for the echo (appendTools).
+func (p *parser) toolsOver(v jsonx.Value, sub *jsonx.Scanner) error {
+	if !sub.Rebase(v.Raw) { // the walk read v from a view of the same bytes: unreachable
 		return translate.Errorf("tools", "must be an array")
 	}
+	var root jsonx.Value
+	root.Set(v.Kind, v.Raw, 0, v.Str)
 	body := p.sc
-	p.sc = sub
+	p.sc = *sub
 	err := p.field("tools", root)
 	p.toolsSc, p.sc = p.sc, body
 	return err
