@@ -19,8 +19,9 @@ import (
 
 // mayPass reports whether a request for model may be passed through: its route and
 // fallbacks are all backends ok accepts (allRoutes, but for the key's server tools, which
-// the parse does not know yet). A request that will be translated is parsed whole at once
-// rather than by a first pass and again (ParseHead's passes).
+// the parse does not know yet). A request that will be translated has its messages built
+// by the first pass's own walk, complete at once, rather than read by a first pass and
+// again (ParseHead's passes).
 func (s *Server) mayPass(model string, ok func(*route) bool) bool {
 	rt := s.runtime()
 	r, err := rt.resolve(model)

@@ -931,6 +931,18 @@ func (sc *Scanner) IndexValue() (sub Scanner, v Value, ok bool) {
 	return sub, v, true
 }
 
+// Rebase makes the scanner read s, a copy of its input (the same bytes), keeping its
+// index, from the start: for a parser that checked and indexed a view of a buffer it does
+// not own (IndexValue) and reads on from its own copy. It reports false, and changes
+// nothing, when s is not the input's text.
+func (sc *Scanner) Rebase(s string) bool {
+	if s != sc.s {
+		return false
+	}
+	sc.s, sc.i, sc.err, sc.key, sc.hint, sc.blk1 = s, 0, false, "", 0, 0
+	return true
+}
+
 // RootMembers is Root for a stream event: in the same single pass that checks the
 // input it reads the members named in keys, the first of each name, into vals at the
 // key's index (the others stay Missing); a scalar or an array has no members. ok is false

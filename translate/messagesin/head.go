@@ -22,13 +22,19 @@ import (
 // roles or types), it returns ParsePass's result, complete: every error is ParsePass's by
 // construction, and FuzzParseHead holds the two passes to agreeing on what they accept.
 //
-// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
-// request will be translated, which builds it anyway) ends the first pass there, for the
-// full parse.
+// passes, when not nil, is asked about the model as soon as the walk reads it (before the
+// messages when it is written after them: members.ModelAsk). False (the request will be
+// translated, and the translation reads the messages) makes the same walk build the
+// messages as it checks them, from the values it reads, and ParseHead returns the
+// request complete: ParsePass's request, which FuzzParseHead holds it to. The walk reads
+// each string once, where ParsePass indexes the body and walks it again member by
+// member; what the walk leaves to ParsePass it leaves to it as before. A model read
+// after the messages were checked unbuilt that will be translated (the guess before them
+// was wrong) ends the first pass there, for the full parse.
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *translate.Request, pass PassBody, complete bool, err error) {
 	s := jsonx.View(body)
-	if req, pass, ok := parseHead(s, maxInflated, passes); ok {
-		return req, pass, false, nil
+	if req, pass, built, ok := parseHead(s, maxInflated, passes); ok {
+		return req, pass, built, nil
 	}
 	req, pass, err = parse(s, true, true, maxInflated)
 	return req, pass, true, err
@@ -46,16 +52,17 @@ func Build(req *translate.Request, body []byte, maxInflated int) error {
 	return nil
 }
 
-// parseHead is ParseHead's first pass; ok is false when it cannot vouch for s.
-func parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, ok bool) {
+// parseHead is ParseHead's first pass; ok is false when it cannot vouch for s, built
+// true when it built the messages (the request is complete).
+func parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, built, ok bool) {
 	if !jsonx.ValidUTF8(s) {
-		return nil, PassBody{}, false
+		return nil, PassBody{}, false, false
 	}
 	// The request is made once the walk has vouched for the body.
 	p := parser{sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: true}
 	sc := &p.sc
 	if sc.Peek() != '{' {
-		return nil, PassBody{}, false
+		return nil, PassBody{}, false, false
 	}
 	var buf [24]members.Member
 	fields := buf[:0]
@@ -66,10 +73,11 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 	// made as the walk reads it (jsonx.IndexValue), as parse reads them over the body's.
 	var tools, system jsonx.Scanner
 	var toolsRoot, systemRoot jsonx.Value // their roots, in their own scanners
+	walked := false                       // the messages were checked
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
-			return nil, PassBody{}, false
+			return nil, PassBody{}, false, false
 		}
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
@@ -84,25 +92,34 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 			system, systemRoot, ok = sc.IndexValue()
 			v.Set(systemRoot.Kind, systemRoot.Raw, at, systemRoot.Str)
 		case "messages":
-			// A model written after the messages is asked about before they are checked.
-			ok = ask.Ahead(s)
+			// A model written after the messages is asked about before they are checked:
+			// one that will be translated has them built.
+			p.build = p.build || !ask.Ahead(s)
+			ok = true
 		default:
 			ok = sc.Value(v)
 		}
-		if !ok || k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
-			return nil, PassBody{}, false
+		if !ok {
+			return nil, PassBody{}, false, false
+		}
+		if k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
+			if walked && !p.build {
+				return nil, PassBody{}, false, false
+			}
+			p.build = true
 		}
 		if k != "messages" {
 			continue
 		}
 		var vouched bool
 		if messages, vouched = p.checkMessages(); !vouched {
-			return nil, PassBody{}, false
+			return nil, PassBody{}, false, false
 		}
+		walked = true
 		v.Set(jsonx.Array, s[at:sc.Pos()], at, "")
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return nil, PassBody{}, false
+		return nil, PassBody{}, false, false
 	}
 	// The other members are read as parse reads them, by the same code.
 	req = &translate.Request{IncludeUsage: true}
@@ -121,17 +138,26 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 			p.field(f.Name, f.V)
 		}
 		if p.err != nil {
-			return nil, PassBody{}, false
+			return nil, PassBody{}, false, false
 		}
 	}
 	if p.effort != "" && p.thinkingType != "disabled" {
 		req.ReasoningEffort = p.effort
 	}
 	if req.Model == "" || !p.hasMessages || !p.hasMaxTokens || messages == 0 {
-		return nil, PassBody{}, false
+		return nil, PassBody{}, false, false
+	}
+	if p.build { // as parse completes its request
+		req.Messages = p.built
+		if len(p.system) > 0 {
+			req.Messages = append(req.Messages, translate.Message{})
+			copy(req.Messages[1:], req.Messages)
+			req.Messages[0] = translate.Message{Role: translate.RoleSystem, Content: p.system}
+		}
+		req.Body, req.Edited = jsonx.View(appendChatBody(make([]byte, 0, 256), req)), true
 	}
 	req.Literals = s
-	return req, passBody(s, fields), true
+	return req, passBody(s, fields), p.build, true
 }
 
 // fieldOver is field for the top-level member k, whose value v was read by sub (its
@@ -144,12 +170,19 @@ func (p *parser) fieldOver(sub *jsonx.Scanner, k string, v jsonx.Value) {
 }
 
 // checkMessages reads the messages array at the cursor, checking what parse checks of
-// it and building nothing. n counts the messages that certainly become core messages;
-// ok is false when the array may be refused, or holds what this pass does not read.
+// it, and building the core messages into p.built when p.build is set. n counts the
+// messages that certainly become core messages; ok is false when the array may be
+// refused, or holds what this pass does not read.
 func (p *parser) checkMessages() (n int, ok bool) {
 	sc := &p.sc
 	if sc.Peek() != '[' {
 		return 0, false
+	}
+	if p.build {
+		// About one core message per 250 bytes of an agentic history (scenario d's: 41
+		// in 11 KB, 421 in 104 KB); append grows it.
+		p.built = make([]translate.Message, 0, 8+(len(sc.Input())-sc.Pos())/224)
+		p.heads = make([]builtBlock, 0, 8) // a message's blocks: 2-5 in an agentic history
 	}
 	for i := 0; sc.NextElem(&i); {
 		one, ok := p.checkMessage()
@@ -172,6 +205,9 @@ func (p *parser) checkMessage() (one int, ok bool) {
 	var early [roleN]verdict // checkContentAll's, when the content came before the role
 	pending := false
 	checked := false
+	if p.build {
+		p.heads, p.content = p.heads[:0], jsonx.Value{}
+	}
 	for k := 0; sc.NextField(&k); {
 		switch sc.Key() {
 		case "role":
@@ -181,6 +217,7 @@ func (p *parser) checkMessage() (one int, ok bool) {
 				ok = sc.ValueRaw(&role)
 			}
 		case "content":
+			at := sc.Pos()
 			switch {
 			case checked || pending:
 				ok = sc.Skip()
@@ -192,6 +229,9 @@ func (p *parser) checkMessage() (one int, ok bool) {
 				// is known: SDKs writing their members sorted put content first.
 				early, ok = p.checkContentAll()
 				pending = true
+			}
+			if ok && p.build && p.content.Kind == jsonx.Missing {
+				p.content = contentAt(sc.Input(), at, sc.Pos())
 			}
 		default:
 			ok = sc.Skip()
@@ -208,9 +248,31 @@ func (p *parser) checkMessage() (one int, ok bool) {
 		if r < 0 || !early[r].ok {
 			return 0, false
 		}
-		return early[r].one, true
+		one, checked = early[r].one, true
+	}
+	if checked && p.build {
+		p.commit(roleOf(role))
 	}
 	return one, checked
+}
+
+// contentAt returns the message content s[at:end] (a value checkContent or
+// checkContentAll read, so a string, null or an array) as a Value, a string's Str as
+// written (ValueRaw's).
+func contentAt(s string, at, end int) jsonx.Value {
+	for at < end && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r') {
+		at++
+	}
+	var v jsonx.Value
+	switch s[at] {
+	case '"':
+		v.Set(jsonx.String, s[at:end], at, s[at+1:end-1])
+	case '[':
+		v.Set(jsonx.Array, s[at:end], at, "")
+	default:
+		v.Set(jsonx.Null, s[at:end], at, "")
+	}
+	return v
 }
 
 // The roles whose content the first pass reads, as positions in checkContentAll's
@@ -275,6 +337,9 @@ func (p *parser) checkContentAll() (v [roleN]verdict, ok bool) {
 			var b blockHead
 			if !p.readBlock(&b) {
 				return [roleN]verdict{}, false
+			}
+			if p.build {
+				p.heads = append(p.heads, builtBlock{b, p.more})
 			}
 			if alive[roleSystem] { // checkText's block
 				alive[roleSystem] = b.typeIs("text") && b.is(bhText) && b.cacheOK()
@@ -348,6 +413,9 @@ func (p *parser) checkText() (one int, ok bool) {
 			if !p.readBlock(&b) || !b.typeIs("text") || !b.is(bhText) || !b.cacheOK() {
 				return 0, false
 			}
+			if p.build {
+				p.heads = append(p.heads, builtBlock{b, p.more})
+			}
 			one = 1
 		}
 		return one, !sc.Failed()
@@ -368,6 +436,9 @@ func (p *parser) checkBlocks(user bool) (one int, ok bool) {
 			var b blockHead
 			if !p.readBlock(&b) {
 				return 0, false
+			}
+			if p.build {
+				p.heads = append(p.heads, builtBlock{b, p.more})
 			}
 			var counts bool
 			if user {
@@ -470,6 +541,27 @@ const (
 
 var blockHeadNames = [bhN]string{"type", "text", "name", "id", "tool_use_id", "cache_control"}
 
+// The members of a content block the first pass reads besides when it builds the
+// messages, and their positions in builtBlock.more (and parser.more).
+const (
+	bxInput = iota
+	bxThinking
+	bxSignature
+	bxData
+	bxIsError
+	bxN
+)
+
+var builtBlockNames = [bxN]string{"input", "thinking", "signature", "data", "is_error"}
+
+// builtBlock is a content block as the walk that builds the messages keeps it until the
+// message's role is known: its head, and the members only a build reads. (The check
+// alone reads into a blockHead, which stays small: every block's is zeroed.)
+type builtBlock struct {
+	blockHead
+	more [bxN]jsonx.Value
+}
+
 // blockHead is what the first pass reads of a content block: the first member of each
 // name (Members' rule), strings as written, and where its content starts (-1: none).
 type blockHead struct {
@@ -515,11 +607,26 @@ func blockMember(k string) int {
 	return -1
 }
 
-// readBlock reads the content block at the cursor into b; false when it is not an object
+// buildMember is blockMember for builtBlockNames, which the walk reads when it builds
+// the messages.
+func buildMember(k string) int {
+	for i, name := range builtBlockNames {
+		if k == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// readBlock reads the content block at the cursor into b, and when the walk builds the
+// messages, the members of builtBlockNames into p.more; false when it is not an object
 // (which parse refuses) or not JSON.
 func (p *parser) readBlock(b *blockHead) bool {
 	sc := &p.sc
 	b.content = -1
+	if p.build {
+		p.more = [bxN]jsonx.Value{}
+	}
 	if sc.Peek() != '{' {
 		return false
 	}
@@ -535,6 +642,10 @@ func (p *parser) readBlock(b *blockHead) bool {
 		var v *jsonx.Value
 		if i := blockMember(key); i >= 0 {
 			v = &b.v[i]
+		} else if p.build {
+			if i = buildMember(key); i >= 0 {
+				v = &p.more[i]
+			}
 		}
 		var ok bool
 		if v == nil || v.Kind != jsonx.Missing {
@@ -582,4 +693,130 @@ func (p *parser) nextBlockMember(k int) (key string, more bool) {
 		return "", false
 	}
 	return sc.Key(), true
+}
+
+// cacheRaw is cacheControl for a block the walk checked (cacheOK).
+func cacheRaw(v jsonx.Value) string {
+	if v.Kind == jsonx.Object {
+		return v.Raw
+	}
+	return ""
+}
+
+// decoded returns the string value v, read as written, decoded (parse's dec).
+func (p *parser) decoded(v jsonx.Value) string {
+	if v.Kind == jsonx.String && strings.IndexByte(v.Str, '\\') >= 0 {
+		return p.sc.DecodeRaw(v.Str, 256)
+	}
+	return v.Str
+}
+
+// commit builds the core messages of the message the walk has just checked, whose role
+// is r (roleOf's), from its content (p.content) and its blocks (p.heads), as message
+// builds them from the same values; only the blocks the check vouched for for r are
+// there (checkText, checkUserBlock, checkAssistantBlock).
+func (p *parser) commit(r int) {
+	c := p.content
+	switch r {
+	case roleSystem: // text's
+		switch c.Kind {
+		case jsonx.String:
+			if c.Str != "" {
+				p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+			}
+		case jsonx.Array:
+			for i := range p.heads {
+				b := &p.heads[i]
+				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+			}
+		}
+		if parts := p.parts.Run(); len(parts) > 0 {
+			p.built = append(p.built, translate.Message{Role: translate.RoleSystem, Content: parts})
+		}
+	case roleUser: // user's
+		if c.Kind == jsonx.String {
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
+			return
+		}
+		for i := range p.heads {
+			b := &p.heads[i]
+			if b.typeIs("tool_result") {
+				p.result(b)
+				continue
+			}
+			// text: part's
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+		}
+		if parts := p.parts.Run(); len(parts) > 0 {
+			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: parts})
+		}
+	case roleAssistant: // assistant's
+		m := translate.Message{Role: translate.RoleAssistant}
+		if c.Kind == jsonx.String {
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+			m.Content = p.parts.Run()
+			p.built = append(p.built, m)
+			return
+		}
+		var reasoning []string
+		for i := range p.heads {
+			b := &p.heads[i]
+			switch b.v[bhType].Str {
+			case "text":
+				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+			case "tool_use":
+				args := "{}"
+				if in := b.more[bxInput]; in.Kind == jsonx.Object {
+					args = p.rawArgs(in.Raw)
+				}
+				// The check took no id that may carry state: nothing to open.
+				p.calls.Push(translate.ToolCall{ID: CoreToolID(b.v[bhID].Str), Name: p.decoded(b.v[bhName]), Arguments: args})
+			case "thinking":
+				t := p.decoded(b.more[bxThinking])
+				reasoning = append(reasoning, t)
+				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.decoded(b.more[bxSignature])})
+			case "redacted_thinking":
+				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.decoded(b.more[bxData])})
+			}
+		}
+		m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
+		m.Reasoning = strings.Join(reasoning, "")
+		if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
+			p.built = append(p.built, m)
+		}
+	}
+}
+
+// result builds the core tool message of the tool_result block b (toolResult's); its
+// content, which the check read (checkResultContent), is read again from where it starts.
+func (p *parser) result(b *builtBlock) {
+	m := translate.Message{Role: translate.RoleTool, ToolCallID: CoreToolID(p.decoded(b.v[bhToolUseID])),
+		ToolError: b.more[bxIsError].Kind == jsonx.True}
+	if b.content >= 0 {
+		sc := &p.sc
+		end := sc.Pos()
+		sc.Seek(b.content)
+		switch sc.Peek() {
+		case '"':
+			var v jsonx.Value
+			sc.ValueRaw(&v)
+			p.inner.Push(translate.Part{Type: translate.PartText, Text: v.Str})
+		case '[':
+			for i := 0; sc.NextElem(&i); {
+				var ib blockHead
+				p.readBlock(&ib)
+				p.inner.Push(translate.Part{Type: translate.PartText, Text: ib.v[bhText].Str, CacheControl: cacheRaw(ib.v[bhCache])})
+			}
+		}
+		sc.Seek(end)
+	}
+	if p.inner.Len() == 0 {
+		p.inner.Push(translate.Part{Type: translate.PartText, Text: ""})
+	}
+	if cc := cacheRaw(b.v[bhCache]); cc != "" {
+		p.inner.Last().CacheControl = cc
+	}
+	m.Content = p.inner.Run()
+	p.built = append(p.built, m)
 }

@@ -213,6 +213,15 @@ type parser struct {
 	// content blocks are read with their strings as written (members), and those the
 	// parser reads itself are decoded (dec).
 	lazy bool
+	// build is ParseHead's first pass building the messages as it checks them (a request
+	// that will be translated): built holds the core messages made so far; heads the
+	// current message's content blocks and content its content, as the walk read them;
+	// more the members of the block read last that only a build reads (readBlock).
+	build   bool
+	built   []translate.Message
+	heads   []builtBlock
+	content jsonx.Value
+	more    [bxN]jsonx.Value
 }
 
 // members reads the members of obj named in keys into vals (Scanner.Members), with the

@@ -596,7 +596,9 @@ func (d *openAIChatStream) Close(emit translate.Emit) error {
 // upstream error, never an empty answer.
 func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
-	root, ok := sc.Root()
+	// Indexed: the decode reads the choices, each choice's message and the usage after
+	// the top-level members, and without the index each read walks its value again.
+	root, ok := sc.IndexRoot()
 	if !ok {
 		return upstreamMalformed("openai", body)
 	}

@@ -26,9 +26,15 @@ import (
 // error is ParseWithin's by construction, and FuzzParseHead holds the two passes to
 // agreeing on what they accept.
 //
-// passes, when not nil, is asked about the model as soon as the walk reads it: false (the
-// request will be translated, which builds it anyway) ends the first pass there, for the
-// full parse.
+// passes, when not nil, is asked about the model as soon as the walk reads it (before the
+// input items when it is written after them: members.ModelAsk). False (the request will
+// be translated, and the translation reads the messages) makes the same walk build the
+// items' messages as it checks them, from the values it reads, over its copy of the
+// body, and ParseHead returns the Request complete: ParseWithin's, which FuzzParseHead
+// holds it to. The walk reads each string once, where ParseWithin indexes the body and
+// walks it again member by member; what the walk leaves to ParseWithin it leaves to it
+// as before. A model read after the items were checked unbuilt that will be translated
+// (the guess before them was wrong) ends the first pass there, for the full parse.
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
 	return parseHeadOr(body, maxInflated, passes, false)
 }
@@ -43,9 +49,11 @@ func ParseHeadLazy(body []byte, maxInflated int, passes func(model string) bool)
 // parseHeadOr is ParseHead, the full parse lazy when lazy is set (ParseHeadLazy).
 func parseHeadOr(body []byte, maxInflated int, passes func(model string) bool, lazy bool) (req *Request, complete bool, err error) {
 	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
-		if r, ok := parseHead(body, maxInflated, passes); ok {
-			r.lazy = lazy
-			return r, false, nil
+		if r, built, ok := parseHead(body, maxInflated, passes, lazy); ok {
+			if !built {
+				r.lazy = lazy // for Build
+			}
+			return r, built, nil
 		}
 	}
 	req, err = parseBody(body, maxInflated, lazy)
@@ -69,47 +77,83 @@ func Build(r *Request) error {
 }
 
 // parseHead is ParseHead's first pass over body, valid UTF-8; ok is false when it cannot
-// vouch for it. The walk reads a view of body (the caller's buffer, which a server
-// reuses), and only a body it vouches for is copied, as the Request's Body, with the
-// top-level values moved onto the copy.
-func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Request, ok bool) {
+// vouch for it, built true when it built the input items' messages (the Request is
+// complete; lazy: ParseLazy's). The walk reads a view of body (the caller's buffer, which
+// a server reuses), and only a body it vouches for is copied, as the Request's Body, with
+// the top-level values moved onto the copy; a walk that builds the messages copies it
+// before the items, and reads them from the copy, which the messages' strings alias.
+func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool) (r *Request, built, ok bool) {
 	view := jsonx.View(body)
-	p := parser{sc: jsonx.NewScanner(view)}
+	p := parser{sc: jsonx.NewScanner(view), lazy: lazy}
 	sc := &p.sc
 	if sc.Peek() != '{' {
-		return nil, false
+		return nil, false, false
 	}
 	var buf [24]members.Member
 	fields := buf[:0]
 	var seen members.Set
 	ask := members.ModelAsk{Passes: passes}
+	build, walked := false, false // build the items' messages; the items were checked
+	var s string                  // the copy of body
+	// tools is read member by member (toolsOver) over an index of its own, made as the
+	// walk reads it (jsonx.IndexValue), as ParseWithin reads it over the body's.
+	var tools jsonx.Scanner
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
 		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
-			return nil, false
+			return nil, false, false
 		}
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
 		if k != "input" || sc.Peek() != '[' {
-			if !sc.Value(v) || k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
-				return nil, false
+			var ok bool
+			if k == "tools" {
+				at := sc.Pos()
+				var root jsonx.Value
+				if tools, root, ok = sc.IndexValue(); ok {
+					v.Set(root.Kind, root.Raw, at, root.Str)
+				}
+			} else {
+				ok = sc.Value(v)
+			}
+			if !ok {
+				return nil, false, false
+			}
+			if k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
+				if walked && !build {
+					return nil, false, false
+				}
+				build = true
 			}
 			continue
 		}
-		// A model written after the items is asked about before they are checked.
-		if !ask.Ahead(view) {
-			return nil, false
-		}
+		// A model written after the items is asked about before they are checked: one
+		// that will be translated has them built.
+		build = build || !ask.Ahead(view)
 		at := sc.Pos()
-		if !p.checkItems() {
-			return nil, false
+		if build && !walked {
+			s = string(body)
+			p.sc = jsonx.NewScanner(s)
+			sc.Seek(at)
+			// About one message per 250 bytes of an agentic history; append grows it.
+			p.turns = &turns{msgs: make([]translate.Message, 1, 8+(len(s)-at)/224), open: -1, last: -1}
 		}
-		v.Set(jsonx.Array, view[at:sc.Pos()], at, "")
+		if !p.checkItems() {
+			return nil, false, false
+		}
+		if t := p.turns; t != nil {
+			t.closeCalls(&p.calls)
+			t.endTurn()
+		}
+		walked = true
+		v.Set(jsonx.Array, sc.Input()[at:sc.Pos()], at, "")
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return nil, false
+		return nil, false, false
 	}
-	s := string(body)
+	if s == "" {
+		s = string(body)
+	}
 	for i := range fields {
 		f := &fields[i]
 		onto(&f.V, view, s)
@@ -124,8 +168,8 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for _, f := range fields {
-		if f.Name == "tools" && p.toolsOver(f.V) != nil {
-			return nil, false
+		if f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
+			return nil, false, false
 		}
 	}
 	for _, f := range fields {
@@ -134,33 +178,44 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool) (r *Reque
 			continue
 		case f.Name == "input" && f.V.Kind == jsonx.Array:
 			p.hasInput, r.Input = true, f.V.Raw // the items checkItems vouched for
+			if t := p.turns; t != nil {
+				r.lead, r.current = t.msgs, t.msgs[1:] // input's
+			}
 			continue
 		}
 		if p.field(f.Name, f.V) != nil {
-			return nil, false
+			return nil, false, false
 		}
 	}
 	if r.Core.Model == "" || !p.hasInput || p.checkToolChoice() != nil {
-		return nil, false
+		return nil, false, false
 	}
 	r.Core.IncludeUsage = r.Core.Stream
 	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
-	return r, true
+	if !build {
+		return r, false, true
+	}
+	r.build() // as parseString completes its Request (an input string: field's message)
+	if lazy {
+		r.Core.Literals = s
+	}
+	return r, true, true
 }
 
-// toolsOver is field for tools, whose value is v, read over a scanner of its own that
-// indexes it (IndexRoot), as ParseWithin reads it over the body's index: the tools are
-// walked member by member (Get, Each, once to count them, once to read them, once more
-// for the echo), and without an index each of those walks would read every tool's
-// schema again. The scanner is kept for the echo (appendTools).
-func (p *parser) toolsOver(v jsonx.Value) error {
-	sub := jsonx.NewScanner(v.Raw)
-	root, ok := sub.IndexRoot()
-	if !ok { // the walk checked it: unreachable
+// toolsOver is field for tools, whose value is v, read over sub, the scanner of its own
+// that indexed it as the walk read it (jsonx.IndexValue), moved onto v's text in the
+// Request's copy of the body (Rebase), as ParseWithin reads it over the body's index: the
+// tools are walked member by member (Get, Each, once to count them, once to read them,
+// once more for the echo), and without an index each of those walks would read every
+// tool's schema again. The scanner is kept for the echo (appendTools).
+func (p *parser) toolsOver(v jsonx.Value, sub *jsonx.Scanner) error {
+	if !sub.Rebase(v.Raw) { // the walk read v from a view of the same bytes: unreachable
 		return translate.Errorf("tools", "must be an array")
 	}
+	var root jsonx.Value
+	root.Set(v.Kind, v.Raw, 0, v.Str)
 	body := p.sc
-	p.sc = sub
+	p.sc = *sub
 	err := p.field("tools", root)
 	p.toolsSc, p.sc = p.sc, body
 	return err
@@ -208,7 +263,13 @@ func (p *parser) checkItem() bool {
 		}
 		switch r := plain(role.Str); r {
 		case "user", "system", "developer", "assistant":
-			return p.checkContent(f[itemContent], content, r == translate.RoleAssistant)
+			if !p.checkContent(f[itemContent], content, r == translate.RoleAssistant) {
+				return false
+			}
+			if p.turns != nil {
+				p.buildMessage(r, f[itemContent])
+			}
+			return true
 		}
 		return false
 	case plain(typ.Str) == "function_call":
@@ -219,12 +280,68 @@ func (p *parser) checkItem() bool {
 			return false
 		}
 		ns := f[itemNamespace].Kind
-		return name.Kind == jsonx.String && name.Str != "" && args.Kind == jsonx.String && (ns == jsonx.Missing || ns == jsonx.Null)
+		if !(name.Kind == jsonx.String && name.Str != "" && args.Kind == jsonx.String && (ns == jsonx.Missing || ns == jsonx.Null)) {
+			return false
+		}
+		if t := p.turns; t != nil { // functionCall's; a plain id carries no state to open
+			t.assistant()
+			p.calls.Push(translate.ToolCall{ID: id.Str, Name: p.decoded(name.Str), Arguments: p.literal(args.Str)})
+		}
+		return true
 	case plain(typ.Str) == "function_call_output":
 		id := f[itemCallID]
-		return id.Kind == jsonx.String && id.Str != "" && f[itemOutput].Kind == jsonx.String
+		if !(id.Kind == jsonx.String && id.Str != "" && f[itemOutput].Kind == jsonx.String) {
+			return false
+		}
+		if t := p.turns; t != nil { // functionCallOutput's
+			t.endTurn()
+			m := translate.Message{Role: translate.RoleTool, ToolCallID: p.decoded(id.Str)}
+			p.partSlab.Push(translate.Part{Type: translate.PartText, Text: p.literal(f[itemOutput].Str)})
+			m.Content = p.partSlab.Run()
+			t.closeCalls(&p.calls)
+			t.msgs = append(t.msgs, m)
+		}
+		return true
 	}
 	return false // reasoning, built-in tool calls, the types only a responses backend serves
+}
+
+// buildMessage builds the message item the walk has just checked, of role, whose content
+// is content (message's and item's): a string's part is pushed here, an array's parts
+// checkContent pushed.
+func (p *parser) buildMessage(role string, content jsonx.Value) {
+	t := p.turns
+	m := translate.Message{Role: role}
+	if content.Kind == jsonx.String {
+		p.partSlab.Push(translate.Part{Type: translate.PartText, Text: p.literal(content.Str)})
+	}
+	m.Content = p.partSlab.Run()
+	t.closeCalls(&p.calls)
+	if role == translate.RoleAssistant {
+		a := t.assistant()
+		a.Content, a.Refusal = m.Content, m.Refusal
+	} else {
+		t.endTurn()
+		t.msgs = append(t.msgs, m)
+	}
+}
+
+// decoded returns s, a string's contents as the walk read them, decoded (a member
+// ParseWithin and ParseLazy both decode).
+func (p *parser) decoded(s string) string {
+	if strings.IndexByte(s, '\\') >= 0 {
+		return p.sc.DecodeRaw(s, len(p.sc.Input())-p.sc.Pos()) // one arena for the rest
+	}
+	return s
+}
+
+// literal is decoded for a member ParseLazy leaves as written (itemLiterals,
+// partLiterals): s as it is when the parse is lazy.
+func (p *parser) literal(s string) string {
+	if p.lazy {
+		return s
+	}
+	return p.decoded(s)
 }
 
 // plain returns s, a string as written, when it has no escape, else "" (which no type or
@@ -258,6 +375,9 @@ func (p *parser) checkContent(v jsonx.Value, at int, assistant bool) bool {
 		if !p.readMembers(partNames, f[:], -1, nil) || f[partType].Kind != jsonx.String || plain(f[partType].Str) != want ||
 			f[partText].Kind != jsonx.String {
 			return false
+		}
+		if p.turns != nil { // parts'
+			p.partSlab.Push(translate.Part{Type: translate.PartText, Text: p.literal(f[partText].Str)})
 		}
 	}
 	ok := !sc.Failed()

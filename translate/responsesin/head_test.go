@@ -31,6 +31,12 @@ func headBodies(t testing.TB) [][]byte {
 			`{"role":"assistant","content":[{"type":"output_text","text":"c","annotations":[]}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"x\":1}","id":"fc_1","status":"completed"},` +
 			`{"type":"function_call_output","call_id":"c1","output":"r"},{"role":"user","content":"and now?"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"tool_choice":"auto","include":["reasoning.encrypted_content"],"metadata":{"a":"b"},"future":1}`,
 		`{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"","namespace":null}]}`,
+		// vouched for, and built in the walk for a translated model: consecutive calls and
+		// assistant messages joining one turn, escaped values it decodes, empty content,
+		// content before role
+		`{"input":[{"content":[],"role":"user"},{"content":"a\u00e9","role":"assistant"},{"type":"function_call","call_id":"c1","name":"f\u006e","arguments":"{\"x\":\"\\n\"}"},{"type":"function_call","call_id":"c2","name":"g","arguments":""},` +
+			`{"type":"function_call_output","call_id":"c\u0031","output":"r\"1\""},{"type":"function_call_output","call_id":"c2","output":""},{"role":"assistant","content":[{"type":"output_text","text":"x"},{"text":"y\t","type":"output_text"}]},` +
+			`{"type":"function_call","call_id":"c3","name":"h","arguments":"{}"},{"role":"system","content":"s"},{"role":"developer","content":[{"type":"input_text","text":"d"}]}],"instructions":"i","model":"m"}`,
 		// the model after the input, as openai-python writes its members (sorted)
 		`{"input":[{"content":"Write a short paragraph.","role":"user"}],"instructions":"Be concise.","max_output_tokens":1024,"model":"m","store":false,"temperature":0.7}`,
 		`{"input":[{"role":"user","content":"x"}],"model":"m","model":"n"}`,

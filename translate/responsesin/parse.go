@@ -356,6 +356,9 @@ type parser struct {
 	// lazy leaves the messages' text as written (ParseLazy): the members of items and
 	// content parts that hold it (itemLiterals, partLiterals) are read without decoding.
 	lazy bool
+	// turns, when set, is where ParseHead's first pass builds the input items' messages
+	// as it checks them (a request that will be translated).
+	turns *turns
 }
 
 // The members of an item and of a content part that ParseLazy leaves as written: a
