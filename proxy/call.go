@@ -432,7 +432,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, r.upstreamLabel, upstream.StatusLabel(err)), took.Seconds())
+	observe(ctx, c.tracer, r.upstreamSeries(c.metrics).Of(upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name, b.credentialKey())
@@ -479,7 +479,7 @@ func (c *modelCall) countUsage(r *route) {
 // the route the call last asked about (a request's calls and its record ask for the same).
 func (c *modelCall) seriesOf(r *route) *metrics.Series {
 	if c.series == nil || c.seriesRoute != r {
-		c.series, c.seriesRoute = c.metrics.SeriesOf(r.label(), r.backend.name, c.key.name), r
+		c.series, c.seriesRoute = r.seriesFor(c.metrics, c.key.name), r
 	}
 	return c.series
 }
