@@ -124,8 +124,10 @@ type modelCall struct {
 	// continuedFrom is the route whose stream broke, once a continuation finished the
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
-	// tried is the request's attempts, for the ledger (attempts.go).
-	tried attemptLog
+	// tried is the request's attempts, for the ledger (attempts.go), noted only when
+	// noteAttempts is set (the server has a ledger).
+	tried        attemptLog
+	noteAttempts bool
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -512,9 +514,11 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
-	start := time.Now()
-	// After counted: the meter holds the attempt's charge (countUsage).
-	defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
+	if c.noteAttempts { // two clock readings a request spared without a ledger
+		start := time.Now()
+		// After counted: the meter holds the attempt's charge (countUsage).
+		defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
+	}
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}
