@@ -64,7 +64,7 @@ type upstreamKey struct{ backend, deployment string }
 // key, and the upstream observers of each deployment.
 type seriesCaches struct {
 	series   labelCache[seriesKey, *Series]
-	upstream labelCache[upstreamKey, *smallCache[string, prometheus.Observer]]
+	upstream labelCache[upstreamKey, *UpstreamSeries]
 }
 
 // Series records the per-request series of one model label, backend and key. A request
@@ -145,14 +145,47 @@ func (s *Series) CountEstimated() {
 	}).Inc()
 }
 
+// Is reports whether s is the Series of model, backend and key in m: a caller that kept a
+// Series (per route) checks it so before recording through it instead of asking SeriesOf.
+func (s *Series) Is(m *Metrics, model, backend, key string) bool {
+	return s.m == m && s.key == key && s.model == model && s.backend == backend
+}
+
 // UpstreamOf returns the observer of one upstream attempt's wait for response headers
 // on a deployment of backend, by status ("0" for a transport error)
 // (gateway_upstream_duration_seconds). deployment must be a bounded, configured value.
 func (m *Metrics) UpstreamOf(backend, deployment, code string) prometheus.Observer {
-	codes := m.series.upstream.get(upstreamKey{backend, deployment}, func() *smallCache[string, prometheus.Observer] {
-		return new(smallCache[string, prometheus.Observer])
+	return m.UpstreamSeriesOf(backend, deployment).Of(code)
+}
+
+// UpstreamSeries are the upstream observers of one deployment of a backend, one per
+// status (UpstreamOf); a caller may keep it (per route) and skip the lookup by names.
+// Safe for concurrent use.
+type UpstreamSeries struct {
+	m                   *Metrics
+	backend, deployment string
+	codes               smallCache[string, prometheus.Observer]
+}
+
+// UpstreamSeriesOf returns the upstream observers of deployment of backend; the same
+// *UpstreamSeries for the same names.
+func (m *Metrics) UpstreamSeriesOf(backend, deployment string) *UpstreamSeries {
+	return m.series.upstream.get(upstreamKey{backend, deployment}, func() *UpstreamSeries {
+		return &UpstreamSeries{m: m, backend: backend, deployment: deployment}
 	})
-	return codes.get(code, func() prometheus.Observer { return m.Upstream.WithLabelValues(backend, deployment, code) })
+}
+
+// Is reports whether u is the observers of deployment of backend in m.
+func (u *UpstreamSeries) Is(m *Metrics, backend, deployment string) bool {
+	return u.m == m && u.deployment == deployment && u.backend == backend
+}
+
+// Of returns the observer of an attempt that ended with status code ("0" for a transport
+// error), as UpstreamOf does.
+func (u *UpstreamSeries) Of(code string) prometheus.Observer {
+	return u.codes.get(code, func() prometheus.Observer {
+		return u.m.Upstream.WithLabelValues(u.backend, u.deployment, code)
+	})
 }
 
 // smallCache memoizes children by a key from a small set (a series' status codes): a

@@ -26,6 +26,26 @@ func TestSeries(t *testing.T) {
 	if m.SeriesOf("gpt", "oai", "alice") != alice {
 		t.Error("SeriesOf made a second Series for the same names")
 	}
+	for _, tt := range []struct {
+		m                   *Metrics
+		model, backend, key string
+		want                bool
+	}{
+		{m, "gpt", "oai", "alice", true},
+		{m, "gpt", "oai", "bob", false},
+		{m, "gpt", "other", "alice", false},
+		{m, "gpt-4o", "oai", "alice", false},
+		{New(prometheus.NewRegistry()), "gpt", "oai", "alice", false},
+	} {
+		if got := alice.Is(tt.m, tt.model, tt.backend, tt.key); got != tt.want {
+			t.Errorf("alice.Is(%q, %q, %q) = %v, want %v", tt.model, tt.backend, tt.key, got, tt.want)
+		}
+	}
+	up := m.UpstreamSeriesOf("oai", "oai/gpt-4o")
+	if m.UpstreamSeriesOf("oai", "oai/gpt-4o") != up || !up.Is(m, "oai", "oai/gpt-4o") || up.Is(m, "oai", "oai/*") || up.Is(m, "other", "oai/gpt-4o") {
+		t.Error("UpstreamSeriesOf made a second UpstreamSeries for the same names, or Is is wrong")
+	}
+	up.Of("200").Observe((5 * time.Millisecond).Seconds()) // counted with UpstreamOf's below
 	alice.CountRequest(502, false, "chat")
 	alice.CountRequest(200, true, "chat")
 	alice.CountRequest(200, false, "responses")
@@ -62,7 +82,7 @@ func TestSeries(t *testing.T) {
 	}{
 		{"durations", "gateway_request_duration_seconds", 4, 2},
 		{"ttft", "gateway_time_to_first_token_seconds", 2, 1},
-		{"upstream", "gateway_upstream_duration_seconds", 5, 3},
+		{"upstream", "gateway_upstream_duration_seconds", 6, 3}, // one through up.Of, into the series of UpstreamOf("oai", "oai/gpt-4o", "200")
 	}
 	for _, tt := range series {
 		if got := histogramCount(t, reg, tt.metric); got != tt.want {

@@ -124,8 +124,10 @@ type modelCall struct {
 	// continuedFrom is the route whose stream broke, once a continuation finished the
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
-	// tried is the request's attempts, for the ledger (attempts.go).
-	tried attemptLog
+	// tried is the request's attempts, for the ledger (attempts.go), noted only when
+	// noteAttempts is set (the server has a ledger).
+	tried        attemptLog
+	noteAttempts bool
 }
 
 // log returns the request's logger (request_id first), made on first use: most
@@ -432,7 +434,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
-	observe(ctx, c.tracer, c.metrics.UpstreamOf(b.name, r.upstreamLabel, upstream.StatusLabel(err)), took.Seconds())
+	observe(ctx, c.tracer, r.upstreamSeries(c.metrics).Of(upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
 		return nil, credentialFault(b.name, b.credentialKey())
@@ -479,7 +481,7 @@ func (c *modelCall) countUsage(r *route) {
 // the route the call last asked about (a request's calls and its record ask for the same).
 func (c *modelCall) seriesOf(r *route) *metrics.Series {
 	if c.series == nil || c.seriesRoute != r {
-		c.series, c.seriesRoute = c.metrics.SeriesOf(r.label(), r.backend.name, c.key.name), r
+		c.series, c.seriesRoute = r.seriesFor(c.metrics, c.key.name), r
 	}
 	return c.series
 }
@@ -512,9 +514,11 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
-	start := time.Now()
-	// After counted: the meter holds the attempt's charge (countUsage).
-	defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
+	if c.noteAttempts { // two clock readings a request spared without a ledger
+		start := time.Now()
+		// After counted: the meter holds the attempt's charge (countUsage).
+		defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
+	}
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
 	}

@@ -139,7 +139,7 @@ func (rt *runtime) newDeployments(name string, mc config.Model, r *route, prev *
 	for i, dc := range mc.Deployments {
 		dr := *r
 		dr.backend, dr.upstreamModel, dr.deployment, dr.model = rt.backends[dc.Backend], dc.UpstreamModel, dc.Name(), r
-		dr.upstreamLabel = dc.Name()
+		dr.upstreamLabel, dr.kept = dc.Name(), new(routeSeries)             // its own label's handles
 		dr.circuit = circuitKey(rt.cfg, name, dr.backend, dr.upstreamModel) // dc.Name() or none
 		dr.continuation = continuationOf(dr.backend, dr.upstreamModel, mc.Continuation)
 		d.routes[i] = &dr

@@ -87,6 +87,9 @@ type route struct {
 	upstreamLabel string
 	// cache is the model's response cache; nil for none.
 	cache *respCache
+	// kept are the route's metric handles (route_series.go); nil on a route made per
+	// request.
+	kept *routeSeries
 }
 
 // local returns the in-process provider that answers r, or nil when an upstream does:
@@ -178,7 +181,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
 			continuation: continuationOf(b, mc.UpstreamModel, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel),
-			upstreamLabel: b.name + "/" + mc.UpstreamModel}
+			upstreamLabel: b.name + "/" + mc.UpstreamModel, kept: new(routeSeries)}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}

@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"log/slog"
 	"math"
 	"os"
 	"regexp"
@@ -451,11 +452,12 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 	})
 }
 
-// TestAppendString_ShortWords: strings of 8 to 16 bytes are judged from two words, which
-// overlap below 16; each byte that needs an escape (or is part of a multi-byte character)
-// is found at every offset, as encoding/json writes it.
+// TestAppendString_ShortWords: strings of 8 to 32 bytes are judged from two to four
+// words, which overlap unless the length is a multiple of eight; each byte that needs an
+// escape (or is part of a multi-byte character) is found at every offset, as
+// encoding/json writes it, and so by AppendSlogString as log/slog writes it.
 func TestAppendString_ShortWords(t *testing.T) {
-	for n := 8; n <= 16; n++ {
+	for n := 7; n <= 33; n++ {
 		for at := 0; at < n; at++ {
 			for _, c := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\x7f", "\xff", "é"} {
 				s := strings.Repeat("a", at) + c + strings.Repeat("b", max(n-at-len(c), 0))
@@ -466,9 +468,23 @@ func TestAppendString_ShortWords(t *testing.T) {
 				if got := AppendString([]byte("dst:"), s); string(got) != "dst:"+string(want) {
 					t.Fatalf("AppendString(%q) = %s, want %s", s, got[4:], want)
 				}
+				var slogOut strings.Builder
+				slog.New(slog.NewJSONHandler(&slogOut, &slog.HandlerOptions{ReplaceAttr: dropTimeLevel})).Info(s)
+				wantSlog := strings.TrimSuffix(strings.TrimPrefix(slogOut.String(), `{"msg":`), "}\n")
+				if got := AppendSlogString([]byte("dst:"), s); string(got) != "dst:"+wantSlog {
+					t.Fatalf("AppendSlogString(%q) = %s, want %s", s, got[4:], wantSlog)
+				}
 			}
 		}
 	}
+}
+
+// dropTimeLevel leaves a slog record's time and level out of the JSON handler's line.
+func dropTimeLevel(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+		return slog.Attr{}
+	}
+	return a
 }
 
 // FuzzAppendLiteralMatchesDecodeThenAppend holds AppendLiteral to its contract: for
@@ -765,6 +781,12 @@ func TestAppendString_Blocks(t *testing.T) {
 				}
 				if got := AppendString([]byte("dst:"), s); string(got) != "dst:"+string(want) {
 					t.Fatalf("AppendString(%q) = %s, want %s", s, got[4:], want)
+				}
+				var slogOut strings.Builder
+				slog.New(slog.NewJSONHandler(&slogOut, &slog.HandlerOptions{ReplaceAttr: dropTimeLevel})).Info(s)
+				wantSlog := strings.TrimSuffix(strings.TrimPrefix(slogOut.String(), `{"msg":`), "}\n")
+				if got := AppendSlogString([]byte("dst:"), s); string(got) != "dst:"+wantSlog {
+					t.Fatalf("AppendSlogString(%q) = %s, want %s", s, got[4:], wantSlog)
 				}
 			}
 		}

@@ -87,9 +87,12 @@ func AppendSlogString(dst []byte, s string) []byte { return appendString(dst, s,
 
 // appendString is AppendString with the escaping e.
 func appendString(dst []byte, s string, e *escaping) []byte {
-	if n := len(s); n >= 8 && n <= 16 && plainWord(wordAt(s, 0)) && plainWord(wordAt(s, n-8)) {
-		// A name, an id, a model: two words, which overlap below 16 bytes, tell that the
-		// string goes as it is, where appendEscaped reads it a byte at a time.
+	if n := len(s); n >= 8 && n <= 32 && plainWord(wordAt(s, 0)) && plainWord(wordAt(s, n-8)) &&
+		(n <= 16 || plainWord(wordAt(s, 8)) && plainWord(wordAt(s, min(16, n-8)))) {
+		// A name, an id, a model: two to four words, the last overlapping the one before
+		// unless the length is a multiple of eight, tell that the string goes as it is,
+		// where appendEscaped reads it a byte at a time (a request id of 24 bytes, a
+		// completion id of 29).
 		dst = append(append(dst, '"'), s...)
 		return append(dst, '"')
 	}

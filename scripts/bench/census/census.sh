@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Counts the instructions of the bench's small chat request in one target process under
+# valgrind (PERFORMANCE.md, "The small request's fixed cost, eighth session"): the target
+# runs with GOMAXPROCS=1 GOGC=off (the gateway with GATEWAY_RUNTIME_TUNING=off, both with
+# GODEBUG=schedtrace=2147483647, as the bench's raw proxy), the shared bench's mock and
+# this directory's load client (main.go) in their own processes, one connection, one
+# request at a time.
+#
+# Usage: census.sh TARGET OUT N [GATEWAY]
+#   TARGET  raw (the bench's raw proxy), oai (the gateway's passthrough, model oai-bench)
+#           or anth (the gateway translating to Anthropic, model claude-bench)
+#   OUT     the output file: cachegrind's for N requests (TOOL=cachegrind, the default);
+#           with TOOL=callgrind, OUT.1 holds the N requests after 100 uncounted ones
+#   N       requests
+#   GATEWAY the gateway binary (oai, anth)
+# Environment: BENCH, the bench binary (scripts/bench/build.sh -o FILE; default
+# /tmp/bench-apis); LOAD, this directory's client (default: built into a temporary file).
+#
+# A request's count is the difference of two cachegrind runs over their difference in
+# requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
+set -euo pipefail
+tgt=${1:?TARGET} out=$(realpath -m "${2:?OUT}") n=${3:?N} gw=${4:-}
+here="$(cd "$(dirname "$0")" && pwd)"
+bench=${BENCH:-/tmp/bench-apis} tool=${TOOL:-cachegrind}
+d="$(mktemp -d)"; trap 'rm -rf "$d"' EXIT
+load=${LOAD:-}
+if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); fi
+mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
+"$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
+mpid=$!
+mkdir "$d/cfg" # the config alone in its directory: the gateway watches it, not the logs
+cat >"$d/cfg/gw.yaml" <<Y
+server: {listen: "127.0.0.1:$tp"}
+backends:
+  anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
+  oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
+models:
+  claude-bench: {backend: anth, upstream_model: claude-bench}
+  oai-bench: {backend: oai, upstream_model: oai-bench}
+keys:
+  bench: {key: "sk-bench", models: ["*"]}
+Y
+case $tgt in
+raw) cmd=("$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp") model=oai-bench ;;
+oai) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=oai-bench ;;
+anth) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench ;;
+*) echo "census.sh: TARGET is raw, oai or anth" >&2; exit 2 ;;
+esac
+opts=(--cache-sim=no "--cachegrind-out-file=$out")
+[ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
+GOMAXPROCS=1 GOGC=off GATEWAY_RUNTIME_TUNING=off GODEBUG=schedtrace=2147483647 \
+	valgrind --tool="$tool" "${opts[@]}" "${cmd[@]}" >"$d/target.log" 2>&1 &
+vpid=$!
+for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.2; done
+if [ "$tool" = callgrind ]; then
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n 100
+	callgrind_control -z "$vpid" >/dev/null
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n"
+	callgrind_control -d "$vpid" >/dev/null
+	kill -KILL "$vpid" # the dump is written; the raw proxy would not stop on SIGINT
+else
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n"
+	kill -TERM "$vpid" # cachegrind writes its file as the process ends
+fi
+wait "$vpid" || true
+kill "$mpid"; wait "$mpid" 2>/dev/null || true
