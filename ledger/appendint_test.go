@@ -1,0 +1,31 @@
+package ledger
+
+import (
+	"math"
+	"strconv"
+	"testing"
+)
+
+// TestAppendInt64 holds appendInt64 to strconv.AppendInt at and around its fast paths'
+// bounds, at the extremes, and after bytes already in the buffer.
+func TestAppendInt64(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 11, 42, 99, 100, 101, 429, 999, 1000, 1001, 65535, 1e12,
+		-1, -9, -10, -99, -100, -999, -1000, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		got, want := string(appendInt64([]byte("x,"), n)), string(strconv.AppendInt([]byte("x,"), n, 10))
+		if got != want {
+			t.Errorf("appendInt64(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// FuzzAppendInt64 checks appendInt64 against strconv.AppendInt for any number.
+func FuzzAppendInt64(f *testing.F) {
+	for _, n := range []int64{0, 7, 99, 999, 1000, -1, math.MaxInt64, math.MinInt64} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		if got, want := string(appendInt64(nil, n)), strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("appendInt64(%d) = %q, want %q", n, got, want)
+		}
+	})
+}
