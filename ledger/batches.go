@@ -474,9 +474,15 @@ func (e *batchEncoder) appendDict(b []byte, f int, s string) []byte {
 // record's numbers are small (zeros, a status, a dictionary index, a few tokens): those
 // under 1,000 are written here, without the call and its general loop.
 func appendInt64(b []byte, n int64) []byte {
-	switch {
-	case uint64(n) < 10:
+	if uint64(n) < 10 { // inlined: the zeros and indexes most of a record's numbers are
 		return append(b, byte('0'+n))
+	}
+	return appendInt64Slow(b, n)
+}
+
+// appendInt64Slow is appendInt64 of n ≥ 10 or negative.
+func appendInt64Slow(b []byte, n int64) []byte {
+	switch {
 	case uint64(n) < 100:
 		return append(b, byte('0'+n/10), byte('0'+n%10))
 	case uint64(n) < 1000:
