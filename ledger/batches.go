@@ -229,10 +229,10 @@ func (e *batchEncoder) reset() {
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
 // their defaults left out.
 func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
-	b = strconv.AppendInt(append(b, '['), r.Time.UnixMicro()-base, 10)
+	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
 	end := len(b)
 	num := func(b []byte, n int64) []byte {
-		b = strconv.AppendInt(append(b, ','), n, 10)
+		b = appendInt64(append(b, ','), n)
 		if n != 0 {
 			end = len(b)
 		}
@@ -340,12 +340,12 @@ func (e *batchEncoder) appendAttempts(b []byte, as []Attempt) []byte {
 		b = e.appendDict(append(b, '['), f, a.Backend)
 		b = e.appendDict(append(b, ','), f+1, a.Deployment)
 		b = e.appendDict(append(b, ','), f+2, a.Model)
-		b = strconv.AppendInt(append(b, ','), int64(a.Status), 10)
+		b = appendInt64(append(b, ','), int64(a.Status))
 		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
-		b = strconv.AppendInt(append(b, ','), a.Duration.Milliseconds(), 10)
+		b = appendInt64(append(b, ','), a.Duration.Milliseconds())
 		b = appendFlag(append(b, ','), a.Continued)
-		b = strconv.AppendInt(append(b, ','), a.PromptTokens, 10)
-		b = strconv.AppendInt(append(b, ','), a.CompletionTokens, 10)
+		b = appendInt64(append(b, ','), a.PromptTokens)
+		b = appendInt64(append(b, ','), a.CompletionTokens)
 		b = append(b, ']')
 	}
 	return append(b, ']')
@@ -467,7 +467,28 @@ func (e *batchEncoder) appendDict(b []byte, f int, s string) []byte {
 		}
 		last.s, last.i = s, i
 	}
-	return strconv.AppendInt(b, int64(last.i), 10)
+	return appendInt64(b, int64(last.i))
+}
+
+// appendInt64 appends n in decimal, as strconv.AppendInt(b, n, 10) does. Most of a
+// record's numbers are small (zeros, a status, a dictionary index, a few tokens): those
+// under 1,000 are written here, without the call and its general loop.
+func appendInt64(b []byte, n int64) []byte {
+	if uint64(n) < 10 { // inlined: the zeros and indexes most of a record's numbers are
+		return append(b, byte('0'+n))
+	}
+	return appendInt64Slow(b, n)
+}
+
+// appendInt64Slow is appendInt64 of n ≥ 10 or negative.
+func appendInt64Slow(b []byte, n int64) []byte {
+	switch {
+	case uint64(n) < 100:
+		return append(b, byte('0'+n/10), byte('0'+n%10))
+	case uint64(n) < 1000:
+		return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(b, n, 10)
 }
 
 // appendReal appends f as a JSON number SQLite reads as a REAL (with a point or an
@@ -492,11 +513,13 @@ func appendReal(b []byte, f float64) []byte {
 // appendJSONText appends s as a JSON string holding s's bytes as they are: '"', '\' and
 // the control characters escaped, nothing else (invalid UTF-8 is kept, not replaced as
 // jsonx.AppendString replaces it), so that every text reads back as it was written.
+// Its printable ASCII prefix with nothing to escape (all of a request or trace id,
+// most often) is found eight bytes at a time (jsonx.PlainPrefix) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := jsonx.PlainPrefix(s); i < len(s); i++ {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue

@@ -46,6 +46,9 @@ func rollupWith(recs []Record, anon anonymous) []rollupRows {
 		index[k] = 0
 		rows = append(rows, rollupRow{rollupKey: k, requests: anon.n, errors: anon.n})
 	}
+	// last is the row of the record before: a gateway's records come in runs of the same
+	// key, model and status, and comparing keys costs less than hashing one.
+	last := -1
 	for i := range recs {
 		r := &recs[i]
 		model := r.Served
@@ -54,11 +57,15 @@ func rollupWith(recs []Record, anon anonymous) []rollupRows {
 		}
 		sec := r.Time.Unix()
 		k := rollupKey{sec - sec%width, r.Key, r.Team, model, r.Deployment, r.Status}
-		j, ok := index[k]
-		if !ok {
-			j = len(rows)
-			index[k] = j
-			rows = append(rows, rollupRow{rollupKey: k})
+		j := last
+		if j < 0 || rows[j].rollupKey != k {
+			var ok bool
+			if j, ok = index[k]; !ok {
+				j = len(rows)
+				index[k] = j
+				rows = append(rows, rollupRow{rollupKey: k})
+			}
+			last = j
 		}
 		rows[j].add(&rollupRow{requests: 1, errors: errorCount(r.Status), prompt: r.PromptTokens,
 			cachedRead: r.CachedReadTokens, cacheWrite: r.CacheWriteTokens, completion: r.CompletionTokens,

@@ -149,8 +149,7 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 	if c.answeredBy != nil {
 		r.Served, priced = c.answeredBy.label(), c.answeredBy
 	}
-	if mc, ok := c.rt.cfg.Models[priced.name]; ok && mc.Price != nil {
-		p := mc.Price
+	if p := priced.price; p != nil { // models.<name>.price, kept on the route (runtime.go)
 		plain := max(0, u.PromptTokens-u.CachedTokens-u.CacheCreationTokens)
 		r.CostUSD = (float64(plain)*p.Input + float64(u.CachedTokens)*p.CachedInput +
 			float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output) / 1e6

@@ -23,7 +23,7 @@ func (l *countingLedger) Ready() error           { return nil }
 func BenchmarkToLedger(b *testing.B) {
 	l := &countingLedger{}
 	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
-	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}}
+	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, price: cfg.Models["m"].Price}
 	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
 		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
 	c.call = &c.ownCall
@@ -75,7 +75,8 @@ func BenchmarkToLedger_Queued(b *testing.B) {
 // openai/gpt-4o, with its usage and no attempt noted.
 func pricedRun(l Ledger) *requestRun {
 	cfg := &config.Config{Models: map[string]config.Model{"m": {Price: &config.Price{Input: 3, Output: 15}}}}
-	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o"}
+	r := &route{name: "m", metricLabel: "m", backend: &backend{name: "openai"}, upstreamLabel: "openai/gpt-4o",
+		price: cfg.Models["m"].Price}
 	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
 		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
 	c.call = &c.ownCall

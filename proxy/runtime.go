@@ -85,6 +85,10 @@ type route struct {
 	// model>" of a configured model or deployment, "<backend>/*" for a model the client
 	// named (bounded either way).
 	upstreamLabel string
+	// price is the configured model name's price (models.<name>.price), nil when it has
+	// none: the ledger prices a record by the route that answered without a lookup by
+	// name on each request.
+	price *config.Price
 	// cache is the model's response cache; nil for none.
 	cache *respCache
 	// kept are the route's metric handles (route_series.go); nil on a route made per
@@ -181,7 +185,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 			promptCache: mc.PromptCache == "auto", fallbacks: fallbacks, limited: true, rate: rate(mc.Limits),
 			requestTimeout: cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request), firstToken: mc.Timeouts.FirstToken,
 			continuation: continuationOf(b, mc.UpstreamModel, mc.Continuation), contextFallbacks: contextFallbacks, circuit: circuitKey(cfg, name, b, mc.UpstreamModel),
-			upstreamLabel: b.name + "/" + mc.UpstreamModel, kept: new(routeSeries)}
+			upstreamLabel: b.name + "/" + mc.UpstreamModel, price: mc.Price, kept: new(routeSeries)}
 		if len(mc.Script) > 0 {
 			rt.routes[name].scripted = mockScript(mc.Script)
 		}
@@ -374,7 +378,7 @@ func (rt *runtime) resolve(model string) (*route, error) {
 			r := &route{name: model, logName: clip(model, maxLoggedString), metricLabel: b.name + "/*", backend: b, upstreamModel: model[i+1:], requestTimeout: b.cfg.Timeouts.Request,
 				continuation: continuationOf(b, model[i+1:], ""), upstreamLabel: b.name + "/*"}
 			if mc, ok := rt.cfg.Models[model]; ok { // a configured model left out of routes
-				r.limited, r.rate = true, rate(mc.Limits)
+				r.limited, r.rate, r.price = true, rate(mc.Limits), mc.Price
 				r.continuation = continuationOf(b, r.upstreamModel, mc.Continuation)
 				r.requestTimeout = cmp.Or(mc.Timeouts.Request, b.cfg.Timeouts.Request)
 			}

@@ -1,0 +1,76 @@
+package ledger
+
+import (
+	"math"
+	"strconv"
+	"testing"
+)
+
+// TestAppendInt64 holds appendInt64 to strconv.AppendInt at and around its fast paths'
+// bounds, at the extremes, and after bytes already in the buffer.
+func TestAppendInt64(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 11, 42, 99, 100, 101, 429, 999, 1000, 1001, 65535, 1e12,
+		-1, -9, -10, -99, -100, -999, -1000, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		got, want := string(appendInt64([]byte("x,"), n)), string(strconv.AppendInt([]byte("x,"), n, 10))
+		if got != want {
+			t.Errorf("appendInt64(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// FuzzAppendInt64 checks appendInt64 against strconv.AppendInt for any number.
+func FuzzAppendInt64(f *testing.F) {
+	for _, n := range []int64{0, 7, 99, 999, 1000, -1, math.MaxInt64, math.MinInt64} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		if got, want := string(appendInt64(nil, n)), strconv.FormatInt(n, 10); got != want {
+			t.Fatalf("appendInt64(%d) = %q, want %q", n, got, want)
+		}
+	})
+}
+
+// appendJSONTextByByte is appendJSONText as it was before it copied its plain prefix
+// whole: every byte looked at, the reference the fuzz target holds it to.
+func appendJSONTextByByte(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// FuzzAppendJSONText checks appendJSONText against the byte-by-byte writer for any text,
+// seeded with ids, escapes after a plain prefix of each length around the word size,
+// '<', '>', '&' (plain here, not for jsonx) and invalid UTF-8.
+func FuzzAppendJSONText(f *testing.F) {
+	for _, s := range []string{"", "req_0123456789abcdef01234567", "4bf92f3577b34da6a3ce929d0e0e4736",
+		"1234567\"", "12345678\n", "123456789\\", "0123456789abcdef0123456789abcdef0123456789\x01x",
+		"a<b>&c", "caf\xc3\xa9 \xff\xfe", "\u2028", "tab\there"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(appendJSONText([]byte("x"), s)), string(appendJSONTextByByte([]byte("x"), s)); got != want {
+			t.Fatalf("appendJSONText(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
