@@ -251,7 +251,7 @@ func releaseHeld(err error, f forwarder, o *sseOut) error {
 	if !ok || !errors.As(err, &h) {
 		return err
 	}
-	o.buf = holder.appendHeld(o.buf[:0], h)
+	o.buf = holder.appendHeld(o.buf, h)
 	if werr := o.write(); werr != nil {
 		return werr
 	}

@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -47,9 +47,8 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 			for _, ev := range tt.events {
 				want = ref.Encode(want, ev)
 			}
-			var got bytes.Buffer
-			w := bufio.NewWriterSize(&got, streamBufferSize)
-			o := &sseOut{c: &requestRun{committed: true}, w: w, enc: newEnc(), cancel: func() {}}
+			var got countingWriter
+			o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got}, enc: newEnc(), cancel: func() {}}
 			for i, ev := range tt.events {
 				if err := o.Event(ev); err != nil {
 					t.Fatalf("event %d: %v", i, err)
@@ -66,7 +65,88 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want) {
 				t.Errorf("the client got\n%.300q\nwant\n%.300q", got.Bytes(), want)
 			}
+			// No write is empty.
+			for i, n := range got.writes {
+				if n == 0 {
+					t.Errorf("write %d is empty", i)
+				}
+			}
 		})
+	}
+}
+
+// countingWriter is a client connection that notes the size of each write.
+type countingWriter struct {
+	bytes.Buffer
+	writes []int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, len(p))
+	return w.Buffer.Write(p)
+}
+
+// TestSSEOut_WritesAtReadEnd: events are held until the read's end (sync) unless they
+// reach streamBufferSize, and a write takes every whole event held.
+func TestSSEOut_WritesAtReadEnd(t *testing.T) {
+	var got countingWriter
+	o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got}, cancel: func() {},
+		enc: openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)}
+	small := &translate.Event{Kind: translate.EventTextDelta, Text: "hello"}
+	for range 3 {
+		if err := o.Event(small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got.writes) != 0 {
+		t.Fatalf("%d writes before the read's end", len(got.writes))
+	}
+	if err := o.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.writes) != 1 {
+		t.Fatalf("%d writes for one read, want 1", len(got.writes))
+	}
+	large := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat("x", streamBufferSize)}
+	if err := o.Event(large); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.writes) != 2 || got.writes[1] < streamBufferSize {
+		t.Fatalf("writes %v: a buffer's worth is written at once", got.writes)
+	}
+	if len(o.buf) != 0 {
+		t.Fatalf("%d bytes held after a write", len(o.buf))
+	}
+}
+
+// failingStream is an encoder that appends part of an event and fails, as an encoder
+// that meets a bad event midway may.
+type failingStream struct{ translate.ClientStream }
+
+func (failingStream) AppendEvent(dst []byte, _ *translate.Event) ([]byte, error) {
+	return append(dst, "data: {\"half"...), errors.New("bad event")
+}
+
+// TestSSEOut_FailedEventLeavesNothing: the bytes of an event whose encoder failed never
+// reach the client; the events before it do.
+func TestSSEOut_FailedEventLeavesNothing(t *testing.T) {
+	var got countingWriter
+	good := openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)
+	o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got}, cancel: func() {}, enc: good}
+	ev := &translate.Event{Kind: translate.EventTextDelta, Text: "hello"}
+	if err := o.Event(ev); err != nil {
+		t.Fatal(err)
+	}
+	held := string(o.buf)
+	o.enc = failingStream{good}
+	if err := o.Event(ev); err == nil {
+		t.Fatal("the failing encoder's error was lost")
+	}
+	if err := o.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != held {
+		t.Fatalf("the client got %q, want only the whole event %q", got.String(), held)
 	}
 }
 
@@ -75,8 +155,7 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 func TestSSEOut_NoAllocations(t *testing.T) {
 	var sink bytes.Buffer
 	sink.Grow(1 << 20)
-	w := bufio.NewWriterSize(&sink, streamBufferSize)
-	o := &sseOut{c: &requestRun{committed: true}, w: w, cancel: func() {},
+	o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &sink}, cancel: func() {},
 		enc: openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)}
 	large := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat("x", 6000)}
 	small := &translate.Event{Kind: translate.EventTextDelta, Text: "hello"}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -43,11 +42,11 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 		o.errs = o.enc
 	}
 	sink := &streamSink{}
+	o.w = sink
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
 		sink.yield = yield
-		o.w = bufio.NewWriterSize(sink, streamBufferSize)
 		defer c.releaseScratch() // last: nothing reads the request any more
-		defer o.w.Flush()        // what the writer left buffered, as fasthttp's stream writer did
+		defer o.sync()           // what the writer left buffered, as fasthttp's stream writer did
 		defer c.endLimits()      // charge the usage, release the slots
 		defer cancel()
 		defer c.s.metrics.Inflight.Dec()
@@ -89,8 +88,8 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	c.answerHeaders(&ctx.Response.Header)
 }
 
-// streamBufferSize is the stream writer's buffer: events that arrive together are written
-// together, up to this many bytes a write.
+// streamBufferSize is the most the stream writer holds back: events that arrive together
+// are written together, in writes of this many bytes or, at the end of a read, fewer.
 const streamBufferSize = 4 << 10
 
 // streamSink is where the stream writer's flushes go. Until the client's writer is known
@@ -201,11 +200,11 @@ func (c *requestRun) recoverStream(o *sseOut) {
 	if !c.committed {
 		c.committed = true
 		o.started <- &a
-		o.w.Write(o.errs.AppendErrorBody(nil, &e))
+		o.buf = o.errs.AppendErrorBody(o.buf, &e)
 	} else { // the client has the SSE headers: end the stream in-band
-		o.w.Write(o.errs.AppendErrorEvent(nil, &e))
+		o.buf = o.errs.AppendErrorEvent(o.buf, &e)
 	}
-	o.w.Flush()
+	o.sync()
 }
 
 // refuse answers a stream that failed before it started, once: err's status, sent to the
@@ -215,7 +214,7 @@ func (c *requestRun) refuse(err error, o *sseOut) int {
 	a := c.s.render(c.rid, err)
 	o.started <- &a
 	e := c.clientError(a)
-	o.w.Write(o.errs.AppendErrorBody(nil, &e))
+	o.buf = o.errs.AppendErrorBody(o.buf, &e)
 	return a.Status
 }
 
@@ -226,13 +225,16 @@ func (c *requestRun) clientError(a apiError) translate.ClientError {
 
 // sseOut writes events to the client in its API's wire format (enc, the client dialect's
 // translate.ClientStream; nil for a forwarded stream, whose events are the upstream's, and
-// whose errors errs writes): the one stream writer of every client API. Events are written
-// as they are decoded and flushed at the end of every upstream read (and at every
-// keep-alive and the end), so nothing ever waits for more upstream data, while events
-// that arrived together share one write to the client.
+// whose errors errs writes): the one stream writer of every client API. Events are encoded
+// as they are decoded, straight after the ones before them in buf, and buf is written to
+// the client (sync) at the end of every upstream read (and at every keep-alive and the
+// end), or sooner once it holds streamBufferSize bytes, so nothing ever waits for more
+// upstream data, while events that arrived together share one write to the client. buf
+// holds whole events only: an encoder's bytes join it when the encoder returns without
+// error, so a panic or a failed event leaves none of its bytes behind.
 type sseOut struct {
 	c       *requestRun
-	w       *bufio.Writer
+	w       *streamSink
 	enc     translate.ClientStream
 	errs    translate.ClientErrors
 	buf     []byte
@@ -258,10 +260,11 @@ func (o *sseOut) Event(ev *translate.Event) error {
 	if o.c.firstT.IsZero() && isContent(ev.Kind) {
 		o.c.firstT = time.Now()
 	}
-	var err error
-	if o.buf, err = o.enc.AppendEvent(o.buf[:0], ev); err != nil {
+	b, err := o.enc.AppendEvent(o.buf, ev)
+	if err != nil {
 		return err
 	}
+	o.buf = b
 	return o.write()
 }
 
@@ -275,35 +278,27 @@ func isContent(k translate.EventKind) bool {
 
 func (o *sseOut) KeepAlive() error {
 	o.commit()
-	o.buf = o.enc.AppendKeepAlive(o.buf[:0])
-	return o.flush()
+	o.buf = o.enc.AppendKeepAlive(o.buf)
+	return o.sync()
 }
 
-// write buffers o.buf for the client.
+// write is called after bytes joined o.buf: it sends them to the client once they reach
+// streamBufferSize, and otherwise leaves them for the read's end (sync).
 func (o *sseOut) write() error {
-	if len(o.buf) == 0 {
+	if len(o.buf) < streamBufferSize {
 		return nil
-	}
-	if _, err := o.w.Write(o.buf); err != nil {
-		return o.gone()
-	}
-	return nil
-}
-
-// flush writes o.buf and sends everything buffered to the client.
-func (o *sseOut) flush() error {
-	if err := o.write(); err != nil {
-		return err
 	}
 	return o.sync()
 }
 
 // sync sends what is buffered to the client.
 func (o *sseOut) sync() error {
-	if o.w.Buffered() == 0 {
+	if len(o.buf) == 0 {
 		return nil
 	}
-	if err := o.w.Flush(); err != nil {
+	_, err := o.w.Write(o.buf)
+	o.buf = o.buf[:0]
+	if err != nil {
 		return o.gone()
 	}
 	return nil
@@ -337,12 +332,12 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
 		e := c.clientError(c.s.render(c.rid, err))
-		o.buf = o.errs.AppendErrorEvent(o.buf[:0], &e)
-		o.flush()
+		o.buf = o.errs.AppendErrorEvent(o.buf, &e)
+		o.sync()
 	case err == nil:
 		if f == nil {
-			o.buf = o.enc.Finish(o.buf[:0])
-			o.flush()
+			o.buf = o.enc.Finish(o.buf)
+			o.sync()
 		}
 		run.answered(ctx, nil)
 	}
@@ -375,9 +370,8 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 			f.begin(r)
 			call.armFirst(r)
 			err = r.backend.client.Pump(ctx, body, call.reads, func(typ, data []byte) error { // its framing: SSE, or Bedrock's event stream
-				var how passed
-				var err error
-				o.buf, how, err = f.event(o.buf[:0], typ, data, &call.meter)
+				mark := len(o.buf)
+				out, how, err := f.event(o.buf, typ, data, &call.meter)
 				if how&(passSent|passWrite) != 0 {
 					if ferr := call.showing(); ferr != nil {
 						return ferr
@@ -387,8 +381,12 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 					call.sent = true
 				}
 				if how&passWrite == 0 {
-					return err
+					return err // nothing of it joins o.buf
 				}
+				if len(out) < mark { // a forwarder keeps what it was given (forwarder.event)
+					return fmt.Errorf("forwarded event: %d bytes returned of %d given", len(out), mark)
+				}
+				o.buf = out
 				o.commit()
 				if how&passContent != 0 && c.firstT.IsZero() {
 					c.firstT = time.Now()

@@ -97,8 +97,8 @@ func versionLine() string {
 
 // commandFlags are the values of the command line's flags.
 type commandFlags struct {
-	config, runtimeTuning, cpuProfile *string
-	version                           *bool
+	config, runtimeTuning, startPages, cpuProfile *string
+	version                                       *bool
 }
 
 // gatewayFlags returns the command line's flag set, writing its errors and usage to out,
@@ -111,6 +111,7 @@ func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags)
 		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
 		version:       fs.Bool("version", false, "print the version and exit"),
 		runtimeTuning: fs.String("runtime-tuning", "", "keep the Go runtime's system monitor from parking when idle (less CPU at moderate load): awake (default: one more processor, kept by a sleeping goroutine while the gateway is idle; GOMAXPROCS is fixed at start), schedtrace (re-exec with GODEBUG=schedtrace=2147483647; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) or off (the runtime's defaults) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
+		startPages:    fs.String("start-pages", "", "release (default): once the server listens, drop the pages of the binary the start mapped (its packages' init functions; about 20 MB of RSS) from the process, the kernel keeping them cached; keep: leave them mapped (env "+envStartPages+"; PERFORMANCE.md)"),
 		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)"),
 	}
 }
@@ -143,6 +144,10 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 		return nil
 	}
 	tuning, err := runtimeTuning(*flags.runtimeTuning, environ)
+	if err != nil {
+		return err
+	}
+	pages, err := startPages(*flags.startPages, environ)
 	if err != nil {
 		return err
 	}
@@ -226,8 +231,15 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 	if awake.err != nil {
 		logger.Warn("runtime tuning: the runtime's defaults instead", "error", awake.err)
 	}
+	var released int64
+	if pages == startPagesRelease {
+		if released, err = releaseStartPages(); err != nil {
+			logger.Warn("start pages: left mapped", "error", err)
+		}
+	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
-		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0))
+		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0),
+		"start_pages", pages, "start_pages_released_bytes", released)
 	metricsErr := make(chan error, 1)
 	if cfg.Metrics.Listen != "" {
 		mln, err := net.Listen("tcp", cfg.Metrics.Listen)
