@@ -30,34 +30,9 @@ func FuzzAppendInt64(f *testing.F) {
 	})
 }
 
-// appendJSONTextByByte is appendJSONText as it was before it copied its plain prefix
-// whole: every byte looked at, the reference the fuzz target holds it to.
-func appendJSONTextByByte(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	return append(append(b, s[start:]...), '"')
-}
+// appendJSONTextByByte is appendJSONText looking at every byte, without the plain
+// prefix jsonx.PlainPrefix finds: the reference the fuzz target holds it to.
+func appendJSONTextByByte(b []byte, s string) []byte { return appendJSONTextFrom(b, s, 0) }
 
 // FuzzAppendJSONText checks appendJSONText against the byte-by-byte writer for any text,
 // seeded with ids, escapes after a plain prefix of each length around the word size,

@@ -516,10 +516,16 @@ func appendReal(b []byte, f float64) []byte {
 // Its printable ASCII prefix with nothing to escape (all of a request or trace id,
 // most often) is found eight bytes at a time (jsonx.PlainPrefix) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
+	return appendJSONTextFrom(b, s, jsonx.PlainPrefix(s))
+}
+
+// appendJSONTextFrom is appendJSONText given that s[:plain] has nothing to escape: it
+// looks at the bytes from plain on one by one (0 looks at every byte).
+func appendJSONTextFrom(b []byte, s string, plain int) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
-	for i := jsonx.PlainPrefix(s); i < len(s); i++ {
+	for i := plain; i < len(s); i++ {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
