@@ -71,8 +71,8 @@ func TestQueue_RoundTrip(t *testing.T) {
 			Duration: time.Second, Continued: true, PromptTokens: 9, CompletionTokens: 10},
 			{Backend: "b2", Deployment: "b2/m", Model: "m", Status: 200}},
 		AttemptsOmitted: 3, AttemptsJSON: `[{"x":1}]`,
-		Tools:           []ToolUse{{Name: "search", Source: "mcp", Calls: 2, Errors: 1, Duration: time.Second}, {Name: "calc"}},
-		ToolsOmitted:    4, ToolsJSON: `[{"y":2}]`}
+		Tools:        []ToolUse{{Name: "search", Source: "mcp", Calls: 2, Errors: 1, Duration: time.Second}, {Name: "calc"}},
+		ToolsOmitted: 4, ToolsJSON: `[{"y":2}]`}
 	many := func(n int, f func(i int) Record) []Record {
 		out := make([]Record, n)
 		for i := range out {
