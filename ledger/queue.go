@@ -13,9 +13,8 @@ const blockLen = 256
 // memory, ninth session"): a queued record is a qrec, a fixed-size struct of numbers,
 // whose texts are spans of its block's byte arena and whose attempts and tools are
 // spans of the block's arrays of qattempt and qtool, themselves numbers and spans. A
-// block's arrays are byte and number arrays, which the collector does not look into,
-// and the block's own pointers (the arrays' headers) come first in it, so that it scans
-// three words of a block, not its 70 KB. The writer turns a block's records back into
+// block's arrays are byte and number arrays, which the collector does not look into:
+// it scans a small struct a block, not its 70 KB. The writer turns a block's records back into
 // Records (decoder) when it writes them.
 
 // span is a text's place in its block's arena: text[off:off+n]; or, for attempts and
@@ -96,14 +95,16 @@ type qtool struct {
 // maxArena bounds a block's text arena so that a span's offset fits its uint32.
 const maxArena = math.MaxUint32
 
-// block is a run of queued records: recs[:n] are filled. Its slices come first (the
-// only pointers of the block, so the collector scans its first words alone).
+// block is a run of queued records: recs[:n] are filled. Its record array is an
+// allocation of its own, which holds no pointers: the collector neither scans it nor
+// counts it as memory to scan (as it would count a whole block that held the arrays'
+// headers beside it).
 type block struct {
 	text  []byte
 	att   []qattempt
 	tools []qtool
+	recs  *[blockLen]qrec
 	n     int
-	recs  [blockLen]qrec
 }
 
 // queue holds the records waiting for the writer in fixed blocks, so that adding one
@@ -136,7 +137,7 @@ func (q *queue) push(r *Record) {
 		if k := len(q.free); k > 0 {
 			b, q.free = q.free[k-1], q.free[:k-1]
 		} else {
-			b = new(block)
+			b = &block{recs: new([blockLen]qrec)}
 		}
 		q.blocks = append(q.blocks, b)
 		q.last = [nTextSlots]string{}
