@@ -160,12 +160,14 @@ func (q *queue) push(r *Record) {
 	if r.Time.Location() == time.UTC {
 		rec.flags |= fUTC
 	}
-	for i, s := range [nRecordTexts]string{tKey: r.Key, tTeam: r.Team, tAPI: r.API, tModel: r.Model, tServed: r.Served,
-		tBackend: r.Backend, tErrorType: r.ErrorType, tDeployment: r.Deployment, tContinuedFrom: r.ContinuedFrom,
-		tRequestID: r.RequestID, tTraceID: r.TraceID, tPrompt: r.Prompt, tCompletion: r.Completion,
-		tAttemptsJSON: r.AttemptsJSON, tToolsJSON: r.ToolsJSON} {
-		rec.text[i] = q.text(b, i, s)
-	}
+	t := &rec.text
+	t[tKey], t[tTeam], t[tAPI] = q.name(b, tKey, r.Key), q.name(b, tTeam, r.Team), q.name(b, tAPI, r.API)
+	t[tModel], t[tServed], t[tBackend] = q.name(b, tModel, r.Model), q.name(b, tServed, r.Served), q.name(b, tBackend, r.Backend)
+	t[tErrorType], t[tDeployment] = q.name(b, tErrorType, r.ErrorType), q.name(b, tDeployment, r.Deployment)
+	t[tContinuedFrom] = q.name(b, tContinuedFrom, r.ContinuedFrom)
+	t[tRequestID], t[tTraceID] = b.own(r.RequestID), b.own(r.TraceID)
+	t[tPrompt], t[tCompletion] = b.own(r.Prompt), b.own(r.Completion)
+	t[tAttemptsJSON], t[tToolsJSON] = b.own(r.AttemptsJSON), b.own(r.ToolsJSON)
 	if k := len(r.Attempts); k > 0 {
 		if b.att == nil {
 			b.att = make([]qattempt, 0, blockLen) // one attempt a record, most often
@@ -173,8 +175,8 @@ func (q *queue) push(r *Record) {
 		rec.attempts = span{uint32(len(b.att)), uint32(k)}
 		for i := range r.Attempts {
 			a := &r.Attempts[i]
-			b.att = append(b.att, qattempt{text: [4]span{q.text(b, taBackend, a.Backend), q.text(b, taDeployment, a.Deployment),
-				q.text(b, taModel, a.Model), q.text(b, taErrorType, a.ErrorType)},
+			b.att = append(b.att, qattempt{text: [4]span{q.name(b, taBackend, a.Backend), q.name(b, taDeployment, a.Deployment),
+				q.name(b, taModel, a.Model), q.name(b, taErrorType, a.ErrorType)},
 				status: int64(a.Status), duration: a.Duration, continued: a.Continued,
 				promptTokens: a.PromptTokens, completionTokens: a.CompletionTokens})
 		}
@@ -183,7 +185,7 @@ func (q *queue) push(r *Record) {
 		rec.tools = span{uint32(len(b.tools)), uint32(k)}
 		for i := range r.Tools {
 			t := &r.Tools[i]
-			b.tools = append(b.tools, qtool{text: [2]span{q.text(b, ttName, t.Name), q.text(b, ttSource, t.Source)},
+			b.tools = append(b.tools, qtool{text: [2]span{q.name(b, ttName, t.Name), q.name(b, ttSource, t.Source)},
 				calls: int64(t.Calls), errors: int64(t.Errors), duration: t.Duration})
 		}
 	}
@@ -191,21 +193,29 @@ func (q *queue) push(r *Record) {
 	q.n++
 }
 
-// text returns s's span in b's arena: the last span of slot when s is the slot's last
-// text in b, else a copy of s appended (empty when the arena has no room left for it).
-func (q *queue) text(b *block, slot int, s string) span {
-	if s == "" {
+// name returns the span in b's arena of s, a name (a key, a model...): the last span of
+// slot when s is the slot's last text in b (a name as a rule repeats the record
+// before's), else a copy of s appended (empty when the arena has no room left for it).
+func (q *queue) name(b *block, slot int, s string) span {
+	if len(s) == 0 {
 		return span{}
 	}
 	if s == q.last[slot] {
 		return q.lastAt[slot]
 	}
-	if len(s) > maxArena-len(b.text) {
+	at := b.own(s)
+	q.last[slot], q.lastAt[slot] = s, at
+	return at
+}
+
+// own returns the span of a copy of s appended to b's arena (empty when s is, or when
+// the arena has no room left for it).
+func (b *block) own(s string) span {
+	if len(s) == 0 || len(s) > maxArena-len(b.text) {
 		return span{}
 	}
 	at := span{uint32(len(b.text)), uint32(len(s))}
 	b.text = append(b.text, s...)
-	q.last[slot], q.lastAt[slot] = s, at
 	return at
 }
 
