@@ -251,7 +251,6 @@ const writeTimeout = 10 * time.Second
 func (l *Ledger) write() {
 	defer close(l.done)
 	batch := make([]Record, 0, l.opts.BatchSize)
-	var dec decoder
 	tick := time.NewTicker(l.opts.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -266,7 +265,7 @@ func (l *Ledger) write() {
 			stop = true
 		}
 		l.timedWrite(func() {
-			l.writeQueued(batch, &dec)
+			l.writeQueued(batch)
 			if unspool {
 				l.unspool()
 			}
@@ -280,10 +279,10 @@ func (l *Ledger) write() {
 	}
 }
 
-// writeQueued takes the queue and writes it in batches of BatchSize, decoded by dec
-// into batch (empty, of capacity BatchSize), which it leaves cleared, so that written
-// records' strings are not kept.
-func (l *Ledger) writeQueued(batch []Record, dec *decoder) {
+// writeQueued takes the queue and writes it in batches of BatchSize, copied into batch
+// (empty, of capacity BatchSize), which it leaves cleared, so that written records'
+// strings are not kept.
+func (l *Ledger) writeQueued(batch []Record) {
 	l.mu.Lock()
 	blocks := l.q.take()
 	l.mu.Unlock()
@@ -292,24 +291,21 @@ func (l *Ledger) writeQueued(batch []Record, dec *decoder) {
 		return
 	}
 	for _, b := range blocks {
-		dec.startBlock()
-		for i := range b.n {
-			batch = batch[:len(batch)+1]
-			dec.record(b, i, &batch[len(batch)-1])
+		for recs := b.records(); len(recs) > 0; {
+			n := min(len(recs), cap(batch)-len(batch))
+			batch = append(batch, recs[:n]...)
+			recs = recs[n:]
 			if len(batch) == cap(batch) {
 				l.flush(batch)
 				clear(batch)
 				batch = batch[:0]
-				dec.reset()
 			}
 		}
 	}
 	if len(batch) > 0 {
 		l.flush(batch)
 		clear(batch)
-		dec.reset()
 	}
-	dec.startBlock()
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)
 	l.mu.Unlock()
