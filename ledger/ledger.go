@@ -113,6 +113,7 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 	}
 	l := &Ledger{opts: opts, st: st, full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
+	l.q.size = min(opts.BatchSize, maxBlockLen)
 	if opts.SpoolPath != "" {
 		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
 		if err := l.spool.open(); err != nil {
@@ -250,7 +251,6 @@ const writeTimeout = 10 * time.Second
 // Flush and at Close, it takes every waiting record and writes them in batches.
 func (l *Ledger) write() {
 	defer close(l.done)
-	batch := make([]Record, 0, l.opts.BatchSize)
 	tick := time.NewTicker(l.opts.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -265,7 +265,7 @@ func (l *Ledger) write() {
 			stop = true
 		}
 		l.timedWrite(func() {
-			l.writeQueued(batch)
+			l.writeQueued()
 			if unspool {
 				l.unspool()
 			}
@@ -279,10 +279,9 @@ func (l *Ledger) write() {
 	}
 }
 
-// writeQueued takes the queue and writes it in batches of BatchSize, copied into batch
-// (empty, of capacity BatchSize), which it leaves cleared, so that written records'
-// strings are not kept.
-func (l *Ledger) writeQueued(batch []Record) {
+// writeQueued takes the queue and writes it a block at a time (a block is at most
+// BatchSize records: queue.go), each block's records as they are, without a copy.
+func (l *Ledger) writeQueued() {
 	l.mu.Lock()
 	blocks := l.q.take()
 	l.mu.Unlock()
@@ -291,20 +290,7 @@ func (l *Ledger) writeQueued(batch []Record) {
 		return
 	}
 	for _, b := range blocks {
-		for recs := b.records(); len(recs) > 0; {
-			n := min(len(recs), cap(batch)-len(batch))
-			batch = append(batch, recs[:n]...)
-			recs = recs[n:]
-			if len(batch) == cap(batch) {
-				l.flush(batch)
-				clear(batch)
-				batch = batch[:0]
-			}
-		}
-	}
-	if len(batch) > 0 {
-		l.flush(batch)
-		clear(batch)
+		l.flush(b.records())
 	}
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)

@@ -1,13 +1,16 @@
 package ledger
 
-// blockLen is how many records a queue block holds (about 80 KB).
-const blockLen = 256
+// maxBlockLen bounds a queue block's records: a block is min(BatchSize, maxBlockLen)
+// records (912 KB at the default 2,000).
+const maxBlockLen = 4096
 
 // block is a run of queued records: recs[:n] are filled. att holds copies of their
 // attempts (Record.Attempts), so that Add keeps none of its caller's memory and the
 // caller needs no copy of its own: a request's record is built without allocating.
+// The writer writes a block's records as they are, one transaction a block (no copy
+// into a batch of its own).
 type block struct {
-	recs [blockLen]Record
+	recs []Record
 	n    int
 	att  []Attempt
 }
@@ -15,12 +18,15 @@ type block struct {
 // records are b's filled records.
 func (b *block) records() []Record { return b.recs[:b.n] }
 
-// queue holds the records waiting for the writer in fixed blocks, so that adding one
-// copies one record and never a growing slice, and its memory follows what waits: the
-// writer takes the blocks, and gives them back once written, cleared, for reuse up to
-// about two batches' worth; the rest are left to the garbage collector. It is not safe
-// for concurrent use (the Ledger's mutex guards it).
+// queue holds the records waiting for the writer in fixed blocks of size records (a
+// batch's worth), so that adding one copies one record and never a growing slice, and
+// its memory follows what waits, a batch at a time: the writer takes the blocks, writes
+// each, and gives them back, cleared, for reuse up to about two batches' worth; the rest
+// are left to the garbage collector. It is not safe for concurrent use (the Ledger's
+// mutex guards it).
 type queue struct {
+	// size is a block's records, set before the first push.
+	size   int
 	blocks []*block
 	// n counts the records in blocks.
 	n int
@@ -32,13 +38,13 @@ type queue struct {
 // push copies *r, and its attempts, to the end of the queue.
 func (q *queue) push(r *Record) {
 	var b *block
-	if k := len(q.blocks); k > 0 && q.blocks[k-1].n < blockLen {
+	if k := len(q.blocks); k > 0 && q.blocks[k-1].n < len(q.blocks[k-1].recs) {
 		b = q.blocks[k-1]
 	} else {
 		if k := len(q.free); k > 0 {
 			b, q.free = q.free[k-1], q.free[:k-1]
 		} else {
-			b = new(block)
+			b = &block{recs: make([]Record, q.size)}
 		}
 		q.blocks = append(q.blocks, b)
 	}
@@ -46,7 +52,7 @@ func (q *queue) push(r *Record) {
 	*rec = *r
 	if k := len(r.Attempts); k > 0 {
 		if b.att == nil {
-			b.att = make([]Attempt, 0, blockLen) // one attempt a record, most often
+			b.att = make([]Attempt, 0, len(b.recs)) // one attempt a record, most often
 		}
 		// A full arena grows by append: the records already in it keep the old array,
 		// which is let go with them.
@@ -69,7 +75,7 @@ func (q *queue) take() []*block {
 // recycle gives back the blocks take returned: cleared, and kept for reuse while the
 // free ones hold fewer than 2×batch records.
 func (q *queue) recycle(blocks []*block, batch int) {
-	keep := (2*batch + blockLen - 1) / blockLen
+	keep := (2*batch + q.size - 1) / q.size
 	for i, b := range blocks {
 		if len(q.free) < keep {
 			clear(b.recs[:b.n])

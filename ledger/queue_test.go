@@ -14,9 +14,10 @@ import (
 
 // TestLedger_QueueMemoryFollowsWhatWaits: with the default queue_size (65,536 records),
 // a ledger that has written 20,000 records in batches of 2,000 holds about two batches'
-// worth of queue (2 × 2,000 × 312 bytes ≈ 1.2 MB, and the writer's batch), not
-// queue_size's worth (20 MB, which a channel of records held from the start, scanned by
-// the garbage collector on every cycle).
+// worth of queue (at most 2 blocks × 2,000 × 456 bytes ≈ 1.8 MB; 0.9 MB measured, one
+// block, which the writer writes without a copy; 1.9 MB with 513da79's blocks of 256
+// and its batch copy), not queue_size's worth (20 MB, which a channel of records held
+// from the start, scanned by the garbage collector on every cycle).
 func TestLedger_QueueMemoryFollowsWhatWaits(t *testing.T) {
 	heap := func() int64 {
 		runtime.GC()
@@ -50,9 +51,10 @@ func TestLedger_QueueMemoryFollowsWhatWaits(t *testing.T) {
 // TestLedger_AddCopiesAttempts: Add copies a record's attempts, so that the caller may
 // reuse their array at once (the proxy passes its request's own, which the next request
 // overwrites): records of one, three and no attempts, added through one array rewritten
-// after each Add, past a queue block (256 records), are stored with their own attempts.
+// after each Add, past two queue blocks (a block is BatchSize records, here 256), are
+// stored with their own attempts.
 func TestLedger_AddCopiesAttempts(t *testing.T) {
-	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), BatchSize: 256, FlushInterval: time.Hour})
 	var reused [3]ledger.Attempt
 	const n = 600
 	for i := range n {
