@@ -113,7 +113,7 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 	}
 	l := &Ledger{opts: opts, st: st, full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
-	l.q.size = min(opts.BatchSize, maxBlockLen)
+	l.q.size = min(opts.BatchSize, opts.QueueSize, maxBlockLen)
 	if opts.SpoolPath != "" {
 		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
 		if err := l.spool.open(); err != nil {

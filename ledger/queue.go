@@ -1,7 +1,7 @@
 package ledger
 
-// maxBlockLen bounds a queue block's records: a block is min(BatchSize, maxBlockLen)
-// records (912 KB at the default 2,000).
+// maxBlockLen bounds a queue block's records: a block is min(BatchSize, QueueSize,
+// maxBlockLen) records (912 KB at the default batch of 2,000).
 const maxBlockLen = 4096
 
 // block is a run of queued records: recs[:n] are filled. att holds copies of their
