@@ -34,6 +34,7 @@ if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); f
 mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
 "$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
 mpid=$!
+trap 'kill "$mpid" 2>/dev/null || true; rm -rf "$d"' EXIT # a failing step leaves no mock behind
 conc=${CONC:-1} lflags=() warm=100
 if [ -n "${STREAM:-}" ]; then
 	lflags=(-stream) warm=2
