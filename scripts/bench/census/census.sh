@@ -20,7 +20,8 @@
 # every EVENT_DELAY (default 5ms; the mock's /__control); the callgrind warm-up is then
 # 2 streams a connection. GOGC (default off) and GOMAXPROCS (default 1) are the target's.
 # TOOL=time runs the target without valgrind under /usr/bin/time -v, which writes OUT
-# (its minor page faults, RSS peak), with the runtime's default tuning for the gateway.
+# (its minor page faults, RSS peak); the gateway then keeps its default runtime tuning
+# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above.
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
