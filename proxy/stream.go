@@ -44,6 +44,7 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	sink := &streamSink{}
 	o.w = sink
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
+		growStreamStack()
 		sink.yield = yield
 		defer c.releaseScratch() // last: nothing reads the request any more
 		defer o.sync()           // what the writer left buffered, as fasthttp's stream writer did
@@ -87,6 +88,29 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	ctx.Response.Header.SetCanonical([]byte("X-Accel-Buffering"), []byte("no"))
 	c.answerHeaders(&ctx.Response.Header)
 }
+
+// streamStackFrame is the frame growStreamStack takes: with the frames below it, more than
+// the 8 KiB the stream writer's coroutine would otherwise reach, so the runtime gives it a
+// 16 KiB stack at once (a 2 KiB start, or the runtime's adaptive start size).
+const streamStackFrame = 10 << 10
+
+// growStreamStack grows the calling goroutine's stack while it is shallow. The stream
+// writer's coroutine (iter.Pull: a new goroutine per stream) starts with a small stack and
+// otherwise outgrows it three times, each deep in the upstream read or the decoder, where
+// the runtime's copy walks and adjusts every frame (~36 K instructions each, ~0.5 K an
+// event of a 200-event stream; PERFORMANCE.md, "The stream's coroutine stack, ninth
+// session"). Called first thing, the one copy is of two frames.
+//
+//go:noinline
+func growStreamStack() {
+	var pad [streamStackFrame]byte
+	touchStack(pad[:])
+}
+
+// touchStack keeps growStreamStack's frame from being optimized away; p does not escape.
+//
+//go:noinline
+func touchStack(p []byte) { p[len(p)-1] = 1 }
 
 // streamBufferSize is the most the stream writer holds back: events that arrive together
 // are written together, in writes of this many bytes or, at the end of a read, fewer.

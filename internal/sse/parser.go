@@ -207,53 +207,66 @@ func (ps *Parser) line(l []byte, fn Handler, lent bool) error {
 	if ps.size += len(l); ps.size > ps.max() {
 		return ErrEventTooLarge
 	}
-	if l[0] == ':' {
+	switch { // the two fields read, straight to their handling: no search for the colon
+	case len(l) >= 5 && string(l[:5]) == "data:":
+		ps.dataLine(afterColon(l[5:]), lent)
 		return nil
+	case len(l) >= 6 && string(l[:6]) == "event:":
+		ps.eventLine(afterColon(l[6:]), lent)
+		return nil
+	case l[0] == ':':
+		return nil // a comment
 	}
 	name, value := l, l[len(l):]
-	var colon int
-	switch { // the two fields read, without a search for their colon
-	case len(l) >= 5 && string(l[:5]) == "data:":
-		colon = 4
-	case len(l) >= 6 && string(l[:6]) == "event:":
-		colon = 5
-	default:
-		colon = bytes.IndexByte(l, ':')
+	if colon := bytes.IndexByte(l, ':'); colon >= 0 {
+		name, value = l[:colon], afterColon(l[colon+1:])
 	}
-	if colon >= 0 {
-		name, value = l[:colon], l[colon+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
-	}
-	switch string(name) {
+	switch string(name) { // a field without a colon: "data" and "event" with no value
 	case "data":
-		switch {
-		case !ps.hasData && lent:
-			ps.data, ps.dataLent = value, true
-		case !ps.hasData:
-			ps.dataBuf = append(ps.dataBuf[:0], value...)
-			ps.data = ps.dataBuf
-		default: // a further line: joined in the parser's own memory
-			if ps.dataLent {
-				ps.dataBuf = append(ps.dataBuf[:0], ps.data...)
-				ps.dataLent = false
-			} else {
-				ps.dataBuf = ps.data
-			}
-			ps.dataBuf = append(append(ps.dataBuf, '\n'), value...)
-			ps.data = ps.dataBuf
-		}
-		ps.hasData = true
+		ps.dataLine(value, lent)
 	case "event":
-		if lent {
-			ps.typ, ps.typLent = value, true
-		} else {
-			ps.typBuf = append(ps.typBuf[:0], value...)
-			ps.typ, ps.typLent = ps.typBuf, false
-		}
+		ps.eventLine(value, lent)
 	}
 	return nil
+}
+
+// afterColon is a field's value: what follows its colon, less one leading space.
+func afterColon(v []byte) []byte {
+	if len(v) > 0 && v[0] == ' ' {
+		return v[1:]
+	}
+	return v
+}
+
+// dataLine takes a data field's value; lent as for line.
+func (ps *Parser) dataLine(value []byte, lent bool) {
+	switch {
+	case !ps.hasData && lent:
+		ps.data, ps.dataLent = value, true
+	case !ps.hasData:
+		ps.dataBuf = append(ps.dataBuf[:0], value...)
+		ps.data = ps.dataBuf
+	default: // a further line: joined in the parser's own memory
+		if ps.dataLent {
+			ps.dataBuf = append(ps.dataBuf[:0], ps.data...)
+			ps.dataLent = false
+		} else {
+			ps.dataBuf = ps.data
+		}
+		ps.dataBuf = append(append(ps.dataBuf, '\n'), value...)
+		ps.data = ps.dataBuf
+	}
+	ps.hasData = true
+}
+
+// eventLine takes an event field's value; lent as for line.
+func (ps *Parser) eventLine(value []byte, lent bool) {
+	if lent {
+		ps.typ, ps.typLent = value, true
+	} else {
+		ps.typBuf = append(ps.typBuf[:0], value...)
+		ps.typ, ps.typLent = ps.typBuf, false
+	}
 }
 
 func (ps *Parser) dispatch(fn Handler) error {

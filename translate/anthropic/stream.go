@@ -101,9 +101,8 @@ func (d *anthropicStream) Event(_, data []byte, emit translate.Emit) error {
 	if d.phase == anthropicInMessage && d.block != anthropicNoBlock {
 		// Nearly every event of a stream is a text or argument delta in the API's own
 		// layout: read as that, in one pass, when it is exactly that.
-		var f [len(deltaMembers)]jsonx.Value
-		if fastDelta(sc, &f) {
-			return d.delta(&f, emit)
+		if member, value, ok := fastDelta(sc); ok {
+			return d.delta(deltaTypes[member], value, emit)
 		}
 		sc.Reset(jsonx.View(data))
 	}
@@ -236,7 +235,24 @@ func (d *anthropicStream) blockDelta(delta jsonx.Value, data []byte, emit transl
 	}
 	var f [len(deltaMembers)]jsonx.Value
 	sc.Members(delta, deltaMembers[:], f[:])
-	return d.delta(&f, emit)
+	typ := f[deltaType].Str
+	var value string
+	for m, t := range deltaTypes {
+		if t == typ && t != "" {
+			value = f[m].Str
+		}
+	}
+	return d.delta(typ, value, emit)
+}
+
+// deltaTypes names, for each of deltaMembers that carries a delta's content, the delta
+// type it belongs to: text_delta's text, thinking_delta's thinking, signature_delta's
+// signature, input_json_delta's partial_json.
+var deltaTypes = [len(deltaMembers)]string{
+	deltaText:        "text_delta",
+	deltaThinking:    "thinking_delta",
+	deltaSignature:   "signature_delta",
+	deltaPartialJSON: "input_json_delta",
 }
 
 // Text and argument deltas in the layout the API sends: the prefix, the index digits, one
@@ -249,85 +265,80 @@ const (
 )
 
 // fastDelta reads the event in sc, just reset, when it is a content_block_delta whose
-// delta is a text_delta or input_json_delta in exactly the API's layout (deltaPrefix); it
-// fills f as blockDelta's Members would and reports true. For anything else it reports
-// false, leaving the event to the general reader: what it accepts is valid JSON that the
-// general reader reads the same (FuzzFastDeltaMatchesMembers).
-func fastDelta(sc *jsonx.Scanner, f *[len(deltaMembers)]jsonx.Value) bool {
+// delta is a text_delta or input_json_delta in exactly the API's layout (deltaPrefix): it
+// reports true with the one member of deltaMembers the delta holds (deltaText or
+// deltaPartialJSON; its type is deltaTypes[member]) and that member's string, as
+// blockDelta's Members would read them, and no array of members to clear and fill for
+// each delta. For anything else it reports false, leaving the event to the general reader:
+// what it accepts is valid JSON that the general reader reads the same
+// (FuzzFastDeltaMatchesMembers).
+func fastDelta(sc *jsonx.Scanner) (member int, value string, ok bool) {
 	s := sc.Input()
 	if !strings.HasPrefix(s, deltaPrefix) {
-		return false
+		return 0, "", false
 	}
 	j, ok := jsonx.IndexEnd(s, len(deltaPrefix))
 	if !ok {
-		return false
+		return 0, "", false
 	}
-	typ, member := "text_delta", deltaText
 	switch {
 	case strings.HasPrefix(s[j:], textDelta):
+		member = deltaText
 		j += len(textDelta)
 	case strings.HasPrefix(s[j:], argumentDelta):
-		typ, member = "input_json_delta", deltaPartialJSON
+		member = deltaPartialJSON
 		j += len(argumentDelta)
 	default:
-		return false
+		return 0, "", false
 	}
 	sc.Seek(j)
 	if sc.Peek() != '"' {
-		return false
+		return 0, "", false
 	}
-	at := sc.Pos()
-	str, ok := sc.Str()
-	if !ok {
-		return false
-	}
-	end := sc.Pos()
-	if sc.Peek() != '}' {
-		return false
+	value, ok = sc.Str()
+	if !ok || sc.Peek() != '}' {
+		return 0, "", false
 	}
 	sc.Seek(sc.Pos() + 1)
 	if sc.Peek() != '}' { // the API pads some events with spaces before this brace
-		return false
+		return 0, "", false
 	}
 	sc.Seek(sc.Pos() + 1)
 	if !sc.AtEnd() {
-		return false
+		return 0, "", false
 	}
-	f[deltaType] = jsonx.Value{Kind: jsonx.String, Str: typ}
-	f[member] = jsonx.Value{Kind: jsonx.String, Raw: s[at:end], At: at, Str: str}
-	return true
+	return member, value, true
 }
 
-// delta applies a content_block_delta's delta, read into f (deltaMembers), to the open
-// block.
-func (d *anthropicStream) delta(f *[len(deltaMembers)]jsonx.Value, emit translate.Emit) error {
-	switch f[deltaType].Str {
+// delta applies a content_block_delta's delta of type typ, whose content member
+// (deltaTypes) is value, to the open block.
+func (d *anthropicStream) delta(typ, value string, emit translate.Emit) error {
+	switch typ {
 	case "text_delta":
 		if d.block == anthropicText {
-			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: f[deltaText].Str}
+			d.ev = translate.Event{Kind: translate.EventTextDelta, Text: value}
 			return emit(&d.ev)
 		}
 	case "thinking_delta":
 		if d.block == anthropicThinkingBlock {
-			t := f[deltaThinking].Str
-			d.thinking.text = append(d.thinking.text, t...)
-			d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: t}
+			d.thinking.text = append(d.thinking.text, value...)
+			d.ev = translate.Event{Kind: translate.EventReasoningDelta, Text: value}
 			return emit(&d.ev)
 		}
 	case "signature_delta":
 		if d.block == anthropicThinkingBlock {
-			d.thinking.sig = append(d.thinking.sig, f[deltaSignature].Str...)
+			d.thinking.sig = append(d.thinking.sig, value...)
 		}
 	case "input_json_delta":
 		if d.block == anthropicToolUse {
-			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: f[deltaPartialJSON].Str}
+			d.ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: d.blockIndex, Text: value}
 			if d.ev.Text == "" {
 				return nil // the first fragment is always ""
 			}
 			return emit(&d.ev)
 		}
 		if d.block == anthropicBuiltinBlock { // a server_tool_use block's input
-			d.builtin.input = append(d.builtin.input, f[deltaPartialJSON].Str...)
+			d.builtin.input = append(d.builtin.input, value...)
 		}
 	}
 	return nil // citations_delta and newer delta types have no OpenAI counterpart

@@ -15,6 +15,13 @@
 #   GATEWAY the gateway binary (oai, anth)
 # Environment: BENCH, the bench binary (scripts/bench/build.sh -o FILE; default
 # /tmp/bench-apis); LOAD, this directory's client (default: built into a temporary file).
+# Streams (scenario c's shape): STREAM=1 sends the bench's stream request instead, N
+# streams on each of CONC connections (default 1), each EVENTS deltas (default 200) one
+# every EVENT_DELAY (default 5ms; the mock's /__control); the callgrind warm-up is then
+# 2 streams a connection. GOGC (default off) and GOMAXPROCS (default 1) are the target's.
+# TOOL=time runs the target without valgrind under /usr/bin/time -v, which writes OUT
+# (its minor page faults, RSS peak); the gateway then keeps its default runtime tuning
+# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above.
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
@@ -28,6 +35,12 @@ if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); f
 mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
 "$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
 mpid=$!
+trap 'kill "$mpid" 2>/dev/null || true; rm -rf "$d"' EXIT # a failing step leaves no mock behind
+conc=${CONC:-1} lflags=() warm=100
+if [ -n "${STREAM:-}" ]; then
+	lflags=(-stream) warm=2
+	for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$mp/__control?events=${EVENTS:-200}&event_delay=${EVENT_DELAY:-5ms}" && break; sleep 0.1; done
+fi
 mkdir "$d/cfg" # the config alone in its directory: the gateway watches it, not the logs
 cat >"$d/cfg/gw.yaml" <<Y
 server: {listen: "127.0.0.1:$tp"}
@@ -48,18 +61,27 @@ anth) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench ;;
 esac
 opts=(--cache-sim=no "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
-GOMAXPROCS=1 GOGC=off GATEWAY_RUNTIME_TUNING=off GODEBUG=schedtrace=2147483647 \
-	valgrind --tool="$tool" "${opts[@]}" "${cmd[@]}" >"$d/target.log" 2>&1 &
+if [ "$tool" = time ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		/usr/bin/time -v -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
+else
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GATEWAY_RUNTIME_TUNING=off GODEBUG=schedtrace=2147483647 \
+		valgrind --tool="$tool" "${opts[@]}" "${cmd[@]}" >"$d/target.log" 2>&1 &
+fi
 vpid=$!
 for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.2; done
 if [ "$tool" = callgrind ]; then
-	"$load" -addr "127.0.0.1:$tp" -model "$model" -n 100
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$warm" -conc "$conc" "${lflags[@]}"
 	callgrind_control -z "$vpid" >/dev/null
-	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n"
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	callgrind_control -d "$vpid" >/dev/null
 	kill -KILL "$vpid" # the dump is written; the raw proxy would not stop on SIGINT
+elif [ "$tool" = time ]; then
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
+	kill -TERM "$(pgrep -P "$vpid")" 2>/dev/null || true # the target, time's child: time then writes OUT
+	[ "$tgt" = raw ] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }
 else
-	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n"
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$vpid" # cachegrind writes its file as the process ends
 fi
 wait "$vpid" || true

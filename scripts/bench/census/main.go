@@ -2,13 +2,19 @@
 // the shared bench's small chat request (its smallBody: a system and a user message,
 // max_tokens and temperature, about 300 bytes) n times over each of conc keep-alive
 // connections, one request at a time on each, and exits non-zero when any answer is not a
-// 200. It is a module of its own so that the gateway's module never builds it.
+// 200. With -stream the request is the bench's stream request (scenario c's: "stream":
+// true and "stream_options": {"include_usage": true}); each answer is read to its end and
+// must end with "data: [DONE]", and the events read are counted. It is a module of its own
+// so that the gateway's module never builds it.
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,6 +30,7 @@ func main() {
 	key := flag.String("key", "sk-bench", "the bearer key sent")
 	n := flag.Int("n", 100, "requests per connection")
 	conc := flag.Int("conc", 1, "connections")
+	stream := flag.Bool("stream", false, "send the bench's stream request and read each SSE answer to its end")
 	flag.Parse()
 	if *addr == "" || *n < 0 || *conc < 1 {
 		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1")
@@ -33,7 +40,7 @@ func main() {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	}
-	body, err := json.Marshal(map[string]any{ // the bench's smallBody, its members in the same order
+	req := map[string]any{ // the bench's smallBody; encoding/json sorts the members, as the bench's
 		"model": *model,
 		"messages": []message{
 			{"system", "You are a helpful assistant. Answer concisely and accurately."},
@@ -41,18 +48,23 @@ func main() {
 		},
 		"max_tokens":  1024,
 		"temperature": 0.7,
-	})
+	}
+	if *stream { // the bench's finishBody for a stream
+		req["stream"] = true
+		req["stream_options"] = map[string]any{"include_usage": true}
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		panic(err)
 	}
-	var bad atomic.Int64
+	var bad, events atomic.Int64
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for range *conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc := &fasthttp.HostClient{Addr: *addr, MaxConns: 1}
+			hc := &fasthttp.HostClient{Addr: *addr, MaxConns: 1, StreamResponseBody: *stream}
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
@@ -63,7 +75,14 @@ func main() {
 				req.Header.SetContentType("application/json")
 				req.Header.Set("Authorization", "Bearer "+*key)
 				req.SetBody(body)
-				if err := hc.DoTimeout(req, resp, time.Minute); err != nil || resp.StatusCode() != fasthttp.StatusOK {
+				err := hc.DoTimeout(req, resp, time.Minute)
+				if err == nil && resp.StatusCode() == fasthttp.StatusOK && *stream {
+					var n int64
+					n, err = readStream(resp.BodyStream())
+					events.Add(n)
+					resp.CloseBodyStream()
+				}
+				if err != nil || resp.StatusCode() != fasthttp.StatusOK {
 					if bad.Add(1) <= 3 {
 						fmt.Fprintf(os.Stderr, "census: %v, status %d\n", err, resp.StatusCode())
 					}
@@ -72,8 +91,33 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	fmt.Fprintf(os.Stderr, "census: %d requests, %d bad, %v\n", *n**conc, bad.Load(), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "census: %d requests, %d bad, %d events, %v\n", *n**conc, bad.Load(), events.Load(), time.Since(t0).Round(time.Millisecond))
 	if bad.Load() > 0 {
 		os.Exit(1)
 	}
+}
+
+// readStream reads an SSE answer to its end and returns how many data lines it held; it
+// fails unless the last one is "data: [DONE]".
+func readStream(r io.Reader) (int64, error) {
+	br := bufio.NewReaderSize(r, 4096)
+	var n int64
+	last := []byte(nil)
+	for {
+		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, []byte("data:")) {
+			n++
+			last = append(last[:0], bytes.TrimSpace(line[5:])...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return n, err
+		}
+	}
+	if string(last) != "[DONE]" {
+		return n, fmt.Errorf("stream did not end with data: [DONE] (last %q)", last)
+	}
+	return n, nil
 }
