@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -43,10 +42,24 @@ type googleTokenEndpoint struct {
 	grants atomic.Int32
 }
 
+// newGoogleTokenEndpoint starts the token endpoint of a service account whose key is
+// testdata/googleauth/service-account-key.pem (a test key: see its README).
 func newGoogleTokenEndpoint(t *testing.T) *googleTokenEndpoint {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	b, err := os.ReadFile(filepath.Join("testdata", "googleauth", "service-account-key.pem"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		t.Fatal("testdata/googleauth/service-account-key.pem: no PKCS #8 private key")
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, ok := parsed.(*rsa.PrivateKey)
+	if !ok {
+		t.Fatalf("testdata/googleauth/service-account-key.pem: a %T, not an RSA key", parsed)
 	}
 	e := &googleTokenEndpoint{key: key, email: "agate-test@my-proj.iam.gserviceaccount.com"}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

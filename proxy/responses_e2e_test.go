@@ -146,8 +146,7 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 	t.Helper()
 	s := c.Responses.NewStreaming(context.Background(), params)
 	var out streamed
-	var acc responses.ResponseAccumulator
-	var raw [][]byte
+	var raw, accumulated [][]byte
 	for s.Next() {
 		ev := s.Current()
 		raw = append(raw, []byte(ev.RawJSON()))
@@ -160,15 +159,18 @@ func streamResponse(t *testing.T, c openai.Client, params responses.ResponseNewP
 			out.sawError = true
 			continue // the SDK passes Responses error events on as events
 		}
-		var se responses.ResponsesServerEventUnion
-		if err := json.Unmarshal([]byte(ev.RawJSON()), &se); err != nil {
-			t.Fatalf("event does not decode as a server event: %v", err)
-		}
-		if err := acc.AddEvent(se); err != nil {
-			t.Fatalf("accumulator rejected %s: %v", ev.Type, err)
-		}
+		accumulated = append(accumulated, raw[len(raw)-1])
 	}
 	out.err = s.Err()
+	// The SDK's accumulator takes the events once the stream is over, decoded as its
+	// WebSocket client decodes them (sdkServerEvents: the union's own UnmarshalJSON was
+	// most of these tests' CPU under -race).
+	var acc responses.ResponseAccumulator
+	for _, se := range sdkServerEvents(t, accumulated) {
+		if err := acc.AddEvent(se); err != nil {
+			t.Fatalf("accumulator rejected %s: %v", se.Type, err)
+		}
+	}
 	if out.err == nil {
 		openaitest.CheckResponseEventData(t, raw)
 	}
