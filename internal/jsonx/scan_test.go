@@ -792,3 +792,53 @@ func TestAppendString_Blocks(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendInt holds AppendInt's digit-by-digit cases to strconv at and around each
+// bound, and the rest to strconv as it is.
+func TestAppendInt(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 42, 99, 100, 101, 187, 412, 599, 999, 1000, 1001, 1234, 9999,
+		10000, 10001, 1760728905, -1, -9, -10, -9999, -10000, math.MaxInt, math.MinInt} {
+		got := AppendInt([]byte("x"), n)
+		if want := strconv.AppendInt([]byte("x"), int64(n), 10); string(got) != string(want) {
+			t.Errorf("AppendInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// FuzzAppendInt holds AppendInt to strconv.AppendInt for any int.
+func FuzzAppendInt(f *testing.F) {
+	for _, n := range []int{0, 9, 10, 99, 100, 999, 1000, 9999, 10000, -1, math.MaxInt, math.MinInt} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int) {
+		got := AppendInt([]byte("x"), n)
+		if want := strconv.AppendInt([]byte("x"), int64(n), 10); string(got) != string(want) {
+			t.Fatalf("AppendInt(%d) = %q, want %q", n, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendInt is AppendInt over the numbers a completion and an access line carry
+// (an index, token counts, a status, a timestamp), against strconv.AppendInt.
+func BenchmarkAppendInt(b *testing.B) {
+	ns := []int{0, 7, 42, 200, 412, 187, 599, 1273, 1760728905}
+	buf := make([]byte, 0, 128)
+	b.Run("jsonx", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = buf[:0]
+			for _, n := range ns {
+				buf = AppendInt(buf, n)
+			}
+		}
+	})
+	b.Run("strconv", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = buf[:0]
+			for _, n := range ns {
+				buf = strconv.AppendInt(buf, int64(n), 10)
+			}
+		}
+	})
+}
