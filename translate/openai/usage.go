@@ -1,8 +1,7 @@
 package openai
 
 import (
-	"math/bits"
-
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -19,7 +18,7 @@ import (
 // takes is one the grammar allows there.
 //
 // OpenAI's names are compared as constants (knownName), others read eight bytes at a
-// time (compactName); no call a member but those: the scanner's member loop took the
+// time (compactName, jsonx.PlainEnd); no call a member but those: the scanner's member loop took the
 // bench answer's usage (13 members, two objects) 3.7 K instructions.
 func usageCompact(s string, at int) (u translate.Usage, end int, ok bool) {
 	var seen [4]bool
@@ -206,63 +205,18 @@ func knownName(s string, i int) (id, next int, ok bool) {
 }
 
 // compactName reads a member's name and colon at s[i], `"name":`, whose bytes are
-// printable ASCII other than a backslash (so the name is its literal, and valid JSON): it
-// returns the name and the offset after the colon. ok is false for anything else. The
-// name is read eight bytes at a time (a usage's names are 12 to 26 bytes long).
+// printable ASCII other than a backslash (jsonx.PlainEnd: the name is its literal, and
+// valid JSON): it returns the name and the offset after the colon. ok is false for
+// anything else.
 func compactName(s string, i int) (name string, next int, ok bool) {
 	if i >= len(s) || s[i] != '"' {
 		return "", 0, false
 	}
-	j := i + 1
-	for ; j+8 <= len(s); j += 8 {
-		t := s[j : j+8] // one load: the compiler combines the bytes of a known length
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		// The lowest flagged byte of each mask is exact (a borrow only flags bytes above
-		// a flagged one), so a quote found before any bad byte is the name's end.
-		bad := w&highs | lessThan(w, 0x20) | zeroByte(w^(lows*'\\'))
-		if q := zeroByte(w ^ (lows * '"')); q != 0 {
-			k := bits.TrailingZeros64(q) // bit 7 of the quote's byte
-			if bad&(1<<k-1) != 0 {
-				return "", 0, false
-			}
-			j += k / 8
-			return compactColon(s, i, j)
-		}
-		if bad != 0 {
-			return "", 0, false
-		}
-	}
-	for ; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '"':
-			return compactColon(s, i, j)
-		case c < 0x20 || c >= 0x80 || c == '\\':
-			return "", 0, false
-		}
-	}
-	return "", 0, false
-}
-
-// compactColon is compactName's end: the name's closing quote at s[j], then its colon.
-func compactColon(s string, i, j int) (name string, next int, ok bool) {
-	if j+1 < len(s) && s[j+1] == ':' {
+	if j := jsonx.PlainEnd(s, i+1); j >= 0 && j+1 < len(s) && s[j+1] == ':' {
 		return s[i+1 : j], j + 2, true
 	}
 	return "", 0, false
 }
-
-const (
-	lows  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// zeroByte flags (bit 7) the bytes of w that are zero; exact up to the first.
-func zeroByte(w uint64) uint64 { return (w - lows) &^ w & highs }
-
-// lessThan flags the bytes of w below n (n <= 0x80) among those below 0x80; exact up to
-// the first.
-func lessThan(w uint64, n byte) uint64 { return (w - lows*uint64(n)) &^ w & highs }
 
 // compactInt reads null (0) or an integer of 1 to 18 digits without sign, fraction,
 // exponent or leading zero at s[i]: its value and the offset after it. ok is false for
