@@ -48,3 +48,38 @@ func zeroByte8(w uint64) uint64 { return (w - lows8) &^ w & highs8 }
 // lessThan8 flags the bytes of w below n (n <= 0x80) among those below 0x80; exact up to
 // the first.
 func lessThan8(w uint64, n byte) uint64 { return (w - lows8*uint64(n)) &^ w & highs8 }
+
+// PlainUint reads the number at s[i] when it is an integer of 1 to 18 digits without
+// sign, fraction, exponent or leading zero (a count, an index), whose value always fits an
+// int64: it returns the value and the offset after it, or end -1 for anything else (a
+// number it does not take included, for the Scanner to read). What it accepts is a valid
+// JSON number, read as Value.Int reads it.
+func PlainUint(s string, i int) (n int64, end int) {
+	if i >= len(s) {
+		return 0, -1
+	}
+	d := s[i] - '0'
+	if d > 9 {
+		return 0, -1
+	}
+	n = int64(d)
+	j := i + 1
+	if d != 0 {
+		for ; j < len(s) && j-i < 19; j++ {
+			c := s[j] - '0'
+			if c > 9 {
+				break
+			}
+			n = n*10 + int64(c)
+		}
+		if j-i > 18 {
+			return 0, -1
+		}
+	}
+	if j < len(s) {
+		if c := s[j]; c-'0' <= 9 || c == '.' || c == 'e' || c == 'E' {
+			return 0, -1
+		}
+	}
+	return n, j
+}

@@ -62,3 +62,30 @@ func FuzzPlainEnd(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPlainUint holds PlainUint to the Scanner: what it takes is the JSON number the
+// Scanner reads at i, with the same end and Value.Int; and it takes every integer of 1 to
+// 18 digits without sign or leading zero that ends there.
+func FuzzPlainUint(f *testing.F) {
+	for _, s := range []string{"0", "7,", "412}", "012", "-1", "1.5", "1e3", "999999999999999999", "1000000000000000000", "0x", "00", "3 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, end := PlainUint(s, 0)
+		sc := NewScanner(s)
+		var v Value
+		ok := sc.Value(&v) && v.Kind == Number
+		if end < 0 {
+			// refused: then it is not a plain integer the Scanner reads whole, followed by
+			// a byte that can end a number in JSON
+			followed := sc.Pos() < len(s) && strings.IndexByte("0123456789.eE", s[sc.Pos()]) >= 0
+			if ok && v.At == 0 && !followed && len(v.Raw) <= 18 && v.Raw[0] != '-' && (v.Raw == "0" || v.Raw[0] != '0') && !strings.ContainsAny(v.Raw, ".eE") {
+				t.Fatalf("PlainUint(%q) refused the integer %q", s, v.Raw)
+			}
+			return
+		}
+		if !ok || sc.Pos() != end || v.Int() != n {
+			t.Fatalf("PlainUint(%q) = %d, end %d; the Scanner: %q ok %v end %d", s, n, end, v.Raw, ok, sc.Pos())
+		}
+	})
+}
