@@ -156,23 +156,21 @@ func (c *anthropicCounts) countName(s string, i int) (count *int, next int, ok b
 	return c.count(name), e + 2, true
 }
 
-// plainCounts reads past the object at s[i] ('{') whose members have plain names
-// (jsonx.PlainEnd) and values that are null or an integer jsonx.PlainUint takes, and
+// plainCounts reads past the object at s[i] ('{') whose members have the names
+// countName takes and values that are null or an integer jsonx.PlainUint takes, and
 // returns the offset past it. ok is false for anything else.
 func plainCounts(s string, i int) (end int, ok bool) {
 	i++
 	if i < len(s) && s[i] == '}' {
 		return i + 1, true
 	}
+	var none anthropicCounts // a count object's members count nothing of the usage's
 	for {
-		if i >= len(s) || s[i] != '"' {
+		_, j, ok := none.countName(s, i) // the API's names (ephemeral_5m_input_tokens) as constants
+		if !ok {
 			return 0, false
 		}
-		e := jsonx.PlainEnd(s, i+1)
-		if e < 0 || e+1 >= len(s) || s[e+1] != ':' {
-			return 0, false
-		}
-		i = e + 2
+		i = j
 		if len(s)-i >= 4 && s[i:i+4] == "null" {
 			i += 4
 		} else if _, i = jsonx.PlainUint(s, i); i < 0 {

@@ -35,6 +35,7 @@ func TestMergeCompact(t *testing.T) {
 		{`{"service_tier":"st\u0061ndard"}`, prior, false},
 		{`{"cache_creation":{"a":{"b":1}}}`, prior, false},
 		{`{"cache_creation":{"a":"b"}}`, prior, false},
+		{`{"cache_creation":{"iterations":1}}`, prior, false}, // countName refuses the name anywhere
 		{`{"a":[]}`, prior, false},
 		{`{"input_tokens":1,}`, prior, false},
 		{`{"input_tokens":1`, prior, false},
