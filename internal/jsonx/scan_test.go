@@ -415,6 +415,7 @@ func BenchmarkUnescape(b *testing.B) {
 func BenchmarkAppendString(b *testing.B) {
 	for _, bc := range []struct{ name, s string }{
 		{"token", " wheels"},
+		{"short", "bench"},      // a key's name, a backend's, a level: 4 to 7 bytes
 		{"name", "get_weather"}, // names, ids, models: 8 to 16 bytes
 		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
 		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
@@ -453,11 +454,12 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 }
 
 // TestAppendString_ShortWords: strings of 8 to 32 bytes are judged from two to four
-// words, which overlap unless the length is a multiple of eight; each byte that needs an
-// escape (or is part of a multi-byte character) is found at every offset, as
-// encoding/json writes it, and so by AppendSlogString as log/slog writes it.
+// words, which overlap unless the length is a multiple of eight, and strings of 4 to 7
+// from two half-words; each byte that needs an escape (or is part of a multi-byte
+// character) is found at every offset, as encoding/json writes it, and so by
+// AppendSlogString as log/slog writes it.
 func TestAppendString_ShortWords(t *testing.T) {
-	for n := 7; n <= 33; n++ {
+	for n := 1; n <= 33; n++ {
 		for at := 0; at < n; at++ {
 			for _, c := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\x7f", "\xff", "é"} {
 				s := strings.Repeat("a", at) + c + strings.Repeat("b", max(n-at-len(c), 0))

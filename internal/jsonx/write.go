@@ -96,6 +96,12 @@ func appendString(dst []byte, s string, e *escaping) []byte {
 		dst = append(append(dst, '"'), s...)
 		return append(dst, '"')
 	}
+	if n := len(s); n >= 4 && n < 8 && plainWord(uint64(halfAt(s, 0))|uint64(halfAt(s, n-4))<<32) {
+		// A short name (a key's, a backend's, a level): two half-words, overlapping
+		// unless the length is four, in one word.
+		dst = append(append(dst, '"'), s...)
+		return append(dst, '"')
+	}
 	dst = appendEscaped(append(dst, '"'), s, e)
 	return append(dst, '"')
 }
