@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/metrics"
 	"github.com/agate-gateway/agate/telemetry"
@@ -113,10 +114,14 @@ func (d *requestDone) appendMembers(b []byte) []byte {
 	b = logjson.AppendString(append(b, `,"backend":`...), d.backend)
 	b = logjson.AppendString(append(b, `,"key":`...), d.key)
 	b = strconv.AppendBool(append(b, `,"stream":`...), d.stream)
-	b = strconv.AppendInt(append(b, `,"status":`...), int64(d.code), 10)
-	b = strconv.AppendInt(append(b, `,"duration_ms":`...), d.took.Milliseconds(), 10)
-	b = strconv.AppendInt(append(b, `,"prompt_tokens":`...), int64(d.prompt), 10)
-	b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(d.completion), 10)
+	b = jsonx.AppendInt(append(b, `,"status":`...), d.code) // small numbers written directly
+	if ms := d.took.Milliseconds(); ms == int64(int(ms)) {
+		b = jsonx.AppendInt(append(b, `,"duration_ms":`...), int(ms))
+	} else { // beyond a 32-bit int
+		b = strconv.AppendInt(append(b, `,"duration_ms":`...), ms, 10)
+	}
+	b = jsonx.AppendInt(append(b, `,"prompt_tokens":`...), d.prompt)
+	b = jsonx.AppendInt(append(b, `,"completion_tokens":`...), d.completion)
 	if d.estimated {
 		b = append(b, `,"usage_estimated":true`...)
 	}

@@ -98,7 +98,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 		c.runStream(ctx, run)
 		return
 	}
-	defer s.metrics.Inflight.Dec()
+	c.completeInFlight(ctx, run)
+}
+
+// completeInFlight answers a request that is not streamed and admitted in flight, then
+// charges its usage, releases its slots and ends its in-flight count. Apart from serve,
+// whose returns with four defers made the compiler keep them on a list walked at its end
+// (runtime.deferreturn, about 0.4 K instructions a request) instead of open-coding them.
+func (c *requestRun) completeInFlight(ctx *fasthttp.RequestCtx, run endpointRun) {
+	defer c.s.metrics.Inflight.Dec()
 	defer c.endLimits() // charge the usage, release the slots
 	c.complete(ctx, run)
 }

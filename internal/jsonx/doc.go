@@ -1,9 +1,11 @@
 // Package jsonx is the gateway's one way to read and write JSON on its hot paths: a
 // validating single-pass Scanner (the request parser and every upstream stream decoder
 // walk their input with it), the string escapers (AppendString with encoding/json's rules,
-// AppendSlogString with log/slog's) and the one bytes-to-string View. It depends on the
-// standard library and golang.org/x/sys/cpu (to know whether the CPU has AVX2) only, and
-// must not import any other package of the module.
+// AppendSlogString with log/slog's), the one bytes-to-string View, and two readers for
+// compact layouts read without a Scanner (PlainEnd, a plain string's end eight bytes at a
+// time; PlainUint, a plain integer), each refusing what it does not take for a Scanner
+// to read. It depends on the standard library and golang.org/x/sys/cpu (to know whether
+// the CPU has AVX2) only, and must not import any other package of the module.
 //
 // # Kernels
 //

@@ -415,6 +415,7 @@ func BenchmarkUnescape(b *testing.B) {
 func BenchmarkAppendString(b *testing.B) {
 	for _, bc := range []struct{ name, s string }{
 		{"token", " wheels"},
+		{"short", "bench"},      // a key's name, a backend's, a level: 4 to 7 bytes
 		{"name", "get_weather"}, // names, ids, models: 8 to 16 bytes
 		{"json-in-string", `[{"day":"2025-06-02","rentals":412},{"day":"2025-06-03","rentals":388},{"day":"2025-06-04","rentals":455},{"day":"2025-06-05","rentals":501}]`},
 		{"prose", "Rentals in Paris last week totalled 3,723, peaking at 702 on Saturday. The forecast is dry and warm on Friday and Saturday (23 and 25 C),\nso the promotion should run Friday to Saturday."},
@@ -453,11 +454,12 @@ func FuzzAppendStringMatchesEncodingJSON(f *testing.F) {
 }
 
 // TestAppendString_ShortWords: strings of 8 to 32 bytes are judged from two to four
-// words, which overlap unless the length is a multiple of eight; each byte that needs an
-// escape (or is part of a multi-byte character) is found at every offset, as
-// encoding/json writes it, and so by AppendSlogString as log/slog writes it.
+// words, which overlap unless the length is a multiple of eight, and strings of 4 to 7
+// from two half-words; each byte that needs an escape (or is part of a multi-byte
+// character) is found at every offset, as encoding/json writes it, and so by
+// AppendSlogString as log/slog writes it.
 func TestAppendString_ShortWords(t *testing.T) {
-	for n := 7; n <= 33; n++ {
+	for n := 1; n <= 33; n++ {
 		for at := 0; at < n; at++ {
 			for _, c := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\x7f", "\xff", "é"} {
 				s := strings.Repeat("a", at) + c + strings.Repeat("b", max(n-at-len(c), 0))
@@ -791,4 +793,54 @@ func TestAppendString_Blocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAppendInt holds AppendInt's digit-by-digit cases to strconv at and around each
+// bound, and the rest to strconv as it is.
+func TestAppendInt(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 42, 99, 100, 101, 187, 412, 599, 999, 1000, 1001, 1234, 9999,
+		10000, 10001, 1760728905, -1, -9, -10, -9999, -10000, math.MaxInt, math.MinInt} {
+		got := AppendInt([]byte("x"), n)
+		if want := strconv.AppendInt([]byte("x"), int64(n), 10); string(got) != string(want) {
+			t.Errorf("AppendInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// FuzzAppendInt holds AppendInt to strconv.AppendInt for any int.
+func FuzzAppendInt(f *testing.F) {
+	for _, n := range []int{0, 9, 10, 99, 100, 999, 1000, 9999, 10000, -1, math.MaxInt, math.MinInt} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int) {
+		got := AppendInt([]byte("x"), n)
+		if want := strconv.AppendInt([]byte("x"), int64(n), 10); string(got) != string(want) {
+			t.Fatalf("AppendInt(%d) = %q, want %q", n, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendInt is AppendInt over the numbers a completion and an access line carry
+// (an index, token counts, a status, a timestamp), against strconv.AppendInt.
+func BenchmarkAppendInt(b *testing.B) {
+	ns := []int{0, 7, 42, 200, 412, 187, 599, 1273, 1760728905}
+	buf := make([]byte, 0, 128)
+	b.Run("jsonx", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = buf[:0]
+			for _, n := range ns {
+				buf = AppendInt(buf, n)
+			}
+		}
+	})
+	b.Run("strconv", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = buf[:0]
+			for _, n := range ns {
+				buf = strconv.AppendInt(buf, int64(n), 10)
+			}
+		}
+	})
 }

@@ -96,6 +96,12 @@ func appendString(dst []byte, s string, e *escaping) []byte {
 		dst = append(append(dst, '"'), s...)
 		return append(dst, '"')
 	}
+	if n := len(s); n >= 4 && n < 8 && plainWord(uint64(halfAt(s, 0))|uint64(halfAt(s, n-4))<<32) {
+		// A short name (a key's, a backend's, a level): two half-words, overlapping
+		// unless the length is four, in one word.
+		dst = append(append(dst, '"'), s...)
+		return append(dst, '"')
+	}
 	dst = appendEscaped(append(dst, '"'), s, e)
 	return append(dst, '"')
 }
@@ -344,8 +350,22 @@ func AppendKey(dst []byte, key string) []byte {
 	return append(dst, '"', ':')
 }
 
-// AppendInt appends n in decimal.
-func AppendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+// AppendInt appends n in decimal, as strconv.AppendInt does. The counts and codes an
+// answer or a log line carries (0 to 9,999) are written here digit by digit, in one
+// append; strconv formats the rest.
+func AppendInt(dst []byte, n int) []byte {
+	switch u := uint(n); {
+	case u < 10:
+		return append(dst, byte('0'+u))
+	case u < 100:
+		return append(dst, byte('0'+u/10), byte('0'+u%10))
+	case u < 1000:
+		return append(dst, byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10))
+	case u < 10000:
+		return append(dst, byte('0'+u/1000), byte('0'+u/100%10), byte('0'+u/10%10), byte('0'+u%10))
+	}
+	return strconv.AppendInt(dst, int64(n), 10)
+}
 
 // AppendFloat appends f in the shortest form that round-trips.
 func AppendFloat(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'g', -1, 64) }

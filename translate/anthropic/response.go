@@ -69,6 +69,17 @@ func (u *anthropicUsage) merge(sc *jsonx.Scanner, usage jsonx.Value) {
 // (every member, a later one of a name replacing an earlier). A value that is not an
 // object carries none. It reports false on a syntax error.
 func (u *anthropicUsage) mergeAt(sc *jsonx.Scanner) bool {
+	if at := sc.Pos(); at < len(sc.Input()) && sc.Input()[at] == '{' {
+		if end, ok := u.mergeCompact(sc.Input(), at); ok { // the API's layout, read by bytes
+			sc.Seek(end)
+			return true
+		}
+	}
+	return u.mergeGeneral(sc)
+}
+
+// mergeGeneral is mergeAt for any layout, through the scanner's member loop.
+func (u *anthropicUsage) mergeGeneral(sc *jsonx.Scanner) bool {
 	if sc.Peek() != '{' {
 		return sc.Skip()
 	}

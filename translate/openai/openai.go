@@ -515,6 +515,18 @@ func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
 // first member of each name), without a second scan of the object. It reports false on a
 // syntax error; a value that is not an object reports no usage.
 func usageAt(sc *jsonx.Scanner, v *jsonx.Value) (translate.Usage, bool) {
+	if at := sc.Pos(); at < len(sc.Input()) && sc.Input()[at] == '{' {
+		if u, end, ok := usageCompact(sc.Input(), at); ok { // OpenAI's layout, read by bytes
+			v.Set(jsonx.Object, sc.Input()[at:end], at, "")
+			sc.Seek(end)
+			return u, true
+		}
+	}
+	return usageGeneral(sc, v)
+}
+
+// usageGeneral is usageAt for any layout, through the scanner's member loop.
+func usageGeneral(sc *jsonx.Scanner, v *jsonx.Value) (translate.Usage, bool) {
 	var u translate.Usage
 	if sc.Peek() != '{' {
 		return u, sc.ValueRaw(v)

@@ -464,7 +464,9 @@ func (p *ChunkRewriter) AppendUsage(dst, usage []byte) []byte {
 // upstream's error (status 502).
 func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([]byte, translate.Usage, error) {
 	// One pass over the body checks it, finds error, choices and usage (the first of
-	// each name, as Get would) and writes the rewritten completion.
+	// each name, as Get would) and writes the rewritten completion: the members written
+	// compactly (a delimiter, the name, its colon and the value, as appendMember copies
+	// them) in runs of the body's bytes, each run copied once, the others one by one.
 	sc := jsonx.NewScanner(jsonx.View(body))
 	if sc.Peek() != '{' {
 		if !jsonx.Valid(jsonx.View(body)) {
@@ -477,7 +479,10 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 	out := slices.Grow(dst, len(body)+len(model)+24)
 	out = append(out, `{"model":`...)
 	out = jsonx.AppendString(out, model)
-	for n, end := 0, 0; sc.NextField(&n); end = sc.Pos() {
+	in := sc.Input()
+	run := -1      // where the members not yet copied start in the body; -1: none
+	n, end := 0, 0 // end: where the last member's value ended
+	for ; sc.NextField(&n); end = sc.Pos() {
 		k := sc.Key()
 		var ok bool
 		if k == "usage" && usage.Kind == jsonx.Missing {
@@ -495,8 +500,17 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 		case k == "choices" && choices.Kind == jsonx.Missing:
 			choices = v
 		}
-		if !shadows(k, "model") {
-			out = appendMember(out, sc.Input()[end:], k, v.Raw)
+		drop := len(k) >= len("model") && k[0]|('a'-'A') == 'm' && shadows(k, "model")
+		if !drop && compactMember(in, end, k, v.At) {
+			if run < 0 {
+				run = end
+			}
+			continue
+		}
+		out = appendRun(out, in, run, end)
+		run = -1
+		if !drop {
+			out = appendMember(out, in[end:], k, v.Raw)
 		}
 	}
 	if sc.Failed() || !sc.AtEnd() {
@@ -508,7 +522,28 @@ func RewriteCompletion(dst []byte, backend string, body []byte, model string) ([
 	if choices.Kind != jsonx.Array {
 		return nil, translate.Usage{}, passthroughNotJSON(backend, "answered with a JSON object that is not a chat completion (no choices)", nil)
 	}
+	out = appendRun(out, in, run, end)
 	return append(out, '}'), u, nil
+}
+
+// compactMember reports whether the member that follows in[end] (the '{' or ',' before
+// it), named k, with its value at at, is written compactly: the delimiter, k quoted, a
+// colon and the value, without whitespace, which is what appendMember copies as it is.
+func compactMember(in string, end int, k string, at int) bool {
+	q := end + 2 + len(k) // the name's closing quote
+	return at == q+2 && in[end+1] == '"' && in[q] == '"' && in[q+1] == ':' && in[end+2:q] == k
+}
+
+// appendRun appends in[run:end], members written compactly, each after its delimiter (a
+// ',' or, for the object's first, its '{'), with the first delimiter written as ','; run
+// < 0 appends nothing.
+func appendRun(out []byte, in string, run, end int) []byte {
+	if run < 0 {
+		return out
+	}
+	out = append(out, in[run:end]...)
+	out[len(out)-(end-run)] = ','
+	return out
 }
 
 // appendMember appends the member named k (the name a Scanner's NextField read) with the
