@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,18 +76,56 @@ type browser struct {
 	shot string
 }
 
+// browsers is the Chromium this test binary's browser tests share: started by the first
+// newBrowser, stopped by TestMain. Each test gets a browser context of its own in it (its
+// own cookies and storage, as a new profile), so one Chromium start serves them all
+// instead of one each (#54).
+var browsers sharedBrowser
+
+// sharedBrowser is one headless Chromium, started once.
+type sharedBrowser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab; tests' contexts are its children
+	cancel []context.CancelFunc
+	err    error
+}
+
+// start starts Chromium (exe) the first time; later calls return the first's outcome.
+func (s *sharedBrowser) start(exe string) (context.Context, error) {
+	s.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+			chromedp.Flag("headless", "new"), chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))
+		actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel2 := chromedp.NewContext(actx)
+		s.ctx, s.cancel = ctx, []context.CancelFunc{cancel2, cancel}
+		// The browser lives as long as the context of its first Do: a start that takes
+		// over 90 s is cancelled by a timer, not by a timeout on that context.
+		slow := time.AfterFunc(90*time.Second, cancel2)
+		defer slow.Stop()
+		s.err = chromedp.Do(ctx)
+	})
+	return s.ctx, s.err
+}
+
+// stop closes the browser, if it was started.
+func (s *sharedBrowser) stop() {
+	for _, cancel := range s.cancel {
+		cancel()
+	}
+}
+
 func newBrowser(t *testing.T) *browser {
 	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("headless", "new"), chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel3)
-	if err := chromedp.Do(ctx); err != nil {
+	shared, err := browsers.start(exe)
+	if err != nil {
 		t.Fatalf("starting chromium: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(shared, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	ctx, cancel2 := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancel2)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("opening a tab in a new browser context: %v", err)
 	}
 	return &browser{t: t, ctx: ctx, shot: os.Getenv("AGATE_CONSOLE_SCREENSHOTS")}
 }

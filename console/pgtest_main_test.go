@@ -10,4 +10,10 @@ import (
 // postgres is the PostgreSQL cluster this test binary's tests share (pgtest.Shared).
 var postgres pgtest.Shared
 
-func TestMain(m *testing.M) { os.Exit(postgres.Run(m)) }
+// TestMain runs the tests with the shared PostgreSQL cluster, then closes the shared
+// browser (browsers) if a test started it.
+func TestMain(m *testing.M) {
+	code := postgres.Run(m)
+	browsers.stop()
+	os.Exit(code)
+}

@@ -217,10 +217,19 @@ func TestSchemaV8_MigratesVersion7(t *testing.T) {
 	}
 	q := "INSERT INTO ledger_requests (" + strings.Join(columns[:], ", ") + ") VALUES (" +
 		strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	// One prepared statement for every row: SQLite compiles the insert once, not once
+	// a row (under -race that compile was most of this setup, #54).
+	ins, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range v7 {
-		if _, err := tx.ExecContext(ctx, q, insertArgs(nil, &v7[i])...); err != nil {
+		if _, err := ins.ExecContext(ctx, insertArgs(nil, &v7[i])...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := ins.Close(); err != nil {
+		t.Fatal(err)
 	}
 	// Gaps: ids 100-149 and the newest (600) deleted.
 	if _, err := tx.ExecContext(ctx, `DELETE FROM ledger_requests WHERE id BETWEEN 100 AND 149 OR id = 600`); err != nil {

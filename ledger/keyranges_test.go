@@ -110,10 +110,19 @@ func TestSchemaV7_MigratesVersion6(t *testing.T) {
 	}
 	q := "INSERT INTO ledger_requests (" + strings.Join(columns[:], ", ") + ") VALUES (" +
 		strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	// One prepared statement for every row: SQLite compiles the insert once, not once
+	// a row (under -race that compile was most of this setup, #54).
+	ins, err := tx.PrepareContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range v6 {
-		if _, err := tx.ExecContext(ctx, q, insertArgs(nil, &v6[i])...); err != nil {
+		if _, err := ins.ExecContext(ctx, insertArgs(nil, &v6[i])...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := ins.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
