@@ -222,34 +222,12 @@ func compactName(s string, i int) (name string, next int, ok bool) {
 // exponent or leading zero at s[i]: its value and the offset after it. ok is false for
 // anything else, a number it does not take included (the scanner reads those).
 func compactInt(s string, i int) (n, next int, ok bool) {
-	if i >= len(s) {
+	if i+4 <= len(s) && s[i:i+4] == "null" {
+		return 0, i + 4, true
+	}
+	v, end := jsonx.PlainUint(s, i)
+	if end < 0 {
 		return 0, 0, false
 	}
-	d := s[i] - '0'
-	if d > 9 {
-		if i+4 <= len(s) && s[i:i+4] == "null" {
-			return 0, i + 4, true
-		}
-		return 0, 0, false
-	}
-	n = int(d)
-	j := i + 1
-	if d != 0 {
-		for ; j < len(s) && j-i < 19; j++ {
-			c := s[j] - '0'
-			if c > 9 {
-				break
-			}
-			n = n*10 + int(c)
-		}
-		if j-i > 18 {
-			return 0, 0, false
-		}
-	}
-	if j < len(s) {
-		if c := s[j]; c-'0' <= 9 || c == '.' || c == 'e' || c == 'E' {
-			return 0, 0, false
-		}
-	}
-	return n, j, true
+	return int(v), end, true
 }
