@@ -1,6 +1,10 @@
 package anthropic
 
-import "github.com/agate-gateway/agate/internal/jsonx"
+import (
+	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+)
 
 // The names, quoted and with their colons, of the members the Messages API writes in a
 // usage object (and its cache_creation and server_tool_use objects): countName compares
@@ -98,43 +102,43 @@ func (c *anthropicCounts) countName(s string, i int) (count *int, next int, ok b
 		switch r[1] {
 		case 'i':
 			switch {
-			case len(r) >= len(qInputTokens) && r[:len(qInputTokens)] == qInputTokens:
+			case strings.HasPrefix(r, qInputTokens):
 				return &c.input, i + len(qInputTokens), true
-			case len(r) >= len(qIterations) && r[:len(qIterations)] == qIterations:
+			case strings.HasPrefix(r, qIterations):
 				return nil, 0, false
 			}
 		case 'o':
-			if len(r) >= len(qOutputTokens) && r[:len(qOutputTokens)] == qOutputTokens {
+			if strings.HasPrefix(r, qOutputTokens) {
 				return &c.output, i + len(qOutputTokens), true
 			}
 		case 'c':
 			switch {
-			case len(r) >= len(qCacheRead) && r[:len(qCacheRead)] == qCacheRead:
+			case strings.HasPrefix(r, qCacheRead):
 				return &c.cacheRead, i + len(qCacheRead), true
-			case len(r) >= len(qCacheWrite) && r[:len(qCacheWrite)] == qCacheWrite:
+			case strings.HasPrefix(r, qCacheWrite):
 				return &c.cacheWrite, i + len(qCacheWrite), true
-			case len(r) >= len(qCacheCreation) && r[:len(qCacheCreation)] == qCacheCreation:
+			case strings.HasPrefix(r, qCacheCreation):
 				q = qCacheCreation
 			}
 		case 's':
 			switch {
-			case len(r) >= len(qServiceTier) && r[:len(qServiceTier)] == qServiceTier:
+			case strings.HasPrefix(r, qServiceTier):
 				q = qServiceTier
-			case len(r) >= len(qServerToolUse) && r[:len(qServerToolUse)] == qServerToolUse:
+			case strings.HasPrefix(r, qServerToolUse):
 				q = qServerToolUse
 			}
 		case 'e':
 			switch {
-			case len(r) >= len(qEphemeral5m) && r[:len(qEphemeral5m)] == qEphemeral5m:
+			case strings.HasPrefix(r, qEphemeral5m):
 				q = qEphemeral5m
-			case len(r) >= len(qEphemeral1h) && r[:len(qEphemeral1h)] == qEphemeral1h:
+			case strings.HasPrefix(r, qEphemeral1h):
 				q = qEphemeral1h
 			}
 		case 'w':
 			switch {
-			case len(r) >= len(qWebSearch) && r[:len(qWebSearch)] == qWebSearch:
+			case strings.HasPrefix(r, qWebSearch):
 				q = qWebSearch
-			case len(r) >= len(qWebFetchRequests) && r[:len(qWebFetchRequests)] == qWebFetchRequests:
+			case strings.HasPrefix(r, qWebFetchRequests):
 				q = qWebFetchRequests
 			}
 		}
