@@ -26,6 +26,12 @@ func PlainEnd(s string, i int) int {
 			return -1
 		}
 	}
+	return plainEndBytes(s, i)
+}
+
+// plainEndBytes is PlainEnd's definition a byte at a time: its tail after the last whole
+// word, and the oracle its tests hold the word loop to.
+func plainEndBytes(s string, i int) int {
 	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '"':
