@@ -195,6 +195,10 @@ type batchEncoder struct {
 		s string
 		i int
 	}
+	// bufs are the bytes of the record being encoded (bufs[cur]) and of the one before
+	// (appendRecord).
+	bufs [2]recBuf
+	cur  int
 }
 
 // appendBatch appends recs (at most maxBatchRecords, some of them nil: places pruned)
@@ -206,13 +210,15 @@ func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) b
 	}
 	defer e.reset()
 	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
+	var prev *Record
 	for i := range recs {
 		e.recs = append(e.recs, ',')
 		if pruned != nil && pruned(i) {
 			e.recs = append(e.recs, "null"...)
 			continue
 		}
-		e.recs = e.appendRecord(e.recs, &recs[i], base)
+		e.recs = e.appendRecord(e.recs, &recs[i], prev, base)
+		prev = &recs[i]
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
 	b = append(append(append(b, ','), e.dict...), ']')
@@ -226,129 +232,267 @@ func (e *batchEncoder) reset() {
 	clear(e.last[:])
 }
 
+// A record's fields after its time are encoded in segments (recSegs), each into the
+// encoder's buffer of the record (cur) whole, its defaults at the end not yet left out.
+// A segment whose fields equal those of the record encoded before it in the batch
+// (prev, in the buffer of that record) is copied from that record's bytes, not encoded
+// again: the same values write the same bytes within a batch (a text's place in the
+// dictionary does not change once given, and a text the full dictionary left out stays
+// out). A gateway's records come in runs of one key, team, model and route, with the
+// same status, token counts and flags, so most of a record is copied; its time, request
+// id and durations are encoded each time.
+const (
+	segID      = iota // request_id: encoded each time
+	segRoute          // key_name .. completion_tokens: the route and the outcome
+	segCost           // cost_usd
+	segTimes          // total_ms .. trace_id: encoded each time
+	segCounts         // cached_read_tokens .. cache_hit
+	segAttempt        // attempts: each attempt's texts and counts copied when the same
+	segRest           // attempts_omitted .. completion
+	nSegs
+)
+
+// recSegs are the segments' first fields (batchFields' places), the last the end.
+var recSegs = [nSegs + 1]int{1, 2, 13, 14, 18, 26, 27, len(batchFields)}
+
+// span is a run of a record buffer's bytes: [off, off+n); end is the length of its
+// prefix up to its last field that holds no default (0: all defaults).
+type span struct{ off, n, end int }
+
+// recBuf is a record's bytes after its time, as encoded whole, and the spans of its
+// segments and of its attempts' parts (those of a record with at most MaxAttempts).
+type recBuf struct {
+	b    []byte
+	segs [nSegs]span
+	// head and tail are an attempt's bytes before and after its duration (its texts and
+	// status; continued and its token counts), natt the attempts they hold.
+	head, tail [MaxAttempts]span
+	natt       int
+}
+
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out.
-func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
+// their defaults left out. prev is the record encoded before it in the batch (nil: none),
+// whose bytes are e.bufs[e.cur^1].
+func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byte {
+	cur, old := &e.bufs[e.cur], &e.bufs[e.cur^1]
+	e.cur ^= 1
+	c := cur.b[:0]
+	for s := range nSegs {
+		start := len(c)
+		if prev != nil && sameSeg(s, r, prev) {
+			p := old.segs[s]
+			c = append(c, old.b[p.off:p.off+p.n]...)
+			cur.segs[s] = span{start, p.n, p.end}
+			continue
+		}
+		end := 0
+		if s == segAttempt {
+			c, end = e.appendAttemptsField(c, cur, old, r, prev)
+		} else {
+			for f := recSegs[s]; f < recSegs[s+1]; f++ {
+				var set bool
+				if c, set = e.appendField(c, r, f); set {
+					end = len(c) - start
+				}
+			}
+		}
+		cur.segs[s] = span{start, len(c) - start, end}
+	}
+	cur.b = c
+	end := 0
+	for s := nSegs - 1; s >= 0; s-- {
+		if p := cur.segs[s]; p.end > 0 {
+			end = p.off + p.end
+			break
+		}
+	}
 	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
-	end := len(b)
-	num := func(b []byte, n int64) []byte {
-		b = appendInt64(append(b, ','), n)
-		if n != 0 {
-			end = len(b)
-		}
-		return b
+	return append(append(b, c[:end]...), ']')
+}
+
+// sameSeg reports whether segment s of r holds the values of prev's (so that its bytes
+// are prev's). The attempts are compared one by one in appendAttemptsField.
+func sameSeg(s int, r, prev *Record) bool {
+	switch s {
+	case segRoute:
+		return r.Status == prev.Status && r.PromptTokens == prev.PromptTokens &&
+			r.CompletionTokens == prev.CompletionTokens && r.Stream == prev.Stream &&
+			r.Key == prev.Key && r.Team == prev.Team && r.API == prev.API && r.Model == prev.Model &&
+			r.Served == prev.Served && r.Backend == prev.Backend && r.Deployment == prev.Deployment
+	case segCost:
+		// Equal costs write the same bytes (0 and -0 both "0.0"); a NaN is never equal,
+		// and is written again.
+		return r.CostUSD == prev.CostUSD
+	case segCounts:
+		return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
+			r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
+			r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
+			r.ErrorType == prev.ErrorType
+	case segRest:
+		return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.ToolsJSON == prev.ToolsJSON &&
+			r.AttemptsOmitted == prev.AttemptsOmitted && r.ToolsOmitted == prev.ToolsOmitted &&
+			r.ContinuedFrom == prev.ContinuedFrom && r.Prompt == prev.Prompt && r.Completion == prev.Completion
 	}
-	text := func(b []byte, s string) []byte {
-		b = appendJSONText(append(b, ','), s)
-		if s != "" {
-			end = len(b)
-		}
-		return b
-	}
-	dict := func(b []byte, f int, s string) []byte {
-		b = e.appendDict(append(b, ','), f, s)
-		if s != "" {
-			end = len(b)
-		}
-		return b
-	}
-	flag := func(b []byte, v bool) []byte {
-		if v {
-			b = append(b, ',', '1')
-			end = len(b)
-			return b
-		}
-		return append(b, ',', '0')
-	}
-	array := func(b []byte, raw string, n int, app func([]byte) []byte) []byte {
-		b = append(b, ',')
+	return false
+}
+
+// appendField appends field f of r (batchFields' place, after the time), after a comma,
+// and reports whether it holds a value other than its default.
+func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
+	b = append(b, ',')
+	switch f {
+	case 1:
+		return appendJSONText(b, r.RequestID), r.RequestID != ""
+	case 2:
+		return e.appendDict(b, f, r.Key), r.Key != ""
+	case 3:
+		return e.appendDict(b, f, r.Team), r.Team != ""
+	case 4:
+		return e.appendDict(b, f, r.API), r.API != ""
+	case 5:
+		return e.appendDict(b, f, r.Model), r.Model != ""
+	case 6:
+		return e.appendDict(b, f, r.Served), r.Served != ""
+	case 7:
+		return e.appendDict(b, f, r.Backend), r.Backend != ""
+	case 8:
+		return e.appendDict(b, f, r.Deployment), r.Deployment != ""
+	case 9:
+		return appendFlag(b, r.Stream), r.Stream
+	case 10:
+		return appendInt64(b, int64(r.Status)), r.Status != 0
+	case 11:
+		return appendInt64(b, r.PromptTokens), r.PromptTokens != 0
+	case 12:
+		return appendInt64(b, r.CompletionTokens), r.CompletionTokens != 0
+	case 13:
+		return appendReal(b, r.CostUSD), r.CostUSD != 0
+	case 14:
+		n := r.Total.Milliseconds()
+		return appendInt64(b, n), n != 0
+	case 15:
+		n := r.FirstToken.Milliseconds()
+		return appendInt64(b, n), n != 0
+	case 16:
+		n := r.Upstream.Milliseconds()
+		return appendInt64(b, n), n != 0
+	case 17:
+		return appendJSONText(b, r.TraceID), r.TraceID != ""
+	case 18:
+		return appendInt64(b, r.CachedReadTokens), r.CachedReadTokens != 0
+	case 19:
+		return e.appendDict(b, f, r.ErrorType), r.ErrorType != ""
+	case 20:
+		return appendInt64(b, r.CacheWriteTokens), r.CacheWriteTokens != 0
+	case 21:
+		return appendInt64(b, r.ReasoningTokens), r.ReasoningTokens != 0
+	case 22:
+		return appendFlag(b, r.Estimated), r.Estimated
+	case 23:
+		return appendInt64(b, int64(r.ToolCalls)), r.ToolCalls != 0
+	case 24:
+		return appendInt64(b, int64(r.Fallbacks)), r.Fallbacks != 0
+	case 25:
+		return appendFlag(b, r.CacheHit), r.CacheHit
+	case 27:
+		return appendInt64(b, int64(r.AttemptsOmitted)), r.AttemptsOmitted != 0
+	case 28:
 		switch {
-		case n > 0:
-			b = app(b)
-		case raw != "": // a record read back (the pruner's rewrite)
-			b = append(b, raw...)
-		default:
-			return append(b, "null"...)
+		case len(r.Tools) > 0:
+			return appendTools(b, r.Tools), true
+		case r.ToolsJSON != "": // a record read back (the pruner's rewrite)
+			return append(b, r.ToolsJSON...), true
 		}
-		end = len(b)
-		return b
+		return append(b, "null"...), false
+	case 29:
+		return appendInt64(b, int64(r.ToolsOmitted)), r.ToolsOmitted != 0
+	case 30:
+		return e.appendDict(b, f, r.ContinuedFrom), r.ContinuedFrom != ""
+	case 31:
+		return appendOpt(b, r.Prompt), r.Prompt != ""
+	case 32:
+		return appendOpt(b, r.Completion), r.Completion != ""
 	}
-	opt := func(b []byte, s string) []byte {
-		if s == "" {
-			return append(b, ",null"...)
-		}
-		b = appendJSONText(append(b, ','), s)
-		end = len(b)
-		return b
+	panic("ledger: no field " + strconv.Itoa(f)) // recSegs covers batchFields' places 1 to 32
+}
+
+// appendOpt appends s as a JSON string, "" as null.
+func appendOpt(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
 	}
-	b = text(b, r.RequestID)
-	b = dict(b, 2, r.Key)
-	b = dict(b, 3, r.Team)
-	b = dict(b, 4, r.API)
-	b = dict(b, 5, r.Model)
-	b = dict(b, 6, r.Served)
-	b = dict(b, 7, r.Backend)
-	b = dict(b, 8, r.Deployment)
-	b = flag(b, r.Stream)
-	b = num(b, int64(r.Status))
-	b = num(b, r.PromptTokens)
-	b = num(b, r.CompletionTokens)
-	b = appendReal(append(b, ','), r.CostUSD)
-	if r.CostUSD != 0 {
-		end = len(b)
-	}
-	b = num(b, r.Total.Milliseconds())
-	b = num(b, r.FirstToken.Milliseconds())
-	b = num(b, r.Upstream.Milliseconds())
-	b = text(b, r.TraceID)
-	b = num(b, r.CachedReadTokens)
-	b = dict(b, 19, r.ErrorType)
-	b = num(b, r.CacheWriteTokens)
-	b = num(b, r.ReasoningTokens)
-	b = flag(b, r.Estimated)
-	b = num(b, int64(r.ToolCalls))
-	b = num(b, int64(r.Fallbacks))
-	b = flag(b, r.CacheHit)
-	b = array(b, r.AttemptsJSON, len(r.Attempts), func(b []byte) []byte { return e.appendAttempts(b, r.Attempts) })
-	b = num(b, int64(r.AttemptsOmitted))
-	b = array(b, r.ToolsJSON, len(r.Tools), func(b []byte) []byte { return appendTools(b, r.Tools) })
-	b = num(b, int64(r.ToolsOmitted))
-	b = dict(b, 30, r.ContinuedFrom)
-	b = opt(b, r.Prompt)
-	b = opt(b, r.Completion)
-	return append(b[:end], ']')
+	return appendJSONText(b, s)
 }
 
 // attemptTexts are the texts of a stored attempt that the batch's dictionary holds:
-// their places in appendAttempts' array, each with its own last text (batchEncoder.last,
+// their places in an attempt's array, each with its own last text (batchEncoder.last,
 // after batchFields').
 var attemptTexts = [...]int{0, 1, 2, 4}
 
-// appendAttempts appends as in their stored form in a batch: an array of arrays
-// [backend, deployment, model, status, error_type, duration_ms, continued (0 or 1),
-// prompt_tokens, completion_tokens], the texts through the batch's dictionary. A reader
-// turns them back into appendAttempts' JSON objects (decodeAttempts), the form the
-// version 7 column held; the rows the migration made keep that form as it was.
-func (e *batchEncoder) appendAttempts(b []byte, as []Attempt) []byte {
+// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c, and
+// the length of c's prefix from the field's start it leaves (0: the default, null).
+// Attempts are stored as in their stored form in a batch: an array of arrays [backend,
+// deployment, model, status, error_type, duration_ms, continued (0 or 1),
+// prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
+// reader turns them back into appendAttempts' JSON objects, decodeAttempts: the form
+// the version 7 column held; the rows the migration made keep that form as it was). An
+// attempt's parts before and after its duration are copied from prev's attempt of the
+// same place (in old's bytes) when they hold its values.
+func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) ([]byte, int) {
+	start := len(c)
+	c = append(c, ',')
+	as := r.Attempts
+	cur.natt = min(len(as), len(cur.head))
+	if len(as) == 0 {
+		if r.AttemptsJSON != "" { // a record read back (the pruner's rewrite)
+			c = append(c, r.AttemptsJSON...)
+			return c, len(c) - start
+		}
+		return append(c, "null"...), 0
+	}
+	var pa []Attempt
+	if prev != nil {
+		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
+	}
 	const f = len(batchFields) // the attempts' texts' last texts
-	b = append(b, '[')
+	c = append(c, '[')
 	for i := range as {
 		a := &as[i]
 		if i > 0 {
-			b = append(b, ',')
+			c = append(c, ',')
 		}
-		b = e.appendDict(append(b, '['), f, a.Backend)
-		b = e.appendDict(append(b, ','), f+1, a.Deployment)
-		b = e.appendDict(append(b, ','), f+2, a.Model)
-		b = appendInt64(append(b, ','), int64(a.Status))
-		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
-		b = appendInt64(append(b, ','), a.Duration.Milliseconds())
-		b = appendFlag(append(b, ','), a.Continued)
-		b = appendInt64(append(b, ','), a.PromptTokens)
-		b = appendInt64(append(b, ','), a.CompletionTokens)
-		b = append(b, ']')
+		c = append(c, '[')
+		h := len(c)
+		if i < len(pa) && a.Backend == pa[i].Backend && a.Deployment == pa[i].Deployment && a.Model == pa[i].Model &&
+			a.Status == pa[i].Status && a.ErrorType == pa[i].ErrorType {
+			p := old.head[i]
+			c = append(c, old.b[p.off:p.off+p.n]...)
+		} else {
+			c = e.appendDict(c, f, a.Backend)
+			c = e.appendDict(append(c, ','), f+1, a.Deployment)
+			c = e.appendDict(append(c, ','), f+2, a.Model)
+			c = appendInt64(append(c, ','), int64(a.Status))
+			c = e.appendDict(append(c, ','), f+3, a.ErrorType)
+		}
+		he := len(c)
+		c = appendInt64(append(c, ','), a.Duration.Milliseconds())
+		t := len(c)
+		if i < len(pa) && a.Continued == pa[i].Continued && a.PromptTokens == pa[i].PromptTokens &&
+			a.CompletionTokens == pa[i].CompletionTokens {
+			p := old.tail[i]
+			c = append(c, old.b[p.off:p.off+p.n]...)
+		} else {
+			c = appendFlag(append(c, ','), a.Continued)
+			c = appendInt64(append(c, ','), a.PromptTokens)
+			c = appendInt64(append(c, ','), a.CompletionTokens)
+		}
+		if i < len(cur.head) {
+			cur.head[i], cur.tail[i] = span{off: h, n: he - h}, span{off: t, n: len(c) - t}
+		}
+		c = append(c, ']')
 	}
-	return append(b, ']')
+	c = append(c, ']')
+	return c, len(c) - start
 }
 
 // decodeAttempts returns the JSON of raw, a stored record's attempts: raw itself when it
