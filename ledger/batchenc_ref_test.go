@@ -367,3 +367,24 @@ func overAttempts(recs []Record) bool {
 	}
 	return false
 }
+
+// BenchmarkBatchEncode: a batch of a gateway's steady records (gatewayRun), with the
+// encoder and the reference. Count its instructions rather than time it:
+//
+//	go test -c -o /tmp/ledger.test ./ledger
+//	valgrind --tool=cachegrind --cache-sim=no /tmp/ledger.test -test.run '^$' -test.bench 'BatchEncode/new' -test.benchtime 2000x
+func BenchmarkBatchEncode(b *testing.B) {
+	recs := gatewayRun(maxBatchRecords, time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC))
+	var e batchEncoder
+	buf := make([]byte, 0, 64<<10)
+	b.Run("new", func(b *testing.B) {
+		for range b.N {
+			buf = e.appendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		for range b.N {
+			buf = e.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
+		}
+	})
+}

@@ -232,108 +232,149 @@ func (e *batchEncoder) reset() {
 	clear(e.last[:])
 }
 
-// A record's fields after its time are encoded in segments (recSegs), each into the
-// encoder's buffer of the record (cur) whole, its defaults at the end not yet left out.
-// A segment whose fields equal those of the record encoded before it in the batch
-// (prev, in the buffer of that record) is copied from that record's bytes, not encoded
-// again: the same values write the same bytes within a batch (a text's place in the
-// dictionary does not change once given, and a text the full dictionary left out stays
-// out). A gateway's records come in runs of one key, team, model and route, with the
-// same status, token counts and flags, so most of a record is copied; its time, request
-// id and durations are encoded each time.
-const (
-	segID      = iota // request_id: encoded each time
-	segRoute          // key_name .. completion_tokens: the route and the outcome
-	segCost           // cost_usd
-	segTimes          // total_ms .. trace_id: encoded each time
-	segCounts         // cached_read_tokens .. cache_hit
-	segAttempt        // attempts: each attempt's texts and counts copied when the same
-	segRest           // attempts_omitted .. completion
-	nSegs
-)
-
-// recSegs are the segments' first fields (batchFields' places), the last the end.
-var recSegs = [nSegs + 1]int{1, 2, 13, 14, 18, 26, 27, len(batchFields)}
+// A record's fields after its time are encoded into the encoder's buffer of the record
+// (recBuf) whole, its defaults at the end not yet left out, in segments. A segment whose
+// fields hold the values of the record encoded before it in the batch (prev) is copied
+// from that record's bytes, not encoded again: the same values write the same bytes
+// within a batch (a text's place in the dictionary does not change once given, and a
+// text the full dictionary left out stays out). A gateway's records come in runs of one
+// key, team, model and route, with the same status, token counts and flags, so most of a
+// record is copied; its time, request id, durations and trace id are encoded each time.
+// The segments (batchFields' places): 2-12, the route and the outcome (key_name to
+// completion_tokens); 13, cost_usd; 18-25, the counts and flags (cached_read_tokens to
+// cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
+// its texts and status, and after its duration its flag and token counts.
 
 // span is a run of a record buffer's bytes: [off, off+n); end is the length of its
 // prefix up to its last field that holds no default (0: all defaults).
 type span struct{ off, n, end int }
 
 // recBuf is a record's bytes after its time, as encoded whole, and the spans of its
-// segments and of its attempts' parts (those of a record with at most MaxAttempts).
+// segments.
 type recBuf struct {
-	b    []byte
-	segs [nSegs]span
-	// head and tail are an attempt's bytes before and after its duration (its texts and
-	// status; continued and its token counts), natt the attempts they hold.
+	b                         []byte
+	route, cost, counts, rest span
+	// head and tail are an attempt's bytes before and after its duration, natt the
+	// attempts they hold.
 	head, tail [MaxAttempts]span
 	natt       int
 }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out. prev is the record encoded before it in the batch (nil: none),
-// whose bytes are e.bufs[e.cur^1].
+// their defaults left out. prev is the record encoded before it in the batch (nil: none).
 func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byte {
-	cur, old := &e.bufs[e.cur], &e.bufs[e.cur^1]
-	e.cur ^= 1
-	c := cur.b[:0]
-	for s := range nSegs {
-		start := len(c)
-		if prev != nil && sameSeg(s, r, prev) {
-			p := old.segs[s]
-			c = append(c, old.b[p.off:p.off+p.n]...)
-			cur.segs[s] = span{start, p.n, p.end}
-			continue
+	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
+	e.cur++
+	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
+	end := 0
+	if r.RequestID != "" {
+		end = len(c)
+	}
+	if prev != nil && sameRoute(r, prev) {
+		c = copySpan(c, &cur.route, old.b, old.route)
+	} else {
+		c = e.appendFields(c, &cur.route, r, 2, 13)
+	}
+	if cur.route.end > 0 {
+		end = cur.route.off + cur.route.end
+	}
+	// Equal costs write the same bytes (0 and -0 both "0.0"); a NaN is never equal.
+	if prev != nil && r.CostUSD == prev.CostUSD {
+		c = copySpan(c, &cur.cost, old.b, old.cost)
+	} else {
+		c = e.appendFields(c, &cur.cost, r, 13, 14)
+	}
+	if cur.cost.end > 0 {
+		end = cur.cost.off + cur.cost.end
+	}
+	if n := r.Total.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
 		}
-		end := 0
-		if s == segAttempt {
-			c, end = e.appendAttemptsField(c, cur, old, r, prev)
-		} else {
-			for f := recSegs[s]; f < recSegs[s+1]; f++ {
-				var set bool
-				if c, set = e.appendField(c, r, f); set {
-					end = len(c) - start
-				}
-			}
+	}
+	if n := r.FirstToken.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
 		}
-		cur.segs[s] = span{start, len(c) - start, end}
+	}
+	if n := r.Upstream.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
+		}
+	}
+	if r.TraceID == "" {
+		c = append(c, ',', '"', '"')
+	} else {
+		c = appendJSONText(append(c, ','), r.TraceID)
+		end = len(c)
+	}
+	if prev != nil && sameCounts(r, prev) {
+		c = copySpan(c, &cur.counts, old.b, old.counts)
+	} else {
+		c = e.appendFields(c, &cur.counts, r, 18, 26)
+	}
+	if cur.counts.end > 0 {
+		end = cur.counts.off + cur.counts.end
+	}
+	if c = e.appendAttemptsField(c, cur, old, r, prev); len(r.Attempts) > 0 || r.AttemptsJSON != "" {
+		end = len(c)
+	}
+	if prev != nil && sameRest(r, prev) {
+		c = copySpan(c, &cur.rest, old.b, old.rest)
+	} else {
+		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
+	}
+	if cur.rest.end > 0 {
+		end = cur.rest.off + cur.rest.end
 	}
 	cur.b = c
-	end := 0
-	for s := nSegs - 1; s >= 0; s-- {
-		if p := cur.segs[s]; p.end > 0 {
-			end = p.off + p.end
-			break
-		}
-	}
 	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
 	return append(append(b, c[:end]...), ']')
 }
 
-// sameSeg reports whether segment s of r holds the values of prev's (so that its bytes
-// are prev's). The attempts are compared one by one in appendAttemptsField.
-func sameSeg(s int, r, prev *Record) bool {
-	switch s {
-	case segRoute:
-		return r.Status == prev.Status && r.PromptTokens == prev.PromptTokens &&
-			r.CompletionTokens == prev.CompletionTokens && r.Stream == prev.Stream &&
-			r.Key == prev.Key && r.Team == prev.Team && r.API == prev.API && r.Model == prev.Model &&
-			r.Served == prev.Served && r.Backend == prev.Backend && r.Deployment == prev.Deployment
-	case segCost:
-		// Equal costs write the same bytes (0 and -0 both "0.0"); a NaN is never equal,
-		// and is written again.
-		return r.CostUSD == prev.CostUSD
-	case segCounts:
-		return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
-			r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
-			r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
-			r.ErrorType == prev.ErrorType
-	case segRest:
-		return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.ToolsJSON == prev.ToolsJSON &&
-			r.AttemptsOmitted == prev.AttemptsOmitted && r.ToolsOmitted == prev.ToolsOmitted &&
-			r.ContinuedFrom == prev.ContinuedFrom && r.Prompt == prev.Prompt && r.Completion == prev.Completion
+// copySpan appends from's bytes of p to c, and sets *to to where they are in c.
+func copySpan(c []byte, to *span, from []byte, p span) []byte {
+	*to = span{len(c), p.n, p.end}
+	return append(c, from[p.off:p.off+p.n]...)
+}
+
+// appendFields appends the fields [f, to) of r (batchFields' places) and sets *s to
+// where they are in c.
+func (e *batchEncoder) appendFields(c []byte, s *span, r *Record, f, to int) []byte {
+	start, end := len(c), 0
+	for ; f < to; f++ {
+		var set bool
+		if c, set = e.appendField(c, r, f); set {
+			end = len(c) - start
+		}
 	}
-	return false
+	*s = span{start, len(c) - start, end}
+	return c
+}
+
+// sameRoute reports whether r's fields key_name to completion_tokens hold prev's values.
+func sameRoute(r, prev *Record) bool {
+	return r.Status == prev.Status && r.PromptTokens == prev.PromptTokens &&
+		r.CompletionTokens == prev.CompletionTokens && r.Stream == prev.Stream &&
+		r.Key == prev.Key && r.Team == prev.Team && r.API == prev.API && r.Model == prev.Model &&
+		r.Served == prev.Served && r.Backend == prev.Backend && r.Deployment == prev.Deployment
+}
+
+// sameCounts reports whether r's fields cached_read_tokens to cache_hit hold prev's
+// values.
+func sameCounts(r, prev *Record) bool {
+	return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
+		r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
+		r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
+		r.ErrorType == prev.ErrorType
+}
+
+// sameRest reports whether r's fields attempts_omitted to completion hold prev's values
+// (no tools in either: tools are encoded each time).
+func sameRest(r, prev *Record) bool {
+	return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.AttemptsOmitted == prev.AttemptsOmitted &&
+		r.ToolsOmitted == prev.ToolsOmitted && r.ToolsJSON == prev.ToolsJSON &&
+		r.ContinuedFrom == prev.ContinuedFrom && r.Prompt == prev.Prompt && r.Completion == prev.Completion
 }
 
 // appendField appends field f of r (batchFields' place, after the time), after a comma,
@@ -429,8 +470,7 @@ func appendOpt(b []byte, s string) []byte {
 // after batchFields').
 var attemptTexts = [...]int{0, 1, 2, 4}
 
-// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c, and
-// the length of c's prefix from the field's start it leaves (0: the default, null).
+// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c.
 // Attempts are stored as in their stored form in a batch: an array of arrays [backend,
 // deployment, model, status, error_type, duration_ms, continued (0 or 1),
 // prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
@@ -438,17 +478,15 @@ var attemptTexts = [...]int{0, 1, 2, 4}
 // the version 7 column held; the rows the migration made keep that form as it was). An
 // attempt's parts before and after its duration are copied from prev's attempt of the
 // same place (in old's bytes) when they hold its values.
-func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) ([]byte, int) {
-	start := len(c)
+func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) []byte {
 	c = append(c, ',')
 	as := r.Attempts
 	cur.natt = min(len(as), len(cur.head))
 	if len(as) == 0 {
 		if r.AttemptsJSON != "" { // a record read back (the pruner's rewrite)
-			c = append(c, r.AttemptsJSON...)
-			return c, len(c) - start
+			return append(c, r.AttemptsJSON...)
 		}
-		return append(c, "null"...), 0
+		return append(c, "null"...)
 	}
 	var pa []Attempt
 	if prev != nil {
@@ -491,8 +529,7 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		}
 		c = append(c, ']')
 	}
-	c = append(c, ']')
-	return c, len(c) - start
+	return append(c, ']')
 }
 
 // decodeAttempts returns the JSON of raw, a stored record's attempts: raw itself when it
