@@ -352,12 +352,23 @@ func (e *batchEncoder) appendFields(c []byte, s *span, r *Record, f, to int) []b
 	return c
 }
 
+// sameAttempt reports whether a holds b's values but for its duration.
+func sameAttempt(a, b *Attempt) bool {
+	return a.Status == b.Status && a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
+		a.Continued == b.Continued && sameText(a.Backend, b.Backend) && sameText(a.Deployment, b.Deployment) &&
+		sameText(a.Model, b.Model) && sameText(a.ErrorType, b.ErrorType)
+}
+
+// sameText is a == b, without the call comparing their bytes when both are empty (the
+// texts most records leave empty).
+func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a == b) }
+
 // sameRoute reports whether r's fields key_name to completion_tokens hold prev's values.
 func sameRoute(r, prev *Record) bool {
 	return r.Status == prev.Status && r.PromptTokens == prev.PromptTokens &&
 		r.CompletionTokens == prev.CompletionTokens && r.Stream == prev.Stream &&
-		r.Key == prev.Key && r.Team == prev.Team && r.API == prev.API && r.Model == prev.Model &&
-		r.Served == prev.Served && r.Backend == prev.Backend && r.Deployment == prev.Deployment
+		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
+		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
 }
 
 // sameCounts reports whether r's fields cached_read_tokens to cache_hit hold prev's
@@ -366,15 +377,15 @@ func sameCounts(r, prev *Record) bool {
 	return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
 		r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
 		r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
-		r.ErrorType == prev.ErrorType
+		sameText(r.ErrorType, prev.ErrorType)
 }
 
 // sameRest reports whether r's fields attempts_omitted to completion hold prev's values
 // (no tools in either: tools are encoded each time).
 func sameRest(r, prev *Record) bool {
 	return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.AttemptsOmitted == prev.AttemptsOmitted &&
-		r.ToolsOmitted == prev.ToolsOmitted && r.ToolsJSON == prev.ToolsJSON &&
-		r.ContinuedFrom == prev.ContinuedFrom && r.Prompt == prev.Prompt && r.Completion == prev.Completion
+		r.ToolsOmitted == prev.ToolsOmitted && sameText(r.ToolsJSON, prev.ToolsJSON) &&
+		sameText(r.ContinuedFrom, prev.ContinuedFrom) && sameText(r.Prompt, prev.Prompt) && sameText(r.Completion, prev.Completion)
 }
 
 // appendField appends field f of r (batchFields' place, after the time), after a comma,
@@ -492,6 +503,18 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 	if prev != nil {
 		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
 	}
+	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) {
+		// One attempt, as the record before's but for its duration: a proxied
+		// request's, most often.
+		h, t := old.head[0], old.tail[0]
+		c = append(c, '[', '[')
+		cur.head[0].off = len(c)
+		c = append(c, old.b[h.off:h.off+h.n]...)
+		c = appendInt64(append(c, ','), as[0].Duration.Milliseconds())
+		cur.head[0].n, cur.tail[0] = h.n, span{off: len(c), n: t.n}
+		c = append(c, old.b[t.off:t.off+t.n]...)
+		return append(c, ']', ']')
+	}
 	const f = len(batchFields) // the attempts' texts' last texts
 	c = append(c, '[')
 	for i := range as {
@@ -501,8 +524,8 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		}
 		c = append(c, '[')
 		h := len(c)
-		if i < len(pa) && a.Backend == pa[i].Backend && a.Deployment == pa[i].Deployment && a.Model == pa[i].Model &&
-			a.Status == pa[i].Status && a.ErrorType == pa[i].ErrorType {
+		if i < len(pa) && a.Status == pa[i].Status && sameText(a.Backend, pa[i].Backend) &&
+			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) {
 			p := old.head[i]
 			c = append(c, old.b[p.off:p.off+p.n]...)
 		} else {
@@ -661,16 +684,42 @@ func appendInt64(b []byte, n int64) []byte {
 	return appendInt64Slow(b, n)
 }
 
-// appendInt64Slow is appendInt64 of n ≥ 10 or negative.
+// appendInt64Slow is appendInt64 of n ≥ 10 or negative: two digits at a time from a
+// table (one division by 100 for each), strconv's below 0 and from 10^16 on.
 func appendInt64Slow(b []byte, n int64) []byte {
 	switch {
 	case uint64(n) < 100:
-		return append(b, byte('0'+n/10), byte('0'+n%10))
+		return append(b, digitPairs[2*n], digitPairs[2*n+1])
 	case uint64(n) < 1000:
-		return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
+		q := n / 100
+		d := 2 * (n - 100*q)
+		return append(b, byte('0'+q), digitPairs[d], digitPairs[d+1])
+	case uint64(n) >= 1e16:
+		return strconv.AppendInt(b, n, 10)
 	}
-	return strconv.AppendInt(b, n, 10)
+	var buf [16]byte
+	i, u := len(buf), uint64(n)
+	for u >= 100 {
+		q := u / 100
+		d := 2 * (u - 100*q)
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		i--
+		buf[i] = byte('0' + u)
+	}
+	return append(b, buf[i:]...)
 }
+
+// digitPairs are the numbers 00 to 99, two digits each.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // appendReal appends f as a JSON number SQLite reads as a REAL (with a point or an
 // exponent), or null when f is not finite.
