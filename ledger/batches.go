@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -238,10 +239,10 @@ func (e *batchEncoder) reset() {
 // from that record's bytes, not encoded again: the same values write the same bytes
 // within a batch (a text's place in the dictionary does not change once given, and a
 // text the full dictionary left out stays out). A gateway's records come in runs of one
-// key, team, model and route, with the same status, token counts and flags, so most of a
-// record is copied; its time, request id, durations and trace id are encoded each time.
-// The segments (batchFields' places): 2-12, the route and the outcome (key_name to
-// completion_tokens); 13, cost_usd; 18-25, the counts and flags (cached_read_tokens to
+// key, team, model and route, with the same status and flags, so most of a
+// record is copied; its time, request id, token counts, durations and trace id are
+// encoded each time. The segments (batchFields' places): 2-10, the route and the outcome
+// (key_name to status); 13, cost_usd; 18-25, the counts and flags (cached_read_tokens to
 // cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
 // its texts and status, and after its duration its flag and token counts.
 
@@ -273,10 +274,18 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 	if prev != nil && sameRoute(r, prev) {
 		c = copySpan(c, &cur.route, old.b, old.route)
 	} else {
-		c = e.appendFields(c, &cur.route, r, 2, 13)
+		c = e.appendFields(c, &cur.route, r, 2, 11)
 	}
 	if cur.route.end > 0 {
 		end = cur.route.off + cur.route.end
+	}
+	// The token counts, which differ from request to request in a gateway (not in a
+	// bench's mock), are encoded each time.
+	if c = appendInt64(append(c, ','), r.PromptTokens); r.PromptTokens != 0 {
+		end = len(c)
+	}
+	if c = appendInt64(append(c, ','), r.CompletionTokens); r.CompletionTokens != 0 {
+		end = len(c)
 	}
 	// Equal costs write the same bytes (0 and -0 both "0.0"); a NaN is never equal.
 	if prev != nil && r.CostUSD == prev.CostUSD {
@@ -363,10 +372,9 @@ func sameAttempt(a, b *Attempt) bool {
 // texts most records leave empty).
 func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a == b) }
 
-// sameRoute reports whether r's fields key_name to completion_tokens hold prev's values.
+// sameRoute reports whether r's fields key_name to status hold prev's values.
 func sameRoute(r, prev *Record) bool {
-	return r.Status == prev.Status && r.PromptTokens == prev.PromptTokens &&
-		r.CompletionTokens == prev.CompletionTokens && r.Stream == prev.Stream &&
+	return r.Status == prev.Status && r.Stream == prev.Stream &&
 		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
 		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
 }
@@ -743,10 +751,35 @@ func appendReal(b []byte, f float64) []byte {
 // appendJSONText appends s as a JSON string holding s's bytes as they are: '"', '\' and
 // the control characters escaped, nothing else (invalid UTF-8 is kept, not replaced as
 // jsonx.AppendString replaces it), so that every text reads back as it was written.
-// Its printable ASCII prefix with nothing to escape (all of a request or trace id,
-// most often) is found eight bytes at a time (jsonx.PlainPrefix) and copied whole.
+// Its prefix with nothing to escape (all of a request or trace id, most often) is found
+// eight bytes at a time (plainText) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
-	return appendJSONTextFrom(b, s, jsonx.PlainPrefix(s))
+	return appendJSONTextFrom(b, s, plainText(s))
+}
+
+// plainText is the length of s's prefix without a byte appendJSONText escapes ('"', '\',
+// a control character), looked at eight bytes at a time: in each word, a byte's high bit
+// is set in m where it is one of those (a byte of 0x80 or more never is). A borrow
+// between bytes comes only from a byte that is one, so the lowest bit set is the first.
+// (jsonx.PlainPrefix, which the encoder used before, also stops at '<', '>', '&' and
+// bytes from 0x80 on, which this encoder writes as they are: twice the work a word.)
+func plainText(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		t := s[i : i+8]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		if m := (((w ^ (ones * '"')) - ones) | ((w ^ (ones * '\\')) - ones) | (w - ones*0x20)) &^ w & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // appendJSONTextFrom is appendJSONText given that s[:plain] has nothing to escape: it
