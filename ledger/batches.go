@@ -241,10 +241,11 @@ func (e *batchEncoder) reset() {
 // text the full dictionary left out stays out). A gateway's records come in runs of one
 // key, team, model and route, with the same status and flags, so most of a
 // record is copied; its time, request id, token counts, durations and trace id are
-// encoded each time. The segments (batchFields' places): 2-10, the route and the outcome
-// (key_name to status); 13, cost_usd; 18-25, the counts and flags (cached_read_tokens to
-// cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
-// its texts and status, and after its duration its flag and token counts.
+// encoded each time, with the cost. The segments (batchFields' places): 2-10, the route
+// and the outcome (key_name to status); 18-25, the counts and flags (cached_read_tokens
+// to cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
+// its texts and status, and after its duration its flag and token counts. The counts
+// and the rest most often all hold their defaults: then their text is a constant's.
 
 // span is a run of a record buffer's bytes: [off, off+n); end is the length of its
 // prefix up to its last field that holds no default (0: all defaults).
@@ -253,8 +254,8 @@ type span struct{ off, n, end int }
 // recBuf is a record's bytes after its time, as encoded whole, and the spans of its
 // segments.
 type recBuf struct {
-	b                         []byte
-	route, cost, counts, rest span
+	b                   []byte
+	route, counts, rest span
 	// head and tail are an attempt's bytes before and after its duration, natt the
 	// attempts they hold.
 	head, tail [MaxAttempts]span
@@ -287,14 +288,9 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 	if c = appendInt64(append(c, ','), r.CompletionTokens); r.CompletionTokens != 0 {
 		end = len(c)
 	}
-	// Equal costs write the same bytes (0 and -0 both "0.0"); a NaN is never equal.
-	if prev != nil && r.CostUSD == prev.CostUSD {
-		c = copySpan(c, &cur.cost, old.b, old.cost)
-	} else {
-		c = e.appendFields(c, &cur.cost, r, 13, 14)
-	}
-	if cur.cost.end > 0 {
-		end = cur.cost.off + cur.cost.end
+	// The cost follows the token counts: encoded each time ("0.0" without a price).
+	if c = appendReal(append(c, ','), r.CostUSD); r.CostUSD != 0 {
+		end = len(c)
 	}
 	if n := r.Total.Milliseconds(); true {
 		if c = appendInt64(append(c, ','), n); n != 0 {
@@ -317,7 +313,10 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 		c = appendJSONText(append(c, ','), r.TraceID)
 		end = len(c)
 	}
-	if prev != nil && sameCounts(r, prev) {
+	if defaultCounts(r) {
+		cur.counts = span{len(c), len(defaultCountsText), 0}
+		c = append(c, defaultCountsText...)
+	} else if prev != nil && sameCounts(r, prev) {
 		c = copySpan(c, &cur.counts, old.b, old.counts)
 	} else {
 		c = e.appendFields(c, &cur.counts, r, 18, 26)
@@ -328,7 +327,10 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 	if c = e.appendAttemptsField(c, cur, old, r, prev); len(r.Attempts) > 0 || r.AttemptsJSON != "" {
 		end = len(c)
 	}
-	if prev != nil && sameRest(r, prev) {
+	if defaultRest(r) {
+		cur.rest = span{len(c), len(defaultRestText), 0}
+		c = append(c, defaultRestText...)
+	} else if prev != nil && sameRest(r, prev) {
 		c = copySpan(c, &cur.rest, old.b, old.rest)
 	} else {
 		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
@@ -378,6 +380,26 @@ func sameRoute(r, prev *Record) bool {
 		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
 		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
 }
+
+// defaultCounts reports whether r's fields cached_read_tokens to cache_hit all hold
+// their defaults (most records'), written defaultCountsText.
+func defaultCounts(r *Record) bool {
+	return r.CachedReadTokens == 0 && r.CacheWriteTokens == 0 && r.ReasoningTokens == 0 && !r.Estimated &&
+		r.ToolCalls == 0 && r.Fallbacks == 0 && !r.CacheHit && r.ErrorType == ""
+}
+
+// defaultCountsText is the fields cached_read_tokens to cache_hit at their defaults.
+const defaultCountsText = `,0,"",0,0,0,0,0,0`
+
+// defaultRest reports whether r's fields attempts_omitted to completion all hold their
+// defaults (most records'), written defaultRestText.
+func defaultRest(r *Record) bool {
+	return r.AttemptsOmitted == 0 && len(r.Tools) == 0 && r.ToolsJSON == "" && r.ToolsOmitted == 0 &&
+		r.ContinuedFrom == "" && r.Prompt == "" && r.Completion == ""
+}
+
+// defaultRestText is the fields attempts_omitted to completion at their defaults.
+const defaultRestText = `,0,null,0,"",null,null`
 
 // sameCounts reports whether r's fields cached_read_tokens to cache_hit hold prev's
 // values.
