@@ -418,13 +418,12 @@ func sameRest(r, prev *Record) bool {
 		sameText(r.ContinuedFrom, prev.ContinuedFrom) && sameText(r.Prompt, prev.Prompt) && sameText(r.Completion, prev.Completion)
 }
 
-// appendField appends field f of r (batchFields' place, after the time), after a comma,
-// and reports whether it holds a value other than its default.
+// appendField appends field f of r (batchFields' place, one of the segments': 2-10,
+// 18-25, 27-32), after a comma, and reports whether it holds a value other than its
+// default.
 func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
 	b = append(b, ',')
 	switch f {
-	case 1:
-		return appendJSONText(b, r.RequestID), r.RequestID != ""
 	case 2:
 		return e.appendDict(b, f, r.Key), r.Key != ""
 	case 3:
@@ -443,23 +442,6 @@ func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
 		return appendFlag(b, r.Stream), r.Stream
 	case 10:
 		return appendInt64(b, int64(r.Status)), r.Status != 0
-	case 11:
-		return appendInt64(b, r.PromptTokens), r.PromptTokens != 0
-	case 12:
-		return appendInt64(b, r.CompletionTokens), r.CompletionTokens != 0
-	case 13:
-		return appendReal(b, r.CostUSD), r.CostUSD != 0
-	case 14:
-		n := r.Total.Milliseconds()
-		return appendInt64(b, n), n != 0
-	case 15:
-		n := r.FirstToken.Milliseconds()
-		return appendInt64(b, n), n != 0
-	case 16:
-		n := r.Upstream.Milliseconds()
-		return appendInt64(b, n), n != 0
-	case 17:
-		return appendJSONText(b, r.TraceID), r.TraceID != ""
 	case 18:
 		return appendInt64(b, r.CachedReadTokens), r.CachedReadTokens != 0
 	case 19:
@@ -495,7 +477,7 @@ func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
 	case 32:
 		return appendOpt(b, r.Completion), r.Completion != ""
 	}
-	panic("ledger: no field " + strconv.Itoa(f)) // recSegs covers batchFields' places 1 to 32
+	panic("ledger: no segment holds field " + strconv.Itoa(f)) // appendRecord asks for its segments' places only
 }
 
 // appendOpt appends s as a JSON string, "" as null.
