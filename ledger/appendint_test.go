@@ -9,7 +9,7 @@ import (
 // TestAppendInt64 holds appendInt64 to strconv.AppendInt at and around its fast paths'
 // bounds, at the extremes, and after bytes already in the buffer.
 func TestAppendInt64(t *testing.T) {
-	for _, n := range []int64{0, 1, 9, 10, 11, 42, 99, 100, 101, 429, 999, 1000, 1001, 65535, 1e12,
+	for _, n := range []int64{0, 1, 9, 10, 11, 42, 99, 100, 101, 429, 999, 1000, 1001, 65535, 99999, 100000, 1e12, 1e16 - 1, 1e16, 1e16 + 1,
 		-1, -9, -10, -99, -100, -999, -1000, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
 		got, want := string(appendInt64([]byte("x,"), n)), string(strconv.AppendInt([]byte("x,"), n, 10))
 		if got != want {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -195,6 +196,10 @@ type batchEncoder struct {
 		s string
 		i int
 	}
+	// bufs are the bytes of the record being encoded (bufs[cur]) and of the one before
+	// (appendRecord).
+	bufs [2]recBuf
+	cur  int
 }
 
 // appendBatch appends recs (at most maxBatchRecords, some of them nil: places pruned)
@@ -206,13 +211,15 @@ func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) b
 	}
 	defer e.reset()
 	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
+	var prev *Record
 	for i := range recs {
 		e.recs = append(e.recs, ',')
 		if pruned != nil && pruned(i) {
 			e.recs = append(e.recs, "null"...)
 			continue
 		}
-		e.recs = e.appendRecord(e.recs, &recs[i], base)
+		e.recs = e.appendRecord(e.recs, &recs[i], prev, base)
+		prev = &recs[i]
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
 	b = append(append(append(b, ','), e.dict...), ']')
@@ -226,129 +233,338 @@ func (e *batchEncoder) reset() {
 	clear(e.last[:])
 }
 
+// A record's fields after its time are encoded into the encoder's buffer of the record
+// (recBuf) whole, its defaults at the end not yet left out, in segments. A segment whose
+// fields hold the values of the record encoded before it in the batch (prev) is copied
+// from that record's bytes, not encoded again: the same values write the same bytes
+// within a batch (a text's place in the dictionary does not change once given, and a
+// text the full dictionary left out stays out). A gateway's records come in runs of one
+// key, team, model and route, with the same status and flags, so most of a
+// record is copied; its time, request id, token counts, durations and trace id are
+// encoded each time, with the cost. The segments (batchFields' places): 2-10, the route
+// and the outcome (key_name to status); 18-25, the counts and flags (cached_read_tokens
+// to cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
+// its texts and status, and after its duration its flag and token counts. The counts
+// and the rest most often all hold their defaults: then their text is a constant's.
+
+// span is a run of a record buffer's bytes: [off, off+n); end is the length of its
+// prefix up to its last field that holds no default (0: all defaults).
+type span struct{ off, n, end int }
+
+// recBuf is a record's bytes after its time, as encoded whole, and the spans of its
+// segments.
+type recBuf struct {
+	b                   []byte
+	route, counts, rest span
+	// head and tail are an attempt's bytes before and after its duration, natt the
+	// attempts they hold.
+	head, tail [MaxAttempts]span
+	natt       int
+}
+
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out.
-func (e *batchEncoder) appendRecord(b []byte, r *Record, base int64) []byte {
+// their defaults left out. prev is the record encoded before it in the batch (nil: none).
+func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byte {
+	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
+	e.cur++
+	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
+	end := 0
+	if r.RequestID != "" {
+		end = len(c)
+	}
+	if prev != nil && sameRoute(r, prev) {
+		c = copySpan(c, &cur.route, old.b, old.route)
+	} else {
+		c = e.appendFields(c, &cur.route, r, 2, 11)
+	}
+	if cur.route.end > 0 {
+		end = cur.route.off + cur.route.end
+	}
+	// The token counts, which differ from request to request in a gateway (not in a
+	// bench's mock), are encoded each time.
+	if c = appendInt64(append(c, ','), r.PromptTokens); r.PromptTokens != 0 {
+		end = len(c)
+	}
+	if c = appendInt64(append(c, ','), r.CompletionTokens); r.CompletionTokens != 0 {
+		end = len(c)
+	}
+	// The cost follows the token counts: encoded each time ("0.0" without a price).
+	if c = appendReal(append(c, ','), r.CostUSD); r.CostUSD != 0 {
+		end = len(c)
+	}
+	if n := r.Total.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
+		}
+	}
+	if n := r.FirstToken.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
+		}
+	}
+	if n := r.Upstream.Milliseconds(); true {
+		if c = appendInt64(append(c, ','), n); n != 0 {
+			end = len(c)
+		}
+	}
+	if r.TraceID == "" {
+		c = append(c, ',', '"', '"')
+	} else {
+		c = appendJSONText(append(c, ','), r.TraceID)
+		end = len(c)
+	}
+	if defaultCounts(r) {
+		cur.counts = span{len(c), len(defaultCountsText), 0}
+		c = append(c, defaultCountsText...)
+	} else if prev != nil && sameCounts(r, prev) {
+		c = copySpan(c, &cur.counts, old.b, old.counts)
+	} else {
+		c = e.appendFields(c, &cur.counts, r, 18, 26)
+	}
+	if cur.counts.end > 0 {
+		end = cur.counts.off + cur.counts.end
+	}
+	if c = e.appendAttemptsField(c, cur, old, r, prev); len(r.Attempts) > 0 || r.AttemptsJSON != "" {
+		end = len(c)
+	}
+	if defaultRest(r) {
+		cur.rest = span{len(c), len(defaultRestText), 0}
+		c = append(c, defaultRestText...)
+	} else if prev != nil && sameRest(r, prev) {
+		c = copySpan(c, &cur.rest, old.b, old.rest)
+	} else {
+		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
+	}
+	if cur.rest.end > 0 {
+		end = cur.rest.off + cur.rest.end
+	}
+	cur.b = c
 	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
-	end := len(b)
-	num := func(b []byte, n int64) []byte {
-		b = appendInt64(append(b, ','), n)
-		if n != 0 {
-			end = len(b)
+	return append(append(b, c[:end]...), ']')
+}
+
+// copySpan appends from's bytes of p to c, and sets *to to where they are in c.
+func copySpan(c []byte, to *span, from []byte, p span) []byte {
+	*to = span{len(c), p.n, p.end}
+	return append(c, from[p.off:p.off+p.n]...)
+}
+
+// appendFields appends the fields [f, to) of r (batchFields' places) and sets *s to
+// where they are in c.
+func (e *batchEncoder) appendFields(c []byte, s *span, r *Record, f, to int) []byte {
+	start, end := len(c), 0
+	for ; f < to; f++ {
+		var set bool
+		if c, set = e.appendField(c, r, f); set {
+			end = len(c) - start
 		}
-		return b
 	}
-	text := func(b []byte, s string) []byte {
-		b = appendJSONText(append(b, ','), s)
-		if s != "" {
-			end = len(b)
-		}
-		return b
-	}
-	dict := func(b []byte, f int, s string) []byte {
-		b = e.appendDict(append(b, ','), f, s)
-		if s != "" {
-			end = len(b)
-		}
-		return b
-	}
-	flag := func(b []byte, v bool) []byte {
-		if v {
-			b = append(b, ',', '1')
-			end = len(b)
-			return b
-		}
-		return append(b, ',', '0')
-	}
-	array := func(b []byte, raw string, n int, app func([]byte) []byte) []byte {
-		b = append(b, ',')
+	*s = span{start, len(c) - start, end}
+	return c
+}
+
+// sameAttempt reports whether a holds b's values but for its duration.
+func sameAttempt(a, b *Attempt) bool {
+	return a.Status == b.Status && a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
+		a.Continued == b.Continued && sameText(a.Backend, b.Backend) && sameText(a.Deployment, b.Deployment) &&
+		sameText(a.Model, b.Model) && sameText(a.ErrorType, b.ErrorType)
+}
+
+// sameText is a == b, without the call comparing their bytes when both are empty (the
+// texts most records leave empty).
+func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a == b) }
+
+// sameRoute reports whether r's fields key_name to status hold prev's values.
+func sameRoute(r, prev *Record) bool {
+	return r.Status == prev.Status && r.Stream == prev.Stream &&
+		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
+		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
+}
+
+// defaultCounts reports whether r's fields cached_read_tokens to cache_hit all hold
+// their defaults (most records'), written defaultCountsText.
+func defaultCounts(r *Record) bool {
+	return r.CachedReadTokens == 0 && r.CacheWriteTokens == 0 && r.ReasoningTokens == 0 && !r.Estimated &&
+		r.ToolCalls == 0 && r.Fallbacks == 0 && !r.CacheHit && r.ErrorType == ""
+}
+
+// defaultCountsText is the fields cached_read_tokens to cache_hit at their defaults.
+const defaultCountsText = `,0,"",0,0,0,0,0,0`
+
+// defaultRest reports whether r's fields attempts_omitted to completion all hold their
+// defaults (most records'), written defaultRestText.
+func defaultRest(r *Record) bool {
+	return r.AttemptsOmitted == 0 && len(r.Tools) == 0 && r.ToolsJSON == "" && r.ToolsOmitted == 0 &&
+		r.ContinuedFrom == "" && r.Prompt == "" && r.Completion == ""
+}
+
+// defaultRestText is the fields attempts_omitted to completion at their defaults.
+const defaultRestText = `,0,null,0,"",null,null`
+
+// sameCounts reports whether r's fields cached_read_tokens to cache_hit hold prev's
+// values.
+func sameCounts(r, prev *Record) bool {
+	return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
+		r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
+		r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
+		sameText(r.ErrorType, prev.ErrorType)
+}
+
+// sameRest reports whether r's fields attempts_omitted to completion hold prev's values
+// (no tools in either: tools are encoded each time).
+func sameRest(r, prev *Record) bool {
+	return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.AttemptsOmitted == prev.AttemptsOmitted &&
+		r.ToolsOmitted == prev.ToolsOmitted && sameText(r.ToolsJSON, prev.ToolsJSON) &&
+		sameText(r.ContinuedFrom, prev.ContinuedFrom) && sameText(r.Prompt, prev.Prompt) && sameText(r.Completion, prev.Completion)
+}
+
+// appendField appends field f of r (batchFields' place, one of the segments': 2-10,
+// 18-25, 27-32), after a comma, and reports whether it holds a value other than its
+// default.
+func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
+	b = append(b, ',')
+	switch f {
+	case 2:
+		return e.appendDict(b, f, r.Key), r.Key != ""
+	case 3:
+		return e.appendDict(b, f, r.Team), r.Team != ""
+	case 4:
+		return e.appendDict(b, f, r.API), r.API != ""
+	case 5:
+		return e.appendDict(b, f, r.Model), r.Model != ""
+	case 6:
+		return e.appendDict(b, f, r.Served), r.Served != ""
+	case 7:
+		return e.appendDict(b, f, r.Backend), r.Backend != ""
+	case 8:
+		return e.appendDict(b, f, r.Deployment), r.Deployment != ""
+	case 9:
+		return appendFlag(b, r.Stream), r.Stream
+	case 10:
+		return appendInt64(b, int64(r.Status)), r.Status != 0
+	case 18:
+		return appendInt64(b, r.CachedReadTokens), r.CachedReadTokens != 0
+	case 19:
+		return e.appendDict(b, f, r.ErrorType), r.ErrorType != ""
+	case 20:
+		return appendInt64(b, r.CacheWriteTokens), r.CacheWriteTokens != 0
+	case 21:
+		return appendInt64(b, r.ReasoningTokens), r.ReasoningTokens != 0
+	case 22:
+		return appendFlag(b, r.Estimated), r.Estimated
+	case 23:
+		return appendInt64(b, int64(r.ToolCalls)), r.ToolCalls != 0
+	case 24:
+		return appendInt64(b, int64(r.Fallbacks)), r.Fallbacks != 0
+	case 25:
+		return appendFlag(b, r.CacheHit), r.CacheHit
+	case 27:
+		return appendInt64(b, int64(r.AttemptsOmitted)), r.AttemptsOmitted != 0
+	case 28:
 		switch {
-		case n > 0:
-			b = app(b)
-		case raw != "": // a record read back (the pruner's rewrite)
-			b = append(b, raw...)
-		default:
-			return append(b, "null"...)
+		case len(r.Tools) > 0:
+			return appendTools(b, r.Tools), true
+		case r.ToolsJSON != "": // a record read back (the pruner's rewrite)
+			return append(b, r.ToolsJSON...), true
 		}
-		end = len(b)
-		return b
+		return append(b, "null"...), false
+	case 29:
+		return appendInt64(b, int64(r.ToolsOmitted)), r.ToolsOmitted != 0
+	case 30:
+		return e.appendDict(b, f, r.ContinuedFrom), r.ContinuedFrom != ""
+	case 31:
+		return appendOpt(b, r.Prompt), r.Prompt != ""
+	case 32:
+		return appendOpt(b, r.Completion), r.Completion != ""
 	}
-	opt := func(b []byte, s string) []byte {
-		if s == "" {
-			return append(b, ",null"...)
-		}
-		b = appendJSONText(append(b, ','), s)
-		end = len(b)
-		return b
+	panic("ledger: no segment holds field " + strconv.Itoa(f)) // appendRecord asks for its segments' places only
+}
+
+// appendOpt appends s as a JSON string, "" as null.
+func appendOpt(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
 	}
-	b = text(b, r.RequestID)
-	b = dict(b, 2, r.Key)
-	b = dict(b, 3, r.Team)
-	b = dict(b, 4, r.API)
-	b = dict(b, 5, r.Model)
-	b = dict(b, 6, r.Served)
-	b = dict(b, 7, r.Backend)
-	b = dict(b, 8, r.Deployment)
-	b = flag(b, r.Stream)
-	b = num(b, int64(r.Status))
-	b = num(b, r.PromptTokens)
-	b = num(b, r.CompletionTokens)
-	b = appendReal(append(b, ','), r.CostUSD)
-	if r.CostUSD != 0 {
-		end = len(b)
-	}
-	b = num(b, r.Total.Milliseconds())
-	b = num(b, r.FirstToken.Milliseconds())
-	b = num(b, r.Upstream.Milliseconds())
-	b = text(b, r.TraceID)
-	b = num(b, r.CachedReadTokens)
-	b = dict(b, 19, r.ErrorType)
-	b = num(b, r.CacheWriteTokens)
-	b = num(b, r.ReasoningTokens)
-	b = flag(b, r.Estimated)
-	b = num(b, int64(r.ToolCalls))
-	b = num(b, int64(r.Fallbacks))
-	b = flag(b, r.CacheHit)
-	b = array(b, r.AttemptsJSON, len(r.Attempts), func(b []byte) []byte { return e.appendAttempts(b, r.Attempts) })
-	b = num(b, int64(r.AttemptsOmitted))
-	b = array(b, r.ToolsJSON, len(r.Tools), func(b []byte) []byte { return appendTools(b, r.Tools) })
-	b = num(b, int64(r.ToolsOmitted))
-	b = dict(b, 30, r.ContinuedFrom)
-	b = opt(b, r.Prompt)
-	b = opt(b, r.Completion)
-	return append(b[:end], ']')
+	return appendJSONText(b, s)
 }
 
 // attemptTexts are the texts of a stored attempt that the batch's dictionary holds:
-// their places in appendAttempts' array, each with its own last text (batchEncoder.last,
+// their places in an attempt's array, each with its own last text (batchEncoder.last,
 // after batchFields').
 var attemptTexts = [...]int{0, 1, 2, 4}
 
-// appendAttempts appends as in their stored form in a batch: an array of arrays
-// [backend, deployment, model, status, error_type, duration_ms, continued (0 or 1),
-// prompt_tokens, completion_tokens], the texts through the batch's dictionary. A reader
-// turns them back into appendAttempts' JSON objects (decodeAttempts), the form the
-// version 7 column held; the rows the migration made keep that form as it was.
-func (e *batchEncoder) appendAttempts(b []byte, as []Attempt) []byte {
+// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c.
+// Attempts are stored as in their stored form in a batch: an array of arrays [backend,
+// deployment, model, status, error_type, duration_ms, continued (0 or 1),
+// prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
+// reader turns them back into appendAttempts' JSON objects, decodeAttempts: the form
+// the version 7 column held; the rows the migration made keep that form as it was). An
+// attempt's parts before and after its duration are copied from prev's attempt of the
+// same place (in old's bytes) when they hold its values.
+func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) []byte {
+	c = append(c, ',')
+	as := r.Attempts
+	cur.natt = min(len(as), len(cur.head))
+	if len(as) == 0 {
+		if r.AttemptsJSON != "" { // a record read back (the pruner's rewrite)
+			return append(c, r.AttemptsJSON...)
+		}
+		return append(c, "null"...)
+	}
+	var pa []Attempt
+	if prev != nil {
+		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
+	}
+	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) {
+		// One attempt, as the record before's but for its duration: a proxied
+		// request's, most often.
+		h, t := old.head[0], old.tail[0]
+		c = append(c, '[', '[')
+		cur.head[0].off = len(c)
+		c = append(c, old.b[h.off:h.off+h.n]...)
+		c = appendInt64(append(c, ','), as[0].Duration.Milliseconds())
+		cur.head[0].n, cur.tail[0] = h.n, span{off: len(c), n: t.n}
+		c = append(c, old.b[t.off:t.off+t.n]...)
+		return append(c, ']', ']')
+	}
 	const f = len(batchFields) // the attempts' texts' last texts
-	b = append(b, '[')
+	c = append(c, '[')
 	for i := range as {
 		a := &as[i]
 		if i > 0 {
-			b = append(b, ',')
+			c = append(c, ',')
 		}
-		b = e.appendDict(append(b, '['), f, a.Backend)
-		b = e.appendDict(append(b, ','), f+1, a.Deployment)
-		b = e.appendDict(append(b, ','), f+2, a.Model)
-		b = appendInt64(append(b, ','), int64(a.Status))
-		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
-		b = appendInt64(append(b, ','), a.Duration.Milliseconds())
-		b = appendFlag(append(b, ','), a.Continued)
-		b = appendInt64(append(b, ','), a.PromptTokens)
-		b = appendInt64(append(b, ','), a.CompletionTokens)
-		b = append(b, ']')
+		c = append(c, '[')
+		h := len(c)
+		if i < len(pa) && a.Status == pa[i].Status && sameText(a.Backend, pa[i].Backend) &&
+			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) {
+			p := old.head[i]
+			c = append(c, old.b[p.off:p.off+p.n]...)
+		} else {
+			c = e.appendDict(c, f, a.Backend)
+			c = e.appendDict(append(c, ','), f+1, a.Deployment)
+			c = e.appendDict(append(c, ','), f+2, a.Model)
+			c = appendInt64(append(c, ','), int64(a.Status))
+			c = e.appendDict(append(c, ','), f+3, a.ErrorType)
+		}
+		he := len(c)
+		c = appendInt64(append(c, ','), a.Duration.Milliseconds())
+		t := len(c)
+		if i < len(pa) && a.Continued == pa[i].Continued && a.PromptTokens == pa[i].PromptTokens &&
+			a.CompletionTokens == pa[i].CompletionTokens {
+			p := old.tail[i]
+			c = append(c, old.b[p.off:p.off+p.n]...)
+		} else {
+			c = appendFlag(append(c, ','), a.Continued)
+			c = appendInt64(append(c, ','), a.PromptTokens)
+			c = appendInt64(append(c, ','), a.CompletionTokens)
+		}
+		if i < len(cur.head) {
+			cur.head[i], cur.tail[i] = span{off: h, n: he - h}, span{off: t, n: len(c) - t}
+		}
+		c = append(c, ']')
 	}
-	return append(b, ']')
+	return append(c, ']')
 }
 
 // decodeAttempts returns the JSON of raw, a stored record's attempts: raw itself when it
@@ -480,16 +696,42 @@ func appendInt64(b []byte, n int64) []byte {
 	return appendInt64Slow(b, n)
 }
 
-// appendInt64Slow is appendInt64 of n ≥ 10 or negative.
+// appendInt64Slow is appendInt64 of n ≥ 10 or negative: two digits at a time from a
+// table (one division by 100 for each), strconv's below 0 and from 10^16 on.
 func appendInt64Slow(b []byte, n int64) []byte {
 	switch {
 	case uint64(n) < 100:
-		return append(b, byte('0'+n/10), byte('0'+n%10))
+		return append(b, digitPairs[2*n], digitPairs[2*n+1])
 	case uint64(n) < 1000:
-		return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
+		q := n / 100
+		d := 2 * (n - 100*q)
+		return append(b, byte('0'+q), digitPairs[d], digitPairs[d+1])
+	case uint64(n) >= 1e16:
+		return strconv.AppendInt(b, n, 10)
 	}
-	return strconv.AppendInt(b, n, 10)
+	var buf [16]byte
+	i, u := len(buf), uint64(n)
+	for u >= 100 {
+		q := u / 100
+		d := 2 * (u - 100*q)
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[d], digitPairs[d+1]
+		u = q
+	}
+	if u >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		i--
+		buf[i] = byte('0' + u)
+	}
+	return append(b, buf[i:]...)
 }
+
+// digitPairs are the numbers 00 to 99, two digits each.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // appendReal appends f as a JSON number SQLite reads as a REAL (with a point or an
 // exponent), or null when f is not finite.
@@ -513,10 +755,35 @@ func appendReal(b []byte, f float64) []byte {
 // appendJSONText appends s as a JSON string holding s's bytes as they are: '"', '\' and
 // the control characters escaped, nothing else (invalid UTF-8 is kept, not replaced as
 // jsonx.AppendString replaces it), so that every text reads back as it was written.
-// Its printable ASCII prefix with nothing to escape (all of a request or trace id,
-// most often) is found eight bytes at a time (jsonx.PlainPrefix) and copied whole.
+// Its prefix with nothing to escape (all of a request or trace id, most often) is found
+// eight bytes at a time (plainText) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
-	return appendJSONTextFrom(b, s, jsonx.PlainPrefix(s))
+	return appendJSONTextFrom(b, s, plainText(s))
+}
+
+// plainText is the length of s's prefix without a byte appendJSONText escapes ('"', '\',
+// a control character), looked at eight bytes at a time: in each word, a byte's high bit
+// is set in m where it is one of those (a byte of 0x80 or more never is). A borrow
+// between bytes comes only from a byte that is one, so the lowest bit set is the first.
+// (jsonx.PlainPrefix, which the encoder used before, also stops at '<', '>', '&' and
+// bytes from 0x80 on, which this encoder writes as they are: twice the work a word.)
+func plainText(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		t := s[i : i+8]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		if m := (((w ^ (ones * '"')) - ones) | ((w ^ (ones * '\\')) - ones) | (w - ones*0x20)) &^ w & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // appendJSONTextFrom is appendJSONText given that s[:plain] has nothing to escape: it

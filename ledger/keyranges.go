@@ -56,13 +56,17 @@ type keyRange struct {
 func keyRanges(recs []Record, index map[string]int, out []keyRange) []keyRange {
 	clear(index)
 	out = out[:0]
+	j := -1 // the range of the record before: a gateway's records come in runs of a key
 	for i := range recs {
 		us := recs[i].Time.UnixMicro()
-		j, ok := index[recs[i].Key]
-		if !ok {
-			index[recs[i].Key] = len(out)
-			out = append(out, keyRange{first: i, last: i, firstUS: us, lastUS: us})
-			continue
+		if j < 0 || !sameText(recs[i].Key, recs[out[j].first].Key) {
+			var ok bool
+			if j, ok = index[recs[i].Key]; !ok {
+				j = len(out)
+				index[recs[i].Key] = j
+				out = append(out, keyRange{first: i, last: i, firstUS: us, lastUS: us})
+				continue
+			}
 		}
 		r := &out[j]
 		r.last = i

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -226,4 +227,34 @@ func sqliteAtVersion(t *testing.T, ctx context.Context, n int) (*store, string) 
 		t.Fatal(err)
 	}
 	return st, dsn
+}
+
+// TestKeyRanges: each key's range is its first and last record in the batch and the
+// bounds of their times, in order of first appearance, whether the keys come in runs,
+// interleaved or back to one seen before.
+func TestKeyRanges(t *testing.T) {
+	at := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	for _, keys := range []string{"", "a", "aaaa", "ab", "aab", "abab", "aabba", "abcba", "a_a", "_"} {
+		recs := make([]Record, len(keys))
+		for i := range recs {
+			// Times out of order: the bounds are the least and the greatest, not the ends.
+			recs[i] = Record{Key: strings.TrimPrefix(string(keys[i]), "_"), Time: at.Add(time.Duration((i*7)%5) * time.Second)}
+		}
+		var want []keyRange
+		place := map[string]int{}
+		for i := range recs {
+			us := recs[i].Time.UnixMicro()
+			j, ok := place[recs[i].Key]
+			if !ok {
+				place[recs[i].Key] = len(want)
+				want = append(want, keyRange{first: i, last: i, firstUS: us, lastUS: us})
+				continue
+			}
+			want[j].last, want[j].firstUS, want[j].lastUS = i, min(want[j].firstUS, us), max(want[j].lastUS, us)
+		}
+		got := keyRanges(recs, map[string]int{"stale": 9}, []keyRange{{first: 5}})
+		if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
+			t.Errorf("keys %q: ranges %+v, want %+v", keys, got, want)
+		}
+	}
 }
