@@ -188,6 +188,7 @@ models:
 // for; a model of the backend that is not an embedding model is a 400 naming it, before
 // any request.
 func TestBedrock_Embeddings(t *testing.T) {
+	t.Parallel() // the Bedrock credentials are given, not taken from the environment (#54)
 	var mu sync.Mutex
 	var paths []string
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
