@@ -59,6 +59,7 @@ func checkEmbedded(t *testing.T, resp *openai.CreateEmbeddingResponse, texts []s
 // /openai/deployments/<d>/embeddings?api-version=... with the api-key header; the
 // recorded OpenAI answer reaches the client with only its model replaced.
 func TestAzure_Embeddings(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const key = "azure-key-3f9c"
 	rec := loadEmbedRecordings(t)
 	var answer json.RawMessage
