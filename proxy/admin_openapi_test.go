@@ -13,6 +13,7 @@ import (
 // TestAdminAPI_OpenAPIMatchesRoutes: docs/admin-openapi.yaml describes exactly the
 // routes the admin API serves (adminRoutes), method by method.
 func TestAdminAPI_OpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	data, err := os.ReadFile("../docs/admin-openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

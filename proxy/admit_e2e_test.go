@@ -27,6 +27,7 @@ func countTokensBody(model, text string) string {
 // while the upstream counts, is refused over a budget, and is charged no tokens. Every
 // refusal is Anthropic's error shape with status 429, and never reaches the upstream.
 func TestLimits_CountTokensAdmitted(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, mode := range stateModes {
 		t.Run(mode.name, func(t *testing.T) {
 			var calls atomic.Int64
@@ -187,6 +188,7 @@ keys:
 // at most the budget plus one request: each reserves its estimate when admitted, so the
 // others see it. On main every one of them was admitted (14,000 tokens charged).
 func TestLimits_ConcurrentRequestsBudgetOvershoot(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const n, each, budget = 20, 700, 1000
 	prompt := strings.Repeat("word ", 160) // some 200 tokens by the estimate
 	for _, mode := range stateModes {
@@ -253,6 +255,7 @@ keys:
 // TestLimits_FallbackHoldsItsSlot: a request served by a fallback holds that model's
 // concurrency slot while it runs, so another request is not sent there meanwhile.
 func TestLimits_FallbackHoldsItsSlot(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, mode := range stateModes {
 		t.Run(mode.name, func(t *testing.T) {
 			p := newUpstream(t, failWith(503, "overloaded"))

@@ -9,6 +9,7 @@ import (
 // clipped to maxLoggedString and made valid UTF-8, whether the route was made with its
 // clipped name (logName, as the runtime makes routes) or without it.
 func TestAnsweredModel_Clipped(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	long := strings.Repeat("m", maxLoggedString+40)
 	for _, name := range []string{"claude-bench", long, "bad\xffname", "openai/" + long} {
 		want := clip(name, maxLoggedString)

@@ -11,6 +11,7 @@ import (
 // reaches the client's SSE parser with the type and data the gateway's parser read from the
 // upstream, whatever lines the data spanned there.
 func TestAppendSSE_ClientReadsWhatUpstreamSent(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tc := range []struct{ name, typ, data string }{
 		{"one line", "content_block_delta", `{"type":"content_block_delta","index":0}`},
 		{"several data lines", "message_start", "{\"type\":\"message_start\",\n\"message\":{\"id\":\"msg_1\"}\n}"},

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -162,7 +163,8 @@ func readBedrock(t testing.TB, name string) []byte {
 }
 
 // startBedrock starts a fake Bedrock and a gateway with a bedrock backend on it, signing
-// with static credentials from the environment (the default chain's first source).
+// with static credentials the gateway is given (proxy.Options.AWSCredentials), so that
+// the test need not set the process's environment and can run in parallel.
 func startBedrock(t *testing.T) (*fakeBedrock, *gatewaytest.Gateway) {
 	return startBedrockWith(t, "", nil)
 }
@@ -170,12 +172,23 @@ func startBedrock(t *testing.T) (*fakeBedrock, *gatewaytest.Gateway) {
 // startBedrockWith is startBedrock with extra backend keys (", api_key: ...") and the
 // fake's answer hook.
 func startBedrockWith(t *testing.T, extra string, answer func(w http.ResponseWriter, r *http.Request, body []byte) bool) (*fakeBedrock, *gatewaytest.Gateway) {
-	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SessionToken: "session-token-example"}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
-	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return startBedrockFrom(t, extra, answer, false)
+}
+
+// startBedrockFrom is startBedrockWith whose gateway, when fromEnv, takes the static
+// credentials from the environment through the AWS default chain (its first source), as
+// the gateway binary does: the caller must not be parallel (t.Setenv).
+func startBedrockFrom(t *testing.T, extra string, answer func(w http.ResponseWriter, r *http.Request, body []byte) bool, fromEnv bool) (*fakeBedrock, *gatewaytest.Gateway) {
+	creds := bedrockTestCreds
+	opts := gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}}
+	if fromEnv {
+		t.Setenv("HOME", t.TempDir())
+		t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
+		t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
+		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+		opts.AWSCredentials = nil
+	}
 	f := &fakeBedrock{t: t, creds: creds, region: "us-east-1", bodies: make(chan string, 1), paths: make(chan string, 1), answer: answer}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -188,7 +201,7 @@ models:
   cohere: {backend: aws, upstream_model: "cohere.embed-english-v3"}
 keys:
   alice: {key: sk-alice, models: ["*"]}
-`, srv.URL, extra), gatewaytest.Options{})
+`, srv.URL, extra), opts)
 	if strings.Contains(extra, "api_key") {
 		f.bearer = "bedrock-api-key-example"
 	}
@@ -213,6 +226,7 @@ func (f *fakeBedrock) last(t *testing.T) (path, body string) {
 // InvokeModel(WithResponseStream) and Nova through Converse(Stream), every request
 // signed with SigV4 that the fake recomputes with the SDK's own signer.
 func TestBedrockChat(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	f, g := startBedrock(t)
 	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	ctx := context.Background()
@@ -275,6 +289,7 @@ func TestBedrockChat(t *testing.T) {
 // TestBedrockMessages: anthropic-sdk-go's /v1/messages, streamed and not, to Claude on
 // Bedrock.
 func TestBedrockMessages(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	f, g := startBedrock(t)
 	client := gatewaytest.Anthropic(g.URL, "sk-alice")
 	ctx := context.Background()
@@ -310,6 +325,7 @@ func TestBedrockMessages(t *testing.T) {
 // stream (throttlingException), is retried; a ValidationException is the client's 400
 // with Bedrock's message, which names the field.
 func TestBedrockThrottled(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	var calls atomic.Int32
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if strings.Contains(string(body), "invalid please") {
@@ -366,6 +382,7 @@ func TestBedrockThrottled(t *testing.T) {
 // TestBedrockConverseTools: a Converse answer's tool calls reach an openai-go client, and
 // its next turn (the calls and their results) goes back as toolUse and toolResult blocks.
 func TestBedrockConverseTools(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	answer := `{"metrics":{"latencyMs":2192},"output":{"message":{"content":[{"text":"Sure! I'll look up both values simultaneously right away!"},{"toolUse":{"input":{"ref":"R1"},"name":"get_resistor_value","toolUseId":"tooluse_hr5juciYZJwUHpRczsw13R","type":"tool_use"}},{"toolUse":{"input":{"ref":"C1"},"name":"get_capacitor_value","toolUseId":"tooluse_AZHw3Ym0S07qOv5NlXj9iJ","type":"tool_use"}}],"role":"assistant"}},"stopReason":"tool_use","usage":{"cacheReadInputTokenCount":0,"cacheReadInputTokens":0,"cacheWriteInputTokenCount":0,"cacheWriteInputTokens":0,"inputTokens":694,"outputTokens":110,"serverToolUsage":{},"totalTokens":804}}`
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if strings.Contains(string(body), "toolResult") {
@@ -409,9 +426,32 @@ func TestBedrockConverseTools(t *testing.T) {
 	}
 }
 
+// TestBedrock_DefaultChainReadsEnvironment: a gateway given no credentials (the binary)
+// signs with the AWS default chain, whose first source is the environment: the fake
+// verifies the SigV4 signature of the variables' credentials, streamed and not. Serial:
+// it sets the process's environment.
+func TestBedrock_DefaultChainReadsEnvironment(t *testing.T) {
+	f, g := startBedrockFrom(t, "", nil, true)
+	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
+	params := openai.ChatCompletionNewParams{Model: "claude", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	if _, err := client.Chat.Completions.New(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if f.signed.Load() != 2 || f.rejected.Load() != 0 {
+		t.Errorf("signatures accepted %d, rejected %d; want 2 accepted", f.signed.Load(), f.rejected.Load())
+	}
+}
+
 // TestBedrockAPIKey: with api_key the request carries the Bedrock API key as a bearer
 // token and no signature.
 func TestBedrockAPIKey(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	f, g := startBedrockWith(t, ", api_key: bedrock-api-key-example", nil)
 	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	if _, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "claude",
@@ -476,13 +516,15 @@ models:
 // does not match) are the gateway's 502 upstream_auth_failed, not the client's 401/403,
 // and the secret appears nowhere in the answer.
 func TestBedrockSignatureRefused(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	f, g := startBedrock(t)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-the-fake-knows")
+	wrong := bedrockTestCreds
+	wrong.SecretAccessKey = "not-the-secret-the-fake-knows"
 	g2 := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:
   aws: {type: bedrock, bedrock: {region: us-east-1}, base_url: %q, retries: {max: 0}}
 models:
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
-`, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{})
+`, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: wrong}})
 	client := gatewaytest.OpenAI(g2.V1(), "any")
 	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "nova",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
@@ -501,6 +543,7 @@ models:
 // TestBedrockResponses: the Responses API, streamed and not, over both Bedrock APIs:
 // reasoning blocks of a Converse answer come back as a reasoning item.
 func TestBedrockResponses(t *testing.T) {
+	t.Parallel() // credentials given, not from the environment (#54)
 	reasoning := `{"metrics":{"latencyMs":2202},"output":{"message":{"content":[{"reasoningContent":{"reasoningText":{"signature":"EvYBCkgICxABGAIqQA9E9VC377UnbjdfXCw4RwQaaIXsqocZKzI3WwWtXT/wBjzAkBOfIiVkP/mhvsPGb5oQW/2j+E1tZcNFoXIb26YSDBTSbDrbHwXJoAl3/hoMA/Qo4rIHvObP/yBrIjAT+l69mh9k7evFO+w+ransSD5YGq4hYrieOyJH3k/zHv8nBJwiz3Nlrb3jNFi2Ib0qXJH7BIK0hR85yYIoccReoJUpeLEMxeWbsO6f0EpOSMSi3YDLd1U9NAw7Itjeay1fEBPHwvawt2M4e/rn52SsuEz3p2DfOZm+N3bnL63rg0Cb9lFcp3k5kuU1h6hcGAE=","text":"Let me count the r's in \"strawberry\":\n\ns-t-r-a-w-b-e-r-r-y\n\nThere are 3 r's."}}},{"text":"There are **3** r's in \"strawberry\":\n\n1. st**r**awbe**r****r**y"}],"role":"assistant"}},"stopReason":"end_turn","usage":{"cacheReadInputTokenCount":0,"cacheReadInputTokens":0,"cacheWriteInputTokenCount":0,"cacheWriteInputTokens":0,"inputTokens":51,"outputTokens":78,"serverToolUsage":{},"totalTokens":129}}`
 	_, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if !strings.HasSuffix(r.URL.Path, "/converse") {

@@ -229,6 +229,7 @@ func TestBedrockInvokeStreamGoldens(t *testing.T) {
 
 // TestBedrockPaths: the model id picks the API; ids are one escaped path segment.
 func TestBedrockPaths(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	p := newBedrockProvider()
 	for _, c := range []struct {
 		model  string
@@ -252,6 +253,7 @@ func TestBedrockPaths(t *testing.T) {
 // window (Claude and Nova, translate/converse/testdata) are context errors for the
 // bedrock provider, so context_fallbacks apply; another 400 is not.
 func TestBedrockContextExceeded(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	p := newBedrockProvider()
 	for _, tt := range []struct {
 		file string

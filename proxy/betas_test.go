@@ -114,6 +114,7 @@ func nonEmpty(s string) []string {
 }
 
 func TestFilterBetas(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	def := betaPolicy{allowed: config.DefaultAnthropicBetas()}
 	tests := []struct {
 		name        string

@@ -42,6 +42,7 @@ func (f *fakeSeeder) SeedBudget(_ context.Context, s limits.Seed) (bool, error) 
 // the hour rollup unless its retention is shorter than that; each subject seeded with
 // its current period, priced in micro-USD; a subject whose last period ended is not.
 func TestSeedSubjects(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	day := limits.Budget{Tokens: 100, Period: 24 * time.Hour}
 	month := limits.Budget{MicroUSD: 5_000_000, Period: 720 * time.Hour}

@@ -111,6 +111,7 @@ tools:
 // upstream's server_tool_use and web_search_tool_result blocks (a recorded web search)
 // come back to the client as content blocks.
 func TestMessages_BuiltinToolsOnTheToolLoop(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	rec := anthropicFixture(t, "web-search-cache-read-create.mirascope.sse")
 	up := newUpstream(t, replaySSE(rec))
 	g := startGatewayWith(t, `

@@ -13,6 +13,7 @@ import (
 // for a model of one backend (recordCircuit) and for a model's deployment (outcome, told
 // to the balance's Health): known false when nothing.
 func TestCircuitOutcome(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name            string
 		err             error

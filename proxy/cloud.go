@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/agate-gateway/agate/cloudauth"
 	"github.com/agate-gateway/agate/config"
 	"github.com/agate-gateway/agate/translate"
@@ -98,6 +100,9 @@ type cloudEnv struct {
 	// client fetches tokens and credentials (Entra ID authority, Google token endpoint,
 	// AWS STS and metadata endpoints); nil is each library's default.
 	client *http.Client
+	// aws, when set, replaces the AWS default credential chain of the bedrock backends
+	// that sign with SigV4 (Options.AWSCredentials); nil is the chain.
+	aws aws.CredentialsProvider
 }
 
 // cloudProvider is an upstream dialect under a cloud's paths and auth headers.
@@ -231,10 +236,11 @@ func vertexSigner(name string, bc config.Backend, env cloudEnv) (upstream.Signer
 }
 
 // bedrockSigner returns a bedrock backend's signer: SigV4 from the AWS default credential
-// chain (its profile), or its api_key as a bearer token.
+// chain (its profile) or, when the server was given some, Options.AWSCredentials; or its
+// api_key as a bearer token.
 func bedrockSigner(name string, bc config.Backend, env cloudEnv) (upstream.Signer, error) {
 	s, err := cloudauth.NewAWS(context.Background(), cloudauth.AWSOptions{Backend: name, Region: bc.Bedrock.Region,
-		Profile: bc.Bedrock.Profile, APIKey: strings.TrimSpace(bc.APIKey), HTTPClient: env.client})
+		Profile: bc.Bedrock.Profile, APIKey: strings.TrimSpace(bc.APIKey), HTTPClient: env.client, Credentials: env.aws})
 	if err != nil {
 		return nil, fmt.Errorf("backends.%s.bedrock: %w", name, err)
 	}

@@ -14,6 +14,7 @@ import (
 // apply on azure and vertex backends as on the dialect's own (before, the cloud wrapper
 // hid the dialect's method and no cloud refusal was one); other errors are not.
 func TestCloudContextExceeded(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	fixture := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", name))
 		if err != nil {

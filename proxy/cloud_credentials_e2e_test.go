@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -168,6 +169,26 @@ models:
 	}
 }
 
+// freshIdentity returns a user-assigned managed identity's client ID (a random UUID) and
+// freshResource a resource (an Entra application ID URI, api://<random UUID>) no test of
+// this process asked a token for before. MSAL keeps managed identity tokens in a cache of
+// the process, package-level in its managedidentity package (cacheManager), keyed by
+// identity and resource, which no caller can clear: a token an earlier test (or an
+// earlier -test.count repetition of the same test) was granted would answer instead of
+// the identity endpoint under test. The gateway binary shares that cache between its
+// azure backends and across reloads, which is as it should be: one identity's token for
+// one resource.
+func freshIdentity(t *testing.T) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // version 4, RFC 9562 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func freshResource(t *testing.T) string { return "api://" + freshIdentity(t) }
+
 // appServiceIdentity is an App Service managed identity endpoint on loopback (the one
 // IDENTITY_ENDPOINT and IDENTITY_HEADER name; azidentity's ManagedIdentityCredential asks
 // it through MSAL's managedidentity source "AppService"). It answers a GET with
@@ -210,7 +231,8 @@ func appServiceIdentity(t *testing.T, header, clientID string) *tokenService {
 // requests, asked once.
 func TestAzure_ManagedIdentity(t *testing.T) {
 	clearCloudEnv(t)
-	const header, clientID = "app-service-identity-header-secret", "5e29463d-71da-4fe0-8e69-999b57db23b0"
+	const header = "app-service-identity-header-secret"
+	clientID := freshIdentity(t) // not one an earlier test's token is cached for
 	mi := appServiceIdentity(t, header, clientID)
 	t.Setenv("IDENTITY_ENDPOINT", mi.srv.URL+"/msi/token")
 	t.Setenv("IDENTITY_HEADER", header)
@@ -605,10 +627,11 @@ func TestCloudCredentials_SourceFails(t *testing.T) {
 			return "type: azure\n    azure: {credential: workload_identity}", authority.srv.Client(), []string{projected, "AADSTS"}
 		}, "entra workload identity (AZURE_FEDERATED_TOKEN_FILE)"},
 		{"azure managed identity", func(t *testing.T) (string, *http.Client, []string) {
-			mi := appServiceIdentity(t, "the-right-header", "")
+			id := freshIdentity(t) // no token of an earlier test is cached for it
+			mi := appServiceIdentity(t, "the-right-header", id)
 			t.Setenv("IDENTITY_ENDPOINT", mi.srv.URL+"/msi/token")
 			t.Setenv("IDENTITY_HEADER", "a-wrong-identity-header")
-			return "type: azure\n    azure: {credential: managed_identity}", nil, []string{"a-wrong-identity-header", "Managed Identity"}
+			return "type: azure\n    azure: {credential: managed_identity, managed_identity_client_id: " + id + "}", nil, []string{"a-wrong-identity-header", "Managed Identity"}
 		}, "azure managed identity"},
 		{"google metadata server", func(t *testing.T) (string, *http.Client, []string) {
 			md, _ := gceMetadata(t, "")

@@ -296,7 +296,7 @@ func dialing(addr, fake string) *http.Client {
 // resource, token_type; the seconds as strings); an identity it does not have is the 400
 // {"error":"invalid_request","error_description":"Identity not found"} of that page's
 // error table.
-func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
+func azureVMIdentity(t *testing.T, clientID, resource, token string) *tokenService {
 	return newTokenService(t, func(w http.ResponseWriter, r *http.Request, _ []byte) string {
 		q := r.URL.Query()
 		why := ""
@@ -309,7 +309,7 @@ func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
 			why = "no Metadata: true"
 		case q.Get("api-version") != "2018-02-01":
 			why = "api-version " + q.Get("api-version")
-		case q.Get("resource") != "https://cognitiveservices.azure.com":
+		case q.Get("resource") != resource:
 			why = "resource " + q.Get("resource")
 		case q.Get("client_id") != clientID:
 			why = "client_id " + q.Get("client_id")
@@ -321,8 +321,8 @@ func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
 			return why
 		}
 		now := time.Now().Unix()
-		fmt.Fprintf(w, `{"access_token":%q,"client_id":"9b1f1d7e-3c2a-4f44-9a57-1c6a2f0e8d31","expires_in":"86399","expires_on":"%d","ext_expires_in":"86399","not_before":"%d","resource":"https://cognitiveservices.azure.com","token_type":"Bearer"}`,
-			token, now+86399, now)
+		fmt.Fprintf(w, `{"access_token":%q,"client_id":"9b1f1d7e-3c2a-4f44-9a57-1c6a2f0e8d31","expires_in":"86399","expires_on":"%d","ext_expires_in":"86399","not_before":"%d","resource":%q,"token_type":"Bearer"}`,
+			token, now+86399, now, resource)
 		return ""
 	})
 }
@@ -330,19 +330,20 @@ func azureVMIdentity(t *testing.T, clientID, token string) *tokenService {
 // TestAzure_VMManagedIdentity: credential managed_identity on a VM (no App Service, Arc or
 // Cloud Shell environment), system-assigned and user-assigned: azidentity asks IMDS for
 // the resource's token, and that token authenticates the requests, asked once.
-// MSAL keeps managed identity tokens in a cache of the process (managedidentity.go,
-// cacheManager), keyed by identity and resource: the user-assigned identity here is not
-// TestAzure_ManagedIdentity's, and no other test may get a system-assigned token.
+// MSAL keeps managed identity tokens in a cache of the process (freshIdentity): the
+// user-assigned identity is a fresh one, asked for the default resource; the
+// system-assigned identity (one per machine) is asked for a fresh resource (azure.scope).
 func TestAzure_VMManagedIdentity(t *testing.T) {
-	for _, clientID := range []string{"", "9b1f1d7e-3c2a-4f44-9a57-1c6a2f0e8d31"} {
+	for _, clientID := range []string{"", freshIdentity(t)} {
 		t.Run(map[bool]string{true: "system-assigned", false: "user-assigned"}[clientID == ""], func(t *testing.T) {
 			clearCloudEnv(t)
-			imds := azureVMIdentity(t, clientID, "vm-mi-token-1")
-			up := azureAnswers(t, "vm-mi-token-1")
-			extra := ""
-			if clientID != "" {
-				extra = ", managed_identity_client_id: " + clientID
+			resource, extra := "https://cognitiveservices.azure.com", ", managed_identity_client_id: "+clientID
+			if clientID == "" {
+				resource = freshResource(t)
+				extra = ", scope: " + resource + "/.default"
 			}
+			imds := azureVMIdentity(t, clientID, resource, "vm-mi-token-1")
+			up := azureAnswers(t, "vm-mi-token-1")
 			g := gatewaytest.StartYAML(t, `
 backends:
   aoai:
@@ -391,12 +392,12 @@ func cloudShellIdentity(t *testing.T, resource, token string) *tokenService {
 
 // TestAzure_CloudShellManagedIdentity: credential managed_identity in Azure Cloud Shell
 // (MSI_ENDPOINT): azidentity posts the resource to the endpoint and the token authenticates
-// the requests, asked once. The scope is Azure AI Foundry's (azure.scope), so that MSAL's
-// process-wide cache of system-assigned tokens (TestAzure_VMManagedIdentity's) does not
-// answer instead.
+// the requests, asked once. The scope (azure.scope) is a fresh resource's, so that MSAL's
+// process-wide cache of system-assigned tokens (freshIdentity) does not answer instead.
 func TestAzure_CloudShellManagedIdentity(t *testing.T) {
 	clearCloudEnv(t)
-	shell := cloudShellIdentity(t, "https://ai.azure.com", "cloud-shell-token-1")
+	resource := freshResource(t)
+	shell := cloudShellIdentity(t, resource, "cloud-shell-token-1")
 	t.Setenv("MSI_ENDPOINT", shell.srv.URL+"/oauth2/token")
 	up := azureAnswers(t, "cloud-shell-token-1")
 	g := gatewaytest.StartYAML(t, `
@@ -404,7 +405,7 @@ backends:
   aoai:
     type: azure
     base_url: `+up.srv.URL+`
-    azure: {api_version: 2024-10-21, credential: managed_identity, scope: "https://ai.azure.com/.default"}
+    azure: {api_version: 2024-10-21, credential: managed_identity, scope: "`+resource+`/.default"}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
 `, gatewaytest.Options{})
@@ -440,7 +441,7 @@ func TestCloudCredentials_HostSourcesFail(t *testing.T) {
 			return "type: bedrock\n    bedrock: {region: us-east-1, profile: agate}", nil, []string{"bedrock-credential-value", script}
 		}, "aws profile agate: the profile's credential_process"},
 		{"azure vm without the identity", func(t *testing.T) (string, *http.Client, []string) {
-			imds := azureVMIdentity(t, "another-identity", "vm-token")
+			imds := azureVMIdentity(t, "another-identity", "https://cognitiveservices.azure.com", "vm-token")
 			return "type: azure\n    azure: {credential: managed_identity, managed_identity_client_id: 0d5c6a3e-unknown}",
 				dialing(azureIMDSAddr, imds.srv.Listener.Addr().String()), []string{"Identity not found", "vm-token"}
 		}, "azure managed identity"},

@@ -59,6 +59,7 @@ func checkEmbedded(t *testing.T, resp *openai.CreateEmbeddingResponse, texts []s
 // /openai/deployments/<d>/embeddings?api-version=... with the api-key header; the
 // recorded OpenAI answer reaches the client with only its model replaced.
 func TestAzure_Embeddings(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const key = "azure-key-3f9c"
 	rec := loadEmbedRecordings(t)
 	var answer json.RawMessage
@@ -188,6 +189,7 @@ models:
 // for; a model of the backend that is not an embedding model is a 400 naming it, before
 // any request.
 func TestBedrock_Embeddings(t *testing.T) {
+	t.Parallel() // the Bedrock credentials are given, not taken from the environment (#54)
 	var mu sync.Mutex
 	var paths []string
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {

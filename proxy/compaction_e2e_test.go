@@ -16,6 +16,7 @@ import (
 // iterations of the compaction beta's published usage schema on its message_delta (see
 // translate.TestCompactionUsage_EveryClientAPI).
 func TestCompactionUsage_EveryClientAPI(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const usage = `{"input_tokens":2,"cache_creation_input_tokens":559,"cache_read_input_tokens":2615,"output_tokens":97,"iterations":[` +
 		`{"type":"compaction","input_tokens":48,"cache_read_input_tokens":2615,"cache_creation_input_tokens":50090,"output_tokens":496},` +
 		`{"type":"message","input_tokens":2,"cache_read_input_tokens":2615,"cache_creation_input_tokens":559,"output_tokens":97}]}`

@@ -14,6 +14,7 @@ import (
 // TestApply_ConfigRules: a config edited in code after loading is judged by config's own
 // rules, with config's messages; proxy restates none of them (issue 11 §3).
 func TestApply_ConfigRules(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name string
 		edit func(*config.Config)
@@ -59,6 +60,7 @@ func TestApply_ConfigRules(t *testing.T) {
 // the one table, mock included (a Provider like the others, answering in process), or is
 // a cloud's (cloudOf).
 func TestProviderFor_EveryConfigType(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var got []string
 	for _, typ := range []string{"anthropic", "gemini", "responses", "openai", "mock"} {
 		p, ok := providerFor(typ)
@@ -86,6 +88,7 @@ func TestProviderFor_EveryConfigType(t *testing.T) {
 // TestDefaults_OneOwner: the defaults that loop and tools own and apply for direct library
 // use agree with config's, and the open-mode key has them.
 func TestDefaults_OneOwner(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	got := []any{loop.DefaultMaxCallsPerTurn, loop.DefaultMaxConcurrentCalls, tools.DefaultTimeout, tools.DefaultMaxResultBytes,
 		anonymousKey.maxIterations, anonymousKey.maxCallsPerTurn, anonymousKey.maxConcurrentCalls}
 	want := []any{config.DefaultMaxToolCallsPerTurn, config.DefaultMaxConcurrentToolCalls, config.DefaultToolTimeout, config.DefaultMaxResultBytes,

@@ -23,6 +23,7 @@ import (
 // empty would hand it a call with no input to run, so the stream ends with the in-band
 // continuation_diverged instead, and the client's block is never closed.
 func TestMessagesContinuation_HollowBlock(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const file = "anthropic/stream/parallel-tool-use.mirascope.sse"
 	for _, tt := range []struct {
 		name  string
@@ -150,6 +151,7 @@ func alteredReplay(t *testing.T, rec *recordedCut, cut int, again func([]byte) [
 // answer with more at its end), ends with the error event continuation_diverged: the
 // client's text was done, and the answers differ.
 func TestResponsesContinuation_PastDoneText(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	rec := newRecordedCut(t, "responses/stream/text-basic.mirascope.sse", -1)
 	srv := alteredReplay(t, rec, rec.index(t, `"response.content_part.done"`, 1), func(ev []byte) []byte {
 		if !bytes.Contains(ev, []byte(`"type":"response.output_text.delta","sequence_number":13,`)) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
@@ -204,18 +205,14 @@ func (e *eventStreamWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func cloudContGateway(t *testing.T, c *cloudChoppy, publisher, model, extra string) *gatewaytest.Gateway {
 	const common = `retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}`
 	var backend string
+	var opts gatewaytest.Options
 	switch c.cloud {
 	case "vertex":
 		tokens := newGoogleTokenEndpoint(t)
 		backend = fmt.Sprintf(`{type: vertex, base_url: %q, %s, vertex: {project: my-proj, location: us-east5, publisher: %s, credentials_file: %q}}`,
 			c.srv.URL, common, publisher, tokens.serviceAccountFile(t))
 	case "bedrock", "converse":
-		t.Setenv("HOME", t.TempDir())
-		t.Setenv("AWS_ACCESS_KEY_ID", c.creds.AccessKeyID)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", c.creds.SecretAccessKey)
-		t.Setenv("AWS_SESSION_TOKEN", c.creds.SessionToken)
-		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-		t.Setenv("AWS_CA_BUNDLE", "") // the fake is plain HTTP; parsing a bundle costs each start (#54)
+		opts.AWSCredentials = credentials.StaticCredentialsProvider{Value: c.creds} // not the environment's (#54)
 		backend = fmt.Sprintf(`{type: bedrock, base_url: %q, %s, bedrock: {region: us-east-1}}`, c.srv.URL, common)
 	}
 	return gatewaytest.StartYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
@@ -223,7 +220,7 @@ backends:
   up: %s
 models:
   m: {backend: up, upstream_model: %q%s}
-`, backend, model, extra), gatewaytest.Options{})
+`, backend, model, extra), opts)
 }
 
 const (

@@ -14,6 +14,7 @@ func text(s string) translate.Event { return translate.Event{Kind: translate.Eve
 // continued: plain text may; a tool call (whole or cut inside its arguments), a refusal,
 // a finish, or reasoning without text may not.
 func TestResume_Recording(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tt := range []struct {
 		name   string
 		events []translate.Event
@@ -49,6 +50,7 @@ func TestResume_Recording(t *testing.T) {
 // it repeats the client's text; prefill: past the whitespace the prefill left out), its
 // usage added to the earlier attempts', a divergence an error.
 func TestResume_Continuation(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tt := range []struct {
 		name     string
 		pending  string
@@ -91,6 +93,7 @@ func TestResume_Continuation(t *testing.T) {
 // TestResume_UsageSummed: a continuation's usage events carry the earlier attempts'
 // usage added to their own.
 func TestResume_UsageSummed(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	k := resume{on: true, active: true, prior: translate.Usage{PromptTokens: 10, CompletionTokens: 4}}
 	var room translate.Event
 	ev := translate.Event{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 12, CompletionTokens: 7}}
@@ -104,6 +107,7 @@ func TestResume_UsageSummed(t *testing.T) {
 // the dialect that serves it: Claude on Vertex and Bedrock and Gemini on Vertex prefill,
 // Bedrock's Converse models restart; a model's own setting wins.
 func TestContinuationOf_Clouds(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	vertex := func(publisher string) *backend {
 		b := &backend{typ: "vertex"}
 		b.cfg.Vertex.Publisher = publisher

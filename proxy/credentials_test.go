@@ -12,6 +12,7 @@ import (
 )
 
 func TestMissingCredential(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name string
 		b    config.Backend
@@ -61,6 +62,7 @@ models:
 // once at start (without any secret), its models are not listed, and a request for one
 // gets a 404 that says why, without reaching the upstream; nor is it used as a fallback.
 func TestNoCredential(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(503)

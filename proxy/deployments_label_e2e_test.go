@@ -15,6 +15,7 @@ import (
 // for a one-backend model, "<backend>/*" for a model the client named, so that one
 // client's model names cannot grow the series.
 func TestDeployments_UpstreamLabel(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var urls []string
 	for i := range 2 {
 		urls = append(urls, newCachingAnthropic(t, fmt.Sprintf("d%d", i)).srv.URL)

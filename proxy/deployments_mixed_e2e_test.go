@@ -9,6 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/openai/openai-go/v3"
 	"github.com/tidwall/gjson"
 
@@ -22,12 +23,8 @@ import (
 // body with anthropic_version bedrock-2023-05-31, SigV4-signed), and the answers come back
 // in the client's shape.
 func TestDeployments_MixedTypes(t *testing.T) {
+	t.Parallel() // the Bedrock credentials are given, not taken from the environment (#54)
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SessionToken: "session-token-example"}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
-	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	bed := &fakeBedrock{t: t, creds: creds, region: "us-east-1", bodies: make(chan string, 16), paths: make(chan string, 16)}
 	bsrv := httptest.NewServer(bed)
 	t.Cleanup(bsrv.Close)
@@ -40,7 +37,7 @@ models:
     deployments:
       - {backend: anth, upstream_model: claude-sonnet-4-5}
       - {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
-`, anth.srv.URL, bsrv.URL), gatewaytest.Options{})
+`, anth.srv.URL, bsrv.URL), gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
 
 	ac := gatewaytest.Anthropic(g.URL, "client-key")
 	oc := gatewaytest.OpenAI(g.V1(), "client-key")

@@ -37,6 +37,7 @@ var deploymentsAfter = strings.NewReplacer("[{backend: a}, {backend: b}]", "[{ba
 // A reload keeps the in-flight count, the latency EWMA and the rest of every deployment
 // that still exists, and the affinity map; a model with one backend has no deployments.
 func TestReloadKeepsDeploymentState(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	logger := slog.New(slog.DiscardHandler)
 	old, err := newRuntime(parseConfig(t, deploymentsBefore, nil), nil, logger)
 	if err != nil {
@@ -80,6 +81,7 @@ func TestReloadKeepsDeploymentState(t *testing.T) {
 // A deployment whose backend has no credential is left out; the model stays usable
 // through the others, and is refused only when none has one.
 func TestDeploymentsWithoutCredential(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	rt, err := newRuntime(parseConfig(t, `
 backends:
   nokey: {type: anthropic, base_url: "http://127.0.0.1:1"}
@@ -151,6 +153,7 @@ func (b *toyBreaker) Record(key string, ok bool, _ time.Time) {
 // called and reads unhealthy; after the cooldown one probe goes through, and its success
 // closes it.
 func TestDeploymentsBreakerOpenProbeClose(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var failing atomic.Bool
 	failing.Store(true)
 	var badCalls atomic.Int32

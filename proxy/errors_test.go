@@ -35,6 +35,7 @@ keys:
 const helloDemo = `{"model":"demo","messages":[{"role":"user","content":"hi"}]}`
 
 func TestErrors(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	tests := []struct {
 		name    string
@@ -135,6 +136,7 @@ func TestErrors(t *testing.T) {
 
 // TestErrors_SDK checks that the SDK surfaces gateway errors as *openai.Error.
 func TestErrors_SDK(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	tests := []struct {
 		name   string
@@ -162,6 +164,7 @@ func TestErrors_SDK(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	tests := []struct {
 		name   string
@@ -193,6 +196,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestKeys_OpenMode(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, `
 backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}
@@ -216,6 +220,7 @@ models: {demo: {backend: offline}}
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	tests := []struct {
 		key  string
@@ -254,6 +259,7 @@ func TestModels(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	r := g.chat("sk-alice", helloDemo, "X-Request-Id", "req-from-client-42")
 	if got := r.header.Get("X-Request-Id"); got != "req-from-client-42" {
@@ -287,6 +293,7 @@ func (panickyTools) Ready() error                                      { panic("
 func (panickyTools) Degraded() error                                   { return nil }
 
 func TestPanicBecomes500(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGatewayWith(t, keysConfig, nil, gatewayOptions{tools: panickyTools{}})
 	r := g.do("GET", "/readyz", "", nil, "X-Request-Id", "req-panic-1")
 	got := decodeError(t, r)
@@ -306,6 +313,7 @@ func TestPanicBecomes500(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if r := g.do("GET", path, "", nil); r.status != 200 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
@@ -312,7 +313,9 @@ func (m *cloudMatrixUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 // each a backend of the cloud with the matrix's retries, circuit breaker and timeouts,
 // but for the primary's header and first_token, 150ms instead of 60ms: a signed Bedrock
 // request and its verification by the fake take longer, and under a loaded machine a
-// healthy answer sometimes missed 60ms and went to the fallback.
+// healthy answer sometimes missed 60ms and went to the fallback. The Bedrock gateways
+// sign with static credentials they are given (gatewaytest.Options.AWSCredentials), not
+// the environment's, and so skip the AWS SDK's loading of its default configuration.
 func runCloudMatrix(t *testing.T, tc matrixCase, col cloudColumn, saFile string, ask func(*testing.T, *gatewaytest.Gateway) answer) {
 	primary := newCloudMatrixUpstream(t, col, tc.plan...)
 	spare, long := newCloudMatrixUpstream(t, col), newCloudMatrixUpstream(t, col)
@@ -334,7 +337,8 @@ models:
   long: {backend: big, upstream_model: %[4]q}
 `, backend(primary.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, ", "timeouts: {header: 150ms, stream_idle: 100ms}"),
 		backend(spare.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, ", "timeouts: {header: 1s, stream_idle: 100ms}"),
-		backend(long.srv.URL, "", "timeouts: {header: 1s, stream_idle: 100ms}"), col.model), gatewaytest.Options{})
+		backend(long.srv.URL, "", "timeouts: {header: 1s, stream_idle: 100ms}"), col.model),
+		gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: bedrockTestCreds}})
 	asks := 1
 	if strings.HasPrefix(tc.name, "16") {
 		asks = 4 // one request after another while the primary is down
@@ -383,20 +387,15 @@ var bedrockTestCreds = aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessK
 
 // forEachCloudCell runs each case that applies to each column, for chat completions
 // (openai-go, translated) and Messages (anthropic-sdk-go: the passthrough on the Claude
-// columns, translated on the others), with the environment the columns need (Bedrock's
-// credentials; one Google token endpoint). The Responses client is left to the base
-// matrix: what it adds (its own stream writer and continuation) does not depend on the
-// upstream's wire, and each cell costs a gateway's start.
+// columns, translated on the others), with what the columns need (one Google token
+// endpoint; Bedrock's credentials are given to each gateway, runCloudMatrix). The
+// Responses client is left to the base matrix: what it adds (its own stream writer and
+// continuation) does not depend on the upstream's wire, and each cell costs a gateway's
+// start. The cells run one at a time, in the serial phase (the tests are not parallel):
+// their 150ms budgets hold only without the binary's parallel tests beside them. On the
+// base matrix's budgets (a second), four at once beside the parallel tests, they took
+// 26.3 + 14.0 s of a parallel slot at load 13 to 17 against 8.4 + 5.3 s serial (#54).
 func forEachCloudCell(t *testing.T, cases []matrixCase, run func(t *testing.T, tc matrixCase, col cloudColumn, saFile, client string)) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("AWS_ACCESS_KEY_ID", bedrockTestCreds.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", bedrockTestCreds.SecretAccessKey)
-	t.Setenv("AWS_SESSION_TOKEN", bedrockTestCreds.SessionToken)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	// Not the machine's CA bundle either: the SDK would parse it at every gateway's start
-	// (about 5 s of the two cloud matrices' CPU under -race), and the fakes are plain
-	// HTTP (#54).
-	t.Setenv("AWS_CA_BUNDLE", "")
 	saFile := newGoogleTokenEndpoint(t).serviceAccountFile(t)
 	for _, col := range cloudColumns(t) {
 		for _, tc := range cases {

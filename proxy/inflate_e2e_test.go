@@ -103,6 +103,7 @@ const (
 
 // TestCarryIDs_AsCarryIDWritesThem: carryIDs' shortcut gives the ids CarryID gives.
 func TestCarryIDs_AsCarryIDWritesThem(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for i, id := range carryIDs(3, 1<<10) {
 		if want := translate.CarryID(fmt.Sprintf("toolu_%d", i), inflatingState(1<<10)); id != want {
 			t.Errorf("carry id %d is %q, CarryID writes %q", i, id, want)
@@ -221,6 +222,7 @@ func TestCarriedState_StoredContinuation(t *testing.T) {
 // TestCarriedState_Configured: server.max_inflated_bytes sets the bound; within it the
 // state reaches the upstream (the thinking blocks restored in front of the tool calls).
 func TestCarriedState_Configured(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g, up := inflateGateway(t, smallBound)
 	r := g.chat("client-key", chatWithCarryIDs(carryIDs(2, 400<<10)))
 	if r.status != 200 {

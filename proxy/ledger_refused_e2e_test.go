@@ -22,6 +22,7 @@ import (
 // known key makes none (a flood of bad keys cannot fill the database) but is counted in
 // the rollups as status 401 with no key. The presented secret is kept nowhere.
 func TestLedger_RefusedBeforeRouting(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: path, FlushInterval: time.Hour})
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 // (0 for the 503s) summing to the record's; GET /admin/v1/requests/{id} shows them, every
 // member described by docs/admin-openapi.yaml.
 func TestLedger_ToolsAndAttemptTokens(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		http.Error(w, "weather service down", http.StatusInternalServerError)

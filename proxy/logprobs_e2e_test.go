@@ -49,6 +49,7 @@ func logprobParams() openai.ChatCompletionNewParams {
 // parsed by the OpenAI SDK, on the content chunks of a stream (and accumulated by its
 // accumulator) and in the completion.
 func TestLogprobs_GeminiThroughSDK(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	want := []sdkToken{
 		{"Hello", -0.0012, "Hello", []string{"Hello", "Hi"}},
 		{",", -0.25, ",", []string{",", " there"}},
@@ -105,6 +106,7 @@ func TestLogprobs_GeminiThroughSDK(t *testing.T) {
 // re-encodes an OpenAI-compatible upstream's stream instead of forwarding it; the
 // upstream's logprobs must survive that.
 func TestLogprobs_OpenAIUpstreamThroughToolLoop(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	up := newReplayUpstream(t)
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:

@@ -242,6 +242,7 @@ const bedrockStop = `{"type":"message_stop","amazon-bedrock-invocationMetrics":{
 // Anthropic SDK's bedrock option put them), SigV4-signed; each chunk frame of the event
 // stream reaches the client as the SSE event it holds.
 func TestMessagesPassthrough_BedrockClaude(t *testing.T) {
+	t.Parallel() // the Bedrock credentials are given, not taken from the environment (#54)
 	sse := recording(t, claudeThinkingRecording, "upstream.sse")
 	sig := recordedSignature(t, sse)
 	a := &bedrockClaudeAnswers{sse: sse}
@@ -369,6 +370,7 @@ const bedrockStreamError = "AAAA3QAAAGfHkZB6DTptZXNzYWdlLXR5cGUHAAlleGNlcHRpb24P
 // with an in-band Messages error event, after the events that came: never a truncated
 // success.
 func TestMessagesPassthrough_BedrockStreamException(t *testing.T) {
+	t.Parallel() // the Bedrock credentials are given, not taken from the environment (#54)
 	sse := recording(t, claudeThinkingRecording, "upstream.sse")
 	var f *fakeBedrock
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, _ []byte) bool {

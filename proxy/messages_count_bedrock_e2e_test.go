@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
@@ -61,12 +62,8 @@ func (c *bedrockCounter) answer(counts map[string]int) func(w http.ResponseWrite
 // ValidationException) is estimated, marked estimated, and not asked again; Claude's
 // InvokeModel count is exact.
 func TestCountTokens_BedrockConverse(t *testing.T) {
+	t.Parallel() // the credentials are given, not taken from the environment (#54)
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	counter := &bedrockCounter{}
 	f := &fakeBedrock{t: t, creds: creds, region: "us-east-1", bodies: make(chan string, 1), paths: make(chan string, 1),
 		answer: counter.answer(map[string]int{"meta.llama3-3-70b-instruct-v1%3A0": 23, "anthropic.claude-sonnet-4-20250514-v1%3A0": 17})}
@@ -78,7 +75,7 @@ models:
   llama: {backend: aws, upstream_model: "us.meta.llama3-3-70b-instruct-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	count := func(model string) (int64, string) {
 		t.Helper()

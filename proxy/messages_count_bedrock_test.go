@@ -6,6 +6,7 @@ import "testing"
 // model of a cross-region inference profile ("<geography>.<provider>.<model>"); foundation
 // model ids ("<provider>.<model>") and ARNs go as they are.
 func TestConverseFoundationModel(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for in, want := range map[string]string{
 		"us.amazon.nova-lite-v1:0":                                          "amazon.nova-lite-v1:0",
 		"us-gov.meta.llama3-8b-instruct-v1:0":                               "meta.llama3-8b-instruct-v1:0",
@@ -25,6 +26,7 @@ func TestConverseFoundationModel(t *testing.T) {
 // ConverseTokensRequest takes, in order, and drops the others (inferenceConfig,
 // additionalModelResponseFieldPaths, ...).
 func TestConverseCountBody(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for in, want := range map[string]string{
 		`{"messages":[{"role":"user","content":[{"text":"hi"}]}],"system":[{"text":"s"}],"inferenceConfig":{"maxTokens":5},"toolConfig":{"tools":[]},"additionalModelRequestFields":{"k":1}}`: `{"input":{"converse":{"messages":[{"role":"user","content":[{"text":"hi"}]}],"system":[{"text":"s"}],"toolConfig":{"tools":[]},"additionalModelRequestFields":{"k":1}}}}`,
 		`{"messages":[],"inferenceConfig":{"maxTokens":5}}`: `{"input":{"converse":{"messages":[]}}}`,

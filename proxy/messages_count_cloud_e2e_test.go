@@ -18,6 +18,7 @@ import (
 // model in it and anthropic_version vertex-2023-10-16, under the OAuth2 token, and answers
 // Vertex's input_tokens.
 func TestCountTokens_Vertex(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tokens := newGoogleTokenEndpoint(t)
 	up := newCloudFake(t, vertexAuth, nil, []byte(`{"input_tokens":21}`))
 	g := gatewaytest.StartYAML(t, `
@@ -55,6 +56,7 @@ models:
 // base64-encoded in input.invokeModel.body, and answers Bedrock's inputTokens (Converse
 // models: TestCountTokens_BedrockConverse).
 func TestCountTokens_Bedrock(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var sent []string
 	f, g := startBedrockWith(t, "", func(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		if r.URL.EscapedPath() != "/model/anthropic.claude-sonnet-4-20250514-v1%3A0/count-tokens" {

@@ -101,6 +101,7 @@ func checkEventOrder(t *testing.T, types []string) {
 }
 
 func TestMessages_SDKNew_Mock(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startMessagesGateway(t, "")
 	c := anthropicClient(g.url)
 	msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{
@@ -118,6 +119,7 @@ func TestMessages_SDKNew_Mock(t *testing.T) {
 }
 
 func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startMessagesGateway(t, "")
 	c := anthropicClient(g.url)
 	for _, wire := range wires {
@@ -147,6 +149,7 @@ func TestMessages_SDKStreaming_EveryWire(t *testing.T) {
 }
 
 func TestMessages_SDKToolRoundTrip_EveryWire(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startMessagesGateway(t, "")
 	c := anthropicClient(g.url)
 	tool := anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: "get_weather", Description: anthropic.String("weather of a city"),
@@ -198,6 +201,7 @@ func TestMessages_SDKToolRoundTrip_EveryWire(t *testing.T) {
 // upstream reaches the client and, sent back, reaches the upstream unchanged; a Gemini
 // thought signature rides in the tool_use id and is back on the Gemini request.
 func TestMessages_ThinkingSignaturesTwoTurns(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const sig = "EuYDCmMIDBgCKkC05Zda4P+Cdk/LQKE+Aol4ZY3EY4wLDrf8XcApz2PiqrxiRjS7uY1kGtZ63vVlaVmtuIpdsHbkdfGHb9AsBYw+MhljbGF1ZGUt"
 	var stream strings.Builder
 	ev := func(typ, data string) { fmt.Fprintf(&stream, "event: %s\ndata: %s\n\n", typ, data) }
@@ -253,6 +257,7 @@ func TestMessages_ThinkingSignaturesTwoTurns(t *testing.T) {
 }
 
 func TestMessages_Errors(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startMessagesGateway(t, "")
 	tests := []struct {
 		name         string
@@ -314,6 +319,7 @@ func TestMessages_Errors(t *testing.T) {
 // client sent it, model rewritten, with anthropic-beta and anthropic-version passed on and
 // the gateway's credential; Claude Code's fields arrive untouched.
 func TestMessages_PassthroughForwardsBytes(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var got http.Header
 	var gotBody []byte
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -352,6 +358,7 @@ func mustRead(r io.Reader) []byte {
 }
 
 func TestMessages_CountTokens(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var paths []string
 	var mu sync.Mutex
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -413,6 +420,7 @@ keys:
 // fallback of another type, so the body is not forwarded as it came) an Anthropic SDK
 // client's prompt-cache breakpoints reach the anthropic upstream on the same blocks.
 func TestMessages_CacheControlReachesAnthropic(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	up := newReplayUpstream(t)
 	up.push(replay{200, "application/json", []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":3,"cache_read_input_tokens":0,"output_tokens":1}}`)})
 	url := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:

@@ -48,6 +48,7 @@ func (g *gateway) messages(body string, headers ...string) httpResult {
 // as it came and ends the stream; a stream cut before message_stop ends with an error
 // event.
 func TestMessagesPassthrough_Stream(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	thinking := anthropicFixture(t, "thinking-exact-bytes.llm-anthropic.sse")
 	overloaded := []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"} }\n\n")
@@ -104,6 +105,7 @@ func TestMessagesPassthrough_Stream(t *testing.T) {
 // Anthropic-shaped error with the upstream's status class, and a rejected gateway
 // credential is the gateway's fault (502), not the client's.
 func TestMessagesPassthrough_UpstreamStatus(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name       string
 		status     int
@@ -144,6 +146,7 @@ func (clockTools) Degraded() error { return nil }
 // as on chat: the mock calls clock, the gateway runs it, and the client sees only the
 // answer, as one well-formed Messages stream.
 func TestMessages_ServerToolLoop(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGatewayWith(t, `
 backends:
   offline: {type: mock}
@@ -258,6 +261,7 @@ func runMessagesBench(b *testing.B, addr, body string) benchResult {
 // it finished ends with an Anthropic error event after the blocks already sent, and no
 // message_stop.
 func TestMessagesTranslated_MidStreamFailure(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	cut := []byte("data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"up\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n")
 	up := newUpstream(t, replaySSE(cut))
 	g := startGateway(t, `

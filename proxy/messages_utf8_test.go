@@ -13,6 +13,7 @@ import (
 // passthrough would forward the bytes as they came (issue 45 item 6: an overlong
 // "mod\xc1\xa5l" key reached the upstream beside model).
 func TestMessages_InvalidUTF8NeverForwarded(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"input_tokens":3}`))

@@ -25,6 +25,7 @@ func exampleGateway(t *testing.T) *gateway {
 
 // TestMock_Quickstart runs the README quickstart requests against config.example.yaml.
 func TestMock_Quickstart(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := exampleGateway(t)
 
 	t.Run("curl non-stream", func(t *testing.T) {
@@ -101,6 +102,7 @@ func TestMock_Quickstart(t *testing.T) {
 // TestMock_ToolCall: when the request carries tools and the user names one, the mock
 // calls it, with arguments "{}".
 func TestMock_ToolCall(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := exampleGateway(t)
 	client := g.client("")
 	weather := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather"})

@@ -21,6 +21,7 @@ import (
 // city, not {}), and a model's script says which calls and answers each turn makes. The
 // client, the official SDK, sees one answer.
 func TestMock_DrivesARealToolLoop(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var mu sync.Mutex
 	var got []map[string]any
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

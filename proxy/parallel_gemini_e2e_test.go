@@ -14,6 +14,7 @@ import (
 // parallel function calls: the SDK sees only the first call, and the next turn's upstream
 // history holds that one call, with its thought signature, and its one response.
 func TestGemini_ParallelToolCallsFalse(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	recorded := map[bool]replay{
 		true:  {200, "text/event-stream", goldenSection(t, "gemini", "stream-parallel-function-calls.mirascope.txtar", "upstream.sse")},
 		false: {200, "application/json", goldenSection(t, "gemini", "json-parallel-function-calls.mirascope.txtar", "upstream.json")},

@@ -151,6 +151,7 @@ func TestUpstreamBody_OverBound(t *testing.T) {
 // TestUpstreamBody_Gzip: the gateway asks upstreams for identity encoding, and decodes an
 // upstream that gzips anyway, streamed or not: the client gets JSON, not gzip bytes.
 func TestUpstreamBody_Gzip(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	completion := fixture(t, "json/text.mirascope.json")
 	stream := fixture(t, "stream/text-include-usage.mirascope.sse")
 	serve := func(ct string, body []byte) http.HandlerFunc {

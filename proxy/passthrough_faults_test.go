@@ -16,6 +16,7 @@ import (
 // TestPassthrough_NotAChatCompletion: a 200 whose body is not a JSON chat completion is a
 // 502 that names the backend, never a 200 carrying the body.
 func TestPassthrough_NotAChatCompletion(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	text := fixture(t, "json/text.mirascope.json")
 	tests := []struct {
 		name        string
@@ -66,6 +67,7 @@ func TestPassthrough_NotAChatCompletion(t *testing.T) {
 // one stream are one too many (the translated streams' bound): the stream ends with an
 // in-band error naming the backend after what was already sent, never with a clean end.
 func TestPassthrough_StreamEventNotJSON(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	good := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}` + "\n\n"
 	tail := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
 	tests := []struct {
@@ -116,6 +118,7 @@ func TestPassthrough_StreamEventNotJSON(t *testing.T) {
 // prompt filter results) has an empty id, created 0 and no object: every chunk the client
 // gets has the same id, created, model and object.
 func TestPassthrough_AzurePromptFilterChunk(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	var sse []byte
 	for _, line := range bytes.Split(bytes.TrimSpace(fixture(t, "stream/azure-model-router.vercel.chunks.txt")), []byte("\n")) {
 		sse = append(append(append(sse, "data: "...), line...), "\n\n"...)

@@ -28,6 +28,7 @@ keys:
 // upstream; a plain body reaches it exactly as authorized, read the same way by a Go
 // (case-insensitive, last-wins) decoder.
 func TestPassthrough_AmbiguousKeysNeverForwarded(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const msgs = `"messages":[{"role":"user","content":"hi"}]`
 	tests := []struct {
 		name string
@@ -91,6 +92,7 @@ func TestPassthrough_AmbiguousKeysNeverForwarded(t *testing.T) {
 // TestPassthrough_InvalidUTF8NeverForwarded: a body that is not UTF-8 is a 400 and never
 // reaches the upstream (it used to be forwarded and answered 200).
 func TestPassthrough_InvalidUTF8NeverForwarded(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tt := range []struct {
 		name string
 		body string

@@ -147,6 +147,7 @@ func TestPassthrough_Stream(t *testing.T) {
 }
 
 func TestPassthrough_Complete(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name    string
 		fixture string
@@ -195,6 +196,7 @@ func TestPassthrough_Complete(t *testing.T) {
 // upstream's status, message, type and code, for streams and not, except for a rejected
 // credential, which is the gateway's own: a 502 that says so.
 func TestPassthrough_UpstreamErrors(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name    string
 		fixture string

@@ -57,6 +57,7 @@ func accessLog(t *testing.T, g *gateway) map[string]any {
 // in /metrics and the access log however the upstream lays out its JSON (the real OpenAI
 // API pretty-prints: "usage": {).
 func TestPassthrough_UsageCounted(t *testing.T) {
+	t.Parallel()                                     // nothing shared, no clock or environment of the process (#54)
 	pretty := fixture(t, "json/text.mirascope.json") // prompt 16, completion 12
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, pretty); err != nil {
@@ -95,6 +96,7 @@ func TestPassthrough_UsageCounted(t *testing.T) {
 // message_start counts no output, so the deltas read after it are estimated: at least
 // its 1 and 1 for "Hi", and flagged (usage.go); the others' figures count every delta.
 func TestStream_AbortedCountsReportedUsage(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name, kind, upstreamModel string
 		first, more               string // the events before and after the client leaves

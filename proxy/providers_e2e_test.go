@@ -403,6 +403,7 @@ func goldenSection(t *testing.T, kind, file, name string) []byte {
 // TestTwoTurn_AnthropicThinkingSignatures: Claude's thinking blocks (with signatures) of a
 // tool-use turn come back on the next turn through a client that keeps standard fields.
 func TestTwoTurn_AnthropicThinkingSignatures(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	turn1 := goldenSection(t, "anthropic", "stream-thinking-tool-use.txtar", "upstream.sse")
 	body := twoTurn(t, "anthropic", turn1, "text/event-stream")
 	for _, want := range []string{`"type":"thinking"`, `"signature":"EuYDCmMIDBgCKkC05Zda4P+Cdk/LQK`, `"type":"redacted_thinking"`, `"type":"tool_result"`} {
@@ -415,6 +416,7 @@ func TestTwoTurn_AnthropicThinkingSignatures(t *testing.T) {
 // TestTwoTurn_GeminiThoughtSignatures: Gemini 3's thought signature on a function call
 // survives the round trip through the plain SDK.
 func TestTwoTurn_GeminiThoughtSignatures(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	turn1 := goldenSection(t, "gemini", "vercel-chunks-google-tool-call-gemini3.txtar", "upstream.chunks.txt")
 	body := twoTurn(t, "gemini", turn1, "text/event-stream")
 	if !strings.Contains(body, `"thoughtSignature":"EpEgCo4gAb4+9vvWwdN+NkNiCCwrqv`) {
@@ -428,6 +430,7 @@ func TestTwoTurn_GeminiThoughtSignatures(t *testing.T) {
 // TestTwoTurn_ResponsesEncryptedReasoning: with store false, the encrypted reasoning item of
 // a function-calling turn is sent back on the next turn.
 func TestTwoTurn_ResponsesEncryptedReasoning(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	turn1 := goldenSection(t, "responses", "vercel-reasoning-encrypted-content-turn1.txtar", "upstream.chunks.txt")
 	body := twoTurn(t, "responses", turn1, "text/event-stream")
 	for _, want := range []string{`"type":"reasoning"`, `"encrypted_content":"gAAAAAB`, `"type":"function_call_output"`, `"include":["reasoning.encrypted_content"]`} {

@@ -43,6 +43,7 @@ func newPullBody(t *testing.T, write func(w *bufio.Writer) error) (*pullBody, *e
 }
 
 func TestPullBody_WriteTo(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	events := func(n int) func(w *bufio.Writer) error {
 		return func(w *bufio.Writer) error {
 			for i := range n {
@@ -92,6 +93,7 @@ func TestPullBody_WriteTo(t *testing.T) {
 
 // TestPullBody_Read: the Read fallback yields the same bytes, then EOF.
 func TestPullBody_Read(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	b, _ := newPullBody(t, func(w *bufio.Writer) error {
 		for _, s := range []string{"one ", "two ", "three"} {
 			w.WriteString(s)

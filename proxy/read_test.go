@@ -56,6 +56,7 @@ const emptyBody = `{"model":"demo","messages":[{"role":"user","content":"hi "}]}
 // one used before took two for 10 KB and three beyond 16 KiB, for 8 KiB less held per
 // connection.)
 func TestRequestReads(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	// A Server of its own, never served: its fasthttp server serves the test's
 	// connections alone.
 	reg := prometheus.NewRegistry()

@@ -17,6 +17,7 @@ import (
 // TestUpstreamErrorMasked: credentials an upstream quotes back in its error message reach
 // neither the client (stream or not) nor the log.
 func TestUpstreamErrorMasked(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const (
 		key    = "sk-proj-Zx81Qw27Er64Ty39Ui05"
 		google = "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"
@@ -53,6 +54,7 @@ func TestUpstreamErrorMasked(t *testing.T) {
 // with the tool's result), on /v1/chat/completions and /v1/responses, streamed or not.
 // A stdio server's get-env tool was such a result (tools.TestMCPStdio_Environment).
 func TestToolResultMasked(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const (
 		key    = "sk-ant-api03-Zx81Qw27Er64Ty39Ui05Op"
 		bearer = "tok3n.V4lue"

@@ -21,6 +21,7 @@ keys: {alice: {key: sk-alice, models: ["*"]}}
 `
 
 func TestApply(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, reloadBefore, nil)
 	fresh := `{"model":"fresh","messages":[{"role":"user","content":"hi"}]}`
 	if r := g.chat("sk-alice", fresh); r.status != 404 {
@@ -64,6 +65,7 @@ keys: {bob: {key: sk-bob, models: ["*"]}}
 // TestApply_InFlightKeepsItsConfig: a stream that started before a reload finishes on the
 // configuration it started with, even when the reload removes its model.
 func TestApply_InFlightKeepsItsConfig(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	release := make(chan struct{})
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")

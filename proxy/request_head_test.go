@@ -13,6 +13,7 @@ import (
 // messages: the meter's prompt estimate of an upstream that reports no usage charges
 // the whole request's, as the full parse reads it.
 func TestFullRequest_FirstPass(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"what is the weather like in Paris today?"},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"weather","input":{"city":"Paris"}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"sunny, 21 degrees"}]}]}`)
@@ -45,6 +46,7 @@ func TestFullRequest_FirstPass(t *testing.T) {
 // TestFullRequest_FirstPassResponses is TestFullRequest_FirstPass for a Responses request
 // (responsesin.ParseHead): the request is completed in place, its Core pointer kept.
 func TestFullRequest_FirstPassResponses(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	body := []byte(`{"model":"m","input":[{"role":"user","content":"what is the weather like in Paris today?"},` +
 		`{"type":"function_call","call_id":"c1","name":"weather","arguments":"{\"city\":\"Paris\"}"},` +
 		`{"type":"function_call_output","call_id":"c1","output":"sunny, 21 degrees"}]}`)

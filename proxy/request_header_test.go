@@ -11,6 +11,7 @@ import (
 // TestRequestHeaderNamesCanonical: the names peekHeader is given are canonical, as it
 // requires.
 func TestRequestHeaderNamesCanonical(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, name := range []string{headerAuthorization, headerAPIKey, headerRequestID} {
 		if got := string(fasthttp.AppendNormalizedHeaderKey(nil, name)); got != name {
 			t.Errorf("%q is not canonical: fasthttp stores it as %q", name, got)
@@ -21,6 +22,7 @@ func TestRequestHeaderNamesCanonical(t *testing.T) {
 // TestPeekHeader_AnyCase: a header the client wrote in any case is found by its canonical
 // name, with the value Peek returns, as the server parses requests.
 func TestPeekHeader_AnyCase(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tc := range []struct{ sent, name, want string }{
 		{"authorization: Bearer sk-1", headerAuthorization, "Bearer sk-1"},
 		{"AUTHORIZATION: Bearer sk-2", headerAuthorization, "Bearer sk-2"},

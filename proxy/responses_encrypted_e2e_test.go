@@ -247,6 +247,7 @@ func checkAnthropicBlocks(t *testing.T, want []map[string]string, body string) {
 // items Agate sealed for Claude, which OpenAI could not read, are not forwarded (the
 // request is translated instead of passed through), and the rest of the conversation is.
 func TestResponses_SealedItemsToResponsesBackend(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startProviderGateway(t)
 	turn1 := recordedFixture(t, "anthropic/vercel-chunks/issue-13430-thinking-tool-call.json")
 	answer := gatewaytest.RenderStream("responses", gatewaytest.Turn{Text: "done"}, 1)

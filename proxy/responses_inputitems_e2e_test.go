@@ -15,6 +15,7 @@ import (
 // backend, those of its previous_response_id chain too), newest first by default, paged by
 // limit/after/order, every item with an id; visible to the key that stored it only.
 func TestResponses_InputItems(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, tt := range []struct {
 		kind string
 		// want are the texts of the second response's input items, oldest first.

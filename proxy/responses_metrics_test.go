@@ -5,6 +5,7 @@ import "testing"
 // TestResponsesMetrics: requests are counted with api="responses" on /v1/responses and
 // api="chat" on chat completions, failures and successes alike.
 func TestResponsesMetrics(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, demoConfig, nil)
 	for _, r := range []struct{ path, body string }{
 		{"/v1/responses", `{"model":"demo","input":"hi"}`},

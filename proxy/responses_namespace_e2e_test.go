@@ -18,6 +18,7 @@ import (
 // function's name and namespace, and that item sent back with its output goes upstream
 // under the flat name again.
 func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const flat = "multi_agent_v1__spawn_agent"
 	tools := []responses.ToolUnionParam{
 		{OfFunction: &responses.FunctionToolParam{Name: "exec_command", Strict: openai.Bool(false),
@@ -79,6 +80,7 @@ func TestResponses_NamespaceToolRoundTrip(t *testing.T) {
 // cache key reaches an OpenAI chat upstream (same field) and is echoed; client_metadata
 // reaches no translated upstream.
 func TestResponses_CodexCacheKeyAndClientMetadata(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, kind := range []string{"anthropic", "gemini", "openai"} {
 		t.Run(kind, func(t *testing.T) {
 			g := startResponsesGateway(t, kind, "")

@@ -23,6 +23,7 @@ import (
 // The stream cut before its terminal event ends with the gateway's error event, numbered
 // after the rest.
 func TestResponses_PassthroughSequenceNumbers(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	recording, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "responses", "stream", "parallel-function-calls.mirascope.sse"))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // upstream never called; with drop_unsupported_params the request goes on without them.
 // A responses backend gets them as they were sent.
 func TestResponses_UnsupportedOnTranslated(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	strict, dropping, pass := gatewaytest.NewFakeJSON(t, "anthropic"), gatewaytest.NewFakeJSON(t, "anthropic"), gatewaytest.NewFakeJSON(t, "responses")
 	y := fmt.Sprintf(`server: {listen: "127.0.0.1:0"}
 backends:

@@ -12,6 +12,7 @@ import (
 // return for its names, whichever key asks first and in whatever order keys, deployments
 // and Metrics come; a route made per request (no kept handles) looks them up each time.
 func TestRouteSeries(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	m, m2 := metrics.New(prometheus.NewRegistry()), metrics.New(prometheus.NewRegistry())
 	b, other := &backend{name: "oai"}, &backend{name: "other"}
 	kept := &route{metricLabel: "gpt", backend: b, upstreamLabel: "oai/gpt-4o", kept: new(routeSeries)}

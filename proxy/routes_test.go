@@ -18,6 +18,7 @@ import (
 // 404 in OpenAI's error shape whose message names the request and every served endpoint;
 // each endpoint it names is indeed served.
 func TestUnservedEndpoint(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	tests := []struct {
 		name, method, path string
@@ -69,6 +70,7 @@ func TestUnservedEndpoint(t *testing.T) {
 // TestUnservedEndpoint_SDK: the SDK reports an unserved endpoint as a 404 *openai.Error
 // that tells the user what to use instead.
 func TestUnservedEndpoint_SDK(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	g := startGateway(t, keysConfig, nil)
 	client := g.client("sk-alice")
 	_, completionErr := client.Completions.New(context.Background(), openai.CompletionNewParams{
@@ -88,6 +90,7 @@ func TestUnservedEndpoint_SDK(t *testing.T) {
 // key without the full check; any other header, the other credential header with the
 // same bytes, or a reload is checked in full.
 func TestRequestKey(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const cfg = `
 backends:
   offline: {type: mock}
@@ -158,6 +161,7 @@ keys:
 // request; the second time the connection answers from what the first found, without
 // reading the header again, but only for that same request and runtime.
 func TestRequestKey_AdmittedRequest(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	const cfg = `
 backends:
   offline: {type: mock}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -74,6 +75,14 @@ type Options struct {
 	// tokens with (the Entra ID authority, Google's token endpoint, AWS STS and metadata
 	// endpoints); nil means each library's default.
 	CredentialClient *http.Client
+	// AWSCredentials, when set, are the credentials every bedrock backend that signs with
+	// SigV4 (one without an api_key) signs with, in place of the AWS SDK's default
+	// credential chain and the backend's bedrock.profile; they are wrapped in the SDK's
+	// CredentialsCache. Nil (what the gateway binary passes) is the default chain:
+	// environment, shared config and credentials files, web identity, SSO, process, ECS
+	// container and EC2 instance roles. Tests pass static credentials here, so that they
+	// need not set the process's environment and can run in parallel.
+	AWSCredentials aws.CredentialsProvider
 	// Clock is the circuit breakers' time (theirs as the deployments' Health too) and the
 	// response cache's (its TTL); nil means time.Now (tests inject one).
 	Clock func() time.Time
@@ -88,7 +97,7 @@ type Options struct {
 // Apply; requests in flight finish with the configuration they started with.
 type Server struct {
 	rt             atomic.Pointer[runtime]
-	cloud          cloudEnv // the cloud credentials' environment (Options.CredentialClient)
+	cloud          cloudEnv // the cloud credentials' environment (Options.CredentialClient, AWSCredentials)
 	metrics        *metrics.Metrics
 	logger         *slog.Logger
 	tools          ToolSet
@@ -184,7 +193,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
-	s.cloud = cloudEnv{client: opts.CredentialClient}
+	s.cloud = cloudEnv{client: opts.CredentialClient, aws: opts.AWSCredentials}
 	// The first runtime has no predecessor but the health its deployments share: the
 	// circuit breakers (openCircuits, below, before any request) unless opts names one.
 	health := opts.Health

@@ -13,6 +13,7 @@ import (
 // a data line that never ends) ends the client's stream with an in-band upstream error
 // instead of being buffered without limit.
 func TestStream_UpstreamEventTooLarge(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	head := "data: " + chunkJSON(`{"role":"assistant","content":""}`, "null") + "\n\n" +
 		"data: " + chunkJSON(`{"content":"Hello"}`, "null") + "\n\n"
 	line := []byte("data: " + strings.Repeat("x", 64<<10))

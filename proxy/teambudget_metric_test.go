@@ -8,6 +8,7 @@ import (
 // team's budget once its keys' requests finish, in tokens and in USD, spent by two of
 // its keys, with state in memory and in Redis; a key without a team sets none.
 func TestLimits_TeamBudgetGauge(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	for _, mode := range stateModes {
 		t.Run(mode.name, func(t *testing.T) {
 			rs := startReplicas(t, mode, `

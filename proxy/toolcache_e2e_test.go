@@ -18,6 +18,7 @@ import (
 // second key's call runs the tool again instead of reusing the first key's result; with
 // scope global it is served from the cache.
 func TestToolLoop_CacheScope(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	tests := []struct {
 		name     string
 		cache    string

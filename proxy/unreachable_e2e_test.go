@@ -33,6 +33,7 @@ func closedPort(t *testing.T) string {
 // client got; gateway_upstream_duration_seconds counts it under code 0 (no answer), as
 // its help text says, and the request is counted once.
 func TestUnreachableUpstream_SaysWhy(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
 	addr := closedPort(t)
 	var logs gatewaytest.Buffer
 	g := gatewaytest.StartYAML(t, fmt.Sprintf(`backends:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agate-gateway/agate/config"
@@ -38,6 +39,11 @@ type Options struct {
 	// CredentialClient is proxy.Options.CredentialClient: the HTTP client of the cloud
 	// backends' token fetches (one that trusts a fake TLS authority).
 	CredentialClient *http.Client
+	// AWSCredentials is proxy.Options.AWSCredentials: the credentials the bedrock
+	// backends sign with instead of the AWS default chain (aws.Credentials in a
+	// credentials.StaticCredentialsProvider), so that a test need not t.Setenv them and
+	// can run in parallel; nil is the default chain, which reads the environment.
+	AWSCredentials aws.CredentialsProvider
 	// Clock is passed to proxy.New (the circuit breakers' time); nil is time.Now.
 	Clock func() time.Time
 }
@@ -121,7 +127,7 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 		g.Tools = reg
 	}
 	opts := proxy.Options{Config: cfg, Metrics: g.Metrics, Gatherer: g.Registry, Logger: g.Logger, Tracer: o.Tracer, Ledger: o.Ledger,
-		CredentialClient: o.CredentialClient, Clock: o.Clock}
+		CredentialClient: o.CredentialClient, AWSCredentials: o.AWSCredentials, Clock: o.Clock}
 	if g.Tools != nil { // a nil *tools.Registry in the ToolSet interface would not be nil
 		opts.Tools = g.Tools
 	}
