@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -332,7 +331,7 @@ func TestSchemaV8_MigratesVersion7(t *testing.T) {
 // version 7's (integers, texts, a real cost, NULL for what a record lacks).
 func TestBatch_View(t *testing.T) {
 	ctx := context.Background()
-	l, err := Open(ctx, Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: FreshSQLite(t), FlushInterval: time.Hour,
 		CaptureContent: true})
 	if err != nil {
 		t.Fatal(err)
