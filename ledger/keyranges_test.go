@@ -21,7 +21,7 @@ var rangesDay = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 // busy key twice (one of the two failed), one batch in ten out of time order.
 func TestKeyRanges_Listing(t *testing.T) {
 	ctx := context.Background()
-	l, err := Open(ctx, Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: FreshSQLite(t), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

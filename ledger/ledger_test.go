@@ -15,9 +15,16 @@ import (
 )
 
 // databases runs fn against a fresh SQLite file and a fresh PostgreSQL database.
+// databases runs fn on a SQLite ledger at the current schema (ledger.FreshSQLite) and on
+// a fresh PostgreSQL database.
 func databases(t *testing.T, fn func(t *testing.T, opts ledger.Options)) {
+	databasesFrom(t, ledger.FreshSQLite, fn)
+}
+
+// databasesFrom is databases with the SQLite file's path from sqlitePath.
+func databasesFrom(t *testing.T, sqlitePath func(testing.TB) string, fn func(t *testing.T, opts ledger.Options)) {
 	t.Run("sqlite", func(t *testing.T) {
-		fn(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db")})
+		fn(t, ledger.Options{Type: "sqlite", DSN: sqlitePath(t)})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		fn(t, ledger.Options{Type: "postgres", DSN: ledger.Postgres.NewDatabase(t)})
@@ -217,7 +224,9 @@ func TestLedger_Prune(t *testing.T) {
 }
 
 func TestLedger_Migrations(t *testing.T) {
-	databases(t, func(t *testing.T, opts ledger.Options) {
+	// From an empty file, not FreshSQLite's migrated copy: the migrations themselves.
+	emptyFile := func(t testing.TB) string { return filepath.Join(t.TempDir(), "ledger.db") }
+	databasesFrom(t, emptyFile, func(t *testing.T, opts ledger.Options) {
 		for range 2 { // the second open finds the schema current
 			l, err := ledger.Open(context.Background(), opts)
 			if err != nil {
@@ -236,7 +245,7 @@ func TestLedger_Migrations(t *testing.T) {
 
 func TestLedger_CloseDrainsAndLaterAddsDrop(t *testing.T) {
 	var d drops
-	opts := ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), OnDrop: d.add, FlushInterval: time.Hour}
+	opts := ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), OnDrop: d.add, FlushInterval: time.Hour}
 	l, err := ledger.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +279,7 @@ func TestLedger_CaptureContent(t *testing.T) {
 		{"on: masked and cut", true, "my key is sk-***", "abcdefghij"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), CaptureContent: tc.capture, MaxContentBytes: 10 + len("my key is sk-")})
+			l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), CaptureContent: tc.capture, MaxContentBytes: 10 + len("my key is sk-")})
 			l.Add(ledger.Record{Time: day0, Key: "k", Status: 200, Prompt: "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
 				Completion: "abcdefghij"})
 			flush(t, l)

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func overviewVolume(ctx context.Context, t *testing.T, st *store, db string, end
 // TestOverview: the overview's series, totals, tops and percentiles of a few records.
 func TestOverview(t *testing.T) {
 	ctx := context.Background()
-	st, err := openStore(ctx, "sqlite", filepath.Join(t.TempDir(), "ledger.db"))
+	st, err := openStore(ctx, "sqlite", FreshSQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func TestOverview(t *testing.T) {
 // minute, hour and day rollups.
 func TestOverview_PostgresSumsAsSQLite(t *testing.T) {
 	ctx := context.Background()
-	lite, err := openStore(ctx, "sqlite", filepath.Join(t.TempDir(), "ledger.db"))
+	lite, err := openStore(ctx, "sqlite", FreshSQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package ledger_test
 
 import (
 	"context"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -26,7 +25,7 @@ func TestLedger_QueueMemoryFollowsWhatWaits(t *testing.T) {
 		return int64(m.HeapAlloc)
 	}
 	before := heap()
-	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), FlushInterval: time.Hour})
 	recs := benchRecords(2000)
 	for range 10 {
 		for _, r := range recs {
@@ -54,7 +53,7 @@ func TestLedger_QueueMemoryFollowsWhatWaits(t *testing.T) {
 // after each Add, past two queue blocks (a block is BatchSize records, here 256), are
 // stored with their own attempts.
 func TestLedger_AddCopiesAttempts(t *testing.T) {
-	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), BatchSize: 256, FlushInterval: time.Hour})
+	l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), BatchSize: 256, FlushInterval: time.Hour})
 	var reused [3]ledger.Attempt
 	const n = 600
 	for i := range n {
@@ -105,7 +104,7 @@ func TestLedger_WriterCPU(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var total time.Duration
-	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+	l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), FlushInterval: time.Hour,
 		OnWriteCPU: func(d time.Duration) { mu.Lock(); total += d; mu.Unlock() }})
 	cpu0 := cpuTime()
 	for _, r := range benchRecords(2000) {

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"encoding/binary"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestSQLiteWriter_CacheBounded(t *testing.T) {
 		t.Fatalf("writerPragmas %q do not set writerCacheKiB", writerPragmas)
 	}
 	ctx := context.Background()
-	l, err := Open(ctx, Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: FreshSQLite(t), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // writer's connection serves the next batches, and once the refusal is gone the spool
 // is written back: every record once, the rollups counting each once.
 func TestLedger_SQLiteFailedBatch(t *testing.T) {
-	dsn := filepath.Join(t.TempDir(), "ledger.db")
+	dsn := ledger.FreshSQLite(t)
 	var d drops
 	l := open(t, ledger.Options{Type: "sqlite", DSN: dsn, SpoolPath: filepath.Join(t.TempDir(), "spool"),
 		OnDrop: d.add, FlushInterval: time.Hour})
@@ -85,7 +85,7 @@ func TestLedger_SQLiteFailedBatch(t *testing.T) {
 // type, deployment, trace id, continued from) are stored as empty strings, never NULL,
 // and set ones as they are.
 func TestLedger_SQLiteEmptyTexts(t *testing.T) {
-	dsn := filepath.Join(t.TempDir(), "ledger.db")
+	dsn := ledger.FreshSQLite(t)
 	l := open(t, ledger.Options{Type: "sqlite", DSN: dsn, FlushInterval: time.Hour})
 	empty := ledger.Record{Time: day0, RequestID: "empty", Key: "k", API: "chat", Model: "m", Status: 200}
 	set := empty
@@ -131,7 +131,7 @@ func TestLedger_SQLiteEmptyTexts(t *testing.T) {
 // statements of every size (300 = 256 + 16 + 4 × 7), and in a batch after them whose
 // texts are short again.
 func TestLedger_SQLiteWriterValues(t *testing.T) {
-	l := open(t, ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour,
+	l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), FlushInterval: time.Hour,
 		CaptureContent: true, MaxContentBytes: 2048})
 	var want []ledger.Record
 	add := func(n int, long bool) {

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
 	"sync"
 	"testing"
 
@@ -86,40 +87,122 @@ func (e *errEventDiffers) Error() string {
 // order) and the same error as in one read. It is the parser half of "decodes the same
 // however it is split" (see Poison for the decoder half); the offsets are checked in
 // parallel, each with its own parser.
+//
+// A split is checked on a window of the stream, not the whole of it (which made the
+// check quadratic: most of the translate packages' test CPU under -race, #54). A blank
+// line leaves the parser as it was before the stream's first byte, but for the BOM check
+// (it dispatches or drops the event, and a line end leaves no bytes buffered), so a split
+// can change only the events up to the first blank line after it: the parser is fed the
+// stream from the end of the last event dispatched before the split (its start for the
+// first) to the end of the event after the one the split falls in (to the stream's end
+// after the last), split at the offset, and must hand over that window's share of the
+// whole stream's events and no error. Where the events end is read off the stream fed
+// byte by byte, which must give the whole stream's events; the window in one read must
+// give its share too. When any of these does not hold (or the whole stream is an error)
+// the split is checked on the whole stream as before, and a failure is always that
+// check's: the window only saves the work of a split that passes.
 func CheckEventSplits(t testing.TB, stream []byte, offsets []int) {
 	t.Helper()
 	want, wantErr := parsedEvents(stream)
-	check := func(i int) error {
-		var p sse.Parser
-		n := 0
-		fn := func(typ, data []byte) error {
-			if n >= len(want) || !bytes.Equal(typ, want[n].typ) || !bytes.Equal(data, want[n].data) {
-				return &errEventDiffers{n: n, typ: bytes.Clone(typ), data: bytes.Clone(data)}
+	whole := func(i int) error { return splitDiffers(stream, i, 0, len(stream), want, wantErr) }
+	check := whole
+	if ends, ok := eventEnds(stream, want); ok && wantErr == nil {
+		check = func(i int) error {
+			a, b, evs := window(ends, i, len(stream), want)
+			if oneRead, err := parsedEvents(stream[a:b]); err != nil || !sameEvents(oneRead, evs) ||
+				splitDiffers(stream, i, a, b, evs, nil) != nil {
+				return whole(i)
 			}
-			n++
 			return nil
 		}
-		err := p.Feed(stream[:i], fn)
-		if err == nil {
-			err = p.Feed(stream[i:], fn)
-		}
-		var differs *errEventDiffers
-		switch {
-		case errors.As(err, &differs):
-			if differs.n < len(want) {
-				return fmt.Errorf("%v, want %q %q", err, want[differs.n].typ, want[differs.n].data)
-			}
-			return fmt.Errorf("%v, beyond the %d events of the whole stream", err, len(want))
-		case !errors.Is(err, wantErr) && (err == nil || wantErr == nil || err.Error() != wantErr.Error()):
-			return fmt.Errorf("error %v, want %v", err, wantErr)
-		case n != len(want):
-			return fmt.Errorf("%d events, want %d", n, len(want))
-		}
-		return nil
 	}
 	if i, err := FirstFailure(offsets, check); err != nil {
 		t.Fatalf("split at byte %d: the parser hands over different events: %v", i, err)
 	}
+}
+
+// splitDiffers feeds a fresh parser stream[a:i] and then stream[i:b] and says how what
+// it hands over differs from want and wantErr (nil when it does not).
+func splitDiffers(stream []byte, i, a, b int, want []event, wantErr error) error {
+	var p sse.Parser
+	n := 0
+	fn := func(typ, data []byte) error {
+		if n >= len(want) || !bytes.Equal(typ, want[n].typ) || !bytes.Equal(data, want[n].data) {
+			return &errEventDiffers{n: n, typ: bytes.Clone(typ), data: bytes.Clone(data)}
+		}
+		n++
+		return nil
+	}
+	err := p.Feed(stream[a:i], fn)
+	if err == nil {
+		err = p.Feed(stream[i:b], fn)
+	}
+	var differs *errEventDiffers
+	switch {
+	case errors.As(err, &differs):
+		if differs.n < len(want) {
+			return fmt.Errorf("%v, want %q %q", err, want[differs.n].typ, want[differs.n].data)
+		}
+		return fmt.Errorf("%v, beyond the %d events of the whole stream", err, len(want))
+	case !errors.Is(err, wantErr) && (err == nil || wantErr == nil || err.Error() != wantErr.Error()):
+		return fmt.Errorf("error %v, want %v", err, wantErr)
+	case n != len(want):
+		return fmt.Errorf("%d events, want %d", n, len(want))
+	}
+	return nil
+}
+
+// eventEnds feeds a fresh parser stream one byte at a time and returns, for each event
+// it hands over, the offset after the blank line that dispatched it (after its LF when
+// it ends in CRLF), preceded by 0: event k lies in ends[k]:ends[k+1]. ok is false when
+// those events are not want or the parser fails.
+func eventEnds(stream []byte, want []event) (ends []int, ok bool) {
+	ends = []int{0}
+	var p sse.Parser
+	n := 0
+	for j := range stream {
+		err := p.Feed(stream[j:j+1], func(typ, data []byte) error {
+			if n >= len(want) || !bytes.Equal(typ, want[n].typ) || !bytes.Equal(data, want[n].data) {
+				return errors.New("differs")
+			}
+			n++
+			end := j + 1
+			if stream[j] == '\r' && end < len(stream) && stream[end] == '\n' {
+				end++
+			}
+			ends = append(ends, end)
+			return nil
+		})
+		if err != nil {
+			return nil, false
+		}
+	}
+	return ends, n == len(want)
+}
+
+// window returns the bytes a:b of a stream of size bytes a split at i is checked on, and
+// the events of want they hold: from the end of the last event dispatched before i to the
+// end of the event after the one i falls in (see CheckEventSplits).
+func window(ends []int, i, size int, want []event) (a, b int, evs []event) {
+	p := sort.SearchInts(ends, i) - 1 // the last end before i (ends[0] is 0, and i > 0)
+	q := sort.SearchInts(ends, i+1)   // the first end after i
+	if q+1 < len(ends) {
+		return ends[p], ends[q+1], want[p : q+1]
+	}
+	return ends[p], size, want[p:]
+}
+
+// sameEvents reports whether a and b are the same events.
+func sameEvents(a, b []event) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !bytes.Equal(a[k].typ, b[k].typ) || !bytes.Equal(a[k].data, b[k].data) {
+			return false
+		}
+	}
+	return true
 }
 
 // FirstFailure runs check on every offset, spread over GOMAXPROCS goroutines, and returns

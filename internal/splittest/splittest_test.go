@@ -113,3 +113,38 @@ func TestSampleOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestWindow: the events of stream end after their blank lines (after the LF of a CRLF);
+// a split is checked from the end of the event before it to the end of the event after
+// the one it falls in (or to the stream's end).
+func TestWindow(t *testing.T) {
+	want, err := parsedEvents([]byte(stream))
+	if err != nil || len(want) != 3 {
+		t.Fatalf("%d events, %v", len(want), err)
+	}
+	ends, ok := eventEnds([]byte(stream), want)
+	first := strings.Index(stream, "\n\n") + 2      // after "data: one\n\n"
+	second := strings.Index(stream, "\r\n\r\n") + 4 // after "data: lines\r\n\r\n"
+	if wantEnds := []int{0, first, second, len(stream)}; !ok || !slices.Equal(ends, wantEnds) {
+		t.Fatalf("eventEnds = %v, %v; want %v", ends, ok, wantEnds)
+	}
+	if _, ok := eventEnds([]byte(stream), want[:2]); ok {
+		t.Error("eventEnds accepted events other than the stream's")
+	}
+	for _, tt := range []struct {
+		i, a, b  int
+		from, to int // want[from:to]
+	}{
+		{i: 1, a: 0, b: second, from: 0, to: 2},
+		{i: first - 1, a: 0, b: second, from: 0, to: 2},
+		{i: first, a: 0, b: len(stream), from: 0, to: 3}, // on an end: the events either side and the next
+		{i: first + 1, a: first, b: len(stream), from: 1, to: 3},
+		{i: second, a: first, b: len(stream), from: 1, to: 3},
+		{i: len(stream) - 1, a: second, b: len(stream), from: 2, to: 3},
+	} {
+		a, b, evs := window(ends, tt.i, len(stream), want)
+		if a != tt.a || b != tt.b || !sameEvents(evs, want[tt.from:tt.to]) {
+			t.Errorf("window at %d = %d:%d, %d events; want %d:%d, events %d:%d", tt.i, a, b, len(evs), tt.a, tt.b, tt.from, tt.to)
+		}
+	}
+}

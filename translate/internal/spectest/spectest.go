@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -31,36 +32,77 @@ func Schema(t testing.TB, specFile, pointer string) *jsonschema.Schema {
 	return Compiler(t, specFile)(pointer)
 }
 
-// Compiler reads and parses specFile once and returns a function that compiles the schema
-// at a pointer in it, as Schema does; schemas compiled by one Compiler share their
-// subschemas, so compiling many of one spec costs about one. It is not safe for
-// concurrent use.
+// Compiler returns a function that compiles the schema at a pointer of specFile, as
+// Schema does. Each spec is read, parsed and given a jsonschema compiler once per test
+// binary, and each schema compiled once (specs, below): schemas of one spec share their
+// subschemas, and a test asking for a schema another test compiled gets that one.
+// Compiling was most of the translate packages' schema checks under -race (#54); a
+// compiled Schema is only read by Validate, so tests may share it, in parallel too. Safe
+// for concurrent use.
 func Compiler(t testing.TB, specFile string) func(pointer string) *jsonschema.Schema {
 	t.Helper()
-	path := filepath.Join(SpecsDir(), specFile)
-	b, err := os.ReadFile(path)
+	specs.Lock()
+	defer specs.Unlock()
+	sp := specs.m[specFile]
+	if sp == nil {
+		var err error
+		if sp, err = loadSpec(specFile); err != nil {
+			t.Fatal(err)
+		}
+		if specs.m == nil {
+			specs.m = map[string]*spec{}
+		}
+		specs.m[specFile] = sp
+	}
+	return func(pointer string) *jsonschema.Schema {
+		t.Helper()
+		specs.Lock()
+		defer specs.Unlock()
+		s := sp.schemas[pointer]
+		if s == nil {
+			var err error
+			if s, err = sp.c.Compile(sp.url + pointer); err != nil {
+				t.Fatalf("compiling %s%s: %v", specFile, pointer, err)
+			}
+			sp.schemas[pointer] = s
+		}
+		return s
+	}
+}
+
+// specs is this test binary's specs read so far, by file, and the schemas compiled from
+// each: a memo of what the files give (a spec that fails to load is not kept), guarded
+// by its mutex since jsonschema's compiler is not safe for concurrent use.
+var specs struct {
+	sync.Mutex
+	m map[string]*spec
+}
+
+// spec is one parsed spec's compiler and the schemas compiled from it, by pointer.
+type spec struct {
+	c       *jsonschema.Compiler
+	url     string
+	schemas map[string]*jsonschema.Schema
+}
+
+// loadSpec reads and parses specFile (relative to SpecsDir) and adds it to a new compiler.
+func loadSpec(specFile string) (*spec, error) {
+	b, err := os.ReadFile(filepath.Join(SpecsDir(), specFile))
 	if err != nil {
-		t.Fatalf("reading spec: %v", err)
+		return nil, fmt.Errorf("reading spec: %w", err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
-		t.Fatalf("parsing spec %s: %v", specFile, err)
+		return nil, fmt.Errorf("parsing spec %s: %w", specFile, err)
 	}
 	rewriteRecursive(doc, "#", "")
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	url := "file:///specs/" + filepath.ToSlash(specFile)
 	if err := c.AddResource(url, doc); err != nil {
-		t.Fatalf("adding spec: %v", err)
+		return nil, fmt.Errorf("adding spec: %w", err)
 	}
-	return func(pointer string) *jsonschema.Schema {
-		t.Helper()
-		s, err := c.Compile(url + pointer)
-		if err != nil {
-			t.Fatalf("compiling %s%s: %v", specFile, pointer, err)
-		}
-		return s
-	}
+	return &spec{c: c, url: url, schemas: map[string]*jsonschema.Schema{}}, nil
 }
 
 // Validate reports whether body satisfies s.
