@@ -295,19 +295,38 @@ func appendSSE(dst, typ, data []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
+// messagesAnswerReader is a provider that reads a whole Messages answer for the
+// passthrough in the one pass that checks it (anthropic's: anthropicProvider.ReadAnswer),
+// which gives what messagesin.ReadAnswer and its DecodeResponse give.
+type messagesAnswerReader interface {
+	ReadAnswer(body []byte) (model translate.Span, usage translate.Usage, ok bool, err error)
+}
+
 func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	model, ok := messagesin.ReadAnswer(body)
-	if !ok {
-		return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
-	}
-	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
-		if ev.Kind == translate.EventUsage {
-			m.noteUsage(ev.Usage)
+	var model translate.Span
+	if ar, ok := r.backend.provider.(messagesAnswerReader); ok {
+		var u translate.Usage
+		var err error
+		if model, u, ok, err = ar.ReadAnswer(body); !ok {
+			return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
+		} else if err != nil {
+			return dst, err
 		}
-		return nil
-	})
-	if err != nil {
-		return dst, err
+		m.noteUsage(u)
+	} else { // Bedrock's, whose DecodeResponse tells a Converse answer apart
+		var ok bool
+		if model, ok = messagesin.ReadAnswer(body); !ok {
+			return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
+		}
+		err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
+			if ev.Kind == translate.EventUsage {
+				m.noteUsage(ev.Usage)
+			}
+			return nil
+		})
+		if err != nil {
+			return dst, err
+		}
 	}
 	// The requested model, or the fallback that answered: set where the walk found it;
 	// sjson adds it to an answer without one, and escapes a name that needs it.
