@@ -11,7 +11,7 @@ import (
 // TestRequestHeaderNamesCanonical: the names peekHeader is given are canonical, as it
 // requires.
 func TestRequestHeaderNamesCanonical(t *testing.T) {
-	for _, name := range []string{headerAuthorization, headerAPIKey, headerRequestID} {
+	for _, name := range []string{headerAuthorization, headerAPIKey, headerRequestID, headerAnthropicVersion, headerAnthropicBeta} {
 		if got := string(fasthttp.AppendNormalizedHeaderKey(nil, name)); got != name {
 			t.Errorf("%q is not canonical: fasthttp stores it as %q", name, got)
 		}
@@ -30,6 +30,9 @@ func TestPeekHeader_AnyCase(t *testing.T) {
 		{"x-request-id: r-1", headerRequestID, "r-1"},
 		{"X-REQUEST-ID: r-2", headerRequestID, "r-2"},
 		{"X-Other: v", headerRequestID, ""},
+		{"anthropic-version: 2023-06-01", headerAnthropicVersion, "2023-06-01"},
+		{"anthropic-beta: a-1", headerAnthropicBeta, "a-1"},
+		{"ANTHROPIC-BETA: a-2", headerAnthropicBeta, "a-2"},
 	} {
 		var req fasthttp.Request
 		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n" + tc.sent + "\r\nContent-Length: 0\r\n\r\n"
