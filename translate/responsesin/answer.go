@@ -46,7 +46,8 @@ func ReadAnswer(body []byte) (u Upstream, kind Body, model translate.Span) {
 				ok = sc.Skip()
 				break
 			}
-			if p := sc.Pos(); p < len(in) && in[p] == '{' {
+			if sc.Peek() == '{' { // Peek moves past whitespace before the value (OpenAI indents)
+				p := sc.Pos()
 				if cu, end, cok := usageCompact(in, p); cok {
 					usage.Set(jsonx.Object, in[p:end], p, "")
 					u.Usage, compact, ok = cu, true, true
