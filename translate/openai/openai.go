@@ -515,8 +515,7 @@ func openAIUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
 // first member of each name), without a second scan of the object. It reports false on a
 // syntax error; a value that is not an object reports no usage.
 func usageAt(sc *jsonx.Scanner, v *jsonx.Value) (translate.Usage, bool) {
-	if sc.Peek() == '{' { // Peek moves past whitespace before the value (an indented answer's)
-		at := sc.Pos()
+	if at := sc.Pos(); at < len(sc.Input()) && sc.Input()[at] == '{' {
 		if u, end, ok := usageCompact(sc.Input(), at); ok { // OpenAI's layout, read by bytes
 			v.Set(jsonx.Object, sc.Input()[at:end], at, "")
 			sc.Seek(end)

@@ -6,9 +6,7 @@ import (
 )
 
 // usageCompact reads the usage object that starts at s[at] ('{') when it is written the
-// way OpenAI and the servers that copy it write one: compact, or indented (JSON
-// whitespace between the tokens: OpenAI indents a whole answer, streams and vLLM do
-// not); member names of
+// way OpenAI and the servers that copy it write one: no whitespace; member names of
 // lower-case ASCII letters, digits and underscores; values that are null, an integer of 1
 // to 18 digits (no sign, fraction or exponent), or, one level down only, an object whose
 // members are such names with null or such integers (the details objects). It returns what
@@ -24,20 +22,20 @@ import (
 // bench answer's usage (13 members, two objects) 3.7 K instructions.
 func usageCompact(s string, at int) (u translate.Usage, end int, ok bool) {
 	var seen [4]bool
-	i := space(s, at+1)
+	i := at + 1
 	if i < len(s) && s[i] == '}' {
 		return u, i + 1, true
 	}
 	for {
 		// slot: which count of u the member is, if it is the first of its name.
-		slot, j, ok := knownName(s, space(s, i))
+		slot, j, ok := knownName(s, i)
 		if !ok {
 			return translate.Usage{}, 0, false
 		}
 		if slot > completionDetails {
 			slot = other // a details object's member, not a usage's
 		}
-		i = space(s, j)
+		i = j
 		if slot != other {
 			if seen[slot] {
 				slot = other
@@ -78,7 +76,7 @@ func usageCompact(s string, at int) (u translate.Usage, end int, ok bool) {
 		case completionDetails:
 			u.ReasoningTokens = n
 		}
-		if i = space(s, i); i >= len(s) {
+		if i >= len(s) {
 			return translate.Usage{}, 0, false
 		}
 		switch s[i] {
@@ -97,24 +95,24 @@ func usageCompact(s string, at int) (u translate.Usage, end int, ok bool) {
 // names want (0 when there is none, or it is null, or want is other) and the offset
 // past the object.
 func compactCounts(s string, i int, want int) (n, end int, ok bool) {
-	i = space(s, i+1)
+	i++
 	if i < len(s) && s[i] == '}' {
 		return 0, i + 1, true
 	}
 	found := false
 	for {
-		id, j, ok := knownName(s, space(s, i))
+		id, j, ok := knownName(s, i)
 		if !ok {
 			return 0, 0, false
 		}
 		var x int
-		if x, i, ok = compactInt(s, space(s, j)); !ok {
+		if x, i, ok = compactInt(s, j); !ok {
 			return 0, 0, false
 		}
 		if !found && want != other && id == want {
 			n, found = x, true
 		}
-		if i = space(s, i); i >= len(s) {
+		if i >= len(s) {
 			return 0, 0, false
 		}
 		switch s[i] {
@@ -199,56 +197,25 @@ func knownName(s string, i int) (id, next int, ok bool) {
 			}
 		}
 	}
-	if q == "" { // not a q* name, or one with whitespace before its colon
-		name, next, ok := compactName(s, i)
-		return nameID(name), next, ok
+	if q == "" {
+		_, next, ok = compactName(s, i) // not a q* name, so none of the counted ones
+		return other, next, ok
 	}
 	return id, i + len(q), true
 }
 
-// nameID is which counted member knownName's id names name (other when none).
-func nameID(name string) int {
-	switch name {
-	case "prompt_tokens":
-		return promptTokens
-	case "completion_tokens":
-		return completionTokens
-	case "prompt_tokens_details":
-		return promptDetails
-	case "completion_tokens_details":
-		return completionDetails
-	case "cached_tokens":
-		return cachedTokens
-	case "reasoning_tokens":
-		return reasoningTokens
-	}
-	return other
-}
-
-// compactName reads a member's name and colon at s[i], `"name":` (whitespace allowed
-// before the colon), whose bytes are printable ASCII other than a backslash
-// (jsonx.PlainEnd: the name is its literal, and valid JSON): it returns the name and the
-// offset after the colon. ok is false for anything else.
+// compactName reads a member's name and colon at s[i], `"name":`, whose bytes are
+// printable ASCII other than a backslash (jsonx.PlainEnd: the name is its literal, and
+// valid JSON): it returns the name and the offset after the colon. ok is false for
+// anything else.
 func compactName(s string, i int) (name string, next int, ok bool) {
 	if i >= len(s) || s[i] != '"' {
 		return "", 0, false
 	}
-	j := jsonx.PlainEnd(s, i+1)
-	if j < 0 {
-		return "", 0, false
-	}
-	if k := space(s, j+1); k < len(s) && s[k] == ':' {
-		return s[i+1 : j], k + 1, true
+	if j := jsonx.PlainEnd(s, i+1); j >= 0 && j+1 < len(s) && s[j+1] == ':' {
+		return s[i+1 : j], j + 2, true
 	}
 	return "", 0, false
-}
-
-// space returns the offset of the first byte at or after s[i] that is not JSON whitespace.
-func space(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // compactInt reads null (0) or an integer of 1 to 18 digits without sign, fraction,

@@ -208,8 +208,17 @@ func compactCounts(s string, i int, want string) (n int64, end int, ok bool) {
 	}
 }
 
-// space returns the offset of the first byte at or after s[i] that is not JSON whitespace.
+// space returns the offset of the first byte at or after s[i] that is not JSON
+// whitespace. Inlined where the byte is not one (compact JSON): no loop there.
 func space(s string, i int) int {
+	if i < len(s) && s[i] > ' ' {
+		return i
+	}
+	return spaceRun(s, i)
+}
+
+// spaceRun is space past a run of whitespace.
+func spaceRun(s string, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t') {
 		i++
 	}
