@@ -34,6 +34,43 @@ models:
 var deploymentsAfter = strings.NewReplacer("[{backend: a}, {backend: b}]", "[{backend: b}, {backend: c}]",
 	"balance: latency", "balance: least_busy").Replace(deploymentsBefore)
 
+// TestRouteLogMembers: every route and key of a runtime, a model's deployments' routes
+// included (their backends are set after the model's route is made), carries the access
+// line's members of its own label, backend and name.
+func TestRouteLogMembers(t *testing.T) {
+	rt, err := newRuntime(parseConfig(t, deploymentsBefore+"keys:\n  k1: {key: sk-1, models: [\"*\"]}\n  \"k\\\"2\": {key: sk-2, models: [\"*\"]}\n", nil),
+		nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	check := func(r *route) {
+		n++
+		if want := routeLogMembers(r.label(), r.backend.name); r.logMembers != want {
+			t.Errorf("route %s (deployment %q): logMembers %s, want %s", r.name, r.deployment, r.logMembers, want)
+		}
+	}
+	for _, r := range rt.routes {
+		check(r)
+		if r.deploy != nil {
+			for _, dr := range r.deploy.routes {
+				check(dr)
+			}
+		}
+	}
+	if n != 4 { // solo, pool and pool's two deployments
+		t.Errorf("%d routes checked, want 4", n)
+	}
+	if len(rt.keys) != 2 {
+		t.Fatalf("%d keys", len(rt.keys))
+	}
+	for _, k := range append(rt.keys, anonymousKey) {
+		if want := keyLogMembers(k.name); k.logMembers != want {
+			t.Errorf("key %q: logMembers %s, want %s", k.name, k.logMembers, want)
+		}
+	}
+}
+
 // A reload keeps the in-flight count, the latency EWMA and the rest of every deployment
 // that still exists, and the affinity map; a model with one backend has no deployments.
 func TestReloadKeepsDeploymentState(t *testing.T) {

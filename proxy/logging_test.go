@@ -95,6 +95,15 @@ func TestAccessLine_MembersMatchAttrs(t *testing.T) {
 			code: 502, at: at, took: -time.Millisecond, prompt: -1, completion: 1 << 40}},
 	}
 	for _, tt := range tests {
+		// The same line with the members a route and a key wrote when they were made.
+		pre := tt.d
+		pre.routeLog, pre.keyLog = routeLogMembers(pre.label, pre.backend), keyLogMembers(pre.key)
+		tests = append(tests, struct {
+			name string
+			d    requestDone
+		}{tt.name + ", preformatted", pre})
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var want, got, text, textWant bytes.Buffer
 			r := slog.NewRecord(at, slog.LevelInfo, accessLine, 0)
@@ -130,6 +139,14 @@ func BenchmarkAccessLine(b *testing.B) {
 		}
 	})
 	b.Run("members", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d.at = time.Now()
+			logLineAt(l, d.at, accessLine, d.appendMembers, d.attrs)
+		}
+	})
+	d.routeLog, d.keyLog = routeLogMembers(d.label, d.backend), keyLogMembers(d.key)
+	b.Run("preformatted", func(b *testing.B) { // a configured route's and key's (#55)
 		b.ReportAllocs()
 		for b.Loop() {
 			d.at = time.Now()

@@ -101,12 +101,17 @@ func (m *messagesRun) prepare() error {
 		messagesin.Decode(c.req)
 	}
 	if m.pass {
-		version := string(h.Peek("Anthropic-Version"))
+		version := string(peekHeader(h, headerAnthropicVersion))
 		if version == "" {
 			version = defaultAnthropicVersion
 		}
 		c.call.headers = []translate.Header{{Name: "anthropic-version", Value: version}}
-		if betas := h.PeekAll("Anthropic-Beta"); len(betas) > 0 {
+		// PeekAll copies and case-folds the name it is given (~400 instructions): asked
+		// only when the canonical lookup finds one.
+		if len(peekHeader(h, headerAnthropicBeta)) == 0 {
+			return nil
+		}
+		if betas := h.PeekAll(headerAnthropicBeta); len(betas) > 0 {
 			// Each backend gets the names its allowed_betas list (betaPolicy).
 			values := make([][]byte, len(betas))
 			for i, v := range betas {
@@ -177,7 +182,8 @@ func (m *messagesRun) passBody(dst []byte, r *route) []byte {
 // client-facing one (the requested one, or the configured name of the fallback that
 // answered). An upstream error event is forwarded and ends the stream; a stream
 // that ends before message_stop ends with an error event. A whole answer is the
-// upstream's Message, checked by the anthropic decoder, with the client-facing model.
+// upstream's Message, checked in anthropic's one pass (ReadAnswer: its usage, an error
+// object) or, on Bedrock, by its decoder, with the client-facing model.
 type messagesForward messagesRun
 
 func (f *messagesForward) request(dst []byte, r *route, _ *translate.Options) ([]byte, error) {
@@ -295,19 +301,38 @@ func appendSSE(dst, typ, data []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
+// messagesAnswerReader is a provider that reads a whole Messages answer for the
+// passthrough in the one pass that checks it (anthropic's: anthropicProvider.ReadAnswer),
+// which gives what messagesin.ReadAnswer and its DecodeResponse give.
+type messagesAnswerReader interface {
+	ReadAnswer(body []byte) (model translate.Span, usage translate.Usage, ok bool, err error)
+}
+
 func (f *messagesForward) whole(dst, body []byte, r *route, m *meter) ([]byte, error) {
-	model, ok := messagesin.ReadAnswer(body)
-	if !ok {
-		return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
-	}
-	err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
-		if ev.Kind == translate.EventUsage {
-			m.noteUsage(ev.Usage)
+	var model translate.Span
+	if ar, ok := r.backend.provider.(messagesAnswerReader); ok {
+		var u translate.Usage
+		var err error
+		if model, u, ok, err = ar.ReadAnswer(body); !ok {
+			return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
+		} else if err != nil {
+			return dst, err
 		}
-		return nil
-	})
-	if err != nil {
-		return dst, err
+		m.noteUsage(u)
+	} else { // Bedrock's, whose DecodeResponse tells a Converse answer apart
+		var ok bool
+		if model, ok = messagesin.ReadAnswer(body); !ok {
+			return dst, upstream.Fault(r.backend.name, "answered with a body that is not a JSON object")
+		}
+		err := r.backend.provider.DecodeResponse(body, func(ev *translate.Event) error {
+			if ev.Kind == translate.EventUsage {
+				m.noteUsage(ev.Usage)
+			}
+			return nil
+		})
+		if err != nil {
+			return dst, err
+		}
 	}
 	// The requested model, or the fallback that answered: set where the walk found it;
 	// sjson adds it to an answer without one, and escapes a name that needs it.

@@ -15,6 +15,9 @@ const (
 	headerAuthorization = "Authorization"
 	headerAPIKey        = "X-Api-Key"
 	headerRequestID     = "X-Request-Id"
+	// The Messages passthrough's, read on each of its requests.
+	headerAnthropicVersion = "Anthropic-Version"
+	headerAnthropicBeta    = "Anthropic-Beta"
 )
 
 // peekHeader returns the value of the request header canonical, a name in fasthttp's

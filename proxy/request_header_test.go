@@ -12,7 +12,7 @@ import (
 // requires.
 func TestRequestHeaderNamesCanonical(t *testing.T) {
 	t.Parallel() // nothing shared, no clock or environment of the process (#54)
-	for _, name := range []string{headerAuthorization, headerAPIKey, headerRequestID} {
+	for _, name := range []string{headerAuthorization, headerAPIKey, headerRequestID, headerAnthropicVersion, headerAnthropicBeta} {
 		if got := string(fasthttp.AppendNormalizedHeaderKey(nil, name)); got != name {
 			t.Errorf("%q is not canonical: fasthttp stores it as %q", name, got)
 		}
@@ -32,6 +32,9 @@ func TestPeekHeader_AnyCase(t *testing.T) {
 		{"x-request-id: r-1", headerRequestID, "r-1"},
 		{"X-REQUEST-ID: r-2", headerRequestID, "r-2"},
 		{"X-Other: v", headerRequestID, ""},
+		{"anthropic-version: 2023-06-01", headerAnthropicVersion, "2023-06-01"},
+		{"anthropic-beta: a-1", headerAnthropicBeta, "a-1"},
+		{"ANTHROPIC-BETA: a-2", headerAnthropicBeta, "a-2"},
 	} {
 		var req fasthttp.Request
 		raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\n" + tc.sent + "\r\nContent-Length: 0\r\n\r\n"

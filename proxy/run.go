@@ -174,6 +174,7 @@ func (c *requestRun) finish(ctx *fasthttp.RequestCtx, code int, stream bool) {
 	now := time.Now() // one reading for the histogram, the log line and its time
 	d := requestDone{series: c.call.seriesOf(c.route), logger: c.s.logger, span: c.span, rid: c.rid,
 		label: c.route.label(), backend: c.route.backend.name, key: c.key.name, api: api,
+		routeLog: c.route.logMembers, keyLog: c.key.logMembers,
 		code: code, stream: stream, at: now, took: now.Sub(c.start), cache: c.cacheResult(),
 		prompt: c.call.Usage.PromptTokens, completion: c.call.Usage.CompletionTokens, estimated: c.call.Estimated}
 	if !c.firstT.IsZero() {

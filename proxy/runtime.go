@@ -89,6 +89,10 @@ type route struct {
 	// none: the ledger prices a record by the route that answered without a lookup by
 	// name on each request.
 	price *config.Price
+	// logMembers is the access line's model and backend members, `,"model":<label>,
+	// "backend":<backend name>` (routeLogMembers), written once when the runtime is built;
+	// "" for a route made for one request (resolve), whose line writes them one by one.
+	logMembers string
 	// cache is the model's response cache; nil for none.
 	cache *respCache
 	// kept are the route's metric handles (route_series.go); nil on a route made per
@@ -128,6 +132,9 @@ type apiKey struct {
 	teamModels []string
 	// cache is the key's response cache; nil for none.
 	cache *respCache
+	// logMembers is the access line's key member, `,"key":<name>` (keyLogMembers), written
+	// once when the key is made; "" for none (the line then writes it from name).
+	logMembers string
 }
 
 // newRuntime builds the runtime of cfg, a config as config.Parse returns it: defaulted and
@@ -200,7 +207,7 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 		kc := cfg.Keys[n]
 		k := &apiKey{name: n, models: kc.Models, tools: kc.Tools, maxIterations: kc.MaxToolIterations,
 			maxCallsPerTurn: kc.MaxToolCallsPerTurn, maxConcurrentCalls: kc.MaxConcurrentToolCalls,
-			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget), team: kc.Team}
+			limited: true, rate: rate(kc.Limits), budget: budget(kc.Budget), team: kc.Team, logMembers: keyLogMembers(n)}
 		if tc, ok := cfg.Teams[kc.Team]; ok && kc.Team != "" {
 			k.teamRate, k.teamBudget, k.teamModels = rate(tc.Limits), budget(tc.Budget), tc.Models
 		}
@@ -213,6 +220,16 @@ func buildRuntime(cfg *config.Config, prev *runtime, logger *slog.Logger, env cl
 	}
 	rt.warnNoCredential(prev, logger)
 	rt.configureResponseCaches(prev)
+	// Last, once every route's label and backend are final (a model with deployments has
+	// its first deployment's backend): a route is not changed after this.
+	for _, r := range rt.routes {
+		r.logMembers = routeLogMembers(r.label(), r.backend.name)
+		if r.deploy != nil {
+			for _, dr := range r.deploy.routes {
+				dr.logMembers = routeLogMembers(dr.label(), dr.backend.name)
+			}
+		}
+	}
 	return rt, nil
 }
 
@@ -333,7 +350,8 @@ func (rt *runtime) keyFor(token []byte) (*apiKey, error) {
 
 // anonymousKey is the key of open mode (no keys configured), with config's defaults.
 var anonymousKey = &apiKey{name: "anonymous", models: []string{"*"}, maxIterations: config.DefaultMaxToolIterations,
-	maxCallsPerTurn: config.DefaultMaxToolCallsPerTurn, maxConcurrentCalls: config.DefaultMaxConcurrentToolCalls}
+	maxCallsPerTurn: config.DefaultMaxToolCallsPerTurn, maxConcurrentCalls: config.DefaultMaxConcurrentToolCalls,
+	logMembers: keyLogMembers("anonymous")}
 
 func bearer(h []byte) ([]byte, bool) {
 	const prefix = "bearer "

@@ -228,27 +228,6 @@ func ReadResponse(body []byte) (Upstream, Body) {
 	return u, kind
 }
 
-// ReadAnswer is ReadResponse that also finds, in the same walk, where the Response's
-// model lies in body when it is a string (for AppendModelAt); its End is 0 otherwise.
-func ReadAnswer(body []byte) (u Upstream, kind Body, model translate.Span) {
-	sc := jsonx.NewScanner(jsonx.View(body))
-	var v [6]jsonx.Value
-	root, ok := sc.RootMembers([]string{"object", "error", "output", "usage", "id", "model"}, v[:])
-	switch {
-	case !ok:
-		return Upstream{}, BodyNotJSON, model
-	case root.Kind != jsonx.Object || v[0].Str != "response":
-		if v[1].Kind == jsonx.Object {
-			return Upstream{}, BodyError, model
-		}
-		return Upstream{}, BodyOther, model
-	}
-	if m := v[5]; m.At > 0 && m.Kind == jsonx.String {
-		model = translate.Span{Start: m.At, End: m.At + len(m.Raw)}
-	}
-	return Upstream{Response: root.Raw, Output: v[2].Raw, ID: v[4].Str, Usage: usage(&sc, v[3])}, BodyResponse, model
-}
-
 // ReadEventResponse reads the Response object in the member response of a terminal stream
 // event (response.completed, .incomplete, .failed); the zero Upstream when there is none.
 // The strings alias data.
@@ -261,7 +240,7 @@ func ReadEventResponse(data []byte) Upstream {
 	resp := sc.Get(root, "response")
 	var v [3]jsonx.Value
 	sc.Members(resp, []string{"output", "usage", "id"}, v[:])
-	return Upstream{Response: resp.Raw, Output: v[0].Raw, ID: v[2].Str, Usage: usage(&sc, v[1])}
+	return Upstream{Response: resp.Raw, Output: v[0].Raw, ID: v[2].Str, Usage: readUsage(&sc, v[1])}
 }
 
 // ResponseID returns the id of the Response object response (a copy), "" when it has none.
@@ -274,8 +253,8 @@ func ResponseID(response []byte) string {
 	return strings.Clone(sc.Get(root, "id").Str)
 }
 
-// usage reads a Response object's usage.
-func usage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
+// readUsage reads a Response object's usage (the first member of each name).
+func readUsage(sc *jsonx.Scanner, u jsonx.Value) translate.Usage {
 	var v [4]jsonx.Value
 	sc.Members(u, []string{"input_tokens", "output_tokens", "input_tokens_details", "output_tokens_details"}, v[:])
 	return translate.Usage{

@@ -8,7 +8,10 @@
 #
 # Usage: census.sh TARGET OUT N [GATEWAY]
 #   TARGET  raw (the bench's raw proxy), oai (the gateway's passthrough, model oai-bench)
-#           or anth (the gateway translating to Anthropic, model claude-bench)
+#           or anth (the gateway translating to Anthropic, model claude-bench); the other
+#           client APIs' small requests (the load client's -api): resp (the Responses
+#           passthrough, model resp-bench), msg (the Messages passthrough, claude-bench),
+#           raw-resp and raw-msg (the raw proxy with those requests)
 #   OUT     the output file: cachegrind's for N requests (TOOL=cachegrind, the default);
 #           with TOOL=callgrind, OUT.1 holds the N requests after 100 uncounted ones
 #   N       requests
@@ -47,18 +50,26 @@ server: {listen: "127.0.0.1:$tp"}
 backends:
   anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
   oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
+  resp: {type: responses, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
 models:
   claude-bench: {backend: anth, upstream_model: claude-bench}
   oai-bench: {backend: oai, upstream_model: oai-bench}
+  resp-bench: {backend: resp, upstream_model: resp-bench}
 keys:
   bench: {key: "sk-bench", models: ["*"]}
 Y
+api=chat
 case $tgt in
 raw) cmd=("$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp") model=oai-bench ;;
+raw-resp) cmd=("$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp") model=resp-bench api=responses ;;
+raw-msg) cmd=("$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp") model=claude-bench api=messages ;;
 oai) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=oai-bench ;;
 anth) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench ;;
-*) echo "census.sh: TARGET is raw, oai or anth" >&2; exit 2 ;;
+resp) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=resp-bench api=responses ;;
+msg) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench api=messages ;;
+*) echo "census.sh: TARGET is raw, raw-resp, raw-msg, oai, anth, resp or msg" >&2; exit 2 ;;
 esac
+lflags+=(-api "$api")
 opts=(--cache-sim=no "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
 if [ "$tool" = time ]; then
@@ -79,7 +90,7 @@ if [ "$tool" = callgrind ]; then
 elif [ "$tool" = time ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$(pgrep -P "$vpid")" 2>/dev/null || true # the target, time's child: time then writes OUT
-	[ "$tgt" = raw ] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }
+	[[ "$tgt" = raw* ]] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }
 else
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$vpid" # cachegrind writes its file as the process ends

@@ -2,7 +2,10 @@
 // the shared bench's small chat request (its smallBody: a system and a user message,
 // max_tokens and temperature, about 300 bytes) n times over each of conc keep-alive
 // connections, one request at a time on each, and exits non-zero when any answer is not a
-// 200. With -stream the request is the bench's stream request (scenario c's: "stream":
+// 200. -api responses or messages sends the bench's small request of that API instead (its
+// responsesSmall or messagesSmall, scripts/bench/apis.patch: the same system prompt and
+// user message; Messages with x-api-key and anthropic-version, as the bench sends them) to
+// /v1/responses or /v1/messages; not with -stream. With -stream the request is the bench's stream request (scenario c's: "stream":
 // true and "stream_options": {"include_usage": true}); each answer is read to its end and
 // must end with "data: [DONE]", and the events read are counted. It is a module of its own
 // so that the gateway's module never builds it.
@@ -25,16 +28,21 @@ import (
 
 func main() {
 	addr := flag.String("addr", "", "the target's host:port")
-	path := flag.String("path", "/v1/chat/completions", "the request's path")
+	path := flag.String("path", "", "the request's path (default: the API's)")
+	api := flag.String("api", "chat", "the client API: chat, responses or messages")
 	model := flag.String("model", "oai-bench", "the request's model")
 	key := flag.String("key", "sk-bench", "the bearer key sent")
 	n := flag.Int("n", 100, "requests per connection")
 	conc := flag.Int("conc", 1, "connections")
 	stream := flag.Bool("stream", false, "send the bench's stream request and read each SSE answer to its end")
 	flag.Parse()
-	if *addr == "" || *n < 0 || *conc < 1 {
-		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1")
+	if *addr == "" || *n < 0 || *conc < 1 || (*api != "chat" && *api != "responses" && *api != "messages") ||
+		(*stream && *api != "chat") {
+		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1; -api chat, responses or messages (-stream: chat)")
 		os.Exit(2)
+	}
+	if *path == "" {
+		*path = map[string]string{"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[*api]
 	}
 	type message struct {
 		Role    string `json:"role"`
@@ -52,6 +60,17 @@ func main() {
 	if *stream { // the bench's finishBody for a stream
 		req["stream"] = true
 		req["stream_options"] = map[string]any{"include_usage": true}
+	}
+	const system = "You are a helpful assistant. Answer concisely and accurately."
+	const user = "Write a short paragraph about the history of the bicycle."
+	switch *api { // apis.patch's responsesSmall and messagesSmall
+	case "responses":
+		req = map[string]any{"model": *model, "instructions": system,
+			"input":             []map[string]any{{"role": "user", "content": user}},
+			"max_output_tokens": 1024, "temperature": 0.7, "store": false}
+	case "messages":
+		req = map[string]any{"model": *model, "max_tokens": 1024, "system": system,
+			"messages": []message{{"user", user}}, "temperature": 0.7}
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -73,7 +92,12 @@ func main() {
 				req.SetRequestURI("http://" + *addr + *path)
 				req.Header.SetMethod(fasthttp.MethodPost)
 				req.Header.SetContentType("application/json")
-				req.Header.Set("Authorization", "Bearer "+*key)
+				if *api == "messages" {
+					req.Header.Set("x-api-key", *key)
+					req.Header.Set("anthropic-version", "2023-06-01")
+				} else {
+					req.Header.Set("Authorization", "Bearer "+*key)
+				}
 				req.SetBody(body)
 				err := hc.DoTimeout(req, resp, time.Minute)
 				if err == nil && resp.StatusCode() == fasthttp.StatusOK && *stream {
