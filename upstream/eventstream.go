@@ -66,7 +66,7 @@ func pumpEventStream(ctx context.Context, body io.Reader, backend string, p tran
 	onEvent sse.Handler, afterRead, onEnd func() error) error {
 	br := bufio.NewReaderSize(body, streamReadSize)
 	dec := eventstream.NewDecoder()
-	bp := readBuf(reads)
+	bp := readBuf(reads, streamReadSize)
 	defer putReadBuf(reads, bp)
 	payload := (*bp)[:0]
 	var typ []byte

@@ -111,7 +111,7 @@ func gatewayFlags(environ []string, out io.Writer) (*flag.FlagSet, commandFlags)
 		config:        fs.String("config", lookup(environ, config.EnvConfigPath, "config.yaml"), "path of the YAML configuration (env "+config.EnvConfigPath+")"),
 		version:       fs.Bool("version", false, "print the version and exit"),
 		runtimeTuning: fs.String("runtime-tuning", "", "keep the Go runtime's system monitor from parking when idle (less CPU at moderate load): awake (default: one more processor, kept by a sleeping goroutine while the gateway is idle; GOMAXPROCS is fixed at start), schedtrace (re-exec with GODEBUG=schedtrace=2147483647; the runtime prints a scheduler line on stderr when the host's uptime passes 24.8 days) or off (the runtime's defaults) (env "+envRuntimeTuning+"; PERFORMANCE.md)"),
-		startPages:    fs.String("start-pages", "", "release (default): once the server listens, drop the pages of the binary the start mapped (its packages' init functions; about 20 MB of RSS) from the process, the kernel keeping them cached; keep: leave them mapped (env "+envStartPages+"; PERFORMANCE.md)"),
+		startPages:    fs.String("start-pages", "", "release (default): once the server listens, drop the pages of the binary the start mapped (its packages' init functions; about 20 MB of RSS) from the process, the kernel keeping them cached, and after a burst of requests, once idle, return the heap's free pages and drop them again; keep: leave them mapped, give nothing back when idle (env "+envStartPages+"; PERFORMANCE.md)"),
 		cpuProfile:    fs.String("cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file at shutdown; how cmd/gateway/gateway.pgo is made (ARCHITECTURE.md)"),
 	}
 }
@@ -236,6 +236,9 @@ func runTuned(args, environ []string, stdout, stderr io.Writer, ready chan<- str
 		if released, err = releaseStartPages(); err != nil {
 			logger.Warn("start pages: left mapped", "error", err)
 		}
+	}
+	if pages == startPagesRelease { // after a burst, its memory back (idlerelease.go)
+		go newIdleRelease(m.Inflight).run(ctx)
 	}
 	logger.Info("agate listening", "addr", ln.Addr().String(), "version", version, "config", *path,
 		"runtime_tuning", tuningInForce(tuning, environ, awake.keeper), "gomaxprocs", goruntime.GOMAXPROCS(0),

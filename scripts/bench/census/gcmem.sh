@@ -16,6 +16,12 @@
 #
 # Usage: gcmem.sh GATEWAY off|sqlite CONC N
 # Environment: BENCH and LOAD as census.sh's; EXTRA_ENV, more VAR=value for the gateway.
+# STREAM=1 sends scenario c's stream request instead (PERFORMANCE.md, "Peak RSS at c,
+# tenth session"): N streams on each of CONC connections, each EVENTS deltas (default
+# 200) one every EVENT_DELAY (default 5ms; the mock's /__control), to MODEL (default
+# claude-bench, translated; oai-bench is the passthrough). The process's memory is then
+# also sampled every 0.1 s while the load runs (smaps_rollup), and the largest sample is
+# printed with its file pages and anonymous memory: c's peak is under load, not after it.
 set -euo pipefail
 gw=${1:?GATEWAY} led=${2:?off|sqlite} conc=${3:?CONC} n=${4:?N}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -26,13 +32,21 @@ if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); f
 mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
 "$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
 mpid=$!
+trap 'kill "$mpid" 2>/dev/null || true; rm -rf "$d"' EXIT # a failing step leaves no mock behind
+model=${MODEL:-claude-bench} lflags=()
+if [ -n "${STREAM:-}" ]; then
+	lflags=(-stream)
+	for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$mp/__control?events=${EVENTS:-200}&event_delay=${EVENT_DELAY:-5ms}" && break; sleep 0.1; done
+fi
 mkdir "$d/cfg"
 cat >"$d/cfg/gw.yaml" <<Y
 server: {listen: "127.0.0.1:$tp"}
 backends:
   anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
+  oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
 models:
   claude-bench: {backend: anth, upstream_model: claude-bench}
+  oai-bench: {backend: oai, upstream_model: oai-bench}
 keys:
   bench: {key: "sk-bench", models: ["*"]}
 Y
@@ -43,7 +57,16 @@ envs+=(${EXTRA_ENV:-})
 env "${envs[@]}" "$gw" -config "$d/cfg/gw.yaml" >"$d/out.log" 2>"$d/err.log" &
 tpid=$!
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.1; done
-"$load" -addr "127.0.0.1:$tp" -model claude-bench -n "$n" -conc "$conc" 2>"$d/load.log" || { cat "$d/load.log"; exit 1; }
+if [ -n "${STREAM:-}" ]; then
+	# smaps_rollup every 0.1 s while the load runs: Rss and Anonymous in kB, a line each
+	(while kill -0 "$tpid" 2>/dev/null && [ ! -e "$d/done" ]; do
+		awk '/^Rss:/ { r = $2 } /^Anonymous:/ { a = $2 } END { if (r) print r, a }' "/proc/$tpid/smaps_rollup" 2>/dev/null || true
+		sleep 0.1
+	done) >"$d/samples" &
+	spid=$!
+fi
+"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}" 2>"$d/load.log" || { cat "$d/load.log"; exit 1; }
+if [ -n "${STREAM:-}" ]; then touch "$d/done"; wait "$spid" || true; fi
 curl -s "http://127.0.0.1:$tp/metrics" >"$d/metrics"
 grep -E '^(Rss|Anonymous):' "/proc/$tpid/smaps_rollup" >"$d/smaps"
 grep -E '^Vm(HWM|RSS)' "/proc/$tpid/status" >"$d/status"
@@ -51,7 +74,12 @@ read -r -a st <"/proc/$tpid/stat"
 kill -TERM "$tpid"; wait "$tpid" || true
 kill "$mpid"; wait "$mpid" 2>/dev/null || true
 hz=$(getconf CLK_TCK) req=$((n * conc))
-echo "ledger $led, $req requests (conc $conc), load $(cut -d' ' -f1-3 /proc/loadavg)"
+what="requests"
+[ -n "${STREAM:-}" ] && what="streams of ${EVENTS:-200} events to $model (a request below is a stream)"
+echo "ledger $led, $req $what (conc $conc), load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${STREAM:-}" ]; then
+	sort -n "$d/samples" | tail -1 | awk '{ printf "sampled peak (every 0.1 s under load): rss %.1f MB = file %.1f MB + anonymous %.1f MB\n", $1 / 1024, ($1 - $2) / 1024, $2 / 1024 }'
+fi
 echo "process cpu $(( (st[13] + st[14]) * 1000 / hz )) ms (user+sys, start to the last answer)"
 awk -v req="$req" '
 /^gc [0-9]+ @/ {
