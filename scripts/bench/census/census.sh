@@ -31,33 +31,12 @@
 set -euo pipefail
 tgt=${1:?TARGET} out=$(realpath -m "${2:?OUT}") n=${3:?N} gw=${4:-}
 here="$(cd "$(dirname "$0")" && pwd)"
-bench=${BENCH:-/tmp/bench-apis} tool=${TOOL:-cachegrind}
-d="$(mktemp -d)"; trap 'rm -rf "$d"' EXIT
-load=${LOAD:-}
-if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); fi
-mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
-"$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
-mpid=$!
-trap 'kill "$mpid" 2>/dev/null || true; rm -rf "$d"' EXIT # a failing step leaves no mock behind
+tool=${TOOL:-cachegrind}
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+census_start
 conc=${CONC:-1} lflags=() warm=100
-if [ -n "${STREAM:-}" ]; then
-	lflags=(-stream) warm=2
-	for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$mp/__control?events=${EVENTS:-200}&event_delay=${EVENT_DELAY:-5ms}" && break; sleep 0.1; done
-fi
-mkdir "$d/cfg" # the config alone in its directory: the gateway watches it, not the logs
-cat >"$d/cfg/gw.yaml" <<Y
-server: {listen: "127.0.0.1:$tp"}
-backends:
-  anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
-  oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
-  resp: {type: responses, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
-models:
-  claude-bench: {backend: anth, upstream_model: claude-bench}
-  oai-bench: {backend: oai, upstream_model: oai-bench}
-  resp-bench: {backend: resp, upstream_model: resp-bench}
-keys:
-  bench: {key: "sk-bench", models: ["*"]}
-Y
+[ -n "${STREAM:-}" ] && lflags=(-stream) warm=2
 api=chat
 case $tgt in
 raw) cmd=("$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp") model=oai-bench ;;
@@ -80,7 +59,7 @@ else
 		valgrind --tool="$tool" "${opts[@]}" "${cmd[@]}" >"$d/target.log" 2>&1 &
 fi
 vpid=$!
-for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.2; done
+census_wait 300 0.2
 if [ "$tool" = callgrind ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$warm" -conc "$conc" "${lflags[@]}"
 	callgrind_control -z "$vpid" >/dev/null

@@ -25,38 +25,18 @@
 set -euo pipefail
 gw=${1:?GATEWAY} led=${2:?off|sqlite} conc=${3:?CONC} n=${4:?N}
 here="$(cd "$(dirname "$0")" && pwd)"
-bench=${BENCH:-/tmp/bench-apis}
-d="$(mktemp -d)"; trap 'rm -rf "$d"' EXIT
-load=${LOAD:-}
-if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); fi
-mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
-"$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
-mpid=$!
-trap 'kill "$mpid" 2>/dev/null || true; rm -rf "$d"' EXIT # a failing step leaves no mock behind
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+census_start
 model=${MODEL:-claude-bench} lflags=()
-if [ -n "${STREAM:-}" ]; then
-	lflags=(-stream)
-	for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$mp/__control?events=${EVENTS:-200}&event_delay=${EVENT_DELAY:-5ms}" && break; sleep 0.1; done
-fi
-mkdir "$d/cfg"
-cat >"$d/cfg/gw.yaml" <<Y
-server: {listen: "127.0.0.1:$tp"}
-backends:
-  anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
-  oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
-models:
-  claude-bench: {backend: anth, upstream_model: claude-bench}
-  oai-bench: {backend: oai, upstream_model: oai-bench}
-keys:
-  bench: {key: "sk-bench", models: ["*"]}
-Y
+[ -n "${STREAM:-}" ] && lflags=(-stream)
 envs=(GODEBUG=gctrace=1)
 [ "$led" = sqlite ] && envs+=(GATEWAY_LEDGER__TYPE=sqlite "GATEWAY_LEDGER__PATH=$d/ledger.db")
 # shellcheck disable=SC2206
 envs+=(${EXTRA_ENV:-})
 env "${envs[@]}" "$gw" -config "$d/cfg/gw.yaml" >"$d/out.log" 2>"$d/err.log" &
 tpid=$!
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.1; done
+census_wait
 if [ -n "${STREAM:-}" ]; then
 	# smaps_rollup every 0.1 s while the load runs: Rss and Anonymous in kB, a line each
 	(while kill -0 "$tpid" 2>/dev/null && [ ! -e "$d/done" ]; do

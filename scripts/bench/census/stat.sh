@@ -11,25 +11,9 @@
 set -euo pipefail
 tgt=${1:?TARGET} conc=${2:?CONC} n=${3:?N} gw=${4:-}
 here="$(cd "$(dirname "$0")" && pwd)"
-bench=${BENCH:-/tmp/bench-apis}
-d="$(mktemp -d)"; trap 'rm -rf "$d"' EXIT
-load=${LOAD:-}
-if [ -z "$load" ]; then load="$d/load"; (cd "$here" && go build -o "$load" .); fi
-mp=$((20000 + RANDOM % 10000)); tp=$((mp + 1))
-"$bench" mock -listen "127.0.0.1:$mp" >"$d/mock.log" 2>&1 &
-mpid=$!
-mkdir "$d/cfg"
-cat >"$d/cfg/gw.yaml" <<Y
-server: {listen: "127.0.0.1:$tp"}
-backends:
-  anth: {type: anthropic, base_url: "http://127.0.0.1:$mp", api_key: "test"}
-  oai:  {type: openai, base_url: "http://127.0.0.1:$mp/v1", api_key: "test"}
-models:
-  claude-bench: {backend: anth, upstream_model: claude-bench}
-  oai-bench: {backend: oai, upstream_model: oai-bench}
-keys:
-  bench: {key: "sk-bench", models: ["*"]}
-Y
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+census_start
 case $tgt in
 raw) GODEBUG=schedtrace=2147483647 "$bench" rawproxy -listen "127.0.0.1:$tp" -upstream "127.0.0.1:$mp" >"$d/target.log" 2>&1 &
 	model=oai-bench ;;
@@ -38,7 +22,7 @@ oai | anth) GATEWAY_RUNTIME_TUNING=${TUNING:-awake} "${gw:?GATEWAY}" -config "$d
 *) echo "stat.sh: TARGET is raw, oai or anth" >&2; exit 2 ;;
 esac
 tpid=$!
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$tp/" && break; sleep 0.1; done
+census_wait
 "$load" -addr "127.0.0.1:$tp" -model "$model" -n 200 -conc "$conc" 2>/dev/null
 mem() { curl -s "http://127.0.0.1:$tp/metrics" | grep -E '^go_memstats_(alloc_bytes_total|mallocs_total) ' || true; }
 mem >"$d/m0"; read -r -a st0 <"/proc/$tpid/stat"
