@@ -2,12 +2,13 @@ package anthropic
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/google/go-cmp/cmp"
+	"github.com/agate-gateway/agate/translate/internal/recorded"
 )
 
 // readAnswerByDecode is what the Messages passthrough read of a whole answer before
@@ -37,30 +38,8 @@ func readAnswerByDecode(body []byte) (model translate.Span, usage translate.Usag
 
 // answerSeeds are the recorded Messages answers, error bodies included, and the bench's.
 func answerSeeds(t testing.TB) [][]byte {
-	var paths []string
-	for _, g := range []string{"../../testdata/fixtures/anthropic/json/*.json", "../../testdata/fixtures/anthropic/errors/*.json"} {
-		p, err := filepath.Glob(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p...)
-	}
-	paths = append(paths, "testdata/bench-response.json")
-	var out [][]byte
-	for _, p := range paths {
-		if filepath.Ext(filepath.Base(p[:len(p)-5])) == ".request" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if len(out) < 5 {
-		t.Fatalf("%d answer seeds", len(out))
-	}
-	return out
+	return recorded.Answers(t, 5, "../../testdata/fixtures/anthropic/json/*.json",
+		"../../testdata/fixtures/anthropic/errors/*.json", "testdata/bench-response.json")
 }
 
 // checkReadAnswer fails t when ReadAnswer and readAnswerByDecode differ on body.

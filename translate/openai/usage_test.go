@@ -3,40 +3,19 @@ package openai
 import (
 	"bytes"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/recorded"
 )
 
 // recordedCompletions are the recorded non-streamed chat completions, the seeds of the
 // completion and usage fuzzers (the fixtures and the bench's answer).
 func recordedCompletions(tb testing.TB) [][]byte {
-	tb.Helper()
-	paths, err := filepath.Glob("../../testdata/fixtures/openai-chat/json/*.mirascope.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	paths = append(paths, "testdata/bench-answer.json")
-	var out [][]byte
-	for _, p := range paths {
-		if filepath.Ext(p[:len(p)-len(".json")]) == ".request" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if len(out) < 3 {
-		tb.Fatalf("found %d recorded completions", len(out))
-	}
-	return out
+	return recorded.Answers(tb, 3, "../../testdata/fixtures/openai-chat/json/*.mirascope.json", "testdata/bench-answer.json")
 }
 
 // TestUsageCompact holds the byte reader of OpenAI's usage layout to what it takes and

@@ -1,13 +1,13 @@
 package responsesin
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
-	"github.com/google/go-cmp/cmp"
+	"github.com/agate-gateway/agate/translate/internal/recorded"
 )
 
 // readAnswerByMembers is ReadAnswer as it was before its one-pass reader (#55): the
@@ -34,26 +34,7 @@ func readAnswerByMembers(body []byte) (u Upstream, kind Body, model translate.Sp
 
 // answerSeeds are the recorded Responses answers and the bench's.
 func answerSeeds(t testing.TB) [][]byte {
-	paths, err := filepath.Glob("../../testdata/fixtures/responses/json/*.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths = append(paths, "testdata/bench-answer.json")
-	var out [][]byte
-	for _, p := range paths {
-		if filepath.Ext(filepath.Base(p[:len(p)-5])) == ".request" {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	if len(out) < 4 {
-		t.Fatalf("%d answer seeds", len(out))
-	}
-	return out
+	return recorded.Answers(t, 4, "../../testdata/fixtures/responses/json/*.json", "testdata/bench-answer.json")
 }
 
 // usageSeeds are usage objects in and beside the compact layout: whitespace, escapes,
