@@ -22,6 +22,9 @@
 # streams on each of CONC connections (default 1), each EVENTS deltas (default 200) one
 # every EVENT_DELAY (default 5ms; the mock's /__control); the callgrind warm-up is then
 # 2 streams a connection. GOGC (default off) and GOMAXPROCS (default 1) are the target's.
+# Scenario d's request: LARGE_KB=N (chat targets: raw, oai, anth) sends the bench's large
+# chat history of about N KB (10 is the bench's default, 100 its flatness target; the load
+# client's -large-kb) instead of the small request.
 # TOOL=time runs the target without valgrind under /usr/bin/time -v, which writes OUT
 # (its minor page faults, RSS peak); the gateway then keeps its default runtime tuning
 # (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above.
@@ -49,6 +52,7 @@ msg) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench api=mess
 *) echo "census.sh: TARGET is raw, raw-resp, raw-msg, oai, anth, resp or msg" >&2; exit 2 ;;
 esac
 lflags+=(-api "$api")
+[ -n "${LARGE_KB:-}" ] && lflags+=(-large-kb "$LARGE_KB")
 opts=(--cache-sim=no "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
 if [ "$tool" = time ]; then

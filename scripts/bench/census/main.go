@@ -5,7 +5,10 @@
 // 200. -api responses or messages sends the bench's small request of that API instead (its
 // responsesSmall or messagesSmall, scripts/bench/apis.patch: the same system prompt and
 // user message; Messages with x-api-key and anthropic-version, as the bench sends them) to
-// /v1/responses or /v1/messages; not with -stream. With -stream the request is the bench's stream request (scenario c's: "stream":
+// /v1/responses or /v1/messages; not with -stream. -large-kb N (chat only) sends the bench's
+// scenario d request instead: its largeBody, a chat history with tools and parallel tool
+// calls of about N KB (10 is the bench's default; the same generator, so the same bytes
+// for the same model, N and -stream). With -stream the request is the bench's stream request (scenario c's: "stream":
 // true and "stream_options": {"include_usage": true}); each answer is read to its end and
 // must end with "data: [DONE]", and the events read are counted. It is a module of its own
 // so that the gateway's module never builds it.
@@ -35,10 +38,11 @@ func main() {
 	n := flag.Int("n", 100, "requests per connection")
 	conc := flag.Int("conc", 1, "connections")
 	stream := flag.Bool("stream", false, "send the bench's stream request and read each SSE answer to its end")
+	largeKB := flag.Int("large-kb", 0, "send the bench's scenario d request of about this many KB (0: the small request)")
 	flag.Parse()
 	if *addr == "" || *n < 0 || *conc < 1 || (*api != "chat" && *api != "responses" && *api != "messages") ||
-		(*stream && *api != "chat") {
-		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1; -api chat, responses or messages (-stream: chat)")
+		(*stream && *api != "chat") || *largeKB < 0 || *largeKB > 100000 || (*largeKB > 0 && *api != "chat") {
+		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1; -api chat, responses or messages (-stream, -large-kb: chat); 0 <= -large-kb <= 100000")
 		os.Exit(2)
 	}
 	if *path == "" {
@@ -75,6 +79,9 @@ func main() {
 	body, err := json.Marshal(req)
 	if err != nil {
 		panic(err)
+	}
+	if *largeKB > 0 {
+		body = largeBody(*model, *stream, *largeKB)
 	}
 	var bad, events atomic.Int64
 	var wg sync.WaitGroup
