@@ -1,0 +1,65 @@
+package anthropic
+
+import (
+	"bytes"
+	"testing"
+)
+
+// appendIDBytewise is anthropicAppendID's definition, a byte at a time: the oracle of
+// TestAppendIDEveryPlace and FuzzAppendIDMatchesBytewise.
+func appendIDBytewise(dst []byte, id string) []byte {
+	if id == "" {
+		return append(dst, `"_"`...)
+	}
+	dst = append(dst, '"')
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			c = '_'
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '"')
+}
+
+// TestAppendIDEveryPlace puts every byte value at every place of ids of 1 to 24 bytes
+// (idClean's whole words and its tail) and compares anthropicAppendID with the byte-wise
+// definition.
+func TestAppendIDEveryPlace(t *testing.T) {
+	const base = "call_00A7Hc9WbQm2xyzXYZ-_"
+	for n := 1; n <= 24; n++ {
+		for at := 0; at < n; at++ {
+			for c := range 256 {
+				id := []byte(base[:n])
+				id[at] = byte(c)
+				if got, want := anthropicAppendID([]byte("x"), string(id)), appendIDBytewise([]byte("x"), string(id)); !bytes.Equal(got, want) {
+					t.Fatalf("id %q: %q, want %q", id, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzAppendIDMatchesBytewise(f *testing.F) {
+	for _, s := range []string{"", "call_00A7Hc9WbQm2", "toolu_01A09q90qw90lq917835lq9", "fc.123/x y", `a"b\c`, "idé", "call_abc|H4sIAAAAAAAA/w=="} {
+		f.Add([]byte("pre"), s)
+	}
+	f.Fuzz(func(t *testing.T, dst []byte, id string) {
+		want := appendIDBytewise(bytes.Clone(dst), id)
+		if got := anthropicAppendID(bytes.Clone(dst), id); !bytes.Equal(got, want) {
+			t.Fatalf("anthropicAppendID(%q, %q) = %q, want %q", dst, id, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendID writes the two tool call ids of a scenario d turn (OpenAI's, 17
+// bytes) and an Anthropic toolu id, as tool_use ids.
+func BenchmarkAppendID(b *testing.B) {
+	dst := make([]byte, 0, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = anthropicAppendID(dst[:0], "call_00A7Hc9WbQm2")
+		dst = anthropicAppendID(dst, "call_00Kx3PzR8Lt5")
+		dst = anthropicAppendID(dst, "toolu_01A09q90qw90lq917835lq9")
+	}
+}
