@@ -499,6 +499,14 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		w.dst = append(w.dst, `,"name":`...)
 		w.dst = jsonx.AppendString(w.dst, tc.Name)
 		w.dst = append(w.dst, `,"input":`...)
+		if jsonx.Within(tc.Arguments, w.req.Literals) {
+			var ok bool
+			if w.dst, ok = appendInputLiteral(w.dst, tc.Arguments); ok {
+				w.dst = append(w.dst, '}')
+				w.end()
+				continue
+			}
+		}
 		at := len(w.dst)
 		w.dst = w.req.AppendDecoded(w.dst, tc.Arguments)
 		switch args := strings.TrimSpace(jsonx.View(w.dst[at:])); {
