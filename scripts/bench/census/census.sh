@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Counts the instructions of the bench's small chat request in one target process under
+# Counts the instructions of the bench's small chat request (or, with LARGE_KB, scenario
+# d's large one) in one target process under
 # valgrind (PERFORMANCE.md, "The small request's fixed cost, eighth session"): the target
 # runs with GOMAXPROCS=1 GOGC=off (the gateway with GATEWAY_RUNTIME_TUNING=off, both with
 # GODEBUG=schedtrace=2147483647, as the bench's raw proxy), the shared bench's mock and
