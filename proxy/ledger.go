@@ -126,15 +126,18 @@ func (s *Server) ledgerNotReady(ctx *fasthttp.RequestCtx) bool {
 }
 
 // ledgerDone is what toLedger knows of a request's end for FillRecord: its status,
-// whether it streamed, when it was over, and the texts that take more than a copy to
-// make (the error's type; the captured content), made before the ledger's queue is
-// locked.
+// whether it streamed, when it was over, and what takes more than a copy to make (the
+// error's type, the captured content, the trace id, the tools' summary: each may
+// allocate or take a lock), made before the ledger's queue is locked.
 type ledgerDone struct {
 	status             int
 	stream             bool
 	at                 time.Time
 	errorType          string
 	prompt, completion string
+	traceID            string
+	tools              []ledger.ToolUse
+	toolsOmitted       int
 }
 
 // toLedger puts the request's record in the ledger, if there is one: status is the
@@ -153,11 +156,14 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 	if status >= 400 {
 		c.done.errorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded
 	}
+	c.done.traceID = c.span.TraceID()
+	c.done.tools, c.done.toolsOmitted = c.toolUse.summary()
 	l.AddFrom(c)
 }
 
 // FillRecord fills r, zeros, with the request's record (ledger.Filler: toLedger's
-// AddFrom calls it with the ledger's queue locked): field by field, values only.
+// AddFrom calls it with the ledger's queue locked): field by field, values only; it
+// neither allocates nor locks.
 func (c *requestRun) FillRecord(r *ledger.Record) {
 	api := c.api
 	if api == "" {
@@ -183,9 +189,9 @@ func (c *requestRun) FillRecord(r *ledger.Record) {
 		r.CostUSD = (float64(plain)*p.Input + float64(u.CachedTokens)*p.CachedInput +
 			float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output) / 1e6
 	}
-	r.Prompt, r.Completion, r.ErrorType = d.prompt, d.completion, d.errorType
+	r.Prompt, r.Completion, r.ErrorType, r.TraceID = d.prompt, d.completion, d.errorType, d.traceID
+	r.Tools, r.ToolsOmitted = d.tools, d.toolsOmitted
 	c.ledgerAttempts(r) // attempts.go
-	r.Tools, r.ToolsOmitted = c.toolUse.summary()
 }
 
 // ledgerStatus is the status finish records: code, or, when the funnel answered (code
