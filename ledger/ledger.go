@@ -36,7 +36,7 @@ type Options struct {
 	MinuteRetention, HourRetention, DayRetention time.Duration
 	PruneInterval                                time.Duration
 	// CaptureContent keeps Record.Prompt and Completion (masked, cut to MaxContentBytes,
-	// default 2048); otherwise Add drops them.
+	// default 2048, by the writer); otherwise Add and AddFrom drop them.
 	CaptureContent  bool
 	MaxContentBytes int
 	// OnDrop is told of records dropped ("queue_full": the queue was full; "spool_full":
