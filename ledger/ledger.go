@@ -36,7 +36,7 @@ type Options struct {
 	MinuteRetention, HourRetention, DayRetention time.Duration
 	PruneInterval                                time.Duration
 	// CaptureContent keeps Record.Prompt and Completion (masked, cut to MaxContentBytes,
-	// default 2048); otherwise Add drops them.
+	// default 2048, by the writer); otherwise Add and AddFrom drop them.
 	CaptureContent  bool
 	MaxContentBytes int
 	// OnDrop is told of records dropped ("queue_full": the queue was full; "spool_full":
@@ -130,25 +130,56 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 // queue (or a closed ledger) drops r, counted as queue_full. It keeps MaxAttempts of
 // r's attempts and counts the others in AttemptsOmitted, and MaxTools of its tools
 // (the others' calls in ToolsOmitted). It copies r's attempts: the caller may reuse
-// their array once Add returns. Without CaptureContent
-// r's Prompt and Completion are not kept; with it they are masked and cut.
+// their array once Add returns. Without CaptureContent r's Prompt and Completion are
+// not kept; with it the writer masks and cuts them before it writes or spools the
+// record (maskContent).
 func (l *Ledger) Add(r Record) bool {
-	boundAttempts(&r)
-	boundTools(&r)
-	if r.Prompt != "" || r.Completion != "" {
-		if l.opts.CaptureContent {
-			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)
-		} else {
-			r.Prompt, r.Completion = "", ""
-		}
-	}
 	l.mu.Lock()
 	if l.closed || l.q.n >= l.opts.QueueSize {
 		l.mu.Unlock()
 		l.dropped("queue_full", 1)
 		return false
 	}
-	l.q.push(&r)
+	rec := l.q.slot()
+	*rec = r
+	return l.commit(rec)
+}
+
+// Filler is what AddFrom takes a record from: the request path's own state, which
+// fills the record in the queue itself (a record is ~450 bytes: built on the caller's
+// stack and handed to Add it would be written three times).
+type Filler interface {
+	// FillRecord sets r's fields; r holds zeros. It runs with the ledger's queue
+	// locked: it must be short, must not block and must not call the ledger. r's
+	// Attempts may be the caller's own array (AddFrom copies them); r is not the
+	// caller's after FillRecord returns.
+	FillRecord(r *Record)
+}
+
+// AddFrom is Add of the record f fills in the queue's own memory (no copy of it): the
+// request path's form of Add, with its contract; f is not called when the record is
+// dropped.
+func (l *Ledger) AddFrom(f Filler) bool {
+	l.mu.Lock()
+	if l.closed || l.q.n >= l.opts.QueueSize {
+		l.mu.Unlock()
+		l.dropped("queue_full", 1)
+		return false
+	}
+	rec := l.q.slot()
+	f.FillRecord(rec)
+	return l.commit(rec)
+}
+
+// commit bounds rec, the queue's slot filled, adds it to the queue and unlocks l.mu
+// (held since the slot was taken), waking the writer when a batch waits.
+func (l *Ledger) commit(rec *Record) bool {
+	boundAttempts(rec)
+	boundTools(rec)
+	if !l.opts.CaptureContent {
+		rec.Prompt, rec.Completion = "", ""
+	}
+	l.q.commit(rec)
 	n := l.q.n
 	l.mu.Unlock()
 	if n == l.opts.BatchSize {
@@ -167,6 +198,20 @@ func (l *Ledger) Add(r Record) bool {
 // or allocates.
 func (l *Ledger) AddUnauthenticated() {
 	l.anonymous.Add(1)
+}
+
+// maskContent masks and cuts the captured content of recs (content): with
+// CaptureContent only (Add clears it otherwise), on the writer, before a record is
+// written or spooled.
+func (l *Ledger) maskContent(recs []Record) {
+	if !l.opts.CaptureContent {
+		return
+	}
+	for i := range recs {
+		if r := &recs[i]; r.Prompt != "" || r.Completion != "" {
+			r.Prompt, r.Completion = l.content(r.Prompt), l.content(r.Completion)
+		}
+	}
 }
 
 // content is s masked (internal/redact), then cut to MaxContentBytes on a rune boundary:
@@ -290,7 +335,9 @@ func (l *Ledger) writeQueued() {
 		return
 	}
 	for _, b := range blocks {
-		l.flush(b.records())
+		recs := b.records()
+		l.maskContent(recs)
+		l.flush(recs)
 	}
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -280,15 +282,19 @@ func TestLedger_CaptureContent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), CaptureContent: tc.capture, MaxContentBytes: 10 + len("my key is sk-")})
-			l.Add(ledger.Record{Time: day0, Key: "k", Status: 200, Prompt: "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
-				Completion: "abcdefghij"})
+			r := ledger.Record{Time: day0, Key: "k", Status: 200, Prompt: "my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123456789",
+				Completion: "abcdefghij"}
+			l.Add(r)
+			l.AddFrom(&recordFiller{r: r})
 			flush(t, l)
 			recs, _, err := l.Requests(context.Background(), ledger.RequestQuery{})
-			if err != nil || len(recs) != 1 {
+			if err != nil || len(recs) != 2 {
 				t.Fatal(recs, err)
 			}
-			if recs[0].Prompt != tc.wantPrompt || recs[0].Completion != tc.wantAnswer {
-				t.Errorf("prompt %q completion %q; want %q %q", recs[0].Prompt, recs[0].Completion, tc.wantPrompt, tc.wantAnswer)
+			for i, r := range recs { // the newest, AddFrom's, first
+				if r.Prompt != tc.wantPrompt || r.Completion != tc.wantAnswer {
+					t.Errorf("%s: prompt %q completion %q; want %q %q", [2]string{"AddFrom", "Add"}[i], r.Prompt, r.Completion, tc.wantPrompt, tc.wantAnswer)
+				}
 			}
 		})
 	}
@@ -340,5 +346,75 @@ func BenchmarkLedger_Add(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		l.Add(r)
+	}
+}
+
+// recordFiller is a ledger.Filler that fills r, counting its calls and noting whether
+// the record it was given held zeros.
+type recordFiller struct {
+	r       ledger.Record
+	calls   int
+	notZero bool
+}
+
+func (f *recordFiller) FillRecord(dst *ledger.Record) {
+	f.calls++
+	if !reflect.ValueOf(*dst).IsZero() {
+		f.notZero = true
+	}
+	*dst = f.r
+}
+
+// TestLedger_AddFrom: AddFrom's filler is given a record of zeros in the queue (new
+// blocks', and blocks the writer cleared and recycled: three rounds of 600 records in
+// blocks of 256, flushed after each), its attempts are copied (the filler's array is
+// rewritten after each call), and it is not called when the record is dropped (a
+// closed ledger).
+func TestLedger_AddFrom(t *testing.T) {
+	l := open(t, ledger.Options{Type: "sqlite", DSN: ledger.FreshSQLite(t), BatchSize: 256, FlushInterval: time.Hour})
+	var reused [2]ledger.Attempt
+	f := &recordFiller{}
+	const rounds, n = 3, 600
+	for round := range rounds {
+		for i := range n {
+			id := strconv.Itoa(round*n + i)
+			reused[0] = ledger.Attempt{Backend: "b", Deployment: "b/m", Model: "m" + id, Status: 200}
+			f.r = ledger.Record{Time: day0, RequestID: id, Key: "k", API: "chat", Model: "m", Status: 200, Attempts: reused[:1],
+				Tools: []ledger.ToolUse{{Name: "t", Calls: 1}}}
+			if i%2 == 1 {
+				f.r.Attempts, f.r.Tools = nil, nil // a slot that held attempts and tools before must be cleared
+			}
+			if !l.AddFrom(f) {
+				t.Fatal("a record was dropped")
+			}
+			reused[0] = ledger.Attempt{Model: "overwritten"}
+		}
+		flush(t, l)
+	}
+	if f.calls != rounds*n || f.notZero {
+		t.Errorf("filler called %d times (want %d), given a record not zero: %v", f.calls, rounds*n, f.notZero)
+	}
+	recs, _, err := l.Requests(context.Background(), ledger.RequestQuery{Limit: 1000, From: day0})
+	if err != nil || len(recs) != 1000 {
+		t.Fatalf("%d records, %v; want the newest 1000", len(recs), err)
+	}
+	for _, r := range recs {
+		i, _ := strconv.Atoi(r.RequestID)
+		want, wantTools := "", ""
+		if i%n%2 == 0 {
+			want = `[{"backend":"b","deployment":"b/m","model":"m` + r.RequestID +
+				`","status":200,"error_type":"","duration_ms":0,"continued":false,"prompt_tokens":0,"completion_tokens":0}]`
+			wantTools = `[{"name":"t","source":"","count":1,"errors":0,"duration_ms":0}]`
+		}
+		if r.AttemptsJSON != want || r.ToolsJSON != wantTools {
+			t.Errorf("record %d: attempts %s tools %s, want %s %s", i, r.AttemptsJSON, r.ToolsJSON, want, wantTools)
+		}
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.calls
+	if l.AddFrom(f) || f.calls != calls {
+		t.Errorf("AddFrom on a closed ledger: queued, or called the filler (%d calls, want %d)", f.calls, calls)
 	}
 }

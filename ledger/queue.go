@@ -37,6 +37,14 @@ type queue struct {
 
 // push copies *r, and its attempts, to the end of the queue.
 func (q *queue) push(r *Record) {
+	rec := q.slot()
+	*rec = *r
+	q.commit(rec)
+}
+
+// slot returns the record at the end of the queue, which holds zeros (a new block's, or
+// one recycle cleared), to be filled and then added by commit.
+func (q *queue) slot() *Record {
 	var b *block
 	if k := len(q.blocks); k > 0 && q.blocks[k-1].n < len(q.blocks[k-1].recs) {
 		b = q.blocks[k-1]
@@ -48,16 +56,21 @@ func (q *queue) push(r *Record) {
 		}
 		q.blocks = append(q.blocks, b)
 	}
-	rec := &b.recs[b.n]
-	*rec = *r
-	if k := len(r.Attempts); k > 0 {
+	return &b.recs[b.n]
+}
+
+// commit adds rec, the record slot returned, filled since, to the queue: its attempts
+// (the caller's array) are copied into its block's arena.
+func (q *queue) commit(rec *Record) {
+	b := q.blocks[len(q.blocks)-1]
+	if k := len(rec.Attempts); k > 0 {
 		if b.att == nil {
 			b.att = make([]Attempt, 0, len(b.recs)) // one attempt a record, most often
 		}
 		// A full arena grows by append: the records already in it keep the old array,
 		// which is let go with them.
 		i := len(b.att)
-		b.att = append(b.att, r.Attempts...)
+		b.att = append(b.att, rec.Attempts...)
 		rec.Attempts = b.att[i : i+k : i+k]
 	}
 	b.n++

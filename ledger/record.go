@@ -4,8 +4,9 @@ import "time"
 
 // Record is one client request as the ledger keeps it. Strings are bounded by whoever
 // fills them (configured names, the request id of at most 128 bytes); Prompt and
-// Completion are set only when content capture is on, masked and truncated by
-// (*Ledger).Add.
+// Completion are set only when content capture is on, masked and truncated by the
+// ledger's writer before the record is written or spooled (Add and AddFrom drop them
+// when it is off).
 type Record struct {
 	// ID is the record's row id, assigned by the database (zero in Add).
 	ID int64

@@ -77,7 +77,7 @@ func (l *attemptLog) last() *ledger.Attempt {
 	return &l.first[l.n-1]
 }
 
-// ledgerAttempts fills r's attempts, deployment, continued_from and trace id.
+// ledgerAttempts fills r's attempts, deployment and continued_from.
 func (c *requestRun) ledgerAttempts(r *ledger.Record) {
 	call := c.call
 	r.Attempts, r.AttemptsOmitted = call.tried.attempts()
@@ -90,5 +90,4 @@ func (c *requestRun) ledgerAttempts(r *ledger.Record) {
 	if from := call.continuedFrom; from != nil && call.at != nil {
 		r.ContinuedFrom = clip(from.name, maxLoggedString) // as noteContinued: a client-named model is bounded
 	}
-	r.TraceID = c.span.TraceID()
 }

@@ -15,12 +15,15 @@ import (
 )
 
 // Ledger is where the server puts each client request's record once the request is
-// over (*ledger.Ledger is one): Add must not block (the request path calls it) and must
-// copy the record's Attempts if it keeps them (their array is the request's, reused), Ready
-// reports a database that cannot be written (/readyz shows it; requests are served
-// all the same).
+// over (*ledger.Ledger is one): Add and AddFrom must not block (the request path calls
+// them) and must copy the record's Attempts if they keep them (their array is the
+// request's, reused); AddFrom has the filler fill the record where it is kept (a routed
+// request's record: requestRun.FillRecord), Add copies one (a refused request's). Ready
+// reports a database that cannot be written (/readyz shows it; requests are served all
+// the same).
 type Ledger interface {
 	Add(ledger.Record) bool
+	AddFrom(ledger.Filler) bool
 	Ready() error
 }
 
@@ -122,26 +125,58 @@ func (s *Server) ledgerNotReady(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
+// ledgerDone is what toLedger knows of a request's end for FillRecord: its status,
+// whether it streamed, when it was over, and what takes more than a copy to make (the
+// error's type, the captured content, the trace id, the tools' summary: each may
+// allocate or take a lock), made before the ledger's queue is locked.
+type ledgerDone struct {
+	status             int
+	stream             bool
+	at                 time.Time
+	errorType          string
+	prompt, completion string
+	traceID            string
+	tools              []ledger.ToolUse
+	toolsOmitted       int
+}
+
 // toLedger puts the request's record in the ledger, if there is one: status is the
-// answer's status, at when the request was over. It copies values only and does not
-// block (Ledger.Add).
+// answer's status, at when the request was over. It does not block (Ledger.AddFrom,
+// which has FillRecord fill the record in the ledger's queue).
 func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 	l := c.s.ledger
 	if l == nil {
 		return
 	}
+	c.done = ledgerDone{status: status, stream: stream, at: at}
+	if c.s.captureMax > 0 {
+		c.fullRequest() // request_head.go
+		c.done.prompt, c.done.completion = lastUserText(c.req, c.s.captureMax), string(c.call.captured)
+	}
+	if status >= 400 {
+		c.done.errorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded
+	}
+	c.done.traceID = c.span.TraceID()
+	c.done.tools, c.done.toolsOmitted = c.toolUse.summary()
+	l.AddFrom(c)
+}
+
+// FillRecord fills r, zeros, with the request's record (ledger.Filler: toLedger's
+// AddFrom calls it with the ledger's queue locked): field by field, values only; it
+// neither allocates nor locks.
+func (c *requestRun) FillRecord(r *ledger.Record) {
 	api := c.api
 	if api == "" {
 		api = apiChat
 	}
-	call := c.call
-	u := call.Usage
-	r := ledger.Record{Time: at, RequestID: c.rid, Key: c.key.name, Team: c.key.team, API: api,
-		Model: c.route.label(), Backend: c.route.backend.name, Stream: stream, Status: status,
-		PromptTokens: int64(u.PromptTokens), CachedReadTokens: int64(u.CachedTokens), CacheWriteTokens: int64(u.CacheCreationTokens),
-		CompletionTokens: int64(u.CompletionTokens), ReasoningTokens: int64(u.ReasoningTokens), Estimated: call.Estimated,
-		Total: at.Sub(c.start), Upstream: call.upstreamTime, ToolCalls: call.toolCalls, Fallbacks: call.fallbacks,
-		CacheHit: u.CachedTokens > 0 || c.fromCache()}
+	call, d := c.call, &c.done
+	u := &call.Usage
+	r.Time, r.RequestID, r.Key, r.Team, r.API = d.at, c.rid, c.key.name, c.key.team, api
+	r.Model, r.Backend, r.Stream, r.Status = c.route.label(), c.route.backend.name, d.stream, d.status
+	r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens = int64(u.PromptTokens), int64(u.CachedTokens), int64(u.CacheCreationTokens)
+	r.CompletionTokens, r.ReasoningTokens, r.Estimated = int64(u.CompletionTokens), int64(u.ReasoningTokens), call.Estimated
+	r.Total, r.Upstream, r.ToolCalls, r.Fallbacks = d.at.Sub(c.start), call.upstreamTime, call.toolCalls, call.fallbacks
+	r.CacheHit = u.CachedTokens > 0 || c.fromCache()
 	if !c.firstT.IsZero() {
 		r.FirstToken = c.firstT.Sub(c.start)
 	}
@@ -154,16 +189,9 @@ func (c *requestRun) toLedger(status int, stream bool, at time.Time) {
 		r.CostUSD = (float64(plain)*p.Input + float64(u.CachedTokens)*p.CachedInput +
 			float64(u.CacheCreationTokens)*p.CacheWrite + float64(u.CompletionTokens)*p.Output) / 1e6
 	}
-	if c.s.captureMax > 0 {
-		c.fullRequest() // request_head.go
-		r.Prompt, r.Completion = lastUserText(c.req, c.s.captureMax), string(call.captured)
-	}
-	c.ledgerAttempts(&r) // attempts.go
-	r.Tools, r.ToolsOmitted = c.toolUse.summary()
-	if status >= 400 {
-		r.ErrorType = clip(c.errorType(status), maxErrorType) // an upstream's type: bounded
-	}
-	l.Add(r)
+	r.Prompt, r.Completion, r.ErrorType, r.TraceID = d.prompt, d.completion, d.errorType, d.traceID
+	r.Tools, r.ToolsOmitted = d.tools, d.toolsOmitted
+	c.ledgerAttempts(r) // attempts.go
 }
 
 // ledgerStatus is the status finish records: code, or, when the funnel answered (code

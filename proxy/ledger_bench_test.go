@@ -12,10 +12,19 @@ import (
 )
 
 // countingLedger is a Ledger that counts what it is given.
-type countingLedger struct{ n int }
+type countingLedger struct {
+	n int
+	r ledger.Record // AddFrom's record
+}
 
 func (l *countingLedger) Add(ledger.Record) bool { l.n++; return true }
-func (l *countingLedger) Ready() error           { return nil }
+func (l *countingLedger) AddFrom(f ledger.Filler) bool {
+	l.r = ledger.Record{}
+	f.FillRecord(&l.r)
+	l.n++
+	return true
+}
+func (l *countingLedger) Ready() error { return nil }
 
 // BenchmarkToLedger is what the ledger adds to a request: building its record (priced)
 // and handing it to the ledger (here one that counts; *ledger.Ledger's Add is

@@ -75,6 +75,8 @@ type requestRun struct {
 	cache *cachePlan
 	// deferred completes req when a validate-only first pass read it (request_head.go).
 	deferred deferredRequest
+	// done is what toLedger knows of the request's end, for FillRecord (ledger.go).
+	done ledgerDone
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
