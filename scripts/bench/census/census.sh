@@ -21,10 +21,15 @@
 # Streams (scenario c's shape): STREAM=1 sends the bench's stream request instead, N
 # streams on each of CONC connections (default 1), each EVENTS deltas (default 200) one
 # every EVENT_DELAY (default 5ms; the mock's /__control); the callgrind warm-up is then
-# 2 streams a connection. GOGC (default off) and GOMAXPROCS (default 1) are the target's.
+# 2 streams a connection. Every TARGET streams: resp, msg, raw-resp and raw-msg send the
+# bench's Responses or Messages stream request (the load client's -api with -stream). GOGC (default off) and GOMAXPROCS (default 1) are the target's.
 # TOOL=time runs the target without valgrind under /usr/bin/time -v, which writes OUT
 # (its minor page faults, RSS peak); the gateway then keeps its default runtime tuning
-# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above.
+# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above. TOOL=strace runs it so
+# under `strace -c -f` (every thread's system calls, counted; OUT is strace's table), with
+# the runtime as TOOL=time: a stream's system calls an event are the difference of two runs.
+# TOOL=io runs it untraced, as TOOL=time, and writes its /proc/PID/io at the end to OUT:
+# syscr and syscw count its read and write system calls without strace's slowing them.
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
@@ -51,7 +56,13 @@ esac
 lflags+=(-api "$api")
 opts=(--cache-sim=no "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
-if [ "$tool" = time ]; then
+if [ "$tool" = io ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		"${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = strace ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		strace -c -f -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = time ]; then
 	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
 		/usr/bin/time -v -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
 else
@@ -66,7 +77,11 @@ if [ "$tool" = callgrind ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	callgrind_control -d "$vpid" >/dev/null
 	kill -KILL "$vpid" # the dump is written; the raw proxy would not stop on SIGINT
-elif [ "$tool" = time ]; then
+elif [ "$tool" = io ]; then
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
+	cat "/proc/$vpid/io" >"$out"
+	kill -KILL "$vpid"
+elif [ "$tool" = time ] || [ "$tool" = strace ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$(pgrep -P "$vpid")" 2>/dev/null || true # the target, time's child: time then writes OUT
 	[[ "$tgt" = raw* ]] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }
@@ -74,5 +89,5 @@ else
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$vpid" # cachegrind writes its file as the process ends
 fi
-wait "$vpid" || true
+wait "$vpid" 2>/dev/null || true # (a SIGKILLed target: no "Killed" line)
 kill "$mpid"; wait "$mpid" 2>/dev/null || true

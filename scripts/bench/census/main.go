@@ -5,10 +5,13 @@
 // 200. -api responses or messages sends the bench's small request of that API instead (its
 // responsesSmall or messagesSmall, scripts/bench/apis.patch: the same system prompt and
 // user message; Messages with x-api-key and anthropic-version, as the bench sends them) to
-// /v1/responses or /v1/messages; not with -stream. With -stream the request is the bench's stream request (scenario c's: "stream":
-// true and "stream_options": {"include_usage": true}); each answer is read to its end and
-// must end with "data: [DONE]", and the events read are counted. It is a module of its own
-// so that the gateway's module never builds it.
+// /v1/responses or /v1/messages. With -stream the request is the bench's stream request
+// (scenario c's: chat's with "stream": true and "stream_options": {"include_usage": true};
+// the Responses and Messages ones with "stream": true, as apis.patch's finishAPIBody);
+// each answer is read to its end and must end as the bench requires (apis.patch's
+// streamEnd: chat's "data: [DONE]", the Responses API's "event: response.completed", the
+// Messages API's "event: message_stop"), and the data lines read are counted. It is a
+// module of its own so that the gateway's module never builds it.
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +40,8 @@ func main() {
 	conc := flag.Int("conc", 1, "connections")
 	stream := flag.Bool("stream", false, "send the bench's stream request and read each SSE answer to its end")
 	flag.Parse()
-	if *addr == "" || *n < 0 || *conc < 1 || (*api != "chat" && *api != "responses" && *api != "messages") ||
-		(*stream && *api != "chat") {
-		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1; -api chat, responses or messages (-stream: chat)")
+	if *addr == "" || *n < 0 || *conc < 1 || (*api != "chat" && *api != "responses" && *api != "messages") {
+		fmt.Fprintln(os.Stderr, "census: -addr is required; -n >= 0, -conc >= 1; -api chat, responses or messages")
 		os.Exit(2)
 	}
 	if *path == "" {
@@ -72,6 +75,9 @@ func main() {
 		req = map[string]any{"model": *model, "max_tokens": 1024, "system": system,
 			"messages": []message{{"user", user}}, "temperature": 0.7}
 	}
+	if *stream && *api != "chat" { // apis.patch's finishAPIBody: these APIs have no stream_options
+		req["stream"] = true
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		panic(err)
@@ -102,7 +108,7 @@ func main() {
 				err := hc.DoTimeout(req, resp, time.Minute)
 				if err == nil && resp.StatusCode() == fasthttp.StatusOK && *stream {
 					var n int64
-					n, err = readStream(resp.BodyStream())
+					n, err = readStream(resp.BodyStream(), streamEnd[*api])
 					events.Add(n)
 					resp.CloseBodyStream()
 				}
@@ -121,17 +127,30 @@ func main() {
 	}
 }
 
+// streamEnd is the line a stream of each client API must end with (apis.patch's streamEnd):
+// chat's last data line, the Responses and Messages APIs' last event line.
+var streamEnd = map[string]string{
+	"chat":      "data: [DONE]",
+	"responses": "event: response.completed",
+	"messages":  "event: message_stop",
+}
+
 // readStream reads an SSE answer to its end and returns how many data lines it held; it
-// fails unless the last one is "data: [DONE]".
-func readStream(r io.Reader) (int64, error) {
+// fails unless its last data line (chat) or event line (the others) is end.
+func readStream(r io.Reader, end string) (int64, error) {
 	br := bufio.NewReaderSize(r, 4096)
 	var n int64
 	last := []byte(nil)
+	prefix := []byte(end[:strings.IndexByte(end, ':')+1]) // "data:" or "event:"
 	for {
 		line, err := br.ReadSlice('\n')
 		if bytes.HasPrefix(line, []byte("data:")) {
 			n++
-			last = append(last[:0], bytes.TrimSpace(line[5:])...)
+		}
+		if bytes.HasPrefix(line, prefix) {
+			last = append(last[:0], prefix...)
+			last = append(last, ' ')
+			last = append(last, bytes.TrimSpace(line[len(prefix):])...)
 		}
 		if err == io.EOF {
 			break
@@ -140,8 +159,8 @@ func readStream(r io.Reader) (int64, error) {
 			return n, err
 		}
 	}
-	if string(last) != "[DONE]" {
-		return n, fmt.Errorf("stream did not end with data: [DONE] (last %q)", last)
+	if string(last) != end {
+		return n, fmt.Errorf("stream did not end with %s (last %q)", end, last)
 	}
 	return n, nil
 }
