@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,8 @@ func main() {
 		panic(err)
 	}
 	var bad, events atomic.Int64
+	var ttftMu sync.Mutex
+	var ttfts []time.Duration
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for range *conc {
@@ -93,7 +96,7 @@ func main() {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
-			for range *n {
+			for i := range *n {
 				req.Reset()
 				req.SetRequestURI("http://" + *addr + *path)
 				req.Header.SetMethod(fasthttp.MethodPost)
@@ -105,11 +108,18 @@ func main() {
 					req.Header.Set("Authorization", "Bearer "+*key)
 				}
 				req.SetBody(body)
+				start := time.Now()
 				err := hc.DoTimeout(req, resp, time.Minute)
 				if err == nil && resp.StatusCode() == fasthttp.StatusOK && *stream {
 					var n int64
-					n, err = readStream(resp.BodyStream(), streamEnd[*api])
+					var ttft time.Duration
+					n, ttft, err = readStream(resp.BodyStream(), streamEnd[*api], contentKey[*api], start)
 					events.Add(n)
+					if i > 0 { // the first stream of a connection waited for its connect too
+						ttftMu.Lock()
+						ttfts = append(ttfts, ttft)
+						ttftMu.Unlock()
+					}
 					resp.CloseBodyStream()
 				}
 				if err != nil || resp.StatusCode() != fasthttp.StatusOK {
@@ -122,6 +132,13 @@ func main() {
 	}
 	wg.Wait()
 	fmt.Fprintf(os.Stderr, "census: %d requests, %d bad, %d events, %v\n", *n**conc, bad.Load(), events.Load(), time.Since(t0).Round(time.Millisecond))
+	if len(ttfts) > 0 {
+		slices.Sort(ttfts)
+		pct := func(p float64) time.Duration {
+			return ttfts[min(len(ttfts)-1, int(p*float64(len(ttfts))))].Round(10 * time.Microsecond)
+		}
+		fmt.Fprintf(os.Stderr, "census: TTFT p50 %v p90 %v p99 %v max %v (%d streams)\n", pct(.5), pct(.9), pct(.99), ttfts[len(ttfts)-1], len(ttfts))
+	}
 	if bad.Load() > 0 {
 		os.Exit(1)
 	}
@@ -135,9 +152,20 @@ var streamEnd = map[string]string{
 	"messages":  "event: message_stop",
 }
 
-// readStream reads an SSE answer to its end and returns how many data lines it held; it
-// fails unless its last data line (chat) or event line (the others) is end.
-func readStream(r io.Reader, end string) (int64, error) {
+// contentKey is the member whose non-empty string value makes a data line of each client
+// API carry answer text (the bench's contentLen and streamData): the first such line's
+// arrival is the stream's time to first token.
+var contentKey = map[string][]byte{
+	"chat":      []byte(`"content":"`),
+	"responses": []byte(`"delta":"`),
+	"messages":  []byte(`"text":"`),
+}
+
+// readStream reads an SSE answer to its end and returns how many data lines it held and
+// the time from start to the first that carries text (key's value not empty; 0 if none);
+// it fails unless its last data line (chat) or event line (the others) is end.
+func readStream(r io.Reader, end string, key []byte, start time.Time) (int64, time.Duration, error) {
+	var ttft time.Duration
 	br := bufio.NewReaderSize(r, 4096)
 	var n int64
 	last := []byte(nil)
@@ -146,6 +174,9 @@ func readStream(r io.Reader, end string) (int64, error) {
 		line, err := br.ReadSlice('\n')
 		if bytes.HasPrefix(line, []byte("data:")) {
 			n++
+			if i := bytes.Index(line, key); ttft == 0 && i >= 0 && i+len(key) < len(line) && line[i+len(key)] != '"' {
+				ttft = time.Since(start)
+			}
 		}
 		if bytes.HasPrefix(line, prefix) {
 			last = append(last[:0], prefix...)
@@ -156,11 +187,11 @@ func readStream(r io.Reader, end string) (int64, error) {
 			break
 		}
 		if err != nil && err != bufio.ErrBufferFull {
-			return n, err
+			return n, ttft, err
 		}
 	}
 	if string(last) != end {
-		return n, fmt.Errorf("stream did not end with %s (last %q)", end, last)
+		return n, ttft, fmt.Errorf("stream did not end with %s (last %q)", end, last)
 	}
-	return n, nil
+	return n, ttft, nil
 }
