@@ -29,7 +29,9 @@
 # under `strace -c -f` (every thread's system calls, counted; OUT is strace's table), with
 # the runtime as TOOL=time: a stream's system calls an event are the difference of two runs.
 # TOOL=io runs it untraced, as TOOL=time, and writes its /proc/PID/io at the end to OUT:
-# syscr and syscw count its read and write system calls without strace's slowing them.
+# syscr and syscw count its read and write system calls without strace's slowing them;
+# with them its user and system CPU (clock ticks, /proc/PID/stat) and its threads' context
+# switches, voluntary and not (summed over /proc/PID/task/*/status).
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
@@ -79,7 +81,11 @@ if [ "$tool" = callgrind ]; then
 	kill -KILL "$vpid" # the dump is written; the raw proxy would not stop on SIGINT
 elif [ "$tool" = io ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
-	cat "/proc/$vpid/io" >"$out"
+	{
+		cat "/proc/$vpid/io"
+		awk '{print "utime_ticks: " $14; print "stime_ticks: " $15}' "/proc/$vpid/stat"
+		cat /proc/"$vpid"/task/*/status | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print "voluntary_ctxt_switches: " v; print "nonvoluntary_ctxt_switches: " n}'
+	} >"$out"
 	kill -KILL "$vpid"
 elif [ "$tool" = time ] || [ "$tool" = strace ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
