@@ -165,38 +165,53 @@ func FuzzResponsesFollow(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, pick, cut uint8, second []byte) {
-		call := &modelCall{}
-		x := &responsesRun{c: &requestRun{call: call}}
-		fw := (*responsesForward)(x)
-		fw.fw.Model = []byte(`"m"`) // the client-facing model, a JSON string (modelOf)
-		var out []byte
-		run := func(body []byte, n int) {
-			fw.fw.Begin()
-			fw.fol.begin(call.resume.active)
-			_, datas := sseEvents(body)
-			for i, data := range datas {
-				if i == n {
-					return
-				}
-				d, skip, err := fw.follow(data)
-				if err != nil {
-					return
-				}
-				if !skip {
-					out, _, _ = fw.fw.Event(out, d)
+		// follow, as responsesForward.event calls it: with the flat read of each event when
+		// flat (responsesin.ReadFlatEvent takes it), else with the scanner's; both must give
+		// the client the same stream.
+		stream := func(flat bool) []byte {
+			call := &modelCall{}
+			x := &responsesRun{c: &requestRun{call: call}}
+			fw := (*responsesForward)(x)
+			fw.fw.Model = []byte(`"m"`) // the client-facing model, a JSON string (modelOf)
+			var out []byte
+			run := func(body []byte, n int) {
+				fw.fw.Begin()
+				fw.fol.begin(call.resume.active)
+				_, datas := sseEvents(body)
+				for i, data := range datas {
+					if i == n {
+						return
+					}
+					var fe responsesin.FlatEvent
+					taken := false
+					if flat {
+						fe, taken = responsesin.ReadFlatEvent(data)
+					}
+					d, skip, err := fw.follow(data, &fe, taken)
+					if err != nil {
+						return
+					}
+					if !skip {
+						out, _, _ = fw.fw.Event(out, d)
+					}
 				}
 			}
+			call.startResume(nil, false)
+			call.resume.on = true
+			call.resume.fwd = followed{sum: fnvOffset}
+			run(recordings[int(pick)%len(recordings)], int(cut))
+			if !call.resume.continuable() {
+				return nil
+			}
+			call.resume.active = true
+			call.resume.fwd.seen, call.resume.fwd.seenSum = 0, fnvOffset
+			run(second, -1)
+			return out
 		}
-		call.startResume(nil, false)
-		call.resume.on = true
-		call.resume.fwd = followed{sum: fnvOffset}
-		run(recordings[int(pick)%len(recordings)], int(cut))
-		if !call.resume.continuable() {
-			return
+		out := stream(false)
+		if flat := stream(true); !bytes.Equal(flat, out) {
+			t.Fatalf("with the flat read:\n%s\nwith the scanner's:\n%s", flat, out)
 		}
-		call.resume.active = true
-		call.resume.fwd.seen, call.resume.fwd.seenSum = 0, fnvOffset
-		run(second, -1)
 		_, datas := sseEvents(out)
 		created := 0
 		for i, data := range datas {

@@ -77,26 +77,44 @@ var respMembers = [...]string{"type", "output_index", "content_index", "delta", 
 
 // follow decides about the data of an upstream event of a Responses passthrough that may
 // be continued (resume.on): it returns the data as the client is to get it, skip when the
-// client is to get nothing of it, or the error that ends the attempt (errDiverged).
-func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) {
+// client is to get nothing of it, or the error that ends the attempt (errDiverged). When
+// flat, fe is what responsesin.ReadFlatEvent read of data (a flat event: its members are
+// no objects, so it has no item and no response), which follow then does not read again.
+func (f *responsesForward) follow(data []byte, fe *responsesin.FlatEvent, flat bool) (_ []byte, skip bool, err error) {
 	fl := &f.fol
 	k := &f.c.call.resume
 	fw := &k.fwd
 	fl.summed = false
 	sc := &fl.sc
-	sc.Reset(jsonx.View(data))
 	var m [len(respMembers)]jsonx.Value
-	root, ok := sc.RootMembers(respMembers[:], m[:])
-	if !ok {
-		return data, false, nil // the forwarder skips it
-	}
-	typ := m[0].Str
+	var root jsonx.Value
+	var typ, text string
 	oi, ci := int64(-1), int64(-1) // -1: the event names none
-	if m[1].Kind == jsonx.Number {
-		oi = m[1].Int()
+	if flat {
+		typ, oi, ci, text = fe.Type, fe.OutputIndex, fe.ContentIndex, fe.Delta
+	} else {
+		sc.Reset(jsonx.View(data))
+		var ok bool
+		if root, ok = sc.RootMembers(respMembers[:], m[:]); !ok {
+			return data, false, nil // the forwarder skips it
+		}
+		typ = m[0].Str
+		if m[1].Kind == jsonx.Number {
+			oi = m[1].Int()
+		}
+		if m[2].Kind == jsonx.Number {
+			ci = m[2].Int()
+		}
+		if m[3].Kind == jsonx.String {
+			text = m[3].Str
+		}
 	}
-	if m[2].Kind == jsonx.Number {
-		ci = m[2].Int()
+	// The members of the event's item and response (none in a flat event).
+	itemMember := func(name string) string {
+		if flat {
+			return ""
+		}
+		return sc.Get(m[4], name).Str
 	}
 	if err := f.continuesError(f.c.call.at, typ, data); err != nil {
 		return data, true, holdEvent(err, nil, data) // continued, or else forwarded
@@ -104,12 +122,12 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 	repeating := k.active && fw.seen < fw.n
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
-		if !k.active && len(fl.respID) == 0 {
+		if !k.active && len(fl.respID) == 0 && !flat {
 			fl.respID = append(fl.respID, sc.Path(root, "response", "id").Str...)
 		}
 		return data, k.active, nil // a continuation's: the client's response began before
 	case "response.output_item.added":
-		item := sc.Get(m[4], "type").Str
+		item := itemMember("type")
 		fl.atMsg, fl.to, fl.toPart = item == "message", -1, -1
 		if repeating {
 			if item == "message" || item == "reasoning" {
@@ -123,7 +141,7 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 		}
 		fl.to = fl.items
 		fl.open, fl.msg, fl.part, fl.parts = fl.items, item == "message", -1, 0
-		fl.itemID = append(fl.itemID[:0], sc.Get(m[4], "id").Str...)
+		fl.itemID = append(fl.itemID[:0], itemMember("id")...)
 		fl.items++
 		switch item {
 		case "message", "reasoning":
@@ -145,10 +163,6 @@ func (f *responsesForward) follow(data []byte) (_ []byte, skip bool, err error) 
 		fl.parts++
 		return f.moved(data, oi, ci), false, nil
 	case "response.output_text.delta":
-		text := m[3].Str
-		if m[3].Kind != jsonx.String {
-			text = ""
-		}
 		if repeating {
 			need := fw.n - fw.seen
 			head := text[:min(need, len(text))]

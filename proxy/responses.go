@@ -454,17 +454,29 @@ func (f *responsesForward) modelOf(r *route) {
 }
 
 func (f *responsesForward) event(dst, _, data []byte, m *meter) ([]byte, passed, error) {
+	// A delta in the compact flat layout is read once, here, for follow and the forwarder
+	// alike (responsesin.ReadFlatEvent); any other event by each of them.
+	fe, flat := responsesin.ReadFlatEvent(data)
 	if f.c.call.resume.on { // continuation_responses.go
-		var skip bool
-		var err error
-		if data, skip, err = f.follow(data); skip || err != nil {
+		d, skip, err := f.follow(data, &fe, flat)
+		if skip || err != nil {
 			return dst, 0, err
 		}
+		if len(d) != len(data) || len(d) > 0 && &d[0] != &data[0] {
+			flat = false // follow changed it: the forwarder reads what the client gets
+		}
+		data = d
 	}
 	// A view of data, which lives until this returns; what is kept is copied.
-	out, ev, ok := f.fw.Event(dst, data)
-	if !ok { // nothing written: skipped, unless one too many
-		return dst, 0, f.c.call.skipMalformed(f.c.call.at.backend, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data))
+	var out []byte
+	var ev responsesin.Forwarded
+	if flat {
+		out, ev = f.fw.EventRead(dst, data, fe.StreamEvent)
+	} else {
+		var ok bool
+		if out, ev, ok = f.fw.Event(dst, data); !ok { // nothing written: skipped, unless one too many
+			return dst, 0, f.c.call.skipMalformed(f.c.call.at.backend, notResponseJSON(f.backend, "sent a stream event that is not a JSON object", data))
+		}
 	}
 	m.noteOutput(ev.DeltaBytes) // estimated if no usage follows
 	if ev.HasUsage {

@@ -109,6 +109,13 @@ func (f *Forward) Event(dst, data []byte) (out []byte, r Forwarded, ok bool) {
 	if !ok {
 		return dst, r, false
 	}
+	out, r = f.EventRead(dst, data, ev)
+	return out, r, true
+}
+
+// EventRead is Event for data its caller already read: ev is what ReadStreamEvent (or
+// ReadFlatEvent, which reads the same) returned for data, which it accepted.
+func (f *Forward) EventRead(dst, data []byte, ev StreamEvent) (out []byte, r Forwarded) {
 	r.DeltaBytes = ev.DeltaBytes
 	typ := ev.Type
 	// Numbered after every event the client got before it, whatever the upstream sent
@@ -135,7 +142,7 @@ func (f *Forward) Event(dst, data []byte) (out []byte, r Forwarded, ok bool) {
 	case "error":
 		f.terminal = true
 	}
-	return append(dst, "\n\n"...), r, true
+	return append(dst, "\n\n"...), r
 }
 
 // AppendErrorEvent appends the error event that ends a failed forwarded stream, numbered

@@ -74,8 +74,160 @@ type StreamEvent struct {
 }
 
 // ReadStreamEvent reads the data of a stream event; ok is false when it is not a JSON
-// object. The Type aliases data.
+// object. The Type aliases data. An event in the compact flat layout providers write their
+// deltas in is read by ReadFlatEvent; any other by the Scanner's member loop
+// (readStreamEventMembers), which reads the same of every event ReadFlatEvent takes
+// (FuzzFlatEventMatchesMembers).
 func ReadStreamEvent(data []byte) (ev StreamEvent, ok bool) {
+	if fe, taken := ReadFlatEvent(data); taken {
+		return fe.StreamEvent, true
+	}
+	return readStreamEventMembers(data)
+}
+
+// FlatEvent is what ReadFlatEvent reads of an event: the passthrough's StreamEvent and
+// what the continuation of a passthrough reads of a delta.
+type FlatEvent struct {
+	StreamEvent
+	// OutputIndex and ContentIndex are the first output_index and content_index members'
+	// values when they are integers, else -1.
+	OutputIndex, ContentIndex int64
+	// Delta is the first delta member's text when it is a string (a flat event's strings
+	// hold no escape: as written is as decoded), else "". It aliases the data.
+	Delta string
+}
+
+// flatKeys are the members of a text delta in the order OpenAI writes them, each with
+// its quotes and colon: ReadFlatEvent compares a member with the next of them before it
+// reads its name.
+var flatKeys = [...]string{`"type":`, `"sequence_number":`, `"item_id":`, `"output_index":`,
+	`"content_index":`, `"delta":`, `"logprobs":`, `"obfuscation":`}
+
+// flatKey is the index in flatKeys of the member named name (-1: none of them).
+func flatKey(name string) int {
+	for k, q := range flatKeys {
+		if len(q) == len(name)+3 && q[1:len(q)-2] == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// ReadFlatEvent reads data when it is one object in the compact flat layout of a
+// provider's delta events (response.output_text.delta: type, sequence_number, item_id,
+// output_index, content_index, delta, logprobs, obfuscation, in any order): no
+// whitespace, each member's name a literal jsonx.PlainEnd takes, each value a string
+// jsonx.PlainEnd takes, an integer jsonx.PlainUint takes, null, true, false or an empty
+// array, and type, when present, a string. taken is false for anything else (a string
+// with an escape or a byte beyond ASCII, a nested value, whitespace, a bad byte), which
+// may still be an event, for the Scanner to read. What it takes is valid JSON, of which it
+// reads what a member loop reads: the first member of each name, literals as written.
+func ReadFlatEvent(data []byte) (fe FlatEvent, taken bool) {
+	s := jsonx.View(data)
+	if len(s) < 2 || s[0] != '{' {
+		return FlatEvent{}, false
+	}
+	fe.OutputIndex, fe.ContentIndex = -1, -1
+	if s[1] == '}' {
+		return fe, len(s) == 2
+	}
+	var seen uint8 // which of type, sequence_number, delta, output_index and content_index came
+	for i, m := 1, 0; ; m++ {
+		var key string
+		k := -1 // the member's index in flatKeys when it is the one expected there
+		v := 0  // the value's first byte
+		if m < len(flatKeys) && strings.HasPrefix(s[i:], flatKeys[m]) {
+			k, v = m, i+len(flatKeys[m])
+		} else {
+			if s[i] != '"' {
+				return FlatEvent{}, false
+			}
+			ke := jsonx.PlainEnd(s, i+1)
+			if ke < 0 || ke+1 >= len(s) || s[ke+1] != ':' {
+				return FlatEvent{}, false
+			}
+			key, v = s[i+1:ke], ke+2
+		}
+		if v >= len(s) {
+			return FlatEvent{}, false
+		}
+		str, num, n := false, false, int64(0)
+		switch c := s[v]; {
+		case c == '"':
+			e := jsonx.PlainEnd(s, v+1)
+			if e < 0 {
+				return FlatEvent{}, false
+			}
+			i, str = e+1, true
+		case c >= '0' && c <= '9':
+			if n, i = jsonx.PlainUint(s, v); i < 0 {
+				return FlatEvent{}, false
+			}
+			num = true
+		case c == 'n' && strings.HasPrefix(s[v:], "null"), c == 't' && strings.HasPrefix(s[v:], "true"):
+			i = v + 4
+		case c == 'f' && strings.HasPrefix(s[v:], "false"):
+			i = v + 5
+		case c == '[' && strings.HasPrefix(s[v:], "[]"):
+			i = v + 2
+		default:
+			return FlatEvent{}, false
+		}
+		if k < 0 {
+			k = flatKey(key)
+		}
+		var bit uint8
+		switch k {
+		case 0: // type
+			if bit = 1; seen&bit == 0 {
+				if !str {
+					return FlatEvent{}, false
+				}
+				fe.Type = s[v+1 : i-1]
+			}
+		case 1: // sequence_number
+			if bit = 2; seen&bit == 0 {
+				fe.SeqAt, fe.SeqLen = v, i-v
+				if num { // PlainUint's: at most 18 digits, a count plainCount takes
+					fe.Seq, fe.HasSeq = int(n), true
+				}
+			}
+		case 5: // delta
+			if bit = 4; seen&bit == 0 && str {
+				fe.DeltaBytes, fe.Delta = i-v-2, s[v+1:i-1]
+			}
+		case 3: // output_index
+			if bit = 8; seen&bit == 0 && num {
+				fe.OutputIndex = n
+			}
+		case 4: // content_index
+			if bit = 16; seen&bit == 0 && num {
+				fe.ContentIndex = n
+			}
+		}
+		seen |= bit
+		if i >= len(s) {
+			return FlatEvent{}, false
+		}
+		switch s[i] {
+		case '}':
+			if i+1 != len(s) {
+				return FlatEvent{}, false
+			}
+			return fe, true
+		case ',':
+			if i+1 >= len(s) {
+				return FlatEvent{}, false
+			}
+			i++
+		default:
+			return FlatEvent{}, false
+		}
+	}
+}
+
+// readStreamEventMembers is ReadStreamEvent's general reader: the Scanner's member loop.
+func readStreamEventMembers(data []byte) (ev StreamEvent, ok bool) {
 	if len(data) == 0 || data[0] != '{' {
 		return StreamEvent{}, false
 	}

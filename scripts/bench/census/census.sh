@@ -22,13 +22,21 @@
 # Streams (scenario c's shape): STREAM=1 sends the bench's stream request instead, N
 # streams on each of CONC connections (default 1), each EVENTS deltas (default 200) one
 # every EVENT_DELAY (default 5ms; the mock's /__control); the callgrind warm-up is then
-# 2 streams a connection. GOGC (default off) and GOMAXPROCS (default 1) are the target's.
+# 2 streams a connection. Every TARGET streams: resp, msg, raw-resp and raw-msg send the
+# bench's Responses or Messages stream request (the load client's -api with -stream).
+# GOGC (default off) and GOMAXPROCS (default 1) are the target's.
 # Scenario d's request: LARGE_KB=N (chat targets: raw, oai, anth) sends the bench's large
 # chat history of about N KB (10 is the bench's default, 100 its flatness target; the load
 # client's -large-kb) instead of the small request.
 # TOOL=time runs the target without valgrind under /usr/bin/time -v, which writes OUT
 # (its minor page faults, RSS peak); the gateway then keeps its default runtime tuning
-# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above.
+# (GATEWAY_RUNTIME_TUNING unset), GODEBUG=schedtrace as above. TOOL=strace runs it so
+# under `strace -c -f` (every thread's system calls, counted; OUT is strace's table), with
+# the runtime as TOOL=time: a stream's system calls an event are the difference of two runs.
+# TOOL=io runs it untraced, as TOOL=time, and writes its /proc/PID/io at the end to OUT:
+# syscr and syscw count its read and write system calls without strace's slowing them;
+# with them its user and system CPU (clock ticks, /proc/PID/stat) and its threads' context
+# switches, voluntary and not (summed over /proc/PID/task/*/status).
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
@@ -56,7 +64,13 @@ lflags+=(-api "$api")
 [ -n "${LARGE_KB:-}" ] && lflags+=(-large-kb "$LARGE_KB")
 opts=(--cache-sim=no "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
-if [ "$tool" = time ]; then
+if [ "$tool" = io ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		"${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = strace ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		strace -c -f -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = time ]; then
 	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
 		/usr/bin/time -v -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
 else
@@ -71,7 +85,15 @@ if [ "$tool" = callgrind ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	callgrind_control -d "$vpid" >/dev/null
 	kill -KILL "$vpid" # the dump is written; the raw proxy would not stop on SIGINT
-elif [ "$tool" = time ]; then
+elif [ "$tool" = io ]; then
+	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
+	{
+		cat "/proc/$vpid/io"
+		awk '{print "utime_ticks: " $14; print "stime_ticks: " $15}' "/proc/$vpid/stat"
+		cat /proc/"$vpid"/task/*/status | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print "voluntary_ctxt_switches: " v; print "nonvoluntary_ctxt_switches: " n}'
+	} >"$out"
+	kill -KILL "$vpid"
+elif [ "$tool" = time ] || [ "$tool" = strace ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$(pgrep -P "$vpid")" 2>/dev/null || true # the target, time's child: time then writes OUT
 	[[ "$tgt" = raw* ]] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }
@@ -79,5 +101,5 @@ else
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$vpid" # cachegrind writes its file as the process ends
 fi
-wait "$vpid" || true
+wait "$vpid" 2>/dev/null || true # (a SIGKILLed target: no "Killed" line)
 kill "$mpid"; wait "$mpid" 2>/dev/null || true
