@@ -11,14 +11,15 @@ import (
 // ParseHead is the passthrough's validate-only first pass over a Responses body
 // (ParseWithin's terms): one forward walk that checks the body and reads every
 // top-level member but input into the Request as ParseWithin does (the model, stream,
-// store, tools, include, the echo...), and checks the input items without building
+// store, tools, include...), and checks the input items without building
 // them.
 //
 // When it can vouch that ParseWithin accepts the body, it returns that Request
 // incomplete (complete false): Core.Messages and Core.Body (the chat equivalent) are
 // empty, and Build fills them in, in place, for a reader that needs them (a translation,
 // the tool loop, a previous response's items, the response cache, a token estimate, the
-// ledger's captured text). Its Body, Input, Store, Sealed (false: it vouches for no
+// ledger's captured text); the echo of its settings is made when an Encoder asks for it
+// (a passthrough never does). Its Body, Input, Store, Sealed (false: it vouches for no
 // reasoning item) and the passthrough's model span are ParseWithin's. Otherwise, for any
 // body it refuses and for the items it does not read itself (reasoning items, built-in
 // tool calls, images, files, refusals, namespaced or carried calls, escaped types or
@@ -191,10 +192,11 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		return nil, false, false
 	}
 	r.Core.IncludeUsage = r.Core.Stream
-	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	if !build {
+		r.echoLater = true // Build, or an Encoder (echoOf), makes it
 		return r, false, true
 	}
+	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build() // as parseString completes its Request (an input string: field's message)
 	if lazy {
 		r.Core.Literals = s
