@@ -101,8 +101,16 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	var tools jsonx.Scanner
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
+		j, code, _ := seen.Member(k, topLevelNames)
+		if code != "" {
 			return nil, false, false
+		}
+		// The name as the Request keeps it (MaxTokensParam, Extra): the list's own string,
+		// or a copy (the walk reads a view of the caller's buffer).
+		if j >= 0 {
+			k = topLevelNames.Name(j)
+		} else {
+			k = strings.Clone(k)
 		}
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
@@ -158,22 +166,17 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	for i := range fields {
 		f := &fields[i]
 		onto(&f.V, view, s)
-		// The name too (MaxTokensParam, Extra): the list's own string, or a copy.
-		if j := topLevelNames.Index(f.Name); j >= 0 {
-			f.Name = topLevelNames.Name(j)
-		} else {
-			f.Name = strings.Clone(f.Name)
-		}
 	}
 	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
-	for _, f := range fields {
-		if f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
+	for i := range fields {
+		if f := &fields[i]; f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
 			return nil, false, false
 		}
 	}
-	for _, f := range fields {
+	for i := range fields {
+		f := &fields[i]
 		switch {
 		case f.Name == "tools":
 			continue
