@@ -127,8 +127,9 @@ type modelCall struct {
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
 	// tried is the request's attempts, for the ledger (attempts.go), noted only when
-	// noteAttempts is set (the server has a ledger).
-	tried        attemptLog
+	// noteAttempts is set (the server has a ledger; tried is then not nil): the run's
+	// attemptRoom, outside the memory a recycled run zeroes (requestRun.Reset).
+	tried        *attemptLog
 	noteAttempts bool
 }
 

@@ -75,6 +75,12 @@ type requestRun struct {
 	cache *cachePlan
 	// deferred completes req when a validate-only first pass read it (request_head.go).
 	deferred deferredRequest
+
+	// attemptRoom is the ledger's log of the run's attempts (modelCall.tried), made on
+	// the first request that notes them (attempts) and kept by a recycled run, which
+	// empties it only when it was used (Reset): the log is 848 bytes, more than a quarter
+	// of the run, and a server without a ledger never touches it.
+	attemptRoom *attemptLog
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
@@ -209,9 +215,20 @@ func (c *requestRun) responseID() string {
 func (c *requestRun) Reset() {
 	// The two func values close over c itself, so they stay right for its next request;
 	// the continuation's text buffer is emptied when its next turn starts (startResume).
-	toOut, countFn, said := c.toOut, c.ownCall.countFn, c.ownCall.resume.said
+	toOut, countFn, said, room := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom
 	*c = requestRun{}
-	c.toOut, c.ownCall.countFn, c.ownCall.resume.said = toOut, countFn, said
+	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom = toOut, countFn, said, room
+	if room != nil && (room.n != 0 || room.omitted != 0) {
+		*room = attemptLog{}
+	}
+}
+
+// attempts returns the run's attempt log (attemptRoom), empty, made on first use.
+func (c *requestRun) attempts() *attemptLog {
+	if c.attemptRoom == nil {
+		c.attemptRoom = new(attemptLog)
+	}
+	return c.attemptRoom
 }
 
 // releaseScratch gives the memory c.req was parsed into, and the Assembler of a chat

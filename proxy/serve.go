@@ -68,6 +68,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
 	call.body.Pool, call.reads = &s.bodies, &s.streamReads
 	call.captureMax, call.noteAttempts = s.captureMax, s.ledger != nil // ledger.capture_content, its attempts
+	if call.noteAttempts {
+		call.tried = c.attempts()
+	}
 	c.call = call
 	if span != nil { // the run's server span, and its model call's tracer
 		c.span, call.tracer = span, s.tracer
