@@ -211,13 +211,15 @@ func (c *requestRun) responseID() string {
 }
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served
-// stays reachable through it.
+// stays reachable through it but the memory it keeps for the next, emptied (the attempt
+// log, the body buffer's spare: Take returns it empty, as a pooled one).
 func (c *requestRun) Reset() {
 	// The two func values close over c itself, so they stay right for its next request;
 	// the continuation's text buffer is emptied when its next turn starts (startResume).
-	toOut, countFn, said, room := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom
+	// The body buffer its model call released (upstream.Buffer.Keep) is kept too.
+	toOut, countFn, said, room, body := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry()
 	*c = requestRun{}
-	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom = toOut, countFn, said, room
+	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body = toOut, countFn, said, room, body
 	if room != nil && (room.n != 0 || room.omitted != 0) {
 		*room = attemptLog{}
 	}
