@@ -41,7 +41,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	c.s = s // releaseScratch gives the scratch back to s
 	defer func() {
 		if !streaming { // a stream's writer gives the scratch back when it ends
-			c.releaseScratch()
+			c.keepScratch() // kept by the run for its next request
 			s.runs.put(c)
 		}
 	}()
