@@ -6,7 +6,8 @@ import "testing"
 // Scratch and Stage for its next request, through Reset, and hands them out once; a
 // stream's Stage, whose run goes to the GC, is not kept.
 func TestRequestRun_SpareParseMemory(t *testing.T) {
-	c := &requestRun{s: &Server{}}
+	s := &Server{}
+	c := &requestRun{s: s}
 	sc, st := c.chatParseMemory()
 	if sc == nil || st == nil {
 		t.Fatal("no parse memory")
@@ -18,6 +19,7 @@ func TestRequestRun_SpareParseMemory(t *testing.T) {
 		t.Fatalf("kept scratch %p stage %p (run's scratch %p), want %p %p", c.spare.scratch, c.spare.stage, c.scratch, sc, st)
 	}
 	c.Reset()
+	c.s = s // as serve sets it
 	sc2, st2 := c.chatParseMemory()
 	if sc2 != sc || st2 != st {
 		t.Fatal("Reset dropped the run's parse memory")
@@ -30,7 +32,7 @@ func TestRequestRun_SpareParseMemory(t *testing.T) {
 		t.Fatal("a stream's run kept its Stage")
 	}
 	c.keepChatScratch(sc2)
-	other, _ := (&requestRun{s: c.s}).chatParseMemory()
+	other, _ := (&requestRun{s: s}).chatParseMemory()
 	c.keepChatScratch(other) // a second one goes to the pool
 	if c.spare.scratch != sc2 {
 		t.Fatal("a second Scratch replaced the run's spare")
