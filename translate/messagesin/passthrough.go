@@ -112,7 +112,7 @@ func passBody(s string, fields []members.Member) PassBody {
 		return PassBody{}
 	}
 	var model translate.Span
-	end := 0 // the end of the member before, the opening brace at first
+	end := 0                // the end of the member before, the opening brace at first
 	for i := range fields { // by pointer: a Member is 64 bytes
 		f := &fields[i]
 		// Compact: a comma (none for the first), the name's literal, a colon, the value.
