@@ -60,18 +60,21 @@ func attemptErrorType(err error) string {
 	return "api_error"
 }
 
-// attempts returns the attempts (nil when none), l's own array until l is reused
-// (Ledger.Add copies them), and the count of those left out.
+// attempts returns the attempts (nil when none; a nil l has none), l's own array until
+// l is reused (Ledger.Add copies them), and the count of those left out.
 func (l *attemptLog) attempts() ([]ledger.Attempt, int) {
+	if l == nil {
+		return nil, 0
+	}
 	if l.n == 0 {
 		return nil, l.omitted
 	}
 	return l.first[:l.n:l.n], l.omitted
 }
 
-// last returns the last attempt noted, nil when none.
+// last returns the last attempt noted, nil when none (a nil l has none).
 func (l *attemptLog) last() *ledger.Attempt {
-	if l.n == 0 {
+	if l == nil || l.n == 0 {
 		return nil
 	}
 	return &l.first[l.n-1]

@@ -85,6 +85,7 @@ func BenchmarkToLedger_Attempts(b *testing.B) {
 	l := &countingLedger{}
 	c := pricedRun(l)
 	r := c.route
+	c.call.tried = c.attempts() // as serve does with a ledger
 	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false, &translate.Usage{})
 	c.call.tried.note(r, &translate.UpstreamError{Status: 503, Type: "server_error"}, time.Millisecond, false, &translate.Usage{})
 	c.call.tried.note(r, nil, time.Millisecond, false, &c.call.Usage)
@@ -95,5 +96,32 @@ func BenchmarkToLedger_Attempts(b *testing.B) {
 	}
 	if l.n == 0 {
 		b.Fatal("no record")
+	}
+}
+
+// TestRequestRun_ResetKeepsAttemptLog: a recycled run keeps its attempt log, emptied,
+// and a run that noted no attempts has none to report.
+func TestRequestRun_ResetKeepsAttemptLog(t *testing.T) {
+	r := &route{name: "gpt", backend: &backend{name: "east"}, upstreamLabel: "east/gpt-4o"}
+	c := &requestRun{}
+	if got, n := c.ownCall.tried.attempts(); got != nil || n != 0 || c.ownCall.tried.last() != nil {
+		t.Fatalf("a run without a log reports %+v, %d omitted", got, n)
+	}
+	l := c.attempts()
+	for range len(l.first) + 2 {
+		l.note(r, nil, time.Millisecond, false, &translate.Usage{})
+	}
+	if got, n := l.attempts(); len(got) != len(l.first) || n != 2 {
+		t.Fatalf("attempts %d, %d omitted", len(got), n)
+	}
+	c.Reset()
+	if c.attempts() != l {
+		t.Fatal("Reset dropped the run's attempt log")
+	}
+	if *l != (attemptLog{}) {
+		t.Fatalf("Reset left the log %+v", *l)
+	}
+	if c.ownCall.tried != nil {
+		t.Fatal("Reset left the model call's log set")
 	}
 }

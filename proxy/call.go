@@ -67,6 +67,8 @@ type modelCall struct {
 	// headers are sent upstream after the provider's own, replacing any of the same name
 	// (the Messages passthrough's anthropic-version); nil means none.
 	headers []translate.Header
+	// own is the room for headers (the Messages passthrough's one).
+	own [1]translate.Header
 	// betas are the client's anthropic-beta names (the Messages passthrough), sent to each
 	// backend as far as its allowed_betas go (upstreamHeaders); nil means none.
 	betas *clientBetas
@@ -125,8 +127,9 @@ type modelCall struct {
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
 	// tried is the request's attempts, for the ledger (attempts.go), noted only when
-	// noteAttempts is set (the server has a ledger).
-	tried        attemptLog
+	// noteAttempts is set (the server has a ledger; tried is then not nil): the run's
+	// attemptRoom, outside the memory a recycled run zeroes (requestRun.Reset).
+	tried        *attemptLog
 	noteAttempts bool
 }
 

@@ -31,11 +31,11 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// run gives back when it is over (requestRun.releaseScratch): kept in c, not in a
 		// closure, which would be allocated.
 		if s.tracer == nil {
-			sc, st := s.scratches.get(), s.stages.get()
+			sc, st := c.chatParseMemory() // the run's own, kept from its last request, or pooled
 			req, err := openaichat.ParseRequestLazyStringWithin(jsonx.View(body), sc, st, s.maxInflated)
-			s.stages.put(st) // a stage is needed only while the parse runs
+			c.keepStage(st, err == nil && req.Stream) // a stage is needed only while the parse runs
 			if err != nil {
-				s.scratches.put(sc)
+				c.keepChatScratch(sc) // a refused request's run is recycled (serve)
 				return nil, nil, err
 			}
 			c.scratch = sc

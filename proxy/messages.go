@@ -101,11 +101,14 @@ func (m *messagesRun) prepare() error {
 		messagesin.Decode(c.req)
 	}
 	if m.pass {
-		version := string(peekHeader(h, headerAnthropicVersion))
-		if version == "" {
-			version = defaultAnthropicVersion
+		// The usual version is the constant (no copy), in the call's own room (no
+		// allocation): the upstream client finds it redundant with its head's.
+		version := defaultAnthropicVersion
+		if v := peekHeader(h, headerAnthropicVersion); len(v) > 0 && string(v) != defaultAnthropicVersion {
+			version = string(v)
 		}
-		c.call.headers = []translate.Header{{Name: "anthropic-version", Value: version}}
+		c.call.own[0] = translate.Header{Name: "anthropic-version", Value: version}
+		c.call.headers = c.call.own[:1]
 		// PeekAll copies and case-folds the name it is given (~400 instructions): asked
 		// only when the canonical lookup finds one.
 		if len(peekHeader(h, headerAnthropicBeta)) == 0 {

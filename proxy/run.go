@@ -77,6 +77,19 @@ type requestRun struct {
 	deferred deferredRequest
 	// done is what toLedger knows of the request's end, for FillRecord (ledger.go).
 	done ledgerDone
+
+	// attemptRoom is the ledger's log of the run's attempts (modelCall.tried), made on
+	// the first request that notes them (attempts) and kept by a recycled run, which
+	// empties it only when it was used (Reset): the log is 848 bytes, more than a quarter
+	// of the run, and a server without a ledger never touches it.
+	attemptRoom *attemptLog
+	// spare is the chat parse's memory a recycled run keeps for its next request, reset
+	// (keepScratch, chatParseMemory): two pools' gets and puts a request spared. A
+	// stream's run, which goes to the GC, gives its memory back to the pools instead.
+	spare struct {
+		scratch *openaichat.Scratch
+		stage   *openaichat.Stage
+	}
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
@@ -207,13 +220,74 @@ func (c *requestRun) responseID() string {
 }
 
 // Reset empties c for its next request (Server.runs): nothing of the request it served
-// stays reachable through it.
+// stays reachable through it but the memory it keeps for the next, emptied (the attempt
+// log, the body buffer's spare: Take returns it empty, as a pooled one; the chat parse's
+// Scratch and Stage, reset as their pools' are).
 func (c *requestRun) Reset() {
 	// The two func values close over c itself, so they stay right for its next request;
 	// the continuation's text buffer is emptied when its next turn starts (startResume).
-	toOut, countFn, said := c.toOut, c.ownCall.countFn, c.ownCall.resume.said
+	// The body buffer its model call released (upstream.Buffer.Keep) is kept too.
+	toOut, countFn, said, room, body, spare := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry(), c.spare
 	*c = requestRun{}
-	c.toOut, c.ownCall.countFn, c.ownCall.resume.said = toOut, countFn, said
+	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body, c.spare = toOut, countFn, said, room, body, spare
+	if room != nil && (room.n != 0 || room.omitted != 0) {
+		*room = attemptLog{}
+	}
+}
+
+// attempts returns the run's attempt log (attemptRoom), empty, made on first use.
+func (c *requestRun) attempts() *attemptLog {
+	if c.attemptRoom == nil {
+		c.attemptRoom = new(attemptLog)
+	}
+	return c.attemptRoom
+}
+
+// keepScratch is releaseScratch for a run about to be recycled (serve): the Scratch
+// c.req was parsed into is reset and kept for the run's next request (spare), not
+// pooled. Only once nothing reads c.req any more.
+func (c *requestRun) keepScratch() {
+	if sc := c.scratch; sc != nil {
+		c.scratch = nil
+		c.keepChatScratch(sc)
+	}
+	c.releaseScratch() // the Assembler, if any
+}
+
+// keepChatScratch resets sc and keeps it as the run's spare; the pool gets it when the
+// run has one already.
+func (c *requestRun) keepChatScratch(sc *openaichat.Scratch) {
+	if c.spare.scratch != nil {
+		c.s.scratches.put(sc)
+		return
+	}
+	sc.Reset()
+	c.spare.scratch = sc
+}
+
+// chatParseMemory returns the Scratch and Stage a chat request is parsed with: the run's
+// spares (keepScratch, keepStage), else the server's pools'.
+func (c *requestRun) chatParseMemory() (*openaichat.Scratch, *openaichat.Stage) {
+	sc, st := c.spare.scratch, c.spare.stage
+	c.spare.scratch, c.spare.stage = nil, nil
+	if sc == nil {
+		sc = c.s.scratches.get()
+	}
+	if st == nil {
+		st = c.s.stages.get()
+	}
+	return sc, st
+}
+
+// keepStage gives back st once the parse is over: kept by the run, reset, when the run
+// will be recycled (a request that does not stream: serve), else to the pool.
+func (c *requestRun) keepStage(st *openaichat.Stage, stream bool) {
+	if stream {
+		c.s.stages.put(st)
+		return
+	}
+	st.Reset()
+	c.spare.stage = st
 }
 
 // releaseScratch gives the memory c.req was parsed into, and the Assembler of a chat

@@ -41,7 +41,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	c.s = s // releaseScratch gives the scratch back to s
 	defer func() {
 		if !streaming { // a stream's writer gives the scratch back when it ends
-			c.releaseScratch()
+			c.keepScratch() // kept by the run for its next request
 			s.runs.put(c)
 		}
 	}()
@@ -66,8 +66,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, rid, idPrefix, api string, pars
 	}
 	call := &c.ownCall
 	call.rt, call.route, call.key, call.metrics, call.base, call.rid = rt, r, key, s.metrics, s.logger, rid
-	call.body.Pool, call.reads = &s.bodies, &s.streamReads
+	// A non-streamed request's run keeps its body buffer for its next request (Reset
+	// carries it): one pool's get and put a request spared. A stream's run goes to the GC
+	// (above), so its buffer goes back to the pool.
+	call.body.Pool, call.body.Keep, call.reads = &s.bodies, !req.Stream, &s.streamReads
 	call.captureMax, call.noteAttempts = s.captureMax, s.ledger != nil // ledger.capture_content, its attempts
+	if call.noteAttempts {
+		call.tried = c.attempts()
+	}
 	c.call = call
 	if span != nil { // the run's server span, and its model call's tracer
 		c.span, call.tracer = span, s.tracer

@@ -17,19 +17,36 @@ const MaxPooledBody = 1 << 20
 type Buffer struct {
 	// Pool holds *[]byte; nil means no pooling.
 	Pool *sync.Pool
+	// Keep makes Release keep the buffer as the Buffer's spare, for its next Take, instead
+	// of giving it back to Pool: for a Buffer that serves one user after another (a
+	// recycled request's, which carries the spare to the next: Carry), a pool's get and
+	// put a body spared. The spare is released as Release would release it (nothing
+	// refers to its bytes) and, like a pooled one, is at most MaxPooledBody.
+	Keep bool
 	buf  []byte
 	ptr  *[]byte // the pooled slice header buf came from
+	// spare is the buffer Release kept (Keep), empty; nil when none.
+	spare *[]byte
 }
 
-// Take returns an empty buffer for the next body, from the pool when the Buffer holds none.
+// Take returns an empty buffer for the next body: the one the Buffer holds, else its
+// spare, else one from the pool.
 func (b *Buffer) Take() []byte {
-	if b.buf == nil && b.Pool != nil {
-		if p, ok := b.Pool.Get().(*[]byte); ok {
-			b.buf, b.ptr = *p, p
+	if b.buf == nil {
+		if p := b.spare; p != nil {
+			b.buf, b.ptr, b.spare = *p, p, nil
+		} else if b.Pool != nil {
+			if p, ok := b.Pool.Get().(*[]byte); ok {
+				b.buf, b.ptr = *p, p
+			}
 		}
 	}
 	return b.buf[:0]
 }
+
+// Carry returns the zero Buffer but for b's spare (Keep): what a recycled user of b keeps
+// for its next use. A buffer b holds (taken, not released) is not carried.
+func (b *Buffer) Carry() Buffer { return Buffer{spare: b.spare} }
 
 // Hold makes p, an append to what Take returned, the buffer's body.
 func (b *Buffer) Hold(p []byte) { b.buf = p }
@@ -37,16 +54,20 @@ func (b *Buffer) Hold(p []byte) { b.buf = p }
 // Bytes returns the body the buffer holds.
 func (b *Buffer) Bytes() []byte { return b.buf }
 
-// Release returns the buffer to the pool once nothing refers to its bytes; one over
-// MaxPooledBody is left to the garbage collector.
+// Release returns the buffer to the pool, or keeps it as the spare (Keep), once nothing
+// refers to its bytes; one over MaxPooledBody is left to the garbage collector.
 func (b *Buffer) Release() {
-	if b.Pool != nil && b.buf != nil && cap(b.buf) <= MaxPooledBody {
+	if (b.Pool != nil || b.Keep) && b.buf != nil && cap(b.buf) <= MaxPooledBody {
 		p := b.ptr
 		if p == nil {
 			p = new([]byte)
 		}
 		*p = b.buf[:0]
-		b.Pool.Put(p)
+		if b.Keep {
+			b.spare = p
+		} else {
+			b.Pool.Put(p)
+		}
 	}
 	b.buf, b.ptr = nil, nil
 }

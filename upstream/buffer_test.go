@@ -60,3 +60,55 @@ func TestBuffer_Release(t *testing.T) {
 		})
 	}
 }
+
+// TestBuffer_Keep: a Buffer that keeps takes from its pool once and then its own spare,
+// carried to the next user, never giving a buffer back to the pool; a buffer over
+// MaxPooledBody, one dropped (DropAnswer) or one still held is not carried.
+func TestBuffer_Keep(t *testing.T) {
+	tests := []struct {
+		name      string
+		grow      int
+		drop      bool // DropAnswer instead of Release
+		noRelease bool // carried while held
+		wantSpare bool
+	}{
+		{name: "small", grow: 100, wantSpare: true},
+		{name: "at the bound", grow: MaxPooledBody, wantSpare: true},
+		{name: "over the bound", grow: MaxPooledBody + 1},
+		{name: "dropped", grow: 100, drop: true},
+		{name: "held", grow: 100, noRelease: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &sync.Pool{}
+			first := make([]byte, 0, 64)
+			pool.Put(&first)
+			b := Buffer{Pool: pool, Keep: true}
+			dst := b.Take()
+			b.Hold(append(dst, make([]byte, tt.grow)...)[:tt.grow:tt.grow])
+			switch {
+			case tt.drop:
+				b.DropAnswer(&Exchange{})
+			case !tt.noRelease:
+				b.Release()
+			}
+			next := b.Carry()
+			next.Pool, next.Keep = pool, true
+			if !raceEnabled {
+				if p, ok := pool.Get().(*[]byte); ok {
+					t.Fatalf("a keeping Buffer gave a buffer (cap %d) back to the pool", cap(*p))
+				}
+			}
+			again := next.Take()
+			if got := cap(again) == tt.grow && tt.grow > 0; got != tt.wantSpare {
+				t.Fatalf("the next user's Take: cap %d (the spare %v), want the spare %v", cap(again), got, tt.wantSpare)
+			}
+			if len(again) != 0 {
+				t.Fatalf("the next user's Take returned %d bytes", len(again))
+			}
+			if tt.noRelease && cap(again) == tt.grow {
+				t.Fatal("a held buffer was carried")
+			}
+		})
+	}
+}

@@ -84,6 +84,10 @@ type Client struct {
 	// identity (a compressed body would otherwise need decoding, bounded: see
 	// DecodedBody, which still decodes an upstream that ignores it), then last.
 	head *fasthttp.RequestHeader
+	// held are the headers head holds, as they end there (a backend header's value
+	// where it overrides the provider's): a request's own header equal to one of them
+	// (redundant) changes no byte of the request (plainRequest).
+	held []heldHeader
 	// plain keeps requests that hold head and uri, for the requests that add nothing to
 	// them (plainRequest).
 	plain sync.Pool
@@ -91,6 +95,10 @@ type Client struct {
 
 // canonicalHeader is a header whose name is in fasthttp's canonical form.
 type canonicalHeader struct{ name, value []byte }
+
+// heldHeader is a header the head holds (Client.held): its name in lower case, as the
+// gateway's code writes the headers it sends, and its value.
+type heldHeader struct{ lower, value string }
 
 // canonicalHeaders returns hs with their names in canonical form.
 func canonicalHeaders(hs []translate.Header) []canonicalHeader {
@@ -125,6 +133,13 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 	c.head.SetContentType("application/json")
 	for _, h := range slices.Concat(first, c.last) {
 		c.head.SetCanonical(h.name, h.value)
+	}
+	set := slices.Concat(first, c.last)
+	for i := len(set) - 1; i >= 0; i-- { // the value set last is the one the head holds
+		h := set[i]
+		if !slices.ContainsFunc(c.held, func(o heldHeader) bool { return strings.EqualFold(o.lower, string(h.name)) }) {
+			c.held = append(c.held, heldHeader{strings.ToLower(string(h.name)), string(h.value)})
+		}
 	}
 	connect, idle := b.Timeouts.Connect, b.Timeouts.StreamIdle
 	slack := b.Timeouts.Header / 16

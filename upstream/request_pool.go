@@ -15,13 +15,17 @@ import (
 // leaves such a request as it found it but for what every write sets again (the
 // Content-Length, the Host and request-URI lines from the URI, the User-Agent it adds when
 // none is set), so the bytes sent are newRequest's (TestClient_PlainRequestsAsBuilt). A
-// request with anything of its own is built by newRequest as before.
+// request with anything of its own is built by newRequest as before. A request's own
+// header the head already holds with the same value (the Messages passthrough's usual
+// anthropic-version: the client's equals the provider's) is no header of its own: setting
+// it would replace the head's value with itself, so such a request is plain too.
 
 // plainRequest returns the request SendBy sends for path and body and whether it is a
-// plain one (releaseRequest's argument): one of c's plain requests when headers is empty,
-// path has no query and c signs nothing, else a fasthttp request built by newRequest.
+// plain one (releaseRequest's argument): one of c's plain requests when headers is empty
+// or redundant, path has no query and c signs nothing, else a fasthttp request built by
+// newRequest.
 func (c *Client) plainRequest(path string, headers []translate.Header, body []byte) (*fasthttp.Request, bool) {
-	if len(headers) > 0 || c.signer != nil || strings.IndexByte(path, '?') >= 0 {
+	if (len(headers) > 0 && !c.redundant(headers)) || c.signer != nil || strings.IndexByte(path, '?') >= 0 {
 		req := fasthttp.AcquireRequest()
 		c.newRequest(req, path, headers, body)
 		return req, false
@@ -36,6 +40,28 @@ func (c *Client) plainRequest(path string, headers []translate.Header, body []by
 	req.URI().SetPathBytes(append(append(room[:0], c.basePath...), path...))
 	req.SetBodyRaw(body)
 	return req, true
+}
+
+// redundant reports whether every header of headers is one the head holds with that
+// value (held): its name equal ignoring case (fasthttp's names are canonical, a
+// request's as its code writes them), its value byte for byte.
+func (c *Client) redundant(headers []translate.Header) bool {
+	for _, h := range headers {
+		if !c.holds(h) {
+			return false
+		}
+	}
+	return true
+}
+
+// holds reports whether the head holds h (redundant).
+func (c *Client) holds(h translate.Header) bool {
+	for _, o := range c.held {
+		if len(o.lower) == len(h.Name) && o.value == h.Value && (o.lower == h.Name || equalFoldASCII([]byte(h.Name), o.lower)) {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseRequest gives back req, which plainRequest returned with plain, once SendBy is

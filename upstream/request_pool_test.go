@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -119,5 +121,90 @@ func TestClient_PlainRequestsAsBuilt(t *testing.T) {
 	same("a longer body", longer, strings.Replace(strings.Replace(first, `{"a":1}`, `{"a":12}`, 1), "Content-Length: 7", "Content-Length: 8", 1))
 	if bytes.Contains([]byte(longer), []byte("X-Team")) {
 		t.Errorf("a kept request carried an earlier request's header:\n%s", longer)
+	}
+}
+
+// TestClient_RedundantHeadersPlain: a request whose own headers the head already holds
+// with the same values (names in any case) is sent from a kept request with the bytes
+// newRequest writes with those headers, and any other header makes it a request of its
+// own, whatever the backend's headers override.
+func TestClient_RedundantHeadersPlain(t *testing.T) {
+	c, err := New(Backend{Name: "claude", BaseURL: "http://127.0.0.1:1/v1", APIKey: "sk-ant",
+		Headers:  map[string]string{"X-Team": "red", "anthropic-beta": "b1"},
+		Timeouts: Timeouts{Connect: time.Second, Header: time.Second, StreamIdle: time.Second}, MaxConns: 1}, provider("anthropic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := func(req *fasthttp.Request) string {
+		var b bytes.Buffer
+		w := bufio.NewWriter(&b)
+		if err := req.Write(w); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		return b.String()
+	}
+	for _, tt := range []struct {
+		name    string
+		headers []translate.Header
+		plain   bool
+	}{
+		{"none", nil, true},
+		{"the provider's version", []translate.Header{{Name: "anthropic-version", Value: "2023-06-01"}}, true},
+		{"the version in another case", []translate.Header{{Name: "ANTHROPIC-Version", Value: "2023-06-01"}}, true},
+		{"the key, as the head holds it", []translate.Header{{Name: "x-api-key", Value: "sk-ant"}}, true},
+		{"the backend's header", []translate.Header{{Name: "x-team", Value: "red"}}, true},
+		{"the backend's value of a header, which it overrides", []translate.Header{{Name: "anthropic-beta", Value: "b1"}}, true},
+		{"another value of a header the backend overrides", []translate.Header{{Name: "anthropic-beta", Value: "b2"}}, false},
+		{"another version", []translate.Header{{Name: "anthropic-version", Value: "2024-01-01"}}, false},
+		{"a value differing in case", []translate.Header{{Name: "x-team", Value: "Red"}}, false},
+		{"the last letter upper-case", []translate.Header{{Name: "anthropic-versioN", Value: "2023-06-01"}}, true},
+		{"a name of another length", []translate.Header{{Name: "anthropic-versions", Value: "2023-06-01"}}, false},
+		{"a name differing in a non-letter", []translate.Header{{Name: "anthropic_version", Value: "2023-06-01"}}, false},
+		{"one redundant, one not", []translate.Header{{Name: "anthropic-version", Value: "2023-06-01"}, {Name: "traceparent", Value: "00-1-2-01"}}, false},
+		{"Accept-Encoding as the head holds it", []translate.Header{{Name: "accept-encoding", Value: "identity"}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			want := new(fasthttp.Request)
+			c.newRequest(want, "/messages", tt.headers, []byte(`{"a":1}`))
+			for i := range 2 { // the second from the kept requests, when plain
+				req, plain := c.plainRequest("/messages", tt.headers, []byte(`{"a":1}`))
+				if plain != tt.plain {
+					t.Fatalf("plain %v, want %v", plain, tt.plain)
+				}
+				if got, w := written(req), written(want); got != w {
+					t.Errorf("request %d:\n%q\nwant\n%q", i, got, w)
+				}
+				c.releaseRequest(req, plain, true)
+			}
+		})
+	}
+}
+
+// BenchmarkPlainRequest is the upstream request's making and release for a Messages
+// passthrough (#55): no header of its own, the client's anthropic-version equal to the
+// provider's (redundant: plain), and another version (a request of its own).
+func BenchmarkPlainRequest(b *testing.B) {
+	c, err := New(Backend{Name: "claude", BaseURL: "http://127.0.0.1:1/v1", APIKey: "sk-ant",
+		Timeouts: Timeouts{Connect: time.Second, Header: time.Second, StreamIdle: time.Second}, MaxConns: 1}, provider("anthropic"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"model":"claude","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+	for _, bc := range []struct {
+		name    string
+		headers []translate.Header
+	}{
+		{"none", nil},
+		{"redundant-version", []translate.Header{{Name: "anthropic-version", Value: "2023-06-01"}}},
+		{"other-version", []translate.Header{{Name: "anthropic-version", Value: "2024-01-01"}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req, plain := c.plainRequest("/messages", bc.headers, body)
+				c.releaseRequest(req, plain, true)
+			}
+		})
 	}
 }

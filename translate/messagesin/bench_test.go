@@ -51,3 +51,16 @@ func TestParse_AllocBudget(t *testing.T) {
 		t.Errorf("Parse of a %d-byte request: %.0f allocations, budget 40", len(body), n)
 	}
 }
+
+// BenchmarkParseHeadSmall is the passthrough's first pass (ParseHead, the model passing)
+// over the end-to-end bench's small Messages request (apis.patch's messagesSmall).
+func BenchmarkParseHeadSmall(b *testing.B) {
+	body := []byte(`{"max_tokens":1024,"messages":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"model":"claude-bench","system":"You are a helpful assistant. Answer concisely and accurately.","temperature":0.7}`)
+	passes := func(string) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, complete, err := messagesin.ParseHead(body, 1<<20, passes); err != nil || complete {
+			b.Fatal(complete, err)
+		}
+	}
+}

@@ -124,7 +124,8 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 	// The other members are read as parse reads them, by the same code.
 	req = &translate.Request{IncludeUsage: true}
 	p.req = req
-	for _, f := range fields {
+	for i := range fields { // by pointer: a Member is 64 bytes
+		f := &fields[i]
 		if f.Name == "messages" {
 			p.hasMessages = true
 			continue

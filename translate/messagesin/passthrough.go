@@ -112,8 +112,9 @@ func passBody(s string, fields []members.Member) PassBody {
 		return PassBody{}
 	}
 	var model translate.Span
-	end := 0 // the end of the member before, the opening brace at first
-	for _, f := range fields {
+	end := 0                // the end of the member before, the opening brace at first
+	for i := range fields { // by pointer: a Member is 64 bytes
+		f := &fields[i]
 		// Compact: a comma (none for the first), the name's literal, a colon, the value.
 		at := f.V.At
 		if at < end+4 || end > 0 && s[end] != ',' || s[end+1] != '"' || s[at-2] != '"' || s[at-1] != ':' {

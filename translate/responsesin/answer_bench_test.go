@@ -33,3 +33,16 @@ func BenchmarkParseSmall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseHeadSmall is the passthrough's first pass (ParseHeadLazy, the model
+// passing) over the end-to-end bench's small Responses request.
+func BenchmarkParseHeadSmall(b *testing.B) {
+	body := []byte(`{"input":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"instructions":"You are a helpful assistant. Answer concisely and accurately.","max_output_tokens":1024,"model":"resp-bench","store":false,"temperature":0.7}`)
+	passes := func(string) bool { return true }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, complete, err := ParseHeadLazy(body, 1<<20, passes); err != nil || complete {
+			b.Fatal(complete, err)
+		}
+	}
+}

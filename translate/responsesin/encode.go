@@ -109,7 +109,7 @@ type EncoderOptions struct {
 
 // NewEncoder returns an encoder for the response to req.
 func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
-	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: oneLine(req.echo),
+	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: oneLine(req.echoOf()),
 		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning, flat: req.flat}
 	e.idBase = opts.ID
 	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {

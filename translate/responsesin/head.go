@@ -11,14 +11,15 @@ import (
 // ParseHead is the passthrough's validate-only first pass over a Responses body
 // (ParseWithin's terms): one forward walk that checks the body and reads every
 // top-level member but input into the Request as ParseWithin does (the model, stream,
-// store, tools, include, the echo...), and checks the input items without building
+// store, tools, include...), and checks the input items without building
 // them.
 //
 // When it can vouch that ParseWithin accepts the body, it returns that Request
 // incomplete (complete false): Core.Messages and Core.Body (the chat equivalent) are
 // empty, and Build fills them in, in place, for a reader that needs them (a translation,
 // the tool loop, a previous response's items, the response cache, a token estimate, the
-// ledger's captured text). Its Body, Input, Store, Sealed (false: it vouches for no
+// ledger's captured text); the echo of its settings is made when an Encoder asks for it
+// (a passthrough never does). Its Body, Input, Store, Sealed (false: it vouches for no
 // reasoning item) and the passthrough's model span are ParseWithin's. Otherwise, for any
 // body it refuses and for the items it does not read itself (reasoning items, built-in
 // tool calls, images, files, refusals, namespaced or carried calls, escaped types or
@@ -100,8 +101,16 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	var tools jsonx.Scanner
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
+		j, code, _ := seen.Member(k, topLevelNames)
+		if code != "" {
 			return nil, false, false
+		}
+		// The name as the Request keeps it (MaxTokensParam, Extra): the list's own string,
+		// or a copy (the walk reads a view of the caller's buffer).
+		if j >= 0 {
+			k = topLevelNames.Name(j)
+		} else {
+			k = strings.Clone(k)
 		}
 		fields = append(fields, members.Member{Name: k})
 		v := &fields[len(fields)-1].V
@@ -157,22 +166,17 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	for i := range fields {
 		f := &fields[i]
 		onto(&f.V, view, s)
-		// The name too (MaxTokensParam, Extra): the list's own string, or a copy.
-		if j := topLevelNames.Index(f.Name); j >= 0 {
-			f.Name = topLevelNames.Name(j)
-		} else {
-			f.Name = strings.Clone(f.Name)
-		}
 	}
 	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
-	for _, f := range fields {
-		if f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
+	for i := range fields {
+		if f := &fields[i]; f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
 			return nil, false, false
 		}
 	}
-	for _, f := range fields {
+	for i := range fields {
+		f := &fields[i]
 		switch {
 		case f.Name == "tools":
 			continue
@@ -191,10 +195,11 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		return nil, false, false
 	}
 	r.Core.IncludeUsage = r.Core.Stream
-	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	if !build {
+		r.echoLater = true // Build, or an Encoder (echoOf), makes it
 		return r, false, true
 	}
+	r.echo = p.appendEcho(make([]byte, 0, p.echoSize()))
 	r.build() // as parseString completes its Request (an input string: field's message)
 	if lazy {
 		r.Core.Literals = s

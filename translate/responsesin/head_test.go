@@ -81,7 +81,8 @@ func headBodies(t testing.TB) [][]byte {
 
 // TestParseHead: the first pass accepts and refuses what ParseWithin does, with its
 // errors; what it vouches for, Build completes to ParseWithin's Request, and the
-// incomplete Request already holds everything ParseWithin reads but the messages.
+// incomplete Request already holds everything ParseWithin reads but the messages and
+// the echo, which it makes as ParseWithin's when an Encoder asks (echoOf).
 func TestParseHead(t *testing.T) {
 	vouched := 0
 	for i, body := range headBodies(t) {
@@ -144,6 +145,15 @@ func checkHead(t *testing.T, body []byte) bool {
 	head, top, core, topCore := *r, *want, *r.Core, *want.Core
 	topCore.Messages, topCore.Body, topCore.Edited = nil, "", false
 	head.Core, top.Core = nil, nil
+	if !head.echoLater { // an incomplete Request makes its echo when an Encoder asks
+		t.Fatalf("ParseHead(%q) incomplete made its echo", body)
+	}
+	head.echo, head.echoLater = r.echoOf(), false
+	// An Encoder of the incomplete Request writes ParseWithin's Response object.
+	opts := EncoderOptions{ID: "resp_1", Model: "m", Created: 1, Stream: true}
+	if got, w := NewEncoder(r, opts).Start(nil), NewEncoder(want, opts).Start(nil); !bytes.Equal(got, w) {
+		t.Fatalf("ParseHead(%q) incomplete: the encoder's start\n%s\nParseWithin's\n%s", body, got, w)
+	}
 	top.lead, top.current, head.lead, head.current = nil, nil, nil, nil
 	if !reflect.DeepEqual(head, top) || !reflect.DeepEqual(core, topCore) {
 		t.Fatalf("ParseHead(%q) incomplete = %+v %+v, ParseWithin's %+v %+v", body, head, core, top, topCore)

@@ -55,6 +55,10 @@ type Request struct {
 	// when there is no history.
 	lead []translate.Message
 	echo []byte // the request settings the Response object echoes, see appendEcho
+	// echoLater is set on a Request ParseHead returned incomplete, whose echo is made only
+	// when an Encoder asks for it (echoOf): a passthrough forwards the upstream's Response
+	// object and reads none.
+	echoLater bool
 	// inflate is what the carried state of the request's items (encrypted_content, call
 	// ids), earlier items included (Prepend), may still inflate to, of maxInflated.
 	inflate     translate.Allowance
@@ -1089,6 +1093,20 @@ func (p *parser) parts(arr jsonx.Value, base func() string, role string) ([]tran
 func (p *parser) echoSize() int {
 	return 400 + 2*len(p.r.instructions) + len(p.metadata) + len(p.reasoning) + len(p.text) +
 		len(p.toolChoice) + 2*len(p.tools) + len(p.user) + len(p.safetyID)
+}
+
+// echoOf returns r's echo: ParseWithin's (ParseLazy's when r is ParseHeadLazy's), made
+// from r.Body for a Request ParseHead returned incomplete (echoLater), whose Body the
+// full parse accepts (FuzzParseHead); should it not, the echo is empty.
+func (r *Request) echoOf() []byte {
+	if !r.echoLater {
+		return r.echo
+	}
+	full, err := parseString(r.Body, r.maxInflated, r.lazy)
+	if err != nil {
+		return nil
+	}
+	return full.echo
 }
 
 // appendEcho appends the request settings the Response object repeats, as the members of

@@ -1,0 +1,40 @@
+package proxy
+
+import "testing"
+
+// TestRequestRun_SpareParseMemory: a run that will be recycled keeps the chat parse's
+// Scratch and Stage for its next request, through Reset, and hands them out once; a
+// stream's Stage, whose run goes to the GC, is not kept.
+func TestRequestRun_SpareParseMemory(t *testing.T) {
+	s := &Server{}
+	c := &requestRun{s: s}
+	sc, st := c.chatParseMemory()
+	if sc == nil || st == nil {
+		t.Fatal("no parse memory")
+	}
+	c.keepStage(st, false)
+	c.scratch = sc
+	c.keepScratch()
+	if c.scratch != nil || c.spare.scratch != sc || c.spare.stage != st {
+		t.Fatalf("kept scratch %p stage %p (run's scratch %p), want %p %p", c.spare.scratch, c.spare.stage, c.scratch, sc, st)
+	}
+	c.Reset()
+	c.s = s // as serve sets it
+	sc2, st2 := c.chatParseMemory()
+	if sc2 != sc || st2 != st {
+		t.Fatal("Reset dropped the run's parse memory")
+	}
+	if c.spare.scratch != nil || c.spare.stage != nil {
+		t.Fatal("the spares were handed out and kept")
+	}
+	c.keepStage(st2, true) // a stream's
+	if c.spare.stage != nil {
+		t.Fatal("a stream's run kept its Stage")
+	}
+	c.keepChatScratch(sc2)
+	other, _ := (&requestRun{s: s}).chatParseMemory()
+	c.keepChatScratch(other) // a second one goes to the pool
+	if c.spare.scratch != sc2 {
+		t.Fatal("a second Scratch replaced the run's spare")
+	}
+}
