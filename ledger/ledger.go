@@ -134,13 +134,10 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 // not kept; with it the writer masks and cuts them before it writes or spools the
 // record (maskContent).
 func (l *Ledger) Add(r Record) bool {
-	l.mu.Lock()
-	if l.closed || l.q.n >= l.opts.QueueSize {
-		l.mu.Unlock()
-		l.dropped("queue_full", 1)
+	rec := l.reserve()
+	if rec == nil {
 		return false
 	}
-	rec := l.q.slot()
 	*rec = r
 	return l.commit(rec)
 }
@@ -160,15 +157,25 @@ type Filler interface {
 // request path's form of Add, with its contract; f is not called when the record is
 // dropped.
 func (l *Ledger) AddFrom(f Filler) bool {
+	rec := l.reserve()
+	if rec == nil {
+		return false
+	}
+	f.FillRecord(rec)
+	return l.commit(rec)
+}
+
+// reserve locks l.mu and returns the queue's next slot, zeroed, for commit; or, with
+// the queue full or the ledger closed, unlocks it, counts the drop as queue_full and
+// returns nil.
+func (l *Ledger) reserve() *Record {
 	l.mu.Lock()
 	if l.closed || l.q.n >= l.opts.QueueSize {
 		l.mu.Unlock()
 		l.dropped("queue_full", 1)
-		return false
+		return nil
 	}
-	rec := l.q.slot()
-	f.FillRecord(rec)
-	return l.commit(rec)
+	return l.q.slot()
 }
 
 // commit bounds rec, the queue's slot filled, adds it to the queue and unlocks l.mu

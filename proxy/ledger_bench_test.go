@@ -89,6 +89,7 @@ func pricedRun(l Ledger) *requestRun {
 	c := &requestRun{s: &Server{ledger: l}, rt: &runtime{cfg: cfg}, key: &apiKey{name: "alice", team: "eng"}, route: r,
 		rid: "req_0123456789abcdef01234567", start: time.Now(), answeredBy: r}
 	c.call = &c.ownCall
+	c.call.tried = c.attempts() // as serve does with a ledger
 	c.call.Usage = translate.Usage{PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100}
 	return c
 }
