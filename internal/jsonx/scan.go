@@ -486,7 +486,7 @@ func (sc *Scanner) skip() bool {
 			}
 			i += len("null")
 		default:
-			if i = numberEnd(s, i); i < 0 {
+			if i = NumberEnd(s, i); i < 0 {
 				return sc.fail()
 			}
 		}
@@ -713,9 +713,9 @@ func (sc *Scanner) Literal(word string) bool {
 	return true
 }
 
-// number reads past a number (numberEnd).
+// number reads past a number (NumberEnd).
 func (sc *Scanner) number() bool {
-	i := numberEnd(sc.s, sc.i)
+	i := NumberEnd(sc.s, sc.i)
 	if i < 0 {
 		return sc.fail()
 	}
@@ -723,9 +723,9 @@ func (sc *Scanner) number() bool {
 	return true
 }
 
-// numberEnd returns the end of the number at s[i:], -1 if there is none:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func numberEnd(s string, i int) int {
+// NumberEnd returns the end of the JSON number at s[i:] (RFC 8259), -1 if none starts
+// there: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func NumberEnd(s string, i int) int {
 	if i < len(s) && s[i] == '-' {
 		i++
 	}

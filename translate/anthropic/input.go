@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
 )
 
 // appendInputLiteral is the common case of a tool call's arguments written as a tool_use
@@ -136,7 +138,7 @@ func appendInputLiteral(dst []byte, lit string) ([]byte, bool) {
 			w += copy(dst[w:], word)
 			i += len(word)
 		default:
-			e := inputNumberEnd(lit, i)
+			e := jsonx.NumberEnd(lit, i)
 			if e < 0 {
 				return dst[:out], false
 			}
@@ -221,45 +223,4 @@ func inputString(dst []byte, lit string, i, w int) (int, int) {
 			return -1, w
 		}
 	}
-}
-
-// inputNumberEnd returns the offset after the JSON number starting at i in s (RFC 8259:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or -1 if none starts there.
-func inputNumberEnd(s string, i int) int {
-	digits := func(i int) int { // the offset after a run of digits from i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = digits(i + 1)
-	default:
-		return -1
-	}
-	if i < len(s) && s[i] == '.' {
-		if j := digits(i + 1); j > i+1 {
-			i = j
-		} else {
-			return -1
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if j := digits(i); j > i {
-			i = j
-		} else {
-			return -1
-		}
-	}
-	return i
 }
