@@ -12,7 +12,10 @@
 #           or anth (the gateway translating to Anthropic, model claude-bench); the other
 #           client APIs' small requests (the load client's -api): resp (the Responses
 #           passthrough, model resp-bench), msg (the Messages passthrough, claude-bench),
-#           raw-resp and raw-msg (the raw proxy with those requests)
+#           raw-resp and raw-msg (the raw proxy with those requests); the translated
+#           rows: resp-anth (Responses -> Anthropic, model claude-bench, the bench's
+#           product-responses) and msg-oai (Messages -> OpenAI chat, model oai-bench, the
+#           bench's product-messages-oai)
 #   OUT     the output file: cachegrind's for N requests (TOOL=cachegrind, the default);
 #           with TOOL=callgrind, OUT.1 holds the N requests after 100 uncounted ones
 #   N       requests
@@ -58,7 +61,9 @@ oai) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=oai-bench ;;
 anth) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench ;;
 resp) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=resp-bench api=responses ;;
 msg) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench api=messages ;;
-*) echo "census.sh: TARGET is raw, raw-resp, raw-msg, oai, anth, resp or msg" >&2; exit 2 ;;
+resp-anth) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=claude-bench api=responses ;;
+msg-oai) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=oai-bench api=messages ;;
+*) echo "census.sh: TARGET is raw, raw-resp, raw-msg, oai, anth, resp, msg, resp-anth or msg-oai" >&2; exit 2 ;;
 esac
 lflags+=(-api "$api")
 [ -n "${LARGE_KB:-}" ] && lflags+=(-large-kb "$LARGE_KB")
