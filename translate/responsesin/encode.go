@@ -66,6 +66,16 @@ type Encoder struct {
 	// Completed is the completion time of Finish, 0 before.
 	completed int64
 	status    string
+	// The room of the first output item, its first content part and the item ids, in the
+	// Encoder itself (#55: one allocation for the Encoder instead of four for a one-item
+	// answer): items, the first item's parts and ids start in them and grow out of them as
+	// append does. ids holds the item ids' text; an item's id is a view of it (bytes once
+	// written are never changed, so a view outlives a growth).
+	items1      [1]item
+	parts1      [1]part
+	parts1Taken bool
+	ids         []byte
+	ids1        [48]byte
 }
 
 type itemKind uint8
@@ -111,6 +121,7 @@ type EncoderOptions struct {
 func NewEncoder(req *Request, opts EncoderOptions) *Encoder {
 	e := &Encoder{id: opts.ID, model: opts.Model, created: opts.Created, stream: opts.Stream, echo: oneLine(req.echoOf()),
 		open: -1, status: StatusInProgress, encrypted: req.EncryptedReasoning, flat: req.flat}
+	e.items, e.ids = e.items1[:0], e.ids1[:0]
 	e.idBase = opts.ID
 	if len(e.idBase) > 5 && e.idBase[:5] == "resp_" {
 		e.idBase = e.idBase[5:]
@@ -203,6 +214,9 @@ func (e *Encoder) Encode(dst []byte, ev *translate.Event) []byte {
 		if n := len(it.parts); n == 0 || it.parts[n-1].refusal != refusal {
 			if n > 0 {
 				dst = e.partDone(dst, it, n-1)
+			}
+			if it.parts == nil && !e.parts1Taken {
+				it.parts, e.parts1Taken = e.parts1[:0], true
 			}
 			it.parts = append(it.parts, part{refusal: refusal})
 			if e.stream {
@@ -316,8 +330,15 @@ func (e *Encoder) call(index int) int {
 	return -1
 }
 
+// itemID returns the id of the next item: prefix, idBase, "_" and its index, written into
+// e.ids.
 func (e *Encoder) itemID(prefix string) string {
-	return prefix + e.idBase + "_" + strconv.Itoa(len(e.items))
+	at := len(e.ids)
+	e.ids = append(e.ids, prefix...)
+	e.ids = append(e.ids, e.idBase...)
+	e.ids = append(e.ids, '_')
+	e.ids = strconv.AppendInt(e.ids, int64(len(e.items)), 10)
+	return jsonx.View(e.ids[at:len(e.ids):len(e.ids)])
 }
 
 // current returns the open item of kind, opening one (and closing another) if needed.
@@ -638,11 +659,11 @@ func (e *Encoder) appendItem(dst []byte, it *item) []byte {
 func appendPart(dst []byte, p *part) []byte {
 	if p.refusal {
 		dst = append(dst, `{"type":"refusal","refusal":`...)
-		dst = jsonx.AppendString(dst, string(p.text))
+		dst = jsonx.AppendString(dst, jsonx.View(p.text))
 		return append(dst, '}')
 	}
 	dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
-	dst = jsonx.AppendString(dst, string(p.text))
+	dst = jsonx.AppendString(dst, jsonx.View(p.text))
 	return append(dst, '}')
 }
 
