@@ -51,6 +51,9 @@ type messagesRun struct {
 	// model is the attempt's client-facing model: the requested one, or the configured
 	// name of the fallback that answers.
 	model string
+	// msg is the assembler of a translated answer (assembler): in the run, not an
+	// allocation of its own.
+	msg messagesin.Message
 	// fol follows what the stream showed the client, to continue it (continuation_messages.go).
 	fol msgFollow
 }
@@ -163,7 +166,8 @@ func (m *messagesRun) streamEncoder() translate.ClientStream {
 }
 
 func (m *messagesRun) assembler() translate.ClientAssembler {
-	return &messagesin.Message{ID: m.c.responseID(), Model: m.c.req.Model}
+	m.msg = messagesin.Message{ID: m.c.responseID(), Model: m.c.req.Model}
+	return &m.msg
 }
 
 func (m *messagesRun) answered(context.Context, []byte) {}

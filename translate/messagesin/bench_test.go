@@ -1,9 +1,11 @@
 package messagesin_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 )
 
@@ -62,5 +64,41 @@ func BenchmarkParseHeadSmall(b *testing.B) {
 		if _, _, complete, err := messagesin.ParseHead(body, 1<<20, passes); err != nil || complete {
 			b.Fatal(complete, err)
 		}
+	}
+}
+
+// BenchmarkTranslatedSmall is this package's part of the translated row (the bench's
+// product-messages-oai: Messages client, OpenAI chat upstream) for the end-to-end bench's
+// small request: the first pass building the request (the model does not pass) and the
+// Message object assembled from the events an upstream decoder emits for the mock's
+// answer (one text delta of its ~700-byte text, the usage, the finish).
+func BenchmarkTranslatedSmall(b *testing.B) {
+	body := []byte(`{"max_tokens":1024,"messages":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"model":"claude-bench","system":"You are a helpful assistant. Answer concisely and accurately.","temperature":0.7}`)
+	text := strings.Repeat("The bicycle began as the draisine, a wooden running machine. ", 12)
+	events := []translate.Event{
+		{Kind: translate.EventTextDelta, Text: text},
+		{Kind: translate.EventUsage, Usage: translate.Usage{PromptTokens: 412, CompletionTokens: 187}},
+		{Kind: translate.EventFinish, FinishReason: translate.FinishStop},
+	}
+	translated := func(string) bool { return false }
+	var out []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, complete, err := messagesin.ParseHead(body, 1<<20, translated); err != nil || !complete {
+			b.Fatal(complete, err)
+		}
+		m := &messagesin.Message{ID: "msg_0bee99a5de5b12910068f966", Model: "claude-bench"}
+		for i := range events {
+			if err := m.Add(&events[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var err error
+		if out, err = m.AppendBody(out[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !bytes.Contains(out, []byte(`{"type":"text","text":"The bicycle`)) {
+		b.Fatalf("unexpected Message: %s", out)
 	}
 }

@@ -260,7 +260,10 @@ func AppendPing(dst []byte) []byte {
 // Assembler collects core events into one Message object, for a client that did not
 // stream. It is not safe for concurrent use.
 type Assembler struct {
-	blocks      []block
+	blocks []block
+	// blocks1 is the room of the first block (#55: a one-block answer allocates none for
+	// its blocks); an Assembler is not copied once it has blocks.
+	blocks1     [1]block
 	finish      string
 	calledTools bool
 	usage       translate.Usage
@@ -320,6 +323,9 @@ func (a *Assembler) appendText(kind blockKind, s string) {
 		return
 	}
 	if n := len(a.blocks); n == 0 || a.blocks[n-1].kind != kind {
+		if a.blocks == nil {
+			a.blocks = a.blocks1[:0]
+		}
 		a.blocks = append(a.blocks, block{kind: kind})
 	}
 	b := &a.blocks[len(a.blocks)-1]
@@ -347,11 +353,11 @@ func (a *Assembler) AppendMessage(dst []byte, id, model string) []byte {
 			continue
 		case blockText:
 			dst = append(dst, `{"type":"text","text":`...)
-			dst = jsonx.AppendString(dst, string(b.text))
+			dst = jsonx.AppendString(dst, jsonx.View(b.text))
 			dst = append(dst, `,"citations":null`...)
 		case blockThinking:
 			dst = append(dst, `{"type":"thinking","thinking":`...)
-			dst = jsonx.AppendString(dst, string(b.text))
+			dst = jsonx.AppendString(dst, jsonx.View(b.text))
 			dst = append(dst, `,"signature":""`...)
 		case blockToolUse:
 			dst = append(dst, `{"type":"tool_use","caller":{"type":"direct"},"id":`...)
