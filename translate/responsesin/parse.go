@@ -350,8 +350,9 @@ type parser struct {
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
 	user, safetyID                                           string
-	// temperature and top_p as the client wrote them when that is how the echo writes
-	// their values (echoFloat); "" otherwise.
+	// temperature and top_p as the client wrote them (a number's text, "" for any other
+	// value), which the echo copies when they are plainDecimal: read only by appendEcho, a
+	// passthrough checks nothing more.
 	temperatureLit, topPLit string
 	parallel                *bool
 	toolsV                  jsonx.Value // tools, for the echo
@@ -446,10 +447,10 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
 	case "temperature":
-		p.temperatureLit = echoedLiteral(v)
+		p.temperatureLit = numberText(v)
 		return number(v, name, 2, &c.Temperature)
 	case "top_p":
-		p.topPLit = echoedLiteral(v)
+		p.topPLit = numberText(v)
 		return number(v, name, 1, &c.TopP)
 	case "metadata":
 		if v.Kind != jsonx.Object {
@@ -612,10 +613,9 @@ func number(v jsonx.Value, name string, hi float64, dst **float64) error {
 	return nil
 }
 
-// echoedLiteral returns v's text when it is a number that jsonx.AppendFloat writes as it
-// is written (plainDecimal), "" otherwise.
-func echoedLiteral(v jsonx.Value) string {
-	if v.Kind == jsonx.Number && plainDecimal(v.Raw) {
+// numberText returns v's text when it is a number, "" otherwise.
+func numberText(v jsonx.Value) string {
+	if v.Kind == jsonx.Number {
 		return v.Raw
 	}
 	return ""
@@ -1201,7 +1201,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"store":`...)
 	dst = jsonx.AppendBool(dst, r.Store)
 	dst = append(dst, `,"temperature":`...)
-	if p.temperatureLit != "" {
+	if c.Temperature != nil && plainDecimal(p.temperatureLit) {
 		dst = append(dst, p.temperatureLit...)
 	} else if c.Temperature != nil {
 		dst = jsonx.AppendFloat(dst, *c.Temperature)
@@ -1215,7 +1215,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"tools":`...)
 	dst = p.appendTools(dst)
 	dst = append(dst, `,"top_p":`...)
-	if p.topPLit != "" {
+	if c.TopP != nil && plainDecimal(p.topPLit) {
 		dst = append(dst, p.topPLit...)
 	} else if c.TopP != nil {
 		dst = jsonx.AppendFloat(dst, *c.TopP)
