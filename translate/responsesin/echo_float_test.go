@@ -42,15 +42,11 @@ func TestEcho_FloatLiterals(t *testing.T) {
 		if err != nil || f < 0 || f > 1 || jsonx.NumberEnd(lit, 0) != len(lit) {
 			continue // not a JSON number top_p takes
 		}
-		for _, body := range []string{
-			`{"model":"m","input":"hi","temperature":` + lit + `,"top_p":` + lit + `}`,
-			"{\n \"temperature\" : " + lit + " ,\n \"top_p\":\t" + lit + "\n, \"model\":\"m\",\"input\":\"hi\"}",
-		} {
-			r := mustParse(t, body)
-			want := `"temperature":` + strconv.FormatFloat(f, 'g', -1, 64) + `,`
-			if echo := string(r.echo); !strings.Contains(echo, want) || !strings.Contains(echo, `"top_p":`+strconv.FormatFloat(f, 'g', -1, 64)+`,`) {
-				t.Errorf("%s: echo %s, want %s and the same top_p", body, echo, want)
-			}
+		body := `{"model":"m","input":"hi","temperature":` + lit + `,"top_p":` + lit + `}`
+		r := mustParse(t, body)
+		want := `"temperature":` + strconv.FormatFloat(f, 'g', -1, 64) + `,`
+		if echo := string(r.echo); !strings.Contains(echo, want) || !strings.Contains(echo, `"top_p":`+strconv.FormatFloat(f, 'g', -1, 64)+`,`) {
+			t.Errorf("%s: echo %s, want %s and the same top_p", body, echo, want)
 		}
 	}
 }

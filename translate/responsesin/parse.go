@@ -350,9 +350,8 @@ type parser struct {
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
 	user, safetyID                                           string
-	// temperature and top_p as the client wrote them (a number's text, "" for any other
-	// value), which the echo copies when they are plainDecimal: read only by appendEcho, a
-	// passthrough checks nothing more.
+	// temperature and top_p as the client wrote them when that is how the echo writes
+	// their values (echoFloat); "" otherwise.
 	temperatureLit, topPLit string
 	parallel                *bool
 	toolsV                  jsonx.Value // tools, for the echo
@@ -447,10 +446,10 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
 	case "temperature":
-		p.temperatureLit = numberText(v)
+		p.temperatureLit = echoedLiteral(v)
 		return number(v, name, 2, &c.Temperature)
 	case "top_p":
-		p.topPLit = numberText(v)
+		p.topPLit = echoedLiteral(v)
 		return number(v, name, 1, &c.TopP)
 	case "metadata":
 		if v.Kind != jsonx.Object {
@@ -613,9 +612,10 @@ func number(v jsonx.Value, name string, hi float64, dst **float64) error {
 	return nil
 }
 
-// numberText returns v's text when it is a number, "" otherwise.
-func numberText(v jsonx.Value) string {
-	if v.Kind == jsonx.Number {
+// echoedLiteral returns v's text when it is a number that jsonx.AppendFloat writes as it
+// is written (plainDecimal), "" otherwise.
+func echoedLiteral(v jsonx.Value) string {
+	if v.Kind == jsonx.Number && plainDecimal(v.Raw) {
 		return v.Raw
 	}
 	return ""
@@ -1201,7 +1201,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"store":`...)
 	dst = jsonx.AppendBool(dst, r.Store)
 	dst = append(dst, `,"temperature":`...)
-	if c.Temperature != nil && plainDecimal(p.temperatureLit) {
+	if p.temperatureLit != "" {
 		dst = append(dst, p.temperatureLit...)
 	} else if c.Temperature != nil {
 		dst = jsonx.AppendFloat(dst, *c.Temperature)
@@ -1215,7 +1215,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"tools":`...)
 	dst = p.appendTools(dst)
 	dst = append(dst, `,"top_p":`...)
-	if c.TopP != nil && plainDecimal(p.topPLit) {
+	if p.topPLit != "" {
 		dst = append(dst, p.topPLit...)
 	} else if c.TopP != nil {
 		dst = jsonx.AppendFloat(dst, *c.TopP)
