@@ -350,13 +350,10 @@ type parser struct {
 	// Raw values echoed in the Response object; "" when unset.
 	tools, toolChoice, text, reasoning, metadata, truncation string
 	user, safetyID                                           string
-	// temperature and top_p as the client wrote them when that is how the echo writes
-	// their values (echoFloat); "" otherwise.
-	temperatureLit, topPLit string
-	parallel                *bool
-	toolsV                  jsonx.Value // tools, for the echo
-	nTools                  int         // elements of tools
-	pending                 []pendingTool
+	parallel                                                 *bool
+	toolsV                                                   jsonx.Value // tools, for the echo
+	nTools                                                   int         // elements of tools
+	pending                                                  []pendingTool
 	// toolsSc, when its input is set, is the scanner toolsV comes from (toolsOver);
 	// otherwise it is sc.
 	toolsSc jsonx.Scanner
@@ -446,10 +443,8 @@ func (p *parser) field(name string, v jsonx.Value) error {
 		}
 		c.MaxTokens, c.MaxTokensParam = int(n), name
 	case "temperature":
-		p.temperatureLit = echoedLiteral(v)
 		return number(v, name, 2, &c.Temperature)
 	case "top_p":
-		p.topPLit = echoedLiteral(v)
 		return number(v, name, 1, &c.TopP)
 	case "metadata":
 		if v.Kind != jsonx.Object {
@@ -610,54 +605,6 @@ func number(v jsonx.Value, name string, hi float64, dst **float64) error {
 	}
 	*dst = &f
 	return nil
-}
-
-// echoedLiteral returns v's text when it is a number that jsonx.AppendFloat writes as it
-// is written (plainDecimal), "" otherwise.
-func echoedLiteral(v jsonx.Value) string {
-	if v.Kind == jsonx.Number && plainDecimal(v.Raw) {
-		return v.Raw
-	}
-	return ""
-}
-
-// plainDecimal reports whether lit is a decimal that strconv's shortest 'g' format (the
-// echo's jsonx.AppendFloat) writes back byte for byte: one digit before the point; no
-// sign, exponent or trailing zero of a fraction; at most three zeros after "0." (from
-// 1e-5 on 'g' writes an exponent); at most 15 significant digits, so that no shorter
-// decimal names the same float64 and the shortest form is lit's digits (#55: the echo's
-// temperature and top_p copied instead of formatted, ~0.6 K instructions). The settings
-// the Response echoes are in 0..2, where the rule holds for the usual literals (0.7, 1,
-// 0.95); FuzzPlainDecimalMatchesStrconv holds it to strconv for any string.
-func plainDecimal(lit string) bool {
-	if len(lit) == 0 || lit[0] < '0' || lit[0] > '9' {
-		return false
-	}
-	if len(lit) == 1 {
-		return true
-	}
-	if lit[1] != '.' || len(lit) == 2 || lit[len(lit)-1] == '0' {
-		return false
-	}
-	frac := lit[2:]
-	sig := 1 // the digit before the point
-	if lit[0] == '0' {
-		sig = 0
-		zeros := 0
-		for zeros < len(frac) && frac[zeros] == '0' {
-			zeros++
-		}
-		if zeros > 3 {
-			return false
-		}
-		frac = frac[zeros:]
-	}
-	for i := 0; i < len(frac); i++ {
-		if frac[i] < '0' || frac[i] > '9' {
-			return false
-		}
-	}
-	return sig+len(frac) <= 15
 }
 
 // str reads a string (nonEmpty: one that is not "") into *dst.
@@ -1201,9 +1148,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"store":`...)
 	dst = jsonx.AppendBool(dst, r.Store)
 	dst = append(dst, `,"temperature":`...)
-	if p.temperatureLit != "" {
-		dst = append(dst, p.temperatureLit...)
-	} else if c.Temperature != nil {
+	if c.Temperature != nil {
 		dst = jsonx.AppendFloat(dst, *c.Temperature)
 	} else {
 		dst = append(dst, "1"...)
@@ -1215,9 +1160,7 @@ func (p *parser) appendEcho(dst []byte) []byte {
 	dst = append(dst, `,"tools":`...)
 	dst = p.appendTools(dst)
 	dst = append(dst, `,"top_p":`...)
-	if p.topPLit != "" {
-		dst = append(dst, p.topPLit...)
-	} else if c.TopP != nil {
+	if c.TopP != nil {
 		dst = jsonx.AppendFloat(dst, *c.TopP)
 	} else {
 		dst = append(dst, "1"...)
