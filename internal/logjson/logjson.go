@@ -182,6 +182,11 @@ func (h *Handler) fastTime(t time.Time) bool {
 	if t.IsZero() {
 		return true
 	}
+	// The second last formatted was within the years (appendTime keeps only those): a
+	// line in the same second and location needs no calendar arithmetic.
+	if s := h.clock.Load(); s != nil && s.unix == t.Unix() && s.loc == t.Location() {
+		return true
+	}
 	y := t.Year()
 	return y >= 0 && y < 10000
 }
@@ -210,10 +215,12 @@ func (h *Handler) appendTime(b []byte, t time.Time) []byte {
 	if ns := t.Nanosecond(); ns != 0 { // as .999999999 does: trailing zeros left out
 		var frac [10]byte
 		frac[0] = '.'
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
-		}
+		// Three groups of three digits, each written from its value by constant
+		// divisions (no loop, no bounds checks).
+		ms, us, rest := uint32(ns)/1000000, uint32(ns)/1000%1000, uint32(ns)%1000
+		frac[1], frac[2], frac[3] = byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10)
+		frac[4], frac[5], frac[6] = byte('0'+us/100), byte('0'+us/10%10), byte('0'+us%10)
+		frac[7], frac[8], frac[9] = byte('0'+rest/100), byte('0'+rest/10%10), byte('0'+rest%10)
 		n := 10
 		for frac[n-1] == '0' {
 			n--

@@ -257,6 +257,39 @@ func TestAppendTime(t *testing.T) {
 			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
 		}
 	}
+	// Each digit of the fraction in each place, and trailing zeros of every length.
+	for ns := 1; ns < 1e9; ns = ns*10 + ns%7 + 1 {
+		for _, tm := range []time.Time{at.Truncate(time.Second).Add(time.Duration(ns)), at.Truncate(time.Second).Add(time.Duration(1e9 - ns))} {
+			if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+				t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
+			}
+		}
+	}
+}
+
+// TestFastTime: the fast path takes a time within years 0-9999 in any zone, and never one
+// outside them, whatever second it formatted last.
+func TestFastTime(t *testing.T) {
+	h := New(io.Discard, nil)
+	east := time.FixedZone("E", 14*3600)
+	for _, tt := range []struct {
+		t    time.Time
+		want bool
+	}{
+		{at, true}, {at, true}, {time.Time{}, true},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), true},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).In(east), false}, // the same second, in year 10000 there
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).In(time.FixedZone("W", -3600)), false},
+	} {
+		if got := h.fastTime(tt.t); got != tt.want {
+			t.Errorf("fastTime(%v) = %v, want %v", tt.t, got, tt.want)
+		}
+		if tt.want && !tt.t.IsZero() {
+			h.appendTime(nil, tt.t) // kept as the last second
+		}
+	}
 }
 
 // FuzzAppendTimeMatchesFormat: any instant in years 0-9999, in any whole-minute or odd
@@ -268,7 +301,12 @@ func FuzzAppendTimeMatchesFormat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int32, step int64) {
 		zone := time.FixedZone("Z", int(offset%(18*3600)))
 		for _, tm := range []time.Time{time.Unix(sec, nsec).In(zone), time.Unix(sec, nsec).In(zone).Add(time.Duration(step))} {
-			if y := tm.Year(); y < 0 || y >= 10000 {
+			y := tm.Year()
+			// fastTime, which trusts the second appendTime kept last, says what the year says.
+			if got, want := h.fastTime(tm), y >= 0 && y < 10000; got != want {
+				t.Fatalf("fastTime(%v) = %v, want %v", tm, got, want)
+			}
+			if y < 0 || y >= 10000 {
 				continue
 			}
 			if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
