@@ -282,9 +282,13 @@ func (h *Handler) format(b []byte, t time.Time, level slog.Level, msg string, at
 		b = h.appendTime(b, t)
 		b = append(b, `",`...)
 	}
-	b = append(b, `"level":`...)
-	b = AppendString(b, level.String())
-	b = append(b, `,"msg":`...)
+	if level == slog.LevelInfo { // every request's line: its level's text is a constant
+		b = append(b, `"level":"INFO","msg":`...)
+	} else {
+		b = append(b, `"level":`...)
+		b = AppendString(b, level.String())
+		b = append(b, `,"msg":`...)
+	}
 	b = AppendString(b, msg)
 	b = append(b, h.pre...)
 	b = attrs(b)
