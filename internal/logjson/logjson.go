@@ -5,7 +5,8 @@
 // error or other Any value, a group, an empty key, a LogValuer, a time outside years
 // 0-9999) and every record under HandlerOptions.ReplaceAttr or AddSource is formatted by
 // the stock handler, which the Handler keeps beside it with the same attributes and groups.
-// Like the stock handler it writes each record with one Write call, under a lock.
+// Like the stock handler it writes each record with one Write call, under a lock; to a
+// LineAppender (asynclog.Writer) a fast record is appended in place instead, whole.
 package logjson
 
 import (
