@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agate-gateway/agate/internal/asynclog"
 	"github.com/agate-gateway/agate/internal/logjson"
 )
 
@@ -151,6 +152,18 @@ func BenchmarkAccessLine(b *testing.B) {
 		for b.Loop() {
 			d.at = time.Now()
 			logLineAt(l, d.at, accessLine, d.appendMembers, d.attrs)
+		}
+	})
+	// The gateway's sink (cmd/gateway: the batching writer), its output discarded: the
+	// line is appended in place there (#55).
+	w := asynclog.New(io.Discard, asynclog.Options{})
+	defer w.Close()
+	la := slog.New(logjson.New(w, nil))
+	b.Run("asynclog", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d.at = time.Now()
+			logLineAt(la, d.at, accessLine, d.appendMembers, d.attrs)
 		}
 	})
 }

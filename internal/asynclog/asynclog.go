@@ -101,6 +101,46 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// BeginLine locks the Writer for one line to be appended straight to what waits to be
+// written, with no buffer and no copy of the caller's: it returns that pending text, to
+// which the caller appends exactly one whole line and hands the result to EndLine, which
+// unlocks. Nothing else may be done with the Writer in between (it is locked). ok is false,
+// and the Writer left unlocked, once it is closed: the caller then Writes its line.
+// A line that would take the pending text beyond MaxPending is dropped and counted by
+// EndLine, as Write drops it.
+func (w *Writer) BeginLine() (pending []byte, ok bool) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, false
+	}
+	return w.pending, true
+}
+
+// EndLine takes b, the text BeginLine returned with one line appended (perhaps in a
+// larger array), and unlocks the Writer. To abandon a line, pass the text as BeginLine
+// returned it (or b cut back to that length).
+func (w *Writer) EndLine(b []byte) {
+	n := len(w.pending) // the pending text's length before the line
+	if len(b) > w.maxPending && len(b) > n {
+		w.dropped++ // w.pending is left as it was: the line's bytes lie beyond its length
+		w.mu.Unlock()
+		if w.onDrop != nil {
+			w.onDrop()
+		}
+		return
+	}
+	w.pending = b
+	wake := (n == 0 && len(b) > 0) || len(b) >= flushBytes
+	w.mu.Unlock()
+	if wake {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // KeepsWritesWhole marks the Writer as a logjson.LineWriter: each Write is taken, written
 // and dropped whole, under the Writer's lock.
 func (w *Writer) KeepsWritesWhole() {}

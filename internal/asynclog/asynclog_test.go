@@ -33,6 +33,24 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// ways are the two ways a line reaches a Writer: Write, and appended in place
+// (BeginLine and EndLine, as the JSON log handler gives its lines); after Close a line
+// appended in place is refused and written instead.
+var ways = []struct {
+	name string
+	put  func(w *Writer, line string)
+}{
+	{"Write", func(w *Writer, line string) { io.WriteString(w, line) }},
+	{"BeginLine", func(w *Writer, line string) {
+		b, ok := w.BeginLine()
+		if !ok {
+			io.WriteString(w, line)
+			return
+		}
+		w.EndLine(append(b, line...))
+	}},
+}
+
 // TestWriter_NoLineLostAtClose: every line written before Close is in the output after it,
 // each writer's lines in their order, and lines written after Close go straight through.
 func TestWriter_NoLineLostAtClose(t *testing.T) {
@@ -46,46 +64,55 @@ func TestWriter_NoLineLostAtClose(t *testing.T) {
 		{name: "large batches", writers: 4, perEach: 5000, opts: Options{MaxPending: 64 << 20}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out lockedBuffer
-			w := New(&out, tt.opts)
-			var wg sync.WaitGroup
-			for g := range tt.writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range tt.perEach {
-						fmt.Fprintf(w, "w%d line %d\n", g, i)
-					}
-				}()
+		for _, way := range ways {
+			t.Run(tt.name+"/"+way.name, func(t *testing.T) { testNoLineLost(t, tt.writers, tt.perEach, tt.opts, way.put) })
+		}
+	}
+}
+
+// testNoLineLost has writers goroutines put perEach lines each, then closes the Writer
+// and puts one more line; the output must hold them all, each writer's in order.
+func testNoLineLost(t *testing.T, writers, perEach int, opts Options, put func(*Writer, string)) {
+	var out lockedBuffer
+	w := New(&out, opts)
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perEach {
+				put(w, fmt.Sprintf("w%d line %d\n", g, i))
 			}
-			wg.Wait()
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(w, "after close\n")
-			if d := w.Dropped(); d != 0 {
-				t.Fatalf("dropped %d lines with the output keeping up", d)
-			}
-			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-			if got, want := len(lines), tt.writers*tt.perEach+1; got != want {
-				t.Fatalf("got %d lines, want %d", got, want)
-			}
-			next := make([]int, tt.writers)
-			for _, l := range lines[:len(lines)-1] {
-				var g, i int
-				if _, err := fmt.Sscanf(l, "w%d line %d", &g, &i); err != nil {
-					t.Fatalf("garbled line %q: %v", l, err)
-				}
-				if i != next[g] {
-					t.Fatalf("writer %d: line %d follows line %d", g, i, next[g]-1)
-				}
-				next[g]++
-			}
-			if diff := cmp.Diff("after close", lines[len(lines)-1]); diff != "" {
-				t.Errorf("last line (-want +got):\n%s", diff)
-			}
-		})
+		}()
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.BeginLine(); ok {
+		t.Fatal("BeginLine took a line after Close")
+	}
+	put(w, "after close\n")
+	if d := w.Dropped(); d != 0 {
+		t.Fatalf("dropped %d lines with the output keeping up", d)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if got, want := len(lines), writers*perEach+1; got != want {
+		t.Fatalf("got %d lines, want %d", got, want)
+	}
+	next := make([]int, writers)
+	for _, l := range lines[:len(lines)-1] {
+		var g, i int
+		if _, err := fmt.Sscanf(l, "w%d line %d", &g, &i); err != nil {
+			t.Fatalf("garbled line %q: %v", l, err)
+		}
+		if i != next[g] {
+			t.Fatalf("writer %d: line %d follows line %d", g, i, next[g]-1)
+		}
+		next[g]++
+	}
+	if diff := cmp.Diff("after close", lines[len(lines)-1]); diff != "" {
+		t.Errorf("last line (-want +got):\n%s", diff)
 	}
 }
 
@@ -116,39 +143,66 @@ func TestWriter_DropsCounted(t *testing.T) {
 		{name: "bound below one line", maxPending: 5, lines: 3, wantDropped: 3},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out := &blockingWriter{entered: make(chan struct{}, 100), release: make(chan struct{})}
-			var onDrop int
-			var mu sync.Mutex
-			w := New(out, Options{MaxPending: tt.maxPending, OnDrop: func() { mu.Lock(); onDrop++; mu.Unlock() }})
-			// The first line is taken by the flusher, which then blocks in the output:
-			// from then on, nothing leaves memory.
-			io.WriteString(w, "s\n")
-			<-out.entered
-			var want []string
-			for i := range tt.lines {
-				line := fmt.Sprintf("line %03d\n", i) // 9 bytes
-				io.WriteString(w, line)
-				if i < tt.lines-tt.wantDropped {
-					want = append(want, line)
+		for _, way := range ways {
+			t.Run(tt.name+"/"+way.name, func(t *testing.T) {
+				out := &blockingWriter{entered: make(chan struct{}, 100), release: make(chan struct{})}
+				var onDrop int
+				var mu sync.Mutex
+				w := New(out, Options{MaxPending: tt.maxPending, OnDrop: func() { mu.Lock(); onDrop++; mu.Unlock() }})
+				// The first line is taken by the flusher, which then blocks in the output:
+				// from then on, nothing leaves memory.
+				io.WriteString(w, "s\n")
+				<-out.entered
+				var want []string
+				for i := range tt.lines {
+					line := fmt.Sprintf("line %03d\n", i) // 9 bytes
+					way.put(w, line)
+					if i < tt.lines-tt.wantDropped {
+						want = append(want, line)
+					}
 				}
-			}
-			if got := w.Dropped(); got != uint64(tt.wantDropped) {
-				t.Errorf("Dropped() = %d, want %d", got, tt.wantDropped)
-			}
-			mu.Lock()
-			if onDrop != tt.wantDropped {
-				t.Errorf("OnDrop called %d times, want %d", onDrop, tt.wantDropped)
-			}
-			mu.Unlock()
-			close(out.release)
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff("s\n"+strings.Join(want, ""), out.out.String()); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
-		})
+				if got := w.Dropped(); got != uint64(tt.wantDropped) {
+					t.Errorf("Dropped() = %d, want %d", got, tt.wantDropped)
+				}
+				mu.Lock()
+				if onDrop != tt.wantDropped {
+					t.Errorf("OnDrop called %d times, want %d", onDrop, tt.wantDropped)
+				}
+				mu.Unlock()
+				close(out.release)
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff("s\n"+strings.Join(want, ""), out.out.String()); diff != "" {
+					t.Errorf("output (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// TestWriter_EndLineAbandons: a line handed back cut to the length BeginLine returned
+// leaves nothing, and the Writer takes the next line (it was unlocked).
+func TestWriter_EndLineAbandons(t *testing.T) {
+	var out lockedBuffer
+	w := New(&out, Options{})
+	io.WriteString(w, "a\n")
+	b, ok := w.BeginLine()
+	if !ok {
+		t.Fatal("BeginLine refused a line before Close")
+	}
+	n := len(b)
+	b = append(b, "half a li"...)
+	w.EndLine(b[:n])
+	ways[1].put(w, "c\n")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("a\nc\n", out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	if d := w.Dropped(); d != 0 {
+		t.Errorf("Dropped() = %d after an abandoned line, want 0", d)
 	}
 }
 
@@ -186,3 +240,6 @@ func BenchmarkWriter(b *testing.B) {
 // The JSON log handler writes to a Writer without a lock of its own: each Write is kept
 // whole (see Write and Close).
 var _ logjson.LineWriter = (*Writer)(nil)
+
+// It takes a line appended in place (BeginLine, EndLine).
+var _ logjson.LineAppender = (*Writer)(nil)

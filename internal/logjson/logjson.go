@@ -5,7 +5,8 @@
 // error or other Any value, a group, an empty key, a LogValuer, a time outside years
 // 0-9999) and every record under HandlerOptions.ReplaceAttr or AddSource is formatted by
 // the stock handler, which the Handler keeps beside it with the same attributes and groups.
-// Like the stock handler it writes each record with one Write call, under a lock.
+// Like the stock handler it writes each record with one Write call, under a lock; to a
+// LineAppender (asynclog.Writer) a fast record is appended in place instead, whole.
 package logjson
 
 import (
@@ -25,7 +26,9 @@ type Handler struct {
 	w io.Writer
 	// mu is shared by a Handler and those derived from it, and by std's writes; nil when
 	// w is a LineWriter, which keeps each Write whole by itself.
-	mu    *sync.Mutex
+	mu *sync.Mutex
+	// app is w when it takes a line appended in place (LineAppender), else nil.
+	app   LineAppender
 	level slog.Leveler
 	std   slog.Handler // the stock handler, with this Handler's attributes and groups
 	// pre holds the WithAttrs attributes, formatted, each starting with a comma.
@@ -47,6 +50,19 @@ type LineWriter interface {
 	KeepsWritesWhole()
 }
 
+// LineAppender is a LineWriter that takes a line appended straight to its own buffer
+// (asynclog.Writer): the Handler then formats a fast record there, with no buffer of its
+// own and no copy of the line.
+type LineAppender interface {
+	LineWriter
+	// BeginLine locks the writer and returns its buffer to append one whole line to; ok
+	// false (the writer left unlocked) means the line is to be written with Write.
+	BeginLine() (b []byte, ok bool)
+	// EndLine takes the buffer BeginLine returned with the line appended (or as it was
+	// returned, to abandon the line) and unlocks the writer.
+	EndLine(b []byte)
+}
+
 // New returns a Handler writing to w with opts (nil means the defaults), as
 // slog.NewJSONHandler(w, opts) would.
 func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
@@ -57,7 +73,8 @@ func New(w io.Writer, opts *slog.HandlerOptions) *Handler {
 	if _, whole := w.(LineWriter); !whole {
 		mu = new(sync.Mutex)
 	}
-	h := &Handler{w: w, mu: mu, level: opts.Level, bufs: &sync.Pool{}, clock: new(atomic.Pointer[second])}
+	app, _ := w.(LineAppender)
+	h := &Handler{w: w, mu: mu, app: app, level: opts.Level, bufs: &sync.Pool{}, clock: new(atomic.Pointer[second])}
 	h.std = slog.NewJSONHandler(lockedWriter{w: w, mu: mu}, opts)
 	h.slow = opts.ReplaceAttr != nil || opts.AddSource
 	if h.level == nil {
@@ -166,6 +183,11 @@ func (h *Handler) fastTime(t time.Time) bool {
 	if t.IsZero() {
 		return true
 	}
+	// The second last formatted was within the years (appendTime keeps only those): a
+	// line in the same second and location needs no calendar arithmetic.
+	if s := h.clock.Load(); s != nil && s.unix == t.Unix() && s.loc == t.Location() {
+		return true
+	}
 	y := t.Year()
 	return y >= 0 && y < 10000
 }
@@ -194,10 +216,12 @@ func (h *Handler) appendTime(b []byte, t time.Time) []byte {
 	if ns := t.Nanosecond(); ns != 0 { // as .999999999 does: trailing zeros left out
 		var frac [10]byte
 		frac[0] = '.'
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
-		}
+		// Three groups of three digits, each written from its value by constant
+		// divisions (no loop, no bounds checks).
+		ms, us, rest := uint32(ns)/1000000, uint32(ns)/1000%1000, uint32(ns)%1000
+		frac[1], frac[2], frac[3] = byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10)
+		frac[4], frac[5], frac[6] = byte('0'+us/100), byte('0'+us/10%10), byte('0'+us%10)
+		frac[7], frac[8], frac[9] = byte('0'+rest/100), byte('0'+rest/10%10), byte('0'+rest%10)
 		n := 10
 		for frac[n-1] == '0' {
 			n--
@@ -208,25 +232,20 @@ func (h *Handler) appendTime(b []byte, t time.Time) []byte {
 }
 
 // write formats a record whose attributes the fast path formats (attrs appends them)
-// into a pooled buffer and writes it with one Write call.
+// straight into a LineAppender's buffer, or else into a pooled buffer that it writes with
+// one Write call.
 func (h *Handler) write(t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) error {
+	if h.app != nil {
+		if b, ok := h.app.BeginLine(); ok {
+			h.appendLine(b, t, level, msg, attrs)
+			return nil
+		}
+	}
 	bp, _ := h.bufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	b := append((*bp)[:0], '{')
-	if !t.IsZero() {
-		b = append(b, `"time":"`...)
-		b = h.appendTime(b, t)
-		b = append(b, `",`...)
-	}
-	b = append(b, `"level":`...)
-	b = AppendString(b, level.String())
-	b = append(b, `,"msg":`...)
-	b = AppendString(b, msg)
-	b = append(b, h.pre...)
-	b = attrs(b)
-	b = append(b, "}\n"...)
+	b := h.format((*bp)[:0], t, level, msg, attrs)
 	var err error
 	if h.mu == nil {
 		_, err = h.w.Write(b)
@@ -240,6 +259,41 @@ func (h *Handler) write(t time.Time, level slog.Level, msg string, attrs func([]
 		h.bufs.Put(bp)
 	}
 	return err
+}
+
+// appendLine appends the line to b, the buffer h.app.BeginLine returned, and hands it to
+// EndLine; a panic of attrs abandons the line and leaves the writer unlocked.
+func (h *Handler) appendLine(b []byte, t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) {
+	n, done := len(b), false
+	defer func() {
+		if !done {
+			h.app.EndLine(b[:n])
+		}
+	}()
+	b = h.format(b, t, level, msg, attrs)
+	done = true
+	h.app.EndLine(b)
+}
+
+// format appends the line of a record the fast path formats to b.
+func (h *Handler) format(b []byte, t time.Time, level slog.Level, msg string, attrs func([]byte) []byte) []byte {
+	b = append(b, '{')
+	if !t.IsZero() {
+		b = append(b, `"time":"`...)
+		b = h.appendTime(b, t)
+		b = append(b, `",`...)
+	}
+	if level == slog.LevelInfo { // every request's line: its level's text is a constant
+		b = append(b, `"level":"INFO","msg":`...)
+	} else {
+		b = append(b, `"level":`...)
+		b = AppendString(b, level.String())
+		b = append(b, `,"msg":`...)
+	}
+	b = AppendString(b, msg)
+	b = append(b, h.pre...)
+	b = attrs(b)
+	return append(b, "}\n"...)
 }
 
 // appendAttr appends ,"key":value for an attribute fast accepted.

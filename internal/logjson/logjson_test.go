@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -49,6 +50,18 @@ func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string
 			t.Fatal(err)
 		}
 	}
+	// A writer that takes lines appended in place (asynclog.Writer) gets the same bytes.
+	ap := &appender{}
+	if h := derive(New(ap, opts)); h.Enabled(context.Background(), rec.level) {
+		r := slog.NewRecord(rec.time, rec.level, rec.msg, 0)
+		r.AddAttrs(rec.attrs...)
+		if err := h.Handle(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if string(ap.buf) != g.String() {
+			t.Errorf("Handle appended in place\n%s\nHandle wrote\n%s", ap.buf, g.String())
+		}
+	}
 	if lh, ok := derive(New(&l, opts)).(*Handler); ok && lh.Enabled(context.Background(), rec.level) {
 		// LogAttrs, the Record-less form, writes the same line.
 		if err := lh.LogAttrs(context.Background(), rec.time, rec.level, rec.msg, rec.attrs...); err != nil {
@@ -79,6 +92,93 @@ func both(t *testing.T, rec record, opts *slog.HandlerOptions) (got, want string
 		}
 	}
 	return g.String(), w.String()
+}
+
+// appender is a LineAppender over a buffer, as asynclog.Writer is; it counts the lines
+// appended in place and the Writes.
+type appender struct {
+	mu            sync.Mutex
+	buf           []byte
+	lines, writes int
+}
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.writes++
+	a.buf = append(a.buf, p...)
+	return len(p), nil
+}
+
+func (*appender) KeepsWritesWhole() {}
+
+func (a *appender) BeginLine() ([]byte, bool) {
+	a.mu.Lock()
+	return a.buf, true
+}
+
+func (a *appender) EndLine(b []byte) {
+	if len(b) > len(a.buf) {
+		a.lines++
+	}
+	a.buf = b
+	a.mu.Unlock()
+}
+
+// TestHandler_AppendsInPlace: to a LineAppender, a fast record is appended in place (no
+// Write), the stock handler's bytes; a record the fast path does not format is written.
+func TestHandler_AppendsInPlace(t *testing.T) {
+	ap := &appender{}
+	h := New(ap, nil)
+	members := func(b []byte) []byte { return appendAttr(b, slog.Int("status", 200)) }
+	if err := h.LogFunc(context.Background(), at, slog.LevelInfo, "chat completion", members, nil); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	_ = slog.New(slog.NewJSONHandler(&want, nil)).Handler().Handle(context.Background(), func() slog.Record {
+		r := slog.NewRecord(at, slog.LevelInfo, "chat completion", 0)
+		r.AddAttrs(slog.Int("status", 200))
+		return r
+	}())
+	if string(ap.buf) != want.String() || ap.lines != 1 || ap.writes != 0 {
+		t.Errorf("got %q in %d lines appended and %d writes, want %q in one line appended", ap.buf, ap.lines, ap.writes, want.String())
+	}
+	_ = h.LogAttrs(context.Background(), at, slog.LevelInfo, "m", slog.Float64("f", 0.5))
+	if ap.lines != 1 || ap.writes != 1 {
+		t.Errorf("a float attribute: %d lines appended, %d writes; want it written", ap.lines-1, ap.writes)
+	}
+}
+
+// TestHandler_PanicAbandonsLine: a members function that panics while its line is being
+// appended in place leaves nothing of the line and the writer unlocked.
+func TestHandler_PanicAbandonsLine(t *testing.T) {
+	ap := &appender{}
+	h := New(ap, nil)
+	ok := func(b []byte) []byte { return appendAttr(b, slog.Int("n", 1)) }
+	_ = h.LogFunc(context.Background(), at, slog.LevelInfo, "first", ok, nil)
+	before := string(ap.buf)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the members function's panic was lost")
+			}
+		}()
+		_ = h.LogFunc(context.Background(), at, slog.LevelInfo, "second", func(b []byte) []byte {
+			_ = append(b, `,"half":`...)
+			panic("members")
+		}, nil)
+	}()
+	if !ap.mu.TryLock() {
+		t.Fatal("the writer is still locked after the panic")
+	}
+	ap.mu.Unlock()
+	if string(ap.buf) != before {
+		t.Errorf("after the panic the writer holds %q, want %q", ap.buf, before)
+	}
+	_ = h.LogFunc(context.Background(), at, slog.LevelInfo, "third", ok, nil)
+	if !strings.HasPrefix(string(ap.buf), before) || !strings.Contains(string(ap.buf[len(before):]), `"msg":"third","n":1}`) {
+		t.Errorf("the line after the panic: %q", ap.buf[len(before):])
+	}
 }
 
 // asciiBytes is every byte below 0x80, in order.
@@ -157,6 +257,39 @@ func TestAppendTime(t *testing.T) {
 			t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
 		}
 	}
+	// Each digit of the fraction in each place, and trailing zeros of every length.
+	for ns := 1; ns < 1e9; ns = ns*10 + ns%7 + 1 {
+		for _, tm := range []time.Time{at.Truncate(time.Second).Add(time.Duration(ns)), at.Truncate(time.Second).Add(time.Duration(1e9 - ns))} {
+			if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
+				t.Errorf("appendTime(%v) = %s, want %s", tm, got, want)
+			}
+		}
+	}
+}
+
+// TestFastTime: the fast path takes a time within years 0-9999 in any zone, and never one
+// outside them, whatever second it formatted last.
+func TestFastTime(t *testing.T) {
+	h := New(io.Discard, nil)
+	east := time.FixedZone("E", 14*3600)
+	for _, tt := range []struct {
+		t    time.Time
+		want bool
+	}{
+		{at, true}, {at, true}, {time.Time{}, true},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), true},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).In(east), false}, // the same second, in year 10000 there
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).In(time.FixedZone("W", -3600)), false},
+	} {
+		if got := h.fastTime(tt.t); got != tt.want {
+			t.Errorf("fastTime(%v) = %v, want %v", tt.t, got, tt.want)
+		}
+		if tt.want && !tt.t.IsZero() {
+			h.appendTime(nil, tt.t) // kept as the last second
+		}
+	}
 }
 
 // FuzzAppendTimeMatchesFormat: any instant in years 0-9999, in any whole-minute or odd
@@ -168,7 +301,12 @@ func FuzzAppendTimeMatchesFormat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int32, step int64) {
 		zone := time.FixedZone("Z", int(offset%(18*3600)))
 		for _, tm := range []time.Time{time.Unix(sec, nsec).In(zone), time.Unix(sec, nsec).In(zone).Add(time.Duration(step))} {
-			if y := tm.Year(); y < 0 || y >= 10000 {
+			y := tm.Year()
+			// fastTime, which trusts the second appendTime kept last, says what the year says.
+			if got, want := h.fastTime(tm), y >= 0 && y < 10000; got != want {
+				t.Fatalf("fastTime(%v) = %v, want %v", tm, got, want)
+			}
+			if y < 0 || y >= 10000 {
 				continue
 			}
 			if got, want := string(h.appendTime(nil, tm)), tm.Format(time.RFC3339Nano); got != want {
