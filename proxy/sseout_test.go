@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,4 +250,55 @@ func testSSEOutNoAllocations(t *testing.T, pooled bool) {
 	if n := testing.AllocsPerRun(50, round); n != 0 {
 		t.Errorf("%v allocations a round of chunks, want 0", n)
 	}
+}
+
+// FuzzSSEOutPooled: writers that share a pool, fed any interleaving of events of any
+// size and reads' ends, each write to their client what a writer with its own buffer (the
+// general path, pool nil) fed the same events writes, byte for byte.
+func FuzzSSEOutPooled(f *testing.F) {
+	f.Add([]byte{0x00, 0x81, 0x02, 0x83})
+	f.Add([]byte{0xff, 0x7f, 0x40, 0xc1, 0x05, 0x06})
+	f.Add(bytes.Repeat([]byte{0x9a, 0x3b, 0x11}, 40))
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		const streams = 3
+		pool := new(sync.Pool)
+		var pooled, own [streams]*sseOut
+		var gotPooled, gotOwn [streams]countingWriter
+		for i := range streams {
+			id := fmt.Sprintf("chatcmpl-%d", i)
+			pooled[i] = &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &gotPooled[i]}, cancel: func() {},
+				enc: openaichat.NewChunkEncoder(id, "gpt", 42, false), pool: pool}
+			own[i] = &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &gotOwn[i]}, cancel: func() {},
+				enc: openaichat.NewChunkEncoder(id, "gpt", 42, false)}
+		}
+		for k, b := range steps {
+			i := int(b) % streams
+			n := int(b>>2&0x1f) * (1 + k%7) * 23 // 0 to ~5,000 bytes of text
+			ev := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat(string(rune('a'+k%26)), n)}
+			for _, o := range []*sseOut{pooled[i], own[i]} {
+				if err := o.Event(ev); err != nil {
+					t.Fatal(err)
+				}
+				if b&0x80 != 0 {
+					if err := o.sync(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		for i := range streams {
+			if err := pooled[i].sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := own[i].sync(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gotPooled[i].Bytes(), gotOwn[i].Bytes()) {
+				t.Fatalf("stream %d: the pooled writer wrote\n%.300q\nthe general path\n%.300q", i, gotPooled[i].Bytes(), gotOwn[i].Bytes())
+			}
+			if !slices.Equal(gotPooled[i].writes, gotOwn[i].writes) {
+				t.Fatalf("stream %d: writes %v pooled, %v the general path", i, gotPooled[i].writes, gotOwn[i].writes)
+			}
+		}
+	})
 }
