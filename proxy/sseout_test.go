@@ -204,7 +204,12 @@ func TestSSEOut_FailedEventLeavesNothing(t *testing.T) {
 // allocation, small or large, however full the writer is when it comes.
 func TestSSEOut_NoAllocations(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
-		t.Run(fmt.Sprintf("pooled=%v", pooled), func(t *testing.T) { testSSEOutNoAllocations(t, pooled) })
+		t.Run(fmt.Sprintf("pooled=%v", pooled), func(t *testing.T) {
+			if pooled && raceEnabled {
+				t.Skip("under the race detector sync.Pool drops some of what it is given: the pooled count is checked without -race")
+			}
+			testSSEOutNoAllocations(t, pooled)
+		})
 	}
 }
 
