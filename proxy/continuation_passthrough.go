@@ -251,7 +251,7 @@ func releaseHeld(err error, f forwarder, o *sseOut) error {
 	if !ok || !errors.As(err, &h) {
 		return err
 	}
-	o.buf = holder.appendHeld(o.buf, h)
+	o.buf = holder.appendHeld(o.take(), h)
 	if werr := o.write(); werr != nil {
 		return werr
 	}

@@ -122,6 +122,9 @@ type Server struct {
 	runs recycler[requestRun, *requestRun]
 	// streamReads holds the read buffers of upstream streams (upstream.Pump).
 	streamReads sync.Pool
+	// streamOuts holds the stream writers' buffers (*[]byte) between two writes to a
+	// client (sseOut.take, sseOut.sync).
+	streamOuts sync.Pool
 	// metricsSrv serves /metrics on metrics.listen; nil when /metrics is on the main
 	// listener. metricsToken is the SHA-256 of metrics.bearer, hasMetricsToken whether
 	// one is required.

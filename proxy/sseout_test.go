@@ -3,7 +3,10 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agate-gateway/agate/translate"
@@ -38,40 +41,87 @@ func TestSSEOut_ChunkMemory(t *testing.T) {
 			{Kind: translate.EventToolCallEnd, Index: 0}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			newEnc := func() *openaichat.ChunkEncoder {
-				return openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)
-			}
-			var want []byte
-			ref := newEnc()
-			for _, ev := range tt.events {
-				want = ref.Encode(want, ev)
-			}
-			var got countingWriter
-			o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got}, enc: newEnc(), cancel: func() {}}
-			for i, ev := range tt.events {
-				if err := o.Event(ev); err != nil {
-					t.Fatalf("event %d: %v", i, err)
+		for _, pooled := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pooled=%v", tt.name, pooled), func(t *testing.T) {
+				newEnc := func() *openaichat.ChunkEncoder {
+					return openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)
 				}
-				if tt.syncAfter[i] {
-					if err := o.sync(); err != nil {
-						t.Fatalf("sync after event %d: %v", i, err)
+				var want []byte
+				ref := newEnc()
+				for _, ev := range tt.events {
+					want = ref.Encode(want, ev)
+				}
+				var got countingWriter
+				o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got}, enc: newEnc(), cancel: func() {}}
+				if pooled {
+					o.pool = new(sync.Pool)
+				}
+				for i, ev := range tt.events {
+					if err := o.Event(ev); err != nil {
+						t.Fatalf("event %d: %v", i, err)
+					}
+					if tt.syncAfter[i] {
+						if err := o.sync(); err != nil {
+							t.Fatalf("sync after event %d: %v", i, err)
+						}
 					}
 				}
-			}
-			if err := o.sync(); err != nil {
+				if err := o.sync(); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Bytes(), want) {
+					t.Errorf("the client got\n%.300q\nwant\n%.300q", got.Bytes(), want)
+				}
+				// No write is empty.
+				for i, n := range got.writes {
+					if n == 0 {
+						t.Errorf("write %d is empty", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSSEOut_SharedPool: streams whose writers share one pool, their events and reads'
+// ends interleaved, each get exactly their own events: a buffer one wrote and gave back
+// is the next one's, and nothing of the first is left in it.
+func TestSSEOut_SharedPool(t *testing.T) {
+	pool := new(sync.Pool)
+	const streams = 3
+	var outs [streams]*sseOut
+	var got [streams]countingWriter
+	var want [streams][]byte
+	var refs [streams]*openaichat.ChunkEncoder
+	for i := range outs {
+		id := fmt.Sprintf("chatcmpl-%d", i)
+		refs[i] = openaichat.NewChunkEncoder(id, "gpt", 42, false)
+		outs[i] = &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &got[i]}, cancel: func() {},
+			enc: openaichat.NewChunkEncoder(id, "gpt", 42, false), pool: pool}
+	}
+	for step := range 60 {
+		i := step % streams
+		ev := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat(string(rune('a'+i)), 1+step*37%5000)}
+		want[i] = refs[i].Encode(want[i], ev)
+		if err := outs[i].Event(ev); err != nil {
+			t.Fatal(err)
+		}
+		if step%4 != 3 { // a read's end, but not after every event
+			if err := outs[i].sync(); err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("the client got\n%.300q\nwant\n%.300q", got.Bytes(), want)
-			}
-			// No write is empty.
-			for i, n := range got.writes {
-				if n == 0 {
-					t.Errorf("write %d is empty", i)
-				}
-			}
-		})
+		}
+	}
+	for i := range outs {
+		if err := outs[i].sync(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[i].Bytes(), want[i]) {
+			t.Errorf("stream %d got\n%.300q\nwant\n%.300q", i, got[i].Bytes(), want[i])
+		}
+		if outs[i].buf != nil && cap(outs[i].buf) <= streamOutKeep {
+			t.Errorf("stream %d holds a buffer of %d bytes after its write", i, cap(outs[i].buf))
+		}
 	}
 }
 
@@ -153,10 +203,24 @@ func TestSSEOut_FailedEventLeavesNothing(t *testing.T) {
 // TestSSEOut_NoAllocations: once a stream's largest chunk has been seen, no chunk costs an
 // allocation, small or large, however full the writer is when it comes.
 func TestSSEOut_NoAllocations(t *testing.T) {
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pooled=%v", pooled), func(t *testing.T) {
+			if pooled && raceEnabled {
+				t.Skip("under the race detector sync.Pool drops some of what it is given: the pooled count is checked without -race")
+			}
+			testSSEOutNoAllocations(t, pooled)
+		})
+	}
+}
+
+func testSSEOutNoAllocations(t *testing.T, pooled bool) {
 	var sink bytes.Buffer
 	sink.Grow(1 << 20)
 	o := &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &sink}, cancel: func() {},
 		enc: openaichat.NewChunkEncoder("chatcmpl-1", "gpt", 42, false)}
+	if pooled {
+		o.pool = new(sync.Pool)
+	}
 	large := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat("x", 6000)}
 	small := &translate.Event{Kind: translate.EventTextDelta, Text: "hello"}
 	round := func() {
@@ -170,8 +234,76 @@ func TestSSEOut_NoAllocations(t *testing.T) {
 		}
 		sink.Reset()
 	}
-	round() // the first large chunk grows o.buf
+	round()            // the first large chunk grows o.buf
+	small1 := func() { // a read of one small event: with the pool, the buffer goes back
+		if err := o.Event(small); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.sync(); err != nil {
+			t.Fatal(err)
+		}
+		sink.Reset()
+	}
+	o.buf, o.bp = nil, nil // a writer whose buffer did not grow for a large chunk
+	small1()
+	if pooled && o.buf != nil {
+		t.Fatalf("a buffer of %d bytes held after the read's write, want it back in the pool", cap(o.buf))
+	}
+	if n := testing.AllocsPerRun(50, small1); n != 0 {
+		t.Errorf("%v allocations a read of one small chunk, want 0", n)
+	}
 	if n := testing.AllocsPerRun(50, round); n != 0 {
 		t.Errorf("%v allocations a round of chunks, want 0", n)
 	}
+}
+
+// FuzzSSEOutPooled: writers that share a pool, fed any interleaving of events of any
+// size and reads' ends, each write to their client what a writer with its own buffer (the
+// general path, pool nil) fed the same events writes, byte for byte.
+func FuzzSSEOutPooled(f *testing.F) {
+	f.Add([]byte{0x00, 0x81, 0x02, 0x83})
+	f.Add([]byte{0xff, 0x7f, 0x40, 0xc1, 0x05, 0x06})
+	f.Add(bytes.Repeat([]byte{0x9a, 0x3b, 0x11}, 40))
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		const streams = 3
+		pool := new(sync.Pool)
+		var pooled, own [streams]*sseOut
+		var gotPooled, gotOwn [streams]countingWriter
+		for i := range streams {
+			id := fmt.Sprintf("chatcmpl-%d", i)
+			pooled[i] = &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &gotPooled[i]}, cancel: func() {},
+				enc: openaichat.NewChunkEncoder(id, "gpt", 42, false), pool: pool}
+			own[i] = &sseOut{c: &requestRun{committed: true}, w: &streamSink{w: &gotOwn[i]}, cancel: func() {},
+				enc: openaichat.NewChunkEncoder(id, "gpt", 42, false)}
+		}
+		for k, b := range steps {
+			i := int(b) % streams
+			n := int(b>>2&0x1f) * (1 + k%7) * 23 // 0 to ~5,000 bytes of text
+			ev := &translate.Event{Kind: translate.EventTextDelta, Text: strings.Repeat(string(rune('a'+k%26)), n)}
+			for _, o := range []*sseOut{pooled[i], own[i]} {
+				if err := o.Event(ev); err != nil {
+					t.Fatal(err)
+				}
+				if b&0x80 != 0 {
+					if err := o.sync(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		for i := range streams {
+			if err := pooled[i].sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := own[i].sync(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gotPooled[i].Bytes(), gotOwn[i].Bytes()) {
+				t.Fatalf("stream %d: the pooled writer wrote\n%.300q\nthe general path\n%.300q", i, gotPooled[i].Bytes(), gotOwn[i].Bytes())
+			}
+			if !slices.Equal(gotPooled[i].writes, gotOwn[i].writes) {
+				t.Fatalf("stream %d: writes %v pooled, %v the general path", i, gotPooled[i].writes, gotOwn[i].writes)
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -33,7 +34,7 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 		base = c.parent
 	}
 	cctx, cancel := context.WithCancel(c.span.Context(base)) // the server span, parent of the upstream calls
-	o := &sseOut{c: c, cancel: cancel, started: started}
+	o := &sseOut{c: c, cancel: cancel, started: started, pool: &c.s.streamOuts}
 	f := run.forwarder()
 	if f != nil { // the upstream's events are the stream: only errors are the dialect's
 		o.errs = f.errors()
@@ -224,9 +225,9 @@ func (c *requestRun) recoverStream(o *sseOut) {
 	if !c.committed {
 		c.committed = true
 		o.started <- &a
-		o.buf = o.errs.AppendErrorBody(o.buf, &e)
+		o.buf = o.errs.AppendErrorBody(o.take(), &e)
 	} else { // the client has the SSE headers: end the stream in-band
-		o.buf = o.errs.AppendErrorEvent(o.buf, &e)
+		o.buf = o.errs.AppendErrorEvent(o.take(), &e)
 	}
 	o.sync()
 }
@@ -238,7 +239,7 @@ func (c *requestRun) refuse(err error, o *sseOut) int {
 	a := c.s.render(c.rid, err)
 	o.started <- &a
 	e := c.clientError(a)
-	o.buf = o.errs.AppendErrorBody(o.buf, &e)
+	o.buf = o.errs.AppendErrorBody(o.take(), &e)
 	return a.Status
 }
 
@@ -256,14 +257,51 @@ func (c *requestRun) clientError(a apiError) translate.ClientError {
 // upstream data, while events that arrived together share one write to the client. buf
 // holds whole events only: an encoder's bytes join it when the encoder returns without
 // error, so a panic or a failed event leaves none of its bytes behind.
+//
+// Between two writes buf is empty, and it goes back to pool (when not nil), so the next
+// event of any stream on the same P appends to the buffer the last one wrote: a buffer
+// still in the CPU's cache, where each stream's own buffer would be cold after the other
+// streams' events of the 5 ms between two of its own (PERFORMANCE.md, "The stream event's
+// cache misses, twelfth session"). Whatever appends to buf appends to take().
 type sseOut struct {
 	c       *requestRun
 	w       *streamSink
 	enc     translate.ClientStream
 	errs    translate.ClientErrors
 	buf     []byte
+	pool    *sync.Pool // of *[]byte; nil: buf is the stream's own
+	bp      *[]byte    // the pool's box buf came in, to put it back in
 	cancel  context.CancelFunc
 	started chan<- *apiError
+}
+
+// streamOutKeep is the largest buffer sync returns to the pool: one that grew past it
+// for a large event is left to the collector.
+const streamOutKeep = 2 * streamBufferSize
+
+// take returns buf, to append to: when it has no memory, a buffer from the pool.
+func (o *sseOut) take() []byte {
+	if cap(o.buf) == 0 && o.pool != nil {
+		if bp, ok := o.pool.Get().(*[]byte); ok {
+			o.bp, o.buf = bp, (*bp)[:0]
+		}
+	}
+	return o.buf
+}
+
+// release empties buf once written: into the pool, unless it grew past streamOutKeep.
+func (o *sseOut) release() {
+	if o.pool == nil || cap(o.buf) > streamOutKeep {
+		o.buf = o.buf[:0]
+		return
+	}
+	bp := o.bp
+	if bp == nil {
+		bp = new([]byte)
+	}
+	*bp = o.buf[:0]
+	o.pool.Put(bp)
+	o.bp, o.buf = nil, nil
 }
 
 // commit tells the handler to answer 200 with an event stream, once, noting the model
@@ -284,7 +322,7 @@ func (o *sseOut) Event(ev *translate.Event) error {
 	if o.c.firstT.IsZero() && isContent(ev.Kind) {
 		o.c.firstT = time.Now()
 	}
-	b, err := o.enc.AppendEvent(o.buf, ev)
+	b, err := o.enc.AppendEvent(o.take(), ev)
 	if err != nil {
 		return err
 	}
@@ -302,7 +340,7 @@ func isContent(k translate.EventKind) bool {
 
 func (o *sseOut) KeepAlive() error {
 	o.commit()
-	o.buf = o.enc.AppendKeepAlive(o.buf)
+	o.buf = o.enc.AppendKeepAlive(o.take())
 	return o.sync()
 }
 
@@ -318,10 +356,13 @@ func (o *sseOut) write() error {
 // sync sends what is buffered to the client.
 func (o *sseOut) sync() error {
 	if len(o.buf) == 0 {
+		if cap(o.buf) > 0 {
+			o.release() // taken, and nothing joined it
+		}
 		return nil
 	}
 	_, err := o.w.Write(o.buf)
-	o.buf = o.buf[:0]
+	o.release()
 	if err != nil {
 		return o.gone()
 	}
@@ -356,11 +397,11 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
 		e := c.clientError(c.s.render(c.rid, err))
-		o.buf = o.errs.AppendErrorEvent(o.buf, &e)
+		o.buf = o.errs.AppendErrorEvent(o.take(), &e)
 		o.sync()
 	case err == nil:
 		if f == nil {
-			o.buf = o.enc.Finish(o.buf)
+			o.buf = o.enc.Finish(o.take())
 			o.sync()
 		}
 		run.answered(ctx, nil)
@@ -394,8 +435,9 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 			f.begin(r)
 			call.armFirst(r)
 			err = r.backend.client.Pump(ctx, body, call.reads, func(typ, data []byte) error { // its framing: SSE, or Bedrock's event stream
-				mark := len(o.buf)
-				out, how, err := f.event(o.buf, typ, data, &call.meter)
+				buf := o.take()
+				mark := len(buf)
+				out, how, err := f.event(buf, typ, data, &call.meter)
 				if how&(passSent|passWrite) != 0 {
 					if ferr := call.showing(); ferr != nil {
 						return ferr

@@ -40,6 +40,15 @@
 # syscr and syscw count its read and write system calls without strace's slowing them;
 # with them its user and system CPU (clock ticks, /proc/PID/stat) and its threads' context
 # switches, voluntary and not (summed over /proc/PID/task/*/status).
+# TOOL=perf runs it untraced, as TOOL=time, under `perf stat -e
+# task-clock,context-switches,cpu-migrations,page-faults` (software events: OUT is perf's
+# table, the whole process's life); TOOL=perfrec under `perf record -e cpu-clock -g` (OUT
+# is perf.data, for `perf report -i OUT`; PERF_FREQ samples a second, default 4000):
+# where user and kernel time go, sampled.
+#
+# CACHE_SIM=yes has cachegrind simulate the caches too (its D1mr, D1mw: first-level data
+# misses, which at many streams count the cache lines an event touches that the other
+# streams' events evicted since its last).
 #
 # A request's count is the difference of two cachegrind runs over their difference in
 # requests (e.g. N=600 less N=100, over 500): cgdiff.py A B 500.
@@ -67,7 +76,7 @@ msg-oai) cmd=("${gw:?GATEWAY}" -config "$d/cfg/gw.yaml") model=oai-bench api=mes
 esac
 lflags+=(-api "$api")
 [ -n "${LARGE_KB:-}" ] && lflags+=(-large-kb "$LARGE_KB")
-opts=(--cache-sim=no "--cachegrind-out-file=$out")
+opts=("--cache-sim=${CACHE_SIM:-no}" "--cachegrind-out-file=$out")
 [ "$tool" = callgrind ] && opts=("--callgrind-out-file=$out")
 if [ "$tool" = io ]; then
 	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
@@ -75,6 +84,12 @@ if [ "$tool" = io ]; then
 elif [ "$tool" = strace ]; then
 	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
 		strace -c -f -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = perf ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		perf stat -e task-clock,context-switches,cpu-migrations,page-faults -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
+elif [ "$tool" = perfrec ]; then
+	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
+		perf record -q -e cpu-clock -F "${PERF_FREQ:-4000}" -g -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
 elif [ "$tool" = time ]; then
 	GOMAXPROCS=${GOMAXPROCS:-1} GOGC=${GOGC:-off} GODEBUG=schedtrace=2147483647 \
 		/usr/bin/time -v -o "$out" "${cmd[@]}" >"$d/target.log" 2>&1 &
@@ -98,7 +113,7 @@ elif [ "$tool" = io ]; then
 		cat /proc/"$vpid"/task/*/status | awk '/^voluntary_ctxt_switches/{v+=$2} /^nonvoluntary_ctxt_switches/{n+=$2} END{print "voluntary_ctxt_switches: " v; print "nonvoluntary_ctxt_switches: " n}'
 	} >"$out"
 	kill -KILL "$vpid"
-elif [ "$tool" = time ] || [ "$tool" = strace ]; then
+elif [ "$tool" = time ] || [ "$tool" = strace ] || [ "$tool" = perf ] || [ "$tool" = perfrec ]; then
 	"$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}"
 	kill -TERM "$(pgrep -P "$vpid")" 2>/dev/null || true # the target, time's child: time then writes OUT
 	[[ "$tgt" = raw* ]] && { sleep 0.5; kill -KILL "$(pgrep -P "$vpid")" 2>/dev/null || true; }

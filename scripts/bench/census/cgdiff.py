@@ -3,16 +3,21 @@
 (B with N requests more than A), by bucket (Agate's packages, fasthttp, the clock, memory
 and byte searches, net/poll/system-call stubs and bufio, sync, strconv, the runtime and the
 rest), and with TOP the TOP functions whose count differs most. Self counts: cg_annotate's
-per function, which are exact (by instruction address)."""
-import sys, re, subprocess, collections
+per function, which are exact (by instruction address). SHOW=EVENTS (cachegrind's names, e.g.
+D1mr,D1mw: a CACHE_SIM=yes run's first-level data misses, read and write) counts their sum
+instead of Ir; the figures are then in K of those a request too."""
+import os, sys, re, subprocess, collections
+SHOW = os.environ.get("SHOW", "Ir")
 def load(f):
-    out = subprocess.run(["cg_annotate", "--show=Ir", "--auto=no", "--threshold=0", f], capture_output=True, text=True).stdout
+    out = subprocess.run(["cg_annotate", "--show=" + SHOW, "--auto=no", "--threshold=0", f], capture_output=True, text=True).stdout
     c = collections.Counter()
+    cols = SHOW.count(",") + 1
+    num = r'([\d,.]+)\s+(?:\([^)]*\)\s+)?'
     for line in out.splitlines():
-        m = re.match(r'\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*)$', line)
-        if not m or ':' not in m.group(2) or 'PROGRAM TOTALS' in line: continue
-        rest = m.group(2).split(' [')[0]
-        c[rest] += int(m.group(1).replace(',', ''))
+        m = re.match(r'\s*' + num * cols + r'(\S.*)$', line)
+        if not m or ':' not in m.group(cols + 1) or 'PROGRAM TOTALS' in line: continue
+        rest = m.group(cols + 1).split(' [')[0]
+        c[rest] += sum(int(m.group(i).replace(',', '').replace('.', '0')) for i in range(1, cols + 1))
     return c
 def bucket(fn):
     fn = fn.split(':', 1)[1] if ':' in fn else fn
