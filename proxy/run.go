@@ -230,15 +230,19 @@ func (c *requestRun) Reset() {
 	toOut, countFn, said, room, body, spare := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry(), c.spare
 	*c = requestRun{}
 	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body, c.spare = toOut, countFn, said, room, body, spare
-	if room != nil && (room.n != 0 || room.omitted != 0) {
-		*room = attemptLog{}
+	if room != nil {
+		room.empty() // not zeroed whole: its kilobyte was most of a ledger's Reset
 	}
 }
 
-// attempts returns the run's attempt log (attemptRoom), empty, made on first use.
+// attempts returns the run's attempt log (attemptRoom), empty, made on first use, its
+// attempts timed from the request's start (c.start, else now).
 func (c *requestRun) attempts() *attemptLog {
 	if c.attemptRoom == nil {
 		c.attemptRoom = new(attemptLog)
+	}
+	if c.attemptRoom.base = c.start; c.start.IsZero() {
+		c.attemptRoom.base = time.Now()
 	}
 	return c.attemptRoom
 }
