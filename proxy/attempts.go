@@ -21,20 +21,13 @@ type attemptLog struct {
 	first   [ledger.MaxAttempts]ledger.Attempt
 	n       int
 	omitted int
-	// base is the request's start, with its monotonic reading: an attempt's start and
-	// end are read as the time since it (since), one clock reading each where time.Now
-	// takes two (the wall clock and the monotonic one).
-	base time.Time
 }
-
-// since is the time since the request's start (l.base): the monotonic clock alone.
-func (l *attemptLog) since() time.Duration { return time.Since(l.base) }
 
 // empty forgets the attempts noted, for the run's next request. Only those noted are
 // cleared: note writes an attempt whole, and attempts reads the noted ones only.
 func (l *attemptLog) empty() {
 	clear(l.first[:l.n])
-	l.n, l.omitted, l.base = 0, 0, time.Time{}
+	l.n, l.omitted = 0, 0
 }
 
 // note adds the attempt on r that took took and ended with err, charged u (the meter's

@@ -125,21 +125,3 @@ func TestRequestRun_ResetKeepsAttemptLog(t *testing.T) {
 		t.Fatal("Reset left the model call's log set")
 	}
 }
-
-// TestAttemptLog_TimesFromRequestStart: an attempt's clock is the time since the
-// request's start (one monotonic reading), or since the log was handed out when the run
-// has no start; an emptied log forgets the start with its attempts.
-func TestAttemptLog_TimesFromRequestStart(t *testing.T) {
-	c := &requestRun{start: time.Now().Add(-time.Second)}
-	l := c.attempts()
-	if d := l.since(); d < time.Second || d > time.Minute {
-		t.Fatalf("since the request's start: %v", d)
-	}
-	c.Reset()
-	if l.base != (time.Time{}) {
-		t.Fatal("Reset kept the request's start")
-	}
-	if d := c.attempts().since(); d < 0 || d > time.Minute { // no start: from now
-		t.Fatalf("since a run without a start: %v", d)
-	}
-}

@@ -517,11 +517,10 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
-	if c.noteAttempts { // two clock readings an attempt spared without a ledger
-		// The monotonic clock alone, as the time since the request's start (attemptLog.since).
-		start := c.tried.since()
+	if c.noteAttempts { // two clock readings a request spared without a ledger
+		start := time.Now()
 		// After counted: the meter holds the attempt's charge (countUsage).
-		defer func() { c.tried.note(r, err, c.tried.since()-start, c.resume.active, &c.meter.last) }()
+		defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
 	}
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)

@@ -235,14 +235,10 @@ func (c *requestRun) Reset() {
 	}
 }
 
-// attempts returns the run's attempt log (attemptRoom), empty, made on first use, its
-// attempts timed from the request's start (c.start, else now).
+// attempts returns the run's attempt log (attemptRoom), empty, made on first use.
 func (c *requestRun) attempts() *attemptLog {
 	if c.attemptRoom == nil {
 		c.attemptRoom = new(attemptLog)
-	}
-	if c.attemptRoom.base = c.start; c.start.IsZero() {
-		c.attemptRoom.base = time.Now()
 	}
 	return c.attemptRoom
 }
