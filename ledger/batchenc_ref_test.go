@@ -244,6 +244,14 @@ func TestBatch_EncoderMatchesReference(t *testing.T) {
 			if string(got) != string(want) {
 				t.Fatalf("%s (pruned %t):\n got %s\nwant %s", name, pruned != nil, got, want)
 			}
+			// The writer's form: the times read once by the caller.
+			times := make([]int64, len(recs))
+			for i := range recs {
+				times[i] = recs[i].Time.UnixMicro()
+			}
+			if at := e.appendBatchAt([]byte("x"), recs, times, pruned, base); string(at) != string(want) {
+				t.Fatalf("%s (pruned %t), the times given:\n got %s\nwant %s", name, pruned != nil, at, want)
+			}
 			if _, err := decodeBatch(string(got[1:]), 1, nil); err != nil && !overAttempts(recs) {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -352,6 +360,13 @@ func FuzzBatchEncoderMatchesReference(f *testing.F) {
 			got := e.appendBatch(nil, recs, p, 0)
 			if string(got) != string(want) {
 				t.Fatalf("\n got %s\nwant %s", got, want)
+			}
+			times := make([]int64, len(recs))
+			for i := range recs {
+				times[i] = recs[i].Time.UnixMicro()
+			}
+			if at := e.appendBatchAt(nil, recs, times, p, 0); string(at) != string(want) {
+				t.Fatalf("the times given:\n got %s\nwant %s", at, want)
 			}
 		}
 	})

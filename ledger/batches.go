@@ -206,6 +206,13 @@ type batchEncoder struct {
 // as a batch's data, times stored from base (Unix microseconds, at most their earliest).
 // The texts recs hold are not kept after it returns.
 func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
+	return e.appendBatchAt(b, recs, nil, pruned, base)
+}
+
+// appendBatchAt is appendBatch given us, recs' times as Unix microseconds (us[i] is
+// recs[i].Time.UnixMicro(); nil: read from the records), which the writer reads once a
+// record for the batch's bounds, its rows and its keys' ranges.
+func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, pruned func(i int) bool, base int64) []byte {
 	if e.texts == nil {
 		e.texts = map[string]int{}
 	}
@@ -218,7 +225,13 @@ func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) b
 			e.recs = append(e.recs, "null"...)
 			continue
 		}
-		e.recs = e.appendRecord(e.recs, &recs[i], prev, base)
+		var t int64
+		if us != nil {
+			t = us[i]
+		} else {
+			t = recs[i].Time.UnixMicro()
+		}
+		e.recs = e.appendRecord(e.recs, &recs[i], prev, t-base)
 		prev = &recs[i]
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
@@ -263,8 +276,9 @@ type recBuf struct {
 }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out. prev is the record encoded before it in the batch (nil: none).
-func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byte {
+// their defaults left out; at is r's time as stored (microseconds after the batch's
+// base). prev is the record encoded before it in the batch (nil: none).
+func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, at int64) []byte {
 	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
 	e.cur++
 	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
@@ -339,7 +353,7 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 		end = cur.rest.off + cur.rest.end
 	}
 	cur.b = c
-	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
+	b = appendInt64(append(b, '['), at)
 	return append(append(b, c[:end]...), ']')
 }
 

@@ -52,13 +52,14 @@ type keyRange struct {
 }
 
 // keyRanges returns each key's range in recs, in order of first appearance, using
-// index (cleared first) and out's storage.
-func keyRanges(recs []Record, index map[string]int, out []keyRange) []keyRange {
+// index (cleared first) and out's storage; times are recs' times as Unix microseconds
+// (times[i] is recs[i].Time.UnixMicro()).
+func keyRanges(recs []Record, times []int64, index map[string]int, out []keyRange) []keyRange {
 	clear(index)
 	out = out[:0]
 	j := -1 // the range of the record before: a gateway's records come in runs of a key
 	for i := range recs {
-		us := recs[i].Time.UnixMicro()
+		us := times[i]
 		if j < 0 || !sameText(recs[i].Key, recs[out[j].first].Key) {
 			var ok bool
 			if j, ok = index[recs[i].Key]; !ok {
