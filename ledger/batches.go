@@ -206,13 +206,15 @@ type batchEncoder struct {
 // as a batch's data, times stored from base (Unix microseconds, at most their earliest).
 // The texts recs hold are not kept after it returns.
 func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
-	return e.appendBatchAt(b, recs, nil, pruned, base)
+	return e.appendBatchAt(b, recs, nil, nil, pruned, base)
 }
 
 // appendBatchAt is appendBatch given us, recs' times as Unix microseconds (us[i] is
 // recs[i].Time.UnixMicro(); nil: read from the records), which the writer reads once a
-// record for the batch's bounds, its rows and its keys' ranges.
-func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, pruned func(i int) bool, base int64) []byte {
+// record for the batch's bounds, its rows and its keys' ranges, and same, sameRoutes'
+// answers for recs (nil: the route's texts compared here). same must be nil when
+// pruned is not.
+func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, same []bool, pruned func(i int) bool, base int64) []byte {
 	if e.texts == nil {
 		e.texts = map[string]int{}
 	}
@@ -231,8 +233,17 @@ func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, pruned
 		} else {
 			t = recs[i].Time.UnixMicro()
 		}
-		e.recs = e.appendRecord(e.recs, &recs[i], prev, t-base)
-		prev = &recs[i]
+		r := &recs[i]
+		route := false // r's route (key_name to status) holds prev's values
+		if prev != nil {
+			if same != nil {
+				route = same[i] && r.Status == prev.Status && r.Stream == prev.Stream
+			} else {
+				route = sameRoute(r, prev)
+			}
+		}
+		e.recs = e.appendRecord(e.recs, r, prev, route, t-base)
+		prev = r
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
 	b = append(append(append(b, ','), e.dict...), ']')
@@ -277,8 +288,9 @@ type recBuf struct {
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
 // their defaults left out; at is r's time as stored (microseconds after the batch's
-// base). prev is the record encoded before it in the batch (nil: none).
-func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, at int64) []byte {
+// base). prev is the record encoded before it in the batch (nil: none); route is set
+// when r's route (key_name to status) holds prev's values.
+func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at int64) []byte {
 	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
 	e.cur++
 	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
@@ -286,7 +298,7 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, at int64) []byte 
 	if r.RequestID != "" {
 		end = len(c)
 	}
-	if prev != nil && sameRoute(r, prev) {
+	if route {
 		c = copySpan(c, &cur.route, old.b, old.route)
 	} else {
 		c = e.appendFields(c, &cur.route, r, 2, 11)
@@ -390,9 +402,7 @@ func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a =
 
 // sameRoute reports whether r's fields key_name to status hold prev's values.
 func sameRoute(r, prev *Record) bool {
-	return r.Status == prev.Status && r.Stream == prev.Stream &&
-		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
-		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
+	return r.Status == prev.Status && r.Stream == prev.Stream && sameRouteTexts(r, prev)
 }
 
 // defaultCounts reports whether r's fields cached_read_tokens to cache_hit all hold
