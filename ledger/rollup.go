@@ -73,9 +73,18 @@ func rollupWith(recs []Record, same []bool, anon anonymous) []rollupRows {
 				last = j
 			}
 		}
-		rows[j].add(&rollupRow{requests: 1, errors: errorCount(r.Status), prompt: r.PromptTokens,
-			cachedRead: r.CachedReadTokens, cacheWrite: r.CacheWriteTokens, completion: r.CompletionTokens,
-			reasoning: r.ReasoningTokens, costUSD: r.CostUSD, totalMS: r.Total.Milliseconds()})
+		// Added field by field: a rollupRow of the record's, built to be added, was
+		// most of this loop's cost.
+		o := &rows[j]
+		o.requests++
+		o.errors += errorCount(r.Status)
+		o.prompt += r.PromptTokens
+		o.cachedRead += r.CachedReadTokens
+		o.cacheWrite += r.CacheWriteTokens
+		o.completion += r.CompletionTokens
+		o.reasoning += r.ReasoningTokens
+		o.costUSD += r.CostUSD
+		o.totalMS += r.Total.Milliseconds()
 	}
 	out[0] = rows
 	for ti := 1; ti < len(rollupTables); ti++ {
