@@ -23,12 +23,12 @@ type attemptLog struct {
 	omitted int
 }
 
-// empty forgets the attempts noted, for the run's next request. Only those noted are
-// cleared: note writes an attempt whole, and attempts reads the noted ones only.
-func (l *attemptLog) empty() {
-	clear(l.first[:l.n])
-	l.n, l.omitted = 0, 0
-}
+// empty forgets the attempts noted, for the run's next request. Their entries are left
+// as they are, not cleared: note writes an entry whole and attempts and last read the
+// noted ones only (an entry past n holds a configured name or a clipped error type until
+// it is noted again). Zeroing the log's kilobyte was most of a ledger's Reset, and
+// clearing the noted ones cost as much as it spared.
+func (l *attemptLog) empty() { l.n, l.omitted = 0, 0 }
 
 // note adds the attempt on r that took took and ended with err, charged u (the meter's
 // charge: countUsage); continued is set for a continuation's attempt.
