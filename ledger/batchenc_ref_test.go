@@ -394,6 +394,19 @@ func BenchmarkBatchEncode(b *testing.B) {
 			buf = e.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
 		}
 	})
+	// The SQLite writer's form: the times read once and the route runs asked once a
+	// record (both counted here), then given to the encoder.
+	times, same := make([]int64, 0, len(recs)), make([]bool, 0, len(recs))
+	b.Run("writer", func(b *testing.B) {
+		for range b.N {
+			times = times[:0]
+			for i := range recs {
+				times = append(times, recs[i].Time.UnixMicro())
+			}
+			same = sameRoutes(recs, same)
+			buf = e.appendBatchAt(buf[:0], recs, times, same, nil, times[0])
+		}
+	})
 }
 
 // unixMicros are recs' times as the writer reads them once (insertRecords).

@@ -220,30 +220,31 @@ func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, same [
 	}
 	defer e.reset()
 	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
-	var prev *Record
-	for i := range recs {
-		e.recs = append(e.recs, ',')
-		if pruned != nil && pruned(i) {
-			e.recs = append(e.recs, "null"...)
-			continue
+	if us != nil && same != nil && pruned == nil { // the writer's: every place a record
+		var prev *Record
+		for i := range recs {
+			r := &recs[i]
+			// r's route (key_name to status) holds prev's values
+			route := prev != nil && same[i] && r.Status == prev.Status && r.Stream == prev.Stream
+			e.recs = e.appendRecord(append(e.recs, ','), r, prev, route, us[i]-base)
+			prev = r
 		}
-		var t int64
-		if us != nil {
-			t = us[i]
-		} else {
-			t = recs[i].Time.UnixMicro()
-		}
-		r := &recs[i]
-		route := false // r's route (key_name to status) holds prev's values
-		if prev != nil {
-			if same != nil {
-				route = same[i] && r.Status == prev.Status && r.Stream == prev.Stream
-			} else {
-				route = sameRoute(r, prev)
+	} else {
+		var prev *Record
+		for i := range recs {
+			e.recs = append(e.recs, ',')
+			if pruned != nil && pruned(i) {
+				e.recs = append(e.recs, "null"...)
+				continue
 			}
+			t := recs[i].Time.UnixMicro()
+			if us != nil {
+				t = us[i]
+			}
+			r := &recs[i]
+			e.recs = e.appendRecord(e.recs, r, prev, prev != nil && sameRoute(r, prev), t-base)
+			prev = r
 		}
-		e.recs = e.appendRecord(e.recs, r, prev, route, t-base)
-		prev = r
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
 	b = append(append(append(b, ','), e.dict...), ']')
