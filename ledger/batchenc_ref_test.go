@@ -244,6 +244,10 @@ func TestBatch_EncoderMatchesReference(t *testing.T) {
 			if string(got) != string(want) {
 				t.Fatalf("%s (pruned %t):\n got %s\nwant %s", name, pruned != nil, got, want)
 			}
+			// The writer's form: the times and the route runs read once by the caller.
+			if at := e.appendBatchAt([]byte("x"), recs, unixMicros(recs), writerRuns(recs, pruned), pruned, base); string(at) != string(want) {
+				t.Fatalf("%s (pruned %t), the times and runs given:\n got %s\nwant %s", name, pruned != nil, at, want)
+			}
 			if _, err := decodeBatch(string(got[1:]), 1, nil); err != nil && !overAttempts(recs) {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -353,6 +357,9 @@ func FuzzBatchEncoderMatchesReference(f *testing.F) {
 			if string(got) != string(want) {
 				t.Fatalf("\n got %s\nwant %s", got, want)
 			}
+			if at := e.appendBatchAt(nil, recs, unixMicros(recs), writerRuns(recs, p), p, 0); string(at) != string(want) {
+				t.Fatalf("the times and runs given:\n got %s\nwant %s", at, want)
+			}
 		}
 	})
 }
@@ -387,4 +394,35 @@ func BenchmarkBatchEncode(b *testing.B) {
 			buf = e.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
 		}
 	})
+	// The SQLite writer's form: the times read once and the route runs asked once a
+	// record (both counted here), then given to the encoder.
+	times, same := make([]int64, 0, len(recs)), make([]bool, 0, len(recs))
+	b.Run("writer", func(b *testing.B) {
+		for range b.N {
+			times = times[:0]
+			for i := range recs {
+				times = append(times, recs[i].Time.UnixMicro())
+			}
+			same = sameRoutes(recs, same)
+			buf = e.appendBatchAt(buf[:0], recs, times, same, nil, times[0])
+		}
+	})
+}
+
+// unixMicros are recs' times as the writer reads them once (insertRecords).
+func unixMicros(recs []Record) []int64 {
+	times := make([]int64, len(recs))
+	for i := range recs {
+		times[i] = recs[i].Time.UnixMicro()
+	}
+	return times
+}
+
+// writerRuns are sameRoutes' answers for recs as the SQLite writer gives them to the
+// encoder: none with pruned places (the pruner's rewrite).
+func writerRuns(recs []Record, pruned func(int) bool) []bool {
+	if pruned != nil {
+		return nil
+	}
+	return sameRoutes(recs, nil)
 }

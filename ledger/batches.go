@@ -206,20 +206,45 @@ type batchEncoder struct {
 // as a batch's data, times stored from base (Unix microseconds, at most their earliest).
 // The texts recs hold are not kept after it returns.
 func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
+	return e.appendBatchAt(b, recs, nil, nil, pruned, base)
+}
+
+// appendBatchAt is appendBatch given us, recs' times as Unix microseconds (us[i] is
+// recs[i].Time.UnixMicro(); nil: read from the records), which the writer reads once a
+// record for the batch's bounds, its rows and its keys' ranges, and same, sameRoutes'
+// answers for recs (nil: the route's texts compared here). same must be nil when
+// pruned is not.
+func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, same []bool, pruned func(i int) bool, base int64) []byte {
 	if e.texts == nil {
 		e.texts = map[string]int{}
 	}
 	defer e.reset()
 	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
-	var prev *Record
-	for i := range recs {
-		e.recs = append(e.recs, ',')
-		if pruned != nil && pruned(i) {
-			e.recs = append(e.recs, "null"...)
-			continue
+	if us != nil && same != nil && pruned == nil { // the writer's: every place a record
+		var prev *Record
+		for i := range recs {
+			r := &recs[i]
+			// r's route (key_name to status) holds prev's values
+			route := prev != nil && same[i] && r.Status == prev.Status && r.Stream == prev.Stream
+			e.recs = e.appendRecord(append(e.recs, ','), r, prev, route, us[i]-base)
+			prev = r
 		}
-		e.recs = e.appendRecord(e.recs, &recs[i], prev, base)
-		prev = &recs[i]
+	} else {
+		var prev *Record
+		for i := range recs {
+			e.recs = append(e.recs, ',')
+			if pruned != nil && pruned(i) {
+				e.recs = append(e.recs, "null"...)
+				continue
+			}
+			t := recs[i].Time.UnixMicro()
+			if us != nil {
+				t = us[i]
+			}
+			r := &recs[i]
+			e.recs = e.appendRecord(e.recs, r, prev, prev != nil && sameRoute(r, prev), t-base)
+			prev = r
+		}
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
 	b = append(append(append(b, ','), e.dict...), ']')
@@ -263,8 +288,10 @@ type recBuf struct {
 }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out. prev is the record encoded before it in the batch (nil: none).
-func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byte {
+// their defaults left out; at is r's time as stored (microseconds after the batch's
+// base). prev is the record encoded before it in the batch (nil: none); route is set
+// when r's route (key_name to status) holds prev's values.
+func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at int64) []byte {
 	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
 	e.cur++
 	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
@@ -272,7 +299,7 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 	if r.RequestID != "" {
 		end = len(c)
 	}
-	if prev != nil && sameRoute(r, prev) {
+	if route {
 		c = copySpan(c, &cur.route, old.b, old.route)
 	} else {
 		c = e.appendFields(c, &cur.route, r, 2, 11)
@@ -339,7 +366,7 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, base int64) []byt
 		end = cur.rest.off + cur.rest.end
 	}
 	cur.b = c
-	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
+	b = appendInt64(append(b, '['), at)
 	return append(append(b, c[:end]...), ']')
 }
 
@@ -376,9 +403,7 @@ func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a =
 
 // sameRoute reports whether r's fields key_name to status hold prev's values.
 func sameRoute(r, prev *Record) bool {
-	return r.Status == prev.Status && r.Stream == prev.Stream &&
-		sameText(r.Key, prev.Key) && sameText(r.Team, prev.Team) && sameText(r.API, prev.API) && sameText(r.Model, prev.Model) &&
-		sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) && sameText(r.Deployment, prev.Deployment)
+	return r.Status == prev.Status && r.Stream == prev.Stream && sameRouteTexts(r, prev)
 }
 
 // defaultCounts reports whether r's fields cached_read_tokens to cache_hit all hold

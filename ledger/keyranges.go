@@ -52,14 +52,16 @@ type keyRange struct {
 }
 
 // keyRanges returns each key's range in recs, in order of first appearance, using
-// index (cleared first) and out's storage.
-func keyRanges(recs []Record, index map[string]int, out []keyRange) []keyRange {
+// index (cleared first) and out's storage; times are recs' times as Unix microseconds
+// (times[i] is recs[i].Time.UnixMicro()), same sameRoutes' answers for recs (nil: the
+// keys compared here).
+func keyRanges(recs []Record, times []int64, same []bool, index map[string]int, out []keyRange) []keyRange {
 	clear(index)
 	out = out[:0]
 	j := -1 // the range of the record before: a gateway's records come in runs of a key
 	for i := range recs {
-		us := recs[i].Time.UnixMicro()
-		if j < 0 || !sameText(recs[i].Key, recs[out[j].first].Key) {
+		us := times[i]
+		if j < 0 || !(same != nil && same[i]) && !sameText(recs[i].Key, recs[out[j].first].Key) {
 			var ok bool
 			if j, ok = index[recs[i].Key]; !ok {
 				j = len(out)

@@ -252,9 +252,11 @@ func TestKeyRanges(t *testing.T) {
 			}
 			want[j].last, want[j].firstUS, want[j].lastUS = i, min(want[j].firstUS, us), max(want[j].lastUS, us)
 		}
-		got := keyRanges(recs, map[string]int{"stale": 9}, []keyRange{{first: 5}})
-		if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
-			t.Errorf("keys %q: ranges %+v, want %+v", keys, got, want)
+		for _, same := range [][]bool{nil, sameRoutes(recs, nil)} { // the keys compared, or the runs given
+			got := keyRanges(recs, unixMicros(recs), same, map[string]int{"stale": 9}, []keyRange{{first: 5}})
+			if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
+				t.Errorf("keys %q (runs given %t): ranges %+v, want %+v", keys, same != nil, got, want)
+			}
 		}
 	}
 }

@@ -23,7 +23,7 @@ type rollupKey struct {
 
 // rollup sums recs into the rows of each rollup table (rollupTables' order). A record's
 // model is the model that answered, else the one requested.
-func rollup(recs []Record) []rollupRows { return rollupWith(recs, anonymous{}) }
+func rollup(recs []Record) []rollupRows { return rollupWith(recs, nil, anonymous{}) }
 
 // anonymous are requests refused before a key was known (401): n of them, counted in
 // the rollups only (key, team and model "", status 401), in the buckets of at.
@@ -32,10 +32,11 @@ type anonymous struct {
 	at time.Time
 }
 
-// rollupWith is rollup with the anonymous refusals added. The records are summed into
-// the finest table's rows, and each coarser table's rows are summed from the finer
-// one's (far fewer than the records).
-func rollupWith(recs []Record, anon anonymous) []rollupRows {
+// rollupWith is rollup with the anonymous refusals added; same are sameRoutes' answers
+// for recs (nil: the records' keys compared here). The records are summed into the
+// finest table's rows, and each coarser table's rows are summed from the finer one's
+// (far fewer than the records).
+func rollupWith(recs []Record, same []bool, anon anonymous) []rollupRows {
 	out := make([]rollupRows, len(rollupTables))
 	var rows rollupRows
 	index := make(map[rollupKey]int, 8)
@@ -51,25 +52,39 @@ func rollupWith(recs []Record, anon anonymous) []rollupRows {
 	last := -1
 	for i := range recs {
 		r := &recs[i]
-		model := r.Served
-		if model == "" {
-			model = r.Model
-		}
 		sec := r.Time.Unix()
-		k := rollupKey{sec - sec%width, r.Key, r.Team, model, r.Deployment, r.Status}
+		bucket := sec - sec%width
 		j := last
-		if j < 0 || rows[j].rollupKey != k {
-			var ok bool
-			if j, ok = index[k]; !ok {
-				j = len(rows)
-				index[k] = j
-				rows = append(rows, rollupRow{rollupKey: k})
+		// The row before is the record before's: with its route's texts (same), the
+		// record's key is the row's when its status and bucket are.
+		if j < 0 || same == nil || !same[i] || rows[j].status != r.Status || rows[j].bucket != bucket {
+			model := r.Served
+			if model == "" {
+				model = r.Model
 			}
-			last = j
+			k := rollupKey{bucket, r.Key, r.Team, model, r.Deployment, r.Status}
+			if j < 0 || rows[j].rollupKey != k {
+				var ok bool
+				if j, ok = index[k]; !ok {
+					j = len(rows)
+					index[k] = j
+					rows = append(rows, rollupRow{rollupKey: k})
+				}
+				last = j
+			}
 		}
-		rows[j].add(&rollupRow{requests: 1, errors: errorCount(r.Status), prompt: r.PromptTokens,
-			cachedRead: r.CachedReadTokens, cacheWrite: r.CacheWriteTokens, completion: r.CompletionTokens,
-			reasoning: r.ReasoningTokens, costUSD: r.CostUSD, totalMS: r.Total.Milliseconds()})
+		// Added field by field: a rollupRow of the record's, built to be added, was
+		// most of this loop's cost.
+		o := &rows[j]
+		o.requests++
+		o.errors += errorCount(r.Status)
+		o.prompt += r.PromptTokens
+		o.cachedRead += r.CachedReadTokens
+		o.cacheWrite += r.CacheWriteTokens
+		o.completion += r.CompletionTokens
+		o.reasoning += r.ReasoningTokens
+		o.costUSD += r.CostUSD
+		o.totalMS += r.Total.Milliseconds()
 	}
 	out[0] = rows
 	for ti := 1; ti < len(rollupTables); ti++ {

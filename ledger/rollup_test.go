@@ -23,9 +23,14 @@ func TestRollupWith_Runs(t *testing.T) {
 		rec(2, "a", "m", 200, 8),                             // the run goes on past the minute
 		rec(2, "b", "m", 200, 16), rec(2, "a", "m", 200, 32), // alternating
 		rec(2, "b", "m", 200, 64), rec(2, "a", "m", 429, 128), // another status
+		rec(2, "a", "m", 200, 1024),                            // the route's texts as the record before's, another status
 		rec(2, "a", "n", 200, 256), rec(3, "a", "m", 200, 512), // a group back after others
 	}
-	got := rollupWith(recs, anonymous{n: 3, at: t0})
+	got := rollupWith(recs, nil, anonymous{n: 3, at: t0})
+	// The SQLite writer's form, sameRoutes' answers given: the same rows.
+	if d := cmp.Diff(got, rollupWith(recs, sameRoutes(recs, nil), anonymous{n: 3, at: t0}), cmp.AllowUnexported(rollupRow{}, rollupKey{})); d != "" {
+		t.Errorf("rows with the runs given (-compared +given):\n%s", d)
+	}
 	// want: every record summed into its row by the index alone.
 	var want rollupRows
 	index := map[rollupKey]int{}

@@ -57,6 +57,10 @@ type sqliteWriter struct {
 	text func(table string, n int) string
 	// enc encodes the batch rows (batches.go).
 	enc batchEncoder
+	// times are a write's records' times in Unix microseconds (insertRecords), same
+	// sameRoutes' answers for them (store.insertWith), reused.
+	times []int64
+	same  []bool
 	// keys and ranges are a batch's keys' ranges (keyranges.go), reused.
 	keys   map[string]int
 	ranges []keyRange
@@ -370,14 +374,14 @@ func (w *sqliteWriter) release() {
 		libc.Xfree(w.tls, w.cbuf)
 	}
 	w.tls.Close()
-	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc}
+	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc, times: w.times[:0], same: w.same[:0]}
 }
 
 // insertRecords writes recs as batch rows of at most maxBatchRecords records
 // (batches.go), and their keys' ranges (keyranges.go). The records' ids continue the
 // batches' AUTOINCREMENT sequence (the largest last_id ever written, pruned or not),
 // read in the transaction, which holds SQLite's one write lock.
-func (w *sqliteWriter) insertRecords(recs []Record) error {
+func (w *sqliteWriter) insertRecords(recs []Record, same []bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -385,14 +389,24 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 	if err != nil {
 		return fmt.Errorf("ledger: inserting records: %w", err)
 	}
+	// The records' times in microseconds, read once for the rows' bounds, the rows and
+	// the keys' ranges.
+	w.times = w.times[:0]
+	for i := range recs {
+		w.times = append(w.times, recs[i].Time.UnixMicro())
+	}
 	for i := 0; i < len(recs); i += maxBatchRecords {
-		batch := recs[i:min(i+maxBatchRecords, len(recs))]
+		j := min(i+maxBatchRecords, len(recs))
+		batch, times := recs[i:j], w.times[i:j]
+		var runs []bool
+		if same != nil {
+			runs = same[i:j]
+		}
 		if err := w.stmt(stmtKey{batchesTable, 1}); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
-		lo, hi := batch[0].Time.UnixMicro(), batch[0].Time.UnixMicro()
-		for k := range batch {
-			us := batch[k].Time.UnixMicro()
+		lo, hi := times[0], times[0]
+		for _, us := range times {
 			lo, hi = min(lo, us), max(hi, us)
 		}
 		id := first + int64(i)
@@ -401,7 +415,7 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 		w.int(3, lo)
 		w.int(4, hi)
 		w.int(5, int64(len(batch)))
-		w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatch(b, batch, nil, lo) })
+		w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatchAt(b, batch, times, runs, nil, lo) })
 		if err := w.exec("inserting records"); err != nil {
 			return fmt.Errorf("ledger: inserting records: %w", err)
 		}
@@ -409,7 +423,7 @@ func (w *sqliteWriter) insertRecords(recs []Record) error {
 	if w.keys == nil {
 		w.keys = map[string]int{}
 	}
-	w.ranges = keyRanges(recs, w.keys, w.ranges)
+	w.ranges = keyRanges(recs, w.times, same, w.keys, w.ranges)
 	defer clear(w.keys) // the records' strings are not kept
 	return eachChunk(len(w.ranges), func(i, j int) error {
 		if err := w.stmt(stmtKey{keyRangesTable, j - i}); err != nil {

@@ -154,8 +154,8 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 	if len(recs) == 0 && anon.n == 0 {
 		return nil
 	}
-	rollups := rollupWith(recs, anon)
 	if s.d.dollar {
+		rollups := rollupWith(recs, nil, anon)
 		err := s.insertPostgres(ctx, recs, rollups)
 		if noPartition(err) { // a batch of a month without its partition (spooled long ago)
 			from, to := batchMonths(recs)
@@ -166,9 +166,12 @@ func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) e
 		}
 		return err
 	}
+	// The SQLite writer's passes share sameRoutes' answers (routeruns.go).
+	s.w.same = sameRoutes(recs, s.w.same)
+	rollups := rollupWith(recs, s.w.same, anon)
 	text := func(table string, n int) string { return s.stmts.sql(s.d, table, n) }
 	return s.w.write(ctx, text, func() error {
-		if err := s.w.insertRecords(recs); err != nil {
+		if err := s.w.insertRecords(recs, s.w.same); err != nil {
 			return err
 		}
 		return s.w.upsertRollups(rollups)

@@ -23,6 +23,13 @@ type attemptLog struct {
 	omitted int
 }
 
+// empty forgets the attempts noted, for the run's next request. Their entries are left
+// as they are, not cleared: note writes an entry whole and attempts and last read the
+// noted ones only (an entry past n holds a configured name or a clipped error type until
+// it is noted again). Zeroing the log's kilobyte was most of a ledger's Reset, and
+// clearing the noted ones cost as much as it spared.
+func (l *attemptLog) empty() { l.n, l.omitted = 0, 0 }
+
 // note adds the attempt on r that took took and ended with err, charged u (the meter's
 // charge: countUsage); continued is set for a continuation's attempt.
 func (l *attemptLog) note(r *route, err error, took time.Duration, continued bool, u *translate.Usage) {

@@ -115,11 +115,18 @@ func TestRequestRun_ResetKeepsAttemptLog(t *testing.T) {
 		t.Fatalf("attempts %d, %d omitted", len(got), n)
 	}
 	c.Reset()
+	if got, n := l.attempts(); got != nil || n != 0 || l.last() != nil || l.n != 0 {
+		t.Fatalf("Reset left the log with %d attempts, %d omitted", len(got), n)
+	}
+	// The next request's attempts are its own: a noted entry is written whole.
+	l.note(&route{name: "other", backend: &backend{name: "west"}}, errors.New("refused"), 2*time.Millisecond, true, &translate.Usage{})
+	if got, _ := l.attempts(); len(got) != 1 || got[0] != (ledger.Attempt{Backend: "west", Model: "other", ErrorType: "api_error",
+		Duration: 2 * time.Millisecond, Continued: true}) {
+		t.Fatalf("the next request's attempt %+v", got)
+	}
+	l.empty()
 	if c.attempts() != l {
 		t.Fatal("Reset dropped the run's attempt log")
-	}
-	if *l != (attemptLog{}) {
-		t.Fatalf("Reset left the log %+v", *l)
 	}
 	if c.ownCall.tried != nil {
 		t.Fatal("Reset left the model call's log set")

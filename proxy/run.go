@@ -230,8 +230,8 @@ func (c *requestRun) Reset() {
 	toOut, countFn, said, room, body, spare := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry(), c.spare
 	*c = requestRun{}
 	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body, c.spare = toOut, countFn, said, room, body, spare
-	if room != nil && (room.n != 0 || room.omitted != 0) {
-		*room = attemptLog{}
+	if room != nil {
+		room.empty() // not zeroed whole: its kilobyte was most of a ledger's Reset
 	}
 }
 

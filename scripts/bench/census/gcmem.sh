@@ -22,6 +22,8 @@
 # claude-bench, translated; oai-bench is the passthrough). The process's memory is then
 # also sampled every 0.1 s while the load runs (smaps_rollup), and the largest sample is
 # printed with its file pages and anonymous memory: c's peak is under load, not after it.
+# SAMPLE=1 samples so without STREAM (b's small requests): the peak under load, where
+# VmHWM alone does not say what it is made of.
 set -euo pipefail
 gw=${1:?GATEWAY} led=${2:?off|sqlite} conc=${3:?CONC} n=${4:?N}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -37,7 +39,7 @@ envs+=(${EXTRA_ENV:-})
 env "${envs[@]}" "$gw" -config "$d/cfg/gw.yaml" >"$d/out.log" 2>"$d/err.log" &
 tpid=$!
 census_wait
-if [ -n "${STREAM:-}" ]; then
+if [ -n "${STREAM:-}${SAMPLE:-}" ]; then
 	# smaps_rollup every 0.1 s while the load runs: Rss and Anonymous in kB, a line each
 	(while kill -0 "$tpid" 2>/dev/null && [ ! -e "$d/done" ]; do
 		awk '/^Rss:/ { r = $2 } /^Anonymous:/ { a = $2 } END { if (r) print r, a }' "/proc/$tpid/smaps_rollup" 2>/dev/null || true
@@ -46,7 +48,7 @@ if [ -n "${STREAM:-}" ]; then
 	spid=$!
 fi
 "$load" -addr "127.0.0.1:$tp" -model "$model" -n "$n" -conc "$conc" "${lflags[@]}" 2>"$d/load.log" || { cat "$d/load.log"; exit 1; }
-if [ -n "${STREAM:-}" ]; then touch "$d/done"; wait "$spid" || true; fi
+if [ -n "${STREAM:-}${SAMPLE:-}" ]; then touch "$d/done"; wait "$spid" || true; fi
 curl -s "http://127.0.0.1:$tp/metrics" >"$d/metrics"
 grep -E '^(Rss|Anonymous):' "/proc/$tpid/smaps_rollup" >"$d/smaps"
 grep -E '^Vm(HWM|RSS)' "/proc/$tpid/status" >"$d/status"
@@ -57,7 +59,7 @@ hz=$(getconf CLK_TCK) req=$((n * conc))
 what="requests"
 [ -n "${STREAM:-}" ] && what="streams of ${EVENTS:-200} events to $model (a request below is a stream)"
 echo "ledger $led, $req $what (conc $conc), load $(cut -d' ' -f1-3 /proc/loadavg)"
-if [ -n "${STREAM:-}" ]; then
+if [ -n "${STREAM:-}${SAMPLE:-}" ]; then
 	sort -n "$d/samples" | tail -1 | awk '{ printf "sampled peak (every 0.1 s under load): rss %.1f MB = file %.1f MB + anonymous %.1f MB\n", $1 / 1024, ($1 - $2) / 1024, $2 / 1024 }'
 fi
 echo "process cpu $(( (st[13] + st[14]) * 1000 / hz )) ms (user+sys, start to the last answer)"
