@@ -250,15 +250,13 @@ func (ch *answerChoice) emit(sc *jsonx.Scanner, ev *translate.Event, emit transl
 }
 
 // emitToolCalls emits the events of a message's tool_calls, as decodeOpenAIChunk does: an
-// array's elements, or an object's member values (sc.Each reads both), each a call.
+// array's elements, or an object's member values (sc.Each reads both), each a call. An
+// array's calls are read in one walk (readCall), each call's function with it.
 func emitToolCalls(sc *jsonx.Scanner, calls jsonx.Value, choice int, ev *translate.Event, emit translate.Emit) error {
 	var err error
 	pos := 0
 	var tm, fm [3]jsonx.Value // index, id, function; name, arguments
-	keys := []string{"index", "id", "function"}
 	call := func() bool {
-		clear(fm[:])
-		sc.Members(tm[2], []string{"name", "arguments"}, fm[:2])
 		key := pos
 		if ix := tm[0]; ix.Exists() {
 			key = int(ix.Int())
@@ -280,13 +278,69 @@ func emitToolCalls(sc *jsonx.Scanner, calls jsonx.Value, choice int, ev *transla
 	}
 	switch calls.Kind {
 	case jsonx.Array:
-		sc.EachMembers(calls, keys, tm[:], func(jsonx.Value) bool { return call() })
+		sc.Seek(calls.At)
+		for n := 0; sc.NextElem(&n); {
+			clear(tm[:])
+			clear(fm[:])
+			if !readCall(sc, &tm, &fm) || !call() {
+				break
+			}
+		}
 	case jsonx.Object:
+		keys := []string{"index", "id", "function"}
 		sc.Each(calls, func(_ string, tc jsonx.Value) bool {
 			clear(tm[:])
+			clear(fm[:])
 			sc.Members(tc, keys, tm[:])
+			sc.Members(tm[2], []string{"name", "arguments"}, fm[:2])
 			return call()
 		})
 	}
 	return err
+}
+
+// readCall reads the tool call at the cursor, as Members reads a call's index, id and
+// function into tm and the function's name and arguments into fm, in one walk: the first
+// function member's object is read where it is, not skipped and read again.
+func readCall(sc *jsonx.Scanner, tm, fm *[3]jsonx.Value) bool {
+	if sc.Peek() != '{' {
+		var v jsonx.Value
+		return sc.Value(&v)
+	}
+	for n := 0; sc.NextField(&n); {
+		var ok bool
+		switch sc.Key() {
+		case "index":
+			ok = sc.First(&tm[0])
+		case "id":
+			ok = sc.First(&tm[1])
+		case "function":
+			if tm[2].Kind != jsonx.Missing || sc.Peek() != '{' {
+				ok = sc.First(&tm[2])
+				break
+			}
+			at := sc.Pos()
+			for m := 0; sc.NextField(&m); {
+				switch sc.Key() {
+				case "name":
+					ok = sc.First(&fm[0])
+				case "arguments":
+					ok = sc.First(&fm[1])
+				default:
+					ok = sc.Skip()
+				}
+				if !ok {
+					return false
+				}
+			}
+			ok = !sc.Failed()
+			tm[2].Set(jsonx.Object, sc.Input()[at:sc.Pos()], at, "")
+		default:
+			ok = sc.Skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+	return !sc.Failed()
 }
