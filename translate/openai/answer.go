@@ -255,7 +255,8 @@ func (ch *answerChoice) emit(sc *jsonx.Scanner, ev *translate.Event, emit transl
 func emitToolCalls(sc *jsonx.Scanner, calls jsonx.Value, choice int, ev *translate.Event, emit translate.Emit) error {
 	var err error
 	pos := 0
-	var tm, fm [3]jsonx.Value // index, id, function; name, arguments
+	var tm [3]jsonx.Value // index, id, function
+	var fm [2]jsonx.Value // the function's name, arguments
 	call := func() bool {
 		key := pos
 		if ix := tm[0]; ix.Exists() {
@@ -292,7 +293,7 @@ func emitToolCalls(sc *jsonx.Scanner, calls jsonx.Value, choice int, ev *transla
 			clear(tm[:])
 			clear(fm[:])
 			sc.Members(tc, keys, tm[:])
-			sc.Members(tm[2], []string{"name", "arguments"}, fm[:2])
+			sc.Members(tm[2], []string{"name", "arguments"}, fm[:])
 			return call()
 		})
 	}
@@ -302,7 +303,7 @@ func emitToolCalls(sc *jsonx.Scanner, calls jsonx.Value, choice int, ev *transla
 // readCall reads the tool call at the cursor, as Members reads a call's index, id and
 // function into tm and the function's name and arguments into fm, in one walk: the first
 // function member's object is read where it is, not skipped and read again.
-func readCall(sc *jsonx.Scanner, tm, fm *[3]jsonx.Value) bool {
+func readCall(sc *jsonx.Scanner, tm *[3]jsonx.Value, fm *[2]jsonx.Value) bool {
 	if sc.Peek() != '{' {
 		var v jsonx.Value
 		return sc.Value(&v)
