@@ -606,24 +606,28 @@ func (d *openAIChatStream) Close(emit translate.Emit) error {
 // DecodeResponse decodes a chat completion. A body that is not a JSON object with a
 // choices array (an HTML page from a proxy, an error object sent with status 200) is an
 // upstream error, never an empty answer.
+//
+// One pass checks the body and reads what the events need (answer.read): the top-level
+// members, the usage, and each choice's members and its message's, so that the answer's
+// text is read once; an answer with more choices than the pass keeps walks its choices
+// again.
 func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
-	// Indexed: the decode reads the choices, each choice's message and the usage after
-	// the top-level members, and without the index each read walks its value again.
-	root, ok := sc.IndexRoot()
-	if !ok {
+	var a answer
+	if !a.read(&sc) {
 		return upstreamMalformed("openai", body)
 	}
-	var top chunkMembers
-	top.read(&sc, root)
-	if e := top[chunkError]; e.Kind == jsonx.Object {
+	if e := a.top[chunkError]; e.Kind == jsonx.Object {
 		return openAIError(&sc, 502, e)
 	}
-	if root.Kind != jsonx.Object || top[chunkChoices].Kind != jsonx.Array {
+	if a.top[chunkChoices].Kind != jsonx.Array {
 		return upstreamMalformed("openai", body)
 	}
-	started, finished := false, false
-	return decodeOpenAIChunk(&sc, &top, &started, &finished, emit)
+	if a.more {
+		started, finished := false, false
+		return decodeOpenAIChunk(&sc, &a.top, &started, &finished, emit)
+	}
+	return a.emit(&sc, emit)
 }
 
 func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {
