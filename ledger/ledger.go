@@ -78,6 +78,8 @@ type Ledger struct {
 	// anonymous counts the requests refused before a key was known since the last write
 	// (AddUnauthenticated).
 	anonymous atomic.Int64
+	// parts are the writer's list of a write's blocks' records (writeQueued), reused.
+	parts [][]Record
 }
 
 // Open opens the database, applies the migrations it lacks, and starts the writer and
@@ -114,6 +116,11 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 	l := &Ledger{opts: opts, st: st, full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
 	l.q.size = min(opts.BatchSize, opts.QueueSize, maxBlockLen)
+	if opts.Type == "sqlite" {
+		// A batch row's worth: the writer joins blocks into a transaction (writeQueued),
+		// so what is kept follows the records waiting, not two whole batches.
+		l.q.size = min(l.q.size, maxBatchRecords)
+	}
 	if opts.SpoolPath != "" {
 		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
 		if err := l.spool.open(); err != nil {
@@ -331,8 +338,10 @@ func (l *Ledger) write() {
 	}
 }
 
-// writeQueued takes the queue and writes it a block at a time (a block is at most
-// BatchSize records: queue.go), each block's records as they are, without a copy.
+// writeQueued takes the queue and writes it, each block's records as they are, without
+// a copy: on SQLite the blocks in order, as many a transaction as make at most BatchSize
+// records (a block is a batch row's worth: queue.go), on PostgreSQL a block (a batch) a
+// transaction.
 func (l *Ledger) writeQueued() {
 	l.mu.Lock()
 	blocks := l.q.take()
@@ -341,25 +350,37 @@ func (l *Ledger) writeQueued() {
 		l.flush(nil) // the anonymous refusals alone, if any
 		return
 	}
-	for _, b := range blocks {
-		recs := b.records()
-		l.maskContent(recs)
-		l.flush(recs)
+	join := l.opts.Type == "sqlite"
+	for i := 0; i < len(blocks); {
+		parts, n := l.parts[:0], 0
+		for ; i < len(blocks) && (len(parts) == 0 || join && n+blocks[i].n <= l.opts.BatchSize); i++ {
+			recs := blocks[i].records()
+			l.maskContent(recs)
+			parts, n = append(parts, recs), n+len(recs)
+		}
+		l.flush(parts)
+		clear(parts)
+		l.parts = parts
 	}
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)
 	l.mu.Unlock()
 }
 
-// flush writes batch and the anonymous refusals counted since the last write (or spools
-// the batch when the database fails, keeping the count for the next write).
-func (l *Ledger) flush(batch []Record) {
+// flush writes a write's records, parts in order, and the anonymous refusals counted
+// since the last write, in one transaction (or spools the parts when the database
+// fails, keeping the count for the next write).
+func (l *Ledger) flush(parts [][]Record) {
 	anon := anonymous{n: l.anonymous.Swap(0), at: l.opts.Now()}
-	if len(batch) == 0 && anon.n == 0 {
+	n := 0
+	for _, recs := range parts {
+		n += len(recs)
+	}
+	if n == 0 && anon.n == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	err := l.st.insertWith(ctx, batch, anon)
+	err := l.st.insertParts(ctx, parts, anon)
 	cancel()
 	if err != nil {
 		l.anonymous.Add(anon.n)
@@ -367,7 +388,7 @@ func (l *Ledger) flush(batch []Record) {
 	if err == nil {
 		l.unwritable.Store(nil)
 		if l.opts.OnWrite != nil {
-			l.opts.OnWrite(len(batch))
+			l.opts.OnWrite(n)
 		}
 		return
 	}
@@ -377,15 +398,13 @@ func (l *Ledger) flush(batch []Record) {
 	// The driver's message names the host and user at most; masked all the same.
 	e := errors.New("ledger: the " + l.opts.Type + " database cannot be written: " + redact.Mask(err.Error()))
 	l.unwritable.Store(&e)
-	if len(batch) == 0 { // anonymous refusals only: kept for the next write
-		return
-	}
-	if l.spool == nil {
-		l.dropped("spool_full", len(batch))
-		return
-	}
-	if err := l.spool.add(batch); err != nil {
-		l.dropped("spool_full", len(batch))
+	for _, recs := range parts {
+		if len(recs) == 0 {
+			continue
+		}
+		if l.spool == nil || l.spool.add(recs) != nil {
+			l.dropped("spool_full", len(recs))
+		}
 	}
 }
 
