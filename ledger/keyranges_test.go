@@ -344,3 +344,50 @@ func TestLedger_WriteJoinsBlocks(t *testing.T) {
 		t.Errorf("k1's records: %d, newest %+v", len(recs), recs[0])
 	}
 }
+
+// TestEachWrite: a write takes batch records from the blocks in order, cutting a block
+// between two writes where the batch ends (join: SQLite), or a block a write.
+func TestEachWrite(t *testing.T) {
+	blocks := func(ns ...int) []*block {
+		var out []*block
+		id := int64(0)
+		for _, n := range ns {
+			b := &block{recs: make([]Record, 4), n: n}
+			for i := range n {
+				id++
+				b.recs[i].ID = id
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		blocks []int
+		batch  int
+		join   bool
+		want   string // each write's parts' ids: first-last, parts by "+", writes by " "
+	}{
+		{"one block", []int{3}, 4, true, "1-3"},
+		{"blocks joined", []int{4, 4}, 8, true, "1-4+5-8"},
+		{"a block cut", []int{4, 4, 4}, 6, true, "1-4+5-6 7-8+9-12"},
+		{"cut at a block's end", []int{4, 4, 1}, 8, true, "1-4+5-8 9-9"},
+		{"a partial block", []int{4, 2, 4}, 8, true, "1-4+5-6+7-8 9-10"},
+		{"not joined", []int{4, 4, 2}, 8, false, "1-4 5-8 9-10"},
+	} {
+		var got []string
+		parts := eachWrite(blocks(tc.blocks...), tc.batch, tc.join, nil, func(parts [][]Record) {
+			var w []string
+			for _, p := range parts {
+				w = append(w, fmt.Sprintf("%d-%d", p[0].ID, p[len(p)-1].ID))
+			}
+			got = append(got, strings.Join(w, "+"))
+		})
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("%s: writes %s, want %s", tc.name, g, tc.want)
+		}
+		if len(parts) != 0 {
+			t.Errorf("%s: parts returned with %d", tc.name, len(parts))
+		}
+	}
+}

@@ -339,9 +339,9 @@ func (l *Ledger) write() {
 }
 
 // writeQueued takes the queue and writes it, each block's records as they are, without
-// a copy: on SQLite the blocks in order, as many a transaction as make at most BatchSize
-// records (a block is a batch row's worth: queue.go), on PostgreSQL a block (a batch) a
-// transaction.
+// a copy: on SQLite BatchSize records a transaction, from as many blocks as hold them (a
+// block is a batch row's worth: queue.go; the last one's records may go to two), on
+// PostgreSQL a block (a batch) a transaction.
 func (l *Ledger) writeQueued() {
 	l.mu.Lock()
 	blocks := l.q.take()
@@ -350,21 +350,36 @@ func (l *Ledger) writeQueued() {
 		l.flush(nil) // the anonymous refusals alone, if any
 		return
 	}
-	join := l.opts.Type == "sqlite"
-	for i := 0; i < len(blocks); {
-		parts, n := l.parts[:0], 0
-		for ; i < len(blocks) && (len(parts) == 0 || join && n+blocks[i].n <= l.opts.BatchSize); i++ {
-			recs := blocks[i].records()
-			l.maskContent(recs)
-			parts, n = append(parts, recs), n+len(recs)
-		}
-		l.flush(parts)
-		clear(parts)
-		l.parts = parts
+	for _, b := range blocks {
+		l.maskContent(b.records())
 	}
+	l.parts = eachWrite(blocks, l.opts.BatchSize, l.opts.Type == "sqlite", l.parts, l.flush)
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)
 	l.mu.Unlock()
+}
+
+// eachWrite calls write with each write's records, in parts, in order: with join,
+// batch records a write, from as many blocks as hold them (the last one's records may go
+// to two writes), else a block a write. parts is the storage of the parts' list, which
+// it returns (cleared) for reuse.
+func eachWrite(blocks []*block, batch int, join bool, parts [][]Record, write func([][]Record)) [][]Record {
+	for i, at := 0, 0; i < len(blocks); {
+		n := 0
+		parts = parts[:0]
+		for i < len(blocks) && (len(parts) == 0 || join && n < batch) {
+			recs := blocks[i].records()[at:]
+			if k := batch - n; join && len(recs) > k {
+				recs, at = recs[:k], at+k
+			} else {
+				i, at = i+1, 0
+			}
+			parts, n = append(parts, recs), n+len(recs)
+		}
+		write(parts)
+		clear(parts)
+	}
+	return parts[:0]
 }
 
 // flush writes a write's records, parts in order, and the anonymous refusals counted
