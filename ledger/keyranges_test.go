@@ -287,41 +287,12 @@ func TestLedger_WriteJoinsBlocks(t *testing.T) {
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
-	q, err := l.st.db.QueryContext(ctx, "SELECT first_id, last_id, n FROM "+batchesTable+" ORDER BY last_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for q.Next() {
-		var first, last, n int64
-		if err := q.Scan(&first, &last, &n); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, fmt.Sprintf("%d-%d:%d", first, last, n))
-	}
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Join(rows, " "), "1-256:256 257-512:256 513-768:256 769-1000:232"; got != want {
+	if got, want := rowsText(t, l.st.db, "SELECT first_id || '-' || last_id || ':' || n FROM "+batchesTable+" ORDER BY last_id"),
+		"1-256:256 257-512:256 513-768:256 769-1000:232"; got != want {
 		t.Errorf("batch rows %s, want %s", got, want)
 	}
-	rows = rows[:0]
-	q, err = l.st.db.QueryContext(ctx, "SELECT key_name, first_id, last_id FROM "+keyRangesTable+" ORDER BY first_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for q.Next() {
-		var key string
-		var first, last int64
-		if err := q.Scan(&key, &first, &last); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, fmt.Sprintf("%s:%d-%d", key, first, last))
-	}
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Join(rows, " "), "k0:1-300 k1:301-600 k2:601-900 k3:901-1000"; got != want {
+	rows := rowsText(t, l.st.db, "SELECT key_name || ':' || first_id || '-' || last_id FROM "+keyRangesTable+" ORDER BY first_id")
+	if got, want := rows, "k0:1-300 k1:301-600 k2:601-900 k3:901-1000"; got != want {
 		t.Errorf("key ranges %s, want %s (one a key: one transaction)", got, want)
 	}
 	u, err := l.Usage(ctx, UsageQuery{From: rangesDay, To: rangesDay.Add(time.Hour), GroupBy: []string{"key"}})
@@ -390,4 +361,26 @@ func TestEachWrite(t *testing.T) {
 			t.Errorf("%s: parts returned with %d", tc.name, len(parts))
 		}
 	}
+}
+
+// rowsText is query's one text column, its rows joined by spaces.
+func rowsText(t *testing.T, db *sql.DB, query string) string {
+	t.Helper()
+	q, err := db.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var rows []string
+	for q.Next() {
+		var s string
+		if err := q.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, s)
+	}
+	if err := q.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(rows, " ")
 }
