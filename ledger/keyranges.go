@@ -44,42 +44,35 @@ func keyRangesSQL(n int) string {
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?), ", n), ", ")
 }
 
-// keyRange is one key's records in a write: the key, the places of its first and last
-// record in the write and the bounds of their times.
+// keyRange is one key's records in a batch: the indexes of its first and last in the
+// batch and the bounds of their times.
 type keyRange struct {
-	key             string
 	first, last     int
 	firstUS, lastUS int64
 }
 
-// keyRanges returns each key's range in parts (a write's records, in order: places
-// count across the parts), in order of first appearance, using index (cleared first)
-// and out's storage; times are the records' times as Unix microseconds (times[k] is the
-// k-th record's Time.UnixMicro()), same sameRoutes' answers for them (nil: the keys
-// compared here).
-func keyRanges(parts [][]Record, times []int64, same []bool, index map[string]int, out []keyRange) []keyRange {
+// keyRanges returns each key's range in recs, in order of first appearance, using
+// index (cleared first) and out's storage; times are recs' times as Unix microseconds
+// (times[i] is recs[i].Time.UnixMicro()), same sameRoutes' answers for recs (nil: the
+// keys compared here).
+func keyRanges(recs []Record, times []int64, same []bool, index map[string]int, out []keyRange) []keyRange {
 	clear(index)
 	out = out[:0]
 	j := -1 // the range of the record before: a gateway's records come in runs of a key
-	k := 0
-	for _, recs := range parts {
-		for i := range recs {
-			key, us := recs[i].Key, times[k]
-			if j < 0 || !(same != nil && same[k]) && !sameText(key, out[j].key) {
-				var ok bool
-				if j, ok = index[key]; !ok {
-					j = len(out)
-					index[key] = j
-					out = append(out, keyRange{key: key, first: k, last: k, firstUS: us, lastUS: us})
-					k++
-					continue
-				}
+	for i := range recs {
+		us := times[i]
+		if j < 0 || !(same != nil && same[i]) && !sameText(recs[i].Key, recs[out[j].first].Key) {
+			var ok bool
+			if j, ok = index[recs[i].Key]; !ok {
+				j = len(out)
+				index[recs[i].Key] = j
+				out = append(out, keyRange{first: i, last: i, firstUS: us, lastUS: us})
+				continue
 			}
-			r := &out[j]
-			r.last = k
-			r.firstUS, r.lastUS = min(r.firstUS, us), max(r.lastUS, us)
-			k++
 		}
+		r := &out[j]
+		r.last = i
+		r.firstUS, r.lastUS = min(r.firstUS, us), max(r.lastUS, us)
 	}
 	return out
 }

@@ -247,140 +247,16 @@ func TestKeyRanges(t *testing.T) {
 			j, ok := place[recs[i].Key]
 			if !ok {
 				place[recs[i].Key] = len(want)
-				want = append(want, keyRange{key: recs[i].Key, first: i, last: i, firstUS: us, lastUS: us})
+				want = append(want, keyRange{first: i, last: i, firstUS: us, lastUS: us})
 				continue
 			}
 			want[j].last, want[j].firstUS, want[j].lastUS = i, min(want[j].firstUS, us), max(want[j].lastUS, us)
 		}
 		for _, same := range [][]bool{nil, sameRoutes(recs, nil)} { // the keys compared, or the runs given
-			got := keyRanges([][]Record{recs}, unixMicros(recs), same, map[string]int{"stale": 9}, []keyRange{{first: 5}})
+			got := keyRanges(recs, unixMicros(recs), same, map[string]int{"stale": 9}, []keyRange{{first: 5}})
 			if !reflect.DeepEqual(got, want) && (len(got) > 0 || len(want) > 0) {
 				t.Errorf("keys %q (runs given %t): ranges %+v, want %+v", keys, same != nil, got, want)
 			}
 		}
 	}
-}
-
-// TestLedger_WriteJoinsBlocks: on SQLite the queue's blocks are a batch row's worth (256
-// records) and the writer writes as many a transaction as make at most BatchSize
-// records: 1,000 records queued in four blocks, keys in runs of 300 across the blocks'
-// ends, are one write — each key one range (a transaction a block would have cut k0,
-// k1 and k2 in two), the rows cut at the blocks, the ids consecutive, the rollups and
-// a key's listing whole.
-func TestLedger_WriteJoinsBlocks(t *testing.T) {
-	ctx := context.Background()
-	l, err := Open(ctx, Options{Type: "sqlite", DSN: FreshSQLite(t), BatchSize: 1000, FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
-	if l.q.size != maxBatchRecords {
-		t.Fatalf("queue blocks of %d records, want %d", l.q.size, maxBatchRecords)
-	}
-	for i := range 1000 {
-		r := Record{Time: rangesDay.Add(time.Duration(i) * time.Millisecond), RequestID: fmt.Sprintf("r%d", i),
-			Key: fmt.Sprintf("k%d", i/300), Model: "m", Status: 200, PromptTokens: 1}
-		if !l.Add(r) {
-			t.Fatal("a record was dropped")
-		}
-	}
-	if err := l.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := rowsText(t, l.st.db, "SELECT first_id || '-' || last_id || ':' || n FROM "+batchesTable+" ORDER BY last_id"),
-		"1-256:256 257-512:256 513-768:256 769-1000:232"; got != want {
-		t.Errorf("batch rows %s, want %s", got, want)
-	}
-	rows := rowsText(t, l.st.db, "SELECT key_name || ':' || first_id || '-' || last_id FROM "+keyRangesTable+" ORDER BY first_id")
-	if got, want := rows, "k0:1-300 k1:301-600 k2:601-900 k3:901-1000"; got != want {
-		t.Errorf("key ranges %s, want %s (one a key: one transaction)", got, want)
-	}
-	u, err := l.Usage(ctx, UsageQuery{From: rangesDay, To: rangesDay.Add(time.Hour), GroupBy: []string{"key"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range u {
-		got = append(got, fmt.Sprintf("%s:%d/%d", r.Key, r.Requests, r.PromptTokens))
-	}
-	slices.Sort(got)
-	if g, want := strings.Join(got, " "), "k0:300/300 k1:300/300 k2:300/300 k3:100/100"; g != want {
-		t.Errorf("usage %s, want %s", g, want)
-	}
-	recs, _, err := l.Requests(ctx, RequestQuery{Key: "k1", Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 300 || recs[0].ID != 600 || recs[0].RequestID != "r599" || recs[299].ID != 301 || recs[299].RequestID != "r300" {
-		t.Errorf("k1's records: %d, newest %+v", len(recs), recs[0])
-	}
-}
-
-// TestEachWrite: a write takes batch records from the blocks in order, cutting a block
-// between two writes where the batch ends (join: SQLite), or a block a write.
-func TestEachWrite(t *testing.T) {
-	blocks := func(ns ...int) []*block {
-		var out []*block
-		id := int64(0)
-		for _, n := range ns {
-			b := &block{recs: make([]Record, 4), n: n}
-			for i := range n {
-				id++
-				b.recs[i].ID = id
-			}
-			out = append(out, b)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name   string
-		blocks []int
-		batch  int
-		join   bool
-		want   string // each write's parts' ids: first-last, parts by "+", writes by " "
-	}{
-		{"one block", []int{3}, 4, true, "1-3"},
-		{"blocks joined", []int{4, 4}, 8, true, "1-4+5-8"},
-		{"a block cut", []int{4, 4, 4}, 6, true, "1-4+5-6 7-8+9-12"},
-		{"cut at a block's end", []int{4, 4, 1}, 8, true, "1-4+5-8 9-9"},
-		{"a partial block", []int{4, 2, 4}, 8, true, "1-4+5-6+7-8 9-10"},
-		{"not joined", []int{4, 4, 2}, 8, false, "1-4 5-8 9-10"},
-	} {
-		var got []string
-		parts := eachWrite(blocks(tc.blocks...), tc.batch, tc.join, nil, func(parts [][]Record) {
-			var w []string
-			for _, p := range parts {
-				w = append(w, fmt.Sprintf("%d-%d", p[0].ID, p[len(p)-1].ID))
-			}
-			got = append(got, strings.Join(w, "+"))
-		})
-		if g := strings.Join(got, " "); g != tc.want {
-			t.Errorf("%s: writes %s, want %s", tc.name, g, tc.want)
-		}
-		if len(parts) != 0 {
-			t.Errorf("%s: parts returned with %d", tc.name, len(parts))
-		}
-	}
-}
-
-// rowsText is query's one text column, its rows joined by spaces.
-func rowsText(t *testing.T, db *sql.DB, query string) string {
-	t.Helper()
-	q, err := db.QueryContext(context.Background(), query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	var rows []string
-	for q.Next() {
-		var s string
-		if err := q.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, s)
-	}
-	if err := q.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(rows, " ")
 }

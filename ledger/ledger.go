@@ -78,8 +78,6 @@ type Ledger struct {
 	// anonymous counts the requests refused before a key was known since the last write
 	// (AddUnauthenticated).
 	anonymous atomic.Int64
-	// parts are the writer's list of a write's blocks' records (writeQueued), reused.
-	parts [][]Record
 }
 
 // Open opens the database, applies the migrations it lacks, and starts the writer and
@@ -116,11 +114,6 @@ func Open(ctx context.Context, opts Options) (*Ledger, error) {
 	l := &Ledger{opts: opts, st: st, full: make(chan struct{}, 1), stop: make(chan struct{}),
 		done: make(chan struct{}), prune: make(chan struct{}), flushReq: make(chan chan struct{})}
 	l.q.size = min(opts.BatchSize, opts.QueueSize, maxBlockLen)
-	if opts.Type == "sqlite" {
-		// A batch row's worth: the writer joins blocks into a transaction (writeQueued),
-		// so what is kept follows the records waiting, not two whole batches.
-		l.q.size = min(l.q.size, maxBatchRecords)
-	}
 	if opts.SpoolPath != "" {
 		l.spool = &spool{path: opts.SpoolPath, max: opts.SpoolMaxBytes}
 		if err := l.spool.open(); err != nil {
@@ -338,10 +331,8 @@ func (l *Ledger) write() {
 	}
 }
 
-// writeQueued takes the queue and writes it, each block's records as they are, without
-// a copy: on SQLite BatchSize records a transaction, from as many blocks as hold them (a
-// block is a batch row's worth: queue.go; the last one's records may go to two), on
-// PostgreSQL a block (a batch) a transaction.
+// writeQueued takes the queue and writes it a block at a time (a block is at most
+// BatchSize records: queue.go), each block's records as they are, without a copy.
 func (l *Ledger) writeQueued() {
 	l.mu.Lock()
 	blocks := l.q.take()
@@ -351,51 +342,24 @@ func (l *Ledger) writeQueued() {
 		return
 	}
 	for _, b := range blocks {
-		l.maskContent(b.records())
+		recs := b.records()
+		l.maskContent(recs)
+		l.flush(recs)
 	}
-	l.parts = eachWrite(blocks, l.opts.BatchSize, l.opts.Type == "sqlite", l.parts, l.flush)
 	l.mu.Lock()
 	l.q.recycle(blocks, l.opts.BatchSize)
 	l.mu.Unlock()
 }
 
-// eachWrite calls write with each write's records, in parts, in order: with join,
-// batch records a write, from as many blocks as hold them (the last one's records may go
-// to two writes), else a block a write. parts is the storage of the parts' list, which
-// it returns (cleared) for reuse.
-func eachWrite(blocks []*block, batch int, join bool, parts [][]Record, write func([][]Record)) [][]Record {
-	for i, at := 0, 0; i < len(blocks); {
-		n := 0
-		parts = parts[:0]
-		for i < len(blocks) && (len(parts) == 0 || join && n < batch) {
-			recs := blocks[i].records()[at:]
-			if k := batch - n; join && len(recs) > k {
-				recs, at = recs[:k], at+k
-			} else {
-				i, at = i+1, 0
-			}
-			parts, n = append(parts, recs), n+len(recs)
-		}
-		write(parts)
-		clear(parts)
-	}
-	return parts[:0]
-}
-
-// flush writes a write's records, parts in order, and the anonymous refusals counted
-// since the last write, in one transaction (or spools the parts when the database
-// fails, keeping the count for the next write).
-func (l *Ledger) flush(parts [][]Record) {
+// flush writes batch and the anonymous refusals counted since the last write (or spools
+// the batch when the database fails, keeping the count for the next write).
+func (l *Ledger) flush(batch []Record) {
 	anon := anonymous{n: l.anonymous.Swap(0), at: l.opts.Now()}
-	n := 0
-	for _, recs := range parts {
-		n += len(recs)
-	}
-	if n == 0 && anon.n == 0 {
+	if len(batch) == 0 && anon.n == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	err := l.st.insertParts(ctx, parts, anon)
+	err := l.st.insertWith(ctx, batch, anon)
 	cancel()
 	if err != nil {
 		l.anonymous.Add(anon.n)
@@ -403,7 +367,7 @@ func (l *Ledger) flush(parts [][]Record) {
 	if err == nil {
 		l.unwritable.Store(nil)
 		if l.opts.OnWrite != nil {
-			l.opts.OnWrite(n)
+			l.opts.OnWrite(len(batch))
 		}
 		return
 	}
@@ -413,13 +377,15 @@ func (l *Ledger) flush(parts [][]Record) {
 	// The driver's message names the host and user at most; masked all the same.
 	e := errors.New("ledger: the " + l.opts.Type + " database cannot be written: " + redact.Mask(err.Error()))
 	l.unwritable.Store(&e)
-	for _, recs := range parts {
-		if len(recs) == 0 {
-			continue
-		}
-		if l.spool == nil || l.spool.add(recs) != nil {
-			l.dropped("spool_full", len(recs))
-		}
+	if len(batch) == 0 { // anonymous refusals only: kept for the next write
+		return
+	}
+	if l.spool == nil {
+		l.dropped("spool_full", len(batch))
+		return
+	}
+	if err := l.spool.add(batch); err != nil {
+		l.dropped("spool_full", len(batch))
 	}
 }
 

@@ -1,17 +1,14 @@
 package ledger
 
 // maxBlockLen bounds a queue block's records: a block is min(BatchSize, QueueSize,
-// maxBlockLen) records on PostgreSQL (912 KB at the default batch of 2,000), and at
-// most maxBatchRecords on SQLite (117 KB), whose writer joins blocks into a transaction
-// (Ledger.writeQueued).
+// maxBlockLen) records (912 KB at the default batch of 2,000).
 const maxBlockLen = 4096
 
 // block is a run of queued records: recs[:n] are filled. att holds copies of their
 // attempts (Record.Attempts), so that Add keeps none of its caller's memory and the
 // caller needs no copy of its own: a request's record is built without allocating.
-// The writer writes a block's records as they are (no copy into a batch of its own):
-// on PostgreSQL one transaction a block, on SQLite as many blocks a transaction as make
-// at most BatchSize records.
+// The writer writes a block's records as they are, one transaction a block (no copy
+// into a batch of its own).
 type block struct {
 	recs []Record
 	n    int
@@ -22,7 +19,7 @@ type block struct {
 func (b *block) records() []Record { return b.recs[:b.n] }
 
 // queue holds the records waiting for the writer in fixed blocks of size records (a
-// batch's worth, or on SQLite a batch row's), so that adding one copies one record and never a growing slice, and
+// batch's worth), so that adding one copies one record and never a growing slice, and
 // its memory follows what waits, a batch at a time: the writer takes the blocks, writes
 // each, and gives them back, cleared, for reuse up to about two batches' worth; the rest
 // are left to the garbage collector. It is not safe for concurrent use (the Ledger's

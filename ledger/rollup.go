@@ -37,12 +37,6 @@ type anonymous struct {
 // finest table's rows, and each coarser table's rows are summed from the finer one's
 // (far fewer than the records).
 func rollupWith(recs []Record, same []bool, anon anonymous) []rollupRows {
-	return rollupOf([][]Record{recs}, same, anon)
-}
-
-// rollupOf is rollupWith of a write's records in parts (queue blocks, in order; same
-// counts across them).
-func rollupOf(parts [][]Record, same []bool, anon anonymous) []rollupRows {
 	out := make([]rollupRows, len(rollupTables))
 	var rows rollupRows
 	index := make(map[rollupKey]int, 8)
@@ -55,45 +49,42 @@ func rollupOf(parts [][]Record, same []bool, anon anonymous) []rollupRows {
 	}
 	// last is the row of the record before: a gateway's records come in runs of the same
 	// key, model and status, and comparing keys costs less than hashing one.
-	last, i := -1, -1
-	for _, recs := range parts {
-		for p := range recs {
-			r := &recs[p]
-			i++
-			sec := r.Time.Unix()
-			bucket := sec - sec%width
-			j := last
-			// The row before is the record before's: with its route's texts (same), the
-			// record's key is the row's when its status and bucket are.
-			if j < 0 || same == nil || !same[i] || rows[j].status != r.Status || rows[j].bucket != bucket {
-				model := r.Served
-				if model == "" {
-					model = r.Model
-				}
-				k := rollupKey{bucket, r.Key, r.Team, model, r.Deployment, r.Status}
-				if j < 0 || rows[j].rollupKey != k {
-					var ok bool
-					if j, ok = index[k]; !ok {
-						j = len(rows)
-						index[k] = j
-						rows = append(rows, rollupRow{rollupKey: k})
-					}
-					last = j
-				}
+	last := -1
+	for i := range recs {
+		r := &recs[i]
+		sec := r.Time.Unix()
+		bucket := sec - sec%width
+		j := last
+		// The row before is the record before's: with its route's texts (same), the
+		// record's key is the row's when its status and bucket are.
+		if j < 0 || same == nil || !same[i] || rows[j].status != r.Status || rows[j].bucket != bucket {
+			model := r.Served
+			if model == "" {
+				model = r.Model
 			}
-			// Added field by field: a rollupRow of the record's, built to be added, was
-			// most of this loop's cost.
-			o := &rows[j]
-			o.requests++
-			o.errors += errorCount(r.Status)
-			o.prompt += r.PromptTokens
-			o.cachedRead += r.CachedReadTokens
-			o.cacheWrite += r.CacheWriteTokens
-			o.completion += r.CompletionTokens
-			o.reasoning += r.ReasoningTokens
-			o.costUSD += r.CostUSD
-			o.totalMS += r.Total.Milliseconds()
+			k := rollupKey{bucket, r.Key, r.Team, model, r.Deployment, r.Status}
+			if j < 0 || rows[j].rollupKey != k {
+				var ok bool
+				if j, ok = index[k]; !ok {
+					j = len(rows)
+					index[k] = j
+					rows = append(rows, rollupRow{rollupKey: k})
+				}
+				last = j
+			}
 		}
+		// Added field by field: a rollupRow of the record's, built to be added, was
+		// most of this loop's cost.
+		o := &rows[j]
+		o.requests++
+		o.errors += errorCount(r.Status)
+		o.prompt += r.PromptTokens
+		o.cachedRead += r.CachedReadTokens
+		o.cacheWrite += r.CacheWriteTokens
+		o.completion += r.CompletionTokens
+		o.reasoning += r.ReasoningTokens
+		o.costUSD += r.CostUSD
+		o.totalMS += r.Total.Milliseconds()
 	}
 	out[0] = rows
 	for ti := 1; ti < len(rollupTables); ti++ {

@@ -11,18 +11,10 @@ package ledger
 // sameRoutes returns, in same's storage, whether each record's route texts — Key, Team,
 // API, Model, Served, Backend and Deployment — are those of the record before it
 // (same[0] is false).
-func sameRoutes(recs []Record, same []bool) []bool { return sameRoutesOf([][]Record{recs}, same) }
-
-// sameRoutesOf is sameRoutes of a write's records in parts (queue blocks, in order): a
-// part's first record is compared with the part before's last.
-func sameRoutesOf(parts [][]Record, same []bool) []bool {
+func sameRoutes(recs []Record, same []bool) []bool {
 	same = same[:0]
-	var prev *Record
-	for _, recs := range parts {
-		for i := range recs {
-			same = append(same, prev != nil && sameRouteTexts(&recs[i], prev))
-			prev = &recs[i]
-		}
+	for i := range recs {
+		same = append(same, i > 0 && sameRouteTexts(&recs[i], &recs[i-1]))
 	}
 	return same
 }

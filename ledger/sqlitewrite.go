@@ -377,65 +377,54 @@ func (w *sqliteWriter) release() {
 	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc, times: w.times[:0], same: w.same[:0]}
 }
 
-// insertRecords writes a write's records, parts in order (queue blocks), as batch rows
-// of at most maxBatchRecords records each, no row across two parts (batches.go), and
-// their keys' ranges (keyranges.go); same are sameRoutes' answers for them, counted
-// across the parts. The records' ids continue the batches' AUTOINCREMENT sequence (the
-// largest last_id ever written, pruned or not), read in the transaction, which holds
-// SQLite's one write lock.
-func (w *sqliteWriter) insertRecords(parts [][]Record, same []bool) error {
-	w.times = w.times[:0]
-	for _, recs := range parts {
-		// The records' times in microseconds, read once for the rows' bounds, the rows
-		// and the keys' ranges.
-		for i := range recs {
-			w.times = append(w.times, recs[i].Time.UnixMicro())
-		}
-	}
-	if len(w.times) == 0 {
+// insertRecords writes recs as batch rows of at most maxBatchRecords records
+// (batches.go), and their keys' ranges (keyranges.go). The records' ids continue the
+// batches' AUTOINCREMENT sequence (the largest last_id ever written, pruned or not),
+// read in the transaction, which holds SQLite's one write lock.
+func (w *sqliteWriter) insertRecords(recs []Record, same []bool) error {
+	if len(recs) == 0 {
 		return nil
 	}
 	first, err := w.nextID()
 	if err != nil {
 		return fmt.Errorf("ledger: inserting records: %w", err)
 	}
-	at := 0 // the part's first record's place in the write
-	for _, recs := range parts {
-		for i := 0; i < len(recs); i += maxBatchRecords {
-			j := min(i+maxBatchRecords, len(recs))
-			batch, times := recs[i:j], w.times[at+i:at+j]
-			var runs []bool
-			if same != nil {
-				runs = same[at+i : at+j]
-			}
-			if err := w.stmt(stmtKey{batchesTable, 1}); err != nil {
-				return fmt.Errorf("ledger: inserting records: %w", err)
-			}
-			lo, hi := times[0], times[0]
-			for _, us := range times {
-				lo, hi = min(lo, us), max(hi, us)
-			}
-			id := first + int64(at+i)
-			w.int(1, id+int64(len(batch))-1)
-			w.int(2, id)
-			w.int(3, lo)
-			w.int(4, hi)
-			w.int(5, int64(len(batch)))
-			w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatchAt(b, batch, times, runs, nil, lo) })
-			if err := w.exec("inserting records"); err != nil {
-				return fmt.Errorf("ledger: inserting records: %w", err)
-			}
+	// The records' times in microseconds, read once for the rows' bounds, the rows and
+	// the keys' ranges.
+	w.times = w.times[:0]
+	for i := range recs {
+		w.times = append(w.times, recs[i].Time.UnixMicro())
+	}
+	for i := 0; i < len(recs); i += maxBatchRecords {
+		j := min(i+maxBatchRecords, len(recs))
+		batch, times := recs[i:j], w.times[i:j]
+		var runs []bool
+		if same != nil {
+			runs = same[i:j]
 		}
-		at += len(recs)
+		if err := w.stmt(stmtKey{batchesTable, 1}); err != nil {
+			return fmt.Errorf("ledger: inserting records: %w", err)
+		}
+		lo, hi := times[0], times[0]
+		for _, us := range times {
+			lo, hi = min(lo, us), max(hi, us)
+		}
+		id := first + int64(i)
+		w.int(1, id+int64(len(batch))-1)
+		w.int(2, id)
+		w.int(3, lo)
+		w.int(4, hi)
+		w.int(5, int64(len(batch)))
+		w.strFrom(6, func(b []byte) []byte { return w.enc.appendBatchAt(b, batch, times, runs, nil, lo) })
+		if err := w.exec("inserting records"); err != nil {
+			return fmt.Errorf("ledger: inserting records: %w", err)
+		}
 	}
 	if w.keys == nil {
 		w.keys = map[string]int{}
 	}
-	w.ranges = keyRanges(parts, w.times, same, w.keys, w.ranges)
-	defer func() {
-		clear(w.keys) // the records' strings are not kept
-		clear(w.ranges)
-	}()
+	w.ranges = keyRanges(recs, w.times, same, w.keys, w.ranges)
+	defer clear(w.keys) // the records' strings are not kept
 	return eachChunk(len(w.ranges), func(i, j int) error {
 		if err := w.stmt(stmtKey{keyRangesTable, j - i}); err != nil {
 			return fmt.Errorf("ledger: recording the keys' ranges: %w", err)
@@ -444,7 +433,7 @@ func (w *sqliteWriter) insertRecords(parts [][]Record, same []bool) error {
 			p := int32(k * 5)
 			w.int(p+1, first+int64(r.first))
 			w.int(p+2, first+int64(r.last))
-			w.str(p+3, r.key)
+			w.str(p+3, recs[r.first].Key)
 			w.int(p+4, r.firstUS)
 			w.int(p+5, r.lastUS)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,27 +151,10 @@ func (s *store) insert(ctx context.Context, recs []Record) error {
 
 // insertWith is insert with anonymous refusals added to the rollups.
 func (s *store) insertWith(ctx context.Context, recs []Record, anon anonymous) error {
-	return s.insertParts(ctx, [][]Record{recs}, anon)
-}
-
-// insertParts is insertWith of a write's records in parts (queue blocks, in order), all
-// in one transaction. On PostgreSQL the parts are joined first when there are more than
-// one (the writer gives it one: its queue blocks are a batch each).
-func (s *store) insertParts(ctx context.Context, parts [][]Record, anon anonymous) error {
-	n := 0
-	for _, recs := range parts {
-		n += len(recs)
-	}
-	if n == 0 && anon.n == 0 {
+	if len(recs) == 0 && anon.n == 0 {
 		return nil
 	}
 	if s.d.dollar {
-		var recs []Record
-		if len(parts) == 1 {
-			recs = parts[0]
-		} else {
-			recs = slices.Concat(parts...)
-		}
 		rollups := rollupWith(recs, nil, anon)
 		err := s.insertPostgres(ctx, recs, rollups)
 		if noPartition(err) { // a batch of a month without its partition (spooled long ago)
@@ -185,11 +167,11 @@ func (s *store) insertParts(ctx context.Context, parts [][]Record, anon anonymou
 		return err
 	}
 	// The SQLite writer's passes share sameRoutes' answers (routeruns.go).
-	s.w.same = sameRoutesOf(parts, s.w.same)
-	rollups := rollupOf(parts, s.w.same, anon)
+	s.w.same = sameRoutes(recs, s.w.same)
+	rollups := rollupWith(recs, s.w.same, anon)
 	text := func(table string, n int) string { return s.stmts.sql(s.d, table, n) }
 	return s.w.write(ctx, text, func() error {
-		if err := s.w.insertRecords(parts, s.w.same); err != nil {
+		if err := s.w.insertRecords(recs, s.w.same); err != nil {
 			return err
 		}
 		return s.w.upsertRollups(rollups)
