@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """cgdiff.py A B N [TOP]: the instructions a request of two cachegrind runs of census.sh
 (B with N requests more than A), by bucket (Agate's packages, fasthttp, the clock, memory
-and byte searches, net/poll/system-call stubs and bufio, sync, strconv, the runtime and the
-rest), and with TOP the TOP functions whose count differs most. Self counts: cg_annotate's
-per function, which are exact (by instruction address). SHOW=EVENTS (cachegrind's names, e.g.
+and byte searches, net/poll/system-call stubs and bufio, sync, strconv, SQLite with
+modernc.org's libc (the ledger's database; runtime/other's before the thirteenth session),
+the runtime and the rest), and with TOP the TOP functions whose count differs most. Self
+counts: cg_annotate's per function, which are exact (by instruction address). SHOW=EVENTS (cachegrind's names, e.g.
 D1mr,D1mw: a CACHE_SIM=yes run's first-level data misses, read and write) counts their sum
 instead of Ir; the figures are then in K of those a request too."""
 import os, sys, re, subprocess, collections
@@ -29,6 +30,7 @@ def bucket(fn):
     if any(x in fn for x in ('memmove','bytealg','memeqbody','indexbyte','memclr','indexbody')) or fn.startswith('bytes.'): return 'mem/bytes'
     if fn.startswith(('net.', 'internal/poll', 'syscall', 'internal/runtime/syscall', 'bufio')): return 'net/poll/syscall/bufio'
     if fn.startswith('sync') or 'internal/sync' in fn: return 'sync'
+    if fn.startswith(('modernc.org/sqlite', 'modernc.org/libc')): return 'sqlite'
     if 'strconv' in fn: return 'strconv'
     return 'runtime/other'
 a, b, n = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
