@@ -54,10 +54,20 @@ func ParseRequestLazyString(body string, scratch *Scratch, stage *Stage) (*trans
 // translate.DefaultMaxInflated.
 func ParseRequestLazyStringWithin(body string, scratch *Scratch, stage *Stage, maxInflated int) (*translate.Request, error) {
 	if stage == nil {
-		var p parser
-		return p.parseWithin(body, true, scratch, maxInflated)
+		return parseOnStack(body, scratch, maxInflated)
 	}
 	return stage.p.parseWithin(body, true, scratch, maxInflated)
+}
+
+// parseOnStack is a parse without a Stage: its parser, staging arrays included, is this
+// function's frame. It is a function of its own, never inlined, so that the frame is
+// taken only by such a parse: a local parser in ParseRequestLazyStringWithin would put
+// it (7.7 KB) on the stack of every parse, a Stage's too.
+//
+//go:noinline
+func parseOnStack(body string, scratch *Scratch, maxInflated int) (*translate.Request, error) {
+	var p parser
+	return p.parseWithin(body, true, scratch, maxInflated)
 }
 
 // Stage is the memory a parse works in and needs only while it runs: some 15 KB of

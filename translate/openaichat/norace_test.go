@@ -1,0 +1,5 @@
+//go:build !race
+
+package openaichat
+
+const raceEnabled = false
