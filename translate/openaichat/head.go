@@ -150,7 +150,6 @@ func (p *parser) headMessage() bool {
 		content               jsonx.Kind // Missing, Null or String
 		calls                 int
 		hasCallID, hasRefusal bool
-		v                     jsonx.Value
 	)
 	// The member ladder of readMessage, the SDKs' orders first.
 	for n, f := 0, -1; ; {
@@ -179,17 +178,20 @@ func (p *parser) headMessage() bool {
 			}
 			goto end
 		}
-		if seen&(1<<f) != 0 {
+		if seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
 			return false // a duplicate: refused
 		}
-		seen |= 1 << f
+		seen |= 1 << (f & 63)
 		c := sc.Peek()
 		switch f {
 		case mRole:
-			if c != '"' || !sc.Value(&v) {
+			var ok bool
+			if c != '"' {
 				return false
 			}
-			role = v.Str
+			if role, ok = sc.Str(); !ok { // decoded, as the full parse reads it
+				return false
+			}
 		case mContent:
 			switch c {
 			case '"':
@@ -212,11 +214,13 @@ func (p *parser) headMessage() bool {
 		case mName, mToolCallID, mRefusal, mReasoningContent:
 			switch c {
 			case '"':
-				if !sc.ValueRaw(&v) {
+				at := sc.Pos()
+				if !sc.SkipString() {
 					return false
 				}
-				hasCallID = hasCallID || f == mToolCallID && v.Str != ""
-				hasRefusal = hasRefusal || f == mRefusal && v.Str != ""
+				full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+				hasCallID = hasCallID || f == mToolCallID && full
+				hasRefusal = hasRefusal || f == mRefusal && full
 			case 'n':
 				if !sc.Literal("null") {
 					return false
@@ -268,10 +272,10 @@ func (p *parser) headToolCall() bool {
 		return false
 	}
 	var (
-		seen     uint
-		id, name jsonx.Value
-		typ      jsonx.Value
-		hasFunc  bool
+		seen          uint
+		id, typ, name string
+		hasType, ok   bool
+		hasFunc       bool
 	)
 	for n, f := 0, -1; ; {
 		switch {
@@ -293,19 +297,26 @@ func (p *parser) headToolCall() bool {
 			}
 			goto end
 		}
-		if seen&(1<<f) != 0 {
+		if seen&(1<<(f&63)) != 0 {
 			return false
 		}
-		seen |= 1 << f
+		seen |= 1 << (f & 63)
 		switch f {
 		case tcID:
-			if sc.Peek() != '"' || !sc.Value(&id) {
+			if sc.Peek() != '"' {
+				return false
+			}
+			if id, ok = sc.Str(); !ok {
 				return false
 			}
 		case tcType:
-			if sc.Peek() != '"' || !sc.Value(&typ) {
+			if sc.Peek() != '"' {
 				return false
 			}
+			if typ, ok = sc.Str(); !ok {
+				return false
+			}
+			hasType = true
 		case tcFunction:
 			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
 				return false
@@ -314,16 +325,16 @@ func (p *parser) headToolCall() bool {
 		}
 	}
 end:
-	if id.Str == "" || typ.Kind != jsonx.Missing && typ.Str != "function" || !hasFunc || name.Str == "" {
+	if id == "" || hasType && typ != "function" || !hasFunc || name == "" {
 		return false
 	}
 	// Carried state is opened as the full parse opens it, in the same order and under
 	// the same Allowance; past it, the full parse's error.
-	return strings.IndexByte(id.Str, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id.Str, &p.inflate)
+	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
 // headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
-func (p *parser) headToolCallFunc(name *jsonx.Value) bool {
+func (p *parser) headToolCallFunc(name *string) bool {
 	sc := &p.sc
 	var seen uint
 	for n, f := 0, -1; ; {
@@ -345,13 +356,17 @@ func (p *parser) headToolCallFunc(name *jsonx.Value) bool {
 		default:
 			return !sc.Failed()
 		}
-		if seen&(1<<f) != 0 {
+		if seen&(1<<(f&63)) != 0 {
 			return false
 		}
-		seen |= 1 << f
+		seen |= 1 << (f & 63)
 		switch c := sc.Peek(); {
 		case f == fnName:
-			if c != '"' || !sc.Value(name) {
+			if c != '"' {
+				return false
+			}
+			var ok bool
+			if *name, ok = sc.Str(); !ok {
 				return false
 			}
 		case c == '"':
