@@ -211,3 +211,35 @@ func BenchmarkParseHead(b *testing.B) {
 		}
 	}
 }
+
+func TestGuessModel(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`{"messages":[],"model":"m","tools":[{"a":"b"}]}`, "m"},
+		{`{"messages":[] , "model" : "m\u0031" }`, "m1"},
+		{`{"model":"a","tools":[{"x":{"model":"b"}}]}`, "b"},
+		{`{"model":7}`, ""},
+		{`{"messages":[]}`, ""},
+		{`"model":`, ""},
+		{`:`, ""},
+		{``, ""},
+	} {
+		if got := guessModel(tt.body); got != tt.want {
+			t.Errorf("guessModel(%s) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkGuessModel: the search from the end of scenario d's 100 KB history, whose
+// model is followed by some 1 KB of tools.
+func BenchmarkGuessModel(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-100k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(body)
+	for b.Loop() {
+		if guessModel(s) == "" {
+			b.Fatal("no model")
+		}
+	}
+}
