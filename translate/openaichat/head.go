@@ -1,6 +1,8 @@
 package openaichat
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strings"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
@@ -121,13 +123,13 @@ func (p *parser) giveUp() bool {
 // guessModel returns the string value of the last member named model in s, written as
 // `"model":` with the string after it (whitespace allowed around the colon), or "" when
 // there is none: a guess, as the member may be inside another object; the walk reads the
-// real one. It looks from the end at each colon, as what follows the model (the tools)
-// is short beside the messages, and strings.LastIndex hashes every byte it passes (some
-// 14 instructions a byte; LastIndexByte's loop, 7).
+// real one. It looks from the end at each colon (lastColon), as what follows the model
+// (the tools) is short beside the messages, and strings.LastIndex hashes every byte it
+// passes (some 14 instructions a byte; LastIndexByte's loop, 7).
 func guessModel(s string) string {
 	const name = `"model"`
 	for end := len(s); ; {
-		i := strings.LastIndexByte(s[:end], ':')
+		i := lastColon(s, end)
 		if i < 0 {
 			return ""
 		}
@@ -145,6 +147,31 @@ func guessModel(s string) string {
 		}
 		end = j
 	}
+}
+
+// lastColon is strings.LastIndexByte(s[:end], ':') eight bytes at a time: in a word,
+// the bytes equal to ':' are the zero bytes of the word xor ':'s, of which the classic
+// test marks every one, and above one, maybe a ';' too (its borrow), which is checked.
+func lastColon(s string, end int) int {
+	b := jsonx.Bytes(s[:end])
+	const ones, highs, colons = 0x0101010101010101, 0x8080808080808080, 0x3a3a3a3a3a3a3a3a
+	i := len(b)
+	for ; i >= 8; i -= 8 {
+		x := binary.LittleEndian.Uint64(b[i-8:i]) ^ colons
+		for m := (x - ones) &^ x & highs; m != 0; {
+			k := 63 - bits.LeadingZeros64(m) // the highest marked byte's high bit
+			if j := i - 8 + k>>3; b[j] == ':' {
+				return j
+			}
+			m &^= 1 << k
+		}
+	}
+	for i--; i >= 0; i-- {
+		if b[i] == ':' {
+			return i
+		}
+	}
+	return -1
 }
 
 // headMessage checks the message at the cursor, reporting false when the full parse is

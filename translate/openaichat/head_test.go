@@ -3,6 +3,7 @@ package openaichat
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agate-gateway/agate/translate"
@@ -218,6 +219,9 @@ func TestGuessModel(t *testing.T) {
 		{`{"messages":[] , "model" : "m\u0031" }`, "m1"},
 		{`{"model":"a","tools":[{"x":{"model":"b"}}]}`, "b"},
 		{`{"model":7}`, ""},
+		{`{"model" :"a","x":{"model":7}}`, ""},
+		{`{"model"` + "\n:" + `"a","xmodel":"b"}`, "a"},
+		{`{"model":"a","x":"model:"}`, "a"},
 		{`{"messages":[]}`, ""},
 		{`"model":`, ""},
 		{`:`, ""},
@@ -240,6 +244,27 @@ func BenchmarkGuessModel(b *testing.B) {
 	for b.Loop() {
 		if guessModel(s) == "" {
 			b.Fatal("no model")
+		}
+	}
+}
+
+// TestLastColon holds lastColon to strings.LastIndexByte for colons, and the bytes next
+// to ':' (';' and '9'), at every place of bodies of 0 to 40 bytes, with every end.
+func TestLastColon(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for mask := 0; mask < 1<<6; mask++ {
+			b := []byte(strings.Repeat("a", n))
+			for k := 0; k < 6 && n > 0; k++ {
+				if mask&(1<<k) != 0 {
+					b[(k*7+mask)%n] = ":;9"[k%3]
+				}
+			}
+			s := string(b)
+			for end := 0; end <= n; end++ {
+				if got, want := lastColon(s, end), strings.LastIndexByte(s[:end], ':'); got != want {
+					t.Fatalf("lastColon(%q, %d) = %d, want %d", s, end, got, want)
+				}
+			}
 		}
 	}
 }
