@@ -145,25 +145,9 @@ func checkHead(t *testing.T, body []byte, passes func(string) bool, scratch *Scr
 // the spans compared here), with and without a Scratch and a Stage reused across inputs,
 // and with passes refusing models that start with x.
 func FuzzParseHeadMatchesParse(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		f.Add(s)
-	}
-	for _, s := range quirkSeeds {
-		f.Add([]byte(s))
-	}
-	for _, tt := range lazyCases {
-		f.Add([]byte(tt.body))
-	}
+	addLazySeeds(f, "testdata/history-10k.json", "testdata/history-100k.json")
 	for _, tt := range headCases {
 		f.Add([]byte(tt.body))
-	}
-	f.Add(benchRequest(f))
-	for _, file := range []string{"testdata/history-10k.json", "testdata/history-100k.json"} {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
 	}
 	scratch, stage := new(Scratch), new(Stage)
 	notX := func(model string) bool { return len(model) == 0 || model[0] != 'x' }
