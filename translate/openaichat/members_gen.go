@@ -685,3 +685,200 @@ func (p *parser) readResponseFormat(o *responseFormatValues, base func() string)
 		}
 	}
 }
+
+// The members of a headMessage object, at their positions.
+const (
+	hmRole = iota
+	hmContent
+	hmName
+	hmToolCallID
+	hmToolCalls
+	hmReasoningContent
+	hmThinkingBlocks
+	hmRefusal
+)
+
+const headMessageFields = "role content name tool_call_id tool_calls reasoning_content thinking_blocks refusal"
+
+var headMessageNames = members.NewNames(headMessageFields)
+
+// headMessageField returns k's position in headMessageFields, -1 when it is none of them.
+func headMessageField(k string) int {
+	switch k {
+	case "role":
+		return hmRole
+	case "content":
+		return hmContent
+	case "name":
+		return hmName
+	case "tool_call_id":
+		return hmToolCallID
+	case "tool_calls":
+		return hmToolCalls
+	case "reasoning_content":
+		return hmReasoningContent
+	case "thinking_blocks":
+		return hmThinkingBlocks
+	case "refusal":
+		return hmRefusal
+	}
+	return -1
+}
+
+// readHeadMessage reads the members of the headMessage object at the cursor, each with
+// p.headMessageMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what headMessageMember returns.
+func (p *parser) readHeadMessage(o *headValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"role":`):
+			n, f = 1, hmRole
+		case n == 0 && sc.MemberIs(`{"content":`):
+			n, f = 1, hmContent
+		case f == hmRole && sc.MemberIs(`,"content":`):
+			f = hmContent
+		case (f == hmContent || f == hmToolCalls || f == hmToolCallID) && sc.MemberIs(`,"role":`):
+			f = hmRole
+		case f == hmContent && sc.MemberIs(`,"tool_calls":`):
+			f = hmToolCalls
+		case f == hmContent && sc.MemberIs(`,"tool_call_id":`):
+			f = hmToolCallID
+		case sc.NextField(&n):
+			if f = headMessageField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), headMessageNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
+			}
+		default:
+			return !sc.Failed()
+		}
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, headMessageNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.headMessageMember(f, o) {
+			return false
+		}
+	}
+}
+
+// The members of a headToolCall object, at their positions.
+const (
+	hcID = iota
+	hcType
+	hcFunction
+)
+
+const headToolCallFields = "id type function"
+
+var headToolCallNames = members.NewNames(headToolCallFields)
+
+// headToolCallField returns k's position in headToolCallFields, -1 when it is none of them.
+func headToolCallField(k string) int {
+	switch k {
+	case "id":
+		return hcID
+	case "type":
+		return hcType
+	case "function":
+		return hcFunction
+	}
+	return -1
+}
+
+// readHeadToolCall reads the members of the headToolCall object at the cursor, each with
+// p.headToolCallMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what headToolCallMember returns.
+func (p *parser) readHeadToolCall(o *headCallValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIsShort(`{"id":`):
+			n, f = 1, hcID
+		case (f == hcID || f == hcFunction) && sc.MemberIs(`,"type":`):
+			f = hcType
+		case (f == hcID || f == hcType) && sc.MemberIs(`,"function":`):
+			f = hcFunction
+		case sc.NextField(&n):
+			if f = headToolCallField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), headToolCallNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
+			}
+		default:
+			return !sc.Failed()
+		}
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, headToolCallNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.headToolCallMember(f, o) {
+			return false
+		}
+	}
+}
+
+// The members of a headToolCallFunc object, at their positions.
+const (
+	hfName = iota
+	hfArguments
+)
+
+const headToolCallFuncFields = "name arguments"
+
+var headToolCallFuncNames = members.NewNames(headToolCallFuncFields)
+
+// headToolCallFuncField returns k's position in headToolCallFuncFields, -1 when it is none of them.
+func headToolCallFuncField(k string) int {
+	switch k {
+	case "name":
+		return hfName
+	case "arguments":
+		return hfArguments
+	}
+	return -1
+}
+
+// readHeadToolCallFunc reads the members of the headToolCallFunc object at the cursor, each with
+// p.headToolCallFuncMember, and applies the member rule to their names; base returns the object's
+// param path, for an error. It returns false on a syntax error, a refused name (p.err,
+// p.keyError) or what headToolCallFuncMember returns.
+func (p *parser) readHeadToolCallFunc(o *headCallValues, base func() string) bool {
+	sc := &p.sc
+	var seen members.Set
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return !sc.Failed()
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, hfName
+		case n == 0 && sc.MemberIs(`{"arguments":`):
+			n, f = 1, hfArguments
+		case f == hfName && sc.MemberIs(`,"arguments":`):
+			f = hfArguments
+		case f == hfArguments && sc.MemberIs(`,"name":`):
+			f = hfName
+		case sc.NextField(&n):
+			if f = headToolCallFuncField(sc.Key()); f < 0 {
+				if code, field := seen.Other(sc.Key(), headToolCallFuncNames); code != "" {
+					return p.keyError(base, sc.Key(), code, field)
+				}
+			}
+		default:
+			return !sc.Failed()
+		}
+		if f >= 0 && !seen.Known(f) {
+			return p.keyError(base, headToolCallFuncNames.Name(f), translate.CodeDuplicateKey, "")
+		}
+		if !p.headToolCallFuncMember(f, o) {
+			return false
+		}
+	}
+}
