@@ -174,83 +174,111 @@ func lastColon(s string, end int) int {
 	return -1
 }
 
-// headValues is what ParseHead's walk keeps of a message (readHeadMessage).
-type headValues struct {
-	role                  string
-	content               jsonx.Kind // Missing, Null or String
-	calls                 int
-	hasCallID, hasRefusal bool
-}
-
-// headCallValues is what it keeps of a tool call and its function (readHeadToolCall).
-type headCallValues struct {
-	id, typ, name    string
-	hasType, hasFunc bool
-}
-
 // headMessage checks the message at the cursor, reporting false when the full parse is
-// to read it: anything but the shapes ParseHead lists, or a message it refuses. The
-// member ladder and rule are readMessage's (members.table); a refused name, whose error
-// the full parse will make again, gives up as well.
+// to read it: anything but the shapes ParseHead lists, or a message it refuses.
 func (p *parser) headMessage() bool {
-	if p.sc.Peek() != '{' {
-		return false
-	}
-	var o headValues
-	if !p.readHeadMessage(&o, noBase) {
-		return false
-	}
-	switch o.role {
-	case translate.RoleAssistant:
-		return o.content != jsonx.Missing || o.calls > 0 || o.hasRefusal
-	case translate.RoleTool:
-		return o.calls == 0 && o.hasCallID
-	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
-		return o.calls == 0 && o.content != jsonx.Missing && o.content != jsonx.Null
-	}
-	return false // no role, or an unknown one: refused
-}
-
-// headMessageMember reads the member at position f of a message (readHeadMessage).
-func (p *parser) headMessageMember(f int, o *headValues) bool {
 	sc := &p.sc
-	c := sc.Peek()
-	switch f {
-	case hmRole:
-		if c != '"' {
-			return false
-		}
-		var ok bool
-		o.role, ok = sc.Str() // decoded, as the full parse reads it
-		return ok
-	case hmContent:
-		switch c {
-		case '"':
-			o.content = jsonx.String
-			return sc.SkipString()
-		case 'n':
-			o.content = jsonx.Null
-			return sc.Literal("null")
-		}
-		return false // content parts: the full parse's
-	case hmToolCalls:
-		return p.headToolCalls(&o.calls)
-	case hmName, hmToolCallID, hmRefusal, hmReasoningContent:
-		switch c {
-		case '"':
-			at := sc.Pos()
-			if !sc.SkipString() {
+	if sc.Peek() != '{' {
+		return false
+	}
+	var (
+		seen                  uint
+		role                  string
+		content               jsonx.Kind // Missing, Null or String
+		calls                 int
+		hasCallID, hasRefusal bool
+	)
+	// The member ladder of readMessage, the SDKs' orders first.
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
+		case n == 0 && sc.MemberIs(`{"role":`):
+			n, f = 1, mRole
+		case n == 0 && sc.MemberIs(`{"content":`):
+			n, f = 1, mContent
+		case f == mRole && sc.MemberIs(`,"content":`):
+			f = mContent
+		case (f == mContent || f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
+			f = mRole
+		case f == mContent && sc.MemberIs(`,"tool_calls":`):
+			f = mToolCalls
+		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
+			f = mToolCallID
+		case sc.NextField(&n):
+			if f = messageField(sc.Key()); f < 0 {
+				return false // any other name, or one in another case: the member rule's
+			}
+		default:
+			if sc.Failed() {
 				return false
 			}
-			full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
-			o.hasCallID = o.hasCallID || f == hmToolCallID && full
-			o.hasRefusal = o.hasRefusal || f == hmRefusal && full
-			return true
-		case 'n':
-			return sc.Literal("null")
+			goto end
+		}
+		if seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
+			return false // a duplicate: refused
+		}
+		seen |= 1 << (f & 63)
+		c := sc.Peek()
+		switch f {
+		case mRole:
+			var ok bool
+			if c != '"' {
+				return false
+			}
+			if role, ok = sc.Str(); !ok { // decoded, as the full parse reads it
+				return false
+			}
+		case mContent:
+			switch c {
+			case '"':
+				if !sc.SkipString() {
+					return false
+				}
+				content = jsonx.String
+			case 'n':
+				if !sc.Literal("null") {
+					return false
+				}
+				content = jsonx.Null
+			default:
+				return false // content parts: the full parse's
+			}
+		case mToolCalls:
+			if !p.headToolCalls(&calls) {
+				return false
+			}
+		case mName, mToolCallID, mRefusal, mReasoningContent:
+			switch c {
+			case '"':
+				at := sc.Pos()
+				if !sc.SkipString() {
+					return false
+				}
+				full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+				hasCallID = hasCallID || f == mToolCallID && full
+				hasRefusal = hasRefusal || f == mRefusal && full
+			case 'n':
+				if !sc.Literal("null") {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false // thinking_blocks
 		}
 	}
-	return false // thinking_blocks, any other name, any other value
+end:
+	switch role {
+	case translate.RoleAssistant:
+		return content != jsonx.Missing || calls > 0 || hasRefusal
+	case translate.RoleTool:
+		return calls == 0 && hasCallID
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
+	}
+	return false // no role, or an unknown one: refused
 }
 
 // headToolCalls checks a message's tool_calls (toolCalls), adding their number to *calls.
@@ -276,62 +304,118 @@ func (p *parser) headToolCalls(calls *int) bool {
 // state it opens into the request), the type "function" or none, a function with a name
 // and string or null arguments.
 func (p *parser) headToolCall() bool {
-	if p.sc.Peek() != '{' {
+	sc := &p.sc
+	if sc.Peek() != '{' {
 		return false
 	}
-	var o headCallValues
-	if !p.readHeadToolCall(&o, noBase) ||
-		o.id == "" || o.hasType && o.typ != "function" || !o.hasFunc || o.name == "" {
+	var (
+		seen          uint
+		id, typ, name string
+		hasType, ok   bool
+		hasFunc       bool
+	)
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
+		case n == 0 && sc.MemberIsShort(`{"id":`):
+			n, f = 1, tcID
+		case (f == tcID || f == tcFunction) && sc.MemberIs(`,"type":`):
+			f = tcType
+		case (f == tcID || f == tcType) && sc.MemberIs(`,"function":`):
+			f = tcFunction
+		case sc.NextField(&n):
+			if f = toolCallField(sc.Key()); f < 0 {
+				return false
+			}
+		default:
+			if sc.Failed() {
+				return false
+			}
+			goto end
+		}
+		if seen&(1<<(f&63)) != 0 {
+			return false
+		}
+		seen |= 1 << (f & 63)
+		switch f {
+		case tcID:
+			if sc.Peek() != '"' {
+				return false
+			}
+			if id, ok = sc.Str(); !ok {
+				return false
+			}
+		case tcType:
+			if sc.Peek() != '"' {
+				return false
+			}
+			if typ, ok = sc.Str(); !ok {
+				return false
+			}
+			hasType = true
+		case tcFunction:
+			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
+				return false
+			}
+			hasFunc = true
+		}
+	}
+end:
+	if id == "" || hasType && typ != "function" || !hasFunc || name == "" {
 		return false
 	}
 	// Carried state is opened as the full parse opens it, in the same order and under
 	// the same Allowance; past it, the full parse's error.
-	return strings.IndexByte(o.id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(o.id, &p.inflate)
+	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
-// headToolCallMember reads the member at position f of a tool call (readHeadToolCall).
-func (p *parser) headToolCallMember(f int, o *headCallValues) bool {
+// headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
+func (p *parser) headToolCallFunc(name *string) bool {
 	sc := &p.sc
-	c := sc.Peek()
-	var ok bool
-	switch f {
-	case hcID:
-		if c != '"' {
+	var seen uint
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return true
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, fnName
+		case n == 0 && sc.MemberIs(`{"arguments":`):
+			n, f = 1, fnArguments
+		case f == fnName && sc.MemberIs(`,"arguments":`):
+			f = fnArguments
+		case f == fnArguments && sc.MemberIs(`,"name":`):
+			f = fnName
+		case sc.NextField(&n):
+			if f = toolCallFuncField(sc.Key()); f < 0 {
+				return false
+			}
+		default:
+			return !sc.Failed()
+		}
+		if seen&(1<<(f&63)) != 0 {
 			return false
 		}
-		o.id, ok = sc.Str()
-		return ok
-	case hcType:
-		if c != '"' {
+		seen |= 1 << (f & 63)
+		switch c := sc.Peek(); {
+		case f == fnName:
+			if c != '"' {
+				return false
+			}
+			var ok bool
+			if *name, ok = sc.Str(); !ok {
+				return false
+			}
+		case c == '"':
+			if !sc.SkipString() {
+				return false
+			}
+		case c == 'n':
+			if !sc.Literal("null") {
+				return false
+			}
+		default:
 			return false
 		}
-		o.typ, ok = sc.Str()
-		o.hasType = true
-		return ok
-	case hcFunction:
-		o.hasFunc = true
-		return c == '{' && p.readHeadToolCallFunc(o, noBase)
 	}
-	return false
-}
-
-// headToolCallFuncMember reads the member at position f of a tool call's function
-// (readHeadToolCallFunc): its name, and arguments a string or null.
-func (p *parser) headToolCallFuncMember(f int, o *headCallValues) bool {
-	sc := &p.sc
-	c := sc.Peek()
-	switch {
-	case f == hfName:
-		if c != '"' {
-			return false
-		}
-		var ok bool
-		o.name, ok = sc.Str()
-		return ok
-	case f == hfArguments && c == '"':
-		return sc.SkipString()
-	case f == hfArguments && c == 'n':
-		return sc.Literal("null")
-	}
-	return false
 }
