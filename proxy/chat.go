@@ -30,15 +30,21 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// The request and its message arrays are built in a recycled Scratch, which the
 		// run gives back when it is over (requestRun.releaseScratch): kept in c, not in a
 		// closure, which would be allocated.
+		//
+		// The messages are checked but not built until something reads them
+		// (request_head.go) when the request may be passed through.
 		if s.tracer == nil {
 			sc, st := c.chatParseMemory() // the run's own, kept from its last request, or pooled
-			req, err := openaichat.ParseRequestLazyStringWithin(jsonx.View(body), sc, st, s.maxInflated)
+			req, complete, err := openaichat.ParseHead(jsonx.View(body), sc, st, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksOpenAI) })
 			c.keepStage(st, err == nil && req.Stream) // a stage is needed only while the parse runs
 			if err != nil {
 				c.keepChatScratch(sc) // a refused request's run is recycled (serve)
 				return nil, nil, err
 			}
 			c.scratch = sc
+			if !complete {
+				c.deferred, c.ownCall.meter.pending = (*chatRun)(c), c
+			}
 			return req, (*chatRun)(c), nil
 		}
 		req, err := openaichat.ParseRequestLazyStringWithin(string(body), nil, nil, s.maxInflated)
@@ -55,11 +61,31 @@ func (c *chatRun) prepare() error {
 	if err := (*requestRun)(c).serverTools(); err != nil {
 		return err
 	}
+	if !c.passthrough() {
+		(*requestRun)(c).fullRequest() // translated, or the tool loop: the messages are read
+	}
 	if c.s.tracer != nil || !(c.passthrough() || c.readsLiterals()) || (*requestRun)(c).caching() {
 		openaichat.DecodeInto(c.req, c.scratch) // c.scratch is nil unless the request is in it
 	}
 	return nil
 }
+
+// buildRequest completes the request openaichat.ParseHead read (request_head.go), in a
+// Stage of the server's pool. ParseHead vouched for the body, so the full parse accepts
+// it (FuzzParseHeadMatchesParse); should it not, the request stays without messages and
+// the failure is logged, without the body.
+func (c *chatRun) buildRequest() {
+	st := c.s.stages.get()
+	err := openaichat.Build(c.req, st, c.s.maxInflated)
+	c.s.stages.put(st)
+	if err != nil {
+		c.s.logger.Error("the full parse of a chat request refused what its first pass accepted",
+			"request_id", c.rid)
+	}
+}
+
+// speaksOpenAI accepts the backends of the chat passthrough (passthrough).
+func speaksOpenAI(r *route) bool { return r.backend.dialect == "openai" }
 
 // readsLiterals reports whether, without server tools, every backend the run may call
 // (the route's, then its fallbacks') encodes the request's strings as the lazy parse
@@ -84,7 +110,7 @@ func readsLiterals(b *backend) bool {
 // passthrough reports whether the request can be forwarded as raw bytes: no tool loop, and
 // the route and all its fallbacks are OpenAI-compatible upstreams.
 func (c *chatRun) passthrough() bool {
-	return !(*requestRun)(c).caching() && allBackends((*requestRun)(c), "openai")
+	return !(*requestRun)(c).caching() && allRoutes((*requestRun)(c), speaksOpenAI)
 }
 
 // forwarder returns the OpenAI passthrough when the request goes to OpenAI-compatible

@@ -7,15 +7,15 @@ import (
 
 // A passthrough forwards the client's body as it came and needs of the request only its
 // top-level fields (the model, stream, max_tokens, tools) once the body is known to be
-// valid: a Messages or Responses body is read by a validate-only first pass
-// (messagesin.ParseHead, responsesin.ParseHead), which checks it and reads those fields,
-// and its messages are built only when something reads them. Every reader of a request's messages that a passthrough's path reaches
+// valid: a Messages, Responses or chat body is read by a validate-only first pass
+// (messagesin.ParseHead, responsesin.ParseHead, openaichat.ParseHead), which checks it
+// and reads those fields, and its messages are built only when something reads them. Every reader of a request's messages that a passthrough's path reaches
 // calls requestRun.fullRequest first: the response cache (planCache), the token estimate
 // of limits (tokenEstimate), deployment affinity (noteAffinity), the ledger's captured
 // text (toLedger), the usage estimate of an upstream that reports none (meter.charge);
 // and a run that translates (or runs the tool loop, or continues a stored response, or is
 // traced) completes its request when it chooses to (messagesRun.prepare,
-// responsesRun.prepare) or never defers it.
+// responsesRun.prepare, chatRun.prepare) or never defers it.
 
 // mayPass reports whether a request for model may be passed through: its route and
 // fallbacks are all backends ok accepts (allRoutes, but for the key's server tools, which

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
+	"github.com/agate-gateway/agate/translate/openaichat"
 	"github.com/agate-gateway/agate/translate/responsesin"
 )
 
@@ -67,5 +68,43 @@ func TestFullRequest_FirstPassResponses(t *testing.T) {
 	}
 	if got, w := messagesin.EstimateTokens(core), messagesin.EstimateTokens(want.Core); got != w {
 		t.Errorf("estimate %d, want the full request's %d", got, w)
+	}
+}
+
+// TestFullRequest_FirstPassChat is TestFullRequest_FirstPass for a chat request
+// (openaichat.ParseHead, as handleChat parses it: a view of the body, into a Scratch):
+// completed in place by the first reader of its messages, the last user message's text
+// (the ledger's capture) and the prompt estimate then the full parse's.
+func TestFullRequest_FirstPassChat(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
+	body := `{"messages":[{"role":"user","content":"what is the weather like in Paris today?"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"sunny, 21 degrees"},{"role":"user","content":"and tomorrow in \"Lyon\"?"}],"model":"m"}`
+	want, err := openaichat.ParseRequestLazy([]byte(body)) // as handleChat's parse leaves its strings
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, st := new(openaichat.Scratch), new(openaichat.Stage)
+	req, complete, err := openaichat.ParseHead(body, sc, st, translate.DefaultMaxInflated, func(string) bool { return true })
+	if err != nil || complete || req.Messages != nil {
+		t.Fatalf("ParseHead: complete %v, %d messages, %v; want the first pass's request", complete, len(req.Messages), err)
+	}
+	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: req, scratch: sc}
+	c.deferred, c.ownCall.meter.pending = (*chatRun)(c), c
+	meter := &c.ownCall.meter
+	meter.prompt, meter.tail = req, 8 // output read, no usage reported
+	u, estimated := meter.charge()
+	if !estimated || u.PromptTokens != messagesin.EstimateTokens(want) || u.PromptTokens <= 4 {
+		t.Errorf("charged %d prompt tokens (estimated %v), want the full request's %d", u.PromptTokens, estimated, messagesin.EstimateTokens(want))
+	}
+	if c.deferred != nil || meter.pending != nil || len(req.Messages) != len(want.Messages) {
+		t.Fatalf("after the charge: deferred %v, pending %v, %d messages (want %d)", c.deferred, meter.pending, len(req.Messages), len(want.Messages))
+	}
+	if got, w := lastUserText(req, 100), lastUserText(want, 100); got != w || w != `and tomorrow in "Lyon"?` {
+		t.Errorf("last user text %q, want %q", got, w)
+	}
+	c.fullRequest() // a second reader: a no-op
+	if len(req.Messages) != len(want.Messages) {
+		t.Errorf("fullRequest again: %d messages", len(req.Messages))
 	}
 }

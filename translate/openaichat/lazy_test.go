@@ -102,9 +102,9 @@ func escapedStrings(req *translate.Request) []string {
 	return out
 }
 
-// FuzzLazyMatchesParse: for every body, the lazy parse fails exactly as ParseRequest does,
-// and once decoded its request is ParseRequest's.
-func FuzzLazyMatchesParse(f *testing.F) {
+// addLazySeeds adds the lazy parse's fuzz seeds: the recorded requests, the quirks, the
+// lazy cases, the bench's request and the files named (scenario d's histories).
+func addLazySeeds(f *testing.F, files ...string) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
@@ -115,11 +115,19 @@ func FuzzLazyMatchesParse(f *testing.F) {
 		f.Add([]byte(tt.body))
 	}
 	f.Add(benchRequest(f))
-	if b, err := os.ReadFile("testdata/history-10k.json"); err == nil {
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
-	} else {
-		f.Fatal(err)
 	}
+}
+
+// FuzzLazyMatchesParse: for every body, the lazy parse fails exactly as ParseRequest does,
+// and once decoded its request is ParseRequest's.
+func FuzzLazyMatchesParse(f *testing.F) {
+	addLazySeeds(f, "testdata/history-10k.json")
 	scratch, stage := new(Scratch), new(Stage) // reused across inputs, as the gateway reuses them
 	f.Fuzz(func(t *testing.T, body []byte) {
 		want, werr := ParseRequest(body)

@@ -218,6 +218,7 @@ func (p *parser) parseWithin(s string, lazy bool, scratch *Scratch, maxInflated 
 	p.parts.reset()
 	p.calls = slab.Slab[translate.ToolCall]{}
 	p.lazy, p.scratch = lazy, scratch
+	p.headed, p.gaveUp = false, false
 	if scratch != nil {
 		p.calls.Reuse(scratch.calls)
 		defer func() { scratch.calls = p.calls.Mem() }() // kept, grown or not, for the next
@@ -245,6 +246,9 @@ func (p *parser) parseWithin(s string, lazy bool, scratch *Scratch, maxInflated 
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
 	ok := p.object() && p.sc.AtEnd()
+	if p.gaveUp {
+		return nil, nil // ParseHead parses again
+	}
 	if !ok {
 		// A syntax error anywhere outranks a field error: find one past the field error.
 		if p.err == nil || !jsonx.Valid(s) {
@@ -252,7 +256,7 @@ func (p *parser) parseWithin(s string, lazy bool, scratch *Scratch, maxInflated 
 		}
 		return nil, p.err
 	}
-	if err := check(p.req); err != nil {
+	if err := check(p.req, p.headed); err != nil {
 		return nil, err
 	}
 	return p.req, nil
@@ -287,6 +291,13 @@ type parser struct {
 	// maxInflated (translate.Allowance).
 	inflate     translate.Allowance
 	maxInflated int
+	// head has the messages array checked, not built (ParseHead), when passes (if not
+	// nil) lets the model be passed through; guess is the model it was asked about when
+	// the body names it after messages (guessModel). headed says the walk vouched for
+	// the array; gaveUp that it left the body to the full parse.
+	head, headed, gaveUp bool
+	passes               func(model string) bool
+	guess                string
 }
 
 // payload reads the value at the cursor into v: a string that no check reads and that
@@ -348,6 +359,9 @@ func (p *parser) topLevelMember(f int) bool {
 		}
 		r.Model, r.Spans.Model = v.Str, span(&v)
 	case rqMessages:
+		if p.head {
+			return p.headMessages() // ParseHead's first pass (head.go)
+		}
 		return p.messages()
 	case rqStream:
 		if !p.typed(name, &v, jsonx.True, "must be a boolean") {
@@ -610,11 +624,13 @@ func take[T any](kept *[]T, n int) []T {
 	return (*kept)[:n:n]
 }
 
-func check(r *translate.Request) *translate.ParamError {
+// check applies the request's rules across its members; headed says that ParseHead's
+// walk vouched for a non-empty messages array it did not build.
+func check(r *translate.Request, headed bool) *translate.ParamError {
 	if r.Model == "" {
 		return translate.Errorf("model", "model is required")
 	}
-	if len(r.Messages) == 0 {
+	if len(r.Messages) == 0 && !headed {
 		return translate.Errorf("messages", "messages must be a non-empty array")
 	}
 	if !r.Stream && r.IncludeUsage {

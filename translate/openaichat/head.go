@@ -1,0 +1,421 @@
+package openaichat
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strings"
+
+	"github.com/agate-gateway/agate/internal/jsonx"
+	"github.com/agate-gateway/agate/translate"
+)
+
+// The passthrough's first pass: a request whose messages are checked but not built.
+
+// ParseHead is ParseRequestLazyStringWithin for a caller that may forward the body as it
+// came (the OpenAI passthrough) and need none of its messages: every member but
+// messages is read into the request as the full parse reads it (the model and its span,
+// stream, stream_options, max_tokens, tools, tool_choice...), and the messages array is
+// checked without being built, when its messages are of the shapes that walk can vouch
+// for: each an object of role, content (a string or null), name, tool_call_id,
+// tool_calls (id, type "function", function with name and arguments), refusal and
+// reasoning_content, each given once, with string or null values, whose role-dependent
+// rules hold; the carried state of tool call ids is opened into the request (Carried) as
+// the full parse opens it. Anything else (content parts, thinking blocks, any other
+// member name, a message the full parse refuses, a syntax error) is
+// left to the full parse, which ParseHead then runs and whose request or error it
+// returns. So a body is accepted or refused, with the same error, exactly as
+// ParseRequestLazyStringWithin would (FuzzParseHeadMatchesParse).
+//
+// complete is false when the request has no Messages: Build completes it. passes, if
+// not nil, is asked whether a request for a model may be passed through; when it says
+// no, the messages are built at once (complete true), as a translated request reads
+// them. It is asked the model the body names before messages, or else the one a search
+// from the body's end finds (guessModel; the walk over messages does not know the model
+// yet); when that guess is not the model the body names, and passes refuses the real
+// one, the messages are built after all (a second parse).
+//
+// scratch and stage are ParseRequestLazyString's.
+func ParseHead(body string, scratch *Scratch, stage *Stage, maxInflated int, passes func(model string) bool) (req *translate.Request, complete bool, err error) {
+	var p *parser
+	if stage != nil {
+		p = &stage.p
+	} else {
+		p = new(parser)
+	}
+	p.head, p.passes = true, passes
+	req, err = p.parseWithin(body, true, scratch, maxInflated)
+	headed, gaveUp, guess := p.headed, p.gaveUp, p.guess
+	p.head, p.passes, p.guess = false, nil, ""
+	if gaveUp {
+		req, err = p.parseWithin(body, true, scratch, maxInflated)
+		return req, true, err
+	}
+	if err != nil || !headed {
+		return req, true, err
+	}
+	if passes != nil && req.Model != guess && !passes(req.Model) {
+		// Read with the model guessed wrongly: a translated request, whose messages are read.
+		req, err = p.parseWithin(body, true, scratch, maxInflated)
+		return req, true, err
+	}
+	return req, false, nil
+}
+
+// Build completes req, a request ParseHead returned incomplete, in place: its Messages
+// and the carried state of their tool call ids (Carried), from the body it holds, by the
+// full parse (ParseRequestLazyStringWithin's: its strings left escaped). Its other
+// members, which its owner may have changed since, are left as they are. The messages
+// are built in memory of their own, not in the Scratch req was parsed into; stage, if
+// not nil, is the parse's working memory (see Stage). ParseHead vouched for the body,
+// so Build fails only if req.Body changed.
+func Build(req *translate.Request, stage *Stage, maxInflated int) error {
+	var p *parser
+	if stage != nil {
+		p = &stage.p
+	} else {
+		p = new(parser)
+	}
+	full, err := p.parseWithin(req.Body, true, nil, maxInflated)
+	if err != nil {
+		return err
+	}
+	req.Messages, req.Carried = full.Messages, full.Carried
+	return nil
+}
+
+// headMessages checks the messages array at the cursor without building it (ParseHead).
+// It reports false when the walk leaves it to the full parse: p.gaveUp is then set, and
+// the request is parsed again from its start.
+func (p *parser) headMessages() bool {
+	if p.passes != nil {
+		model := p.req.Model
+		if p.req.Spans.Model.End == 0 { // after messages, or nowhere
+			model = guessModel(p.sc.Input())
+			p.guess = model
+		}
+		if !p.passes(model) {
+			return p.messages() // a translated request: built now
+		}
+	}
+	sc := &p.sc
+	if sc.Peek() != '[' {
+		return p.giveUp()
+	}
+	n := 0
+	for sc.NextElem(&n) {
+		if !p.headMessage() {
+			return p.giveUp()
+		}
+	}
+	if sc.Failed() || n == 0 {
+		return p.giveUp()
+	}
+	p.headed = true
+	return true
+}
+
+// giveUp stops the first pass: the caller parses again with the full parse.
+func (p *parser) giveUp() bool {
+	p.gaveUp = true
+	return false
+}
+
+// guessModel returns the string value of the last member named model in s, written as
+// `"model":` with the string after it (whitespace allowed around the colon), or "" when
+// there is none: a guess, as the member may be inside another object; the walk reads the
+// real one. It looks from the end at each colon (lastColon), as what follows the model
+// (the tools) is short beside the messages, and strings.LastIndex hashes every byte it
+// passes (some 14 instructions a byte; LastIndexByte's loop, 7).
+func guessModel(s string) string {
+	const name = `"model"`
+	for end := len(s); ; {
+		i := lastColon(s, end)
+		if i < 0 {
+			return ""
+		}
+		j := i
+		for j > 0 && s[j-1] <= ' ' {
+			j--
+		}
+		if j >= len(name) && s[j-len(name):j] == name {
+			sc := jsonx.NewScanner(s[i+1:])
+			if sc.Peek() != '"' {
+				return ""
+			}
+			m, _ := sc.Str()
+			return m
+		}
+		end = j
+	}
+}
+
+// lastColon is strings.LastIndexByte(s[:end], ':') eight bytes at a time: in a word,
+// the bytes equal to ':' are the zero bytes of the word xor ':'s, of which the classic
+// test marks every one, and above one, maybe a ';' too (its borrow), which is checked.
+func lastColon(s string, end int) int {
+	b := jsonx.Bytes(s[:end])
+	const ones, highs, colons = 0x0101010101010101, 0x8080808080808080, 0x3a3a3a3a3a3a3a3a
+	i := len(b)
+	for ; i >= 8; i -= 8 {
+		x := binary.LittleEndian.Uint64(b[i-8:i]) ^ colons
+		for m := (x - ones) &^ x & highs; m != 0; {
+			k := 63 - bits.LeadingZeros64(m) // the highest marked byte's high bit
+			if j := i - 8 + k>>3; b[j] == ':' {
+				return j
+			}
+			m &^= 1 << k
+		}
+	}
+	for i--; i >= 0; i-- {
+		if b[i] == ':' {
+			return i
+		}
+	}
+	return -1
+}
+
+// headMessage checks the message at the cursor, reporting false when the full parse is
+// to read it: anything but the shapes ParseHead lists, or a message it refuses.
+func (p *parser) headMessage() bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return false
+	}
+	var (
+		seen                  uint
+		role                  string
+		content               jsonx.Kind // Missing, Null or String
+		calls                 int
+		hasCallID, hasRefusal bool
+	)
+	// The member ladder of readMessage, the SDKs' orders first.
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
+		case n == 0 && sc.MemberIs(`{"role":`):
+			n, f = 1, mRole
+		case n == 0 && sc.MemberIs(`{"content":`):
+			n, f = 1, mContent
+		case f == mRole && sc.MemberIs(`,"content":`):
+			f = mContent
+		case (f == mContent || f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
+			f = mRole
+		case f == mContent && sc.MemberIs(`,"tool_calls":`):
+			f = mToolCalls
+		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
+			f = mToolCallID
+		case sc.NextField(&n):
+			if f = messageField(sc.Key()); f < 0 {
+				return false // any other name, or one in another case: the member rule's
+			}
+		default:
+			if sc.Failed() {
+				return false
+			}
+			goto end
+		}
+		if seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
+			return false // a duplicate: refused
+		}
+		seen |= 1 << (f & 63)
+		c := sc.Peek()
+		switch f {
+		case mRole:
+			var ok bool
+			if c != '"' {
+				return false
+			}
+			if role, ok = sc.Str(); !ok { // decoded, as the full parse reads it
+				return false
+			}
+		case mContent:
+			switch c {
+			case '"':
+				if !sc.SkipString() {
+					return false
+				}
+				content = jsonx.String
+			case 'n':
+				if !sc.Literal("null") {
+					return false
+				}
+				content = jsonx.Null
+			default:
+				return false // content parts: the full parse's
+			}
+		case mToolCalls:
+			if !p.headToolCalls(&calls) {
+				return false
+			}
+		case mName, mToolCallID, mRefusal, mReasoningContent:
+			switch c {
+			case '"':
+				at := sc.Pos()
+				if !sc.SkipString() {
+					return false
+				}
+				full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+				hasCallID = hasCallID || f == mToolCallID && full
+				hasRefusal = hasRefusal || f == mRefusal && full
+			case 'n':
+				if !sc.Literal("null") {
+					return false
+				}
+			default:
+				return false
+			}
+		default:
+			return false // thinking_blocks
+		}
+	}
+end:
+	switch role {
+	case translate.RoleAssistant:
+		return content != jsonx.Missing || calls > 0 || hasRefusal
+	case translate.RoleTool:
+		return calls == 0 && hasCallID
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
+	}
+	return false // no role, or an unknown one: refused
+}
+
+// headToolCalls checks a message's tool_calls (toolCalls), adding their number to *calls.
+func (p *parser) headToolCalls(calls *int) bool {
+	sc := &p.sc
+	switch sc.Peek() {
+	case 'n':
+		return sc.Literal("null")
+	case '[':
+	default:
+		return false
+	}
+	for n := 0; sc.NextElem(&n); {
+		if !p.headToolCall() {
+			return false
+		}
+		*calls++
+	}
+	return !sc.Failed()
+}
+
+// headToolCall checks the tool call at the cursor (toolCall): an id (whose carried
+// state it opens into the request), the type "function" or none, a function with a name
+// and string or null arguments.
+func (p *parser) headToolCall() bool {
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return false
+	}
+	var (
+		seen          uint
+		id, typ, name string
+		hasType, ok   bool
+		hasFunc       bool
+	)
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			goto end
+		case n == 0 && sc.MemberIsShort(`{"id":`):
+			n, f = 1, tcID
+		case (f == tcID || f == tcFunction) && sc.MemberIs(`,"type":`):
+			f = tcType
+		case (f == tcID || f == tcType) && sc.MemberIs(`,"function":`):
+			f = tcFunction
+		case sc.NextField(&n):
+			if f = toolCallField(sc.Key()); f < 0 {
+				return false
+			}
+		default:
+			if sc.Failed() {
+				return false
+			}
+			goto end
+		}
+		if seen&(1<<(f&63)) != 0 {
+			return false
+		}
+		seen |= 1 << (f & 63)
+		switch f {
+		case tcID:
+			if sc.Peek() != '"' {
+				return false
+			}
+			if id, ok = sc.Str(); !ok {
+				return false
+			}
+		case tcType:
+			if sc.Peek() != '"' {
+				return false
+			}
+			if typ, ok = sc.Str(); !ok {
+				return false
+			}
+			hasType = true
+		case tcFunction:
+			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
+				return false
+			}
+			hasFunc = true
+		}
+	}
+end:
+	if id == "" || hasType && typ != "function" || !hasFunc || name == "" {
+		return false
+	}
+	// Carried state is opened as the full parse opens it, in the same order and under
+	// the same Allowance; past it, the full parse's error.
+	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
+}
+
+// headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
+func (p *parser) headToolCallFunc(name *string) bool {
+	sc := &p.sc
+	var seen uint
+	for n, f := 0, -1; ; {
+		switch {
+		case n > 0 && sc.EndIs('}'):
+			return true
+		case n == 0 && sc.MemberIs(`{"name":`):
+			n, f = 1, fnName
+		case n == 0 && sc.MemberIs(`{"arguments":`):
+			n, f = 1, fnArguments
+		case f == fnName && sc.MemberIs(`,"arguments":`):
+			f = fnArguments
+		case f == fnArguments && sc.MemberIs(`,"name":`):
+			f = fnName
+		case sc.NextField(&n):
+			if f = toolCallFuncField(sc.Key()); f < 0 {
+				return false
+			}
+		default:
+			return !sc.Failed()
+		}
+		if seen&(1<<(f&63)) != 0 {
+			return false
+		}
+		seen |= 1 << (f & 63)
+		switch c := sc.Peek(); {
+		case f == fnName:
+			if c != '"' {
+				return false
+			}
+			var ok bool
+			if *name, ok = sc.Str(); !ok {
+				return false
+			}
+		case c == '"':
+			if !sc.SkipString() {
+				return false
+			}
+		case c == 'n':
+			if !sc.Literal("null") {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+}

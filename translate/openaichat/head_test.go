@@ -1,0 +1,254 @@
+package openaichat
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agate-gateway/agate/translate"
+)
+
+// headCases are bodies ParseHead vouches for (head true: it returns them without
+// messages) or leaves to the full parse (head false), accepted or refused.
+var headCases = []struct {
+	name, body string
+	head       bool
+}{
+	{"plain", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, true},
+	{"model after messages", `{"messages":[{"role":"user","content":"hi"}],"model":"m","stream":true}`, true},
+	{"tool turn", `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",` +
+		`"function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`, true},
+	{"spaced and reordered", `{ "model" : "m" , "messages" : [ { "content" : "hi" , "name" : null , "role" : "user" } ] }`, true},
+	{"refusal only", `{"model":"m","messages":[{"role":"assistant","refusal":"no"}]}`, true},
+	{"tool without content", `{"model":"m","messages":[{"role":"tool","tool_call_id":"c"}]}`, true},
+	{"escaped role", `{"model":"m","messages":[{"role":"\u0075ser","content":"hi"}]}`, true},
+	{"empty tool_calls on a user", `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, true},
+	{"content parts", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, false},
+	{"thinking blocks", `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[]}]}`, false},
+	{"other member", `{"model":"m","messages":[{"role":"user","content":"x","cache":1}]}`, false},
+	{"carried id", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c~1zAAAA","function":{"name":"f"}}]}]}`, true},
+	{"carried raw id", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c~1rAAAA","function":{"name":"f"}}]}]}`, true},
+	{"unknown role", `{"model":"m","messages":[{"role":"bot","content":"x"}]}`, false},
+	{"user without content", `{"model":"m","messages":[{"role":"user"}]}`, false},
+	{"null content", `{"model":"m","messages":[{"role":"system","content":null}]}`, false},
+	{"assistant with nothing", `{"model":"m","messages":[{"role":"assistant","content":null}]}`, true},
+	{"assistant missing all", `{"model":"m","messages":[{"role":"assistant"}]}`, false},
+	{"tool_calls on a user", `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[{"id":"c","function":{"name":"f"}}]}]}`, false},
+	{"tool without id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, false},
+	{"duplicate role", `{"model":"m","messages":[{"role":"user","role":"user","content":"x"}]}`, false},
+	{"key case", `{"model":"m","messages":[{"Role":"user","content":"x"}]}`, false},
+	{"no messages", `{"model":"m","messages":[]}`, false},
+	{"syntax error in a message", `{"model":"m","messages":[{"role":"user","content":"x\q"}]}`, false},
+	{"syntax error after", `{"model":"m","messages":[{"role":"user","content":"x"}],}`, false},
+	{"field error after", `{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":9}`, false},
+	{"field error before", `{"model":7,"messages":[{"role":"user","content":"x"}]}`, false},
+	{"tool call type", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"x","function":{"name":"f"}}]}]}`, false},
+	{"tool call arguments object", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{}}}]}]}`, false},
+}
+
+func TestParseHead(t *testing.T) {
+	for _, tt := range headCases {
+		t.Run(tt.name, func(t *testing.T) {
+			headed := checkHead(t, []byte(tt.body), nil, nil, nil)
+			if headed != tt.head {
+				t.Errorf("messages left unbuilt = %v, want %v", headed, tt.head)
+			}
+		})
+	}
+	for _, file := range []string{"testdata/history-10k.json", "testdata/history-100k.json", "testdata/bench-request.json"} {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !checkHead(t, body, nil, nil, nil) {
+			t.Errorf("%s: ParseHead built the messages: the passthrough's histories are the first pass's to vouch for", file)
+		}
+	}
+}
+
+// TestParseHeadPasses: a model passes refuses has its messages built at once, whether the
+// body names it before or after messages, and a wrong guess (a member named model in a
+// tool's schema after the real one) is mended by a second parse.
+func TestParseHeadPasses(t *testing.T) {
+	onlyM := func(model string) bool { return model == "m" }
+	for _, tt := range []struct {
+		name, body string
+		head       bool
+	}{
+		{"before, passed", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, true},
+		{"before, translated", `{"model":"x","messages":[{"role":"user","content":"hi"}]}`, false},
+		{"after, passed", `{"messages":[{"role":"user","content":"hi"}],"model":"m"}`, true},
+		{"after, translated", `{"messages":[{"role":"user","content":"hi"}],"model":"x"}`, false},
+		{"guessed wrong, translated", `{"messages":[{"role":"user","content":"hi"}],"model":"x",` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":{"model":"m"}}}}}]}`, false},
+		{"guessed wrong, passed", `{"messages":[{"role":"user","content":"hi"}],"model":"m",` +
+			`"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":{"model":"x"}}}}}]}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := checkHead(t, []byte(tt.body), onlyM, nil, nil); got != tt.head {
+				t.Errorf("messages left unbuilt = %v, want %v", got, tt.head)
+			}
+		})
+	}
+}
+
+// checkHead holds ParseHead to ParseRequestLazyStringWithin for body: the same error, or
+// the same request once Build has completed it (and then the same request decoded). It
+// reports whether ParseHead left the messages to Build.
+func checkHead(t *testing.T, body []byte, passes func(string) bool, scratch *Scratch, stage *Stage) bool {
+	t.Helper()
+	want, werr := ParseRequestLazyStringWithin(string(body), nil, nil, 1<<20)
+	if scratch != nil {
+		scratch.Reset()
+		stage.Reset()
+	}
+	got, complete, gerr := ParseHead(string(body), scratch, stage, 1<<20, passes)
+	if !reflect.DeepEqual(gerr, werr) {
+		t.Fatalf("ParseHead's error %v, the full parse's %v", gerr, werr)
+	}
+	if werr != nil {
+		if !complete {
+			t.Fatalf("a refused body is not complete")
+		}
+		return false
+	}
+	if !complete {
+		if got.Messages != nil {
+			t.Fatalf("an incomplete request has messages: %+v", got.Messages)
+		}
+		// Every member the passthrough forwards or rewrites is the full parse's before
+		// the messages are built: the body, the model and the spans it splices.
+		head := *got
+		head.Messages, head.Carried = want.Messages, want.Carried
+		if !reflect.DeepEqual(&head, want) {
+			t.Fatalf("ParseHead's request differs:\n%+v\nwant\n%+v", &head, want)
+		}
+		if err := Build(got, stage, 1<<20); err != nil {
+			t.Fatalf("Build refused what ParseHead accepted: %v", err)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("request differs:\n%+v\nwant\n%+v", got, want)
+	}
+	Decode(want)
+	DecodeInto(got, scratch)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded request differs:\n%+v\nwant\n%+v", got, want)
+	}
+	return !complete
+}
+
+// FuzzParseHeadMatchesParse holds ParseHead (and Build after it) to the full lazy parse:
+// the same acceptance and error for every body, the same request, and so the same bytes
+// forwarded (the passthrough writes Body with the model and stream members spliced at
+// the spans compared here), with and without a Scratch and a Stage reused across inputs,
+// and with passes refusing models that start with x.
+func FuzzParseHeadMatchesParse(f *testing.F) {
+	addLazySeeds(f, "testdata/history-10k.json", "testdata/history-100k.json")
+	for _, tt := range headCases {
+		f.Add([]byte(tt.body))
+	}
+	scratch, stage := new(Scratch), new(Stage)
+	notX := func(model string) bool { return len(model) == 0 || model[0] != 'x' }
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkHead(t, body, nil, nil, nil)
+		checkHead(t, body, notX, scratch, stage)
+	})
+}
+
+// BenchmarkParseHead is the passthrough's first pass over scenario d's histories, against
+// the lazy parse into a scratch it replaces (BenchmarkParseRequest10KLazy/view+scratch).
+func BenchmarkParseHead(b *testing.B) {
+	for _, file := range []string{"testdata/history-10k.json", "testdata/history-100k.json"} {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		view := string(body)
+		for _, head := range []bool{false, true} {
+			name := file[len("testdata/history-") : len(file)-len(".json")]
+			if head {
+				name += "/head"
+			} else {
+				name += "/lazy"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				var sc Scratch
+				var st Stage
+				for b.Loop() {
+					sc.Reset()
+					st.Reset()
+					var req *translate.Request
+					var err error
+					if head {
+						req, _, err = ParseHead(view, &sc, &st, translate.DefaultMaxInflated, nil)
+					} else {
+						req, err = ParseRequestLazyStringWithin(view, &sc, &st, translate.DefaultMaxInflated)
+					}
+					if err != nil || req == nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestGuessModel(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{`{"messages":[],"model":"m","tools":[{"a":"b"}]}`, "m"},
+		{`{"messages":[] , "model" : "m\u0031" }`, "m1"},
+		{`{"model":"a","tools":[{"x":{"model":"b"}}]}`, "b"},
+		{`{"model":7}`, ""},
+		{`{"model" :"a","x":{"model":7}}`, ""},
+		{`{"model"` + "\n:" + `"a","xmodel":"b"}`, "a"},
+		{`{"model":"a","x":"model:"}`, "a"},
+		{`{"messages":[]}`, ""},
+		{`"model":`, ""},
+		{`:`, ""},
+		{``, ""},
+	} {
+		if got := guessModel(tt.body); got != tt.want {
+			t.Errorf("guessModel(%s) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkGuessModel: the search from the end of scenario d's 100 KB history, whose
+// model is followed by some 1 KB of tools.
+func BenchmarkGuessModel(b *testing.B) {
+	body, err := os.ReadFile("testdata/history-100k.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(body)
+	for b.Loop() {
+		if guessModel(s) == "" {
+			b.Fatal("no model")
+		}
+	}
+}
+
+// TestLastColon holds lastColon to strings.LastIndexByte for colons, and the bytes next
+// to ':' (';' and '9'), at every place of bodies of 0 to 40 bytes, with every end.
+func TestLastColon(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for mask := 0; mask < 1<<6; mask++ {
+			b := []byte(strings.Repeat("a", n))
+			for k := 0; k < 6 && n > 0; k++ {
+				if mask&(1<<k) != 0 {
+					b[(k*7+mask)%n] = ":;9"[k%3]
+				}
+			}
+			s := string(b)
+			for end := 0; end <= n; end++ {
+				if got, want := lastColon(s, end), strings.LastIndexByte(s[:end], ':'); got != want {
+					t.Fatalf("lastColon(%q, %d) = %d, want %d", s, end, got, want)
+				}
+			}
+		}
+	}
+}
