@@ -2,13 +2,10 @@ package gatewaytest
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/templatefile"
 	"github.com/agate-gateway/agate/ledger"
 )
 
@@ -21,9 +18,7 @@ import (
 // ledger package's tests; a test that is about the gateway's own first start on an empty
 // file must not use it. The zero value is ready; it is safe for concurrent use.
 type SQLiteLedgers struct {
-	once sync.Once
-	db   []byte
-	err  error
+	tp templatefile.Template
 }
 
 // Fresh returns the path of a new SQLite ledger file, named ledger.db, in t's temporary
@@ -31,40 +26,17 @@ type SQLiteLedgers struct {
 // the template cannot be made.
 func (s *SQLiteLedgers) Fresh(t testing.TB) string {
 	t.Helper()
-	s.once.Do(func() { s.db, s.err = migratedSQLite() })
-	if s.err != nil {
-		t.Fatalf("the migrated SQLite ledger template: %v", s.err)
-	}
-	p := filepath.Join(t.TempDir(), "ledger.db")
-	if err := os.WriteFile(p, s.db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return s.tp.Copy(t, "ledger.db", MigrateSQLite)
 }
 
-// migratedSQLite opens a ledger on an empty file, closes it, and returns the file: one
-// file, since closing the last connection checkpoints the WAL into it and removes it.
-func migratedSQLite() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "gatewaytest-ledger-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "ledger.db")
+// MigrateSQLite opens a ledger on an empty SQLite file at path and closes it: the file at
+// the current schema version, alone (closing the last connection checkpoints the WAL into
+// it and removes it): SQLiteLedgers' template.
+func MigrateSQLite(path string) error {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, ledger.Options{Type: "sqlite", DSN: p, FlushInterval: time.Hour})
+	l, err := ledger.Open(ctx, ledger.Options{Type: "sqlite", DSN: path, FlushInterval: time.Hour})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := l.Close(ctx); err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(ents) != 1 {
-		return nil, errors.New("the migrated SQLite template left more than its database file (a WAL not checkpointed?)")
-	}
-	return os.ReadFile(p)
+	return l.Close(ctx)
 }
