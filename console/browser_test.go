@@ -36,7 +36,7 @@ const (
 )
 
 // consoleYAML is the gateway's config with the ledger ledgerYAML (sqliteLedger: a SQLite
-// file in a test directory).
+// file).
 func consoleYAML(ledgerYAML string) string {
 	d := sha256.Sum256([]byte(adminToken))
 	return fmt.Sprintf(`
@@ -53,8 +53,10 @@ admin:
 `, xssModel, xssKey, ledgerYAML, hex.EncodeToString(d[:]))
 }
 
-func sqliteLedger(dir string) string {
-	return `ledger: {type: sqlite, path: ` + filepath.Join(dir, "ledger.db") + `, flush_interval: 20ms, spool_path: "off"}`
+// sqliteLedger is the ledger: setting of a SQLite ledger in the file at path (most tests:
+// sqliteLedgers.Fresh, a migrated copy).
+func sqliteLedger(path string) string {
+	return `ledger: {type: sqlite, path: ` + path + `, flush_interval: 20ms, spool_path: "off"}`
 }
 
 // chromium finds Debian's chromium; the test skips without it (fails under CI=true).
@@ -257,7 +259,7 @@ func TestConsole_Browser(t *testing.T) {
 			t.Parallel()
 		}
 	}
-	t.Run("sqlite", func(t *testing.T) { parallel(t); consoleBrowser(t, sqliteLedger(t.TempDir())) })
+	t.Run("sqlite", func(t *testing.T) { parallel(t); consoleBrowser(t, sqliteLedger(sqliteLedgers.Fresh(t))) })
 	t.Run("postgres", func(t *testing.T) {
 		parallel(t)
 		url := postgres.NewDatabase(t)

@@ -31,7 +31,7 @@ const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 // Schema version 6: a tool loop's request lists its server tools (calls, errors) and
 // each attempt the tokens it was charged.
 func TestConsole_BrowserDetail(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { consoleDetail(t, sqliteLedger(t.TempDir())) })
+	t.Run("sqlite", func(t *testing.T) { consoleDetail(t, sqliteLedger(sqliteLedgers.Fresh(t))) })
 	t.Run("postgres", func(t *testing.T) {
 		url := postgres.NewDatabase(t)
 		consoleDetail(t, `ledger: {type: postgres, url: "`+url+`", flush_interval: 20ms, spool_path: "off"}`)

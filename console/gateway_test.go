@@ -54,7 +54,7 @@ func signInAt(t *testing.T, c *http.Client, base string) string {
 // the bearer token, and a change only with its CSRF token; without admin.listen the
 // console is on the main listener, with it only on the admin listener; disabled, nowhere.
 func TestConsole_AdminAPIWithSession(t *testing.T) {
-	g := gatewaytest.StartYAML(t, consoleYAML(sqliteLedger(t.TempDir())), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, consoleYAML(sqliteLedger(sqliteLedgers.Fresh(t))), gatewaytest.Options{})
 	c := client(t)
 	if code, _ := call(t, c, "GET", g.URL+"/admin/v1/keys", "", nil); code != 401 {
 		t.Errorf("no session: %d, want 401", code)
@@ -86,7 +86,7 @@ func TestConsole_AdminAPIWithSession(t *testing.T) {
 	}
 
 	// admin.listen: the console and the API there, not on the main listener.
-	y := strings.Replace(consoleYAML(sqliteLedger(t.TempDir())), "  resync: 100ms", "  resync: 100ms\n  listen: 127.0.0.1:1", 1)
+	y := strings.Replace(consoleYAML(sqliteLedger(sqliteLedgers.Fresh(t))), "  resync: 100ms", "  resync: 100ms\n  listen: 127.0.0.1:1", 1)
 	ga := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,7 +107,7 @@ func TestConsole_AdminAPIWithSession(t *testing.T) {
 	}
 
 	// Disabled: the admin API without the console.
-	y = strings.Replace(consoleYAML(sqliteLedger(t.TempDir())), "  resync: 100ms", "  resync: 100ms\n  console: {disabled: true}", 1)
+	y = strings.Replace(consoleYAML(sqliteLedger(sqliteLedgers.Fresh(t))), "  resync: 100ms", "  resync: 100ms\n  console: {disabled: true}", 1)
 	gd := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	if code, _ := call(t, c, "GET", gd.URL+console.Prefix+"/", "", nil); code != 404 {
 		t.Errorf("a disabled console: %d, want 404", code)

@@ -16,7 +16,7 @@ import (
 // served in-process with the client key's policy: a streamed answer through openai-go;
 // no key, or the admin session alone, is refused; no other client route is served there.
 func TestConsole_PlaygroundOnAdminListener(t *testing.T) {
-	y := strings.Replace(consoleYAML(sqliteLedger(t.TempDir())), "  resync: 100ms", "  resync: 100ms\n  listen: 127.0.0.1:1", 1)
+	y := strings.Replace(consoleYAML(sqliteLedger(sqliteLedgers.Fresh(t))), "  resync: 100ms", "  resync: 100ms\n  listen: 127.0.0.1:1", 1)
 	g := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

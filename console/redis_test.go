@@ -19,8 +19,8 @@ import (
 // revokes it on both; sessions expire with their TTL and are bounded by max_sessions.
 func TestConsole_SessionsSharedInRedis(t *testing.T) {
 	rs := redistest.Start(t)
-	dir := t.TempDir() // one ledger database for both replicas
-	y := strings.Replace(consoleYAML(sqliteLedger(dir)), "  resync: 100ms",
+	path := sqliteLedgers.Fresh(t) // one ledger database for both replicas
+	y := strings.Replace(consoleYAML(sqliteLedger(path)), "  resync: 100ms",
 		"  resync: 100ms\n  console: {max_sessions: 2, session_ttl: 10m}", 1) +
 		"state: {type: redis, url: \"" + rs.URL() + "\", key_prefix: \"ct:\"}\n"
 	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})

@@ -25,9 +25,9 @@ func TestConsole_Screenshots(t *testing.T) {
 		t.Skip("set AGATE_CONSOLE_SCREENSHOTS=<dir> to make the console's screenshots")
 	}
 	b := newBrowser(t)
-	tmp := t.TempDir()
-	seedLedger(t, filepath.Join(tmp, "ledger.db"), time.Now())
-	g := gatewaytest.StartYAML(t, consoleYAML(sqliteLedger(tmp)), gatewaytest.Options{})
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	seedLedger(t, path, time.Now())
+	g := gatewaytest.StartYAML(t, consoleYAML(sqliteLedger(path)), gatewaytest.Options{})
 
 	b.do("opening the console", chromedp.Navigate(g.URL+"/console/"))
 	b.until("the sign-in form", `!!document.querySelector('form.signin input[name=token]')`)

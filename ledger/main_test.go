@@ -2,13 +2,11 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/agate-gateway/agate/internal/templatefile"
 	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
@@ -19,13 +17,9 @@ var Postgres pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(Postgres.Run(m)) }
 
-// sqliteTemplate is the bytes of a SQLite ledger this test binary migrated from an empty
-// file once, which FreshSQLite copies.
-var sqliteTemplate struct {
-	once sync.Once
-	db   []byte
-	err  error
-}
+// sqliteTemplate is a SQLite ledger this test binary migrates from an empty file once,
+// which FreshSQLite copies.
+var sqliteTemplate templatefile.Template
 
 // FreshSQLite returns the path of a new SQLite ledger in t's temporary directory at the
 // current schema version: a copy of a database this test binary migrated from an empty
@@ -37,40 +31,16 @@ var sqliteTemplate struct {
 // older version (TestSchemaV*, sqliteAtVersion).
 func FreshSQLite(t testing.TB) string {
 	t.Helper()
-	sqliteTemplate.once.Do(func() { sqliteTemplate.db, sqliteTemplate.err = migratedSQLite() })
-	if sqliteTemplate.err != nil {
-		t.Fatal(sqliteTemplate.err)
-	}
-	p := filepath.Join(t.TempDir(), "ledger.db")
-	if err := os.WriteFile(p, sqliteTemplate.db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sqliteTemplate.Copy(t, "ledger.db", migrateSQLite)
 }
 
-// migratedSQLite opens a ledger on an empty file, closes it, and returns the file: one
-// file, since closing the last connection checkpoints the WAL into it and removes it.
-func migratedSQLite() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "ledger-template-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	p := filepath.Join(dir, "ledger.db")
+// migrateSQLite opens a ledger on an empty file at path and closes it: one file, since
+// closing the last connection checkpoints the WAL into it and removes it.
+func migrateSQLite(path string) error {
 	ctx := context.Background()
-	l, err := Open(ctx, Options{Type: "sqlite", DSN: p, FlushInterval: time.Hour})
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: path, FlushInterval: time.Hour})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := l.Close(ctx); err != nil {
-		return nil, err
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(ents) != 1 {
-		return nil, errors.New("the migrated SQLite template left more than its database file (a WAL not checkpointed?)")
-	}
-	return os.ReadFile(p)
+	return l.Close(ctx)
 }

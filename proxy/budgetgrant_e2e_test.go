@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestBudgets_SeededWhenGiven(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
-			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}"
+			ledgerYAML := "ledger: {type: sqlite, path: " + sqliteLedgers.Fresh(t) + ", flush_interval: 1h}"
 			if db == "postgres" {
 				ledgerYAML = `ledger: {type: postgres, url: "` + postgres.NewDatabase(t) + `", flush_interval: 1h, spool_path: "off"}`
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ func TestBudgets_ReseededAfterRestart(t *testing.T) {
 	// between the two gateways.
 	for _, db := range []string{"sqlite", "postgres", "redis"} {
 		t.Run(db, func(t *testing.T) {
-			ledgerYAML := "ledger: {type: sqlite, path: " + filepath.Join(t.TempDir(), "ledger.db") + ", flush_interval: 1h}\n"
+			ledgerYAML := "ledger: {type: sqlite, path: " + sqliteLedgers.Fresh(t) + ", flush_interval: 1h}\n"
 			if db == "postgres" {
 				ledgerYAML = "ledger: {type: postgres, url: \"" + postgres.NewDatabase(t) + "\", flush_interval: 1h, spool_path: off}\n"
 			}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ func TestLedger_AttemptsTraceAndDeployment(t *testing.T) {
 	}))
 	t.Cleanup(down.Close)
 
-	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: sqliteLedgers.Fresh(t), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

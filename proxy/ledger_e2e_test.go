@@ -52,7 +52,7 @@ func TestLedger_EndToEnd(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
-			opts := ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour}
+			opts := ledger.Options{Type: "sqlite", DSN: sqliteLedgers.Fresh(t), FlushInterval: time.Hour}
 			if db == "postgres" {
 				opts = ledger.Options{Type: "postgres", DSN: postgres.NewDatabase(t), FlushInterval: time.Hour}
 			}
@@ -383,7 +383,7 @@ func TestLedger_CaptureContent(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	for _, capture := range []bool{false, true} {
 		t.Run(fmt.Sprint("capture=", capture), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ledger.db")
+			path := sqliteLedgers.Fresh(t)
 			g := gatewaytest.StartYAML(t, fmt.Sprintf(`
 backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +22,7 @@ import (
 // the rollups as status 401 with no key. The presented secret is kept nowhere.
 func TestLedger_RefusedBeforeRouting(t *testing.T) {
 	t.Parallel() // nothing shared, no clock or environment of the process (#54)
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: path, FlushInterval: time.Hour})
+	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: sqliteLedgers.Fresh(t), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

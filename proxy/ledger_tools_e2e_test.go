@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -43,7 +42,7 @@ func TestLedger_ToolsAndAttemptTokens(t *testing.T) {
 		io.WriteString(w, `{"error":{"message":"The server is overloaded or not ready yet.","type":"server_error","param":null,"code":null}}`)
 	}))
 	t.Cleanup(down.Close)
-	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: filepath.Join(t.TempDir(), "ledger.db"), FlushInterval: time.Hour})
+	l, err := ledger.Open(context.Background(), ledger.Options{Type: "sqlite", DSN: sqliteLedgers.Fresh(t), FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

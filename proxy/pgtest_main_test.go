@@ -6,11 +6,15 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/ledger/pgtest"
 )
 
 // postgres is the PostgreSQL cluster this test binary's tests share (pgtest.Shared).
 var postgres pgtest.Shared
+
+// sqliteLedgers makes this binary's SQLite ledger files, copies of one migrated file.
+var sqliteLedgers gatewaytest.SQLiteLedgers
 
 // parallelDefault is how many of this binary's parallel tests run at once when
 // -test.parallel is not given. Go's default is GOMAXPROCS, but most of these tests wait:

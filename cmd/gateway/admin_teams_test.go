@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ backends: {offline: {type: mock}}
 models: {demo: {backend: offline, price: {input: 1, output: 1}}, other: {backend: offline, price: {input: 1, output: 1}}}
 keys: {fromfile: {key: sk-file, models: ["*"], team: platform}}
 teams: {platform: {limits: {concurrent: 10}}}
-ledger: {type: sqlite, path: `+filepath.Join(t.TempDir(), "l.db")+`, flush_interval: 10ms}
+ledger: {type: sqlite, path: `+sqliteLedgers.Fresh(t)+`, flush_interval: 10ms}
 admin: {keys: {ops: {key_sha256: `+hex.EncodeToString(d[:])+`}}}
 `, gatewaytest.Options{})
 	env := []string{"AGATE_ADMIN_URL=" + g.URL, "AGATE_ADMIN_TOKEN=" + token}

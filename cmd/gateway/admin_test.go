@@ -5,13 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 )
+
+// sqliteLedgers makes this binary's SQLite ledger files, copies of one migrated file.
+var sqliteLedgers gatewaytest.SQLiteLedgers
 
 // TestAdminCLI: `gateway admin keys create` creates a key through the admin API, its
 // secret works at once, and list, usage and errors read as a user expects.
@@ -22,7 +24,7 @@ func TestAdminCLI(t *testing.T) {
 backends: {offline: {type: mock}}
 models: {demo: {backend: offline, price: {input: 1, output: 1}}}
 keys: {fromfile: {key: sk-file, models: ["*"]}}
-ledger: {type: sqlite, path: `+filepath.Join(t.TempDir(), "l.db")+`, flush_interval: 10ms}
+ledger: {type: sqlite, path: `+sqliteLedgers.Fresh(t)+`, flush_interval: 10ms}
 admin: {keys: {ops: {key_sha256: `+hex.EncodeToString(d[:])+`}}}
 `, gatewaytest.Options{})
 	env := []string{"AGATE_ADMIN_URL=" + g.URL, "AGATE_ADMIN_TOKEN=" + token}
