@@ -1,0 +1,74 @@
+package responsesin
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/agate-gateway/agate/internal/stacktest"
+	"github.com/agate-gateway/agate/translate"
+)
+
+// TestParseHead_StageStack: the server's parse of a Responses request
+// (Stage.ParseHeadLazy, passed through or translated) under a connection goroutine's
+// frames (ServerFrames) leaves that goroutine at 8 KiB of stack. fasthttp's connection
+// goroutine keeps what the parse grew it to through a stream: 16 KiB stacks at 100
+// streams are 0.8 MB more, and as much again in the collector's goal. A parse without a
+// Stage works on its stack and grows it to 16 KiB, which shows that the measure sees a
+// parser's frame.
+func TestParseHead_StageStack(t *testing.T) {
+	if stacktest.Race {
+		t.Skip("frames are larger under the race detector")
+	}
+	// The bench's small request (scripts/bench/apis.patch's responsesSmall), streamed.
+	small := `{"input":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"instructions":"You are a helpful assistant. Answer concisely and accurately.","max_output_tokens":1024,"model":"claude-bench","store":false,"stream":true,"temperature":0.7}`
+	b, err := os.ReadFile("testdata/history-10k.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := string(b)
+	pass := func(string) bool { return true }
+	translated := func(string) bool { return false }
+	const n, bound = 256, stacktest.Grown
+	for _, tc := range []struct {
+		name   string
+		body   string
+		passes func(string) bool
+		stage  bool
+	}{
+		{"small, passed through", small, pass, true},
+		{"small, translated", small, translated, true},
+		{"bench request, passed through", benchRequest, pass, true},
+		{"bench request, translated", benchRequest, translated, true},
+		{"10 KB history, passed through", history, pass, true},
+		{"10 KB history, translated", history, translated, true},
+		{"small, passed through, without a Stage", small, pass, false},
+		{"10 KB history, translated, without a Stage", history, translated, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bodies, stages := make([][]byte, n), make([]Stage, n)
+			for i := range bodies {
+				bodies[i] = []byte(tc.body)
+			}
+			var failed sync.Once
+			perG := stacktest.PerGoroutine(t, n, stacktest.ServerFrames, func(i int) {
+				var err error
+				if tc.stage {
+					_, _, err = stages[i].ParseHeadLazy(bodies[i], translate.DefaultMaxInflated, tc.passes)
+				} else {
+					_, _, err = ParseHeadLazy(bodies[i], translate.DefaultMaxInflated, tc.passes)
+				}
+				if err != nil {
+					failed.Do(func() { t.Error(err) })
+				}
+			})
+			t.Logf("%d bytes of stack a goroutine", perG)
+			if tc.stage && perG > bound {
+				t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, bound)
+			}
+			if !tc.stage && perG <= bound {
+				t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, bound)
+			}
+		})
+	}
+}
