@@ -80,3 +80,28 @@ func under(above int, f func()) {
 //
 //go:noinline
 func sink(b []byte) byte { return b[0] }
+
+// Expect runs f in n goroutines under about above bytes of frames (PerGoroutine) and
+// fails t unless their stacks stayed at 8 KiB when staged is set (f parses with a Stage,
+// its working memory off the stack), or grew past it when it is not (f parses on its
+// stack: which shows that the measure sees a parser's frame), or f returned an error (the
+// first is reported). Under the race detector, whose frames are larger, it skips t.
+func Expect(t *testing.T, n, above int, staged bool, f func(i int) error) {
+	t.Helper()
+	if Race {
+		t.Skip("frames are larger under the race detector")
+	}
+	var failed sync.Once
+	perG := PerGoroutine(t, n, above, func(i int) {
+		if err := f(i); err != nil {
+			failed.Do(func() { t.Error(err) })
+		}
+	})
+	t.Logf("%d bytes of stack a goroutine", perG)
+	if staged && perG > Grown {
+		t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, Grown)
+	}
+	if !staged && perG <= Grown {
+		t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, Grown)
+	}
+}

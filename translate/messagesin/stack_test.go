@@ -2,7 +2,6 @@ package messagesin_test
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/stacktest"
@@ -19,9 +18,6 @@ import (
 // the full parse of a request read incomplete, still takes more than 8 KiB with a 10 KB
 // history: the full parser's own frames, PERFORMANCE.md's "Peak RSS, thirteenth session".)
 func TestParseHead_StageStack(t *testing.T) {
-	if stacktest.Race {
-		t.Skip("frames are larger under the race detector")
-	}
 	small := `{"max_tokens":1024,"messages":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"model":"claude-bench","system":"You are a helpful assistant. Answer concisely and accurately.","temperature":0.7,"stream":true}`
 	read := func(name string) string {
 		b, err := os.ReadFile("testdata/" + name)
@@ -33,7 +29,7 @@ func TestParseHead_StageStack(t *testing.T) {
 	history, claudeCode := read("history-10k.json"), read("claude-code-2.1.330.request.json")
 	pass := func(string) bool { return true }
 	translated := func(string) bool { return false }
-	const n, bound = 256, stacktest.Grown
+	const n = 256
 	for _, tc := range []struct {
 		name   string
 		body   string
@@ -51,29 +47,15 @@ func TestParseHead_StageStack(t *testing.T) {
 		{"10 KB history, translated, without a Stage", history, translated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bodies, stages := make([][]byte, n), make([]messagesin.Stage, n)
-			for i := range bodies {
-				bodies[i] = []byte(tc.body)
-			}
-			var failed sync.Once
-			perG := stacktest.PerGoroutine(t, n, stacktest.ServerFrames, func(i int) {
-				var err error
+			body, stages := []byte(tc.body), make([]messagesin.Stage, n)
+			stacktest.Expect(t, n, stacktest.ServerFrames, tc.stage, func(i int) (err error) {
 				if tc.stage {
-					_, _, _, err = stages[i].ParseHead(bodies[i], translate.DefaultMaxInflated, tc.passes)
+					_, _, _, err = stages[i].ParseHead(body, translate.DefaultMaxInflated, tc.passes)
 				} else {
-					_, _, _, err = messagesin.ParseHead(bodies[i], translate.DefaultMaxInflated, tc.passes)
+					_, _, _, err = messagesin.ParseHead(body, translate.DefaultMaxInflated, tc.passes)
 				}
-				if err != nil {
-					failed.Do(func() { t.Error(err) })
-				}
+				return err
 			})
-			t.Logf("%d bytes of stack a goroutine", perG)
-			if tc.stage && perG > bound {
-				t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, bound)
-			}
-			if !tc.stage && perG <= bound {
-				t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, bound)
-			}
 		})
 	}
 }

@@ -2,7 +2,6 @@ package openaichat
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/stacktest"
@@ -14,9 +13,6 @@ import (
 // goal); one without a Stage stages on its stack and takes more, which shows that the
 // measure sees a parser's frame.
 func TestParseRequest_StageStack(t *testing.T) {
-	if stacktest.Race {
-		t.Skip("frames are larger under the race detector")
-	}
 	small := `{"max_tokens":1024,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short paragraph about the history of the bicycle."}],"model":"claude-bench","temperature":0.7,"stream":true}`
 	read := func(name string) string {
 		b, err := os.ReadFile("testdata/" + name)
@@ -25,7 +21,7 @@ func TestParseRequest_StageStack(t *testing.T) {
 		}
 		return string(b)
 	}
-	const n, bound = 256, stacktest.Grown
+	const n = 256
 	for _, tc := range []struct {
 		name  string
 		body  string
@@ -38,23 +34,14 @@ func TestParseRequest_StageStack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scratches, stages := make([]Scratch, n), make([]Stage, n)
-			var failed sync.Once
-			perG := stacktest.PerGoroutine(t, n, 0, func(i int) {
+			stacktest.Expect(t, n, 0, tc.stage, func(i int) error {
 				st := &stages[i]
 				if !tc.stage {
 					st = nil
 				}
-				if _, err := ParseRequestLazyString(tc.body, &scratches[i], st); err != nil {
-					failed.Do(func() { t.Error(err) })
-				}
+				_, err := ParseRequestLazyString(tc.body, &scratches[i], st)
+				return err
 			})
-			t.Logf("%d bytes of stack a goroutine", perG)
-			if tc.stage && perG > bound {
-				t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, bound)
-			}
-			if !tc.stage && perG <= bound {
-				t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, bound)
-			}
 		})
 	}
 }

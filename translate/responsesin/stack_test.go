@@ -2,7 +2,6 @@ package responsesin
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/stacktest"
@@ -17,9 +16,6 @@ import (
 // Stage works on its stack and grows it to 16 KiB, which shows that the measure sees a
 // parser's frame.
 func TestParseHead_StageStack(t *testing.T) {
-	if stacktest.Race {
-		t.Skip("frames are larger under the race detector")
-	}
 	// The bench's small request (scripts/bench/apis.patch's responsesSmall), streamed.
 	small := `{"input":[{"content":"Write a short paragraph about the history of the bicycle.","role":"user"}],"instructions":"You are a helpful assistant. Answer concisely and accurately.","max_output_tokens":1024,"model":"claude-bench","store":false,"stream":true,"temperature":0.7}`
 	b, err := os.ReadFile("testdata/history-10k.json")
@@ -29,7 +25,7 @@ func TestParseHead_StageStack(t *testing.T) {
 	history := string(b)
 	pass := func(string) bool { return true }
 	translated := func(string) bool { return false }
-	const n, bound = 256, stacktest.Grown
+	const n = 256
 	for _, tc := range []struct {
 		name   string
 		body   string
@@ -46,29 +42,15 @@ func TestParseHead_StageStack(t *testing.T) {
 		{"10 KB history, translated, without a Stage", history, translated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bodies, stages := make([][]byte, n), make([]Stage, n)
-			for i := range bodies {
-				bodies[i] = []byte(tc.body)
-			}
-			var failed sync.Once
-			perG := stacktest.PerGoroutine(t, n, stacktest.ServerFrames, func(i int) {
-				var err error
+			body, stages := []byte(tc.body), make([]Stage, n)
+			stacktest.Expect(t, n, stacktest.ServerFrames, tc.stage, func(i int) (err error) {
 				if tc.stage {
-					_, _, err = stages[i].ParseHeadLazy(bodies[i], translate.DefaultMaxInflated, tc.passes)
+					_, _, err = stages[i].ParseHeadLazy(body, translate.DefaultMaxInflated, tc.passes)
 				} else {
-					_, _, err = ParseHeadLazy(bodies[i], translate.DefaultMaxInflated, tc.passes)
+					_, _, err = ParseHeadLazy(body, translate.DefaultMaxInflated, tc.passes)
 				}
-				if err != nil {
-					failed.Do(func() { t.Error(err) })
-				}
+				return err
 			})
-			t.Logf("%d bytes of stack a goroutine", perG)
-			if tc.stage && perG > bound {
-				t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, bound)
-			}
-			if !tc.stage && perG <= bound {
-				t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, bound)
-			}
 		})
 	}
 }
