@@ -771,75 +771,97 @@ func (p *parser) decoded(v jsonx.Value) string {
 // builds them from the same values; only the blocks the check vouched for for r are
 // there (checkText, checkUserBlock, checkAssistantBlock).
 func (p *parser) commit(r int) {
-	c := p.content
+	// One function a role, never inlined: their temporaries (parts, messages, blocks)
+	// would all be in one frame, under the walk's deepest calls.
 	switch r {
-	case roleSystem: // text's
-		switch c.Kind {
-		case jsonx.String:
-			if c.Str != "" {
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			}
-		case jsonx.Array:
-			for i := range p.heads {
-				b := &p.heads[i]
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
-			}
-		}
-		if parts := p.parts.Run(); len(parts) > 0 {
-			p.built = append(p.built, translate.Message{Role: translate.RoleSystem, Content: parts})
-		}
-	case roleUser: // user's
-		if c.Kind == jsonx.String {
+	case roleSystem:
+		p.commitSystem(p.content)
+	case roleUser:
+		p.commitUser(p.content)
+	case roleAssistant:
+		p.commitAssistant(p.content)
+	}
+}
+
+// commitSystem is commit for a system message, whose content is c (text's).
+//
+//go:noinline
+func (p *parser) commitSystem(c jsonx.Value) {
+	switch c.Kind {
+	case jsonx.String:
+		if c.Str != "" {
 			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
-			return
 		}
+	case jsonx.Array:
 		for i := range p.heads {
 			b := &p.heads[i]
-			if b.typeIs("tool_result") {
-				p.result(b)
-				continue
-			}
-			// text: part's
 			p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
 		}
-		if parts := p.parts.Run(); len(parts) > 0 {
-			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: parts})
+	}
+	if parts := p.parts.Run(); len(parts) > 0 {
+		p.built = append(p.built, translate.Message{Role: translate.RoleSystem, Content: parts})
+	}
+}
+
+// commitUser is commit for a user message, whose content is c (user's).
+//
+//go:noinline
+func (p *parser) commitUser(c jsonx.Value) {
+	if c.Kind == jsonx.String {
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+		p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
+		return
+	}
+	for i := range p.heads {
+		b := &p.heads[i]
+		if b.typeIs("tool_result") {
+			p.result(b)
+			continue
 		}
-	case roleAssistant: // assistant's
-		m := translate.Message{Role: translate.RoleAssistant}
-		if c.Kind == jsonx.String {
-			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			m.Content = p.parts.Run()
-			p.built = append(p.built, m)
-			return
-		}
-		var reasoning []string
-		for i := range p.heads {
-			b := &p.heads[i]
-			switch b.v[bhType].Str {
-			case "text":
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
-			case "tool_use":
-				args := "{}"
-				if in := b.more[bxInput]; in.Kind == jsonx.Object {
-					args = p.rawArgs(in.Raw)
-				}
-				// The check took no id that may carry state: nothing to open.
-				p.calls.Push(translate.ToolCall{ID: CoreToolID(b.v[bhID].Str), Name: p.decoded(b.v[bhName]), Arguments: args})
-			case "thinking":
-				t := p.decoded(b.more[bxThinking])
-				reasoning = append(reasoning, t)
-				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.decoded(b.more[bxSignature])})
-			case "redacted_thinking":
-				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.decoded(b.more[bxData])})
+		// text: part's
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+	}
+	if parts := p.parts.Run(); len(parts) > 0 {
+		p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: parts})
+	}
+}
+
+// commitAssistant is commit for an assistant message, whose content is c (assistant's).
+//
+//go:noinline
+func (p *parser) commitAssistant(c jsonx.Value) {
+	m := translate.Message{Role: translate.RoleAssistant}
+	if c.Kind == jsonx.String {
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+		m.Content = p.parts.Run()
+		p.built = append(p.built, m)
+		return
+	}
+	var reasoning []string
+	for i := range p.heads {
+		b := &p.heads[i]
+		switch b.v[bhType].Str {
+		case "text":
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+		case "tool_use":
+			args := "{}"
+			if in := b.more[bxInput]; in.Kind == jsonx.Object {
+				args = p.rawArgs(in.Raw)
 			}
+			// The check took no id that may carry state: nothing to open.
+			p.calls.Push(translate.ToolCall{ID: CoreToolID(b.v[bhID].Str), Name: p.decoded(b.v[bhName]), Arguments: args})
+		case "thinking":
+			t := p.decoded(b.more[bxThinking])
+			reasoning = append(reasoning, t)
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.decoded(b.more[bxSignature])})
+		case "redacted_thinking":
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.decoded(b.more[bxData])})
 		}
-		m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
-		m.Reasoning = strings.Join(reasoning, "")
-		if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
-			p.built = append(p.built, m)
-		}
+	}
+	m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
+	m.Reasoning = strings.Join(reasoning, "")
+	if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
+		p.built = append(p.built, m)
 	}
 }
 

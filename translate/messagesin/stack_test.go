@@ -1,7 +1,10 @@
 package messagesin_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/stacktest"
@@ -57,5 +60,29 @@ func TestParseHead_StageStack(t *testing.T) {
 				return err
 			})
 		})
+	}
+}
+
+// TestStage_Reused: one Stage parsing every body of the first pass's corpus in turn,
+// passed through and translated, and building what it read incomplete, never Reset (the
+// server resets it, but nothing a parse reads may depend on that), returns what the
+// package's functions, each on a fresh Stage of its own, return.
+func TestStage_Reused(t *testing.T) {
+	var st messagesin.Stage
+	for _, body := range headBodies(t) {
+		for _, passes := range []func(string) bool{nil, func(string) bool { return false }} {
+			req, pass, complete, err := st.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated, passes)
+			want, wpass, wcomplete, werr := messagesin.ParseHead(bytes.Clone(body), translate.DefaultMaxInflated, passes)
+			if fmt.Sprint(err) != fmt.Sprint(werr) || pass != wpass || complete != wcomplete || !reflect.DeepEqual(req, want) {
+				t.Fatalf("Stage.ParseHead(%q) = %+v, %+v, %v, %v; ParseHead's %+v, %+v, %v, %v", body, req, pass, complete, err, want, wpass, wcomplete, werr)
+			}
+			if err != nil || complete {
+				continue
+			}
+			err, werr = st.Build(req, body, translate.DefaultMaxInflated), messagesin.Build(want, body, translate.DefaultMaxInflated)
+			if fmt.Sprint(err) != fmt.Sprint(werr) || !reflect.DeepEqual(req, want) {
+				t.Fatalf("Stage.Build(%q) = %+v, %v; Build's %+v, %v", body, req, err, want, werr)
+			}
+		}
 	}
 }

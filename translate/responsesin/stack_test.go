@@ -1,7 +1,10 @@
 package responsesin
 
 import (
+	"bytes"
+	"fmt"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/stacktest"
@@ -52,5 +55,29 @@ func TestParseHead_StageStack(t *testing.T) {
 				return err
 			})
 		})
+	}
+}
+
+// TestStage_Reused: one Stage parsing every body of the first pass's corpus in turn,
+// passed through and translated, and building what it read incomplete, never Reset (the
+// server resets it, but nothing a parse reads may depend on that), returns what the
+// package's functions, each on a fresh Stage of its own, return.
+func TestStage_Reused(t *testing.T) {
+	var st Stage
+	for _, body := range headBodies(t) {
+		for _, passes := range []func(string) bool{nil, func(string) bool { return false }} {
+			r, complete, err := st.ParseHeadLazy(bytes.Clone(body), translate.DefaultMaxInflated, passes)
+			want, wcomplete, werr := ParseHeadLazy(bytes.Clone(body), translate.DefaultMaxInflated, passes)
+			if fmt.Sprint(err) != fmt.Sprint(werr) || complete != wcomplete || !reflect.DeepEqual(r, want) {
+				t.Fatalf("Stage.ParseHeadLazy(%q) = %+v, %v, %v; ParseHeadLazy's %+v, %v, %v", body, r, complete, err, want, wcomplete, werr)
+			}
+			if err != nil || complete {
+				continue
+			}
+			err, werr = st.Build(r), Build(want)
+			if fmt.Sprint(err) != fmt.Sprint(werr) || !reflect.DeepEqual(r, want) {
+				t.Fatalf("Stage.Build(%q) = %+v, %v; Build's %+v, %v", body, r, err, want, werr)
+			}
+		}
 	}
 }
