@@ -73,7 +73,11 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		if s.tracer != nil {
 			req, err = messagesin.ParseOwned(own, s.maxInflated)
 		} else {
-			req, splice, complete, err = messagesin.ParseHead(own, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksMessages) })
+			// In a recycled Stage: a parse on the stack would grow the connection
+			// goroutine's for the whole stream (messagesin.Stage).
+			st := s.msgStages.get()
+			req, splice, complete, err = st.ParseHead(own, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksMessages) })
+			s.msgStages.put(st)
 		}
 		if err != nil {
 			return nil, nil, err

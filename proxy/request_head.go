@@ -1,10 +1,5 @@
 package proxy
 
-import (
-	"github.com/agate-gateway/agate/translate/messagesin"
-	"github.com/agate-gateway/agate/translate/responsesin"
-)
-
 // A passthrough forwards the client's body as it came and needs of the request only its
 // top-level fields (the model, stream, max_tokens, tools) once the body is known to be
 // valid: a Messages, Responses or chat body is read by a validate-only first pass
@@ -57,9 +52,13 @@ func (c *requestRun) fullRequest() {
 	d.buildRequest()
 }
 
-// buildRequest completes the request responsesin.ParseHead read. As messagesRun's.
+// buildRequest completes the request responsesin.ParseHead read, in a recycled Stage.
+// As messagesRun's.
 func (x *responsesRun) buildRequest() {
-	if err := responsesin.Build(x.req); err != nil {
+	st := x.c.s.respStages.get()
+	err := st.Build(x.req)
+	x.c.s.respStages.put(st)
+	if err != nil {
 		x.c.s.logger.Error("the full parse of a Responses request refused what its first pass accepted",
 			"request_id", x.c.rid)
 	}
@@ -68,8 +67,12 @@ func (x *responsesRun) buildRequest() {
 // buildRequest completes the request messagesin.ParseHead read from m.body. ParseHead
 // vouched for the body, so the full parse accepts it (FuzzParseHead); should it not, the
 // request stays as the first pass read it and the failure is logged, without the body.
+// The full parse works in a recycled Stage, off the stack.
 func (m *messagesRun) buildRequest() {
-	if err := messagesin.Build(m.c.req, m.body, m.c.s.maxInflated); err != nil {
+	st := m.c.s.msgStages.get()
+	err := st.Build(m.c.req, m.body, m.c.s.maxInflated)
+	m.c.s.msgStages.put(st)
+	if err != nil {
 		m.c.s.logger.Error("the full parse of a Messages request refused what its first pass accepted",
 			"request_id", m.c.rid)
 	}

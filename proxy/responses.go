@@ -100,7 +100,11 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 		if s.tracer != nil {
 			req, err = responsesin.ParseWithin(body, s.maxInflated)
 		} else {
-			req, complete, err = responsesin.ParseHeadLazy(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
+			// In a recycled Stage: a parse on the stack would grow the connection
+			// goroutine's for the whole stream (responsesin.Stage).
+			st := s.respStages.get()
+			req, complete, err = st.ParseHeadLazy(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
+			s.respStages.put(st)
 		}
 		if err != nil {
 			return nil, nil, err

@@ -37,7 +37,9 @@ import (
 	"github.com/agate-gateway/agate/telemetry"
 	"github.com/agate-gateway/agate/tools"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/agate-gateway/agate/translate/openaichat"
+	"github.com/agate-gateway/agate/translate/responsesin"
 	"github.com/agate-gateway/agate/upstream"
 )
 
@@ -117,6 +119,10 @@ type Server struct {
 	scratches recycler[openaichat.Scratch, *openaichat.Scratch]
 	// stages recycles the memory a chat request's parse works in, off the stack.
 	stages recycler[openaichat.Stage, *openaichat.Stage]
+	// msgStages and respStages recycle the memory a Messages or Responses request's parse
+	// works in (handleMessages, handleResponses, buildRequest), off the stack.
+	msgStages  recycler[messagesin.Stage, *messagesin.Stage]
+	respStages recycler[responsesin.Stage, *responsesin.Stage]
 	// runs recycles the chatRuns of non-streamed answers (serve); a stream's run is left
 	// to the GC, its writer outliving the handler.
 	runs recycler[requestRun, *requestRun]

@@ -31,20 +31,40 @@ import (
 // member; what the walk leaves to ParsePass it leaves to it as before. A model read
 // after the messages were checked unbuilt that will be translated (the guess before them
 // was wrong) ends the first pass there, for the full parse.
+//
+// It works on its goroutine's stack (some 4 KB of frame): a server parses with a Stage
+// (Stage.ParseHead).
+//
+//go:noinline
 func ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *translate.Request, pass PassBody, complete bool, err error) {
+	var st Stage
+	return st.ParseHead(body, maxInflated, passes)
+}
+
+// ParseHead is the package's ParseHead working in st instead of on the stack.
+func (st *Stage) ParseHead(body []byte, maxInflated int, passes func(model string) bool) (req *translate.Request, pass PassBody, complete bool, err error) {
 	s := jsonx.View(body)
-	if req, pass, built, ok := parseHead(s, maxInflated, passes); ok {
+	if req, pass, built, ok := st.parseHead(s, maxInflated, passes); ok {
 		return req, pass, built, nil
 	}
-	req, pass, err = parse(s, true, true, maxInflated)
+	req, pass, err = st.parse(s, true, true, maxInflated)
 	return req, pass, true, err
 }
 
 // Build completes req, a request ParseHead returned incomplete for body (the same
 // bytes, unchanged), in place: afterwards it is the request ParsePass reads from body.
-// The error is ParsePass's, which ParseHead's check makes unreachable.
+// The error is ParsePass's, which ParseHead's check makes unreachable. It works on its
+// goroutine's stack, as ParseHead: a server builds with a Stage (Stage.Build).
+//
+//go:noinline
 func Build(req *translate.Request, body []byte, maxInflated int) error {
-	full, _, err := parse(jsonx.View(body), true, true, maxInflated)
+	var st Stage
+	return st.Build(req, body, maxInflated)
+}
+
+// Build is the package's Build working in st instead of on the stack.
+func (st *Stage) Build(req *translate.Request, body []byte, maxInflated int) error {
+	full, _, err := st.parse(jsonx.View(body), true, true, maxInflated)
 	if err != nil {
 		return err
 	}
@@ -52,59 +72,71 @@ func Build(req *translate.Request, body []byte, maxInflated int) error {
 	return nil
 }
 
-// parseHead is ParseHead's first pass; ok is false when it cannot vouch for s, built
-// true when it built the messages (the request is complete).
-func parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, built, ok bool) {
+// parseHead is ParseHead's first pass, in st; ok is false when it cannot vouch for s,
+// built true when it built the messages (the request is complete). The walk (walk) and
+// what follows it (complete) are functions of their own, so that the frame under the
+// walk's deepest calls is the walk's alone.
+func (st *Stage) parseHead(s string, maxInflated int, passes func(string) bool) (req *translate.Request, pass PassBody, built, ok bool) {
 	if !jsonx.ValidUTF8(s) {
 		return nil, PassBody{}, false, false
 	}
 	// The request is made once the walk has vouched for the body.
-	p := parser{sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: true}
-	sc := &p.sc
-	if sc.Peek() != '{' {
+	st.start(s, maxInflated, true)
+	messages, ok := st.walk(s, passes)
+	if !ok {
 		return nil, PassBody{}, false, false
 	}
-	var buf [24]members.Member
-	fields := buf[:0]
-	var seen members.Set
-	ask := members.ModelAsk{Passes: passes}
-	messages := 0 // the messages that certainly become core messages
+	return st.complete(s, messages)
+}
+
+// walk is parseHead's walk over s: it checks the body, collecting its top-level members
+// in st.fields[:st.n] (tools and system indexed in st.tools and st.system, their roots in
+// st.roots) and checking the messages (building them when the model will be translated).
+// messages counts the messages that certainly become core messages; ok is false when
+// the walk cannot vouch for s.
+//
+//go:noinline
+func (st *Stage) walk(s string, passes func(string) bool) (messages int, ok bool) {
+	p := &st.p
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return 0, false
+	}
+	st.n, st.seen, st.ask = 0, members.Set{}, members.ModelAsk{Passes: passes}
 	// tools and system are read member by member (Get): each over an index of its own,
 	// made as the walk reads it (jsonx.IndexValue), as parse reads them over the body's.
-	var tools, system jsonx.Scanner
-	var toolsRoot, systemRoot jsonx.Value // their roots, in their own scanners
-	walked := false                       // the messages were checked
+	walked := false // the messages were checked
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		if _, code, _ := seen.Member(k, topLevelNames); code != "" {
-			return nil, PassBody{}, false, false
+		if _, code, _ := st.seen.Member(k, topLevelNames); code != "" || st.n == len(st.fields) {
+			return 0, false
 		}
-		fields = append(fields, members.Member{Name: k})
-		v := &fields[len(fields)-1].V
+		f := &st.fields[st.n]
+		st.n++
+		f.Name, f.V = k, jsonx.Value{}
+		v := &f.V
 		var ok bool
 		sc.Peek()
 		at := sc.Pos()
 		switch k {
 		case "tools":
-			tools, toolsRoot, ok = sc.IndexValue()
-			v.Set(toolsRoot.Kind, toolsRoot.Raw, at, toolsRoot.Str) // where PassBody finds it
+			ok = st.index(&st.tools, &st.roots[0], v, at)
 		case "system":
-			system, systemRoot, ok = sc.IndexValue()
-			v.Set(systemRoot.Kind, systemRoot.Raw, at, systemRoot.Str)
+			ok = st.index(&st.system, &st.roots[1], v, at)
 		case "messages":
 			// A model written after the messages is asked about before they are checked:
 			// one that will be translated has them built.
-			p.build = p.build || !ask.Ahead(s)
+			p.build = p.build || !st.ask.Ahead(s)
 			ok = true
 		default:
 			ok = sc.Value(v)
 		}
 		if !ok {
-			return nil, PassBody{}, false, false
+			return 0, false
 		}
-		if k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
+		if k == "model" && v.Kind == jsonx.String && !st.ask.Model(v.Str) {
 			if walked && !p.build {
-				return nil, PassBody{}, false, false
+				return 0, false
 			}
 			p.build = true
 		}
@@ -113,15 +145,34 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 		}
 		var vouched bool
 		if messages, vouched = p.checkMessages(); !vouched {
-			return nil, PassBody{}, false, false
+			return 0, false
 		}
 		walked = true
 		v.Set(jsonx.Array, s[at:sc.Pos()], at, "")
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return nil, PassBody{}, false, false
+		return 0, false
 	}
-	// The other members are read as parse reads them, by the same code.
+	return messages, true
+}
+
+// index indexes the value at the cursor, which starts at at, into sub (jsonx.IndexValue),
+// its root into root, and sets v to where PassBody finds it.
+//
+//go:noinline
+func (st *Stage) index(sub *jsonx.Scanner, root, v *jsonx.Value, at int) (ok bool) {
+	*sub, *root, ok = st.p.sc.IndexValue()
+	v.Set(root.Kind, root.Raw, at, root.Str)
+	return ok
+}
+
+// complete is parseHead's end, once the walk vouched for s: the other members are read
+// as parse reads them, by the same code, into the request.
+//
+//go:noinline
+func (st *Stage) complete(s string, messages int) (req *translate.Request, pass PassBody, built, ok bool) {
+	p := &st.p
+	fields := st.fields[:st.n]
 	req = &translate.Request{IncludeUsage: true}
 	p.req = req
 	for i := range fields { // by pointer: a Member is 64 bytes
@@ -132,9 +183,9 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 		}
 		switch f.Name {
 		case "tools":
-			p.fieldOver(&tools, f.Name, toolsRoot)
+			p.fieldOver(&st.tools, f.Name, st.roots[0])
 		case "system":
-			p.fieldOver(&system, f.Name, systemRoot)
+			p.fieldOver(&st.system, f.Name, st.roots[1])
 		default:
 			p.field(f.Name, f.V)
 		}
@@ -162,7 +213,10 @@ func parseHead(s string, maxInflated int, passes func(string) bool) (req *transl
 }
 
 // fieldOver is field for the top-level member k, whose value v was read by sub (its
-// own scanner, jsonx.IndexValue).
+// own scanner, jsonx.IndexValue). Never inlined: its scanners' copies would be in
+// parseHead's frame, under the whole walk.
+//
+//go:noinline
 func (p *parser) fieldOver(sub *jsonx.Scanner, k string, v jsonx.Value) {
 	body := p.sc
 	p.sc = *sub
@@ -717,75 +771,97 @@ func (p *parser) decoded(v jsonx.Value) string {
 // builds them from the same values; only the blocks the check vouched for for r are
 // there (checkText, checkUserBlock, checkAssistantBlock).
 func (p *parser) commit(r int) {
-	c := p.content
+	// One function a role, never inlined: their temporaries (parts, messages, blocks)
+	// would all be in one frame, under the walk's deepest calls.
 	switch r {
-	case roleSystem: // text's
-		switch c.Kind {
-		case jsonx.String:
-			if c.Str != "" {
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			}
-		case jsonx.Array:
-			for i := range p.heads {
-				b := &p.heads[i]
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
-			}
-		}
-		if parts := p.parts.Run(); len(parts) > 0 {
-			p.built = append(p.built, translate.Message{Role: translate.RoleSystem, Content: parts})
-		}
-	case roleUser: // user's
-		if c.Kind == jsonx.String {
+	case roleSystem:
+		p.commitSystem(p.content)
+	case roleUser:
+		p.commitUser(p.content)
+	case roleAssistant:
+		p.commitAssistant(p.content)
+	}
+}
+
+// commitSystem is commit for a system message, whose content is c (text's).
+//
+//go:noinline
+func (p *parser) commitSystem(c jsonx.Value) {
+	switch c.Kind {
+	case jsonx.String:
+		if c.Str != "" {
 			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
-			return
 		}
+	case jsonx.Array:
 		for i := range p.heads {
 			b := &p.heads[i]
-			if b.typeIs("tool_result") {
-				p.result(b)
-				continue
-			}
-			// text: part's
 			p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
 		}
-		if parts := p.parts.Run(); len(parts) > 0 {
-			p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: parts})
+	}
+	if parts := p.parts.Run(); len(parts) > 0 {
+		p.built = append(p.built, translate.Message{Role: translate.RoleSystem, Content: parts})
+	}
+}
+
+// commitUser is commit for a user message, whose content is c (user's).
+//
+//go:noinline
+func (p *parser) commitUser(c jsonx.Value) {
+	if c.Kind == jsonx.String {
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+		p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: p.parts.Run()})
+		return
+	}
+	for i := range p.heads {
+		b := &p.heads[i]
+		if b.typeIs("tool_result") {
+			p.result(b)
+			continue
 		}
-	case roleAssistant: // assistant's
-		m := translate.Message{Role: translate.RoleAssistant}
-		if c.Kind == jsonx.String {
-			p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
-			m.Content = p.parts.Run()
-			p.built = append(p.built, m)
-			return
-		}
-		var reasoning []string
-		for i := range p.heads {
-			b := &p.heads[i]
-			switch b.v[bhType].Str {
-			case "text":
-				p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
-			case "tool_use":
-				args := "{}"
-				if in := b.more[bxInput]; in.Kind == jsonx.Object {
-					args = p.rawArgs(in.Raw)
-				}
-				// The check took no id that may carry state: nothing to open.
-				p.calls.Push(translate.ToolCall{ID: CoreToolID(b.v[bhID].Str), Name: p.decoded(b.v[bhName]), Arguments: args})
-			case "thinking":
-				t := p.decoded(b.more[bxThinking])
-				reasoning = append(reasoning, t)
-				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.decoded(b.more[bxSignature])})
-			case "redacted_thinking":
-				m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.decoded(b.more[bxData])})
+		// text: part's
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+	}
+	if parts := p.parts.Run(); len(parts) > 0 {
+		p.built = append(p.built, translate.Message{Role: translate.RoleUser, Content: parts})
+	}
+}
+
+// commitAssistant is commit for an assistant message, whose content is c (assistant's).
+//
+//go:noinline
+func (p *parser) commitAssistant(c jsonx.Value) {
+	m := translate.Message{Role: translate.RoleAssistant}
+	if c.Kind == jsonx.String {
+		p.parts.Push(translate.Part{Type: translate.PartText, Text: c.Str})
+		m.Content = p.parts.Run()
+		p.built = append(p.built, m)
+		return
+	}
+	var reasoning []string
+	for i := range p.heads {
+		b := &p.heads[i]
+		switch b.v[bhType].Str {
+		case "text":
+			p.parts.Push(translate.Part{Type: translate.PartText, Text: b.v[bhText].Str, CacheControl: cacheRaw(b.v[bhCache])})
+		case "tool_use":
+			args := "{}"
+			if in := b.more[bxInput]; in.Kind == jsonx.Object {
+				args = p.rawArgs(in.Raw)
 			}
+			// The check took no id that may carry state: nothing to open.
+			p.calls.Push(translate.ToolCall{ID: CoreToolID(b.v[bhID].Str), Name: p.decoded(b.v[bhName]), Arguments: args})
+		case "thinking":
+			t := p.decoded(b.more[bxThinking])
+			reasoning = append(reasoning, t)
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "thinking", Thinking: t, Signature: p.decoded(b.more[bxSignature])})
+		case "redacted_thinking":
+			m.ThinkingBlocks = append(m.ThinkingBlocks, translate.ThinkingBlock{Type: "redacted_thinking", Data: p.decoded(b.more[bxData])})
 		}
-		m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
-		m.Reasoning = strings.Join(reasoning, "")
-		if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
-			p.built = append(p.built, m)
-		}
+	}
+	m.Content, m.ToolCalls = p.parts.Run(), p.calls.Run()
+	m.Reasoning = strings.Join(reasoning, "")
+	if len(m.Content) > 0 || len(m.ToolCalls) > 0 || len(m.ThinkingBlocks) > 0 {
+		p.built = append(p.built, m)
 	}
 }
 

@@ -31,14 +31,14 @@ const dropped = " cache_control container context_management inference_geo servi
 // an OpenAI chat completions body equivalent to it (the openai provider forwards Body), not
 // the Messages body, which the caller keeps for the anthropic passthrough.
 func Parse(body []byte) (*translate.Request, error) {
-	req, _, err := parse(string(body), true, false, translate.DefaultMaxInflated)
+	req, _, err := parseOnStack(string(body), true, false, translate.DefaultMaxInflated)
 	return req, err
 }
 
 // ParseCountTokens reads a POST /v1/messages/count_tokens body: a Messages request
 // without max_tokens.
 func ParseCountTokens(body []byte) (*translate.Request, error) {
-	req, _, err := parse(string(body), false, false, translate.DefaultMaxInflated)
+	req, _, err := parseOnStack(string(body), false, false, translate.DefaultMaxInflated)
 	return req, err
 }
 
@@ -47,7 +47,7 @@ func ParseCountTokens(body []byte) (*translate.Request, error) {
 // most maxInflated bytes in all, else the request is refused (translate.StateTooLarge,
 // naming the id). Parse and ParseCountTokens allow translate.DefaultMaxInflated.
 func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Request, error) {
-	req, _, err := parse(string(body), !countTokens, false, maxInflated)
+	req, _, err := parseOnStack(string(body), !countTokens, false, maxInflated)
 	return req, err
 }
 
@@ -56,7 +56,7 @@ func ParseWithin(body []byte, countTokens bool, maxInflated int) (*translate.Req
 // of a copy of it, so body must outlive them (heap memory the caller allocated, never a
 // server's recycled buffer). It saves the copy ParseWithin makes of the whole body.
 func ParseOwned(body []byte, maxInflated int) (*translate.Request, error) {
-	req, _, err := parse(jsonx.View(body), true, false, maxInflated)
+	req, _, err := parseOnStack(jsonx.View(body), true, false, maxInflated)
 	return req, err
 }
 
@@ -74,7 +74,7 @@ func ParseLazy(body []byte, maxInflated int) (*translate.Request, error) {
 // ParsePass is ParseLazy that also returns where the passthrough's body differs from
 // body (PassBody).
 func ParsePass(body []byte, maxInflated int) (*translate.Request, PassBody, error) {
-	return parse(jsonx.View(body), true, true, maxInflated)
+	return parseOnStack(jsonx.View(body), true, true, maxInflated)
 }
 
 // Decode decodes the strings of req, a request ParseLazy read, that it left escaped,
@@ -83,9 +83,54 @@ func ParsePass(body []byte, maxInflated int) (*translate.Request, PassBody, erro
 // the response cache). A request with no Literals is left as it is.
 func Decode(req *translate.Request) { req.DecodeLiterals() }
 
+// Stage is the memory a parse works in and needs only while it runs: the parser, the
+// request's top-level members and ParseHead's scanners of tools and system, some 3 KB,
+// which a parse without one (the package's functions) takes on its goroutine's stack. A
+// server's connection goroutine keeps its stack as large as the deepest call it made for
+// as long as it runs (a stream's whole life), so a server parses with a Stage
+// (Stage.ParseHead, Stage.Build), which it can use for the next parse as soon as this one
+// returns: nothing a parse returns refers to its Stage. The zero value is ready; not safe
+// for concurrent use.
+type Stage struct {
+	p      parser
+	fields [24]members.Member // the top-level members (members.Collect's, or the walk's)
+	// The rest is parseHead's: the walk's first n fields; the indexes of tools and system,
+	// made as the walk reads them (jsonx.IndexValue), and their roots; the names seen and
+	// the question about the model.
+	n             int
+	tools, system jsonx.Scanner
+	roots         [2]jsonx.Value
+	seen          members.Set
+	ask           members.ModelAsk
+}
+
+// Reset drops what the last parse left in st (the body, its index, the request), so that
+// a recycled Stage keeps none of it alive.
+func (st *Stage) Reset() { *st = Stage{} }
+
+// start readies st's parser for a parse of s, with the request's Allowance, lazy when
+// lazy is set, and returns it. Field by field: a composite literal would be built on the
+// stack, its size in the caller's frame, and copied.
+func (st *Stage) start(s string, maxInflated int, lazy bool) *parser {
+	p := &st.p
+	*p = parser{}
+	p.sc.Reset(s)
+	p.inflate, p.maxInflated, p.lazy = translate.NewAllowance(maxInflated), maxInflated, lazy
+	return p
+}
+
+// parseOnStack is parse without a caller's Stage: its Stage is this function's frame. It
+// is a function of its own, never inlined, so that only such a parse takes that frame.
+//
+//go:noinline
+func parseOnStack(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, PassBody, error) {
+	var st Stage
+	return st.parse(s, needMaxTokens, lazy, maxInflated)
+}
+
 // parse reads body, whose strings the request aliases; lazy leaves the messages' text
-// escaped (ParseLazy).
-func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, PassBody, error) {
+// escaped (ParseLazy). It works in st.
+func (st *Stage) parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Request, PassBody, error) {
 	if !jsonx.ValidUTF8(s) {
 		// The anthropic passthrough forwards the body as it is: a decoder upstream could
 		// read a member the gateway did not (an overlong "mod\xc1\xa5l").
@@ -93,7 +138,8 @@ func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Requ
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
 	req := &translate.Request{IncludeUsage: true}
-	p := parser{req: req, sc: jsonx.NewScanner(s), inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated, lazy: lazy}
+	p := st.start(s, maxInflated, lazy)
+	p.req = req
 	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, PassBody{}, translate.Errorf("", "the request body is not valid JSON")
@@ -102,8 +148,7 @@ func parse(s string, needMaxTokens, lazy bool, maxInflated int) (*translate.Requ
 		return nil, PassBody{}, translate.Errorf("", "the request body must be a JSON object")
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]members.Member
-	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, st.fields[:0])
 	if err != nil {
 		return nil, PassBody{}, err
 	}

@@ -2,44 +2,10 @@ package openaichat
 
 import (
 	"os"
-	"runtime"
-	"runtime/debug"
-	"sync"
 	"testing"
-)
 
-// stackPerGoroutine returns the goroutine stack memory each of n new goroutines holds
-// after running f once and parking: what a server's connection goroutine keeps for a
-// stream's whole life after parsing its request on it. The collector is off while they
-// run, so that no stack is shrunk before it is counted.
-func stackPerGoroutine(t *testing.T, n int, f func(i int)) uint64 {
-	t.Helper()
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var ran sync.WaitGroup
-	release := make(chan struct{})
-	var parked sync.WaitGroup
-	for i := range n {
-		ran.Add(1)
-		parked.Add(1)
-		go func() {
-			defer parked.Done()
-			f(i)
-			ran.Done()
-			<-release
-		}()
-	}
-	ran.Wait()
-	runtime.ReadMemStats(&after)
-	close(release)
-	parked.Wait()
-	if after.StackInuse < before.StackInuse {
-		return 0
-	}
-	return (after.StackInuse - before.StackInuse) / uint64(n)
-}
+	"github.com/agate-gateway/agate/internal/stacktest"
+)
 
 // TestParseRequest_StageStack: a parse with a Stage takes no more than an 8 KiB stack
 // (fasthttp's connection goroutine keeps what the parse grew it to through a stream:
@@ -47,9 +13,6 @@ func stackPerGoroutine(t *testing.T, n int, f func(i int)) uint64 {
 // goal); one without a Stage stages on its stack and takes more, which shows that the
 // measure sees a parser's frame.
 func TestParseRequest_StageStack(t *testing.T) {
-	if raceEnabled {
-		t.Skip("frames are larger under the race detector")
-	}
 	small := `{"max_tokens":1024,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Write a short paragraph about the history of the bicycle."}],"model":"claude-bench","temperature":0.7,"stream":true}`
 	read := func(name string) string {
 		b, err := os.ReadFile("testdata/" + name)
@@ -58,7 +21,7 @@ func TestParseRequest_StageStack(t *testing.T) {
 		}
 		return string(b)
 	}
-	const n, bound = 64, 8 << 10
+	const n = 256
 	for _, tc := range []struct {
 		name  string
 		body  string
@@ -71,23 +34,14 @@ func TestParseRequest_StageStack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scratches, stages := make([]Scratch, n), make([]Stage, n)
-			var failed sync.Once
-			perG := stackPerGoroutine(t, n, func(i int) {
+			stacktest.Expect(t, n, 0, tc.stage, func(i int) error {
 				st := &stages[i]
 				if !tc.stage {
 					st = nil
 				}
-				if _, err := ParseRequestLazyString(tc.body, &scratches[i], st); err != nil {
-					failed.Do(func() { t.Error(err) })
-				}
+				_, err := ParseRequestLazyString(tc.body, &scratches[i], st)
+				return err
 			})
-			t.Logf("%d bytes of stack a goroutine", perG)
-			if tc.stage && perG > bound {
-				t.Errorf("a parse with a Stage left %d bytes of stack a goroutine, want at most %d (a parser on the stack again?)", perG, bound)
-			}
-			if !tc.stage && perG <= bound {
-				t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, bound)
-			}
 		})
 	}
 }

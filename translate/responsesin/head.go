@@ -47,26 +47,52 @@ func ParseHeadLazy(body []byte, maxInflated int, passes func(model string) bool)
 	return parseHeadOr(body, maxInflated, passes, true)
 }
 
-// parseHeadOr is ParseHead, the full parse lazy when lazy is set (ParseHeadLazy).
+// ParseHeadLazy is the package's ParseHeadLazy working in st instead of on the stack.
+func (st *Stage) ParseHeadLazy(body []byte, maxInflated int, passes func(model string) bool) (req *Request, complete bool, err error) {
+	return st.parseHeadOr(body, maxInflated, passes, true)
+}
+
+// parseHeadOr is ParseHead, the full parse lazy when lazy is set (ParseHeadLazy). It works
+// on its goroutine's stack (some 3.5 KB of frame): a server parses with a Stage
+// (Stage.ParseHeadLazy).
+//
+//go:noinline
 func parseHeadOr(body []byte, maxInflated int, passes func(model string) bool, lazy bool) (req *Request, complete bool, err error) {
-	if len(body) > 0 && jsonx.ValidUTF8(jsonx.View(body)) {
-		if r, built, ok := parseHead(body, maxInflated, passes, lazy); ok {
-			if !built {
-				r.lazy = lazy // for Build
-			}
-			return r, built, nil
-		}
+	var st Stage
+	return st.parseHeadOr(body, maxInflated, passes, lazy)
+}
+
+// parseHeadOr is the package's parseHeadOr working in st.
+func (st *Stage) parseHeadOr(body []byte, maxInflated int, passes func(model string) bool, lazy bool) (req *Request, complete bool, err error) {
+	if len(body) == 0 || !jsonx.ValidUTF8(jsonx.View(body)) {
+		req, err = parseBody(body, maxInflated, lazy) // its error
+		return req, true, err
 	}
-	req, err = parseBody(body, maxInflated, lazy)
+	if r, built, ok := st.parseHead(body, maxInflated, passes, lazy); ok {
+		if !built {
+			r.lazy = lazy // for Build
+		}
+		return r, built, nil
+	}
+	req, err = st.parseString(string(body), maxInflated, lazy) // parseBody's, in st
 	return req, true, err
 }
 
 // Build completes r, a Request ParseHead returned incomplete, in place (r.Core too:
 // readers hold both pointers): afterwards it is the Request ParseWithin reads from
 // r.Body (ParseLazy's when ParseHeadLazy returned r). The error is ParseWithin's, which
-// ParseHead's check makes unreachable.
+// ParseHead's check makes unreachable. It works on its goroutine's stack: a server
+// builds with a Stage (Stage.Build).
+//
+//go:noinline
 func Build(r *Request) error {
-	full, err := parseString(r.Body, r.maxInflated, r.lazy)
+	var st Stage
+	return st.Build(r)
+}
+
+// Build is the package's Build working in st instead of on the stack.
+func (st *Stage) Build(r *Request) error {
+	full, err := st.parseString(r.Body, r.maxInflated, r.lazy)
 	if err != nil {
 		return err
 	}
@@ -77,33 +103,45 @@ func Build(r *Request) error {
 	return nil
 }
 
-// parseHead is ParseHead's first pass over body, valid UTF-8; ok is false when it cannot
-// vouch for it, built true when it built the input items' messages (the Request is
+// parseHead is ParseHead's first pass over body, valid UTF-8, in st; ok is false when it
+// cannot vouch for it, built true when it built the input items' messages (the Request is
 // complete; lazy: ParseLazy's). The walk reads a view of body (the caller's buffer, which
 // a server reuses), and only a body it vouches for is copied, as the Request's Body, with
 // the top-level values moved onto the copy; a walk that builds the messages copies it
-// before the items, and reads them from the copy, which the messages' strings alias.
-func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool) (r *Request, built, ok bool) {
-	view := jsonx.View(body)
-	p := parser{sc: jsonx.NewScanner(view), lazy: lazy}
-	sc := &p.sc
-	if sc.Peek() != '{' {
+// before the items, and reads them from the copy, which the messages' strings alias. The
+// walk (walk) and what follows it (complete) are functions of their own, so that the
+// frame under the walk's deepest calls is the walk's alone.
+func (st *Stage) parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool) (r *Request, built, ok bool) {
+	st.start(jsonx.View(body), lazy)
+	s, build, ok := st.walk(body, passes)
+	if !ok {
 		return nil, false, false
 	}
-	var buf [24]members.Member
-	fields := buf[:0]
-	var seen members.Set
-	ask := members.ModelAsk{Passes: passes}
-	build, walked := false, false // build the items' messages; the items were checked
-	var s string                  // the copy of body
+	return st.complete(body, s, build, maxInflated, lazy)
+}
+
+// walk is parseHead's walk over body: it checks it, collecting its top-level members in
+// st.fields[:st.n] (tools indexed in st.tools) and checking the input items (building
+// their messages when the model will be translated, over s, the copy of body it then
+// makes). ok is false when the walk cannot vouch for body.
+//
+//go:noinline
+func (st *Stage) walk(body []byte, passes func(string) bool) (s string, build, ok bool) {
+	p := &st.p
+	view := p.sc.Input()
+	sc := &p.sc
+	if sc.Peek() != '{' {
+		return "", false, false
+	}
+	st.n, st.seen, st.ask = 0, members.Set{}, members.ModelAsk{Passes: passes}
+	walked := false // the items were checked
 	// tools is read member by member (toolsOver) over an index of its own, made as the
 	// walk reads it (jsonx.IndexValue), as ParseWithin reads it over the body's.
-	var tools jsonx.Scanner
 	for n := 0; sc.NextField(&n); {
 		k := sc.Key()
-		j, code, _ := seen.Member(k, topLevelNames)
-		if code != "" {
-			return nil, false, false
+		j, code, _ := st.seen.Member(k, topLevelNames)
+		if code != "" || st.n == len(st.fields) {
+			return "", false, false
 		}
 		// The name as the Request keeps it (MaxTokensParam, Extra): the list's own string,
 		// or a copy (the walk reads a view of the caller's buffer).
@@ -112,25 +150,23 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		} else {
 			k = strings.Clone(k)
 		}
-		fields = append(fields, members.Member{Name: k})
-		v := &fields[len(fields)-1].V
+		f := &st.fields[st.n]
+		st.n++
+		f.Name, f.V = k, jsonx.Value{}
+		v := &f.V
 		if k != "input" || sc.Peek() != '[' {
 			var ok bool
 			if k == "tools" {
-				at := sc.Pos()
-				var root jsonx.Value
-				if tools, root, ok = sc.IndexValue(); ok {
-					v.Set(root.Kind, root.Raw, at, root.Str)
-				}
+				ok = st.index(v)
 			} else {
 				ok = sc.Value(v)
 			}
 			if !ok {
-				return nil, false, false
+				return "", false, false
 			}
-			if k == "model" && v.Kind == jsonx.String && !ask.Model(v.Str) {
+			if k == "model" && v.Kind == jsonx.String && !st.ask.Model(v.Str) {
 				if walked && !build {
-					return nil, false, false
+					return "", false, false
 				}
 				build = true
 			}
@@ -138,7 +174,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		}
 		// A model written after the items is asked about before they are checked: one
 		// that will be translated has them built.
-		build = build || !ask.Ahead(view)
+		build = build || !st.ask.Ahead(view)
 		at := sc.Pos()
 		if build && !walked {
 			s = string(body)
@@ -148,7 +184,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 			p.turns = &turns{msgs: make([]translate.Message, 1, 8+(len(s)-at)/224), open: -1, last: -1}
 		}
 		if !p.checkItems() {
-			return nil, false, false
+			return "", false, false
 		}
 		if t := p.turns; t != nil {
 			t.closeCalls(&p.calls)
@@ -158,8 +194,35 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 		v.Set(jsonx.Array, sc.Input()[at:sc.Pos()], at, "")
 	}
 	if sc.Failed() || !sc.AtEnd() {
-		return nil, false, false
+		return "", false, false
 	}
+	return s, build, true
+}
+
+// index indexes tools, the value at the cursor, into st.tools (jsonx.IndexValue) and sets
+// v to its root, where it starts in the body.
+//
+//go:noinline
+func (st *Stage) index(v *jsonx.Value) bool {
+	sc := &st.p.sc
+	at := sc.Pos()
+	var root jsonx.Value
+	var ok bool
+	if st.tools, root, ok = sc.IndexValue(); ok {
+		v.Set(root.Kind, root.Raw, at, root.Str)
+	}
+	return ok
+}
+
+// complete is parseHead's end, once the walk vouched for body: the other members are
+// read as ParseWithin reads them, by the same code, into the Request, over s, the copy
+// of body ("": made here).
+//
+//go:noinline
+func (st *Stage) complete(body []byte, s string, build bool, maxInflated int, lazy bool) (r *Request, built, ok bool) {
+	p := &st.p
+	view := jsonx.View(body)
+	fields := st.fields[:st.n]
 	if s == "" {
 		s = string(body)
 	}
@@ -171,7 +234,7 @@ func parseHead(body []byte, maxInflated int, passes func(string) bool, lazy bool
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for i := range fields {
-		if f := &fields[i]; f.Name == "tools" && p.toolsOver(f.V, &tools) != nil {
+		if f := &fields[i]; f.Name == "tools" && p.toolsOver(f.V, &st.tools) != nil {
 			return nil, false, false
 		}
 	}

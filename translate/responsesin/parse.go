@@ -198,14 +198,59 @@ func parseBody(body []byte, maxInflated int, lazy bool) (*Request, error) {
 		return nil, &translate.ParamError{Code: CodeInvalidUTF8,
 			Message: "the request body is not valid UTF-8: send JSON text encoded as UTF-8 (RFC 8259)"}
 	}
-	return parseString(string(body), maxInflated, lazy)
+	return parseOnStack(string(body), maxInflated, lazy)
+}
+
+// Stage is the memory a parse works in and needs only while it runs: the parser, the
+// request's top-level members, ParseHead's index of tools and the names it saw, some
+// 2.5 KB, which a parse without one (the package's functions) takes on its goroutine's
+// stack. A server's connection goroutine keeps its stack as large as the deepest call it
+// made for as long as it runs (a stream's whole life), so a server parses with a Stage
+// (Stage.ParseHeadLazy, Stage.Build), which it can use for the next parse as soon as
+// this one returns: nothing a parse returns refers to its Stage. The zero value is
+// ready; not safe for concurrent use.
+type Stage struct {
+	p      parser
+	fields [24]members.Member // the top-level members (members.Collect's, or the walk's)
+	// The rest is parseHead's: the walk's first n fields, the index of tools, made as the
+	// walk reads it (jsonx.IndexValue), the names seen and the question about the model.
+	n     int
+	tools jsonx.Scanner
+	seen  members.Set
+	ask   members.ModelAsk
+}
+
+// Reset drops what the last parse left in st (the body, its index, the request), so that
+// a recycled Stage keeps none of it alive.
+func (st *Stage) Reset() { *st = Stage{} }
+
+// start readies st's parser for a parse of s, lazy when lazy is set, and returns it.
+// Field by field: a composite literal would be built on the stack, its size in the
+// caller's frame, and copied.
+func (st *Stage) start(s string, lazy bool) *parser {
+	p := &st.p
+	*p = parser{}
+	p.sc.Reset(s)
+	p.lazy = lazy
+	return p
+}
+
+// parseOnStack is parseString without a caller's Stage: its Stage is this function's
+// frame. It is a function of its own, never inlined, so that only such a parse takes
+// that frame.
+//
+//go:noinline
+func parseOnStack(s string, maxInflated int, lazy bool) (*Request, error) {
+	var st Stage
+	return st.parseString(s, maxInflated, lazy)
 }
 
 // parseString is ParseWithin (lazy: ParseLazy) for s, a non-empty body that is valid
-// UTF-8, which the Request keeps as its Body.
-func parseString(s string, maxInflated int, lazy bool) (*Request, error) {
+// UTF-8, which the Request keeps as its Body. It works in st.
+func (st *Stage) parseString(s string, maxInflated int, lazy bool) (*Request, error) {
 	r := &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
-	p := parser{r: r, sc: jsonx.NewScanner(s), lazy: lazy}
+	p := st.start(s, lazy)
+	p.r = r
 	root, ok := p.sc.IndexRoot()
 	if !ok {
 		return nil, &translate.ParamError{Message: "we could not parse the JSON body of your request: it is not valid JSON"}
@@ -214,8 +259,7 @@ func parseString(s string, maxInflated int, lazy bool) (*Request, error) {
 		return nil, &translate.ParamError{Message: "the request body must be a JSON object"}
 	}
 	// The names are checked before any value is read, so a duplicate is reported first.
-	var buf [24]members.Member
-	fields, err := members.Collect(&p.sc, root, "", topLevelNames, buf[:0])
+	fields, err := members.Collect(&p.sc, root, "", topLevelNames, st.fields[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -1102,7 +1146,7 @@ func (r *Request) echoOf() []byte {
 	if !r.echoLater {
 		return r.echo
 	}
-	full, err := parseString(r.Body, r.maxInflated, r.lazy)
+	full, err := parseOnStack(r.Body, r.maxInflated, r.lazy)
 	if err != nil {
 		return nil
 	}

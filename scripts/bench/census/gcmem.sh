@@ -24,6 +24,11 @@
 # printed with its file pages and anonymous memory: c's peak is under load, not after it.
 # SAMPLE=1 samples so without STREAM (b's small requests): the peak under load, where
 # VmHWM alone does not say what it is made of.
+# API=responses or messages sends that client API's request instead of chat's (the load
+# client's -api, as census.sh's resp, msg, resp-anth and msg-oai): with MODEL, the
+# bench's product-responses (claude-bench, translated), product-responses-oai
+# (resp-bench, passthrough), product-messages (claude-bench, passthrough) and
+# product-messages-oai (oai-bench, translated) rows.
 set -euo pipefail
 gw=${1:?GATEWAY} led=${2:?off|sqlite} conc=${3:?CONC} n=${4:?N}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -32,6 +37,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 census_start
 model=${MODEL:-claude-bench} lflags=()
 [ -n "${STREAM:-}" ] && lflags=(-stream)
+lflags+=(-api "${API:-chat}")
 envs=(GODEBUG=gctrace=1)
 [ "$led" = sqlite ] && envs+=(GATEWAY_LEDGER__TYPE=sqlite "GATEWAY_LEDGER__PATH=$d/ledger.db")
 # shellcheck disable=SC2206
@@ -57,7 +63,7 @@ kill -TERM "$tpid"; wait "$tpid" || true
 kill "$mpid"; wait "$mpid" 2>/dev/null || true
 hz=$(getconf CLK_TCK) req=$((n * conc))
 what="requests"
-[ -n "${STREAM:-}" ] && what="streams of ${EVENTS:-200} events to $model (a request below is a stream)"
+[ -n "${STREAM:-}" ] && what="streams of ${EVENTS:-200} events to $model, API ${API:-chat} (a request below is a stream)"
 echo "ledger $led, $req $what (conc $conc), load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${STREAM:-}${SAMPLE:-}" ]; then
 	sort -n "$d/samples" | tail -1 | awk '{ printf "sampled peak (every 0.1 s under load): rss %.1f MB = file %.1f MB + anonymous %.1f MB\n", $1 / 1024, ($1 - $2) / 1024, $2 / 1024 }'

@@ -1,5 +1,0 @@
-//go:build !race
-
-package openaichat
-
-const raceEnabled = false
