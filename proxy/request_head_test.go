@@ -77,9 +77,11 @@ func TestFullRequest_FirstPassResponses(t *testing.T) {
 // (the ledger's capture) and the prompt estimate then the full parse's.
 func TestFullRequest_FirstPassChat(t *testing.T) {
 	t.Parallel() // nothing shared, no clock or environment of the process (#54)
-	body := `{"messages":[{"role":"user","content":"what is the weather like in Paris today?"},` +
+	// The model before the messages: a body this small with its model after them is built
+	// at once (openaichat's guessFrom).
+	body := `{"model":"m","messages":[{"role":"user","content":"what is the weather like in Paris today?"},` +
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
-		`{"role":"tool","tool_call_id":"c1","content":"sunny, 21 degrees"},{"role":"user","content":"and tomorrow in \"Lyon\"?"}],"model":"m"}`
+		`{"role":"tool","tool_call_id":"c1","content":"sunny, 21 degrees"},{"role":"user","content":"and tomorrow in \"Lyon\"?"}]}`
 	want, err := openaichat.ParseRequestLazy([]byte(body)) // as handleChat's parse leaves its strings
 	if err != nil {
 		t.Fatal(err)

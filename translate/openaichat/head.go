@@ -31,7 +31,8 @@ import (
 // no, the messages are built at once (complete true), as a translated request reads
 // them. It is asked the model the body names before messages, or else the one a search
 // from the body's end finds (guessModel; the walk over messages does not know the model
-// yet); when that guess is not the model the body names, and passes refuses the real
+// yet) when the body is guessFrom bytes or more (a smaller body's messages are built at
+// once); when that guess is not the model the body names, and passes refuses the real
 // one, the messages are built after all (a second parse).
 //
 // scratch and stage are ParseRequestLazyString's.
@@ -90,6 +91,9 @@ func (p *parser) headMessages() bool {
 	if p.passes != nil {
 		model := p.req.Model
 		if p.req.Spans.Model.End == 0 { // after messages, or nowhere
+			if len(p.sc.Input()) < guessFrom {
+				return p.messages() // small: built now, as the full parse would
+			}
 			model = guessModel(p.sc.Input())
 			p.guess = model
 		}
@@ -113,6 +117,13 @@ func (p *parser) headMessages() bool {
 	p.headed = true
 	return true
 }
+
+// guessFrom is the size of the smallest body whose model, named after its messages, is
+// guessed (guessModel): below it the messages are built at once, as the full parse builds
+// them, for the guess costs a translated request more than a first pass saves a passed
+// one on a body that small (census, thirteenth session: the bench's 250-byte chat request
+// to Anthropic paid ~250 instructions for the guess, its passthrough saved none).
+const guessFrom = 2048
 
 // giveUp stops the first pass: the caller parses again with the full parse.
 func (p *parser) giveUp() bool {

@@ -72,17 +72,20 @@ func TestParseHead(t *testing.T) {
 // tool's schema after the real one) is mended by a second parse.
 func TestParseHeadPasses(t *testing.T) {
 	onlyM := func(model string) bool { return model == "m" }
+	// big makes the messages' content long enough for the model after them to be guessed.
+	big := `"` + strings.Repeat("hi ", guessFrom/3) + `"`
 	for _, tt := range []struct {
 		name, body string
 		head       bool
 	}{
 		{"before, passed", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, true},
 		{"before, translated", `{"model":"x","messages":[{"role":"user","content":"hi"}]}`, false},
-		{"after, passed", `{"messages":[{"role":"user","content":"hi"}],"model":"m"}`, true},
-		{"after, translated", `{"messages":[{"role":"user","content":"hi"}],"model":"x"}`, false},
-		{"guessed wrong, translated", `{"messages":[{"role":"user","content":"hi"}],"model":"x",` +
+		{"after, small: built", `{"messages":[{"role":"user","content":"hi"}],"model":"m"}`, false},
+		{"after, passed", `{"messages":[{"role":"user","content":` + big + `}],"model":"m"}`, true},
+		{"after, translated", `{"messages":[{"role":"user","content":` + big + `}],"model":"x"}`, false},
+		{"guessed wrong, translated", `{"messages":[{"role":"user","content":` + big + `}],"model":"x",` +
 			`"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":{"model":"m"}}}}}]}`, false},
-		{"guessed wrong, passed", `{"messages":[{"role":"user","content":"hi"}],"model":"m",` +
+		{"guessed wrong, passed", `{"messages":[{"role":"user","content":` + big + `}],"model":"m",` +
 			`"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"a":{"model":"x"}}}}}]}`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
