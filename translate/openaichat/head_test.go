@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -235,23 +236,68 @@ func BenchmarkGuessModel(b *testing.B) {
 	}
 }
 
-// TestLastColon holds lastColon to strings.LastIndexByte for colons, and the bytes next
-// to ':' (';' and '9'), at every place of bodies of 0 to 40 bytes, with every end.
-func TestLastColon(t *testing.T) {
-	for n := 0; n <= 40; n++ {
-		for mask := 0; mask < 1<<6; mask++ {
-			b := []byte(strings.Repeat("a", n))
-			for k := 0; k < 6 && n > 0; k++ {
-				if mask&(1<<k) != 0 {
-					b[(k*7+mask)%n] = ":;9"[k%3]
-				}
+// guessModelByIndex is guessModel as a reader of it would write it, the test's oracle:
+// strings.LastIndexByte for each colon from the end.
+func guessModelByIndex(s string) string {
+	const name = `"model"`
+	for end := len(s); ; {
+		i := strings.LastIndexByte(s[:end], ':')
+		if i < 0 {
+			return ""
+		}
+		j := i
+		for j > 0 && s[j-1] <= ' ' {
+			j--
+		}
+		if j >= len(name) && s[j-len(name):j] == name {
+			sc := jsonx.NewScanner(s[i+1:])
+			if sc.Peek() != '"' {
+				return ""
 			}
-			s := string(b)
-			for end := 0; end <= n; end++ {
-				if got, want := lastColon(s, end), strings.LastIndexByte(s[:end], ':'); got != want {
-					t.Fatalf("lastColon(%q, %d) = %d, want %d", s, end, got, want)
-				}
+			m, _ := sc.Str()
+			return m
+		}
+		end = j
+	}
+}
+
+// TestGuessModelMatchesIndex holds guessModel to guessModelByIndex on every string of up
+// to five pieces from pieces that make and break the member's name, its colon, its value
+// and the word test's neighbours of a colon (';', whose borrow the test marks too), at
+// every offset within a word (the padding).
+func TestGuessModelMatchesIndex(t *testing.T) {
+	pieces := []string{`"model"`, `:`, ` `, `"m"`, `;`, `l":`, `"`, `model`, `7`, `:;`}
+	var build func(prefix string, n int)
+	build = func(prefix string, n int) {
+		for pad := 0; pad < 8; pad++ {
+			s := strings.Repeat("a", pad) + prefix
+			if got, want := guessModel(s), guessModelByIndex(s); got != want {
+				t.Fatalf("guessModel(%q) = %q, want %q", s, got, want)
 			}
 		}
+		if n == 0 {
+			return
+		}
+		for _, p := range pieces {
+			build(prefix+p, n-1)
+		}
 	}
+	build("", 5)
+}
+
+// FuzzGuessModel holds guessModel to guessModelByIndex, seeded with the recorded bodies.
+func FuzzGuessModel(f *testing.F) {
+	for _, name := range []string{"bench-request.json", "history-10k.json"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add(`{"messages":[] , "model" : "m\u0031" }`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := guessModel(s), guessModelByIndex(s); got != want {
+			t.Fatalf("guessModel(%q) = %q, want %q", s, got, want)
+		}
+	})
 }
