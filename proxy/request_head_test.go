@@ -29,15 +29,7 @@ func TestFullRequest_FirstPass(t *testing.T) {
 	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: req}
 	m := &messagesRun{c: c, body: body}
 	c.deferred, c.ownCall.meter.pending = m, c
-	meter := &c.ownCall.meter
-	meter.prompt, meter.tail = req, 8 // output read, no usage reported
-	u, estimated := meter.charge()
-	if !estimated || u.PromptTokens != messagesin.EstimateTokens(want) || u.PromptTokens <= 4 {
-		t.Errorf("charged %d prompt tokens (estimated %v), want the full request's %d", u.PromptTokens, estimated, messagesin.EstimateTokens(want))
-	}
-	if c.deferred != nil || meter.pending != nil || len(req.Messages) != len(want.Messages) {
-		t.Errorf("after the charge: deferred %v, pending %v, %d messages (want %d)", c.deferred, meter.pending, len(req.Messages), len(want.Messages))
-	}
+	chargeCompletes(t, c, req, want)
 	c.fullRequest() // a second reader: a no-op
 	if len(req.Messages) != len(want.Messages) {
 		t.Errorf("fullRequest again: %d messages", len(req.Messages))
@@ -93,14 +85,8 @@ func TestFullRequest_FirstPassChat(t *testing.T) {
 	}
 	c := &requestRun{s: &Server{maxInflated: translate.DefaultMaxInflated}, req: req, scratch: sc}
 	c.deferred, c.ownCall.meter.pending = (*chatRun)(c), c
-	meter := &c.ownCall.meter
-	meter.prompt, meter.tail = req, 8 // output read, no usage reported
-	u, estimated := meter.charge()
-	if !estimated || u.PromptTokens != messagesin.EstimateTokens(want) || u.PromptTokens <= 4 {
-		t.Errorf("charged %d prompt tokens (estimated %v), want the full request's %d", u.PromptTokens, estimated, messagesin.EstimateTokens(want))
-	}
-	if c.deferred != nil || meter.pending != nil || len(req.Messages) != len(want.Messages) {
-		t.Fatalf("after the charge: deferred %v, pending %v, %d messages (want %d)", c.deferred, meter.pending, len(req.Messages), len(want.Messages))
+	if !chargeCompletes(t, c, req, want) {
+		t.FailNow()
 	}
 	if got, w := lastUserText(req, 100), lastUserText(want, 100); got != w || w != `and tomorrow in "Lyon"?` {
 		t.Errorf("last user text %q, want %q", got, w)
@@ -109,4 +95,22 @@ func TestFullRequest_FirstPassChat(t *testing.T) {
 	if len(req.Messages) != len(want.Messages) {
 		t.Errorf("fullRequest again: %d messages", len(req.Messages))
 	}
+}
+
+// chargeCompletes charges c's meter for an answer that reported no usage, its prompt req
+// (left incomplete by a first pass): the estimate must be the full request want's, and the
+// charge must have completed req in place. It reports whether req was completed.
+func chargeCompletes(t *testing.T, c *requestRun, req, want *translate.Request) bool {
+	t.Helper()
+	meter := &c.ownCall.meter
+	meter.prompt, meter.tail = req, 8 // output read, no usage reported
+	u, estimated := meter.charge()
+	if !estimated || u.PromptTokens != messagesin.EstimateTokens(want) || u.PromptTokens <= 4 {
+		t.Errorf("charged %d prompt tokens (estimated %v), want the full request's %d", u.PromptTokens, estimated, messagesin.EstimateTokens(want))
+	}
+	if c.deferred != nil || meter.pending != nil || len(req.Messages) != len(want.Messages) {
+		t.Errorf("after the charge: deferred %v, pending %v, %d messages (want %d)", c.deferred, meter.pending, len(req.Messages), len(want.Messages))
+		return false
+	}
+	return true
 }
