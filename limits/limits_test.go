@@ -271,13 +271,17 @@ func TestRedis_LeaseFreesCrashedSlots(t *testing.T) {
 		}
 		return now.UnixMilli()
 	}
-	// leaseEnd checks that slot ends a lease after a time within [from, to].
-	leaseEnd := func(what, slot string, from, to int64) {
+	// leaseEnd checks that slot ends a lease after a time within [from, now]. Now is read
+	// after the score: a renewal the last tick started may still run when the caller
+	// returns (the unbuffered send returns once the loop took the tick, not once that
+	// tick's renewal is over), and it may have moved the score since.
+	leaseEnd := func(what, slot string, from int64) {
 		t.Helper()
 		end, err := rc.ZScore(ctx, slots, slot).Result()
 		if err != nil {
 			t.Fatalf("%s: ZSCORE: %v", what, err)
 		}
+		to := redisNow()
 		if lo, hi := from+lease.Milliseconds(), to+lease.Milliseconds(); int64(end) < lo || int64(end) > hi {
 			t.Errorf("%s: the slot's lease ends at %d, want within [%d, %d] (a lease after it was taken)", what, int64(end), lo, hi)
 		}
@@ -289,7 +293,7 @@ func TestRedis_LeaseFreesCrashedSlots(t *testing.T) {
 	if err := crashed.Admit(ctx, req, &a); err != nil || a.Denied != NoLimit {
 		t.Fatalf("Admit = %v, %v", a.Denied, err)
 	}
-	leaseEnd("admitted", a.slot, before, redisNow())
+	leaseEnd("admitted", a.slot, before)
 	crashed.Close() // no Finish, no more renewals
 	var b Admission
 	if err := live.Admit(ctx, req, &b); err != nil || b.Denied != KeyConcurrent {
@@ -312,8 +316,8 @@ func TestRedis_LeaseFreesCrashedSlots(t *testing.T) {
 	}
 	before = redisNow()
 	ticks <- time.Time{}
-	ticks <- time.Time{} // returns once the first renewal is over
-	leaseEnd("renewed", b.slot, before, redisNow())
+	ticks <- time.Time{} // returns once the first renewal is over (the second may be running)
+	leaseEnd("renewed", b.slot, before)
 	var c Admission
 	if err := newRedis(t, srv, RedisOptions{KeyPrefix: "l:", Lease: lease}).Admit(ctx, req, &c); err != nil || c.Denied != KeyConcurrent {
 		t.Fatalf("Admit while a live replica holds the slot = %v, %v; want concurrent", c.Denied, err)
