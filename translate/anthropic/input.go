@@ -176,11 +176,19 @@ func inputString(dst []byte, lit string, i, w int) (int, int) {
 			x ^= ones * '\\'
 			m := (x - ones) &^ x & highs // the lowest set bit marks the first backslash
 			if m == 0 {
+				// A run longer than eight bytes: the rest of it found and moved by
+				// IndexByte and copy, whose vector loops a long run pays back.
 				i, w = i+8, w+8
-				continue
+				k := strings.IndexByte(lit[i:], '\\')
+				if k < 0 {
+					return -1, w
+				}
+				copy(dst[w:], lit[i:i+k])
+				i, w = i+k, w+k
+			} else {
+				k := bits.TrailingZeros64(m) / 8
+				i, w = i+k, w+k
 			}
-			k := bits.TrailingZeros64(m) / 8
-			i, w = i+k, w+k
 		} else if i >= len(lit) {
 			return -1, w
 		} else if c := lit[i]; c != '\\' {
