@@ -432,7 +432,7 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 	case translate.RoleTool:
 		w.block(translate.RoleUser)
 		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
-		w.dst = anthropicAppendID(w.dst, translate.CarriedID(m.ToolCallID))
+		w.dst = anthropicAppendCarriedID(w.dst, m.ToolCallID)
 		w.dst = append(w.dst, `,"content":`...)
 		w.dst = w.req.AppendMessageText(w.dst, m)
 		if m.ToolError {
@@ -491,11 +491,11 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 			_, state := w.req.SplitID(tc.ID)
 			w.restore(state)
 		}
-		id := translate.CarriedID(tc.ID) // the state, read only to be restored above
 		// The arguments, decoded, are the input object as the client wrote it.
 		w.block(translate.RoleAssistant)
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
-		w.dst = anthropicAppendID(w.dst, id)
+		// The plain id: the state, read only to be restored above.
+		w.dst = anthropicAppendCarriedID(w.dst, tc.ID)
 		w.dst = append(w.dst, `,"name":`...)
 		w.dst = jsonx.AppendString(w.dst, tc.Name)
 		w.dst = append(w.dst, `,"input":`...)

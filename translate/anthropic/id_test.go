@@ -3,6 +3,8 @@ package anthropic
 import (
 	"bytes"
 	"testing"
+
+	"github.com/agate-gateway/agate/translate"
 )
 
 // appendIDBytewise is anthropicAppendID's definition, a byte at a time: the oracle of
@@ -61,5 +63,63 @@ func BenchmarkAppendID(b *testing.B) {
 		dst = anthropicAppendID(dst[:0], "call_00A7Hc9WbQm2")
 		dst = anthropicAppendID(dst, "call_00Kx3PzR8Lt5")
 		dst = anthropicAppendID(dst, "toolu_01A09q90qw90lq917835lq9")
+	}
+}
+
+// carriedIDCases are ids as a request's history holds them: plain, mended, and carrying
+// state (translate.CarryID's, raw and compressed), with look-alikes that carry none.
+func carriedIDCases() []string {
+	state := []byte(`[{"type":"thinking","thinking":"Let me look.","signature":"c2ln"}]`)
+	big := bytes.Repeat(state, 20) // compressed when it pays
+	return []string{
+		"", "call_00A7Hc9WbQm2", "toolu_01A09q90qw90lq917835lq9", "fc.123/x y", "idé",
+		translate.CarryID("call_00A7Hc9WbQm2", state), translate.CarryID("toolu_01", big),
+		translate.CarryID("fc.1 2", state), translate.CarryID("", state),
+		"call~1", "call~1r", "call~1rAB=", "call~1x" + "QUJD", "~1rQUJD", "a~b~1rQUJD~1", "call~",
+	}
+}
+
+// TestAppendCarriedID: anthropicAppendCarriedID writes what anthropicAppendID writes for
+// translate.CarriedID(id); an id that carries state, or holds any byte the pattern
+// forbids, takes CarriedID's path (a '~' is never an id byte).
+func TestAppendCarriedID(t *testing.T) {
+	if idBytes[translate.CarrySep[0]] != 0 {
+		t.Fatalf("the carry separator's first byte %q is an id byte: a clean id could carry state", translate.CarrySep[0])
+	}
+	for _, id := range carriedIDCases() {
+		want := anthropicAppendID([]byte("x:"), translate.CarriedID(id))
+		if got := anthropicAppendCarriedID([]byte("x:"), id); !bytes.Equal(got, want) {
+			t.Errorf("anthropicAppendCarriedID(%q) = %q, want %q", id, got, want)
+		}
+	}
+	// The state is dropped: a carrying id goes out as its plain id.
+	if got := anthropicAppendCarriedID(nil, carriedIDCases()[5]); string(got) != `"call_00A7Hc9WbQm2"` {
+		t.Errorf("a carrying id goes out as %s", got)
+	}
+}
+
+// FuzzAppendCarriedIDMatchesCarriedID holds anthropicAppendCarriedID to anthropicAppendID
+// of translate.CarriedID for any id after any bytes.
+func FuzzAppendCarriedIDMatchesCarriedID(f *testing.F) {
+	for _, id := range carriedIDCases() {
+		f.Add([]byte("pre"), id)
+	}
+	f.Fuzz(func(t *testing.T, dst []byte, id string) {
+		want := anthropicAppendID(bytes.Clone(dst), translate.CarriedID(id))
+		if got := anthropicAppendCarriedID(bytes.Clone(dst), id); !bytes.Equal(got, want) {
+			t.Fatalf("anthropicAppendCarriedID(%q, %q) = %q, want %q", dst, id, got, want)
+		}
+	})
+}
+
+// BenchmarkAppendCarriedID is BenchmarkAppendID's three ids as the writer reads them from
+// a request, through their CarriedID.
+func BenchmarkAppendCarriedID(b *testing.B) {
+	dst := make([]byte, 0, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = anthropicAppendCarriedID(dst[:0], "call_00A7Hc9WbQm2")
+		dst = anthropicAppendCarriedID(dst, "call_00Kx3PzR8Lt5")
+		dst = anthropicAppendCarriedID(dst, "toolu_01A09q90qw90lq917835lq9")
 	}
 }

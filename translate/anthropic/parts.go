@@ -100,6 +100,21 @@ func anthropicAppendID(dst []byte, id string) []byte {
 	return append(dst, '"')
 }
 
+// anthropicAppendCarriedID appends translate.CarriedID(id) as anthropicAppendID appends
+// it. An id the pattern allows as it is holds no '~', the first byte of
+// translate.CarrySep, so it carries no state and is its own CarriedID: it goes out after
+// one read of its bytes. Any other id is read by CarriedID first, then mended.
+func anthropicAppendCarriedID(dst []byte, id string) []byte {
+	if id != "" {
+		dst = append(append(dst, '"'), id...)
+		if idClean(dst[len(dst)-len(id):]) {
+			return append(dst, '"')
+		}
+		dst = dst[:len(dst)-len(id)-1]
+	}
+	return anthropicAppendID(dst, translate.CarriedID(id))
+}
+
 // idClean reports whether every byte of b is one the id pattern allows: the idBytes
 // entries of b's bytes ANDed together, eight at a time, with no branch a byte (the
 // mending loop's test and branch a byte cost about twice as much, and ids from
