@@ -381,7 +381,7 @@ type anthropicWriter struct {
 	// AppendText, AppendMessageText and AppendDecoded (translate.LiteralReader).
 	req      *translate.Request
 	thinking bool // the request enables thinking, so thinking blocks are restored
-	role     string
+	role     turnRole
 	open     bool
 	turns    int
 	blockEnd int    // offset of the closing brace of the last block written
@@ -390,20 +390,31 @@ type anthropicWriter struct {
 	clientCache bool
 }
 
-// block starts a content block of a role's turn, opening the turn if needed.
-func (w *anthropicWriter) block(role string) {
+// turnRole is the role of a turn of the messages array: the Messages API has two.
+type turnRole bool
+
+const (
+	userTurn      turnRole = false // translate.RoleUser
+	assistantTurn turnRole = true  // translate.RoleAssistant
+)
+
+// block starts a content block of a role's turn, opening the turn if needed: the turn's
+// head, and the comma before it, in one append.
+func (w *anthropicWriter) block(role turnRole) {
 	if w.open && w.role == role {
 		w.dst = append(w.dst, ',')
 		return
 	}
 	w.closeTurn()
-	if w.turns > 0 {
-		w.dst = append(w.dst, ',')
+	head := `,{"role":"user","content":[`
+	if role == assistantTurn {
+		head = `,{"role":"assistant","content":[`
+	}
+	if w.turns == 0 {
+		head = head[1:]
 	}
 	w.turns++
-	w.dst = append(w.dst, `{"role":"`...)
-	w.dst = append(w.dst, role...)
-	w.dst = append(w.dst, `","content":[`...)
+	w.dst = append(w.dst, head...)
 	w.role, w.open = role, true
 }
 
@@ -414,7 +425,7 @@ func (w *anthropicWriter) closeTurn() {
 	if !w.open {
 		return
 	}
-	if w.role == translate.RoleUser {
+	if w.role == userTurn {
 		w.userEnds[0], w.userEnds[1] = w.userEnds[1], w.blockEnd
 	}
 	w.dst = append(w.dst, "]}"...)
@@ -430,7 +441,7 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 			}
 		}
 	case translate.RoleTool:
-		w.block(translate.RoleUser)
+		w.block(userTurn)
 		w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
 		w.dst = anthropicAppendCarriedID(w.dst, m.ToolCallID)
 		w.dst = append(w.dst, `,"content":`...)
@@ -453,7 +464,7 @@ func (w *anthropicWriter) message(i int, m *translate.Message, opts *translate.O
 	return nil
 }
 
-func (w *anthropicWriter) text(role, text, cacheControl string) {
+func (w *anthropicWriter) text(role turnRole, text, cacheControl string) {
 	if text == "" {
 		return // text blocks must not be empty
 	}
@@ -482,9 +493,9 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 		w.restore(first)
 	}
 	for j := range m.Content {
-		w.text(translate.RoleAssistant, m.Content[j].Text, m.Content[j].CacheControl)
+		w.text(assistantTurn, m.Content[j].Text, m.Content[j].CacheControl)
 	}
-	w.text(translate.RoleAssistant, m.Refusal, "")
+	w.text(assistantTurn, m.Refusal, "")
 	for j := range m.ToolCalls {
 		tc := &m.ToolCalls[j]
 		if j > 0 && w.thinking && !explicit {
@@ -492,7 +503,7 @@ func (w *anthropicWriter) assistant(i int, m *translate.Message) error {
 			w.restore(state)
 		}
 		// The arguments, decoded, are the input object as the client wrote it.
-		w.block(translate.RoleAssistant)
+		w.block(assistantTurn)
 		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
 		// The plain id: the state, read only to be restored above.
 		w.dst = anthropicAppendCarriedID(w.dst, tc.ID)
@@ -537,11 +548,11 @@ func anthropicHasBlocks(blocks []translate.ThinkingBlock) bool {
 func (w *anthropicWriter) thinkingBlock(b *translate.ThinkingBlock) {
 	switch {
 	case b.Type == "redacted_thinking" && b.Data != "":
-		w.block(translate.RoleAssistant)
+		w.block(assistantTurn)
 		w.dst = append(w.dst, `{"type":"redacted_thinking","data":`...)
 		w.dst = jsonx.AppendString(w.dst, b.Data)
 	case b.Type == "thinking" && b.Signature != "":
-		w.block(translate.RoleAssistant)
+		w.block(assistantTurn)
 		w.dst = append(w.dst, `{"type":"thinking","thinking":`...)
 		w.dst = jsonx.AppendString(w.dst, b.Thinking)
 		w.dst = append(w.dst, `,"signature":`...)

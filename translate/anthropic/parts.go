@@ -12,7 +12,7 @@ import (
 func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.Options) error {
 	switch p.Type {
 	case translate.PartText:
-		w.text(translate.RoleUser, p.Text, p.CacheControl)
+		w.text(userTurn, p.Text, p.CacheControl)
 	case translate.PartImage:
 		param := translate.ParamIndex(translate.ParamIndex("messages", i)+".content", j) + ".image_url.url"
 		if mt, data, ok := translate.ParseDataURL(p.Media.URL); ok {
@@ -24,14 +24,14 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 			default:
 				return translate.Errorf(param, "image type %q is not supported by the anthropic backend: use jpeg, png, gif or webp", mt)
 			}
-			w.block(translate.RoleUser)
+			w.block(userTurn)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":"`...)
 			w.dst = append(w.dst, mt...)
 			w.dst = append(w.dst, `","data":`...)
 			w.dst = jsonx.AppendString(w.dst, data)
 			w.dst = append(w.dst, '}')
 		} else if strings.HasPrefix(p.Media.URL, "https://") || strings.HasPrefix(p.Media.URL, "http://") {
-			w.block(translate.RoleUser)
+			w.block(userTurn)
 			w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
 			w.dst = jsonx.AppendString(w.dst, p.Media.URL)
 			w.dst = append(w.dst, '}')
@@ -58,7 +58,7 @@ func (w *anthropicWriter) userPart(i, j int, p *translate.Part, opts *translate.
 		} else if !strings.HasPrefix(data, "JVBER") { // base64 of "%PDF"
 			return translate.Errorf(base+".file_data", "must be a PDF document, as a data:application/pdf;base64 URL or base64")
 		}
-		w.block(translate.RoleUser)
+		w.block(userTurn)
 		w.dst = append(w.dst, `{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":`...)
 		w.dst = jsonx.AppendString(w.dst, data)
 		w.dst = append(w.dst, '}')
