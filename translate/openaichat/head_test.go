@@ -1,6 +1,7 @@
 package openaichat
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -300,4 +301,53 @@ func FuzzGuessModel(f *testing.F) {
 			t.Fatalf("guessModel(%q) = %q, want %q", s, got, want)
 		}
 	})
+}
+
+// partsBody is a request whose one user message has n text parts, each naming tag and its
+// index: past the parser's 32 fixed entries, its parts spill.
+func partsBody(tag string, n int) string {
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[{"role":"user","content":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"text","text":"%s %d"}`, tag, i)
+	}
+	b.WriteString(`]}]}`)
+	return b.String()
+}
+
+// TestStageSpillReused: one Stage and Scratch, reused across bodies of more messages and
+// parts than the parser's fixed arrays hold, then fewer, then more again, parse each as a
+// fresh parse does: a stash's spill, which keeps the last parse's entries, never hands
+// one of them on (the parts' add writes over them; fails if it appends past them).
+func TestStageSpillReused(t *testing.T) {
+	var bodies []string
+	for _, file := range []string{"testdata/history-100k.json", "testdata/history-10k.json"} {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, string(body))
+	}
+	bodies = append(bodies, partsBody("a", 70), partsBody("b", 40), bodies[1], partsBody("c", 33),
+		bodies[0], partsBody("d", 3), partsBody("e", 100))
+	var sc Scratch
+	var st Stage
+	for i, body := range bodies {
+		want, werr := ParseRequestLazyStringWithin(body, nil, nil, 1<<20)
+		if werr != nil {
+			t.Fatalf("body %d: %v", i, werr)
+		}
+		sc.Reset()
+		st.Reset()
+		got, err := ParseRequestLazyStringWithin(body, &sc, &st, 1<<20)
+		if err != nil {
+			t.Fatalf("body %d: with the reused Stage: %v", i, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("body %d: with the reused Stage the request differs:\n%+v\nwant\n%+v", i, got, want)
+		}
+	}
 }

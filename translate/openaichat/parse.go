@@ -914,14 +914,17 @@ type stash[T any] struct {
 	spill []T
 }
 
-func (s *stash[T]) reset() {
-	s.n = 0
-	s.spill = s.spill[:0]
-}
+// reset empties the stash. The spill keeps its length, its entries the last values
+// (as the fixed array keeps its own): add and slot write over them, so a stash reused
+// (a Stage's) appends to the spill only past the most values it has held, and slot's
+// entries need no zero value appended first.
+func (s *stash[T]) reset() { s.n = 0 }
 
 func (s *stash[T]) add(v *T) {
 	if s.n < len(s.fixed) {
 		s.fixed[s.n] = *v
+	} else if k := s.n - len(s.fixed); k < len(s.spill) {
+		s.spill[k] = *v
 	} else {
 		s.spill = append(s.spill, *v)
 	}
@@ -957,5 +960,9 @@ func (s *stash[T]) at(i int) *T {
 
 // copyTo copies the values to dst, which has room for them.
 func (s *stash[T]) copyTo(dst []T) {
-	copy(dst[copy(dst, s.fixed[:min(s.n, len(s.fixed))]):], s.spill)
+	if s.n <= len(s.fixed) {
+		copy(dst, s.fixed[:s.n])
+		return
+	}
+	copy(dst[copy(dst, s.fixed[:]):], s.spill[:s.n-len(s.fixed)])
 }
