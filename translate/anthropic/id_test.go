@@ -46,23 +46,38 @@ func FuzzAppendIDMatchesBytewise(f *testing.F) {
 	for _, s := range []string{"", "call_00A7Hc9WbQm2", "toolu_01A09q90qw90lq917835lq9", "fc.123/x y", `a"b\c`, "idé", "call_abc|H4sIAAAAAAAA/w=="} {
 		f.Add([]byte("pre"), s)
 	}
+	fuzzAppendID(f, "anthropicAppendID", anthropicAppendID, appendIDBytewise)
+}
+
+// fuzzAppendID runs f's fuzz target: for any id after any bytes, got (named name) appends
+// what want appends.
+func fuzzAppendID(f *testing.F, name string, got, want func([]byte, string) []byte) {
 	f.Fuzz(func(t *testing.T, dst []byte, id string) {
-		want := appendIDBytewise(bytes.Clone(dst), id)
-		if got := anthropicAppendID(bytes.Clone(dst), id); !bytes.Equal(got, want) {
-			t.Fatalf("anthropicAppendID(%q, %q) = %q, want %q", dst, id, got, want)
+		if g, w := got(bytes.Clone(dst), id), want(bytes.Clone(dst), id); !bytes.Equal(g, w) {
+			t.Fatalf("%s(%q, %q) = %q, want %q", name, dst, id, g, w)
 		}
 	})
 }
 
 // BenchmarkAppendID writes the two tool call ids of a scenario d turn (OpenAI's, 17
-// bytes) and an Anthropic toolu id, as tool_use ids.
+// bytes) and an Anthropic toolu id, as tool_use ids: as they are (plain), and as the
+// writer reads them from a request, through their CarriedID (carried). Each id's
+// function is called through a func value (a few instructions an id more than a direct
+// call).
 func BenchmarkAppendID(b *testing.B) {
-	dst := make([]byte, 0, 128)
-	b.ReportAllocs()
-	for b.Loop() {
-		dst = anthropicAppendID(dst[:0], "call_00A7Hc9WbQm2")
-		dst = anthropicAppendID(dst, "call_00Kx3PzR8Lt5")
-		dst = anthropicAppendID(dst, "toolu_01A09q90qw90lq917835lq9")
+	for _, bc := range []struct {
+		name     string
+		appendID func([]byte, string) []byte
+	}{{"plain", anthropicAppendID}, {"carried", anthropicAppendCarriedID}} {
+		b.Run(bc.name, func(b *testing.B) {
+			dst := make([]byte, 0, 128)
+			b.ReportAllocs()
+			for b.Loop() {
+				dst = bc.appendID(dst[:0], "call_00A7Hc9WbQm2")
+				dst = bc.appendID(dst, "call_00Kx3PzR8Lt5")
+				dst = bc.appendID(dst, "toolu_01A09q90qw90lq917835lq9")
+			}
+		})
 	}
 }
 
@@ -104,22 +119,7 @@ func FuzzAppendCarriedIDMatchesCarriedID(f *testing.F) {
 	for _, id := range carriedIDCases() {
 		f.Add([]byte("pre"), id)
 	}
-	f.Fuzz(func(t *testing.T, dst []byte, id string) {
-		want := anthropicAppendID(bytes.Clone(dst), translate.CarriedID(id))
-		if got := anthropicAppendCarriedID(bytes.Clone(dst), id); !bytes.Equal(got, want) {
-			t.Fatalf("anthropicAppendCarriedID(%q, %q) = %q, want %q", dst, id, got, want)
-		}
+	fuzzAppendID(f, "anthropicAppendCarriedID", anthropicAppendCarriedID, func(dst []byte, id string) []byte {
+		return anthropicAppendID(dst, translate.CarriedID(id))
 	})
-}
-
-// BenchmarkAppendCarriedID is BenchmarkAppendID's three ids as the writer reads them from
-// a request, through their CarriedID.
-func BenchmarkAppendCarriedID(b *testing.B) {
-	dst := make([]byte, 0, 128)
-	b.ReportAllocs()
-	for b.Loop() {
-		dst = anthropicAppendCarriedID(dst[:0], "call_00A7Hc9WbQm2")
-		dst = anthropicAppendCarriedID(dst, "call_00Kx3PzR8Lt5")
-		dst = anthropicAppendCarriedID(dst, "toolu_01A09q90qw90lq917835lq9")
-	}
 }
