@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -722,7 +723,9 @@ func appendInt64(b []byte, n int64) []byte {
 }
 
 // appendInt64Slow is appendInt64 of n ≥ 10 or negative: two digits at a time from a
-// table (one division by 100 for each), strconv's below 0 and from 10^16 on.
+// table (one division by 100 for each), strconv's below 0 and from 10^16 on. The digits
+// are written in place, from the last, into b grown by their count (one comparison
+// with a power of ten finds it), not into a buffer of their own copied after.
 func appendInt64Slow(b []byte, n int64) []byte {
 	switch {
 	case uint64(n) < 100:
@@ -734,24 +737,34 @@ func appendInt64Slow(b []byte, n int64) []byte {
 	case uint64(n) >= 1e16:
 		return strconv.AppendInt(b, n, 10)
 	}
-	var buf [16]byte
-	i, u := len(buf), uint64(n)
+	u := uint64(n)
+	// k digits: bits.Len64(u)*1233>>12 is ⌊log10(2^len)⌋, which is u's digits less one
+	// or its digits.
+	k := bits.Len64(u) * 1233 >> 12
+	if u >= pow10[k] {
+		k++
+	}
+	b = slices.Grow(b, k)
+	i := len(b) + k
+	b = b[:i]
 	for u >= 100 {
 		q := u / 100
 		d := 2 * (u - 100*q)
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[d], digitPairs[d+1]
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
 		u = q
 	}
 	if u >= 10 {
-		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		b[i-2], b[i-1] = digitPairs[2*u], digitPairs[2*u+1]
 	} else {
-		i--
-		buf[i] = byte('0' + u)
+		b[i-1] = byte('0' + u)
 	}
-	return append(b, buf[i:]...)
+	return b
 }
+
+// pow10 are the powers of ten 10^0 to 10^16 (appendInt64Slow's k is at most 16: u <
+// 10^16 has at most 54 bits).
+var pow10 = [17]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16}
 
 // digitPairs are the numbers 00 to 99, two digits each.
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
