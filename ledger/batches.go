@@ -399,8 +399,9 @@ func sameAttempt(a, b *Attempt) bool {
 }
 
 // sameText is a == b, without the call comparing their bytes when both are empty (the
-// texts most records leave empty).
-func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a == b) }
+// texts most records leave empty) or both are the same memory (a configured name, which
+// every record of its route holds: jsonx.Equal).
+func sameText(a, b string) bool { return jsonx.Equal(a, b) }
 
 // sameRoute reports whether r's fields key_name to status hold prev's values.
 func sameRoute(r, prev *Record) bool {
