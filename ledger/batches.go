@@ -797,7 +797,13 @@ func appendReal(b []byte, f float64) []byte {
 // Its prefix with nothing to escape (all of a request or trace id, most often) is found
 // eight bytes at a time (plainText) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
-	return appendJSONTextFrom(b, s, plainText(s))
+	if p := plainText(s); p < len(s) {
+		return appendJSONTextFrom(b, s, p)
+	}
+	// All plain (an id): quoted here, without appendJSONTextFrom's loop and frame.
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // plainText is the length of s's prefix without a byte appendJSONText escapes ('"', '\',
