@@ -197,8 +197,8 @@ type batchEncoder struct {
 		s string
 		i int
 	}
-	// bufs are the bytes of the record being encoded (bufs[cur]) and of the one before
-	// (appendRecord).
+	// bufs are the segments of the record being encoded (bufs[cur]) and of the one
+	// before (appendRecord), in recs.
 	bufs [2]recBuf
 	cur  int
 }
@@ -259,10 +259,11 @@ func (e *batchEncoder) reset() {
 	clear(e.last[:])
 }
 
-// A record's fields after its time are encoded into the encoder's buffer of the record
-// (recBuf) whole, its defaults at the end not yet left out, in segments. A segment whose
+// A record's fields after its time are encoded into the batch's records (recs) whole,
+// its defaults at the end then cut off, in segments (recBuf). A segment whose
 // fields hold the values of the record encoded before it in the batch (prev) is copied
-// from that record's bytes, not encoded again: the same values write the same bytes
+// from that record's bytes, not encoded again, when they were kept (not cut off with its
+// defaults at the end: recBuf.holds): the same values write the same bytes
 // within a batch (a text's place in the dictionary does not change once given, and a
 // text the full dictionary left out stays out). A gateway's records come in runs of one
 // key, team, model and route, with the same status and flags, so most of a
@@ -273,20 +274,25 @@ func (e *batchEncoder) reset() {
 // its texts and status, and after its duration its flag and token counts. The counts
 // and the rest most often all hold their defaults: then their text is a constant's.
 
-// span is a run of a record buffer's bytes: [off, off+n); end is the length of its
+// span is a run of the batch's records' bytes: [off, off+n); end is the length of its
 // prefix up to its last field that holds no default (0: all defaults).
 type span struct{ off, n, end int }
 
-// recBuf is a record's bytes after its time, as encoded whole, and the spans of its
-// segments.
+// recBuf is where a record's segments were encoded in the batch's records, and how much
+// of them was kept.
 type recBuf struct {
-	b                   []byte
 	route, counts, rest span
 	// head and tail are an attempt's bytes before and after its duration, natt the
 	// attempts they hold.
 	head, tail [MaxAttempts]span
 	natt       int
+	// keep is the end of the record's bytes kept (its defaults at the end cut off):
+	// the bytes after it are the next record's.
+	keep int
 }
+
+// holds reports whether p's bytes are among the record's kept ones.
+func (rb *recBuf) holds(p span) bool { return p.off+p.n <= rb.keep }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
 // their defaults left out; at is r's time as stored (microseconds after the batch's
@@ -295,13 +301,13 @@ type recBuf struct {
 func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at int64) []byte {
 	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
 	e.cur++
-	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
-	end := 0
-	if r.RequestID != "" {
+	c := appendInt64(append(b, '['), at)
+	end := len(c)
+	if c = appendJSONText(append(c, ','), r.RequestID); r.RequestID != "" {
 		end = len(c)
 	}
-	if route {
-		c = copySpan(c, &cur.route, old.b, old.route)
+	if route && old.holds(old.route) {
+		c = copySpan(c, &cur.route, old.route)
 	} else {
 		c = e.appendFields(c, &cur.route, r, 2, 11)
 	}
@@ -344,8 +350,8 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at in
 	if defaultCounts(r) {
 		cur.counts = span{len(c), len(defaultCountsText), 0}
 		c = append(c, defaultCountsText...)
-	} else if prev != nil && sameCounts(r, prev) {
-		c = copySpan(c, &cur.counts, old.b, old.counts)
+	} else if prev != nil && sameCounts(r, prev) && old.holds(old.counts) {
+		c = copySpan(c, &cur.counts, old.counts)
 	} else {
 		c = e.appendFields(c, &cur.counts, r, 18, 26)
 	}
@@ -358,23 +364,23 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at in
 	if defaultRest(r) {
 		cur.rest = span{len(c), len(defaultRestText), 0}
 		c = append(c, defaultRestText...)
-	} else if prev != nil && sameRest(r, prev) {
-		c = copySpan(c, &cur.rest, old.b, old.rest)
+	} else if prev != nil && sameRest(r, prev) && old.holds(old.rest) {
+		c = copySpan(c, &cur.rest, old.rest)
 	} else {
 		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
 	}
 	if cur.rest.end > 0 {
 		end = cur.rest.off + cur.rest.end
 	}
-	cur.b = c
-	b = appendInt64(append(b, '['), at)
-	return append(append(b, c[:end]...), ']')
+	cur.keep = end
+	return append(c[:end], ']')
 }
 
-// copySpan appends from's bytes of p to c, and sets *to to where they are in c.
-func copySpan(c []byte, to *span, from []byte, p span) []byte {
+// copySpan appends c's bytes of p (a record's before) to c, and sets *to to where they
+// are in c.
+func copySpan(c []byte, to *span, p span) []byte {
 	*to = span{len(c), p.n, p.end}
-	return append(c, from[p.off:p.off+p.n]...)
+	return append(c, c[p.off:p.off+p.n]...)
 }
 
 // appendFields appends the fields [f, to) of r (batchFields' places) and sets *s to
@@ -520,14 +526,14 @@ func appendOpt(b []byte, s string) []byte {
 // after batchFields').
 var attemptTexts = [...]int{0, 1, 2, 4}
 
-// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c.
+// appendAttemptsField appends r's attempts field, after a comma, to c (the batch's records).
 // Attempts are stored as in their stored form in a batch: an array of arrays [backend,
 // deployment, model, status, error_type, duration_ms, continued (0 or 1),
 // prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
 // reader turns them back into appendAttempts' JSON objects, decodeAttempts: the form
 // the version 7 column held; the rows the migration made keep that form as it was). An
 // attempt's parts before and after its duration are copied from prev's attempt of the
-// same place (in old's bytes) when they hold its values.
+// same place (earlier in c) when they hold its values and were kept (old.holds).
 func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) []byte {
 	c = append(c, ',')
 	as := r.Attempts
@@ -542,16 +548,16 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 	if prev != nil {
 		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
 	}
-	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) {
+	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) && old.holds(old.tail[0]) { // its head is before
 		// One attempt, as the record before's but for its duration: a proxied
 		// request's, most often.
 		h, t := old.head[0], old.tail[0]
 		c = append(c, '[', '[')
 		cur.head[0].off = len(c)
-		c = append(c, old.b[h.off:h.off+h.n]...)
+		c = append(c, c[h.off:h.off+h.n]...)
 		c = appendInt64(append(c, ','), as[0].Duration.Milliseconds())
 		cur.head[0].n, cur.tail[0] = h.n, span{off: len(c), n: t.n}
-		c = append(c, old.b[t.off:t.off+t.n]...)
+		c = append(c, c[t.off:t.off+t.n]...)
 		return append(c, ']', ']')
 	}
 	const f = len(batchFields) // the attempts' texts' last texts
@@ -564,9 +570,10 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		c = append(c, '[')
 		h := len(c)
 		if i < len(pa) && a.Status == pa[i].Status && sameText(a.Backend, pa[i].Backend) &&
-			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) {
+			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) &&
+			old.holds(old.head[i]) {
 			p := old.head[i]
-			c = append(c, old.b[p.off:p.off+p.n]...)
+			c = append(c, c[p.off:p.off+p.n]...)
 		} else {
 			c = e.appendDict(c, f, a.Backend)
 			c = e.appendDict(append(c, ','), f+1, a.Deployment)
@@ -578,9 +585,9 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		c = appendInt64(append(c, ','), a.Duration.Milliseconds())
 		t := len(c)
 		if i < len(pa) && a.Continued == pa[i].Continued && a.PromptTokens == pa[i].PromptTokens &&
-			a.CompletionTokens == pa[i].CompletionTokens {
+			a.CompletionTokens == pa[i].CompletionTokens && old.holds(old.tail[i]) {
 			p := old.tail[i]
-			c = append(c, old.b[p.off:p.off+p.n]...)
+			c = append(c, c[p.off:p.off+p.n]...)
 		} else {
 			c = appendFlag(append(c, ','), a.Continued)
 			c = appendInt64(append(c, ','), a.PromptTokens)
