@@ -16,6 +16,18 @@ func TestAppendInt64(t *testing.T) {
 			t.Errorf("appendInt64(%d) = %q, want %q", n, got, want)
 		}
 	}
+	// Every digit count's bounds (appendInt64Slow's count from the bit length), and a
+	// buffer without room (grown) or with it.
+	for p := int64(10); p <= 1e17; p *= 10 {
+		for _, n := range []int64{p - 1, p, p + 1, p/2 + p/4} {
+			for _, b := range [][]byte{[]byte("x,"), make([]byte, 2, 64)} {
+				got, want := string(appendInt64(b, n)[2:]), strconv.FormatInt(n, 10)
+				if got != want {
+					t.Errorf("appendInt64(%d) = %q, want %q", n, got, want)
+				}
+			}
+		}
+	}
 }
 
 // FuzzAppendInt64 checks appendInt64 against strconv.AppendInt for any number.

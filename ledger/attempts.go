@@ -25,7 +25,9 @@ type Attempt struct {
 	Status int
 	// ErrorType is the failure's type ("" for an attempt that answered).
 	ErrorType string
-	// Duration is the attempt's time, from its start to its end.
+	// Duration is the attempt's time, from its start to its end. The proxy times it from
+	// the sending of its upstream request (the request body's encoding before it is left
+	// out), and an attempt that failed before it was sent has 0.
 	Duration time.Duration
 	// Continued is set for an attempt that continued a stream another one broke.
 	Continued bool

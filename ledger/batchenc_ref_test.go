@@ -181,6 +181,16 @@ func encoderCases() map[string][]Record {
 		"gateway":       gatewayRun(maxBatchRecords, at),
 		"empty records": {{Time: at}, {Time: at}, {Time: at.Add(time.Second)}},
 	}
+	// Segments cut off with a record's defaults at the end, then repeated by a record
+	// with more after them: encoded again, not copied from the bytes the next record's
+	// took (the encoder writes into the batch's records themselves).
+	cut := Record{Time: at, RequestID: "r", Key: "k", Model: "m"} // the route's status and flags cut
+	cutCounts := Record{Time: at, Key: "k", Model: "m", Status: 200, CachedReadTokens: 1}
+	cases["cut segments"] = []Record{cut, cut, func() Record { r := cut; r.PromptTokens = 5; return r }(), cut,
+		func() Record { r := cut; r.Attempts = []Attempt{{Backend: "b", Status: 200}}; return r }(),
+		cutCounts, cutCounts, func() Record { r := cutCounts; r.AttemptsOmitted = 2; return r }(),
+		func() Record { r := cutCounts; r.Attempts = []Attempt{{Backend: "b", Status: 200}}; return r }(),
+		func() Record { r := cutCounts; r.ToolsOmitted = 1; return r }(), func() Record { r := cutCounts; r.Completion = "c"; return r }()}
 	// One field changed a record at a time: each segment copied and not.
 	run := gatewayRun(40, at)
 	changes := []func(r *Record){

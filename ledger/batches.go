@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,8 +197,8 @@ type batchEncoder struct {
 		s string
 		i int
 	}
-	// bufs are the bytes of the record being encoded (bufs[cur]) and of the one before
-	// (appendRecord).
+	// bufs are the segments of the record being encoded (bufs[cur]) and of the one
+	// before (appendRecord), in recs.
 	bufs [2]recBuf
 	cur  int
 }
@@ -258,10 +259,11 @@ func (e *batchEncoder) reset() {
 	clear(e.last[:])
 }
 
-// A record's fields after its time are encoded into the encoder's buffer of the record
-// (recBuf) whole, its defaults at the end not yet left out, in segments. A segment whose
+// A record's fields after its time are encoded into the batch's records (recs) whole,
+// its defaults at the end then cut off, in segments (recBuf). A segment whose
 // fields hold the values of the record encoded before it in the batch (prev) is copied
-// from that record's bytes, not encoded again: the same values write the same bytes
+// from that record's bytes, not encoded again, when they were kept (not cut off with its
+// defaults at the end: recBuf.holds): the same values write the same bytes
 // within a batch (a text's place in the dictionary does not change once given, and a
 // text the full dictionary left out stays out). A gateway's records come in runs of one
 // key, team, model and route, with the same status and flags, so most of a
@@ -272,20 +274,25 @@ func (e *batchEncoder) reset() {
 // its texts and status, and after its duration its flag and token counts. The counts
 // and the rest most often all hold their defaults: then their text is a constant's.
 
-// span is a run of a record buffer's bytes: [off, off+n); end is the length of its
+// span is a run of the batch's records' bytes: [off, off+n); end is the length of its
 // prefix up to its last field that holds no default (0: all defaults).
 type span struct{ off, n, end int }
 
-// recBuf is a record's bytes after its time, as encoded whole, and the spans of its
-// segments.
+// recBuf is where a record's segments were encoded in the batch's records, and how much
+// of them was kept.
 type recBuf struct {
-	b                   []byte
 	route, counts, rest span
 	// head and tail are an attempt's bytes before and after its duration, natt the
 	// attempts they hold.
 	head, tail [MaxAttempts]span
 	natt       int
+	// keep is the end of the record's bytes kept (its defaults at the end cut off):
+	// the bytes after it are the next record's.
+	keep int
 }
+
+// holds reports whether p's bytes are among the record's kept ones.
+func (rb *recBuf) holds(p span) bool { return p.off+p.n <= rb.keep }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
 // their defaults left out; at is r's time as stored (microseconds after the batch's
@@ -294,13 +301,13 @@ type recBuf struct {
 func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at int64) []byte {
 	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
 	e.cur++
-	c := appendJSONText(append(cur.b[:0], ','), r.RequestID)
-	end := 0
-	if r.RequestID != "" {
+	c := appendInt64(append(b, '['), at)
+	end := len(c)
+	if c = appendJSONText(append(c, ','), r.RequestID); r.RequestID != "" {
 		end = len(c)
 	}
-	if route {
-		c = copySpan(c, &cur.route, old.b, old.route)
+	if route && old.holds(old.route) {
+		c = copySpan(c, &cur.route, old.route)
 	} else {
 		c = e.appendFields(c, &cur.route, r, 2, 11)
 	}
@@ -343,8 +350,8 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at in
 	if defaultCounts(r) {
 		cur.counts = span{len(c), len(defaultCountsText), 0}
 		c = append(c, defaultCountsText...)
-	} else if prev != nil && sameCounts(r, prev) {
-		c = copySpan(c, &cur.counts, old.b, old.counts)
+	} else if prev != nil && sameCounts(r, prev) && old.holds(old.counts) {
+		c = copySpan(c, &cur.counts, old.counts)
 	} else {
 		c = e.appendFields(c, &cur.counts, r, 18, 26)
 	}
@@ -357,23 +364,23 @@ func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at in
 	if defaultRest(r) {
 		cur.rest = span{len(c), len(defaultRestText), 0}
 		c = append(c, defaultRestText...)
-	} else if prev != nil && sameRest(r, prev) {
-		c = copySpan(c, &cur.rest, old.b, old.rest)
+	} else if prev != nil && sameRest(r, prev) && old.holds(old.rest) {
+		c = copySpan(c, &cur.rest, old.rest)
 	} else {
 		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
 	}
 	if cur.rest.end > 0 {
 		end = cur.rest.off + cur.rest.end
 	}
-	cur.b = c
-	b = appendInt64(append(b, '['), at)
-	return append(append(b, c[:end]...), ']')
+	cur.keep = end
+	return append(c[:end], ']')
 }
 
-// copySpan appends from's bytes of p to c, and sets *to to where they are in c.
-func copySpan(c []byte, to *span, from []byte, p span) []byte {
+// copySpan appends c's bytes of p (a record's before) to c, and sets *to to where they
+// are in c.
+func copySpan(c []byte, to *span, p span) []byte {
 	*to = span{len(c), p.n, p.end}
-	return append(c, from[p.off:p.off+p.n]...)
+	return append(c, c[p.off:p.off+p.n]...)
 }
 
 // appendFields appends the fields [f, to) of r (batchFields' places) and sets *s to
@@ -398,8 +405,9 @@ func sameAttempt(a, b *Attempt) bool {
 }
 
 // sameText is a == b, without the call comparing their bytes when both are empty (the
-// texts most records leave empty).
-func sameText(a, b string) bool { return len(a) == len(b) && (len(a) == 0 || a == b) }
+// texts most records leave empty) or both are the same memory (a configured name, which
+// every record of its route holds: jsonx.Equal).
+func sameText(a, b string) bool { return jsonx.Equal(a, b) }
 
 // sameRoute reports whether r's fields key_name to status hold prev's values.
 func sameRoute(r, prev *Record) bool {
@@ -518,14 +526,14 @@ func appendOpt(b []byte, s string) []byte {
 // after batchFields').
 var attemptTexts = [...]int{0, 1, 2, 4}
 
-// appendAttemptsField appends r's attempts field, after a comma, into cur's bytes c.
+// appendAttemptsField appends r's attempts field, after a comma, to c (the batch's records).
 // Attempts are stored as in their stored form in a batch: an array of arrays [backend,
 // deployment, model, status, error_type, duration_ms, continued (0 or 1),
 // prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
 // reader turns them back into appendAttempts' JSON objects, decodeAttempts: the form
 // the version 7 column held; the rows the migration made keep that form as it was). An
 // attempt's parts before and after its duration are copied from prev's attempt of the
-// same place (in old's bytes) when they hold its values.
+// same place (earlier in c) when they hold its values and were kept (old.holds).
 func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) []byte {
 	c = append(c, ',')
 	as := r.Attempts
@@ -540,16 +548,16 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 	if prev != nil {
 		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
 	}
-	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) {
+	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) && old.holds(old.tail[0]) { // its head is before
 		// One attempt, as the record before's but for its duration: a proxied
 		// request's, most often.
 		h, t := old.head[0], old.tail[0]
 		c = append(c, '[', '[')
 		cur.head[0].off = len(c)
-		c = append(c, old.b[h.off:h.off+h.n]...)
+		c = append(c, c[h.off:h.off+h.n]...)
 		c = appendInt64(append(c, ','), as[0].Duration.Milliseconds())
 		cur.head[0].n, cur.tail[0] = h.n, span{off: len(c), n: t.n}
-		c = append(c, old.b[t.off:t.off+t.n]...)
+		c = append(c, c[t.off:t.off+t.n]...)
 		return append(c, ']', ']')
 	}
 	const f = len(batchFields) // the attempts' texts' last texts
@@ -562,9 +570,10 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		c = append(c, '[')
 		h := len(c)
 		if i < len(pa) && a.Status == pa[i].Status && sameText(a.Backend, pa[i].Backend) &&
-			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) {
+			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) &&
+			old.holds(old.head[i]) {
 			p := old.head[i]
-			c = append(c, old.b[p.off:p.off+p.n]...)
+			c = append(c, c[p.off:p.off+p.n]...)
 		} else {
 			c = e.appendDict(c, f, a.Backend)
 			c = e.appendDict(append(c, ','), f+1, a.Deployment)
@@ -576,9 +585,9 @@ func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *
 		c = appendInt64(append(c, ','), a.Duration.Milliseconds())
 		t := len(c)
 		if i < len(pa) && a.Continued == pa[i].Continued && a.PromptTokens == pa[i].PromptTokens &&
-			a.CompletionTokens == pa[i].CompletionTokens {
+			a.CompletionTokens == pa[i].CompletionTokens && old.holds(old.tail[i]) {
 			p := old.tail[i]
-			c = append(c, old.b[p.off:p.off+p.n]...)
+			c = append(c, c[p.off:p.off+p.n]...)
 		} else {
 			c = appendFlag(append(c, ','), a.Continued)
 			c = appendInt64(append(c, ','), a.PromptTokens)
@@ -722,7 +731,9 @@ func appendInt64(b []byte, n int64) []byte {
 }
 
 // appendInt64Slow is appendInt64 of n ≥ 10 or negative: two digits at a time from a
-// table (one division by 100 for each), strconv's below 0 and from 10^16 on.
+// table (one division by 100 for each), strconv's below 0 and from 10^16 on. The digits
+// are written in place, from the last, into b grown by their count (one comparison
+// with a power of ten finds it), not into a buffer of their own copied after.
 func appendInt64Slow(b []byte, n int64) []byte {
 	switch {
 	case uint64(n) < 100:
@@ -734,24 +745,34 @@ func appendInt64Slow(b []byte, n int64) []byte {
 	case uint64(n) >= 1e16:
 		return strconv.AppendInt(b, n, 10)
 	}
-	var buf [16]byte
-	i, u := len(buf), uint64(n)
+	u := uint64(n)
+	// k digits: bits.Len64(u)*1233>>12 is ⌊log10(2^len)⌋, which is u's digits less one
+	// or its digits.
+	k := bits.Len64(u) * 1233 >> 12
+	if u >= pow10[k] {
+		k++
+	}
+	b = slices.Grow(b, k)
+	i := len(b) + k
+	b = b[:i]
 	for u >= 100 {
 		q := u / 100
 		d := 2 * (u - 100*q)
 		i -= 2
-		buf[i], buf[i+1] = digitPairs[d], digitPairs[d+1]
+		b[i], b[i+1] = digitPairs[d], digitPairs[d+1]
 		u = q
 	}
 	if u >= 10 {
-		i -= 2
-		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+		b[i-2], b[i-1] = digitPairs[2*u], digitPairs[2*u+1]
 	} else {
-		i--
-		buf[i] = byte('0' + u)
+		b[i-1] = byte('0' + u)
 	}
-	return append(b, buf[i:]...)
+	return b
 }
+
+// pow10 are the powers of ten 10^0 to 10^16 (appendInt64Slow's k is at most 16: u <
+// 10^16 has at most 54 bits).
+var pow10 = [17]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16}
 
 // digitPairs are the numbers 00 to 99, two digits each.
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
@@ -783,7 +804,13 @@ func appendReal(b []byte, f float64) []byte {
 // Its prefix with nothing to escape (all of a request or trace id, most often) is found
 // eight bytes at a time (plainText) and copied whole.
 func appendJSONText(b []byte, s string) []byte {
-	return appendJSONTextFrom(b, s, plainText(s))
+	if p := plainText(s); p < len(s) {
+		return appendJSONTextFrom(b, s, p)
+	}
+	// All plain (an id): quoted here, without appendJSONTextFrom's loop and frame.
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // plainText is the length of s's prefix without a byte appendJSONText escapes ('"', '\',

@@ -46,8 +46,10 @@ type sqliteWriter struct {
 	// with copy), its length the buffer's size.
 	cbuf uintptr
 	cmem []byte
-	// texts are a statement's texts, gathered while its other values are bound; spans
-	// their places in texts and their parameters.
+	// texts are a statement's texts, gathered while its other values are bound, in the
+	// C buffer itself (cmem[:0], appended to) while they fit, else in Go memory append
+	// moved them to (exec then grows the buffer and copies them); spans their places in
+	// texts and their parameters.
 	texts []byte
 	spans []textSpan
 	// st is the statement being bound, rc the first error its binds returned.
@@ -255,7 +257,7 @@ func (w *sqliteWriter) stmt(key stmtKey) error {
 		w.prep[key] = st
 	}
 	w.st, w.rc = st, sqlite3.SQLITE_OK
-	w.texts, w.spans = w.texts[:0], w.spans[:0]
+	w.texts, w.spans = w.cmem[:0], w.spans[:0]
 	return nil
 }
 
@@ -309,14 +311,17 @@ func (w *sqliteWriter) strFrom(i int32, appendFn func([]byte) []byte) {
 	w.spans = append(w.spans, textSpan{i: i, off: off, n: len(w.texts) - off})
 }
 
-// exec binds the statement's texts from the C buffer and runs it.
+// exec binds the statement's texts from the C buffer and runs it. Texts gathered in the
+// buffer (they fitted) are bound where they are; others are copied into it, grown.
 func (w *sqliteWriter) exec(what string) error {
-	if len(w.texts) > len(w.cmem) {
-		if err := w.grow(len(w.texts)); err != nil {
-			return err
+	if n := len(w.texts); n > 0 && (len(w.cmem) == 0 || &w.texts[0] != &w.cmem[0]) {
+		if n > len(w.cmem) {
+			if err := w.grow(n); err != nil {
+				return err
+			}
 		}
+		copy(w.cmem, w.texts)
 	}
-	copy(w.cmem, w.texts)
 	for _, s := range w.spans {
 		// A text of length 0 is bound from the buffer's start: '' (not NULL).
 		if rc := sqlite3.Xsqlite3_bind_text(w.tls, w.st, s.i, w.cbuf+uintptr(s.off), int32(s.n), sqlite3.SQLITE_STATIC); rc != sqlite3.SQLITE_OK && w.rc == sqlite3.SQLITE_OK {
@@ -349,7 +354,7 @@ func (w *sqliteWriter) grow(n int) error {
 	if w.cbuf != 0 {
 		libc.Xfree(w.tls, w.cbuf)
 	}
-	w.cbuf, w.cmem = p, libc.GoBytes(p, size)
+	w.cbuf, w.cmem = p, libc.GoBytes(p, size)[:size:size] // appends past size move to Go memory
 	return nil
 }
 
@@ -374,7 +379,8 @@ func (w *sqliteWriter) release() {
 		libc.Xfree(w.tls, w.cbuf)
 	}
 	w.tls.Close()
-	*w = sqliteWriter{path: w.path, texts: w.texts[:0], spans: w.spans[:0], enc: w.enc, times: w.times[:0], same: w.same[:0]}
+	// texts may be the freed buffer's memory: not kept.
+	*w = sqliteWriter{path: w.path, spans: w.spans[:0], enc: w.enc, times: w.times[:0], same: w.same[:0]}
 }
 
 // insertRecords writes recs as batch rows of at most maxBatchRecords records

@@ -123,6 +123,11 @@ type modelCall struct {
 	pin                string
 	firstAt, headersAt time.Time
 	timeFirst          bool
+	// sentAt is when the running attempt's upstream request was sent (send's clock
+	// reading, the start of its wait for headers); zero until then. An attempt's
+	// duration for the ledger runs from it (tracedAttempt), with no clock reading of its
+	// own at the attempt's start.
+	sentAt time.Time
 	// continuedFrom is the route whose stream broke, once a continuation finished the
 	// answer on c.at (continuation.go); nil when none did.
 	continuedFrom *route
@@ -433,7 +438,7 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	}
 	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
 	c.body.Release()
-	c.accepted = err == nil
+	c.accepted, c.sentAt = err == nil, start
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
@@ -517,10 +522,19 @@ func tokenCounts(u translate.Usage) metrics.TokenCounts {
 // client span.
 func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, try func(context.Context, *route) error) (err error) {
 	c.tries = attempt + 1
-	if c.noteAttempts { // two clock readings a request spared without a ledger
-		start := time.Now()
+	if c.noteAttempts { // a clock reading an attempt spared without a ledger
+		// The attempt is timed from its request's sending (send's clock reading: its
+		// body's encoding before it, microseconds, is left out), to spare a reading here;
+		// one that failed before it was sent took no upstream time (0).
+		c.sentAt = time.Time{}
 		// After counted: the meter holds the attempt's charge (countUsage).
-		defer func() { c.tried.note(r, err, time.Since(start), c.resume.active, &c.meter.last) }()
+		defer func() {
+			var took time.Duration
+			if !c.sentAt.IsZero() {
+				took = time.Since(c.sentAt)
+			}
+			c.tried.note(r, err, took, c.resume.active, &c.meter.last)
+		}()
 	}
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)
