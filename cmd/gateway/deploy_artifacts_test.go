@@ -1,4 +1,4 @@
-package deploy
+package main
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	dashboardPath = "grafana/agate.json"
-	rulesPath     = "prometheus/alerts.yaml"
+	dashboardPath = "../../deploy/grafana/agate.json"
+	rulesPath     = "../../deploy/prometheus/alerts.yaml"
 )
 
 // dashboard is the part of a Grafana dashboard JSON model the tests read.
