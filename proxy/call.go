@@ -34,6 +34,9 @@ type modelCall struct {
 	// request is then written), and a non-streamed answer's body while it is decoded, lent
 	// from the Server's pool of body buffers.
 	body upstream.Buffer
+	// bodySize is the size the upstream request body is expected to reach (serve: a little
+	// over the client's body), for its buffer (upstream.Buffer.TakeFor).
+	bodySize int
 	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
@@ -241,7 +244,7 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 	encode func(dst []byte, opts *translate.Options) ([]byte, error),
 	consume func(*upstream.Exchange, *translate.Options) error) error {
 	opts := c.options(r, stream)
-	body, err := encode(c.body.Take(), opts)
+	body, err := encode(c.body.TakeFor(c.bodySize), opts)
 	c.body.Hold(body)
 	if err != nil {
 		return err
