@@ -249,7 +249,17 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 	if err != nil {
 		return err
 	}
-	x, err := c.send(ctx, r, opts)
+	x, err := c.send(ctx, r, opts, false)
+	if upstream.Resend(err) {
+		// The body, given back once written, went to a connection the upstream had
+		// closed: built again and sent at once on a fresh one (SendBuffer).
+		body, err = encode(c.body.TakeFor(c.bodySize), opts)
+		c.body.Hold(body)
+		if err != nil {
+			return err
+		}
+		x, err = c.send(ctx, r, opts, true)
+	}
 	if err != nil {
 		return err
 	}
@@ -420,8 +430,9 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 	return err
 }
 
-// send posts c.body to the route's upstream and times the wait for response headers.
-func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*upstream.Exchange, error) {
+// send posts c.body to the route's upstream and times the wait for response headers;
+// again is set for the second send of a body upstream.Resend asked for.
+func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options, again bool) (*upstream.Exchange, error) {
 	b := r.backend
 	start := time.Now()
 	headers := append(c.hdrs[:0], c.upstreamHeaders(b)...)
@@ -434,12 +445,15 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	} else {
 		path = b.provider.Path(r.upstreamModel, opts.Stream)
 	}
-	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
+	x, err := b.client.SendBuffer(ctx, c.deadline, path, headers, &c.body, again, opts.Stream, &c.x)
 	c.body.Release()
 	c.accepted = err == nil
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
+	if upstream.Resend(err) {
+		return nil, err // one attempt with the next send, as SendBy's own second send is
+	}
 	observe(ctx, c.tracer, r.upstreamSeries(c.metrics).Of(upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
