@@ -34,6 +34,9 @@ type modelCall struct {
 	// request is then written), and a non-streamed answer's body while it is decoded, lent
 	// from the Server's pool of body buffers.
 	body upstream.Buffer
+	// bodySize is the size the upstream request body is expected to reach (serve: a little
+	// over the client's body), for its buffer (upstream.Buffer.TakeFor).
+	bodySize int
 	// reads holds the read buffers of upstream streams (upstream.Pump); nil means none.
 	reads *sync.Pool
 	// sent is set once any event reached the emit callback: from then on a failure cannot
@@ -246,12 +249,22 @@ func (c *modelCall) roundTrip(ctx context.Context, r *route, stream bool,
 	encode func(dst []byte, opts *translate.Options) ([]byte, error),
 	consume func(*upstream.Exchange, *translate.Options) error) error {
 	opts := c.options(r, stream)
-	body, err := encode(c.body.Take(), opts)
+	body, err := encode(c.body.TakeFor(c.bodySize), opts)
 	c.body.Hold(body)
 	if err != nil {
 		return err
 	}
-	x, err := c.send(ctx, r, opts)
+	x, err := c.send(ctx, r, opts, false)
+	if upstream.Resend(err) {
+		// The body, given back once written, went to a connection the upstream had
+		// closed: built again and sent at once on a fresh one (SendBuffer).
+		body, err = encode(c.body.TakeFor(c.bodySize), opts)
+		c.body.Hold(body)
+		if err != nil {
+			return err
+		}
+		x, err = c.send(ctx, r, opts, true)
+	}
 	if err != nil {
 		return err
 	}
@@ -422,8 +435,9 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 	return err
 }
 
-// send posts c.body to the route's upstream and times the wait for response headers.
-func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options) (*upstream.Exchange, error) {
+// send posts c.body to the route's upstream and times the wait for response headers;
+// again is set for the second send of a body upstream.Resend asked for.
+func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options, again bool) (*upstream.Exchange, error) {
 	b := r.backend
 	start := time.Now()
 	headers := append(c.hdrs[:0], c.upstreamHeaders(b)...)
@@ -436,12 +450,15 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options)
 	} else {
 		path = b.provider.Path(r.upstreamModel, opts.Stream)
 	}
-	x, err := b.client.SendBy(ctx, c.deadline, path, headers, c.body.Bytes(), opts.Stream, &c.x)
+	x, err := b.client.SendBuffer(ctx, c.deadline, path, headers, &c.body, again, opts.Stream, &c.x)
 	c.body.Release()
 	c.accepted, c.sentAt = err == nil, start
 	c.headersAt = time.Now()
 	took := c.headersAt.Sub(start)
 	c.upstreamTime += took
+	if upstream.Resend(err) {
+		return nil, err // one attempt with the next send, as SendBy's own second send is
+	}
 	observe(ctx, c.tracer, r.upstreamSeries(c.metrics).Of(upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
 		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))

@@ -279,16 +279,25 @@ func (c *requestRun) chatParseMemory() (*openaichat.Scratch, *openaichat.Stage) 
 	return sc, st
 }
 
-// keepStage gives back st once the parse is over: kept by the run, reset, when the run
-// will be recycled (a request that does not stream: serve), else to the pool.
-func (c *requestRun) keepStage(st *openaichat.Stage, stream bool) {
-	if stream {
+// keepStage gives back st once the parse of a body of size bytes is over: kept by the
+// run, reset, when the run will be recycled (a request that does not stream: serve) and
+// the body was at most maxSpareStageBody, else to the pool.
+func (c *requestRun) keepStage(st *openaichat.Stage, stream bool, size int) {
+	if stream || size > maxSpareStageBody {
 		c.s.stages.put(st)
 		return
 	}
 	st.Reset()
 	c.spare.stage = st
 }
+
+// maxSpareStageBody is the largest request body whose parse's Stage a run keeps as its
+// spare (keepStage). A run holds its spare through the whole request, while it waits on the
+// upstream, so spares cost a Stage a request in flight where the pool costs one a parse
+// running at once; a Stage staged as many messages as its body held (scenario d's 100 KB
+// history, ~380: ~100 KB of staging arrays), so a large body's goes back to the pool,
+// and a small one's is kept, a pool's get and put spared.
+const maxSpareStageBody = 16 << 10
 
 // releaseScratch gives the memory c.req was parsed into, and the Assembler of a chat
 // answer, back for another request: only once the run is over, when nothing reads c.req

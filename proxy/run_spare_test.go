@@ -4,7 +4,8 @@ import "testing"
 
 // TestRequestRun_SpareParseMemory: a run that will be recycled keeps the chat parse's
 // Scratch and Stage for its next request, through Reset, and hands them out once; a
-// stream's Stage, whose run goes to the GC, is not kept.
+// stream's Stage, whose run goes to the GC, is not kept, nor the Stage of a body over
+// maxSpareStageBody (it staged as many messages as the body held).
 func TestRequestRun_SpareParseMemory(t *testing.T) {
 	s := &Server{}
 	c := &requestRun{s: s}
@@ -12,7 +13,7 @@ func TestRequestRun_SpareParseMemory(t *testing.T) {
 	if sc == nil || st == nil {
 		t.Fatal("no parse memory")
 	}
-	c.keepStage(st, false)
+	c.keepStage(st, false, maxSpareStageBody)
 	c.scratch = sc
 	c.keepScratch()
 	if c.scratch != nil || c.spare.scratch != sc || c.spare.stage != st {
@@ -27,9 +28,13 @@ func TestRequestRun_SpareParseMemory(t *testing.T) {
 	if c.spare.scratch != nil || c.spare.stage != nil {
 		t.Fatal("the spares were handed out and kept")
 	}
-	c.keepStage(st2, true) // a stream's
+	c.keepStage(st2, true, 100) // a stream's
 	if c.spare.stage != nil {
 		t.Fatal("a stream's run kept its Stage")
+	}
+	c.keepStage(s.stages.get(), false, maxSpareStageBody+1)
+	if c.spare.stage != nil {
+		t.Fatal("a run kept the Stage of a body over maxSpareStageBody")
 	}
 	c.keepChatScratch(sc2)
 	other, _ := (&requestRun{s: s}).chatParseMemory()

@@ -234,7 +234,70 @@ func (c *Client) Send(ctx context.Context, path string, headers []translate.Head
 // comes before the backend's own timeouts would (a request's deadline: see Deadline).
 // Running out of it is a TimedOut 504 as well.
 func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, headers []translate.Header, body []byte, stream bool, x *Exchange) (*Exchange, error) {
+	return c.send(ctx, deadline, path, headers, body, nil, false, stream, x)
+}
+
+// SendBuffer is SendBy for the body buf lends (buf.Bytes()). A body over MaxSpareBody,
+// when c signs nothing, is given back (buf.Release) as soon as it is written, not when the
+// response head comes: the wait for the upstream's answer is most of a request's life, and
+// 32 concurrent 100 KB requests held 32 such buffers through it. SendBy's immediate second
+// send on a fresh connection, when a pooled one the upstream had closed fails before any
+// answer, then needs the body again: that failure is returned as an error Resend reports,
+// for the caller to build the body and call SendBuffer once more, with again set (a
+// failure of that send is returned as SendBy returns it).
+func (c *Client) SendBuffer(ctx context.Context, deadline time.Time, path string, headers []translate.Header, buf *Buffer, again, stream bool, x *Exchange) (*Exchange, error) {
+	return c.send(ctx, deadline, path, headers, buf.Bytes(), buf, again, stream, x)
+}
+
+// errResend is the error SendBuffer returns for a body given back once written whose
+// connection turned out to be closed before any answer.
+var errResend = errors.New("the upstream closed a pooled connection before answering; the body, given back once written, is to be sent again")
+
+// Resend reports whether err is SendBuffer's call to send the body again at once.
+func Resend(err error) bool { return errors.Is(err, errResend) }
+
+// writtenBody is a body SendBuffer gives back (Buffer.Release) once fasthttp has written
+// it: fasthttp closes a request's body stream after writing it, or failing to.
+type writtenBody struct {
+	b      []byte
+	buf    *Buffer
+	closed bool
+}
+
+func (w *writtenBody) Read(p []byte) (int, error) {
+	if len(w.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.b)
+	w.b = w.b[n:]
+	return n, nil
+}
+
+// WriteTo writes the body in one call (fasthttp's copy prefers it to Read): a bufio.Writer
+// writes a large one straight to the connection and copies the rest, so nothing refers to
+// the body once it returns.
+func (w *writtenBody) WriteTo(dst io.Writer) (int64, error) {
+	n, err := dst.Write(w.b)
+	w.b = w.b[n:]
+	return int64(n), err
+}
+
+func (w *writtenBody) Close() error {
+	if !w.closed {
+		w.closed = true
+		w.b = nil
+		w.buf.Release()
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, deadline time.Time, path string, headers []translate.Header, body []byte, buf *Buffer, again, stream bool, x *Exchange) (*Exchange, error) {
 	req, plain := c.plainRequest(path, headers, body)
+	var written *writtenBody
+	if buf != nil && c.signer == nil && len(body) > MaxSpareBody {
+		written = &writtenBody{b: body, buf: buf}
+		req.SetBodyStream(written, len(body))
+	}
 	sent := false
 	defer func() { c.releaseRequest(req, plain, sent) }()
 	if err := ctx.Err(); err != nil {
@@ -261,8 +324,14 @@ func (c *Client) SendBy(ctx context.Context, deadline time.Time, path string, he
 		// A pooled keep-alive connection the upstream closed while idle fails before any
 		// response byte; that one case is retried on a fresh connection at once. Every
 		// other failure is left to the caller's retries, which back off.
-		resp.Reset()
-		err = do()
+		switch {
+		case written == nil || !written.closed:
+			resp.Reset()
+			err = do()
+		case !again: // the body was given back: the caller sends it again (SendBuffer)
+			fasthttp.ReleaseResponse(resp)
+			return nil, errResend
+		}
 	}
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)

@@ -1,14 +1,19 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -268,5 +273,87 @@ func TestClient_MaxResponseBytes(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestClient_SendBufferResend: a request whose connection the upstream closes after
+// reading it, before any answer, is sent again at once: a small body by the client
+// itself; a body over MaxSpareBody, given back to its Buffer once written, by the caller,
+// which Resend tells to (and a second failure of that send is the transport error).
+func TestClient_SendBufferResend(t *testing.T) {
+	tests := []struct {
+		name       string
+		size       int
+		again      bool
+		wantResend bool
+		wantErr    bool
+	}{
+		{name: "small", size: 100},
+		{name: "large", size: MaxSpareBody + 1, wantResend: true},
+		{name: "large, sent again", size: MaxSpareBody + 1, again: true, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var got []int // the bodies' sizes the upstream read, in order
+			var mu sync.Mutex
+			go func() {
+				for n := 0; ; n++ {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					req, err := http.ReadRequest(bufio.NewReader(conn))
+					if err == nil {
+						b, _ := io.ReadAll(req.Body)
+						mu.Lock()
+						got = append(got, len(b))
+						mu.Unlock()
+						if n > 0 { // the first is closed unanswered
+							io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+						}
+					}
+					conn.Close()
+				}
+			}()
+			timeouts := Timeouts{Connect: 5 * time.Second, Header: 5 * time.Second, StreamIdle: 5 * time.Second, PoolWait: 5 * time.Second}
+			c, err := New(Backend{Name: "up", BaseURL: "http://" + ln.Addr().String(), MaxConns: 2, Timeouts: timeouts}, openai.New())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := &sync.Pool{}
+			buf := Buffer{Pool: pool}
+			buf.Hold(append(buf.Take(), bytes.Repeat([]byte{'a'}, tt.size)...))
+			x, err := c.SendBuffer(context.Background(), time.Time{}, "/ok", nil, &buf, tt.again, false, new(Exchange))
+			if Resend(err) != tt.wantResend {
+				t.Fatalf("SendBuffer: %v, want Resend %v", err, tt.wantResend)
+			}
+			if tt.wantResend {
+				if buf.Bytes() != nil {
+					t.Fatal("a body over MaxSpareBody was not given back once written")
+				}
+				buf.Hold(append(buf.Take(), bytes.Repeat([]byte{'b'}, tt.size)...))
+				x, err = c.SendBuffer(context.Background(), time.Time{}, "/ok", nil, &buf, true, false, new(Exchange))
+			}
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tt.wantErr)
+			}
+			if err == nil {
+				x.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := []int{tt.size, tt.size}
+			if tt.wantErr {
+				want = want[:1]
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("the upstream read bodies of %v bytes, want %v", got, want)
+			}
+		})
 	}
 }

@@ -29,6 +29,8 @@
 # bench's product-responses (claude-bench, translated), product-responses-oai
 # (resp-bench, passthrough), product-messages (claude-bench, passthrough) and
 # product-messages-oai (oai-bench, translated) rows.
+# LARGE_KB=N sends scenario d's request of about N KB instead of the small one (the load
+# client's -large-kb, as census.sh's); with SAMPLE=1, d's peak under load.
 set -euo pipefail
 gw=${1:?GATEWAY} led=${2:?off|sqlite} conc=${3:?CONC} n=${4:?N}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,6 +40,7 @@ census_start
 model=${MODEL:-claude-bench} lflags=()
 [ -n "${STREAM:-}" ] && lflags=(-stream)
 lflags+=(-api "${API:-chat}")
+[ -n "${LARGE_KB:-}" ] && lflags+=(-large-kb "$LARGE_KB")
 envs=(GODEBUG=gctrace=1)
 [ "$led" = sqlite ] && envs+=(GATEWAY_LEDGER__TYPE=sqlite "GATEWAY_LEDGER__PATH=$d/ledger.db")
 # shellcheck disable=SC2206
