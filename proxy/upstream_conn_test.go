@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,24 +145,30 @@ func newRawUpstream(t *testing.T, answer func(n int, w io.Writer) (closeConn boo
 
 // TestUpstream_IdleConnectionClosedIsRetried: a pooled keep-alive connection that the
 // upstream closed while it sat idle fails before any answer; the request is sent again
-// on a fresh connection at once, with the backend's own retries off.
+// on a fresh connection at once, with the backend's own retries off. A small body is
+// written whole into the closed connection and its read finds the end; a large one
+// (over the socket's buffers) fails in its write, as a reset or a broken pipe.
 func TestUpstream_IdleConnectionClosedIsRetried(t *testing.T) {
-	body := completionJSON("up-model", "hello")
-	up := newRawUpstream(t, func(_ int, w io.Writer) bool {
-		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		return true // closed without saying so: the gateway keeps it in its pool
-	})
-	g := startGateway(t, streamConfig, map[string]string{"UP": up.url})
-	client := g.client("")
-	for i := range 3 {
-		r, err := client.Chat.Completions.New(context.Background(), userParams("gpt", "hi"))
-		if err != nil || r.Choices[0].Message.Content != "hello" {
-			t.Fatalf("request %d: %v", i+1, err)
-		}
-		time.Sleep(20 * time.Millisecond) // the upstream's close reaches the pooled connection
-	}
-	if n := up.requests.Load(); n != 3 {
-		t.Errorf("the upstream answered %d requests, want 3", n)
+	for _, size := range []int{2, 40 << 10, 400 << 10} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			body := completionJSON("up-model", "hello")
+			up := newRawUpstream(t, func(_ int, w io.Writer) bool {
+				fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				return true // closed without saying so: the gateway keeps it in its pool
+			})
+			g := startGateway(t, streamConfig, map[string]string{"UP": up.url})
+			client := g.client("")
+			for i := range 3 {
+				r, err := client.Chat.Completions.New(context.Background(), userParams("gpt", strings.Repeat("h", size)))
+				if err != nil || r.Choices[0].Message.Content != "hello" {
+					t.Fatalf("request %d: %v", i+1, err)
+				}
+				time.Sleep(20 * time.Millisecond) // the upstream's close reaches the pooled connection
+			}
+			if n := up.requests.Load(); n != 3 {
+				t.Errorf("the upstream answered %d requests, want 3", n)
+			}
+		})
 	}
 }
 

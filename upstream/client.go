@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -385,9 +386,13 @@ func (c *Client) sign(ctx context.Context, req *fasthttp.Request) error {
 
 // beforeAnswer reports whether a failed exchange failed before the upstream answered: the
 // connection ended (fasthttp reports an end at the first byte as ErrConnectionClosed or
-// io.EOF) and no response head announcing a body was read. A body read whole and cut at a
-// chunk boundary also ends in io.EOF; its head was read, and the upstream may have done
-// the work, so it is not sent again.
+// io.EOF; a body larger than the socket's buffers, written into a connection the upstream
+// had closed, fails in its write with a reset or a broken pipe) and no response head
+// announcing a body was read. A body read whole and cut at a chunk boundary also ends in
+// io.EOF; its head was read, and the upstream may have done the work, so it is not sent
+// again.
 func beforeAnswer(err error, resp *fasthttp.Response) bool {
-	return (errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF)) && resp.Header.ContentLength() == 0
+	ended := errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return ended && resp.Header.ContentLength() == 0
 }

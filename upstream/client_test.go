@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -353,6 +355,42 @@ func TestClient_SendBufferResend(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("the upstream read bodies of %v bytes, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestBeforeAnswer: which failed exchanges are sent again at once (a connection that ended
+// before the upstream answered) and which are not (any other error, or an answer's head
+// that announced a body).
+func TestBeforeAnswer(t *testing.T) {
+	written := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno)}
+	}
+	withBody := func() *fasthttp.Response {
+		r := &fasthttp.Response{}
+		r.Header.SetContentLength(10)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		resp *fasthttp.Response
+		want bool
+	}{
+		{"closed at the first byte", fasthttp.ErrConnectionClosed, &fasthttp.Response{}, true},
+		{"end of file", io.EOF, &fasthttp.Response{}, true},
+		{"end of file, wrapped", fmt.Errorf("reading: %w", io.EOF), &fasthttp.Response{}, true},
+		{"a large body's write reset", written(syscall.ECONNRESET), &fasthttp.Response{}, true},
+		{"a large body's write into a broken pipe", written(syscall.EPIPE), &fasthttp.Response{}, true},
+		{"end of file after a head with a body", io.EOF, withBody(), false},
+		{"reset after a head with a body", written(syscall.ECONNRESET), withBody(), false},
+		{"timeout", fasthttp.ErrTimeout, &fasthttp.Response{}, false},
+		{"connection refused", written(syscall.ECONNREFUSED), &fasthttp.Response{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := beforeAnswer(tc.err, tc.resp); got != tc.want {
+				t.Errorf("beforeAnswer(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
