@@ -321,11 +321,11 @@ func (p *promServer) queryAt(t *testing.T, q string, at float64) ([]sample, erro
 	}
 }
 
-// mustQuery runs q and returns its samples keyed by the values of the given labels
-// joined with "/" ("" for a single sample without them).
-func (p *promServer) mustQuery(t *testing.T, q string, by ...string) map[string]float64 {
+// mustQueryAt runs q evaluated at Unix time at and returns its samples keyed by the
+// values of the given labels joined with "/" ("" for a single sample without them).
+func (p *promServer) mustQueryAt(t *testing.T, q string, at float64, by ...string) map[string]float64 {
 	t.Helper()
-	samples, err := p.query(t, q)
+	samples, err := p.queryAt(t, q, at)
 	if err != nil {
 		t.Fatalf("query %s: %v", q, err)
 	}
@@ -471,20 +471,20 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 
 	t.Run("figures", func(t *testing.T) {
 		got := map[string]map[string]float64{
-			"requests by code":               prom.mustQuery(t, `sum by (code) (gateway_requests_total)`, "code"),
-			"tokens by type":                 prom.mustQuery(t, `sum by (type) (gateway_tokens_total)`, "type"),
-			"request durations":              prom.mustQuery(t, `sum(gateway_request_duration_seconds_count)`),
-			"request duration +Inf bucket":   prom.mustQuery(t, `sum(gateway_request_duration_seconds_bucket{le="+Inf"})`),
-			"times to first token":           prom.mustQuery(t, `sum(gateway_time_to_first_token_seconds_count)`),
-			"upstream attempts":              prom.mustQuery(t, `sum by (backend, code) (gateway_upstream_duration_seconds_count)`, "backend", "code"),
-			"upstream retries and fallbacks": prom.mustQuery(t, `sum by (backend, reason) (gateway_upstream_retries_total)`, "backend", "reason"),
-			"tool calls":                     prom.mustQuery(t, `sum by (tool, outcome) (gateway_tool_calls_total)`, "tool", "outcome"),
-			"tool durations":                 prom.mustQuery(t, `sum by (tool) (gateway_tool_duration_seconds_count)`, "tool"),
-			"tool cache lookups":             prom.mustQuery(t, `sum by (result) (gateway_tool_cache_total)`, "result"),
-			"tool loops":                     prom.mustQuery(t, `sum(gateway_loop_iterations_count)`),
-			"tool loop iterations":           prom.mustQuery(t, `sum(gateway_loop_iterations_sum)`),
-			"config reloads":                 prom.mustQuery(t, `sum by (result) (gateway_config_reloads_total)`, "result"),
-			"in flight":                      prom.mustQuery(t, `sum(gateway_inflight_requests)`),
+			"requests by code":               prom.mustQueryAt(t, `sum by (code) (gateway_requests_total)`, scraped, "code"),
+			"tokens by type":                 prom.mustQueryAt(t, `sum by (type) (gateway_tokens_total)`, scraped, "type"),
+			"request durations":              prom.mustQueryAt(t, `sum(gateway_request_duration_seconds_count)`, scraped),
+			"request duration +Inf bucket":   prom.mustQueryAt(t, `sum(gateway_request_duration_seconds_bucket{le="+Inf"})`, scraped),
+			"times to first token":           prom.mustQueryAt(t, `sum(gateway_time_to_first_token_seconds_count)`, scraped),
+			"upstream attempts":              prom.mustQueryAt(t, `sum by (backend, code) (gateway_upstream_duration_seconds_count)`, scraped, "backend", "code"),
+			"upstream retries and fallbacks": prom.mustQueryAt(t, `sum by (backend, reason) (gateway_upstream_retries_total)`, scraped, "backend", "reason"),
+			"tool calls":                     prom.mustQueryAt(t, `sum by (tool, outcome) (gateway_tool_calls_total)`, scraped, "tool", "outcome"),
+			"tool durations":                 prom.mustQueryAt(t, `sum by (tool) (gateway_tool_duration_seconds_count)`, scraped, "tool"),
+			"tool cache lookups":             prom.mustQueryAt(t, `sum by (result) (gateway_tool_cache_total)`, scraped, "result"),
+			"tool loops":                     prom.mustQueryAt(t, `sum(gateway_loop_iterations_count)`, scraped),
+			"tool loop iterations":           prom.mustQueryAt(t, `sum(gateway_loop_iterations_sum)`, scraped),
+			"config reloads":                 prom.mustQueryAt(t, `sum by (result) (gateway_config_reloads_total)`, scraped, "result"),
+			"in flight":                      prom.mustQueryAt(t, `sum(gateway_inflight_requests)`, scraped),
 		}
 		want := map[string]map[string]float64{
 			"requests by code": s.codes,
@@ -511,7 +511,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 
 	t.Run("every series as the gateway has it", func(t *testing.T) {
 		got := map[string]float64{}
-		samples, err := prom.query(t, `{__name__=~"gateway_.+"}`)
+		samples, err := prom.queryAt(t, `{__name__=~"gateway_.+"}`, scraped)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -652,7 +652,7 @@ func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
 
 // waitForScrape waits until the gateway's registry has counted requests requests with
 // none in flight (it records some figures after the client has its response), then until
-// Prometheus has scraped it after that. It returns the time the registry settled, in
+// Prometheus has scraped it successfully after that. It returns the time the registry settled, in
 // Unix seconds, and the time of that scrape.
 func waitForScrape(t *testing.T, g *e2eGateway, prom *promServer, requests float64) (settled, scraped float64) {
 	t.Helper()
@@ -661,15 +661,23 @@ func waitForScrape(t *testing.T, g *e2eGateway, prom *promServer, requests float
 		return n == requests && inflight == 0, fmt.Sprintf("%v requests, %v in flight", n, inflight)
 	})
 	settled = float64(time.Now().UnixMilli()) / 1000
-	poll(t, "a scrape after the traffic", func() (bool, string) {
+	poll(t, "a successful scrape after the traffic", func() (bool, string) {
 		// timestamp() of a bare selector is the time of the sample, i.e. of the scrape
-		// (of any other expression, the evaluation time).
-		v, err := prom.query(t, `timestamp(up{job="agate"})`)
-		if err != nil || len(v) != 1 {
-			return false, fmt.Sprintf("%v %v", v, err)
+		// (of any other expression, the evaluation time). Both are read at one
+		// evaluation time, so they are the same scrape's; a scrape that failed (up 0:
+		// a loaded machine misses the 1 s scrape timeout) wrote staleness markers, and
+		// the series read at its time would be empty.
+		at := float64(time.Now().UnixMilli()) / 1000
+		ts, err := prom.queryAt(t, `timestamp(up{job="agate"})`, at)
+		if err != nil || len(ts) != 1 {
+			return false, fmt.Sprintf("%v %v", ts, err)
 		}
-		scraped = v[0].Value
-		return scraped > settled, fmt.Sprintf("last scrape at %v, traffic settled at %v", scraped, settled)
+		up, err := prom.queryAt(t, `up{job="agate"}`, at)
+		if err != nil || len(up) != 1 {
+			return false, fmt.Sprintf("%v %v", up, err)
+		}
+		scraped = ts[0].Value
+		return scraped > settled && up[0].Value == 1, fmt.Sprintf("last scrape at %v (up %v), traffic settled at %v", scraped, up[0].Value, settled)
 	})
 	return settled, scraped
 }
