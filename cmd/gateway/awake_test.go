@@ -142,6 +142,8 @@ func TestAwakeDefault(t *testing.T) {
 			}
 			// Idle, the monitor that does not park spends its 10 ms ticks in nanosleep;
 			// parked, it waits in a futex. 40 samples 5 ms apart, after 100 ms of idle.
+			// Awake reads 36-40 on a quiet machine, 31 at load ~11 (a thread woken but
+			// not yet run is "running", in no call); parked reads 0.
 			time.Sleep(100 * time.Millisecond)
 			asleep := 0
 			for range 40 {
@@ -150,8 +152,8 @@ func TestAwakeDefault(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if tt.awake && asleep < 32 {
-				t.Errorf("idle, a thread in nanosleep in %d of 40 samples, want at least 32 (the monitor not parked)", asleep)
+			if tt.awake && asleep < 24 {
+				t.Errorf("idle, a thread in nanosleep in %d of 40 samples, want at least 24 (the monitor not parked)", asleep)
 			}
 			if !tt.awake && asleep > 8 {
 				t.Errorf("off, idle: a thread in nanosleep in %d of 40 samples, want at most 8 (the monitor parked)", asleep)
