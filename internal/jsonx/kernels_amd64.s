@@ -679,3 +679,106 @@ ub_ret:
 	SUBQ dst+0(FP), DI
 	MOVQ DI, written+40(FP)
 	RET
+
+// IDXCTRL adds the bytes below 0x20 of x to Y12, given 0x20 in Y5; it clobbers t.
+// VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
+// 0x20, and the VPANDN clears the latter's high bit, the one VPMOVMSKB reads of Y12.
+#define IDXCTRL(x, t) \
+	VPCMPGTB x, Y5, t; \
+	VPANDN t, x, t; \
+	VPOR t, Y12, Y12
+
+// IDXLOOK sets r to the mask of the 32 bytes in x that indexBlocks must look at when
+// escaped (all but " \\ / b f n r t: as ESCLOOP32's, by the nibble lookup of escHigh and
+// escLowNoU), given 0x0f in Y8, escHigh in Y9, escLowNoU in Y10 and zero in Y11; it
+// clobbers Y4 and Y7.
+#define IDXLOOK(x, r) \
+	NIBBLES(x, Y8, Y9, Y10, Y7, Y4); \
+	VPCMPEQB Y11, Y7, Y4; \
+	VPMOVMSKB Y4, r
+
+// func indexBlocks(p *byte, n int, dst *uint64, carry uint64) (k int, next, look, ctrl uint64)
+//
+// Registers: SI the block, DI its offset k, R14 n, CX the block's two words in dst, R13
+// the carry into the block; per block Y0 and Y13 its halves, AX its backslashes, BX its
+// quotes, DX the bytes to look at when escaped (IDXLOOK), R10 the escaped bytes, R11 the
+// carry out; Y12 the bytes below 0x20 of the blocks read. A block without a backslash
+// into which no escape carries has no escaped byte: its words are its quotes and zero,
+// without the lookup and escapedBytes.
+TEXT ·indexBlocks(SB), NOSPLIT, $0-64
+	NOAVX2(·indexBlocksGo(SB))
+	VMOVDQU consts<>+0x40(SB), Y5
+	VMOVDQU consts<>+0x100(SB), Y8
+	VMOVDQU consts<>+0x120(SB), Y9
+	VMOVDQU consts<>+0x180(SB), Y10
+	VMOVDQU consts<>+0x20(SB), Y14
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), R14
+	MOVQ dst+16(FP), CX
+	MOVQ carry+24(FP), R13
+	XORQ DI, DI
+
+ix_loop:
+	CMPQ DI, R14
+	JAE  ix_all
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y13
+	VPCMPEQB Y14, Y0, Y1
+	VPCMPEQB Y14, Y13, Y2
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3
+	VPCMPEQB consts<>+0x00(SB), Y13, Y6
+	IDXCTRL(Y0, Y4)
+	IDXCTRL(Y13, Y7)
+	VPMOVMSKB Y1, AX
+	VPMOVMSKB Y2, R8
+	SHLQ $32, R8
+	ORQ  R8, AX
+	VPMOVMSKB Y3, BX
+	VPMOVMSKB Y6, R8
+	SHLQ $32, R8
+	ORQ  R8, BX
+	MOVQ AX, R8
+	ORQ  R13, R8
+	JNZ  ix_escapes
+	MOVQ BX, (CX)
+	MOVQ AX, 8(CX)
+	ADDQ $16, CX
+	ADDQ $64, SI
+	ADDQ $64, DI
+	JMP  ix_loop
+
+ix_escapes:
+	IDXLOOK(Y0, DX)
+	IDXLOOK(Y13, R8)
+	SHLQ $32, R8
+	ORQ  R8, DX
+	MOVQ AX, R8
+	ESCAPED
+
+	// the block's words: the quotes not escaped, the backslashes
+	MOVQ R10, R9
+	NOTQ R9
+	ANDQ BX, R9
+	MOVQ R9, (CX)
+	MOVQ AX, 8(CX)
+	ADDQ $16, CX
+	ADDQ $64, SI
+	ADDQ $64, DI
+	MOVQ R11, R13
+	ANDQ R10, DX // the escaped bytes to look at
+	JZ   ix_loop
+	MOVQ DX, look+48(FP)
+	JMP  ix_ret
+
+ix_all:
+	MOVQ $0, look+48(FP)
+
+ix_ret:
+	VPMOVMSKB Y12, AX
+	MOVQ AX, ctrl+56(FP)
+	VZEROUPPER
+	MOVQ DI, k+32(FP)
+	MOVQ R13, next+40(FP)
+	RET
