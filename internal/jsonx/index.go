@@ -39,6 +39,9 @@ func (x *StringIndex) Build(s string, from int) bool {
 		var k int
 		var look, ctrl uint64
 		if whole := (len(s) - blk) &^ (blockSize - 1); blk >= from && whole > 0 {
+			// At most buildRun bytes a call: a text with whitespace between its tokens
+			// (pretty-printed) is refused after its first run, not at its end.
+			whole = min(whole, buildRun)
 			k, carry, look, ctrl = indexBlocks(unsafe.StringData(s[blk:]), whole, &words[(blk-base)/blockSize*2], carry)
 		} else {
 			// The first block, from inside it, or the last, partial one: from a copy, with
@@ -71,6 +74,10 @@ func (x *StringIndex) Build(s string, from int) bool {
 
 // Cap is the number of words the index's memory holds (two a 64-byte block).
 func (x *StringIndex) Cap() int { return cap(x.words) }
+
+// buildRun is the most Build reads in one call of its kernel: a text it refuses for a
+// byte below 0x20 costs it at most this much more.
+const buildRun = 4096
 
 // quoteFrom returns the offset of the index's first quote at or after i, which is at or
 // after its from, or -1 if there is none.
