@@ -13,12 +13,7 @@ import (
 // from each carry.
 func TestIndexKernels(t *testing.T) {
 	needAVX2(t)
-	r := rand.New(rand.NewPCG(3, 55))
-	for range 20000 {
-		s := kernelText(r, r.IntN(30), blockSize)
-		if s == "" {
-			continue
-		}
+	forKernelTexts(3, func(r *rand.Rand, s string) {
 		carry := uint64(r.IntN(2))
 		p := unsafe.StringData(s)
 		got := make([]uint64, len(s)/blockSize*2)
@@ -33,5 +28,5 @@ func TestIndexKernels(t *testing.T) {
 			t.Fatalf("indexBlocks(%q, %d) = k %d next %d look %064b ctrl %t words %x, want k %d next %d look %064b ctrl %t words %x",
 				s, carry, gk, gnext, glook, gctrl != 0, got, wk, wnext, wlook, wctrl != 0, want)
 		}
-	}
+	})
 }

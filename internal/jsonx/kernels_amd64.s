@@ -339,6 +339,16 @@ ascii_done:
 	VPMOVMSKB Y4, R10; \
 	VPMOVMSKB Y6, R11
 
+// LOOKCONSTS loads the constants of the loops that look up the bytes JSON allows after a
+// backslash less u (ESCLOOP32, IDXLOOK): 0x20 into Y5, 0x0f into Y8, escHigh into Y9,
+// escLowNoU into Y10 and zero into Y11.
+#define LOOKCONSTS \
+	VMOVDQU consts<>+0x40(SB), Y5; \
+	VMOVDQU consts<>+0x100(SB), Y8; \
+	VMOVDQU consts<>+0x120(SB), Y9; \
+	VMOVDQU consts<>+0x180(SB), Y10; \
+	VPXOR Y11, Y11, Y11
+
 // func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
@@ -347,11 +357,7 @@ ascii_done:
 // stops, R9 the bytes checked.
 TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 	NOAVX2(·escapedBlocksGo(SB))
-	VMOVDQU consts<>+0x40(SB), Y5
-	VMOVDQU consts<>+0x100(SB), Y8
-	VMOVDQU consts<>+0x120(SB), Y9
-	VMOVDQU consts<>+0x180(SB), Y10
-	VPXOR Y11, Y11, Y11
+	LOOKCONSTS
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ window+16(FP), R12
@@ -707,12 +713,8 @@ ub_ret:
 // without the lookup and escapedBytes.
 TEXT ·indexBlocks(SB), NOSPLIT, $0-64
 	NOAVX2(·indexBlocksGo(SB))
-	VMOVDQU consts<>+0x40(SB), Y5
-	VMOVDQU consts<>+0x100(SB), Y8
-	VMOVDQU consts<>+0x120(SB), Y9
-	VMOVDQU consts<>+0x180(SB), Y10
+	LOOKCONSTS
 	VMOVDQU consts<>+0x20(SB), Y14
-	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14

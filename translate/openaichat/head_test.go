@@ -1,6 +1,8 @@
 package openaichat
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
@@ -163,16 +165,29 @@ func FuzzParseHeadMatchesParse(f *testing.F) {
 }
 
 // BenchmarkParseHead is the passthrough's first pass over scenario d's histories, against
-// the lazy parse into a scratch it replaces (BenchmarkParseRequest10KLazy/view+scratch).
+// the lazy parse into a scratch it replaces (BenchmarkParseRequest10KLazy/view+scratch);
+// 100k-indented is the 100 KB history pretty-printed (json.Indent), a body whose
+// whitespace between tokens the first pass's string index refuses (jsonx.StringIndex).
 func BenchmarkParseHead(b *testing.B) {
-	for _, file := range []string{"testdata/history-10k.json", "testdata/history-100k.json"} {
-		body, err := os.ReadFile(file)
+	for _, c := range []struct {
+		file   string
+		indent bool
+	}{{"testdata/history-10k.json", false}, {"testdata/history-100k.json", false}, {"testdata/history-100k.json", true}} {
+		body, err := os.ReadFile(c.file)
 		if err != nil {
 			b.Fatal(err)
 		}
+		name := c.file[len("testdata/history-") : len(c.file)-len(".json")]
+		if c.indent {
+			var out bytes.Buffer
+			if err := json.Indent(&out, body, "", "  "); err != nil {
+				b.Fatal(err)
+			}
+			body, name = out.Bytes(), name+"-indented"
+		}
 		view := string(body)
 		for _, head := range []bool{false, true} {
-			name := file[len("testdata/history-") : len(file)-len(".json")]
+			name := name
 			if head {
 				name += "/head"
 			} else {
