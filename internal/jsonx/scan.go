@@ -293,6 +293,17 @@ func (sc *Scanner) MemberIs(want string) bool {
 	return true
 }
 
+// StringIs is MemberIs for a string value a caller expects (`"assistant"`): when the
+// input at the cursor is want, a string literal of 8 to 16 bytes, quotes included, with
+// no backslash, it moves past it and returns true: the string at the cursor is then
+// want's, whatever follows. Otherwise it moves nothing and returns false, and the caller
+// reads the string as it is (Str). Given as a constant, want is compared as two words.
+func (sc *Scanner) StringIs(want string) bool { return sc.MemberIs(want) }
+
+// StringIsShort is StringIs for a want of 4 to 7 bytes (`"tool"`), compared as two
+// half-words.
+func (sc *Scanner) StringIsShort(want string) bool { return sc.MemberIsShort(want) }
+
 // NextElem is NextField for arrays: it returns true with the cursor at element *n-1.
 func (sc *Scanner) NextElem(n *int) bool {
 	c := sc.Peek()

@@ -238,12 +238,20 @@ func (p *parser) headMessage() bool {
 		c := sc.Peek()
 		switch f {
 		case mRole:
-			var ok bool
-			if c != '"' {
+			switch {
+			case c != '"':
 				return false
-			}
-			if role, ok = sc.StrIn(&p.index); !ok { // decoded, as the full parse reads it
-				return false
+			case sc.StringIs(`"assistant"`): // d's and the SDKs' roles, by a compare
+				role = translate.RoleAssistant
+			case sc.StringIsShort(`"tool"`):
+				role = translate.RoleTool
+			case sc.StringIsShort(`"user"`):
+				role = translate.RoleUser
+			default:
+				var ok bool
+				if role, ok = sc.StrIn(&p.index); !ok { // decoded, as the full parse reads it
+					return false
+				}
 			}
 		case mContent:
 			switch c {
@@ -366,7 +374,9 @@ func (p *parser) headToolCall() bool {
 			if sc.Peek() != '"' {
 				return false
 			}
-			if typ, ok = sc.StrIn(&p.index); !ok {
+			if sc.StringIs(`"function"`) {
+				typ = "function"
+			} else if typ, ok = sc.StrIn(&p.index); !ok {
 				return false
 			}
 			hasType = true

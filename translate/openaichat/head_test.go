@@ -27,6 +27,12 @@ var headCases = []struct {
 	{"refusal only", `{"model":"m","messages":[{"role":"assistant","refusal":"no"}]}`, true},
 	{"tool without content", `{"model":"m","messages":[{"role":"tool","tool_call_id":"c"}]}`, true},
 	{"escaped role", `{"model":"m","messages":[{"role":"\u0075ser","content":"hi"}]}`, true},
+	{"roles compared", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"},` +
+		`{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f"}}]},{"role":"tool","tool_call_id":"c"}]}`, true},
+	{"a role's look-alikes", `{"model":"m","messages":[{"role":"users","content":"x"}]}`, false},
+	{"a role's prefix", `{"model":"m","messages":[{"role":"assistant\u0020","content":"x"}]}`, false},
+	{"escaped type", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"functio\u006e","function":{"name":"f"}}]}]}`, true},
+	{"a type's look-alike", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"functions","function":{"name":"f"}}]}]}`, false},
 	{"empty tool_calls on a user", `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, true},
 	{"content parts", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, false},
 	{"thinking blocks", `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[]}]}`, false},
