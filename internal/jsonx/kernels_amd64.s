@@ -686,13 +686,9 @@ ub_ret:
 	MOVQ DI, written+40(FP)
 	RET
 
-// IDXCTRL adds the bytes below 0x20 of x to Y12, given 0x20 in Y5; it clobbers t.
-// VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
-// 0x20, and the VPANDN clears the latter's high bit, the one VPMOVMSKB reads of Y12.
-#define IDXCTRL(x, t) \
-	VPCMPGTB x, Y5, t; \
-	VPANDN t, x, t; \
-	VPOR t, Y12, Y12
+// IDXCTRL keeps in Y12 the least of each byte of the blocks read and x: a byte below
+// 0x20 among them leaves one in Y12 (see indexBlocks' end).
+#define IDXCTRL(x) VPMINUB x, Y12, Y12
 
 // IDXLOOK sets r to the mask of the 32 bytes in x that indexBlocks must look at when
 // escaped (all but " \\ / b f n r t: as ESCLOOP32's, by the nibble lookup of escHigh and
@@ -708,14 +704,14 @@ ub_ret:
 // Registers: SI the block, DI its offset k, R14 n, CX the block's two words in dst, R13
 // the carry into the block; per block Y0 and Y13 its halves, AX its backslashes, BX its
 // quotes, DX the bytes to look at when escaped (IDXLOOK), R10 the escaped bytes, R11 the
-// carry out; Y12 the bytes below 0x20 of the blocks read. A block without a backslash
-// into which no escape carries has no escaped byte: its words are its quotes and zero,
-// without the lookup and escapedBytes.
+// carry out; Y12 the least of each byte of the blocks read (IDXCTRL). A block without a
+// backslash into which no escape carries has no escaped byte: its words are its quotes
+// and zero, without the lookup and escapedBytes.
 TEXT ·indexBlocks(SB), NOSPLIT, $0-64
 	NOAVX2(·indexBlocksGo(SB))
 	LOOKCONSTS
 	VMOVDQU consts<>+0x20(SB), Y14
-	VPXOR Y12, Y12, Y12
+	VPCMPEQB Y12, Y12, Y12
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ dst+16(FP), CX
@@ -731,8 +727,8 @@ ix_loop:
 	VPCMPEQB Y14, Y13, Y2
 	VPCMPEQB consts<>+0x00(SB), Y0, Y3
 	VPCMPEQB consts<>+0x00(SB), Y13, Y6
-	IDXCTRL(Y0, Y4)
-	IDXCTRL(Y13, Y7)
+	IDXCTRL(Y0)
+	IDXCTRL(Y13)
 	VPMOVMSKB Y1, AX
 	VPMOVMSKB Y2, R8
 	SHLQ $32, R8
@@ -778,7 +774,11 @@ ix_all:
 	MOVQ $0, look+48(FP)
 
 ix_ret:
-	VPMOVMSKB Y12, AX
+	// ctrl: the bytes of Y12 below 0x20, those 0x20 less which (saturated) is not zero
+	VPSUBUSB Y12, Y5, Y4
+	VPCMPEQB Y11, Y4, Y4
+	VPMOVMSKB Y4, AX
+	NOTL AX
 	MOVQ AX, ctrl+56(FP)
 	VZEROUPPER
 	MOVQ DI, k+32(FP)
