@@ -318,11 +318,12 @@ ascii_done:
 
 // ESCAPED is escapedBytes (special.go) in registers: given a block's backslashes in R8
 // and the carry into it (0 or 1) in R13, it sets R10 to the escaped bytes and R11 to the
-// carry out; it clobbers R8 and R9. MOVQ $0 before the ADDQ leaves the flags alone, so
-// ADCQ takes the addition's carry.
+// carry out; it clobbers R8 and R9. The LEAQ is bs<<1 | carry (bit 0 of bs<<1 is clear,
+// so the OR is an addition). MOVQ $0 before the ADDQ leaves the flags alone, so ADCQ
+// takes the addition's carry.
 #define ESCAPED \
 	MOVQ R13, R9; NOTQ R9; ANDQ R9, R8; \
-	MOVQ R8, R9; SHLQ $1, R9; ORQ R13, R9; \
+	LEAQ (R13)(R8*2), R9; \
 	MOVQ $0xaaaaaaaaaaaaaaaa, R10; ANDQ R8, R10; MOVQ R9, R11; NOTQ R11; ANDQ R11, R10; \
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
