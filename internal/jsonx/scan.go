@@ -244,8 +244,8 @@ func (sc *Scanner) NextField(n *int) bool {
 	return true
 }
 
-// MemberIsShort is MemberIs for a want of 4 to 7 bytes (`{"id":`), compared as two
-// constant half-words.
+// MemberIsShort is MemberIs for a want of 4 to 7 bytes (`{"id":`, or the value
+// `"tool"`), compared as two constant half-words.
 func (sc *Scanner) MemberIsShort(want string) bool {
 	i := sc.i
 	if len(sc.s)-i < len(want) ||
@@ -283,6 +283,11 @@ func (sc *Scanner) EndIs(c byte) bool {
 // member and for the comma form only after one: nothing here checks either (a brace
 // form after a member would pass a brace there). Given as a constant, want is compared
 // as two constant words.
+//
+// A third form is a string value the caller expects, quotes included, with no backslash
+// (`"assistant"`), asked for with the cursor at a value: when it matches, the string at
+// the cursor is exactly want's (its last quote ends it), whatever follows, and the
+// caller reads what follows as after any value; otherwise it reads the string (Str).
 func (sc *Scanner) MemberIs(want string) bool {
 	i := sc.i
 	if len(sc.s)-i < len(want) ||
@@ -292,17 +297,6 @@ func (sc *Scanner) MemberIs(want string) bool {
 	sc.i = i + len(want)
 	return true
 }
-
-// StringIs is MemberIs for a string value a caller expects (`"assistant"`): when the
-// input at the cursor is want, a string literal of 8 to 16 bytes, quotes included, with
-// no backslash, it moves past it and returns true: the string at the cursor is then
-// want's, whatever follows. Otherwise it moves nothing and returns false, and the caller
-// reads the string as it is (Str). Given as a constant, want is compared as two words.
-func (sc *Scanner) StringIs(want string) bool { return sc.MemberIs(want) }
-
-// StringIsShort is StringIs for a want of 4 to 7 bytes (`"tool"`), compared as two
-// half-words.
-func (sc *Scanner) StringIsShort(want string) bool { return sc.MemberIsShort(want) }
 
 // NextElem is NextField for arrays: it returns true with the cursor at element *n-1.
 func (sc *Scanner) NextElem(n *int) bool {

@@ -241,11 +241,11 @@ func (p *parser) headMessage() bool {
 			switch {
 			case c != '"':
 				return false
-			case sc.StringIs(`"assistant"`): // d's and the SDKs' roles, by a compare
+			case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
 				role = translate.RoleAssistant
-			case sc.StringIsShort(`"tool"`):
+			case sc.MemberIsShort(`"tool"`):
 				role = translate.RoleTool
-			case sc.StringIsShort(`"user"`):
+			case sc.MemberIsShort(`"user"`):
 				role = translate.RoleUser
 			default:
 				var ok bool
@@ -374,7 +374,7 @@ func (p *parser) headToolCall() bool {
 			if sc.Peek() != '"' {
 				return false
 			}
-			if sc.StringIs(`"function"`) {
+			if sc.MemberIs(`"function"`) { // MemberIs's value form
 				typ = "function"
 			} else if typ, ok = sc.StrIn(&p.index); !ok {
 				return false
