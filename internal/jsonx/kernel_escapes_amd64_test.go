@@ -14,12 +14,7 @@ import (
 // escapes, from each window and carry.
 func TestEscapesKernels(t *testing.T) {
 	needAVX2(t)
-	r := rand.New(rand.NewPCG(2, 46))
-	for range 20000 {
-		s := kernelText(r, r.IntN(30), blockSize)
-		if s == "" {
-			continue
-		}
+	forKernelTexts(2, func(r *rand.Rand, s string) {
 		for blk := 0; blk < len(s); blk += blockSize {
 			gs, gb, gbad, gu := escapeMaskAVX2(unsafe.StringData(s[blk:]))
 			if ws, wb, wbad, wu := escapeBlockGo(s[blk : blk+blockSize]); gs != ws || gb != wb || gbad != wbad || gu != wu {
@@ -42,5 +37,5 @@ func TestEscapesKernels(t *testing.T) {
 			t.Fatalf("escapedBlocks(%q, %064b, %d) = k %d end %d special %064b next %d status %d, want k %d end %d special %064b next %d status %d",
 				s, window, carry, gk, gend, gspecial, gnext, gstatus, wk, wend, wspecial, wnext, wstatus)
 		}
-	}
+	})
 }

@@ -224,3 +224,9 @@ func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg u
 //
 //go:noescape
 func unescapeBlocksAVX2(dst, src *byte, n int, compact *[256]uint64) (read, written int)
+
+// indexBlocks is StringIndex.Build's loop over the whole blocks of n bytes at p (see
+// indexBlocksGo).
+//
+//go:noescape
+func indexBlocks(p *byte, n int, dst *uint64, carry uint64) (k int, next, look, ctrl uint64)

@@ -318,11 +318,12 @@ ascii_done:
 
 // ESCAPED is escapedBytes (special.go) in registers: given a block's backslashes in R8
 // and the carry into it (0 or 1) in R13, it sets R10 to the escaped bytes and R11 to the
-// carry out; it clobbers R8 and R9. MOVQ $0 before the ADDQ leaves the flags alone, so
-// ADCQ takes the addition's carry.
+// carry out; it clobbers R8 and R9. The LEAQ is bs<<1 | carry (bit 0 of bs<<1 is clear,
+// so the OR is an addition). MOVQ $0 before the ADDQ leaves the flags alone, so ADCQ
+// takes the addition's carry.
 #define ESCAPED \
 	MOVQ R13, R9; NOTQ R9; ANDQ R9, R8; \
-	MOVQ R8, R9; SHLQ $1, R9; ORQ R13, R9; \
+	LEAQ (R13)(R8*2), R9; \
 	MOVQ $0xaaaaaaaaaaaaaaaa, R10; ANDQ R8, R10; MOVQ R9, R11; NOTQ R11; ANDQ R11, R10; \
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
@@ -339,6 +340,16 @@ ascii_done:
 	VPMOVMSKB Y4, R10; \
 	VPMOVMSKB Y6, R11
 
+// LOOKCONSTS loads the constants of the loops that look up the bytes JSON allows after a
+// backslash less u (ESCLOOP32, IDXLOOK): 0x20 into Y5, 0x0f into Y8, escHigh into Y9,
+// escLowNoU into Y10 and zero into Y11.
+#define LOOKCONSTS \
+	VMOVDQU consts<>+0x40(SB), Y5; \
+	VMOVDQU consts<>+0x100(SB), Y8; \
+	VMOVDQU consts<>+0x120(SB), Y9; \
+	VMOVDQU consts<>+0x180(SB), Y10; \
+	VPXOR Y11, Y11, Y11
+
 // func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
@@ -347,11 +358,7 @@ ascii_done:
 // stops, R9 the bytes checked.
 TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 	NOAVX2(·escapedBlocksGo(SB))
-	VMOVDQU consts<>+0x40(SB), Y5
-	VMOVDQU consts<>+0x100(SB), Y8
-	VMOVDQU consts<>+0x120(SB), Y9
-	VMOVDQU consts<>+0x180(SB), Y10
-	VPXOR Y11, Y11, Y11
+	LOOKCONSTS
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), R14
 	MOVQ window+16(FP), R12
@@ -678,4 +685,103 @@ ub_ret:
 	MOVQ BX, read+32(FP)
 	SUBQ dst+0(FP), DI
 	MOVQ DI, written+40(FP)
+	RET
+
+// IDXCTRL keeps in Y12 the least of each byte of the blocks read and x: a byte below
+// 0x20 among them leaves one in Y12 (see indexBlocks' end).
+#define IDXCTRL(x) VPMINUB x, Y12, Y12
+
+// IDXLOOK sets r to the mask of the 32 bytes in x that indexBlocks must look at when
+// escaped (all but " \\ / b f n r t: as ESCLOOP32's, by the nibble lookup of escHigh and
+// escLowNoU), given 0x0f in Y8, escHigh in Y9, escLowNoU in Y10 and zero in Y11; it
+// clobbers Y4 and Y7.
+#define IDXLOOK(x, r) \
+	NIBBLES(x, Y8, Y9, Y10, Y7, Y4); \
+	VPCMPEQB Y11, Y7, Y4; \
+	VPMOVMSKB Y4, r
+
+// func indexBlocks(p *byte, n int, dst *uint64, carry uint64) (k int, next, look, ctrl uint64)
+//
+// Registers: SI the block, DI its offset k, R14 n, CX the block's two words in dst, R13
+// the carry into the block; per block Y0 and Y13 its halves, AX its backslashes, BX its
+// quotes, DX the bytes to look at when escaped (IDXLOOK), R10 the escaped bytes, R11 the
+// carry out; Y12 the least of each byte of the blocks read (IDXCTRL). A block without a
+// backslash into which no escape carries has no escaped byte: its words are its quotes
+// and zero, without the lookup and escapedBytes.
+TEXT ·indexBlocks(SB), NOSPLIT, $0-64
+	NOAVX2(·indexBlocksGo(SB))
+	LOOKCONSTS
+	VMOVDQU consts<>+0x20(SB), Y14
+	VPCMPEQB Y12, Y12, Y12
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), R14
+	MOVQ dst+16(FP), CX
+	MOVQ carry+24(FP), R13
+	XORQ DI, DI
+
+ix_loop:
+	CMPQ DI, R14
+	JAE  ix_all
+	VMOVDQU 0(SI), Y0
+	VMOVDQU 32(SI), Y13
+	VPCMPEQB Y14, Y0, Y1
+	VPCMPEQB Y14, Y13, Y2
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3
+	VPCMPEQB consts<>+0x00(SB), Y13, Y6
+	IDXCTRL(Y0)
+	IDXCTRL(Y13)
+	VPMOVMSKB Y1, AX
+	VPMOVMSKB Y2, R8
+	SHLQ $32, R8
+	ORQ  R8, AX
+	VPMOVMSKB Y3, BX
+	VPMOVMSKB Y6, R8
+	SHLQ $32, R8
+	ORQ  R8, BX
+	MOVQ AX, R8
+	ORQ  R13, R8
+	JNZ  ix_escapes
+	MOVQ BX, (CX)
+	MOVQ AX, 8(CX)
+	ADDQ $16, CX
+	ADDQ $64, SI
+	ADDQ $64, DI
+	JMP  ix_loop
+
+ix_escapes:
+	IDXLOOK(Y0, DX)
+	IDXLOOK(Y13, R8)
+	SHLQ $32, R8
+	ORQ  R8, DX
+	MOVQ AX, R8
+	ESCAPED
+
+	// the block's words: the quotes not escaped, the backslashes
+	MOVQ R10, R9
+	NOTQ R9
+	ANDQ BX, R9
+	MOVQ R9, (CX)
+	MOVQ AX, 8(CX)
+	ADDQ $16, CX
+	ADDQ $64, SI
+	ADDQ $64, DI
+	MOVQ R11, R13
+	ANDQ R10, DX // the escaped bytes to look at
+	JZ   ix_loop
+	MOVQ DX, look+48(FP)
+	JMP  ix_ret
+
+ix_all:
+	MOVQ $0, look+48(FP)
+
+ix_ret:
+	// ctrl: the bytes of Y12 below 0x20, those 0x20 less which (saturated) is not zero
+	VPSUBUSB Y12, Y5, Y4
+	VPCMPEQB Y11, Y4, Y4
+	VPMOVMSKB Y4, AX
+	NOTL AX
+	MOVQ AX, ctrl+56(FP)
+	VZEROUPPER
+	MOVQ DI, k+32(FP)
+	MOVQ R13, next+40(FP)
 	RET

@@ -44,3 +44,14 @@ func kernelText(r *rand.Rand, n, mult int) string {
 	}
 	return b.String()
 }
+
+// forKernelTexts calls check with 20,000 random texts of whole blocks (kernelText) from a
+// generator seeded with seed, which check may draw its own choices from.
+func forKernelTexts(seed uint64, check func(r *rand.Rand, s string)) {
+	r := rand.New(rand.NewPCG(seed, 46))
+	for range 20000 {
+		if s := kernelText(r, r.IntN(30), blockSize); s != "" {
+			check(r, s)
+		}
+	}
+}

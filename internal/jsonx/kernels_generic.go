@@ -43,3 +43,8 @@ func decodeEscaped(out []byte, raw string) int {
 	_, j := decodeRun(out, raw, 0, 0, len(raw))
 	return j
 }
+
+// indexBlocks is StringIndex.Build's loop over whole blocks (see indexBlocksGo).
+func indexBlocks(p *byte, n int, dst *uint64, carry uint64) (k int, next, look, ctrl uint64) {
+	return indexBlocksGo(p, n, dst, carry)
+}

@@ -244,8 +244,8 @@ func (sc *Scanner) NextField(n *int) bool {
 	return true
 }
 
-// MemberIsShort is MemberIs for a want of 4 to 7 bytes (`{"id":`), compared as two
-// constant half-words.
+// MemberIsShort is MemberIs for a want of 4 to 7 bytes (`{"id":`, or the value
+// `"tool"`), compared as two constant half-words.
 func (sc *Scanner) MemberIsShort(want string) bool {
 	i := sc.i
 	if len(sc.s)-i < len(want) ||
@@ -283,6 +283,11 @@ func (sc *Scanner) EndIs(c byte) bool {
 // member and for the comma form only after one: nothing here checks either (a brace
 // form after a member would pass a brace there). Given as a constant, want is compared
 // as two constant words.
+//
+// A third form is a string value the caller expects, quotes included, with no backslash
+// (`"assistant"`), asked for with the cursor at a value: when it matches, the string at
+// the cursor is exactly want's (its last quote ends it), whatever follows, and the
+// caller reads what follows as after any value; otherwise it reads the string (Str).
 func (sc *Scanner) MemberIs(want string) bool {
 	i := sc.i
 	if len(sc.s)-i < len(want) ||

@@ -105,6 +105,10 @@ func (p *parser) headMessages() bool {
 	if sc.Peek() != '[' {
 		return p.giveUp()
 	}
+	// The strings' ends, found a block at a time from the array on (a compact body's):
+	// the walk's string reads below take each from the index, or, where it does not
+	// hold (Build's false leaves it empty), read it as the Scanner does.
+	p.index.Build(sc.Input(), sc.Pos())
 	n := 0
 	for sc.NextElem(&n) {
 		if !p.headMessage() {
@@ -234,17 +238,25 @@ func (p *parser) headMessage() bool {
 		c := sc.Peek()
 		switch f {
 		case mRole:
-			var ok bool
-			if c != '"' {
+			switch {
+			case c != '"':
 				return false
-			}
-			if role, ok = sc.Str(); !ok { // decoded, as the full parse reads it
-				return false
+			case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
+				role = translate.RoleAssistant
+			case sc.MemberIsShort(`"tool"`):
+				role = translate.RoleTool
+			case sc.MemberIsShort(`"user"`):
+				role = translate.RoleUser
+			default:
+				var ok bool
+				if role, ok = sc.StrIn(&p.index); !ok { // decoded, as the full parse reads it
+					return false
+				}
 			}
 		case mContent:
 			switch c {
 			case '"':
-				if !sc.SkipString() {
+				if !sc.SkipStringIn(&p.index) {
 					return false
 				}
 				content = jsonx.String
@@ -264,7 +276,7 @@ func (p *parser) headMessage() bool {
 			switch c {
 			case '"':
 				at := sc.Pos()
-				if !sc.SkipString() {
+				if !sc.SkipStringIn(&p.index) {
 					return false
 				}
 				full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
@@ -355,14 +367,16 @@ func (p *parser) headToolCall() bool {
 			if sc.Peek() != '"' {
 				return false
 			}
-			if id, ok = sc.Str(); !ok {
+			if id, ok = sc.StrIn(&p.index); !ok {
 				return false
 			}
 		case tcType:
 			if sc.Peek() != '"' {
 				return false
 			}
-			if typ, ok = sc.Str(); !ok {
+			if sc.MemberIs(`"function"`) { // MemberIs's value form
+				typ = "function"
+			} else if typ, ok = sc.StrIn(&p.index); !ok {
 				return false
 			}
 			hasType = true
@@ -415,11 +429,11 @@ func (p *parser) headToolCallFunc(name *string) bool {
 				return false
 			}
 			var ok bool
-			if *name, ok = sc.Str(); !ok {
+			if *name, ok = sc.StrIn(&p.index); !ok {
 				return false
 			}
 		case c == '"':
-			if !sc.SkipString() {
+			if !sc.SkipStringIn(&p.index) {
 				return false
 			}
 		case c == 'n':

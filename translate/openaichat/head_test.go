@@ -1,6 +1,8 @@
 package openaichat
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"reflect"
@@ -25,6 +27,12 @@ var headCases = []struct {
 	{"refusal only", `{"model":"m","messages":[{"role":"assistant","refusal":"no"}]}`, true},
 	{"tool without content", `{"model":"m","messages":[{"role":"tool","tool_call_id":"c"}]}`, true},
 	{"escaped role", `{"model":"m","messages":[{"role":"\u0075ser","content":"hi"}]}`, true},
+	{"roles compared", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"u"},` +
+		`{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f"}}]},{"role":"tool","tool_call_id":"c"}]}`, true},
+	{"a role's look-alikes", `{"model":"m","messages":[{"role":"users","content":"x"}]}`, false},
+	{"a role's prefix", `{"model":"m","messages":[{"role":"assistant\u0020","content":"x"}]}`, false},
+	{"escaped type", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"functio\u006e","function":{"name":"f"}}]}]}`, true},
+	{"a type's look-alike", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"functions","function":{"name":"f"}}]}]}`, false},
 	{"empty tool_calls on a user", `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, true},
 	{"content parts", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, false},
 	{"thinking blocks", `{"model":"m","messages":[{"role":"assistant","content":"x","thinking_blocks":[]}]}`, false},
@@ -163,16 +171,29 @@ func FuzzParseHeadMatchesParse(f *testing.F) {
 }
 
 // BenchmarkParseHead is the passthrough's first pass over scenario d's histories, against
-// the lazy parse into a scratch it replaces (BenchmarkParseRequest10KLazy/view+scratch).
+// the lazy parse into a scratch it replaces (BenchmarkParseRequest10KLazy/view+scratch);
+// 100k-indented is the 100 KB history pretty-printed (json.Indent), a body whose
+// whitespace between tokens the first pass's string index refuses (jsonx.StringIndex).
 func BenchmarkParseHead(b *testing.B) {
-	for _, file := range []string{"testdata/history-10k.json", "testdata/history-100k.json"} {
-		body, err := os.ReadFile(file)
+	for _, c := range []struct {
+		file   string
+		indent bool
+	}{{"testdata/history-10k.json", false}, {"testdata/history-100k.json", false}, {"testdata/history-100k.json", true}} {
+		body, err := os.ReadFile(c.file)
 		if err != nil {
 			b.Fatal(err)
 		}
+		name := c.file[len("testdata/history-") : len(c.file)-len(".json")]
+		if c.indent {
+			var out bytes.Buffer
+			if err := json.Indent(&out, body, "", "  "); err != nil {
+				b.Fatal(err)
+			}
+			body, name = out.Bytes(), name+"-indented"
+		}
 		view := string(body)
 		for _, head := range []bool{false, true} {
-			name := file[len("testdata/history-") : len(file)-len(".json")]
+			name := name
 			if head {
 				name += "/head"
 			} else {

@@ -80,7 +80,8 @@ type Stage struct{ p parser }
 // Reset drops what a Stage holds beyond its staging arrays' own size. Their entries may
 // keep the last parse's strings alive until the next parse writes over them.
 func (st *Stage) Reset() {
-	if cap(st.p.msgs.spill) > maxKeptMessages || cap(st.p.parts.spill) > maxKeptMessages {
+	if cap(st.p.msgs.spill) > maxKeptMessages || cap(st.p.parts.spill) > maxKeptMessages ||
+		st.p.index.Cap() > maxKeptIndex {
 		*st = Stage{}
 	}
 }
@@ -110,6 +111,10 @@ const (
 	maxKeptMessages = 1024
 	maxKeptDecoded  = 256 << 10
 )
+
+// maxKeptIndex bounds the words of the first pass's string index a Stage keeps for reuse:
+// 256 KB, a body of 1 MB (two words a 64-byte block).
+const maxKeptIndex = 1 << 15
 
 // Reset drops every reference the last request left, keeping the arrays' memory (up to
 // maxKeptMessages entries each) for the next.
@@ -298,6 +303,9 @@ type parser struct {
 	head, headed, gaveUp bool
 	passes               func(model string) bool
 	guess                string
+	// index is the first pass's index of the strings from the messages array on
+	// (headMessages builds it before its walk reads it).
+	index jsonx.StringIndex
 }
 
 // payload reads the value at the cursor into v: a string that no check reads and that
