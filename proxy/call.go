@@ -47,6 +47,9 @@ type modelCall struct {
 	// failure; room is the event it shows instead of one it edits.
 	resume resume
 	room   translate.Event
+	// answer is the Event a whole answer's events are decoded into
+	// (translate.ResponseDecoderInto), so that the decoder allocates none.
+	answer translate.Event
 	// tries is the number of the running attempt on its route, from 1 (tracedAttempt).
 	tries int
 	// at is the route of the running attempt, or of the last one: once an answer was
@@ -407,7 +410,12 @@ func (c *modelCall) decode(ctx context.Context, x *upstream.Exchange, b *backend
 		if err != nil {
 			return err
 		}
-		if err := b.provider.DecodeResponse(body, emit); err != nil {
+		if d, ok := b.provider.(translate.ResponseDecoderInto); ok {
+			err = d.DecodeResponseInto(body, &c.answer, emit)
+		} else {
+			err = b.provider.DecodeResponse(body, emit)
+		}
+		if err != nil {
 			c.body.DropAnswer(x) // the error may quote the body
 			return err
 		}

@@ -76,7 +76,7 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 			// In a recycled Stage: a parse on the stack would grow the connection
 			// goroutine's for the whole stream (messagesin.Stage).
 			st := s.msgStages.get()
-			req, splice, complete, err = st.ParseHead(own, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksMessages) })
+			req, splice, complete, err = st.ParseHead(own, s.maxInflated, s.passesMessages)
 			s.msgStages.put(st)
 		}
 		if err != nil {

@@ -3,6 +3,10 @@ package proxy
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agate-gateway/agate/metrics"
+
 	"github.com/agate-gateway/agate/translate"
 	"github.com/agate-gateway/agate/translate/messagesin"
 	"github.com/agate-gateway/agate/translate/openaichat"
@@ -113,4 +117,45 @@ func chargeCompletes(t *testing.T, c *requestRun, req, want *translate.Request) 
 		return false
 	}
 	return true
+}
+
+// TestServer_PassesBound: the func values New binds for the Messages and Responses first
+// passes (made once, not a closure a request) ask mayPass about their own passthrough's
+// backends: a model on an anthropic backend passes as Messages only, one on a responses
+// backend as Responses only, one on an openai backend as neither, and a model no route
+// names passes (it is refused once routed).
+func TestServer_PassesBound(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	srv, err := New(Options{Config: parseConfig(t, `
+backends:
+  anth: {type: anthropic, base_url: "http://127.0.0.1:1", api_key: k}
+  resp: {type: responses, base_url: "http://127.0.0.1:1/v1", api_key: k}
+  chat: {type: openai, base_url: "http://127.0.0.1:1/v1"}
+models:
+  claude: {backend: anth, upstream_model: c}
+  gpt-resp: {backend: resp, upstream_model: r}
+  gpt-chat: {backend: chat, upstream_model: o}
+keys:
+  k: {key: sk-k, models: ["*"]}
+`, nil), Metrics: metrics.New(reg), Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.closeLimiter)
+	for _, c := range []struct {
+		model               string
+		messages, responses bool
+	}{
+		{"claude", true, false},
+		{"gpt-resp", false, true},
+		{"gpt-chat", false, false},
+		{"no-such-model", true, true},
+	} {
+		if got := srv.passesMessages(c.model); got != c.messages {
+			t.Errorf("passesMessages(%q) = %v, want %v", c.model, got, c.messages)
+		}
+		if got := srv.passesResponses(c.model); got != c.responses {
+			t.Errorf("passesResponses(%q) = %v, want %v", c.model, got, c.responses)
+		}
+	}
 }

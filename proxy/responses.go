@@ -103,7 +103,7 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 			// In a recycled Stage: a parse on the stack would grow the connection
 			// goroutine's for the whole stream (responsesin.Stage).
 			st := s.respStages.get()
-			req, complete, err = st.ParseHeadLazy(body, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksResponses) })
+			req, complete, err = st.ParseHeadLazy(body, s.maxInflated, s.passesResponses)
 			s.respStages.put(st)
 		}
 		if err != nil {

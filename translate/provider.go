@@ -22,6 +22,17 @@ type Provider interface {
 	DecodeError(status int, body []byte) *UpstreamError
 }
 
+// ResponseDecoderInto is implemented by a Provider whose whole-response decode can emit
+// through an Event its caller provides: DecodeResponseInto(body, ev, emit) is
+// DecodeResponse(body, emit), each event written into *ev (whatever it held before)
+// and emit called with ev. DecodeResponse's own Event is allocated for every answer, since
+// the Emit it is handed is not known; a caller that keeps an Event for its answers (the
+// gateway's recycled model call) decodes without that allocation. Emit's callee may read
+// *ev only while it runs, as with DecodeResponse.
+type ResponseDecoderInto interface {
+	DecodeResponseInto(body []byte, ev *Event, emit Emit) error
+}
+
 // StreamDecoder decodes one streamed upstream response, fed one SSE event at a time. It
 // is not safe for concurrent use.
 type StreamDecoder interface {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 	"github.com/agate-gateway/agate/translate/internal/recorded"
 )
 
@@ -107,4 +108,15 @@ func BenchmarkReadAnswer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestDecodeResponseInto: the gateway's decode into its own Event gives DecodeResponse's
+// events and allocates nothing for the bench's answer.
+func TestDecodeResponseInto(t *testing.T) {
+	bench, err := os.ReadFile("testdata/bench-response.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New()
+	goldentest.CheckDecodeInto(t, p, p.(translate.ResponseDecoderInto), answerSeeds(t), bench)
 }

@@ -288,7 +288,13 @@ func responseRoot(sc *jsonx.Scanner, m []jsonx.Value, u *anthropicUsage) (jsonx.
 }
 
 // DecodeResponse decodes a whole Messages API response.
-func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
+func (p anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error {
+	return p.DecodeResponseInto(body, new(translate.Event), emit)
+}
+
+// DecodeResponseInto is DecodeResponse emitting every event through ev
+// (translate.ResponseDecoderInto).
+func (anthropicProvider) DecodeResponseInto(body []byte, ev *translate.Event, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	// One pass checks the body, finds the members read below and reads the usage.
 	var m [len(responseMembers)]jsonx.Value
@@ -300,8 +306,8 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	if m[respType].Str == "error" {
 		return anthropicErrorEvent(&sc, root)
 	}
-	ev := translate.Event{Kind: translate.EventStart, ID: m[respID].Str, Model: m[respModel].Str}
-	if err := emit(&ev); err != nil {
+	*ev = translate.Event{Kind: translate.EventStart, ID: m[respID].Str, Model: m[respModel].Str}
+	if err := emit(ev); err != nil {
 		return err
 	}
 	var th anthropicThinking
@@ -309,48 +315,48 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	n := 0
 	var f [len(blockMembers)]jsonx.Value
 	sc.EachMembers(m[respContent], blockMembers[:], f[:], func(b jsonx.Value) bool {
-		ev = translate.Event{}
+		*ev = translate.Event{}
 		switch typ := f[blockType].Str; typ {
 		case "text":
-			ev = translate.Event{Kind: translate.EventTextDelta, Text: f[blockText].Str}
-			err = emit(&ev)
+			*ev = translate.Event{Kind: translate.EventTextDelta, Text: f[blockText].Str}
+			err = emit(ev)
 		case "thinking":
 			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "thinking", Thinking: f[blockThinking].Str, Signature: f[blockSignature].Str}
 			th.addThinking(block.Thinking, block.Signature)
-			ev = translate.Event{Kind: translate.EventReasoningDelta, Text: block.Thinking}
-			if err = emit(&ev); err == nil {
-				ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
-				err = emit(&ev)
+			*ev = translate.Event{Kind: translate.EventReasoningDelta, Text: block.Thinking}
+			if err = emit(ev); err == nil {
+				*ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
+				err = emit(ev)
 			}
 		case "redacted_thinking":
 			block := translate.ThinkingBlock{Dialect: anthropicName, Type: "redacted_thinking", Data: f[blockData].Str}
 			th.addRedacted(block.Data)
-			ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
-			err = emit(&ev)
+			*ev = translate.Event{Kind: translate.EventReasoningBlock, Block: &block}
+			err = emit(ev)
 		case "tool_use":
-			ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(f[blockID].Str), Name: f[blockName].Str}
-			if err = emit(&ev); err != nil {
+			*ev = translate.Event{Kind: translate.EventToolCallStart, Index: n, CallID: th.callID(f[blockID].Str), Name: f[blockName].Str}
+			if err = emit(ev); err != nil {
 				return false
 			}
 			args := jsonx.AppendCompact(nil, f[blockInput].Raw)
 			if len(args) == 0 {
 				args = append(args, "{}"...)
 			}
-			ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: jsonx.View(args)}
-			if err = emit(&ev); err != nil {
+			*ev = translate.Event{Kind: translate.EventToolCallArgsDelta, Index: n, Text: jsonx.View(args)}
+			if err = emit(ev); err != nil {
 				return false
 			}
-			ev = translate.Event{Kind: translate.EventToolCallEnd, Index: n}
-			err = emit(&ev)
+			*ev = translate.Event{Kind: translate.EventToolCallEnd, Index: n}
+			err = emit(ev)
 			n++
 		default:
 			// server_tool_use, web_search_tool_result and other server-side blocks are
 			// the upstream's own calls, never client tool calls: passed on whole for
 			// clients of this wire.
 			if isBuiltinBlock(typ) {
-				ev = translate.Event{Kind: translate.EventBuiltinItem,
+				*ev = translate.Event{Kind: translate.EventBuiltinItem,
 					Item: &translate.Item{Dialect: translate.DialectAnthropic, Type: typ, Raw: b.Raw}}
-				err = emit(&ev)
+				err = emit(ev)
 			}
 		}
 		return err == nil
@@ -358,12 +364,12 @@ func (anthropicProvider) DecodeResponse(body []byte, emit translate.Emit) error 
 	if err != nil {
 		return err
 	}
-	ev = translate.Event{Kind: translate.EventUsage, Usage: u.openai()}
-	if err := emit(&ev); err != nil {
+	*ev = translate.Event{Kind: translate.EventUsage, Usage: u.openai()}
+	if err := emit(ev); err != nil {
 		return err
 	}
-	ev = translate.Event{Kind: translate.EventFinish, FinishReason: anthropicFinish(m[respStopReason].Str)}
-	return emit(&ev)
+	*ev = translate.Event{Kind: translate.EventFinish, FinishReason: anthropicFinish(m[respStopReason].Str)}
+	return emit(ev)
 }
 
 // DecodeError maps an Anthropic error response to the error the client sees: the status

@@ -173,20 +173,20 @@ func readDeltaAt(sc *jsonx.Scanner, ch *answerChoice, j int) bool {
 
 // emit emits the events of the answer a read (which has a choices array and no error
 // object): the events decodeOpenAIChunk emits for a whole completion, in its order, through
-// one Event value reused for each (an Event's fields are valid only while emit runs).
-func (a *answer) emit(sc *jsonx.Scanner, emit translate.Emit) error {
-	ev := translate.Event{Kind: translate.EventStart, ID: a.top[chunkID].Str, Model: a.top[chunkModel].Str}
-	if err := emit(&ev); err != nil {
+// *ev reused for each (an Event's fields are valid only while emit runs).
+func (a *answer) emit(sc *jsonx.Scanner, ev *translate.Event, emit translate.Emit) error {
+	*ev = translate.Event{Kind: translate.EventStart, ID: a.top[chunkID].Str, Model: a.top[chunkModel].Str}
+	if err := emit(ev); err != nil {
 		return err
 	}
 	for i := range a.n {
-		if err := a.choices[i].emit(sc, &ev, emit); err != nil {
+		if err := a.choices[i].emit(sc, ev, emit); err != nil {
 			return err
 		}
 	}
 	if a.top[chunkUsage].Kind == jsonx.Object {
-		ev = translate.Event{Kind: translate.EventUsage, Usage: a.usage}
-		return emit(&ev)
+		*ev = translate.Event{Kind: translate.EventUsage, Usage: a.usage}
+		return emit(ev)
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package openai
 import (
 	"bytes"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/jsonx"
 	"github.com/agate-gateway/agate/translate"
+	"github.com/agate-gateway/agate/translate/internal/goldentest"
 )
 
 // indexedDecodeResponse is DecodeResponse as it was before its one pass (answer.read):
@@ -111,4 +113,19 @@ func checkDecodeMatchesIndexed(t *testing.T, data []byte, failAt int) {
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gerr, werr) {
 		t.Fatalf("DecodeResponse(%q) failing at event %d:\n%+v %v\nthe indexed decode's:\n%+v %v", data, failAt, got, gerr, want, werr)
 	}
+}
+
+// TestDecodeResponseInto: the gateway's decode into its own Event gives DecodeResponse's
+// events and allocates nothing for the bench's answer.
+func TestDecodeResponseInto(t *testing.T) {
+	bench, err := os.ReadFile("testdata/bench-answer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := recordedCompletions(t)
+	for _, s := range answerSeeds {
+		bodies = append(bodies, []byte(s))
+	}
+	p := New()
+	goldentest.CheckDecodeInto(t, p, p.(translate.ResponseDecoderInto), bodies, bench)
 }

@@ -611,7 +611,13 @@ func (d *openAIChatStream) Close(emit translate.Emit) error {
 // members, the usage, and each choice's members and its message's, so that the answer's
 // text is read once; an answer with more choices than the pass keeps walks its choices
 // again.
-func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
+func (p openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
+	return p.DecodeResponseInto(body, new(translate.Event), emit)
+}
+
+// DecodeResponseInto is DecodeResponse emitting the events of an answer of up to
+// answerChoices choices through ev (translate.ResponseDecoderInto).
+func (openAIChat) DecodeResponseInto(body []byte, ev *translate.Event, emit translate.Emit) error {
 	sc := jsonx.NewScanner(jsonx.View(body))
 	var a answer
 	if !a.read(&sc) {
@@ -627,7 +633,7 @@ func (openAIChat) DecodeResponse(body []byte, emit translate.Emit) error {
 		started, finished := false, false
 		return decodeOpenAIChunk(&sc, &a.top, &started, &finished, emit)
 	}
-	return a.emit(&sc, emit)
+	return a.emit(&sc, ev, emit)
 }
 
 func (openAIChat) DecodeError(status int, body []byte) *translate.UpstreamError {

@@ -230,7 +230,7 @@ func (st *Stage) complete(body []byte, s string, build bool, maxInflated int, la
 		f := &fields[i]
 		onto(&f.V, view, s)
 	}
-	r = &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	r = newRequest(s, maxInflated)
 	p.r, p.sc = r, jsonx.NewScanner(s)
 	// The other members are read as ParseWithin reads them, by the same code, tools first.
 	for i := range fields {

@@ -235,6 +235,17 @@ func (st *Stage) start(s string, lazy bool) *parser {
 	return p
 }
 
+// newRequest returns an empty Request over the body s with its Core, the two in one
+// allocation: every parse makes both, and a Core lives as long as its Request.
+func newRequest(s string, maxInflated int) *Request {
+	both := new(struct {
+		r    Request
+		core translate.Request
+	})
+	both.r = Request{Body: s, Store: true, Core: &both.core, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	return &both.r
+}
+
 // parseOnStack is parseString without a caller's Stage: its Stage is this function's
 // frame. It is a function of its own, never inlined, so that only such a parse takes
 // that frame.
@@ -248,7 +259,7 @@ func parseOnStack(s string, maxInflated int, lazy bool) (*Request, error) {
 // parseString is ParseWithin (lazy: ParseLazy) for s, a non-empty body that is valid
 // UTF-8, which the Request keeps as its Body. It works in st.
 func (st *Stage) parseString(s string, maxInflated int, lazy bool) (*Request, error) {
-	r := &Request{Body: s, Store: true, Core: &translate.Request{}, inflate: translate.NewAllowance(maxInflated), maxInflated: maxInflated}
+	r := newRequest(s, maxInflated)
 	p := st.start(s, lazy)
 	p.r = r
 	root, ok := p.sc.IndexRoot()
