@@ -35,7 +35,7 @@ func (s *Server) handleChat(ctx *fasthttp.RequestCtx, rid string) {
 		// (request_head.go) when the request may be passed through.
 		if s.tracer == nil {
 			sc, st := c.chatParseMemory() // the run's own, kept from its last request, or pooled
-			req, complete, err := openaichat.ParseHead(jsonx.View(body), sc, st, s.maxInflated, func(model string) bool { return s.mayPass(model, speaksOpenAI) })
+			req, complete, err := openaichat.ParseHead(jsonx.View(body), sc, st, s.maxInflated, s.passesOpenAI)
 			c.keepStage(st, err == nil && req.Stream, len(body)) // a stage is needed only while the parse runs
 			if err != nil {
 				c.keepChatScratch(sc) // a refused request's run is recycled (serve)

@@ -119,11 +119,11 @@ func chargeCompletes(t *testing.T, c *requestRun, req, want *translate.Request) 
 	return true
 }
 
-// TestServer_PassesBound: the func values New binds for the Messages and Responses first
-// passes (made once, not a closure a request) ask mayPass about their own passthrough's
-// backends: a model on an anthropic backend passes as Messages only, one on a responses
-// backend as Responses only, one on an openai backend as neither, and a model no route
-// names passes (it is refused once routed).
+// TestServer_PassesBound: the func values New binds for the chat, Messages and Responses
+// first passes (made once, not a closure a request) ask mayPass about their own
+// passthrough's backends: a model on an anthropic backend passes as Messages only, one on
+// a responses backend as Responses only, one on an openai backend as chat only, and a
+// model no route names passes (it is refused once routed).
 func TestServer_PassesBound(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv, err := New(Options{Config: parseConfig(t, `
@@ -143,14 +143,17 @@ keys:
 	}
 	t.Cleanup(srv.closeLimiter)
 	for _, c := range []struct {
-		model               string
-		messages, responses bool
+		model                       string
+		openAI, messages, responses bool
 	}{
-		{"claude", true, false},
-		{"gpt-resp", false, true},
-		{"gpt-chat", false, false},
-		{"no-such-model", true, true},
+		{"claude", false, true, false},
+		{"gpt-resp", false, false, true},
+		{"gpt-chat", true, false, false},
+		{"no-such-model", true, true, true},
 	} {
+		if got := srv.passesOpenAI(c.model); got != c.openAI {
+			t.Errorf("passesOpenAI(%q) = %v, want %v", c.model, got, c.openAI)
+		}
 		if got := srv.passesMessages(c.model); got != c.messages {
 			t.Errorf("passesMessages(%q) = %v, want %v", c.model, got, c.messages)
 		}

@@ -109,10 +109,11 @@ type Server struct {
 	maxBody, maxConns, maxConnsPerIP int
 	// maxInflated is server.max_inflated_bytes: each request's translate.Allowance.
 	maxInflated int
-	// passesMessages and passesResponses are mayPass for the Messages and Responses
-	// passthroughs, made once (New): the first passes keep the func value they are
-	// given in their Stage, so a closure made in the handler was an allocation a request.
-	passesMessages, passesResponses func(model string) bool
+	// passesOpenAI, passesMessages and passesResponses are mayPass for the chat, Messages
+	// and Responses passthroughs, made once (New): the first passes keep the func value
+	// they are given in their Stage, so a closure made in the handler was an allocation
+	// a request.
+	passesOpenAI, passesMessages, passesResponses func(model string) bool
 	// writeTimeout bounds each write to a client (server.write_timeout).
 	writeTimeout time.Duration
 	// bodies holds scratch buffers for reading request bodies.
@@ -207,6 +208,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.cloud = cloudEnv{client: opts.CredentialClient, aws: opts.AWSCredentials}
+	s.passesOpenAI = func(model string) bool { return s.mayPass(model, speaksOpenAI) }
 	s.passesMessages = func(model string) bool { return s.mayPass(model, speaksMessages) }
 	s.passesResponses = func(model string) bool { return s.mayPass(model, speaksResponses) }
 	// The first runtime has no predecessor but the health its deployments share: the
