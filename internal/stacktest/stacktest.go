@@ -105,3 +105,25 @@ func Expect(t *testing.T, n, above int, staged bool, f func(i int) error) {
 		t.Errorf("a parse without a Stage left %d bytes of stack a goroutine, want more than %d (the measure does not see the parser)", perG, Grown)
 	}
 }
+
+// Parse is one row of a parser's stack test: Body parsed in n goroutines, passed through
+// or translated as Passes answers, with a Stage or without one (Staged).
+type Parse struct {
+	Name   string
+	Body   string
+	Passes func(model string) bool
+	Staged bool
+}
+
+// ExpectParses runs each row as a subtest of t: Expect over n goroutines under
+// ServerFrames, where the i-th calls parse(i, row's body, row) (a body each goroutine may
+// not share the bytes of is the caller's to copy).
+func ExpectParses(t *testing.T, n int, rows []Parse, parse func(i int, body []byte, row Parse) error) {
+	t.Helper()
+	for _, row := range rows {
+		t.Run(row.Name, func(t *testing.T) {
+			body := []byte(row.Body)
+			Expect(t, n, ServerFrames, row.Staged, func(i int) error { return parse(i, body, row) })
+		})
+	}
+}

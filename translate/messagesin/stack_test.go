@@ -33,34 +33,25 @@ func TestParseHead_StageStack(t *testing.T) {
 	pass := func(string) bool { return true }
 	translated := func(string) bool { return false }
 	const n = 256
-	for _, tc := range []struct {
-		name   string
-		body   string
-		passes func(string) bool
-		stage  bool
-	}{
-		{"small, passed through", small, pass, true},
-		{"small, translated", small, translated, true},
-		{"bench request, translated", benchRequest, translated, true},
-		{"Claude Code's request, passed through", claudeCode, pass, true},
-		{"Claude Code's request, translated", claudeCode, translated, true},
-		{"10 KB history, passed through", history, pass, true},
-		{"10 KB history, translated", history, translated, true},
-		{"small, passed through, without a Stage", small, pass, false},
-		{"10 KB history, translated, without a Stage", history, translated, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			body, stages := []byte(tc.body), make([]messagesin.Stage, n)
-			stacktest.Expect(t, n, stacktest.ServerFrames, tc.stage, func(i int) (err error) {
-				if tc.stage {
-					_, _, _, err = stages[i].ParseHead(body, translate.DefaultMaxInflated, tc.passes)
-				} else {
-					_, _, _, err = messagesin.ParseHead(body, translate.DefaultMaxInflated, tc.passes)
-				}
-				return err
-			})
-		})
-	}
+	stages := make([]messagesin.Stage, n)
+	stacktest.ExpectParses(t, n, []stacktest.Parse{
+		{Name: "small, passed through", Body: small, Passes: pass, Staged: true},
+		{Name: "small, translated", Body: small, Passes: translated, Staged: true},
+		{Name: "bench request, translated", Body: benchRequest, Passes: translated, Staged: true},
+		{Name: "Claude Code's request, passed through", Body: claudeCode, Passes: pass, Staged: true},
+		{Name: "Claude Code's request, translated", Body: claudeCode, Passes: translated, Staged: true},
+		{Name: "10 KB history, passed through", Body: history, Passes: pass, Staged: true},
+		{Name: "10 KB history, translated", Body: history, Passes: translated, Staged: true},
+		{Name: "small, passed through, without a Stage", Body: small, Passes: pass, Staged: false},
+		{Name: "10 KB history, translated, without a Stage", Body: history, Passes: translated, Staged: false},
+	}, func(i int, body []byte, row stacktest.Parse) error {
+		if row.Staged {
+			_, _, _, err := stages[i].ParseHead(body, translate.DefaultMaxInflated, row.Passes)
+			return err
+		}
+		_, _, _, err := messagesin.ParseHead(body, translate.DefaultMaxInflated, row.Passes)
+		return err
+	})
 }
 
 // TestStage_Reused: one Stage parsing every body of the first pass's corpus in turn,

@@ -29,33 +29,24 @@ func TestParseHead_StageStack(t *testing.T) {
 	pass := func(string) bool { return true }
 	translated := func(string) bool { return false }
 	const n = 256
-	for _, tc := range []struct {
-		name   string
-		body   string
-		passes func(string) bool
-		stage  bool
-	}{
-		{"small, passed through", small, pass, true},
-		{"small, translated", small, translated, true},
-		{"bench request, passed through", benchRequest, pass, true},
-		{"bench request, translated", benchRequest, translated, true},
-		{"10 KB history, passed through", history, pass, true},
-		{"10 KB history, translated", history, translated, true},
-		{"small, passed through, without a Stage", small, pass, false},
-		{"10 KB history, translated, without a Stage", history, translated, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			body, stages := []byte(tc.body), make([]Stage, n)
-			stacktest.Expect(t, n, stacktest.ServerFrames, tc.stage, func(i int) (err error) {
-				if tc.stage {
-					_, _, err = stages[i].ParseHeadLazy(body, translate.DefaultMaxInflated, tc.passes)
-				} else {
-					_, _, err = ParseHeadLazy(body, translate.DefaultMaxInflated, tc.passes)
-				}
-				return err
-			})
-		})
-	}
+	stages := make([]Stage, n)
+	stacktest.ExpectParses(t, n, []stacktest.Parse{
+		{Name: "small, passed through", Body: small, Passes: pass, Staged: true},
+		{Name: "small, translated", Body: small, Passes: translated, Staged: true},
+		{Name: "bench request, passed through", Body: benchRequest, Passes: pass, Staged: true},
+		{Name: "bench request, translated", Body: benchRequest, Passes: translated, Staged: true},
+		{Name: "10 KB history, passed through", Body: history, Passes: pass, Staged: true},
+		{Name: "10 KB history, translated", Body: history, Passes: translated, Staged: true},
+		{Name: "small, passed through, without a Stage", Body: small, Passes: pass, Staged: false},
+		{Name: "10 KB history, translated, without a Stage", Body: history, Passes: translated, Staged: false},
+	}, func(i int, body []byte, row stacktest.Parse) error {
+		if row.Staged {
+			_, _, err := stages[i].ParseHeadLazy(body, translate.DefaultMaxInflated, row.Passes)
+			return err
+		}
+		_, _, err := ParseHeadLazy(body, translate.DefaultMaxInflated, row.Passes)
+		return err
+	})
 }
 
 // TestStage_Reused: one Stage parsing every body of the first pass's corpus in turn,
