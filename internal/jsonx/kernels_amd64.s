@@ -328,20 +328,22 @@ ascii_done:
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
 
-// ESCLOOP32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R10 to
-// that of the bytes escapedEnd must look at when escaped (all but " \\ / b f n r t: the
-// bytes JSON does not allow after a backslash, and u, whose hex digits Go checks; by the
-// nibble lookup of escHigh and escLowNoU) and R11 to that of the quotes and the bytes
-// below 0x20 (the special bytes less the backslashes). Y5 must hold 0x20 in each byte, Y8
-// 0x0f, Y9 escHigh, Y10 escLowNoU and Y11 zero.
-#define ESCLOOP32(off) \
-	ESCCORE(off); \
+// ESCSCAN32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R10 to
+// that of the quotes and R11 to that of the quotes and the bytes below 0x20 (the special
+// bytes less the backslashes). Y5 must hold 0x20 in each byte.
+#define ESCSCAN32(off) \
+	VMOVDQU off(SI), Y0; \
+	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
+	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
+	VPCMPGTB Y0, Y5, Y6; \
+	VPANDN Y6, Y0, Y6; \
+	VPOR Y3, Y6, Y6; \
 	VPMOVMSKB Y1, R8; \
-	VPMOVMSKB Y4, R10; \
+	VPMOVMSKB Y3, R10; \
 	VPMOVMSKB Y6, R11
 
 // LOOKCONSTS loads the constants of the loops that look up the bytes JSON allows after a
-// backslash less u (ESCLOOP32, IDXLOOK): 0x20 into Y5, 0x0f into Y8, escHigh into Y9,
+// backslash less u (IDXLOOK): 0x20 into Y5, 0x0f into Y8, escHigh into Y9,
 // escLowNoU into Y10 and zero into Y11.
 #define LOOKCONSTS \
 	VMOVDQU consts<>+0x40(SB), Y5; \
@@ -350,12 +352,23 @@ ascii_done:
 	VMOVDQU consts<>+0x180(SB), Y10; \
 	VPXOR Y11, Y11, Y11
 
+// IDXLOOK sets r to the mask of the 32 bytes in x that indexBlocks must look at when
+// escaped (all but " \\ / b f n r t: as ESCLOOP32's, by the nibble lookup of escHigh and
+// escLowNoU), given 0x0f in Y8, escHigh in Y9, escLowNoU in Y10 and zero in Y11; it
+// clobbers Y4 and Y7.
+#define IDXLOOK(x, r) \
+	NIBBLES(x, Y8, Y9, Y10, Y7, Y4); \
+	VPCMPEQB Y11, Y7, Y4; \
+	VPMOVMSKB Y4, r
+
 // func escapedBlocks(p *byte, n int, window, carry uint64) (k, end int, special, next uint64, status int)
 //
 // Registers: SI the block, DI its offset k, R14 n, R12 the window, R13 the carry into the
-// block; per block AX the backslashes, BX the quotes and bytes below 0x20, DX the bytes to
-// look at when escaped (ESCLOOP32), R10 the escaped bytes, R11 the carry out, R8 the
-// stops, R9 the bytes checked.
+// block; per block AX the backslashes, BX the quotes and bytes below 0x20, DX its quotes,
+// then the bytes to look at when escaped (IDXLOOK), R10 the escaped bytes, R11 the carry
+// out, R8 the stops, R9 the bytes checked. A block whose escaped bytes are all quotes and
+// backslashes (JSON sent as a string: \" and \\), which JSON allows after one, has none
+// to look at: it skips the lookup.
 TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 	NOAVX2(·escapedBlocksGo(SB))
 	LOOKCONSTS
@@ -368,11 +381,11 @@ TEXT ·escapedBlocks(SB), NOSPLIT, $0-72
 eb_loop:
 	CMPQ DI, R14
 	JAE  eb_more
-	ESCLOOP32(0)
+	ESCSCAN32(0)
 	MOVQ R8, AX
 	MOVQ R10, DX
 	MOVQ R11, BX
-	ESCLOOP32(32)
+	ESCSCAN32(32)
 	SHLQ $32, R8
 	ORQ  R8, AX
 	SHLQ $32, R10
@@ -384,6 +397,19 @@ eb_loop:
 	ANDQ R12, R8 // the backslashes in the window
 	ESCAPED
 
+	// the escaped bytes other than quotes and backslashes: if any, the lookup's
+	ORQ  AX, DX
+	NOTQ DX
+	ANDQ R10, DX
+	JZ   eb_stops
+	VMOVDQU 0(SI), Y0
+	IDXLOOK(Y0, DX)
+	VMOVDQU 32(SI), Y0
+	IDXLOOK(Y0, R8)
+	SHLQ $32, R8
+	ORQ  R8, DX
+
+eb_stops:
 	// stops = (quotes | bytes below 0x20) & window &^ escaped
 	MOVQ R10, R8
 	NOTQ R8
@@ -691,15 +717,6 @@ ub_ret:
 // 0x20 among them leaves one in Y12 (see indexBlocks' end).
 #define IDXCTRL(x) VPMINUB x, Y12, Y12
 
-// IDXLOOK sets r to the mask of the 32 bytes in x that indexBlocks must look at when
-// escaped (all but " \\ / b f n r t: as ESCLOOP32's, by the nibble lookup of escHigh and
-// escLowNoU), given 0x0f in Y8, escHigh in Y9, escLowNoU in Y10 and zero in Y11; it
-// clobbers Y4 and Y7.
-#define IDXLOOK(x, r) \
-	NIBBLES(x, Y8, Y9, Y10, Y7, Y4); \
-	VPCMPEQB Y11, Y7, Y4; \
-	VPMOVMSKB Y4, r
-
 // func indexBlocks(p *byte, n int, dst *uint64, carry uint64) (k int, next, look, ctrl uint64)
 //
 // Registers: SI the block, DI its offset k, R14 n, CX the block's two words in dst, R13
@@ -707,7 +724,9 @@ ub_ret:
 // quotes, DX the bytes to look at when escaped (IDXLOOK), R10 the escaped bytes, R11 the
 // carry out; Y12 the least of each byte of the blocks read (IDXCTRL). A block without a
 // backslash into which no escape carries has no escaped byte: its words are its quotes
-// and zero, without the lookup and escapedBytes.
+// and zero, without the lookup and escapedBytes. A block whose escaped bytes are all
+// quotes and backslashes, which JSON allows after one, has none to look at: it skips the
+// lookup.
 TEXT ·indexBlocks(SB), NOSPLIT, $0-64
 	NOAVX2(·indexBlocksGo(SB))
 	LOOKCONSTS
@@ -749,10 +768,6 @@ ix_loop:
 	JMP  ix_loop
 
 ix_escapes:
-	IDXLOOK(Y0, DX)
-	IDXLOOK(Y13, R8)
-	SHLQ $32, R8
-	ORQ  R8, DX
 	MOVQ AX, R8
 	ESCAPED
 
@@ -766,6 +781,18 @@ ix_escapes:
 	ADDQ $64, SI
 	ADDQ $64, DI
 	MOVQ R11, R13
+
+	// An escaped quote or backslash is never one to look at: a block whose escaped bytes
+	// are all quotes and backslashes (JSON sent as a string: \" and \\) skips the lookup.
+	MOVQ BX, R8
+	ORQ  AX, R8
+	NOTQ R8
+	ANDQ R10, R8
+	JZ   ix_loop
+	IDXLOOK(Y0, DX)
+	IDXLOOK(Y13, R8)
+	SHLQ $32, R8
+	ORQ  R8, DX
 	ANDQ R10, DX // the escaped bytes to look at
 	JZ   ix_loop
 	MOVQ DX, look+48(FP)
