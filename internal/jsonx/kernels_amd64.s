@@ -180,19 +180,23 @@ safe_done:
 	VPSHUFB t, low, t; \
 	VPAND t, r, r
 
-// ESCCORE reads the 32 bytes at off(SI) into Y0 and sets Y1 to their backslashes, Y6 to
-// their quotes and bytes below 0x20, and Y4 to the bytes not found by the nibble lookup
-// of escHigh (Y9) and the low table in Y10 (escLow: the bytes JSON does not allow after a
-// backslash). Y5 must hold 0x20 in each byte, Y8 0x0f and Y11 zero (ESCCONSTS).
-// VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
+// ESCSPECIAL reads the 32 bytes at off(SI) into Y0 and sets Y1 to their backslashes, Y3
+// to their quotes and Y6 to their quotes and bytes below 0x20. Y5 must hold 0x20 in each
+// byte. VPCMPGTB is signed: the bytes below 0x20 and those at or above 0x80 compare below
 // 0x20, and the VPANDN clears the latter's high bit.
-#define ESCCORE(off) \
+#define ESCSPECIAL(off) \
 	VMOVDQU off(SI), Y0; \
 	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
 	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
 	VPCMPGTB Y0, Y5, Y6; \
 	VPANDN Y6, Y0, Y6; \
-	VPOR Y3, Y6, Y6; \
+	VPOR Y3, Y6, Y6
+
+// ESCCORE is ESCSPECIAL, and sets Y4 to the bytes not found by the nibble lookup of
+// escHigh (Y9) and the low table in Y10 (escLow: the bytes JSON does not allow after a
+// backslash). Y5 must hold 0x20 in each byte, Y8 0x0f and Y11 zero (ESCCONSTS).
+#define ESCCORE(off) \
+	ESCSPECIAL(off); \
 	NIBBLES(Y0, Y8, Y9, Y10, Y7, Y4); \
 	VPCMPEQB Y11, Y7, Y4
 
@@ -332,12 +336,7 @@ ascii_done:
 // that of the quotes and R11 to that of the quotes and the bytes below 0x20 (the special
 // bytes less the backslashes). Y5 must hold 0x20 in each byte.
 #define ESCSCAN32(off) \
-	VMOVDQU off(SI), Y0; \
-	VPCMPEQB consts<>+0x20(SB), Y0, Y1; \
-	VPCMPEQB consts<>+0x00(SB), Y0, Y3; \
-	VPCMPGTB Y0, Y5, Y6; \
-	VPANDN Y6, Y0, Y6; \
-	VPOR Y3, Y6, Y6; \
+	ESCSPECIAL(off); \
 	VPMOVMSKB Y1, R8; \
 	VPMOVMSKB Y3, R10; \
 	VPMOVMSKB Y6, R11
