@@ -260,6 +260,18 @@ func encoderCases() map[string][]Record {
 		}
 	}
 	cases["full dictionary"] = full
+	// Routes interleaved: each record's route last seen many records before (10 keys
+	// of one length, 3 models, both streams: 30 routes in turn), some texts equal but
+	// not the same memory.
+	mix := make([]Record, 200)
+	for i := range mix {
+		mix[i] = Record{Time: at, Key: "key-" + strconv.Itoa(i%10), Team: "t", API: "chat", Model: []string{"m-1", "m-2", "m-3"}[i%3],
+			Stream: i%2 == 0, Status: 200, Backend: "b", Attempts: []Attempt{{Backend: "b", Status: 200}}}
+		if i%7 == 6 {
+			mix[i].Status, mix[i].ErrorType, mix[i].Attempts = 429, "rate_limit_exceeded", nil
+		}
+	}
+	cases["interleaved routes"] = mix
 	return cases
 }
 
@@ -478,7 +490,7 @@ func writerRuns(recs []Record, pruned func(int) bool) []bool {
 // refV9Encoder is the reference of form 9 (batchv9.go) the encoder is held to, byte for
 // byte (TestBatch_EncoderMatchesReference, FuzzBatchEncoderMatchesReference): every field
 // of a record written, then its defaults at the end cut, each record's route looked for
-// among the batch's last routeSearch routes by its values, texts compared with ==.
+// among the batch's routes by its values, newest first, texts compared with ==.
 type refV9Encoder struct {
 	v8     v8Encoder // the dictionary
 	routes []Record
@@ -496,7 +508,7 @@ func (e *refV9Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int
 		}
 		r := &recs[i]
 		ri := -1
-		for k := len(e.routes) - 1; k >= 0 && k >= len(e.routes)-routeSearch; k-- {
+		for k := len(e.routes) - 1; k >= 0; k-- {
 			p := &e.routes[k]
 			if p.Key == r.Key && p.Team == r.Team && p.API == r.API && p.Model == r.Model && p.Served == r.Served &&
 				p.Backend == r.Backend && p.Deployment == r.Deployment && p.Stream == r.Stream && p.Status == r.Status &&

@@ -32,7 +32,9 @@ import (
 // and the overview's newest records decode the batches in Go (decodeBatch); a view,
 // ledger_requests, gives operators' SQL the version 7 columns back through json_each.
 // PostgreSQL keeps a row a record (COPY costs the gateway the same either way): its
-// version 8 changes nothing.
+// version 8 changes nothing. From version 9 the writer writes form 9 (batchv9.go); this
+// file's form, form 8, is what the rows written before hold (their column format is 8),
+// which decodeBatch reads.
 
 // batchesTable is the raw records' batches (SQLite).
 const batchesTable = "ledger_request_batches"

@@ -20,7 +20,7 @@ import (
 // base_us and the texts are as in form 8. A route is an array of the ten fields a
 // gateway's records repeat in runs — key_name, team, api, model, served_model, backend,
 // deployment (JSON strings), stream (0 or 1), status, error_type (a string) — every one
-// written; a record names its route by its index among the batch's routes. A record is an
+// written, each route once a batch; a record names its route by its index among them. A record is an
 // array of its other fields in batchFieldsV9's order, the ones at the end that hold their
 // defaults (0, "", null) left out: its time (microseconds after base_us), request_id, its
 // route, the token counts, cost and durations, then attempts, before the fields most
@@ -140,9 +140,9 @@ func batchSQL() string {
 		strconv.Itoa(batchFormat) + ")"
 }
 
-// routeSearch is how many of a batch's routes, newest first, a record's route is looked
-// for among before it is added as a new one (a batch holds at most maxBatchRecords).
-const routeSearch = 8
+// routeBuckets is the size of the encoder's table of a batch's routes by a hash of their
+// values (routeHash).
+const routeBuckets = 64
 
 // batchEncoder encodes batches in form 9 (appendBatch), keeping its buffers and its
 // dictionary's index between them. Not safe for concurrent use.
@@ -159,8 +159,11 @@ type batchEncoder struct {
 		i int
 	}
 	// route are the records that gave the batch's routes, in order (their texts are
-	// not kept after appendBatch).
+	// not kept after appendBatch); head and next chain them by routeHash, newest first
+	// (a route's index plus one; 0 ends a chain).
 	route []*Record
+	head  [routeBuckets]int
+	next  []int
 }
 
 // appendBatch appends recs (at most maxBatchRecords, some of them places pruned) as a
@@ -216,7 +219,8 @@ func (e *batchEncoder) reset() {
 	clear(e.texts)
 	clear(e.last[:])
 	clear(e.route)
-	e.route = e.route[:0]
+	clear(e.head[:])
+	e.route, e.next = e.route[:0], e.next[:0]
 }
 
 // sameRecordRoute reports whether r's route fields hold p's values.
@@ -224,18 +228,38 @@ func sameRecordRoute(r, p *Record) bool {
 	return r.Status == p.Status && r.Stream == p.Stream && sameText(r.ErrorType, p.ErrorType) && sameRouteTexts(r, p)
 }
 
-// routeOf returns the index of r's route among the batch's: one of the last routeSearch
-// that holds its values, else a new one.
+// routeHash is r's route's bucket in the encoder's table: a hash of what its values
+// most often differ in (the texts' lengths and last bytes, stream, status), never of
+// where its texts are, so that a route's every record finds it.
+func routeHash(r *Record) int {
+	h := len(r.Key)*31 + len(r.Team)*7 + len(r.API)*5 + len(r.Model)*17 + len(r.Served)*3 + len(r.Backend)*19 +
+		len(r.Deployment)*13 + len(r.ErrorType)*11 + r.Status
+	if r.Stream {
+		h += 37
+	}
+	if n := len(r.Key); n > 0 {
+		h += int(r.Key[n-1]) * 131
+	}
+	if n := len(r.Model); n > 0 {
+		h += int(r.Model[n-1]) * 61
+	}
+	return (h ^ h>>6) & (routeBuckets - 1)
+}
+
+// routeOf returns the index of r's route among the batch's: the newest that holds its
+// values, else a new one.
 func (e *batchEncoder) routeOf(r *Record) int {
-	for k := len(e.route) - 1; k >= 0 && k >= len(e.route)-routeSearch; k-- {
-		if sameRecordRoute(r, e.route[k]) {
-			return k
+	b := routeHash(r)
+	for k := e.head[b]; k > 0; k = e.next[k-1] {
+		if sameRecordRoute(r, e.route[k-1]) {
+			return k - 1
 		}
 	}
 	if len(e.route) > 0 {
 		e.routes = append(e.routes, ',')
 	}
-	e.route = append(e.route, r)
+	e.route, e.next = append(e.route, r), append(e.next, e.head[b])
+	e.head[b] = len(e.route)
 	e.routes = appendRoute(e.routes, r)
 	return len(e.route) - 1
 }
