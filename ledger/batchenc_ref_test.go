@@ -12,39 +12,24 @@ import (
 // v8Encoder is the batch encoder of form 8 (schema version 8's rows, batches.go) as it
 // was before the tenth session's segments, every field of every record encoded: the
 // tests write the rows a version 8 database holds with it, which the readers and the
-// view still read.
+// view still read. Its dictionary and attempts are form 9's (the same in both forms).
 type v8Encoder struct {
-	texts      map[string]int
-	dict, recs []byte
+	enc  batchEncoder
+	recs []byte
 }
 
-// appendDict appends s, a text of a dictionary field: "" as it is, else its index in the
-// batch's dictionary (added there the first time, while it has room), else s.
-func (e *v8Encoder) appendDict(b []byte, _ int, s string) []byte {
-	if s == "" {
-		return append(b, '"', '"')
-	}
-	i, ok := e.texts[s]
-	if !ok {
-		if len(e.texts) >= maxBatchTexts {
-			return appendJSONText(b, s)
-		}
-		i = len(e.texts)
-		e.texts[s] = i
-		if i > 0 {
-			e.dict = append(e.dict, ',')
-		}
-		e.dict = appendJSONText(e.dict, s)
-	}
-	return appendInt64(b, int64(i))
-}
+// appendDict appends s, a text of a dictionary field (batchEncoder.appendDict).
+func (e *v8Encoder) appendDict(b []byte, _ int, s string) []byte { return e.enc.appendDict(b, 0, s) }
 
 // refAppendBatch appends recs (at most maxBatchRecords, some of them places pruned) as
 // a form 8 batch's data, times stored from base (Unix microseconds, at most their
 // earliest).
 func (e *v8Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
-	e.texts = map[string]int{}
-	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
+	if e.enc.texts == nil {
+		e.enc.texts = map[string]int{}
+	}
+	defer e.enc.reset()
+	e.enc.dict, e.recs = append(e.enc.dict[:0], '['), e.recs[:0]
 	for i := range recs {
 		e.recs = append(e.recs, ',')
 		if pruned != nil && pruned(i) {
@@ -54,7 +39,7 @@ func (e *v8Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) b
 		e.recs = e.refAppendRecord(e.recs, &recs[i], base)
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
-	b = append(append(append(b, ','), e.dict...), ']')
+	b = append(append(append(b, ','), e.enc.dict...), ']')
 	b = append(b, e.recs...)
 	return append(b, ']')
 }
@@ -152,31 +137,13 @@ func (e *v8Encoder) refAppendRecord(b []byte, r *Record, base int64) []byte {
 	return append(b[:end], ']')
 }
 
-// appendAttempts appends as in their stored form in a batch: an array of arrays
+// refAppendAttempts appends as in their stored form in a batch (form 9's appendAttempts): an array of arrays
 // [backend, deployment, model, status, error_type, duration_ms, continued (0 or 1),
 // prompt_tokens, completion_tokens], the texts through the batch's dictionary. A reader
 // turns them back into appendAttempts' JSON objects (decodeAttempts), the form the
 // version 7 column held; the rows the migration made keep that form as it was.
 func (e *v8Encoder) refAppendAttempts(b []byte, as []Attempt) []byte {
-	const f = len(batchFields) // the attempts' texts' last texts
-	b = append(b, '[')
-	for i := range as {
-		a := &as[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = e.appendDict(append(b, '['), f, a.Backend)
-		b = e.appendDict(append(b, ','), f+1, a.Deployment)
-		b = e.appendDict(append(b, ','), f+2, a.Model)
-		b = appendInt64(append(b, ','), int64(a.Status))
-		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
-		b = appendInt64(append(b, ','), a.Duration.Milliseconds())
-		b = appendFlag(append(b, ','), a.Continued)
-		b = appendInt64(append(b, ','), a.PromptTokens)
-		b = appendInt64(append(b, ','), a.CompletionTokens)
-		b = append(b, ']')
-	}
-	return append(b, ']')
+	return e.enc.appendAttempts(b, as)
 }
 
 // gatewayRun is n records as a gateway writes them at a steady load: one key, route and
@@ -498,7 +465,11 @@ type refV9Encoder struct {
 
 // refAppendBatch appends recs (some of them places pruned) as a form 9 batch's data.
 func (e *refV9Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
-	e.v8.texts, e.v8.dict, e.routes = map[string]int{}, append(e.v8.dict[:0], '['), nil
+	e.v8.enc.reset()
+	if e.v8.enc.texts == nil {
+		e.v8.enc.texts = map[string]int{}
+	}
+	e.v8.enc.dict, e.routes = append(e.v8.enc.dict[:0], '['), nil
 	var rb, out []byte
 	for i := range recs {
 		out = append(out, ',')
@@ -536,7 +507,7 @@ func (e *refV9Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int
 		out = e.refAppendRecord(out, r, ri, base)
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
-	b = append(append(append(b, ','), e.v8.dict...), ']')
+	b = append(append(append(b, ','), e.v8.enc.dict...), ']')
 	b = append(append(append(append(b, ','), '['), rb...), ']')
 	b = append(b, out...)
 	return append(b, ']')

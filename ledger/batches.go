@@ -94,25 +94,32 @@ func batchColumns() string {
 	b.WriteString("b.first_id + r.key - " + strconv.Itoa(batchRecords) + " AS id")
 	for _, c := range columns {
 		p := strconv.Itoa(place[c])
-		v := "r.value ->> " + p
-		switch batchFields[place[c]].kind {
-		case fTime:
-			v = "(b.data ->> 0) + " + v
-		case fInt, fFlag:
-			v = "COALESCE(" + v + ", 0)"
-		case fReal:
-			v = "COALESCE(" + v + ", 0.0)"
-		case fText:
-			v = "COALESCE(" + v + ", '')"
-		case fDict:
-			v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
-		}
+		v := fieldSQL(batchFields[place[c]].kind, p)
 		if c == "attempts" {
 			v = attemptsSQL(p)
 		}
 		b.WriteString(", " + v + " AS " + c)
 	}
 	return b.String()
+}
+
+// fieldSQL is the view's value of a field stored as kind at place p of a record's array
+// (r.value), its default when left out.
+func fieldSQL(kind fieldKind, p string) string {
+	v := "r.value ->> " + p
+	switch kind {
+	case fTime:
+		v = "(b.data ->> 0) + " + v
+	case fInt, fFlag:
+		v = "COALESCE(" + v + ", 0)"
+	case fReal:
+		v = "COALESCE(" + v + ", 0.0)"
+	case fText:
+		v = "COALESCE(" + v + ", '')"
+	case fDict:
+		v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
+	}
+	return v
 }
 
 // dictSQL is the text at place p of the JSON array val: a string, or its index in the
@@ -433,16 +440,27 @@ var errBatch = errors.New("ledger: a stored batch of records is malformed")
 // field. The records' texts are data's substrings or decoded from it (never more than
 // data's bytes).
 func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
+	return decodeForm(data, first, out, 8)
+}
+
+// decodeForm is decodeBatch (form 8) or decodeBatchV9 (form 9, batchv9.go): after
+// base_us and the texts, form 9 has its routes.
+func decodeForm(data string, first int64, out []Record, form int) ([]Record, error) {
 	sc := jsonx.NewScanner(data)
 	if sc.Peek() != '[' {
 		return out, fmt.Errorf("%w: not an array", errBatch)
 	}
+	head := batchRecords // the elements before the records
+	if form == 9 {
+		head = v9Records
+	}
 	var base int64
 	var texts []string
+	var routes []Record
 	n := 0
 	for i := 0; sc.NextElem(&i); {
 		n = i
-		switch place := i - 1 - batchRecords; {
+		switch place := i - 1 - head; {
 		case i == 1:
 			var v jsonx.Value
 			if !sc.Value(&v) || v.Kind != jsonx.Number {
@@ -466,6 +484,11 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 				}
 				texts = append(texts, v.Str)
 			}
+		case i == 3 && form == 9:
+			var err error
+			if routes, err = decodeRoutes(&sc); err != nil {
+				return out, err
+			}
 		case place >= maxBatchRecords:
 			return out, fmt.Errorf("%w: more than %d records", errBatch, maxBatchRecords)
 		case sc.Peek() == 'n': // a record the pruner took out
@@ -474,7 +497,13 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 			}
 		default:
 			out = append(out, Record{ID: first + int64(place)})
-			if err := decodeRecord(&sc, &out[len(out)-1], base, texts); err != nil {
+			var err error
+			if form == 9 {
+				err = decodeRecordV9(&sc, &out[len(out)-1], base, texts, routes)
+			} else {
+				err = decodeRecord(&sc, &out[len(out)-1], base, texts)
+			}
+			if err != nil {
 				return out, fmt.Errorf("%w: record %d: %w", errBatch, place, err)
 			}
 		}
@@ -485,7 +514,9 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 	if sc.Failed() || !sc.AtEnd() {
 		return out, fmt.Errorf("%w: bad JSON after %d elements", errBatch, n)
 	}
-	if n < batchRecords {
+	if n < head && form == 9 {
+		return out, fmt.Errorf("%w: no base_us, texts and routes", errBatch)
+	} else if n < head {
 		return out, fmt.Errorf("%w: no base_us and texts", errBatch)
 	}
 	return out, nil
@@ -494,29 +525,41 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 // decodeRecord reads the record at the cursor (appendRecord's array) into r: times from
 // base, dictionary texts from texts.
 func decodeRecord(sc *jsonx.Scanner, r *Record, base int64, texts []string) error {
+	k, err := eachField(sc, len(batchFields), func(k int, v *jsonx.Value) error {
+		if err := setField(r, batchFields[k].col, batchFields[k].kind, v, base, texts); err != nil {
+			return fmt.Errorf("%s: %w", batchFields[k].col, err)
+		}
+		return nil
+	})
+	if err == nil && k == 0 {
+		err = errors.New("no time")
+	}
+	return err
+}
+
+// eachField calls fn with each element of the array at the cursor, at most max, and its
+// place; it returns how many it read, and the first error (fn's, or of the array).
+func eachField(sc *jsonx.Scanner, max int, fn func(k int, v *jsonx.Value) error) (int, error) {
 	if sc.Peek() != '[' {
-		return errors.New("not an array")
+		return 0, errors.New("not an array")
 	}
 	k := 0
 	for sc.NextElem(&k) {
-		if k > len(batchFields) {
-			return fmt.Errorf("more than %d fields", len(batchFields))
+		if k > max {
+			return k, fmt.Errorf("more than %d fields", max)
 		}
 		var v jsonx.Value
 		if !sc.Value(&v) {
 			break
 		}
-		if err := setField(r, batchFields[k-1].col, batchFields[k-1].kind, &v, base, texts); err != nil {
-			return fmt.Errorf("%s: %w", batchFields[k-1].col, err)
+		if err := fn(k-1, &v); err != nil {
+			return k, err
 		}
 	}
 	if sc.Failed() {
-		return errors.New("bad JSON")
+		return k, errors.New("bad JSON")
 	}
-	if k == 0 {
-		return errors.New("no time")
-	}
-	return nil
+	return k, nil
 }
 
 // setField sets r's field col, stored as kind, to v (times from base, dictionary texts

@@ -95,19 +95,7 @@ func batchColumnsV9() string {
 			v = rf(c)
 		} else {
 			p := strconv.Itoa(v9Place(c))
-			v = "r.value ->> " + p
-			switch batchFieldsV9[v9Place(c)].kind {
-			case fTime:
-				v = "(b.data ->> 0) + " + v
-			case fInt, fFlag:
-				v = "COALESCE(" + v + ", 0)"
-			case fReal:
-				v = "COALESCE(" + v + ", 0.0)"
-			case fText:
-				v = "COALESCE(" + v + ", '')"
-			case fDict:
-				v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
-			}
+			v = fieldSQL(batchFieldsV9[v9Place(c)].kind, p)
 			if c == "attempts" {
 				one := "json_array(json_object('backend', " + rf("backend") + ", 'deployment', " + rf("deployment") +
 					", 'model', " + rf("served_model") + ", 'status', " + rf("status") + ", 'error_type', " + rf("error_type") +
@@ -457,123 +445,48 @@ func decodeBatchRow(format int64, data string, first int64, out []Record) ([]Rec
 // maxBatchRecords of them. Anything but the form appendBatch writes with fields of their
 // kinds is an error naming the route or the record and the field.
 func decodeBatchV9(data string, first int64, out []Record) ([]Record, error) {
-	sc := jsonx.NewScanner(data)
+	return decodeForm(data, first, out, 9)
+}
+
+// decodeRoutes reads the routes at the cursor (an array of appendRoute's arrays, at
+// most maxBatchRecords).
+func decodeRoutes(sc *jsonx.Scanner) ([]Record, error) {
 	if sc.Peek() != '[' {
-		return out, fmt.Errorf("%w: not an array", errBatch)
+		return nil, fmt.Errorf("%w: the routes are not an array", errBatch)
 	}
-	var base int64
-	var texts []string
 	var routes []Record
-	n := 0
-	for i := 0; sc.NextElem(&i); {
-		n = i
-		switch place := i - 1 - v9Records; {
-		case i == 1:
-			var v jsonx.Value
-			if !sc.Value(&v) || v.Kind != jsonx.Number {
-				return out, fmt.Errorf("%w: base_us is not a number", errBatch)
-			}
-			var err error
-			if base, err = strconv.ParseInt(v.Raw, 10, 64); err != nil {
-				return out, fmt.Errorf("%w: base_us is not an integer", errBatch)
-			}
-		case i == 2:
-			if sc.Peek() != '[' {
-				return out, fmt.Errorf("%w: the texts are not an array", errBatch)
-			}
-			for k := 0; sc.NextElem(&k); {
-				var v jsonx.Value
-				if k > maxBatchTexts {
-					return out, fmt.Errorf("%w: more than %d texts", errBatch, maxBatchTexts)
-				}
-				if !sc.Value(&v) || v.Kind != jsonx.String {
-					return out, fmt.Errorf("%w: text %d is not a string", errBatch, k-1)
-				}
-				texts = append(texts, v.Str)
-			}
-		case i == 3:
-			if sc.Peek() != '[' {
-				return out, fmt.Errorf("%w: the routes are not an array", errBatch)
-			}
-			for k := 0; sc.NextElem(&k); {
-				if k > maxBatchRecords {
-					return out, fmt.Errorf("%w: more than %d routes", errBatch, maxBatchRecords)
-				}
-				routes = append(routes, Record{})
-				if err := decodeRoute(&sc, &routes[k-1]); err != nil {
-					return out, fmt.Errorf("%w: route %d: %w", errBatch, k-1, err)
-				}
-			}
-		case place >= maxBatchRecords:
-			return out, fmt.Errorf("%w: more than %d records", errBatch, maxBatchRecords)
-		case sc.Peek() == 'n': // a record the pruner took out
-			if !sc.Literal("null") {
-				return out, fmt.Errorf("%w: record %d: bad JSON", errBatch, place)
-			}
-		default:
-			out = append(out, Record{ID: first + int64(place)})
-			if err := decodeRecordV9(&sc, &out[len(out)-1], base, texts, routes); err != nil {
-				return out, fmt.Errorf("%w: record %d: %w", errBatch, place, err)
-			}
+	for k := 0; sc.NextElem(&k); {
+		if k > maxBatchRecords {
+			return nil, fmt.Errorf("%w: more than %d routes", errBatch, maxBatchRecords)
 		}
-		if sc.Failed() {
-			break
+		routes = append(routes, Record{})
+		if err := decodeRoute(sc, &routes[k-1]); err != nil {
+			return nil, fmt.Errorf("%w: route %d: %w", errBatch, k-1, err)
 		}
 	}
-	if sc.Failed() || !sc.AtEnd() {
-		return out, fmt.Errorf("%w: bad JSON after %d elements", errBatch, n)
-	}
-	if n < v9Records {
-		return out, fmt.Errorf("%w: no base_us, texts and routes", errBatch)
-	}
-	return out, nil
+	return routes, nil
 }
 
 // decodeRoute reads the route at the cursor (appendRoute's array, all ten fields) into
 // r's route fields.
 func decodeRoute(sc *jsonx.Scanner, r *Record) error {
-	if sc.Peek() != '[' {
-		return errors.New("not an array")
-	}
-	k := 0
-	for sc.NextElem(&k) {
-		if k > len(routeFields) {
-			return fmt.Errorf("more than %d fields", len(routeFields))
+	k, err := eachField(sc, len(routeFields), func(k int, v *jsonx.Value) error {
+		if err := setField(r, routeFields[k].col, routeFields[k].kind, v, 0, nil); err != nil {
+			return fmt.Errorf("%s: %w", routeFields[k].col, err)
 		}
-		var v jsonx.Value
-		if !sc.Value(&v) {
-			break
-		}
-		f := routeFields[k-1]
-		if err := setField(r, f.col, f.kind, &v, 0, nil); err != nil {
-			return fmt.Errorf("%s: %w", f.col, err)
-		}
+		return nil
+	})
+	if err == nil && k != len(routeFields) {
+		err = fmt.Errorf("%d fields, want %d", k, len(routeFields))
 	}
-	if sc.Failed() {
-		return errors.New("bad JSON")
-	}
-	if k != len(routeFields) {
-		return fmt.Errorf("%d fields, want %d", k, len(routeFields))
-	}
-	return nil
+	return err
 }
 
 // decodeRecordV9 reads the record at the cursor (appendRecord's array) into r: times
 // from base, dictionary texts from texts, its route's fields from routes.
 func decodeRecordV9(sc *jsonx.Scanner, r *Record, base int64, texts []string, routes []Record) error {
-	if sc.Peek() != '[' {
-		return errors.New("not an array")
-	}
-	k := 0
-	for sc.NextElem(&k) {
-		if k > len(batchFieldsV9) {
-			return fmt.Errorf("more than %d fields", len(batchFieldsV9))
-		}
-		var v jsonx.Value
-		if !sc.Value(&v) {
-			break
-		}
-		f := batchFieldsV9[k-1]
+	k, err := eachField(sc, len(batchFieldsV9), func(k int, v *jsonx.Value) error {
+		f := batchFieldsV9[k]
 		var err error
 		switch {
 		case f.col == "route":
@@ -598,17 +511,15 @@ func decodeRecordV9(sc *jsonx.Scanner, r *Record, base int64, texts []string, ro
 				err = errors.New("not an integer")
 			}
 		default:
-			err = setField(r, f.col, f.kind, &v, base, texts)
+			err = setField(r, f.col, f.kind, v, base, texts)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.col, err)
 		}
+		return nil
+	})
+	if err == nil && k < 3 {
+		err = errors.New("no route")
 	}
-	if sc.Failed() {
-		return errors.New("bad JSON")
-	}
-	if k < 3 {
-		return errors.New("no route")
-	}
-	return nil
+	return err
 }
