@@ -499,10 +499,10 @@ func (e *refV9Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int
 				if f > 0 {
 					rb = append(rb, ',')
 				}
-				rb = appendJSONText(rb, s)
+				rb = e.v8.appendDict(rb, 0, s)
 			}
 			rb = fmt.Appendf(rb, ",%d,%d,", map[bool]int{false: 0, true: 1}[r.Stream], r.Status)
-			rb = append(appendJSONText(rb, r.ErrorType), ']')
+			rb = append(e.v8.appendDict(rb, 0, r.ErrorType), ']')
 		}
 		out = e.refAppendRecord(out, r, ri, base)
 	}

@@ -486,7 +486,7 @@ func decodeForm(data string, first int64, out []Record, form int) ([]Record, err
 			}
 		case i == 3 && form == 9:
 			var err error
-			if routes, err = decodeRoutes(&sc); err != nil {
+			if routes, err = decodeRoutes(&sc, texts); err != nil {
 				return out, err
 			}
 		case place >= maxBatchRecords:

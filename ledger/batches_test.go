@@ -105,11 +105,11 @@ func TestBatch_RoundTrip(t *testing.T) {
 			}
 		}
 	}
-	// The routes: the second record's is the first's, defaults left out; the attempt
-	// that is its route's is its duration.
+	// The routes, their texts through the dictionary: the second record's is the
+	// first's, defaults left out; the attempt that is its route's is its duration.
 	data := string(e.appendBatch(nil, []Record{{Time: time.UnixMicro(0), Key: "k", Model: "m"}, {Time: time.UnixMicro(0), Key: "k", Model: "m"},
 		{Time: time.UnixMicro(3), Key: "k", Model: "m", Status: 200, PromptTokens: 5, Attempts: []Attempt{{Status: 200, PromptTokens: 5, Duration: time.Millisecond}}}}, nil, 0))
-	if want := `[0,[],[["k","","","m","","","",0,0,""],["k","","","m","","","",0,200,""]],[0,"",0],[0,"",0],[3,"",1,5,0,0.0,0,0,0,1]]`; data != want {
+	if want := `[0,["k","m"],[[0,"","",1,"","","",0,0,""],[0,"","",1,"","","",0,200,""]],[0,"",0],[0,"",0],[3,"",1,5,0,0.0,0,0,0,1]]`; data != want {
 		t.Errorf("batch %s, want %s", data, want)
 	}
 }
@@ -170,7 +170,8 @@ func TestBatch_DecodeErrors(t *testing.T) {
 		{`[0,[],[` + strings.Replace(route, `""]`, `"",1]`, 1) + `]]`, "route 0: more than 10 fields"},
 		{`[0,[],[` + strings.Replace(route, `200`, `"200"`, 1) + `]]`, "route 0: status: not a number"},
 		{`[0,[],[` + strings.Replace(route, `,0,`, `,2,`, 1) + `]]`, "route 0: stream: not 0 or 1"},
-		{`[0,[],[` + strings.Replace(route, `"k"`, `0`, 1) + `]]`, "route 0: key_name: not a string"},
+		{`[0,[],[` + strings.Replace(route, `"k"`, `0`, 1) + `]]`, "route 0: key_name: text 0 of 0"},
+		{`[0,[],[` + strings.Replace(route, `"k"`, `null`, 1) + `]]`, "route 0: key_name: not a string"},
 		{`[0,[],[` + route + `],` + many(maxBatchRecords+1, `[0,"",0]`) + `]`, "more than 256 records"},
 		{`[0,[],[],[0,""]]`, "record 0: no route"},
 		{`[0,[],[],[0,"",0]]`, "record 0: route: route 0 of 0"},

@@ -19,7 +19,8 @@ import (
 //
 // base_us and the texts are as in form 8. A route is an array of the ten fields a
 // gateway's records repeat in runs — key_name, team, api, model, served_model, backend,
-// deployment (JSON strings), stream (0 or 1), status, error_type (a string) — every one
+// deployment (each a string or its index in the texts), stream (0 or 1), status,
+// error_type (a string or its index) — every one
 // written, each route once a batch; a record names its route by its index among them. A record is an
 // array of its other fields in batchFieldsV9's order, the ones at the end that hold their
 // defaults (0, "", null) left out: its time (microseconds after base_us), request_id, its
@@ -55,8 +56,8 @@ var routeFields = [...]struct {
 	col  string
 	kind fieldKind
 }{
-	{"key_name", fText}, {"team", fText}, {"api", fText}, {"model", fText}, {"served_model", fText},
-	{"backend", fText}, {"deployment", fText}, {"stream", fFlag}, {"status", fInt}, {"error_type", fText},
+	{"key_name", fDict}, {"team", fDict}, {"api", fDict}, {"model", fDict}, {"served_model", fDict},
+	{"backend", fDict}, {"deployment", fDict}, {"stream", fFlag}, {"status", fInt}, {"error_type", fDict},
 }
 
 // v9Records is the offset of a form 9 batch's first record in its array (after base_us,
@@ -86,7 +87,13 @@ func v9Route(col string) int {
 // its row's), the columns of batchColumns in its order.
 func batchColumnsV9() string {
 	route := "(b.data -> 2 -> (r.value ->> 2))"
-	rf := func(col string) string { return route + " ->> " + strconv.Itoa(v9Route(col)) }
+	rf := func(col string) string {
+		p := strconv.Itoa(v9Route(col))
+		if routeFields[v9Route(col)].kind == fDict {
+			return dictSQL(route, p)
+		}
+		return route + " ->> " + p
+	}
 	var b strings.Builder
 	b.WriteString("b.first_id + r.key - " + strconv.Itoa(v9Records) + " AS id")
 	for _, c := range columns {
@@ -141,8 +148,9 @@ type batchEncoder struct {
 	// being written.
 	dict, routes, recs []byte
 	// last are the text and its index a dictionary field had the last time (an
-	// attempt's backend, deployment, model, error type; continued_from).
-	last [5]struct {
+	// attempt's backend, deployment, model, error type; continued_from; a route's texts,
+	// lastRoute on).
+	last [lastRoute + len(routeFields)]struct {
 		s string
 		i int
 	}
@@ -248,22 +256,26 @@ func (e *batchEncoder) routeOf(r *Record) int {
 	}
 	e.route, e.next = append(e.route, r), append(e.next, e.head[b])
 	e.head[b] = len(e.route)
-	e.routes = appendRoute(e.routes, r)
+	e.routes = e.appendRoute(e.routes, r)
 	return len(e.route) - 1
 }
 
-// appendRoute appends r's route (routeFields' order).
-func appendRoute(b []byte, r *Record) []byte {
-	b = appendJSONText(append(b, '['), r.Key)
-	b = appendJSONText(append(b, ','), r.Team)
-	b = appendJSONText(append(b, ','), r.API)
-	b = appendJSONText(append(b, ','), r.Model)
-	b = appendJSONText(append(b, ','), r.Served)
-	b = appendJSONText(append(b, ','), r.Backend)
-	b = appendJSONText(append(b, ','), r.Deployment)
+// lastRoute is the first of a route's texts' places in batchEncoder.last.
+const lastRoute = 5
+
+// appendRoute appends r's route (routeFields' order), its texts through the batch's
+// dictionary.
+func (e *batchEncoder) appendRoute(b []byte, r *Record) []byte {
+	b = e.appendDict(append(b, '['), lastRoute, r.Key)
+	b = e.appendDict(append(b, ','), lastRoute+1, r.Team)
+	b = e.appendDict(append(b, ','), lastRoute+2, r.API)
+	b = e.appendDict(append(b, ','), lastRoute+3, r.Model)
+	b = e.appendDict(append(b, ','), lastRoute+4, r.Served)
+	b = e.appendDict(append(b, ','), lastRoute+5, r.Backend)
+	b = e.appendDict(append(b, ','), lastRoute+6, r.Deployment)
 	b = appendFlag(append(b, ','), r.Stream)
 	b = appendInt64(append(b, ','), int64(r.Status))
-	b = appendJSONText(append(b, ','), r.ErrorType)
+	b = e.appendDict(append(b, ','), lastRoute+9, r.ErrorType)
 	return append(b, ']')
 }
 
@@ -450,7 +462,7 @@ func decodeBatchV9(data string, first int64, out []Record) ([]Record, error) {
 
 // decodeRoutes reads the routes at the cursor (an array of appendRoute's arrays, at
 // most maxBatchRecords).
-func decodeRoutes(sc *jsonx.Scanner) ([]Record, error) {
+func decodeRoutes(sc *jsonx.Scanner, texts []string) ([]Record, error) {
 	if sc.Peek() != '[' {
 		return nil, fmt.Errorf("%w: the routes are not an array", errBatch)
 	}
@@ -460,7 +472,7 @@ func decodeRoutes(sc *jsonx.Scanner) ([]Record, error) {
 			return nil, fmt.Errorf("%w: more than %d routes", errBatch, maxBatchRecords)
 		}
 		routes = append(routes, Record{})
-		if err := decodeRoute(sc, &routes[k-1]); err != nil {
+		if err := decodeRoute(sc, &routes[k-1], texts); err != nil {
 			return nil, fmt.Errorf("%w: route %d: %w", errBatch, k-1, err)
 		}
 	}
@@ -469,9 +481,9 @@ func decodeRoutes(sc *jsonx.Scanner) ([]Record, error) {
 
 // decodeRoute reads the route at the cursor (appendRoute's array, all ten fields) into
 // r's route fields.
-func decodeRoute(sc *jsonx.Scanner, r *Record) error {
+func decodeRoute(sc *jsonx.Scanner, r *Record, texts []string) error {
 	k, err := eachField(sc, len(routeFields), func(k int, v *jsonx.Value) error {
-		if err := setField(r, routeFields[k].col, routeFields[k].kind, v, 0, nil); err != nil {
+		if err := setField(r, routeFields[k].col, routeFields[k].kind, v, 0, texts); err != nil {
 			return fmt.Errorf("%s: %w", routeFields[k].col, err)
 		}
 		return nil
