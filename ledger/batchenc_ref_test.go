@@ -4,23 +4,32 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// The batch encoder as it was before the tenth session's segments (appendRecord
-// encoding every field of every record): the reference the encoder is held to, byte
-// for byte (TestBatch_EncoderMatchesReference, FuzzBatchEncoderMatchesReference).
+// v8Encoder is the batch encoder of form 8 (schema version 8's rows, batches.go) as it
+// was before the tenth session's segments, every field of every record encoded: the
+// tests write the rows a version 8 database holds with it, which the readers and the
+// view still read. Its dictionary and attempts are form 9's (the same in both forms).
+type v8Encoder struct {
+	enc  batchEncoder
+	recs []byte
+}
 
-// appendBatch appends recs (at most maxBatchRecords, some of them nil: places pruned)
-// as a batch's data, times stored from base (Unix microseconds, at most their earliest).
-// The texts recs hold are not kept after it returns.
-func (e *batchEncoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
-	if e.texts == nil {
-		e.texts = map[string]int{}
+// appendDict appends s, a text of a dictionary field (batchEncoder.appendDict).
+func (e *v8Encoder) appendDict(b []byte, _ int, s string) []byte { return e.enc.appendDict(b, 0, s) }
+
+// refAppendBatch appends recs (at most maxBatchRecords, some of them places pruned) as
+// a form 8 batch's data, times stored from base (Unix microseconds, at most their
+// earliest).
+func (e *v8Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
+	if e.enc.texts == nil {
+		e.enc.texts = map[string]int{}
 	}
-	defer e.reset()
-	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
+	defer e.enc.reset()
+	e.enc.dict, e.recs = append(e.enc.dict[:0], '['), e.recs[:0]
 	for i := range recs {
 		e.recs = append(e.recs, ',')
 		if pruned != nil && pruned(i) {
@@ -30,14 +39,14 @@ func (e *batchEncoder) refAppendBatch(b []byte, recs []Record, pruned func(i int
 		e.recs = e.refAppendRecord(e.recs, &recs[i], base)
 	}
 	b = strconv.AppendInt(append(b, '['), base, 10)
-	b = append(append(append(b, ','), e.dict...), ']')
+	b = append(append(append(b, ','), e.enc.dict...), ']')
 	b = append(b, e.recs...)
 	return append(b, ']')
 }
 
 // appendRecord appends r's array (batchFields' order), the fields at the end that hold
 // their defaults left out.
-func (e *batchEncoder) refAppendRecord(b []byte, r *Record, base int64) []byte {
+func (e *v8Encoder) refAppendRecord(b []byte, r *Record, base int64) []byte {
 	b = appendInt64(append(b, '['), r.Time.UnixMicro()-base)
 	end := len(b)
 	num := func(b []byte, n int64) []byte {
@@ -128,31 +137,13 @@ func (e *batchEncoder) refAppendRecord(b []byte, r *Record, base int64) []byte {
 	return append(b[:end], ']')
 }
 
-// appendAttempts appends as in their stored form in a batch: an array of arrays
+// refAppendAttempts appends as in their stored form in a batch (form 9's appendAttempts): an array of arrays
 // [backend, deployment, model, status, error_type, duration_ms, continued (0 or 1),
 // prompt_tokens, completion_tokens], the texts through the batch's dictionary. A reader
 // turns them back into appendAttempts' JSON objects (decodeAttempts), the form the
 // version 7 column held; the rows the migration made keep that form as it was.
-func (e *batchEncoder) refAppendAttempts(b []byte, as []Attempt) []byte {
-	const f = len(batchFields) // the attempts' texts' last texts
-	b = append(b, '[')
-	for i := range as {
-		a := &as[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = e.appendDict(append(b, '['), f, a.Backend)
-		b = e.appendDict(append(b, ','), f+1, a.Deployment)
-		b = e.appendDict(append(b, ','), f+2, a.Model)
-		b = appendInt64(append(b, ','), int64(a.Status))
-		b = e.appendDict(append(b, ','), f+3, a.ErrorType)
-		b = appendInt64(append(b, ','), a.Duration.Milliseconds())
-		b = appendFlag(append(b, ','), a.Continued)
-		b = appendInt64(append(b, ','), a.PromptTokens)
-		b = appendInt64(append(b, ','), a.CompletionTokens)
-		b = append(b, ']')
-	}
-	return append(b, ']')
+func (e *v8Encoder) refAppendAttempts(b []byte, as []Attempt) []byte {
+	return e.enc.appendAttempts(b, as)
 }
 
 // gatewayRun is n records as a gateway writes them at a steady load: one key, route and
@@ -236,13 +227,26 @@ func encoderCases() map[string][]Record {
 		}
 	}
 	cases["full dictionary"] = full
+	// Routes interleaved: each record's route last seen many records before (10 keys
+	// of one length, 3 models, both streams: 30 routes in turn), some texts equal but
+	// not the same memory.
+	mix := make([]Record, 200)
+	for i := range mix {
+		mix[i] = Record{Time: at, Key: "key-" + strconv.Itoa(i%10), Team: "t", API: "chat", Model: []string{"m-1", "m-2", "m-3"}[i%3],
+			Stream: i%2 == 0, Status: 200, Backend: "b", Attempts: []Attempt{{Backend: "b", Status: 200}}}
+		if i%7 == 6 {
+			mix[i].Status, mix[i].ErrorType, mix[i].Attempts = 429, "rate_limit_exceeded", nil
+		}
+	}
+	cases["interleaved routes"] = mix
 	return cases
 }
 
-// TestBatch_EncoderMatchesReference: appendBatch writes, byte for byte, what the encoder
-// before the segments wrote, pruned places or not, and the batch reads back.
+// TestBatch_EncoderMatchesReference: appendBatch writes, byte for byte, what the form 9
+// reference writes, pruned places or not, and the batch reads back.
 func TestBatch_EncoderMatchesReference(t *testing.T) {
-	var e, ref batchEncoder
+	var e batchEncoder
+	var ref refV9Encoder
 	for name, recs := range encoderCases() {
 		for _, pruned := range []func(int) bool{nil, func(i int) bool { return i%5 == 1 }} {
 			base := int64(math.MaxInt64)
@@ -258,7 +262,7 @@ func TestBatch_EncoderMatchesReference(t *testing.T) {
 			if at := e.appendBatchAt([]byte("x"), recs, unixMicros(recs), writerRuns(recs, pruned), pruned, base); string(at) != string(want) {
 				t.Fatalf("%s (pruned %t), the times and runs given:\n got %s\nwant %s", name, pruned != nil, at, want)
 			}
-			if _, err := decodeBatch(string(got[1:]), 1, nil); err != nil && !overAttempts(recs) {
+			if _, err := decodeBatchV9(string(got[1:]), 1, nil); err != nil && !overAttempts(recs) {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
@@ -267,7 +271,7 @@ func TestBatch_EncoderMatchesReference(t *testing.T) {
 
 // FuzzBatchEncoderMatchesReference: a batch of records made from the input (runs of
 // records that repeat some fields of the one before and change others) encodes byte for
-// byte as the encoder before the segments encoded it.
+// byte as the form 9 reference encodes it.
 //
 //	go test -run '^$' -fuzz FuzzBatchEncoderMatchesReference -fuzztime 60s ./ledger
 func FuzzBatchEncoderMatchesReference(f *testing.F) {
@@ -359,7 +363,8 @@ func FuzzBatchEncoderMatchesReference(f *testing.F) {
 		if len(recs) > maxBatchRecords {
 			recs = recs[:maxBatchRecords]
 		}
-		var e, ref batchEncoder
+		var e batchEncoder
+		var ref refV9Encoder
 		pruned := func(i int) bool { return len(in) > 0 && int(in[0])%7 == i%7 }
 		for _, p := range []func(int) bool{nil, pruned} {
 			want := ref.refAppendBatch(nil, recs, p, 0)
@@ -393,16 +398,27 @@ func overAttempts(recs []Record) bool {
 func BenchmarkBatchEncode(b *testing.B) {
 	recs := gatewayRun(maxBatchRecords, time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC))
 	var e batchEncoder
+	var ref refV9Encoder
+	var v8 v8Encoder
 	buf := make([]byte, 0, 64<<10)
+	perRecord := func(b *testing.B) { b.ReportMetric(float64(len(buf))/float64(len(recs)), "B/record") }
 	b.Run("new", func(b *testing.B) {
 		for range b.N {
 			buf = e.appendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
 		}
+		perRecord(b)
 	})
 	b.Run("reference", func(b *testing.B) {
 		for range b.N {
-			buf = e.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
+			buf = ref.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
 		}
+		perRecord(b)
+	})
+	b.Run("v8", func(b *testing.B) { // form 8's reference, for its bytes a record
+		for range b.N {
+			buf = v8.refAppendBatch(buf[:0], recs, nil, recs[0].Time.UnixMicro())
+		}
+		perRecord(b)
 	})
 	// The SQLite writer's form: the times read once and the route runs asked once a
 	// record (both counted here), then given to the encoder.
@@ -416,6 +432,7 @@ func BenchmarkBatchEncode(b *testing.B) {
 			same = sameRoutes(recs, same)
 			buf = e.appendBatchAt(buf[:0], recs, times, same, nil, times[0])
 		}
+		perRecord(b)
 	})
 }
 
@@ -435,4 +452,127 @@ func writerRuns(recs []Record, pruned func(int) bool) []bool {
 		return nil
 	}
 	return sameRoutes(recs, nil)
+}
+
+// refV9Encoder is the reference of form 9 (batchv9.go) the encoder is held to, byte for
+// byte (TestBatch_EncoderMatchesReference, FuzzBatchEncoderMatchesReference): every field
+// of a record written, then its defaults at the end cut, each record's route looked for
+// among the batch's routes by its values, newest first, texts compared with ==.
+type refV9Encoder struct {
+	v8     v8Encoder // the dictionary
+	routes []Record
+}
+
+// refAppendBatch appends recs (some of them places pruned) as a form 9 batch's data.
+func (e *refV9Encoder) refAppendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
+	e.v8.enc.reset()
+	if e.v8.enc.texts == nil {
+		e.v8.enc.texts = map[string]int{}
+	}
+	e.v8.enc.dict, e.routes = append(e.v8.enc.dict[:0], '['), nil
+	var rb, out []byte
+	for i := range recs {
+		out = append(out, ',')
+		if pruned != nil && pruned(i) {
+			out = append(out, "null"...)
+			continue
+		}
+		r := &recs[i]
+		ri := -1
+		for k := len(e.routes) - 1; k >= 0; k-- {
+			p := &e.routes[k]
+			if p.Key == r.Key && p.Team == r.Team && p.API == r.API && p.Model == r.Model && p.Served == r.Served &&
+				p.Backend == r.Backend && p.Deployment == r.Deployment && p.Stream == r.Stream && p.Status == r.Status &&
+				p.ErrorType == r.ErrorType {
+				ri = k
+				break
+			}
+		}
+		if ri < 0 {
+			ri = len(e.routes)
+			e.routes = append(e.routes, *r)
+			if ri > 0 {
+				rb = append(rb, ',')
+			}
+			rb = append(rb, '[')
+			for f, s := range []string{r.Key, r.Team, r.API, r.Model, r.Served, r.Backend, r.Deployment} {
+				if f > 0 {
+					rb = append(rb, ',')
+				}
+				rb = e.v8.appendDict(rb, 0, s)
+			}
+			rb = fmt.Appendf(rb, ",%d,%d,", map[bool]int{false: 0, true: 1}[r.Stream], r.Status)
+			rb = append(e.v8.appendDict(rb, 0, r.ErrorType), ']')
+		}
+		out = e.refAppendRecord(out, r, ri, base)
+	}
+	b = strconv.AppendInt(append(b, '['), base, 10)
+	b = append(append(append(b, ','), e.v8.enc.dict...), ']')
+	b = append(append(append(append(b, ','), '['), rb...), ']')
+	b = append(b, out...)
+	return append(b, ']')
+}
+
+// refAppendRecord appends r's form 9 array.
+func (e *refV9Encoder) refAppendRecord(b []byte, r *Record, route int, base int64) []byte {
+	var fields []string // each field's JSON, "" where it holds its default
+	var all []string
+	add := func(v string, dflt bool) {
+		all = append(all, v)
+		if dflt {
+			fields = append(fields, "")
+		} else {
+			fields = append(fields, v)
+		}
+	}
+	num := func(n int64) { add(strconv.FormatInt(n, 10), n == 0) }
+	text := func(s string) { add(string(appendJSONText(nil, s)), s == "") }
+	flag := func(v bool) { add(map[bool]string{false: "0", true: "1"}[v], !v) }
+	add(strconv.FormatInt(r.Time.UnixMicro()-base, 10), false)
+	text(r.RequestID)
+	add(strconv.Itoa(route), false)
+	num(r.PromptTokens)
+	num(r.CompletionTokens)
+	add(string(appendReal(nil, r.CostUSD)), r.CostUSD == 0)
+	num(r.Total.Milliseconds())
+	num(r.FirstToken.Milliseconds())
+	num(r.Upstream.Milliseconds())
+	switch a := r.Attempts; {
+	case len(a) == 1 && a[0].Backend == r.Backend && a[0].Deployment == r.Deployment && a[0].Model == r.Served &&
+		a[0].Status == r.Status && a[0].ErrorType == r.ErrorType && !a[0].Continued &&
+		a[0].PromptTokens == r.PromptTokens && a[0].CompletionTokens == r.CompletionTokens:
+		add(strconv.FormatInt(a[0].Duration.Milliseconds(), 10), false)
+	case len(a) > 0:
+		add(string(e.v8.refAppendAttempts(nil, a)), false)
+	case r.AttemptsJSON != "":
+		add(r.AttemptsJSON, false)
+	default:
+		add("null", true)
+	}
+	text(r.TraceID)
+	num(r.CachedReadTokens)
+	num(r.CacheWriteTokens)
+	num(r.ReasoningTokens)
+	flag(r.Estimated)
+	num(int64(r.ToolCalls))
+	num(int64(r.Fallbacks))
+	flag(r.CacheHit)
+	num(int64(r.AttemptsOmitted))
+	switch {
+	case len(r.Tools) > 0:
+		add(string(appendTools(nil, r.Tools)), false)
+	case r.ToolsJSON != "":
+		add(r.ToolsJSON, false)
+	default:
+		add("null", true)
+	}
+	num(int64(r.ToolsOmitted))
+	add(string(e.v8.appendDict(nil, 0, r.ContinuedFrom)), r.ContinuedFrom == "")
+	add(string(appendOpt(nil, r.Prompt)), r.Prompt == "")
+	add(string(appendOpt(nil, r.Completion)), r.Completion == "")
+	n := len(fields)
+	for n > 3 && fields[n-1] == "" {
+		n--
+	}
+	return append(append(b, '['), strings.Join(all[:n], ",")+"]"...)
 }

@@ -32,7 +32,9 @@ import (
 // and the overview's newest records decode the batches in Go (decodeBatch); a view,
 // ledger_requests, gives operators' SQL the version 7 columns back through json_each.
 // PostgreSQL keeps a row a record (COPY costs the gateway the same either way): its
-// version 8 changes nothing.
+// version 8 changes nothing. From version 9 the writer writes form 9 (batchv9.go); this
+// file's form, form 8, is what the rows written before hold (their column format is 8),
+// which decodeBatch reads.
 
 // batchesTable is the raw records' batches (SQLite).
 const batchesTable = "ledger_request_batches"
@@ -92,25 +94,32 @@ func batchColumns() string {
 	b.WriteString("b.first_id + r.key - " + strconv.Itoa(batchRecords) + " AS id")
 	for _, c := range columns {
 		p := strconv.Itoa(place[c])
-		v := "r.value ->> " + p
-		switch batchFields[place[c]].kind {
-		case fTime:
-			v = "(b.data ->> 0) + " + v
-		case fInt, fFlag:
-			v = "COALESCE(" + v + ", 0)"
-		case fReal:
-			v = "COALESCE(" + v + ", 0.0)"
-		case fText:
-			v = "COALESCE(" + v + ", '')"
-		case fDict:
-			v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
-		}
+		v := fieldSQL(batchFields[place[c]].kind, p)
 		if c == "attempts" {
 			v = attemptsSQL(p)
 		}
 		b.WriteString(", " + v + " AS " + c)
 	}
 	return b.String()
+}
+
+// fieldSQL is the view's value of a field stored as kind at place p of a record's array
+// (r.value), its default when left out.
+func fieldSQL(kind fieldKind, p string) string {
+	v := "r.value ->> " + p
+	switch kind {
+	case fTime:
+		v = "(b.data ->> 0) + " + v
+	case fInt, fFlag:
+		v = "COALESCE(" + v + ", 0)"
+	case fReal:
+		v = "COALESCE(" + v + ", 0.0)"
+	case fText:
+		v = "COALESCE(" + v + ", '')"
+	case fDict:
+		v = "COALESCE(" + dictSQL("r.value", p) + ", '')"
+	}
+	return v
 }
 
 // dictSQL is the text at place p of the JSON array val: a string, or its index in the
@@ -177,428 +186,6 @@ DROP TABLE ledger_requests;
 CREATE VIEW ledger_requests AS SELECT ` + batchColumns() + `
   FROM ` + batchesTable + ` AS b, json_each(b.data) AS r WHERE r.key >= ` + strconv.Itoa(batchRecords) + ` AND r.type = 'array';
 `
-}
-
-// batchSQL is the INSERT of a batch row (SQLite).
-func batchSQL() string {
-	return "INSERT INTO " + batchesTable + " (last_id, first_id, first_us, last_us, n, data) VALUES (?, ?, ?, ?, ?, ?)"
-}
-
-// batchEncoder encodes batches (appendBatch), keeping its buffers and its dictionary's
-// index between them. Not safe for concurrent use.
-type batchEncoder struct {
-	// texts is the dictionary's index: a text's place in it.
-	texts map[string]int
-	// dict and recs are the dictionary's JSON and the records' JSON being written.
-	dict, recs []byte
-	// last are the text and its index a dictionary field had in the record before (a
-	// batch's records often repeat their key, team, model, backend).
-	last [len(batchFields) + len(attemptTexts)]struct {
-		s string
-		i int
-	}
-	// bufs are the segments of the record being encoded (bufs[cur]) and of the one
-	// before (appendRecord), in recs.
-	bufs [2]recBuf
-	cur  int
-}
-
-// appendBatch appends recs (at most maxBatchRecords, some of them nil: places pruned)
-// as a batch's data, times stored from base (Unix microseconds, at most their earliest).
-// The texts recs hold are not kept after it returns.
-func (e *batchEncoder) appendBatch(b []byte, recs []Record, pruned func(i int) bool, base int64) []byte {
-	return e.appendBatchAt(b, recs, nil, nil, pruned, base)
-}
-
-// appendBatchAt is appendBatch given us, recs' times as Unix microseconds (us[i] is
-// recs[i].Time.UnixMicro(); nil: read from the records), which the writer reads once a
-// record for the batch's bounds, its rows and its keys' ranges, and same, sameRoutes'
-// answers for recs (nil: the route's texts compared here). same must be nil when
-// pruned is not.
-func (e *batchEncoder) appendBatchAt(b []byte, recs []Record, us []int64, same []bool, pruned func(i int) bool, base int64) []byte {
-	if e.texts == nil {
-		e.texts = map[string]int{}
-	}
-	defer e.reset()
-	e.dict, e.recs = append(e.dict[:0], '['), e.recs[:0]
-	if us != nil && same != nil && pruned == nil { // the writer's: every place a record
-		var prev *Record
-		for i := range recs {
-			r := &recs[i]
-			// r's route (key_name to status) holds prev's values
-			route := prev != nil && same[i] && r.Status == prev.Status && r.Stream == prev.Stream
-			e.recs = e.appendRecord(append(e.recs, ','), r, prev, route, us[i]-base)
-			prev = r
-		}
-	} else {
-		var prev *Record
-		for i := range recs {
-			e.recs = append(e.recs, ',')
-			if pruned != nil && pruned(i) {
-				e.recs = append(e.recs, "null"...)
-				continue
-			}
-			t := recs[i].Time.UnixMicro()
-			if us != nil {
-				t = us[i]
-			}
-			r := &recs[i]
-			e.recs = e.appendRecord(e.recs, r, prev, prev != nil && sameRoute(r, prev), t-base)
-			prev = r
-		}
-	}
-	b = strconv.AppendInt(append(b, '['), base, 10)
-	b = append(append(append(b, ','), e.dict...), ']')
-	b = append(b, e.recs...)
-	return append(b, ']')
-}
-
-// reset forgets the batch's texts.
-func (e *batchEncoder) reset() {
-	clear(e.texts)
-	clear(e.last[:])
-}
-
-// A record's fields after its time are encoded into the batch's records (recs) whole,
-// its defaults at the end then cut off, in segments (recBuf). A segment whose
-// fields hold the values of the record encoded before it in the batch (prev) is copied
-// from that record's bytes, not encoded again, when they were kept (not cut off with its
-// defaults at the end: recBuf.holds): the same values write the same bytes
-// within a batch (a text's place in the dictionary does not change once given, and a
-// text the full dictionary left out stays out). A gateway's records come in runs of one
-// key, team, model and route, with the same status and flags, so most of a
-// record is copied; its time, request id, token counts, durations and trace id are
-// encoded each time, with the cost. The segments (batchFields' places): 2-10, the route
-// and the outcome (key_name to status); 18-25, the counts and flags (cached_read_tokens
-// to cache_hit); 27-32, the rest (attempts_omitted to completion); and in each attempt,
-// its texts and status, and after its duration its flag and token counts. The counts
-// and the rest most often all hold their defaults: then their text is a constant's.
-
-// span is a run of the batch's records' bytes: [off, off+n); end is the length of its
-// prefix up to its last field that holds no default (0: all defaults).
-type span struct{ off, n, end int }
-
-// recBuf is where a record's segments were encoded in the batch's records, and how much
-// of them was kept.
-type recBuf struct {
-	route, counts, rest span
-	// head and tail are an attempt's bytes before and after its duration, natt the
-	// attempts they hold.
-	head, tail [MaxAttempts]span
-	natt       int
-	// keep is the end of the record's bytes kept (its defaults at the end cut off):
-	// the bytes after it are the next record's.
-	keep int
-}
-
-// holds reports whether p's bytes are among the record's kept ones.
-func (rb *recBuf) holds(p span) bool { return p.off+p.n <= rb.keep }
-
-// appendRecord appends r's array (batchFields' order), the fields at the end that hold
-// their defaults left out; at is r's time as stored (microseconds after the batch's
-// base). prev is the record encoded before it in the batch (nil: none); route is set
-// when r's route (key_name to status) holds prev's values.
-func (e *batchEncoder) appendRecord(b []byte, r, prev *Record, route bool, at int64) []byte {
-	cur, old := &e.bufs[e.cur&1], &e.bufs[(e.cur+1)&1]
-	e.cur++
-	c := appendInt64(append(b, '['), at)
-	end := len(c)
-	if c = appendJSONText(append(c, ','), r.RequestID); r.RequestID != "" {
-		end = len(c)
-	}
-	if route && old.holds(old.route) {
-		c = copySpan(c, &cur.route, old.route)
-	} else {
-		c = e.appendFields(c, &cur.route, r, 2, 11)
-	}
-	if cur.route.end > 0 {
-		end = cur.route.off + cur.route.end
-	}
-	// The token counts, which differ from request to request in a gateway (not in a
-	// bench's mock), are encoded each time.
-	if c = appendInt64(append(c, ','), r.PromptTokens); r.PromptTokens != 0 {
-		end = len(c)
-	}
-	if c = appendInt64(append(c, ','), r.CompletionTokens); r.CompletionTokens != 0 {
-		end = len(c)
-	}
-	// The cost follows the token counts: encoded each time ("0.0" without a price).
-	if c = appendReal(append(c, ','), r.CostUSD); r.CostUSD != 0 {
-		end = len(c)
-	}
-	if n := r.Total.Milliseconds(); true {
-		if c = appendInt64(append(c, ','), n); n != 0 {
-			end = len(c)
-		}
-	}
-	if n := r.FirstToken.Milliseconds(); true {
-		if c = appendInt64(append(c, ','), n); n != 0 {
-			end = len(c)
-		}
-	}
-	if n := r.Upstream.Milliseconds(); true {
-		if c = appendInt64(append(c, ','), n); n != 0 {
-			end = len(c)
-		}
-	}
-	if r.TraceID == "" {
-		c = append(c, ',', '"', '"')
-	} else {
-		c = appendJSONText(append(c, ','), r.TraceID)
-		end = len(c)
-	}
-	if defaultCounts(r) {
-		cur.counts = span{len(c), len(defaultCountsText), 0}
-		c = append(c, defaultCountsText...)
-	} else if prev != nil && sameCounts(r, prev) && old.holds(old.counts) {
-		c = copySpan(c, &cur.counts, old.counts)
-	} else {
-		c = e.appendFields(c, &cur.counts, r, 18, 26)
-	}
-	if cur.counts.end > 0 {
-		end = cur.counts.off + cur.counts.end
-	}
-	if c = e.appendAttemptsField(c, cur, old, r, prev); len(r.Attempts) > 0 || r.AttemptsJSON != "" {
-		end = len(c)
-	}
-	if defaultRest(r) {
-		cur.rest = span{len(c), len(defaultRestText), 0}
-		c = append(c, defaultRestText...)
-	} else if prev != nil && sameRest(r, prev) && old.holds(old.rest) {
-		c = copySpan(c, &cur.rest, old.rest)
-	} else {
-		c = e.appendFields(c, &cur.rest, r, 27, len(batchFields))
-	}
-	if cur.rest.end > 0 {
-		end = cur.rest.off + cur.rest.end
-	}
-	cur.keep = end
-	return append(c[:end], ']')
-}
-
-// copySpan appends c's bytes of p (a record's before) to c, and sets *to to where they
-// are in c.
-func copySpan(c []byte, to *span, p span) []byte {
-	*to = span{len(c), p.n, p.end}
-	return append(c, c[p.off:p.off+p.n]...)
-}
-
-// appendFields appends the fields [f, to) of r (batchFields' places) and sets *s to
-// where they are in c.
-func (e *batchEncoder) appendFields(c []byte, s *span, r *Record, f, to int) []byte {
-	start, end := len(c), 0
-	for ; f < to; f++ {
-		var set bool
-		if c, set = e.appendField(c, r, f); set {
-			end = len(c) - start
-		}
-	}
-	*s = span{start, len(c) - start, end}
-	return c
-}
-
-// sameAttempt reports whether a holds b's values but for its duration.
-func sameAttempt(a, b *Attempt) bool {
-	return a.Status == b.Status && a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
-		a.Continued == b.Continued && sameText(a.Backend, b.Backend) && sameText(a.Deployment, b.Deployment) &&
-		sameText(a.Model, b.Model) && sameText(a.ErrorType, b.ErrorType)
-}
-
-// sameText is a == b, without the call comparing their bytes when both are empty (the
-// texts most records leave empty) or both are the same memory (a configured name, which
-// every record of its route holds: jsonx.Equal).
-func sameText(a, b string) bool { return jsonx.Equal(a, b) }
-
-// sameRoute reports whether r's fields key_name to status hold prev's values.
-func sameRoute(r, prev *Record) bool {
-	return r.Status == prev.Status && r.Stream == prev.Stream && sameRouteTexts(r, prev)
-}
-
-// defaultCounts reports whether r's fields cached_read_tokens to cache_hit all hold
-// their defaults (most records'), written defaultCountsText.
-func defaultCounts(r *Record) bool {
-	return r.CachedReadTokens == 0 && r.CacheWriteTokens == 0 && r.ReasoningTokens == 0 && !r.Estimated &&
-		r.ToolCalls == 0 && r.Fallbacks == 0 && !r.CacheHit && r.ErrorType == ""
-}
-
-// defaultCountsText is the fields cached_read_tokens to cache_hit at their defaults.
-const defaultCountsText = `,0,"",0,0,0,0,0,0`
-
-// defaultRest reports whether r's fields attempts_omitted to completion all hold their
-// defaults (most records'), written defaultRestText.
-func defaultRest(r *Record) bool {
-	return r.AttemptsOmitted == 0 && len(r.Tools) == 0 && r.ToolsJSON == "" && r.ToolsOmitted == 0 &&
-		r.ContinuedFrom == "" && r.Prompt == "" && r.Completion == ""
-}
-
-// defaultRestText is the fields attempts_omitted to completion at their defaults.
-const defaultRestText = `,0,null,0,"",null,null`
-
-// sameCounts reports whether r's fields cached_read_tokens to cache_hit hold prev's
-// values.
-func sameCounts(r, prev *Record) bool {
-	return r.CachedReadTokens == prev.CachedReadTokens && r.CacheWriteTokens == prev.CacheWriteTokens &&
-		r.ReasoningTokens == prev.ReasoningTokens && r.Estimated == prev.Estimated &&
-		r.ToolCalls == prev.ToolCalls && r.Fallbacks == prev.Fallbacks && r.CacheHit == prev.CacheHit &&
-		sameText(r.ErrorType, prev.ErrorType)
-}
-
-// sameRest reports whether r's fields attempts_omitted to completion hold prev's values
-// (no tools in either: tools are encoded each time).
-func sameRest(r, prev *Record) bool {
-	return len(r.Tools) == 0 && len(prev.Tools) == 0 && r.AttemptsOmitted == prev.AttemptsOmitted &&
-		r.ToolsOmitted == prev.ToolsOmitted && sameText(r.ToolsJSON, prev.ToolsJSON) &&
-		sameText(r.ContinuedFrom, prev.ContinuedFrom) && sameText(r.Prompt, prev.Prompt) && sameText(r.Completion, prev.Completion)
-}
-
-// appendField appends field f of r (batchFields' place, one of the segments': 2-10,
-// 18-25, 27-32), after a comma, and reports whether it holds a value other than its
-// default.
-func (e *batchEncoder) appendField(b []byte, r *Record, f int) ([]byte, bool) {
-	b = append(b, ',')
-	switch f {
-	case 2:
-		return e.appendDict(b, f, r.Key), r.Key != ""
-	case 3:
-		return e.appendDict(b, f, r.Team), r.Team != ""
-	case 4:
-		return e.appendDict(b, f, r.API), r.API != ""
-	case 5:
-		return e.appendDict(b, f, r.Model), r.Model != ""
-	case 6:
-		return e.appendDict(b, f, r.Served), r.Served != ""
-	case 7:
-		return e.appendDict(b, f, r.Backend), r.Backend != ""
-	case 8:
-		return e.appendDict(b, f, r.Deployment), r.Deployment != ""
-	case 9:
-		return appendFlag(b, r.Stream), r.Stream
-	case 10:
-		return appendInt64(b, int64(r.Status)), r.Status != 0
-	case 18:
-		return appendInt64(b, r.CachedReadTokens), r.CachedReadTokens != 0
-	case 19:
-		return e.appendDict(b, f, r.ErrorType), r.ErrorType != ""
-	case 20:
-		return appendInt64(b, r.CacheWriteTokens), r.CacheWriteTokens != 0
-	case 21:
-		return appendInt64(b, r.ReasoningTokens), r.ReasoningTokens != 0
-	case 22:
-		return appendFlag(b, r.Estimated), r.Estimated
-	case 23:
-		return appendInt64(b, int64(r.ToolCalls)), r.ToolCalls != 0
-	case 24:
-		return appendInt64(b, int64(r.Fallbacks)), r.Fallbacks != 0
-	case 25:
-		return appendFlag(b, r.CacheHit), r.CacheHit
-	case 27:
-		return appendInt64(b, int64(r.AttemptsOmitted)), r.AttemptsOmitted != 0
-	case 28:
-		switch {
-		case len(r.Tools) > 0:
-			return appendTools(b, r.Tools), true
-		case r.ToolsJSON != "": // a record read back (the pruner's rewrite)
-			return append(b, r.ToolsJSON...), true
-		}
-		return append(b, "null"...), false
-	case 29:
-		return appendInt64(b, int64(r.ToolsOmitted)), r.ToolsOmitted != 0
-	case 30:
-		return e.appendDict(b, f, r.ContinuedFrom), r.ContinuedFrom != ""
-	case 31:
-		return appendOpt(b, r.Prompt), r.Prompt != ""
-	case 32:
-		return appendOpt(b, r.Completion), r.Completion != ""
-	}
-	panic("ledger: no segment holds field " + strconv.Itoa(f)) // appendRecord asks for its segments' places only
-}
-
-// appendOpt appends s as a JSON string, "" as null.
-func appendOpt(b []byte, s string) []byte {
-	if s == "" {
-		return append(b, "null"...)
-	}
-	return appendJSONText(b, s)
-}
-
-// attemptTexts are the texts of a stored attempt that the batch's dictionary holds:
-// their places in an attempt's array, each with its own last text (batchEncoder.last,
-// after batchFields').
-var attemptTexts = [...]int{0, 1, 2, 4}
-
-// appendAttemptsField appends r's attempts field, after a comma, to c (the batch's records).
-// Attempts are stored as in their stored form in a batch: an array of arrays [backend,
-// deployment, model, status, error_type, duration_ms, continued (0 or 1),
-// prompt_tokens, completion_tokens], the texts through the batch's dictionary (a
-// reader turns them back into appendAttempts' JSON objects, decodeAttempts: the form
-// the version 7 column held; the rows the migration made keep that form as it was). An
-// attempt's parts before and after its duration are copied from prev's attempt of the
-// same place (earlier in c) when they hold its values and were kept (old.holds).
-func (e *batchEncoder) appendAttemptsField(c []byte, cur, old *recBuf, r, prev *Record) []byte {
-	c = append(c, ',')
-	as := r.Attempts
-	cur.natt = min(len(as), len(cur.head))
-	if len(as) == 0 {
-		if r.AttemptsJSON != "" { // a record read back (the pruner's rewrite)
-			return append(c, r.AttemptsJSON...)
-		}
-		return append(c, "null"...)
-	}
-	var pa []Attempt
-	if prev != nil {
-		pa = prev.Attempts[:min(len(prev.Attempts), old.natt)]
-	}
-	if len(as) == 1 && len(pa) == 1 && sameAttempt(&as[0], &pa[0]) && old.holds(old.tail[0]) { // its head is before
-		// One attempt, as the record before's but for its duration: a proxied
-		// request's, most often.
-		h, t := old.head[0], old.tail[0]
-		c = append(c, '[', '[')
-		cur.head[0].off = len(c)
-		c = append(c, c[h.off:h.off+h.n]...)
-		c = appendInt64(append(c, ','), as[0].Duration.Milliseconds())
-		cur.head[0].n, cur.tail[0] = h.n, span{off: len(c), n: t.n}
-		c = append(c, c[t.off:t.off+t.n]...)
-		return append(c, ']', ']')
-	}
-	const f = len(batchFields) // the attempts' texts' last texts
-	c = append(c, '[')
-	for i := range as {
-		a := &as[i]
-		if i > 0 {
-			c = append(c, ',')
-		}
-		c = append(c, '[')
-		h := len(c)
-		if i < len(pa) && a.Status == pa[i].Status && sameText(a.Backend, pa[i].Backend) &&
-			sameText(a.Deployment, pa[i].Deployment) && sameText(a.Model, pa[i].Model) && sameText(a.ErrorType, pa[i].ErrorType) &&
-			old.holds(old.head[i]) {
-			p := old.head[i]
-			c = append(c, c[p.off:p.off+p.n]...)
-		} else {
-			c = e.appendDict(c, f, a.Backend)
-			c = e.appendDict(append(c, ','), f+1, a.Deployment)
-			c = e.appendDict(append(c, ','), f+2, a.Model)
-			c = appendInt64(append(c, ','), int64(a.Status))
-			c = e.appendDict(append(c, ','), f+3, a.ErrorType)
-		}
-		he := len(c)
-		c = appendInt64(append(c, ','), a.Duration.Milliseconds())
-		t := len(c)
-		if i < len(pa) && a.Continued == pa[i].Continued && a.PromptTokens == pa[i].PromptTokens &&
-			a.CompletionTokens == pa[i].CompletionTokens && old.holds(old.tail[i]) {
-			p := old.tail[i]
-			c = append(c, c[p.off:p.off+p.n]...)
-		} else {
-			c = appendFlag(append(c, ','), a.Continued)
-			c = appendInt64(append(c, ','), a.PromptTokens)
-			c = appendInt64(append(c, ','), a.CompletionTokens)
-		}
-		if i < len(cur.head) {
-			cur.head[i], cur.tail[i] = span{off: h, n: he - h}, span{off: t, n: len(c) - t}
-		}
-		c = append(c, ']')
-	}
-	return append(c, ']')
 }
 
 // decodeAttempts returns the JSON of raw, a stored record's attempts: raw itself when it
@@ -693,31 +280,6 @@ func dictText(v *jsonx.Value, texts []string) (string, error) {
 		return texts[i], nil
 	}
 	return "", errors.New("not a string")
-}
-
-// appendDict appends s, the text of field f: "" as it is, else its index in the
-// batch's dictionary (added there the first time, while it has room), else s.
-func (e *batchEncoder) appendDict(b []byte, f int, s string) []byte {
-	if s == "" {
-		return append(b, '"', '"')
-	}
-	last := &e.last[f]
-	if last.s != s {
-		i, ok := e.texts[s]
-		if !ok {
-			if len(e.texts) >= maxBatchTexts {
-				return appendJSONText(b, s)
-			}
-			i = len(e.texts)
-			e.texts[s] = i
-			if i > 0 {
-				e.dict = append(e.dict, ',')
-			}
-			e.dict = appendJSONText(e.dict, s)
-		}
-		last.s, last.i = s, i
-	}
-	return appendInt64(b, int64(last.i))
 }
 
 // appendInt64 appends n in decimal, as strconv.AppendInt(b, n, 10) does. Most of a
@@ -878,16 +440,27 @@ var errBatch = errors.New("ledger: a stored batch of records is malformed")
 // field. The records' texts are data's substrings or decoded from it (never more than
 // data's bytes).
 func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
+	return decodeForm(data, first, out, 8)
+}
+
+// decodeForm is decodeBatch (form 8) or decodeBatchV9 (form 9, batchv9.go): after
+// base_us and the texts, form 9 has its routes.
+func decodeForm(data string, first int64, out []Record, form int) ([]Record, error) {
 	sc := jsonx.NewScanner(data)
 	if sc.Peek() != '[' {
 		return out, fmt.Errorf("%w: not an array", errBatch)
 	}
+	head := batchRecords // the elements before the records
+	if form == 9 {
+		head = v9Records
+	}
 	var base int64
 	var texts []string
+	var routes []Record
 	n := 0
 	for i := 0; sc.NextElem(&i); {
 		n = i
-		switch place := i - 1 - batchRecords; {
+		switch place := i - 1 - head; {
 		case i == 1:
 			var v jsonx.Value
 			if !sc.Value(&v) || v.Kind != jsonx.Number {
@@ -911,6 +484,11 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 				}
 				texts = append(texts, v.Str)
 			}
+		case i == 3 && form == 9:
+			var err error
+			if routes, err = decodeRoutes(&sc, texts); err != nil {
+				return out, err
+			}
 		case place >= maxBatchRecords:
 			return out, fmt.Errorf("%w: more than %d records", errBatch, maxBatchRecords)
 		case sc.Peek() == 'n': // a record the pruner took out
@@ -919,7 +497,13 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 			}
 		default:
 			out = append(out, Record{ID: first + int64(place)})
-			if err := decodeRecord(&sc, &out[len(out)-1], base, texts); err != nil {
+			var err error
+			if form == 9 {
+				err = decodeRecordV9(&sc, &out[len(out)-1], base, texts, routes)
+			} else {
+				err = decodeRecord(&sc, &out[len(out)-1], base, texts)
+			}
+			if err != nil {
 				return out, fmt.Errorf("%w: record %d: %w", errBatch, place, err)
 			}
 		}
@@ -930,7 +514,9 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 	if sc.Failed() || !sc.AtEnd() {
 		return out, fmt.Errorf("%w: bad JSON after %d elements", errBatch, n)
 	}
-	if n < batchRecords {
+	if n < head && form == 9 {
+		return out, fmt.Errorf("%w: no base_us, texts and routes", errBatch)
+	} else if n < head {
 		return out, fmt.Errorf("%w: no base_us and texts", errBatch)
 	}
 	return out, nil
@@ -939,34 +525,46 @@ func decodeBatch(data string, first int64, out []Record) ([]Record, error) {
 // decodeRecord reads the record at the cursor (appendRecord's array) into r: times from
 // base, dictionary texts from texts.
 func decodeRecord(sc *jsonx.Scanner, r *Record, base int64, texts []string) error {
+	k, err := eachField(sc, len(batchFields), func(k int, v *jsonx.Value) error {
+		if err := setField(r, batchFields[k].col, batchFields[k].kind, v, base, texts); err != nil {
+			return fmt.Errorf("%s: %w", batchFields[k].col, err)
+		}
+		return nil
+	})
+	if err == nil && k == 0 {
+		err = errors.New("no time")
+	}
+	return err
+}
+
+// eachField calls fn with each element of the array at the cursor, at most max, and its
+// place; it returns how many it read, and the first error (fn's, or of the array).
+func eachField(sc *jsonx.Scanner, max int, fn func(k int, v *jsonx.Value) error) (int, error) {
 	if sc.Peek() != '[' {
-		return errors.New("not an array")
+		return 0, errors.New("not an array")
 	}
 	k := 0
 	for sc.NextElem(&k) {
-		if k > len(batchFields) {
-			return fmt.Errorf("more than %d fields", len(batchFields))
+		if k > max {
+			return k, fmt.Errorf("more than %d fields", max)
 		}
 		var v jsonx.Value
 		if !sc.Value(&v) {
 			break
 		}
-		if err := setField(r, k-1, &v, base, texts); err != nil {
-			return fmt.Errorf("%s: %w", batchFields[k-1].col, err)
+		if err := fn(k-1, &v); err != nil {
+			return k, err
 		}
 	}
 	if sc.Failed() {
-		return errors.New("bad JSON")
+		return k, errors.New("bad JSON")
 	}
-	if k == 0 {
-		return errors.New("no time")
-	}
-	return nil
+	return k, nil
 }
 
-// setField sets r's field of batchFields[f] to v (times from base, dictionary texts
+// setField sets r's field col, stored as kind, to v (times from base, dictionary texts
 // from texts).
-func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) error {
+func setField(r *Record, col string, kind fieldKind, v *jsonx.Value, base int64, texts []string) error {
 	var err error
 	integer := func() int64 {
 		if v.Kind != jsonx.Number {
@@ -983,7 +581,7 @@ func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) erro
 		switch {
 		case v.Kind == jsonx.String:
 			return v.Str
-		case v.Kind == jsonx.Number && batchFields[f].kind == fDict:
+		case v.Kind == jsonx.Number && kind == fDict:
 			i := integer()
 			if err == nil && (i < 0 || i >= int64(len(texts))) {
 				err = fmt.Errorf("text %d of %d", i, len(texts))
@@ -1020,7 +618,7 @@ func setField(r *Record, f int, v *jsonx.Value, base int64, texts []string) erro
 		return ""
 	}
 	ms := func() time.Duration { return time.Duration(integer()) * time.Millisecond }
-	switch batchFields[f].col {
+	switch col {
 	case "ts_us":
 		d := integer()
 		if err == nil && (d < 0 || base > 0 && d > math.MaxInt64-base) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,33 +49,67 @@ func storedAs(r Record, id int64) Record {
 }
 
 // TestBatch_RoundTrip: a batch row reads back as it was written, every field, in every
-// place; a pruned place is skipped and keeps the others' ids.
+// place, in form 9 (the writer's) and form 8 (the rows a version 8 database holds); a
+// pruned place is skipped and keeps the others' ids.
 func TestBatch_RoundTrip(t *testing.T) {
 	recs := oddRecords()
-	var e batchEncoder
+	// A record whose one attempt is its route's (stored as its duration), and one whose
+	// attempt differs from its route in each way in turn (stored whole).
+	at := recs[0].Time
+	own := Record{Time: at, RequestID: "own", Key: "k", API: "chat", Model: "m", Served: "s", Backend: "b", Deployment: "b/x",
+		Status: 200, PromptTokens: 7, CompletionTokens: 3, Attempts: []Attempt{{Backend: "b", Deployment: "b/x", Model: "s",
+			Status: 200, Duration: 5 * time.Millisecond, PromptTokens: 7, CompletionTokens: 3}}}
+	recs = append(recs, own)
+	for _, change := range []func(a *Attempt){
+		func(a *Attempt) { a.Backend = "c" }, func(a *Attempt) { a.Deployment = "" }, func(a *Attempt) { a.Model = "m" },
+		func(a *Attempt) { a.Status = 0 }, func(a *Attempt) { a.ErrorType = "e" }, func(a *Attempt) { a.Continued = true },
+		func(a *Attempt) { a.PromptTokens = 6 }, func(a *Attempt) { a.CompletionTokens = 0 },
+	} {
+		r := own
+		r.Attempts = []Attempt{own.Attempts[0]}
+		change(&r.Attempts[0])
+		recs = append(recs, r)
+	}
 	base := int64(math.MaxInt64)
 	for i := range recs {
 		base = min(base, recs[i].Time.UnixMicro())
 	}
-	for _, pruned := range []func(int) bool{nil, func(i int) bool { return i == 1 }} {
-		data := e.appendBatch(nil, recs, pruned, base)
-		got, err := decodeBatch(string(data), 100, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", data, err)
-		}
-		var want []Record
-		for i := range recs {
-			if pruned == nil || !pruned(i) {
-				want = append(want, storedAs(recs[i], 100+int64(i)))
+	var e batchEncoder
+	var v8 v8Encoder
+	for _, form := range []struct {
+		name   string
+		encode func(recs []Record, pruned func(int) bool, base int64) []byte
+		decode func(data string, first int64, out []Record) ([]Record, error)
+	}{
+		{"form 9", func(recs []Record, pruned func(int) bool, base int64) []byte {
+			return e.appendBatch(nil, recs, pruned, base)
+		}, decodeBatchV9},
+		{"form 8", func(recs []Record, pruned func(int) bool, base int64) []byte {
+			return v8.refAppendBatch(nil, recs, pruned, base)
+		}, decodeBatch},
+	} {
+		for _, pruned := range []func(int) bool{nil, func(i int) bool { return i == 1 }} {
+			data := form.encode(recs, pruned, base)
+			got, err := form.decode(string(data), 100, nil)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", form.name, data, err)
+			}
+			var want []Record
+			for i := range recs {
+				if pruned == nil || !pruned(i) {
+					want = append(want, storedAs(recs[i], 100+int64(i)))
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: round trip of %s (-want +got):\n%s", form.name, data, diff)
 			}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("round trip of %s (-want +got):\n%s", data, diff)
-		}
 	}
-	// The dictionary: the second record's key is the first's index, defaults left out.
-	data := string(e.appendBatch(nil, []Record{{Time: time.UnixMicro(0), Key: "k", Model: "m"}, {Time: time.UnixMicro(0), Key: "k", Model: "m"}}, nil, 0))
-	if want := `[0,["k","m"],[0,"",0,"","",1],[0,"",0,"","",1]]`; data != want {
+	// The routes, their texts through the dictionary: the second record's is the
+	// first's, defaults left out; the attempt that is its route's is its duration.
+	data := string(e.appendBatch(nil, []Record{{Time: time.UnixMicro(0), Key: "k", Model: "m"}, {Time: time.UnixMicro(0), Key: "k", Model: "m"},
+		{Time: time.UnixMicro(3), Key: "k", Model: "m", Status: 200, PromptTokens: 5, Attempts: []Attempt{{Status: 200, PromptTokens: 5, Duration: time.Millisecond}}}}, nil, 0))
+	if want := `[0,["k","m"],[[0,"","",1,"","","",0,0,""],[0,"","",1,"","","",0,200,""]],[0,"",0],[0,"",0],[3,"",1,5,0,0.0,0,0,0,1]]`; data != want {
 		t.Errorf("batch %s, want %s", data, want)
 	}
 }
@@ -116,46 +151,108 @@ func TestBatch_DecodeErrors(t *testing.T) {
 		{`[0,[],[0]] x`, "bad JSON"},
 		{`[0,[],nul]`, "bad JSON"},
 	} {
-		_, err := decodeBatch(tc.data, 1, nil)
+		_, err := decodeBatchRow(8, tc.data, 1, nil)
 		if err == nil || !errors.Is(err, errBatch) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("decodeBatch(%.60q): %v; want an error with %q", tc.data, err, tc.want)
 		}
 	}
+	route := `["k","t","chat","m","m","b","b/x",0,200,""]`
+	for _, tc := range []struct{ data, want string }{
+		{``, "not an array"},
+		{`[]`, "no base_us, texts and routes"},
+		{`[0,[]]`, "no base_us, texts and routes"},
+		{`["1",[],[]]`, "base_us is not a number"},
+		{`[0,{},[]]`, "texts are not an array"},
+		{`[0,[],{}]`, "routes are not an array"},
+		{`[0,[],[` + many(maxBatchRecords+1, route) + `]]`, "more than 256 routes"},
+		{`[0,[],[1]]`, "route 0: not an array"},
+		{`[0,[],[["k"]]]`, "route 0: 1 fields, want 10"},
+		{`[0,[],[` + strings.Replace(route, `""]`, `"",1]`, 1) + `]]`, "route 0: more than 10 fields"},
+		{`[0,[],[` + strings.Replace(route, `200`, `"200"`, 1) + `]]`, "route 0: status: not a number"},
+		{`[0,[],[` + strings.Replace(route, `,0,`, `,2,`, 1) + `]]`, "route 0: stream: not 0 or 1"},
+		{`[0,[],[` + strings.Replace(route, `"k"`, `0`, 1) + `]]`, "route 0: key_name: text 0 of 0"},
+		{`[0,[],[` + strings.Replace(route, `"k"`, `null`, 1) + `]]`, "route 0: key_name: not a string"},
+		{`[0,[],[` + route + `],` + many(maxBatchRecords+1, `[0,"",0]`) + `]`, "more than 256 records"},
+		{`[0,[],[],[0,""]]`, "record 0: no route"},
+		{`[0,[],[],[0,"",0]]`, "record 0: route: route 0 of 0"},
+		{`[0,[],[` + route + `],[0,"",-1]]`, "record 0: route: route -1 of 1"},
+		{`[0,[],[` + route + `],[0,"","0"]]`, "record 0: route: not a number"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,0.0,0,0,0,1.5]]`, "record 0: attempts: not an integer"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,0.0,0,0,0,{}]]`, "record 0: attempts: not an array"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,0.0,0,0,0,[[1]]]]`, "attempts: attempt 0, field 0: text 1 of 0"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,0.0,0,0,0,null,"",0,0,0,0,0,0,0,0,null,0,"",null,null,0]]`, "more than 24 fields"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,"x"]]`, "record 0: cost_usd: not a number"},
+		{`[0,[],[` + route + `],[0,"",0,0,0,0.0,0,0,0,null,"",0,0,0,0,0,0,0,0,null,0,3]]`, "continued_from: text 3 of 0"},
+		{`[0,[],[` + route + `],[0,"",0]] x`, "bad JSON"},
+	} {
+		_, err := decodeBatchRow(9, tc.data, 1, nil)
+		if err == nil || !errors.Is(err, errBatch) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("decodeBatchV9(%.60q): %v; want an error with %q", tc.data, err, tc.want)
+		}
+	}
+	if _, err := decodeBatchRow(7, `[0,[],[]]`, 1, nil); err == nil || !errors.Is(err, errBatch) || !strings.Contains(err.Error(), "format 7") {
+		t.Errorf("a row of format 7: %v", err)
+	}
 }
 
-// FuzzDecodeBatch: decodeBatch never panics, reads at most maxBatchRecords records,
-// and what it reads encodes to a batch that reads back the same.
+// FuzzDecodeBatch: decodeBatch (form 8, the rows a version 8 database holds) never
+// panics, reads at most maxBatchRecords records, and what it reads encodes in form 9 to
+// a batch that reads back the same.
 //
 //	go test -run '^$' -fuzz FuzzDecodeBatch -fuzztime 60s ./ledger
 func FuzzDecodeBatch(f *testing.F) {
-	var e batchEncoder
-	f.Add(string(e.appendBatch(nil, oddRecords(), nil, -1)))
-	f.Add(string(e.appendBatch(nil, oddRecords(), func(i int) bool { return i%2 == 0 }, -1)))
+	var v8 v8Encoder
+	f.Add(string(v8.refAppendBatch(nil, oddRecords(), nil, -1)))
+	f.Add(string(v8.refAppendBatch(nil, oddRecords(), func(i int) bool { return i%2 == 0 }, -1)))
+	f.Add(string(v8.refAppendBatch(nil, gatewayRun(8, time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)), nil, 1796641200000000)))
 	f.Add(`[0,[],[0,"","","","","","","","",0,0,0,0,0.0,0,0,0,"",0,"",0,0,0,0,0,0,null,0,null,0,"",null,null]]`)
 	f.Add(`[1733500000000000,["k","m"],[0,"a",0,"",0,0],null,[5,"b",0,"","",1,"",1]]`)
-	f.Fuzz(func(t *testing.T, data string) {
-		recs, err := decodeBatch(data, 1, nil)
-		if err != nil {
-			return
-		}
-		if len(recs) > maxBatchRecords {
-			t.Fatalf("%d records", len(recs))
-		}
-		base := int64(math.MaxInt64)
-		for i := range recs {
-			base = min(base, recs[i].Time.UnixMicro())
-		}
-		again, err := decodeBatch(string(e.appendBatch(nil, recs, nil, base)), 1, nil)
-		if err != nil {
-			t.Fatalf("the records of %q do not read back: %v", data, err)
-		}
-		for i := range again {
-			again[i].ID = recs[i].ID // appendBatch packs them: the places' ids differ
-		}
-		if diff := cmp.Diff(recs, again); diff != "" {
-			t.Fatalf("the records of %q read back differently (-first +again):\n%s", data, diff)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data string) { fuzzReadBack(t, data, decodeBatch) })
+}
+
+// FuzzDecodeBatchV9: decodeBatchV9 never panics, reads at most maxBatchRecords records,
+// and what it reads encodes to a batch that reads back the same. Seeded from a gateway's
+// records (gatewayRun), the odd ones and the encoder's cases.
+//
+//	go test -run '^$' -fuzz FuzzDecodeBatchV9 -fuzztime 60s ./ledger
+func FuzzDecodeBatchV9(f *testing.F) {
+	var e batchEncoder
+	f.Add(string(e.appendBatch(nil, gatewayRun(8, time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)), nil, 1796641200000000)))
+	f.Add(string(e.appendBatch(nil, oddRecords(), nil, -1)))
+	f.Add(string(e.appendBatch(nil, oddRecords(), func(i int) bool { return i%2 == 0 }, -1)))
+	for _, name := range []string{"cut segments", "change 17", "change 26", "change 27"} {
+		recs := encoderCases()[name]
+		f.Add(string(e.appendBatch(nil, recs[:min(len(recs), 12)], nil, -1)))
+	}
+	f.Add(`[0,[],[["k","","","m","","","",0,0,""]],[0,"",0],null,[3,"",0,5,0,0.0,0,0,0,1]]`)
+	f.Fuzz(func(t *testing.T, data string) { fuzzReadBack(t, data, decodeBatchV9) })
+}
+
+// fuzzReadBack decodes data with decode and, when it reads, checks its records and
+// their form 9 encoding's reading.
+func fuzzReadBack(t *testing.T, data string, decode func(string, int64, []Record) ([]Record, error)) {
+	recs, err := decode(data, 1, nil)
+	if err != nil {
+		return
+	}
+	if len(recs) > maxBatchRecords {
+		t.Fatalf("%d records", len(recs))
+	}
+	base := int64(math.MaxInt64)
+	for i := range recs {
+		base = min(base, recs[i].Time.UnixMicro())
+	}
+	var e batchEncoder
+	again, err := decodeBatchV9(string(e.appendBatch(nil, recs, nil, base)), 1, nil)
+	if err != nil {
+		t.Fatalf("the records of %q do not read back: %v", data, err)
+	}
+	for i := range again {
+		again[i].ID = recs[i].ID // appendBatch packs them: the places' ids differ
+	}
+	if diff := cmp.Diff(recs, again); diff != "" {
+		t.Fatalf("the records of %q read back differently (-first +again):\n%s", data, diff)
+	}
 }
 
 // v7Record reads the v7 columns of ledger_requests (a table, or the version 8 view) by
@@ -199,12 +296,12 @@ type rowFunc func(dest ...any) error
 
 func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 
-// TestSchemaV8_MigratesVersion7: a version 7 database's records (runs of ids with gaps,
+// TestSchemaV8_MigratesVersion7: a version 7 database's records, migrated to version 9, (runs of ids with gaps,
 // more than a batch row's worth, every field set in some) become batch rows that read
 // back exactly as version 7 read them, through the listings and through the view
 // (values and SQLite types); ids continue the version 7 sequence (its newest record
 // deleted before the migration); the plans use the rows' key and time indexes; the
-// pruner keeps retention exact on a row that straddles it.
+// pruner keeps retention exact on a row that straddles it (writing it again in form 9).
 func TestSchemaV8_MigratesVersion7(t *testing.T) {
 	ctx := context.Background()
 	st, dsn := sqliteAtVersion(t, ctx, 7)
@@ -252,8 +349,8 @@ func TestSchemaV8_MigratesVersion7(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close(ctx)
-	if v, err := l.SchemaVersion(ctx); err != nil || v != 8 {
-		t.Fatalf("schema version %d, %v; want 8", v, err)
+	if v, err := l.SchemaVersion(ctx); err != nil || v != 9 {
+		t.Fatalf("schema version %d, %v; want 9", v, err)
 	}
 	db := l.st.db
 	var rows, records int
@@ -383,5 +480,88 @@ func TestBatch_View(t *testing.T) {
 	if want := "integer,text,text,text,text,text,text,text,integer,integer,text,integer,integer,integer,integer,integer,real," +
 		"integer,integer,integer,integer,integer,integer,integer,text,text,text,text,text,text,integer,text,integer"; types[1] != want {
 		t.Errorf("the view's types of a record with every field:\n%s\nwant\n%s", types[1], want)
+	}
+}
+
+// TestSchemaV9_MigratesVersion8: a version 8 database's batch rows (form 8, written by
+// v8Encoder as version 8's writer wrote them) read the same after the migration to
+// version 9, through the view (values and SQLite types) and the readers; the records
+// written after it (form 9) read through both the same as the listing, beside the old.
+func TestSchemaV9_MigratesVersion8(t *testing.T) {
+	ctx := context.Background()
+	st, dsn := sqliteAtVersion(t, ctx, 8)
+	recs := oddRecords()
+	recs[1].CostUSD = 0.5 // a NaN fails the rollups' NOT NULL
+	recs[1].Attempts = append(recs[1].Attempts, Attempt{Backend: "c", Deployment: "c/z", Model: "m2", Status: 200,
+		Duration: 1500 * time.Millisecond, Continued: true, PromptTokens: 5, CompletionTokens: 6})
+	recs = append(recs, gatewayRun(20, rangesDay)...)
+	var v8 v8Encoder
+	for _, part := range [][2]int{{0, 4}, {4, len(recs)}} {
+		batch := recs[part[0]:part[1]]
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for i := range batch {
+			lo, hi = min(lo, batch[i].Time.UnixMicro()), max(hi, batch[i].Time.UnixMicro())
+		}
+		if _, err := st.db.ExecContext(ctx, `INSERT INTO ledger_request_batches (last_id, first_id, first_us, last_us, n, data) VALUES (?, ?, ?, ?, ?, ?)`,
+			part[1], part[0]+1, lo, hi, len(batch), string(v8.refAppendBatch(nil, batch, nil, lo))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, beforeTypes := v7Records(t, st.db)
+	if len(before) != len(recs) {
+		t.Fatalf("%d records in the version 8 view, want %d", len(before), len(recs))
+	}
+	st.db.Close()
+
+	l, err := Open(ctx, Options{Type: "sqlite", DSN: dsn, FlushInterval: time.Hour, CaptureContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if v, err := l.SchemaVersion(ctx); err != nil || v != 9 {
+		t.Fatalf("schema version %d, %v; want 9", v, err)
+	}
+	view, viewTypes := v7Records(t, l.st.db)
+	if diff := cmp.Diff(before, view); diff != "" {
+		t.Errorf("the view's records (-version 8 +version 9):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeTypes, viewTypes); diff != "" {
+		t.Errorf("the view's column types (-version 8 +version 9):\n%s", diff)
+	}
+	for _, r := range recs {
+		if !l.Add(r) {
+			t.Fatal("a record was dropped")
+		}
+	}
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var forms string
+	if err := l.st.db.QueryRowContext(ctx, `SELECT group_concat(format, ',') FROM (SELECT format FROM ledger_request_batches ORDER BY last_id)`).Scan(&forms); err != nil || forms != "8,8,9" {
+		t.Errorf("the rows' formats %q, %v; want 8,8,9", forms, err)
+	}
+	listed, _, err := l.Requests(ctx, RequestQuery{Limit: 1000})
+	if err != nil || len(listed) != 2*len(recs) {
+		t.Fatalf("%d records listed, %v; want %d", len(listed), err, 2*len(recs))
+	}
+	slices.Reverse(listed)
+	for i := range recs { // the old rows and the new read the same
+		old, now := listed[i], listed[len(recs)+i]
+		if diff := cmp.Diff(storedAs(recs[i], old.ID), old); diff != "" {
+			t.Errorf("version 8 record %d (-written +listed):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(storedAs(recs[i], now.ID), now); diff != "" {
+			t.Errorf("version 9 record %d (-written +listed):\n%s", i, diff)
+		}
+	}
+	view, viewTypes = v7Records(t, l.st.db)
+	if diff := cmp.Diff(listed, view); diff != "" {
+		t.Errorf("the view's records (-listed +view):\n%s", diff)
+	}
+	if diff := cmp.Diff(viewTypes[:len(recs)], viewTypes[len(recs):]); diff != "" {
+		t.Errorf("the view's column types (-form 8 +form 9):\n%s", diff)
+	}
+	if r, ok, err := l.Request(ctx, int64(len(recs)+2)); err != nil || !ok || r.RequestID != recs[1].RequestID {
+		t.Errorf("record %d: %+v, %v, %v", len(recs)+2, r, ok, err)
 	}
 }

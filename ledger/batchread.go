@@ -14,7 +14,7 @@ import (
 // reads batch rows by their id (last_id, the table's key) or time (last_us, indexed),
 // decodes them in Go and filters their records.
 
-// eachBatch runs q, a SELECT of first_id, last_us and data of batch rows, and calls fn
+// eachBatch runs q, a SELECT of first_id, last_us, data and format of batch rows, and calls fn
 // with each row's last_us and records (in id order; recs is reused between calls), until
 // fn returns false or the rows end.
 func (s *store) eachBatch(ctx context.Context, q string, args []any, fn func(lastUS int64, recs []Record) bool) error {
@@ -25,12 +25,12 @@ func (s *store) eachBatch(ctx context.Context, q string, args []any, fn func(las
 	defer rows.Close()
 	var recs []Record
 	for rows.Next() {
-		var first, lastUS int64
+		var first, lastUS, format int64
 		var data string
-		if err := rows.Scan(&first, &lastUS, &data); err != nil {
+		if err := rows.Scan(&first, &lastUS, &data, &format); err != nil {
 			return err
 		}
-		if recs, err = decodeBatch(data, first, recs[:0]); err != nil {
+		if recs, err = decodeBatchRow(format, data, first, recs[:0]); err != nil {
 			return fmt.Errorf("the batch of record %d: %w", first, err)
 		}
 		if !fn(lastUS, recs) {
@@ -67,7 +67,7 @@ func batchTimes(q *RequestQuery) (string, []any) {
 // scan of the table's key), newest first, decoded and filtered, until limit are found.
 func (s *store) listBatches(ctx context.Context, q *RequestQuery, before int64, limit int) ([]Record, error) {
 	cond, targs := batchTimes(q)
-	sqlq := "SELECT first_id, last_us, data FROM " + batchesTable + " WHERE first_id < ? AND last_id < ?" + cond +
+	sqlq := "SELECT first_id, last_us, data, format FROM " + batchesTable + " WHERE first_id < ? AND last_id < ?" + cond +
 		" ORDER BY last_id DESC"
 	bound := before
 	if bound <= math.MaxInt64-maxBatchRecords {
@@ -93,7 +93,7 @@ func (s *store) listBatches(ctx context.Context, q *RequestQuery, before int64, 
 // to the one holding hi.
 func (s *store) listRange(ctx context.Context, q *RequestQuery, before, lo, hi int64, limit int) ([]Record, error) {
 	cond, targs := batchTimes(q)
-	sqlq := "SELECT first_id, last_us, data FROM " + batchesTable + " WHERE last_id >= ? AND first_id <= ?" + cond + " AND last_id < ?" +
+	sqlq := "SELECT first_id, last_us, data, format FROM " + batchesTable + " WHERE last_id >= ? AND first_id <= ?" + cond + " AND last_id < ?" +
 		" ORDER BY last_id"
 	bound := hi
 	if bound <= math.MaxInt64-maxBatchRecords {
@@ -124,10 +124,10 @@ func (s *store) requestBatch(ctx context.Context, id int64) (r Record, ok bool, 
 	if id <= 0 {
 		return Record{}, false, nil
 	}
-	row := s.db.QueryRowContext(ctx, "SELECT first_id, data FROM "+batchesTable+" WHERE last_id >= ? ORDER BY last_id LIMIT 1", id)
-	var first int64
+	row := s.db.QueryRowContext(ctx, "SELECT first_id, data, format FROM "+batchesTable+" WHERE last_id >= ? ORDER BY last_id LIMIT 1", id)
+	var first, format int64
 	var data string
-	if err := row.Scan(&first, &data); err != nil {
+	if err := row.Scan(&first, &data, &format); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return Record{}, false, nil
 		}
@@ -136,7 +136,7 @@ func (s *store) requestBatch(ctx context.Context, id int64) (r Record, ok bool, 
 	if id < first {
 		return Record{}, false, nil
 	}
-	recs, err := decodeBatch(data, first, nil)
+	recs, err := decodeBatchRow(format, data, first, nil)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("ledger: reading request %d: %w", id, err)
 	}
@@ -173,7 +173,7 @@ func (h *newestSamples) Pop() any {
 // first, until the next row's records are all older than the n kept.
 func (s *store) newestBatches(ctx context.Context, from, to int64, n int, fn func(latencySample)) error {
 	h := make(newestSamples, 0, min(n, 1024))
-	err := s.eachBatch(ctx, "SELECT first_id, last_us, data FROM "+batchesTable+" WHERE last_us >= ? AND first_us < ? ORDER BY last_us DESC",
+	err := s.eachBatch(ctx, "SELECT first_id, last_us, data, format FROM "+batchesTable+" WHERE last_us >= ? AND first_us < ? ORDER BY last_us DESC",
 		[]any{from, to}, func(lastUS int64, recs []Record) bool {
 			if len(h) == n && lastUS < h[0].us {
 				return false
@@ -281,18 +281,18 @@ func (s *store) trimBatches(ctx context.Context, before int64) (n int64, read in
 		}
 	}()
 	type row struct {
-		last, first int64
-		data        string
+		last, first, format int64
+		data                string
 	}
 	var rs []row
-	rows, err := tx.QueryContext(ctx, `SELECT last_id, first_id, data FROM `+batchesTable+` WHERE first_us < ? LIMIT `+
+	rows, err := tx.QueryContext(ctx, `SELECT last_id, first_id, data, format FROM `+batchesTable+` WHERE first_us < ? LIMIT `+
 		strconv.Itoa(pruneBatchRows), before)
 	if err != nil {
 		return 0, 0, err
 	}
 	for rows.Next() {
 		var r row
-		if err := rows.Scan(&r.last, &r.first, &r.data); err != nil {
+		if err := rows.Scan(&r.last, &r.first, &r.data, &r.format); err != nil {
 			rows.Close()
 			return 0, 0, err
 		}
@@ -309,7 +309,7 @@ func (s *store) trimBatches(ctx context.Context, before int64) (n int64, read in
 		if r.last < r.first || r.last-r.first >= maxBatchRecords {
 			return 0, 0, fmt.Errorf("the batch of record %d: %w: ids %d to %d", r.first, errBatch, r.first, r.last)
 		}
-		if recs, err = decodeBatch(r.data, r.first, recs[:0]); err != nil {
+		if recs, err = decodeBatchRow(r.format, r.data, r.first, recs[:0]); err != nil {
 			return 0, 0, fmt.Errorf("the batch of record %d: %w", r.first, err)
 		}
 		size := int(r.last - r.first + 1)
@@ -338,8 +338,8 @@ func (s *store) trimBatches(ctx context.Context, before int64) (n int64, read in
 			continue
 		}
 		buf = enc.appendBatch(buf[:0], places, func(i int) bool { return pruned[i] }, firstUS)
-		if _, err := tx.ExecContext(ctx, `UPDATE `+batchesTable+` SET first_us = ?, last_us = ?, n = ?, data = ? WHERE last_id = ?`,
-			firstUS, lastUS, kept, string(buf), r.last); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+batchesTable+` SET first_us = ?, last_us = ?, n = ?, data = ?, format = ? WHERE last_id = ?`,
+			firstUS, lastUS, kept, string(buf), batchFormat, r.last); err != nil {
 			return 0, 0, err
 		}
 	}

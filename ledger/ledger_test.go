@@ -235,8 +235,8 @@ func TestLedger_Migrations(t *testing.T) {
 				t.Fatal(err)
 			}
 			v, err := l.SchemaVersion(context.Background())
-			if err != nil || v != 8 {
-				t.Errorf("schema version %d, %v; want 8", v, err)
+			if err != nil || v != 9 {
+				t.Errorf("schema version %d, %v; want 9", v, err)
 			}
 			if err := l.Close(context.Background()); err != nil {
 				t.Fatal(err)

@@ -1,9 +1,11 @@
 package ledger
 
+import "github.com/agate-gateway/agate/internal/jsonx"
+
 // A gateway's records come in runs of one route: the same key, team, client API,
 // requested and served model, backend and deployment. The SQLite writer's three passes
 // over a write's records each asked whether a record's texts were the record before's:
-// the batch encoder (sameRoute: all seven, to copy the route's bytes), the rollups (key,
+// the batch encoder (all seven, and the status, stream and error type: to name the route before), the rollups (key,
 // team, model, deployment: to add to the row before) and the keys' ranges (the key).
 // sameRoutes asks it once a record; each pass reads the answer, and compares texts only
 // when given none (nil: the PostgreSQL writer's rollups, the pruner's rewrite).
@@ -25,3 +27,8 @@ func sameRouteTexts(r, prev *Record) bool {
 		sameText(r.Model, prev.Model) && sameText(r.Served, prev.Served) && sameText(r.Backend, prev.Backend) &&
 		sameText(r.Deployment, prev.Deployment)
 }
+
+// sameText is a == b, without the call comparing their bytes when both are empty (the
+// texts most records leave empty) or both are the same memory (a configured name, which
+// every record of its route holds: jsonx.Equal).
+func sameText(a, b string) bool { return jsonx.Equal(a, b) }

@@ -107,7 +107,7 @@ var sqliteDialect = dialect{
 		keysDDL("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "INTEGER", "REAL"),
 		teamsDDL("INTEGER", "REAL"),
 		"SELECT 1; -- version 4 partitions the raw records on PostgreSQL; SQLite has no partitions",
-		schemaV5SQLite(), schemaV6(), schemaV7SQLite(), schemaV8SQLite()},
+		schemaV5SQLite(), schemaV6(), schemaV7SQLite(), schemaV8SQLite(), schemaV9SQLite()},
 	rowRef: "rowid",
 }
 
@@ -119,7 +119,8 @@ var postgresDialect = dialect{
 		partitionedRequestsDDL(),
 		schemaV5Postgres(), schemaV6(),
 		"SELECT 1; -- version 7 replaces the raw records' key index on SQLite (keyranges.go); PostgreSQL keeps it",
-		"SELECT 1; -- version 8 stores the raw records a batch to a row on SQLite (batches.go); PostgreSQL keeps a row a record"},
+		"SELECT 1; -- version 8 stores the raw records a batch to a row on SQLite (batches.go); PostgreSQL keeps a row a record",
+		"SELECT 1; -- version 9 stores SQLite's batches in fewer bytes (batchv9.go); PostgreSQL keeps a row a record"},
 	rowRef: "ctid",
 	dollar: true,
 }
