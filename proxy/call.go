@@ -303,8 +303,7 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 		if i > 0 && !c.key.allows(r.name) {
 			// The key's model allowlist holds for fallbacks too.
-			c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipNotAllowed).Inc()
-			c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+			c.skipFallback(r, skipNotAllowed, "")
 			continue
 		}
 		if v := c.circuitVerdict(r); !v.Allow && (!v.Held || i < len(routes)-1) {
@@ -315,15 +314,12 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		if i > 0 {
 			// So do the fallback's own limits, checked now that it is to be called.
 			if ok, d := c.spend.admitFallback(r); !ok {
-				c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, skipLimited).Inc()
-				c.log().Info("fallback skipped: over its limits", "from", c.route.label(), "to", r.name, "limit", d.String())
+				c.skipFallback(r, skipLimited, d.String())
 				continue
 			}
 		}
 		if i > 0 {
-			c.fallbacks++
-			c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
-			c.log().Warn("falling back", "from", routes[i-1].name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
+			c.fallingBack(routes[i-1], r, reason, last)
 		}
 		c.at, c.reason = r, reason
 		last = c.attemptsOn(ctx, r, attempt)
@@ -351,6 +347,32 @@ func (c *modelCall) withRetries(ctx context.Context, attempt func(context.Contex
 		}
 	}
 	return last
+}
+
+// skipFallback counts and logs fallback route r skipped: why is skipNotAllowed (the key
+// may not use it) or skipLimited (over its limits, limit). It and fallingBack are
+// withRetries' cold paths, kept out of its frame: withRetries is on the stack of every
+// stream's writer, under the upstream send and every event (PERFORMANCE.md, "The stream
+// event and peak RSS, fifteenth session").
+//
+//go:noinline
+func (c *modelCall) skipFallback(r *route, why, limit string) {
+	c.metrics.FallbacksSkipped.WithLabelValues(c.route.label(), r.name, c.key.name, why).Inc()
+	if why == skipLimited {
+		c.log().Info("fallback skipped: over its limits", "from", c.route.label(), "to", r.name, "limit", limit)
+		return
+	}
+	c.log().Info("fallback skipped: the key may not use it", "from", c.route.label(), "to", r.name)
+}
+
+// fallingBack counts and logs the move from route from, whose attempts ended in last, to
+// fallback r.
+//
+//go:noinline
+func (c *modelCall) fallingBack(from, r *route, reason string, last error) {
+	c.fallbacks++
+	c.metrics.UpstreamRetries.WithLabelValues(r.backend.name, "fallback").Inc()
+	c.log().Warn("falling back", "from", from.name, "to", r.name, "reason", reason, "error", logError(last, c.rt.cfg.Log.UpstreamErrorMessages))
 }
 
 // expired reports whether the request's deadline has passed.
@@ -469,10 +491,19 @@ func (c *modelCall) send(ctx context.Context, r *route, opts *translate.Options,
 	}
 	observe(ctx, c.tracer, r.upstreamSeries(c.metrics).Of(upstream.StatusLabel(err)), took.Seconds())
 	if ue := keyRejected(err); ue != nil {
-		c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
-		return nil, credentialFault(b.name, b.credentialKey())
+		return nil, c.credentialRejected(b, ue)
 	}
 	return x, err
+}
+
+// credentialRejected logs the upstream's rejection ue of the gateway's credential for b
+// and returns the client's error (credentialFault). Out of send's frame, as withRetries'
+// cold paths (skipFallback).
+//
+//go:noinline
+func (c *modelCall) credentialRejected(b *backend, ue *translate.UpstreamError) error {
+	c.log().Error("upstream rejected the gateway's credential", "backend", b.name, "upstream_error", logError(ue, c.rt.cfg.Log.UpstreamErrorMessages))
+	return credentialFault(b.name, b.credentialKey())
 }
 
 // keyRejected returns err's upstream error when it is a rejected API key: every

@@ -236,10 +236,19 @@ func (c *requestRun) noteAffinity(ctx *fasthttp.RequestCtx) {
 // client, or no usable deployment is left. A call pinned to a backend (a continuation
 // its upstream holds) uses only that backend's deployments.
 func (c *modelCall) attemptsOn(ctx context.Context, r *route, try func(context.Context, *route) error) error {
-	d := r.deploy
-	if d == nil {
+	if r.deploy == nil {
 		return c.attempts(ctx, r, try)
 	}
+	return c.attemptsOnDeployments(ctx, r, try)
+}
+
+// attemptsOnDeployments is attemptsOn for a model with deployments. It is a function of its
+// own, never inlined, so that its frame is not on the stack of every other model's
+// streams (skipFallback).
+//
+//go:noinline
+func (c *modelCall) attemptsOnDeployments(ctx context.Context, r *route, try func(context.Context, *route) error) error {
+	d := r.deploy
 	var tried balance.Tried
 	if c.pin != "" {
 		for i, dr := range d.routes {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +45,9 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	}
 	sink := &streamSink{}
 	o.w = sink
+	deep := c.route == nil || deepStack(c.route.backend)
 	next, stop := iter.Pull(func(yield func([]byte) bool) {
-		growStreamStack()
+		growStreamStack(deep)
 		sink.yield = yield
 		defer c.releaseScratch() // last: nothing reads the request any more
 		defer o.sync()           // what the writer left buffered, as fasthttp's stream writer did
@@ -90,21 +92,53 @@ func (c *requestRun) runStream(ctx *fasthttp.RequestCtx, run endpointRun) {
 	c.answerHeaders(&ctx.Response.Header)
 }
 
-// streamStackFrame is the frame growStreamStack takes: with the frames below it, more than
-// the 8 KiB the stream writer's coroutine would otherwise reach, so the runtime gives it a
-// 16 KiB stack at once (a 2 KiB start, or the runtime's adaptive start size).
-const streamStackFrame = 10 << 10
+// streamStackFrame is the frame growStreamStack takes for a stream that may go deep:
+// with the frames below it, more than the 8 KiB the stream writer's coroutine would
+// otherwise reach, so the runtime gives it a 16 KiB stack at once (a 2 KiB start, or the
+// runtime's adaptive start size). streamStackFramePlain is the one for a plain stream:
+// enough for an 8 KiB stack at once, no more.
+const (
+	streamStackFrame      = 10 << 10
+	streamStackFramePlain = 5 << 10
+)
 
 // growStreamStack grows the calling goroutine's stack while it is shallow. The stream
 // writer's coroutine (iter.Pull: a new goroutine per stream) starts with a small stack and
-// otherwise outgrows it three times, each deep in the upstream read or the decoder, where
-// the runtime's copy walks and adjusts every frame (~36 K instructions each, ~0.5 K an
-// event of a 200-event stream; PERFORMANCE.md, "The stream's coroutine stack, ninth
+// otherwise outgrows it two or three times, each deep in the upstream read or the decoder,
+// where the runtime's copy walks and adjusts every frame (~36 K instructions each, ~0.5 K
+// an event of a 200-event stream; PERFORMANCE.md, "The stream's coroutine stack, ninth
 // session"). Called first thing, the one copy is of two frames.
 //
+// A stream to a plain-HTTP upstream stays within 8 KiB (the send on a pooled connection
+// and every event, measured; a new connection is dialed on a goroutine of its own,
+// upstream's dialApart), so deep false takes 8 KiB; deep, for TLS upstreams (the handshake
+// and every record's decryption run on this stack) and the backends without an HTTP
+// client, 16 KiB as before. A stream whose stack outgrows 8 KiB all the same (a
+// collector's assist at its deepest point, a fallback to a TLS backend) is grown by the
+// runtime then, once (PERFORMANCE.md, "The stream event and peak RSS, fifteenth session").
+func growStreamStack(deep bool) {
+	if deep {
+		growStack16()
+		return
+	}
+	growStack8()
+}
+
+// deepStack reports whether a stream to b takes the 16 KiB stack (growStreamStack): any
+// backend but one reached over plain HTTP.
+func deepStack(b *backend) bool {
+	return b == nil || b.client == nil || !strings.HasPrefix(b.baseURL, "http:")
+}
+
 //go:noinline
-func growStreamStack() {
+func growStack16() {
 	var pad [streamStackFrame]byte
+	touchStack(pad[:])
+}
+
+//go:noinline
+func growStack8() {
+	var pad [streamStackFramePlain]byte
 	touchStack(pad[:])
 }
 
@@ -234,6 +268,8 @@ func (c *requestRun) recoverStream(o *sseOut) {
 
 // refuse answers a stream that failed before it started, once: err's status, sent to the
 // handler on o.started, and the dialect's error body. It returns the status.
+//
+//go:noinline // see endInBand
 func (c *requestRun) refuse(err error, o *sseOut) int {
 	c.committed = true
 	a := c.s.render(c.rid, err)
@@ -396,9 +432,7 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 	case errors.Is(err, errReported): // the upstream's error event was forwarded
 		o.sync()
 	case err != nil && !errors.Is(err, errClientGone):
-		e := c.clientError(c.s.render(c.rid, err))
-		o.buf = o.errs.AppendErrorEvent(o.take(), &e)
-		o.sync()
+		c.endInBand(err, o)
 	case err == nil:
 		if f == nil {
 			o.buf = o.enc.Finish(o.take())
@@ -411,6 +445,17 @@ func (c *requestRun) writeStream(ctx context.Context, o *sseOut, run endpointRun
 	}
 	c.failed = err
 	run.finish(nil, code, true)
+}
+
+// endInBand ends a started stream that failed with err: the dialect's error event. Like
+// refuse, never inlined: writeStream's frame is under every event of every stream (the
+// stream writer's 8 KiB stack, growStreamStack), and the error's rendering is not.
+//
+//go:noinline
+func (c *requestRun) endInBand(err error, o *sseOut) {
+	e := c.clientError(c.s.render(c.rid, err))
+	o.buf = o.errs.AppendErrorEvent(o.take(), &e)
+	o.sync()
 }
 
 // errClientGone is returned by emit callbacks when the client disconnected.
@@ -450,7 +495,7 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 					return err // nothing of it joins o.buf
 				}
 				if len(out) < mark { // a forwarder keeps what it was given (forwarder.event)
-					return fmt.Errorf("forwarded event: %d bytes returned of %d given", len(out), mark)
+					return shortForward(len(out), mark)
 				}
 				o.buf = out
 				o.commit()
@@ -478,4 +523,13 @@ func (c *requestRun) forwardStream(ctx context.Context, f forwarder, o *sseOut) 
 		err = releaseHeld(call.continueTurn(ctx, c.req, nil, err), f, o)
 	}
 	return err
+}
+
+// shortForward is the error of a forwarder that returned fewer bytes (n) than it was given
+// (mark). It is never inlined: fmt.Errorf's arguments would sit in the frame of the
+// forwarded stream's event callback, on the stack of every passthrough stream.
+//
+//go:noinline
+func shortForward(n, mark int) error {
+	return fmt.Errorf("forwarded event: %d bytes returned of %d given", n, mark)
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agate-gateway/agate/upstream"
 )
 
 const streamConfig = `
@@ -274,5 +276,25 @@ models:
 				t.Fatalf("stream = %q, %v; want \"first second\"", text, err)
 			}
 		})
+	}
+}
+
+// TestDeepStack: a stream's writer takes the 8 KiB stack (growStreamStack) only for a
+// backend reached over plain HTTP, whose send and events were measured within it; TLS,
+// and a backend without an HTTP client (mock, local), take 16 KiB.
+func TestDeepStack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    *backend
+		deep bool
+	}{
+		{"plain http", &backend{client: new(upstream.Client), baseURL: "http://127.0.0.1:8080/v1"}, false},
+		{"https", &backend{client: new(upstream.Client), baseURL: "https://api.openai.com/v1"}, true},
+		{"no client", &backend{baseURL: "http://127.0.0.1:8080"}, true},
+		{"no backend", nil, true},
+	} {
+		if got := deepStack(tc.b); got != tc.deep {
+			t.Errorf("%s: deepStack = %v, want %v", tc.name, got, tc.deep)
+		}
 	}
 }

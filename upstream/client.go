@@ -181,7 +181,7 @@ func New(b Backend, p translate.Provider) (*Client, error) {
 		ReadBufferSize:  8 << 10,
 		WriteBufferSize: 16 << 10,
 		Dial: func(addr string) (net.Conn, error) {
-			conn, err := fasthttp.DialTimeout(addr, connect)
+			conn, err := dialApart(addr, connect)
 			if err != nil {
 				return nil, err
 			}

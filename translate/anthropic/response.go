@@ -449,6 +449,7 @@ func anthropicErrorEvent(sc *jsonx.Scanner, root jsonx.Value) *translate.Upstrea
 	}
 }
 
+//go:noinline // see anthropicStream.malformed
 func anthropicMalformed(what string, data []byte) *translate.UpstreamError {
 	return &translate.UpstreamError{
 		Status: 502, Type: "api_error",

@@ -401,6 +401,12 @@ func (d *anthropicStream) fail(err *translate.UpstreamError) error {
 	return err
 }
 
+// malformed is the error of an event the decoder cannot follow. It and anthropicMalformed
+// are never inlined: inlined, each of Event's calls added its own buffers to Event's frame,
+// which is on the stack of every translated stream (PERFORMANCE.md, "The stream event and
+// peak RSS, fifteenth session").
+//
+//go:noinline
 func (d *anthropicStream) malformed(what string, data []byte) *translate.UpstreamError {
 	return &translate.UpstreamError{Status: 502, Type: "api_error", Message: "decoding anthropic event: " + what + anthropicSnippet(data)}
 }

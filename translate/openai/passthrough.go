@@ -277,6 +277,12 @@ func deltaBytes(sc *jsonx.Scanner, delta jsonx.Value) int {
 	return ch.OutputBytes
 }
 
+// deltaNames are the members of a chunk's delta readDelta reads. A package-level array, not
+// a slice literal in the call: the literal's array sat in readDelta's frame, which is on the
+// stack of every chat passthrough stream (PERFORMANCE.md, "The stream event and peak RSS,
+// fifteenth session").
+var deltaNames = [...]string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}
+
 // readDelta adds what a choice's delta carries to ch: its output's length (deltaBytes),
 // and whether it has a tool call, a refusal or a function_call (Opaque) or reasoning;
 // first: it is the first choice's, whose content literal is ch.Text.
@@ -284,8 +290,8 @@ func readDelta(sc *jsonx.Scanner, delta jsonx.Value, ch *Chunk, first bool) {
 	if delta.Kind != jsonx.Object {
 		return
 	}
-	var m [6]jsonx.Value
-	sc.Members(delta, []string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls", "function_call"}, m[:])
+	var m [len(deltaNames)]jsonx.Value
+	sc.Members(delta, deltaNames[:], m[:])
 	for _, s := range m[:4] {
 		ch.OutputBytes += literalBytes(s)
 	}

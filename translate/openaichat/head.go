@@ -37,12 +37,10 @@ import (
 //
 // scratch and stage are ParseRequestLazyString's.
 func ParseHead(body string, scratch *Scratch, stage *Stage, maxInflated int, passes func(model string) bool) (req *translate.Request, complete bool, err error) {
-	var p *parser
-	if stage != nil {
-		p = &stage.p
-	} else {
-		p = new(parser)
+	if stage == nil {
+		return parseHeadOnStack(body, scratch, maxInflated, passes)
 	}
+	p := &stage.p
 	p.head, p.passes = true, passes
 	req, err = p.parseWithin(body, true, scratch, maxInflated)
 	headed, gaveUp, guess := p.headed, p.gaveUp, p.guess
@@ -70,18 +68,37 @@ func ParseHead(body string, scratch *Scratch, stage *Stage, maxInflated int, pas
 // not nil, is the parse's working memory (see Stage). ParseHead vouched for the body,
 // so Build fails only if req.Body changed.
 func Build(req *translate.Request, stage *Stage, maxInflated int) error {
-	var p *parser
-	if stage != nil {
-		p = &stage.p
-	} else {
-		p = new(parser)
+	if stage == nil {
+		return buildOnStack(req, maxInflated)
 	}
+	p := &stage.p
 	full, err := p.parseWithin(req.Body, true, nil, maxInflated)
 	if err != nil {
 		return err
 	}
 	req.Messages, req.Carried = full.Messages, full.Carried
 	return nil
+}
+
+// parseHeadOnStack is ParseHead without a Stage: the parser on this function's stack. A
+// function of its own, never inlined, as parseOnStack: a parser that ParseHead declared
+// (or took with new, which did not escape) was a local of ParseHead's frame, 7.8 KB on
+// every parse, a Stage's included, and so on the stack of every server connection that
+// parsed a chat request: fasthttp's connection goroutine kept 16 KiB through a stream
+// (PERFORMANCE.md, "The stream event and peak RSS, fifteenth session").
+//
+//go:noinline
+func parseHeadOnStack(body string, scratch *Scratch, maxInflated int, passes func(model string) bool) (*translate.Request, bool, error) {
+	var st Stage
+	return ParseHead(body, scratch, &st, maxInflated, passes)
+}
+
+// buildOnStack is Build without a Stage (parseHeadOnStack).
+//
+//go:noinline
+func buildOnStack(req *translate.Request, maxInflated int) error {
+	var st Stage
+	return Build(req, &st, maxInflated)
 }
 
 // headMessages checks the messages array at the cursor without building it (ParseHead).

@@ -43,5 +43,20 @@ func TestParseRequest_StageStack(t *testing.T) {
 				return err
 			})
 		})
+		// ParseHead and Build, the server's parse of a chat request, as the same rows.
+		t.Run("head: "+tc.name, func(t *testing.T) {
+			scratches, stages := make([]Scratch, n), make([]Stage, n)
+			stacktest.Expect(t, n, 0, tc.stage, func(i int) error {
+				st := &stages[i]
+				if !tc.stage {
+					st = nil
+				}
+				req, complete, err := ParseHead(tc.body, &scratches[i], st, 0, func(string) bool { return true })
+				if err != nil || complete {
+					return err
+				}
+				return Build(req, st, 0)
+			})
+		})
 	}
 }
