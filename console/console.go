@@ -91,7 +91,7 @@ func (c *Console) Session(h *fasthttp.RequestHeader) (actor string, mayChange, o
 		return "", false, false
 	}
 	m := string(h.Method())
-	return s.actor, m == "GET" || m == "HEAD" || s.csrfOK(string(h.Peek("X-CSRF-Token"))), true
+	return s.actor, m == "GET" || m == "HEAD" || s.csrfOK(string(h.Peek("X-Csrf-Token"))), true
 }
 
 // Serve answers a request whose path Owns: the session routes (/console/session) and the
@@ -183,7 +183,7 @@ func (c *Console) serveSession(ctx *fasthttp.RequestCtx) {
 		if !ok {
 			return
 		}
-		if !s.csrfOK(string(ctx.Request.Header.Peek("X-CSRF-Token"))) {
+		if !s.csrfOK(string(ctx.Request.Header.Peek("X-Csrf-Token"))) {
 			writeError(ctx, 403, "csrf", "the X-CSRF-Token header must carry the session's CSRF token")
 			return
 		}

@@ -187,7 +187,7 @@ func (s *Server) handleAdmin(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if !ok {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="agate-admin"`)
+		ctx.Response.Header.Set("Www-Authenticate", `Bearer realm="agate-admin"`)
 		writeAdminError(ctx, &adminError{status: 401, code: "unauthorized", msg: "an admin token is required (Authorization: Bearer <token> of admin.keys); client keys are not admin tokens"})
 		return
 	}

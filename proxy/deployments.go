@@ -193,7 +193,7 @@ func (d *deployments) key(ctx *fasthttp.RequestCtx, req *translate.Request) uint
 	case affinityUser:
 		return balance.StringKey("user", clip(req.User, 1024))
 	case affinityHeader:
-		return balance.StringKey(d.header, clip(string(ctx.Request.Header.Peek(d.header)), 1024))
+		return balance.StringKey(d.header, clip(string(peekAnyCase(&ctx.Request.Header, d.header)), 1024))
 	}
 	return 0
 }

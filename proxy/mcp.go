@@ -124,7 +124,7 @@ func (s *Server) handleMCP(ctx *fasthttp.RequestCtx) {
 
 func writeMCPError(ctx *fasthttp.RequestCtx, status int, code int64, msg string) {
 	if status == http.StatusUnauthorized {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="agate"`)
+		ctx.Response.Header.Set("Www-Authenticate", `Bearer realm="agate"`)
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")

@@ -82,7 +82,8 @@ func (s *Server) handleMessages(ctx *fasthttp.RequestCtx, rid string) {
 		if err != nil {
 			return nil, nil, err
 		}
-		m := &messagesRun{c: c, body: own, splice: splice, header: &ctx.Request.Header}
+		m := c.messagesRoom() // zero
+		m.c, m.body, m.splice, m.header = c, own, splice, &ctx.Request.Header
 		if !complete {
 			c.deferred, c.ownCall.meter.pending = m, c
 		}

@@ -26,7 +26,7 @@ import (
 
 // tokenCountHeader is the header of a count_tokens answer saying whether its input_tokens
 // were counted by the upstream ("exact") or estimated by the gateway ("estimated").
-const tokenCountHeader = "x-agate-token-count"
+const tokenCountHeader = "X-Agate-Token-Count" // canonical: the server writes response names as given
 
 // converseCountMembers are the members of a Converse body that ConverseTokensRequest takes.
 var converseCountMembers = [...]string{"messages", "system", "toolConfig", "additionalModelRequestFields"}

@@ -29,7 +29,7 @@ import (
 
 // The response header that says whether the answer came from the cache (hit) or not
 // (miss), and that a client sets to skip or refresh the cache.
-const headerCache = "x-agate-cache"
+const headerCache = "X-Agate-Cache"
 
 // The results of gateway_response_cache_total.
 const (

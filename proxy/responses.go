@@ -109,7 +109,8 @@ func (s *Server) handleResponses(ctx *fasthttp.RequestCtx, rid string) {
 		if err != nil {
 			return nil, nil, err
 		}
-		x := &responsesRun{c: c, req: req}
+		x := c.responsesRoom() // zero
+		x.c, x.req = c, req
 		if !complete {
 			c.deferred, c.ownCall.meter.pending = x, c
 		}

@@ -90,6 +90,14 @@ type requestRun struct {
 		scratch *openaichat.Scratch
 		stage   *openaichat.Stage
 	}
+	// endRoom holds the Messages and Responses endpoint runs a recycled run made for
+	// earlier requests (messagesRoom, responsesRoom): some 600 bytes each, an allocation
+	// a request spared. Reset zeroes the one the request used (so they hold no body,
+	// header or answer of a finished request) and keeps them.
+	endRoom struct {
+		msg  *messagesRun
+		resp *responsesRun
+	}
 }
 
 // endpointRun is a client API's side of one routed request (chat completions,
@@ -227,12 +235,36 @@ func (c *requestRun) Reset() {
 	// The two func values close over c itself, so they stay right for its next request;
 	// the continuation's text buffer is emptied when its next turn starts (startResume).
 	// The body buffer its model call released (upstream.Buffer.Keep) is kept too.
-	toOut, countFn, said, room, body, spare := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry(), c.spare
+	toOut, countFn, said, room, body, spare, ends := c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body.Carry(), c.spare, c.endRoom
 	*c = requestRun{}
-	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body, c.spare = toOut, countFn, said, room, body, spare
+	c.toOut, c.ownCall.countFn, c.ownCall.resume.said, c.attemptRoom, c.ownCall.body, c.spare, c.endRoom = toOut, countFn, said, room, body, spare, ends
 	if room != nil {
 		room.empty() // not zeroed whole: its kilobyte was most of a ledger's Reset
 	}
+	if m := ends.msg; m != nil && m.c != nil { // used by this request (zeroing it costs ~80 instructions)
+		*m = messagesRun{}
+	}
+	if x := ends.resp; x != nil && x.c != nil {
+		*x = responsesRun{}
+	}
+}
+
+// messagesRoom returns the run's Messages endpoint run, zero: the one a recycled run
+// kept (endRoom), made on first use. A run serves one request at a time, so it has at
+// most one in use.
+func (c *requestRun) messagesRoom() *messagesRun {
+	if c.endRoom.msg == nil {
+		c.endRoom.msg = new(messagesRun)
+	}
+	return c.endRoom.msg
+}
+
+// responsesRoom is messagesRoom for the Responses endpoint run.
+func (c *requestRun) responsesRoom() *responsesRun {
+	if c.endRoom.resp == nil {
+		c.endRoom.resp = new(responsesRun)
+	}
+	return c.endRoom.resp
 }
 
 // attempts returns the run's attempt log (attemptRoom), empty, made on first use.

@@ -1,6 +1,10 @@
 package proxy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agate-gateway/agate/translate/responsesin"
+)
 
 // TestRequestRun_SpareParseMemory: a run that will be recycled keeps the chat parse's
 // Scratch and Stage for its next request, through Reset, and hands them out once; a
@@ -41,5 +45,23 @@ func TestRequestRun_SpareParseMemory(t *testing.T) {
 	c.keepChatScratch(other) // a second one goes to the pool
 	if c.spare.scratch != sc2 {
 		t.Fatal("a second Scratch replaced the run's spare")
+	}
+}
+
+// TestRequestRun_EndRoom: a recycled run hands out the Messages and Responses endpoint
+// runs it made before, zero: Reset keeps each and empties it, so a kept one holds nothing
+// of the request it served (its body, header, parsed request).
+func TestRequestRun_EndRoom(t *testing.T) {
+	t.Parallel() // nothing shared, no clock or environment of the process (#54)
+	var c requestRun
+	m, x := c.messagesRoom(), c.responsesRoom()
+	m.c, m.body, m.model = &c, []byte(`{"model":"m"}`), "m"
+	x.c, x.req, x.backend = &c, &responsesin.Request{}, "b"
+	c.Reset()
+	if c.messagesRoom() != m || c.responsesRoom() != x {
+		t.Error("Reset dropped the endpoint runs: the next request allocates them again")
+	}
+	if m.c != nil || m.body != nil || m.model != "" || x.c != nil || x.req != nil || x.backend != "" {
+		t.Errorf("Reset left the last request in the kept endpoint runs: %+v, %+v", m, x)
 	}
 }

@@ -280,15 +280,21 @@ func New(opts Options) (*Server, error) {
 		// the body buffer); 8 KiB took two for 10 KB, for 8 KiB less per connection
 		// (100 streams: 0.8 MB). It also bounds the request head (transportError: 431),
 		// as Node's default bound does.
-		ReadBufferSize:        maxRequestHead,
-		ExpectHandler:         s.expect,
-		MaxRequestBodySize:    s.maxBody,
-		ReadTimeout:           cfg.ReadTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
-		NoDefaultServerHeader: true,
-		NoDefaultDate:         false,
-		CloseOnShutdown:       true,
-		ErrorHandler:          s.transportError,
+		ReadBufferSize: maxRequestHead,
+		// Header names are not folded to canonical form (request_header.go):
+		// foldHeaderNames folds the request's that are read by name, in place, before
+		// fasthttp looks at Expect; a response's names are written as set, so the
+		// handlers set them canonically ("Www-Authenticate"), as fasthttp wrote them.
+		DisableHeaderNamesNormalizing: true,
+		HeaderReceived:                foldHeaderNames,
+		ExpectHandler:                 s.expect,
+		MaxRequestBodySize:            s.maxBody,
+		ReadTimeout:                   cfg.ReadTimeout,
+		IdleTimeout:                   cfg.IdleTimeout,
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 false,
+		CloseOnShutdown:               true,
+		ErrorHandler:                  s.transportError,
 		// log.unsafe_transport_errors as the running config has it (a reload changes it).
 		Logger: slogPrinter{l: logger, unsafe: func() bool { return s.runtime().cfg.Log.UnsafeTransportErrors }},
 		// fasthttp's own error texts then leave out the request bytes they would quote. It
@@ -594,7 +600,7 @@ func (s *Server) handleMetrics(ctx *fasthttp.RequestCtx, rid string) {
 		token, _ := bearer(ctx.Request.Header.Peek("Authorization"))
 		sum := sha256.Sum256(token)
 		if subtle.ConstantTimeCompare(sum[:], s.metricsToken[:]) != 1 {
-			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			ctx.Response.Header.Set("Www-Authenticate", `Bearer realm="metrics"`)
 			writeError(ctx, classify(errorf(ErrUnauthorized, "/metrics needs the token of metrics.bearer: send Authorization: Bearer <token>"), rid))
 			return
 		}

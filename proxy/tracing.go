@@ -75,6 +75,14 @@ func observe(ctx context.Context, tr *telemetry.Tracer, o prometheus.Observer, v
 // requestHeaders reads the trace context from a client request's headers.
 type requestHeaders struct{ h *fasthttp.RequestHeader }
 
-func (r requestHeaders) Get(key string) string { return string(r.h.Peek(key)) }
-func (r requestHeaders) Set(string, string)    {}
-func (r requestHeaders) Keys() []string        { return []string{"traceparent", "tracestate"} }
+func (r requestHeaders) Get(key string) string {
+	switch key { // the propagator's lower-case names, as foldHeaderNames leaves them
+	case "traceparent":
+		key = "Traceparent"
+	case "tracestate":
+		key = "Tracestate"
+	}
+	return string(r.h.Peek(key))
+}
+func (r requestHeaders) Set(string, string) {}
+func (r requestHeaders) Keys() []string     { return []string{"traceparent", "tracestate"} }

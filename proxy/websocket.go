@@ -80,7 +80,7 @@ func (s *Server) handleResponsesWebsocket(ctx *fasthttp.RequestCtx, rid string) 
 	}
 	if msg := checkUpgrade(&ctx.Request.Header); msg != "" {
 		m.Upgrades.WithLabelValues("refused").Inc()
-		ctx.Response.Header.Set("Sec-WebSocket-Version", "13")
+		ctx.Response.Header.Set("Sec-Websocket-Version", "13") // canonical: response names are written as given
 		writeError(ctx, apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "bad_websocket_handshake", Message: msg})
 		return
 	}
@@ -102,9 +102,9 @@ func (s *Server) handleResponsesWebsocket(ctx *fasthttp.RequestCtx, rid string) 
 // section 4.2.1), "" when nothing is.
 func checkUpgrade(h *fasthttp.RequestHeader) string {
 	switch {
-	case string(h.Peek("Sec-WebSocket-Version")) != "13":
+	case string(h.Peek("Sec-Websocket-Version")) != "13":
 		return "a WebSocket handshake needs Sec-WebSocket-Version: 13"
-	case len(h.Peek("Sec-WebSocket-Key")) == 0:
+	case len(h.Peek("Sec-Websocket-Key")) == 0:
 		return "a WebSocket handshake needs a Sec-WebSocket-Key"
 	case !h.ConnectionUpgrade():
 		return "a WebSocket handshake needs Connection: Upgrade"
@@ -122,7 +122,7 @@ func isWebsocketUpgrade(ctx *fasthttp.RequestCtx) bool {
 func upgradeRequest(h *fasthttp.RequestHeader, host []byte) *http.Request {
 	r := &http.Request{Method: http.MethodGet, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: http.Header{}, Host: string(host)}
-	for _, k := range []string{"Connection", "Upgrade", "Sec-WebSocket-Version", "Sec-WebSocket-Key", "Sec-WebSocket-Extensions", "Sec-WebSocket-Protocol", "Origin"} {
+	for _, k := range []string{"Connection", "Upgrade", "Sec-Websocket-Version", "Sec-Websocket-Key", "Sec-Websocket-Extensions", "Sec-Websocket-Protocol", "Origin"} { // canonical, as foldHeaderNames leaves them
 		if v := h.Peek(k); len(v) > 0 {
 			r.Header.Set(k, string(v))
 		}
