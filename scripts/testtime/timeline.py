@@ -140,8 +140,8 @@ def main(argv):
             rec["start"] = t
         elif act == "pause":
             rec["paused"] = True
-        elif act == "cont":
-            rec["cont"] = t
+        elif act == "cont" and rec["cont"] is None:
+            rec["cont"] = t  # its resumption; later "cont" lines only switch the output back
         elif act in ("pass", "fail", "skip"):
             rec["end"], rec["elapsed"], rec["result"] = t, e.get("Elapsed"), act
 
