@@ -272,7 +272,6 @@ func decodeBase64Vector(t *testing.T, raw string) []float64 {
 }
 
 func TestEmbeddings_OpenAIGo(t *testing.T) {
-	t.Parallel() // its own gateway and fakes, as TestEmbeddings_Batches (#54)
 	f := newEmbedFakes(t)
 	g := startEmbedGateway(t, f, "")
 	client := gatewaytest.OpenAI(g.V1(), "alice-key")
@@ -403,7 +402,6 @@ func TestEmbeddings_Batches(t *testing.T) {
 // TestEmbeddings_Mock: the mock's vectors are unit vectors of the asked dimensions, the
 // same for the same text, different for another.
 func TestEmbeddings_Mock(t *testing.T) {
-	t.Parallel() // its own gateway and fakes, as TestEmbeddings_Batches (#54)
 	g := startEmbedGateway(t, newEmbedFakes(t), "")
 	client := gatewaytest.OpenAI(g.V1(), "alice-key")
 	embed := func(dims int64, in ...string) []openai.Embedding {
@@ -436,7 +434,6 @@ func TestEmbeddings_Mock(t *testing.T) {
 
 // TestEmbeddings_Errors: bad requests are 400s in OpenAI's shape naming the param.
 func TestEmbeddings_Errors(t *testing.T) {
-	t.Parallel() // its own gateway and fakes, as TestEmbeddings_Batches (#54)
 	g := startEmbedGateway(t, newEmbedFakes(t), "")
 	client := gatewaytest.OpenAI(g.V1(), "alice-key")
 	many := make([]string, 2049)
@@ -603,7 +600,6 @@ keys:
 // the client with its status and message; an upstream that reports no usage is charged
 // the estimate.
 func TestEmbeddings_FallbackAndErrors(t *testing.T) {
-	t.Parallel() // its own gateway and fakes, as TestEmbeddings_Batches (#54)
 	f := newEmbedFakes(t)
 	var logs gatewaytest.Buffer
 	cfg := gatewaytest.Parse(t, startEmbedYAML(f))

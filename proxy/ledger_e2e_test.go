@@ -275,7 +275,6 @@ tools:
 // TestLedger_FromConfig_DrainedAtShutdown: a ledger the configuration turns on is opened
 // by the server, and a graceful shutdown writes every queued record before it returns.
 func TestLedger_FromConfig_DrainedAtShutdown(t *testing.T) {
-	t.Parallel() // its own gateway, fake and ledger file (#54)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	g := gatewaytest.StartYAML(t, `
 backends: {offline: {type: mock}}

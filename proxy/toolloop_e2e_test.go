@@ -209,7 +209,6 @@ func content(c openai.ChatCompletion) string {
 // TestToolLoop drives each scripted scenario through every backend's wire format, streamed
 // and not, with the OpenAI Go SDK as the client and real MCP servers as the tools.
 func TestToolLoop(t *testing.T) {
-	t.Parallel() // its own gateway, fakes and tool servers, as its siblings below (#54)
 	g := startLoopGateway(t)
 	noneChoice := map[string]string{
 		"anthropic": `"tool_choice":{"type":"none"}`,
