@@ -105,6 +105,9 @@ func waitApplied(t *testing.T, rec *watchRecorder, listen string) {
 }
 
 func TestWatcher_AppliesValidChanges(t *testing.T) {
+	// Each case its own directory and watcher; the tests wait on the 100 ms debounce
+	// more than they compute, so they wait side by side (#54).
+	t.Parallel()
 	tests := []struct {
 		name string
 		// setup creates the watched file at path with the given content.
@@ -160,6 +163,7 @@ func TestWatcher_AppliesValidChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "config.yaml")
 			if tt.setup != nil {
 				tt.setup(t, path, configWithListen(":9000"))
@@ -176,6 +180,7 @@ func TestWatcher_AppliesValidChanges(t *testing.T) {
 }
 
 func TestWatcher_KeepsRunningConfigOnInvalidChange(t *testing.T) {
+	t.Parallel() // its own directories and watchers (#54)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	writeFile(t, path, configWithListen(":9000"))
 	w, rec := newTestWatcher(t, path)
@@ -212,6 +217,7 @@ func TestWatcher_KeepsRunningConfigOnInvalidChange(t *testing.T) {
 // and reports one result; saving the same bytes again (or touching the file) reloads
 // nothing. A later, different edit is the barrier that proves no reload was pending.
 func TestWatcher_OneEditOneReload(t *testing.T) {
+	t.Parallel() // its own directories and watchers (#54)
 	tests := []struct {
 		name string
 		save func(t *testing.T, path, data string)

@@ -385,6 +385,9 @@ func (s *sent) record(t *testing.T, name string, err error, wantCode int, usage 
 // a gateway, then Prometheus's HTTP API must show exactly that traffic, every alert rule
 // must evaluate without error and every dashboard query must run.
 func TestPrometheus_ScrapesWhatWasSent(t *testing.T) {
+	// Its own gateway, upstream and Prometheus; most of its time is Prometheus's one-second
+	// scrapes and evaluations, which now wait beside the other parallel test (#54).
+	t.Parallel()
 	promBinary := gatewaytest.Require(t, "prometheus", "apt-get install --no-install-recommends prometheus")
 	rules, err := filepath.Abs(rulesPath)
 	if err != nil {

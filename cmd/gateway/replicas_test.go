@@ -110,6 +110,7 @@ func TestReplicas_SharedLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gateway binary")
 	}
+	t.Parallel() // its own redis-server, replicas and hooks; the image's build is shared (#54)
 	srv := redistest.Start(t)
 	_, bin := imageBinary(t) // the image's build: one build of the module for every test that runs it
 	var toolRuns atomic.Int64
