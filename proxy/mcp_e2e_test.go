@@ -581,7 +581,7 @@ func TestMCPEndpoint_NodeSDK(t *testing.T) {
 // the endpoint to Claude Code, then to the model, which quotes it.
 func TestMCPEndpoint_ClaudeCode(t *testing.T) {
 	t.Parallel() // its own gateway and claude process (#54)
-	bin := gatewaytest.RequireClaude(t)
+	bin := claudeBinary(t)
 	g := startMCPGateway(t, `models:
   m-mock:
     backend: offline
@@ -589,7 +589,9 @@ func TestMCPEndpoint_ClaudeCode(t *testing.T) {
       - tool_calls: [{name: mcp__agate__team__lookup, arguments: {key: claude}}]
 `)
 	dir := t.TempDir()
-	env := gatewaytest.ClaudeEnv(dir, g.URL, "sk-alice", "m-mock")
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + g.URL,
+		"ANTHROPIC_API_KEY=sk-alice", "ANTHROPIC_DEFAULT_HAIKU_MODEL=m-mock", "ANTHROPIC_SMALL_FAST_MODEL=m-mock",
+		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1"}
 	run := func(args ...string) []byte {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -609,7 +611,7 @@ func TestMCPEndpoint_ClaudeCode(t *testing.T) {
 	run("mcp", "add", "--scope", "user", "--transport", "http", "agate", g.URL+"/mcp", "--header", "Authorization: Bearer sk-alice")
 	out := run("-p", "look the key claude up", "--model", "m-mock", "--output-format", "json",
 		"--allowedTools", "mcp__agate__team__lookup", "--max-turns", "4")
-	var r gatewaytest.ClaudeResult
+	var r claudeResult
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("claude output: %v\n%s", err, out)
 	}

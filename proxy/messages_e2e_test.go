@@ -31,9 +31,15 @@ type messagesGateway struct {
 
 func startMessagesGateway(t *testing.T, extra string) *messagesGateway {
 	g := &messagesGateway{fakes: gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return gatewaytest.NewFake(t, kind) })}
-	y := "server: {listen: \"127.0.0.1:0\"}\n" + gatewaytest.FleetClientYAML(g.fakes) + extra
+	y := "server: {listen: \"127.0.0.1:0\"}\n" + fleetConfig(g.fakes) + extra
 	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).URL
 	return g
+}
+
+// fleetConfig is the configuration of the mock and fakes (gatewaytest.FleetYAML) for the
+// key "client".
+func fleetConfig(fakes map[string]*gatewaytest.Fake) string {
+	return gatewaytest.FleetYAML(fakes, true) + "keys:\n  client: {key: client-key, models: [\"*\"]}\n"
 }
 
 // startClaudeGateway starts a gateway whose model m-claude is claude-x on an anthropic

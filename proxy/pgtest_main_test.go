@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"flag"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
@@ -17,14 +18,20 @@ var sqliteLedgers gatewaytest.SQLiteLedgers
 
 // parallelDefault is how many of this binary's parallel tests run at once when
 // -test.parallel is not given. Go's default is GOMAXPROCS, but most of these tests wait:
-// on a subprocess (a Node SDK, Claude Code or Codex run for one feature; the long client
-// chains are e2e/clients'), a fake upstream's delay or a retry's backoff, so on two cores
-// two at a time left the cores idle for most of the parallel phase. The tests whose checks hold a clock or count allocations are serial and
+// on a subprocess (the Node SDKs, Claude Code, Codex), a fake upstream's delay or a
+// retry's backoff, so on two cores two at a time left the cores idle for most of the
+// parallel phase. The tests whose checks hold a clock or count allocations are serial and
 // run before the parallel phase, alone in this process.
 const parallelDefault = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	gatewaytest.SetParallel(parallelDefault)
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelDefault)); err != nil {
+			panic(err)
+		}
+	}
 	os.Exit(postgres.Run(m))
 }

@@ -9,9 +9,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
@@ -771,6 +773,72 @@ models:
 	b := resp.Bodies()
 	if len(b) != 2 || strings.Contains(b[1], "previous_response_id") || !strings.Contains(b[1], "hello claude") || !strings.Contains(b[1], "from claude") {
 		t.Errorf("the responses upstream did not get the stored conversation: %v", b)
+	}
+}
+
+// TestResponses_NodeSDK runs the scripts of testdata/node against the mock backend: the
+// Node openai SDK (responses.mjs: responses.create, responses.stream with finalResponse(),
+// a function call continued with previous_response_id, retrieve, delete) and the Vercel AI
+// SDK's default OpenAI provider (vercel.mjs: generateText, streamText, a tool loop) and
+// the OpenAI Agents SDK with its default model (agents.mjs: an agent with a function tool,
+// run plain and streamed). It
+// needs node and the npm packages in AGATE_NODE_MODULES, else ../.ci/npm/node_modules
+// (.ci/run installs them there); without them it skips, and fails under CI=true.
+func TestResponses_NodeSDK(t *testing.T) {
+	t.Parallel() // its own gateway and Node processes (#54)
+	node := gatewaytest.Require(t, "node", "apt-get install nodejs")
+	modules := os.Getenv("AGATE_NODE_MODULES")
+	if modules == "" {
+		modules, _ = filepath.Abs(filepath.Join("..", ".ci", "npm", "node_modules"))
+	}
+	if _, err := os.Stat(filepath.Join(modules, "@ai-sdk", "openai", "package.json")); err != nil {
+		gatewaytest.Missing(t, "the npm packages (openai, ai, @ai-sdk/openai) are not installed: "+err.Error(),
+			"set AGATE_NODE_MODULES; .ci/run installs them in .ci/npm")
+	}
+	tests := []struct {
+		script string
+		want   map[string]map[string]any
+	}{
+		{"responses.mjs", map[string]map[string]any{
+			"create": {"status": "completed", "text": "hello from node", "model": "m"},
+			"stream": {"text": "stream from node", "first": "response.created", "last": "response.completed", "deltas": float64(3)},
+			"tools":  {"call": "get_weather", "text": "Tool results: sunny"},
+			"stored": {"same": true, "afterDelete": "404"},
+		}},
+		{"vercel.mjs", map[string]map[string]any{
+			"generate": {"text": "hello from vercel", "finish": "stop", "usage": true},
+			"stream":   {"text": "stream from vercel", "finish": "stop"},
+			"tools":    {"text": "Tool results: sunny", "steps": float64(2), "finish": "stop"},
+		}},
+		{"agents.mjs", map[string]map[string]any{
+			"run":    {"output": "Tool results: sunny", "items": "tool_call_item,tool_call_output_item,message_output_item"},
+			"stream": {"output": "hello agents", "text": "hello agents"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			g := startResponsesGateway(t, "mock", "")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", tt.script))
+			cmd.Env = append(os.Environ(), "AGATE_URL="+g.url, "AGATE_NODE_MODULES="+modules,
+				"OPENAI_MODULE="+filepath.Join(modules, "openai"))
+			outBytes, err := cmd.Output()
+			if err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					t.Fatalf("node: %v\n%s", err, ee.Stderr)
+				}
+				t.Fatalf("node: %v", err)
+			}
+			var got map[string]map[string]any
+			if err := json.Unmarshal(outBytes, &got); err != nil {
+				t.Fatalf("node output: %v\n%s", err, outBytes)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -4,11 +4,9 @@
 // what the external tests of proxy, cmd/gateway and deploy shared by copy: fake upstreams
 // that speak each provider's wire from a script of turns (Fake, Fleet), the goroutine-safe
 // log sink (Buffer), the lookup of the npm and Debian tools the tests run for real (Require:
-// skipped when missing, fatal under CI=true, where .ci/run installs them), the runs of
-// Claude Code and Codex CLI against a gateway (ClaudeEnv, ExecCodex), shared by proxy's
-// tests and e2e/clients', the SDK clients pointed at a gateway (OpenAI, Anthropic), SQLite
-// ledger files copied from one migrated per test binary (SQLiteLedgers), and a TestMain's
-// default -test.parallel (SetParallel).
+// skipped when missing, fatal under CI=true, where .ci/run installs them), the SDK
+// clients pointed at a gateway (OpenAI, Anthropic), and SQLite ledger files copied from one
+// migrated per test binary (SQLiteLedgers).
 //
 // It imports proxy, so it is importable only by tests in practice: by the external test
 // packages (package proxy_test) and by the tests of packages above proxy. The internal

@@ -1,4 +1,4 @@
-package clients
+package proxy_test
 
 import (
 	"context"
@@ -17,16 +17,31 @@ import (
 // gateway, through the mock backend and fake upstreams of every wire: a one-turn answer,
 // and a turn in which the model calls Claude Code's own Read tool and gets its result.
 
+// claudeBinary returns the claude executable: skipped when missing, fatal under CI=true
+// (.ci/run installs @anthropic-ai/claude-code).
+func claudeBinary(t *testing.T) string {
+	return gatewaytest.Require(t, "claude", "npm install -g @anthropic-ai/claude-code@2.1.330")
+}
+
+// claudeResult is what the test reads of --output-format json.
+type claudeResult struct {
+	Result   string `json:"result"`
+	IsError  bool   `json:"is_error"`
+	NumTurns int    `json:"num_turns"`
+}
+
 // runClaude runs one headless prompt against the gateway at base with model, in a
 // throw-away HOME and working directory.
-func runClaude(t *testing.T, bin, base, model, dir, prompt string) gatewaytest.ClaudeResult {
+func runClaude(t *testing.T, bin, base, model, dir, prompt string) claudeResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", prompt, "--model", model, "--output-format", "json",
 		"--allowedTools", "Read", "--max-turns", "4")
 	cmd.Dir = dir
-	cmd.Env = gatewaytest.ClaudeEnv(dir, base, "client-key", model)
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + base,
+		"ANTHROPIC_API_KEY=client-key", "ANTHROPIC_DEFAULT_HAIKU_MODEL=" + model, "ANTHROPIC_SMALL_FAST_MODEL=" + model,
+		"DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_ERROR_REPORTING=1"}
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""
@@ -35,7 +50,7 @@ func runClaude(t *testing.T, bin, base, model, dir, prompt string) gatewaytest.C
 		}
 		t.Fatalf("claude: %v\nstdout %s\nstderr %s", err, out, stderr)
 	}
-	var r gatewaytest.ClaudeResult
+	var r claudeResult
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("claude output: %v\n%s", err, out)
 	}
@@ -65,15 +80,15 @@ func newCodeUpstream(t *testing.T, kind, note string) *gatewaytest.Fake {
 
 func TestClaudeCode_Headless(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and claude processes (HOME each) (#54)
-	bin := gatewaytest.RequireClaude(t)
+	bin := claudeBinary(t)
 	dir := t.TempDir()
 	note := filepath.Join(dir, "note.txt")
 	if err := os.WriteFile(note, []byte(noteContent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fakes := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodeUpstream(t, kind, note) })
-	base := gatewaytest.StartYAML(t, gatewaytest.FleetClientYAML(fakes), gatewaytest.Options{}).URL
-	for _, wire := range append([]string{"mock"}, gatewaytest.Kinds...) {
+	base := gatewaytest.StartYAML(t, fleetConfig(fakes), gatewaytest.Options{}).URL
+	for _, wire := range wires {
 		if wire == "mock" {
 			t.Run("mock/one turn", func(t *testing.T) {
 				r := runClaude(t, bin, base, "m-mock", dir, "say hi")

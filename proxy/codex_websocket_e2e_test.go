@@ -1,4 +1,4 @@
-package clients
+package proxy_test
 
 import (
 	"os"
@@ -25,13 +25,13 @@ var codexWebsocket = []string{"-c", "model_providers.agate.supports_websockets=t
 // With the mode off, the 426 makes it fall back to HTTP at once and answer all the same.
 func TestCodex_Websocket(t *testing.T) {
 	t.Parallel() // its own gateway, fake and codex process (#54)
-	bin := gatewaytest.RequireCodex(t)
+	bin := codexBinary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "note.txt"), []byte(noteContent+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ups := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodexUpstream(t, kind) })
-	g := gatewaytest.StartYAML(t, gatewaytest.FleetClientYAML(ups), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{})
 	messages := func(g *gatewaytest.Gateway, outcome string) float64 {
 		return testutil.ToFloat64(g.Metrics.Websocket.Turns.WithLabelValues(outcome))
 	}
@@ -39,11 +39,11 @@ func TestCodex_Websocket(t *testing.T) {
 		if kind == "responses" {
 			return codexWebsocket
 		}
-		return append(gatewaytest.CodexNoWebSearch(), codexWebsocket...)
+		return append(append([]string(nil), codexNoWebSearch...), codexWebsocket...)
 	}
 	t.Run("mock/one turn", func(t *testing.T) {
 		turns, warmups := messages(g, "turn"), messages(g, "warmup")
-		got, out, err := gatewaytest.ExecCodex(t, bin, g.URL, "m-mock", dir, "say hello", flags("mock")...)
+		got, out, err := execCodex(t, bin, g.URL, "m-mock", dir, "say hello", flags("mock")...)
 		if err != nil || !strings.Contains(got, "say hello") {
 			t.Fatalf("codex: %v, last message %q\n%s", err, got, out)
 		}
@@ -55,7 +55,7 @@ func TestCodex_Websocket(t *testing.T) {
 		t.Run(k+"/exec_command", func(t *testing.T) {
 			u := ups[k]
 			before, turns := len(u.Bodies()), messages(g, "turn")
-			got, out, err := gatewaytest.ExecCodex(t, bin, g.URL, "m-"+k, dir, "read the note", flags(k)...)
+			got, out, err := execCodex(t, bin, g.URL, "m-"+k, dir, "read the note", flags(k)...)
 			if err != nil || !strings.Contains(got, "the note says "+noteContent) {
 				t.Fatalf("codex: %v, last message %q\n%s", err, got, out)
 			}
@@ -69,7 +69,7 @@ func TestCodex_Websocket(t *testing.T) {
 		off := gatewaytest.StartYAML(t, "backends: {offline: {type: mock}}\nmodels: {m-mock: {backend: offline}}\n"+
 			"keys: {client: {key: client-key, models: [\"*\"]}}\nresponses_websocket: {enabled: false}\n", gatewaytest.Options{})
 		start := time.Now()
-		got, out, err := gatewaytest.ExecCodex(t, bin, off.URL, "m-mock", dir, "say hello", flags("mock")...)
+		got, out, err := execCodex(t, bin, off.URL, "m-mock", dir, "say hello", flags("mock")...)
 		if err != nil || !strings.Contains(got, "say hello") {
 			t.Fatalf("codex: %v, last message %q\n%s", err, got, out)
 		}
