@@ -220,9 +220,46 @@ func (p *parser) headMessage() bool {
 		content               jsonx.Kind // Missing, Null or String
 		calls                 int
 		hasCallID, hasRefusal bool
+		ok, full              bool
+		k                     jsonx.Kind
 	)
+	n, f := 0, -1
+	// The SDKs' shape read straight, each member once without the ladder's tries: role,
+	// content, then tool_calls or tool_call_id, each value read and counted as the
+	// ladder below reads and counts it; the ladder takes over at the first member that
+	// is not the next of these (the member count n, the last member f and seen as it
+	// would have left them).
+	if sc.MemberIs(`{"role":`) {
+		n, f, seen = 1, mRole, 1<<mRole
+		if role, ok = p.headRole(); !ok {
+			return false
+		}
+		if sc.MemberIs(`,"content":`) {
+			f, seen = mContent, seen|1<<mContent
+			if content, _ = p.headText(); content == jsonx.Missing {
+				return false
+			}
+			switch {
+			case sc.EndIs('}'):
+				goto end
+			case sc.MemberIs(`,"tool_calls":`):
+				f, seen = mToolCalls, seen|1<<mToolCalls
+				if !p.headToolCalls(&calls) {
+					return false
+				}
+			case sc.MemberIs(`,"tool_call_id":`):
+				f, seen = mToolCallID, seen|1<<mToolCallID
+				if k, hasCallID = p.headText(); k == jsonx.Missing {
+					return false
+				}
+			}
+			if sc.EndIs('}') {
+				goto end
+			}
+		}
+	}
 	// The member ladder of readMessage, the SDKs' orders first.
-	for n, f := 0, -1; ; {
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			goto end
@@ -252,37 +289,13 @@ func (p *parser) headMessage() bool {
 			return false // a duplicate: refused
 		}
 		seen |= 1 << (f & 63)
-		c := sc.Peek()
 		switch f {
 		case mRole:
-			switch {
-			case c != '"':
+			if role, ok = p.headRole(); !ok {
 				return false
-			case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
-				role = translate.RoleAssistant
-			case sc.MemberIsShort(`"tool"`):
-				role = translate.RoleTool
-			case sc.MemberIsShort(`"user"`):
-				role = translate.RoleUser
-			default:
-				var ok bool
-				if role, ok = sc.StrIn(&p.index); !ok { // decoded, as the full parse reads it
-					return false
-				}
 			}
 		case mContent:
-			switch c {
-			case '"':
-				if !sc.SkipStringIn(&p.index) {
-					return false
-				}
-				content = jsonx.String
-			case 'n':
-				if !sc.Literal("null") {
-					return false
-				}
-				content = jsonx.Null
-			default:
+			if content, _ = p.headText(); content == jsonx.Missing {
 				return false // content parts: the full parse's
 			}
 		case mToolCalls:
@@ -290,22 +303,11 @@ func (p *parser) headMessage() bool {
 				return false
 			}
 		case mName, mToolCallID, mRefusal, mReasoningContent:
-			switch c {
-			case '"':
-				at := sc.Pos()
-				if !sc.SkipStringIn(&p.index) {
-					return false
-				}
-				full := sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
-				hasCallID = hasCallID || f == mToolCallID && full
-				hasRefusal = hasRefusal || f == mRefusal && full
-			case 'n':
-				if !sc.Literal("null") {
-					return false
-				}
-			default:
+			if k, full = p.headText(); k == jsonx.Missing {
 				return false
 			}
+			hasCallID = hasCallID || f == mToolCallID && full
+			hasRefusal = hasRefusal || f == mRefusal && full
 		default:
 			return false // thinking_blocks
 		}
@@ -320,6 +322,45 @@ end:
 		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
 	}
 	return false // no role, or an unknown one: refused
+}
+
+// headRole reads a message's role at the cursor, decoded as the full parse reads it; ok
+// is false when it is not a string or the string is refused.
+func (p *parser) headRole() (role string, ok bool) {
+	sc := &p.sc
+	switch {
+	case sc.Peek() != '"':
+		return "", false
+	case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
+		return translate.RoleAssistant, true
+	case sc.MemberIsShort(`"tool"`):
+		return translate.RoleTool, true
+	case sc.MemberIsShort(`"user"`):
+		return translate.RoleUser, true
+	}
+	return sc.StrIn(&p.index)
+}
+
+// headText reads the string or null at the cursor (a message's content, name,
+// tool_call_id, refusal or reasoning_content) without decoding it: its kind, String or
+// Null, or Missing for anything else (content parts) or a string or literal refused;
+// full reports a string that decodes to at least one byte.
+func (p *parser) headText() (k jsonx.Kind, full bool) {
+	sc := &p.sc
+	switch sc.Peek() {
+	case '"':
+		at := sc.Pos()
+		if !sc.SkipStringIn(&p.index) {
+			return jsonx.Missing, false
+		}
+		return jsonx.String, sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+	case 'n':
+		if !sc.Literal("null") {
+			return jsonx.Missing, false
+		}
+		return jsonx.Null, false
+	}
+	return jsonx.Missing, false
 }
 
 // headToolCalls checks a message's tool_calls (toolCalls), adding their number to *calls.
@@ -355,7 +396,30 @@ func (p *parser) headToolCall() bool {
 		hasType, ok   bool
 		hasFunc       bool
 	)
-	for n, f := 0, -1; ; {
+	n, f := 0, -1
+	// The SDKs' shape read straight (headMessage's): id, type, function.
+	if sc.MemberIsShort(`{"id":`) {
+		n, f, seen = 1, tcID, 1<<tcID
+		if id, ok = p.headStr(); !ok {
+			return false
+		}
+		if sc.MemberIs(`,"type":`) {
+			f, seen, hasType = tcType, seen|1<<tcType, true
+			if typ, ok = p.headType(); !ok {
+				return false
+			}
+			if sc.MemberIs(`,"function":`) {
+				f, seen, hasFunc = tcFunction, seen|1<<tcFunction, true
+				if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
+					return false
+				}
+				if sc.EndIs('}') {
+					goto end
+				}
+			}
+		}
+	}
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			goto end
@@ -381,19 +445,11 @@ func (p *parser) headToolCall() bool {
 		seen |= 1 << (f & 63)
 		switch f {
 		case tcID:
-			if sc.Peek() != '"' {
-				return false
-			}
-			if id, ok = sc.StrIn(&p.index); !ok {
+			if id, ok = p.headStr(); !ok {
 				return false
 			}
 		case tcType:
-			if sc.Peek() != '"' {
-				return false
-			}
-			if sc.MemberIs(`"function"`) { // MemberIs's value form
-				typ = "function"
-			} else if typ, ok = sc.StrIn(&p.index); !ok {
+			if typ, ok = p.headType(); !ok {
 				return false
 			}
 			hasType = true
@@ -413,11 +469,46 @@ end:
 	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
+// headStr reads the string at the cursor, decoded; ok is false when it is not a string or
+// is refused.
+func (p *parser) headStr() (s string, ok bool) {
+	if p.sc.Peek() != '"' {
+		return "", false
+	}
+	return p.sc.StrIn(&p.index)
+}
+
+// headType reads a tool call's type at the cursor, as headStr.
+func (p *parser) headType() (typ string, ok bool) {
+	if p.sc.MemberIs(`"function"`) { // MemberIs's value form
+		return "function", true
+	}
+	return p.headStr()
+}
+
 // headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
 func (p *parser) headToolCallFunc(name *string) bool {
 	sc := &p.sc
 	var seen uint
-	for n, f := 0, -1; ; {
+	var ok bool
+	n, f := 0, -1
+	// The SDKs' shape read straight (headMessage's): name, arguments.
+	if sc.MemberIs(`{"name":`) {
+		n, f, seen = 1, fnName, 1<<fnName
+		if *name, ok = p.headStr(); !ok {
+			return false
+		}
+		if sc.MemberIs(`,"arguments":`) {
+			f, seen = fnArguments, seen|1<<fnArguments
+			if k, _ := p.headText(); k == jsonx.Missing {
+				return false
+			}
+			if sc.EndIs('}') {
+				return true
+			}
+		}
+	}
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			return true
@@ -440,24 +531,11 @@ func (p *parser) headToolCallFunc(name *string) bool {
 			return false
 		}
 		seen |= 1 << (f & 63)
-		switch c := sc.Peek(); {
-		case f == fnName:
-			if c != '"' {
+		if f == fnName {
+			if *name, ok = p.headStr(); !ok {
 				return false
 			}
-			var ok bool
-			if *name, ok = sc.StrIn(&p.index); !ok {
-				return false
-			}
-		case c == '"':
-			if !sc.SkipStringIn(&p.index) {
-				return false
-			}
-		case c == 'n':
-			if !sc.Literal("null") {
-				return false
-			}
-		default:
+		} else if k, _ := p.headText(); k == jsonx.Missing {
 			return false
 		}
 	}
