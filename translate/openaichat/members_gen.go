@@ -163,7 +163,57 @@ func messageField(k string) int {
 func (p *parser) readMessage(o *messageValues, base func() string) bool {
 	sc := &p.sc
 	var seen members.Set
-	for n, f := 0, -1; ; {
+	n, f := 0, -1
+	var ok bool
+	// The straight line (members.table): role, then content, then tool_calls or tool_call_id.
+	switch {
+	case sc.MemberIs(`{"role":`):
+		n, f = 1, mRole
+		seen.Known(f) // the straight line names each member once
+		ok = sc.Value(&o.role)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+	switch {
+	case sc.MemberIs(`,"content":`):
+		f = mContent
+		seen.Known(f) // the straight line names each member once
+		ok = p.payload(&o.content)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+	switch {
+	case sc.MemberIs(`,"tool_calls":`):
+		f = mToolCalls
+		seen.Known(f) // the straight line names each member once
+		ok = p.toolCalls(o)
+	case sc.MemberIs(`,"tool_call_id":`):
+		f = mToolCallID
+		seen.Known(f) // the straight line names each member once
+		ok = p.messageMember(f, o)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+ladder:
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			return !sc.Failed()
@@ -191,7 +241,6 @@ func (p *parser) readMessage(o *messageValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, messageNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		var ok bool
 		switch f {
 		case mRole:
 			ok = sc.Value(&o.role)
@@ -239,7 +288,57 @@ func toolCallField(k string) int {
 func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
 	sc := &p.sc
 	var seen members.Set
-	for n, f := 0, -1; ; {
+	n, f := 0, -1
+	var ok bool
+	// The straight line (members.table): id, then type, then function.
+	switch {
+	case sc.MemberIsShort(`{"id":`):
+		n, f = 1, tcID
+		seen.Known(f) // the straight line names each member once
+		ok = sc.Value(&o.id)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+	switch {
+	case sc.MemberIs(`,"type":`):
+		f = tcType
+		seen.Known(f) // the straight line names each member once
+		ok = sc.Value(&o.typ)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+	switch {
+	case sc.MemberIs(`,"function":`):
+		f = tcFunction
+		seen.Known(f) // the straight line names each member once
+		if sc.Peek() == '{' {
+			ok = p.readToolCallFunc(o, func() string { return base() + ".function" })
+		} else {
+			ok = sc.Skip()
+		}
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+ladder:
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			return !sc.Failed()
@@ -261,7 +360,6 @@ func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolCallNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		var ok bool
 		switch f {
 		case tcID:
 			ok = sc.Value(&o.id)
@@ -310,7 +408,39 @@ func toolCallFuncField(k string) int {
 func (p *parser) readToolCallFunc(o *toolCallValues, base func() string) bool {
 	sc := &p.sc
 	var seen members.Set
-	for n, f := 0, -1; ; {
+	n, f := 0, -1
+	var ok bool
+	// The straight line (members.table): name, then arguments.
+	switch {
+	case sc.MemberIs(`{"name":`):
+		n, f = 1, fnName
+		seen.Known(f) // the straight line names each member once
+		ok = sc.Value(&o.name)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+	switch {
+	case sc.MemberIs(`,"arguments":`):
+		f = fnArguments
+		seen.Known(f) // the straight line names each member once
+		ok = p.payload(&o.arguments)
+	default:
+		goto ladder
+	}
+	if !ok {
+		return false
+	}
+	if sc.EndIs('}') {
+		return !sc.Failed()
+	}
+ladder:
+	for {
 		switch {
 		case n > 0 && sc.EndIs('}'):
 			return !sc.Failed()
@@ -334,7 +464,6 @@ func (p *parser) readToolCallFunc(o *toolCallValues, base func() string) bool {
 		if f >= 0 && !seen.Known(f) {
 			return p.keyError(base, toolCallFuncNames.Name(f), translate.CodeDuplicateKey, "")
 		}
-		var ok bool
 		switch f {
 		case fnName:
 			ok = sc.Value(&o.name)

@@ -64,6 +64,9 @@ type object struct {
 	// members with a try line, in the table's order.
 	after map[string][]string
 	order []string
+	// straight is the object's straight line: each step the members one of which the
+	// read function reads there, tried in order, before its member ladder.
+	straight [][]string
 }
 
 func main() {
@@ -149,6 +152,28 @@ func parse(src string) ([]*object, error) {
 					o.order = append(o.order, a)
 				}
 				o.after[a] = append(o.after[a], names...)
+			}
+		case "straight":
+			var o *object
+			if len(words) == 2 {
+				o = byName[words[1]]
+			}
+			if o == nil || o.straight != nil {
+				return nil, fail("want a declared object without a straight line")
+			}
+			var seen []string
+			for _, step := range names {
+				alts := strings.Split(step, "|")
+				for _, m := range alts {
+					if o.pos(m) < 0 || slices.Contains(seen, m) {
+						return nil, fail("%q is not a member of %s, or is in its straight line twice", m, o.name)
+					}
+					if len(m) > 12 || len(m) < 2 {
+						return nil, fail("%q is too long or too short to compare in two words", m)
+					}
+					seen = append(seen, m)
+				}
+				o.straight = append(o.straight, alts)
 			}
 		default:
 			return nil, fail("unknown line %q", words[0])
@@ -251,7 +276,13 @@ func (o *object) read(p func(string, ...any), byName map[string]*object) {
 	p("func (p *parser) read%s(%sbase func() string) bool {", name, param)
 	p("\tsc := &p.sc")
 	p("\tvar seen members.Set")
-	p("\tfor n, f := 0, -1; ; {")
+	if o.straight != nil {
+		o.readStraight(p, byName)
+		p("ladder:")
+		p("\tfor {")
+	} else {
+		p("\tfor n, f := 0, -1; ; {")
+	}
 	p("\t\tswitch {")
 	p("\t\tcase n > 0 && sc.EndIs('}'):")
 	p("\t\t\treturn !sc.Failed()")
@@ -299,26 +330,16 @@ func (o *object) read(p func(string, ...any), byName map[string]*object) {
 		p("\t\t\treturn false")
 		p("\t\t}")
 	} else {
-		p("\t\tvar ok bool")
+		if o.straight == nil {
+			p("\t\tvar ok bool")
+		}
 		p("\t\tswitch f {")
 		for _, m := range o.members {
-			r := o.reads[m]
-			if r == "" {
+			if o.reads[m] == "" {
 				continue
 			}
 			p("\t\tcase %s:", o.constName(m))
-			switch sub := byName[r]; {
-			case reader(r) != "":
-				p("\t\t\tok = "+reader(r), fieldName(m))
-			case sub != nil:
-				p("\t\t\tif sc.Peek() == '{' {")
-				p("\t\t\t\tok = p.read%s(o, func() string { return base() + %q })", title(sub.name), "."+m)
-				p("\t\t\t} else {")
-				p("\t\t\t\tok = sc.Skip()")
-				p("\t\t\t}")
-			default:
-				p("\t\t\tok = p.%s(o)", r)
-			}
+			o.readMember(p, "\t\t\t", m, byName)
 		}
 		p("\t\tdefault:")
 		p("\t\t\tok = p.%sMember(f%s)", o.name, arg)
@@ -329,6 +350,71 @@ func (o *object) read(p func(string, ...any), byName map[string]*object) {
 	}
 	p("\t}")
 	p("}")
+}
+
+// readStraight writes the read function's straight line, before its ladder (at the label
+// ladder): each step's members tried in order by their compact forms (the first step's
+// brace forms), the member read there as the ladder reads it, and the object's end
+// tried after each; the first step none of whose members is at the cursor goes to the
+// ladder, with n, f and seen as the ladder would have left them.
+func (o *object) readStraight(p func(string, ...any), byName map[string]*object) {
+	arg := ""
+	if o.values != "-" {
+		arg = ", o"
+	}
+	p("\tn, f := 0, -1")
+	p("\tvar ok bool")
+	p("\t// The straight line (members.table): %s.", strings.Join(func() []string {
+		var s []string
+		for _, step := range o.straight {
+			s = append(s, strings.Join(step, " or "))
+		}
+		return s
+	}(), ", then "))
+	for i, step := range o.straight {
+		p("\tswitch {")
+		for _, m := range step {
+			if i == 0 {
+				p("\tcase %s:", memberIs(`{"`+m+`":`))
+				p("\t\tn, f = 1, %s", o.constName(m))
+			} else {
+				p("\tcase %s:", memberIs(`,"`+m+`":`))
+				p("\t\tf = %s", o.constName(m))
+			}
+			p("\t\tseen.Known(f) // the straight line names each member once")
+			if o.reads[m] != "" {
+				o.readMember(p, "\t\t", m, byName)
+			} else {
+				p("\t\tok = p.%sMember(f%s)", o.name, arg)
+			}
+		}
+		p("\tdefault:")
+		p("\t\tgoto ladder")
+		p("\t}")
+		p("\tif !ok {")
+		p("\t\treturn false")
+		p("\t}")
+		p("\tif sc.EndIs('}') {")
+		p("\t\treturn !sc.Failed()")
+		p("\t}")
+	}
+}
+
+// readMember writes how the read function reads member m itself (o.reads), into ok.
+func (o *object) readMember(p func(string, ...any), in, m string, byName map[string]*object) {
+	r := o.reads[m]
+	switch sub := byName[r]; {
+	case reader(r) != "":
+		p(in+"ok = "+reader(r), fieldName(m))
+	case sub != nil:
+		p(in + "if sc.Peek() == '{' {")
+		p(in+"\tok = p.read%s(o, func() string { return base() + %q })", title(sub.name), "."+m)
+		p(in + "} else {")
+		p(in + "\tok = sc.Skip()")
+		p(in + "}")
+	default:
+		p(in+"ok = p.%s(o)", r)
+	}
 }
 
 // title is name with its first letter in upper case.
