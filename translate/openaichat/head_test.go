@@ -47,6 +47,18 @@ var headCases = []struct {
 	{"tool_calls on a user", `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[{"id":"c","function":{"name":"f"}}]}]}`, false},
 	{"tool without id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, false},
 	{"duplicate role", `{"model":"m","messages":[{"role":"user","role":"user","content":"x"}]}`, false},
+	// The straight lines' edges: duplicates and members after them, a line broken.
+	{"content twice", `{"model":"m","messages":[{"role":"user","content":"a","content":"b"}]}`, false},
+	{"tool_call_id twice", `{"model":"m","messages":[{"role":"tool","content":"r","tool_call_id":"c","tool_call_id":"d"}]}`, false},
+	{"tool_calls twice", `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[],"tool_calls":[]}]}`, false},
+	{"tool call id twice", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"},"id":"d"}]}]}`, false},
+	{"function name twice", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}","name":"g"}}]}]}`, false},
+	{"members after the straight line", `{"model":"m","messages":[{"role":"tool","content":"r","tool_call_id":"c","name":"n"},` +
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}],"refusal":"r"}]}`, true},
+	{"a straight line broken", `{"model":"m","messages":[{"role":"user","name":"n","content":"x"},` +
+		`{"role":"assistant","tool_calls":[{"id":"c","function":{"arguments":"{}","name":"f"},"type":"function"}]}]}`, true},
+	{"an empty tool_call_id", `{"model":"m","messages":[{"role":"tool","content":"r","tool_call_id":""}]}`, false},
+	{"an id not a string", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":1,"type":"function","function":{"name":"f"}}]}]}`, false},
 	{"key case", `{"model":"m","messages":[{"Role":"user","content":"x"}]}`, false},
 	{"no messages", `{"model":"m","messages":[]}`, false},
 	{"syntax error in a message", `{"model":"m","messages":[{"role":"user","content":"x\q"}]}`, false},

@@ -51,6 +51,13 @@ func TestParseRequest_Errors(t *testing.T) {
 		{name: "tool_calls on a user message", body: `{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, wantParam: "messages[0].tool_calls"},
 		{name: "tool call without id", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}]}`, wantParam: "messages[0].tool_calls[0].id"},
 		{name: "tool call arguments an object", body: `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":{}}}]}]}`, wantParam: "messages[0].tool_calls[0].function.arguments"},
+		// Duplicates after the members the readers' straight lines read (members.table).
+		{name: "content twice", body: `{"model":"m","messages":[{"role":"user","content":"a","content":"b"}]}`, wantParam: "messages[0].content"},
+		{name: "role after the straight line", body: `{"model":"m","messages":[{"role":"user","content":"a","role":"user"}]}`, wantParam: "messages[0].role"},
+		{name: "tool_call_id twice", body: `{"model":"m","messages":[{"role":"tool","content":"r","tool_call_id":"c","tool_call_id":"d"}]}`, wantParam: "messages[0].tool_call_id"},
+		{name: "tool_calls twice", body: `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[],"tool_calls":[]}]}`, wantParam: "messages[0].tool_calls"},
+		{name: "tool call id twice", body: `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"},"id":"d"}]}]}`, wantParam: "messages[0].tool_calls[0].id"},
+		{name: "function name twice", body: `{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}","name":"g"}}]}]}`, wantParam: "messages[0].tool_calls[0].function.name"},
 		{name: "second message bad", body: `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":true}]}`, wantParam: "messages[1].content"},
 		{name: "stream not a boolean", body: `{"model":"m","stream":"true",` + msgs + `}`, wantParam: "stream"},
 		{name: "stream_options not an object", body: `{"model":"m","stream":true,"stream_options":true,` + msgs + `}`, wantParam: "stream_options"},

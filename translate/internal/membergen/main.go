@@ -38,6 +38,16 @@
 // where <after> is "first" (the object's first member, whose brace form `{"role":` is
 // tried) or the members after which the listed members' comma forms (`,"content":`) are
 // tried, in the order listed. A member's name read by a compact form is not in sc.Key().
+// An object's straight line, at most one,
+//
+//	straight <name>: <member> <member>|<member> ...
+//
+// is read before those tries, each step once, without the ladder's tests: the read
+// function tries each step's members (alternatives split by |) by their compact forms
+// (the first step's brace forms), reads the one it finds as the ladder reads it, and
+// tries the object's end after each step; at the first step none of whose members is at
+// the cursor, the ladder goes on from there (its member count, last member and seen
+// names as it would have left them). A member is in a straight line once.
 package main
 
 import (

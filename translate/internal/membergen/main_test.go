@@ -47,6 +47,13 @@ func TestParseRefuses(t *testing.T) {
 		{"try of an unknown member", "object a x *v: b\ntry a first: c", "not a member"},
 		{"a name too long to compare in two words", "object a x *v: reasoning_content\ntry a first: reasoning_content", "too long"},
 		{"unknown line", "objects a x *v: b", "unknown line"},
+		{"straight of an unknown object", "straight a: b", "declared object"},
+		{"straight without an object", "straight: b", "declared object"},
+		{"straight twice", "object a x *v: bb cc\nstraight a: bb\nstraight a: cc", "without a straight line"},
+		{"a member twice in a straight line", "object a x *v: bb cc\nstraight a: bb cc|bb", "twice"},
+		{"an unknown member in a straight line", "object a x *v: bb cc\nstraight a: bb dd", "not a member"},
+		{"a straight member too long to compare", "object a x *v: reasoning_content\nstraight a: reasoning_content", "too long"},
+
 		{"an empty read", "object a x *v: b=", "want a read"},
 		{"a read without values", "object a x -: b=value", "want a read"},
 	}
