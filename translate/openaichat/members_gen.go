@@ -170,7 +170,7 @@ func (p *parser) readMessage(o *messageValues, base func() string) bool {
 	case sc.MemberIs(`{"role":`):
 		n, f = 1, mRole
 		seen.Known(f) // the straight line names each member once
-		ok = sc.Value(&o.role)
+		ok = p.messageRole(o)
 	default:
 		goto ladder
 	}
@@ -243,7 +243,7 @@ ladder:
 		}
 		switch f {
 		case mRole:
-			ok = sc.Value(&o.role)
+			ok = p.messageRole(o)
 		case mContent:
 			ok = p.payload(&o.content)
 		case mToolCalls:
@@ -309,7 +309,7 @@ func (p *parser) readToolCall(o *toolCallValues, base func() string) bool {
 	case sc.MemberIs(`,"type":`):
 		f = tcType
 		seen.Known(f) // the straight line names each member once
-		ok = sc.Value(&o.typ)
+		ok = p.toolCallType(o)
 	default:
 		goto ladder
 	}
@@ -364,7 +364,7 @@ ladder:
 		case tcID:
 			ok = sc.Value(&o.id)
 		case tcType:
-			ok = sc.Value(&o.typ)
+			ok = p.toolCallType(o)
 		case tcFunction:
 			if sc.Peek() == '{' {
 				ok = p.readToolCallFunc(o, func() string { return base() + ".function" })

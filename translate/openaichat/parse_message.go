@@ -23,6 +23,19 @@ type messageValues struct {
 	role, content jsonx.Value
 }
 
+// messageRole reads a message's role into o.role as sc.Value reads it (readMessage's
+// role), the common roles by a compare of the literal at the cursor (MemberIs's value
+// form: a match is the whole string, which has no escape).
+func (p *parser) messageRole(o *messageValues) bool {
+	sc := &p.sc
+	if at := sc.Pos(); sc.MemberIs(`"assistant"`) || sc.MemberIsShort(`"tool"`) || sc.MemberIsShort(`"user"`) {
+		s := sc.Input()
+		o.role.Set(jsonx.String, s[at:sc.Pos()], at, s[at+1:sc.Pos()-1])
+		return true
+	}
+	return sc.Value(&o.role)
+}
+
 func (p *parser) message(i int) bool {
 	if p.sc.Peek() != '{' {
 		return p.fail(translate.ParamIndex("messages", i), "each message must be an object")
@@ -360,6 +373,18 @@ type toolCallValues struct {
 // param is the tool call's param path (see partValues.param).
 func (o *toolCallValues) param() string {
 	return translate.ParamIndex(translate.ParamIndex("messages", o.i)+".tool_calls", o.j)
+}
+
+// toolCallType reads a tool call's type into o.typ as sc.Value reads it (readToolCall's
+// type), "function" by a compare (messageRole's).
+func (p *parser) toolCallType(o *toolCallValues) bool {
+	sc := &p.sc
+	if at := sc.Pos(); sc.MemberIs(`"function"`) {
+		s := sc.Input()
+		o.typ.Set(jsonx.String, s[at:sc.Pos()], at, s[at+1:sc.Pos()-1])
+		return true
+	}
+	return sc.Value(&o.typ)
 }
 
 // toolCall reads tool call j of message i.
