@@ -198,3 +198,66 @@ func TestAttemptLog_RouteAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestAttemptLog_NoteSent: an attempt is timed from its sending to its end; one that
+// answered a request its answer ends (answerEnds) to the request's end (settle), with
+// no clock reading of its own; one that was not sent took 0.
+func TestAttemptLog_NoteSent(t *testing.T) {
+	r := &route{name: "gpt", backend: &backend{name: "east"}, upstreamLabel: "east/gpt-4o"}
+	fail := &translate.UpstreamError{Status: 503}
+	end := time.Now().Add(time.Hour) // far from any clock reading: settle's, or not
+	sent := end.Add(-1500 * time.Millisecond)
+	for _, tc := range []struct {
+		name       string
+		answerEnds bool
+		errs       []error
+		sent       time.Time
+		want       []time.Duration // the attempts' durations after settle(end); -1: timed now (under a second after sent)
+	}{
+		{"answered, timed at its end", false, []error{nil}, sent, []time.Duration{-1}},
+		{"answered a request it ends: to the request's end", true, []error{nil}, sent, []time.Duration{1500 * time.Millisecond}},
+		{"failed: timed at its end", true, []error{fail}, sent, []time.Duration{-1}},
+		{"failed, then answered", true, []error{fail, nil}, sent, []time.Duration{-1, 1500 * time.Millisecond}},
+		{"answered, then another (not foreseen): timed when the next ends", true, []error{nil, nil}, sent, []time.Duration{-1, 1500 * time.Millisecond}},
+		{"not sent", true, []error{nil}, time.Time{}, []time.Duration{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l attemptLog
+			l.answerEnds = tc.answerEnds
+			for i, err := range tc.errs {
+				s := tc.sent // to end at end
+				if tc.want[i] == -1 {
+					s = time.Now().Add(-time.Millisecond) // to be timed at its end, now
+				}
+				l.noteSent(r, err, s, false, &translate.Usage{})
+			}
+			l.settle(end)
+			got, _ := l.attempts()
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d attempts, want %d", len(got), len(tc.want))
+			}
+			for i, w := range tc.want {
+				if d := got[i].Duration; w >= 0 && d != w || w < 0 && (d <= 0 || d >= time.Second) {
+					t.Errorf("attempt %d took %v, want %v (-1: timed at its end)", i, d, w)
+				}
+			}
+			if !l.pending.IsZero() {
+				t.Errorf("an attempt still waits after settle")
+			}
+		})
+	}
+	var l attemptLog
+	l.answerEnds = true
+	l.noteSent(r, nil, sent, false, &translate.Usage{})
+	if l.empty(); l.answerEnds || !l.pending.IsZero() || l.n != 0 {
+		t.Errorf("empty left answerEnds %t, pending %v, %d attempts", l.answerEnds, l.pending, l.n)
+	}
+	for range ledger.MaxAttempts + 1 { // a full log's next attempt is counted, not timed
+		l.answerEnds = true
+		l.noteSent(r, fail, sent, false, &translate.Usage{})
+	}
+	l.noteSent(r, nil, sent, false, &translate.Usage{})
+	if !l.pending.IsZero() || l.omitted != 2 {
+		t.Errorf("an omitted attempt waits (%v) or was not counted (%d omitted)", l.pending, l.omitted)
+	}
+}
