@@ -23,13 +23,6 @@ type attemptLog struct {
 	on      [ledger.MaxAttempts]*route
 	n       int
 	omitted int
-	// answerEnds is set for a request whose answering attempt ends it (one without a
-	// tool loop, whose turns follow one another: run.go's produce): an attempt that
-	// answered is then timed to the request's end (settle), sparing the clock reading at
-	// its own, microseconds before. pending is the sending time of the last attempt, whose
-	// duration waits for that end (zero when none does).
-	answerEnds bool
-	pending    time.Time
 }
 
 // empty forgets the attempts noted, for the run's next request. Their entries are left
@@ -37,33 +30,7 @@ type attemptLog struct {
 // noted ones only (an entry past n holds a configured name or a clipped error type until
 // it is noted again). Zeroing the log's kilobyte was most of a ledger's Reset, and
 // clearing the noted ones cost as much as it spared.
-func (l *attemptLog) empty() { l.n, l.omitted, l.answerEnds, l.pending = 0, 0, false, time.Time{} }
-
-// noteSent is note for an attempt sent at sent (zero: it failed before it was sent, and
-// took 0), which ends now: timed here, or, one that answered a request its answer ends
-// (answerEnds), left to settle.
-func (l *attemptLog) noteSent(r *route, err error, sent time.Time, continued bool, u *translate.Usage) {
-	if !l.pending.IsZero() { // an attempt after one that answered: not foreseen, timed to now
-		l.settle(time.Now())
-	}
-	var took time.Duration
-	switch {
-	case sent.IsZero():
-	case err == nil && l.answerEnds && l.n < len(l.first):
-		l.pending = sent
-	default:
-		took = time.Since(sent)
-	}
-	l.note(r, err, took, continued, u)
-}
-
-// settle times the attempt waiting for the request's end (noteSent) to end, at.
-func (l *attemptLog) settle(end time.Time) {
-	if !l.pending.IsZero() {
-		l.first[l.n-1].Duration = end.Sub(l.pending)
-		l.pending = time.Time{}
-	}
-}
+func (l *attemptLog) empty() { l.n, l.omitted = 0, 0 }
 
 // note adds the attempt on r that took took and ended with err, charged u (the meter's
 // charge: countUsage); continued is set for a continuation's attempt.
@@ -128,9 +95,6 @@ func (l *attemptLog) last() *ledger.Attempt {
 // as r's RouteAttempt, not copied.
 func (c *requestRun) ledgerAttempts(r *ledger.Record) {
 	call := c.call
-	if call.tried != nil {
-		call.tried.settle(c.done.at) // the answering attempt's end: the request's
-	}
 	switch last := call.tried.last(); {
 	case c.answeredBy != nil:
 		r.Deployment = c.answeredBy.upstreamLabel

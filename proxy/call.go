@@ -581,11 +581,16 @@ func (c *modelCall) tracedAttempt(ctx context.Context, r *route, attempt int, tr
 	if c.noteAttempts { // a clock reading an attempt spared without a ledger
 		// The attempt is timed from its request's sending (send's clock reading: its
 		// body's encoding before it, microseconds, is left out), to spare a reading here;
-		// one that failed before it was sent took no upstream time (0); one that answered
-		// a request without a tool loop ends with it (attemptLog.noteSent).
+		// one that failed before it was sent took no upstream time (0).
 		c.sentAt = time.Time{}
 		// After counted: the meter holds the attempt's charge (countUsage).
-		defer func() { c.tried.noteSent(r, err, c.sentAt, c.resume.active, &c.meter.last) }()
+		defer func() {
+			var took time.Duration
+			if !c.sentAt.IsZero() {
+				took = time.Since(c.sentAt)
+			}
+			c.tried.note(r, err, took, c.resume.active, &c.meter.last)
+		}()
 	}
 	if c.tracer == nil {
 		return c.counted(ctx, r, try)

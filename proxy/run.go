@@ -154,9 +154,6 @@ func (c *requestRun) produce(ctx context.Context, out loop.Output, stream bool) 
 		}
 		return l.Run(ctx, c.req, out)
 	}
-	if c.call.tried != nil { // the answering attempt ends the request: timed to its end (attempts.go)
-		c.call.tried.answerEnds = true
-	}
 	// out.Event as a func value would be allocated on each request: c.toOut, made once
 	// per requestRun (Reset keeps it), reads c.out instead.
 	c.out = out
