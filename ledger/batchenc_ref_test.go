@@ -203,7 +203,7 @@ func encoderCases() map[string][]Record {
 		func(r *Record) { r.ToolsJSON = `[{"name":"s"}]` }, func(r *Record) { r.ToolsOmitted = 1 },
 		func(r *Record) { r.ContinuedFrom = "m" }, func(r *Record) { r.Prompt = "p\"" }, func(r *Record) { r.Completion = "c" },
 		func(r *Record) { r.Prompt, r.Completion = "", "" },
-		func(r *Record) { r.Attempts, r.RouteAttempt, r.RouteAttemptDuration = nil, true, 1500 * time.Millisecond },
+		func(r *Record) { r.Attempts, r.RouteAttempt, r.RouteAttemptDuration = nil, true, 1500*time.Millisecond },
 		func(r *Record) { r.RouteAttempt, r.RouteAttemptDuration = true, time.Second }, // ignored: Attempts holds it
 	}
 	for i, change := range changes {
