@@ -70,6 +70,17 @@ func attemptsText(as []Attempt) any {
 	return string(appendAttempts(make([]byte, 0, 160*len(as)), as))
 }
 
+// attemptList returns r's attempts: Attempts, or, for a RouteAttempt, the one it stands
+// for, made in one.
+func (r *Record) attemptList(one *[1]Attempt) []Attempt {
+	if len(r.Attempts) > 0 || !r.RouteAttempt {
+		return r.Attempts
+	}
+	one[0] = Attempt{Backend: r.Backend, Deployment: r.Deployment, Model: r.Served, Status: r.Status, ErrorType: r.ErrorType,
+		Duration: r.RouteAttemptDuration, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens}
+	return one[:]
+}
+
 // boundAttempts keeps r's first MaxAttempts attempts and counts the others.
 func boundAttempts(r *Record) {
 	if n := len(r.Attempts); n > MaxAttempts {

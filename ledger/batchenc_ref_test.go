@@ -203,6 +203,8 @@ func encoderCases() map[string][]Record {
 		func(r *Record) { r.ToolsJSON = `[{"name":"s"}]` }, func(r *Record) { r.ToolsOmitted = 1 },
 		func(r *Record) { r.ContinuedFrom = "m" }, func(r *Record) { r.Prompt = "p\"" }, func(r *Record) { r.Completion = "c" },
 		func(r *Record) { r.Prompt, r.Completion = "", "" },
+		func(r *Record) { r.Attempts, r.RouteAttempt, r.RouteAttemptDuration = nil, true, 1500*time.Millisecond },
+		func(r *Record) { r.RouteAttempt, r.RouteAttemptDuration = true, time.Second }, // ignored: Attempts holds it
 	}
 	for i, change := range changes {
 		recs := append([]Record{}, run...)
@@ -357,6 +359,8 @@ func FuzzBatchEncoderMatchesReference(f *testing.F) {
 				r.Prompt = txt
 			case 27:
 				r.Completion = txt
+			case 28: // the filler's route attempt (ignored with Attempts)
+				r.RouteAttempt, r.RouteAttemptDuration = !r.RouteAttempt, time.Duration(n)*time.Millisecond
 			}
 		}
 		recs = append(recs, r)
@@ -538,6 +542,8 @@ func (e *refV9Encoder) refAppendRecord(b []byte, r *Record, route int, base int6
 	num(r.FirstToken.Milliseconds())
 	num(r.Upstream.Milliseconds())
 	switch a := r.Attempts; {
+	case len(a) == 0 && r.RouteAttempt:
+		add(strconv.FormatInt(r.RouteAttemptDuration.Milliseconds(), 10), false)
 	case len(a) == 1 && a[0].Backend == r.Backend && a[0].Deployment == r.Deployment && a[0].Model == r.Served &&
 		a[0].Status == r.Status && a[0].ErrorType == r.ErrorType && !a[0].Continued &&
 		a[0].PromptTokens == r.PromptTokens && a[0].CompletionTokens == r.CompletionTokens:

@@ -323,6 +323,9 @@ func (e *batchEncoder) appendRecord(c []byte, r *Record, ri int, at int64) []byt
 	c = num(c, r.Upstream.Milliseconds())
 	c = append(c, ',')
 	switch {
+	case r.RouteAttempt && len(r.Attempts) == 0: // the filler's word for routeAttempt's
+		c = appendInt64(c, r.RouteAttemptDuration.Milliseconds())
+		end = len(c)
 	case routeAttempt(r):
 		c = appendInt64(c, r.Attempts[0].Duration.Milliseconds())
 		end = len(c)

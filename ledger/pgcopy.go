@@ -122,11 +122,12 @@ func appendCopyRecord(b []byte, r *Record) ([]byte, error) {
 	for _, s := range [...]string{r.Deployment, r.TraceID, r.ContinuedFrom} {
 		b = appendText(b, s)
 	}
-	if len(r.Attempts) == 0 { // attempts: NULL when none (attemptsText)
+	var one [1]Attempt
+	if as := r.attemptList(&one); len(as) == 0 { // attempts: NULL when none (attemptsText)
 		b = appendNull(b)
 	} else {
 		at := len(b)
-		b = appendAttempts(appendField(b, 0), r.Attempts)
+		b = appendAttempts(appendField(b, 0), as)
 		setFieldLen(b, at)
 	}
 	b = appendInt4(b, ints[6].v) // attempts_omitted

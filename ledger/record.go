@@ -61,6 +61,16 @@ type Record struct {
 	// Add keeps the first MaxAttempts and adds the others to AttemptsOmitted.
 	Attempts        []Attempt
 	AttemptsOmitted int
+	// RouteAttempt, with Attempts empty and AttemptsOmitted 0, stands for the request's one
+	// attempt when it was its route's: Backend, Deployment, Served (its model), Status and
+	// ErrorType the record's, not a continuation, charged the record's PromptTokens and
+	// CompletionTokens; RouteAttemptDuration is its Duration. Its filler sets it instead of
+	// Attempts (the proxy, which knows the attempt was its route's without comparing the
+	// texts), so that the attempt is neither copied into the queue nor compared again by
+	// the writer; the records read back never have it (their AttemptsJSON holds the
+	// attempt). It is ignored when Attempts is not empty.
+	RouteAttempt         bool
+	RouteAttemptDuration time.Duration
 	// AttemptsJSON is, in a record read back (Requests, Request), the attempts as
 	// stored: a JSON array of objects (see Attempt), "" when there were none.
 	AttemptsJSON string

@@ -130,6 +130,7 @@ func (s *store) version(ctx context.Context) (int, error) {
 // insertArgs appends r's column values in columns' order.
 func insertArgs(a []any, r *Record) []any {
 	var prompt, completion any // NULL unless captured
+	var one [1]Attempt
 	if r.Prompt != "" {
 		prompt = r.Prompt
 	}
@@ -140,7 +141,7 @@ func insertArgs(a []any, r *Record) []any {
 		r.Stream, r.Status, r.ErrorType, r.PromptTokens, r.CachedReadTokens, r.CacheWriteTokens,
 		r.CompletionTokens, r.ReasoningTokens, r.CostUSD, r.Estimated, r.Total.Milliseconds(),
 		r.FirstToken.Milliseconds(), r.Upstream.Milliseconds(), r.ToolCalls, r.Fallbacks, r.CacheHit,
-		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.Attempts), r.AttemptsOmitted,
+		prompt, completion, r.Deployment, r.TraceID, r.ContinuedFrom, attemptsText(r.attemptList(&one)), r.AttemptsOmitted,
 		toolsText(r.Tools), r.ToolsOmitted)
 }
 

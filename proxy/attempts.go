@@ -18,7 +18,9 @@ import (
 // attemptLog is the attempts of one request: the first ledger.MaxAttempts of them, and
 // how many came after.
 type attemptLog struct {
-	first   [ledger.MaxAttempts]ledger.Attempt
+	first [ledger.MaxAttempts]ledger.Attempt
+	// on are the routes first's attempts were made on (routeAttempt's test).
+	on      [ledger.MaxAttempts]*route
 	n       int
 	omitted int
 }
@@ -38,6 +40,7 @@ func (l *attemptLog) note(r *route, err error, took time.Duration, continued boo
 		return
 	}
 	a := &l.first[l.n]
+	l.on[l.n] = r
 	l.n++
 	*a = ledger.Attempt{Backend: r.backend.name, Deployment: r.upstreamLabel, Model: r.name, Duration: took, Continued: continued,
 		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens)}
@@ -87,10 +90,11 @@ func (l *attemptLog) last() *ledger.Attempt {
 	return &l.first[l.n-1]
 }
 
-// ledgerAttempts fills r's attempts, deployment and continued_from.
+// ledgerAttempts fills r's attempts, deployment and continued_from, after the fields
+// its route holds (FillRecord): a request's one attempt that was its route's is given
+// as r's RouteAttempt, not copied.
 func (c *requestRun) ledgerAttempts(r *ledger.Record) {
 	call := c.call
-	r.Attempts, r.AttemptsOmitted = call.tried.attempts()
 	switch last := call.tried.last(); {
 	case c.answeredBy != nil:
 		r.Deployment = c.answeredBy.upstreamLabel
@@ -100,4 +104,26 @@ func (c *requestRun) ledgerAttempts(r *ledger.Record) {
 	if from := call.continuedFrom; from != nil && call.at != nil {
 		r.ContinuedFrom = clip(from.name, maxLoggedString) // as noteContinued: a client-named model is bounded
 	}
+	if a := call.tried.routeAttempt(c.answeredBy, c.route.backend, r); a != nil {
+		r.RouteAttempt, r.RouteAttemptDuration = true, a.Duration
+		return
+	}
+	r.Attempts, r.AttemptsOmitted = call.tried.attempts()
+}
+
+// routeAttempt returns l's one attempt when it was the route's of r, a record filled
+// but for its attempts, answered by route by (nil: none) of backend b (the requested
+// route's): made on by, whose label is its name and whose deployment r's, by b, not a
+// continuation, of r's status, error type and tokens (ledger.Record.RouteAttempt); else
+// nil. Pointers are compared where the ledger's writer would compare texts.
+func (l *attemptLog) routeAttempt(by *route, b *backend, r *ledger.Record) *ledger.Attempt {
+	if l == nil || l.n != 1 || l.omitted != 0 || by == nil || l.on[0] != by || by.backend != b || by.name != by.metricLabel {
+		return nil
+	}
+	a := &l.first[0]
+	if a.Continued || a.Status != r.Status || a.ErrorType != r.ErrorType || a.PromptTokens != r.PromptTokens ||
+		a.CompletionTokens != r.CompletionTokens { // its deployment is by's, r's
+		return nil
+	}
+	return a
 }

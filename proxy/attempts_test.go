@@ -132,3 +132,69 @@ func TestRequestRun_ResetKeepsAttemptLog(t *testing.T) {
 		t.Fatal("Reset left the model call's log set")
 	}
 }
+
+// TestAttemptLog_RouteAttempt: a request's one attempt is given as its record's route
+// attempt only when it holds what the record's route does (the attempt the ledger then
+// stores is made from the record: it must be the one noted), and as Attempts otherwise.
+func TestAttemptLog_RouteAttempt(t *testing.T) {
+	east := &backend{name: "east"}
+	gpt := &route{name: "gpt", metricLabel: "gpt", backend: east, upstreamLabel: "east/gpt-4o"}
+	other := &route{name: "mini", metricLabel: "mini", backend: east, upstreamLabel: "east/mini"}
+	west := &route{name: "gpt", metricLabel: "gpt", backend: &backend{name: "west"}, upstreamLabel: "west/gpt-4o"}
+	wild := &route{name: "east/x", metricLabel: "east/*", backend: east, upstreamLabel: "east/x"}
+	usage := translate.Usage{PromptTokens: 12, CompletionTokens: 3}
+	fail := &translate.UpstreamError{Status: 503, Type: "overloaded"}
+	type note struct {
+		on        *route
+		err       error
+		continued bool
+		u         translate.Usage
+	}
+	for _, tc := range []struct {
+		name      string
+		notes     []note
+		by        *route // the route that answered
+		status    int
+		errorType string
+		u         translate.Usage // the record's tokens
+		want      bool
+	}{
+		{"one attempt that answered", []note{{gpt, nil, false, usage}}, gpt, 200, "", usage, true},
+		{"one that failed, the record its failure", []note{{gpt, fail, false, translate.Usage{}}}, gpt, 503, "overloaded", translate.Usage{}, true},
+		{"none", nil, nil, 502, "api_error", translate.Usage{}, false},
+		{"nothing answered", []note{{gpt, fail, false, translate.Usage{}}}, nil, 503, "overloaded", translate.Usage{}, false},
+		{"two attempts", []note{{gpt, fail, false, translate.Usage{}}, {gpt, nil, false, usage}}, gpt, 200, "", usage, false},
+		{"a continuation", []note{{gpt, nil, true, usage}}, gpt, 200, "", usage, false},
+		{"another route answered", []note{{other, nil, false, usage}}, gpt, 200, "", usage, false},
+		{"the record's status is not the attempt's (the client left)", []note{{gpt, nil, false, usage}}, gpt, 499, "client_closed", usage, false},
+		{"the record's status is not the attempt's, its error type is", []note{{gpt, fail, false, translate.Usage{}}}, gpt, 502, "overloaded", translate.Usage{}, false},
+		{"tokens not the attempt's", []note{{gpt, nil, false, usage}}, gpt, 200, "", translate.Usage{PromptTokens: 12, CompletionTokens: 4}, false},
+		{"prompt tokens not the attempt's", []note{{gpt, nil, false, usage}}, gpt, 200, "", translate.Usage{PromptTokens: 11, CompletionTokens: 3}, false},
+		{"a fallback's backend", []note{{west, nil, false, usage}}, west, 200, "", usage, false},
+		{"a label that is not the route's name", []note{{wild, nil, false, usage}}, wild, 200, "", usage, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l attemptLog
+			for _, n := range tc.notes {
+				l.note(n.on, n.err, 1500*time.Millisecond, n.continued, &n.u)
+			}
+			r := ledger.Record{Backend: gpt.backend.name, Status: tc.status, ErrorType: tc.errorType,
+				PromptTokens: int64(tc.u.PromptTokens), CompletionTokens: int64(tc.u.CompletionTokens)}
+			if tc.by != nil {
+				r.Served, r.Deployment = tc.by.label(), tc.by.upstreamLabel
+			}
+			a := l.routeAttempt(tc.by, gpt.backend, &r)
+			if (a != nil) != tc.want {
+				t.Fatalf("route attempt %v, want one: %t", a, tc.want)
+			}
+			if a == nil {
+				return
+			}
+			made := ledger.Attempt{Backend: r.Backend, Deployment: r.Deployment, Model: r.Served, Status: r.Status, ErrorType: r.ErrorType,
+				Duration: a.Duration, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens}
+			if diff := cmp.Diff(l.first[0], made); diff != "" {
+				t.Errorf("the attempt the ledger makes from the record is not the one noted (-noted +made):\n%s", diff)
+			}
+		})
+	}
+}
