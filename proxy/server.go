@@ -145,6 +145,10 @@ type Server struct {
 	// listeners are the client listeners Serve runs, for Shutdown's closeSilent.
 	listenersMu sync.Mutex
 	listeners   []*clientListener
+	// silentAge is how old a connection that has sent nothing gets once Shutdown starts
+	// before closeSilent closes it: the constant silentAge, which New sets; a test may
+	// set it shorter before Shutdown, the only seam for not waiting 5 s (#54).
+	silentAge time.Duration
 	// stopping is set by Shutdown: a Serve that starts after it returns at once.
 	stopping bool
 	// serving counts the Serve calls in fasthttp's accept loop (drainIdle).
@@ -205,7 +209,8 @@ func New(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer}
+	s := &Server{metrics: opts.Metrics, logger: logger, tools: opts.Tools, tracer: opts.Tracer,
+		silentAge: silentAge}
 	s.baseCtx, s.cancelAll = context.WithCancel(context.Background())
 	s.cloud = cloudEnv{client: opts.CredentialClient, aws: opts.AWSCredentials}
 	s.passesOpenAI = func(model string) bool { return s.mayPass(model, speaksOpenAI) }
@@ -440,7 +445,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // closeSilent closes, until stop closes, the client connections that have sent nothing
-// for silentAge (clientListener.closeSilent), checking as often as fasthttp's shutdown
+// for s.silentAge (clientListener.closeSilent), checking as often as fasthttp's shutdown
 // checks for idle ones.
 func (s *Server) closeSilent(stop <-chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -448,7 +453,7 @@ func (s *Server) closeSilent(stop <-chan struct{}) {
 	for {
 		s.listenersMu.Lock()
 		for _, l := range s.listeners {
-			l.closeSilent(time.Now().Add(-silentAge))
+			l.closeSilent(time.Now().Add(-s.silentAge))
 		}
 		s.listenersMu.Unlock()
 		select {
