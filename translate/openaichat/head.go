@@ -209,119 +209,146 @@ func modelAt(s string, i int) (model string, found bool) {
 
 // headMessage checks the message at the cursor, reporting false when the full parse is
 // to read it: anything but the shapes ParseHead lists, or a message it refuses.
+//
+// The SDKs' shape is read straight, each member once without the ladder's tries: role,
+// content, then tool_calls or tool_call_id, each value read and counted as the ladder
+// (headMessageLadder) reads and counts it; the ladder takes over at the first member
+// that is not the next of these, with the member count, the last member and the seen
+// set as it would have left them. The content's string or null is read with its name,
+// in one step (its string by SkipStringIn from its quote, without headText's call and
+// Peek). This function is the common path only, small enough for the profile's
+// inlining into headMessages; the ladder is a call of its own.
 func (p *parser) headMessage() bool {
 	sc := &p.sc
-	if sc.Peek() != '{' {
+	m := headMsg{f: -1}
+	if !sc.MemberIs(`{"role":`) {
+		return p.headMessageLadder(&m)
+	}
+	m.n, m.f, m.seen = 1, mRole, 1<<mRole
+	var ok bool
+	if m.role, ok = p.headRole(); !ok {
+		return false
+	}
+	if !sc.MemberIs(`,"content":"`) && !sc.MemberIs(`,"content":null`) {
+		return p.headMessageLadder(&m)
+	}
+	m.f, m.seen, m.content = mContent, m.seen|1<<mContent, jsonx.Null
+	if at := sc.Pos(); sc.Input()[at-1] == '"' {
+		if sc.Seek(at - 1); !sc.SkipStringIn(&p.index) {
+			return false
+		}
+		m.content = jsonx.String
+	}
+	switch {
+	case sc.EndIs('}'):
+		return m.valid()
+	case sc.MemberIs(`,"tool_calls":`):
+		m.f, m.seen = mToolCalls, m.seen|1<<mToolCalls
+		if !p.headToolCalls(&m.calls) {
+			return false
+		}
+	case sc.MemberIs(`,"tool_call_id":`):
+		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
+		var k jsonx.Kind
+		if k, m.hasCallID = p.headText(); k == jsonx.Missing {
+			return false
+		}
+	}
+	if sc.EndIs('}') {
+		return m.valid()
+	}
+	return p.headMessageLadder(&m)
+}
+
+// headMsg is what headMessage has read of a message: the member count n, the last
+// member f and the members seen, and what the role rules need.
+type headMsg struct {
+	seen                  uint
+	n, f                  int
+	role                  string
+	content               jsonx.Kind // Missing, Null or String
+	calls                 int
+	hasCallID, hasRefusal bool
+}
+
+// valid reports whether the message read holds to its role's rules.
+func (m *headMsg) valid() bool {
+	switch m.role {
+	case translate.RoleAssistant:
+		return m.content != jsonx.Missing || m.calls > 0 || m.hasRefusal
+	case translate.RoleTool:
+		return m.calls == 0 && m.hasCallID
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		return m.calls == 0 && m.content != jsonx.Missing && m.content != jsonx.Null
+	}
+	return false // no role, or an unknown one: refused
+}
+
+// headMessageLadder reads the rest of the message at the cursor by the member ladder of
+// readMessage, the SDKs' orders first, from where headMessage left it (m).
+func (p *parser) headMessageLadder(m *headMsg) bool {
+	sc := &p.sc
+	if m.n == 0 && sc.Peek() != '{' {
 		return false
 	}
 	var (
-		seen                  uint
-		role                  string
-		content               jsonx.Kind // Missing, Null or String
-		calls                 int
-		hasCallID, hasRefusal bool
-		ok, full              bool
-		k                     jsonx.Kind
+		ok, full bool
+		k        jsonx.Kind
 	)
-	n, f := 0, -1
-	// The SDKs' shape read straight, each member once without the ladder's tries: role,
-	// content, then tool_calls or tool_call_id, each value read and counted as the
-	// ladder below reads and counts it; the ladder takes over at the first member that
-	// is not the next of these (the member count n, the last member f and seen as it
-	// would have left them).
-	if sc.MemberIs(`{"role":`) {
-		n, f, seen = 1, mRole, 1<<mRole
-		if role, ok = p.headRole(); !ok {
-			return false
-		}
-		if sc.MemberIs(`,"content":`) {
-			f, seen = mContent, seen|1<<mContent
-			if content, _ = p.headText(); content == jsonx.Missing {
-				return false
-			}
-			switch {
-			case sc.EndIs('}'):
-				goto end
-			case sc.MemberIs(`,"tool_calls":`):
-				f, seen = mToolCalls, seen|1<<mToolCalls
-				if !p.headToolCalls(&calls) {
-					return false
-				}
-			case sc.MemberIs(`,"tool_call_id":`):
-				f, seen = mToolCallID, seen|1<<mToolCallID
-				if k, hasCallID = p.headText(); k == jsonx.Missing {
-					return false
-				}
-			}
-			if sc.EndIs('}') {
-				goto end
-			}
-		}
-	}
-	// The member ladder of readMessage, the SDKs' orders first.
 	for {
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"role":`):
-			n, f = 1, mRole
-		case n == 0 && sc.MemberIs(`{"content":`):
-			n, f = 1, mContent
+		switch f := m.f; {
+		case m.n > 0 && sc.EndIs('}'):
+			return m.valid()
+		case m.n == 0 && sc.MemberIs(`{"role":`):
+			m.n, m.f = 1, mRole
+		case m.n == 0 && sc.MemberIs(`{"content":`):
+			m.n, m.f = 1, mContent
 		case f == mRole && sc.MemberIs(`,"content":`):
-			f = mContent
+			m.f = mContent
 		case (f == mContent || f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
-			f = mRole
+			m.f = mRole
 		case f == mContent && sc.MemberIs(`,"tool_calls":`):
-			f = mToolCalls
+			m.f = mToolCalls
 		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
-			f = mToolCallID
-		case sc.NextField(&n):
-			if f = messageField(sc.Key()); f < 0 {
+			m.f = mToolCallID
+		case sc.NextField(&m.n):
+			if m.f = messageField(sc.Key()); m.f < 0 {
 				return false // any other name, or one in another case: the member rule's
 			}
 		default:
 			if sc.Failed() {
 				return false
 			}
-			goto end
+			return m.valid()
 		}
-		if seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
+		f := m.f
+		if m.seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
 			return false // a duplicate: refused
 		}
-		seen |= 1 << (f & 63)
+		m.seen |= 1 << (f & 63)
 		switch f {
 		case mRole:
-			if role, ok = p.headRole(); !ok {
+			if m.role, ok = p.headRole(); !ok {
 				return false
 			}
 		case mContent:
-			if content, _ = p.headText(); content == jsonx.Missing {
+			if m.content, _ = p.headText(); m.content == jsonx.Missing {
 				return false // content parts: the full parse's
 			}
 		case mToolCalls:
-			if !p.headToolCalls(&calls) {
+			if !p.headToolCalls(&m.calls) {
 				return false
 			}
 		case mName, mToolCallID, mRefusal, mReasoningContent:
 			if k, full = p.headText(); k == jsonx.Missing {
 				return false
 			}
-			hasCallID = hasCallID || f == mToolCallID && full
-			hasRefusal = hasRefusal || f == mRefusal && full
+			m.hasCallID = m.hasCallID || f == mToolCallID && full
+			m.hasRefusal = m.hasRefusal || f == mRefusal && full
 		default:
 			return false // thinking_blocks
 		}
 	}
-end:
-	switch role {
-	case translate.RoleAssistant:
-		return content != jsonx.Missing || calls > 0 || hasRefusal
-	case translate.RoleTool:
-		return calls == 0 && hasCallID
-	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
-		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
-	}
-	return false // no role, or an unknown one: refused
 }
 
 // headRole reads a message's role at the cursor, decoded as the full parse reads it; ok
