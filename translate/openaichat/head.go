@@ -424,16 +424,20 @@ func (p *parser) headToolCall() bool {
 		hasFunc       bool
 	)
 	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): id, type, function.
-	if sc.MemberIsShort(`{"id":`) {
+	// The SDKs' shape read straight (headMessage's): id, type, function; the id's string
+	// read with its name, by StrIn from its quote, and the type "function" by a compare.
+	if sc.MemberIsShort(`{"id":"`) {
 		n, f, seen = 1, tcID, 1<<tcID
-		if id, ok = p.headStr(); !ok {
+		sc.Seek(sc.Pos() - 1) // at the quote
+		if id, ok = sc.StrIn(&p.index); !ok {
 			return false
 		}
 		if sc.MemberIs(`,"type":`) {
-			f, seen, hasType = tcType, seen|1<<tcType, true
-			if typ, ok = p.headType(); !ok {
-				return false
+			f, seen, hasType, typ = tcType, seen|1<<tcType, true, "function"
+			if !sc.MemberIs(`"function"`) { // MemberIs's value form
+				if typ, ok = p.headStr(); !ok {
+					return false
+				}
 			}
 			if sc.MemberIs(`,"function":`) {
 				f, seen, hasFunc = tcFunction, seen|1<<tcFunction, true
@@ -519,15 +523,17 @@ func (p *parser) headToolCallFunc(name *string) bool {
 	var seen uint
 	var ok bool
 	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): name, arguments.
-	if sc.MemberIs(`{"name":`) {
+	// The SDKs' shape read straight (headMessage's): name, arguments, each string read
+	// with its name (by StrIn or SkipStringIn from its quote).
+	if sc.MemberIs(`{"name":"`) {
 		n, f, seen = 1, fnName, 1<<fnName
-		if *name, ok = p.headStr(); !ok {
+		sc.Seek(sc.Pos() - 1) // at the quote
+		if *name, ok = sc.StrIn(&p.index); !ok {
 			return false
 		}
-		if sc.MemberIs(`,"arguments":`) {
+		if sc.MemberIs(`,"arguments":"`) {
 			f, seen = fnArguments, seen|1<<fnArguments
-			if k, _ := p.headText(); k == jsonx.Missing {
+			if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) {
 				return false
 			}
 			if sc.EndIs('}') {
