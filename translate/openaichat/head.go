@@ -419,8 +419,8 @@ func (p *parser) headToolCall() bool {
 	}
 	var (
 		seen          uint
-		id, typ, name string
-		hasType, ok   bool
+		id, name string
+		ok       bool
 		hasFunc       bool
 	)
 	n, f := 0, -1
@@ -433,11 +433,9 @@ func (p *parser) headToolCall() bool {
 			return false
 		}
 		if sc.MemberIs(`,"type":`) {
-			f, seen, hasType, typ = tcType, seen|1<<tcType, true, "function"
-			if !sc.MemberIs(`"function"`) { // MemberIs's value form
-				if typ, ok = p.headStr(); !ok {
-					return false
-				}
+			f, seen = tcType, seen|1<<tcType
+			if !sc.MemberIs(`"function"`) && !p.headType() { // MemberIs's value form first
+				return false
 			}
 			if sc.MemberIs(`,"function":`) {
 				f, seen, hasFunc = tcFunction, seen|1<<tcFunction, true
@@ -480,10 +478,9 @@ func (p *parser) headToolCall() bool {
 				return false
 			}
 		case tcType:
-			if typ, ok = p.headType(); !ok {
+			if !p.headType() {
 				return false
 			}
-			hasType = true
 		case tcFunction:
 			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
 				return false
@@ -492,7 +489,7 @@ func (p *parser) headToolCall() bool {
 		}
 	}
 end:
-	if id == "" || hasType && typ != "function" || !hasFunc || name == "" {
+	if id == "" || !hasFunc || name == "" {
 		return false
 	}
 	// Carried state is opened as the full parse opens it, in the same order and under
@@ -509,12 +506,15 @@ func (p *parser) headStr() (s string, ok bool) {
 	return p.sc.StrIn(&p.index)
 }
 
-// headType reads a tool call's type at the cursor, as headStr.
-func (p *parser) headType() (typ string, ok bool) {
+// headType reads a tool call's type at the cursor, reporting whether it is the string
+// "function" (decoded as the full parse decodes it); any other type, or none that is a
+// string, is the full parse's to read or refuse.
+func (p *parser) headType() bool {
 	if p.sc.MemberIs(`"function"`) { // MemberIs's value form
-		return "function", true
+		return true
 	}
-	return p.headStr()
+	typ, ok := p.headStr()
+	return ok && typ == "function"
 }
 
 // headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
