@@ -265,7 +265,7 @@ func (p *parser) headMessage() bool {
 type headMsg struct {
 	seen                  uint
 	n, f                  int
-	role                  string
+	role                  headRoleKind
 	content               jsonx.Kind // Missing, Null or String
 	calls                 int
 	hasCallID, hasRefusal bool
@@ -274,15 +274,25 @@ type headMsg struct {
 // valid reports whether the message read holds to its role's rules.
 func (m *headMsg) valid() bool {
 	switch m.role {
-	case translate.RoleAssistant:
+	case roleAssistant:
 		return m.content != jsonx.Missing || m.calls > 0 || m.hasRefusal
-	case translate.RoleTool:
+	case roleTool:
 		return m.calls == 0 && m.hasCallID
-	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+	case roleText:
 		return m.calls == 0 && m.content != jsonx.Missing && m.content != jsonx.Null
 	}
 	return false // no role, or an unknown one: refused
 }
+
+// headRoleKind is a message's role as the role rules read it (headMsg.valid).
+type headRoleKind uint8
+
+const (
+	roleNone      headRoleKind = iota // no role, or an unknown one
+	roleAssistant                     // translate.RoleAssistant
+	roleTool                          // translate.RoleTool
+	roleText                          // system, developer or user: content is a string
+)
 
 // headMessageLadder reads the rest of the message at the cursor by the member ladder of
 // readMessage, the SDKs' orders first, from where headMessage left it (m).
@@ -351,21 +361,31 @@ func (p *parser) headMessageLadder(m *headMsg) bool {
 	}
 }
 
-// headRole reads a message's role at the cursor, decoded as the full parse reads it; ok
-// is false when it is not a string or the string is refused.
-func (p *parser) headRole() (role string, ok bool) {
+// headRole reads a message's role at the cursor, decoded as the full parse reads it, as
+// its kind (roleNone for an unknown one); ok is false when it is not a string or the
+// string is refused.
+func (p *parser) headRole() (role headRoleKind, ok bool) {
 	sc := &p.sc
 	switch {
 	case sc.Peek() != '"':
-		return "", false
+		return roleNone, false
 	case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
-		return translate.RoleAssistant, true
+		return roleAssistant, true
 	case sc.MemberIsShort(`"tool"`):
-		return translate.RoleTool, true
+		return roleTool, true
 	case sc.MemberIsShort(`"user"`):
-		return translate.RoleUser, true
+		return roleText, true
 	}
-	return sc.StrIn(&p.index)
+	s, ok := sc.StrIn(&p.index)
+	switch s {
+	case translate.RoleAssistant:
+		return roleAssistant, ok
+	case translate.RoleTool:
+		return roleTool, ok
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		return roleText, ok
+	}
+	return roleNone, ok
 }
 
 // headText reads the string or null at the cursor (a message's content, name,
