@@ -225,9 +225,18 @@ func (p *parser) headMessage() bool {
 		return p.headMessageLadder(&m)
 	}
 	m.n, m.f, m.seen = 1, mRole, 1<<mRole
-	var ok bool
-	if m.role, ok = p.headRole(); !ok {
-		return false
+	switch { // the common roles by MemberIs's value form in line, the rest by headRole
+	case sc.MemberIs(`"assistant"`):
+		m.role = roleAssistant
+	case sc.MemberIsShort(`"tool"`):
+		m.role = roleTool
+	case sc.MemberIsShort(`"user"`):
+		m.role = roleText
+	default:
+		var ok bool
+		if m.role, ok = p.headRole(); !ok {
+			return false
+		}
 	}
 	if !sc.MemberIs(`,"content":"`) && !sc.MemberIs(`,"content":null`) {
 		return p.headMessageLadder(&m)
