@@ -258,8 +258,12 @@ func (p *parser) headMessage() bool {
 		}
 	case sc.MemberIs(`,"tool_call_id":`):
 		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
-		var k jsonx.Kind
-		if k, m.hasCallID = p.headText(); k == jsonx.Missing {
+		if at, in := sc.Pos(), sc.Input(); at < len(in) && in[at] == '"' { // a string, read in line
+			if !sc.SkipStringIn(&p.index) {
+				return false
+			}
+			m.hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+		} else if k, _ := p.headText(); k == jsonx.Missing {
 			return false
 		}
 	}
