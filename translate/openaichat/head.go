@@ -249,6 +249,16 @@ func (p *parser) headMessage() bool {
 		m.content = jsonx.String
 	}
 	switch {
+	case m.role == roleTool && sc.MemberIs(`,"tool_call_id":`): // a tool's reply: its id next
+		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
+		if at, in := sc.Pos(), sc.Input(); at < len(in) && in[at] == '"' { // a string, in line
+			if !sc.SkipStringIn(&p.index) {
+				return false
+			}
+			m.hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+		} else if k, _ := p.headText(); k == jsonx.Missing {
+			return false
+		}
 	case sc.EndIs('}'):
 		return m.valid()
 	case sc.MemberIs(`,"tool_calls":`):
@@ -258,12 +268,8 @@ func (p *parser) headMessage() bool {
 		}
 	case sc.MemberIs(`,"tool_call_id":`):
 		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
-		if at, in := sc.Pos(), sc.Input(); at < len(in) && in[at] == '"' { // a string, read in line
-			if !sc.SkipStringIn(&p.index) {
-				return false
-			}
-			m.hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
-		} else if k, _ := p.headText(); k == jsonx.Missing {
+		var k jsonx.Kind
+		if k, m.hasCallID = p.headText(); k == jsonx.Missing {
 			return false
 		}
 	}
