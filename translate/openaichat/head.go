@@ -220,63 +220,71 @@ func modelAt(s string, i int) (model string, found bool) {
 // inlining into headMessages; the ladder is a call of its own.
 func (p *parser) headMessage() bool {
 	sc := &p.sc
-	m := headMsg{f: -1}
 	if !sc.MemberIs(`{"role":`) {
-		return p.headMessageLadder(&m)
+		return p.headMessageLadder(&headMsg{f: -1})
 	}
-	m.n, m.f, m.seen = 1, mRole, 1<<mRole
+	// What the ladder would have read, in locals (registers) until it is handed over.
+	var (
+		role      headRoleKind
+		content   jsonx.Kind
+		calls     int
+		hasCallID bool
+	)
 	switch { // the common roles by MemberIs's value form in line, the rest by headRole
 	case sc.MemberIs(`"assistant"`):
-		m.role = roleAssistant
+		role = roleAssistant
 	case sc.MemberIsShort(`"tool"`):
-		m.role = roleTool
+		role = roleTool
 	case sc.MemberIsShort(`"user"`):
-		m.role = roleText
+		role = roleText
 	default:
 		var ok bool
-		if m.role, ok = p.headRole(); !ok {
+		if role, ok = p.headRole(); !ok {
 			return false
 		}
 	}
 	if !sc.MemberIs(`,"content":"`) && !sc.MemberIs(`,"content":null`) {
-		return p.headMessageLadder(&m)
+		return p.headMessageLadder(&headMsg{n: 1, f: mRole, seen: 1 << mRole, role: role})
 	}
-	m.f, m.seen, m.content = mContent, m.seen|1<<mContent, jsonx.Null
+	content = jsonx.Null
 	if at := sc.Pos(); sc.Input()[at-1] == '"' {
 		if sc.Seek(at - 1); !sc.SkipStringIn(&p.index) {
 			return false
 		}
-		m.content = jsonx.String
+		content = jsonx.String
 	}
+	const seen = 1<<mRole | 1<<mContent
+	f := mContent
 	switch {
-	case m.role == roleTool && sc.MemberIs(`,"tool_call_id":`): // a tool's reply: its id next
-		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
+	case role == roleTool && sc.MemberIs(`,"tool_call_id":`): // a tool's reply: its id next
+		f = mToolCallID
 		if at, in := sc.Pos(), sc.Input(); at < len(in) && in[at] == '"' { // a string, in line
 			if !sc.SkipStringIn(&p.index) {
 				return false
 			}
-			m.hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+			hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
 		} else if k, _ := p.headText(); k == jsonx.Missing {
 			return false
 		}
 	case sc.EndIs('}'):
-		return m.valid()
+		return headValid(role, content, 0, false, false)
 	case sc.MemberIs(`,"tool_calls":`):
-		m.f, m.seen = mToolCalls, m.seen|1<<mToolCalls
-		if !p.headToolCalls(&m.calls) {
+		f = mToolCalls
+		if !p.headToolCalls(&calls) {
 			return false
 		}
 	case sc.MemberIs(`,"tool_call_id":`):
-		m.f, m.seen = mToolCallID, m.seen|1<<mToolCallID
+		f = mToolCallID
 		var k jsonx.Kind
-		if k, m.hasCallID = p.headText(); k == jsonx.Missing {
+		if k, hasCallID = p.headText(); k == jsonx.Missing {
 			return false
 		}
 	}
 	if sc.EndIs('}') {
-		return m.valid()
+		return headValid(role, content, calls, hasCallID, false)
 	}
-	return p.headMessageLadder(&m)
+	return p.headMessageLadder(&headMsg{n: 1, f: f, seen: seen | 1<<(f&63), role: role,
+		content: content, calls: calls, hasCallID: hasCallID})
 }
 
 // headMsg is what headMessage has read of a message: the member count n, the last
@@ -290,15 +298,22 @@ type headMsg struct {
 	hasCallID, hasRefusal bool
 }
 
-// valid reports whether the message read holds to its role's rules.
+// valid reports whether the message read holds to its role's rules (headValid).
 func (m *headMsg) valid() bool {
-	switch m.role {
+	return headValid(m.role, m.content, m.calls, m.hasCallID, m.hasRefusal)
+}
+
+// headValid reports whether a message of the role, the content's kind, the number of
+// tool calls and a tool_call_id and a refusal that are not empty (or not) holds to its
+// role's rules.
+func headValid(role headRoleKind, content jsonx.Kind, calls int, hasCallID, hasRefusal bool) bool {
+	switch role {
 	case roleAssistant:
-		return m.content != jsonx.Missing || m.calls > 0 || m.hasRefusal
+		return content != jsonx.Missing || calls > 0 || hasRefusal
 	case roleTool:
-		return m.calls == 0 && m.hasCallID
+		return calls == 0 && hasCallID
 	case roleText:
-		return m.calls == 0 && m.content != jsonx.Missing && m.content != jsonx.Null
+		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
 	}
 	return false // no role, or an unknown one: refused
 }
@@ -457,10 +472,10 @@ func (p *parser) headToolCall() bool {
 		return false
 	}
 	var (
-		seen          uint
+		seen     uint
 		id, name string
 		ok       bool
-		hasFunc       bool
+		hasFunc  bool
 	)
 	n, f := 0, -1
 	// The SDKs' shape read straight (headMessage's): id, type, function; the id's string
