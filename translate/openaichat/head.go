@@ -466,69 +466,102 @@ func (p *parser) headToolCalls(calls *int) bool {
 // headToolCall checks the tool call at the cursor (toolCall): an id (whose carried
 // state it opens into the request), the type "function" or none, a function with a name
 // and string or null arguments.
+//
+// The SDKs' shape is read straight (headMessage's): id, type, function, and in the
+// function name and arguments, each string read with its name (by StrIn or SkipStringIn
+// from its quote) and the type "function" by a compare; the ladders
+// (headToolCallLadder, headToolCallFunc) take over at the first member that differs.
 func (p *parser) headToolCall() bool {
 	sc := &p.sc
-	if sc.Peek() != '{' {
+	if !sc.MemberIsShort(`{"id":"`) {
+		return p.headToolCallLadder(&headCall{f: -1})
+	}
+	sc.Seek(sc.Pos() - 1) // at the quote
+	id, ok := sc.StrIn(&p.index)
+	if !ok {
 		return false
 	}
-	var (
-		seen     uint
-		id, name string
-		ok       bool
-		hasFunc  bool
-	)
-	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): id, type, function; the id's string
-	// read with its name, by StrIn from its quote, and the type "function" by a compare.
-	if sc.MemberIsShort(`{"id":"`) {
-		n, f, seen = 1, tcID, 1<<tcID
-		sc.Seek(sc.Pos() - 1) // at the quote
-		if id, ok = sc.StrIn(&p.index); !ok {
+	if !sc.MemberIs(`,"type":`) {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcID, seen: 1 << tcID, id: id})
+	}
+	if !sc.MemberIs(`"function"`) && !p.headType() { // MemberIs's value form first
+		return false
+	}
+	if !sc.MemberIs(`,"function":`) {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcType, seen: 1<<tcID | 1<<tcType, id: id})
+	}
+	var name string
+	if !sc.MemberIs(`{"name":"`) {
+		if sc.Peek() != '{' || !p.headToolCallFunc(&name, -1, 0) {
 			return false
 		}
-		if sc.MemberIs(`,"type":`) {
-			f, seen = tcType, seen|1<<tcType
-			if !sc.MemberIs(`"function"`) && !p.headType() { // MemberIs's value form first
+	} else {
+		sc.Seek(sc.Pos() - 1) // at the quote
+		if name, ok = sc.StrIn(&p.index); !ok {
+			return false
+		}
+		if !sc.MemberIs(`,"arguments":"`) {
+			if !p.headToolCallFunc(&name, fnName, 1<<fnName) {
 				return false
 			}
-			if sc.MemberIs(`,"function":`) {
-				f, seen, hasFunc = tcFunction, seen|1<<tcFunction, true
-				if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
-					return false
-				}
-				if sc.EndIs('}') {
-					goto end
-				}
-			}
+		} else if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) {
+			return false
+		} else if !sc.EndIs('}') && !p.headToolCallFunc(&name, fnArguments, 1<<fnName|1<<fnArguments) {
+			return false
 		}
 	}
+	if !sc.EndIs('}') {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcFunction, seen: 1<<tcID | 1<<tcType | 1<<tcFunction,
+			id: id, name: name, hasFunc: true})
+	}
+	return p.headToolCallDone(id, name, true)
+}
+
+// headCall is what headToolCall has read of a tool call when its ladder takes over: the
+// member count n, the last member f and the members seen, the id and the function's name.
+type headCall struct {
+	seen     uint
+	n, f     int
+	id, name string
+	hasFunc  bool
+}
+
+// headToolCallLadder reads the rest of the tool call at the cursor by the member ladder
+// of readToolCall from where headToolCall left it (t).
+func (p *parser) headToolCallLadder(t *headCall) bool {
+	sc := &p.sc
+	if t.n == 0 && sc.Peek() != '{' {
+		return false
+	}
 	for {
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIsShort(`{"id":`):
-			n, f = 1, tcID
+		switch f := t.f; {
+		case t.n > 0 && sc.EndIs('}'):
+			return p.headToolCallDone(t.id, t.name, t.hasFunc)
+		case t.n == 0 && sc.MemberIsShort(`{"id":`):
+			t.n, t.f = 1, tcID
 		case (f == tcID || f == tcFunction) && sc.MemberIs(`,"type":`):
-			f = tcType
+			t.f = tcType
 		case (f == tcID || f == tcType) && sc.MemberIs(`,"function":`):
-			f = tcFunction
-		case sc.NextField(&n):
-			if f = toolCallField(sc.Key()); f < 0 {
+			t.f = tcFunction
+		case sc.NextField(&t.n):
+			if t.f = toolCallField(sc.Key()); t.f < 0 {
 				return false
 			}
 		default:
 			if sc.Failed() {
 				return false
 			}
-			goto end
+			return p.headToolCallDone(t.id, t.name, t.hasFunc)
 		}
-		if seen&(1<<(f&63)) != 0 {
+		f := t.f
+		if t.seen&(1<<(f&63)) != 0 {
 			return false
 		}
-		seen |= 1 << (f & 63)
+		t.seen |= 1 << (f & 63)
 		switch f {
 		case tcID:
-			if id, ok = p.headStr(); !ok {
+			var ok bool
+			if t.id, ok = p.headStr(); !ok {
 				return false
 			}
 		case tcType:
@@ -536,18 +569,22 @@ func (p *parser) headToolCall() bool {
 				return false
 			}
 		case tcFunction:
-			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
+			if sc.Peek() != '{' || !p.headToolCallFunc(&t.name, -1, 0) {
 				return false
 			}
-			hasFunc = true
+			t.hasFunc = true
 		}
 	}
-end:
+}
+
+// headToolCallDone reports whether a tool call read whole, of the id, the function's name
+// and whether it had a function, is one the first pass vouches for, and opens the id's
+// carried state as the full parse opens it, in the same order and under the same
+// Allowance (past it, the full parse's error).
+func (p *parser) headToolCallDone(id, name string, hasFunc bool) bool {
 	if id == "" || !hasFunc || name == "" {
 		return false
 	}
-	// Carried state is opened as the full parse opens it, in the same order and under
-	// the same Allowance; past it, the full parse's error.
 	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
@@ -571,29 +608,15 @@ func (p *parser) headType() bool {
 	return ok && typ == "function"
 }
 
-// headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
-func (p *parser) headToolCallFunc(name *string) bool {
+// headToolCallFunc checks a tool call's function (readToolCallFunc) by its member
+// ladder, its name in *name, from the member f (-1 before the first: the cursor at the
+// object's brace) with the members seen.
+func (p *parser) headToolCallFunc(name *string, f int, seen uint) bool {
 	sc := &p.sc
-	var seen uint
 	var ok bool
-	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): name, arguments, each string read
-	// with its name (by StrIn or SkipStringIn from its quote).
-	if sc.MemberIs(`{"name":"`) {
-		n, f, seen = 1, fnName, 1<<fnName
-		sc.Seek(sc.Pos() - 1) // at the quote
-		if *name, ok = sc.StrIn(&p.index); !ok {
-			return false
-		}
-		if sc.MemberIs(`,"arguments":"`) {
-			f, seen = fnArguments, seen|1<<fnArguments
-			if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) {
-				return false
-			}
-			if sc.EndIs('}') {
-				return true
-			}
-		}
+	n := 0
+	if f >= 0 {
+		n = 1
 	}
 	for {
 		switch {
