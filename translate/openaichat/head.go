@@ -514,7 +514,10 @@ func (p *parser) headToolCall() bool {
 		return p.headToolCallLadder(&headCall{n: 1, f: tcFunction, seen: 1<<tcID | 1<<tcType | 1<<tcFunction,
 			id: id, name: name, hasFunc: true})
 	}
-	return p.headToolCallDone(id, name, true)
+	if id == "" || name == "" { // headToolCallDone's checks, in line
+		return false
+	}
+	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
 // headCall is what headToolCall has read of a tool call when its ladder takes over: the
