@@ -243,15 +243,16 @@ func (p *parser) headMessage() bool {
 			return false
 		}
 	}
-	if !sc.MemberIs(`,"content":"`) && !sc.MemberIs(`,"content":null`) {
-		return p.headMessageLadder(&headMsg{n: 1, f: mRole, seen: 1 << mRole, role: role})
-	}
-	content = jsonx.Null
-	if at := sc.Pos(); sc.Input()[at-1] == '"' {
-		if sc.Seek(at - 1); !sc.SkipStringIn(&p.index) {
+	switch {
+	case sc.MemberIs(`,"content":"`):
+		if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) { // from the quote
 			return false
 		}
 		content = jsonx.String
+	case sc.MemberIs(`,"content":null`):
+		content = jsonx.Null
+	default:
+		return p.headMessageLadder(&headMsg{n: 1, f: mRole, seen: 1 << mRole, role: role})
 	}
 	const seen = 1<<mRole | 1<<mContent
 	f := mContent
