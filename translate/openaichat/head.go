@@ -127,7 +127,9 @@ func (p *parser) headMessages() bool {
 	// hold (Build's false leaves it empty), read it as the Scanner does.
 	p.index.Build(sc.Input(), sc.Pos())
 	n := 0
-	for sc.NextElem(&n) {
+	// After an element, a comma right after it is the next one's (EndIs, NextElem's
+	// fastest case; n, above 0, is not counted further); else NextElem reads what is there.
+	for more := sc.NextElem(&n); more; more = sc.EndIs(',') || sc.NextElem(&n) {
 		if !p.headMessage() {
 			return p.giveUp()
 		}
@@ -455,7 +457,8 @@ func (p *parser) headToolCalls(calls *int) bool {
 	default:
 		return false
 	}
-	for n := 0; sc.NextElem(&n); {
+	n := 0
+	for more := sc.NextElem(&n); more; more = sc.EndIs(',') || sc.NextElem(&n) { // headMessages'
 		if !p.headToolCall() {
 			return false
 		}
