@@ -218,8 +218,8 @@ func modelAt(s string, i int) (model string, found bool) {
 // that is not the next of these, with the member count, the last member and the seen
 // set as it would have left them. The content's string or null is read with its name,
 // in one step (its string by SkipStringIn from its quote, without headText's call and
-// Peek). This function is the common path only, small enough for the profile's
-// inlining into headMessages; the ladder is a call of its own.
+// Peek). This function is the common path only, small enough for a profile to inline
+// (cost ~1,700); the ladder is a call of its own.
 func (p *parser) headMessage() bool {
 	sc := &p.sc
 	if !sc.MemberIs(`{"role":`) {
