@@ -127,7 +127,9 @@ func (p *parser) headMessages() bool {
 	// hold (Build's false leaves it empty), read it as the Scanner does.
 	p.index.Build(sc.Input(), sc.Pos())
 	n := 0
-	for sc.NextElem(&n) {
+	// After an element, a comma right after it is the next one's (EndIs, NextElem's
+	// fastest case; n, above 0, is not counted further); else NextElem reads what is there.
+	for more := sc.NextElem(&n); more; more = sc.EndIs(',') || sc.NextElem(&n) {
 		if !p.headMessage() {
 			return p.giveUp()
 		}
@@ -209,136 +211,218 @@ func modelAt(s string, i int) (model string, found bool) {
 
 // headMessage checks the message at the cursor, reporting false when the full parse is
 // to read it: anything but the shapes ParseHead lists, or a message it refuses.
+//
+// The SDKs' shape is read straight, each member once without the ladder's tries: role,
+// content, then tool_calls or tool_call_id, each value read and counted as the ladder
+// (headMessageLadder) reads and counts it; the ladder takes over at the first member
+// that is not the next of these, with the member count, the last member and the seen
+// set as it would have left them. The content's string or null is read with its name,
+// in one step (its string by SkipStringIn from its quote, without headText's call and
+// Peek). This function is the common path only, small enough for a profile to inline
+// (cost ~1,700); the ladder is a call of its own.
 func (p *parser) headMessage() bool {
 	sc := &p.sc
-	if sc.Peek() != '{' {
-		return false
+	if !sc.MemberIs(`{"role":`) {
+		return p.headMessageLadder(&headMsg{f: -1})
 	}
+	// What the ladder would have read, in locals (registers) until it is handed over.
 	var (
-		seen                  uint
-		role                  string
-		content               jsonx.Kind // Missing, Null or String
-		calls                 int
-		hasCallID, hasRefusal bool
-		ok, full              bool
-		k                     jsonx.Kind
+		role      headRoleKind
+		content   jsonx.Kind
+		calls     int
+		hasCallID bool
 	)
-	n, f := 0, -1
-	// The SDKs' shape read straight, each member once without the ladder's tries: role,
-	// content, then tool_calls or tool_call_id, each value read and counted as the
-	// ladder below reads and counts it; the ladder takes over at the first member that
-	// is not the next of these (the member count n, the last member f and seen as it
-	// would have left them).
-	if sc.MemberIs(`{"role":`) {
-		n, f, seen = 1, mRole, 1<<mRole
+	switch { // the common roles by MemberIs's value form in line, the rest by headRole
+	case sc.MemberIs(`"assistant"`):
+		role = roleAssistant
+	case sc.MemberIsShort(`"tool"`):
+		role = roleTool
+	case sc.MemberIsShort(`"user"`):
+		role = roleText
+	default:
+		var ok bool
 		if role, ok = p.headRole(); !ok {
 			return false
 		}
-		if sc.MemberIs(`,"content":`) {
-			f, seen = mContent, seen|1<<mContent
-			if content, _ = p.headText(); content == jsonx.Missing {
+	}
+	switch {
+	case sc.MemberIs(`,"content":"`):
+		if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) { // from the quote
+			return false
+		}
+		content = jsonx.String
+	case sc.MemberIs(`,"content":null`):
+		content = jsonx.Null
+	default:
+		return p.headMessageLadder(&headMsg{n: 1, f: mRole, seen: 1 << mRole, role: role})
+	}
+	const seen = 1<<mRole | 1<<mContent
+	f := mContent
+	switch {
+	case role == roleTool && sc.MemberIs(`,"tool_call_id":`): // a tool's reply: its id next
+		f = mToolCallID
+		if at, in := sc.Pos(), sc.Input(); at < len(in) && in[at] == '"' { // a string, in line
+			if !sc.SkipStringIn(&p.index) {
 				return false
 			}
-			switch {
-			case sc.EndIs('}'):
-				goto end
-			case sc.MemberIs(`,"tool_calls":`):
-				f, seen = mToolCalls, seen|1<<mToolCalls
-				if !p.headToolCalls(&calls) {
-					return false
-				}
-			case sc.MemberIs(`,"tool_call_id":`):
-				f, seen = mToolCallID, seen|1<<mToolCallID
-				if k, hasCallID = p.headText(); k == jsonx.Missing {
-					return false
-				}
-			}
-			if sc.EndIs('}') {
-				goto end
-			}
+			hasCallID = sc.Pos()-at > len(`""`) // an escape decodes to at least one byte
+		} else if k, _ := p.headText(); k == jsonx.Missing {
+			return false
+		}
+	case sc.EndIs('}'):
+		return headValid(role, content, 0, false, false)
+	case sc.MemberIs(`,"tool_calls":`):
+		f = mToolCalls
+		if !p.headToolCalls(&calls) {
+			return false
+		}
+	case sc.MemberIs(`,"tool_call_id":`):
+		f = mToolCallID
+		var k jsonx.Kind
+		if k, hasCallID = p.headText(); k == jsonx.Missing {
+			return false
 		}
 	}
-	// The member ladder of readMessage, the SDKs' orders first.
+	if sc.EndIs('}') {
+		return headValid(role, content, calls, hasCallID, false)
+	}
+	return p.headMessageLadder(&headMsg{n: 1, f: f, seen: seen | 1<<(f&63), role: role,
+		content: content, calls: calls, hasCallID: hasCallID})
+}
+
+// headMsg is what headMessage has read of a message: the member count n, the last
+// member f and the members seen, and what the role rules need.
+type headMsg struct {
+	seen                  uint
+	n, f                  int
+	role                  headRoleKind
+	content               jsonx.Kind // Missing, Null or String
+	calls                 int
+	hasCallID, hasRefusal bool
+}
+
+// valid reports whether the message read holds to its role's rules (headValid).
+func (m *headMsg) valid() bool {
+	return headValid(m.role, m.content, m.calls, m.hasCallID, m.hasRefusal)
+}
+
+// headValid reports whether a message of the role, the content's kind, the number of
+// tool calls and a tool_call_id and a refusal that are not empty (or not) holds to its
+// role's rules.
+func headValid(role headRoleKind, content jsonx.Kind, calls int, hasCallID, hasRefusal bool) bool {
+	switch role {
+	case roleAssistant:
+		return content != jsonx.Missing || calls > 0 || hasRefusal
+	case roleTool:
+		return calls == 0 && hasCallID
+	case roleText:
+		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
+	}
+	return false // no role, or an unknown one: refused
+}
+
+// headRoleKind is a message's role as the role rules read it (headMsg.valid).
+type headRoleKind uint8
+
+const (
+	roleNone      headRoleKind = iota // no role, or an unknown one
+	roleAssistant                     // translate.RoleAssistant
+	roleTool                          // translate.RoleTool
+	roleText                          // system, developer or user: content is a string
+)
+
+// headMessageLadder reads the rest of the message at the cursor by the member ladder of
+// readMessage, the SDKs' orders first, from where headMessage left it (m).
+func (p *parser) headMessageLadder(m *headMsg) bool {
+	sc := &p.sc
+	if m.n == 0 && sc.Peek() != '{' {
+		return false
+	}
+	var (
+		ok, full bool
+		k        jsonx.Kind
+	)
 	for {
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIs(`{"role":`):
-			n, f = 1, mRole
-		case n == 0 && sc.MemberIs(`{"content":`):
-			n, f = 1, mContent
+		switch f := m.f; {
+		case m.n > 0 && sc.EndIs('}'):
+			return m.valid()
+		case m.n == 0 && sc.MemberIs(`{"role":`):
+			m.n, m.f = 1, mRole
+		case m.n == 0 && sc.MemberIs(`{"content":`):
+			m.n, m.f = 1, mContent
 		case f == mRole && sc.MemberIs(`,"content":`):
-			f = mContent
+			m.f = mContent
 		case (f == mContent || f == mToolCalls || f == mToolCallID) && sc.MemberIs(`,"role":`):
-			f = mRole
+			m.f = mRole
 		case f == mContent && sc.MemberIs(`,"tool_calls":`):
-			f = mToolCalls
+			m.f = mToolCalls
 		case f == mContent && sc.MemberIs(`,"tool_call_id":`):
-			f = mToolCallID
-		case sc.NextField(&n):
-			if f = messageField(sc.Key()); f < 0 {
+			m.f = mToolCallID
+		case sc.NextField(&m.n):
+			if m.f = messageField(sc.Key()); m.f < 0 {
 				return false // any other name, or one in another case: the member rule's
 			}
 		default:
 			if sc.Failed() {
 				return false
 			}
-			goto end
+			return m.valid()
 		}
-		if seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
+		f := m.f
+		if m.seen&(1<<(f&63)) != 0 { // (f&63: no shift past the word to test for)
 			return false // a duplicate: refused
 		}
-		seen |= 1 << (f & 63)
+		m.seen |= 1 << (f & 63)
 		switch f {
 		case mRole:
-			if role, ok = p.headRole(); !ok {
+			if m.role, ok = p.headRole(); !ok {
 				return false
 			}
 		case mContent:
-			if content, _ = p.headText(); content == jsonx.Missing {
+			if m.content, _ = p.headText(); m.content == jsonx.Missing {
 				return false // content parts: the full parse's
 			}
 		case mToolCalls:
-			if !p.headToolCalls(&calls) {
+			if !p.headToolCalls(&m.calls) {
 				return false
 			}
 		case mName, mToolCallID, mRefusal, mReasoningContent:
 			if k, full = p.headText(); k == jsonx.Missing {
 				return false
 			}
-			hasCallID = hasCallID || f == mToolCallID && full
-			hasRefusal = hasRefusal || f == mRefusal && full
+			m.hasCallID = m.hasCallID || f == mToolCallID && full
+			m.hasRefusal = m.hasRefusal || f == mRefusal && full
 		default:
 			return false // thinking_blocks
 		}
 	}
-end:
-	switch role {
-	case translate.RoleAssistant:
-		return content != jsonx.Missing || calls > 0 || hasRefusal
-	case translate.RoleTool:
-		return calls == 0 && hasCallID
-	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
-		return calls == 0 && content != jsonx.Missing && content != jsonx.Null
-	}
-	return false // no role, or an unknown one: refused
 }
 
-// headRole reads a message's role at the cursor, decoded as the full parse reads it; ok
-// is false when it is not a string or the string is refused.
-func (p *parser) headRole() (role string, ok bool) {
+// headRole reads a message's role at the cursor, decoded as the full parse reads it, as
+// its kind (roleNone for an unknown one); ok is false when it is not a string or the
+// string is refused.
+func (p *parser) headRole() (role headRoleKind, ok bool) {
 	sc := &p.sc
 	switch {
 	case sc.Peek() != '"':
-		return "", false
+		return roleNone, false
 	case sc.MemberIs(`"assistant"`): // the common roles, by MemberIs's value form
-		return translate.RoleAssistant, true
+		return roleAssistant, true
 	case sc.MemberIsShort(`"tool"`):
-		return translate.RoleTool, true
+		return roleTool, true
 	case sc.MemberIsShort(`"user"`):
-		return translate.RoleUser, true
+		return roleText, true
 	}
-	return sc.StrIn(&p.index)
+	s, ok := sc.StrIn(&p.index)
+	switch s {
+	case translate.RoleAssistant:
+		return roleAssistant, ok
+	case translate.RoleTool:
+		return roleTool, ok
+	case translate.RoleSystem, translate.RoleDeveloper, translate.RoleUser:
+		return roleText, ok
+	}
+	return roleNone, ok
 }
 
 // headText reads the string or null at the cursor (a message's content, name,
@@ -373,7 +457,8 @@ func (p *parser) headToolCalls(calls *int) bool {
 	default:
 		return false
 	}
-	for n := 0; sc.NextElem(&n); {
+	n := 0
+	for more := sc.NextElem(&n); more; more = sc.EndIs(',') || sc.NextElem(&n) { // headMessages'
 		if !p.headToolCall() {
 			return false
 		}
@@ -385,87 +470,128 @@ func (p *parser) headToolCalls(calls *int) bool {
 // headToolCall checks the tool call at the cursor (toolCall): an id (whose carried
 // state it opens into the request), the type "function" or none, a function with a name
 // and string or null arguments.
+//
+// The SDKs' shape is read straight (headMessage's): id, type, function, and in the
+// function name and arguments, each string read with its name (by StrIn or SkipStringIn
+// from its quote) and the type "function" by a compare; the ladders
+// (headToolCallLadder, headToolCallFunc) take over at the first member that differs.
 func (p *parser) headToolCall() bool {
 	sc := &p.sc
-	if sc.Peek() != '{' {
+	if !sc.MemberIsShort(`{"id":"`) {
+		return p.headToolCallLadder(&headCall{f: -1})
+	}
+	sc.Seek(sc.Pos() - 1) // at the quote
+	id, ok := sc.StrIn(&p.index)
+	if !ok {
 		return false
 	}
-	var (
-		seen          uint
-		id, typ, name string
-		hasType, ok   bool
-		hasFunc       bool
-	)
-	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): id, type, function.
-	if sc.MemberIsShort(`{"id":`) {
-		n, f, seen = 1, tcID, 1<<tcID
-		if id, ok = p.headStr(); !ok {
+	if !sc.MemberIs(`,"type":`) {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcID, seen: 1 << tcID, id: id})
+	}
+	if !sc.MemberIs(`"function"`) && !p.headType() { // MemberIs's value form first
+		return false
+	}
+	if !sc.MemberIs(`,"function":`) {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcType, seen: 1<<tcID | 1<<tcType, id: id})
+	}
+	var name string
+	if !sc.MemberIs(`{"name":"`) {
+		if sc.Peek() != '{' || !p.headToolCallFunc(&name, -1, 0) {
 			return false
 		}
-		if sc.MemberIs(`,"type":`) {
-			f, seen, hasType = tcType, seen|1<<tcType, true
-			if typ, ok = p.headType(); !ok {
+	} else {
+		sc.Seek(sc.Pos() - 1) // at the quote
+		if name, ok = sc.StrIn(&p.index); !ok {
+			return false
+		}
+		if !sc.MemberIs(`,"arguments":"`) {
+			if !p.headToolCallFunc(&name, fnName, 1<<fnName) {
 				return false
 			}
-			if sc.MemberIs(`,"function":`) {
-				f, seen, hasFunc = tcFunction, seen|1<<tcFunction, true
-				if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
-					return false
-				}
-				if sc.EndIs('}') {
-					goto end
-				}
-			}
+		} else if sc.Seek(sc.Pos() - 1); !sc.SkipStringIn(&p.index) {
+			return false
+		} else if !sc.EndIs('}') && !p.headToolCallFunc(&name, fnArguments, 1<<fnName|1<<fnArguments) {
+			return false
 		}
 	}
+	if !sc.EndIs('}') {
+		return p.headToolCallLadder(&headCall{n: 1, f: tcFunction, seen: 1<<tcID | 1<<tcType | 1<<tcFunction,
+			id: id, name: name, hasFunc: true})
+	}
+	if id == "" || name == "" { // headToolCallDone's checks, in line
+		return false
+	}
+	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
+}
+
+// headCall is what headToolCall has read of a tool call when its ladder takes over: the
+// member count n, the last member f and the members seen, the id and the function's name.
+type headCall struct {
+	seen     uint
+	n, f     int
+	id, name string
+	hasFunc  bool
+}
+
+// headToolCallLadder reads the rest of the tool call at the cursor by the member ladder
+// of readToolCall from where headToolCall left it (t).
+func (p *parser) headToolCallLadder(t *headCall) bool {
+	sc := &p.sc
+	if t.n == 0 && sc.Peek() != '{' {
+		return false
+	}
 	for {
-		switch {
-		case n > 0 && sc.EndIs('}'):
-			goto end
-		case n == 0 && sc.MemberIsShort(`{"id":`):
-			n, f = 1, tcID
+		switch f := t.f; {
+		case t.n > 0 && sc.EndIs('}'):
+			return p.headToolCallDone(t.id, t.name, t.hasFunc)
+		case t.n == 0 && sc.MemberIsShort(`{"id":`):
+			t.n, t.f = 1, tcID
 		case (f == tcID || f == tcFunction) && sc.MemberIs(`,"type":`):
-			f = tcType
+			t.f = tcType
 		case (f == tcID || f == tcType) && sc.MemberIs(`,"function":`):
-			f = tcFunction
-		case sc.NextField(&n):
-			if f = toolCallField(sc.Key()); f < 0 {
+			t.f = tcFunction
+		case sc.NextField(&t.n):
+			if t.f = toolCallField(sc.Key()); t.f < 0 {
 				return false
 			}
 		default:
 			if sc.Failed() {
 				return false
 			}
-			goto end
+			return p.headToolCallDone(t.id, t.name, t.hasFunc)
 		}
-		if seen&(1<<(f&63)) != 0 {
+		f := t.f
+		if t.seen&(1<<(f&63)) != 0 {
 			return false
 		}
-		seen |= 1 << (f & 63)
+		t.seen |= 1 << (f & 63)
 		switch f {
 		case tcID:
-			if id, ok = p.headStr(); !ok {
+			var ok bool
+			if t.id, ok = p.headStr(); !ok {
 				return false
 			}
 		case tcType:
-			if typ, ok = p.headType(); !ok {
+			if !p.headType() {
 				return false
 			}
-			hasType = true
 		case tcFunction:
-			if sc.Peek() != '{' || !p.headToolCallFunc(&name) {
+			if sc.Peek() != '{' || !p.headToolCallFunc(&t.name, -1, 0) {
 				return false
 			}
-			hasFunc = true
+			t.hasFunc = true
 		}
 	}
-end:
-	if id == "" || hasType && typ != "function" || !hasFunc || name == "" {
+}
+
+// headToolCallDone reports whether a tool call read whole, of the id, the function's name
+// and whether it had a function, is one the first pass vouches for, and opens the id's
+// carried state as the full parse opens it, in the same order and under the same
+// Allowance (past it, the full parse's error).
+func (p *parser) headToolCallDone(id, name string, hasFunc bool) bool {
+	if id == "" || !hasFunc || name == "" {
 		return false
 	}
-	// Carried state is opened as the full parse opens it, in the same order and under
-	// the same Allowance; past it, the full parse's error.
 	return strings.IndexByte(id, translate.CarrySep[0]) < 0 || p.req.OpenCarried(id, &p.inflate)
 }
 
@@ -478,35 +604,26 @@ func (p *parser) headStr() (s string, ok bool) {
 	return p.sc.StrIn(&p.index)
 }
 
-// headType reads a tool call's type at the cursor, as headStr.
-func (p *parser) headType() (typ string, ok bool) {
+// headType reads a tool call's type at the cursor, reporting whether it is the string
+// "function" (decoded as the full parse decodes it); any other type, or none that is a
+// string, is the full parse's to read or refuse.
+func (p *parser) headType() bool {
 	if p.sc.MemberIs(`"function"`) { // MemberIs's value form
-		return "function", true
+		return true
 	}
-	return p.headStr()
+	typ, ok := p.headStr()
+	return ok && typ == "function"
 }
 
-// headToolCallFunc checks a tool call's function (readToolCallFunc), its name in *name.
-func (p *parser) headToolCallFunc(name *string) bool {
+// headToolCallFunc checks a tool call's function (readToolCallFunc) by its member
+// ladder, its name in *name, from the member f (-1 before the first: the cursor at the
+// object's brace) with the members seen.
+func (p *parser) headToolCallFunc(name *string, f int, seen uint) bool {
 	sc := &p.sc
-	var seen uint
 	var ok bool
-	n, f := 0, -1
-	// The SDKs' shape read straight (headMessage's): name, arguments.
-	if sc.MemberIs(`{"name":`) {
-		n, f, seen = 1, fnName, 1<<fnName
-		if *name, ok = p.headStr(); !ok {
-			return false
-		}
-		if sc.MemberIs(`,"arguments":`) {
-			f, seen = fnArguments, seen|1<<fnArguments
-			if k, _ := p.headText(); k == jsonx.Missing {
-				return false
-			}
-			if sc.EndIs('}') {
-				return true
-			}
-		}
+	n := 0
+	if f >= 0 {
+		n = 1
 	}
 	for {
 		switch {
