@@ -501,9 +501,17 @@ lb_whole:
 	ORQ  R13, R8
 	JZ   lb_next // nothing to stop at, and no escape running into the block
 
-	MOVQ CX, R8
-	ESCAPED
+	// A block none of whose backslashes is escaped (none follows another, and none is
+	// its first byte with an escape carried in) escapes the byte after each: the escaped
+	// bytes are bs<<1 | carry and the carry out is its last byte's backslash, without
+	// ESCAPED's run arithmetic (JSON sent as a string: \" every few bytes, no \\).
+	LEAQ (R13)(CX*2), R10
+	TESTQ CX, R10
+	JNZ  lb_runs
+	MOVQ CX, R11
+	SHRQ $63, R11
 
+lb_escaped:
 	// stops = unsafe &^ bs &^ escaped | escaped & chg
 	MOVQ CX, R8
 	NOTQ R8
@@ -531,6 +539,11 @@ lb_done:
 	MOVQ DI, k+24(FP)
 	MOVQ R13, next+32(FP)
 	RET
+
+lb_runs: // a run of backslashes, or one escaped by the carry: ESCAPED reads the runs
+	MOVQ CX, R8
+	ESCAPED
+	JMP  lb_escaped
 
 // UNESC8 writes the bytes kept of the eight at off(R8) to DI, given the mask of those to
 // drop in the low byte of R9 (which it shifts down by eight): the compacting shuffle for
