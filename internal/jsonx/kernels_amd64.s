@@ -632,8 +632,9 @@ ub_whole:
 	ORQ  AX, CX
 	ANDQ R9, CX
 	MOVQ R8, DX
-	ESCAPED
+	ESCAPEDSINGLE(R8, ub_runs)
 
+ub_escaped:
 	// The backslashes that start an escape are dropped; every other byte goes as it is.
 	MOVQ R10, R9
 	NOTQ R9
@@ -735,6 +736,10 @@ ub_ret:
 	SUBQ dst+0(FP), DI
 	MOVQ DI, written+40(FP)
 	RET
+
+ub_runs: // a run of backslashes, or one escaped by the carry
+	ESCAPED
+	JMP  ub_escaped
 
 // IDXCTRL keeps in Y12 the least of each byte of the blocks read and x: a byte below
 // 0x20 among them leaves one in Y12 (see indexBlocks' end).
