@@ -332,6 +332,20 @@ ascii_done:
 	MOVQ $0, R11; ADDQ R8, R10; ADCQ $0, R11; \
 	SHLQ $1, R10; MOVQ $0x5555555555555555, R8; XORQ R8, R10; ANDQ R9, R10
 
+// ESCAPEDSINGLE is ESCAPED's answer for a block none of whose backslashes (in bs) is
+// escaped: none follows another, and none is its first byte with an escape carried in
+// (R13). Each then escapes the byte after it, so the escaped bytes (R10) are bs<<1 | carry
+// and the carry out (R11) is the block's last byte's backslash, without ESCAPED's run
+// arithmetic; JSON sent as a string (\" every few bytes, no \\) is read so. Any other
+// block jumps to runs, which does ESCAPED (with the backslashes in R8). It leaves bs as
+// it was.
+#define ESCAPEDSINGLE(bs, runs) \
+	LEAQ (R13)(bs*2), R10; \
+	TESTQ bs, R10; \
+	JNZ  runs; \
+	MOVQ bs, R11; \
+	SHRQ $63, R11
+
 // ESCSCAN32 sets, for the 32 bytes at off(SI), R8 to the mask of the backslashes, R10 to
 // that of the quotes and R11 to that of the quotes and the bytes below 0x20 (the special
 // bytes less the backslashes). Y5 must hold 0x20 in each byte.
@@ -394,8 +408,9 @@ eb_loop:
 
 	MOVQ AX, R8
 	ANDQ R12, R8 // the backslashes in the window
-	ESCAPED
+	ESCAPEDSINGLE(R8, eb_runs)
 
+eb_escaped:
 	// the escaped bytes other than quotes and backslashes: if any, the lookup's
 	ORQ  AX, DX
 	NOTQ DX
@@ -461,6 +476,10 @@ eb_ret:
 	MOVQ DI, k+32(FP)
 	RET
 
+eb_runs: // a run of backslashes, or one escaped by the carry
+	ESCAPED
+	JMP  eb_escaped
+
 // func literalBlocks(p *byte, n int, carry uint64) (k int, next, unsafe, bs, chg uint64)
 //
 // Registers: SI the block, DI its offset k, R14 n, R13 the carry into the block; per
@@ -501,9 +520,9 @@ lb_whole:
 	ORQ  R13, R8
 	JZ   lb_next // nothing to stop at, and no escape running into the block
 
-	MOVQ CX, R8
-	ESCAPED
+	ESCAPEDSINGLE(CX, lb_runs)
 
+lb_escaped:
 	// stops = unsafe &^ bs &^ escaped | escaped & chg
 	MOVQ CX, R8
 	NOTQ R8
@@ -531,6 +550,11 @@ lb_done:
 	MOVQ DI, k+24(FP)
 	MOVQ R13, next+32(FP)
 	RET
+
+lb_runs: // a run of backslashes, or one escaped by the carry
+	MOVQ CX, R8
+	ESCAPED
+	JMP  lb_escaped
 
 // UNESC8 writes the bytes kept of the eight at off(R8) to DI, given the mask of those to
 // drop in the low byte of R9 (which it shifts down by eight): the compacting shuffle for
@@ -608,8 +632,9 @@ ub_whole:
 	ORQ  AX, CX
 	ANDQ R9, CX
 	MOVQ R8, DX
-	ESCAPED
+	ESCAPEDSINGLE(R8, ub_runs)
 
+ub_escaped:
 	// The backslashes that start an escape are dropped; every other byte goes as it is.
 	MOVQ R10, R9
 	NOTQ R9
@@ -712,6 +737,10 @@ ub_ret:
 	MOVQ DI, written+40(FP)
 	RET
 
+ub_runs: // a run of backslashes, or one escaped by the carry
+	ESCAPED
+	JMP  ub_escaped
+
 // IDXCTRL keeps in Y12 the least of each byte of the blocks read and x: a byte below
 // 0x20 among them leaves one in Y12 (see indexBlocks' end).
 #define IDXCTRL(x) VPMINUB x, Y12, Y12
@@ -768,8 +797,9 @@ ix_loop:
 
 ix_escapes:
 	MOVQ AX, R8
-	ESCAPED
+	ESCAPEDSINGLE(R8, ix_runs)
 
+ix_escaped:
 	// the block's words: the quotes not escaped, the backslashes
 	MOVQ R10, R9
 	NOTQ R9
@@ -811,3 +841,7 @@ ix_ret:
 	MOVQ DI, k+32(FP)
 	MOVQ R13, next+40(FP)
 	RET
+
+ix_runs: // a run of backslashes, or one escaped by the carry
+	ESCAPED
+	JMP  ix_escaped
