@@ -93,3 +93,66 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 
 	}
 	return n
 }
+
+// gatheredNames gathers reg and returns its families' names.
+func gatheredNames(t *testing.T, reg *prometheus.Registry) []string {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(families))
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	return names
+}
+
+// TestNewWith_SharedRuntime checks that gateways given one Runtime gather the same
+// families as New's own, go_* and process_* included, and that the shared collectors
+// can be gathered from several registries at once.
+func TestNewWith_SharedRuntime(t *testing.T) {
+	own := prometheus.NewRegistry()
+	New(own)
+	want := gatheredNames(t, own)
+	var goFamilies, processFamilies int
+	for _, n := range want {
+		goFamilies += boolInt(strings.HasPrefix(n, "go_"))
+		processFamilies += boolInt(strings.HasPrefix(n, "process_"))
+	}
+	if goFamilies == 0 || processFamilies == 0 {
+		t.Fatalf("New gathers %d go_ and %d process_ families, want some of each", goFamilies, processFamilies)
+	}
+
+	shared := NewRuntime()
+	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry(), prometheus.NewRegistry()}
+	for _, reg := range regs {
+		NewWith(reg, Options{Runtime: shared})
+	}
+	done := make(chan []string, len(regs))
+	for _, reg := range regs {
+		go func() {
+			families, err := reg.Gather()
+			if err != nil {
+				t.Error(err)
+			}
+			names := make([]string, 0, len(families))
+			for _, f := range families {
+				names = append(names, f.GetName())
+			}
+			done <- names
+		}()
+	}
+	for range regs {
+		if got := <-done; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("shared runtime gathers\n%v\nwant New's\n%v", got, want)
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 const adminToken = "admin-token-for-tests"
@@ -78,8 +79,8 @@ func chatStatus(t *testing.T, g *gatewaytest.Gateway, key, model string) int {
 func TestAdminAPI_TwoReplicas(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	y := adminYAML(`ledger: {type: postgres, url: "` + postgres.NewDatabase(t) + `", flush_interval: 50ms, spool_path: "off"}`)
-	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
-	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
 
 	// Create on A; the secret works on B.
 	code, m, raw := adminDo(t, a, adminToken, "POST", "/admin/v1/keys",
@@ -217,8 +218,8 @@ func TestAdminAPI_TwoReplicas(t *testing.T) {
 // (LISTEN/NOTIFY), not at its next resync (a minute here).
 func TestAdminAPI_ListenNotify(t *testing.T) {
 	y := strings.Replace(adminYAML(`ledger: {type: postgres, url: "`+postgres.NewDatabase(t)+`", spool_path: "off"}`), "resync: 200ms", "resync: 1m", 1)
-	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
-	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	code, m, raw := adminDo(t, a, adminToken, "POST", "/admin/v1/keys", `{"name":"quick","models":["demo"]}`)
 	if code != 201 {
 		t.Fatalf("create: %d %s", code, raw)

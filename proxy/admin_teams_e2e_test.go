@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestAdminAPI_Teams: a team created through one replica's admin API, and its limits
@@ -15,8 +16,8 @@ func TestAdminAPI_Teams(t *testing.T) {
 	t.Parallel() // its own gateway, fakes and servers (#54)
 	y := adminYAML(`ledger: {type: postgres, url: "`+postgres.NewDatabase(t)+`", flush_interval: 50ms, spool_path: "off"}`) +
 		"teams: {platform: {limits: {concurrent: 100}}}\n"
-	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
-	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{})
+	a := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	b := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime})
 
 	code, m, raw := adminDo(t, a, adminToken, "POST", "/admin/v1/keys", `{"name":"r1","models":["*"],"team":"research"}`)
 	if code != 201 {

@@ -22,6 +22,7 @@ import (
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // unavailable is a provider of kind that answers every request with a 503 in its own error
@@ -187,7 +188,7 @@ models:
   solo: {backend: up, upstream_model: fake-model}
 keys:
   alice: {key: sk-alice, models: ["*"]}
-`, kind, downURL, up.BaseURL(), upJSON.BaseURL()), gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+`, kind, downURL, up.BaseURL(), upJSON.BaseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(logjson.New(&logs, nil))})
 			n := 0
 			for _, api := range []string{"chat", "responses", "messages"} {
 				for _, stream := range []bool{false, true} {

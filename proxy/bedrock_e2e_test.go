@@ -29,6 +29,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // fakeBedrock is a loopback Bedrock runtime: it checks each request's SigV4 signature by
@@ -180,7 +181,7 @@ func startBedrockWith(t *testing.T, extra string, answer func(w http.ResponseWri
 // the gateway binary does: the caller must not be parallel (t.Setenv).
 func startBedrockFrom(t *testing.T, extra string, answer func(w http.ResponseWriter, r *http.Request, body []byte) bool, fromEnv bool) (*fakeBedrock, *gatewaytest.Gateway) {
 	creds := bedrockTestCreds
-	opts := gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}}
+	opts := gatewaytest.Options{Runtime: proxy.TestRuntime, AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}}
 	if fromEnv {
 		t.Setenv("HOME", t.TempDir())
 		t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
@@ -487,7 +488,7 @@ func TestBedrockNoCredentials(t *testing.T) {
 models:
   claude: {backend: aws, upstream_model: "eu.anthropic.claude-sonnet-4-20250514-v1:0"}
   demo: {backend: offline}
-`, srv.URL), gatewaytest.Options{})
+`, srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "any")
 	page, err := client.Models.List(context.Background())
 	if err != nil {
@@ -524,7 +525,7 @@ func TestBedrockSignatureRefused(t *testing.T) {
   aws: {type: bedrock, bedrock: {region: us-east-1}, base_url: %q, retries: {max: 0}}
 models:
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
-`, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: wrong}})
+`, g.Config.Backends["aws"].BaseURL), gatewaytest.Options{Runtime: proxy.TestRuntime, AWSCredentials: credentials.StaticCredentialsProvider{Value: wrong}})
 	client := gatewaytest.OpenAI(g2.V1(), "any")
 	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "nova",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // fakeClock is the gateways' circuit-breaker time in these tests: it moves only when the
@@ -133,7 +134,7 @@ func TestCircuitBreaker_PrimaryDownFor60s(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
 	log := &gatewaytest.Buffer{}
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, ""), gatewaytest.Options{Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, ""), gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(log, nil))})
 	state := func() float64 {
 		return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main"))
 	}
@@ -218,7 +219,7 @@ func waitRequests(t *testing.T, g *gatewaytest.Gateway, n float64) {
 func TestCircuitBreaker_OpenWithoutFallback(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, ""), gatewaytest.Options{Clock: clock.Now})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, ""), gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	main.down.Store(true)
 	for range 2 { // 3 + 2 failed attempts open it
 		if _, _, err := chatOnce(t, g, "solo", false); err == nil {
@@ -257,7 +258,7 @@ func TestCircuitBreaker_ReloadKeepsState(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
 	yaml := fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, "")
-	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	main.down.Store(true)
 	for range 2 {
 		chatOnce(t, g, "primary", false)
@@ -287,8 +288,8 @@ func TestCircuitBreaker_SharedThroughRedis(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
 	yaml := fmt.Sprintf(breakerYAML, main.srv.URL, spare.srv.URL, fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}", rs.URL()))
-	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
-	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
+	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	stateOf := func(g *gatewaytest.Gateway) float64 {
 		return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main"))
 	}
@@ -373,7 +374,7 @@ models:
   short: {backend: small, upstream_model: m-short, fallbacks: [other], context_fallbacks: [long]}
   long: {backend: big, upstream_model: m-long}
   other: {backend: other, upstream_model: m-other}
-`, kind, base, big.srv.URL, other.srv.URL), gatewaytest.Options{})
+`, kind, base, big.srv.URL, other.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			for _, stream := range []bool{false, true} {
 				before := small.Load()
 				text, h, err := chatOnce(t, g, "short", stream)
@@ -438,7 +439,7 @@ models:
   primary: {backend: main, upstream_model: gpt-main, fallbacks: [backup]}
   solo: {backend: patient, upstream_model: gpt-main}
   backup: {backend: spare, upstream_model: gpt-spare}
-`, main.URL, main.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+`, main.URL, main.URL, spare.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 
 	// Without a fallback: waited and retried (1 s of wall time), as without the breaker.
 	limited.Store(1)

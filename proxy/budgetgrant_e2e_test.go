@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestBudgets_SeededWhenGiven: a key (or team) without a budget spends (a request spends
@@ -26,7 +27,7 @@ func TestBudgets_SeededWhenGiven(t *testing.T) {
 				ledgerYAML = `ledger: {type: postgres, url: "` + postgres.NewDatabase(t) + `", flush_interval: 1h, spool_path: "off"}`
 			}
 			yaml := adminYAML(ledgerYAML)
-			g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+			g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 			refused := func(what, key string) {
 				t.Helper()
 				c := gatewaytest.OpenAI(g.V1(), key)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestBudgets_ReseededAfterRestart: a key spends its budget through one gateway, which
@@ -50,7 +51,7 @@ teams: {ops: {budget: {tokens: 3, period: 24h}}}
 					Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi there")}})
 				return err
 			}
-			first := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+			first := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 			for _, key := range []string{"sk-alice", "sk-dave"} {
 				if err := ask(first, key); err != nil {
 					t.Fatalf("%s's first request: %v", key, err)
@@ -66,7 +67,7 @@ teams: {ops: {budget: {tokens: 3, period: 24h}}}
 				rs.Restart()
 			}
 
-			second := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+			second := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 			err := ask(second, "sk-alice")
 			var apiErr *openai.Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "insufficient_quota" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // Claude Code headless (`claude -p … --output-format json`) with ANTHROPIC_BASE_URL at the
@@ -87,7 +88,7 @@ func TestClaudeCode_Headless(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakes := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodeUpstream(t, kind, note) })
-	base := gatewaytest.StartYAML(t, fleetConfig(fakes), gatewaytest.Options{}).URL
+	base := gatewaytest.StartYAML(t, fleetConfig(fakes), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 	for _, wire := range wires {
 		if wire == "mock" {
 			t.Run("mock/one turn", func(t *testing.T) {

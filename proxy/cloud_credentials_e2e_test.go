@@ -26,6 +26,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The credential sources of the three clouds, each run end to end through the cloud's
@@ -162,7 +163,7 @@ backends:
     azure: {api_version: 2024-10-21, credential: workload_identity}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{CredentialClient: authority.srv.Client()})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, CredentialClient: authority.srv.Client()})
 	checkTwoChats(t, g, "mini", "4242", authority.grants.Load)
 	if len(authority.refused) > 0 {
 		t.Errorf("the authority refused: %v", authority.refused)
@@ -245,7 +246,7 @@ backends:
     azure: {api_version: 2024-10-21, credential: managed_identity, managed_identity_client_id: `+clientID+`}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	checkTwoChats(t, g, "mini", "4242", mi.calls.Load)
 	if r := mi.refusals(); len(r) > 0 {
 		t.Errorf("the identity endpoint refused: %v", r)
@@ -318,7 +319,7 @@ backends:
     vertex: {project: my-proj, location: us-central1}
 models:
   flash: {backend: vx, upstream_model: gemini-2.5-flash}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	checkTwoChats(t, g, "flash", "4242", grants.Load)
 	if r := md.refusals(); len(r) > 0 {
 		t.Errorf("the metadata server refused: %v", r)
@@ -402,7 +403,7 @@ backends:
     vertex: {project: my-proj, location: global}
 models:
   flash: {backend: vx, upstream_model: gemini-2.5-flash}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	checkTwoChats(t, g, "flash", "4242", sts.calls.Load)
 	if r := sts.refusals(); len(r) > 0 {
 		t.Errorf("the STS refused: %v", r)
@@ -515,7 +516,7 @@ func startBedrockSigned(t *testing.T, creds aws.Credentials, extra string) (*fak
 models:
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
-`, extra, srv.URL), gatewaytest.Options{})
+`, extra, srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	return f, g
 }
 
@@ -692,7 +693,7 @@ backends:
     retries: {max: 0}
 models:
   m: {backend: cloudy, upstream_model: some-model}
-`, gatewaytest.Options{CredentialClient: credClient, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, CredentialClient: credClient, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})

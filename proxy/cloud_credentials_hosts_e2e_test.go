@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The credential sources of a host rather than of a pod (EC2 instance roles, IAM
@@ -352,7 +353,7 @@ backends:
     azure: {api_version: 2024-10-21, credential: managed_identity`+extra+`}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{CredentialClient: dialing(azureIMDSAddr, imds.srv.Listener.Addr().String())})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, CredentialClient: dialing(azureIMDSAddr, imds.srv.Listener.Addr().String())})
 			checkTwoChats(t, g, "mini", "4242", imds.calls.Load)
 			if r := imds.refusals(); len(r) > 0 {
 				t.Errorf("IMDS refused: %v", r)
@@ -408,7 +409,7 @@ backends:
     azure: {api_version: 2024-10-21, credential: managed_identity, scope: "`+resource+`/.default"}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	checkTwoChats(t, g, "mini", "4242", shell.calls.Load)
 	if r := shell.refusals(); len(r) > 0 {
 		t.Errorf("Cloud Shell refused: %v", r)

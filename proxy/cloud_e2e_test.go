@@ -15,6 +15,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // cloudFake is a cloud's inference endpoint on loopback: it checks each request's
@@ -153,7 +154,7 @@ backends:
 models:
   gpt-4o-mini: {backend: aoai}
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	whole, streamed := chatBoth(t, client, "mini")
 	if whole != "4200 + 42 equals 4242." || streamed != "4200 + 42 equals 4242." {
@@ -184,7 +185,7 @@ backends:
   aoai: {type: azure, base_url: `+up.srv.URL+`, api_key: k}
 models:
   mini: {backend: aoai, upstream_model: my-deployment}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	chatBoth(t, gatewaytest.OpenAI(g.V1(), "client-key"), "mini")
 	for _, r := range up.seen() {
 		if r.uri != "/openai/v1/chat/completions" || gjson.Get(r.body, "model").String() != "my-deployment" {
@@ -225,7 +226,7 @@ backends:
 models:
   mini: {backend: aoai}
   flash: {backend: vx}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	for model, up := range map[string]*cloudFake{"mini": azure, "flash": vertex} {
 		params := openai.ChatCompletionNewParams{Model: model,
@@ -259,7 +260,7 @@ backends:
   aoai: {type: azure, base_url: `+up.srv.URL+`, api_key: k, azure: {api: responses, api_version: 2025-03-01-preview}}
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	p := responses.ResponseNewParams{Model: "mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("What is 4200 + 42?")}}
 	out, err := client.Responses.New(context.Background(), p)
@@ -303,7 +304,7 @@ backends:
 models:
   mini: {backend: aoai}
   demo: {backend: offline}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	page, err := client.Models.List(context.Background())
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The embeddings API on the cloud backends, end to end through openai-go: Azure's
@@ -79,7 +80,7 @@ backends:
     azure: {api_version: 2024-10-21}
 models:
   ada: {backend: aoai, upstream_model: my-ada}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	resp, err := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "ada",
 		Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("The food was delicious and the waiter...")}, User: openai.String("u-1"),
@@ -150,7 +151,7 @@ backends:
 models:
   gemb: {backend: vx, upstream_model: gemini-embedding-001, embeddings: {task_type: RETRIEVAL_DOCUMENT}}
   temb: {backend: vx, upstream_model: text-embedding-005}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	texts := []string{"alpha", "be", "gamma ray"}
 	for _, model := range []string{"gemb", "temb"} {

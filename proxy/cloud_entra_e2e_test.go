@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // entraAuthority is a Microsoft Entra ID authority on loopback (TLS, as MSAL requires):
@@ -116,7 +117,7 @@ backends:
       authority_host: `+authority.srv.URL+`/
 models:
   mini: {backend: aoai, upstream_model: gpt-4o-mini}
-`, gatewaytest.Options{CredentialClient: authority.srv.Client()})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, CredentialClient: authority.srv.Client()})
 	client1 := gatewaytest.OpenAI(g.V1(), "client-key")
 	for range 2 {
 		whole, streamed := chatBoth(t, client1, "mini")
@@ -151,7 +152,7 @@ backends:
     azure: {credential: client_secret, authority_host: `+authority.srv.URL+`/}
 models:
   mini: {backend: aoai}
-`, gatewaytest.Options{CredentialClient: authority.srv.Client(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, CredentialClient: authority.srv.Client(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	resp, err := http.Post(g.V1()+"/chat/completions", "application/json",
 		strings.NewReader(`{"model":"mini","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {

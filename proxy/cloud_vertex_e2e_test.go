@@ -161,7 +161,7 @@ backends:
     vertex: {project: my-proj, location: us-central1, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   flash: {backend: vx, upstream_model: gemini-2.5-flash}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	for range 2 {
 		whole, streamed := chatBoth(t, client, "flash")
@@ -207,7 +207,7 @@ backends:
     vertex: {project: my-proj, location: global, publisher: anthropic, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   haiku: {backend: vx, upstream_model: claude-haiku-4-5@20251001}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	params := anthropic.MessageNewParams{Model: "haiku", MaxTokens: 1024,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What is 4200 + 42?"))}}
@@ -257,7 +257,7 @@ backends:
     vertex: {project: p, location: global, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   flash: {backend: vx}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	resp, err := http.Post(g.V1()+"/chat/completions", "application/json",
 		strings.NewReader(`{"model":"flash","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
@@ -302,7 +302,7 @@ telemetry: {traces: true}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
-	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer})
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Tracer: tracer})
 	client := gatewaytest.OpenAI(g.V1(), "client-key")
 	for model, want := range map[string]string{"mini": "azure.ai.openai", "flash": "gcp.vertex_ai"} {
 		_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: model,

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -136,7 +137,7 @@ func TestCodex_Exec(t *testing.T) {
 		t.Fatal(err)
 	}
 	ups := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodexUpstream(t, kind) })
-	base := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{}).URL
+	base := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 	// flags is what a user adds to Codex's defaults for a backend kind.
 	flags := func(kind string) []string {
 		if kind == "responses" {
@@ -244,7 +245,7 @@ models:
   m: {backend: up, upstream_model: %s}
 keys:
   client: {key: client-key, models: ["*"]}
-`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]), gatewaytest.Options{}).URL
+`, tt.kind, up.srv.URL, map[string]string{"anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-pro-preview"}[tt.kind]), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 			dir := t.TempDir()
 			if got := runCodex(t, bin, base, "m", dir, "what is the weather?", append([]string{"-c", `model_reasoning_effort="high"`}, codexNoWebSearch...)...); !strings.Contains(got, "done") {
 				t.Errorf("last message %q", got)

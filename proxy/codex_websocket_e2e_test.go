@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // codexWebsocket is the provider setting that makes Codex open the Responses API over a
@@ -31,7 +32,7 @@ func TestCodex_Websocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	ups := gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return newCodexUpstream(t, kind) })
-	g := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, fleetConfig(ups), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	messages := func(g *gatewaytest.Gateway, outcome string) float64 {
 		return testutil.ToFloat64(g.Metrics.Websocket.Turns.WithLabelValues(outcome))
 	}
@@ -67,7 +68,7 @@ func TestCodex_Websocket(t *testing.T) {
 	}
 	t.Run("off/falls back to HTTP", func(t *testing.T) {
 		off := gatewaytest.StartYAML(t, "backends: {offline: {type: mock}}\nmodels: {m-mock: {backend: offline}}\n"+
-			"keys: {client: {key: client-key, models: [\"*\"]}}\nresponses_websocket: {enabled: false}\n", gatewaytest.Options{})
+			"keys: {client: {key: client-key, models: [\"*\"]}}\nresponses_websocket: {enabled: false}\n", gatewaytest.Options{Runtime: proxy.TestRuntime})
 		start := time.Now()
 		got, out, err := execCodex(t, bin, off.URL, "m-mock", dir, "say hello", flags("mock")...)
 		if err != nil || !strings.Contains(got, "say hello") {

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestChatPassthroughContinuation_Prefill: continuation: prefill on an openai backend
@@ -42,7 +43,7 @@ backends:
   up: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 2, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model%s}
-`, up.baseURL(), tt.extra), gatewaytest.Options{})
+`, up.baseURL(), tt.extra), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			start := time.Now()
 			a := askChat(t, g)
 			if a.errorText != "" || a.text != contAnswer {

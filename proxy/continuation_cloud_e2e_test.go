@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // Continuation on the clouds (config.ContinuationDialect): Claude on Vertex AI
@@ -205,7 +206,7 @@ func (e *eventStreamWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func cloudContGateway(t *testing.T, c *cloudChoppy, publisher, model, extra string) *gatewaytest.Gateway {
 	const common = `retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}`
 	var backend string
-	var opts gatewaytest.Options
+	opts := gatewaytest.Options{Runtime: proxy.TestRuntime}
 	switch c.cloud {
 	case "vertex":
 		tokens := newGoogleTokenEndpoint(t)

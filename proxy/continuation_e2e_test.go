@@ -337,7 +337,7 @@ backends:
   up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model%s}
-`, up.kind, up.baseURL(), extra), gatewaytest.Options{})
+`, up.kind, up.baseURL(), extra), gatewaytest.Options{Runtime: proxy.TestRuntime})
 }
 
 // answer is what a client made of a stream.
@@ -582,7 +582,7 @@ backends:
   up: {type: %s, base_url: %q, api_key: upstream-secret}
 models:
   m: {backend: up, upstream_model: fake-model}
-`, up.kind, up.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+`, up.kind, up.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			a := askers[tt.client](t, g)
 			if a.errorText != "" || a.text != contAnswer || a.finishes != 1 {
 				t.Fatalf("answer %q (%d finishes), error %q; want the whole answer", a.text, a.finishes, a.errorText)
@@ -613,7 +613,7 @@ backends:
 models:
   m: {backend: up, upstream_model: fake-model, fallbacks: [backup]}
   backup: {backend: spare, upstream_model: fake-model}
-`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{})
+`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	a := askChat(t, g)
 	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
 		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
@@ -650,7 +650,7 @@ telemetry: {traces: true}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
-	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer})
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Tracer: tracer})
 	if a := askChat(t, g); a.text != contAnswer {
 		t.Fatalf("answer %q, error %q", a.text, a.errorText)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The Messages passthrough (a /v1/messages client on anthropic backends: the Claude Code
@@ -282,7 +283,7 @@ backends:
   up: {type: anthropic, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model%s}
-`, url, extra), gatewaytest.Options{})
+`, url, extra), gatewaytest.Options{Runtime: proxy.TestRuntime})
 }
 
 // TestMessagesContinuation_OnTheFallback: a primary without retries whose stream is cut
@@ -300,7 +301,7 @@ backends:
 models:
   m: {backend: up, upstream_model: fake-model, fallbacks: [s]}
   s: {backend: spare, upstream_model: spare-model}
-`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	a := askMessages(t, g)
 	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
 		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The chat completions passthrough (a chat client on an OpenAI-compatible backend) is
@@ -114,7 +115,7 @@ backends:
 models:
   m: {backend: up, upstream_model: fake-model, fallbacks: [s]}
   s: {backend: spare, upstream_model: spare-model}
-`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+`, primary.baseURL(), spare.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	a := askChat(t, g)
 	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
 		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
@@ -158,7 +159,7 @@ backends:
   up: {type: openai, base_url: %q, api_key: upstream-secret}
 models:
   m: {backend: up, upstream_model: fake-model}
-`, up.baseURL()), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+`, up.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	a := askChat(t, g)
 	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 {
 		t.Fatalf("answer %q (%d finishes), error %q; want the whole answer", a.text, a.finishes, a.errorText)
@@ -257,7 +258,7 @@ backends:
   up: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}}
 models:
   m: {backend: up, upstream_model: fake-model}
-`, up.URL+"/v1"), gatewaytest.Options{})
+`, up.URL+"/v1"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			var chunks []string
 			client := gatewaytest.OpenAI(g.V1(), "k")
 			s := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{

@@ -9,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The Responses passthrough (a /v1/responses client on a responses backend, or azure's
@@ -46,7 +47,7 @@ backends:
   up: {type: azure, base_url: %q, api_key: k, azure: {api: responses, api_version: 2025-03-01-preview}, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model}
-`, up.srv.URL), gatewaytest.Options{})
+`, up.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			}
 			start := time.Now()
 			s := streamResponse(t, gatewaytest.OpenAI(g.V1(), "k"), responses.ResponseNewParams{Model: "m", Input: textInput("say it")})
@@ -216,5 +217,5 @@ backends:
   up: {type: %s, base_url: %q, api_key: upstream-secret, retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model}
-`, kind, url), gatewaytest.Options{})
+`, kind, url), gatewaytest.Options{Runtime: proxy.TestRuntime})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestTranslatedContinuation_VLLMPrefill: continuation: prefill on an openai backend
@@ -42,7 +43,7 @@ backends:
   up: {type: openai, base_url: %q, api_key: upstream-secret, retries: {max: 2, base_delay: 1ms, max_delay: 2ms}, timeouts: {stream_idle: 100ms}}
 models:
   m: {backend: up, upstream_model: fake-model, continuation: prefill}
-`, up.baseURL()), gatewaytest.Options{})
+`, up.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			a := askers[tt.client](t, g)
 			if a.errorText != "" || a.text != contAnswer {
 				t.Fatalf("answer %q, error %q; want the whole answer once", a.text, a.errorText)

@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The tests of this file measure the deadlines of a request through the gateway, with
@@ -106,7 +107,7 @@ backends:
 models:
   main: {backend: silent, upstream_model: m, fallbacks: [backup]}
   backup: {backend: spare, upstream_model: b}
-`, primary.srv.URL+"/v1", header, tt.onTimeout, spare.BaseURL()), gatewaytest.Options{})
+`, primary.srv.URL+"/v1", header, tt.onTimeout, spare.BaseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 				text, err, took := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", stream)
 				if err != nil || text != "from the fallback" {
 					t.Fatalf("answer %q, %v; want the fallback's", text, err)
@@ -144,7 +145,7 @@ backends:
 models:
   main: {backend: silent, upstream_model: m, fallbacks: [backup], timeouts: {request: %s}}
   backup: {backend: silent2, upstream_model: b}
-`, primary.srv.URL+"/v1", second.srv.URL+"/v1", request), gatewaytest.Options{})
+`, primary.srv.URL+"/v1", second.srv.URL+"/v1", request), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			_, err, took := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", stream)
 			var apiErr *openai.Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusGatewayTimeout || apiErr.Code != "request_timeout" {
@@ -191,7 +192,7 @@ backends:
 models:
   main: {backend: thinker, upstream_model: claude-x, fallbacks: [backup], timeouts: {first_token: %s}}
   backup: {backend: spare, upstream_model: b}
-`, tt.primaryType, primary.srv.URL, tt.extra, spare.URL+"/v1", firstToken), gatewaytest.Options{})
+`, tt.primaryType, primary.srv.URL, tt.extra, spare.URL+"/v1", firstToken), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			text, err, took := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", true)
 			if err != nil || text != "from the fallback" {
 				t.Fatalf("answer %q, %v; want the fallback's", text, err)
@@ -233,7 +234,7 @@ backends:
   up: {type: openai, base_url: %q, retries: {max: 1, base_delay: 20ms, max_delay: 20ms}}
 models:
   main: {backend: up, upstream_model: m}
-`, up.URL+"/v1"), gatewaytest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+`, up.URL+"/v1"), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	text, err, _ := ask(gatewaytest.OpenAI(gw.V1(), "k"), "main", false)
 	if err != nil || text != "after a retry" {
 		t.Fatalf("answer %q, %v", text, err)

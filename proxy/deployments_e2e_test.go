@@ -23,6 +23,7 @@ import (
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // cachingAnthropic is a fake Anthropic deployment with a prompt cache of its own, as each
@@ -152,7 +153,7 @@ func TestDeployments_PromptCacheHitRate(t *testing.T) {
 			f := newCachingAnthropic(t, fmt.Sprintf("d%d", i))
 			fakes, urls = append(fakes, f), append(urls, f.srv.URL)
 		}
-		g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", affinity, "", ""), gatewaytest.Options{})
+		g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", affinity, "", ""), gatewaytest.Options{Runtime: proxy.TestRuntime})
 		c := gatewaytest.Anthropic(g.URL, "client-key")
 		const conversations, turns = 5, 4
 		answers := make([][]string, conversations)
@@ -230,7 +231,7 @@ func TestDeployments_RetryMovesOn(t *testing.T) {
     fallbacks: [spare]
 `)
 	var logs gatewaytest.Buffer
-	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(logjson.New(&logs, nil))})
 	c := gatewaytest.OpenAI(g.V1(), "client-key")
 	for n := range 6 {
 		got, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "pool",
@@ -293,8 +294,8 @@ func TestDeployments_AffinityAcrossReplicas(t *testing.T) {
 		urls = append(urls, newCachingAnthropic(t, fmt.Sprintf("d%d", i)).srv.URL)
 	}
 	yaml := poolYAML(urls, "weighted", "prefix", "", "") + fmt.Sprintf("state: {type: redis, url: %q}\n", srv.URL())
-	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
-	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c1, c2 := gatewaytest.Anthropic(g1.URL, "client-key"), gatewaytest.Anthropic(g2.URL, "client-key")
 	const conversations = 6
 	first := make([]string, conversations)
@@ -337,7 +338,7 @@ func TestDeployments_ReloadMidTraffic(t *testing.T) {
 		}
 		return keep.String()
 	}
-	g := gatewaytest.StartYAML(t, yamlOf("weighted", 0, 1, 2), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, yamlOf("weighted", 0, 1, 2), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.Anthropic(g.URL, "client-key")
 	// The waits below count requests, not milliseconds, so a loaded machine only makes
 	// them longer: gen counts the reloads that returned; afterReload[w] is how many of
@@ -438,7 +439,7 @@ models:
   pool:
     deployments: [{backend: a, upstream_model: up}, {backend: b, upstream_model: up}]
 responses: {store: memory}
-`, a, b), gatewaytest.Options{}).V1() + "/responses"
+`, a, b), gatewaytest.Options{Runtime: proxy.TestRuntime}).V1() + "/responses"
 	if r := postJSON(t, url, "k", `{"model":"pool","input":"hi"}`); r.status != 200 || respID(t, r.body) != "resp_chosen" {
 		t.Fatalf("first turn: %d %s", r.status, r.body)
 	}
@@ -474,7 +475,7 @@ func TestDeployments_LeastBusyUnderUnevenLatency(t *testing.T) {
 	slow, fast := newCachingAnthropic(t, "slow"), newCachingAnthropic(t, "fast")
 	slowSrv := httptest.NewServer(slowed(slow, 40*time.Millisecond))
 	t.Cleanup(slowSrv.Close)
-	g := gatewaytest.StartYAML(t, poolYAML([]string{slowSrv.URL, fast.srv.URL}, "least_busy", "off", "", ""), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, poolYAML([]string{slowSrv.URL, fast.srv.URL}, "least_busy", "off", "", ""), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.Anthropic(g.URL, "client-key")
 	var wg sync.WaitGroup
 	for w := range 4 {

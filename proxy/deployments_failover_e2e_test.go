@@ -18,6 +18,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // deployedBreakerYAML is model pool served by two deployments (backends main and spare, each
@@ -52,7 +53,7 @@ models:
 func TestDeployments_CircuitBreaker(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	state := func() float64 {
 		return testutil.ToFloat64(g.Metrics.Circuits.State.WithLabelValues("main", "gpt-main"))
 	}
@@ -119,7 +120,7 @@ func TestDeployments_CircuitBreaker(t *testing.T) {
 func TestDeployments_AllCircuitsOpen(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Clock: clock.Now})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	main.down.Store(true)
 	spare.down.Store(true)
 	for i := 0; i < 2; i++ { // each request fails on both: two failures each
@@ -178,7 +179,7 @@ models:
     context_fallbacks: [long]
   long: {backend: big, upstream_model: m-long}
   other: {backend: other, upstream_model: m-other}
-`, urls[0], urls[1], big.srv.URL, other.srv.URL), gatewaytest.Options{})
+`, urls[0], urls[1], big.srv.URL, other.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	for i := 0; i < 4; i++ { // weighted 1:3: second, second, first, second
 		text, h, err := chatOnce(t, g, "short", i%2 == 1)
 		if err != nil || text != "from big" || h.Get("x-agate-model") != "long" {
@@ -218,7 +219,7 @@ models:
       - {backend: b, upstream_model: fake-model}
     fallbacks: [backup]
   backup: {backend: spare, upstream_model: fake-model}
-`, first.baseURL(), second.baseURL(), spare.baseURL()), gatewaytest.Options{})
+`, first.baseURL(), second.baseURL(), spare.baseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	a := askChat(t, g)
 	if a.errorText != "" || a.text != contAnswer || a.finishes != 1 || a.starts != 1 {
 		t.Fatalf("answer %q (%d starts, %d finishes), error %q; want the whole answer once", a.text, a.starts, a.finishes, a.errorText)
@@ -246,7 +247,7 @@ func TestDeployments_ReloadKeepsCircuit(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
 	yaml := fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL)
-	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	g := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	main.down.Store(true)
 	for i := 0; i < 4; i++ {
 		if text, _, err := chatOnce(t, g, "pool", false); err != nil || text != "from spare" {
@@ -285,8 +286,8 @@ func TestDeployments_CircuitSharedThroughRedis(t *testing.T) {
 	main, spare := newFlaky(t, "from main"), newFlaky(t, "from spare")
 	clock := newFakeClock()
 	yaml := fmt.Sprintf(deployedBreakerYAML, main.srv.URL, spare.srv.URL) + fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}\n", rs.URL())
-	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
-	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Clock: clock.Now})
+	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
+	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	waitState := func(g *gatewaytest.Gateway, want float64) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Second)

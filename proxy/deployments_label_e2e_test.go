@@ -8,6 +8,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestDeployments_UpstreamLabel: gateway_upstream_duration_seconds names the deployment
@@ -20,7 +21,7 @@ func TestDeployments_UpstreamLabel(t *testing.T) {
 	for i := range 2 {
 		urls = append(urls, newCachingAnthropic(t, fmt.Sprintf("d%d", i)).srv.URL)
 	}
-	g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", "off", "", "  single: {backend: d0, upstream_model: claude-haiku-4-5}\n"), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, poolYAML(urls, "weighted", "off", "", "  single: {backend: d0, upstream_model: claude-haiku-4-5}\n"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.Anthropic(g.URL, "client-key")
 	for _, model := range []string{"pool", "pool", "single", "d1/claude-opus-4-1", "d1/any-name-a-client-picks"} {
 		if _, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 64,

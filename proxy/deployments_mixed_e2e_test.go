@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestDeployments_MixedTypes: one model served by Claude on Anthropic and by Claude on
@@ -37,7 +38,7 @@ models:
     deployments:
       - {backend: anth, upstream_model: claude-sonnet-4-5}
       - {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}
-`, anth.srv.URL, bsrv.URL), gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
+`, anth.srv.URL, bsrv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime, AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
 
 	ac := gatewaytest.Anthropic(g.URL, "client-key")
 	oc := gatewaytest.OpenAI(g.V1(), "client-key")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestDeployments_QuotaAcrossReplicas: two gateways sharing a real redis-server spend one
@@ -37,8 +38,8 @@ models:
 balancing: {quota_sync: 20ms}
 state: {type: redis, url: %q}
 `, f0.srv.URL, f1.srv.URL, srv.URL())
-	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
-	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	ask := func(g *gatewaytest.Gateway) string {
 		t.Helper()
 		c := gatewaytest.Anthropic(g.URL, "client-key")

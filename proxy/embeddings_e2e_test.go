@@ -222,7 +222,7 @@ func float32Bytes(v []float64) []byte {
 // task type), emb-mock, emb-mixed (openai with a gemini fallback: translated) and chat
 // (an anthropic model, which cannot embed).
 func startEmbedGateway(t *testing.T, f *embedFakes, extra string) *gatewaytest.Gateway {
-	return gatewaytest.StartYAML(t, startEmbedYAML(f)+extra, gatewaytest.Options{})
+	return gatewaytest.StartYAML(t, startEmbedYAML(f)+extra, gatewaytest.Options{Runtime: proxy.TestRuntime})
 }
 
 // startEmbedYAML is startEmbedGateway's configuration.
@@ -560,7 +560,7 @@ keys:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
-	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Tracer: tracer, Logger: slog.New(logjson.New(&logs, nil))})
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Tracer: tracer, Logger: slog.New(logjson.New(&logs, nil))})
 	client := gatewaytest.OpenAI(g.V1(), "bob-key")
 	resp, err := client.Embeddings.New(context.Background(), openai.EmbeddingNewParams{Model: "emb-gemini",
 		Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"First text", "Second text"}}})
@@ -603,7 +603,7 @@ func TestEmbeddings_FallbackAndErrors(t *testing.T) {
 	f := newEmbedFakes(t)
 	var logs gatewaytest.Buffer
 	cfg := gatewaytest.Parse(t, startEmbedYAML(f))
-	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+	g := gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(logjson.New(&logs, nil))})
 	client := gatewaytest.OpenAI(g.V1(), "alice-key")
 	in := openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"text-1", "text-2"}}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The fault matrix of issue #47 (faultmatrix_e2e_test.go) on the clouds: the same sixteen
@@ -338,7 +339,7 @@ models:
 `, backend(primary.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms, circuit_breaker: {failures: 2, cooldown: 1m}}, ", "timeouts: {header: 150ms, stream_idle: 100ms}"),
 		backend(spare.srv.URL, "retries: {max: 1, base_delay: 1ms, max_delay: 2ms}, ", "timeouts: {header: 1s, stream_idle: 100ms}"),
 		backend(long.srv.URL, "", "timeouts: {header: 1s, stream_idle: 100ms}"), col.model),
-		gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: bedrockTestCreds}})
+		gatewaytest.Options{Runtime: proxy.TestRuntime, AWSCredentials: credentials.StaticCredentialsProvider{Value: bedrockTestCreds}})
 	asks := 1
 	if strings.HasPrefix(tc.name, "16") {
 		asks = 4 // one request after another while the primary is down

@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The fault matrix of issue #47: the sixteen provider faults the issue names (its table
@@ -333,7 +334,7 @@ models:
   m: {backend: up, upstream_model: fake-model, fallbacks: [s], context_fallbacks: [long], timeouts: {first_token: %[7]s}}
   s: {backend: spare, upstream_model: spare-model}
   long: {backend: big, upstream_model: long-model}
-`, kind, primary.baseURL(), spare.baseURL(), long.baseURL(), matrixHeader, matrixStreamIdle, matrixFirstToken), gatewaytest.Options{})
+`, kind, primary.baseURL(), spare.baseURL(), long.baseURL(), matrixHeader, matrixStreamIdle, matrixFirstToken), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	if strings.HasPrefix(tc.name, "08") && kind == "gemini" {
 		// The recorded 429 carries a RetryInfo of 34.4s, which the gateway honours as a
 		// Retry-After: longer than max_delay, so the fallback answers at once.

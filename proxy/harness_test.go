@@ -92,7 +92,7 @@ func startGatewayConfig(t testing.TB, cfg *config.Config, o gatewayOptions) *gat
 	}
 	srv, err := New(Options{
 		Config:   cfg,
-		Metrics:  metrics.New(reg),
+		Metrics:  metrics.NewWith(reg, metrics.Options{Runtime: testRuntime}),
 		Gatherer: reg,
 		Logger:   slog.New(logjson.New(logOut, nil)), // the gateway's handler (cmd/gateway)
 		Tools:    o.tools,

@@ -69,7 +69,7 @@ keys:
 ledger: {type: sqlite}
 admin:
   keys: {ops: {key_sha256: %s}}
-`, down.URL+"/v1", ok.BaseURL(), hex.EncodeToString(d[:])), gatewaytest.Options{Ledger: l, Tracer: tracer})
+`, down.URL+"/v1", ok.BaseURL(), hex.EncodeToString(d[:])), gatewaytest.Options{Runtime: proxy.TestRuntime, Ledger: l, Tracer: tracer})
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	client := gatewaytest.OpenAI(g.V1(), "sk-alice")

@@ -22,6 +22,7 @@ import (
 	"github.com/agate-gateway/agate/internal/redact"
 	"github.com/agate-gateway/agate/ledger"
 	"github.com/agate-gateway/agate/ledger/pgtest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // ledgerRow is what TestLedger_EndToEnd compares of a record: everything but the times
@@ -123,7 +124,7 @@ keys:
 tools:
   clock: {type: builtin, name: time_now}
 `)
-	g := gatewaytest.StartYAML(t, y.String(), gatewaytest.Options{Tools: true, Ledger: l})
+	g := gatewaytest.StartYAML(t, y.String(), gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true, Ledger: l})
 	ctx := context.Background()
 
 	alice, bob := gatewaytest.OpenAI(g.V1(), "sk-alice"), gatewaytest.OpenAI(g.V1(), "sk-bob")
@@ -281,7 +282,7 @@ backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}
 keys: {alice: {key: sk-alice, models: ["*"], team: eng}}
 ledger: {type: sqlite, path: `+path+`, flush_interval: 1h}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	for range 3 {
 		if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "demo",
@@ -320,7 +321,7 @@ backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}
 keys: {alice: {key: sk-alice, models: ["*"]}}
 ledger: {type: postgres, url: "`+url+`", flush_interval: 10ms, spool_path: `+filepath.Join(t.TempDir(), "spool")+`}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	ask := func() {
 		t.Helper()
@@ -389,7 +390,7 @@ backends: {offline: {type: mock}}
 models: {demo: {backend: offline}}
 keys: {alice: {key: sk-alice, models: ["*"]}}
 ledger: {type: sqlite, path: %s, capture_content: %v, max_content_bytes: 40}
-`, path, capture), gatewaytest.Options{})
+`, path, capture), gatewaytest.Options{Runtime: proxy.TestRuntime})
 			c := gatewaytest.OpenAI(g.V1(), "sk-alice")
 			out, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "demo",
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("first"), openai.UserMessage("key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 please")}})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/ledger"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestLedger_RefusedBeforeRouting: a request of a known key refused before it was routed
@@ -31,7 +32,7 @@ func TestLedger_RefusedBeforeRouting(t *testing.T) {
 backends: {offline: {type: mock}}
 models: {demo: {backend: offline}, secret-model: {backend: offline}}
 keys: {alice: {key: sk-alice, models: [demo], team: eng}}
-`, gatewaytest.Options{Ledger: l})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, Ledger: l})
 	ctx := context.Background()
 	const badSecret = "sk-not-a-key-0123456789abcdef"
 	ask := func(key, model string) error {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/ledger"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestLedger_ToolsAndAttemptTokens: a request whose tool loop calls a builtin tool twice
@@ -71,7 +72,7 @@ tools:
 ledger: {type: sqlite}
 admin:
   keys: {ops: {key_sha256: %s}}
-`, down.URL+"/v1", hook.URL+"/weather", hex.EncodeToString(d[:])), gatewaytest.Options{Ledger: l, Tools: true})
+`, down.URL+"/v1", hook.URL+"/weather", hex.EncodeToString(d[:])), gatewaytest.Options{Runtime: proxy.TestRuntime, Ledger: l, Tools: true})
 
 	client := gatewaytest.OpenAI(g.V1(), "sk-agent")
 	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "flaky",

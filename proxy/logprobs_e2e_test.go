@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // sdkToken is a ChatCompletionTokenLogprob as the SDK parsed it, reduced for comparison.
@@ -118,7 +119,7 @@ keys:
 tools:
   clock: {type: builtin, name: time_now}
 `, up.srv.URL)
-	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Tools: true})
+	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	client := gatewaytest.OpenAI(gw.V1(), "agent-key")
 
 	chunk := func(delta, logprobs, finish string) string {

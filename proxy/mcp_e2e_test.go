@@ -180,7 +180,7 @@ mcp: {enabled: true}
   clock: {type: builtin, name: time_now}
 cache: {max_entries: 100, ttl: 1m}
 %s`, mcpKeysYAML, team.url(), extra)
-	g := gatewaytest.StartYAML(t, y, gatewaytest.Options{Tools: true})
+	g := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	return &mcpGateway{Gateway: g, team: team}
 }
 
@@ -636,7 +636,7 @@ keys:
   carol: {key: sk-carol, models: ["*"], tools: [everything]}
 tools:
   everything: {type: mcp, command: %s}
-`, cmd), gatewaytest.Options{Tools: true})
+`, cmd), gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	g := &mcpGateway{Gateway: gw}
 	hc := &http.Client{Transport: bearerTransport{name: "Authorization", value: "Bearer sk-carol", base: http.DefaultTransport}}
 	var mu sync.Mutex
@@ -832,7 +832,7 @@ func TestMCPEndpoint_RefusedAtTheDoor(t *testing.T) {
 		})
 	}
 	t.Run("off by default", func(t *testing.T) {
-		off := gatewaytest.StartYAML(t, "backends:\n  offline: {type: mock}\n", gatewaytest.Options{})
+		off := gatewaytest.StartYAML(t, "backends:\n  offline: {type: mock}\n", gatewaytest.Options{Runtime: proxy.TestRuntime})
 		resp, err := http.Post(off.URL+"/mcp", "application/json", strings.NewReader(initializeBodyE2E))
 		if err != nil {
 			t.Fatal(err)
@@ -857,7 +857,7 @@ keys:
   dave: {key: sk-dave, models: ["*"], tools: [clock], limits: {requests_per_minute: 2}}
 tools:
   clock: {type: builtin, name: time_now}
-`, gatewaytest.Options{Tools: true})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	g := &mcpGateway{Gateway: gw}
 	cs := g.mustConnect(t, "sk-dave", nil)
 	for i, wantErr := range []bool{false, false, true} {
@@ -894,7 +894,7 @@ telemetry: {traces: true}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracer.Shutdown(context.Background()) })
-	g := &mcpGateway{Gateway: gatewaytest.Start(t, cfg, gatewaytest.Options{Tools: true, Tracer: tracer})}
+	g := &mcpGateway{Gateway: gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true, Tracer: tracer})}
 	cs := g.mustConnect(t, "sk-dave", nil)
 	if _, isErr := callText(t, cs, "clock", map[string]any{}); isErr {
 		t.Fatal("clock failed")

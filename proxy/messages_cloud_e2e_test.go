@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The Messages passthrough to Claude on Vertex AI and on Bedrock, through anthropic-sdk-go
@@ -158,7 +159,7 @@ backends:
     vertex: {project: my-proj, location: us-east5, publisher: anthropic, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   claude: {backend: vx, upstream_model: claude-sonnet-4-5@20250929}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	raw := claudeTurns(t, g.URL, "client-key", sig)
 	if want := strings.Replace(string(sse), `"model":"claude-sonnet-4-5"`, `"model":"claude"`, 1); raw != want {
 		t.Errorf("the client's stream is not Vertex's:\n%s\nwant\n%s", raw, want)
@@ -297,7 +298,7 @@ backends:
     vertex: {project: my-proj, location: us-central1, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   flash: {backend: vx, upstream_model: gemini-2.5-flash}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	n, err := client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "flash",
 		System:     anthropic.MessageCountTokensParamsSystemUnion{OfString: anthropic.String("Be brief.")},
@@ -342,7 +343,7 @@ backends:
     vertex: {project: my-proj, location: us-east5, publisher: anthropic, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   claude: {backend: vx, upstream_model: claude-sonnet-4-5@20250929}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	checkClaudeAnswer(t, "streamed after a 429", streamMessage(t, client, claudeParams("claude")), recordedSignature(t, sse))
 	if n := len(up.seen()); n != 2 {

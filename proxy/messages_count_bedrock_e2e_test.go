@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // bedrockCounter is Bedrock's CountTokens on loopback (SigV4 checked by fakeBedrock), as
@@ -75,7 +76,7 @@ models:
   llama: {backend: aws, upstream_model: "us.meta.llama3-3-70b-instruct-v1:0"}
   nova: {backend: aws, upstream_model: "us.amazon.nova-lite-v1:0"}
   claude: {backend: aws, upstream_model: "us.anthropic.claude-sonnet-4-20250514-v1:0"}
-`, gatewaytest.Options{AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime, AWSCredentials: credentials.StaticCredentialsProvider{Value: creds}})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	count := func(model string) (int64, string) {
 		t.Helper()

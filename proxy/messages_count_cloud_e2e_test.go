@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestCountTokens_Vertex: Messages count_tokens on Claude on Vertex AI asks Vertex's
@@ -29,7 +30,7 @@ backends:
     vertex: {project: my-proj, location: us-east5, publisher: anthropic, credentials_file: `+tokens.serviceAccountFile(t)+`}
 models:
   haiku: {backend: vx, upstream_model: claude-haiku-4-5@20251001}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	client := gatewaytest.Anthropic(g.URL, "client-key")
 	n, err := client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "haiku",
 		Messages: []anthropic.MessageParam{userText("How many tokens is this?")}})

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // These tests drive POST /v1/messages with the official Anthropic Go SDK, through the
@@ -32,7 +33,7 @@ type messagesGateway struct {
 func startMessagesGateway(t *testing.T, extra string) *messagesGateway {
 	g := &messagesGateway{fakes: gatewaytest.Fleet(func(kind string) *gatewaytest.Fake { return gatewaytest.NewFake(t, kind) })}
 	y := "server: {listen: \"127.0.0.1:0\"}\n" + fleetConfig(g.fakes) + extra
-	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).URL
+	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 	return g
 }
 
@@ -51,7 +52,7 @@ models:
   m-claude: {backend: claude, upstream_model: claude-x}
 keys:
   client: {key: client-key, models: ["*"]}
-`, upstreamURL), gatewaytest.Options{}).URL
+`, upstreamURL), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 }
 
 func anthropicClient(base string) anthropic.Client {
@@ -384,7 +385,7 @@ models:
   m-mock: {backend: offline}
 keys:
   client: {key: client-key, models: ["*"]}
-`, up.URL, up.URL), gatewaytest.Options{}).URL
+`, up.URL, up.URL), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 	c := anthropicClient(url)
 	tests := []struct {
 		name  string
@@ -431,7 +432,7 @@ models:
   m-claude: {backend: claude, upstream_model: claude-x, fallbacks: [demo]}
 keys:
   client: {key: client-key, models: ["*"]}
-`, up.srv.URL), gatewaytest.Options{}).URL
+`, up.srv.URL), gatewaytest.Options{Runtime: proxy.TestRuntime}).URL
 	cached := anthropic.TextBlockParam{Text: "Long instructions.", CacheControl: anthropic.NewCacheControlEphemeralParam()}
 	p := anthropic.MessageNewParams{Model: "m-claude", MaxTokens: 100,
 		System: []anthropic.TextBlockParam{{Text: "Be terse."}, cached},

@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestMock_DrivesARealToolLoop: offline, the mock backend runs a tool loop whose tool has
@@ -54,7 +55,7 @@ tools:
     url: %q
     description: Current weather for a city.
     parameters: {type: object, properties: {city: {type: string, examples: [Paris]}, unit: {type: string}}, required: [city]}
-`, hook.URL+"/weather"), gatewaytest.Options{Tools: true})
+`, hook.URL+"/weather"), gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	client := gatewaytest.OpenAI(g.V1(), "sk-agent")
 	tests := []struct {
 		model, prompt, want string

@@ -26,6 +26,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/sse"
+	"github.com/agate-gateway/agate/proxy"
 	"github.com/agate-gateway/agate/translate"
 )
 
@@ -112,7 +113,7 @@ models:
   gemini-model: {backend: gemini, upstream_model: gemini-3-pro-preview}
   responses-model: {backend: responses, upstream_model: gpt-5}
 `, up.srv.URL)
-	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1(), up: up}
+	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1(), up: up}
 }
 
 // withBackend rewrites the config so that "client-model" routes to backend kind.
@@ -125,7 +126,7 @@ backends:
 models:
   client-model: {backend: up, upstream_model: %s}
 `, kind, up.srv.URL, upstreamModel)
-	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1(), up: up}
+	return &providerGateway{url: gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1(), up: up}
 }
 
 func (g *providerGateway) client() openai.Client {

@@ -27,6 +27,7 @@ import (
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/logjson"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The response cache end to end: a fake OpenAI-compatible upstream (gatewaytest's
@@ -89,7 +90,7 @@ func zeroTemp(prompt string) openai.ChatCompletionNewParams {
 // no-store ask the upstream and leave the entry; refresh and Cache-Control: no-cache ask
 // it and replace the entry.
 func TestResponseCache_Directives(t *testing.T) {
-	g, up := startCached(t, "{ttl: 10m}", gatewaytest.Options{})
+	g, up := startCached(t, "{ttl: 10m}", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	steps := []struct {
 		name      string
 		header    [2]string
@@ -152,7 +153,7 @@ func TestResponseCache_WhenDeterministic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, up := startCached(t, tt.cache, gatewaytest.Options{})
+			g, up := startCached(t, tt.cache, gatewaytest.Options{Runtime: proxy.TestRuntime})
 			askCached(t, g, "alice-key", tt.params)
 			got := askCached(t, g, "alice-key", tt.params)
 			if n := len(up.Bodies()); n != tt.wantCalls || got.cache != tt.wantHeader {
@@ -166,7 +167,7 @@ func TestResponseCache_WhenDeterministic(t *testing.T) {
 // miss that stores the new answer.
 func TestResponseCache_TTL(t *testing.T) {
 	clock := newFakeClock()
-	g, up := startCached(t, "{ttl: 10m}", gatewaytest.Options{Clock: clock.Now})
+	g, up := startCached(t, "{ttl: 10m}", gatewaytest.Options{Runtime: proxy.TestRuntime, Clock: clock.Now})
 	for _, s := range []struct {
 		advance time.Duration
 		want    string
@@ -184,7 +185,7 @@ func TestResponseCache_TTL(t *testing.T) {
 // TestResponseCache_ScopedToKey: one key's entry is not another's: bob's same request is
 // a miss after alice's, and each then hits its own.
 func TestResponseCache_ScopedToKey(t *testing.T) {
-	g, up := startCached(t, "{}", gatewaytest.Options{})
+	g, up := startCached(t, "{}", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	for _, s := range []struct{ key, want, cache string }{
 		{"alice-key", "answer 1", "miss"}, {"bob-key", "answer 2", "miss"},
 		{"alice-key", "answer 1", "hit"}, {"bob-key", "answer 2", "hit"},
@@ -211,7 +212,7 @@ models:
 keys:
   evals: {key: evals-key, models: ["*"], cache: {responses: {when: always}}}
   app: {key: app-key, models: ["*"]}
-`, up.BaseURL()), gatewaytest.Options{})
+`, up.BaseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	free := openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}
 	for _, s := range []struct{ key, want, cache string }{
 		{"evals-key", "answer 1", "miss"}, {"evals-key", "answer 1", "hit"},
@@ -238,7 +239,7 @@ models:
   m: {backend: up, upstream_model: gpt-fake, cache: {responses: {}}}
 keys:
   alice: {key: alice-key, models: ["*"], budget: {tokens: 15}, limits: {requests_per_minute: 3}}
-`, up.BaseURL()), gatewaytest.Options{Logger: slog.New(logjson.New(logs, nil))})
+`, up.BaseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(logjson.New(logs, nil))})
 	askCached(t, g, "alice-key", zeroTemp("hello")) // 15 tokens: the budget is spent
 	tokens := func() float64 {
 		g.Server.Settle()
@@ -277,7 +278,7 @@ keys:
 // TestResponseCache_StreamAndWhole: a whole answer stored is replayed as a stream (the
 // SDK's stream accumulates the same text), and a streamed one as a whole completion.
 func TestResponseCache_StreamAndWhole(t *testing.T) {
-	g, up := startCached(t, "{}", gatewaytest.Options{})
+	g, up := startCached(t, "{}", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := gatewaytest.OpenAI(g.V1(), "alice-key")
 	streamed := func(prompt string) (string, string) {
 		t.Helper()
@@ -311,7 +312,7 @@ func TestResponseCache_StreamAndWhole(t *testing.T) {
 // replayed to the Messages API (anthropic-sdk-go) and to the Responses API (openai-go),
 // each in its own shape, from the one entry.
 func TestResponseCache_CrossAPI(t *testing.T) {
-	g, up := startCached(t, "{}", gatewaytest.Options{})
+	g, up := startCached(t, "{}", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	askCached(t, g, "alice-key", zeroTemp("hello"))
 
 	var aresp *http.Response
@@ -362,7 +363,7 @@ func TestResponseCache_SingleFlight(t *testing.T) {
 	})
 	srv := httptest.NewServer(slow)
 	defer srv.Close()
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, srv.URL+"/v1", "{}"), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, srv.URL+"/v1", "{}"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	const n = 8
 	var wg sync.WaitGroup
 	got := make([]cachedChat, n)
@@ -406,8 +407,8 @@ func TestResponseCache_Redis(t *testing.T) {
 	up := gatewaytest.NewFakeJSON(t, "openai")
 	up.SetScript(cacheTurns(5)...)
 	yaml := fmt.Sprintf(cacheYAML, up.BaseURL(), "{store: redis, ttl: 1m}") + fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}\n", rs.URL())
-	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
-	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	a := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	b := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	if got := askCached(t, a, "alice-key", zeroTemp("hello")); got.cache != "miss" || got.text != "answer 1" {
 		t.Fatalf("a: %+v", got)
 	}
@@ -427,7 +428,7 @@ func TestResponseCache_Redis(t *testing.T) {
 func TestResponseCache_NotStored(t *testing.T) {
 	t.Run("error", func(t *testing.T) {
 		up := gatewaytest.NewFakeJSON(t, "openai") // no script: every request is a 400 in OpenAI's shape
-		g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{}"), gatewaytest.Options{})
+		g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{}"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 		c := gatewaytest.OpenAI(g.V1(), "alice-key")
 		for i := 0; i < 2; i++ {
 			if _, err := c.Chat.Completions.New(context.Background(), zeroTemp("hello")); err == nil || !strings.Contains(err.Error(), "400") {
@@ -451,7 +452,7 @@ models:
   m2: {backend: spare, upstream_model: gpt}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`, down.URL+"/v1", spare.BaseURL()), gatewaytest.Options{})
+`, down.URL+"/v1", spare.BaseURL()), gatewaytest.Options{Runtime: proxy.TestRuntime})
 		for _, want := range []string{"answer 1", "answer 2"} {
 			if got := askCached(t, g, "alice-key", zeroTemp("hello")); got.text != want || got.cache != "miss" {
 				t.Errorf("%+v, want %q from the fallback, a miss", got, want)
@@ -475,7 +476,7 @@ func TestResponseCache_NodeSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
 		gatewaytest.Missing(t, "the npm package openai is not installed: "+err.Error(), "set AGATE_NODE_MODULES; .ci/run installs it in .ci/npm")
 	}
-	g, up := startCached(t, "{}", gatewaytest.Options{})
+	g, up := startCached(t, "{}", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "node", "responsecache.mjs"))
@@ -513,7 +514,7 @@ func TestResponseCache_NodeSDK(t *testing.T) {
 func TestResponseCache_Reload(t *testing.T) {
 	up := gatewaytest.NewFakeJSON(t, "openai")
 	up.SetScript(cacheTurns(5)...)
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{ttl: 10m}"), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{ttl: 10m}"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	askCached(t, g, "alice-key", zeroTemp("hello"))
 	for _, s := range []struct{ block, want, cache string }{
 		{"{ttl: 10m}", "answer 1", "hit"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 var updateCacheGolden = flag.Bool("update-cache-golden", false, "rewrite proxy/testdata/responsecache/*.golden")
@@ -47,7 +48,7 @@ func TestResponseCache_StreamReplayGolden(t *testing.T) {
 	up := gatewaytest.NewFakeJSON(t, "openai")
 	same := gatewaytest.Turn{Text: "Hello there"} // every answer the same: a miss and a hit compare
 	up.SetScript(same, same, same, same, same)
-	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{}"), gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, fmt.Sprintf(cacheYAML, up.BaseURL(), "{}"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	post := func(path, body string, header ...string) ([]byte, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", g.URL+path, strings.NewReader(body))

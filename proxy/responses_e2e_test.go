@@ -17,6 +17,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/proxy"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/openai/openai-go/v3"
@@ -53,7 +54,7 @@ keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"]}
 %s`, backend, extra)
-	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
+	g.url = gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1()
 	return g
 }
 
@@ -748,7 +749,7 @@ models:
   gpt: {backend: r, upstream_model: gpt-5}
   claude: {backend: a, upstream_model: claude}
 `, resp.BaseURL(), anth.BaseURL())
-	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
+	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1()
 	c := gatewaytest.OpenAI(url, "k")
 	ctx := context.Background()
 	resp.SetScript(gatewaytest.Turn{Text: "from gpt"}, gatewaytest.Turn{Text: "gpt again"})
@@ -882,7 +883,7 @@ models:
   m: {backend: up}
 keys:
   alice: {key: alice-key, models: ["*"], limits: {requests_per_minute: 1}}
-`, gatewaytest.Options{}).V1()
+`, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1()
 	body := `{"model":"m","input":"hi"}`
 	if r := postJSON(t, url+"/responses", "alice-key", body); r.status != 200 {
 		t.Fatalf("first request: %d %s", r.status, r.body)
@@ -912,7 +913,7 @@ responses: {store: redis}
 `, rs.URL())
 	var urls [2]string
 	for i := range urls {
-		urls[i] = gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
+		urls[i] = gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1()
 	}
 	client := gatewaytest.OpenAI
 	ctx := context.Background()

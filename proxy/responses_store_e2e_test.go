@@ -17,6 +17,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The end-to-end tests of the bounds and ownership of stored responses (issue #45): a
@@ -52,7 +53,7 @@ models:
   m: {backend: up}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`, gatewaytest.Options{}).V1() + "/responses"
+`, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1() + "/responses"
 	post := func(input, prev string) respResult {
 		b, _ := json.Marshal(map[string]any{"model": "m", "input": input, "previous_response_id": prev})
 		if prev == "" {
@@ -159,7 +160,7 @@ models:
 keys:
   alice: {key: alice-key, models: ["*"]}
   bob: {key: bob-key, models: ["*"]}
-%s`, up, extra), gatewaytest.Options{}).V1() + "/responses"
+%s`, up, extra), gatewaytest.Options{Runtime: proxy.TestRuntime}).V1() + "/responses"
 			if r := postJSON(t, url, "alice-key", `{"model":"m","input":"alice's secret"}`); r.status != 200 {
 				t.Fatalf("alice: %d %s", r.status, r.body)
 			}
@@ -233,7 +234,7 @@ keys:
   bob: {key: bob-key, models: ["*"], limits: {requests_per_minute: 2}}
 state: {type: redis, url: %q, timeout: 1s}
 responses: %s
-`, state.URL(), responses), gatewaytest.Options{}).V1() + "/responses"
+`, state.URL(), responses), gatewaytest.Options{Runtime: proxy.TestRuntime}).V1() + "/responses"
 			for i := range 2 {
 				if r := postJSON(t, url, "bob-key", `{"model":"m","input":"hi","store":false}`); r.status != 200 {
 					t.Fatalf("bob %d: %d %s", i, r.status, r.body)
@@ -323,7 +324,7 @@ models:
 responses: {store: memory}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`, primary.URL, spare), gatewaytest.Options{}).V1() + "/responses"
+`, primary.URL, spare), gatewaytest.Options{Runtime: proxy.TestRuntime}).V1() + "/responses"
 	if r := postJSON(t, url, "alice-key", `{"model":"m","input":"hi"}`); r.status != 200 || respID(t, r.body) != "resp_chosen" {
 		t.Fatalf("first turn: %d %s", r.status, r.body)
 	}

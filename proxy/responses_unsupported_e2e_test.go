@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // TestResponses_UnsupportedOnTranslated: the Responses parameters no translating backend
@@ -30,7 +31,7 @@ models:
 keys:
   alice: {key: alice-key, models: ["*"]}
 `, strict.BaseURL(), dropping.BaseURL(), pass.BaseURL())
-	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{}).V1()
+	url := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime}).V1()
 	tests := []struct {
 		name, fields, param string
 		upstream            []string // what a responses backend receives

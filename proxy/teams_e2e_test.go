@@ -11,6 +11,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/limits/redistest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // teamsYAML has three teams: eng shares 2 requests a minute, ops a budget of 3 tokens,
@@ -56,7 +57,7 @@ func outcome(err error) string {
 // keys, on top of each key's own, and a team's models narrow its keys'; a key in no
 // team, or in another, is not affected. The refusals name the team.
 func TestTeams_SharedLimitsBudgetsAndModels(t *testing.T) {
-	g := gatewaytest.StartYAML(t, teamsYAML+"state: {type: memory}\n", gatewaytest.Options{})
+	g := gatewaytest.StartYAML(t, teamsYAML+"state: {type: memory}\n", gatewaytest.Options{Runtime: proxy.TestRuntime})
 	steps := []struct {
 		key, model, want string
 		// names is what the refusal's message must name ("": nothing checked).
@@ -90,8 +91,8 @@ func TestTeams_SharedLimitsBudgetsAndModels(t *testing.T) {
 func TestTeams_AcrossReplicas(t *testing.T) {
 	rs := redistest.Start(t)
 	yaml := teamsYAML + fmt.Sprintf("state: {type: redis, url: %q, timeout: 2s}\n", rs.URL())
-	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
-	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{})
+	g1 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
+	g2 := gatewaytest.StartYAML(t, yaml, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	steps := []struct {
 		g         *gatewaytest.Gateway
 		key, want string

@@ -125,7 +125,7 @@ func startLoopGatewayWith(t *testing.T, keysAndTools func(mcpURL string) string)
 	var mcpURL string
 	g.mcp, mcpURL = startLoopMCP(t)
 	y := "server: {listen: \"127.0.0.1:0\"}\n" + gatewaytest.FleetYAML(g.fakes, false) + keysAndTools(mcpURL)
-	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Tools: true})
+	gw := gatewaytest.StartYAML(t, y, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true})
 	g.srv, g.reg, g.url = gw.Server, gw.Registry, gw.V1()
 	return g
 }

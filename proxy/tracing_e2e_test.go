@@ -269,7 +269,7 @@ telemetry: %s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.tracer.Shutdown(context.Background()) })
-	gw := gatewaytest.Start(t, cfg, gatewaytest.Options{Tools: true, Tracer: g.tracer})
+	gw := gatewaytest.Start(t, cfg, gatewaytest.Options{Runtime: proxy.TestRuntime, Tools: true, Tracer: g.tracer})
 	g.reg, g.url = gw.Registry, gw.URL
 	return g
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/logjson"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // closedPort returns a loopback address nothing listens on: connecting is refused.
@@ -42,7 +43,7 @@ models:
   m: {backend: dead, upstream_model: up-model}
 keys:
   alice: {key: sk-alice, models: ["*"]}
-`, addr), gatewaytest.Options{Logger: slog.New(logjson.New(&logs, nil))})
+`, addr), gatewaytest.Options{Runtime: proxy.TestRuntime, Logger: slog.New(logjson.New(&logs, nil))})
 	client := gatewaytest.OpenAI(g.V1(), "sk-alice")
 	for i, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {

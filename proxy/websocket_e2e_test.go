@@ -17,6 +17,7 @@ import (
 
 	"github.com/agate-gateway/agate/internal/gatewaytest"
 	"github.com/agate-gateway/agate/internal/openaitest"
+	"github.com/agate-gateway/agate/proxy"
 )
 
 // The Responses API's WebSocket mode (GET /v1/responses upgraded), driven by a Go
@@ -294,7 +295,7 @@ models:
   m: {backend: up, upstream_model: gpt-x}
 keys:
   alice: {key: alice-key, models: ["*"]}
-`, up.URL+"/v1"), gatewaytest.Options{})
+`, up.URL+"/v1"), gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := dialWS(t, g.V1(), "alice-key")
 	sendWS(t, c, map[string]any{"type": "response.create", "model": "m", "input": "hi"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -369,7 +370,7 @@ func TestWebsocket_Limits(t *testing.T) {
 	g := gatewaytest.StartYAML(t, `backends: {offline: {type: mock}}
 models: {m: {backend: offline, limits: {requests_per_minute: 1}}}
 keys: {alice: {key: alice-key, models: ["*"]}}
-`, gatewaytest.Options{})
+`, gatewaytest.Options{Runtime: proxy.TestRuntime})
 	c := dialWS(t, g.V1(), "alice-key")
 	sendWS(t, c, map[string]any{"type": "response.create", "model": "m", "input": "one"})
 	if got := turnText(readTurn(t, c)); !strings.Contains(got, "one") {

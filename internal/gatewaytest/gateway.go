@@ -46,6 +46,10 @@ type Options struct {
 	AWSCredentials aws.CredentialsProvider
 	// Clock is passed to proxy.New (the circuit breakers' time); nil is time.Now.
 	Clock func() time.Time
+	// Runtime are the Go and process collectors the gateway's registry gathers
+	// (metrics.Options.Runtime); the zero value builds the gateway's own. A test binary
+	// that starts many gateways builds one metrics.NewRuntime and passes it to each.
+	Runtime metrics.Runtime
 }
 
 // Gateway is a gateway serving on a loopback port until the test ends.
@@ -115,7 +119,7 @@ func newGateway(t testing.TB, cfg *config.Config, o Options) *Gateway {
 	if g.Logger == nil {
 		g.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	g.Metrics = metrics.New(g.Registry)
+	g.Metrics = metrics.NewWith(g.Registry, metrics.Options{Runtime: o.Runtime})
 	if o.Tools {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
