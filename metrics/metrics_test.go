@@ -94,18 +94,14 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 
 	return n
 }
 
-// gatheredNames gathers reg and returns its families' names.
-func gatheredNames(t *testing.T, reg *prometheus.Registry) []string {
-	t.Helper()
+// familyNames gathers reg and returns its families' names.
+func familyNames(reg *prometheus.Registry) ([]string, error) {
 	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	names := make([]string, 0, len(families))
 	for _, f := range families {
 		names = append(names, f.GetName())
 	}
-	return names
+	return names, err
 }
 
 // TestNewWith_SharedRuntime checks that gateways given one Runtime gather the same
@@ -114,7 +110,10 @@ func gatheredNames(t *testing.T, reg *prometheus.Registry) []string {
 func TestNewWith_SharedRuntime(t *testing.T) {
 	own := prometheus.NewRegistry()
 	New(own)
-	want := gatheredNames(t, own)
+	want, err := familyNames(own)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var goFamilies, processFamilies int
 	for _, n := range want {
 		goFamilies += boolInt(strings.HasPrefix(n, "go_"))
@@ -132,13 +131,9 @@ func TestNewWith_SharedRuntime(t *testing.T) {
 	done := make(chan []string, len(regs))
 	for _, reg := range regs {
 		go func() {
-			families, err := reg.Gather()
+			names, err := familyNames(reg)
 			if err != nil {
 				t.Error(err)
-			}
-			names := make([]string, 0, len(families))
-			for _, f := range families {
-				names = append(names, f.GetName())
 			}
 			done <- names
 		}()
