@@ -151,3 +151,20 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// BenchmarkNew is what each gateway's metrics cost: its own Go and process collectors
+// (own) or a shared Runtime (shared).
+func BenchmarkNew(b *testing.B) {
+	shared := NewRuntime()
+	for _, bb := range []struct {
+		name string
+		o    Options
+	}{{"own", Options{}}, {"shared", Options{Runtime: shared}}} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				NewWith(prometheus.NewRegistry(), bb.o)
+			}
+		})
+	}
+}
