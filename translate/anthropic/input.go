@@ -37,16 +37,6 @@ func appendInputLiteral(dst []byte, lit string) ([]byte, bool) {
 	dst = slices.Grow(dst, len(lit))[:out+len(lit)]
 	w := out // where the next byte of the value goes
 	i := 0
-	// expect: what may come next. A value; a member name (after '{' or ',' in an
-	// object); the end of a container or a comma (after a value); a colon (after a name).
-	const (
-		wantValue = iota
-		wantName
-		wantNameOrEnd
-		wantValueOrEnd
-		wantCommaOrEnd
-		wantColon
-	)
 	expect := wantValue
 	for i < len(lit) {
 		c := lit[i]
@@ -71,6 +61,16 @@ func appendInputLiteral(dst []byte, lit string) ([]byte, bool) {
 			switch {
 			case c == ',':
 				if expect = wantValue; open[depth-1] == '}' {
+					// The next member's name read here, as a name follows an object's
+					// comma in any value this path takes.
+					if i+2 < len(lit) && lit[i+1] == '\\' && lit[i+2] == '"' {
+						dst[w], dst[w+1] = ',', '"'
+						if i, w = inputString(dst, lit, i+3, w+2); i < 0 {
+							return dst[:out], false
+						}
+						i, w, expect = inputColon(dst, lit, i, w)
+						continue
+					}
 					expect = wantName
 				}
 			case c == open[depth-1]:
@@ -96,15 +96,17 @@ func appendInputLiteral(dst []byte, lit string) ([]byte, bool) {
 				return dst[:out], false
 			}
 			dst[w] = '"'
-			i, w = i+2, w+1
-			if i, w = inputString(dst, lit, i, w); i < 0 {
+			if expect == wantName || expect == wantNameOrEnd {
+				if i, w = inputString(dst, lit, i+2, w+1); i < 0 {
+					return dst[:out], false
+				}
+				i, w, expect = inputColon(dst, lit, i, w)
+				continue
+			}
+			if i, w = inputString(dst, lit, i+2, w+1); i < 0 {
 				return dst[:out], false
 			}
-			if expect == wantName || expect == wantNameOrEnd {
-				expect = wantColon
-			} else {
-				expect = wantCommaOrEnd
-			}
+			expect = wantCommaOrEnd
 			continue
 		}
 		if expect == wantName || expect == wantNameOrEnd {
@@ -151,6 +153,30 @@ func appendInputLiteral(dst []byte, lit string) ([]byte, bool) {
 		return dst[:out], false
 	}
 	return dst[:w], true
+}
+
+// What appendInputLiteral's reader may see next (its expect): a value; a member name
+// (after '{' or ',' in an object); the end of a container or a comma (after a value); a
+// colon (after a name).
+const (
+	wantValue = iota
+	wantName
+	wantNameOrEnd
+	wantValueOrEnd
+	wantCommaOrEnd
+	wantColon
+)
+
+// inputColon follows a member name that ends before lit[i] (and dst[w]): it copies the
+// colon when it follows at once (as it does unless spaces come between) and returns the
+// offsets after it and what appendInputLiteral expects there, wantValue, or else i, w and
+// wantColon. Small enough to be inlined, which a call around inputString is not.
+func inputColon(dst []byte, lit string, i, w int) (int, int, int) {
+	if i >= len(lit) || lit[i] != ':' {
+		return i, w, wantColon
+	}
+	dst[w] = ':'
+	return i + 1, w + 1, wantValue
 }
 
 // inputString copies the contents of a string of the value, from lit[i:] to dst[w:], up
